@@ -1,0 +1,364 @@
+r"""Softmax, masks and scaled dot-product attention (MHA, GQA, MQA), readable and exact.
+
+The order of operations is the anchors' (shared spec, encodings.md §1.1):
+
+.. code-block:: text
+
+    1  s = q·kᵀ (+ qk_terms)          dot-product position terms (Shaw, Transformer-XL, CoPE)
+    2  s = s + b   if bias_scaled     bias before the scale (the seed's example, Falcon's ALiBi)
+    3  s = scale·s                    scale = d^-1/2 by default; T5: 1
+    4  s = t_i·s                      optional per-query temperature (log-n scaling)
+    5  s = c·tanh(s/c)                optional softcap (Gemma-2: c = 50)
+    6  s = s + b   otherwise          additive position bias after the scale (ALiBi, T5, KERPLE, ...)
+    7  s = where(allowed, s, -inf)    boolean mask, True = may attend
+    8  p = softmax(s)                 a fully masked row follows ``fully_masked``
+    9  o = p·v (+ value_terms(p))     Shaw's a^V
+
+NaN in any input propagates to the outputs it touches; it is never replaced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from refpos._checks import check_choice, check_float, check_int
+from refpos.backend import array_namespace
+
+Array = Any
+FULLY_MASKED = ("zeros", "nan")
+
+
+# ----------------------------------------------------------------------------------------------------
+# softmax and masks
+# ----------------------------------------------------------------------------------------------------
+def _check_mask(mask: Array, shape: tuple[int, ...], xp: Any, name: str = "mask") -> Array:
+    try:
+        mask_xp = array_namespace(mask)
+    except TypeError:
+        raise TypeError(f"{name} must be a boolean array (True = may attend), got {type(mask).__name__}") from None
+    if mask_xp is not xp and mask_xp.__name__ != xp.__name__:
+        raise TypeError(f"{name} must come from the same array library as the logits")
+    if mask.dtype != xp.bool:
+        raise TypeError(f"{name} must be a boolean array (True = may attend), got dtype {mask.dtype}")
+    try:
+        xp.broadcast_shapes(tuple(mask.shape), shape)
+    except ValueError:
+        raise ValueError(f"{name} of shape {tuple(mask.shape)} does not broadcast to the logits {shape}") from None
+    if xp.broadcast_shapes(tuple(mask.shape), shape) != shape:
+        raise ValueError(f"{name} of shape {tuple(mask.shape)} would enlarge the logits {shape}")
+    return mask
+
+
+def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_masked: str = "zeros") -> Array:
+    r"""Numerically stable softmax with an explicit policy for fully masked rows.
+
+    Parameters
+    ----------
+    logits : array
+        Real floating array.
+    axis : int
+        The axis to normalise over.
+    mask : bool array, optional
+        Broadcastable to ``logits``; ``True`` = may attend. Masked entries get probability 0.
+    fully_masked : {"zeros", "nan"}
+        What a row with no allowed entry becomes: all zeros (as a "safe softmax"), or all NaN.
+
+    Notes
+    -----
+    .. math:: \operatorname{softmax}(s)_j = \frac{e^{s_j - m}}{\sum_k e^{s_k - m}}, \qquad m = \max_k s_k
+
+    Subtracting the row maximum ``m`` changes nothing mathematically and keeps ``exp`` from
+    overflowing. A row is *fully masked* when every entry is ``-inf``; its maximum is then replaced by
+    0 so that no ``(-inf) - (-inf)`` appears. NaN logits give NaN rows (never zeros).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> softmax(np.array([1000.0, 1000.0])).tolist()
+    [0.5, 0.5]
+    >>> softmax(np.array([[1.0, 2.0]]), mask=np.array([[False, False]])).tolist()
+    [[0.0, 0.0]]
+    """
+    xp = array_namespace(logits)
+    check_choice("fully_masked", fully_masked, FULLY_MASKED)
+    check_int("axis", axis)
+    if mask is not None:
+        _check_mask(mask, tuple(logits.shape), xp)
+        logits = xp.where(mask, logits, -math.inf)
+    row_max = xp.max(logits, axis=axis, keepdims=True)
+    dead = row_max == -math.inf  # every entry masked
+    safe_max = xp.where(xp.isfinite(row_max), row_max, xp.zeros_like(row_max))
+    e = xp.exp(logits - safe_max)
+    z = xp.sum(e, axis=axis, keepdims=True)
+    z = xp.where(dead, xp.ones_like(z), z)  # no 0/0 in dead rows
+    p = e / z
+    fill = 0.0 if fully_masked == "zeros" else math.nan
+    return xp.where(dead, xp.full_like(p, fill), p)
+
+
+def causal_mask(q_len: int, k_len: int, *, xp: Any = None) -> Array:
+    """Causal mask ``(q_len, k_len)``, queries aligned to the *end* of the keys.
+
+    Query ``i`` sits at position ``k_len - q_len + i`` and may attend to keys ``j <= k_len - q_len + i``
+    (a decode step with a cache of ``k_len - q_len`` tokens, as in HF and Transformer-XL).
+    """
+    from refpos.backend import get_xp
+
+    xp = get_xp(xp)
+    q_len = check_int("q_len", q_len, minimum=0)
+    k_len = check_int("k_len", k_len, minimum=0)
+    if q_len > k_len:
+        raise ValueError(f"causal attention needs q_len <= k_len, got q_len={q_len}, k_len={k_len}")
+    q_pos = xp.arange(k_len - q_len, k_len, dtype=xp.int64)
+    k_pos = xp.arange(k_len, dtype=xp.int64)
+    return k_pos[None, :] <= q_pos[:, None]
+
+
+def sliding_window_mask(q_len: int, k_len: int, window: int, *, xp: Any = None) -> Array:
+    """Causal sliding-window mask: ``0 <= i - j < window`` with end-aligned queries."""
+    from refpos.backend import get_xp
+
+    xp = get_xp(xp)
+    window = check_int("window", window, minimum=1)
+    causal = causal_mask(q_len, k_len, xp=xp)
+    q_pos = xp.arange(k_len - q_len, k_len, dtype=xp.int64)
+    k_pos = xp.arange(k_len, dtype=xp.int64)
+    return causal & ((q_pos[:, None] - k_pos[None, :]) < window)
+
+
+# ----------------------------------------------------------------------------------------------------
+# heads
+# ----------------------------------------------------------------------------------------------------
+def split_heads(x: Array, n_heads: int) -> Array:
+    """``(..., T, H·d) -> (..., H, T, d)``."""
+    xp = array_namespace(x)
+    n_heads = check_int("n_heads", n_heads, minimum=1)
+    *lead, t, width = x.shape
+    if width % n_heads:
+        raise ValueError(f"the last axis ({width}) is not a multiple of n_heads={n_heads}")
+    x = xp.reshape(x, (*lead, t, n_heads, width // n_heads))  # (..., T, H, d)
+    return xp.moveaxis(x, -2, -3)  # (..., H, T, d)
+
+
+def merge_heads(x: Array) -> Array:
+    """``(..., H, T, d) -> (..., T, H·d)``, the inverse of :func:`split_heads`."""
+    xp = array_namespace(x)
+    *lead, h, t, d = x.shape
+    x = xp.moveaxis(x, -3, -2)  # (..., T, H, d)
+    return xp.reshape(x, (*lead, t, h * d))  # (..., T, H·d)
+
+
+def repeat_kv(x: Array, n_heads: int) -> Array:
+    """Expand ``(..., Hkv, T, d)`` to ``(..., n_heads, T, d)``: query head h reads kv head h // n_rep."""
+    xp = array_namespace(x)
+    h_kv = x.shape[-3]
+    if n_heads % h_kv:
+        raise ValueError(f"n_heads={n_heads} is not a multiple of the {h_kv} key/value heads")
+    n_rep = n_heads // h_kv
+    x = xp.expand_dims(x, axis=-3)  # (..., Hkv, 1, T, d)
+    x = xp.broadcast_to(x, (*x.shape[:-3], n_rep, *x.shape[-2:]))  # (..., Hkv, n_rep, T, d)
+    return xp.reshape(x, (*x.shape[:-4], n_heads, *x.shape[-2:]))  # (..., H, T, d)
+
+
+# ----------------------------------------------------------------------------------------------------
+# attention
+# ----------------------------------------------------------------------------------------------------
+def _check_qkv(q: Array, k: Array, v: Array) -> tuple[Any, int]:
+    """Validate shapes of q ``(..., Hq, Tq, d)``, k ``(..., Hkv, Tk, d)``, v ``(..., Hkv, Tk, dv)``."""
+    try:
+        xp = array_namespace(q, k, v)
+    except TypeError as exc:
+        raise TypeError(f"q, k and v must be arrays of one array library ({exc})") from None
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if a.ndim < 3:
+            raise ValueError(f"{name} must have shape (..., heads, time, dim), got {tuple(a.shape)}")
+        if not xp.isdtype(a.dtype, "real floating"):
+            raise TypeError(f"{name} must be a real floating array, got dtype {a.dtype}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"head dims differ: q has {q.shape[-1]}, k has {k.shape[-1]}")
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must agree on (..., heads, time)")
+    if q.shape[:-3] != k.shape[:-3]:
+        raise ValueError(f"batch shapes differ: q has {tuple(q.shape[:-3])}, k has {tuple(k.shape[:-3])}")
+    h_q, h_kv = q.shape[-3], k.shape[-3]
+    if h_q % h_kv:
+        raise ValueError(f"the {h_q} query heads are not a multiple of the {h_kv} key/value heads")
+    return xp, h_q // h_kv
+
+
+def _check_additive(name: str, term: Array | None, shape: tuple[int, ...], xp: Any) -> None:
+    if term is None:
+        return
+    try:
+        ns = array_namespace(term)
+    except TypeError:
+        raise TypeError(f"{name} must be a floating array, got {type(term).__name__}") from None
+    if ns.__name__ != xp.__name__:
+        raise TypeError(f"{name} must come from the same array library as q")
+    if not ns.isdtype(term.dtype, "real floating"):
+        raise TypeError(f"{name} must be a real floating array, got dtype {term.dtype}")
+    try:
+        out = xp.broadcast_shapes(tuple(term.shape), shape)
+    except ValueError:
+        raise ValueError(f"{name} of shape {tuple(term.shape)} does not broadcast to the logits {shape}") from None
+    if out != shape:
+        raise ValueError(f"{name} of shape {tuple(term.shape)} would enlarge the logits {shape}")
+
+
+def grouped_scores(q: Array, k: Array, n_rep: int) -> Array:
+    """q·kᵀ for every query head, without copying K: ``(..., Hq, Tq, Tk)``.
+
+    Query head ``h`` uses key head ``h // n_rep`` (HF ``repeat_kv``), realised by viewing the query
+    heads as ``(Hkv, n_rep)`` and broadcasting each key head over its group.
+    """
+    xp = array_namespace(q, k)
+    *lead, h_q, t_q, d = q.shape
+    h_kv = h_q // n_rep
+    q_grouped = xp.reshape(q, (*lead, h_kv, n_rep, t_q, d))  # (..., Hkv, n_rep, Tq, d)
+    k_grouped = xp.expand_dims(k, axis=-3)  # (..., Hkv, 1, Tk, d)
+    s = xp.matmul(q_grouped, xp.matrix_transpose(k_grouped))  # (..., Hkv, n_rep, Tq, Tk)
+    return xp.reshape(s, (*lead, h_q, t_q, k.shape[-2]))  # (..., Hq, Tq, Tk)
+
+
+def grouped_values(p: Array, v: Array, n_rep: int) -> Array:
+    """p·v for every query head: p ``(..., Hq, Tq, Tk)``, v ``(..., Hkv, Tk, dv)`` -> ``(..., Hq, Tq, dv)``."""
+    xp = array_namespace(p, v)
+    *lead, h_q, t_q, t_k = p.shape
+    p_grouped = xp.reshape(p, (*lead, h_q // n_rep, n_rep, t_q, t_k))  # (..., Hkv, n_rep, Tq, Tk)
+    o = xp.matmul(p_grouped, xp.expand_dims(v, axis=-3))  # (..., Hkv, n_rep, Tq, dv)
+    return xp.reshape(o, (*lead, h_q, t_q, v.shape[-1]))  # (..., Hq, Tq, dv)
+
+
+def _resolve_scale(scale: float | None, head_dim: int) -> float:
+    if scale is None:
+        return head_dim**-0.5
+    return check_float("scale", scale, positive=True)
+
+
+def attention(
+    q: Array,
+    k: Array,
+    v: Array,
+    *,
+    bias: Array | None = None,
+    mask: Array | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+    softcap: float | None = None,
+    return_weights: bool = False,
+    bias_scaled: bool = False,
+    qk_terms: Array | None = None,
+    temperature: Array | None = None,
+    value_terms: Callable[[Array], Array] | None = None,
+    fully_masked: str = "zeros",
+    trace: dict[str, Array] | None = None,
+) -> Array | tuple[Array, Array]:
+    r"""Scaled dot-product attention with bias, mask, causal mask, softcap and grouped-query heads.
+
+    Parameters
+    ----------
+    q : array ``(..., Hq, Tq, d)``
+    k : array ``(..., Hkv, Tk, d)``
+    v : array ``(..., Hkv, Tk, dv)``
+        ``Hq`` must be a multiple of ``Hkv`` (grouped-query / multi-query attention): query head ``h``
+        uses key/value head ``h // (Hq / Hkv)``.
+    bias : array, optional
+        Additive logit bias broadcastable to ``(..., Hq, Tq, Tk)``.
+    mask : bool array, optional
+        Broadcastable to ``(..., Hq, Tq, Tk)``; ``True`` = may attend.
+    causal : bool
+        Also apply :func:`causal_mask` (queries aligned to the end of the keys).
+    scale : float, optional
+        Softmax scale; default ``d ** -0.5``. T5 uses 1.
+    softcap : float, optional
+        ``c`` of ``c·tanh(s/c)`` (Gemma-2: 50).
+    return_weights : bool
+        Also return the attention weights ``(..., Hq, Tq, Tk)``.
+    bias_scaled : bool
+        Add ``bias`` before the scale (the seed's order; Falcon's ALiBi) instead of after it.
+    qk_terms : array, optional
+        Terms added to q·kᵀ before scaling, broadcastable to the logits (Shaw a^K, Transformer-XL).
+    temperature : array, optional
+        Per-query factor ``(..., Tq)`` applied after the scale (log-n scaling).
+    value_terms : callable, optional
+        ``f(weights) -> (..., Hq, Tq, dv)`` added to the output (Shaw a^V).
+    fully_masked : {"zeros", "nan"}
+        Output rows of queries that may attend to nothing.
+    trace : dict, optional
+        If given, every intermediate is stored in it by name: ``S``, ``B``, ``S+B``, ``scaled``,
+        ``scaled+B``, ``logits``, ``allowed``, ``A``, ``O``.
+
+    Returns
+    -------
+    out : array ``(..., Hq, Tq, dv)``, and the weights when ``return_weights``.
+
+    Notes
+    -----
+    .. math::
+        \mathrm{Attn}(Q, K, V) = \operatorname{softmax}\!\left(c \tanh\frac{t \cdot \mathrm{scale}\,
+        (QK^\top + B_{\text{before}})}{c} + B_{\text{after}} + M\right) V
+
+    with :math:`M_{ij} = 0` where attention is allowed and :math:`-\infty` elsewhere.
+    """
+    xp, n_rep = _check_qkv(q, k, v)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    check_choice("fully_masked", fully_masked, FULLY_MASKED)
+    *lead, h_q, t_q, d = q.shape
+    t_k = k.shape[-2]
+    logits_shape = (*lead, h_q, t_q, t_k)
+    _check_additive("bias", bias, logits_shape, xp)
+    _check_additive("qk_terms", qk_terms, logits_shape, xp)
+    if mask is not None:
+        _check_mask(mask, logits_shape, xp)
+    scale = _resolve_scale(scale, d)
+    if softcap is not None:
+        softcap = check_float("softcap", softcap, positive=True)
+    record = trace if trace is not None else {}
+
+    # 1. content scores (+ dot-product position terms)
+    s = grouped_scores(q, k, n_rep)  # (..., Hq, Tq, Tk)
+    if qk_terms is not None:
+        s = s + qk_terms
+    record["S"] = s
+    if bias is not None:
+        record["B"] = bias
+    # 2. bias before the scale (seed order)
+    if bias is not None and bias_scaled:
+        s = s + bias
+        record["S+B"] = s
+    # 3. scale
+    s = s * scale
+    record["scaled"] = s
+    # 4. per-query temperature
+    if temperature is not None:
+        _check_additive("temperature", temperature[..., None], logits_shape, xp)
+        s = s * temperature[..., None]
+    # 5. softcap
+    if softcap is not None:
+        s = softcap * xp.tanh(s / softcap)
+    # 6. bias after the scale (ALiBi, T5, ...)
+    if bias is not None and not bias_scaled:
+        s = s + bias
+        record["scaled+B"] = s
+    record["logits"] = s
+    # 7. mask
+    allowed = mask
+    if causal:
+        cm = causal_mask(t_q, t_k, xp=xp)
+        allowed = cm if allowed is None else (allowed & cm)
+    if allowed is not None:
+        record["allowed"] = allowed
+    # 8. softmax
+    p = softmax(s, mask=allowed, fully_masked=fully_masked)
+    record["A"] = p
+    # 9. weighted values
+    o = grouped_values(p, v, n_rep)  # (..., Hq, Tq, dv)
+    if value_terms is not None:
+        o = o + value_terms(p)
+    record["O"] = o
+    return (o, p) if return_weights else o

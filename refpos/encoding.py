@@ -1,0 +1,76 @@
+"""The hook interface through which every positional encoding enters the attention pipeline.
+
+An encoding acts at one or two of these points of :func:`refpos.self_attention`:
+
+======================  ===========================================  ==============================
+point                   hook                                         encodings
+======================  ===========================================  ==============================
+input embeddings        ``embed(positions, d_model, xp)``            sinusoidal, learned absolute
+full projected q, k     ``project_qk(q, k)``                         DroPE (QK-norm)
+queries and keys        ``rotate(q, k, q_positions, k_positions)``   RoPE (every variant), xPos
+logits, additive        ``bias(q_positions, k_positions, n_heads)``  distance bias, ALiBi, T5, ...
+logits from q           ``qk_terms(q, k, q_positions, k_positions)`` Shaw a^K, Transformer-XL, CoPE
+values                  ``value_terms(q_positions, k_positions)``    Shaw a^V
+softmax scale           ``softmax_scale(head_dim)``                  T5 (1), DeepSeek YaRN (mscale²)
+======================  ===========================================  ==============================
+
+Every hook of the base class means "no effect", so ``Encoding()`` is NoPE. ``bias_scaled`` says
+whether the additive bias enters before the softmax scale (the seed, Falcon) or after it (ALiBi, T5).
+
+Shapes: ``q`` and ``k`` are ``(B, H, T, d)``; positions are integer arrays ``(T,)`` or ``(B, T)``; a
+bias is ``(H or 1, Tq, Tk)`` or ``(B, H or 1, Tq, Tk)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+Array = Any
+
+
+class Encoding:
+    """Base class of all encodings; used on its own it is NoPE (no positional information)."""
+
+    #: short name used in traces, goldens and the CLI
+    name: str = "nope"
+    #: True: the bias is added to q·kᵀ before the softmax scale (seed order); False: after it
+    bias_scaled: bool = False
+
+    def embed(self, positions: Array, d_model: int, xp: ModuleType) -> Array | None:
+        """Absolute position vectors P added to the input, ``(T, d_model)`` or ``(B, T, d_model)``."""
+        return None
+
+    def project_qk(self, q: Array, k: Array) -> tuple[Array, Array]:
+        """Transform the projected q ``(B, T, Hq·d)`` and k ``(B, T, Hkv·d)`` before the head split."""
+        return q, k
+
+    def rotate(self, q: Array, k: Array, q_positions: Array, k_positions: Array) -> tuple[Array, Array]:
+        """Position-dependent transform of q ``(B, Hq, Tq, d)`` and k ``(B, Hkv, Tk, d)``."""
+        return q, k
+
+    def qk_terms(self, q: Array, k: Array, q_positions: Array, k_positions: Array) -> Array | None:
+        """Extra terms added to q·kᵀ before scaling, ``(B, Hq, Tq, Tk)``."""
+        return None
+
+    def bias(self, q_positions: Array, k_positions: Array, n_heads: int) -> Array | None:
+        """Additive logit bias, ``(H or 1, Tq, Tk)`` or ``(B, H or 1, Tq, Tk)``."""
+        return None
+
+    def value_terms(self, q_positions: Array, k_positions: Array) -> Callable[[Array], Array] | None:
+        """A function of the attention weights ``(B, Hq, Tq, Tk)`` whose result is added to A·V."""
+        return None
+
+    def softmax_scale(self, head_dim: int) -> float:
+        """The factor multiplying the logits; the default is ``head_dim ** -0.5``."""
+        return head_dim**-0.5
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class NoPE(Encoding):
+    """No positional encoding at all: order reaches the model only through a causal mask."""
+
+    name = "nope"

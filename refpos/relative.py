@@ -1,0 +1,70 @@
+r"""Relative position biases added to the attention logits.
+
+This module starts with the seed's distance bias; the other relative methods (Shaw,
+Transformer-XL, T5, KERPLE, FIRE, Sandwich, CoPE) plug into the same hooks.
+
+Conventions (shared spec, encodings.md §0): ``rel[i, j] = k_pos[j] - q_pos[i]`` ("memory minus
+query": negative = the key lies in the past), ``dist = -rel``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refpos._checks import as_positions, check_float
+from refpos.backend import array_namespace
+from refpos.encoding import Encoding
+
+Array = Any
+
+
+def relative_positions(q_positions: Array, k_positions: Array) -> Array:
+    """``rel[..., i, j] = k_positions[..., j] - q_positions[..., i]``, shape ``(..., Tq, Tk)``."""
+    q_positions = as_positions(q_positions, name="q_positions")
+    k_positions = as_positions(k_positions, name="k_positions", xp=array_namespace(q_positions))
+    return k_positions[..., None, :] - q_positions[..., :, None]
+
+
+def distance_bias(q_positions: Array, k_positions: Array, *, alpha: float = 1.0) -> Array:
+    r"""The seed's distance bias, ``B[i, j] = -alpha · |i - j|``, shape ``(..., Tq, Tk)``.
+
+    Notes
+    -----
+    .. math:: B_{ij} = -\alpha\,|p_i - p_j|
+
+    Symmetric and Toeplitz: it depends only on the distance, so it cannot tell left from right.
+    Added *before* the ``1/√d`` scale (the seed's order) its effective strength is ``alpha/√d``;
+    restricted to the causal triangle it is ALiBi with the single slope ``alpha``.
+
+    Examples
+    --------
+    >>> distance_bias([0, 1, 2], [0, 1, 2]).tolist()
+    [[-0.0, -1.0, -2.0], [-1.0, -0.0, -1.0], [-2.0, -1.0, -0.0]]
+    """
+    alpha = check_float("alpha", alpha)
+    rel = relative_positions(q_positions, k_positions)
+    xp = array_namespace(rel)
+    return -alpha * xp.astype(xp.abs(rel), xp.float64)
+
+
+class DistanceBias(Encoding):
+    """The seed's distance bias as a pipeline encoding (one value shared by all heads).
+
+    ``before_scale=True`` (the seed's order) adds it to q·kᵀ before the ``1/√d`` scale.
+    """
+
+    name = "distance_bias"
+
+    def __init__(self, alpha: float = 1.0, *, before_scale: bool = True) -> None:
+        self.alpha = check_float("alpha", alpha)
+        if not isinstance(before_scale, bool):
+            raise TypeError(f"before_scale must be a bool, got {type(before_scale).__name__}")
+        self.bias_scaled = before_scale
+
+    def bias(self, q_positions: Array, k_positions: Array, n_heads: int) -> Array:
+        b = distance_bias(q_positions, k_positions, alpha=self.alpha)  # (..., Tq, Tk)
+        xp = array_namespace(b)
+        return xp.expand_dims(b, axis=-3)  # (..., 1, Tq, Tk): one bias for every head
+
+    def __repr__(self) -> str:
+        return f"DistanceBias(alpha={self.alpha}, before_scale={self.bias_scaled})"
