@@ -97,7 +97,7 @@ def get_xp(xp: ModuleType | None = None) -> ModuleType:
     return _load_namespace(backend_name())
 
 
-class use_backend:  # noqa: N801 - used as a function and as a context manager
+class use_backend:
     """Switch the current backend; works as a setter and as a context manager.
 
     ``use_backend("cupy")`` switches at once (and stays switched). ``with use_backend("cupy") as xp:``

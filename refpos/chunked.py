@@ -113,7 +113,7 @@ def chunked_attention(
         q_blk = q[..., q0:q1, :]  # (..., Hq, tq, d)
         row_shape = (*lead, h_q, q1 - q0, 1)
         m = xp.full(row_shape, -math.inf, dtype=q.dtype)  # running max
-        l = xp.zeros(row_shape, dtype=q.dtype)  # running normaliser  # noqa: E741
+        l = xp.zeros(row_shape, dtype=q.dtype)  # running normaliser
         acc = xp.zeros((*lead, h_q, q1 - q0, d_v), dtype=q.dtype)  # running output
         k_end = min(t_k, offset + q1) if causal else t_k  # later keys are in every row's future
         for k0 in range(0, k_end, chunk_size):
@@ -139,7 +139,7 @@ def chunked_attention(
             m_safe = xp.where(xp.isfinite(m_new), m_new, xp.zeros_like(m_new))
             alpha = xp.exp(m - m_safe)  # rescales what was accumulated so far
             p = xp.exp(s - m_safe)  # (..., Hq, tq, tk)
-            l = alpha * l + xp.sum(p, axis=-1, keepdims=True)  # noqa: E741
+            l = alpha * l + xp.sum(p, axis=-1, keepdims=True)
             acc = alpha * acc + grouped_values(p, v[..., k0:k1, :], n_rep)
             m = m_new
         dead = m == -math.inf  # no allowed key in the whole row

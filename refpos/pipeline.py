@@ -160,8 +160,8 @@ def self_attention(
     out = merged if weights.w_o is None else merged @ weights.w_o
     trace["out"] = out
     if unbatched:
-        trace = {name: (a[0] if _has_batch_axis(name, a, batch) else a) for name, a in trace.items()}
-        out = out[0]
+        trace = {name: (a[0, ...] if _has_batch_axis(name, a, batch) else a) for name, a in trace.items()}
+        out = out[0, ...]
     return out, trace
 
 

@@ -36,7 +36,7 @@ def worked_example(*, with_bias: bool = True, xp: Any = None) -> dict[str, Array
     --------
     >>> import numpy as np
     >>> t = worked_example()
-    >>> np.round(np.asarray(t["A"][0]), 2).tolist()
+    >>> np.round(np.asarray(t["A"][0, ...]), 2).tolist()
     [[0.51, 0.31, 0.19], [0.27, 0.45, 0.27], [0.1, 0.16, 0.74]]
     """
     xp = get_xp(xp)
@@ -88,9 +88,9 @@ def run(args: Any) -> int:
 
 def explain_text() -> str:
     """The worked example, step by step, as ``refpos explain`` prints it."""
-    t = worked_example()
-    t0 = worked_example(with_bias=False)
-    a, out = to_numpy(t["A"][0]), to_numpy(t["out"])
+    t = {name: to_numpy(a) for name, a in worked_example().items()}
+    t0 = {name: to_numpy(a) for name, a in worked_example(with_bias=False).items()}
+    a, out = t["A"][0], t["out"]
     exact_sinusoid_row1 = np.array([np.sin(1.0), np.cos(1.0), np.sin(0.01), np.cos(0.01)])
     s = []
     s.append("Worked example: 我 愛 你 through one attention head (d = 4, W_Q = W_K = W_V = I)")

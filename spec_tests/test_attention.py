@@ -1,0 +1,214 @@
+"""Spec: the attention core (encodings.md §1). Properties any correct implementation has.
+
+Tolerances: the reference is float64; reordering a float64 sum of a few dozen terms of magnitude
+≤ ~10 moves the last few digits, so equalities between two evaluations use rtol 1e-12, atol 1e-13.
+A float32 adapter (INFO["dtype"]) is held to float32 rounding instead: rtol 2e-5, atol 2e-6.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import example, find, given, settings
+from hypothesis import strategies as st
+from support import require
+
+# ----------------------------------------------------------------------------------------- helpers
+
+
+def tolerances(impl) -> dict[str, float]:
+    if getattr(impl, "INFO", {}).get("dtype", "float64") == "float64":
+        return {"rtol": 1e-12, "atol": 1e-13}
+    return {"rtol": 2e-5, "atol": 2e-6}
+
+
+@st.composite
+def qkv_inputs(draw, *, min_t: int = 1, max_t: int = 7, gqa: bool = True, same_len: bool = False):
+    """(q, k, v) with shapes (B, Hq, Tq, d), (B, Hkv, Tk, d), (B, Hkv, Tk, dv), values ~ N(0, 1)."""
+    batch = draw(st.integers(1, 2))
+    h_kv = draw(st.integers(1, 3))
+    n_rep = draw(st.integers(1, 3)) if gqa else 1
+    t_k = draw(st.integers(min_t, max_t))
+    t_q = t_k if same_len else draw(st.integers(1, t_k))
+    d = draw(st.sampled_from([1, 2, 4, 8]))
+    d_v = draw(st.sampled_from([d, 3]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    q = rng.standard_normal((batch, h_kv * n_rep, t_q, d))
+    k = rng.standard_normal((batch, h_kv, t_k, d))
+    v = rng.standard_normal((batch, h_kv, t_k, d_v))
+    return q, k, v
+
+
+def permutation(draw, n: int) -> np.ndarray:
+    return np.asarray(draw(st.permutations(range(n))), dtype=np.int64)
+
+
+# ----------------------------------------------------------------------------------------- softmax
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 9), st.floats(-1e3, 1e3))
+def test_softmax_rows_sum_to_one_and_are_shift_invariant(impl, seed, n, shift):
+    softmax = require(impl, "softmax")
+    logits = np.random.default_rng(seed).standard_normal((3, n)) * 20
+    p = softmax(logits)
+    np.testing.assert_allclose(p.sum(axis=-1), 1.0, **tolerances(impl))
+    assert np.all(p >= 0)
+    np.testing.assert_allclose(softmax(logits + shift), p, **tolerances(impl))
+
+
+@pytest.mark.parametrize("magnitude", [1e3, 1e5, 1e15])
+def test_softmax_is_stable_for_huge_logits(impl, magnitude):
+    """exp(1000) overflows: an implementation that does not subtract the row maximum gives NaN."""
+    softmax = require(impl, "softmax")
+    p = softmax(np.array([[magnitude, magnitude - 1.0, -magnitude]]))
+    expected = np.array([1.0, np.exp(-1.0), 0.0]) / (1.0 + np.exp(-1.0))
+    np.testing.assert_allclose(p[0], expected, **tolerances(impl))
+
+
+def test_softmax_fully_masked_row_policy(impl):
+    softmax = require(impl, "softmax")
+    logits = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    mask = np.array([[True, False, True], [False, False, False]])
+    zeros = softmax(logits, mask=mask, fully_masked="zeros")
+    assert zeros[1].tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_allclose(zeros[0], [1 / (1 + np.e**2), 0.0, np.e**2 / (1 + np.e**2)], **tolerances(impl))
+    nans = softmax(logits, mask=mask, fully_masked="nan")
+    assert np.isnan(nans[1]).all() and np.array_equal(nans[0], zeros[0])
+
+
+def test_attention_fully_masked_row_gives_zero_output(impl):
+    attention = require(impl, "attention")
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 1, 2, 4)) for _ in range(3))
+    mask = np.array([[True, True], [False, False]])
+    out = attention(q, k, v, mask=mask)
+    assert np.all(out[0, 0, 1] == 0.0)
+    assert np.all(np.isfinite(out))
+
+
+# ----------------------------------------------------------------------------------------- order
+
+
+@given(st.data())
+def test_attention_without_positions_is_permutation_equivariant(impl, data):
+    """Attn(ΠX) = Π·Attn(X): without positional information, reordering tokens reorders outputs."""
+    attention = require(impl, "attention")
+    q, k, v = data.draw(qkv_inputs(same_len=True))
+    perm = permutation(data.draw, q.shape[-2])
+    out = attention(q, k, v)
+    out_perm = attention(q[..., perm, :], k[..., perm, :], v[..., perm, :])
+    np.testing.assert_allclose(out_perm, out[..., perm, :], **tolerances(impl))
+
+
+@given(st.data())
+def test_one_query_ignores_the_order_of_the_other_tokens(impl, data):
+    """你打我 / 我打你: permuting the (key, value) pairs leaves every query's output unchanged."""
+    attention = require(impl, "attention")
+    q, k, v = data.draw(qkv_inputs())
+    perm = permutation(data.draw, k.shape[-2])
+    np.testing.assert_allclose(
+        attention(q, k[..., perm, :], v[..., perm, :]), attention(q, k, v), **tolerances(impl)
+    )
+
+
+@given(st.data())
+def test_bias_is_jointly_equivariant(impl, data):
+    """Attn(ΠX; Π B Πᵀ) = Π·Attn(X; B): a bias breaks equivariance only because it stays with positions."""
+    attention = require(impl, "attention")
+    q, k, v = data.draw(qkv_inputs(same_len=True))
+    t = q.shape[-2]
+    perm = permutation(data.draw, t)
+    bias = np.random.default_rng(t).standard_normal((q.shape[1], t, t))
+    out = attention(q, k, v, bias=bias)
+    out_perm = attention(q[..., perm, :], k[..., perm, :], v[..., perm, :], bias=bias[:, perm][:, :, perm])
+    np.testing.assert_allclose(out_perm, out[..., perm, :], **tolerances(impl))
+
+
+def test_causal_mask_breaks_permutation_equivariance(impl):
+    """Hypothesis finds inputs where causal attention is NOT permutation-equivariant."""
+    attention = require(impl, "attention")
+
+    def breaks_equivariance(case) -> bool:
+        (q, k, v), perm = case
+        out = attention(q, k, v, causal=True)
+        out_perm = attention(q[..., perm, :], k[..., perm, :], v[..., perm, :], causal=True)
+        return not np.allclose(out_perm, out[..., perm, :], rtol=1e-6, atol=1e-6)
+
+    inputs = qkv_inputs(min_t=2, max_t=4, gqa=False, same_len=True)
+    cases = inputs.flatmap(lambda qkv: st.tuples(st.just(qkv), st.permutations(range(qkv[0].shape[-2]))))
+    (q, _, _), perm = find(
+        cases.map(lambda c: (c[0], np.asarray(c[1], dtype=np.int64))),
+        breaks_equivariance,
+        settings=settings(database=None, max_examples=200),
+    )
+    assert q.shape[-2] >= 2 and not np.array_equal(perm, np.arange(len(perm)))
+
+
+@given(st.data())
+def test_causal_attention_is_prefix_consistent(impl, data):
+    """f(X[:n])[i] = f(X)[i] for i < n: a causal layer never looks ahead."""
+    attention = require(impl, "attention")
+    q, k, v = data.draw(qkv_inputs(same_len=True, max_t=8))
+    n = data.draw(st.integers(1, q.shape[-2]))
+    full = attention(q, k, v, causal=True)
+    prefix = attention(q[..., :n, :], k[..., :n, :], v[..., :n, :], causal=True)
+    np.testing.assert_allclose(prefix, full[..., :n, :], **tolerances(impl))
+
+
+@given(st.data())
+def test_causal_query_ignores_the_order_of_earlier_tokens(impl, data):
+    """One causal layer: the output at i is invariant to permuting tokens 0..i-1 (encodings.md §1.7.4)."""
+    attention = require(impl, "attention")
+    q, k, v = data.draw(qkv_inputs(same_len=True, min_t=2, max_t=8, gqa=False))
+    t = q.shape[-2]
+    perm = np.concatenate([permutation(data.draw, t - 1), [t - 1]])
+    out = attention(q[..., perm, :], k[..., perm, :], v[..., perm, :], causal=True)
+    np.testing.assert_allclose(out[..., -1, :], attention(q, k, v, causal=True)[..., -1, :], **tolerances(impl))
+
+
+# ----------------------------------------------------------------------------------------- heads
+
+
+@given(st.data())
+def test_grouped_query_attention_equals_mha_with_repeated_kv(impl, data):
+    """Query head h reads key/value head h // (Hq/Hkv), as HF repeat_kv (not h % Hkv)."""
+    attention = require(impl, "attention")
+    q, k, v = data.draw(qkv_inputs(gqa=True))
+    n_rep = q.shape[1] // k.shape[1]
+    expanded = attention(q, np.repeat(k, n_rep, axis=1), np.repeat(v, n_rep, axis=1))
+    np.testing.assert_allclose(attention(q, k, v), expanded, **tolerances(impl))
+
+
+def test_gqa_head_mapping_is_floor_division(impl):
+    """6 query heads, 2 kv heads: heads 0-2 read kv head 0, heads 3-5 read kv head 1."""
+    attention = require(impl, "attention")
+    q = np.zeros((1, 6, 1, 2))
+    k = np.zeros((1, 2, 1, 2))
+    v = np.array([0.0, 1.0]).reshape(1, 2, 1, 1)
+    out = attention(q, k, v)
+    assert out[0, :, 0, 0].tolist() == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+
+
+# ----------------------------------------------------------------------------------------- chunked
+
+
+@given(st.data())
+@example(data=None)
+def test_chunked_attention_equals_full_attention(impl, data):
+    """The online softmax gives the full result for every chunk size, causal or not, with bias and mask."""
+    chunked, attention = require(impl, "chunked_attention", "attention")
+    if data is None:  # a pinned case: one key per chunk, causal, end-aligned queries
+        rng = np.random.default_rng(7)
+        q, k, v = rng.standard_normal((1, 2, 3, 4)), rng.standard_normal((1, 1, 5, 4)), rng.standard_normal((1, 1, 5, 4))
+        chunk, causal, use_bias, use_mask = 1, True, True, True
+    else:
+        q, k, v = data.draw(qkv_inputs(max_t=9))
+        chunk = data.draw(st.integers(1, k.shape[-2] + 1))
+        causal, use_bias, use_mask = data.draw(st.booleans()), data.draw(st.booleans()), data.draw(st.booleans())
+    rng = np.random.default_rng(q.size)
+    shape = (q.shape[1], q.shape[2], k.shape[2])
+    bias = rng.standard_normal(shape) if use_bias else None
+    mask = rng.random(shape) < 0.7 if use_mask else None
+    expected = attention(q, k, v, bias=bias, mask=mask, causal=causal)
+    got = chunked(q, k, v, chunk, bias=bias, mask=mask, causal=causal)
+    np.testing.assert_allclose(got, expected, **tolerances(impl))
