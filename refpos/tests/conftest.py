@@ -10,7 +10,7 @@ from refpos.hypothesis_profiles import load_profile
 load_profile()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def xp():
     """The current backend's array namespace."""
     return get_xp()

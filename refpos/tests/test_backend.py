@@ -1,0 +1,75 @@
+"""The backend switch: setter, context manager, REFPOS_BACKEND, clear errors, namespace inference."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import refpos
+from refpos import backend
+
+
+def test_use_backend_is_a_context_manager_and_restores():
+    before = refpos.backend_name()
+    with refpos.use_backend("array_api_strict") as xp:
+        assert refpos.backend_name() == "array_api_strict"
+        assert xp.__name__ == "array_api_strict"
+        mask = refpos.causal_mask(2, 3)
+        assert type(mask).__module__.startswith("array_api_strict")
+    assert refpos.backend_name() == before
+
+
+def test_use_backend_is_a_setter():
+    before = refpos.backend_name()
+    try:
+        refpos.use_backend("numpy")
+        assert refpos.backend_name() == "numpy"
+        assert isinstance(refpos.causal_mask(2, 2), np.ndarray)
+    finally:
+        refpos.use_backend(before)
+
+
+def test_unknown_backend_is_rejected():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        refpos.use_backend("torch")
+    with pytest.raises(TypeError, match="backend must be a str"):
+        refpos.use_backend(3)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
+def test_cupy_without_cupy_gives_a_clear_error():
+    before = refpos.backend_name()
+    with pytest.raises(ImportError, match="needs CuPy"):
+        refpos.use_backend("cupy")
+    assert refpos.backend_name() == before  # nothing changed
+
+
+def test_environment_variable_sets_the_default():
+    code = "import refpos; print(refpos.backend_name())"
+    env = {**os.environ, "REFPOS_BACKEND": "array_api_strict"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "array_api_strict"
+    env["REFPOS_BACKEND"] = "tensorflow"
+    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and "REFPOS_BACKEND" in bad.stderr
+
+
+def test_functions_taking_arrays_compute_in_their_namespace():
+    import array_api_strict as xs
+
+    q = xs.ones((1, 1, 2, 2), dtype=xs.float64)
+    out = refpos.attention(q, q, q)
+    assert type(out).__module__.startswith("array_api_strict")
+    assert backend.to_numpy(out).tolist() == [[[[1.0, 1.0], [1.0, 1.0]]]]
+
+
+def test_mixed_libraries_are_rejected():
+    import array_api_strict as xs
+
+    with pytest.raises(TypeError, match="one array library"):
+        refpos.attention(np.ones((1, 2, 2)), xs.ones((1, 2, 2), dtype=xs.float64), np.ones((1, 2, 2)))
