@@ -1,0 +1,349 @@
+r"""Tolerances by dtype and position: the error a *correct* implementation can show.
+
+The rule of the shared spec (pitfalls.md §20, rope.md §4), one function per kind of value:
+
+* :func:`value_tolerance` — position-independent values (inverse frequencies, ALiBi slopes, bias
+  tables, attention outputs): float64 ``rtol = 1e-13`` (a float64 re-derivation: algebraically equal
+  forms differ by a few ulps, 38 ulps ≈ 8e-15 relative for ALiBi slopes at n = 112); float32
+  ``rtol = 1e-6`` (float32 anchors: HF ``inv_freq`` ≤ 3.2e-7 relative, BLOOM slopes 5.7e-8);
+  bfloat16 / float16 two ulps of the reference (one rounding on each side), never absolute-only.
+* :func:`rope_tolerance` — values computed from angles ``p·ω`` (cos/sin, rotated q/k, sinusoid tables).
+  The angle of a correct implementation is off by about ``p·max ω·u`` (``u`` the unit roundoff of its
+  phase path), so the tolerance grows with the position:
+  ``atol = |pair|·c·p·max ω·u + rounding``, ``c = 2`` (measured ratio ≤ 1.33 for every p < 131072 and
+  θ ∈ {1e4, 5e5, 1e6}, rope.md §4). A fixed float32 atol of 1e-5 rejects correct code from p ≈ 170.
+* :func:`integer_tolerance` — T5 buckets, indices: exact.
+* :func:`probability_tolerance` — softmax outputs of a float32 softmax: ``max|logit|·2⁻²³``.
+
+Every rule is also available as a JSON-ready description (:func:`describe`) stored in the golden
+manifest. ``refpos tolerance`` prints the numbers.
+
+Examples
+--------
+>>> import numpy as np
+>>> atol = rope_tolerance("float32", np.array([0, 1, 2048, 131071]), np.array([1.0, 0.01]))
+>>> [f"{v:.2e}" for v in np.asarray(atol)]
+['4.77e-07', '5.96e-07', '2.45e-04', '1.56e-02']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from refpos.backend import array_namespace, get_xp, to_numpy
+
+Array = Any
+
+DTYPES = ("float64", "float32", "bfloat16", "float16")
+#: explicit mantissa bits (the ulp of 1 is 2**-MANTISSA) and smallest normal exponent
+MANTISSA = {"float64": 52, "float32": 23, "bfloat16": 7, "float16": 10}
+MIN_EXPONENT = {"float64": -1022, "float32": -126, "bfloat16": -126, "float16": -14}
+#: unit roundoff of the phase path: float64 angles for float64, else a float32 phase path (a bf16 or
+#: fp16 phase path is the bf16_angles bug, not a tolerance)
+ANGLE_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "bfloat16": 2.0**-24, "float16": 2.0**-24}
+#: the measured float32 angle error stays below 1.33·p·max ω·2⁻²⁴ (rope.md §4); c = 2 leaves margin
+ANGLE_C = 2.0
+#: float64 re-derivation: operation order moves the last digits (rope.md §8, pitfalls.md §20)
+RTOL_FLOAT64 = 1e-13
+#: position-independent float32 anchor values (pitfalls.md §20)
+RTOL_FLOAT32 = 1e-6
+#: ulps allowed for reduced-precision outputs: one rounding on each side
+ULPS_LOW = 2.0
+#: float32 ulps of a pair's norm for rounding along the float32 path: input cast, cos/sin, ×A, two
+#: products and a sum each round once (½ ulp); 4 ulps bound their sum with margin
+ULPS_FLOAT32_PATH = 4.0
+
+REASONS = {
+    "float64": "float64 re-derivation: algebraically equal forms differ by a few ulps (rtol 1e-13)",
+    "float32": "float32 computation: rtol 1e-6 for position-independent values (HF inv_freq <= 3.2e-7)",
+    "bfloat16": "bfloat16 output: 2 ulps of the reference (one rounding each side), never absolute-only",
+    "float16": "float16 output: 2 ulps of the reference (one rounding each side), never absolute-only",
+}
+
+
+def check_dtype(dtype: object) -> str:
+    """Normalise a dtype name (``float64``, ``float32``, ``bfloat16``/``bf16``, ``float16``/``fp16``)."""
+    if not isinstance(dtype, str):
+        name = getattr(dtype, "name", None) or str(dtype)
+    else:
+        name = dtype
+    aliases = {"f64": "float64", "fp64": "float64", "double": "float64", "f32": "float32",
+               "fp32": "float32", "single": "float32", "bf16": "bfloat16", "f16": "float16",
+               "fp16": "float16", "half": "float16"}
+    name = aliases.get(name.lower(), name.lower()) if isinstance(name, str) else name
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    return name
+
+
+def _as_float_array(x: Any, name: str, xp: Any = None) -> Array:
+    if isinstance(x, (int, float, list, tuple)):
+        xp = get_xp(xp)
+        return xp.asarray(x, dtype=xp.float64)
+    try:
+        ns = array_namespace(x)
+    except TypeError:
+        raise TypeError(f"{name} must be an array or a number, got {type(x).__name__}") from None
+    return ns.astype(x, ns.float64)
+
+
+def ulp(values: Any, dtype: str) -> Array:
+    r"""Spacing of ``dtype`` numbers at ``|values|``: :math:`2^{\max(\lfloor\log_2|v|\rfloor, e_{min}) - t}`.
+
+    ``t`` is the number of explicit mantissa bits (52, 23, 7, 10); zero and subnormals get the
+    subnormal spacing. bf16: 0.0078 at 1, 0.125 on [16, 32); fp16: 0.5 at 1000; fp32: 1.19e-7 at 1.
+
+    >>> [float(u) for u in ulp([1.0, 3.0, 1721.0], "bfloat16")]
+    [0.0078125, 0.015625, 8.0]
+    """
+    dtype = check_dtype(dtype)
+    v = _as_float_array(values, "values")
+    xp = array_namespace(v)
+    a = xp.abs(v)
+    emin = float(MIN_EXPONENT[dtype])
+    tiny = 2.0**emin
+    safe = xp.where(a >= tiny, a, xp.full_like(a, tiny))
+    e = xp.floor(xp.log2(safe))
+    # log2 may round across a power of two; correct the exponent with exact power-of-two comparisons
+    e = xp.where(2.0**e > safe, e - 1.0, e)
+    e = xp.where(2.0 ** (e + 1.0) <= safe, e + 1.0, e)
+    return 2.0 ** (e - float(MANTISSA[dtype]))
+
+
+def value_tolerance(dtype: str, reference: Any, *, scale: Any = None) -> Array:
+    r"""Elementwise atol for position-independent values (frequencies, slopes, bias tables, outputs).
+
+    Notes
+    -----
+    .. math::
+        \mathrm{atol} = \begin{cases}
+            10^{-13}\,\max(|r|, s) & \text{float64 (re-derivation)}\\
+            10^{-6}\,\max(|r|, s) & \text{float32 (anchor values)}\\
+            2\,\mathrm{ulp}_{\text{dtype}}(\max(|r|, s)) & \text{bfloat16, float16}
+        \end{cases}
+
+    ``s`` (``scale``, default 0) is the natural magnitude of the quantity, a floor for entries that
+    cancel to (nearly) zero, e.g. the row norm of an attention output.
+    """
+    dtype = check_dtype(dtype)
+    ref = _as_float_array(reference, "reference")
+    xp = array_namespace(ref)
+    mag = xp.abs(ref)
+    if scale is not None:
+        mag = xp.maximum(mag, _as_float_array(scale, "scale", xp))
+    if dtype == "float64":
+        return RTOL_FLOAT64 * mag
+    if dtype == "float32":
+        return RTOL_FLOAT32 * mag
+    return ULPS_LOW * ulp(mag, dtype)
+
+
+def integer_tolerance(reference: Any) -> Array:
+    """Integers (T5 buckets, indices) compare exactly: an all-zero atol."""
+    ref = _as_float_array(reference, "reference")
+    return array_namespace(ref).zeros_like(ref)
+
+
+def probability_tolerance(dtype: str, logits: Any) -> float:
+    r"""atol for softmax probabilities: float32 :math:`\max|\mathrm{logit}|\,2^{-23}` (≈ 1e-6 for
+    logits ≤ 10), float64 the same with :math:`2^{-52}\cdot 10^{3}` (operation order), low precision
+    two ulps of 1."""
+    dtype = check_dtype(dtype)
+    z = to_numpy(_as_float_array(logits, "logits"))
+    top = float(abs(z[z == z]).max()) if z.size and (z == z).any() else 0.0  # NaN-safe max
+    top = max(top, 1.0)
+    if dtype == "float64":
+        return top * 2.0**-52 * 1e3
+    if dtype == "float32":
+        return top * 2.0**-23
+    return ULPS_LOW * 2.0 ** -MANTISSA[dtype]
+
+
+def angle_error_bound(dtype: str, positions: Any, inv_freq: Any) -> Array:
+    r"""Per-position bound of the angle error of a correct phase path: :math:`c\,|p|\,\max_j\omega_j\,u`.
+
+    ``u`` is 2⁻⁵³ for float64 and 2⁻²⁴ for every other dtype (their angles come from a float32
+    phase path: float32 ``inv_freq`` ≤ 3.2e-7 relative, float32 product); ``c = 2``.
+    """
+    dtype = check_dtype(dtype)
+    p = _as_float_array(positions, "positions")
+    xp = array_namespace(p)
+    w = to_numpy(_as_float_array(inv_freq, "inv_freq"))
+    max_omega = float(abs(w).max()) if w.size else 0.0
+    return ANGLE_C * xp.abs(p) * max_omega * ANGLE_ROUNDOFF[dtype]
+
+
+def rope_tolerance(
+    dtype: str,
+    positions: Any,
+    inv_freq: Any,
+    *,
+    reference: Any = None,
+    magnitude: Any = 1.0,
+) -> Array:
+    r"""atol for angle-derived values (cos/sin, rotated q/k, sinusoid tables) of a correct implementation.
+
+    Parameters
+    ----------
+    dtype : {"float64", "float32", "bfloat16", "float16"}
+        The dtype the candidate computed (and stored) in.
+    positions : int array ``(..., T)``
+    inv_freq : array ``(m,)``
+        The frequencies in use; only ``max ω`` enters.
+    reference : array ``(..., T, n)``, optional
+        The reference values; needed for the ulp term of bf16/fp16 outputs. Without it the result is
+        per position, shape ``(..., T)``, for values of size up to ``magnitude``.
+    magnitude : float or array broadcastable to ``reference``
+        Size of the rotated quantity: 1 for cos/sin, ``A·‖pair‖`` for rotated q/k.
+
+    Notes
+    -----
+    .. math::
+        \mathrm{atol} = m \cdot c\,p\,\max_j\omega_j\,u \;+\; \begin{cases}
+            10^{-13}\, m & \text{float64}\\
+            4\,\mathrm{ulp}_{32}(m) & \text{float32}\\
+            4\,\mathrm{ulp}_{32}(m) + 2\,\mathrm{ulp}_{\text{dtype}}(|r|) & \text{bfloat16, float16}
+        \end{cases}
+
+    with ``m`` the magnitude, ``c = 2``, ``u = 2⁻⁵³`` (float64) or ``2⁻²⁴`` (a float32 phase path).
+    """
+    dtype = check_dtype(dtype)
+    angle = angle_error_bound(dtype, positions, inv_freq)  # (..., T)
+    xp = array_namespace(angle)
+    mag = _as_float_array(magnitude, "magnitude", xp)
+    if reference is None:
+        base = angle * mag
+        ref_mag = mag
+    else:
+        ref = _as_float_array(reference, "reference", xp)
+        base = angle[..., None] * mag  # (..., T, n)
+        ref_mag = xp.abs(ref)
+        base = base + xp.zeros_like(ref)  # broadcast to the reference's shape
+    if dtype == "float64":
+        return base + RTOL_FLOAT64 * mag
+    path = ULPS_FLOAT32_PATH * ulp(mag, "float32")
+    if dtype == "float32":
+        return base + path
+    return base + path + ULPS_LOW * ulp(ref_mag, dtype)
+
+
+@dataclass(frozen=True)
+class ToleranceRule:
+    """A tolerance rule as stored in the golden manifest (JSON-ready)."""
+
+    rule: str  # "value", "rope", "integer", "probability"
+    dtype: str
+    reason: str
+    rtol: float = 0.0
+    ulps: float = 0.0
+    angle_c: float = 0.0
+    angle_roundoff: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v != 0.0 or k in ("rule", "dtype", "reason")}
+
+
+def describe(rule: str, dtype: str) -> dict[str, Any]:
+    """JSON description of a rule for one dtype: name, parameters and reason (manifest field)."""
+    dtype = check_dtype(dtype)
+    if rule == "integer":
+        return ToleranceRule("integer", dtype, "integers (buckets, indices) compare exactly").to_json()
+    if rule == "value":
+        if dtype in ("float64", "float32"):
+            rtol = RTOL_FLOAT64 if dtype == "float64" else RTOL_FLOAT32
+            return ToleranceRule("value", dtype, REASONS[dtype], rtol=rtol).to_json()
+        return ToleranceRule("value", dtype, REASONS[dtype], ulps=ULPS_LOW).to_json()
+    if rule == "rope":
+        reason = ("angle-derived: the angle of a correct phase path is off by <= 1.33·p·max ω·u "
+                  "(rope.md §4); c = 2; plus " + REASONS[dtype])
+        extra = {"rtol": RTOL_FLOAT64} if dtype == "float64" else {"ulps": ULPS_FLOAT32_PATH}
+        return ToleranceRule("rope", dtype, reason, angle_c=ANGLE_C, angle_roundoff=ANGLE_ROUNDOFF[dtype],
+                             **extra).to_json()
+    if rule == "probability":
+        return ToleranceRule("probability", dtype, "float softmax: max|logit|·2^-23 (float32)").to_json()
+    raise ValueError(f"rule must be one of ('value', 'rope', 'integer', 'probability'), got {rule!r}")
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def _probe_positions(max_position: int) -> list[int]:
+    out = {0, 1, max_position}
+    p = 2
+    while p < max_position:
+        out.update((p, p - 1) if p >= 256 else (p,))
+        p *= 2
+    return sorted(x for x in out if 0 <= x <= max_position)
+
+
+def _frequencies_from_config(path: str, seq_len: int | None) -> tuple[Any, float, str]:
+    import refpos
+
+    if not hasattr(refpos, "from_hf_config"):
+        raise ValueError("--config needs refpos.from_hf_config (the RoPE resolver), not available")
+    rope = refpos.from_hf_config(path)
+    if isinstance(rope, dict):  # per-layer-type configs: take the one with the largest max ω
+        rope = next(iter(rope.values()))
+    inv_freq, factor = refpos.rope_frequencies(rope, seq_len=seq_len)
+    return to_numpy(inv_freq), float(factor), f"{path}"
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``refpos tolerance``."""
+    parser.add_argument("--dtype", default="float32", help="float64, float32, bfloat16 or float16")
+    parser.add_argument("--max-position", type=int, default=131072, help="largest position to report")
+    parser.add_argument("--config", help="a model config.json: use its frequencies and attention factor")
+    parser.add_argument("--seq-len", type=int, default=None, help="sequence length for the resolver")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``refpos tolerance``: print the error a correct implementation in ``--dtype`` can show."""
+    import numpy as np
+
+    dtype = check_dtype(args.dtype)
+    if args.max_position < 0:
+        raise ValueError(f"--max-position must be >= 0, got {args.max_position}")
+    if args.config:
+        inv_freq, factor, source = _frequencies_from_config(args.config, args.seq_len)
+    else:
+        inv_freq, factor, source = np.array([1.0]), 1.0, "default RoPE (ω_0 = 1 for every base)"
+    positions = np.array(_probe_positions(args.max_position), dtype=np.int64)
+    unit = to_numpy(rope_tolerance(dtype, positions, inv_freq))
+    qk = to_numpy(rope_tolerance(dtype, positions, inv_freq, magnitude=factor))
+    w_tol = to_numpy(value_tolerance(dtype, np.abs(inv_freq)))
+    rows = [{"position": int(p), "cos_sin_atol": float(a), "qk_atol_per_unit_pair_norm": float(b)}
+            for p, a, b in zip(positions, unit, qk, strict=True)]
+    # a correct float32 path errs by about p·max ω·2⁻²⁴ (measured ratio 0.9–1.2, pitfalls.md §20)
+    max_omega = float(np.max(np.abs(inv_freq)))
+    fixed = {str(atol): (round(atol / (max_omega * ANGLE_ROUNDOFF[dtype])) if max_omega > 0 else None)
+             for atol in (1e-5, 1e-6)} if dtype != "float64" else {}
+    result = {
+        "dtype": dtype,
+        "source": source,
+        "max_inv_freq": float(np.max(np.abs(inv_freq))),
+        "attention_factor": factor,
+        "inv_freq_rtol": float(w_tol.max() / max(float(np.max(np.abs(inv_freq))), 1e-300)),
+        "rule": describe("rope", dtype),
+        "positions": rows,
+        "fixed_atol_rejects_correct_code_from": fixed,
+    }
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"refpos tolerance: dtype {dtype}; frequencies: {source}")
+    print(f"  max ω = {result['max_inv_freq']:.10g}, attention factor A = {factor:.10g}")
+    rule = result["rule"]
+    print(f"  rule: atol(p) = |pair|·{rule['angle_c']:g}·p·max ω·{rule['angle_roundoff']:.3g} + rounding"
+          f" ({rule['reason']})")
+    print(f"  inv_freq, slopes and other position-independent values: {describe('value', dtype)['reason']}")
+    print(f"{'position':>10}  {'cos/sin atol':>13}  {'q/k atol per unit pair norm':>28}")
+    for r in rows:
+        print(f"{r['position']:>10}  {r['cos_sin_atol']:>13.3e}  {r['qk_atol_per_unit_pair_norm']:>28.3e}")
+    for atol, first in fixed.items():
+        if first is not None:
+            print(f"  a fixed atol of {atol} rejects correct {dtype} code from position ≈ {first}")
+    if dtype != "float64" and args.max_position >= 2**24:
+        print("  note: float32 positions are inexact from 2^24 = 16777216 on")
+    return 0
