@@ -14,6 +14,7 @@ import sys
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("refpos.worked_example", "print the seed's worked example step by step"),
+    "tolerance": ("refpos.tolerance", "print the error a correct implementation in a dtype can show"),
 }
 
 
