@@ -1,0 +1,177 @@
+"""refpos.tolerance: ulps, the dtype/position rule of pitfalls.md §20, and ``refpos tolerance``."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from refpos import tolerance as tol
+from refpos.backend import to_numpy
+from refpos.cli import main
+
+
+def _f32_rope(x, positions, base, d, factor=1.0):
+    """A correct float32 RoPE path in the HF style (float32 inv_freq, positions, product, cos, apply)."""
+    inv = np.float32(1.0) / (np.float32(base) ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d)))
+    ang = positions[:, None].astype(np.float32) * inv[None, :]  # (T, d/2)
+    c = np.cos(ang) * np.float32(factor)
+    s = np.sin(ang) * np.float32(factor)
+    x32 = x.astype(np.float32)
+    m = d // 2
+    return np.concatenate([x32[:, :m] * c - x32[:, m:] * s, x32[:, m:] * c + x32[:, :m] * s], -1)
+
+
+def _f64_rope(x, positions, inv_freq, factor=1.0):
+    ang = positions[:, None].astype(np.float64) * inv_freq[None, :]  # (T, d/2)
+    c, s = np.cos(ang), np.sin(ang)
+    m = inv_freq.size
+    return factor * np.concatenate([x[:, :m] * c - x[:, m:] * s, x[:, m:] * c + x[:, :m] * s], -1)
+
+
+def _pair_magnitude(x, factor=1.0):
+    m = x.shape[-1] // 2
+    norm = np.sqrt(x[:, :m] ** 2 + x[:, m:] ** 2)
+    return factor * np.concatenate([norm, norm], -1)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "expected"),
+    [
+        ("bfloat16", 1.0, 2.0**-7), ("bfloat16", 3.0, 2.0**-6), ("bfloat16", 16.0, 0.125),
+        ("bfloat16", 1721.0, 8.0), ("float16", 1.0, 2.0**-10), ("float16", 1000.0, 0.5),
+        ("float32", 1.0, 2.0**-23), ("float32", 0.999, 2.0**-24), ("float64", 1.0, 2.0**-52),
+        ("float64", 2.0**-1074, 2.0**-1074), ("float64", 0.0, 2.0**-1074), ("float16", 0.0, 2.0**-24),
+    ],
+)
+def test_ulp_values(dtype, value, expected):
+    assert float(to_numpy(tol.ulp([value], dtype))[0]) == expected
+
+
+@given(st.floats(min_value=1e-300, max_value=1e300))
+def test_ulp_float64_equals_numpy_spacing(v):
+    # numpy's spacing is the ulp of float64 (away from zero), exactly a power of two
+    assert float(to_numpy(tol.ulp([v], "float64"))[0]) == float(np.spacing(np.float64(v)))
+
+
+def test_ulp_on_backend(xp):
+    u = tol.ulp(xp.asarray([1.0, 3.0, 0.5]), "float32")
+    assert to_numpy(u).tolist() == [2.0**-23, 2.0**-22, 2.0**-24]
+
+
+def test_check_dtype_aliases_and_errors():
+    assert tol.check_dtype("bf16") == "bfloat16"
+    assert tol.check_dtype("fp16") == "float16"
+    assert tol.check_dtype(np.dtype("float32")) == "float32"
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        tol.check_dtype("int8")
+
+
+def test_value_tolerance_per_dtype(xp):
+    ref = xp.asarray([1.0, -4.0, 0.0], dtype=xp.float64)
+    assert to_numpy(tol.value_tolerance("float64", ref)).tolist() == [1e-13, 4e-13, 0.0]
+    assert to_numpy(tol.value_tolerance("float32", ref)).tolist() == [1e-6, 4e-6, 0.0]
+    # bf16: 2 ulps of the reference, never absolute-only: 2·2^-7 at 1, 2·2^-5 at 4
+    assert to_numpy(tol.value_tolerance("bfloat16", ref))[:2].tolist() == [2.0**-6, 2.0**-4]
+    # scale floors entries that cancel to zero
+    assert to_numpy(tol.value_tolerance("float64", ref, scale=2.0)).tolist() == [2e-13, 4e-13, 2e-13]
+
+
+def test_integer_tolerance_is_exact():
+    assert np.all(to_numpy(tol.integer_tolerance(np.array([3, 4, 5]))) == 0)
+
+
+def test_probability_tolerance():
+    assert tol.probability_tolerance("float32", np.array([[10.0, -3.0]])) == pytest.approx(10 * 2.0**-23)
+    assert tol.probability_tolerance("float64", np.array([[1.0]])) < 1e-12
+
+
+def test_rope_tolerance_grows_linearly_with_position():
+    w = np.array([1.0, 0.1, 1e-4])
+    atol = to_numpy(tol.rope_tolerance("float32", np.array([0, 1000, 2000]), w))
+    # atol(p) = floor + 2·p·max ω·2^-24: equal increments
+    assert atol[2] - atol[1] == pytest.approx(atol[1] - atol[0])
+    assert atol[1] - atol[0] == pytest.approx(2 * 1000 * 2.0**-24)
+    # float64: the same law with 2^-53, floor 1e-13 of the magnitude
+    atol64 = to_numpy(tol.rope_tolerance("float64", np.array([0, 1000]), w))
+    assert atol64[0] == pytest.approx(1e-13)
+    assert atol64[1] - atol64[0] == pytest.approx(2 * 1000 * 2.0**-53)
+
+
+@pytest.mark.parametrize(("base", "d", "factor"), [(1e4, 128, 1.0), (5e5, 64, 1.0), (1e6, 128, 1.1902380714238083)])
+def test_correct_float32_rope_passes_float32_and_fails_float64(base, d, factor):
+    rng = np.random.default_rng(7)
+    positions = np.concatenate([np.arange(0, 64), rng.integers(0, 131072, 256), [131071]])
+    x = rng.standard_normal((positions.size, d))
+    inv_freq = base ** (-np.arange(0, d, 2) / d)
+    ref = _f64_rope(x, positions, inv_freq, factor)
+    cand = _f32_rope(x, positions, base, d, factor).astype(np.float64)
+    mag = _pair_magnitude(x, factor)
+    atol32 = to_numpy(tol.rope_tolerance("float32", positions, inv_freq, reference=ref, magnitude=mag))
+    err = np.abs(cand - ref)
+    assert np.all(err <= atol32), f"worst ratio {np.max(err / atol32):.3f}"
+    # measured ratio ≤ 1.33/2 of the budget at long positions (c = 2 leaves margin, not slack of 10×)
+    assert np.max(err / atol32) > 0.2
+    atol64 = to_numpy(tol.rope_tolerance("float64", positions, inv_freq, reference=ref, magnitude=mag))
+    assert np.any(err > atol64)
+
+
+def test_bf16_inv_freq_is_a_bug_not_a_tolerance():
+    # bf16-rounded inv_freq moves cos by O(0.1) by p = 256 (pitfalls.md §18): far outside float32 and bf16
+    d, base = 128, 1e4
+    w = base ** (-np.arange(0, d, 2) / d)
+    bits = w.astype(np.float32).view(np.uint32)
+    w_bf16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32).astype(np.float64)
+    positions = np.arange(200, 264)
+    ref = np.cos(positions[:, None] * w[None, :])
+    cand = np.cos(positions[:, None] * w_bf16[None, :])
+    for dtype in ("float32", "bfloat16"):
+        atol = to_numpy(tol.rope_tolerance(dtype, positions, w, reference=ref))
+        assert np.any(np.abs(cand - ref) > atol)
+
+
+def test_rope_tolerance_on_backend(xp):
+    p = xp.asarray([0, 1, 2048], dtype=xp.int64)
+    w = xp.asarray([1.0, 0.5], dtype=xp.float64)
+    atol = tol.rope_tolerance("bfloat16", p, w, reference=xp.ones((3, 2), dtype=xp.float64), magnitude=2.0)
+    assert atol.shape == (3, 2)
+    a = to_numpy(atol)
+    assert np.all(a[2] > a[1]) and np.all(a[1] > a[0])
+
+
+def test_describe_rules_are_json():
+    for rule in ("value", "rope", "integer", "probability"):
+        for dtype in tol.DTYPES:
+            d = tol.describe(rule, dtype)
+            assert d["rule"] == rule and d["dtype"] == dtype and d["reason"]
+            json.dumps(d)
+    assert tol.describe("rope", "float32")["angle_c"] == 2.0
+    with pytest.raises(ValueError, match="rule must be one of"):
+        tol.describe("nope", "float64")
+
+
+def test_cli_tolerance_prints_table(capsys):
+    assert main(["tolerance", "--dtype", "float32", "--max-position", "131072"]) == 0
+    out = capsys.readouterr().out
+    assert "131072" in out and "float32" in out
+    assert "1e-05 rejects correct float32 code from position ≈ 168" in out
+
+
+def test_cli_tolerance_json(capsys):
+    assert main(["tolerance", "--dtype", "bf16", "--max-position", "4096", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["dtype"] == "bfloat16"
+    rows = result["positions"]
+    assert rows[0]["position"] == 0 and rows[-1]["position"] == 4096
+    assert all(a["cos_sin_atol"] <= b["cos_sin_atol"] for a, b in itertools.pairwise(rows))
+
+
+def test_cli_tolerance_bad_input_exits_2(capsys):
+    assert main(["tolerance", "--dtype", "int4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "dtype must be one of" in err
+    assert main(["tolerance", "--max-position", "-1"]) == 2
