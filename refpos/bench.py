@@ -1,0 +1,218 @@
+"""``refpos bench``: time and peak memory of the reference beside the machine's floors.
+
+Every measured function is printed next to a *floor* measured in the same run — the two matmuls for
+attention (q·kᵀ and p·v of the same shapes), a memory copy of the same bytes for elementwise work —
+and, when torch is installed, next to what users would otherwise run on the CPU (torch
+``scaled_dot_product_attention``, transformers' ``apply_rotary_pos_emb``), with the ratios.
+
+Timings are the best of several runs (``time.perf_counter``); peak memory is the extra memory
+allocated during one call (``tracemalloc``, which NumPy reports to; CuPy: the memory pool's peak).
+Nothing here is asserted by a test: numbers go into notes, not into pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from refpos.backend import get_xp, is_numpy_namespace
+
+Record = dict[str, Any]
+SUITES = ("attention", "pipeline")
+
+
+# ---------------------------------------------------------------------------------------- measuring
+def _sync(xp: Any) -> None:
+    if "cupy" in xp.__name__:
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+
+
+def best_time(fn: Callable[[], Any], xp: Any = np, *, repeat: int = 3, min_total: float = 0.3) -> float:
+    """Best wall time of ``fn()`` over ``repeat`` runs (more runs while the total stays under min_total)."""
+    fn()  # warm-up (allocator, caches, lazy imports)
+    _sync(xp)
+    times: list[float] = []
+    while len(times) < repeat or (sum(times) < min_total and len(times) < 50):
+        start = time.perf_counter()
+        fn()
+        _sync(xp)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def peak_memory(fn: Callable[[], Any], xp: Any = np) -> int | None:
+    """Extra bytes allocated at the peak of one call of ``fn`` (None where it cannot be measured)."""
+    if is_numpy_namespace(xp) or xp.__name__ == "array_api_strict":
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            fn()
+            return tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+    if "cupy" in xp.__name__:
+        import cupy
+
+        pool = cupy.get_default_memory_pool()
+        pool.free_all_blocks()
+        base = pool.used_bytes()
+        fn()
+        _sync(xp)
+        return pool.total_bytes() - base
+    return None
+
+
+def _fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _torch() -> Any | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+# ---------------------------------------------------------------------------------------- attention
+def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, head_dim: int,
+                    chunk_size: int, causal: bool, full_limit_gib: float) -> list[Record]:
+    """attention and chunked_attention on (1, heads, T, head_dim) beside the two matmuls and torch SDPA."""
+    from refpos.attention import attention
+    from refpos.chunked import chunked_attention
+
+    torch = _torch()
+    records: list[Record] = []
+    for dtype_name in dtypes:
+        for t in sizes:
+            rng = np.random.default_rng(0)
+            q, k, v = (xp.asarray(rng.standard_normal((1, heads, t, head_dim)).astype(dtype_name)) for _ in "qkv")
+            rec: Record = {"suite": "attention", "T": t, "heads": heads, "head_dim": head_dim, "dtype": dtype_name,
+                           "causal": causal, "chunk_size": chunk_size, "backend": xp.__name__}
+
+            def full() -> Any:
+                return attention(q, k, v, causal=causal)  # noqa: B023
+
+            def chunked() -> Any:
+                return chunked_attention(q, k, v, causal=causal, chunk_size=chunk_size)  # noqa: B023
+
+            if _fits(heads, t, dtype_name, 1, full_limit_gib):
+                kt = xp.matrix_transpose(k)
+                probs = xp.asarray(np.full((1, heads, t, t), 1.0 / t, dtype=dtype_name))
+                rec["floor_matmuls_s"] = best_time(lambda: (q @ kt, probs @ v), xp)  # noqa: B023
+            if _fits(heads, t, dtype_name, 6, full_limit_gib):
+                rec["attention_s"] = best_time(full, xp)
+                rec["attention_peak_bytes"] = peak_memory(full, xp)
+            rec["chunked_s"] = best_time(chunked, xp, repeat=1)
+            rec["chunked_peak_bytes"] = peak_memory(chunked, xp)
+            if torch is not None and is_numpy_namespace(xp):
+                tq, tk, tv = (torch.from_numpy(np.asarray(a)) for a in (q, k, v))
+                sdpa = torch.nn.functional.scaled_dot_product_attention
+                with torch.inference_mode():
+                    rec["torch_sdpa_s"] = best_time(lambda: sdpa(tq, tk, tv, is_causal=causal))  # noqa: B023
+            _ratios(rec, "attention_s", ("floor_matmuls_s", "torch_sdpa_s"))
+            _ratios(rec, "chunked_s", ("floor_matmuls_s", "torch_sdpa_s"))
+            records.append(rec)
+    return records
+
+
+def _fits(heads: int, t: int, dtype_name: str, n_arrays: int, limit_gib: float) -> bool:
+    """Whether ``n_arrays`` (heads, T, T) arrays fit in the memory budget for full attention."""
+    return n_arrays * heads * t * t * np.dtype(dtype_name).itemsize <= limit_gib * 2**30
+
+
+def _ratios(rec: Record, key: str, against: tuple[str, ...]) -> None:
+    for other in against:
+        if key in rec and other in rec and rec[other] > 0:
+            rec[f"{key[:-2]}/{other[:-2]}"] = rec[key] / rec[other]
+
+
+# ---------------------------------------------------------------------------------------- pipeline
+def bench_pipeline(xp: Any, sizes: list[int], dtypes: list[str]) -> list[Record]:
+    """One self-attention layer (d_model 512, 8 heads, 2 kv heads) with the distance bias."""
+    from refpos.pipeline import AttentionWeights, self_attention
+    from refpos.relative import DistanceBias
+
+    records = []
+    for dtype_name in dtypes:
+        for t in sizes:
+            rng = np.random.default_rng(0)
+
+            def arr(*shape: int, rng: Any = rng, dtype_name: str = dtype_name) -> Any:
+                return xp.asarray((rng.standard_normal(shape) / math.sqrt(shape[0])).astype(dtype_name))
+
+            w = AttentionWeights(arr(512, 512), arr(512, 128), arr(512, 128), arr(512, 512), n_heads=8, n_kv_heads=2)
+            x = arr(t, 512)
+            enc = DistanceBias(0.1, before_scale=False)
+            rec: Record = {"suite": "pipeline", "T": t, "dtype": dtype_name, "backend": xp.__name__}
+            rec["pipeline_s"] = best_time(lambda: self_attention(x, w, encoding=enc, causal=True), xp)  # noqa: B023
+            records.append(rec)
+    return records
+
+
+# ---------------------------------------------------------------------------------------- command
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("suite", choices=SUITES, help="what to measure")
+    parser.add_argument("--backend", default=None, help="numpy (default), cupy or array_api_strict")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="sequence lengths T")
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"], choices=["float32", "float64"])
+    parser.add_argument("--heads", type=int, default=1, help="attention heads (attention suite)")
+    parser.add_argument("--head-dim", type=int, default=64, help="head size (attention suite)")
+    parser.add_argument("--chunk-size", type=int, default=1024, help="chunked_attention block size")
+    parser.add_argument("--causal", action="store_true", help="causal attention")
+    parser.add_argument("--full-limit-gib", type=float, default=8.0,
+                        help="skip full attention where its T×T temporaries would exceed this")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    xp = get_xp(args.backend)
+    if args.suite == "attention":
+        records = bench_attention(xp, args.sizes or [1024, 2048, 4096, 8192, 16384], args.dtypes, args.heads,
+                                  args.head_dim, args.chunk_size, args.causal, args.full_limit_gib)
+    else:
+        records = bench_pipeline(xp, args.sizes or [512, 2048], args.dtypes)
+    meta = {"machine": platform.machine(), "python": platform.python_version(), "numpy": np.__version__,
+            "backend": xp.__name__}
+    torch = _torch()
+    if torch is not None:
+        meta["torch"] = torch.__version__
+        meta["torch_threads"] = torch.get_num_threads()
+    if args.json:
+        print(json.dumps({"meta": meta, "records": records}, indent=1))
+    else:
+        print(" ".join(f"{k}={v}" for k, v in meta.items()))
+        for rec in records:
+            print(_format_record(rec))
+    return 0
+
+
+def _format_record(rec: Record) -> str:
+    parts = []
+    for key, value in rec.items():
+        if key.endswith("_bytes"):
+            parts.append(f"{key[:-6]}={_fmt_bytes(value)}")
+        elif key.endswith("_s"):
+            parts.append(f"{key}={value * 1e3:.2f}ms")
+        elif isinstance(value, float):
+            parts.append(f"{key}={value:.2f}x")
+        elif key not in ("suite", "backend"):
+            parts.append(f"{key}={value}")
+    return f"[{rec['suite']}] " + " ".join(parts)
