@@ -2,9 +2,9 @@
 
 * :data:`IMPL` — the adapter module named by ``REFPOS_IMPL`` (default ``refpos.adapter``).
 * :func:`require` — the adapter's functions, or a skip naming what is missing.
-* :func:`tolerance` / :func:`assert_close` — tolerances that follow from ``INFO["dtype"]`` and, for
-  phase-derived quantities, from the largest position, by the rule of pitfalls.md §20 (the rule that
-  ``refpos check`` applies; :mod:`refpos.tolerance` when it is importable).
+* :func:`assert_close` / :func:`tolerance_array` / :func:`tolerance` — tolerances that follow from
+  ``INFO["dtype"]`` and, for angle-derived values, from the position: the rule of pitfalls.md §20 as
+  :mod:`refpos.tolerance` implements it (the rule ``refpos check`` and the goldens use).
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+import refpos.tolerance as tol_rules
+from refpos.backend import to_numpy
 
 IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.adapter")
 
@@ -46,124 +49,111 @@ def info(impl: ModuleType) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------- tolerances
-#: unit roundoff u = 2^-(p) of each dtype an adapter may declare (half the machine epsilon).
-UNIT_ROUNDOFF: dict[str, float] = {
-    "float64": 2.0**-53,
-    "float32": 2.0**-24,
-    "float16": 2.0**-11,
-    "bfloat16": 2.0**-8,
-}
-
-#: kinds of compared quantity and what the tolerance covers (pitfalls.md §20)
+#: kinds of compared quantity (pitfalls.md §20; :mod:`refpos.tolerance` has one rule per kind)
 KINDS = ("exact", "value", "phase", "probability")
 
 
 def declared_dtype(impl: ModuleType) -> str:
-    """``INFO["dtype"]`` of the adapter (``"float64"`` when it declares none); must be a known dtype."""
-    dtype = info(impl).get("dtype", "float64")
-    if dtype not in UNIT_ROUNDOFF:
-        raise pytest.UsageError(
-            f"{IMPL_NAME}: INFO['dtype'] must be one of {tuple(UNIT_ROUNDOFF)}, got {dtype!r}"
-        )
-    return dtype
+    """``INFO["dtype"]`` of the adapter (``"float64"`` when it declares none), normalised."""
+    try:
+        return tol_rules.check_dtype(info(impl).get("dtype", "float64"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"{IMPL_NAME}: INFO['dtype']: {exc}") from exc
 
 
-def tolerance(
+def tolerance_array(
     impl: ModuleType,
+    expected: Any,
     kind: str = "value",
     *,
-    max_position: float = 0.0,
-    max_frequency: float = 1.0,
-    magnitude: float = 1.0,
-) -> dict[str, float]:
-    """``{"rtol": ..., "atol": ...}`` for comparing the adapter's output with a float64 reference.
+    positions: Any = None,
+    inv_freq: Any = None,
+    magnitude: Any = 1.0,
+    scale: Any = None,
+    logits: Any = None,
+) -> np.ndarray:
+    """Elementwise atol for the adapter's output against the float64 ``expected``, by the rule of
+    ``refpos check`` (:mod:`refpos.tolerance`, pitfalls.md §20) for the adapter's ``INFO["dtype"]``.
 
     Parameters
     ----------
-    impl
-        The adapter; its ``INFO["dtype"]`` names the dtype of its computation.
     kind
-        ``"exact"`` (integers: buckets, indices), ``"value"`` (position-independent: slopes, inverse
-        frequencies, bias tables, outputs of a few float operations), ``"phase"`` (angles, cos/sin, rotated
-        q/k, sinusoid tables: the error grows with the position) or ``"probability"`` (softmax outputs).
-    max_position
-        Largest position whose phase enters the compared values (``"phase"`` only).
-    max_frequency
-        Largest angular frequency max ω (``"phase"``; 1 for RoPE and sinusoids).
-    magnitude
-        Largest |logit| fed to the softmax (``"probability"``).
-
-    Notes
-    -----
-    With u the unit roundoff of the declared dtype (2⁻⁵³ float64, 2⁻²⁴ float32, 2⁻¹¹ float16, 2⁻⁸
-    bfloat16), pitfalls.md §20 gives
-
-    .. math::
-
-        \\mathrm{tol} = \\max\\bigl(k\\,\\mathrm{ulp}(|\\mathrm{ref}|),\\; c\\,p\\,\\max_j \\omega_j\\,u_\\phi,\\;
-        \\mathrm{floor}\\bigr)
-
-    realised here as ``rtol`` (the ulp term: 1e-13 for float64, where algebraically equal forms differ
-    by a few dozen ulps, 1e-6 for float32 anchor values, 2 ulps = 4u for float16/bfloat16) and ``atol``
-    (the floor, plus for ``"phase"`` the term c·p·max ω·u_φ with c = 2 and u_φ = 2⁻²⁴ for a float32 or
-    narrower phase path, measured ratio ≤ 1.33 in rope.md §4; u_φ = 2⁻⁵³ for float64, where an
-    independent but correct derivation of ω moves the phase by p·ulp(ω)). Probabilities get
-    ``atol = 2·|logit|·u`` (a float32 softmax: ≈ max|logit|·2⁻²³).
+        ``"exact"`` — integers (buckets, indices); ``"value"`` — position-independent values (slopes,
+        inverse frequencies, bias tables, attention outputs; ``scale`` is the natural magnitude, a floor
+        for entries that cancel to zero); ``"phase"`` — values computed from angles ``p·ω`` (cos/sin,
+        rotated q/k, sinusoid tables): ``positions`` ``(..., T)`` are the positions of the rows of
+        ``expected`` ``(..., T, n)``, ``inv_freq`` the frequencies in use (only max ω enters; default 1),
+        ``magnitude`` the size of a rotated pair (1 for cos/sin, ``A·‖pair‖`` for q/k);
+        ``"probability"`` — softmax outputs of ``logits``.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     dtype = declared_dtype(impl)
-    u = UNIT_ROUNDOFF[dtype]
+    ref = np.asarray(expected, dtype=np.float64)
     if kind == "exact":
-        return {"rtol": 0.0, "atol": 0.0}
-    if dtype == "float64":
-        rtol, floor = 1e-13, 1e-14
-    elif dtype == "float32":
-        rtol, floor = 1e-6, 1e-6
+        return np.zeros(ref.shape)
+    if kind == "value":
+        atol = tol_rules.value_tolerance(dtype, ref, scale=None if scale is None else np.asarray(scale, float))
+    elif kind == "phase":
+        if positions is None:
+            raise ValueError("kind='phase' needs the positions of the compared rows")
+        freqs = np.ones(1) if inv_freq is None else np.asarray(inv_freq, dtype=np.float64)
+        pos = np.asarray(positions)
+        per_row = ref[..., None] if ref.ndim == pos.ndim else ref  # one value per position: (..., T, 1)
+        atol = tol_rules.rope_tolerance(dtype, pos, freqs, reference=per_row,
+                                        magnitude=np.asarray(magnitude, dtype=np.float64))
+        atol = np.reshape(to_numpy(atol), ref.shape)
     else:
-        rtol, floor = 4.0 * u, 4.0 * u
-    atol = floor
-    if kind == "phase":
-        phase_u = UNIT_ROUNDOFF["float64"] if dtype == "float64" else UNIT_ROUNDOFF["float32"]
-        atol += 2.0 * abs(float(max_position)) * abs(float(max_frequency)) * phase_u
-    elif kind == "probability":
-        atol = max(atol, 2.0 * abs(float(magnitude)) * u)
-    return {"rtol": rtol, "atol": atol}
+        if logits is None:
+            raise ValueError("kind='probability' needs the logits")
+        atol = tol_rules.probability_tolerance(dtype, np.asarray(logits, dtype=np.float64))
+    return np.broadcast_to(np.asarray(to_numpy(atol) if not np.isscalar(atol) else atol, float), ref.shape)
 
 
-def assert_close(
-    actual: Any,
-    expected: Any,
-    impl: ModuleType,
-    kind: str = "value",
-    *,
-    max_position: float = 0.0,
-    max_frequency: float = 1.0,
-    magnitude: float = 1.0,
-    what: str = "",
-) -> None:
-    """Assert ``actual`` (the adapter's output) equals ``expected`` within :func:`tolerance`.
+def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "value", *, what: str = "",
+                 **rule: Any) -> None:
+    """Assert ``|actual − expected| ≤ atol`` elementwise, atol from :func:`tolerance_array`.
 
-    The message names the tolerance, the declared dtype and where the worst difference is.
+    The message names the quantity, the rule, the declared dtype and the worst entry.
     """
-    tol = tolerance(impl, kind, max_position=max_position, max_frequency=max_frequency,
-                    magnitude=magnitude)
     actual = np.asarray(actual)
     expected = np.asarray(expected)
+    label = what or "output"
     if actual.shape != expected.shape:
-        raise AssertionError(f"{what or 'output'}: shape {actual.shape}, expected {expected.shape}")
+        raise AssertionError(f"{label}: shape {actual.shape}, expected {expected.shape}")
     if kind == "exact":
-        np.testing.assert_array_equal(actual, expected, err_msg=what)
+        np.testing.assert_array_equal(actual, expected, err_msg=f"{label} (exact)")
         return
-    header = f"{what or 'output'} ({kind}, {declared_dtype(impl)}: rtol={tol['rtol']:.3g}, atol={tol['atol']:.3g})"
-    np.testing.assert_allclose(actual, expected, err_msg=header, equal_nan=False, **tol)
+    atol = tolerance_array(impl, expected, kind, **rule)
+    diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+    bad = ~(diff <= atol)  # NaN counts as a failure
+    if bad.any():
+        worst = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf) - atol, -np.inf))),
+                                 diff.shape)
+        raise AssertionError(
+            f"{label} ({kind} rule, dtype {declared_dtype(impl)}): {int(bad.sum())} of {bad.size} entries "
+            f"outside tolerance; worst at {tuple(int(i) for i in worst)}: got {actual[worst]!r}, "
+            f"expected {expected[worst]!r}, |diff| {diff[worst]:.3g} > atol {atol[worst]:.3g}"
+        )
+
+
+def tolerance(impl: ModuleType, kind: str = "value") -> dict[str, float]:
+    """Scalar ``{"rtol", "atol"}`` for ``numpy.testing.assert_allclose`` on O(1) values, by the dtype
+    rule of :mod:`refpos.tolerance` (position-independent kinds only; phases need
+    :func:`assert_close`): float64 rtol 1e-13, float32 1e-6, bfloat16/float16 two ulps, each with the
+    same number as an absolute floor for entries near zero."""
+    if kind not in ("exact", "value", "probability"):
+        raise ValueError(f"kind must be 'exact', 'value' or 'probability' here, got {kind!r}")
+    if kind == "exact":
+        return {"rtol": 0.0, "atol": 0.0}
+    rel = float(to_numpy(tol_rules.value_tolerance(declared_dtype(impl), np.ones(1)))[0])
+    if kind == "probability":
+        return {"rtol": rel, "atol": max(rel, tol_rules.probability_tolerance(declared_dtype(impl), np.ones(1)))}
+    return {"rtol": rel, "atol": rel}
 
 
 def float_tolerance_note(impl: ModuleType) -> str:
-    """One line for the report header: the tolerances that follow from the declared dtype."""
+    """One line for the report header: the tolerance rule that follows from the declared dtype."""
     dtype = declared_dtype(impl)
-    value = tolerance(impl, "value")
-    return (
-        f"tolerances for dtype {dtype}: value rtol={value['rtol']:.3g} atol={value['atol']:.3g}; "
-        f"phase atol += 2·p·max ω·{'2^-53' if dtype == 'float64' else '2^-24'} (pitfalls.md §20)"
-    )
+    return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}; angle-derived "
+            f"values add 2·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} (refpos.tolerance, pitfalls.md §20)")
