@@ -10,8 +10,9 @@ The rule of the shared spec (pitfalls.md §20, rope.md §4), one function per ki
 * :func:`rope_tolerance` — values computed from angles ``p·ω`` (cos/sin, rotated q/k, sinusoid tables).
   The angle of a correct implementation is off by about ``p·max ω·u`` (``u`` the unit roundoff of its
   phase path), so the tolerance grows with the position:
-  ``atol = |pair|·c·p·max ω·u + rounding``, ``c = 2`` (measured ratio ≤ 1.33 for every p < 131072 and
-  θ ∈ {1e4, 5e5, 1e6}, rope.md §4). A fixed float32 atol of 1e-5 rejects correct code from p ≈ 170.
+  ``atol = |pair|·c·p·max ω·u + rounding``; float32 ``c = 2`` (measured ratio ≤ 1.33 for every
+  p < 131072 and θ ∈ {1e4, 5e5, 1e6}, rope.md §4), float64 ``c = 4`` (two independent float64 paths
+  differ by up to 1.86·p·max ω·2⁻⁵³). A fixed float32 atol of 1e-5 rejects correct code from p ≈ 170.
 * :func:`integer_tolerance` — T5 buckets, indices: exact.
 * :func:`probability_tolerance` — softmax outputs of a float32 softmax: ``max|logit|·2⁻²³``.
 
@@ -44,8 +45,11 @@ MIN_EXPONENT = {"float64": -1022, "float32": -126, "bfloat16": -126, "float16": 
 #: unit roundoff of the phase path: float64 angles for float64, else a float32 phase path (a bf16 or
 #: fp16 phase path is the bf16_angles bug, not a tolerance)
 ANGLE_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "bfloat16": 2.0**-24, "float16": 2.0**-24}
-#: the measured float32 angle error stays below 1.33·p·max ω·2⁻²⁴ (rope.md §4); c = 2 leaves margin
-ANGLE_C = 2.0
+#: c of the angle term. float32 path: the measured error stays below 1.33·p·max ω·2⁻²⁴ (rope.md §4),
+#: c = 2 leaves margin. float64: each correct path errs up to 1.1·p·max ω·2⁻⁵³ from the exact value and
+#: two correct forms (θ^(−2j/d) vs exp(−2j/d·ln θ)) differ by up to 1.86·p·max ω·2⁻⁵³ (measured,
+#: 6000 positions < 131072, θ ∈ {1e4, 5e5, 1e6}); c = 4 leaves margin for two independent errors
+ANGLE_C = {"float64": 4.0, "float32": 2.0, "bfloat16": 2.0, "float16": 2.0}
 #: float64 re-derivation: operation order moves the last digits (rope.md §8, pitfalls.md §20)
 RTOL_FLOAT64 = 1e-13
 #: position-independent float32 anchor values (pitfalls.md §20)
@@ -165,15 +169,16 @@ def probability_tolerance(dtype: str, logits: Any) -> float:
 def angle_error_bound(dtype: str, positions: Any, inv_freq: Any) -> Array:
     r"""Per-position bound of the angle error of a correct phase path: :math:`c\,|p|\,\max_j\omega_j\,u`.
 
-    ``u`` is 2⁻⁵³ for float64 and 2⁻²⁴ for every other dtype (their angles come from a float32
-    phase path: float32 ``inv_freq`` ≤ 3.2e-7 relative, float32 product); ``c = 2``.
+    ``u`` is 2⁻⁵³ for float64 (``c = 4``: two independent float64 paths) and 2⁻²⁴ for every other
+    dtype (``c = 2``; their angles come from a float32 phase path: float32 ``inv_freq`` ≤ 3.2e-7
+    relative, float32 product).
     """
     dtype = check_dtype(dtype)
     p = _as_float_array(positions, "positions")
     xp = array_namespace(p)
     w = to_numpy(_as_float_array(inv_freq, "inv_freq"))
     max_omega = float(abs(w).max()) if w.size else 0.0
-    return ANGLE_C * xp.abs(p) * max_omega * ANGLE_ROUNDOFF[dtype]
+    return ANGLE_C[dtype] * xp.abs(p) * max_omega * ANGLE_ROUNDOFF[dtype]
 
 
 def rope_tolerance(
@@ -208,7 +213,8 @@ def rope_tolerance(
             4\,\mathrm{ulp}_{32}(m) + 2\,\mathrm{ulp}_{\text{dtype}}(|r|) & \text{bfloat16, float16}
         \end{cases}
 
-    with ``m`` the magnitude, ``c = 2``, ``u = 2⁻⁵³`` (float64) or ``2⁻²⁴`` (a float32 phase path).
+    with ``m`` the magnitude, ``c = 4, u = 2⁻⁵³`` (float64) or ``c = 2, u = 2⁻²⁴`` (a float32 phase
+    path).
     """
     dtype = check_dtype(dtype)
     angle = angle_error_bound(dtype, positions, inv_freq)  # (..., T)
@@ -257,10 +263,11 @@ def describe(rule: str, dtype: str) -> dict[str, Any]:
             return ToleranceRule("value", dtype, REASONS[dtype], rtol=rtol).to_json()
         return ToleranceRule("value", dtype, REASONS[dtype], ulps=ULPS_LOW).to_json()
     if rule == "rope":
-        reason = ("angle-derived: the angle of a correct phase path is off by <= 1.33·p·max ω·u "
-                  "(rope.md §4); c = 2; plus " + REASONS[dtype])
+        reason = ("angle-derived: a correct phase path's angle is off by <= 1.33·p·max ω·2^-24 (float32, "
+                  "rope.md §4; c = 2) or <= 1.86·p·max ω·2^-53 between two float64 forms (c = 4); plus "
+                  + REASONS[dtype])
         extra = {"rtol": RTOL_FLOAT64} if dtype == "float64" else {"ulps": ULPS_FLOAT32_PATH}
-        return ToleranceRule("rope", dtype, reason, angle_c=ANGLE_C, angle_roundoff=ANGLE_ROUNDOFF[dtype],
+        return ToleranceRule("rope", dtype, reason, angle_c=ANGLE_C[dtype], angle_roundoff=ANGLE_ROUNDOFF[dtype],
                              **extra).to_json()
     if rule == "probability":
         return ToleranceRule("probability", dtype, "float softmax: max|logit|·2^-23 (float32)").to_json()

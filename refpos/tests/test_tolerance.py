@@ -96,10 +96,23 @@ def test_rope_tolerance_grows_linearly_with_position():
     # atol(p) = floor + 2·p·max ω·2^-24: equal increments
     assert atol[2] - atol[1] == pytest.approx(atol[1] - atol[0])
     assert atol[1] - atol[0] == pytest.approx(2 * 1000 * 2.0**-24)
-    # float64: the same law with 2^-53, floor 1e-13 of the magnitude
+    # float64: the same law with c = 4 and 2^-53, floor 1e-13 of the magnitude
     atol64 = to_numpy(tol.rope_tolerance("float64", np.array([0, 1000]), w))
     assert atol64[0] == pytest.approx(1e-13)
-    assert atol64[1] - atol64[0] == pytest.approx(2 * 1000 * 2.0**-53)
+    assert atol64[1] - atol64[0] == pytest.approx(4 * 1000 * 2.0**-53)
+
+
+def test_two_correct_float64_forms_agree_within_float64_tolerance():
+    # θ^(−2j/d) and exp(−2j/d·ln θ): equal in exact arithmetic, a few ulps apart in float64
+    rng = np.random.default_rng(3)
+    positions = np.concatenate([rng.integers(0, 131072, 500), [131071]])
+    for theta in (1e4, 5e5, 1e6):
+        j = np.arange(0, 128, 2)
+        w_pow, w_exp = theta ** (-j / 128), np.exp(-(j / 128) * np.log(theta))
+        ref = np.cos(positions[:, None] * w_pow)
+        other = np.cos(positions[:, None] * w_exp)
+        atol = to_numpy(tol.rope_tolerance("float64", positions, w_pow, reference=ref))
+        assert np.all(np.abs(other - ref) <= atol)
 
 
 @pytest.mark.parametrize(("base", "d", "factor"), [(1e4, 128, 1.0), (5e5, 64, 1.0), (1e6, 128, 1.1902380714238083)])
