@@ -23,6 +23,21 @@ from refpos.relative import DistanceBias, distance_bias, relative_positions
 from refpos.worked_example import explain_text, worked_example
 
 # --- absolute and relative encodings (issue 3) ---
+# isort: split
+from refpos.absolute import (
+    Sinusoidal,
+    interleaved_to_concat_permutation,
+    sinusoidal,
+    sinusoidal_frequencies,
+    sinusoidal_shift_matrix,
+)
+from refpos.alibi import ALiBi, alibi_bias, alibi_bias_from_positions, alibi_slopes
+from refpos.cope import CoPE, cope_gates, cope_logits, cope_position_logits, cope_positions
+from refpos.kernels import FIRE, KERPLE, Sandwich, fire_bias, fire_features, kerple_bias, sandwich_bias
+from refpos.relative import Shaw, shaw_index, shaw_key_terms, shaw_value_terms, skew, unskew
+from refpos.t5 import T5, t5_bias, t5_bucket
+from refpos.txl import TransformerXL, txl_position_scores, txl_position_table, txl_rel_shift, txl_scores
+from refpos.xpos import XPos, xpos
 
 # --- RoPE (issue 4) ---
 
@@ -30,28 +45,65 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BACKENDS",
+    "FIRE",
+    "KERPLE",
+    "T5",
+    "ALiBi",
     "AttentionWeights",
+    "CoPE",
     "DistanceBias",
     "Encoding",
     "LearnedAbsolute",
     "NoPE",
+    "Sandwich",
+    "Shaw",
+    "Sinusoidal",
+    "TransformerXL",
+    "XPos",
+    "alibi_bias",
+    "alibi_bias_from_positions",
+    "alibi_slopes",
     "array_namespace",
     "attention",
     "backend_name",
     "causal_mask",
     "chunked_attention",
+    "cope_gates",
+    "cope_logits",
+    "cope_position_logits",
+    "cope_positions",
     "distance_bias",
     "explain_text",
+    "fire_bias",
+    "fire_features",
     "get_xp",
+    "interleaved_to_concat_permutation",
+    "kerple_bias",
     "learned_lookup",
     "merge_heads",
     "relative_positions",
     "repeat_kv",
+    "sandwich_bias",
     "self_attention",
+    "shaw_index",
+    "shaw_key_terms",
+    "shaw_value_terms",
+    "sinusoidal",
+    "sinusoidal_frequencies",
+    "sinusoidal_shift_matrix",
+    "skew",
     "sliding_window_mask",
     "softmax",
     "split_heads",
+    "t5_bias",
+    "t5_bucket",
     "to_numpy",
+    "txl_position_scores",
+    "txl_position_table",
+    "txl_rel_shift",
+    "txl_scores",
+    "unskew",
     "use_backend",
     "worked_example",
+    "xpos",
 ]
