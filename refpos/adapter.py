@@ -72,5 +72,204 @@ def chunked_attention(
 
 
 # ------------------------------------------------------------------------------- encodings (issue 3)
+def _positions_in(positions: Any) -> Any:
+    return _in(positions, np.int64)
+
+
+def _f64(a: Any) -> Any:
+    return _in(a, np.float64)
+
+
+def sinusoidal(
+    positions: np.ndarray, dim: int, base: float = 10000.0, layout: str = "interleaved", spacing: str = "paper"
+) -> np.ndarray:
+    """Sinusoidal table ``(*positions.shape, dim)`` (encodings.md §2).
+
+    ``positions``: non-negative ints. ``layout="interleaved"``: channel ``2k = sin(p·ω_k)``,
+    ``2k+1 = cos(p·ω_k)``; ``"concat"``: channel ``k`` sin, ``k + dim/2`` cos. ``spacing="paper"``:
+    ``ω_k = base^(-2k/dim)``; ``"tensor2tensor"``: ``ω_k = exp(-k·ln(base)/max(dim/2 - 1, 1))``.
+    ``dim`` even and >= 2 (odd ``dim`` and ``dim <= 0`` raise ValueError naming ``dim``).
+    """
+    return _out(refpos.sinusoidal(_positions_in(positions), dim, base=base, layout=layout, spacing=spacing))
+
+
+def sinusoidal_shift_matrix(r: int, dim: int, base: float = 10000.0, layout: str = "interleaved") -> np.ndarray:
+    """The ``(dim, dim)`` matrix ``M_r`` with ``P[p + r] = M_r @ P[p]`` (column vectors), paper spacing.
+
+    Per frequency, in (sin, cos) pair coordinates, the block is ``[[cos ωr, sin ωr], [-sin ωr, cos ωr]]``
+    (+sin upper right). ``r`` is any int (negative allowed); ``layout`` as in :func:`sinusoidal`.
+    """
+    return _out(refpos.sinusoidal_shift_matrix(r, dim, base=base, layout=layout))
+
+
+def learned_lookup(table: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Rows ``table[positions]``: table ``(N, d)``, positions ints of any shape -> ``(*positions.shape, d)``.
+
+    A position ``< 0`` or ``>= N`` raises ValueError naming ``positions`` (no wrap-around).
+    """
+    return _out(refpos.learned_lookup(_f64(table), _positions_in(positions)))
+
+
+def alibi_slopes(n_heads: int) -> np.ndarray:
+    """ALiBi slopes ``(n_heads,)`` of the official recurrence (power of two: ``2^(-8h/n)``, h = 1..n;
+    otherwise the ``c = 2^floor(log2 n)`` slopes followed by the even-indexed slopes of the ``2c`` set).
+    ``n_heads < 1`` raises ValueError naming ``n_heads``.
+    """
+    return _out(refpos.alibi_slopes(n_heads, xp=get_xp()))
+
+
+def alibi_bias(n_heads: int, q_len: int, k_len: int, form: str = "causal") -> np.ndarray:
+    """ALiBi bias ``(n_heads, q_len, k_len)``, unmasked, queries aligned to the end of the keys
+    (query ``i`` at position ``k_len - q_len + i``). ``form``: ``"causal"`` ``-m_h·(i - j)`` (positive on
+    future keys), ``"symmetric"`` ``-m_h·|i - j|``, ``"key_index"`` ``+m_h·j``.
+    """
+    return _out(refpos.alibi_bias(n_heads, q_len, k_len, form=form, xp=get_xp()))
+
+
+def t5_bucket(
+    relative_position: np.ndarray, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128
+) -> np.ndarray:
+    """T5 bucket (int64, same shape) of ``relative_position = key position - query position``.
+
+    Bidirectional: future keys (rel > 0) use buckets ``num_buckets/2 …``. Causal: future keys go to 0.
+    ``num_buckets`` odd when bidirectional, or ``max_distance <= max_exact``, raise ValueError naming them.
+    """
+    return _out(refpos.t5_bucket(_positions_in(relative_position), bidirectional=bidirectional,
+                                 num_buckets=num_buckets, max_distance=max_distance))
+
+
+def t5_bias(
+    table: np.ndarray,
+    q_positions: np.ndarray,
+    k_positions: np.ndarray,
+    bidirectional: bool = True,
+    max_distance: int = 128,
+) -> np.ndarray:
+    """T5 bias ``(H, Tq, Tk)``: ``table[bucket(k_pos[j] - q_pos[i]), h]``; table ``(num_buckets, H)``."""
+    return _out(refpos.t5_bias(_f64(table), _positions_in(q_positions), _positions_in(k_positions),
+                               bidirectional=bidirectional, max_distance=max_distance))
+
+
+def shaw_attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    w_k: np.ndarray,
+    w_v: np.ndarray,
+    max_relative_position: int,
+    positions: np.ndarray | None = None,
+    causal: bool = False,
+) -> np.ndarray:
+    """Shaw et al. self-attention output ``(H, T, dv)``; q, k ``(H, T, d)``, v ``(H, T, dv)``.
+
+    ``w_k`` ``(2k+1, d)``, ``w_v`` ``(2k+1, dv)`` shared by the heads, ``k = max_relative_position >= 0``;
+    pair (i, j) reads row ``clip(pos[j] - pos[i], -k, k) + k``. ``positions`` ``(T,)`` defaults to
+    ``arange(T)``. ``e_ij = q_i·(k_j + a^K_ij)/√d``; causal masks ``pos[j] > pos[i]``;
+    ``z_i = Σ_j α_ij (v_j + a^V_ij)``.
+    """
+    qx, kx, vx = _f64(q), _f64(k), _f64(v)
+    xp = get_xp()
+    pos = xp.arange(q.shape[-2], dtype=xp.int64) if positions is None else _positions_in(positions)
+    enc = refpos.Shaw(_f64(w_k), _f64(w_v), max_relative_position)
+    mask = (pos[None, :] <= pos[:, None]) if causal else None
+    return _out(refpos.attention(qx, kx, vx, mask=mask, qk_terms=enc.qk_terms(qx, kx, pos, pos),
+                                 value_terms=enc.value_terms(pos, pos)))
+
+
+def txl_rel_shift(x: np.ndarray) -> np.ndarray:
+    """Transformer-XL ``_rel_shift`` of ``(..., qlen, klen)``: pad a zero column on the left, view as
+    ``(klen + 1, qlen)``, drop the first row, view back. Valid entries (``j <= i + klen - qlen``) equal
+    ``x[..., i, j + qlen - 1 - i]``; the others are leftovers.
+    """
+    return _out(refpos.txl_rel_shift(_f64(x)))
+
+
+def txl_scores(q: np.ndarray, k: np.ndarray, r_head_k: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Transformer-XL logits ``(H, qlen, klen)``: ``((q_i + u)·k_j + (q_i + v)·r[klen - 1 - (mlen + i - j)])/√d``.
+
+    q ``(H, qlen, d)``, k ``(H, klen, d)``, ``r_head_k`` ``(H, klen, d)`` = projected sinusoid whose row t
+    encodes distance ``klen - 1 - t``, u, v ``(H, d)``; ``mlen = klen - qlen``; future keys
+    (``j > mlen + i``) are ``-inf``.
+    """
+    return _out(refpos.txl_scores(_f64(q), _f64(k), _f64(r_head_k), _f64(u), _f64(v)))
+
+
+def kerple_bias(
+    r1: np.ndarray, r2: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray, kind: str = "log"
+) -> np.ndarray:
+    """KERPLE bias ``(H, Tq, Tk)``, ``n = max(q_pos[i] - k_pos[j], 0)``: ``"log"`` ``-r1·log(1 + r2·n)``,
+    ``"power"`` ``-r1·n^r2``; r1, r2 ``(H,)`` clamped to ``>= 0.01`` (power: r2 ``<= 2``), as the anchor.
+    Future keys get 0 and must be masked.
+    """
+    return _out(refpos.kerple_bias(_f64(r1), _f64(r2), _positions_in(q_positions), _positions_in(k_positions),
+                                   kind=kind))
+
+
+def fire_bias(
+    q_positions: np.ndarray,
+    k_positions: np.ndarray,
+    w1: np.ndarray,
+    b1: np.ndarray,
+    w2: np.ndarray,
+    b2: np.ndarray,
+    c: float = 0.1,
+    L: float = 512.0,
+    eps: float = 1e-6,
+) -> np.ndarray:
+    """FIRE bias ``(H, Tq, Tk)`` = ``w2 @ relu(w1·φ + b1) + b2`` per pair, with
+    ``φ = log(|c·(i - j)| + 1) / (log(|c·max(i, |L|)| + 1) + eps)``, ``i = q_pos``, ``j = k_pos``.
+    w1, b1 ``(width,)``, w2 ``(H, width)``, b2 ``(H,)``. Causal: future keys must be masked.
+    """
+    return _out(refpos.fire_bias(_positions_in(q_positions), _positions_in(k_positions), _f64(w1), _f64(b1),
+                                 _f64(w2), _f64(b2), c=c, L=L, eps=eps))
+
+
+def sandwich_bias(
+    q_positions: np.ndarray, k_positions: np.ndarray, head_dim: int, n_heads: int, causal: bool = True
+) -> np.ndarray:
+    """Sandwich bias ``(H, Tq, Tk)`` = ``(Σ_{k=1}^{d/2} cos(rel·10000^(-2k/d)) - d/2) / (8h/H)``, h = 1..H,
+    ``rel = k_pos[j] - q_pos[i]`` (``min(rel, 0)`` when causal), ``d = head_dim`` (even).
+    """
+    return _out(refpos.sandwich_bias(_positions_in(q_positions), _positions_in(k_positions), head_dim, n_heads,
+                                     causal=causal))
+
+
+def xpos(
+    q: np.ndarray,
+    k: np.ndarray,
+    q_positions: np.ndarray,
+    k_positions: np.ndarray,
+    base: float = 10000.0,
+    scale_base: float = 512.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """xPos ``(q_rot, k_rot)``, each ``(H, T, d)``: interleaved RoPE (pairs (2i, 2i+1), θ_i = base^(-2i/d)),
+    q times ``ζ_i^((m - c)/γ)``, k divided by ``ζ_i^((n - c)/γ)``, ``ζ_i = (2i + 0.4d)/(1.4d)``,
+    ``γ = scale_base``, ``c = len(k_positions) // 2`` (c cancels in ``q_rot · k_rot``).
+    """
+    center = len(k_positions) // 2
+    q_rot = refpos.xpos(_f64(q), _positions_in(q_positions), is_query=True, base=base, scale_base=scale_base,
+                        center=center)
+    k_rot = refpos.xpos(_f64(k), _positions_in(k_positions), is_query=False, base=base, scale_base=scale_base,
+                        center=center)
+    return _out(q_rot), _out(k_rot)
+
+
+def cope_positions(gates: np.ndarray, npos: int) -> np.ndarray:
+    """CoPE positions ``p[..., i, j] = min(Σ_{t >= j} gates[..., i, t], npos - 1)`` (gates 0 on future keys)."""
+    return _out(refpos.cope_positions(_f64(gates), npos))
+
+
+def cope_logits(q: np.ndarray, k: np.ndarray, e: np.ndarray, gates: np.ndarray | None = None) -> np.ndarray:
+    """CoPE causal self-attention logits ``(H, T, T)`` = ``(q_i·k_j + pos_ij)/√d``, future keys ``-inf``.
+
+    q, k ``(H, T, d)``, e ``(d, npos)``. Gates ``σ(q_i·k_j/√d)`` on ``j <= i`` (or ``gates``, ``(T, T)``
+    or ``(H, T, T)``, when given); ``p`` from :func:`cope_positions`; ``pos_ij`` interpolates
+    ``z_i = q_i e`` linearly between columns ``floor(p_ij)`` and ``ceil(p_ij)``.
+    """
+    t = q.shape[-2]
+    xp = get_xp()
+    pos = xp.arange(t, dtype=xp.int64)
+    return _out(refpos.cope_logits(_f64(q), _f64(k), _f64(e), pos, pos, gates=None if gates is None else _f64(gates)))
+
 
 # ------------------------------------------------------------------------------- RoPE (issue 4)
