@@ -129,6 +129,10 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
                     rec["torch_sdpa_s"] = best_time(lambda: sdpa(tq, tk, tv, is_causal=causal))  # noqa: B023
             _ratios(rec, "attention_s", ("floor_matmuls_s", "torch_sdpa_s"))
             _ratios(rec, "chunked_s", ("floor_matmuls_s", "torch_sdpa_s"))
+            flops = 4.0 * heads * t * t * head_dim  # q·kᵀ and p·v, dense-equivalent
+            for key in ("floor_matmuls_s", "attention_s", "chunked_s", "torch_sdpa_s"):
+                if key in rec:
+                    rec[f"{key[:-2]}_tflops"] = flops / rec[key] / 1e12
             records.append(rec)
     return records
 
@@ -211,6 +215,10 @@ def _format_record(rec: Record) -> str:
             parts.append(f"{key[:-6]}={_fmt_bytes(value)}")
         elif key.endswith("_s"):
             parts.append(f"{key}={value * 1e3:.2f}ms")
+        elif key.endswith("_tflops"):
+            parts.append(f"{key}={value:.3f}")
+        elif key.endswith("_gbs"):
+            parts.append(f"{key}={value:.1f}")
         elif isinstance(value, float):
             parts.append(f"{key}={value:.2f}x")
         elif key not in ("suite", "backend"):
