@@ -26,7 +26,7 @@ import numpy as np
 from refpos.backend import get_xp, is_numpy_namespace
 
 Record = dict[str, Any]
-SUITES = ("attention", "pipeline")
+SUITES = ("floors", "attention", "pipeline")
 
 
 # ---------------------------------------------------------------------------------------- measuring
@@ -148,6 +148,25 @@ def _ratios(rec: Record, key: str, against: tuple[str, ...]) -> None:
             rec[f"{key[:-2]}/{other[:-2]}"] = rec[key] / rec[other]
 
 
+# ---------------------------------------------------------------------------------------- floors
+def bench_floors(xp: Any, dtypes: list[str], copy_mib: int = 512, matmul_n: int = 2048) -> list[Record]:
+    """The device's own rates: copy bandwidth (GB/s, read + write) and square-matmul TFLOP/s."""
+    records = []
+    for dtype_name in dtypes:
+        itemsize = np.dtype(dtype_name).itemsize
+        n = copy_mib * 2**20 // itemsize
+        src = xp.asarray(np.ones(n, dtype=dtype_name))
+        copy_s = best_time(lambda: xp.asarray(src, copy=True), xp)  # noqa: B023
+        a = xp.asarray(np.random.default_rng(0).standard_normal((matmul_n, matmul_n)).astype(dtype_name))
+        matmul_s = best_time(lambda: a @ a, xp)  # noqa: B023
+        records.append({
+            "suite": "floors", "dtype": dtype_name, "backend": xp.__name__,
+            "copy_s": copy_s, "copy_gbs": 2 * n * itemsize / copy_s / 1e9,
+            "matmul_s": matmul_s, "matmul_tflops": 2 * matmul_n**3 / matmul_s / 1e12,
+        })
+    return records
+
+
 # ---------------------------------------------------------------------------------------- pipeline
 def bench_pipeline(xp: Any, sizes: list[int], dtypes: list[str]) -> list[Record]:
     """One self-attention layer (d_model 512, 8 heads, 2 kv heads) with the distance bias."""
@@ -188,7 +207,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     xp = get_xp(args.backend)
-    if args.suite == "attention":
+    if args.suite == "floors":
+        records = bench_floors(xp, args.dtypes)
+    elif args.suite == "attention":
         records = bench_attention(xp, args.sizes or [1024, 2048, 4096, 8192, 16384], args.dtypes, args.heads,
                                   args.head_dim, args.chunk_size, args.causal, args.full_limit_gib)
     else:
