@@ -92,6 +92,8 @@ def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_m
     safe_max = xp.where(xp.isfinite(row_max), row_max, xp.zeros_like(row_max))
     e = xp.exp(logits - safe_max)
     z = xp.sum(e, axis=axis, keepdims=True)
+    if not bool(xp.any(dead)):
+        return e / z
     z = xp.where(dead, xp.ones_like(z), z)  # no 0/0 in dead rows
     p = e / z
     fill = 0.0 if fully_masked == "zeros" else math.nan
@@ -318,10 +320,54 @@ def attention(
     scale = _resolve_scale(scale, d)
     if softcap is not None:
         softcap = check_float("softcap", softcap, positive=True)
-    record = trace if trace is not None else {}
+    if temperature is not None:
+        _check_additive("temperature", temperature[..., None], logits_shape, xp)
+    if causal and t_q > t_k:
+        raise ValueError(f"causal attention needs q_len <= k_len, got q_len={t_q}, k_len={t_k}")
+    steps = {"n_rep": n_rep, "bias": bias, "mask": mask, "causal": causal, "scale": scale, "softcap": softcap,
+             "bias_scaled": bias_scaled, "qk_terms": qk_terms, "temperature": temperature,
+             "value_terms": value_terms, "fully_masked": fully_masked}
+    if trace is not None or return_weights or value_terms is not None:  # every intermediate kept whole
+        o, p = _attend_rows(q, k, v, rows=slice(0, t_q), t_q=t_q, record=trace, **steps)
+        return (o, p) if return_weights else o
+    # Softmax rows are independent, so the same steps run on blocks of query rows: the T×T temporaries
+    # shrink to block × Tk (memory, cache and page faults), and the result is the same.
+    per_row = max(1, math.prod(lead) * h_q * t_k)
+    block = max(1, _BLOCK_ELEMENTS // per_row)
+    outs = [_attend_rows(q[..., i0:min(i0 + block, t_q), :], k, v, rows=slice(i0, min(i0 + block, t_q)),
+                         t_q=t_q, record=None, **steps)[0]
+            for i0 in range(0, t_q, block)]
+    if not outs:
+        return xp.zeros((*lead, h_q, 0, v.shape[-1]), dtype=q.dtype)
+    return outs[0] if len(outs) == 1 else xp.concat(outs, axis=-2)  # (..., Hq, Tq, dv)
+
+
+#: elements of one block of logits when attention runs block by block (2**21: 8 MiB in float32)
+_BLOCK_ELEMENTS = 2**21
+
+
+def _rows(term: Array | None, rows: slice, t_q: int, axis: int = -2) -> Array | None:
+    """The query rows ``rows`` of a term broadcastable along its query axis (size 1 broadcasts)."""
+    if term is None or term.ndim < -axis or term.shape[axis] == 1 or (rows.start == 0 and rows.stop == t_q):
+        return term
+    return term[..., rows, :] if axis == -2 else term[..., rows]
+
+
+def _attend_rows(
+    q: Array, k: Array, v: Array, *, rows: slice, t_q: int, n_rep: int, bias: Array | None, mask: Array | None,
+    causal: bool, scale: float, softcap: float | None, bias_scaled: bool, qk_terms: Array | None,
+    temperature: Array | None, value_terms: Callable[[Array], Array] | None, fully_masked: str,
+    record: dict[str, Array] | None,
+) -> tuple[Array, Array]:
+    """Steps 1-9 of the module docstring for the query rows ``rows`` (q holds just those rows)."""
+    xp = array_namespace(q)
+    record = {} if record is None else record
+    bias, mask = _rows(bias, rows, t_q), _rows(mask, rows, t_q)
+    qk_terms, temperature = _rows(qk_terms, rows, t_q), _rows(temperature, rows, t_q, axis=-1)
+    t_k = k.shape[-2]
 
     # 1. content scores (+ dot-product position terms)
-    s = grouped_scores(q, k, n_rep)  # (..., Hq, Tq, Tk)
+    s = grouped_scores(q, k, n_rep)  # (..., Hq, rows, Tk)
     if qk_terms is not None:
         s = s + qk_terms
     record["S"] = s
@@ -336,7 +382,6 @@ def attention(
     record["scaled"] = s
     # 4. per-query temperature
     if temperature is not None:
-        _check_additive("temperature", temperature[..., None], logits_shape, xp)
         s = s * temperature[..., None]
     # 5. softcap
     if softcap is not None:
@@ -346,10 +391,11 @@ def attention(
         s = s + bias
         record["scaled+B"] = s
     record["logits"] = s
-    # 7. mask
+    # 7. mask (causal: query row i sits at key position t_k - t_q + i)
     allowed = mask
     if causal:
-        cm = causal_mask(t_q, t_k, xp=xp)
+        q_pos = xp.arange(rows.start, rows.stop, dtype=xp.int64) + (t_k - t_q)
+        cm = xp.arange(t_k, dtype=xp.int64)[None, :] <= q_pos[:, None]  # (rows, Tk)
         allowed = cm if allowed is None else (allowed & cm)
     if allowed is not None:
         record["allowed"] = allowed
@@ -357,8 +403,8 @@ def attention(
     p = softmax(s, mask=allowed, fully_masked=fully_masked)
     record["A"] = p
     # 9. weighted values
-    o = grouped_values(p, v, n_rep)  # (..., Hq, Tq, dv)
+    o = grouped_values(p, v, n_rep)  # (..., Hq, rows, dv)
     if value_terms is not None:
         o = o + value_terms(p)
     record["O"] = o
-    return (o, p) if return_weights else o
+    return o, p
