@@ -26,11 +26,25 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import Phase, settings
 from support import IMPL, IMPL_NAME, float_tolerance_note
 
 from refpos.hypothesis_profiles import load_profile
 
 PROFILE = load_profile()
+if os.environ.get("REFPOS_META_RUN"):
+    # set by the meta test (test_meta.py) for its runs on mutants: only pass/fail matters there, so
+    # fewer examples, derandomized, and no shrinking
+    settings.register_profile(
+        "refpos.meta",
+        parent=settings.get_profile(PROFILE),
+        max_examples=min(settings.get_profile(PROFILE).max_examples, 10),
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    )
+    settings.load_profile("refpos.meta")
+    PROFILE = "refpos.meta"
 SPEC_DIR = Path(__file__).resolve().parent
 
 

@@ -1,0 +1,111 @@
+"""Meta tests: the suite proves its own power, and its plumbing works.
+
+* Every mutant of :data:`mutants.CATALOGUE` (a deliberately wrong adapter: one known mistake) makes the
+  spec test files listed for it fail, and the same files pass on :mod:`refpos.adapter`.
+* ``--xfails-file`` / ``--skips-file`` mark and skip tests with their reasons and warn about entries that
+  match no test; functions an adapter lacks and ``NotImplementedError`` become skips.
+
+Each run is a subprocess ``REFPOS_IMPL=... python -m pytest -x -q <files>`` with ``REFPOS_META_RUN=1``
+(a derandomized profile of at most 10 examples without shrinking: only pass/fail matters here). The
+meta tests judge the suite, not an implementation, so they run only when the implementation under test
+is ``refpos.adapter``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from support import IMPL_NAME, ROOT
+
+from spec_tests.mutants import CATALOGUE
+
+pytestmark = pytest.mark.skipif(
+    IMPL_NAME != "refpos.adapter", reason="meta tests judge the suite; they run on refpos.adapter only"
+)
+
+#: a run that ends in test failures (pytest exit code 1), not in errors, usage errors or no tests
+FAILED = 1
+
+
+def run_suite(impl: str, args: list[str], extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    # PYTHONDONTWRITEBYTECODE would make every run recompile (and re-rewrite) its imports: ~2 s each
+    dropped = ("REFPOS_XFAILS_FILE", "REFPOS_SKIPS_FILE", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env.update(REFPOS_IMPL=impl, REFPOS_META_RUN="1", **(extra_env or {}))
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--assert=plain",
+               "-W", "ignore::DeprecationWarning",
+               *args]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def catching_files(name: str) -> list[str]:
+    files = list(CATALOGUE[name].catches)
+    missing = [f for f in files if not (ROOT / f).is_file()]
+    assert not missing, f"mutant {name}: the catalogue names test files that do not exist: {missing}"
+    return files
+
+
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
+def test_the_suite_catches_the_mutant(name):
+    result = run_suite(f"spec_tests.mutants.{name}", ["-q", "-x", *catching_files(name)])
+    tail = "\n".join((result.stdout + result.stderr).splitlines()[-25:])
+    assert result.returncode == FAILED, (
+        f"mutant {name} ({CATALOGUE[name].mistake}) was not caught by {CATALOGUE[name].catches}: "
+        f"pytest exit code {result.returncode}\n{tail}"
+    )
+    assert " failed" in tail and "error" not in tail.split("\n")[-1], tail
+
+
+def test_the_same_files_pass_on_the_reference():
+    files = sorted({f for name in CATALOGUE for f in catching_files(name)})
+    result = run_suite("refpos.adapter", ["-q", "-x", *files])
+    tail = "\n".join((result.stdout + result.stderr).splitlines()[-25:])
+    assert result.returncode == 0, f"the catching files fail on refpos.adapter:\n{tail}"
+
+
+def test_every_mutant_module_is_catalogued():
+    modules = {p.stem for p in (ROOT / "spec_tests" / "mutants").glob("*.py") if not p.stem.startswith("_")}
+    assert modules == set(CATALOGUE), f"uncatalogued: {modules - set(CATALOGUE)}; missing: {set(CATALOGUE) - modules}"
+
+
+# ------------------------------------------------------------------------------------ plumbing
+PARTIAL_ADAPTER = '''
+"""An adapter with only a softmax that does not support the NaN policy, and an attention."""
+from refpos.adapter import attention, _out, _in
+import refpos
+INFO = {"name": "partial", "dtype": "float64"}
+
+def softmax(logits, mask=None, fully_masked="zeros"):
+    if fully_masked != "zeros":
+        raise NotImplementedError("only the 'zeros' policy")
+    return _out(refpos.softmax(_in(logits), mask=_in(mask)))
+'''
+
+
+def test_xfails_skips_missing_functions_and_not_implemented(tmp_path: Path):
+    (tmp_path / "partial_adapter.py").write_text(textwrap.dedent(PARTIAL_ADAPTER), encoding="utf-8")
+    target = "spec_tests/test_attention.py"
+    (tmp_path / "xfails.txt").write_text(
+        "# known divergences of partial_adapter\n"
+        f"{target}::test_softmax_is_stable_for_huge_logits  # demo: expected to fail\n"
+        f"{target}::test_no_such_test  # a typo: warned about\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "skips.txt").write_text("test_attention.py::test_gqa_head_mapping_is_floor_division  # too slow\n",
+                                        encoding="utf-8")
+    result = run_suite("partial_adapter", ["-rsxX", target, "--xfails-file", str(tmp_path / "xfails.txt"),
+                                           "--skips-file", str(tmp_path / "skips.txt")],
+                       {"PYTHONPATH": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "implementation partial_adapter" in out and "'name': 'partial'" in out  # the header
+    assert "XPASS" in out and "demo: expected to fail" in out
+    assert "test_no_such_test" in out and "matches no test" in out
+    assert "too slow" in out
+    assert "does not support this case: only the 'zeros' policy" in out  # NotImplementedError -> skip
+    assert "partial_adapter does not provide chunked_attention" in out  # missing function -> skip
