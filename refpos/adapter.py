@@ -273,3 +273,93 @@ def cope_logits(q: np.ndarray, k: np.ndarray, e: np.ndarray, gates: np.ndarray |
 
 
 # ------------------------------------------------------------------------------- RoPE (issue 4)
+# RoPE configurations cross the adapter as plain dicts (the contract): the keys of a transformers v5
+# ``rope_parameters`` entry (rope_type, rope_theta, factor, original_max_position_embeddings, beta_fast,
+# beta_slow, mscale, mscale_all_dim, attention_factor, truncate, low_freq_factor, high_freq_factor,
+# short_factor, long_factor) plus head_dim, partial_rotary_factor or rotary_dim, max_position_embeddings,
+# layout ("half" | "interleaved" | "deinterleaved"), placement ("first" | "last" | "proportional") and the
+# refpos extensions dynamic_rule ("hf" | "vllm_static"), softmax_mscale (bool). Unknown keys: ValueError.
+#
+# ``seq_len`` is the current sequence length L that dynamic NTK and LongRoPE depend on. ``None`` means
+# HF's ``max(positions) + 1`` over all positions given (for rope_frequencies, which has no positions:
+# "unknown", i.e. plain RoPE for dynamic and the short factors for longrope, as HF at initialisation).
+def _rope(rope: dict) -> refpos.RopeConfig:
+    return refpos.rope_config_from_params(rope)
+
+
+def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
+    """``(inv_freq, attention_factor)``: ω of shape ``(d/2,)`` (``(head_dim/2,)`` for proportional) and A."""
+    inv_freq, factor = refpos.rope_frequencies(_rope(rope), seq_len=seq_len, xp=get_xp())
+    return _out(inv_freq), float(factor)
+
+
+def rope_cos_sin(positions: np.ndarray, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(A·cos φ, A·sin φ)``, each ``(*positions.shape, w)``, w = d (head_dim for proportional).
+
+    Channel order: half and deinterleaved ``[c_0 … c_{m-1}, c_0 … c_{m-1}]``, interleaved
+    ``[c_0, c_0, c_1, c_1, …]``; ``φ = p·ω_j`` in float64.
+    """
+    cos, sin = refpos.rope_cos_sin(_positions_in(positions), _rope(rope), seq_len=seq_len)
+    return _out(cos), _out(sin)
+
+
+def apply_rope(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | None = None) -> np.ndarray:
+    """Rotated ``x`` ``(..., T, head_dim)`` at ``positions`` ``(T,)`` (or ``(..., T)``): the layout's pairs in
+    the rotated span times A, pass-through channels unchanged. seq_len None: ``max(positions) + 1``."""
+    return _out(refpos.apply_rope(_f64(x), _positions_in(positions), _rope(rope), seq_len=seq_len))
+
+
+def apply_rope_complex(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | None = None) -> np.ndarray:
+    """:func:`apply_rope` evaluated in complex form, ``z' = A·exp(i p ω)·z`` (Meta's form)."""
+    return _out(refpos.apply_rope_complex(_f64(x), _positions_in(positions), _rope(rope), seq_len=seq_len))
+
+
+def rope_rotation_matrix(position: int, rope: dict, seq_len: int | None = None) -> np.ndarray:
+    """The ``(head_dim, head_dim)`` matrix M with ``apply_rope(x, [p]) = M @ x``; seq_len None: p + 1."""
+    return _out(refpos.rope_rotation_matrix(position, _rope(rope), seq_len=seq_len, xp=get_xp()))
+
+
+def rope_layout_permutation(d: int) -> np.ndarray:
+    """Index ``perm`` (int64, ``(d,)``) with ``x_half = x_interleaved[perm]``: the Meta → HF q/k row
+    permutation of one head, ``perm[c·d/2 + j] = 2j + c``; ``apply_half(x[perm]) = apply_interleaved(x)[perm]``."""
+    return _out(refpos.interleaved_to_half_permutation(d, xp=get_xp()))
+
+
+def rope_permute_qk_heads(w: np.ndarray, n_heads: int, to: str = "half", axis: int = -1) -> np.ndarray:
+    """Permute ``w``'s ``n_heads·head_dim`` entries along ``axis`` per head: ``to="half"`` Meta → HF,
+    ``to="interleaved"`` HF → Meta (llama.cpp)."""
+    return _out(refpos.permute_qk_heads(_f64(w), n_heads, to=to, axis=axis))
+
+
+def rope_softmax_multiplier(rope: dict) -> float:
+    """DeepSeek MLA softmax-scale multiplier ``mscale(s, mscale_all_dim)²`` (yarn with mscale_all_dim), else 1."""
+    return float(refpos.softmax_multiplier(_rope(rope)))
+
+
+def rope_attention_logits(
+    q: np.ndarray,
+    k: np.ndarray,
+    q_positions: np.ndarray,
+    k_positions: np.ndarray,
+    rope: dict,
+    seq_len: int | None = None,
+) -> np.ndarray:
+    """Scaled logits ``(H, Tq, Tk)`` = ``(R q)·(R k)ᵀ · head_dim^-1/2`` (× the DeepSeek multiplier when
+    ``softmax_mscale``); q ``(H, Tq, D)``, k ``(H, Tk, D)``; seq_len None: max over both positions + 1."""
+    enc = refpos.Rope(_rope(rope), seq_len=seq_len)
+    q_rot, k_rot = enc.rotate(_f64(q), _f64(k), _positions_in(q_positions), _positions_in(k_positions))
+    xp = get_xp()
+    return _out(xp.matmul(q_rot, xp.matrix_transpose(k_rot)) * enc.softmax_scale(q.shape[-1]))
+
+
+def rope_dynamic_ntk_frequencies(rope: dict, seq_lens: list[int]) -> np.ndarray:
+    """transformers' stateful dynamic NTK: the ω ``(len(seq_lens), d/2)`` used by each call of a fresh rotary
+    module called with lengths ``seq_lens`` in order (growth above the cached length, reset below L_max)."""
+    state = refpos.DynamicNTKState(_rope(rope), xp=get_xp())
+    return np.stack([_out(state.update(int(n))) for n in seq_lens]) if seq_lens else np.zeros((0, 0))
+
+
+def rope_params_from_hf_config(config: dict, layer_type: str | None = None) -> dict:
+    """The resolved RoPE of a transformers ``config.json`` dict, as an adapter-contract dict (every key set,
+    factor and original_max_position_embeddings resolved as HF 5.24.0 does; rope_theta a float)."""
+    return refpos.from_hf_config(config, layer_type=layer_type).to_params()

@@ -1,0 +1,70 @@
+"""Rotary position embeddings: every context-extension rule, the config.json resolver, NoPE and DroPE.
+
+* :mod:`refpos.rope.config` — :class:`RopeConfig`, :func:`rope_config_from_params`.
+* :mod:`refpos.rope.scaling` — :func:`rope_frequencies` (``ω``, ``A``) for every ``rope_type``.
+* :mod:`refpos.rope.core` — :func:`rope_cos_sin`, :func:`apply_rope`, :func:`apply_rope_complex`,
+  :func:`rope_rotation_matrix`, the Meta ↔ HF permutation.
+* :mod:`refpos.rope.hf` — :func:`from_hf_config`.
+* :mod:`refpos.rope.dynamic` — :class:`DynamicNTKState` (transformers' stateful dynamic NTK).
+* :mod:`refpos.rope.encoding` — :class:`Rope`, the pipeline encoding.
+* :mod:`refpos.rope.drope` — :class:`DroPE`, :func:`rms_norm`.
+
+The specification is rope.md (shared spec); section numbers in docstrings refer to it.
+"""
+
+from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES, RopeConfig, mscale, rope_config_from_params
+from refpos.rope.core import (
+    apply_rope,
+    apply_rope_complex,
+    half_to_interleaved_permutation,
+    interleaved_to_half_permutation,
+    pair_channels,
+    permute_qk_heads,
+    rope_cos_sin,
+    rope_rotation_matrix,
+)
+from refpos.rope.drope import DroPE, rms_norm
+from refpos.rope.dynamic import DynamicNTKState
+from refpos.rope.encoding import Rope
+from refpos.rope.hf import from_hf_config, hf_layer_types
+from refpos.rope.scaling import (
+    attention_factor,
+    dynamic_theta,
+    ntk_theta,
+    rope_frequencies,
+    softmax_multiplier,
+    yarn_correction_range,
+    yarn_pair_at,
+    yarn_ramp,
+)
+
+__all__ = [
+    "LAYOUTS",
+    "PLACEMENTS",
+    "ROPE_TYPES",
+    "DroPE",
+    "DynamicNTKState",
+    "Rope",
+    "RopeConfig",
+    "apply_rope",
+    "apply_rope_complex",
+    "attention_factor",
+    "dynamic_theta",
+    "from_hf_config",
+    "half_to_interleaved_permutation",
+    "hf_layer_types",
+    "interleaved_to_half_permutation",
+    "mscale",
+    "ntk_theta",
+    "pair_channels",
+    "permute_qk_heads",
+    "rms_norm",
+    "rope_config_from_params",
+    "rope_cos_sin",
+    "rope_frequencies",
+    "rope_rotation_matrix",
+    "softmax_multiplier",
+    "yarn_correction_range",
+    "yarn_pair_at",
+    "yarn_ramp",
+]

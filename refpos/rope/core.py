@@ -1,0 +1,341 @@
+r"""Applying RoPE: cos/sin tables, rotation of q/k in every layout and placement, matrix and complex forms.
+
+Pair ``j`` of a query or key at position ``p`` is rotated by the angle :math:`\varphi_{p,j} = p\,\omega_j`
+and scaled by the attention factor ``A`` (rope.md §2):
+
+.. math::
+    u'_j = A\,(u_j \cos\varphi - v_j \sin\varphi), \qquad v'_j = A\,(v_j \cos\varphi + u_j \sin\varphi)
+
+Which channels form the pair ``(u_j, v_j)`` is the **layout** (rope.md §3), where the rotated channels
+sit in the head is the **placement** (§3.5):
+
+=================  ====================================================================================
+layout             pairs inside the rotated span of width ``w`` (``m = w/2``)
+=================  ====================================================================================
+``half``           ``(j, j + m)``; output in the same order (NeoX, HF Llama, vLLM neox style)
+``interleaved``    ``(2j, 2j + 1)``; output in the same order (GPT-J, Meta, ggml NORM)
+``deinterleaved``  input ``(2j, 2j + 1)``, output written half-split ``[u'…, v'…]`` (HF DeepSeek-V3)
+=================  ====================================================================================
+
+Placement ``first`` rotates ``x[..., :d]``, ``last`` rotates ``x[..., D-d:]`` (DeepSeek MLA) and
+``proportional`` spans all ``D`` channels with zero frequencies past ``n_rot`` (Gemma 4).
+
+Angles are ``positions * ω`` elementwise in float64 (never a matmul, never a lower precision).
+
+Examples
+--------
+>>> import numpy as np
+>>> from refpos.rope.config import RopeConfig
+>>> y = apply_rope(np.arange(1.0, 9.0) / 8, 3, RopeConfig(head_dim=8))
+>>> round(float(y[0]), 12), round(float(np.linalg.norm(y)), 12)
+(-0.211949067112, 1.785357107136)
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+from typing import Any
+
+from refpos._checks import as_positions, check_choice, check_int, float64_array
+from refpos.backend import array_namespace, get_xp
+from refpos.rope.config import RopeConfig
+from refpos.rope.scaling import _check_rope, _check_seq_len, rope_frequencies
+
+Array = Any
+
+
+def _seq_len_of(positions: Array) -> int | None:
+    """HF's ``max(position_ids) + 1`` (``None`` for no positions)."""
+    if math.prod(positions.shape) == 0:
+        return None
+    return int(array_namespace(positions).max(positions)) + 1
+
+
+def _frequencies(rope: RopeConfig, positions: Array, seq_len: int | None,
+                 frequencies: tuple[Array, float] | None, xp: ModuleType) -> tuple[Array, float]:
+    if frequencies is not None:
+        inv_freq, factor = frequencies
+        inv_freq = float64_array(inv_freq, name="frequencies[0]", xp=xp)
+        if tuple(inv_freq.shape) != (rope.n_pairs,):
+            raise ValueError(f"frequencies[0] must have shape ({rope.n_pairs},), got {tuple(inv_freq.shape)}")
+        return inv_freq, float(factor)
+    seq_len = _check_seq_len(seq_len)
+    return rope_frequencies(rope, seq_len=_seq_len_of(positions) if seq_len is None else seq_len, xp=xp)
+
+
+def _pair_cos_sin(positions: Array, inv_freq: Array, factor: float) -> tuple[Array, Array]:
+    r"""``A·cos φ`` and ``A·sin φ`` per pair, ``(..., T, n_pairs)``, :math:`\varphi = p\,\omega_j`."""
+    xp = array_namespace(inv_freq)
+    angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, n_pairs)
+    return factor * xp.cos(angles), factor * xp.sin(angles)
+
+
+def rope_cos_sin(
+    positions: Any,
+    rope: RopeConfig,
+    *,
+    seq_len: int | None = None,
+    frequencies: tuple[Array, float] | None = None,
+    xp: ModuleType | None = None,
+) -> tuple[Array, Array]:
+    r"""The cos and sin tables an implementation multiplies with, attention factor included (as HF).
+
+    Parameters
+    ----------
+    positions : int or int array ``(..., T)``
+        Non-negative integer positions.
+    rope : RopeConfig
+    seq_len : int, optional
+        ``L`` for ``dynamic`` / ``longrope``; ``None``: ``max(positions) + 1`` (HF).
+    frequencies : (inv_freq, attention_factor), optional
+        Use these instead of computing them from ``rope`` (e.g. from :class:`DynamicNTKState`).
+    xp : namespace, optional
+        Namespace for list/int positions (default: the current backend).
+
+    Returns
+    -------
+    cos, sin : arrays ``(..., T, w)``, ``w = rope.rotary_width``
+        ``A·cos φ`` and ``A·sin φ`` in the order the layout multiplies them: ``half`` and
+        ``deinterleaved`` ``[c_0 … c_{m-1}, c_0 … c_{m-1}]`` (HF DeepSeek-V3 rotates the
+        de-interleaved vector half-style), ``interleaved`` ``[c_0, c_0, c_1, c_1, …]``. With
+        ``rh(x) = [-x_{m:}, x_{:m}]`` (half) or ``(-x_1, x_0, -x_3, x_2, …)`` (interleaved):
+        ``y_rot = x ⊙ cos + rh(x) ⊙ sin``.
+    """
+    rope = _check_rope(rope)
+    positions = as_positions(positions, xp=xp)
+    xp = array_namespace(positions)
+    inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
+    cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m)
+    if rope.layout == "interleaved":
+        shape = (*cos.shape[:-1], rope.rotary_width)
+        cos = xp.reshape(xp.stack([cos, cos], axis=-1), shape)  # (..., T, 2m): c0 c0 c1 c1 …
+        sin = xp.reshape(xp.stack([sin, sin], axis=-1), shape)
+        return cos, sin
+    return xp.concat([cos, cos], axis=-1), xp.concat([sin, sin], axis=-1)  # (..., T, 2m)
+
+
+def _split_span(x: Array, rope: RopeConfig) -> tuple[Array, Array, Array]:
+    """``(before, span, after)`` of the head axis: the rotated span and the pass-through channels."""
+    w, full = rope.rotary_width, rope.head_dim
+    if rope.placement == "last":
+        return x[..., : full - w], x[..., full - w :], x[..., full:]
+    return x[..., :0], x[..., :w], x[..., w:]
+
+
+def _rotate_span(span: Array, cos: Array, sin: Array, layout: str) -> Array:
+    """Rotate the pairs of ``span (..., T, w)`` by per-pair ``cos``, ``sin`` ``(..., T, w/2)``."""
+    xp = array_namespace(span)
+    m = span.shape[-1] // 2
+    if layout == "half":
+        u, v = span[..., :m], span[..., m:]
+    else:  # interleaved and deinterleaved read interleaved pairs
+        u, v = span[..., 0::2], span[..., 1::2]
+    u_rot = u * cos - v * sin
+    v_rot = v * cos + u * sin
+    if layout == "interleaved":
+        return xp.reshape(xp.stack([u_rot, v_rot], axis=-1), span.shape)  # (..., T, w): u0 v0 u1 v1 …
+    return xp.concat([u_rot, v_rot], axis=-1)  # (..., T, w): u… v…
+
+
+def _prepare(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, bool]:
+    """Validate ``x (..., T, D)`` and its positions; one vector ``(D,)`` with one position is ``T = 1``."""
+    x = float64_array(x, name="x")
+    xp = array_namespace(x)
+    if x.ndim < 1 or x.shape[-1] != rope.head_dim:
+        raise ValueError(f"x must have head_dim={rope.head_dim} channels on its last axis, got shape "
+                         f"{tuple(x.shape)}")
+    positions = as_positions(positions, xp=xp)
+    single = x.ndim == 1
+    if single:
+        if math.prod(positions.shape) != 1:
+            raise ValueError(f"x of shape {tuple(x.shape)} is one vector: give one position, got shape "
+                             f"{tuple(positions.shape)}")
+        x, positions = x[None, :], xp.reshape(positions, (1,))  # (T=1, D), (T=1,)
+    if positions.ndim == 0 or positions.shape[-1] != x.shape[-2]:
+        raise ValueError(f"positions {tuple(positions.shape)} must end in x's T axis, x has shape "
+                         f"{tuple(x.shape)} (..., T, head_dim)")
+    return x, positions, single
+
+
+def _assemble(before: Array, rotated: Array, after: Array, single: bool) -> Array:
+    """Concatenate pass-through and rotated channels (broadcast to the rotated shape)."""
+    xp = array_namespace(rotated)
+    out = xp.concat([xp.broadcast_to(part, (*rotated.shape[:-1], part.shape[-1]))
+                     for part in (before, rotated, after)], axis=-1)
+    return out[0, :] if single else out
+
+
+def _broadcast_to_x(table: Array, positions: Array, x: Array) -> Array:
+    """HF convention: positions ``(B, T)`` with x ``(B, H, T, D)`` get a head axis ``(B, 1, T, ·)``."""
+    if positions.ndim >= 2 and x.ndim == positions.ndim + 2:
+        return array_namespace(table).expand_dims(table, axis=-3)
+    return table
+
+
+def apply_rope(
+    x: Array,
+    positions: Any,
+    rope: RopeConfig,
+    *,
+    seq_len: int | None = None,
+    frequencies: tuple[Array, float] | None = None,
+) -> Array:
+    r"""Rotate ``x`` ``(..., T, head_dim)`` by its positions: the RoPE of queries or keys.
+
+    Parameters
+    ----------
+    x : float array ``(..., T, head_dim)``, or one vector ``(head_dim,)`` with one position
+    positions : int or int array ``(T,)`` or ``(..., T)``
+        Broadcast against ``x.shape[:-1]``; positions ``(B, T)`` with ``x`` ``(B, H, T, D)`` apply to
+        every head (HF's ``unsqueeze_dim=1``).
+    rope : RopeConfig
+    seq_len : int, optional
+        ``L`` for ``dynamic`` / ``longrope``; ``None``: ``max(positions) + 1`` over all positions (HF).
+    frequencies : (inv_freq, attention_factor), optional
+        Use these instead of computing them from ``rope``.
+
+    Returns
+    -------
+    array like ``x``: the rotated span times ``A``; pass-through channels unchanged.
+
+    Notes
+    -----
+    .. math:: R_p = A\,\mathrm{diag}\bigl(G(\varphi_{p,0}), \dots, G(\varphi_{p,m-1})\bigr),\qquad
+        G(\varphi) = \begin{pmatrix}\cos\varphi & -\sin\varphi\\ \sin\varphi & \cos\varphi\end{pmatrix}
+
+    in pair coordinates; every layout is ``Pᵀ R_p P`` for a fixed permutation ``P``.
+    """
+    rope = _check_rope(rope)
+    x, positions, single = _prepare(x, positions, rope)
+    xp = array_namespace(x)
+    inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
+    cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m)
+    cos, sin = _broadcast_to_x(cos, positions, x), _broadcast_to_x(sin, positions, x)
+    before, span, after = _split_span(x, rope)
+    rotated = _rotate_span(span, cos, sin, rope.layout)
+    return _assemble(before, rotated, after, single)
+
+
+def apply_rope_complex(
+    x: Array, positions: Any, rope: RopeConfig, *, seq_len: int | None = None
+) -> Array:
+    r"""RoPE in complex form (Meta Llama, HF DeepSeek-V2): :math:`z'_j = A\,e^{i\varphi_{p,j}} z_j`.
+
+    Pairs ``(u_j, v_j)`` (chosen by the layout) become ``z_j = u_j + i v_j``, are multiplied by
+    ``A·exp(i p ω_j)`` in complex128 and written back in the layout's output order. Same arguments and
+    result as :func:`apply_rope`; an independent evaluation of the same operator (agrees to ~1e-16).
+    """
+    rope = _check_rope(rope)
+    x, positions, single = _prepare(x, positions, rope)
+    xp = array_namespace(x)
+    inv_freq, factor = _frequencies(rope, positions, seq_len, None, xp)
+    angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, m)
+    rotor = factor * xp.exp(xp.asarray(1j, dtype=xp.complex128) * xp.astype(angles, xp.complex128))
+    rotor = _broadcast_to_x(rotor, positions, x)
+    before, span, after = _split_span(x, rope)
+    m = span.shape[-1] // 2
+    u, v = (span[..., :m], span[..., m:]) if rope.layout == "half" else (span[..., 0::2], span[..., 1::2])
+    z = xp.astype(u, xp.complex128) + xp.asarray(1j, dtype=xp.complex128) * xp.astype(v, xp.complex128)
+    z_rot = rotor * z  # (..., T, m)
+    u_rot, v_rot = xp.real(z_rot), xp.imag(z_rot)
+    if rope.layout == "interleaved":
+        rotated = xp.reshape(xp.stack([u_rot, v_rot], axis=-1), (*u_rot.shape[:-1], 2 * m))  # u0 v0 …
+    else:
+        rotated = xp.concat([u_rot, v_rot], axis=-1)  # (..., T, 2m)
+    return _assemble(before, rotated, after, single)
+
+
+def pair_channels(rope: RopeConfig) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Channel indices ``(in_u, in_v, out_u, out_v)`` of every pair in the head (layout + placement).
+
+    Pair ``j`` reads ``x[in_u[j]], x[in_v[j]]`` and writes ``y[out_u[j]], y[out_v[j]]``; every channel in
+    none of these lists passes through.
+    """
+    rope = _check_rope(rope)
+    m = rope.n_pairs
+    offset = rope.head_dim - rope.rotary_width if rope.placement == "last" else 0
+    half_u, half_v = [offset + j for j in range(m)], [offset + m + j for j in range(m)]
+    inter_u, inter_v = [offset + 2 * j for j in range(m)], [offset + 2 * j + 1 for j in range(m)]
+    if rope.layout == "half":
+        return half_u, half_v, half_u, half_v
+    if rope.layout == "interleaved":
+        return inter_u, inter_v, inter_u, inter_v
+    return inter_u, inter_v, half_u, half_v
+
+
+def rope_rotation_matrix(
+    position: Any, rope: RopeConfig, *, seq_len: int | None = None, xp: ModuleType | None = None
+) -> Array:
+    r"""The matrix ``M`` with ``apply_rope(x, p) = M @ x``, shape ``(D, D)`` (or ``(T, D, D)`` for ``T`` positions).
+
+    Built entry by entry from :func:`pair_channels` (independently of :func:`apply_rope`):
+
+    .. math:: M_{u'u} = M_{v'v} = A\cos\varphi_j,\quad M_{u'v} = -A\sin\varphi_j,\quad
+        M_{v'u} = A\sin\varphi_j,\quad M_{kk} = 1 \text{ for pass-through } k
+
+    ``seq_len=None`` is ``max(position) + 1``.
+    """
+    rope = _check_rope(rope)
+    positions = as_positions(position, xp=xp)
+    if positions.ndim > 1:
+        raise ValueError(f"position must be an int or a 1-D array, got shape {tuple(positions.shape)}")
+    xp = array_namespace(positions)
+    inv_freq, factor = _frequencies(rope, positions, seq_len, None, xp)
+    cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., m)
+    cos, sin = cos[..., :, None], sin[..., :, None]  # (..., m, 1)
+    full = rope.head_dim
+    channels = xp.arange(full, dtype=xp.int64)
+
+    def one_hot(index: list[int]) -> Array:  # (m, D): row j selects channel index[j]
+        return xp.astype(channels[None, :] == xp.asarray(index, dtype=xp.int64)[:, None], xp.float64)
+
+    in_u, in_v, out_u, out_v = (one_hot(ix) for ix in pair_channels(rope))
+    rotated = (xp.matrix_transpose(out_u) @ (cos * in_u - sin * in_v)
+               + xp.matrix_transpose(out_v) @ (sin * in_u + cos * in_v))  # (..., D, D)
+    touched = xp.sum(in_u + in_v, axis=0)  # (D,): 1 on rotated channels
+    passthrough = xp.eye(full, dtype=xp.float64) * (1 - touched)[None, :]
+    return rotated + passthrough
+
+
+def interleaved_to_half_permutation(d: int, *, xp: ModuleType | None = None) -> Array:
+    """Index ``perm`` with ``x_half = x_interleaved[..., perm]`` (Meta → HF rows, rope.md §3.4).
+
+    ``perm[c·d/2 + j] = 2j + c``; for ``d = 8``: ``[0, 2, 4, 6, 1, 3, 5, 7]``. With ``P`` this
+    permutation, ``apply_half(P·x) = P·apply_interleaved(x)`` exactly.
+    """
+    d = check_int("d", d, minimum=2)
+    if d % 2:
+        raise ValueError(f"d must be even, got {d}")
+    xp = get_xp(xp)
+    return xp.asarray([2 * j + c for c in (0, 1) for j in range(d // 2)], dtype=xp.int64)
+
+
+def half_to_interleaved_permutation(d: int, *, xp: ModuleType | None = None) -> Array:
+    """Inverse of :func:`interleaved_to_half_permutation`: ``x_interleaved = x_half[..., perm]`` (HF → Meta)."""
+    d = check_int("d", d, minimum=2)
+    if d % 2:
+        raise ValueError(f"d must be even, got {d}")
+    xp = get_xp(xp)
+    return xp.asarray([c * (d // 2) + j for j in range(d // 2) for c in (0, 1)], dtype=xp.int64)
+
+
+def permute_qk_heads(w: Array, n_heads: int, *, to: str, axis: int = -1) -> Array:
+    """Permute the q or k output channels of every head between Meta and HF order (rope.md §3.4).
+
+    ``w`` has ``n_heads·D`` entries along ``axis``: the columns of a refpos ``(d_model, H·D)`` weight
+    (``axis=-1``), the rows of a torch ``(H·D, d_model)`` weight (``axis=0``), or a bias. ``to="half"``
+    is the HF converter (Meta interleaved → HF half-split), ``to="interleaved"`` its inverse (llama.cpp).
+    Use ``n_kv_heads`` for ``W_k``.
+    """
+    xp = array_namespace(w)
+    n_heads = check_int("n_heads", n_heads, minimum=1)
+    check_choice("to", to, ("half", "interleaved"))
+    width = w.shape[axis]
+    if width % n_heads or (width // n_heads) % 2:
+        raise ValueError(f"axis {axis} of w has {width} entries, not n_heads={n_heads} heads of even size")
+    head_dim = width // n_heads
+    make = interleaved_to_half_permutation if to == "half" else half_to_interleaved_permutation
+    perm = make(head_dim, xp=xp)
+    index = xp.concat([perm + h * head_dim for h in range(n_heads)])  # (H·D,)
+    return xp.take(w, index, axis=axis)

@@ -1,0 +1,396 @@
+r"""``from_hf_config``: a transformers ``config.json`` → :class:`RopeConfig`, with provenance and unused keys.
+
+Resolution follows HF 5.24.0 (rope.md §5):
+
+1. The rope dict is ``rope_scaling`` (v4) or ``rope_parameters`` (v5); both present and different is
+   an error. ``rope_type`` wins over the legacy ``type``; neither means ``"default"``. ``"su"`` is read as
+   ``"longrope"``; Phi-3 (``model_type="phi3"``) also reads ``"yarn"`` as ``"longrope"`` and accepts only
+   default / longrope.
+2. ``rope_theta``: the dict, else top level, else ``rotary_emb_base`` (GPT-NeoX), else the model
+   default (GPT-J hard-codes 10000; Gemma 3: 1e6 global, 1e4 local), else 10000.
+3. Head size ``D``: DeepSeek MLA ``qk_nope_head_dim + qk_rope_head_dim`` (rope channels last); Gemma 4
+   full-attention ``global_head_dim``; ``head_dim``; else ``hidden_size / num_attention_heads`` (must
+   divide; GPT-J ``n_embd / n_head``). Rotated ``d``: ``partial_rotary_factor`` (dict, then top level),
+   ``rotary_pct`` (GPT-NeoX, default 0.25), ``rotary_dim`` (GPT-J, default 64), GLM's implicit 0.5.
+4. ``original_max_position_embeddings`` (llama3, yarn, longrope): a top-level value **overwrites** the
+   dict (Phi-3); otherwise the dict; otherwise ``max_position_embeddings`` (derived). In per-layer dicts
+   it only defaults. yarn / longrope ``factor`` absent: ``L_max / L_0`` (derived).
+5. **Per-layer-type configs** (Gemma 3, Gemma 4, LFM3, DeepSeek-V4): ``rope_parameters`` keyed by layer
+   type, or Gemma 3's legacy ``rope_scaling`` + ``rope_local_base_freq``. Pass ``layer_type=``
+   (``"full_attention"``, ``"sliding_attention"``, …; :func:`hf_layer_types` lists them); without it such a
+   config is an error. A per-layer ``truncate`` is ignored, as in HF (reported unused).
+6. Layout: half, except GPT-J / GLM (interleaved), DeepSeek-V2 (interleaved), DeepSeek-V3
+   (``rope_interleave``, default true: deinterleaved). DeepSeek yarn with ``mscale_all_dim`` sets
+   ``softmax_mscale``.
+
+Every key of the config that did not enter the result is listed in ``unused_keys`` (dotted paths, e.g.
+``"rope_scaling.finetuned"``). ``strict=True`` raises ``ValueError`` when an unused key sits in the rope
+dict or has "rope"/"rotary" in its name. Bad input raises ``ValueError`` / ``TypeError`` naming the key.
+
+Examples
+--------
+>>> rope = from_hf_config({"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+...                        "rope_theta": 500000.0, "max_position_embeddings": 131072,
+...                        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+...                                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}})
+>>> rope.rope_type, rope.head_dim, rope.provenance["head_dim"], rope.provenance["rope_type"]
+('llama3', 128, 'derived', 'config')
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from refpos._checks import check_int
+from refpos.rope.config import RopeConfig
+
+#: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused)
+_ROPE_KEYS = {
+    "default": set(), "linear": {"factor"}, "dynamic": {"factor"},
+    "yarn": {"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
+             "mscale_all_dim", "attention_factor", "truncate"},
+    "llama3": {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
+    "longrope": {"factor", "original_max_position_embeddings", "attention_factor", "short_factor",
+                 "long_factor"},
+    "proportional": {"factor"},
+}
+_COMMON_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+_ALL_ROPE_KEYS = _COMMON_KEYS.union(*_ROPE_KEYS.values())
+_HF_TYPES = tuple(_ROPE_KEYS)
+#: layouts and partial-rotary defaults of model classes (HF 5.24.0 class attributes)
+_INTERLEAVED = {"gptj", "glm", "glm4", "deepseek_v2"}
+_PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
+_GEMMA3 = {"gemma3", "gemma3_text"}
+_GEMMA4 = {"gemma4", "gemma4_text"}
+
+
+def _load(config_or_path: Any) -> dict[str, Any]:
+    if isinstance(config_or_path, Mapping):
+        return dict(config_or_path)
+    if not isinstance(config_or_path, (str, os.PathLike)):
+        raise TypeError("config_or_path must be a config mapping or a path to config.json, got "
+                        f"{type(config_or_path).__name__}")
+    path = os.fspath(config_or_path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ValueError(f"config_or_path: cannot read {path!r} ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"config_or_path: {path!r} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise TypeError(f"config_or_path: {path!r} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _is_per_layer(rope_dict: Mapping[str, Any]) -> bool:
+    """Keys are layer types: every value a mapping or None, no key a rope parameter."""
+    return bool(rope_dict) and all(isinstance(v, Mapping) or v is None for v in rope_dict.values()) \
+        and not any(k in _ALL_ROPE_KEYS for k in rope_dict)
+
+
+class _Resolver:
+    """One resolution: reads keys, remembers which it used and where each field came from."""
+
+    def __init__(self, cfg: dict[str, Any], prefix: str, layer_type: str | None) -> None:
+        self.cfg, self.prefix, self.layer_type = cfg, prefix, layer_type
+        self.used: set[str] = set()
+        self.fields: dict[str, Any] = {}
+        self.provenance: dict[str, str] = {}
+        self.notes: list[str] = []
+        self.model_type = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
+        self.rope: dict[str, Any] = {}  # the rope dict resolved from (with injected defaults)
+        self.rope_source: Mapping[str, Any] = {}  # the same dict as written in the config
+        self.rope_path = ""  # dotted path of rope_source
+        self.per_layer = False
+        self.siblings: list[str] = []  # keys that belong to the other layer types
+        self.theta_fallback, self.top_theta_applies = 10000.0, True
+
+    def top(self, key: str) -> Any:
+        self.used.add(self.prefix + key)
+        return self.cfg[key]
+
+    def has(self, key: str) -> bool:
+        return self.cfg.get(key) is not None
+
+    def from_rope(self, key: str) -> Any:
+        self.used.add(f"{self.rope_path}.{key}")
+        return self.rope[key]
+
+    def set(self, name: str, value: Any, source: str) -> None:
+        self.fields[name], self.provenance[name] = value, source
+
+    # --------------------------------------------------------------------------------- steps
+    def select_rope_dict(self) -> None:
+        found: dict[str, Mapping[str, Any]] = {}
+        for key in ("rope_scaling", "rope_parameters"):
+            value = self.cfg.get(key)
+            if value is not None and not isinstance(value, Mapping):
+                raise TypeError(f"{key} must be a mapping or null, got {type(value).__name__}")
+            if value:
+                found[key] = value
+            elif key in self.cfg:
+                self.top(key)  # null or {}: read, meaning "no scaling"
+        if len(found) == 2:
+            if dict(found["rope_scaling"]) != dict(found["rope_parameters"]):
+                raise ValueError("rope_scaling and rope_parameters are both given and differ; keep one")
+            self.top("rope_parameters")
+        key, rope = next(iter(found.items()), ("", {}))
+        if self.model_type in _GEMMA3 and not _is_per_layer(rope):
+            self._gemma3_legacy(key, rope)
+        elif _is_per_layer(rope):
+            self.per_layer = True
+            layers = sorted(map(str, rope))
+            if self.layer_type is None:
+                raise ValueError(f"{key} is per layer type {layers}: pass layer_type=")
+            if self.layer_type not in rope:
+                raise ValueError(f"layer_type {self.layer_type!r} is not in {key} {layers}")
+            self.top(key)
+            self.rope_path = f"{self.prefix}{key}.{self.layer_type}"
+            self.used.add(self.rope_path)
+            self.siblings = [f"{self.prefix}{key}.{k}" for k in rope if k != self.layer_type]
+            if rope[self.layer_type] is None:
+                raise ValueError(f"layer type {self.layer_type!r} has no RoPE (null): use refpos.NoPE")
+            self.rope_source = rope[self.layer_type]
+            self.rope = dict(self.rope_source)
+        else:
+            if self.layer_type is not None:
+                raise ValueError(f"layer_type={self.layer_type!r} given, but the config has one RoPE for all layers")
+            if key:
+                self.top(key)
+            self.rope_path, self.rope_source, self.rope = self.prefix + (key or "rope_scaling"), rope, dict(rope)
+
+    def _gemma3_legacy(self, key: str, rope: Mapping[str, Any]) -> None:
+        """Gemma 3 v4 form: rope_scaling + rope_theta for full attention, rope_local_base_freq for sliding."""
+        self.per_layer = True
+        if self.layer_type not in ("full_attention", "sliding_attention"):
+            raise ValueError("gemma3 configs have RoPE per layer type: pass layer_type='full_attention' or "
+                             f"'sliding_attention' (got {self.layer_type!r})")
+        if self.layer_type == "full_attention":
+            if key:
+                self.top(key)
+            self.rope_path, self.rope_source = self.prefix + (key or "rope_scaling"), rope
+            self.rope = {"rope_type": "default", **rope}
+            self.theta_fallback = 1e6
+            self.siblings = [self.prefix + "rope_local_base_freq"]
+        else:
+            self.rope_path, self.rope = self.prefix + "rope_local_base_freq", {"rope_type": "default"}
+            if self.has("rope_local_base_freq"):
+                self.rope["rope_theta"] = self.top("rope_local_base_freq")
+            self.theta_fallback, self.top_theta_applies = 1e4, False
+            self.siblings = [self.prefix + k for k in ("rope_scaling", "rope_theta")]
+            self.notes.append("sliding_attention: theta from rope_local_base_freq, rope_scaling not applied")
+
+    def rope_type(self) -> str:
+        value, source = "default", "default"
+        if "rope_type" in self.rope and self.rope["rope_type"] is not None:
+            value, source = self.from_rope("rope_type"), "config"
+            if "type" in self.rope and self.rope["type"] != value:
+                self.notes.append(f"rope_type {value!r} wins over type {self.rope['type']!r} (HF)")
+        elif "type" in self.rope and self.rope["type"] is not None:
+            value, source = self.from_rope("type"), "config"
+        if not isinstance(value, str):
+            raise TypeError(f"rope_type must be a str, got {type(value).__name__}")
+        if value == "su" or (self.model_type == "phi3" and value == "yarn"):
+            self.notes.append(f"rope type {value!r} read as 'longrope' (HF Phi-3 rewrite; HF 5.24.0 raises "
+                              "KeyError for 'su' configs without original_max_position_embeddings in the dict)")
+            value = "longrope"
+        if self.model_type == "phi3" and value not in ("default", "longrope"):
+            raise ValueError(f"rope_type must be 'default' or 'longrope' for phi3 (as HF), got {value!r}")
+        if value not in _HF_TYPES:
+            raise ValueError(f"rope_type {value!r} is not a transformers rope type {_HF_TYPES}"
+                             + (" (vLLM's 'ntk' is not refpos's 'ntk')" if value == "ntk" else ""))
+        self.set("rope_type", value, source)
+        return value
+
+    def head_geometry(self) -> None:
+        mla = self.has("qk_rope_head_dim")
+        if mla:
+            if not self.has("qk_nope_head_dim"):
+                raise ValueError("qk_nope_head_dim is required with qk_rope_head_dim (DeepSeek MLA)")
+            nope = check_int("qk_nope_head_dim", self.top("qk_nope_head_dim"), minimum=0)
+            rot = check_int("qk_rope_head_dim", self.top("qk_rope_head_dim"), minimum=2)
+            self.set("head_dim", nope + rot, "derived")
+            self.set("rotary_dim", rot, "config")
+            self.set("placement", "last", "derived")
+        elif self.layer_type == "full_attention" and (self.has("global_head_dim") or self.model_type in _GEMMA4):
+            head = self.top("global_head_dim") if self.has("global_head_dim") else 512
+            self.set("head_dim", head, "config" if self.has("global_head_dim") else "default")
+        elif self.has("head_dim"):
+            self.set("head_dim", self.top("head_dim"), "config")
+        elif self.model_type in _GEMMA4:
+            self.set("head_dim", 256, "default")
+        else:
+            names = ("n_embd", "n_head") if self.model_type == "gptj" else ("hidden_size", "num_attention_heads")
+            if not all(self.has(n) for n in names):
+                raise ValueError(f"head_dim: the config has neither head_dim nor {names[0]} and {names[1]}")
+            width, heads = (check_int(n, self.top(n), minimum=1) for n in names)
+            if width % heads:
+                raise ValueError(f"head_dim: {names[0]}={width} is not a multiple of {names[1]}={heads}")
+            self.set("head_dim", width // heads, "derived")
+        if not mla:
+            self._partial()
+
+    def _partial(self) -> None:
+        if "partial_rotary_factor" in self.rope and self.rope["partial_rotary_factor"] is not None:
+            self.set("partial_rotary_factor", self.from_rope("partial_rotary_factor"), "config")
+        elif self.has("partial_rotary_factor"):
+            self.set("partial_rotary_factor", self.top("partial_rotary_factor"), "config")
+        elif self.has("rotary_pct"):
+            self.set("partial_rotary_factor", self.top("rotary_pct"), "config")
+        elif self.model_type == "gptj" and "rotary_dim" in self.cfg:
+            dim = self.top("rotary_dim")
+            self.set("rotary_dim", dim if dim is not None else self.fields["head_dim"], "config")
+        elif self.model_type == "gptj":
+            self.set("rotary_dim", 64, "default")
+        elif self.has("rotary_dim"):
+            self.set("rotary_dim", self.top("rotary_dim"), "config")
+        elif self.model_type in _PRF_DEFAULTS:
+            self.set("partial_rotary_factor", _PRF_DEFAULTS[self.model_type], "default")
+
+    def theta(self) -> None:
+        if self.model_type == "gptj":
+            self.set("theta", 10000.0, "default")
+            self.notes.append("gptj: HF hard-codes theta = 10000")
+        elif "rope_theta" in self.rope and self.rope["rope_theta"] is not None:
+            self.set("theta", self.from_rope("rope_theta"), "config")
+        elif self.has("rope_theta") and self.top_theta_applies:
+            self.set("theta", self.top("rope_theta"), "config")
+        elif self.has("rotary_emb_base"):
+            self.set("theta", self.top("rotary_emb_base"), "config")
+        else:
+            self.set("theta", self.theta_fallback, "default")
+
+    def layout(self) -> None:
+        if self.model_type == "deepseek_v3" or "rope_interleave" in self.cfg:
+            interleave = self.top("rope_interleave") if "rope_interleave" in self.cfg else True
+            if not isinstance(interleave, bool):
+                raise TypeError(f"rope_interleave must be a bool, got {type(interleave).__name__}")
+            self.set("layout", "deinterleaved" if interleave else "half",
+                     "config" if "rope_interleave" in self.cfg else "default")
+        elif self.model_type in _INTERLEAVED or (self.has("qk_rope_head_dim")):
+            self.set("layout", "interleaved", "default")
+        else:
+            self.set("layout", "half", "default")
+
+    def lengths(self, rope_type: str) -> None:
+        l_max = None
+        for key in ("max_position_embeddings", "n_positions"):
+            if self.has(key):
+                l_max = self.top(key)
+                self.set("max_position_embeddings", l_max, "config")
+                break
+        if rope_type not in ("llama3", "yarn", "longrope"):
+            return
+        in_dict = self.rope.get("original_max_position_embeddings") is not None
+        if self.has("original_max_position_embeddings") and not self.per_layer:
+            value = self.top("original_max_position_embeddings")
+            if in_dict and self.rope["original_max_position_embeddings"] != value:
+                self.notes.append("top-level original_max_position_embeddings overwrites the dict value (HF)")
+            self.set("original_max_position_embeddings", value, "config")
+        elif in_dict:
+            self.set("original_max_position_embeddings", self.from_rope("original_max_position_embeddings"),
+                     "config")
+        elif l_max is not None:
+            self.set("original_max_position_embeddings", l_max, "derived")
+        else:
+            raise ValueError(f"original_max_position_embeddings is required for rope_type {rope_type!r} "
+                             "(and there is no max_position_embeddings to default it to)")
+
+    def scaling_keys(self, rope_type: str) -> None:
+        for key in sorted(_ROPE_KEYS[rope_type] - {"original_max_position_embeddings"}):
+            if self.rope.get(key) is None:
+                continue
+            if key == "truncate" and self.per_layer:
+                self.notes.append("per-layer truncate ignored (HF reads it from the top-level dict)")
+                continue
+            self.set(key, self.from_rope(key), "config")
+        if rope_type in ("yarn", "longrope") and "factor" not in self.fields \
+                and self.fields.get("max_position_embeddings") is not None \
+                and self.fields.get("original_max_position_embeddings") is not None:
+            ratio = self.fields["max_position_embeddings"] / self.fields["original_max_position_embeddings"]
+            self.set("factor", ratio, "derived")
+        mla = self.has("qk_rope_head_dim")
+        if mla and rope_type == "yarn" and self.fields.get("mscale_all_dim"):
+            self.set("softmax_mscale", True, "derived")
+
+    def unused(self) -> list[str]:
+        keys = [self.prefix + str(k) for k in self.cfg] + self.siblings
+        keys += [f"{self.rope_path}.{k}" for k in self.rope_source]
+        return sorted({k for k in keys if k not in self.used})
+
+
+def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
+    """Layer types with their own RoPE in a per-layer config (empty for a config with one RoPE)."""
+    cfg = _load(config_or_path)
+    cfg = cfg["text_config"] if isinstance(cfg.get("text_config"), Mapping) and not _has_rope_keys(cfg) else cfg
+    for key in ("rope_parameters", "rope_scaling"):
+        value = cfg.get(key)
+        if isinstance(value, Mapping) and _is_per_layer(value):
+            return tuple(sorted(map(str, value)))
+    if cfg.get("model_type") in _GEMMA3:
+        return ("full_attention", "sliding_attention")
+    return ()
+
+
+def _has_rope_keys(cfg: Mapping[str, Any]) -> bool:
+    return any(k in cfg for k in ("rope_scaling", "rope_parameters", "rope_theta", "head_dim", "hidden_size"))
+
+
+def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str | None = None) -> RopeConfig:
+    """Resolve the RoPE of a transformers config (dict, path to ``config.json``, or its directory).
+
+    Parameters
+    ----------
+    config_or_path : mapping or path
+    strict : bool
+        Raise ``ValueError`` for unused keys of the rope dict and unused "rope"/"rotary" keys.
+    layer_type : str, optional
+        For per-layer-type configs: which layer's RoPE (see the module docstring, rule 5).
+
+    Returns
+    -------
+    RopeConfig with ``provenance`` (field → "config" / "default" / "derived"), ``unused_keys`` and
+    ``notes``. A multimodal config without top-level RoPE keys is read from its ``text_config``.
+    """
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be a str or None, got {type(layer_type).__name__}")
+    cfg, prefix = _load(config_or_path), ""
+    if isinstance(cfg.get("text_config"), Mapping) and not _has_rope_keys(cfg):
+        cfg, prefix = dict(cfg["text_config"]), "text_config."
+    r = _Resolver(cfg, prefix, layer_type)
+    r.select_rope_dict()
+    rope_type = r.rope_type()
+    r.head_geometry()
+    r.theta()
+    r.layout()
+    r.lengths(rope_type)
+    r.scaling_keys(rope_type)
+    if prefix:
+        r.notes.append("read from text_config")
+    unused = r.unused()
+    if strict:
+        bad = [k for k in unused if k not in r.siblings
+               and (k.startswith(r.rope_path + ".") or "rope" in k or "rotary" in k)]
+        if bad:
+            raise ValueError(f"strict: config keys not used for rope_type {rope_type!r}: {bad}")
+    provenance = {name: r.provenance.get(name, "default") for name in _FIELD_NAMES}
+    if "partial_rotary_factor" in r.fields and "rotary_dim" not in r.fields:
+        provenance["rotary_dim"] = "derived"
+    elif "rotary_dim" in r.fields and "partial_rotary_factor" not in r.fields:
+        provenance["partial_rotary_factor"] = "derived"
+    if rope_type == "proportional" and provenance["placement"] == "default":
+        provenance["placement"] = "derived"
+    return RopeConfig(**r.fields, provenance=provenance, unused_keys=tuple(unused), notes=tuple(r.notes))
+
+
+_FIELD_NAMES = tuple(f for f in RopeConfig.__dataclass_fields__ if RopeConfig.__dataclass_fields__[f].compare)

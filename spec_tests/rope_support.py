@@ -1,0 +1,135 @@
+"""Helpers of the RoPE spec tests: hypothesis strategies of adapter-contract rope dicts and oracles.
+
+A rope dict has the keys of a transformers v5 ``rope_parameters`` entry plus ``head_dim``,
+``rotary_dim``, ``max_position_embeddings``, ``layout``, ``placement`` (the adapter contract). The
+oracles here are written from rope.md's formulas, independently of refpos.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
+#: the types HF implements (refpos's "ntk" is the static NTK-aware base, no HF equivalent)
+HF_TYPES = tuple(t for t in ROPE_TYPES if t != "ntk")
+THETAS = st.sampled_from([10000.0, 500000.0, 1000000.0, 150000.0]) | st.floats(50.0, 1e7)
+
+
+@st.composite
+def rope_dicts(
+    draw: st.DrawFn,
+    rope_types: tuple[str, ...] = ROPE_TYPES,
+    *,
+    layouts: tuple[str, ...] = ("half", "interleaved"),
+    partial: bool = True,
+    factor_one: bool = False,
+    head_dims: tuple[int, ...] = (4, 6, 8, 12, 16, 32),
+) -> dict[str, Any]:
+    """A valid rope dict of one of ``rope_types``; partial rotary (first / last) when ``partial``.
+
+    ``factor_one`` draws ``factor = 1`` (and unit LongRoPE lists, no explicit attention factor).
+    """
+    rope_type = draw(st.sampled_from(rope_types))
+    head_dim = draw(st.sampled_from(head_dims))
+    min_rot = 4 if rope_type in ("ntk", "dynamic") else 2
+    rotary_dim = head_dim
+    rope: dict[str, Any] = {"rope_type": rope_type, "rope_theta": draw(THETAS), "head_dim": head_dim,
+                            "layout": draw(st.sampled_from(layouts))}
+    if rope_type == "proportional":
+        rotary_dim = 2 * draw(st.integers(1, head_dim // 2))
+        rope["rotary_dim"] = rotary_dim
+    elif partial and draw(st.booleans()):
+        rotary_dim = 2 * draw(st.integers(min_rot // 2, head_dim // 2))
+        rope["rotary_dim"] = rotary_dim
+        rope["placement"] = draw(st.sampled_from(["first", "last"]))
+    original = draw(st.sampled_from([64, 512, 2048, 4096, 8192]))
+    factor = 1.0 if factor_one else draw(st.sampled_from([1.0, 2.0, 4.0, 8.0, 16.0, 40.0]) | st.floats(1.0, 64.0))
+    if rope_type in ("linear", "ntk", "proportional"):
+        rope["factor"] = factor
+    elif rope_type == "dynamic":
+        rope.update(factor=factor, max_position_embeddings=original)
+        if draw(st.booleans()):
+            rope["dynamic_rule"] = "vllm_static"
+    elif rope_type == "yarn":
+        beta_slow = draw(st.sampled_from([1.0, 2.0, 0.5]))
+        rope.update(factor=factor, original_max_position_embeddings=original,
+                    beta_fast=beta_slow * draw(st.sampled_from([32.0, 8.0, 2.0])), beta_slow=beta_slow)
+        extra = "none" if factor_one else draw(st.sampled_from(["none", "truncate", "attention", "mscale"]))
+        if extra == "truncate":
+            rope["truncate"] = False
+        elif extra == "attention":
+            rope["attention_factor"] = draw(st.floats(0.5, 2.0))
+        elif extra == "mscale":
+            rope.update(mscale=draw(st.sampled_from([0.707, 1.0])), mscale_all_dim=draw(st.sampled_from([0.707, 1.0])))
+    elif rope_type == "llama3":
+        low = draw(st.sampled_from([1.0, 0.5, 2.0]))
+        rope.update(factor=factor, original_max_position_embeddings=original, low_freq_factor=low,
+                    high_freq_factor=low * draw(st.sampled_from([2.0, 4.0, 1.5])))
+    elif rope_type == "longrope":
+        pairs = rotary_dim // 2
+        if factor_one:
+            short = long = [1.0] * pairs
+            rope["factor"] = 1.0
+        else:
+            grid = st.floats(1.0, 64.0)
+            short = draw(st.lists(grid, min_size=pairs, max_size=pairs))
+            long = draw(st.lists(grid, min_size=pairs, max_size=pairs))
+            rope["max_position_embeddings"] = original * draw(st.sampled_from([1, 2, 32]))
+        rope.update(original_max_position_embeddings=original, short_factor=short, long_factor=long)
+    return rope
+
+
+def seeded(draw: st.DrawFn, shape: tuple[int, ...]) -> np.ndarray:
+    """Standard-normal float64 array of ``shape`` from a drawn seed (shrinks by seed, not by value)."""
+    return np.random.default_rng(draw(st.integers(0, 2**32 - 1))).standard_normal(shape)
+
+
+def rotary_width(rope: dict[str, Any]) -> int:
+    """Channels of the rotated span: head_dim for proportional, else rotary_dim (default head_dim)."""
+    if rope["rope_type"] == "proportional":
+        return rope["head_dim"]
+    return rope.get("rotary_dim", rope["head_dim"])
+
+
+def span_slices(rope: dict[str, Any]) -> tuple[slice, slice]:
+    """(rotated span, pass-through) channel slices of the head."""
+    w, full = rotary_width(rope), rope["head_dim"]
+    if rope.get("placement") == "last":
+        return slice(full - w, full), slice(0, full - w)
+    return slice(0, w), slice(w, full)
+
+
+def layout_perm(d: int) -> np.ndarray:
+    """``perm[c·d/2 + j] = 2j + c`` (rope.md §3.4), written out here, independently of refpos."""
+    return np.array([2 * j + c for c in (0, 1) for j in range(d // 2)], dtype=np.int64)
+
+
+def base_inv(theta: float, d: int) -> np.ndarray:
+    """rope.md §6 ``base_inv``: ``θ ** (−arange(0, d, 2) / d)``."""
+    return theta ** (-(np.arange(0, d, 2, dtype=np.float64) / d))
+
+
+def yarn_bounds(theta: float, d: int, l0: float, beta_fast: float, beta_slow: float,
+                truncate: bool) -> tuple[float, float]:
+    """rope.md §6.5 ``(lo, hi)`` after truncate and clamp."""
+    def pair_at(n: float) -> float:
+        return d * math.log(l0 / (2 * math.pi * n)) / (2 * math.log(theta))
+
+    lo, hi = pair_at(beta_fast), pair_at(beta_slow)
+    if truncate:
+        lo, hi = math.floor(lo), math.ceil(hi)
+    return max(lo, 0), min(hi, d - 1)
+
+
+def model_configs() -> dict[str, Any]:
+    """rope.md §7's real configs with their HF 5.24.0-resolved values (``refpos/data/model_configs.json``,
+    a verbatim copy of the shared spec's ``model_configs.json``)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "refpos" / "data" / "model_configs.json"
+    return json.loads(path.read_text(encoding="utf-8"))
