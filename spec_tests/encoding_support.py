@@ -1,0 +1,47 @@
+"""Helpers shared by the encoding spec tests (issue 3): tolerances and small NumPy oracles.
+
+The oracles are written from the formulas of shared/spec/encodings.md, independently of refpos, so that
+a test compares the adapter under test against the spec and not against itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def is_float64(impl) -> bool:
+    return getattr(impl, "INFO", {}).get("dtype", "float64") == "float64"
+
+
+def tol(impl, *, rtol: float = 1e-12, atol: float = 1e-13) -> dict[str, float]:
+    """float64 re-derivation: a few ulps of sums of a dozen O(1) terms (rtol 1e-12, atol 1e-13);
+    a float32 adapter is held to float32 rounding instead (rtol 2e-5, atol 2e-6)."""
+    if is_float64(impl):
+        return {"rtol": rtol, "atol": atol}
+    return {"rtol": 2e-5, "atol": 2e-6}
+
+
+def angle_atol(impl, max_position: int) -> float:
+    """Absolute tolerance of sin/cos at positions up to ``max_position``: the float64 angle ``p·ω`` is
+    rounded to ~1.1e-16·p (plus a few ulps of sin/cos); a float32 phase path drifts ~p·2^-24 (pitfalls §20)."""
+    if is_float64(impl):
+        return 1e-15 * (max_position + 8)
+    return 2.0 * (max_position + 1) * 2.0**-24 + 1e-6
+
+
+def softmax(s: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Stable softmax over the last axis; masked entries (False) get 0."""
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    m = np.max(s, axis=-1, keepdims=True)
+    e = np.exp(s - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def nope_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
+    """softmax(q kᵀ/√d [causal]) v for (H, T, d) inputs."""
+    t = q.shape[-2]
+    mask = np.tril(np.ones((t, t), dtype=bool)) if causal else None
+    return softmax(q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1]), mask) @ v

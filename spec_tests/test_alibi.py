@@ -1,0 +1,153 @@
+"""Spec: ALiBi slopes and bias forms (encodings.md §8, §16; pitfalls.md §7, §18).
+
+Slopes are compared **bit for bit** with the published recurrence (written out below from the spec) when
+the adapter computes in float64: the closed form ``2^(-8(h+1)/c)`` differs from it by up to 38 ulps, and
+that difference is what the test is for. A float32 adapter is held to rtol 1e-6 (pitfalls.md §20).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from encoding_support import is_float64, softmax, tol
+from hypothesis import given
+from hypothesis import strategies as st
+from support import require
+
+
+def recurrence_slopes(n: int) -> list[float]:
+    """The official recurrence (ofirpress/attention_with_linear_biases), from encodings.md §8."""
+
+    def geometric(c: int) -> list[float]:
+        r = 2.0 ** (-(2.0 ** -(math.log2(c) - 3)))
+        return [r * r**h for h in range(c)]
+
+    if n & (n - 1) == 0:
+        return geometric(n)
+    c = 1 << (n.bit_length() - 1)
+    return geometric(c) + recurrence_slopes(2 * c)[0::2][: n - c]
+
+
+def assert_slopes_equal(impl, got: np.ndarray, expected) -> None:
+    expected = np.asarray(expected, dtype=np.float64)
+    assert got.shape == expected.shape
+    if is_float64(impl):
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=0)
+
+
+# ----------------------------------------------------------------------------------------- slopes
+
+
+@pytest.mark.parametrize(
+    ("n", "exponents"),
+    [
+        (1, [-8]),
+        (3, [-4, -8, -2]),
+        (6, [-2, -4, -6, -8, -1, -3]),
+        (8, [-1, -2, -3, -4, -5, -6, -7, -8]),
+        (12, [-1, -2, -3, -4, -5, -6, -7, -8, -0.5, -1.5, -2.5, -3.5]),
+    ],
+)
+def test_slopes_spec_values(impl, n, exponents):
+    """encodings.md §8: appended, not sorted; n = 12 is not the naive 2^(-8h/12)."""
+    slopes = require(impl, "alibi_slopes")
+    got = slopes(n)
+    np.testing.assert_allclose(got, 2.0 ** np.array(exponents), rtol=1e-15 if is_float64(impl) else 1e-6)
+
+
+@pytest.mark.parametrize("n", list(range(1, 129)))
+def test_slopes_bit_exact_to_the_recurrence(impl, n):
+    slopes = require(impl, "alibi_slopes")
+    assert_slopes_equal(impl, slopes(n), recurrence_slopes(n))
+
+
+@given(n=st.integers(1, 256))
+def test_slopes_structure(impl, n):
+    """Positive; first group 2^(-8h/c) (c = largest power of two ≤ n); each group strictly decreasing."""
+    slopes = require(impl, "alibi_slopes")
+    m = slopes(n)
+    c = 1 << (n.bit_length() - 1)
+    assert np.all(m > 0)
+    np.testing.assert_allclose(m[:c], 2.0 ** (-8.0 * np.arange(1, c + 1) / c), rtol=1e-13 if is_float64(impl) else 1e-6)
+    assert np.all(np.diff(m[:c]) < 0) and np.all(np.diff(m[c:]) < 0)
+    if n != c:
+        np.testing.assert_allclose(m[c:], 2.0 ** (-8.0 * (2 * np.arange(n - c) + 1) / (2 * c)),
+                                   rtol=1e-13 if is_float64(impl) else 1e-6)
+        assert not np.all(np.diff(m) < 0)  # not monotone overall
+
+
+# ----------------------------------------------------------------------------------------- bias forms
+
+
+def expected_bias(slopes: np.ndarray, q_len: int, k_len: int, form: str) -> np.ndarray:
+    i = (k_len - q_len + np.arange(q_len))[:, None].astype(np.float64)
+    j = np.arange(k_len)[None, :].astype(np.float64)
+    m = slopes[:, None, None]
+    if form == "causal":
+        return -m * (i - j)
+    if form == "symmetric":
+        return -m * np.abs(i - j)
+    return m * np.broadcast_to(j, (q_len, k_len))
+
+
+@given(n=st.integers(1, 12), k_len=st.integers(1, 20), data=st.data(),
+       form=st.sampled_from(["causal", "symmetric", "key_index"]))
+def test_bias_forms(impl, n, k_len, data, form):
+    """bias (H, q_len, k_len), queries aligned to the end of the keys."""
+    slopes, bias = require(impl, "alibi_slopes", "alibi_bias")
+    q_len = data.draw(st.integers(1, k_len))
+    got = bias(n, q_len, k_len, form=form)
+    assert got.shape == (n, q_len, k_len)
+    np.testing.assert_allclose(got, expected_bias(slopes(n), q_len, k_len, form), **tol(impl))
+
+
+@given(n=st.integers(1, 8), t=st.integers(1, 16))
+def test_causal_bias_is_zero_on_the_diagonal_and_negative_in_the_past(impl, n, t):
+    bias = require(impl, "alibi_bias")
+    b = bias(n, t, t, form="causal")
+    assert np.all(np.diagonal(b, axis1=1, axis2=2) == 0)
+    past = np.tril(np.ones((t, t), dtype=bool), -1)
+    assert np.all(b[:, past] < 0)
+    np.testing.assert_allclose(bias(n, t, t, form="symmetric"), -np.abs(b), **tol(impl))
+
+
+@given(n=st.integers(1, 8), k_len=st.integers(1, 16), data=st.data(), seed=st.integers(0, 2**32 - 1))
+def test_causal_equals_key_index_under_a_causal_mask(impl, n, k_len, data, seed):
+    """−m(i−j) = m·j − m·i: rows differ by a constant, so the probabilities agree (encodings.md §8)."""
+    bias = require(impl, "alibi_bias")
+    q_len = data.draw(st.integers(1, k_len))
+    scores = np.random.default_rng(seed).standard_normal((n, q_len, k_len))
+    mask = np.arange(k_len)[None, :] <= (k_len - q_len + np.arange(q_len))[:, None]
+    p_causal = softmax(scores + bias(n, q_len, k_len, form="causal"), mask)
+    p_key = softmax(scores + bias(n, q_len, k_len, form="key_index"), mask)
+    np.testing.assert_allclose(p_causal, p_key, **tol(impl, rtol=1e-12, atol=1e-14))
+
+
+def test_key_index_without_a_mask_is_not_symmetric(impl):
+    """Without a causal mask the key-index form is wrong for bidirectional use (pitfalls.md §18)."""
+    bias = require(impl, "alibi_bias")
+    scores = np.random.default_rng(0).standard_normal((4, 6, 6))
+    p_sym = softmax(scores + bias(4, 6, 6, form="symmetric"))
+    p_key = softmax(scores + bias(4, 6, 6, form="key_index"))
+    assert np.abs(p_sym - p_key).max() > 1e-2
+
+
+def test_decode_row_equals_the_last_row_of_the_full_bias(impl):
+    """A cached decode step (q_len = 1) reads the last query row, not row 0 (pitfalls.md §7)."""
+    bias = require(impl, "alibi_bias")
+    for form in ("causal", "symmetric", "key_index"):
+        np.testing.assert_array_equal(bias(8, 1, 9, form=form)[:, 0], bias(8, 9, 9, form=form)[:, -1])
+
+
+def test_bad_input_names_the_parameter(impl):
+    slopes, bias = require(impl, "alibi_slopes", "alibi_bias")
+    with pytest.raises(ValueError, match="n_heads"):
+        slopes(0)
+    with pytest.raises(ValueError, match="n_heads"):
+        bias(0, 2, 2)
+    with pytest.raises(ValueError, match="form"):
+        bias(2, 2, 2, form="mpt_typo")
