@@ -1,0 +1,124 @@
+"""Strict ``.npy`` reading and deterministic writing for golden files and ``refpos check``.
+
+Golden arrays are ``.npy`` version 1.0, little-endian, C order, never pickled: a 10-byte preamble
+(``\\x93NUMPY``, version 1 0, header length as little-endian uint16), an ASCII header dict padded with
+spaces to a multiple of 64 bytes and ending in ``\\n``, then the raw data. :func:`read_npy` accepts only
+that (plus big-endian and version 2/3 headers, which it converts) and raises :class:`NpyError` — a
+``ValueError`` with a one-line message — for anything else: a wrong magic string, a truncated or
+oversized payload, an object (pickled) dtype, Fortran order, a malformed header.
+
+Examples
+--------
+>>> import numpy as np, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
+>>> digest = write_npy(path, np.arange(3.0))
+>>> read_npy(path).tolist()
+[0.0, 1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from typing import Any
+
+import numpy as np
+
+MAGIC = b"\x93NUMPY"
+#: dtypes a golden file or a candidate may hold (descr without byte order -> kind)
+ALLOWED_KINDS = "fiub"  # float, signed int, unsigned int, bool; never object, void, string
+
+
+class NpyError(ValueError):
+    """An unusable ``.npy`` file (message names the file and the reason, one line)."""
+
+
+def npy_bytes(array: Any) -> bytes:
+    """The exact bytes of ``array`` as a version 1.0, little-endian, C-order ``.npy`` file."""
+    a = np.asarray(array)
+    if a.dtype.kind not in ALLOWED_KINDS:
+        raise TypeError(f"array dtype {a.dtype} cannot be written (numeric and bool only, never pickled)")
+    a = a.astype(a.dtype.newbyteorder("<"), order="C", copy=True)  # keeps 0-d (ascontiguousarray does not)
+    descr = a.dtype.str  # e.g. '<f8', '|b1'
+    shape = repr(tuple(int(n) for n in a.shape))  # "()", "(3,)", "(2, 3)" as numpy writes them
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}"
+    total = len(MAGIC) + 2 + 2 + len(header) + 1
+    header = header + " " * ((64 - total % 64) % 64) + "\n"
+    return MAGIC + b"\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1") + a.tobytes(order="C")
+
+
+def write_npy(path: str | os.PathLike[str], array: Any) -> str:
+    """Write ``array`` to ``path`` (parents created) and return the sha256 hex digest of the file."""
+    data = npy_bytes(array)
+    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """sha256 hex digest of a file's bytes."""
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def parse_npy(data: bytes, name: str = "array") -> np.ndarray:
+    """Parse the bytes of a ``.npy`` file strictly (see the module docstring); never unpickles."""
+    if len(data) < 10 or not data.startswith(MAGIC):
+        raise NpyError(f"{name}: not a .npy file (missing the \\x93NUMPY magic string)")
+    major = data[6]
+    if major == 1:
+        hlen, start = int.from_bytes(data[8:10], "little"), 10
+    elif major in (2, 3):
+        if len(data) < 12:
+            raise NpyError(f"{name}: truncated .npy header")
+        hlen, start = int.from_bytes(data[8:12], "little"), 12
+    else:
+        raise NpyError(f"{name}: unsupported .npy format version {major}")
+    if len(data) < start + hlen:
+        raise NpyError(f"{name}: truncated .npy header ({len(data)} bytes, header needs {start + hlen})")
+    try:
+        header = ast.literal_eval(data[start:start + hlen].decode("latin1" if major < 3 else "utf8"))
+    except (ValueError, SyntaxError, UnicodeDecodeError):
+        raise NpyError(f"{name}: corrupt .npy header") from None
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise NpyError(f"{name}: corrupt .npy header (needs exactly descr, fortran_order, shape)")
+    descr, fortran, shape = header["descr"], header["fortran_order"], header["shape"]
+    if not isinstance(descr, str):
+        raise NpyError(f"{name}: structured dtypes are not accepted (descr {descr!r})")
+    try:
+        dtype = np.dtype(descr)
+    except TypeError:
+        raise NpyError(f"{name}: unknown dtype {descr!r}") from None
+    if dtype.kind not in ALLOWED_KINDS or dtype.hasobject:
+        raise NpyError(f"{name}: dtype {descr!r} is not accepted (numeric or bool only; pickled/object "
+                       "arrays are never loaded)")
+    if fortran is not False:
+        raise NpyError(f"{name}: Fortran-order arrays are not accepted (write C order)")
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise NpyError(f"{name}: corrupt .npy shape {shape!r}")
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    payload = data[start + hlen:]
+    expected = count * dtype.itemsize
+    if len(payload) < expected:
+        raise NpyError(f"{name}: truncated .npy data ({len(payload)} of {expected} bytes for shape {shape})")
+    if len(payload) > expected:
+        raise NpyError(f"{name}: {len(payload) - expected} unexpected bytes after the .npy data")
+    array = np.frombuffer(payload, dtype=dtype, count=count).reshape(shape)  # (shape) from the header
+    return array.astype(dtype.newbyteorder("="), order="C", copy=True)
+
+
+def read_npy(path: str | os.PathLike[str]) -> np.ndarray:
+    """Read a ``.npy`` file strictly; :class:`NpyError` (one line) for anything unusable."""
+    name = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise NpyError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise NpyError(f"{name}: is a directory, not a .npy file") from None
+    except OSError as exc:
+        raise NpyError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    return parse_npy(data, name)
