@@ -15,6 +15,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("refpos.worked_example", "print the seed's worked example step by step"),
     "tolerance": ("refpos.tolerance", "print the error a correct implementation in a dtype can show"),
+    "plot": ("refpos.plots", "draw the documentation's figures (--list names them)"),
 }
 
 
