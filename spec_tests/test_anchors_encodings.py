@@ -1,0 +1,99 @@
+"""Anchors: the adapter's sinusoids, ALiBi slopes and T5 buckets against HF transformers (torch CPU).
+
+Skipped where torch or transformers are absent. Tolerances (pitfalls.md §20): the HF sinusoid tables and
+BLOOM's slopes are float32, so position-independent values are compared with rtol 1e-6 (and atol 1e-7
+for sinusoid entries near 0: float32 rounding of a value ≤ 1 is ≤ 6e-8); buckets are integers, exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import require
+
+torch = pytest.importorskip("torch", reason="anchor cross-checks need torch (pip install 'refpos[anchors]')")
+pytest.importorskip("transformers", reason="anchor cross-checks need transformers (pip install 'refpos[anchors]')")
+
+pytestmark = pytest.mark.anchors
+
+
+@pytest.mark.parametrize(("dim", "n_pos"), [(4, 512), (64, 512), (768, 96)])
+def test_distilbert_interleaved_sinusoid(impl, dim, n_pos):
+    """HF DistilBERT ``create_sinusoidal_embeddings``: interleaved, paper spacing, first position 0."""
+    from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
+
+    sinusoidal = require(impl, "sinusoidal")
+    out = torch.empty(n_pos, dim)
+    create_sinusoidal_embeddings(n_pos, dim, out)
+    got = sinusoidal(np.arange(n_pos), dim, layout="interleaved", spacing="paper")
+    np.testing.assert_allclose(got, out.numpy().astype(np.float64), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize(("dim", "n_pos"), [(4, 512), (64, 512), (512, 96)])
+def test_marian_concatenated_sinusoid(impl, dim, n_pos):
+    """HF Marian ``MarianSinusoidalPositionalEmbedding``: concatenated [sin | cos], paper spacing."""
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+
+    sinusoidal = require(impl, "sinusoidal")
+    table = MarianSinusoidalPositionalEmbedding(n_pos, dim).create_weight()
+    got = sinusoidal(np.arange(n_pos), dim, layout="concat", spacing="paper")
+    np.testing.assert_allclose(got, table.numpy().astype(np.float64), rtol=1e-6, atol=1e-7)
+
+
+def test_marian_differs_from_distilbert_by_the_layout_permutation(impl):
+    """The same numbers in another channel order (pitfalls.md §16): the permutation maps one onto the other."""
+    from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+
+    dim, n_pos = 16, 64
+    inter = torch.empty(n_pos, dim)
+    create_sinusoidal_embeddings(n_pos, dim, inter)
+    concat = MarianSinusoidalPositionalEmbedding(n_pos, dim).create_weight()
+    perm = np.concatenate([np.arange(0, dim, 2), np.arange(1, dim, 2)])
+    np.testing.assert_array_equal(concat.numpy(), inter.numpy()[:, perm])
+    assert np.abs(concat.numpy() - inter.numpy()).max() > 0.5
+
+
+@pytest.mark.parametrize("n_heads", list(range(1, 65)))
+def test_bloom_alibi_slopes_and_key_index_bias(impl, n_heads):
+    """BLOOM ``build_alibi_tensor`` (float32): slopes, and its key-index bias ``m_h·j`` over 64 keys."""
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    slopes, bias = require(impl, "alibi_slopes", "alibi_bias")
+    k_len = 64
+    alibi = build_alibi_tensor(torch.ones(1, k_len, dtype=torch.long), n_heads, torch.float32)  # (H, 1, T)
+    alibi = alibi.numpy().astype(np.float64)
+    np.testing.assert_allclose(slopes(n_heads), alibi[:, 0, 1], rtol=1e-6, atol=0)
+    np.testing.assert_allclose(bias(n_heads, 1, k_len, form="key_index")[:, 0], alibi[:, 0], rtol=1e-6, atol=0)
+
+
+def _t5_grid():
+    for bidirectional in (True, False):
+        for num_buckets in (8, 16, 32, 33, 64, 128):
+            if bidirectional and num_buckets % 2:
+                continue
+            for max_distance in (16, 20, 64, 128, 256, 1000, 4096):
+                yield bidirectional, num_buckets, max_distance
+
+
+@pytest.mark.parametrize(("bidirectional", "num_buckets", "max_distance"), list(_t5_grid()))
+def test_t5_buckets_equal_hf(impl, bidirectional, num_buckets, max_distance):
+    """HF ``T5Attention._relative_position_bucket`` over r ∈ [−1000, 1000] (and ±(max_distance + 50)).
+
+    Combinations where max_distance does not exceed the exact range are invalid: HF silently returns
+    garbage buckets there (log of a ratio below 1); the adapter must reject them, naming max_distance.
+    """
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    bucket = require(impl, "t5_bucket")
+    max_exact = num_buckets // 4 if bidirectional else num_buckets // 2
+    rel = np.unique(np.concatenate([np.arange(-1000, 1001), np.arange(-max_distance - 50, max_distance + 51)]))
+    if max_distance <= max_exact:
+        with pytest.raises(ValueError, match="max_distance"):
+            bucket(rel, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+        return
+    expected = T5Attention._relative_position_bucket(
+        torch.from_numpy(rel), bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance
+    ).numpy()
+    got = bucket(rel, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    np.testing.assert_array_equal(got, expected)
