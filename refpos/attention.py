@@ -93,7 +93,8 @@ def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_m
     e = xp.exp(logits - safe_max)
     z = xp.sum(e, axis=axis, keepdims=True)
     if not bool(xp.any(dead)):
-        return e / z
+        e /= z  # in place: e is this function's own temporary
+        return e
     z = xp.where(dead, xp.ones_like(z), z)  # no 0/0 in dead rows
     p = e / z
     fill = 0.0 if fully_masked == "zeros" else math.nan
