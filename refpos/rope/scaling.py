@@ -64,6 +64,10 @@ def dynamic_theta(rope: RopeConfig, seq_len: int | None) -> float:
 
     ``L = None`` (HF at initialisation) is ``L_max``: plain RoPE. ``dynamic_rule="vllm_static"`` uses
     ``L = s·L_max`` for every length: :math:`\theta(s^2 - s + 1)^{d/(d-2)}`.
+
+    ``s = 1`` is plain RoPE only up to ``L_max``; beyond it the base still grows as
+    :math:`\theta (L/L_\text{max})^{d/(d-2)}` (the formula and HF 5.24.0 agree; rope.md §6.4's edge-case
+    line "factor = 1 gives θ' = θ for every L" does not hold for ``L > L_max``).
     """
     d, s, l_max = rope.rotary_dim, rope.factor, rope.max_position_embeddings
     if rope.dynamic_rule == "vllm_static":
