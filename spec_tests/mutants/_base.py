@@ -8,11 +8,18 @@ function of :mod:`refpos.adapter` and an ``INFO`` that names the mistake — the
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 from refpos import adapter as reference
+
+
+def module(name: str) -> ModuleType:
+    """A refpos module by name (``refpos.attention`` is also a function in ``refpos/__init__``)."""
+    return importlib.import_module(name)
 
 
 def inherit(name: str, mistake: str) -> dict[str, Any]:
@@ -25,6 +32,30 @@ def inherit(name: str, mistake: str) -> dict[str, Any]:
     names["INFO"] = {**reference.INFO, "name": name.rsplit(".", 1)[-1], "mutant_of": "refpos.adapter",
                      "mistake": mistake}
     return names
+
+
+def inherit_patched(name: str, mistake: str, *patches: tuple[ModuleType, str, Any]) -> dict[str, Any]:
+    """:func:`inherit`, with every function run while ``(module, attribute, replacement)`` patches hold.
+
+    The reference's helper carrying the mistake is replaced only for the duration of an adapter call, so
+    every adapter function that reaches it (directly or not) shows the mistake, and nothing else changes.
+    """
+    names = inherit(name, mistake)
+    for key, func in list(names.items()):
+        if key != "INFO":
+            names[key] = _under(func, patches)
+    return names
+
+
+def _under(func: Any, patches: tuple[tuple[ModuleType, str, Any], ...]) -> Any:
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with contextlib.ExitStack() as stack:
+            for module, attribute, replacement in patches:
+                stack.enter_context(patched(module, attribute, replacement))
+            return func(*args, **kwargs)
+
+    return wrapper
 
 
 @contextlib.contextmanager

@@ -1,0 +1,17 @@
+"""Mutant: learned absolute lookup by plain indexing — negative positions wrap to the end of the table
+silently (encodings.md §3: "NumPy wraps negative indices silently, so check both ends"; pitfalls.md §16).
+
+Caught by the bounds test: position −1 must raise ``ValueError`` naming ``positions``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spec_tests.mutants._base import inherit
+
+globals().update(inherit(__name__, "learned lookup wraps negative positions"))
+
+
+def learned_lookup(table, positions):
+    return np.asarray(table, dtype=np.float64)[np.asarray(positions)]

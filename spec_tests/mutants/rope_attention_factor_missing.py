@@ -1,0 +1,14 @@
+"""Mutant: the RoPE attention factor A dropped — A = 1 for YaRN and LongRoPE (pitfalls.md §1, §4, §18:
+rotated q and k are the reference divided by A; logits × 1/A²).
+
+Caught by the A values of rope.md §8 (Qwen2.5 YaRN 1.138629…, Phi-3.5 LongRoPE 1.190238…).
+"""
+
+from __future__ import annotations
+
+from spec_tests.mutants._base import inherit_patched, module
+
+_scaling = module("refpos.rope.scaling")
+
+globals().update(inherit_patched(__name__, "RoPE attention factor missing (A = 1)",
+                                 (_scaling, "attention_factor", lambda rope: 1.0)))

@@ -1,0 +1,20 @@
+"""Mutant: the RoPE attention factor applied twice — cos and sin carry A² while ``rope_frequencies``
+reports A (a port multiplying HF's final ``attention_factor`` by its own mscale; pitfalls.md §4, §18).
+
+Caught by ``‖R_p x‖ = A‖x‖`` with the reported A, and by the rope.md §8 apply/logit numbers for YaRN.
+"""
+
+from __future__ import annotations
+
+from spec_tests.mutants._base import inherit_patched, module
+
+_core = module("refpos.rope.core")
+_reference_pair_cos_sin = _core._pair_cos_sin
+
+
+def _squared(positions, inv_freq, factor):
+    return _reference_pair_cos_sin(positions, inv_freq, factor * factor)
+
+
+globals().update(inherit_patched(__name__, "RoPE attention factor squared in cos/sin",
+                                 (_core, "_pair_cos_sin", _squared)))

@@ -1,0 +1,20 @@
+"""Mutant: YaRN without truncation — the correction range keeps its float bounds even when ``truncate``
+is true (the default), i.e. no floor/ceil (rope.md §6.5, G6; pitfalls.md §4).
+
+Caught by the rope.md §8.4 YaRN vectors (Qwen2.5 recipe: bounds (23, 40), ω'_63, ratios).
+"""
+
+from __future__ import annotations
+
+from spec_tests.mutants._base import inherit_patched, module
+
+_scaling = module("refpos.rope.scaling")
+
+
+def _untruncated_range(rope):
+    lo, hi = _scaling.yarn_pair_at(rope.beta_fast, rope), _scaling.yarn_pair_at(rope.beta_slow, rope)
+    return max(lo, 0), min(hi, rope.rotary_dim - 1)
+
+
+globals().update(inherit_patched(__name__, "YaRN correction range never truncated",
+                                 (_scaling, "yarn_correction_range", _untruncated_range)))
