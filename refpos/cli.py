@@ -15,6 +15,8 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("refpos.worked_example", "print the seed's worked example step by step"),
     "tolerance": ("refpos.tolerance", "print the error a correct implementation in a dtype can show"),
+    "golden": ("refpos.golden_cli", "generate, verify and list golden outputs; golden cases for any config.json"),
+    "check": ("refpos.check", "compare a candidate with the reference and name the mistake"),
     "plot": ("refpos.plots", "draw the documentation's figures (--list names them)"),
 }
 
