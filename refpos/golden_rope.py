@@ -68,9 +68,9 @@ def probe_positions(max_position: int, original: int | None, seed_name: str) -> 
     return np.array(probes + list(range(start, start + block)), dtype=np.int64)
 
 
-def shared_x(head_dim: int) -> tuple[str, np.ndarray]:
-    """The seeded input ``x (32, D)`` shared by every model with head size ``D``."""
-    return f"x_{N_PROBES}x{head_dim}", np.random.default_rng([5, head_dim]).standard_normal((N_PROBES, head_dim))
+def shared_x(head_dim: int, rows: int = N_PROBES) -> tuple[str, np.ndarray]:
+    """The seeded input ``x (rows, D)`` shared by every model with head size ``D``."""
+    return f"x_{rows}x{head_dim}", np.random.default_rng([5, head_dim]).standard_normal((rows, head_dim))
 
 
 def _pairs(table: np.ndarray, layout: str) -> np.ndarray:
@@ -117,7 +117,7 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
                                      lambda: (exact_tables()[0], float(factor))),
                        "sin": Output(sin, tolerance_rope(positions, inv_freq, unit),
                                      lambda: (exact_tables()[1], float(factor)))}))
-    name, x = shared_x(rope.head_dim)
+    name, x = shared_x(rope.head_dim, positions.size)
     y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=seq_len))
     u_in, v_in, _, _ = cert.pair_index(params)
     pair_norm = np.sqrt(x[:, u_in] ** 2 + x[:, v_in] ** 2).max(axis=-1)  # (T,)
