@@ -10,8 +10,6 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import refpos
 from refpos.backend import to_numpy
@@ -134,14 +132,15 @@ def test_absolute_encodings_add_their_table(xp, name):
 
 
 @pytest.mark.parametrize("name", RELATIVE)
-@given(shift=st.integers(1, 500))
-def test_relative_encodings_are_translation_invariant(xp, name, shift):
+def test_relative_encodings_are_translation_invariant(xp, name):
     """Shifting all positions leaves the logits unchanged (the key-index ALiBi form: the probabilities,
-    its logits move by a per-row constant; FIRE only while positions stay below L = 512)."""
+    its logits move by a per-row constant; FIRE only while positions stay below L = 512). The functional
+    forms are checked over random shifts by hypothesis in the spec suite; here the pipeline wiring."""
     _, base = _run(xp, name)
-    _, moved = _run(xp, name, positions=xp.arange(shift, shift + T, dtype=xp.int64))
     key = "A" if name == "alibi_key_index" else "logits"
-    np.testing.assert_allclose(to_numpy(moved[key]), to_numpy(base[key]), rtol=1e-11, atol=1e-11)
+    for shift in (1, 37, 500):
+        _, moved = _run(xp, name, positions=xp.arange(shift, shift + T, dtype=xp.int64))
+        np.testing.assert_allclose(to_numpy(moved[key]), to_numpy(base[key]), rtol=1e-11, atol=1e-11)
 
 
 @pytest.mark.parametrize("name", CAUSAL)
