@@ -127,7 +127,7 @@ def _mutants(pb: RopeProblem) -> list[tuple[str, str, Callable[[], np.ndarray]]]
             out.append(("layout_swap", f"equals the reference computed with the {layout!r} layout instead of "
                         f"{rope.layout!r} (the channel permutation P of pitfalls.md §18; exact at position 0)",
                         lambda o=other: pb.apply(o)))
-    for delta in (-2, -1, 1, 2):
+    for delta in (d for d in range(-8, 9) if d):
         if int(pb.positions.min()) + delta >= 0:
             out.append(("position_offset", f"equals the reference at positions p {delta:+d} (rotated q/k shifted; "
                         "logits hide it unless q and k offsets differ)",

@@ -1,0 +1,271 @@
+"""``refpos check``: pass/fail by dtype and position, every diagnosis id, unusable input (exit 2).
+
+Each catalogue entry is triggered by a constructed wrong candidate (the mistake applied to the reference
+computation) and must be named; the correct candidate passes and gets no diagnosis.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import refpos
+from refpos.check import check_alibi, check_rope, check_sinusoid, check_t5
+from refpos.cli import main
+from refpos.diagnosis import rotate_pairs, round_to
+from refpos.diagnosis_tables import naive_slopes
+from refpos.golden import default_golden_dir, find_case, load_manifest
+from refpos.golden_rope import model_configs
+from refpos.npy import npy_bytes
+from refpos.rope.core import pair_channels
+from refpos.rope.scaling import base_inv_freq
+
+CONFIGS = model_configs()
+POSITIONS = np.array([0, 1, 2, 7, 255, 2047, 4095, 4096, 4097, 8191, 32768, 131071])
+
+
+def _setup(model: str, positions: np.ndarray = POSITIONS, seed: int = 0):
+    rope = refpos.from_hf_config(CONFIGS[model]["config"])
+    x = np.random.default_rng(seed).standard_normal((positions.size, rope.head_dim))
+    w, factor = refpos.rope_frequencies(rope, seq_len=int(positions.max()) + 1, xp="numpy")
+    return rope, x, np.asarray(w), float(factor)
+
+
+def _apply(x, positions, rope, **kw):
+    return np.asarray(refpos.apply_rope(x, positions, rope, **kw))
+
+
+def _float32_path(x, positions, rope, w, factor):
+    """A correct float32 implementation: float32 inv_freq, positions, angles, cos/sin, products."""
+    u_in, v_in, u_out, v_out = pair_channels(rope)
+    ang = positions.astype(np.float32)[:, None] * w.astype(np.float32)[None, :]
+    c, s = np.cos(ang) * np.float32(factor), np.sin(ang) * np.float32(factor)
+    x32 = x.astype(np.float32)
+    y = x32.copy()
+    y[:, u_out] = x32[:, u_in] * c - x32[:, v_in] * s
+    y[:, v_out] = x32[:, v_in] * c + x32[:, u_in] * s
+    return y
+
+
+def _ids(result):
+    return [d["id"] for d in result["diagnosis"]]
+
+
+# --------------------------------------------------------------------------------------- RoPE API
+@pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-8B", "microsoft/Phi-3.5-mini-instruct",
+                                   "deepseek-ai/DeepSeek-V3", "EleutherAI/gpt-j-6b"])
+def test_correct_candidates_pass_and_float32_declared_float64_is_named(model):
+    rope, x, w, factor = _setup(model)
+    ref = _apply(x, POSITIONS, rope)
+    assert check_rope(ref, x, POSITIONS, rope)["ok"]
+    y32 = _float32_path(x, POSITIONS, rope, w, factor)
+    ok32 = check_rope(y32, x, POSITIONS, rope)  # dtype from the array: float32
+    assert ok32["ok"] and ok32["dtype"] == "float32" and ok32["diagnosis"] == []
+    as64 = check_rope(y32.astype(np.float64), x, POSITIONS, rope, dtype="float64")
+    assert not as64["ok"]
+    assert _ids(as64)[0] == "float32_angles" and _ids(as64)[-1] == "error_profile"
+
+
+def test_rotate_pairs_reproduces_the_reference_in_every_layout():
+    for model in ("meta-llama/Llama-2-7b-hf", "deepseek-ai/DeepSeek-V3", "EleutherAI/gpt-j-6b", "microsoft/phi-2"):
+        rope, x, w, factor = _setup(model)
+        ref = _apply(x, POSITIONS, rope)
+        np.testing.assert_allclose(rotate_pairs(x, POSITIONS, w, factor, pair_channels(rope)), ref, rtol=0, atol=1e-12)
+
+
+def _mistakes(model):
+    """(expected id, candidate) pairs for one model: each catalogue mistake applied to the reference."""
+    rope, x, w, factor = _setup(model)
+    default = np.asarray(base_inv_freq(rope.theta, rope.rotary_dim, refpos.get_xp("numpy")))
+    other = "interleaved" if rope.layout == "half" else "half"
+    out = [("layout_swap", _apply(x, POSITIONS, dataclasses.replace(rope, layout=other))),
+           ("position_offset", _apply(x, POSITIONS + 1, rope, seq_len=int(POSITIONS.max()) + 1)),
+           ("bf16_angles", _apply(x, POSITIONS, rope, frequencies=(round_to(w, "bfloat16"), factor)))]
+    if rope.theta != 10000.0:
+        params = {**rope.to_params(), "rope_theta": 10000.0}
+        out.append(("default_theta", _apply(x, POSITIONS, refpos.rope_config_from_params(params))))
+    if rope.rope_type != "default":
+        out.append(("unscaled_frequencies", _apply(x, POSITIONS, rope, frequencies=(default, 1.0))))
+        out.append(("double_scaled_frequencies", _apply(x, POSITIONS, rope, frequencies=(w**2 / default, factor))))
+    if factor != 1.0:
+        out.append(("missing_attention_factor", _apply(x, POSITIONS, rope, frequencies=(w, 1.0))))
+        out.append(("squared_attention_factor", _apply(x, POSITIONS, rope, frequencies=(w, factor**2))))
+        out.append(("attention_factor_mismatch", _apply(x, POSITIONS, rope, frequencies=(w, factor * 1.1))))
+    if rope.rope_type == "longrope":
+        out.append(("longrope_factor_swap", _apply(x, POSITIONS, rope, seq_len=rope.original_max_position_embeddings)))
+    if rope.rotary_dim < rope.head_dim:
+        params = {k: v for k, v in rope.to_params().items() if k not in ("rotary_dim", "partial_rotary_factor")}
+        out.append(("partial_rotary_placement", _apply(x, POSITIONS, refpos.rope_config_from_params(params))))
+    return rope, x, out
+
+
+@pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-8B", "microsoft/Phi-3.5-mini-instruct",
+                                   "EleutherAI/gpt-neox-20b", "openai/gpt-oss-20b"])
+def test_every_rope_mistake_is_named(model):
+    rope, x, mistakes = _mistakes(model)
+    for expected, candidate in mistakes:
+        for cand in (candidate, candidate.astype(np.float32)):  # float64 and float32 ports
+            result = check_rope(cand, x, POSITIONS, rope)
+            assert not result["ok"], expected
+            assert expected in _ids(result), (expected, cand.dtype, result["diagnosis"])
+
+
+def test_wrong_theta_from_the_frequency_probe():
+    rope, x, _, _ = _setup("mistralai/Mistral-7B-v0.1")
+    wrong = refpos.rope_config_from_params({**rope.to_params(), "rope_theta": 50000.0})
+    result = check_rope(_apply(x, POSITIONS, wrong), x, POSITIONS, rope)
+    probe = next(d for d in result["diagnosis"] if d["id"] == "wrong_theta")
+    assert probe["fitted_theta"] == pytest.approx(50000.0, rel=1e-6)
+
+
+@given(offset=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_property_offsets_are_named_and_the_reference_passes(offset, seed):
+    rope, x, _, _ = _setup("meta-llama/Llama-2-7b-hf", np.arange(10, 18), seed)
+    positions = np.arange(10, 18)
+    assert check_rope(_apply(x, positions, rope), x, positions, rope)["ok"]
+    result = check_rope(_apply(x, positions + offset, rope), x, positions, rope)
+    assert "position_offset" in _ids(result)
+
+
+# ------------------------------------------------------------------------------- tables (API)
+def test_alibi_t5_sinusoid_mistakes_are_named():
+    slopes = np.asarray(refpos.alibi_slopes(12, xp="numpy"))
+    assert check_alibi(slopes, 12)["ok"]
+    assert "alibi_closed_form_slopes" in _ids(check_alibi(naive_slopes(12), 12))
+    assert "alibi_closed_form_slopes" in _ids(check_alibi(naive_slopes(12).astype(np.float32), 12))
+    assert "alibi_slope_off_by_one" in _ids(check_alibi(slopes * 2 ** (8 / 12), 12))
+    rel = np.arange(-40, 41)
+    assert check_t5(np.asarray(refpos.t5_bucket(rel)), rel)["ok"]
+    assert "t5_sign_flip" in _ids(check_t5(np.asarray(refpos.t5_bucket(-rel)), rel))
+    assert "t5_direction" in _ids(check_t5(np.asarray(refpos.t5_bucket(rel, bidirectional=False)), rel))
+    p = np.array([0, 1, 2, 100, 2048])
+    assert check_sinusoid(np.asarray(refpos.sinusoidal(p, 16)), p, dim=16)["ok"]
+    concat = np.asarray(refpos.sinusoidal(p, 16, layout="concat"))
+    assert "sinusoid_layout_swap" in _ids(check_sinusoid(concat, p, dim=16))
+    assert "float32_angles" in _ids(check_sinusoid(np.asarray(refpos.sinusoidal(p, 16)).astype(np.float32), p,
+                                                   dim=16, dtype="float64"))
+
+
+# -------------------------------------------------------------------------------------------- CLI
+def _files(tmp_path, **arrays):
+    paths = {}
+    for name, a in arrays.items():
+        paths[name] = tmp_path / f"{name}.npy"
+        paths[name].write_bytes(npy_bytes(a))
+    return paths
+
+
+def _rope_cli(tmp_path, model, candidate, *extra):
+    _, x, _, _ = _setup(model)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIGS[model]["config"]), encoding="utf8")
+    f = _files(tmp_path, x=x, p=POSITIONS, y=candidate)
+    return main(["check", "rope", "--config", str(config), "--input", str(f["x"]), "--positions", str(f["p"]),
+                 "--candidate", str(f["y"]), *extra])
+
+
+def test_cli_rope_exit_codes_and_json(tmp_path, capsys):
+    model = "microsoft/Phi-3.5-mini-instruct"
+    rope, x, w, factor = _setup(model)
+    assert _rope_cli(tmp_path, model, _apply(x, POSITIONS, rope)) == 0
+    y32 = _float32_path(x, POSITIONS, rope, w, factor)
+    assert _rope_cli(tmp_path, model, y32) == 0  # a float32 file is judged as float32
+    capsys.readouterr()
+    assert _rope_cli(tmp_path, model, y32, "--dtype", "float64", "--json") == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["ok"] is False and result["diagnosis"][0]["id"] == "float32_angles"
+    assert _rope_cli(tmp_path, model, _apply(x, POSITIONS, rope, frequencies=(w, 1.0))) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "diagnosis missing_attention_factor" in out
+
+
+@pytest.mark.parametrize("mode", ["truncated", "pickled", "shape", "int_candidate", "float_positions", "config",
+                                  "missing"])
+def test_cli_rope_unusable_input_exits_2_with_one_line(tmp_path, capsys, mode):
+    import pickle
+
+    model = "meta-llama/Llama-2-7b-hf"
+    rope, x, _, _ = _setup(model)
+    y = _apply(x, POSITIONS, rope)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIGS[model]["config"]), encoding="utf8")
+    f = _files(tmp_path, x=x, p=POSITIONS, y=y)
+    if mode == "truncated":
+        f["y"].write_bytes(npy_bytes(y)[:-100])
+    elif mode == "pickled":
+        f["y"].write_bytes(pickle.dumps(y))
+    elif mode == "shape":
+        f["y"].write_bytes(npy_bytes(y[:, :64]))
+    elif mode == "int_candidate":
+        f["y"].write_bytes(npy_bytes(y.astype(np.int64)))
+    elif mode == "float_positions":
+        f["p"].write_bytes(npy_bytes(POSITIONS.astype(np.float64)))
+    elif mode == "config":
+        config.write_text(json.dumps({"model_type": "llama", "rope_scaling": {"rope_type": "llama3"}}), encoding="utf8")
+    else:
+        f["x"].unlink()
+    code = main(["check", "rope", "--config", str(config), "--input", str(f["x"]), "--positions", str(f["p"]),
+                 "--candidate", str(f["y"])])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err.startswith("refpos check rope: error:") and captured.err.count("\n") == 1
+
+
+def test_cli_tables(tmp_path, capsys):
+    f = _files(tmp_path, naive=naive_slopes(12), flip=np.asarray(refpos.t5_bucket(-np.arange(-20, 21))),
+               rel=np.arange(-20, 21), table=np.asarray(refpos.sinusoidal(np.arange(6), 8, layout="concat")),
+               decoder=np.asarray(refpos.t5_bucket(np.arange(8)[None, :] - np.arange(8)[:, None])))
+    assert main(["check", "alibi", "--heads", "12", "--candidate", str(f["naive"])]) == 1
+    assert "alibi_closed_form_slopes" in capsys.readouterr().out
+    assert main(["check", "t5", "--candidate", str(f["flip"]), "--relative", str(f["rel"])]) == 1
+    assert "t5_sign_flip" in capsys.readouterr().out
+    assert main(["check", "t5", "--candidate", str(f["decoder"]), "--q-len", "8", "--k-len", "8", "--causal"]) == 1
+    assert "t5_direction" in capsys.readouterr().out
+    assert main(["check", "sinusoid", "--candidate", str(f["table"]), "--length", "6", "--dim", "8"]) == 1
+    assert "sinusoid_layout_swap" in capsys.readouterr().out
+    assert main(["check", "t5", "--candidate", str(f["rel"]), "--relative", str(f["rel"])]) == 1
+    assert main(["check", "t5", "--candidate", str(f["naive"]), "--relative", str(f["rel"])]) == 2  # float buckets
+    assert main(["check", "alibi", "--candidate", str(f["naive"])]) == 2  # --heads missing
+    assert "needs --heads" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------- golden cases
+def test_cli_golden_case(tmp_path, capsys):
+    root = default_golden_dir()
+    case = find_case(load_manifest(root), "rope/meta-llama--Llama-3.1-8B/apply")
+    ref = np.load(root / case["outputs"]["y"]["file"], allow_pickle=False)
+    x = np.load(root / case["inputs"]["x"]["file"], allow_pickle=False)
+    pos = np.load(root / case["inputs"]["positions"]["file"], allow_pickle=False)
+    rope = refpos.rope_config_from_params(case["parameters"]["rope"])
+    swapped = _apply(x, pos, dataclasses.replace(rope, layout="interleaved"), seq_len=case["parameters"]["seq_len"])
+    f = _files(tmp_path, ref=ref, swapped=swapped)
+    assert main(["check", case["id"], str(f["ref"])]) == 0
+    capsys.readouterr()
+    assert main(["check", case["id"], str(f["swapped"]), "--json"]) == 1
+    assert "layout_swap" in [d["id"] for d in json.loads(capsys.readouterr().out)["diagnosis"]]
+    # cos/sin: the layout's full table is reduced to the stored per-pair columns
+    cs = find_case(load_manifest(root), "rope/meta-llama--Llama-3.1-8B/cos-sin")
+    cos = np.load(root / cs["outputs"]["cos"]["file"], allow_pickle=False)
+    f = _files(tmp_path, full=np.concatenate([cos, cos], axis=-1).astype(np.float32))
+    assert main(["check", cs["id"], str(f["full"])]) == 0
+
+
+def test_cli_golden_case_unusable(tmp_path, capsys):
+    f = _files(tmp_path, y=np.zeros(3))
+    assert main(["check", "no/such-case", str(f["y"])]) == 2
+    assert "no golden case" in capsys.readouterr().err
+    copy = tmp_path / "golden"
+    shutil.copytree(default_golden_dir(), copy)
+    case = find_case(load_manifest(copy), "alibi/slopes-n12")
+    (copy / case["outputs"]["slopes"]["file"]).unlink()
+    f = _files(tmp_path, s=np.asarray(refpos.alibi_slopes(12, xp="numpy")))
+    assert main(["check", "alibi/slopes-n12", str(f["s"]), "--golden-dir", str(copy)]) == 2
+    assert "missing file" in capsys.readouterr().err
+    assert main(["check", "alibi/slopes-n8", str(f["s"]), "--golden-dir", str(copy)]) == 2  # shape (12,) vs (8,)
+    assert main(["check", "alibi/slopes-n12", str(tmp_path / "nope.npy")]) == 2
