@@ -19,11 +19,14 @@ test files that were not part of this run are not reported).
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
@@ -159,19 +162,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         _warn_unmatched(entries, items, option.replace("_", "-"))
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """An adapter's ``NotImplementedError`` (an unsupported configuration) is reported as a skip."""
-    outcome = yield
-    report = outcome.get_result()
-    excinfo = call.excinfo
-    if report.failed and excinfo is not None and excinfo.errisinstance(NotImplementedError):
-        report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0,
-                           f"Skipped: {IMPL_NAME} does not support this case: {excinfo.value}")
+class Adapter:
+    """The adapter module, seen through a proxy: its functions raise ``pytest.skip`` (with the reason)
+    where they raise ``NotImplementedError``, at once — inside ``@given`` tests too, where Hypothesis
+    re-raises a skip immediately instead of shrinking a failure."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self._module = module
+        self._wrapped: dict[str, Callable[..., Any]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        if not callable(value) or isinstance(value, type):
+            return value
+        if name not in self._wrapped:
+            self._wrapped[name] = _skip_unsupported(name, value)
+        return self._wrapped[name]
+
+    def __repr__(self) -> str:
+        return f"<adapter {IMPL_NAME}>"
+
+
+def _skip_unsupported(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except NotImplementedError as exc:
+            pytest.skip(f"{IMPL_NAME}.{name} does not support this case: {exc}")
+
+    return wrapper
 
 
 @pytest.fixture(scope="session")
-def impl() -> ModuleType:
-    """The adapter module under test."""
-    return IMPL
+def impl() -> Adapter:
+    """The adapter under test (``NotImplementedError`` from its functions becomes a skip)."""
+    return Adapter(IMPL)
