@@ -246,6 +246,8 @@ class RopeConfig:
         self._set("factor", factor)
 
     def _check_yarn(self) -> None:
+        if self.rope_type == "yarn" and self.theta == 1:
+            raise ValueError("theta must not be 1 for rope_type 'yarn' (the ramp bounds divide by ln θ)")
         beta_fast = check_float("beta_fast", self.beta_fast, positive=True)
         beta_slow = check_float("beta_slow", self.beta_slow, positive=True)
         if beta_fast <= beta_slow:
@@ -272,6 +274,10 @@ class RopeConfig:
     def _check_longrope(self, rope_type: str) -> None:
         if rope_type != "longrope":
             return
+        if self.attention_factor is None and self.factor is not None and self.factor > 1 \
+                and self.original_max_position_embeddings < 2:
+            raise ValueError("original_max_position_embeddings must be >= 2 for longrope's attention factor "
+                             "sqrt(1 + ln s / ln L_0)")
         pairs = self.rotary_dim // 2
         for name in ("short_factor", "long_factor"):
             value = getattr(self, name)

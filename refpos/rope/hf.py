@@ -177,11 +177,14 @@ class _Resolver:
             if key:
                 self.top(key)
             self.rope_path, self.rope_source = self.prefix + (key or "rope_scaling"), rope
-            self.rope = {"rope_type": "default", **rope}
+            self.rope = dict(rope)
             self.theta_fallback = 1e6
+            if self.rope.get("rope_type") is None and self.rope.get("type") is not None:
+                self.notes.append("gemma3 full_attention: HF 5.24.0 ignores the legacy 'type' key here (its "
+                                  "injected rope_type 'default' wins); refpos reads 'type'")
             self.siblings = [self.prefix + "rope_local_base_freq"]
         else:
-            self.rope_path, self.rope = self.prefix + "rope_local_base_freq", {"rope_type": "default"}
+            self.rope_path, self.rope = self.prefix + "rope_local_base_freq", {}
             if self.has("rope_local_base_freq"):
                 self.rope["rope_theta"] = self.top("rope_local_base_freq")
             self.theta_fallback, self.top_theta_applies = 1e4, False
@@ -313,10 +316,8 @@ class _Resolver:
                 continue
             self.set(key, self.from_rope(key), "config")
         if rope_type in ("yarn", "longrope") and "factor" not in self.fields \
-                and self.fields.get("max_position_embeddings") is not None \
-                and self.fields.get("original_max_position_embeddings") is not None:
-            ratio = self.fields["max_position_embeddings"] / self.fields["original_max_position_embeddings"]
-            self.set("factor", ratio, "derived")
+                and self.fields.get("max_position_embeddings") is not None:
+            self.provenance["factor"] = "derived"  # RopeConfig sets L_max / L_0 after validating both
         mla = self.has("qk_rope_head_dim")
         if mla and rope_type == "yarn" and self.fields.get("mscale_all_dim"):
             self.set("softmax_mscale", True, "derived")

@@ -53,7 +53,15 @@ def ntk_theta(rope: RopeConfig) -> float:
     The lowest pair ``j = d/2 − 1`` is divided by exactly ``α``; ``j = 0`` keeps ``ω_0 = 1``.
     """
     d = rope.rotary_dim
-    return rope.theta * rope.factor ** (d / (d - 2))
+    return _scaled_base(rope.theta, rope.factor, d)
+
+
+def _scaled_base(theta: float, ratio: float, d: int) -> float:
+    r"""``θ·ratio^{d/(d−2)}``; ``ValueError`` (naming ``factor``) when it overflows float64."""
+    try:
+        return theta * ratio ** (d / (d - 2))
+    except OverflowError:
+        raise ValueError(f"factor: the scaled base θ·{ratio}^(d/(d-2)) overflows float64") from None
 
 
 def dynamic_theta(rope: RopeConfig, seq_len: int | None) -> float:
@@ -73,7 +81,7 @@ def dynamic_theta(rope: RopeConfig, seq_len: int | None) -> float:
     if rope.dynamic_rule == "vllm_static":
         seq_len = s * l_max
     l_eff = l_max if seq_len is None else max(seq_len, l_max)
-    return rope.theta * (s * l_eff / l_max - (s - 1)) ** (d / (d - 2))
+    return _scaled_base(rope.theta, s * l_eff / l_max - (s - 1), d)
 
 
 def yarn_pair_at(rotations: float, rope: RopeConfig) -> float:
