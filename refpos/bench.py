@@ -26,7 +26,7 @@ import numpy as np
 from refpos.backend import get_xp, is_numpy_namespace
 
 Record = dict[str, Any]
-SUITES = ("floors", "attention", "pipeline")
+SUITES = ("floors", "attention", "rope", "pipeline", "golden")
 
 
 # ---------------------------------------------------------------------------------------- measuring
@@ -167,6 +167,63 @@ def bench_floors(xp: Any, dtypes: list[str], copy_mib: int = 512, matmul_n: int 
     return records
 
 
+# ---------------------------------------------------------------------------------------- rope
+def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list[str]) -> list[Record]:
+    """apply_rope on x of ``shape`` (B, H, T, D) beside a copy of the same bytes and HF's apply_rotary_pos_emb."""
+    from refpos.rope import RopeConfig, apply_rope
+
+    torch = _torch()
+    records = []
+    *_, t, head_dim = shape
+    positions = xp.arange(t, dtype=xp.int64)
+    for dtype_name in dtypes:
+        x = xp.asarray(np.random.default_rng(0).standard_normal(shape).astype(dtype_name))
+        nbytes = math.prod(shape) * np.dtype(dtype_name).itemsize
+        copy_s = best_time(lambda: xp.asarray(x, copy=True), xp)  # noqa: B023
+        for layout in layouts:
+            rope = RopeConfig(rope_type="default", theta=10000.0, head_dim=head_dim, layout=layout)
+            rec: Record = {"suite": "rope", "shape": list(shape), "dtype": dtype_name, "layout": layout,
+                           "backend": xp.__name__, "floor_copy_s": copy_s}
+
+            def apply() -> Any:
+                return apply_rope(x, positions, rope)  # noqa: B023
+
+            rec["apply_rope_s"] = best_time(apply, xp)
+            rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
+            rec["output_bytes"] = nbytes
+            if torch is not None and is_numpy_namespace(xp) and layout == "half":
+                from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+                tx = torch.from_numpy(np.asarray(x))
+                angles = torch.arange(t, dtype=torch.float64)[:, None] * torch.from_numpy(
+                    10000.0 ** (-np.arange(0, head_dim, 2) / head_dim))[None, :]
+                emb = torch.cat([angles, angles], dim=-1).to(tx.dtype)[None]  # (1, T, D)
+                cos, sin = emb.cos(), emb.sin()
+                with torch.inference_mode():
+                    # HF rotates q and k in one call: half of it is the cost of one tensor
+                    rec["torch_hf_apply_s"] = best_time(lambda: apply_rotary_pos_emb(tx, tx, cos, sin)) / 2  # noqa: B023
+            for key in ("floor_copy_s", "apply_rope_s", "torch_hf_apply_s"):
+                if key in rec:
+                    rec[f"{key[:-2]}_gbs"] = 2 * nbytes / rec[key] / 1e9  # read x, write the output
+            _ratios(rec, "apply_rope_s", ("floor_copy_s", "torch_hf_apply_s"))
+            records.append(rec)
+    return records
+
+
+# ---------------------------------------------------------------------------------------- golden
+def bench_golden(golden_dir: str | None) -> list[Record]:
+    """``refpos golden generate`` into a temporary directory (the 60 s budget of issue 8)."""
+    import tempfile
+
+    from refpos.cli import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        status = main(["golden", "generate", "--out", golden_dir or tmp])
+        elapsed = time.perf_counter() - start
+    return [{"suite": "golden", "generate_s": elapsed, "exit_status": status}]
+
+
 # ---------------------------------------------------------------------------------------- pipeline
 def bench_pipeline(xp: Any, sizes: list[int], dtypes: list[str]) -> list[Record]:
     """One self-attention layer (d_model 512, 8 heads, 2 kv heads) with the distance bias."""
@@ -202,6 +259,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--causal", action="store_true", help="causal attention")
     parser.add_argument("--full-limit-gib", type=float, default=8.0,
                         help="skip full attention where its T×T temporaries would exceed this")
+    parser.add_argument("--shape", type=int, nargs=4, default=[1, 32, 4096, 128], metavar=("B", "H", "T", "D"),
+                        help="x for the rope suite")
+    parser.add_argument("--layouts", nargs="+", default=["half", "interleaved"],
+                        choices=["half", "interleaved", "deinterleaved"], help="rope suite layouts")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
@@ -212,6 +273,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.suite == "attention":
         records = bench_attention(xp, args.sizes or [1024, 2048, 4096, 8192, 16384], args.dtypes, args.heads,
                                   args.head_dim, args.chunk_size, args.causal, args.full_limit_gib)
+    elif args.suite == "rope":
+        records = bench_rope(xp, args.dtypes, tuple(args.shape), args.layouts)
+    elif args.suite == "golden":
+        records = bench_golden(None)
     else:
         records = bench_pipeline(xp, args.sizes or [512, 2048], args.dtypes)
     meta = {"machine": platform.machine(), "python": platform.python_version(), "numpy": np.__version__,
