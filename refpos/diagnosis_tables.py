@@ -48,18 +48,6 @@ def naive_slopes(n: int) -> np.ndarray:
     return 2.0 ** (-8.0 * np.arange(1, n + 1) / n)
 
 
-def slopes_from_bias(bias: np.ndarray, q_len: int, k_len: int, form: str) -> np.ndarray | None:
-    """Per-head slope of a bias ``(H, Tq, Tk)`` of the given form (least squares on the distance)."""
-    i = np.arange(q_len)[:, None] + (k_len - q_len)
-    j = np.arange(k_len)[None, :]
-    dist = {"causal": -(i - j), "symmetric": -np.abs(i - j), "key_index": np.broadcast_to(j, (q_len, k_len))}[form]
-    dist = dist.astype(np.float64)
-    denom = float(np.sum(dist * dist))
-    if denom == 0:
-        return None
-    return np.einsum("hij,ij->h", bias.astype(np.float64), dist) / denom
-
-
 def diagnose_alibi(candidate: np.ndarray, n: int, *, q_len: int | None = None, k_len: int | None = None,
                    form: str = "causal", atol: Any, head_dim: int | None = None) -> list[Match]:
     """ALiBi catalogue for slopes ``(n,)`` or a bias ``(n, Tq, Tk)``."""

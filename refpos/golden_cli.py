@@ -42,10 +42,10 @@ def all_cases() -> list[Case]:
     """Every case of ``refpos golden generate``, in manifest order."""
     from refpos.golden_cases import encoding_cases
     from refpos.golden_rope import all_model_cases, boundary_cases, layout_cases
-    from refpos.golden_scenarios import scenario_cases, worked_example_cases
+    from refpos.golden_scenarios import attention_cases, scenario_cases, worked_example_cases
 
-    return (encoding_cases() + worked_example_cases() + layout_cases() + all_model_cases() + boundary_cases()
-            + scenario_cases())
+    return (encoding_cases() + worked_example_cases() + attention_cases() + layout_cases() + all_model_cases()
+            + boundary_cases() + scenario_cases())
 
 
 def _model_source(config: dict[str, Any], name: str, positions: list[int] | None, seq_len: int | None) -> dict:

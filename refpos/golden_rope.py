@@ -239,13 +239,13 @@ def boundary_cases() -> list[Case]:
         thetas.append(state.theta_used)
     inv = np.stack(tables)  # (calls, d/2)
     cases.append(Case(
-        "rope-boundary/dynamic-ntk/hf-call-history", "rope", None,
+        "rope-boundary/dynamic-ntk/hf-call-history", "rope", "rope_dynamic_ntk_frequencies",
         "transformers' stateful dynamic NTK over the calls "
         f"{list(DYNAMIC_HISTORY)}: growth, no regrow, no reset at exactly L_max, reset below it (rope.md §6.4)",
         {"config": DYNAMIC_CONFIG, "rope": rope.to_params(), "history": list(DYNAMIC_HISTORY),
-         "reference": "refpos.DynamicNTKState.update"}, {},
-        {"theta_used": Output(np.array(thetas), tolerance_value(np.array(thetas))),
-         "inv_freq": Output(inv, tolerance_value(inv))}))
+         "call": call("rope_dynamic_ntk_frequencies", ["inv_freq"], Param("rope"), Param("history"))}, {},
+        {"inv_freq": Output(inv, tolerance_value(inv)),
+         "theta_used": Output(np.array(thetas), tolerance_value(np.array(thetas)))}))
     return cases
 
 

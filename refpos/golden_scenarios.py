@@ -173,3 +173,44 @@ def scenario_cases() -> list[Case]:
                       {"rope": SCENARIO_ROPE, "chunk": chunk}, {"q": q, "k": k, "v": v},
                       {"out": Output(full, _tolerance(full, q, k, v, t - 1))}))
     return cases
+
+
+# ----------------------------------------------------------------------------------- attention
+def attention_cases() -> list[Case]:
+    """The attention core at its edges: huge logits, a fully masked row, GQA, causal decode alignment."""
+    cases = []
+    specs = [
+        ("attention/large-logits", "logits up to ~1e3: a softmax without the max shift overflows", 2, 2, 6, 6,
+         30.0, False, None),
+        ("attention/fully-masked-row", "query 1 may attend to nothing: the documented policy gives a zero row",
+         2, 2, 4, 4, 1.0, False, "row"),
+        ("attention/gqa-4q-2kv", "4 query heads share 2 key/value heads: head h uses kv head h // 2", 4, 2, 5, 5,
+         1.0, True, None),
+        ("attention/causal-decode-q3-k8", "3 new queries after 5 cached keys, causal: queries aligned to the end "
+         "of the keys (query i sees keys 0 … 5 + i)", 2, 2, 3, 8, 1.0, True, None),
+    ]
+    for cid, description, hq, hkv, tq, tk, gain, causal, masked in specs:
+        rng = rng_for(cid)
+        d = 8
+        q = rng.standard_normal((hq, tq, d)) * gain
+        k = rng.standard_normal((hkv, tk, d)) * gain
+        v = rng.standard_normal((hkv, tk, d))
+        inputs = {"q": q, "k": k, "v": v}
+        mask_arg: Any = None
+        mask = None
+        if masked:
+            mask = np.ones((tq, tk), dtype=bool)
+            mask[1] = False
+            inputs["mask"] = mask
+            mask_arg = In("mask")
+        out = _np(refpos.attention(_xp(q), _xp(k), _xp(v), mask=None if mask is None else _xp(mask), causal=causal))
+        logits = np.abs(q @ np.swapaxes(np.repeat(k, hq // hkv, axis=0), -1, -2)).max() * d**-0.5  # (H, Tq, Tk)
+        entry = tolerance_value(out, scale=float(np.abs(v).max()))
+        for dtype in entry:  # a float32 softmax: max|logit|·2^-23 per probability (pitfalls.md §20)
+            if isinstance(entry[dtype], dict) and dtype != "float64":
+                entry[dtype]["atol"] = entry[dtype]["atol"] + float(np.abs(v).max()) * tk * logits * 2.0**-23
+        cases.append(Case(cid, "attention", "attention", description,
+                          {"call": call("attention", ["out"], In("q"), In("k"), In("v"), None, mask_arg, None, causal),
+                           "fully_masked": "zeros"},
+                          inputs, {"out": Output(out, entry)}))
+    return cases

@@ -1,0 +1,130 @@
+"""Golden outputs through the adapter: every golden case whose function the adapter provides.
+
+Each case of ``golden/manifest.json`` with a ``call`` is replayed as ``function(*args)`` on the adapter
+and every returned output is compared with the stored reference within the tolerance entry of the
+adapter's declared dtype (``INFO["dtype"]``; golden/README.md gives the formula). The scenario cases
+(prefill then decode, left padding, chunked prefill) are replayed step by step with ``apply_rope`` and
+``attention``. Cases whose function the adapter lacks are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from support import declared_dtype, require
+
+from refpos.golden import compare, default_golden_dir, find_case, load_arrays, load_manifest
+
+ROOT = default_golden_dir()
+MANIFEST = load_manifest(ROOT)
+CALL_CASES = [c for c in MANIFEST["cases"] if c["parameters"].get("call")]
+
+
+def _args(case: dict[str, Any], inputs: dict[str, np.ndarray]) -> list[Any]:
+    out = []
+    for spec in case["parameters"]["call"]["args"]:
+        if "input" in spec:
+            out.append(inputs[spec["input"]])
+        elif "param" in spec:
+            out.append(case["parameters"][spec["param"]])
+        else:
+            out.append(spec["value"])
+    return out
+
+
+def _reduce_pairs(value: np.ndarray, reference: np.ndarray, layout: str, what: str) -> np.ndarray:
+    """A layout's full cos/sin table (T, 2m) -> the stored per-pair columns (T, m), checking the repeat."""
+    if value.shape[-1] != 2 * reference.shape[-1]:
+        return value
+    first, second = (value[..., 0::2], value[..., 1::2]) if layout == "interleaved" else \
+        (value[..., : reference.shape[-1]], value[..., reference.shape[-1]:])
+    np.testing.assert_array_equal(first, second, err_msg=f"{what}: the {layout} table must repeat each pair's value")
+    return first
+
+
+def _assert_within(case: dict[str, Any], name: str, value: Any, reference: np.ndarray, dtype: str) -> None:
+    value = np.asarray(value)
+    what = f"golden case {case['id']}, output {name}"
+    call = case["parameters"].get("call", {})
+    if call.get("reduce") == "pairs":
+        value = _reduce_pairs(value, reference, case["parameters"]["rope"].get("layout", "half"), what)
+    assert value.shape == reference.shape, f"{what}: shape {value.shape}, expected {reference.shape}"
+    result = compare(value, reference, case["outputs"][name]["tolerance"], dtype)
+    assert result["ok"], (f"{what}: max |diff| {result['max_abs_error']:.3g} = {result['max_ratio']:.3g}× the "
+                          f"{dtype} tolerance at index {result['worst_index']} ({result['n_bad']} elements "
+                          f"outside); diagnose with `refpos check {case['id']} your_output.npy --dtype {dtype}`")
+
+
+@pytest.mark.parametrize("case", CALL_CASES, ids=[c["id"] for c in CALL_CASES])
+def test_golden_case(impl, case):
+    call = case["parameters"]["call"]
+    function = require(impl, call["function"])
+    inputs = load_arrays(ROOT, case, "inputs")
+    outputs = load_arrays(ROOT, case, "outputs")
+    result = function(*_args(case, inputs))
+    returned = tuple(result) if len(call["returns"]) > 1 else (result,)
+    assert len(returned) == len(call["returns"]), f"{call['function']} returned {len(returned)} values"
+    dtype = declared_dtype(impl)
+    for name, value in zip(call["returns"], returned, strict=True):
+        _assert_within(case, name, value, outputs[name], dtype)
+
+
+# ------------------------------------------------------------------------------------ scenarios
+def _scenario(case_id: str) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    case = find_case(MANIFEST, case_id)
+    return case, load_arrays(ROOT, case, "inputs"), load_arrays(ROOT, case, "outputs")
+
+
+def test_scenario_prefill_then_decode_with_offsets(impl):
+    apply_rope, attention = require(impl, "apply_rope", "attention")
+    case, inp, out = _scenario("scenario/prefill-decode")
+    rope, prefill, dtype = case["parameters"]["rope"], case["parameters"]["prefill"], declared_dtype(impl)
+    q, k, v = inp["q"], inp["k"], inp["v"]
+    t = q.shape[-2]
+    for offset in case["parameters"]["offsets"]:
+        pos = np.arange(t) + offset
+        k_cache = np.asarray(apply_rope(k, pos, rope, None))
+        full = np.asarray(attention(np.asarray(apply_rope(q, pos, rope, None)), k_cache, v, None, None, None, True))
+        _assert_within(case, "out", full, out["out"], dtype)
+        for step in range(prefill, t):  # one new token: the cached keys 0 … step, no mask needed
+            q_step = np.asarray(apply_rope(q[:, step:step + 1], pos[step:step + 1], rope, None))
+            row = np.asarray(attention(q_step, k_cache[:, : step + 1], v[:, : step + 1]))
+            _assert_within(case, "out", row[:, 0][:, None], out["out"][:, step][:, None], dtype)
+
+
+def test_scenario_left_padded_batch(impl):
+    apply_rope, attention = require(impl, "apply_rope", "attention")
+    case, inp, out = _scenario("scenario/left-padded-batch")
+    rope, dtype = case["parameters"]["rope"], declared_dtype(impl)
+    mask = inp["attention_mask"]
+    positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)  # per-row positions from the mask (HF's rule)
+    np.testing.assert_array_equal(positions, out["positions"])
+    t = mask.shape[1]
+    allowed = mask[:, None, None, :] & np.tril(np.ones((t, t), dtype=bool))  # (B, 1, T, T)
+    rows = []
+    for b in range(mask.shape[0]):
+        qr = np.asarray(apply_rope(inp["q"][b], positions[b], rope, None))
+        kr = np.asarray(apply_rope(inp["k"][b], positions[b], rope, None))
+        rows.append(np.asarray(attention(qr, kr, inp["v"][b], None, allowed[b])))
+    _assert_within(case, "out", np.stack(rows), out["out"], dtype)
+    n_pad = case["parameters"]["pads"][1]
+    _assert_within(case, "out_row1_unpadded", np.stack(rows)[1, :, n_pad:], out["out_row1_unpadded"], dtype)
+
+
+def test_scenario_chunked_prefill(impl):
+    apply_rope, attention = require(impl, "apply_rope", "attention")
+    case, inp, out = _scenario("scenario/chunked-prefill")
+    rope, chunk, dtype = case["parameters"]["rope"], case["parameters"]["chunk"], declared_dtype(impl)
+    q, k, v = inp["q"], inp["k"], inp["v"]
+    t = q.shape[-2]
+    pos = np.arange(t)
+    parts = []
+    for start in range(0, t, chunk):
+        stop = min(start + chunk, t)
+        q_chunk = np.asarray(apply_rope(q[:, start:stop], pos[start:stop], rope, None))
+        k_seen = np.asarray(apply_rope(k[:, :stop], pos[:stop], rope, None))
+        allowed = pos[None, :stop] <= pos[start:stop, None]  # (chunk, stop)
+        parts.append(np.asarray(attention(q_chunk, k_seen, v[:, :stop], None, allowed)))
+    _assert_within(case, "out", np.concatenate(parts, axis=-2), out["out"], dtype)
