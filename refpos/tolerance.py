@@ -285,15 +285,24 @@ def _probe_positions(max_position: int) -> list[int]:
 
 
 def _frequencies_from_config(path: str, seq_len: int | None) -> tuple[Any, float, str]:
+    """The frequencies and attention factor of a config.json; per-layer configs: every layer type's ω
+    together and the largest A (the tolerance grows with max ω and with A)."""
+    import numpy as np
+
     import refpos
 
-    if not hasattr(refpos, "from_hf_config"):
-        raise ValueError("--config needs refpos.from_hf_config (the RoPE resolver), not available")
-    rope = refpos.from_hf_config(path)
-    if isinstance(rope, dict):  # per-layer-type configs: take the one with the largest max ω
-        rope = next(iter(rope.values()))
-    inv_freq, factor = refpos.rope_frequencies(rope, seq_len=seq_len)
-    return to_numpy(inv_freq), float(factor), f"{path}"
+    try:
+        layer_types = refpos.hf_layer_types(path) or (None,)
+        ropes = [refpos.from_hf_config(path, layer_type=lt) for lt in layer_types]
+    except FileNotFoundError:
+        raise ValueError(f"--config {path}: no such file") from None
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"--config {path} does not resolve: {exc}") from None
+    tables = [refpos.rope_frequencies(r, seq_len=seq_len, xp="numpy") for r in ropes]
+    inv_freq = np.concatenate([np.asarray(to_numpy(w)) for w, _ in tables])
+    names = ", ".join(f"{lt}: {r.rope_type}" for lt, r in zip(layer_types, ropes, strict=True)) if layer_types[0] \
+        else ropes[0].rope_type
+    return inv_freq, max(float(a) for _, a in tables), f"{path} ({names})"
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:

@@ -188,3 +188,21 @@ def test_cli_tolerance_bad_input_exits_2(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "dtype must be one of" in err
     assert main(["tolerance", "--max-position", "-1"]) == 2
+
+
+def test_cli_tolerance_from_a_config(tmp_path, capsys):
+    from refpos.golden_rope import model_configs
+
+    configs = model_configs()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(configs["microsoft/Phi-3.5-mini-instruct"]["config"]), encoding="utf8")
+    assert main(["tolerance", "--config", str(path), "--max-position", "131072", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["attention_factor"] == pytest.approx(1.1902380714238083)
+    assert result["max_inv_freq"] == 1.0  # short factor 1.0 on pair 0
+    path.write_text(json.dumps(configs["google/gemma-3-12b-it (text_config)"]["config"]), encoding="utf8")
+    assert main(["tolerance", "--config", str(path)]) == 0  # per-layer-type config: every layer's ω
+    assert "full_attention: linear" in capsys.readouterr().out
+    path.write_text(json.dumps({"model_type": "llama", "rope_scaling": {"rope_type": "yarn"}}), encoding="utf8")
+    assert main(["tolerance", "--config", str(path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
