@@ -263,9 +263,12 @@ def describe(rule: str, dtype: str) -> dict[str, Any]:
             return ToleranceRule("value", dtype, REASONS[dtype], rtol=rtol).to_json()
         return ToleranceRule("value", dtype, REASONS[dtype], ulps=ULPS_LOW).to_json()
     if rule == "rope":
+        rounding = {"float64": "rtol 1e-13 of the pair's size (operation order)",
+                    "float32": "4 float32 ulps of the pair's size (input cast, cos/sin, ×A, products, sum)"}
         reason = ("angle-derived: a correct phase path's angle is off by <= 1.33·p·max ω·2^-24 (float32, "
                   "rope.md §4; c = 2) or <= 1.86·p·max ω·2^-53 between two float64 forms (c = 4); plus "
-                  + REASONS[dtype])
+                  + rounding.get(dtype, "the float32 path's rounding and 2 ulps of the reference (output "
+                                        "rounding)"))
         extra = {"rtol": RTOL_FLOAT64} if dtype == "float64" else {"ulps": ULPS_FLOAT32_PATH}
         return ToleranceRule("rope", dtype, reason, angle_c=ANGLE_C[dtype], angle_roundoff=ANGLE_ROUNDOFF[dtype],
                              **extra).to_json()
