@@ -41,6 +41,7 @@ TEACHING_PAGES = [
     "extrapolation.md",
     "nope-drope.md",
     "other-encodings.md",
+    "validate.md",
 ]
 
 
