@@ -206,6 +206,10 @@ def run(args: argparse.Namespace) -> int:
     """``refpos golden …``: exit 0 on success, 1 on a verification failure, 2 on unusable input."""
     try:
         return _run(args)
+    except ImportError as exc:  # mpmath is a test extra: the generator and the certificates need it
+        print(f"refpos golden {args.golden_command}: error: {exc} (install the test extra: pip install "
+              "'refpos[test]')", file=sys.stderr)
+        return 2
     except (GoldenError, ValueError, TypeError, KeyError, OSError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"refpos golden {args.golden_command}: error: {msg}", file=sys.stderr)
