@@ -66,11 +66,13 @@ def default_dtype(candidate: np.ndarray) -> str:
 
 
 def _summary(candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> dict[str, Any]:
-    err = np.abs(candidate - reference)
-    err = np.where(np.isnan(err) & ~(np.isnan(candidate) & np.isnan(reference)), np.inf, np.nan_to_num(err, nan=0.0))
+    same = (candidate == reference) | (np.isnan(candidate) & np.isnan(reference))  # equal infinities, NaN policy
+    with np.errstate(invalid="ignore"):
+        err = np.where(same, 0.0, np.abs(candidate - reference))
+    err = np.where(np.isnan(err), np.inf, err)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.nan_to_num(np.where(err == 0, 0.0, err / atol), nan=np.inf)
-    bad = err > atol
+        ratio = np.nan_to_num(np.where(err == 0, 0.0, err / atol), nan=np.inf, posinf=np.inf)
+    bad = ~(err <= atol)
     worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape)) if ratio.size else ()
     return {"ok": not bool(bad.any()), "max_abs_error": float(err.max()) if err.size else 0.0,
             "max_ratio": float(ratio.max()) if ratio.size else 0.0, "worst_index": list(worst),
@@ -99,8 +101,23 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     result = {"target": "rope", "dtype": dtype, "seq_len": pb.seq_len, "rope_type": rope.rope_type,
               **_summary(cand, pb.reference, pb.atol())}
     result["diagnosis"] = [] if result["ok"] else [
-        *diagnose_rope(pb, cand), error_profile(pb.positions, cand, pb.reference, pb.atol())]
+        *non_finite(cand, pb.reference, pb.positions), *diagnose_rope(pb, cand),
+        error_profile(pb.positions, cand, pb.reference, pb.atol())]
     return result
+
+
+def non_finite(candidate: np.ndarray, reference: np.ndarray, positions: np.ndarray | None = None) -> list[dict]:
+    """``non_finite``: NaN or infinity where the reference is finite (θ = 0, overflow, uninitialised tables)."""
+    bad = ~np.isfinite(candidate) & np.isfinite(reference)
+    if not bad.any():
+        return []
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    at = ""
+    if positions is not None:
+        at = f" (first at position {int(np.broadcast_to(positions, candidate.shape[:-1])[where[:-1]])})"
+    return [{"id": "non_finite", "evidence": f"{int(bad.sum())} of {bad.size} values are NaN or infinite where the "
+             f"reference is finite{at}: e.g. rope_theta = 0 (powf(0, −x) = inf), an overflowing exponent, or an "
+             "uninitialised table"}]
 
 
 def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int | None = None,
@@ -121,8 +138,8 @@ def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int 
         reference = np.asarray(to_numpy(refpos.alibi_bias(n, q_len, k_len, form=form, xp=np_ns())))
     atol = np.asarray(tol.value_tolerance(dtype, reference))
     result = {"target": "alibi", "dtype": dtype, **_summary(cand, reference, atol)}
-    result["diagnosis"] = [] if result["ok"] else diagnose_alibi(
-        cand, n, q_len=q_len, k_len=k_len, form=form, atol=atol, head_dim=head_dim)
+    result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, reference), *diagnose_alibi(
+        cand, n, q_len=q_len, k_len=k_len, form=form, atol=atol, head_dim=head_dim)]
     if not result["ok"] and dtype == "float64" and _summary(cand, reference, np.asarray(
             tol.value_tolerance("float32", reference)))["ok"]:
         result["diagnosis"].insert(0, {"id": "float32_values", "evidence": (
@@ -169,8 +186,8 @@ def check_sinusoid(candidate: Any, positions: Any, *, dim: int, base: float = 10
     freqs = np.asarray(to_numpy(refpos.sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=np_ns())))
     atol = np.asarray(tol.rope_tolerance(dtype, positions, freqs, reference=reference))
     result = {"target": "sinusoid", "dtype": dtype, **_summary(cand, reference, atol)}
-    result["diagnosis"] = [] if result["ok"] else diagnose_sinusoid(
-        cand, positions, dim=dim, base=base, layout=layout, spacing=spacing, atol=atol)
+    result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, reference), *diagnose_sinusoid(
+        cand, positions, dim=dim, base=base, layout=layout, spacing=spacing, atol=atol)]
     if not result["ok"] and dtype == "float64":
         atol32 = np.asarray(tol.rope_tolerance("float32", positions, freqs, reference=reference))
         if _summary(cand, reference, atol32)["ok"]:
@@ -333,6 +350,20 @@ def _print(result: dict[str, Any]) -> None:
         print("  no known mistake of the catalogue matches (docs/diagnosis.md)")
 
 
+def _finite_json(value: Any) -> Any:
+    """Strict JSON: non-finite numbers as the strings "inf", "-inf", "nan"."""
+    if isinstance(value, dict):
+        return {k: _finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_json(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if np.isfinite(v) else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     """``refpos check``: 0 within tolerance, 1 outside, 2 unusable input (one line, never a traceback)."""
     from refpos.golden import GoldenError
@@ -344,7 +375,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"refpos check {args.target}: error: {msg}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(result, default=float))
+        print(json.dumps(_finite_json(result)))
     else:
         _print(result)
     return 0 if result["ok"] else 1

@@ -300,6 +300,8 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
 def _factor_ratio(pb: RopeProblem, candidate: np.ndarray) -> Match | None:
     """A constant magnitude ratio on the rotated channels outside {1, A, 1/A}: another mscale rule."""
     _, _, u_out, v_out = pb.channels
+    if not np.all(np.isfinite(candidate)):
+        return None
     ref_norm = np.hypot(pb.reference[..., u_out], pb.reference[..., v_out])
     cand_norm = np.hypot(candidate[..., u_out], candidate[..., v_out])
     keep = ref_norm > 1e-6 * max(float(ref_norm.max()), 1e-300)
@@ -321,8 +323,11 @@ def _factor_ratio(pb: RopeProblem, candidate: np.ndarray) -> Match | None:
 def error_profile(positions: np.ndarray, candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> Match:
     """Where the error starts and how it grows (pitfalls.md §19, rank 8)."""
     p = np.broadcast_to(positions, candidate.shape[:-1]).reshape(-1)
-    err = np.abs(candidate - reference).reshape(p.size, -1).max(axis=-1)
-    bad = (np.abs(candidate - reference) > atol).reshape(p.size, -1).any(axis=-1)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(candidate == reference, 0.0, np.abs(candidate - reference))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    err = diff.reshape(p.size, -1).max(axis=-1)
+    bad = (~(diff <= atol)).reshape(p.size, -1).any(axis=-1)
     order = np.argsort(p, kind="stable")
     first_bad = int(p[order][bad[order]][0]) if bad.any() else None
     at_zero = float(err[p == 0].max()) if (p == 0).any() else None

@@ -269,3 +269,16 @@ def test_cli_golden_case_unusable(tmp_path, capsys):
     assert "missing file" in capsys.readouterr().err
     assert main(["check", "alibi/slopes-n8", str(f["s"]), "--golden-dir", str(copy)]) == 2  # shape (12,) vs (8,)
     assert main(["check", "alibi/slopes-n12", str(tmp_path / "nope.npy")]) == 2
+
+
+def test_non_finite_candidates_are_named_and_json_stays_strict(tmp_path, capsys):
+    model = "meta-llama/Llama-2-7b-hf"
+    rope, x, _, _ = _setup(model)
+    bad = _apply(x, POSITIONS, rope)
+    bad[3, 5] = np.nan
+    result = check_rope(bad, x, POSITIONS, rope)
+    assert not result["ok"] and _ids(result)[0] == "non_finite"
+    assert "first at position 7" in result["diagnosis"][0]["evidence"]
+    assert _rope_cli(tmp_path, model, np.full_like(bad, np.inf), "--json") == 1
+    parsed = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert parsed["max_abs_error"] == "inf" and parsed["diagnosis"][0]["id"] == "non_finite"
