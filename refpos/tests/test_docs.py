@@ -5,6 +5,11 @@ Each page runs as one doctest (its examples share one namespace, top to bottom) 
 ``refpos.to_numpy`` and so run unchanged on NumPy and array-api-strict. A page that contains the line
 ``<!-- doctest: numpy-only -->`` runs under NumPy whatever the backend (none does at present).
 
+The ``console`` blocks of docs/validate.md are checked too: every ``$ refpos …`` and ``$ python …``
+command runs, in order, in a scratch copy of ``docs/examples/``, and its output must match the page
+(``...`` or ``…`` stand for elided text). The spec-suite run (``$ REFPOS_IMPL=… pytest …``) is left out:
+it takes minutes.
+
 The MkDocs build itself (``mkdocs build --strict``: any warning fails) is checked here too when MkDocs
 is installed (the ``docs`` extra).
 """
@@ -15,6 +20,11 @@ import contextlib
 import doctest
 import functools
 import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +103,68 @@ def test_mkdocs_build_strict(tmp_path: Path):
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------------ the validate guide's commands
+CONSOLE_BLOCK = re.compile(r"```console\n(.*?)```", re.S)
+
+
+def console_steps(text: str) -> list[tuple[str, str]]:
+    """``(command, expected output)`` of every ``$ …`` line of the page's console blocks, in order."""
+    steps: list[tuple[str, str]] = []
+    for block in CONSOLE_BLOCK.findall(text):
+        command: str | None = None
+        output: list[str] = []
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                if command is not None:
+                    steps.append((command, "\n".join(output)))
+                command, output = line[2:], []
+            else:
+                output.append(line)
+        if command is not None:
+            steps.append((command, "\n".join(output)))
+    return steps
+
+
+def _validate_setup(work: Path) -> None:
+    """The inputs the page describes in prose: naive ALiBi slopes, T5 buckets with the sign flipped."""
+    import numpy as np
+
+    np.save(work / "slopes.npy", np.array([2.0 ** (-8 * h / 12) for h in range(1, 13)]))
+    rel = np.arange(-200, 201)
+    np.save(work / "rel.npy", rel)
+    np.save(work / "buckets.npy", refpos.to_numpy(refpos.t5_bucket(-rel)))
+
+
+def test_validate_guide_commands_print_what_the_page_shows(tmp_path: Path):
+    page = (DOCS / "validate.md").read_text(encoding="utf-8")
+    work = tmp_path / "work"
+    shutil.copytree(DOCS / "examples", work)
+    _validate_setup(work)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(work)])}
+    env.pop("REFPOS_BACKEND", None)
+    checker = doctest.OutputChecker()
+    ran = []
+    for command, expected in console_steps(page):
+        argv = shlex.split(command)
+        if argv[0] == "refpos":
+            argv = [sys.executable, "-m", "refpos.cli", *argv[1:]]
+        elif argv[0] == "python":
+            argv = [sys.executable, *argv[1:]]
+        else:
+            continue  # the spec-suite run
+        proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode in (0, 1), f"$ {command}\n{proc.stdout}{proc.stderr}"
+        want = expected.replace("…", "...").strip() + "\n"
+        got = proc.stdout.strip() + "\n"
+        if expected.strip() and not checker.check_output(want, got, FLAGS):
+            pytest.fail(f"docs/validate.md: `$ {command}` printed\n{got}\nthe page shows\n{want}")
+        ran.append(command)
+    assert len(ran) >= 8, ran
+    # the float32 tolerances quoted from the manifest are the generated ones
+    manifest = json.loads((work / "goldens" / "manifest.json").read_text(encoding="utf-8"))
+    case = next(c for c in manifest["cases"] if c["id"] == "rope/llama-3.2-1b/apply")
+    atol = case["outputs"]["y"]["tolerance"]["float32"]["atol"]
+    quoted = re.search(r'"float32": \{"atol": (\[[^\]]*\])', page)
+    assert quoted is not None and json.loads(quoted.group(1)) == atol, atol
