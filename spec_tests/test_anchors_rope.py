@@ -1,0 +1,207 @@
+"""Anchors: the adapter's RoPE against HF transformers (torch CPU).
+
+* inv_freq and attention factor of every model in model_configs.json (the model's own rotary module,
+  per layer type where it has several) and of random configs for every HF rope_type
+  (``ROPE_INIT_FUNCTIONS``);
+* cos/sin of HF rotary forwards (float32 angles), including Phi-3's LongRoPE switch at L_0 + 1 and the
+  dynamic-NTK module's call history;
+* the application: Llama ``apply_rotary_pos_emb`` (half), GPT-J (interleaved, partial), DeepSeek-V3
+  ``apply_rotary_pos_emb_interleave`` (deinterleaved), all fed float64 tables built HF's way
+  (``1/θ^(2j/d)``), so they agree to float64 rounding of the angle;
+* DeepSeek's softmax multiplier ``yarn_apply_mscale``.
+
+Tolerances (pitfalls.md §20, rope.md §4): HF builds ω in float32 (arange, division and power in
+float32), so frequencies are compared with rtol 1e-6 (measured ≤ 3.3e-7) and an absolute floor of
+1e-12 for the exact zeros of proportional RoPE; YaRN and llama3 blend float32 operands of size ω_j
+(``ω_j/s`` and ``ω_j``), so their rounding is relative to ω_j, not to the blend: atol 1e-6·ω_j there.
+HF's attention factors are Python floats: rtol 1e-13.
+HF cos/sin come from float32 angles p·ω: atol = 2·A·p·max ω·2⁻²⁴ + 1e-6 (measured ratio ≤ 1.33).
+The float64 application: the phase rule of ``support.assert_close`` for a float64 adapter (ω computed as
+``θ^(−2j/d)`` and as ``1/θ^(2j/d)`` differ by an ulp, which position 100000 multiplies).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rope_support import HF_TYPES, base_inv, model_configs, rope_dicts, rotary_width
+from support import assert_close, require
+
+torch = pytest.importorskip("torch", reason="anchor cross-checks need torch (pip install 'refpos[anchors]')")
+transformers = pytest.importorskip("transformers", reason="anchor cross-checks need transformers")
+
+pytestmark = pytest.mark.anchors
+
+CONFIGS = model_configs()
+HF_KEYS = ("rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+           "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
+           "short_factor", "long_factor")
+
+
+def _hf_rotary(name):
+    """(HF config, rotary module) of a model_configs.json entry."""
+    from transformers import AutoConfig
+
+    config = dict(CONFIGS[name]["config"])
+    hf_config = AutoConfig.for_model(config.pop("model_type"), **config)
+    module_name = type(hf_config).__module__.replace("configuration_", "modeling_")
+    modeling = importlib.import_module(module_name)
+    cls = next(getattr(modeling, n) for n in sorted(dir(modeling))
+               if n.endswith("RotaryEmbedding") and "Vision" not in n)
+    return hf_config, cls(hf_config)
+
+
+def _np(t):
+    return t.detach().to(torch.float64).numpy()
+
+
+@pytest.mark.parametrize("name", [n for n in CONFIGS if n != "EleutherAI/gpt-j-6b"])
+def test_model_inv_freq_and_attention_factor(impl, name):
+    resolve, frequencies = require(impl, "rope_params_from_hf_config", "rope_frequencies")
+    _, rotary = _hf_rotary(name)
+    layer_types = rotary.rope_type if isinstance(rotary.rope_type, dict) else {None: rotary.rope_type}
+    for layer_type in layer_types:
+        prefix = "" if layer_type is None else f"{layer_type}_"
+        hf_inv = _np(getattr(rotary, f"{prefix}inv_freq"))
+        hf_a = getattr(rotary, f"{prefix}attention_scaling")
+        inv, a = frequencies(resolve(CONFIGS[name]["config"], layer_type))
+        np.testing.assert_allclose(inv, hf_inv, rtol=1e-6, atol=1e-12, err_msg=f"{name} {layer_type}")
+        assert a == pytest.approx(hf_a, rel=1e-13)
+
+
+def test_gptj_table(impl):
+    cos_sin = require(impl, "rope_cos_sin")
+    _, rotary = _hf_rotary("EleutherAI/gpt-j-6b")
+    table = _np(rotary.embed_positions)  # (2048, 64) = [sin | cos] of the 32 pairs
+    pos = np.array([0, 1, 7, 255, 256, 2047])
+    params = require(impl, "rope_params_from_hf_config")(CONFIGS["EleutherAI/gpt-j-6b"]["config"])
+    cos, sin = cos_sin(pos, params)
+    atol = 2 * pos[:, None] * 2.0**-24 + 1e-6
+    assert np.all(np.abs(cos[:, 0::2] - table[pos, 32:]) <= atol)  # interleaved: c0 c0 c1 c1 ...
+    assert np.all(np.abs(sin[:, 0::2] - table[pos, :32]) <= atol)
+
+
+def _hf_llama_config(rope, max_position_embeddings=None):
+    """A transformers LlamaConfig carrying the adapter rope dict (rotary size via partial_rotary_factor)."""
+    from transformers import LlamaConfig
+
+    head_dim, d = rope["head_dim"], rope.get("rotary_dim", rope["head_dim"])
+    prf = d / head_dim
+    while (int(prf * head_dim // 2) if rope["rope_type"] == "proportional" else int(head_dim * prf)) * (
+            2 if rope["rope_type"] == "proportional" else 1) < d:
+        prf = math.nextafter(prf, 2.0)  # HF truncates int(D·prf): nudge up to hit d exactly
+    params = {k: rope[k] for k in HF_KEYS if k in rope}
+    params["partial_rotary_factor"] = prf
+    implied = int(rope["original_max_position_embeddings"] * rope.get("factor", 1.0)) \
+        if "original_max_position_embeddings" in rope else None  # L_max = s·L_0: no HF warnings
+    max_pos = max_position_embeddings or rope.get("max_position_embeddings") or implied or 4096
+    return LlamaConfig(hidden_size=2 * head_dim, num_attention_heads=2, head_dim=head_dim,
+                       max_position_embeddings=max_pos, rope_parameters=params)
+
+
+def _hf_init(rope, seq_len):
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding
+
+    config = _hf_llama_config(rope)
+    if rope["rope_type"] == "default":  # GPT-NeoX's default init honours partial_rotary_factor (Llama's does not)
+        return GPTNeoXRotaryEmbedding.compute_default_rope_parameters(config, "cpu")
+    return ROPE_INIT_FUNCTIONS[rope["rope_type"]](config, "cpu", seq_len=seq_len)
+
+
+@pytest.mark.parametrize("rope_type", HF_TYPES)
+@given(data=st.data())
+def test_random_configs_match_rope_init_functions(impl, rope_type, data):
+    rope = data.draw(rope_dicts((rope_type,), head_dims=(4, 8, 16, 32, 64, 128)))
+    rope.pop("dynamic_rule", None)  # HF has only its own dynamic rule
+    seq_len = data.draw(st.sampled_from([None, 1, 4096, 4097, 100000]))
+    hf_inv, hf_a = _hf_init(rope, seq_len)
+    inv, a = require(impl, "rope_frequencies")(rope, seq_len=seq_len)
+    assert inv.shape == (rotary_width(rope) // 2,)
+    atol = 1e-12
+    if rope_type in ("yarn", "llama3"):  # float32 blend of operands of size ω_j: rounding relative to ω_j
+        atol = atol + 1e-6 * base_inv(rope["rope_theta"], rotary_width(rope))
+    hf = _np(hf_inv)
+    bad = np.abs(inv - hf) > atol + 1e-6 * np.abs(hf)
+    assert not bad.any(), f"pairs {np.flatnonzero(bad).tolist()}: refpos {inv[bad]}, HF {hf[bad]}"
+    assert a == pytest.approx(hf_a, rel=1e-13)
+
+
+def _hf_forward(rotary, positions):
+    cos, sin = rotary(torch.zeros(1, dtype=torch.float32), torch.as_tensor(positions)[None, :])
+    return _np(cos)[0], _np(sin)[0]
+
+
+@pytest.mark.parametrize("top", [4095, 4096, 8000])
+def test_phi3_longrope_forward_switches_at_original_plus_one(impl, top):
+    """HF Phi-3 picks the long factors iff max(position_ids) + 1 > 4096; so does seq_len=None."""
+    name = "microsoft/Phi-3.5-mini-instruct"
+    _, rotary = _hf_rotary(name)
+    pos = np.array([0, 1, 2048, top])
+    hf_cos, hf_sin = _hf_forward(rotary, pos)
+    params = require(impl, "rope_params_from_hf_config")(CONFIGS[name]["config"])
+    cos, sin = require(impl, "rope_cos_sin")(pos, params)
+    a = 1.1902380714238083
+    atol = 2 * a * pos[:, None] * 2.0**-24 + 1e-6
+    assert np.all(np.abs(cos - hf_cos) <= atol) and np.all(np.abs(sin - hf_sin) <= atol)
+
+
+def test_dynamic_ntk_module_history(impl):
+    """HF's dynamic rotary module, called with a sequence of lengths, uses the frequencies the adapter's
+    stateful helper reports for the same sequence."""
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    rope = {"rope_type": "dynamic", "rope_theta": 10000.0, "head_dim": 128, "factor": 2.0,
+            "max_position_embeddings": 4096}
+    rotary = LlamaRotaryEmbedding(_hf_llama_config(rope))
+    lengths = [10, 8192, 6000, 4096, 4095, 5000, 9000, 100]
+    ours = require(impl, "rope_dynamic_ntk_frequencies")(rope, lengths)
+    for row, n in zip(ours, lengths, strict=True):
+        rotary(torch.zeros(1), torch.arange(n)[None, :])
+        np.testing.assert_allclose(row, _np(rotary.inv_freq), rtol=1e-6, err_msg=f"call with L={n}")
+
+
+@pytest.mark.parametrize(("layout", "rotary_dim"), [("half", 64), ("half", 24), ("interleaved", 64),
+                                                    ("interleaved", 16), ("deinterleaved", 64)])
+def test_application_matches_hf_in_float64(impl, layout, rotary_dim):
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import apply_rotary_pos_emb_interleave
+    from transformers.models.gptj.modeling_gptj import apply_rotary_pos_emb as gptj_apply
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb as llama_apply
+
+    head_dim, theta = 64, 10000.0
+    rng = np.random.default_rng(rotary_dim)
+    q = rng.standard_normal((2, 3, 5, head_dim))  # (B, H, T, D)
+    pos = np.array([[0, 1, 2, 4095, 100000], [7, 8, 9, 10, 11]])  # (B, T)
+    inv = 1.0 / (theta ** (torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim))
+    freqs = torch.as_tensor(pos, dtype=torch.float64)[..., None] * inv  # (B, T, d/2), float64 angles
+    qt = torch.as_tensor(q)
+    rot, passthrough = qt[..., :rotary_dim], qt[..., rotary_dim:]
+    if layout == "half":
+        emb = torch.cat((freqs, freqs), dim=-1)
+        hf_rot, _ = llama_apply(rot, rot, emb.cos(), emb.sin())
+    elif layout == "interleaved":  # GPT-J: (B, T, H, d) with (B, T, d/2) tables
+        hf_rot = gptj_apply(rot.transpose(1, 2), freqs.sin(), freqs.cos()).transpose(1, 2)
+    else:
+        emb = torch.cat((freqs, freqs), dim=-1)
+        hf_rot, _ = apply_rotary_pos_emb_interleave(rot, rot, emb.cos(), emb.sin())
+    expected = torch.cat([hf_rot, passthrough], dim=-1).numpy()
+    rope = {"rope_type": "default", "rope_theta": theta, "head_dim": head_dim, "rotary_dim": rotary_dim,
+            "layout": layout}
+    got = require(impl, "apply_rope")(q, pos, rope)
+    assert_close(got, expected, impl, "phase", positions=np.broadcast_to(pos[:, None, :], q.shape[:-1]),
+                 inv_freq=inv.numpy(), magnitude=2 * np.abs(q).max(), what=f"{layout}, d={rotary_dim}")
+
+
+@pytest.mark.parametrize("name", ["deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-Coder-V2-Lite-Base"])
+def test_deepseek_softmax_multiplier(impl, name):
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import yarn_apply_mscale
+
+    params = require(impl, "rope_params_from_hf_config")(CONFIGS[name]["config"])
+    hf_config, _ = _hf_rotary(name)
+    hf_scale = yarn_apply_mscale(hf_config.rope_parameters, 192**-0.5)
+    assert 192**-0.5 * require(impl, "rope_softmax_multiplier")(params) == pytest.approx(hf_scale, rel=1e-13)
