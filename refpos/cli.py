@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tolerance": ("refpos.tolerance", "print the error a correct implementation in a dtype can show"),
     "golden": ("refpos.golden_cli", "generate, verify and list golden outputs; golden cases for any config.json"),
     "check": ("refpos.check", "compare a candidate with the reference and name the mistake"),
+    "bench": ("refpos.bench", "time refpos beside the machine's floors (and torch, when installed)"),
     "plot": ("refpos.plots", "draw the documentation's figures (--list names them)"),
 }
 
