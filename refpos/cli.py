@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("refpos.check", "compare a candidate with the reference and name the mistake"),
     "bench": ("refpos.bench", "time refpos beside the machine's floors (and torch, when installed)"),
     "plot": ("refpos.plots", "draw the documentation's figures (--list names them)"),
+    "rope": ("refpos.rope.cli", "resolve a config.json's RoPE: parameters, provenance, unused keys, frequencies"),
 }
 
 

@@ -303,3 +303,21 @@ def test_fuzz_only_value_and_type_errors_escape(config, layer_type, strict):
     inv, a = rope_frequencies(rope, seq_len=10**6)  # a resolved config is usable
     assert math.isfinite(a) and bool((refpos.to_numpy(inv) >= 0).all())
     assert all(math.isfinite(float(w)) for w in refpos.to_numpy(inv))
+
+
+def test_cli(tmp_path, capsys):
+    from refpos.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["NousResearch/Yarn-Llama-2-13b-64k"]["config"]))
+    assert main(["rope", str(path), "--seq-len", "8192"]) == 0
+    out = capsys.readouterr().out
+    assert "attention factor A = 1.2772588722239782" in out and "rope_scaling.finetuned" in out
+    assert main(["rope", str(path), "--strict"]) == 2
+    assert "rope_scaling.finetuned" in capsys.readouterr().err
+    gemma = tmp_path / "gemma4.json"
+    gemma.write_text(json.dumps(CONFIGS["Gemma-4 family (HF Gemma4Config defaults)"]["config"]))
+    assert main(["rope", str(gemma), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["full_attention"]["inv_freq"][64:] == [0.0] * 192
+    assert summary["sliding_attention"]["params"]["head_dim"] == 256
