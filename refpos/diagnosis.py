@@ -281,7 +281,7 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
             found.insert(0, {"id": "float32_angles", "evidence": (
                 f"outside the float64 tolerance but within the float32 one ({ratio:.2g}× it): error "
                 f"{float(np.max(row_err[~big])) if (~big).any() else 0.0:.2g} at p = 0, growing linearly to "
-                f"{err:.3g}; max error / (p·max ω·2⁻²⁴) = {growth:.2f} (a correct float32 phase path: 0.9–1.3). "
+                f"{err:.3g}; max error / (p·max ω·2⁻²⁴) = {growth:.2f} (correct float32 phase paths measure 0.9–2.1). "
                 "Declare --dtype float32 if that is intended"), "max_abs_error": err})
     explained = any(m["id"] != "float32_angles" for m in found)
     ratios = None if explained else _factor_ratio(pb, candidate)

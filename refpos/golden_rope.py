@@ -49,6 +49,15 @@ def slug(name: str) -> str:
     return s
 
 
+#: refpos extensions of the adapter-contract dict, left out of the golden dicts at their default values
+_EXTENSION_DEFAULTS = {"dynamic_rule": "hf", "softmax_mscale": False}
+
+
+def portable_params(rope: Any) -> dict[str, Any]:
+    """The adapter-contract dict of ``rope`` without refpos-only keys at their defaults (portable to any adapter)."""
+    return {k: v for k, v in rope.to_params().items() if _EXTENSION_DEFAULTS.get(k, object()) != v}
+
+
 def declared_length(config: dict[str, Any], rope: Any) -> int:
     for value in (rope.max_position_embeddings, config.get("max_position_embeddings"), config.get("n_positions")):
         if isinstance(value, int) and value > 0:
@@ -81,7 +90,7 @@ def _pairs(table: np.ndarray, layout: str) -> np.ndarray:
 def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str, Any],
                   positions: np.ndarray, seq_len: int | None) -> list[Case]:
     """frequencies, cos-sin and apply cases of one resolved RoPE (``key`` is the case id prefix)."""
-    params = rope.to_params()
+    params = portable_params(rope)
     inv_freq, factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
     factor = np.float64(factor)
     shared = {"model": parameters.get("model"), "layer_type": parameters.get("layer_type"), "rope": params,
@@ -179,7 +188,7 @@ DYNAMIC_HISTORY = (10, 8192, 6000, 4096, 4095, 5000, 9000, 100)
 
 def _frequency_case(rope: Any, case_id: str, description: str, seq_len: int | None,
                     parameters: dict[str, Any]) -> Case:
-    params = rope.to_params()
+    params = portable_params(rope)
     inv_freq, factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
     factor = np.float64(factor)
     return Case(case_id, "rope", "rope_frequencies", description,
@@ -213,7 +222,7 @@ def boundary_cases() -> list[Case]:
             for length in (orig, orig + 1):
                 y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=length))
                 inv_freq, factor = refpos.rope_frequencies(rope, seq_len=length)
-                params = rope.to_params()
+                params = portable_params(rope)
                 magnitude = np.maximum(float(factor) * np.abs(x).max(-1) * np.sqrt(2), np.abs(x).max(-1))
                 cases.append(Case(
                     f"rope-boundary/{slug(name)}/apply-L{length}", "rope", "apply_rope",
@@ -242,7 +251,7 @@ def boundary_cases() -> list[Case]:
         "rope-boundary/dynamic-ntk/hf-call-history", "rope", "rope_dynamic_ntk_frequencies",
         "transformers' stateful dynamic NTK over the calls "
         f"{list(DYNAMIC_HISTORY)}: growth, no regrow, no reset at exactly L_max, reset below it (rope.md §6.4)",
-        {"config": DYNAMIC_CONFIG, "rope": rope.to_params(), "history": list(DYNAMIC_HISTORY),
+        {"config": DYNAMIC_CONFIG, "rope": portable_params(rope), "history": list(DYNAMIC_HISTORY),
          "call": call("rope_dynamic_ntk_frequencies", ["inv_freq"], Param("rope"), Param("history"))}, {},
         {"inv_freq": Output(inv, tolerance_value(inv)),
          "theta_used": Output(np.array(thetas), tolerance_value(np.array(thetas)))}))
@@ -269,7 +278,7 @@ def layout_cases() -> list[Case]:
     for name, extra in TINY_LAYOUTS.items():
         params = {"rope_type": "default", "rope_theta": 10000.0, "head_dim": 8, **extra}
         rope = refpos.rope_config_from_params(params)
-        params = rope.to_params()
+        params = portable_params(rope)
         y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope))
         inv_freq, _ = refpos.rope_frequencies(rope)
 
