@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from refpos._checks import check_int
-from refpos.rope.config import RopeConfig
+from refpos.rope.config import PARAM_KEYS, RopeConfig
 
 #: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused)
 _ROPE_KEYS = {
@@ -60,9 +60,12 @@ _ROPE_KEYS = {
 _COMMON_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 _ALL_ROPE_KEYS = _COMMON_KEYS.union(*_ROPE_KEYS.values())
 _HF_TYPES = tuple(_ROPE_KEYS)
+_FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"}))
 #: layouts and partial-rotary defaults of model classes (HF 5.24.0 class attributes)
 _INTERLEAVED = {"gptj", "glm", "glm4", "deepseek_v2"}
 _PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
+#: model classes whose own default-RoPE init honours partial_rotary_factor (most, e.g. llama, ignore it)
+_PRF_HONOURED = {"phi", "phi3", "gpt_neox", "gptj", "glm", "glm4", "stablelm", "persimmon"}
 _GEMMA3 = {"gemma3", "gemma3_text"}
 _GEMMA4 = {"gemma4", "gemma4_text"}
 
@@ -257,6 +260,10 @@ class _Resolver:
             self.set("rotary_dim", self.top("rotary_dim"), "config")
         elif self.model_type in _PRF_DEFAULTS:
             self.set("partial_rotary_factor", _PRF_DEFAULTS[self.model_type], "default")
+        partial = self.fields.get("partial_rotary_factor", 1.0) != 1.0 or "rotary_dim" in self.fields
+        if partial and self.fields["rope_type"] == "default" and self.model_type not in _PRF_HONOURED:
+            self.notes.append("partial rotary: refpos rotates d channels; the default init of many HF classes "
+                              f"(llama, mistral, qwen2, ...) ignores partial_rotary_factor ({self.model_type!r})")
 
     def theta(self) -> None:
         if self.model_type == "gptj":
@@ -376,15 +383,14 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
     r.layout()
     r.lengths(rope_type)
     r.scaling_keys(rope_type)
-    if prefix:
-        r.notes.append("read from text_config")
+    r.notes.extend(["read from text_config"] if prefix else [])
     unused = r.unused()
     if strict:
         bad = [k for k in unused if k not in r.siblings
                and (k.startswith(r.rope_path + ".") or "rope" in k or "rotary" in k)]
         if bad:
             raise ValueError(f"strict: config keys not used for rope_type {rope_type!r}: {bad}")
-    provenance = {name: r.provenance.get(name, "default") for name in _FIELD_NAMES}
+    provenance = {name: r.provenance.get(name, "default") for name in _FIELD_NAMES}  # every parameter field
     if "partial_rotary_factor" in r.fields and "rotary_dim" not in r.fields:
         provenance["rotary_dim"] = "derived"
     elif "rotary_dim" in r.fields and "partial_rotary_factor" not in r.fields:
@@ -392,6 +398,3 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
     if rope_type == "proportional" and provenance["placement"] == "default":
         provenance["placement"] = "derived"
     return RopeConfig(**r.fields, provenance=provenance, unused_keys=tuple(unused), notes=tuple(r.notes))
-
-
-_FIELD_NAMES = tuple(f for f in RopeConfig.__dataclass_fields__ if RopeConfig.__dataclass_fields__[f].compare)
