@@ -188,3 +188,26 @@ def test_meta_to_hf_weight_permutation_preserves_logits(impl, rope, n_heads, p):
         y_meta = apply(x @ w[:, cols], pos, meta, seq_len=p + 3)
         y_hf = apply(x @ w_hf[:, cols], pos, hf, seq_len=p + 3)
         np.testing.assert_allclose(y_hf, y_meta[:, layout_perm(d)], rtol=1e-12, atol=1e-12)
+
+
+@given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), st.sampled_from([None, 1, 5000, 10**6]))
+def test_frequency_probe_recovers_the_frequencies(impl, rope, seq_len):
+    """pitfalls.md §18: a unit vector in each pair at p = 1 turns by exactly ω_j (all ω ≤ 1 < π, so atan2
+    returns it): apply_rope and rope_frequencies must describe the same rotation, pair by pair."""
+    apply = require(impl, "apply_rope")
+    inv, a = _inv_freq(impl, rope, seq_len)
+    span, _ = span_slices(rope)
+    m = rotary_width(rope) // 2
+    j = np.arange(m)
+    if rope["layout"] == "half":
+        u_in = u_out = span.start + j
+        v_out = span.start + m + j
+    else:
+        u_in = span.start + 2 * j
+        u_out, v_out = (u_in, u_in + 1) if rope["layout"] == "interleaved" else (span.start + j, span.start + m + j)
+    probes = np.zeros((m, rope["head_dim"]))
+    probes[j, u_in] = 1.0  # row j: u_j = 1, everything else 0
+    y = apply(probes, np.ones(m, dtype=np.int64), rope, seq_len=seq_len)
+    angles = np.arctan2(y[j, v_out], y[j, u_out])
+    np.testing.assert_allclose(angles, inv, **tolerance(impl))
+    np.testing.assert_allclose(np.hypot(y[j, u_out], y[j, v_out]), a, **tolerance(impl))
