@@ -232,6 +232,8 @@ def frequency_probe(pb: RopeProblem, candidate: np.ndarray) -> dict[str, Any] | 
     u_in, v_in, u_out, v_out = pb.channels
     u, v = pb.x[idx][u_in], pb.x[idx][v_in]
     u2, v2 = candidate[idx][u_out], candidate[idx][v_out]
+    if not (np.all(np.isfinite(u2)) and np.all(np.isfinite(v2))):
+        return None  # a non-finite candidate has no angle to recover (it is named non-finite elsewhere)
     omega = np.arctan2(u * v2 - v * u2, u * u2 + v * v2)  # (m,)
     ok = np.hypot(u, v) > 1e-8
     result: dict[str, Any] = {"inv_freq": [float(w) for w in omega]}
