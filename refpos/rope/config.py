@@ -12,7 +12,8 @@ Derived fields are filled in on construction:
 
 * ``rotary_dim`` ``d`` and ``partial_rotary_factor`` from each other: ``d = int(head_dim · prf)`` (the
   HF rule; float product, then truncation). ``proportional`` uses ``d = 2·int(prf·head_dim // 2)``
-  rotated channels of a full-width table (rope.md §6.8).
+  rotated channels of a full-width table (rope.md §6.8). The stored ``partial_rotary_factor`` is then
+  ``d / head_dim``, so configurations that rotate the same channels compare equal.
 * ``placement``: ``"first"``, or ``"proportional"`` for ``rope_type="proportional"``.
 * ``factor`` of ``yarn`` / ``longrope`` when absent: ``max_position_embeddings /
   original_max_position_embeddings`` (HF); ``proportional``: 1.
@@ -196,6 +197,8 @@ class RopeConfig:
             rotary_dim = check_int("rotary_dim", rotary_dim, minimum=1)
         if prf is not None:
             from_prf = 2 * int(prf * head_dim // 2) if rope_type == "proportional" else int(head_dim * prf)
+            if rotary_dim is not None and abs(prf * head_dim - rotary_dim) < 1e-9:
+                from_prf = rotary_dim  # prf is the exact ratio d/D (as stored here): no truncation applies
             if rotary_dim is not None and rotary_dim != from_prf:
                 raise ValueError(
                     f"rotary_dim={rotary_dim} disagrees with partial_rotary_factor={prf} "
@@ -214,7 +217,7 @@ class RopeConfig:
         if rope_type in ("ntk", "dynamic") and rotary_dim < 4:
             raise ValueError(f"rotary_dim must be >= 4 for rope_type {rope_type!r} (exponent d/(d-2))")
         self._set("rotary_dim", rotary_dim)
-        self._set("partial_rotary_factor", prf if prf is not None else rotary_dim / head_dim)
+        self._set("partial_rotary_factor", rotary_dim / head_dim)  # normalised: equal configs compare equal
         placement = self.placement
         if placement is None:
             placement = "proportional" if rope_type == "proportional" else "first"

@@ -3,6 +3,8 @@ parameter (rotary sizes, rope types, required keys, factor ranges, list lengths,
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,9 @@ def test_derived_fields():
     assert RopeConfig(head_dim=80, partial_rotary_factor=0.4).rotary_dim == 32  # int(80·0.4), HF
     assert RopeConfig(head_dim=256, rotary_dim=64).partial_rotary_factor == 0.25
     assert RopeConfig(head_dim=96, rotary_dim=24) == RopeConfig(head_dim=96, partial_rotary_factor=0.25)
+    same = RopeConfig(head_dim=100, partial_rotary_factor=0.345)  # int(34.5) = 34 channels, HF's truncation
+    assert same == RopeConfig(head_dim=100, rotary_dim=34) and same.partial_rotary_factor == 0.34
+    assert dataclasses.replace(RopeConfig(head_dim=98, rotary_dim=6), theta=5e5).rotary_dim == 6  # 6/98·98 < 6
     prop = RopeConfig(rope_type="proportional", head_dim=512, partial_rotary_factor=0.25)
     assert (prop.rotary_dim, prop.placement, prop.factor, prop.n_pairs, prop.rotary_width) == (128, "proportional",
                                                                                               1.0, 256, 512)
