@@ -15,7 +15,8 @@ float32), so frequencies are compared with rtol 1e-6 (measured ≤ 3.3e-7) and a
 1e-12 for the exact zeros of proportional RoPE; YaRN and llama3 blend float32 operands of size ω_j
 (``ω_j/s`` and ``ω_j``), so their rounding is relative to ω_j, not to the blend: atol 1e-6·ω_j there.
 HF's attention factors are Python floats: rtol 1e-13.
-HF cos/sin come from float32 angles p·ω: atol = 2·A·p·max ω·2⁻²⁴ + 1e-6 (measured ratio ≤ 1.33).
+HF cos/sin come from float32 angles p·ω: atol = 3·A·p·max ω·2⁻²⁴ + 1e-6 (refpos.tolerance's float32
+angle constant; measured ratios up to 2.02 for HF Phi-3.5 LongRoPE).
 The float64 application: the phase rule of ``support.assert_close`` for a float64 adapter (ω computed as
 ``θ^(−2j/d)`` and as ``1/θ^(2j/d)`` differ by an ulp, which position 100000 multiplies).
 """
@@ -81,7 +82,7 @@ def test_gptj_table(impl):
     pos = np.array([0, 1, 7, 255, 256, 2047])
     params = require(impl, "rope_params_from_hf_config")(CONFIGS["EleutherAI/gpt-j-6b"]["config"])
     cos, sin = cos_sin(pos, params)
-    atol = 2 * pos[:, None] * 2.0**-24 + 1e-6
+    atol = 3 * pos[:, None] * 2.0**-24 + 1e-6
     assert np.all(np.abs(cos[:, 0::2] - table[pos, 32:]) <= atol)  # interleaved: c0 c0 c1 c1 ...
     assert np.all(np.abs(sin[:, 0::2] - table[pos, :32]) <= atol)
 
@@ -147,7 +148,7 @@ def test_phi3_longrope_forward_switches_at_original_plus_one(impl, top):
     params = require(impl, "rope_params_from_hf_config")(CONFIGS[name]["config"])
     cos, sin = require(impl, "rope_cos_sin")(pos, params)
     a = 1.1902380714238083
-    atol = 2 * a * pos[:, None] * 2.0**-24 + 1e-6
+    atol = 3 * a * pos[:, None] * 2.0**-24 + 1e-6
     assert np.all(np.abs(cos - hf_cos) <= atol) and np.all(np.abs(sin - hf_sin) <= atol)
 
 
