@@ -73,7 +73,8 @@ def chunked_attention(
 
 # ------------------------------------------------------------------------------- encodings (issue 3)
 def _positions_in(positions: Any) -> Any:
-    return _in(positions, np.int64)
+    """Positions to the backend without a dtype cast: float or negative positions must raise, not round."""
+    return _in(positions)
 
 
 def _f64(a: Any) -> Any:
@@ -287,11 +288,6 @@ def _rope(rope: dict) -> refpos.RopeConfig:
     return refpos.rope_config_from_params(rope)
 
 
-def _rope_positions(positions: Any) -> Any:
-    """Positions to the backend without a dtype cast: float or negative positions must raise, not round."""
-    return _in(positions)
-
-
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
     """``(inv_freq, attention_factor)``: ω of shape ``(d/2,)`` (``(head_dim/2,)`` for proportional) and A."""
     inv_freq, factor = refpos.rope_frequencies(_rope(rope), seq_len=seq_len, xp=get_xp())
@@ -304,19 +300,19 @@ def rope_cos_sin(positions: np.ndarray, rope: dict, seq_len: int | None = None) 
     Channel order: half and deinterleaved ``[c_0 … c_{m-1}, c_0 … c_{m-1}]``, interleaved
     ``[c_0, c_0, c_1, c_1, …]``; ``φ = p·ω_j`` in float64.
     """
-    cos, sin = refpos.rope_cos_sin(_rope_positions(positions), _rope(rope), seq_len=seq_len)
+    cos, sin = refpos.rope_cos_sin(_positions_in(positions), _rope(rope), seq_len=seq_len)
     return _out(cos), _out(sin)
 
 
 def apply_rope(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """Rotated ``x`` ``(..., T, head_dim)`` at ``positions`` ``(T,)`` (or ``(..., T)``): the layout's pairs in
     the rotated span times A, pass-through channels unchanged. seq_len None: ``max(positions) + 1``."""
-    return _out(refpos.apply_rope(_f64(x), _rope_positions(positions), _rope(rope), seq_len=seq_len))
+    return _out(refpos.apply_rope(_f64(x), _positions_in(positions), _rope(rope), seq_len=seq_len))
 
 
 def apply_rope_complex(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """:func:`apply_rope` evaluated in complex form, ``z' = A·exp(i p ω)·z`` (Meta's form)."""
-    return _out(refpos.apply_rope_complex(_f64(x), _rope_positions(positions), _rope(rope), seq_len=seq_len))
+    return _out(refpos.apply_rope_complex(_f64(x), _positions_in(positions), _rope(rope), seq_len=seq_len))
 
 
 def rope_rotation_matrix(position: int, rope: dict, seq_len: int | None = None) -> np.ndarray:
@@ -352,7 +348,7 @@ def rope_attention_logits(
     """Scaled logits ``(H, Tq, Tk)`` = ``(R q)·(R k)ᵀ · head_dim^-1/2`` (× the DeepSeek multiplier when
     ``softmax_mscale``); q ``(H, Tq, D)``, k ``(H, Tk, D)``; seq_len None: max over both positions + 1."""
     enc = refpos.Rope(_rope(rope), seq_len=seq_len)
-    q_rot, k_rot = enc.rotate(_f64(q), _f64(k), _rope_positions(q_positions), _rope_positions(k_positions))
+    q_rot, k_rot = enc.rotate(_f64(q), _f64(k), _positions_in(q_positions), _positions_in(k_positions))
     xp = get_xp()
     return _out(xp.matmul(q_rot, xp.matrix_transpose(k_rot)) * enc.softmax_scale(q.shape[-1]))
 
