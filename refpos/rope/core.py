@@ -123,21 +123,6 @@ def _split_span(x: Array, rope: RopeConfig) -> tuple[Array, Array, Array]:
     return x[..., :0], x[..., :w], x[..., w:]
 
 
-def _rotate_span(span: Array, cos: Array, sin: Array, layout: str) -> Array:
-    """Rotate the pairs of ``span (..., T, w)`` by per-pair ``cos``, ``sin`` ``(..., T, w/2)``."""
-    xp = array_namespace(span)
-    m = span.shape[-1] // 2
-    if layout == "half":
-        u, v = span[..., :m], span[..., m:]
-    else:  # interleaved and deinterleaved read interleaved pairs
-        u, v = span[..., 0::2], span[..., 1::2]
-    u_rot = u * cos - v * sin
-    v_rot = v * cos + u * sin
-    if layout == "interleaved":
-        return xp.reshape(xp.stack([u_rot, v_rot], axis=-1), span.shape)  # (..., T, w): u0 v0 u1 v1 …
-    return xp.concat([u_rot, v_rot], axis=-1)  # (..., T, w): u… v…
-
-
 def _prepare(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, bool]:
     """Validate ``x (..., T, D)`` and its positions; one vector ``(D,)`` with one position is ``T = 1``."""
     x = float64_array(x, name="x")
@@ -210,11 +195,49 @@ def apply_rope(
     x, positions, single = _prepare(x, positions, rope)
     xp = array_namespace(x)
     inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
-    cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m)
+    cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m), angles in float64
+    cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)  # the rotation itself runs in x's dtype
     cos, sin = _broadcast_to_x(cos, positions, x), _broadcast_to_x(sin, positions, x)
-    before, span, after = _split_span(x, rope)
-    rotated = _rotate_span(span, cos, sin, rope.layout)
-    return _assemble(before, rotated, after, single)
+    out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], cos.shape[:-1]), x.shape[-1]), dtype=x.dtype)
+    start, stop = _span_bounds(rope)
+    out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
+    out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
+    u_in, v_in, u_out, v_out = _pair_slices(rope, start, stop)
+    # u' = u cos φ - v sin φ,  v' = v cos φ + u sin φ, written block by block along T so that the
+    # temporaries stay small (cache-sized) and the output is the only full-size array
+    t = x.shape[-2]
+    block = max(1, _BLOCK_ELEMENTS // max(1, math.prod(out.shape[:-2]) * out.shape[-1]))
+    for t0 in range(0, t, block):
+        rows = slice(t0, min(t0 + block, t))
+        u, v = x[..., rows, u_in], x[..., rows, v_in]  # (..., rows, m)
+        c, s = cos[..., rows, :], sin[..., rows, :]  # (..., rows, m)
+        out[..., rows, u_out] = u * c - v * s
+        out[..., rows, v_out] = v * c + u * s
+    return out[0, :] if single else out
+
+
+#: elements of x per block of rows in apply_rope (2**17: 1 MiB of float64, cache-sized)
+_BLOCK_ELEMENTS = 2**17
+
+
+def _span_bounds(rope: RopeConfig) -> tuple[int, int]:
+    """``[start, stop)`` of the rotated channels in the head (placement ``last``: the tail)."""
+    w, full = rope.rotary_width, rope.head_dim
+    return (full - w, full) if rope.placement == "last" else (0, w)
+
+
+def _pair_slices(rope: RopeConfig, start: int, stop: int) -> tuple[slice, slice, slice, slice]:
+    """Channel slices ``(u_in, v_in, u_out, v_out)`` of the pairs: where pair j is read and written.
+
+    ``half``: pairs ``(j, j + m)``; ``interleaved``: ``(2j, 2j + 1)``; ``deinterleaved`` reads
+    interleaved pairs and writes them half-split (HF DeepSeek-V3).
+    """
+    m = (stop - start) // 2
+    half = (slice(start, start + m), slice(start + m, stop))
+    interleaved = (slice(start, stop, 2), slice(start + 1, stop, 2))
+    read = half if rope.layout == "half" else interleaved
+    write = interleaved if rope.layout == "interleaved" else half
+    return (*read, *write)
 
 
 def apply_rope_complex(
