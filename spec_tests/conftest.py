@@ -29,7 +29,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from hypothesis import Phase, settings
+from hypothesis import Phase, reject, settings
+from hypothesis.control import currently_in_test_context
+from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 from support import IMPL, IMPL_NAME, float_tolerance_note
 
 from refpos.hypothesis_profiles import load_profile
@@ -163,9 +165,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 class Adapter:
-    """The adapter module, seen through a proxy: its functions raise ``pytest.skip`` (with the reason)
-    where they raise ``NotImplementedError``, at once — inside ``@given`` tests too, where Hypothesis
-    re-raises a skip immediately instead of shrinking a failure."""
+    """The adapter module, seen through a proxy that turns ``NotImplementedError`` (an unsupported
+    configuration) into: inside a ``@given`` test, a rejected example (Hypothesis draws others, so the
+    supported part of the input space is still tested; if no drawn example is supported the test is
+    reported as skipped); elsewhere, ``pytest.skip`` with the reason."""
 
     def __init__(self, module: ModuleType) -> None:
         self._module = module
@@ -189,9 +192,32 @@ def _skip_unsupported(name: str, func: Callable[..., Any]) -> Callable[..., Any]
         try:
             return func(*args, **kwargs)
         except NotImplementedError as exc:
-            pytest.skip(f"{IMPL_NAME}.{name} does not support this case: {exc}")
+            reason = f"{IMPL_NAME}.{name} does not support this case: {exc}"
+            if currently_in_test_context():
+                UNSUPPORTED.append(reason)
+                reject()  # a drawn example the adapter does not support: draw others
+            pytest.skip(reason)
 
     return wrapper
+
+
+#: reasons of the latest unsupported examples (for the skip message when none is supported)
+UNSUPPORTED: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A property test none of whose drawn examples the adapter supports is a skip, not a failure."""
+    outcome = yield
+    report = outcome.get_result()
+    excinfo = call.excinfo
+    if report.when == "call":
+        if report.failed and excinfo is not None and UNSUPPORTED and (
+            excinfo.errisinstance(Unsatisfiable) or excinfo.errisinstance(FailedHealthCheck)
+        ):
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {UNSUPPORTED[-1]}")
+        UNSUPPORTED.clear()
 
 
 @pytest.fixture(scope="session")
