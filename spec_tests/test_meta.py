@@ -69,7 +69,8 @@ def test_the_same_files_pass_on_the_reference():
 
 
 def test_every_mutant_module_is_catalogued():
-    modules = {p.stem for p in (ROOT / "spec_tests" / "mutants").glob("*.py") if not p.stem.startswith("_")}
+    modules = {p.stem for p in (ROOT / "spec_tests" / "mutants").glob("*.py")
+               if not p.stem.startswith("_") and p.stem != "matrix"}
     assert modules == set(CATALOGUE), f"uncatalogued: {modules - set(CATALOGUE)}; missing: {set(CATALOGUE) - modules}"
 
 
@@ -109,3 +110,22 @@ def test_xfails_skips_missing_functions_and_not_implemented(tmp_path: Path):
     assert "too slow" in out
     assert "does not support this case: only the 'zeros' policy" in out  # NotImplementedError -> skip
     assert "partial_adapter does not provide chunked_attention" in out  # missing function -> skip
+
+
+def test_the_readme_documents_every_reference_adapter_function():
+    from refpos import adapter
+
+    readme = (ROOT / "spec_tests" / "README.md").read_text(encoding="utf-8")
+    contract = readme.split("<!-- contract:begin -->", 1)[1].split("<!-- contract:end -->", 1)[0]
+    public = [name for name, value in vars(adapter).items()
+              if not name.startswith("_") and callable(value) and getattr(value, "__module__", "") == adapter.__name__]
+    missing = [name for name in public if f"**`{name}(" not in contract]
+    assert not missing, f"spec_tests/README.md does not document adapter functions {missing}"
+
+
+def test_the_example_adapter_passes_what_it_implements():
+    files = ["spec_tests/test_attention.py", "spec_tests/test_alibi.py", "spec_tests/test_t5.py",
+             "spec_tests/test_sinusoidal.py", "spec_tests/test_rope_vectors.py"]
+    result = run_suite("spec_tests.examples.numpy_adapter", ["-q", *files])
+    tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
+    assert result.returncode == 0 and " passed" in tail, tail
