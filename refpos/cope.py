@@ -18,9 +18,9 @@ import math
 from typing import Any
 
 from refpos._checks import as_positions, check_int, float64_array
-from refpos.attention import repeat_kv
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
+from refpos.heads import repeat_kv
 
 Array = Any
 

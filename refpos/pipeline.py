@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from refpos._checks import as_positions, check_int
-from refpos.attention import attention, merge_heads, split_heads
+from refpos.attention import attention
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding, NoPE
+from refpos.heads import merge_heads, split_heads
 
 Array = Any
 

@@ -21,9 +21,9 @@ from typing import Any
 
 from refpos._checks import as_positions, check_choice, check_int, float64_array
 from refpos.absolute import sinusoidal
-from refpos.attention import repeat_kv
 from refpos.backend import array_namespace, get_xp
 from refpos.encoding import Encoding
+from refpos.heads import repeat_kv
 
 Array = Any
 TXL_FORMS = ("rel_shift", "direct")
