@@ -146,6 +146,7 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
 
 
 # ---------------------------------------------------------------------------------------------- RoPE
+KNOWN_ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
 KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "head_dim", "partial_rotary_factor", "rotary_dim",
                    "max_position_embeddings", "layout", "placement"}
 
@@ -153,6 +154,8 @@ KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "head_dim", "partial_rot
 def _rope_setup(rope):
     """(rotary size d, θ, ω scale, layout); NotImplementedError for what this example does not cover."""
     kind = rope.get("rope_type", "default")
+    if kind not in KNOWN_ROPE_TYPES:
+        raise ValueError(f"rope_type must be one of {KNOWN_ROPE_TYPES}, got {kind!r}")
     if kind not in ("default", "linear"):
         raise NotImplementedError(f"rope_type {kind!r} (only 'default' and 'linear')")
     unknown = set(rope) - KNOWN_ROPE_KEYS
@@ -162,13 +165,20 @@ def _rope_setup(rope):
         raise NotImplementedError(f"placement {rope['placement']!r}")
     head_dim = rope["head_dim"]
     d = rope.get("rotary_dim") or int(head_dim * rope.get("partial_rotary_factor", 1.0))
-    layout = rope.get("layout", INFO["rope_layout"])
-    if layout not in ("half", "interleaved"):
-        raise NotImplementedError(f"layout {layout!r}")
+    layout = rope.get("layout", "half")  # the contract's default when a dict names none
+    if layout not in ("half", "interleaved", "deinterleaved"):
+        raise ValueError(f"layout must be 'half', 'interleaved' or 'deinterleaved', got {layout!r}")
+    if layout == "deinterleaved":
+        raise NotImplementedError("layout 'deinterleaved'")
     if d % 2 or not 0 < d <= head_dim:
         raise ValueError(f"rotary size must be even and in (0, head_dim], got {d}")
     factor = rope.get("factor", 1.0) if kind == "linear" else 1.0
-    return d, float(rope.get("rope_theta", 10000.0)), factor, layout
+    if factor < 1:
+        raise ValueError(f"factor must be >= 1, got {factor}")
+    theta = float(rope.get("rope_theta", 10000.0))
+    if not theta > 0:
+        raise ValueError(f"rope_theta must be > 0, got {theta}")
+    return d, theta, factor, layout
 
 
 def rope_frequencies(rope, seq_len=None):
