@@ -159,9 +159,11 @@ def t5_bias(table, q_positions, k_positions, bidirectional=True, max_distance=12
 # ---------------------------------------------------------------------------------------------- RoPE
 def _rotary_module(rope: dict) -> tuple[Any, int, int, str]:
     """(GPT-NeoX rotary module, head_dim, rotary size d, layout) for a contract rope dict."""
-    unknown = set(rope) - set(HF_ROPE_KEYS) - set(GEOMETRY_KEYS)
+    unknown = set(rope) - set(HF_ROPE_KEYS) - set(GEOMETRY_KEYS) - {"dynamic_rule", "softmax_mscale"}
     if unknown:
         raise NotImplementedError(f"keys with no HF equivalent: {sorted(unknown)}")
+    if rope.get("dynamic_rule", "hf") != "hf":
+        raise NotImplementedError(f"dynamic_rule {rope['dynamic_rule']!r}: HF has only its own (stateful) rule")
     kind = rope.get("rope_type", "default")
     if kind != "default" and kind not in modeling_rope_utils.ROPE_INIT_FUNCTIONS:
         raise NotImplementedError(f"rope_type {kind!r} is not in transformers' ROPE_INIT_FUNCTIONS")

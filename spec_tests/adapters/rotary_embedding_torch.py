@@ -28,14 +28,17 @@ INFO: dict[str, Any] = {
     "description": "spec_tests/adapters/rotary_embedding_torch.py: RotaryEmbedding.forward + apply_rotary_emb",
 }
 
-SUPPORTED_KEYS = {"rope_type", "rope_theta", "factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-                  "max_position_embeddings", "layout", "placement"}
+#: contract keys; those of other rope types (beta_fast, short_factor, ...) do not change default/linear
+CONTRACT_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+                 "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
+                 "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
+                 "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
 
 
 def _module(rope: dict) -> tuple[RotaryEmbedding, int]:
-    unknown = set(rope) - SUPPORTED_KEYS
+    unknown = set(rope) - CONTRACT_KEYS
     if unknown:
-        raise NotImplementedError(f"keys with no rotary-embedding-torch equivalent: {sorted(unknown)}")
+        raise ValueError(f"unknown rope keys {sorted(unknown)}")
     kind = rope.get("rope_type", "default")
     if kind not in ("default", "linear"):
         raise NotImplementedError(f"rope_type {kind!r}: the library has only interpolate_factor (linear)")

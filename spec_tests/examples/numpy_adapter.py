@@ -147,8 +147,11 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
 
 # ---------------------------------------------------------------------------------------------- RoPE
 KNOWN_ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
-KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-                   "max_position_embeddings", "layout", "placement"}
+#: contract keys; those of other rope types (beta_fast, short_factor, ...) do not change default/linear
+KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+                   "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
+                   "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
+                   "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
 
 
 def _rope_setup(rope):
@@ -160,7 +163,7 @@ def _rope_setup(rope):
         raise NotImplementedError(f"rope_type {kind!r} (only 'default' and 'linear')")
     unknown = set(rope) - KNOWN_ROPE_KEYS
     if unknown:
-        raise NotImplementedError(f"rope keys {sorted(unknown)}")
+        raise ValueError(f"unknown rope keys {sorted(unknown)}")
     if rope.get("placement", "first") != "first":
         raise NotImplementedError(f"placement {rope['placement']!r}")
     head_dim = rope["head_dim"]
