@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from refpos._checks import check_int
 
 __all__ = [
+    "ALL_LAYOUTS",
     "LAYOUTS",
     "ROPE_TYPES",
     "AttentionShape",
@@ -46,8 +47,9 @@ __all__ = [
 
 #: every ``rope_type`` :func:`rope_configs` can draw (rope.md §6)
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional")
-#: RoPE memory layouts (rope.md §3)
+#: RoPE memory layouts drawn by default (rope.md §3); ``"deinterleaved"`` (HF DeepSeek-V3) on request
 LAYOUTS = ("half", "interleaved")
+ALL_LAYOUTS = ("half", "interleaved", "deinterleaved")
 
 
 def _check_subset(name: str, values: Any, allowed: tuple[str, ...]) -> tuple[str, ...]:
@@ -227,7 +229,7 @@ def rope_configs(
     (head placement, d = int(D·prf) kept even); ``proportional`` always has one.
     """
     return _rope_configs(_check_subset("rope_types", rope_types, ROPE_TYPES), head_dim,
-                         _check_subset("layouts", layouts, LAYOUTS), partial)
+                         _check_subset("layouts", layouts, ALL_LAYOUTS), partial)
 
 
 @st.composite
