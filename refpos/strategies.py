@@ -24,6 +24,7 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from refpos._checks import check_int
@@ -245,8 +246,10 @@ def _rope_configs(
     if dim % 2 or dim < 2:
         raise ValueError(f"head_dim strategy must draw even sizes >= 2, drew {dim}")
     prf = 1.0
+    min_rotary = 4 if rope_type == "dynamic" else 2  # dynamic NTK's exponent d/(d - 2) needs d >= 4
+    assume(dim >= min_rotary)
     if partial or rope_type == "proportional":
-        candidates = [f for f in (0.25, 0.5, 0.75) if int(dim * f) % 2 == 0 and int(dim * f) >= 2]
+        candidates = [f for f in (0.25, 0.5, 0.75) if int(dim * f) % 2 == 0 and int(dim * f) >= min_rotary]
         if rope_type == "proportional":
             candidates = [f for f in candidates if int(f * dim // 2) >= 1] or [1.0]
         prf = draw(st.sampled_from([*candidates, 1.0])) if candidates else 1.0
