@@ -161,5 +161,6 @@ def tolerance(impl: ModuleType, kind: str = "value") -> dict[str, float]:
 def float_tolerance_note(impl: ModuleType) -> str:
     """One line for the report header: the tolerance rule that follows from the declared dtype."""
     dtype = declared_dtype(impl)
+    c = tol_rules.ANGLE_C[dtype] if isinstance(tol_rules.ANGLE_C, dict) else tol_rules.ANGLE_C
     return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}; angle-derived "
-            f"values add 2·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} (refpos.tolerance, pitfalls.md §20)")
+            f"values add {c:g}·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} (refpos.tolerance, pitfalls.md §20)")
