@@ -129,3 +129,33 @@ def test_the_example_adapter_passes_what_it_implements():
     result = run_suite("spec_tests.examples.numpy_adapter", ["-q", *files])
     tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
     assert result.returncode == 0 and " passed" in tail, tail
+
+
+def test_tolerances_follow_the_declared_dtype_and_the_position():
+    import types
+
+    import numpy as np
+    import support
+
+    f32, f64 = types.SimpleNamespace(INFO={"dtype": "float32"}), types.SimpleNamespace(INFO={"dtype": "float64"})
+    assert support.tolerance(f64)["rtol"] == 1e-13 and support.tolerance(f32)["rtol"] == 1e-6
+    positions = np.array([1, 1000, 100000])
+    atol = support.tolerance_array(f32, np.cos(positions * 1.0), "phase", positions=positions)
+    assert atol[0] < atol[1] < atol[2]
+    # a correct float32 phase path at p = 1e5 passes under a float32 claim and fails under a float64 one
+    float32_cos = np.cos(np.float32(100000.0) * np.float32(1.0)).astype(np.float64)
+    reference = np.cos(100000.0)
+    support.assert_close(np.array([float32_cos]), np.array([reference]), f32, "phase", positions=np.array([100000]))
+    with pytest.raises(AssertionError, match="phase rule, dtype float64"):
+        support.assert_close(np.array([float32_cos]), np.array([reference]), f64, "phase",
+                             positions=np.array([100000]))
+
+
+def test_entries_match_node_ids_at_boundaries():
+    from conftest import Entry
+
+    entry = Entry("test_t5.py::test_direction_rules", "reason", "f:1")
+    assert entry.matches("spec_tests/test_t5.py::test_direction_rules")
+    assert entry.matches("spec_tests/test_t5.py::test_direction_rules[1-2]")
+    assert not entry.matches("spec_tests/test_t5.py::test_direction_rules_more")
+    assert Entry("spec_tests/test_t5.py", "r", "f:2").matches("spec_tests/test_t5.py::test_x")
