@@ -1,0 +1,121 @@
+"""Adapter: lucidrains/x-transformers (``AlibiPositionalBias``, ``RelativePositionBias``, ``RotaryEmbedding``).
+
+Run the suite on it (known divergences in ``x_transformers.xfails.txt``)::
+
+    REFPOS_IMPL=spec_tests.adapters.x_transformers python -m pytest spec_tests \\
+        --xfails-file spec_tests/adapters/x_transformers.xfails.txt
+
+* ALiBi: the module's float32 ``slopes`` buffer and ``forward(i, j)``, which builds the *symmetric* form
+  ``−m_h·|i − j|`` with queries aligned to the end of the keys (the causal form is the same on the
+  causal triangle and needs the mask; the library builds no unmasked causal or key-index form).
+* T5: ``RelativePositionBias._relative_position_bucket`` (its ``causal`` is the contract's
+  ``not bidirectional``).
+* RoPE: ``RotaryEmbedding.forward`` (float32 angles, positions divided by ``interpolation_factor``) and
+  ``apply_rotary_pos_emb`` (interleaved pairs of the first ``dim`` channels); ``default`` and ``linear``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any
+
+import numpy as np
+import torch
+from x_transformers import x_transformers as xt
+
+INFO: dict[str, Any] = {
+    "name": f"x-transformers {importlib.metadata.version('x-transformers')}",
+    "dtype": "float32",
+    "rope_layout": "interleaved",
+    "description": "spec_tests/adapters/x_transformers.py: ALiBi, T5 buckets, rotary of x_transformers",
+}
+
+CONTRACT_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+                 "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
+                 "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
+                 "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
+
+
+# --------------------------------------------------------------------------------------------- ALiBi
+def _alibi(n_heads: int) -> Any:
+    if n_heads < 1:
+        raise ValueError(f"n_heads must be >= 1, got {n_heads}")
+    return xt.AlibiPositionalBias(heads=n_heads)
+
+
+def alibi_slopes(n_heads: int) -> np.ndarray:
+    """The float32 ``slopes`` buffer the module multiplies with."""
+    return _alibi(n_heads).slopes.reshape(-1).double().numpy()
+
+
+def alibi_bias(n_heads: int, q_len: int, k_len: int, form: str = "causal") -> np.ndarray:
+    """``forward(q_len, k_len)``: the symmetric form only."""
+    if form not in ("causal", "symmetric", "key_index"):
+        raise ValueError(f"form must be 'causal', 'symmetric' or 'key_index', got {form!r}")
+    if form != "symmetric":
+        raise NotImplementedError(f"x-transformers builds the symmetric ALiBi form, not {form!r}")
+    module = _alibi(n_heads)
+    return module(q_len, k_len).double().numpy()  # (H, Tq, Tk)
+
+
+# ------------------------------------------------------------------------------------------------ T5
+def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128) -> np.ndarray:
+    """``RelativePositionBias._relative_position_bucket`` of ``key − query`` (validates nothing)."""
+    rel = torch.as_tensor(np.asarray(relative_position, dtype=np.int64))
+    buckets = xt.RelativePositionBias._relative_position_bucket(
+        rel, causal=not bidirectional, num_buckets=num_buckets, max_distance=max_distance
+    )
+    return torch.as_tensor(buckets).numpy().astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------- RoPE
+def _rotary(rope: dict) -> tuple[Any, int]:
+    unknown = set(rope) - CONTRACT_KEYS
+    if unknown:
+        raise ValueError(f"unknown rope keys {sorted(unknown)}")
+    kind = rope.get("rope_type", "default")
+    if kind not in ("default", "linear"):
+        raise NotImplementedError(f"rope_type {kind!r}: x-transformers has interpolation_factor (linear) only")
+    if rope.get("layout", "half") != "interleaved":  # a dict without "layout" means the contract default, half
+        raise NotImplementedError("x-transformers rotates interleaved pairs only")
+    if rope.get("placement", "first") != "first":
+        raise NotImplementedError("x-transformers rotates the first channels")
+    head_dim = int(rope["head_dim"])
+    d = rope.get("rotary_dim") or int(head_dim * rope.get("partial_rotary_factor", 1.0))
+    if d == 2:  # the constructor evaluates base_rescale_factor ** (dim / (dim - 2))
+        raise NotImplementedError("RotaryEmbedding(dim=2) raises ZeroDivisionError (dim / (dim - 2))")
+    factor = float(rope.get("factor", 1.0)) if kind == "linear" else 1.0
+    if factor < 1:
+        raise NotImplementedError("x-transformers asserts interpolation_factor >= 1")
+    return xt.RotaryEmbedding(d, base=rope.get("rope_theta", 10000.0), interpolation_factor=factor), d
+
+
+def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
+    """The float32 ``inv_freq`` buffer divided by ``interpolation_factor``; A = 1."""
+    module, _ = _rotary(rope)
+    return (module.inv_freq.double() / module.interpolation_factor).numpy(), 1.0
+
+
+def _freqs(positions, rope: dict) -> torch.Tensor:
+    module, _ = _rotary(rope)
+    pos = torch.as_tensor(np.asarray(positions, dtype=np.int64))
+    freqs, _ = module(pos.reshape(-1, pos.shape[-1]) if pos.ndim else pos.reshape(1, 1))  # (B, T, d)
+    return freqs.reshape(*pos.shape, freqs.shape[-1]) if pos.ndim else freqs.reshape(-1)
+
+
+def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of the module's angles, interleaved order ``[c_0, c_0, c_1, c_1, …]``."""
+    freqs = _freqs(positions, rope)
+    return freqs.cos().double().numpy(), freqs.sin().double().numpy()
+
+
+def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
+    """``apply_rotary_pos_emb(x, freqs)`` in float32 on the first d channels."""
+    freqs = _freqs(positions, rope)  # (..., T, d)
+    xt_ = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    shape = xt_.shape
+    while freqs.ndim < xt_.ndim:  # (B, T) positions with x (B, H, T, D): broadcast over heads
+        freqs = freqs.unsqueeze(-3)
+    freqs = torch.broadcast_to(freqs, (*xt_.shape[:-1], freqs.shape[-1])).reshape(-1, shape[-2], freqs.shape[-1])
+    flat = xt_.reshape(-1, shape[-2], shape[-1])  # (N, T, D): the library's (b, n, d) form
+    return xt.apply_rotary_pos_emb(flat, freqs).reshape(shape).double().numpy()
