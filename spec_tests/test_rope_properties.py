@@ -23,7 +23,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 from rope_support import layout_perm, rope_dicts, rotary_width, seeded, span_slices
-from support import assert_close, require, tolerance
+from support import assert_close, declared_dtype, require, tolerance
 
 POSITIONS = st.integers(0, 70000)
 
@@ -76,7 +76,10 @@ def test_position_zero_is_the_identity_times_a(impl, case, seq_len):
     y = require(impl, "apply_rope")(x, np.zeros(2, dtype=np.int64), rope, seq_len=seq_len)
     _, a = _inv_freq(impl, rope, seq_len)
     span, passthrough = span_slices(rope)
-    np.testing.assert_array_equal(y[:, passthrough], x[:, passthrough])
+    if declared_dtype(impl) == "float64":
+        np.testing.assert_array_equal(y[:, passthrough], x[:, passthrough])  # untouched, bit for bit
+    else:  # unchanged up to the adapter's own rounding of its input
+        assert_close(y[:, passthrough], x[:, passthrough], impl, what="pass-through channels")
     expected = a * x[:, span]
     if rope["layout"] == "deinterleaved":  # interleaved input written half-split
         expected = np.concatenate([expected[:, 0::2], expected[:, 1::2]], axis=-1)

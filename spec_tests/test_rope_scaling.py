@@ -109,9 +109,10 @@ def test_yarn_ramp_bounds_and_blend_limits(impl, rope):
     j = np.arange(d // 2)
     ramp = np.clip((j - lo) / (hi - lo), 0, 1)
     np.testing.assert_allclose(ratio, (1 - ramp) + ramp / s, rtol=10 * tolerance(impl)["rtol"])
-    assert np.all(ratio <= 1 + 1e-12) and np.all(ratio >= 1 / s - 1e-12)  # blend limits
+    slack = max(1e-12, 10 * tolerance(impl)["rtol"])  # float64: 1e-12; a float32 adapter: its rounding
+    assert np.all(ratio <= 1 + slack) and np.all(ratio >= 1 / s - slack)  # blend limits
     if lo < hi:  # (the clamp hi <= d - 1 can put hi below lo for tiny d and theta: then HF's ramp inverts)
-        assert np.all(np.diff(ratio) <= 1e-12)  # non-increasing in j
+        assert np.all(np.diff(ratio) <= slack)  # non-increasing in j
         np.testing.assert_allclose(ratio[j <= lo], 1.0, rtol=tolerance(impl)["rtol"])
         np.testing.assert_allclose(ratio[j >= hi], 1 / s, rtol=tolerance(impl)["rtol"])
 
@@ -149,8 +150,9 @@ def test_llama3_is_continuous_at_its_band_edges(impl, low, high_mult, l0, d, s, 
             "high_freq_factor": high, "original_max_position_embeddings": l0}
     ratio = frequencies(impl, rope)[0] / base_inv(theta, d)
     target = 1.0 if edge == "high" else 1 / s
-    assert ratio[j] == pytest.approx(target, rel=1e-9)  # either side of the edge gives the same value
-    assert np.all(np.diff(ratio) <= 1e-12)  # θ > 1: wavelengths grow with j, the ratio falls
+    slack = max(1e-12, 10 * tolerance(impl)["rtol"])  # float64: 1e-12; a float32 adapter: its rounding
+    assert ratio[j] == pytest.approx(target, rel=max(1e-9, slack))  # either side of the edge: the same value
+    assert np.all(np.diff(ratio) <= slack)  # θ > 1: wavelengths grow with j, the ratio falls
     assert ratio[0] == 1.0  # λ_0 = 2π lies below every L0/high here
 
 
