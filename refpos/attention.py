@@ -295,15 +295,21 @@ def attention(
              "bias_scaled": bias_scaled, "qk_terms": qk_terms, "temperature": temperature,
              "value_terms": value_terms, "fully_masked": fully_masked}
     if trace is not None or return_weights or value_terms is not None:  # every intermediate kept whole
-        o, p = _attend_rows(q, k, v, rows=slice(0, t_q), t_q=t_q, record=trace, **steps)
+        o, p = _attend_rows(q, k, v, rows=slice(0, t_q), t_q=t_q, t_k=t_k, record=trace, **steps)
         return (o, p) if return_weights else o
     # Softmax rows are independent, so the same steps run on blocks of query rows: the T×T temporaries
-    # shrink to block × Tk (memory, cache and page faults), and the result is the same.
+    # shrink to block × Tk (memory, cache and page faults), and the result is the same. Under a causal
+    # mask the keys after a block's last query are masked in every row of it (exact zeros): left out.
     per_row = max(1, math.prod(lead) * h_q * t_k)
     block = max(1, _BLOCK_ELEMENTS // per_row)
-    outs = [_attend_rows(q[..., i0:min(i0 + block, t_q), :], k, v, rows=slice(i0, min(i0 + block, t_q)),
-                         t_q=t_q, record=None, **steps)[0]
-            for i0 in range(0, t_q, block)]
+    outs = []
+    for i0 in range(0, t_q, block):
+        rows = slice(i0, min(i0 + block, t_q))
+        keys = min(t_k, t_k - t_q + rows.stop) if causal else t_k
+        columns = {name: _columns(steps[name], keys, t_k) for name in ("bias", "mask", "qk_terms")}
+        o, _ = _attend_rows(q[..., rows, :], k[..., :keys, :], v[..., :keys, :], rows=rows, t_q=t_q, t_k=t_k,
+                            record=None, **{**steps, **columns})
+        outs.append(o)
     if not outs:
         return xp.zeros((*lead, h_q, 0, v.shape[-1]), dtype=q.dtype)
     return outs[0] if len(outs) == 1 else xp.concat(outs, axis=-2)  # (..., Hq, Tq, dv)
@@ -311,6 +317,13 @@ def attention(
 
 #: elements of one block of logits when attention runs block by block (2**21: 8 MiB in float32)
 _BLOCK_ELEMENTS = 2**21
+
+
+def _columns(term: Array | None, keys: int, t_k: int) -> Array | None:
+    """The first ``keys`` key columns of a term broadcastable along its key axis (size 1 broadcasts)."""
+    if term is None or keys == t_k or term.shape[-1] == 1:
+        return term
+    return term[..., :keys]
 
 
 def _rows(term: Array | None, rows: slice, t_q: int, axis: int = -2) -> Array | None:
@@ -321,17 +334,18 @@ def _rows(term: Array | None, rows: slice, t_q: int, axis: int = -2) -> Array | 
 
 
 def _attend_rows(
-    q: Array, k: Array, v: Array, *, rows: slice, t_q: int, n_rep: int, bias: Array | None, mask: Array | None,
+    q: Array, k: Array, v: Array, *, rows: slice, t_q: int, t_k: int, n_rep: int, bias: Array | None,
+    mask: Array | None,
     causal: bool, scale: float, softcap: float | None, bias_scaled: bool, qk_terms: Array | None,
     temperature: Array | None, value_terms: Callable[[Array], Array] | None, fully_masked: str,
     record: dict[str, Array] | None,
 ) -> tuple[Array, Array]:
-    """Steps 1-9 of the module docstring for the query rows ``rows`` (q holds just those rows)."""
+    """Steps 1-9 of the module docstring for the query rows ``rows`` (q holds just those rows; k and v may
+    hold only the first keys of ``t_k``, when the others are masked for every one of these rows)."""
     xp = array_namespace(q)
     record = {} if record is None else record
     bias, mask = _rows(bias, rows, t_q), _rows(mask, rows, t_q)
     qk_terms, temperature = _rows(qk_terms, rows, t_q), _rows(temperature, rows, t_q, axis=-1)
-    t_k = k.shape[-2]
 
     # 1. content scores (+ dot-product position terms)
     s = grouped_scores(q, k, n_rep)  # (..., Hq, rows, Tk)
@@ -362,7 +376,7 @@ def _attend_rows(
     allowed = mask
     if causal:
         q_pos = xp.arange(rows.start, rows.stop, dtype=xp.int64) + (t_k - t_q)
-        cm = xp.arange(t_k, dtype=xp.int64)[None, :] <= q_pos[:, None]  # (rows, Tk)
+        cm = xp.arange(k.shape[-2], dtype=xp.int64)[None, :] <= q_pos[:, None]  # (rows, keys)
         allowed = cm if allowed is None else (allowed & cm)
     if allowed is not None:
         record["allowed"] = allowed
