@@ -21,6 +21,8 @@ import rotary_embedding_torch
 import torch
 from rotary_embedding_torch import RotaryEmbedding, apply_rotary_emb
 
+from spec_tests.adapters._interleaved_rope import supported_rotary
+
 INFO: dict[str, Any] = {
     "name": f"rotary-embedding-torch {getattr(rotary_embedding_torch, '__version__', '')}".strip(),
     "dtype": "float32",
@@ -28,29 +30,9 @@ INFO: dict[str, Any] = {
     "description": "spec_tests/adapters/rotary_embedding_torch.py: RotaryEmbedding.forward + apply_rotary_emb",
 }
 
-#: contract keys; those of other rope types (beta_fast, short_factor, ...) do not change default/linear
-CONTRACT_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-                 "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-                 "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-                 "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
-
 
 def _module(rope: dict) -> tuple[RotaryEmbedding, int]:
-    unknown = set(rope) - CONTRACT_KEYS
-    if unknown:
-        raise ValueError(f"unknown rope keys {sorted(unknown)}")
-    kind = rope.get("rope_type", "default")
-    if kind not in ("default", "linear"):
-        raise NotImplementedError(f"rope_type {kind!r}: the library has only interpolate_factor (linear)")
-    if rope.get("layout", "half") != "interleaved":  # a dict without "layout" means the contract default, half
-        raise NotImplementedError("the library rotates interleaved pairs only")
-    if rope.get("placement", "first") != "first":
-        raise NotImplementedError("the library rotates the first channels (start_index=0)")
-    head_dim = int(rope["head_dim"])
-    d = rope.get("rotary_dim") or int(head_dim * rope.get("partial_rotary_factor", 1.0))
-    if d == 2:  # a finding: the constructor computes theta_rescale_factor ** (dim / (dim - 2))
-        raise NotImplementedError("RotaryEmbedding(dim=2) raises ZeroDivisionError (dim / (dim - 2))")
-    factor = float(rope.get("factor", 1.0)) if kind == "linear" else 1.0
+    _, d, factor = supported_rotary(rope, "rotary-embedding-torch")
     module = RotaryEmbedding(dim=d, theta=rope.get("rope_theta", 10000.0), interpolate_factor=factor,
                              cache_if_possible=False)
     return module, d

@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from x_transformers import x_transformers as xt
 
+from spec_tests.adapters._interleaved_rope import supported_rotary
+
 INFO: dict[str, Any] = {
     "name": f"x-transformers {importlib.metadata.version('x-transformers')}",
     "dtype": "float32",
@@ -30,10 +32,6 @@ INFO: dict[str, Any] = {
     "description": "spec_tests/adapters/x_transformers.py: ALiBi, T5 buckets, rotary of x_transformers",
 }
 
-CONTRACT_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-                 "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-                 "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-                 "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
 
 
 # --------------------------------------------------------------------------------------------- ALiBi
@@ -70,21 +68,7 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
 
 # ---------------------------------------------------------------------------------------------- RoPE
 def _rotary(rope: dict) -> tuple[Any, int]:
-    unknown = set(rope) - CONTRACT_KEYS
-    if unknown:
-        raise ValueError(f"unknown rope keys {sorted(unknown)}")
-    kind = rope.get("rope_type", "default")
-    if kind not in ("default", "linear"):
-        raise NotImplementedError(f"rope_type {kind!r}: x-transformers has interpolation_factor (linear) only")
-    if rope.get("layout", "half") != "interleaved":  # a dict without "layout" means the contract default, half
-        raise NotImplementedError("x-transformers rotates interleaved pairs only")
-    if rope.get("placement", "first") != "first":
-        raise NotImplementedError("x-transformers rotates the first channels")
-    head_dim = int(rope["head_dim"])
-    d = rope.get("rotary_dim") or int(head_dim * rope.get("partial_rotary_factor", 1.0))
-    if d == 2:  # the constructor evaluates base_rescale_factor ** (dim / (dim - 2))
-        raise NotImplementedError("RotaryEmbedding(dim=2) raises ZeroDivisionError (dim / (dim - 2))")
-    factor = float(rope.get("factor", 1.0)) if kind == "linear" else 1.0
+    _, d, factor = supported_rotary(rope, "x-transformers")
     if factor < 1:
         raise NotImplementedError("x-transformers asserts interpolation_factor >= 1")
     return xt.RotaryEmbedding(d, base=rope.get("rope_theta", 10000.0), interpolation_factor=factor), d
