@@ -302,8 +302,6 @@ def _rope_config(args: argparse.Namespace) -> Any:
     path = _need(args.config, "--config CONFIG.json", "rope")
     try:
         return refpos.from_hf_config(path, layer_type=args.layer_type)
-    except FileNotFoundError:
-        raise Unusable(f"--config {path}: no such file") from None
     except (ValueError, TypeError, KeyError, OSError) as exc:
         raise Unusable(f"--config {path} does not resolve: {str(exc).splitlines()[0]}") from None
 

@@ -34,6 +34,7 @@ from refpos.golden import (
     write_cases,
 )
 from refpos.npy import read_npy
+from refpos.rope.hf import load_hf_config
 
 TITLE = "refpos golden outputs: every encoding family, the worked example, real model RoPE, boundaries, scenarios"
 
@@ -189,19 +190,6 @@ def _parse_positions(text: str | None) -> list[int] | None:
     return values
 
 
-def _load_config(path: Path) -> dict[str, Any]:
-    path = path / "config.json" if path.is_dir() else path
-    try:
-        config = json.loads(path.read_text(encoding="utf8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable JSON config ({exc})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path}: a config.json must hold a JSON object")
-    return config
-
-
 def run(args: argparse.Namespace) -> int:
     """``refpos golden …``: exit 0 on success, 1 on a verification failure, 2 on unusable input."""
     try:
@@ -237,7 +225,7 @@ def _run(args: argparse.Namespace) -> int:
               f"({time.perf_counter() - start:.1f} s)")
         return 1 if problems else 0
     if args.golden_command == "model":
-        config = _load_config(args.config)
+        config = load_hf_config(args.config)
         from refpos.golden_rope import model_cases
 
         name = args.name or (args.config.name if args.config.is_dir() else args.config.parent.name or args.config.stem)

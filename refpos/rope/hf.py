@@ -70,7 +70,12 @@ _GEMMA3 = {"gemma3", "gemma3_text"}
 _GEMMA4 = {"gemma4", "gemma4_text"}
 
 
-def _load(config_or_path: Any) -> dict[str, Any]:
+def load_hf_config(config_or_path: Any) -> dict[str, Any]:
+    """A config.json as a dict: a mapping is copied; a path (or a directory holding config.json) is read.
+
+    An unreadable file or invalid JSON is a ``ValueError``, a non-object JSON or a wrong type a ``TypeError``,
+    each naming the path.
+    """
     if isinstance(config_or_path, Mapping):
         return dict(config_or_path)
     if not isinstance(config_or_path, (str, os.PathLike)):
@@ -337,7 +342,7 @@ class _Resolver:
 
 def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
     """Layer types with their own RoPE in a per-layer config (empty for a config with one RoPE)."""
-    cfg = _load(config_or_path)
+    cfg = load_hf_config(config_or_path)
     cfg = cfg["text_config"] if isinstance(cfg.get("text_config"), Mapping) and not _has_rope_keys(cfg) else cfg
     for key in ("rope_parameters", "rope_scaling"):
         value = cfg.get(key)
@@ -372,7 +377,7 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
         raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None, got {type(layer_type).__name__}")
-    cfg, prefix = _load(config_or_path), ""
+    cfg, prefix = load_hf_config(config_or_path), ""
     if isinstance(cfg.get("text_config"), Mapping) and not _has_rope_keys(cfg):
         cfg, prefix = dict(cfg["text_config"]), "text_config."
     r = _Resolver(cfg, prefix, layer_type)
