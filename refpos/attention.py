@@ -306,7 +306,7 @@ def attention(
     for i0 in range(0, t_q, block):
         rows = slice(i0, min(i0 + block, t_q))
         keys = min(t_k, t_k - t_q + rows.stop) if causal else t_k
-        columns = {name: _columns(steps[name], keys, t_k) for name in ("bias", "mask", "qk_terms")}
+        columns = {name: _along(steps[name], -1, slice(0, keys), t_k) for name in ("bias", "mask", "qk_terms")}
         o, _ = _attend_rows(q[..., rows, :], k[..., :keys, :], v[..., :keys, :], rows=rows, t_q=t_q, t_k=t_k,
                             record=None, **{**steps, **columns})
         outs.append(o)
@@ -319,18 +319,12 @@ def attention(
 _BLOCK_ELEMENTS = 2**21
 
 
-def _columns(term: Array | None, keys: int, t_k: int) -> Array | None:
-    """The first ``keys`` key columns of a term broadcastable along its key axis (size 1 broadcasts)."""
-    if term is None or keys == t_k or term.shape[-1] == 1:
+def _along(term: Array | None, axis: int, part: slice, length: int) -> Array | None:
+    """``part`` of a term along ``axis`` (-2: query rows, -1: key columns) of size ``length``; a term of
+    size 1 (or without that axis) broadcasts there and is returned as it is."""
+    if term is None or term.ndim < -axis or term.shape[axis] == 1 or (part.start == 0 and part.stop == length):
         return term
-    return term[..., :keys]
-
-
-def _rows(term: Array | None, rows: slice, t_q: int, axis: int = -2) -> Array | None:
-    """The query rows ``rows`` of a term broadcastable along its query axis (size 1 broadcasts)."""
-    if term is None or term.ndim < -axis or term.shape[axis] == 1 or (rows.start == 0 and rows.stop == t_q):
-        return term
-    return term[..., rows, :] if axis == -2 else term[..., rows]
+    return term[..., part, :] if axis == -2 else term[..., part]
 
 
 def _attend_rows(
@@ -344,8 +338,8 @@ def _attend_rows(
     hold only the first keys of ``t_k``, when the others are masked for every one of these rows)."""
     xp = array_namespace(q)
     record = {} if record is None else record
-    bias, mask = _rows(bias, rows, t_q), _rows(mask, rows, t_q)
-    qk_terms, temperature = _rows(qk_terms, rows, t_q), _rows(temperature, rows, t_q, axis=-1)
+    bias, mask, qk_terms = (_along(term, -2, rows, t_q) for term in (bias, mask, qk_terms))
+    temperature = _along(temperature, -1, rows, t_q)  # (..., Tq): its last axis is the query axis
 
     # 1. content scores (+ dot-product position terms)
     s = grouped_scores(q, k, n_rep)  # (..., Hq, rows, Tk)

@@ -23,6 +23,7 @@ from typing import Any
 from refpos._checks import check_choice, check_float, check_int
 from refpos.attention import (
     FULLY_MASKED,
+    _along,
     _check_additive,
     _check_mask,
     _check_qkv,
@@ -35,14 +36,12 @@ Array = Any
 BlockTerm = Callable[[Array, Array], Array]  # f(query_index, key_index) -> (..., Hq, tq, tk)
 
 
-def _block(term: Array | BlockTerm | None, q_idx: Array, k_idx: Array, q_sl: slice, k_sl: slice) -> Array | None:
+def _block(term: Array | BlockTerm | None, q_idx: Array, k_idx: Array, q_sl: slice, k_sl: slice,
+           t_q: int, t_k: int) -> Array | None:
     """The (query block, key block) part of an additive term given as an array or as a function."""
-    if term is None:
-        return None
     if callable(term):
         return term(q_idx, k_idx)
-    rows = term[..., q_sl, :] if term.shape[-2] != 1 else term
-    return rows[..., :, k_sl] if term.shape[-1] != 1 else rows
+    return _along(_along(term, -2, q_sl, t_q), -1, k_sl, t_k)
 
 
 def chunked_attention(
@@ -121,7 +120,7 @@ def chunked_attention(
             k_idx = xp.arange(k0, k1, dtype=xp.int64)
             q_sl, k_sl = slice(q0, q1), slice(k0, k1)
             s = grouped_scores(q_blk, k[..., k0:k1, :], n_rep)  # (..., Hq, tq, tk)
-            b = _block(bias, q_idx, k_idx, q_sl, k_sl)
+            b = _block(bias, q_idx, k_idx, q_sl, k_sl, t_q, t_k)
             if b is not None and bias_scaled:
                 s = s + b
             s = s * scale
@@ -129,7 +128,7 @@ def chunked_attention(
                 s = softcap * xp.tanh(s / softcap)
             if b is not None and not bias_scaled:
                 s = s + b
-            allowed = _block(mask, q_idx, k_idx, q_sl, k_sl)
+            allowed = _block(mask, q_idx, k_idx, q_sl, k_sl, t_q, t_k)
             if causal:
                 cm = k_idx[None, :] <= (q_idx[:, None] + offset)  # (tq, tk)
                 allowed = cm if allowed is None else (allowed & cm)

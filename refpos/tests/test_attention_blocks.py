@@ -58,3 +58,14 @@ def test_blocked_causal_rows_with_fully_masked_policy(xp, tiny_blocks):
     out = to_numpy(refpos.attention(q, q, q, mask=mask, causal=True, fully_masked="nan"))
     assert np.isnan(out[0, 0, 0]).all() and np.isnan(out[0, 0, 2]).all()
     assert out[0, 0, 1].tolist() == [1.0, 1.0] and out[0, 0, 3].tolist() == [1.0, 1.0]
+
+
+def test_chunked_slices_broadcast_terms_like_attention(xp):
+    """A bias with no query axis (Tk,) and a mask (Tq, 1) broadcast in every block, as in attention()."""
+    rng = np.random.default_rng(3)
+    q, k, v = (xp.asarray(rng.standard_normal((1, 2, 5, 4))) for _ in range(3))
+    bias = xp.asarray(rng.standard_normal(5))
+    mask = xp.asarray(np.array([[True], [True], [False], [True], [True]]))
+    whole = refpos.attention(q, k, v, bias=bias, mask=mask, causal=True)
+    chunked = refpos.chunked_attention(q, k, v, bias=bias, mask=mask, causal=True, chunk_size=2)
+    np.testing.assert_allclose(to_numpy(chunked), to_numpy(whole), rtol=1e-13, atol=1e-15)  # regrouped sums
