@@ -22,6 +22,7 @@ for suite in floors attention rope; do
   extra=()
   [ "$suite" = attention ] && extra=(--sizes 2048 8192 32768 --heads 8 --head-dim 128 --causal)
   python3 -m refpos.cli bench "$suite" --backend cupy "${extra[@]}" --json > "$out/bench_$suite.json" || status=1
-  python3 -m refpos.cli bench "$suite" --backend cupy "${extra[@]}" | tee "$out/bench_$suite.txt" || status=1
+  python3 -c "import json, sys; from refpos.bench import _format_record
+for r in json.load(open(sys.argv[1]))['records']: print(_format_record(r))" "$out/bench_$suite.json" || status=1
 done
 exit $status
