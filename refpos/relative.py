@@ -158,6 +158,24 @@ def _check_table(name: str, table: Array, k: int) -> Array:
     return table
 
 
+def _shaw_rows(name: str, table: Array, q_positions: Array, k_positions: Array, max_relative_position: int,
+               form: str, xp: Any) -> Array:
+    """The table rows a Shaw term multiplies, after validating every input.
+
+    ``form="skewed"``: the ``2L-1`` rows of relative positions ``-(L-1) … L-1``, ``(2L-1, d)``.
+    ``form="direct"``: ``a_ij = table[clip(j-i, k) + k]``, ``(Tq, Tk, d)`` or ``(B, 1, Tq, Tk, d)``.
+    """
+    k = check_int("max_relative_position", max_relative_position, minimum=0)
+    table = _check_table(name, table, k)
+    check_choice("form", form, SHAW_FORMS)
+    q_positions = as_positions(q_positions, name="q_positions", xp=xp)
+    k_positions = as_positions(k_positions, name="k_positions", xp=xp)
+    if form == "skewed":
+        return _relative_rows(table, _check_consecutive(q_positions, k_positions, "the skewed Shaw form"), k)
+    rows = _table_rows(table, shaw_index(q_positions, k_positions, k))  # (..., Tq, Tk, d)
+    return rows[:, None, ...] if rows.ndim == 4 else rows  # (B, 1, Tq, Tk, d): shared by the heads
+
+
 def shaw_key_terms(
     q: Array, w_k: Array, q_positions: Array, k_positions: Array, max_relative_position: int,
     *, form: str = "direct",
@@ -174,20 +192,11 @@ def shaw_key_terms(
         a^K_{ij} = w^K_{\operatorname{clip}(j-i,\,k) + k}, \qquad
         e_{ij} = \frac{q_i\cdot(k_j + a^K_{ij})}{\sqrt{d}}
     """
-    k = check_int("max_relative_position", max_relative_position, minimum=0)
-    w_k = _check_table("w_k", w_k, k)
-    check_choice("form", form, SHAW_FORMS)
     xp = array_namespace(q)
-    q_positions = as_positions(q_positions, name="q_positions", xp=xp)
-    k_positions = as_positions(k_positions, name="k_positions", xp=xp)
+    rows = _shaw_rows("w_k", w_k, q_positions, k_positions, max_relative_position, form, xp)
     if form == "skewed":
-        length = _check_consecutive(q_positions, k_positions, "the skewed Shaw form")
-        rel_rows = _relative_rows(w_k, length, k)  # (2L-1, d)
-        return skew(xp.matmul(q, xp.matrix_transpose(rel_rows)))  # (..., H, L, 2L-1) -> (..., H, L, L)
-    a_k = _table_rows(w_k, shaw_index(q_positions, k_positions, k))  # (..., Tq, Tk, d)
-    if a_k.ndim == 4:
-        a_k = a_k[:, None, ...]  # (B, 1, Tq, Tk, d): shared by the heads
-    s = xp.matmul(q[..., :, None, :], xp.matrix_transpose(a_k))  # (..., H, Tq, 1, Tk)
+        return skew(xp.matmul(q, xp.matrix_transpose(rows)))  # (..., H, L, 2L-1) -> (..., H, L, L)
+    s = xp.matmul(q[..., :, None, :], xp.matrix_transpose(rows))  # (..., H, Tq, 1, Tk)
     return s[..., 0, :]  # (..., H, Tq, Tk)
 
 
@@ -204,19 +213,11 @@ def shaw_value_terms(
     -----
     .. math:: z_i = \sum_j \alpha_{ij}\,(v_j + a^V_{ij}), \qquad a^V_{ij} = w^V_{\operatorname{clip}(j-i,\,k)+k}
     """
-    k = check_int("max_relative_position", max_relative_position, minimum=0)
-    w_v = _check_table("w_v", w_v, k)
-    check_choice("form", form, SHAW_FORMS)
     xp = array_namespace(weights)
-    q_positions = as_positions(q_positions, name="q_positions", xp=xp)
-    k_positions = as_positions(k_positions, name="k_positions", xp=xp)
+    rows = _shaw_rows("w_v", w_v, q_positions, k_positions, max_relative_position, form, xp)
     if form == "skewed":
-        length = _check_consecutive(q_positions, k_positions, "the skewed Shaw form")
-        return xp.matmul(unskew(weights), _relative_rows(w_v, length, k))  # (..., H, L, 2L-1) @ (2L-1, d)
-    a_v = _table_rows(w_v, shaw_index(q_positions, k_positions, k))  # (..., Tq, Tk, d)
-    if a_v.ndim == 4:
-        a_v = a_v[:, None, ...]  # (B, 1, Tq, Tk, d)
-    z = xp.matmul(weights[..., :, None, :], a_v)  # (..., H, Tq, 1, d)
+        return xp.matmul(unskew(weights), rows)  # (..., H, L, 2L-1) @ (2L-1, d)
+    z = xp.matmul(weights[..., :, None, :], rows)  # (..., H, Tq, 1, d)
     return z[..., 0, :]  # (..., H, Tq, d)
 
 
