@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import time
 import tracemalloc
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import get_xp, is_numpy_namespace
+from refpos.parallel import num_threads
 
 Record = dict[str, Any]
 SUITES = ("floors", "attention", "rope", "pipeline", "golden")
@@ -278,8 +280,8 @@ def run(args: argparse.Namespace) -> int:
         records = bench_golden(None)
     else:
         records = bench_pipeline(xp, args.sizes or [512, 2048], args.dtypes)
-    meta = {"machine": platform.machine(), "python": platform.python_version(), "numpy": np.__version__,
-            "backend": xp.__name__}
+    meta = {"machine": platform.machine(), "cores": os.cpu_count(), "python": platform.python_version(),
+            "numpy": np.__version__, "backend": xp.__name__, "refpos_threads": num_threads()}
     torch = _torch()
     if torch is not None:
         meta["torch"] = torch.__version__
