@@ -26,6 +26,7 @@ Examples
 --------
 >>> import numpy as np
 >>> from refpos.rope.config import RopeConfig
+from refpos.rope.fast import is_fast_input, rotate_span
 >>> y = apply_rope(np.arange(1.0, 9.0) / 8, 3, RopeConfig(head_dim=8))
 >>> round(float(y[0]), 12), round(float(np.linalg.norm(y)), 12)
 (-0.211949067112, 1.785357107136)
@@ -40,6 +41,7 @@ from typing import Any
 from refpos._checks import as_positions, check_choice, check_int, float64_array
 from refpos.backend import array_namespace, get_xp
 from refpos.rope.config import RopeConfig
+from refpos.rope.fast import is_fast_input, rotate_span
 from refpos.rope.scaling import _check_rope, _check_seq_len, rope_frequencies
 
 Array = Any
@@ -151,11 +153,11 @@ def _assemble(before: Array, rotated: Array, after: Array, single: bool) -> Arra
     return out[0, :] if single else out
 
 
-def _broadcast_to_x(table: Array, positions: Array, x: Array) -> Array:
-    """HF convention: positions ``(B, T)`` with x ``(B, H, T, D)`` get a head axis ``(B, 1, T, ·)``."""
+def _align_positions(positions: Array, x: Array) -> Array:
+    """HF convention: positions ``(B, T)`` with x ``(B, H, T, D)`` get a head axis, ``(B, 1, T)``."""
     if positions.ndim >= 2 and x.ndim == positions.ndim + 2:
-        return array_namespace(table).expand_dims(table, axis=-3)
-    return table
+        return array_namespace(positions).expand_dims(positions, axis=-2)
+    return positions
 
 
 def apply_rope(
@@ -195,13 +197,23 @@ def apply_rope(
     x, positions, single = _prepare(x, positions, rope)
     xp = array_namespace(x)
     inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
-    cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m), angles in float64
-    cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)  # the rotation itself runs in x's dtype
-    cos, sin = _broadcast_to_x(cos, positions, x), _broadcast_to_x(sin, positions, x)
-    out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], cos.shape[:-1]), x.shape[-1]), dtype=x.dtype)
+    positions = _align_positions(positions, x)
+    out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], positions.shape), x.shape[-1]), dtype=x.dtype)
     start, stop = _span_bounds(rope)
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
+    if is_fast_input(x):  # NumPy: the same bits on whole rows, on every core (refpos.rope.fast)
+        rotate_span(x, lambda rows: _pair_cos_sin(positions[..., rows], inv_freq, factor), out, rope.layout,
+                    start, stop)
+    else:
+        cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m), angles in float64
+        cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)  # the rotation itself runs in x's dtype
+        _rotate_span(x, cos, sin, out, rope, start, stop)
+    return out[0, :] if single else out
+
+
+def _rotate_span(x: Array, cos: Array, sin: Array, out: Array, rope: RopeConfig, start: int, stop: int) -> None:
+    """The readable rotation of channels ``[start, stop)`` into ``out``: the reference for every backend."""
     u_in, v_in, u_out, v_out = _pair_slices(rope, start, stop)
     # u' = u cos φ - v sin φ,  v' = v cos φ + u sin φ, written block by block along T so that the
     # temporaries stay small (cache-sized) and the output is the only full-size array
@@ -213,7 +225,6 @@ def apply_rope(
         c, s = cos[..., rows, :], sin[..., rows, :]  # (..., rows, m)
         out[..., rows, u_out] = u * c - v * s
         out[..., rows, v_out] = v * c + u * s
-    return out[0, :] if single else out
 
 
 #: elements of x per block of rows in apply_rope (2**17: 1 MiB of float64, cache-sized)
@@ -253,9 +264,8 @@ def apply_rope_complex(
     x, positions, single = _prepare(x, positions, rope)
     xp = array_namespace(x)
     inv_freq, factor = _frequencies(rope, positions, seq_len, None, xp)
-    angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, m)
+    angles = xp.astype(_align_positions(positions, x), xp.float64)[..., None] * inv_freq  # (..., T, m)
     rotor = factor * xp.exp(xp.asarray(1j, dtype=xp.complex128) * xp.astype(angles, xp.complex128))
-    rotor = _broadcast_to_x(rotor, positions, x)
     before, span, after = _split_span(x, rope)
     m = span.shape[-1] // 2
     u, v = (span[..., :m], span[..., m:]) if rope.layout == "half" else (span[..., 0::2], span[..., 1::2])

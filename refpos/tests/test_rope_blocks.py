@@ -1,4 +1,5 @@
-"""apply_rope writes its output block by block along T; the readable complex form is the oracle.
+"""apply_rope writes its output block by block along T (both its readable form and, on NumPy, its fast form);
+the readable complex form is the oracle.
 
 ``apply_rope_complex`` evaluates the same operator independently (complex128 multiplication), so the
 two agree to float64 rounding of a product and a sum: rtol 1e-13 (values O(1)), atol 1e-14.
@@ -17,6 +18,7 @@ import refpos
 from refpos.backend import to_numpy
 
 core = importlib.import_module("refpos.rope.core")
+fast = importlib.import_module("refpos.rope.fast")
 
 
 @given(seed=st.integers(0, 2**32 - 1), layout=st.sampled_from(["half", "interleaved", "deinterleaved"]),
@@ -27,12 +29,10 @@ def test_blocked_apply_equals_the_complex_form(xp, seed, layout, placement, rota
     rope = refpos.RopeConfig(head_dim=8, rotary_dim=rotary, placement=placement, layout=layout)
     x = xp.asarray(rng.standard_normal((2, 3, t, 8)))
     pos = rng.integers(0, 5000, size=(2, t) if batch_positions else (t,))
-    saved = core._BLOCK_ELEMENTS
-    core._BLOCK_ELEMENTS = 2 * 3 * 8 * 2  # two rows of T per block
-    try:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(core, "_BLOCK_ELEMENTS", 2 * 3 * 8 * 2)  # readable form: two rows of T per block
+        monkeypatch.setattr(fast, "SLAB_BYTES", 2 * 8 * 8)  # NumPy fast form: two rows per block
         blocked = refpos.apply_rope(x, xp.asarray(pos), rope)
-    finally:
-        core._BLOCK_ELEMENTS = saved
     oracle = refpos.apply_rope_complex(x, xp.asarray(pos), rope)
     np.testing.assert_allclose(to_numpy(blocked), to_numpy(oracle), rtol=1e-13, atol=1e-14)
 

@@ -1,0 +1,143 @@
+"""The NumPy fast forms give the readable forms' bits, on any number of threads.
+
+* ``apply_rope`` on NumPy arrays runs :mod:`refpos.rope.fast` (whole rows, on threads); on
+  array-api-strict it runs the readable pair-by-pair form. Same float64 angles, same casts, same
+  products and sums: the outputs are **equal**, not close.
+* ``softmax(..., overwrite=True)`` does the readable steps in the logits' memory: equal.
+* ``attention`` runs (head, query-rows) blocks on threads, each with single-threaded BLAS. Only the
+  matmul's internal blocking can differ from a serial run, so serial and threaded agree to a few ulps.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+
+import array_api_strict
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import refpos
+from refpos import parallel
+
+fast = importlib.import_module("refpos.rope.fast")
+
+
+@pytest.fixture
+def threads(monkeypatch):
+    """Set REFPOS_THREADS for one test."""
+    def use(n: int) -> None:
+        monkeypatch.setenv("REFPOS_THREADS", str(n))
+    return use
+
+
+# ----------------------------------------------------------------------------------------- RoPE
+@given(seed=st.integers(0, 2**32 - 1), layout=st.sampled_from(["half", "interleaved", "deinterleaved"]),
+       placement=st.sampled_from(["first", "last"]), rotary=st.sampled_from([2, 4, 8]), t=st.integers(1, 12),
+       heads=st.integers(1, 5), batch_positions=st.booleans(), dtype=st.sampled_from(["float32", "float64"]),
+       factor=st.sampled_from([1.0, 1.0 + 2.0**-20, 0.7]), slab_rows=st.integers(1, 5), n_threads=st.integers(1, 3))
+def test_fast_rope_is_bit_identical_to_the_readable_form(seed, layout, placement, rotary, t, heads, batch_positions,
+                                                         dtype, factor, slab_rows, n_threads):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("REFPOS_THREADS", str(n_threads))
+        monkeypatch.setattr(fast, "SLAB_BYTES", slab_rows * 8 * np.dtype(dtype).itemsize)  # a few rows per block
+        _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions, dtype, factor)
+
+
+def _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions, dtype, factor):
+    rng = np.random.default_rng(seed)
+    rope = refpos.RopeConfig(head_dim=8, rotary_dim=rotary, placement=placement, layout=layout)
+    x = rng.standard_normal((2, heads, t, 8)).astype(dtype)
+    positions = rng.integers(0, 1_000_000, size=(2, t) if batch_positions else (t,))
+    inv_freq = 10000.0 ** (-np.arange(rotary // 2) / max(1, rotary // 2))
+    fast_out = refpos.apply_rope(x, positions, rope, frequencies=(inv_freq, factor))
+    readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(positions), rope,
+                                 frequencies=(array_api_strict.asarray(inv_freq), factor))
+    assert fast_out.dtype == x.dtype
+    np.testing.assert_array_equal(fast_out, np.asarray(readable))
+
+
+def test_fast_rope_splits_heads_when_rows_are_few(monkeypatch):
+    """One row chunk and many heads: the heads are split so that every thread works; same bits."""
+    monkeypatch.setenv("REFPOS_THREADS", "3")
+    rng = np.random.default_rng(1)
+    rope = refpos.RopeConfig(head_dim=16)
+    x = rng.standard_normal((2, 7, 3, 16))
+    calls = []
+    original = fast._full_row_tables
+    monkeypatch.setattr(fast, "_full_row_tables", lambda *a: calls.append(1) or original(*a))
+    out = refpos.apply_rope(x, np.arange(3), rope)
+    assert len(calls) == 3  # 14 heads in 3 groups, one row chunk
+    readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(np.arange(3)), rope)
+    np.testing.assert_array_equal(out, np.asarray(readable))
+
+
+def test_fast_rope_leaves_the_input_and_pass_through_channels_alone():
+    rope = refpos.RopeConfig(head_dim=8, rotary_dim=4, placement="last")
+    x = np.random.default_rng(2).standard_normal((3, 5, 8))
+    before = x.copy()
+    out = refpos.apply_rope(x, np.arange(5), rope)
+    np.testing.assert_array_equal(x, before)
+    np.testing.assert_array_equal(out[..., :4], x[..., :4])
+
+
+# ------------------------------------------------------------------------------------- parallel
+def test_run_blocks_runs_each_block_once_and_raises_the_first_error(threads):
+    threads(2)
+    seen = []
+    lock = threading.Lock()
+
+    def block(i):
+        def run():
+            with lock:
+                seen.append(i)
+            if i in (3, 5):
+                raise ValueError(f"block {i}")
+        return run
+
+    with pytest.raises(ValueError, match="block 3"):
+        parallel.run_blocks([block(i) for i in range(8)], numpy=True)
+    assert sorted(seen) == list(range(8))
+
+
+def test_nested_regions_run_in_the_worker(threads):
+    threads(2)
+    inner_threads = []
+
+    def outer():
+        parallel.run_blocks([lambda: inner_threads.append(threading.current_thread().name)] * 3, numpy=True)
+
+    parallel.run_blocks([outer, outer], numpy=True)  # would deadlock if a worker waited for its own pool
+    assert len(inner_threads) == 6
+    assert all(name.startswith("refpos") for name in inner_threads)
+
+
+def test_blas_threads_are_restored_after_a_region(threads):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    threads(2)
+    before = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+    during = []
+
+    def probe():
+        during.extend(lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas")
+
+    parallel.run_blocks([probe, lambda: None], numpy=True)
+    after = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+    assert after == before
+    assert all(n == 1 for n in during)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_refpos_threads_must_be_a_positive_integer(monkeypatch, value):
+    monkeypatch.setenv("REFPOS_THREADS", value)
+    with pytest.raises(ValueError, match="REFPOS_THREADS must be a positive integer"):
+        parallel.num_threads()
+
+
+def test_refpos_threads_is_read(monkeypatch):
+    monkeypatch.setenv("REFPOS_THREADS", "3")
+    assert parallel.num_threads() == 3
+    monkeypatch.delenv("REFPOS_THREADS")
+    assert parallel.num_threads() >= 1
