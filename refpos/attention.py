@@ -23,8 +23,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from refpos._checks import check_choice, check_float, check_int
-from refpos.backend import array_namespace
+from refpos.backend import array_namespace, is_numpy_namespace
+from refpos.parallel import run_blocks
 
 Array = Any
 FULLY_MASKED = ("zeros", "nan")
@@ -51,7 +54,8 @@ def _check_mask(mask: Array, shape: tuple[int, ...], xp: Any, name: str = "mask"
     return mask
 
 
-def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_masked: str = "zeros") -> Array:
+def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_masked: str = "zeros",
+            overwrite: bool = False) -> Array:
     r"""Numerically stable softmax with an explicit policy for fully masked rows.
 
     Parameters
@@ -64,6 +68,9 @@ def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_m
         Broadcastable to ``logits``; ``True`` = may attend. Masked entries get probability 0.
     fully_masked : {"zeros", "nan"}
         What a row with no allowed entry becomes: all zeros (as a "safe softmax"), or all NaN.
+    overwrite : bool
+        ``logits`` is the caller's own temporary: with NumPy, mask, shift and exponentiate it in its own
+        memory (the same numbers, no full-size temporaries; the result is ``logits``' memory).
 
     Notes
     -----
@@ -84,13 +91,22 @@ def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_m
     xp = array_namespace(logits)
     check_choice("fully_masked", fully_masked, FULLY_MASKED)
     check_int("axis", axis)
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"overwrite must be a bool, got {type(overwrite).__name__}")
+    in_place = overwrite and isinstance(logits, np.ndarray) and logits.flags.writeable
     if mask is not None:
         _check_mask(mask, tuple(logits.shape), xp)
-        logits = xp.where(mask, logits, -math.inf)
+        if in_place:
+            np.copyto(logits, -math.inf, where=np.logical_not(mask))
+        else:
+            logits = xp.where(mask, logits, -math.inf)
     row_max = xp.max(logits, axis=axis, keepdims=True)
     dead = row_max == -math.inf  # every entry masked
     safe_max = xp.where(xp.isfinite(row_max), row_max, xp.zeros_like(row_max))
-    e = xp.exp(logits - safe_max)
+    if in_place:
+        e = np.exp(np.subtract(logits, safe_max, out=logits), out=logits)
+    else:
+        e = xp.exp(logits - safe_max)
     z = xp.sum(e, axis=axis, keepdims=True)
     if not bool(xp.any(dead)):
         e /= z  # in place: e is this function's own temporary
@@ -298,33 +314,45 @@ def attention(
         o, p = _attend_rows(q, k, v, rows=slice(0, t_q), t_q=t_q, t_k=t_k, record=trace, **steps)
         return (o, p) if return_weights else o
     # Softmax rows are independent, so the same steps run on blocks of query rows: the T×T temporaries
-    # shrink to block × Tk (memory, cache and page faults), and the result is the same. Under a causal
-    # mask the keys after a block's last query are masked in every row of it (exact zeros): left out.
-    per_row = max(1, math.prod(lead) * h_q * t_k)
-    block = max(1, _BLOCK_ELEMENTS // per_row)
-    outs = []
-    for i0 in range(0, t_q, block):
-        rows = slice(i0, min(i0 + block, t_q))
-        keys = min(t_k, t_k - t_q + rows.stop) if causal else t_k
-        columns = {name: _along(steps[name], -1, slice(0, keys), t_k) for name in ("bias", "mask", "qk_terms")}
-        o, _ = _attend_rows(q[..., rows, :], k[..., :keys, :], v[..., :keys, :], rows=rows, t_q=t_q, t_k=t_k,
-                            record=None, **{**steps, **columns})
-        outs.append(o)
-    if not outs:
-        return xp.zeros((*lead, h_q, 0, v.shape[-1]), dtype=q.dtype)
-    return outs[0] if len(outs) == 1 else xp.concat(outs, axis=-2)  # (..., Hq, Tq, dv)
+    # shrink to block × Tk (memory, cache and page faults), the result is the same, and with NumPy the
+    # blocks run on every core (refpos.parallel). Under a causal mask the keys after a block's last query
+    # are masked in every row of it (exact zeros): left out.
+    terms = [term for term in (q, bias, qk_terms, temperature) if term is not None]
+    out = xp.empty((*lead, h_q, t_q, v.shape[-1]), dtype=xp.result_type(*terms))  # (..., Hq, Tq, dv)
+    rows_per_block = max(1, _BLOCK_ELEMENTS // max(1, math.prod(lead) * n_rep * t_k))
+
+    def block(group: int, rows: slice) -> Callable[[], None]:
+        """Query heads of key/value head ``group``, query rows ``rows``."""
+        heads = slice(group * n_rep, (group + 1) * n_rep)
+
+        def run() -> None:
+            keys = min(t_k, t_k - t_q + rows.stop) if causal else t_k
+            part = {name: _along(_along(steps[name], -1, slice(0, keys), t_k), -3, heads, h_q)
+                    for name in ("bias", "mask", "qk_terms")}
+            part["temperature"] = _along(temperature, -2, heads, h_q)  # (..., Hq, Tq): heads on axis -2
+            o, _ = _attend_rows(q[..., heads, rows, :], k[..., group : group + 1, :keys, :],
+                                v[..., group : group + 1, :keys, :], rows=rows, t_q=t_q, t_k=t_k, record=None,
+                                **{**steps, **part})
+            out[..., heads, rows, :] = o
+        return run
+
+    run_blocks([block(group, slice(i0, min(i0 + rows_per_block, t_q)))
+                for i0 in range(0, t_q, rows_per_block) for group in range(h_q // n_rep)],
+               numpy=is_numpy_namespace(xp))
+    return out
 
 
-#: elements of one block of logits when attention runs block by block (2**21: 8 MiB in float32)
-_BLOCK_ELEMENTS = 2**21
+#: elements of one block of logits (2**20: 4 MiB of float32). Blocks are (key/value head, query rows) tiles;
+#: on (1, 8, 2048, 128) 2**19 and 2**21 measured slower (more hand-offs; less cache).
+_BLOCK_ELEMENTS = 2**20
 
 
 def _along(term: Array | None, axis: int, part: slice, length: int) -> Array | None:
-    """``part`` of a term along ``axis`` (-2: query rows, -1: key columns) of size ``length``; a term of
-    size 1 (or without that axis) broadcasts there and is returned as it is."""
+    """``part`` of a term along ``axis`` (-3: heads, -2: query rows, -1: key columns) of size ``length``; a
+    term of size 1 (or without that axis) broadcasts there and is returned as it is."""
     if term is None or term.ndim < -axis or term.shape[axis] == 1 or (part.start == 0 and part.stop == length):
         return term
-    return term[..., part, :] if axis == -2 else term[..., part]
+    return term[(..., part, *[slice(None)] * (-axis - 1))]
 
 
 def _attend_rows(
@@ -337,6 +365,7 @@ def _attend_rows(
     """Steps 1-9 of the module docstring for the query rows ``rows`` (q holds just those rows; k and v may
     hold only the first keys of ``t_k``, when the others are masked for every one of these rows)."""
     xp = array_namespace(q)
+    scratch = record is None  # nothing is kept: the scores are this function's own temporaries
     record = {} if record is None else record
     bias, mask, qk_terms = (_along(term, -2, rows, t_q) for term in (bias, mask, qk_terms))
     temperature = _along(temperature, -1, rows, t_q)  # (..., Tq): its last axis is the query axis
@@ -375,7 +404,7 @@ def _attend_rows(
     if allowed is not None:
         record["allowed"] = allowed
     # 8. softmax
-    p = softmax(s, mask=allowed, fully_masked=fully_masked)
+    p = softmax(s, mask=allowed, fully_masked=fully_masked, overwrite=scratch)
     record["A"] = p
     # 9. weighted values
     o = grouped_values(p, v, n_rep)  # (..., Hq, rows, dv)

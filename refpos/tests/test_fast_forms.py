@@ -23,6 +23,7 @@ import refpos
 from refpos import parallel
 
 fast = importlib.import_module("refpos.rope.fast")
+attention_module = importlib.import_module("refpos.attention")
 
 
 @pytest.fixture
@@ -81,6 +82,64 @@ def test_fast_rope_leaves_the_input_and_pass_through_channels_alone():
     out = refpos.apply_rope(x, np.arange(5), rope)
     np.testing.assert_array_equal(x, before)
     np.testing.assert_array_equal(out[..., :4], x[..., :4])
+
+
+# -------------------------------------------------------------------------------------- softmax
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 6), cols=st.integers(1, 6),
+       masked=st.sampled_from(["none", "some", "dead rows"]), fully_masked=st.sampled_from(["zeros", "nan"]),
+       special=st.sampled_from([None, np.nan, np.inf, -np.inf, 1e300]))
+def test_softmax_overwrite_gives_the_same_bits(seed, rows, cols, masked, fully_masked, special):
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((2, rows, cols)) * 30
+    if special is not None:
+        logits[0, 0, 0] = special
+    mask = {"none": None, "some": rng.random((rows, cols)) < 0.7,
+            "dead rows": np.repeat(rng.random((rows, 1)) < 0.5, cols, axis=1)}[masked]
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf in a row that holds +inf: NaN, as documented
+        expected = refpos.softmax(logits, mask=mask, fully_masked=fully_masked)
+        scratch = logits.copy()
+        got = refpos.softmax(scratch, mask=mask, fully_masked=fully_masked, overwrite=True)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_softmax_overwrite_uses_the_logits_memory_and_is_checked():
+    logits = np.array([[1.0, 2.0, 3.0]])
+    assert np.shares_memory(refpos.softmax(logits, overwrite=True), logits)
+    with pytest.raises(TypeError, match="overwrite must be a bool"):
+        refpos.softmax(logits, overwrite=1)
+
+
+# ------------------------------------------------------------------------------------ attention
+@given(seed=st.integers(0, 2**32 - 1), t_q=st.integers(1, 9), extra=st.integers(0, 3), h_kv=st.integers(1, 3),
+       n_rep=st.integers(1, 3), causal=st.booleans(), with_bias=st.booleans(), with_temperature=st.booleans(),
+       n_threads=st.integers(2, 3))
+def test_threaded_attention_equals_serial_attention(seed, t_q, extra, h_kv, n_rep, causal, with_bias,
+                                                    with_temperature, n_threads):
+    """Serial (REFPOS_THREADS=1, BLAS on its own threads) against tiles on threads (BLAS on one thread)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _check_threaded_attention(monkeypatch, seed, t_q, extra, h_kv, n_rep, causal, with_bias, with_temperature,
+                                  n_threads)
+
+
+def _check_threaded_attention(monkeypatch, seed, t_q, extra, h_kv, n_rep, causal, with_bias, with_temperature,
+                              n_threads):
+    rng = np.random.default_rng(seed)
+    t_k, h_q = t_q + extra, h_kv * n_rep
+    q = rng.standard_normal((2, h_q, t_q, 4))
+    k, v = rng.standard_normal((2, h_kv, t_k, 4)), rng.standard_normal((2, h_kv, t_k, 3))
+    kwargs = {"causal": causal,
+              "bias": rng.standard_normal((h_q, t_q, t_k)) if with_bias else None,
+              "temperature": rng.random((2, h_q, t_q)) + 0.5 if with_temperature else None,
+              "mask": rng.random((t_q, t_k)) < 0.8}
+    monkeypatch.setattr(attention_module, "_BLOCK_ELEMENTS", 2 * n_rep * t_k * 2)  # two query rows per tile
+    monkeypatch.setenv("REFPOS_THREADS", "1")
+    serial = refpos.attention(q, k, v, **kwargs)
+    monkeypatch.setenv("REFPOS_THREADS", str(n_threads))
+    threaded = refpos.attention(q, k, v, **kwargs)
+    whole, _ = refpos.attention(q, k, v, return_weights=True, **kwargs)
+    # the same float64 steps on the same rows; a matmul may sum its 4 (or Tk) products in another order
+    np.testing.assert_allclose(threaded, serial, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(threaded, whole, rtol=1e-14, atol=1e-15)
 
 
 # ------------------------------------------------------------------------------------- parallel

@@ -19,7 +19,7 @@ attention_module = importlib.import_module("refpos.attention")
 globals().update(inherit(__name__, "softmax without the max subtraction: overflows to NaN for logits >= 710"))
 
 
-def _unstable_softmax(logits, *, axis=-1, mask=None, fully_masked="zeros"):
+def _unstable_softmax(logits, *, axis=-1, mask=None, fully_masked="zeros", overwrite=False):
     xp = array_namespace(logits)
     if mask is not None:
         logits = xp.where(mask, logits, -math.inf)
