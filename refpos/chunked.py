@@ -10,8 +10,9 @@ logits ``s`` updates them as
     l' = e^{m - m'} l + \sum_j e^{s_j - m'}, \quad
     \mathrm{acc}' = e^{m - m'} \mathrm{acc} + \sum_j e^{s_j - m'} v_j
 
-and the output is ``acc / l``. Peak extra memory is ``O(query_chunk · chunk_size)`` per head. Under a
-causal mask, key blocks entirely in a query block's future are skipped.
+and the output is ``acc / l``. Peak extra memory is ``O(query_chunk · chunk_size)`` per head and thread.
+Under a causal mask, key blocks entirely in a query block's future are skipped. Query blocks are
+independent; with NumPy they run on every core (:mod:`refpos.parallel`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from refpos.attention import (
     grouped_scores,
     grouped_values,
 )
+from refpos.backend import is_numpy_namespace
+from refpos.parallel import run_blocks
 
 Array = Any
 BlockTerm = Callable[[Array, Array], Array]  # f(query_index, key_index) -> (..., Hq, tq, tk)
@@ -105,9 +108,9 @@ def chunked_attention(
         softcap = check_float("softcap", softcap, positive=True)
 
     offset = t_k - t_q  # query i sits at key position offset + i (end-aligned, as causal_mask)
-    out_blocks = []
-    for q0 in range(0, t_q, query_chunk_size):
-        q1 = min(q0 + query_chunk_size, t_q)
+
+    def query_block(q0: int, q1: int) -> Array:
+        """The output rows ``q0:q1``: one online softmax over the key blocks."""
         q_idx = xp.arange(q0, q1, dtype=xp.int64)
         q_blk = q[..., q0:q1, :]  # (..., Hq, tq, d)
         row_shape = (*lead, h_q, q1 - q0, 1)
@@ -144,7 +147,18 @@ def chunked_attention(
         dead = m == -math.inf  # no allowed key in the whole row
         o = acc / xp.where(dead, xp.ones_like(l), l)
         fill = 0.0 if fully_masked == "zeros" else math.nan
-        out_blocks.append(xp.where(dead, xp.full_like(o, fill), o))
+        return xp.where(dead, xp.full_like(o, fill), o)
+
+    # query blocks are independent: with NumPy they run on every core (refpos.parallel)
+    starts = list(range(0, t_q, query_chunk_size))
+    out_blocks: list[Array] = [None] * len(starts)
+
+    def run(i: int) -> Callable[[], None]:
+        def store() -> None:
+            out_blocks[i] = query_block(starts[i], min(starts[i] + query_chunk_size, t_q))
+        return store
+
+    run_blocks([run(i) for i in range(len(starts))], numpy=is_numpy_namespace(xp))
     if not out_blocks:
         return xp.zeros((*lead, h_q, 0, d_v), dtype=q.dtype)
     return xp.concat(out_blocks, axis=-2)  # (..., Hq, Tq, dv)

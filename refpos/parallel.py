@@ -74,17 +74,6 @@ def _executor(size: int) -> ThreadPoolExecutor:
     return _pool
 
 
-def _run_all(blocks: Sequence[Callable[[], None]]) -> None:
-    for block in blocks:
-        block()
-
-
-def _batches(blocks: Sequence[Callable[[], None]], count: int) -> list[Sequence[Callable[[], None]]]:
-    """``blocks`` cut into at most ``count`` runs of neighbours (fewer hand-offs, neighbours share cache)."""
-    size = -(-len(blocks) // count)
-    return [blocks[i : i + size] for i in range(0, len(blocks), size)]
-
-
 def run_blocks(blocks: Sequence[Callable[[], None]], *, numpy: bool) -> None:
     """Call every block once; in parallel when ``numpy`` and more than one thread is allowed.
 
@@ -103,12 +92,13 @@ def run_blocks(blocks: Sequence[Callable[[], None]], *, numpy: bool) -> None:
     controller = _blas_controller() if numpy and threads > 1 and len(blocks) > 1 else None
     # in a worker, or while another caller's region runs: stay in this thread
     if controller is None or getattr(_inside, "worker", False) or not _region_lock.acquire(blocking=False):
-        _run_all(blocks)
+        for block in blocks:
+            block()
         return
     try:
         with controller.limit(limits=1, user_api="blas"):
             pool = _executor(threads)
-            futures = [pool.submit(_run_all, batch) for batch in _batches(blocks, 4 * threads)]
+            futures = [pool.submit(block) for block in blocks]  # taken in order by whichever thread is free
             errors = [future.exception() for future in futures]
     finally:
         _region_lock.release()

@@ -142,6 +142,22 @@ def _check_threaded_attention(monkeypatch, seed, t_q, extra, h_kv, n_rep, causal
     np.testing.assert_allclose(threaded, whole, rtol=1e-14, atol=1e-15)
 
 
+@given(seed=st.integers(0, 2**32 - 1), t_q=st.integers(1, 9), extra=st.integers(0, 3), causal=st.booleans(),
+       chunk=st.integers(1, 4))
+def test_threaded_chunked_attention_equals_serial(seed, t_q, extra, causal, chunk):
+    """Query blocks on threads against the same blocks in order: only BLAS's blocking can differ."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((2, 4, t_q, 3))
+    k, v = rng.standard_normal((2, 2, t_q + extra, 3)), rng.standard_normal((2, 2, t_q + extra, 5))
+    bias = rng.standard_normal((4, t_q, t_q + extra))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("REFPOS_THREADS", "1")
+        serial = refpos.chunked_attention(q, k, v, bias=bias, causal=causal, chunk_size=chunk)
+        monkeypatch.setenv("REFPOS_THREADS", "3")
+        threaded = refpos.chunked_attention(q, k, v, bias=bias, causal=causal, chunk_size=chunk)
+    np.testing.assert_allclose(threaded, serial, rtol=1e-14, atol=1e-15)
+
+
 # ------------------------------------------------------------------------------------- parallel
 def test_run_blocks_runs_each_block_once_and_raises_the_first_error(threads):
     threads(2)
