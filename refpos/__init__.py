@@ -6,13 +6,14 @@ Every encoding plugs into one attention pipeline (:func:`self_attention`) throug
 """
 
 from refpos.absolute import LearnedAbsolute, learned_lookup
-from refpos.attention import attention, causal_mask, sliding_window_mask, softmax
+from refpos.attention import attention
 from refpos.backend import BACKENDS, array_namespace, backend_name, get_xp, to_numpy, use_backend
 from refpos.chunked import chunked_attention
 from refpos.encoding import Encoding, NoPE
 from refpos.heads import merge_heads, repeat_kv, split_heads
 from refpos.pipeline import AttentionWeights, self_attention
 from refpos.relative import DistanceBias, distance_bias, relative_positions
+from refpos.softmax import causal_mask, sliding_window_mask, softmax
 from refpos.worked_example import explain_text, worked_example
 
 # --- absolute and relative encodings (issue 3) ---

@@ -23,10 +23,8 @@ from typing import Any
 
 from refpos._checks import check_choice, check_float, check_int
 from refpos.attention import (
-    FULLY_MASKED,
     _along,
     _check_additive,
-    _check_mask,
     _check_qkv,
     _resolve_scale,
     grouped_scores,
@@ -34,6 +32,7 @@ from refpos.attention import (
 )
 from refpos.backend import is_numpy_namespace
 from refpos.parallel import run_blocks
+from refpos.softmax import FULLY_MASKED, _check_mask
 
 Array = Any
 BlockTerm = Callable[[Array, Array], Array]  # f(query_index, key_index) -> (..., Hq, tq, tk)
