@@ -219,7 +219,7 @@ def attention(
 
     run_blocks([block(group, slice(i0, min(i0 + rows_per_block, t_q)))
                 for i0 in range(0, t_q, rows_per_block) for group in range(h_q // n_rep)],
-               numpy=is_numpy_namespace(xp))
+               numpy=is_numpy_namespace(xp), work=math.prod(logits_shape))
     return out
 
 

@@ -157,7 +157,7 @@ def chunked_attention(
             out_blocks[i] = query_block(starts[i], min(starts[i] + query_chunk_size, t_q))
         return store
 
-    run_blocks([run(i) for i in range(len(starts))], numpy=is_numpy_namespace(xp))
+    run_blocks([run(i) for i in range(len(starts))], numpy=is_numpy_namespace(xp), work=math.prod(logits_shape))
     if not out_blocks:
         return xp.zeros((*lead, h_q, 0, d_v), dtype=q.dtype)
     return xp.concat(out_blocks, axis=-2)  # (..., Hq, Tq, dv)

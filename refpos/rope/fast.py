@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from refpos.parallel import num_threads, run_blocks
+from refpos.parallel import run_blocks, threads_for
 
 #: bytes per NumPy call (512 KiB): one head's slab of rows. Each call costs a few µs whatever its size, so
 #: calls must be large; one head's rows are contiguous, so they stream from memory. On (1, 32, 4096, 128)
@@ -72,36 +72,36 @@ def rotate_span(x: np.ndarray, pair_tables: Callable[[slice], tuple[np.ndarray, 
     m = (stop - start) // 2
     lead, t = out.shape[:-2], out.shape[-2]
     x_b = np.broadcast_to(x, (*lead, t, x.shape[-1]))  # (..., T, D), a view
-    rows_per_block = max(1, SLAB_BYTES // (x.itemsize * x.shape[-1]))
-    row_chunks = [slice(t0, min(t0 + rows_per_block, t)) for t0 in range(0, t, rows_per_block)]
-    heads = list(np.ndindex(*lead))  # every leading index: one (T, D) matrix of x each
-    # short sequences: also split the heads so that every thread gets work (each block computes the tables
-    # of its rows, so the heads are split no further than that)
-    groups = min(len(heads), -(-num_threads() // len(row_chunks)))
-    per_group = -(-len(heads) // groups)
+    # slabs of rows, and at least one per thread: each block computes the tables of its own rows once
+    slab_rows = max(1, SLAB_BYTES // (x.itemsize * x.shape[-1]))
+    rows_per_block = min(slab_rows, -(-t // threads_for(math.prod(out.shape))))
+    # each NumPy call takes one slab: the rows of one head, or of several heads when the rows are few
+    heads_per_call = max(1, slab_rows // rows_per_block)
+    slabs = [(*index, slice(h0, h0 + heads_per_call)) for index in np.ndindex(*lead[:-1])
+             for h0 in range(0, lead[-1], heads_per_call)] if lead else [()]
 
-    def block(rows: slice, indices: list[tuple[int, ...]]) -> Callable[[], None]:
+    def block(rows: slice) -> Callable[[], None]:
         def run() -> None:
             table_c, table_s = _full_row_tables(*pair_tables(rows), x.dtype, layout)
             shape = (*lead, rows.stop - rows.start, 2 * m)
             c_b, s_b = np.broadcast_to(table_c, shape), np.broadcast_to(table_s, shape)  # (..., rows, 2m) views
-            for index in indices:
-                span = x_b[index][rows, start:stop]  # (rows, 2m)
+            for slab in slabs:
+                span = x_b[slab][..., rows, start:stop]  # (heads, rows, 2m)
                 if layout == "deinterleaved":  # read pairs (2j, 2j + 1), write them half-split
-                    span = np.concatenate([span[:, 0::2], span[:, 1::2]], axis=1)  # (rows, 2m)
-                target = out[index][rows, start:stop]  # (rows, 2m), a view into out
-                np.multiply(span, c_b[index], out=target)  # first: streams x in, contiguously
-                partner = np.empty_like(span)  # (rows, 2m): the channel each one is paired with
+                    span = np.concatenate([span[..., 0::2], span[..., 1::2]], axis=-1)  # (heads, rows, 2m)
+                target = out[slab][..., rows, start:stop]  # (heads, rows, 2m), a view into out
+                np.multiply(span, c_b[slab], out=target)  # first: streams x in, contiguously
+                partner = np.empty_like(span)  # (heads, rows, 2m): the channel each one is paired with
                 if layout == "interleaved":
-                    partner[:, 0::2], partner[:, 1::2] = span[:, 1::2], span[:, 0::2]
+                    partner[..., 0::2], partner[..., 1::2] = span[..., 1::2], span[..., 0::2]
                 else:
-                    partner[:, :m], partner[:, m:] = span[:, m:], span[:, :m]
-                np.multiply(partner, s_b[index], out=partner)
+                    partner[..., :m], partner[..., m:] = span[..., m:], span[..., :m]
+                np.multiply(partner, s_b[slab], out=partner)
                 np.add(target, partner, out=target)
         return run
 
-    run_blocks([block(rows, heads[i : i + per_group]) for rows in row_chunks
-                for i in range(0, len(heads), per_group)], numpy=True)
+    run_blocks([block(slice(t0, min(t0 + rows_per_block, t))) for t0 in range(0, t, rows_per_block)],
+               numpy=True, work=math.prod(out.shape))
 
 
 def is_fast_input(x: Any) -> bool:

@@ -23,6 +23,7 @@ import refpos
 from refpos import parallel
 
 fast = importlib.import_module("refpos.rope.fast")
+core = importlib.import_module("refpos.rope.core")
 attention_module = importlib.import_module("refpos.attention")
 
 
@@ -43,6 +44,7 @@ def test_fast_rope_is_bit_identical_to_the_readable_form(seed, layout, placement
                                                          dtype, factor, slab_rows, n_threads):
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setenv("REFPOS_THREADS", str(n_threads))
+        monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # threads even for these small arrays
         monkeypatch.setattr(fast, "SLAB_BYTES", slab_rows * 8 * np.dtype(dtype).itemsize)  # a few rows per block
         _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions, dtype, factor)
 
@@ -60,18 +62,23 @@ def _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions,
     np.testing.assert_array_equal(fast_out, np.asarray(readable))
 
 
-def test_fast_rope_splits_heads_when_rows_are_few(monkeypatch):
-    """One row chunk and many heads: the heads are split so that every thread works; same bits."""
+def test_fast_rope_gives_every_thread_rows_and_computes_each_table_once(monkeypatch):
+    """Few rows: they are cut so that every thread works; each block computes the tables of its rows."""
     monkeypatch.setenv("REFPOS_THREADS", "3")
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)
     rng = np.random.default_rng(1)
     rope = refpos.RopeConfig(head_dim=16)
-    x = rng.standard_normal((2, 7, 3, 16))
-    calls = []
-    original = fast._full_row_tables
-    monkeypatch.setattr(fast, "_full_row_tables", lambda *a: calls.append(1) or original(*a))
-    out = refpos.apply_rope(x, np.arange(3), rope)
-    assert len(calls) == 3  # 14 heads in 3 groups, one row chunk
-    readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(np.arange(3)), rope)
+    x = rng.standard_normal((2, 7, 7, 16))
+    rows = []
+    original = core._pair_cos_sin
+    monkeypatch.setattr(core, "_pair_cos_sin", lambda p, *a: rows.append(p.shape[-1]) or original(p, *a))
+    out = refpos.apply_rope(x, np.arange(7), rope)
+    assert sorted(rows) == [1, 3, 3]  # 7 rows in blocks of 3 for 3 threads, every row once
+    rows.clear()
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", x.size + 1)  # too small for threads: one block
+    np.testing.assert_array_equal(refpos.apply_rope(x, np.arange(7), rope), out)
+    assert rows == [7]
+    readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(np.arange(7)), rope)
     np.testing.assert_array_equal(out, np.asarray(readable))
 
 
@@ -132,6 +139,7 @@ def _check_threaded_attention(monkeypatch, seed, t_q, extra, h_kv, n_rep, causal
               "temperature": rng.random((2, h_q, t_q)) + 0.5 if with_temperature else None,
               "mask": rng.random((t_q, t_k)) < 0.8}
     monkeypatch.setattr(attention_module, "_BLOCK_ELEMENTS", 2 * n_rep * t_k * 2)  # two query rows per tile
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # threads even for these small arrays
     monkeypatch.setenv("REFPOS_THREADS", "1")
     serial = refpos.attention(q, k, v, **kwargs)
     monkeypatch.setenv("REFPOS_THREADS", str(n_threads))
@@ -151,6 +159,7 @@ def test_threaded_chunked_attention_equals_serial(seed, t_q, extra, causal, chun
     k, v = rng.standard_normal((2, 2, t_q + extra, 3)), rng.standard_normal((2, 2, t_q + extra, 5))
     bias = rng.standard_normal((4, t_q, t_q + extra))
     with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # threads even for these small arrays
         monkeypatch.setenv("REFPOS_THREADS", "1")
         serial = refpos.chunked_attention(q, k, v, bias=bias, causal=causal, chunk_size=chunk)
         monkeypatch.setenv("REFPOS_THREADS", "3")
@@ -173,7 +182,7 @@ def test_run_blocks_runs_each_block_once_and_raises_the_first_error(threads):
         return run
 
     with pytest.raises(ValueError, match="block 3"):
-        parallel.run_blocks([block(i) for i in range(8)], numpy=True)
+        parallel.run_blocks([block(i) for i in range(8)], numpy=True, work=parallel.MIN_PARALLEL_WORK)
     assert sorted(seen) == list(range(8))
 
 
@@ -182,9 +191,11 @@ def test_nested_regions_run_in_the_worker(threads):
     inner_threads = []
 
     def outer():
-        parallel.run_blocks([lambda: inner_threads.append(threading.current_thread().name)] * 3, numpy=True)
+        parallel.run_blocks([lambda: inner_threads.append(threading.current_thread().name)] * 3, numpy=True,
+                            work=parallel.MIN_PARALLEL_WORK)
 
-    parallel.run_blocks([outer, outer], numpy=True)  # would deadlock if a worker waited for its own pool
+    # would deadlock if a worker waited for its own pool
+    parallel.run_blocks([outer, outer], numpy=True, work=parallel.MIN_PARALLEL_WORK)
     assert len(inner_threads) == 6
     assert all(name.startswith("refpos") for name in inner_threads)
 
@@ -198,7 +209,7 @@ def test_blas_threads_are_restored_after_a_region(threads):
     def probe():
         during.extend(lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas")
 
-    parallel.run_blocks([probe, lambda: None], numpy=True)
+    parallel.run_blocks([probe, lambda: None], numpy=True, work=parallel.MIN_PARALLEL_WORK)
     after = [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
     assert after == before
     assert all(n == 1 for n in during)
@@ -209,6 +220,14 @@ def test_refpos_threads_must_be_a_positive_integer(monkeypatch, value):
     monkeypatch.setenv("REFPOS_THREADS", value)
     with pytest.raises(ValueError, match="REFPOS_THREADS must be a positive integer"):
         parallel.num_threads()
+
+
+def test_small_work_stays_in_the_calling_thread(threads):
+    threads(2)
+    names = []
+    parallel.run_blocks([lambda: names.append(threading.current_thread().name)] * 4, numpy=True,
+                        work=parallel.MIN_PARALLEL_WORK - 1)
+    assert names == [threading.current_thread().name] * 4
 
 
 def test_refpos_threads_is_read(monkeypatch):
