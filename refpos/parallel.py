@@ -13,6 +13,8 @@ Two details make this pay off:
   ``threadpoolctl``; where that package is missing, the blocks run one after another instead.
 * **Nesting.** A block that itself asks for parallel blocks runs them in its own thread, serially, so a
   worker never waits for the pool it runs in.
+* **Fork.** A child process forked from one that used the pool starts a pool of its own (the parent's
+  threads do not exist in the child).
 
 The number of threads is ``REFPOS_THREADS`` when set (``1`` turns this off), otherwise the number of
 cores this process may use. Other backends run blocks in order: CuPy queues them on the GPU anyway, and
@@ -61,6 +63,16 @@ def _blas_controller() -> Any | None:
     except ImportError:  # pragma: no cover - depends on the environment
         return None
     return ThreadpoolController()
+
+
+def _forget_threads_after_fork() -> None:
+    """A forked child has none of its parent's threads: start from a fresh pool and a free lock."""
+    global _pool, _pool_size, _region_lock
+    _pool, _pool_size, _region_lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_threads_after_fork)
 
 
 def _executor(size: int) -> ThreadPoolExecutor:

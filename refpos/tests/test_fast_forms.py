@@ -11,7 +11,10 @@
 from __future__ import annotations
 
 import importlib
+import multiprocessing
+import os
 import threading
+import time
 
 import array_api_strict
 import numpy as np
@@ -220,6 +223,29 @@ def test_refpos_threads_must_be_a_positive_integer(monkeypatch, value):
     monkeypatch.setenv("REFPOS_THREADS", value)
     with pytest.raises(ValueError, match="REFPOS_THREADS must be a positive integer"):
         parallel.num_threads()
+
+
+def _region_in_child(queue):
+    out = []
+    parallel.run_blocks([lambda: out.append(1)] * 4, numpy=True, work=parallel.MIN_PARALLEL_WORK)
+    queue.put(len(out))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_gets_a_pool_of_its_own(threads):
+    """The parent's pool threads do not exist after fork: the child must not wait for them."""
+    threads(2)
+    # the parent's pool, both threads started (each block waits long enough for the other to start)
+    parallel.run_blocks([lambda: time.sleep(0.2)] * 2, numpy=True, work=parallel.MIN_PARALLEL_WORK)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_region_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung in run_blocks")
+    assert queue.get(timeout=5) == 4
 
 
 def test_small_work_stays_in_the_calling_thread(threads):
