@@ -2,8 +2,9 @@
 
 The reference computes long sequences block by block: rows of a RoPE rotation, (head, query-rows) tiles
 of attention. The blocks write disjoint parts of one output and read nothing another block writes, so
-running them on several threads gives the **same bits** as running them one after another (the tests
-check this). NumPy releases the GIL inside its loops and matmuls, so the threads really run in parallel.
+running them on several threads gives the **same bits** as running them one after another with the same
+BLAS settings (only a serial run's multithreaded BLAS may block a dot product differently: a few ulps;
+the tests check both). NumPy releases the GIL inside its loops and matmuls, so the threads really run in parallel.
 
 Two details make this pay off:
 
