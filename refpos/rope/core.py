@@ -39,6 +39,7 @@ from types import ModuleType
 from typing import Any
 
 from refpos._checks import as_positions, check_choice, check_int, float64_array
+from refpos.absolute import _interleave
 from refpos.backend import array_namespace, get_xp
 from refpos.rope.config import RopeConfig
 from refpos.rope.fast import is_fast_input, rotate_span
@@ -109,12 +110,18 @@ def rope_cos_sin(
     xp = array_namespace(positions)
     inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
     cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m)
-    if rope.layout == "interleaved":
-        shape = (*cos.shape[:-1], rope.rotary_width)
-        cos = xp.reshape(xp.stack([cos, cos], axis=-1), shape)  # (..., T, 2m): c0 c0 c1 c1 …
-        sin = xp.reshape(xp.stack([sin, sin], axis=-1), shape)
-        return cos, sin
-    return xp.concat([cos, cos], axis=-1), xp.concat([sin, sin], axis=-1)  # (..., T, 2m)
+    return _layout_pairs(cos, cos, rope.layout), _layout_pairs(sin, sin, rope.layout)  # (..., T, 2m)
+
+
+def _layout_pairs(first: Array, second: Array, layout: str) -> Array:
+    """Per-pair values ``(..., m)`` placed where ``layout`` writes pair ``j``: ``(..., 2m)``.
+
+    ``half`` and ``deinterleaved`` (which writes half-split): ``[f_0 … f_{m-1}, s_0 … s_{m-1}]``;
+    ``interleaved``: ``[f_0, s_0, f_1, s_1, …]``.
+    """
+    if layout == "interleaved":
+        return _interleave(first, second)
+    return array_namespace(first).concat([first, second], axis=-1)
 
 
 def _split_span(x: Array, rope: RopeConfig) -> tuple[Array, Array, Array]:
@@ -203,8 +210,12 @@ def apply_rope(
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
     if is_fast_input(x):  # NumPy: the same bits on whole rows, on every core (refpos.rope.fast)
-        rotate_span(x, lambda rows: _pair_cos_sin(positions[..., rows], inv_freq, factor), out, rope.layout,
-                    start, stop)
+        def signed_tables(rows: slice) -> tuple[Array, Array]:
+            """``C`` and ``S`` of the fast form for these rows: ``y = x ⊙ C + partner(x) ⊙ S``."""
+            cos, sin = _pair_cos_sin(positions[..., rows], inv_freq, factor)  # (..., rows, m)
+            return _layout_pairs(cos, cos, rope.layout), _layout_pairs(-sin, sin, rope.layout)  # (..., rows, 2m)
+
+        rotate_span(x, signed_tables, out, rope.layout, start, stop)
     else:
         cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m), angles in float64
         cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)  # the rotation itself runs in x's dtype
@@ -271,11 +282,7 @@ def apply_rope_complex(
     u, v = (span[..., :m], span[..., m:]) if rope.layout == "half" else (span[..., 0::2], span[..., 1::2])
     z = xp.astype(u, xp.complex128) + xp.asarray(1j, dtype=xp.complex128) * xp.astype(v, xp.complex128)
     z_rot = rotor * z  # (..., T, m)
-    u_rot, v_rot = xp.real(z_rot), xp.imag(z_rot)
-    if rope.layout == "interleaved":
-        rotated = xp.reshape(xp.stack([u_rot, v_rot], axis=-1), (*u_rot.shape[:-1], 2 * m))  # u0 v0 …
-    else:
-        rotated = xp.concat([u_rot, v_rot], axis=-1)  # (..., T, 2m)
+    rotated = _layout_pairs(xp.real(z_rot), xp.imag(z_rot), rope.layout)  # (..., T, 2m)
     return _assemble(before, rotated, after, single)
 
 

@@ -35,36 +35,18 @@ from refpos.parallel import run_blocks, threads_for
 SLAB_BYTES = 2**19
 
 
-def _full_row_tables(cos: np.ndarray, sin: np.ndarray, dtype: np.dtype, layout: str) -> tuple[np.ndarray, np.ndarray]:
-    """``C`` and signed ``S`` ``(..., rows, 2m)`` in x's dtype, in the order the output is written.
-
-    ``cos``, ``sin`` ``(..., rows, m)`` are the readable form's float64 tables; assignment casts them as
-    its ``astype`` does, and negation is exact.
-    """
-    m = cos.shape[-1]
-    if layout == "interleaved":
-        first, second = np.s_[..., 0::2], np.s_[..., 1::2]
-    else:
-        first, second = np.s_[..., :m], np.s_[..., m:]
-    table_c = np.empty((*cos.shape[:-1], 2 * m), dtype=dtype)  # (..., rows, 2m)
-    table_s = np.empty_like(table_c)
-    table_c[first] = cos  # cast to x's dtype
-    table_c[second] = table_c[first]  # half: [c, c]; interleaved: c0 c0 c1 c1 …
-    table_s[second] = sin
-    np.negative(table_s[second], out=table_s[first])  # half: [-s, s]; interleaved: -s0 s0 -s1 s1 …
-    return table_c, table_s
-
-
-def rotate_span(x: np.ndarray, pair_tables: Callable[[slice], tuple[np.ndarray, np.ndarray]], out: np.ndarray,
-                layout: str, start: int, stop: int) -> None:
+def rotate_span(x: np.ndarray, signed_tables: Callable[[slice], tuple[np.ndarray, np.ndarray]],
+                out: np.ndarray, layout: str, start: int, stop: int) -> None:
     """Write the rotated channels ``[start, stop)`` of ``x`` into ``out`` (same bits as the readable form).
 
     Parameters
     ----------
     x : ndarray ``(..., T, D)``
-    pair_tables : callable
-        ``pair_tables(rows)`` returns the readable form's ``A·cos φ`` and ``A·sin φ`` (float64,
-        ``(..., rows, m)``, broadcastable against ``x.shape[:-1]``) for the rows ``rows`` of T.
+    signed_tables : callable
+        ``signed_tables(rows)`` returns ``C`` and ``S`` for the rows ``rows`` of T: the readable form's
+        float64 ``A·cos φ`` and ``∓A·sin φ`` in the order the output is written (``(..., rows, 2m)``,
+        broadcastable against ``x.shape[:-1]``). They are cast to x's dtype here, as the readable form
+        casts its tables; negation commutes with the cast exactly.
     out : ndarray ``(..., T, D)``, the broadcast shape of x and the tables
     layout : {"half", "interleaved", "deinterleaved"}
     start, stop : the rotated span, ``stop - start = 2m``
@@ -82,7 +64,7 @@ def rotate_span(x: np.ndarray, pair_tables: Callable[[slice], tuple[np.ndarray, 
 
     def block(rows: slice) -> Callable[[], None]:
         def run() -> None:
-            table_c, table_s = _full_row_tables(*pair_tables(rows), x.dtype, layout)
+            table_c, table_s = (table.astype(x.dtype, copy=False) for table in signed_tables(rows))
             shape = (*lead, rows.stop - rows.start, 2 * m)
             c_b, s_b = np.broadcast_to(table_c, shape), np.broadcast_to(table_s, shape)  # (..., rows, 2m) views
             for slab in slabs:
