@@ -25,7 +25,7 @@ from typing import Any
 
 from refpos._checks import check_choice, check_float
 from refpos.backend import array_namespace, is_numpy_namespace
-from refpos.parallel import run_blocks
+from refpos.parallel import block_elements, run_blocks
 from refpos.softmax import FULLY_MASKED, _check_mask, softmax
 
 Array = Any
@@ -200,7 +200,7 @@ def attention(
     # are masked in every row of it (exact zeros): left out.
     terms = [term for term in (q, bias, qk_terms, temperature) if term is not None]
     out = xp.empty((*lead, h_q, t_q, v.shape[-1]), dtype=xp.result_type(*terms))  # (..., Hq, Tq, dv)
-    rows_per_block = max(1, _BLOCK_ELEMENTS // max(1, math.prod(lead) * n_rep * t_k))
+    rows_per_block = max(1, block_elements(_BLOCK_ELEMENTS, xp) // max(1, math.prod(lead) * n_rep * t_k))
 
     def block(group: int, rows: slice) -> Callable[[], None]:
         """Query heads of key/value head ``group``, query rows ``rows``."""
@@ -223,8 +223,9 @@ def attention(
     return out
 
 
-#: elements of one block of logits (2**20: 4 MiB of float32). Blocks are (key/value head, query rows) tiles;
-#: on (1, 8, 2048, 128) 2**19 and 2**21 measured slower (more hand-offs; less cache).
+#: elements of one block of logits on the CPU (2**20: 4 MiB of float32; larger on a GPU, see
+#: parallel.block_elements). Blocks are (key/value head, query rows) tiles; on (1, 8, 2048, 128) 2**19 and
+#: 2**21 measured slower (more hand-offs; less cache).
 _BLOCK_ELEMENTS = 2**20
 
 

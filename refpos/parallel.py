@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import array_api_compat
+
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 _region_lock = threading.Lock()  # one parallel region at a time owns the BLAS thread limit
@@ -91,6 +93,18 @@ def _executor(size: int) -> ThreadPoolExecutor:
 #: costs ~0.3 ms, more than such small work takes (measured: apply_rope on (1, 4, 16, 8) 0.2 ms serial,
 #: 0.6 ms on threads)
 MIN_PARALLEL_WORK = 2**17
+
+
+#: how many times larger blocks are on a GPU than on the CPU. On the CPU a block is sized for the cache;
+#: on a GPU each block costs a few kernel launches (~10 µs each) whatever its size, so blocks must be large
+#: to keep the device busy, and its memory holds them easily (attention: 2**26 logits, 256 MiB of float32).
+DEVICE_BLOCK_FACTOR = 64
+
+
+def block_elements(cpu_elements: int, xp: Any) -> int:
+    """Elements per block in namespace ``xp``: ``cpu_elements`` on the CPU, :data:`DEVICE_BLOCK_FACTOR`
+    times that on a GPU (CuPy)."""
+    return cpu_elements * DEVICE_BLOCK_FACTOR if array_api_compat.is_cupy_namespace(xp) else cpu_elements
 
 
 def threads_for(work: int) -> int:

@@ -41,6 +41,7 @@ from typing import Any
 from refpos._checks import as_positions, check_choice, check_int, float64_array
 from refpos.absolute import _interleave
 from refpos.backend import array_namespace, get_xp
+from refpos.parallel import block_elements
 from refpos.rope.config import RopeConfig
 from refpos.rope.fast import is_fast_input, rotate_span
 from refpos.rope.scaling import _check_rope, _check_seq_len, rope_frequencies
@@ -229,7 +230,8 @@ def _rotate_span(x: Array, cos: Array, sin: Array, out: Array, rope: RopeConfig,
     # u' = u cos φ - v sin φ,  v' = v cos φ + u sin φ, written block by block along T so that the
     # temporaries stay small (cache-sized) and the output is the only full-size array
     t = x.shape[-2]
-    block = max(1, _BLOCK_ELEMENTS // max(1, math.prod(out.shape[:-2]) * out.shape[-1]))
+    xp = array_namespace(out)
+    block = max(1, block_elements(_BLOCK_ELEMENTS, xp) // max(1, math.prod(out.shape[:-2]) * out.shape[-1]))
     for t0 in range(0, t, block):
         rows = slice(t0, min(t0 + block, t))
         u, v = x[..., rows, u_in], x[..., rows, v_in]  # (..., rows, m)
@@ -238,7 +240,8 @@ def _rotate_span(x: Array, cos: Array, sin: Array, out: Array, rope: RopeConfig,
         out[..., rows, v_out] = v * c + u * s
 
 
-#: elements of x per block of rows in apply_rope (2**17: 1 MiB of float64, cache-sized)
+#: elements of x per block of rows in the readable apply_rope on the CPU (2**17: 1 MiB of float64, cache-sized;
+#: larger on a GPU, see parallel.block_elements)
 _BLOCK_ELEMENTS = 2**17
 
 

@@ -20,6 +20,14 @@ from refpos.backend import to_numpy
 attention_module = importlib.import_module("refpos.attention")  # the module (refpos.attention is the function)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def gpu_blocks_as_small():
+    """On CuPy blocks are DEVICE_BLOCK_FACTOR times larger; here they are as small as the tests set them."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(importlib.import_module("refpos.parallel"), "DEVICE_BLOCK_FACTOR", 1)
+        yield
+
+
 @pytest.fixture
 def tiny_blocks(monkeypatch):
     monkeypatch.setattr(attention_module, "_BLOCK_ELEMENTS", 7)  # a handful of rows per block

@@ -19,6 +19,7 @@ from refpos.backend import to_numpy
 
 core = importlib.import_module("refpos.rope.core")
 fast = importlib.import_module("refpos.rope.fast")
+parallel = importlib.import_module("refpos.parallel")
 
 
 @given(seed=st.integers(0, 2**32 - 1), layout=st.sampled_from(["half", "interleaved", "deinterleaved"]),
@@ -31,6 +32,7 @@ def test_blocked_apply_equals_the_complex_form(xp, seed, layout, placement, rota
     pos = rng.integers(0, 5000, size=(2, t) if batch_positions else (t,))
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(core, "_BLOCK_ELEMENTS", 2 * 3 * 8 * 2)  # readable form: two rows of T per block
+        monkeypatch.setattr(parallel, "DEVICE_BLOCK_FACTOR", 1)  # on CuPy too
         monkeypatch.setattr(fast, "SLAB_BYTES", 2 * 8 * 8)  # NumPy fast form: two rows per block
         blocked = refpos.apply_rope(x, xp.asarray(pos), rope)
     oracle = refpos.apply_rope_complex(x, xp.asarray(pos), rope)
