@@ -35,6 +35,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from refpos.backend import array_namespace, get_xp, to_numpy
 
 Array = Any
@@ -115,9 +117,25 @@ def ulp(values: Any, dtype: str) -> Array:
     safe = xp.where(a >= tiny, a, xp.full_like(a, tiny))
     e = xp.floor(xp.log2(safe))
     # log2 may round across a power of two; correct the exponent with exact power-of-two comparisons
-    e = xp.where(2.0**e > safe, e - 1.0, e)
-    e = xp.where(2.0 ** (e + 1.0) <= safe, e + 1.0, e)
-    return 2.0 ** (e - float(MANTISSA[dtype]))
+    e = xp.where(_pow2(e, xp) > safe, e - 1.0, e)
+    e = xp.where(_pow2(e + 1.0, xp) <= safe, e + 1.0, e)
+    return _pow2(e - float(MANTISSA[dtype]), xp)
+
+
+#: 2**k for k = -1074 … 1024 (the last is inf), from NumPy's ldexp, which is exact
+_POW2_LOW = -1074
+with np.errstate(over="ignore"):
+    _POWERS_OF_TWO = np.ldexp(1.0, np.arange(_POW2_LOW, 1025))
+
+
+def _pow2(e: Array, xp: Any) -> Array:
+    """``2**e`` for integer-valued float64 ``e`` in [-1074, 1024], exact on every backend.
+
+    ``2.0 ** e`` would go through the backend's ``pow``, which a GPU need not round exactly (CuPy gave
+    2**-52 one ulp low); the powers are looked up in a table built on the CPU instead.
+    """
+    index = xp.reshape(xp.astype(e, xp.int64) - _POW2_LOW, (-1,))  # (n,)
+    return xp.reshape(xp.take(xp.asarray(_POWERS_OF_TWO), index), e.shape)
 
 
 def value_tolerance(dtype: str, reference: Any, *, scale: Any = None) -> Array:
