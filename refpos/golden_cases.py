@@ -210,7 +210,9 @@ def relative_cases() -> list[Case]:
     qh, kh = rng.standard_normal((h, qlen, d)), rng.standard_normal((h, klen, d))
     r_table = _np(refpos.txl_position_table(klen, d))
     w_r = rng.standard_normal((d, h * d)) / np.sqrt(d)
-    rk = np.transpose((r_table @ w_r).reshape(klen, h, d), (1, 0, 2))  # (H, klen, d)
+    # an input is data: built with NumPy whatever the backend (a GPU's sin/cos may differ by an ulp)
+    r_table_input = _np(refpos.txl_position_table(klen, d, xp="numpy"))
+    rk = np.transpose((r_table_input @ w_r).reshape(klen, h, d), (1, 0, 2))  # (H, klen, d)
     u, v = rng.standard_normal((h, d)), rng.standard_normal((h, d))
     scores = _np(refpos.txl_scores(_xp(qh), _xp(kh), _xp(rk), _xp(u), _xp(v)))
     cases.append(Case(cid, "txl", "txl_scores", "Transformer-XL logits, 3 memory tokens, future keys -inf (§6)",
