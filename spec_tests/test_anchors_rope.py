@@ -44,12 +44,17 @@ HF_KEYS = ("rope_type", "rope_theta", "factor", "original_max_position_embedding
            "short_factor", "long_factor")
 
 
-def _hf_rotary(name):
-    """(HF config, rotary module) of a model_configs.json entry."""
+def _hf_config(name):
+    """The transformers config of a model_configs.json entry."""
     from transformers import AutoConfig
 
     config = dict(CONFIGS[name]["config"])
-    hf_config = AutoConfig.for_model(config.pop("model_type"), **config)
+    return AutoConfig.for_model(config.pop("model_type"), **config)
+
+
+def _hf_rotary(name):
+    """(HF config, rotary module) of a model_configs.json entry."""
+    hf_config = _hf_config(name)
     module_name = type(hf_config).__module__.replace("configuration_", "modeling_")
     modeling = importlib.import_module(module_name)
     cls = next(getattr(modeling, n) for n in sorted(dir(modeling))
@@ -75,10 +80,20 @@ def test_model_inv_freq_and_attention_factor(impl, name):
         assert a == pytest.approx(hf_a, rel=1e-13)
 
 
+def _gptj_embed_positions():
+    """GPT-J's (max_positions, rotary_dim) table [sin | cos]: from GPTJRotaryEmbedding where transformers has
+    that module (recent 5.x), else from the function GPTJAttention builds it with (4.x and early 5.x)."""
+    from transformers.models.gptj import modeling_gptj
+
+    if hasattr(modeling_gptj, "GPTJRotaryEmbedding"):
+        return _hf_rotary("EleutherAI/gpt-j-6b")[1].embed_positions
+    config = _hf_config("EleutherAI/gpt-j-6b")
+    return modeling_gptj.create_sinusoidal_positions(config.max_position_embeddings, config.rotary_dim)
+
+
 def test_gptj_table(impl):
     cos_sin = require(impl, "rope_cos_sin")
-    _, rotary = _hf_rotary("EleutherAI/gpt-j-6b")
-    table = _np(rotary.embed_positions)  # (2048, 64) = [sin | cos] of the 32 pairs
+    table = _np(_gptj_embed_positions())  # (2048, 64) = [sin | cos] of the 32 pairs
     pos = np.array([0, 1, 7, 255, 256, 2047])
     params = require(impl, "rope_params_from_hf_config")(CONFIGS["EleutherAI/gpt-j-6b"]["config"])
     cos, sin = cos_sin(pos, params)
