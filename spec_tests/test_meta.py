@@ -36,7 +36,9 @@ def run_suite(impl: str, args: list[str], extra_env: dict[str, str] | None = Non
     # PYTHONDONTWRITEBYTECODE would make every run recompile (and re-rewrite) its imports: ~2 s each
     dropped = ("REFPOS_XFAILS_FILE", "REFPOS_SKIPS_FILE", "PYTHONDONTWRITEBYTECODE")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
-    env.update(REFPOS_IMPL=impl, REFPOS_META_RUN="1", **(extra_env or {}))
+    env.update(REFPOS_IMPL=impl, REFPOS_META_RUN="1")
+    for key, value in (extra_env or {}).items():  # PYTHONPATH is put in front of the inherited one, not over it
+        env[key] = os.pathsep.join([value, env[key]]) if key == "PYTHONPATH" and env.get(key) else value
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--assert=plain",
                "-W", "ignore::DeprecationWarning",
                *args]

@@ -142,7 +142,8 @@ def test_validate_guide_commands_print_what_the_page_shows(tmp_path: Path):
     work = tmp_path / "work"
     shutil.copytree(DOCS / "examples", work)
     _validate_setup(work)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(work)])}
+    inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []  # where refpos's needs may be
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(work), *inherited])}
     env.pop("REFPOS_BACKEND", None)
     checker = doctest.OutputChecker()
     ran = []
