@@ -19,8 +19,10 @@ def _rotary_dim(rope):
 def rope_frequencies(rope, seq_len=None):
     kind = rope.get("rope_type", "default")
     d = _rotary_dim(rope)
-    theta = np.float32(rope.get("rope_theta", 10000.0))
-    inv = (1.0 / theta ** (np.arange(0, d, 2, dtype=np.float32) / np.float32(d))).astype(np.float32)
+    theta = float(rope.get("rope_theta", 10000.0))
+    # pow, cos and sin are evaluated in float64 and rounded to float32: NumPy's float32 versions may differ
+    # by an ulp between CPUs (AVX2, AVX-512), and the guide prints numbers that must reproduce
+    inv = (1.0 / theta ** (np.arange(0, d, 2) / d)).astype(np.float32)
     if kind == "llama3":
         s, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
         l0 = rope["original_max_position_embeddings"]
@@ -42,7 +44,8 @@ def apply_rope(x, positions, rope, seq_len=None):
     d = 2 * inv.size
     span, rest = x[..., :d], x[..., d:]
     angles = np.asarray(positions, dtype=np.float32)[..., None] * inv          # float32, as HF
-    cos, sin = np.cos(angles), np.sin(angles)
+    cos = np.cos(angles.astype(np.float64)).astype(np.float32)                  # (..., T, d/2)
+    sin = np.sin(angles.astype(np.float64)).astype(np.float32)
     if layout == "half":
         u, v = span[..., : d // 2], span[..., d // 2 :]
     else:
