@@ -20,8 +20,9 @@ def rope_frequencies(rope, seq_len=None):
     kind = rope.get("rope_type", "default")
     d = _rotary_dim(rope)
     theta = float(rope.get("rope_theta", 10000.0))
-    # pow, cos and sin are evaluated in float64 and rounded to float32: NumPy's float32 versions may differ
-    # by an ulp between CPUs (AVX2, AVX-512), and the guide prints numbers that must reproduce
+    # pow, cos and sin are evaluated in float64 and rounded to float32: NumPy's float32 versions differ in
+    # the last bits between machines (AVX2 with NumPy 2.4, AVX-512 with NumPy 2.5), and the guide prints
+    # numbers that must reproduce
     inv = (1.0 / theta ** (np.arange(0, d, 2) / d)).astype(np.float32)
     if kind == "llama3":
         s, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
