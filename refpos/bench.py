@@ -6,7 +6,8 @@ and, when torch is installed, next to what users would otherwise run on the CPU 
 ``scaled_dot_product_attention``, transformers' ``apply_rotary_pos_emb``), with the ratios.
 
 Timings are the best of several runs (``time.perf_counter``); peak memory is the extra memory
-allocated during one call (``tracemalloc``, which NumPy reports to; CuPy: the memory pool's peak).
+allocated during one call (``tracemalloc``, which NumPy reports to; CuPy: the peak of the bytes live in
+its memory pool, counted by a memory hook).
 Nothing here is asserted by a test: numbers go into notes, not into pass/fail.
 """
 
@@ -52,6 +53,18 @@ def best_time(fn: Callable[[], Any], xp: Any = np, *, repeat: int = 3, min_total
     return min(times)
 
 
+def copy_time(a: Any, xp: Any) -> float:
+    """Best time to copy ``a`` into new memory: the floor of elementwise work on ``a``'s bytes.
+
+    On a GPU this is a device-to-device ``cudaMemcpy``, the device's own copy rate: on an H200 it moved
+    4.09 TB/s (read + write) in float32 and float64, where CuPy's elementwise copy moved 1.64 TB/s in float32
+    and 3.17 TB/s in float64."""
+    if "cupy" in xp.__name__:
+        dst = xp.empty_like(a)
+        return best_time(lambda: dst.data.copy_from_device_async(a.data, a.nbytes), xp)
+    return best_time(lambda: xp.asarray(a, copy=True), xp)
+
+
 def peak_memory(fn: Callable[[], Any], xp: Any = np) -> int | None:
     """Extra bytes allocated at the peak of one call of ``fn`` (None where it cannot be measured)."""
     if is_numpy_namespace(xp) or xp.__name__ == "array_api_strict":
@@ -64,15 +77,34 @@ def peak_memory(fn: Callable[[], Any], xp: Any = np) -> int | None:
         finally:
             tracemalloc.stop()
     if "cupy" in xp.__name__:
-        import cupy
+        return _cupy_live_peak(fn, xp)
+    return None
 
-        pool = cupy.get_default_memory_pool()
-        pool.free_all_blocks()
-        base = pool.used_bytes()
+
+def _cupy_live_peak(fn: Callable[[], Any], xp: Any) -> int:
+    """Peak bytes live in CuPy's memory pool during ``fn()``: a memory hook counts each allocation from
+    the pool and each return to it. (The pool's own size would also count its cached, fragmented blocks.)"""
+    from cupy.cuda import memory_hook
+
+    class LivePeak(memory_hook.MemoryHook):
+        name = "refpos_live_peak"
+
+        def __init__(self) -> None:
+            self.live = self.peak = 0
+
+        def malloc_postprocess(self, **kwargs: Any) -> None:
+            self.live += kwargs["mem_size"]
+            self.peak = max(self.peak, self.live)
+
+        def free_postprocess(self, **kwargs: Any) -> None:
+            self.live -= kwargs["mem_size"]
+
+    _sync(xp)
+    hook = LivePeak()
+    with hook:
         fn()
         _sync(xp)
-        return pool.total_bytes() - base
-    return None
+    return hook.peak
 
 
 def _fmt_bytes(n: int | None) -> str:
@@ -93,6 +125,47 @@ def _torch() -> Any | None:
     return torch
 
 
+def _torch_device(xp: Any) -> str | None:
+    """Where torch runs beside refpos: the CPU beside NumPy, CUDA beside CuPy; None without torch (or
+    without torch's CUDA beside CuPy, or beside array-api-strict)."""
+    torch = _torch()
+    if torch is None:
+        return None
+    if is_numpy_namespace(xp):
+        return "cpu"
+    if "cupy" in xp.__name__ and torch.cuda.is_available():
+        return "cuda"
+    return None
+
+
+def _transformers_rope() -> Callable[..., Any] | None:
+    """transformers' ``apply_rotary_pos_emb`` (Llama), or None where transformers is not installed."""
+    try:
+        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    except ImportError:
+        return None
+    return apply_rotary_pos_emb
+
+
+def _release_cached_memory(xp: Any) -> None:
+    """On a GPU, hand the memory CuPy's and torch's caching allocators hold back to the device, so that
+    each library measured next can use all of it."""
+    if "cupy" not in xp.__name__:
+        return
+    import cupy
+
+    _sync(xp)
+    cupy.get_default_memory_pool().free_all_blocks()
+    torch = _torch()
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _to_torch(a: Any) -> Any:
+    """The same memory as a torch tensor (DLPack: NumPy stays on the CPU, CuPy on its GPU)."""
+    return _torch().from_dlpack(a)
+
+
 # ---------------------------------------------------------------------------------------- attention
 def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, head_dim: int,
                     chunk_size: int, causal: bool, full_limit_gib: float) -> list[Record]:
@@ -100,7 +173,7 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
     from refpos.attention import attention
     from refpos.chunked import chunked_attention
 
-    torch = _torch()
+    torch, torch_device = _torch(), _torch_device(xp)
     records: list[Record] = []
     for dtype_name in dtypes:
         for t in sizes:
@@ -123,11 +196,17 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
             rec["attention_peak_bytes"] = peak_memory(full, xp)
             rec["chunked_s"] = best_time(chunked, xp, repeat=1)
             rec["chunked_peak_bytes"] = peak_memory(chunked, xp)
-            if torch is not None and is_numpy_namespace(xp):
-                tq, tk, tv = (torch.from_numpy(np.asarray(a)) for a in (q, k, v))
+            if torch_device is not None:
+                tq, tk, tv = (_to_torch(a) for a in (q, k, v))
                 sdpa = torch.nn.functional.scaled_dot_product_attention
-                with torch.inference_mode():
-                    rec["torch_sdpa_s"] = best_time(lambda: sdpa(tq, tk, tv, is_causal=causal))  # noqa: B023
+                rec["torch_device"] = torch_device
+                _release_cached_memory(xp)
+                try:
+                    with torch.inference_mode():
+                        rec["torch_sdpa_s"] = best_time(lambda: sdpa(tq, tk, tv, is_causal=causal), xp)  # noqa: B023
+                except RuntimeError as exc:  # e.g. out of memory: torch's float64 SDPA on CUDA keeps T×T
+                    rec["torch_sdpa_error"] = str(exc).splitlines()[0][:120]
+                _release_cached_memory(xp)
             _ratios(rec, "attention_s", ("floor_matmuls_s", "torch_sdpa_s"))
             _ratios(rec, "chunked_s", ("floor_matmuls_s", "torch_sdpa_s"))
             flops = 4.0 * heads * t * t * head_dim  # q·kᵀ and p·v, dense-equivalent
@@ -150,20 +229,23 @@ def _ratios(rec: Record, key: str, against: tuple[str, ...]) -> None:
 
 
 # ---------------------------------------------------------------------------------------- floors
-def bench_floors(xp: Any, dtypes: list[str], copy_mib: int = 512, matmul_n: int = 2048) -> list[Record]:
-    """The device's own rates: copy bandwidth (GB/s, read + write) and square-matmul TFLOP/s."""
+def bench_floors(xp: Any, dtypes: list[str], copy_mib: int = 512, matmul_n: int | None = None) -> list[Record]:
+    """The device's own rates: copy bandwidth (GB/s, read + write) and square-matmul TFLOP/s (n = 2048 on
+    the CPU, 8192 on a GPU, which a 2048 matmul leaves mostly idle)."""
+    if matmul_n is None:
+        matmul_n = 8192 if "cupy" in xp.__name__ else 2048
     records = []
     for dtype_name in dtypes:
         itemsize = np.dtype(dtype_name).itemsize
         n = copy_mib * 2**20 // itemsize
         src = xp.asarray(np.ones(n, dtype=dtype_name))
-        copy_s = best_time(lambda: xp.asarray(src, copy=True), xp)  # noqa: B023
+        copy_s = copy_time(src, xp)
         a = xp.asarray(np.random.default_rng(0).standard_normal((matmul_n, matmul_n)).astype(dtype_name))
         matmul_s = best_time(lambda: a @ a, xp)  # noqa: B023
         records.append({
             "suite": "floors", "dtype": dtype_name, "backend": xp.__name__,
             "copy_s": copy_s, "copy_gbs": 2 * n * itemsize / copy_s / 1e9,
-            "matmul_s": matmul_s, "matmul_tflops": 2 * matmul_n**3 / matmul_s / 1e12,
+            "matmul_n": matmul_n, "matmul_s": matmul_s, "matmul_tflops": 2 * matmul_n**3 / matmul_s / 1e12,
         })
     return records
 
@@ -173,14 +255,14 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
     """apply_rope on x of ``shape`` (B, H, T, D) beside a copy of the same bytes and HF's apply_rotary_pos_emb."""
     from refpos.rope import RopeConfig, apply_rope
 
-    torch = _torch()
+    torch, torch_device = _torch(), _torch_device(xp)
     records = []
     *_, t, head_dim = shape
     positions = xp.arange(t, dtype=xp.int64)
     for dtype_name in dtypes:
         x = xp.asarray(np.random.default_rng(0).standard_normal(shape).astype(dtype_name))
         nbytes = math.prod(shape) * np.dtype(dtype_name).itemsize
-        copy_s = best_time(lambda: xp.asarray(x, copy=True), xp)  # noqa: B023
+        copy_s = copy_time(x, xp)
         for layout in layouts:
             rope = RopeConfig(rope_type="default", theta=10000.0, head_dim=head_dim, layout=layout)
             rec: Record = {"suite": "rope", "shape": list(shape), "dtype": dtype_name, "layout": layout,
@@ -192,17 +274,17 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
             rec["apply_rope_s"] = best_time(apply, xp)
             rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
             rec["output_bytes"] = nbytes
-            if torch is not None and is_numpy_namespace(xp) and layout == "half":
-                from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-
-                tx = torch.from_numpy(np.asarray(x))
-                angles = torch.arange(t, dtype=torch.float64)[:, None] * torch.from_numpy(
-                    10000.0 ** (-np.arange(0, head_dim, 2) / head_dim))[None, :]
-                emb = torch.cat([angles, angles], dim=-1).to(tx.dtype)[None]  # (1, T, D)
+            if torch_device is not None and layout == "half" and _transformers_rope() is not None:
+                apply_rotary_pos_emb = _transformers_rope()
+                tx = _to_torch(x)
+                inv_freq = torch.from_numpy(10000.0 ** (-np.arange(0, head_dim, 2) / head_dim))
+                angles = torch.arange(t, dtype=torch.float64)[:, None] * inv_freq[None, :]  # (T, D/2)
+                emb = torch.cat([angles, angles], dim=-1).to(tx.dtype)[None].to(torch_device)  # (1, T, D)
                 cos, sin = emb.cos(), emb.sin()
+                rec["torch_device"] = torch_device
                 with torch.inference_mode():
                     # HF rotates q and k in one call: half of it is the cost of one tensor
-                    rec["torch_hf_apply_s"] = best_time(lambda: apply_rotary_pos_emb(tx, tx, cos, sin)) / 2  # noqa: B023
+                    rec["torch_hf_apply_s"] = best_time(lambda: apply_rotary_pos_emb(tx, tx, cos, sin), xp) / 2  # noqa: B023
             for key in ("floor_copy_s", "apply_rope_s", "torch_hf_apply_s"):
                 if key in rec:
                     rec[f"{key[:-2]}_gbs"] = 2 * nbytes / rec[key] / 1e9  # read x, write the output

@@ -1,0 +1,76 @@
+"""``refpos bench`` on tiny sizes: every record holds its time, its floor and the ratios derived from them.
+
+Nothing here asserts a speed (timed tests are flaky and prove nothing about correctness); these tests check
+that the numbers a note quotes are computed from what was measured, and that the command runs on every
+backend.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from refpos import bench
+from refpos.cli import main
+
+
+def _has_torch_beside(xp) -> bool:
+    return bench._torch_device(xp) is not None
+
+
+def test_floors_report_rates_from_their_times(xp):
+    (rec,) = bench.bench_floors(xp, ["float32"], copy_mib=1, matmul_n=64)
+    assert rec["matmul_n"] == 64 and rec["dtype"] == "float32"
+    assert rec["copy_gbs"] == pytest.approx(2 * 2**20 / rec["copy_s"] / 1e9)  # read + write
+    assert rec["matmul_tflops"] == pytest.approx(2 * 64**3 / rec["matmul_s"] / 1e12)
+
+
+def test_rope_record_puts_apply_rope_beside_the_copy_floor(xp):
+    records = bench.bench_rope(xp, ["float32", "float64"], (1, 2, 8, 16), ["half", "interleaved"])
+    assert [(r["dtype"], r["layout"]) for r in records] == [
+        ("float32", "half"), ("float32", "interleaved"), ("float64", "half"), ("float64", "interleaved")]
+    for rec in records:
+        assert rec["output_bytes"] == 2 * 8 * 16 * np.dtype(rec["dtype"]).itemsize
+        assert rec["apply_rope/floor_copy"] == pytest.approx(rec["apply_rope_s"] / rec["floor_copy_s"])
+        assert rec["apply_rope_gbs"] == pytest.approx(2 * rec["output_bytes"] / rec["apply_rope_s"] / 1e9)
+        with_torch = _has_torch_beside(xp) and rec["layout"] == "half" and bench._transformers_rope() is not None
+        assert ("torch_hf_apply_s" in rec) == with_torch
+        if with_torch:
+            assert rec["apply_rope/torch_hf_apply"] == pytest.approx(rec["apply_rope_s"] / rec["torch_hf_apply_s"])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_record_puts_both_forms_beside_the_matmuls(xp, causal):
+    (rec,) = bench.bench_attention(xp, [16], ["float32"], heads=2, head_dim=8, chunk_size=8, causal=causal,
+                                   full_limit_gib=1.0)
+    assert rec["causal"] is causal and rec["T"] == 16
+    for key in ("attention", "chunked"):
+        assert rec[f"{key}/floor_matmuls"] == pytest.approx(rec[f"{key}_s"] / rec["floor_matmuls_s"])
+        assert rec[f"{key}_tflops"] == pytest.approx(4.0 * 2 * 16 * 16 * 8 / rec[f"{key}_s"] / 1e12)
+        assert rec[f"{key}_peak_bytes"] is None or rec[f"{key}_peak_bytes"] >= 0
+    assert ("torch_sdpa_s" in rec or "torch_sdpa_error" in rec) == _has_torch_beside(xp)
+
+
+def test_attention_skips_the_floor_whose_probabilities_would_not_fit(xp):
+    (rec,) = bench.bench_attention(xp, [16], ["float32"], heads=1, head_dim=4, chunk_size=8, causal=False,
+                                   full_limit_gib=0.0)
+    assert "floor_matmuls_s" not in rec and "attention/floor_matmuls" not in rec
+    assert rec["attention_s"] > 0
+
+
+def test_cli_json_names_the_machine_and_the_backend(capsys):
+    assert main(["bench", "floors", "--dtypes", "float64", "--backend", "array_api_strict", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["meta"]["backend"] == "array_api_strict" and report["meta"]["cores"] >= 1
+    (rec,) = report["records"]
+    assert rec["dtype"] == "float64" and rec["copy_gbs"] > 0
+    assert "torch_hf_apply_s" not in rec  # no torch beside array-api-strict
+
+
+def test_table_formats_units_by_suffix():
+    line = bench._format_record({"suite": "rope", "backend": "numpy", "apply_rope_s": 0.0125, "output_bytes": 3 * 2**20,
+                                 "apply_rope_gbs": 12.34, "apply_rope/floor_copy": 1.5, "layout": "half"})
+    assert line == ("[rope] apply_rope_s=12.50ms output=3.0 MiB apply_rope_gbs=12.3 apply_rope/floor_copy=1.50x"
+                    " layout=half")
