@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import refpos
 from refpos import parallel
+from refpos.backend import to_numpy
 
 fast = importlib.import_module("refpos.rope.fast")
 core = importlib.import_module("refpos.rope.core")
@@ -62,7 +63,7 @@ def _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions,
     readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(positions), rope,
                                  frequencies=(array_api_strict.asarray(inv_freq), factor))
     assert fast_out.dtype == x.dtype
-    np.testing.assert_array_equal(fast_out, np.asarray(readable))
+    np.testing.assert_array_equal(fast_out, to_numpy(readable))
 
 
 def test_fast_rope_gives_every_thread_rows_and_computes_each_table_once(monkeypatch):
@@ -82,7 +83,7 @@ def test_fast_rope_gives_every_thread_rows_and_computes_each_table_once(monkeypa
     np.testing.assert_array_equal(refpos.apply_rope(x, np.arange(7), rope), out)
     assert rows == [7]
     readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(np.arange(7)), rope)
-    np.testing.assert_array_equal(out, np.asarray(readable))
+    np.testing.assert_array_equal(out, to_numpy(readable))
 
 
 def test_fast_rope_leaves_the_input_and_pass_through_channels_alone():
@@ -264,3 +265,13 @@ def test_refpos_threads_is_read(monkeypatch):
     assert parallel.num_threads() == 3
     monkeypatch.delenv("REFPOS_THREADS")
     assert parallel.num_threads() >= 1
+
+
+def test_blocks_are_larger_only_on_a_gpu(xp):
+    """A CPU block is cache-sized; a GPU block pays kernel launches instead, so it is DEVICE_BLOCK_FACTOR
+    times larger there. NumPy and array-api-strict keep the CPU size."""
+    on_gpu = "cupy" in xp.__name__
+    assert parallel.DEVICE_BLOCK_FACTOR > 1
+    assert parallel.block_elements(2**20, xp) == 2**20 * (parallel.DEVICE_BLOCK_FACTOR if on_gpu else 1)
+    assert parallel.block_elements(2**20, np) == 2**20
+    assert parallel.block_elements(2**20, array_api_strict) == 2**20
