@@ -27,6 +27,8 @@ Examples
 >>> import numpy as np
 >>> from refpos.rope.config import RopeConfig
 from refpos.rope.fast import is_fast_input, rotate_span
+from refpos.rope.fast_gpu import is_fast_gpu_input
+from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
 >>> y = apply_rope(np.arange(1.0, 9.0) / 8, 3, RopeConfig(head_dim=8))
 >>> round(float(y[0]), 12), round(float(np.linalg.norm(y)), 12)
 (-0.211949067112, 1.785357107136)
@@ -44,6 +46,8 @@ from refpos.backend import array_namespace, get_xp
 from refpos.parallel import block_elements
 from refpos.rope.config import RopeConfig
 from refpos.rope.fast import is_fast_input, rotate_span
+from refpos.rope.fast_gpu import is_fast_gpu_input
+from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
 from refpos.rope.scaling import _check_rope, _check_seq_len, rope_frequencies
 
 Array = Any
@@ -220,7 +224,10 @@ def apply_rope(
     else:
         cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m), angles in float64
         cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)  # the rotation itself runs in x's dtype
-        _rotate_span(x, cos, sin, out, rope, start, stop)
+        if is_fast_gpu_input(x):  # CuPy: the same formulas, one fused kernel each (refpos.rope.fast_gpu)
+            rotate_span_gpu(x, cos, sin, out, _pair_slices(rope, start, stop))
+        else:
+            _rotate_span(x, cos, sin, out, rope, start, stop)
     return out[0, :] if single else out
 
 

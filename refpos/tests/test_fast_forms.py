@@ -66,6 +66,53 @@ def _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions,
     np.testing.assert_array_equal(fast_out, to_numpy(readable))
 
 
+def _gpu_missing() -> str | None:
+    """Why the CuPy fused form cannot be tested here (None: it can)."""
+    try:
+        refpos.backend.get_xp("cupy")
+    except (ImportError, RuntimeError) as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.skipif(_gpu_missing() is not None, reason=f"needs CuPy and a GPU: {_gpu_missing()}")
+@given(seed=st.integers(0, 2**32 - 1), layout=st.sampled_from(["half", "interleaved", "deinterleaved"]),
+       placement=st.sampled_from(["first", "last"]), rotary=st.sampled_from([2, 4, 8]), t=st.integers(1, 12),
+       heads=st.integers(1, 5), batch_positions=st.booleans(), dtype=st.sampled_from(["float32", "float64"]),
+       factor=st.sampled_from([1.0, 1.0 + 2.0**-20, 0.7]))
+def test_gpu_fused_rope_is_bit_identical_to_the_readable_form(seed, layout, placement, rotary, t, heads,
+                                                              batch_positions, dtype, factor):
+    """CuPy: the two fused kernels (round-to-nearest intrinsics, no FMA contraction) against the readable
+    form's separate kernels on the same GPU: equal bits."""
+    import cupy
+
+    rng = np.random.default_rng(seed)
+    rope = refpos.RopeConfig(head_dim=8, rotary_dim=rotary, placement=placement, layout=layout)
+    x = cupy.asarray(rng.standard_normal((2, heads, t, 8)).astype(dtype))
+    positions = cupy.asarray(rng.integers(0, 1_000_000, size=(2, t) if batch_positions else (t,)))
+    frequencies = (cupy.asarray(10000.0 ** (-np.arange(rotary // 2) / max(1, rotary // 2))), factor)
+    fused = refpos.apply_rope(x, positions, rope, frequencies=frequencies)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(core, "is_fast_gpu_input", lambda _: False)  # the readable form, on the GPU
+        readable = refpos.apply_rope(x, positions, rope, frequencies=frequencies)
+    assert fused.dtype == x.dtype
+    np.testing.assert_array_equal(to_numpy(fused), to_numpy(readable))
+
+
+def test_fused_gpu_form_is_only_for_cupy_float32_and_float64():
+    from refpos.rope.fast_gpu import is_fast_gpu_input
+
+    assert not is_fast_gpu_input(np.ones((2, 4)))
+    assert not is_fast_gpu_input(array_api_strict.ones((2, 4)))
+    if _gpu_missing() is None:
+        import cupy
+
+        assert is_fast_gpu_input(cupy.ones((2, 4), dtype=cupy.float32))
+        assert is_fast_gpu_input(cupy.ones((2, 4), dtype=cupy.float64))
+        assert not is_fast_gpu_input(cupy.ones((2, 4), dtype=cupy.float16))
+        assert not is_fast_gpu_input(cupy.ones((0, 4), dtype=cupy.float32))
+
+
 def test_fast_rope_gives_every_thread_rows_and_computes_each_table_once(monkeypatch):
     """Few rows: they are cut so that every thread works; each block computes the tables of its rows."""
     monkeypatch.setenv("REFPOS_THREADS", "3")
