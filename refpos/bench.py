@@ -2,8 +2,9 @@
 
 Every measured function is printed next to a *floor* measured in the same run — the two matmuls for
 attention (q·kᵀ and p·v of the same shapes), a memory copy of the same bytes for elementwise work —
-and, when torch is installed, next to what users would otherwise run on the CPU (torch
-``scaled_dot_product_attention``, transformers' ``apply_rotary_pos_emb``), with the ratios.
+and, when torch is installed, next to what users would otherwise run on the same device (torch
+``scaled_dot_product_attention``, transformers' ``apply_rotary_pos_emb``: on the CPU beside NumPy, on
+CUDA beside CuPy), with the ratios. The measuring itself is :mod:`refpos.measure`.
 
 Timings are the best of several runs (``time.perf_counter``); peak memory is the extra memory
 allocated during one call (``tracemalloc``, which NumPy reports to; CuPy: the peak of the bytes live in
@@ -19,94 +20,28 @@ import math
 import os
 import platform
 import time
-import tracemalloc
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from refpos.backend import get_xp, is_numpy_namespace
+from refpos.backend import get_xp
+from refpos.measure import (
+    best_time,
+    copy_time,
+    peak_memory,
+    release_cached_memory,
+    to_torch,
+    torch_device_for,
+    torch_module,
+    transformers_rope,
+)
 from refpos.parallel import num_threads
 
 Record = dict[str, Any]
 SUITES = ("floors", "attention", "rope", "pipeline", "golden")
 
 
-# ---------------------------------------------------------------------------------------- measuring
-def _sync(xp: Any) -> None:
-    if "cupy" in xp.__name__:
-        import cupy
-
-        cupy.cuda.Device().synchronize()
-
-
-def best_time(fn: Callable[[], Any], xp: Any = np, *, repeat: int = 3, min_total: float = 0.3) -> float:
-    """Best wall time of ``fn()`` over ``repeat`` runs (more runs while the total stays under min_total)."""
-    fn()  # warm-up (allocator, caches, lazy imports)
-    _sync(xp)
-    times: list[float] = []
-    while len(times) < repeat or (sum(times) < min_total and len(times) < 50):
-        start = time.perf_counter()
-        fn()
-        _sync(xp)
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def copy_time(a: Any, xp: Any) -> float:
-    """Best time to copy ``a`` into new memory: the floor of elementwise work on ``a``'s bytes.
-
-    On a GPU this is a device-to-device ``cudaMemcpy``, the device's own copy rate: on an H200 it moved
-    4.09 TB/s (read + write) in float32 and float64, where CuPy's elementwise copy moved 1.64 TB/s in float32
-    and 3.17 TB/s in float64."""
-    if "cupy" in xp.__name__:
-        dst = xp.empty_like(a)
-        return best_time(lambda: dst.data.copy_from_device_async(a.data, a.nbytes), xp)
-    return best_time(lambda: xp.asarray(a, copy=True), xp)
-
-
-def peak_memory(fn: Callable[[], Any], xp: Any = np) -> int | None:
-    """Extra bytes allocated at the peak of one call of ``fn`` (None where it cannot be measured)."""
-    if is_numpy_namespace(xp) or xp.__name__ == "array_api_strict":
-        tracemalloc.start()
-        try:
-            tracemalloc.reset_peak()
-            base = tracemalloc.get_traced_memory()[0]
-            fn()
-            return tracemalloc.get_traced_memory()[1] - base
-        finally:
-            tracemalloc.stop()
-    if "cupy" in xp.__name__:
-        return _cupy_live_peak(fn, xp)
-    return None
-
-
-def _cupy_live_peak(fn: Callable[[], Any], xp: Any) -> int:
-    """Peak bytes live in CuPy's memory pool during ``fn()``: a memory hook counts each allocation from
-    the pool and each return to it. (The pool's own size would also count its cached, fragmented blocks.)"""
-    from cupy.cuda import memory_hook
-
-    class LivePeak(memory_hook.MemoryHook):
-        name = "refpos_live_peak"
-
-        def __init__(self) -> None:
-            self.live = self.peak = 0
-
-        def malloc_postprocess(self, **kwargs: Any) -> None:
-            self.live += kwargs["mem_size"]
-            self.peak = max(self.peak, self.live)
-
-        def free_postprocess(self, **kwargs: Any) -> None:
-            self.live -= kwargs["mem_size"]
-
-    _sync(xp)
-    hook = LivePeak()
-    with hook:
-        fn()
-        _sync(xp)
-    return hook.peak
-
-
+# ---------------------------------------------------------------------------------------- formatting
 def _fmt_bytes(n: int | None) -> str:
     if n is None:
         return "n/a"
@@ -117,55 +52,6 @@ def _fmt_bytes(n: int | None) -> str:
     return f"{n} B"  # pragma: no cover
 
 
-def _torch() -> Any | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
-def _torch_device(xp: Any) -> str | None:
-    """Where torch runs beside refpos: the CPU beside NumPy, CUDA beside CuPy; None without torch (or
-    without torch's CUDA beside CuPy, or beside array-api-strict)."""
-    torch = _torch()
-    if torch is None:
-        return None
-    if is_numpy_namespace(xp):
-        return "cpu"
-    if "cupy" in xp.__name__ and torch.cuda.is_available():
-        return "cuda"
-    return None
-
-
-def _transformers_rope() -> Callable[..., Any] | None:
-    """transformers' ``apply_rotary_pos_emb`` (Llama), or None where transformers is not installed."""
-    try:
-        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-    except ImportError:
-        return None
-    return apply_rotary_pos_emb
-
-
-def _release_cached_memory(xp: Any) -> None:
-    """On a GPU, hand the memory CuPy's and torch's caching allocators hold back to the device, so that
-    each library measured next can use all of it."""
-    if "cupy" not in xp.__name__:
-        return
-    import cupy
-
-    _sync(xp)
-    cupy.get_default_memory_pool().free_all_blocks()
-    torch = _torch()
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
-def _to_torch(a: Any) -> Any:
-    """The same memory as a torch tensor (DLPack: NumPy stays on the CPU, CuPy on its GPU)."""
-    return _torch().from_dlpack(a)
-
-
 # ---------------------------------------------------------------------------------------- attention
 def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, head_dim: int,
                     chunk_size: int, causal: bool, full_limit_gib: float) -> list[Record]:
@@ -173,7 +59,7 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
     from refpos.attention import attention
     from refpos.chunked import chunked_attention
 
-    torch, torch_device = _torch(), _torch_device(xp)
+    torch, torch_device = torch_module(), torch_device_for(xp)
     records: list[Record] = []
     for dtype_name in dtypes:
         for t in sizes:
@@ -197,16 +83,16 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
             rec["chunked_s"] = best_time(chunked, xp, repeat=1)
             rec["chunked_peak_bytes"] = peak_memory(chunked, xp)
             if torch_device is not None:
-                tq, tk, tv = (_to_torch(a) for a in (q, k, v))
+                tq, tk, tv = (to_torch(a) for a in (q, k, v))
                 sdpa = torch.nn.functional.scaled_dot_product_attention
                 rec["torch_device"] = torch_device
-                _release_cached_memory(xp)
+                release_cached_memory(xp)
                 try:
                     with torch.inference_mode():
                         rec["torch_sdpa_s"] = best_time(lambda: sdpa(tq, tk, tv, is_causal=causal), xp)  # noqa: B023
                 except RuntimeError as exc:  # e.g. out of memory: torch's float64 SDPA on CUDA keeps T×T
                     rec["torch_sdpa_error"] = str(exc).splitlines()[0][:120]
-                _release_cached_memory(xp)
+                release_cached_memory(xp)
             _ratios(rec, "attention_s", ("floor_matmuls_s", "torch_sdpa_s"))
             _ratios(rec, "chunked_s", ("floor_matmuls_s", "torch_sdpa_s"))
             flops = 4.0 * heads * t * t * head_dim  # q·kᵀ and p·v, dense-equivalent
@@ -255,7 +141,7 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
     """apply_rope on x of ``shape`` (B, H, T, D) beside a copy of the same bytes and HF's apply_rotary_pos_emb."""
     from refpos.rope import RopeConfig, apply_rope
 
-    torch, torch_device = _torch(), _torch_device(xp)
+    torch, torch_device = torch_module(), torch_device_for(xp)
     records = []
     *_, t, head_dim = shape
     positions = xp.arange(t, dtype=xp.int64)
@@ -274,9 +160,9 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
             rec["apply_rope_s"] = best_time(apply, xp)
             rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
             rec["output_bytes"] = nbytes
-            if torch_device is not None and layout == "half" and _transformers_rope() is not None:
-                apply_rotary_pos_emb = _transformers_rope()
-                tx = _to_torch(x)
+            if torch_device is not None and layout == "half" and transformers_rope() is not None:
+                apply_rotary_pos_emb = transformers_rope()
+                tx = to_torch(x)
                 inv_freq = torch.from_numpy(10000.0 ** (-np.arange(0, head_dim, 2) / head_dim))
                 angles = torch.arange(t, dtype=torch.float64)[:, None] * inv_freq[None, :]  # (T, D/2)
                 emb = torch.cat([angles, angles], dim=-1).to(tx.dtype)[None].to(torch_device)  # (1, T, D)
@@ -364,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
         records = bench_pipeline(xp, args.sizes or [512, 2048], args.dtypes)
     meta = {"machine": platform.machine(), "cores": os.cpu_count(), "python": platform.python_version(),
             "numpy": np.__version__, "backend": xp.__name__, "refpos_threads": num_threads()}
-    torch = _torch()
+    torch = torch_module()
     if torch is not None:
         meta["torch"] = torch.__version__
         meta["torch_threads"] = torch.get_num_threads()

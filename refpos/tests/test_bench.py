@@ -12,12 +12,12 @@ import json
 import numpy as np
 import pytest
 
-from refpos import bench
+from refpos import bench, measure
 from refpos.cli import main
 
 
 def _has_torch_beside(xp) -> bool:
-    return bench._torch_device(xp) is not None
+    return measure.torch_device_for(xp) is not None
 
 
 def test_floors_report_rates_from_their_times(xp):
@@ -35,7 +35,7 @@ def test_rope_record_puts_apply_rope_beside_the_copy_floor(xp):
         assert rec["output_bytes"] == 2 * 8 * 16 * np.dtype(rec["dtype"]).itemsize
         assert rec["apply_rope/floor_copy"] == pytest.approx(rec["apply_rope_s"] / rec["floor_copy_s"])
         assert rec["apply_rope_gbs"] == pytest.approx(2 * rec["output_bytes"] / rec["apply_rope_s"] / 1e9)
-        with_torch = _has_torch_beside(xp) and rec["layout"] == "half" and bench._transformers_rope() is not None
+        with_torch = _has_torch_beside(xp) and rec["layout"] == "half" and measure.transformers_rope() is not None
         assert ("torch_hf_apply_s" in rec) == with_torch
         if with_torch:
             assert rec["apply_rope/torch_hf_apply"] == pytest.approx(rec["apply_rope_s"] / rec["torch_hf_apply_s"])
@@ -74,3 +74,23 @@ def test_table_formats_units_by_suffix():
                                  "apply_rope_gbs": 12.34, "apply_rope/floor_copy": 1.5, "layout": "half"})
     assert line == ("[rope] apply_rope_s=12.50ms output=3.0 MiB apply_rope_gbs=12.3 apply_rope/floor_copy=1.50x"
                     " layout=half")
+
+
+def test_peak_memory_counts_what_one_call_allocates(xp):
+    """8 MiB of float64 ones: at least its bytes, and not a multiple of them (NumPy and array-api-strict:
+    tracemalloc; CuPy: the bytes live in its memory pool)."""
+    nbytes = 2**20 * 8
+    peak = measure.peak_memory(lambda: xp.ones(2**20, dtype=xp.float64), xp)
+    assert nbytes <= peak < 2 * nbytes
+
+
+def test_best_time_is_the_fastest_run_after_a_warm_up(monkeypatch):
+    """A fake clock: the warm-up (the fastest call here) is not counted; the best timed run is returned."""
+    durations = iter([0.03125, 0.125, 0.0625, 0.5])  # binary fractions: the clock's differences are exact
+    clock = {"t": 0.0}
+
+    def fn() -> None:
+        clock["t"] += next(durations, 1.0)
+
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: clock["t"])
+    assert measure.best_time(fn, repeat=3, min_total=0.0) == 0.0625
