@@ -26,9 +26,6 @@ Examples
 --------
 >>> import numpy as np
 >>> from refpos.rope.config import RopeConfig
-from refpos.rope.fast import is_fast_input, rotate_span
-from refpos.rope.fast_gpu import is_fast_gpu_input
-from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
 >>> y = apply_rope(np.arange(1.0, 9.0) / 8, 3, RopeConfig(head_dim=8))
 >>> round(float(y[0]), 12), round(float(np.linalg.norm(y)), 12)
 (-0.211949067112, 1.785357107136)
