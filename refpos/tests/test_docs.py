@@ -3,7 +3,10 @@
 Each page runs as one doctest (its examples share one namespace, top to bottom) with ``ELLIPSIS`` and
 ``NORMALIZE_WHITESPACE``, on the current backend (``REFPOS_BACKEND``): the examples convert results with
 ``refpos.to_numpy`` and so run unchanged on NumPy and array-api-strict. A page that contains the line
-``<!-- doctest: numpy-only -->`` runs under NumPy whatever the backend (none does at present).
+``<!-- doctest: numpy-only -->`` runs under NumPy whatever the backend (performance.md, whose examples
+show NumPy's fast forms).
+
+The ``>>>`` examples in refpos's own docstrings run too, under NumPy (they show NumPy's results).
 
 The ``console`` blocks of docs/validate.md are checked too: every ``$ refpos …`` and ``$ python …``
 command runs, in order, in a scratch copy of ``docs/examples/``, and its output must match the page
@@ -22,6 +25,7 @@ import functools
 import importlib.util
 import json
 import os
+import pkgutil
 import re
 import shlex
 import shutil
@@ -37,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 NUMPY_ONLY = "<!-- doctest: numpy-only -->"
+MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(refpos.__path__, "refpos.") if ".tests" not in name)
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 #: pages that teach a family: each must carry runnable examples
@@ -66,6 +71,21 @@ def run_page(page: Path) -> tuple[doctest.TestResults, str]:
     with backend:
         results = runner.run(test, out=report.append, clear_globs=True)
     return results, "".join(report)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_pass(name: str):
+    """Every ``>>>`` example in a refpos module's docstrings (module, classes, functions) runs and passes."""
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:  # an optional dependency (matplotlib for refpos.plots)
+        pytest.skip(f"{name} cannot be imported here: {exc}")
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    report: list[str] = []
+    with refpos.use_backend("numpy"):
+        for test in doctest.DocTestFinder().find(module, name):
+            runner.run(test, out=report.append, clear_globs=True)
+    assert runner.failures == 0, f"{runner.failures} docstring examples failed in {name}:\n{''.join(report)}"
 
 
 def test_docs_exist():
