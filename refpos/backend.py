@@ -148,6 +148,11 @@ def is_numpy_namespace(xp: ModuleType) -> bool:
     return array_api_compat.is_numpy_namespace(xp)
 
 
+def is_cupy_namespace(xp: ModuleType) -> bool:
+    """True for CuPy (plain or wrapped by array-api-compat): the arrays live on a GPU."""
+    return array_api_compat.is_cupy_namespace(xp)
+
+
 def device_of(x: Any) -> Any:
     """The device an array lives on (``"cpu"`` for NumPy)."""
     return array_api_compat.device(x)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import get_xp
+from refpos.backend import get_xp, is_cupy_namespace
 from refpos.measure import (
     best_time,
     copy_time,
@@ -119,7 +119,7 @@ def bench_floors(xp: Any, dtypes: list[str], copy_mib: int = 512, matmul_n: int 
     """The device's own rates: copy bandwidth (GB/s, read + write) and square-matmul TFLOP/s (n = 2048 on
     the CPU, 8192 on a GPU, which a 2048 matmul leaves mostly idle)."""
     if matmul_n is None:
-        matmul_n = 8192 if "cupy" in xp.__name__ else 2048
+        matmul_n = 8192 if is_cupy_namespace(xp) else 2048
     records = []
     for dtype_name in dtypes:
         itemsize = np.dtype(dtype_name).itemsize

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import is_numpy_namespace
+from refpos.backend import is_cupy_namespace, is_numpy_namespace
 
 
 def _sync(xp: Any) -> None:
-    if "cupy" in xp.__name__:
+    if is_cupy_namespace(xp):
         import cupy
 
         cupy.cuda.Device().synchronize()
@@ -43,7 +43,7 @@ def copy_time(a: Any, xp: Any) -> float:
     On a GPU this is a device-to-device ``cudaMemcpy``, the device's own copy rate: on an H200 it moved
     4.09 TB/s (read + write) in float32 and float64, where CuPy's elementwise copy moved 1.64 TB/s in float32
     and 3.17 TB/s in float64."""
-    if "cupy" in xp.__name__:
+    if is_cupy_namespace(xp):
         dst = xp.empty_like(a)
         return best_time(lambda: dst.data.copy_from_device_async(a.data, a.nbytes), xp)
     return best_time(lambda: xp.asarray(a, copy=True), xp)
@@ -60,7 +60,7 @@ def peak_memory(fn: Callable[[], Any], xp: Any = np) -> int | None:
             return tracemalloc.get_traced_memory()[1] - base
         finally:
             tracemalloc.stop()
-    if "cupy" in xp.__name__:
+    if is_cupy_namespace(xp):
         return _cupy_live_peak(fn, xp)
     return None
 
@@ -108,7 +108,7 @@ def torch_device_for(xp: Any) -> str | None:
         return None
     if is_numpy_namespace(xp):
         return "cpu"
-    if "cupy" in xp.__name__ and torch.cuda.is_available():
+    if is_cupy_namespace(xp) and torch.cuda.is_available():
         return "cuda"
     return None
 
@@ -125,7 +125,7 @@ def transformers_rope() -> Callable[..., Any] | None:
 def release_cached_memory(xp: Any) -> None:
     """On a GPU, hand the memory CuPy's and torch's caching allocators hold back to the device, so that
     each library measured next can use all of it."""
-    if "cupy" not in xp.__name__:
+    if not is_cupy_namespace(xp):
         return
     import cupy
 

@@ -6,7 +6,7 @@ running them on several threads gives the **same bits** as running them one afte
 BLAS settings (only a serial run's multithreaded BLAS may block a dot product differently: a few ulps;
 the tests check both). NumPy releases the GIL inside its loops and matmuls, so the threads really run in parallel.
 
-Two details make this pay off:
+Three details make this pay off:
 
 * **BLAS threads.** NumPy's matmul is multithreaded by itself. A matmul inside a block that also runs
   on every core would oversubscribe the machine (measured: 344 ms against 189 ms for attention on
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import array_api_compat
+from refpos.backend import is_cupy_namespace
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -104,7 +104,7 @@ DEVICE_BLOCK_FACTOR = 64
 def block_elements(cpu_elements: int, xp: Any) -> int:
     """Elements per block in namespace ``xp``: ``cpu_elements`` on the CPU, :data:`DEVICE_BLOCK_FACTOR`
     times that on a GPU (CuPy)."""
-    return cpu_elements * DEVICE_BLOCK_FACTOR if array_api_compat.is_cupy_namespace(xp) else cpu_elements
+    return cpu_elements * DEVICE_BLOCK_FACTOR if is_cupy_namespace(xp) else cpu_elements
 
 
 def threads_for(work: int) -> int:

@@ -317,7 +317,7 @@ def test_refpos_threads_is_read(monkeypatch):
 def test_blocks_are_larger_only_on_a_gpu(xp):
     """A CPU block is cache-sized; a GPU block pays kernel launches instead, so it is DEVICE_BLOCK_FACTOR
     times larger there. NumPy and array-api-strict keep the CPU size."""
-    on_gpu = "cupy" in xp.__name__
+    on_gpu = refpos.backend.is_cupy_namespace(xp)
     assert parallel.DEVICE_BLOCK_FACTOR > 1
     assert parallel.block_elements(2**20, xp) == 2**20 * (parallel.DEVICE_BLOCK_FACTOR if on_gpu else 1)
     assert parallel.block_elements(2**20, np) == 2**20
