@@ -67,14 +67,13 @@ def rotate_span(x: np.ndarray, signed_tables: Callable[[slice], tuple[np.ndarray
             table_c, table_s = (table.astype(x.dtype, copy=False) for table in signed_tables(rows))
             shape = (*lead, rows.stop - rows.start, 2 * m)
             c_b, s_b = np.broadcast_to(table_c, shape), np.broadcast_to(table_s, shape)  # (..., rows, 2m) views
-            scratch = np.empty((heads_per_call, rows.stop - rows.start, 2 * m), dtype=x.dtype)  # one per block
             for slab in slabs:
                 span = x_b[slab][..., rows, start:stop]  # (heads, rows, 2m)
                 if layout == "deinterleaved":  # read pairs (2j, 2j + 1), write them half-split
                     span = np.concatenate([span[..., 0::2], span[..., 1::2]], axis=-1)  # (heads, rows, 2m)
                 target = out[slab][..., rows, start:stop]  # (heads, rows, 2m), a view into out
                 np.multiply(span, c_b[slab], out=target)  # first: streams x in, contiguously
-                partner = scratch[: span.shape[0]]  # (heads, rows, 2m): the channel each one is paired with
+                partner = np.empty_like(span)  # (heads, rows, 2m): the channel each one is paired with
                 if layout == "interleaved":
                     partner[..., 0::2], partner[..., 1::2] = span[..., 1::2], span[..., 0::2]
                 else:
