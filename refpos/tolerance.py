@@ -117,9 +117,10 @@ def ulp(values: Any, dtype: str) -> Array:
     safe = xp.where(a >= tiny, a, xp.full_like(a, tiny))
     e = xp.floor(xp.log2(safe))
     # log2 may round across a power of two; correct the exponent with exact power-of-two comparisons
-    e = xp.where(_pow2(e, xp) > safe, e - 1.0, e)
-    e = xp.where(_pow2(e + 1.0, xp) <= safe, e + 1.0, e)
-    return _pow2(e - float(MANTISSA[dtype]), xp)
+    powers = xp.asarray(_POWERS_OF_TWO)  # sent to the device once per call
+    e = xp.where(_pow2(e, powers) > safe, e - 1.0, e)
+    e = xp.where(_pow2(e + 1.0, powers) <= safe, e + 1.0, e)
+    return _pow2(e - float(MANTISSA[dtype]), powers)
 
 
 #: 2**k for k = -1074 … 1024 (the last is inf), from NumPy's ldexp, which is exact
@@ -128,14 +129,15 @@ with np.errstate(over="ignore"):
     _POWERS_OF_TWO = np.ldexp(1.0, np.arange(_POW2_LOW, 1025))
 
 
-def _pow2(e: Array, xp: Any) -> Array:
+def _pow2(e: Array, powers: Array) -> Array:
     """``2**e`` for integer-valued float64 ``e`` in [-1074, 1024], exact on every backend.
 
     ``2.0 ** e`` would go through the backend's ``pow``, which a GPU need not round exactly (CuPy gave
-    2**-52 one ulp low); the powers are looked up in a table built on the CPU instead.
+    2**-52 one ulp low); the powers are looked up in ``powers``, :data:`_POWERS_OF_TWO` on e's backend.
     """
+    xp = array_namespace(e)
     index = xp.reshape(xp.astype(e, xp.int64) - _POW2_LOW, (-1,))  # (n,)
-    return xp.reshape(xp.take(xp.asarray(_POWERS_OF_TWO), index), e.shape)
+    return xp.reshape(xp.take(powers, index), e.shape)
 
 
 def value_tolerance(dtype: str, reference: Any, *, scale: Any = None) -> Array:
