@@ -212,12 +212,7 @@ def apply_rope(
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
     if is_fast_input(x):  # NumPy: the same bits on whole rows, on every core (refpos.rope.fast)
-        def signed_tables(rows: slice) -> tuple[Array, Array]:
-            """``C`` and ``S`` of the fast form for these rows: ``y = x ⊙ C + partner(x) ⊙ S``."""
-            cos, sin = _pair_cos_sin(positions[..., rows], inv_freq, factor)  # (..., rows, m)
-            return _layout_pairs(cos, cos, rope.layout), _layout_pairs(-sin, sin, rope.layout)  # (..., rows, 2m)
-
-        rotate_span(x, signed_tables, out, rope.layout, start, stop)
+        rotate_span(x, positions, inv_freq, factor, out, rope.layout, start, stop)
     else:
         cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m), angles in float64
         cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)  # the rotation itself runs in x's dtype

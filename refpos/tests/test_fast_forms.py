@@ -43,20 +43,30 @@ def threads(monkeypatch):
 @given(seed=st.integers(0, 2**32 - 1), layout=st.sampled_from(["half", "interleaved", "deinterleaved"]),
        placement=st.sampled_from(["first", "last"]), rotary=st.sampled_from([2, 4, 8]), t=st.integers(1, 12),
        heads=st.integers(1, 5), batch_positions=st.booleans(), dtype=st.sampled_from(["float32", "float64"]),
-       factor=st.sampled_from([1.0, 1.0 + 2.0**-20, 0.7]), slab_rows=st.integers(1, 5), n_threads=st.integers(1, 3))
+       factor=st.sampled_from([1.0, 1.0 + 2.0**-20, 0.7]), slab_rows=st.integers(1, 5), n_threads=st.integers(1, 3),
+       x_view=st.sampled_from(["contiguous", "strided channels", "broadcast heads"]), special=st.booleans())
 def test_fast_rope_is_bit_identical_to_the_readable_form(seed, layout, placement, rotary, t, heads, batch_positions,
-                                                         dtype, factor, slab_rows, n_threads):
+                                                         dtype, factor, slab_rows, n_threads, x_view, special):
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setenv("REFPOS_THREADS", str(n_threads))
         monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # threads even for these small arrays
         monkeypatch.setattr(fast, "SLAB_BYTES", slab_rows * 8 * np.dtype(dtype).itemsize)  # a few rows per block
-        _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions, dtype, factor)
+        _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions, dtype, factor, x_view, special)
 
 
-def _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions, dtype, factor):
+def _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions, dtype, factor, x_view="contiguous",
+                     special=False):
     rng = np.random.default_rng(seed)
     rope = refpos.RopeConfig(head_dim=8, rotary_dim=rotary, placement=placement, layout=layout)
-    x = rng.standard_normal((2, heads, t, 8)).astype(dtype)
+    x = rng.standard_normal((2, heads, t, 16)).astype(dtype)
+    if special:  # inf·0 and -0 must come out as the readable form's do
+        x.flat[rng.integers(0, x.size, 4)] = [np.inf, -np.inf, np.nan, -0.0]
+    if x_view == "strided channels":  # channels not adjacent in memory: the halves cannot be swapped as items
+        x = x[..., ::2]  # (2, heads, t, 8)
+    elif x_view == "broadcast heads":  # every head reads the same memory (stride 0)
+        x = np.broadcast_to(x[:, :1, :, :8], (2, heads, t, 8))
+    else:
+        x = np.ascontiguousarray(x[..., :8])  # (2, heads, t, 8)
     positions = rng.integers(0, 1_000_000, size=(2, t) if batch_positions else (t,))
     inv_freq = 10000.0 ** (-np.arange(rotary // 2) / max(1, rotary // 2))
     fast_out = refpos.apply_rope(x, positions, rope, frequencies=(inv_freq, factor))
@@ -121,8 +131,8 @@ def test_fast_rope_gives_every_thread_rows_and_computes_each_table_once(monkeypa
     rope = refpos.RopeConfig(head_dim=16)
     x = rng.standard_normal((2, 7, 7, 16))
     rows = []
-    original = core._pair_cos_sin
-    monkeypatch.setattr(core, "_pair_cos_sin", lambda p, *a: rows.append(p.shape[-1]) or original(p, *a))
+    original = fast.signed_tables
+    monkeypatch.setattr(fast, "signed_tables", lambda p, *a: rows.append(p.shape[-1]) or original(p, *a))
     out = refpos.apply_rope(x, np.arange(7), rope)
     assert sorted(rows) == [1, 3, 3]  # 7 rows in blocks of 3 for 3 threads, every row once
     rows.clear()
