@@ -6,9 +6,11 @@ and, when torch is installed, next to what users would otherwise run on the same
 ``scaled_dot_product_attention``, transformers' ``apply_rotary_pos_emb``: on the CPU beside NumPy, on
 CUDA beside CuPy), with the ratios. The measuring itself is :mod:`refpos.measure`.
 
-Timings are the best of several runs (``time.perf_counter``); peak memory is the extra memory
-allocated during one call (``tracemalloc``, which NumPy reports to; CuPy: the peak of the bytes live in
-its memory pool, counted by a memory hook).
+Timings are the best of several runs (``time.perf_counter``). The copy floor and ``apply_rope`` run in
+alternating rounds, so that a slow phase of a shared machine weighs on both; BLAS matmuls and torch run
+on their own, as their thread pools keep spinning after a call and would slow what runs next. Peak
+memory is the extra memory allocated during one call (``tracemalloc``, which NumPy reports to; CuPy: the
+peak of the bytes live in its memory pool, counted by a memory hook).
 Nothing here is asserted by a test: numbers go into notes, not into pass/fail.
 """
 
@@ -20,6 +22,7 @@ import math
 import os
 import platform
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,6 +30,8 @@ import numpy as np
 from refpos.backend import get_xp, is_cupy_namespace
 from refpos.measure import (
     best_time,
+    best_times,
+    copy_fn,
     copy_time,
     peak_memory,
     release_cached_memory,
@@ -74,6 +79,8 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
             def chunked() -> Any:
                 return chunked_attention(q, k, v, causal=causal, chunk_size=chunk_size)  # noqa: B023
 
+            # one after the other, not in alternating rounds: BLAS's threads spin after a matmul and took
+            # the cores from attention's blocks (1.2-1.35x slower attention when alternated)
             if _fits(heads, t, dtype_name, 1, full_limit_gib):
                 kt = xp.matrix_transpose(k)
                 probs = xp.asarray(np.full((1, heads, t, t), 1.0 / t, dtype=dtype_name))
@@ -86,13 +93,7 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
                 tq, tk, tv = (to_torch(a) for a in (q, k, v))
                 sdpa = torch.nn.functional.scaled_dot_product_attention
                 rec["torch_device"] = torch_device
-                release_cached_memory(xp)
-                try:
-                    with torch.inference_mode():
-                        rec["torch_sdpa_s"] = best_time(lambda: sdpa(tq, tk, tv, is_causal=causal), xp)  # noqa: B023
-                except RuntimeError as exc:  # e.g. out of memory: torch's float64 SDPA on CUDA keeps T×T
-                    rec["torch_sdpa_error"] = str(exc).splitlines()[0][:120]
-                release_cached_memory(xp)
+                _time_torch(rec, "torch_sdpa_s", lambda: sdpa(tq, tk, tv, is_causal=causal), torch, xp)  # noqa: B023
             _ratios(rec, "attention_s", ("floor_matmuls_s", "torch_sdpa_s"))
             _ratios(rec, "chunked_s", ("floor_matmuls_s", "torch_sdpa_s"))
             flops = 4.0 * heads * t * t * head_dim  # q·kᵀ and p·v, dense-equivalent
@@ -101,6 +102,21 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
                     rec[f"{key[:-2]}_tflops"] = flops / rec[key] / 1e12
             records.append(rec)
     return records
+
+
+def _time_torch(rec: Record, name: str, fn: Callable[[], Any], torch: Any, xp: Any) -> None:
+    """``rec[name]``: torch's best time, measured after refpos's (its OpenMP threads keep spinning after
+    a call: in alternating rounds they slowed ``apply_rope`` from 2.0–2.3× the copy to 2.5–2.6× on the
+    2-core VM). On a GPU, CuPy's cached memory is released first, as the two libraries' pools would
+    otherwise hold the device's memory together. A call that fails (e.g. out of memory: torch's float64
+    SDPA on CUDA keeps the T×T scores) is recorded as ``<name>_error``."""
+    release_cached_memory(xp)
+    try:
+        with torch.inference_mode():
+            rec[name] = best_time(fn, xp)
+    except RuntimeError as exc:
+        rec[f"{name[:-2]}_error"] = str(exc).splitlines()[0][:120]
+    release_cached_memory(xp)
 
 
 def _fits(heads: int, t: int, dtype_name: str, n_arrays: int, limit_gib: float) -> bool:
@@ -148,18 +164,16 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
     for dtype_name in dtypes:
         x = xp.asarray(np.random.default_rng(0).standard_normal(shape).astype(dtype_name))
         nbytes = math.prod(shape) * np.dtype(dtype_name).itemsize
-        copy_s = copy_time(x, xp)
         for layout in layouts:
             rope = RopeConfig(rope_type="default", theta=10000.0, head_dim=head_dim, layout=layout)
             rec: Record = {"suite": "rope", "shape": list(shape), "dtype": dtype_name, "layout": layout,
-                           "backend": xp.__name__, "floor_copy_s": copy_s}
+                           "backend": xp.__name__}
 
             def apply() -> Any:
                 return apply_rope(x, positions, rope)  # noqa: B023
 
-            rec["apply_rope_s"] = best_time(apply, xp)
-            rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
-            rec["output_bytes"] = nbytes
+            # the copy and apply_rope in alternating rounds: a slow phase of the machine falls on both alike
+            rec["floor_copy_s"], rec["apply_rope_s"] = best_times([copy_fn(x, xp), apply], xp)
             if torch_device is not None and layout == "half" and transformers_rope() is not None:
                 apply_rotary_pos_emb = transformers_rope()
                 tx = to_torch(x)
@@ -168,9 +182,12 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
                 emb = torch.cat([angles, angles], dim=-1).to(tx.dtype)[None].to(torch_device)  # (1, T, D)
                 cos, sin = emb.cos(), emb.sin()
                 rec["torch_device"] = torch_device
-                with torch.inference_mode():
-                    # HF rotates q and k in one call: half of it is the cost of one tensor
-                    rec["torch_hf_apply_s"] = best_time(lambda: apply_rotary_pos_emb(tx, tx, cos, sin), xp) / 2  # noqa: B023
+                # HF rotates q and k in one call: half of it is the cost of one tensor
+                _time_torch(rec, "torch_hf_apply_s", lambda: apply_rotary_pos_emb(tx, tx, cos, sin), torch, xp)  # noqa: B023
+                if "torch_hf_apply_s" in rec:
+                    rec["torch_hf_apply_s"] /= 2
+            rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
+            rec["output_bytes"] = nbytes
             for key in ("floor_copy_s", "apply_rope_s", "torch_hf_apply_s"):
                 if key in rec:
                     rec[f"{key[:-2]}_gbs"] = 2 * nbytes / rec[key] / 1e9  # read x, write the output

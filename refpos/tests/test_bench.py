@@ -94,3 +94,21 @@ def test_best_time_is_the_fastest_run_after_a_warm_up(monkeypatch):
 
     monkeypatch.setattr(measure.time, "perf_counter", lambda: clock["t"])
     assert measure.best_time(fn, repeat=3, min_total=0.0) == 0.0625
+
+
+def test_best_times_alternate_and_return_each_functions_fastest_run(monkeypatch):
+    """Two functions under a fake clock: calls alternate (f, g, f, g, …) after one warm-up each, and each
+    gets the best of its own runs, so a slow phase falls on both alike."""
+    clock = {"t": 0.0}
+    calls = []
+    durations = {"f": iter([0.03125, 0.5, 0.125, 0.25]), "g": iter([0.015625, 0.0625, 1.0, 0.25])}
+
+    def timed(name):
+        def fn() -> None:
+            calls.append(name)
+            clock["t"] += next(durations[name])
+        return fn
+
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: clock["t"])
+    assert measure.best_times([timed("f"), timed("g")], repeat=3, min_total=0.0) == [0.125, 0.0625]
+    assert calls == ["f", "g", "f", "g", "f", "g", "f", "g"]
