@@ -17,36 +17,22 @@ is **bit for bit** the readable form's; the tests assert equality, not closeness
 :mod:`refpos.rope.core` stays the reference and runs on every other backend.
 
 Blocks of rows are independent, so they run on threads (:mod:`refpos.parallel`). Each thread keeps its
-scratch arrays (tables, partners) from one block to the next: fresh memory costs a page fault per 4 KiB
-on first touch, and on a 2-core machine the faults of per-block temporaries took a third of the time.
+scratch arrays (tables, partners) from one block to the next (:class:`refpos.parallel.ThreadScratch`).
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from functools import partial
 
 import numpy as np
 
-from refpos.parallel import run_blocks, threads_for
+from refpos.parallel import ThreadScratch, run_blocks, threads_for
 
 #: bytes per NumPy call (512 KiB): one head's slab of rows. Each call costs a few µs whatever its size, so
 #: calls must be large; one head's rows are contiguous, so they stream from memory. On (1, 32, 4096, 128)
 #: on a 2-core machine, 32 KiB per call was 2.4x slower, 256 KiB 1.3x, 1 MiB no faster (float64 slower).
 SLAB_BYTES = 2**19
-
-
-class _Scratch(threading.local):
-    """Arrays one thread reuses across the blocks of one call (each thread sees its own)."""
-
-    def take(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        """A C-contiguous array of ``shape`` (contents undefined), from memory this thread already holds."""
-        size = math.prod(shape)
-        held = self.__dict__.get(name)
-        if held is None or held.size < size or held.dtype != dtype:
-            held = self.__dict__[name] = np.empty(size, dtype=dtype)
-        return held[:size].reshape(shape)
 
 
 def pair_slots(layout: str, m: int) -> tuple[slice, slice]:
@@ -55,7 +41,7 @@ def pair_slots(layout: str, m: int) -> tuple[slice, slice]:
 
 
 def signed_tables(positions: np.ndarray, inv_freq: np.ndarray, factor: float, layout: str, dtype: np.dtype,
-                  scratch: _Scratch) -> tuple[np.ndarray, np.ndarray]:
+                  scratch: ThreadScratch) -> tuple[np.ndarray, np.ndarray]:
     r"""``C`` and ``S`` for these positions, in ``dtype``, ``(..., rows, 2m)``: scratch memory of this thread.
 
     The readable form's tables (:func:`refpos.rope.core._pair_cos_sin`), the same operations written into
@@ -108,7 +94,7 @@ def rotate_span(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray, fact
     heads_per_call = max(1, slab_rows // rows_per_block)
     slabs = [(*index, slice(h0, h0 + heads_per_call)) for index in np.ndindex(*lead[:-1])
              for h0 in range(0, lead[-1], heads_per_call)] if lead else [()]
-    scratch = _Scratch()  # this call's per-thread memory, released when the call returns
+    scratch = ThreadScratch()  # this call's per-thread memory, released when the call returns
 
     def block(rows: slice) -> None:
         table_c, table_s = signed_tables(positions[..., rows], inv_freq, factor, layout, x.dtype, scratch)

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import threading
 import time
+import warnings
 
 import array_api_strict
 import numpy as np
@@ -69,9 +70,11 @@ def _check_fast_rope(seed, layout, placement, rotary, t, heads, batch_positions,
         x = np.ascontiguousarray(x[..., :8])  # (2, heads, t, 8)
     positions = rng.integers(0, 1_000_000, size=(2, t) if batch_positions else (t,))
     inv_freq = 10000.0 ** (-np.arange(rotary // 2) / max(1, rotary // 2))
-    fast_out = refpos.apply_rope(x, positions, rope, frequencies=(inv_freq, factor))
-    readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(positions), rope,
-                                 frequencies=(array_api_strict.asarray(inv_freq), factor))
+    with warnings.catch_warnings():  # inf - inf is NaN, with NumPy's RuntimeWarning (in every thread)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fast_out = refpos.apply_rope(x, positions, rope, frequencies=(inv_freq, factor))
+        readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(positions), rope,
+                                     frequencies=(array_api_strict.asarray(inv_freq), factor))
     assert fast_out.dtype == x.dtype
     np.testing.assert_array_equal(fast_out, to_numpy(readable))
 
@@ -307,6 +310,23 @@ def test_a_forked_child_gets_a_pool_of_its_own(threads):
         child.kill()
         pytest.fail("the forked child hung in run_blocks")
     assert queue.get(timeout=5) == 4
+
+
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.0.0",
+                    reason="NumPy 1's errstate belongs to a thread, not to a context that can be copied")
+def test_blocks_run_under_the_callers_errstate(threads):
+    """A caller's np.errstate holds in the worker threads too (NumPy 2 keeps it in a context variable)."""
+    threads(2)
+    seen = []
+
+    def block() -> None:
+        time.sleep(0.01)  # long enough for both pool threads to take a block
+        seen.append((threading.current_thread().name, np.geterr()["divide"]))
+
+    with np.errstate(divide="ignore"):
+        parallel.run_blocks([block] * 4, numpy=True, work=parallel.MIN_PARALLEL_WORK)
+    assert {setting for _, setting in seen} == {"ignore"}
+    assert all(name.startswith("refpos") for name, _ in seen)
 
 
 def test_small_work_stays_in_the_calling_thread(threads):
