@@ -80,7 +80,7 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
                 return chunked_attention(q, k, v, causal=causal, chunk_size=chunk_size)  # noqa: B023
 
             # one after the other, not in alternating rounds: BLAS's threads spin after a matmul and took
-            # the cores from attention's blocks (1.2-1.35x slower attention when alternated)
+            # the cores from attention's blocks (attention took up to 1.25x longer when alternated)
             if _fits(heads, t, dtype_name, 1, full_limit_gib):
                 kt = xp.matrix_transpose(k)
                 probs = xp.asarray(np.full((1, heads, t, t), 1.0 / t, dtype=dtype_name))
