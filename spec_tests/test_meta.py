@@ -70,6 +70,30 @@ def test_the_same_files_pass_on_the_reference():
     assert result.returncode == 0, f"the catching files fail on refpos.adapter:\n{tail}"
 
 
+@pytest.mark.parametrize(("name", "rope"), [
+    ("rope_float32_angles", {"head_dim": 64}),
+    ("rope_attention_factor_squared", {"head_dim": 64, "rope_type": "yarn", "factor": 4.0,
+                                       "original_max_position_embeddings": 4096}),
+])
+def test_table_mutants_reach_apply_rope(name, rope):
+    """A mutant of the cos/sin tables shows its mistake in ``apply_rope`` too, not only in ``rope_cos_sin``:
+    NumPy's fast form computes its own tables, so a patch of the readable helper alone would leave
+    ``apply_rope`` right (it did, until the mutants also turned the fast form off)."""
+    import importlib
+
+    import numpy as np
+
+    from refpos import adapter
+
+    mutant = importlib.import_module(f"spec_tests.mutants.{name}")
+    x = np.random.default_rng(0).standard_normal((2, 5, 64))
+    positions = np.array([0, 1, 1000, 50_000, 100_000])
+    for function in ("apply_rope", "rope_cos_sin"):
+        args = (x, positions, rope) if function == "apply_rope" else (positions, rope)
+        wrong, right = getattr(mutant, function)(*args), getattr(adapter, function)(*args)
+        assert not np.allclose(wrong, right, rtol=1e-6, atol=0), function
+
+
 def test_every_mutant_module_is_catalogued():
     modules = {p.stem for p in (ROOT / "spec_tests" / "mutants").glob("*.py")
                if not p.stem.startswith("_") and p.stem != "matrix"}
