@@ -212,7 +212,7 @@ def apply_rope(
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
     if is_fast_input(x):  # NumPy: the same bits on whole rows, on every core (refpos.rope.fast)
-        rotate_span(x, positions, inv_freq, factor, out, rope.layout, start, stop)
+        rotate_span(x, positions, inv_freq, factor, out, start, stop, _pair_slices(rope, 0, stop - start))
     else:
         cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m), angles in float64
         cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)  # the rotation itself runs in x's dtype

@@ -35,17 +35,12 @@ from refpos.parallel import ThreadScratch, run_blocks, threads_for
 SLAB_BYTES = 2**19
 
 
-def pair_slots(layout: str, m: int) -> tuple[slice, slice]:
-    """Where pair ``j``'s ``u`` and ``v`` sit in the written span: half-split, or interleaved."""
-    return (slice(0, None, 2), slice(1, None, 2)) if layout == "interleaved" else (slice(0, m), slice(m, 2 * m))
-
-
-def signed_tables(positions: np.ndarray, inv_freq: np.ndarray, factor: float, layout: str, dtype: np.dtype,
-                  scratch: ThreadScratch) -> tuple[np.ndarray, np.ndarray]:
+def signed_tables(positions: np.ndarray, inv_freq: np.ndarray, factor: float, written: tuple[slice, slice],
+                  dtype: np.dtype, scratch: ThreadScratch) -> tuple[np.ndarray, np.ndarray]:
     r"""``C`` and ``S`` for these positions, in ``dtype``, ``(..., rows, 2m)``: scratch memory of this thread.
 
     The readable form's tables (:func:`refpos.rope.core._pair_cos_sin`), the same operations written into
-    reused memory:
+    reused memory, each pair's values where ``written = (u_out, v_out)`` places its two channels:
 
     .. math:: \varphi = p\,\omega_j \ \text{(float64)},\qquad
         C_u = C_v = \mathrm{rd}(A\cos\varphi),\qquad S_v = \mathrm{rd}(A\sin\varphi),\quad S_u = -S_v
@@ -54,7 +49,7 @@ def signed_tables(positions: np.ndarray, inv_freq: np.ndarray, factor: float, la
     with it exactly).
     """
     m = inv_freq.shape[0]
-    u, v = pair_slots(layout, m)
+    u, v = written
     angles = scratch.take("angles", (*positions.shape, m), np.dtype(np.float64))  # (..., rows, m)
     np.multiply(positions.astype(np.float64)[..., None], inv_freq, out=angles)  # φ = p ω_j, float64
     table_c = scratch.take("table_c", (*positions.shape, 2 * m), dtype)  # (..., rows, 2m)
@@ -70,7 +65,7 @@ def signed_tables(positions: np.ndarray, inv_freq: np.ndarray, factor: float, la
 
 
 def rotate_span(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray, factor: float, out: np.ndarray,
-                layout: str, start: int, stop: int) -> None:
+                start: int, stop: int, pairs: tuple[slice, slice, slice, slice]) -> None:
     """Write the rotated channels ``[start, stop)`` of ``x`` into ``out`` (same bits as the readable form).
 
     Parameters
@@ -81,10 +76,12 @@ def rotate_span(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray, fact
     factor : float
         The attention factor ``A``.
     out : ndarray ``(..., T, D)``, the broadcast shape of x and the positions
-    layout : {"half", "interleaved", "deinterleaved"}
     start, stop : the rotated span, ``stop - start = 2m``
+    pairs : ``(u_in, v_in, u_out, v_out)``, where pair ``j`` is read and written inside the span
+        (:func:`refpos.rope.core._pair_slices` of ``[0, 2m)``)
     """
     m = (stop - start) // 2
+    u_in, v_in, u_out, v_out = pairs
     lead, t = out.shape[:-2], out.shape[-2]
     x_b = np.broadcast_to(x, (*lead, t, x.shape[-1]))  # (..., T, D), a view
     # slabs of rows, and at least one per thread: each block computes the tables of its own rows once
@@ -97,22 +94,19 @@ def rotate_span(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray, fact
     scratch = ThreadScratch()  # this call's per-thread memory, released when the call returns
 
     def block(rows: slice) -> None:
-        table_c, table_s = signed_tables(positions[..., rows], inv_freq, factor, layout, x.dtype, scratch)
+        table_c, table_s = signed_tables(positions[..., rows], inv_freq, factor, (u_out, v_out), x.dtype, scratch)
         shape = (*lead, rows.stop - rows.start, 2 * m)
         c_b, s_b = np.broadcast_to(table_c, shape), np.broadcast_to(table_s, shape)  # (..., rows, 2m) views
         for slab in slabs:
             span = x_b[slab][..., rows, start:stop]  # (heads, rows, 2m)
-            if layout == "deinterleaved":  # read pairs (2j, 2j + 1), write them half-split
-                pairs = span
-                span = scratch.take("span", pairs.shape, x.dtype)  # (heads, rows, 2m)
-                span[..., :m], span[..., m:] = pairs[..., 0::2], pairs[..., 1::2]
+            if (u_in, v_in) != (u_out, v_out):  # deinterleaved: pairs read as (2j, 2j + 1), written half-split
+                read = span
+                span = scratch.take("span", read.shape, x.dtype)  # (heads, rows, 2m), in written order
+                span[..., u_out], span[..., v_out] = read[..., u_in], read[..., v_in]
             target = out[slab][..., rows, start:stop]  # (heads, rows, 2m), a view into out
             np.multiply(span, c_b[slab], out=target)  # first: streams x in, contiguously
             partner = scratch.take("partner", span.shape, x.dtype)  # (heads, rows, 2m): each channel's pair
-            if layout == "interleaved":
-                partner[..., 0::2], partner[..., 1::2] = span[..., 1::2], span[..., 0::2]
-            else:
-                _swap_halves(span, partner, m)
+            _swap_pairs(span, partner, u_out, v_out)
             np.multiply(partner, s_b[slab], out=partner)
             np.add(target, partner, out=target)
 
@@ -120,17 +114,19 @@ def rotate_span(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray, fact
                numpy=True, work=math.prod(out.shape))
 
 
-def _swap_halves(span: np.ndarray, partner: np.ndarray, m: int) -> None:
-    """``partner = [v, u]`` for ``span = [u, v]`` (halves of m channels): one copy of 2 items per row.
+def _swap_pairs(span: np.ndarray, partner: np.ndarray, u: slice, v: slice) -> None:
+    """``partner[u], partner[v] = span[v], span[u]``: each channel's pair moved next to it.
 
-    Each half row is viewed as one opaque item of ``m`` channels, so NumPy copies whole halves instead of
-    looping over channels row by row (1.5× faster on (1024, 128) float32 rows).
+    Half-split pairs on contiguous channels are swapped as whole halves: each half row is viewed as one
+    opaque item of ``m`` channels, so NumPy copies two items per row instead of looping over channels row
+    by row (1.5× faster on (1024, 128) float32 rows).
     """
-    half = np.dtype((np.void, m * span.itemsize))  # one half row as one item
-    if span.strides[-1] == span.itemsize:  # the halves are contiguous: swap them as (…, rows, 2) items
+    m = span.shape[-1] // 2
+    if u == slice(0, m) and span.strides[-1] == span.itemsize:
+        half = np.dtype((np.void, m * span.itemsize))  # one half row as one item
         np.copyto(partner.view(half), span.view(half)[..., ::-1])  # (heads, rows, 2) items of m channels
     else:
-        partner[..., :m], partner[..., m:] = span[..., m:], span[..., :m]
+        partner[..., u], partner[..., v] = span[..., v], span[..., u]
 
 
 def is_fast_input(x: object) -> bool:
