@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from refpos._checks import check_choice, check_float
@@ -202,22 +203,19 @@ def attention(
     out = xp.empty((*lead, h_q, t_q, v.shape[-1]), dtype=xp.result_type(*terms))  # (..., Hq, Tq, dv)
     rows_per_block = max(1, block_elements(_BLOCK_ELEMENTS, xp) // max(1, math.prod(lead) * n_rep * t_k))
 
-    def block(group: int, rows: slice) -> Callable[[], None]:
+    def block(group: int, rows: slice) -> None:
         """Query heads of key/value head ``group``, query rows ``rows``."""
         heads = slice(group * n_rep, (group + 1) * n_rep)
+        keys = min(t_k, t_k - t_q + rows.stop) if causal else t_k
+        part = {name: _along(_along(steps[name], -1, slice(0, keys), t_k), -3, heads, h_q)
+                for name in ("bias", "mask", "qk_terms")}
+        part["temperature"] = _along(temperature, -2, heads, h_q)  # (..., Hq, Tq): heads on axis -2
+        o, _ = _attend_rows(q[..., heads, rows, :], k[..., group : group + 1, :keys, :],
+                            v[..., group : group + 1, :keys, :], rows=rows, t_q=t_q, t_k=t_k, record=None,
+                            **{**steps, **part})
+        out[..., heads, rows, :] = o
 
-        def run() -> None:
-            keys = min(t_k, t_k - t_q + rows.stop) if causal else t_k
-            part = {name: _along(_along(steps[name], -1, slice(0, keys), t_k), -3, heads, h_q)
-                    for name in ("bias", "mask", "qk_terms")}
-            part["temperature"] = _along(temperature, -2, heads, h_q)  # (..., Hq, Tq): heads on axis -2
-            o, _ = _attend_rows(q[..., heads, rows, :], k[..., group : group + 1, :keys, :],
-                                v[..., group : group + 1, :keys, :], rows=rows, t_q=t_q, t_k=t_k, record=None,
-                                **{**steps, **part})
-            out[..., heads, rows, :] = o
-        return run
-
-    run_blocks([block(group, slice(i0, min(i0 + rows_per_block, t_q)))
+    run_blocks([partial(block, group, slice(i0, min(i0 + rows_per_block, t_q)))
                 for i0 in range(0, t_q, rows_per_block) for group in range(h_q // n_rep)],
                numpy=is_numpy_namespace(xp), work=math.prod(logits_shape))
     return out
@@ -248,7 +246,7 @@ def _attend_rows(
     one key/value head's query heads only; k and v may hold only the first keys of ``t_k``, when the
     others are masked for every one of these rows). Terms arrive already cut to these heads."""
     xp = array_namespace(q)
-    scratch = record is None  # nothing is kept: the scores are this function's own temporaries
+    own_scores = record is None  # nothing is kept: the scores are this function's own temporaries
     record = {} if record is None else record
     bias, mask, qk_terms = (_along(term, -2, rows, t_q) for term in (bias, mask, qk_terms))
     temperature = _along(temperature, -1, rows, t_q)  # (..., Tq): its last axis is the query axis
@@ -287,7 +285,7 @@ def _attend_rows(
     if allowed is not None:
         record["allowed"] = allowed
     # 8. softmax
-    p = softmax(s, mask=allowed, fully_masked=fully_masked, overwrite=scratch)
+    p = softmax(s, mask=allowed, fully_masked=fully_masked, overwrite=own_scores)
     record["A"] = p
     # 9. weighted values
     o = grouped_values(p, v, n_rep)  # (..., Hq, rows, dv)

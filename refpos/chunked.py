@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from refpos._checks import check_choice, check_float, check_int
@@ -152,12 +153,11 @@ def chunked_attention(
     starts = list(range(0, t_q, query_chunk_size))
     out_blocks: list[Array] = [None] * len(starts)
 
-    def run(i: int) -> Callable[[], None]:
-        def store() -> None:
-            out_blocks[i] = query_block(starts[i], min(starts[i] + query_chunk_size, t_q))
-        return store
+    def store(i: int) -> None:
+        out_blocks[i] = query_block(starts[i], min(starts[i] + query_chunk_size, t_q))
 
-    run_blocks([run(i) for i in range(len(starts))], numpy=is_numpy_namespace(xp), work=math.prod(logits_shape))
+    run_blocks([partial(store, i) for i in range(len(starts))], numpy=is_numpy_namespace(xp),
+               work=math.prod(logits_shape))
     if not out_blocks:
         return xp.zeros((*lead, h_q, 0, d_v), dtype=q.dtype)
     return xp.concat(out_blocks, axis=-2)  # (..., Hq, Tq, dv)
