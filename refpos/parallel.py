@@ -6,7 +6,7 @@ running them on several threads gives the **same bits** as running them one afte
 BLAS settings (only a serial run's multithreaded BLAS may block a dot product differently: a few ulps;
 the tests check both). NumPy releases the GIL inside its loops and matmuls, so the threads really run in parallel.
 
-Three details make this pay off:
+Five details make this pay off:
 
 * **BLAS threads.** NumPy's matmul is multithreaded by itself. A matmul inside a block that also runs
   on every core would oversubscribe the machine (measured: 344 ms against 189 ms for attention on
@@ -16,6 +16,10 @@ Three details make this pay off:
   worker never waits for the pool it runs in.
 * **Fork.** A child process forked from one that used the pool starts a pool of its own (the parent's
   threads do not exist in the child).
+* **Context.** Each block runs in a copy of the caller's context, so the caller's ``np.errstate`` (a
+  context variable in NumPy 2) holds in the pool's threads too.
+* **Scratch memory.** :class:`ThreadScratch` lets each thread reuse its temporaries from one block to the
+  next: fresh memory costs a page fault per 4 KiB page on first touch.
 
 The number of threads is ``REFPOS_THREADS`` when set (``1`` turns this off), otherwise the number of
 cores this process may use. Other backends run blocks in order: CuPy queues them on the GPU anyway, and
