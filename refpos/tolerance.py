@@ -114,13 +114,14 @@ def ulp(values: Any, dtype: str) -> Array:
     a = xp.abs(v)
     emin = float(MIN_EXPONENT[dtype])
     tiny = 2.0**emin
-    safe = xp.where(a >= tiny, a, xp.full_like(a, tiny))
+    finite = xp.isfinite(a)
+    safe = xp.where((a >= tiny) & finite, a, xp.full_like(a, tiny))  # inf and NaN: any exponent in the table
     e = xp.floor(xp.log2(safe))
     # log2 may round across a power of two; correct the exponent with exact power-of-two comparisons
     powers = xp.asarray(_POWERS_OF_TWO)  # sent to the device once per call
     e = xp.where(_pow2(e, powers) > safe, e - 1.0, e)
     e = xp.where(_pow2(e + 1.0, powers) <= safe, e + 1.0, e)
-    return _pow2(e - float(MANTISSA[dtype]), powers)
+    return xp.where(finite, _pow2(e - float(MANTISSA[dtype]), powers), a)  # the spacing at inf is inf; NaN stays
 
 
 #: 2**k for k = -1074 … 1024 (the last is inf), from NumPy's ldexp, which is exact

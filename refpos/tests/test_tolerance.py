@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 
 import numpy as np
 import pytest
@@ -61,6 +62,16 @@ def test_ulp_float64_equals_numpy_spacing(v):
 def test_ulp_on_backend(xp):
     u = tol.ulp(xp.asarray([1.0, 3.0, 0.5]), "float32")
     assert to_numpy(u).tolist() == [2.0**-23, 2.0**-22, 2.0**-24]
+
+
+def test_ulp_at_the_ends_of_the_range(xp):
+    """The largest float64 has spacing 2**971 (its log2 rounds up to 1024, which the exact comparison with
+    2**1024 = inf corrects); inf has spacing inf and NaN stays NaN (the powers-of-two lookup must not see
+    their exponents: casting inf or NaN to an integer index is undefined)."""
+    big = float(np.finfo(np.float64).max)
+    u = to_numpy(tol.ulp(xp.asarray([big, math.inf, -math.inf, math.nan]), "float64"))
+    assert u[0] == 2.0**971
+    assert u[1] == u[2] == math.inf and math.isnan(u[3])
 
 
 def test_check_dtype_aliases_and_errors():
