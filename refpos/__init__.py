@@ -5,33 +5,35 @@ Every encoding plugs into one attention pipeline (:func:`self_attention`) throug
 (:mod:`refpos.backend`).
 """
 
-from refpos.absolute import LearnedAbsolute, learned_lookup
-from refpos.attention import attention
 from refpos.backend import BACKENDS, array_namespace, backend_name, get_xp, to_numpy, use_backend
-from refpos.chunked import chunked_attention
+from refpos.core.attention import attention
+from refpos.core.chunked import chunked_attention
+from refpos.core.heads import merge_heads, repeat_kv, split_heads
+from refpos.core.softmax import causal_mask, sliding_window_mask, softmax
 from refpos.encoding import Encoding, NoPE
-from refpos.heads import merge_heads, repeat_kv, split_heads
-from refpos.pipeline import AttentionWeights, self_attention
-from refpos.relative import DistanceBias, distance_bias, relative_positions
-from refpos.softmax import causal_mask, sliding_window_mask, softmax
-from refpos.worked_example import explain_text, worked_example
+from refpos.encodings.distance import DistanceBias, distance_bias, relative_positions
+from refpos.encodings.learned import LearnedAbsolute, learned_lookup
+from refpos.pipeline.layer import AttentionWeights, self_attention
+from refpos.pipeline.worked_example import explain_text, worked_example
 
 # --- absolute and relative encodings (issue 3) ---
 # isort: split
-from refpos.absolute import (
+from refpos.encodings.alibi import ALiBi, alibi_bias, alibi_bias_from_positions, alibi_slopes
+from refpos.encodings.cope import CoPE, cope_gates, cope_logits, cope_position_logits, cope_positions
+from refpos.encodings.fire import FIRE, fire_bias, fire_features
+from refpos.encodings.kerple import KERPLE, kerple_bias
+from refpos.encodings.sandwich import Sandwich, sandwich_bias
+from refpos.encodings.shaw import Shaw, shaw_index, shaw_key_terms, shaw_value_terms, skew, unskew
+from refpos.encodings.sinusoidal import (
     Sinusoidal,
     interleaved_to_concat_permutation,
     sinusoidal,
     sinusoidal_frequencies,
     sinusoidal_shift_matrix,
 )
-from refpos.alibi import ALiBi, alibi_bias, alibi_bias_from_positions, alibi_slopes
-from refpos.cope import CoPE, cope_gates, cope_logits, cope_position_logits, cope_positions
-from refpos.kernels import FIRE, KERPLE, Sandwich, fire_bias, fire_features, kerple_bias, sandwich_bias
-from refpos.relative import Shaw, shaw_index, shaw_key_terms, shaw_value_terms, skew, unskew
-from refpos.t5 import T5, t5_bias, t5_bucket
-from refpos.txl import TransformerXL, txl_position_scores, txl_position_table, txl_rel_shift, txl_scores
-from refpos.xpos import XPos, xpos
+from refpos.encodings.t5 import T5, t5_bias, t5_bucket
+from refpos.encodings.txl import TransformerXL, txl_position_scores, txl_position_table, txl_rel_shift, txl_scores
+from refpos.encodings.xpos import XPos, xpos
 
 # --- RoPE (issue 4) ---
 # isort: split

@@ -34,9 +34,9 @@ status=0
 bench() {  # bench NAME SUITE [ARGS...]: one benchmark, its JSON kept, its table printed
   local name=$1; shift
   echo "== refpos bench $* --backend $backend"
-  timeout "${BENCH_TIMEOUT:-240}" "$py" -m refpos.cli bench "$@" --backend "$backend" --json > "$out/bench_$name.json" \
+  timeout "${BENCH_TIMEOUT:-240}" "$py" -m refpos bench "$@" --backend "$backend" --json > "$out/bench_$name.json" \
     || { echo "gpu_check: bench $name failed or timed out"; status=1; return; }
-  "$py" -c "import json, sys; from refpos.bench import _format_record
+  "$py" -c "import json, sys; from refpos.tools.bench import _format_record
 meta = json.load(open(sys.argv[1])); print(' '.join(f'{k}={v}' for k, v in meta['meta'].items()))
 for r in meta['records']: print(_format_record(r))" "$out/bench_$name.json" || status=1
 }

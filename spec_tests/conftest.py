@@ -1,7 +1,7 @@
 """Spec-suite plumbing: which implementation is under test, its INFO, hypothesis profiles, xfail/skip files.
 
 ``REFPOS_IMPL=pkg.module pytest spec_tests`` runs the suite against that adapter module (default
-``refpos.adapter``). A function the adapter does not provide turns its tests into skips, with the reason
+``refpos.testing.adapter``). A function the adapter does not provide turns its tests into skips, with the reason
 (``support.require``); so does an adapter function raising ``NotImplementedError`` for a configuration
 it does not support.
 
@@ -34,7 +34,7 @@ from hypothesis.control import currently_in_test_context
 from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 from support import IMPL, IMPL_NAME, float_tolerance_note
 
-from refpos.hypothesis_profiles import load_profile
+from refpos.testing.profiles import load_profile
 
 PROFILE = load_profile()
 if os.environ.get("REFPOS_META_RUN"):

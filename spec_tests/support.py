@@ -1,10 +1,10 @@
 """Shared helpers of the spec suite: the implementation under test, skips for what it lacks, tolerances.
 
-* :data:`IMPL` — the adapter module named by ``REFPOS_IMPL`` (default ``refpos.adapter``).
+* :data:`IMPL` — the adapter module named by ``REFPOS_IMPL`` (default ``refpos.testing.adapter``).
 * :func:`require` — the adapter's functions, or a skip naming what is missing.
 * :func:`assert_close` / :func:`tolerance_array` / :func:`tolerance` — tolerances that follow from
   ``INFO["dtype"]`` and, for angle-derived values, from the position: the rule of pitfalls.md §20 as
-  :mod:`refpos.tolerance` implements it (the rule ``refpos check`` and the goldens use).
+  :mod:`refpos.golden.tolerance` implements it (the rule ``refpos check`` and the goldens use).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import refpos.tolerance as tol_rules
+import refpos.golden.tolerance as tol_rules
 from refpos.backend import to_numpy
 
-IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.adapter")
+IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.testing.adapter")
 #: the repository root, so that the adapters shipped with the suite import as ``spec_tests.<...>``
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,7 +55,7 @@ def info(impl: ModuleType) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------- tolerances
-#: kinds of compared quantity (pitfalls.md §20; :mod:`refpos.tolerance` has one rule per kind)
+#: kinds of compared quantity (pitfalls.md §20; :mod:`refpos.golden.tolerance` has one rule per kind)
 KINDS = ("exact", "value", "phase", "probability")
 
 
@@ -79,7 +79,7 @@ def tolerance_array(
     logits: Any = None,
 ) -> np.ndarray:
     """Elementwise atol for the adapter's output against the float64 ``expected``, by the rule of
-    ``refpos check`` (:mod:`refpos.tolerance`, pitfalls.md §20) for the adapter's ``INFO["dtype"]``.
+    ``refpos check`` (:mod:`refpos.golden.tolerance`, pitfalls.md §20) for the adapter's ``INFO["dtype"]``.
 
     Parameters
     ----------
@@ -145,7 +145,7 @@ def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "valu
 
 def tolerance(impl: ModuleType, kind: str = "value") -> dict[str, float]:
     """Scalar ``{"rtol", "atol"}`` for ``numpy.testing.assert_allclose`` on O(1) values, by the dtype
-    rule of :mod:`refpos.tolerance` (position-independent kinds only; phases need
+    rule of :mod:`refpos.golden.tolerance` (position-independent kinds only; phases need
     :func:`assert_close`): float64 rtol 1e-13, float32 1e-6, bfloat16/float16 two ulps, each with the
     same number as an absolute floor for entries near zero."""
     if kind not in ("exact", "value", "probability"):
@@ -163,4 +163,5 @@ def float_tolerance_note(impl: ModuleType) -> str:
     dtype = declared_dtype(impl)
     c = tol_rules.ANGLE_C[dtype] if isinstance(tol_rules.ANGLE_C, dict) else tol_rules.ANGLE_C
     return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}; angle-derived "
-            f"values add {c:g}·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} (refpos.tolerance, pitfalls.md §20)")
+            f"values add {c:g}·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} "
+            "(refpos.golden.tolerance, pitfalls.md §20)")

@@ -15,7 +15,7 @@ float32), so frequencies are compared with rtol 1e-6 (measured ≤ 3.3e-7) and a
 1e-12 for the exact zeros of proportional RoPE; YaRN and llama3 blend float32 operands of size ω_j
 (``ω_j/s`` and ``ω_j``), so their rounding is relative to ω_j, not to the blend: atol 1e-6·ω_j there.
 HF's attention factors are Python floats: rtol 1e-13.
-HF cos/sin come from float32 angles p·ω: atol = 3·A·p·max ω·2⁻²⁴ + 1e-6 (refpos.tolerance's float32
+HF cos/sin come from float32 angles p·ω: atol = 3·A·p·max ω·2⁻²⁴ + 1e-6 (refpos.golden.tolerance's float32
 angle constant; measured ratios up to 2.02 for HF Phi-3.5 LongRoPE).
 The float64 application: the phase rule of ``support.assert_close`` for a float64 adapter (ω computed as
 ``θ^(−2j/d)`` and as ``1/θ^(2j/d)`` differ by an ulp, which position 100000 multiplies).

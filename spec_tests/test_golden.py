@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from support import declared_dtype, require
 
-from refpos.golden import compare, default_golden_dir, find_case, load_arrays, load_manifest
+from refpos.golden.manifest import compare, default_golden_dir, find_case, load_arrays, load_manifest
 
 ROOT = default_golden_dir()
 MANIFEST = load_manifest(ROOT)

@@ -1,14 +1,14 @@
 """Meta tests: the suite proves its own power, and its plumbing works.
 
 * Every mutant of :data:`mutants.CATALOGUE` (a deliberately wrong adapter: one known mistake) makes the
-  spec test files listed for it fail, and the same files pass on :mod:`refpos.adapter`.
+  spec test files listed for it fail, and the same files pass on :mod:`refpos.testing.adapter`.
 * ``--xfails-file`` / ``--skips-file`` mark and skip tests with their reasons and warn about entries that
   match no test; functions an adapter lacks and ``NotImplementedError`` become skips.
 
 Each run is a subprocess ``REFPOS_IMPL=... python -m pytest -x -q <files>`` with ``REFPOS_META_RUN=1``
 (a derandomized profile of at most 10 examples without shrinking: only pass/fail matters here). The
 meta tests judge the suite, not an implementation, so they run only when the implementation under test
-is ``refpos.adapter``.
+is ``refpos.testing.adapter``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from support import IMPL_NAME, ROOT
 from spec_tests.mutants import CATALOGUE
 
 pytestmark = pytest.mark.skipif(
-    IMPL_NAME != "refpos.adapter", reason="meta tests judge the suite; they run on refpos.adapter only"
+    IMPL_NAME != "refpos.testing.adapter", reason="meta tests judge the suite; they run on refpos.testing.adapter only"
 )
 
 #: a run that ends in test failures (pytest exit code 1), not in errors, usage errors or no tests
@@ -65,9 +65,9 @@ def test_the_suite_catches_the_mutant(name):
 
 def test_the_same_files_pass_on_the_reference():
     files = sorted({f for name in CATALOGUE for f in catching_files(name)})
-    result = run_suite("refpos.adapter", ["-q", "-x", *files])
+    result = run_suite("refpos.testing.adapter", ["-q", "-x", *files])
     tail = "\n".join((result.stdout + result.stderr).splitlines()[-25:])
-    assert result.returncode == 0, f"the catching files fail on refpos.adapter:\n{tail}"
+    assert result.returncode == 0, f"the catching files fail on refpos.testing.adapter:\n{tail}"
 
 
 @pytest.mark.parametrize(("name", "rope"), [
@@ -83,7 +83,7 @@ def test_table_mutants_reach_apply_rope(name, rope):
 
     import numpy as np
 
-    from refpos import adapter
+    from refpos.testing import adapter
 
     mutant = importlib.import_module(f"spec_tests.mutants.{name}")
     x = np.random.default_rng(0).standard_normal((2, 5, 64))
@@ -103,7 +103,7 @@ def test_every_mutant_module_is_catalogued():
 # ------------------------------------------------------------------------------------ plumbing
 PARTIAL_ADAPTER = '''
 """An adapter with only a softmax that does not support the NaN policy, and an attention."""
-from refpos.adapter import attention, _out, _in
+from refpos.testing.adapter import attention, _out, _in
 import refpos
 INFO = {"name": "partial", "dtype": "float64"}
 
@@ -139,7 +139,7 @@ def test_xfails_skips_missing_functions_and_not_implemented(tmp_path: Path):
 
 
 def test_the_readme_documents_every_reference_adapter_function():
-    from refpos import adapter
+    from refpos.testing import adapter
 
     readme = (ROOT / "spec_tests" / "README.md").read_text(encoding="utf-8")
     contract = readme.split("<!-- contract:begin -->", 1)[1].split("<!-- contract:end -->", 1)[0]

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
-from refpos._checks import check_choice, check_float, check_int
+from refpos.validation import check_choice, check_float, check_int
 
 #: every rope_type refpos computes (rope.md §6); "ntk" is the static NTK-aware base change (§6.3)
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")

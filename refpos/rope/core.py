@@ -37,15 +37,15 @@ import math
 from types import ModuleType
 from typing import Any
 
-from refpos._checks import as_positions, check_choice, check_int, float64_array
-from refpos.absolute import _interleave
 from refpos.backend import array_namespace, get_xp
+from refpos.encodings.sinusoidal import _interleave
 from refpos.parallel import block_elements
 from refpos.rope.config import RopeConfig
 from refpos.rope.fast import is_fast_input, rotate_span
 from refpos.rope.fast_gpu import is_fast_gpu_input
 from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
 from refpos.rope.scaling import _check_rope, _check_seq_len, rope_frequencies
+from refpos.validation import as_positions, check_choice, check_int, float64_array
 
 Array = Any
 

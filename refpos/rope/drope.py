@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from refpos._checks import check_choice, check_float, float64_array
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
+from refpos.validation import check_choice, check_float, float64_array
 
 Array = Any
 

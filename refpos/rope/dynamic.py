@@ -36,11 +36,11 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from refpos._checks import as_positions, check_int
 from refpos.backend import get_xp
 from refpos.rope.config import RopeConfig
 from refpos.rope.core import _seq_len_of, apply_rope
 from refpos.rope.scaling import _check_rope, dynamic_theta, rope_frequencies
+from refpos.validation import as_positions, check_int
 
 Array = Any
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from refpos._checks import as_positions, check_int
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
 from refpos.rope.config import RopeConfig
 from refpos.rope.core import _seq_len_of, apply_rope
 from refpos.rope.scaling import _check_rope, softmax_multiplier
+from refpos.validation import as_positions, check_int
 
 Array = Any
 

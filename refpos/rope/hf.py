@@ -44,8 +44,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from refpos._checks import check_int
 from refpos.rope.config import PARAM_KEYS, RopeConfig
+from refpos.validation import check_int
 
 #: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused)
 _ROPE_KEYS = {

@@ -23,9 +23,9 @@ import math
 from types import ModuleType
 from typing import Any
 
-from refpos._checks import check_int
 from refpos.backend import get_xp
 from refpos.rope.config import RopeConfig, mscale
+from refpos.validation import check_int
 
 Array = Any
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from refpos.backend import get_xp
-from refpos.hypothesis_profiles import load_profile
+from refpos.testing.profiles import load_profile
 
 load_profile()
 

@@ -1,4 +1,4 @@
-"""refpos.attention against torch's scaled_dot_product_attention in float64 (anchors env).
+"""refpos.core.attention against torch's scaled_dot_product_attention in float64 (anchors env).
 
 Tolerance 1e-12: both compute the same float64 sums in different orders (a few ulps of values ≤ ~10).
 torch's ``is_causal`` aligns queries to the *start* of the keys, refpos to the end (a decode step with a

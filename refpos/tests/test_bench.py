@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from refpos import bench, measure
 from refpos.cli import main
+from refpos.tools import bench, measure
 
 
 def _has_torch_beside(xp) -> bool:

@@ -16,13 +16,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refpos
-from refpos.check import check_alibi, check_rope, check_sinusoid, check_t5
+from refpos.check.diagnosis import rotate_pairs, round_to
+from refpos.check.run import check_alibi, check_rope, check_sinusoid, check_t5
+from refpos.check.tables import naive_slopes
 from refpos.cli import main
-from refpos.diagnosis import rotate_pairs, round_to
-from refpos.diagnosis_tables import naive_slopes
-from refpos.golden import default_golden_dir, find_case, load_manifest
-from refpos.golden_rope import model_configs
-from refpos.npy import npy_bytes
+from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
+from refpos.golden.npy import npy_bytes
+from refpos.golden.rope_cases import model_configs
 from refpos.rope.core import pair_channels
 from refpos.rope.scaling import base_inv_freq
 

@@ -78,7 +78,7 @@ def test_docstring_examples_pass(name: str):
     """Every ``>>>`` example in a refpos module's docstrings (module, classes, functions) runs and passes."""
     try:
         module = importlib.import_module(name)
-    except ImportError as exc:  # an optional dependency (matplotlib for refpos.plots)
+    except ImportError as exc:  # an optional dependency (matplotlib for refpos.tools.plots)
         pytest.skip(f"{name} cannot be imported here: {exc}")
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     report: list[str] = []
@@ -170,7 +170,7 @@ def test_validate_guide_commands_print_what_the_page_shows(tmp_path: Path):
     for command, expected in console_steps(page):
         argv = shlex.split(command)
         if argv[0] == "refpos":
-            argv = [sys.executable, "-m", "refpos.cli", *argv[1:]]
+            argv = [sys.executable, "-m", "refpos", *argv[1:]]
         elif argv[0] == "python":
             argv = [sys.executable, *argv[1:]]
         else:

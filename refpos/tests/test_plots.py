@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from refpos import plots
 from refpos.cli import main
+from refpos.tools import plots
 
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "docs" / "figures"

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refpos import adapter
-from refpos import strategies as rst
+from refpos.testing import adapter
+from refpos.testing import strategies as rst
 
 
 @given(rst.rope_configs())
@@ -32,7 +32,7 @@ def test_rope_configs_are_consistent(rope):
 def test_the_reference_accepts_every_drawn_rope_config(rope, seq_len):
     rope_frequencies = getattr(adapter, "rope_frequencies", None)
     if rope_frequencies is None:
-        pytest.skip("refpos.adapter has no rope_frequencies yet")
+        pytest.skip("refpos.testing.adapter has no rope_frequencies yet")
     inv_freq, attention_factor = rope_frequencies(rope, seq_len=seq_len)
     assert np.all(np.isfinite(inv_freq)) and np.isfinite(attention_factor) and attention_factor > 0
 

@@ -1,4 +1,4 @@
-"""refpos.tolerance: ulps, the dtype/position rule of pitfalls.md §20, and ``refpos tolerance``."""
+"""refpos.golden.tolerance: ulps, the dtype/position rule of pitfalls.md §20, and ``refpos tolerance``."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refpos import tolerance as tol
 from refpos.backend import to_numpy
 from refpos.cli import main
+from refpos.golden import tolerance as tol
 
 
 def _f32_rope(x, positions, base, d, factor=1.0):
@@ -202,7 +202,7 @@ def test_cli_tolerance_bad_input_exits_2(capsys):
 
 
 def test_cli_tolerance_from_a_config(tmp_path, capsys):
-    from refpos.golden_rope import model_configs
+    from refpos.golden.rope_cases import model_configs
 
     configs = model_configs()
     path = tmp_path / "config.json"

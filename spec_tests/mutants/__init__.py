@@ -1,9 +1,9 @@
-"""Deliberately wrong adapters: each wraps :mod:`refpos.adapter` and breaks exactly one thing.
+"""Deliberately wrong adapters: each wraps :mod:`refpos.testing.adapter` and breaks exactly one thing.
 
 :data:`CATALOGUE` maps each mutant module (``spec_tests.mutants.<name>``) to the mistake it makes, the
 pitfalls.md section it comes from, and the spec test files expected to catch it. The meta test
 (``spec_tests/test_meta.py``) runs those files on every mutant and asserts that they fail, and runs
-them on :mod:`refpos.adapter` and asserts that they pass.
+them on :mod:`refpos.testing.adapter` and asserts that they pass.
 
 Run one by hand: ``REFPOS_IMPL=spec_tests.mutants.softmax_no_max python -m pytest spec_tests -x``.
 """

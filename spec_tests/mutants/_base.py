@@ -1,7 +1,7 @@
 """What every mutant shares: the reference adapter's functions, and a way to break exactly one thing.
 
 A mutant module starts with ``globals().update(inherit(__name__, "what is broken"))`` — every public
-function of :mod:`refpos.adapter` and an ``INFO`` that names the mistake — then redefines the one function
+function of :mod:`refpos.testing.adapter` and an ``INFO`` that names the mistake — then redefines the one function
 (or the one helper, via :func:`patched`) that carries its mistake.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from refpos import adapter as reference
+from refpos.testing import adapter as reference
 
 
 def module(name: str) -> ModuleType:
@@ -29,7 +29,7 @@ def inherit(name: str, mistake: str) -> dict[str, Any]:
         for key, value in vars(reference).items()
         if not key.startswith("_") and callable(value) and getattr(value, "__module__", None) == reference.__name__
     }
-    names["INFO"] = {**reference.INFO, "name": name.rsplit(".", 1)[-1], "mutant_of": "refpos.adapter",
+    names["INFO"] = {**reference.INFO, "name": name.rsplit(".", 1)[-1], "mutant_of": "refpos.testing.adapter",
                      "mistake": mistake}
     return names
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from spec_tests.mutants._base import inherit_patched, module
 
-_alibi = module("refpos.alibi")
+_alibi = module("refpos.encodings.alibi")
 
 
 def _naive_slopes(n_heads):

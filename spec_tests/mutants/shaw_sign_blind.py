@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from spec_tests.mutants._base import inherit_patched, module
 
-_relative = module("refpos.relative")
+_relative = module("refpos.encodings.shaw")
 _reference_index = _relative.shaw_index
 
 

@@ -14,7 +14,7 @@ from refpos.backend import array_namespace
 from spec_tests.mutants._base import inherit, patched
 
 # refpos.attention is also the name of a function in refpos/__init__: fetch the module itself
-attention_module = importlib.import_module("refpos.attention")
+attention_module = importlib.import_module("refpos.core.attention")
 
 globals().update(inherit(__name__, "softmax without the max subtraction: overflows to NaN for logits >= 710"))
 
@@ -33,7 +33,7 @@ def _unstable_softmax(logits, *, axis=-1, mask=None, fully_masked="zeros", overw
 def softmax(logits, mask=None, fully_masked="zeros"):
     import numpy as np
 
-    from refpos.adapter import _in, _out
+    from refpos.testing.adapter import _in, _out
 
     with np.errstate(over="ignore", invalid="ignore"):
         return _out(_unstable_softmax(_in(logits), mask=_in(mask), fully_masked=fully_masked))
@@ -42,7 +42,7 @@ def softmax(logits, mask=None, fully_masked="zeros"):
 def attention(*args, **kwargs):
     import numpy as np
 
-    from refpos import adapter
+    from refpos.testing import adapter
 
     with patched(attention_module, "softmax", _unstable_softmax), np.errstate(over="ignore", invalid="ignore"):
         return adapter.attention(*args, **kwargs)

@@ -11,7 +11,7 @@ import numpy as np
 
 from spec_tests.mutants._base import inherit_patched, module
 
-_t5 = module("refpos.t5")
+_t5 = module("refpos.encodings.t5")
 _reference_bucket = _t5.t5_bucket
 
 

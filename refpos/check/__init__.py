@@ -1,0 +1,10 @@
+"""``refpos check``: compare a candidate with the reference and name the known mistake it matches.
+
+:mod:`~refpos.check.run` compares, :mod:`~refpos.check.diagnosis` holds the RoPE mistakes and the
+matching machinery, :mod:`~refpos.check.tables` the mistakes of the table encodings (ALiBi, T5,
+sinusoids).
+"""
+
+from refpos.check.run import check_alibi, check_case, check_rope, check_sinusoid, check_t5
+
+__all__ = ["check_alibi", "check_case", "check_rope", "check_sinusoid", "check_t5"]

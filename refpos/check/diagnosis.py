@@ -1,0 +1,340 @@
+"""Name the mistake: the RoPE catalogue of numerical signatures (pitfalls.md §18), tried by ``refpos check``.
+
+Each entry builds the output a known mistake produces (a *mutant* of the reference) and tests whether
+the candidate equals it within the same tolerance the reference comparison used. A match is reported
+with its evidence. Catalogue (ids; docs/diagnosis.md has cause, signature and a real example of each):
+
+``layout_swap``, ``position_offset``, ``float32_angles``, ``bf16_angles``, ``default_theta``,
+``wrong_theta``, ``unscaled_frequencies``, ``double_scaled_frequencies``, ``missing_attention_factor``,
+``squared_attention_factor``, ``attention_factor_mismatch``, ``longrope_factor_swap``,
+``partial_rotary_placement``; ``error_profile`` (always, when the candidate fails) describes where and
+how the error grows.
+
+Everything here works on NumPy arrays (``refpos check`` reads ``.npy`` files); the reference values come
+from :func:`refpos.apply_rope` on the NumPy backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from refpos.backend import get_xp, to_numpy
+from refpos.golden import tolerance as tol
+
+Match = dict[str, Any]
+
+
+def np_ns() -> Any:
+    """The NumPy array namespace (diagnosis computes on NumPy whatever the current backend)."""
+    return get_xp("numpy")
+
+
+def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Round float64 values to bfloat16 or float16 (nearest even), returned as float64."""
+    if dtype == "float16":
+        with np.errstate(over="ignore"):  # beyond 65504 -> inf, as a float16 cast does
+            return np.asarray(values, dtype=np.float64).astype(np.float16).astype(np.float64)
+    bits = np.asarray(values, dtype=np.float64).astype(np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return rounded.view(np.float32).astype(np.float64)
+
+
+def rotate_pairs(x: np.ndarray, positions: np.ndarray, omega: np.ndarray, factor: float,
+                 channels: tuple[list[int], list[int], list[int], list[int]]) -> np.ndarray:
+    """A plain RoPE for mutants: pair ``j`` reads ``x[u_in[j]], x[v_in[j]]``, writes ``u_out, v_out``."""
+    u_in, v_in, u_out, v_out = channels
+    y = np.array(x, dtype=np.float64, copy=True)
+    ang = np.asarray(positions, dtype=np.float64)[..., None] * np.asarray(omega)[: len(u_in)]  # (..., T, m)
+    c, s = factor * np.cos(ang), factor * np.sin(ang)
+    u, v = x[..., u_in], x[..., v_in]
+    y[..., u_out] = u * c - v * s
+    y[..., v_out] = v * c + u * s
+    return y
+
+
+@dataclasses.dataclass
+class RopeProblem:
+    """Everything the RoPE catalogue needs: inputs, the resolved config, the reference and its tolerance."""
+
+    x: np.ndarray  # (..., T, D)
+    positions: np.ndarray  # broadcast to x.shape[:-1]
+    rope: Any  # RopeConfig
+    seq_len: int  # the effective L (HF: max(position) + 1 when not given)
+    dtype: str
+    inv_freq: np.ndarray
+    factor: float
+    reference: np.ndarray
+    magnitude: np.ndarray  # per element: A·‖pair‖ on rotated channels, |x| elsewhere
+    channels: tuple[list[int], list[int], list[int], list[int]]
+
+    def atol(self, dtype: str | None = None) -> np.ndarray:
+        return np.asarray(tol.rope_tolerance(dtype or self.dtype, self.positions, self.inv_freq,
+                                             reference=self.reference, magnitude=self.magnitude))
+
+    def apply(self, rope: Any = None, *, positions: np.ndarray | None = None, seq_len: int | None = None,
+              frequencies: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+        import refpos
+
+        y = refpos.apply_rope(self.x, self.positions if positions is None else positions,
+                              self.rope if rope is None else rope,
+                              seq_len=self.seq_len if seq_len is None else seq_len, frequencies=frequencies)
+        return np.asarray(to_numpy(y))
+
+
+def rope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int | None, dtype: str) -> RopeProblem:
+    """Resolve the reference of ``apply_rope(x, positions, rope, seq_len)`` and its tolerance for ``dtype``."""
+    import refpos
+    from refpos.rope.core import pair_channels
+
+    positions = np.broadcast_to(np.asarray(positions, dtype=np.int64), x.shape[:-1])
+    length = int(positions.max()) + 1 if seq_len is None and positions.size else seq_len
+    inv_freq, factor = refpos.rope_frequencies(rope, seq_len=length, xp=np_ns())
+    inv_freq = np.asarray(to_numpy(inv_freq))
+    reference = np.asarray(to_numpy(refpos.apply_rope(x, positions, rope, seq_len=length)))
+    channels = pair_channels(rope)
+    u_in, v_in, u_out, v_out = channels
+    magnitude = np.abs(np.asarray(x, dtype=np.float64)).copy()
+    pair = float(factor) * np.hypot(x[..., u_in], x[..., v_in])  # (..., T, m)
+    magnitude[..., u_out] = pair
+    magnitude[..., v_out] = pair
+    return RopeProblem(x, positions, rope, length, dtype, inv_freq, float(factor), reference, magnitude, channels)
+
+
+def _fit(candidate: np.ndarray, mutant: np.ndarray, atol: np.ndarray) -> tuple[bool, float, float]:
+    """(within atol everywhere, max |candidate − mutant|, max ratio to atol)."""
+    err = np.abs(candidate - mutant)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(err == 0, 0.0, err / atol)
+    ratio = np.nan_to_num(ratio, nan=np.inf)
+    worst = float(np.max(err)) if err.size else 0.0
+    return bool(np.all(err <= atol)), worst, float(np.max(ratio)) if ratio.size else 0.0
+
+
+def _mutants(pb: RopeProblem) -> list[tuple[str, str, Callable[[], np.ndarray]]]:
+    """(id, evidence template, builder) of every applicable mutant of the catalogue."""
+    import refpos
+    from refpos.rope.config import LAYOUTS, rope_config_from_params
+    from refpos.rope.scaling import base_inv_freq
+
+    rope, out = pb.rope, []
+    for layout in LAYOUTS:
+        if layout != rope.layout and rope.rope_type != "proportional":
+            other = dataclasses.replace(rope, layout=layout)
+            out.append(("layout_swap", f"equals the reference computed with the {layout!r} layout instead of "
+                        f"{rope.layout!r} (the channel permutation P of pitfalls.md §18; exact at position 0)",
+                        lambda o=other: pb.apply(o)))
+    for delta in (d for d in range(-8, 9) if d):
+        if int(pb.positions.min()) + delta >= 0:
+            out.append(("position_offset", f"equals the reference at positions p {delta:+d} (rotated q/k shifted; "
+                        "logits hide it unless q and k offsets differ)",
+                        lambda d=delta: pb.apply(positions=pb.positions + d)))
+    first = int(pb.positions.min())
+    if first > 0:
+        out.append(("position_offset", f"equals the reference at positions p − {first}: the offset was dropped "
+                    "(positions restarted at 0, e.g. a decode step without its cache offset)",
+                    lambda: pb.apply(positions=pb.positions - first)))
+    token_index = np.broadcast_to(np.arange(pb.x.shape[-2]), pb.positions.shape)
+    if not np.array_equal(token_index, pb.positions):
+        out.append(("position_offset", "equals the reference at the token indices 0 … T−1 instead of the given "
+                    "positions (position ids ignored: left padding, cache offset)",
+                    lambda: pb.apply(positions=token_index)))
+    for name, low in (("bfloat16", "bfloat16"), ("float16", "float16")):
+        out.append(("bf16_angles", f"equals the reference with inv_freq rounded to {name} (a buffer downcast by "
+                    "model.to(dtype) or inv_freq.to(x.dtype)): O(1) phase errors by p ≈ 1000",
+                    lambda lo=low: pb.apply(frequencies=(round_to(pb.inv_freq, lo), pb.factor))))
+        rounded = round_to(pb.positions, low)
+        if int(pb.positions.max()) > 256 and np.all(np.isfinite(rounded)):
+            out.append(("bf16_angles", f"equals the reference with positions rounded to {name} (positions cast to "
+                        "the activation dtype: 257 → 256, 2049 → 2048)",
+                        lambda r=rounded: pb.apply(positions=r.astype(np.int64))))
+    if rope.theta != 10000.0 and rope.rope_type != "proportional":
+        params = {**rope.to_params(), "rope_theta": 10000.0}
+        out.append(("default_theta", f"equals the reference with rope_theta = 10000 instead of {rope.theta:g} (the "
+                    "config's base was not read and a default filled in)",
+                    lambda p=params: pb.apply(rope_config_from_params(p))))
+    default = np.asarray(to_numpy(base_inv_freq(rope.theta, rope.rotary_dim, np_ns())))
+    if rope.rope_type not in ("default", "proportional") and default.shape == pb.inv_freq.shape:
+        out.append(("unscaled_frequencies", f"equals plain RoPE (θ = {rope.theta:g}, no {rope.rope_type} "
+                    "scaling) with A = 1: the rope_scaling block was parsed but never applied",
+                    lambda: pb.apply(frequencies=(default, 1.0))))
+        if pb.factor != 1.0:
+            out.append(("unscaled_frequencies", f"equals plain-RoPE frequencies with the attention factor A = "
+                        f"{pb.factor:.10g} kept: the {rope.rope_type} frequencies were not applied",
+                        lambda: pb.apply(frequencies=(default, pb.factor))))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            twice = np.where(default > 0, pb.inv_freq**2 / default, 0.0)
+        out.append(("double_scaled_frequencies", f"equals the reference with the {rope.rope_type} ratio ω'/ω "
+                    "applied twice (e.g. positions divided and inv_freq divided, or freq_factors on top of "
+                    "scaled frequencies)", lambda: pb.apply(frequencies=(twice, pb.factor))))
+    if pb.factor != 1.0:
+        out.append(("missing_attention_factor", f"equals the reference with A = 1 instead of {pb.factor:.10g}: "
+                    f"every rotated channel is 1/A = {1 / pb.factor:.6f} of the reference (logits × 1/A²)",
+                    lambda: pb.apply(frequencies=(pb.inv_freq, 1.0))))
+        out.append(("squared_attention_factor", f"equals the reference with A² = {pb.factor**2:.10g}: the port "
+                    f"multiplied HF's final attention_factor by its own mscale (logits × A⁴ instead of A²)",
+                    lambda: pb.apply(frequencies=(pb.inv_freq, pb.factor**2))))
+    if rope.rope_type == "longrope":
+        orig = rope.original_max_position_embeddings
+        other_len, branch = (orig, "short") if pb.seq_len > orig else (orig + 1, "long")
+        out.append(("longrope_factor_swap", f"equals the reference computed with the {branch} factors (seq_len "
+                    f"{other_len}); HF uses long factors iff seq_len > {orig}, here seq_len = {pb.seq_len}",
+                    lambda n=other_len: pb.apply(seq_len=n)))
+    out += _partial_mutants(pb, refpos)
+    return out
+
+
+def _partial_mutants(pb: RopeProblem, refpos: Any) -> list[tuple[str, str, Callable[[], np.ndarray]]]:
+    rope = pb.rope
+    head_dim, d = rope.head_dim, rope.rotary_dim
+    if rope.rope_type == "proportional" or (d == head_dim and rope.placement == "first"):
+        return []
+    from refpos.rope.scaling import base_inv_freq
+
+    out = []
+    full_w = np.asarray(to_numpy(base_inv_freq(rope.theta, head_dim, np_ns())))
+    m, mm = d // 2, head_dim // 2
+    if rope.layout == "half":
+        full_channels = (list(range(mm)), list(range(mm, head_dim)), list(range(mm)), list(range(mm, head_dim)))
+        partner = (list(range(m)), [mm + j for j in range(m)], list(range(m)), [mm + j for j in range(m)])
+    else:
+        full_channels = ([2 * j for j in range(mm)], [2 * j + 1 for j in range(mm)]) * 2
+        partner = None
+    if d < head_dim:
+        out.append(("partial_rotary_placement", f"equals full-width RoPE over all {head_dim} channels (ω from "
+                    f"θ^(−2j/{head_dim})): the partial rotary factor ({d} of {head_dim}) was ignored",
+                    lambda: rotate_pairs(pb.x, pb.positions, full_w, pb.factor, full_channels)))
+        out.append(("partial_rotary_placement", f"equals the reference with the exponent denominator "
+                    f"head_dim = {head_dim} instead of rotary_dim = {d} (ω_j = θ^(−2j/{head_dim}))",
+                    lambda: rotate_pairs(pb.x, pb.positions, full_w[:m], pb.factor, pb.channels)))
+        if partner is not None and rope.placement == "first":
+            out.append(("partial_rotary_placement", f"equals rotation of the pairs (i, i + {mm}) (half of the head) "
+                        f"instead of (i, i + {m}) (half of the rotary span): the wrong partner",
+                        lambda: rotate_pairs(pb.x, pb.positions, pb.inv_freq, pb.factor, partner)))
+    for placement in ("first", "last"):
+        if placement != rope.placement:
+            other = dataclasses.replace(rope, placement=placement)
+            out.append(("partial_rotary_placement", f"equals the reference with the rotated channels placed "
+                        f"{'first (head)' if placement == 'first' else 'last (tail, DeepSeek MLA)'} instead of "
+                        f"{rope.placement}", lambda o=other: pb.apply(o)))
+    return out
+
+
+def frequency_probe(pb: RopeProblem, candidate: np.ndarray) -> dict[str, Any] | None:
+    """Recover the candidate's ω from rows at position 1 (all ω ≤ 1 < π: atan2 returns ω exactly)."""
+    rows = np.argwhere(pb.positions == 1)
+    if rows.size == 0:
+        return None
+    idx = tuple(rows[0])
+    u_in, v_in, u_out, v_out = pb.channels
+    u, v = pb.x[idx][u_in], pb.x[idx][v_in]
+    u2, v2 = candidate[idx][u_out], candidate[idx][v_out]
+    if not (np.all(np.isfinite(u2)) and np.all(np.isfinite(v2))):
+        return None  # a non-finite candidate has no angle to recover (it is named non-finite elsewhere)
+    omega = np.arctan2(u * v2 - v * u2, u * u2 + v * v2)  # (m,)
+    ok = np.hypot(u, v) > 1e-8
+    result: dict[str, Any] = {"inv_freq": [float(w) for w in omega]}
+    j = np.arange(omega.size)
+    use = ok & (omega > 0) & (j > 0)
+    if use.sum() >= 2:
+        d = pb.rope.rotary_dim
+        expo = 2 * j[use] / d
+        slope = np.sum(np.log(omega[use]) * expo) / np.sum(expo**2)
+        result["fitted_theta"] = float(np.exp(-slope))
+        result["fit_residual"] = float(np.max(np.abs(np.log(omega[use]) - slope * expo)))  # log-space, 0 for b'^(−2j/d)
+    return result
+
+
+def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
+    """Every catalogue entry the candidate matches (empty when none), plus the error profile."""
+    found: list[Match] = []
+    ladder = [pb.dtype] + (["float32"] if pb.dtype == "float64" else [])
+    built = []
+    for mid, evidence, build in _mutants(pb):
+        try:
+            mutant = build()
+        except (ValueError, TypeError):
+            continue
+        if not np.array_equal(mutant, pb.reference) and mutant.shape == candidate.shape:
+            built.append((mid, evidence, mutant))
+    for level, dtype in enumerate(ladder):
+        for mid, evidence, mutant in built:
+            # the mutant's own sizes: a permuted layout moves large pairs onto other channels
+            size = np.maximum(pb.magnitude, np.abs(mutant))
+            limit = np.asarray(tol.rope_tolerance(dtype, pb.positions, pb.inv_freq, reference=mutant, magnitude=size))
+            ok, err, ratio = _fit(candidate, mutant, limit)
+            if ok and not any(m["id"] == mid and m["evidence"].startswith(evidence) for m in found):
+                note = "" if level == 0 else " (within float32 rounding: the candidate also computes in float32)"
+                found.append({"id": mid, "evidence": f"{evidence}; max |candidate − mutant| = {err:.3g} "
+                              f"({ratio:.2g}× the {dtype} tolerance){note}", "max_abs_error": err})
+        if found:
+            break
+    if pb.dtype == "float64":
+        ok32, err, ratio = _fit(candidate, pb.reference, pb.atol("float32"))
+        if ok32:
+            p = pb.positions.astype(np.float64)
+            row_err = np.max(np.abs(candidate - pb.reference), axis=-1)  # (..., T)
+            big = p > 0
+            unit = p[big] * float(np.max(pb.inv_freq)) * 2.0**-24
+            growth = float(np.max(row_err[big] / unit)) if big.any() else 0.0
+            found.insert(0, {"id": "float32_angles", "evidence": (
+                f"outside the float64 tolerance but within the float32 one ({ratio:.2g}× it): error "
+                f"{float(np.max(row_err[~big])) if (~big).any() else 0.0:.2g} at p = 0, growing linearly to "
+                f"{err:.3g}; max error / (p·max ω·2⁻²⁴) = {growth:.2f} (correct float32 phase paths measure 0.9–2.1). "
+                "Declare --dtype float32 if that is intended"), "max_abs_error": err})
+    explained = any(m["id"] != "float32_angles" for m in found)
+    ratios = None if explained else _factor_ratio(pb, candidate)
+    if ratios is not None:
+        found.append(ratios)
+        explained = True
+    probe = None if explained else frequency_probe(pb, candidate)
+    if probe and "fitted_theta" in probe:
+        fitted = probe["fitted_theta"]
+        if pb.rope.rope_type == "default" and abs(fitted / pb.rope.theta - 1) > 1e-3 and probe["fit_residual"] < 1e-6:
+            found.append({"id": "wrong_theta", "evidence": f"the frequency probe at position 1 recovers ω_j that fit "
+                          f"θ' = {fitted:.6g}, the config says θ = {pb.rope.theta:g}", "fitted_theta": fitted})
+    return found
+
+
+def _factor_ratio(pb: RopeProblem, candidate: np.ndarray) -> Match | None:
+    """A constant magnitude ratio on the rotated channels outside {1, A, 1/A}: another mscale rule."""
+    _, _, u_out, v_out = pb.channels
+    if not np.all(np.isfinite(candidate)):
+        return None
+    ref_norm = np.hypot(pb.reference[..., u_out], pb.reference[..., v_out])
+    cand_norm = np.hypot(candidate[..., u_out], candidate[..., v_out])
+    keep = ref_norm > 1e-6 * max(float(ref_norm.max()), 1e-300)
+    if not keep.any():
+        return None
+    ratio = cand_norm[keep] / ref_norm[keep]
+    mean = float(np.mean(ratio))
+    if float(np.max(np.abs(ratio - mean))) > 1e-5 * mean or abs(mean - 1) < 1e-6:
+        return None
+    relation = {pb.factor: "A (applied twice)", 1 / pb.factor: "1/A (A missing)"}
+    hint = next((v for k, v in relation.items() if abs(mean / k - 1) < 1e-6), None)
+    return {"id": "attention_factor_mismatch", "evidence": (
+        f"every rotated pair is the reference times a constant {mean:.10g} (reference A = {pb.factor:.10g})"
+        + (f" = {hint}" if hint else ": another magnitude rule (log applied twice, mscale and mscale_all_dim "
+           "conflated, YaRN-repo multiply vs HF replace); the direction of each pair is right")),
+        "ratio": mean}
+
+
+def error_profile(positions: np.ndarray, candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> Match:
+    """Where the error starts and how it grows (pitfalls.md §19, rank 8)."""
+    p = np.broadcast_to(positions, candidate.shape[:-1]).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(candidate == reference, 0.0, np.abs(candidate - reference))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    err = diff.reshape(p.size, -1).max(axis=-1)
+    bad = (~(diff <= atol)).reshape(p.size, -1).any(axis=-1)
+    order = np.argsort(p, kind="stable")
+    first_bad = int(p[order][bad[order]][0]) if bad.any() else None
+    at_zero = float(err[p == 0].max()) if (p == 0).any() else None
+    shape = "exact at position 0, " if at_zero == 0.0 else ""
+    return {"id": "error_profile", "evidence": (
+        f"{shape}first position outside tolerance: {first_bad}; max error {float(err.max()):.3g} at position "
+        f"{int(p[int(np.argmax(err))])}" + ("" if at_zero is None else f"; error at p = 0: {at_zero:.3g}")),
+        "first_bad_position": first_bad, "error_at_zero": at_zero}

@@ -1,0 +1,379 @@
+"""``refpos check``: compare a candidate output with the reference, within the dtype's tolerance, and name
+the mistake when it is outside (pitfalls.md §18; catalogue in docs/diagnosis.md).
+
+.. code-block:: text
+
+    refpos check rope --config CONFIG.json --input X.npy --positions P.npy --candidate Y.npy
+                      [--seq-len L] [--layer-type T] [--dtype float32] [--json]
+    refpos check alibi --heads N --candidate S.npy [--q-len Q --k-len K --form causal] [--head-dim D]
+    refpos check t5 --candidate B.npy (--relative REL.npy | --q-len Q --k-len K) [--causal]
+                    [--num-buckets 32] [--max-distance 128]
+    refpos check sinusoid --candidate P.npy --dim D (--positions P.npy | --length T)
+                          [--base 1e4] [--layout interleaved] [--spacing paper]
+    refpos check CASE_ID Y.npy [--output NAME] [--golden-dir DIR] [--dtype …]
+
+Exit status: 0 within tolerance, 1 outside (with the diagnosis), 2 unusable input (one line on stderr:
+a truncated, corrupt or pickled .npy, wrong shapes or dtypes, a manifest naming a missing file, a config
+that does not resolve). ``--json`` prints ``{"ok": …, "diagnosis": [{"id", "evidence", …}], …}``.
+
+``--dtype`` is the dtype the candidate *computed* in; default: the candidate file's dtype (float32 /
+float16), else float64. A correct float32 implementation passes as float32; the same output declared
+float64 fails and is diagnosed ``float32_angles``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from refpos.backend import to_numpy
+from refpos.check.diagnosis import diagnose_rope, error_profile, np_ns, rope_problem
+from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
+from refpos.golden import tolerance as tol
+from refpos.golden.npy import read_npy
+
+
+class Unusable(ValueError):
+    """Input that cannot be checked (exit status 2)."""
+
+
+def _float_array(a: np.ndarray, what: str) -> np.ndarray:
+    if a.dtype.kind != "f":
+        raise Unusable(f"{what} must be a floating array (float64, float32 or float16), got {a.dtype}")
+    return a.astype(np.float64)
+
+
+def _int_array(a: np.ndarray, what: str) -> np.ndarray:
+    if a.dtype.kind not in "iu":
+        raise Unusable(f"{what} must be an integer array, got {a.dtype}")
+    if a.size and int(a.min()) < 0 and what == "positions":
+        raise Unusable(f"positions must be >= 0, got a minimum of {int(a.min())}")
+    return a.astype(np.int64)
+
+
+def _same_shape(candidate: np.ndarray, shape: tuple[int, ...], what: str) -> None:
+    if tuple(candidate.shape) != tuple(shape):
+        raise Unusable(f"the candidate has shape {tuple(candidate.shape)}, {what} needs {tuple(shape)}")
+
+
+def default_dtype(candidate: np.ndarray) -> str:
+    return candidate.dtype.name if candidate.dtype.name in ("float32", "float16") else "float64"
+
+
+def _summary(candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> dict[str, Any]:
+    same = (candidate == reference) | (np.isnan(candidate) & np.isnan(reference))  # equal infinities, NaN policy
+    with np.errstate(invalid="ignore"):
+        err = np.where(same, 0.0, np.abs(candidate - reference))
+    err = np.where(np.isnan(err), np.inf, err)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.nan_to_num(np.where(err == 0, 0.0, err / atol), nan=np.inf, posinf=np.inf)
+    bad = ~(err <= atol)
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape)) if ratio.size else ()
+    return {"ok": not bool(bad.any()), "max_abs_error": float(err.max()) if err.size else 0.0,
+            "max_ratio": float(ratio.max()) if ratio.size else 0.0, "worst_index": list(worst),
+            "n_outside": int(bad.sum()), "n": int(err.size)}
+
+
+def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: int | None = None,
+               dtype: str | None = None) -> dict[str, Any]:
+    """Compare ``candidate`` with ``apply_rope(x, positions, rope, seq_len)`` and diagnose a mismatch.
+
+    ``dtype``: what the candidate computed in (default: its own dtype if float32/float16, else float64).
+    """
+    raw = np.asarray(to_numpy(candidate))
+    dtype = tol.check_dtype(dtype or default_dtype(raw))
+    cand = _float_array(raw, "candidate")
+    x = _float_array(np.asarray(to_numpy(x)), "input x")
+    positions = _int_array(np.asarray(to_numpy(positions)), "positions")
+    if x.ndim < 2 or x.shape[-1] != rope.head_dim:
+        raise Unusable(f"input x must be (..., T, head_dim={rope.head_dim}), got shape {tuple(x.shape)}")
+    try:
+        np.broadcast_to(positions, x.shape[:-1])
+    except ValueError:
+        raise Unusable(f"positions {tuple(positions.shape)} do not match x {tuple(x.shape)} (..., T, D)") from None
+    _same_shape(cand, x.shape, "the input x")
+    pb = rope_problem(x, positions, rope, seq_len, dtype)
+    result = {"target": "rope", "dtype": dtype, "seq_len": pb.seq_len, "rope_type": rope.rope_type,
+              **_summary(cand, pb.reference, pb.atol())}
+    result["diagnosis"] = [] if result["ok"] else [
+        *non_finite(cand, pb.reference, pb.positions), *diagnose_rope(pb, cand),
+        error_profile(pb.positions, cand, pb.reference, pb.atol())]
+    return result
+
+
+def non_finite(candidate: np.ndarray, reference: np.ndarray, positions: np.ndarray | None = None) -> list[dict]:
+    """``non_finite``: NaN or infinity where the reference is finite (θ = 0, overflow, uninitialised tables)."""
+    bad = ~np.isfinite(candidate) & np.isfinite(reference)
+    if not bad.any():
+        return []
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    at = ""
+    if positions is not None:
+        at = f" (first at position {int(np.broadcast_to(positions, candidate.shape[:-1])[where[:-1]])})"
+    return [{"id": "non_finite", "evidence": f"{int(bad.sum())} of {bad.size} values are NaN or infinite where the "
+             f"reference is finite{at}: e.g. rope_theta = 0 (powf(0, −x) = inf), an overflowing exponent, or an "
+             "uninitialised table"}]
+
+
+def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int | None = None,
+                form: str = "causal", dtype: str | None = None, head_dim: int | None = None) -> dict[str, Any]:
+    """Compare ALiBi slopes ``(n,)`` or a bias ``(n, q_len, k_len)`` with the reference."""
+    import refpos
+
+    raw = np.asarray(to_numpy(candidate))
+    dtype = tol.check_dtype(dtype or default_dtype(raw))
+    cand = _float_array(raw, "candidate")
+    if cand.ndim == 1:
+        _same_shape(cand, (n,), f"slopes for --heads {n}")
+        reference = np.asarray(to_numpy(refpos.alibi_slopes(n, xp=np_ns())))
+    else:
+        if q_len is None or k_len is None:
+            raise Unusable("a bias candidate needs --q-len and --k-len")
+        _same_shape(cand, (n, q_len, k_len), "a bias (heads, q_len, k_len)")
+        reference = np.asarray(to_numpy(refpos.alibi_bias(n, q_len, k_len, form=form, xp=np_ns())))
+    atol = np.asarray(tol.value_tolerance(dtype, reference))
+    result = {"target": "alibi", "dtype": dtype, **_summary(cand, reference, atol)}
+    result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, reference), *diagnose_alibi(
+        cand, n, q_len=q_len, k_len=k_len, form=form, atol=atol, head_dim=head_dim)]
+    if not result["ok"] and dtype == "float64" and _summary(cand, reference, np.asarray(
+            tol.value_tolerance("float32", reference)))["ok"]:
+        result["diagnosis"].insert(0, {"id": "float32_values", "evidence": (
+            "outside the float64 tolerance but within the float32 one (rtol 1e-6): float32 arithmetic, e.g. "
+            "BLOOM's slopes (declare --dtype float32 if that is intended)")})
+    return result
+
+
+def check_t5(candidate: Any, rel: Any, *, bidirectional: bool = True, num_buckets: int = 32,
+             max_distance: int = 128) -> dict[str, Any]:
+    """Compare T5 buckets of ``rel`` (memory − query) with the reference: integers, exact."""
+    import refpos
+
+    cand = np.asarray(to_numpy(candidate))
+    if cand.dtype.kind not in "iu":
+        raise Unusable(f"T5 buckets must be an integer array, got {cand.dtype}")
+    rel = np.asarray(to_numpy(rel))
+    if rel.dtype.kind not in "iu":
+        raise Unusable(f"relative positions must be an integer array, got {rel.dtype}")
+    _same_shape(cand, rel.shape, "the relative positions")
+    reference = np.asarray(to_numpy(refpos.t5_bucket(np_ns().asarray(rel.astype(np.int64)),
+                                                     bidirectional=bidirectional, num_buckets=num_buckets,
+                                                     max_distance=max_distance)))
+    result = {"target": "t5", "dtype": "integer",
+              **_summary(cand.astype(np.float64), reference.astype(np.float64), np.zeros(reference.shape))}
+    result["diagnosis"] = [] if result["ok"] else diagnose_t5(
+        cand.astype(np.int64), rel.astype(np.int64), bidirectional=bidirectional, num_buckets=num_buckets,
+        max_distance=max_distance)
+    return result
+
+
+def check_sinusoid(candidate: Any, positions: Any, *, dim: int, base: float = 10000.0, layout: str = "interleaved",
+                   spacing: str = "paper", dtype: str | None = None) -> dict[str, Any]:
+    """Compare a sinusoidal table ``(T, dim)`` with the reference (position-aware tolerance)."""
+    import refpos
+
+    raw = np.asarray(to_numpy(candidate))
+    dtype = tol.check_dtype(dtype or default_dtype(raw))
+    cand = _float_array(raw, "candidate")
+    positions = _int_array(np.asarray(to_numpy(positions)), "positions")
+    _same_shape(cand, (*positions.shape, dim), "a table (*positions.shape, dim)")
+    reference = np.asarray(to_numpy(refpos.sinusoidal(np_ns().asarray(positions), dim, base=base, layout=layout,
+                                                      spacing=spacing)))
+    freqs = np.asarray(to_numpy(refpos.sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=np_ns())))
+    atol = np.asarray(tol.rope_tolerance(dtype, positions, freqs, reference=reference))
+    result = {"target": "sinusoid", "dtype": dtype, **_summary(cand, reference, atol)}
+    result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, reference), *diagnose_sinusoid(
+        cand, positions, dim=dim, base=base, layout=layout, spacing=spacing, atol=atol)]
+    if not result["ok"] and dtype == "float64":
+        atol32 = np.asarray(tol.rope_tolerance("float32", positions, freqs, reference=reference))
+        if _summary(cand, reference, atol32)["ok"]:
+            result["diagnosis"].insert(0, {"id": "float32_angles", "evidence": (
+                "outside the float64 tolerance but within the float32 one: the table was computed in float32 "
+                "(declare --dtype float32 if that is intended)")})
+    return result
+
+
+# ------------------------------------------------------------------------------------ golden cases
+def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, output: str | None = None,
+               dtype: str | None = None) -> dict[str, Any]:
+    """Compare ``candidate`` with one output of a golden case (default: its primary output)."""
+    from refpos.golden.manifest import check_files, compare, default_golden_dir, find_case, load_arrays, load_manifest
+
+    root = Path(golden_dir) if golden_dir is not None else default_golden_dir()
+    case = find_case(load_manifest(root), case_id)
+    problems = check_files(root, case)
+    if problems:
+        raise Unusable(f"golden case {case_id}: {problems[0]}")
+    name = output or case.get("primary_output")
+    if name not in case["outputs"]:
+        raise Unusable(f"golden case {case_id} has no output {name!r} (outputs: {', '.join(case['outputs'])})")
+    reference = load_arrays(root, case, "outputs")[name]
+    inputs = load_arrays(root, case, "inputs")
+    cand = np.asarray(to_numpy(candidate))
+    if cand.dtype.kind not in "fiu":
+        raise Unusable(f"the candidate must be numeric, got {cand.dtype}")
+    call = case.get("parameters", {}).get("call") or {}
+    if call.get("reduce") == "pairs" and cand.ndim == reference.ndim and cand.shape[-1] == 2 * reference.shape[-1]:
+        layout = case["parameters"]["rope"].get("layout", "half")
+        cand = cand[..., 0::2] if layout == "interleaved" else cand[..., : reference.shape[-1]]
+    _same_shape(cand, reference.shape, f"output {name} of {case_id}")
+    if reference.dtype.kind in "iu" and cand.dtype.kind not in "iu":
+        raise Unusable(f"output {name} of {case_id} is an integer array; the candidate is {cand.dtype}")
+    dtype = tol.check_dtype(dtype or default_dtype(cand))
+    entry = case["outputs"][name]["tolerance"]
+    summary = compare(cand, reference, entry, dtype)
+    result = {"target": case_id, "output": name, "dtype": dtype, "ok": summary["ok"],
+              "max_abs_error": summary["max_abs_error"], "max_ratio": summary["max_ratio"],
+              "worst_index": list(summary["worst_index"] or ()), "n_outside": summary["n_bad"], "diagnosis": []}
+    if summary["ok"]:
+        return result
+    params = case.get("parameters", {})
+    function = case.get("function")
+    args = [a.get("value") for a in call.get("args", [])]
+    if function == "apply_rope" and "x" in inputs:
+        from refpos.rope.config import rope_config_from_params
+
+        rope = rope_config_from_params(params["rope"])
+        pb = rope_problem(inputs["x"].astype(np.float64), inputs["positions"], rope, params.get("seq_len"), dtype)
+        cand64 = cand.astype(np.float64)
+        result["diagnosis"] = [*diagnose_rope(pb, cand64), error_profile(pb.positions, cand64, pb.reference, pb.atol())]
+    elif function == "alibi_slopes":
+        result["diagnosis"] = check_alibi(cand, int(args[0]), dtype=dtype)["diagnosis"]
+    elif function == "alibi_bias":
+        result["diagnosis"] = check_alibi(cand, int(args[0]), q_len=int(args[1]), k_len=int(args[2]),
+                                          form=str(args[3]), dtype=dtype)["diagnosis"]
+    elif function == "t5_bucket":
+        result["diagnosis"] = check_t5(cand, inputs["rel"], bidirectional=bool(args[1]), num_buckets=int(args[2]),
+                                       max_distance=int(args[3]))["diagnosis"]
+    elif function == "sinusoidal":
+        result["diagnosis"] = check_sinusoid(cand, inputs["positions"], dim=int(args[1]), base=float(args[2]),
+                                             layout=str(args[3]), spacing=str(args[4]), dtype=dtype)["diagnosis"]
+    return result
+
+
+# -------------------------------------------------------------------------------------------- CLI
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``refpos check``."""
+    parser.add_argument("target", help="rope, alibi, t5, sinusoid, or a golden case id")
+    parser.add_argument("candidate_file", nargs="?", default=None, help="candidate .npy (golden case form)")
+    parser.add_argument("--candidate", default=None, help="the candidate output (.npy)")
+    parser.add_argument("--dtype", default=None, help="dtype the candidate computed in (default: from the file)")
+    parser.add_argument("--json", action="store_true", help='print {"ok": ..., "diagnosis": [...]}')
+    parser.add_argument("--config", help="rope: the model's config.json")
+    parser.add_argument("--layer-type", default=None, help="rope: layer type of a per-layer config")
+    parser.add_argument("--input", help="rope: the input x (..., T, head_dim) (.npy)")
+    parser.add_argument("--positions", help="rope, sinusoid: integer positions (.npy)")
+    parser.add_argument("--seq-len", type=int, default=None, help="rope: L (default max(positions) + 1)")
+    parser.add_argument("--heads", type=int, help="alibi: number of heads")
+    parser.add_argument("--q-len", type=int, default=None)
+    parser.add_argument("--k-len", type=int, default=None)
+    parser.add_argument("--form", default="causal", help="alibi: causal, symmetric or key_index")
+    parser.add_argument("--head-dim", type=int, default=None, help="alibi: head size (tests the 1/√d mistake)")
+    parser.add_argument("--relative", help="t5: relative positions memory − query (.npy)")
+    parser.add_argument("--causal", action="store_true", help="t5: decoder (unidirectional) buckets")
+    parser.add_argument("--num-buckets", type=int, default=32)
+    parser.add_argument("--max-distance", type=int, default=128)
+    parser.add_argument("--dim", type=int, help="sinusoid: width")
+    parser.add_argument("--length", type=int, help="sinusoid: positions 0 … length − 1")
+    parser.add_argument("--base", type=float, default=10000.0)
+    parser.add_argument("--layout", default="interleaved", help="sinusoid: interleaved or concat")
+    parser.add_argument("--spacing", default="paper", help="sinusoid: paper or tensor2tensor")
+    parser.add_argument("--output", default=None, help="golden case: which output (default: the primary)")
+    parser.add_argument("--golden-dir", type=Path, default=None)
+
+
+def _need(value: Any, flag: str, target: str) -> Any:
+    if value is None:
+        raise Unusable(f"refpos check {target} needs {flag}")
+    return value
+
+
+def _load(path: str | None, flag: str, target: str) -> np.ndarray:
+    return read_npy(_need(path, flag, target))
+
+
+def _rope_config(args: argparse.Namespace) -> Any:
+    import refpos
+
+    path = _need(args.config, "--config CONFIG.json", "rope")
+    try:
+        return refpos.from_hf_config(path, layer_type=args.layer_type)
+    except (ValueError, TypeError, KeyError, OSError) as exc:
+        raise Unusable(f"--config {path} does not resolve: {str(exc).splitlines()[0]}") from None
+
+
+def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
+    target = args.target
+    cand_path = args.candidate or args.candidate_file
+    candidate = _load(cand_path, "--candidate Y.npy", target)
+    dtype = args.dtype or default_dtype(candidate)
+    if target == "rope":
+        rope = _rope_config(args)
+        return check_rope(candidate, _load(args.input, "--input X.npy", target),
+                          _load(args.positions, "--positions P.npy", target), rope, seq_len=args.seq_len, dtype=dtype)
+    if target == "alibi":
+        return check_alibi(candidate, _need(args.heads, "--heads N", target), q_len=args.q_len, k_len=args.k_len,
+                           form=args.form, dtype=dtype, head_dim=args.head_dim)
+    if target == "t5":
+        if args.relative:
+            rel = read_npy(args.relative)
+        else:
+            q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
+            k_len = _need(args.k_len, "--k-len", target)
+            rel = np.arange(k_len)[None, :] - (k_len - q_len + np.arange(q_len))[:, None]  # (Tq, Tk)
+        return check_t5(candidate, rel, bidirectional=not args.causal, num_buckets=args.num_buckets,
+                        max_distance=args.max_distance)
+    if target == "sinusoid":
+        positions = read_npy(args.positions) if args.positions else np.arange(_need(args.length, "--positions or "
+                                                                                          "--length", target))
+        return check_sinusoid(candidate, positions, dim=_need(args.dim, "--dim D", target), base=args.base,
+                              layout=args.layout, spacing=args.spacing, dtype=dtype)
+    return check_case(target, candidate, golden_dir=args.golden_dir, output=args.output, dtype=args.dtype)
+
+
+def _print(result: dict[str, Any]) -> None:
+    status = "OK" if result["ok"] else "FAIL"
+    where = result.get("worst_index")
+    print(f"refpos check {result['target']}: {status} ({result['dtype']}): max |candidate − reference| = "
+          f"{result['max_abs_error']:.3g}, {result['max_ratio']:.3g}× the tolerance"
+          + (f" at index {tuple(where)}" if where and not result["ok"] else "")
+          + ("" if result["ok"] else f"; {result.get('n_outside', 0)} elements outside"))
+    for d in result["diagnosis"]:
+        print(f"  diagnosis {d['id']}: {d['evidence']}")
+    if not result["ok"] and not any(d["id"] != "error_profile" for d in result["diagnosis"]):
+        print("  no known mistake of the catalogue matches (docs/diagnosis.md)")
+
+
+def _finite_json(value: Any) -> Any:
+    """Strict JSON: non-finite numbers as the strings "inf", "-inf", "nan"."""
+    if isinstance(value, dict):
+        return {k: _finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_json(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if np.isfinite(v) else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """``refpos check``: 0 within tolerance, 1 outside, 2 unusable input (one line, never a traceback)."""
+    from refpos.golden.manifest import GoldenError
+
+    try:
+        result = _dispatch(args)
+    except (Unusable, GoldenError, ValueError, TypeError, KeyError, OSError, IndexError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"refpos check {args.target}: error: {msg}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(_finite_json(result)))
+    else:
+        _print(result)
+    return 0 if result["ok"] else 1

@@ -1,0 +1,73 @@
+r"""Relative positions: the seed's distance bias and Shaw et al. (2018) relative representations.
+
+Shared spec: encodings.md §4 (distance bias), §5 (Shaw) and §5.1 (Music Transformer skewing). The other
+relative methods live in their own modules: :mod:`refpos.encodings.txl` (Transformer-XL), :mod:`refpos.encodings.t5`,
+:mod:`refpos.encodings.alibi`, :mod:`refpos.encodings.kerple` (KERPLE, FIRE, Sandwich), :mod:`refpos.encodings.cope`.
+
+Conventions (shared spec, encodings.md §0): ``rel[i, j] = k_pos[j] - q_pos[i]`` ("memory minus
+query": negative = the key lies in the past), ``dist = -rel``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refpos.backend import array_namespace
+from refpos.encoding import Encoding
+from refpos.validation import as_positions, check_float
+
+Array = Any
+
+
+def relative_positions(q_positions: Array, k_positions: Array) -> Array:
+    """``rel[..., i, j] = k_positions[..., j] - q_positions[..., i]``, shape ``(..., Tq, Tk)``."""
+    q_positions = as_positions(q_positions, name="q_positions")
+    k_positions = as_positions(k_positions, name="k_positions", xp=array_namespace(q_positions))
+    return k_positions[..., None, :] - q_positions[..., :, None]
+
+
+def distance_bias(q_positions: Array, k_positions: Array, *, alpha: float = 1.0) -> Array:
+    r"""The seed's distance bias, ``B[i, j] = -alpha · |i - j|``, shape ``(..., Tq, Tk)``.
+
+    Notes
+    -----
+    .. math:: B_{ij} = -\alpha\,|p_i - p_j|
+
+    Symmetric and Toeplitz: it depends only on the distance, so it cannot tell left from right.
+    Added *before* the ``1/√d`` scale (the seed's order) its effective strength is ``alpha/√d``;
+    restricted to the causal triangle it is ALiBi with the single slope ``alpha``.
+
+    Examples
+    --------
+    >>> distance_bias([0, 1, 2], [0, 1, 2]).tolist()
+    [[-0.0, -1.0, -2.0], [-1.0, -0.0, -1.0], [-2.0, -1.0, -0.0]]
+    """
+    alpha = check_float("alpha", alpha)
+    rel = relative_positions(q_positions, k_positions)
+    xp = array_namespace(rel)
+    return -alpha * xp.astype(xp.abs(rel), xp.float64)
+
+
+class DistanceBias(Encoding):
+    """The seed's distance bias as a pipeline encoding (one value shared by all heads).
+
+    ``before_scale=True`` (the seed's order) adds it to q·kᵀ before the ``1/√d`` scale.
+    """
+
+    name = "distance_bias"
+
+    def __init__(self, alpha: float = 1.0, *, before_scale: bool = True) -> None:
+        self.alpha = check_float("alpha", alpha)
+        if not isinstance(before_scale, bool):
+            raise TypeError(f"before_scale must be a bool, got {type(before_scale).__name__}")
+        self.bias_scaled = before_scale
+
+    def bias(self, q_positions: Array, k_positions: Array, n_heads: int) -> Array:
+        b = distance_bias(q_positions, k_positions, alpha=self.alpha)  # (..., Tq, Tk)
+        xp = array_namespace(b)
+        return xp.expand_dims(b, axis=-3)  # (..., 1, Tq, Tk): one bias for every head
+
+    def __repr__(self) -> str:
+        return f"DistanceBias(alpha={self.alpha}, before_scale={self.bias_scaled})"
+
+

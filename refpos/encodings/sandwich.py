@@ -1,0 +1,70 @@
+r"""An additive relative bias: Sandwich, Chi et al. 2023.
+
+Shared spec: encodings.md §9 (KERPLE, Chi et al. 2022; chijames/KERPLE), §10 (FIRE, Li et al. 2024),
+§12 (Sandwich, Chi et al. 2023; NVIDIA NeMo). Each returns a bias ``(..., H, Tq, Tk)`` added **after**
+the ``1/√d`` scale. KERPLE and FIRE are causal methods: future keys get a placeholder value (KERPLE 0,
+FIRE the mirrored distance) and must be masked (``self_attention(..., causal=True)``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refpos.backend import array_namespace
+from refpos.encoding import Encoding
+from refpos.encodings.distance import relative_positions
+from refpos.validation import check_int
+
+Array = Any
+KERPLE_KINDS = ("log", "power")
+
+
+def sandwich_bias(
+    q_positions: Array, k_positions: Array, head_dim: int, n_heads: int, *, causal: bool = True
+) -> Array:
+    r"""Sandwich bias: the sinusoid dot product, shifted to 0 on the diagonal, shape ``(..., H, Tq, Tk)``.
+
+    ``head_dim`` must be even (NeMo's ``arange(1, d/2 + 1)`` is ambiguous for odd ``d``). ``causal``
+    applies the anchor's ``tril`` to the relative positions first (future keys read distance 0).
+
+    Notes
+    -----
+    .. math::
+        \text{raw}_{ij} = \sum_{k=1}^{d/2} \cos\!\left(\frac{j - i}{10000^{2k/d}}\right), \qquad
+        b_{hij} = \frac{\text{raw}_{ij} - d/2}{8h/H}, \quad h = 1, \dots, H
+    """
+    head_dim = check_int("head_dim", head_dim, minimum=1)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even, got {head_dim}")
+    n_heads = check_int("n_heads", n_heads, minimum=1)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    rel = relative_positions(q_positions, k_positions)  # (..., Tq, Tk)
+    xp = array_namespace(rel)
+    if causal:
+        rel = xp.minimum(rel, xp.zeros_like(rel))  # tril(j - i) on the causal triangle
+    k = xp.arange(1, head_dim // 2 + 1, dtype=xp.float64)  # (d/2,) from 1, as the anchor
+    omega = 10000.0 ** (-2.0 * k / head_dim)
+    raw = xp.sum(xp.cos(xp.astype(rel, xp.float64)[..., None] * omega), axis=-1)  # (..., Tq, Tk)
+    h = xp.arange(1, n_heads + 1, dtype=xp.float64)[:, None, None]  # (H, 1, 1)
+    return (raw[..., None, :, :] - head_dim / 2) / (h * 8.0 / n_heads)
+
+
+class Sandwich(Encoding):
+    """Sandwich as a pipeline encoding; ``head_dim`` is the model's head width (the bias hook lacks it)."""
+
+    name = "sandwich"
+
+    def __init__(self, head_dim: int, *, causal: bool = True) -> None:
+        self.head_dim = check_int("head_dim", head_dim, minimum=1)
+        if head_dim % 2:
+            raise ValueError(f"head_dim must be even, got {head_dim}")
+        if not isinstance(causal, bool):
+            raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+        self.causal = causal
+
+    def bias(self, q_positions: Array, k_positions: Array, n_heads: int) -> Array:
+        return sandwich_bias(q_positions, k_positions, self.head_dim, n_heads, causal=self.causal)
+
+    def __repr__(self) -> str:
+        return f"Sandwich(head_dim={self.head_dim}, causal={self.causal})"

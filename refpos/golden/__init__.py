@@ -1,0 +1,10 @@
+"""Golden outputs: the files, their tolerances, and their certification.
+
+* :mod:`~refpos.golden.tolerance` — the error a correct implementation in a dtype may show;
+* :mod:`~refpos.golden.npy` — the ``.npy`` reader and writer (never unpickles);
+* :mod:`~refpos.golden.certify` — exact (mpmath) recomputation of the golden outputs;
+* :mod:`~refpos.golden.manifest` — cases, outputs, the manifest, comparing a candidate;
+* :mod:`~refpos.golden.cases`, :mod:`~refpos.golden.rope_cases`, :mod:`~refpos.golden.scenarios` — the
+  committed cases;
+* :mod:`~refpos.golden.generate` — generate and verify a golden directory.
+"""

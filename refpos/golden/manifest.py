@@ -1,0 +1,394 @@
+"""Golden outputs: cases, the manifest, generate, verify, load.
+
+A **case** is one reference computation: a function (an adapter function name when the adapter contract
+has one), its parameters (JSON), named input arrays and named output arrays. Each output carries its
+tolerance for every dtype a candidate may compute in (:mod:`refpos.golden.tolerance`) and, where an
+arbitrary-precision evaluation is cheap, a certificate: the largest error of the float64 value
+against an mpmath evaluation at 30 digits, in ulps (:mod:`refpos.golden.certify`).
+
+``golden/`` holds ``manifest.json``, ``README.md`` (the format, readers in C++, Rust and Go) and the
+arrays as ``.npy`` files (:mod:`refpos.golden.npy`: version 1.0, little-endian, C order, never pickled).
+
+Comparison of a candidate ``y`` with a reference ``r`` under the tolerance entry of one dtype::
+
+    |y - r| <= atol[i] + rtol·|r| + ulps·ulp_dtype(|r|)
+
+``atol`` is a number, or a list indexed along ``atol_axis`` (the position axis of angle-derived
+outputs). Both NaN counts as equal (fully masked rows with the ``"nan"`` policy); nothing else does.
+
+The case builders live in :mod:`refpos.golden.cases` (encodings, worked example, scenarios) and
+:mod:`refpos.golden.rope_cases` (per-model RoPE, boundaries); the CLI in :mod:`refpos.golden.generate`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from refpos.golden import tolerance as tol
+from refpos.golden.npy import NpyError, read_npy, sha256_file, write_npy
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+FORMULA = "|y - ref| <= atol[i] + rtol*|ref| + ulps*ulp_dtype(|ref|); i = index along atol_axis"
+
+
+class GoldenError(ValueError):
+    """An unusable golden directory or manifest (one-line message)."""
+
+
+# ------------------------------------------------------------------------------------- tolerances
+#: the reason of each tolerance rule (stored once in the manifest)
+RULES = {
+    "value": "position-independent values: " + "; ".join(tol.REASONS[d] for d in ("float64", "float32", "bfloat16")),
+    "integer": "integers (buckets, indices, positions) compare exactly",
+    "rope": tol.describe("rope", "float64")["reason"] + "; atol per position (axis -2) scaled by the largest "
+            "rotated pair of the row",
+    "attention": "attention output after RoPE: 2·max|v|·δlogit with δlogit = scale·|q|·|k|·(2·δrot + 2·D·u) from "
+                 "the rotation tolerance at the largest position, plus the value rule",
+}
+
+
+def round_up(value: float, digits: int = 3) -> float:
+    """``value`` rounded up to ``digits`` significant digits (a compact, never tighter tolerance)."""
+    if value <= 0 or not math.isfinite(value):
+        return value
+    exponent = math.floor(math.log10(value)) - digits + 1
+    mantissa = math.ceil(value / 10.0**exponent - 1e-9)  # 1e-9: no bump for an exact 3-digit value
+    while float(f"{mantissa}e{exponent}") < value:
+        mantissa += 1
+    return float(f"{mantissa}e{exponent}")
+
+
+def tolerance_value(reference: np.ndarray, *, scale: float | None = None) -> dict[str, Any]:
+    """Tolerance entry of a position-independent output (frequencies, slopes, biases, attention)."""
+    mag = float(scale) if scale is not None else 0.0
+    out: dict[str, Any] = {"rule": "value"}
+    out["float64"] = {"atol": round_up(tol.RTOL_FLOAT64 * mag), "rtol": tol.RTOL_FLOAT64, "ulps": 0.0}
+    out["float32"] = {"atol": round_up(tol.RTOL_FLOAT32 * mag), "rtol": tol.RTOL_FLOAT32, "ulps": 0.0}
+    for d in ("bfloat16", "float16"):
+        out[d] = {"atol": round_up(tol.ULPS_LOW * 2.0 ** -tol.MANTISSA[d] * mag), "rtol": 0.0, "ulps": tol.ULPS_LOW}
+    return out
+
+
+def tolerance_integer() -> dict[str, Any]:
+    """Tolerance entry of an integer output: exact in every dtype."""
+    exact = {"atol": 0.0, "rtol": 0.0, "ulps": 0.0}
+    return {"rule": "integer", **{d: dict(exact) for d in tol.DTYPES}}
+
+
+def tolerance_rope(positions: np.ndarray, inv_freq: np.ndarray, magnitude: np.ndarray) -> dict[str, Any]:
+    """Tolerance entry of an angle-derived output with rows indexed by ``positions`` (axis -2).
+
+    ``magnitude`` ``(T,)`` is the largest size of a rotated pair in each row (1 for cos/sin,
+    ``A·max‖pair‖`` for rotated q/k). Per row and dtype: ``atol = m·c·p·max ω·u + rounding(m)``.
+    """
+    p = np.asarray(positions, dtype=np.int64)
+    m = np.asarray(magnitude, dtype=np.float64)
+    out: dict[str, Any] = {"rule": "rope", "atol_axis": -2}
+    for d in tol.DTYPES:
+        # bf16/fp16: the float32 path's atol per row, and their 2 ulps of each element in "ulps"
+        path = d if d in ("float64", "float32") else "float32"
+        atol = np.asarray(tol.rope_tolerance(path, p, inv_freq, magnitude=m), dtype=np.float64)
+        out[d] = {"atol": [round_up(float(a)) for a in atol], "rtol": 0.0,
+                  "ulps": tol.ULPS_LOW if d in ("bfloat16", "float16") else 0.0}
+    return out
+
+
+def tolerance_attention(reference: np.ndarray, *, qk_norm: float, v_max: float, scale: float,
+                        max_position: int, inv_freq: np.ndarray, head_dim: int) -> dict[str, Any]:
+    """Tolerance entry of an attention output whose q and k were rotated at positions ≤ ``max_position``.
+
+    The rotation error of each dtype (:func:`refpos.golden.tolerance.rope_tolerance`, unit magnitude) moves a
+    logit by at most ``scale·‖q‖·‖k‖·(2·δ_rot + 2·D·u)`` (both vectors rotated, plus the dot product's
+    rounding), and a softmax row moves by at most twice the largest logit change (in the 1-norm), so the
+    output moves by at most ``2·max|v|·δ_logit``; the value rule of the output is added on top.
+    """
+    out = tolerance_value(reference, scale=v_max)
+    out["rule"] = "attention"
+    for d in tol.DTYPES:
+        rot = float(np.asarray(tol.rope_tolerance(d, np.array([max_position]), inv_freq))[0])
+        u = 2.0**-53 if d == "float64" else 2.0**-24
+        dlogit = scale * qk_norm * (2.0 * rot + 2.0 * head_dim * u)
+        out[d]["atol"] = round_up(out[d]["atol"] + 2.0 * v_max * dlogit)
+    return out
+
+
+def allowed_error(reference: np.ndarray, entry: dict[str, Any], dtype: str) -> np.ndarray:
+    """Elementwise allowed error of ``entry[dtype]`` (see :data:`FORMULA`) for ``reference``."""
+    dtype = tol.check_dtype(dtype)
+    ref = np.asarray(reference, dtype=np.float64)
+    spec = entry[dtype]
+    atol = spec["atol"]
+    if isinstance(atol, list):
+        axis = entry.get("atol_axis", -2)
+        shape = [1] * ref.ndim
+        shape[axis] = len(atol)
+        atol_arr = np.reshape(np.asarray(atol, dtype=np.float64), shape)  # broadcast along atol_axis
+    else:
+        atol_arr = np.float64(atol)
+    mag = np.abs(np.nan_to_num(ref))
+    allowed = atol_arr + spec["rtol"] * mag
+    if spec.get("ulps"):
+        allowed = allowed + spec["ulps"] * np.asarray(tol.ulp(mag, dtype))
+    return np.broadcast_to(allowed, ref.shape)
+
+
+def compare(candidate: Any, reference: np.ndarray, entry: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """Compare within a tolerance entry: ``{"ok", "max_abs_error", "max_ratio", "worst_index", ...}``."""
+    ref = np.asarray(reference)
+    cand = np.asarray(candidate)
+    if cand.shape != ref.shape:
+        raise ValueError(f"candidate has shape {tuple(cand.shape)}, the reference {tuple(ref.shape)}")
+    if ref.dtype.kind in "iub":
+        if cand.dtype.kind not in "iub":
+            if not np.all(np.isfinite(cand)) or np.any(cand != np.round(cand)):
+                return {"ok": False, "max_abs_error": math.inf, "max_ratio": math.inf,
+                        "worst_index": None, "n_bad": int(cand.size), "detail": "non-integer values"}
+        bad = cand.astype(np.float64) != ref.astype(np.float64)
+        worst = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
+        err = np.abs(cand.astype(np.float64) - ref.astype(np.float64))
+        return {"ok": not bad.any(), "max_abs_error": float(err.max()) if err.size else 0.0,
+                "max_ratio": math.inf if bad.any() else 0.0, "worst_index": worst, "n_bad": int(bad.sum())}
+    c = cand.astype(np.float64)
+    r = ref.astype(np.float64)
+    same = (np.isnan(c) & np.isnan(r)) | (c == r)  # equal infinities (masked logits) and NaN policies
+    with np.errstate(invalid="ignore"):
+        err = np.where(same, 0.0, np.abs(c - r))
+    err = np.where(np.isnan(err), np.inf, err)
+    allowed = allowed_error(r, entry, dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(err == 0, 0.0, err / np.where(allowed > 0, allowed, 0.0))
+    ratio = np.where(np.isnan(ratio), np.inf, ratio)
+    bad = err > allowed
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape)) if ratio.size else None
+    return {"ok": not bool(bad.any()), "max_abs_error": float(err.max()) if err.size else 0.0,
+            "max_ratio": float(ratio.max()) if ratio.size else 0.0, "worst_index": worst,
+            "n_bad": int(bad.sum())}
+
+
+# ------------------------------------------------------------------------------------------ cases
+@dataclass
+class Output:
+    """One output array of a case with its tolerance entry and, optionally, its certificate."""
+
+    array: np.ndarray
+    tolerance: dict[str, Any]
+    #: () -> exact values (float64 array of the correctly rounded mpmath values) and the ulp scale
+    certify: Callable[[], tuple[np.ndarray, Any]] | None = None
+
+
+@dataclass
+class Case:
+    """A golden case as built in memory (before writing)."""
+
+    id: str
+    family: str
+    function: str | None
+    description: str
+    parameters: dict[str, Any]
+    inputs: dict[str, np.ndarray]
+    outputs: dict[str, Output]
+    #: input name -> shared file name under inputs/ (identical arrays used by several cases)
+    shared_inputs: dict[str, str] = field(default_factory=dict)
+    primary: str | None = None
+
+
+def case_dir(case_id: str) -> str:
+    """Directory of a case's files, relative to the golden root."""
+    return "cases/" + case_id
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        v = float(value)
+        return v if math.isfinite(v) else str(v)
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    return value
+
+
+def _array_entry(root: Path, rel: str, array: np.ndarray) -> dict[str, Any]:
+    a = np.asarray(array)
+    digest = write_npy(root / rel, a)
+    entry = {"file": rel, "dtype": a.dtype.name, "shape": list(a.shape), "sha256": digest}
+    if a.ndim == 0:
+        entry["value"] = _jsonable(a.item())
+        if a.dtype.kind == "f":
+            entry["hex"] = float(a).hex()
+    return entry
+
+
+def write_case(root: Path, case: Case, *, certify: bool = True) -> dict[str, Any]:
+    """Write a case's arrays under ``root`` and return its manifest entry."""
+    from refpos.golden.certify import certificate
+
+    inputs = {}
+    for name, array in case.inputs.items():
+        rel = f"inputs/{case.shared_inputs[name]}.npy" if name in case.shared_inputs else \
+            f"{case_dir(case.id)}/{name}.npy"
+        inputs[name] = _array_entry(root, rel, array)
+    outputs = {}
+    worst_ulps: float | None = None
+    for name, out in case.outputs.items():
+        entry = _array_entry(root, f"{case_dir(case.id)}/{name}.npy", out.array)
+        entry["tolerance"] = _jsonable(out.tolerance)
+        if certify and out.certify is not None:
+            cert = certificate(out.array, out.certify, out.tolerance)
+            entry["certified"] = cert
+            worst_ulps = max(worst_ulps or 0.0, cert["max_error_ulps"])
+        else:
+            entry["certified"] = None
+        outputs[name] = entry
+    return {"id": case.id, "family": case.family, "function": case.function,
+            "description": case.description, "parameters": _jsonable(case.parameters),
+            "primary_output": case.primary or next(iter(case.outputs)),
+            "inputs": inputs, "outputs": outputs, "certified_max_error_ulps": worst_ulps}
+
+
+def generator_versions() -> dict[str, str]:
+    import mpmath
+
+    import refpos
+
+    return {"refpos": refpos.__version__, "numpy": np.__version__, "mpmath": mpmath.__version__,
+            "python": platform.python_version()}
+
+
+def write_manifest(root: Path, entries: list[dict[str, Any]], *, title: str,
+                   source: dict[str, Any] | None = None) -> Path:
+    """Write ``manifest.json``; ``source`` says how ``refpos golden verify`` regenerates the cases."""
+    manifest = {"format": "refpos-golden", "format_version": FORMAT_VERSION, "title": title,
+                "generator": generator_versions(), "source": _jsonable(source or {"command": "generate"}),
+                "comparison": FORMULA, "tolerance_rules": RULES,
+                "array_format": ".npy version 1.0, little-endian, C order, never pickled",
+                "cases": entries}
+    path = root / MANIFEST
+    path.write_text(dump_json(manifest) + "\n", encoding="utf8")
+    return path
+
+
+def dump_json(value: Any, indent: int = 0) -> str:
+    """JSON with one key per line but lists of numbers and strings on one line (a compact manifest)."""
+    pad = " " * (indent + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{pad}{json.dumps(str(k), ensure_ascii=False)}: {dump_json(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        items = [pad + dump_json(v, indent + 1) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def write_cases(root: str | os.PathLike[str], cases: Iterable[Case], *, title: str,
+                certify: bool = True, clean: bool = True, source: dict[str, Any] | None = None,
+                ) -> list[dict[str, Any]]:
+    """Write ``cases`` and the manifest to ``root`` (old ``cases/`` and ``inputs/`` removed first)."""
+    import shutil
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    if clean:
+        for sub in ("cases", "inputs"):
+            if (root / sub).is_dir():
+                shutil.rmtree(root / sub)
+    entries = []
+    seen = set()
+    for case in cases:
+        if case.id in seen:
+            raise ValueError(f"duplicate golden case id {case.id!r}")
+        seen.add(case.id)
+        entries.append(write_case(root, case, certify=certify))
+    write_manifest(root, entries, title=title, source=source)
+    return entries
+
+
+# ----------------------------------------------------------------------------------- reading
+def default_golden_dir() -> Path:
+    """``REFPOS_GOLDEN_DIR``, else ``golden/`` next to the ``refpos`` package (a source checkout)."""
+    env = os.environ.get("REFPOS_GOLDEN_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "golden"
+
+
+def load_manifest(root: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and validate ``manifest.json`` (structure only; files are checked by :func:`check_files`)."""
+    path = Path(root) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf8"))
+    except FileNotFoundError:
+        raise GoldenError(f"{path}: no golden manifest here (run `refpos golden generate`)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GoldenError(f"{path}: unreadable manifest ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != "refpos-golden":
+        raise GoldenError(f"{path}: not a refpos golden manifest")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise GoldenError(f"{path}: format_version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}")
+    cases = manifest.get("cases")
+    if not isinstance(cases, list) or not all(isinstance(c, dict) and "id" in c for c in cases):
+        raise GoldenError(f"{path}: 'cases' must be a list of objects with an 'id'")
+    return manifest
+
+
+def find_case(manifest: dict[str, Any], case_id: str) -> dict[str, Any]:
+    for case in manifest["cases"]:
+        if case["id"] == case_id:
+            return case
+    close = [c["id"] for c in manifest["cases"] if case_id.split("/")[0] in c["id"]][:5]
+    raise GoldenError(f"no golden case {case_id!r}" + (f" (similar: {', '.join(close)})" if close else ""))
+
+
+def _file_entries(case: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
+    for kind in ("inputs", "outputs"):
+        for name, entry in case.get(kind, {}).items():
+            yield f"{kind[:-1]} {name}", entry
+
+
+def check_files(root: str | os.PathLike[str], case: dict[str, Any]) -> list[str]:
+    """Problems with a case's files: missing, sha256 mismatch, unreadable, shape/dtype disagreeing."""
+    problems = []
+    for label, entry in _file_entries(case):
+        path = Path(root) / entry.get("file", "")
+        if not entry.get("file") or not path.is_file():
+            problems.append(f"{label}: missing file {entry.get('file')!r}")
+            continue
+        if sha256_file(path) != entry.get("sha256"):
+            problems.append(f"{label}: sha256 mismatch for {entry['file']} (file changed or tampered)")
+            continue
+        try:
+            a = read_npy(path)
+        except NpyError as exc:
+            problems.append(f"{label}: {exc}")
+            continue
+        if list(a.shape) != entry.get("shape") or a.dtype.name != entry.get("dtype"):
+            problems.append(f"{label}: {entry['file']} holds {a.dtype.name}{list(a.shape)}, the manifest says "
+                            f"{entry.get('dtype')}{entry.get('shape')}")
+    return problems
+
+
+def load_arrays(root: str | os.PathLike[str], case: dict[str, Any], kind: str) -> dict[str, np.ndarray]:
+    """The ``inputs`` or ``outputs`` arrays of a manifest case, sha256-checked."""
+    out = {}
+    for name, entry in case.get(kind, {}).items():
+        path = Path(root) / entry["file"]
+        if not path.is_file():
+            raise GoldenError(f"case {case['id']}: {kind[:-1]} {name}: missing file {entry['file']}")
+        if sha256_file(path) != entry["sha256"]:
+            raise GoldenError(f"case {case['id']}: {kind[:-1]} {name}: sha256 mismatch for {entry['file']}")
+        out[name] = read_npy(path)
+    return out

@@ -1,0 +1,296 @@
+"""Golden RoPE cases: per real model config, at boundaries, and the tiny layout vectors of rope.md §8.7.
+
+Per model (``model_cases``; also ``refpos golden model CONFIG.json``), for each RoPE of the config (one,
+or one per layer type), three cases share the config and the resolved parameters:
+
+* ``rope/<model>/frequencies`` — ``rope_frequencies(rope, seq_len)``: ``inv_freq`` and the attention
+  factor ``A``; the manifest also records the resolved parameters, their provenance, unused config
+  keys and DeepSeek's softmax multiplier.
+* ``rope/<model>/cos-sin`` — ``rope_cos_sin(positions, rope, seq_len)`` at the probe positions, stored
+  per pair ``(T, m)`` (``A·cos φ``, ``A·sin φ``); the layout's table repeats each column.
+* ``rope/<model>/apply`` — ``apply_rope(x, positions, rope, seq_len)`` of a seeded ``x (T, D)``.
+
+Probe positions (pitfalls.md §19): 0, 1, 2, 3, 7, 8, 255–257, 2047–2049, orig − 1, orig, orig + 1,
+2·orig, 8191, 8192, 32767, 32768, 65536 + {0, 1, 511, 512}, 131071 and max − 1 below the declared
+length, then a seeded block of consecutive positions filling 32 rows. ``seq_len`` is HF's
+``max(position) + 1`` and is passed explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+import refpos
+from refpos.golden import certify as cert
+from refpos.golden.cases import In, Param, _np, _xp, call, rng_for
+from refpos.golden.manifest import Case, Output, tolerance_rope, tolerance_value
+from refpos.rope.scaling import softmax_multiplier
+
+N_PROBES = 32
+#: declared length used when a config has none (Gemma-4 defaults)
+FALLBACK_MAX_POSITION = 131072
+
+
+def model_configs() -> dict[str, Any]:
+    """The real model configs of the shared spec (``refpos/data/model_configs.json``)."""
+    text = resources.files("refpos").joinpath("data/model_configs.json").read_text(encoding="utf8")
+    return json.loads(text)
+
+
+def slug(name: str) -> str:
+    """A file-system-safe case name: ``meta-llama/Llama-3.1-8B`` → ``meta-llama--Llama-3.1-8B``."""
+    s = name.replace("/", "--")
+    s = re.sub(r"[^A-Za-z0-9._-]+", "-", s).strip("-")
+    return s
+
+
+#: refpos extensions of the adapter-contract dict, left out of the golden dicts at their default values
+_EXTENSION_DEFAULTS = {"dynamic_rule": "hf", "softmax_mscale": False}
+
+
+def portable_params(rope: Any) -> dict[str, Any]:
+    """The adapter-contract dict of ``rope`` without refpos-only keys at their defaults (portable to any adapter)."""
+    return {k: v for k, v in rope.to_params().items() if _EXTENSION_DEFAULTS.get(k, object()) != v}
+
+
+def declared_length(config: dict[str, Any], rope: Any) -> int:
+    for value in (rope.max_position_embeddings, config.get("max_position_embeddings"), config.get("n_positions")):
+        if isinstance(value, int) and value > 0:
+            return value
+    return FALLBACK_MAX_POSITION
+
+
+def probe_positions(max_position: int, original: int | None, seed_name: str) -> np.ndarray:
+    """The probe positions of pitfalls.md §19 below ``max_position``, then a seeded block (32 rows)."""
+    orig = original or max_position
+    wanted = [0, 1, 2, 3, 7, 8, 255, 256, 257, 2047, 2048, 2049, orig - 1, orig, orig + 1, 2 * orig,
+              8191, 8192, 32767, 32768, 65536, 65537, 66047, 66048, 131071, max_position - 1]
+    probes = sorted({p for p in wanted if 0 <= p < max_position})[: N_PROBES - 4]
+    rng = rng_for("probe/" + seed_name)
+    block = N_PROBES - len(probes)
+    start = int(rng.integers(0, max(max_position - block, 1)))
+    return np.array(probes + list(range(start, start + block)), dtype=np.int64)
+
+
+def shared_x(head_dim: int, rows: int = N_PROBES) -> tuple[str, np.ndarray]:
+    """The seeded input ``x (rows, D)`` shared by every model with head size ``D``."""
+    return f"x_{rows}x{head_dim}", np.random.default_rng([5, head_dim]).standard_normal((rows, head_dim))
+
+
+def _pairs(table: np.ndarray, layout: str) -> np.ndarray:
+    """Per-pair columns ``(T, m)`` of a layout's cos/sin table ``(T, 2m)``."""
+    return table[..., 0::2] if layout == "interleaved" else table[..., : table.shape[-1] // 2]
+
+
+def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str, Any],
+                  positions: np.ndarray, seq_len: int | None) -> list[Case]:
+    """frequencies, cos-sin and apply cases of one resolved RoPE (``key`` is the case id prefix)."""
+    params = portable_params(rope)
+    inv_freq, factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
+    factor = np.float64(factor)
+    shared = {"model": parameters.get("model"), "layer_type": parameters.get("layer_type"), "rope": params,
+              "seq_len": seq_len, "resolved_in": f"{key}/frequencies"}
+    cases = [Case(f"{key}/frequencies", "rope", "rope_frequencies",
+                  f"{description}: inverse frequencies and attention factor at seq_len {seq_len}",
+                  {**parameters, "rope": params, "seq_len": seq_len,
+                   "call": call("rope_frequencies", ["inv_freq", "attention_factor"], Param("rope"), Param("seq_len"))},
+                  {},
+                  {"inv_freq": Output(inv_freq, tolerance_value(inv_freq),
+                                      lambda: (cert.mp_inv_freq(params, seq_len), 0.0)),
+                   "attention_factor": Output(factor, tolerance_value(factor),
+                                              lambda: (cert.mp_attention_factor(params), 0.0))})]
+    cos, sin = (_np(a) for a in refpos.rope_cos_sin(_xp(positions), rope, seq_len=seq_len))
+    cos, sin = _pairs(cos, rope.layout), _pairs(sin, rope.layout)
+
+    memo: dict[str, tuple[list, list]] = {}
+
+    def exact_tables() -> tuple[list, list]:  # evaluated once, shared by cos, sin and y
+        if "tables" not in memo:
+            w = cert.mp_inv_freq(params, seq_len)
+            memo["tables"] = cert.mp_cos_sin(positions, w, cert.mp_attention_factor(params))
+        return memo["tables"]
+
+    unit = np.full(positions.size, float(factor))
+    cases.append(Case(f"{key}/cos-sin", "rope", "rope_cos_sin",
+                      f"{description}: A·cos and A·sin per pair at {positions.size} probe positions",
+                      {**shared, "call": {**call("rope_cos_sin", ["cos", "sin"], In("positions"), Param("rope"),
+                                                           Param("seq_len")),
+                                          "reduce": "pairs"}},
+                      {"positions": positions},
+                      {"cos": Output(cos, tolerance_rope(positions, inv_freq, unit),
+                                     lambda: (exact_tables()[0], float(factor))),
+                       "sin": Output(sin, tolerance_rope(positions, inv_freq, unit),
+                                     lambda: (exact_tables()[1], float(factor)))}))
+    name, x = shared_x(rope.head_dim, positions.size)
+    y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=seq_len))
+    u_in, v_in, _, _ = cert.pair_index(params)
+    pair_norm = np.sqrt(x[:, u_in] ** 2 + x[:, v_in] ** 2).max(axis=-1)  # (T,)
+    magnitude = np.maximum(float(factor) * pair_norm, np.abs(x).max(axis=-1))
+
+    def exact_y() -> tuple[np.ndarray, np.ndarray]:
+        c, s = exact_tables()
+        return cert.mp_apply(x, params, c, s)
+
+    cases.append(Case(f"{key}/apply", "rope", "apply_rope",
+                      f"{description}: rotated x (T, D) at the probe positions",
+                      {**shared, "call": call("apply_rope", ["y"], In("x"), In("positions"), Param("rope"),
+                                              Param("seq_len"))},
+                      {"x": x, "positions": positions},
+                      {"y": Output(y, tolerance_rope(positions, inv_freq, magnitude), exact_y)},
+                      shared_inputs={"x": name}))
+    return cases
+
+
+def model_cases(config: dict[str, Any], name: str, *, positions: np.ndarray | None = None,
+                seq_len: int | None = None, resolved_by_hf: dict[str, Any] | None = None) -> list[Case]:
+    """The per-model case set of a config.json (one set per layer type for per-layer configs)."""
+    layer_types = refpos.hf_layer_types(config) or (None,)
+    cases = []
+    for layer_type in layer_types:
+        rope = refpos.from_hf_config(config, layer_type=layer_type)
+        max_position = declared_length(config, rope)
+        key = "rope/" + slug(name) + ("" if layer_type is None else "/" + layer_type)
+        pos = probe_positions(max_position, rope.original_max_position_embeddings, key) if positions is None \
+            else np.asarray(positions, dtype=np.int64)
+        length = int(pos.max()) + 1 if seq_len is None and pos.size else seq_len
+        parameters = {
+            "model": name, "layer_type": layer_type, "config": config,
+            "provenance": dict(rope.provenance), "unused_keys": list(rope.unused_keys), "notes": list(rope.notes),
+            "softmax_multiplier": float(softmax_multiplier(rope)),
+            "declared_length": max_position,
+        }
+        if resolved_by_hf is not None:
+            parameters["resolved_by_hf_5_24"] = resolved_by_hf
+        cases += rope_case_set(rope, key=key, description=f"{name}" + (f" ({layer_type})" if layer_type else ""),
+                               parameters=parameters, positions=pos, seq_len=length)
+    return cases
+
+
+def all_model_cases() -> list[Case]:
+    cases = []
+    for name, entry in model_configs().items():
+        cases += model_cases(entry["config"], name, resolved_by_hf=entry.get("resolved_by_hf_5_24"))
+    return cases
+
+
+# ------------------------------------------------------------------------------------ boundaries
+#: the dynamic-NTK example of rope.md §6.4 / §8.3: Llama-2 geometry with a dynamic factor 2
+DYNAMIC_CONFIG = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+                  "max_position_embeddings": 4096, "rope_theta": 10000.0,
+                  "rope_scaling": {"type": "dynamic", "factor": 2.0}}
+DYNAMIC_HISTORY = (10, 8192, 6000, 4096, 4095, 5000, 9000, 100)
+
+
+def _frequency_case(rope: Any, case_id: str, description: str, seq_len: int | None,
+                    parameters: dict[str, Any]) -> Case:
+    params = portable_params(rope)
+    inv_freq, factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
+    factor = np.float64(factor)
+    return Case(case_id, "rope", "rope_frequencies", description,
+                {**parameters, "rope": params, "seq_len": seq_len,
+                 "call": call("rope_frequencies", ["inv_freq", "attention_factor"], Param("rope"), Param("seq_len"))},
+                {},
+                {"inv_freq": Output(inv_freq, tolerance_value(inv_freq),
+                                    lambda: (cert.mp_inv_freq(params, seq_len), 0.0)),
+                 "attention_factor": Output(factor, tolerance_value(factor),
+                                            lambda: (cert.mp_attention_factor(params), 0.0))})
+
+
+def boundary_cases() -> list[Case]:
+    """LongRoPE switch at original − 1 / original / original + 1, dynamic-NTK growth and history."""
+    cases = []
+    configs = model_configs()
+    for name in ("microsoft/Phi-3-mini-128k-instruct", "microsoft/Phi-3.5-mini-instruct",
+                 "microsoft/Phi-4-mini-instruct"):
+        rope = refpos.from_hf_config(configs[name]["config"])
+        orig = rope.original_max_position_embeddings
+        for length in (orig - 1, orig, orig + 1):
+            branch = "long" if length > orig else "short"
+            cases.append(_frequency_case(
+                rope, f"rope-boundary/{slug(name)}/longrope-L{length}",
+                f"{name}: LongRoPE at seq_len {length} uses the {branch} factors (long iff L > {orig})",
+                length, {"model": name, "config": configs[name]["config"], "branch": branch}))
+        if name == "microsoft/Phi-3.5-mini-instruct":
+            positions = np.array([0, 1, 2, 3, 100, orig - 1], dtype=np.int64)
+            _, x = shared_x(rope.head_dim)
+            x = x[: positions.size]
+            for length in (orig, orig + 1):
+                y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=length))
+                inv_freq, factor = refpos.rope_frequencies(rope, seq_len=length)
+                params = portable_params(rope)
+                magnitude = np.maximum(float(factor) * np.abs(x).max(-1) * np.sqrt(2), np.abs(x).max(-1))
+                cases.append(Case(
+                    f"rope-boundary/{slug(name)}/apply-L{length}", "rope", "apply_rope",
+                    f"{name}: the same positions rotated at seq_len {length}: the factor set follows the "
+                    "sequence length, not the position", {"model": name, "rope": params, "seq_len": length,
+                                                          "call": call("apply_rope", ["y"], In("x"), In("positions"),
+                                                                       Param("rope"), Param("seq_len"))},
+                    {"x": x, "positions": positions},
+                    {"y": Output(y, tolerance_rope(positions, _np(inv_freq), magnitude),
+                                 lambda x=x, params=params, length=length, positions=positions: cert.mp_apply(
+                                     x, params, *cert.mp_cos_sin(positions, cert.mp_inv_freq(params, length),
+                                                                 cert.mp_attention_factor(params))))}))
+    rope = refpos.from_hf_config(DYNAMIC_CONFIG)
+    for length in (None, 4096, 4097, 5000, 6000, 8192, 9000):
+        cases.append(_frequency_case(
+            rope, f"rope-boundary/dynamic-ntk/L{length}",
+            f"dynamic NTK (factor 2, L_max 4096, rope.md §8.3) at seq_len {length}: plain RoPE up to L_max, "
+            "then the base grows", length, {"config": DYNAMIC_CONFIG}))
+    state = refpos.DynamicNTKState(rope)
+    thetas, tables = [], []
+    for length in DYNAMIC_HISTORY:
+        tables.append(_np(state.update(length)))
+        thetas.append(state.theta_used)
+    inv = np.stack(tables)  # (calls, d/2)
+    cases.append(Case(
+        "rope-boundary/dynamic-ntk/hf-call-history", "rope", "rope_dynamic_ntk_frequencies",
+        "transformers' stateful dynamic NTK over the calls "
+        f"{list(DYNAMIC_HISTORY)}: growth, no regrow, no reset at exactly L_max, reset below it (rope.md §6.4)",
+        {"config": DYNAMIC_CONFIG, "rope": portable_params(rope), "history": list(DYNAMIC_HISTORY),
+         "call": call("rope_dynamic_ntk_frequencies", ["inv_freq"], Param("rope"), Param("history"))}, {},
+        {"inv_freq": Output(inv, tolerance_value(inv)),
+         "theta_used": Output(np.array(thetas), tolerance_value(np.array(thetas)))}))
+    return cases
+
+
+# --------------------------------------------------------------------------------- tiny layouts
+#: rope.md §8.7: D = 8, θ = 1e4, p = 3, x = (1, …, 8)/8
+TINY_LAYOUTS = {
+    "half": {"layout": "half"},
+    "interleaved": {"layout": "interleaved"},
+    "deinterleaved": {"layout": "deinterleaved"},
+    "head-d4-half": {"layout": "half", "rotary_dim": 4, "placement": "first"},
+    "tail-d4-half": {"layout": "half", "rotary_dim": 4, "placement": "last"},
+    "tail-d4-interleaved": {"layout": "interleaved", "rotary_dim": 4, "placement": "last"},
+    "proportional-prf0.5": {"layout": "half", "rope_type": "proportional", "partial_rotary_factor": 0.5},
+}
+
+
+def layout_cases() -> list[Case]:
+    x = (np.arange(1, 9, dtype=np.float64) / 8)[None, :]  # (T=1, D=8)
+    positions = np.array([3], dtype=np.int64)
+    cases = []
+    for name, extra in TINY_LAYOUTS.items():
+        params = {"rope_type": "default", "rope_theta": 10000.0, "head_dim": 8, **extra}
+        rope = refpos.rope_config_from_params(params)
+        params = portable_params(rope)
+        y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope))
+        inv_freq, _ = refpos.rope_frequencies(rope)
+
+        def exact(params: dict = params) -> tuple[np.ndarray, np.ndarray]:
+            c, s = cert.mp_cos_sin(positions, cert.mp_inv_freq(params), 1)
+            return cert.mp_apply(x, params, c, s)
+
+        cases.append(Case(f"rope-layout/{name}", "rope", "apply_rope",
+                          f"rope.md §8.7 tiny vector: D = 8, θ = 1e4, p = 3, x = (1..8)/8, {name}",
+                          {"rope": params, "seq_len": None,
+                           "call": call("apply_rope", ["y"], In("x"), In("positions"), Param("rope"),
+                                        Param("seq_len"))},
+                          {"x": x, "positions": positions},
+                          {"y": Output(y, tolerance_rope(positions, _np(inv_freq), np.array([2.0])), exact)}))
+    return cases

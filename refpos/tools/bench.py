@@ -1,0 +1,298 @@
+"""``refpos bench``: time and peak memory of the reference beside the machine's floors.
+
+Every measured function is printed next to a *floor* measured in the same run — the two matmuls for
+attention (q·kᵀ and p·v of the same shapes), a memory copy of the same bytes for elementwise work —
+and, when torch is installed, next to what users would otherwise run on the same device (torch
+``scaled_dot_product_attention``, transformers' ``apply_rotary_pos_emb``: on the CPU beside NumPy, on
+CUDA beside CuPy), with the ratios. The measuring itself is :mod:`refpos.tools.measure`.
+
+Timings are the best of several runs (``time.perf_counter``). The copy floor and ``apply_rope`` run in
+alternating rounds, so that a slow phase of a shared machine weighs on both; BLAS matmuls and torch run
+on their own, as their thread pools keep spinning after a call and would slow what runs next. Peak
+memory is the extra memory allocated during one call (``tracemalloc``, which NumPy reports to; CuPy: the
+peak of the bytes live in its memory pool, counted by a memory hook).
+Nothing here is asserted by a test: numbers go into notes, not into pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from refpos.backend import get_xp, is_cupy_namespace
+from refpos.parallel import num_threads
+from refpos.tools.measure import (
+    best_time,
+    best_times,
+    copy_fn,
+    copy_time,
+    peak_memory,
+    release_cached_memory,
+    to_torch,
+    torch_device_for,
+    torch_module,
+    transformers_rope,
+)
+
+Record = dict[str, Any]
+SUITES = ("floors", "attention", "rope", "pipeline", "golden")
+
+
+# ---------------------------------------------------------------------------------------- formatting
+def _fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------------------- attention
+def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, head_dim: int,
+                    chunk_size: int, causal: bool, full_limit_gib: float) -> list[Record]:
+    """attention and chunked_attention on (1, heads, T, head_dim) beside the two matmuls and torch SDPA."""
+    from refpos.core.attention import attention
+    from refpos.core.chunked import chunked_attention
+
+    torch, torch_device = torch_module(), torch_device_for(xp)
+    records: list[Record] = []
+    for dtype_name in dtypes:
+        for t in sizes:
+            rng = np.random.default_rng(0)
+            q, k, v = (xp.asarray(rng.standard_normal((1, heads, t, head_dim)).astype(dtype_name)) for _ in "qkv")
+            rec: Record = {"suite": "attention", "T": t, "heads": heads, "head_dim": head_dim, "dtype": dtype_name,
+                           "causal": causal, "chunk_size": chunk_size, "backend": xp.__name__}
+
+            def full() -> Any:
+                return attention(q, k, v, causal=causal)  # noqa: B023
+
+            def chunked() -> Any:
+                return chunked_attention(q, k, v, causal=causal, chunk_size=chunk_size)  # noqa: B023
+
+            # one after the other, not in alternating rounds: BLAS's threads spin after a matmul and took
+            # the cores from attention's blocks (attention took up to 1.25x longer when alternated)
+            if _fits(heads, t, dtype_name, 1, full_limit_gib):
+                kt = xp.matrix_transpose(k)
+                probs = xp.asarray(np.full((1, heads, t, t), 1.0 / t, dtype=dtype_name))
+                rec["floor_matmuls_s"] = best_time(lambda: (q @ kt, probs @ v), xp)  # noqa: B023
+            rec["attention_s"] = best_time(full, xp)  # runs in query blocks: no T×T temporaries
+            rec["attention_peak_bytes"] = peak_memory(full, xp)
+            rec["chunked_s"] = best_time(chunked, xp, repeat=1)
+            rec["chunked_peak_bytes"] = peak_memory(chunked, xp)
+            if torch_device is not None:
+                tq, tk, tv = (to_torch(a) for a in (q, k, v))
+                sdpa = torch.nn.functional.scaled_dot_product_attention
+                rec["torch_device"] = torch_device
+                _time_torch(rec, "torch_sdpa_s", lambda: sdpa(tq, tk, tv, is_causal=causal), torch, xp)  # noqa: B023
+            _ratios(rec, "attention_s", ("floor_matmuls_s", "torch_sdpa_s"))
+            _ratios(rec, "chunked_s", ("floor_matmuls_s", "torch_sdpa_s"))
+            flops = 4.0 * heads * t * t * head_dim  # q·kᵀ and p·v, dense-equivalent
+            for key in ("floor_matmuls_s", "attention_s", "chunked_s", "torch_sdpa_s"):
+                if key in rec:
+                    rec[f"{key[:-2]}_tflops"] = flops / rec[key] / 1e12
+            records.append(rec)
+    return records
+
+
+def _time_torch(rec: Record, name: str, fn: Callable[[], Any], torch: Any, xp: Any) -> None:
+    """``rec[name]``: torch's best time, measured after refpos's (its OpenMP threads keep spinning after
+    a call: in alternating rounds they slowed ``apply_rope`` from 2.0–2.3× the copy to 2.5–2.6× on the
+    2-core VM). On a GPU, CuPy's cached memory is released first, as the two libraries' pools would
+    otherwise hold the device's memory together. A call that fails (e.g. out of memory: torch's float64
+    SDPA on CUDA keeps the T×T scores) is recorded as ``<name>_error``."""
+    release_cached_memory(xp)
+    try:
+        with torch.inference_mode():
+            rec[name] = best_time(fn, xp)
+    except RuntimeError as exc:
+        rec[f"{name[:-2]}_error"] = str(exc).splitlines()[0][:120]
+    release_cached_memory(xp)
+
+
+def _fits(heads: int, t: int, dtype_name: str, n_arrays: int, limit_gib: float) -> bool:
+    """Whether ``n_arrays`` (heads, T, T) arrays fit in the memory budget for full attention."""
+    return n_arrays * heads * t * t * np.dtype(dtype_name).itemsize <= limit_gib * 2**30
+
+
+def _ratios(rec: Record, key: str, against: tuple[str, ...]) -> None:
+    for other in against:
+        if key in rec and other in rec and rec[other] > 0:
+            rec[f"{key[:-2]}/{other[:-2]}"] = rec[key] / rec[other]
+
+
+# ---------------------------------------------------------------------------------------- floors
+def bench_floors(xp: Any, dtypes: list[str], copy_mib: int = 512, matmul_n: int | None = None) -> list[Record]:
+    """The device's own rates: copy bandwidth (GB/s, read + write) and square-matmul TFLOP/s (n = 2048 on
+    the CPU, 8192 on a GPU, which a 2048 matmul leaves mostly idle)."""
+    if matmul_n is None:
+        matmul_n = 8192 if is_cupy_namespace(xp) else 2048
+    records = []
+    for dtype_name in dtypes:
+        itemsize = np.dtype(dtype_name).itemsize
+        n = copy_mib * 2**20 // itemsize
+        src = xp.asarray(np.ones(n, dtype=dtype_name))
+        copy_s = copy_time(src, xp)
+        a = xp.asarray(np.random.default_rng(0).standard_normal((matmul_n, matmul_n)).astype(dtype_name))
+        matmul_s = best_time(lambda: a @ a, xp)  # noqa: B023
+        records.append({
+            "suite": "floors", "dtype": dtype_name, "backend": xp.__name__,
+            "copy_s": copy_s, "copy_gbs": 2 * n * itemsize / copy_s / 1e9,
+            "matmul_n": matmul_n, "matmul_s": matmul_s, "matmul_tflops": 2 * matmul_n**3 / matmul_s / 1e12,
+        })
+    return records
+
+
+# ---------------------------------------------------------------------------------------- rope
+def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list[str]) -> list[Record]:
+    """apply_rope on x of ``shape`` (B, H, T, D) beside a copy of the same bytes and HF's apply_rotary_pos_emb."""
+    from refpos.rope import RopeConfig, apply_rope
+
+    torch, torch_device = torch_module(), torch_device_for(xp)
+    records = []
+    *_, t, head_dim = shape
+    positions = xp.arange(t, dtype=xp.int64)
+    for dtype_name in dtypes:
+        x = xp.asarray(np.random.default_rng(0).standard_normal(shape).astype(dtype_name))
+        nbytes = math.prod(shape) * np.dtype(dtype_name).itemsize
+        for layout in layouts:
+            rope = RopeConfig(rope_type="default", theta=10000.0, head_dim=head_dim, layout=layout)
+            rec: Record = {"suite": "rope", "shape": list(shape), "dtype": dtype_name, "layout": layout,
+                           "backend": xp.__name__}
+
+            def apply() -> Any:
+                return apply_rope(x, positions, rope)  # noqa: B023
+
+            # the copy and apply_rope in alternating rounds: a slow phase of the machine falls on both alike
+            rec["floor_copy_s"], rec["apply_rope_s"] = best_times([copy_fn(x, xp), apply], xp)
+            if torch_device is not None and layout == "half" and transformers_rope() is not None:
+                apply_rotary_pos_emb = transformers_rope()
+                tx = to_torch(x)
+                inv_freq = torch.from_numpy(10000.0 ** (-np.arange(0, head_dim, 2) / head_dim))
+                angles = torch.arange(t, dtype=torch.float64)[:, None] * inv_freq[None, :]  # (T, D/2)
+                emb = torch.cat([angles, angles], dim=-1).to(tx.dtype)[None].to(torch_device)  # (1, T, D)
+                cos, sin = emb.cos(), emb.sin()
+                rec["torch_device"] = torch_device
+                # HF rotates q and k in one call: half of it is the cost of one tensor
+                _time_torch(rec, "torch_hf_apply_s", lambda: apply_rotary_pos_emb(tx, tx, cos, sin), torch, xp)  # noqa: B023
+                if "torch_hf_apply_s" in rec:
+                    rec["torch_hf_apply_s"] /= 2
+            rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
+            rec["output_bytes"] = nbytes
+            for key in ("floor_copy_s", "apply_rope_s", "torch_hf_apply_s"):
+                if key in rec:
+                    rec[f"{key[:-2]}_gbs"] = 2 * nbytes / rec[key] / 1e9  # read x, write the output
+            _ratios(rec, "apply_rope_s", ("floor_copy_s", "torch_hf_apply_s"))
+            records.append(rec)
+    return records
+
+
+# ---------------------------------------------------------------------------------------- golden
+def bench_golden(golden_dir: str | None) -> list[Record]:
+    """``refpos golden generate`` into a temporary directory (the 60 s budget of issue 8)."""
+    import tempfile
+
+    from refpos.cli import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        status = main(["golden", "generate", "--out", golden_dir or tmp])
+        elapsed = time.perf_counter() - start
+    return [{"suite": "golden", "generate_s": elapsed, "exit_status": status}]
+
+
+# ---------------------------------------------------------------------------------------- pipeline
+def bench_pipeline(xp: Any, sizes: list[int], dtypes: list[str]) -> list[Record]:
+    """One self-attention layer (d_model 512, 8 heads, 2 kv heads) with the distance bias."""
+    from refpos.encodings.distance import DistanceBias
+    from refpos.pipeline.layer import AttentionWeights, self_attention
+
+    records = []
+    for dtype_name in dtypes:
+        for t in sizes:
+            rng = np.random.default_rng(0)
+
+            def arr(*shape: int, rng: Any = rng, dtype_name: str = dtype_name) -> Any:
+                return xp.asarray((rng.standard_normal(shape) / math.sqrt(shape[0])).astype(dtype_name))
+
+            w = AttentionWeights(arr(512, 512), arr(512, 128), arr(512, 128), arr(512, 512), n_heads=8, n_kv_heads=2)
+            x = arr(t, 512)
+            enc = DistanceBias(0.1, before_scale=False)
+            rec: Record = {"suite": "pipeline", "T": t, "dtype": dtype_name, "backend": xp.__name__}
+            rec["pipeline_s"] = best_time(lambda: self_attention(x, w, encoding=enc, causal=True), xp)  # noqa: B023
+            records.append(rec)
+    return records
+
+
+# ---------------------------------------------------------------------------------------- command
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("suite", choices=SUITES, help="what to measure")
+    parser.add_argument("--backend", default=None, help="numpy (default), cupy or array_api_strict")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="sequence lengths T")
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"], choices=["float32", "float64"])
+    parser.add_argument("--heads", type=int, default=1, help="attention heads (attention suite)")
+    parser.add_argument("--head-dim", type=int, default=64, help="head size (attention suite)")
+    parser.add_argument("--chunk-size", type=int, default=1024, help="chunked_attention block size")
+    parser.add_argument("--causal", action="store_true", help="causal attention")
+    parser.add_argument("--full-limit-gib", type=float, default=8.0,
+                        help="skip the matmul floor where its T×T probabilities would exceed this")
+    parser.add_argument("--shape", type=int, nargs=4, default=[1, 32, 4096, 128], metavar=("B", "H", "T", "D"),
+                        help="x for the rope suite")
+    parser.add_argument("--layouts", nargs="+", default=["half", "interleaved"],
+                        choices=["half", "interleaved", "deinterleaved"], help="rope suite layouts")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    xp = get_xp(args.backend)
+    if args.suite == "floors":
+        records = bench_floors(xp, args.dtypes)
+    elif args.suite == "attention":
+        records = bench_attention(xp, args.sizes or [1024, 2048, 4096, 8192, 16384], args.dtypes, args.heads,
+                                  args.head_dim, args.chunk_size, args.causal, args.full_limit_gib)
+    elif args.suite == "rope":
+        records = bench_rope(xp, args.dtypes, tuple(args.shape), args.layouts)
+    elif args.suite == "golden":
+        records = bench_golden(None)
+    else:
+        records = bench_pipeline(xp, args.sizes or [512, 2048], args.dtypes)
+    meta = {"machine": platform.machine(), "cores": os.cpu_count(), "python": platform.python_version(),
+            "numpy": np.__version__, "backend": xp.__name__, "refpos_threads": num_threads()}
+    torch = torch_module()
+    if torch is not None:
+        meta["torch"] = torch.__version__
+        meta["torch_threads"] = torch.get_num_threads()
+    if args.json:
+        print(json.dumps({"meta": meta, "records": records}, indent=1))
+    else:
+        print(" ".join(f"{k}={v}" for k, v in meta.items()))
+        for rec in records:
+            print(_format_record(rec))
+    return 0
+
+
+def _format_record(rec: Record) -> str:
+    parts = []
+    for key, value in rec.items():
+        if key.endswith("_bytes"):
+            parts.append(f"{key[:-6]}={_fmt_bytes(value)}")
+        elif key.endswith("_s"):
+            parts.append(f"{key}={value * 1e3:.2f}ms")
+        elif key.endswith("_tflops"):
+            parts.append(f"{key}={value:.3f}")
+        elif key.endswith("_gbs"):
+            parts.append(f"{key}={value:.1f}")
+        elif isinstance(value, float):
+            parts.append(f"{key}={value:.2f}x")
+        elif key not in ("suite", "backend"):
+            parts.append(f"{key}={value}")
+    return f"[{rec['suite']}] " + " ".join(parts)

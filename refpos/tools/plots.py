@@ -1,0 +1,373 @@
+"""Figures drawn from the reference code: ``refpos plot --list``, ``refpos plot NAME --out FILE.png``.
+
+Every figure in ``docs/figures/`` is drawn by one function here from refpos itself, so the pictures
+show exactly what the code computes. matplotlib is imported only when a figure is drawn (the optional
+``plot`` extra: ``pip install 'refpos[plot]'``). The arrays are computed in float64 NumPy
+(``xp=numpy``), whatever the current backend.
+
+``refpos plot --all --out-dir docs/figures`` redraws every committed figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from refpos.backend import to_numpy
+from refpos.validation import check_choice, check_int
+
+Figure = Any
+
+#: plot name -> (drawing function, one-line description)
+PLOTS: dict[str, tuple[Callable[[Figure], None], str]] = {}
+#: plot name -> figure size (inches) where it differs from FIGSIZE
+_SIZES: dict[str, tuple[float, float]] = {}
+
+#: default figure size (inches) and resolution: small PNGs for the repository
+FIGSIZE = (7.2, 3.4)
+DPI = 80
+
+
+def _register(
+    name: str, description: str, figsize: tuple[float, float] | None = None
+) -> Callable[[Callable[[Figure], None]], Callable[[Figure], None]]:
+    def deco(fn: Callable[[Figure], None]) -> Callable[[Figure], None]:
+        PLOTS[name] = (fn, description)
+        if figsize is not None:
+            _SIZES[name] = figsize
+        return fn
+
+    return deco
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the non-interactive Agg backend, or an ImportError that says what to install."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ImportError("refpos plot needs matplotlib: pip install 'refpos[plot]'") from exc
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _annotate(ax: Any, values: np.ndarray, vmin: float, vmax: float, fmt: str = "{:.2f}") -> None:
+    """Write each value of a small matrix into its cell (viridis: white text on the dark end)."""
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            dark = (values[i, j] - vmin) < 0.6 * (vmax - vmin)
+            ax.text(j, i, fmt.format(values[i, j]), ha="center", va="center", fontsize=9,
+                    color="white" if dark else "black")
+
+
+# ----------------------------------------------------------------------------------------------------
+# sinusoidal
+# ----------------------------------------------------------------------------------------------------
+@_register("sinusoid-heatmap", "the sinusoidal table (d = 128) and the period of each of its 64 hands")
+def plot_sinusoid_heatmap(fig: Figure) -> None:
+    from refpos.encodings.sinusoidal import sinusoidal, sinusoidal_frequencies
+
+    dim, n_positions = 128, 128
+    table = to_numpy(sinusoidal(np.arange(n_positions), dim, xp=np))  # (T, d)
+    ax = fig.add_subplot(1, 2, 1)
+    image = ax.imshow(table, aspect="auto", cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest")
+    ax.set_xlabel("channel (interleaved sin, cos pairs)")
+    ax.set_ylabel("position p")
+    ax.set_title("P[p, :], d = 128", fontsize=10)
+    fig.colorbar(image, ax=ax, fraction=0.05)
+
+    periods = 2.0 * math.pi / to_numpy(sinusoidal_frequencies(dim, xp=np))  # (d/2,)
+    ax = fig.add_subplot(1, 2, 2)
+    ax.semilogy(np.arange(dim // 2), periods, ".-", markersize=3)
+    ax.axhline(n_positions, color="grey", lw=0.8, ls="--")
+    ax.text(3, periods[0], f"fastest: {periods[0]:.2f} tokens", fontsize=8, va="center")
+    ax.text(dim // 2 - 3, periods[-1], f"slowest: {periods[-1]:,.0f} tokens", fontsize=8, va="center",
+            ha="right")
+    ax.text(dim // 2 - 1, n_positions * 0.7, f"{n_positions} positions (left)", fontsize=8, color="grey",
+            ha="right", va="top")
+    ax.set_xlabel("hand k (pair of channels)")
+    ax.set_ylabel("period 2π/ω_k (tokens)")
+    ax.set_title("64 clock hands: one turn takes", fontsize=10)
+
+
+# ----------------------------------------------------------------------------------------------------
+# RoPE
+# ----------------------------------------------------------------------------------------------------
+def _llama2_inv_freq() -> np.ndarray:
+    """ω of Llama-2-7B (θ = 1e4, d = 128), the running example of the RoPE figures."""
+    from refpos.rope.config import RopeConfig
+    from refpos.rope.scaling import rope_frequencies
+
+    return to_numpy(rope_frequencies(RopeConfig(theta=10000.0, head_dim=128), xp=np)[0])
+
+
+@_register("rope-angles", "RoPE angle of each pair against position (Llama-2, θ = 1e4), training range 4096 marked")
+def plot_rope_angles(fig: Figure) -> None:
+    train = 4096
+    omega = _llama2_inv_freq()  # (64,)
+    positions = np.arange(0, 4 * train + 1)  # (T,)
+    ax = fig.add_subplot(1, 2, 1)
+    ax.axvspan(0, train, color="0.9")
+    ax.text(train * 0.5, 1.08, "training range", fontsize=8, ha="center")
+    for j in (40, 46, 52, 63):
+        wavelength = 2.0 * math.pi / omega[j]
+        ax.plot(positions, np.cos(positions * omega[j]), lw=1, label=f"j = {j} (λ = {wavelength:,.0f})")
+    ax.set_ylim(-1.1, 1.2)
+    ax.set_xlabel("position p")
+    ax.set_ylabel("cos(p·ω_j)")
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title("slow pairs: angles beyond training are new", fontsize=10)
+
+    ax = fig.add_subplot(1, 2, 2)
+    reached = train * omega  # largest angle seen in training, per pair
+    ax.semilogy(np.arange(omega.size), reached, ".-", markersize=3)
+    ax.axhline(2.0 * math.pi, color="grey", lw=0.8, ls="--")
+    critical = int(np.argmax(reached < 2.0 * math.pi))
+    ax.axvline(critical - 0.5, color="crimson", lw=0.8, ls="--")
+    ax.text(1, 2.0 * math.pi * 1.4, "one full turn (2π)", fontsize=8, color="grey")
+    ax.text(critical + 1, reached[0] * 0.3, f"pairs ≥ {critical}:\nnever a full turn\nin training",
+            fontsize=8, color="crimson", va="top")
+    ax.set_xlabel("pair j")
+    ax.set_ylabel("angle at p = 4096 (rad)")
+    ax.set_title("how far each hand turned in training", fontsize=10)
+
+
+@_register("rope-decay", "RoPE's long-range decay: the relative upper bound (1/m)·Σ_j |S_j| against distance")
+def plot_rope_decay(fig: Figure) -> None:
+    omega = _llama2_inv_freq()  # (m,)
+    m = omega.size
+
+    def bound(distance: np.ndarray) -> np.ndarray:
+        phases = np.exp(1j * distance[:, None] * omega[None, :])  # (R, m)
+        partial = np.cumsum(phases, axis=1)  # S_1 … S_m: S_j = Σ_{k<j} e^{i r ω_k}
+        return np.abs(partial).sum(axis=1) / m  # (R,)
+
+    near = np.arange(0, 257)
+    ax = fig.add_subplot(1, 2, 1)
+    ax.plot(near, bound(near.astype(np.float64)), lw=1)
+    ax.set_xlabel("relative distance r")
+    ax.set_ylabel("(1/m) Σ_j |S_j|")
+    ax.set_title("θ = 1e4, d = 128, r ≤ 256", fontsize=10)
+    far = np.unique(np.round(np.logspace(0, 5, 600)))
+    ax = fig.add_subplot(1, 2, 2)
+    ax.semilogx(far, bound(far), lw=1)
+    ax.set_xlabel("relative distance r (log)")
+    ax.set_title("out to 100,000 tokens", fontsize=10)
+
+
+#: Phi-3.5-mini-instruct's LongRoPE long factors (config.json, rope_scaling.long_factor; d = 96)
+_PHI35_LONG_FACTOR = (
+    1.0800000429153442, 1.1100000143051147, 1.1399999856948853, 1.340000033378601, 1.5899999141693115,
+    1.600000023841858, 1.6200000047683716, 2.620000123977661, 3.2300000190734863, 3.2300000190734863,
+    4.789999961853027, 7.400000095367432, 7.700000286102295, 9.09000015258789, 12.199999809265137,
+    17.670000076293945, 24.46000099182129, 28.57000160217285, 30.420001983642578, 30.840002059936523,
+    32.590003967285156, 32.93000411987305, 42.320003509521484, 44.96000289916992, 50.340003967285156,
+    50.45000457763672, 57.55000305175781, 57.93000411987305, 58.21000289916992, 60.1400032043457,
+    62.61000442504883, 62.62000274658203, 62.71000289916992, 63.1400032043457, 63.1400032043457,
+    63.77000427246094, 63.93000411987305, 63.96000289916992, 63.970001220703125, 64.02999877929688,
+    64.06999969482422, 64.08000183105469, 64.12000274658203, 64.41000366210938, 64.4800033569336,
+    64.51000213623047, 64.52999877929688, 64.83999633789062,
+)
+
+
+@_register("rope-scaling", "each RoPE scaling rule's inv_freq / default against wavelength (log), and YaRN's ramp",
+           figsize=(7.6, 4.0))
+def plot_rope_scaling(fig: Figure) -> None:
+    from refpos.rope.config import RopeConfig
+    from refpos.rope.scaling import rope_frequencies, yarn_correction_range, yarn_ramp
+
+    def ratio(rope: RopeConfig, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        plain = to_numpy(rope_frequencies(RopeConfig(theta=rope.theta, head_dim=rope.head_dim), xp=np)[0])
+        scaled = to_numpy(rope_frequencies(rope, seq_len=seq_len, xp=np)[0])
+        return 2.0 * math.pi / plain, scaled / plain  # wavelength λ_j, ω'_j / ω_j
+
+    s, train, d = 8.0, 4096, 128
+    yarn = RopeConfig(rope_type="yarn", head_dim=d, factor=s, original_max_position_embeddings=train)
+    rules = [
+        ("linear (PI)", RopeConfig(rope_type="linear", head_dim=d, factor=s), None, "-"),
+        ("NTK-aware", RopeConfig(rope_type="ntk", head_dim=d, factor=s), None, "-"),
+        ("YaRN", yarn, None, "-"),
+        ("llama3 (lf 1, hf 4)", RopeConfig(rope_type="llama3", head_dim=d, factor=s,
+                                           original_max_position_embeddings=train, low_freq_factor=1.0,
+                                           high_freq_factor=4.0), None, "-"),
+    ]
+    ax = fig.add_subplot(1, 2, 1)
+    for label, rope, seq_len, style in rules:
+        wavelength, r = ratio(rope, seq_len)
+        ax.loglog(wavelength, r, style, lw=1.2, label=label)
+    dynamic = RopeConfig(rope_type="dynamic", head_dim=d, factor=2.0, max_position_embeddings=train)
+    for n, length in enumerate((2 * train, 4 * train)):
+        wavelength, r = ratio(dynamic, length)
+        ax.loglog(wavelength, r, ":", color="0.35", lw=1.2,
+                  label=f"dynamic NTK (s=2), L = {length // train}·L0" if n == 0 else f"… L = {length // train}·L0")
+    phi = RopeConfig(rope_type="longrope", head_dim=96, original_max_position_embeddings=train,
+                     max_position_embeddings=131072, short_factor=(1.0,) * 48, long_factor=_PHI35_LONG_FACTOR)
+    wavelength, r = ratio(phi, train + 1)
+    ax.loglog(wavelength, r, "--", lw=1.2, label="LongRoPE (Phi-3.5, long)")
+    ax.axvline(train, color="black", lw=0.8)
+    ax.text(train * 1.1, 1.15, "L0 = 4096", fontsize=7)
+    ax.set_ylim(5e-3, 2.0)
+    ax.set_xlabel("wavelength 2π/ω_j of the default pair (tokens)")
+    ax.set_ylabel("ω'_j / ω_j")
+    ax.set_title("θ = 1e4, d = 128, s = 8 (fast pairs left)", fontsize=9)
+    ax.legend(fontsize=6, loc="lower left")
+
+    ax = fig.add_subplot(1, 2, 2)
+    ramp = to_numpy(yarn_ramp(yarn, xp=np))  # (m,): 0 keep ω, 1 interpolate ω/s
+    lo, hi = yarn_correction_range(yarn)
+    ax.plot(np.arange(ramp.size), ramp, ".-", markersize=3)
+    ax.axvspan(lo, hi, color="0.9")
+    ax.text(2, 0.85, f"j ≤ {lo}: ≥ 32 turns in L0\nkept (extrapolate)", fontsize=7)
+    ax.text(hi + 1, 0.15, f"j ≥ {hi}:\n< 1 turn\ndivided by s", fontsize=7)
+    ax.set_xlabel("pair j")
+    ax.set_ylabel("ramp γ_j (share of ω/s)")
+    ax.set_title("YaRN's ramp (β_fast = 32, β_slow = 1)", fontsize=9)
+
+
+# ----------------------------------------------------------------------------------------------------
+# biases: ALiBi and T5
+# ----------------------------------------------------------------------------------------------------
+@_register("alibi-bias", "ALiBi bias matrices (causal, 8 heads, 16 tokens) for heads 1, 3, 5 and 8",
+           figsize=(7.2, 2.2))
+def plot_alibi_bias(fig: Figure) -> None:
+    from refpos.encodings.alibi import alibi_bias, alibi_slopes
+
+    n_heads, t = 8, 16
+    bias = to_numpy(alibi_bias(n_heads, t, t, xp=np))  # (H, T, T)
+    slopes = to_numpy(alibi_slopes(n_heads, xp=np))
+    future = np.triu(np.ones((t, t), dtype=bool), k=1)
+    low = float(bias[0][~future].min())
+    for n, head in enumerate((0, 2, 4, 7)):
+        ax = fig.add_subplot(1, 4, n + 1)
+        shown = np.where(future, np.nan, bias[head])  # masked keys left blank
+        image = ax.imshow(shown, cmap="magma", vmin=low, vmax=0.0)
+        ax.set_title(f"head {head + 1}: m = 1/{round(1 / slopes[head])}", fontsize=9)
+        ax.set_xlabel("key j", fontsize=8)
+        if n == 0:
+            ax.set_ylabel("query i", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.colorbar(image, ax=fig.axes, fraction=0.02, label="bias −m·(i − j)")
+
+
+@_register("t5-bias", "T5 relative buckets (32 buckets, max_distance 128), bidirectional and causal")
+def plot_t5_bias(fig: Figure) -> None:
+    from refpos.encodings.t5 import t5_bucket
+
+    t = 160
+    positions = np.arange(t)
+    rel = positions[None, :] - positions[:, None]  # (T, T), key minus query
+    for n, bidirectional in enumerate((True, False)):
+        buckets = to_numpy(t5_bucket(rel, bidirectional=bidirectional))
+        ax = fig.add_subplot(1, 3, n + 1)
+        image = ax.imshow(buckets, cmap="viridis", vmin=0, vmax=31, interpolation="nearest")
+        ax.set_title("encoder (bidirectional)" if bidirectional else "decoder (causal)", fontsize=9)
+        ax.set_xlabel("key j", fontsize=8)
+        ax.set_ylabel("query i", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.colorbar(image, ax=fig.axes[:2], fraction=0.03, label="bucket (bias = table[bucket, h])")
+    ax = fig.add_subplot(1, 3, 3)
+    rel_line = np.arange(-150, 151)
+    ax.step(rel_line, to_numpy(t5_bucket(rel_line, bidirectional=True)), where="mid", label="bidirectional")
+    ax.step(rel_line, to_numpy(t5_bucket(rel_line, bidirectional=False)), where="mid", label="causal")
+    ax.axvline(0, color="grey", lw=0.6)
+    ax.set_xlabel("rel = j − i", fontsize=8)
+    ax.set_ylabel("bucket", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7)
+    ax.set_title("bucket of each distance", fontsize=9)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the seed's worked example
+# ----------------------------------------------------------------------------------------------------
+@_register("worked-example", "the seed's worked example: attention weights without and with the distance bias")
+def plot_worked_example(fig: Figure) -> None:
+    from refpos.pipeline.worked_example import worked_example
+
+    labels = ["I (wo)", "love (ai)", "you (ni)"]
+    panels = [
+        ("without bias: softmax(S/2)", worked_example(with_bias=False, xp=np)),
+        ("with bias: softmax((S + B)/2)", worked_example(with_bias=True, xp=np)),
+    ]
+    for n, (title, trace) in enumerate(panels):
+        ax = fig.add_subplot(1, 2, n + 1)
+        weights = to_numpy(trace["A"])[0]  # (T, T), the single head
+        ax.imshow(weights, vmin=0.0, vmax=1.0, cmap="viridis")
+        _annotate(ax, weights, 0.0, 1.0)
+        ax.set_xticks(range(3), labels)
+        ax.set_yticks(range(3), labels)
+        ax.set_xlabel("key")
+        ax.set_ylabel("query")
+        ax.set_title(title, fontsize=10)
+
+
+# ----------------------------------------------------------------------------------------------------
+# drawing and the command
+# ----------------------------------------------------------------------------------------------------
+def plot_names() -> list[str]:
+    """Names of every plot, in the order of ``refpos plot --list``."""
+    return list(PLOTS)
+
+
+def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
+    """Draw the plot ``name`` into the PNG file ``out`` and return its path.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a plot, ``out`` does not end in ``.png``, or ``dpi`` < 10.
+    ImportError
+        matplotlib is not installed.
+    """
+    check_choice("name", name, plot_names())
+    dpi = check_int("dpi", dpi, minimum=10)
+    out = Path(out)
+    if out.suffix.lower() != ".png":
+        raise ValueError(f"out must be a .png file, got {str(out)!r}")
+    plt = _pyplot()
+    fig = plt.figure(figsize=_SIZES.get(name, FIGSIZE), layout="constrained")
+    try:
+        PLOTS[name][0](fig)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # no Software/date metadata: the same code gives the same bytes (quiet diffs of docs/figures)
+        fig.savefig(out, dpi=dpi, metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    return out
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``refpos plot``."""
+    parser.add_argument("name", nargs="?", help="the plot to draw (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the plots and exit")
+    parser.add_argument("--out", help="output PNG file (default NAME.png)")
+    parser.add_argument("--all", action="store_true", help="draw every plot into --out-dir")
+    parser.add_argument("--out-dir", default=".", help="directory for --all (default: .)")
+    parser.add_argument("--dpi", type=int, default=DPI, help=f"resolution (default {DPI})")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``refpos plot``: list the plots or draw one (or all)."""
+    if args.list:
+        width = max(len(n) for n in PLOTS)
+        for name, (_, description) in PLOTS.items():
+            print(f"{name:<{width}}  {description}")
+        return 0
+    if args.all == (args.name is not None):
+        raise ValueError("give one plot NAME, or --all (see refpos plot --list)")
+    jobs = [(n, Path(args.out_dir) / f"{n}.png") for n in PLOTS] if args.all else [
+        (args.name, Path(args.out or f"{args.name}.png"))]
+    try:
+        for name, path in jobs:
+            print(draw(name, path, dpi=args.dpi))
+    except ImportError as exc:
+        print(f"refpos plot: error: {exc}")
+        return 2
+    return 0
+
