@@ -13,8 +13,11 @@ command runs, in order, in a scratch copy of ``docs/examples/``, and its output 
 (``...`` or ``…`` stand for elided text). The spec-suite run (``$ REFPOS_IMPL=… pytest …``) is left out:
 it takes minutes.
 
-The MkDocs build itself (``mkdocs build --strict``: any warning fails) is checked here too when MkDocs
-is installed (the ``docs`` extra).
+Every ``>>>`` example sits in a fenced code block (outside one, Markdown renders it as a run-on
+paragraph while the doctest still passes).
+
+The MkDocs build itself (``mkdocs build --strict``: any warning fails) is checked here too when the
+``docs`` extra is installed; the built site read in a browser is ``test_docs_browser.py``.
 """
 
 from __future__ import annotations
@@ -106,6 +109,31 @@ def test_teaching_page_has_examples(name: str):
     assert results.attempted >= 3, f"docs/{name} has only {results.attempted} runnable examples"
 
 
+FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def unfenced_prompts(text: str) -> list[int]:
+    """The line numbers (from 1) of ``>>>`` lines outside a fenced code block."""
+    inside, found = False, []
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            inside = not inside
+        elif line.lstrip().startswith(">>>") and not inside:
+            found.append(number)
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_examples_are_fenced(page: Path):
+    lines = unfenced_prompts(page.read_text(encoding="utf-8"))
+    assert not lines, f"docs/{page.name}: >>> outside a code fence on lines {lines} (wrap them in ```pycon)"
+
+
+def test_unfenced_examples_are_found():
+    text = "Prose.\n\n>>> 1 + 1\n2\n\n```pycon\n>>> 2 + 2\n4\n\n```\n\n>>> 3\n3\n"
+    assert unfenced_prompts(text) == [3, 12]
+
+
 def test_examples_do_fail_when_wrong(tmp_path: Path):
     """The runner is not vacuous: a page with a wrong expected value fails."""
     page = tmp_path / "wrong.md"
@@ -115,14 +143,25 @@ def test_examples_do_fail_when_wrong(tmp_path: Path):
     assert "Expected:" in report
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="mkdocs not installed (extra 'docs')")
+DOCS_EXTRA = ("mkdocs", "material", "mathjax")  # mkdocs, mkdocs-material, django-static-mathjax
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(name) is None for name in DOCS_EXTRA),
+                    reason="the 'docs' extra is not installed (mkdocs, mkdocs-material, django-static-mathjax)")
 def test_mkdocs_build_strict(tmp_path: Path):
+    site = tmp_path / "site"
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(ROOT / "mkdocs.yml"),
-         "--site-dir", str(tmp_path / "site")],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
+         "--site-dir", str(site)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # served from the site itself: MathJax and its fonts, and no script or stylesheet from outside
+    assert (site / "javascripts" / "mathjax" / "tex-chtml.js").is_file()
+    assert list((site / "javascripts" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
+    outside = re.compile(r"<(?:script|link)[^>]+(?:src|href)=\"(?:https?:)?//", re.I)
+    loads = {page.relative_to(site).as_posix() for page in site.rglob("*.html") if outside.search(page.read_text())}
+    assert not loads, f"pages that load a script or stylesheet from outside: {sorted(loads)}"
 
 
 # ------------------------------------------------------------------------ the validate guide's commands

@@ -1,0 +1,98 @@
+"""The documentation site, read in a browser: ``tox -e docs-browser`` (needs Debian's chromium and
+chromium-driver: ``apt-get install -y chromium chromium-driver``).
+
+It builds the site (``mkdocs build --strict``), serves it on 127.0.0.1, loads every page in headless
+Chromium and fails on raw LaTeX in the rendered text, a formula MathJax could not typeset, a ``>>>``
+outside a code block, a missing image, a dead internal link, a console error, or any request to an
+outside address (the site must read the same with no network). Full-page screenshots go to
+``$REFPOS_SCREENSHOTS`` (``docs-screenshots/`` by default), with ``report.txt``, the per-page summary.
+
+A second test shows that the check can fail: a small hand-written site with one of each mistake.
+
+These tests run only with ``REFPOS_DOCS_BROWSER=1`` (set by the tox environment): the default suite
+needs no browser.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from refpos.tests import site_browser
+
+ROOT = Path(__file__).resolve().parents[2]
+
+if os.environ.get("REFPOS_DOCS_BROWSER") != "1":
+    pytest.skip("the browser check runs with REFPOS_DOCS_BROWSER=1 (tox -e docs-browser)", allow_module_level=True)
+if (why := site_browser.missing_tools()) is not None:
+    pytest.fail(f"REFPOS_DOCS_BROWSER=1 but the browser check cannot run: {why}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("site")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(ROOT / "mkdocs.yml"),
+         "--site-dir", str(folder)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return folder
+
+
+def test_every_page_reads_right(site: Path, tmp_path: Path):
+    shots = Path(os.environ.get("REFPOS_SCREENSHOTS", ROOT / "docs-screenshots")).resolve()
+    reports = site_browser.check_site(site, shots, tmp_path / "profile")
+    text = site_browser.summary(reports)
+    (shots / "report.txt").write_text(text + "\n", encoding="utf-8")
+    print(f"\n{text}\nscreenshots: {shots}")
+    pages = {report.page for report in reports}
+    assert {"/", "rope/", "figures/", "validate/"} <= pages, pages
+    assert all((shots / report.screenshot).is_file() for report in reports)
+    assert sum(report.typeset for report in reports) > 100, "hardly any formula was typeset"
+    problems = [str(problem) for report in reports for problem in report.problems]
+    assert not problems, "\n".join(problems)
+
+
+def test_search_finds_a_page(site: Path, tmp_path: Path):
+    titles = site_browser.search_results(site, tmp_path / "profile", "ALiBi slopes")
+    assert any("ALiBi" in title for title in titles), titles
+
+
+BAD_PAGE = r"""<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
+<title>bad</title></head><body><article>
+<h1 id="top">A page with every mistake</h1>
+<p>The rotation \[ \begin{pmatrix} u' \\ v' \end{pmatrix} \] and $\theta_j$ stay raw.</p>
+<p>&gt;&gt;&gt; refpos.alibi_slopes(8)</p>
+<img src="figures/nowhere.png" alt="missing">
+<a href="missing-page/">dead</a> <a href="good.html#no-such-anchor">no anchor</a> <a href="good.html#fine">ok</a>
+<script>console.error("a script failed");</script>
+<img src="http://outside.invalid/pixel.png" alt="outside">
+</article></body></html>
+"""
+GOOD_PAGE = r"""<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
+<title>good</title></head><body><article>
+<h1 id="fine">A clean page</h1>
+<pre><code>&gt;&gt;&gt; x = r"\(not math\)"  # inside code: fine</code></pre>
+<p>Plain prose costs $5 and 10 $ in total, <code>\alpha</code> is code. <a href="index.html#top">back</a></p>
+</article></body></html>
+"""
+
+
+def test_the_check_catches_each_mistake(tmp_path: Path):
+    """The check is not vacuous: every kind of mistake on the bad page is reported; the clean page has none."""
+    bad_site = tmp_path / "bad"
+    bad_site.mkdir()
+    (bad_site / "index.html").write_text(BAD_PAGE, encoding="utf-8")
+    (bad_site / "good.html").write_text(GOOD_PAGE, encoding="utf-8")
+    reports = {r.page: r for r in site_browser.check_site(bad_site, tmp_path / "shots", tmp_path / "profile")}
+    kinds = {problem.kind for problem in reports["/"].problems}
+    assert kinds >= {"raw-latex", "doctest-prompt", "missing-image", "dead-link", "console-error",
+                     "outside-request"}, site_browser.summary(list(reports.values()))
+    details = " | ".join(problem.detail for problem in reports["/"].problems)
+    assert "missing-page/" in details and "no-such-anchor" in details and "good.html#fine" not in details
+    assert reports["good.html"].problems == [], site_browser.summary(list(reports.values()))
