@@ -228,3 +228,27 @@ def test_validate_guide_commands_print_what_the_page_shows(tmp_path: Path):
     atol = case["outputs"]["y"]["tolerance"]["float32"]["atol"]
     quoted = re.search(r'"float32": \{"atol": (\[[^\]]*\])', page)
     assert quoted is not None and json.loads(quoted.group(1)) == atol, atol
+
+
+def test_validate_guide_shows_the_spec_suite_header(monkeypatch: pytest.MonkeyPatch):
+    """The spec-suite header on the page is what ``spec_tests/conftest.py`` prints for ``my_rope``
+    (the run itself takes minutes; the header's lines are computed here from the same functions)."""
+    monkeypatch.syspath_prepend(str(DOCS / "examples"))
+    from spec_tests.support import float_tolerance_note
+
+    my_rope = importlib.import_module("my_rope")
+    page = (DOCS / "validate.md").read_text(encoding="utf-8")
+    block = next(b for b in CONSOLE_BLOCK.findall(page) if "pytest spec_tests" in b)
+    command = block.splitlines()[0]
+    assert " -q" not in command, "pytest -q prints no header: the page would show what the run does not print"
+    for line in (f"  INFO: {my_rope.INFO}", f"  {float_tolerance_note(my_rope)}"):
+        assert line in block.splitlines(), f"docs/validate.md does not show the header line\n{line}"
+
+
+def test_quoted_golden_count_is_the_manifest_count():
+    """The number of committed golden cases that README.md and golden/README.md quote is golden/manifest.json's."""
+    count = len(json.loads((ROOT / "golden" / "manifest.json").read_text(encoding="utf-8"))["cases"])
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    golden_readme = (ROOT / "golden" / "README.md").read_text(encoding="utf-8")
+    assert re.findall(r"`golden/`, (\d+) cases", readme) == [str(count)], count
+    assert re.findall(r"What is in it \((\d+) cases\)", golden_readme) == [str(count)], count
