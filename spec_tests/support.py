@@ -21,6 +21,7 @@ import pytest
 
 import refpos.golden.tolerance as tol_rules
 from refpos.backend import to_numpy
+from refpos.golden.compare import compare
 
 IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.testing.adapter")
 #: the repository root, so that the adapters shipped with the suite import as ``spec_tests.<...>``
@@ -127,19 +128,14 @@ def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "valu
     label = what or "output"
     if actual.shape != expected.shape:
         raise AssertionError(f"{label}: shape {actual.shape}, expected {expected.shape}")
-    if kind == "exact":
-        np.testing.assert_array_equal(actual, expected, err_msg=f"{label} (exact)")
-        return
     atol = tolerance_array(impl, expected, kind, **rule)
-    diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
-    bad = ~(diff <= atol)  # NaN counts as a failure
-    if bad.any():
-        worst = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf) - atol, -np.inf))),
-                                 diff.shape)
+    result = compare(actual, expected, atol=atol)  # refpos's one comparison: a NaN never passes
+    if not result.ok:
+        worst = result.worst_index
         raise AssertionError(
-            f"{label} ({kind} rule, dtype {declared_dtype(impl)}): {int(bad.sum())} of {bad.size} entries "
-            f"outside tolerance; worst at {tuple(int(i) for i in worst)}: got {actual[worst]!r}, "
-            f"expected {expected[worst]!r}, |diff| {diff[worst]:.3g} > atol {atol[worst]:.3g}"
+            f"{label} ({kind} rule, dtype {declared_dtype(impl)}): {result.n_outside} of {result.n} entries "
+            f"outside tolerance; worst at {worst}: got {actual[worst]!r}, expected {expected[worst]!r}, "
+            f"|diff| {result.error[worst]:.3g} > atol {result.allowed[worst]:.3g}"
         )
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from refpos.backend import get_xp, to_numpy
 from refpos.golden import tolerance as tol
+from refpos.golden.compare import compare
 
 Match = dict[str, Any]
 
@@ -105,13 +106,9 @@ def rope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int |
 
 
 def _fit(candidate: np.ndarray, mutant: np.ndarray, atol: np.ndarray) -> tuple[bool, float, float]:
-    """(within atol everywhere, max |candidate − mutant|, max ratio to atol)."""
-    err = np.abs(candidate - mutant)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(err == 0, 0.0, err / atol)
-    ratio = np.nan_to_num(ratio, nan=np.inf)
-    worst = float(np.max(err)) if err.size else 0.0
-    return bool(np.all(err <= atol)), worst, float(np.max(ratio)) if ratio.size else 0.0
+    """(within atol everywhere, max |candidate − mutant|, max ratio to atol), by the one comparison."""
+    result = compare(candidate, mutant, atol=atol)
+    return result.ok, result.max_abs_error, result.max_ratio
 
 
 def _mutants(pb: RopeProblem) -> list[tuple[str, str, Callable[[], np.ndarray]]]:
@@ -325,11 +322,10 @@ def _factor_ratio(pb: RopeProblem, candidate: np.ndarray) -> Match | None:
 def error_profile(positions: np.ndarray, candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> Match:
     """Where the error starts and how it grows (pitfalls.md §19, rank 8)."""
     p = np.broadcast_to(positions, candidate.shape[:-1]).reshape(-1)
-    with np.errstate(invalid="ignore"):
-        diff = np.where(candidate == reference, 0.0, np.abs(candidate - reference))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    err = diff.reshape(p.size, -1).max(axis=-1)
-    bad = (~(diff <= atol)).reshape(p.size, -1).any(axis=-1)
+    result = compare(candidate, reference, atol=atol, equal_nan=True)
+    diff = np.where(np.isnan(result.error), np.inf, result.error)
+    err = diff.reshape(p.size, -1).max(axis=-1)  # (rows,): the worst error of each position's row
+    bad = result.outside.reshape(p.size, -1).any(axis=-1)  # (rows,)
     order = np.argsort(p, kind="stable")
     first_bad = int(p[order][bad[order]][0]) if bad.any() else None
     at_zero = float(err[p == 0].max()) if (p == 0).any() else None

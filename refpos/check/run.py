@@ -35,6 +35,7 @@ from refpos.backend import to_numpy
 from refpos.check.diagnosis import diagnose_rope, error_profile, np_ns, rope_problem
 from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
 from refpos.golden import tolerance as tol
+from refpos.golden.compare import compare
 from refpos.golden.npy import read_npy
 
 
@@ -66,17 +67,10 @@ def default_dtype(candidate: np.ndarray) -> str:
 
 
 def _summary(candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> dict[str, Any]:
-    same = (candidate == reference) | (np.isnan(candidate) & np.isnan(reference))  # equal infinities, NaN policy
-    with np.errstate(invalid="ignore"):
-        err = np.where(same, 0.0, np.abs(candidate - reference))
-    err = np.where(np.isnan(err), np.inf, err)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.nan_to_num(np.where(err == 0, 0.0, err / atol), nan=np.inf, posinf=np.inf)
-    bad = ~(err <= atol)
-    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape)) if ratio.size else ()
-    return {"ok": not bool(bad.any()), "max_abs_error": float(err.max()) if err.size else 0.0,
-            "max_ratio": float(ratio.max()) if ratio.size else 0.0, "worst_index": list(worst),
-            "n_outside": int(bad.sum()), "n": int(err.size)}
+    """The JSON numbers of :func:`refpos.golden.compare.compare` (equal NaNs agree: a NaN policy)."""
+    summary = compare(candidate, reference, atol=atol, equal_nan=True).summary()
+    summary["worst_index"] = summary["worst_index"] or []
+    return summary
 
 
 def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: int | None = None,

@@ -17,6 +17,7 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.check.diagnosis import np_ns
+from refpos.golden.compare import compare
 
 Match = dict[str, Any]
 
@@ -35,10 +36,10 @@ def _try(candidate: np.ndarray, atol: Any, mutants: list[tuple[str, str, Callabl
             continue
         if mutant.shape != candidate.shape or np.array_equal(mutant, reference):
             continue
-        err = np.abs(candidate.astype(np.float64) - mutant.astype(np.float64))
-        if np.all(err <= atol):
-            found.append({"id": mid, "evidence": f"{evidence}; max |candidate − mutant| = {float(err.max()):.3g}",
-                          "max_abs_error": float(err.max())})
+        fit = compare(candidate, mutant, atol=atol)
+        if fit.ok:
+            found.append({"id": mid, "evidence": f"{evidence}; max |candidate − mutant| = {fit.max_abs_error:.3g}",
+                          "max_abs_error": fit.max_abs_error})
     return found
 
 

@@ -1,6 +1,7 @@
 """Golden outputs: the files, their tolerances, and their certification.
 
 * :mod:`~refpos.golden.tolerance` — the error a correct implementation in a dtype may show;
+* :mod:`~refpos.golden.compare` — the one comparison ``|y − r| ≤ atol + rtol·|r| + ulps·ulp(r)``;
 * :mod:`~refpos.golden.npy` — the ``.npy`` reader and writer (never unpickles);
 * :mod:`~refpos.golden.certify` — exact (mpmath) recomputation of the golden outputs;
 * :mod:`~refpos.golden.manifest` — cases, outputs, the manifest, comparing a candidate;

@@ -33,12 +33,14 @@ from typing import Any
 
 import numpy as np
 
+from refpos.golden import compare as comparison
 from refpos.golden import tolerance as tol
 from refpos.golden.npy import NpyError, read_npy, sha256_file, write_npy
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 FORMULA = "|y - ref| <= atol[i] + rtol*|ref| + ulps*ulp_dtype(|ref|); i = index along atol_axis"
+# the manifest's wording of refpos.golden.compare.FORMULA (stored in every manifest: unchanged bytes)
 
 
 class GoldenError(ValueError):
@@ -122,57 +124,40 @@ def tolerance_attention(reference: np.ndarray, *, qk_norm: float, v_max: float, 
     return out
 
 
-def allowed_error(reference: np.ndarray, entry: dict[str, Any], dtype: str) -> np.ndarray:
-    """Elementwise allowed error of ``entry[dtype]`` (see :data:`FORMULA`) for ``reference``."""
+def entry_tolerance(reference: np.ndarray, entry: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """The arguments of :func:`refpos.golden.compare.compare` that ``entry[dtype]`` stands for.
+
+    A list ``atol`` is laid along ``entry["atol_axis"]`` (default -2, the position axis).
+    """
     dtype = tol.check_dtype(dtype)
-    ref = np.asarray(reference, dtype=np.float64)
     spec = entry[dtype]
     atol = spec["atol"]
     if isinstance(atol, list):
-        axis = entry.get("atol_axis", -2)
-        shape = [1] * ref.ndim
-        shape[axis] = len(atol)
-        atol_arr = np.reshape(np.asarray(atol, dtype=np.float64), shape)  # broadcast along atol_axis
-    else:
-        atol_arr = np.float64(atol)
-    mag = np.abs(np.nan_to_num(ref))
-    allowed = atol_arr + spec["rtol"] * mag
-    if spec.get("ulps"):
-        allowed = allowed + spec["ulps"] * np.asarray(tol.ulp(mag, dtype))
-    return np.broadcast_to(allowed, ref.shape)
+        ndim = np.ndim(reference)
+        shape = [1] * ndim
+        shape[entry.get("atol_axis", -2)] = len(atol)
+        atol = np.reshape(np.asarray(atol, dtype=np.float64), shape)  # broadcast along atol_axis
+    return {"atol": atol, "rtol": spec.get("rtol", 0.0), "ulps": spec.get("ulps", 0.0), "dtype": dtype}
+
+
+def allowed_error(reference: np.ndarray, entry: dict[str, Any], dtype: str) -> np.ndarray:
+    """Elementwise allowed error of ``entry[dtype]`` (see :data:`FORMULA`) for ``reference``."""
+    return comparison.allowed_error(reference, **entry_tolerance(reference, entry, dtype))
 
 
 def compare(candidate: Any, reference: np.ndarray, entry: dict[str, Any], dtype: str) -> dict[str, Any]:
-    """Compare within a tolerance entry: ``{"ok", "max_abs_error", "max_ratio", "worst_index", ...}``."""
+    """Compare within a tolerance entry: ``{"ok", "max_abs_error", "max_ratio", "worst_index", "n_bad"}``.
+
+    The comparison is :func:`refpos.golden.compare.compare` with ``equal_nan=True`` (the ``"nan"``
+    policy of fully masked rows); an integer reference compares exactly (its entries are all zero).
+    """
     ref = np.asarray(reference)
     cand = np.asarray(candidate)
     if cand.shape != ref.shape:
         raise ValueError(f"candidate has shape {tuple(cand.shape)}, the reference {tuple(ref.shape)}")
-    if ref.dtype.kind in "iub":
-        if cand.dtype.kind not in "iub":
-            if not np.all(np.isfinite(cand)) or np.any(cand != np.round(cand)):
-                return {"ok": False, "max_abs_error": math.inf, "max_ratio": math.inf,
-                        "worst_index": None, "n_bad": int(cand.size), "detail": "non-integer values"}
-        bad = cand.astype(np.float64) != ref.astype(np.float64)
-        worst = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
-        err = np.abs(cand.astype(np.float64) - ref.astype(np.float64))
-        return {"ok": not bad.any(), "max_abs_error": float(err.max()) if err.size else 0.0,
-                "max_ratio": math.inf if bad.any() else 0.0, "worst_index": worst, "n_bad": int(bad.sum())}
-    c = cand.astype(np.float64)
-    r = ref.astype(np.float64)
-    same = (np.isnan(c) & np.isnan(r)) | (c == r)  # equal infinities (masked logits) and NaN policies
-    with np.errstate(invalid="ignore"):
-        err = np.where(same, 0.0, np.abs(c - r))
-    err = np.where(np.isnan(err), np.inf, err)
-    allowed = allowed_error(r, entry, dtype)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(err == 0, 0.0, err / np.where(allowed > 0, allowed, 0.0))
-    ratio = np.where(np.isnan(ratio), np.inf, ratio)
-    bad = err > allowed
-    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape)) if ratio.size else None
-    return {"ok": not bool(bad.any()), "max_abs_error": float(err.max()) if err.size else 0.0,
-            "max_ratio": float(ratio.max()) if ratio.size else 0.0, "worst_index": worst,
-            "n_bad": int(bad.sum())}
+    result = comparison.compare(cand, ref, equal_nan=True, **entry_tolerance(ref, entry, dtype))
+    return {"ok": result.ok, "max_abs_error": result.max_abs_error, "max_ratio": result.max_ratio,
+            "worst_index": result.worst_index, "n_bad": result.n_outside}
 
 
 # ------------------------------------------------------------------------------------------ cases
