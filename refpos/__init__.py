@@ -16,7 +16,7 @@ from refpos.encodings.learned import LearnedAbsolute, learned_lookup
 from refpos.pipeline.layer import AttentionWeights, self_attention
 from refpos.pipeline.worked_example import explain_text, worked_example
 
-# --- absolute and relative encodings (issue 3) ---
+# --- absolute and relative encodings ---
 # isort: split
 from refpos.encodings.alibi import ALiBi, alibi_bias, alibi_bias_from_positions, alibi_slopes
 from refpos.encodings.cope import CoPE, cope_gates, cope_logits, cope_position_logits, cope_positions
@@ -35,7 +35,7 @@ from refpos.encodings.t5 import T5, t5_bias, t5_bucket
 from refpos.encodings.txl import TransformerXL, txl_position_scores, txl_position_table, txl_rel_shift, txl_scores
 from refpos.encodings.xpos import XPos, xpos
 
-# --- RoPE (issue 4) ---
+# --- RoPE ---
 # isort: split
 from refpos.rope import (
     DroPE,

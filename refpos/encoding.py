@@ -15,7 +15,7 @@ softmax scale           ``softmax_scale(head_dim)``                  T5 (1), Dee
 ======================  ===========================================  ==============================
 
 Every hook of the base class means "no effect", so ``Encoding()`` is NoPE. ``bias_scaled`` says
-whether the additive bias enters before the softmax scale (the seed, Falcon) or after it (ALiBi, T5).
+whether the additive bias enters before the softmax scale (the worked example, Falcon) or after it (ALiBi, T5).
 
 Shapes: ``q`` and ``k`` are ``(B, H, T, d)``; positions are integer arrays ``(T,)`` or ``(B, T)``; a
 bias is ``(H or 1, Tq, Tk)`` or ``(B, H or 1, Tq, Tk)``.
@@ -35,7 +35,7 @@ class Encoding:
 
     #: short name used in traces, goldens and the CLI
     name: str = "nope"
-    #: True: the bias is added to q·kᵀ before the softmax scale (seed order); False: after it
+    #: True: the bias is added to q·kᵀ before the softmax scale (the worked example's order); False: after it
     bias_scaled: bool = False
 
     def embed(self, positions: Array, d_model: int, xp: ModuleType) -> Array | None:

@@ -1,4 +1,4 @@
-"""Name the mistake: the RoPE catalogue of numerical signatures (pitfalls.md §18), tried by ``refpos check``.
+"""Name the mistake: the RoPE catalogue of numerical signatures (docs/diagnosis.md), tried by ``refpos check``.
 
 Each entry builds the output a known mistake produces (a *mutant* of the reference) and tests whether
 the candidate equals it within the same tolerance the reference comparison used. A match is reported
@@ -122,7 +122,8 @@ def _mutants(pb: RopeProblem) -> list[tuple[str, str, Callable[[], np.ndarray]]]
         if layout != rope.layout and rope.rope_type != "proportional":
             other = dataclasses.replace(rope, layout=layout)
             out.append(("layout_swap", f"equals the reference computed with the {layout!r} layout instead of "
-                        f"{rope.layout!r} (the channel permutation P of pitfalls.md §18; exact at position 0)",
+                        f"{rope.layout!r} (the channel permutation P of docs/conventions.md#pair-layouts; exact at "
+                        "position 0)",
                         lambda o=other: pb.apply(o)))
     for delta in (d for d in range(-8, 9) if d):
         if int(pb.positions.min()) + delta >= 0:
@@ -320,7 +321,7 @@ def _factor_ratio(pb: RopeProblem, candidate: np.ndarray) -> Match | None:
 
 
 def error_profile(positions: np.ndarray, candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> Match:
-    """Where the error starts and how it grows (pitfalls.md §19, rank 8)."""
+    """Where the error starts and how it grows (docs/conventions.md#probe-positions)."""
     p = np.broadcast_to(positions, candidate.shape[:-1]).reshape(-1)
     result = compare(candidate, reference, atol=atol, equal_nan=True)
     diff = np.where(np.isnan(result.error), np.inf, result.error)

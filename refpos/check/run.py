@@ -1,5 +1,5 @@
 """``refpos check``: compare a candidate output with the reference, within the dtype's tolerance, and name
-the mistake when it is outside (pitfalls.md §18; catalogue in docs/diagnosis.md).
+the mistake when it is outside (the catalogue: docs/diagnosis.md).
 
 .. code-block:: text
 

@@ -1,4 +1,4 @@
-"""Name the mistake in ALiBi slopes/biases, T5 buckets and sinusoid tables (pitfalls.md §18).
+"""Name the mistake in ALiBi slopes/biases, T5 buckets and sinusoid tables (docs/diagnosis.md).
 
 Catalogue ids: ``alibi_closed_form_slopes`` (naive ``2^(−8h/n)`` for every n), ``alibi_slope_off_by_one``
 (h counted from 0), ``alibi_sorted_slopes``, ``alibi_bias_form`` (another bias form), ``alibi_bias_scaled``

@@ -13,7 +13,7 @@ import sys
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "explain": ("refpos.pipeline.worked_example", "print the seed's worked example step by step"),
+    "explain": ("refpos.pipeline.worked_example", "print the worked example (我 愛 你) step by step"),
     "tolerance": ("refpos.golden.tolerance", "print the error a correct implementation in a dtype can show"),
     "golden": ("refpos.golden.generate", "generate, verify and list golden outputs; golden cases for any config.json"),
     "check": ("refpos.check.run", "compare a candidate with the reference and name the mistake"),

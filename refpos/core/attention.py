@@ -1,11 +1,11 @@
 r"""Softmax, masks and scaled dot-product attention (MHA, GQA, MQA), readable and exact.
 
-The order of operations is the anchors' (shared spec, encodings.md §1.1):
+The order of operations is the anchors' (docs/conventions.md#scale-order):
 
 .. code-block:: text
 
     1  s = q·kᵀ (+ qk_terms)          dot-product position terms (Shaw, Transformer-XL, CoPE)
-    2  s = s + b   if bias_scaled     bias before the scale (the seed's example, Falcon's ALiBi)
+    2  s = s + b   if bias_scaled     bias before the scale (the worked example, Falcon's ALiBi)
     3  s = scale·s                    scale = d^-1/2 by default; T5: 1
     4  s = t_i·s                      optional per-query temperature (log-n scaling)
     5  s = c·tanh(s/c)                optional softcap (Gemma-2: c = 50)
@@ -146,7 +146,7 @@ def attention(
     return_weights : bool
         Also return the attention weights ``(..., Hq, Tq, Tk)``.
     bias_scaled : bool
-        Add ``bias`` before the scale (the seed's order; Falcon's ALiBi) instead of after it.
+        Add ``bias`` before the scale (the worked example's order; Falcon's ALiBi) instead of after it.
     qk_terms : array, optional
         Terms added to q·kᵀ before scaling, broadcastable to the logits (Shaw a^K, Transformer-XL).
     temperature : array, optional
@@ -258,7 +258,7 @@ def _attend_rows(
     record["S"] = s
     if bias is not None:
         record["B"] = bias
-    # 2. bias before the scale (seed order)
+    # 2. bias before the scale (the worked example's order)
     if bias is not None and bias_scaled:
         s = s + bias
         record["S+B"] = s

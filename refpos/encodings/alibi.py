@@ -1,8 +1,8 @@
 r"""ALiBi: attention with linear biases (Press, Smith, Lewis 2022).
 
-Shared spec: encodings.md §8; pitfalls.md §7 and §18. Each head ``h`` adds ``-m_h · distance`` to its
-logits, **after** the softmax scale (official fairseq code, BLOOM, MPT). Falcon adds it before the scale
-(effective slope ``m/√d``): ``ALiBi(before_scale=True)``.
+See docs/alibi.md#the-math, docs/alibi.md#where-the-anchors-differ and docs/diagnosis.md. Each head ``h``
+adds ``-m_h · distance`` to its logits, **after** the softmax scale (official fairseq code, BLOOM, MPT).
+Falcon adds it before the scale (effective slope ``m/√d``): ``ALiBi(before_scale=True)``.
 
 Bias forms, with ``i`` the query and ``j`` the key position:
 

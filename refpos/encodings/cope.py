@@ -1,6 +1,6 @@
 r"""CoPE: contextual position encoding (Golovneva et al. 2024; facebookresearch/RAM ``projects/cope``).
 
-Shared spec: encodings.md §13. Positions are counted by gates instead of tokens:
+See docs/other-encodings.md#cope. Positions are counted by gates instead of tokens:
 
 .. math::
     g_{ij} = \sigma\!\left(\frac{q_i\cdot k_j}{\sqrt d}\right)\ (j \le i), \qquad

@@ -1,10 +1,11 @@
-r"""Relative positions: the seed's distance bias and Shaw et al. (2018) relative representations.
+r"""Relative positions: the worked example's distance bias and Shaw et al. (2018) relative representations.
 
-Shared spec: encodings.md §4 (distance bias), §5 (Shaw) and §5.1 (Music Transformer skewing). The other
+See docs/relative.md#the-distance-bias (distance bias) and docs/relative.md#shaw (Shaw, Music
+Transformer skewing). The other
 relative methods live in their own modules: :mod:`refpos.encodings.txl` (Transformer-XL), :mod:`refpos.encodings.t5`,
 :mod:`refpos.encodings.alibi`, :mod:`refpos.encodings.kerple` (KERPLE, FIRE, Sandwich), :mod:`refpos.encodings.cope`.
 
-Conventions (shared spec, encodings.md §0): ``rel[i, j] = k_pos[j] - q_pos[i]`` ("memory minus
+Conventions (docs/conventions.md): ``rel[i, j] = k_pos[j] - q_pos[i]`` ("memory minus
 query": negative = the key lies in the past), ``dist = -rel``.
 """
 
@@ -27,14 +28,14 @@ def relative_positions(q_positions: Array, k_positions: Array) -> Array:
 
 
 def distance_bias(q_positions: Array, k_positions: Array, *, alpha: float = 1.0) -> Array:
-    r"""The seed's distance bias, ``B[i, j] = -alpha · |i - j|``, shape ``(..., Tq, Tk)``.
+    r"""The worked example's distance bias, ``B[i, j] = -alpha · |i - j|``, shape ``(..., Tq, Tk)``.
 
     Notes
     -----
     .. math:: B_{ij} = -\alpha\,|p_i - p_j|
 
     Symmetric and Toeplitz: it depends only on the distance, so it cannot tell left from right.
-    Added *before* the ``1/√d`` scale (the seed's order) its effective strength is ``alpha/√d``;
+    Added *before* the ``1/√d`` scale (the worked example's order) its effective strength is ``alpha/√d``;
     restricted to the causal triangle it is ALiBi with the single slope ``alpha``.
 
     Examples
@@ -49,9 +50,9 @@ def distance_bias(q_positions: Array, k_positions: Array, *, alpha: float = 1.0)
 
 
 class DistanceBias(Encoding):
-    """The seed's distance bias as a pipeline encoding (one value shared by all heads).
+    """The worked example's distance bias as a pipeline encoding (one value shared by all heads).
 
-    ``before_scale=True`` (the seed's order) adds it to q·kᵀ before the ``1/√d`` scale.
+    ``before_scale=True`` (the worked example's order) adds it to q·kᵀ before the ``1/√d`` scale.
     """
 
     name = "distance_bias"

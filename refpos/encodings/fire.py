@@ -1,9 +1,10 @@
 r"""An additive relative bias: FIRE, Li et al. 2024.
 
-Shared spec: encodings.md §9 (KERPLE, Chi et al. 2022; chijames/KERPLE), §10 (FIRE, Li et al. 2024),
-§12 (Sandwich, Chi et al. 2023; NVIDIA NeMo). Each returns a bias ``(..., H, Tq, Tk)`` added **after**
-the ``1/√d`` scale. KERPLE and FIRE are causal methods: future keys get a placeholder value (KERPLE 0,
-FIRE the mirrored distance) and must be masked (``self_attention(..., causal=True)``).
+See docs/other-encodings.md#kerple (KERPLE, Chi et al. 2022; chijames/KERPLE), docs/other-encodings.md#fire
+(FIRE, Li et al. 2024), docs/other-encodings.md#sandwich (Sandwich, Chi et al. 2023; NVIDIA NeMo). Each
+returns a bias ``(..., H, Tq, Tk)`` added **after** the ``1/√d`` scale. KERPLE and FIRE are causal
+methods: future keys get a placeholder value (KERPLE 0, FIRE the mirrored distance) and must be masked
+(``self_attention(..., causal=True)``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-r"""Relative positions: the seed's distance bias and Shaw et al. (2018) relative representations.
+r"""Relative positions: the worked example's distance bias and Shaw et al. (2018) relative representations.
 
-Shared spec: encodings.md §4 (distance bias), §5 (Shaw) and §5.1 (Music Transformer skewing). The other
+See docs/relative.md#the-distance-bias (distance bias) and docs/relative.md#shaw (Shaw, Music
+Transformer skewing). The other
 relative methods live in their own modules: :mod:`refpos.encodings.txl` (Transformer-XL), :mod:`refpos.encodings.t5`,
 :mod:`refpos.encodings.alibi`, :mod:`refpos.encodings.kerple` (KERPLE, FIRE, Sandwich), :mod:`refpos.encodings.cope`.
 
-Conventions (shared spec, encodings.md §0): ``rel[i, j] = k_pos[j] - q_pos[i]`` ("memory minus
+Conventions (docs/conventions.md): ``rel[i, j] = k_pos[j] - q_pos[i]`` ("memory minus
 query": negative = the key lies in the past), ``dist = -rel``.
 """
 

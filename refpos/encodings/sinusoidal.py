@@ -1,8 +1,9 @@
 r"""Absolute position encodings, added to the input embeddings: learned tables and sinusoids.
 
-Shared spec: encodings.md §2 (sinusoidal, Vaswani et al. 2017 §3.5) and §3 (learned tables).
+See docs/sinusoidal.md#the-math (sinusoidal, Vaswani et al. 2017 §3.5) and docs/learned.md#the-math (learned
+tables).
 
-Layouts of the ``dim/2`` (sin, cos) pairs (encodings.md §0):
+Layouts of the ``dim/2`` (sin, cos) pairs (docs/conventions.md):
 
 * ``"interleaved"`` — channels ``(2k, 2k+1)`` hold ``(sin ω_k p, cos ω_k p)``: the paper, HF DistilBERT/XLM.
 * ``"concat"`` — channels ``(k, k + dim/2)``: tensor2tensor, fairseq, Transformer-XL, HF Marian/M2M100.

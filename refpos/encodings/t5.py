@@ -1,6 +1,6 @@
 r"""T5 relative position bias (Raffel et al. 2020, §2.1).
 
-Shared spec: encodings.md §7; pitfalls.md §13 and §18. Logits are ``q·kᵀ + bias[h, bucket(rel)]`` with
+See docs/relative.md#t5 and docs/diagnosis.md. Logits are ``q·kᵀ + bias[h, bucket(rel)]`` with
 **no** ``1/√d`` scale (HF ``T5Attention`` uses scaling 1.0: the factor lives in the initialisation of
 ``W_q``). ``rel = memory − query = k_pos − q_pos``: negative = the key lies in the past.
 

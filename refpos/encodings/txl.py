@@ -1,6 +1,6 @@
 r"""Transformer-XL relative attention (Dai et al. 2019, §3.3; kimiyoung/transformer-xl).
 
-Shared spec: encodings.md §6. With ``mlen`` cached tokens, query ``i`` (absolute ``mlen + i``) and key
+See docs/relative.md#transformer-xl. With ``mlen`` cached tokens, query ``i`` (absolute ``mlen + i``) and key
 ``j``, the score before the ``1/√d`` scale is
 
 .. math::

@@ -1,6 +1,6 @@
 r"""xPos: RoPE with an exponential decay per pair (Sun et al. 2022; lucidrains/rotary-embedding-torch).
 
-Shared spec: encodings.md §11. Queries are rotated and multiplied by ``ζ^{(m-c)/γ}``, keys rotated and
+See docs/other-encodings.md#xpos. Queries are rotated and multiplied by ``ζ^{(m-c)/γ}``, keys rotated and
 divided by ``ζ^{(n-c)/γ}``, so ``q̃_m · k̃_n`` carries ``ζ_i^{(m-n)/γ}`` in pair ``i`` and depends only on
 ``m - n``. Anchor conventions: interleaved pairs ``(2i, 2i+1)``, paper frequencies ``base^(-2i/d)``,
 ``ζ_i = (2i + 0.4 d) / (1.4 d)`` (all < 1), ``γ = scale_base = 512``, exponent centred at ``c = T // 2``

@@ -1,4 +1,4 @@
-"""Golden cases of every non-RoPE encoding family and of the seed's worked example.
+"""Golden cases of every non-RoPE encoding family and of the worked example (我 愛 你).
 
 Each builder returns :class:`refpos.golden.Case` objects computed by the reference on the current
 backend (converted to NumPy for writing). Inputs come from ``numpy.random.default_rng(seed)`` with a
@@ -82,7 +82,7 @@ def sinusoid_cases() -> list[Case]:
         tolerance = tolerance_rope(positions, freqs, np.ones(positions.size))
         cases.append(Case(
             cid, "sinusoid", "sinusoidal",
-            f"sinusoidal table, d = {dim}, {layout} layout, {spacing} spacing (encodings.md §2)",
+            f"sinusoidal table, d = {dim}, {layout} layout, {spacing} spacing (docs/sinusoidal.md#the-math)",
             {"call": call("sinusoidal", ["table"], In("positions"), dim, 10000.0, layout, spacing)},
             {"positions": positions},
             {"table": Output(table, tolerance, lambda p=positions, d=dim, lo=layout, sp=spacing:
@@ -105,7 +105,7 @@ def alibi_cases() -> list[Case]:
         slopes = _np(refpos.alibi_slopes(n))
         cases.append(Case(
             f"alibi/slopes-n{n}", "alibi", "alibi_slopes",
-            f"ALiBi slopes for {n} heads (official recurrence, encodings.md §8)",
+            f"ALiBi slopes for {n} heads (official recurrence, docs/alibi.md#the-math)",
             {"call": call("alibi_slopes", ["slopes"], n)}, {},
             {"slopes": Output(slopes, tolerance_value(slopes), lambda n=n: (_mp_slopes(n), 0.0))}))
     n, q_len, k_len = 12, 4, 9
@@ -123,7 +123,7 @@ def alibi_cases() -> list[Case]:
 
         cases.append(Case(
             f"alibi/bias-{form}-n{n}-q{q_len}-k{k_len}", "alibi", "alibi_bias",
-            f"ALiBi bias, {form} form, queries aligned to the end of the keys (encodings.md §8)",
+            f"ALiBi bias, {form} form, queries aligned to the end of the keys (docs/alibi.md#the-math)",
             {"call": call("alibi_bias", ["bias"], n, q_len, k_len, form)}, {},
             {"bias": Output(bias, tolerance_value(bias), exact)}))
     return cases
@@ -157,7 +157,8 @@ def t5_cases() -> list[Case]:
         kind = "bidirectional" if bidirectional else "causal"
         cases.append(Case(
             f"t5/bucket-{kind}-{nb}-{md}", "t5", "t5_bucket",
-            f"T5 buckets of relative positions -300..300, {kind}, {nb} buckets, max_distance {md} (§7)",
+            f"T5 buckets of relative positions -300..300, {kind}, {nb} buckets, max_distance {md}"
+            " (docs/relative.md#t5)",
             {"call": call("t5_bucket", ["buckets"], In("rel"), bidirectional, nb, md)},
             {"rel": rel},
             {"buckets": Output(buckets.astype(np.int64), tolerance_integer(),
@@ -167,7 +168,8 @@ def t5_cases() -> list[Case]:
     table = rng_for(cid).standard_normal((32, 4))
     qpos, kpos = np.arange(5, 8, dtype=np.int64), np.arange(8, dtype=np.int64)
     bias = _np(refpos.t5_bias(_xp(table), _xp(qpos), _xp(kpos), bidirectional=False, max_distance=128))
-    cases.append(Case(cid, "t5", "t5_bias", "T5 bias, causal, 3 new queries after a cache of 5 (§7)",
+    cases.append(Case(cid, "t5", "t5_bias", "T5 bias, causal, 3 new queries after a cache of 5"
+                      " (docs/relative.md#t5)",
                       {"call": call("t5_bias", ["bias"], In("table"), In("q_positions"), In("k_positions"),
                                     False, 128)},
                       {"table": table, "q_positions": qpos, "k_positions": kpos},
@@ -182,7 +184,7 @@ def _scaled(a: np.ndarray) -> dict:
 
 
 def relative_cases() -> list[Case]:
-    """Shaw, Transformer-XL, KERPLE, FIRE, xPos, Sandwich, CoPE, the seed's distance bias, learned APE."""
+    """Shaw, Transformer-XL, KERPLE, FIRE, xPos, Sandwich, CoPE, the worked example's distance bias, learned APE."""
     cases = []
     h, t, d = 2, 6, 8
     pos = np.arange(t, dtype=np.int64)
@@ -198,7 +200,7 @@ def relative_cases() -> list[Case]:
     out = _np(refpos.attention(qx, kx, _xp(v), qk_terms=enc.qk_terms(qx, kx, xp_pos, xp_pos),
                                value_terms=enc.value_terms(xp_pos, xp_pos)))
     cases.append(Case(cid, "shaw", "shaw_attention",
-                      "Shaw et al. self-attention, k = 2, shared tables; key term q·a^K (§5)",
+                      "Shaw et al. self-attention, k = 2, shared tables; key term q·a^K (docs/relative.md#shaw)",
                       {"call": call("shaw_attention", ["out"], In("q"), In("k"), In("v"), In("w_k"), In("w_v"), 2,
                                     In("positions"), False)},
                       {"q": q, "k": k, "v": v, "w_k": w_k, "w_v": w_v, "positions": pos},
@@ -215,7 +217,8 @@ def relative_cases() -> list[Case]:
     rk = np.transpose((r_table_input @ w_r).reshape(klen, h, d), (1, 0, 2))  # (H, klen, d)
     u, v = rng.standard_normal((h, d)), rng.standard_normal((h, d))
     scores = _np(refpos.txl_scores(_xp(qh), _xp(kh), _xp(rk), _xp(u), _xp(v)))
-    cases.append(Case(cid, "txl", "txl_scores", "Transformer-XL logits, 3 memory tokens, future keys -inf (§6)",
+    cases.append(Case(cid, "txl", "txl_scores", "Transformer-XL logits, 3 memory tokens, future keys -inf"
+                      " (docs/relative.md#transformer-xl)",
                       {"call": call("txl_scores", ["scores"], In("q"), In("k"), In("r_head_k"), In("u"), In("v"))},
                       {"q": qh, "k": kh, "r_head_k": rk, "u": u, "v": v},
                       {"scores": Output(scores, _scaled(scores)),
@@ -227,7 +230,8 @@ def relative_cases() -> list[Case]:
         r1, r2 = rng.uniform(0.0, 2.0, 4), rng.uniform(0.0, 1.0, 4)
         r1[0] = 0.001  # below the 0.01 clamp
         bias = _np(refpos.kerple_bias(_xp(r1), _xp(r2), _xp(pos), _xp(pos), kind=kind))
-        cases.append(Case(cid, "kerple", "kerple_bias", f"KERPLE {kind} kernel bias, 4 heads (§9)",
+        cases.append(Case(cid, "kerple", "kerple_bias", f"KERPLE {kind} kernel bias, 4 heads"
+                          " (docs/other-encodings.md#kerple)",
                           {"call": call("kerple_bias", ["bias"], In("r1"), In("r2"), In("positions"),
                                         In("positions"), kind)},
                           {"r1": r1, "r2": r2, "positions": pos}, {"bias": Output(bias, _scaled(bias))}))
@@ -238,7 +242,8 @@ def relative_cases() -> list[Case]:
     w2, b2 = rng.standard_normal((4, 16)), rng.standard_normal(4)
     fpos = np.arange(12, dtype=np.int64)
     bias = _np(refpos.fire_bias(_xp(fpos), _xp(fpos), _xp(w1), _xp(b1), _xp(w2), _xp(b2), c=0.1, L=8.0))
-    cases.append(Case(cid, "fire", "fire_bias", "FIRE bias, MLP width 16, 4 heads, L = 8 (§10)",
+    cases.append(Case(cid, "fire", "fire_bias", "FIRE bias, MLP width 16, 4 heads, L = 8"
+                      " (docs/other-encodings.md#fire)",
                       {"call": call("fire_bias", ["bias"], In("positions"), In("positions"), In("w1"), In("b1"),
                                     In("w2"), In("b2"), 0.1, 8.0, 1e-6)},
                       {"w1": w1, "b1": b1, "w2": w2, "b2": b2, "positions": fpos},
@@ -252,7 +257,8 @@ def relative_cases() -> list[Case]:
     yq = _np(refpos.xpos(_xp(xq), _xp(xpos_pos), is_query=True, center=center))
     yk = _np(refpos.xpos(_xp(xk), _xp(xpos_pos), is_query=False, center=center))
     w = 10000.0 ** (-np.arange(0, d, 2) / d)
-    cases.append(Case(cid, "xpos", "xpos", "xPos rotated and scaled query and key, γ = 512, centre T//2 (§11)",
+    cases.append(Case(cid, "xpos", "xpos", "xPos rotated and scaled query and key, γ = 512, centre T//2"
+                      " (docs/other-encodings.md#xpos)",
                       {"call": call("xpos", ["q", "k"], In("q_in"), In("k_in"), In("positions"), In("positions"),
                                     10000.0, 512.0)},
                       {"q_in": xq, "k_in": xk, "positions": xpos_pos},
@@ -261,7 +267,8 @@ def relative_cases() -> list[Case]:
 
     cid = "sandwich/bias-d8-h4"
     bias = _np(refpos.sandwich_bias(_xp(pos), _xp(pos), 8, 4, causal=True))
-    cases.append(Case(cid, "sandwich", "sandwich_bias", "Sandwich bias, head_dim 8, 4 heads, causal (§12)",
+    cases.append(Case(cid, "sandwich", "sandwich_bias", "Sandwich bias, head_dim 8, 4 heads, causal"
+                      " (docs/other-encodings.md#sandwich)",
                       {"call": call("sandwich_bias", ["bias"], In("positions"), In("positions"), 8, 4, True)},
                       {"positions": pos}, {"bias": Output(bias, tolerance_value(bias, scale=4.0))}))
 
@@ -269,13 +276,15 @@ def relative_cases() -> list[Case]:
     rng = rng_for(cid)
     cq, ck, e = rng.standard_normal((h, t, d)), rng.standard_normal((h, t, d)), rng.standard_normal((d, 4))
     logits = _np(refpos.cope_logits(_xp(cq), _xp(ck), _xp(e), _xp(pos), _xp(pos)))
-    cases.append(Case(cid, "cope", "cope_logits", "CoPE logits, 4 table positions, future keys -inf (§13)",
+    cases.append(Case(cid, "cope", "cope_logits", "CoPE logits, 4 table positions, future keys -inf"
+                      " (docs/other-encodings.md#cope)",
                       {"call": call("cope_logits", ["logits"], In("q"), In("k"), In("e"))},
                       {"q": cq, "k": ck, "e": e}, {"logits": Output(logits, _scaled(logits))}))
 
     cid = "distance/seed-bias"
     bias = _np(refpos.distance_bias(_xp(pos), _xp(pos), alpha=1.0))
-    cases.append(Case(cid, "distance", None, "the seed's distance bias -|i - j| (§4)",
+    cases.append(Case(cid, "distance", None, "the worked example's distance bias -|i - j|"
+                      " (docs/relative.md#the-distance-bias)",
                       {"reference": "refpos.distance_bias", "alpha": 1.0}, {"positions": pos},
                       {"bias": Output(bias, tolerance_value(bias))}))
 
@@ -283,7 +292,7 @@ def relative_cases() -> list[Case]:
     table = rng_for(cid).standard_normal((10, 4))
     lpos = np.array([0, 3, 9, 2], dtype=np.int64)
     rows = _np(refpos.learned_lookup(_xp(table), _xp(lpos)))
-    cases.append(Case(cid, "learned", "learned_lookup", "learned absolute rows E[p] (§3)",
+    cases.append(Case(cid, "learned", "learned_lookup", "learned absolute rows E[p] (docs/learned.md#the-math)",
                       {"call": call("learned_lookup", ["rows"], In("table"), In("positions"))},
                       {"table": table, "positions": lpos}, {"rows": Output(rows, tolerance_value(rows))}))
     return cases

@@ -1,8 +1,8 @@
 r"""Certify golden values against an arbitrary-precision (mpmath, 30 digits) evaluation.
 
-Each function here re-evaluates one elementwise formula of the shared spec with ``mpmath`` at
+Each function here re-evaluates one elementwise formula of the reference (docs/) with ``mpmath`` at
 :data:`DIGITS` significant digits, from the float64 inputs taken as exact numbers: RoPE frequencies of
-every ``rope_type`` (rope.md §6) and the attention factor, cos/sin tables, rotated vectors, sinusoid
+every ``rope_type`` (docs/extrapolation.md#the-math) and the attention factor, cos/sin tables, rotated vectors, sinusoid
 tables, ALiBi slopes, T5 buckets, softmax rows. :func:`certificate` compares a float64 golden array with
 these values and reports the largest error in ulps.
 
@@ -59,7 +59,7 @@ def _mscale(s: Any, k: Any = 1) -> Any:
 
 
 def mp_attention_factor(params: Mapping[str, Any]) -> Any:
-    r"""``A`` of rope.md §6.5 (yarn) and §6.7 (longrope); 1 otherwise."""
+    r"""``A`` of docs/extrapolation.md#yarn (yarn) and docs/extrapolation.md#longrope (longrope); 1 otherwise."""
     kind = _get(params, "rope_type", "default")
     explicit = params.get("attention_factor")
     if kind == "yarn":
@@ -87,7 +87,7 @@ def _factor_longrope(params: Mapping[str, Any]) -> Any:
 def mp_inv_freq(params: Mapping[str, Any], seq_len: int | None = None) -> list[Any]:
     r"""Exact inverse frequencies of an adapter-contract ``rope`` dict at length ``seq_len``.
 
-    :math:`\omega_j = \theta^{-2j/d}` scaled by the ``rope_type``'s rule (rope.md §6).
+    :math:`\omega_j = \theta^{-2j/d}` scaled by the ``rope_type``'s rule (docs/extrapolation.md#the-math).
     """
     kind = _get(params, "rope_type", "default")
     theta = _f(_get(params, "rope_theta", 10000.0))

@@ -1,4 +1,4 @@
-"""Golden RoPE cases: per real model config, at boundaries, and the tiny layout vectors of rope.md §8.7.
+"""Golden RoPE cases: per real model config, at boundaries, and the tiny layout vectors of docs/rope.md#in-numbers.
 
 Per model (``model_cases``; also ``refpos golden model CONFIG.json``), for each RoPE of the config (one,
 or one per layer type), three cases share the config and the resolved parameters:
@@ -10,7 +10,7 @@ or one per layer type), three cases share the config and the resolved parameters
   per pair ``(T, m)`` (``A·cos φ``, ``A·sin φ``); the layout's table repeats each column.
 * ``rope/<model>/apply`` — ``apply_rope(x, positions, rope, seq_len)`` of a seeded ``x (T, D)``.
 
-Probe positions (pitfalls.md §19): 0, 1, 2, 3, 7, 8, 255–257, 2047–2049, orig − 1, orig, orig + 1,
+Probe positions (docs/conventions.md#probe-positions): 0, 1, 2, 3, 7, 8, 255–257, 2047–2049, orig − 1, orig, orig + 1,
 2·orig, 8191, 8192, 32767, 32768, 65536 + {0, 1, 511, 512}, 131071 and max − 1 below the declared
 length, then a seeded block of consecutive positions filling 32 rows. ``seq_len`` is HF's
 ``max(position) + 1`` and is passed explicitly.
@@ -37,7 +37,7 @@ FALLBACK_MAX_POSITION = 131072
 
 
 def model_configs() -> dict[str, Any]:
-    """The real model configs of the shared spec (``refpos/data/model_configs.json``)."""
+    """The real model configs (``refpos/data/model_configs.json``: each config.json with what HF 5.24.0 resolves)."""
     text = resources.files("refpos").joinpath("data/model_configs.json").read_text(encoding="utf8")
     return json.loads(text)
 
@@ -66,7 +66,7 @@ def declared_length(config: dict[str, Any], rope: Any) -> int:
 
 
 def probe_positions(max_position: int, original: int | None, seed_name: str) -> np.ndarray:
-    """The probe positions of pitfalls.md §19 below ``max_position``, then a seeded block (32 rows)."""
+    """The probe positions (docs/conventions.md#probe-positions) below ``max_position``, then 32 seeded rows."""
     orig = original or max_position
     wanted = [0, 1, 2, 3, 7, 8, 255, 256, 257, 2047, 2048, 2049, orig - 1, orig, orig + 1, 2 * orig,
               8191, 8192, 32767, 32768, 65536, 65537, 66047, 66048, 131071, max_position - 1]
@@ -179,7 +179,7 @@ def all_model_cases() -> list[Case]:
 
 
 # ------------------------------------------------------------------------------------ boundaries
-#: the dynamic-NTK example of rope.md §6.4 / §8.3: Llama-2 geometry with a dynamic factor 2
+#: the dynamic-NTK example (docs/extrapolation.md#dynamic-ntk): Llama-2 geometry with a dynamic factor 2
 DYNAMIC_CONFIG = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
                   "max_position_embeddings": 4096, "rope_theta": 10000.0,
                   "rope_scaling": {"type": "dynamic", "factor": 2.0}}
@@ -239,7 +239,7 @@ def boundary_cases() -> list[Case]:
     for length in (None, 4096, 4097, 5000, 6000, 8192, 9000):
         cases.append(_frequency_case(
             rope, f"rope-boundary/dynamic-ntk/L{length}",
-            f"dynamic NTK (factor 2, L_max 4096, rope.md §8.3) at seq_len {length}: plain RoPE up to L_max, "
+            f"dynamic NTK (factor 2, L_max 4096) at seq_len {length}: plain RoPE up to L_max, "
             "then the base grows", length, {"config": DYNAMIC_CONFIG}))
     state = refpos.DynamicNTKState(rope)
     thetas, tables = [], []
@@ -250,7 +250,8 @@ def boundary_cases() -> list[Case]:
     cases.append(Case(
         "rope-boundary/dynamic-ntk/hf-call-history", "rope", "rope_dynamic_ntk_frequencies",
         "transformers' stateful dynamic NTK over the calls "
-        f"{list(DYNAMIC_HISTORY)}: growth, no regrow, no reset at exactly L_max, reset below it (rope.md §6.4)",
+        f"{list(DYNAMIC_HISTORY)}: growth, no regrow, no reset at exactly L_max, reset below it"
+        " (docs/extrapolation.md#dynamic-ntk)",
         {"config": DYNAMIC_CONFIG, "rope": portable_params(rope), "history": list(DYNAMIC_HISTORY),
          "call": call("rope_dynamic_ntk_frequencies", ["inv_freq"], Param("rope"), Param("history"))}, {},
         {"inv_freq": Output(inv, tolerance_value(inv)),
@@ -259,7 +260,7 @@ def boundary_cases() -> list[Case]:
 
 
 # --------------------------------------------------------------------------------- tiny layouts
-#: rope.md §8.7: D = 8, θ = 1e4, p = 3, x = (1, …, 8)/8
+#: the tiny vector of docs/rope.md#in-numbers: D = 8, θ = 1e4, p = 3, x = (1, …, 8)/8
 TINY_LAYOUTS = {
     "half": {"layout": "half"},
     "interleaved": {"layout": "interleaved"},
@@ -287,7 +288,7 @@ def layout_cases() -> list[Case]:
             return cert.mp_apply(x, params, c, s)
 
         cases.append(Case(f"rope-layout/{name}", "rope", "apply_rope",
-                          f"rope.md §8.7 tiny vector: D = 8, θ = 1e4, p = 3, x = (1..8)/8, {name}",
+                          f"the tiny vector of docs/rope.md#in-numbers: D = 8, θ = 1e4, p = 3, x = (1..8)/8, {name}",
                           {"rope": params, "seq_len": None,
                            "call": call("apply_rope", ["y"], In("x"), In("positions"), Param("rope"),
                                         Param("seq_len"))},

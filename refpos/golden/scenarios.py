@@ -1,8 +1,8 @@
-"""Golden cases of the seed's worked example and of stateful scenarios.
+"""Golden cases of the worked example (我 愛 你) and of stateful scenarios.
 
-* ``worked-example/*``: every intermediate of :func:`refpos.pipeline.worked_example` (the seed's 我 愛 你 example,
-  attention_worked_example.md), with the bias before the scale, without it, and after the scale.
-* ``scenario/*`` (pitfalls.md §19, rank 5): prefill then decode with position offsets, a left-padded
+* ``worked-example/*``: every intermediate of :func:`refpos.pipeline.worked_example` (the 我 愛 你 example,
+  docs/relative.md#the-worked-example), with the bias before the scale, without it, and after the scale.
+* ``scenario/*`` (docs/conventions.md#probe-positions): prefill then decode with position offsets, a left-padded
   batch with per-row positions ``max(cumsum(mask) − 1, 0)``, chunked prefill equal to full prefill. The
   reference computes the *full* result; the spec suite (``spec_tests/test_golden.py``) replays each
   scenario step by step through an adapter and compares the steps with it.
@@ -45,7 +45,7 @@ def worked_example_cases() -> list[Case]:
         inputs = {"q": q, "k": k, "v": v}
         args = [In("q"), In("k"), In("v")]
         if with_bias:
-            # the seed adds B before the scale; after the scale the same logits need B·scale (exact: /2)
+            # the worked example adds B before the scale; after the scale the same logits need B·scale (exact: /2)
             inputs["bias_after_scale"] = trace["B"] * scale
             args.append(In("bias_after_scale"))
         else:
@@ -62,10 +62,11 @@ def worked_example_cases() -> list[Case]:
         outputs = {"O": outputs.pop("O"), **outputs}
         cases.append(Case(
             f"worked-example/{variant}", "worked_example", "attention",
-            "the seed's example 我 愛 你 (attention_worked_example.md): every intermediate of "
+            "the worked example 我 愛 你 (docs/relative.md#the-worked-example): every intermediate of "
             f"refpos.worked_example(with_bias={with_bias}); the adapter reproduces O",
             {"call": call("attention", ["O"], *args, None, scale),
-             "note": "B is added before the 1/√d scale (seed order); the adapter call adds B·scale after it"},
+             "note": "B is added before the 1/√d scale (the worked example's order); the adapter call adds "
+                     "B·scale after it"},
             inputs, outputs))
     # the ALiBi/T5 order: the same bias added after the scale at full strength
     trace = {k: _np(v) for k, v in refpos.worked_example().items()}
@@ -206,7 +207,7 @@ def attention_cases() -> list[Case]:
         out = _np(refpos.attention(_xp(q), _xp(k), _xp(v), mask=None if mask is None else _xp(mask), causal=causal))
         logits = np.abs(q @ np.swapaxes(np.repeat(k, hq // hkv, axis=0), -1, -2)).max() * d**-0.5  # (H, Tq, Tk)
         entry = tolerance_value(out, scale=float(np.abs(v).max()))
-        for dtype in entry:  # a float32 softmax: max|logit|·2^-23 per probability (pitfalls.md §20)
+        for dtype in entry:  # a float32 softmax: max|logit|·2^-23 per probability (docs/conventions.md#tolerances)
             if isinstance(entry[dtype], dict) and dtype != "float64":
                 entry[dtype]["atol"] = entry[dtype]["atol"] + float(np.abs(v).max()) * tk * logits * 2.0**-23
         cases.append(Case(cid, "attention", "attention", description,

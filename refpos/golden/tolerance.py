@@ -1,6 +1,6 @@
 r"""Tolerances by dtype and position: the error a *correct* implementation can show.
 
-The rule of the shared spec (pitfalls.md §20, rope.md §4), one function per kind of value:
+The rule (docs/conventions.md#tolerances, docs/anchors.md#the-cossin-tables), one function per kind of value:
 
 * :func:`value_tolerance` — position-independent values (inverse frequencies, ALiBi slopes, bias
   tables, attention outputs): float64 ``rtol = 1e-13`` (a float64 re-derivation: algebraically equal
@@ -10,9 +10,9 @@ The rule of the shared spec (pitfalls.md §20, rope.md §4), one function per ki
 * :func:`rope_tolerance` — values computed from angles ``p·ω`` (cos/sin, rotated q/k, sinusoid tables).
   The angle of a correct implementation is off by about ``p·max ω·u`` (``u`` the unit roundoff of its
   phase path), so the tolerance grows with the position:
-  ``atol = |pair|·c·p·max ω·u + rounding``; float32 ``c = 3`` (rope.md §4 measures ≤ 1.33 for default
-  and llama3 tables; HF 5.24.0's LongRoPE path reaches 2.02: ω off by 1.85·2⁻²⁴ plus the product's
-  rounding), float64 ``c = 4`` (two independent float64 paths
+  ``atol = |pair|·c·p·max ω·u + rounding``; float32 ``c = 3`` (≤ 1.33 measured for default and llama3
+  tables, docs/anchors.md#the-cossin-tables; HF 5.24.0's LongRoPE path reaches 2.02: ω off by 1.85·2⁻²⁴
+  plus the product's rounding), float64 ``c = 4`` (two independent float64 paths
   differ by up to 1.86·p·max ω·2⁻⁵³). A fixed float32 atol of 1e-5 rejects correct code from p ≈ 170.
 * :func:`integer_tolerance` — T5 buckets, indices: exact.
 * :func:`probability_tolerance` — softmax outputs of a float32 softmax: ``max|logit|·2⁻²³``.
@@ -50,14 +50,15 @@ MIN_EXPONENT = {"float64": -1022, "float32": -126, "bfloat16": -126, "float16": 
 ANGLE_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "bfloat16": 2.0**-24, "float16": 2.0**-24}
 #: c of the angle term. float32 path: the angle errs by p·ω·δω (float32 ω: δω up to ~2·2⁻²⁴ for the
 #: pow/multiply/divide of the scaling rules) plus ½ ulp of the product (up to p·ω·2⁻²⁴); measured ≤ 1.33
-#: for default/llama3 tables (rope.md §4) and 2.02 for HF 5.24.0 Phi-3.5 LongRoPE (pair 1, p = 56114);
+#: for default/llama3 tables (docs/anchors.md#the-cossin-tables), 2.02 for HF 5.24.0 Phi-3.5 LongRoPE
+#: (pair 1, p = 56114);
 #: c = 3 leaves margin. float64: each correct path errs up to 1.1·p·max ω·2⁻⁵³ from the exact value and
 #: two correct forms (θ^(−2j/d) vs exp(−2j/d·ln θ)) differ by up to 1.86·p·max ω·2⁻⁵³ (measured,
 #: 6000 positions < 131072, θ ∈ {1e4, 5e5, 1e6}); c = 4 leaves margin for two independent errors
 ANGLE_C = {"float64": 4.0, "float32": 3.0, "bfloat16": 3.0, "float16": 3.0}
-#: float64 re-derivation: operation order moves the last digits (rope.md §8, pitfalls.md §20)
+#: float64 re-derivation: operation order moves the last digits (docs/conventions.md#tolerances)
 RTOL_FLOAT64 = 1e-13
-#: position-independent float32 anchor values (pitfalls.md §20)
+#: position-independent float32 anchor values (docs/conventions.md#tolerances)
 RTOL_FLOAT32 = 1e-6
 #: ulps allowed for reduced-precision outputs: one rounding on each side
 ULPS_LOW = 2.0
@@ -290,8 +291,8 @@ def describe(rule: str, dtype: str) -> dict[str, Any]:
         rounding = {"float64": "rtol 1e-13 of the pair's size (operation order)",
                     "float32": "4 float32 ulps of the pair's size (input cast, cos/sin, ×A, products, sum)"}
         reason = ("angle-derived: a correct float32 phase path's angle is off by <= 2.02·p·max ω·2^-24 "
-                  "(measured: rope.md §4, HF LongRoPE; c = 3) or <= 1.86·p·max ω·2^-53 between two float64 "
-                  "forms (c = 4); plus "
+                  "(measured: docs/anchors.md#the-cossin-tables, HF LongRoPE; c = 3) "
+                  "or <= 1.86·p·max ω·2^-53 between two float64 forms (c = 4); plus "
                   + rounding.get(dtype, "the float32 path's rounding and 2 ulps of the reference (output "
                                         "rounding)"))
         extra = {"rtol": RTOL_FLOAT64} if dtype == "float64" else {"ulps": ULPS_FLOAT32_PATH}
@@ -357,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
     w_tol = to_numpy(value_tolerance(dtype, np.abs(inv_freq)))
     rows = [{"position": int(p), "cos_sin_atol": float(a), "qk_atol_per_unit_pair_norm": float(b)}
             for p, a, b in zip(positions, unit, qk, strict=True)]
-    # a correct float32 path errs by about p·max ω·2⁻²⁴ (measured ratio 0.9–1.2, pitfalls.md §20)
+    # a correct float32 path errs by about p·max ω·2⁻²⁴ (measured ratio 0.9–1.2, docs/conventions.md#tolerances)
     max_omega = float(np.max(np.abs(inv_freq)))
     fixed = {str(atol): (round(atol / (max_omega * ANGLE_ROUNDOFF[dtype])) if max_omega > 0 else None)
              for atol in (1e-5, 1e-6)} if dtype != "float64" else {}

@@ -64,7 +64,7 @@ class AttentionWeights:
 
     @classmethod
     def identity(cls, d_model: int, *, xp: Any = None) -> AttentionWeights:
-        """One head with ``W_Q = W_K = W_V = I`` and no output projection (the seed's example)."""
+        """One head with ``W_Q = W_K = W_V = I`` and no output projection (the worked example)."""
         from refpos.backend import get_xp
 
         xp = get_xp(xp)

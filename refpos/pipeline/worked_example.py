@@ -1,8 +1,10 @@
-"""The seed's worked example: 我 愛 你 through one attention head with a distance bias.
+"""The worked example: 我 愛 你 through one attention head with a distance bias.
 
-Shared spec: attention_worked_example.md; seed 000_f381f6e7cf6d0eec.txt §5–§12. Three tokens, d = 4,
-identity projections, the inferred P, the distance bias ``B[i, j] = -|i - j|`` added **before** the
-``1/√d`` scale (the seed's order).
+The example comes from the story in the lecture on positional encodings that refpos grew from; it is
+written out on docs/relative.md#the-worked-example. Three tokens, d = 4, identity projections, the
+inferred P, the distance bias ``B[i, j] = -|i - j|`` added **before** the ``1/√d`` scale (the story's
+order). The story prints hand-rounded numbers; :func:`explain_text` says where they differ from the exact
+ones.
 """
 
 from __future__ import annotations
@@ -20,17 +22,17 @@ from refpos.pipeline.layer import AttentionWeights, self_attention
 Array = Any
 
 TOKENS = ("我", "愛", "你")
-#: the seed's word vectors (given in §5)
-SEED_X = [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0]]
-#: the seed's position matrix, inferred as (X + P) - X from the Q rows of §8 (not the sinusoid table)
-SEED_P = [[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]]
-#: the seed's printed (hand-rounded) attention rows and outputs, for the comparison in ``explain``
-SEED_PRINTED_A = [[0.51, 0.31, 0.18], [0.27, 0.46, 0.27], [0.10, 0.16, 0.74]]
-SEED_PRINTED_OUT = [[1.00, 1.18, 0.82, 1.00], [1.00, 1.27, 0.73, 1.00], [1.00, 1.74, 0.26, 1.00]]
+#: the story's word vectors
+STORY_X = [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0]]
+#: the story's position matrix, inferred as (X + P) - X from the rows of Q it prints (not the sinusoid table)
+STORY_P = [[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]]
+#: the story's printed (hand-rounded) attention rows and outputs, for the comparison in ``explain``
+STORY_PRINTED_A = [[0.51, 0.31, 0.18], [0.27, 0.46, 0.27], [0.10, 0.16, 0.74]]
+STORY_PRINTED_OUT = [[1.00, 1.18, 0.82, 1.00], [1.00, 1.27, 0.73, 1.00], [1.00, 1.74, 0.26, 1.00]]
 
 
 def worked_example(*, with_bias: bool = True, xp: Any = None) -> dict[str, Array]:
-    """The full trace of the seed's example (float64), by the names of :func:`refpos.self_attention`.
+    """The full trace of the worked example (float64), by the names of :func:`refpos.self_attention`.
 
     Examples
     --------
@@ -40,8 +42,8 @@ def worked_example(*, with_bias: bool = True, xp: Any = None) -> dict[str, Array
     [[0.51, 0.31, 0.19], [0.27, 0.45, 0.27], [0.1, 0.16, 0.74]]
     """
     xp = get_xp(xp)
-    x = xp.asarray(SEED_X, dtype=xp.float64)
-    table = xp.asarray(SEED_P, dtype=xp.float64)
+    x = xp.asarray(STORY_X, dtype=xp.float64)
+    table = xp.asarray(STORY_P, dtype=xp.float64)
 
     class _Seed(Encoding):
         name = "seed"
@@ -97,14 +99,14 @@ def explain_text() -> str:
     s.append("Values are float64, printed correctly rounded to 2 decimals.\n")
     s.append("Step 1. Word vectors X and position vectors P, added:")
     s.append(_block("X", t["X"], 0, "rows: " + " ".join(TOKENS)))
-    s.append(_block("P", t["P"], 0, "(the seed's P, inferred; see the note at the end)"))
+    s.append(_block("P", t["P"], 0, "(the story's P, inferred; see the note at the end)"))
     s.append(_block("X+P", t["X+P"], 0))
     s.append("  我 and 愛 both become [1, 1, 1, 1]: this P erased the difference between the two words.\n")
     s.append("Step 2. Identity projections: Q = K = V = X+P.")
     s.append(_block("Q", t["Q"][0], 0) + "\n")
     s.append("Step 3. Scores S = Q·Kᵀ:")
     s.append(_block("S", t["S"][0], 0) + "\n")
-    s.append("Step 4. Distance bias B[i, j] = -|i - j|, added before the scale (the seed's order):")
+    s.append("Step 4. Distance bias B[i, j] = -|i - j|, added before the scale (the story's order):")
     s.append(_block("B", t["B"][0], 0))
     s.append(_block("S+B", t["S+B"][0], 0) + "\n")
     s.append("Step 5. Scale by 1/√d = 1/2 (the bias's effective strength is therefore -|i - j|/2):")
@@ -121,16 +123,16 @@ def explain_text() -> str:
     s.append(_block("out", t0["out"], 2))
     s.append("  Without the bias, 我 spreads its attention evenly (1/3 each); with it, 我 keeps "
              f"{a[0, 0]:.2f} on itself and only {a[0, 2]:.2f} on the far word 你.\n")
-    s.append("Where the seed's hand rounding differs from the exact values:")
-    s.append(f"  A[0, 2]: the seed prints {SEED_PRINTED_A[0][2]:.2f}, exact {a[0, 2]:.4f} -> {a[0, 2]:.2f}")
-    s.append(f"  A[1, 1]: the seed prints {SEED_PRINTED_A[1][1]:.2f}, exact {a[1, 1]:.4f} -> {a[1, 1]:.2f}")
-    s.append(f"  out[0]:  the seed prints {SEED_PRINTED_OUT[0][1]:.2f} / {SEED_PRINTED_OUT[0][2]:.2f}, "
+    s.append("Where the story's hand rounding differs from the exact values:")
+    s.append(f"  A[0, 2]: the story prints {STORY_PRINTED_A[0][2]:.2f}, exact {a[0, 2]:.4f} -> {a[0, 2]:.2f}")
+    s.append(f"  A[1, 1]: the story prints {STORY_PRINTED_A[1][1]:.2f}, exact {a[1, 1]:.4f} -> {a[1, 1]:.2f}")
+    s.append(f"  out[0]:  the story prints {STORY_PRINTED_OUT[0][1]:.2f} / {STORY_PRINTED_OUT[0][2]:.2f}, "
              f"exact {out[0, 1]:.4f} / {out[0, 2]:.4f} -> {out[0, 1]:.2f} / {out[0, 2]:.2f}")
-    s.append("  (the seed rounded so that its printed rows sum to 1.00; correctly rounded they sum to "
+    s.append("  (the story rounded so that its printed rows sum to 1.00; correctly rounded they sum to "
              f"{sum(round(v, 2) for v in a[0]):.2f} and {sum(round(v, 2) for v in a[1]):.2f})\n")
-    s.append("Note: the seed calls P a sinusoidal encoding, but it is not the sinusoidal table. For d = 4")
+    s.append("Note: the story calls P a sinusoidal encoding, but it is not the sinusoidal table. For d = 4")
     s.append("the interleaved sinusoid's row 1 is " + ", ".join(f"{v:.4f}" for v in exact_sinusoid_row1)
              + ",")
-    s.append("not [1, 0, 1, 0]; and the seed's rows 0 and 2 are equal, so its P cannot tell position 0")
+    s.append("not [1, 0, 1, 0]; and the story's rows 0 and 2 are equal, so its P cannot tell position 0")
     s.append("from position 2. (refpos.sinusoidal gives the real table.)")
     return "\n".join(s)

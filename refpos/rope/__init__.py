@@ -9,7 +9,7 @@
 * :mod:`refpos.rope.encoding` — :class:`Rope`, the pipeline encoding.
 * :mod:`refpos.rope.drope` — :class:`DroPE`, :func:`rms_norm`.
 
-The specification is rope.md (shared spec); section numbers in docstrings refer to it.
+The math is on docs/rope.md and docs/extrapolation.md; docstrings cite their sections by anchor.
 """
 
 from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES, RopeConfig, mscale, rope_config_from_params

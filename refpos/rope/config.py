@@ -1,6 +1,6 @@
 r"""``RopeConfig``: every parameter of a rotary position embedding, validated on construction.
 
-One frozen dataclass holds the parameters of every RoPE variant (rope.md §6). Names follow the
+One frozen dataclass holds the parameters of every RoPE variant (docs/extrapolation.md#the-math). Names follow the
 transformers v5 ``rope_parameters`` keys, except ``theta`` (``rope_theta``). A field the chosen
 ``rope_type`` does not use must stay at its default: ``RopeConfig(rope_type="default", factor=2.0)``
 is an error, not a silently ignored value.
@@ -12,7 +12,7 @@ Derived fields are filled in on construction:
 
 * ``rotary_dim`` ``d`` and ``partial_rotary_factor`` from each other: ``d = int(head_dim · prf)`` (the
   HF rule; float product, then truncation). ``proportional`` uses ``d = 2·int(prf·head_dim // 2)``
-  rotated channels of a full-width table (rope.md §6.8). The stored ``partial_rotary_factor`` is then
+  rotated channels of a full-width table (docs/rope.md#partial-rotary). The stored ``partial_rotary_factor`` is then
   ``d / head_dim``, so configurations that rotate the same channels compare equal.
 * ``placement``: ``"first"``, or ``"proportional"`` for ``rope_type="proportional"``.
 * ``factor`` of ``yarn`` / ``longrope`` when absent: ``max_position_embeddings /
@@ -41,11 +41,12 @@ from typing import Any
 
 from refpos.validation import check_choice, check_float, check_int
 
-#: every rope_type refpos computes (rope.md §6); "ntk" is the static NTK-aware base change (§6.3)
+#: every rope_type refpos computes (docs/extrapolation.md#the-math); "ntk" is the static NTK-aware base change
+#: (docs/extrapolation.md#ntk-aware)
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
-#: memory layouts of the rotated pairs (rope.md §3)
+#: memory layouts of the rotated pairs (docs/conventions.md#pair-layouts)
 LAYOUTS = ("half", "interleaved", "deinterleaved")
-#: where the rotated channels sit in a head (rope.md §3.5); "head"/"tail" are accepted aliases
+#: where the rotated channels sit in a head (docs/rope.md#partial-rotary); "head"/"tail" are accepted aliases
 PLACEMENTS = ("first", "last", "proportional")
 _PLACEMENT_ALIASES = {"head": "first", "tail": "last"}
 #: dynamic NTK: transformers' per-call rule, or vLLM's single static base at L = factor·L_max
@@ -76,7 +77,7 @@ _TYPE_SPECIFIC_DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True, kw_only=True)
 class RopeConfig:
-    """Parameters of one rotary position embedding (rope.md §1, §6).
+    """Parameters of one rotary position embedding (docs/rope.md#the-math, docs/extrapolation.md#the-math).
 
     Parameters
     ----------
@@ -362,7 +363,7 @@ def rope_config_from_params(params: Mapping[str, Any]) -> RopeConfig:
 
 
 def mscale(scale: float, k: float = 1.0) -> float:
-    r"""YaRN magnitude rule: :math:`0.1\,k\ln s + 1` for ``s > 1``, else 1 (rope.md §6.5)."""
+    r"""YaRN magnitude rule: :math:`0.1\,k\ln s + 1` for ``s > 1``, else 1 (docs/extrapolation.md#yarn)."""
     if not isinstance(scale, numbers.Real) or not isinstance(k, numbers.Real):
         raise TypeError("mscale: scale and k must be real numbers")
     return 1.0 if scale <= 1 else 0.1 * k * math.log(scale) + 1.0

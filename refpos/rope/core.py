@@ -1,13 +1,13 @@
 r"""Applying RoPE: cos/sin tables, rotation of q/k in every layout and placement, matrix and complex forms.
 
 Pair ``j`` of a query or key at position ``p`` is rotated by the angle :math:`\varphi_{p,j} = p\,\omega_j`
-and scaled by the attention factor ``A`` (rope.md §2):
+and scaled by the attention factor ``A`` (docs/rope.md#the-math):
 
 .. math::
     u'_j = A\,(u_j \cos\varphi - v_j \sin\varphi), \qquad v'_j = A\,(v_j \cos\varphi + u_j \sin\varphi)
 
-Which channels form the pair ``(u_j, v_j)`` is the **layout** (rope.md §3), where the rotated channels
-sit in the head is the **placement** (§3.5):
+Which channels form the pair ``(u_j, v_j)`` is the **layout** (docs/conventions.md#pair-layouts), where the
+rotated channels sit in the head is the **placement** (docs/rope.md#partial-rotary):
 
 =================  ====================================================================================
 layout             pairs inside the rotated span of width ``w`` (``m = w/2``)
@@ -341,7 +341,9 @@ def rope_rotation_matrix(
 
 
 def interleaved_to_half_permutation(d: int, *, xp: ModuleType | None = None) -> Array:
-    """Index ``perm`` with ``x_half = x_interleaved[..., perm]`` (Meta → HF rows, rope.md §3.4).
+    """Index ``perm`` with ``x_half = x_interleaved[..., perm]``: Meta → HF rows.
+
+    See docs/rope.md#how-checkpoints-are-converted.
 
     ``perm[c·d/2 + j] = 2j + c``; for ``d = 8``: ``[0, 2, 4, 6, 1, 3, 5, 7]``. With ``P`` this
     permutation, ``apply_half(P·x) = P·apply_interleaved(x)`` exactly.
@@ -363,7 +365,9 @@ def half_to_interleaved_permutation(d: int, *, xp: ModuleType | None = None) -> 
 
 
 def permute_qk_heads(w: Array, n_heads: int, *, to: str, axis: int = -1) -> Array:
-    """Permute the q or k output channels of every head between Meta and HF order (rope.md §3.4).
+    """Permute the q or k output channels of every head between Meta and HF order.
+
+    See docs/rope.md#how-checkpoints-are-converted.
 
     ``w`` has ``n_heads·D`` entries along ``axis``: the columns of a refpos ``(d_model, H·D)`` weight
     (``axis=-1``), the rows of a torch ``(H·D, d_model)`` weight (``axis=0``), or a bias. ``to="half"``

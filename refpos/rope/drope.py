@@ -1,4 +1,4 @@
-r"""DroPE: a RoPE model with its positional embedding dropped (encodings.md §15), and NoPE.
+r"""DroPE: a RoPE model with its positional embedding dropped (docs/nope-drope.md#drope), and NoPE.
 
 DroPE (Gelberg, Eguchi, Akiba, Cetin 2025, arXiv 2512.12167; SakanaAI/DroPE) takes an LM pretrained with
 RoPE, removes the rotation, and recalibrates briefly at the original context length. The official code

@@ -1,7 +1,7 @@
 r"""Stateful dynamic-NTK RoPE: transformers' growth and reset of ``inv_freq`` across forward calls.
 
 The stateless rule (:func:`refpos.rope.scaling.dynamic_theta`) gives the base at one length. HF keeps
-state in its rotary module (rope.md §6.4, HF 5.24.0 ``dynamic_rope_update``): it starts with
+state in its rotary module (docs/extrapolation.md#dynamic-ntk, HF 5.24.0 ``dynamic_rope_update``): it starts with
 ``cached = L_max`` and plain frequencies ``ω₀``; every forward, with ``L = max(position_ids) + 1``,
 
 .. code-block:: text
@@ -13,7 +13,7 @@ state in its rotary module (rope.md §6.4, HF 5.24.0 ``dynamic_rope_update``): i
 so ``ω`` depends on the call history. Keys already in a KV cache keep the base they were rotated with
 (HF #25104); this helper tracks only the frequencies.
 
-Example (rope.md §6.4 table; ``factor = 2``, ``L_max = 4096``, ``d = 128``, θ = 1e4):
+Example (docs/extrapolation.md#dynamic-ntk table; ``factor = 2``, ``L_max = 4096``, ``d = 128``, θ = 1e4):
 
 >>> from refpos.rope.config import RopeConfig
 >>> state = DynamicNTKState(RopeConfig(rope_type="dynamic", head_dim=128, factor=2.0,

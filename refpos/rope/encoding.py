@@ -7,7 +7,7 @@ r"""``Rope``: RoPE (any variant) as a pipeline encoding, through the ``rotate`` 
 
 The attention factor ``A`` multiplies cos and sin of both q and k, so the rotary part of every logit is
 multiplied by ``A²`` (pass-through channels are not). The DeepSeek MLA multiplier is separate and
-multiplies every logit (rope.md §6.5).
+multiplies every logit (docs/extrapolation.md#yarn).
 
 Examples
 --------

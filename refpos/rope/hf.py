@@ -1,6 +1,6 @@
 r"""``from_hf_config``: a transformers ``config.json`` → :class:`RopeConfig`, with provenance and unused keys.
 
-Resolution follows HF 5.24.0 (rope.md §5):
+Resolution follows HF 5.24.0 (docs/anchors.md#hf-config-resolution):
 
 1. The rope dict is ``rope_scaling`` (v4) or ``rope_parameters`` (v5); both present and different is
    an error. ``rope_type`` wins over the legacy ``type``; neither means ``"default"``. ``"su"`` is read as

@@ -1,9 +1,9 @@
-r"""Inverse frequencies ``ω`` and attention factor ``A`` of every RoPE variant (rope.md §6).
+r"""Inverse frequencies ``ω`` and attention factor ``A`` of every RoPE variant (docs/extrapolation.md#the-math).
 
 Every variant is a rule ``(config, L) → (ω, A)``: it changes only the frequencies and the magnitude,
 never the pairing (the layout, :mod:`refpos.rope.core`). Everything is float64; where an anchor's order
 of operations matters (YaRN, llama3, LongRoPE) it is HF's, so that float64 values agree with the
-rope.md §8 vectors to a few ulps.
+spec_tests/test_rope_vectors.py vectors to a few ulps.
 
 ``L`` (``seq_len``) is the current sequence length, HF's ``max(position_ids) + 1``. Only ``dynamic``
 (transformers rule) and ``longrope`` depend on it; ``None`` means "not known": plain RoPE for dynamic,
@@ -42,13 +42,15 @@ def _check_seq_len(seq_len: object) -> int | None:
 
 
 def base_inv_freq(theta: float, d: int, xp: ModuleType) -> Array:
-    r"""Plain RoPE frequencies :math:`\omega_j = \theta^{-2j/d}`, ``j = 0 … d/2 − 1`` (rope.md §2)."""
+    r"""Plain RoPE frequencies :math:`\omega_j = \theta^{-2j/d}`, ``j = 0 … d/2 − 1`` (docs/rope.md#the-math)."""
     exponents = xp.arange(0, d, 2, dtype=xp.float64) / d  # (d/2,)
     return theta ** (-exponents)
 
 
 def ntk_theta(rope: RopeConfig) -> float:
-    r"""Static NTK-aware base :math:`\theta' = \theta\,\alpha^{d/(d-2)}`, ``α = factor`` (rope.md §6.3).
+    r"""Static NTK-aware base :math:`\theta' = \theta\,\alpha^{d/(d-2)}`, ``α = factor``.
+
+    See docs/extrapolation.md#ntk-aware.
 
     The lowest pair ``j = d/2 − 1`` is divided by exactly ``α``; ``j = 0`` keeps ``ω_0 = 1``.
     """
@@ -65,7 +67,7 @@ def _scaled_base(theta: float, ratio: float, d: int) -> float:
 
 
 def dynamic_theta(rope: RopeConfig, seq_len: int | None) -> float:
-    r"""Dynamic-NTK base at length ``L`` (rope.md §6.4).
+    r"""Dynamic-NTK base at length ``L`` (docs/extrapolation.md#dynamic-ntk).
 
     .. math:: \theta' = \theta\,\Bigl(\frac{s\,L_\text{eff}}{L_\text{max}} - (s - 1)\Bigr)^{d/(d-2)},
         \qquad L_\text{eff} = \max(L, L_\text{max})
@@ -74,8 +76,8 @@ def dynamic_theta(rope: RopeConfig, seq_len: int | None) -> float:
     ``L = s·L_max`` for every length: :math:`\theta(s^2 - s + 1)^{d/(d-2)}`.
 
     ``s = 1`` is plain RoPE only up to ``L_max``; beyond it the base still grows as
-    :math:`\theta (L/L_\text{max})^{d/(d-2)}` (the formula and HF 5.24.0 agree; rope.md §6.4's edge-case
-    line "factor = 1 gives θ' = θ for every L" does not hold for ``L > L_max``).
+    :math:`\theta (L/L_\text{max})^{d/(d-2)}` (the formula and HF 5.24.0 agree: ``factor = 1`` does not
+    give θ' = θ for ``L > L_max``; docs/extrapolation.md#dynamic-ntk).
     """
     d, s, l_max = rope.rotary_dim, rope.factor, rope.max_position_embeddings
     if rope.dynamic_rule == "vllm_static":
@@ -85,7 +87,7 @@ def dynamic_theta(rope: RopeConfig, seq_len: int | None) -> float:
 
 
 def yarn_pair_at(rotations: float, rope: RopeConfig) -> float:
-    r"""Pair index whose wavelength fits ``rotations`` times into ``L_0`` (rope.md §6.5).
+    r"""Pair index whose wavelength fits ``rotations`` times into ``L_0`` (docs/extrapolation.md#yarn).
 
     .. math:: \mathrm{pair\_at}(n) = \frac{d \ln\bigl(L_0 / (2\pi n)\bigr)}{2 \ln\theta}
     """
@@ -94,7 +96,7 @@ def yarn_pair_at(rotations: float, rope: RopeConfig) -> float:
 
 
 def yarn_correction_range(rope: RopeConfig) -> tuple[float, float]:
-    """YaRN ramp bounds ``(lo, hi)`` in pair-index space, as HF computes them (rope.md §6.5).
+    """YaRN ramp bounds ``(lo, hi)`` in pair-index space, as HF computes them (docs/extrapolation.md#yarn).
 
     ``lo = pair_at(beta_fast)``, ``hi = pair_at(beta_slow)``; with ``truncate`` floored / ceiled; then
     ``lo ≥ 0`` and ``hi ≤ d − 1`` (the upper clamp is ``d − 1``, not ``d/2 − 1``: bit parity with HF).
@@ -121,7 +123,9 @@ def yarn_ramp(rope: RopeConfig, xp: ModuleType | None = None) -> Array:
 
 
 def attention_factor(rope: RopeConfig) -> float:
-    r"""The magnitude ``A`` multiplying cos and sin (rope.md §6.5, §6.7); 1 for the other types.
+    r"""The magnitude ``A`` multiplying cos and sin; 1 for types other than yarn and longrope.
+
+    See docs/extrapolation.md#yarn and docs/extrapolation.md#longrope.
 
     yarn (HF order): explicit ``attention_factor``; else, when ``mscale`` and ``mscale_all_dim`` are
     both non-zero, :math:`\mathrm{mscale}(s, k_m) / \mathrm{mscale}(s, k_a)`; else
@@ -147,7 +151,7 @@ def attention_factor(rope: RopeConfig) -> float:
 
 
 def softmax_multiplier(rope: RopeConfig) -> float:
-    r"""DeepSeek MLA softmax-scale multiplier :math:`\mathrm{mscale}(s, k_a)^2` (rope.md §6.5).
+    r"""DeepSeek MLA softmax-scale multiplier :math:`\mathrm{mscale}(s, k_a)^2` (docs/extrapolation.md#yarn).
 
     For ``yarn`` with a non-zero ``mscale_all_dim`` ``k_a``; 1 otherwise. It multiplies every logit
     (``qk_head_dim^{-1/2}`` times it), separately from ``A``: DeepSeek-V3 1.8738542070926265,
@@ -170,7 +174,7 @@ def _yarn_inv(rope: RopeConfig, xp: ModuleType) -> Array:
 
 
 def _llama3_inv(rope: RopeConfig, xp: ModuleType) -> Array:
-    r"""Llama 3.1 ``apply_scaling`` (rope.md §6.6), wavelengths :math:`\lambda_j = 2\pi/\omega_j`.
+    r"""Llama 3.1 ``apply_scaling`` (docs/extrapolation.md#llama3), wavelengths :math:`\lambda_j = 2\pi/\omega_j`.
 
     .. math::
         \omega'_j = \begin{cases} \omega_j & \lambda_j < L_0/h \\ \omega_j / s & \lambda_j > L_0/l \\
@@ -198,7 +202,7 @@ def _longrope_inv(rope: RopeConfig, seq_len: int | None, xp: ModuleType) -> Arra
 
 
 def _proportional_inv(rope: RopeConfig, xp: ModuleType) -> Array:
-    r"""Proportional RoPE (rope.md §6.8): exponent denominator ``D = head_dim``, ``D/2`` frequencies,
+    r"""Proportional RoPE (docs/rope.md#partial-rotary): exponent denominator ``D = head_dim``, ``D/2`` frequencies,
     pairs ``j ≥ n_rot`` get ``ω_j = 0`` (identity), then ``ω / factor``.
 
     .. math:: \omega_j = \theta^{-2j/D} / s \;(j < n_\text{rot}), \qquad 0 \;(j \ge n_\text{rot})

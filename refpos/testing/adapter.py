@@ -71,7 +71,7 @@ def chunked_attention(
     )
 
 
-# ------------------------------------------------------------------------------- encodings (issue 3)
+# ------------------------------------------------------------------------------- encodings --------
 def _positions_in(positions: Any) -> Any:
     """Positions to the backend without a dtype cast: float or negative positions must raise, not round."""
     return _in(positions)
@@ -84,7 +84,7 @@ def _f64(a: Any) -> Any:
 def sinusoidal(
     positions: np.ndarray, dim: int, base: float = 10000.0, layout: str = "interleaved", spacing: str = "paper"
 ) -> np.ndarray:
-    """Sinusoidal table ``(*positions.shape, dim)`` (encodings.md §2).
+    """Sinusoidal table ``(*positions.shape, dim)`` (docs/sinusoidal.md#the-math).
 
     ``positions``: non-negative ints. ``layout="interleaved"``: channel ``2k = sin(p·ω_k)``,
     ``2k+1 = cos(p·ω_k)``; ``"concat"``: channel ``k`` sin, ``k + dim/2`` cos. ``spacing="paper"``:
@@ -273,7 +273,7 @@ def cope_logits(q: np.ndarray, k: np.ndarray, e: np.ndarray, gates: np.ndarray |
     return _out(refpos.cope_logits(_f64(q), _f64(k), _f64(e), pos, pos, gates=None if gates is None else _f64(gates)))
 
 
-# ------------------------------------------------------------------------------- RoPE (issue 4)
+# ------------------------------------------------------------------------------- RoPE --------
 # RoPE configurations cross the adapter as plain dicts (the contract): the keys of a transformers v5
 # ``rope_parameters`` entry (rope_type, rope_theta, factor, original_max_position_embeddings, beta_fast,
 # beta_slow, mscale, mscale_all_dim, attention_factor, truncate, low_freq_factor, high_freq_factor,

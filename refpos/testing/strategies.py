@@ -46,9 +46,10 @@ __all__ = [
     "t5_parameters",
 ]
 
-#: every ``rope_type`` :func:`rope_configs` can draw (rope.md §6)
+#: every ``rope_type`` :func:`rope_configs` can draw (docs/extrapolation.md#the-math)
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional")
-#: RoPE memory layouts drawn by default (rope.md §3); ``"deinterleaved"`` (HF DeepSeek-V3) on request
+#: RoPE memory layouts drawn by default (docs/conventions.md#pair-layouts); ``"deinterleaved"`` (HF DeepSeek-V3)
+#: on request
 LAYOUTS = ("half", "interleaved")
 ALL_LAYOUTS = ("half", "interleaved", "deinterleaved")
 
@@ -92,7 +93,7 @@ def positions(
 ) -> st.SearchStrategy[np.ndarray]:
     """1-D int64 arrays of positions in ``[0, max_position]``.
 
-    Boundary positions of pitfalls.md §19 (0, 1, 255–257, 2047–2049, 8191–8192, 65536 + k, 131071)
+    Boundary positions of docs/conventions.md#probe-positions (0, 1, 255–257, 2047–2049, 8191–8192, 65536 + k, 131071)
     are drawn with extra weight, so that bf16/fp16 position aliasing and length switches show up.
     """
     check_int("max_position", max_position, minimum=0)
@@ -222,7 +223,7 @@ def rope_configs(
     """RoPE configurations as adapter dicts, one of ``rope_types`` (all of :data:`ROPE_TYPES` by default).
 
     Keys: ``rope_type``, ``rope_theta``, ``head_dim``, ``partial_rotary_factor``,
-    ``max_position_embeddings``, ``layout`` and the keys the type needs (rope.md §6): ``factor``;
+    ``max_position_embeddings``, ``layout`` and the keys the type needs (docs/extrapolation.md#the-math): ``factor``;
     ``original_max_position_embeddings`` (yarn, llama3, longrope); ``beta_fast``/``beta_slow`` and
     sometimes ``truncate``/``attention_factor``/``mscale``+``mscale_all_dim`` (yarn);
     ``low_freq_factor``/``high_freq_factor`` (llama3, high > low); ``short_factor``/``long_factor``
@@ -332,7 +333,7 @@ def alibi_heads(max_heads: int = 128) -> st.SearchStrategy[int]:
 
 
 def t5_parameters(*, max_buckets: int = 128) -> st.SearchStrategy[dict[str, Any]]:
-    """``{"bidirectional", "num_buckets", "max_distance"}`` valid for T5 buckets (encodings.md §7).
+    """``{"bidirectional", "num_buckets", "max_distance"}`` valid for T5 buckets (docs/relative.md#t5).
 
     ``num_buckets`` is even (a multiple of 4 when bidirectional) and ``max_distance`` exceeds the exact
     range ``num_buckets // 2`` (``// 4`` bidirectional), as the bucket formula requires.

@@ -3,7 +3,7 @@
 Each page runs as one doctest (its examples share one namespace, top to bottom) with ``ELLIPSIS`` and
 ``NORMALIZE_WHITESPACE``, on the current backend (``REFPOS_BACKEND``): the examples convert results with
 ``refpos.to_numpy`` and so run unchanged on NumPy and array-api-strict. A page that contains the line
-``<!-- doctest: numpy-only -->`` runs under NumPy whatever the backend (performance.md, whose examples
+``<!-- doctest: numpy-only -->`` runs under NumPy whatever the backend (docs/performance.md, whose examples
 show NumPy's fast forms).
 
 The ``>>>`` examples in refpos's own docstrings run too, under NumPy (they show NumPy's results).

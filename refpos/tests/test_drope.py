@@ -1,4 +1,4 @@
-"""NoPE and DroPE through refpos.self_attention (encodings.md §14-15).
+"""NoPE and DroPE through refpos.self_attention (docs/nope-drope.md-15).
 
 * NoPE construction (Kazemnejad et al. 2023, Theorem 1): one causal layer with W_Q = W_K = 0 attends
   uniformly over the prefix, so a value channel equal to 1 only on <bos> reads 1/(t + 1).
@@ -68,7 +68,7 @@ def test_drope_equals_rope_at_position_zero_equals_nope(xp, layout):
 
 
 def test_a_huge_base_does_not_remove_rope(xp):
-    """Pair 0 always has ω = 1 (encodings.md §15): position 0, not a large θ, removes RoPE."""
+    """Pair 0 always has ω = 1 (docs/nope-drope.md#drope): position 0, not a large θ, removes RoPE."""
     weights = _layer(xp, 3)
     x = _to(xp, np.random.default_rng(4).standard_normal((5, 8)))
     huge = Rope(RopeConfig(head_dim=4, theta=1e300))

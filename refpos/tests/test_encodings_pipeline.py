@@ -1,4 +1,4 @@
-"""Every encoding of issue 3 through refpos.self_attention: wiring, invariances and cross-form equalities.
+"""Every absolute and relative encoding through refpos.self_attention: wiring, invariances and cross-form equalities.
 
 Tolerances: float64 pipelines of a few dozen O(1) terms; two evaluations of one quantity along different
 paths (skew vs gather, shifted positions) agree to rtol 1e-12 / atol 1e-13 (``CLOSE``).
@@ -204,7 +204,7 @@ def test_kerple_power_one_is_alibi(xp):
 
 
 def test_falcon_alibi_is_alibi_with_slopes_over_sqrt_d(xp):
-    """Bias before the scale ≡ slopes divided by √d (pitfalls.md §18), via KERPLE power with r2 = 1."""
+    """Bias before the scale ≡ slopes divided by √d (docs/diagnosis.md), via KERPLE power with r2 = 1."""
     slopes = refpos.alibi_slopes(H, xp=xp) / math.sqrt(D)
     kerple = refpos.KERPLE(slopes, xp.ones(H, dtype=xp.float64), kind="power", eps=1e-4)
     out, _ = _run(xp, "alibi_falcon")

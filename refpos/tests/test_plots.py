@@ -17,7 +17,7 @@ needs_matplotlib = pytest.mark.skipif(
     importlib.util.find_spec("matplotlib") is None, reason="matplotlib not installed (extra 'plot')"
 )
 
-#: the figures issue 7 asks for, by plot name
+#: the figures docs/figures.md lists, by plot name
 REQUIRED = [
     "sinusoid-heatmap",
     "rope-angles",

@@ -35,7 +35,7 @@ def test_derived_fields():
     yarn = RopeConfig(rope_type="yarn", head_dim=128, original_max_position_embeddings=4096,
                       max_position_embeddings=65536)
     assert yarn.factor == 16.0  # HF: L_max / L_0 when factor is absent
-    assert RopeConfig(head_dim=8, placement="tail", rotary_dim=4).placement == "last"  # rope.md's name
+    assert RopeConfig(head_dim=8, placement="tail", rotary_dim=4).placement == "last"  # "tail" is an alias
 
 
 def test_metadata_is_not_part_of_equality():

@@ -1,4 +1,4 @@
-"""Stateful dynamic NTK: transformers' growth and reset across calls (rope.md §6.4 call-sequence table).
+"""Stateful dynamic NTK: transformers' growth and reset across calls (docs/extrapolation.md#dynamic-ntk).
 
 Tolerance: θ' values are float64 re-derivations of a closed form, rtol 1e-13.
 """
@@ -14,7 +14,7 @@ from refpos.rope.scaling import dynamic_theta
 
 ROPE = RopeConfig(rope_type="dynamic", head_dim=128, factor=2.0, max_position_embeddings=4096)
 
-#: (call with L, cached after, θ used) — rope.md §6.4, measured on HF 5.24.0
+#: (call with L, cached after, θ used) — docs/extrapolation.md#dynamic-ntk, measured on HF 5.24.0
 TABLE = [
     (10, 4096, 10000.0),
     (8192, 8192, 30527.7367488067),

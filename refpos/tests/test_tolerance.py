@@ -1,4 +1,4 @@
-"""refpos.golden.tolerance: ulps, the dtype/position rule of pitfalls.md §20, and ``refpos tolerance``."""
+"""refpos.golden.tolerance: ulps, the dtype/position rule (docs/conventions.md#tolerances), ``refpos tolerance``."""
 
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ def test_correct_float32_rope_passes_float32_and_fails_float64(base, d, factor):
 
 
 def test_bf16_inv_freq_is_a_bug_not_a_tolerance():
-    # bf16-rounded inv_freq moves cos by O(0.1) by p = 256 (pitfalls.md §18): far outside float32 and bf16
+    # bf16-rounded inv_freq moves cos by O(0.1) by p = 256 (docs/diagnosis.md): far outside float32 and bf16
     d, base = 128, 1e4
     w = base ** (-np.arange(0, d, 2) / d)
     bits = w.astype(np.float32).view(np.uint32)

@@ -1,4 +1,4 @@
-"""The seed's worked example (attention_worked_example.md), exact float64 values and the explain text."""
+"""The worked example (docs/relative.md#the-worked-example), exact float64 values and the explain text."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import refpos
 from refpos.backend import to_numpy
 from refpos.cli import main
 
-# correctly rounded values the issue and the spec state (attention_worked_example.md, steps 6-8)
+# the correctly rounded values of steps 6-8 (docs/relative.md#the-worked-example)
 A_2DP = [[0.51, 0.31, 0.19], [0.27, 0.45, 0.27], [0.10, 0.16, 0.74]]
 OUT_2DP = [[1.00, 1.19, 0.81, 1.00], [1.00, 1.27, 0.73, 1.00], [1.00, 1.74, 0.26, 1.00]]
 A_EXACT = [
@@ -50,12 +50,12 @@ def test_bias_before_the_scale_equals_half_the_bias_after_it(xp):
     np.testing.assert_allclose(np_(before), np_(after), rtol=1e-15, atol=1e-15)
 
 
-def test_explain_prints_the_exact_rounding_and_the_seed_slips(capsys):
+def test_explain_prints_the_exact_rounding_and_the_story_slips(capsys):
     assert main(["explain"]) == 0
     text = capsys.readouterr().out
     for row in ("[0.51, 0.31, 0.19]", "[0.27, 0.45, 0.27]", "[0.10, 0.16, 0.74]",
                 "[1.00, 1.19, 0.81, 1.00]", "[1.00, 1.27, 0.73, 1.00]", "[1.00, 1.74, 0.26, 1.00]"):
         assert row in text
-    assert "the seed prints 0.18" in text and "the seed prints 0.46" in text
+    assert "the story prints 0.18" in text and "the story prints 0.46" in text
     assert "1.18 / 0.82" in text
     assert "not the sinusoidal table" in text

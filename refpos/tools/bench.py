@@ -198,7 +198,7 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
 
 # ---------------------------------------------------------------------------------------- golden
 def bench_golden(golden_dir: str | None) -> list[Record]:
-    """``refpos golden generate`` into a temporary directory (the 60 s budget of issue 8)."""
+    """``refpos golden generate`` into a temporary directory (it should stay within 60 s)."""
     import tempfile
 
     from refpos.cli import main

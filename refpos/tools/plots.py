@@ -284,9 +284,9 @@ def plot_t5_bias(fig: Figure) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------
-# the seed's worked example
+# the worked example (我 愛 你)
 # ----------------------------------------------------------------------------------------------------
-@_register("worked-example", "the seed's worked example: attention weights without and with the distance bias")
+@_register("worked-example", "the worked example 我 愛 你: attention weights without and with the distance bias")
 def plot_worked_example(fig: Figure) -> None:
     from refpos.pipeline.worked_example import worked_example
 
