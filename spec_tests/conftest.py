@@ -10,7 +10,8 @@ Per implementation, known divergences and unsupported tests are listed in text f
 * ``--xfails-file PATH`` (or ``REFPOS_XFAILS_FILE``): matching tests are marked ``xfail`` with the reason;
 * ``--skips-file PATH`` (or ``REFPOS_SKIPS_FILE``): matching tests are skipped with the reason.
 
-One entry per line: a pytest node id (``spec_tests/test_rope.py::test_norm``, with or without the
+One entry per line: a pytest node id
+(``spec_tests/test_rope_properties.py::test_norm_is_multiplied_by_the_attention_factor``, with or without the
 ``spec_tests/`` prefix) or a prefix of one ending at ``::`` or ``[`` boundaries (a module, a test without
 its parameters), then optionally ``# reason``. Lines starting with ``#`` and blank lines are ignored.
 An entry that matches no collected test is reported with a :class:`UnmatchedEntryWarning` (entries for

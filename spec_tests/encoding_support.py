@@ -1,6 +1,6 @@
-"""Helpers shared by the encoding spec tests (issue 3): tolerances and small NumPy oracles.
+"""Helpers shared by the encoding spec tests : tolerances and small NumPy oracles.
 
-The oracles are written from the formulas of shared/spec/encodings.md, independently of refpos, so that
+The oracles are written from the formulas of the family pages of docs/, independently of refpos, so that
 a test compares the adapter under test against the spec and not against itself.
 """
 
@@ -25,7 +25,8 @@ def tol(impl, *, rtol: float = 1e-12, atol: float = 1e-13) -> dict[str, float]:
 
 def angle_atol(impl, max_position: int) -> float:
     """Absolute tolerance of sin/cos at positions up to ``max_position``: the float64 angle ``p·ω`` is
-    rounded to ~1.1e-16·p (plus a few ulps of sin/cos); a float32 phase path drifts ~p·2^-24 (pitfalls §20)."""
+    rounded to ~1.1e-16·p (plus a few ulps of sin/cos); a float32 phase path drifts ~p·2^-24
+    (docs/conventions.md#tolerances)."""
     if is_float64(impl):
         return 1e-15 * (max_position + 8)
     return 2.0 * (max_position + 1) * 2.0**-24 + 1e-6

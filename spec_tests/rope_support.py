@@ -2,7 +2,7 @@
 
 A rope dict has the keys of a transformers v5 ``rope_parameters`` entry plus ``head_dim``,
 ``rotary_dim``, ``max_position_embeddings``, ``layout``, ``placement`` (the adapter contract). The
-oracles here are written from rope.md's formulas, independently of refpos.
+oracles here are written from the formulas of docs/rope.md and docs/extrapolation.md, independently of refpos.
 """
 
 from __future__ import annotations
@@ -104,18 +104,19 @@ def span_slices(rope: dict[str, Any]) -> tuple[slice, slice]:
 
 
 def layout_perm(d: int) -> np.ndarray:
-    """``perm[c·d/2 + j] = 2j + c`` (rope.md §3.4), written out here, independently of refpos."""
+    """``perm[c·d/2 + j] = 2j + c`` (docs/rope.md#how-checkpoints-are-converted), written out here, independently of
+    refpos."""
     return np.array([2 * j + c for c in (0, 1) for j in range(d // 2)], dtype=np.int64)
 
 
 def base_inv(theta: float, d: int) -> np.ndarray:
-    """rope.md §6 ``base_inv``: ``θ ** (−arange(0, d, 2) / d)``."""
+    """docs/extrapolation.md#the-math ``base_inv``: ``θ ** (−arange(0, d, 2) / d)``."""
     return theta ** (-(np.arange(0, d, 2, dtype=np.float64) / d))
 
 
 def yarn_bounds(theta: float, d: int, l0: float, beta_fast: float, beta_slow: float,
                 truncate: bool) -> tuple[float, float]:
-    """rope.md §6.5 ``(lo, hi)`` after truncate and clamp."""
+    """docs/extrapolation.md#yarn ``(lo, hi)`` after truncate and clamp."""
     def pair_at(n: float) -> float:
         return d * math.log(l0 / (2 * math.pi * n)) / (2 * math.log(theta))
 
@@ -126,8 +127,8 @@ def yarn_bounds(theta: float, d: int, l0: float, beta_fast: float, beta_slow: fl
 
 
 def model_configs() -> dict[str, Any]:
-    """rope.md §7's real configs with their HF 5.24.0-resolved values (``refpos/data/model_configs.json``,
-    a verbatim copy of the shared spec's ``model_configs.json``)."""
+    """The real model configs with their HF 5.24.0-resolved values (``refpos/data/model_configs.json``; the
+    list is in golden/README.md)."""
     import json
     from pathlib import Path
 

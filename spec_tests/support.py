@@ -3,7 +3,7 @@
 * :data:`IMPL` — the adapter module named by ``REFPOS_IMPL`` (default ``refpos.testing.adapter``).
 * :func:`require` — the adapter's functions, or a skip naming what is missing.
 * :func:`assert_close` / :func:`tolerance_array` / :func:`tolerance` — tolerances that follow from
-  ``INFO["dtype"]`` and, for angle-derived values, from the position: the rule of pitfalls.md §20 as
+  ``INFO["dtype"]`` and, for angle-derived values, from the position: the rule of docs/conventions.md#tolerances as
   :mod:`refpos.golden.tolerance` implements it (the rule ``refpos check`` and the goldens use).
 """
 
@@ -56,7 +56,7 @@ def info(impl: ModuleType) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------- tolerances
-#: kinds of compared quantity (pitfalls.md §20; :mod:`refpos.golden.tolerance` has one rule per kind)
+#: kinds of compared quantity (docs/conventions.md#tolerances; :mod:`refpos.golden.tolerance` has one rule per kind)
 KINDS = ("exact", "value", "phase", "probability")
 
 
@@ -80,7 +80,8 @@ def tolerance_array(
     logits: Any = None,
 ) -> np.ndarray:
     """Elementwise atol for the adapter's output against the float64 ``expected``, by the rule of
-    ``refpos check`` (:mod:`refpos.golden.tolerance`, pitfalls.md §20) for the adapter's ``INFO["dtype"]``.
+    ``refpos check`` (:mod:`refpos.golden.tolerance`, docs/conventions.md#tolerances) for the adapter's
+    ``INFO["dtype"]``.
 
     Parameters
     ----------
@@ -160,4 +161,4 @@ def float_tolerance_note(impl: ModuleType) -> str:
     c = tol_rules.ANGLE_C[dtype] if isinstance(tol_rules.ANGLE_C, dict) else tol_rules.ANGLE_C
     return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}; angle-derived "
             f"values add {c:g}·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} "
-            "(refpos.golden.tolerance, pitfalls.md §20)")
+            "(refpos.golden.tolerance, docs/conventions.md#tolerances)")

@@ -1,8 +1,9 @@
-"""Spec: ALiBi slopes and bias forms (encodings.md §8, §16; pitfalls.md §7, §18).
+"""Spec: ALiBi slopes and bias forms (docs/alibi.md#the-math, docs/conventions.md#equivalences;
+docs/alibi.md#where-the-anchors-differ, docs/diagnosis.md).
 
 Slopes are compared **bit for bit** with the published recurrence (written out below from the spec) when
 the adapter computes in float64: the closed form ``2^(-8(h+1)/c)`` differs from it by up to 38 ulps, and
-that difference is what the test is for. A float32 adapter is held to rtol 1e-6 (pitfalls.md §20).
+that difference is what the test is for. A float32 adapter is held to rtol 1e-6 (docs/conventions.md#tolerances).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from support import require
 
 
 def recurrence_slopes(n: int) -> list[float]:
-    """The official recurrence (ofirpress/attention_with_linear_biases), from encodings.md §8."""
+    """The official recurrence (ofirpress/attention_with_linear_biases), from docs/alibi.md#the-math."""
 
     def geometric(c: int) -> list[float]:
         r = 2.0 ** (-(2.0 ** -(math.log2(c) - 3)))
@@ -53,7 +54,7 @@ def assert_slopes_equal(impl, got: np.ndarray, expected) -> None:
     ],
 )
 def test_slopes_spec_values(impl, n, exponents):
-    """encodings.md §8: appended, not sorted; n = 12 is not the naive 2^(-8h/12)."""
+    """docs/alibi.md#the-math: appended, not sorted; n = 12 is not the naive 2^(-8h/12)."""
     slopes = require(impl, "alibi_slopes")
     got = slopes(n)
     np.testing.assert_allclose(got, 2.0 ** np.array(exponents), rtol=1e-15 if is_float64(impl) else 1e-6)
@@ -117,7 +118,7 @@ def test_causal_bias_is_zero_on_the_diagonal_and_negative_in_the_past(impl, n, t
 
 @given(n=st.integers(1, 8), k_len=st.integers(1, 16), data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_causal_equals_key_index_under_a_causal_mask(impl, n, k_len, data, seed):
-    """−m(i−j) = m·j − m·i: rows differ by a constant, so the probabilities agree (encodings.md §8)."""
+    """−m(i−j) = m·j − m·i: rows differ by a constant, so the probabilities agree (docs/alibi.md#the-math)."""
     bias = require(impl, "alibi_bias")
     q_len = data.draw(st.integers(1, k_len))
     scores = np.random.default_rng(seed).standard_normal((n, q_len, k_len))
@@ -128,7 +129,7 @@ def test_causal_equals_key_index_under_a_causal_mask(impl, n, k_len, data, seed)
 
 
 def test_key_index_without_a_mask_is_not_symmetric(impl):
-    """Without a causal mask the key-index form is wrong for bidirectional use (pitfalls.md §18)."""
+    """Without a causal mask the key-index form is wrong for bidirectional use (docs/diagnosis.md)."""
     bias = require(impl, "alibi_bias")
     scores = np.random.default_rng(0).standard_normal((4, 6, 6))
     p_sym = softmax(scores + bias(4, 6, 6, form="symmetric"))
@@ -137,7 +138,7 @@ def test_key_index_without_a_mask_is_not_symmetric(impl):
 
 
 def test_decode_row_equals_the_last_row_of_the_full_bias(impl):
-    """A cached decode step (q_len = 1) reads the last query row, not row 0 (pitfalls.md §7)."""
+    """A cached decode step (q_len = 1) reads the last query row, not row 0 (docs/alibi.md#where-the-anchors-differ)."""
     bias = require(impl, "alibi_bias")
     for form in ("causal", "symmetric", "key_index"):
         np.testing.assert_array_equal(bias(8, 1, 9, form=form)[:, 0], bias(8, 9, 9, form=form)[:, -1])

@@ -1,6 +1,6 @@
 """Anchors: the adapter's sinusoids, ALiBi slopes and T5 buckets against HF transformers (torch CPU).
 
-Skipped where torch or transformers are absent. Tolerances (pitfalls.md §20): the HF sinusoid tables and
+Skipped where torch or transformers are absent. Tolerances (docs/conventions.md#tolerances): the HF sinusoid tables and
 BLOOM's slopes are float32, so position-independent values are compared with rtol 1e-6 (and atol 1e-7
 for sinusoid entries near 0: float32 rounding of a value ≤ 1 is ≤ 6e-8); buckets are integers, exact.
 """
@@ -41,7 +41,8 @@ def test_marian_concatenated_sinusoid(impl, dim, n_pos):
 
 
 def test_marian_differs_from_distilbert_by_the_layout_permutation(impl):
-    """The same numbers in another channel order (pitfalls.md §16): the permutation maps one onto the other."""
+    """The same numbers in another channel order (docs/sinusoidal.md#where-the-anchors-differ): the permutation maps
+    one onto the other."""
     from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
     from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
 

@@ -10,7 +10,8 @@
   (``1/θ^(2j/d)``), so they agree to float64 rounding of the angle;
 * DeepSeek's softmax multiplier ``yarn_apply_mscale``.
 
-Tolerances (pitfalls.md §20, rope.md §4): HF builds ω in float32 (arange, division and power in
+Tolerances (docs/conventions.md#tolerances, docs/anchors.md#the-cossin-tables): HF builds ω in float32 (arange,
+division and power in
 float32), so frequencies are compared with rtol 1e-6 (measured ≤ 3.3e-7) and an absolute floor of
 1e-12 for the exact zeros of proportional RoPE; YaRN and llama3 blend float32 operands of size ω_j
 (``ω_j/s`` and ``ω_j``), so their rounding is relative to ω_j, not to the blend: atol 1e-6·ω_j there.

@@ -1,4 +1,4 @@
-"""Spec: the attention core (encodings.md §1). Properties any correct implementation has.
+"""Spec: the attention core (docs/conventions.md#scale-order). Properties any correct implementation has.
 
 Tolerances: the reference is float64; reordering a float64 sum of a few dozen terms of magnitude
 ≤ ~10 moves the last few digits, so equalities between two evaluations use rtol 1e-12, atol 1e-13.
@@ -157,7 +157,8 @@ def test_causal_attention_is_prefix_consistent(impl, data):
 
 @given(st.data())
 def test_causal_query_ignores_the_order_of_earlier_tokens(impl, data):
-    """One causal layer: the output at i is invariant to permuting tokens 0..i-1 (encodings.md §1.7.4)."""
+    """One causal layer: the output at i is invariant to permuting tokens 0..i-1
+    (docs/conventions.md#order-and-permutations)."""
     attention = require(impl, "attention")
     q, k, v = data.draw(qkv_inputs(same_len=True, min_t=2, max_t=8, gqa=False))
     t = q.shape[-2]

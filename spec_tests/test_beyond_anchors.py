@@ -1,4 +1,6 @@
-"""Spec: KERPLE, FIRE, Sandwich, xPos and CoPE (encodings.md §9–§13, §16).
+"""Spec: KERPLE, FIRE, Sandwich, xPos and CoPE (docs/other-encodings.md#kerple, docs/other-encodings.md#cope,
+docs/conventions.md#equivalences, docs/other-encodings.md#fire, docs/other-encodings.md#xpos,
+docs/other-encodings.md#sandwich).
 
 Oracles are the spec formulas evaluated directly in NumPy. Tolerances: float64 re-derivations of a few
 dozen O(1) terms, rtol 1e-12 / atol 1e-13 (``tol``) unless a test states otherwise.
@@ -185,7 +187,7 @@ def test_sandwich_single_head_divisor_is_eight(impl):
 
 
 def xpos_oracle(x, pos, sign, base=1e4, scale_base=512.0):
-    """encodings.md §11 (uncentred: the centre cancels in q·k)."""
+    """docs/other-encodings.md#xpos (uncentred: the centre cancels in q·k)."""
     d = x.shape[-1]
     ang = pos[:, None] * (base ** (-np.arange(0, d, 2) / d))[None, :]
     zeta = (np.arange(0, d, 2) + 0.4 * d) / (1.4 * d)
@@ -301,7 +303,7 @@ def test_cope_gates_zero_is_nope(impl, seed, h, t, d):
 
 @given(seed=SEEDS, t=st.integers(1, 8), d=st.integers(1, 6), npos=st.integers(2, 12))
 def test_cope_default_gates_interpolate(impl, seed, t, d, npos):
-    """Sigmoid gates of q·k/√d, suffix sums, linear interpolation between ⌊p⌋ and ⌈p⌉ (encodings.md §13)."""
+    """Sigmoid gates of q·k/√d, suffix sums, linear interpolation between ⌊p⌋ and ⌈p⌉ (docs/other-encodings.md#cope)."""
     cope = require(impl, "cope_logits")
     rng = np.random.default_rng(seed)
     q, k, e = rng.standard_normal((1, t, d)), rng.standard_normal((1, t, d)), rng.standard_normal((d, npos))

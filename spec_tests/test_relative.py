@@ -1,4 +1,5 @@
-"""Spec: Shaw et al. relative representations and Transformer-XL (encodings.md §5, §6, §16).
+"""Spec: Shaw et al. relative representations and Transformer-XL (docs/relative.md#shaw,
+docs/relative.md#transformer-xl, docs/conventions.md#equivalences).
 
 The oracles below loop over (i, j) with the paper formulas; they are independent of any implementation.
 Tolerances: float64 sums of a few dozen O(1) products, rtol 1e-12 / atol 1e-13 (``tol``).
@@ -62,7 +63,8 @@ def test_shaw_is_translation_invariant(impl, case, shift, causal):
 
 @given(case=shaw_case(), causal=st.booleans())
 def test_shaw_with_k0_is_nope_plus_wv0(impl, case, causal):
-    """k = 0: every pair reads row 0, a per-row constant logit shift: output = NoPE + w^V[0] (§5, §16)."""
+    """k = 0: every pair reads row 0, a per-row constant logit shift: output = NoPE + w^V[0]
+    (docs/conventions.md#equivalences)."""
     shaw = require(impl, "shaw_attention")
     q, k, v, _, _, _ = case
     rng = np.random.default_rng(q.size)
@@ -96,7 +98,8 @@ def test_shaw_larger_clip_changes_nothing_once_unclipped(impl, case, extra):
 
 
 def test_shaw_is_sign_aware(impl):
-    """Shaw tells left from right: reversing the token order does not just reverse the outputs (§1.7.3)."""
+    """Shaw tells left from right: reversing the token order does not just reverse the outputs
+    (docs/conventions.md#order-and-permutations)."""
     shaw = require(impl, "shaw_attention")
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal((1, 5, 4)) for _ in range(3))
@@ -111,7 +114,7 @@ def test_shaw_is_sign_aware(impl):
 
 @given(lead=st.integers(1, 3), qlen=st.integers(1, 8), extra=st.integers(0, 6), seed=st.integers(0, 2**32 - 1))
 def test_rel_shift_equals_the_gather_on_valid_entries(impl, lead, qlen, extra, seed):
-    """shift(x)[i, j] = x[i, j + qlen − 1 − i] for j ≤ i + klen − qlen (encodings.md §6)."""
+    """shift(x)[i, j] = x[i, j + qlen − 1 − i] for j ≤ i + klen − qlen (docs/relative.md#transformer-xl)."""
     rel_shift = require(impl, "txl_rel_shift")
     klen = qlen + extra
     x = np.random.default_rng(seed).standard_normal((lead, qlen, klen))

@@ -30,7 +30,7 @@ def _layers(entry):
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_real_configs_resolve_as_hf(impl, name):
-    """rope.md §7 / model_configs.json: what HF 5.24.0 resolves for each released config.json."""
+    """golden/README.md / model_configs.json: what HF 5.24.0 resolves for each released config.json."""
     resolve, frequencies = require(impl, "rope_params_from_hf_config", "rope_frequencies")
     entry = CONFIGS[name]
     for layer, expected in _layers(entry):
@@ -74,7 +74,7 @@ def test_resolver_schema_variants(impl):
 
 
 def test_dynamic_ntk_state_sequence(impl):
-    """rope.md §6.4: growth above the cached length, reset only below L_max with a longer cache."""
+    """docs/extrapolation.md#dynamic-ntk: growth above the cached length, reset only below L_max with a longer cache."""
     sequence = require(impl, "rope_dynamic_ntk_frequencies")
     rope = {"rope_type": "dynamic", "rope_theta": 1e4, "head_dim": 128, "factor": 2.0,
             "max_position_embeddings": 4096}

@@ -1,6 +1,6 @@
 """Spec: properties of RoPE that hold for every rope_type, both layouts and every partial placement.
 
-A variant only changes the frequencies ω and the attention factor A (rope.md §2), so with
+A variant only changes the frequencies ω and the attention factor A (docs/rope.md#the-math), so with
 ``R_p = A·U_p``, ``U_p`` orthogonal:
 
 * ⟨R_p q, R_m k⟩ depends only on p − m (at a fixed ``seq_len``: dynamic / longrope frequencies depend
@@ -11,7 +11,7 @@ A variant only changes the frequencies ω and the attention factor A (rope.md §
 * the layouts are conjugate by the fixed permutation P: apply_half(P·x) = P·apply_interleaved(x);
   deinterleaved = de-interleave(interleaved(x)); the matrix and complex forms equal apply_rope.
 
-Tolerance: values computed from angles p·ω carry an angle error ∝ p·max ω·u (pitfalls.md §20), so
+Tolerance: values computed from angles p·ω carry an angle error ∝ p·max ω·u (docs/conventions.md#tolerances), so
 phase comparisons use ``assert_close(kind="phase")`` with the positions involved, scaled by the size of
 the compared quantity (|q|·|k|·A² for logits). Exact identities (position 0, pass-through) are checked
 bit for bit where refpos's own arithmetic makes them exact: x·1 − v·0 = x.
@@ -197,7 +197,7 @@ def test_meta_to_hf_weight_permutation_preserves_logits(impl, rope, n_heads, p):
 
 @given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), st.sampled_from([None, 1, 5000, 10**6]))
 def test_frequency_probe_recovers_the_frequencies(impl, rope, seq_len):
-    """pitfalls.md §18: a unit vector in each pair at p = 1 turns by exactly ω_j (all ω ≤ 1 < π, so atan2
+    """docs/diagnosis.md: a unit vector in each pair at p = 1 turns by exactly ω_j (all ω ≤ 1 < π, so atan2
     returns it): apply_rope and rope_frequencies must describe the same rotation, pair by pair."""
     apply = require(impl, "apply_rope")
     inv, a = _inv_freq(impl, rope, seq_len)

@@ -1,4 +1,4 @@
-"""Spec: the context-extension rules of rope.md §6, as properties.
+"""Spec: the context-extension rules of docs/extrapolation.md#the-math, as properties.
 
 * every rule with ``factor = 1`` (and no explicit attention factor) is plain RoPE;
 * linear (position interpolation) equals dividing positions by the factor;
@@ -33,8 +33,8 @@ def frequencies(impl, rope, seq_len=None):
 def test_factor_one_reduces_to_default(impl, rope, seq_len):
     """Every rule at factor 1 is plain RoPE, except transformers' dynamic NTK beyond L_max.
 
-    rope.md §6.4 says "factor = 1 gives θ' = θ for every L", but its own formula (and HF 5.24.0) gives
-    θ·(L/L_max)^(d/(d−2)) for L > L_max: the base still grows (see the dynamic test below).
+    At factor 1 the dynamic-NTK formula (docs/extrapolation.md#dynamic-ntk) and HF 5.24.0 still give
+    θ·(L/L_max)^(d/(d−2)) for L > L_max: the base grows (see the dynamic test below).
     """
     if rope["rope_type"] == "dynamic" and rope.get("dynamic_rule") != "vllm_static" and seq_len is not None:
         seq_len = min(seq_len, rope["max_position_embeddings"])

@@ -1,7 +1,8 @@
-"""Spec: the exact test vectors of rope.md §8, through the adapter.
+"""Spec: exact RoPE test vectors (every rope_type, layouts, partial rotary), through the adapter.
 
-Tolerance: the vectors are float64 evaluations of rope.md's pseudocode; a float64 re-implementation
-matches them to a few ulps (operation order moves the last digit), hence ``rtol = 1e-13`` (rope.md §8).
+Tolerance: the vectors are float64 evaluations of the formulas of docs/rope.md and docs/extrapolation.md;
+a float64 re-implementation matches them to a few ulps (operation order moves the last digit), hence
+``rtol = 1e-13`` (docs/conventions.md#tolerances).
 Adapters declaring a lower precision get the dtype rule of ``support.tolerance`` / ``assert_close``.
 """
 
@@ -34,7 +35,7 @@ def close(actual, expected, impl, what=""):
     np.testing.assert_allclose(actual, expected, err_msg=what, **tolerance(impl))
 
 
-# ------------------------------------------------------------------------------------- §8.1 default
+# --------------------------------------------------------------------------------- default
 def test_llama2_default_frequencies(impl):
     inv, a = require(impl, "rope_frequencies")(LLAMA2)
     assert inv.shape == (64,)
@@ -56,7 +57,7 @@ def test_llama2_cos_sin(impl, p, c0, s0, c63, s63):
     np.testing.assert_array_equal(cos[0, 64:], cos[0, :64])
 
 
-# ------------------------------------------------------------------------------------- §8.2 llama3
+# --------------------------------------------------------------------------------- llama3
 def test_llama31_frequencies(impl):
     inv, a = require(impl, "rope_frequencies")(LLAMA31)
     close(inv[[1, 40, 63]], [0.8146172338565447, 3.428102195952591e-05, 3.068925988914511e-07], impl)
@@ -82,7 +83,7 @@ def test_llama32_bands(impl):
     np.testing.assert_allclose(ratio[18:], 1 / 32, rtol=tolerance(impl)["rtol"])
 
 
-# ------------------------------------------------------------------------------------- §8.3 dynamic
+# --------------------------------------------------------------------------------- dynamic
 @pytest.mark.parametrize(("seq_len", "w1", "w63"), [
     (4096, 0.8659643233600653, 1.1547819846894582e-4),
     (4097, 0.865957613371064, 1.1542184014856078e-4),
@@ -103,7 +104,7 @@ def test_dynamic_vllm_static_rule(impl):
     close(inv, theta ** (-(np.arange(0, 128, 2) / 128)), impl)
 
 
-# ------------------------------------------------------------------------------------- §8.4 YaRN
+# --------------------------------------------------------------------------------- YaRN
 YARN = [
     ("qwen2.5", dict(rope_theta=1e6, head_dim=128, factor=4.0, original_max_position_embeddings=32768),
      (23, 40), 3.102344401879299e-07, 1.138629436111989),
@@ -158,7 +159,7 @@ def test_deepseek_softmax_multiplier(impl):
     assert mult({"rope_type": "yarn", **YARN[0][1]}) == 1.0  # no mscale_all_dim: no multiplier
 
 
-# ------------------------------------------------------------------------------------- §8.5 LongRoPE
+# --------------------------------------------------------------------------------- LongRoPE
 def test_longrope_phi35(impl, phi_factors):
     short, long = phi_factors["microsoft/Phi-3.5-mini-instruct"]
     rope = {"rope_type": "longrope", "rope_theta": 1e4, "head_dim": 96, "original_max_position_embeddings": 4096,
@@ -184,7 +185,7 @@ def test_longrope_phi4_mini_partial(impl, phi_factors):
     close(np.array([a]), np.array([1.1902380714238083]), impl)
 
 
-# ------------------------------------------------------------------------------------- §8.6 partial
+# --------------------------------------------------------------------------------- partial
 def test_partial_rotary_frequencies(impl):
     f = require(impl, "rope_frequencies")
     inv, _ = f({"rope_type": "default", "rope_theta": 1e4, "head_dim": 96, "partial_rotary_factor": 0.25})
@@ -195,7 +196,7 @@ def test_partial_rotary_frequencies(impl):
     close(inv[[1, 31]], [0.7498942093324559, 1.333521432163324e-4], impl)
 
 
-# ------------------------------------------------------------------------------------- §8.7 apply
+# --------------------------------------------------------------------------------- apply
 APPLY = {
     "half": ({}, [-0.2119490671124727, 0.017193967285396794, 0.3485851999786866, 0.4969977545016855,
                   -0.6011053093677949, 0.7903824185095394, 0.8858545921062999, 1.001495497753376]),
@@ -230,7 +231,7 @@ def test_tiny_apply_vectors(impl, case):
         close(np.array([np.linalg.norm(y)]), np.array([1.7853571071357126]), impl)
 
 
-# ------------------------------------------------------------------------------------- §8.8 numbers
+# --------------------------------------------------------------------------------- numbers
 def test_relative_invariance_numbers(impl):
     rng = np.random.default_rng(0)
     rng.standard_normal((5, 8))

@@ -1,4 +1,5 @@
-"""Spec: sinusoidal and learned absolute encodings (encodings.md §2, §3; pitfalls.md §16, §18).
+"""Spec: sinusoidal and learned absolute encodings (docs/sinusoidal.md#the-math, docs/learned.md#the-math;
+docs/sinusoidal.md#where-the-anchors-differ, docs/diagnosis.md).
 
 Tolerances: exact test vectors are quoted to 10 significant digits (atol 1e-10). Shift-matrix and Gram
 identities re-derive sin/cos from angles rounded independently, so their error grows with the position
@@ -28,7 +29,7 @@ EVEN_DIMS = st.sampled_from([2, 4, 6, 8, 16, 64])
     ],
 )
 def test_d4_p1_vectors(impl, layout, spacing, expected):
-    """encodings.md §2 test vectors (d = 4, p = 1)."""
+    """docs/sinusoidal.md#the-math test vectors (d = 4, p = 1)."""
     sinusoidal = require(impl, "sinusoidal")
     row = sinusoidal(np.array([1]), 4, layout=layout, spacing=spacing)
     assert row.shape == (1, 4)
@@ -54,7 +55,7 @@ def test_d8_frequencies(impl, spacing, expected):
 
 
 def test_paper_and_t2t_share_only_the_first_pair(impl):
-    """pitfalls.md §18: spacing mix-up shows as an equal k = 0 pair and different others."""
+    """docs/diagnosis.md: spacing mix-up shows as an equal k = 0 pair and different others."""
     sinusoidal = require(impl, "sinusoidal")
     p = np.arange(1, 6)
     paper = sinusoidal(p, 8, layout="concat", spacing="paper")
@@ -113,7 +114,7 @@ def test_shift_matrices_form_an_orthogonal_group(impl, dim, r, s, layout):
 
 
 def test_shift_matrix_sign_convention(impl):
-    """+sin in the upper-right corner of each (sin, cos) block (encodings.md §2)."""
+    """+sin in the upper-right corner of each (sin, cos) block (docs/sinusoidal.md#the-math)."""
     shift = require(impl, "sinusoidal_shift_matrix")
     m = shift(1, 2)
     np.testing.assert_allclose(m, [[np.cos(1), np.sin(1)], [-np.sin(1), np.cos(1)]], **tol(impl))
@@ -148,13 +149,14 @@ def test_gram_closed_form_d2(impl):
 
 
 def test_absolute_encoding_changes_under_an_offset(impl):
-    """An APE is not translation-invariant: shifted positions give different rows (encodings.md §1.7.6)."""
+    """An APE is not translation-invariant: shifted positions give different rows
+    (docs/conventions.md#order-and-permutations)."""
     sinusoidal = require(impl, "sinusoidal")
     assert np.abs(sinusoidal(np.arange(4), 8) - sinusoidal(np.arange(4) + 3, 8)).max() > 0.1
 
 
 def test_large_positions_match_the_formula(impl):
-    """Probe positions of pitfalls.md §19 against the float64 formula sin(p·10000^(-2k/d))."""
+    """Probe positions of docs/conventions.md#probe-positions against the float64 formula sin(p·10000^(-2k/d))."""
     sinusoidal = require(impl, "sinusoidal")
     pos = np.array([0, 1, 255, 256, 257, 2047, 2048, 2049, 8191, 8192, 32768, 65536, 65537, 131071])
     dim = 16
@@ -180,7 +182,8 @@ def test_learned_lookup_is_exact_and_bounded(impl):
 
 @given(pad=st.integers(0, 4), length=st.integers(1, 4))
 def test_learned_rows_follow_padding_aware_ids(impl, pad, length):
-    """With ids counted over real tokens, a left-padded sequence reads the same rows (pitfalls §16)."""
+    """With ids counted over real tokens, a left-padded sequence reads the same rows
+    (docs/conventions.md#shapes-and-positions)."""
     lookup = require(impl, "learned_lookup")
     table = np.random.default_rng(pad * 10 + length).standard_normal((16, 4))
     mask = np.array([0] * pad + [1] * length)

@@ -1,4 +1,4 @@
-"""Spec: T5 relative position buckets and bias (encodings.md §7; pitfalls.md §13, §18).
+"""Spec: T5 relative position buckets and bias (docs/relative.md#t5; docs/relative.md#t5, docs/diagnosis.md).
 
 Buckets are integers: compared exactly. ``rel = key position − query position`` (memory − query).
 """
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import require
 
-# (first distance, last distance) per bucket, 32 buckets, max_distance 128 — encodings.md §7
+# (first distance, last distance) per bucket, 32 buckets, max_distance 128 — docs/relative.md#t5
 CAUSAL_RANGES = [(b, b) for b in range(16)] + [
     (16, 18), (19, 20), (21, 23), (24, 26), (27, 30), (31, 34), (35, 39), (40, 45), (46, 51), (52, 58),
     (59, 66), (67, 76), (77, 86), (87, 98), (99, 112), (113, 1000),
@@ -129,7 +129,7 @@ def test_bias_sign_convention(impl):
 
 
 def test_decode_row_uses_the_cache_offset(impl):
-    """A decode step at position P equals row P of the full bias (pitfalls.md §13)."""
+    """A decode step at position P equals row P of the full bias (docs/relative.md#t5)."""
     bias_fn = require(impl, "t5_bias")
     table = np.random.default_rng(1).standard_normal((32, 2))
     full = bias_fn(table, np.arange(40), np.arange(40), bidirectional=False)

@@ -1,10 +1,11 @@
-"""Mutant: naive closed-form ALiBi slopes ``2^(-8h/n)`` for every head count (pitfalls.md §7, §18;
+"""Mutant: naive closed-form ALiBi slopes ``2^(-8h/n)`` for every head count (docs/alibi.md#where-the-anchors-differ,
+docs/diagnosis.md;
 ml-explore/mlx#343) — right for powers of two, wrong otherwise (n = 12: first slope 2^(-2/3) = 0.630
 instead of 0.5).
 
 The exact closed form of the recurrence (``2^(-8(h+1)/c)`` per power-of-two group) is *not* a mistake:
 it differs from the recurrence by at most 38 ulps up to n = 112, inside the float64 tolerance.
-Caught by the slope values for n = 3, 6, 12 (encodings.md §8).
+Caught by the slope values for n = 3, 6, 12 (docs/alibi.md#the-math).
 """
 
 from __future__ import annotations

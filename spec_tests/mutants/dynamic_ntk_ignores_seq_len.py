@@ -1,7 +1,7 @@
 """Mutant: dynamic NTK ignoring the sequence length — θ' computed as if L ≤ L_max, i.e. plain RoPE at
-every length (pitfalls.md §15; rope.md §6.4, §8.3).
+every length (docs/extrapolation.md#dynamic-ntk; docs/extrapolation.md#dynamic-ntk, spec_tests/test_rope_vectors.py).
 
-Caught by the rope.md §8.3 table (L = 8192: θ' = 30527.74, ω_1 = 0.85099…).
+Caught by the spec_tests/test_rope_vectors.py table (L = 8192: θ' = 30527.74, ω_1 = 0.85099…).
 """
 
 from __future__ import annotations

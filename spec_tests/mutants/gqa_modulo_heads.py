@@ -1,4 +1,5 @@
-"""Mutant: GQA head mapping ``h % Hkv`` instead of ``h // n_rep`` (pitfalls.md §18; encodings.md §1.4):
+"""Mutant: GQA head mapping ``h % Hkv`` instead of ``h // n_rep`` (docs/diagnosis.md;
+docs/conventions.md#gqa-head-mapping):
 query head h reads the wrong key/value head whenever the two maps differ (8 q heads, 2 kv heads: heads
 1, 3, 4, 6 wrong).
 

@@ -1,5 +1,6 @@
 """Mutant: learned absolute lookup by plain indexing — negative positions wrap to the end of the table
-silently (encodings.md §3: "NumPy wraps negative indices silently, so check both ends"; pitfalls.md §16).
+silently (docs/learned.md#the-math: "NumPy wraps negative indices silently, so check both ends";
+docs/sinusoidal.md#where-the-anchors-differ).
 
 Caught by the bounds test: position −1 must raise ``ValueError`` naming ``positions``.
 """

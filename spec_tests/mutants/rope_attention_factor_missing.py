@@ -1,7 +1,8 @@
-"""Mutant: the RoPE attention factor A dropped — A = 1 for YaRN and LongRoPE (pitfalls.md §1, §4, §18:
+"""Mutant: the RoPE attention factor A dropped — A = 1 for YaRN and LongRoPE (docs/anchors.md#hf-config-resolution,
+docs/extrapolation.md#yarn, docs/diagnosis.md:
 rotated q and k are the reference divided by A; logits × 1/A²).
 
-Caught by the A values of rope.md §8 (Qwen2.5 YaRN 1.138629…, Phi-3.5 LongRoPE 1.190238…).
+Caught by the A values of spec_tests/test_rope_vectors.py (Qwen2.5 YaRN 1.138629…, Phi-3.5 LongRoPE 1.190238…).
 """
 
 from __future__ import annotations

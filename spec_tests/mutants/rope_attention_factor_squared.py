@@ -1,7 +1,9 @@
 """Mutant: the RoPE attention factor applied twice — cos and sin carry A² while ``rope_frequencies``
-reports A (a port multiplying HF's final ``attention_factor`` by its own mscale; pitfalls.md §4, §18).
+reports A (a port multiplying HF's final ``attention_factor`` by its own mscale; docs/extrapolation.md#yarn,
+docs/diagnosis.md).
 
-Caught by ``‖R_p x‖ = A‖x‖`` with the reported A, and by the rope.md §8 apply/logit numbers for YaRN.
+Caught by ``‖R_p x‖ = A‖x‖`` with the reported A, and by the spec_tests/test_rope_vectors.py apply/logit numbers for
+YaRN.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Mutant: RoPE layout swapped — half-split (NeoX) pairs where interleaved (GPT-J) pairs are asked, and
-back (pitfalls.md §2, §18: ``impl(x, p) = Pᵀ·ref(P·x, p)``; exact at p = 0).
+back (docs/conventions.md#pair-layouts, docs/diagnosis.md: ``impl(x, p) = Pᵀ·ref(P·x, p)``; exact at p = 0).
 
-Norms, relative invariance and composition still hold: only tests that pin the layout (rope.md §8.7
+Norms, relative invariance and composition still hold: only tests that pin the layout (spec_tests/test_rope_vectors.py
 vectors, the Meta ↔ HF permutation) can see it.
 """
 

@@ -1,5 +1,5 @@
 """Mutant: Shaw relative positions without their sign — the table row of ``|j − i|`` instead of
-``j − i`` (encodings.md §5: Shaw is sign-aware; §1.7.3: sign-blind biases cannot tell a sequence from
+``j − i`` (docs/relative.md#shaw: Shaw is sign-aware; §1.7.3: sign-blind biases cannot tell a sequence from
 its reverse).
 
 Caught by the paper-formula comparison and the sign-awareness test.

@@ -1,5 +1,5 @@
 """Mutant: sinusoid layout swapped — concatenated ``[sin | cos]`` where interleaved ``(sin, cos)`` pairs
-are asked, and back (pitfalls.md §16, §18; encodings.md §2).
+are asked, and back (docs/sinusoidal.md#where-the-anchors-differ, docs/diagnosis.md; docs/sinusoidal.md#the-math).
 
 The Gram matrix, the shift-matrix group and the offset property still hold; the d = 4, p = 1 vectors and
 ``PE[0]`` pin the layout.

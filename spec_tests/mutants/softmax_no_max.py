@@ -1,4 +1,5 @@
-"""Mutant: softmax without subtracting the row maximum (encodings.md §1.6; pitfalls.md §17).
+"""Mutant: softmax without subtracting the row maximum (docs/conventions.md#dtype-rules;
+docs/conventions.md#scale-order).
 
 ``exp(s) / Σ exp(s)`` equals the stable form in exact arithmetic but overflows: in float64 ``exp(710)``
 is ``inf``, so a row with a logit ≥ 710 becomes ``inf/inf = NaN``. The attention core uses the same

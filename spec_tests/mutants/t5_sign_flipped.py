@@ -1,8 +1,9 @@
 """Mutant: T5 relative position with the sign flipped — ``query − memory`` instead of ``memory − query``
-(pitfalls.md §13, §18: the bidirectional bias is the transpose of the reference; causal: every past key
+(docs/relative.md#t5, docs/diagnosis.md: the bidirectional bias is the transpose of the reference; causal: every past
+key
 in bucket 0).
 
-Caught by the bucket tables of encodings.md §7 and the bias sign convention.
+Caught by the bucket tables of docs/relative.md#t5 and the bias sign convention.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Mutant: xPos with the key *multiplied* by ``ζ^{(n−c)/γ}`` like the query instead of divided
-(encodings.md §11): the score then carries ``ζ^{(m+n−2c)/γ}``, which depends on the absolute positions,
+(docs/other-encodings.md#xpos): the score then carries ``ζ^{(m+n−2c)/γ}``, which depends on the absolute positions,
 not only on ``m − n``.
 
 Caught by the xPos formula and translation-invariance tests.
