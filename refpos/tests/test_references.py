@@ -53,7 +53,7 @@ CITATION = re.compile(r"(\b(19|20)\d\d\b|\bpaper\b|RoFormer|Vaswani|Raffel|Shaw|
 REPO_PATH = re.compile(r"(?<![\w/.-])((?:docs|refpos|spec_tests|golden|scripts)/[\w./-]*?\.(?:md|py|json|txt|yml|sh))"
                        r"(#[\w-]+)?")
 #: a bare ``name.md`` (with optional anchor), not part of a path or a URL
-BARE_MD = re.compile(r"(?<![\w/.-])([\w-]+\.md)(#[\w-]+)?")
+BARE_MD = re.compile(r"(?<![\w/.-])([\w-]+\.md)(?![\w-])(#[\w-]+)?")
 #: a Markdown link target in a page of docs/
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*(?:\{[^}]*#([\w-]+)[^}]*\})?\s*#*\s*$")
