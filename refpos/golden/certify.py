@@ -58,8 +58,9 @@ def _mscale(s: Any, k: Any = 1) -> Any:
     return mp.mpf(1) if s <= 1 else mp.mpf("0.1") * k * mp.log(s) + 1
 
 
-def mp_attention_factor(params: Mapping[str, Any]) -> Any:
-    r"""``A`` of docs/extrapolation.md#yarn (yarn) and docs/extrapolation.md#longrope (longrope); 1 otherwise."""
+def mp_attention_factor(params: Mapping[str, Any], seq_len: int | None = None) -> Any:
+    r"""``A`` of docs/extrapolation.md#yarn (yarn) and docs/extrapolation.md#longrope (longrope;
+    ``short_mscale`` / ``long_mscale`` at ``seq_len``); 1 otherwise."""
     kind = _get(params, "rope_type", "default")
     explicit = params.get("attention_factor")
     if kind == "yarn":
@@ -71,6 +72,9 @@ def mp_attention_factor(params: Mapping[str, Any]) -> Any:
             return _mscale(s, _f(m)) / _mscale(s, _f(m_all))
         return _mscale(s)
     if kind == "longrope":
+        if params.get("short_mscale") is not None:
+            use_long = bool(seq_len) and seq_len > int(params["original_max_position_embeddings"])
+            return _f(params["long_mscale"] if use_long else params["short_mscale"])
         if explicit is not None:
             return _f(explicit)
         s = _factor_longrope(params)
@@ -102,6 +106,12 @@ def mp_inv_freq(params: Mapping[str, Any], seq_len: int | None = None) -> list[A
     s = _f(params["factor"]) if params.get("factor") is not None else None
     if kind == "linear":
         return [w / s for w in base(theta, d, m)]
+    if kind == "ntk" and params.get("ntk_rule") == "vllm_fixed":  # (θs)^(-2j/d) / s^(2/d)
+        return [w / s ** (mp.mpf(2) / d) for w in base(theta * s, d, m)]
+    if kind == "ntk" and params.get("ntk_rule") == "vllm_mixed":  # θ^(-2j/d) / exp(a (j+1)^b)
+        b = _f(params["mixed_b"])
+        a = mp.log(s) / (mp.mpf(d) / 2) ** b
+        return [w / mp.exp(a * mp.mpf(j + 1) ** b) for j, w in enumerate(base(theta, d, m))]
     if kind == "ntk":
         return base(theta * s ** (mp.mpf(d) / (d - 2)), d, m)
     if kind == "dynamic":
@@ -121,6 +131,8 @@ def mp_inv_freq(params: Mapping[str, Any], seq_len: int | None = None) -> list[A
             lam = 2 * mp.pi / w
             if lam > l0 / lf:
                 out.append(w / s)
+            elif lam >= l0 / hf and lf == hf:
+                raise ValueError("llama3: empty middle band with a wavelength on its edge (0/0)")
             elif lam >= l0 / hf:
                 g = (l0 / lam - lf) / (hf - lf)
                 out.append((1 - g) * w / s + g * w)

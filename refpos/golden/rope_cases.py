@@ -50,7 +50,7 @@ def slug(name: str) -> str:
 
 
 #: refpos extensions of the adapter-contract dict, left out of the golden dicts at their default values
-_EXTENSION_DEFAULTS = {"dynamic_rule": "hf", "softmax_mscale": False}
+_EXTENSION_DEFAULTS = {"dynamic_rule": "hf", "softmax_mscale": False, "ntk_rule": "aware"}
 
 
 def portable_params(rope: Any) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
                   {"inv_freq": Output(inv_freq, tolerance_value(inv_freq),
                                       lambda: (cert.mp_inv_freq(params, seq_len), 0.0)),
                    "attention_factor": Output(factor, tolerance_value(factor),
-                                              lambda: (cert.mp_attention_factor(params), 0.0))})]
+                                              lambda: (cert.mp_attention_factor(params, seq_len), 0.0))})]
     cos, sin = (_np(a) for a in refpos.rope_cos_sin(_xp(positions), rope, seq_len=seq_len))
     cos, sin = _pairs(cos, rope.layout), _pairs(sin, rope.layout)
 
@@ -112,7 +112,7 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
     def exact_tables() -> tuple[list, list]:  # evaluated once, shared by cos, sin and y
         if "tables" not in memo:
             w = cert.mp_inv_freq(params, seq_len)
-            memo["tables"] = cert.mp_cos_sin(positions, w, cert.mp_attention_factor(params))
+            memo["tables"] = cert.mp_cos_sin(positions, w, cert.mp_attention_factor(params, seq_len))
         return memo["tables"]
 
     unit = np.full(positions.size, float(factor))
@@ -198,7 +198,7 @@ def _frequency_case(rope: Any, case_id: str, description: str, seq_len: int | No
                 {"inv_freq": Output(inv_freq, tolerance_value(inv_freq),
                                     lambda: (cert.mp_inv_freq(params, seq_len), 0.0)),
                  "attention_factor": Output(factor, tolerance_value(factor),
-                                            lambda: (cert.mp_attention_factor(params), 0.0))})
+                                            lambda: (cert.mp_attention_factor(params, seq_len), 0.0))})
 
 
 def boundary_cases() -> list[Case]:
@@ -234,7 +234,7 @@ def boundary_cases() -> list[Case]:
                     {"y": Output(y, tolerance_rope(positions, _np(inv_freq), magnitude),
                                  lambda x=x, params=params, length=length, positions=positions: cert.mp_apply(
                                      x, params, *cert.mp_cos_sin(positions, cert.mp_inv_freq(params, length),
-                                                                 cert.mp_attention_factor(params))))}))
+                                                                 cert.mp_attention_factor(params, length))))}))
     rope = refpos.from_hf_config(DYNAMIC_CONFIG)
     for length in (None, 4096, 4097, 5000, 6000, 8192, 9000):
         cases.append(_frequency_case(

@@ -5,6 +5,7 @@
 * :mod:`refpos.rope.core` — :func:`rope_cos_sin`, :func:`apply_rope`, :func:`apply_rope_complex`,
   :func:`rope_rotation_matrix`, the Meta ↔ HF permutation.
 * :mod:`refpos.rope.hf` — :func:`from_hf_config`.
+* :mod:`refpos.rope.families` — the family table (:func:`family_of`): what a model's code fixes.
 * :mod:`refpos.rope.dynamic` — :class:`DynamicNTKState` (transformers' stateful dynamic NTK).
 * :mod:`refpos.rope.encoding` — :class:`Rope`, the pipeline encoding.
 * :mod:`refpos.rope.drope` — :class:`DroPE`, :func:`rms_norm`.
@@ -26,6 +27,7 @@ from refpos.rope.core import (
 from refpos.rope.drope import DroPE, rms_norm
 from refpos.rope.dynamic import DynamicNTKState
 from refpos.rope.encoding import Rope
+from refpos.rope.families import Family, family_of
 from refpos.rope.hf import from_hf_config, hf_layer_types
 from refpos.rope.scaling import (
     attention_factor,
@@ -33,6 +35,7 @@ from refpos.rope.scaling import (
     ntk_theta,
     rope_frequencies,
     softmax_multiplier,
+    vllm_ntk_inv_freq,
     yarn_correction_range,
     yarn_pair_at,
     yarn_ramp,
@@ -44,12 +47,14 @@ __all__ = [
     "ROPE_TYPES",
     "DroPE",
     "DynamicNTKState",
+    "Family",
     "Rope",
     "RopeConfig",
     "apply_rope",
     "apply_rope_complex",
     "attention_factor",
     "dynamic_theta",
+    "family_of",
     "from_hf_config",
     "half_to_interleaved_permutation",
     "hf_layer_types",
@@ -64,6 +69,7 @@ __all__ = [
     "rope_frequencies",
     "rope_rotation_matrix",
     "softmax_multiplier",
+    "vllm_ntk_inv_freq",
     "yarn_correction_range",
     "yarn_pair_at",
     "yarn_ramp",

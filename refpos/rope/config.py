@@ -51,27 +51,30 @@ PLACEMENTS = ("first", "last", "proportional")
 _PLACEMENT_ALIASES = {"head": "first", "tail": "last"}
 #: dynamic NTK: transformers' per-call rule, or vLLM's single static base at L = factor·L_max
 DYNAMIC_RULES = ("hf", "vllm_static")
+#: static NTK: the NTK-aware base change (also Hunyuan's NTK-alpha), vLLM's fixed and mixed "ntk" forms
+NTK_RULES = ("aware", "vllm_fixed", "vllm_mixed")
 
 #: fields each rope_type may set away from their defaults (all types: theta, head_dim, rotary_dim,
 #: partial_rotary_factor, placement, layout, max_position_embeddings)
 _TYPE_FIELDS: dict[str, frozenset[str]] = {
     "default": frozenset(),
     "linear": frozenset({"factor"}),
-    "ntk": frozenset({"factor"}),
+    "ntk": frozenset({"factor", "ntk_rule", "mixed_b"}),
     "dynamic": frozenset({"factor", "dynamic_rule"}),
     "yarn": frozenset({"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
                        "mscale_all_dim", "attention_factor", "truncate", "softmax_mscale"}),
     "llama3": frozenset({"factor", "original_max_position_embeddings", "low_freq_factor",
                          "high_freq_factor"}),
     "longrope": frozenset({"factor", "original_max_position_embeddings", "attention_factor",
-                           "short_factor", "long_factor"}),
+                           "short_factor", "long_factor", "short_mscale", "long_mscale"}),
     "proportional": frozenset({"factor"}),
 }
 _TYPE_SPECIFIC_DEFAULTS: dict[str, Any] = {
     "factor": None, "original_max_position_embeddings": None, "beta_fast": 32.0, "beta_slow": 1.0,
     "mscale": None, "mscale_all_dim": None, "attention_factor": None, "truncate": True,
     "low_freq_factor": None, "high_freq_factor": None, "short_factor": None, "long_factor": None,
-    "dynamic_rule": "hf", "softmax_mscale": False,
+    "dynamic_rule": "hf", "softmax_mscale": False, "ntk_rule": None, "mixed_b": None,
+    "short_mscale": None, "long_mscale": None,
 }
 
 
@@ -104,7 +107,8 @@ class RopeConfig:
     max_position_embeddings : int, optional
         Declared length ``L_max``; required for dynamic.
     beta_fast, beta_slow : float
-        YaRN ramp rotations, ``beta_fast > beta_slow > 0``.
+        YaRN ramp rotations, ``beta_fast >= beta_slow > 0`` (equal: the ramp is widened by 0.001, as in
+        transformers; Kimi-K2 ships ``beta_fast == beta_slow == 1``).
     mscale, mscale_all_dim : float, optional
         YaRN (DeepSeek) magnitude keys; only used when both are non-zero.
     attention_factor : float, optional
@@ -112,13 +116,23 @@ class RopeConfig:
     truncate : bool
         YaRN: floor/ceil the correction range (False: gpt-oss).
     low_freq_factor, high_freq_factor : float, optional
-        llama3 band factors, ``0 < low < high``.
+        llama3 band factors, ``0 < low <= high`` (equal: the blended middle band is empty, as Llama 4
+        ships them).
     short_factor, long_factor : sequence of float, optional
         longrope per-pair divisors, length ``d/2`` each.
     dynamic_rule : {"hf", "vllm_static"}
         dynamic: transformers' rule at the current length, or vLLM's base at ``L = factor·L_max``.
     softmax_mscale : bool
         yarn: multiply the softmax scale by ``mscale(s, mscale_all_dim)²`` (DeepSeek MLA).
+    ntk_rule : {"aware", "vllm_fixed", "vllm_mixed"}, optional
+        ntk only (default ``"aware"`` there, unset for the other types): the NTK-aware base
+        θ·s^(d/(d−2)) (also Hunyuan's NTK-alpha with ``s = α``), or vLLM's fixed / mixed ``"ntk"`` forms
+        (:func:`refpos.rope.scaling.vllm_ntk_inv_freq`).
+    mixed_b : float, optional
+        ntk with ``ntk_rule="vllm_mixed"``: the exponent ``b > 0`` of the mixed form (required there only).
+    short_mscale, long_mscale : float, optional
+        longrope: explicit attention factors for ``L <= L_0`` and ``L > L_0`` (Phi-3.5-MoE); give both or
+        neither. They replace ``attention_factor``.
     """
 
     rope_type: str = "default"
@@ -143,12 +157,19 @@ class RopeConfig:
     long_factor: tuple[float, ...] | None = None
     dynamic_rule: str = "hf"
     softmax_mscale: bool = False
+    ntk_rule: str | None = None
+    mixed_b: float | None = None
+    short_mscale: float | None = None
+    long_mscale: float | None = None
     #: per field: "config" (read from config.json), "default" or "derived" (from_hf_config)
     provenance: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     #: dotted config keys the resolver did not use (from_hf_config)
     unused_keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
     #: resolver remarks: renamed types, anchor quirks, conflicts (from_hf_config)
     notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    #: config keys that change positions or attention and that refpos does not model, each with the
+    #: reason (from_hf_config; empty: the resolution is complete)
+    not_modelled: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -172,10 +193,12 @@ class RopeConfig:
         self._check_llama3(rope_type)
         self._check_longrope(rope_type)
         self._set("dynamic_rule", check_choice("dynamic_rule", self.dynamic_rule, DYNAMIC_RULES))
+        self._check_ntk(rope_type)
         for name in ("truncate", "softmax_mscale"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
         self._set("provenance", MappingProxyType(dict(self.provenance)))
+        self._set("not_modelled", MappingProxyType(dict(self.not_modelled)))
         self._set("unused_keys", tuple(self.unused_keys))
         self._set("notes", tuple(self.notes))
 
@@ -254,8 +277,8 @@ class RopeConfig:
             raise ValueError("theta must not be 1 for rope_type 'yarn' (the ramp bounds divide by ln θ)")
         beta_fast = check_float("beta_fast", self.beta_fast, positive=True)
         beta_slow = check_float("beta_slow", self.beta_slow, positive=True)
-        if beta_fast <= beta_slow:
-            raise ValueError(f"beta_fast must be > beta_slow, got beta_fast={beta_fast}, beta_slow={beta_slow}")
+        if beta_fast < beta_slow:
+            raise ValueError(f"beta_fast must be >= beta_slow, got beta_fast={beta_fast}, beta_slow={beta_slow}")
         self._set("beta_fast", beta_fast)
         self._set("beta_slow", beta_slow)
         for name in ("mscale", "mscale_all_dim"):
@@ -271,8 +294,8 @@ class RopeConfig:
             if getattr(self, name) is None:
                 raise ValueError(f"{name} is required for rope_type 'llama3'")
             self._set(name, check_float(name, getattr(self, name), positive=True))
-        if self.high_freq_factor <= self.low_freq_factor:
-            raise ValueError(f"high_freq_factor must be > low_freq_factor, got high_freq_factor="
+        if self.high_freq_factor < self.low_freq_factor:
+            raise ValueError(f"high_freq_factor must be >= low_freq_factor, got high_freq_factor="
                              f"{self.high_freq_factor}, low_freq_factor={self.low_freq_factor}")
 
     def _check_longrope(self, rope_type: str) -> None:
@@ -293,6 +316,21 @@ class RopeConfig:
                 raise ValueError(f"{name} must have rotary_dim/2 = {pairs} entries, got {len(value)}")
             items = tuple(check_float(f"{name}[{i}]", v, positive=True) for i, v in enumerate(value))
             self._set(name, items)
+        given = [name for name in ("short_mscale", "long_mscale") if getattr(self, name) is not None]
+        if len(given) == 1:
+            raise ValueError(f"{given[0]} is given without its partner: give short_mscale and long_mscale together")
+        for name in given:
+            self._set(name, check_float(name, getattr(self, name), positive=True))
+
+    def _check_ntk(self, rope_type: str) -> None:
+        if rope_type != "ntk":
+            return
+        self._set("ntk_rule", check_choice("ntk_rule", "aware" if self.ntk_rule is None else self.ntk_rule, NTK_RULES))
+        if (self.ntk_rule == "vllm_mixed") != (self.mixed_b is not None):
+            raise ValueError("mixed_b goes with ntk_rule='vllm_mixed' (required there, not allowed otherwise), got "
+                             f"ntk_rule={self.ntk_rule!r}, mixed_b={self.mixed_b!r}")
+        if self.mixed_b is not None:
+            self._set("mixed_b", check_float("mixed_b", self.mixed_b, positive=True))
 
     # --------------------------------------------------------------------------------- derived
     @property

@@ -60,7 +60,9 @@ _ROPE_KEYS = {
 _COMMON_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 _ALL_ROPE_KEYS = _COMMON_KEYS.union(*_ROPE_KEYS.values())
 _HF_TYPES = tuple(_ROPE_KEYS)
-_FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"}))
+#: fields of rules that only some families use: in the provenance only when set
+_RARE_FIELDS = frozenset({"ntk_rule", "mixed_b", "short_mscale", "long_mscale"})
+_FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - _RARE_FIELDS))
 #: layouts and partial-rotary defaults of model classes (HF 5.24.0 class attributes)
 _INTERLEAVED = {"gptj", "glm", "glm4", "deepseek_v2"}
 _PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
@@ -395,7 +397,8 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
                and (k.startswith(r.rope_path + ".") or "rope" in k or "rotary" in k)]
         if bad:
             raise ValueError(f"strict: config keys not used for rope_type {rope_type!r}: {bad}")
-    provenance = {name: r.provenance.get(name, "default") for name in _FIELD_NAMES}  # every parameter field
+    provenance = {name: r.provenance.get(name, "default") for name in _FIELD_NAMES}  # every common field
+    provenance.update({name: r.provenance[name] for name in _RARE_FIELDS if name in r.provenance})
     if "partial_rotary_factor" in r.fields and "rotary_dim" not in r.fields:
         provenance["rotary_dim"] = "derived"
     elif "rotary_dim" in r.fields and "partial_rotary_factor" not in r.fields:

@@ -58,6 +58,32 @@ def ntk_theta(rope: RopeConfig) -> float:
     return _scaled_base(rope.theta, rope.factor, d)
 
 
+def vllm_ntk_inv_freq(rope: RopeConfig, xp: ModuleType | None = None) -> Array:
+    r"""vLLM's ``"ntk"`` rope type (``NTKScalingRotaryEmbedding._compute_inv_freq`` in
+    ``vllm/model_executor/layers/rotary_embedding/ntk_scaling_rope.py``), fixed and mixed forms.
+
+    Notes
+    -----
+    With ``s = factor``, ``d`` rotated channels and ``j = 0 … d/2 − 1``:
+
+    .. math::
+        \omega^\text{fixed}_j = \frac{(\theta s)^{-2j/d}}{s^{2/d}}, \qquad
+        \omega^\text{mixed}_j = \frac{\theta^{-2j/d}}{\exp\bigl(a\,(j+1)^b\bigr)},
+        \quad a = \frac{\ln s}{(d/2)^b}
+
+    Both divide the lowest pair ``j = d/2 − 1`` by exactly ``s``; the fixed form also divides
+    ``ω_0`` by ``s^{2/d}`` (the NTK-aware base keeps ``ω_0 = 1``). transformers has no such type.
+    """
+    xp = get_xp(xp)
+    d, s = rope.rotary_dim, rope.factor
+    if rope.ntk_rule == "vllm_fixed":
+        return base_inv_freq(rope.theta * s, d, xp) / s ** (2 / d)
+    b = rope.mixed_b
+    a = math.log(s) / (d / 2) ** b
+    pair_number = xp.arange(1, d // 2 + 1, dtype=xp.float64)  # j + 1, (d/2,)
+    return base_inv_freq(rope.theta, d, xp) / xp.exp(a * pair_number**b)
+
+
 def _scaled_base(theta: float, ratio: float, d: int) -> float:
     r"""``θ·ratio^{d/(d−2)}``; ``ValueError`` (naming ``factor``) when it overflows float64."""
     try:
@@ -122,7 +148,7 @@ def yarn_ramp(rope: RopeConfig, xp: ModuleType | None = None) -> Array:
     return xp.clip((j - lo) / (hi - lo), 0.0, 1.0)
 
 
-def attention_factor(rope: RopeConfig) -> float:
+def attention_factor(rope: RopeConfig, seq_len: int | None = None) -> float:
     r"""The magnitude ``A`` multiplying cos and sin; 1 for types other than yarn and longrope.
 
     See docs/extrapolation.md#yarn and docs/extrapolation.md#longrope.
@@ -130,10 +156,13 @@ def attention_factor(rope: RopeConfig) -> float:
     yarn (HF order): explicit ``attention_factor``; else, when ``mscale`` and ``mscale_all_dim`` are
     both non-zero, :math:`\mathrm{mscale}(s, k_m) / \mathrm{mscale}(s, k_a)`; else
     :math:`0.1 \ln s + 1` (``mscale`` alone is ignored).
-    longrope: explicit ``attention_factor``; else :math:`\sqrt{1 + \ln s / \ln L_0}` for ``s > 1``, 1
-    otherwise.
+    longrope: ``short_mscale`` / ``long_mscale`` when given (Phi-3.5-MoE, transformers'
+    ``PhimoeRotaryEmbedding.forward``): the long one exactly when ``L > L_0``, the short one otherwise
+    (``L`` unknown included); else explicit ``attention_factor``; else
+    :math:`\sqrt{1 + \ln s / \ln L_0}` for ``s > 1``, 1 otherwise.
     """
     rope = _check_rope(rope)
+    seq_len = _check_seq_len(seq_len)
     if rope.rope_type == "yarn":
         if rope.attention_factor is not None:
             return rope.attention_factor
@@ -141,6 +170,9 @@ def attention_factor(rope: RopeConfig) -> float:
             return mscale(rope.factor, rope.mscale) / mscale(rope.factor, rope.mscale_all_dim)
         return mscale(rope.factor)
     if rope.rope_type == "longrope":
+        if rope.short_mscale is not None:
+            use_long = bool(seq_len) and seq_len > rope.original_max_position_embeddings
+            return rope.long_mscale if use_long else rope.short_mscale
         if rope.attention_factor is not None:
             return rope.attention_factor
         s = rope.factor
@@ -180,14 +212,23 @@ def _llama3_inv(rope: RopeConfig, xp: ModuleType) -> Array:
         \omega'_j = \begin{cases} \omega_j & \lambda_j < L_0/h \\ \omega_j / s & \lambda_j > L_0/l \\
         (1 - g_j)\,\omega_j / s + g_j\,\omega_j & \text{otherwise (inclusive band)} \end{cases},
         \quad g_j = \frac{L_0/\lambda_j - l}{h - l}
+
+    ``l = h`` (Llama 4): the band holds only a wavelength equal to ``L_0/l``, where ``g`` is ``0/0``
+    (transformers computes NaN there); refpos raises ``ValueError`` for that one case and otherwise
+    computes the two outer bands, as transformers does.
     """
     w = base_inv_freq(rope.theta, rope.rotary_dim, xp)
     s, l0 = rope.factor, rope.original_max_position_embeddings
     low, high = rope.low_freq_factor, rope.high_freq_factor
     wavelen = 2 * math.pi / w
     low_freq_wavelen, high_freq_wavelen = l0 / low, l0 / high
-    g = (l0 / wavelen - low) / (high - low)
     mid = (wavelen >= high_freq_wavelen) & (wavelen <= low_freq_wavelen)
+    if high == low:
+        if bool(xp.any(mid)):
+            raise ValueError("low_freq_factor == high_freq_factor and a wavelength equals "
+                             "original_max_position_embeddings / low_freq_factor: the blend is 0/0 there")
+        return xp.where(wavelen > low_freq_wavelen, w / s, w)
+    g = (l0 / wavelen - low) / (high - low)
     blended = (1 - g) * w / s + g * w
     return xp.where(wavelen > low_freq_wavelen, w / s, xp.where(mid, blended, w))
 
@@ -238,7 +279,8 @@ def rope_frequencies(
     ======================  ================================================  =========================
     default                 :math:`\theta^{-2j/d}`                             1
     linear                  :math:`\theta^{-2j/d} / s`                         1
-    ntk                     :math:`\theta'^{-2j/d}`, :func:`ntk_theta`         1
+    ntk                     :math:`\theta'^{-2j/d}`, :func:`ntk_theta`;        1
+                            vLLM forms: :func:`vllm_ntk_inv_freq`
     dynamic                 :math:`\theta'(L)^{-2j/d}`, :func:`dynamic_theta`  1
     yarn                    ramp blend, :func:`yarn_ramp`                      :func:`attention_factor`
     llama3                  three bands                                        1
@@ -261,8 +303,10 @@ def rope_frequencies(
         inv = base_inv_freq(rope.theta, d, xp)
     elif kind == "linear":
         inv = base_inv_freq(rope.theta, d, xp) / rope.factor
-    elif kind == "ntk":
+    elif kind == "ntk" and rope.ntk_rule == "aware":
         inv = base_inv_freq(ntk_theta(rope), d, xp)
+    elif kind == "ntk":
+        inv = vllm_ntk_inv_freq(rope, xp)
     elif kind == "dynamic":
         inv = base_inv_freq(dynamic_theta(rope, seq_len), d, xp)
     elif kind == "yarn":
@@ -273,4 +317,4 @@ def rope_frequencies(
         inv = _longrope_inv(rope, seq_len, xp)
     else:  # proportional
         inv = _proportional_inv(rope, xp)
-    return inv, attention_factor(rope)
+    return inv, attention_factor(rope, seq_len)

@@ -127,14 +127,14 @@ def test_params_dict_contract():
     (dict(rope_type="longrope", head_dim=8, original_max_position_embeddings=64, short_factor=[1.0] * 4,
           long_factor=[1.0] * 4), ValueError, "factor"),  # no factor, no L_max, no attention_factor
     (dict(YARN, beta_fast=1.0, beta_slow=32.0), ValueError, "beta_fast"),
-    (dict(YARN, beta_fast=2.0, beta_slow=2.0), ValueError, "beta_fast"),
+    (dict(YARN, beta_fast=2.0, beta_slow=float("nan")), ValueError, "beta_slow"),  # equal betas are valid
     (dict(YARN, beta_slow=0.0), ValueError, "beta_slow"),
     (dict(YARN, attention_factor=0.0), ValueError, "attention_factor"),
     (dict(YARN, mscale=-1.0), ValueError, "mscale"),
     (dict(YARN, truncate=0), TypeError, "truncate"),
     (dict(YARN, theta=1.0), ValueError, "theta"),
     (dict(rope_type="llama3", head_dim=8, factor=8.0, original_max_position_embeddings=64, low_freq_factor=4.0,
-          high_freq_factor=4.0), ValueError, "high_freq_factor"),
+          high_freq_factor=2.0), ValueError, "high_freq_factor"),  # equal factors are valid (Llama 4)
     (dict(rope_type="llama3", head_dim=8, factor=8.0, original_max_position_embeddings=64, low_freq_factor=1.0),
      ValueError, "high_freq_factor"),
     (dict(head_dim=8, factor=2.0), ValueError, "factor"),  # not used by default

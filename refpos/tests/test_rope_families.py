@@ -1,0 +1,106 @@
+"""The family table: well formed, aliases followed, and (anchors) every row's citation and layout checked
+against the transformers modeling file it names.
+
+The layout anchor runs the file's own rotate function on the channel indices 0 … D−1 and reads off the
+pairing: for "half" ``rotate_half(x)[j] = −x[j + D/2]``, for "interleaved" ``rotate(x)[2j] = −x[2j + 1]``;
+exact integers, no tolerance.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from refpos.rope import families as fam
+
+
+def test_rows_are_unique_and_valid():
+    names = [row.model_type for row in fam.FAMILY_ROWS]
+    assert len(names) == len(set(names)) == len(fam.FAMILIES)
+    assert all(re.fullmatch(r"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: \w+(\.\w+)?(, \w+(\.\w+)?)*", row.source)
+               for row in fam.FAMILY_ROWS), [r.source for r in fam.FAMILY_ROWS]
+    summary = fam.table_summary()
+    assert summary["model_types"] == len(names) >= 150
+    assert summary["differ_from_default"] == sum(
+        (row.layout, row.rope_layers, row.query_scale, row.placement, row.rope_dict, row.multi_axis,
+         row.unmodelled, row.layer_pattern) != ("half", "all", None, None, frozenset(), False, None, None)
+        for row in fam.FAMILY_ROWS)
+
+
+@pytest.mark.parametrize("model_type, layout, layers, query", [
+    ("cohere", "interleaved", "all", None),
+    ("cohere2", "interleaved", "sliding", None),
+    ("ernie4_5", "interleaved", "all", None),
+    ("llama4_text", "interleaved", "no_rope_layers", "llama4_temperature"),
+    ("minicpm3", "half", "all", None),
+    ("smollm3", "half", "no_rope_layers", None),
+    ("exaone4", "half", "sliding_or_no_window", None),
+    ("ministral3", "half", "all", "llama_4_scaling_beta"),
+    ("kimi_k2", "rope_interleave", "all", None),
+    ("llama", "half", "all", None),
+])
+def test_the_families_of_the_issue(model_type, layout, layers, query):
+    row = fam.family_of(model_type)
+    assert (row.layout, row.rope_layers, row.query_scale) == (layout, layers, query)
+
+
+def test_unknown_and_bad_model_types():
+    assert fam.family_of("no_such_model") is None and fam.family_of(None) is None
+    with pytest.raises(TypeError, match="model_type"):
+        fam.family_of(3)
+    with pytest.raises(ValueError, match="column"):
+        fam.Family("x", "spiral", "x/modeling_x.py: f")
+
+
+# ------------------------------------------------------------------ anchors: the rows against transformers
+transformers = pytest.importorskip("transformers", reason="the family anchors read transformers' modeling files")
+torch = pytest.importorskip("torch", reason="the layout anchor runs transformers' rotate functions")
+MODELS = Path(transformers.__file__).parent / "models"
+
+
+@pytest.mark.anchors
+@pytest.mark.parametrize("row", fam.FAMILY_ROWS, ids=lambda r: r.model_type)
+def test_row_cites_existing_functions(row):
+    path, names = row.source.split(": ")
+    text = (MODELS / path).read_text(encoding="utf8")
+    for name in names.split(", "):
+        owner, _, method = name.partition(".")
+        assert re.search(rf"\n(class|def) {owner}\b", text), name
+        assert not method or re.search(rf"\n    def {method}\b", text), name
+    config_text = "".join(p.read_text(encoding="utf8") for p in (MODELS / path).parent.glob("configuration_*.py"))
+    assert f'model_type = "{row.model_type}"' in config_text
+
+
+def _pairing(rotate, width: int) -> str:
+    x = torch.arange(1, width + 1, dtype=torch.float64)
+    r = rotate(x.reshape(1, 1, 1, width)).reshape(width)  # (batch, heads, seq, D): GPT-J indexes 4 axes
+    half, inter = width // 2, torch.arange(0, width, 2)
+    if torch.equal(r[:half], -x[half:]) and torch.equal(r[half:], x[:half]):
+        return "half"
+    if torch.equal(r[inter], -x[inter + 1]) and torch.equal(r[inter + 1], x[inter]):
+        return "interleaved"
+    return "other"
+
+
+ROTATE_ROWS = [row for row in fam.FAMILY_ROWS if row.source.split(": ")[1].split(", ")[0] in
+               ("rotate_half", "rotate_every_two")]
+
+
+@pytest.mark.anchors
+@pytest.mark.parametrize("row", ROTATE_ROWS, ids=lambda r: r.model_type)
+def test_layout_is_what_the_rotate_function_does(row):
+    path, names = row.source.split(": ")
+    module = importlib.import_module("transformers.models." + path[:-3].replace("/", "."))
+    rotate = getattr(module, names.split(", ")[0])
+    found = _pairing(rotate, 8)
+    assert found == row.layout or (found == "other" and row.unmodelled), found  # other: said not modelled
+
+
+@pytest.mark.anchors
+def test_layout_anchor_breaks_on_a_wrong_row(monkeypatch):
+    wrong = fam.Family("cohere", "half", "cohere/modeling_cohere.py: rotate_half")
+    with pytest.raises(AssertionError):
+        test_layout_is_what_the_rotate_function_does(wrong)
