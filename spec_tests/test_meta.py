@@ -77,8 +77,8 @@ def test_the_same_files_pass_on_the_reference():
 ])
 def test_table_mutants_reach_apply_rope(name, rope):
     """A mutant of the cos/sin tables shows its mistake in ``apply_rope`` too, not only in ``rope_cos_sin``:
-    NumPy's fast form computes its own tables, so a patch of the readable helper alone would leave
-    ``apply_rope`` right (it did, until the mutants also turned the fast form off)."""
+    every path of apply_rope (the NumPy fast form included) consumes the readable form's tables, so the
+    mutants patch that one helper and switch nothing off."""
     import importlib
 
     import numpy as np

@@ -34,6 +34,8 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -211,21 +213,36 @@ def apply_rope(
     start, stop = _span_bounds(rope)
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
-    if is_fast_input(x):  # NumPy: the same bits on whole rows, on every core (refpos.rope.fast)
-        rotate_span(x, positions, inv_freq, factor, out, start, stop, _pair_slices(rope, 0, stop - start))
-    else:
-        cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m), angles in float64
-        cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)  # the rotation itself runs in x's dtype
-        if is_fast_gpu_input(x):  # CuPy: the same formulas, one fused kernel each (refpos.rope.fast_gpu)
-            rotate_span_gpu(x, cos, sin, out, _pair_slices(rope, start, stop))
-        else:
-            _rotate_span(x, cos, sin, out, rope, start, stop)
+    tables = partial(_cast_tables, positions, inv_freq, factor, x.dtype)  # rows -> cos, sin of those rows
+    _rotation_for(x)(x, tables, out, _pair_slices(rope, start, stop))  # fast forms: the same bits
     return out[0, :] if single else out
 
 
-def _rotate_span(x: Array, cos: Array, sin: Array, out: Array, rope: RopeConfig, start: int, stop: int) -> None:
-    """The readable rotation of channels ``[start, stop)`` into ``out``: the reference for every backend."""
-    u_in, v_in, u_out, v_out = _pair_slices(rope, start, stop)
+def _rotation_for(x: Array) -> Any:
+    """The rotation for ``x``: the readable :func:`_rotate_span`, or a fast form with its signature and bits.
+
+    NumPy: whole rows on every core (:mod:`refpos.rope.fast`); CuPy float32/float64: one fused kernel per
+    formula (:mod:`refpos.rope.fast_gpu`). Both take the same ``tables`` as the readable form.
+    """
+    if is_fast_input(x):
+        return rotate_span
+    if is_fast_gpu_input(x):
+        return rotate_span_gpu
+    return _rotate_span
+
+
+def _cast_tables(positions: Array, inv_freq: Array, factor: float, dtype: Any, rows: slice) -> tuple[Array, Array]:
+    """The tables of one block of rows, :func:`_pair_cos_sin` cast to x's dtype: ``(..., rows, m)`` each."""
+    xp = array_namespace(inv_freq)
+    cos, sin = _pair_cos_sin(positions[..., rows], inv_freq, factor)  # angles in float64
+    return xp.astype(cos, dtype), xp.astype(sin, dtype)  # the rotation itself runs in x's dtype
+
+
+def _rotate_span(x: Array, tables: Callable[[slice], tuple[Array, Array]], out: Array,
+                 pairs: tuple[slice, slice, slice, slice]) -> None:
+    """The readable rotation of the pairs ``(u_in, v_in, u_out, v_out)`` into ``out``: the reference for
+    every backend. ``tables(rows)``: ``A·cos φ`` and ``A·sin φ`` of those rows, ``(..., rows, m)`` in x's dtype."""
+    u_in, v_in, u_out, v_out = pairs
     # u' = u cos φ - v sin φ,  v' = v cos φ + u sin φ, written block by block along T so that the
     # temporaries stay small (cache-sized) and the output is the only full-size array
     t = x.shape[-2]
@@ -234,7 +251,7 @@ def _rotate_span(x: Array, cos: Array, sin: Array, out: Array, rope: RopeConfig,
     for t0 in range(0, t, block):
         rows = slice(t0, min(t0 + block, t))
         u, v = x[..., rows, u_in], x[..., rows, v_in]  # (..., rows, m)
-        c, s = cos[..., rows, :], sin[..., rows, :]  # (..., rows, m)
+        c, s = tables(rows)  # (..., rows, m)
         out[..., rows, u_out] = u * c - v * s
         out[..., rows, v_out] = v * c + u * s
 

@@ -16,6 +16,10 @@ on whole contiguous rows, with the partner of each channel moved next to it once
 is **bit for bit** the readable form's; the tests assert equality, not closeness. The readable form in
 :mod:`refpos.rope.core` stays the reference and runs on every other backend.
 
+The tables are the readable form's own (:func:`refpos.rope.core._pair_cos_sin`, cast to x's dtype,
+evaluated block by block on the threads): this module only lays them out as ``C`` and ``S``, so a
+change to the tables reaches every path.
+
 Blocks of rows are independent, so they run on threads (:mod:`refpos.parallel`). Each thread keeps its
 scratch arrays (tables, partners) from one block to the next (:class:`refpos.parallel.ThreadScratch`).
 """
@@ -23,6 +27,7 @@ scratch arrays (tables, partners) from one block to the next (:class:`refpos.par
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -35,56 +40,51 @@ from refpos.parallel import ThreadScratch, run_blocks, threads_for
 SLAB_BYTES = 2**19
 
 
-def signed_tables(positions: np.ndarray, inv_freq: np.ndarray, factor: float, written: tuple[slice, slice],
-                  dtype: np.dtype, scratch: ThreadScratch) -> tuple[np.ndarray, np.ndarray]:
-    r"""``C`` and ``S`` for these positions, in ``dtype``, ``(..., rows, 2m)``: scratch memory of this thread.
+def signed_tables(cos: np.ndarray, sin: np.ndarray, written: tuple[slice, slice],
+                  scratch: ThreadScratch) -> tuple[np.ndarray, np.ndarray]:
+    r"""``C`` and ``S`` of one block of rows, ``(..., rows, 2m)``: scratch memory of this thread.
 
-    The readable form's tables (:func:`refpos.rope.core._pair_cos_sin`), the same operations written into
-    reused memory, each pair's values where ``written = (u_out, v_out)`` places its two channels:
+    ``cos`` and ``sin`` are the readable form's tables (:func:`refpos.rope.core._pair_cos_sin`, already
+    cast to x's dtype), ``(..., rows, m)``; each pair's values go where ``written = (u_out, v_out)``
+    places its two channels:
 
-    .. math:: \varphi = p\,\omega_j \ \text{(float64)},\qquad
-        C_u = C_v = \mathrm{rd}(A\cos\varphi),\qquad S_v = \mathrm{rd}(A\sin\varphi),\quad S_u = -S_v
+    .. math:: C_u = C_v = \mathrm{rd}(A\cos\varphi),\qquad S_v = \mathrm{rd}(A\sin\varphi),\quad S_u = -S_v
 
-    with ``rd`` the rounding to ``dtype`` that the readable form applies to its tables (negation commutes
-    with it exactly).
+    (negation is exact, so ``u·C_u + v·S_u`` rounds as the readable ``u·c − v·s``).
     """
-    m = inv_freq.shape[0]
     u, v = written
-    angles = scratch.take("angles", (*positions.shape, m), np.dtype(np.float64))  # (..., rows, m)
-    np.multiply(positions.astype(np.float64)[..., None], inv_freq, out=angles)  # φ = p ω_j, float64
-    table_c = scratch.take("table_c", (*positions.shape, 2 * m), dtype)  # (..., rows, 2m)
-    table_s = scratch.take("table_s", (*positions.shape, 2 * m), dtype)  # (..., rows, 2m)
-    trig = scratch.take("trig", angles.shape, np.dtype(np.float64))  # (..., rows, m)
-    np.multiply(factor, np.cos(angles, out=trig), out=trig)  # A cos φ
-    np.copyto(table_c[..., u], trig, casting="same_kind")  # rounded to dtype as the readable form rounds
-    table_c[..., v] = table_c[..., u]
-    np.multiply(factor, np.sin(angles, out=trig), out=trig)  # A sin φ
-    np.copyto(table_s[..., v], trig, casting="same_kind")
-    np.negative(table_s[..., v], out=table_s[..., u])
+    shape = (*cos.shape[:-1], 2 * cos.shape[-1])  # (..., rows, 2m)
+    table_c = scratch.take("table_c", shape, cos.dtype)
+    table_s = scratch.take("table_s", shape, sin.dtype)
+    table_c[..., u], table_c[..., v] = cos, cos
+    table_s[..., v] = sin
+    np.negative(sin, out=table_s[..., u])
     return table_c, table_s
 
 
-def rotate_span(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray, factor: float, out: np.ndarray,
-                start: int, stop: int, pairs: tuple[slice, slice, slice, slice]) -> None:
-    """Write the rotated channels ``[start, stop)`` of ``x`` into ``out`` (same bits as the readable form).
+def rotate_span(x: np.ndarray, tables: Callable[[slice], tuple[np.ndarray, np.ndarray]], out: np.ndarray,
+                pairs: tuple[slice, slice, slice, slice]) -> None:
+    """Write the rotated pairs of ``x`` into ``out`` (same bits as the readable form).
+
+    The signature of the readable :func:`refpos.rope.core._rotate_span`, so that one dispatch line picks
+    either.
 
     Parameters
     ----------
     x : ndarray ``(..., T, D)``
-    positions : int ndarray ``(..., T)``, broadcastable against ``x.shape[:-1]``
-    inv_freq : float64 ndarray ``(m,)``, ``m = (stop - start) / 2``
-    factor : float
-        The attention factor ``A``.
-    out : ndarray ``(..., T, D)``, the broadcast shape of x and the positions
-    start, stop : the rotated span, ``stop - start = 2m``
-    pairs : ``(u_in, v_in, u_out, v_out)``, where pair ``j`` is read and written inside the span
-        (:func:`refpos.rope.core._pair_slices` of ``[0, 2m)``)
+    tables : callable ``rows -> (cos, sin)``
+        The readable form's ``A·cos φ`` and ``A·sin φ`` of a block of rows, ``(..., rows, m)`` in x's
+        dtype, broadcastable against ``x.shape[:-1]``; each block evaluates its own rows on its thread
+    out : ndarray ``(..., T, D)``, the broadcast shape of x and the tables' leading axes
+    pairs : ``(u_in, v_in, u_out, v_out)`` channel slices of the head (:func:`refpos.rope.core._pair_slices`);
+        the rotated span is ``[u_in.start, v_in.stop)``
     """
+    start, stop = pairs[0].start, pairs[1].stop
     m = (stop - start) // 2
-    u_in, v_in, u_out, v_out = pairs
+    u_in, v_in, u_out, v_out = (slice(s.start - start, s.stop - start, s.step) for s in pairs)  # inside the span
     lead, t = out.shape[:-2], out.shape[-2]
     x_b = np.broadcast_to(x, (*lead, t, x.shape[-1]))  # (..., T, D), a view
-    # slabs of rows, and at least one per thread: each block computes the tables of its own rows once
+    # slabs of rows, and at least one per thread: each block lays out the tables of its own rows once
     slab_rows = max(1, SLAB_BYTES // (x.itemsize * x.shape[-1]))
     rows_per_block = min(slab_rows, -(-t // threads_for(math.prod(out.shape))))
     # each NumPy call takes one slab: the rows of one head, or of several heads when the rows are few
@@ -94,7 +94,7 @@ def rotate_span(x: np.ndarray, positions: np.ndarray, inv_freq: np.ndarray, fact
     scratch = ThreadScratch()  # this call's per-thread memory, released when the call returns
 
     def block(rows: slice) -> None:
-        table_c, table_s = signed_tables(positions[..., rows], inv_freq, factor, (u_out, v_out), x.dtype, scratch)
+        table_c, table_s = signed_tables(*tables(rows), (u_out, v_out), scratch)
         shape = (*lead, rows.stop - rows.start, 2 * m)
         c_b, s_b = np.broadcast_to(table_c, shape), np.broadcast_to(table_s, shape)  # (..., rows, 2m) views
         for slab in slabs:

@@ -59,19 +59,20 @@ def is_fast_gpu_input(x: Any) -> bool:
     return array_api_compat.is_cupy_array(x) and str(x.dtype) in FAST_GPU_DTYPES and math.prod(x.shape) > 0
 
 
-def rotate_span(x: Array, cos: Array, sin: Array, out: Array,
-                pairs: tuple[slice, slice, slice, slice]) -> None:
+def rotate_span(x: Array, tables: Any, out: Array, pairs: tuple[slice, slice, slice, slice]) -> None:
     """Write the rotated pairs of ``x`` into ``out`` (same bits as the readable form).
 
     Parameters
     ----------
     x : cupy array ``(..., T, D)``
-    cos, sin : cupy arrays ``(..., T, m)`` in x's dtype, broadcastable against ``x.shape[:-1]``: the
-        readable form's ``A·cos φ`` and ``A·sin φ``, already cast
+    tables : callable ``rows -> (cos, sin)``
+        The readable form's ``A·cos φ`` and ``A·sin φ`` of a block of rows, cupy arrays ``(..., rows, m)``
+        in x's dtype, broadcastable against ``x.shape[:-1]`` (here: all rows at once)
     out : cupy array ``(..., T, D)``, the broadcast shape
     pairs : ``(u_in, v_in, u_out, v_out)`` channel slices (:func:`refpos.rope.core._pair_slices`)
     """
     u_in, v_in, u_out, v_out = pairs
+    cos, sin = tables(slice(None))  # (..., T, m) each
     first, second = _kernels()
     u, v = x[..., u_in], x[..., v_in]  # (..., T, m) views, broadcast by the kernels
     first(u, v, cos, sin, out[..., u_out])  # writes through the (..., T, m) view of out

@@ -126,8 +126,8 @@ def test_fused_gpu_form_is_only_for_cupy_float32_and_float64():
         assert not is_fast_gpu_input(cupy.ones((0, 4), dtype=cupy.float32))
 
 
-def test_fast_rope_gives_every_thread_rows_and_computes_each_table_once(monkeypatch):
-    """Few rows: they are cut so that every thread works; each block computes the tables of its rows."""
+def test_fast_rope_gives_every_thread_rows_and_lays_out_each_table_once(monkeypatch):
+    """Few rows: they are cut so that every thread works; each block lays out the tables of its rows."""
     monkeypatch.setenv("REFPOS_THREADS", "3")
     monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)
     rng = np.random.default_rng(1)
@@ -135,7 +135,7 @@ def test_fast_rope_gives_every_thread_rows_and_computes_each_table_once(monkeypa
     x = rng.standard_normal((2, 7, 7, 16))
     rows = []
     original = fast.signed_tables
-    monkeypatch.setattr(fast, "signed_tables", lambda p, *a: rows.append(p.shape[-1]) or original(p, *a))
+    monkeypatch.setattr(fast, "signed_tables", lambda c, *a: rows.append(c.shape[-2]) or original(c, *a))
     out = refpos.apply_rope(x, np.arange(7), rope)
     assert sorted(rows) == [1, 3, 3]  # 7 rows in blocks of 3 for 3 threads, every row once
     rows.clear()
@@ -144,6 +144,21 @@ def test_fast_rope_gives_every_thread_rows_and_computes_each_table_once(monkeypa
     assert rows == [7]
     readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(np.arange(7)), rope)
     np.testing.assert_array_equal(out, to_numpy(readable))
+
+
+def test_every_path_consumes_the_readable_tables(monkeypatch):
+    """A change to the readable form's cos/sin tables reaches the NumPy fast form and the readable form
+    alike (no switch needed): both give the changed bits."""
+    rope = refpos.RopeConfig(head_dim=8)
+    x = np.random.default_rng(3).standard_normal((2, 3, 5, 8))
+    positions = np.arange(5)
+    before = refpos.apply_rope(x, positions, rope)
+    original = core._pair_cos_sin
+    monkeypatch.setattr(core, "_pair_cos_sin", lambda p, w, a: original(p, w, 2 * a))  # A doubled
+    fast_out = refpos.apply_rope(x, positions, rope)
+    readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(positions), rope)
+    np.testing.assert_array_equal(fast_out, to_numpy(readable))
+    np.testing.assert_array_equal(fast_out, 2 * before)  # doubling is exact
 
 
 def test_fast_rope_leaves_the_input_and_pass_through_channels_alone():

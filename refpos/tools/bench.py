@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import get_xp, is_cupy_namespace
+from refpos.backend import array_namespace, get_xp, is_cupy_namespace
 from refpos.parallel import num_threads
 from refpos.tools.measure import (
     best_time,
@@ -154,7 +154,12 @@ def bench_floors(xp: Any, dtypes: list[str], copy_mib: int = 512, matmul_n: int 
 
 # ---------------------------------------------------------------------------------------- rope
 def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list[str]) -> list[Record]:
-    """apply_rope on x of ``shape`` (B, H, T, D) beside a copy of the same bytes and HF's apply_rotary_pos_emb."""
+    """apply_rope on x of ``shape`` (B, H, T, D) beside its floor and HF's apply_rotary_pos_emb.
+
+    The floor is a copy of the same bytes plus the tables alone (``A·cos φ`` and ``A·sin φ`` of every
+    angle in float64, cast to x's dtype: what :func:`refpos.rope.core._pair_cos_sin` and the cast do
+    inside apply_rope); ``apply_rope/floor_copy_tables`` is apply_rope against their sum.
+    """
     from refpos.rope import RopeConfig, apply_rope
 
     torch, torch_device = torch_module(), torch_device_for(xp)
@@ -172,8 +177,11 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
             def apply() -> Any:
                 return apply_rope(x, positions, rope)  # noqa: B023
 
-            # the copy and apply_rope in alternating rounds: a slow phase of the machine falls on both alike
-            rec["floor_copy_s"], rec["apply_rope_s"] = best_times([copy_fn(x, xp), apply], xp)
+            # the copy, the tables and apply_rope in alternating rounds: a slow phase of the machine falls on
+            # all of them alike
+            rec["floor_copy_s"], rec["floor_tables_s"], rec["apply_rope_s"] = best_times(
+                [copy_fn(x, xp), tables_fn(positions, rope, x.dtype), apply], xp)
+            rec["floor_copy_tables_s"] = rec["floor_copy_s"] + rec["floor_tables_s"]
             if torch_device is not None and layout == "half" and transformers_rope() is not None:
                 apply_rotary_pos_emb = transformers_rope()
                 tx = to_torch(x)
@@ -191,9 +199,24 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
             for key in ("floor_copy_s", "apply_rope_s", "torch_hf_apply_s"):
                 if key in rec:
                     rec[f"{key[:-2]}_gbs"] = 2 * nbytes / rec[key] / 1e9  # read x, write the output
-            _ratios(rec, "apply_rope_s", ("floor_copy_s", "torch_hf_apply_s"))
+            _ratios(rec, "apply_rope_s", ("floor_copy_s", "floor_copy_tables_s", "torch_hf_apply_s"))
             records.append(rec)
     return records
+
+
+def tables_fn(positions: Any, rope: Any, dtype: Any) -> Callable[[], Any]:
+    """The table evaluation of apply_rope alone: frequencies, ``A·cos φ``, ``A·sin φ``, cast to ``dtype``."""
+    from refpos.rope.core import _pair_cos_sin
+    from refpos.rope.scaling import rope_frequencies
+
+    xp = array_namespace(positions)
+
+    def tables() -> Any:
+        inv_freq, factor = rope_frequencies(rope, seq_len=int(xp.max(positions)) + 1, xp=xp)
+        cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (T, m) float64
+        return xp.astype(cos, dtype), xp.astype(sin, dtype)
+
+    return tables
 
 
 # ---------------------------------------------------------------------------------------- golden

@@ -19,7 +19,4 @@ def _squared(positions, inv_freq, factor):
 
 
 globals().update(inherit_patched(__name__, "RoPE attention factor squared in cos/sin",
-                                 (_core, "_pair_cos_sin", _squared),
-                                 # NumPy's fast form computes its tables itself (refpos.rope.fast, the same bits):
-                                 # run the readable form, which reaches the patched helper
-                                 (_core, "is_fast_input", lambda x: False)))
+                                 (_core, "_pair_cos_sin", _squared)))

@@ -22,7 +22,4 @@ def _float32_pair_cos_sin(positions, inv_freq, factor):
 
 
 globals().update(inherit_patched(__name__, "float32 RoPE angles while INFO declares float64",
-                                 (_core, "_pair_cos_sin", _float32_pair_cos_sin),
-                                 # NumPy's fast form computes its tables itself (refpos.rope.fast, the same bits):
-                                 # run the readable form, which reaches the patched helper
-                                 (_core, "is_fast_input", lambda x: False)))
+                                 (_core, "_pair_cos_sin", _float32_pair_cos_sin)))
