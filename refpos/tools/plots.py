@@ -27,17 +27,31 @@ Figure = Any
 PLOTS: dict[str, tuple[Callable[[Figure], None], str]] = {}
 #: plot name -> figure size (inches) where it differs from FIGSIZE
 _SIZES: dict[str, tuple[float, float]] = {}
+#: plot name -> one line: what to see in it (the caption under the figure in docs/figures.md)
+CAPTIONS: dict[str, str] = {}
 
-#: default figure size (inches) and resolution: small PNGs for the repository
+#: default figure size (inches) and resolution: print quality (a 7.2-inch figure is 1080 px wide)
 FIGSIZE = (7.2, 3.4)
-DPI = 80
+DPI = 150
+#: text sizes in points: at 150 dpi a 10 pt letter is about 21 px tall, legible at the page's width
+STYLE = {
+    "font.size": 10.0,
+    "axes.titlesize": 10.5,
+    "axes.labelsize": 10.0,
+    "xtick.labelsize": 9.0,
+    "ytick.labelsize": 9.0,
+    "legend.fontsize": 9.0,
+}
+#: the smallest text a figure may carry (points)
+MIN_FONT_SIZE = 8.5
 
 
 def _register(
-    name: str, description: str, figsize: tuple[float, float] | None = None
+    name: str, description: str, caption: str, figsize: tuple[float, float] | None = None
 ) -> Callable[[Callable[[Figure], None]], Callable[[Figure], None]]:
     def deco(fn: Callable[[Figure], None]) -> Callable[[Figure], None]:
         PLOTS[name] = (fn, description)
+        CAPTIONS[name] = caption
         if figsize is not None:
             _SIZES[name] = figsize
         return fn
@@ -62,14 +76,16 @@ def _annotate(ax: Any, values: np.ndarray, vmin: float, vmax: float, fmt: str = 
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
             dark = (values[i, j] - vmin) < 0.6 * (vmax - vmin)
-            ax.text(j, i, fmt.format(values[i, j]), ha="center", va="center", fontsize=9,
+            ax.text(j, i, fmt.format(values[i, j]), ha="center", va="center", fontsize=10,
                     color="white" if dark else "black")
 
 
 # ----------------------------------------------------------------------------------------------------
 # sinusoidal
 # ----------------------------------------------------------------------------------------------------
-@_register("sinusoid-heatmap", "the sinusoidal table (d = 128) and the period of each of its 64 hands")
+@_register("sinusoid-heatmap", "the sinusoidal table (d = 128) and the period of each of its 64 hands",
+           "Fast hands (left columns) change every token, slow ones barely move in 128 positions; periods run "
+           "from 6.28 to 54,410 tokens.")
 def plot_sinusoid_heatmap(fig: Figure) -> None:
     from refpos.encodings.sinusoidal import sinusoidal, sinusoidal_frequencies
 
@@ -79,21 +95,21 @@ def plot_sinusoid_heatmap(fig: Figure) -> None:
     image = ax.imshow(table, aspect="auto", cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest")
     ax.set_xlabel("channel (interleaved sin, cos pairs)")
     ax.set_ylabel("position p")
-    ax.set_title("P[p, :], d = 128", fontsize=10)
+    ax.set_title(r"$P[p, :]$, $d = 128$")
     fig.colorbar(image, ax=ax, fraction=0.05)
 
     periods = 2.0 * math.pi / to_numpy(sinusoidal_frequencies(dim, xp=np))  # (d/2,)
     ax = fig.add_subplot(1, 2, 2)
     ax.semilogy(np.arange(dim // 2), periods, ".-", markersize=3)
     ax.axhline(n_positions, color="grey", lw=0.8, ls="--")
-    ax.text(3, periods[0], f"fastest: {periods[0]:.2f} tokens", fontsize=8, va="center")
-    ax.text(dim // 2 - 3, periods[-1], f"slowest: {periods[-1]:,.0f} tokens", fontsize=8, va="center",
+    ax.text(3, periods[0], f"fastest: {periods[0]:.2f} tokens", fontsize=9, va="center")
+    ax.text(dim // 2 - 3, periods[-1], f"slowest: {periods[-1]:,.0f} tokens", fontsize=9, va="center",
             ha="right")
-    ax.text(dim // 2 - 1, n_positions * 0.7, f"{n_positions} positions (left)", fontsize=8, color="grey",
+    ax.text(dim // 2 - 1, n_positions * 0.7, f"{n_positions} positions (left)", fontsize=9, color="grey",
             ha="right", va="top")
     ax.set_xlabel("hand k (pair of channels)")
-    ax.set_ylabel("period 2π/ω_k (tokens)")
-    ax.set_title("64 clock hands: one turn takes", fontsize=10)
+    ax.set_ylabel(r"period $2\pi/\omega_k$ (tokens)")
+    ax.set_title("64 clock hands: one turn takes")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -107,22 +123,24 @@ def _llama2_inv_freq() -> np.ndarray:
     return to_numpy(rope_frequencies(RopeConfig(theta=10000.0, head_dim=128), xp=np)[0])
 
 
-@_register("rope-angles", "RoPE angle of each pair against position (Llama-2, θ = 1e4), training range 4096 marked")
+@_register("rope-angles", "RoPE angle of each pair against position (Llama-2, θ = 1e4), training range 4096 marked",
+           "Past the shaded training range the slow pairs reach angles never seen in training; pairs 46-63 never "
+           "turn once in 4096 tokens.", figsize=(7.6, 3.9))
 def plot_rope_angles(fig: Figure) -> None:
     train = 4096
     omega = _llama2_inv_freq()  # (64,)
     positions = np.arange(0, 4 * train + 1)  # (T,)
     ax = fig.add_subplot(1, 2, 1)
     ax.axvspan(0, train, color="0.9")
-    ax.text(train * 0.5, 1.08, "training range", fontsize=8, ha="center")
+    ax.text(train * 0.5, 1.08, "training range", fontsize=9, ha="center")
     for j in (40, 46, 52, 63):
         wavelength = 2.0 * math.pi / omega[j]
         ax.plot(positions, np.cos(positions * omega[j]), lw=1, label=f"j = {j} (λ = {wavelength:,.0f})")
     ax.set_ylim(-1.1, 1.2)
     ax.set_xlabel("position p")
-    ax.set_ylabel("cos(p·ω_j)")
-    ax.legend(fontsize=7, loc="lower left")
-    ax.set_title("slow pairs: angles beyond training are new", fontsize=10)
+    ax.set_ylabel(r"$\cos(p\,\omega_j)$")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2, frameon=False)  # below: no curve hidden
+    ax.set_title("slow pairs: angles beyond training are new")
 
     ax = fig.add_subplot(1, 2, 2)
     reached = train * omega  # largest angle seen in training, per pair
@@ -130,15 +148,17 @@ def plot_rope_angles(fig: Figure) -> None:
     ax.axhline(2.0 * math.pi, color="grey", lw=0.8, ls="--")
     critical = int(np.argmax(reached < 2.0 * math.pi))
     ax.axvline(critical - 0.5, color="crimson", lw=0.8, ls="--")
-    ax.text(1, 2.0 * math.pi * 1.4, "one full turn (2π)", fontsize=8, color="grey")
+    ax.text(1, 2.0 * math.pi * 1.4, r"one full turn ($2\pi$)", fontsize=9, color="grey")
     ax.text(critical + 1, reached[0] * 0.3, f"pairs ≥ {critical}:\nnever a full turn\nin training",
-            fontsize=8, color="crimson", va="top")
+            fontsize=9, color="crimson", va="top")
     ax.set_xlabel("pair j")
-    ax.set_ylabel("angle at p = 4096 (rad)")
-    ax.set_title("how far each hand turned in training", fontsize=10)
+    ax.set_ylabel(r"angle $4096\,\omega_j$ (rad)")
+    ax.set_title("how far each hand turned in training")
 
 
-@_register("rope-decay", "RoPE's long-range decay: the relative upper bound (1/m)·Σ_j |S_j| against distance")
+@_register("rope-decay", "RoPE's long-range decay: the relative upper bound (1/m)·Σ_j |S_j| against distance",
+           "The bound falls from 32.5 at distance 0 (every pair aligned) to about 10 by 100 tokens, then ripples "
+           "between about 2 and 10 out to 100,000: a decay, but not a monotone one.")
 def plot_rope_decay(fig: Figure) -> None:
     omega = _llama2_inv_freq()  # (m,)
     m = omega.size
@@ -152,13 +172,14 @@ def plot_rope_decay(fig: Figure) -> None:
     ax = fig.add_subplot(1, 2, 1)
     ax.plot(near, bound(near.astype(np.float64)), lw=1)
     ax.set_xlabel("relative distance r")
-    ax.set_ylabel("(1/m) Σ_j |S_j|")
-    ax.set_title("θ = 1e4, d = 128, r ≤ 256", fontsize=10)
+    ax.set_ylabel(r"$\frac{1}{m}\sum_j |S_j|$")
+    ax.set_title(r"$\theta = 10^4$, $d = 128$, $r \leq 256$")
     far = np.unique(np.round(np.logspace(0, 5, 600)))
     ax = fig.add_subplot(1, 2, 2)
     ax.semilogx(far, bound(far), lw=1)
     ax.set_xlabel("relative distance r (log)")
-    ax.set_title("out to 100,000 tokens", fontsize=10)
+    ax.set_ylabel(r"$\frac{1}{m}\sum_j |S_j|$")
+    ax.set_title("out to 100,000 tokens")
 
 
 #: Phi-3.5-mini-instruct's LongRoPE long factors (config.json, rope_scaling.long_factor; d = 96)
@@ -177,7 +198,8 @@ _PHI35_LONG_FACTOR = (
 
 
 @_register("rope-scaling", "each RoPE scaling rule's inv_freq / default against wavelength (log), and YaRN's ramp",
-           figsize=(7.6, 4.0))
+           "Linear slows every pair by s = 8; the others keep the fast pairs (left) and slow the slow ones (right), "
+           "each switching at its own wavelength, some smoothly; LongRoPE's factors reach 65.", figsize=(8.0, 4.8))
 def plot_rope_scaling(fig: Figure) -> None:
     from refpos.rope.config import RopeConfig
     from refpos.rope.scaling import rope_frequencies, yarn_correction_range, yarn_ramp
@@ -204,58 +226,66 @@ def plot_rope_scaling(fig: Figure) -> None:
     dynamic = RopeConfig(rope_type="dynamic", head_dim=d, factor=2.0, max_position_embeddings=train)
     for n, length in enumerate((2 * train, 4 * train)):
         wavelength, r = ratio(dynamic, length)
-        ax.loglog(wavelength, r, ":", color="0.35", lw=1.2,
-                  label=f"dynamic NTK (s=2), L = {length // train}·L0" if n == 0 else f"… L = {length // train}·L0")
+        times = f"$L = {length // train}L_0$"
+        label = f"dynamic NTK (s = 2), {times}" if n == 0 else f"… {times}"
+        ax.loglog(wavelength, r, ":", color="0.35", lw=1.2, label=label)
     phi = RopeConfig(rope_type="longrope", head_dim=96, original_max_position_embeddings=train,
                      max_position_embeddings=131072, short_factor=(1.0,) * 48, long_factor=_PHI35_LONG_FACTOR)
     wavelength, r = ratio(phi, train + 1)
     ax.loglog(wavelength, r, "--", lw=1.2, label="LongRoPE (Phi-3.5, long)")
     ax.axvline(train, color="black", lw=0.8)
-    ax.text(train * 1.1, 1.15, "L0 = 4096", fontsize=7)
+    ax.text(train * 1.1, 1.15, r"$L_0 = 4096$", fontsize=9)
     ax.set_ylim(5e-3, 2.0)
-    ax.set_xlabel("wavelength 2π/ω_j of the default pair (tokens)")
-    ax.set_ylabel("ω'_j / ω_j")
-    ax.set_title("θ = 1e4, d = 128, s = 8 (fast pairs left)", fontsize=9)
-    ax.legend(fontsize=6, loc="lower left")
+    ax.set_xlabel(r"wavelength $2\pi/\omega_j$ of the default pair (tokens)")
+    ax.set_ylabel(r"$\omega'_j / \omega_j$")
+    ax.set_title(r"$\theta = 10^4$, $d = 128$, $s = 8$ (fast pairs left)")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, frameon=False)
 
     ax = fig.add_subplot(1, 2, 2)
     ramp = to_numpy(yarn_ramp(yarn, xp=np))  # (m,): 0 keep ω, 1 interpolate ω/s
     lo, hi = yarn_correction_range(yarn)
     ax.plot(np.arange(ramp.size), ramp, ".-", markersize=3)
     ax.axvspan(lo, hi, color="0.9")
-    ax.text(2, 0.85, f"j ≤ {lo}: ≥ 32 turns in L0\nkept (extrapolate)", fontsize=7)
-    ax.text(hi + 1, 0.15, f"j ≥ {hi}:\n< 1 turn\ndivided by s", fontsize=7)
+    ax.text(2, 0.85, f"j ≤ {lo}: ≥ 32 turns in $L_0$\nkept (extrapolate)", fontsize=9)
+    ax.text(hi + 1, 0.15, f"j ≥ {hi}:\n< 1 turn\ndivided by s", fontsize=9)
     ax.set_xlabel("pair j")
-    ax.set_ylabel("ramp γ_j (share of ω/s)")
-    ax.set_title("YaRN's ramp (β_fast = 32, β_slow = 1)", fontsize=9)
+    ax.set_ylabel(r"ramp $\gamma_j$ (share of $\omega_j/s$)")
+    ax.set_title(r"YaRN's ramp ($\beta_{fast} = 32$, $\beta_{slow} = 1$)")
 
 
 # ----------------------------------------------------------------------------------------------------
 # biases: ALiBi and T5
 # ----------------------------------------------------------------------------------------------------
 @_register("alibi-bias", "ALiBi bias matrices (causal, 8 heads, 16 tokens) for heads 1, 3, 5 and 8",
-           figsize=(7.2, 2.2))
+           "With equal content scores a query's weights are softmax(−m·(i − j)): head 1 looks at the last few "
+           "tokens, head 8 spreads evenly over all of them.", figsize=(8.4, 2.6))
 def plot_alibi_bias(fig: Figure) -> None:
+    from matplotlib.colors import LogNorm
+
+    from refpos.core.softmax import softmax
     from refpos.encodings.alibi import alibi_bias, alibi_slopes
 
     n_heads, t = 8, 16
     bias = to_numpy(alibi_bias(n_heads, t, t, xp=np))  # (H, T, T)
     slopes = to_numpy(alibi_slopes(n_heads, xp=np))
-    future = np.triu(np.ones((t, t), dtype=bool), k=1)
-    low = float(bias[0][~future].min())
+    allowed = np.tril(np.ones((t, t), dtype=bool))  # (T, T): causal, True = may attend
+    # the bias alone through the softmax (every content score equal): each head's reach on one scale
+    weights = to_numpy(softmax(bias, mask=allowed))  # (H, T, T)
+    norm = LogNorm(vmin=1e-3, vmax=1.0)
     for n, head in enumerate((0, 2, 4, 7)):
         ax = fig.add_subplot(1, 4, n + 1)
-        shown = np.where(future, np.nan, bias[head])  # masked keys left blank
-        image = ax.imshow(shown, cmap="magma", vmin=low, vmax=0.0)
-        ax.set_title(f"head {head + 1}: m = 1/{round(1 / slopes[head])}", fontsize=9)
-        ax.set_xlabel("key j", fontsize=8)
-        if n == 0:
-            ax.set_ylabel("query i", fontsize=8)
-        ax.tick_params(labelsize=7)
-    fig.colorbar(image, ax=fig.axes, fraction=0.02, label="bias −m·(i − j)")
+        shown = np.where(allowed, np.maximum(weights[head], norm.vmin), np.nan)  # masked keys left blank
+        image = ax.imshow(shown, cmap="viridis", norm=norm, interpolation="nearest")
+        ax.set_title(f"head {head + 1}: m = 1/{round(1 / slopes[head])}")
+        ax.set_xlabel("key j")
+        ax.set_ylabel("query i")
+    fig.colorbar(image, ax=fig.axes, fraction=0.03, shrink=0.8, label=r"weight $\propto e^{-m(i-j)}$")
 
 
-@_register("t5-bias", "T5 relative buckets (32 buckets, max_distance 128), bidirectional and causal")
+@_register("t5-bias", "T5 relative buckets (32 buckets, max_distance 128), bidirectional and causal",
+           "Near distances get a bucket each (below 8 in the encoder, 16 in the decoder), farther ones share "
+           "logarithmic buckets up to 128 and one beyond; the decoder puts every future key in bucket 0.",
+           figsize=(8.4, 3.3))
 def plot_t5_bias(fig: Figure) -> None:
     from refpos.encodings.t5 import t5_bucket
 
@@ -266,27 +296,27 @@ def plot_t5_bias(fig: Figure) -> None:
         buckets = to_numpy(t5_bucket(rel, bidirectional=bidirectional))
         ax = fig.add_subplot(1, 3, n + 1)
         image = ax.imshow(buckets, cmap="viridis", vmin=0, vmax=31, interpolation="nearest")
-        ax.set_title("encoder (bidirectional)" if bidirectional else "decoder (causal)", fontsize=9)
-        ax.set_xlabel("key j", fontsize=8)
-        ax.set_ylabel("query i", fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.set_title("encoder (bidirectional)" if bidirectional else "decoder (causal)")
+        ax.set_xlabel("key j")
+        ax.set_ylabel("query i")
     fig.colorbar(image, ax=fig.axes[:2], fraction=0.03, label="bucket (bias = table[bucket, h])")
     ax = fig.add_subplot(1, 3, 3)
     rel_line = np.arange(-150, 151)
     ax.step(rel_line, to_numpy(t5_bucket(rel_line, bidirectional=True)), where="mid", label="bidirectional")
     ax.step(rel_line, to_numpy(t5_bucket(rel_line, bidirectional=False)), where="mid", label="causal")
     ax.axvline(0, color="grey", lw=0.6)
-    ax.set_xlabel("rel = j − i", fontsize=8)
-    ax.set_ylabel("bucket", fontsize=8)
-    ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7)
-    ax.set_title("bucket of each distance", fontsize=9)
+    ax.set_xlabel("rel = j − i")
+    ax.set_ylabel("bucket")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # below: no step hidden
+    ax.set_title("bucket of each distance")
 
 
 # ----------------------------------------------------------------------------------------------------
 # the worked example (我 愛 你)
 # ----------------------------------------------------------------------------------------------------
-@_register("worked-example", "the worked example 我 愛 你: attention weights without and with the distance bias")
+@_register("worked-example", "the worked example 我 愛 你: attention weights without and with the distance bias",
+           "Without the bias 我 (I) and 愛 (love) spread their attention evenly; with it every word gives most "
+           "weight to itself and less to farther words.")
 def plot_worked_example(fig: Figure) -> None:
     from refpos.pipeline.worked_example import worked_example
 
@@ -304,7 +334,7 @@ def plot_worked_example(fig: Figure) -> None:
         ax.set_yticks(range(3), labels)
         ax.set_xlabel("key")
         ax.set_ylabel("query")
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -313,6 +343,29 @@ def plot_worked_example(fig: Figure) -> None:
 def plot_names() -> list[str]:
     """Names of every plot, in the order of ``refpos plot --list``."""
     return list(PLOTS)
+
+
+def make_figure(name: str) -> Figure:
+    """The figure of plot ``name``, drawn in the house style (the caller closes it with pyplot's ``close``).
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a plot.
+    ImportError
+        matplotlib is not installed.
+    """
+    check_choice("name", name, plot_names())
+    plt = _pyplot()
+    with plt.rc_context(STYLE):
+        fig = plt.figure(figsize=_SIZES.get(name, FIGSIZE), layout="constrained")
+        try:
+            PLOTS[name][0](fig)
+            fig.canvas.draw()  # lay it out while the style holds
+        except BaseException:
+            plt.close(fig)
+            raise
+    return fig
 
 
 def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
@@ -330,15 +383,13 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
     out = Path(out)
     if out.suffix.lower() != ".png":
         raise ValueError(f"out must be a .png file, got {str(out)!r}")
-    plt = _pyplot()
-    fig = plt.figure(figsize=_SIZES.get(name, FIGSIZE), layout="constrained")
+    fig = make_figure(name)
     try:
-        PLOTS[name][0](fig)
         out.parent.mkdir(parents=True, exist_ok=True)
         # no Software/date metadata: the same code gives the same bytes (quiet diffs of docs/figures)
         fig.savefig(out, dpi=dpi, metadata={"Software": None})
     finally:
-        plt.close(fig)
+        _pyplot().close(fig)
     return out
 
 
