@@ -21,6 +21,7 @@ The last test plants each kind of bad reference in a scratch tree and shows the 
 
 from __future__ import annotations
 
+import importlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -238,3 +239,24 @@ def test_slugs_are_python_markdowns(title, slug):
     assert slugify(title) == slug
     toc = pytest.importorskip("markdown.extensions.toc")
     assert toc.slugify(title, "-") == slug
+
+
+def _catalogue_page() -> tuple[set[str], set[str]]:
+    """The ids the catalogue page anchors (its tables) and the ids its examples show refpos check naming."""
+    text = (ROOT / "docs" / "diagnosis.md").read_text(encoding="utf-8")
+    rows = re.findall(r'^\| <a id="([a-z0-9_]+)"></a>', text, re.M)
+    anchored = {re.sub(r"^sinusoid_(?=float32_angles$)", "", a) for a in rows}  # one id, two tables
+    examples = text.split("## One example each", 1)[1].split("\n## ", 1)[0]
+    outputs = [line for line in examples.splitlines() if line and not line.startswith((">>>", "...", "```"))]
+    shown = {name for line in outputs for name in re.findall(r"'([a-z0-9_]+)'", line)}
+    return anchored, shown
+
+
+def test_the_catalogue_page_documents_every_id_with_an_example():
+    """docs/diagnosis.md: each catalogued id has an anchor and an example (the examples run in test_docs)."""
+    anchored, shown = _catalogue_page()
+    assert len(anchored) >= 28
+    assert anchored == shown, f"anchored only: {sorted(anchored - shown)}; in examples only: {sorted(shown - anchored)}"
+    catalogue = getattr(importlib.import_module("refpos.check"), "CATALOGUE", None)
+    if catalogue is not None:  # the one catalogue of mistakes, once refpos.check exports it
+        assert set(catalogue) - {"error_profile"} == anchored - {"error_profile"}, set(catalogue) ^ anchored
