@@ -25,6 +25,7 @@ import numpy as np
 from refpos.backend import get_xp, to_numpy
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
+from refpos.pairs import pair_channels
 
 Match = dict[str, Any]
 
@@ -89,14 +90,14 @@ class RopeProblem:
 def rope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int | None, dtype: str) -> RopeProblem:
     """Resolve the reference of ``apply_rope(x, positions, rope, seq_len)`` and its tolerance for ``dtype``."""
     import refpos
-    from refpos.rope.core import pair_channels
+    from refpos.rope.core import pair_channels as rope_channels
 
     positions = np.broadcast_to(np.asarray(positions, dtype=np.int64), x.shape[:-1])
     length = int(positions.max()) + 1 if seq_len is None and positions.size else seq_len
     inv_freq, factor = refpos.rope_frequencies(rope, seq_len=length, xp=np_ns())
     inv_freq = np.asarray(to_numpy(inv_freq))
     reference = np.asarray(to_numpy(refpos.apply_rope(x, positions, rope, seq_len=length)))
-    channels = pair_channels(rope)
+    channels = rope_channels(rope)
     u_in, v_in, u_out, v_out = channels
     magnitude = np.abs(np.asarray(x, dtype=np.float64)).copy()
     pair = float(factor) * np.hypot(x[..., u_in], x[..., v_in])  # (..., T, m)
@@ -195,12 +196,10 @@ def _partial_mutants(pb: RopeProblem, refpos: Any) -> list[tuple[str, str, Calla
     out = []
     full_w = np.asarray(to_numpy(base_inv_freq(rope.theta, head_dim, np_ns())))
     m, mm = d // 2, head_dim // 2
-    if rope.layout == "half":
-        full_channels = (list(range(mm)), list(range(mm, head_dim)), list(range(mm)), list(range(mm, head_dim)))
-        partner = (list(range(m)), [mm + j for j in range(m)], list(range(m)), [mm + j for j in range(m)])
-    else:
-        full_channels = ([2 * j for j in range(mm)], [2 * j + 1 for j in range(mm)]) * 2
-        partner = None
+    full_channels = pair_channels(rope.layout, head_dim)  # the pairs of a full-width rotation
+    partner = None
+    if rope.layout == "half":  # pair j of the rotary span partnered with j + head_dim/2, as full width pairs it
+        partner = tuple(channels[:m] for channels in full_channels)
     if d < head_dim:
         out.append(("partial_rotary_placement", f"equals full-width RoPE over all {head_dim} channels (ω from "
                     f"θ^(−2j/{head_dim})): the partial rotary factor ({d} of {head_dim}) was ignored",

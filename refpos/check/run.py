@@ -37,6 +37,7 @@ from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 from refpos.golden.npy import read_npy
+from refpos.pairs import split_pairs
 
 
 class Unusable(ValueError):
@@ -213,7 +214,7 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     call = case.get("parameters", {}).get("call") or {}
     if call.get("reduce") == "pairs" and cand.ndim == reference.ndim and cand.shape[-1] == 2 * reference.shape[-1]:
         layout = case["parameters"]["rope"].get("layout", "half")
-        cand = cand[..., 0::2] if layout == "interleaved" else cand[..., : reference.shape[-1]]
+        cand = split_pairs(cand, layout, side="written")[0]  # (..., m): the u channel of each pair
     _same_shape(cand, reference.shape, f"output {name} of {case_id}")
     if reference.dtype.kind in "iu" and cand.dtype.kind not in "iu":
         raise Unusable(f"output {name} of {case_id} is an integer array; the candidate is {cand.dtype}")

@@ -18,6 +18,7 @@ import numpy as np
 from refpos.backend import to_numpy
 from refpos.check.diagnosis import np_ns
 from refpos.golden.compare import compare
+from refpos.pairs import pair_channels
 
 Match = dict[str, Any]
 
@@ -132,11 +133,9 @@ def diagnose_sinusoid(candidate: np.ndarray, positions: np.ndarray, *, dim: int,
     reference = table()
     other_layout = "concat" if layout == "interleaved" else "interleaved"
     other_spacing = "tensor2tensor" if spacing == "paper" else "paper"
-    half = dim // 2
-    perm = np.r_[half:dim, 0:half]  # concat: [cos | sin]
-    if layout == "interleaved":  # (cos, sin) in every pair
-        perm = np.empty(dim, dtype=np.int64)
-        perm[0::2], perm[1::2] = np.arange(1, dim, 2), np.arange(0, dim, 2)
+    _, _, sin_channels, cos_channels = pair_channels(layout, dim)  # where the layout writes pair k
+    perm = np.empty(dim, dtype=np.int64)  # (dim,): each pair's sin and cos exchanged
+    perm[sin_channels], perm[cos_channels] = cos_channels, sin_channels
     mutants = [
         ("sinusoid_layout_swap", f"equals the {other_layout!r} layout instead of {layout!r} (same values, channels "
          "permuted: equivalent from scratch, not with pretrained weights)", lambda: table(lay=other_layout)),

@@ -25,10 +25,12 @@ from typing import Any
 
 from refpos.backend import array_namespace, get_xp
 from refpos.encoding import Encoding
+from refpos.pairs import SINUSOID_LAYOUTS, layout_permutation, place_pairs
 from refpos.validation import as_positions, check_choice, check_float, check_int
 
 Array = Any
-LAYOUTS = ("interleaved", "concat")
+#: where sin and cos of frequency k go (the pairings of :mod:`refpos.pairs`)
+LAYOUTS = SINUSOID_LAYOUTS
 SPACINGS = ("paper", "tensor2tensor")
 
 
@@ -70,13 +72,6 @@ def sinusoidal_frequencies(
     if spacing == "paper":
         return base ** (-2.0 * k / dim)
     return xp.exp(-k * (math.log(base) / max(half - 1, 1)))
-
-
-def _interleave(first: Array, second: Array) -> Array:
-    """``(..., h)`` and ``(..., h)`` -> ``(..., 2h)`` with ``first`` on even, ``second`` on odd channels."""
-    xp = array_namespace(first, second)
-    pairs = xp.stack([first, second], axis=-1)  # (..., h, 2)
-    return xp.reshape(pairs, (*first.shape[:-1], 2 * first.shape[-1]))  # (..., 2h)
 
 
 def sinusoidal(
@@ -132,16 +127,17 @@ def sinusoidal(
         raise ValueError(f"positions + offset must be >= 0, got a minimum of {int(ns.min(shifted))}")
     omega = sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=ns)  # (d/2,)
     angles = ns.astype(shifted, ns.float64)[..., None] * omega  # (..., d/2)
-    if layout == "interleaved":
-        return _interleave(ns.sin(angles), ns.cos(angles))  # (..., d)
-    return ns.concat([ns.sin(angles), ns.cos(angles)], axis=-1)  # (..., d)
+    return place_pairs(ns.sin(angles), ns.cos(angles), layout)  # (..., d): (sin, cos) as pair k
 
 
 def interleaved_to_concat_permutation(dim: int, *, xp: Any = None) -> Array:
-    """Channel indices ``perm`` with ``concat == interleaved[..., perm]``: ``[0, 2, 4, …, 1, 3, 5, …]``."""
-    xp = get_xp(xp)
-    dim = _check_dim(dim)
-    return xp.concat([xp.arange(0, dim, 2, dtype=xp.int64), xp.arange(1, dim, 2, dtype=xp.int64)])
+    """Channel indices ``perm`` with ``concat == interleaved[..., perm]``: ``[0, 2, 4, …, 1, 3, 5, …]``.
+
+    Deprecated alias: this is the permutation of :func:`refpos.interleaved_to_half_permutation` (the
+    sinusoid's ``concat`` places pairs as RoPE's ``half`` does); new code can write
+    ``refpos.layout_permutation(dim, "interleaved", "concat")``.
+    """
+    return layout_permutation(_check_dim(dim), "interleaved", "concat", xp=xp)
 
 
 def sinusoidal_shift_matrix(
@@ -193,7 +189,7 @@ def sinusoidal_shift_matrix(
     if layout == "concat":
         return m_concat
     # interleaved channel 2k is concat channel k, 2k+1 is k + d/2
-    to_concat = _interleave(xp.arange(half, dtype=xp.int64), xp.arange(half, dim, dtype=xp.int64))  # (d,)
+    to_concat = layout_permutation(dim, "concat", "interleaved", xp=xp)  # (d,)
     return xp.take(xp.take(m_concat, to_concat, axis=0), to_concat, axis=1)  # (d, d)
 
 

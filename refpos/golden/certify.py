@@ -189,23 +189,12 @@ def mp_cos_sin(positions: Sequence[int], inv_freq: Sequence[Any], factor: Any = 
 
 
 def pair_index(params: Mapping[str, Any]) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Channels ``(u_in, v_in, u_out, v_out)`` of each rotated pair in a head, by layout and placement."""
-    head_dim = int(params["head_dim"])
-    d = _rotary_dim(params)
-    placement = params.get("placement") or ("proportional" if params.get("rope_type") == "proportional" else "first")
-    width = head_dim if placement == "proportional" else d
-    start = head_dim - width if placement in ("last", "tail") else 0
-    m = width // 2
-    layout = params.get("layout") or "half"
-    if layout == "half":
-        u_in = [start + j for j in range(m)]
-        v_in = [start + m + j for j in range(m)]
-        return u_in, v_in, u_in, v_in
-    u_in = [start + 2 * j for j in range(m)]
-    v_in = [start + 2 * j + 1 for j in range(m)]
-    if layout == "interleaved":
-        return u_in, v_in, u_in, v_in
-    return u_in, v_in, [start + j for j in range(m)], [start + m + j for j in range(m)]  # deinterleaved
+    """Channels ``(u_in, v_in, u_out, v_out)`` of each rotated pair in a head, by layout and placement
+    (:func:`refpos.rope.core.pair_channels` of the contract dict: the rule of :mod:`refpos.pairs`)."""
+    from refpos.rope.config import rope_config_from_params
+    from refpos.rope.core import pair_channels
+
+    return pair_channels(rope_config_from_params(params))
 
 
 def mp_apply(x: np.ndarray, params: Mapping[str, Any], cos: list, sin: list) -> tuple[np.ndarray, np.ndarray]:

@@ -29,6 +29,7 @@ import refpos
 from refpos.golden import certify as cert
 from refpos.golden.cases import In, Param, _np, _xp, call, rng_for
 from refpos.golden.manifest import Case, Output, tolerance_rope, tolerance_value
+from refpos.pairs import split_pairs
 from refpos.rope.scaling import softmax_multiplier
 
 N_PROBES = 32
@@ -83,8 +84,8 @@ def shared_x(head_dim: int, rows: int = N_PROBES) -> tuple[str, np.ndarray]:
 
 
 def _pairs(table: np.ndarray, layout: str) -> np.ndarray:
-    """Per-pair columns ``(T, m)`` of a layout's cos/sin table ``(T, 2m)``."""
-    return table[..., 0::2] if layout == "interleaved" else table[..., : table.shape[-1] // 2]
+    """Per-pair columns ``(T, m)`` of a layout's cos/sin table ``(T, 2m)`` (the ``u`` channel of each pair)."""
+    return split_pairs(table, layout, side="written")[0]
 
 
 def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str, Any],

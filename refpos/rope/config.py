@@ -39,15 +39,17 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
+from refpos.pairs import PLACEMENTS as PAIR_PLACEMENTS
+from refpos.pairs import ROPE_LAYOUTS
 from refpos.validation import check_choice, check_float, check_int
 
 #: every rope_type refpos computes (docs/extrapolation.md#the-math); "ntk" is the static NTK-aware base change
 #: (docs/extrapolation.md#ntk-aware)
 ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
-#: memory layouts of the rotated pairs (docs/conventions.md#pair-layouts)
-LAYOUTS = ("half", "interleaved", "deinterleaved")
+#: memory layouts of the rotated pairs (docs/conventions.md#pair-layouts); which channels pair up: :mod:`refpos.pairs`
+LAYOUTS = ROPE_LAYOUTS
 #: where the rotated channels sit in a head (docs/rope.md#partial-rotary); "head"/"tail" are accepted aliases
-PLACEMENTS = ("first", "last", "proportional")
+PLACEMENTS = PAIR_PLACEMENTS
 _PLACEMENT_ALIASES = {"head": "first", "tail": "last"}
 #: dynamic NTK: transformers' per-call rule, or vLLM's single static base at L = factor·L_max
 DYNAMIC_RULES = ("hf", "vllm_static")

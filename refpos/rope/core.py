@@ -7,7 +7,8 @@ and scaled by the attention factor ``A`` (docs/rope.md#the-math):
     u'_j = A\,(u_j \cos\varphi - v_j \sin\varphi), \qquad v'_j = A\,(v_j \cos\varphi + u_j \sin\varphi)
 
 Which channels form the pair ``(u_j, v_j)`` is the **layout** (docs/conventions.md#pair-layouts), where the
-rotated channels sit in the head is the **placement** (docs/rope.md#partial-rotary):
+rotated channels sit in the head is the **placement** (docs/rope.md#partial-rotary); both are stated once, in
+:mod:`refpos.pairs`:
 
 =================  ====================================================================================
 layout             pairs inside the rotated span of width ``w`` (``m = w/2``)
@@ -39,8 +40,9 @@ from functools import partial
 from types import ModuleType
 from typing import Any
 
-from refpos.backend import array_namespace, get_xp
-from refpos.encodings.sinusoidal import _interleave
+from refpos.backend import array_namespace
+from refpos.pairs import layout_permutation, pair_slices, place_pairs, span_bounds, split_pairs
+from refpos.pairs import pair_channels as _pairs_channels
 from refpos.parallel import block_elements
 from refpos.rope.config import RopeConfig
 from refpos.rope.fast import is_fast_input, rotate_span
@@ -114,26 +116,13 @@ def rope_cos_sin(
     xp = array_namespace(positions)
     inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
     cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m)
-    return _layout_pairs(cos, cos, rope.layout), _layout_pairs(sin, sin, rope.layout)  # (..., T, 2m)
-
-
-def _layout_pairs(first: Array, second: Array, layout: str) -> Array:
-    """Per-pair values ``(..., m)`` placed where ``layout`` writes pair ``j``: ``(..., 2m)``.
-
-    ``half`` and ``deinterleaved`` (which writes half-split): ``[f_0 … f_{m-1}, s_0 … s_{m-1}]``;
-    ``interleaved``: ``[f_0, s_0, f_1, s_1, …]``.
-    """
-    if layout == "interleaved":
-        return _interleave(first, second)
-    return array_namespace(first).concat([first, second], axis=-1)
+    return place_pairs(cos, cos, rope.layout), place_pairs(sin, sin, rope.layout)  # (..., T, 2m)
 
 
 def _split_span(x: Array, rope: RopeConfig) -> tuple[Array, Array, Array]:
     """``(before, span, after)`` of the head axis: the rotated span and the pass-through channels."""
-    w, full = rope.rotary_width, rope.head_dim
-    if rope.placement == "last":
-        return x[..., : full - w], x[..., full - w :], x[..., full:]
-    return x[..., :0], x[..., :w], x[..., w:]
+    start, stop = _span_bounds(rope)
+    return x[..., :start], x[..., start:stop], x[..., stop:]
 
 
 def _prepare(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, bool]:
@@ -262,23 +251,14 @@ _BLOCK_ELEMENTS = 2**17
 
 
 def _span_bounds(rope: RopeConfig) -> tuple[int, int]:
-    """``[start, stop)`` of the rotated channels in the head (placement ``last``: the tail)."""
-    w, full = rope.rotary_width, rope.head_dim
-    return (full - w, full) if rope.placement == "last" else (0, w)
+    """``[start, stop)`` of the rotated channels in the head (:func:`refpos.pairs.span_bounds`)."""
+    return span_bounds(rope.head_dim, rope.rotary_width, rope.placement)
 
 
 def _pair_slices(rope: RopeConfig, start: int, stop: int) -> tuple[slice, slice, slice, slice]:
-    """Channel slices ``(u_in, v_in, u_out, v_out)`` of the pairs: where pair j is read and written.
-
-    ``half``: pairs ``(j, j + m)``; ``interleaved``: ``(2j, 2j + 1)``; ``deinterleaved`` reads
-    interleaved pairs and writes them half-split (HF DeepSeek-V3).
-    """
-    m = (stop - start) // 2
-    half = (slice(start, start + m), slice(start + m, stop))
-    interleaved = (slice(start, stop, 2), slice(start + 1, stop, 2))
-    read = half if rope.layout == "half" else interleaved
-    write = interleaved if rope.layout == "interleaved" else half
-    return (*read, *write)
+    """Channel slices ``(u_in, v_in, u_out, v_out)`` of the pairs in ``[start, stop)``
+    (:func:`refpos.pairs.pair_slices`)."""
+    return pair_slices(rope.layout, stop - start, start)
 
 
 def apply_rope_complex(
@@ -297,11 +277,10 @@ def apply_rope_complex(
     angles = xp.astype(_align_positions(positions, x), xp.float64)[..., None] * inv_freq  # (..., T, m)
     rotor = factor * xp.exp(xp.asarray(1j, dtype=xp.complex128) * xp.astype(angles, xp.complex128))
     before, span, after = _split_span(x, rope)
-    m = span.shape[-1] // 2
-    u, v = (span[..., :m], span[..., m:]) if rope.layout == "half" else (span[..., 0::2], span[..., 1::2])
+    u, v = split_pairs(span, rope.layout)  # (..., T, m) each
     z = xp.astype(u, xp.complex128) + xp.asarray(1j, dtype=xp.complex128) * xp.astype(v, xp.complex128)
     z_rot = rotor * z  # (..., T, m)
-    rotated = _layout_pairs(xp.real(z_rot), xp.imag(z_rot), rope.layout)  # (..., T, 2m)
+    rotated = place_pairs(xp.real(z_rot), xp.imag(z_rot), rope.layout)  # (..., T, 2m)
     return _assemble(before, rotated, after, single)
 
 
@@ -312,15 +291,8 @@ def pair_channels(rope: RopeConfig) -> tuple[list[int], list[int], list[int], li
     none of these lists passes through.
     """
     rope = _check_rope(rope)
-    m = rope.n_pairs
-    offset = rope.head_dim - rope.rotary_width if rope.placement == "last" else 0
-    half_u, half_v = [offset + j for j in range(m)], [offset + m + j for j in range(m)]
-    inter_u, inter_v = [offset + 2 * j for j in range(m)], [offset + 2 * j + 1 for j in range(m)]
-    if rope.layout == "half":
-        return half_u, half_v, half_u, half_v
-    if rope.layout == "interleaved":
-        return inter_u, inter_v, inter_u, inter_v
-    return inter_u, inter_v, half_u, half_v
+    start, stop = _span_bounds(rope)
+    return _pairs_channels(rope.layout, stop - start, start)
 
 
 def rope_rotation_matrix(
@@ -365,20 +337,21 @@ def interleaved_to_half_permutation(d: int, *, xp: ModuleType | None = None) -> 
     ``perm[c·d/2 + j] = 2j + c``; for ``d = 8``: ``[0, 2, 4, 6, 1, 3, 5, 7]``. With ``P`` this
     permutation, ``apply_half(P·x) = P·apply_interleaved(x)`` exactly.
     """
-    d = check_int("d", d, minimum=2)
-    if d % 2:
-        raise ValueError(f"d must be even, got {d}")
-    xp = get_xp(xp)
-    return xp.asarray([2 * j + c for c in (0, 1) for j in range(d // 2)], dtype=xp.int64)
+    d = _check_even("d", d)
+    return layout_permutation(d, "interleaved", "half", xp=xp)
 
 
 def half_to_interleaved_permutation(d: int, *, xp: ModuleType | None = None) -> Array:
     """Inverse of :func:`interleaved_to_half_permutation`: ``x_interleaved = x_half[..., perm]`` (HF → Meta)."""
-    d = check_int("d", d, minimum=2)
+    d = _check_even("d", d)
+    return layout_permutation(d, "half", "interleaved", xp=xp)
+
+
+def _check_even(name: str, d: int) -> int:
+    d = check_int(name, d, minimum=2)
     if d % 2:
-        raise ValueError(f"d must be even, got {d}")
-    xp = get_xp(xp)
-    return xp.asarray([c * (d // 2) + j for j in range(d // 2) for c in (0, 1)], dtype=xp.int64)
+        raise ValueError(f"{name} must be even, got {d}")
+    return d
 
 
 def permute_qk_heads(w: Array, n_heads: int, *, to: str, axis: int = -1) -> Array:

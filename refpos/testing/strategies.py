@@ -27,6 +27,8 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from refpos.rope.config import LAYOUTS as ROPE_LAYOUTS
+from refpos.rope.config import ROPE_TYPES as ALL_ROPE_TYPES
 from refpos.validation import check_int
 
 __all__ = [
@@ -46,12 +48,14 @@ __all__ = [
     "t5_parameters",
 ]
 
-#: every ``rope_type`` :func:`rope_configs` can draw (docs/extrapolation.md#the-math)
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional")
+#: every ``rope_type`` :func:`rope_configs` can draw: all of :data:`refpos.rope.config.ROPE_TYPES`
+#: (docs/extrapolation.md#the-math)
+ROPE_TYPES = ALL_ROPE_TYPES
 #: RoPE memory layouts drawn by default (docs/conventions.md#pair-layouts); ``"deinterleaved"`` (HF DeepSeek-V3)
 #: on request
 LAYOUTS = ("half", "interleaved")
-ALL_LAYOUTS = ("half", "interleaved", "deinterleaved")
+#: every RoPE layout (:data:`refpos.rope.config.LAYOUTS`)
+ALL_LAYOUTS = ROPE_LAYOUTS
 
 
 def _check_subset(name: str, values: Any, allowed: tuple[str, ...]) -> tuple[str, ...]:
@@ -247,7 +251,7 @@ def _rope_configs(
     if dim % 2 or dim < 2:
         raise ValueError(f"head_dim strategy must draw even sizes >= 2, drew {dim}")
     prf = 1.0
-    min_rotary = 4 if rope_type == "dynamic" else 2  # dynamic NTK's exponent d/(d - 2) needs d >= 4
+    min_rotary = 4 if rope_type in ("ntk", "dynamic") else 2  # the NTK exponent d/(d - 2) needs d >= 4
     assume(dim >= min_rotary)
     if partial or rope_type == "proportional":
         candidates = [f for f in (0.25, 0.5, 0.75) if int(dim * f) % 2 == 0 and int(dim * f) >= min_rotary]
@@ -265,7 +269,7 @@ def _rope_configs(
         "layout": draw(st.sampled_from(layouts)),
     }
     factor = draw(st.sampled_from([1.0, 2.0, 4.0, 8.0, 32.0]) | st.floats(1.0, 64.0))
-    if rope_type in ("linear", "dynamic", "proportional"):
+    if rope_type in ("linear", "ntk", "dynamic", "proportional"):
         config["factor"] = factor
     elif rope_type == "yarn":
         config.update(factor=factor, original_max_position_embeddings=original,

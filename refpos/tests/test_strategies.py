@@ -28,6 +28,24 @@ def test_rope_configs_are_consistent(rope):
         assert rope["factor"] >= 1
 
 
+def test_one_list_of_rope_types_and_layouts():
+    from refpos.rope.config import LAYOUTS, ROPE_TYPES
+
+    assert rst.ROPE_TYPES is ROPE_TYPES and "ntk" in rst.ROPE_TYPES  # one tuple, every type refpos computes
+    assert rst.ALL_LAYOUTS is LAYOUTS and set(rst.LAYOUTS) <= set(LAYOUTS)
+
+
+@pytest.mark.parametrize("rope_type", rst.ROPE_TYPES)
+def test_every_rope_type_is_drawn_and_accepted(rope_type):
+    @given(rst.rope_configs(rope_types=(rope_type,), partial=True))
+    def drawn(rope):
+        assert rope["rope_type"] == rope_type
+        inv_freq, attention_factor = adapter.rope_frequencies(rope, seq_len=None)
+        assert np.all(np.isfinite(inv_freq)) and attention_factor > 0
+
+    drawn()
+
+
 @given(rst.rope_configs(layouts=rst.ALL_LAYOUTS, partial=True), st.sampled_from([None, 1, 4097, 100_000]))
 def test_the_reference_accepts_every_drawn_rope_config(rope, seq_len):
     rope_frequencies = getattr(adapter, "rope_frequencies", None)
