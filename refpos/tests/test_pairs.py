@@ -1,7 +1,7 @@
 """refpos.pairs: the one statement of which channels form a pair, and that every layout use derives from it.
 
 The rules are checked from their formulas (split: ``(j, j + m)``, interleaved: ``(2j, 2j + 1)``); the
-last test replaces the split pairing by a wrong one (u and v exchanged) and shows that RoPE, its channel
+last test replaces the split pairing by a wrong one (read as interleaved) and shows that RoPE, its channel
 lists, its permutations, the sinusoid and the golden certificate's pair index all follow it.
 """
 
@@ -106,10 +106,9 @@ def test_rope_channels_are_the_helpers(layout, rotary_dim, placement):
     assert rope_pair_channels(rope) == pairs.pair_channels(layout, rotary_dim, start)
 
 
-def _exchanged_split(pairing, width, start=0):
-    """A wrong pairing: ``split`` with u and v exchanged (the rotation turns the other way)."""
-    u, v = _ORIGINAL_PAIRING(pairing, width, start)
-    return (v, u) if pairing == "split" else (u, v)
+def _split_read_as_interleaved(pairing, width, start=0):
+    """A wrong convention: the ``split`` pairing read as ``interleaved`` (the layout swap of the catalogue)."""
+    return _ORIGINAL_PAIRING("interleaved", width, start)
 
 
 _ORIGINAL_PAIRING = pairs.pairing_slices
@@ -135,7 +134,7 @@ def _layout_uses() -> dict[str, object]:
 
 def test_every_layout_use_follows_the_one_helper(monkeypatch):
     before = _layout_uses()
-    monkeypatch.setattr(pairs, "pairing_slices", _exchanged_split)
+    monkeypatch.setattr(pairs, "pairing_slices", _split_read_as_interleaved)
     after = _layout_uses()
     x = before.pop("x")
     unchanged = [name for name in before if np.array_equal(np.asarray(before[name]), np.asarray(after[name]))]
