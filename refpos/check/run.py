@@ -23,9 +23,6 @@ float64 fails and is diagnosed ``float32_angles``.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +33,6 @@ from refpos.check.diagnosis import diagnose_rope, error_profile, np_ns, rope_pro
 from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
-from refpos.golden.npy import read_npy
 from refpos.pairs import split_pairs
 
 
@@ -248,127 +244,3 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
         result["diagnosis"] = check_sinusoid(cand, inputs["positions"], dim=int(args[1]), base=float(args[2]),
                                              layout=str(args[3]), spacing=str(args[4]), dtype=dtype)["diagnosis"]
     return result
-
-
-# -------------------------------------------------------------------------------------------- CLI
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``refpos check``."""
-    parser.add_argument("target", help="rope, alibi, t5, sinusoid, or a golden case id")
-    parser.add_argument("candidate_file", nargs="?", default=None, help="candidate .npy (golden case form)")
-    parser.add_argument("--candidate", default=None, help="the candidate output (.npy)")
-    parser.add_argument("--dtype", default=None, help="dtype the candidate computed in (default: from the file)")
-    parser.add_argument("--json", action="store_true", help='print {"ok": ..., "diagnosis": [...]}')
-    parser.add_argument("--config", help="rope: the model's config.json")
-    parser.add_argument("--layer-type", default=None, help="rope: layer type of a per-layer config")
-    parser.add_argument("--input", help="rope: the input x (..., T, head_dim) (.npy)")
-    parser.add_argument("--positions", help="rope, sinusoid: integer positions (.npy)")
-    parser.add_argument("--seq-len", type=int, default=None, help="rope: L (default max(positions) + 1)")
-    parser.add_argument("--heads", type=int, help="alibi: number of heads")
-    parser.add_argument("--q-len", type=int, default=None)
-    parser.add_argument("--k-len", type=int, default=None)
-    parser.add_argument("--form", default="causal", help="alibi: causal, symmetric or key_index")
-    parser.add_argument("--head-dim", type=int, default=None, help="alibi: head size (tests the 1/√d mistake)")
-    parser.add_argument("--relative", help="t5: relative positions memory − query (.npy)")
-    parser.add_argument("--causal", action="store_true", help="t5: decoder (unidirectional) buckets")
-    parser.add_argument("--num-buckets", type=int, default=32)
-    parser.add_argument("--max-distance", type=int, default=128)
-    parser.add_argument("--dim", type=int, help="sinusoid: width")
-    parser.add_argument("--length", type=int, help="sinusoid: positions 0 … length − 1")
-    parser.add_argument("--base", type=float, default=10000.0)
-    parser.add_argument("--layout", default="interleaved", help="sinusoid: interleaved or concat")
-    parser.add_argument("--spacing", default="paper", help="sinusoid: paper or tensor2tensor")
-    parser.add_argument("--output", default=None, help="golden case: which output (default: the primary)")
-    parser.add_argument("--golden-dir", type=Path, default=None)
-
-
-def _need(value: Any, flag: str, target: str) -> Any:
-    if value is None:
-        raise Unusable(f"refpos check {target} needs {flag}")
-    return value
-
-
-def _load(path: str | None, flag: str, target: str) -> np.ndarray:
-    return read_npy(_need(path, flag, target))
-
-
-def _rope_config(args: argparse.Namespace) -> Any:
-    import refpos
-
-    path = _need(args.config, "--config CONFIG.json", "rope")
-    try:
-        return refpos.from_hf_config(path, layer_type=args.layer_type)
-    except (ValueError, TypeError, KeyError, OSError) as exc:
-        raise Unusable(f"--config {path} does not resolve: {str(exc).splitlines()[0]}") from None
-
-
-def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
-    target = args.target
-    cand_path = args.candidate or args.candidate_file
-    candidate = _load(cand_path, "--candidate Y.npy", target)
-    dtype = args.dtype or default_dtype(candidate)
-    if target == "rope":
-        rope = _rope_config(args)
-        return check_rope(candidate, _load(args.input, "--input X.npy", target),
-                          _load(args.positions, "--positions P.npy", target), rope, seq_len=args.seq_len, dtype=dtype)
-    if target == "alibi":
-        return check_alibi(candidate, _need(args.heads, "--heads N", target), q_len=args.q_len, k_len=args.k_len,
-                           form=args.form, dtype=dtype, head_dim=args.head_dim)
-    if target == "t5":
-        if args.relative:
-            rel = read_npy(args.relative)
-        else:
-            q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
-            k_len = _need(args.k_len, "--k-len", target)
-            rel = np.arange(k_len)[None, :] - (k_len - q_len + np.arange(q_len))[:, None]  # (Tq, Tk)
-        return check_t5(candidate, rel, bidirectional=not args.causal, num_buckets=args.num_buckets,
-                        max_distance=args.max_distance)
-    if target == "sinusoid":
-        positions = read_npy(args.positions) if args.positions else np.arange(_need(args.length, "--positions or "
-                                                                                          "--length", target))
-        return check_sinusoid(candidate, positions, dim=_need(args.dim, "--dim D", target), base=args.base,
-                              layout=args.layout, spacing=args.spacing, dtype=dtype)
-    return check_case(target, candidate, golden_dir=args.golden_dir, output=args.output, dtype=args.dtype)
-
-
-def _print(result: dict[str, Any]) -> None:
-    status = "OK" if result["ok"] else "FAIL"
-    where = result.get("worst_index")
-    print(f"refpos check {result['target']}: {status} ({result['dtype']}): max |candidate − reference| = "
-          f"{result['max_abs_error']:.3g}, {result['max_ratio']:.3g}× the tolerance"
-          + (f" at index {tuple(where)}" if where and not result["ok"] else "")
-          + ("" if result["ok"] else f"; {result.get('n_outside', 0)} elements outside"))
-    for d in result["diagnosis"]:
-        print(f"  diagnosis {d['id']}: {d['evidence']}")
-    if not result["ok"] and not any(d["id"] != "error_profile" for d in result["diagnosis"]):
-        print("  no known mistake of the catalogue matches (docs/diagnosis.md)")
-
-
-def _finite_json(value: Any) -> Any:
-    """Strict JSON: non-finite numbers as the strings "inf", "-inf", "nan"."""
-    if isinstance(value, dict):
-        return {k: _finite_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_json(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return v if np.isfinite(v) else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
-
-
-def run(args: argparse.Namespace) -> int:
-    """``refpos check``: 0 within tolerance, 1 outside, 2 unusable input (one line, never a traceback)."""
-    from refpos.golden.manifest import GoldenError
-
-    try:
-        result = _dispatch(args)
-    except (Unusable, GoldenError, ValueError, TypeError, KeyError, OSError, IndexError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"refpos check {args.target}: error: {msg}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(_finite_json(result)))
-    else:
-        _print(result)
-    return 0 if result["ok"] else 1

@@ -13,12 +13,12 @@ import sys
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "explain": ("refpos.pipeline.worked_example", "print the worked example (我 愛 你) step by step"),
-    "tolerance": ("refpos.golden.tolerance", "print the error a correct implementation in a dtype can show"),
-    "golden": ("refpos.golden.generate", "generate, verify and list golden outputs; golden cases for any config.json"),
-    "check": ("refpos.check.run", "compare a candidate with the reference and name the mistake"),
-    "bench": ("refpos.tools.bench", "time refpos beside the machine's floors (and torch, when installed)"),
-    "plot": ("refpos.tools.plots", "draw the documentation's figures (--list names them)"),
+    "explain": ("refpos.cli.explain", "print the worked example (我 愛 你) step by step"),
+    "tolerance": ("refpos.cli.tolerance", "print the error a correct implementation in a dtype can show"),
+    "golden": ("refpos.cli.golden", "generate, verify and list golden outputs; golden cases for any config.json"),
+    "check": ("refpos.cli.check", "compare a candidate with the reference and name the mistake"),
+    "bench": ("refpos.cli.bench", "time refpos beside the machine's floors (and torch, when installed)"),
+    "plot": ("refpos.cli.plot", "draw the documentation's figures (--list names them)"),
     "rope": ("refpos.cli.rope", "resolve a config.json's RoPE: parameters, provenance, unused keys, frequencies"),
 }
 

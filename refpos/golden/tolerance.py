@@ -30,8 +30,6 @@ Examples
 
 from __future__ import annotations
 
-import argparse
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -301,92 +299,3 @@ def describe(rule: str, dtype: str) -> dict[str, Any]:
     if rule == "probability":
         return ToleranceRule("probability", dtype, "float softmax: max|logit|·2^-23 (float32)").to_json()
     raise ValueError(f"rule must be one of ('value', 'rope', 'integer', 'probability'), got {rule!r}")
-
-
-# ------------------------------------------------------------------------------------------ CLI
-def _probe_positions(max_position: int) -> list[int]:
-    out = {0, 1, max_position}
-    p = 2
-    while p < max_position:
-        out.update((p, p - 1) if p >= 256 else (p,))
-        p *= 2
-    return sorted(x for x in out if 0 <= x <= max_position)
-
-
-def _frequencies_from_config(path: str, seq_len: int | None) -> tuple[Any, float, str]:
-    """The frequencies and attention factor of a config.json; per-layer configs: every layer type's ω
-    together and the largest A (the tolerance grows with max ω and with A)."""
-    import numpy as np
-
-    import refpos
-
-    try:
-        layer_types = refpos.hf_layer_types(path) or (None,)
-        ropes = [refpos.from_hf_config(path, layer_type=lt) for lt in layer_types]
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"--config {path} does not resolve: {exc}") from None
-    tables = [refpos.rope_frequencies(r, seq_len=seq_len, xp="numpy") for r in ropes]
-    inv_freq = np.concatenate([np.asarray(to_numpy(w)) for w, _ in tables])
-    names = ", ".join(f"{lt}: {r.rope_type}" for lt, r in zip(layer_types, ropes, strict=True)) if layer_types[0] \
-        else ropes[0].rope_type
-    return inv_freq, max(float(a) for _, a in tables), f"{path} ({names})"
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``refpos tolerance``."""
-    parser.add_argument("--dtype", default="float32", help="float64, float32, bfloat16 or float16")
-    parser.add_argument("--max-position", type=int, default=131072, help="largest position to report")
-    parser.add_argument("--config", help="a model config.json: use its frequencies and attention factor")
-    parser.add_argument("--seq-len", type=int, default=None, help="sequence length for the resolver")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-
-
-def run(args: argparse.Namespace) -> int:
-    """``refpos tolerance``: print the error a correct implementation in ``--dtype`` can show."""
-    import numpy as np
-
-    dtype = check_dtype(args.dtype)
-    if args.max_position < 0:
-        raise ValueError(f"--max-position must be >= 0, got {args.max_position}")
-    if args.config:
-        inv_freq, factor, source = _frequencies_from_config(args.config, args.seq_len)
-    else:
-        inv_freq, factor, source = np.array([1.0]), 1.0, "default RoPE (ω_0 = 1 for every base)"
-    positions = np.array(_probe_positions(args.max_position), dtype=np.int64)
-    unit = to_numpy(rope_tolerance(dtype, positions, inv_freq))
-    qk = to_numpy(rope_tolerance(dtype, positions, inv_freq, magnitude=factor))
-    w_tol = to_numpy(value_tolerance(dtype, np.abs(inv_freq)))
-    rows = [{"position": int(p), "cos_sin_atol": float(a), "qk_atol_per_unit_pair_norm": float(b)}
-            for p, a, b in zip(positions, unit, qk, strict=True)]
-    # a correct float32 path errs by about p·max ω·2⁻²⁴ (measured ratio 0.9–1.2, docs/conventions.md#tolerances)
-    max_omega = float(np.max(np.abs(inv_freq)))
-    fixed = {str(atol): (round(atol / (max_omega * ANGLE_ROUNDOFF[dtype])) if max_omega > 0 else None)
-             for atol in (1e-5, 1e-6)} if dtype != "float64" else {}
-    result = {
-        "dtype": dtype,
-        "source": source,
-        "max_inv_freq": float(np.max(np.abs(inv_freq))),
-        "attention_factor": factor,
-        "inv_freq_rtol": float(w_tol.max() / max(float(np.max(np.abs(inv_freq))), 1e-300)),
-        "rule": describe("rope", dtype),
-        "positions": rows,
-        "fixed_atol_rejects_correct_code_from": fixed,
-    }
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return 0
-    print(f"refpos tolerance: dtype {dtype}; frequencies: {source}")
-    print(f"  max ω = {result['max_inv_freq']:.10g}, attention factor A = {factor:.10g}")
-    rule = result["rule"]
-    print(f"  rule: atol(p) = |pair|·{rule['angle_c']:g}·p·max ω·{rule['angle_roundoff']:.3g} + rounding"
-          f" ({rule['reason']})")
-    print(f"  inv_freq, slopes and other position-independent values: {describe('value', dtype)['reason']}")
-    print(f"{'position':>10}  {'cos/sin atol':>13}  {'q/k atol per unit pair norm':>28}")
-    for r in rows:
-        print(f"{r['position']:>10}  {r['cos_sin_atol']:>13.3e}  {r['qk_atol_per_unit_pair_norm']:>28.3e}")
-    for atol, first in fixed.items():
-        if first is not None:
-            print(f"  a fixed atol of {atol} rejects correct {dtype} code from position ≈ {first}")
-    if dtype != "float64" and args.max_position >= 2**24:
-        print("  note: float32 positions are inexact from 2^24 = 16777216 on")
-    return 0

@@ -78,16 +78,6 @@ def _block(title: str, a: Array, digits: int = 2, note: str = "") -> str:
     return "\n".join(out)
 
 
-def configure_parser(parser: Any) -> None:
-    """Arguments of ``refpos explain`` (none)."""
-
-
-def run(args: Any) -> int:
-    """``refpos explain``: print the worked example."""
-    print(explain_text())
-    return 0
-
-
 def explain_text() -> str:
     """The worked example, step by step, as ``refpos explain`` prints it."""
     t = {name: to_numpy(a) for name, a in worked_example().items()}

@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+from refpos.cli import bench as cli_bench
 from refpos.cli import main
 from refpos.tools import bench, measure
 
@@ -70,7 +71,8 @@ def test_cli_json_names_the_machine_and_the_backend(capsys):
 
 
 def test_table_formats_units_by_suffix():
-    line = bench._format_record({"suite": "rope", "backend": "numpy", "apply_rope_s": 0.0125, "output_bytes": 3 * 2**20,
+    line = cli_bench.format_record({"suite": "rope", "backend": "numpy", "apply_rope_s": 0.0125,
+                                    "output_bytes": 3 * 2**20,
                                  "apply_rope_gbs": 12.34, "apply_rope/floor_copy": 1.5, "layout": "half"})
     assert line == ("[rope] apply_rope_s=12.50ms output=3.0 MiB apply_rope_gbs=12.3 apply_rope/floor_copy=1.50x"
                     " layout=half")

@@ -16,19 +16,15 @@ Nothing here is asserted by a test: numbers go into notes, not into pass/fail.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
-import platform
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from refpos.backend import array_namespace, get_xp, is_cupy_namespace
-from refpos.parallel import num_threads
+from refpos.backend import array_namespace, is_cupy_namespace
 from refpos.tools.measure import (
     best_time,
     best_times,
@@ -47,7 +43,7 @@ SUITES = ("floors", "attention", "rope", "pipeline", "golden")
 
 
 # ---------------------------------------------------------------------------------------- formatting
-def _fmt_bytes(n: int | None) -> str:
+def format_bytes(n: int | None) -> str:
     if n is None:
         return "n/a"
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -224,13 +220,13 @@ def bench_golden(golden_dir: str | None) -> list[Record]:
     """``refpos golden generate`` into a temporary directory (it should stay within 60 s)."""
     import tempfile
 
-    from refpos.cli import main
+    from refpos.golden.generate import generate
 
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        status = main(["golden", "generate", "--out", golden_dir or tmp])
+        entries = generate(Path(golden_dir or tmp))
         elapsed = time.perf_counter() - start
-    return [{"suite": "golden", "generate_s": elapsed, "exit_status": status}]
+    return [{"suite": "golden", "generate_s": elapsed, "cases": len(entries)}]
 
 
 # ---------------------------------------------------------------------------------------- pipeline
@@ -254,68 +250,3 @@ def bench_pipeline(xp: Any, sizes: list[int], dtypes: list[str]) -> list[Record]
             rec["pipeline_s"] = best_time(lambda: self_attention(x, w, encoding=enc, causal=True), xp)  # noqa: B023
             records.append(rec)
     return records
-
-
-# ---------------------------------------------------------------------------------------- command
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("suite", choices=SUITES, help="what to measure")
-    parser.add_argument("--backend", default=None, help="numpy (default), cupy or array_api_strict")
-    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="sequence lengths T")
-    parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"], choices=["float32", "float64"])
-    parser.add_argument("--heads", type=int, default=1, help="attention heads (attention suite)")
-    parser.add_argument("--head-dim", type=int, default=64, help="head size (attention suite)")
-    parser.add_argument("--chunk-size", type=int, default=1024, help="chunked_attention block size")
-    parser.add_argument("--causal", action="store_true", help="causal attention")
-    parser.add_argument("--full-limit-gib", type=float, default=8.0,
-                        help="skip the matmul floor where its T×T probabilities would exceed this")
-    parser.add_argument("--shape", type=int, nargs=4, default=[1, 32, 4096, 128], metavar=("B", "H", "T", "D"),
-                        help="x for the rope suite")
-    parser.add_argument("--layouts", nargs="+", default=["half", "interleaved"],
-                        choices=["half", "interleaved", "deinterleaved"], help="rope suite layouts")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-
-
-def run(args: argparse.Namespace) -> int:
-    xp = get_xp(args.backend)
-    if args.suite == "floors":
-        records = bench_floors(xp, args.dtypes)
-    elif args.suite == "attention":
-        records = bench_attention(xp, args.sizes or [1024, 2048, 4096, 8192, 16384], args.dtypes, args.heads,
-                                  args.head_dim, args.chunk_size, args.causal, args.full_limit_gib)
-    elif args.suite == "rope":
-        records = bench_rope(xp, args.dtypes, tuple(args.shape), args.layouts)
-    elif args.suite == "golden":
-        records = bench_golden(None)
-    else:
-        records = bench_pipeline(xp, args.sizes or [512, 2048], args.dtypes)
-    meta = {"machine": platform.machine(), "cores": os.cpu_count(), "python": platform.python_version(),
-            "numpy": np.__version__, "backend": xp.__name__, "refpos_threads": num_threads()}
-    torch = torch_module()
-    if torch is not None:
-        meta["torch"] = torch.__version__
-        meta["torch_threads"] = torch.get_num_threads()
-    if args.json:
-        print(json.dumps({"meta": meta, "records": records}, indent=1))
-    else:
-        print(" ".join(f"{k}={v}" for k, v in meta.items()))
-        for rec in records:
-            print(_format_record(rec))
-    return 0
-
-
-def _format_record(rec: Record) -> str:
-    parts = []
-    for key, value in rec.items():
-        if key.endswith("_bytes"):
-            parts.append(f"{key[:-6]}={_fmt_bytes(value)}")
-        elif key.endswith("_s"):
-            parts.append(f"{key}={value * 1e3:.2f}ms")
-        elif key.endswith("_tflops"):
-            parts.append(f"{key}={value:.3f}")
-        elif key.endswith("_gbs"):
-            parts.append(f"{key}={value:.1f}")
-        elif isinstance(value, float):
-            parts.append(f"{key}={value:.2f}x")
-        elif key not in ("suite", "backend"):
-            parts.append(f"{key}={value}")
-    return f"[{rec['suite']}] " + " ".join(parts)

@@ -1,0 +1,121 @@
+"""``refpos golden``: generate, verify and list golden directories; golden cases for any config.json."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from refpos.golden.generate import (
+    _model_source,
+    _write,
+    generate,
+    verify,
+)
+from refpos.golden.manifest import (
+    GoldenError,
+    default_golden_dir,
+    load_manifest,
+)
+from refpos.golden.npy import read_npy
+from refpos.rope.hf import load_hf_config
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``refpos golden``."""
+    sub = parser.add_subparsers(dest="golden_command", required=True, metavar="ACTION")
+    gen = sub.add_parser("generate", help="write every golden case (deterministic)")
+    gen.add_argument("--out", type=Path, default=None, help="directory (default: the repository's golden/)")
+    gen.add_argument("--no-certify", action="store_true", help="skip the mpmath certification")
+    ver = sub.add_parser("verify", help="check sha256s, regenerate and compare every case")
+    ver.add_argument("--golden-dir", type=Path, default=None)
+    ver.add_argument("--certify", action="store_true", help="also re-check every certificate with mpmath")
+    mod = sub.add_parser("model", help="the per-model RoPE case set for any config.json")
+    mod.add_argument("config", type=Path, help="config.json (or its directory)")
+    mod.add_argument("--out", type=Path, required=True)
+    mod.add_argument("--positions", default=None, help="comma-separated positions, or a .npy file of int positions")
+    mod.add_argument("--seq-len", type=int, default=None, help="default: max(positions) + 1 (HF)")
+    mod.add_argument("--name", default=None, help="model name in case ids (default: the config's directory)")
+    mod.add_argument("--no-certify", action="store_true")
+    lst = sub.add_parser("list", help="list the cases of a golden directory")
+    lst.add_argument("--golden-dir", type=Path, default=None)
+    lst.add_argument("--family", default=None)
+
+
+def _parse_positions(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    if text.endswith(".npy"):
+        a = read_npy(text)
+        if a.dtype.kind not in "iu" or a.ndim != 1:
+            raise ValueError(f"--positions {text}: need a 1-D integer array, got {a.dtype}{list(a.shape)}")
+        values = [int(v) for v in a]
+    else:
+        try:
+            values = [int(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise ValueError(f"--positions must be comma-separated integers or a .npy file, got {text!r}") from None
+    if not values or min(values) < 0:
+        raise ValueError("--positions must hold at least one position, all >= 0")
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    """``refpos golden …``: exit 0 on success, 1 on a verification failure, 2 on unusable input."""
+    try:
+        return _run(args)
+    except ImportError as exc:  # mpmath is a test extra: the generator and the certificates need it
+        print(f"refpos golden {args.golden_command}: error: {exc} (install the test extra: pip install "
+              "'refpos[test]')", file=sys.stderr)
+        return 2
+    except (GoldenError, ValueError, TypeError, KeyError, OSError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"refpos golden {args.golden_command}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.golden_command == "generate":
+        out = args.out or default_golden_dir()
+        start = time.perf_counter()
+        entries = generate(out, certify=not args.no_certify)
+        size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+        print(f"refpos golden generate: {len(entries)} cases in {out} ({size / 1e6:.2f} MB, "
+              f"{time.perf_counter() - start:.1f} s)")
+        return 0
+    if args.golden_command == "verify":
+        root = args.golden_dir or default_golden_dir()
+        start = time.perf_counter()
+        problems = verify(root, certify=args.certify)
+        for p in problems:
+            print(f"MISMATCH {p}")
+        n = len(load_manifest(root)["cases"])
+        status = "FAILED" if problems else "ok"
+        print(f"refpos golden verify: {n} cases, {len(problems)} problems: {status} "
+              f"({time.perf_counter() - start:.1f} s)")
+        return 1 if problems else 0
+    if args.golden_command == "model":
+        config = load_hf_config(args.config)
+        from refpos.golden.rope_cases import model_cases
+
+        name = args.name or (args.config.name if args.config.is_dir() else args.config.parent.name or args.config.stem)
+        positions = _parse_positions(args.positions)
+        cases = model_cases(config, name, positions=None if positions is None else np.asarray(positions),
+                            seq_len=args.seq_len)
+        entries = _write(args.out, cases, _model_source(config, name, positions, args.seq_len),
+                         certify=not args.no_certify, title=f"refpos golden RoPE cases for {name}")
+        print(f"refpos golden model: {len(entries)} cases for {name} in {args.out}")
+        for e in entries:
+            print(f"  {e['id']}")
+        return 0
+    root = args.golden_dir or default_golden_dir()
+    for case in load_manifest(root)["cases"]:
+        if args.family and case["family"] != args.family:
+            continue
+        ulps = case.get("certified_max_error_ulps")
+        print(f"{case['id']:<70} {case.get('function') or '-':<18} "
+              f"{'' if ulps is None else f'certified {ulps:g} ulps'}")
+    return 0
