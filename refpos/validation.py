@@ -26,6 +26,13 @@ def check_choice(name: str, value: object, allowed: Sequence[str]) -> str:
     return value
 
 
+def check_bool(name: str, value: object) -> bool:
+    """``value`` must be a bool (``True``/``False`` or a NumPy bool): a string such as ``"False"`` is not."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
     """``value`` must be an integer (not a bool, not a float), at least ``minimum`` when given."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

@@ -19,15 +19,14 @@ NaN in any input propagates to the outputs it touches; it is never replaced.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
-from refpos.backend import array_namespace, is_numpy_namespace
+from refpos.backend import array_namespace
 from refpos.core.softmax import FULLY_MASKED, _check_mask, softmax
-from refpos.parallel import block_elements, run_blocks
-from refpos.validation import check_choice, check_float
+from refpos.core.tiled import along, tiled_attention
+from refpos.validation import check_bool, check_choice, check_float
 
 Array = Any
 
@@ -106,6 +105,67 @@ def _resolve_scale(scale: float | None, head_dim: int) -> float:
     return check_float("scale", scale, positive=True)
 
 
+@dataclass(frozen=True)
+class AttentionSteps:
+    """The validated arguments of steps 1-9 (module docstring), as :func:`attention_steps` returns them.
+
+    ``n_rep`` query heads share each key/value head; ``t_q`` and ``t_k`` are the full query and key
+    lengths (a tile of rows or keys keeps them, to place its causal mask).
+    """
+
+    n_rep: int
+    t_q: int
+    t_k: int
+    scale: float
+    causal: bool = False
+    bias: Array | None = None
+    mask: Array | None = None
+    softcap: float | None = None
+    bias_scaled: bool = False
+    qk_terms: Array | None = None
+    temperature: Array | None = None
+    value_terms: Callable[[Array], Array] | None = None
+    fully_masked: str = "zeros"
+
+
+def attention_steps(
+    q: Array, k: Array, v: Array, *, bias: Any = None, mask: Any = None, causal: bool = False,
+    scale: float | None = None, softcap: float | None = None, bias_scaled: bool = False,
+    qk_terms: Array | None = None, temperature: Array | None = None,
+    value_terms: Callable[[Array], Array] | None = None, fully_masked: str = "zeros",
+    block_terms: bool = False,
+) -> AttentionSteps:
+    """Check every argument of :func:`attention` (and of :func:`refpos.chunked_attention`) once.
+
+    ``block_terms=True`` lets ``bias`` and ``mask`` be functions of a block's query and key indices
+    (checked when called); otherwise they must be arrays that broadcast to the logits without
+    enlarging them.
+    """
+    xp, n_rep = _check_qkv(q, k, v)
+    causal = check_bool("causal", causal)
+    bias_scaled = check_bool("bias_scaled", bias_scaled)
+    check_choice("fully_masked", fully_masked, FULLY_MASKED)
+    *lead, h_q, t_q, d = q.shape
+    t_k = k.shape[-2]
+    logits_shape = (*lead, h_q, t_q, t_k)
+    if not (block_terms and callable(bias)):
+        _check_additive("bias", bias, logits_shape, xp)
+    if mask is not None and not (block_terms and callable(mask)):
+        _check_mask(mask, logits_shape, xp)
+    _check_additive("qk_terms", qk_terms, logits_shape, xp)
+    if temperature is not None:
+        _check_additive("temperature", temperature[..., None], logits_shape, xp)
+    if value_terms is not None and not callable(value_terms):
+        raise TypeError(f"value_terms must be a function of the weights, got {type(value_terms).__name__}")
+    if causal and t_q > t_k:
+        raise ValueError(f"causal attention needs q_len <= k_len, got q_len={t_q}, k_len={t_k}")
+    if softcap is not None:
+        softcap = check_float("softcap", softcap, positive=True)
+    return AttentionSteps(n_rep=n_rep, t_q=t_q, t_k=t_k, scale=_resolve_scale(scale, d), causal=causal, bias=bias,
+                          mask=mask, softcap=softcap, bias_scaled=bias_scaled, qk_terms=qk_terms,
+                          temperature=temperature, value_terms=value_terms, fully_masked=fully_masked)
+
+
 def attention(
     q: Array,
     k: Array,
@@ -171,85 +231,34 @@ def attention(
 
     with :math:`M_{ij} = 0` where attention is allowed and :math:`-\infty` elsewhere.
     """
-    xp, n_rep = _check_qkv(q, k, v)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    check_choice("fully_masked", fully_masked, FULLY_MASKED)
-    *lead, h_q, t_q, d = q.shape
-    t_k = k.shape[-2]
-    logits_shape = (*lead, h_q, t_q, t_k)
-    _check_additive("bias", bias, logits_shape, xp)
-    _check_additive("qk_terms", qk_terms, logits_shape, xp)
-    if mask is not None:
-        _check_mask(mask, logits_shape, xp)
-    scale = _resolve_scale(scale, d)
-    if softcap is not None:
-        softcap = check_float("softcap", softcap, positive=True)
-    if temperature is not None:
-        _check_additive("temperature", temperature[..., None], logits_shape, xp)
-    if causal and t_q > t_k:
-        raise ValueError(f"causal attention needs q_len <= k_len, got q_len={t_q}, k_len={t_k}")
-    steps = {"n_rep": n_rep, "bias": bias, "mask": mask, "causal": causal, "scale": scale, "softcap": softcap,
-             "bias_scaled": bias_scaled, "qk_terms": qk_terms, "temperature": temperature,
-             "value_terms": value_terms, "fully_masked": fully_masked}
-    if trace is not None or return_weights or value_terms is not None:  # every intermediate kept whole
-        o, p = _attend_rows(q, k, v, rows=slice(0, t_q), t_q=t_q, t_k=t_k, record=trace, **steps)
-        return (o, p) if return_weights else o
-    # Softmax rows are independent, so the same steps run on blocks of query rows: the T×T temporaries
-    # shrink to block × Tk (memory, cache and page faults), the result is the same, and with NumPy the
-    # blocks run on every core (refpos.parallel). Under a causal mask the keys after a block's last query
-    # are masked in every row of it (exact zeros): left out.
-    terms = [term for term in (q, bias, qk_terms, temperature) if term is not None]
-    out = xp.empty((*lead, h_q, t_q, v.shape[-1]), dtype=xp.result_type(*terms))  # (..., Hq, Tq, dv)
-    rows_per_block = max(1, block_elements(_BLOCK_ELEMENTS, xp) // max(1, math.prod(lead) * n_rep * t_k))
-
-    def block(group: int, rows: slice) -> None:
-        """Query heads of key/value head ``group``, query rows ``rows``."""
-        heads = slice(group * n_rep, (group + 1) * n_rep)
-        keys = min(t_k, t_k - t_q + rows.stop) if causal else t_k
-        part = {name: _along(_along(steps[name], -1, slice(0, keys), t_k), -3, heads, h_q)
-                for name in ("bias", "mask", "qk_terms")}
-        part["temperature"] = _along(temperature, -2, heads, h_q)  # (..., Hq, Tq): heads on axis -2
-        o, _ = _attend_rows(q[..., heads, rows, :], k[..., group : group + 1, :keys, :],
-                            v[..., group : group + 1, :keys, :], rows=rows, t_q=t_q, t_k=t_k, record=None,
-                            **{**steps, **part})
-        out[..., heads, rows, :] = o
-
-    run_blocks([partial(block, group, slice(i0, min(i0 + rows_per_block, t_q)))
-                for i0 in range(0, t_q, rows_per_block) for group in range(h_q // n_rep)],
-               numpy=is_numpy_namespace(xp), work=math.prod(logits_shape))
-    return out
+    steps = attention_steps(q, k, v, bias=bias, mask=mask, causal=causal, scale=scale, softcap=softcap,
+                            bias_scaled=bias_scaled, qk_terms=qk_terms, temperature=temperature,
+                            value_terms=value_terms, fully_masked=fully_masked)
+    return_weights = check_bool("return_weights", return_weights)
+    if trace is None and not return_weights and value_terms is None:  # nothing kept whole: the same steps
+        return _fast_form(q, k, v, steps)                              # on tiles (refpos.core.tiled)
+    o, p = attend_rows(q, k, v, steps, rows=slice(0, steps.t_q), record=trace)
+    return (o, p) if return_weights else o
 
 
-#: elements of one block of logits on the CPU (2**20: 4 MiB of float32; larger on a GPU, see
-#: parallel.block_elements). Blocks are (key/value head, query rows) tiles; on (1, 8, 2048, 128) 2**19 and
-#: 2**21 measured slower (more hand-offs; less cache).
-_BLOCK_ELEMENTS = 2**20
+def _fast_form(q: Array, k: Array, v: Array, steps: AttentionSteps) -> Array:
+    return tiled_attention(q, k, v, steps, attend_rows)  # each tile runs the readable attend_rows
 
 
-def _along(term: Array | None, axis: int, part: slice, length: int) -> Array | None:
-    """``part`` of a term along ``axis`` (-3: heads, -2: query rows, -1: key columns) of size ``length``; a
-    term of size 1 (or without that axis) broadcasts there and is returned as it is."""
-    if term is None or term.ndim < -axis or term.shape[axis] == 1 or (part.start == 0 and part.stop == length):
-        return term
-    return term[(..., part, *[slice(None)] * (-axis - 1))]
+def attend_rows(q: Array, k: Array, v: Array, steps: AttentionSteps, *, rows: slice,
+                record: dict[str, Array] | None = None) -> tuple[Array, Array]:
+    """Steps 1-9 of the module docstring for the query rows ``rows``.
 
-
-def _attend_rows(
-    q: Array, k: Array, v: Array, *, rows: slice, t_q: int, t_k: int, n_rep: int, bias: Array | None,
-    mask: Array | None,
-    causal: bool, scale: float, softcap: float | None, bias_scaled: bool, qk_terms: Array | None,
-    temperature: Array | None, value_terms: Callable[[Array], Array] | None, fully_masked: str,
-    record: dict[str, Array] | None,
-) -> tuple[Array, Array]:
-    """Steps 1-9 of the module docstring for the query rows ``rows`` (q holds just those rows, possibly of
-    one key/value head's query heads only; k and v may hold only the first keys of ``t_k``, when the
-    others are masked for every one of these rows). Terms arrive already cut to these heads."""
+    ``q`` holds just those rows (possibly of one key/value head's query heads only); ``k`` and ``v`` may
+    hold only the first keys, when the others are masked in every one of these rows. The terms in
+    ``steps`` arrive already cut to these heads (and keys). ``record`` receives every intermediate.
+    """
     xp = array_namespace(q)
     own_scores = record is None  # nothing is kept: the scores are this function's own temporaries
     record = {} if record is None else record
-    bias, mask, qk_terms = (_along(term, -2, rows, t_q) for term in (bias, mask, qk_terms))
-    temperature = _along(temperature, -1, rows, t_q)  # (..., Tq): its last axis is the query axis
+    t_q, t_k, n_rep, scale, softcap = steps.t_q, steps.t_k, steps.n_rep, steps.scale, steps.softcap
+    bias, mask, qk_terms = (along(term, -2, rows, t_q) for term in (steps.bias, steps.mask, steps.qk_terms))
+    temperature = along(steps.temperature, -1, rows, t_q)  # (..., Tq): its last axis is the query axis
 
     # 1. content scores (+ dot-product position terms)
     s = grouped_scores(q, k, n_rep)  # (..., Hq, rows, Tk)
@@ -259,7 +268,7 @@ def _attend_rows(
     if bias is not None:
         record["B"] = bias
     # 2. bias before the scale (the worked example's order)
-    if bias is not None and bias_scaled:
+    if bias is not None and steps.bias_scaled:
         s = s + bias
         record["S+B"] = s
     # 3. scale
@@ -272,24 +281,24 @@ def _attend_rows(
     if softcap is not None:
         s = softcap * xp.tanh(s / softcap)
     # 6. bias after the scale (ALiBi, T5, ...)
-    if bias is not None and not bias_scaled:
+    if bias is not None and not steps.bias_scaled:
         s = s + bias
         record["scaled+B"] = s
     record["logits"] = s
     # 7. mask (causal: query row i sits at key position t_k - t_q + i)
     allowed = mask
-    if causal:
+    if steps.causal:
         q_pos = xp.arange(rows.start, rows.stop, dtype=xp.int64) + (t_k - t_q)
         cm = xp.arange(k.shape[-2], dtype=xp.int64)[None, :] <= q_pos[:, None]  # (rows, keys)
         allowed = cm if allowed is None else (allowed & cm)
     if allowed is not None:
         record["allowed"] = allowed
     # 8. softmax
-    p = softmax(s, mask=allowed, fully_masked=fully_masked, overwrite=own_scores)
+    p = softmax(s, mask=allowed, fully_masked=steps.fully_masked, overwrite=own_scores)
     record["A"] = p
     # 9. weighted values
     o = grouped_values(p, v, n_rep)  # (..., Hq, rows, dv)
-    if value_terms is not None:
-        o = o + value_terms(p)
+    if steps.value_terms is not None:
+        o = o + steps.value_terms(p)
     record["O"] = o
     return o, p

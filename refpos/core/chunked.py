@@ -22,18 +22,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from refpos.backend import is_numpy_namespace
-from refpos.core.attention import (
-    _along,
-    _check_additive,
-    _check_qkv,
-    _resolve_scale,
-    grouped_scores,
-    grouped_values,
-)
-from refpos.core.softmax import FULLY_MASKED, _check_mask
+from refpos.backend import array_namespace, is_numpy_namespace
+from refpos.core.attention import along, attention_steps, grouped_scores, grouped_values
 from refpos.parallel import run_blocks
-from refpos.validation import check_choice, check_float, check_int
+from refpos.validation import check_int
 
 Array = Any
 BlockTerm = Callable[[Array, Array], Array]  # f(query_index, key_index) -> (..., Hq, tq, tk)
@@ -44,7 +36,7 @@ def _block(term: Array | BlockTerm | None, q_idx: Array, k_idx: Array, q_sl: sli
     """The (query block, key block) part of an additive term given as an array or as a function."""
     if callable(term):
         return term(q_idx, k_idx)
-    return _along(_along(term, -2, q_sl, t_q), -1, k_sl, t_k)
+    return along(along(term, -2, q_sl, t_q), -1, k_sl, t_k)
 
 
 def chunked_attention(
@@ -86,26 +78,18 @@ def chunked_attention(
     Agrees with :func:`refpos.attention` to a few ulps (the sums are regrouped); the tests use
     ``rtol=1e-12`` in float64.
     """
-    xp, n_rep = _check_qkv(q, k, v)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    steps = attention_steps(q, k, v, bias=bias, mask=mask, causal=causal, scale=scale, softcap=softcap,
+                            bias_scaled=bias_scaled, fully_masked=fully_masked, block_terms=True)
     chunk_size = check_int("chunk_size", chunk_size, minimum=1)
     query_chunk_size = chunk_size if query_chunk_size is None else check_int(
         "query_chunk_size", query_chunk_size, minimum=1
     )
-    check_choice("fully_masked", fully_masked, FULLY_MASKED)
-    *lead, h_q, t_q, d = q.shape
+    xp = array_namespace(q, k, v)
+    *lead, h_q, t_q, _ = q.shape
     t_k, d_v = k.shape[-2], v.shape[-1]
+    n_rep, scale, softcap = steps.n_rep, steps.scale, steps.softcap
+    causal, bias_scaled = steps.causal, steps.bias_scaled
     logits_shape = (*lead, h_q, t_q, t_k)
-    if bias is not None and not callable(bias):
-        _check_additive("bias", bias, logits_shape, xp)
-    if mask is not None and not callable(mask):
-        _check_mask(mask, logits_shape, xp)
-    if causal and t_q > t_k:
-        raise ValueError(f"causal attention needs Tq <= Tk, got Tq={t_q}, Tk={t_k}")
-    scale = _resolve_scale(scale, d)
-    if softcap is not None:
-        softcap = check_float("softcap", softcap, positive=True)
 
     offset = t_k - t_q  # query i sits at key position offset + i (end-aligned, as causal_mask)
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import refpos
 from refpos.backend import to_numpy
 
-attention_module = importlib.import_module("refpos.core.attention")  # the module (refpos.attention is the function)
+attention_module = importlib.import_module("refpos.core.tiled")  # where the tiles are sized
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -29,7 +29,7 @@ from refpos.backend import to_numpy
 
 fast = importlib.import_module("refpos.rope.fast")
 core = importlib.import_module("refpos.rope.core")
-attention_module = importlib.import_module("refpos.core.attention")
+attention_module = importlib.import_module("refpos.core.tiled")
 
 
 @pytest.fixture
