@@ -3,9 +3,24 @@
 Every encoding plugs into one attention pipeline (:func:`self_attention`) through the hooks of
 :class:`Encoding`; every function that takes arrays works on NumPy, CuPy and array-api-strict arrays
 (:mod:`refpos.backend`).
+
+Public API
+----------
+What ``refpos.__all__`` lists is the public API: those names keep their meaning and signature. Three
+subpackages are public as modules, for what they are for: :mod:`refpos.check` (``check_*`` functions),
+:mod:`refpos.golden` (tolerances, the manifest, generate and verify) and :mod:`refpos.testing`
+(Hypothesis strategies, the reference adapter). Everything else (the modules of ``refpos.core``,
+``refpos.encodings``, ``refpos.rope``, ``refpos.pipeline``, ``refpos.tools``, ``refpos.cli``, and any name
+that starts with ``_``) is importable and documented, but internal: it may move between releases.
+
+The layers, each importing only from those before it: :mod:`refpos.backend`, :mod:`refpos.validation`,
+:mod:`refpos.parallel`, :mod:`refpos.encoding` → :mod:`refpos.core` (attention), :mod:`refpos.encodings`,
+:mod:`refpos.rope` → :mod:`refpos.pipeline` → :mod:`refpos.golden` → :mod:`refpos.check` →
+:mod:`refpos.testing`, :mod:`refpos.tools` → :mod:`refpos.cli` (the only code that parses arguments or
+prints).
 """
 
-from refpos.backend import BACKENDS, array_namespace, backend_name, get_xp, to_numpy, use_backend
+from refpos.backend import BACKENDS, array_namespace, backend_name, get_xp, set_backend, to_numpy, use_backend
 from refpos.core.attention import attention
 from refpos.core.chunked import chunked_attention
 from refpos.core.heads import merge_heads, repeat_kv, split_heads
@@ -16,7 +31,7 @@ from refpos.encodings.learned import LearnedAbsolute, learned_lookup
 from refpos.pipeline.layer import AttentionWeights, self_attention
 from refpos.pipeline.worked_example import explain_text, worked_example
 
-# --- absolute and relative encodings ---
+# --- encodings other than RoPE ---
 # isort: split
 from refpos.encodings.alibi import ALiBi, alibi_bias, alibi_bias_from_positions, alibi_slopes
 from refpos.encodings.cope import CoPE, cope_gates, cope_logits, cope_position_logits, cope_positions
@@ -117,6 +132,7 @@ __all__ = [
     "rope_rotation_matrix",
     "sandwich_bias",
     "self_attention",
+    "set_backend",
     "shaw_index",
     "shaw_key_terms",
     "shaw_value_terms",

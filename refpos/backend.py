@@ -6,7 +6,8 @@ refpos is written against the Python array API standard. Two rules decide which 
   ``array_api_compat.array_namespace``. Pass CuPy arrays and the work happens on the GPU.
 * A function that **creates arrays from scratch** (tables, masks, slopes) takes ``xp=``; when it is
   ``None`` the current backend is used. The current backend is ``"numpy"`` unless the environment
-  variable ``REFPOS_BACKEND`` says otherwise or :func:`use_backend` changed it.
+  variable ``REFPOS_BACKEND`` says otherwise, :func:`set_backend` changed it, or a
+  ``with use_backend(...)`` block is running.
 
 ``array_api_strict`` is a deliberately minimal implementation of the standard. Running the spec suite on
 it (``REFPOS_BACKEND=array_api_strict``) proves that no NumPy-only call hides in the code.
@@ -77,7 +78,8 @@ def _load_namespace(name: str) -> ModuleType:
 
 
 def backend_name() -> str:
-    """Name of the current backend: ``REFPOS_BACKEND`` or ``"numpy"``, unless changed by use_backend."""
+    """Name of the current backend: ``REFPOS_BACKEND`` or ``"numpy"``, unless switched by set_backend or
+    use_backend."""
     global _current
     if _current is None:
         env = os.environ.get("REFPOS_BACKEND", "numpy") or "numpy"
@@ -97,11 +99,29 @@ def get_xp(xp: ModuleType | None = None) -> ModuleType:
     return _load_namespace(backend_name())
 
 
-class use_backend:
-    """Switch the current backend; works as a setter and as a context manager.
+def set_backend(name: str) -> ModuleType:
+    """Switch the current backend for the whole process and return its namespace.
 
-    ``use_backend("cupy")`` switches at once (and stays switched). ``with use_backend("cupy") as xp:``
-    switches for the block and restores the previous backend afterwards; ``xp`` is the namespace.
+    Raises
+    ------
+    ValueError
+        ``name`` is not one of ``"numpy"``, ``"cupy"``, ``"array_api_strict"``.
+    ImportError, RuntimeError
+        The backend's library is missing, or (CuPy) there is no usable GPU; nothing changes then.
+    """
+    global _current
+    name = _check_backend_name(name)
+    namespace = _load_namespace(name)  # fails before anything changes
+    _current = name
+    return namespace
+
+
+class use_backend:
+    """Switch the current backend for a ``with`` block: ``with use_backend("cupy") as xp: ...``.
+
+    The backend is checked and loaded when the object is made (so a missing library fails at once), but
+    nothing changes until ``__enter__``; ``__exit__`` restores the backend that was current on entry.
+    Making the object without ``with`` changes nothing: use :func:`set_backend` to switch for good.
 
     Raises
     ------
@@ -112,19 +132,19 @@ class use_backend:
     """
 
     def __init__(self, name: str) -> None:
-        global _current
-        name = _check_backend_name(name)
-        self.namespace = _load_namespace(name)  # fails before anything changes
-        self._previous = backend_name()
-        self.name = name
-        _current = name
+        self.name = _check_backend_name(name)
+        self.namespace = _load_namespace(self.name)  # fails before anything changes
+        self._previous: list[str] = []  # a stack, so that one object can be entered again inside itself
 
     def __enter__(self) -> ModuleType:
+        global _current
+        self._previous.append(backend_name())
+        _current = self.name
         return self.namespace
 
     def __exit__(self, *exc_info: object) -> None:
         global _current
-        _current = self._previous
+        _current = self._previous.pop()
 
 
 def array_namespace(*arrays: Any) -> ModuleType:

@@ -24,19 +24,35 @@ def test_use_backend_is_a_context_manager_and_restores():
     assert refpos.backend_name() == before
 
 
-def test_use_backend_is_a_setter():
+def test_set_backend_is_a_setter():
     before = refpos.backend_name()
     try:
-        refpos.use_backend("numpy")
-        assert refpos.backend_name() == "numpy"
+        xp = refpos.set_backend("array_api_strict")
+        assert refpos.backend_name() == "array_api_strict" and xp.__name__ == "array_api_strict"
+        refpos.set_backend("numpy")
         assert isinstance(refpos.causal_mask(2, 2), np.ndarray)
     finally:
-        refpos.use_backend(before)
+        refpos.set_backend(before)
+
+
+def test_use_backend_switches_on_enter_not_on_construction():
+    before = refpos.backend_name()
+    other = "array_api_strict" if before != "array_api_strict" else "numpy"
+    switch = refpos.use_backend(other)
+    assert refpos.backend_name() == before  # made, not entered: nothing changed
+    with switch:
+        assert refpos.backend_name() == other
+        with switch:  # re-entered inside itself: the stack restores the right backend
+            assert refpos.backend_name() == other
+        assert refpos.backend_name() == other
+    assert refpos.backend_name() == before
 
 
 def test_unknown_backend_is_rejected():
     with pytest.raises(ValueError, match="backend must be one of"):
         refpos.use_backend("torch")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        refpos.set_backend("torch")
     with pytest.raises(TypeError, match="backend must be a str"):
         refpos.use_backend(3)
 
@@ -46,6 +62,8 @@ def test_cupy_without_cupy_gives_a_clear_error():
     before = refpos.backend_name()
     with pytest.raises(ImportError, match="needs CuPy"):
         refpos.use_backend("cupy")
+    with pytest.raises(ImportError, match="needs CuPy"):
+        refpos.set_backend("cupy")
     assert refpos.backend_name() == before  # nothing changed
 
 

@@ -1,0 +1,179 @@
+"""The package's shape: imports flow one way through the layers, and only ``refpos.cli`` talks to a user.
+
+The layers (the front door's docstring states them too), each importing only from itself and the layers
+before it::
+
+    0  refpos.backend, refpos.validation, refpos.parallel, refpos.encoding, refpos.pairs
+    1  refpos.core            (softmax, attention, chunked attention, heads)
+    2  refpos.encodings, refpos.rope   (siblings: neither imports the other)
+    3  refpos.pipeline
+    4  refpos.golden
+    5  refpos.check
+    6  refpos.testing, refpos.tools    (siblings)
+    7  refpos.cli
+
+The front door ``refpos`` (``refpos/__init__.py``) gathers layers 0-3, so only a module of layer 4 or later
+may import it. Every import counts, also one inside a function: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1]
+
+#: module prefix -> (layer, group); a module belongs to the longest prefix that matches it
+LAYERS: dict[str, tuple[int, str]] = {
+    "refpos.backend": (0, "base"),
+    "refpos.validation": (0, "base"),
+    "refpos.parallel": (0, "base"),
+    "refpos.encoding": (0, "base"),
+    "refpos.pairs": (0, "base"),
+    "refpos.core": (1, "core"),
+    "refpos.encodings": (2, "encodings"),
+    "refpos.rope": (2, "rope"),
+    "refpos.pipeline": (3, "pipeline"),
+    "refpos.golden": (4, "golden"),
+    "refpos.check": (5, "check"),
+    "refpos.testing": (6, "testing"),
+    "refpos.tools": (6, "tools"),
+    "refpos.cli": (7, "cli"),
+    "refpos.__main__": (7, "cli"),
+}
+FRONT_DOOR = "refpos"
+FRONT_DOOR_LAYER = 3  # what refpos/__init__.py gathers
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def package_modules() -> dict[str, Path]:
+    """Every module of the package except its tests."""
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "tests" not in p.relative_to(PACKAGE).parts}
+
+
+def layer_of(module: str) -> tuple[int, str]:
+    if module == FRONT_DOOR:
+        return FRONT_DOOR_LAYER, "front door"
+    matches = [prefix for prefix in LAYERS if module == prefix or module.startswith(prefix + ".")]
+    if not matches:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS in {Path(__file__).name}")
+    return LAYERS[max(matches, key=len)]
+
+
+def imports_of(path: Path, module: str, known: set[str]) -> list[tuple[str, int, bool]]:
+    """``(imported refpos module, line, at module level)`` for every import statement of ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf8"))
+    top_level = {id(node) for node in tree.body}
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            # ``from refpos.golden import tolerance`` imports the module refpos.golden.tolerance
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        for target in targets:
+            if target == FRONT_DOOR or target.startswith(FRONT_DOOR + "."):
+                found.append((target, node.lineno, id(node) in top_level))
+    return found
+
+
+def test_every_module_is_in_a_layer_and_imports_only_earlier_layers():
+    modules = package_modules()
+    known = set(modules)
+    problems = []
+    for module, path in modules.items():
+        own_layer, own_group = layer_of(module)
+        for target, line, _ in imports_of(path, module, known):
+            if target == module:
+                continue
+            layer, group = layer_of(target)
+            if target == FRONT_DOOR and module != FRONT_DOOR and own_layer <= FRONT_DOOR_LAYER:
+                problems.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} (layer {own_layer}) imports "
+                                f"the front door, which gathers layers 0-{FRONT_DOOR_LAYER}")
+            elif layer > own_layer or (layer == own_layer and group != own_group and module != FRONT_DOOR):
+                problems.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} (layer {own_layer}, "
+                                f"{own_group}) imports {target} (layer {layer}, {group})")
+    assert not problems, "imports against the layering:\n" + "\n".join(problems)
+
+
+def test_no_import_cycle():
+    """The imports form no cycle, counting lazy ones (an import inside a function still ties two modules)."""
+    modules = package_modules()
+    known = set(modules)
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        graph[module] = {t for t, _, _ in imports_of(path, module, known) if t in known and t != module}
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (cycle := visit(module)):
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+
+
+def _talks_to_user(tree: ast.AST) -> list[tuple[int, str]]:
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            hits.append((node.lineno, "print("))
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+            hits.append((node.lineno, "import argparse"))
+        if isinstance(node, ast.ImportFrom) and node.module == "argparse":
+            hits.append((node.lineno, "from argparse import"))
+        if (isinstance(node, ast.Attribute) and node.attr in {"stdout", "stderr"}
+                and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+            hits.append((node.lineno, f"sys.{node.attr}"))
+    return hits
+
+
+def test_only_the_cli_parses_arguments_or_prints():
+    problems = []
+    for module, path in package_modules().items():
+        if layer_of(module)[1] == "cli":
+            continue
+        for line, what in _talks_to_user(ast.parse(path.read_text(encoding="utf8"))):
+            problems.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {what}")
+    assert not problems, "only refpos/cli/ may parse arguments or print:\n" + "\n".join(problems)
+
+
+def test_the_rules_can_fail(tmp_path):
+    """The checks above catch what they are for: a planted upward import, a cycle, a print."""
+    assert layer_of("refpos.core.attention") < layer_of("refpos.rope.core")
+    planted = tmp_path / "planted.py"
+    planted.write_text("import sys\nfrom refpos.cli import main\n\n\ndef f():\n    print(sys.stderr)\n")
+    assert imports_of(planted, "refpos.core.planted", {"refpos.cli"}) == [("refpos.cli", 2, True)]
+    assert [what for _, what in _talks_to_user(ast.parse(planted.read_text()))] == ["print(", "sys.stderr"]
+    with pytest.raises(AssertionError, match="in no layer"):
+        layer_of("refpos.unplaced")
+
+
+def test_modules_stay_readable_in_size():
+    """One concern per module: none over 420 lines (the style's 100-400, with a little slack)."""
+    long = {m: n for m, p in package_modules().items() if (n := len(p.read_text(encoding="utf8").splitlines())) > 420}
+    assert not long, f"modules over 420 lines (split them by concern): {long}"
