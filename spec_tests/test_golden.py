@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from support import declared_dtype, require
 
-from refpos.golden.manifest import compare, default_golden_dir, find_case, load_arrays, load_manifest
+from refpos.golden.entries import compare
+from refpos.golden.manifest import default_golden_dir, find_case, load_arrays, load_manifest
 
 ROOT = default_golden_dir()
 MANIFEST = load_manifest(ROOT)

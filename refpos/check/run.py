@@ -192,7 +192,8 @@ def check_sinusoid(candidate: Any, positions: Any, *, dim: int, base: float = 10
 def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, output: str | None = None,
                dtype: str | None = None) -> dict[str, Any]:
     """Compare ``candidate`` with one output of a golden case (default: its primary output)."""
-    from refpos.golden.manifest import check_files, compare, default_golden_dir, find_case, load_arrays, load_manifest
+    from refpos.golden.entries import compare as compare_under_entry
+    from refpos.golden.manifest import check_files, default_golden_dir, find_case, load_arrays, load_manifest
 
     root = Path(golden_dir) if golden_dir is not None else default_golden_dir()
     case = find_case(load_manifest(root), case_id)
@@ -216,7 +217,7 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
         raise Unusable(f"output {name} of {case_id} is an integer array; the candidate is {cand.dtype}")
     dtype = tol.check_dtype(dtype or default_dtype(cand))
     entry = case["outputs"][name]["tolerance"]
-    summary = compare(cand, reference, entry, dtype)
+    summary = compare_under_entry(cand, reference, entry, dtype)
     result = {"target": case_id, "output": name, "dtype": dtype, "ok": summary["ok"],
               "max_abs_error": summary["max_abs_error"], "max_ratio": summary["max_ratio"],
               "worst_index": list(summary["worst_index"] or ()), "n_outside": summary["n_bad"], "diagnosis": []}

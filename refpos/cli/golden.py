@@ -15,11 +15,7 @@ from refpos.golden.generate import (
     generate,
     verify,
 )
-from refpos.golden.manifest import (
-    GoldenError,
-    default_golden_dir,
-    load_manifest,
-)
+from refpos.golden.manifest import GoldenError, default_golden_dir, load_manifest
 from refpos.golden.npy import read_npy
 from refpos.rope.hf import load_hf_config
 

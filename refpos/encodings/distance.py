@@ -1,12 +1,14 @@
-r"""Relative positions: the worked example's distance bias and Shaw et al. (2018) relative representations.
+r"""Relative positions, and the distance bias of the worked example.
 
-See docs/relative.md#the-distance-bias (distance bias) and docs/relative.md#shaw (Shaw, Music
-Transformer skewing). The other
-relative methods live in their own modules: :mod:`refpos.encodings.txl` (Transformer-XL), :mod:`refpos.encodings.t5`,
-:mod:`refpos.encodings.alibi`, :mod:`refpos.encodings.kerple` (KERPLE, FIRE, Sandwich), :mod:`refpos.encodings.cope`.
+Every relative encoding in refpos uses one sign convention: ``rel[i, j] = k_pos[j] - q_pos[i]`` ("key
+minus query": negative means the key lies in the past) and ``dist = -rel``. The distance bias of the
+worked example (:mod:`refpos.pipeline.worked_example`) is the simplest relative encoding, a penalty that
+grows with the distance:
 
-Conventions (docs/conventions.md): ``rel[i, j] = k_pos[j] - q_pos[i]`` ("memory minus
-query": negative = the key lies in the past), ``dist = -rel``.
+.. math::
+    b_{ij} = -\alpha\,\lvert i - j \rvert .
+
+See docs/conventions.md for the sign convention and docs/relative.md#the-distance-bias for the bias.
 """
 
 from __future__ import annotations

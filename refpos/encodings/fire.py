@@ -1,10 +1,15 @@
-r"""An additive relative bias: FIRE, Li et al. 2024.
+r"""FIRE (Li et al. 2024): a learned function of the progressively normalised distance as a bias.
 
-See docs/other-encodings.md#kerple (KERPLE, Chi et al. 2022; chijames/KERPLE), docs/other-encodings.md#fire
-(FIRE, Li et al. 2024), docs/other-encodings.md#sandwich (Sandwich, Chi et al. 2023; NVIDIA NeMo). Each
-returns a bias ``(..., H, Tq, Tk)`` added **after** the ``1/√d`` scale. KERPLE and FIRE are causal
-methods: future keys get a placeholder value (KERPLE 0, FIRE the mirrored distance) and must be masked
-(``self_attention(..., causal=True)``).
+A small MLP :math:`f_\theta` reads the log-transformed distance, normalised by the query position:
+
+.. math::
+    b_{ij} = f_\theta\!\left(\frac{\psi(i - j)}{\psi(\max(i, |L|)) + \varepsilon}\right), \qquad
+    \psi(x) = \log(|c\,x| + 1).
+
+The bias ``(..., H, Tq, Tk)`` is added after the ``1/√d`` scale. FIRE is causal: future keys get the
+mirrored distance as a placeholder and must be masked (``self_attention(..., causal=True)``).
+
+See docs/other-encodings.md#fire.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from refpos.encodings.distance import relative_positions
 from refpos.validation import as_positions, check_float, float64_array
 
 Array = Any
-KERPLE_KINDS = ("log", "power")
 
 
 def fire_features(

@@ -1,10 +1,14 @@
-r"""An additive relative bias: KERPLE (log and power kernels), Chi et al. 2022.
+r"""KERPLE (Chi et al. 2022): a conditionally positive definite kernel of the distance as a bias.
 
-See docs/other-encodings.md#kerple (KERPLE, Chi et al. 2022; chijames/KERPLE), docs/other-encodings.md#fire
-(FIRE, Li et al. 2024), docs/other-encodings.md#sandwich (Sandwich, Chi et al. 2023; NVIDIA NeMo). Each
-returns a bias ``(..., H, Tq, Tk)`` added **after** the ``1/√d`` scale. KERPLE and FIRE are causal
-methods: future keys get a placeholder value (KERPLE 0, FIRE the mirrored distance) and must be masked
-(``self_attention(..., causal=True)``).
+Per head, with learned :math:`r_1, r_2 > 0` and the distance :math:`m = i - j \ge 0`:
+
+.. math::
+    b^{\log}_{ij} = -r_1 \log(1 + r_2\, m), \qquad b^{\text{power}}_{ij} = -r_1\, m^{r_2}.
+
+The bias ``(..., H, Tq, Tk)`` is added after the ``1/√d`` scale. KERPLE is causal: future keys get the
+placeholder 0 and must be masked (``self_attention(..., causal=True)``).
+
+See docs/other-encodings.md#kerple.
 """
 
 from __future__ import annotations

@@ -1,10 +1,16 @@
-r"""An additive relative bias: Sandwich, Chi et al. 2023.
+r"""Sandwich (Chi et al. 2023): the dot product of two sinusoidal position vectors as a bias.
 
-See docs/other-encodings.md#kerple (KERPLE, Chi et al. 2022; chijames/KERPLE), docs/other-encodings.md#fire
-(FIRE, Li et al. 2024), docs/other-encodings.md#sandwich (Sandwich, Chi et al. 2023; NVIDIA NeMo). Each
-returns a bias ``(..., H, Tq, Tk)`` added **after** the ``1/√d`` scale. KERPLE and FIRE are causal
-methods: future keys get a placeholder value (KERPLE 0, FIRE the mirrored distance) and must be masked
-(``self_attention(..., causal=True)``).
+With the sinusoidal vectors :math:`p_t` of :mod:`refpos.encodings.sinusoidal` (dimension :math:`d`),
+:math:`p_i \cdot p_j = \sum_{k=1}^{d/2} \cos\big(\omega_k (j - i)\big)` depends only on :math:`j - i`
+and decays with it on average. Sandwich shifts it to 0 on the diagonal and gives head :math:`h` of
+:math:`H` its own slope, as ALiBi does:
+
+.. math::
+    b_{hij} = \frac{p_i \cdot p_j - d/2}{8h/H}.
+
+It is added after the ``1/√d`` scale; the causal form reads future keys at distance 0.
+
+See docs/other-encodings.md#sandwich.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ from refpos.encodings.distance import relative_positions
 from refpos.validation import check_int
 
 Array = Any
-KERPLE_KINDS = ("log", "power")
 
 
 def sandwich_bias(

@@ -1,12 +1,17 @@
-r"""Relative positions: the worked example's distance bias and Shaw et al. (2018) relative representations.
+r"""Shaw et al. (2018) relative representations, and the Music Transformer skewing.
 
-See docs/relative.md#the-distance-bias (distance bias) and docs/relative.md#shaw (Shaw, Music
-Transformer skewing). The other
-relative methods live in their own modules: :mod:`refpos.encodings.txl` (Transformer-XL), :mod:`refpos.encodings.t5`,
-:mod:`refpos.encodings.alibi`, :mod:`refpos.encodings.kerple` (KERPLE, FIRE, Sandwich), :mod:`refpos.encodings.cope`.
+Learned vectors :math:`a^K_{r}, a^V_{r}` for the clipped relative position
+:math:`r = \operatorname{clip}(j - i, -k, k)` enter the logits and the values:
 
-Conventions (docs/conventions.md): ``rel[i, j] = k_pos[j] - q_pos[i]`` ("memory minus
-query": negative = the key lies in the past), ``dist = -rel``.
+.. math::
+    e_{ij} = \frac{q_i \cdot (k_j + a^K_{r})}{\sqrt{d}}, \qquad
+    o_i = \sum_j p_{ij}\,(v_j + a^V_{r}).
+
+Huang et al. (2018, Music Transformer) compute :math:`q_i \cdot a^K_{j-i}` for all pairs at once by
+multiplying with the table of relative rows and *skewing* the result (:func:`skew`, :func:`unskew`).
+Relative positions follow :func:`refpos.encodings.distance.relative_positions`.
+
+See docs/relative.md#shaw.
 """
 
 from __future__ import annotations

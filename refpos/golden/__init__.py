@@ -4,7 +4,8 @@
 * :mod:`~refpos.golden.compare` — the one comparison ``|y − r| ≤ atol + rtol·|r| + ulps·ulp(r)``;
 * :mod:`~refpos.golden.npy` — the ``.npy`` reader and writer (never unpickles);
 * :mod:`~refpos.golden.certify` — exact (mpmath) recomputation of the golden outputs;
-* :mod:`~refpos.golden.manifest` — cases, outputs, the manifest, comparing a candidate;
+* :mod:`~refpos.golden.entries` — an output's tolerance entry per dtype, and comparing a candidate under it;
+* :mod:`~refpos.golden.manifest` — cases, outputs, the manifest;
 * :mod:`~refpos.golden.cases`, :mod:`~refpos.golden.rope_cases`, :mod:`~refpos.golden.scenarios` — the
   committed cases;
 * :mod:`~refpos.golden.generate` — generate and verify a golden directory.

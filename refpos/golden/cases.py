@@ -17,7 +17,8 @@ import numpy as np
 import refpos
 from refpos.backend import get_xp, to_numpy
 from refpos.golden import certify as cert
-from refpos.golden.manifest import Case, Output, tolerance_integer, tolerance_rope, tolerance_value
+from refpos.golden.entries import tolerance_integer, tolerance_rope, tolerance_value
+from refpos.golden.manifest import Case, Output
 
 
 def rng_for(case_id: str) -> np.random.Generator:

@@ -244,7 +244,7 @@ def certificate(array: np.ndarray, exact_fn: Callable[[], tuple[Any, Any]],
     largest error in ulps of ``max(|exact|, scale)``, the largest absolute error, and whether every
     element lies within the float64 tolerance.
     """
-    from refpos.golden.manifest import allowed_error
+    from refpos.golden.entries import allowed_error
 
     exact, scale = exact_fn()
     exact = np.asarray(exact, dtype=object).reshape(np.shape(array))

@@ -20,14 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from refpos.golden.manifest import (
-    Case,
-    check_files,
-    compare,
-    load_arrays,
-    load_manifest,
-    write_cases,
-)
+from refpos.golden.entries import compare
+from refpos.golden.manifest import Case, check_files, load_arrays, load_manifest, write_cases
 
 TITLE = "refpos golden outputs: every encoding family, the worked example, real model RoPE, boundaries, scenarios"
 

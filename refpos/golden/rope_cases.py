@@ -28,7 +28,8 @@ import numpy as np
 import refpos
 from refpos.golden import certify as cert
 from refpos.golden.cases import In, Param, _np, _xp, call, rng_for
-from refpos.golden.manifest import Case, Output, tolerance_rope, tolerance_value
+from refpos.golden.entries import tolerance_rope, tolerance_value
+from refpos.golden.manifest import Case, Output
 from refpos.pairs import split_pairs
 from refpos.rope.scaling import softmax_multiplier
 

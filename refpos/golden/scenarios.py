@@ -17,7 +17,8 @@ import numpy as np
 import refpos
 from refpos.golden import certify as cert
 from refpos.golden.cases import In, _np, _xp, call, rng_for
-from refpos.golden.manifest import Case, Output, tolerance_attention, tolerance_integer, tolerance_value
+from refpos.golden.entries import tolerance_attention, tolerance_integer, tolerance_value
+from refpos.golden.manifest import Case, Output
 
 #: the RoPE of every scenario: small, default, half layout (adapter-contract dict)
 SCENARIO_ROPE: dict[str, Any] = {"rope_type": "default", "rope_theta": 10000.0, "head_dim": 16, "layout": "half"}

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from refpos.check.run import _summary
-from refpos.golden import manifest
+from refpos.golden import entries, manifest
 from refpos.golden.compare import FORMULA, allowed_error, compare, within
 
 INF, NAN = math.inf, math.nan
@@ -103,7 +103,7 @@ def test_the_manifest_formula_is_the_comparison():
 def _through_manifest(y, r, *, atol=0.0, rtol=0.0, ulps=0.0, dtype=None, equal_nan=False):
     entry = {"atol_axis": -1, (dtype or "float64"): {"atol": np.asarray(atol).tolist() if np.ndim(atol) else atol,
                                                       "rtol": rtol, "ulps": ulps}}
-    return manifest.compare(y, r, entry, dtype or "float64")["ok"]
+    return entries.compare(y, r, entry, dtype or "float64")["ok"]
 
 
 def _through_check(y, r, *, atol=0.0, **_):

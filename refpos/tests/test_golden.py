@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from refpos.cli import main
+from refpos.golden import entries
 from refpos.golden import manifest as golden
 from refpos.golden.certify import certificate, mp_attention_factor, mp_inv_freq
 from refpos.golden.generate import verify
@@ -82,31 +83,31 @@ def test_write_npy_returns_sha256(tmp_path):
 def test_compare_formula_atol_per_row_nan_inf_and_integers():
     ref = np.array([[1.0, -np.inf], [np.nan, 2.0]])
     entry = {"atol_axis": -2, "float64": {"atol": [0.1, 0.0], "rtol": 0.0, "ulps": 0.0}}
-    ok = golden.compare(np.array([[1.05, -np.inf], [np.nan, 2.0]]), ref, entry, "float64")
+    ok = entries.compare(np.array([[1.05, -np.inf], [np.nan, 2.0]]), ref, entry, "float64")
     assert ok["ok"]
-    bad = golden.compare(np.array([[1.05, -np.inf], [np.nan, 2.0 + 1e-12]]), ref, entry, "float64")
+    bad = entries.compare(np.array([[1.05, -np.inf], [np.nan, 2.0 + 1e-12]]), ref, entry, "float64")
     assert not bad["ok"] and bad["worst_index"] == (1, 1)
-    assert not golden.compare(np.array([[1.0, 0.0], [np.nan, 2.0]]), ref, entry, "float64")["ok"]
-    ints = golden.tolerance_integer()
-    assert golden.compare(np.array([1, 2]), np.array([1, 2]), ints, "float32")["ok"]
-    assert not golden.compare(np.array([1, 3]), np.array([1, 2]), ints, "float32")["ok"]
-    assert not golden.compare(np.array([1.5, 2.0]), np.array([1, 2]), ints, "float32")["ok"]
+    assert not entries.compare(np.array([[1.0, 0.0], [np.nan, 2.0]]), ref, entry, "float64")["ok"]
+    ints = entries.tolerance_integer()
+    assert entries.compare(np.array([1, 2]), np.array([1, 2]), ints, "float32")["ok"]
+    assert not entries.compare(np.array([1, 3]), np.array([1, 2]), ints, "float32")["ok"]
+    assert not entries.compare(np.array([1.5, 2.0]), np.array([1, 2]), ints, "float32")["ok"]
     with pytest.raises(ValueError, match="shape"):
-        golden.compare(np.ones(3), np.ones(2), ints, "float64")
+        entries.compare(np.ones(3), np.ones(2), ints, "float64")
 
 
 def test_value_tolerance_entry_ulps_for_bf16():
-    entry = golden.tolerance_value(np.array([1.0]))
+    entry = entries.tolerance_value(np.array([1.0]))
     # bf16: 2 ulps of the reference: 2·2^-7 at 1 passes, 3 ulps fail
-    assert golden.compare(np.array([1.0 + 2 * 2.0**-7]), np.array([1.0]), entry, "bfloat16")["ok"]
-    assert not golden.compare(np.array([1.0 + 3 * 2.0**-7]), np.array([1.0]), entry, "bfloat16")["ok"]
+    assert entries.compare(np.array([1.0 + 2 * 2.0**-7]), np.array([1.0]), entry, "bfloat16")["ok"]
+    assert not entries.compare(np.array([1.0 + 3 * 2.0**-7]), np.array([1.0]), entry, "bfloat16")["ok"]
 
 
 @pytest.mark.parametrize(("value", "expected"), [(1.23456e-13, 1.24e-13), (1e-4, 1e-4), (4.77e-7, 4.77e-7),
                                                  (0.015625, 0.0157), (999.5, 1000.0), (0.0, 0.0)])
 def test_round_up_never_tightens(value, expected):
-    assert golden.round_up(value) == expected
-    assert golden.round_up(value) >= value
+    assert entries.round_up(value) == expected
+    assert entries.round_up(value) >= value
 
 
 # ------------------------------------------------------------------------------------ committed
@@ -124,7 +125,7 @@ def test_committed_manifest_is_complete():
         assert f"rope/{slug(name)}/apply" in ids or f"rope/{slug(name)}/full_attention/apply" in ids, name
     for case in manifest["cases"]:
         for entry in case["outputs"].values():
-            assert set(golden.tol.DTYPES) <= set(entry["tolerance"])
+            assert set(entries.tol.DTYPES) <= set(entry["tolerance"])
             if entry["certified"] is not None:
                 assert entry["certified"]["within_float64_tolerance"], case["id"]
     certified = [c for c in manifest["cases"] if c["certified_max_error_ulps"] is not None]
