@@ -48,7 +48,7 @@ fi
 REFPOS_BACKEND=$backend timeout "${SUITE_TIMEOUT:-900}" "$py" -m pytest -q -p no:cacheprovider --durations=15 \
   "${workers[@]}" ${PYTEST_ARGS:--rfE} 2>&1 | tee "$out/pytest_$backend.log" || status=1
 bench floors floors
-bench rope rope                                   # (1, 32, 4096, 128): the shape, 64 MiB in float32
+bench rope rope                                   # (1, 32, 4096, 128): a Llama-sized head batch, 64 MiB in float32
 bench rope_large rope --shape 4 32 8192 128       # 1 GiB in float32: enough bytes to reach the copy bandwidth
 bench attention attention --sizes 2048 8192 32768 --heads 8 --head-dim 128
 bench attention_causal attention --sizes 2048 8192 32768 --heads 8 --head-dim 128 --causal

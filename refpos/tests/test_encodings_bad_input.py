@@ -1,4 +1,4 @@
-"""Bad input to the issue-3 encodings raises ValueError/TypeError naming the parameter; nothing is clipped."""
+"""Bad input to the absolute and relative encodings: ValueError/TypeError naming the parameter, nothing clipped."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ OUTSIDE = [r"(?<![\w-])" + re.escape(name) for name in ("pitfalls" + ".md", "enc
                                         "attention_worked_example" + ".md", "/work/" + "shared",
                                         "000_f381f6e7", "003_c90b6")] + [r"\bshared" + r" spec\b"]
 #: the project's own history: words a user of the repository cannot follow
-HISTORY = [r"\b[Ii]ssues? \d+\b", r"\bthis " + r"session\b", r"\b[Ss]eed's\b", r"\bthe " + r"seeds\b",
+HISTORY = [r"\b[Ii]ssues?[- ]\d+\b", r"\bthe " + r"issue's\b", r"\bthis " + r"session\b", r"\b[Ss]eed's\b",
+           r"\bthe " + r"seeds\b",
            r"\b[Ss]eed " + r"(story|order|example|style|bias)\b", r"\b[Tt]he " + r"seed\b\W*$",
            r"\b[Tt]he " + r"seed[,);:]",
            r"\b[Tt]he " + r"seed (adds|subtracts|prints|follows|calls|names|nudged|rounded|uses|gives)\b"]
@@ -212,7 +213,8 @@ def test_a_planted_bad_reference_is_reported(tmp_path: Path):
         f"# {'pitfalls' + '.md'} section 18\n"
         f"# the {'shared'} spec\n"
         f"# (issue {3})\n"
-        f"# the {'seed'}'s example\n", encoding="utf-8")
+        f"# the {'seed'}'s example\n"
+        f"# the issue-{8} budget\n", encoding="utf-8")
     found = {(p.path, p.line, p.why) for p in scan(tmp_path)}
     bare = "a bare rope.md: write the path from the repository root (docs/…)"
     assert found == {
@@ -228,6 +230,7 @@ def test_a_planted_bad_reference_is_reported(tmp_path: Path):
         ("refpos/mod.py", 7, "names a document outside the repository"),
         ("refpos/mod.py", 8, "uses a word of the project's history"),
         ("refpos/mod.py", 9, "uses a word of the project's history"),
+        ("refpos/mod.py", 10, "uses a word of the project's history"),
     }, found
 
 
