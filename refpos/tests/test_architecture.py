@@ -177,3 +177,22 @@ def test_modules_stay_readable_in_size():
     """One concern per module: none over 420 lines (the style's 100-400, with a little slack)."""
     long = {m: n for m, p in package_modules().items() if (n := len(p.read_text(encoding="utf8").splitlines())) > 420}
     assert not long, f"modules over 420 lines (split them by concern): {long}"
+
+
+def test_no_public_name_hides_a_module():
+    """``refpos.attention`` is the function; no module ``refpos.attention`` hides behind it (the modules
+    live in subpackages), and a subpackage's ``__init__`` re-exports no name that is also a module."""
+    import importlib
+    import pkgutil
+
+    import refpos
+
+    hidden = [name for name in refpos.__all__ if importlib.util.find_spec(f"refpos.{name}") is not None]
+    assert not hidden, f"front-door names that are also modules of refpos: {hidden}"
+    for info in pkgutil.iter_modules(refpos.__path__):
+        if not info.ispkg or info.name == "tests":
+            continue
+        package = importlib.import_module(f"refpos.{info.name}")
+        submodules = {m.name for m in pkgutil.iter_modules(package.__path__)}
+        clash = sorted(submodules & set(getattr(package, "__all__", [])))
+        assert not clash, f"refpos.{info.name} exports names that are also its modules: {clash}"
