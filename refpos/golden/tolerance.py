@@ -204,6 +204,76 @@ def angle_error_bound(dtype: str, positions: Any, inv_freq: Any) -> Array:
     return ANGLE_C[dtype] * xp.abs(p) * max_omega * ANGLE_ROUNDOFF[dtype]
 
 
+def correct_error(dtype: str, positions: Any, inv_freq: Any) -> Array:
+    r"""The error a correct implementation in ``dtype`` typically shows on a rotated pair of unit size.
+
+    Not a bound (that is :func:`rope_tolerance`, which is never smaller): the size of what a fixed atol
+    has to admit, used to say from which position a fixed atol rejects correct code.
+
+    Notes
+    -----
+    .. math:: e(p) = \tfrac12\,\mathrm{ulp}_{\text{dtype}}(1) + p\,\max_j\omega_j\,u
+
+    the output's own rounding (half an ulp of the dtype at 1: 2⁻²⁴ float32, 2⁻⁸ bfloat16, 2⁻¹¹ float16,
+    2⁻⁵³ float64) plus the angle error of the phase path (``u`` = 2⁻²⁴ for a float32 phase path, measured
+    0.9–1.2·p·max ω·2⁻²⁴; 2⁻⁵³ for float64 angles).
+
+    >>> [f"{e:.4g}" for e in np.asarray(correct_error("float32", np.array([0, 166, 167]), np.array([1.0])))]
+    ['5.96e-08', '9.954e-06', '1.001e-05']
+    """
+    dtype = check_dtype(dtype)
+    p = _as_float_array(positions, "positions")
+    xp = array_namespace(p)
+    w = to_numpy(_as_float_array(inv_freq, "inv_freq"))
+    max_omega = float(abs(w).max()) if w.size else 0.0
+    return 0.5 * 2.0 ** -MANTISSA[dtype] + xp.abs(p) * max_omega * ANGLE_ROUNDOFF[dtype]
+
+
+def first_rejected_position(dtype: str, atol: float, inv_freq: Any, max_position: int) -> int | None:
+    r"""The first position ``p ≤ max_position`` where :func:`correct_error` exceeds ``atol``, else None.
+
+    Notes
+    -----
+    .. math:: p^* = \max\Bigl(0,\ \Bigl\lfloor \frac{\mathrm{atol} - \tfrac12\mathrm{ulp}(1)}
+        {\max_j\omega_j\,u} \Bigr\rfloor + 1\Bigr)
+
+    (0 when the output's rounding alone exceeds ``atol``: bfloat16 and float16 against 1e-5).
+
+    >>> [first_rejected_position(d, 1e-5, [1.0], 131072) for d in ("float64", "float32", "bfloat16")]
+    [None, 167, 0]
+    """
+    dtype = check_dtype(dtype)
+    w = to_numpy(_as_float_array(inv_freq, "inv_freq"))
+    max_omega = float(abs(w).max()) if w.size else 0.0
+    rounding = 0.5 * 2.0 ** -MANTISSA[dtype]
+    if rounding > atol:
+        return 0
+    if max_omega == 0.0:
+        return None
+    first = int(np.floor((atol - rounding) / (max_omega * ANGLE_ROUNDOFF[dtype]))) + 1
+    return first if first <= max_position else None
+
+
+def frequency_promise(dtype: str, inv_freq: Any, max_position: int) -> str:
+    """What the ``dtype`` tolerances assume about the frequencies, in one sentence with its number.
+
+    Every rule here assumes ω and the angles p·ω computed in float32 (or float64) and only the output
+    stored in ``dtype``. Frequencies or angles rounded to bfloat16 or float16 are a mistake (``refpos
+    check`` names it ``bf16_angles``), not a tolerance: rounding ω to a dtype with unit roundoff ``u``
+    moves the angle at position p by up to ``p·max ω·u``.
+    """
+    dtype = check_dtype(dtype)
+    if dtype == "float64":
+        return "ω and the angles p·ω in float64 throughout"
+    w = to_numpy(_as_float_array(inv_freq, "inv_freq"))
+    max_omega = float(abs(w).max()) if w.size else 0.0
+    shift = max_position * max_omega * 2.0 ** -(MANTISSA["bfloat16"] + 1)
+    kept = "float32 (HF's inv_freq: rtol 1e-6 of float64)" if dtype == "float32" else "float32 or float64"
+    return (f"ω and p·ω in {kept}, only the output in {dtype}; ω or p·ω rounded to bfloat16 or float16 is a "
+            f"bug (refpos check: bf16_angles), not a tolerance: a bfloat16 ω moves the angle at position "
+            f"{max_position} by up to {shift:.3g} rad")
+
+
 def rope_tolerance(
     dtype: str,
     positions: Any,

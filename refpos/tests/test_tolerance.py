@@ -217,3 +217,27 @@ def test_cli_tolerance_from_a_config(tmp_path, capsys):
     path.write_text(json.dumps({"model_type": "llama", "rope_scaling": {"rope_type": "yarn"}}), encoding="utf8")
     assert main(["tolerance", "--config", str(path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("dtype", tol.DTYPES)
+def test_correct_error_stays_inside_the_tolerance(dtype: str):
+    """What a correct implementation shows (correct_error) is never outside the bound (rope_tolerance), so a
+    summary drawn from the first is consistent with the table of the second."""
+    positions = np.unique(np.concatenate([np.arange(0, 300), 2 ** np.arange(9, 18)]))
+    for inv_freq in (np.array([1.0]), np.array([0.25, 1e-3])):
+        typical = np.asarray(tol.correct_error(dtype, positions, inv_freq))
+        bound = np.asarray(tol.rope_tolerance(dtype, positions, inv_freq))
+        assert np.all(typical <= bound), dtype
+
+
+@pytest.mark.parametrize("dtype", tol.DTYPES)
+@pytest.mark.parametrize("atol", [1e-5, 1e-6, 1e-3])
+def test_first_rejected_position_is_where_the_correct_error_passes_atol(dtype: str, atol: float):
+    first = tol.first_rejected_position(dtype, atol, [1.0], 10**15)
+    assert first is not None
+    errors = np.asarray(tol.correct_error(dtype, np.array([max(first - 1, 0), first]), np.array([1.0])))
+    assert errors[1] > atol
+    assert first == 0 or errors[0] <= atol
+    if dtype in ("bfloat16", "float16") and atol < 2.0 ** -12:
+        assert first == 0  # the output's own rounding is larger than atol
+    assert tol.first_rejected_position(dtype, atol, [1.0], max(first - 1, 0)) in (None, 0)
