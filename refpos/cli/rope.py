@@ -1,9 +1,13 @@
 """``refpos rope CONFIG``: what a transformers config.json resolves to, field by field.
 
-Prints every RoPE parameter with its provenance (config / default / derived), the keys the resolver did
-not use, its notes, the attention factor, the DeepSeek softmax multiplier and the inverse frequencies.
-A per-layer-type config prints every layer type unless ``--layer-type`` picks one. ``--json`` prints
-the same as one JSON object (per layer type: an object keyed by layer type).
+Prints the layer schedule (``layers 0-47: rope ×36, none ×12 (every 4th)``; which layers rotate, with
+which RoPE, which have their query scaled by position), then every distinct RoPE's parameters with their
+provenance (config / default / derived), the attention factor, the DeepSeek softmax multiplier and the
+inverse frequencies; then whether the resolution is complete: each key that changes positions or
+attention and is not modelled, with what it does, apart from the harmless unused keys. ``--strict``
+makes anything not modelled an error. ``--layer-type`` prints one layer type's RoPE only. ``--json``
+prints the same as one JSON object (``layers``, ``kinds``, ``query_scale``, ``ropes``,
+``not_modelled``, ``complete``, ``unused_keys``, ``notes``).
 
 Examples
 --------
@@ -22,6 +26,7 @@ from typing import Any
 from refpos.backend import to_numpy
 from refpos.rope.config import RopeConfig
 from refpos.rope.hf import from_hf_config, hf_layer_types
+from refpos.rope.layers import LayerSchedule, hf_layers
 from refpos.rope.scaling import rope_frequencies, softmax_multiplier
 
 
@@ -29,7 +34,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``refpos rope``."""
     parser.add_argument("config", help="path to a config.json, or a model directory holding one")
     parser.add_argument("--layer-type", default=None, help="layer type of a per-layer config (e.g. full_attention)")
-    parser.add_argument("--strict", action="store_true", help="fail on unused keys of the rope dict")
+    parser.add_argument("--strict", action="store_true",
+                        help="fail when a key that changes positions or attention is not modelled")
     parser.add_argument("--seq-len", type=int, default=None,
                         help="current sequence length L (dynamic NTK, LongRoPE); default: unknown")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -42,6 +48,8 @@ def describe(rope: RopeConfig, seq_len: int | None = None) -> dict[str, Any]:
         "params": rope.to_params(),
         "provenance": dict(rope.provenance),
         "unused_keys": list(rope.unused_keys),
+        "not_modelled": dict(rope.not_modelled),
+        "complete": not rope.not_modelled,
         "notes": list(rope.notes),
         "seq_len": seq_len,
         "attention_factor": factor,
@@ -62,13 +70,81 @@ def _text(summary: dict[str, Any], title: str) -> str:
     if summary["softmax_multiplier"] != 1.0:
         lines.append(f"  DeepSeek softmax multiplier = {summary['softmax_multiplier']!r}")
     lines.append(f"  inv_freq: {len(inv)} pairs, ω_0 = {inv[0]!r}, ω_last = {inv[-1]!r}")
-    lines.append(f"  unused keys: {', '.join(summary['unused_keys']) or '(none)'}")
     lines.extend(f"  note: {note}" for note in summary["notes"])
     return "\n".join(lines)
 
 
+def _schedule_json(schedule: LayerSchedule, seq_len: int | None) -> dict[str, Any]:
+    ropes: dict[str, Any] = {}
+    for layer in schedule:
+        key = layer.layer_type or "all"
+        if layer.rope is not None and key not in ropes:
+            ropes[key] = describe(layer.rope, seq_len)
+    unused = sorted({k for s in ropes.values() for k in s["unused_keys"]} - set(schedule.not_modelled))
+    for summary in ropes.values():
+        summary.pop("not_modelled", None)
+    return {
+        "layers": schedule.summary(),
+        "kinds": {f"{t or 'all'}/{kind}": indices for (t, kind), indices in schedule.kinds().items()},
+        "query_scale": {str(layer.index): list(layer.scale) for layer in schedule if layer.scale},
+        "ropes": ropes,
+        "not_modelled": dict(schedule.not_modelled),
+        "complete": schedule.complete,
+        "unused_keys": unused,
+        "notes": list(schedule.notes),
+    }
+
+
+def _schedule_text(data: dict[str, Any], title: str) -> str:
+    lines = [title, f"  {data['layers']}"]
+    for kind, indices in data["kinds"].items():
+        lines.append(f"  {kind}: layers {_ranges(indices)}")
+    scaled = data["query_scale"]
+    if scaled:
+        rule = next(iter(scaled.values()))
+        lines.append(f"  query scale {rule[0]} ({rule[1]!r}, {rule[2]!r}) on {len(scaled)} layers")
+    for key, summary in data["ropes"].items():
+        summary = {**summary, "unused_keys": [], "notes": []}
+        lines.append(_text(summary, f"  RoPE [{key}]").replace("\n", "\n  ").replace("  unused keys: (none)", "")
+                     .rstrip())
+    lines += _report_lines(data["not_modelled"], data["unused_keys"], data["notes"])
+    return "\n".join(line for line in lines if line.strip())
+
+
+def _report_lines(not_modelled: dict[str, str], unused: list[str], notes: list[str]) -> list[str]:
+    lines = ["  complete: yes (every position-relevant key is modelled)" if not not_modelled else
+             f"  complete: NO, {len(not_modelled)} not modelled:"]
+    lines += [f"    {key}: {why}" for key, why in sorted(not_modelled.items())]
+    lines.append(f"  unused keys (harmless for positions): {', '.join(unused) or '(none)'}")
+    lines += [f"  note: {note}" for note in notes]
+    return lines
+
+
+def _ranges(indices: list[int]) -> str:
+    spans, start = [], indices[0]
+    for prev, cur in zip(indices, [*indices[1:], None], strict=True):
+        if cur != prev + 1 if cur is not None else True:
+            spans.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = cur
+    return ", ".join(spans)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Resolve and print; bad input raises ValueError / TypeError (exit status 2 in ``refpos.cli``)."""
+    """Resolve and print; bad input raises ValueError / TypeError (exit status 2 in ``refpos.cli``).
+
+    Without ``--layer-type``: the layer schedule (:func:`refpos.hf_layers`) and each distinct RoPE; a config
+    that does not give its layer count is resolved per layer type, without a schedule.
+    """
+    if args.layer_type is None:
+        try:
+            schedule = hf_layers(args.config, strict=args.strict)
+        except ValueError as exc:
+            if not str(exc).startswith("num_hidden_layers"):
+                raise
+        else:
+            data = _schedule_json(schedule, args.seq_len)
+            print(json.dumps(data, indent=1) if args.json else _schedule_text(data, str(args.config)))
+            return 0
     layers = [args.layer_type] if args.layer_type else list(hf_layer_types(args.config)) or [None]
     summaries = {layer: describe(from_hf_config(args.config, strict=args.strict, layer_type=layer), args.seq_len)
                  for layer in layers}
@@ -77,4 +153,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for layer, summary in summaries.items():
         print(_text(summary, f"{args.config}" + (f" [{layer}]" if layer else "")))
+        print("\n".join(_report_lines(summary["not_modelled"], sorted(set(summary["unused_keys"])
+                                                                       - set(summary["not_modelled"])), [])))
     return 0

@@ -29,6 +29,7 @@ from refpos.rope.dynamic import DynamicNTKState
 from refpos.rope.encoding import Rope
 from refpos.rope.families import Family, family_of
 from refpos.rope.hf import from_hf_config, hf_layer_types
+from refpos.rope.layers import HFLayer, LayerSchedule, hf_layer, hf_layers
 from refpos.rope.scaling import (
     attention_factor,
     dynamic_theta,
@@ -48,6 +49,8 @@ __all__ = [
     "DroPE",
     "DynamicNTKState",
     "Family",
+    "HFLayer",
+    "LayerSchedule",
     "Rope",
     "RopeConfig",
     "apply_rope",
@@ -57,7 +60,9 @@ __all__ = [
     "family_of",
     "from_hf_config",
     "half_to_interleaved_permutation",
+    "hf_layer",
     "hf_layer_types",
+    "hf_layers",
     "interleaved_to_half_permutation",
     "mscale",
     "ntk_theta",

@@ -19,13 +19,22 @@ Resolution follows HF 5.24.0 (docs/anchors.md#hf-config-resolution):
    type, or Gemma 3's legacy ``rope_scaling`` + ``rope_local_base_freq``. Pass ``layer_type=``
    (``"full_attention"``, ``"sliding_attention"``, …; :func:`hf_layer_types` lists them); without it such a
    config is an error. A per-layer ``truncate`` is ignored, as in HF (reported unused).
-6. Layout: half, except GPT-J / GLM (interleaved), DeepSeek-V2 (interleaved), DeepSeek-V3
-   (``rope_interleave``, default true: deinterleaved). DeepSeek yarn with ``mscale_all_dim`` sets
-   ``softmax_mscale``.
+6. Layout and placement come from the family table (:mod:`refpos.rope.families`, keyed by ``model_type``,
+   aliases followed: ``kimi_k2`` is DeepSeek-V3): half for most, interleaved for GPT-J, GLM, Cohere,
+   ERNIE-4.5, Llama 4, DeepSeek-V2, …; ``rope_interleave`` (default true: deinterleaved) for DeepSeek-V3
+   and its kin. MLA configs (``qk_rope_head_dim``) rotate their last channels. An unknown ``model_type``
+   resolves half-split with that assumption reported as not modelled. DeepSeek yarn with
+   ``mscale_all_dim`` sets ``softmax_mscale``.
+7. Family rules of the rope dict: ``"dynamic"`` with ``alpha`` in Hunyuan is NTK-alpha (``rope_type
+   "ntk"``, ``factor = alpha``); ``"ntk"`` (no transformers type) is vLLM's fixed or, with ``mixed_b``,
+   mixed rule; Phi-3.5-MoE's ``short_mscale`` / ``long_mscale`` are read.
 
 Every key of the config that did not enter the result is listed in ``unused_keys`` (dotted paths, e.g.
-``"rope_scaling.finetuned"``). ``strict=True`` raises ``ValueError`` when an unused key sits in the rope
-dict or has "rope"/"rotary" in its name. Bad input raises ``ValueError`` / ``TypeError`` naming the key.
+``"rope_scaling.finetuned"``). Those that change positions or attention (:mod:`refpos.rope.position_keys`:
+an explicit list, and every key of the rope dict) are also in ``not_modelled``, each with what it does;
+so is what the model's code does that refpos does not model (key ``"model_type"``). ``strict=True``
+raises ``ValueError`` when anything is not modelled, or an unused key has "rope"/"rotary" in its name.
+Bad input raises ``ValueError`` / ``TypeError`` naming the key.
 
 Examples
 --------
@@ -44,7 +53,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from refpos.rope import position_keys
 from refpos.rope.config import PARAM_KEYS, RopeConfig
+from refpos.rope.families import ALIASES, Family, family_of
 from refpos.validation import check_int
 
 #: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused)
@@ -56,15 +67,15 @@ _ROPE_KEYS = {
     "longrope": {"factor", "original_max_position_embeddings", "attention_factor", "short_factor",
                  "long_factor"},
     "proportional": {"factor"},
+    "ntk": {"factor", "mixed_b"},
 }
 _COMMON_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 _ALL_ROPE_KEYS = _COMMON_KEYS.union(*_ROPE_KEYS.values())
-_HF_TYPES = tuple(_ROPE_KEYS)
+_HF_TYPES = tuple(t for t in _ROPE_KEYS if t != "ntk")
 #: fields of rules that only some families use: in the provenance only when set
 _RARE_FIELDS = frozenset({"ntk_rule", "mixed_b", "short_mscale", "long_mscale"})
 _FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - _RARE_FIELDS))
-#: layouts and partial-rotary defaults of model classes (HF 5.24.0 class attributes)
-_INTERLEAVED = {"gptj", "glm", "glm4", "deepseek_v2"}
+#: partial-rotary defaults of model classes (HF 5.24.0 class attributes)
 _PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
 #: model classes whose own default-RoPE init honours partial_rotary_factor (most, e.g. llama, ignore it)
 _PRF_HONOURED = {"phi", "phi3", "gpt_neox", "gptj", "glm", "glm4", "stablelm", "persimmon"}
@@ -115,7 +126,13 @@ class _Resolver:
         self.fields: dict[str, Any] = {}
         self.provenance: dict[str, str] = {}
         self.notes: list[str] = []
-        self.model_type = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
+        written = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
+        self.model_type = ALIASES.get(written, written)  # the family's transformers model_type
+        self.family: Family | None = family_of(self.model_type)
+        if written != self.model_type:
+            self.notes.append(f"model_type {written!r} is transformers' {self.model_type!r} (family table alias)")
+        self.code_gaps: list[str] = []  # what the model's code does that refpos does not model
+        self.rope_rule: dict[str, Any] = {}  # family rule applied to the rope dict: key -> value
         self.rope: dict[str, Any] = {}  # the rope dict resolved from (with injected defaults)
         self.rope_source: Mapping[str, Any] = {}  # the same dict as written in the config
         self.rope_path = ""  # dotted path of rope_source
@@ -211,15 +228,27 @@ class _Resolver:
             value, source = self.from_rope("type"), "config"
         if not isinstance(value, str):
             raise TypeError(f"rope_type must be a str, got {type(value).__name__}")
+        rules = self.family.rope_dict if self.family else frozenset()
+        if value == "dynamic" and self.rope.get("alpha") is not None and "ntk_alpha" in rules:
+            self.notes.append(f"{self.model_type}: 'dynamic' with alpha is NTK-alpha, a fixed base θ·α^(d/(d−2)) "
+                              "(rope_type 'ntk', factor = alpha)")
+            self.rope_rule["factor"] = self.from_rope("alpha")
+            if self.rope.get("factor") is not None:
+                self.notes.append(f"rope factor {self.from_rope('factor')!r} is not read by NTK-alpha (as in "
+                                  "transformers)")
+            value = "ntk"
+        elif value == "ntk":
+            self.notes.append("rope type 'ntk' is not a transformers type: read as vLLM's "
+                              + ("mixed" if self.rope.get("mixed_b") is not None else "fixed") + " NTK rule")
+            self.rope_rule["ntk_rule"] = "vllm_mixed" if self.rope.get("mixed_b") is not None else "vllm_fixed"
         if value == "su" or (self.model_type == "phi3" and value == "yarn"):
             self.notes.append(f"rope type {value!r} read as 'longrope' (HF Phi-3 rewrite; HF 5.24.0 raises "
                               "KeyError for 'su' configs without original_max_position_embeddings in the dict)")
             value = "longrope"
         if self.model_type == "phi3" and value not in ("default", "longrope"):
             raise ValueError(f"rope_type must be 'default' or 'longrope' for phi3 (as HF), got {value!r}")
-        if value not in _HF_TYPES:
-            raise ValueError(f"rope_type {value!r} is not a transformers rope type {_HF_TYPES}"
-                             + (" (vLLM's 'ntk' is not refpos's 'ntk')" if value == "ntk" else ""))
+        if value not in _ROPE_KEYS:
+            raise ValueError(f"rope_type {value!r} is not a transformers rope type {_HF_TYPES} nor vLLM's 'ntk'")
         self.set("rope_type", value, source)
         return value
 
@@ -286,16 +315,31 @@ class _Resolver:
             self.set("theta", self.theta_fallback, "default")
 
     def layout(self) -> None:
-        if self.model_type == "deepseek_v3" or "rope_interleave" in self.cfg:
+        """Layout (and a code-fixed placement) from the family table; unknown families: half, assumed."""
+        family = self.family
+        if family is None:
+            self.set("layout", "half", "default")
+            self.code_gaps.append(f"model_type {self.model_type!r} is not in the family table: half-split pairs "
+                                  "and RoPE on every layer assumed")
+            return
+        if family.layout == "rope_interleave":
             interleave = self.top("rope_interleave") if "rope_interleave" in self.cfg else True
             if not isinstance(interleave, bool):
                 raise TypeError(f"rope_interleave must be a bool, got {type(interleave).__name__}")
             self.set("layout", "deinterleaved" if interleave else "half",
                      "config" if "rope_interleave" in self.cfg else "default")
-        elif self.model_type in _INTERLEAVED or (self.has("qk_rope_head_dim")):
-            self.set("layout", "interleaved", "default")
         else:
-            self.set("layout", "half", "default")
+            self.set("layout", family.layout, "default")
+            if "rope_interleave" in self.cfg:
+                self.top("rope_interleave")
+                self.notes.append(f"rope_interleave: not read by {family.source.split(':')[0]} (layout "
+                                  f"{family.layout!r} is fixed by the code)")
+        if family.placement is not None:
+            self.set("placement", family.placement, "default")
+        if family.unmodelled:
+            self.code_gaps.append(f"{family.model_type}: {family.unmodelled}")
+        if family.multi_axis:
+            self.code_gaps.append(f"{family.model_type}: multi-axis positions (M-RoPE); resolved here as one axis")
 
     def lengths(self, rope_type: str) -> None:
         l_max = None
@@ -322,7 +366,12 @@ class _Resolver:
                              "(and there is no max_position_embeddings to default it to)")
 
     def scaling_keys(self, rope_type: str) -> None:
-        for key in sorted(_ROPE_KEYS[rope_type] - {"original_max_position_embeddings"}):
+        for name, value in self.rope_rule.items():
+            self.set(name, value, "derived")
+        keys = _ROPE_KEYS[rope_type] - {"original_max_position_embeddings"} - set(self.rope_rule)
+        if rope_type == "longrope" and self.family and "longrope_mscale" in self.family.rope_dict:
+            keys |= {"short_mscale", "long_mscale"}
+        for key in sorted(keys):
             if self.rope.get(key) is None:
                 continue
             if key == "truncate" and self.per_layer:
@@ -340,6 +389,35 @@ class _Resolver:
         keys = [self.prefix + str(k) for k in self.cfg] + self.siblings
         keys += [f"{self.rope_path}.{k}" for k in self.rope_source]
         return sorted({k for k in keys if k not in self.used})
+
+    def not_modelled(self, unused: list[str], rope_type: str, *, per_layer_done: bool = False) -> dict[str, str]:
+        """The unused keys that change positions or attention, and the code gaps (key ``model_type``)."""
+        report: dict[str, str] = {}
+        rules = self.family.rope_dict if self.family else frozenset()
+        for key in unused:
+            if key in self.siblings:
+                continue
+            if key.startswith(self.rope_path + "."):
+                name = key[len(self.rope_path) + 1:]
+                report[key] = f"{position_keys.effect(name)}: not read for rope_type {rope_type!r}"
+                if name == "alpha" and "ntk_alpha" not in rules:
+                    report[key] += (f" ({self.model_type}'s transformers code ignores it; vLLM reads "
+                                    "'dynamic' with alpha as NTK-alpha θ·α^(d/(d−2)))")
+                if name in ("short_mscale", "long_mscale") and "longrope_mscale" not in rules:
+                    report[key] += f" ({self.model_type}'s transformers code ignores it; vLLM applies it)"
+                continue
+            bare = key[len(self.prefix):]
+            if bare in position_keys.POSITION_KEYS and position_keys.is_active(self.cfg, bare):
+                report[key] = position_keys.effect(bare)
+        gaps = list(self.code_gaps)
+        family = self.family
+        if family and not per_layer_done and (family.rope_layers != "all" or family.query_scale):
+            gaps.append(f"{family.model_type}: " + ("not every layer rotates" if family.rope_layers != "all"
+                                                    else "the query is scaled by position")
+                        + " (refpos.hf_layers resolves each layer)")
+        if gaps:
+            report[self.prefix + "model_type"] = "; ".join(gaps)
+        return report
 
 
 def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
@@ -359,29 +437,20 @@ def _has_rope_keys(cfg: Mapping[str, Any]) -> bool:
     return any(k in cfg for k in ("rope_scaling", "rope_parameters", "rope_theta", "head_dim", "hidden_size"))
 
 
-def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str | None = None) -> RopeConfig:
-    """Resolve the RoPE of a transformers config (dict, path to ``config.json``, or its directory).
-
-    Parameters
-    ----------
-    config_or_path : mapping or path
-    strict : bool
-        Raise ``ValueError`` for unused keys of the rope dict and unused "rope"/"rotary" keys.
-    layer_type : str, optional
-        For per-layer-type configs: which layer's RoPE (see the module docstring, rule 5).
-
-    Returns
-    -------
-    RopeConfig with ``provenance`` (field → "config" / "default" / "derived"), ``unused_keys`` and
-    ``notes``. A multimodal config without top-level RoPE keys is read from its ``text_config``.
-    """
-    if not isinstance(strict, bool):
-        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
-    if layer_type is not None and not isinstance(layer_type, str):
-        raise TypeError(f"layer_type must be a str or None, got {type(layer_type).__name__}")
-    cfg, prefix = load_hf_config(config_or_path), ""
+def text_config_of(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """The dict RoPE is read from and its key prefix: ``text_config`` of a multimodal config without
+    top-level RoPE keys, else the config itself."""
     if isinstance(cfg.get("text_config"), Mapping) and not _has_rope_keys(cfg):
-        cfg, prefix = dict(cfg["text_config"]), "text_config."
+        return dict(cfg["text_config"]), "text_config."
+    return dict(cfg), ""
+
+
+def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
+                 per_layer: bool) -> tuple[RopeConfig, list[str]]:
+    """One resolution of a loaded config, and what ``strict=True`` refuses in it (the not-modelled keys,
+    and unused keys named "rope"/"rotary"). ``per_layer``: the caller resolves the layer schedule and
+    query scale itself (:func:`refpos.hf_layers`), so they are not reported here."""
+    cfg, prefix = text_config_of(cfg)
     r = _Resolver(cfg, prefix, layer_type)
     r.select_rope_dict()
     rope_type = r.rope_type()
@@ -392,11 +461,7 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
     r.scaling_keys(rope_type)
     r.notes.extend(["read from text_config"] if prefix else [])
     unused = r.unused()
-    if strict:
-        bad = [k for k in unused if k not in r.siblings
-               and (k.startswith(r.rope_path + ".") or "rope" in k or "rotary" in k)]
-        if bad:
-            raise ValueError(f"strict: config keys not used for rope_type {rope_type!r}: {bad}")
+    not_modelled = r.not_modelled(unused, rope_type, per_layer_done=per_layer)
     provenance = {name: r.provenance.get(name, "default") for name in _FIELD_NAMES}  # every common field
     provenance.update({name: r.provenance[name] for name in _RARE_FIELDS if name in r.provenance})
     if "partial_rotary_factor" in r.fields and "rotary_dim" not in r.fields:
@@ -405,4 +470,36 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
         provenance["partial_rotary_factor"] = "derived"
     if rope_type == "proportional" and provenance["placement"] == "default":
         provenance["placement"] = "derived"
-    return RopeConfig(**r.fields, provenance=provenance, unused_keys=tuple(unused), notes=tuple(r.notes))
+    named = [k for k in unused if k not in r.siblings and k not in not_modelled and ("rope" in k or "rotary" in k)]
+    rope = RopeConfig(**r.fields, provenance=provenance, unused_keys=tuple(unused), notes=tuple(r.notes),
+                      not_modelled=not_modelled)
+    return rope, sorted(not_modelled) + named
+
+
+def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str | None = None) -> RopeConfig:
+    """Resolve the RoPE of a transformers config (dict, path to ``config.json``, or its directory).
+
+    Parameters
+    ----------
+    config_or_path : mapping or path
+    strict : bool
+        Raise ``ValueError`` when the resolution is not complete: a key that changes positions or attention
+        is not modelled (``not_modelled``; this includes the layer schedule of families where not every
+        layer rotates: :func:`refpos.hf_layers` resolves it), or an unused key is named "rope"/"rotary".
+    layer_type : str, optional
+        For per-layer-type configs: which layer's RoPE (see the module docstring, rule 5).
+
+    Returns
+    -------
+    RopeConfig with ``provenance`` (field → "config" / "default" / "derived"), ``unused_keys``, ``notes``
+    and ``not_modelled`` (key → what it does; empty: complete). A multimodal config without top-level
+    RoPE keys is read from its ``text_config``.
+    """
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
+    if layer_type is not None and not isinstance(layer_type, str):
+        raise TypeError(f"layer_type must be a str or None, got {type(layer_type).__name__}")
+    rope, problems = resolve_rope(load_hf_config(config_or_path), layer_type, per_layer=False)
+    if strict and problems:
+        raise ValueError(f"strict: not modelled or unused: {problems} (strict=False resolves and reports them)")
+    return rope

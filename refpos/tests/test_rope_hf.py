@@ -102,9 +102,13 @@ def test_unused_keys_are_reported_and_strict_refuses_rope_keys():
     assert "rope_scaling.factor" not in rope.unused_keys
     with pytest.raises(ValueError, match=r"rope_scaling\.finetuned"):
         from_hf_config(config, strict=True)
-    # keys unrelated to RoPE are reported, never an error
-    assert from_hf_config(CONFIGS["mistralai/Mistral-7B-v0.1"]["config"], strict=True).unused_keys == (
-        "num_key_value_heads", "sliding_window")
+    # keys unrelated to positions are reported, never an error; an active sliding window is not modelled
+    mistral = from_hf_config(CONFIGS["mistralai/Mistral-7B-v0.1"]["config"])
+    assert mistral.unused_keys == ("num_key_value_heads", "sliding_window")
+    assert list(mistral.not_modelled) == ["sliding_window"]
+    with pytest.raises(ValueError, match="sliding_window"):
+        from_hf_config(CONFIGS["mistralai/Mistral-7B-v0.1"]["config"], strict=True)
+    assert not from_hf_config(CONFIGS["mistralai/Mistral-7B-Instruct-v0.2"]["config"], strict=True).not_modelled
     # a key of another rope type, a rope-like top-level key
     wrong = copy.deepcopy(LLAMA31)
     wrong["rope_scaling"]["beta_fast"] = 32
@@ -113,10 +117,14 @@ def test_unused_keys_are_reported_and_strict_refuses_rope_keys():
     assert {"rope_scaling.beta_fast", "no_rope_layers"} <= set(rope.unused_keys)
     with pytest.raises(ValueError, match="beta_fast"):
         from_hf_config(wrong, strict=True)
-    # per-layer configs: the other layer's entries are expected to be unused, even in strict mode
+    # per-layer configs: the other layer's entries are expected to be unused and are not "not modelled";
+    # the sliding window and the softmax scale are
     gemma = CONFIGS["google/gemma-3-12b-it (text_config)"]["config"]
     for layer in ("full_attention", "sliding_attention"):
-        assert from_hf_config(gemma, layer_type=layer, strict=True).rope_type in ("linear", "default")
+        rope = from_hf_config(gemma, layer_type=layer)
+        assert rope.rope_type in ("linear", "default")
+        assert set(rope.not_modelled) <= {"sliding_window", "sliding_window_pattern", "query_pre_attn_scalar",
+                                          "layer_types"}
 
 
 def test_v4_and_v5_schemas_resolve_alike():
@@ -220,7 +228,7 @@ def test_paths(tmp_path):
 
 @pytest.mark.parametrize(("patch", "name"), [
     ({"rope_scaling": {"rope_type": "ntk-by-parts", "factor": 2.0}}, "rope_type"),
-    ({"rope_scaling": {"rope_type": "ntk", "factor": 2.0}}, "rope_type"),
+    ({"rope_scaling": {"rope_type": "ntk", "factor": -2.0}}, "factor"),  # vLLM's ntk: factor still checked
     ({"rope_scaling": {"rope_type": "yarn", "factor": 2.0}, "max_position_embeddings": None},
      "original_max_position_embeddings"),
     ({"rope_scaling": {"rope_type": "linear", "factor": 0.5}}, "factor"),

@@ -1,0 +1,105 @@
+"""The config keys that change positions or attention: the explicit list behind "not modelled".
+
+A resolution (:func:`refpos.from_hf_config`, :func:`refpos.hf_layers`) reads some keys of a config.json and
+leaves the rest unused. Most unused keys are harmless for positions (``vocab_size``, ``hidden_act``); the
+keys listed here are not: each changes where or how a query meets a key. When one of them is *active* in a
+config (its value turns the behaviour on) and the resolution did not model it, the resolution reports it as
+*not modelled*, with the effect written here, and ``strict=True`` makes that an error.
+
+Activity rules (``ACTIVE``):
+
+``set``
+    the value is neither null nor false nor empty;
+``window``
+    a sliding window is on: ``sliding_window`` is set and ``use_sliding_window`` is not false (Qwen2 ships
+    ``sliding_window: 131072`` with ``use_sliding_window: false``: transformers then sets no window);
+``not_rope``
+    the value names something other than rotary positions (``position_embedding_type``).
+
+Every key of the rope dict (``rope_scaling`` / ``rope_parameters``) is position-relevant by its place: an
+unused one is reported too (``ROPE_DICT_EFFECTS`` says what the known ones do).
+
+Examples
+--------
+>>> active_position_keys({"sliding_window": 4096, "use_sliding_window": False, "use_qk_norm": True})
+['use_qk_norm']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: top-level key -> (activity rule, what it does to positions or attention)
+POSITION_KEYS: dict[str, tuple[str, str]] = {
+    "layer_types": ("set", "attention kind per layer (its mask; in some families which layers rotate)"),
+    "sliding_window": ("window", "sliding-window attention mask"),
+    "sliding_window_pattern": ("window", "which layers use the sliding window"),
+    "max_window_layers": ("window", "which layers use the sliding window"),
+    "global_attn_every_n_layers": ("window", "which layers use the sliding window"),
+    "attention_chunk_size": ("set", "chunked attention mask (queries see keys of their chunk only)"),
+    "no_rope_layers": ("set", "layers without RoPE"),
+    "no_rope_layer_interval": ("set", "layers without RoPE (every n-th)"),
+    "use_rope": ("set", "RoPE switched on or off"),
+    "use_mem_rope": ("set", "RoPE switched on or off"),
+    "attn_temperature_tuning": ("set", "position-dependent query scale on NoPE layers (Llama 4)"),
+    "floor_scale": ("set", "position-dependent query scale on NoPE layers (Llama 4)"),
+    "attn_scale": ("set", "position-dependent query scale on NoPE layers (Llama 4)"),
+    "attn_logit_softcapping": ("set", "tanh soft-capping of the attention logits"),
+    "query_pre_attn_scalar": ("set", "softmax scale 1/sqrt(query_pre_attn_scalar) instead of 1/sqrt(head_dim)"),
+    "attention_multiplier": ("set", "softmax scale replaced by this multiplier"),
+    "softmax_scale": ("set", "softmax scale replaced"),
+    "use_qk_norm": ("set", "normalisation of queries and keys around the rotation"),
+    "qk_layernorm": ("set", "normalisation of queries and keys around the rotation"),
+    "qk_norm": ("set", "normalisation of queries and keys around the rotation"),
+    "alibi": ("set", "ALiBi bias instead of RoPE"),
+    "position_embedding_type": ("not_rope", "positions encoded otherwise than by RoPE"),
+    "mrope_section": ("set", "multi-axis RoPE (M-RoPE) sections"),
+    "mrope_interleaved": ("set", "multi-axis RoPE (M-RoPE) channel interleaving"),
+    "use_logn_attn": ("set", "log-n scaling of the attention logits"),
+    "use_dynamic_ntk": ("set", "dynamic NTK switched on outside the rope dict"),
+    "dual_chunk_attention_config": ("set", "dual-chunk attention (position remapping per chunk)"),
+    "index_topk": ("set", "sparse attention: each query attends to its top-k keys only"),
+    "rope_interleave": ("set", "pair layout of the rotation"),
+}
+
+#: rope-dict key -> what it does (any unused rope-dict key is reported; these are the known ones)
+ROPE_DICT_EFFECTS: dict[str, str] = {
+    "llama_4_scaling_beta": "position-dependent query scale 1 + β·ln(1 + ⌊p / L_0⌋)",
+    "alpha": "NTK-alpha base θ·α^(d/(d−2))",
+    "short_mscale": "LongRoPE attention factor for L <= L_0",
+    "long_mscale": "LongRoPE attention factor for L > L_0",
+    "mixed_b": "vLLM mixed NTK exponent",
+    "mrope_section": "multi-axis RoPE (M-RoPE) sections",
+    "mrope_interleaved": "multi-axis RoPE (M-RoPE) channel interleaving",
+}
+
+ACTIVE = ("set", "window", "not_rope")
+
+
+def _is_set(value: Any) -> bool:
+    return value is not None and value is not False and value != [] and value != {} and value != ""
+
+
+def is_active(cfg: Mapping[str, Any], key: str) -> bool:
+    """Whether ``key`` (a :data:`POSITION_KEYS` key) turns its behaviour on in ``cfg``."""
+    rule, _ = POSITION_KEYS[key]
+    value = cfg.get(key)
+    if rule == "window":
+        return _is_set(cfg.get("sliding_window")) and cfg.get("use_sliding_window", True) is not False \
+            and _is_set(value)
+    if rule == "not_rope":
+        return _is_set(value) and str(value).lower() not in ("rope", "rotary")
+    return _is_set(value)
+
+
+def active_position_keys(cfg: Mapping[str, Any]) -> list[str]:
+    """The :data:`POSITION_KEYS` of ``cfg`` that are active, sorted."""
+    return sorted(key for key in POSITION_KEYS if key in cfg and is_active(cfg, key))
+
+
+def effect(key: str) -> str:
+    """What ``key`` (top-level, or a rope-dict key) does, for a not-modelled report."""
+    if key in POSITION_KEYS:
+        return POSITION_KEYS[key][1]
+    return ROPE_DICT_EFFECTS.get(key, "a rope parameter")
