@@ -31,6 +31,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help='print {"ok": ..., "diagnosis": [...]}')
     parser.add_argument("--config", help="rope: the model's config.json")
     parser.add_argument("--layer-type", default=None, help="rope: layer type of a per-layer config")
+    parser.add_argument("--strict", action="store_true",
+                        help="rope: unusable (exit 2) when the config asks for something refpos does not model")
     parser.add_argument("--input", help="rope: the input x (..., T, head_dim) (.npy)")
     parser.add_argument("--positions", help="rope, sinusoid: integer positions (.npy)")
     parser.add_argument("--seq-len", type=int, default=None, help="rope: L (default max(positions) + 1)")
@@ -79,8 +81,12 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
     dtype = args.dtype or default_dtype(candidate)
     if target == "rope":
         rope = _rope_config(args)
-        return check_rope(candidate, _load(args.input, "--input X.npy", target),
-                          _load(args.positions, "--positions P.npy", target), rope, seq_len=args.seq_len, dtype=dtype)
+        if args.strict and rope.not_modelled:
+            raise Unusable(f"--strict: not modelled: {sorted(rope.not_modelled)}")
+        result = check_rope(candidate, _load(args.input, "--input X.npy", target),
+                            _load(args.positions, "--positions P.npy", target), rope, seq_len=args.seq_len,
+                            dtype=dtype)
+        return {**result, "not_modelled": dict(rope.not_modelled)}
     if target == "alibi":
         return check_alibi(candidate, _need(args.heads, "--heads N", target), q_len=args.q_len, k_len=args.k_len,
                            form=args.form, dtype=dtype, head_dim=args.head_dim)
@@ -112,6 +118,8 @@ def _print(result: dict[str, Any]) -> None:
         print(f"  diagnosis {d['id']}: {d['evidence']}")
     if not result["ok"] and not any(d["id"] != "error_profile" for d in result["diagnosis"]):
         print("  no known mistake of the catalogue matches (docs/diagnosis.md)")
+    for key, why in sorted(result.get("not_modelled", {}).items()):
+        print(f"  not modelled: {key}: {why}")
 
 
 def _finite_json(value: Any) -> Any:

@@ -36,6 +36,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     mod.add_argument("--seq-len", type=int, default=None, help="default: max(positions) + 1 (HF)")
     mod.add_argument("--name", default=None, help="model name in case ids (default: the config's directory)")
     mod.add_argument("--no-certify", action="store_true")
+    mod.add_argument("--strict", action="store_true",
+                     help="fail when a key that changes positions or attention is not modelled")
     lst = sub.add_parser("list", help="list the cases of a golden directory")
     lst.add_argument("--golden-dir", type=Path, default=None)
     lst.add_argument("--family", default=None)
@@ -99,13 +101,24 @@ def _run(args: argparse.Namespace) -> int:
 
         name = args.name or (args.config.name if args.config.is_dir() else args.config.parent.name or args.config.stem)
         positions = _parse_positions(args.positions)
+        from refpos.golden.rope_cases import model_report
+
+        report = model_report(config)
+        if args.strict and report:
+            raise ValueError(f"strict: not modelled: {sorted(report)} (without --strict the cases are written "
+                             "and the gaps listed)")
         cases = model_cases(config, name, positions=None if positions is None else np.asarray(positions),
                             seq_len=args.seq_len)
-        entries = _write(args.out, cases, _model_source(config, name, positions, args.seq_len),
-                         certify=not args.no_certify, title=f"refpos golden RoPE cases for {name}")
+        source = {**_model_source(config, name, positions, args.seq_len), "not_modelled": report}
+        entries = _write(args.out, cases, source, certify=not args.no_certify,
+                         title=f"refpos golden RoPE cases for {name}")
         print(f"refpos golden model: {len(entries)} cases for {name} in {args.out}")
         for e in entries:
             print(f"  {e['id']}")
+        print("complete: yes" if not report else f"complete: NO, {len(report)} not modelled (also in the manifest's "
+              "source):")
+        for key, why in sorted(report.items()):
+            print(f"  {key}: {why}")
         return 0
     root = args.golden_dir or default_golden_dir()
     for case in load_manifest(root)["cases"]:

@@ -10,6 +10,11 @@ or one per layer type), three cases share the config and the resolved parameters
   per pair ``(T, m)`` (``A·cos φ``, ``A·sin φ``); the layout's table repeats each column.
 * ``rope/<model>/apply`` — ``apply_rope(x, positions, rope, seq_len)`` of a seeded ``x (T, D)``.
 
+When the layers of a config differ (:func:`refpos.hf_layers`: layers without RoPE, a query scaled by
+position), one more case per distinct layer kind, ``rope/<model>/layers/<layer type>-<kind>``: the query
+that layer kind hands to attention, ``query_scale(p)·rotated(x)`` (or ``query_scale(p)·x`` without RoPE),
+with the layer indices, the schedule line and the not-modelled report in its parameters.
+
 Probe positions (docs/conventions.md#probe-positions): 0, 1, 2, 3, 7, 8, 255–257, 2047–2049, orig − 1, orig, orig + 1,
 2·orig, 8191, 8192, 32767, 32768, 65536 + {0, 1, 511, 512}, 131071 and max − 1 below the declared
 length, then a seeded block of consecutive positions filling 32 rows. ``seq_len`` is HF's
@@ -39,9 +44,11 @@ FALLBACK_MAX_POSITION = 131072
 
 
 def model_configs() -> dict[str, Any]:
-    """The real model configs (``refpos/data/model_configs.json``: each config.json with what HF 5.24.0 resolves)."""
-    text = resources.files("refpos").joinpath("data/model_configs.json").read_text(encoding="utf8")
-    return json.loads(text)
+    """The real model configs: ``refpos/data/model_configs.json`` (each config.json with what HF 5.24.0
+    resolves) and ``refpos/data/family_configs.json`` (the model families whose code fixes positions)."""
+    data = resources.files("refpos").joinpath("data")
+    configs = json.loads(data.joinpath("model_configs.json").read_text(encoding="utf8"))
+    return {**configs, **json.loads(data.joinpath("family_configs.json").read_text(encoding="utf8"))}
 
 
 def slug(name: str) -> str:
@@ -170,6 +177,62 @@ def model_cases(config: dict[str, Any], name: str, *, positions: np.ndarray | No
             parameters["resolved_by_hf_5_24"] = resolved_by_hf
         cases += rope_case_set(rope, key=key, description=f"{name}" + (f" ({layer_type})" if layer_type else ""),
                                parameters=parameters, positions=pos, seq_len=length)
+    return cases + layer_kind_cases(config, name, positions, seq_len)
+
+
+def model_report(config: dict[str, Any]) -> dict[str, str]:
+    """What the cases of ``config`` do not model: key → what it does (empty: complete)."""
+    try:
+        return dict(refpos.hf_layers(config).not_modelled)
+    except ValueError as exc:
+        if not str(exc).startswith("num_hidden_layers"):
+            raise
+    report: dict[str, str] = {}
+    for layer_type in refpos.hf_layer_types(config) or (None,):
+        report.update(refpos.from_hf_config(config, layer_type=layer_type).not_modelled)
+    return report
+
+
+def layer_kind_cases(config: dict[str, Any], name: str, positions: np.ndarray | None,
+                     seq_len: int | None) -> list[Case]:
+    """One case per distinct layer kind when the layers of ``config`` differ (see the module docstring)."""
+    try:
+        schedule = refpos.hf_layers(config)
+    except ValueError as exc:
+        if str(exc).startswith("num_hidden_layers"):
+            return []  # the config does not say how many layers it has: one RoPE for all, as above
+        raise
+    kinds = schedule.kinds()
+    if len(kinds) == 1 and next(iter(kinds))[1] == "rope":
+        return []
+    cases = []
+    ropes = [layer.rope for layer in schedule if layer.rope is not None]
+    if not ropes:
+        return []  # no layer rotates: nothing position-dependent to store beyond the schedule
+    ref = ropes[0]
+    for (layer_type, kind), indices in kinds.items():
+        layer = schedule[indices[0]]
+        key = f"rope/{slug(name)}/layers/{layer_type or 'all'}-{kind}"
+        pos = probe_positions(declared_length(config, ref), ref.original_max_position_embeddings, key) \
+            if positions is None else np.asarray(positions, dtype=np.int64)
+        length = int(pos.max()) + 1 if seq_len is None and pos.size else seq_len
+        x_name, x = shared_x(ref.head_dim, pos.size)
+        scale = layer.query_scale(pos)  # (T,)
+        if layer.rope is None:
+            y, inv_freq, factor = x * scale[:, None], np.zeros(1), 1.0
+        else:
+            y = _np(refpos.apply_rope(_xp(x), _xp(pos), layer.rope, seq_len=length)) * scale[:, None]
+            inv, factor = refpos.rope_frequencies(layer.rope, seq_len=length)
+            inv_freq = _np(inv)
+        magnitude = np.maximum(float(factor) * np.sqrt(2) * np.abs(x).max(-1), np.abs(x).max(-1)) * scale
+        parameters = {"model": name, "layer_type": layer_type, "kind": kind, "layers": indices,
+                      "schedule": schedule.summary(), "not_modelled": dict(schedule.not_modelled),
+                      "query_scale": None if layer.scale is None else list(layer.scale), "seq_len": length,
+                      "rope": None if layer.rope is None else portable_params(layer.rope)}
+        cases.append(Case(key, "rope", None,
+                          f"{name}: the query of its {kind} layers ({len(indices)} of {len(schedule)}) at the "
+                          "probe positions", parameters, {"x": x, "positions": pos},
+                          {"y": Output(y, tolerance_rope(pos, inv_freq, magnitude))}, shared_inputs={"x": x_name}))
     return cases
 
 

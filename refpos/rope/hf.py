@@ -233,8 +233,11 @@ class _Resolver:
             self.notes.append(f"{self.model_type}: 'dynamic' with alpha is NTK-alpha, a fixed base θ·α^(d/(d−2)) "
                               "(rope_type 'ntk', factor = alpha)")
             self.rope_rule["factor"] = self.from_rope("alpha")
-            if self.rope.get("factor") is not None:
-                self.notes.append(f"rope factor {self.from_rope('factor')!r} is not read by NTK-alpha (as in "
+            ignored = [k for k in self.rope if k not in ("alpha", "rope_type", "type", "rope_theta")]
+            for key in ignored:
+                self.from_rope(key)
+            if ignored:
+                self.notes.append(f"NTK-alpha reads only alpha and the base: {ignored} are not read (as in "
                                   "transformers)")
             value = "ntk"
         elif value == "ntk":

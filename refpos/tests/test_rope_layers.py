@@ -1,0 +1,215 @@
+"""Per-layer positions (``hf_layers`` / ``hf_layer``), the not-modelled report and ``refpos rope``'s schedule.
+
+The report's list of position-relevant keys is explicit (``position_keys.POSITION_KEYS``); these tests pin
+what it reports on real and hand-made configs, that harmless keys stay out of it, and that ``strict``
+refuses it. Query scales are float64 formulas evaluated two ways: rtol 1e-15.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import refpos
+from refpos.rope import layers as rl
+from refpos.rope import position_keys as pk
+
+CONFIGS = json.loads((Path(refpos.__file__).parent / "data" / "family_configs.json").read_text(encoding="utf8"))
+LLAMA4 = CONFIGS["meta-llama/Llama-4-Scout-17B-16E-Instruct (text_config)"]["config"]
+SMOL = CONFIGS["HuggingFaceTB/SmolLM3-3B-Base"]["config"]
+COMMAND_A = CONFIGS["CohereForAI/c4ai-command-a-03-2025"]["config"]
+EXAONE = CONFIGS["LGAI-EXAONE/EXAONE-4.0-32B"]["config"]
+MINISTRAL = CONFIGS["mistralai/Ministral-3-8B-Instruct-2512 (text_config)"]["config"]
+LLAMA = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4, "num_hidden_layers": 4,
+         "rope_theta": 1e4, "max_position_embeddings": 4096}
+
+
+@pytest.mark.parametrize("config, summary", [
+    (LLAMA4, "layers 0-47: rope ×36, none+scale ×12 (every 4th)"),
+    (SMOL, "layers 0-35: rope ×27, none ×9 (every 4th)"),
+    (COMMAND_A, "layers 0-63: rope ×48, none ×16 (every 4th)"),
+    (EXAONE, "layers 0-63: rope ×48, none ×16 (every 4th)"),
+    (MINISTRAL, "layers 0-33: rope+scale ×34"),
+    (LLAMA, "layers 0-3: rope ×4"),
+])
+def test_schedules(config, summary):
+    assert refpos.hf_layers(config).summary() == summary
+
+
+def test_layers_rotate_where_the_family_says():
+    schedule = refpos.hf_layers(LLAMA4)
+    assert [i for i, layer in enumerate(schedule) if layer.rope is None] == list(range(3, 48, 4))
+    assert schedule[0].rope == refpos.from_hf_config(LLAMA4) and schedule[0].rope.layout == "interleaved"
+    explicit = dict(SMOL, no_rope_layers=[1, 0] * 18)
+    assert [layer.rope is None for layer in refpos.hf_layers(explicit)] == [False, True] * 18
+    assert [layer.rope is not None for layer in refpos.hf_layers(dict(COMMAND_A, sliding_window=None))] == [False] * 64
+    assert all(layer.rope is not None for layer in refpos.hf_layers(dict(EXAONE, sliding_window=None)))
+    gemma = {"model_type": "gemma3_text", "hidden_size": 640, "num_attention_heads": 4, "head_dim": 256,
+             "num_hidden_layers": 12, "rope_theta": 1e6, "rope_local_base_freq": 1e4, "max_position_embeddings": 32768}
+    schedule = refpos.hf_layers(gemma)  # layer_types from sliding_window_pattern 6, per-type RoPE
+    assert [layer.layer_type for layer in schedule][:6] == ["sliding_attention"] * 5 + ["full_attention"]
+    assert (schedule[0].rope.theta, schedule[5].rope.theta) == (1e4, 1e6)
+
+
+def test_query_scales():
+    positions = np.array([0, 1, 8190, 8191, 16383, 10**6])
+    nope = refpos.hf_layer(LLAMA4, 3)
+    expected = [1 + 0.1 * math.log(1 + math.floor((p + 1) / 8192)) for p in positions]
+    np.testing.assert_allclose(nope.query_scale(positions), expected, rtol=1e-15)
+    np.testing.assert_array_equal(refpos.hf_layer(LLAMA4, 2).query_scale(positions), np.ones(6))
+    off = refpos.hf_layers(dict(LLAMA4, attn_temperature_tuning=False))
+    assert off[3].scale is None and off[3].kind == "none"
+    beta = [1 + 0.1 * math.log(1 + math.floor(p / 16384)) for p in positions]
+    np.testing.assert_allclose(refpos.hf_layer(MINISTRAL, 7).query_scale(positions), beta, rtol=1e-15)
+    assert refpos.hf_layer(LLAMA, 0).query_scale([[3, 4]]).shape == (1, 2)
+
+
+def test_query_scale_property_breaks_on_an_inclusive_floor(monkeypatch):
+    real = rl.HFLayer.query_scale
+    monkeypatch.setattr(rl.HFLayer, "query_scale", lambda self, p: real(self, np.asarray(p) + 1))
+    with pytest.raises(AssertionError):
+        test_query_scales()
+
+
+def test_not_modelled_report_is_explicit():
+    assert dict(refpos.hf_layers(LLAMA).not_modelled) == {}
+    scout = refpos.hf_layers(LLAMA4)
+    assert set(scout.not_modelled) == {"attention_chunk_size", "use_qk_norm"} and not scout.complete
+    assert set(refpos.from_hf_config(LLAMA4).not_modelled) == {"attention_chunk_size", "use_qk_norm",
+                                                                "attn_temperature_tuning", "floor_scale",
+                                                                "attn_scale", "no_rope_layers", "model_type"} - {
+        "no_rope_layers"}  # an empty no_rope_layers list is not active
+    assert "layer" in refpos.from_hf_config(LLAMA4).not_modelled["model_type"]
+    unknown = refpos.from_hf_config(dict(LLAMA, model_type="my_new_llm"))
+    assert "assumed" in unknown.not_modelled["model_type"] and unknown.layout == "half"
+    qwen = refpos.from_hf_config(CONFIGS["Qwen/Qwen2-7B-Instruct"]["config"])
+    assert "sliding_window" in qwen.unused_keys and not qwen.not_modelled  # window off: harmless
+    gemma2 = refpos.from_hf_config(CONFIGS["google/gemma-2-9b"]["config"])
+    assert set(gemma2.not_modelled) == {"attn_logit_softcapping", "query_pre_attn_scalar", "sliding_window"}
+    llama_alpha = dict(LLAMA, rope_scaling={"type": "dynamic", "alpha": 8.0, "factor": 2.0})
+    assert "vLLM" in refpos.from_hf_config(llama_alpha).not_modelled["rope_scaling.alpha"]
+    phi3 = {"model_type": "phi3", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 8192,
+            "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 8, "long_factor": [2.0] * 8,
+                             "original_max_position_embeddings": 4096, "short_mscale": 1.1, "long_mscale": 1.2}}
+    assert set(refpos.from_hf_config(phi3).not_modelled) == {"rope_scaling.short_mscale", "rope_scaling.long_mscale"}
+    phimoe = refpos.from_hf_config(dict(phi3, model_type="phimoe"))
+    assert not phimoe.not_modelled and (phimoe.short_mscale, phimoe.long_mscale) == (1.1, 1.2)
+
+
+def test_every_position_key_has_an_activity_rule_and_an_effect():
+    assert all(rule in pk.ACTIVE and effect for rule, effect in pk.POSITION_KEYS.values())
+    assert not pk.is_active({"sliding_window": 4096, "use_sliding_window": False}, "sliding_window")
+    assert pk.is_active({"sliding_window": 4096}, "sliding_window")
+    assert not pk.is_active({"position_embedding_type": "rope"}, "position_embedding_type")
+    assert pk.is_active({"position_embedding_type": "absolute"}, "position_embedding_type")
+    assert pk.active_position_keys({"vocab_size": 3, "hidden_act": "silu", "use_qk_norm": False}) == []
+
+
+def test_report_breaks_when_a_key_leaves_the_list(monkeypatch):
+    monkeypatch.delitem(pk.POSITION_KEYS, "attn_logit_softcapping")
+    with pytest.raises(AssertionError):
+        test_not_modelled_report_is_explicit()
+
+
+def test_strict():
+    with pytest.raises(ValueError, match="attention_chunk_size"):
+        refpos.hf_layers(LLAMA4, strict=True)
+    assert refpos.hf_layers(SMOL, strict=True).complete
+    with pytest.raises(ValueError, match="model_type"):
+        refpos.from_hf_config(SMOL, strict=True)  # one RoPE for all layers: the NoPE layers are not modelled
+
+
+@pytest.mark.parametrize("config, index, error, name", [
+    (LLAMA, 4, ValueError, "index"),
+    (LLAMA, -1, ValueError, "index"),
+    (LLAMA, 1.5, TypeError, "index"),
+    ({k: v for k, v in LLAMA.items() if k != "num_hidden_layers"}, 0, ValueError, "num_hidden_layers"),
+    (dict(LLAMA4, no_rope_layers=[1, 2] * 24), 0, ValueError, "no_rope_layers"),
+    (dict(LLAMA4, no_rope_layers=[1, 0]), 0, ValueError, "no_rope_layers"),
+    (dict(LLAMA4, floor_scale=0), 3, ValueError, "floor_scale"),
+    (dict(COMMAND_A, layer_types=["sliding_attention"] * 3), 0, ValueError, "layer_types"),
+    ({**{k: v for k, v in EXAONE.items() if k != "layer_types"}, "model_type": "flint"}, 0, ValueError,
+     "layer_types"),
+])
+def test_bad_input_names_the_parameter(config, index, error, name):
+    with pytest.raises(error, match=name):
+        refpos.hf_layer(config, index)
+
+
+def test_query_scale_bad_positions():
+    layer = refpos.hf_layer(LLAMA4, 3)
+    with pytest.raises(TypeError, match="positions"):
+        layer.query_scale([0.5])
+    with pytest.raises(ValueError, match="positions"):
+        layer.query_scale([-1])
+
+
+def test_cli_prints_the_schedule_and_the_report(tmp_path, capsys):
+    from refpos.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA4))
+    assert main(["rope", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "layers 0-47: rope ×36, none+scale ×12 (every 4th)" in out
+    assert "complete: NO, 2 not modelled:" in out and "attention_chunk_size: chunked attention" in out
+    assert main(["rope", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["complete"] is False and set(data["not_modelled"]) == {"attention_chunk_size", "use_qk_norm"}
+    assert data["kinds"]["all/none+scale"] == list(range(3, 48, 4)) and data["ropes"]["all"]["params"]["layout"] \
+        == "interleaved"
+    assert main(["rope", str(path), "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert "attention_chunk_size" in err and len(err.strip().splitlines()) == 1
+    smol = tmp_path / "smol.json"
+    smol.write_text(json.dumps(SMOL))
+    assert main(["rope", str(smol), "--strict"]) == 0
+    assert "complete: yes" in capsys.readouterr().out
+
+
+def test_check_rope_reports_not_modelled_and_judges_the_layout(tmp_path, capsys):
+    """A Llama 4 port rotating interleaved pairs (as transformers' apply_rotary_emb) passes; half-split fails."""
+    import dataclasses
+
+    from refpos.cli import main
+    from refpos.golden.npy import npy_bytes
+
+    rope = refpos.from_hf_config(LLAMA4)
+    positions = np.array([0, 1, 100, 8191, 65535])
+    x = np.random.default_rng(3).standard_normal((positions.size, rope.head_dim))
+    files = {"config.json": json.dumps(LLAMA4).encode(), "x.npy": npy_bytes(x), "p.npy": npy_bytes(positions),
+             "good.npy": npy_bytes(refpos.to_numpy(refpos.apply_rope(x, positions, rope))),
+             "half.npy": npy_bytes(refpos.to_numpy(refpos.apply_rope(x, positions,
+                                                                    dataclasses.replace(rope, layout="half"))))}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    args = ["check", "rope", "--config", str(tmp_path / "config.json"), "--input", str(tmp_path / "x.npy"),
+            "--positions", str(tmp_path / "p.npy"), "--candidate"]
+    assert main([*args, str(tmp_path / "good.npy")]) == 0
+    assert "not modelled: attention_chunk_size" in capsys.readouterr().out
+    assert main([*args, str(tmp_path / "half.npy")]) == 1
+    capsys.readouterr()
+    assert main([*args, str(tmp_path / "good.npy"), "--strict"]) == 2
+    assert "attention_chunk_size" in capsys.readouterr().err
+
+
+def test_golden_model_writes_a_case_per_layer_kind(tmp_path, capsys):
+    from refpos.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA4))
+    assert main(["golden", "model", str(path), "--out", str(tmp_path / "g"), "--name", "scout",
+                 "--positions", "0,1,8191,65535", "--no-certify"]) == 0
+    out = capsys.readouterr().out
+    assert "rope/scout/layers/all-none+scale" in out and "rope/scout/layers/all-rope" in out
+    assert "complete: NO, 2 not modelled" in out
+    manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
+    case = next(c for c in manifest["cases"] if c["id"] == "rope/scout/layers/all-none+scale")
+    assert case["parameters"]["layers"] == list(range(3, 48, 4))
+    assert set(manifest["source"]["not_modelled"]) == {"attention_chunk_size", "use_qk_norm"}
+    assert main(["golden", "verify", "--golden-dir", str(tmp_path / "g")]) == 0
+    assert main(["golden", "model", str(path), "--out", str(tmp_path / "h"), "--strict"]) == 2
