@@ -222,3 +222,80 @@ def test_deepseek_softmax_multiplier(impl, name):
     hf_config, _ = _hf_rotary(name)
     hf_scale = yarn_apply_mscale(hf_config.rope_parameters, 192**-0.5)
     assert 192**-0.5 * require(impl, "rope_softmax_multiplier")(params) == pytest.approx(hf_scale, rel=1e-13)
+
+
+# ------------------------------------------------------------------ rules of the model families
+@pytest.mark.parametrize("rope", [
+    {"rope_type": "llama3", "rope_theta": 5e5, "head_dim": 128, "factor": 16.0, "low_freq_factor": 1.0,
+     "high_freq_factor": 1.0, "original_max_position_embeddings": 8192},  # Llama 4: empty middle band
+    {"rope_type": "yarn", "rope_theta": 5e4, "head_dim": 64, "factor": 32.0, "beta_fast": 1.0, "beta_slow": 1.0,
+     "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096},  # Kimi-K2: equal betas
+    {"rope_type": "yarn", "rope_theta": 5e4, "head_dim": 64, "factor": 32.0, "beta_fast": 1.0, "beta_slow": 1.0,
+     "truncate": False, "original_max_position_embeddings": 4096},  # lo == hi: the ramp widened by 0.001
+], ids=["llama3-empty-band", "yarn-equal-betas", "yarn-equal-betas-untruncated"])
+def test_relaxed_rules_match_rope_init_functions(impl, rope):
+    hf_inv, hf_a = _hf_init(rope, None)
+    inv, a = require(impl, "rope_frequencies")(rope, seq_len=None)
+    hf = _np(hf_inv)
+    atol = 1e-12 + 1e-6 * base_inv(rope["rope_theta"], rope["head_dim"])  # float32 blend, relative to ω_j
+    assert np.all(np.abs(inv - hf) <= atol + 1e-6 * np.abs(hf))
+    assert a == pytest.approx(hf_a, rel=1e-13)
+
+
+def _hunyuan_module(alpha):
+    from transformers import AutoConfig
+    from transformers.models.hunyuan_v1_dense.modeling_hunyuan_v1_dense import HunYuanDenseV1RotaryEmbedding
+
+    config = AutoConfig.for_model("hunyuan_v1_dense", hidden_size=1024, num_attention_heads=8, head_dim=128,
+                                  max_position_embeddings=32768, rope_theta=1e4,
+                                  rope_scaling={"type": "dynamic", "alpha": alpha, "factor": 1.0})
+    return HunYuanDenseV1RotaryEmbedding(config)
+
+
+@pytest.mark.parametrize("alpha", [50.0, 1000.0])
+def test_ntk_alpha_matches_hunyuan(impl, alpha):
+    """Hunyuan's 'dynamic' with alpha: a fixed base θ·α^(d/(d−2)) (compute_ntk_alpha_rope_parameters)."""
+    params = require(impl, "rope_params_from_hf_config")(
+        {"model_type": "hunyuan_v1_dense", "hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+         "max_position_embeddings": 32768, "rope_theta": 1e4,
+         "rope_scaling": {"type": "dynamic", "alpha": alpha, "factor": 1.0}})
+    inv, a = require(impl, "rope_frequencies")(params, seq_len=100000)  # fixed: no growth with the length
+    hf = _np(_hunyuan_module(alpha).inv_freq)
+    np.testing.assert_allclose(inv, hf, rtol=1e-6)  # float32 power in transformers
+    assert a == 1.0
+
+
+def _phimoe(seq_lens):
+    from transformers import AutoConfig
+    from transformers.models.phimoe.modeling_phimoe import PhimoeRotaryEmbedding
+
+    cfg = {"model_type": "phimoe", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 4,
+           "max_position_embeddings": 131072, "rope_theta": 1e4,
+           "rope_scaling": {"type": "longrope", "short_factor": [1.0 + 0.01 * i for i in range(32)],
+                            "long_factor": [2.0 + 0.1 * i for i in range(32)], "original_max_position_embeddings": 4096,
+                            "short_mscale": 1.1, "long_mscale": 1.2}}
+    config = dict(cfg)
+    rotary = PhimoeRotaryEmbedding(AutoConfig.for_model(config.pop("model_type"), **config))
+    return cfg, {n: _hf_forward(rotary, np.arange(n)) for n in seq_lens}
+
+
+@pytest.mark.parametrize("seq_len", [1, 100, 4096])
+def test_longrope_mscale_matches_phimoe_up_to_the_original_length(impl, seq_len):
+    cfg, tables = _phimoe([seq_len])
+    params = require(impl, "rope_params_from_hf_config")(cfg)
+    pos = np.arange(seq_len)
+    cos, sin = require(impl, "rope_cos_sin")(pos, params, seq_len=seq_len)
+    atol = 3 * 1.1 * pos[:, None] * 2.0**-24 + 1e-6  # float32 angles, A = short_mscale
+    assert np.all(np.abs(cos - tables[seq_len][0]) <= atol) and np.all(np.abs(sin - tables[seq_len][1]) <= atol)
+
+
+@pytest.mark.xfail(strict=True, reason="transformers 5.24 PhimoeRotaryEmbedding.forward applies long_mscale past "
+                   "L_0 but recomputes inv_freq without seq_len, so it keeps the short factors (measured: cos of "
+                   "pair 0 at p = 4096, L = 4097: 0.96479 vs 1.13968 with the long factors); Phi-3.5-MoE's own "
+                   "modeling code and vLLM use long factors with long_mscale there, as refpos does")
+def test_longrope_mscale_matches_phimoe_past_the_original_length(impl):
+    cfg, tables = _phimoe([4097])
+    params = require(impl, "rope_params_from_hf_config")(cfg)
+    pos = np.arange(4097)
+    cos, _ = require(impl, "rope_cos_sin")(pos, params, seq_len=4097)
+    assert np.all(np.abs(cos - tables[4097][0]) <= 3 * 1.2 * pos[:, None] * 2.0**-24 + 1e-6)

@@ -229,6 +229,10 @@ class _Resolver:
         if not isinstance(value, str):
             raise TypeError(f"rope_type must be a str, got {type(value).__name__}")
         rules = self.family.rope_dict if self.family else frozenset()
+        if value == "mrope":  # transformers' Qwen2-VL config class rewrites it (Qwen2VLTextConfig.__post_init__)
+            self.notes.append("rope type 'mrope' read as 'default' along one axis, as transformers' Qwen2-VL config "
+                              "does; the multi-axis sections are not modelled here")
+            value = "default"
         if value == "dynamic" and self.rope.get("alpha") is not None and "ntk_alpha" in rules:
             self.notes.append(f"{self.model_type}: 'dynamic' with alpha is NTK-alpha, a fixed base θ·α^(d/(d−2)) "
                               "(rope_type 'ntk', factor = alpha)")
