@@ -48,30 +48,25 @@ Examples
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.rope import position_keys
 from refpos.rope.config import PARAM_KEYS, RopeConfig
 from refpos.rope.families import ALIASES, Family, family_of
+from refpos.rope.hf_files import (
+    GEMMA3,
+    ROPE_KEYS,
+    hf_layer_types,
+    is_per_layer,
+    load_hf_config,
+    text_config_of,
+)
+from refpos.rope.position_keys import not_modelled_report
 from refpos.validation import check_int
 
-#: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused)
-_ROPE_KEYS = {
-    "default": set(), "linear": {"factor"}, "dynamic": {"factor"},
-    "yarn": {"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
-             "mscale_all_dim", "attention_factor", "truncate"},
-    "llama3": {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
-    "longrope": {"factor", "original_max_position_embeddings", "attention_factor", "short_factor",
-                 "long_factor"},
-    "proportional": {"factor"},
-    "ntk": {"factor", "mixed_b"},
-}
-_COMMON_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
-_ALL_ROPE_KEYS = _COMMON_KEYS.union(*_ROPE_KEYS.values())
-_HF_TYPES = tuple(t for t in _ROPE_KEYS if t != "ntk")
+__all__ = ["from_hf_config", "hf_layer_types", "load_hf_config", "resolve_rope", "text_config_of"]
+
+_HF_TYPES = tuple(t for t in ROPE_KEYS if t != "ntk")
 #: fields of rules that only some families use: in the provenance only when set
 _RARE_FIELDS = frozenset({"ntk_rule", "mixed_b", "short_mscale", "long_mscale"})
 _FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - _RARE_FIELDS))
@@ -79,42 +74,7 @@ _FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - _RARE_FIEL
 _PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
 #: model classes whose own default-RoPE init honours partial_rotary_factor (most, e.g. llama, ignore it)
 _PRF_HONOURED = {"phi", "phi3", "gpt_neox", "gptj", "glm", "glm4", "stablelm", "persimmon"}
-_GEMMA3 = {"gemma3", "gemma3_text"}
 _GEMMA4 = {"gemma4", "gemma4_text"}
-
-
-def load_hf_config(config_or_path: Any) -> dict[str, Any]:
-    """A config.json as a dict: a mapping is copied; a path (or a directory holding config.json) is read.
-
-    An unreadable file or invalid JSON is a ``ValueError``, a non-object JSON or a wrong type a ``TypeError``,
-    each naming the path.
-    """
-    if isinstance(config_or_path, Mapping):
-        return dict(config_or_path)
-    if not isinstance(config_or_path, (str, os.PathLike)):
-        raise TypeError("config_or_path must be a config mapping or a path to config.json, got "
-                        f"{type(config_or_path).__name__}")
-    path = os.fspath(config_or_path)
-    if os.path.isdir(path):
-        path = os.path.join(path, "config.json")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ValueError(f"config_or_path: cannot read {path!r} ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"config_or_path: {path!r} is not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise TypeError(f"config_or_path: {path!r} must hold a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _is_per_layer(rope_dict: Mapping[str, Any]) -> bool:
-    """Keys are layer types: every value a mapping or None, no key a rope parameter."""
-    return bool(rope_dict) and all(isinstance(v, Mapping) or v is None for v in rope_dict.values()) \
-        and not any(k in _ALL_ROPE_KEYS for k in rope_dict)
 
 
 class _Resolver:
@@ -170,9 +130,9 @@ class _Resolver:
                 raise ValueError("rope_scaling and rope_parameters are both given and differ; keep one")
             self.top("rope_parameters")
         key, rope = next(iter(found.items()), ("", {}))
-        if self.model_type in _GEMMA3 and not _is_per_layer(rope):
+        if self.model_type in GEMMA3 and not is_per_layer(rope):
             self._gemma3_legacy(key, rope)
-        elif _is_per_layer(rope):
+        elif is_per_layer(rope):
             self.per_layer = True
             layers = sorted(map(str, rope))
             if self.layer_type is None:
@@ -254,7 +214,7 @@ class _Resolver:
             value = "longrope"
         if self.model_type == "phi3" and value not in ("default", "longrope"):
             raise ValueError(f"rope_type must be 'default' or 'longrope' for phi3 (as HF), got {value!r}")
-        if value not in _ROPE_KEYS:
+        if value not in ROPE_KEYS:
             raise ValueError(f"rope_type {value!r} is not a transformers rope type {_HF_TYPES} nor vLLM's 'ntk'")
         self.set("rope_type", value, source)
         return value
@@ -375,7 +335,7 @@ class _Resolver:
     def scaling_keys(self, rope_type: str) -> None:
         for name, value in self.rope_rule.items():
             self.set(name, value, "derived")
-        keys = _ROPE_KEYS[rope_type] - {"original_max_position_embeddings"} - set(self.rope_rule)
+        keys = ROPE_KEYS[rope_type] - {"original_max_position_embeddings"} - set(self.rope_rule)
         if rope_type == "longrope" and self.family and "longrope_mscale" in self.family.rope_dict:
             keys |= {"short_mscale", "long_mscale"}
         for key in sorted(keys):
@@ -397,59 +357,6 @@ class _Resolver:
         keys += [f"{self.rope_path}.{k}" for k in self.rope_source]
         return sorted({k for k in keys if k not in self.used})
 
-    def not_modelled(self, unused: list[str], rope_type: str, *, per_layer_done: bool = False) -> dict[str, str]:
-        """The unused keys that change positions or attention, and the code gaps (key ``model_type``)."""
-        report: dict[str, str] = {}
-        rules = self.family.rope_dict if self.family else frozenset()
-        for key in unused:
-            if key in self.siblings:
-                continue
-            if key.startswith(self.rope_path + "."):
-                name = key[len(self.rope_path) + 1:]
-                report[key] = f"{position_keys.effect(name)}: not read for rope_type {rope_type!r}"
-                if name == "alpha" and "ntk_alpha" not in rules:
-                    report[key] += (f" ({self.model_type}'s transformers code ignores it; vLLM reads "
-                                    "'dynamic' with alpha as NTK-alpha θ·α^(d/(d−2)))")
-                if name in ("short_mscale", "long_mscale") and "longrope_mscale" not in rules:
-                    report[key] += f" ({self.model_type}'s transformers code ignores it; vLLM applies it)"
-                continue
-            bare = key[len(self.prefix):]
-            if bare in position_keys.POSITION_KEYS and position_keys.is_active(self.cfg, bare):
-                report[key] = position_keys.effect(bare)
-        gaps = list(self.code_gaps)
-        family = self.family
-        if family and not per_layer_done and (family.rope_layers != "all" or family.query_scale):
-            gaps.append(f"{family.model_type}: " + ("not every layer rotates" if family.rope_layers != "all"
-                                                    else "the query is scaled by position")
-                        + " (refpos.hf_layers resolves each layer)")
-        if gaps:
-            report[self.prefix + "model_type"] = "; ".join(gaps)
-        return report
-
-
-def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
-    """Layer types with their own RoPE in a per-layer config (empty for a config with one RoPE)."""
-    cfg = load_hf_config(config_or_path)
-    cfg = cfg["text_config"] if isinstance(cfg.get("text_config"), Mapping) and not _has_rope_keys(cfg) else cfg
-    for key in ("rope_parameters", "rope_scaling"):
-        value = cfg.get(key)
-        if isinstance(value, Mapping) and _is_per_layer(value):
-            return tuple(sorted(map(str, value)))
-    if cfg.get("model_type") in _GEMMA3:
-        return ("full_attention", "sliding_attention")
-    return ()
-
-
-def _has_rope_keys(cfg: Mapping[str, Any]) -> bool:
-    return any(k in cfg for k in ("rope_scaling", "rope_parameters", "rope_theta", "head_dim", "hidden_size"))
-
-
-def text_config_of(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """The dict RoPE is read from and its key prefix: ``text_config`` of a multimodal config without
-    top-level RoPE keys, else the config itself."""
-    if isinstance(cfg.get("text_config"), Mapping) and not _has_rope_keys(cfg):
-        return dict(cfg["text_config"]), "text_config."
-    return dict(cfg), ""
 
 
 def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
@@ -468,7 +375,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
     r.scaling_keys(rope_type)
     r.notes.extend(["read from text_config"] if prefix else [])
     unused = r.unused()
-    not_modelled = r.not_modelled(unused, rope_type, per_layer_done=per_layer)
+    not_modelled = not_modelled_report(r, unused, rope_type, per_layer_done=per_layer)
     provenance = {name: r.provenance.get(name, "default") for name in _FIELD_NAMES}  # every common field
     provenance.update({name: r.provenance[name] for name in _RARE_FIELDS if name in r.provenance})
     if "partial_rotary_factor" in r.fields and "rotary_dim" not in r.fields:

@@ -103,3 +103,35 @@ def effect(key: str) -> str:
     if key in POSITION_KEYS:
         return POSITION_KEYS[key][1]
     return ROPE_DICT_EFFECTS.get(key, "a rope parameter")
+
+
+def not_modelled_report(r: Any, unused: list[str], rope_type: str, *,
+                        per_layer_done: bool = False) -> dict[str, str]:
+    """The unused keys of resolution ``r`` (a :class:`refpos.rope.hf` resolver) that change positions or
+    attention, with what each does, and the code gaps of its family (key ``model_type``)."""
+    report: dict[str, str] = {}
+    rules = r.family.rope_dict if r.family else frozenset()
+    for key in unused:
+        if key in r.siblings:
+            continue
+        if key.startswith(r.rope_path + "."):
+            name = key[len(r.rope_path) + 1:]
+            report[key] = f"{effect(name)}: not read for rope_type {rope_type!r}"
+            if name == "alpha" and "ntk_alpha" not in rules:
+                report[key] += (f" ({r.model_type}'s transformers code ignores it; vLLM reads "
+                                "'dynamic' with alpha as NTK-alpha θ·α^(d/(d−2)))")
+            if name in ("short_mscale", "long_mscale") and "longrope_mscale" not in rules:
+                report[key] += f" ({r.model_type}'s transformers code ignores it; vLLM applies it)"
+            continue
+        bare = key[len(r.prefix):]
+        if bare in POSITION_KEYS and is_active(r.cfg, bare):
+            report[key] = effect(bare)
+    gaps = list(r.code_gaps)
+    family = r.family
+    if family and not per_layer_done and (family.rope_layers != "all" or family.query_scale):
+        gaps.append(f"{family.model_type}: " + ("not every layer rotates" if family.rope_layers != "all"
+                                                else "the query is scaled by position")
+                    + " (refpos.hf_layers resolves each layer)")
+    if gaps:
+        report[r.prefix + "model_type"] = "; ".join(gaps)
+    return report

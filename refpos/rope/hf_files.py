@@ -1,0 +1,90 @@
+"""Reading a transformers ``config.json``: the file, its text config, its rope dict and its layer types.
+
+:func:`load_hf_config` reads a mapping, a path or a model directory; :func:`text_config_of` picks the
+``text_config`` of a multimodal config without top-level RoPE keys; :func:`hf_layer_types` lists the layer
+types of a per-layer-type rope dict. :mod:`refpos.rope.hf` resolves what they find.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+#: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused)
+ROPE_KEYS = {
+    "default": set(), "linear": {"factor"}, "dynamic": {"factor"},
+    "yarn": {"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
+             "mscale_all_dim", "attention_factor", "truncate"},
+    "llama3": {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
+    "longrope": {"factor", "original_max_position_embeddings", "attention_factor", "short_factor",
+                 "long_factor"},
+    "proportional": {"factor"},
+    "ntk": {"factor", "mixed_b"},
+}
+_COMMON_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+ALL_ROPE_KEYS = _COMMON_KEYS.union(*ROPE_KEYS.values())
+#: model types whose RoPE is per layer type without a per-layer dict (Gemma 3's v4 form)
+GEMMA3 = frozenset({"gemma3", "gemma3_text"})
+
+
+def load_hf_config(config_or_path: Any) -> dict[str, Any]:
+    """A config.json as a dict: a mapping is copied; a path (or a directory holding config.json) is read.
+
+    An unreadable file or invalid JSON is a ``ValueError``, a non-object JSON or a wrong type a ``TypeError``,
+    each naming the path.
+    """
+    if isinstance(config_or_path, Mapping):
+        return dict(config_or_path)
+    if not isinstance(config_or_path, (str, os.PathLike)):
+        raise TypeError("config_or_path must be a config mapping or a path to config.json, got "
+                        f"{type(config_or_path).__name__}")
+    path = os.fspath(config_or_path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "config.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ValueError(f"config_or_path: cannot read {path!r} ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"config_or_path: {path!r} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise TypeError(f"config_or_path: {path!r} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+def is_per_layer(rope_dict: Mapping[str, Any]) -> bool:
+    """Keys are layer types: every value a mapping or None, no key a rope parameter."""
+    return bool(rope_dict) and all(isinstance(v, Mapping) or v is None for v in rope_dict.values()) \
+        and not any(k in ALL_ROPE_KEYS for k in rope_dict)
+
+
+def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
+    """Layer types with their own RoPE in a per-layer config (empty for a config with one RoPE)."""
+    cfg = load_hf_config(config_or_path)
+    cfg = cfg["text_config"] if isinstance(cfg.get("text_config"), Mapping) and not has_rope_keys(cfg) else cfg
+    for key in ("rope_parameters", "rope_scaling"):
+        value = cfg.get(key)
+        if isinstance(value, Mapping) and is_per_layer(value):
+            return tuple(sorted(map(str, value)))
+    if cfg.get("model_type") in GEMMA3:
+        return ("full_attention", "sliding_attention")
+    return ()
+
+
+def has_rope_keys(cfg: Mapping[str, Any]) -> bool:
+    return any(k in cfg for k in ("rope_scaling", "rope_parameters", "rope_theta", "head_dim", "hidden_size"))
+
+
+def text_config_of(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """The dict RoPE is read from and its key prefix: ``text_config`` of a multimodal config without
+    top-level RoPE keys, else the config itself."""
+    if isinstance(cfg.get("text_config"), Mapping) and not has_rope_keys(cfg):
+        return dict(cfg["text_config"]), "text_config."
+    return dict(cfg), ""
+
+
