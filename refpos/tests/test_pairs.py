@@ -141,5 +141,7 @@ def test_every_layout_use_follows_the_one_helper(monkeypatch):
     assert not unchanged, f"these do not derive their pairs from refpos.pairs: {unchanged}"
     # and the forms still agree with each other under the changed convention
     # float64 O(1) values of two evaluations of one rotation: a few ulps apart (1e-15)
-    np.testing.assert_allclose(after["apply_rope"], after["apply_rope_complex"], rtol=0, atol=1e-15)
-    np.testing.assert_allclose(after["apply_rope"][0], after["rotation matrix"] @ x[0], rtol=0, atol=1e-15)
+    host = {name: refpos.to_numpy(value) for name, value in after.items()}
+    np.testing.assert_allclose(host["apply_rope"], host["apply_rope_complex"], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(host["apply_rope"][0], host["rotation matrix"] @ refpos.to_numpy(x)[0], rtol=0,
+                               atol=1e-15)

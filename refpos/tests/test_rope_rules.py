@@ -125,7 +125,7 @@ def test_mixed_property_breaks_on_a_wrong_exponent(monkeypatch):
     real = rs.vllm_ntk_inv_freq
 
     def off_by_one(rope, xp=None):  # exp(a·j^b) instead of exp(a·(j+1)^b)
-        return real(rope, xp) * np.exp(math.log(rope.factor) / (rope.rotary_dim / 2) ** rope.mixed_b)
+        return real(rope, xp) * math.exp(math.log(rope.factor) / (rope.rotary_dim / 2) ** rope.mixed_b)
 
     monkeypatch.setattr(rs, "vllm_ntk_inv_freq", off_by_one)
     with pytest.raises(AssertionError):
