@@ -11,8 +11,11 @@ import numpy as np
 from refpos.backend import to_numpy
 from refpos.golden.tolerance import (
     ANGLE_ROUNDOFF,
+    MANTISSA,
     check_dtype,
     describe,
+    first_rejected_position,
+    frequency_promise,
     rope_tolerance,
     value_tolerance,
 )
@@ -70,10 +73,10 @@ def run(args: argparse.Namespace) -> int:
     w_tol = to_numpy(value_tolerance(dtype, np.abs(inv_freq)))
     rows = [{"position": int(p), "cos_sin_atol": float(a), "qk_atol_per_unit_pair_norm": float(b)}
             for p, a, b in zip(positions, unit, qk, strict=True)]
-    # a correct float32 path errs by about p·max ω·2⁻²⁴ (measured ratio 0.9–1.2, docs/conventions.md#tolerances)
-    max_omega = float(np.max(np.abs(inv_freq)))
-    fixed = {str(atol): (round(atol / (max_omega * ANGLE_ROUNDOFF[dtype])) if max_omega > 0 else None)
-             for atol in (1e-5, 1e-6)} if dtype != "float64" else {}
+    # where correct code (½ ulp of the output + p·max ω·u, docs/conventions.md#tolerances) passes a fixed atol:
+    # every dtype, from the same model as the table (never above it)
+    fixed = {str(atol): first_rejected_position(dtype, atol, inv_freq, args.max_position) for atol in (1e-5, 1e-6)}
+    rounding = 0.5 * 2.0 ** -MANTISSA[dtype]  # the output's own rounding at |pair| = 1
     result = {
         "dtype": dtype,
         "source": source,
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         "rule": describe("rope", dtype),
         "positions": rows,
         "fixed_atol_rejects_correct_code_from": fixed,
+        "frequencies": frequency_promise(dtype, inv_freq, args.max_position),
     }
     if args.json:
         print(json.dumps(result, indent=1))
@@ -97,8 +101,15 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         print(f"{r['position']:>10}  {r['cos_sin_atol']:>13.3e}  {r['qk_atol_per_unit_pair_norm']:>28.3e}")
     for atol, first in fixed.items():
-        if first is not None:
-            print(f"  a fixed atol of {atol} rejects correct {dtype} code from position ≈ {first}")
+        if first is None:
+            print(f"  a fixed atol of {atol} rejects no correct {dtype} code up to position {args.max_position}")
+        elif first == 0:
+            print(f"  a fixed atol of {atol} rejects correct {dtype} code from position 0: rounding to {dtype} "
+                  f"alone is up to {rounding:.3g} per unit of |pair|")
+        else:
+            print(f"  a fixed atol of {atol} rejects correct {dtype} code from position ≈ {first} "
+                  f"(correct code errs by ½ ulp + p·max ω·{ANGLE_ROUNDOFF[dtype]:.3g})")
+    print(f"  frequencies: {result['frequencies']}")
     if dtype != "float64" and args.max_position >= 2**24:
         print("  note: float32 positions are inexact from 2^24 = 16777216 on")
     return 0

@@ -182,7 +182,7 @@ def test_cli_tolerance_prints_table(capsys):
     assert main(["tolerance", "--dtype", "float32", "--max-position", "131072"]) == 0
     out = capsys.readouterr().out
     assert "131072" in out and "float32" in out
-    assert "1e-05 rejects correct float32 code from position ≈ 168" in out
+    assert "1e-05 rejects correct float32 code from position ≈ 167" in out
 
 
 def test_cli_tolerance_json(capsys):
@@ -241,3 +241,28 @@ def test_first_rejected_position_is_where_the_correct_error_passes_atol(dtype: s
     if dtype in ("bfloat16", "float16") and atol < 2.0 ** -12:
         assert first == 0  # the output's own rounding is larger than atol
     assert tol.first_rejected_position(dtype, atol, [1.0], max(first - 1, 0)) in (None, 0)
+
+
+@pytest.mark.parametrize("dtype", tol.DTYPES)
+def test_cli_tolerance_summary_follows_its_table(dtype: str, capsys):
+    """For every dtype the fixed-atol summary comes from the dtype's own model (bfloat16 is not float32's
+    168), never claims rejection where the table's own atol is below the fixed one, and the frequency
+    promise is printed."""
+    assert main(["tolerance", "--dtype", dtype, "--max-position", "131072", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    rows = result["positions"]
+    for atol, first in result["fixed_atol_rejects_correct_code_from"].items():
+        assert first == tol.first_rejected_position(dtype, float(atol), [1.0], 131072)
+        if first is not None:  # from there on the table admits more than the fixed atol
+            assert all(r["cos_sin_atol"] > float(atol) for r in rows if r["position"] >= first), (dtype, atol)
+    low = dtype in ("bfloat16", "float16")
+    assert (result["fixed_atol_rejects_correct_code_from"]["1e-05"] == 0) == low
+    assert main(["tolerance", "--dtype", dtype, "--max-position", "4096"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    summary = [line for line in lines if "a fixed atol of 1e-05" in line]
+    assert len(summary) == 1 and f"correct {dtype} code" in summary[0]
+    assert ("from position 0" in summary[0]) == low
+    promise = [line for line in lines if line.startswith("  frequencies: ")]
+    assert len(promise) == 1
+    if dtype != "float64":
+        assert "bf16_angles" in promise[0] and "16 rad" in promise[0], promise  # 4096·1·2⁻⁸
