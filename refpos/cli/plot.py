@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from refpos.tools.plots import (
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         for name, path in jobs:
             print(draw(name, path, dpi=args.dpi))
     except ImportError as exc:
-        print(f"refpos plot: error: {exc}")
+        print(f"refpos plot: error: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -86,6 +86,8 @@ def explain_text() -> str:
     exact_sinusoid_row1 = np.array([np.sin(1.0), np.cos(1.0), np.sin(0.01), np.cos(0.01)])
     s = []
     s.append("Worked example: 我 愛 你 through one attention head (d = 4, W_Q = W_K = W_V = I)")
+    s.append("The story: a lecture on positional encodings works this sentence by hand, once without and once")
+    s.append("with a distance penalty; here is each step exact, and at the end where its rounding differs.")
     s.append("Values are float64, printed correctly rounded to 2 decimals.\n")
     s.append("Step 1. Word vectors X and position vectors P, added:")
     s.append(_block("X", t["X"], 0, "rows: " + " ".join(TOKENS)))

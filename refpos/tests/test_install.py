@@ -55,13 +55,14 @@ codes = {{}}
 for verb, argv in {verbs!r}.items():
     with contextlib.redirect_stdout(io.StringIO()):
         codes[verb] = main(argv)
-err = io.StringIO()
-with contextlib.redirect_stderr(err), contextlib.redirect_stdout(err):
+out, err = io.StringIO(), io.StringIO()
+with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
     codes["plot NAME"] = main(["plot", "rope-decay", "--out", "f.png"])
 tops = {{m.split(".")[0] for m in set(sys.modules) - at_start}}
 third_party = sorted(m for m in tops - set(sys.stdlib_module_names) - {{"refpos"}}
                      if not m.startswith("_") and m.isidentifier() and m != "cython_runtime" and "__" not in m)
-print(json.dumps({{"codes": codes, "plot_message": err.getvalue(), "imported": third_party}}))
+print(json.dumps({{"codes": codes, "plot_message": err.getvalue(), "plot_stdout": out.getvalue(),
+                  "imported": third_party}}))
 """
 
 
@@ -100,4 +101,5 @@ def test_everything_imported_is_a_core_dependency(plain_install: dict):
 def test_plot_without_matplotlib_names_the_extra(plain_install: dict):
     assert plain_install["codes"]["plot NAME"] == 2
     message = plain_install["plot_message"]
-    assert message.count("\n") == 1 and "refpos[plot]" in message, message
+    assert message.count("\n") == 1 and "refpos[plot]" in message, message  # one line, on stderr
+    assert plain_install["plot_stdout"] == ""
