@@ -41,6 +41,7 @@ from typing import Any
 
 from refpos.pairs import PLACEMENTS as PAIR_PLACEMENTS
 from refpos.pairs import ROPE_LAYOUTS
+from refpos.rope.mrope import check_sections
 from refpos.validation import check_choice, check_float, check_int
 
 #: every rope_type refpos computes (docs/extrapolation.md#the-math); "ntk" is the static NTK-aware base change
@@ -135,6 +136,13 @@ class RopeConfig:
     short_mscale, long_mscale : float, optional
         longrope: explicit attention factors for ``L <= L_0`` and ``L > L_0`` (Phi-3.5-MoE); give both or
         neither. They replace ``attention_factor``.
+    mrope_section : sequence of 3 int, optional
+        Multi-axis RoPE (M-RoPE, :mod:`refpos.rope.mrope`): how many frequency pairs read the temporal,
+        height and width position, ``(s_t, s_h, s_w)`` with ``s_t + s_h + s_w = n_pairs``. ``None``: 1-D
+        RoPE. Goes with every ``rope_type`` (the frequencies are computed first, then assigned to axes).
+    mrope_interleaved : bool
+        M-RoPE assignment: ``False`` contiguous bands ``[t…t h…h w…w]`` (Qwen2-VL, Qwen2.5-VL, GLM-4.1V),
+        ``True`` round-robin ``t h w t h w …`` (Qwen3-VL). Requires ``mrope_section``.
     """
 
     rope_type: str = "default"
@@ -163,6 +171,8 @@ class RopeConfig:
     mixed_b: float | None = None
     short_mscale: float | None = None
     long_mscale: float | None = None
+    mrope_section: tuple[int, ...] | None = None
+    mrope_interleaved: bool = False
     #: per field: "config" (read from config.json), "default" or "derived" (from_hf_config)
     provenance: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     #: dotted config keys the resolver did not use (from_hf_config)
@@ -196,9 +206,10 @@ class RopeConfig:
         self._check_longrope(rope_type)
         self._set("dynamic_rule", check_choice("dynamic_rule", self.dynamic_rule, DYNAMIC_RULES))
         self._check_ntk(rope_type)
-        for name in ("truncate", "softmax_mscale"):
+        for name in ("truncate", "softmax_mscale", "mrope_interleaved"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
+        self._check_mrope()
         self._set("provenance", MappingProxyType(dict(self.provenance)))
         self._set("not_modelled", MappingProxyType(dict(self.not_modelled)))
         self._set("unused_keys", tuple(self.unused_keys))
@@ -334,6 +345,13 @@ class RopeConfig:
         if self.mixed_b is not None:
             self._set("mixed_b", check_float("mixed_b", self.mixed_b, positive=True))
 
+    def _check_mrope(self) -> None:
+        if self.mrope_section is None:
+            if self.mrope_interleaved:
+                raise ValueError("mrope_interleaved=True needs mrope_section (pairs per axis t, h, w)")
+            return
+        self._set("mrope_section", check_sections(self.mrope_section, self.n_pairs, self.mrope_interleaved))
+
     # --------------------------------------------------------------------------------- derived
     @property
     def n_pairs(self) -> int:
@@ -356,8 +374,8 @@ class RopeConfig:
             if not f.compare or f.name == "partial_rotary_factor":
                 continue
             value = getattr(self, f.name)
-            if value is None:
-                continue
+            if value is None or (f.name == "mrope_interleaved" and self.mrope_section is None):
+                continue  # unset; mrope_interleaved means nothing without sections (1-D RoPE)
             key = "rope_theta" if f.name == "theta" else f.name
             out[key] = list(value) if isinstance(value, tuple) else value
         return out

@@ -48,6 +48,7 @@ from refpos.rope.config import RopeConfig
 from refpos.rope.fast import is_fast_input, rotate_span
 from refpos.rope.fast_gpu import is_fast_gpu_input
 from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
+from refpos.rope.mrope import axis_positions, mrope_angles
 from refpos.rope.scaling import _check_rope, _check_seq_len, rope_frequencies
 from refpos.validation import as_positions, check_choice, check_int, float64_array
 
@@ -80,6 +81,35 @@ def _pair_cos_sin(positions: Array, inv_freq: Array, factor: float) -> tuple[Arr
     return factor * xp.cos(angles), factor * xp.sin(angles)
 
 
+def _mrope_pair_cos_sin(positions: Array, inv_freq: Array, factor: float, rope: RopeConfig) -> tuple[Array, Array]:
+    r"""M-RoPE's ``A·cos φ``, ``A·sin φ`` per pair, ``(..., T, n_pairs)``, :math:`\varphi = p_{a(j)}\,\omega_j`.
+
+    ``positions`` are ``(3, ..., T)`` (:func:`refpos.rope.mrope.mrope_angles`).
+    """
+    xp = array_namespace(inv_freq)
+    angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_interleaved)
+    return factor * xp.cos(angles), factor * xp.sin(angles)
+
+
+def _cos_sin(positions: Array, inv_freq: Array, factor: float, rope: RopeConfig) -> tuple[Array, Array]:
+    """The per-pair tables of 1-D RoPE or, when ``rope`` has sections, of M-RoPE."""
+    if rope.mrope_section is not None:
+        return _mrope_pair_cos_sin(positions, inv_freq, factor, rope)
+    return _pair_cos_sin(positions, inv_freq, factor)
+
+
+def _as_positions(positions: Any, rope: RopeConfig, xp: ModuleType | None) -> Array:
+    """Validated int64 positions: ``(..., T)``, or ``(3, ..., T)`` when ``rope`` has M-RoPE sections."""
+    if rope.mrope_section is not None:
+        return axis_positions(positions, xp=xp)
+    return as_positions(positions, xp=xp)
+
+
+def _tokens(positions: Array, rope: RopeConfig) -> Array:
+    """The per-token part of the positions: ``(..., T)`` (M-RoPE: the t row, same shape as each row)."""
+    return positions[0, ...] if rope.mrope_section is not None else positions
+
+
 def rope_cos_sin(
     positions: Any,
     rope: RopeConfig,
@@ -93,10 +123,11 @@ def rope_cos_sin(
     Parameters
     ----------
     positions : int or int array ``(..., T)``
-        Non-negative integer positions.
+        Non-negative integer positions. With M-RoPE (``rope.mrope_section`` set): ``(3, ..., T)``, rows
+        t, h, w (transformers' ``position_ids``), or ``(T,)`` meaning t = h = w.
     rope : RopeConfig
     seq_len : int, optional
-        ``L`` for ``dynamic`` / ``longrope``; ``None``: ``max(positions) + 1`` (HF).
+        ``L`` for ``dynamic`` / ``longrope``; ``None``: ``max(positions) + 1`` over every axis (HF).
     frequencies : (inv_freq, attention_factor), optional
         Use these instead of computing them from ``rope`` (e.g. from :class:`DynamicNTKState`).
     xp : namespace, optional
@@ -112,10 +143,10 @@ def rope_cos_sin(
         ``y_rot = x ⊙ cos + rh(x) ⊙ sin``.
     """
     rope = _check_rope(rope)
-    positions = as_positions(positions, xp=xp)
+    positions = _as_positions(positions, rope, xp)
     xp = array_namespace(positions)
     inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
-    cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., T, m)
+    cos, sin = _cos_sin(positions, inv_freq, factor, rope)  # (..., T, m)
     return place_pairs(cos, cos, rope.layout), place_pairs(sin, sin, rope.layout)  # (..., T, 2m)
 
 
@@ -132,13 +163,15 @@ def _prepare(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, 
     if x.ndim < 1 or x.shape[-1] != rope.head_dim:
         raise ValueError(f"x must have head_dim={rope.head_dim} channels on its last axis, got shape "
                          f"{tuple(x.shape)}")
-    positions = as_positions(positions, xp=xp)
+    positions = _as_positions(positions, rope, xp)
     single = x.ndim == 1
     if single:
-        if math.prod(positions.shape) != 1:
+        if math.prod(_tokens(positions, rope).shape) != 1:
             raise ValueError(f"x of shape {tuple(x.shape)} is one vector: give one position, got shape "
                              f"{tuple(positions.shape)}")
-        x, positions = x[None, :], xp.reshape(positions, (1,))  # (T=1, D), (T=1,)
+        x = x[None, :]  # (T=1, D)
+        per_token = (3, 1) if rope.mrope_section is not None else (1,)
+        positions = xp.reshape(positions, per_token)  # (T=1,), or (3, T=1) for M-RoPE
     if positions.ndim == 0 or positions.shape[-1] != x.shape[-2]:
         raise ValueError(f"positions {tuple(positions.shape)} must end in x's T axis, x has shape "
                          f"{tuple(x.shape)} (..., T, head_dim)")
@@ -153,11 +186,21 @@ def _assemble(before: Array, rotated: Array, after: Array, single: bool) -> Arra
     return out[0, :] if single else out
 
 
-def _align_positions(positions: Array, x: Array) -> Array:
-    """HF convention: positions ``(B, T)`` with x ``(B, H, T, D)`` get a head axis, ``(B, 1, T)``."""
-    if positions.ndim >= 2 and x.ndim == positions.ndim + 2:
+def _align_positions(positions: Array, x: Array, rope: RopeConfig) -> Array:
+    """HF convention: positions ``(B, T)`` with x ``(B, H, T, D)`` get a head axis, ``(B, 1, T)``.
+
+    M-RoPE positions ``(3, B, T)`` become ``(3, B, 1, T)`` likewise (the axis row stays in front).
+    """
+    token_ndim = _tokens(positions, rope).ndim
+    if token_ndim >= 2 and x.ndim == token_ndim + 2:
         return array_namespace(positions).expand_dims(positions, axis=-2)
     return positions
+
+
+def _out_shape(x: Array, positions: Array, rope: RopeConfig) -> tuple[int, ...]:
+    """The broadcast shape of ``x`` and the per-token positions (``x.shape`` but for broadcast axes)."""
+    xp = array_namespace(x)
+    return (*xp.broadcast_shapes(x.shape[:-1], _tokens(positions, rope).shape), x.shape[-1])
 
 
 def apply_rope(
@@ -175,7 +218,8 @@ def apply_rope(
     x : float array ``(..., T, head_dim)``, or one vector ``(head_dim,)`` with one position
     positions : int or int array ``(T,)`` or ``(..., T)``
         Broadcast against ``x.shape[:-1]``; positions ``(B, T)`` with ``x`` ``(B, H, T, D)`` apply to
-        every head (HF's ``unsqueeze_dim=1``).
+        every head (HF's ``unsqueeze_dim=1``). With M-RoPE (``rope.mrope_section`` set): ``(3, ..., T)``,
+        rows t, h, w, the rest as above (``(3, B, T)`` with ``(B, H, T, D)``), or ``(T,)`` for t = h = w.
     rope : RopeConfig
     seq_len : int, optional
         ``L`` for ``dynamic`` / ``longrope``; ``None``: ``max(positions) + 1`` over all positions (HF).
@@ -197,12 +241,12 @@ def apply_rope(
     x, positions, single = _prepare(x, positions, rope)
     xp = array_namespace(x)
     inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
-    positions = _align_positions(positions, x)
-    out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], positions.shape), x.shape[-1]), dtype=x.dtype)
+    positions = _align_positions(positions, x, rope)
+    out = xp.empty(_out_shape(x, positions, rope), dtype=x.dtype)
     start, stop = _span_bounds(rope)
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
-    tables = partial(_cast_tables, positions, inv_freq, factor, x.dtype)  # rows -> cos, sin of those rows
+    tables = partial(_cast_tables, positions, inv_freq, factor, x.dtype, rope)  # rows -> their cos, sin
     _rotation_for(x)(x, tables, out, _pair_slices(rope, start, stop))  # fast forms: the same bits
     return out[0, :] if single else out
 
@@ -220,10 +264,12 @@ def _rotation_for(x: Array) -> Any:
     return _rotate_span
 
 
-def _cast_tables(positions: Array, inv_freq: Array, factor: float, dtype: Any, rows: slice) -> tuple[Array, Array]:
-    """The tables of one block of rows, :func:`_pair_cos_sin` cast to x's dtype: ``(..., rows, m)`` each."""
+def _cast_tables(positions: Array, inv_freq: Array, factor: float, dtype: Any, rope: RopeConfig,
+                 rows: slice) -> tuple[Array, Array]:
+    """The tables of one block of rows, :func:`_pair_cos_sin` (M-RoPE: :func:`_mrope_pair_cos_sin`) cast to
+    x's dtype: ``(..., rows, m)`` each. M-RoPE positions ``(3, ..., T)`` are sliced on their T axis too."""
     xp = array_namespace(inv_freq)
-    cos, sin = _pair_cos_sin(positions[..., rows], inv_freq, factor)  # angles in float64
+    cos, sin = _cos_sin(positions[..., rows], inv_freq, factor, rope)  # angles in float64
     return xp.astype(cos, dtype), xp.astype(sin, dtype)  # the rotation itself runs in x's dtype
 
 
@@ -274,7 +320,11 @@ def apply_rope_complex(
     x, positions, single = _prepare(x, positions, rope)
     xp = array_namespace(x)
     inv_freq, factor = _frequencies(rope, positions, seq_len, None, xp)
-    angles = xp.astype(_align_positions(positions, x), xp.float64)[..., None] * inv_freq  # (..., T, m)
+    positions = _align_positions(positions, x, rope)
+    if rope.mrope_section is not None:  # φ_j = p_{a(j)} ω_j (refpos.rope.mrope)
+        angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_interleaved)
+    else:
+        angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, m)
     rotor = factor * xp.exp(xp.asarray(1j, dtype=xp.complex128) * xp.astype(angles, xp.complex128))
     before, span, after = _split_span(x, rope)
     u, v = split_pairs(span, rope.layout)  # (..., T, m) each
@@ -305,15 +355,24 @@ def rope_rotation_matrix(
     .. math:: M_{u'u} = M_{v'v} = A\cos\varphi_j,\quad M_{u'v} = -A\sin\varphi_j,\quad
         M_{v'u} = A\sin\varphi_j,\quad M_{kk} = 1 \text{ for pass-through } k
 
-    ``seq_len=None`` is ``max(position) + 1``.
+    ``seq_len=None`` is ``max(position) + 1``. With M-RoPE (``rope.mrope_section`` set) ``position`` is
+    ``(3,)`` (one token's t, h, w; result ``(D, D)``) or ``(3, T)`` (result ``(T, D, D)``).
     """
     rope = _check_rope(rope)
     positions = as_positions(position, xp=xp)
-    if positions.ndim > 1:
-        raise ValueError(f"position must be an int or a 1-D array, got shape {tuple(positions.shape)}")
     xp = array_namespace(positions)
+    one_token = positions.ndim == (1 if rope.mrope_section is not None else 0)
+    if rope.mrope_section is not None:  # one token (t, h, w), or (3, T)
+        if positions.ndim not in (1, 2) or positions.shape[0] != 3:
+            raise ValueError(f"position: with M-RoPE (mrope_section set) give (3,) for one token (t, h, w) "
+                             f"or (3, T); got shape {tuple(positions.shape)}")
+        positions = xp.reshape(positions, (3, 1)) if one_token else positions  # (3, T)
+    elif positions.ndim > 1:
+        raise ValueError(f"position must be an int or a 1-D array, got shape {tuple(positions.shape)}")
     inv_freq, factor = _frequencies(rope, positions, seq_len, None, xp)
-    cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (..., m)
+    cos, sin = _cos_sin(positions, inv_freq, factor, rope)  # (..., m)
+    if rope.mrope_section is not None and one_token:
+        cos, sin = cos[0, ...], sin[0, ...]  # (m,): one token
     cos, sin = cos[..., :, None], sin[..., :, None]  # (..., m, 1)
     full = rope.head_dim
     channels = xp.arange(full, dtype=xp.int64)

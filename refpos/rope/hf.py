@@ -68,7 +68,7 @@ __all__ = ["from_hf_config", "hf_layer_types", "load_hf_config", "resolve_rope",
 
 _HF_TYPES = tuple(t for t in ROPE_KEYS if t != "ntk")
 #: fields of rules that only some families use: in the provenance only when set
-_RARE_FIELDS = frozenset({"ntk_rule", "mixed_b", "short_mscale", "long_mscale"})
+_RARE_FIELDS = frozenset({"ntk_rule", "mixed_b", "short_mscale", "long_mscale", "mrope_section", "mrope_interleaved"})
 _FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - _RARE_FIELDS))
 #: partial-rotary defaults of model classes (HF 5.24.0 class attributes)
 _PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}

@@ -1,0 +1,160 @@
+r"""Multi-axis RoPE (M-RoPE): each frequency pair reads one of three positions, temporal, height, width.
+
+A token of a vision-language model (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V) has three positions
+:math:`(p_t, p_h, p_w)`: an image patch its frame, row and column, a text token the same number three
+times. The frequencies :math:`\omega_j` are those of 1-D RoPE (any ``rope_type``); each pair ``j`` reads
+the position of its axis :math:`a(j) \in \{t, h, w\}`:
+
+.. math:: \varphi_{j} = p_{a(j)}\,\omega_j, \qquad j = 0, \dots, m - 1 ,
+
+and is rotated by :math:`\varphi_j` as in 1-D RoPE (same layout, placement, attention factor). The
+**sections** :math:`(s_t, s_h, s_w)`, :math:`s_t + s_h + s_w = m`, say how many pairs each axis gets, the
+**assignment** which ones:
+
+* contiguous (``mrope_interleaved=False``; Qwen2-VL, Qwen2.5-VL, GLM-4.1V): the first :math:`s_t` pairs
+  read ``t``, the next :math:`s_h` read ``h``, the last :math:`s_w` read ``w``;
+* interleaved (``mrope_interleaved=True``; Qwen3-VL): pairs go round-robin ``t, h, w, t, h, w, …``:
+  pair ``j`` reads ``h`` when :math:`j \equiv 1 \pmod 3` and :math:`j < 3 s_h`, ``w`` when
+  :math:`j \equiv 2 \pmod 3` and :math:`j < 3 s_w`, ``t`` otherwise (so the tail past the round-robin
+  is ``t``).
+
+Which frequency reads which axis, for the sections of the real models (64 pairs, head size 128)::
+
+    pair j            0         15 16                  39 40                  63
+    contiguous        t t t ... t  h h h ........... h  w w w ........... w      Qwen2-VL [16, 24, 24]
+    interleaved       t h w t h w t h w ....... t h w  t t t t                  Qwen3-VL [24, 20, 20]
+                      0 1 2 3 4 5                 59  60    63
+    fast ω_j  <-------------------------------------------------------->  slow ω_j
+
+Contiguous bands give the temporal axis only the fastest frequencies and the width axis only the
+slowest; the round-robin gives every axis the whole range. In the ``half`` layout pair ``j`` is the
+channels ``(j, j + m)``, so the cos table is the band pattern twice; in ``interleaved`` it is channels
+``(2j, 2j + 1)``.
+
+When the three positions agree (text), :math:`\varphi_j = p\,\omega_j` for every ``j``: M-RoPE is 1-D
+RoPE. That is why 1-D positions are accepted and mean :math:`p_t = p_h = p_w`.
+
+Worked example: head size 12 (``m = 6`` pairs), θ = 10000, sections ``(2, 2, 2)``, a patch at
+``(t, h, w) = (2, 5, 7)``. Contiguous axes are ``t t h h w w``, angles
+:math:`(2\omega_0, 2\omega_1, 5\omega_2, 5\omega_3, 7\omega_4, 7\omega_5)`; interleaved axes are
+``t h w t h w``, angles :math:`(2\omega_0, 5\omega_1, 7\omega_2, 2\omega_3, 5\omega_4, 7\omega_5)`, with
+:math:`\omega_j = 10000^{-j/6}`.
+
+Examples
+--------
+>>> import numpy as np
+>>> pair_axes((2, 2, 2), interleaved=False), pair_axes((2, 2, 2), interleaved=True)
+((0, 0, 1, 1, 2, 2), (0, 1, 2, 0, 1, 2))
+>>> omega = 10000.0 ** (-np.arange(6) / 6)
+>>> angles = mrope_angles(np.array([[2], [5], [7]]), omega, (2, 2, 2), interleaved=True)  # (T=1, m=6)
+>>> np.round(angles[0] / omega, 12).tolist()
+[2.0, 5.0, 7.0, 2.0, 5.0, 7.0]
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+from refpos.backend import array_namespace
+from refpos.validation import as_positions
+
+Array = Any
+
+#: the three position axes, in the order of ``mrope_section`` and of the leading axis of positions
+AXES = ("t", "h", "w")
+
+
+def check_sections(sections: Any, n_pairs: int, interleaved: bool) -> tuple[int, int, int]:
+    """Validate ``mrope_section`` against the pair count ``m``; the sections as a tuple of 3 ints.
+
+    Raises
+    ------
+    TypeError
+        ``sections`` is not a sequence of ints.
+    ValueError
+        Not 3 entries, a negative entry, a sum other than ``n_pairs``, or (interleaved) an ``h`` or ``w``
+        section too long for the round-robin (``3·s_h ≤ m + 1`` and ``3·s_w ≤ m`` are needed for every
+        section to get all its pairs).
+    """
+    if isinstance(sections, (str, bytes)) or not isinstance(sections, Sequence):
+        raise TypeError(f"mrope_section must be a list of 3 ints (pairs for t, h, w), got {type(sections).__name__}")
+    if len(sections) != len(AXES):
+        raise ValueError(f"mrope_section must have 3 entries (pairs for t, h, w), got {len(sections)}: "
+                         f"{list(sections)}")
+    for axis, value in zip(AXES, sections, strict=True):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"mrope_section[{axis}] must be an int, got {type(value).__name__} {value!r}")
+        if value < 0:
+            raise ValueError(f"mrope_section[{axis}] must be >= 0, got {value}")
+    out = tuple(int(v) for v in sections)
+    if sum(out) != n_pairs:
+        raise ValueError(f"mrope_section {list(out)} sums to {sum(out)}, but the rotation has {n_pairs} "
+                         f"frequency pairs (rotary_dim/2): the sections must sum to {n_pairs}")
+    if interleaved and (3 * out[1] > n_pairs + 1 or 3 * out[2] > n_pairs):
+        raise ValueError(f"mrope_section {list(out)} cannot be interleaved over {n_pairs} pairs: h reads pairs "
+                         f"1, 4, … below 3·s_h and w pairs 2, 5, … below 3·s_w, which needs 3·s_h <= "
+                         f"{n_pairs + 1} and 3·s_w <= {n_pairs}")
+    return out  # type: ignore[return-value]
+
+
+def pair_axes(sections: Sequence[int], interleaved: bool) -> tuple[int, ...]:
+    r"""The axis each pair reads, ``a(j)`` for ``j = 0 … m-1`` (0 = t, 1 = h, 2 = w).
+
+    Notes
+    -----
+    Contiguous: :math:`a(j) = 0` for :math:`j < s_t`, 1 for :math:`s_t \le j < s_t + s_h`, else 2.
+    Interleaved: :math:`a(j) = j \bmod 3` when :math:`j \bmod 3 \ne 0` and :math:`j < 3\,s_{j \bmod 3}`,
+    else 0.
+    """
+    s_t, s_h, s_w = sections
+    m = s_t + s_h + s_w
+    if not interleaved:
+        return (0,) * s_t + (1,) * s_h + (2,) * s_w
+    axes = []
+    for j in range(m):
+        axis = j % 3
+        axes.append(axis if axis and j < 3 * sections[axis] else 0)
+    return tuple(axes)
+
+
+def axis_positions(positions: Any, *, xp: Any = None) -> Array:
+    """Positions for M-RoPE as an int64 array ``(3, ..., T)``: rows t, h, w.
+
+    ``(T,)`` (text) becomes three equal rows; ``(3, ..., T)`` is taken as it is (transformers'
+    ``position_ids`` of Qwen2-VL and its successors). Any other shape is an error: a batch of text
+    positions ``(B, T)`` is ambiguous here and must be given as ``(3, B, T)``.
+    """
+    positions = as_positions(positions, xp=xp)
+    ns = array_namespace(positions)
+    if positions.ndim == 1:
+        return ns.broadcast_to(positions[None, :], (len(AXES), positions.shape[0]))  # (3, T)
+    if positions.ndim >= 2 and positions.shape[0] == len(AXES):
+        return positions
+    raise ValueError(f"positions for M-RoPE (mrope_section set) must have shape (T,) (text: t = h = w) or "
+                     f"(3, ..., T) with rows t, h, w; got shape {tuple(positions.shape)} (leading axis "
+                     f"{positions.shape[0] if positions.ndim else 'none'}, not 3)")
+
+
+def mrope_angles(positions: Array, inv_freq: Array, sections: Sequence[int], *, interleaved: bool) -> Array:
+    r"""Angles :math:`\varphi_j = p_{a(j)}\,\omega_j` per pair, ``(..., T, m)`` float64.
+
+    Parameters
+    ----------
+    positions : int array ``(3, ..., T)``
+        Rows t, h, w (see :func:`axis_positions`).
+    inv_freq : float64 array ``(m,)``
+    sections : (s_t, s_h, s_w)
+    interleaved : bool
+
+    Notes
+    -----
+    The product is elementwise in float64, the same product 1-D RoPE forms: with equal rows the angles
+    are bit for bit those of 1-D RoPE.
+    """
+    xp = array_namespace(inv_freq)
+    axes = xp.asarray(pair_axes(sections, interleaved), dtype=xp.int64)  # (m,)
+    per_pair = xp.take(positions, axes, axis=0)  # (m, ..., T): pair j's row a(j)
+    per_pair = xp.moveaxis(per_pair, 0, -1)  # (..., T, m)
+    return xp.astype(per_pair, xp.float64) * inv_freq  # φ_j = p_{a(j)} ω_j

@@ -1,0 +1,138 @@
+"""M-RoPE against transformers' own text rotary modules (anchors env: torch CPU + transformers 5.x).
+
+Families: Qwen2-VL, Qwen2.5-VL (contiguous, half layout), Qwen3-VL and Qwen3-VL-MoE (interleaved), GLM-4.1V
+(contiguous, interleaved layout, half the channels rotated), GLM-4.5V (contiguous, half layout, half the
+channels rotated).
+
+Three comparisons per family:
+
+* **assignment, exact**: the module's own ``recomposition_frequencies`` applied to float64 angles
+  (refpos's ω times each axis' positions) gives, after cos, refpos's table bit for bit;
+* **tables**: the module's forward (float32 angles, as HF computes them) against refpos's float64
+  tables; atol = 3·max φ·2⁻²⁴ + 1e-6 (float32 rounding of ω and of the product p·ω, relative to the
+  angle φ; then float32 cos/sin);
+* **application**: HF's ``apply_rotary_pos_emb`` of the family fed refpos's float64 tables against
+  :func:`refpos.apply_rope`: the same products, exact.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from refpos.rope.config import RopeConfig
+from refpos.rope.core import apply_rope, rope_cos_sin
+from refpos.rope.mrope import mrope_angles
+from refpos.rope.scaling import rope_frequencies
+
+torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
+pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")
+pytestmark = pytest.mark.anchors
+
+#: family: (module, text config class, rotary class, config kwargs, refpos RopeConfig kwargs)
+FAMILIES = {
+    "qwen2_vl": ("qwen2_vl", "Qwen2VLTextConfig", "Qwen2VLRotaryEmbedding",
+                 {"hidden_size": 1536, "num_attention_heads": 12,
+                  "rope_parameters": {"rope_type": "mrope", "rope_theta": 1e6, "mrope_section": [16, 24, 24]}},
+                 {"head_dim": 128, "theta": 1e6, "mrope_section": (16, 24, 24)}),
+    "qwen2_5_vl": ("qwen2_5_vl", "Qwen2_5_VLTextConfig", "Qwen2_5_VLRotaryEmbedding",
+                   {"hidden_size": 1536, "num_attention_heads": 12,
+                    "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 24, 24]}},
+                   {"head_dim": 128, "theta": 1e6, "mrope_section": (16, 24, 24)}),
+    "qwen3_vl": ("qwen3_vl", "Qwen3VLTextConfig", "Qwen3VLTextRotaryEmbedding",
+                 {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+                  "rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20],
+                                      "mrope_interleaved": True}},
+                 {"head_dim": 128, "theta": 5e6, "mrope_section": (24, 20, 20), "mrope_interleaved": True}),
+    "qwen3_vl_moe": ("qwen3_vl_moe", "Qwen3VLMoeTextConfig", "Qwen3VLMoeTextRotaryEmbedding",
+                     {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+                      "rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20],
+                                          "mrope_interleaved": True}},
+                     {"head_dim": 128, "theta": 5e6, "mrope_section": (24, 20, 20), "mrope_interleaved": True}),
+    "glm4v": ("glm4v", "Glm4vTextConfig", "Glm4vTextRotaryEmbedding",
+              {"hidden_size": 4096, "num_attention_heads": 32,
+               "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [8, 12, 12],
+                                   "partial_rotary_factor": 0.5}},
+              {"head_dim": 128, "theta": 10000.0, "partial_rotary_factor": 0.5, "layout": "interleaved",
+               "mrope_section": (8, 12, 12)}),
+    "glm4v_moe": ("glm4v_moe", "Glm4vMoeTextConfig", "Glm4vMoeTextRotaryEmbedding",
+                  {"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 128,
+                   "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [8, 12, 12],
+                                       "partial_rotary_factor": 0.5}},
+                  {"head_dim": 128, "theta": 10000.0, "partial_rotary_factor": 0.5, "mrope_section": (8, 12, 12)}),
+    "qwen2_vl_yarn": ("qwen2_vl", "Qwen2VLTextConfig", "Qwen2VLRotaryEmbedding",
+                      {"hidden_size": 1536, "num_attention_heads": 12, "max_position_embeddings": 131072,
+                       "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                                           "original_max_position_embeddings": 32768,
+                                           "mrope_section": [16, 24, 24]}},
+                      {"rope_type": "yarn", "head_dim": 128, "theta": 1e6, "factor": 4.0,
+                       "original_max_position_embeddings": 32768, "max_position_embeddings": 131072,
+                       "mrope_section": (16, 24, 24)}),
+}
+
+
+def _modeling(name):
+    return importlib.import_module(f"transformers.models.{FAMILIES[name][0]}.modeling_{FAMILIES[name][0]}")
+
+
+def _hf_rotary(name):
+    module, config_cls, rotary_cls, kwargs, _ = FAMILIES[name]
+    configuration = importlib.import_module(f"transformers.models.{module}.configuration_{module}")
+    fresh = {k: (dict(v) if isinstance(v, dict) else v) for k, v in kwargs.items()}  # HF edits the dict
+    config = getattr(configuration, config_cls)(**fresh)
+    return getattr(_modeling(name), rotary_cls)(config)
+
+
+def _layout_positions(seed: int) -> np.ndarray:
+    """(3, 2, T) positions: text, an image grid (1, 3, 4) and text after it, then random rows (batch 2)."""
+    text = np.arange(3)
+    tt, hh, ww = np.meshgrid(np.arange(1), np.arange(3), np.arange(4), indexing="ij")
+    image = np.stack([tt.ravel(), hh.ravel(), ww.ravel()]) + 3  # (3, 12)
+    after = np.arange(7, 12)
+    row = np.concatenate([np.stack([text] * 3), image, np.stack([after] * 3)], axis=1)  # (3, 20)
+    other = np.random.default_rng(seed).integers(0, 3000, size=(3, row.shape[1]))
+    return np.stack([row, other], axis=1)  # (3, B=2, T=20)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_assignment_is_exact(name):
+    rotary = _hf_rotary(name)
+    rope = RopeConfig(**FAMILIES[name][4])
+    positions = _layout_positions(0)
+    inv_freq, factor = rope_frequencies(rope, seq_len=int(positions.max()) + 1)
+    per_axis = positions[..., None].astype(np.float64) * inv_freq  # (3, B, T, m) every axis at every pair
+    hf_angles = rotary.recomposition_frequencies(torch.from_numpy(per_axis.copy())).numpy()  # (B, T, 2m)
+    cos, sin = rope_cos_sin(positions, rope)
+    np.testing.assert_array_equal(cos, factor * np.cos(hf_angles))
+    np.testing.assert_array_equal(sin, factor * np.sin(hf_angles))
+    m = rope.n_pairs
+    angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_interleaved)
+    layout_angles = hf_angles[..., :m] if rope.layout == "half" else hf_angles[..., ::2]
+    np.testing.assert_array_equal(angles, layout_angles)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_forward_tables(name):
+    rotary = _hf_rotary(name)
+    rope = RopeConfig(**FAMILIES[name][4])
+    positions = _layout_positions(1)
+    hf_cos, hf_sin = rotary(torch.zeros(1, dtype=torch.float32), torch.from_numpy(positions))
+    cos, sin = rope_cos_sin(positions, rope)
+    inv_freq, factor = rope_frequencies(rope, seq_len=int(positions.max()) + 1)
+    atol = 3 * factor * float(positions.max()) * float(inv_freq.max()) * 2.0**-24 + 1e-6  # float32 angles
+    np.testing.assert_allclose(hf_cos.double().numpy(), cos, rtol=0, atol=atol)
+    np.testing.assert_allclose(hf_sin.double().numpy(), sin, rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_application_is_exact(name):
+    rope = RopeConfig(**FAMILIES[name][4])
+    positions = _layout_positions(2)
+    x = np.random.default_rng(3).standard_normal((2, 3, positions.shape[-1], rope.head_dim))  # (B, H, T, D)
+    cos, sin = rope_cos_sin(positions, rope)  # (B, T, w)
+    hf_apply = _modeling(name).apply_rotary_pos_emb
+    q = torch.from_numpy(x)
+    hf_q, _ = hf_apply(q, q, torch.from_numpy(cos), torch.from_numpy(sin))
+    np.testing.assert_array_equal(apply_rope(x, positions, rope), hf_q.numpy())
