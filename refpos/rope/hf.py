@@ -61,6 +61,7 @@ from refpos.rope.hf_files import (
     load_hf_config,
     text_config_of,
 )
+from refpos.rope.mrope_hf import mrope_rope_type, resolve_mrope
 from refpos.rope.position_keys import not_modelled_report
 from refpos.validation import check_int
 
@@ -189,10 +190,7 @@ class _Resolver:
         if not isinstance(value, str):
             raise TypeError(f"rope_type must be a str, got {type(value).__name__}")
         rules = self.family.rope_dict if self.family else frozenset()
-        if value == "mrope":  # transformers' Qwen2-VL config class rewrites it (Qwen2VLTextConfig.__post_init__)
-            self.notes.append("rope type 'mrope' read as 'default' along one axis, as transformers' Qwen2-VL config "
-                              "does; the multi-axis sections are not modelled here")
-            value = "default"
+        value = mrope_rope_type(value, self.notes)  # "mrope": default + mrope_section (refpos.rope.mrope_hf)
         if value == "dynamic" and self.rope.get("alpha") is not None and "ntk_alpha" in rules:
             self.notes.append(f"{self.model_type}: 'dynamic' with alpha is NTK-alpha, a fixed base θ·α^(d/(d−2)) "
                               "(rope_type 'ntk', factor = alpha)")
@@ -364,7 +362,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
     """One resolution of a loaded config, and what ``strict=True`` refuses in it (the not-modelled keys,
     and unused keys named "rope"/"rotary"). ``per_layer``: the caller resolves the layer schedule and
     query scale itself (:func:`refpos.hf_layers`), so they are not reported here."""
-    cfg, prefix = text_config_of(cfg)
+    cfg, prefix, parent_model_type = *text_config_of(cfg), cfg.get("model_type")
     r = _Resolver(cfg, prefix, layer_type)
     r.select_rope_dict()
     rope_type = r.rope_type()
@@ -373,6 +371,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
     r.layout()
     r.lengths(rope_type)
     r.scaling_keys(rope_type)
+    resolve_mrope(r, parent_model_type)  # M-RoPE sections, assignment, family layout (refpos.rope.mrope_hf)
     r.notes.extend(["read from text_config"] if prefix else [])
     unused = r.unused()
     not_modelled = not_modelled_report(r, unused, rope_type, per_layer_done=per_layer)

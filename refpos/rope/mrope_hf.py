@@ -1,0 +1,151 @@
+"""M-RoPE and vision RoPE from transformers configs (the multi-axis part of :func:`refpos.from_hf_config`).
+
+Text M-RoPE, as transformers 5.24 resolves it (``models/*/configuration_*.py`` and the text rotary
+modules of each family):
+
+1. ``"type": "mrope"`` / ``"rope_type": "mrope"`` (v4 Qwen2-VL and Qwen2.5-VL configs) is read as
+   ``"default"`` with the dict's ``mrope_section``: transformers rewrites it so; any other rope type may
+   carry ``mrope_section`` beside its own keys (e.g. yarn).
+2. ``mrope_section`` comes from the rope dict (v4 ``rope_scaling`` or v5 ``rope_parameters``, at the top
+   level or in ``text_config``); absent, a known family's module default applies (table below).
+3. The assignment is the model class's, not the key's: Qwen3-VL's module interleaves whatever
+   ``mrope_interleaved`` says, Qwen2-VL's never does. For a family not in the table the key decides.
+4. Layout: GLM-4.1V rotates adjacent channel pairs (``interleaved``), the others half-split.
+
+=================  ======================  ===========  ===========
+model_type         default sections        assignment   layout
+=================  ======================  ===========  ===========
+qwen2_vl           (16, 24, 24)            contiguous   half
+qwen2_5_vl         (16, 24, 24)            contiguous   half
+qwen3_vl(_moe)     (24, 20, 20)            interleaved  half
+glm4v              (8, 12, 12)             contiguous   interleaved
+glm4v_moe          (8, 12, 12)             contiguous   half
+=================  ======================  ===========  ===========
+
+(``*_text`` model types are the same families.) Vision towers: :func:`vision_rope_from_hf_config`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from refpos.rope.vision import VisionRope
+from refpos.validation import check_int
+
+#: model_type: (default sections, interleaved, layout) of the family's text rotary module
+MROPE_FAMILIES: dict[str, tuple[tuple[int, int, int], bool, str]] = {
+    "qwen2_vl": ((16, 24, 24), False, "half"),
+    "qwen2_5_vl": ((16, 24, 24), False, "half"),
+    "qwen3_vl": ((24, 20, 20), True, "half"),
+    "qwen3_vl_moe": ((24, 20, 20), True, "half"),
+    "glm4v": ((8, 12, 12), False, "interleaved"),
+    "glm4v_moe": ((8, 12, 12), False, "half"),
+}
+#: families whose text rotary module honours partial_rotary_factor (GLM-4.1V, GLM-4.5V)
+_PRF_HONOURED = {"glm4v", "glm4v_moe"}
+#: vision_config model types → the axial form of their rotary module
+_VISION_KINDS = {"qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_vl", "qwen3_vl": "qwen2_vl",
+                 "qwen3_vl_moe": "qwen2_vl", "glm4v": "qwen2_vl", "glm4v_moe": "qwen2_vl", "pixtral": "pixtral",
+                 "llama4": "llama4"}
+
+
+def family_of(model_type: Any) -> str | None:
+    """The M-RoPE family of a ``model_type`` (``qwen2_vl_text`` → ``qwen2_vl``), or ``None``."""
+    if not isinstance(model_type, str):
+        return None
+    for suffix in ("_text", "_vision"):
+        if model_type.endswith(suffix):
+            model_type = model_type[: -len(suffix)]
+    return model_type if model_type in MROPE_FAMILIES or model_type in _VISION_KINDS else None
+
+
+def mrope_rope_type(value: str, notes: list[str]) -> str:
+    """``"mrope"`` is read as ``"default"`` (transformers' rewrite); other rope types pass unchanged."""
+    if value == "mrope":
+        notes.append("rope type 'mrope' read as 'default' with mrope_section (transformers rewrites it so)")
+        return "default"
+    return value
+
+
+def resolve_mrope(resolver: Any, parent_model_type: Any = None) -> None:
+    """Set ``mrope_section``, ``mrope_interleaved`` and the family's layout on a resolver of refpos.rope.hf.
+
+    ``resolver`` is ``refpos.rope.hf._Resolver`` after its other steps; ``parent_model_type`` the top-level
+    ``model_type`` when the resolver reads ``text_config``.
+    """
+    family = family_of(resolver.model_type) or family_of(parent_model_type)
+    if family is not None and family not in MROPE_FAMILIES:
+        family = None  # a vision-only family (pixtral, llama4): its text RoPE is 1-D
+    rope = resolver.rope
+    in_dict = rope.get("mrope_section") is not None
+    if not in_dict and family is None:
+        if rope.get("mrope_interleaved") is not None:
+            resolver.from_rope("mrope_interleaved")
+            resolver.notes.append("mrope_interleaved without mrope_section: ignored (1-D RoPE)")
+        return
+    default_sections, family_interleaved, layout = MROPE_FAMILIES.get(family, (None, None, None))
+    if in_dict:
+        resolver.set("mrope_section", tuple(resolver.from_rope("mrope_section")), "config")
+    else:
+        resolver.set("mrope_section", default_sections, "default")
+        resolver.notes.append(f"mrope_section absent: {family}'s module default {list(default_sections)}")
+    key = resolver.from_rope("mrope_interleaved") if rope.get("mrope_interleaved") is not None else None
+    if key is not None and not isinstance(key, bool):
+        raise TypeError(f"mrope_interleaved must be a bool, got {type(key).__name__}")
+    if family is None:
+        resolver.set("mrope_interleaved", bool(key), "config" if key is not None else "default")
+        resolver.notes.append(f"M-RoPE for model_type {resolver.model_type!r}: not a known family, assignment "
+                              "from the mrope_interleaved key (contiguous when absent)")
+        return
+    if key is not None and key != family_interleaved:
+        resolver.notes.append(f"mrope_interleaved={key} ignored: transformers' {family} module always uses the "
+                              f"{'interleaved' if family_interleaved else 'contiguous'} assignment")
+    resolver.set("mrope_interleaved", family_interleaved, "config" if key == family_interleaved else "default")
+    if resolver.provenance.get("layout") != "config":
+        resolver.set("layout", layout, "default")
+    if family in _PRF_HONOURED:
+        resolver.notes[:] = [n for n in resolver.notes if not n.startswith("partial rotary: refpos rotates")]
+
+
+def vision_rope_from_hf_config(config: Mapping[str, Any]) -> VisionRope:
+    """The 2-D RoPE of a multimodal config's vision tower (``vision_config``), as a :class:`VisionRope`.
+
+    Head size: ``head_dim``, else ``hidden_size`` (Qwen2-VL: ``embed_dim``) over ``num_heads`` /
+    ``num_attention_heads``; θ: the vision config's ``rope_parameters`` / ``rope_theta``, else 10000
+    (transformers' default for every family here).
+
+    Raises
+    ------
+    ValueError
+        No ``vision_config``, or a vision model type whose RoPE refpos does not model (named).
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping (config.json as a dict), got {type(config).__name__}")
+    vision = config.get("vision_config")
+    if not isinstance(vision, Mapping):
+        raise ValueError("config has no vision_config: there is no vision tower to resolve")
+    kind_of = family_of(vision.get("model_type")) or family_of(config.get("model_type"))
+    kind = _VISION_KINDS.get(kind_of) if kind_of else None
+    if kind is None:
+        raise ValueError(f"vision RoPE of model_type {vision.get('model_type') or config.get('model_type')!r} is "
+                         f"not modelled; refpos knows {sorted(_VISION_KINDS)}")
+    if vision.get("head_dim") is not None:
+        head_dim = check_int("vision_config.head_dim", vision["head_dim"], minimum=4)
+    else:
+        width_key = "embed_dim" if vision.get("embed_dim") is not None else "hidden_size"
+        heads_key = "num_heads" if vision.get("num_heads") is not None else "num_attention_heads"
+        if vision.get(width_key) is None or vision.get(heads_key) is None:
+            raise ValueError(f"vision_config needs head_dim, or {width_key} and {heads_key}")
+        width = check_int(f"vision_config.{width_key}", vision[width_key], minimum=1)
+        heads = check_int(f"vision_config.{heads_key}", vision[heads_key], minimum=1)
+        if width % heads:
+            raise ValueError(f"vision_config.{width_key}={width} is not a multiple of {heads_key}={heads}")
+        head_dim = width // heads
+    theta = 10000.0
+    params = vision.get("rope_parameters") or vision.get("rope_scaling") or {}
+    if isinstance(params, Mapping) and params.get("rope_theta") is not None:
+        theta = params["rope_theta"]
+    elif vision.get("rope_theta") is not None:
+        theta = vision["rope_theta"]
+    return VisionRope(kind, head_dim, theta=theta)

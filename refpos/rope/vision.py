@@ -1,0 +1,184 @@
+r"""2-D axial RoPE of vision encoders: Qwen2-VL's vision tower, Pixtral, Llama-4's vision model.
+
+An image patch at row ``h`` and column ``w`` is rotated pair by pair, each pair ``j`` reading one of the
+two coordinates :math:`a(j) \in \{h, w\}` at its own frequency :math:`\omega_j`:
+
+.. math:: \varphi_j = p_{a(j)}\,\omega_j, \qquad j = 0, \dots, D/2 - 1 ,
+
+then ``u' = u cos φ − v sin φ``, ``v' = v cos φ + u sin φ`` as in 1-D RoPE (no attention factor). The
+three forms transformers 5.24 ships differ in the frequencies, the axis order, the layout and the
+positions (``D`` = head size, ``q = D/4``, ``j' = j mod q``):
+
+============  ========================  ====================================  =========  ======================
+form          pairs ``j < q`` /  ``≥ q``  :math:`\omega_j`                      layout     positions
+============  ========================  ====================================  =========  ======================
+``qwen2_vl``  h / w                     :math:`\theta^{-4j'/D}` (both halves)  half       0-based, merge blocks
+``pixtral``   h / w                     :math:`\theta^{-2(2j' + [j \ge q])/D}`  half       0-based, row-major
+``llama4``    w / h                     :math:`\theta^{-4j'/D}`                interleaved 1-based, CLS (0, 0)
+============  ========================  ====================================  =========  ======================
+
+* ``qwen2_vl``: ``Qwen2VLVisionRotaryEmbedding`` (also the vision towers of Qwen2.5-VL, Qwen3-VL and
+  GLM-4.1V, whose rotary modules compute the same), ``transformers/models/qwen2_vl/modeling_qwen2_vl.py``.
+  Both coordinates use the frequencies of a head of size ``D/2``. Patches come in ``k × k`` merge blocks
+  (:func:`qwen_patch_positions`).
+* ``pixtral``: ``PixtralVisionRotaryEmbedding`` (``models/pixtral/modeling_pixtral.py``): the
+  frequencies of a head of size ``D``, the even ones for ``h``, the odd ones for ``w``.
+* ``llama4``: ``Llama4VisionRotaryEmbedding`` (``models/llama4/modeling_llama4.py``): complex form on
+  adjacent channels; the first quarter of pairs reads the column, the rest the row; coordinates count
+  from 1 and the class token, last in the sequence, sits at (0, 0): no rotation
+  (:func:`llama4_patch_positions`).
+
+Positions are ``(..., N, 2)`` int arrays, last axis ``(h, w)`` (transformers' order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refpos.backend import array_namespace
+from refpos.validation import as_positions, check_choice, check_float, check_int, float64_array
+
+Array = Any
+
+#: the axial forms modelled here
+VISION_ROPES = ("qwen2_vl", "pixtral", "llama4")
+_LAYOUT = {"qwen2_vl": "half", "pixtral": "half", "llama4": "interleaved"}
+
+
+@dataclass(frozen=True)
+class VisionRope:
+    """One axial vision RoPE: its form (:data:`VISION_ROPES`), head size ``D`` (a multiple of 4) and θ."""
+
+    kind: str
+    head_dim: int
+    theta: float = 10000.0
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, VISION_ROPES)
+        head_dim = check_int("head_dim", self.head_dim, minimum=4)
+        if head_dim % 4:
+            raise ValueError(f"head_dim must be a multiple of 4 for 2-D RoPE (a quarter of the pairs per "
+                             f"half), got {head_dim}")
+        object.__setattr__(self, "theta", check_float("theta", self.theta, positive=True))
+
+    @property
+    def layout(self) -> str:
+        """``"half"`` (pairs ``(j, j + D/2)``) or ``"interleaved"`` (pairs ``(2j, 2j + 1)``)."""
+        return _LAYOUT[self.kind]
+
+
+def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
+    r"""``(a, ω)``: the coordinate each pair reads (0 = h, 1 = w) and its frequency, ``D/2`` each.
+
+    Notes
+    -----
+    With :math:`q = D/4`, :math:`j' = j \bmod q`, :math:`b = [j \ge q]`: ``qwen2_vl``
+    :math:`a = b,\ \omega_j = \theta^{-4j'/D}`; ``pixtral`` :math:`a = b,\ \omega_j = \theta^{-2(2j'+b)/D}`;
+    ``llama4`` :math:`a = 1 - b,\ \omega_j = \theta^{-4j'/D}`.
+    """
+    quarter = rope.head_dim // 4
+    j = np.arange(2 * quarter)  # (D/2,) pair index
+    second = (j >= quarter).astype(np.int64)  # b = [j ≥ q]
+    j_in = j % quarter  # j'
+    if rope.kind == "pixtral":
+        exponents = 2.0 * (2 * j_in + second) / rope.head_dim  # 2(2j' + b)/D
+    else:
+        exponents = 4.0 * j_in / rope.head_dim  # 4j'/D: a head of size D/2 per coordinate
+    axes = 1 - second if rope.kind == "llama4" else second
+    return tuple(int(a) for a in axes), rope.theta ** (-exponents)
+
+
+def _check_positions(positions: Any, xp: Any = None) -> Array:
+    positions = as_positions(positions, xp=xp)
+    if positions.ndim < 2 or positions.shape[-1] != 2:
+        raise ValueError(f"positions must have shape (..., N, 2), last axis (h, w); got {tuple(positions.shape)}")
+    return positions
+
+
+def vision_angles(positions: Any, rope: VisionRope, *, xp: Any = None) -> Array:
+    r"""Angles :math:`\varphi_j = p_{a(j)}\,\omega_j`, ``(..., N, D/2)`` float64, for positions ``(..., N, 2)``."""
+    if not isinstance(rope, VisionRope):
+        raise TypeError(f"rope must be a VisionRope, got {type(rope).__name__}")
+    positions = _check_positions(positions, xp)
+    ns = array_namespace(positions)
+    axes, inv_freq = vision_frequencies(rope)
+    per_pair = ns.take(positions, ns.asarray(axes, dtype=ns.int64), axis=-1)  # (..., N, D/2): p_{a(j)}
+    return ns.astype(per_pair, ns.float64) * ns.asarray(inv_freq, dtype=ns.float64)  # φ_j, float64
+
+
+def vision_cos_sin(positions: Any, rope: VisionRope, *, xp: Any = None) -> tuple[Array, Array]:
+    """``cos φ`` and ``sin φ`` in the layout's channel order, ``(..., N, D)`` each (transformers' tables)."""
+    angles = vision_angles(positions, rope, xp=xp)
+    ns = array_namespace(angles)
+    cos, sin = ns.cos(angles), ns.sin(angles)  # (..., N, D/2)
+    if rope.layout == "half":
+        return ns.concat([cos, cos], axis=-1), ns.concat([sin, sin], axis=-1)  # (..., N, D)
+    shape = (*cos.shape[:-1], rope.head_dim)
+    return (ns.reshape(ns.stack([cos, cos], axis=-1), shape),  # (..., N, D): c_0, c_0, c_1, c_1, …
+            ns.reshape(ns.stack([sin, sin], axis=-1), shape))
+
+
+def apply_vision_rope(x: Any, positions: Any, rope: VisionRope) -> Array:
+    """Rotate patch vectors ``x`` ``(..., N, D)`` by their 2-D positions ``(..., N, 2)`` (broadcast).
+
+    Pairs are ``(j, j + D/2)`` (half) or ``(2j, 2j + 1)`` (interleaved); every channel is rotated.
+    """
+    x = float64_array(x, name="x")
+    ns = array_namespace(x)
+    if x.ndim < 2 or x.shape[-1] != rope.head_dim:
+        raise ValueError(f"x must have shape (..., N, head_dim={rope.head_dim}), got {tuple(x.shape)}")
+    angles = vision_angles(positions, rope, xp=ns)  # (..., N, D/2)
+    if angles.shape[-2] != x.shape[-2]:
+        raise ValueError(f"positions {tuple(angles.shape[:-1])} + (2,) must end in x's N axis, x has shape "
+                         f"{tuple(x.shape)}")
+    cos, sin = ns.astype(ns.cos(angles), x.dtype), ns.astype(ns.sin(angles), x.dtype)  # (..., N, D/2)
+    m = rope.head_dim // 2
+    if rope.layout == "half":
+        u, v = x[..., :m], x[..., m:]  # (..., N, D/2) each
+    else:
+        u, v = x[..., 0::2], x[..., 1::2]
+    u_out, v_out = u * cos - v * sin, v * cos + u * sin  # u' = u cos φ − v sin φ, v' = v cos φ + u sin φ
+    if rope.layout == "half":
+        return ns.concat([u_out, v_out], axis=-1)
+    return ns.reshape(ns.stack([u_out, v_out], axis=-1), (*u_out.shape[:-1], rope.head_dim))
+
+
+def qwen_patch_positions(grids: Any, spatial_merge_size: int = 2) -> np.ndarray:
+    """``(N, 2)`` positions ``(h, w)`` of the Qwen-family vision tower, for grids ``(t, h, w)``.
+
+    Patches come merge block by merge block: for each frame, the ``k × k`` blocks in row-major order,
+    inside each block its patches row-major; every frame repeats the same ``(h, w)``.
+    """
+    merge = check_int("spatial_merge_size", spatial_merge_size, minimum=1)
+    out = []
+    for index, grid in enumerate(grids):
+        if len(grid) != 3:
+            raise ValueError(f"grids[{index}] must be (t, h, w), got {grid!r}")
+        t, h, w = (check_int(f"grids[{index}][{a}]", v, minimum=1) for a, v in zip("thw", grid, strict=True))
+        if h % merge or w % merge:
+            raise ValueError(f"grids[{index}]: (h, w) = ({h}, {w}) is not a multiple of spatial_merge_size={merge}")
+        rows, cols = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")  # (h, w)
+        blocks = (h // merge, merge, w // merge, merge)
+        rows = rows.reshape(blocks).transpose(0, 2, 1, 3).ravel()  # block row, block col, in-block row, col
+        cols = cols.reshape(blocks).transpose(0, 2, 1, 3).ravel()
+        out.append(np.tile(np.stack([rows, cols], axis=-1), (t, 1)))  # (t·h·w, 2)
+    if not out:
+        raise ValueError("grids must hold at least one (t, h, w)")
+    return np.concatenate(out, axis=0).astype(np.int64)
+
+
+def pixtral_patch_positions(height: int, width: int) -> np.ndarray:
+    """``(height·width, 2)`` row-major positions ``(h, w)`` of one Pixtral image (patches per side)."""
+    height, width = check_int("height", height, minimum=1), check_int("width", width, minimum=1)
+    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    return np.stack([rows.ravel(), cols.ravel()], axis=-1).astype(np.int64)  # (h·w, 2)
+
+
+def llama4_patch_positions(side: int) -> np.ndarray:
+    """``(side² + 1, 2)`` Llama-4 vision positions: patch (r, c) at ``(r + 1, c + 1)``, then CLS at (0, 0)."""
+    side = check_int("side", side, minimum=1)
+    patches = pixtral_patch_positions(side, side) + 1  # (side², 2), 1-based
+    return np.concatenate([patches, np.zeros((1, 2), dtype=np.int64)], axis=0)  # class token last: angle 0

@@ -1,0 +1,111 @@
+"""2-D vision RoPE against transformers' own modules: Qwen2-VL vision tower, Pixtral, Llama-4 (anchors env).
+
+* positions: refpos's patch positions against transformers' (``vision_utils.get_vision_position_ids``,
+  Pixtral's meshgrid, Llama-4's ``_compute_freqs_ci`` index rule): integers, exact;
+* assignment, exact: the module's ``recomposition_frequencies`` applied to float64 angles gives, after
+  cos/sin, refpos's tables bit for bit (Qwen2-VL, Pixtral; Llama-4's module has no such step);
+* tables: the module's float32 tables against refpos's float64 ones, atol = 3·max φ·2⁻²⁴ + 1e-6 (float32
+  ω and product p·ω, relative to the angle; then float32 cos/sin);
+* application: Qwen2-VL and Pixtral's ``rotate_half`` formula on float64 inputs, exact; Llama-4's
+  ``vision_apply_rotary_emb`` runs in complex64: atol = (3·max φ + 4)·2⁻²⁴·max|x| (the table error above
+  times |x|, plus float32 rounding of x and of the complex product).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from refpos.rope.vision import (
+    VisionRope,
+    apply_vision_rope,
+    llama4_patch_positions,
+    pixtral_patch_positions,
+    qwen_patch_positions,
+    vision_angles,
+    vision_cos_sin,
+    vision_frequencies,
+)
+
+torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
+pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")
+pytestmark = pytest.mark.anchors
+
+GRIDS = [(1, 4, 6), (2, 6, 2), (1, 2, 2)]
+
+
+def _float32_atol(angles: np.ndarray) -> float:
+    return 3 * float(np.abs(angles).max()) * 2.0**-24 + 1e-6
+
+
+def test_qwen2_vl_vision_tower():
+    from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLVisionConfig
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLVisionRotaryEmbedding, apply_rotary_pos_emb
+    from transformers.vision_utils import get_vision_position_ids
+
+    config = Qwen2VLVisionConfig(embed_dim=1280, num_heads=16)
+    rotary = Qwen2VLVisionRotaryEmbedding(config)
+    rope = VisionRope("qwen2_vl", 80, theta=config.rope_parameters["rope_theta"])
+    hf_positions = get_vision_position_ids(torch.tensor(GRIDS), 2).numpy()  # (N, 2)
+    positions = qwen_patch_positions(GRIDS, 2)
+    np.testing.assert_array_equal(positions, hf_positions)
+    _, inv_freq = vision_frequencies(rope)
+    quarter = rope.head_dim // 4
+    per_axis = positions[..., None].astype(np.float64) * inv_freq[:quarter]  # (N, 2, D/4)
+    hf_angles = rotary.recomposition_frequencies(torch.from_numpy(per_axis)).numpy()  # (N, D)
+    cos, sin = vision_cos_sin(positions, rope)
+    np.testing.assert_array_equal(cos, np.cos(hf_angles))
+    np.testing.assert_array_equal(sin, np.sin(hf_angles))
+    hf_cos, hf_sin = rotary(torch.zeros(1), torch.from_numpy(positions))
+    atol = _float32_atol(vision_angles(positions, rope))
+    np.testing.assert_allclose(hf_cos.double().numpy(), cos, rtol=0, atol=atol)
+    np.testing.assert_allclose(hf_sin.double().numpy(), sin, rtol=0, atol=atol)
+    x = np.random.default_rng(0).standard_normal((3, positions.shape[0], 80))  # (heads, N, D)
+    hf_x, _ = apply_rotary_pos_emb(torch.from_numpy(x[None]), torch.from_numpy(x[None]),
+                                   torch.from_numpy(cos[None]), torch.from_numpy(sin[None]))
+    np.testing.assert_array_equal(apply_vision_rope(x, positions, rope), hf_x[0].numpy())
+
+
+def test_pixtral():
+    from transformers.models.pixtral.configuration_pixtral import PixtralVisionConfig
+    from transformers.models.pixtral.modeling_pixtral import PixtralVisionRotaryEmbedding, apply_rotary_pos_emb
+
+    config = PixtralVisionConfig(hidden_size=1024, num_attention_heads=16, rope_parameters={"rope_theta": 10000.0})
+    rotary = PixtralVisionRotaryEmbedding(config)
+    rope = VisionRope("pixtral", 64, theta=10000.0)
+    positions = np.concatenate([pixtral_patch_positions(3, 5), pixtral_patch_positions(6, 2)])  # two images
+    _, inv_freq = vision_frequencies(rope)
+    per_axis = positions[..., None].astype(np.float64) * inv_freq  # (N, 2, D/2): HF's inv_freq_2d order
+    hf_angles = rotary.recomposition_frequencies(torch.from_numpy(per_axis)).numpy()
+    cos, sin = vision_cos_sin(positions, rope)
+    np.testing.assert_array_equal(cos, np.cos(hf_angles))
+    np.testing.assert_array_equal(sin, np.sin(hf_angles))
+    hf_cos, hf_sin = rotary(torch.zeros(1, dtype=torch.float32), torch.from_numpy(positions))
+    atol = _float32_atol(vision_angles(positions, rope))
+    np.testing.assert_allclose(hf_cos.double().numpy(), cos, rtol=0, atol=atol)
+    np.testing.assert_allclose(hf_sin.double().numpy(), sin, rtol=0, atol=atol)
+    x = np.random.default_rng(1).standard_normal((1, 2, positions.shape[0], 64))
+    hf_x, _ = apply_rotary_pos_emb(torch.from_numpy(x), torch.from_numpy(x),
+                                   torch.from_numpy(cos[None]), torch.from_numpy(sin[None]))
+    np.testing.assert_array_equal(apply_vision_rope(x, positions, rope), hf_x.numpy())
+
+
+def test_llama4_vision():
+    from transformers.models.llama4.configuration_llama4 import Llama4VisionConfig
+    from transformers.models.llama4.modeling_llama4 import Llama4VisionRotaryEmbedding, vision_apply_rotary_emb
+
+    config = Llama4VisionConfig(image_size=112, patch_size=14, hidden_size=1024, num_attention_heads=8,
+                                rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    freqs_ci = Llama4VisionRotaryEmbedding(config).freqs_ci[:, 0, :]  # (side² + 1, D/2) complex64
+    rope = VisionRope("llama4", 128, theta=10000.0)
+    positions = llama4_patch_positions(112 // 14)
+    angles = vision_angles(positions, rope)  # (N, D/2)
+    atol = _float32_atol(angles)
+    np.testing.assert_allclose(freqs_ci.real.double().numpy(), np.cos(angles), rtol=0, atol=atol)
+    np.testing.assert_allclose(freqs_ci.imag.double().numpy(), np.sin(angles), rtol=0, atol=atol)
+    np.testing.assert_array_equal(angles[-1], 0.0)  # the class token is not rotated
+    x = np.random.default_rng(2).standard_normal((2, positions.shape[0], 4, 128))  # (B, N, heads, D) as HF
+    hf_x, _ = vision_apply_rotary_emb(torch.from_numpy(x), torch.from_numpy(x), freqs_ci[:, None, :])
+    ours = np.moveaxis(apply_vision_rope(np.moveaxis(x, 2, 1), positions, rope), 1, 2)  # heads before N
+    x_atol = (3 * float(np.abs(angles).max()) + 4) * 2.0**-24 * float(np.abs(x).max())
+    np.testing.assert_allclose(hf_x.double().numpy(), ours, rtol=0, atol=x_atol)

@@ -1,0 +1,93 @@
+"""from_hf_config on M-RoPE configs (v4 rope_scaling with type mrope, v5 rope_parameters, text_config) and
+vision_rope_from_hf_config."""
+
+from __future__ import annotations
+
+import pytest
+
+from refpos.rope.hf import from_hf_config
+from refpos.rope.mrope_hf import vision_rope_from_hf_config
+from refpos.rope.vision import VisionRope
+
+QWEN2_VL_V4 = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,
+               "max_position_embeddings": 32768, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+               "vision_config": {"embed_dim": 1280, "num_heads": 16}}
+QWEN3_VL_V5 = {"model_type": "qwen3_vl",
+               "vision_config": {"model_type": "qwen3_vl", "hidden_size": 1152, "num_heads": 16},
+               "text_config": {"model_type": "qwen3_vl_text", "head_dim": 128, "hidden_size": 4096,
+                               "num_attention_heads": 32, "max_position_embeddings": 262144,
+                               "rope_parameters": {"rope_type": "default", "rope_theta": 5e6,
+                                                   "mrope_section": [24, 20, 20], "mrope_interleaved": True}}}
+
+
+def test_v4_type_mrope_is_default_with_sections():
+    rope = from_hf_config(QWEN2_VL_V4, strict=True)
+    assert (rope.rope_type, rope.mrope_section, rope.mrope_interleaved, rope.layout) == \
+        ("default", (16, 24, 24), False, "half")
+    assert rope.provenance["mrope_section"] == "config"
+    assert any("'mrope' read as 'default'" in n for n in rope.notes)
+
+
+def test_v5_rope_parameters_in_text_config():
+    rope = from_hf_config(QWEN3_VL_V5, strict=True)
+    assert (rope.theta, rope.head_dim, rope.mrope_section, rope.mrope_interleaved) == (5e6, 128, (24, 20, 20), True)
+    assert rope.provenance["mrope_interleaved"] == "config"
+
+
+def test_the_family_decides_the_assignment():
+    config = {**QWEN3_VL_V5, "text_config": {**QWEN3_VL_V5["text_config"], "rope_parameters": {
+        "rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20]}}}
+    rope = from_hf_config(config)
+    assert rope.mrope_interleaved is True and rope.provenance["mrope_interleaved"] == "default"
+    flagged = from_hf_config({**QWEN2_VL_V4, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24],
+                                                              "mrope_interleaved": True}})
+    assert flagged.mrope_interleaved is False
+    assert any("mrope_interleaved=True ignored" in n for n in flagged.notes)
+
+
+def test_module_default_sections_and_glm_layout():
+    glm = {"model_type": "glm4v", "text_config": {"model_type": "glm4v_text", "hidden_size": 4096,
+                                                  "num_attention_heads": 32, "partial_rotary_factor": 0.5,
+                                                  "rope_theta": 10000, "rope_scaling": {"type": "default"}}}
+    rope = from_hf_config(glm)
+    assert (rope.mrope_section, rope.layout, rope.rotary_dim) == ((8, 12, 12), "interleaved", 64)
+    assert rope.provenance["mrope_section"] == "default"
+    assert not any(n.startswith("partial rotary") for n in rope.notes)
+
+
+def test_scaling_beside_sections():
+    config = {**QWEN2_VL_V4, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "mrope_section": [16, 24, 24],
+                                              "original_max_position_embeddings": 32768}}
+    rope = from_hf_config(config, strict=True)
+    assert (rope.rope_type, rope.factor, rope.mrope_section) == ("yarn", 4.0, (16, 24, 24))
+
+
+def test_plain_configs_have_no_sections():
+    rope = from_hf_config({"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28})
+    assert rope.mrope_section is None and "mrope_section" not in rope.provenance
+
+
+def test_bad_sections_are_named():
+    with pytest.raises(ValueError, match="sums to 63"):
+        from_hf_config({**QWEN2_VL_V4, "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 23]}})
+
+
+@pytest.mark.parametrize(("config", "want"), [
+    (QWEN2_VL_V4, VisionRope("qwen2_vl", 80)),
+    (QWEN3_VL_V5, VisionRope("qwen2_vl", 72)),
+    ({"model_type": "mistral3", "vision_config": {"model_type": "pixtral", "hidden_size": 1024, "head_dim": 64,
+                                                  "num_attention_heads": 16, "rope_theta": 10000.0}},
+     VisionRope("pixtral", 64)),
+    ({"model_type": "llama4", "vision_config": {"model_type": "llama4_vision_model", "hidden_size": 1408,
+                                                "num_attention_heads": 16, "rope_theta": 10000}},
+     VisionRope("llama4", 88)),
+])
+def test_vision_towers(config, want):
+    assert vision_rope_from_hf_config(config) == want
+
+
+def test_vision_bad_input_is_named():
+    with pytest.raises(ValueError, match="no vision_config"):
+        vision_rope_from_hf_config({"model_type": "qwen2"})
+    with pytest.raises(ValueError, match="not modelled"):
+        vision_rope_from_hf_config({"model_type": "siglip", "vision_config": {"model_type": "siglip_vision_model"}})
