@@ -364,3 +364,26 @@ def rope_params_from_hf_config(config: dict, layer_type: str | None = None) -> d
     """The resolved RoPE of a transformers ``config.json`` dict, as an adapter-contract dict (every key set,
     factor and original_max_position_embeddings resolved as HF 5.24.0 does; rope_theta a float)."""
     return refpos.from_hf_config(config, layer_type=layer_type).to_params()
+
+
+# M-RoPE (docs/mrope.md): the rope dict may carry ``mrope_section`` [s_t, s_h, s_w] and ``mrope_interleaved``;
+# rope_cos_sin / apply_rope then take positions (3, ..., T), rows t, h, w (or (T,) for t = h = w).
+def mrope_position_ids(layout: list, family: str, spatial_merge_size: int = 2,
+                       tokens_per_second: float | None = None) -> np.ndarray:
+    """The ``(3, T)`` M-RoPE ids (rows t, h, w) of a multimodal layout, as transformers' ``get_rope_index``.
+
+    ``layout`` is a list of ``("text", n)``, ``("image", (t, h, w))`` and ``("video", (t, h, w),
+    seconds_per_grid)`` (grids in patches, before the spatial merge); ``family`` one of ``"qwen2_vl"``,
+    ``"qwen2_5_vl"``, ``"qwen3_vl"``, ``"glm4v"``.
+    """
+    from refpos.rope.mm_positions import Image, Text, Video, mm_position_ids
+
+    make = {"text": lambda n: Text(n), "image": lambda g: Image(tuple(g)),
+            "video": lambda g, s=1.0: Video(tuple(g), seconds_per_grid=s)}
+    spans = []
+    for item in layout:
+        if not isinstance(item, (list, tuple)) or not item or item[0] not in make:
+            raise ValueError(f"layout items are ('text', n), ('image', grid) or ('video', grid, seconds); got {item!r}")
+        spans.append(make[item[0]](*item[1:]))
+    return _out(mm_position_ids(spans, family=family, spatial_merge_size=spatial_merge_size,
+                                tokens_per_second=tokens_per_second, xp=get_xp()))

@@ -169,3 +169,19 @@ def test_one_vector_takes_one_token():
         apply_rope(x, [[1, 2], [2, 3], [3, 4]], rope)
     with pytest.raises(ValueError, match=r"give \(3,\) for one token"):
         rope_rotation_matrix(4, rope)
+
+
+def test_fast_form_is_bit_identical_to_the_readable_form(monkeypatch):
+    """NumPy's fast rotation consumes the readable form's tables: M-RoPE keeps its bits there too."""
+    from refpos.rope import core
+
+    rope = RopeConfig(head_dim=128, theta=5e6, mrope_section=(24, 20, 20), mrope_interleaved=True)
+    rng = np.random.default_rng(4)
+    positions = rng.integers(0, 5000, size=(3, 2, 40))  # (3, B, T)
+    for dtype in (np.float64, np.float32):
+        x = rng.standard_normal((2, 4, 40, 128)).astype(dtype)  # (B, H, T, D)
+        fast = apply_rope(x, positions, rope)
+        monkeypatch.setattr(core, "_rotation_for", lambda x: core._rotate_span)
+        readable = apply_rope(x, positions, rope)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(fast, readable)

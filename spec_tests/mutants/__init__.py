@@ -25,6 +25,7 @@ class Mutant(NamedTuple):
 ATTENTION = "spec_tests/test_attention.py"
 ROPE_VECTORS = "spec_tests/test_rope_vectors.py"
 ROPE_PROPERTIES = "spec_tests/test_rope_properties.py"
+MROPE = "spec_tests/test_mrope.py"
 
 CATALOGUE: dict[str, Mutant] = {
     "softmax_no_max": Mutant("softmax without the max subtraction: exp overflows to NaN for logits >= 710",
@@ -59,4 +60,12 @@ CATALOGUE: dict[str, Mutant] = {
                               "docs/relative.md#shaw", ("spec_tests/test_relative.py",)),
     "xpos_key_not_divided": Mutant("xPos key scaled by zeta^(+n/gamma) instead of zeta^(-n/gamma)",
                                    "docs/other-encodings.md#xpos", ("spec_tests/test_beyond_anchors.py",)),
+    "mrope_1d_positions": Mutant("M-RoPE reads the temporal position for every pair (1-D positions)",
+                                 "docs/mrope.md#mistakes", (MROPE,)),
+    "mrope_sections_reversed": Mutant("M-RoPE sections read in reverse order (w, h, t)",
+                                      "docs/mrope.md#mistakes", (MROPE,)),
+    "mrope_interleave_ignored": Mutant("M-RoPE interleaved assignment ignored (contiguous bands)",
+                                       "docs/mrope.md#mistakes", (MROPE,)),
+    "mrope_temporal_spacing_ignored": Mutant("Qwen2.5-VL video temporal spacing ignored (Δ = 1)",
+                                             "docs/mrope.md#mistakes", (MROPE,)),
 }

@@ -1,0 +1,16 @@
+"""Mutant: the temporal spacing of Qwen2.5-VL videos ignored — temporal ids 0, 1, 2, … instead of
+``⌊i·tokens_per_second·seconds_per_grid⌋`` (docs/mrope.md#mistakes).
+
+Images and the other families are unchanged. Caught by the position-id tests of spec_tests/test_mrope.py.
+"""
+
+from __future__ import annotations
+
+from spec_tests.mutants._base import inherit_patched, module
+
+_ids = module("refpos.rope.mm_positions")
+_vision_ids = _ids._vision_ids
+
+globals().update(inherit_patched(__name__, "Qwen2.5-VL video temporal spacing ignored (Δ = 1)",
+                                 (_ids, "_vision_ids", lambda start, grid, merge, spacing:
+                                  _vision_ids(start, grid, merge, 1.0))))

@@ -1,0 +1,188 @@
+"""Spec: multi-axis RoPE (M-RoPE, docs/mrope.md) and the multimodal position ids of vision-language models.
+
+The contract: a rope dict with ``mrope_section`` ``[s_t, s_h, s_w]`` (and ``mrope_interleaved``) makes
+``rope_cos_sin`` / ``apply_rope`` take positions ``(3, ..., T)``, rows t, h, w; pair ``j`` is rotated by
+``φ_j = p_{a(j)}·ω_j`` with the assignment ``a`` of docs/mrope.md#the-math. ``mrope_position_ids(layout,
+family)`` gives the ``(3, T)`` ids of a layout (docs/mrope.md#position-ids-of-a-multimodal-sequence).
+
+Properties: equal axes reduce to 1-D RoPE; the logit depends only on the shift of each axis; moving one
+axis changes exactly its pairs (the sections partition the frequencies, in the documented order and
+assignment). Tolerances: the phase rule of ``support.assert_close`` (angle error ∝ p·max ω), scaled by
+|q|·|k| for logits; position ids are integers (exact); "a pair is unchanged" means bit for bit (the same
+angle in, the same value out).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rope_support import seeded
+from support import assert_close, require
+
+POSITIONS = st.integers(0, 5000)
+
+
+@st.composite
+def mrope_dicts(draw):
+    """A valid M-RoPE dict: 3 ≤ m ≤ 24 pairs split into three non-empty sections, either assignment."""
+    m = draw(st.integers(3, 24))
+    s_h = draw(st.integers(1, m - 2))
+    s_w = draw(st.integers(1, m - 1 - s_h))
+    sections = [m - s_h - s_w, s_h, s_w]
+    fits = 3 * s_h <= m + 1 and 3 * s_w <= m  # the round-robin gives every section all its pairs
+    interleaved = fits and draw(st.booleans())
+    return {"rope_type": "default", "rope_theta": draw(st.sampled_from([1e4, 1e6])), "head_dim": 2 * m,
+            "layout": draw(st.sampled_from(["half", "interleaved"])), "mrope_section": sections,
+            "mrope_interleaved": interleaved}
+
+
+def expected_axes(sections, interleaved):
+    """a(j) by docs/mrope.md#the-math: contiguous bands, or round-robin h at j ≡ 1, w at j ≡ 2 (mod 3)."""
+    s_t, s_h, s_w = sections
+    if not interleaved:
+        return [0] * s_t + [1] * s_h + [2] * s_w
+    return [j % 3 if j % 3 and j < 3 * sections[j % 3] else 0 for j in range(s_t + s_h + s_w)]
+
+
+def _plain(rope):
+    return {k: v for k, v in rope.items() if k not in ("mrope_section", "mrope_interleaved")}
+
+
+def _pairs(table, rope):
+    """Per-pair values of a table (..., 2m) in the layout's channel order."""
+    m = rope["head_dim"] // 2
+    return table[..., :m] if rope["layout"] == "half" else table[..., 0::2]
+
+
+@given(mrope_dicts(), st.lists(POSITIONS, min_size=1, max_size=6))
+def test_equal_axes_are_one_dimensional_rope(impl, rope, positions):
+    cos_sin, frequencies = require(impl, "rope_cos_sin", "rope_frequencies")
+    p = np.array(positions)
+    inv, _ = frequencies(_plain(rope))
+    want = cos_sin(p, _plain(rope))
+    for got in (cos_sin(np.stack([p] * 3), rope), cos_sin(p, rope)):
+        for g, w in zip(got, want, strict=True):
+            assert_close(g, w, impl, "phase", positions=p, inv_freq=inv, what="M-RoPE with t = h = w")
+
+
+@given(mrope_dicts(), st.lists(POSITIONS, min_size=6, max_size=6), st.lists(st.integers(0, 3000), min_size=3,
+       max_size=3), st.data())
+def test_logit_depends_only_on_the_shift_of_each_axis(impl, rope, six, shift, data):
+    apply, frequencies = require(impl, "apply_rope", "rope_frequencies")
+    x = seeded(data.draw, (2, rope["head_dim"]))
+    q, k = x[:1], x[1:]
+    pq, pk, delta = np.array(six[:3])[:, None], np.array(six[3:])[:, None], np.array(shift)[:, None]
+
+    def logit(a, b):
+        return float((apply(q, a, rope) @ apply(k, b, rope).T)[0, 0])
+
+    inv, _ = frequencies(_plain(rope))
+    top = int(max(pq.max(), pk.max()) + delta.max())
+    assert_close(np.array([logit(pq + delta, pk + delta)]), np.array([logit(pq, pk)]), impl, "phase",
+                 positions=np.array([2 * top]), inv_freq=inv, magnitude=np.linalg.norm(q) * np.linalg.norm(k),
+                 what="logit after shifting every axis of q and k alike")
+
+
+@given(mrope_dicts(), st.lists(POSITIONS, min_size=3, max_size=3), st.integers(1, 100))
+def test_each_axis_moves_exactly_its_pairs(impl, rope, base, step):
+    """Moving axis a alone changes the pairs a(j) = a and no other: the sections partition the pairs, in
+    the order t, h, w and the documented assignment."""
+    cos_sin = require(impl, "rope_cos_sin")
+    start = np.array(base)[:, None]  # (3, T=1)
+    _, sin0 = cos_sin(start, rope)
+    axes = expected_axes(rope["mrope_section"], rope["mrope_interleaved"])
+    for axis in range(3):
+        moved = start.copy()
+        moved[axis] += step
+        _, sin1 = cos_sin(moved, rope)
+        changed = [j for j, (a, b) in enumerate(zip(_pairs(sin0, rope)[0], _pairs(sin1, rope)[0], strict=True))
+                   if a != b]
+        want = [j for j, a in enumerate(axes) if a == axis]
+        assert changed == want, (f"moving axis {'thw'[axis]} changed pairs {changed}, expected {want} "
+                                 f"(sections {rope['mrope_section']}, interleaved {rope['mrope_interleaved']})")
+
+
+def test_image_tokens_rotate_by_all_three_axes(impl):
+    """Vectors: a 2 × 3 image grid after two text tokens (Qwen2-VL sections scaled down), φ_j = p_{a(j)} ω_j."""
+    cos_sin, frequencies = require(impl, "rope_cos_sin", "rope_frequencies")
+    rope = {"rope_type": "default", "rope_theta": 1e6, "head_dim": 16, "layout": "half",
+            "mrope_section": [2, 3, 3], "mrope_interleaved": False}
+    positions = np.array([[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]])
+    inv, a = frequencies(_plain(rope))
+    angles = positions[expected_axes([2, 3, 3], False)].T * inv  # (T, m)
+    cos, sin = cos_sin(positions, rope)
+    assert_close(cos, a * np.cos(np.concatenate([angles, angles], axis=-1)), impl, "phase",
+                 positions=positions.max(axis=0), inv_freq=inv, what="cos of image tokens")
+    assert_close(sin, a * np.sin(np.concatenate([angles, angles], axis=-1)), impl, "phase",
+                 positions=positions.max(axis=0), inv_freq=inv, what="sin of image tokens")
+
+
+# ------------------------------------------------------------------------------- position ids
+def expected_ids(layout, family, merge, tokens_per_second):
+    """docs/mrope.md#position-ids-of-a-multimodal-sequence, one token at a time."""
+    rows, start = [], 0
+    for item in layout:
+        if item[0] == "text":
+            rows += [(start + i,) * 3 for i in range(item[1])]
+            start += item[1]
+            continue
+        g_t, g_h, g_w = item[1]
+        spacing = tokens_per_second * item[2] if item[0] == "video" and family == "qwen2_5_vl" else 1.0
+        frames = [1] * g_t if item[0] == "video" and family in ("qwen3_vl", "glm4v") else [g_t]
+        for frames_t in frames:
+            for i_t in range(frames_t):
+                for i_h in range(g_h // merge):
+                    for i_w in range(g_w // merge):
+                        rows.append((start + math.floor(i_t * spacing), start + i_h, start + i_w))
+            start += max(g_h, g_w) // merge
+    return np.array(rows).T
+
+
+@st.composite
+def layouts(draw):
+    items = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["text", "image", "video"]))
+        if kind == "text":
+            items.append(("text", draw(st.integers(1, 4))))
+            continue
+        grid = (draw(st.integers(1, 4)) if kind == "video" else 1, 2 * draw(st.integers(1, 3)),
+                2 * draw(st.integers(1, 3)))
+        items.append((kind, grid) if kind == "image" else (kind, grid, draw(st.sampled_from([0.5, 1.0, 1.5, 2.0]))))
+    return items
+
+
+@given(layouts(), st.sampled_from(["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "glm4v"]))
+def test_position_ids_follow_the_layout_rule(impl, layout, family):
+    ids = require(impl, "mrope_position_ids")
+    tps = 2.0 if family == "qwen2_5_vl" else None
+    got = ids(layout, family, 2, tps)
+    np.testing.assert_array_equal(got, expected_ids(layout, family, 2, tps or 1.0))
+
+
+def test_video_temporal_spacing(impl):
+    """Qwen2.5-VL: temporal patches 1.5 s apart at 2 tokens per second are 3 position ids apart."""
+    ids = require(impl, "mrope_position_ids")
+    got = ids([("text", 2), ("video", (3, 2, 2), 1.5), ("text", 1)], "qwen2_5_vl", 2, 2.0)
+    np.testing.assert_array_equal(got[0], [0, 1, 2, 5, 8, 3])
+    np.testing.assert_array_equal(got[1:], [[0, 1, 2, 2, 2, 3]] * 2)
+
+
+# ------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(("sections", "positions"), [([3, 3, 3], np.zeros((3, 2), dtype=np.int64)),
+                                                     ([2, 3, 3], np.zeros((2, 4), dtype=np.int64))])
+def test_bad_sections_and_leading_axes_are_errors(impl, sections, positions):
+    cos_sin = require(impl, "rope_cos_sin")
+    rope = {"rope_type": "default", "rope_theta": 1e4, "head_dim": 16, "mrope_section": sections}
+    with pytest.raises(ValueError):
+        cos_sin(positions, rope)
+
+
+def test_negative_grid_sizes_are_errors(impl):
+    ids = require(impl, "mrope_position_ids")
+    with pytest.raises(ValueError):
+        ids([("text", 2), ("image", (1, -2, 4))], "qwen2_vl", 2, None)
