@@ -137,12 +137,10 @@ class RopeConfig:
         longrope: explicit attention factors for ``L <= L_0`` and ``L > L_0`` (Phi-3.5-MoE); give both or
         neither. They replace ``attention_factor``.
     mrope_section : sequence of 3 int, optional
-        Multi-axis RoPE (M-RoPE, :mod:`refpos.rope.mrope`): how many frequency pairs read the temporal,
-        height and width position, ``(s_t, s_h, s_w)`` with ``s_t + s_h + s_w = n_pairs``. ``None``: 1-D
-        RoPE. Goes with every ``rope_type`` (the frequencies are computed first, then assigned to axes).
+        M-RoPE (:mod:`refpos.rope.mrope`, any ``rope_type``): pairs reading the t, h, w positions,
+        ``s_t + s_h + s_w = n_pairs``. ``None``: 1-D RoPE.
     mrope_interleaved : bool
-        M-RoPE assignment: ``False`` contiguous bands ``[t…t h…h w…w]`` (Qwen2-VL, Qwen2.5-VL, GLM-4.1V),
-        ``True`` round-robin ``t h w t h w …`` (Qwen3-VL). Requires ``mrope_section``.
+        M-RoPE assignment: contiguous bands (Qwen2-VL, GLM-4.1V) or round-robin ``t h w …`` (Qwen3-VL).
     """
 
     rope_type: str = "default"
@@ -209,7 +207,7 @@ class RopeConfig:
         for name in ("truncate", "softmax_mscale", "mrope_interleaved"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
-        self._check_mrope()
+        self._set("mrope_section", check_sections(self.mrope_section, self.n_pairs, self.mrope_interleaved))
         self._set("provenance", MappingProxyType(dict(self.provenance)))
         self._set("not_modelled", MappingProxyType(dict(self.not_modelled)))
         self._set("unused_keys", tuple(self.unused_keys))
@@ -344,13 +342,6 @@ class RopeConfig:
                              f"ntk_rule={self.ntk_rule!r}, mixed_b={self.mixed_b!r}")
         if self.mixed_b is not None:
             self._set("mixed_b", check_float("mixed_b", self.mixed_b, positive=True))
-
-    def _check_mrope(self) -> None:
-        if self.mrope_section is None:
-            if self.mrope_interleaved:
-                raise ValueError("mrope_interleaved=True needs mrope_section (pairs per axis t, h, w)")
-            return
-        self._set("mrope_section", check_sections(self.mrope_section, self.n_pairs, self.mrope_interleaved))
 
     # --------------------------------------------------------------------------------- derived
     @property

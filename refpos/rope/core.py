@@ -48,7 +48,7 @@ from refpos.rope.config import RopeConfig
 from refpos.rope.fast import is_fast_input, rotate_span
 from refpos.rope.fast_gpu import is_fast_gpu_input
 from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
-from refpos.rope.mrope import axis_positions, mrope_angles
+from refpos.rope.mrope import mrope_angles, mrope_cos_sin, rope_positions, token_positions
 from refpos.rope.scaling import _check_rope, _check_seq_len, rope_frequencies
 from refpos.validation import as_positions, check_choice, check_int, float64_array
 
@@ -81,33 +81,11 @@ def _pair_cos_sin(positions: Array, inv_freq: Array, factor: float) -> tuple[Arr
     return factor * xp.cos(angles), factor * xp.sin(angles)
 
 
-def _mrope_pair_cos_sin(positions: Array, inv_freq: Array, factor: float, rope: RopeConfig) -> tuple[Array, Array]:
-    r"""M-RoPE's ``A·cos φ``, ``A·sin φ`` per pair, ``(..., T, n_pairs)``, :math:`\varphi = p_{a(j)}\,\omega_j`.
-
-    ``positions`` are ``(3, ..., T)`` (:func:`refpos.rope.mrope.mrope_angles`).
-    """
-    xp = array_namespace(inv_freq)
-    angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_interleaved)
-    return factor * xp.cos(angles), factor * xp.sin(angles)
-
-
 def _cos_sin(positions: Array, inv_freq: Array, factor: float, rope: RopeConfig) -> tuple[Array, Array]:
-    """The per-pair tables of 1-D RoPE or, when ``rope`` has sections, of M-RoPE."""
+    """The per-pair tables of 1-D RoPE or, with sections, of M-RoPE (:func:`refpos.rope.mrope.mrope_cos_sin`)."""
     if rope.mrope_section is not None:
-        return _mrope_pair_cos_sin(positions, inv_freq, factor, rope)
+        return mrope_cos_sin(positions, inv_freq, factor, rope.mrope_section, interleaved=rope.mrope_interleaved)
     return _pair_cos_sin(positions, inv_freq, factor)
-
-
-def _as_positions(positions: Any, rope: RopeConfig, xp: ModuleType | None) -> Array:
-    """Validated int64 positions: ``(..., T)``, or ``(3, ..., T)`` when ``rope`` has M-RoPE sections."""
-    if rope.mrope_section is not None:
-        return axis_positions(positions, xp=xp)
-    return as_positions(positions, xp=xp)
-
-
-def _tokens(positions: Array, rope: RopeConfig) -> Array:
-    """The per-token part of the positions: ``(..., T)`` (M-RoPE: the t row, same shape as each row)."""
-    return positions[0, ...] if rope.mrope_section is not None else positions
 
 
 def rope_cos_sin(
@@ -143,7 +121,7 @@ def rope_cos_sin(
         ``y_rot = x ⊙ cos + rh(x) ⊙ sin``.
     """
     rope = _check_rope(rope)
-    positions = _as_positions(positions, rope, xp)
+    positions = rope_positions(positions, rope.mrope_section, xp=xp)
     xp = array_namespace(positions)
     inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
     cos, sin = _cos_sin(positions, inv_freq, factor, rope)  # (..., T, m)
@@ -163,10 +141,10 @@ def _prepare(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, 
     if x.ndim < 1 or x.shape[-1] != rope.head_dim:
         raise ValueError(f"x must have head_dim={rope.head_dim} channels on its last axis, got shape "
                          f"{tuple(x.shape)}")
-    positions = _as_positions(positions, rope, xp)
+    positions = rope_positions(positions, rope.mrope_section, xp=xp)
     single = x.ndim == 1
     if single:
-        if math.prod(_tokens(positions, rope).shape) != 1:
+        if math.prod(token_positions(positions, rope.mrope_section).shape) != 1:
             raise ValueError(f"x of shape {tuple(x.shape)} is one vector: give one position, got shape "
                              f"{tuple(positions.shape)}")
         x = x[None, :]  # (T=1, D)
@@ -191,16 +169,10 @@ def _align_positions(positions: Array, x: Array, rope: RopeConfig) -> Array:
 
     M-RoPE positions ``(3, B, T)`` become ``(3, B, 1, T)`` likewise (the axis row stays in front).
     """
-    token_ndim = _tokens(positions, rope).ndim
+    token_ndim = token_positions(positions, rope.mrope_section).ndim
     if token_ndim >= 2 and x.ndim == token_ndim + 2:
         return array_namespace(positions).expand_dims(positions, axis=-2)
     return positions
-
-
-def _out_shape(x: Array, positions: Array, rope: RopeConfig) -> tuple[int, ...]:
-    """The broadcast shape of ``x`` and the per-token positions (``x.shape`` but for broadcast axes)."""
-    xp = array_namespace(x)
-    return (*xp.broadcast_shapes(x.shape[:-1], _tokens(positions, rope).shape), x.shape[-1])
 
 
 def apply_rope(
@@ -242,7 +214,8 @@ def apply_rope(
     xp = array_namespace(x)
     inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
     positions = _align_positions(positions, x, rope)
-    out = xp.empty(_out_shape(x, positions, rope), dtype=x.dtype)
+    tokens = token_positions(positions, rope.mrope_section).shape  # (..., T): M-RoPE's rows share it
+    out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], tokens), x.shape[-1]), dtype=x.dtype)
     start, stop = _span_bounds(rope)
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
@@ -266,7 +239,7 @@ def _rotation_for(x: Array) -> Any:
 
 def _cast_tables(positions: Array, inv_freq: Array, factor: float, dtype: Any, rope: RopeConfig,
                  rows: slice) -> tuple[Array, Array]:
-    """The tables of one block of rows, :func:`_pair_cos_sin` (M-RoPE: :func:`_mrope_pair_cos_sin`) cast to
+    """The tables of one block of rows, :func:`_cos_sin` cast to
     x's dtype: ``(..., rows, m)`` each. M-RoPE positions ``(3, ..., T)`` are sliced on their T axis too."""
     xp = array_namespace(inv_freq)
     cos, sin = _cos_sin(positions[..., rows], inv_freq, factor, rope)  # angles in float64

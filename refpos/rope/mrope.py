@@ -66,18 +66,23 @@ Array = Any
 AXES = ("t", "h", "w")
 
 
-def check_sections(sections: Any, n_pairs: int, interleaved: bool) -> tuple[int, int, int]:
-    """Validate ``mrope_section`` against the pair count ``m``; the sections as a tuple of 3 ints.
+def check_sections(sections: Any, n_pairs: int, interleaved: bool) -> tuple[int, int, int] | None:
+    """Validate ``mrope_section`` against the pair count ``m``; the sections as a tuple of 3 ints (``None``:
+    1-D RoPE, where ``interleaved`` must be False).
 
     Raises
     ------
     TypeError
         ``sections`` is not a sequence of ints.
     ValueError
-        Not 3 entries, a negative entry, a sum other than ``n_pairs``, or (interleaved) an ``h`` or ``w``
-        section too long for the round-robin (``3·s_h ≤ m + 1`` and ``3·s_w ≤ m`` are needed for every
-        section to get all its pairs).
+        ``interleaved`` without sections, not 3 entries, a negative entry, a sum other than ``n_pairs``,
+        or (interleaved) an ``h`` or ``w`` section too long for the round-robin (``3·s_h ≤ m + 1`` and
+        ``3·s_w ≤ m`` are needed for every section to get all its pairs).
     """
+    if sections is None:
+        if interleaved:
+            raise ValueError("mrope_interleaved=True needs mrope_section (pairs per axis t, h, w)")
+        return None
     if isinstance(sections, (str, bytes)) or not isinstance(sections, Sequence):
         raise TypeError(f"mrope_section must be a list of 3 ints (pairs for t, h, w), got {type(sections).__name__}")
     if len(sections) != len(AXES):
@@ -135,6 +140,24 @@ def axis_positions(positions: Any, *, xp: Any = None) -> Array:
     raise ValueError(f"positions for M-RoPE (mrope_section set) must have shape (T,) (text: t = h = w) or "
                      f"(3, ..., T) with rows t, h, w; got shape {tuple(positions.shape)} (leading axis "
                      f"{positions.shape[0] if positions.ndim else 'none'}, not 3)")
+
+
+def rope_positions(positions: Any, sections: Sequence[int] | None, *, xp: Any = None) -> Array:
+    """Validated int64 positions of a RoPE: ``(..., T)``, or ``(3, ..., T)`` (:func:`axis_positions`) with sections."""
+    return as_positions(positions, xp=xp) if sections is None else axis_positions(positions, xp=xp)
+
+
+def token_positions(positions: Array, sections: Sequence[int] | None) -> Array:
+    """The per-token part of validated positions, ``(..., T)``: M-RoPE's t row (every row has its shape)."""
+    return positions if sections is None else positions[0, ...]
+
+
+def mrope_cos_sin(positions: Array, inv_freq: Array, factor: float, sections: Sequence[int], *,
+                  interleaved: bool) -> tuple[Array, Array]:
+    r"""``A·cos φ`` and ``A·sin φ`` per pair, ``(..., T, m)``, :math:`\varphi_j = p_{a(j)}\,\omega_j`."""
+    xp = array_namespace(inv_freq)
+    angles = mrope_angles(positions, inv_freq, sections, interleaved=interleaved)
+    return factor * xp.cos(angles), factor * xp.sin(angles)
 
 
 def mrope_angles(positions: Array, inv_freq: Array, sections: Sequence[int], *, interleaved: bool) -> Array:

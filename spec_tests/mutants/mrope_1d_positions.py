@@ -19,4 +19,5 @@ def _temporal_only(positions, inv_freq, sections, *, interleaved):
 
 
 globals().update(inherit_patched(__name__, "M-RoPE reads the temporal position for every pair (1-D positions)",
-                                 (_core, "mrope_angles", _temporal_only)))
+                                 (_core, "mrope_angles", _temporal_only),  # apply_rope_complex
+                                 (_mrope, "mrope_angles", _temporal_only)))  # the tables of every other path
