@@ -9,7 +9,9 @@ modules of each family):
 2. ``mrope_section`` comes from the rope dict (v4 ``rope_scaling`` or v5 ``rope_parameters``, at the top
    level or in ``text_config``); absent, a known family's module default applies (table below).
 3. The assignment is the model class's, not the key's: Qwen3-VL's module interleaves whatever
-   ``mrope_interleaved`` says, Qwen2-VL's never does. For a family not in the table the key decides.
+   ``mrope_interleaved`` says, Qwen2-VL's never does. A family not in the table (ERNIE-4.5-VL, whose
+   assignment is another scheme, Qwen3.5, HunYuan-VL, …) is not modelled: its M-RoPE keys stay unused and
+   the resolution reports them as not modelled.
 4. Layout: GLM-4.1V rotates adjacent channel pairs (``interleaved``), the others half-split.
 
 =================  ======================  ===========  ===========
@@ -77,14 +79,12 @@ def resolve_mrope(resolver: Any, parent_model_type: Any = None) -> None:
     family = family_of(resolver.model_type) or family_of(parent_model_type)
     if family is not None and family not in MROPE_FAMILIES:
         family = None  # a vision-only family (pixtral, llama4): its text RoPE is 1-D
+    if family is None:  # not modelled: the mrope keys stay unused and are reported so (refpos.rope.position_keys)
+        return
     rope = resolver.rope
     in_dict = rope.get("mrope_section") is not None
-    if not in_dict and family is None:
-        if rope.get("mrope_interleaved") is not None:
-            resolver.from_rope("mrope_interleaved")
-            resolver.notes.append("mrope_interleaved without mrope_section: ignored (1-D RoPE)")
-        return
-    default_sections, family_interleaved, layout = MROPE_FAMILIES.get(family, (None, None, None))
+    default_sections, family_interleaved, layout = MROPE_FAMILIES[family]
+    resolver.code_gaps[:] = [gap for gap in resolver.code_gaps if "multi-axis positions (M-RoPE)" not in gap]
     if in_dict:
         resolver.set("mrope_section", tuple(resolver.from_rope("mrope_section")), "config")
     else:
@@ -93,11 +93,6 @@ def resolve_mrope(resolver: Any, parent_model_type: Any = None) -> None:
     key = resolver.from_rope("mrope_interleaved") if rope.get("mrope_interleaved") is not None else None
     if key is not None and not isinstance(key, bool):
         raise TypeError(f"mrope_interleaved must be a bool, got {type(key).__name__}")
-    if family is None:
-        resolver.set("mrope_interleaved", bool(key), "config" if key is not None else "default")
-        resolver.notes.append(f"M-RoPE for model_type {resolver.model_type!r}: not a known family, assignment "
-                              "from the mrope_interleaved key (contiguous when absent)")
-        return
     if key is not None and key != family_interleaved:
         resolver.notes.append(f"mrope_interleaved={key} ignored: transformers' {family} module always uses the "
                               f"{'interleaved' if family_interleaved else 'contiguous'} assignment")
