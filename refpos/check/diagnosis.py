@@ -8,7 +8,8 @@ with its evidence. Catalogue (ids; docs/diagnosis.md has cause, signature and a 
 ``wrong_theta``, ``unscaled_frequencies``, ``double_scaled_frequencies``, ``missing_attention_factor``,
 ``squared_attention_factor``, ``attention_factor_mismatch``, ``longrope_factor_swap``,
 ``partial_rotary_placement``; ``error_profile`` (always, when the candidate fails) describes where and
-how the error grows.
+how the error grows; ``closest_mistake`` (when none matches) names the mutant that came closest and its
+ratio to the tolerance.
 
 Everything here works on NumPy arrays (``refpos check`` reads ``.npy`` files); the reference values come
 from :func:`refpos.apply_rope` on the NumPy backend.
@@ -72,6 +73,9 @@ class RopeProblem:
     reference: np.ndarray
     magnitude: np.ndarray  # per element: A·‖pair‖ on rotated channels, |x| elsewhere
     channels: tuple[list[int], list[int], list[int], list[int]]
+    token_index: np.ndarray  # the T-axis index of every row (positions ignored: 0 … T−1)
+    min_position: int  # over every row of the check, not only these
+    max_position: int
 
     def atol(self, dtype: str | None = None) -> np.ndarray:
         return np.asarray(tol.rope_tolerance(dtype or self.dtype, self.positions, self.inv_freq,
@@ -87,8 +91,29 @@ class RopeProblem:
         return np.asarray(to_numpy(y))
 
 
-def rope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int | None, dtype: str) -> RopeProblem:
-    """Resolve the reference of ``apply_rope(x, positions, rope, seq_len)`` and its tolerance for ``dtype``."""
+def pair_magnitude(x: np.ndarray, channels: tuple[Any, Any, Any, Any], factor: float) -> np.ndarray:
+    """Per element: ``A·‖pair‖`` on the channels a pair is written to, ``|x|`` on the others (the size the
+    tolerance scales with). ``channels``: ``(u_in, v_in, u_out, v_out)``, index lists or slices."""
+    u_in, v_in, u_out, v_out = channels
+    magnitude = np.abs(np.asarray(x, dtype=np.float64))
+    pair = np.square(x[..., u_in])  # (..., T, m)
+    pair += np.square(x[..., v_in])
+    np.sqrt(pair, out=pair)
+    pair *= factor  # A·‖pair‖
+    magnitude[..., u_out] = pair
+    magnitude[..., v_out] = pair
+    return magnitude
+
+
+def rope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int | None, dtype: str, *,
+                 token_index: np.ndarray | None = None, min_position: int | None = None,
+                 max_position: int | None = None) -> RopeProblem:
+    """Resolve the reference of ``apply_rope(x, positions, rope, seq_len)`` and its tolerance for ``dtype``.
+
+    ``x`` may be a sample of the rows of a larger check (``refpos check`` diagnoses on a sample): then
+    ``token_index`` gives each row's T-axis index and ``min_position``/``max_position`` the range of
+    all the positions (default: these rows are all of them).
+    """
     import refpos
     from refpos.rope.core import pair_channels as rope_channels
 
@@ -98,12 +123,13 @@ def rope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int |
     inv_freq = np.asarray(to_numpy(inv_freq))
     reference = np.asarray(to_numpy(refpos.apply_rope(x, positions, rope, seq_len=length)))
     channels = rope_channels(rope)
-    u_in, v_in, u_out, v_out = channels
-    magnitude = np.abs(np.asarray(x, dtype=np.float64)).copy()
-    pair = float(factor) * np.hypot(x[..., u_in], x[..., v_in])  # (..., T, m)
-    magnitude[..., u_out] = pair
-    magnitude[..., v_out] = pair
-    return RopeProblem(x, positions, rope, length, dtype, inv_freq, float(factor), reference, magnitude, channels)
+    magnitude = pair_magnitude(x, channels, float(factor))
+    if token_index is None:
+        token_index = np.broadcast_to(np.arange(x.shape[-2]), positions.shape)
+    low = int(positions.min()) if min_position is None and positions.size else (min_position or 0)
+    high = int(positions.max()) if max_position is None and positions.size else (max_position or 0)
+    return RopeProblem(x, positions, rope, length, dtype, inv_freq, float(factor), reference, magnitude, channels,
+                       np.broadcast_to(token_index, positions.shape), low, high)
 
 
 def _fit(candidate: np.ndarray, mutant: np.ndarray, atol: np.ndarray) -> tuple[bool, float, float]:
@@ -112,10 +138,16 @@ def _fit(candidate: np.ndarray, mutant: np.ndarray, atol: np.ndarray) -> tuple[b
     return result.ok, result.max_abs_error, result.max_ratio
 
 
-def _mutants(pb: RopeProblem) -> list[tuple[str, str, Callable[[], np.ndarray]]]:
-    """(id, evidence template, builder) of every applicable mutant of the catalogue."""
+def _mutants(pb: RopeProblem) -> list[tuple[Any, ...]]:
+    """``(id, evidence, builder[, rows, channels])`` of every applicable mutant of the catalogue.
+
+    ``rows``: where the mutant exists (a bool mask of the rows; ``None``: everywhere), e.g. positions
+    ``p − 3`` only from ``p = 3`` on; ``channels``: the mutant's own pairs, when they are not the
+    reference's (its tolerance scales with its own pairs' sizes).
+    """
     import refpos
     from refpos.rope.config import LAYOUTS, rope_config_from_params
+    from refpos.rope.core import pair_channels as rope_channels
     from refpos.rope.scaling import base_inv_freq
 
     rope, out = pb.rope, []
@@ -125,18 +157,21 @@ def _mutants(pb: RopeProblem) -> list[tuple[str, str, Callable[[], np.ndarray]]]
             out.append(("layout_swap", f"equals the reference computed with the {layout!r} layout instead of "
                         f"{rope.layout!r} (the channel permutation P of docs/conventions.md#pair-layouts; exact at "
                         "position 0)",
-                        lambda o=other: pb.apply(o)))
+                        lambda o=other: pb.apply(o), None, rope_channels(other)))
     for delta in (d for d in range(-8, 9) if d):
-        if int(pb.positions.min()) + delta >= 0:
-            out.append(("position_offset", f"equals the reference at positions p {delta:+d} (rotated q/k shifted; "
-                        "logits hide it unless q and k offsets differ)",
-                        lambda d=delta: pb.apply(positions=pb.positions + d)))
-    first = int(pb.positions.min())
+        exists = pb.positions + delta >= 0  # the shifted reference exists from p = −δ on
+        if exists.any():
+            where = "" if exists.all() else f", compared from position {-delta} on"
+            out.append(("position_offset", f"equals the reference at positions p {delta:+d}{where} (rotated q/k "
+                        "shifted; logits hide it unless q and k offsets differ)",
+                        lambda d=delta: pb.apply(positions=np.maximum(pb.positions + d, 0)),
+                        None if exists.all() else exists))
+    first = pb.min_position
     if first > 0:
         out.append(("position_offset", f"equals the reference at positions p − {first}: the offset was dropped "
                     "(positions restarted at 0, e.g. a decode step without its cache offset)",
                     lambda: pb.apply(positions=pb.positions - first)))
-    token_index = np.broadcast_to(np.arange(pb.x.shape[-2]), pb.positions.shape)
+    token_index = pb.token_index
     if not np.array_equal(token_index, pb.positions):
         out.append(("position_offset", "equals the reference at the token indices 0 … T−1 instead of the given "
                     "positions (position ids ignored: left padding, cache offset)",
@@ -146,7 +181,7 @@ def _mutants(pb: RopeProblem) -> list[tuple[str, str, Callable[[], np.ndarray]]]
                     "model.to(dtype) or inv_freq.to(x.dtype)): O(1) phase errors by p ≈ 1000",
                     lambda lo=low: pb.apply(frequencies=(round_to(pb.inv_freq, lo), pb.factor))))
         rounded = round_to(pb.positions, low)
-        if int(pb.positions.max()) > 256 and np.all(np.isfinite(rounded)):
+        if pb.max_position > 256 and np.all(np.isfinite(rounded)):
             out.append(("bf16_angles", f"equals the reference with positions rounded to {name} (positions cast to "
                         "the activation dtype: 257 → 256, 2049 → 2048)",
                         lambda r=rounded: pb.apply(positions=r.astype(np.int64))))
@@ -220,8 +255,15 @@ def _partial_mutants(pb: RopeProblem, refpos: Any) -> list[tuple[str, str, Calla
     return out
 
 
+#: the frequency probe's fit by the candidate's dtype: (smallest ω used, largest log-space residual). A
+#: float32 rotation by ω at p = 1 is resolved to about 2⁻²⁴ of the pair, so only ω ≥ 0.01 give log ω to
+#: ~1e-5; float64 resolves every ω to ~1e-16 relative
+PROBE_FIT = {"float64": (0.0, 1e-6), "float32": (1e-2, 1e-4)}
+
+
 def frequency_probe(pb: RopeProblem, candidate: np.ndarray) -> dict[str, Any] | None:
     """Recover the candidate's ω from rows at position 1 (all ω ≤ 1 < π: atan2 returns ω exactly)."""
+    min_omega = PROBE_FIT.get(pb.dtype, PROBE_FIT["float32"])[0]
     rows = np.argwhere(pb.positions == 1)
     if rows.size == 0:
         return None
@@ -235,7 +277,7 @@ def frequency_probe(pb: RopeProblem, candidate: np.ndarray) -> dict[str, Any] | 
     ok = np.hypot(u, v) > 1e-8
     result: dict[str, Any] = {"inv_freq": [float(w) for w in omega]}
     j = np.arange(omega.size)
-    use = ok & (omega > 0) & (j > 0)
+    use = ok & (omega > min_omega) & (j > 0)
     if use.sum() >= 2:
         d = pb.rope.rotary_dim
         expo = 2 * j[use] / d
@@ -250,19 +292,30 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
     found: list[Match] = []
     ladder = [pb.dtype] + (["float32"] if pb.dtype == "float64" else [])
     built = []
-    for mid, evidence, build in _mutants(pb):
+    for mid, evidence, build, *extra in _mutants(pb):
+        rows, channels = (*extra, None, None)[:2]
         try:
             mutant = build()
         except (ValueError, TypeError):
             continue
-        if not np.array_equal(mutant, pb.reference) and mutant.shape == candidate.shape:
-            built.append((mid, evidence, mutant))
+        if mutant.shape != candidate.shape:
+            continue
+        keep = np.ones(pb.positions.shape, dtype=bool) if rows is None else rows  # the rows compared
+        if np.array_equal(mutant[keep], pb.reference[keep]):
+            continue
+        # the mutant's own sizes: a permuted layout moves large pairs onto other channels
+        size = np.maximum(pb.magnitude, np.abs(mutant))
+        if channels is not None:
+            size = np.maximum(size, pair_magnitude(pb.x, channels, pb.factor))
+        built.append((mid, evidence, mutant[keep], size[keep], keep))
+    closest: tuple[float, str, str, float] | None = None
     for level, dtype in enumerate(ladder):
-        for mid, evidence, mutant in built:
-            # the mutant's own sizes: a permuted layout moves large pairs onto other channels
-            size = np.maximum(pb.magnitude, np.abs(mutant))
-            limit = np.asarray(tol.rope_tolerance(dtype, pb.positions, pb.inv_freq, reference=mutant, magnitude=size))
-            ok, err, ratio = _fit(candidate, mutant, limit)
+        for mid, evidence, mutant, size, keep in built:
+            limit = np.asarray(tol.rope_tolerance(dtype, pb.positions[keep], pb.inv_freq, reference=mutant,
+                                                  magnitude=size))
+            ok, err, ratio = _fit(candidate[keep], mutant, limit)
+            if level == 0 and (closest is None or ratio < closest[0]):
+                closest = (ratio, mid, evidence, err)
             if ok and not any(m["id"] == mid and m["evidence"].startswith(evidence) for m in found):
                 note = "" if level == 0 else " (within float32 rounding: the candidate also computes in float32)"
                 found.append({"id": mid, "evidence": f"{evidence}; max |candidate − mutant| = {err:.3g} "
@@ -290,9 +343,17 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
     probe = None if explained else frequency_probe(pb, candidate)
     if probe and "fitted_theta" in probe:
         fitted = probe["fitted_theta"]
-        if pb.rope.rope_type == "default" and abs(fitted / pb.rope.theta - 1) > 1e-3 and probe["fit_residual"] < 1e-6:
+        residual = PROBE_FIT.get(pb.dtype, PROBE_FIT["float32"])[1]
+        moved = abs(fitted / pb.rope.theta - 1) > 1e-3
+        if pb.rope.rope_type == "default" and moved and probe["fit_residual"] < residual:
             found.append({"id": "wrong_theta", "evidence": f"the frequency probe at position 1 recovers ω_j that fit "
                           f"θ' = {fitted:.6g}, the config says θ = {pb.rope.theta:g}", "fitted_theta": fitted})
+    if not found and closest is not None:
+        ratio, mid, evidence, err = closest
+        found.append({"id": "closest_mistake", "evidence": (
+            f"no mistake of the catalogue matches; the closest is {mid} ({evidence.split(' (')[0]}): max "
+            f"|candidate − mutant| = {err:.3g}, {ratio:.3g}× the {pb.dtype} tolerance"), "closest": mid,
+            "max_ratio": ratio, "max_abs_error": err})
     return found
 
 

@@ -23,13 +23,15 @@ float64 fails and is diagnosed ``float32_angles``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.check.diagnosis import diagnose_rope, error_profile, np_ns, rope_problem
+from refpos.check import stream
+from refpos.check.diagnosis import diagnose_rope, error_profile, np_ns, pair_magnitude, rope_problem
 from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
@@ -70,31 +72,95 @@ def _summary(candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> 
     return summary
 
 
+def _float_kind(a: np.ndarray, what: str) -> np.ndarray:
+    """``a`` unchanged (a memory map stays one) when it holds floats; :class:`Unusable` otherwise."""
+    if a.dtype.kind != "f":
+        raise Unusable(f"{what} must be a floating array (float64, float32 or float16), got {a.dtype}")
+    return a
+
+
 def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: int | None = None,
-               dtype: str | None = None) -> dict[str, Any]:
+               dtype: str | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Compare ``candidate`` with ``apply_rope(x, positions, rope, seq_len)`` and diagnose a mismatch.
 
     ``dtype``: what the candidate computed in (default: its own dtype if float32/float16, else float64).
+    ``candidate`` and ``x`` may be memory-mapped (:func:`refpos.golden.npy.read_npy` with ``mmap=True``):
+    they are read and compared block by block along the positions (:mod:`refpos.check.stream`), so the
+    extra memory stays bounded; the diagnosis runs on a sample of the rows (:func:`sample_rows`).
+    ``progress(done, total)``: called after each block (elements compared so far).
     """
-    raw = np.asarray(to_numpy(candidate))
+    raw = _float_kind(np.asarray(to_numpy(candidate)), "candidate")
     dtype = tol.check_dtype(dtype or default_dtype(raw))
-    cand = _float_array(raw, "candidate")
-    x = _float_array(np.asarray(to_numpy(x)), "input x")
+    x = _float_kind(np.asarray(to_numpy(x)), "input x")
     positions = _int_array(np.asarray(to_numpy(positions)), "positions")
     if x.ndim < 2 or x.shape[-1] != rope.head_dim:
         raise Unusable(f"input x must be (..., T, head_dim={rope.head_dim}), got shape {tuple(x.shape)}")
     try:
-        np.broadcast_to(positions, x.shape[:-1])
+        positions = np.broadcast_to(positions, x.shape[:-1])
     except ValueError:
         raise Unusable(f"positions {tuple(positions.shape)} do not match x {tuple(x.shape)} (..., T, D)") from None
-    _same_shape(cand, x.shape, "the input x")
-    pb = rope_problem(x, positions, rope, seq_len, dtype)
-    result = {"target": "rope", "dtype": dtype, "seq_len": pb.seq_len, "rope_type": rope.rope_type,
-              **_summary(cand, pb.reference, pb.atol())}
-    result["diagnosis"] = [] if result["ok"] else [
-        *non_finite(cand, pb.reference, pb.positions), *diagnose_rope(pb, cand),
-        error_profile(pb.positions, cand, pb.reference, pb.atol())]
+    _same_shape(raw, x.shape, "the input x")
+    import refpos
+    from refpos.rope.core import _pair_slices, _span_bounds
+
+    length = int(positions.max()) + 1 if seq_len is None and positions.size else seq_len
+    inv_freq, factor = refpos.rope_frequencies(rope, seq_len=length, xp=np_ns())
+    inv_freq, factor = np.asarray(to_numpy(inv_freq)), float(factor)
+    x_rows = stream.as_rows(x)  # (L, T, D)
+    rows_positions = positions.reshape(x_rows.shape[:-1])  # (L, T)
+    channels = _pair_slices(rope, *_span_bounds(rope))  # (u_in, v_in, u_out, v_out) as slices
+
+    def reference_of(lead: slice, rows: slice) -> tuple[np.ndarray, np.ndarray]:
+        block = np.asarray(x_rows[lead, rows], dtype=np.float64)  # (k, rows, D)
+        at = rows_positions[lead, rows]  # (k, rows)
+        reference = np.asarray(refpos.apply_rope(block, at, rope, frequencies=(inv_freq, factor)))
+        size = pair_magnitude(block, channels, factor)
+        return reference, np.asarray(tol.rope_tolerance(dtype, at, inv_freq, reference=reference, magnitude=size))
+
+    tally = stream.compare_rows(raw, rows_positions, reference_of, progress)
+    result = {"target": "rope", "dtype": dtype, "seq_len": length, "rope_type": rope.rope_type,
+              **tally.summary(), "error_profile": tally.profile()}
+    if result["ok"]:
+        result["diagnosis"] = []
+        return result
+    lead_index, token_index = sample_rows(rows_positions, tally.worst_index)
+    sample_x = np.asarray(x_rows[lead_index, token_index], dtype=np.float64)  # (N, D)
+    sample_cand = np.asarray(stream.as_rows(raw)[lead_index, token_index], dtype=np.float64)  # (N, D)
+    sample_positions = rows_positions[lead_index, token_index]  # (N,)
+    pb = rope_problem(sample_x, sample_positions, rope, length, dtype, token_index=token_index,
+                      min_position=int(positions.min()), max_position=int(positions.max()))
+    result["diagnosis"] = [*tally.non_finite(), *diagnose_rope(pb, sample_cand),
+                           {"id": "error_profile", "evidence": stream.profile_text(result["error_profile"]),
+                            "first_bad_position": tally.first_bad_position,
+                            "error_at_zero": tally.error_at_zero}]
+    if len(token_index) < raw.size // raw.shape[-1]:
+        result["diagnosis_rows"] = len(token_index)
     return result
+
+
+#: rows the RoPE diagnosis works on at most (every row of a smaller check)
+SAMPLE_ROWS = 4096
+
+
+def sample_rows(positions: np.ndarray, worst: tuple[int, ...] = (), limit: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``(leading, token)`` indices of the rows the diagnosis compares, of positions ``(L, T)``.
+
+    Every row when there are at most ``limit``; otherwise rows spread evenly over all of them, the rows
+    of the 64 smallest positions (position 0 and 1 among them, where an offset or a frequency shows
+    first) and the worst row of the comparison, in order.
+    """
+    n_lead, t = positions.shape
+    total, limit = n_lead * t, limit or SAMPLE_ROWS
+    if total <= limit:
+        flat = np.arange(total)
+    else:
+        flat_positions = positions.reshape(-1)  # (L·T,)
+        smallest = np.argpartition(flat_positions, 64)[:64] if total > 64 else np.arange(total)
+        spread = np.linspace(0, total - 1, limit - 65).round().astype(np.int64)
+        extra = [worst[0] * t + worst[1]] if len(worst) >= 2 else []
+        flat = np.unique(np.concatenate([spread, smallest, np.asarray(extra, dtype=np.int64)]))
+    return flat // t, flat % t
 
 
 def non_finite(candidate: np.ndarray, reference: np.ndarray, positions: np.ndarray | None = None) -> list[dict]:

@@ -74,6 +74,22 @@ def test_ulp_at_the_ends_of_the_range(xp):
     assert u[1] == u[2] == math.inf and math.isnan(u[3])
 
 
+@pytest.mark.parametrize("dtype", tol.DTYPES)
+def test_ulp_numpy_fast_form_equals_the_readable_form(dtype):
+    """NumPy reads the exponent from the float64 bits; the readable form (run here on array-api-strict) uses log2 and
+    exact powers-of-two corrections. Equal, on every binade, zero, subnormals, the ends and inf/NaN."""
+    import array_api_strict
+
+    rng = np.random.default_rng(7)
+    values = np.ldexp(rng.uniform(0.5, 1.0, 4000), rng.integers(-1080, 1025, 4000))  # every binade
+    edges = [0.0, -0.0, 2.0**-1074, 2.0**-1022, 2.0**-149, 2.0**-126, 2.0**-24, 2.0**-14, 1.0, 1.0 - 2.0**-53,
+             65504.0, float(np.finfo(np.float64).max), math.inf, -math.inf, math.nan]
+    values = np.concatenate([values, -values[:100], edges])
+    fast = to_numpy(tol.ulp(values, dtype))
+    readable = to_numpy(tol.ulp(array_api_strict.asarray(values), dtype))
+    np.testing.assert_array_equal(fast, readable)
+
+
 def test_check_dtype_aliases_and_errors():
     assert tol.check_dtype("bf16") == "bfloat16"
     assert tol.check_dtype("fp16") == "float16"
