@@ -95,7 +95,13 @@ def pair_magnitude(x: np.ndarray, channels: tuple[Any, Any, Any, Any], factor: f
     """Per element: ``A·‖pair‖`` on the channels a pair is written to, ``|x|`` on the others (the size the
     tolerance scales with). ``channels``: ``(u_in, v_in, u_out, v_out)``, index lists or slices."""
     u_in, v_in, u_out, v_out = channels
-    magnitude = np.abs(np.asarray(x, dtype=np.float64))
+    if all(isinstance(c, slice) for c in channels):  # a span [start, stop): |x| only on the channels outside it
+        start, stop = u_in.start, v_in.stop
+        magnitude = np.empty(x.shape)
+        np.abs(x[..., :start], out=magnitude[..., :start])
+        np.abs(x[..., stop:], out=magnitude[..., stop:])
+    else:
+        magnitude = np.abs(np.asarray(x, dtype=np.float64))
     pair = np.square(x[..., u_in])  # (..., T, m)
     pair += np.square(x[..., v_in])
     np.sqrt(pair, out=pair)

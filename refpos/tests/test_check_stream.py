@@ -164,3 +164,17 @@ def test_streaming_tolerance_is_the_per_element_rule(dtype):
     outside[3, 2] += 1.5 * atol[3, 2]
     assert check_rope(inside, x, positions, rope, dtype=dtype)["ok"]
     assert not check_rope(outside, x, positions, rope, dtype=dtype)["ok"]
+
+
+@pytest.mark.parametrize(("layout", "placement", "rotary"), [("half", "first", 16), ("interleaved", "last", 8),
+                                                             ("deinterleaved", "last", 4), ("half", "first", 6)])
+def test_pair_sizes_from_slices_equal_those_from_index_lists(layout, placement, rotary):
+    """The blocks size the tolerance from channel slices (pass-through |x| outside the span only); the
+    diagnosis from index lists: the same numbers."""
+    from refpos.check.diagnosis import pair_magnitude
+    from refpos.rope.core import _pair_slices, _span_bounds, pair_channels
+
+    rope = refpos.RopeConfig(head_dim=16, rotary_dim=rotary, layout=layout, placement=placement)
+    x = np.random.default_rng(5).standard_normal((3, 16))
+    np.testing.assert_array_equal(pair_magnitude(x, _pair_slices(rope, *_span_bounds(rope)), 1.5),
+                                  pair_magnitude(x, pair_channels(rope), 1.5))
