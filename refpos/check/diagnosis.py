@@ -354,7 +354,8 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
         if pb.rope.rope_type == "default" and moved and probe["fit_residual"] < residual:
             found.append({"id": "wrong_theta", "evidence": f"the frequency probe at position 1 recovers ω_j that fit "
                           f"θ' = {fitted:.6g}, the config says θ = {pb.rope.theta:g}", "fitted_theta": fitted})
-    if not found and closest is not None and np.isfinite(closest[0]):  # NaN/inf in the candidate: no closest
+    finite = bool(np.all(np.isfinite(candidate[np.isfinite(pb.reference)])))  # else: named non_finite
+    if not found and finite and closest is not None and np.isfinite(closest[0]):
         ratio, mid, evidence, err = closest
         found.append({"id": "closest_mistake", "evidence": (
             f"no mistake of the catalogue matches; the closest is {mid} ({evidence.split(' (')[0]}): max "

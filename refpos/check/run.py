@@ -31,7 +31,7 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.check import stream
-from refpos.check.diagnosis import diagnose_rope, error_profile, np_ns, pair_magnitude, rope_problem
+from refpos.check.diagnosis import diagnose_rope, np_ns, pair_magnitude, rope_problem
 from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
@@ -293,12 +293,21 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     function = case.get("function")
     args = [a.get("value") for a in call.get("args", [])]
     if function == "apply_rope" and "x" in inputs:
+        from refpos.golden.manifest import allowed_error
         from refpos.rope.config import rope_config_from_params
 
         rope = rope_config_from_params(params["rope"])
         pb = rope_problem(inputs["x"].astype(np.float64), inputs["positions"], rope, params.get("seq_len"), dtype)
         cand64 = cand.astype(np.float64)
-        result["diagnosis"] = [*diagnose_rope(pb, cand64), error_profile(pb.positions, cand64, pb.reference, pb.atol())]
+        reference64 = reference.astype(np.float64)
+        tally = stream.Tally(cand64.shape)  # the error against the position, under the case's own tolerance
+        allowed = np.broadcast_to(allowed_error(reference64, entry, dtype), cand64.shape)
+        tally.add(stream.as_rows(stream.block_error(cand64, reference64)), stream.as_rows(allowed),
+                  pb.positions.reshape(stream.as_rows(cand64).shape[:-1]), (0, 0))
+        result["error_profile"] = tally.profile()
+        result["diagnosis"] = [*diagnose_rope(pb, cand64), {
+            "id": "error_profile", "evidence": stream.profile_text(result["error_profile"]),
+            "first_bad_position": tally.first_bad_position, "error_at_zero": tally.error_at_zero}]
     elif function == "alibi_slopes":
         result["diagnosis"] = check_alibi(cand, int(args[0]), dtype=dtype)["diagnosis"]
     elif function == "alibi_bias":
