@@ -293,7 +293,7 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     function = case.get("function")
     args = [a.get("value") for a in call.get("args", [])]
     if function == "apply_rope" and "x" in inputs:
-        from refpos.golden.manifest import allowed_error
+        from refpos.golden.entries import allowed_error
         from refpos.rope.config import rope_config_from_params
 
         rope = rope_config_from_params(params["rope"])

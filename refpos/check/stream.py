@@ -22,11 +22,16 @@ powers of two): where the error starts and how it grows — the typical shape of
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
+
+from refpos.parallel import run_blocks
 
 #: elements of the candidate per block (2**20: 8 MiB per float64 temporary; a block holds about ten)
 BLOCK_ELEMENTS = 2**20
@@ -91,9 +96,11 @@ class Tally:
         self.n_non_finite = 0  # NaN or inf in the candidate where the reference is finite
         self.non_finite_position: int | None = None
 
-    def add(self, err: np.ndarray, atol: np.ndarray, positions: np.ndarray, origin: tuple[int, ...]) -> None:
+    def add(self, err: np.ndarray, atol: np.ndarray, positions: np.ndarray, origin: tuple[int, ...],
+            lock: Any = None) -> None:
         """One block: errors and tolerances ``(k, rows, D)``, its positions ``(k, rows)``, and where it
-        starts in the ``(L, T, D)`` view (``origin = (l0, t0)``)."""
+        starts in the ``(L, T, D)`` view (``origin = (l0, t0)``). Blocks may come in any order and from
+        several threads: the per-block work runs outside ``lock``, only the merge inside it."""
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.divide(err, atol)  # an entry is outside iff its ratio exceeds 1
         row_ratio = ratio.max(axis=-1)  # (k, rows); NaN where an entry has 0/0 or a NaN tolerance
@@ -103,35 +110,45 @@ class Tally:
             row_ratio = ratio.max(axis=-1)
         row_err = err.max(axis=-1)  # (k, rows)
         row_bad = row_ratio > 1
-        self.n += err.size
-        if row_bad.any():
-            self.n_outside += int(np.count_nonzero(ratio[row_bad] > 1))
+        outside = int(np.count_nonzero(ratio[row_bad] > 1)) if row_bad.any() else 0
+        worst: tuple[float, tuple[int, int, int]] | None = None
         if err.size:
-            self.max_abs_error = max(self.max_abs_error, float(row_err.max()))
             worst_row = np.unravel_index(int(np.argmax(row_ratio)), row_ratio.shape)
-            if row_ratio[worst_row] > self.max_ratio or not self.worst_index:
-                self.max_ratio = max(self.max_ratio, float(row_ratio[worst_row]))
-                channel = int(np.argmax(ratio[worst_row]))
-                self.worst_index = (origin[0] + int(worst_row[0]), origin[1] + int(worst_row[1]), channel)
+            channel = int(np.argmax(ratio[worst_row]))
+            index = (origin[0] + int(worst_row[0]), origin[1] + int(worst_row[1]), channel)
+            worst = (float(row_ratio[worst_row]), index)
         p = positions.reshape(-1)
         b = np.searchsorted(BIN_EDGES, p, side="right") - 1  # bin of each row
-        np.add.at(self.bin_rows, b, 1)
-        np.add.at(self.bin_outside, b, row_bad.reshape(-1).astype(np.int64))
-        np.maximum.at(self.bin_error, b, row_err.reshape(-1))
-        np.maximum.at(self.bin_ratio, b, row_ratio.reshape(-1))
-        if row_bad.any():
-            first = int(p[row_bad.reshape(-1)].min())
-            self.first_bad_position = first if self.first_bad_position is None else min(first, self.first_bad_position)
+        first = int(p[row_bad.reshape(-1)].min()) if row_bad.any() else None
         zero = p == 0
-        if zero.any():
-            at_zero = float(row_err.reshape(-1)[zero].max())
-            self.error_at_zero = at_zero if self.error_at_zero is None else max(at_zero, self.error_at_zero)
+        at_zero = float(row_err.reshape(-1)[zero].max()) if zero.any() else None
+        with lock or contextlib.nullcontext():
+            self.n += err.size
+            self.n_outside += outside
+            if worst is not None:
+                self.max_abs_error = max(self.max_abs_error, float(row_err.max()))
+                # the first index of the largest ratio, whatever order the blocks come in
+                if not self.worst_index or worst[0] > self.max_ratio or (
+                        worst[0] == self.max_ratio and worst[1] < self.worst_index):
+                    self.max_ratio, self.worst_index = worst
+            np.add.at(self.bin_rows, b, 1)
+            np.add.at(self.bin_outside, b, row_bad.reshape(-1).astype(np.int64))
+            np.maximum.at(self.bin_error, b, row_err.reshape(-1))
+            np.maximum.at(self.bin_ratio, b, row_ratio.reshape(-1))
+            if first is not None:
+                self.first_bad_position = first if self.first_bad_position is None else min(first,
+                                                                                            self.first_bad_position)
+            if at_zero is not None:
+                self.error_at_zero = at_zero if self.error_at_zero is None else max(at_zero, self.error_at_zero)
 
-    def add_non_finite(self, candidate: np.ndarray, reference: np.ndarray, positions: np.ndarray) -> None:
+    def add_non_finite(self, candidate: np.ndarray, reference: np.ndarray, positions: np.ndarray,
+                       lock: Any = None) -> None:
         """Count the entries of one block that are NaN or infinite where the reference is finite."""
         bad = ~np.isfinite(candidate) & np.isfinite(reference)  # (k, rows, D)
         count = int(np.count_nonzero(bad))
-        if count:
+        if not count:
+            return
+        with lock or contextlib.nullcontext():
             self.n_non_finite += count
             first = int(positions[bad.any(axis=-1)].min())
             self.non_finite_position = first if self.non_finite_position is None else min(first,
@@ -202,15 +219,23 @@ def compare_rows(candidate: np.ndarray, positions: np.ndarray,
     rows_view = as_rows(candidate)  # (L, T, D)
     n_lead, t, d = rows_view.shape
     tally = Tally(candidate.shape)
-    total, done = rows_view.size, 0
-    for lead, rows in row_blocks(n_lead, t, d, block_elements or BLOCK_ELEMENTS):
+    total, done = rows_view.size, [0]
+    lock = threading.Lock()
+
+    def block(lead: slice, rows: slice) -> None:
         cand = np.asarray(rows_view[lead, rows], dtype=np.float64)  # (k, rows, D), read from the file here
         reference, atol = reference_of(lead, rows)
         err = block_error(cand, reference)
         if err.size and not np.isfinite(err.max()):
-            tally.add_non_finite(cand, reference, positions[lead, rows])
-        tally.add(err, atol, positions[lead, rows], (lead.start, rows.start))
-        done += cand.size
-        if progress is not None:
-            progress(done, total)
+            tally.add_non_finite(cand, reference, positions[lead, rows], lock)
+        tally.add(err, atol, positions[lead, rows], (lead.start, rows.start), lock)
+        with lock:
+            done[0] += cand.size
+            if progress is not None:
+                progress(done[0], total)
+
+    # blocks on every core: each computes its reference serially in its own thread (parallel's nesting rule)
+    run_blocks([partial(block, lead, rows) for lead, rows in row_blocks(n_lead, t, d, block_elements or
+                                                                        BLOCK_ELEMENTS)],
+               numpy=True, work=total)
     return tally

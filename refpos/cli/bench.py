@@ -41,6 +41,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="x for the rope suite")
     parser.add_argument("--layouts", nargs="+", default=["half", "interleaved"],
                         choices=["half", "interleaved", "deinterleaved"], help="rope suite layouts")
+    parser.add_argument("--check-heads", type=int, nargs="+", default=None, metavar="H",
+                        help="check suite: candidates of (H, 131072, 128) float32 (default 1 4 16 32: 64 MiB to 2 GiB)")
+    parser.add_argument("--rounds", type=int, default=2, help="check suite: alternating rounds per size")
+    parser.add_argument("--dir", default=None, help="check suite: where the .npy files go (default: the temp dir)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
@@ -55,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
         records = bench_rope(xp, args.dtypes, tuple(args.shape), args.layouts)
     elif args.suite == "golden":
         records = bench_golden(None)
+    elif args.suite == "check":
+        records = _bench_check(args)
     else:
         records = bench_pipeline(xp, args.sizes or [512, 2048], args.dtypes)
     meta = {"machine": platform.machine(), "cores": os.cpu_count(), "python": platform.python_version(),
@@ -70,6 +76,22 @@ def run(args: argparse.Namespace) -> int:
         for rec in records:
             print(format_record(rec))
     return 0
+
+
+def _bench_check(args: argparse.Namespace) -> list[Record]:
+    """``refpos bench check``: refuses to start when the largest pair of files would not fit on the disk."""
+    import sys
+
+    from refpos.tools.bench_check import DEFAULT_HEADS, bench_check, disk_free, needed_bytes
+
+    heads = tuple(args.check_heads or DEFAULT_HEADS)
+    if min(heads) < 1:
+        raise ValueError(f"--check-heads must be >= 1, got {min(heads)}")
+    need, free = needed_bytes(heads), disk_free(args.dir)
+    if need > free:
+        raise ValueError(f"the check suite writes {format_bytes(need)} at a time, {format_bytes(free)} are free")
+    return bench_check(heads, rounds=args.rounds, directory=args.dir,
+                       progress=lambda line: print(f"refpos bench check: {line}", file=sys.stderr, flush=True))
 
 
 def format_record(rec: Record) -> str:

@@ -19,6 +19,7 @@ from refpos.check.run import (
     check_t5,
     default_dtype,
 )
+from refpos.cli.progress import ProgressBar
 from refpos.golden.npy import read_npy
 
 
@@ -29,6 +30,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidate", default=None, help="the candidate output (.npy)")
     parser.add_argument("--dtype", default=None, help="dtype the candidate computed in (default: from the file)")
     parser.add_argument("--json", action="store_true", help='print {"ok": ..., "diagnosis": [...]}')
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr (none when not a terminal)")
     parser.add_argument("--config", help="rope: the model's config.json")
     parser.add_argument("--layer-type", default=None, help="rope: layer type of a per-layer config")
     parser.add_argument("--strict", action="store_true",
@@ -60,8 +62,9 @@ def _need(value: Any, flag: str, target: str) -> Any:
     return value
 
 
-def _load(path: str | None, flag: str, target: str) -> np.ndarray:
-    return read_npy(_need(path, flag, target))
+def _load(path: str | None, flag: str, target: str, *, mmap: bool = False) -> np.ndarray:
+    """The strict reader; ``mmap``: the data memory-mapped, read block by block by the check."""
+    return read_npy(_need(path, flag, target), mmap=mmap)
 
 
 def _rope_config(args: argparse.Namespace) -> Any:
@@ -77,15 +80,16 @@ def _rope_config(args: argparse.Namespace) -> Any:
 def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
     target = args.target
     cand_path = args.candidate or args.candidate_file
-    candidate = _load(cand_path, "--candidate Y.npy", target)
+    candidate = _load(cand_path, "--candidate Y.npy", target, mmap=target == "rope")
     dtype = args.dtype or default_dtype(candidate)
     if target == "rope":
         rope = _rope_config(args)
         if args.strict and rope.not_modelled:
             raise Unusable(f"--strict: not modelled: {sorted(rope.not_modelled)}")
-        result = check_rope(candidate, _load(args.input, "--input X.npy", target),
-                            _load(args.positions, "--positions P.npy", target), rope, seq_len=args.seq_len,
-                            dtype=dtype)
+        x = _load(args.input, "--input X.npy", target, mmap=True)
+        positions = _load(args.positions, "--positions P.npy", target)
+        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
+            result = check_rope(candidate, x, positions, rope, seq_len=args.seq_len, dtype=dtype, progress=progress)
         return {**result, "not_modelled": dict(rope.not_modelled)}
     if target == "alibi":
         return check_alibi(candidate, _need(args.heads, "--heads N", target), q_len=args.q_len, k_len=args.k_len,

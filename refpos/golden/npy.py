@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,19 +65,35 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-def parse_npy(data: bytes, name: str = "array") -> np.ndarray:
-    """Parse the bytes of a ``.npy`` file strictly (see the module docstring); never unpickles."""
+@dataclass(frozen=True)
+class NpyHeader:
+    """A checked ``.npy`` header: the data start at byte ``offset`` and hold ``nbytes`` bytes."""
+
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    offset: int
+    count: int
+    nbytes: int
+
+
+def _preamble(data: bytes, name: str) -> tuple[int, int, int]:
+    """``(major version, header length, header start)`` from the first bytes."""
     if len(data) < 10 or not data.startswith(MAGIC):
         raise NpyError(f"{name}: not a .npy file (missing the \\x93NUMPY magic string)")
     major = data[6]
     if major == 1:
-        hlen, start = int.from_bytes(data[8:10], "little"), 10
-    elif major in (2, 3):
+        return major, int.from_bytes(data[8:10], "little"), 10
+    if major in (2, 3):
         if len(data) < 12:
             raise NpyError(f"{name}: truncated .npy header")
-        hlen, start = int.from_bytes(data[8:12], "little"), 12
-    else:
-        raise NpyError(f"{name}: unsupported .npy format version {major}")
+        return major, int.from_bytes(data[8:12], "little"), 12
+    raise NpyError(f"{name}: unsupported .npy format version {major}")
+
+
+def parse_header(data: bytes, name: str = "array", *, data_bytes: int) -> NpyHeader:
+    """Check the header at the start of ``data`` against the ``data_bytes`` that follow it in the file
+    (dtype, order, shape and size), before anything is read or allocated for the data."""
+    major, hlen, start = _preamble(data, name)
     if len(data) < start + hlen:
         raise NpyError(f"{name}: truncated .npy header ({len(data)} bytes, header needs {start + hlen})")
     try:
@@ -98,27 +116,61 @@ def parse_npy(data: bytes, name: str = "array") -> np.ndarray:
         raise NpyError(f"{name}: Fortran-order arrays are not accepted (write C order)")
     if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
         raise NpyError(f"{name}: corrupt .npy shape {shape!r}")
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    payload = data[start + hlen:]
+    count = math.prod(shape)  # a Python int: exact
     expected = count * dtype.itemsize
-    if len(payload) < expected:
-        raise NpyError(f"{name}: truncated .npy data ({len(payload)} of {expected} bytes for shape {shape})")
-    if len(payload) > expected:
-        raise NpyError(f"{name}: {len(payload) - expected} unexpected bytes after the .npy data")
-    array = np.frombuffer(payload, dtype=dtype, count=count).reshape(shape)  # (shape) from the header
-    return array.astype(dtype.newbyteorder("="), order="C", copy=True)
+    if data_bytes < expected:
+        raise NpyError(f"{name}: truncated .npy data ({data_bytes} of {expected} bytes for shape {shape})")
+    if data_bytes > expected:
+        raise NpyError(f"{name}: {data_bytes - expected} unexpected bytes after the .npy data")
+    return NpyHeader(dtype=dtype, shape=shape, offset=start + hlen, count=count, nbytes=expected)
 
 
-def read_npy(path: str | os.PathLike[str]) -> np.ndarray:
-    """Read a ``.npy`` file strictly; :class:`NpyError` (one line) for anything unusable."""
-    name = os.fspath(path)
+def parse_npy(data: bytes, name: str = "array") -> np.ndarray:
+    """Parse the bytes of a ``.npy`` file strictly (see the module docstring); never unpickles."""
+    _, hlen, start = _preamble(data, name)
+    header = parse_header(data, name, data_bytes=max(len(data) - start - hlen, 0))
+    array = np.frombuffer(data[header.offset:], dtype=header.dtype, count=header.count).reshape(header.shape)
+    return array.astype(header.dtype.newbyteorder("="), order="C", copy=True)
+
+
+def _opened(path: str | os.PathLike[str], name: str) -> Any:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        return open(path, "rb")
     except FileNotFoundError:
         raise NpyError(f"{name}: no such file") from None
     except IsADirectoryError:
         raise NpyError(f"{name}: is a directory, not a .npy file") from None
     except OSError as exc:
         raise NpyError(f"{name}: cannot read ({exc.strerror or exc})") from None
+
+
+def read_npy_header(path: str | os.PathLike[str]) -> NpyHeader:
+    """The checked header of a ``.npy`` file (for memory-mapped reading of its data)."""
+    name = os.fspath(path)
+    with _opened(path, name) as fh:
+        head = fh.read(12)
+        _, hlen, start = _preamble(head, name)
+        head += fh.read(max(start + hlen - len(head), 0))
+        size = os.fstat(fh.fileno()).st_size
+    return parse_header(head, name, data_bytes=max(size - start - hlen, 0))
+
+
+def read_npy(path: str | os.PathLike[str], *, mmap: bool = False) -> np.ndarray:
+    """Read a ``.npy`` file strictly; :class:`NpyError` (one line) for anything unusable.
+
+    ``mmap=True``: the data are memory-mapped read-only (``np.memmap`` at the checked header's offset,
+    in the file's byte order) instead of read: a file of gigabytes costs no memory until it is read,
+    block by block (``refpos check``).
+    """
+    name = os.fspath(path)
+    if mmap:
+        header = read_npy_header(path)
+        if header.count == 0:
+            return np.empty(header.shape, dtype=header.dtype)
+        return np.memmap(path, dtype=header.dtype, mode="r", offset=header.offset, shape=header.shape)
+    with _opened(path, name) as fh:
+        try:
+            data = fh.read()
+        except OSError as exc:
+            raise NpyError(f"{name}: cannot read ({exc.strerror or exc})") from None
     return parse_npy(data, name)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import refpos
+from refpos import parallel
 from refpos.check import run as check_run
 from refpos.check import stream
 from refpos.check.run import check_rope, sample_rows
@@ -51,7 +52,10 @@ def test_blockwise_tally_equals_one_comparison(seed, lead, t, d, block, specials
     def reference_of(leading, rows):
         return reference[leading, rows], atol[leading, rows]
 
-    tally = stream.compare_rows(candidate, positions, reference_of, block_elements=block)
+    with pytest.MonkeyPatch.context() as monkeypatch:  # blocks on 3 threads, merged in any order
+        monkeypatch.setenv("REFPOS_THREADS", "3")
+        monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)
+        tally = stream.compare_rows(candidate, positions, reference_of, block_elements=block)
     got, want = tally.summary(), _whole(candidate, reference, atol)
     assert got["ok"] == want["ok"] and got["n_outside"] == want["n_outside"] and got["n"] == want["n"]
     assert got["max_abs_error"] == want["max_abs_error"] and got["max_ratio"] == want["max_ratio"]
@@ -178,3 +182,25 @@ def test_pair_sizes_from_slices_equal_those_from_index_lists(layout, placement, 
     x = np.random.default_rng(5).standard_normal((3, 16))
     np.testing.assert_array_equal(pair_magnitude(x, _pair_slices(rope, *_span_bounds(rope)), 1.5),
                                   pair_magnitude(x, pair_channels(rope), 1.5))
+
+
+def test_memory_mapped_reading_is_as_strict_as_reading(tmp_path):
+    """read_npy(mmap=True) checks the same header (pickles, Fortran order, truncation refused) and maps
+    the data without reading them; the values equal read_npy's, big-endian files included."""
+    from refpos.golden.npy import NpyError, npy_bytes, read_npy
+
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    good = tmp_path / "a.npy"
+    good.write_bytes(npy_bytes(a))
+    mapped = read_npy(good, mmap=True)
+    assert isinstance(mapped, np.memmap) and not mapped.flags.writeable
+    np.testing.assert_array_equal(mapped, read_npy(good))
+    big = tmp_path / "big.npy"
+    np.save(big, a.astype(">f4"))
+    np.testing.assert_array_equal(read_npy(big, mmap=True), a)
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "f.npy", np.asfortranarray(np.ones((2, 3))))
+    (tmp_path / "short.npy").write_bytes(npy_bytes(a)[:-5])
+    for name, reason in (("obj.npy", "not accepted"), ("f.npy", "Fortran"), ("short.npy", "truncated")):
+        with pytest.raises(NpyError, match=reason):
+            read_npy(tmp_path / name, mmap=True)

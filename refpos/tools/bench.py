@@ -39,7 +39,7 @@ from refpos.tools.measure import (
 )
 
 Record = dict[str, Any]
-SUITES = ("floors", "attention", "rope", "pipeline", "golden")
+SUITES = ("floors", "attention", "rope", "pipeline", "golden", "check")
 
 
 # ---------------------------------------------------------------------------------------- formatting

@@ -106,8 +106,10 @@ def write_inputs(directory: Path, heads: int, rope: Any, seed: int = 0) -> tuple
 
 
 def _open(path: Path) -> np.ndarray:
-    """The file memory-mapped, read-only and never unpickled."""
-    return np.load(path, mmap_mode="r", allow_pickle=False)
+    """The memory map ``refpos check`` opens (the strict reader's checked header, then ``np.memmap``)."""
+    from refpos.golden.npy import read_npy
+
+    return read_npy(path, mmap=True)
 
 
 def bench_check(heads: tuple[int, ...] = DEFAULT_HEADS, *, rounds: int = 2, directory: str | None = None,
