@@ -34,6 +34,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     mod.add_argument("--out", type=Path, required=True)
     mod.add_argument("--positions", default=None, help="comma-separated positions, or a .npy file of int positions")
     mod.add_argument("--seq-len", type=int, default=None, help="default: max(positions) + 1 (HF)")
+    mod.add_argument("--max-position", type=int, default=None,
+                     help="probe positions below this instead of the config's declared length (e.g. 1048576)")
     mod.add_argument("--name", default=None, help="model name in case ids (default: the config's directory)")
     mod.add_argument("--no-certify", action="store_true")
     mod.add_argument("--strict", action="store_true",
@@ -107,9 +109,11 @@ def _run(args: argparse.Namespace) -> int:
         if args.strict and report:
             raise ValueError(f"strict: not modelled: {sorted(report)} (without --strict the cases are written "
                              "and the gaps listed)")
+        if args.max_position is not None and args.max_position < 1:
+            raise ValueError(f"--max-position must be >= 1, got {args.max_position}")
         cases = model_cases(config, name, positions=None if positions is None else np.asarray(positions),
-                            seq_len=args.seq_len)
-        source = {**_model_source(config, name, positions, args.seq_len), "not_modelled": report}
+                            seq_len=args.seq_len, max_position=args.max_position)
+        source = {**_model_source(config, name, positions, args.seq_len, args.max_position), "not_modelled": report}
         entries = _write(args.out, cases, source, certify=not args.no_certify,
                          title=f"refpos golden RoPE cases for {name}")
         print(f"refpos golden model: {len(entries)} cases for {name} in {args.out}")

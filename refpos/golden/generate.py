@@ -36,8 +36,10 @@ def all_cases() -> list[Case]:
             + boundary_cases() + scenario_cases())
 
 
-def _model_source(config: dict[str, Any], name: str, positions: list[int] | None, seq_len: int | None) -> dict:
-    return {"command": "model", "name": name, "config": config, "positions": positions, "seq_len": seq_len}
+def _model_source(config: dict[str, Any], name: str, positions: list[int] | None, seq_len: int | None,
+                  max_position: int | None = None) -> dict:
+    source = {"command": "model", "name": name, "config": config, "positions": positions, "seq_len": seq_len}
+    return source if max_position is None else {**source, "max_position": max_position}
 
 
 def regenerate(manifest: dict[str, Any]) -> list[Case]:
@@ -49,7 +51,7 @@ def regenerate(manifest: dict[str, Any]) -> list[Case]:
         positions = source.get("positions")
         return model_cases(source["config"], source["name"],
                            positions=None if positions is None else np.asarray(positions, dtype=np.int64),
-                           seq_len=source.get("seq_len"))
+                           seq_len=source.get("seq_len"), max_position=source.get("max_position"))
     return all_cases()
 
 

@@ -156,13 +156,19 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
 
 
 def model_cases(config: dict[str, Any], name: str, *, positions: np.ndarray | None = None,
-                seq_len: int | None = None, resolved_by_hf: dict[str, Any] | None = None) -> list[Case]:
-    """The per-model case set of a config.json (one set per layer type for per-layer configs)."""
+                seq_len: int | None = None, resolved_by_hf: dict[str, Any] | None = None,
+                max_position: int | None = None) -> list[Case]:
+    """The per-model case set of a config.json (one set per layer type for per-layer configs).
+
+    ``max_position``: the probes go up to it instead of the config's declared length (e.g. 1048576 for a
+    long-context extension); they are 32 rows whatever it is, so memory stays bounded.
+    """
     layer_types = refpos.hf_layer_types(config) or (None,)
     cases = []
+    probes_below = max_position
     for layer_type in layer_types:
         rope = refpos.from_hf_config(config, layer_type=layer_type)
-        max_position = declared_length(config, rope)
+        max_position = declared_length(config, rope) if probes_below is None else probes_below
         key = "rope/" + slug(name) + ("" if layer_type is None else "/" + layer_type)
         pos = probe_positions(max_position, rope.original_max_position_embeddings, key) if positions is None \
             else np.asarray(positions, dtype=np.int64)
