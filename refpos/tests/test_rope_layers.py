@@ -216,11 +216,13 @@ def test_golden_model_writes_a_case_per_layer_kind(tmp_path, capsys):
 
 
 def test_multi_axis_configs_list_their_keys_as_not_modelled():
-    """M-RoPE (Qwen2-VL) resolves as one axis here, and says so."""
-    qwen2_vl = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_hidden_layers": 28,
-                "rope_theta": 1e6, "max_position_embeddings": 32768,
-                "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
-    rope = refpos.from_hf_config(qwen2_vl)  # 'mrope' read as 'default', as transformers' config class does
+    """A multi-axis family refpos does not model (Qwen3.5 here) resolves along one axis, and says so; Qwen2-VL,
+    whose M-RoPE refpos models, reports nothing."""
+    config = {"model_type": "qwen3_5_text", "hidden_size": 3584, "num_attention_heads": 28, "num_hidden_layers": 28,
+              "rope_theta": 1e6, "max_position_embeddings": 32768,
+              "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
+    rope = refpos.from_hf_config(config)  # 'mrope' read as 'default', as transformers' config class does
     assert rope.rope_type == "default" and "rope_scaling.mrope_section" in rope.not_modelled
-    report = refpos.hf_layers(qwen2_vl).not_modelled
+    report = refpos.hf_layers(config).not_modelled
     assert "M-RoPE" in report["rope_scaling.mrope_section"] and "multi-axis" in report["model_type"]
+    assert not refpos.from_hf_config(dict(config, model_type="qwen2_vl")).not_modelled
