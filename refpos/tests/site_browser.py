@@ -124,8 +124,15 @@ def serve(folder: Path) -> Iterator[str]:
         def log_message(self, *args) -> None:
             pass
 
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request, client_address) -> None:
+            import sys
+
+            if not isinstance(sys.exc_info()[1], ConnectionError):  # the browser dropped a request it no longer needs
+                super().handle_error(request, client_address)
+
     handler = functools.partial(Quiet, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
