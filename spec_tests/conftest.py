@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,10 +31,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from hypothesis import Phase, reject, settings
+from hypothesis import HealthCheck, Phase, reject, settings
 from hypothesis.control import currently_in_test_context
-from hypothesis.errors import FailedHealthCheck, Unsatisfiable
-from support import IMPL, IMPL_NAME, float_tolerance_note
+from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
+from support import IMPL, IMPL_NAME, declared_support, float_tolerance_note
 
 from refpos.testing.profiles import load_profile
 
@@ -113,19 +114,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    settings = {k: v for k, v in sorted(os.environ.items()) if k.startswith("REFPOS_")}
+def header_lines(config: pytest.Config) -> list[str]:
+    """The report header: implementation, INFO, REFPOS_* settings, profile, tolerance rule, lists."""
+    variables = {k: v for k, v in sorted(os.environ.items()) if k.startswith("REFPOS_")}
     lines = [
         f"refpos spec suite: implementation {IMPL_NAME}",
         f"  INFO: {getattr(IMPL, 'INFO', '(none declared)')}",
-        f"  settings: {settings or '(no REFPOS_* variables set)'}; hypothesis profile {PROFILE}",
+        f"  settings: {variables or '(no REFPOS_* variables set)'}; hypothesis profile {PROFILE}",
         f"  {float_tolerance_note(IMPL)}",
     ]
+    supported = declared_support()
+    if supported:
+        lines.append("  declared support (strategies draw only these): "
+                     + "; ".join(f"{key} {', '.join(values) or '(none)'}" for key, values in supported.items()))
     for option in ("xfails_file", "skips_file"):
         value = config.getoption(option)
         if value:
             lines.append(f"  --{option.replace('_', '-')}: {value}")
     return lines
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return header_lines(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under ``-q`` pytest prints no header; the suite's header is printed anyway (which implementation
+    ran, with which dtype and tolerances, is part of every result)."""
+    config = session.config
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and config.get_verbosity() < 0:
+        for line in header_lines(config):
+            reporter.write_line(line)
 
 
 def _apply(entries: list[Entry], items: list[pytest.Item], marker: str) -> None:
@@ -156,6 +176,9 @@ def _warn_unmatched(entries: list[Entry], items: list[pytest.Item], option: str)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(SPEC_DIR):
+            _count_examples(item)
     for option, marker in (("xfails_file", "xfail"), ("skips_file", "skip")):
         path = config.getoption(option)
         if not path:
@@ -168,8 +191,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 class Adapter:
     """The adapter module, seen through a proxy that turns ``NotImplementedError`` (an unsupported
     configuration) into: inside a ``@given`` test, a rejected example (Hypothesis draws others, so the
-    supported part of the input space is still tested; if no drawn example is supported the test is
-    reported as skipped); elsewhere, ``pytest.skip`` with the reason."""
+    supported part of the input space is still tested and decides the outcome; only if no drawn example
+    is supported is the test reported as skipped); elsewhere, ``pytest.skip`` with the reason."""
 
     def __init__(self, module: ModuleType) -> None:
         self._module = module
@@ -195,30 +218,113 @@ def _skip_unsupported(name: str, func: Callable[..., Any]) -> Callable[..., Any]
         except NotImplementedError as exc:
             reason = f"{IMPL_NAME}.{name} does not support this case: {exc}"
             if currently_in_test_context():
-                UNSUPPORTED.append(reason)
+                EXAMPLES.unsupported += 1
+                EXAMPLES.reasons[reason] += 1
                 reject()  # a drawn example the adapter does not support: draw others
             pytest.skip(reason)
 
     return wrapper
 
 
-#: reasons of the latest unsupported examples (for the skip message when none is supported)
-UNSUPPORTED: list[str] = []
+@dataclass
+class ExampleCount:
+    """Examples of the running property test: drawn, run to the end (passed or failed), unsupported."""
+
+    drawn: int = 0
+    ran: int = 0
+    unsupported: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def main_reason(self) -> str:
+        """The most frequent reason of the unsupported examples (and how many other reasons there were)."""
+        if not self.reasons:
+            return ""
+        (reason, n), others = self.reasons.most_common(1)[0], len(self.reasons) - 1
+        return f"{reason} ({n}×)" + (f"; {others} other reason{'s' * (others > 1)}" if others else "")
+
+
+#: the counts of the property test running now (reset before each test)
+EXAMPLES = ExampleCount()
+#: per node id, the counts of property tests that discarded unsupported examples (for the summary)
+PARTIAL: dict[str, ExampleCount] = {}
+
+
+def _count_examples(item: pytest.Item) -> None:
+    """Count the examples a property test runs, and let it draw as many as its profile asks for even
+    when the adapter rejects most of them.
+
+    Hypothesis's ``filter_too_much`` health check fails a test whose examples are mostly rejected; for a
+    narrow adapter that turned a tested, passing property into a skip. It is suppressed for the spec
+    suite's property tests: the supported examples run and decide the outcome, and a test is skipped
+    only when none of its drawn examples was supported (Hypothesis then raises ``Unsatisfiable``).
+    """
+    test = getattr(item, "obj", None)
+    handle = getattr(test, "hypothesis", None)
+    if handle is None or getattr(handle.inner_test, "_refpos_counted", False):
+        return
+    current = getattr(test, "_hypothesis_internal_use_settings", None) or settings.default
+    test._hypothesis_internal_use_settings = settings(
+        current, suppress_health_check=[*current.suppress_health_check, HealthCheck.filter_too_much])
+    inner = handle.inner_test
+
+    @functools.wraps(inner)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        EXAMPLES.drawn += 1
+        try:
+            result = inner(*args, **kwargs)
+        except UnsatisfiedAssumption:  # rejected: unsupported by the adapter, or the test's own assume()
+            raise
+        except BaseException:
+            EXAMPLES.ran += 1  # it ran and failed
+            raise
+        EXAMPLES.ran += 1
+        return result
+
+    counted._refpos_counted = True  # type: ignore[attr-defined]
+    handle.inner_test = counted
+
+
+def _examples_note(count: ExampleCount) -> str:
+    return (f"{count.ran} of {count.drawn} drawn examples ran; {count.unsupported} unsupported by the adapter "
+            f"were discarded (mostly: {count.main_reason()})")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    EXAMPLES.__init__()
+    yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """A property test none of whose drawn examples the adapter supports is a skip, not a failure."""
+    """A property test none of whose drawn examples the adapter supports is a skip, not a failure; one
+    that ran some of them keeps its outcome, and the summary says how many ran."""
     outcome = yield
     report = outcome.get_result()
+    if report.when != "call":
+        return
+    count = ExampleCount(EXAMPLES.drawn, EXAMPLES.ran, EXAMPLES.unsupported, Counter(EXAMPLES.reasons))
+    EXAMPLES.__init__()
+    if count.drawn:
+        item.user_properties.append(("hypothesis_examples_ran", count.ran))
+        item.user_properties.append(("hypothesis_examples_unsupported", count.unsupported))
     excinfo = call.excinfo
-    if report.when == "call":
-        if report.failed and excinfo is not None and UNSUPPORTED and (
-            excinfo.errisinstance(Unsatisfiable) or excinfo.errisinstance(FailedHealthCheck)
-        ):
-            report.outcome = "skipped"
-            report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {UNSUPPORTED[-1]}")
-        UNSUPPORTED.clear()
+    if (report.failed and excinfo is not None and excinfo.errisinstance(Unsatisfiable)
+            and count.unsupported and count.ran == 0):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0,
+                           f"Skipped: none of {count.drawn} drawn examples is supported: {count.main_reason()}")
+    elif count.unsupported:
+        PARTIAL[item.nodeid] = count
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Which property tests ran on part of their drawn examples only (a narrow adapter), and how many."""
+    if not PARTIAL:
+        return
+    terminalreporter.section("refpos: property tests run on the supported part of the drawn examples")
+    for nodeid, count in sorted(PARTIAL.items()):
+        terminalreporter.write_line(f"{nodeid}: {_examples_note(count)}")
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
-"""Helpers shared by the encoding spec tests : tolerances and small NumPy oracles.
+"""Helpers shared by the encoding spec tests: tolerances and small NumPy oracles.
 
 The oracles are written from the formulas of the family pages of docs/, independently of refpos, so that
-a test compares the adapter under test against the spec and not against itself.
+a test compares the adapter under test against the formula and not against itself.
 """
 
 from __future__ import annotations
@@ -9,24 +9,33 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from support import declared_dtype
+
+from refpos.golden.tolerance import MANTISSA
 
 
 def is_float64(impl) -> bool:
-    return getattr(impl, "INFO", {}).get("dtype", "float64") == "float64"
+    return declared_dtype(impl) == "float64"
 
 
 def tol(impl, *, rtol: float = 1e-12, atol: float = 1e-13) -> dict[str, float]:
-    """float64 re-derivation: a few ulps of sums of a dozen O(1) terms (rtol 1e-12, atol 1e-13);
-    a float32 adapter is held to float32 rounding instead (rtol 2e-5, atol 2e-6)."""
-    if is_float64(impl):
+    """Tolerance of a re-derivation of sums of a dozen O(1) terms, by ``INFO["dtype"]``: float64 a few
+    ulps (``rtol``, ``atol``: 1e-12, 1e-13 unless the test states its own); float32 rounding of about a
+    dozen operations, rtol 2e-5, atol 2e-6 (≈ 170 and 17 float32 ulps of 1); bfloat16 / float16 the same
+    dozen operations in their ulp (16 ulps of 1: 0.125 and 0.0156)."""
+    dtype = declared_dtype(impl)
+    if dtype == "float64":
         return {"rtol": rtol, "atol": atol}
-    return {"rtol": 2e-5, "atol": 2e-6}
+    if dtype == "float32":
+        return {"rtol": 2e-5, "atol": 2e-6}
+    unit = 16 * 2.0 ** -MANTISSA[dtype]
+    return {"rtol": unit, "atol": unit}
 
 
 def angle_atol(impl, max_position: int) -> float:
     """Absolute tolerance of sin/cos at positions up to ``max_position``: the float64 angle ``p·ω`` is
     rounded to ~1.1e-16·p (plus a few ulps of sin/cos); a float32 phase path drifts ~p·2^-24
-    (docs/conventions.md#tolerances)."""
+    (:mod:`refpos.golden.tolerance`)."""
     if is_float64(impl):
         return 1e-15 * (max_position + 8)
     return 2.0 * (max_position + 1) * 2.0**-24 + 1e-6

@@ -11,9 +11,12 @@ import math
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
+from support import IMPL_NAME, declared_support, supported_subset
 
-ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
+from refpos.rope.config import ROPE_TYPES
+
 #: the types HF implements (refpos's "ntk" is the static NTK-aware base, no HF equivalent)
 HF_TYPES = tuple(t for t in ROPE_TYPES if t != "ntk")
 THETAS = st.sampled_from([10000.0, 500000.0, 1000000.0, 150000.0]) | st.floats(50.0, 1e7)
@@ -33,6 +36,7 @@ def rope_dicts(
 
     ``factor_one`` draws ``factor = 1`` (and unit LongRoPE lists, no explicit attention factor).
     """
+    rope_types, layouts, placements = _declared(rope_types, layouts)
     rope_type = draw(st.sampled_from(rope_types))
     head_dim = draw(st.sampled_from(head_dims))
     min_rot = 4 if rope_type in ("ntk", "dynamic") else 2
@@ -42,10 +46,10 @@ def rope_dicts(
     if rope_type == "proportional":
         rotary_dim = 2 * draw(st.integers(1, head_dim // 2))
         rope["rotary_dim"] = rotary_dim
-    elif partial and draw(st.booleans()):
+    elif partial and placements and draw(st.booleans()):
         rotary_dim = 2 * draw(st.integers(min_rot // 2, head_dim // 2))
         rope["rotary_dim"] = rotary_dim
-        rope["placement"] = draw(st.sampled_from(["first", "last"]))
+        rope["placement"] = draw(st.sampled_from(placements))
     original = draw(st.sampled_from([64, 512, 2048, 4096, 8192]))
     factor = 1.0 if factor_one else draw(st.sampled_from([1.0, 2.0, 4.0, 8.0, 16.0, 40.0]) | st.floats(1.0, 64.0))
     if rope_type in ("linear", "ntk", "proportional"):
@@ -81,6 +85,32 @@ def rope_dicts(
             rope["max_position_embeddings"] = original * draw(st.sampled_from([1, 2, 32]))
         rope.update(original_max_position_embeddings=original, short_factor=short, long_factor=long)
     return rope
+
+
+def _declared(rope_types: tuple[str, ...], layouts: tuple[str, ...]
+              ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The asked-for rope types and layouts, and the partial placements, that the adapter declares it
+    supports (``INFO["rope_types"]`` etc., ``support.declared_support``); a skip when none is left."""
+    types = supported_subset("rope_types", tuple(rope_types))
+    kept_layouts = supported_subset("rope_layouts", tuple(layouts))
+    placements = supported_subset("rope_placements", ("first", "last"))
+    for key, wanted, kept in (("rope_types", rope_types, types), ("rope_layouts", layouts, kept_layouts)):
+        if not kept:
+            pytest.skip(f"{IMPL_NAME} declares INFO[{key!r}] = {declared_support()[key]}: none of {tuple(wanted)}")
+    return types, kept_layouts, placements
+
+
+def frequencies_or_reference(impl: Any, rope: dict[str, Any], seq_len: int | None) -> tuple[np.ndarray, float]:
+    """``(ω, A)`` from the adapter's ``rope_frequencies``, or, where it provides none (its table lives
+    inside a kernel), the reference's (``refpos.testing.adapter``): what tests that use ω only for a tolerance
+    bound, and A as the spec's value, need."""
+    frequencies = getattr(impl, "rope_frequencies", None)
+    if callable(frequencies):
+        return frequencies(rope, seq_len=seq_len)
+    from refpos.testing import adapter as reference
+
+    inv, a = reference.rope_frequencies(rope, seq_len=seq_len)
+    return np.asarray(inv, dtype=np.float64), float(a)
 
 
 def seeded(draw: st.DrawFn, shape: tuple[int, ...]) -> np.ndarray:

@@ -3,8 +3,10 @@
 * :data:`IMPL` — the adapter module named by ``REFPOS_IMPL`` (default ``refpos.testing.adapter``).
 * :func:`require` — the adapter's functions, or a skip naming what is missing.
 * :func:`assert_close` / :func:`tolerance_array` / :func:`tolerance` — tolerances that follow from
-  ``INFO["dtype"]`` and, for angle-derived values, from the position: the rule of docs/conventions.md#tolerances as
-  :mod:`refpos.golden.tolerance` implements it (the rule ``refpos check`` and the goldens use).
+  ``INFO["dtype"]`` and, for angle-derived values, from the position, as :mod:`refpos.golden.tolerance`
+  implements them (the rule ``refpos check`` and the goldens use);
+* :func:`assert_quoted` — numbers quoted to a few digits: half a unit of the last digit plus the dtype rule;
+* :func:`declared_support` — the rope types, layouts and placements an adapter declares in ``INFO``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 import refpos.golden.tolerance as tol_rules
 from refpos.backend import to_numpy
 from refpos.golden.compare import compare
+from refpos.rope.config import ROPE_TYPES
 
 IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.testing.adapter")
 #: the repository root, so that the adapters shipped with the suite import as ``spec_tests.<...>``
@@ -55,9 +58,71 @@ def info(impl: ModuleType) -> dict[str, Any]:
     return dict(declared) if isinstance(declared, dict) else {}
 
 
+#: what an adapter may declare it supports (``INFO`` keys), and the values each key may list
+SUPPORT_KEYS: dict[str, tuple[str, ...]] = {
+    "rope_types": ROPE_TYPES,
+    "rope_layouts": ("half", "interleaved", "deinterleaved"),
+    "rope_placements": ("first", "last"),
+}
+
+
+def declared_support(impl: ModuleType | None = None) -> dict[str, tuple[str, ...]]:
+    """The parts of the input space the adapter declares in ``INFO`` (only the keys it sets).
+
+    ``INFO["rope_types"]``, ``INFO["rope_layouts"]`` and ``INFO["rope_placements"]`` (partial-rotary
+    placements; an empty list: no partial rotary) restrict what the RoPE strategies draw, so a narrow
+    adapter is tested on what it implements instead of rejecting most drawn examples. A key left out
+    means everything (the adapter may still raise ``NotImplementedError`` per example).
+    """
+    declared = info(IMPL if impl is None else impl)
+    out: dict[str, tuple[str, ...]] = {}
+    for key, allowed in SUPPORT_KEYS.items():
+        if key not in declared:
+            continue
+        values = declared[key]
+        if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+            raise pytest.UsageError(f"{IMPL_NAME}: INFO[{key!r}] must be a list of names, got {values!r}")
+        unknown = [v for v in values if v not in allowed]
+        if unknown:
+            raise pytest.UsageError(f"{IMPL_NAME}: INFO[{key!r}] has {unknown}; allowed: {allowed}")
+        out[key] = tuple(values)
+    return out
+
+
+def supported_subset(key: str, wanted: tuple[str, ...]) -> tuple[str, ...]:
+    """The values of ``wanted`` the adapter declares for ``key`` (all of them when it declares none)."""
+    declared = declared_support().get(key)
+    return wanted if declared is None else tuple(v for v in wanted if v in declared)
+
+
 # ------------------------------------------------------------------------------------- tolerances
-#: kinds of compared quantity (docs/conventions.md#tolerances; :mod:`refpos.golden.tolerance` has one rule per kind)
-KINDS = ("exact", "value", "phase", "probability")
+#: kinds of compared quantity (:mod:`refpos.golden.tolerance` has one rule per kind)
+KINDS = ("exact", "stored", "value", "phase", "probability")
+
+
+def cases(argnames: str, rows: Any, shown: str | None = None) -> list[Any]:
+    """``pytest.param`` rows with readable ids: ``name=value`` for the arguments named in ``shown``
+    (comma-separated; default all), joined by ``-``; expected values are best left out of ids.
+
+    >>> [p.id for p in cases("n_heads", [1, 12])]
+    ['n_heads=1', 'n_heads=12']
+    """
+    names = [n.strip() for n in argnames.split(",")]
+    keep = names if shown is None else [n.strip() for n in shown.split(",")]
+    out = []
+    for row in rows:
+        values = tuple(row) if len(names) > 1 else (row,)
+        parts = [f"{name}={_id_value(value)}" for name, value in zip(names, values, strict=True) if name in keep]
+        out.append(pytest.param(*values, id="-".join(parts)))
+    return out
+
+
+def _id_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "[" + ",".join(_id_value(v) for v in np.asarray(value).tolist()) + "]"
+    return str(value)
 
 
 def declared_dtype(impl: ModuleType) -> str:
@@ -80,13 +145,14 @@ def tolerance_array(
     logits: Any = None,
 ) -> np.ndarray:
     """Elementwise atol for the adapter's output against the float64 ``expected``, by the rule of
-    ``refpos check`` (:mod:`refpos.golden.tolerance`, docs/conventions.md#tolerances) for the adapter's
-    ``INFO["dtype"]``.
+    ``refpos check`` (:mod:`refpos.golden.tolerance`) for the adapter's ``INFO["dtype"]``.
 
     Parameters
     ----------
     kind
-        ``"exact"`` — integers (buckets, indices); ``"value"`` — position-independent values (slopes,
+        ``"exact"`` — integers (buckets, indices); ``"stored"`` — values that come back unchanged but
+        stored in the declared dtype (pass-through channels, rows of a bias or embedding table);
+        ``"value"`` — position-independent values (slopes,
         inverse frequencies, bias tables, attention outputs; ``scale`` is the natural magnitude, a floor
         for entries that cancel to zero); ``"phase"`` — values computed from angles ``p·ω`` (cos/sin,
         rotated q/k, sinusoid tables): ``positions`` ``(..., T)`` are the positions of the rows of
@@ -100,6 +166,8 @@ def tolerance_array(
     ref = np.asarray(expected, dtype=np.float64)
     if kind == "exact":
         return np.zeros(ref.shape)
+    if kind == "stored":
+        return stored_tolerance(dtype, ref)
     if kind == "value":
         atol = tol_rules.value_tolerance(dtype, ref, scale=None if scale is None else np.asarray(scale, float))
     elif kind == "phase":
@@ -118,6 +186,59 @@ def tolerance_array(
     return np.broadcast_to(np.asarray(to_numpy(atol) if not np.isscalar(atol) else atol, float), ref.shape)
 
 
+def stored_tolerance(dtype: str, reference: Any) -> np.ndarray:
+    r"""atol for a value that should come back unchanged, stored in ``dtype``: round to nearest errs by
+    at most half a unit in the last place, :math:`\tfrac12\,\mathrm{ulp}_{\text{dtype}}(|r|)`; float64
+    (no rounding at all): 0, bit for bit."""
+    ref = np.asarray(reference, dtype=np.float64)
+    if dtype == "float64":
+        return np.zeros(ref.shape)
+    return 0.5 * np.asarray(to_numpy(tol_rules.ulp(np.abs(ref), dtype)), dtype=np.float64)
+
+
+def quoted(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(value, atol of the quoting)`` of numbers quoted as text: half a unit of the last quoted digit.
+
+    ``"0.905551"`` is 0.905551 ± 5e-7; ``"9.9999999833e-05"`` is ± 5e-16. Add the declared dtype's own
+    tolerance (:func:`assert_quoted` does) and a value quoted to six digits still leaves a float32
+    implementation its rounding.
+    """
+    out, half_units = [], []
+    for text in values:
+        mantissa, _, exponent = text.lower().partition("e")
+        decimals = len(mantissa.partition(".")[2])
+        out.append(float(text))
+        half_units.append(0.5 * 10.0 ** (-decimals + int(exponent or 0)))
+    return np.array(out), np.array(half_units)
+
+
+def assert_quoted(actual: Any, values: list[str], impl: ModuleType, *, what: str = "") -> None:
+    """Assert ``actual`` equals numbers quoted to a few digits: ``|actual − q| ≤ ½ unit of the last
+    quoted digit + the dtype's value tolerance`` (:func:`quoted`, :func:`tolerance_array`)."""
+    expected, quoting = quoted(values)
+    actual = np.asarray(actual, dtype=np.float64)
+    label = what or "quoted values"
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{label}: shape {actual.shape}, expected {expected.shape}")
+    result = compare(actual, expected, atol=quoting + tolerance_array(impl, expected, "value"))
+    if not result.ok:
+        worst = result.worst_index[0]
+        raise AssertionError(f"{label}: {result.n_outside} of {result.n} values outside the quoting (½ unit of the "
+                             f"last digit) + the {declared_dtype(impl)} rule; worst at {worst}: got "
+                             f"{actual[worst]!r}, quoted {values[worst]}, |diff| {result.error[worst]:.3g} > "
+                             f"{result.allowed[worst]:.3g}")
+
+
+def at_most(value: Any, bound: float, impl: ModuleType, *, what: str = "") -> None:
+    """Assert ``value ≤ bound`` up to the declared dtype's rounding of ``bound`` (float64: rtol 1e-13)."""
+    value = np.asarray(value, dtype=np.float64)
+    slack = float(tolerance_array(impl, np.array([bound]), "value")[0])
+    bad = ~(value <= bound + slack)
+    if bad.any():
+        raise AssertionError(f"{what or 'value'}: {value[bad][:4]} exceed {bound!r} + {slack:.3g} "
+                             f"(the {declared_dtype(impl)} rule)")
+
+
 def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "value", *, what: str = "",
                  **rule: Any) -> None:
     """Assert ``|actual − expected| ≤ atol`` elementwise, atol from :func:`tolerance_array`.
@@ -129,6 +250,9 @@ def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "valu
     label = what or "output"
     if actual.shape != expected.shape:
         raise AssertionError(f"{label}: shape {actual.shape}, expected {expected.shape}")
+    if kind == "exact" or (kind == "stored" and declared_dtype(impl) == "float64"):
+        np.testing.assert_array_equal(actual, expected, err_msg=f"{label} ({kind}, bit for bit)")
+        return
     atol = tolerance_array(impl, expected, kind, **rule)
     result = compare(actual, expected, atol=atol)  # refpos's one comparison: a NaN never passes
     if not result.ok:
@@ -160,5 +284,4 @@ def float_tolerance_note(impl: ModuleType) -> str:
     dtype = declared_dtype(impl)
     c = tol_rules.ANGLE_C[dtype] if isinstance(tol_rules.ANGLE_C, dict) else tol_rules.ANGLE_C
     return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}; angle-derived "
-            f"values add {c:g}·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} "
-            "(refpos.golden.tolerance, docs/conventions.md#tolerances)")
+            f"values add {c:g}·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} (refpos.golden.tolerance)")

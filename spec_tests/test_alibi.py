@@ -15,7 +15,7 @@ import pytest
 from encoding_support import is_float64, softmax, tol
 from hypothesis import given
 from hypothesis import strategies as st
-from support import require
+from support import cases, require
 
 
 def recurrence_slopes(n: int) -> list[float]:
@@ -45,13 +45,13 @@ def assert_slopes_equal(impl, got: np.ndarray, expected) -> None:
 
 @pytest.mark.parametrize(
     ("n", "exponents"),
-    [
+    cases("n, exponents", [
         (1, [-8]),
         (3, [-4, -8, -2]),
         (6, [-2, -4, -6, -8, -1, -3]),
         (8, [-1, -2, -3, -4, -5, -6, -7, -8]),
         (12, [-1, -2, -3, -4, -5, -6, -7, -8, -0.5, -1.5, -2.5, -3.5]),
-    ],
+    ], shown="n"),
 )
 def test_slopes_spec_values(impl, n, exponents):
     """docs/alibi.md#the-math: appended, not sorted; n = 12 is not the naive 2^(-8h/12)."""
@@ -60,7 +60,7 @@ def test_slopes_spec_values(impl, n, exponents):
     np.testing.assert_allclose(got, 2.0 ** np.array(exponents), rtol=1e-15 if is_float64(impl) else 1e-6)
 
 
-@pytest.mark.parametrize("n", list(range(1, 129)))
+@pytest.mark.parametrize("n", cases("n", range(1, 129)))
 def test_slopes_bit_exact_to_the_recurrence(impl, n):
     slopes = require(impl, "alibi_slopes")
     assert_slopes_equal(impl, slopes(n), recurrence_slopes(n))

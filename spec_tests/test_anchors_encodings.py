@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import require
+from support import cases, require
 
 torch = pytest.importorskip("torch", reason="anchor cross-checks need torch (pip install 'refpos[anchors]')")
 pytest.importorskip("transformers", reason="anchor cross-checks need transformers (pip install 'refpos[anchors]')")
@@ -17,7 +17,7 @@ pytest.importorskip("transformers", reason="anchor cross-checks need transformer
 pytestmark = pytest.mark.anchors
 
 
-@pytest.mark.parametrize(("dim", "n_pos"), [(4, 512), (64, 512), (768, 96)])
+@pytest.mark.parametrize(("dim", "n_pos"), cases("dim, n_pos", [(4, 512), (64, 512), (768, 96)]))
 def test_distilbert_interleaved_sinusoid(impl, dim, n_pos):
     """HF DistilBERT ``create_sinusoidal_embeddings``: interleaved, paper spacing, first position 0."""
     from transformers.models.distilbert.modeling_distilbert import create_sinusoidal_embeddings
@@ -29,7 +29,7 @@ def test_distilbert_interleaved_sinusoid(impl, dim, n_pos):
     np.testing.assert_allclose(got, out.numpy().astype(np.float64), rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize(("dim", "n_pos"), [(4, 512), (64, 512), (512, 96)])
+@pytest.mark.parametrize(("dim", "n_pos"), cases("dim, n_pos", [(4, 512), (64, 512), (512, 96)]))
 def test_marian_concatenated_sinusoid(impl, dim, n_pos):
     """HF Marian ``MarianSinusoidalPositionalEmbedding``: concatenated [sin | cos], paper spacing."""
     from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
@@ -55,7 +55,7 @@ def test_marian_differs_from_distilbert_by_the_layout_permutation(impl):
     assert np.abs(concat.numpy() - inter.numpy()).max() > 0.5
 
 
-@pytest.mark.parametrize("n_heads", list(range(1, 65)))
+@pytest.mark.parametrize("n_heads", cases("n_heads", range(1, 65)))
 def test_bloom_alibi_slopes_and_key_index_bias(impl, n_heads):
     """BLOOM ``build_alibi_tensor`` (float32): slopes, and its key-index bias ``m_h·j`` over 64 keys."""
     from transformers.models.bloom.modeling_bloom import build_alibi_tensor
@@ -77,7 +77,8 @@ def _t5_grid():
                 yield bidirectional, num_buckets, max_distance
 
 
-@pytest.mark.parametrize(("bidirectional", "num_buckets", "max_distance"), list(_t5_grid()))
+@pytest.mark.parametrize(("bidirectional", "num_buckets", "max_distance"),
+                         cases("bidirectional, num_buckets, max_distance", _t5_grid()))
 def test_t5_buckets_equal_hf(impl, bidirectional, num_buckets, max_distance):
     """HF ``T5Attention._relative_position_bucket`` over r ∈ [−1000, 1000] (and ±(max_distance + 50)).
 

@@ -32,7 +32,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rope_support import HF_TYPES, base_inv, model_configs, rope_dicts, rotary_width
-from support import assert_close, require
+from support import assert_close, cases, require
 
 torch = pytest.importorskip("torch", reason="anchor cross-checks need torch (pip install 'refpos[anchors]')")
 transformers = pytest.importorskip("transformers", reason="anchor cross-checks need transformers")
@@ -154,7 +154,7 @@ def _hf_forward(rotary, positions):
     return _np(cos)[0], _np(sin)[0]
 
 
-@pytest.mark.parametrize("top", [4095, 4096, 8000])
+@pytest.mark.parametrize("top", cases("top", [4095, 4096, 8000]))
 def test_phi3_longrope_forward_switches_at_original_plus_one(impl, top):
     """HF Phi-3 picks the long factors iff max(position_ids) + 1 > 4096; so does seq_len=None."""
     name = "microsoft/Phi-3.5-mini-instruct"
@@ -183,8 +183,8 @@ def test_dynamic_ntk_module_history(impl):
         np.testing.assert_allclose(row, _np(rotary.inv_freq), rtol=1e-6, err_msg=f"call with L={n}")
 
 
-@pytest.mark.parametrize(("layout", "rotary_dim"), [("half", 64), ("half", 24), ("interleaved", 64),
-                                                    ("interleaved", 16), ("deinterleaved", 64)])
+@pytest.mark.parametrize(("layout", "rotary_dim"), cases("layout, rotary_dim", [
+    ("half", 64), ("half", 24), ("interleaved", 64), ("interleaved", 16), ("deinterleaved", 64)]))
 def test_application_matches_hf_in_float64(impl, layout, rotary_dim):
     from transformers.models.deepseek_v3.modeling_deepseek_v3 import apply_rotary_pos_emb_interleave
     from transformers.models.gptj.modeling_gptj import apply_rotary_pos_emb as gptj_apply

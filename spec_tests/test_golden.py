@@ -95,13 +95,15 @@ def test_scenario_prefill_then_decode_with_offsets(impl):
             _assert_within(case, "out", row[:, 0][:, None], out["out"][:, step][:, None], dtype)
 
 
-def test_scenario_left_padded_batch(impl):
+def _left_padded_batch(impl: Any) -> tuple[dict[str, Any], dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """The left-padded batch, each row rotated at its own positions and attended under its padding mask:
+    (case, stored outputs, attention output (B, H, T, dv), which query rows see at least one key (B, T))."""
     apply_rope, attention = require(impl, "apply_rope", "attention")
     case, inp, out = _scenario("scenario/left-padded-batch")
-    rope, dtype = case["parameters"]["rope"], declared_dtype(impl)
+    rope = case["parameters"]["rope"]
     mask = inp["attention_mask"]
     positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)  # per-row positions from the mask (HF's rule)
-    np.testing.assert_array_equal(positions, out["positions"])
+    assert np.array_equal(positions, out["positions"]), "the scenario's stored positions (a suite error)"
     t = mask.shape[1]
     allowed = mask[:, None, None, :] & np.tril(np.ones((t, t), dtype=bool))  # (B, 1, T, T)
     rows = []
@@ -109,9 +111,25 @@ def test_scenario_left_padded_batch(impl):
         qr = np.asarray(apply_rope(inp["q"][b], positions[b], rope, None))
         kr = np.asarray(apply_rope(inp["k"][b], positions[b], rope, None))
         rows.append(np.asarray(attention(qr, kr, inp["v"][b], None, allowed[b])))
-    _assert_within(case, "out", np.stack(rows), out["out"], dtype)
+    return case, out, np.stack(rows), allowed[:, 0].any(axis=-1)
+
+
+def test_scenario_left_padded_batch(impl):
+    """Padding and per-row positions: every query that sees a real token gets the reference output."""
+    case, out, got, sees_a_key = _left_padded_batch(impl)
+    dtype = declared_dtype(impl)
+    real = np.broadcast_to(sees_a_key[:, None, :, None], got.shape)  # (B, H, T, dv)
+    _assert_within(case, "out", np.where(real, got, out["out"]), out["out"], dtype)
     n_pad = case["parameters"]["pads"][1]
-    _assert_within(case, "out_row1_unpadded", np.stack(rows)[1, :, n_pad:], out["out_row1_unpadded"], dtype)
+    _assert_within(case, "out_row1_unpadded", got[1, :, n_pad:], out["out_row1_unpadded"], dtype)
+
+
+def test_scenario_left_padded_batch_padding_queries(impl):
+    """The fully-masked-row policy inside the scenario: a padding query that sees no key gives zeros."""
+    _, _, got, sees_a_key = _left_padded_batch(impl)
+    padding = got.transpose(0, 2, 1, 3)[~sees_a_key]  # (n padding queries, H, dv)
+    assert padding.size, "the scenario has padding queries"
+    assert np.all(padding == 0.0), f"padding queries (no key to attend) give {padding[padding != 0.0][:4]}, not zeros"
 
 
 def test_scenario_chunked_prefill(impl):

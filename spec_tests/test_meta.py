@@ -74,7 +74,7 @@ def test_the_same_files_pass_on_the_reference():
     ("rope_float32_angles", {"head_dim": 64}),
     ("rope_attention_factor_squared", {"head_dim": 64, "rope_type": "yarn", "factor": 4.0,
                                        "original_max_position_embeddings": 4096}),
-])
+], ids=["rope_float32_angles-default", "rope_attention_factor_squared-yarn"])
 def test_table_mutants_reach_apply_rope(name, rope):
     """A mutant of the cos/sin tables shows its mistake in ``apply_rope`` too, not only in ``rope_cos_sin``:
     every path of apply_rope (the NumPy fast form included) consumes the readable form's tables, so the

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from rope_support import model_configs, rope_dicts
+from rope_support import frequencies_or_reference, model_configs, rope_dicts
 from support import assert_close, require, tolerance
 
 CONFIGS = model_configs()
@@ -91,7 +91,7 @@ def test_dynamic_ntk_state_sequence(impl):
 def test_logits_of_a_cached_decode_step(impl, rope, t, cached, seed):
     """One query at position P = cached + t - 1 against keys 0 … P: its logits equal those of the same
     vectors rotated by their own positions and multiplied, scaled by head_dim^-1/2 (no offset bugs)."""
-    logits, apply, frequencies = require(impl, "rope_attention_logits", "apply_rope", "rope_frequencies")
+    logits, apply = require(impl, "rope_attention_logits", "apply_rope")
     rng = np.random.default_rng(seed)
     d = rope["head_dim"]
     q, k = rng.standard_normal((2, 1, d)), rng.standard_normal((2, cached + t, d))
@@ -100,7 +100,7 @@ def test_logits_of_a_cached_decode_step(impl, rope, t, cached, seed):
     got = logits(q, k, q_pos, k_pos, rope)
     expected = apply(q, q_pos, rope, seq_len=seq_len) @ np.swapaxes(apply(k, k_pos, rope, seq_len=seq_len), -1,
                                                                     -2) * d**-0.5
-    inv, a = frequencies(rope, seq_len=seq_len)
+    inv, a = frequencies_or_reference(impl, rope, seq_len)  # for the tolerance only
     size = np.linalg.norm(q, axis=-1).max() * np.linalg.norm(k, axis=-1).max() * max(a, 1.0) ** 2 * d**-0.5
     assert_close(got, expected, impl, "phase", positions=np.full(got.shape[:-1], 2 * seq_len), inv_freq=inv,
                  magnitude=size, what="decode logits")
@@ -119,30 +119,43 @@ def test_deepseek_logits_carry_the_softmax_multiplier(impl):
     np.testing.assert_allclose(with_multiplier, without * 1.8738542070926265, rtol=10 * tolerance(impl)["rtol"])
 
 
-@pytest.mark.parametrize(("rope", "error"), [
-    ({"rope_type": "default", "rope_theta": 1e4, "head_dim": 8, "rotary_dim": 5}, ValueError),
-    ({"rope_type": "ntk-by-parts", "rope_theta": 1e4, "head_dim": 8}, ValueError),
-    ({"rope_type": "yarn", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0}, ValueError),
-    ({"rope_type": "longrope", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0, "short_factor": [1.0] * 4,
-      "long_factor": [1.0] * 4}, ValueError),
-    ({"rope_type": "linear", "rope_theta": 1e4, "head_dim": 8, "factor": 0.5}, ValueError),
-    ({"rope_type": "longrope", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0, "original_max_position_embeddings": 64,
-      "short_factor": [1.0] * 3, "long_factor": [1.0] * 4}, ValueError),
-    ({"rope_type": "yarn", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0, "original_max_position_embeddings": 64,
-      "beta_fast": 1.0, "beta_slow": 32.0}, ValueError),
-    ({"rope_type": "llama3", "rope_theta": 1e4, "head_dim": 8, "factor": 8.0, "original_max_position_embeddings": 64,
-      "low_freq_factor": 4.0, "high_freq_factor": 1.0}, ValueError),
-    ({"rope_type": "default", "rope_theta": 0.0, "head_dim": 8}, ValueError),
-    ({"rope_type": "default", "rope_theta": 1e4, "head_dim": 8, "layout": "neox"}, ValueError),
-])
+#: (test id: what is wrong, bad rope config); each must raise ValueError
+BAD_CONFIGS = [
+    ("rotary_dim=5", {"rope_type": "default", "rope_theta": 1e4, "head_dim": 8, "rotary_dim": 5}),
+    ("rope_type=ntk-by-parts", {"rope_type": "ntk-by-parts", "rope_theta": 1e4, "head_dim": 8}),
+    ("yarn-original_max_position_embeddings=missing",
+     {"rope_type": "yarn", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0}),
+    ("longrope-original_max_position_embeddings=missing",
+     {"rope_type": "longrope", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0, "short_factor": [1.0] * 4,
+      "long_factor": [1.0] * 4}),
+    ("linear-factor=0.5", {"rope_type": "linear", "rope_theta": 1e4, "head_dim": 8, "factor": 0.5}),
+    ("longrope-short_factor=3-of-4-pairs",
+     {"rope_type": "longrope", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0, "original_max_position_embeddings": 64,
+      "short_factor": [1.0] * 3, "long_factor": [1.0] * 4}),
+    ("yarn-beta_fast<beta_slow",
+     {"rope_type": "yarn", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0, "original_max_position_embeddings": 64,
+      "beta_fast": 1.0, "beta_slow": 32.0}),
+    ("llama3-low_freq_factor>high_freq_factor",
+     {"rope_type": "llama3", "rope_theta": 1e4, "head_dim": 8, "factor": 8.0, "original_max_position_embeddings": 64,
+      "low_freq_factor": 4.0, "high_freq_factor": 1.0}),
+    ("rope_theta=0", {"rope_type": "default", "rope_theta": 0.0, "head_dim": 8}),
+    ("layout=neox", {"rope_type": "default", "rope_theta": 1e4, "head_dim": 8, "layout": "neox"}),
+]
+
+
+@pytest.mark.parametrize(("rope", "error"),
+                         [pytest.param(rope, ValueError, id=f"{name}-ValueError") for name, rope in BAD_CONFIGS])
 def test_bad_rope_configs_are_rejected(impl, rope, error):
     frequencies = require(impl, "rope_frequencies")
     with pytest.raises(error):
         frequencies(rope)
 
 
-@pytest.mark.parametrize(("positions", "error"), [(np.array([0, -1]), ValueError), (np.array([0.0, 1.0]), TypeError),
-                                                  (np.array([0.5, 1.5]), TypeError)])
+@pytest.mark.parametrize(("positions", "error"), [
+    pytest.param(np.array([0, -1]), ValueError, id="positions=[0,-1]-ValueError"),
+    pytest.param(np.array([0.0, 1.0]), TypeError, id="positions=[0.0,1.0]-TypeError"),
+    pytest.param(np.array([0.5, 1.5]), TypeError, id="positions=[0.5,1.5]-TypeError"),
+])
 def test_bad_positions_are_rejected(impl, positions, error):
     apply, cos_sin = require(impl, "apply_rope", "rope_cos_sin")
     rope = {"rope_type": "default", "rope_theta": 1e4, "head_dim": 4}

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 from rope_support import model_configs
-from support import assert_close, require, tolerance
+from support import assert_close, assert_quoted, cases, require, tolerance
 
 LLAMA2 = {"rope_type": "default", "rope_theta": 10000.0, "head_dim": 128}
 LLAMA31 = {"rope_type": "llama3", "rope_theta": 500000.0, "head_dim": 128, "factor": 8.0, "low_freq_factor": 1.0,
@@ -43,11 +43,11 @@ def test_llama2_default_frequencies(impl):
     assert a == 1.0
 
 
-@pytest.mark.parametrize(("p", "c0", "s0", "c63", "s63"), [
+@pytest.mark.parametrize(("p", "c0", "s0", "c63", "s63"), cases("p, c0, s0, c63, s63", [
     (1, 0.5403023058681398, 0.8414709848078965, 0.9999999933323929, 1.154781982122914e-4),
     (4095, -0.0659759965580649, -0.9978212103769744, 0.8902588121830826, 0.4554549893571998),
     (100000, -0.9993608074382124, 0.03574879797201651, 0.5246003038823687, -0.8513486484199798),
-])
+], shown="p"))
 def test_llama2_cos_sin(impl, p, c0, s0, c63, s63):
     cos, sin = require(impl, "rope_cos_sin")(np.array([p]), LLAMA2)
     assert cos.shape == sin.shape == (1, 128)
@@ -84,14 +84,14 @@ def test_llama32_bands(impl):
 
 
 # --------------------------------------------------------------------------------- dynamic
-@pytest.mark.parametrize(("seq_len", "w1", "w63"), [
+@pytest.mark.parametrize(("seq_len", "w1", "w63"), cases("seq_len, w1, w63", [
     (4096, 0.8659643233600653, 1.1547819846894582e-4),
     (4097, 0.865957613371064, 1.1542184014856078e-4),
     (5000, 0.8609532721153139, 8.011495611937704e-5),
     (6000, 0.8569756075131864, 5.984295305273306e-5),
     (8192, 0.8509942913412162, 3.849273282298194e-5),
     (9000, 0.8493269866249548, 3.4018893910299344e-5),
-])
+], shown="seq_len"))
 def test_dynamic_ntk(impl, seq_len, w1, w63):
     inv, a = require(impl, "rope_frequencies")(DYNAMIC, seq_len=seq_len)
     close(inv[[1, 63]], [w1, w63], impl, what=f"seq_len={seq_len}")
@@ -136,17 +136,18 @@ def test_yarn(impl, name, params, bounds, w_last, a):
 
 
 def test_yarn_named_ratios(impl):
+    """Ratios ω'/ω quoted to six decimals: each within half a unit of its last digit plus the dtype rule."""
     f = require(impl, "rope_frequencies")
     oss = {"rope_type": "yarn", **YARN[2][1]}
     ratio = f(oss)[0] / 1.5e5 ** (-(np.arange(0, 64, 2) / 64))
-    np.testing.assert_allclose(ratio[9:18], [0.905551, 0.801443, 0.697335, 0.593227, 0.489119, 0.385011, 0.280903,
-                                             0.176795, 0.072688], atol=5e-7)  # quoted to 6 digits
+    assert_quoted(ratio[9:18], ["0.905551", "0.801443", "0.697335", "0.593227", "0.489119", "0.385011", "0.280903",
+                                "0.176795", "0.072688"], impl, what="gpt-oss ramp ratios")
     ds = {"rope_type": "yarn", **YARN[1][1]}
     ratio = f(ds)[0] / 1e4 ** (-(np.arange(0, 64, 2) / 64))
     np.testing.assert_allclose(ratio[11:23], 1 - 0.075 * np.arange(1, 13), rtol=100 * tolerance(impl)["rtol"])
     yl = {"rope_type": "yarn", **YARN[3][1]}
     ratio = f(yl)[0] / 1e4 ** (-(np.arange(0, 128, 2) / 128))
-    np.testing.assert_allclose(ratio[[21, 45]], [0.963942, 0.098558], atol=5e-7)
+    assert_quoted(ratio[[21, 45]], ["0.963942", "0.098558"], impl, what="yarn-llama-2 ratios")
 
 
 def test_deepseek_softmax_multiplier(impl):

@@ -13,7 +13,7 @@ import pytest
 from encoding_support import angle_atol, is_float64, tol
 from hypothesis import given
 from hypothesis import strategies as st
-from support import require
+from support import assert_close, assert_quoted, cases, require
 
 EVEN_DIMS = st.sampled_from([2, 4, 6, 8, 16, 64])
 
@@ -22,21 +22,22 @@ EVEN_DIMS = st.sampled_from([2, 4, 6, 8, 16, 64])
 
 @pytest.mark.parametrize(
     ("layout", "spacing", "expected"),
-    [
-        ("interleaved", "paper", [0.8414709848, 0.5403023059, 0.0099998333, 0.9999500004]),
-        ("concat", "paper", [0.8414709848, 0.0099998333, 0.5403023059, 0.9999500004]),
-        ("concat", "tensor2tensor", [0.8414709848, 9.9999999833e-05, 0.5403023059, 0.999999995]),
-    ],
+    cases("layout, spacing, expected", [
+        ("interleaved", "paper", ["0.8414709848", "0.5403023059", "0.0099998333", "0.9999500004"]),
+        ("concat", "paper", ["0.8414709848", "0.0099998333", "0.5403023059", "0.9999500004"]),
+        ("concat", "tensor2tensor", ["0.8414709848", "9.9999999833e-05", "0.5403023059", "0.999999995"]),
+    ], shown="layout, spacing"),
 )
 def test_d4_p1_vectors(impl, layout, spacing, expected):
     """docs/sinusoidal.md#the-math test vectors (d = 4, p = 1)."""
     sinusoidal = require(impl, "sinusoidal")
     row = sinusoidal(np.array([1]), 4, layout=layout, spacing=spacing)
     assert row.shape == (1, 4)
-    np.testing.assert_allclose(row[0], expected, **tol(impl, rtol=1e-9, atol=1e-10))  # quoted to 10 digits
+    assert_quoted(row[0], expected, impl, what=f"{layout}, {spacing}")  # quoted to 10 digits
 
 
-@pytest.mark.parametrize(("layout", "expected"), [("interleaved", [0, 1] * 4), ("concat", [0] * 4 + [1] * 4)])
+@pytest.mark.parametrize(("layout", "expected"), cases("layout, expected", [
+    ("interleaved", [0, 1] * 4), ("concat", [0] * 4 + [1] * 4)], shown="layout"))
 def test_position_zero(impl, layout, expected):
     sinusoidal = require(impl, "sinusoidal")
     assert sinusoidal(np.array([0]), 8, layout=layout)[0].tolist() == expected
@@ -44,7 +45,9 @@ def test_position_zero(impl, layout, expected):
 
 @pytest.mark.parametrize(
     ("spacing", "expected"),
-    [("paper", [1.0, 0.1, 0.01, 0.001]), ("tensor2tensor", [1.0, 0.046415888336127795, 0.0021544346900318843, 1e-4])],
+    cases("spacing, expected", [("paper", [1.0, 0.1, 0.01, 0.001]),
+                                ("tensor2tensor", [1.0, 0.046415888336127795, 0.0021544346900318843, 1e-4])],
+          shown="spacing"),
 )
 def test_d8_frequencies(impl, spacing, expected):
     """The frequency probe: at p = 1 every ω ≤ 1 < π, so atan2(sin, cos) recovers ω exactly."""
@@ -174,7 +177,7 @@ def test_learned_lookup_is_exact_and_bounded(impl):
     """N − 1 accepted, N and −1 rejected (NumPy would wrap −1 silently)."""
     lookup = require(impl, "learned_lookup")
     table = np.arange(24, dtype=np.float64).reshape(8, 3)
-    np.testing.assert_array_equal(lookup(table, np.array([7, 0, 3])), table[[7, 0, 3]])
+    assert_close(lookup(table, np.array([7, 0, 3])), table[[7, 0, 3]], impl, "stored", what="rows 7, 0, 3")
     for bad in (8, -1):
         with pytest.raises(ValueError, match="positions"):
             lookup(table, np.array([0, bad]))

@@ -10,7 +10,7 @@ import pytest
 from encoding_support import tol
 from hypothesis import given
 from hypothesis import strategies as st
-from support import require
+from support import assert_close, require
 
 # (first distance, last distance) per bucket, 32 buckets, max_distance 128 — docs/relative.md#t5
 CAUSAL_RANGES = [(b, b) for b in range(16)] + [
@@ -113,7 +113,8 @@ def test_bias_is_the_table_row_and_shift_invariant(impl, seed, start, shift, tq,
     got = bias_fn(table, qpos, kpos, bidirectional=bidirectional)
     assert got.shape == (3, tq, tk)
     buckets = bucket(kpos[None, :] - qpos[:, None], bidirectional=bidirectional)
-    np.testing.assert_array_equal(got, np.moveaxis(table[buckets], -1, 0))
+    # the table's rows, as stored in the declared dtype (bit for bit in float64)
+    assert_close(got, np.moveaxis(table[buckets], -1, 0), impl, "stored", what="bias = table[bucket]")
     np.testing.assert_array_equal(bias_fn(table, qpos + shift, kpos + shift, bidirectional=bidirectional), got)
 
 
@@ -144,9 +145,10 @@ def test_decode_row_uses_the_cache_offset(impl):
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
-        ({"num_buckets": 31}, "num_buckets"),
-        ({"num_buckets": 32, "max_distance": 8}, "max_distance"),
-        ({"num_buckets": 32, "max_distance": 16, "bidirectional": False}, "max_distance"),
+        pytest.param({"num_buckets": 31}, "num_buckets", id="num_buckets=31-bidirectional"),
+        pytest.param({"num_buckets": 32, "max_distance": 8}, "max_distance", id="max_distance=8-bidirectional"),
+        pytest.param({"num_buckets": 32, "max_distance": 16, "bidirectional": False}, "max_distance",
+                     id="max_distance=16-causal"),
     ],
 )
 def test_bad_bucket_arguments_name_the_parameter(impl, kwargs, name):

@@ -100,6 +100,8 @@ def sinusoidal(positions, dim, base=10000.0, layout="interleaved", spacing="pape
     elif (layout, spacing) == ("concat", "paper"):
         table = modeling_marian.MarianSinusoidalPositionalEmbedding(n_pos, dim).create_weight()
     elif (layout, spacing) == ("concat", "tensor2tensor"):
+        if dim == 2:  # a finding: get_embedding divides log(10000) by half_dim - 1 = 0
+            raise NotImplementedError("M2M100 get_embedding(n, 2) raises ZeroDivisionError (half_dim - 1 = 0)")
         # row r of get_embedding is position r (the model itself looks rows up from padding_idx + 1)
         table = modeling_m2m_100.M2M100SinusoidalPositionalEmbedding.get_embedding(n_pos, dim)
     else:

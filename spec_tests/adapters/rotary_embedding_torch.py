@@ -27,6 +27,10 @@ INFO: dict[str, Any] = {
     "name": f"rotary-embedding-torch {getattr(rotary_embedding_torch, '__version__', '')}".strip(),
     "dtype": "float32",
     "rope_layout": "interleaved",
+    # what the library implements: the strategies draw only these (interleaved pairs of the first channels)
+    "rope_types": ["default", "linear"],
+    "rope_layouts": ["interleaved"],
+    "rope_placements": ["first"],
     "description": "spec_tests/adapters/rotary_embedding_torch.py: RotaryEmbedding.forward + apply_rotary_emb",
 }
 

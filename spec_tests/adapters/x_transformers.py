@@ -29,6 +29,10 @@ INFO: dict[str, Any] = {
     "name": f"x-transformers {importlib.metadata.version('x-transformers')}",
     "dtype": "float32",
     "rope_layout": "interleaved",
+    # what the library implements: the strategies draw only these (interleaved pairs of the first channels)
+    "rope_types": ["default", "linear"],
+    "rope_layouts": ["interleaved"],
+    "rope_placements": ["first"],
     "description": "spec_tests/adapters/x_transformers.py: ALiBi, T5 buckets, rotary of x_transformers",
 }
 

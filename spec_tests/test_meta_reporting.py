@@ -1,0 +1,172 @@
+"""Meta tests of the suite's reporting and tolerances: a narrow adapter is reported as tested, the header
+shows under ``-q``, and the dtype-following checks fail on deliberately wrong adapters.
+
+Each run is a subprocess on a small adapter written into ``tmp_path`` (wrapping :mod:`refpos.testing.adapter`
+and changing one thing), as in ``test_meta.py``. They judge the suite, so they run only when the
+implementation under test is ``refpos.testing.adapter``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+from support import IMPL_NAME, assert_quoted, quoted
+from test_meta import FAILED, run_suite
+
+pytestmark = pytest.mark.skipif(
+    IMPL_NAME != "refpos.testing.adapter", reason="meta tests judge the suite; they run on refpos.testing.adapter only"
+)
+
+PASS_THROUGH = "spec_tests/test_rope_properties.py::test_pass_through_channels_are_unchanged"
+
+
+def _adapter(tmp_path, name: str, body: str) -> dict[str, str]:
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(body), encoding="utf-8")
+    return {"PYTHONPATH": str(tmp_path)}
+
+
+NARROW = """
+    from refpos.testing import adapter as ref
+
+    INFO = {"name": "narrow", "dtype": "float64", "rope_layout": "half"{declared}}
+
+    def apply_rope(x, positions, rope, seq_len=None):
+        if rope.get("rope_type", "default") != "default":
+            raise NotImplementedError("only default RoPE")
+        return ref.apply_rope(x, positions, rope, seq_len=seq_len)
+"""
+
+
+def test_a_narrow_adapter_passes_and_the_report_counts_its_examples(tmp_path):
+    """Most drawn examples unsupported: the supported ones run and pass; no health-check skip."""
+    env = _adapter(tmp_path, "narrow_adapter", NARROW.replace("{declared}", ""))
+    result = run_suite("narrow_adapter", ["-q", "-rs", PASS_THROUGH], env)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    assert "1 passed" in out and "skipped" not in out, out[-3000:]
+    assert "property tests run on the supported part of the drawn examples" in out
+    assert "drawn examples ran" in out and "only default RoPE" in out
+
+
+def test_a_declared_narrow_adapter_draws_only_what_it_supports(tmp_path):
+    env = _adapter(tmp_path, "declared_adapter", NARROW.replace("{declared}", ', "rope_types": ["default"]'))
+    result = run_suite("declared_adapter", ["-q", "-rs", PASS_THROUGH], env)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "1 passed" in out, out[-3000:]
+    assert "drawn examples ran" not in out  # nothing was discarded
+    assert "declared support (strategies draw only these): rope_types default" in out  # the header, under -q
+
+
+def test_a_test_none_of_whose_examples_is_supported_is_a_skip(tmp_path):
+    env = _adapter(tmp_path, "nothing_adapter", """
+        INFO = {"name": "nothing", "dtype": "float64"}
+
+        def apply_rope(x, positions, rope, seq_len=None):
+            raise NotImplementedError("no RoPE at all")
+    """)
+    result = run_suite("nothing_adapter", ["-q", "-rs", PASS_THROUGH], env)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "1 skipped" in out, out[-3000:]
+    assert "none of" in out and "drawn examples is supported: nothing_adapter.apply_rope" in out
+
+
+def test_an_undeclarable_support_is_a_usage_error(tmp_path):
+    env = _adapter(tmp_path, "typo_adapter", NARROW.replace("{declared}", ', "rope_types": ["yarn2"]'))
+    result = run_suite("typo_adapter", ["-q", PASS_THROUGH], env)
+    assert result.returncode not in (0, FAILED) and "INFO['rope_types'] has ['yarn2']" in result.stdout + result.stderr
+
+
+PASS_THROUGH_MUTANT = """
+    import numpy as np
+    from refpos.testing import adapter as ref
+
+    INFO = {{"name": "pass-through mutant", "dtype": "{dtype}", "rope_layout": "half"}}
+
+    def apply_rope(x, positions, rope, seq_len=None):
+        y = np.array(ref.apply_rope(x, positions, rope, seq_len=seq_len))
+        w = rope.get("rotary_dim", rope["head_dim"])
+        rest = slice(0, rope["head_dim"] - w) if rope.get("placement") == "last" else slice(w, None)
+        y[..., rest] = {change}
+        return y
+"""
+
+
+@pytest.mark.parametrize(("dtype", "change", "outcome"), [
+    pytest.param("float64", "np.nextafter(y[..., rest], np.inf)", FAILED, id="float64-one-ulp-off-fails"),
+    pytest.param("float32", "y[..., rest].astype(np.float32)", 0, id="float32-stored-input-passes"),
+    pytest.param("float32", "y[..., rest] * (1 + 1e-6)", FAILED, id="float32-1e-6-off-fails"),
+])
+def test_pass_through_follows_the_declared_dtype(tmp_path, dtype, change, outcome):
+    env = _adapter(tmp_path, "pass_mutant", PASS_THROUGH_MUTANT.format(dtype=dtype, change=change))
+    result = run_suite("pass_mutant", ["-q", PASS_THROUGH], env)
+    assert result.returncode == outcome, (result.stdout + result.stderr)[-3000:]
+
+
+def test_deinterleaved_logits_catch_a_scaled_layout(tmp_path):
+    env = _adapter(tmp_path, "deint_mutant", """
+        import numpy as np
+        from refpos.testing import adapter as ref
+
+        INFO = {"name": "deinterleaved scaled", "dtype": "float64", "rope_layout": "half"}
+
+        def apply_rope(x, positions, rope, seq_len=None):
+            y = np.asarray(ref.apply_rope(x, positions, rope, seq_len=seq_len))
+            return y * 1.001 if rope.get("layout") == "deinterleaved" else y
+    """)
+    test = "spec_tests/test_rope_properties.py::test_deinterleaved_and_interleaved_give_the_same_logits"
+    result = run_suite("deint_mutant", ["-q", test], env)
+    assert result.returncode == FAILED, (result.stdout + result.stderr)[-3000:]
+
+
+def test_the_padding_scenario_checks_padding_and_the_masked_row_policy_apart(tmp_path):
+    """An attention whose fully masked rows are NaN (torch.softmax) fails only the padding-query test."""
+    env = _adapter(tmp_path, "nan_rows", """
+        import numpy as np
+        from refpos.testing import adapter as ref
+
+        INFO = {"name": "NaN for fully masked rows", "dtype": "float64"}
+        apply_rope = ref.apply_rope
+
+        def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=None):
+            out = np.array(ref.attention(q, k, v, bias, mask, scale, causal, softcap))
+            if mask is not None:
+                dead = ~np.asarray(mask).any(axis=-1)  # (..., Tq): query rows that see no key
+                out[np.broadcast_to(dead, out.shape[:-1])] = np.nan
+            return out
+    """)
+    golden = "spec_tests/test_golden.py::test_scenario_left_padded_batch"
+    assert run_suite("nan_rows", ["-q", golden], env).returncode == 0
+    assert run_suite("nan_rows", ["-q", golden + "_padding_queries"], env).returncode == FAILED
+
+
+def test_quoted_values_carry_half_a_unit_of_their_last_digit():
+    values, half_units = quoted(["0.905551", "9.9999999833e-05", "12"])
+    np.testing.assert_array_equal(values, [0.905551, 9.9999999833e-05, 12.0])
+    np.testing.assert_allclose(half_units, [5e-7, 5e-16, 0.5])
+
+    float32, float64 = (type("Adapter", (), {"INFO": {"dtype": d}}) for d in ("float32", "float64"))
+
+    # 0.9055514861 (4.86e-7 off the quoted digits) is within the quoting for both dtypes
+    assert_quoted(np.array([0.9055514861]), ["0.905551"], float64)
+    assert_quoted(np.array([0.9055514861 + 5e-7]), ["0.905551"], float32)  # plus float32 rounding
+    with pytest.raises(AssertionError, match="outside the quoting"):
+        assert_quoted(np.array([0.9055514861 + 5e-7]), ["0.905551"], float64)
+
+
+def test_softmax_cases_a_float32_input_cannot_say_are_skipped(tmp_path):
+    env = _adapter(tmp_path, "f32_softmax", """
+        import numpy as np
+        from refpos.testing import adapter as ref
+
+        INFO = {"name": "float32 softmax", "dtype": "float32"}
+
+        def softmax(logits, mask=None, fully_masked="zeros"):
+            return ref.softmax(np.asarray(logits, dtype=np.float32).astype(np.float64), mask, fully_masked)
+    """)
+    test = "spec_tests/test_attention.py::test_softmax_is_stable_for_huge_logits"
+    result = run_suite("f32_softmax", ["-q", "-rs", test], env)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "2 passed, 1 skipped" in out, out[-3000:]
+    assert "float32 cannot represent 1e+15 − 1 apart from 1e+15" in out
