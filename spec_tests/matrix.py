@@ -1,0 +1,214 @@
+"""The conformance matrix: run the spec suite on each library's adapter, keep the results, write the page.
+
+``python -m spec_tests.matrix run NAME...`` runs the suite on ``spec_tests.adapters.NAME`` (with its
+xfails file) in the current environment and stores the outcome of every test, the adapter's ``INFO``,
+the date and the command in ``spec_tests/results/NAME.json``. ``python -m spec_tests.matrix render``
+writes ``docs/implementations.md`` from every stored result: rows are libraries, columns families and
+rules, cells *passes* / *diverges* (linked to the reason) / *not provided*. ``tox -e peers`` runs each
+library in its own environment and renders once at the end; nothing on the page is typed by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "spec_tests" / "results"
+PAGE = ROOT / "docs" / "implementations.md"
+
+#: column -> (test modules, substrings of the test id; a test belongs to the column if both match)
+COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "default RoPE": (("test_rope_vectors", "test_rope_properties"), ("llama2", "tiny_apply", "relative_invariance",
+                                                                     "theta_is_the_base", "[default]")),
+    "linear": (("test_rope_scaling",), ("linear",)),
+    "NTK": (("test_rope_scaling",), ("ntk_divides", "[ntk]")),
+    "dynamic": (("test_rope_scaling", "test_rope_vectors", "test_rope_contract"), ("dynamic",)),
+    "YaRN": (("test_rope_scaling", "test_rope_vectors"), ("yarn",)),
+    "llama3": (("test_rope_scaling", "test_rope_vectors"), ("llama3", "llama31", "llama32")),
+    "LongRoPE": (("test_rope_scaling", "test_rope_vectors"), ("longrope",)),
+    "proportional": (("test_rope_scaling",), ("proportional",)),
+    "layouts": (("test_rope_properties",), ("conjugate", "deinterleaved", "permutation")),
+    "partial rotary": (("test_rope_properties", "test_rope_vectors"), ("pass_through", "partial", "tail-", "head-")),
+    "RoPE properties": (("test_rope_properties",), ("logit_depends", "norm_is", "position_zero", "compose",
+                                                    "cos_sin_tables", "broadcast", "frequency_probe")),
+    "sinusoid": (("test_sinusoidal", "test_anchors_encodings"), ("",)),
+    "ALiBi": (("test_alibi",), ("",)),
+    "T5": (("test_t5",), ("",)),
+    "learned": (("test_sinusoidal",), ("learned",)),
+    "attention core": (("test_attention",), ("",)),
+    "input validation": (("test_rope_contract", "test_t5", "test_beyond_anchors"), ("bad_", "must_be")),
+}
+EXCLUDED = {"sinusoid": ("learned",)}  # the learned lookup lives in test_sinusoidal.py
+
+
+def _column_of(nodeid: str) -> list[str]:
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    name = nodeid.split("::", 1)[-1]
+    out = []
+    for column, (modules, needles) in COLUMNS.items():
+        if module in modules and any(n in name for n in needles):
+            if not any(x in name for x in EXCLUDED.get(column, ())):
+                out.append(column)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- run
+def run(name: str, extra: list[str]) -> dict[str, Any]:
+    """Run the suite on ``spec_tests.adapters.<name>`` and store the condensed result."""
+    impl = f"spec_tests.adapters.{name}"
+    xfails = ROOT / "spec_tests" / "adapters" / f"{name}.xfails.txt"
+    with tempfile.TemporaryDirectory() as tmp:
+        junit = Path(tmp) / "junit.xml"
+        command = [sys.executable, "-m", "pytest", "spec_tests", "-q", "-p", "no:cacheprovider",
+                   "--ignore=spec_tests/test_meta.py", "--ignore=spec_tests/test_meta_reporting.py",
+                   f"--junitxml={junit}", *extra]
+        if xfails.exists():
+            command += ["--xfails-file", str(xfails.relative_to(ROOT))]
+        env = {**os.environ, "REFPOS_IMPL": impl, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        started = datetime.datetime.now(datetime.UTC)
+        proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        wall = (datetime.datetime.now(datetime.UTC) - started).total_seconds()
+        if not junit.exists():
+            raise SystemExit(f"{impl}: pytest wrote no report (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+                             f"{proc.stderr[-3000:]}")
+        tests = _condense(junit)
+    info = _info(impl, env)
+    result = {"adapter": impl, "info": info, "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+              "wall_s": round(wall), "exit_code": proc.returncode,
+              "command": f"REFPOS_IMPL={impl} " + " ".join(
+                  ["python", *command[1:]]).replace(str(junit), "REPORT.xml"),
+              "counts": _counts(tests), "tests": tests}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return result
+
+
+def _info(impl: str, env: dict[str, str]) -> dict[str, Any]:
+    code = f"import json, importlib; print(json.dumps(importlib.import_module({impl!r}).INFO, default=str))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    if out.returncode:
+        raise SystemExit(f"{impl} does not import: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _condense(junit: Path) -> dict[str, list[str]]:
+    """nodeid -> [outcome, reason] from a JUnit report (outcome passed/failed/skipped/xfailed/xpassed)."""
+    tests: dict[str, list[str]] = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        nodeid = classname.replace(".", "/") + ".py::" + name
+        outcome, reason = "passed", ""
+        for child in case:
+            message = (child.get("message") or "").strip()
+            if child.tag == "skipped":
+                xfail = child.get("type") == "pytest.xfail"
+                outcome, reason = ("xfailed" if xfail else "skipped"), message
+            elif child.tag in ("failure", "error"):
+                outcome, reason = "failed", message.splitlines()[0][:300] if message else child.tag
+        tests[nodeid] = [outcome, reason]
+    return tests
+
+
+def _counts(tests: dict[str, list[str]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for outcome, _ in tests.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
+
+
+# ------------------------------------------------------------------------------------------- render
+def _cell(name: str, column: str, tests: dict[str, list[str]]) -> str:
+    outcomes = [(nid, o, r) for nid, (o, r) in tests.items() if column in _column_of(nid)]
+    ran = [x for x in outcomes if x[1] != "skipped"]
+    if not ran:
+        return "not provided"
+    failed = [x for x in ran if x[1] in ("failed", "xfailed")]
+    if failed:
+        return f"[diverges ({len(failed)}/{len(ran)})](#{_anchor(name)})"
+    return f"passes ({len(ran)})"
+
+
+def _anchor(name: str) -> str:
+    return "divergences-" + name.replace("_", "-")
+
+
+def render() -> str:
+    results = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(RESULTS.glob("*.json"))]
+    lines = [
+        "# What each implementation passes",
+        "",
+        "Generated by `python -m spec_tests.matrix render` from the stored runs in `spec_tests/results/`",
+        "(`tox -e peers` reruns every library in its own environment and regenerates this page; do not edit",
+        "it by hand). Each cell summarises the spec tests of that family or rule: **passes (n)** — every one",
+        "of the n tests that ran passed; **diverges (k/n)** — k of them fail or are known divergences (the",
+        "link goes to the evidence); **not provided** — the library has no such function or rule, so every",
+        "test of it was skipped with the reason. Property tests count once each, however many examples ran.",
+        "",
+        "| library | dtype | " + " | ".join(COLUMNS) + " |",
+        "|---|---|" + "---|" * len(COLUMNS),
+    ]
+    for res in results:
+        name = res["adapter"].rsplit(".", 1)[-1]
+        row = [f"`{res['info'].get('name', name)}`", res["info"].get("dtype", "float64")]
+        row += [_cell(name, column, res["tests"]) for column in COLUMNS]
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "## The runs", "", "| adapter | date | passed | skipped | xfailed | failed | wall time |",
+              "|---|---|---|---|---|---|---|"]
+    for res in results:
+        c = res["counts"]
+        lines.append(f"| `{res['adapter']}` | {res['date']} | {c.get('passed', 0)} | {c.get('skipped', 0)} | "
+                     f"{c.get('xfailed', 0)} | {c.get('failed', 0) + c.get('xpassed', 0)} | {res['wall_s']} s |")
+    lines += ["", "Each run's command (the xfails file lists the known divergences, each with its evidence):", ""]
+    for res in results:
+        lines += ["```bash", res["command"], "```"]
+    lines += ["", "## Divergences found, with their evidence", ""]
+    for res in results:
+        name = res["adapter"].rsplit(".", 1)[-1]
+        lines += [f'<a id="{_anchor(name)}"></a>', "", f"### {res['info'].get('name', name)}", ""]
+        found = sorted({(nid.split("[")[0], r) for nid, (o, r) in res["tests"].items() if o in ("xfailed", "failed")})
+        if not found:
+            lines += ["No divergence on what the library provides.", ""]
+            continue
+        for nid, reason in found:
+            lines.append(f"* `{nid}` — {_clean(reason)}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _clean(reason: str) -> str:
+    reason = reason.removeprefix("reason: ").strip()
+    return reason.split(" (spec_tests/adapters/")[0] if "(spec_tests/adapters/" in reason else reason
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spec_tests.matrix", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="verb", required=True)
+    run_p = sub.add_parser("run", help="run the suite on adapters and store the results")
+    run_p.add_argument("names", nargs="+", help="adapter module names in spec_tests/adapters/")
+    sub.add_parser("render", help="write docs/implementations.md from spec_tests/results/")
+    args, extra = parser.parse_known_args(argv)
+    if args.verb == "run":
+        for name in args.names:
+            if not (ROOT / "spec_tests" / "adapters" / f"{name}.py").is_file():
+                print(f"no adapter spec_tests/adapters/{name}.py", file=sys.stderr)
+                return 2
+            res = run(name, extra)
+            print(f"{name}: {res['counts']} in {res['wall_s']} s -> spec_tests/results/{name}.json")
+        return 0
+    PAGE.write_text(render(), encoding="utf-8")
+    print(f"wrote {PAGE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
