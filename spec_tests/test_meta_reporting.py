@@ -170,3 +170,15 @@ def test_softmax_cases_a_float32_input_cannot_say_are_skipped(tmp_path):
     out = result.stdout + result.stderr
     assert result.returncode == 0 and "2 passed, 1 skipped" in out, out[-3000:]
     assert "float32 cannot represent 1e+15 − 1 apart from 1e+15" in out
+
+
+def test_the_adapter_tutorial_quotes_the_example_adapter():
+    """Every python block of docs/write-an-adapter.md is copied from spec_tests/examples/numpy_adapter.py."""
+    from support import ROOT
+
+    page = (ROOT / "docs" / "write-an-adapter.md").read_text(encoding="utf-8")
+    example = (ROOT / "spec_tests" / "examples" / "numpy_adapter.py").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in page.split("```python\n")[1:]]
+    assert len(blocks) >= 5
+    for block in blocks:
+        assert block in example, f"docs/write-an-adapter.md quotes code not in the example adapter:\n{block}"

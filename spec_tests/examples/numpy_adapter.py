@@ -20,6 +20,10 @@ INFO = {
     "name": "numpy example adapter",
     "dtype": "float64",  # the dtype of the computation: tolerances follow from it
     "rope_layout": "half",  # the default layout when a rope dict names none
+    # what this adapter implements: the RoPE strategies draw only these, so no drawn example is wasted
+    "rope_types": ["default", "linear"],
+    "rope_layouts": ["half", "interleaved"],
+    "rope_placements": ["first"],
     "description": "spec_tests/examples/numpy_adapter.py: a small independent NumPy implementation",
 }
 
