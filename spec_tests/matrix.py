@@ -2,7 +2,8 @@
 
 ``python -m spec_tests.matrix run NAME...`` runs the suite on ``spec_tests.adapters.NAME`` (with its
 xfails file) in the current environment and stores the outcome of every test, the adapter's ``INFO``,
-the date and the command in ``spec_tests/results/NAME.json``. ``python -m spec_tests.matrix render``
+the date and the command in one JSON file per adapter in ``spec_tests/results/``.
+``python -m spec_tests.matrix render``
 writes ``docs/implementations.md`` from every stored result: rows are libraries, columns families and
 rules, cells *passes* / *diverges* (linked to the reason) / *not provided*. ``tox -e peers`` runs each
 library in its own environment and renders once at the end; nothing on the page is typed by hand.

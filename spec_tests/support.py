@@ -284,4 +284,5 @@ def float_tolerance_note(impl: ModuleType) -> str:
     dtype = declared_dtype(impl)
     c = tol_rules.ANGLE_C[dtype] if isinstance(tol_rules.ANGLE_C, dict) else tol_rules.ANGLE_C
     return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}; angle-derived "
-            f"values add {c:g}·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} (refpos.golden.tolerance)")
+            f"values add {c:g}·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} "
+            "(refpos.golden.tolerance, docs/conventions.md#tolerances)")
