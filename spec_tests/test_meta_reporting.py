@@ -182,3 +182,27 @@ def test_the_adapter_tutorial_quotes_the_example_adapter():
     assert len(blocks) >= 5
     for block in blocks:
         assert block in example, f"docs/write-an-adapter.md quotes code not in the example adapter:\n{block}"
+
+
+def test_the_matrix_page_is_rendered_from_stored_results(tmp_path, monkeypatch):
+    """A stored run renders as passes / diverges (linked to its evidence) / not provided."""
+    import json
+
+    from spec_tests import matrix
+
+    result = {"adapter": "spec_tests.adapters.fake", "info": {"name": "fake 1.0", "dtype": "float32"},
+              "date": "2026-01-01 00:00 UTC", "wall_s": 1, "exit_code": 0, "command": "REFPOS_IMPL=... pytest",
+              "counts": {"passed": 1, "xfailed": 1, "skipped": 1},
+              "tests": {"spec_tests/test_alibi.py::test_slopes_spec_values[n=1]": ["passed", ""],
+                        "spec_tests/test_t5.py::test_causal_bucket_table": ["xfailed", "reason: fake buckets (x:1)"],
+                        "spec_tests/test_attention.py::test_gqa_head_mapping_is_floor_division": ["skipped", "no"]}}
+    (tmp_path / "fake.json").write_text(json.dumps(result), encoding="utf-8")
+    monkeypatch.setattr(matrix, "RESULTS", tmp_path)
+    page = matrix.render()
+    row = next(line for line in page.splitlines() if line.startswith("| `fake 1.0`"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    columns = list(matrix.COLUMNS)
+    assert cells[2 + columns.index("ALiBi")] == "passes (1)"
+    assert cells[2 + columns.index("T5")] == "[diverges (1/1)](#divergences-fake)"
+    assert cells[2 + columns.index("attention core")] == "not provided"
+    assert "`spec_tests/test_t5.py::test_causal_bucket_table` — fake buckets" in page
