@@ -91,9 +91,15 @@ def _module(rope: dict) -> tuple[Any, int, str]:
         raise NotImplementedError("mlx-lm has no static NTK rule")
     if kind == "llama3":
         config.setdefault("original_max_position_embeddings", 8192)
+    max_position = rope.get("max_position_embeddings")
+    if kind == "longrope":
+        if layout == "interleaved":  # SuScaledRoPE.__call__ passes traditional=False whatever it is given
+            raise NotImplementedError("mlx-lm's SuScaledRoPE always rotates half-split pairs")
+        if max_position is None and "factor" in rope and "original_max_position_embeddings" in rope:
+            max_position = round(rope["factor"] * rope["original_max_position_embeddings"])  # HF's factor
     module = initialize_rope(dims, float(rope.get("rope_theta", 10000.0)), layout == "interleaved",
                              None if kind == "default" else config,
-                             max_position_embeddings=rope.get("max_position_embeddings"))
+                             max_position_embeddings=max_position)
     return module, dims, kind
 
 
