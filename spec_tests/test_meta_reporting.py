@@ -205,4 +205,4 @@ def test_the_matrix_page_is_rendered_from_stored_results(tmp_path, monkeypatch):
     assert cells[2 + columns.index("ALiBi")] == "passes (1)"
     assert cells[2 + columns.index("T5")] == "[diverges (1/1)](#divergences-fake)"
     assert cells[2 + columns.index("attention core")] == "not provided"
-    assert "`spec_tests/test_t5.py::test_causal_bucket_table` — fake buckets" in page
+    assert "`spec_tests/test_t5.py::test_causal_bucket_table` — known divergence: fake buckets" in page

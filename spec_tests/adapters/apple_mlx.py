@@ -69,14 +69,18 @@ def _module(rope: dict) -> tuple[Any, int, str]:
     unknown = set(rope) - KEYS
     if unknown:
         raise ValueError(f"unknown rope keys {sorted(unknown)}")
+    rope = {key: value for key, value in rope.items() if value is not None}  # None: the key is unset
     kind, layout = rope.get("rope_type", "default"), rope.get("layout", "half")
     if layout not in ("half", "interleaved"):
         raise NotImplementedError(f"mx.fast.rope has the half and interleaved layouts, not {layout!r}")
     if rope.get("placement", "first") == "last":
         raise NotImplementedError("mx.fast.rope rotates the first channels")
-    for key in ("attention_factor", "truncate", "dynamic_rule"):
-        if key in rope:
-            raise NotImplementedError(f"mlx-lm's rope modules have no {key!r}")
+    if rope.get("attention_factor") is not None:
+        raise NotImplementedError("mlx-lm's rope modules take no explicit attention_factor")
+    if rope.get("truncate", True) is not True:
+        raise NotImplementedError("mlx-lm's YarnRoPE always truncates its ramp bounds (no truncate=False)")
+    if rope.get("dynamic_rule", "hf") != "hf":
+        raise NotImplementedError("mlx-lm's dynamic NTK is transformers' rule (L = T + offset)")
     head_dim = int(rope["head_dim"])
     dims = int(rope.get("rotary_dim") or head_dim * rope.get("partial_rotary_factor", 1.0))
     config = {"rope_type": kind}

@@ -66,6 +66,7 @@ def _layer(rope: dict) -> RotaryEmbedding:
     unknown = set(rope) - KEYS
     if unknown:
         raise ValueError(f"unknown rope keys {sorted(unknown)}")
+    rope = {key: value for key, value in rope.items() if value is not None}  # None: the key is unset
     kind = rope.get("rope_type", "default")
     if rope.get("layout", "half") != "half":
         raise NotImplementedError("keras-hub's RotaryEmbedding rotates half-split pairs only")
@@ -80,7 +81,7 @@ def _layer(rope: dict) -> RotaryEmbedding:
         return RotaryEmbedding(max_wavelength=theta, scaling_factor=float(rope["factor"]), rope_type="dynamic")
     if kind == "yarn":
         for key in ("attention_factor", "mscale", "mscale_all_dim"):
-            if key in rope:
+            if rope.get(key) is not None:
                 raise NotImplementedError(f"keras-hub's YaRN has no {key!r} (its factor is 0.1·ln s + 1)")
         return RotaryEmbedding(max_wavelength=theta, scaling_factor=float(rope["factor"]), rope_type="yarn",
                                beta_fast=rope.get("beta_fast", 32.0), beta_slow=rope.get("beta_slow", 1.0),
@@ -100,7 +101,7 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
     """``_get_inverse_freq(head_dim)`` and the factor YaRN multiplies cos/sin with (1 otherwise)."""
     layer = _layer(rope)
     inv = _np(layer._get_inverse_freq(int(rope["head_dim"])))
-    s = float(rope.get("factor", 1.0))
+    s = float(rope.get("factor") or 1.0)
     return inv, (0.1 * float(np.log(np.float32(s))) + 1.0) if rope.get("rope_type") == "yarn" else 1.0
 
 

@@ -58,6 +58,7 @@ def _module(rope: dict, max_seq_len: int) -> tuple[torch.nn.Module, str]:
     unknown = set(rope) - KEYS
     if unknown:
         raise ValueError(f"unknown rope keys {sorted(unknown)}")
+    rope = {key: value for key, value in rope.items() if value is not None}  # None: the key is unset
     kind, layout = rope.get("rope_type", "default"), rope.get("layout", "half")
     head_dim = int(rope["head_dim"])
     rotary = rope.get("rotary_dim") or int(head_dim * rope.get("partial_rotary_factor", 1.0))
@@ -104,9 +105,7 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """``module(x, input_pos=positions)`` in float32, ``x`` moved to ``(b, s, n_h, h_d)`` and back."""
-    pos = _positions(positions)
-    if (pos < 0).any():
-        raise ValueError("positions must be >= 0 (torchtune would index its cache from the end)")
+    pos = _positions(positions)  # negative positions are passed on: torchtune indexes its cache from the end
     module, _ = _module(rope, int(pos.max()) + 1 if pos.size else 1)
     xt = torch.as_tensor(np.asarray(x, dtype=np.float32))
     t, d = xt.shape[-2:]

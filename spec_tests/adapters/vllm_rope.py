@@ -51,6 +51,7 @@ def _module(rope: dict, top: int) -> Any:
     unknown = set(rope) - KEYS
     if unknown:
         raise ValueError(f"unknown rope keys {sorted(unknown)}")
+    rope = {key: value for key, value in rope.items() if value is not None}  # None: the key is unset
     kind, layout = rope.get("rope_type", "default"), rope.get("layout", "half")
     if layout not in ("half", "interleaved"):
         raise NotImplementedError(f"vLLM has the neox (half) and GPT-J (interleaved) styles, not {layout!r}")
