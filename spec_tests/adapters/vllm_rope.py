@@ -16,6 +16,12 @@ LongRoPE (``Phi3LongRoPEScaledRotaryEmbedding``) picks its short or long factors
 engine's ``max_model_len``, not from the current length; it needs a running engine's config and is
 reported as unsupported. ω and A come from the module (``_compute_inv_freq``, ``mscale``), cos/sin from its
 ``cos_sin_cache``. vLLM's attention backends are not wired (they need its engine).
+
+Status: written against vLLM 0.33's sources and not yet run. Importing
+``vllm.model_executor.layers.rotary_embedding`` with ``pip install --no-deps vllm`` pulls vLLM's config,
+compilation and distributed packages; each missing pure-Python module was installed in turn (the list in
+``tox.ini``'s ``[peers] vllm_deps``) and the chain still asked for more when this was written, so no run
+is stored in ``spec_tests/results/`` and ``docs/implementations.md`` has no vLLM row.
 """
 
 from __future__ import annotations
