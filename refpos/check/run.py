@@ -31,7 +31,8 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.check import stream
-from refpos.check.diagnosis import diagnose_rope, np_ns, pair_magnitude, rope_problem
+from refpos.check.diagnosis import diagnose_rope, error_profile, np_ns, pair_magnitude, rope_problem
+from refpos.check.mrope import diagnose_mrope, mrope_problem
 from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
@@ -95,6 +96,19 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     positions = _int_array(np.asarray(to_numpy(positions)), "positions")
     if x.ndim < 2 or x.shape[-1] != rope.head_dim:
         raise Unusable(f"input x must be (..., T, head_dim={rope.head_dim}), got shape {tuple(x.shape)}")
+    if rope.mrope_section is not None:  # positions (3, ..., T), the M-RoPE catalogue (refpos.check.mrope), in memory
+        _same_shape(raw, x.shape, "the input x")
+        cand, x = raw.astype(np.float64), np.asarray(x, dtype=np.float64)  # the reference in float64
+        try:
+            pb = mrope_problem(x, positions, rope, seq_len, dtype)
+        except ValueError as exc:
+            raise Unusable(f"positions {tuple(positions.shape)} do not fit x {tuple(x.shape)}: {exc}") from None
+        result = {"target": "rope", "dtype": dtype, "seq_len": pb.seq_len, "rope_type": rope.rope_type,
+                  **_summary(cand, pb.reference, pb.atol)}
+        result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, pb.reference, pb.per_token),
+                                                       *diagnose_mrope(pb, cand),
+                                                       error_profile(pb.per_token, cand, pb.reference, pb.atol)]
+        return result
     try:
         positions = np.broadcast_to(positions, x.shape[:-1])
     except ValueError:

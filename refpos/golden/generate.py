@@ -68,7 +68,9 @@ def generate(out: Path, *, certify: bool = True) -> list[dict]:
     if configs.is_dir():
         shutil.rmtree(configs)
     configs.mkdir(parents=True)
-    for name, entry in model_configs().items():
+    from refpos.golden.mrope_cases import vlm_configs  # vision-language configs: for ``golden model`` runs
+
+    for name, entry in {**model_configs(), **vlm_configs()}.items():
         (configs / f"{slug(name)}.json").write_text(json.dumps(entry["config"], indent=1) + "\n", encoding="utf8")
     return entries
 

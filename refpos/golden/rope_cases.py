@@ -183,6 +183,11 @@ def model_cases(config: dict[str, Any], name: str, *, positions: np.ndarray | No
             parameters["resolved_by_hf_5_24"] = resolved_by_hf
         cases += rope_case_set(rope, key=key, description=f"{name}" + (f" ({layer_type})" if layer_type else ""),
                                parameters=parameters, positions=pos, seq_len=length)
+        if rope.mrope_section is not None and positions is None:  # multimodal probe layouts (3, T)
+            from refpos.golden.mrope_cases import mrope_case_sets
+
+            cases += mrope_case_sets(rope, config, key=key, description=name, parameters=parameters,
+                                     params=portable_params(rope), shared_x=shared_x)
     return cases + layer_kind_cases(config, name, positions, seq_len)
 
 

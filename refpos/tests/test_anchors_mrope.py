@@ -136,3 +136,34 @@ def test_application_is_exact(name):
     q = torch.from_numpy(x)
     hf_q, _ = hf_apply(q, q, torch.from_numpy(cos), torch.from_numpy(sin))
     np.testing.assert_array_equal(apply_rope(x, positions, rope), hf_q.numpy())
+
+
+#: real config name -> (text rotary class module, class) for the resolution anchor
+_REAL = {"Qwen/Qwen2-VL-7B-Instruct": ("qwen2_vl", "Qwen2VLRotaryEmbedding"),
+         "Qwen/Qwen2.5-VL-7B-Instruct": ("qwen2_5_vl", "Qwen2_5_VLRotaryEmbedding"),
+         "Qwen/Qwen3-VL-8B-Instruct": ("qwen3_vl", "Qwen3VLTextRotaryEmbedding"),
+         "Qwen/Qwen3-VL-8B-Instruct (v5 rope_parameters)": ("qwen3_vl", "Qwen3VLTextRotaryEmbedding"),
+         "zai-org/GLM-4.1V-9B-Thinking": ("glm4v", "Glm4vTextRotaryEmbedding")}
+
+
+@pytest.mark.parametrize("name", sorted(_REAL))
+def test_real_configs_resolve_as_transformers(name):
+    """inv_freq (HF builds it in float32: rtol 1e-6) and the sections of transformers' own config objects."""
+    import copy
+    import json
+    from importlib import resources
+
+    from transformers import AutoConfig
+
+    from refpos.rope.hf import from_hf_config
+
+    entry = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))[name]
+    config = copy.deepcopy(entry["config"])
+    hf = AutoConfig.for_model(config.pop("model_type"), **config).get_text_config()
+    module, cls = _REAL[name]
+    rotary = getattr(importlib.import_module(f"transformers.models.{module}.modeling_{module}"), cls)(hf)
+    rope = from_hf_config(entry["config"])
+    inv_freq, factor = rope_frequencies(rope)
+    np.testing.assert_allclose(inv_freq, rotary.inv_freq.double().numpy(), rtol=1e-6, atol=0)
+    assert factor == rotary.attention_scaling
+    assert tuple(rotary.mrope_section) == rope.mrope_section

@@ -109,3 +109,30 @@ def test_llama4_vision():
     ours = np.moveaxis(apply_vision_rope(np.moveaxis(x, 2, 1), positions, rope), 1, 2)  # heads before N
     x_atol = (3 * float(np.abs(angles).max()) + 4) * 2.0**-24 * float(np.abs(x).max())
     np.testing.assert_allclose(hf_x.double().numpy(), ours, rtol=0, atol=x_atol)
+
+
+@pytest.mark.parametrize(("name", "module", "config_cls", "rotary_cls"), [
+    ("Qwen/Qwen2-VL-7B-Instruct", "qwen2_vl", "Qwen2VLVisionConfig", "Qwen2VLVisionRotaryEmbedding"),
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "qwen2_5_vl", "Qwen2_5_VLVisionConfig", "Qwen2_5_VLVisionRotaryEmbedding"),
+    ("Qwen/Qwen3-VL-8B-Instruct", "qwen3_vl", "Qwen3VLVisionConfig", "Qwen3VLVisionRotaryEmbedding"),
+    ("zai-org/GLM-4.1V-9B-Thinking", "glm4v", "Glm4vVisionConfig", "Glm4vVisionRotaryEmbedding"),
+    ("mistral-community/pixtral-12b (vision_config)", "pixtral", "PixtralVisionConfig", "PixtralVisionRotaryEmbedding"),
+])
+def test_real_vision_configs(name, module, config_cls, rotary_cls):
+    """The vision tower's ω from vision_rope_from_hf_config against transformers' module built from the same
+    vision_config (float32 ω: rtol 1e-6)."""
+    import importlib
+    import json
+    from importlib import resources
+
+    from refpos.rope.mrope_hf import vision_rope_from_hf_config
+
+    entry = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))[name]
+    vision = {k: v for k, v in entry["config"]["vision_config"].items() if k != "model_type"}
+    configuration = importlib.import_module(f"transformers.models.{module}.configuration_{module}")
+    rotary = getattr(importlib.import_module(f"transformers.models.{module}.modeling_{module}"), rotary_cls)(
+        getattr(configuration, config_cls)(**vision))
+    rope = vision_rope_from_hf_config(entry["config"])
+    _, inv_freq = vision_frequencies(rope)
+    hf = rotary.inv_freq.double().numpy()
+    np.testing.assert_allclose(inv_freq[: hf.size], hf, rtol=1e-6, atol=0)

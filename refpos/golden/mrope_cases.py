@@ -1,0 +1,140 @@
+"""Golden M-RoPE cases of a vision-language config: cos/sin and apply at multimodal probe layouts.
+
+``refpos golden model CONFIG.json`` on a config that resolves to M-RoPE (``mrope_section`` set;
+docs/mrope.md) writes, besides ``rope/<model>/frequencies``, two cases per probe layout:
+
+* ``rope/<model>/<layout>/cos-sin``: ``rope_cos_sin(positions, rope, seq_len)`` at the layout's
+  ``(3, T)`` position ids, stored per pair ``(T, m)``;
+* ``rope/<model>/<layout>/apply``: ``apply_rope(x, positions, rope, seq_len)`` of a seeded ``x (T, D)``.
+
+Probe layouts, built by :func:`refpos.rope.mm_positions.mm_position_ids` with the config's family (its
+``model_type``; ``qwen2_vl``'s rules otherwise), spatial merge and ``tokens_per_second``:
+
+* ``text``: 8 text tokens (M-RoPE equals 1-D RoPE);
+* ``image``: 3 text tokens, an image of 8 × 12 patches (4 × 6 tokens), 2 text tokens;
+* ``video``: 2 text tokens, a video of 4 × 8 × 8 patches, 1 s per temporal patch, 2 text tokens;
+* ``text-after-image``: 4 text tokens, a 16 × 8 image, 16 text tokens (the text continues after the
+  image's largest side, not after its token count).
+
+Exact values: mpmath at 50 digits, each pair at the position of its axis
+(:func:`mp_mrope_cos_sin`). Tolerance: the RoPE rule at each token's largest position over the axes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+import refpos
+from refpos.golden import certify as cert
+from refpos.golden.cases import In, Param, _np, _xp, call
+from refpos.golden.entries import tolerance_rope
+from refpos.golden.manifest import Case, Output
+from refpos.pairs import split_pairs
+from refpos.rope.mm_positions import Image, Text, Video, mm_position_ids
+from refpos.rope.mrope import pair_axes
+from refpos.rope.mrope_hf import family_of
+
+#: probe layout name -> spans (grids in patches, before the spatial merge of 2)
+PROBE_LAYOUTS = {
+    "text": [Text(8)],
+    "image": [Text(3), Image((1, 8, 12)), Text(2)],
+    "video": [Text(2), Video((4, 8, 8), seconds_per_grid=1.0), Text(2)],
+    "text-after-image": [Text(4), Image((1, 16, 8)), Text(16)],
+}
+_ID_FAMILIES = {"qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl",
+                "qwen3_vl_moe": "qwen3_vl", "glm4v": "glm4v", "glm4v_moe": "glm4v"}
+
+
+def vlm_configs() -> dict[str, Any]:
+    """The real vision-language configs (``refpos/data/vlm_configs.json``: each with its source)."""
+    text = resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8")
+    return json.loads(text)
+
+
+def layout_positions(config: dict[str, Any], layout: str) -> np.ndarray:
+    """The ``(3, T)`` ids of a probe layout under the config's family rules."""
+    family = family_of(config.get("model_type")) or family_of((config.get("text_config") or {}).get("model_type"))
+    family = _ID_FAMILIES.get(family or "", "qwen2_vl")
+    vision = config.get("vision_config") or {}
+    merge = vision.get("spatial_merge_size", 2)
+    tps = vision.get("tokens_per_second", 2) if family == "qwen2_5_vl" else None
+    return np.asarray(mm_position_ids(PROBE_LAYOUTS[layout], family=family, spatial_merge_size=merge,
+                                      tokens_per_second=tps, xp=refpos.backend.get_xp("numpy")))
+
+
+def mp_mrope_cos_sin(positions: np.ndarray, inv_freq: list, factor: Any, axes: tuple[int, ...]) -> tuple[list, list]:
+    """Exact ``A·cos(p_{a(j)}·ω_j)``, ``A·sin(…)`` as nested lists ``[T][m]``."""
+    cos, sin = [], []
+    for t in range(positions.shape[1]):
+        row_c, row_s = [], []
+        for j, w in enumerate(inv_freq):
+            c, s = cert.mp.cos_sin(cert._f(int(positions[axes[j], t])) * w)
+            row_c.append(factor * c)
+            row_s.append(factor * s)
+        cos.append(row_c)
+        sin.append(row_s)
+    return cos, sin
+
+
+def mrope_case_sets(rope: Any, config: dict[str, Any], *, key: str, description: str,
+                    parameters: dict[str, Any], params: dict[str, Any],
+                    shared_x: Callable[[int, int], tuple[str, np.ndarray]]) -> list[Case]:
+    """cos-sin and apply cases of one M-RoPE at every probe layout (``key``: the case id prefix).
+
+    ``params`` is the portable rope dict and ``shared_x(head_dim, rows)`` the seeded input of the model
+    cases (both from :mod:`refpos.golden.rope_cases`, which calls this).
+    """
+    axes = pair_axes(rope.mrope_section, rope.mrope_interleaved)
+    cases = []
+    for layout in PROBE_LAYOUTS:
+        positions = layout_positions(config, layout)  # (3, T)
+        seq_len = int(positions.max()) + 1
+        per_token = positions.max(axis=0)  # (T,): the largest position any pair of the token reads
+        inv_freq, factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
+        cos, sin = (split_pairs(_np(a), rope.layout, side="written")[0]  # (T, m) per pair
+                    for a in refpos.rope_cos_sin(_xp(positions), rope, seq_len=seq_len))
+        memo: dict[str, tuple[list, list]] = {}
+
+        def exact_tables(positions: np.ndarray = positions, seq_len: int = seq_len,
+                         memo: dict = memo) -> tuple[list, list]:
+            if "tables" not in memo:
+                memo["tables"] = mp_mrope_cos_sin(positions, cert.mp_inv_freq(params, seq_len),
+                                                  cert.mp_attention_factor(params, seq_len), axes)
+            return memo["tables"]
+
+        shared = {"model": parameters.get("model"), "layer_type": None, "rope": params, "seq_len": seq_len,
+                  "layout": layout, "spans": [repr(s) for s in PROBE_LAYOUTS[layout]],
+                  "resolved_in": f"{key}/frequencies"}
+        unit = np.full(per_token.size, float(factor))
+        cases.append(Case(f"{key}/{layout}/cos-sin", "rope", "rope_cos_sin",
+                          f"{description}: A·cos and A·sin per pair at the (3, T) ids of the {layout} probe layout",
+                          {**shared, "call": {**call("rope_cos_sin", ["cos", "sin"], In("positions"), Param("rope"),
+                                                     Param("seq_len")), "reduce": "pairs"}},
+                          {"positions": positions},
+                          {"cos": Output(cos, tolerance_rope(per_token, inv_freq, unit),
+                                         lambda f=exact_tables, a=float(factor): (f()[0], a)),
+                           "sin": Output(sin, tolerance_rope(per_token, inv_freq, unit),
+                                         lambda f=exact_tables, a=float(factor): (f()[1], a))}))
+        name, x = shared_x(rope.head_dim, positions.shape[1])
+        y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=seq_len))
+        u_in, v_in, _, _ = cert.pair_index(params)
+        pair_norm = np.sqrt(x[:, u_in] ** 2 + x[:, v_in] ** 2).max(axis=-1)  # (T,)
+        magnitude = np.maximum(float(factor) * pair_norm, np.abs(x).max(axis=-1))
+
+        def exact_y(f: Any = exact_tables, x: np.ndarray = x) -> tuple[np.ndarray, np.ndarray]:
+            c, s = f()
+            return cert.mp_apply(x, params, c, s)
+
+        cases.append(Case(f"{key}/{layout}/apply", "rope", "apply_rope",
+                          f"{description}: rotated x (T, D) at the {layout} probe layout",
+                          {**shared, "call": call("apply_rope", ["y"], In("x"), In("positions"), Param("rope"),
+                                                  Param("seq_len"))},
+                          {"x": x, "positions": positions},
+                          {"y": Output(y, tolerance_rope(per_token, inv_freq, magnitude), exact_y)},
+                          shared_inputs={"x": name}))
+    return cases

@@ -1,0 +1,77 @@
+"""Golden M-RoPE cases (``refpos golden model`` on a vision-language config) and the real configs in
+refpos/data/vlm_configs.json: resolution, probe layouts, and a generate → verify round trip."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import refpos
+from refpos.cli import main
+from refpos.golden.mrope_cases import PROBE_LAYOUTS, layout_positions
+from refpos.golden.rope_cases import model_cases
+from refpos.rope.mrope import pair_axes
+from refpos.rope.mrope_hf import vision_rope_from_hf_config
+
+VLM = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))
+TEXT = [name for name, entry in VLM.items() if "text_config" in entry["config"] or "rope_theta" in entry["config"]]
+
+#: what each text model resolves to (sections, interleaved, layout, rotary_dim, theta)
+RESOLVED = {
+    "Qwen/Qwen2-VL-7B-Instruct": ((16, 24, 24), False, "half", 128, 1e6),
+    "Qwen/Qwen2.5-VL-7B-Instruct": ((16, 24, 24), False, "half", 128, 1e6),
+    "Qwen/Qwen3-VL-8B-Instruct": ((24, 20, 20), True, "half", 128, 5e6),
+    "Qwen/Qwen3-VL-8B-Instruct (v5 rope_parameters)": ((24, 20, 20), True, "half", 128, 5e6),
+    "zai-org/GLM-4.1V-9B-Thinking": ((8, 12, 12), False, "interleaved", 64, 1e4),
+}
+
+
+def test_every_config_names_its_source():
+    assert all(entry["source"] for entry in VLM.values())
+    assert set(TEXT) == set(RESOLVED)
+
+
+@pytest.mark.parametrize("name", sorted(RESOLVED))
+def test_real_configs_resolve(name):
+    rope = refpos.from_hf_config(VLM[name]["config"], strict=True)
+    assert (rope.mrope_section, rope.mrope_interleaved, rope.layout, rope.rotary_dim, rope.theta) == RESOLVED[name]
+
+
+@pytest.mark.parametrize("name", sorted(VLM))
+def test_real_vision_towers_resolve(name):
+    kind = vision_rope_from_hf_config(VLM[name]["config"]).kind
+    assert kind == ("pixtral" if "pixtral" in name else "llama4" if "Llama-4" in name else "qwen2_vl")
+
+
+def test_probe_layouts_follow_each_family():
+    qwen25 = layout_positions(VLM["Qwen/Qwen2.5-VL-7B-Instruct"]["config"], "video")
+    qwen2 = layout_positions(VLM["Qwen/Qwen2-VL-7B-Instruct"]["config"], "video")
+    # 4 temporal patches 1 s apart at tokens_per_second = 2: t = 2 + 0, 2, 4, 6 (Qwen2-VL: 2 + 0, 1, 2, 3)
+    assert sorted(set(qwen25[0, 2:-2].tolist())) == [2, 4, 6, 8]
+    assert sorted(set(qwen2[0, 2:-2].tolist())) == [2, 3, 4, 5]
+    after = layout_positions(VLM["Qwen/Qwen2-VL-7B-Instruct"]["config"], "text-after-image")
+    assert after[:, -16].tolist() == [4 + 8] * 3  # the text resumes at 4 + max(16, 8) / 2
+
+
+def test_model_cases_hold_every_layout_and_their_tables():
+    config = VLM["Qwen/Qwen3-VL-8B-Instruct"]["config"]
+    cases = {c.id: c for c in model_cases(config, "Qwen/Qwen3-VL-8B-Instruct")}
+    key = "rope/Qwen--Qwen3-VL-8B-Instruct"
+    assert {f"{key}/{layout}/{kind}" for layout in PROBE_LAYOUTS for kind in ("cos-sin", "apply")} <= set(cases)
+    case = cases[f"{key}/image/cos-sin"]
+    positions = case.inputs["positions"]  # (3, T)
+    rope = refpos.from_hf_config(config)
+    inv_freq, _ = refpos.rope_frequencies(rope, seq_len=int(positions.max()) + 1)
+    axes = np.array(pair_axes(rope.mrope_section, rope.mrope_interleaved))
+    np.testing.assert_array_equal(case.outputs["cos"].array, np.cos(positions[axes].T * np.asarray(inv_freq)))
+
+
+def test_golden_model_round_trip(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(VLM["zai-org/GLM-4.1V-9B-Thinking"]["config"]), encoding="utf8")
+    out = tmp_path / "golden"
+    assert main(["golden", "model", str(config), "--out", str(out), "--name", "zai-org/GLM-4.1V-9B-Thinking"]) == 0
+    assert main(["golden", "verify", "--golden-dir", str(out)]) == 0
