@@ -64,27 +64,45 @@ def check_float(
     return value
 
 
+#: the largest integer position float64 angles ``p·ω`` see exactly: float64 holds every integer up to 2**53
+MAX_EXACT_POSITION = 2**53
+
+
+def _has_bool(values: Any) -> bool:
+    """Whether a nested list/tuple holds a bool anywhere (NumPy would turn ``[True, 2]`` into ints)."""
+    if isinstance(values, (list, tuple)):
+        return any(_has_bool(v) for v in values)
+    return isinstance(values, (bool, np.bool_))
+
+
 def as_positions(
     positions: Any,
     *,
     name: str = "positions",
     xp: ModuleType | None = None,
     allow_negative: bool = False,
+    max_abs: int | None = MAX_EXACT_POSITION,
 ) -> Any:
     """Validate integer positions and return them as an int64 array of the right namespace.
 
-    Python ints, lists of ints and integer arrays are accepted; floats and bools are a ``TypeError``
-    (positions are integers, never floats); negative values are a ``ValueError`` unless
-    ``allow_negative``.
+    Python ints, lists of ints and integer arrays are accepted; floats and bools (also inside a list) are
+    a ``TypeError`` (positions are integers, never floats); negative values are a ``ValueError`` unless
+    ``allow_negative``; so are magnitudes above ``max_abs`` (default 2**53: float64 angles round larger
+    positions; ``None``: any int64) and values int64 cannot hold (a uint64 ``2**64 − 1`` is not ``−1``).
     """
-    if isinstance(positions, bool):
+    if isinstance(positions, (bool, np.bool_)) or _has_bool(positions):
         raise TypeError(f"{name} must be integers, got bool")
-    if isinstance(positions, numbers.Integral) or isinstance(positions, (list, tuple)):
-        arr = np.asarray(positions)
+    from_python = isinstance(positions, (numbers.Integral, list, tuple))
+    if from_python:
+        try:
+            arr = np.asarray(positions)
+        except (OverflowError, ValueError):
+            raise ValueError(f"{name} must be integers that int64 holds (|p| < 2**63)") from None
         if arr.size and arr.dtype.kind not in "iu":
+            if arr.dtype.kind == "O" and all(isinstance(v, numbers.Integral) for v in arr.ravel()):
+                raise ValueError(f"{name} must be integers that int64 holds (|p| < 2**63)")
             raise TypeError(f"{name} must be integers, got values of dtype {arr.dtype}")
-        xp = get_xp(xp)
-        out = xp.asarray(arr.astype(np.int64))
+        source = arr
     else:
         try:
             ns = array_namespace(positions)
@@ -92,12 +110,22 @@ def as_positions(
             raise TypeError(f"{name} must be an int or an integer array, got {type(positions).__name__}") from None
         if not ns.isdtype(positions.dtype, "integral"):
             raise TypeError(f"{name} must be an integer array, got dtype {positions.dtype}")
-        out = ns.astype(positions, ns.int64)
-    if not allow_negative:
-        ns = array_namespace(out)
-        if out.size and bool(ns.any(out < 0)):
-            raise ValueError(f"{name} must be >= 0, got a minimum of {int(ns.min(out))}")
-    return out
+        source = positions
+    src_ns = array_namespace(source)
+    size = math.prod(source.shape)
+    # range checks on the values as they are (Python ints: exact for uint64), before any cast
+    low = int(src_ns.min(source)) if size else 0
+    high = int(src_ns.max(source)) if size else 0
+    if high > 2**63 - 1:
+        raise ValueError(f"{name} must be integers that int64 holds (< 2**63), got a maximum of {high}")
+    if not allow_negative and low < 0:
+        raise ValueError(f"{name} must be >= 0, got a minimum of {low}")
+    if max_abs is not None and max(high, -low) > max_abs:
+        raise ValueError(f"{name} must lie within ±{max_abs} (float64 angles p·ω are exact only for integer "
+                         f"positions up to 2**53), got {low if -low > high else high}")
+    if from_python:
+        return get_xp(xp).asarray(source.astype(np.int64))
+    return src_ns.astype(source, src_ns.int64)
 
 
 def float64_array(x: Any, *, name: str, xp: ModuleType | None = None) -> Any:

@@ -51,6 +51,10 @@ def _check_qkv(q: Array, k: Array, v: Array) -> tuple[Any, int]:
     if q.shape[:-3] != k.shape[:-3]:
         raise ValueError(f"batch shapes differ: q has {tuple(q.shape[:-3])}, k has {tuple(k.shape[:-3])}")
     h_q, h_kv = q.shape[-3], k.shape[-3]
+    if h_q < 1 or h_kv < 1:
+        raise ValueError(f"q and k need at least one head each (axis -3), got {h_q} query and {h_kv} key/value heads")
+    if q.shape[-1] < 1:
+        raise ValueError(f"q and k need a head dim of at least 1 (last axis), got {q.shape[-1]}")
     if h_q % h_kv:
         raise ValueError(f"the {h_q} query heads are not a multiple of the {h_kv} key/value heads")
     return xp, h_q // h_kv
@@ -298,6 +302,8 @@ def attend_rows(q: Array, k: Array, v: Array, steps: AttentionSteps, *, rows: sl
     record["A"] = p
     # 9. weighted values
     o = grouped_values(p, v, n_rep)  # (..., Hq, rows, dv)
+    if k.shape[-2] == 0 and steps.fully_masked == "nan":  # no keys at all: every row is fully masked
+        o = xp.full_like(o, math.nan)
     if steps.value_terms is not None:
         o = o + steps.value_terms(p)
     record["O"] = o

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import array_namespace, get_xp
-from refpos.validation import check_choice, check_int
+from refpos.validation import check_bool, check_choice, check_int
 
 Array = Any
 FULLY_MASKED = ("zeros", "nan")
@@ -69,11 +69,20 @@ def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_m
     >>> softmax(np.array([[1.0, 2.0]]), mask=np.array([[False, False]])).tolist()
     [[0.0, 0.0]]
     """
-    xp = array_namespace(logits)
+    try:
+        xp = array_namespace(logits)
+    except TypeError:
+        raise TypeError(f"logits must be a real floating array, got {type(logits).__name__}") from None
+    if not xp.isdtype(logits.dtype, "real floating"):
+        raise TypeError(f"logits must be a real floating array (float64, float32, ...), got dtype {logits.dtype}")
     check_choice("fully_masked", fully_masked, FULLY_MASKED)
     check_int("axis", axis)
-    if not isinstance(overwrite, bool):
-        raise TypeError(f"overwrite must be a bool, got {type(overwrite).__name__}")
+    overwrite = check_bool("overwrite", overwrite)
+    if not -logits.ndim <= axis < max(logits.ndim, 1):
+        raise ValueError(f"axis must lie in [-{logits.ndim}, {logits.ndim}) for logits of shape {tuple(logits.shape)}, "
+                         f"got {axis}")
+    if logits.shape[axis] == 0:  # nothing to normalise over: every row is fully masked (and empty)
+        return xp.zeros_like(logits)
     in_place = overwrite and isinstance(logits, np.ndarray) and logits.flags.writeable
     if mask is not None:
         _check_mask(mask, tuple(logits.shape), xp)

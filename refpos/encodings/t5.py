@@ -81,8 +81,11 @@ def t5_bucket(
     [17, 0, 0]
     """
     per_direction, max_exact = _check_bucket_args(bidirectional, num_buckets, max_distance)
-    rel = as_positions(relative_position, name="relative_position", allow_negative=True)
+    rel = as_positions(relative_position, name="relative_position", allow_negative=True, max_abs=None)
     xp = array_namespace(rel)
+    # distances from max_distance on share the last bucket (b(n) >= nb - 1 there), so clamping |rel| to
+    # max_distance changes no bucket and keeps abs(-2**63) from overflowing int64
+    rel = xp.minimum(xp.maximum(rel, xp.full_like(rel, -max_distance)), xp.full_like(rel, max_distance))
     if bidirectional:
         offset = xp.astype(rel > 0, xp.int64) * per_direction  # future keys use the upper half
         n = xp.abs(rel)

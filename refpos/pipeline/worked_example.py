@@ -18,6 +18,7 @@ from refpos.encoding import Encoding
 from refpos.encodings.distance import DistanceBias
 from refpos.encodings.learned import LearnedAbsolute
 from refpos.pipeline.layer import AttentionWeights, self_attention
+from refpos.validation import check_bool
 
 Array = Any
 
@@ -41,6 +42,7 @@ def worked_example(*, with_bias: bool = True, xp: Any = None) -> dict[str, Array
     >>> np.round(np.asarray(t["A"][0, ...]), 2).tolist()
     [[0.51, 0.31, 0.19], [0.27, 0.45, 0.27], [0.1, 0.16, 0.74]]
     """
+    with_bias = check_bool("with_bias", with_bias)
     xp = get_xp(xp)
     x = xp.asarray(STORY_X, dtype=xp.float64)
     table = xp.asarray(STORY_P, dtype=xp.float64)
