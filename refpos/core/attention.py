@@ -19,6 +19,7 @@ NaN in any input propagates to the outputs it touches; it is never replaced.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any

@@ -15,6 +15,7 @@ import numpy as np
 
 from refpos.golden import compare as comparison
 from refpos.golden import tolerance as tol
+from refpos.golden.schema import SchemaError, check_tolerance
 
 #: the reason of each tolerance rule (stored once in the manifest)
 RULES = {
@@ -118,11 +119,19 @@ def compare(candidate: Any, reference: np.ndarray, entry: dict[str, Any], dtype:
 
     The comparison is :func:`refpos.golden.compare.compare` with ``equal_nan=True`` (the ``"nan"``
     policy of fully masked rows); an integer reference compares exactly (its entries are all zero).
+    The entry is checked first (:func:`refpos.golden.schema.check_tolerance`: finite numbers >= 0, one
+    ``atol`` per index along ``atol_axis``; ``ValueError`` otherwise), so a NaN, negative or string
+    tolerance is refused rather than compared with.
     """
     ref = np.asarray(reference)
     cand = np.asarray(candidate)
     if cand.shape != ref.shape:
         raise ValueError(f"candidate has shape {tuple(cand.shape)}, the reference {tuple(ref.shape)}")
+    dtype = tol.check_dtype(dtype)
+    try:
+        check_tolerance(entry, "tolerance", list(ref.shape), dtypes=(dtype,))
+    except SchemaError as exc:
+        raise ValueError(str(exc)) from None
     result = comparison.compare(cand, ref, equal_nan=True, **entry_tolerance(ref, entry, dtype))
     return {"ok": result.ok, "max_abs_error": result.max_abs_error, "max_ratio": result.max_ratio,
             "worst_index": result.worst_index, "n_bad": result.n_outside}

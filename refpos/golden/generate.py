@@ -80,12 +80,31 @@ def _params_equal(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_params_equal(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_params_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) or isinstance(b, float):
-        try:
-            return math.isclose(float(a), float(b), rel_tol=1e-13, abs_tol=0.0)
-        except (TypeError, ValueError):
-            return a == b
-    return a == b
+    if isinstance(a, bool) or isinstance(b, bool):  # True == 1 in Python; not in a manifest
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, float) or isinstance(b, float):
+            try:
+                return math.isclose(float(a), float(b), rel_tol=1e-13, abs_tol=0.0)
+            except OverflowError:
+                return False
+        return a == b
+    return type(a) is type(b) and a == b  # the string "1e300" is not the number 1e300
+
+
+def _first_difference(fresh: Any, stored: Any, where: str = "") -> str:
+    """Where two JSON values first differ, e.g. ``float32.atol[3]: regenerated 4.77e-07, manifest 1e+300``."""
+    if isinstance(fresh, dict) and isinstance(stored, dict):
+        for key in sorted(set(fresh) | set(stored)):
+            if key not in fresh or key not in stored:
+                return f"{where}{key}: only in the {'manifest' if key in stored else 'regenerated one'}"
+            if not _params_equal(fresh[key], stored[key]):
+                return _first_difference(fresh[key], stored[key], f"{where}{key}.")
+    if isinstance(fresh, list) and isinstance(stored, list) and len(fresh) == len(stored):
+        for i, (a, b) in enumerate(zip(fresh, stored, strict=True)):
+            if not _params_equal(a, b):
+                return _first_difference(a, b, f"{where.rstrip('.')}[{i}].")
+    return f"{where.rstrip('.') or 'value'}: regenerated {fresh!r}, manifest {stored!r}"
 
 
 def verify(root: Path, *, certify: bool = False) -> list[str]:
@@ -121,8 +140,12 @@ def verify(root: Path, *, certify: bool = False) -> list[str]:
             if entry is None or name not in stored_out:
                 problems.append(f"{cid}: output {name} missing from the manifest")
                 continue
-            try:
-                result = compare(out.array, stored_out[name], entry["tolerance"], "float64")
+            fresh_tolerance = _jsonable(out.tolerance)
+            if not _params_equal(fresh_tolerance, entry["tolerance"]):
+                problems.append(f"{cid}: output {name}: the tolerance differs from the regenerated one "
+                                f"({_first_difference(fresh_tolerance, entry['tolerance'])})")
+            try:  # under the regenerated tolerance: the manifest's own is not trusted
+                result = compare(out.array, stored_out[name], fresh_tolerance, "float64")
             except (ValueError, KeyError) as exc:
                 problems.append(f"{cid}: output {name}: {exc}")
                 continue
@@ -131,7 +154,7 @@ def verify(root: Path, *, certify: bool = False) -> list[str]:
                                 f"{result['max_abs_error']:.3g}, {result['max_ratio']:.3g}× the tolerance at "
                                 f"{result['worst_index']})")
             if certify and out.certify is not None:
-                cert = certificate(stored_out[name], out.certify, entry["tolerance"])
+                cert = certificate(stored_out[name], out.certify, fresh_tolerance)
                 if not cert["within_float64_tolerance"]:
                     problems.append(f"{cid}: output {name} is not within tolerance of the mpmath value "
                                     f"({cert['max_error_ulps']} ulps)")

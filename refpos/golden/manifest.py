@@ -14,7 +14,10 @@ Comparison of a candidate ``y`` with a reference ``r`` under the tolerance entry
     |y - r| <= atol[i] + rtol·|r| + ulps·ulp_dtype(|r|)
 
 ``atol`` is a number, or a list indexed along ``atol_axis`` (the position axis of angle-derived
-outputs). Both NaN counts as equal (fully masked rows with the ``"nan"`` policy); nothing else does.
+outputs). Equal values pass (equal infinities of masked logits included); a NaN passes only against a
+NaN of the reference (the ``"nan"`` policy of fully masked rows), and a NaN tolerance never passes.
+Manifests are validated whole before use (:mod:`refpos.golden.schema`), and every file path in
+them must stay inside the golden directory.
 
 The case builders live in :mod:`refpos.golden.cases` (encodings, worked example, scenarios) and
 :mod:`refpos.golden.rope_cases` (per-model RoPE, boundaries); the CLI in :mod:`refpos.golden.generate`.
@@ -35,6 +38,8 @@ import numpy as np
 
 from refpos.golden.entries import RULES
 from refpos.golden.npy import NpyError, read_npy, sha256_file, write_npy
+from refpos.golden.schema import SchemaError, contained_path, validate_manifest
+from refpos.inputs import InputError, load_json
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -198,21 +203,22 @@ def default_golden_dir() -> Path:
 
 
 def load_manifest(root: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate ``manifest.json`` (structure only; files are checked by :func:`check_files`)."""
+    """Read ``manifest.json`` strictly (:mod:`refpos.inputs`), validate it whole against the schema
+    (:func:`refpos.golden.schema.validate_manifest`) and check that every file it names lies inside
+    ``root`` (:func:`~refpos.golden.schema.contained_path`); the files themselves are checked by
+    :func:`check_files`."""
     path = Path(root) / MANIFEST
+    if not path.exists() and not path.is_symlink():
+        raise GoldenError(f"{path}: no golden manifest here (run `refpos golden generate`)")
     try:
-        manifest = json.loads(path.read_text(encoding="utf8"))
-    except FileNotFoundError:
-        raise GoldenError(f"{path}: no golden manifest here (run `refpos golden generate`)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GoldenError(f"{path}: unreadable manifest ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != "refpos-golden":
-        raise GoldenError(f"{path}: not a refpos golden manifest")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise GoldenError(f"{path}: format_version {manifest.get('format_version')!r}, expected {FORMAT_VERSION}")
-    cases = manifest.get("cases")
-    if not isinstance(cases, list) or not all(isinstance(c, dict) and "id" in c for c in cases):
-        raise GoldenError(f"{path}: 'cases' must be a list of objects with an 'id'")
+        manifest = load_json(path, what="golden manifest")
+        validate_manifest(manifest, FORMAT_VERSION)
+        for case in manifest["cases"]:  # every path inside the directory, before any file is opened
+            for label, entry in _file_entries(case):
+                contained_path(root, entry["file"], label=f"case {case['id']}: {label}")
+    except (InputError, SchemaError) as exc:
+        message = str(exc)
+        raise GoldenError(message if message.startswith(str(path)) else f"{path}: {message}") from None
     return manifest
 
 
@@ -230,18 +236,30 @@ def _file_entries(case: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
             yield f"{kind[:-1]} {name}", entry
 
 
+def _contained(root: str | os.PathLike[str], rel: object, label: str) -> Path:
+    try:
+        return contained_path(root, rel, label=label)
+    except SchemaError as exc:
+        raise GoldenError(str(exc)) from None
+
+
 def check_files(root: str | os.PathLike[str], case: dict[str, Any]) -> list[str]:
-    """Problems with a case's files: missing, sha256 mismatch, unreadable, shape/dtype disagreeing."""
+    """Problems with a case's files: outside the directory, missing, sha256 mismatch, unreadable,
+    shape/dtype disagreeing. A path that leaves the golden directory is refused before it is opened."""
     problems = []
     for label, entry in _file_entries(case):
-        path = Path(root) / entry.get("file", "")
-        if not entry.get("file") or not path.is_file():
+        try:
+            path = _contained(root, entry.get("file"), label)
+        except GoldenError as exc:
+            problems.append(str(exc))
+            continue
+        if not path.is_file():
             problems.append(f"{label}: missing file {entry.get('file')!r}")
             continue
-        if sha256_file(path) != entry.get("sha256"):
-            problems.append(f"{label}: sha256 mismatch for {entry['file']} (file changed or tampered)")
-            continue
         try:
+            if sha256_file(path) != entry.get("sha256"):
+                problems.append(f"{label}: sha256 mismatch for {entry['file']} (file changed or tampered)")
+                continue
             a = read_npy(path)
         except NpyError as exc:
             problems.append(f"{label}: {exc}")
@@ -253,13 +271,14 @@ def check_files(root: str | os.PathLike[str], case: dict[str, Any]) -> list[str]
 
 
 def load_arrays(root: str | os.PathLike[str], case: dict[str, Any], kind: str) -> dict[str, np.ndarray]:
-    """The ``inputs`` or ``outputs`` arrays of a manifest case, sha256-checked."""
+    """The ``inputs`` or ``outputs`` arrays of a manifest case, contained and sha256-checked."""
     out = {}
     for name, entry in case.get(kind, {}).items():
-        path = Path(root) / entry["file"]
+        label = f"case {case['id']}: {kind[:-1]} {name}"
+        path = _contained(root, entry["file"], label)
         if not path.is_file():
-            raise GoldenError(f"case {case['id']}: {kind[:-1]} {name}: missing file {entry['file']}")
+            raise GoldenError(f"{label}: missing file {entry['file']}")
         if sha256_file(path) != entry["sha256"]:
-            raise GoldenError(f"case {case['id']}: {kind[:-1]} {name}: sha256 mismatch for {entry['file']}")
+            raise GoldenError(f"{label}: sha256 mismatch for {entry['file']}")
         out[name] = read_npy(path)
     return out

@@ -23,16 +23,19 @@ import hashlib
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
+
+from refpos import inputs
+from refpos.inputs import InputError, open_regular
 
 MAGIC = b"\x93NUMPY"
 #: dtypes a golden file or a candidate may hold (descr without byte order -> kind)
 ALLOWED_KINDS = "fiub"  # float, signed int, unsigned int, bool; never object, void, string
 
 
-class NpyError(ValueError):
+class NpyError(InputError):
     """An unusable ``.npy`` file (message names the file and the reason, one line)."""
 
 
@@ -59,10 +62,30 @@ def write_npy(path: str | os.PathLike[str], array: Any) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """sha256 hex digest of a file's bytes."""
-    with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
+def _open(path: str | os.PathLike[str]) -> BinaryIO:
+    """:func:`refpos.inputs.open_regular` with its refusals as :class:`NpyError`."""
+    try:
+        return open_regular(path, what=".npy file")
+    except InputError as exc:
+        raise NpyError(str(exc)) from None
+
+
+def sha256_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> str:
+    """sha256 hex digest of a regular file's bytes (read in blocks; at most ``max_bytes``, default the
+    ``.npy`` cap plus a header)."""
+    limit = (inputs.MAX_NPY_BYTES + MAX_HEADER_BYTES + 12) if max_bytes is None else max_bytes
+    digest, total = hashlib.sha256(), 0
+    with _open(path) as fh:
+        while block := fh.read(2**20):
+            total += len(block)
+            if total > limit:
+                raise NpyError(f"{os.fspath(path)}: more than the {limit} bytes refpos reads for a .npy file")
+            digest.update(block)
+    return digest.hexdigest()
+
+
+#: the longest header accepted (NumPy's own reader refuses more than 10000 bytes by default)
+MAX_HEADER_BYTES = 65536
 
 
 @dataclass(frozen=True)
@@ -77,28 +100,35 @@ class NpyHeader:
 
 
 def _preamble(data: bytes, name: str) -> tuple[int, int, int]:
-    """``(major version, header length, header start)`` from the first bytes."""
+    """``(major version, header length, header start)`` from the first 12 bytes."""
     if len(data) < 10 or not data.startswith(MAGIC):
         raise NpyError(f"{name}: not a .npy file (missing the \\x93NUMPY magic string)")
     major = data[6]
     if major == 1:
-        return major, int.from_bytes(data[8:10], "little"), 10
-    if major in (2, 3):
+        hlen, start = int.from_bytes(data[8:10], "little"), 10
+    elif major in (2, 3):
         if len(data) < 12:
             raise NpyError(f"{name}: truncated .npy header")
-        return major, int.from_bytes(data[8:12], "little"), 12
-    raise NpyError(f"{name}: unsupported .npy format version {major}")
+        hlen, start = int.from_bytes(data[8:12], "little"), 12
+    else:
+        raise NpyError(f"{name}: unsupported .npy format version {major}")
+    if hlen > MAX_HEADER_BYTES:
+        raise NpyError(f"{name}: .npy header of {hlen} bytes, more than the {MAX_HEADER_BYTES} refpos reads")
+    return major, hlen, start
 
 
-def parse_header(data: bytes, name: str = "array", *, data_bytes: int) -> NpyHeader:
-    """Check the header at the start of ``data`` against the ``data_bytes`` that follow it in the file
-    (dtype, order, shape and size), before anything is read or allocated for the data."""
+def parse_header(data: bytes, name: str = "array", *, data_bytes: int,
+                 max_bytes: int | None = None) -> NpyHeader:
+    """Check the header at the start of ``data`` (preamble and header dict, nothing more needed) against the
+    ``data_bytes`` that follow it in the file: dtype, order, shape, element count and byte size are all
+    checked *before* anything is allocated for the data."""
     major, hlen, start = _preamble(data, name)
+    max_bytes = _cap(max_bytes)
     if len(data) < start + hlen:
         raise NpyError(f"{name}: truncated .npy header ({len(data)} bytes, header needs {start + hlen})")
     try:
         header = ast.literal_eval(data[start:start + hlen].decode("latin1" if major < 3 else "utf8"))
-    except (ValueError, SyntaxError, UnicodeDecodeError):
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError, TypeError):
         raise NpyError(f"{name}: corrupt .npy header") from None
     if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
         raise NpyError(f"{name}: corrupt .npy header (needs exactly descr, fortran_order, shape)")
@@ -107,70 +137,80 @@ def parse_header(data: bytes, name: str = "array", *, data_bytes: int) -> NpyHea
         raise NpyError(f"{name}: structured dtypes are not accepted (descr {descr!r})")
     try:
         dtype = np.dtype(descr)
-    except TypeError:
+    except (TypeError, ValueError):
         raise NpyError(f"{name}: unknown dtype {descr!r}") from None
-    if dtype.kind not in ALLOWED_KINDS or dtype.hasobject:
+    if dtype.kind not in ALLOWED_KINDS or dtype.hasobject or dtype.shape or dtype.itemsize == 0:
         raise NpyError(f"{name}: dtype {descr!r} is not accepted (numeric or bool only; pickled/object "
                        "arrays are never loaded)")
     if fortran is not False:
         raise NpyError(f"{name}: Fortran-order arrays are not accepted (write C order)")
-    if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
-        raise NpyError(f"{name}: corrupt .npy shape {shape!r}")
-    count = math.prod(shape)  # a Python int: exact
-    expected = count * dtype.itemsize
-    if data_bytes < expected:
-        raise NpyError(f"{name}: truncated .npy data ({data_bytes} of {expected} bytes for shape {shape})")
-    if data_bytes > expected:
-        raise NpyError(f"{name}: {data_bytes - expected} unexpected bytes after the .npy data")
-    return NpyHeader(dtype=dtype, shape=shape, offset=start + hlen, count=count, nbytes=expected)
+    if not isinstance(shape, tuple) or not all(type(n) is int and 0 <= n < 2**63 for n in shape):
+        raise NpyError(f"{name}: corrupt .npy shape {shape!r} (needs a tuple of integers >= 0)")
+    count = math.prod(shape)  # a Python int: exact, never wraps around
+    nbytes = count * dtype.itemsize
+    if nbytes > max_bytes:
+        raise NpyError(f"{name}: shape {shape} of {dtype} is {nbytes} bytes, more than the {max_bytes} refpos "
+                       "reads for a .npy file")
+    if data_bytes < nbytes:
+        raise NpyError(f"{name}: truncated .npy data ({data_bytes} of {nbytes} bytes for shape {shape})")
+    if data_bytes > nbytes:
+        raise NpyError(f"{name}: {data_bytes - nbytes} unexpected bytes after the .npy data")
+    return NpyHeader(dtype=dtype, shape=shape, offset=start + hlen, count=count, nbytes=nbytes)
 
 
-def parse_npy(data: bytes, name: str = "array") -> np.ndarray:
-    """Parse the bytes of a ``.npy`` file strictly (see the module docstring); never unpickles."""
-    _, hlen, start = _preamble(data, name)
-    header = parse_header(data, name, data_bytes=max(len(data) - start - hlen, 0))
-    array = np.frombuffer(data[header.offset:], dtype=header.dtype, count=header.count).reshape(header.shape)
+def _cap(max_bytes: int | None) -> int:
+    """``max_bytes``, or the cap of :mod:`refpos.inputs` as it is now (``MAX_NPY_BYTES``)."""
+    return inputs.MAX_NPY_BYTES if max_bytes is None else max_bytes
+
+
+def _array(payload: bytes, header: NpyHeader) -> np.ndarray:
+    array = np.frombuffer(payload, dtype=header.dtype, count=header.count).reshape(header.shape)  # (header shape)
     return array.astype(header.dtype.newbyteorder("="), order="C", copy=True)
 
 
-def _opened(path: str | os.PathLike[str], name: str) -> Any:
-    try:
-        return open(path, "rb")
-    except FileNotFoundError:
-        raise NpyError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise NpyError(f"{name}: is a directory, not a .npy file") from None
-    except OSError as exc:
-        raise NpyError(f"{name}: cannot read ({exc.strerror or exc})") from None
+def parse_npy(data: bytes, name: str = "array", *, max_bytes: int | None = None) -> np.ndarray:
+    """Parse the bytes of a ``.npy`` file strictly (see the module docstring); never unpickles."""
+    _, hlen, start = _preamble(data, name)
+    header = parse_header(data, name, data_bytes=max(len(data) - start - hlen, 0), max_bytes=max_bytes)
+    return _array(data[header.offset:], header)
 
 
-def read_npy_header(path: str | os.PathLike[str]) -> NpyHeader:
-    """The checked header of a ``.npy`` file (for memory-mapped reading of its data)."""
+def _read_header(fh: BinaryIO, name: str, file_size: int, max_bytes: int) -> NpyHeader:
+    head = fh.read(12)
+    _, hlen, start = _preamble(head, name)
+    head += fh.read(max(start + hlen - len(head), 0))  # hlen <= MAX_HEADER_BYTES: a bounded read
+    return parse_header(head, name, data_bytes=max(file_size - start - hlen, 0), max_bytes=max_bytes)
+
+
+def read_npy_header(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> NpyHeader:
+    """The checked header of a ``.npy`` file (for memory-mapped or streamed reading of its data)."""
     name = os.fspath(path)
-    with _opened(path, name) as fh:
-        head = fh.read(12)
-        _, hlen, start = _preamble(head, name)
-        head += fh.read(max(start + hlen - len(head), 0))
-        size = os.fstat(fh.fileno()).st_size
-    return parse_header(head, name, data_bytes=max(size - start - hlen, 0))
+    with _open(name) as fh:
+        return _read_header(fh, name, os.fstat(fh.fileno()).st_size, max_bytes)
 
 
-def read_npy(path: str | os.PathLike[str], *, mmap: bool = False) -> np.ndarray:
+def read_npy(path: str | os.PathLike[str], *, max_bytes: int | None = None, mmap: bool = False) -> np.ndarray:
     """Read a ``.npy`` file strictly; :class:`NpyError` (one line) for anything unusable.
 
-    ``mmap=True``: the data are memory-mapped read-only (``np.memmap`` at the checked header's offset,
-    in the file's byte order) instead of read: a file of gigabytes costs no memory until it is read,
-    block by block (``refpos check``).
+    Only a regular file is opened (a FIFO or a device is refused before reading); its header is checked
+    against the file's size and ``max_bytes`` before the data are read. ``mmap=True``: the data are
+    memory-mapped read-only (``np.memmap`` at the checked header's offset, in the file's byte order)
+    instead of read: a file of gigabytes costs no memory until it is read, block by block
+    (``refpos check``); the cap does not apply to a map.
     """
     name = os.fspath(path)
     if mmap:
-        header = read_npy_header(path)
+        header = read_npy_header(path, max_bytes=2**63)
         if header.count == 0:
             return np.empty(header.shape, dtype=header.dtype)
         return np.memmap(path, dtype=header.dtype, mode="r", offset=header.offset, shape=header.shape)
-    with _opened(path, name) as fh:
+    with _open(name) as fh:
+        header = _read_header(fh, name, os.fstat(fh.fileno()).st_size, max_bytes)
         try:
-            data = fh.read()
+            payload = fh.read(header.nbytes)
         except OSError as exc:
             raise NpyError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    return parse_npy(data, name)
+    if len(payload) != header.nbytes:
+        raise NpyError(f"{name}: truncated .npy data ({len(payload)} of {header.nbytes} bytes; the file changed "
+                       "while read)")
+    return _array(payload, header)

@@ -7,10 +7,11 @@ types of a per-layer-type rope dict. :mod:`refpos.rope.hf` resolves what they fi
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from refpos.inputs import InputError, load_json
 
 #: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused)
 ROPE_KEYS = {
@@ -32,8 +33,10 @@ GEMMA3 = frozenset({"gemma3", "gemma3_text"})
 def load_hf_config(config_or_path: Any) -> dict[str, Any]:
     """A config.json as a dict: a mapping is copied; a path (or a directory holding config.json) is read.
 
-    An unreadable file or invalid JSON is a ``ValueError``, a non-object JSON or a wrong type a ``TypeError``,
-    each naming the path.
+    The file is read through :mod:`refpos.inputs`: a regular file only (a FIFO or a device is refused
+    before reading), at most :data:`~refpos.inputs.MAX_JSON_BYTES`, UTF-8, nesting at most
+    :data:`~refpos.inputs.MAX_JSON_DEPTH`, no duplicate keys. Each refusal and invalid JSON is a
+    ``ValueError``, a non-object JSON or a wrong type a ``TypeError``, each naming the path.
     """
     if isinstance(config_or_path, Mapping):
         return dict(config_or_path)
@@ -44,14 +47,9 @@ def load_hf_config(config_or_path: Any) -> dict[str, Any]:
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ValueError(f"config_or_path: cannot read {path!r} ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"config_or_path: {path!r} is not valid JSON ({exc})") from None
+        data = load_json(path, what="config.json")
+    except InputError as exc:
+        raise ValueError(f"config_or_path: {exc}") from None
     if not isinstance(data, dict):
         raise TypeError(f"config_or_path: {path!r} must hold a JSON object, got {type(data).__name__}")
     return data

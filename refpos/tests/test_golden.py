@@ -157,7 +157,7 @@ def test_unusable_golden_dir_exits_2(tmp_path, capsys):
     (tmp_path / "manifest.json").write_text("{not json", encoding="utf8")
     assert main(["golden", "verify", "--golden-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "unreadable manifest" in err and err.count("\n") == 1
+    assert "not valid JSON" in err and err.count("\n") == 1
 
 
 # ------------------------------------------------------------------------------- generate, model
