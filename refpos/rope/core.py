@@ -74,9 +74,21 @@ def _frequencies(rope: RopeConfig, positions: Array, seq_len: int | None,
             raise ValueError(f"frequencies[0] must have shape ({rope.n_pairs},), got {tuple(inv_freq.shape)}")
         if not bool(array_namespace(inv_freq).all(array_namespace(inv_freq).isfinite(inv_freq))):
             raise ValueError("frequencies[0] (inv_freq) must be finite")
-        return inv_freq, check_float("frequencies[1] (the attention factor)", factor, positive=True)
+        return inv_freq, check_float("frequencies[1] (the attention factor)", _scalar(factor), positive=True)
     seq_len = _check_seq_len(seq_len)
     return rope_frequencies(rope, seq_len=_seq_len_of(positions) if seq_len is None else seq_len, xp=xp)
+
+
+def _scalar(value: Any) -> Any:
+    """A 0-d real array (as :func:`rope_frequencies` may return the attention factor) as a float; anything
+    else unchanged, for the caller's check to accept or name."""
+    try:
+        ns = array_namespace(value)
+    except TypeError:
+        return value
+    if value.ndim == 0 and ns.isdtype(value.dtype, ("real floating", "integral")):
+        return float(value)
+    return value
 
 
 def _pair_cos_sin(positions: Array, inv_freq: Array, factor: float) -> tuple[Array, Array]:
