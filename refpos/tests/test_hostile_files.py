@@ -22,6 +22,7 @@ import pytest
 
 from refpos import inputs
 from refpos.cli import main
+from refpos.golden import entries
 from refpos.golden import manifest as golden
 from refpos.golden import npy
 from refpos.golden.npy import NpyError, npy_bytes, parse_npy, read_npy, read_npy_header, sha256_file
@@ -253,9 +254,9 @@ def test_compare_refuses_a_nan_or_string_tolerance():
     for bad in (float("nan"), "1e300", -1.0, None):
         entry = {"float64": {"atol": bad, "rtol": 0.0, "ulps": 0.0}}
         with pytest.raises(ValueError, match="atol"):
-            golden.compare(np.full(3, 5.0), ref, entry, "float64")
+            entries.compare(np.full(3, 5.0), ref, entry, "float64")
     entry = {"float64": {"atol": 0.0, "rtol": 0.0, "ulps": 0.0}}
-    assert not golden.compare(np.array([np.nan, 1.0, 1.0]), ref, entry, "float64")["ok"]
+    assert not entries.compare(np.array([np.nan, 1.0, 1.0]), ref, entry, "float64")["ok"]
 
 
 # --------------------------------------------------------------------------------------- .npy files
