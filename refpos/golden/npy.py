@@ -117,6 +117,12 @@ def _preamble(data: bytes, name: str) -> tuple[int, int, int]:
     return major, hlen, start
 
 
+def element_count(shape: tuple[int, ...]) -> int:
+    """The number of elements of ``shape``, exactly: a Python int never wraps around, where a 64-bit product
+    of ``(2**32, 2**32)`` is 0."""
+    return math.prod(shape)
+
+
 def parse_header(data: bytes, name: str = "array", *, data_bytes: int,
                  max_bytes: int | None = None) -> NpyHeader:
     """Check the header at the start of ``data`` (preamble and header dict, nothing more needed) against the
@@ -146,7 +152,7 @@ def parse_header(data: bytes, name: str = "array", *, data_bytes: int,
         raise NpyError(f"{name}: Fortran-order arrays are not accepted (write C order)")
     if not isinstance(shape, tuple) or not all(type(n) is int and 0 <= n < 2**63 for n in shape):
         raise NpyError(f"{name}: corrupt .npy shape {shape!r} (needs a tuple of integers >= 0)")
-    count = math.prod(shape)  # a Python int: exact, never wraps around
+    count = element_count(shape)
     nbytes = count * dtype.itemsize
     if nbytes > max_bytes:
         raise NpyError(f"{name}: shape {shape} of {dtype} is {nbytes} bytes, more than the {max_bytes} refpos "

@@ -56,6 +56,8 @@ _PLACEMENT_ALIASES = {"head": "first", "tail": "last"}
 DYNAMIC_RULES = ("hf", "vllm_static")
 #: static NTK: the NTK-aware base change (also Hunyuan's NTK-alpha), vLLM's fixed and mixed "ntk" forms
 NTK_RULES = ("aware", "vllm_fixed", "vllm_mixed")
+#: the widest head refpos builds tables for: a bound on memory (a config asking for 2**40 would need 2**39 pairs)
+MAX_HEAD_DIM = 2**16
 
 #: fields each rope_type may set away from their defaults (all types: theta, head_dim, rotary_dim,
 #: partial_rotary_factor, placement, layout, max_position_embeddings)
@@ -188,6 +190,8 @@ class RopeConfig:
         rope_type = check_choice("rope_type", self.rope_type, ROPE_TYPES)
         self._set("theta", check_float("theta", self.theta, positive=True))
         head_dim = check_int("head_dim", self.head_dim, minimum=2)
+        if head_dim > MAX_HEAD_DIM:
+            raise ValueError(f"head_dim must be at most {MAX_HEAD_DIM} (models use 64-512), got {head_dim}")
         self._set("layout", check_choice("layout", self.layout, LAYOUTS))
         self._check_type_fields(rope_type)
         self._resolve_rotary(rope_type, head_dim)

@@ -22,9 +22,8 @@ import pytest
 
 from refpos import inputs
 from refpos.cli import main
-from refpos.golden import entries
+from refpos.golden import entries, npy
 from refpos.golden import manifest as golden
-from refpos.golden import npy
 from refpos.golden.npy import NpyError, npy_bytes, parse_npy, read_npy, read_npy_header, sha256_file
 from refpos.golden.rope_cases import layout_cases
 from refpos.rope.hf import from_hf_config, load_hf_config
