@@ -33,13 +33,15 @@ def check_bool(name: str, value: object) -> bool:
     return bool(value)
 
 
-def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
-    """``value`` must be an integer (not a bool, not a float), at least ``minimum`` when given."""
+def check_int(name: str, value: object, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` must be an integer (not a bool, not a float), within ``[minimum, maximum]`` when given."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
@@ -144,3 +146,38 @@ def float64_array(x: Any, *, name: str, xp: ModuleType | None = None) -> Any:
     if not ns.isdtype(x.dtype, "real floating"):
         raise TypeError(f"{name} must be a real floating array (float64 or float32), got dtype {x.dtype}")
     return x
+
+
+def check_broadcasts_to(name: str, value: Any, shape: tuple[int, ...], *, what: str) -> None:
+    """``value`` broadcasts *to* ``shape``: it may not add axes to it or enlarge any (``what`` names ``shape``)."""
+    try:
+        out = tuple(array_namespace(value).broadcast_shapes(tuple(shape), tuple(value.shape)))
+    except ValueError:
+        out = None
+    if out != tuple(shape):
+        raise ValueError(f"{name} {tuple(value.shape)} do not broadcast to {what}; {name} may not add axes")
+
+
+def real_scalar(value: Any) -> Any:
+    """A 0-d real array as a float (as ``rope_frequencies`` may return one); anything else unchanged."""
+    try:
+        ns = array_namespace(value)
+    except TypeError:
+        return value
+    if value.ndim == 0 and ns.isdtype(value.dtype, ("real floating", "integral")):
+        return float(value)
+    return value
+
+
+def check_frequencies(frequencies: Any, n_pairs: int, xp: ModuleType) -> tuple[Any, float]:
+    """A ``(inv_freq, attention_factor)`` pair: ``(n_pairs,)`` finite floats and a real factor > 0."""
+    if not isinstance(frequencies, (tuple, list)) or len(frequencies) != 2:
+        raise TypeError(f"frequencies must be a pair (inv_freq, attention_factor), got {type(frequencies).__name__}")
+    inv_freq, factor = frequencies
+    inv_freq = float64_array(inv_freq, name="frequencies[0]", xp=xp)
+    if tuple(inv_freq.shape) != (n_pairs,):
+        raise ValueError(f"frequencies[0] must have shape ({n_pairs},), got {tuple(inv_freq.shape)}")
+    ns = array_namespace(inv_freq)
+    if not bool(ns.all(ns.isfinite(inv_freq))):
+        raise ValueError("frequencies[0] (inv_freq) must be finite")
+    return inv_freq, check_float("frequencies[1] (the attention factor)", real_scalar(factor), positive=True)

@@ -189,9 +189,7 @@ class RopeConfig:
     def __post_init__(self) -> None:
         rope_type = check_choice("rope_type", self.rope_type, ROPE_TYPES)
         self._set("theta", check_float("theta", self.theta, positive=True))
-        head_dim = check_int("head_dim", self.head_dim, minimum=2)
-        if head_dim > MAX_HEAD_DIM:
-            raise ValueError(f"head_dim must be at most {MAX_HEAD_DIM} (models use 64-512), got {head_dim}")
+        head_dim = check_int("head_dim", self.head_dim, minimum=2, maximum=MAX_HEAD_DIM)
         self._set("layout", check_choice("layout", self.layout, LAYOUTS))
         self._check_type_fields(rope_type)
         self._resolve_rotary(rope_type, head_dim)

@@ -50,7 +50,14 @@ from refpos.rope.fast_gpu import is_fast_gpu_input
 from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
 from refpos.rope.mrope import mrope_angles, mrope_cos_sin, rope_positions, token_positions
 from refpos.rope.scaling import _check_rope, _check_seq_len, rope_frequencies
-from refpos.validation import as_positions, check_choice, check_float, check_int, float64_array
+from refpos.validation import (
+    as_positions,
+    check_broadcasts_to,
+    check_choice,
+    check_frequencies,
+    check_int,
+    float64_array,
+)
 
 Array = Any
 
@@ -65,30 +72,9 @@ def _seq_len_of(positions: Array) -> int | None:
 def _frequencies(rope: RopeConfig, positions: Array, seq_len: int | None,
                  frequencies: tuple[Array, float] | None, xp: ModuleType) -> tuple[Array, float]:
     if frequencies is not None:
-        if not isinstance(frequencies, (tuple, list)) or len(frequencies) != 2:
-            raise TypeError("frequencies must be a pair (inv_freq, attention_factor), got "
-                            f"{type(frequencies).__name__}")
-        inv_freq, factor = frequencies
-        inv_freq = float64_array(inv_freq, name="frequencies[0]", xp=xp)
-        if tuple(inv_freq.shape) != (rope.n_pairs,):
-            raise ValueError(f"frequencies[0] must have shape ({rope.n_pairs},), got {tuple(inv_freq.shape)}")
-        if not bool(array_namespace(inv_freq).all(array_namespace(inv_freq).isfinite(inv_freq))):
-            raise ValueError("frequencies[0] (inv_freq) must be finite")
-        return inv_freq, check_float("frequencies[1] (the attention factor)", _scalar(factor), positive=True)
+        return check_frequencies(frequencies, rope.n_pairs, xp)
     seq_len = _check_seq_len(seq_len)
     return rope_frequencies(rope, seq_len=_seq_len_of(positions) if seq_len is None else seq_len, xp=xp)
-
-
-def _scalar(value: Any) -> Any:
-    """A 0-d real array (as :func:`rope_frequencies` may return the attention factor) as a float; anything
-    else unchanged, for the caller's check to accept or name."""
-    try:
-        ns = array_namespace(value)
-    except TypeError:
-        return value
-    if value.ndim == 0 and ns.isdtype(value.dtype, ("real floating", "integral")):
-        return float(value)
-    return value
 
 
 def _pair_cos_sin(positions: Array, inv_freq: Array, factor: float) -> tuple[Array, Array]:
@@ -170,19 +156,9 @@ def _prepare(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, 
     if positions.ndim == 0 or positions.shape[-1] != x.shape[-2]:
         raise ValueError(f"positions {tuple(positions.shape)} must end in x's T axis, x has shape "
                          f"{tuple(x.shape)} (..., T, head_dim)")
-    _check_fit(x, _align_positions(positions, x))
+    check_broadcasts_to("positions", token_positions(_align_positions(positions, x, rope), rope.mrope_section),
+                        x.shape[:-1], what=f"x's {tuple(x.shape[:-1])} (x: {tuple(x.shape)}, (..., T, head_dim))")
     return x, positions, single
-
-
-def _check_fit(x: Array, aligned: Array) -> None:
-    """The (aligned) positions broadcast *to* ``x.shape[:-1]``: they may not add or enlarge axes of ``x``."""
-    try:
-        shape = tuple(array_namespace(x).broadcast_shapes(tuple(x.shape[:-1]), tuple(aligned.shape)))
-    except ValueError:
-        shape = None
-    if shape != tuple(x.shape[:-1]):
-        raise ValueError(f"positions {tuple(aligned.shape)} do not broadcast to x's {tuple(x.shape[:-1])} "
-                         f"(x has shape {tuple(x.shape)}: (..., T, head_dim)); positions may not add axes to x")
 
 
 def _assemble(before: Array, rotated: Array, after: Array, single: bool) -> Array:
