@@ -1,6 +1,6 @@
 """Meta tests: the suite proves its own power, and its plumbing works.
 
-* Every mutant of :data:`mutants.CATALOGUE` (a deliberately wrong adapter: one known mistake) makes the
+* Every mutant of :data:`mutants.MUTANTS` (a deliberately wrong adapter: one known mistake) makes the
   spec test files listed for it fail, and the same files pass on :mod:`refpos.testing.adapter`.
 * ``--xfails-file`` / ``--skips-file`` mark and skip tests with their reasons and warn about entries that
   match no test; functions an adapter lacks and ``NotImplementedError`` become skips.
@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from support import IMPL_NAME, ROOT
 
-from spec_tests.mutants import CATALOGUE
+from refpos.check.catalogue import BY_ID, MISTAKES, Mistake
+from spec_tests.mutants import MUTANTS, Mutant
 
 pytestmark = pytest.mark.skipif(
     IMPL_NAME != "refpos.testing.adapter", reason="meta tests judge the suite; they run on refpos.testing.adapter only"
@@ -46,25 +47,26 @@ def run_suite(impl: str, args: list[str], extra_env: dict[str, str] | None = Non
 
 
 def catching_files(name: str) -> list[str]:
-    files = list(CATALOGUE[name].catches)
+    files = list(MUTANTS[name].catches)
     missing = [f for f in files if not (ROOT / f).is_file()]
     assert not missing, f"mutant {name}: the catalogue names test files that do not exist: {missing}"
     return files
 
 
-@pytest.mark.parametrize("name", sorted(CATALOGUE))
+@pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_the_suite_catches_the_mutant(name):
     result = run_suite(f"spec_tests.mutants.{name}", ["-q", "-x", *catching_files(name)])
     tail = "\n".join((result.stdout + result.stderr).splitlines()[-25:])
     assert result.returncode == FAILED, (
-        f"mutant {name} ({CATALOGUE[name].mistake}) was not caught by {CATALOGUE[name].catches}: "
+        f"mutant {name} ({MUTANTS[name].mistake}: {MUTANTS[name].entry.description}) was not caught by "
+        f"{MUTANTS[name].catches}: "
         f"pytest exit code {result.returncode}\n{tail}"
     )
     assert " failed" in tail and "error" not in tail.split("\n")[-1], tail
 
 
 def test_the_same_files_pass_on_the_reference():
-    files = sorted({f for name in CATALOGUE for f in catching_files(name)})
+    files = sorted({f for name in MUTANTS for f in catching_files(name)})
     result = run_suite("refpos.testing.adapter", ["-q", "-x", *files])
     tail = "\n".join((result.stdout + result.stderr).splitlines()[-25:])
     assert result.returncode == 0, f"the catching files fail on refpos.testing.adapter:\n{tail}"
@@ -97,7 +99,45 @@ def test_table_mutants_reach_apply_rope(name, rope):
 def test_every_mutant_module_is_catalogued():
     modules = {p.stem for p in (ROOT / "spec_tests" / "mutants").glob("*.py")
                if not p.stem.startswith("_") and p.stem != "matrix"}
-    assert modules == set(CATALOGUE), f"uncatalogued: {modules - set(CATALOGUE)}; missing: {set(CATALOGUE) - modules}"
+    assert modules == set(MUTANTS), f"not in MUTANTS: {modules - set(MUTANTS)}; missing: {set(MUTANTS) - modules}"
+
+
+def catalogue_problems(mutants: dict[str, Mutant], mistakes: tuple[Mistake, ...]) -> list[str]:
+    """What breaks the one catalogue of mistakes (refpos.check.catalogue) shared with the mutants: a mutant
+    naming an uncatalogued id, an entry with neither a mutant nor a reason, or with both."""
+    ids = {m.id for m in mistakes}
+    problems = [f"mutant {name} implements {m.mistake!r}, not in refpos/data/mistakes.toml"
+                for name, m in mutants.items() if m.mistake not in ids]
+    implemented = {m.mistake for m in mutants.values()}
+    for mistake in mistakes:
+        if mistake.id not in implemented and not mistake.no_mutant.strip():
+            problems.append(f"{mistake.id}: no mutant implements it and no_mutant gives no reason")
+        if mistake.id in implemented and mistake.no_mutant:
+            problems.append(f"{mistake.id}: a mutant implements it, but no_mutant says {mistake.no_mutant!r}")
+    return problems
+
+
+def test_the_mutants_share_the_one_catalogue_of_mistakes():
+    assert catalogue_problems(MUTANTS, MISTAKES) == []
+
+
+def test_each_mutant_module_declares_its_catalogue_id():
+    import importlib
+
+    for name, mutant in MUTANTS.items():
+        info = importlib.import_module(f"spec_tests.mutants.{name}").INFO
+        assert info["mistake"] == mutant.mistake, (name, info["mistake"], mutant.mistake)
+        assert info["mistake_description"] == BY_ID[mutant.mistake].description
+
+
+def test_a_broken_catalogue_is_reported():
+    entry = BY_ID["layout_swap"]
+    orphan = Mistake("never_tested", "rope", "d", "e", "docs/diagnosis.md#layout_swap")
+    stale = Mistake("layout_swap", "rope", "d", "e", "docs/diagnosis.md#layout_swap", no_mutant="none yet")
+    problems = catalogue_problems({"m": Mutant("no_such_id", ()), "n": Mutant("layout_swap", ())},
+                                  (entry, orphan, stale))
+    expected = ("mutant m implements 'no_such_id'", "never_tested: no mutant", "layout_swap: a mutant implements it")
+    assert len(problems) == 3 and all(p.startswith(e) for p, e in zip(problems, expected, strict=True)), problems
 
 
 # ------------------------------------------------------------------------------------ plumbing

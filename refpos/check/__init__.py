@@ -1,6 +1,7 @@
 """``refpos check``: compare a candidate with the reference and name the known mistake it matches.
 
-:mod:`~refpos.check.run` compares, :mod:`~refpos.check.diagnosis` holds the RoPE mistakes and the
+:mod:`~refpos.check.catalogue` is the one catalogue of known mistakes (ids shared with the spec suite's
+mutants), :mod:`~refpos.check.run` compares, :mod:`~refpos.check.diagnosis` holds the RoPE mistakes and the
 matching machinery, :mod:`~refpos.check.tables` the mistakes of the table encodings (ALiBi, T5,
 sinusoids).
 """

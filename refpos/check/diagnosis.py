@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import get_xp, to_numpy
+from refpos.check.catalogue import known
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 from refpos.pairs import pair_channels
@@ -324,7 +325,7 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
                 closest = (ratio, mid, evidence, err)
             if ok and not any(m["id"] == mid and m["evidence"].startswith(evidence) for m in found):
                 note = "" if level == 0 else " (within float32 rounding: the candidate also computes in float32)"
-                found.append({"id": mid, "evidence": f"{evidence}; max |candidate − mutant| = {err:.3g} "
+                found.append({"id": known(mid), "evidence": f"{evidence}; max |candidate − mutant| = {err:.3g} "
                               f"({ratio:.2g}× the {dtype} tolerance){note}", "max_abs_error": err})
         if found:
             break
@@ -336,7 +337,7 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
             big = p > 0
             unit = p[big] * float(np.max(pb.inv_freq)) * 2.0**-24
             growth = float(np.max(row_err[big] / unit)) if big.any() else 0.0
-            found.insert(0, {"id": "float32_angles", "evidence": (
+            found.insert(0, {"id": known("float32_angles"), "evidence": (
                 f"outside the float64 tolerance but within the float32 one ({ratio:.2g}× it): error "
                 f"{float(np.max(row_err[~big])) if (~big).any() else 0.0:.2g} at p = 0, growing linearly to "
                 f"{err:.3g}; max error / (p·max ω·2⁻²⁴) = {growth:.2f} (correct float32 phase paths measure 0.9–2.1). "
@@ -352,12 +353,12 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
         residual = PROBE_FIT.get(pb.dtype, PROBE_FIT["float32"])[1]
         moved = abs(fitted / pb.rope.theta - 1) > 1e-3
         if pb.rope.rope_type == "default" and moved and probe["fit_residual"] < residual:
-            found.append({"id": "wrong_theta", "evidence": f"the frequency probe at position 1 recovers ω_j that fit "
-                          f"θ' = {fitted:.6g}, the config says θ = {pb.rope.theta:g}", "fitted_theta": fitted})
+            found.append({"id": known("wrong_theta"), "evidence": "the frequency probe at position 1 recovers ω_j "
+                          f"that fit θ' = {fitted:.6g}, the config says θ = {pb.rope.theta:g}", "fitted_theta": fitted})
     finite = bool(np.all(np.isfinite(candidate[np.isfinite(pb.reference)])))  # else: named non_finite
     if not found and finite and closest is not None and np.isfinite(closest[0]):
         ratio, mid, evidence, err = closest
-        found.append({"id": "closest_mistake", "evidence": (
+        found.append({"id": known("closest_mistake"), "evidence": (
             f"no mistake of the catalogue matches; the closest is {mid} ({evidence.split(' (')[0]}): max "
             f"|candidate − mutant| = {err:.3g}, {ratio:.3g}× the {pb.dtype} tolerance"), "closest": mid,
             "max_ratio": ratio, "max_abs_error": err})
@@ -380,7 +381,7 @@ def _factor_ratio(pb: RopeProblem, candidate: np.ndarray) -> Match | None:
         return None
     relation = {pb.factor: "A (applied twice)", 1 / pb.factor: "1/A (A missing)"}
     hint = next((v for k, v in relation.items() if abs(mean / k - 1) < 1e-6), None)
-    return {"id": "attention_factor_mismatch", "evidence": (
+    return {"id": known("attention_factor_mismatch"), "evidence": (
         f"every rotated pair is the reference times a constant {mean:.10g} (reference A = {pb.factor:.10g})"
         + (f" = {hint}" if hint else ": another magnitude rule (log applied twice, mscale and mscale_all_dim "
            "conflated, YaRN-repo multiply vs HF replace); the direction of each pair is right")),
@@ -398,7 +399,7 @@ def error_profile(positions: np.ndarray, candidate: np.ndarray, reference: np.nd
     first_bad = int(p[order][bad[order]][0]) if bad.any() else None
     at_zero = float(err[p == 0].max()) if (p == 0).any() else None
     shape = "exact at position 0, " if at_zero == 0.0 else ""
-    return {"id": "error_profile", "evidence": (
+    return {"id": known("error_profile"), "evidence": (
         f"{shape}first position outside tolerance: {first_bad}; max error {float(err.max()):.3g} at position "
         f"{int(p[int(np.argmax(err))])}" + ("" if at_zero is None else f"; error at p = 0: {at_zero:.3g}")),
         "first_bad_position": first_bad, "error_at_zero": at_zero}

@@ -31,6 +31,7 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.check import stream
+from refpos.check.catalogue import known
 from refpos.check.diagnosis import diagnose_rope, error_profile, np_ns, pair_magnitude, rope_problem
 from refpos.check.mrope import diagnose_mrope, mrope_problem
 from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
@@ -144,7 +145,7 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     pb = rope_problem(sample_x, sample_positions, rope, length, dtype, token_index=token_index,
                       min_position=int(positions.min()), max_position=int(positions.max()))
     result["diagnosis"] = [*tally.non_finite(), *diagnose_rope(pb, sample_cand),
-                           {"id": "error_profile", "evidence": stream.profile_text(result["error_profile"]),
+                           {"id": known("error_profile"), "evidence": stream.profile_text(result["error_profile"]),
                             "first_bad_position": tally.first_bad_position,
                             "error_at_zero": tally.error_at_zero}]
     if len(token_index) < raw.size // raw.shape[-1]:
@@ -186,9 +187,9 @@ def non_finite(candidate: np.ndarray, reference: np.ndarray, positions: np.ndarr
     at = ""
     if positions is not None:
         at = f" (first at position {int(np.broadcast_to(positions, candidate.shape[:-1])[where[:-1]])})"
-    return [{"id": "non_finite", "evidence": f"{int(bad.sum())} of {bad.size} values are NaN or infinite where the "
-             f"reference is finite{at}: e.g. rope_theta = 0 (powf(0, −x) = inf), an overflowing exponent, or an "
-             "uninitialised table"}]
+    return [{"id": known("non_finite"), "evidence": f"{int(bad.sum())} of {bad.size} values are NaN or infinite "
+             f"where the reference is finite{at}: e.g. rope_theta = 0 (powf(0, −x) = inf), an overflowing exponent, "
+             "or an uninitialised table"}]
 
 
 def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int | None = None,
@@ -213,7 +214,7 @@ def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int 
         cand, n, q_len=q_len, k_len=k_len, form=form, atol=atol, head_dim=head_dim)]
     if not result["ok"] and dtype == "float64" and _summary(cand, reference, np.asarray(
             tol.value_tolerance("float32", reference)))["ok"]:
-        result["diagnosis"].insert(0, {"id": "float32_values", "evidence": (
+        result["diagnosis"].insert(0, {"id": known("float32_values"), "evidence": (
             "outside the float64 tolerance but within the float32 one (rtol 1e-6): float32 arithmetic, e.g. "
             "BLOOM's slopes (declare --dtype float32 if that is intended)")})
     return result
@@ -262,7 +263,7 @@ def check_sinusoid(candidate: Any, positions: Any, *, dim: int, base: float = 10
     if not result["ok"] and dtype == "float64":
         atol32 = np.asarray(tol.rope_tolerance("float32", positions, freqs, reference=reference))
         if _summary(cand, reference, atol32)["ok"]:
-            result["diagnosis"].insert(0, {"id": "float32_angles", "evidence": (
+            result["diagnosis"].insert(0, {"id": known("float32_angles"), "evidence": (
                 "outside the float64 tolerance but within the float32 one: the table was computed in float32 "
                 "(declare --dtype float32 if that is intended)")})
     return result
@@ -320,7 +321,7 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
                   pb.positions.reshape(stream.as_rows(cand64).shape[:-1]), (0, 0))
         result["error_profile"] = tally.profile()
         result["diagnosis"] = [*diagnose_rope(pb, cand64), {
-            "id": "error_profile", "evidence": stream.profile_text(result["error_profile"]),
+            "id": known("error_profile"), "evidence": stream.profile_text(result["error_profile"]),
             "first_bad_position": tally.first_bad_position, "error_at_zero": tally.error_at_zero}]
     elif function == "alibi_slopes":
         result["diagnosis"] = check_alibi(cand, int(args[0]), dtype=dtype)["diagnosis"]

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from refpos.check.catalogue import known
 from refpos.parallel import run_blocks
 
 #: elements of the candidate per block (2**20: 8 MiB per float64 temporary; a block holds about ten)
@@ -158,8 +159,8 @@ class Tally:
         """The ``non_finite`` diagnosis (θ = 0, an overflow, uninitialised tables), or nothing."""
         if not self.n_non_finite:
             return []
-        return [{"id": "non_finite", "evidence": f"{self.n_non_finite} of {self.n} values are NaN or infinite where "
-                 f"the reference is finite (first at position {self.non_finite_position}): e.g. rope_theta = 0 "
+        return [{"id": known("non_finite"), "evidence": f"{self.n_non_finite} of {self.n} values are NaN or infinite "
+                 f"where the reference is finite (first at position {self.non_finite_position}): e.g. rope_theta = 0 "
                  "(powf(0, −x) = inf), an overflowing exponent, or an uninitialised table"}]
 
     def full_index(self) -> list[int]:

@@ -1,10 +1,7 @@
 """Name the mistake in ALiBi slopes/biases, T5 buckets and sinusoid tables (docs/diagnosis.md).
 
-Catalogue ids: ``alibi_closed_form_slopes`` (naive ``2^(−8h/n)`` for every n), ``alibi_slope_off_by_one``
-(h counted from 0), ``alibi_sorted_slopes``, ``alibi_bias_form`` (another bias form), ``alibi_bias_scaled``
-(slopes divided by √d); ``t5_sign_flip`` (query − memory), ``t5_direction`` (bidirectional ↔ causal),
-``t5_rounding`` (round instead of truncation); ``sinusoid_layout_swap``, ``sinusoid_spacing``,
-``sinusoid_sin_cos_swap``, ``sinusoid_position_offset``. docs/diagnosis.md documents each.
+The ids are those of the families ``alibi``, ``t5`` and ``sinusoid`` of the one catalogue of known mistakes
+(:mod:`refpos.check.catalogue`); docs/diagnosis.md documents each.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
+from refpos.check.catalogue import known
 from refpos.check.diagnosis import np_ns
 from refpos.golden.compare import compare
 from refpos.pairs import pair_channels
@@ -39,8 +37,8 @@ def _try(candidate: np.ndarray, atol: Any, mutants: list[tuple[str, str, Callabl
             continue
         fit = compare(candidate, mutant, atol=atol)
         if fit.ok:
-            found.append({"id": mid, "evidence": f"{evidence}; max |candidate − mutant| = {fit.max_abs_error:.3g}",
-                          "max_abs_error": fit.max_abs_error})
+            found.append({"id": known(mid), "max_abs_error": fit.max_abs_error,
+                          "evidence": f"{evidence}; max |candidate − mutant| = {fit.max_abs_error:.3g}"})
     return found
 
 

@@ -1,8 +1,10 @@
 """What every mutant shares: the reference adapter's functions, and a way to break exactly one thing.
 
-A mutant module starts with ``globals().update(inherit(__name__, "what is broken"))`` — every public
-function of :mod:`refpos.testing.adapter` and an ``INFO`` that names the mistake — then redefines the one function
-(or the one helper, via :func:`patched`) that carries its mistake.
+A mutant module starts with ``globals().update(inherit(__name__, "mistake_id"))`` — every public
+function of :mod:`refpos.testing.adapter` and an ``INFO`` that names the mistake by its id in the catalogue of
+known mistakes (:mod:`refpos.check.catalogue`, the ids ``refpos check`` prints) — then redefines the one
+function (or the one helper, via :func:`patched`) that carries its mistake. An id that is not catalogued is
+a ``KeyError`` on import.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+from refpos.check.catalogue import BY_ID, known
 from refpos.testing import adapter as reference
 
 
@@ -23,19 +26,21 @@ def module(name: str) -> ModuleType:
 
 
 def inherit(name: str, mistake: str) -> dict[str, Any]:
-    """The reference adapter's public functions plus an INFO naming the mutant and its mistake."""
+    """The reference adapter's public functions plus an INFO naming the mutant and its mistake (a catalogue id)."""
+    entry = BY_ID[known(mistake)]
     names = {
         key: value
         for key, value in vars(reference).items()
         if not key.startswith("_") and callable(value) and getattr(value, "__module__", None) == reference.__name__
     }
     names["INFO"] = {**reference.INFO, "name": name.rsplit(".", 1)[-1], "mutant_of": "refpos.testing.adapter",
-                     "mistake": mistake}
+                     "mistake": entry.id, "mistake_description": entry.description}
     return names
 
 
 def inherit_patched(name: str, mistake: str, *patches: tuple[ModuleType, str, Any]) -> dict[str, Any]:
-    """:func:`inherit`, with every function run while ``(module, attribute, replacement)`` patches hold.
+    """:func:`inherit` (``mistake``: a catalogue id), with every function run while the
+    ``(module, attribute, replacement)`` patches hold.
 
     The reference's helper carrying the mistake is replaced only for the duration of an adapter call, so
     every adapter function that reaches it (directly or not) shows the mistake, and nothing else changes.

@@ -19,5 +19,5 @@ def _naive_slopes(n_heads):
     return [2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)]
 
 
-globals().update(inherit_patched(__name__, "ALiBi slopes 2^(-8h/n) for every n (naive closed form)",
+globals().update(inherit_patched(__name__, "alibi_closed_form_slopes",
                                  (_alibi, "_slopes_list", _naive_slopes)))

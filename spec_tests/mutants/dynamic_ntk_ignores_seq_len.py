@@ -17,5 +17,5 @@ def _length_blind_theta(rope, seq_len):
     return _reference_dynamic_theta(rope, None)  # the mistake: L never enters
 
 
-globals().update(inherit_patched(__name__, "dynamic NTK ignores seq_len",
+globals().update(inherit_patched(__name__, "unscaled_frequencies",
                                  (_scaling, "dynamic_theta", _length_blind_theta)))

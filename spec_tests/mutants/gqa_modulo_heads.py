@@ -12,7 +12,7 @@ import numpy as np
 
 from spec_tests.mutants._base import inherit
 
-globals().update(inherit(__name__, "GQA: query head h reads kv head h % Hkv"))
+globals().update(inherit(__name__, "gqa_head_mapping"))
 _reference = dict(globals())
 
 

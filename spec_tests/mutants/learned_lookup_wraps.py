@@ -11,7 +11,7 @@ import numpy as np
 
 from spec_tests.mutants._base import inherit
 
-globals().update(inherit(__name__, "learned lookup wraps negative positions"))
+globals().update(inherit(__name__, "learned_lookup_wraps"))
 
 
 def learned_lookup(table, positions):

@@ -23,5 +23,5 @@ def _shifted_llama3_inv(rope, xp):
     return xp.where(wavelen > l0 / low, w / s, xp.where(mid, (1 - g) * w / s + g * w, w))
 
 
-globals().update(inherit_patched(__name__, "llama3 band edges shifted (period 1/ω as wavelength)",
+globals().update(inherit_patched(__name__, "llama3_band_edges",
                                  (_scaling, "_llama3_inv", _shifted_llama3_inv)))

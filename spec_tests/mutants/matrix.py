@@ -1,7 +1,7 @@
 """Which spec test module catches which mutant: ``python -m spec_tests.mutants.matrix [--json]``.
 
 Runs every spec test module (``spec_tests/test_*.py`` except the meta tests) on every mutant of
-:data:`spec_tests.mutants.CATALOGUE` and on :mod:`refpos.testing.adapter`, and prints a Markdown table: the
+:data:`spec_tests.mutants.MUTANTS` and on :mod:`refpos.testing.adapter`, and prints a Markdown table: the
 number of failing tests per (mutant, module), ``·`` for none. Slow (modules × mutants pytest runs): it
 is the report behind ``docs/implementations.md``, not part of the test suite; the meta test runs only
 the catalogued catching files.
@@ -18,7 +18,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from spec_tests.mutants import CATALOGUE
+from spec_tests.mutants import MUTANTS
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(r"(\d+) failed")
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     modules = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "spec_tests").glob("test_*.py")
                      if p.name != "test_meta.py")
-    impls = ["refpos.testing.adapter", *(f"spec_tests.mutants.{name}" for name in sorted(CATALOGUE))]
+    impls = ["refpos.testing.adapter", *(f"spec_tests.mutants.{name}" for name in sorted(MUTANTS))]
     jobs = [(impl, module) for impl in impls for module in modules]
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         counts = dict(zip(jobs, pool.map(lambda job: failures(*job), jobs), strict=True))

@@ -18,6 +18,6 @@ def _temporal_only(positions, inv_freq, sections, *, interleaved):
     return xp.astype(positions[0, ...], xp.float64)[..., None] * inv_freq  # (..., T, m): p_t for all pairs
 
 
-globals().update(inherit_patched(__name__, "M-RoPE reads the temporal position for every pair (1-D positions)",
+globals().update(inherit_patched(__name__, "mrope_1d_positions",
                                  (_core, "mrope_angles", _temporal_only),  # apply_rope_complex
                                  (_mrope, "mrope_angles", _temporal_only)))  # the tables of every other path

@@ -12,5 +12,5 @@ from spec_tests.mutants._base import inherit_patched, module
 _mrope = module("refpos.rope.mrope")
 _pair_axes = _mrope.pair_axes
 
-globals().update(inherit_patched(__name__, "M-RoPE interleaved assignment ignored (contiguous bands)",
+globals().update(inherit_patched(__name__, "mrope_assignment",
                                  (_mrope, "pair_axes", lambda sections, interleaved: _pair_axes(sections, False))))

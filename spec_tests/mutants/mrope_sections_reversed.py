@@ -18,5 +18,5 @@ def _reversed(sections, interleaved):
     return _pair_axes((s_w, s_h, s_t), False) if not interleaved else _pair_axes(sections, interleaved)
 
 
-globals().update(inherit_patched(__name__, "M-RoPE sections read in reverse order (w, h, t)",
+globals().update(inherit_patched(__name__, "mrope_section_order",
                                  (_mrope, "pair_axes", _reversed)))

@@ -11,6 +11,6 @@ from spec_tests.mutants._base import inherit_patched, module
 _ids = module("refpos.rope.mm_positions")
 _vision_ids = _ids._vision_ids
 
-globals().update(inherit_patched(__name__, "Qwen2.5-VL video temporal spacing ignored (Δ = 1)",
+globals().update(inherit_patched(__name__, "mrope_temporal_spacing_ignored",
                                  (_ids, "_vision_ids", lambda start, grid, merge, spacing:
                                   _vision_ids(start, grid, merge, 1.0))))

@@ -11,5 +11,5 @@ from spec_tests.mutants._base import inherit_patched, module
 
 _scaling = module("refpos.rope.scaling")
 
-globals().update(inherit_patched(__name__, "RoPE attention factor missing (A = 1)",
+globals().update(inherit_patched(__name__, "missing_attention_factor",
                                  (_scaling, "attention_factor", lambda rope: 1.0)))

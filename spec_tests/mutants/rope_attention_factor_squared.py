@@ -18,5 +18,5 @@ def _squared(positions, inv_freq, factor):
     return _reference_pair_cos_sin(positions, inv_freq, factor * factor)
 
 
-globals().update(inherit_patched(__name__, "RoPE attention factor squared in cos/sin",
+globals().update(inherit_patched(__name__, "squared_attention_factor",
                                  (_core, "_pair_cos_sin", _squared)))

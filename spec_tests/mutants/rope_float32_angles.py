@@ -21,5 +21,5 @@ def _float32_pair_cos_sin(positions, inv_freq, factor):
     return cos, sin
 
 
-globals().update(inherit_patched(__name__, "float32 RoPE angles while INFO declares float64",
+globals().update(inherit_patched(__name__, "float32_angles",
                                  (_core, "_pair_cos_sin", _float32_pair_cos_sin)))

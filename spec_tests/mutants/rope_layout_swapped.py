@@ -11,7 +11,7 @@ from typing import Any
 
 from spec_tests.mutants._base import inherit
 
-globals().update(inherit(__name__, "RoPE layout swapped: half <-> interleaved"))
+globals().update(inherit(__name__, "layout_swap"))
 _reference = dict(globals())
 
 SWAP = {"half": "interleaved", "interleaved": "half"}

@@ -12,7 +12,7 @@ import numpy as np
 
 from spec_tests.mutants._base import inherit
 
-globals().update(inherit(__name__, "RoPE positions off by one: rotation at p uses p + 1"))
+globals().update(inherit(__name__, "position_offset"))
 _reference = dict(globals())
 
 

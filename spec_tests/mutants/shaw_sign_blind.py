@@ -20,5 +20,5 @@ def _sign_blind_index(q_positions, k_positions, max_relative_position):
     return xp.clip(rel, -k, k) + k
 
 
-globals().update(inherit_patched(__name__, "Shaw relative index sign-blind (|j - i|)",
+globals().update(inherit_patched(__name__, "shaw_sign_blind",
                                  (_relative, "shaw_index", _sign_blind_index)))

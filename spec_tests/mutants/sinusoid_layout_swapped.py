@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from spec_tests.mutants._base import inherit
 
-globals().update(inherit(__name__, "sinusoid layout swapped: interleaved <-> concat"))
+globals().update(inherit(__name__, "sinusoid_layout_swap"))
 _reference = dict(globals())
 SWAP = {"interleaved": "concat", "concat": "interleaved"}
 

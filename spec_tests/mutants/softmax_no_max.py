@@ -17,7 +17,7 @@ from spec_tests.mutants._base import inherit, patched
 # refpos.attention is also the name of a function in refpos/__init__: fetch the module itself
 attention_module = importlib.import_module("refpos.core.attention")
 
-globals().update(inherit(__name__, "softmax without the max subtraction: overflows to NaN for logits >= 710"))
+globals().update(inherit(__name__, "softmax_no_max"))
 
 
 def _unstable_softmax(logits, *, axis=-1, mask=None, fully_masked="zeros", overwrite=False):

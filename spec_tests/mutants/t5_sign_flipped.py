@@ -20,7 +20,7 @@ def _flipped(rel, **kwargs):
     return _reference_bucket(-rel, **kwargs)
 
 
-globals().update(inherit_patched(__name__, "T5 relative position sign flipped (query - memory)",
+globals().update(inherit_patched(__name__, "t5_sign_flip",
                                  (_t5, "t5_bucket", _flipped)))
 _reference_adapter_bucket = globals()["t5_bucket"]
 

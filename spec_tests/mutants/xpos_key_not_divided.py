@@ -11,7 +11,7 @@ import numpy as np
 
 from spec_tests.mutants._base import inherit
 
-globals().update(inherit(__name__, "xPos key scaled by zeta^(+n/gamma) instead of zeta^(-n/gamma)"))
+globals().update(inherit(__name__, "xpos_key_scale_sign"))
 _reference = dict(globals())
 
 

@@ -17,5 +17,5 @@ def _untruncated_range(rope):
     return max(lo, 0), min(hi, rope.rotary_dim - 1)
 
 
-globals().update(inherit_patched(__name__, "YaRN correction range never truncated",
+globals().update(inherit_patched(__name__, "yarn_truncation",
                                  (_scaling, "yarn_correction_range", _untruncated_range)))
