@@ -262,6 +262,7 @@ def test_the_catalogue_page_documents_every_id_with_an_example():
     assert anchored == shown, f"anchored only: {sorted(anchored - shown)}; in examples only: {sorted(shown - anchored)}"
     from refpos.check.catalogue import MISTAKES
 
-    diagnosed = {m.id for m in MISTAKES if m.diagnosed}  # what refpos check names: the page's tables
+    # what refpos check names has a row of the page's tables (closest_mistake: its section on no match)
+    diagnosed = {m.id for m in MISTAKES if m.diagnosed and m.doc == f"docs/diagnosis.md#{m.id}"}
     assert diagnosed == anchored, diagnosed ^ anchored
-    assert all(m.doc == f"docs/diagnosis.md#{m.id}" for m in MISTAKES if m.diagnosed)
+    assert all(m.doc.startswith("docs/diagnosis.md#") for m in MISTAKES if m.diagnosed)
