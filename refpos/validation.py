@@ -130,7 +130,7 @@ def as_positions(
     return src_ns.astype(source, src_ns.int64)
 
 
-def float64_array(x: Any, *, name: str, xp: ModuleType | None = None) -> Any:
+def floating_array(x: Any, *, name: str, xp: ModuleType | None = None) -> Any:
     """``x`` as a floating array of its own namespace (lists become float64 in ``xp``).
 
     Floating arrays keep their dtype (float32 stays float32: lower precision is an input option for
@@ -174,10 +174,14 @@ def check_frequencies(frequencies: Any, n_pairs: int, xp: ModuleType) -> tuple[A
     if not isinstance(frequencies, (tuple, list)) or len(frequencies) != 2:
         raise TypeError(f"frequencies must be a pair (inv_freq, attention_factor), got {type(frequencies).__name__}")
     inv_freq, factor = frequencies
-    inv_freq = float64_array(inv_freq, name="frequencies[0]", xp=xp)
+    inv_freq = floating_array(inv_freq, name="frequencies[0]", xp=xp)
     if tuple(inv_freq.shape) != (n_pairs,):
         raise ValueError(f"frequencies[0] must have shape ({n_pairs},), got {tuple(inv_freq.shape)}")
     ns = array_namespace(inv_freq)
     if not bool(ns.all(ns.isfinite(inv_freq))):
         raise ValueError("frequencies[0] (inv_freq) must be finite")
     return inv_freq, check_float("frequencies[1] (the attention factor)", real_scalar(factor), positive=True)
+
+
+#: the former name of :func:`floating_array` (it never converted float32 to float64); kept for callers
+float64_array = floating_array

@@ -47,13 +47,13 @@ def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
     return rounded.view(np.float32).astype(np.float64)
 
 
-def rotate_pairs(x: np.ndarray, positions: np.ndarray, omega: np.ndarray, factor: float,
+def rotate_pairs(x: np.ndarray, positions: np.ndarray, omega: np.ndarray, attention_factor: float,
                  channels: tuple[list[int], list[int], list[int], list[int]]) -> np.ndarray:
     """A plain RoPE for mutants: pair ``j`` reads ``x[u_in[j]], x[v_in[j]]``, writes ``u_out, v_out``."""
     u_in, v_in, u_out, v_out = channels
     y = np.array(x, dtype=np.float64, copy=True)
     ang = np.asarray(positions, dtype=np.float64)[..., None] * np.asarray(omega)[: len(u_in)]  # (..., T, m)
-    c, s = factor * np.cos(ang), factor * np.sin(ang)
+    c, s = attention_factor * np.cos(ang), attention_factor * np.sin(ang)
     u, v = x[..., u_in], x[..., v_in]
     y[..., u_out] = u * c - v * s
     y[..., v_out] = v * c + u * s
@@ -70,7 +70,7 @@ class RopeProblem:
     seq_len: int  # the effective L (HF: max(position) + 1 when not given)
     dtype: str
     inv_freq: np.ndarray
-    factor: float
+    attention_factor: float
     reference: np.ndarray
     magnitude: np.ndarray  # per element: A·‖pair‖ on rotated channels, |x| elsewhere
     channels: tuple[list[int], list[int], list[int], list[int]]
@@ -92,7 +92,7 @@ class RopeProblem:
         return np.asarray(to_numpy(y))
 
 
-def pair_magnitude(x: np.ndarray, channels: tuple[Any, Any, Any, Any], factor: float) -> np.ndarray:
+def pair_magnitude(x: np.ndarray, channels: tuple[Any, Any, Any, Any], attention_factor: float) -> np.ndarray:
     """Per element: ``A·‖pair‖`` on the channels a pair is written to, ``|x|`` on the others (the size the
     tolerance scales with). ``channels``: ``(u_in, v_in, u_out, v_out)``, index lists or slices."""
     u_in, v_in, u_out, v_out = channels
@@ -106,7 +106,7 @@ def pair_magnitude(x: np.ndarray, channels: tuple[Any, Any, Any, Any], factor: f
     pair = np.square(x[..., u_in])  # (..., T, m)
     pair += np.square(x[..., v_in])
     np.sqrt(pair, out=pair)
-    pair *= factor  # A·‖pair‖
+    pair *= attention_factor  # A·‖pair‖
     magnitude[..., u_out] = pair
     magnitude[..., v_out] = pair
     return magnitude
@@ -126,16 +126,17 @@ def rope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int |
 
     positions = np.broadcast_to(np.asarray(positions, dtype=np.int64), x.shape[:-1])
     length = int(positions.max()) + 1 if seq_len is None and positions.size else seq_len
-    inv_freq, factor = refpos.rope_frequencies(rope, seq_len=length, xp=np_ns())
+    inv_freq, attention_factor = refpos.rope_frequencies(rope, seq_len=length, xp=np_ns())
     inv_freq = np.asarray(to_numpy(inv_freq))
     reference = np.asarray(to_numpy(refpos.apply_rope(x, positions, rope, seq_len=length)))
     channels = rope_channels(rope)
-    magnitude = pair_magnitude(x, channels, float(factor))
+    magnitude = pair_magnitude(x, channels, float(attention_factor))
     if token_index is None:
         token_index = np.broadcast_to(np.arange(x.shape[-2]), positions.shape)
     low = int(positions.min()) if min_position is None and positions.size else (min_position or 0)
     high = int(positions.max()) if max_position is None and positions.size else (max_position or 0)
-    return RopeProblem(x, positions, rope, length, dtype, inv_freq, float(factor), reference, magnitude, channels,
+    return RopeProblem(x, positions, rope, length, dtype, inv_freq, float(attention_factor), reference, magnitude,
+                       channels,
                        np.broadcast_to(token_index, positions.shape), low, high)
 
 
@@ -186,7 +187,7 @@ def _mutants(pb: RopeProblem) -> list[tuple[Any, ...]]:
     for name, low in (("bfloat16", "bfloat16"), ("float16", "float16")):
         out.append(("bf16_angles", f"equals the reference with inv_freq rounded to {name} (a buffer downcast by "
                     "model.to(dtype) or inv_freq.to(x.dtype)): O(1) phase errors by p ≈ 1000",
-                    lambda lo=low: pb.apply(frequencies=(round_to(pb.inv_freq, lo), pb.factor))))
+                    lambda lo=low: pb.apply(frequencies=(round_to(pb.inv_freq, lo), pb.attention_factor))))
         rounded = round_to(pb.positions, low)
         if pb.max_position > 256 and np.all(np.isfinite(rounded)):
             out.append(("bf16_angles", f"equals the reference with positions rounded to {name} (positions cast to "
@@ -202,22 +203,24 @@ def _mutants(pb: RopeProblem) -> list[tuple[Any, ...]]:
         out.append(("unscaled_frequencies", f"equals plain RoPE (θ = {rope.theta:g}, no {rope.rope_type} "
                     "scaling) with A = 1: the rope_scaling block was parsed but never applied",
                     lambda: pb.apply(frequencies=(default, 1.0))))
-        if pb.factor != 1.0:
+        if pb.attention_factor != 1.0:
             out.append(("unscaled_frequencies", f"equals plain-RoPE frequencies with the attention factor A = "
-                        f"{pb.factor:.10g} kept: the {rope.rope_type} frequencies were not applied",
-                        lambda: pb.apply(frequencies=(default, pb.factor))))
+                        f"{pb.attention_factor:.10g} kept: the {rope.rope_type} frequencies were not applied",
+                        lambda: pb.apply(frequencies=(default, pb.attention_factor))))
         with np.errstate(divide="ignore", invalid="ignore"):
             twice = np.where(default > 0, pb.inv_freq**2 / default, 0.0)
         out.append(("double_scaled_frequencies", f"equals the reference with the {rope.rope_type} ratio ω'/ω "
                     "applied twice (e.g. positions divided and inv_freq divided, or freq_factors on top of "
-                    "scaled frequencies)", lambda: pb.apply(frequencies=(twice, pb.factor))))
-    if pb.factor != 1.0:
-        out.append(("missing_attention_factor", f"equals the reference with A = 1 instead of {pb.factor:.10g}: "
-                    f"every rotated channel is 1/A = {1 / pb.factor:.6f} of the reference (logits × 1/A²)",
+                    "scaled frequencies)", lambda: pb.apply(frequencies=(twice, pb.attention_factor))))
+    if pb.attention_factor != 1.0:
+        out.append(("missing_attention_factor", "equals the reference with A = 1 instead of "
+                    f"{pb.attention_factor:.10g}: every rotated channel is 1/A = {1 / pb.attention_factor:.6f} of the "
+                    "reference (logits × 1/A²)",
                     lambda: pb.apply(frequencies=(pb.inv_freq, 1.0))))
-        out.append(("squared_attention_factor", f"equals the reference with A² = {pb.factor**2:.10g}: the port "
-                    f"multiplied HF's final attention_factor by its own mscale (logits × A⁴ instead of A²)",
-                    lambda: pb.apply(frequencies=(pb.inv_freq, pb.factor**2))))
+        out.append(("squared_attention_factor", "equals the reference with A² = "
+                    f"{pb.attention_factor**2:.10g}: the port multiplied HF's final attention_factor by its own mscale "
+                    "(logits × A⁴ instead of A²)",
+                    lambda: pb.apply(frequencies=(pb.inv_freq, pb.attention_factor**2))))
     if rope.rope_type == "longrope":
         orig = rope.original_max_position_embeddings
         other_len, branch = (orig, "short") if pb.seq_len > orig else (orig + 1, "long")
@@ -245,14 +248,14 @@ def _partial_mutants(pb: RopeProblem, refpos: Any) -> list[tuple[str, str, Calla
     if d < head_dim:
         out.append(("partial_rotary_placement", f"equals full-width RoPE over all {head_dim} channels (ω from "
                     f"θ^(−2j/{head_dim})): the partial rotary factor ({d} of {head_dim}) was ignored",
-                    lambda: rotate_pairs(pb.x, pb.positions, full_w, pb.factor, full_channels)))
+                    lambda: rotate_pairs(pb.x, pb.positions, full_w, pb.attention_factor, full_channels)))
         out.append(("partial_rotary_placement", f"equals the reference with the exponent denominator "
                     f"head_dim = {head_dim} instead of rotary_dim = {d} (ω_j = θ^(−2j/{head_dim}))",
-                    lambda: rotate_pairs(pb.x, pb.positions, full_w[:m], pb.factor, pb.channels)))
+                    lambda: rotate_pairs(pb.x, pb.positions, full_w[:m], pb.attention_factor, pb.channels)))
         if partner is not None and rope.placement == "first":
             out.append(("partial_rotary_placement", f"equals rotation of the pairs (i, i + {mm}) (half of the head) "
                         f"instead of (i, i + {m}) (half of the rotary span): the wrong partner",
-                        lambda: rotate_pairs(pb.x, pb.positions, pb.inv_freq, pb.factor, partner)))
+                        lambda: rotate_pairs(pb.x, pb.positions, pb.inv_freq, pb.attention_factor, partner)))
     for placement in ("first", "last"):
         if placement != rope.placement:
             other = dataclasses.replace(rope, placement=placement)
@@ -313,7 +316,7 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
         # the mutant's own sizes: a permuted layout moves large pairs onto other channels
         size = np.maximum(pb.magnitude, np.abs(mutant))
         if channels is not None:
-            size = np.maximum(size, pair_magnitude(pb.x, channels, pb.factor))
+            size = np.maximum(size, pair_magnitude(pb.x, channels, pb.attention_factor))
         built.append((mid, evidence, mutant[keep], size[keep], keep))
     closest: tuple[float, str, str, float] | None = None
     for level, dtype in enumerate(ladder):
@@ -379,10 +382,10 @@ def _factor_ratio(pb: RopeProblem, candidate: np.ndarray) -> Match | None:
     mean = float(np.mean(ratio))
     if float(np.max(np.abs(ratio - mean))) > 1e-5 * mean or abs(mean - 1) < 1e-6:
         return None
-    relation = {pb.factor: "A (applied twice)", 1 / pb.factor: "1/A (A missing)"}
+    relation = {pb.attention_factor: "A (applied twice)", 1 / pb.attention_factor: "1/A (A missing)"}
     hint = next((v for k, v in relation.items() if abs(mean / k - 1) < 1e-6), None)
     return {"id": known("attention_factor_mismatch"), "evidence": (
-        f"every rotated pair is the reference times a constant {mean:.10g} (reference A = {pb.factor:.10g})"
+        f"every rotated pair is the reference times a constant {mean:.10g} (reference A = {pb.attention_factor:.10g})"
         + (f" = {hint}" if hint else ": another magnitude rule (log applied twice, mscale and mscale_all_dim "
            "conflated, YaRN-repo multiply vs HF replace); the direction of each pair is right")),
         "ratio": mean}

@@ -20,7 +20,7 @@ from typing import Any
 from refpos.backend import array_namespace
 from refpos.core.heads import repeat_kv
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_int, float64_array
+from refpos.validation import as_positions, check_int, floating_array
 
 Array = Any
 
@@ -53,7 +53,7 @@ def cope_positions(gates: Array, npos: int) -> Array:
 
     With gates 0 on future keys the sum runs over ``t = j … i``. Gates ≡ 1 give ``p_ij = i - j + 1``.
     """
-    gates = float64_array(gates, name="gates")
+    gates = floating_array(gates, name="gates")
     npos = check_int("npos", npos, minimum=1)
     xp = array_namespace(gates)
     suffix = xp.flip(xp.cumulative_sum(xp.flip(gates, axis=-1), axis=-1), axis=-1)  # (..., Tq, Tk)
@@ -88,8 +88,8 @@ def cope_logits(
     ``gates`` overrides the computed gates (for the equivalences: ≡ 1 is a relative encoding at
     ``i - j + 1``, ≡ 0 is NoPE); entries on future keys are ignored.
     """
-    q, k = float64_array(q, name="q"), float64_array(k, name="k")
-    e = float64_array(e, name="e")
+    q, k = floating_array(q, name="q"), floating_array(k, name="k")
+    e = floating_array(e, name="e")
     xp = array_namespace(q)
     if e.ndim != 2 or e.shape[0] != q.shape[-1]:
         raise ValueError(f"e must have shape (d, npos) with d={q.shape[-1]}, got {tuple(e.shape)}")
@@ -101,7 +101,7 @@ def cope_logits(
     if gates is None:
         gates = cope_gates(q, k, q_positions, k_positions)  # (..., H, Tq, Tk)
     else:
-        gates = float64_array(gates, name="gates", xp=xp)
+        gates = floating_array(gates, name="gates", xp=xp)
         logits_shape = (*q.shape[:-1], k.shape[-2])  # (..., H, Tq, Tk)
         gates = xp.broadcast_to(xp.where(past, gates, xp.zeros_like(gates)), logits_shape)
     pos = cope_position_logits(q, e, cope_positions(gates, e.shape[1]))  # (..., H, Tq, Tk)
@@ -119,7 +119,7 @@ class CoPE(Encoding):
     name = "cope"
 
     def __init__(self, e: Array) -> None:
-        self.e = float64_array(e, name="e")
+        self.e = floating_array(e, name="e")
         if self.e.ndim != 2:
             raise ValueError(f"e must be a matrix (head_dim, npos), got shape {tuple(self.e.shape)}")
 

@@ -19,7 +19,7 @@ from typing import Any
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import as_positions, check_float, float64_array
+from refpos.validation import as_positions, check_float, floating_array
 
 Array = Any
 
@@ -63,7 +63,7 @@ def fire_bias(
     """
     feat = fire_features(q_positions, k_positions, c=c, L=L, eps=eps)  # (..., Tq, Tk)
     xp = array_namespace(feat)
-    w1, b1, w2, b2 = (float64_array(a, name=n, xp=xp) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")))
+    w1, b1, w2, b2 = (floating_array(a, name=n, xp=xp) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")))
     width = w1.shape[0]
     if w1.ndim != 1 or tuple(b1.shape) != (width,) or w2.ndim != 2 or w2.shape[1] != width:
         raise ValueError(f"w1, b1 must be (width,) and w2 (H, width); got {tuple(w1.shape)}, {tuple(b1.shape)}, "
@@ -82,8 +82,8 @@ class FIRE(Encoding):
 
     def __init__(self, w1: Array, b1: Array, w2: Array, b2: Array, *, c: float = 0.1, L: float = 512.0,
                  eps: float = 1e-6) -> None:
-        self.w1, self.b1 = float64_array(w1, name="w1"), float64_array(b1, name="b1")
-        self.w2, self.b2 = float64_array(w2, name="w2"), float64_array(b2, name="b2")
+        self.w1, self.b1 = floating_array(w1, name="w1"), floating_array(b1, name="b1")
+        self.w2, self.b2 = floating_array(w2, name="w2"), floating_array(b2, name="b2")
         self.c, self.L = check_float("c", c), check_float("L", L)
         self.eps = check_float("eps", eps, minimum=0.0)
 

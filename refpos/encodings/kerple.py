@@ -18,14 +18,14 @@ from typing import Any
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import check_choice, check_float, float64_array
+from refpos.validation import check_choice, check_float, floating_array
 
 Array = Any
 KERPLE_KINDS = ("log", "power")
 
 
 def _per_head(name: str, value: Array, xp: Any) -> Array:
-    value = float64_array(value, name=name, xp=xp)
+    value = floating_array(value, name=name, xp=xp)
     if value.ndim != 1:
         raise ValueError(f"{name} must be a vector (n_heads,), got shape {tuple(value.shape)}")
     if not bool(xp.all(xp.isfinite(value))):
@@ -71,8 +71,8 @@ class KERPLE(Encoding):
     name = "kerple"
 
     def __init__(self, r1: Array, r2: Array, *, kind: str = "log", eps: float = 0.01) -> None:
-        self.r1 = float64_array(r1, name="r1")
-        self.r2 = float64_array(r2, name="r2")
+        self.r1 = floating_array(r1, name="r1")
+        self.r2 = floating_array(r2, name="r2")
         self.kind = check_choice("kind", kind, KERPLE_KINDS)
         self.eps = check_float("eps", eps, positive=True)
 

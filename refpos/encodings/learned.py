@@ -11,7 +11,7 @@ from typing import Any
 
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_int, float64_array
+from refpos.validation import as_positions, check_int, floating_array
 
 Array = Any
 
@@ -32,7 +32,7 @@ def learned_lookup(table: Array, positions: Array, *, offset: int = 0) -> Array:
     >>> learned_lookup(np.eye(3), [2, 0]).tolist()
     [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
-    table = float64_array(table, name="table")
+    table = floating_array(table, name="table")
     xp = array_namespace(table)
     if table.ndim != 2:
         raise ValueError(f"table must be a matrix (num_positions, dim), got shape {tuple(table.shape)}")
@@ -58,7 +58,7 @@ class LearnedAbsolute(Encoding):
     name = "learned"
 
     def __init__(self, table: Array, *, offset: int = 0) -> None:
-        self.table = float64_array(table, name="table")
+        self.table = floating_array(table, name="table")
         if self.table.ndim != 2:
             raise ValueError(f"table must be a matrix (num_positions, dim), got shape {tuple(self.table.shape)}")
         self.offset = check_int("offset", offset)

@@ -22,7 +22,7 @@ from typing import Any
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import as_positions, check_choice, check_int, float64_array
+from refpos.validation import as_positions, check_choice, check_int, floating_array
 
 Array = Any
 
@@ -103,7 +103,7 @@ def _relative_rows(table: Array, length: int, k: int) -> Array:
 
 
 def _check_table(name: str, table: Array, k: int) -> Array:
-    table = float64_array(table, name=name)
+    table = floating_array(table, name=name)
     if table.ndim != 2 or table.shape[0] != 2 * k + 1:
         raise ValueError(f"{name} must have shape (2·max_relative_position + 1, d) = ({2 * k + 1}, d), "
                          f"got {tuple(table.shape)}")

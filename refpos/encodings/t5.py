@@ -17,7 +17,7 @@ from typing import Any
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import as_positions, check_int, float64_array
+from refpos.validation import as_positions, check_int, floating_array
 
 Array = Any
 
@@ -116,7 +116,7 @@ def t5_bias(
     -----
     .. math:: B_{hij} = \text{table}\left[b(p^k_j - p^q_i),\, h\right]
     """
-    table = float64_array(table, name="table")
+    table = floating_array(table, name="table")
     xp = array_namespace(table)
     if table.ndim != 2:
         raise ValueError(f"table must be a matrix (num_buckets, n_heads), got shape {tuple(table.shape)}")
@@ -137,7 +137,7 @@ class T5(Encoding):
     name = "t5"
 
     def __init__(self, table: Array, *, bidirectional: bool = True, max_distance: int = 128) -> None:
-        self.table = float64_array(table, name="table")
+        self.table = floating_array(table, name="table")
         if self.table.ndim != 2:
             raise ValueError(f"table must be a matrix (num_buckets, n_heads), got shape {tuple(self.table.shape)}")
         _check_bucket_args(bidirectional, self.table.shape[0], max_distance)

@@ -23,7 +23,7 @@ from refpos.backend import array_namespace, get_xp
 from refpos.core.heads import repeat_kv
 from refpos.encoding import Encoding
 from refpos.encodings.sinusoidal import sinusoidal
-from refpos.validation import as_positions, check_choice, check_int, float64_array
+from refpos.validation import as_positions, check_choice, check_int, floating_array
 
 Array = Any
 TXL_FORMS = ("rel_shift", "direct")
@@ -83,8 +83,8 @@ def txl_scores(q: Array, k: Array, r_head_k: Array, u: Array, v: Array) -> Array
     Future keys (``j > klen - qlen + i``) are set to ``-inf`` (the TXL attention mask). Shapes as in
     :func:`txl_position_scores`.
     """
-    q, k, r_head_k = (float64_array(a, name=n) for a, n in ((q, "q"), (k, "k"), (r_head_k, "r_head_k")))
-    u, v = float64_array(u, name="u"), float64_array(v, name="v")
+    q, k, r_head_k = (floating_array(a, name=n) for a, n in ((q, "q"), (k, "k"), (r_head_k, "r_head_k")))
+    u, v = floating_array(u, name="u"), floating_array(v, name="v")
     xp = array_namespace(q)
     qlen, klen, d = q.shape[-2], k.shape[-2], q.shape[-1]
     if qlen > klen:
@@ -119,9 +119,9 @@ class TransformerXL(Encoding):
 
     def __init__(self, w_r: Array, u: Array, v: Array, *, clamp_len: int | None = None,
                  form: str = "rel_shift") -> None:
-        self.w_r = float64_array(w_r, name="w_r")
-        self.u = float64_array(u, name="u")
-        self.v = float64_array(v, name="v")
+        self.w_r = floating_array(w_r, name="w_r")
+        self.u = floating_array(u, name="u")
+        self.v = floating_array(v, name="v")
         if self.u.ndim != 2 or tuple(self.v.shape) != tuple(self.u.shape):
             raise ValueError(f"u and v must both have shape (H, d), got {tuple(self.u.shape)}, {tuple(self.v.shape)}")
         n_heads, d = self.u.shape

@@ -14,7 +14,7 @@ from typing import Any
 
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_float, check_int, float64_array
+from refpos.validation import as_positions, check_float, check_int, floating_array
 
 Array = Any
 
@@ -46,7 +46,7 @@ def xpos(
         \tilde x_{2i+1} = s_i (x_{2i+1}\cos p\theta_i + x_{2i}\sin p\theta_i), \quad
         s_i = \zeta_i^{\pm (p - c)/\gamma}, \quad \theta_i = \text{base}^{-2i/d}
     """
-    x = float64_array(x, name="x")
+    x = floating_array(x, name="x")
     xp = array_namespace(x)
     if not isinstance(is_query, bool):
         raise TypeError(f"is_query must be a bool, got {type(is_query).__name__}")

@@ -100,8 +100,8 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
                   positions: np.ndarray, seq_len: int | None) -> list[Case]:
     """frequencies, cos-sin and apply cases of one resolved RoPE (``key`` is the case id prefix)."""
     params = portable_params(rope)
-    inv_freq, factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
-    factor = np.float64(factor)
+    inv_freq, attention_factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
+    attention_factor = np.float64(attention_factor)
     shared = {"model": parameters.get("model"), "layer_type": parameters.get("layer_type"), "rope": params,
               "seq_len": seq_len, "resolved_in": f"{key}/frequencies"}
     cases = [Case(f"{key}/frequencies", "rope", "rope_frequencies",
@@ -111,7 +111,7 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
                   {},
                   {"inv_freq": Output(inv_freq, tolerance_value(inv_freq),
                                       lambda: (cert.mp_inv_freq(params, seq_len), 0.0)),
-                   "attention_factor": Output(factor, tolerance_value(factor),
+                   "attention_factor": Output(attention_factor, tolerance_value(attention_factor),
                                               lambda: (cert.mp_attention_factor(params, seq_len), 0.0))})]
     cos, sin = (_np(a) for a in refpos.rope_cos_sin(_xp(positions), rope, seq_len=seq_len))
     cos, sin = _pairs(cos, rope.layout), _pairs(sin, rope.layout)
@@ -124,7 +124,7 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
             memo["tables"] = cert.mp_cos_sin(positions, w, cert.mp_attention_factor(params, seq_len))
         return memo["tables"]
 
-    unit = np.full(positions.size, float(factor))
+    unit = np.full(positions.size, float(attention_factor))
     cases.append(Case(f"{key}/cos-sin", "rope", "rope_cos_sin",
                       f"{description}: A·cos and A·sin per pair at {positions.size} probe positions",
                       {**shared, "call": {**call("rope_cos_sin", ["cos", "sin"], In("positions"), Param("rope"),
@@ -132,14 +132,14 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
                                           "reduce": "pairs"}},
                       {"positions": positions},
                       {"cos": Output(cos, tolerance_rope(positions, inv_freq, unit),
-                                     lambda: (exact_tables()[0], float(factor))),
+                                     lambda: (exact_tables()[0], float(attention_factor))),
                        "sin": Output(sin, tolerance_rope(positions, inv_freq, unit),
-                                     lambda: (exact_tables()[1], float(factor)))}))
+                                     lambda: (exact_tables()[1], float(attention_factor)))}))
     name, x = shared_x(rope.head_dim, positions.size)
     y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=seq_len))
     u_in, v_in, _, _ = cert.pair_index(params)
     pair_norm = np.sqrt(x[:, u_in] ** 2 + x[:, v_in] ** 2).max(axis=-1)  # (T,)
-    magnitude = np.maximum(float(factor) * pair_norm, np.abs(x).max(axis=-1))
+    magnitude = np.maximum(float(attention_factor) * pair_norm, np.abs(x).max(axis=-1))
 
     def exact_y() -> tuple[np.ndarray, np.ndarray]:
         c, s = exact_tables()
@@ -265,15 +265,15 @@ DYNAMIC_HISTORY = (10, 8192, 6000, 4096, 4095, 5000, 9000, 100)
 def _frequency_case(rope: Any, case_id: str, description: str, seq_len: int | None,
                     parameters: dict[str, Any]) -> Case:
     params = portable_params(rope)
-    inv_freq, factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
-    factor = np.float64(factor)
+    inv_freq, attention_factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
+    attention_factor = np.float64(attention_factor)
     return Case(case_id, "rope", "rope_frequencies", description,
                 {**parameters, "rope": params, "seq_len": seq_len,
                  "call": call("rope_frequencies", ["inv_freq", "attention_factor"], Param("rope"), Param("seq_len"))},
                 {},
                 {"inv_freq": Output(inv_freq, tolerance_value(inv_freq),
                                     lambda: (cert.mp_inv_freq(params, seq_len), 0.0)),
-                 "attention_factor": Output(factor, tolerance_value(factor),
+                 "attention_factor": Output(attention_factor, tolerance_value(attention_factor),
                                             lambda: (cert.mp_attention_factor(params, seq_len), 0.0))})
 
 
@@ -297,9 +297,9 @@ def boundary_cases() -> list[Case]:
             x = x[: positions.size]
             for length in (orig, orig + 1):
                 y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=length))
-                inv_freq, factor = refpos.rope_frequencies(rope, seq_len=length)
+                inv_freq, attention_factor = refpos.rope_frequencies(rope, seq_len=length)
                 params = portable_params(rope)
-                magnitude = np.maximum(float(factor) * np.abs(x).max(-1) * np.sqrt(2), np.abs(x).max(-1))
+                magnitude = np.maximum(float(attention_factor) * np.abs(x).max(-1) * np.sqrt(2), np.abs(x).max(-1))
                 cases.append(Case(
                     f"rope-boundary/{slug(name)}/apply-L{length}", "rope", "apply_rope",
                     f"{name}: the same positions rotated at seq_len {length}: the factor set follows the "

@@ -56,7 +56,7 @@ from refpos.validation import (
     check_choice,
     check_frequencies,
     check_int,
-    float64_array,
+    floating_array,
 )
 
 Array = Any
@@ -77,18 +77,19 @@ def _frequencies(rope: RopeConfig, positions: Array, seq_len: int | None,
     return rope_frequencies(rope, seq_len=_seq_len_of(positions) if seq_len is None else seq_len, xp=xp)
 
 
-def _pair_cos_sin(positions: Array, inv_freq: Array, factor: float) -> tuple[Array, Array]:
+def _pair_cos_sin(positions: Array, inv_freq: Array, attention_factor: float) -> tuple[Array, Array]:
     r"""``A·cos φ`` and ``A·sin φ`` per pair, ``(..., T, n_pairs)``, :math:`\varphi = p\,\omega_j`."""
     xp = array_namespace(inv_freq)
     angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, n_pairs)
-    return factor * xp.cos(angles), factor * xp.sin(angles)
+    return attention_factor * xp.cos(angles), attention_factor * xp.sin(angles)
 
 
-def _cos_sin(positions: Array, inv_freq: Array, factor: float, rope: RopeConfig) -> tuple[Array, Array]:
+def _cos_sin(positions: Array, inv_freq: Array, attention_factor: float, rope: RopeConfig) -> tuple[Array, Array]:
     """The per-pair tables of 1-D RoPE or, with sections, of M-RoPE (:func:`refpos.rope.mrope.mrope_cos_sin`)."""
     if rope.mrope_section is not None:
-        return mrope_cos_sin(positions, inv_freq, factor, rope.mrope_section, interleaved=rope.mrope_interleaved)
-    return _pair_cos_sin(positions, inv_freq, factor)
+        return mrope_cos_sin(positions, inv_freq, attention_factor, rope.mrope_section,
+                             interleaved=rope.mrope_interleaved)
+    return _pair_cos_sin(positions, inv_freq, attention_factor)
 
 
 def rope_cos_sin(
@@ -126,8 +127,8 @@ def rope_cos_sin(
     rope = _check_rope(rope)
     positions = rope_positions(positions, rope.mrope_section, xp=xp)
     xp = array_namespace(positions)
-    inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
-    cos, sin = _cos_sin(positions, inv_freq, factor, rope)  # (..., T, m)
+    inv_freq, attention_factor = _frequencies(rope, positions, seq_len, frequencies, xp)
+    cos, sin = _cos_sin(positions, inv_freq, attention_factor, rope)  # (..., T, m)
     return place_pairs(cos, cos, rope.layout), place_pairs(sin, sin, rope.layout)  # (..., T, 2m)
 
 
@@ -139,7 +140,7 @@ def _split_span(x: Array, rope: RopeConfig) -> tuple[Array, Array, Array]:
 
 def _prepare(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, bool]:
     """Validate ``x (..., T, D)`` and its positions; one vector ``(D,)`` with one position is ``T = 1``."""
-    x = float64_array(x, name="x")
+    x = floating_array(x, name="x")
     xp = array_namespace(x)
     if x.ndim < 1 or x.shape[-1] != rope.head_dim:
         raise ValueError(f"x must have head_dim={rope.head_dim} channels on its last axis, got shape "
@@ -217,14 +218,14 @@ def apply_rope(
     rope = _check_rope(rope)
     x, positions, single = _prepare(x, positions, rope)
     xp = array_namespace(x)
-    inv_freq, factor = _frequencies(rope, positions, seq_len, frequencies, xp)
+    inv_freq, attention_factor = _frequencies(rope, positions, seq_len, frequencies, xp)
     positions = _align_positions(positions, x, rope)
     tokens = token_positions(positions, rope.mrope_section).shape  # (..., T): M-RoPE's rows share it
     out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], tokens), x.shape[-1]), dtype=x.dtype)
     start, stop = _span_bounds(rope)
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
-    tables = partial(_cast_tables, positions, inv_freq, factor, x.dtype, rope)  # rows -> their cos, sin
+    tables = partial(_cast_tables, positions, inv_freq, attention_factor, x.dtype, rope)  # rows -> their cos, sin
     _rotation_for(x)(x, tables, out, _pair_slices(rope, start, stop))  # fast forms: the same bits
     return out[0, :] if single else out
 
@@ -242,12 +243,12 @@ def _rotation_for(x: Array) -> Any:
     return _rotate_span
 
 
-def _cast_tables(positions: Array, inv_freq: Array, factor: float, dtype: Any, rope: RopeConfig,
+def _cast_tables(positions: Array, inv_freq: Array, attention_factor: float, dtype: Any, rope: RopeConfig,
                  rows: slice) -> tuple[Array, Array]:
     """The tables of one block of rows, :func:`_cos_sin` cast to
     x's dtype: ``(..., rows, m)`` each. M-RoPE positions ``(3, ..., T)`` are sliced on their T axis too."""
     xp = array_namespace(inv_freq)
-    cos, sin = _cos_sin(positions[..., rows], inv_freq, factor, rope)  # angles in float64
+    cos, sin = _cos_sin(positions[..., rows], inv_freq, attention_factor, rope)  # angles in float64
     return xp.astype(cos, dtype), xp.astype(sin, dtype)  # the rotation itself runs in x's dtype
 
 
@@ -297,13 +298,13 @@ def apply_rope_complex(
     rope = _check_rope(rope)
     x, positions, single = _prepare(x, positions, rope)
     xp = array_namespace(x)
-    inv_freq, factor = _frequencies(rope, positions, seq_len, None, xp)
+    inv_freq, attention_factor = _frequencies(rope, positions, seq_len, None, xp)
     positions = _align_positions(positions, x, rope)
     if rope.mrope_section is not None:  # φ_j = p_{a(j)} ω_j (refpos.rope.mrope)
         angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_interleaved)
     else:
         angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, m)
-    rotor = factor * xp.exp(xp.asarray(1j, dtype=xp.complex128) * xp.astype(angles, xp.complex128))
+    rotor = attention_factor * xp.exp(xp.asarray(1j, dtype=xp.complex128) * xp.astype(angles, xp.complex128))
     before, span, after = _split_span(x, rope)
     u, v = split_pairs(span, rope.layout)  # (..., T, m) each
     z = xp.astype(u, xp.complex128) + xp.asarray(1j, dtype=xp.complex128) * xp.astype(v, xp.complex128)
@@ -347,8 +348,8 @@ def rope_rotation_matrix(
         positions = xp.reshape(positions, (3, 1)) if one_token else positions  # (3, T)
     elif positions.ndim > 1:
         raise ValueError(f"position must be an int or a 1-D array, got shape {tuple(positions.shape)}")
-    inv_freq, factor = _frequencies(rope, positions, seq_len, None, xp)
-    cos, sin = _cos_sin(positions, inv_freq, factor, rope)  # (..., m)
+    inv_freq, attention_factor = _frequencies(rope, positions, seq_len, None, xp)
+    cos, sin = _cos_sin(positions, inv_freq, attention_factor, rope)  # (..., m)
     if rope.mrope_section is not None and one_token:
         cos, sin = cos[0, ...], sin[0, ...]  # (m,): one token
     cos, sin = cos[..., :, None], sin[..., :, None]  # (..., m, 1)

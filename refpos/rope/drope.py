@@ -34,7 +34,7 @@ from typing import Any
 
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
-from refpos.validation import check_choice, check_float, float64_array
+from refpos.validation import check_choice, check_float, floating_array
 
 Array = Any
 
@@ -44,13 +44,13 @@ ATTENTION_TYPES = {"nope": None, "qk_norm_nope": "qk", "q_norm_nope": "q", "k_no
 
 def rms_norm(x: Array, weight: Array | None = None, *, eps: float = 1e-6) -> Array:
     r"""RMSNorm over the last axis: :math:`x / \sqrt{\overline{x^2} + \epsilon}\,\cdot w` (``w = 1`` if None)."""
-    x = float64_array(x, name="x")
+    x = floating_array(x, name="x")
     xp = array_namespace(x)
     eps = check_float("eps", eps, minimum=0.0)
     y = x / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps)
     if weight is None:
         return y
-    weight = float64_array(weight, name="weight", xp=xp)
+    weight = floating_array(weight, name="weight", xp=xp)
     if tuple(weight.shape) != (x.shape[-1],):
         raise ValueError(f"weight must have shape ({x.shape[-1]},), got {tuple(weight.shape)}")
     return y * weight

@@ -152,12 +152,12 @@ def token_positions(positions: Array, sections: Sequence[int] | None) -> Array:
     return positions if sections is None else positions[0, ...]
 
 
-def mrope_cos_sin(positions: Array, inv_freq: Array, factor: float, sections: Sequence[int], *,
+def mrope_cos_sin(positions: Array, inv_freq: Array, attention_factor: float, sections: Sequence[int], *,
                   interleaved: bool) -> tuple[Array, Array]:
     r"""``A·cos φ`` and ``A·sin φ`` per pair, ``(..., T, m)``, :math:`\varphi_j = p_{a(j)}\,\omega_j`."""
     xp = array_namespace(inv_freq)
     angles = mrope_angles(positions, inv_freq, sections, interleaved=interleaved)
-    return factor * xp.cos(angles), factor * xp.sin(angles)
+    return attention_factor * xp.cos(angles), attention_factor * xp.sin(angles)
 
 
 def mrope_angles(positions: Array, inv_freq: Array, sections: Sequence[int], *, interleaved: bool) -> Array:

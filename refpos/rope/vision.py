@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import array_namespace
-from refpos.validation import as_positions, check_choice, check_float, check_int, float64_array
+from refpos.validation import as_positions, check_choice, check_float, check_int, floating_array
 
 Array = Any
 
@@ -126,7 +126,7 @@ def apply_vision_rope(x: Any, positions: Any, rope: VisionRope) -> Array:
 
     Pairs are ``(j, j + D/2)`` (half) or ``(2j, 2j + 1)`` (interleaved); every channel is rotated.
     """
-    x = float64_array(x, name="x")
+    x = floating_array(x, name="x")
     ns = array_namespace(x)
     if x.ndim < 2 or x.shape[-1] != rope.head_dim:
         raise ValueError(f"x must have shape (..., N, head_dim={rope.head_dim}), got {tuple(x.shape)}")
