@@ -161,7 +161,7 @@ FAMILY_ROWS: tuple[Family, ...] = (
     Family("glm4_moe_lite", "rope_interleave",
            "glm4_moe_lite/modeling_glm4_moe_lite.py: apply_rotary_pos_emb_interleave"),
     Family("glm4v_moe_text", "half", "glm4v_moe/modeling_glm4v_moe.py: rotate_half", multi_axis=True),
-    Family("glm4v_text", "half", "glm4v/modeling_glm4v.py: rotate_half", multi_axis=True),
+    Family("glm4v_text", "interleaved", "glm4v/modeling_glm4v.py: rotate_half_llm", multi_axis=True),
     Family("glm_moe_dsa", "deinterleaved", "glm_moe_dsa/modeling_glm_moe_dsa.py: apply_rotary_pos_emb_interleave"),
     Family("glm_ocr_text", "half", "glm_ocr/modeling_glm_ocr.py: rotate_half", multi_axis=True),
     Family("glmasr", "half", "glmasr/modeling_glmasr.py: rotate_half"),
