@@ -1,8 +1,16 @@
-"""The ``refpos`` command.
+"""The ``refpos`` command, and its one error policy.
 
-Each subcommand lives in the module of its family, which provides ``configure_parser(parser)`` and
-``run(args) -> int`` (the exit status). Exit status 2 means unusable input; a bad-input error prints one
-line, never a traceback.
+Each subcommand lives in a module of this package, which provides ``configure_parser(parser)`` and
+``run(args) -> int`` (the exit status: 0 success, 1 a check or verification that failed). Errors follow
+one policy, applied here:
+
+* **exit 2, one line** — a usage or input problem: a bad argument (named by argparse), a file that cannot
+  be read or is refused (named), a value refpos refuses (``ValueError``/``TypeError`` naming the
+  parameter), an optional dependency that is missing, a request larger than the memory available;
+* **exit 3, one line** — anything else is a bug in refpos: the message names the exception and asks for
+  a report; ``refpos --debug …`` prints the traceback as well.
+
+Nothing else reaches the user: no traceback without ``--debug``. docs/security.md describes the policy.
 """
 
 from __future__ import annotations
@@ -10,6 +18,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
+from typing import NoReturn
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -22,9 +32,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rope": ("refpos.cli.rope", "resolve a config.json's RoPE: parameters, provenance, unused keys, frequencies"),
 }
 
+#: exit status of a usage or input problem, and of a bug in refpos
+EXIT_INPUT, EXIT_BUG = 2, 3
+REPORT = "this is a bug in refpos: please report it with the command line (rerun with --debug for the traceback)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``refpos check: error: argument --q-len: …`` and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="refpos", description="Reference positional encodings.")
+    parser = Parser(prog="refpos", description="Reference positional encodings.")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
@@ -33,13 +55,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    module = importlib.import_module(args._module)
+    name = f"refpos {args.command}"
     try:
+        module = importlib.import_module(args._module)
         return int(module.run(args))
-    except (ValueError, TypeError, OSError) as exc:
-        print(f"refpos {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-
+    except (ValueError, TypeError, OSError) as exc:  # a named refusal of an input (files: OSError)
+        code, message, error = EXIT_INPUT, _first_line(exc), exc
+    except ImportError as exc:  # an optional dependency (matplotlib, torch, cupy)
+        code, message, error = EXIT_INPUT, f"{_first_line(exc)} (an optional dependency is missing)", exc
+    except MemoryError as exc:
+        code, message, error = EXIT_INPUT, "not enough memory for this request: ask for smaller sizes", exc
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # everything else is refpos's fault
+        code, message, error = EXIT_BUG, f"internal error ({type(exc).__name__}: {_first_line(exc)}); {REPORT}", exc
+    if args.debug:
+        traceback.print_exception(error)
+    print(f"{name}: error: {message}", file=sys.stderr)
+    return code
