@@ -23,8 +23,8 @@ def test_text_alone_is_one_dimensional(family):
 def test_temporal_spacing_of_qwen2_5_vl():
     spans = [Video((3, 2, 2), seconds_per_grid=1.5)]
     spaced = mm_position_ids(spans, family="qwen2_5_vl", tokens_per_second=2)
-    np.testing.assert_array_equal(spaced[0], [0, 3, 6])  # ⌊i · 2 · 1.5⌋
-    np.testing.assert_array_equal(mm_position_ids(spans, family="qwen2_vl")[0], [0, 1, 2])
+    np.testing.assert_array_equal(spaced[0, ...], [0, 3, 6])  # ⌊i · 2 · 1.5⌋
+    np.testing.assert_array_equal(mm_position_ids(spans, family="qwen2_vl")[0, ...], [0, 1, 2])
     assert spaced.shape == (3, token_count(spans))
 
 
