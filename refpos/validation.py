@@ -130,6 +130,17 @@ def as_positions(
     return src_ns.astype(source, src_ns.int64)
 
 
+def real_floating_namespace(name: str, x: Any) -> ModuleType:
+    """The array namespace of ``x``, which must be a real floating array (float64, float32, ...)."""
+    try:
+        ns = array_namespace(x)
+    except TypeError:
+        raise TypeError(f"{name} must be a real floating array, got {type(x).__name__}") from None
+    if not ns.isdtype(x.dtype, "real floating"):
+        raise TypeError(f"{name} must be a real floating array (float64, float32, ...), got dtype {x.dtype}")
+    return ns
+
+
 def floating_array(x: Any, *, name: str, xp: ModuleType | None = None) -> Any:
     """``x`` as a floating array of its own namespace (lists become float64 in ``xp``).
 
@@ -139,23 +150,23 @@ def floating_array(x: Any, *, name: str, xp: ModuleType | None = None) -> Any:
     if isinstance(x, (list, tuple, numbers.Real)) and not isinstance(x, bool):
         arr = np.asarray(x, dtype=np.float64)
         return get_xp(xp).asarray(arr)
-    try:
-        ns = array_namespace(x)
-    except TypeError:
-        raise TypeError(f"{name} must be an array of floats, got {type(x).__name__}") from None
-    if not ns.isdtype(x.dtype, "real floating"):
-        raise TypeError(f"{name} must be a real floating array (float64 or float32), got dtype {x.dtype}")
+    real_floating_namespace(name, x)
     return x
 
 
 def check_broadcasts_to(name: str, value: Any, shape: tuple[int, ...], *, what: str) -> None:
-    """``value`` broadcasts *to* ``shape``: it may not add axes to it or enlarge any (``what`` names ``shape``)."""
+    """``value`` broadcasts *to* ``shape``: it may not add axes to it or enlarge any (``what`` names ``shape``).
+
+    Used for every term that joins a fixed shape: positions against ``x``, biases and masks against the
+    attention logits.
+    """
     try:
         out = tuple(array_namespace(value).broadcast_shapes(tuple(shape), tuple(value.shape)))
     except ValueError:
         out = None
     if out != tuple(shape):
-        raise ValueError(f"{name} {tuple(value.shape)} do not broadcast to {what}; {name} may not add axes")
+        raise ValueError(f"{name} of shape {tuple(value.shape)} does not broadcast to {what} (it may not add axes "
+                         "to it or enlarge any)")
 
 
 def real_scalar(value: Any) -> Any:

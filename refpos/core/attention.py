@@ -27,7 +27,7 @@ from typing import Any
 from refpos.backend import array_namespace
 from refpos.core.softmax import FULLY_MASKED, _check_mask, softmax
 from refpos.core.tiled import along, tiled_attention
-from refpos.validation import check_bool, check_choice, check_float
+from refpos.validation import check_bool, check_broadcasts_to, check_choice, check_float, real_floating_namespace
 
 Array = Any
 
@@ -64,20 +64,9 @@ def _check_qkv(q: Array, k: Array, v: Array) -> tuple[Any, int]:
 def _check_additive(name: str, term: Array | None, shape: tuple[int, ...], xp: Any) -> None:
     if term is None:
         return
-    try:
-        ns = array_namespace(term)
-    except TypeError:
-        raise TypeError(f"{name} must be a floating array, got {type(term).__name__}") from None
-    if ns.__name__ != xp.__name__:
+    if real_floating_namespace(name, term).__name__ != xp.__name__:
         raise TypeError(f"{name} must come from the same array library as q")
-    if not ns.isdtype(term.dtype, "real floating"):
-        raise TypeError(f"{name} must be a real floating array, got dtype {term.dtype}")
-    try:
-        out = xp.broadcast_shapes(tuple(term.shape), shape)
-    except ValueError:
-        raise ValueError(f"{name} of shape {tuple(term.shape)} does not broadcast to the logits {shape}") from None
-    if out != shape:
-        raise ValueError(f"{name} of shape {tuple(term.shape)} would enlarge the logits {shape}")
+    check_broadcasts_to(name, term, shape, what=f"the logits {shape}")
 
 
 def grouped_scores(q: Array, k: Array, n_rep: int) -> Array:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import array_namespace, get_xp
-from refpos.validation import check_bool, check_choice, check_int
+from refpos.validation import check_bool, check_broadcasts_to, check_choice, check_int, real_floating_namespace
 
 Array = Any
 FULLY_MASKED = ("zeros", "nan")
@@ -26,12 +26,7 @@ def _check_mask(mask: Array, shape: tuple[int, ...], xp: Any, name: str = "mask"
         raise TypeError(f"{name} must come from the same array library as the logits")
     if mask.dtype != xp.bool:
         raise TypeError(f"{name} must be a boolean array (True = may attend), got dtype {mask.dtype}")
-    try:
-        xp.broadcast_shapes(tuple(mask.shape), shape)
-    except ValueError:
-        raise ValueError(f"{name} of shape {tuple(mask.shape)} does not broadcast to the logits {shape}") from None
-    if xp.broadcast_shapes(tuple(mask.shape), shape) != shape:
-        raise ValueError(f"{name} of shape {tuple(mask.shape)} would enlarge the logits {shape}")
+    check_broadcasts_to(name, mask, shape, what=f"the logits {shape}")
     return mask
 
 
@@ -69,12 +64,7 @@ def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_m
     >>> softmax(np.array([[1.0, 2.0]]), mask=np.array([[False, False]])).tolist()
     [[0.0, 0.0]]
     """
-    try:
-        xp = array_namespace(logits)
-    except TypeError:
-        raise TypeError(f"logits must be a real floating array, got {type(logits).__name__}") from None
-    if not xp.isdtype(logits.dtype, "real floating"):
-        raise TypeError(f"logits must be a real floating array (float64, float32, ...), got dtype {logits.dtype}")
+    xp = real_floating_namespace("logits", logits)
     check_choice("fully_masked", fully_masked, FULLY_MASKED)
     check_int("axis", axis)
     overwrite = check_bool("overwrite", overwrite)
