@@ -31,9 +31,9 @@ import numpy as np
 
 import refpos
 from refpos.golden import certify as cert
-from refpos.golden.cases import In, Param, _np, _xp, call
-from refpos.golden.entries import tolerance_rope
-from refpos.golden.manifest import Case, Output
+from refpos.golden.cases import _np, _xp
+from refpos.golden.manifest import Case
+from refpos.golden.rope_builders import apply_case, cos_sin_case
 from refpos.pairs import split_pairs
 from refpos.rope.mm_positions import Image, Text, Video, mm_position_ids
 from refpos.rope.mrope import pair_axes
@@ -110,31 +110,11 @@ def mrope_case_sets(rope: Any, config: dict[str, Any], *, key: str, description:
         shared = {"model": parameters.get("model"), "layer_type": None, "rope": params, "seq_len": seq_len,
                   "layout": layout, "spans": [repr(s) for s in PROBE_LAYOUTS[layout]],
                   "resolved_in": f"{key}/frequencies"}
-        unit = np.full(per_token.size, float(factor))
-        cases.append(Case(f"{key}/{layout}/cos-sin", "rope", "rope_cos_sin",
-                          f"{description}: A·cos and A·sin per pair at the (3, T) ids of the {layout} probe layout",
-                          {**shared, "call": {**call("rope_cos_sin", ["cos", "sin"], In("positions"), Param("rope"),
-                                                     Param("seq_len")), "reduce": "pairs"}},
-                          {"positions": positions},
-                          {"cos": Output(cos, tolerance_rope(per_token, inv_freq, unit),
-                                         lambda f=exact_tables, a=float(factor): (f()[0], a)),
-                           "sin": Output(sin, tolerance_rope(per_token, inv_freq, unit),
-                                         lambda f=exact_tables, a=float(factor): (f()[1], a))}))
+        cases.append(cos_sin_case(f"{key}/{layout}/cos-sin", f"{description}: A·cos and A·sin per pair at the "
+                                  f"(3, T) ids of the {layout} probe layout", shared, positions, per_token,
+                                  (cos, sin), inv_freq, factor, exact_tables))
         name, x = shared_x(rope.head_dim, positions.shape[1])
-        y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=seq_len))
-        u_in, v_in, _, _ = cert.pair_index(params)
-        pair_norm = np.sqrt(x[:, u_in] ** 2 + x[:, v_in] ** 2).max(axis=-1)  # (T,)
-        magnitude = np.maximum(float(factor) * pair_norm, np.abs(x).max(axis=-1))
-
-        def exact_y(f: Any = exact_tables, x: np.ndarray = x) -> tuple[np.ndarray, np.ndarray]:
-            c, s = f()
-            return cert.mp_apply(x, params, c, s)
-
-        cases.append(Case(f"{key}/{layout}/apply", "rope", "apply_rope",
-                          f"{description}: rotated x (T, D) at the {layout} probe layout",
-                          {**shared, "call": call("apply_rope", ["y"], In("x"), In("positions"), Param("rope"),
-                                                  Param("seq_len"))},
-                          {"x": x, "positions": positions},
-                          {"y": Output(y, tolerance_rope(per_token, inv_freq, magnitude), exact_y)},
-                          shared_inputs={"x": name}))
+        cases.append(apply_case(f"{key}/{layout}/apply", f"{description}: rotated x (T, D) at the {layout} probe "
+                                "layout", shared, positions, per_token, rope, params, seq_len, inv_freq, factor,
+                                name, x, exact_tables))
     return cases

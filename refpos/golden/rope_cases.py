@@ -35,6 +35,7 @@ from refpos.golden import certify as cert
 from refpos.golden.cases import In, Param, _np, _xp, call, rng_for
 from refpos.golden.entries import tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
+from refpos.golden.rope_builders import apply_case, cos_sin_case
 from refpos.pairs import split_pairs
 from refpos.rope.scaling import softmax_multiplier
 
@@ -124,34 +125,13 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
             memo["tables"] = cert.mp_cos_sin(positions, w, cert.mp_attention_factor(params, seq_len))
         return memo["tables"]
 
-    unit = np.full(positions.size, float(attention_factor))
-    cases.append(Case(f"{key}/cos-sin", "rope", "rope_cos_sin",
-                      f"{description}: A·cos and A·sin per pair at {positions.size} probe positions",
-                      {**shared, "call": {**call("rope_cos_sin", ["cos", "sin"], In("positions"), Param("rope"),
-                                                           Param("seq_len")),
-                                          "reduce": "pairs"}},
-                      {"positions": positions},
-                      {"cos": Output(cos, tolerance_rope(positions, inv_freq, unit),
-                                     lambda: (exact_tables()[0], float(attention_factor))),
-                       "sin": Output(sin, tolerance_rope(positions, inv_freq, unit),
-                                     lambda: (exact_tables()[1], float(attention_factor)))}))
+    cases.append(cos_sin_case(f"{key}/cos-sin", f"{description}: A·cos and A·sin per pair at {positions.size} "
+                              "probe positions", shared, positions, positions, (cos, sin), inv_freq,
+                              attention_factor, exact_tables))
     name, x = shared_x(rope.head_dim, positions.size)
-    y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=seq_len))
-    u_in, v_in, _, _ = cert.pair_index(params)
-    pair_norm = np.sqrt(x[:, u_in] ** 2 + x[:, v_in] ** 2).max(axis=-1)  # (T,)
-    magnitude = np.maximum(float(attention_factor) * pair_norm, np.abs(x).max(axis=-1))
-
-    def exact_y() -> tuple[np.ndarray, np.ndarray]:
-        c, s = exact_tables()
-        return cert.mp_apply(x, params, c, s)
-
-    cases.append(Case(f"{key}/apply", "rope", "apply_rope",
-                      f"{description}: rotated x (T, D) at the probe positions",
-                      {**shared, "call": call("apply_rope", ["y"], In("x"), In("positions"), Param("rope"),
-                                              Param("seq_len"))},
-                      {"x": x, "positions": positions},
-                      {"y": Output(y, tolerance_rope(positions, inv_freq, magnitude), exact_y)},
-                      shared_inputs={"x": name}))
+    cases.append(apply_case(f"{key}/apply", f"{description}: rotated x (T, D) at the probe positions", shared,
+                            positions, positions, rope, params, seq_len, inv_freq, attention_factor, name, x,
+                            exact_tables))
     return cases
 
 
