@@ -15,6 +15,7 @@ import numpy as np
 from refpos.backend import to_numpy
 from refpos.check.catalogue import known
 from refpos.check.diagnosis import np_ns
+from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 from refpos.golden.compare import compare
 from refpos.pairs import pair_channels
 
@@ -76,7 +77,7 @@ def diagnose_alibi(candidate: np.ndarray, n: int, *, q_len: int | None = None, k
 
     ref_slopes_one = float(_np(refpos.alibi_slopes(1, xp=np_ns()))[0])
     mutants = [(m, e, (lambda s=s: bias_of(s, form))) for m, e, s in slope_mutants]
-    for other in ("causal", "symmetric", "key_index"):
+    for other in ALIBI_FORMS:
         if other != form:
             mutants.append(("alibi_bias_form", f"equals the {other!r} bias form instead of {form!r} (equal "
                             "probabilities only under a causal mask)", lambda o=other: bias_of(ref_slopes, o)))

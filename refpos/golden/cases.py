@@ -16,6 +16,7 @@ import numpy as np
 
 import refpos
 from refpos.backend import get_xp, to_numpy
+from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 from refpos.golden import certify as cert
 from refpos.golden.entries import tolerance_integer, tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
@@ -110,7 +111,7 @@ def alibi_cases() -> list[Case]:
             {"call": call("alibi_slopes", ["slopes"], n)}, {},
             {"slopes": Output(slopes, tolerance_value(slopes), lambda n=n: (_mp_slopes(n), 0.0))}))
     n, q_len, k_len = 12, 4, 9
-    for form in ("causal", "symmetric", "key_index"):
+    for form in ALIBI_FORMS:
         bias = _np(refpos.alibi_bias(n, q_len, k_len, form=form))
 
         def exact(form: str = form) -> tuple[Any, float]:

@@ -43,6 +43,8 @@ import mlx.nn as nn
 import numpy as np
 from mlx_lm.models.rope_utils import initialize_rope
 
+from spec_tests.adapters._contract import alibi_form, integer_positions
+
 INFO: dict[str, Any] = {
     "name": f"MLX {importlib.metadata.version('mlx')} + mlx-lm {importlib.metadata.version('mlx-lm')} (CPU)",
     "dtype": "float32",
@@ -113,15 +115,6 @@ def _runs(positions: np.ndarray) -> list[tuple[int, int]]:
     return [(s, e - s) for s, e in zip(starts, [*starts[1:], len(positions)], strict=True)]
 
 
-def _check_positions(positions) -> np.ndarray:
-    pos = np.asarray(positions)
-    if not np.issubdtype(pos.dtype, np.integer):
-        raise TypeError(f"positions must be integers, got {pos.dtype}")
-    if (pos < 0).any():
-        raise ValueError("positions must be >= 0")
-    return pos.astype(np.int64)
-
-
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
     """ω = 1 / ``module._freqs`` (the periods mlx-lm hands to ``mx.fast.rope``) and the factor it
     multiplies ``x`` with; modules whose table lives inside the kernel raise ``NotImplementedError``."""
@@ -136,7 +129,7 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """The mlx-lm module on ``x`` at ``positions``, one call per run of consecutive positions."""
-    pos = _check_positions(positions)
+    pos = integer_positions(positions, reject_negative=True)
     module, _, kind = _module(rope)
     x = np.asarray(x, dtype=np.float32)
     if pos.ndim == 2:  # (B, T) with x (B, H, T, D): one batch row at a time
@@ -186,7 +179,7 @@ def sinusoidal(positions, dim, base=10000.0, layout="interleaved", spacing="pape
     if dim <= 0 or dim % 2:
         raise ValueError(f"dim must be even and >= 2, got {dim}")
     module = nn.SinusoidalPositionalEncoding(dim, min_freq=1.0 / base, max_freq=1.0, scale=1.0)
-    pos = _check_positions(positions)
+    pos = integer_positions(positions, reject_negative=True)
     return _np(module(mx.array(pos.astype(np.float32))))
 
 
@@ -206,10 +199,7 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
 
 def alibi_bias(n_heads: int, q_len: int, k_len: int, form: str = "causal") -> np.ndarray:
     """The symmetric form: ``create_alibi_matrix(k_len, k_len, H, offset=k_len − q_len)`` (end-aligned)."""
-    if form not in ("causal", "symmetric", "key_index"):
-        raise ValueError(f"form must be 'causal', 'symmetric' or 'key_index', got {form!r}")
-    if form != "symmetric":
-        raise NotImplementedError(f"mlx.nn.ALiBi builds the symmetric form, not {form!r}")
+    alibi_form(form, "symmetric", "mlx.nn.ALiBi")
     if n_heads < 1:
         raise ValueError(f"n_heads must be >= 1, got {n_heads}")
     if q_len > k_len:

@@ -38,6 +38,8 @@ from transformers.models.m2m_100 import modeling_m2m_100
 from transformers.models.marian import modeling_marian
 from transformers.models.t5 import modeling_t5
 
+from spec_tests.adapters._contract import alibi_form
+
 INFO: dict[str, Any] = {
     "name": f"transformers {transformers.__version__} + torch {torch.__version__}",
     "dtype": "float32",  # RoPE tables, sinusoids, ALiBi are float32 (attention runs in float64)
@@ -124,10 +126,7 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
 
 def alibi_bias(n_heads: int, q_len: int, k_len: int, form: str = "causal") -> np.ndarray:
     """BLOOM builds the key-index form ``m_h·j`` only; the other forms are not in HF."""
-    if form not in ("causal", "symmetric", "key_index"):
-        raise ValueError(f"form must be 'causal', 'symmetric' or 'key_index', got {form!r}")
-    if form != "key_index":
-        raise NotImplementedError(f"BLOOM builds only the key_index ALiBi form, not {form!r}")
+    alibi_form(form, "key_index", "BLOOM")
     rows = _np(_bloom(n_heads, k_len)[:, :k_len])  # (H, Tk)
     return np.broadcast_to(rows[:, None, :], (n_heads, q_len, k_len)).copy()
 

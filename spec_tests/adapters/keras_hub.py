@@ -40,6 +40,8 @@ from keras import ops
 from keras_hub.layers import AlibiBias, PositionEmbedding, RotaryEmbedding, SinePositionEncoding
 from keras_hub.src.models.t5.t5_multi_head_attention import T5MultiHeadAttention
 
+from spec_tests.adapters._contract import alibi_form, integer_positions
+
 INFO: dict[str, Any] = {
     "name": f"keras-hub {importlib.metadata.version('keras-hub')} + Keras {keras.__version__} "
             f"({keras.backend.backend()} backend)",
@@ -90,13 +92,6 @@ def _layer(rope: dict) -> RotaryEmbedding:
     raise NotImplementedError(f"rope_type {kind!r}: keras-hub has linear, static NTK ('dynamic') and yarn")
 
 
-def _positions(positions) -> np.ndarray:
-    pos = np.asarray(positions)
-    if not np.issubdtype(pos.dtype, np.integer):
-        raise TypeError(f"positions must be integers, got {pos.dtype}")
-    return pos.astype(np.int64)
-
-
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
     """``_get_inverse_freq(head_dim)`` and the factor YaRN multiplies cos/sin with (1 otherwise)."""
     layer = _layer(rope)
@@ -108,7 +103,7 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``_compute_cos_sin_embedding`` at the positions: ``[c, c]`` order, YaRN's factor included."""
     layer = _layer(rope)
-    pos = _positions(positions)
+    pos = integer_positions(positions, reject_negative=False)
     flat = pos.reshape(1, -1)  # (1, N): the layer's (batch, seq) positions
     dummy = ops.zeros((1, flat.shape[1], int(rope["head_dim"])))
     cos, sin = layer._compute_cos_sin_embedding(dummy, positions=ops.convert_to_tensor(flat))
@@ -118,7 +113,7 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """``RotaryEmbedding(sequence_axis=-2)(x, positions=...)`` in float32."""
-    pos = _positions(positions)
+    pos = integer_positions(positions, reject_negative=False)
     x = np.asarray(x, dtype=np.float32)
     base = _layer(rope)
     layer = RotaryEmbedding(max_wavelength=base.max_wavelength, scaling_factor=base.scaling_factor,
@@ -140,7 +135,7 @@ def sinusoidal(positions, dim, base=10000.0, layout="interleaved", spacing="pape
     """``SinePositionEncoding(max_wavelength=base)`` at the positions (interleaved, paper spacing)."""
     if (layout, spacing) != ("interleaved", "paper"):
         raise NotImplementedError("keras-hub's SinePositionEncoding is interleaved with paper spacing")
-    pos = _positions(positions)
+    pos = integer_positions(positions, reject_negative=False)
     flat = pos.reshape(1, -1).astype(np.float32)
     layer = SinePositionEncoding(max_wavelength=base)
     out = layer(ops.zeros((1, flat.shape[1], dim)), positions=ops.convert_to_tensor(flat))
@@ -150,7 +145,7 @@ def sinusoidal(positions, dim, base=10000.0, layout="interleaved", spacing="pape
 def learned_lookup(table, positions) -> np.ndarray:
     """``PositionEmbedding`` with its weights set to ``table``, called with ``positions``."""
     table = np.asarray(table, dtype=np.float32)
-    pos = _positions(positions)
+    pos = integer_positions(positions, reject_negative=False)
     layer = PositionEmbedding(sequence_length=table.shape[0])
     layer.build((1, table.shape[0], table.shape[1]))
     layer.position_embeddings.assign(table)
@@ -167,10 +162,7 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
 
 def alibi_bias(n_heads: int, q_len: int, k_len: int, form: str = "causal") -> np.ndarray:
     """The key-index form ``m_h·j``: ``AlibiBias()(zeros)`` = ``m_h·(j − (T_k − 1))``, plus ``m_h·(T_k − 1)``."""
-    if form not in ("causal", "symmetric", "key_index"):
-        raise ValueError(f"form must be 'causal', 'symmetric' or 'key_index', got {form!r}")
-    if form != "key_index":
-        raise NotImplementedError(f"keras-hub's AlibiBias builds the key-index form (shifted per row), not {form!r}")
+    alibi_form(form, "key_index", "keras-hub's AlibiBias")
     if n_heads < 1:
         raise ValueError(f"n_heads must be >= 1, got {n_heads}")
     layer = AlibiBias()

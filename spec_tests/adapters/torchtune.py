@@ -36,6 +36,8 @@ from torchtune.models.qwen2._positional_embeddings import Qwen2RotaryPositionalE
 from torchtune.modules import RotaryPositionalEmbeddings
 from torchtune.modules.attention_utils import _sdpa_or_flex_attention
 
+from spec_tests.adapters._contract import integer_positions
+
 INFO: dict[str, Any] = {
     "name": f"torchtune {importlib.metadata.version('torchtune')} + torch {torch.__version__}",
     "dtype": "float32",
@@ -78,13 +80,6 @@ def _module(rope: dict, max_seq_len: int) -> tuple[torch.nn.Module, str]:
     raise NotImplementedError(f"torchtune has no {kind} RoPE in the {layout!r} layout")
 
 
-def _positions(positions) -> np.ndarray:
-    pos = np.asarray(positions)
-    if not np.issubdtype(pos.dtype, np.integer):
-        raise TypeError(f"positions must be integers, got {pos.dtype}")
-    return pos.astype(np.int64)
-
-
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
     """The module's float32 ``theta`` buffer (its ω); A = 1 (torchtune has no attention factor)."""
     module, _ = _module(rope, 1)
@@ -93,7 +88,7 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
 
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows of the module's cos/sin cache at ``positions``, in the contract's channel order."""
-    pos = _positions(positions)
+    pos = integer_positions(positions, reject_negative=False)
     module, layout = _module(rope, int(pos.max()) + 1 if pos.size else 1)
     rows = module.cache[torch.as_tensor(pos)].double()
     if layout == "interleaved":  # cache (..., d/2, 2): (cos, sin) per pair
@@ -105,7 +100,7 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """``module(x, input_pos=positions)`` in float32, ``x`` moved to ``(b, s, n_h, h_d)`` and back."""
-    pos = _positions(positions)  # negative positions are passed on: torchtune indexes its cache from the end
+    pos = integer_positions(positions, reject_negative=False)  # torchtune indexes its cache from the end
     module, _ = _module(rope, int(pos.max()) + 1 if pos.size else 1)
     xt = torch.as_tensor(np.asarray(x, dtype=np.float32))
     t, d = xt.shape[-2:]

@@ -34,6 +34,8 @@ import numpy as np
 import torch
 from vllm.model_executor.layers.rotary_embedding import get_rope
 
+from spec_tests.adapters._contract import integer_positions
+
 INFO: dict[str, Any] = {
     "name": f"vLLM {importlib.metadata.version('vllm')} rotary embeddings (forward_native) + torch {torch.__version__}",
     "dtype": "float32",
@@ -85,15 +87,6 @@ def _module(rope: dict, top: int) -> Any:
     return module
 
 
-def _positions(positions) -> np.ndarray:
-    pos = np.asarray(positions)
-    if not np.issubdtype(pos.dtype, np.integer):
-        raise TypeError(f"positions must be integers, got {pos.dtype}")
-    if (pos < 0).any():
-        raise ValueError("positions must be >= 0")
-    return pos.astype(np.int64)
-
-
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
     """The module's ``_compute_inv_freq`` (float32) and the ``mscale`` it folds into its cache (1 if none)."""
     module = _module(rope, 1)
@@ -107,7 +100,7 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
 
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``cos_sin_cache`` (``[cos | sin]`` per pair) in the contract's channel order."""
-    pos = _positions(positions)
+    pos = integer_positions(positions, reject_negative=True)
     module = _module(rope, int(pos.max()) + 1 if pos.size else 1)
     rows = module.cos_sin_cache[torch.as_tensor(pos)].double()
     cos, sin = rows.chunk(2, dim=-1)
@@ -118,7 +111,7 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """``forward_native(positions, query)`` with ``query`` = x moved to ``(T, N·head_dim)`` and back."""
-    pos = _positions(positions)
+    pos = integer_positions(positions, reject_negative=True)
     x = np.asarray(x, dtype=np.float32)
     if pos.ndim == 2:  # (B, T) with x (B, H, T, D): one batch row at a time
         return np.stack([apply_rope(x[b], pos[b], rope, seq_len) for b in range(pos.shape[0])])

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from x_transformers import x_transformers as xt
 
+from spec_tests.adapters._contract import alibi_form
 from spec_tests.adapters._interleaved_rope import supported_rotary
 
 INFO: dict[str, Any] = {
@@ -52,10 +53,7 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
 
 def alibi_bias(n_heads: int, q_len: int, k_len: int, form: str = "causal") -> np.ndarray:
     """``forward(q_len, k_len)``: the symmetric form only."""
-    if form not in ("causal", "symmetric", "key_index"):
-        raise ValueError(f"form must be 'causal', 'symmetric' or 'key_index', got {form!r}")
-    if form != "symmetric":
-        raise NotImplementedError(f"x-transformers builds the symmetric ALiBi form, not {form!r}")
+    alibi_form(form, "symmetric", "x-transformers")
     module = _alibi(n_heads)
     return module(q_len, k_len).double().numpy()  # (H, Tq, Tk)
 
