@@ -58,6 +58,7 @@ def test_layers_rotate_where_the_family_says():
 def test_query_scales():
     positions = np.array([0, 1, 8190, 8191, 16383, 10**6])
     nope = refpos.hf_layer(LLAMA4, 3)
+    # float64 on both sides, the same log and floor: a few ulps (rtol 1e-15)
     expected = [1 + 0.1 * math.log(1 + math.floor((p + 1) / 8192)) for p in positions]
     np.testing.assert_allclose(nope.query_scale(positions), expected, rtol=1e-15)
     np.testing.assert_array_equal(refpos.hf_layer(LLAMA4, 2).query_scale(positions), np.ones(6))
