@@ -12,7 +12,8 @@ modules of each family):
    ``mrope_interleaved`` says, Qwen2-VL's never does. A family not in the table (ERNIE-4.5-VL, whose
    assignment is another scheme, Qwen3.5, HunYuan-VL, …) is not modelled: its M-RoPE keys stay unused and
    the resolution reports them as not modelled.
-4. Layout: GLM-4.1V rotates adjacent channel pairs (``interleaved``), the others half-split.
+4. Layout: from the family table (:mod:`refpos.rope.families`): GLM-4.1V rotates adjacent channel pairs
+   (``interleaved``), the others half-split.
 
 =================  ======================  ===========  ===========
 model_type         default sections        assignment   layout
@@ -32,18 +33,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from refpos.rope import families
 from refpos.rope.vision import VisionRope
 from refpos.validation import check_int
 
-#: model_type: (default sections, interleaved, layout) of the family's text rotary module
-MROPE_FAMILIES: dict[str, tuple[tuple[int, int, int], bool, str]] = {
-    "qwen2_vl": ((16, 24, 24), False, "half"),
-    "qwen2_5_vl": ((16, 24, 24), False, "half"),
-    "qwen3_vl": ((24, 20, 20), True, "half"),
-    "qwen3_vl_moe": ((24, 20, 20), True, "half"),
-    "glm4v": ((8, 12, 12), False, "interleaved"),
-    "glm4v_moe": ((8, 12, 12), False, "half"),
+#: model_type: (default sections, interleaved) of the family's text rotary module; its layout is the family
+#: table's (refpos.rope.families), the one home of which pairs a model's code rotates
+MROPE_FAMILIES: dict[str, tuple[tuple[int, int, int], bool]] = {
+    "qwen2_vl": ((16, 24, 24), False),
+    "qwen2_5_vl": ((16, 24, 24), False),
+    "qwen3_vl": ((24, 20, 20), True),
+    "qwen3_vl_moe": ((24, 20, 20), True),
+    "glm4v": ((8, 12, 12), False),
+    "glm4v_moe": ((8, 12, 12), False),
 }
+
+
+def _family_layout(family: str) -> str:
+    """The text model's layout from the family table (rows are named ``<family>_text`` or ``<family>``)."""
+    row = families.family_of(f"{family}_text") or families.family_of(family)
+    if row is None:  # pragma: no cover - every M-RoPE family has a row; test_mrope_hf checks it
+        raise KeyError(f"the family table has no row for {family!r}")
+    return row.layout
 #: families whose text rotary module honours partial_rotary_factor (GLM-4.1V, GLM-4.5V)
 _PRF_HONOURED = {"glm4v", "glm4v_moe"}
 #: vision_config model types → the axial form of their rotary module
@@ -83,7 +94,8 @@ def resolve_mrope(resolver: Any, parent_model_type: Any = None) -> None:
         return
     rope = resolver.rope
     in_dict = rope.get("mrope_section") is not None
-    default_sections, family_interleaved, layout = MROPE_FAMILIES[family]
+    default_sections, family_interleaved = MROPE_FAMILIES[family]
+    layout = _family_layout(family)
     resolver.code_gaps[:] = [gap for gap in resolver.code_gaps if "multi-axis positions (M-RoPE)" not in gap]
     if in_dict:
         resolver.set("mrope_section", tuple(resolver.from_rope("mrope_section")), "config")

@@ -91,3 +91,13 @@ def test_vision_bad_input_is_named():
         vision_rope_from_hf_config({"model_type": "qwen2"})
     with pytest.raises(ValueError, match="not modelled"):
         vision_rope_from_hf_config({"model_type": "siglip", "vision_config": {"model_type": "siglip_vision_model"}})
+
+
+def test_every_mrope_family_takes_its_layout_from_the_family_table():
+    from refpos.rope import families, mrope_hf
+
+    for family in mrope_hf.MROPE_FAMILIES:
+        row = families.family_of(f"{family}_text") or families.family_of(family)
+        assert row is not None and row.multi_axis, family
+        assert mrope_hf._family_layout(family) == row.layout
+    assert mrope_hf._family_layout("glm4v") == "interleaved"  # glm4v/modeling_glm4v.py: rotate_half_llm
