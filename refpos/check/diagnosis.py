@@ -122,7 +122,7 @@ def rope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int |
     all the positions (default: these rows are all of them).
     """
     import refpos
-    from refpos.rope.core import pair_channels as rope_channels
+    from refpos.rope.forms import pair_channels as rope_channels
 
     positions = np.broadcast_to(np.asarray(positions, dtype=np.int64), x.shape[:-1])
     length = int(positions.max()) + 1 if seq_len is None and positions.size else seq_len
@@ -155,7 +155,7 @@ def _mutants(pb: RopeProblem) -> list[tuple[Any, ...]]:
     """
     import refpos
     from refpos.rope.config import LAYOUTS, rope_config_from_params
-    from refpos.rope.core import pair_channels as rope_channels
+    from refpos.rope.forms import pair_channels as rope_channels
     from refpos.rope.scaling import base_inv_freq
 
     rope, out = pb.rope, []

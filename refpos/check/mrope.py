@@ -95,7 +95,7 @@ def mrope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int 
     Raises ``ValueError`` when the positions do not fit ``x``.
     """
     import refpos
-    from refpos.rope.core import pair_channels
+    from refpos.rope.forms import pair_channels
     from refpos.rope.mrope import axis_positions
 
     positions = np.asarray(to_numpy(axis_positions(positions, xp=np_ns())))

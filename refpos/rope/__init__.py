@@ -2,8 +2,9 @@
 
 * :mod:`refpos.rope.config` — :class:`RopeConfig`, :func:`rope_config_from_params`.
 * :mod:`refpos.rope.scaling` — :func:`rope_frequencies` (``ω``, ``A``) for every ``rope_type``.
-* :mod:`refpos.rope.core` — :func:`rope_cos_sin`, :func:`apply_rope`, :func:`apply_rope_complex`,
-  :func:`rope_rotation_matrix`, the Meta ↔ HF permutation.
+* :mod:`refpos.rope.core` — :func:`rope_cos_sin`, :func:`apply_rope`.
+* :mod:`refpos.rope.forms` — :func:`apply_rope_complex`, :func:`rope_rotation_matrix`, :func:`pair_channels`,
+  the Meta ↔ HF permutations.
 * :mod:`refpos.rope.hf` — :func:`from_hf_config`.
 * :mod:`refpos.rope.families` — the family table (:func:`family_of`): what a model's code fixes.
 * :mod:`refpos.rope.dynamic` — :class:`DynamicNTKState` (transformers' stateful dynamic NTK).
@@ -14,20 +15,19 @@ The math is on docs/rope.md and docs/extrapolation.md; docstrings cite their sec
 """
 
 from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES, RopeConfig, mscale, rope_config_from_params
-from refpos.rope.core import (
-    apply_rope,
+from refpos.rope.core import apply_rope, rope_cos_sin
+from refpos.rope.drope import DroPE, rms_norm
+from refpos.rope.dynamic import DynamicNTKState
+from refpos.rope.encoding import Rope
+from refpos.rope.families import Family, family_of
+from refpos.rope.forms import (
     apply_rope_complex,
     half_to_interleaved_permutation,
     interleaved_to_half_permutation,
     pair_channels,
     permute_qk_heads,
-    rope_cos_sin,
     rope_rotation_matrix,
 )
-from refpos.rope.drope import DroPE, rms_norm
-from refpos.rope.dynamic import DynamicNTKState
-from refpos.rope.encoding import Rope
-from refpos.rope.families import Family, family_of
 from refpos.rope.hf import from_hf_config, hf_layer_types
 from refpos.rope.layers import HFLayer, LayerSchedule, hf_layer, hf_layers
 from refpos.rope.scaling import (

@@ -23,7 +23,7 @@ from refpos.cli import main
 from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
 from refpos.golden.npy import npy_bytes
 from refpos.golden.rope_cases import model_configs
-from refpos.rope.core import pair_channels
+from refpos.rope.forms import pair_channels
 from refpos.rope.scaling import base_inv_freq
 
 CONFIGS = model_configs()

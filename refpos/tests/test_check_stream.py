@@ -159,7 +159,7 @@ def test_streaming_tolerance_is_the_per_element_rule(dtype):
     y = np.asarray(refpos.apply_rope(x, positions, rope))
     from refpos.check.diagnosis import pair_magnitude
     from refpos.golden import tolerance as tol
-    from refpos.rope.core import pair_channels
+    from refpos.rope.forms import pair_channels
 
     w, a = refpos.rope_frequencies(rope, seq_len=100001, xp="numpy")
     atol = np.asarray(tol.rope_tolerance(dtype, positions, np.asarray(w), reference=y,
@@ -176,7 +176,8 @@ def test_pair_sizes_from_slices_equal_those_from_index_lists(layout, placement, 
     """The blocks size the tolerance from channel slices (pass-through |x| outside the span only); the
     diagnosis from index lists: the same numbers."""
     from refpos.check.diagnosis import pair_magnitude
-    from refpos.rope.core import _pair_slices, _span_bounds, pair_channels
+    from refpos.rope.core import _pair_slices, _span_bounds
+    from refpos.rope.forms import pair_channels
 
     rope = refpos.RopeConfig(head_dim=16, rotary_dim=rotary, layout=layout, placement=placement)
     x = np.random.default_rng(5).standard_normal((3, 16))

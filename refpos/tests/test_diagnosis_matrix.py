@@ -23,7 +23,7 @@ import refpos
 from refpos.check.diagnosis import round_to
 from refpos.check.run import check_rope
 from refpos.golden.rope_cases import declared_length, model_configs, probe_positions, shared_x, slug
-from refpos.rope.core import pair_channels
+from refpos.rope.forms import pair_channels
 from refpos.rope.scaling import base_inv_freq
 
 

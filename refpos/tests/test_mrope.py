@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from refpos.rope.config import RopeConfig, rope_config_from_params
-from refpos.rope.core import apply_rope, apply_rope_complex, rope_cos_sin, rope_rotation_matrix
+from refpos.rope.core import apply_rope, rope_cos_sin
+from refpos.rope.forms import apply_rope_complex, rope_rotation_matrix
 from refpos.rope.mrope import axis_positions, check_sections, mrope_angles, pair_axes
 from refpos.rope.scaling import rope_frequencies
 

@@ -15,7 +15,7 @@ from refpos import pairs
 from refpos.rope.config import LAYOUTS as ROPE_CONFIG_LAYOUTS
 from refpos.rope.config import PLACEMENTS as ROPE_CONFIG_PLACEMENTS
 from refpos.rope.config import RopeConfig
-from refpos.rope.core import pair_channels as rope_pair_channels
+from refpos.rope.forms import pair_channels as rope_pair_channels
 
 
 def _formula(pairing: str, width: int, start: int) -> tuple[list[int], list[int]]:
