@@ -154,8 +154,9 @@ def _mutants(pb: RopeProblem) -> list[tuple[Any, ...]]:
     reference's (its tolerance scales with its own pairs' sizes).
     """
     import refpos
-    from refpos.rope.config import LAYOUTS, rope_config_from_params
+    from refpos.rope.config import LAYOUTS
     from refpos.rope.forms import pair_channels as rope_channels
+    from refpos.rope.params import rope_config_from_params
     from refpos.rope.scaling import base_inv_freq
 
     rope, out = pb.rope, []

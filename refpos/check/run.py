@@ -309,7 +309,7 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     args = [a.get("value") for a in call.get("args", [])]
     if function == "apply_rope" and "x" in inputs:
         from refpos.golden.entries import allowed_error
-        from refpos.rope.config import rope_config_from_params
+        from refpos.rope.params import rope_config_from_params
 
         rope = rope_config_from_params(params["rope"])
         pb = rope_problem(inputs["x"].astype(np.float64), inputs["positions"], rope, params.get("seq_len"), dtype)

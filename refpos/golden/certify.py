@@ -191,8 +191,8 @@ def mp_cos_sin(positions: Sequence[int], inv_freq: Sequence[Any], factor: Any = 
 def pair_index(params: Mapping[str, Any]) -> tuple[list[int], list[int], list[int], list[int]]:
     """Channels ``(u_in, v_in, u_out, v_out)`` of each rotated pair in a head, by layout and placement
     (:func:`refpos.rope.forms.pair_channels` of the contract dict: the rule of :mod:`refpos.pairs`)."""
-    from refpos.rope.config import rope_config_from_params
     from refpos.rope.forms import pair_channels
+    from refpos.rope.params import rope_config_from_params
 
     return pair_channels(rope_config_from_params(params))
 

@@ -1,7 +1,8 @@
 """Rotary position embeddings: every context-extension rule, the config.json resolver, NoPE and DroPE.
 
-* :mod:`refpos.rope.config` — :class:`RopeConfig`, :func:`rope_config_from_params`.
-* :mod:`refpos.rope.scaling` — :func:`rope_frequencies` (``ω``, ``A``) for every ``rope_type``.
+* :mod:`refpos.rope.config` — :class:`RopeConfig`.
+* :mod:`refpos.rope.params` — :func:`rope_config_from_params` (the adapter-contract dict).
+* :mod:`refpos.rope.scaling` — :func:`rope_frequencies` (``ω``, ``A``) for every ``rope_type``, :func:`mscale`.
 * :mod:`refpos.rope.core` — :func:`rope_cos_sin`, :func:`apply_rope`.
 * :mod:`refpos.rope.forms` — :func:`apply_rope_complex`, :func:`rope_rotation_matrix`, :func:`pair_channels`,
   the Meta ↔ HF permutations.
@@ -14,7 +15,7 @@
 The math is on docs/rope.md and docs/extrapolation.md; docstrings cite their sections by anchor.
 """
 
-from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES, RopeConfig, mscale, rope_config_from_params
+from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES, RopeConfig
 from refpos.rope.core import apply_rope, rope_cos_sin
 from refpos.rope.drope import DroPE, rms_norm
 from refpos.rope.dynamic import DynamicNTKState
@@ -30,9 +31,11 @@ from refpos.rope.forms import (
 )
 from refpos.rope.hf import from_hf_config, hf_layer_types
 from refpos.rope.layers import HFLayer, LayerSchedule, hf_layer, hf_layers
+from refpos.rope.params import rope_config_from_params
 from refpos.rope.scaling import (
     attention_factor,
     dynamic_theta,
+    mscale,
     ntk_theta,
     rope_frequencies,
     softmax_multiplier,

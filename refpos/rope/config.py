@@ -32,8 +32,6 @@ Examples
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -357,7 +355,8 @@ class RopeConfig:
         return 2 * self.n_pairs
 
     def to_params(self) -> dict[str, Any]:
-        """The adapter-contract dict (inverse of :func:`rope_config_from_params`), unset keys omitted.
+        """The adapter-contract dict, unset keys omitted (inverse of
+        :func:`refpos.rope.params.rope_config_from_params`).
 
         The rotated size is given as ``rotary_dim`` only (``partial_rotary_factor`` is derivable, and
         ``int(D·(d/D))`` may round below ``d``).
@@ -372,49 +371,3 @@ class RopeConfig:
             key = "rope_theta" if f.name == "theta" else f.name
             out[key] = list(value) if isinstance(value, tuple) else value
         return out
-
-
-#: keys of the adapter-contract dict (a transformers v5 rope_parameters entry plus head geometry)
-PARAM_KEYS = frozenset(
-    {"rope_theta"} | {f.name for f in fields(RopeConfig) if f.compare and f.name != "theta"}
-)
-
-
-def rope_config_from_params(params: Mapping[str, Any]) -> RopeConfig:
-    """Build a :class:`RopeConfig` from the adapter-contract dict.
-
-    ``params`` holds the keys of a transformers v5 ``rope_parameters`` entry (``rope_type``,
-    ``rope_theta``, ``factor``, ``original_max_position_embeddings``, ``beta_fast``, ``beta_slow``,
-    ``mscale``, ``mscale_all_dim``, ``attention_factor``, ``truncate``, ``low_freq_factor``,
-    ``high_freq_factor``, ``short_factor``, ``long_factor``) plus ``head_dim``,
-    ``partial_rotary_factor`` or ``rotary_dim``, ``max_position_embeddings``, ``layout``, ``placement``
-    and the refpos extensions ``dynamic_rule``, ``softmax_mscale``. A value ``None`` means "unset".
-
-    Raises
-    ------
-    TypeError
-        ``params`` is not a mapping.
-    ValueError
-        A key is unknown (listed), or a value is invalid (named by :class:`RopeConfig`).
-
-    Examples
-    --------
-    >>> rope_config_from_params({"rope_type": "linear", "rope_theta": 1e6, "factor": 8.0, "head_dim": 256}).factor
-    8.0
-    """
-    if not isinstance(params, Mapping):
-        raise TypeError(f"params must be a mapping (dict), got {type(params).__name__}")
-    unknown = sorted(str(k) for k in params if k not in PARAM_KEYS)
-    if unknown:
-        raise ValueError(f"params: unknown keys {unknown}; known keys are {sorted(PARAM_KEYS)}")
-    if "head_dim" not in params:
-        raise ValueError("params: head_dim is required")
-    kwargs = {("theta" if k == "rope_theta" else k): v for k, v in params.items() if v is not None}
-    return RopeConfig(**kwargs)
-
-
-def mscale(scale: float, k: float = 1.0) -> float:
-    r"""YaRN magnitude rule: :math:`0.1\,k\ln s + 1` for ``s > 1``, else 1 (docs/extrapolation.md#yarn)."""
-    if not isinstance(scale, numbers.Real) or not isinstance(k, numbers.Real):
-        raise TypeError("mscale: scale and k must be real numbers")
-    return 1.0 if scale <= 1 else 0.1 * k * math.log(scale) + 1.0

@@ -84,7 +84,7 @@ def mrope_rope_type(value: str, notes: list[str]) -> str:
 def resolve_mrope(resolver: Any, parent_model_type: Any = None) -> None:
     """Set ``mrope_section``, ``mrope_interleaved`` and the family's layout on a resolver of refpos.rope.hf.
 
-    ``resolver`` is ``refpos.rope.hf._Resolver`` after its other steps; ``parent_model_type`` the top-level
+    ``resolver`` is ``refpos.rope.hf_resolver.Resolver`` after its other steps; ``parent_model_type`` the top-level
     ``model_type`` when the resolver reads ``text_config``.
     """
     family = family_of(resolver.model_type) or family_of(parent_model_type)

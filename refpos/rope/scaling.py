@@ -20,11 +20,12 @@ Examples
 from __future__ import annotations
 
 import math
+import numbers
 from types import ModuleType
 from typing import Any
 
 from refpos.backend import get_xp
-from refpos.rope.config import RopeConfig, mscale
+from refpos.rope.config import RopeConfig
 from refpos.validation import check_int
 
 Array = Any
@@ -318,3 +319,10 @@ def rope_frequencies(
     else:  # proportional
         inv = _proportional_inv(rope, xp)
     return inv, attention_factor(rope, seq_len)
+
+
+def mscale(scale: float, k: float = 1.0) -> float:
+    r"""YaRN magnitude rule: :math:`0.1\,k\ln s + 1` for ``s > 1``, else 1 (docs/extrapolation.md#yarn)."""
+    if not isinstance(scale, numbers.Real) or not isinstance(k, numbers.Real):
+        raise TypeError("mscale: scale and k must be real numbers")
+    return 1.0 if scale <= 1 else 0.1 * k * math.log(scale) + 1.0

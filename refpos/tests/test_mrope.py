@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from refpos.rope.config import RopeConfig, rope_config_from_params
+from refpos.rope.config import RopeConfig
 from refpos.rope.core import apply_rope, rope_cos_sin
 from refpos.rope.forms import apply_rope_complex, rope_rotation_matrix
 from refpos.rope.mrope import axis_positions, check_sections, mrope_angles, pair_axes
+from refpos.rope.params import rope_config_from_params
 from refpos.rope.scaling import rope_frequencies
 
 #: the real models' sections (pairs t, h, w) and assignment

@@ -1,0 +1,310 @@
+"""The steps of :func:`refpos.from_hf_config`: one :class:`Resolver` per resolution, one method per rule.
+
+The rules themselves, numbered, are the docstring of :mod:`refpos.rope.hf`; this module is their code. A
+resolver reads keys of one (text) config through :meth:`Resolver.top` and :meth:`Resolver.from_rope`, which
+record every key used, so whatever was not read is reported as unused (and, where it matters, not modelled:
+:mod:`refpos.rope.position_keys`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from refpos.rope.families import ALIASES, Family, family_of
+from refpos.rope.hf_files import GEMMA3, ROPE_KEYS, is_per_layer
+from refpos.rope.mrope_hf import mrope_rope_type
+from refpos.rope.params import PARAM_KEYS
+from refpos.validation import check_int
+
+_HF_TYPES = tuple(t for t in ROPE_KEYS if t != "ntk")
+#: fields of rules that only some families use: in the provenance only when set
+RARE_FIELDS = frozenset({"ntk_rule", "mixed_b", "short_mscale", "long_mscale", "mrope_section", "mrope_interleaved"})
+FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - RARE_FIELDS))
+#: partial-rotary defaults of model classes (HF 5.24.0 class attributes)
+_PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
+#: model classes whose own default-RoPE init honours partial_rotary_factor (most, e.g. llama, ignore it)
+_PRF_HONOURED = {"phi", "phi3", "gpt_neox", "gptj", "glm", "glm4", "stablelm", "persimmon"}
+_GEMMA4 = {"gemma4", "gemma4_text"}
+
+
+class Resolver:
+    """One resolution: reads keys, remembers which it used and where each field came from.
+
+    Each step method applies one numbered rule of :mod:`refpos.rope.hf`; :func:`refpos.rope.hf.resolve_rope`
+    calls them in order.
+    """
+
+    def __init__(self, cfg: dict[str, Any], prefix: str, layer_type: str | None) -> None:
+        self.cfg, self.prefix, self.layer_type = cfg, prefix, layer_type
+        self.used: set[str] = set()
+        self.fields: dict[str, Any] = {}
+        self.provenance: dict[str, str] = {}
+        self.notes: list[str] = []
+        written = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
+        self.model_type = ALIASES.get(written, written)  # the family's transformers model_type
+        self.family: Family | None = family_of(self.model_type)
+        if written != self.model_type:
+            self.notes.append(f"model_type {written!r} is transformers' {self.model_type!r} (family table alias)")
+        self.code_gaps: list[str] = []  # what the model's code does that refpos does not model
+        self.rope_rule: dict[str, Any] = {}  # family rule applied to the rope dict: key -> value
+        self.rope: dict[str, Any] = {}  # the rope dict resolved from (with injected defaults)
+        self.rope_source: Mapping[str, Any] = {}  # the same dict as written in the config
+        self.rope_path = ""  # dotted path of rope_source
+        self.per_layer = False
+        self.siblings: list[str] = []  # keys that belong to the other layer types
+        self.theta_fallback, self.top_theta_applies = 10000.0, True
+
+    def top(self, key: str) -> Any:
+        self.used.add(self.prefix + key)
+        return self.cfg[key]
+
+    def has(self, key: str) -> bool:
+        return self.cfg.get(key) is not None
+
+    def from_rope(self, key: str) -> Any:
+        self.used.add(f"{self.rope_path}.{key}")
+        return self.rope[key]
+
+    def set(self, name: str, value: Any, source: str) -> None:
+        self.fields[name], self.provenance[name] = value, source
+
+    # --------------------------------------------------------------------------------- steps
+    def select_rope_dict(self) -> None:
+        found: dict[str, Mapping[str, Any]] = {}
+        for key in ("rope_scaling", "rope_parameters"):
+            value = self.cfg.get(key)
+            if value is not None and not isinstance(value, Mapping):
+                raise TypeError(f"{key} must be a mapping or null, got {type(value).__name__}")
+            if value:
+                found[key] = value
+            elif key in self.cfg:
+                self.top(key)  # null or {}: read, meaning "no scaling"
+        if len(found) == 2:
+            if dict(found["rope_scaling"]) != dict(found["rope_parameters"]):
+                raise ValueError("rope_scaling and rope_parameters are both given and differ; keep one")
+            self.top("rope_parameters")
+        key, rope = next(iter(found.items()), ("", {}))
+        if self.model_type in GEMMA3 and not is_per_layer(rope):
+            self._gemma3_legacy(key, rope)
+        elif is_per_layer(rope):
+            self.per_layer = True
+            layers = sorted(map(str, rope))
+            if self.layer_type is None:
+                raise ValueError(f"{key} is per layer type {layers}: pass layer_type=")
+            if self.layer_type not in rope:
+                raise ValueError(f"layer_type {self.layer_type!r} is not in {key} {layers}")
+            self.top(key)
+            self.rope_path = f"{self.prefix}{key}.{self.layer_type}"
+            self.used.add(self.rope_path)
+            self.siblings = [f"{self.prefix}{key}.{k}" for k in rope if k != self.layer_type]
+            if rope[self.layer_type] is None:
+                raise ValueError(f"layer type {self.layer_type!r} has no RoPE (null): use refpos.NoPE")
+            self.rope_source = rope[self.layer_type]
+            self.rope = dict(self.rope_source)
+        else:
+            if self.layer_type is not None:
+                raise ValueError(f"layer_type={self.layer_type!r} given, but the config has one RoPE for all layers")
+            if key:
+                self.top(key)
+            self.rope_path, self.rope_source, self.rope = self.prefix + (key or "rope_scaling"), rope, dict(rope)
+
+    def _gemma3_legacy(self, key: str, rope: Mapping[str, Any]) -> None:
+        """Gemma 3 v4 form: rope_scaling + rope_theta for full attention, rope_local_base_freq for sliding."""
+        self.per_layer = True
+        if self.layer_type not in ("full_attention", "sliding_attention"):
+            raise ValueError("gemma3 configs have RoPE per layer type: pass layer_type='full_attention' or "
+                             f"'sliding_attention' (got {self.layer_type!r})")
+        if self.layer_type == "full_attention":
+            if key:
+                self.top(key)
+            self.rope_path, self.rope_source = self.prefix + (key or "rope_scaling"), rope
+            self.rope = dict(rope)
+            self.theta_fallback = 1e6
+            if self.rope.get("rope_type") is None and self.rope.get("type") is not None:
+                self.notes.append("gemma3 full_attention: HF 5.24.0 ignores the legacy 'type' key here (its "
+                                  "injected rope_type 'default' wins); refpos reads 'type'")
+            self.siblings = [self.prefix + "rope_local_base_freq"]
+        else:
+            self.rope_path, self.rope = self.prefix + "rope_local_base_freq", {}
+            if self.has("rope_local_base_freq"):
+                self.rope["rope_theta"] = self.top("rope_local_base_freq")
+            self.theta_fallback, self.top_theta_applies = 1e4, False
+            self.siblings = [self.prefix + k for k in ("rope_scaling", "rope_theta")]
+            self.notes.append("sliding_attention: theta from rope_local_base_freq, rope_scaling not applied")
+
+    def rope_type(self) -> str:
+        value, source = "default", "default"
+        if "rope_type" in self.rope and self.rope["rope_type"] is not None:
+            value, source = self.from_rope("rope_type"), "config"
+            if "type" in self.rope and self.rope["type"] != value:
+                self.notes.append(f"rope_type {value!r} wins over type {self.rope['type']!r} (HF)")
+        elif "type" in self.rope and self.rope["type"] is not None:
+            value, source = self.from_rope("type"), "config"
+        if not isinstance(value, str):
+            raise TypeError(f"rope_type must be a str, got {type(value).__name__}")
+        rules = self.family.rope_dict if self.family else frozenset()
+        value = mrope_rope_type(value, self.notes)  # "mrope": default + mrope_section (refpos.rope.mrope_hf)
+        if value == "dynamic" and self.rope.get("alpha") is not None and "ntk_alpha" in rules:
+            self.notes.append(f"{self.model_type}: 'dynamic' with alpha is NTK-alpha, a fixed base θ·α^(d/(d−2)) "
+                              "(rope_type 'ntk', factor = alpha)")
+            self.rope_rule["factor"] = self.from_rope("alpha")
+            ignored = [k for k in self.rope if k not in ("alpha", "rope_type", "type", "rope_theta")]
+            for key in ignored:
+                self.from_rope(key)
+            if ignored:
+                self.notes.append(f"NTK-alpha reads only alpha and the base: {ignored} are not read (as in "
+                                  "transformers)")
+            value = "ntk"
+        elif value == "ntk":
+            self.notes.append("rope type 'ntk' is not a transformers type: read as vLLM's "
+                              + ("mixed" if self.rope.get("mixed_b") is not None else "fixed") + " NTK rule")
+            self.rope_rule["ntk_rule"] = "vllm_mixed" if self.rope.get("mixed_b") is not None else "vllm_fixed"
+        if value == "su" or (self.model_type == "phi3" and value == "yarn"):
+            self.notes.append(f"rope type {value!r} read as 'longrope' (HF Phi-3 rewrite; HF 5.24.0 raises "
+                              "KeyError for 'su' configs without original_max_position_embeddings in the dict)")
+            value = "longrope"
+        if self.model_type == "phi3" and value not in ("default", "longrope"):
+            raise ValueError(f"rope_type must be 'default' or 'longrope' for phi3 (as HF), got {value!r}")
+        if value not in ROPE_KEYS:
+            raise ValueError(f"rope_type {value!r} is not a transformers rope type {_HF_TYPES} nor vLLM's 'ntk'")
+        self.set("rope_type", value, source)
+        return value
+
+    def head_geometry(self) -> None:
+        mla = self.has("qk_rope_head_dim")
+        if mla:
+            if not self.has("qk_nope_head_dim"):
+                raise ValueError("qk_nope_head_dim is required with qk_rope_head_dim (DeepSeek MLA)")
+            nope = check_int("qk_nope_head_dim", self.top("qk_nope_head_dim"), minimum=0)
+            rot = check_int("qk_rope_head_dim", self.top("qk_rope_head_dim"), minimum=2)
+            self.set("head_dim", nope + rot, "derived")
+            self.set("rotary_dim", rot, "config")
+            self.set("placement", "last", "derived")
+        elif self.layer_type == "full_attention" and (self.has("global_head_dim") or self.model_type in _GEMMA4):
+            head = self.top("global_head_dim") if self.has("global_head_dim") else 512
+            self.set("head_dim", head, "config" if self.has("global_head_dim") else "default")
+        elif self.has("head_dim"):
+            self.set("head_dim", self.top("head_dim"), "config")
+        elif self.model_type in _GEMMA4:
+            self.set("head_dim", 256, "default")
+        else:
+            names = ("n_embd", "n_head") if self.model_type == "gptj" else ("hidden_size", "num_attention_heads")
+            if not all(self.has(n) for n in names):
+                raise ValueError(f"head_dim: the config has neither head_dim nor {names[0]} and {names[1]}")
+            width, heads = (check_int(n, self.top(n), minimum=1) for n in names)
+            if width % heads:
+                raise ValueError(f"head_dim: {names[0]}={width} is not a multiple of {names[1]}={heads}")
+            self.set("head_dim", width // heads, "derived")
+        if not mla:
+            self._partial()
+
+    def _partial(self) -> None:
+        if "partial_rotary_factor" in self.rope and self.rope["partial_rotary_factor"] is not None:
+            self.set("partial_rotary_factor", self.from_rope("partial_rotary_factor"), "config")
+        elif self.has("partial_rotary_factor"):
+            self.set("partial_rotary_factor", self.top("partial_rotary_factor"), "config")
+        elif self.has("rotary_pct"):
+            self.set("partial_rotary_factor", self.top("rotary_pct"), "config")
+        elif self.model_type == "gptj" and "rotary_dim" in self.cfg:
+            dim = self.top("rotary_dim")
+            self.set("rotary_dim", dim if dim is not None else self.fields["head_dim"], "config")
+        elif self.model_type == "gptj":
+            self.set("rotary_dim", 64, "default")
+        elif self.has("rotary_dim"):
+            self.set("rotary_dim", self.top("rotary_dim"), "config")
+        elif self.model_type in _PRF_DEFAULTS:
+            self.set("partial_rotary_factor", _PRF_DEFAULTS[self.model_type], "default")
+        partial = self.fields.get("partial_rotary_factor", 1.0) != 1.0 or "rotary_dim" in self.fields
+        if partial and self.fields["rope_type"] == "default" and self.model_type not in _PRF_HONOURED:
+            self.notes.append("partial rotary: refpos rotates d channels; the default init of many HF classes "
+                              f"(llama, mistral, qwen2, ...) ignores partial_rotary_factor ({self.model_type!r})")
+
+    def theta(self) -> None:
+        if self.model_type == "gptj":
+            self.set("theta", 10000.0, "default")
+            self.notes.append("gptj: HF hard-codes theta = 10000")
+        elif "rope_theta" in self.rope and self.rope["rope_theta"] is not None:
+            self.set("theta", self.from_rope("rope_theta"), "config")
+        elif self.has("rope_theta") and self.top_theta_applies:
+            self.set("theta", self.top("rope_theta"), "config")
+        elif self.has("rotary_emb_base"):
+            self.set("theta", self.top("rotary_emb_base"), "config")
+        else:
+            self.set("theta", self.theta_fallback, "default")
+
+    def layout(self) -> None:
+        """Layout (and a code-fixed placement) from the family table; unknown families: half, assumed."""
+        family = self.family
+        if family is None:
+            self.set("layout", "half", "default")
+            self.code_gaps.append(f"model_type {self.model_type!r} is not in the family table: half-split pairs "
+                                  "and RoPE on every layer assumed")
+            return
+        if family.layout == "rope_interleave":
+            interleave = self.top("rope_interleave") if "rope_interleave" in self.cfg else True
+            if not isinstance(interleave, bool):
+                raise TypeError(f"rope_interleave must be a bool, got {type(interleave).__name__}")
+            self.set("layout", "deinterleaved" if interleave else "half",
+                     "config" if "rope_interleave" in self.cfg else "default")
+        else:
+            self.set("layout", family.layout, "default")
+            if "rope_interleave" in self.cfg:
+                self.top("rope_interleave")
+                self.notes.append(f"rope_interleave: not read by {family.source.split(':')[0]} (layout "
+                                  f"{family.layout!r} is fixed by the code)")
+        if family.placement is not None:
+            self.set("placement", family.placement, "default")
+        if family.unmodelled:
+            self.code_gaps.append(f"{family.model_type}: {family.unmodelled}")
+        if family.multi_axis:
+            self.code_gaps.append(f"{family.model_type}: multi-axis positions (M-RoPE); resolved here as one axis")
+
+    def lengths(self, rope_type: str) -> None:
+        l_max = None
+        for key in ("max_position_embeddings", "n_positions"):
+            if self.has(key):
+                l_max = self.top(key)
+                self.set("max_position_embeddings", l_max, "config")
+                break
+        if rope_type not in ("llama3", "yarn", "longrope"):
+            return
+        in_dict = self.rope.get("original_max_position_embeddings") is not None
+        if self.has("original_max_position_embeddings") and not self.per_layer:
+            value = self.top("original_max_position_embeddings")
+            if in_dict and self.rope["original_max_position_embeddings"] != value:
+                self.notes.append("top-level original_max_position_embeddings overwrites the dict value (HF)")
+            self.set("original_max_position_embeddings", value, "config")
+        elif in_dict:
+            self.set("original_max_position_embeddings", self.from_rope("original_max_position_embeddings"),
+                     "config")
+        elif l_max is not None:
+            self.set("original_max_position_embeddings", l_max, "derived")
+        else:
+            raise ValueError(f"original_max_position_embeddings is required for rope_type {rope_type!r} "
+                             "(and there is no max_position_embeddings to default it to)")
+
+    def scaling_keys(self, rope_type: str) -> None:
+        for name, value in self.rope_rule.items():
+            self.set(name, value, "derived")
+        keys = ROPE_KEYS[rope_type] - {"original_max_position_embeddings"} - set(self.rope_rule)
+        if rope_type == "longrope" and self.family and "longrope_mscale" in self.family.rope_dict:
+            keys |= {"short_mscale", "long_mscale"}
+        for key in sorted(keys):
+            if self.rope.get(key) is None:
+                continue
+            if key == "truncate" and self.per_layer:
+                self.notes.append("per-layer truncate ignored (HF reads it from the top-level dict)")
+                continue
+            self.set(key, self.from_rope(key), "config")
+        if rope_type in ("yarn", "longrope") and "factor" not in self.fields \
+                and self.fields.get("max_position_embeddings") is not None:
+            self.provenance["factor"] = "derived"  # RopeConfig sets L_max / L_0 after validating both
+        mla = self.has("qk_rope_head_dim")
+        if mla and rope_type == "yarn" and self.fields.get("mscale_all_dim"):
+            self.set("softmax_mscale", True, "derived")
+
+    def unused(self) -> list[str]:
+        keys = [self.prefix + str(k) for k in self.cfg] + self.siblings
+        keys += [f"{self.rope_path}.{k}" for k in self.rope_source]
+        return sorted({k for k in keys if k not in self.used})
