@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.check.diagnosis import np_ns
+from refpos.check.problem import np_ns
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 

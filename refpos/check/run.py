@@ -32,8 +32,9 @@ import numpy as np
 from refpos.backend import to_numpy
 from refpos.check import stream
 from refpos.check.catalogue import known
-from refpos.check.diagnosis import diagnose_rope, error_profile, np_ns, pair_magnitude, rope_problem
+from refpos.check.diagnosis import diagnose_rope, error_profile
 from refpos.check.mrope import diagnose_mrope, mrope_problem
+from refpos.check.problem import np_ns, pair_magnitude, rope_problem
 from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare

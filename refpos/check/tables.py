@@ -14,7 +14,7 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.check.catalogue import known
-from refpos.check.diagnosis import np_ns
+from refpos.check.problem import np_ns
 from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 from refpos.golden.compare import compare
 from refpos.pairs import pair_channels

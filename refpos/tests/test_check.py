@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refpos
-from refpos.check.diagnosis import rotate_pairs, round_to
+from refpos.check.problem import rotate_pairs, round_to
 from refpos.check.run import check_alibi, check_rope, check_sinusoid, check_t5
 from refpos.check.tables import naive_slopes
 from refpos.cli import main

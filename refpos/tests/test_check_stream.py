@@ -157,7 +157,7 @@ def test_streaming_tolerance_is_the_per_element_rule(dtype):
     positions = np.array([0, 1, 1000, 100000])
     x = np.random.default_rng(4).standard_normal((4, 16))
     y = np.asarray(refpos.apply_rope(x, positions, rope))
-    from refpos.check.diagnosis import pair_magnitude
+    from refpos.check.problem import pair_magnitude
     from refpos.golden import tolerance as tol
     from refpos.rope.forms import pair_channels
 
@@ -175,7 +175,7 @@ def test_streaming_tolerance_is_the_per_element_rule(dtype):
 def test_pair_sizes_from_slices_equal_those_from_index_lists(layout, placement, rotary):
     """The blocks size the tolerance from channel slices (pass-through |x| outside the span only); the
     diagnosis from index lists: the same numbers."""
-    from refpos.check.diagnosis import pair_magnitude
+    from refpos.check.problem import pair_magnitude
     from refpos.rope.core import _pair_slices, _span_bounds
     from refpos.rope.forms import pair_channels
 

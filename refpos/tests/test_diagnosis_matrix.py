@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import refpos
-from refpos.check.diagnosis import round_to
+from refpos.check.problem import round_to
 from refpos.check.run import check_rope
 from refpos.golden.rope_cases import declared_length, model_configs, probe_positions, shared_x, slug
 from refpos.rope.forms import pair_channels

@@ -1,0 +1,134 @@
+"""The problem a RoPE diagnosis works on: the inputs, the resolved reference and its tolerance.
+
+:func:`rope_problem` evaluates the reference of ``apply_rope(x, positions, rope)`` once, with the per-element
+size its tolerance scales with (:func:`pair_magnitude`); :func:`fit` is the question every entry of the
+catalogue asks of a mutant (:mod:`refpos.check.diagnosis`): is the candidate within that tolerance of it?
+:func:`rotate_pairs` and :func:`round_to` are the plain building blocks mutants are made of.
+
+Everything here works on NumPy arrays (``refpos check`` reads ``.npy`` files).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from refpos.backend import get_xp, to_numpy
+from refpos.golden import tolerance as tol
+from refpos.golden.compare import compare
+
+
+def np_ns() -> Any:
+    """The NumPy array namespace (diagnosis computes on NumPy whatever the current backend)."""
+    return get_xp("numpy")
+
+
+def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Round float64 values to bfloat16 or float16 (nearest even), returned as float64."""
+    if dtype == "float16":
+        with np.errstate(over="ignore"):  # beyond 65504 -> inf, as a float16 cast does
+            return np.asarray(values, dtype=np.float64).astype(np.float16).astype(np.float64)
+    bits = np.asarray(values, dtype=np.float64).astype(np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return rounded.view(np.float32).astype(np.float64)
+
+
+def rotate_pairs(x: np.ndarray, positions: np.ndarray, omega: np.ndarray, attention_factor: float,
+                 channels: tuple[list[int], list[int], list[int], list[int]]) -> np.ndarray:
+    """A plain RoPE for mutants: pair ``j`` reads ``x[u_in[j]], x[v_in[j]]``, writes ``u_out, v_out``."""
+    u_in, v_in, u_out, v_out = channels
+    y = np.array(x, dtype=np.float64, copy=True)
+    ang = np.asarray(positions, dtype=np.float64)[..., None] * np.asarray(omega)[: len(u_in)]  # (..., T, m)
+    c, s = attention_factor * np.cos(ang), attention_factor * np.sin(ang)
+    u, v = x[..., u_in], x[..., v_in]
+    y[..., u_out] = u * c - v * s
+    y[..., v_out] = v * c + u * s
+    return y
+
+
+@dataclasses.dataclass
+class RopeProblem:
+    """Everything the RoPE catalogue needs: inputs, the resolved config, the reference and its tolerance."""
+
+    x: np.ndarray  # (..., T, D)
+    positions: np.ndarray  # broadcast to x.shape[:-1]
+    rope: Any  # RopeConfig
+    seq_len: int  # the effective L (HF: max(position) + 1 when not given)
+    dtype: str
+    inv_freq: np.ndarray
+    attention_factor: float
+    reference: np.ndarray
+    magnitude: np.ndarray  # per element: A·‖pair‖ on rotated channels, |x| elsewhere
+    channels: tuple[list[int], list[int], list[int], list[int]]
+    token_index: np.ndarray  # the T-axis index of every row (positions ignored: 0 … T−1)
+    min_position: int  # over every row of the check, not only these
+    max_position: int
+
+    def atol(self, dtype: str | None = None) -> np.ndarray:
+        return np.asarray(tol.rope_tolerance(dtype or self.dtype, self.positions, self.inv_freq,
+                                             reference=self.reference, magnitude=self.magnitude))
+
+    def apply(self, rope: Any = None, *, positions: np.ndarray | None = None, seq_len: int | None = None,
+              frequencies: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+        import refpos
+
+        y = refpos.apply_rope(self.x, self.positions if positions is None else positions,
+                              self.rope if rope is None else rope,
+                              seq_len=self.seq_len if seq_len is None else seq_len, frequencies=frequencies)
+        return np.asarray(to_numpy(y))
+
+
+def pair_magnitude(x: np.ndarray, channels: tuple[Any, Any, Any, Any], attention_factor: float) -> np.ndarray:
+    """Per element: ``A·‖pair‖`` on the channels a pair is written to, ``|x|`` on the others (the size the
+    tolerance scales with). ``channels``: ``(u_in, v_in, u_out, v_out)``, index lists or slices."""
+    u_in, v_in, u_out, v_out = channels
+    if all(isinstance(c, slice) for c in channels):  # a span [start, stop): |x| only on the channels outside it
+        start, stop = u_in.start, v_in.stop
+        magnitude = np.empty(x.shape)
+        np.abs(x[..., :start], out=magnitude[..., :start])
+        np.abs(x[..., stop:], out=magnitude[..., stop:])
+    else:
+        magnitude = np.abs(np.asarray(x, dtype=np.float64))
+    pair = np.square(x[..., u_in])  # (..., T, m)
+    pair += np.square(x[..., v_in])
+    np.sqrt(pair, out=pair)
+    pair *= attention_factor  # A·‖pair‖
+    magnitude[..., u_out] = pair
+    magnitude[..., v_out] = pair
+    return magnitude
+
+
+def rope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int | None, dtype: str, *,
+                 token_index: np.ndarray | None = None, min_position: int | None = None,
+                 max_position: int | None = None) -> RopeProblem:
+    """Resolve the reference of ``apply_rope(x, positions, rope, seq_len)`` and its tolerance for ``dtype``.
+
+    ``x`` may be a sample of the rows of a larger check (``refpos check`` diagnoses on a sample): then
+    ``token_index`` gives each row's T-axis index and ``min_position``/``max_position`` the range of
+    all the positions (default: these rows are all of them).
+    """
+    import refpos
+    from refpos.rope.forms import pair_channels as rope_channels
+
+    positions = np.broadcast_to(np.asarray(positions, dtype=np.int64), x.shape[:-1])
+    length = int(positions.max()) + 1 if seq_len is None and positions.size else seq_len
+    inv_freq, attention_factor = refpos.rope_frequencies(rope, seq_len=length, xp=np_ns())
+    inv_freq = np.asarray(to_numpy(inv_freq))
+    reference = np.asarray(to_numpy(refpos.apply_rope(x, positions, rope, seq_len=length)))
+    channels = rope_channels(rope)
+    magnitude = pair_magnitude(x, channels, float(attention_factor))
+    if token_index is None:
+        token_index = np.broadcast_to(np.arange(x.shape[-2]), positions.shape)
+    low = int(positions.min()) if min_position is None and positions.size else (min_position or 0)
+    high = int(positions.max()) if max_position is None and positions.size else (max_position or 0)
+    return RopeProblem(x, positions, rope, length, dtype, inv_freq, float(attention_factor), reference, magnitude,
+                       channels,
+                       np.broadcast_to(token_index, positions.shape), low, high)
+
+
+def fit(candidate: np.ndarray, mutant: np.ndarray, atol: np.ndarray) -> tuple[bool, float, float]:
+    """(within atol everywhere, max |candidate − mutant|, max ratio to atol), by the one comparison."""
+    result = compare(candidate, mutant, atol=atol)
+    return result.ok, result.max_abs_error, result.max_ratio
