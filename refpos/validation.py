@@ -106,12 +106,7 @@ def as_positions(
             raise TypeError(f"{name} must be integers, got values of dtype {arr.dtype}")
         source = arr
     else:
-        try:
-            ns = array_namespace(positions)
-        except TypeError:
-            raise TypeError(f"{name} must be an int or an integer array, got {type(positions).__name__}") from None
-        if not ns.isdtype(positions.dtype, "integral"):
-            raise TypeError(f"{name} must be an integer array, got dtype {positions.dtype}")
+        array_of_kind(name, positions, "integral", "an int or an integer array")
         source = positions
     src_ns = array_namespace(source)
     size = math.prod(source.shape)
@@ -130,15 +125,21 @@ def as_positions(
     return src_ns.astype(source, src_ns.int64)
 
 
-def real_floating_namespace(name: str, x: Any) -> ModuleType:
-    """The array namespace of ``x``, which must be a real floating array (float64, float32, ...)."""
+def array_of_kind(name: str, x: Any, kind: str, allowed: str) -> ModuleType:
+    """The array namespace of ``x``, which must be an array of the array-API dtype ``kind`` (``"integral"``,
+    ``"real floating"``, ...); the ``TypeError`` otherwise says ``{name} must be {allowed}``."""
     try:
         ns = array_namespace(x)
     except TypeError:
-        raise TypeError(f"{name} must be a real floating array, got {type(x).__name__}") from None
-    if not ns.isdtype(x.dtype, "real floating"):
-        raise TypeError(f"{name} must be a real floating array (float64, float32, ...), got dtype {x.dtype}")
+        raise TypeError(f"{name} must be {allowed}, got {type(x).__name__}") from None
+    if not ns.isdtype(x.dtype, kind):
+        raise TypeError(f"{name} must be {allowed}, got dtype {x.dtype}")
     return ns
+
+
+def real_floating_namespace(name: str, x: Any) -> ModuleType:
+    """The array namespace of ``x``, which must be a real floating array (float64, float32, ...)."""
+    return array_of_kind(name, x, "real floating", "a real floating array (float64, float32, ...)")
 
 
 def floating_array(x: Any, *, name: str, xp: ModuleType | None = None) -> Any:

@@ -140,15 +140,8 @@ def interleaved_to_concat_permutation(dim: int, *, xp: Any = None) -> Array:
     return layout_permutation(_check_dim(dim), "interleaved", "concat", xp=xp)
 
 
-def sinusoidal_shift_matrix(
-    r: int,
-    dim: int,
-    *,
-    base: float = 10000.0,
-    layout: str = "interleaved",
-    spacing: str = "paper",
-    xp: Any = None,
-) -> Array:
+def sinusoidal_shift_matrix(r: int, dim: int, *, base: float = 10000.0, layout: str = "interleaved",
+                            spacing: str = "paper", xp: Any = None) -> Array:
     r"""The matrix ``M_r`` that moves a sinusoid ``r`` positions on: ``P[p + r] = M_r · P[p]``, ``(dim, dim)``.
 
     Sign convention: column vectors, so for a table of rows ``P[p + r] = P[p] @ M_r.T``. Each frequency

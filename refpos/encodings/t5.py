@@ -99,14 +99,8 @@ def t5_bucket(
     return offset + xp.where(n < max_exact, n, large)
 
 
-def t5_bias(
-    table: Array,
-    q_positions: Array,
-    k_positions: Array,
-    *,
-    bidirectional: bool = True,
-    max_distance: int = 128,
-) -> Array:
+def t5_bias(table: Array, q_positions: Array, k_positions: Array, *, bidirectional: bool = True,
+            max_distance: int = 128) -> Array:
     r"""The T5 bias ``table[bucket(k_pos − q_pos)]``, shape ``(..., H, Tq, Tk)``.
 
     ``table`` is the ``(num_buckets, H)`` embedding (HF ``relative_attention_bias.weight``); positions are

@@ -38,6 +38,12 @@ def softmax(logits: np.ndarray, mask: np.ndarray | None = None, fully_masked: st
     return _out(refpos.softmax(_in(logits), mask=_in(mask), fully_masked=fully_masked))
 
 
+def _attention_options(bias: Any = None, mask: Any = None, scale: float | None = None, causal: bool = False,
+                       softcap: float | None = None) -> dict[str, Any]:
+    """The options both attention entry points take, their arrays moved to the backend."""
+    return {"bias": _in(bias), "mask": _in(mask), "scale": scale, "causal": causal, "softcap": softcap}
+
+
 def attention(
     q: np.ndarray,
     k: np.ndarray,
@@ -48,27 +54,14 @@ def attention(
     causal: bool = False,
     softcap: float | None = None,
 ) -> np.ndarray:
-    return _out(
-        refpos.attention(_in(q), _in(k), _in(v), bias=_in(bias), mask=_in(mask), scale=scale,
-                         causal=causal, softcap=softcap)
-    )
+    options = _attention_options(bias, mask, scale, causal, softcap)
+    return _out(refpos.attention(_in(q), _in(k), _in(v), **options))
 
 
-def chunked_attention(
-    q: np.ndarray,
-    k: np.ndarray,
-    v: np.ndarray,
-    chunk_size: int,
-    bias: np.ndarray | None = None,
-    mask: np.ndarray | None = None,
-    scale: float | None = None,
-    causal: bool = False,
-    softcap: float | None = None,
-) -> np.ndarray:
-    return _out(
-        refpos.chunked_attention(_in(q), _in(k), _in(v), bias=_in(bias), mask=_in(mask), scale=scale,
-                                 causal=causal, softcap=softcap, chunk_size=chunk_size)
-    )
+def chunked_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, chunk_size: int, **options: Any) -> np.ndarray:
+    """:func:`attention` over key chunks of ``chunk_size``; ``options`` are :func:`attention`'s keywords."""
+    return _out(refpos.chunked_attention(_in(q), _in(k), _in(v), chunk_size=chunk_size,
+                                         **_attention_options(**options)))
 
 
 # ------------------------------------------------------------------------------- encodings --------
@@ -235,14 +228,8 @@ def sandwich_bias(
                                      causal=causal))
 
 
-def xpos(
-    q: np.ndarray,
-    k: np.ndarray,
-    q_positions: np.ndarray,
-    k_positions: np.ndarray,
-    base: float = 10000.0,
-    scale_base: float = 512.0,
-) -> tuple[np.ndarray, np.ndarray]:
+def xpos(q: np.ndarray, k: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray, base: float = 10000.0,
+         scale_base: float = 512.0) -> tuple[np.ndarray, np.ndarray]:
     """xPos ``(q_rot, k_rot)``, each ``(H, T, d)``: interleaved RoPE (pairs (2i, 2i+1), θ_i = base^(-2i/d)),
     q times ``ζ_i^((m - c)/γ)``, k divided by ``ζ_i^((n - c)/γ)``, ``ζ_i = (2i + 0.4d)/(1.4d)``,
     ``γ = scale_base``, ``c = len(k_positions) // 2`` (c cancels in ``q_rot · k_rot``).

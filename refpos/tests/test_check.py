@@ -25,6 +25,7 @@ from refpos.golden.npy import npy_bytes
 from refpos.golden.rope_cases import model_configs
 from refpos.rope.forms import pair_channels
 from refpos.rope.scaling import base_inv_freq
+from refpos.tests.ports import float32_rope
 
 CONFIGS = model_configs()
 POSITIONS = np.array([0, 1, 2, 7, 255, 2047, 4095, 4096, 4097, 8191, 32768, 131071])
@@ -42,15 +43,8 @@ def _apply(x, positions, rope, **kw):
 
 
 def _float32_path(x, positions, rope, w, factor):
-    """A correct float32 implementation: float32 inv_freq, positions, angles, cos/sin, products."""
-    u_in, v_in, u_out, v_out = pair_channels(rope)
-    ang = positions.astype(np.float32)[:, None] * w.astype(np.float32)[None, :]
-    c, s = np.cos(ang) * np.float32(factor), np.sin(ang) * np.float32(factor)
-    x32 = x.astype(np.float32)
-    y = x32.copy()
-    y[:, u_out] = x32[:, u_in] * c - x32[:, v_in] * s
-    y[:, v_out] = x32[:, v_in] * c + x32[:, u_in] * s
-    return y
+    """A correct float32 implementation (refpos.tests.ports.float32_rope)."""
+    return float32_rope(x, positions, rope, w, factor)
 
 
 def _ids(result):

@@ -23,8 +23,8 @@ import refpos
 from refpos.check.problem import round_to
 from refpos.check.run import check_rope
 from refpos.golden.rope_cases import declared_length, model_configs, probe_positions, shared_x, slug
-from refpos.rope.forms import pair_channels
 from refpos.rope.scaling import base_inv_freq
+from refpos.tests.ports import float32_rope
 
 
 def _probe_sets():
@@ -52,16 +52,9 @@ def _apply(x, positions, rope, seq_len, **kw):
 
 
 def _float32_phase(x, positions, rope, seq_len):
-    """A correct float32 implementation (float32 ω, positions, angles, cos/sin, products)."""
+    """A correct float32 implementation (refpos.tests.ports.float32_rope) at the config's ω and A."""
     w, factor = refpos.rope_frequencies(rope, seq_len=seq_len, xp="numpy")
-    u_in, v_in, u_out, v_out = pair_channels(rope)
-    ang = positions.astype(np.float32)[:, None] * np.asarray(w).astype(np.float32)[None, :]
-    c, s = np.cos(ang) * np.float32(factor), np.sin(ang) * np.float32(factor)
-    x32 = x.astype(np.float32)
-    y = x32.copy()
-    y[:, u_out] = x32[:, u_in] * c - x32[:, v_in] * s
-    y[:, v_out] = x32[:, v_in] * c + x32[:, u_in] * s
-    return y
+    return float32_rope(x, positions, rope, w, factor)
 
 
 def _cases(rope, x, positions):
