@@ -15,8 +15,14 @@ The schedule follows the family table (:mod:`refpos.rope.families`):
 * per-layer-type rope dicts (Gemma 3, Gemma 4, …): layer ``i`` takes the RoPE of ``layer_types[i]`` (a
   null entry: no RoPE).
 
+* layers without attention (the family's ``no_attention`` layer types: Mamba, linear attention,
+  convolutions in Qwen3-Next, Bamba, LFM2, MiniMax, ...): no attention, so no positions; ``.rope`` is
+  ``None``, ``.attention`` is false and the schedule names their kind (``linear ×36, rope ×12``).
+
 ``layer_types`` is read from the config; when it is absent, the family's ``layer_pattern`` fills it as
-the model's config class does, and a family without one is an error naming ``layer_types``.
+the model's config class does. A family that needs the types to know which layers rotate and has no
+pattern is an error naming ``layer_types``; a family whose types only say which layers have no attention
+resolves every layer with RoPE and reports that gap as not modelled.
 
 Query scales (the multiplier of ``q`` after its rotation, at position ``p``):
 
@@ -71,10 +77,20 @@ class HFLayer:
     rope: RopeConfig | None
     #: (rule, first parameter, second parameter) of the query scale, or None
     scale: tuple[str, float, float] | None = None
+    #: the kind of a layer without attention (``"linear"``, ``"mamba"``, ``"conv"``, ...), or None
+    mixer: str | None = None
+
+    @property
+    def attention(self) -> bool:
+        """False for a layer without attention (and so without positions)."""
+        return self.mixer is None
 
     @property
     def kind(self) -> str:
-        """``"rope"`` or ``"none"`` (no RoPE), with ``+scale`` when the query is scaled by position."""
+        """``"rope"`` or ``"none"`` (attention without RoPE), with ``+scale`` when the query is scaled by
+        position; a layer without attention: its mixer (``"linear"``, ``"mamba"``, ...)."""
+        if self.mixer is not None:
+            return self.mixer
         return ("rope" if self.rope is not None else "none") + ("+scale" if self.scale else "")
 
     def query_scale(self, positions: Any) -> np.ndarray:
@@ -154,7 +170,8 @@ def _layer_count(cfg: Mapping[str, Any]) -> int:
                      f"(none of {list(_LAYER_COUNT_KEYS)})")
 
 
-def _layer_types(cfg: Mapping[str, Any], family: Family | None, n: int, needed: bool) -> list[str | None]:
+def _layer_types(cfg: Mapping[str, Any], family: Family | None, n: int) -> list[str] | None:
+    """The config's ``layer_types``, or the family's pattern filling it; None when neither says."""
     value = cfg.get("layer_types")
     if value is not None:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -162,14 +179,20 @@ def _layer_types(cfg: Mapping[str, Any], family: Family | None, n: int, needed: 
         if len(value) != n:
             raise ValueError(f"layer_types has {len(value)} entries for {n} layers")
         return list(value)
-    if not needed:
-        return [None] * n
-    if family is None or family.layer_pattern is None:
-        raise ValueError("layer_types: absent, and refpos does not know how this model_type fills it; "
-                         "give layer_types in the config")
-    key, default = family.layer_pattern
-    every = default if key is None or cfg.get(key) is None else check_int(key, cfg[key], minimum=1)
-    return ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n)]
+    pattern = None if family is None else family.layer_pattern
+    if pattern is None:
+        return None
+    if pattern.indices is not None:  # the config lists the full-attention layers (Bamba, LFM2)
+        listed = cfg.get(pattern.indices)
+        if listed is None:
+            return None
+        if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
+                                               for i in listed):
+            raise ValueError(f"{pattern.indices} must be a list of layer indices in [0, {n}), got {listed!r}")
+        return ["full_attention" if i in listed else pattern.other for i in range(n)]
+    key = pattern.key
+    every = pattern.every if key is None or cfg.get(key) is None else check_int(key, cfg[key], minimum=1)
+    return ["full_attention" if (i + 1) % every == 0 else pattern.other for i in range(n)]
 
 
 def _rotates(cfg: Mapping[str, Any], family: Family | None, types: list[str | None], n: int) -> list[bool]:
@@ -229,13 +252,23 @@ def hf_layers(config_or_path: Any, *, strict: bool = False) -> LayerSchedule:
     n = _layer_count(cfg)
     per_type = hf_layer_types(full)
     needs_types = bool(per_type) or (family is not None and family.rope_layers in ("sliding", "sliding_or_no_window"))
-    types = _layer_types(cfg, family, n, needs_types)
-    rotates = _rotates(cfg, family, types, n)
-    ropes: dict[str | None, RopeConfig | None] = {}
+    found_types = _layer_types(cfg, family, n)
     problems: dict[str, None] = {}
     not_modelled: dict[str, str] = {}
+    if found_types is None and needs_types:
+        raise ValueError("layer_types: absent, and refpos does not know how this model_type fills it; "
+                         "give layer_types in the config")
+    unplaced = None  # a family with layers without attention, and no layer_types saying which they are
+    if found_types is None and family is not None and family.no_attention:
+        kinds = "/".join(sorted({kind for _, kind in family.no_attention}))
+        unplaced = (f"{family.model_type}: its {kinds} layers have no attention (no positions), but the config has "
+                    "no layer_types to say which: every layer is resolved as attention with RoPE")
+    types: list[str | None] = list(found_types) if found_types is not None else [None] * n
+    mixers = [None if family is None else family.no_attention_kind(t) for t in types]
+    rotates = [r and m is None for r, m in zip(_rotates(cfg, family, types, n), mixers, strict=True)]
+    ropes: dict[str | None, RopeConfig | None] = {}
     notes: list[str] = []
-    for layer_type in dict.fromkeys(t if per_type else None for t in types):
+    for layer_type in dict.fromkeys(t if per_type else None for t, m in zip(types, mixers, strict=True) if m is None):
         try:
             rope, found = resolve_rope(full, layer_type, per_layer=True)
         except ValueError as exc:
@@ -250,14 +283,19 @@ def hf_layers(config_or_path: Any, *, strict: bool = False) -> LayerSchedule:
     for key in _SCHEDULE_KEYS:
         not_modelled.pop(prefix + key, None)
         problems.pop(prefix + key, None)
+    if unplaced is not None:
+        gaps = [not_modelled[prefix + "model_type"]] if prefix + "model_type" in not_modelled else []
+        not_modelled[prefix + "model_type"] = "; ".join([*gaps, unplaced])
+        problems[prefix + "model_type"] = None
     rope_dict = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
     if family is not None and family.query_scale == "llama_4_scaling_beta":
         for key in ("rope_parameters.llama_4_scaling_beta", "rope_scaling.llama_4_scaling_beta"):
             not_modelled.pop(prefix + key, None)
             problems.pop(prefix + key, None)
+    rope_dict = rope_dict if isinstance(rope_dict, Mapping) else {}
     layers = tuple(
         HFLayer(i, types[i], ropes[types[i] if per_type else None] if rotates[i] else None,
-                _scale(cfg, family, rotates[i], rope_dict if isinstance(rope_dict, Mapping) else {}))
+                None if mixers[i] else _scale(cfg, family, rotates[i], rope_dict), mixers[i])
         for i in range(n))
     if strict and problems:
         raise ValueError(f"strict: not modelled or unused: {list(problems)} (strict=False resolves and reports them)")

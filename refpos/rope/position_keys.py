@@ -128,10 +128,10 @@ def not_modelled_report(r: Any, unused: list[str], rope_type: str, *,
             report[key] = effect(bare)
     gaps = list(r.code_gaps)
     family = r.family
-    if family and not per_layer_done and (family.rope_layers != "all" or family.query_scale):
-        gaps.append(f"{family.model_type}: " + ("not every layer rotates" if family.rope_layers != "all"
-                                                else "the query is scaled by position")
-                    + " (refpos.hf_layers resolves each layer)")
+    if family and not per_layer_done and (family.rope_layers != "all" or family.query_scale or family.no_attention):
+        what = "not every layer rotates" if family.rope_layers != "all" else \
+            "the query is scaled by position" if family.query_scale else "some layers have no attention (no positions)"
+        gaps.append(f"{family.model_type}: {what} (refpos.hf_layers resolves each layer)")
     if gaps:
         report[r.prefix + "model_type"] = "; ".join(gaps)
     return report

@@ -26,8 +26,8 @@ def test_rows_are_unique_and_valid():
     assert summary["model_types"] == len(names) >= 150
     assert summary["differ_from_default"] == sum(
         (row.layout, row.rope_layers, row.query_scale, row.placement, row.rope_dict, row.multi_axis,
-         row.unmodelled, row.layer_pattern) != ("half", "all", None, None, frozenset(), False, None, None)
-        for row in fam.FAMILY_ROWS)
+         row.unmodelled, row.layer_pattern, row.no_attention)
+        != ("half", "all", None, None, frozenset(), False, None, None, ()) for row in fam.FAMILY_ROWS)
 
 
 @pytest.mark.parametrize("model_type, layout, layers, query", [
