@@ -289,10 +289,12 @@ def test_longrope_mscale_matches_phimoe_up_to_the_original_length(impl, seq_len)
     assert np.all(np.abs(cos - tables[seq_len][0]) <= atol) and np.all(np.abs(sin - tables[seq_len][1]) <= atol)
 
 
-@pytest.mark.xfail(strict=True, reason="transformers 5.24 PhimoeRotaryEmbedding.forward applies long_mscale past "
-                   "L_0 but recomputes inv_freq without seq_len, so it keeps the short factors (measured: cos of "
-                   "pair 0 at p = 4096, L = 4097: 0.96479 vs 1.13968 with the long factors); Phi-3.5-MoE's own "
-                   "modeling code and vLLM use long factors with long_mscale there, as refpos does")
+@pytest.mark.xfail(strict=True, reason="transformers 5.24 models/phimoe/modeling_phimoe.py "
+                   "PhimoeRotaryEmbedding.forward applies long_mscale past L_0 but takes inv_freq from "
+                   "rope_init_fn(self.config) without seq_len, so it keeps the short factors; measured on this "
+                   "config at L = 4097: max |cos - transformers| = 2.40 (p = 710, pair 0), pair 0 at p = 4096: "
+                   "1.13968 (long factors x long_mscale) vs 0.96479 (short factors x long_mscale); Phi-3.5-MoE's "
+                   "own modeling code and vLLM use the long factors with long_mscale there, as refpos does")
 def test_longrope_mscale_matches_phimoe_past_the_original_length(impl):
     cfg, tables = _phimoe([4097])
     params = require(impl, "rope_params_from_hf_config")(cfg)

@@ -19,6 +19,7 @@ import argparse
 import importlib
 import sys
 import traceback
+import warnings
 from typing import NoReturn
 
 #: subcommand -> (module, one-line help)
@@ -66,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     name = f"refpos {args.command}"
     try:
         module = importlib.import_module(args._module)
-        return int(module.run(args))
+        with warnings.catch_warnings():  # a warning is one line on stderr, like an error
+            warnings.showwarning = lambda message, *_: print(f"{name}: warning: {message}", file=sys.stderr)
+            return int(module.run(args))
     except (ValueError, TypeError, OSError) as exc:  # a named refusal of an input (files: OSError)
         code, message, error = EXIT_INPUT, _first_line(exc), exc
     except ImportError as exc:  # an optional dependency (matplotlib, torch, cupy)

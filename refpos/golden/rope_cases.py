@@ -203,6 +203,8 @@ def layer_kind_cases(config: dict[str, Any], name: str, positions: np.ndarray | 
     ref = ropes[0]
     for (layer_type, kind), indices in kinds.items():
         layer = schedule[indices[0]]
+        if not layer.attention:
+            continue  # no attention, no query: the schedule in the other cases' parameters names these layers
         key = f"rope/{slug(name)}/layers/{layer_type or 'all'}-{kind}"
         pos = probe_positions(declared_length(config, ref), ref.original_max_position_embeddings, key) \
             if positions is None else np.asarray(positions, dtype=np.int64)

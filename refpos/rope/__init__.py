@@ -20,7 +20,7 @@ from refpos.rope.core import apply_rope, rope_cos_sin
 from refpos.rope.drope import DroPE, rms_norm
 from refpos.rope.dynamic import DynamicNTKState
 from refpos.rope.encoding import Rope
-from refpos.rope.families import Family, family_of
+from refpos.rope.families import Family, UnknownFamilyWarning, family_of
 from refpos.rope.forms import (
     apply_rope_complex,
     half_to_interleaved_permutation,
@@ -56,6 +56,7 @@ __all__ = [
     "LayerSchedule",
     "Rope",
     "RopeConfig",
+    "UnknownFamilyWarning",
     "apply_rope",
     "apply_rope_complex",
     "attention_factor",

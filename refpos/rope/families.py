@@ -21,7 +21,8 @@ checks every value against its rule set and serves the rows. The columns:
 ``layer_pattern``
     How the model's config class fills an absent ``layer_types`` (a :class:`LayerPattern`): every ``n``-th
     layer ``full_attention`` (``n`` read from ``key``, default ``every``), or the layers a config key lists
-    (``indices``); the others are ``other`` (default ``sliding_attention``).
+    (``indices``; ``absent``: the type of every layer when that key is missing); the others are ``other``
+    (default ``sliding_attention``).
 ``no_attention``
     Layer types without attention, and so without positions (Mamba, linear attention, convolutions), with
     the kind the schedule names them by: Qwen3-Next's ``linear_attention`` layers are ``"linear"``.
@@ -84,11 +85,14 @@ class LayerPattern:
     key: str | None = None
     indices: str | None = None
     other: str = "sliding_attention"
+    #: with ``indices``: the type of every layer when the config lacks that key
+    absent: str | None = None
 
     def __post_init__(self) -> None:
         if (self.every is None) == (self.indices is None) or (self.every is not None and self.every < 1) \
-                or (self.indices is not None and self.key is not None):
-            raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key) or indices = key, got {self}")
+                or (self.indices is not None and self.key is not None) or (self.absent and self.indices is None):
+            raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key) or indices = key "
+                             f"(with an optional absent), got {self}")
 
 
 @dataclass(frozen=True)
@@ -197,12 +201,13 @@ def family_of(model_type: str | None) -> Family | None:
     return FAMILIES.get(ALIASES.get(model_type, model_type))
 
 
-def warn_assumed(model_type: str | None, *, stacklevel: int = 3) -> None:
-    """Warn (:class:`UnknownFamilyWarning`) that ``model_type`` is not in the table and its layout is assumed."""
+def warn_assumed(model_type: str | None, *, stacklevel: int = 2) -> None:
+    """Warn (:class:`UnknownFamilyWarning`) that ``model_type`` is not in the table and its layout is assumed;
+    ``stacklevel`` as :func:`warnings.warn` counts it from this function's caller."""
     named = "no model_type" if model_type is None else f"model_type {model_type!r}"
     warnings.warn(f"{named} is not in refpos's family table: half-split pairs and RoPE on every layer are "
                   "assumed, not read from the model's code (the resolution reports it as not modelled)",
-                  UnknownFamilyWarning, stacklevel=stacklevel)
+                  UnknownFamilyWarning, stacklevel=stacklevel + 1)
 
 
 def table_summary() -> dict[str, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.rope.families import ALIASES, Family, family_of
+from refpos.rope.families import ALIASES, Family, family_of, warn_assumed
 from refpos.rope.hf_files import GEMMA3, ROPE_KEYS, is_per_layer
 from refpos.rope.mrope_hf import mrope_rope_type
 from refpos.rope.params import PARAM_KEYS
@@ -240,6 +240,7 @@ class Resolver:
             self.set("layout", "half", "default")
             self.code_gaps.append(f"model_type {self.model_type!r} is not in the family table: half-split pairs "
                                   "and RoPE on every layer assumed")
+            warn_assumed(self.model_type, stacklevel=4)  # the caller of from_hf_config / hf_layers
             return
         if family.layout == "rope_interleave":
             interleave = self.top("rope_interleave") if "rope_interleave" in self.cfg else True

@@ -185,7 +185,7 @@ def _layer_types(cfg: Mapping[str, Any], family: Family | None, n: int) -> list[
     if pattern.indices is not None:  # the config lists the full-attention layers (Bamba, LFM2)
         listed = cfg.get(pattern.indices)
         if listed is None:
-            return None
+            return None if pattern.absent is None else [pattern.absent] * n
         if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
                                                for i in listed):
             raise ValueError(f"{pattern.indices} must be a list of layer indices in [0, {n}), got {listed!r}")

@@ -104,3 +104,51 @@ def test_layout_anchor_breaks_on_a_wrong_row(monkeypatch):
     wrong = fam.Family("cohere", "half", "cohere/modeling_cohere.py: rotate_half")
     with pytest.raises(AssertionError):
         test_layout_is_what_the_rotate_function_does(wrong)
+
+
+PATTERN_ROWS = [row for row in fam.FAMILY_ROWS if row.layer_pattern is not None]
+
+
+@pytest.mark.anchors
+@pytest.mark.parametrize("row", PATTERN_ROWS, ids=lambda r: r.model_type)
+def test_layer_pattern_is_what_the_config_class_fills(row):
+    """The layer types refpos fills for a config without ``layer_types`` are the ones transformers' config class
+    builds: with the pattern's key absent and set (every 3rd layer, or layers 2 and 7)."""
+    from transformers import AutoConfig
+
+    from refpos.rope.layers import _layer_types
+
+    pattern, n = row.layer_pattern, 12
+    given = {pattern.key: 3} if pattern.key else {pattern.indices: [2, 7]} if pattern.indices else {}
+    for extra in ({}, given):
+        hf_cfg = AutoConfig.for_model(row.model_type, num_hidden_layers=n, **extra)
+        theirs = list(getattr(hf_cfg, "layer_types", None) or hf_cfg.layers_block_type)
+        assert _layer_types(dict(extra, num_hidden_layers=n), row, n) == theirs, extra
+
+
+NO_ATTENTION = [(row, layer_type) for row in fam.FAMILY_ROWS for layer_type, _ in row.no_attention]
+
+
+@pytest.mark.anchors
+@pytest.mark.parametrize("row, layer_type", NO_ATTENTION, ids=lambda v: v if isinstance(v, str) else v.model_type)
+def test_no_attention_layers_have_no_attention_module(row, layer_type):
+    """A tiny two-layer model of the family, layer 0 of the ``no_attention`` type and layer 1 full attention:
+    layer 1 holds the family's attention module (the one that applies RoPE), layer 0 none."""
+    from transformers import AutoConfig, AutoModel
+
+    small = {"hidden_size": 64, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
+             "intermediate_size": 32, "num_hidden_layers": 2, "vocab_size": 128, "pad_token_id": 0}
+    pattern = row.layer_pattern
+    if pattern is not None and pattern.indices is not None:  # the config lists its attention layers (Bamba, LFM2)
+        if layer_type != pattern.other:
+            pytest.skip(f"{row.model_type} names its other layers {pattern.other!r} from {pattern.indices}")
+        small[pattern.indices] = [1]
+    elif row.model_type == "recurrent_gemma":  # block_types, cycled over the layers
+        small["block_types"] = ["recurrent", "attention"]
+    else:
+        small["layer_types"] = [layer_type, "full_attention"]
+    model = AutoModel.from_config(AutoConfig.for_model(row.model_type, **small))
+    layers = next(m for name, m in model.named_modules() if name.endswith("layers") and hasattr(m, "__len__"))
+    first, second = ({type(m).__name__ for m in layer.modules()} for layer in (layers[0], layers[1]))
+    attention = {name for name in second - first if name.endswith("Attention")}
+    assert attention and not attention & first, (first, second)

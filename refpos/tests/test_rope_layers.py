@@ -85,7 +85,8 @@ def test_not_modelled_report_is_explicit():
                                                                 "attn_scale", "no_rope_layers", "model_type"} - {
         "no_rope_layers"}  # an empty no_rope_layers list is not active
     assert "layer" in refpos.from_hf_config(LLAMA4).not_modelled["model_type"]
-    unknown = refpos.from_hf_config(dict(LLAMA, model_type="my_new_llm"))
+    with pytest.warns(refpos.UnknownFamilyWarning, match="my_new_llm"):
+        unknown = refpos.from_hf_config(dict(LLAMA, model_type="my_new_llm"))
     assert "assumed" in unknown.not_modelled["model_type"] and unknown.layout == "half"
     qwen = refpos.from_hf_config(CONFIGS["Qwen/Qwen2-7B-Instruct"]["config"])
     assert "sliding_window" in qwen.unused_keys and not qwen.not_modelled  # window off: harmless
@@ -139,6 +140,59 @@ def test_strict():
 def test_bad_input_names_the_parameter(config, index, error, name):
     with pytest.raises(error, match=name):
         refpos.hf_layer(config, index)
+
+
+QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2,
+              "head_dim": 256, "num_hidden_layers": 48, "rope_theta": 1e7, "partial_rotary_factor": 0.25,
+              "max_position_embeddings": 262144}
+
+
+@pytest.mark.parametrize("config, summary", [
+    (QWEN3_NEXT, "layers 0-47: linear ×36, rope ×12 (every 4th)"),  # full_attention_interval default 4
+    (dict(QWEN3_NEXT, full_attention_interval=2), "layers 0-47: linear ×24, rope ×24 (every 2nd)"),
+    (dict(QWEN3_NEXT, model_type="bamba", num_hidden_layers=8, attn_layer_indices=[3, 7]),
+     "layers 0-7: mamba ×6 (0, 1, 2, 4, 5, 6), rope ×2 (every 4th)"),
+    (dict(QWEN3_NEXT, model_type="lfm2", num_hidden_layers=6, full_attn_idxs=[2, 5]),
+     "layers 0-5: conv ×4 (0, 1, 3, 4), rope ×2 (every 3rd)"),
+    (dict(QWEN3_NEXT, model_type="granitemoehybrid", num_hidden_layers=4,
+          layer_types=["mamba", "mamba", "mamba", "attention"]), "layers 0-3: mamba ×3 (0, 1, 2), rope ×1"),
+    (dict(QWEN3_NEXT, model_type="minimax", num_hidden_layers=4,
+          layer_types=["full_attention", "linear_attention"] * 2), "layers 0-3: rope ×2 (0, 2), linear ×2 (every 2nd)"),
+])
+def test_layers_without_attention_are_a_kind_of_their_own(config, summary):
+    schedule = refpos.hf_layers(config)
+    assert schedule.summary() == summary
+    for layer in schedule:
+        no_attention = layer.kind in ("linear", "mamba", "conv")
+        assert layer.attention is not no_attention and (layer.rope is None) is no_attention
+        assert not no_attention or (layer.scale is None and layer.query_scale([5])[0] == 1.0)
+    assert "layer_types" not in schedule.not_modelled  # the schedule reads it
+    assert "no attention" in refpos.from_hf_config(config).not_modelled["model_type"]  # one RoPE for all: a gap
+
+
+def test_complete_says_when_the_layers_without_attention_are_not_placed():
+    assert refpos.hf_layers(QWEN3_NEXT).complete  # the pattern places them
+    minimax = refpos.hf_layers(dict(QWEN3_NEXT, model_type="minimax"))  # no layer_types, no pattern
+    assert not minimax.complete and minimax.summary() == "layers 0-47: rope ×48"
+    assert "no layer_types to say which" in minimax.not_modelled["model_type"]
+    with pytest.raises(ValueError, match="model_type"):
+        refpos.hf_layers(dict(QWEN3_NEXT, model_type="minimax"), strict=True)
+    with pytest.raises(ValueError, match="attn_layer_indices"):
+        refpos.hf_layers(dict(QWEN3_NEXT, model_type="bamba", attn_layer_indices=[48]))
+    bamba = refpos.hf_layers(dict(QWEN3_NEXT, model_type="bamba"))  # absent: every layer mamba (BambaConfig)
+    assert bamba.summary() == "layers 0-47: mamba ×48" and bamba.complete
+
+
+def test_layer_kind_tests_break_when_the_family_forgets_its_mamba_layers(monkeypatch):
+    import dataclasses
+
+    from refpos.rope import families
+
+    row = families.FAMILIES["qwen3_next"]
+    monkeypatch.setitem(families.FAMILIES, "qwen3_next", dataclasses.replace(row, no_attention=()))
+    with pytest.raises(AssertionError):
+        test_layers_without_attention_are_a_kind_of_their_own(QWEN3_NEXT, "layers 0-47: linear ×36, rope ×12 "
+                                                                          "(every 4th)")
 
 
 def test_query_scale_bad_positions():

@@ -1,0 +1,91 @@
+"""The family table's file (``refpos/data/families.toml``): every malformed table refused with a message that
+names it, and the warning an unknown ``model_type`` resolves with (API and ``refpos rope``).
+
+The row-by-row anchors against transformers' modeling files are in test_rope_families.py.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+import refpos
+from refpos.cli import main
+from refpos.rope import families as fam
+
+ROW = '[family.x]\nlayout = "half"\nsource = "x/modeling_x.py: rotate_half"\n'
+
+
+def table(rows: str = ROW, aliases: str = "") -> str:
+    return f"[aliases]\n{aliases}\n{rows}"
+
+
+def test_the_file_loads_into_the_rows():
+    rows, aliases = fam.load()
+    assert rows == fam.FAMILY_ROWS and aliases == fam.ALIASES == {"kimi_k2": "deepseek_v3"}
+    assert len(rows) == len({row.model_type for row in rows}) == 180
+    (row,), _ = fam.load(table(ROW + 'no_attention = {conv = "conv"}\nlayer_pattern = {every = 3, other = "conv"}\n'))
+    assert row.no_attention_kind("conv") == "conv" and row.no_attention_kind("full_attention") is None
+    assert row.layer_pattern == fam.LayerPattern(every=3, other="conv") and not row.is_default
+
+
+@pytest.mark.parametrize("text, named", [
+    (table(ROW + "colour = 1\n"), "unknown keys ['colour']"),
+    (table('[family.x]\nsource = "x/modeling_x.py: f"\n'), "missing ['layout']"),
+    (table(ROW.replace('"half"', '"spiral"')), "column layout"),
+    (table(ROW.replace("modeling_x.py: rotate_half", "x.py")), "column source"),
+    (table(ROW + 'rope_layers = "odd"\n'), "column rope_layers"),
+    (table(ROW + 'rope_dict = ["magic"]\n'), "column rope_dict"),
+    (table(ROW + "multi_axis = 1\n"), "multi_axis has the wrong type"),
+    (table(ROW + 'rope_dict = "ntk_alpha"\n'), "rope_dict has the wrong type"),
+    (table(ROW + "layer_pattern = {every = 0}\n"), "layer_pattern: give every"),
+    (table(ROW + 'layer_pattern = {every = 2, indices = "k"}\n'), "layer_pattern: give every"),
+    (table(ROW + "layer_pattern = {period = 2}\n"), "layer_pattern takes every"),
+    (table(ROW + "no_attention = {conv = 1}\n"), "no_attention maps"),
+    (table(aliases='y = "nowhere"'), "[aliases]"),
+    (table(aliases='x = "x"'), "[aliases]"),
+    ("[family.x]\nlayout = 'half'\nsource = 'x/modeling_x.py: f'\n", "expected the tables"),
+])
+def test_a_malformed_table_is_refused_by_name(text, named):
+    with pytest.raises(ValueError) as info:
+        fam.load(text)
+    assert named in str(info.value)
+
+
+UNKNOWN = {"model_type": "no_such_model", "hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2,
+           "rope_theta": 1e4}
+
+
+def test_an_unknown_model_type_warns_that_the_layout_is_assumed():
+    for resolve in (refpos.from_hf_config, refpos.hf_layers):
+        with pytest.warns(refpos.UnknownFamilyWarning, match="'no_such_model' is not in refpos's family table"):
+            result = resolve(UNKNOWN)
+        assert "not in the family table" in result.not_modelled["model_type"]  # and the report says it too
+    with pytest.warns(fam.UnknownFamilyWarning, match="no model_type"):
+        refpos.from_hf_config({k: v for k, v in UNKNOWN.items() if k != "model_type"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a known family resolves silently
+        refpos.from_hf_config(dict(UNKNOWN, model_type="llama"))
+        refpos.hf_layers(dict(UNKNOWN, model_type="kimi_k2"))
+
+
+def test_the_warning_test_breaks_without_the_warning(monkeypatch):
+    monkeypatch.setattr("refpos.rope.hf_resolver.warn_assumed", lambda *a, **k: None)
+    with pytest.raises(pytest.fail.Exception):
+        test_an_unknown_model_type_warns_that_the_layout_is_assumed()
+
+
+def test_refpos_rope_shows_the_warning_as_one_line(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(UNKNOWN), encoding="utf8")
+    assert main(["rope", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "refpos rope: warning: model_type 'no_such_model' is not in refpos's family table: half-split pairs and "
+        "RoPE on every layer are assumed, not read from the model's code (the resolution reports it as not "
+        "modelled)"]
+    assert "complete: NO" in captured.out
+    path.write_text(json.dumps(dict(UNKNOWN, model_type="llama")), encoding="utf8")
+    assert main(["rope", str(path)]) == 0 and capsys.readouterr().err == ""
