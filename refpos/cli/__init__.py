@@ -20,7 +20,8 @@ import importlib
 import sys
 import traceback
 import warnings
-from typing import NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 #: subcommand -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -39,7 +40,23 @@ REPORT = "this is a bug in refpos: please report it with the command line (rerun
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``refpos check: error: argument --q-len: …`` and exit 2."""
+    """argparse with one-line errors: ``refpos check: error: argument --q-len: …`` and exit 2.
+
+    ``constraints``: checks of options that must agree (:func:`refpos.cli.options.require`), run on the
+    parsed arguments; a message one returns is an error like any other.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.constraints: list[Callable[[argparse.Namespace], str | None]] = []
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, rest = super().parse_known_args(args, namespace)
+        for check in self.constraints:
+            message = check(parsed)
+            if message:
+                self.error(message)
+        return parsed, rest
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -62,8 +79,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``refpos`` with ``argv``; the exit status (a usage error's 2 and ``--help``'s 0 are returned too)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed its one line (or the help)
+        return exc.code if isinstance(exc.code, int) else EXIT_INPUT
     name = f"refpos {args.command}"
     try:
         module = importlib.import_module(args._module)

@@ -19,7 +19,9 @@ from refpos.check.run import (
     check_t5,
     default_dtype,
 )
+from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, WIDTH, Number, help_with, require
 from refpos.cli.progress import ProgressBar
+from refpos.encodings.t5 import _check_bucket_args as check_bucket_args
 from refpos.golden.npy import read_npy
 
 
@@ -37,29 +39,67 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="rope: unusable (exit 2) when the config asks for something refpos does not model")
     parser.add_argument("--input", help="rope: the input x (..., T, head_dim) (.npy)")
     parser.add_argument("--positions", help="rope, sinusoid: integer positions (.npy)")
-    parser.add_argument("--seq-len", type=int, default=None, help="rope: L (default max(positions) + 1)")
-    parser.add_argument("--heads", type=int, help="alibi: number of heads")
-    parser.add_argument("--q-len", type=int, default=None)
-    parser.add_argument("--k-len", type=int, default=None)
+    parser.add_argument("--seq-len", type=LENGTH, default=None,
+                        help=help_with(LENGTH, "rope: L (default max(positions) + 1)"))
+    parser.add_argument("--heads", type=WIDTH, help=help_with(WIDTH, "alibi: number of heads"))
+    parser.add_argument("--q-len", type=LENGTH, default=None,
+                        help=help_with(LENGTH, "alibi, t5: queries, the last q_len of the k_len keys"))
+    parser.add_argument("--k-len", type=LENGTH, default=None, help=help_with(LENGTH, "alibi, t5: keys"))
     parser.add_argument("--form", default="causal", help="alibi: causal, symmetric or key_index")
-    parser.add_argument("--head-dim", type=int, default=None, help="alibi: head size (tests the 1/√d mistake)")
+    parser.add_argument("--head-dim", type=WIDTH, default=None,
+                        help=help_with(WIDTH, "alibi: head size (tests the 1/√d mistake)"))
     parser.add_argument("--relative", help="t5: relative positions memory − query (.npy)")
     parser.add_argument("--causal", action="store_true", help="t5: decoder (unidirectional) buckets")
-    parser.add_argument("--num-buckets", type=int, default=32)
-    parser.add_argument("--max-distance", type=int, default=128)
-    parser.add_argument("--dim", type=int, help="sinusoid: width")
-    parser.add_argument("--length", type=int, help="sinusoid: positions 0 … length − 1")
-    parser.add_argument("--base", type=float, default=10000.0)
+    parser.add_argument("--num-buckets", type=BUCKETS, default=32, help=help_with(BUCKETS, "t5 (default 32)"))
+    parser.add_argument("--max-distance", type=LENGTH, default=128, help=help_with(LENGTH, "t5 (default 128)"))
+    parser.add_argument("--dim", type=EVEN_WIDTH, help=help_with(EVEN_WIDTH, "sinusoid: width"))
+    parser.add_argument("--length", type=LENGTH, help=help_with(LENGTH, "sinusoid: positions 0 … length − 1"))
+    parser.add_argument("--base", type=BASE, default=10000.0, help=help_with(BASE, "sinusoid (default 10000)"))
     parser.add_argument("--layout", default="interleaved", help="sinusoid: interleaved or concat")
     parser.add_argument("--spacing", default="paper", help="sinusoid: paper or tensor2tensor")
     parser.add_argument("--output", default=None, help="golden case: which output (default: the primary)")
     parser.add_argument("--golden-dir", type=Path, default=None)
+    require(parser, _options_agree)
+
+
+#: T5 bucket counts (the bidirectional ones must be even and at least 4: checked with --max-distance)
+BUCKETS = Number(int, minimum=2, maximum=MAX_WIDTH)
+
+
+def _options_agree(args: argparse.Namespace) -> str | None:
+    """The options of one target that must agree: one form of each input, ``--q-len <= --k-len``, T5's
+    bucket arguments."""
+    lengths = args.q_len is not None or args.k_len is not None
+    for what, conflict in (
+            ("CANDIDATE_FILE and --candidate", args.candidate_file is not None and args.candidate is not None),
+            ("t5: --relative and --q-len/--k-len", args.target == "t5" and bool(args.relative) and lengths),
+            ("sinusoid: --positions and --length", args.target == "sinusoid" and bool(args.positions)
+             and args.length is not None)):
+        if conflict:
+            return f"{what} both given: give one"
+    t5_lengths = args.target == "t5" and not args.relative
+    if (args.target == "alibi" or t5_lengths) and args.q_len is not None and args.k_len is not None \
+            and args.q_len > args.k_len:
+        return (f"--q-len {args.q_len} > --k-len {args.k_len}: the queries are the last q_len of the k_len keys "
+                "(query i at position k_len − q_len + i), so --q-len must be <= --k-len")
+    if args.target == "t5":
+        try:
+            check_bucket_args(not args.causal, args.num_buckets, args.max_distance)
+        except ValueError as exc:
+            return f"--num-buckets {args.num_buckets} --max-distance {args.max_distance}" + \
+                (" --causal" if args.causal else "") + f": {exc}"
+    return None
 
 
 def _need(value: Any, flag: str, target: str) -> Any:
     if value is None:
         raise Unusable(f"refpos check {target} needs {flag}")
     return value
+
+
+def _shaped(candidate: np.ndarray, shape: tuple[int, ...], what: str) -> None:
+    if tuple(candidate.shape) != shape:
+        raise Unusable(f"the candidate has shape {tuple(candidate.shape)}, {what} needs {shape}")
 
 
 def _load(path: str | None, flag: str, target: str, *, mmap: bool = False) -> np.ndarray:
@@ -100,12 +140,17 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
         else:
             q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
             k_len = _need(args.k_len, "--k-len", target)
+            _shaped(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
             rel = np.arange(k_len)[None, :] - (k_len - q_len + np.arange(q_len))[:, None]  # (Tq, Tk)
         return check_t5(candidate, rel, bidirectional=not args.causal, num_buckets=args.num_buckets,
                         max_distance=args.max_distance)
     if target == "sinusoid":
-        positions = read_npy(args.positions) if args.positions else np.arange(_need(args.length, "--positions or "
-                                                                                          "--length", target))
+        if args.positions:
+            positions = read_npy(args.positions)
+        else:
+            length = _need(args.length, "--positions or --length", target)
+            _shaped(candidate, (length, _need(args.dim, "--dim D", target)), "--length × --dim")  # before arange
+            positions = np.arange(length)
         return check_sinusoid(candidate, positions, dim=_need(args.dim, "--dim D", target), base=args.base,
                               layout=args.layout, spacing=args.spacing, dtype=dtype)
     return check_case(target, candidate, golden_dir=args.golden_dir, output=args.output, dtype=args.dtype)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, help_with
 from refpos.golden.generate import (
     _model_source,
     _write,
@@ -33,9 +34,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     mod.add_argument("config", type=Path, help="config.json (or its directory)")
     mod.add_argument("--out", type=Path, required=True)
     mod.add_argument("--positions", default=None, help="comma-separated positions, or a .npy file of int positions")
-    mod.add_argument("--seq-len", type=int, default=None, help="default: max(positions) + 1 (HF)")
-    mod.add_argument("--max-position", type=int, default=None,
-                     help="probe positions below this instead of the config's declared length (e.g. 1048576)")
+    mod.add_argument("--seq-len", type=LENGTH, default=None, help=help_with(LENGTH, "default: max(positions) + 1 (HF)"))
+    mod.add_argument("--max-position", type=LENGTH, default=None,
+                     help=help_with(LENGTH, "probe positions below this instead of the config's declared length "
+                                    "(e.g. 1048576)"))
     mod.add_argument("--name", default=None, help="model name in case ids (default: the config's directory)")
     mod.add_argument("--no-certify", action="store_true")
     mod.add_argument("--strict", action="store_true",
@@ -58,8 +60,8 @@ def _parse_positions(text: str | None) -> list[int] | None:
             values = [int(v) for v in text.split(",") if v.strip()]
         except ValueError:
             raise ValueError(f"--positions must be comma-separated integers or a .npy file, got {text!r}") from None
-    if not values or min(values) < 0:
-        raise ValueError("--positions must hold at least one position, all >= 0")
+    if not values or min(values) < 0 or max(values) > MAX_POSITION:
+        raise ValueError(f"--positions must hold at least one position, all >= 0 and <= 2**53 ({POSITION.why})")
     return values
 
 
@@ -109,8 +111,6 @@ def _run(args: argparse.Namespace) -> int:
         if args.strict and report:
             raise ValueError(f"strict: not modelled: {sorted(report)} (without --strict the cases are written "
                              "and the gaps listed)")
-        if args.max_position is not None and args.max_position < 1:
-            raise ValueError(f"--max-position must be >= 1, got {args.max_position}")
         cases = model_cases(config, name, positions=None if positions is None else np.asarray(positions),
                             seq_len=args.seq_len, max_position=args.max_position)
         source = {**_model_source(config, name, positions, args.seq_len, args.max_position), "not_modelled": report}

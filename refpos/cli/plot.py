@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from refpos.cli.options import DPI as DPI_RANGE
+from refpos.cli.options import help_with
 from refpos.tools.plots import (
     DPI,
     PLOTS,
@@ -20,7 +22,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="output PNG file (default NAME.png)")
     parser.add_argument("--all", action="store_true", help="draw every plot into --out-dir")
     parser.add_argument("--out-dir", default=".", help="directory for --all (default: .)")
-    parser.add_argument("--dpi", type=int, default=DPI, help=f"resolution (default {DPI})")
+    parser.add_argument("--dpi", type=DPI_RANGE, default=DPI, help=help_with(DPI_RANGE, f"resolution (default {DPI})"))
 
 
 def run(args: argparse.Namespace) -> int:

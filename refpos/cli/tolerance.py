@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
+from refpos.cli.options import LENGTH, POSITION, help_with
 from refpos.golden.tolerance import (
     ANGLE_ROUNDOFF,
     MANTISSA,
@@ -51,9 +52,11 @@ def _frequencies_from_config(path: str, seq_len: int | None) -> tuple[Any, float
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``refpos tolerance``."""
     parser.add_argument("--dtype", default="float32", help="float64, float32, bfloat16 or float16")
-    parser.add_argument("--max-position", type=int, default=131072, help="largest position to report")
+    parser.add_argument("--max-position", type=POSITION, default=131072,
+                        help=help_with(POSITION, "largest position to report (default 131072)"))
     parser.add_argument("--config", help="a model config.json: use its frequencies and attention factor")
-    parser.add_argument("--seq-len", type=int, default=None, help="sequence length for the resolver")
+    parser.add_argument("--seq-len", type=LENGTH, default=None,
+                        help=help_with(LENGTH, "sequence length for the resolver"))
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -61,8 +64,6 @@ def run(args: argparse.Namespace) -> int:
     """``refpos tolerance``: print the error a correct implementation in ``--dtype`` can show."""
 
     dtype = check_dtype(args.dtype)
-    if args.max_position < 0:
-        raise ValueError(f"--max-position must be >= 0, got {args.max_position}")
     if args.config:
         inv_freq, factor, source = _frequencies_from_config(args.config, args.seq_len)
     else:
