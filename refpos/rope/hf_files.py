@@ -55,10 +55,22 @@ def load_hf_config(config_or_path: Any) -> dict[str, Any]:
     return data
 
 
-def is_per_layer(rope_dict: Mapping[str, Any]) -> bool:
-    """Keys are layer types: every value a mapping or None, no key a rope parameter."""
-    return bool(rope_dict) and all(isinstance(v, Mapping) or v is None for v in rope_dict.values()) \
-        and not any(k in ALL_ROPE_KEYS for k in rope_dict)
+def is_per_layer(rope_dict: Mapping[str, Any], name: str = "rope_parameters") -> bool:
+    """Keys are layer types: every value a mapping or None, no key a rope parameter.
+
+    A dict with no rope parameter whose values are partly rope dicts (or null) and partly not is neither
+    form: a ``ValueError`` naming ``name`` and the stray key (it would otherwise resolve to default RoPE).
+    """
+    if not rope_dict or any(k in ALL_ROPE_KEYS for k in rope_dict):
+        return False
+    layered = {k: isinstance(v, Mapping) or v is None for k, v in rope_dict.items()}
+    stray = [k for k, ok in layered.items() if not ok]
+    if stray and len(stray) < len(layered):
+        value = rope_dict[stray[0]]
+        raise ValueError(f"{name} is keyed by layer type ({', '.join(sorted(map(str, rope_dict)))}), but "
+                         f"{name}.{stray[0]} is {type(value).__name__} {repr(value)[:40]}: each layer type's value "
+                         "must be a rope dict or null")
+    return not stray
 
 
 def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
@@ -67,7 +79,7 @@ def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
     cfg = cfg["text_config"] if isinstance(cfg.get("text_config"), Mapping) and not has_rope_keys(cfg) else cfg
     for key in ("rope_parameters", "rope_scaling"):
         value = cfg.get(key)
-        if isinstance(value, Mapping) and is_per_layer(value):
+        if isinstance(value, Mapping) and is_per_layer(value, key):
             return tuple(sorted(map(str, value)))
     if cfg.get("model_type") in GEMMA3:
         return ("full_attention", "sliding_attention")

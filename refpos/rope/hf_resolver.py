@@ -85,9 +85,9 @@ class Resolver:
                 raise ValueError("rope_scaling and rope_parameters are both given and differ; keep one")
             self.top("rope_parameters")
         key, rope = next(iter(found.items()), ("", {}))
-        if self.model_type in GEMMA3 and not is_per_layer(rope):
+        if self.model_type in GEMMA3 and not is_per_layer(rope, self.prefix + key):
             self._gemma3_legacy(key, rope)
-        elif is_per_layer(rope):
+        elif is_per_layer(rope, self.prefix + key):
             self.per_layer = True
             layers = sorted(map(str, rope))
             if self.layer_type is None:
