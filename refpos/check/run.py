@@ -30,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.check import stream
+from refpos.check import stream, tables_stream
 from refpos.check.catalogue import known
 from refpos.check.diagnosis import diagnose_rope, error_profile
 from refpos.check.mrope import diagnose_mrope, mrope_problem
 from refpos.check.problem import np_ns, pair_magnitude, rope_problem
-from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
+from refpos.check.stream import sample_rows
+from refpos.check.tables import diagnose_alibi
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 from refpos.pairs import split_pairs
@@ -139,7 +140,7 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     if result["ok"]:
         result["diagnosis"] = []
         return result
-    lead_index, token_index = sample_rows(rows_positions, tally.worst_index)
+    lead_index, token_index = sample_rows(rows_positions, tally.worst_index, limit=SAMPLE_ROWS)
     sample_x = np.asarray(x_rows[lead_index, token_index], dtype=np.float64)  # (N, D)
     sample_cand = np.asarray(stream.as_rows(raw)[lead_index, token_index], dtype=np.float64)  # (N, D)
     sample_positions = rows_positions[lead_index, token_index]  # (N,)
@@ -158,27 +159,6 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
 SAMPLE_ROWS = 4096
 
 
-def sample_rows(positions: np.ndarray, worst: tuple[int, ...] = (), limit: int | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """``(leading, token)`` indices of the rows the diagnosis compares, of positions ``(L, T)``.
-
-    Every row when there are at most ``limit``; otherwise rows spread evenly over all of them, the rows
-    of the 64 smallest positions (position 0 and 1 among them, where an offset or a frequency shows
-    first) and the worst row of the comparison, in order.
-    """
-    n_lead, t = positions.shape
-    total, limit = n_lead * t, limit or SAMPLE_ROWS
-    if total <= limit:
-        flat = np.arange(total)
-    else:
-        flat_positions = positions.reshape(-1)  # (L·T,)
-        smallest = np.argpartition(flat_positions, 64)[:64] if total > 64 else np.arange(total)
-        spread = np.linspace(0, total - 1, limit - 65).round().astype(np.int64)
-        extra = [worst[0] * t + worst[1]] if len(worst) >= 2 else []
-        flat = np.unique(np.concatenate([spread, smallest, np.asarray(extra, dtype=np.int64)]))
-    return flat // t, flat % t
-
-
 def non_finite(candidate: np.ndarray, reference: np.ndarray, positions: np.ndarray | None = None) -> list[dict]:
     """``non_finite``: NaN or infinity where the reference is finite (θ = 0, overflow, uninitialised tables)."""
     bad = ~np.isfinite(candidate) & np.isfinite(reference)
@@ -194,38 +174,46 @@ def non_finite(candidate: np.ndarray, reference: np.ndarray, positions: np.ndarr
 
 
 def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int | None = None,
-                form: str = "causal", dtype: str | None = None, head_dim: int | None = None) -> dict[str, Any]:
-    """Compare ALiBi slopes ``(n,)`` or a bias ``(n, q_len, k_len)`` with the reference."""
+                form: str = "causal", dtype: str | None = None, head_dim: int | None = None,
+                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Compare ALiBi slopes ``(n,)`` or a bias ``(n, q_len, k_len)`` with the reference.
+
+    A bias may be memory-mapped: it is compared block by block along the query rows
+    (:func:`refpos.check.tables_stream.stream_alibi`); the diagnosis runs on its last rows.
+    """
     import refpos
 
-    raw = np.asarray(to_numpy(candidate))
+    raw = _float_kind(np.asarray(to_numpy(candidate)), "candidate")
     dtype = tol.check_dtype(dtype or default_dtype(raw))
-    cand = _float_array(raw, "candidate")
-    if cand.ndim == 1:
-        _same_shape(cand, (n,), f"slopes for --heads {n}")
-        reference = np.asarray(to_numpy(refpos.alibi_slopes(n, xp=np_ns())))
-    else:
+    if raw.ndim != 1:
         if q_len is None or k_len is None:
             raise Unusable("a bias candidate needs --q-len and --k-len")
-        _same_shape(cand, (n, q_len, k_len), "a bias (heads, q_len, k_len)")
-        reference = np.asarray(to_numpy(refpos.alibi_bias(n, q_len, k_len, form=form, xp=np_ns())))
+        _same_shape(raw, (n, q_len, k_len), "a bias (heads, q_len, k_len)")
+        if q_len > k_len:
+            raise Unusable(f"q_len must be <= k_len (queries aligned to the end of the keys), got q_len={q_len}, "
+                           f"k_len={k_len}")
+        return tables_stream.stream_alibi(raw, n, form, dtype, head_dim, progress)
+    cand = raw.astype(np.float64)
+    _same_shape(cand, (n,), f"slopes for --heads {n}")
+    reference = np.asarray(to_numpy(refpos.alibi_slopes(n, xp=np_ns())))
     atol = np.asarray(tol.value_tolerance(dtype, reference))
     result = {"target": "alibi", "dtype": dtype, **_summary(cand, reference, atol)}
     result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, reference), *diagnose_alibi(
-        cand, n, q_len=q_len, k_len=k_len, form=form, atol=atol, head_dim=head_dim)]
+        cand, n, atol=atol, head_dim=head_dim)]
     if not result["ok"] and dtype == "float64" and _summary(cand, reference, np.asarray(
             tol.value_tolerance("float32", reference)))["ok"]:
-        result["diagnosis"].insert(0, {"id": known("float32_values"), "evidence": (
-            "outside the float64 tolerance but within the float32 one (rtol 1e-6): float32 arithmetic, e.g. "
-            "BLOOM's slopes (declare --dtype float32 if that is intended)")})
+        result["diagnosis"].insert(0, tables_stream.float32_values())
     return result
 
 
 def check_t5(candidate: Any, rel: Any, *, bidirectional: bool = True, num_buckets: int = 32,
-             max_distance: int = 128) -> dict[str, Any]:
-    """Compare T5 buckets of ``rel`` (memory − query) with the reference: integers, exact."""
-    import refpos
+             max_distance: int = 128, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Compare T5 buckets of ``rel`` (memory − query) with the reference: integers, exact.
 
+    ``candidate`` and ``rel`` may be memory-mapped (or ``rel`` a strided view,
+    :func:`refpos.check.tables_stream.relative_grid`): they are compared block by block along the
+    query rows; the diagnosis runs on a sample of the rows.
+    """
     cand = np.asarray(to_numpy(candidate))
     if cand.dtype.kind not in "iu":
         raise Unusable(f"T5 buckets must be an integer array, got {cand.dtype}")
@@ -233,41 +221,22 @@ def check_t5(candidate: Any, rel: Any, *, bidirectional: bool = True, num_bucket
     if rel.dtype.kind not in "iu":
         raise Unusable(f"relative positions must be an integer array, got {rel.dtype}")
     _same_shape(cand, rel.shape, "the relative positions")
-    reference = np.asarray(to_numpy(refpos.t5_bucket(np_ns().asarray(rel.astype(np.int64)),
-                                                     bidirectional=bidirectional, num_buckets=num_buckets,
-                                                     max_distance=max_distance)))
-    result = {"target": "t5", "dtype": "integer",
-              **_summary(cand.astype(np.float64), reference.astype(np.float64), np.zeros(reference.shape))}
-    result["diagnosis"] = [] if result["ok"] else diagnose_t5(
-        cand.astype(np.int64), rel.astype(np.int64), bidirectional=bidirectional, num_buckets=num_buckets,
-        max_distance=max_distance)
-    return result
+    return tables_stream.stream_t5(cand, rel, bidirectional, num_buckets, max_distance, progress)
 
 
 def check_sinusoid(candidate: Any, positions: Any, *, dim: int, base: float = 10000.0, layout: str = "interleaved",
-                   spacing: str = "paper", dtype: str | None = None) -> dict[str, Any]:
-    """Compare a sinusoidal table ``(T, dim)`` with the reference (position-aware tolerance)."""
-    import refpos
+                   spacing: str = "paper", dtype: str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Compare a sinusoidal table ``(*positions.shape, dim)`` with the reference (position-aware tolerance).
 
-    raw = np.asarray(to_numpy(candidate))
+    The table may be memory-mapped: it is compared block by block along the positions
+    (:func:`refpos.check.tables_stream.stream_sinusoid`); the diagnosis runs on a sample of the rows.
+    """
+    raw = _float_kind(np.asarray(to_numpy(candidate)), "candidate")
     dtype = tol.check_dtype(dtype or default_dtype(raw))
-    cand = _float_array(raw, "candidate")
     positions = _int_array(np.asarray(to_numpy(positions)), "positions")
-    _same_shape(cand, (*positions.shape, dim), "a table (*positions.shape, dim)")
-    reference = np.asarray(to_numpy(refpos.sinusoidal(np_ns().asarray(positions), dim, base=base, layout=layout,
-                                                      spacing=spacing)))
-    freqs = np.asarray(to_numpy(refpos.sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=np_ns())))
-    atol = np.asarray(tol.rope_tolerance(dtype, positions, freqs, reference=reference))
-    result = {"target": "sinusoid", "dtype": dtype, **_summary(cand, reference, atol)}
-    result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, reference), *diagnose_sinusoid(
-        cand, positions, dim=dim, base=base, layout=layout, spacing=spacing, atol=atol)]
-    if not result["ok"] and dtype == "float64":
-        atol32 = np.asarray(tol.rope_tolerance("float32", positions, freqs, reference=reference))
-        if _summary(cand, reference, atol32)["ok"]:
-            result["diagnosis"].insert(0, {"id": known("float32_angles"), "evidence": (
-                "outside the float64 tolerance but within the float32 one: the table was computed in float32 "
-                "(declare --dtype float32 if that is intended)")})
-    return result
+    _same_shape(raw, (*positions.shape, dim), "a table (*positions.shape, dim)")
+    return tables_stream.stream_sinusoid(raw, positions, dim, base, layout, spacing, dtype, progress)
 
 
 # ------------------------------------------------------------------------------------ golden cases

@@ -196,6 +196,28 @@ class Tally:
                 "fine_below": fine_below if failed else None, "error_at_zero": self.error_at_zero}
 
 
+def sample_rows(positions: np.ndarray, worst: tuple[int, ...] = (), limit: int = 4096
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``(leading, token)`` indices of the rows a diagnosis compares, of positions ``(L, T)``.
+
+    Every row when there are at most ``limit``; otherwise rows spread evenly over all of them, the rows
+    of the smallest positions (64 of them, or a quarter of ``limit`` when that is less: position 0 and 1
+    among them, where an offset or a frequency shows first) and the worst row of the comparison, in order.
+    """
+    n_lead, t = positions.shape
+    total = n_lead * t
+    if total <= limit:
+        flat = np.arange(total)
+    else:
+        flat_positions = positions.reshape(-1)  # (L·T,)
+        small = min(64, max(1, limit // 4))
+        smallest = np.argpartition(flat_positions, small)[:small]
+        spread = np.linspace(0, total - 1, max(1, limit - small - 1)).round().astype(np.int64)
+        extra = [worst[0] * t + worst[1]] if len(worst) >= 2 else []
+        flat = np.unique(np.concatenate([spread, smallest, np.asarray(extra, dtype=np.int64)]))
+    return flat // t, flat % t
+
+
 def profile_text(profile: dict[str, Any]) -> str:
     """One line: where the error starts and the max error and ratio per position bin."""
     first = profile["first_bad_position"]

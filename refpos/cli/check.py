@@ -19,6 +19,7 @@ from refpos.check.run import (
     check_t5,
     default_dtype,
 )
+from refpos.check.tables_stream import relative_grid
 from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, WIDTH, Number, help_with, require
 from refpos.cli.progress import ProgressBar
 from refpos.encodings.t5 import _check_bucket_args as check_bucket_args
@@ -91,6 +92,10 @@ def _options_agree(args: argparse.Namespace) -> str | None:
     return None
 
 
+#: targets whose candidate is read memory-mapped and compared block by block (refpos.check.stream)
+_STREAMED = ("rope", "alibi", "t5", "sinusoid")
+
+
 def _need(value: Any, flag: str, target: str) -> Any:
     if value is None:
         raise Unusable(f"refpos check {target} needs {flag}")
@@ -120,7 +125,7 @@ def _rope_config(args: argparse.Namespace) -> Any:
 def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
     target = args.target
     cand_path = args.candidate or args.candidate_file
-    candidate = _load(cand_path, "--candidate Y.npy", target, mmap=target == "rope")
+    candidate = _load(cand_path, "--candidate Y.npy", target, mmap=target in _STREAMED)
     dtype = args.dtype or default_dtype(candidate)
     if target == "rope":
         rope = _rope_config(args)
@@ -132,18 +137,20 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
             result = check_rope(candidate, x, positions, rope, seq_len=args.seq_len, dtype=dtype, progress=progress)
         return {**result, "not_modelled": dict(rope.not_modelled)}
     if target == "alibi":
-        return check_alibi(candidate, _need(args.heads, "--heads N", target), q_len=args.q_len, k_len=args.k_len,
-                           form=args.form, dtype=dtype, head_dim=args.head_dim)
+        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
+            return check_alibi(candidate, _need(args.heads, "--heads N", target), q_len=args.q_len, k_len=args.k_len,
+                               form=args.form, dtype=dtype, head_dim=args.head_dim, progress=progress)
     if target == "t5":
         if args.relative:
-            rel = read_npy(args.relative)
+            rel = read_npy(args.relative, mmap=True)
         else:
             q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
             k_len = _need(args.k_len, "--k-len", target)
             _shaped(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
-            rel = np.arange(k_len)[None, :] - (k_len - q_len + np.arange(q_len))[:, None]  # (Tq, Tk)
-        return check_t5(candidate, rel, bidirectional=not args.causal, num_buckets=args.num_buckets,
-                        max_distance=args.max_distance)
+            rel = relative_grid(q_len, k_len)  # (Tq, Tk), a view of one line of Tq + Tk - 1 values
+        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
+            return check_t5(candidate, rel, bidirectional=not args.causal, num_buckets=args.num_buckets,
+                            max_distance=args.max_distance, progress=progress)
     if target == "sinusoid":
         if args.positions:
             positions = read_npy(args.positions)
@@ -151,8 +158,9 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
             length = _need(args.length, "--positions or --length", target)
             _shaped(candidate, (length, _need(args.dim, "--dim D", target)), "--length × --dim")  # before arange
             positions = np.arange(length)
-        return check_sinusoid(candidate, positions, dim=_need(args.dim, "--dim D", target), base=args.base,
-                              layout=args.layout, spacing=args.spacing, dtype=dtype)
+        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
+            return check_sinusoid(candidate, positions, dim=_need(args.dim, "--dim D", target), base=args.base,
+                                  layout=args.layout, spacing=args.spacing, dtype=dtype, progress=progress)
     return check_case(target, candidate, golden_dir=args.golden_dir, output=args.output, dtype=args.dtype)
 
 
