@@ -20,8 +20,20 @@ The tables are the readable form's own (:func:`refpos.rope.core._pair_cos_sin`, 
 evaluated block by block on the threads): this module only lays them out as ``C`` and ``S``, so a
 change to the tables reaches every path.
 
+Each slab of rows is computed in scratch memory that stays in the core's cache (four calls: ``x·C``, the
+partners, ``·S``, the sum) and written to the output once, by a copy. Writing the products straight into
+the output made the first call read each output cache line before writing it: one thread, float64, 1.99×
+(copy + tables) against 2.28× before, float32 1.87× against 2.19×.
+
+Forms measured and not taken: the readable half-row statement evaluated in place with ``out=`` and a
+reused scratch (``u·c`` into the output, ``v·s`` into the scratch, subtracted in place: six calls on half
+rows) is bit-identical but 2.5× slower per slab than these four full-row calls; the interleaved layout
+as one complex multiplication is not bit-identical (NumPy fuses the complex products: 4.8e-7 off in
+float32).
+
 Blocks of rows are independent, so they run on threads (:mod:`refpos.parallel`). Each thread keeps its
-scratch arrays (tables, partners) from one block to the next (:class:`refpos.parallel.ThreadScratch`).
+scratch arrays (tables, partners, results) from one block to the next
+(:class:`refpos.parallel.ThreadScratch`).
 """
 
 from __future__ import annotations
@@ -34,10 +46,12 @@ import numpy as np
 
 from refpos.parallel import ThreadScratch, run_blocks, threads_for
 
-#: bytes per NumPy call (512 KiB): one head's slab of rows. Each call costs a few µs whatever its size, so
-#: calls must be large; one head's rows are contiguous, so they stream from memory. On (1, 32, 4096, 128)
-#: on a 2-core machine, 32 KiB per call was 2.4x slower, 256 KiB 1.3x, 1 MiB no faster (float64 slower).
-SLAB_BYTES = 2**19
+#: bytes per NumPy call (128 KiB): one head's slab of rows. A slab, its result and its partners (and the
+#: block's tables) stay in the core's L2 cache between the four calls on them; each call costs a few µs
+#: whatever its size, so calls must not be smaller. On (1, 32, 4096, 128) on the 2-core VM (one thread, CPU
+#: time, 15 alternating rounds): 128 KiB 1.89x the copy and the tables in float32, 1.99x in float64; 512 KiB
+#: 1.98x and 2.06x; several heads per call with fewer rows per table no better.
+SLAB_BYTES = 2**17
 
 
 def signed_tables(cos: np.ndarray, sin: np.ndarray, written: tuple[slice, slice],
@@ -87,10 +101,12 @@ def rotate_span(x: np.ndarray, tables: Callable[[slice], tuple[np.ndarray, np.nd
     # slabs of rows, and at least one per thread: each block lays out the tables of its own rows once
     slab_rows = max(1, SLAB_BYTES // (x.itemsize * x.shape[-1]))
     rows_per_block = min(slab_rows, -(-t // threads_for(math.prod(out.shape))))
-    # each NumPy call takes one slab: the rows of one head, or of several heads when the rows are few
+    # each NumPy call takes one slab: a block's rows of one head, or of several heads
     heads_per_call = max(1, slab_rows // rows_per_block)
     slabs = [(*index, slice(h0, h0 + heads_per_call)) for index in np.ndindex(*lead[:-1])
              for h0 in range(0, lead[-1], heads_per_call)] if lead else [()]
+    cols = slice(start, stop)
+    swap = _swapper(u_out, v_out, m, x)
     scratch = ThreadScratch()  # this call's per-thread memory, released when the call returns
 
     def block(rows: slice) -> None:
@@ -98,35 +114,44 @@ def rotate_span(x: np.ndarray, tables: Callable[[slice], tuple[np.ndarray, np.nd
         shape = (*lead, rows.stop - rows.start, 2 * m)
         c_b, s_b = np.broadcast_to(table_c, shape), np.broadcast_to(table_s, shape)  # (..., rows, 2m) views
         for slab in slabs:
-            span = x_b[slab][..., rows, start:stop]  # (heads, rows, 2m)
+            where = (*slab, rows, cols)
+            span = x_b[where]  # (heads, rows, 2m)
             if (u_in, v_in) != (u_out, v_out):  # deinterleaved: pairs read as (2j, 2j + 1), written half-split
                 read = span
                 span = scratch.take("span", read.shape, x.dtype)  # (heads, rows, 2m), in written order
                 span[..., u_out], span[..., v_out] = read[..., u_in], read[..., v_in]
-            target = out[slab][..., rows, start:stop]  # (heads, rows, 2m), a view into out
-            np.multiply(span, c_b[slab], out=target)  # first: streams x in, contiguously
+            result = scratch.take("result", span.shape, x.dtype)  # (heads, rows, 2m), in this core's cache
             partner = scratch.take("partner", span.shape, x.dtype)  # (heads, rows, 2m): each channel's pair
-            _swap_pairs(span, partner, u_out, v_out)
+            np.multiply(span, c_b[slab], out=result)  # first: streams x in, contiguously
+            swap(span, partner)
             np.multiply(partner, s_b[slab], out=partner)
-            np.add(target, partner, out=target)
+            np.add(result, partner, out=result)
+            out[where] = result  # the output's one write: a copy from the cache
 
     run_blocks([partial(block, slice(t0, min(t0 + rows_per_block, t))) for t0 in range(0, t, rows_per_block)],
                numpy=True, work=math.prod(out.shape))
 
 
-def _swap_pairs(span: np.ndarray, partner: np.ndarray, u: slice, v: slice) -> None:
-    """``partner[u], partner[v] = span[v], span[u]``: each channel's pair moved next to it.
+def _swapper(u: slice, v: slice, m: int, x: np.ndarray) -> Callable[[np.ndarray, np.ndarray], None]:
+    """``swap(span, partner)``: ``partner[u], partner[v] = span[v], span[u]``, each channel's pair moved next
+    to it.
 
     Half-split pairs on contiguous channels are swapped as whole halves: each half row is viewed as one
     opaque item of ``m`` channels, so NumPy copies two items per row instead of looping over channels row
     by row (1.5× faster on (1024, 128) float32 rows).
     """
-    m = span.shape[-1] // 2
-    if u == slice(0, m) and span.strides[-1] == span.itemsize:
-        half = np.dtype((np.void, m * span.itemsize))  # one half row as one item
-        np.copyto(partner.view(half), span.view(half)[..., ::-1])  # (heads, rows, 2) items of m channels
-    else:
+    if u == slice(0, m) and x.strides[-1] == x.itemsize:
+        half = np.dtype((np.void, m * x.itemsize))  # one half row as one item
+
+        def swap_halves(span: np.ndarray, partner: np.ndarray) -> None:
+            np.copyto(partner.view(half), span.view(half)[..., ::-1])  # (heads, rows, 2) items of m channels
+
+        return swap_halves
+
+    def swap_channels(span: np.ndarray, partner: np.ndarray) -> None:
         partner[..., u], partner[..., v] = span[..., v], span[..., u]
+
+    return swap_channels
 
 
 def is_fast_input(x: object) -> bool:

@@ -35,6 +35,11 @@ def test_rope_record_puts_apply_rope_beside_the_copy_floor(xp):
     for rec in records:
         assert rec["output_bytes"] == 2 * 8 * 16 * np.dtype(rec["dtype"]).itemsize
         assert rec["apply_rope/floor_copy"] == pytest.approx(rec["apply_rope_s"] / rec["floor_copy_s"])
+        assert rec["floor_copy_tables_s"] == pytest.approx(rec["floor_copy_s"] + rec["floor_tables_s"])
+        assert rec["rounds"] >= 7 and rec["apply_rope_median_s"] >= rec["apply_rope_s"]  # the median of the rounds
+        assert rec["apply_rope_median/floor_copy_tables_median"] == pytest.approx(
+            rec["apply_rope_median_s"] / (rec["floor_copy_median_s"] + rec["floor_tables_median_s"]))
+        assert rec["load_before"] is None or rec["load_before"] >= 0
         assert rec["apply_rope_gbs"] == pytest.approx(2 * rec["output_bytes"] / rec["apply_rope_s"] / 1e9)
         with_torch = _has_torch_beside(xp) and rec["layout"] == "half" and measure.transformers_rope() is not None
         assert ("torch_hf_apply_s" in rec) == with_torch
@@ -114,3 +119,18 @@ def test_best_times_alternate_and_return_each_functions_fastest_run(monkeypatch)
     monkeypatch.setattr(measure.time, "perf_counter", lambda: clock["t"])
     assert measure.best_times([timed("f"), timed("g")], repeat=3, min_total=0.0) == [0.125, 0.0625]
     assert calls == ["f", "g", "f", "g", "f", "g", "f", "g"]
+
+
+def test_round_times_keep_every_round_in_order(monkeypatch):
+    """The rounds behind the best time and the median: each function's own runs, warm-up excluded."""
+    clock = {"t": 0.0}
+    durations = {"f": iter([0.03125, 0.5, 0.125, 0.25]), "g": iter([0.015625, 0.0625, 1.0, 0.25])}
+
+    def timed(name):
+        def fn() -> None:
+            clock["t"] += next(durations[name])
+        return fn
+
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: clock["t"])
+    assert measure.round_times([timed("f"), timed("g")], repeat=3, min_total=0.0) == [[0.5, 0.125, 0.25],
+                                                                                     [0.0625, 1.0, 0.25]]

@@ -27,11 +27,12 @@ import numpy as np
 from refpos.backend import array_namespace, is_cupy_namespace
 from refpos.tools.measure import (
     best_time,
-    best_times,
     copy_fn,
     copy_time,
+    load_average,
     peak_memory,
     release_cached_memory,
+    round_times,
     to_torch,
     torch_device_for,
     torch_module,
@@ -100,16 +101,17 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
     return records
 
 
-def _time_torch(rec: Record, name: str, fn: Callable[[], Any], torch: Any, xp: Any) -> None:
-    """``rec[name]``: torch's best time, measured after refpos's (its OpenMP threads keep spinning after
-    a call: in alternating rounds they slowed ``apply_rope`` from 2.0–2.3× the copy to 2.5–2.6× on the
-    2-core VM). On a GPU, CuPy's cached memory is released first, as the two libraries' pools would
-    otherwise hold the device's memory together. A call that fails (e.g. out of memory: torch's float64
-    SDPA on CUDA keeps the T×T scores) is recorded as ``<name>_error``."""
+def _time_torch(rec: Record, name: str, fn: Callable[[], Any], torch: Any, xp: Any, rounds: int = 3) -> None:
+    """``rec[name]``: torch's best time (and its median of ``rounds``), measured after refpos's (its OpenMP
+    threads keep spinning after a call: in alternating rounds they slowed ``apply_rope`` from 2.0–2.3× the
+    copy to 2.5–2.6× on the 2-core VM). On a GPU, CuPy's cached memory is released first, as the two
+    libraries' pools would otherwise hold the device's memory together. A call that fails (e.g. out of
+    memory: torch's float64 SDPA on CUDA keeps the T×T scores) is recorded as ``<name>_error``."""
     release_cached_memory(xp)
     try:
         with torch.inference_mode():
-            rec[name] = best_time(fn, xp)
+            times = round_times([fn], xp, repeat=rounds)[0]
+        rec[name], rec[f"{name[:-2]}_median_s"] = min(times), float(np.median(times))
     except RuntimeError as exc:
         rec[f"{name[:-2]}_error"] = str(exc).splitlines()[0][:120]
     release_cached_memory(xp)
@@ -149,12 +151,15 @@ def bench_floors(xp: Any, dtypes: list[str], copy_mib: int = 512, matmul_n: int 
 
 
 # ---------------------------------------------------------------------------------------- rope
-def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list[str]) -> list[Record]:
+def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list[str],
+               rope_rounds: int = 7) -> list[Record]:
     """apply_rope on x of ``shape`` (B, H, T, D) beside its floor and HF's apply_rotary_pos_emb.
 
     The floor is a copy of the same bytes plus the tables alone (``A·cos φ`` and ``A·sin φ`` of every
     angle in float64, cast to x's dtype: what :func:`refpos.rope.core._pair_cos_sin` and the cast do
-    inside apply_rope); ``apply_rope/floor_copy_tables`` is apply_rope against their sum.
+    inside apply_rope); ``apply_rope/floor_copy_tables`` is apply_rope against their sum (best rounds),
+    ``apply_rope_median/floor_copy_tables_median`` the same for the median rounds of ``rope_rounds``.
+    The copy is NumPy's (one thread); apply_rope runs on every core (:mod:`refpos.parallel`).
     """
     from refpos.rope import RopeConfig, apply_rope
 
@@ -174,10 +179,15 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
                 return apply_rope(x, positions, rope)  # noqa: B023
 
             # the copy, the tables and apply_rope in alternating rounds: a slow phase of the machine falls on
-            # all of them alike
-            rec["floor_copy_s"], rec["floor_tables_s"], rec["apply_rope_s"] = best_times(
-                [copy_fn(x, xp), tables_fn(positions, rope, x.dtype), apply], xp)
+            # all of them alike; the best round and the median round of each, and the load while they ran
+            rec["load_before"] = load_average()
+            rounds = round_times([copy_fn(x, xp), tables_fn(positions, rope, x.dtype), apply], xp, repeat=rope_rounds)
+            rec["load_after"] = load_average()
+            rec["rounds"] = len(rounds[0])
+            for name, times in zip(("floor_copy", "floor_tables", "apply_rope"), rounds, strict=True):
+                rec[f"{name}_s"], rec[f"{name}_median_s"] = min(times), float(np.median(times))
             rec["floor_copy_tables_s"] = rec["floor_copy_s"] + rec["floor_tables_s"]
+            rec["floor_copy_tables_median_s"] = rec["floor_copy_median_s"] + rec["floor_tables_median_s"]
             if torch_device is not None and layout == "half" and transformers_rope() is not None:
                 apply_rotary_pos_emb = transformers_rope()
                 tx = to_torch(x)
@@ -187,15 +197,18 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
                 cos, sin = emb.cos(), emb.sin()
                 rec["torch_device"] = torch_device
                 # HF rotates q and k in one call: half of it is the cost of one tensor
-                _time_torch(rec, "torch_hf_apply_s", lambda: apply_rotary_pos_emb(tx, tx, cos, sin), torch, xp)  # noqa: B023
-                if "torch_hf_apply_s" in rec:
-                    rec["torch_hf_apply_s"] /= 2
+                _time_torch(rec, "torch_hf_apply_s", lambda: apply_rotary_pos_emb(tx, tx, cos, sin), torch, xp,  # noqa: B023
+                            rope_rounds)
+                for key in ("torch_hf_apply_s", "torch_hf_apply_median_s"):
+                    if key in rec:
+                        rec[key] /= 2
             rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
             rec["output_bytes"] = nbytes
             for key in ("floor_copy_s", "apply_rope_s", "torch_hf_apply_s"):
                 if key in rec:
                     rec[f"{key[:-2]}_gbs"] = 2 * nbytes / rec[key] / 1e9  # read x, write the output
             _ratios(rec, "apply_rope_s", ("floor_copy_s", "floor_copy_tables_s", "torch_hf_apply_s"))
+            _ratios(rec, "apply_rope_median_s", ("floor_copy_tables_median_s", "torch_hf_apply_median_s"))
             records.append(rec)
     return records
 

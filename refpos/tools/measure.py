@@ -7,6 +7,7 @@ for the device (:func:`best_time` synchronises after each call); a GPU's floors 
 
 from __future__ import annotations
 
+import os
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -31,7 +32,13 @@ def best_time(fn: Callable[[], Any], xp: Any = np, *, repeat: int = 3, min_total
 
 def best_times(fns: Sequence[Callable[[], Any]], xp: Any = np, *, repeat: int = 3,
                min_total: float = 0.3) -> list[float]:
-    """Best wall time of each function, timed in alternating rounds ``f1, f2, …, f1, f2, …``.
+    """Best wall time of each function, timed in alternating rounds (:func:`round_times`)."""
+    return [min(times) for times in round_times(fns, xp, repeat=repeat, min_total=min_total)]
+
+
+def round_times(fns: Sequence[Callable[[], Any]], xp: Any = np, *, repeat: int = 3,
+                min_total: float = 0.3) -> list[list[float]]:
+    """Every round's wall time of each function, timed in alternating rounds ``f1, f2, …, f1, f2, …``.
 
     A shared machine has slow phases that last seconds; timing a floor, then the function, lets a phase
     fall on one of them and skews their ratio (on the 2-core VM, ``apply_rope`` over the copy read
@@ -51,7 +58,15 @@ def best_times(fns: Sequence[Callable[[], Any]], xp: Any = np, *, repeat: int = 
             _sync(xp)
             fn_times.append(time.perf_counter() - start)
         rounds += 1
-    return [min(fn_times) for fn_times in times]
+    return times
+
+
+def load_average() -> float | None:
+    """The machine's load over the last minute (``os.getloadavg``; None where there is none): what else ran."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - not Unix
+        return None
 
 
 def copy_fn(a: Any, xp: Any) -> Callable[[], Any]:
