@@ -138,6 +138,8 @@ def format_record(rec: Record) -> str:
             parts.append(f"{key}={value:.3f}")
         elif key.endswith("_gbs"):
             parts.append(f"{key}={value:.1f}")
+        elif key.startswith("load_"):  # the machine's load average, not a ratio
+            parts.append(f"{key}={value if value is None else round(value, 2)}")
         elif isinstance(value, float):
             parts.append(f"{key}={value:.2f}x")
         elif key not in ("suite", "backend"):

@@ -81,6 +81,8 @@ def test_table_formats_units_by_suffix():
                                  "apply_rope_gbs": 12.34, "apply_rope/floor_copy": 1.5, "layout": "half"})
     assert line == ("[rope] apply_rope_s=12.50ms output=3.0 MiB apply_rope_gbs=12.3 apply_rope/floor_copy=1.50x"
                     " layout=half")
+    assert cli_bench.format_record({"suite": "rope", "load_before": 4.987, "load_after": None}) == (
+        "[rope] load_before=4.99 load_after=None")  # a load average, not a ratio
 
 
 def test_peak_memory_counts_what_one_call_allocates(xp):
