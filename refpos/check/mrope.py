@@ -35,13 +35,14 @@ def _apply(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int) -> np.
     return np.asarray(to_numpy(refpos.apply_rope(x, positions, rope, seq_len=seq_len)))
 
 
-def _mutants(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int) -> list[tuple[str, str, np.ndarray]]:
-    """(id, evidence, output) of every applicable M-RoPE mistake."""
+def _mutants(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int,
+             first_token: int = 0) -> list[tuple[str, str, np.ndarray]]:
+    """(id, evidence, output) of every applicable M-RoPE mistake; ``x`` holds the tokens from ``first_token`` on."""
     from refpos.rope.mrope import check_sections
 
     plain = dataclasses.replace(rope, mrope_section=None, mrope_interleaved=False)
     out = []
-    token_index = np.broadcast_to(np.arange(x.shape[-2]), positions.shape[1:])
+    token_index = np.broadcast_to(np.arange(first_token, first_token + x.shape[-2]), positions.shape[1:])
     for name, rows in (("t row", positions[0]), ("h row", positions[1]), ("w row", positions[2]),
                        ("token index 0 … T−1", token_index)):
         out.append(("mrope_1d_positions", f"equals plain RoPE at the {name} for every pair: the image tokens got "
@@ -113,10 +114,13 @@ def mrope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int 
     return MropeProblem(x, positions, per_token, rope, length, dtype, inv_freq, reference, magnitude, atol)
 
 
-def diagnose_mrope(pb: MropeProblem, candidate: np.ndarray) -> list[dict[str, Any]]:
-    """Every M-RoPE mistake the candidate matches, within the tolerance the reference comparison used."""
+def diagnose_mrope(pb: MropeProblem, candidate: np.ndarray, first_token: int = 0) -> list[dict[str, Any]]:
+    """Every M-RoPE mistake the candidate matches, within the tolerance the reference comparison used.
+
+    ``first_token``: the token index of the first row of ``pb.x`` (a window of the rows, as
+    ``refpos check`` diagnoses a large candidate)."""
     found = []
-    for mid, evidence, mutant in _mutants(pb.x, pb.positions, pb.rope, pb.seq_len):
+    for mid, evidence, mutant in _mutants(pb.x, pb.positions, pb.rope, pb.seq_len, first_token):
         if np.array_equal(mutant, pb.reference):
             continue
         limit = np.asarray(tol.rope_tolerance(pb.dtype, pb.per_token, pb.inv_freq, reference=mutant,

@@ -32,7 +32,7 @@ import numpy as np
 from refpos.backend import to_numpy
 from refpos.check import stream, tables_stream
 from refpos.check.catalogue import known
-from refpos.check.diagnosis import diagnose_rope, error_profile
+from refpos.check.diagnosis import diagnose_rope
 from refpos.check.mrope import diagnose_mrope, mrope_problem
 from refpos.check.problem import np_ns, pair_magnitude, rope_problem
 from refpos.check.stream import sample_rows
@@ -99,19 +99,8 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     positions = _int_array(np.asarray(to_numpy(positions)), "positions")
     if x.ndim < 2 or x.shape[-1] != rope.head_dim:
         raise Unusable(f"input x must be (..., T, head_dim={rope.head_dim}), got shape {tuple(x.shape)}")
-    if rope.mrope_section is not None:  # positions (3, ..., T), the M-RoPE catalogue (refpos.check.mrope), in memory
-        _same_shape(raw, x.shape, "the input x")
-        cand, x = raw.astype(np.float64), np.asarray(x, dtype=np.float64)  # the reference in float64
-        try:
-            pb = mrope_problem(x, positions, rope, seq_len, dtype)
-        except ValueError as exc:
-            raise Unusable(f"positions {tuple(positions.shape)} do not fit x {tuple(x.shape)}: {exc}") from None
-        result = {"target": "rope", "dtype": dtype, "seq_len": pb.seq_len, "rope_type": rope.rope_type,
-                  **_summary(cand, pb.reference, pb.atol)}
-        result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, pb.reference, pb.per_token),
-                                                       *diagnose_mrope(pb, cand),
-                                                       error_profile(pb.per_token, cand, pb.reference, pb.atol)]
-        return result
+    if rope.mrope_section is not None:  # positions (3, ..., T), the M-RoPE catalogue (refpos.check.mrope)
+        return _check_mrope(raw, x, positions, rope, seq_len, dtype, progress)
     try:
         positions = np.broadcast_to(positions, x.shape[:-1])
     except ValueError:
@@ -152,6 +141,61 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
                             "error_at_zero": tally.error_at_zero}]
     if len(token_index) < raw.size // raw.shape[-1]:
         result["diagnosis_rows"] = len(token_index)
+    return result
+
+
+def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int | None, dtype: str,
+                 progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+    """:func:`check_rope` for M-RoPE positions ``(3, ..., T)`` (or ``(T,)``: t = h = w), block by block.
+
+    Each block is the M-RoPE problem of its rows (:func:`refpos.check.mrope.mrope_problem` at the whole
+    check's ``seq_len``: the same reference and tolerance as the whole problem's, row by row). The
+    diagnosis runs on a window of at most :data:`SAMPLE_ROWS` consecutive tokens of one row of the
+    leading axes, around the worst token (the token-index mutant counts from the window's first token).
+    """
+    from refpos.rope.core import _align_positions
+    from refpos.rope.mrope import axis_positions
+
+    _same_shape(raw, x.shape, "the input x")
+    x_rows = stream.as_rows(x)  # (L, T, D)
+
+    def block_problem(lead: slice, rows: slice) -> Any:
+        return mrope_problem(np.asarray(x_rows[lead, rows], dtype=np.float64), axes_rows[:, lead, rows], rope, length,
+                             dtype)
+
+    try:
+        axes = np.asarray(to_numpy(axis_positions(positions, xp=np_ns())))  # (3, ..., T)
+        axes = _align_positions(axes, x, rope)  # (3, B, 1, T) for (3, B, T) with x (B, H, T, D)
+        axes = axes.reshape(3, *(1,) * (x.ndim - axes.ndim), *axes.shape[1:])  # (3, 1, …, T): x's token axes
+        axes = np.broadcast_to(axes, (3, *x.shape[:-1]))  # (3, ..., T)
+        axes_rows = axes.reshape(3, *x_rows.shape[:-1])  # (3, L, T)
+        length = int(axes.max()) + 1 if seq_len is None and axes.size else seq_len
+        if axes.size:
+            block_problem(slice(0, 1), slice(0, 1))  # the config and seq_len, as apply_rope checks them
+    except ValueError as exc:
+        raise Unusable(f"positions {tuple(positions.shape)} do not fit x {tuple(x.shape)}: {exc}") from None
+    per_token = axes_rows.max(axis=0)  # (L, T): the largest position a pair of the token reads
+
+    def reference_of(lead: slice, rows: slice) -> tuple[np.ndarray, np.ndarray]:
+        pb = block_problem(lead, rows)
+        return pb.reference, pb.atol
+
+    tally = stream.compare_rows(raw, per_token, reference_of, progress)
+    result = {"target": "rope", "dtype": dtype, "seq_len": length, "rope_type": rope.rope_type, **tally.summary(),
+              "error_profile": tally.profile()}
+    if result["ok"]:
+        result["diagnosis"] = []
+        return result
+    (n_lead, t), (worst_lead, worst_token) = per_token.shape, tally.worst_index[:2]
+    window = min(t, SAMPLE_ROWS)
+    first = min(max(0, worst_token - window // 2), t - window)
+    lead, rows = slice(worst_lead, worst_lead + 1), slice(first, first + window)
+    sample = np.asarray(stream.as_rows(raw)[lead, rows], dtype=np.float64)  # (1, window, D)
+    result["diagnosis"] = [*tally.non_finite(), *diagnose_mrope(block_problem(lead, rows), sample, first),
+                           {"id": known("error_profile"), "evidence": stream.profile_text(result["error_profile"]),
+                            "first_bad_position": tally.first_bad_position, "error_at_zero": tally.error_at_zero}]
+    if window < n_lead * t:
+        result["diagnosis_rows"] = window
     return result
 
 

@@ -122,7 +122,7 @@ def fused_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, steps: Any, rows: sl
     t_q, t_k = steps.t_q, steps.t_k
     bias, mask = (along(term, -2, rows, t_q) for term in (steps.bias, steps.mask))
     temperature = along(steps.temperature, -1, rows, t_q)  # (..., Tq): its last axis is the query axis
-    s = np.matmul(q * steps.scale, np.swapaxes(k, -1, -2))  # (..., n_rep, rows, keys): 1-3 on the queries
+    s = np.matmul(q * np.float32(steps.scale), np.swapaxes(k, -1, -2))  # (..., n_rep, rows, keys): 1-3, c on q
     if temperature is not None:  # 4
         s = s * temperature[..., None]
     if steps.softcap is not None:  # 5

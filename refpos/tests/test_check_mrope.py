@@ -76,3 +76,44 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert run("good", "p2") == 2
     err = capsys.readouterr().err
     assert "(3, ..., T)" in err and err.count("\n") == 1
+
+
+def test_blockwise_mrope_equals_one_comparison(monkeypatch):
+    """Blocks of a few rows on 3 threads give the whole comparison's numbers (the M-RoPE problem of all rows)."""
+    from refpos import parallel
+    from refpos.check import stream
+    from refpos.check.mrope import mrope_problem
+    from refpos.golden.compare import compare
+
+    x = np.random.default_rng(1).standard_normal((2, POSITIONS.shape[1], 128))  # two heads
+    wrong = apply_rope(x, POSITIONS, QWEN2)
+    wrong[1, 20:, 5] += 1e-3  # outside from token 20 of the second head
+    whole = mrope_problem(x, POSITIONS, QWEN2, None, "float64")
+    want = compare(wrong, whole.reference, atol=whole.atol, equal_nan=True).summary()
+    monkeypatch.setattr(stream, "BLOCK_ELEMENTS", 3 * 128)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)
+    monkeypatch.setenv("REFPOS_THREADS", "3")
+    got = check_rope(wrong, x, POSITIONS, QWEN2)
+    for key in ("ok", "max_abs_error", "max_ratio", "worst_index", "n_outside", "n"):
+        assert got[key] == want[key], key
+    assert got["error_profile"]["first_bad_position"] == int(POSITIONS.max(axis=0)[20:].min())
+
+
+def test_a_large_mrope_check_is_diagnosed_on_a_window_of_tokens(monkeypatch):
+    """Past SAMPLE_ROWS the diagnosis takes the tokens around the worst one; the token-index mutant counts
+    from the window's first token, so 1-D positions 0 … T−1 are still named there."""
+    from refpos.check import run as check_run
+
+    monkeypatch.setattr(check_run, "SAMPLE_ROWS", 8)
+    plain = dataclasses.replace(QWEN2, mrope_section=None)
+    result = check_rope(apply_rope(X, np.arange(POSITIONS.shape[1]), plain), X, POSITIONS, QWEN2)
+    assert "mrope_1d_positions" in _ids(result) and result["diagnosis_rows"] == 8
+    monkeypatch.setattr(check_run, "diagnose_mrope", lambda pb, cand, first=0: check_run_diagnose(pb, cand, 0))
+    assert "mrope_1d_positions" not in _ids(check_rope(apply_rope(X, np.arange(POSITIONS.shape[1]), plain), X,
+                                                       POSITIONS, QWEN2))  # meta: without the offset it is missed
+
+
+def check_run_diagnose(pb, cand, first):
+    from refpos.check.mrope import diagnose_mrope
+
+    return diagnose_mrope(pb, cand, first)
