@@ -213,10 +213,19 @@ def _rotates(cfg: Mapping[str, Any], family: Family | None, types: list[str | No
     return [True] * n
 
 
+def _tuning_on(value: Any) -> bool:
+    """Llama 4's ``attn_temperature_tuning``: a bool; Llama-4-Scout's base config ships ``4``, which transformers
+    4.51 read by its truth value (5.24's config class refuses a non-bool), and so does refpos."""
+    if isinstance(value, bool) or (isinstance(value, int) and value >= 0):
+        return bool(value)
+    raise TypeError(f"attn_temperature_tuning must be a bool (or a non-negative int, read as true unless 0), "
+                    f"got {value!r}")
+
+
 def _scale(cfg: Mapping[str, Any], family: Family | None, rotates: bool,
            rope_dict: Mapping[str, Any]) -> tuple[str, float, float] | None:
     rule = None if family is None else family.query_scale
-    if rule == "llama4_temperature" and not rotates and cfg.get("attn_temperature_tuning", True):
+    if rule == "llama4_temperature" and not rotates and _tuning_on(cfg.get("attn_temperature_tuning", True)):
         return (rule, check_float("attn_scale", cfg.get("attn_scale", 0.1)),
                 check_float("floor_scale", cfg.get("floor_scale", 8192), positive=True))
     if rule == "llama_4_scaling_beta" and rope_dict.get("llama_4_scaling_beta") is not None:

@@ -43,6 +43,8 @@ def hf_config(config):
     config = dict(config)
     model_type = family_of(config.pop("model_type")).model_type
     config.pop("architectures", None)
+    if isinstance(config.get("attn_temperature_tuning"), int):  # Scout base ships 4: 5.24 takes only a bool,
+        config["attn_temperature_tuning"] = bool(config["attn_temperature_tuning"])  # 4.51 read its truth
     return AutoConfig.for_model(model_type, **config)
 
 

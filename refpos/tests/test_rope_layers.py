@@ -64,6 +64,7 @@ def test_query_scales():
     np.testing.assert_array_equal(refpos.hf_layer(LLAMA4, 2).query_scale(positions), np.ones(6))
     off = refpos.hf_layers(dict(LLAMA4, attn_temperature_tuning=False))
     assert off[3].scale is None and off[3].kind == "none"
+    assert refpos.hf_layers(dict(LLAMA4, attn_temperature_tuning=4))[3].scale == nope.scale  # Scout base: 4
     beta = [1 + 0.1 * math.log(1 + math.floor(p / 16384)) for p in positions]
     np.testing.assert_allclose(refpos.hf_layer(MINISTRAL, 7).query_scale(positions), beta, rtol=1e-15)
     assert refpos.hf_layer(LLAMA, 0).query_scale([[3, 4]]).shape == (1, 2)
@@ -133,6 +134,8 @@ def test_strict():
     (dict(LLAMA4, no_rope_layers=[1, 2] * 24), 0, ValueError, "no_rope_layers"),
     (dict(LLAMA4, no_rope_layers=[1, 0]), 0, ValueError, "no_rope_layers"),
     (dict(LLAMA4, floor_scale=0), 3, ValueError, "floor_scale"),
+    (dict(LLAMA4, attn_temperature_tuning="no"), 3, TypeError, "attn_temperature_tuning"),
+    (dict(LLAMA4, attn_temperature_tuning=-1), 3, TypeError, "attn_temperature_tuning"),
     (dict(COMMAND_A, layer_types=["sliding_attention"] * 3), 0, ValueError, "layer_types"),
     ({**{k: v for k, v in EXAONE.items() if k != "layer_types"}, "model_type": "flint"}, 0, ValueError,
      "layer_types"),
