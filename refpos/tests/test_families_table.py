@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from importlib import resources
 
 import pytest
 
@@ -89,3 +90,27 @@ def test_refpos_rope_shows_the_warning_as_one_line(tmp_path, capsys):
     assert "complete: NO" in captured.out
     path.write_text(json.dumps(dict(UNKNOWN, model_type="llama")), encoding="utf8")
     assert main(["rope", str(path)]) == 0 and capsys.readouterr().err == ""
+
+
+FAMILY_CONFIGS = json.loads((resources.files("refpos") / "data" / "family_configs.json").read_text(encoding="utf8"))
+
+
+def provenance_problems(entries: dict) -> list[str]:
+    """Entries whose record of what was checked does not account for every config key exactly once."""
+    problems = []
+    for name, entry in entries.items():
+        keys, verified, unverified = set(entry["config"]), entry.get("verified"), entry.get("unverified")
+        if not (isinstance(entry.get("source"), str) and len(entry["source"]) > 40):
+            problems.append(f"{name}: no source")
+        if not isinstance(verified, list) or not isinstance(unverified, list) \
+                or set(verified) & set(unverified) or set(verified) | set(unverified) != keys:
+            problems.append(f"{name}: verified + unverified must split the config's keys")
+    return problems
+
+
+def test_every_family_config_says_what_was_verified():
+    assert provenance_problems(FAMILY_CONFIGS) == []
+    assert len(FAMILY_CONFIGS) >= 28 and {"openbmb/MiniCPM3-4B", "meta-llama/Llama-4-Scout-17B-16E (text_config)"} \
+        <= set(FAMILY_CONFIGS)
+    broken = {"x": {**FAMILY_CONFIGS["openbmb/MiniCPM3-4B"], "verified": ["rope_theta"]}}
+    assert provenance_problems(broken)  # a key neither verified nor unverified is caught
