@@ -106,7 +106,7 @@ def _cases(rope, x, positions):
         out["attention_factor_mismatch", label] = (rope, _apply(x, positions, rope, seq_len,
                                                                 frequencies=(w, factor * ratio)),
                                                    seq_len, "attention_factor_mismatch", both)
-    if rope.rope_type == "longrope":
+    if rope.rope_type == "longrope" and seq_len > rope.original_max_position_embeddings:  # MiniCPM3: L <= L_0 only
         orig = rope.original_max_position_embeddings
         out["longrope_factor_swap", "short factors"] = (rope, _apply(x, positions, rope, orig), seq_len,
                                                         "longrope_factor_swap", both)
