@@ -126,6 +126,9 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
     target = args.target
     cand_path = args.candidate or args.candidate_file
     candidate = _load(cand_path, "--candidate Y.npy", target, mmap=target in _STREAMED)
+    if candidate.size == 0:  # every comparison of nothing passes
+        raise Unusable(f"the candidate {cand_path} holds no elements (shape {tuple(candidate.shape)}): nothing "
+                       "to check")
     dtype = args.dtype or default_dtype(candidate)
     if target == "rope":
         rope = _rope_config(args)

@@ -212,6 +212,19 @@ def test_a_length_the_candidate_does_not_have_is_refused_before_allocating(tmp_p
     assert "--q-len × --k-len" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("target", ["sinusoid", "t5"])
+def test_an_empty_candidate_is_refused_not_passed(tmp_path, capsys, target):
+    """Lengths of 0 are refused by the options; an empty candidate file (with --positions or --relative
+    of no elements) would pass every comparison: refused too."""
+    empty = tmp_path / "empty.npy"
+    empty.write_bytes(npy_bytes(np.zeros((0, 4)) if target == "sinusoid" else np.zeros((0, 4), dtype=np.int64)))
+    positions = tmp_path / "none.npy"
+    positions.write_bytes(npy_bytes(np.zeros((0,), dtype=np.int64)))
+    extra = {"sinusoid": ["--dim", "4", "--positions", str(positions)], "t5": ["--relative", str(empty)]}[target]
+    assert cli.main(["check", target, str(empty), *extra]) == 2
+    assert "holds no elements" in capsys.readouterr().err
+
+
 def test_golden_model_max_position_beyond_int64_is_a_usage_error(tmp_path, capsys):
     code = cli.main(["golden", "model", str(tmp_path), "--out", str(tmp_path / "out"), "--max-position", HUGE])
     err = capsys.readouterr().err
