@@ -22,6 +22,8 @@ from refpos.check.run import (
 from refpos.check.tables_stream import relative_grid
 from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, WIDTH, Number, help_with, require
 from refpos.cli.progress import ProgressBar
+from refpos.encodings.alibi import FORMS
+from refpos.encodings.sinusoidal import LAYOUTS, SPACINGS
 from refpos.encodings.t5 import _check_bucket_args as check_bucket_args
 from refpos.golden.npy import read_npy
 
@@ -46,7 +48,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--q-len", type=LENGTH, default=None,
                         help=help_with(LENGTH, "alibi, t5: queries, the last q_len of the k_len keys"))
     parser.add_argument("--k-len", type=LENGTH, default=None, help=help_with(LENGTH, "alibi, t5: keys"))
-    parser.add_argument("--form", default="causal", help="alibi: causal, symmetric or key_index")
+    parser.add_argument("--form", default="causal", choices=FORMS, help="alibi (default causal)")
     parser.add_argument("--head-dim", type=WIDTH, default=None,
                         help=help_with(WIDTH, "alibi: head size (tests the 1/√d mistake)"))
     parser.add_argument("--relative", help="t5: relative positions memory − query (.npy)")
@@ -56,8 +58,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dim", type=EVEN_WIDTH, help=help_with(EVEN_WIDTH, "sinusoid: width"))
     parser.add_argument("--length", type=LENGTH, help=help_with(LENGTH, "sinusoid: positions 0 … length − 1"))
     parser.add_argument("--base", type=BASE, default=10000.0, help=help_with(BASE, "sinusoid (default 10000)"))
-    parser.add_argument("--layout", default="interleaved", help="sinusoid: interleaved or concat")
-    parser.add_argument("--spacing", default="paper", help="sinusoid: paper or tensor2tensor")
+    parser.add_argument("--layout", default="interleaved", choices=LAYOUTS, help="sinusoid (default interleaved)")
+    parser.add_argument("--spacing", default="paper", choices=SPACINGS, help="sinusoid (default paper)")
     parser.add_argument("--output", default=None, help="golden case: which output (default: the primary)")
     parser.add_argument("--golden-dir", type=Path, default=None)
     require(parser, _options_agree)

@@ -7,7 +7,8 @@ range of ours allows (NaN, ±infinity, a word, an empty string, a 5000-digit lit
 its own stated range (-1, 0, 10**30, a fraction for an integer, one past each bound). The verbs' ``run``
 is replaced by a recorder: a value the parser lets through is caught without running a benchmark of
 10**30 tokens. Options that must agree (``--q-len <= --k-len``, T5's buckets, a benchmark's memory) are
-checked below, and through the real verbs.
+checked below, and through the real verbs; options with a fixed set of values (``--form``, ``--layout``, …)
+refuse any other value the same way.
 """
 
 from __future__ import annotations
@@ -152,6 +153,25 @@ def test_hostile_values_exit_2_naming_the_flag(verb, argv, action, recorded, cap
     assert not accepted and not badly_refused, \
         f"refpos {verb} {flag}: accepted {accepted}; refused without one short line naming it: {badly_refused}"
     assert len(recorded) == 1
+
+
+CHOICES = [(" ".join(prefix), _base_argv(prefix, parser), action) for prefix, parser in _leaves(cli.build_parser())
+           for action in parser._actions if action.option_strings and action.choices]
+
+
+def test_the_walk_finds_the_options_with_choices():
+    assert {action.option_strings[-1] for _, _, action in CHOICES} >= {"--form", "--layout", "--spacing", "--dtypes"}
+
+
+@pytest.mark.parametrize(("verb", "argv", "action"), CHOICES,
+                         ids=[f"{verb} {action.option_strings[-1]}" for verb, _, action in CHOICES])
+def test_an_option_with_choices_refuses_any_other_value(verb, argv, action, recorded, capsys):
+    flag = action.option_strings[-1]
+    for value in ("no-such-choice", "", "1e30"):
+        assert cli.main([*argv, f"{flag}={value}"]) == 2
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(lines) == 1 and flag in lines[0], lines
+    assert not recorded
 
 
 # ------------------------------------------------------------------------- options that must agree
