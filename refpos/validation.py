@@ -106,7 +106,7 @@ def as_positions(
             raise TypeError(f"{name} must be integers, got values of dtype {arr.dtype}")
         source = arr
     else:
-        array_of_kind(name, positions, "integral", "an int or an integer array")
+        array_of_kind(name, positions, "integral", "an int or an integer array", "an integer array")
         source = positions
     src_ns = array_namespace(source)
     size = math.prod(source.shape)
@@ -125,15 +125,16 @@ def as_positions(
     return src_ns.astype(source, src_ns.int64)
 
 
-def array_of_kind(name: str, x: Any, kind: str, allowed: str) -> ModuleType:
+def array_of_kind(name: str, x: Any, kind: str, allowed: str, allowed_array: str | None = None) -> ModuleType:
     """The array namespace of ``x``, which must be an array of the array-API dtype ``kind`` (``"integral"``,
-    ``"real floating"``, ...); the ``TypeError`` otherwise says ``{name} must be {allowed}``."""
+    ``"real floating"``, ...). The ``TypeError`` otherwise says ``{name} must be {allowed}`` (for an array of
+    another dtype: ``{allowed_array}``, default the same words)."""
     try:
         ns = array_namespace(x)
     except TypeError:
         raise TypeError(f"{name} must be {allowed}, got {type(x).__name__}") from None
     if not ns.isdtype(x.dtype, kind):
-        raise TypeError(f"{name} must be {allowed}, got dtype {x.dtype}")
+        raise TypeError(f"{name} must be {allowed_array or allowed}, got dtype {x.dtype}")
     return ns
 
 
