@@ -1,7 +1,8 @@
 """What every library adapter checks the same way before it calls its library.
 
-The adapter contract (spec_tests/README.md) fixes two argument rules that no library's own code
-states: the ALiBi forms, and integer positions. An adapter calls these instead of repeating them.
+The adapter contract (spec_tests/README.md) fixes argument rules that no library's own code states:
+the keys of a rope dict (and that a ``None`` value means the key is unset), the width it rotates, the
+ALiBi forms, and integer positions. An adapter calls these instead of repeating them.
 """
 
 from __future__ import annotations
@@ -9,6 +10,51 @@ from __future__ import annotations
 import numpy as np
 
 from refpos.encodings.alibi import FORMS as ALIBI_FORMS
+
+#: the M-RoPE keys (docs/mrope.md): contract keys, so a library without M-RoPE raises NotImplementedError
+MROPE_KEYS = frozenset({"mrope_section", "mrope_interleaved"})
+#: the keys a contract rope dict may carry (spec_tests/README.md, "RoPE configurations"); any other key is
+#: bad input. Keys of other rope types (beta_fast, short_factor, ...) are allowed on every type.
+ROPE_KEYS = MROPE_KEYS | frozenset({
+    "rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
+    "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor", "short_factor",
+    "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim", "max_position_embeddings", "layout",
+    "placement", "dynamic_rule", "softmax_mscale",
+})
+
+
+def check_rope_keys(rope: dict, library: str) -> None:
+    """``ValueError`` naming the keys of ``rope`` the contract does not define; ``NotImplementedError`` for
+    an M-RoPE dict (``mrope_section`` set), which none of these adapters wires."""
+    unknown = set(rope) - ROPE_KEYS
+    if unknown:
+        raise ValueError(f"unknown rope keys {sorted(unknown)}")
+    if rope.get("mrope_section") is not None:
+        raise NotImplementedError(f"M-RoPE (mrope_section) is not wired for {library}")
+
+
+def rope_settings(rope: dict, library: str) -> dict:
+    """``rope`` with its keys checked (:func:`check_rope_keys`) and ``None`` values dropped: a key set to
+    ``None`` is unset, so ``rope.get(key, default)`` gives the contract's default."""
+    check_rope_keys(rope, library)
+    return {key: value for key, value in rope.items() if value is not None}
+
+
+def kind_and_layout(rope: dict, library: str, layouts: tuple[str, ...]) -> tuple[str, str]:
+    """``(rope_type, layout)`` of a settled rope dict (:func:`rope_settings`) for a library that rotates its
+    first channels in ``layouts``; another layout, or the ``last`` placement, is ``NotImplementedError``."""
+    kind, layout = rope.get("rope_type", "default"), rope.get("layout", "half")  # no layout: the contract's half
+    if layout not in layouts:
+        raise NotImplementedError(f"{library} rotates the {' or '.join(layouts)} layout, not {layout!r}")
+    if rope.get("placement", "first") == "last":
+        raise NotImplementedError(f"{library} rotates the first channels, not the last")
+    return kind, layout
+
+
+def rotary_width(rope: dict) -> int:
+    """The rotated channels: ``rotary_dim``, else ``int(head_dim · partial_rotary_factor)`` (factor 1 when
+    absent), the resolution of transformers' ``_compute_default_rope_parameters``."""
+    return int(rope.get("rotary_dim") or int(rope["head_dim"]) * rope.get("partial_rotary_factor", 1.0))
 
 
 def alibi_form(form: str, supported: str, library: str) -> None:

@@ -1,13 +1,13 @@
 """What the two lucidrains RoPE adapters (rotary-embedding-torch, x-transformers) share: both libraries
-rotate interleaved pairs of the first ``dim`` channels and know only ``default`` and ``linear`` RoPE."""
+rotate interleaved pairs of the first ``dim`` channels and know only ``default`` and ``linear`` RoPE, and
+both hand their float32 angles ``(..., T, d)`` (each pair's angle repeated) to their own rotation."""
 
 from __future__ import annotations
 
-#: contract keys; those of other rope types (beta_fast, short_factor, ...) do not change default/linear
-CONTRACT_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-                 "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-                 "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-                 "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
+import numpy as np
+import torch
+
+from spec_tests.adapters._contract import check_rope_keys, rotary_width
 
 
 def supported_rotary(rope: dict, library: str) -> tuple[str, int, float]:
@@ -16,9 +16,7 @@ def supported_rotary(rope: dict, library: str) -> tuple[str, int, float]:
     Unknown keys raise ``ValueError``; what the library cannot express raises ``NotImplementedError``
     (the suite turns that into a skip with the reason).
     """
-    unknown = set(rope) - CONTRACT_KEYS
-    if unknown:
-        raise ValueError(f"unknown rope keys {sorted(unknown)}")
+    check_rope_keys(rope, library)
     kind = rope.get("rope_type", "default")
     if kind not in ("default", "linear"):
         raise NotImplementedError(f"rope_type {kind!r}: {library} has linear interpolation only")
@@ -26,9 +24,21 @@ def supported_rotary(rope: dict, library: str) -> tuple[str, int, float]:
         raise NotImplementedError(f"{library} rotates interleaved pairs only")
     if rope.get("placement", "first") != "first":
         raise NotImplementedError(f"{library} rotates the first channels")
-    head_dim = int(rope["head_dim"])
-    d = rope.get("rotary_dim") or int(head_dim * rope.get("partial_rotary_factor", 1.0))
+    d = rotary_width(rope)
     if d == 2:  # a finding: both constructors compute a rescale factor ** (dim / (dim - 2))
         raise NotImplementedError("RotaryEmbedding(dim=2) raises ZeroDivisionError (dim / (dim - 2))")
     factor = float(rope.get("factor", 1.0)) if kind == "linear" else 1.0
     return kind, d, factor
+
+
+def cos_sin(angles: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin of the library's float32 angles, in its interleaved order ``[c_0, c_0, c_1, c_1, …]``."""
+    return angles.cos().double().numpy(), angles.sin().double().numpy()
+
+
+def over_heads(angles: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``angles`` with a head axis per missing dimension: ``(B, T)`` positions give angles ``(B, T, d)``,
+    broadcast over the heads of ``x`` ``(B, H, T, D)`` as ``(B, 1, T, d)``."""
+    while angles.ndim < x.ndim:
+        angles = angles.unsqueeze(-3)
+    return angles

@@ -43,7 +43,7 @@ import mlx.nn as nn
 import numpy as np
 from mlx_lm.models.rope_utils import initialize_rope
 
-from spec_tests.adapters._contract import alibi_form, integer_positions
+from spec_tests.adapters._contract import alibi_form, integer_positions, kind_and_layout, rope_settings, rotary_width
 
 INFO: dict[str, Any] = {
     "name": f"MLX {importlib.metadata.version('mlx')} + mlx-lm {importlib.metadata.version('mlx-lm')} (CPU)",
@@ -55,12 +55,6 @@ INFO: dict[str, Any] = {
     "description": "spec_tests/adapters/apple_mlx.py: mx.fast.rope via mlx-lm initialize_rope, mx.fast SDPA, mlx.nn",
 }
 
-KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-        "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-        "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-        "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
-
-
 def _np(a: mx.array) -> np.ndarray:
     return np.array(a.astype(mx.float32), dtype=np.float64)
 
@@ -68,15 +62,8 @@ def _np(a: mx.array) -> np.ndarray:
 # --------------------------------------------------------------------------------------------- RoPE
 def _module(rope: dict) -> tuple[Any, int, str]:
     """(mlx-lm rope module, rotated channels, kind) for a contract rope dict."""
-    unknown = set(rope) - KEYS
-    if unknown:
-        raise ValueError(f"unknown rope keys {sorted(unknown)}")
-    rope = {key: value for key, value in rope.items() if value is not None}  # None: the key is unset
-    kind, layout = rope.get("rope_type", "default"), rope.get("layout", "half")
-    if layout not in ("half", "interleaved"):
-        raise NotImplementedError(f"mx.fast.rope has the half and interleaved layouts, not {layout!r}")
-    if rope.get("placement", "first") == "last":
-        raise NotImplementedError("mx.fast.rope rotates the first channels")
+    rope = rope_settings(rope, "mlx-lm")  # unknown keys: ValueError; None values: unset
+    kind, layout = kind_and_layout(rope, "mx.fast.rope", ("half", "interleaved"))
     if rope.get("attention_factor") is not None:
         raise NotImplementedError("mlx-lm's rope modules take no explicit attention_factor")
     if rope.get("truncate", True) is not True:
@@ -84,7 +71,7 @@ def _module(rope: dict) -> tuple[Any, int, str]:
     if rope.get("dynamic_rule", "hf") != "hf":
         raise NotImplementedError("mlx-lm's dynamic NTK is transformers' rule (L = T + offset)")
     head_dim = int(rope["head_dim"])
-    dims = int(rope.get("rotary_dim") or head_dim * rope.get("partial_rotary_factor", 1.0))
+    dims = rotary_width(rope)
     config = {"rope_type": kind}
     for key in ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
                 "mscale_all_dim", "low_freq_factor", "high_freq_factor", "short_factor", "long_factor"):

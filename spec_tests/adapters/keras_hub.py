@@ -40,7 +40,7 @@ from keras import ops
 from keras_hub.layers import AlibiBias, PositionEmbedding, RotaryEmbedding, SinePositionEncoding
 from keras_hub.src.models.t5.t5_multi_head_attention import T5MultiHeadAttention
 
-from spec_tests.adapters._contract import alibi_form, integer_positions
+from spec_tests.adapters._contract import alibi_form, integer_positions, rope_settings, rotary_width
 
 INFO: dict[str, Any] = {
     "name": f"keras-hub {importlib.metadata.version('keras-hub')} + Keras {keras.__version__} "
@@ -53,11 +53,6 @@ INFO: dict[str, Any] = {
     "description": "spec_tests/adapters/keras_hub.py: keras_hub.layers and keras.ops.dot_product_attention",
 }
 
-KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-        "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-        "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-        "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
-
 
 def _np(x: Any) -> np.ndarray:
     return np.asarray(ops.convert_to_numpy(ops.cast(x, "float32")), dtype=np.float64)
@@ -65,15 +60,12 @@ def _np(x: Any) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------- RoPE
 def _layer(rope: dict) -> RotaryEmbedding:
-    unknown = set(rope) - KEYS
-    if unknown:
-        raise ValueError(f"unknown rope keys {sorted(unknown)}")
-    rope = {key: value for key, value in rope.items() if value is not None}  # None: the key is unset
+    rope = rope_settings(rope, "keras-hub")  # unknown keys: ValueError; None values: unset
     kind = rope.get("rope_type", "default")
     if rope.get("layout", "half") != "half":
         raise NotImplementedError("keras-hub's RotaryEmbedding rotates half-split pairs only")
     head_dim = int(rope["head_dim"])
-    if (rope.get("rotary_dim") or head_dim * rope.get("partial_rotary_factor", 1.0)) != head_dim:
+    if rotary_width(rope) != head_dim:
         raise NotImplementedError("keras-hub's RotaryEmbedding rotates the whole feature axis")
     theta = float(rope.get("rope_theta", 10000.0))
     if kind in ("default", "linear"):

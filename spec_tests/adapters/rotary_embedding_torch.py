@@ -21,7 +21,7 @@ import rotary_embedding_torch
 import torch
 from rotary_embedding_torch import RotaryEmbedding, apply_rotary_emb
 
-from spec_tests.adapters._interleaved_rope import supported_rotary
+from spec_tests.adapters._interleaved_rope import cos_sin, over_heads, supported_rotary
 
 INFO: dict[str, Any] = {
     "name": f"rotary-embedding-torch {getattr(rotary_embedding_torch, '__version__', '')}".strip(),
@@ -58,14 +58,11 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
 
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """cos and sin of the library's angles, interleaved order ``[c_0, c_0, c_1, c_1, …]``."""
-    angles = _angles(positions, rope)
-    return angles.cos().double().numpy(), angles.sin().double().numpy()
+    return cos_sin(_angles(positions, rope))
 
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """``apply_rotary_emb(freqs, x)`` in float32: rotates the first d channels, the rest pass through."""
-    angles = _angles(positions, rope)  # (..., T, d)
     xt = torch.as_tensor(np.asarray(x, dtype=np.float32))
-    while angles.ndim < xt.ndim:  # (B, T) positions with x (B, H, T, D): broadcast over heads
-        angles = angles.unsqueeze(-3)
+    angles = over_heads(_angles(positions, rope), xt)  # (..., T, d), a head axis for (B, T) positions
     return apply_rotary_emb(angles, xt, freqs_seq_dim=-2).double().numpy()

@@ -36,7 +36,7 @@ from torchtune.models.qwen2._positional_embeddings import Qwen2RotaryPositionalE
 from torchtune.modules import RotaryPositionalEmbeddings
 from torchtune.modules.attention_utils import _sdpa_or_flex_attention
 
-from spec_tests.adapters._contract import integer_positions
+from spec_tests.adapters._contract import integer_positions, rope_settings, rotary_width
 
 INFO: dict[str, Any] = {
     "name": f"torchtune {importlib.metadata.version('torchtune')} + torch {torch.__version__}",
@@ -48,23 +48,13 @@ INFO: dict[str, Any] = {
     "description": "spec_tests/adapters/torchtune.py: torchtune's RoPE modules and MultiHeadAttention's SDPA call",
 }
 
-#: contract keys (see spec_tests/README.md); the others are rejected as bad input
-KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-        "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-        "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-        "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
-
 
 def _module(rope: dict, max_seq_len: int) -> tuple[torch.nn.Module, str]:
     """The torchtune module for a contract rope dict, with its cache covering ``max_seq_len`` positions."""
-    unknown = set(rope) - KEYS
-    if unknown:
-        raise ValueError(f"unknown rope keys {sorted(unknown)}")
-    rope = {key: value for key, value in rope.items() if value is not None}  # None: the key is unset
+    rope = rope_settings(rope, "torchtune")  # unknown keys: ValueError; None values: unset
     kind, layout = rope.get("rope_type", "default"), rope.get("layout", "half")
     head_dim = int(rope["head_dim"])
-    rotary = rope.get("rotary_dim") or int(head_dim * rope.get("partial_rotary_factor", 1.0))
-    if rotary != head_dim:
+    if rotary_width(rope) != head_dim:
         raise NotImplementedError("torchtune's RoPE modules rotate the whole head (no partial rotary)")
     theta = float(rope.get("rope_theta", 10000.0))
     if layout == "interleaved" and kind == "default":

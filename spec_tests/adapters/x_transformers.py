@@ -24,7 +24,7 @@ import torch
 from x_transformers import x_transformers as xt
 
 from spec_tests.adapters._contract import alibi_form
-from spec_tests.adapters._interleaved_rope import supported_rotary
+from spec_tests.adapters._interleaved_rope import cos_sin, over_heads, supported_rotary
 
 INFO: dict[str, Any] = {
     "name": f"x-transformers {importlib.metadata.version('x-transformers')}",
@@ -36,7 +36,6 @@ INFO: dict[str, Any] = {
     "rope_placements": ["first"],
     "description": "spec_tests/adapters/x_transformers.py: ALiBi, T5 buckets, rotary of x_transformers",
 }
-
 
 
 # --------------------------------------------------------------------------------------------- ALiBi
@@ -91,17 +90,14 @@ def _freqs(positions, rope: dict) -> torch.Tensor:
 
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """cos and sin of the module's angles, interleaved order ``[c_0, c_0, c_1, c_1, …]``."""
-    freqs = _freqs(positions, rope)
-    return freqs.cos().double().numpy(), freqs.sin().double().numpy()
+    return cos_sin(_freqs(positions, rope))
 
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """``apply_rotary_pos_emb(x, freqs)`` in float32 on the first d channels."""
-    freqs = _freqs(positions, rope)  # (..., T, d)
     xt_ = torch.as_tensor(np.asarray(x, dtype=np.float32))
     shape = xt_.shape
-    while freqs.ndim < xt_.ndim:  # (B, T) positions with x (B, H, T, D): broadcast over heads
-        freqs = freqs.unsqueeze(-3)
+    freqs = over_heads(_freqs(positions, rope), xt_)  # (..., T, d), a head axis for (B, T) positions
     freqs = torch.broadcast_to(freqs, (*xt_.shape[:-1], freqs.shape[-1])).reshape(-1, shape[-2], freqs.shape[-1])
     flat = xt_.reshape(-1, shape[-2], shape[-1])  # (N, T, D): the library's (b, n, d) form
     return xt.apply_rotary_pos_emb(flat, freqs).reshape(shape).double().numpy()
