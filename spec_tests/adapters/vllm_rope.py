@@ -12,83 +12,120 @@ is_neox_style, rope_parameters, dtype=torch.float32)``, the factory vLLM's model
 is the half layout, ``False`` the interleaved (GPT-J) one; the first ``rotary_dim`` channels rotate.
 Scaling rules: default, linear, ``dynamic`` (vLLM's *static* rule: the base at ``factor·max_position``
 for every length — the contract's ``dynamic_rule = "vllm_static"``), yarn, llama3 and proportional.
-LongRoPE (``Phi3LongRoPEScaledRotaryEmbedding``) picks its short or long factors once, from the
-engine's ``max_model_len``, not from the current length; it needs a running engine's config and is
-reported as unsupported. ω and A come from the module (``_compute_inv_freq``, ``mscale``), cos/sin from its
-``cos_sin_cache``. vLLM's attention backends are not wired (they need its engine).
+LongRoPE (``Phi3LongRoPEScaledRotaryEmbedding``) picks its short or long factors once, when it is built,
+from the engine's ``max_model_len`` (long iff ``max_model_len > original_max_position_embeddings``), not
+from the current length; the adapter builds it as ``get_rope`` does under an engine config whose
+``max_model_len`` is the call's L (``seq_len``, else ``max(positions) + 1``; none for ``rope_frequencies``
+without ``seq_len``: the short factors), the recipe of spec_tests/README.md. ω and A come from the
+module (``_compute_inv_freq``, ``mscale``), cos/sin from its ``cos_sin_cache``. vLLM's attention backends
+are not wired (they need its engine).
 
-Status: written against vLLM 0.33's sources and not yet run. Importing
-``vllm.model_executor.layers.rotary_embedding`` with ``pip install --no-deps vllm`` pulls vLLM's config,
-compilation and distributed packages; each missing pure-Python module was installed in turn (the list in
-``tox.ini``'s ``[peers] vllm_deps``) and the chain still asked for more when this was written, so no run
-is stored in ``spec_tests/results/`` and ``docs/implementations.md`` has no vLLM row.
+Install (``tox -e vllm``): ``pip install --no-deps vllm==0.33.0`` and the pure-Python distributions its
+import of ``vllm.model_executor.layers.rotary_embedding`` loads (``tox.ini``, ``[peers] vllm_deps``); no
+CUDA package, no compiled vLLM extension (``vllm._C`` is missing on CPU and only warned about). vLLM's
+``CustomOp`` reads the engine config when a module is built, so each module is built inside
+``set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu")))``. M-RoPE
+(``MRotaryEmbedding``) is in vLLM but not wired here: an ``mrope_section`` is ``NotImplementedError``.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import inspect
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import torch
-from vllm.model_executor.layers.rotary_embedding import get_rope
+from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+from vllm.model_executor.layers.rotary_embedding import Phi3LongRoPEScaledRotaryEmbedding, get_rope
 
-from spec_tests.adapters._contract import integer_positions
+from spec_tests.adapters._contract import integer_positions, kind_and_layout, rope_settings, rotary_width
 
 INFO: dict[str, Any] = {
     "name": f"vLLM {importlib.metadata.version('vllm')} rotary embeddings (forward_native) + torch {torch.__version__}",
     "dtype": "float32",
     "rope_layout": "half",
-    "rope_types": ["default", "linear", "dynamic", "yarn", "llama3", "proportional"],
+    "rope_types": ["default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional"],
     "rope_layouts": ["half", "interleaved"],
     "rope_placements": ["first"],
     "description": "spec_tests/adapters/vllm_rope.py: get_rope(...).forward_native",
 }
 
-KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-        "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-        "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-        "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
+#: the engine config a CustomOp needs at construction (vllm/model_executor/custom_op.py, dispatch_forward):
+#: the default VllmConfig on the CPU device (without vLLM's compiled extension no platform is detected)
+_CONFIG = VllmConfig(device_config=DeviceConfig(device="cpu"))
 PASSED_ON = ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
              "attention_factor", "truncate", "low_freq_factor", "high_freq_factor", "short_factor", "long_factor")
 
 
 def _module(rope: dict, top: int) -> Any:
     """``get_rope`` for a contract rope dict; ``top`` = the largest position + 1 the call needs."""
-    unknown = set(rope) - KEYS
-    if unknown:
-        raise ValueError(f"unknown rope keys {sorted(unknown)}")
-    rope = {key: value for key, value in rope.items() if value is not None}  # None: the key is unset
-    kind, layout = rope.get("rope_type", "default"), rope.get("layout", "half")
-    if layout not in ("half", "interleaved"):
-        raise NotImplementedError(f"vLLM has the neox (half) and GPT-J (interleaved) styles, not {layout!r}")
-    if rope.get("placement", "first") == "last":
-        raise NotImplementedError("vLLM rotates the first rotary_dim channels")
+    rope = rope_settings(rope, "vLLM's get_rope")  # unknown keys: ValueError; None values: unset
+    kind, layout = kind_and_layout(rope, "vLLM (neox = half, GPT-J = interleaved)", ("half", "interleaved"))
     if kind == "dynamic" and rope.get("dynamic_rule") != "vllm_static":
         raise NotImplementedError("vLLM's dynamic rule is static (the base at factor·max_position)")
-    if kind == "longrope":  # Phi3LongRoPEScaledRotaryEmbedding reads max_model_len from a running engine
-        raise NotImplementedError("vLLM's LongRoPE picks its factors from the engine's max_model_len")
     if kind == "ntk":
         raise NotImplementedError("vLLM's 'ntk' is not the contract's static NTK-aware base")
     head_dim = int(rope["head_dim"])
-    rotary = int(rope.get("rotary_dim") or head_dim * rope.get("partial_rotary_factor", 1.0))
+    rotary = rotary_width(rope)
     params: dict[str, Any] = {"rope_type": kind, "rope_theta": float(rope.get("rope_theta", 10000.0)),
                               "partial_rotary_factor": rotary / head_dim}
     params.update({k: rope[k] for k in PASSED_ON if k in rope})
     max_position = int(rope.get("max_position_embeddings") or rope.get("original_max_position_embeddings") or top)
     if kind in ("default", "linear", "proportional", "llama3"):
         max_position = max(max_position, top)
-    module = get_rope(head_dim, max_position, is_neox_style=layout == "half", rope_parameters=params,
-                      dtype=torch.float32)
+    with set_current_vllm_config(_CONFIG):  # CustomOp.__init__ reads the current config to pick its forward
+        module = get_rope(head_dim, max_position, is_neox_style=layout == "half", rope_parameters=params,
+                          dtype=torch.float32)
     if module.cos_sin_cache.shape[0] < top:
         raise NotImplementedError(f"vLLM caches {module.cos_sin_cache.shape[0]} positions for this config, "
                                   f"the call needs {top}")
     return module
 
 
+def _longrope(rope: dict, length: int | None) -> Any:
+    """``Phi3LongRoPEScaledRotaryEmbedding`` with the arguments ``get_rope`` gives it
+    (vllm/model_executor/layers/rotary_embedding/__init__.py), built under an engine config whose
+    ``max_model_len`` is ``length`` (``None``: the original length, so the short factors)."""
+    rope = rope_settings(rope, "vLLM's LongRoPE")  # unknown keys: ValueError; None values: unset
+    kind_and_layout(rope, "vLLM's Phi3LongRoPEScaledRotaryEmbedding (neox style only)", ("half",))
+    if rope.get("attention_factor") is not None:
+        raise NotImplementedError("vLLM's LongRoPE takes short_mscale / long_mscale, not attention_factor")
+    original = rope["original_max_position_embeddings"]  # get_rope indexes rope_parameters: KeyError if absent
+    max_position = rope.get("max_position_embeddings") or round(rope.get("factor", 1.0) * original)  # HF's factor
+    engine = SimpleNamespace(compilation_config=_CONFIG.compilation_config,  # what __init__ and CustomOp read
+                             model_config=SimpleNamespace(max_model_len=original if length is None else length))
+    with set_current_vllm_config(engine):
+        return Phi3LongRoPEScaledRotaryEmbedding(
+            int(rope["head_dim"]), rotary_width(rope), int(max_position), original,
+            float(rope.get("rope_theta", 10000.0)), True, torch.float32, rope["short_factor"], rope["long_factor"])
+
+
+def _longrope_rows(module: Any, pos: np.ndarray) -> torch.Tensor:
+    """Rows of ``long_short_cos_sin_cache`` at ``pos`` as ``forward`` picks them: short rows first, the
+    long ones from offset ``original_max_position_embeddings``."""
+    original, top = module.original_max_position_embeddings, int(pos.max()) + 1 if pos.size else 1
+    if not module.use_long_rope and top > original:
+        raise NotImplementedError(f"vLLM's short LongRoPE cache covers positions < {original}")
+    if module.use_long_rope and top > module.max_position_embeddings:
+        raise NotImplementedError(f"vLLM's long LongRoPE cache covers positions < {module.max_position_embeddings}")
+    offset = original if module.use_long_rope else 0
+    return module.long_short_cos_sin_cache[torch.as_tensor(pos + offset)]
+
+
+def _length(pos: np.ndarray, seq_len: int | None) -> int:
+    return int(seq_len) if seq_len is not None else (int(pos.max()) + 1 if pos.size else 1)
+
+
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
-    """The module's ``_compute_inv_freq`` (float32) and the ``mscale`` it folds into its cache (1 if none)."""
+    """The module's ``_compute_inv_freq`` (float32) and the ``mscale`` it folds into its cache (1 if none);
+    LongRoPE: the factors and mscale the module picked for an engine of ``max_model_len = seq_len``."""
+    if rope.get("rope_type") == "longrope":
+        module = _longrope(rope, seq_len)
+        factors, mscale = ((module.long_factor, module.long_mscale) if module.use_long_rope
+                           else (module.short_factor, module.short_mscale))
+        return module._compute_inv_freq(factors).double().numpy(), float(mscale)
     module = _module(rope, 1)
     compute = getattr(module, "_compute_inv_freq", None)
     if compute is None or rope.get("rope_type") == "dynamic":
@@ -101,6 +138,11 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``cos_sin_cache`` (``[cos | sin]`` per pair) in the contract's channel order."""
     pos = integer_positions(positions, reject_negative=True)
+    if rope.get("rope_type") == "longrope":
+        module = _longrope(rope, _length(pos, seq_len))
+        rows = _longrope_rows(module, pos).double()
+        cos, sin = rows.chunk(2, dim=-1)
+        return torch.cat([cos, cos], -1).numpy(), torch.cat([sin, sin], -1).numpy()
     module = _module(rope, int(pos.max()) + 1 if pos.size else 1)
     rows = module.cos_sin_cache[torch.as_tensor(pos)].double()
     cos, sin = rows.chunk(2, dim=-1)
@@ -115,9 +157,14 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
     x = np.asarray(x, dtype=np.float32)
     if pos.ndim == 2:  # (B, T) with x (B, H, T, D): one batch row at a time
         return np.stack([apply_rope(x[b], pos[b], rope, seq_len) for b in range(pos.shape[0])])
-    module = _module(rope, int(pos.max()) + 1 if pos.size else 1)
     lead, (t, d) = x.shape[:-2], x.shape[-2:]
-    tokens = np.moveaxis(x.reshape(-1, t, d), 1, 0).reshape(t, -1)  # (T, N·D)
-    query, _ = module.forward_native(torch.as_tensor(pos), torch.as_tensor(tokens.copy()))
+    tokens = torch.as_tensor(np.moveaxis(x.reshape(-1, t, d), 1, 0).reshape(t, -1).copy())  # (T, N·D)
+    if rope.get("rope_type") == "longrope":  # forward(positions, query, key): the key gets the same rotation
+        module = _longrope(rope, _length(pos, seq_len))
+        _longrope_rows(module, pos)  # the same bounds as the cache rows forward reads
+        query, _ = module.forward(torch.as_tensor(pos), tokens, tokens.clone())
+    else:
+        module = _module(rope, int(pos.max()) + 1 if pos.size else 1)
+        query, _ = module.forward_native(torch.as_tensor(pos), tokens)
     out = np.moveaxis(query.double().numpy().reshape(t, -1, d), 0, 1)  # (N, T, D)
     return out.reshape(*lead, t, d)
