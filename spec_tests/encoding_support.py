@@ -11,7 +11,8 @@ import math
 import numpy as np
 from support import declared_dtype
 
-from refpos.golden.tolerance import MANTISSA
+from refpos.backend import to_numpy
+from refpos.golden.tolerance import MANTISSA, rope_tolerance
 
 
 def is_float64(impl) -> bool:
@@ -33,12 +34,12 @@ def tol(impl, *, rtol: float = 1e-12, atol: float = 1e-13) -> dict[str, float]:
 
 
 def angle_atol(impl, max_position: int) -> float:
-    """Absolute tolerance of sin/cos at positions up to ``max_position``: the float64 angle ``p·ω`` is
-    rounded to ~1.1e-16·p (plus a few ulps of sin/cos); a float32 phase path drifts ~p·2^-24
-    (:mod:`refpos.golden.tolerance`)."""
-    if is_float64(impl):
-        return 1e-15 * (max_position + 8)
-    return 2.0 * (max_position + 1) * 2.0**-24 + 1e-6
+    """Absolute tolerance of an entry built from sinusoid rows at positions up to ``max_position``: the phase
+    rule of :func:`refpos.golden.tolerance.rope_tolerance` for the declared dtype at that position (the
+    sinusoid's largest ω is 1), for values of size 2 (a shifted or multiplied row adds two products
+    ``cos·a + sin·b`` of size ≤ 1 per pair)."""
+    bound = rope_tolerance(declared_dtype(impl), np.array([max_position]), np.ones(1), magnitude=2.0)
+    return float(np.asarray(to_numpy(bound)).max())
 
 
 def softmax(s: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:

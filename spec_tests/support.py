@@ -5,6 +5,8 @@
 * :func:`assert_close` / :func:`tolerance_array` / :func:`tolerance` — tolerances that follow from
   ``INFO["dtype"]`` and, for angle-derived values, from the position, as :mod:`refpos.golden.tolerance`
   implements them (the rule ``refpos check`` and the goldens use);
+* :func:`assert_within` — an explicit ``rtol``/``atol`` (from :func:`tolerance` or stated with its reason),
+  through the same comparison;
 * :func:`assert_quoted` — numbers quoted to a few digits: half a unit of the last digit plus the dtype rule;
 * :func:`declared_support` — the rope types, layouts and placements an adapter declares in ``INFO``.
 """
@@ -143,6 +145,7 @@ def tolerance_array(
     magnitude: Any = 1.0,
     scale: Any = None,
     logits: Any = None,
+    dtype: str | None = None,
 ) -> np.ndarray:
     """Elementwise atol for the adapter's output against the float64 ``expected``, by the rule of
     ``refpos check`` (:mod:`refpos.golden.tolerance`) for the adapter's ``INFO["dtype"]``.
@@ -159,10 +162,13 @@ def tolerance_array(
         ``expected`` ``(..., T, n)``, ``inv_freq`` the frequencies in use (only max ω enters; default 1),
         ``magnitude`` the size of a rotated pair (1 for cos/sin, ``A·‖pair‖`` for q/k);
         ``"probability"`` — softmax outputs of ``logits``.
+    dtype
+        The dtype whose rule applies, when it is not the adapter's: the rounding of an anchor that is
+        itself a float32 computation (:func:`assert_close`'s ``anchor_dtype``).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    dtype = declared_dtype(impl)
+    dtype = declared_dtype(impl) if dtype is None else tol_rules.check_dtype(dtype)
     ref = np.asarray(expected, dtype=np.float64)
     if kind == "exact":
         return np.zeros(ref.shape)
@@ -240,20 +246,27 @@ def at_most(value: Any, bound: float, impl: ModuleType, *, what: str = "") -> No
 
 
 def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "value", *, what: str = "",
-                 **rule: Any) -> None:
+                 anchor_dtype: str | None = None, anchor_kind: str | None = None, **rule: Any) -> None:
     """Assert ``|actual − expected| ≤ atol`` elementwise, atol from :func:`tolerance_array`.
 
-    The message names the quantity, the rule, the declared dtype and the worst entry.
+    ``anchor_dtype``: ``expected`` is another library's output computed in that dtype (an HF float32
+    table), so its own rounding is added: the rule of ``anchor_kind`` (default ``kind``) for that dtype,
+    e.g. ``"stored"`` for a float64 table stored in float32. The message names the quantity, the rule,
+    the declared dtype and the worst entry.
     """
     actual = np.asarray(actual)
     expected = np.asarray(expected)
+    if actual.ndim == 0 or expected.ndim == 0:  # a scalar (an attention factor) against a scalar
+        actual, expected = (np.reshape(a, (-1,)) for a in np.broadcast_arrays(actual, expected))
     label = what or "output"
     if actual.shape != expected.shape:
         raise AssertionError(f"{label}: shape {actual.shape}, expected {expected.shape}")
-    if kind == "exact" or (kind == "stored" and declared_dtype(impl) == "float64"):
+    if anchor_dtype is None and (kind == "exact" or (kind == "stored" and declared_dtype(impl) == "float64")):
         np.testing.assert_array_equal(actual, expected, err_msg=f"{label} ({kind}, bit for bit)")
         return
     atol = tolerance_array(impl, expected, kind, **rule)
+    if anchor_dtype is not None:  # the anchor's own rounding: both sides err
+        atol = atol + tolerance_array(impl, expected, anchor_kind or kind, dtype=anchor_dtype, **rule)
     result = compare(actual, expected, atol=atol)  # refpos's one comparison: a NaN never passes
     if not result.ok:
         worst = result.worst_index
@@ -262,6 +275,31 @@ def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "valu
             f"outside tolerance; worst at {worst}: got {actual[worst]!r}, expected {expected[worst]!r}, "
             f"|diff| {result.error[worst]:.3g} > atol {result.allowed[worst]:.3g}"
         )
+
+
+def assert_within(actual: Any, expected: Any, *, rtol: float, atol: float = 0.0, what: str = "",
+                  equal_nan: bool = False) -> None:
+    """Assert ``|actual − expected| ≤ atol + rtol·|expected|`` elementwise through refpos's one comparison
+    (:func:`refpos.golden.compare.compare`: a NaN never passes unless ``equal_nan`` and both are NaN).
+
+    The caller states ``rtol`` (and ``atol``): from the declared dtype (:func:`tolerance`,
+    ``encoding_support.tol``) or a number with its reason beside it. Shapes must agree; a scalar on
+    either side is broadcast to the other.
+    """
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    if actual.ndim == 0 or expected.ndim == 0:
+        actual, expected = np.broadcast_arrays(actual, expected)
+    label = what or "values"
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{label}: shape {actual.shape}, expected {expected.shape}")
+    result = compare(actual, expected, atol=atol, rtol=rtol, equal_nan=equal_nan)
+    if not result.ok:
+        worst = result.worst_index
+        bound = f"atol {float(np.max(atol)):.3g} + rtol {rtol:.3g}·|expected|"
+        raise AssertionError(f"{label}: {result.n_outside} of {result.n} entries outside {bound}; worst at "
+                             f"{worst}: got {actual[worst]!r}, expected {expected[worst]!r}, |diff| "
+                             f"{result.error[worst]:.3g} > {result.allowed[worst]:.3g}")
 
 
 def tolerance(impl: ModuleType, kind: str = "value") -> dict[str, float]:

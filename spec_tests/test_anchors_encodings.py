@@ -1,15 +1,18 @@
 """Anchors: the adapter's sinusoids, ALiBi slopes and T5 buckets against HF transformers (torch CPU).
 
-Skipped where torch or transformers are absent. Tolerances (docs/conventions.md#tolerances): the HF sinusoid tables and
-BLOOM's slopes are float32, so position-independent values are compared with rtol 1e-6 (and atol 1e-7
-for sinusoid entries near 0: float32 rounding of a value ≤ 1 is ≤ 6e-8); buckets are integers, exact.
+Skipped where torch or transformers are absent. Tolerances (docs/conventions.md#tolerances): both sides
+err. The adapter's side follows its ``INFO["dtype"]`` (the phase rule at the table's positions for
+sinusoids, the value rule for slopes and biases); HF's side is added: its sinusoid tables are computed in
+float64 by NumPy and stored in float32 (half an ulp, the "stored" rule), BLOOM's slopes and bias ``m·j``
+are float32 powers and products (the float32 value rule, the bias row's scale ``m·(T_k − 1)``). Buckets
+are integers, exact.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import cases, require
+from support import assert_close, cases, require
 
 torch = pytest.importorskip("torch", reason="anchor cross-checks need torch (pip install 'refpos[anchors]')")
 pytest.importorskip("transformers", reason="anchor cross-checks need transformers (pip install 'refpos[anchors]')")
@@ -26,7 +29,8 @@ def test_distilbert_interleaved_sinusoid(impl, dim, n_pos):
     out = torch.empty(n_pos, dim)
     create_sinusoidal_embeddings(n_pos, dim, out)
     got = sinusoidal(np.arange(n_pos), dim, layout="interleaved", spacing="paper")
-    np.testing.assert_allclose(got, out.numpy().astype(np.float64), rtol=1e-6, atol=1e-7)
+    assert_close(got, out.numpy().astype(np.float64), impl, "phase", positions=np.arange(n_pos),
+                 anchor_dtype="float32", anchor_kind="stored", what="DistilBERT table")
 
 
 @pytest.mark.parametrize(("dim", "n_pos"), cases("dim, n_pos", [(4, 512), (64, 512), (512, 96)]))
@@ -37,7 +41,8 @@ def test_marian_concatenated_sinusoid(impl, dim, n_pos):
     sinusoidal = require(impl, "sinusoidal")
     table = MarianSinusoidalPositionalEmbedding(n_pos, dim).create_weight()
     got = sinusoidal(np.arange(n_pos), dim, layout="concat", spacing="paper")
-    np.testing.assert_allclose(got, table.numpy().astype(np.float64), rtol=1e-6, atol=1e-7)
+    assert_close(got, table.numpy().astype(np.float64), impl, "phase", positions=np.arange(n_pos),
+                 anchor_dtype="float32", anchor_kind="stored", what="Marian table")
 
 
 def test_marian_differs_from_distilbert_by_the_layout_permutation(impl):
@@ -64,8 +69,10 @@ def test_bloom_alibi_slopes_and_key_index_bias(impl, n_heads):
     k_len = 64
     alibi = build_alibi_tensor(torch.ones(1, k_len, dtype=torch.long), n_heads, torch.float32)  # (H, 1, T)
     alibi = alibi.numpy().astype(np.float64)
-    np.testing.assert_allclose(slopes(n_heads), alibi[:, 0, 1], rtol=1e-6, atol=0)
-    np.testing.assert_allclose(bias(n_heads, 1, k_len, form="key_index")[:, 0], alibi[:, 0], rtol=1e-6, atol=0)
+    assert_close(slopes(n_heads), alibi[:, 0, 1], impl, anchor_dtype="float32", what="slopes")
+    row_scale = alibi[:, 0, -1:]  # m_h·(T_k − 1): the row's natural magnitude, a floor where m_h·j is small
+    assert_close(bias(n_heads, 1, k_len, form="key_index")[:, 0], alibi[:, 0], impl, scale=row_scale,
+                 anchor_dtype="float32", what="key-index bias")
 
 
 def _t5_grid():

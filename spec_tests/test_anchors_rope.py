@@ -10,14 +10,14 @@
   (``1/θ^(2j/d)``), so they agree to float64 rounding of the angle;
 * DeepSeek's softmax multiplier ``yarn_apply_mscale``.
 
-Tolerances (docs/conventions.md#tolerances, docs/anchors.md#the-cossin-tables): HF builds ω in float32 (arange,
-division and power in
-float32), so frequencies are compared with rtol 1e-6 (measured ≤ 3.3e-7) and an absolute floor of
-1e-12 for the exact zeros of proportional RoPE; YaRN and llama3 blend float32 operands of size ω_j
-(``ω_j/s`` and ``ω_j``), so their rounding is relative to ω_j, not to the blend: atol 1e-6·ω_j there.
-HF's attention factors are Python floats: rtol 1e-13.
-HF cos/sin come from float32 angles p·ω: atol = 3·A·p·max ω·2⁻²⁴ + 1e-6 (refpos.golden.tolerance's float32
-angle constant; measured ratios up to 2.02 for HF Phi-3.5 LongRoPE).
+Tolerances (docs/conventions.md#tolerances, docs/anchors.md#the-cossin-tables): both sides err, so each
+comparison adds the adapter's rule (its ``INFO["dtype"]``) and HF's (``support.assert_close`` with
+``anchor_dtype``). HF builds ω in float32 (arange, division and power in float32): the float32 value rule,
+rtol 1e-6 (measured ≤ 3.3e-7); the exact zeros of proportional RoPE compare exactly. YaRN and llama3 blend
+float32 operands of size ω_j (``ω_j/s`` and ``ω_j``), so their rounding is relative to ω_j, not to the
+blend: the value rule with scale ω_j there. HF's attention factors are Python floats: the adapter's value
+rule alone (float64: rtol 1e-13). HF cos/sin come from float32 angles p·ω: the float32 phase rule at the
+positions, 3·A·p·max ω·2⁻²⁴ + 1e-6 (measured ratios up to 2.02 for HF Phi-3.5 LongRoPE).
 The float64 application: the phase rule of ``support.assert_close`` for a float64 adapter (ω computed as
 ``θ^(−2j/d)`` and as ``1/θ^(2j/d)`` differ by an ulp, which position 100000 multiplies).
 """
@@ -77,8 +77,8 @@ def test_model_inv_freq_and_attention_factor(impl, name):
         hf_inv = _np(getattr(rotary, f"{prefix}inv_freq"))
         hf_a = getattr(rotary, f"{prefix}attention_scaling")
         inv, a = frequencies(resolve(CONFIGS[name]["config"], layer_type))
-        np.testing.assert_allclose(inv, hf_inv, rtol=1e-6, atol=1e-12, err_msg=f"{name} {layer_type}")
-        assert a == pytest.approx(hf_a, rel=1e-13)
+        assert_close(inv, hf_inv, impl, anchor_dtype="float32", what=f"{name} {layer_type} inv_freq")
+        assert_close(a, hf_a, impl, what=f"{name} {layer_type} attention factor")
 
 
 def _gptj_embed_positions():
@@ -97,10 +97,9 @@ def test_gptj_table(impl):
     table = _np(_gptj_embed_positions())  # (2048, 64) = [sin | cos] of the 32 pairs
     pos = np.array([0, 1, 7, 255, 256, 2047])
     params = require(impl, "rope_params_from_hf_config")(CONFIGS["EleutherAI/gpt-j-6b"]["config"])
-    cos, sin = cos_sin(pos, params)
-    atol = 3 * pos[:, None] * 2.0**-24 + 1e-6
-    assert np.all(np.abs(cos[:, 0::2] - table[pos, 32:]) <= atol)  # interleaved: c0 c0 c1 c1 ...
-    assert np.all(np.abs(sin[:, 0::2] - table[pos, :32]) <= atol)
+    cos, sin = cos_sin(pos, params)  # interleaved: c0 c0 c1 c1 ...
+    assert_close(cos[:, 0::2], table[pos, 32:], impl, "phase", positions=pos, anchor_dtype="float32", what="cos")
+    assert_close(sin[:, 0::2], table[pos, :32], impl, "phase", positions=pos, anchor_dtype="float32", what="sin")
 
 
 def _hf_llama_config(rope, max_position_embeddings=None):
@@ -140,13 +139,10 @@ def test_random_configs_match_rope_init_functions(impl, rope_type, data):
     hf_inv, hf_a = _hf_init(rope, seq_len)
     inv, a = require(impl, "rope_frequencies")(rope, seq_len=seq_len)
     assert inv.shape == (rotary_width(rope) // 2,)
-    atol = 1e-12
-    if rope_type in ("yarn", "llama3"):  # float32 blend of operands of size ω_j: rounding relative to ω_j
-        atol = atol + 1e-6 * base_inv(rope["rope_theta"], rotary_width(rope))
-    hf = _np(hf_inv)
-    bad = np.abs(inv - hf) > atol + 1e-6 * np.abs(hf)
-    assert not bad.any(), f"pairs {np.flatnonzero(bad).tolist()}: refpos {inv[bad]}, HF {hf[bad]}"
-    assert a == pytest.approx(hf_a, rel=1e-13)
+    # yarn, llama3: a float32 blend of operands of size ω_j, so the rounding is relative to ω_j
+    scale = base_inv(rope["rope_theta"], rotary_width(rope)) if rope_type in ("yarn", "llama3") else None
+    assert_close(inv, _np(hf_inv), impl, scale=scale, anchor_dtype="float32", what="inv_freq")
+    assert_close(a, hf_a, impl, what="attention factor")
 
 
 def _hf_forward(rotary, positions):
@@ -163,9 +159,9 @@ def test_phi3_longrope_forward_switches_at_original_plus_one(impl, top):
     hf_cos, hf_sin = _hf_forward(rotary, pos)
     params = require(impl, "rope_params_from_hf_config")(CONFIGS[name]["config"])
     cos, sin = require(impl, "rope_cos_sin")(pos, params)
-    a = 1.1902380714238083
-    atol = 3 * a * pos[:, None] * 2.0**-24 + 1e-6
-    assert np.all(np.abs(cos - hf_cos) <= atol) and np.all(np.abs(sin - hf_sin) <= atol)
+    a = 1.1902380714238083  # the attention factor of Phi-3.5's LongRoPE: the size of a cos/sin entry
+    for ours, theirs, what in ((cos, hf_cos, "cos"), (sin, hf_sin, "sin")):
+        assert_close(ours, theirs, impl, "phase", positions=pos, magnitude=a, anchor_dtype="float32", what=what)
 
 
 def test_dynamic_ntk_module_history(impl):
@@ -180,7 +176,7 @@ def test_dynamic_ntk_module_history(impl):
     ours = require(impl, "rope_dynamic_ntk_frequencies")(rope, lengths)
     for row, n in zip(ours, lengths, strict=True):
         rotary(torch.zeros(1), torch.arange(n)[None, :])
-        np.testing.assert_allclose(row, _np(rotary.inv_freq), rtol=1e-6, err_msg=f"call with L={n}")
+        assert_close(row, _np(rotary.inv_freq), impl, anchor_dtype="float32", what=f"call with L={n}")
 
 
 @pytest.mark.parametrize(("layout", "rotary_dim"), cases("layout, rotary_dim", [
@@ -221,7 +217,8 @@ def test_deepseek_softmax_multiplier(impl, name):
     params = require(impl, "rope_params_from_hf_config")(CONFIGS[name]["config"])
     hf_config, _ = _hf_rotary(name)
     hf_scale = yarn_apply_mscale(hf_config.rope_parameters, 192**-0.5)
-    assert 192**-0.5 * require(impl, "rope_softmax_multiplier")(params) == pytest.approx(hf_scale, rel=1e-13)
+    assert_close(192**-0.5 * require(impl, "rope_softmax_multiplier")(params), hf_scale, impl,
+                 what="softmax scale")  # HF's is a Python float: the adapter's rule alone
 
 
 # ------------------------------------------------------------------ rules of the model families
@@ -236,10 +233,9 @@ def test_deepseek_softmax_multiplier(impl, name):
 def test_relaxed_rules_match_rope_init_functions(impl, rope):
     hf_inv, hf_a = _hf_init(rope, None)
     inv, a = require(impl, "rope_frequencies")(rope, seq_len=None)
-    hf = _np(hf_inv)
-    atol = 1e-12 + 1e-6 * base_inv(rope["rope_theta"], rope["head_dim"])  # float32 blend, relative to ω_j
-    assert np.all(np.abs(inv - hf) <= atol + 1e-6 * np.abs(hf))
-    assert a == pytest.approx(hf_a, rel=1e-13)
+    scale = base_inv(rope["rope_theta"], rope["head_dim"])  # float32 blend: rounding relative to ω_j
+    assert_close(inv, _np(hf_inv), impl, scale=scale, anchor_dtype="float32", what="inv_freq")
+    assert_close(a, hf_a, impl, what="attention factor")
 
 
 def _hunyuan_module(alpha):
@@ -261,7 +257,7 @@ def test_ntk_alpha_matches_hunyuan(impl, alpha):
          "rope_scaling": {"type": "dynamic", "alpha": alpha, "factor": 1.0}})
     inv, a = require(impl, "rope_frequencies")(params, seq_len=100000)  # fixed: no growth with the length
     hf = _np(_hunyuan_module(alpha).inv_freq)
-    np.testing.assert_allclose(inv, hf, rtol=1e-6)  # float32 power in transformers
+    assert_close(inv, hf, impl, anchor_dtype="float32", what="inv_freq")  # float32 power in transformers
     assert a == 1.0
 
 
@@ -285,8 +281,9 @@ def test_longrope_mscale_matches_phimoe_up_to_the_original_length(impl, seq_len)
     params = require(impl, "rope_params_from_hf_config")(cfg)
     pos = np.arange(seq_len)
     cos, sin = require(impl, "rope_cos_sin")(pos, params, seq_len=seq_len)
-    atol = 3 * 1.1 * pos[:, None] * 2.0**-24 + 1e-6  # float32 angles, A = short_mscale
-    assert np.all(np.abs(cos - tables[seq_len][0]) <= atol) and np.all(np.abs(sin - tables[seq_len][1]) <= atol)
+    for ours, theirs, what in ((cos, tables[seq_len][0], "cos"), (sin, tables[seq_len][1], "sin")):
+        assert_close(ours, theirs, impl, "phase", positions=pos, magnitude=1.1,  # A = short_mscale
+                     anchor_dtype="float32", what=what)
 
 
 @pytest.mark.xfail(strict=True, reason="transformers 5.24 models/phimoe/modeling_phimoe.py "

@@ -15,7 +15,7 @@ import pytest
 from encoding_support import softmax, tol
 from hypothesis import given
 from hypothesis import strategies as st
-from support import assert_quoted, cases, require
+from support import assert_quoted, assert_within, cases, require
 
 SEEDS = st.integers(0, 2**32 - 1)
 
@@ -37,7 +37,7 @@ def test_kerple_formula(impl, seed, h, t, kind):
     n = np.maximum(pos[:, None] - pos[None, :], 0).astype(np.float64)
     a, b = np.maximum(r1, 0.01)[:, None, None], np.maximum(r2, 0.01)[:, None, None]
     expected = -a * np.log1p(b * n) if kind == "log" else -a * n ** np.minimum(b, 2.0)
-    np.testing.assert_allclose(got, expected, **tol(impl))
+    assert_within(got, expected, **tol(impl))
 
 
 @given(seed=SEEDS, t=st.integers(2, 16), kind=st.sampled_from(["log", "power"]))
@@ -63,7 +63,8 @@ def test_kerple_power_with_exponent_one_is_alibi(impl, n_heads, t):
     got = kerple(m, np.ones(n_heads), pos, pos, kind="power")
     expected = alibi(n_heads, t, t, form="causal") * (np.maximum(m, 0.01) / m)[:, None, None]
     tri = np.tril(np.ones((t, t), dtype=bool))
-    np.testing.assert_allclose(got[:, tri], expected[:, tri], **tol(impl, rtol=1e-15, atol=0))
+    # float64: −r1·n^1 and −m·(i − j)·(max(m, 0.01)/m) are one or two roundings apart: rtol 1e-15
+    assert_within(got[:, tri], expected[:, tri], **tol(impl, rtol=1e-15, atol=0))
 
 
 @given(seed=SEEDS, t=st.integers(1, 8), shift=st.integers(1, 100_000), kind=st.sampled_from(["log", "power"]))
@@ -102,8 +103,10 @@ def test_fire_formula(impl, case, start, t, c, L):
     pos = start + np.arange(t)
     got = fire(pos, pos, w1, b1, w2, b2, c=c, L=L, eps=1e-6)
     tri = causal_triangle(pos, pos)
-    np.testing.assert_allclose(got[:, tri], fire_oracle(pos, pos, w1, b1, w2, b2, c, L, 1e-6)[:, tri],
-                               **tol(impl, rtol=1e-11, atol=1e-12))
+    # float64: two logs, a ratio and a width-w MLP evaluated in another order than the oracle's; the
+    # ratio's denominator log(c·L + 1) + eps can be ~1e-6, which scales the rounding up: rtol 1e-11
+    assert_within(got[:, tri], fire_oracle(pos, pos, w1, b1, w2, b2, c, L, 1e-6)[:, tri],
+                  **tol(impl, rtol=1e-11, atol=1e-12))
 
 
 def test_fire_features_lie_in_unit_interval(impl):
@@ -127,7 +130,7 @@ def test_fire_small_c_is_the_linear_ratio(impl):
     feat = fire(pos, pos, one, np.zeros(1), one[None, :], np.zeros(1), c=1e-7, L=16.0, eps=0.0)[0]
     tri = causal_triangle(pos, pos)
     ratio = (pos[:, None] - pos[None, :]) / np.maximum(pos, 16.0)[:, None]
-    np.testing.assert_allclose(feat[tri], ratio[tri], rtol=1e-5, atol=1e-12)
+    assert_within(feat[tri], ratio[tri], rtol=1e-5, atol=1e-12)  # the series error above, not rounding
 
 
 @given(case=fire_case(), t=st.integers(2, 8))
@@ -160,11 +163,14 @@ def test_sandwich_is_a_shifted_sinusoid_dot_product(impl, d, h, start, t):
     rel = np.subtract.outer(pos, pos)
     raw = table @ table.T - np.cos(rel) + np.cos(rel * 1e-4)
     scale = np.arange(1, h + 1)[:, None, None] * 8.0 / h
-    np.testing.assert_allclose(got, (raw - d / 2)[None] / scale, rtol=0, atol=1e-12 * d)
-    np.testing.assert_allclose(got, got[:1] / np.arange(1, h + 1)[:, None, None], **tol(impl))
-    assert np.all(np.abs(np.diagonal(got, axis1=1, axis2=2)) < 1e-13 * d)
-    assert np.all(got <= 1e-13 * d)
-    np.testing.assert_allclose(got, np.swapaxes(got, 1, 2), **tol(impl))
+    # float64: d/2 cosines of angles ≤ 1010 (rounded ~1010·2^-53 ≈ 1e-13 each) summed, against the
+    # adapter's sinusoid table product (d terms): atol 1e-12·d; the zero diagonal: one rounding per term
+    assert_within(got, (raw - d / 2)[None] / scale, **tol(impl, rtol=0, atol=1e-12 * d))
+    assert_within(got, got[:1] / np.arange(1, h + 1)[:, None, None], **tol(impl))
+    zero = tol(impl, atol=1e-13 * d)["atol"]
+    assert np.all(np.abs(np.diagonal(got, axis1=1, axis2=2)) < zero)
+    assert np.all(got <= zero)
+    assert_within(got, np.swapaxes(got, 1, 2), **tol(impl))
 
 
 @given(d=st.sampled_from([2, 4, 8, 16]), h=st.integers(1, 4), t=st.integers(1, 10))
@@ -180,7 +186,7 @@ def test_sandwich_causal_reads_distance_zero_on_future_keys(impl, d, h, t):
 def test_sandwich_single_head_divisor_is_eight(impl):
     sandwich = require(impl, "sandwich_bias")
     got = sandwich(np.array([3]), np.array([0]), 2, 1, causal=True)[0, 0, 0]
-    np.testing.assert_allclose(got, (math.cos(3 * 1e-4) - 1.0) / 8.0, **tol(impl))
+    assert_within(got, (math.cos(3 * 1e-4) - 1.0) / 8.0, **tol(impl))
 
 
 # ----------------------------------------------------------------------------------------- xPos
@@ -207,7 +213,9 @@ def test_xpos_scores_match_the_formula(impl, seed, h, t, d, start):
     q_rot, k_rot = xpos(q, k, pos, pos)
     assert q_rot.shape == q.shape and k_rot.shape == k.shape
     expected = xpos_oracle(q, pos, 1) @ np.swapaxes(xpos_oracle(k, pos, -1), -1, -2)
-    np.testing.assert_allclose(q_rot @ np.swapaxes(k_rot, -1, -2), expected, **tol(impl, rtol=1e-11, atol=1e-12))
+    # float64: angles up to 2010·ω rounded ~2010·2^-53, and the xPos powers ζ^(±(p − c)/512) (exponent up to
+    # ~4) of d/2 pairs summed in a dot product: rtol 1e-11
+    assert_within(q_rot @ np.swapaxes(k_rot, -1, -2), expected, **tol(impl, rtol=1e-11, atol=1e-12))
 
 
 @given(seed=SEEDS, t=st.integers(2, 10), d=st.sampled_from([2, 4, 8]), shift=st.integers(1, 5000))
@@ -222,9 +230,11 @@ def test_xpos_scores_depend_only_on_the_distance(impl, seed, t, d, shift):
     s = (q_rot @ k_rot[0].T)[0]
     for offset in range(-(t - 1), t):
         diagonal = np.diagonal(s, offset)
-        np.testing.assert_allclose(diagonal, diagonal[0], **tol(impl, rtol=1e-11, atol=1e-12))
+        assert_within(diagonal, diagonal[0], **tol(impl, rtol=1e-11, atol=1e-12))  # as in the formula test
     q_s, k_s = xpos(q, k, pos + shift, pos + shift)
-    np.testing.assert_allclose((q_s @ k_s[0].T)[0], s, **tol(impl, rtol=1e-9, atol=1e-11))
+    # positions up to 5010: each angle rounds ~5010·2^-53 ≈ 6e-13 and the powers ζ^(±p/512) (exponent up to
+    # ~10) multiply q and divide k, so their relative rounding grows by ~e^10 before it cancels: rtol 1e-9
+    assert_within((q_s @ k_s[0].T)[0], s, **tol(impl, rtol=1e-9, atol=1e-11))
 
 
 def test_xpos_infinite_scale_base_is_interleaved_rope(impl):
@@ -233,8 +243,8 @@ def test_xpos_infinite_scale_base_is_interleaved_rope(impl):
     q, k = rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 5, 8))
     pos = np.arange(5) + 7
     q_rot, k_rot = xpos(q, k, pos, pos, scale_base=math.inf)
-    np.testing.assert_allclose(q_rot, xpos_oracle(q, pos, 1, scale_base=math.inf), **tol(impl))
-    np.testing.assert_allclose(k_rot, xpos_oracle(k, pos, -1, scale_base=math.inf), **tol(impl))
+    assert_within(q_rot, xpos_oracle(q, pos, 1, scale_base=math.inf), **tol(impl))
+    assert_within(k_rot, xpos_oracle(k, pos, -1, scale_base=math.inf), **tol(impl))
 
 
 def test_xpos_decays_with_distance(impl):
@@ -247,7 +257,7 @@ def test_xpos_decays_with_distance(impl):
     q_rot, k_rot = xpos(q, k, np.array([t - 1]), np.arange(t))
     dist = t - 1 - np.arange(t)
     expected = (0.4 / 1.4) ** (dist / 512.0) * np.cos(dist)
-    np.testing.assert_allclose((q_rot @ np.swapaxes(k_rot, -1, -2))[0, 0], expected, **tol(impl))
+    assert_within((q_rot @ np.swapaxes(k_rot, -1, -2))[0, 0], expected, **tol(impl))
 
 
 # ----------------------------------------------------------------------------------------- CoPE
@@ -271,8 +281,8 @@ def test_cope_positions_are_suffix_sums(impl, seed, t):
     p = positions(gates, 100)
     for i in range(t):
         assert np.all(np.diff(p[:, i, : i + 1], axis=-1) <= 0)
-    np.testing.assert_allclose(np.diagonal(p, axis1=1, axis2=2), np.diagonal(gates, axis1=1, axis2=2), **tol(impl))
-    np.testing.assert_allclose(p[:, :, 0], gates.sum(-1), **tol(impl))
+    assert_within(np.diagonal(p, axis1=1, axis2=2), np.diagonal(gates, axis1=1, axis2=2), **tol(impl))
+    assert_within(p[:, :, 0], gates.sum(-1), **tol(impl))
 
 
 @given(seed=SEEDS, h=st.integers(1, 3), t=st.integers(1, 8), d=st.integers(1, 6), npos=st.integers(1, 12))
@@ -287,7 +297,7 @@ def test_cope_gates_one_read_the_table_exactly(impl, seed, h, t, d, npos):
     z = q @ e
     pos_term = np.take_along_axis(z, np.where(j <= i, col, 0)[None].repeat(h, 0), axis=-1)
     expected = np.where(j <= i, (q @ np.swapaxes(k, -1, -2) + pos_term) / math.sqrt(d), -np.inf)
-    np.testing.assert_allclose(got, expected, **tol(impl))
+    assert_within(got, expected, **tol(impl))
 
 
 @given(seed=SEEDS, h=st.integers(1, 3), t=st.integers(1, 8), d=st.integers(1, 6))
@@ -298,7 +308,7 @@ def test_cope_gates_zero_is_nope(impl, seed, h, t, d):
     q, k, e = rng.standard_normal((h, t, d)), rng.standard_normal((h, t, d)), rng.standard_normal((d, 5))
     mask = np.tril(np.ones((t, t), dtype=bool))
     nope = softmax(q @ np.swapaxes(k, -1, -2) / math.sqrt(d), mask)
-    np.testing.assert_allclose(softmax(cope(q, k, e, gates=np.zeros((t, t)))), nope, **tol(impl))
+    assert_within(softmax(cope(q, k, e, gates=np.zeros((t, t)))), nope, **tol(impl))
 
 
 @given(seed=SEEDS, t=st.integers(1, 8), d=st.integers(1, 6), npos=st.integers(2, 12))
@@ -314,7 +324,7 @@ def test_cope_default_gates_interpolate(impl, seed, t, d, npos):
     lo, hi = np.floor(p).astype(int), np.ceil(p).astype(int)
     pos = np.take_along_axis(z, hi, -1) * (p - lo) + np.take_along_axis(z, lo, -1) * (1 - (p - lo))
     expected = np.where(np.tril(np.ones((t, t), bool)), (qk + pos) / math.sqrt(d), -np.inf)
-    np.testing.assert_allclose(cope(q, k, e)[0], expected, **tol(impl))
+    assert_within(cope(q, k, e)[0], expected, **tol(impl))
 
 
 @pytest.mark.parametrize("bad", cases("npos", [0, -3]))

@@ -13,7 +13,7 @@ import numpy as np
 from encoding_support import nope_attention, softmax, tol
 from hypothesis import given
 from hypothesis import strategies as st
-from support import require
+from support import assert_within, require
 
 # ----------------------------------------------------------------------------------------- Shaw
 
@@ -49,7 +49,7 @@ def test_shaw_matches_the_paper_formula(impl, case, start, causal):
     q, k, v, w_k, w_v, clip = case
     pos = start + np.arange(q.shape[1])
     got = shaw(q, k, v, w_k, w_v, clip, positions=pos, causal=causal)
-    np.testing.assert_allclose(got, shaw_oracle(q, k, v, w_k, w_v, clip, pos, causal), **tol(impl))
+    assert_within(got, shaw_oracle(q, k, v, w_k, w_v, clip, pos, causal), **tol(impl))
 
 
 @given(case=shaw_case(), shift=st.integers(1, 10_000), causal=st.booleans())
@@ -57,7 +57,7 @@ def test_shaw_is_translation_invariant(impl, case, shift, causal):
     shaw = require(impl, "shaw_attention")
     q, k, v, w_k, w_v, clip = case
     pos = np.arange(q.shape[1])
-    np.testing.assert_allclose(shaw(q, k, v, w_k, w_v, clip, positions=pos + shift, causal=causal),
+    assert_within(shaw(q, k, v, w_k, w_v, clip, positions=pos + shift, causal=causal),
                                shaw(q, k, v, w_k, w_v, clip, positions=pos, causal=causal), **tol(impl))
 
 
@@ -70,7 +70,7 @@ def test_shaw_with_k0_is_nope_plus_wv0(impl, case, causal):
     rng = np.random.default_rng(q.size)
     w_k, w_v = rng.standard_normal((1, q.shape[-1])), rng.standard_normal((1, v.shape[-1]))
     got = shaw(q, k, v, w_k, w_v, 0, causal=causal)
-    np.testing.assert_allclose(got, nope_attention(q, k, v, causal) + w_v[0], **tol(impl))
+    assert_within(got, nope_attention(q, k, v, causal) + w_v[0], **tol(impl))
 
 
 @given(case=shaw_case())
@@ -79,7 +79,7 @@ def test_shaw_equal_key_rows_and_zero_values_is_nope(impl, case):
     q, k, v, w_k, w_v, clip = case
     w_k = np.broadcast_to(w_k[:1], w_k.shape).copy()
     got = shaw(q, k, v, w_k, np.zeros_like(w_v), clip)
-    np.testing.assert_allclose(got, nope_attention(q, k, v), **tol(impl))
+    assert_within(got, nope_attention(q, k, v), **tol(impl))
 
 
 @given(case=shaw_case(), extra=st.integers(1, 5))
@@ -93,7 +93,7 @@ def test_shaw_larger_clip_changes_nothing_once_unclipped(impl, case, extra):
     w_k, w_v = rng.standard_normal((2 * clip + 1, q.shape[-1])), rng.standard_normal((2 * clip + 1, v.shape[-1]))
     pad_k, pad_v = rng.standard_normal((extra, q.shape[-1])), rng.standard_normal((extra, v.shape[-1]))
     big_k, big_v = np.concatenate([pad_k, w_k, pad_k]), np.concatenate([pad_v, w_v, pad_v])
-    np.testing.assert_allclose(shaw(q, k, v, big_k, big_v, clip + extra), shaw(q, k, v, w_k, w_v, clip),
+    assert_within(shaw(q, k, v, big_k, big_v, clip + extra), shaw(q, k, v, w_k, w_v, clip),
                                **tol(impl))
 
 
@@ -156,7 +156,7 @@ def test_txl_scores_match_the_direct_computation(impl, case):
     expected = txl_oracle(q, k, r, u, v)
     assert np.array_equal(np.isinf(got), np.isinf(expected))
     finite = np.isfinite(expected)
-    np.testing.assert_allclose(got[finite], expected[finite], **tol(impl))
+    assert_within(got[finite], expected[finite], **tol(impl))
 
 
 @given(case=shaw_case(), data=st.data())
@@ -171,4 +171,4 @@ def test_txl_with_a_distance_table_and_no_biases_is_unclipped_shaw(impl, case, d
     zeros = np.zeros((h, d))
     p = softmax(scores(q, k, np.broadcast_to(r_table, (h, t, d)), zeros, zeros))
     shaw_out = shaw(q, k, v, w_k, np.zeros((2 * t - 1, v.shape[-1])), t - 1, causal=True)
-    np.testing.assert_allclose(p @ v, shaw_out, **tol(impl))
+    assert_within(p @ v, shaw_out, **tol(impl))

@@ -26,7 +26,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 from rope_support import frequencies_or_reference, layout_perm, rope_dicts, rotary_width, seeded, span_slices
-from support import assert_close, require, tolerance
+from support import assert_close, assert_within, require, tolerance
 
 POSITIONS = st.integers(0, 70000)
 
@@ -68,7 +68,7 @@ def test_norm_is_multiplied_by_the_attention_factor(impl, case, positions, seq_l
     y = require(impl, "apply_rope")(xs, pos, rope, seq_len=seq_len)
     _, a = _inv_freq(impl, rope, seq_len)
     span, _ = span_slices(rope)
-    np.testing.assert_allclose(np.linalg.norm(y[:, span], axis=-1), a * np.linalg.norm(xs[:, span], axis=-1),
+    assert_within(np.linalg.norm(y[:, span], axis=-1), a * np.linalg.norm(xs[:, span], axis=-1),
                                **tolerance(impl))
 
 
@@ -81,7 +81,7 @@ def test_position_zero_is_the_identity_times_a(impl, case, seq_len):
     expected = a * x[:, span]
     if rope["layout"] == "deinterleaved":  # interleaved input written half-split
         expected = np.concatenate([expected[:, 0::2], expected[:, 1::2]], axis=-1)
-    np.testing.assert_allclose(y[:, span], expected, **tolerance(impl))
+    assert_within(y[:, span], expected, **tolerance(impl))
 
 
 @given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), st.integers(0, 40000), st.integers(0, 40000),
@@ -125,7 +125,7 @@ def test_deinterleaved_is_interleaved_written_half_split(impl, case, p, seq_len)
     span, _ = span_slices(rope)
     expected = inter.copy()
     expected[:, span] = np.concatenate([inter[:, span][:, 0::2], inter[:, span][:, 1::2]], axis=-1)
-    np.testing.assert_allclose(deint, expected, **tolerance(impl))
+    assert_within(deint, expected, **tolerance(impl))
 
 
 @given(rope_and_vectors(layouts=("half", "interleaved", "deinterleaved")), st.lists(POSITIONS, min_size=1,
@@ -149,8 +149,9 @@ def test_deinterleaved_and_interleaved_give_the_same_logits(impl, case, p, seq_l
     apply = require(impl, "apply_rope")
     inter = apply(x, np.array([p, p]), {**rope, "layout": "interleaved"}, seq_len=seq_len)
     deint = apply(x, np.array([p, p]), {**rope, "layout": "deinterleaved"}, seq_len=seq_len)
-    np.testing.assert_allclose(deint @ deint.T, inter @ inter.T,
-                               rtol=10 * tolerance(impl)["rtol"], atol=10 * tolerance(impl)["atol"])
+    # dot products of two rotated vectors, each entry rounded by the value rule: 10× the dtype's rule
+    assert_within(deint @ deint.T, inter @ inter.T,
+                  rtol=10 * tolerance(impl)["rtol"], atol=10 * tolerance(impl)["atol"])
 
 
 @given(rope_and_vectors(layouts=("half", "interleaved", "deinterleaved")), st.lists(POSITIONS, min_size=1,
@@ -213,8 +214,8 @@ def test_meta_to_hf_weight_permutation_preserves_logits(impl, rope, n_heads, p):
         cols = slice(h * d, (h + 1) * d)
         y_meta = apply(x @ w[:, cols], pos, meta, seq_len=p + 3)
         y_hf = apply(x @ w_hf[:, cols], pos, hf, seq_len=p + 3)
-        tol = tolerance(impl)
-        np.testing.assert_allclose(y_hf, y_meta[:, layout_perm(d)], rtol=10 * tol["rtol"], atol=10 * tol["atol"])
+        tol = tolerance(impl)  # two rotations of x @ w (a 5-term sum) in two layouts: 10× the dtype's rule
+        assert_within(y_hf, y_meta[:, layout_perm(d)], rtol=10 * tol["rtol"], atol=10 * tol["atol"])
 
 
 @given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), st.sampled_from([None, 1, 5000, 10**6]))
@@ -236,5 +237,5 @@ def test_frequency_probe_recovers_the_frequencies(impl, rope, seq_len):
     probes[j, u_in] = 1.0  # row j: u_j = 1, everything else 0
     y = apply(probes, np.ones(m, dtype=np.int64), rope, seq_len=seq_len)
     angles = np.arctan2(y[j, v_out], y[j, u_out])
-    np.testing.assert_allclose(angles, inv, **tolerance(impl))
-    np.testing.assert_allclose(np.hypot(y[j, u_out], y[j, v_out]), a, **tolerance(impl))
+    assert_within(angles, inv, **tolerance(impl))
+    assert_within(np.hypot(y[j, u_out], y[j, v_out]), a, **tolerance(impl))
