@@ -3,6 +3,10 @@
 ``python -m spec_tests.matrix run NAME...`` runs the suite on ``spec_tests.adapters.NAME`` (with its
 xfails file) in the current environment and stores the outcome of every test, the adapter's ``INFO``,
 the date and the command in one JSON file per adapter in ``spec_tests/results/``.
+``python -m spec_tests.matrix rerun NAME...`` reruns only the tests the stored run of ``NAME`` failed (or
+xpassed), with the xfails file as it is now, and writes their new outcomes into the stored result: after a
+triage, the failures an entry now names become known divergences without a second full run; the result
+keeps the full run's command and date and adds the rerun's (``reruns``).
 ``python -m spec_tests.matrix render``
 writes ``docs/implementations.md`` from every stored result: rows are libraries, columns families and
 rules, cells *passes* / *diverges* (linked to the reason) / *not provided*. ``tox -e peers`` runs each
@@ -67,13 +71,12 @@ def _column_of(nodeid: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- run
-def run(name: str, extra: list[str]) -> dict[str, Any]:
-    """Run the suite on ``spec_tests.adapters.<name>`` and store the condensed result."""
-    impl = f"spec_tests.adapters.{name}"
+def _pytest(impl: str, name: str, targets: list[str], extra: list[str]) -> tuple[dict, dict, str, float, int]:
+    """Run pytest on ``targets`` for adapter ``impl``: (condensed tests, env, command, wall seconds, exit code)."""
     xfails = ROOT / "spec_tests" / "adapters" / f"{name}.xfails.txt"
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
-        command = [sys.executable, "-m", "pytest", "spec_tests", "-q", "-p", "no:cacheprovider",
+        command = [sys.executable, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
                    "--ignore=spec_tests/test_meta.py", "--ignore=spec_tests/test_meta_reporting.py",
                    f"--junitxml={junit}", *extra]
         if xfails.exists():
@@ -87,14 +90,44 @@ def run(name: str, extra: list[str]) -> dict[str, Any]:
             raise SystemExit(f"{impl}: pytest wrote no report (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
                              f"{proc.stderr[-3000:]}")
         tests = _condense(junit)
+    shown = f"REFPOS_IMPL={impl} " + " ".join(["python", *command[1:]]).replace(str(junit), "REPORT.xml")
+    return tests, env, shown, wall, proc.returncode
+
+
+def run(name: str, extra: list[str]) -> dict[str, Any]:
+    """Run the suite on ``spec_tests.adapters.<name>`` and store the condensed result."""
+    impl = f"spec_tests.adapters.{name}"
+    started = datetime.datetime.now(datetime.UTC)
+    tests, env, command, wall, code = _pytest(impl, name, ["spec_tests"], extra)
     info = _info(impl, env)
     result = {"adapter": impl, "info": info, "date": started.strftime("%Y-%m-%d %H:%M UTC"),
-              "wall_s": round(wall), "exit_code": proc.returncode,
-              "command": f"REFPOS_IMPL={impl} " + " ".join(
-                  ["python", *command[1:]]).replace(str(junit), "REPORT.xml"),
+              "wall_s": round(wall), "exit_code": code, "command": command,
               "counts": _counts(tests), "tests": tests}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return result
+
+
+def rerun(name: str, extra: list[str]) -> dict[str, Any]:
+    """Rerun the failed and xpassed tests of the stored result of ``<name>`` and merge their outcomes."""
+    path = RESULTS / f"{name}.json"
+    if not path.is_file():
+        raise SystemExit(f"no stored run {path.relative_to(ROOT)}: run it first")
+    result = json.loads(path.read_text(encoding="utf-8"))
+    failed = sorted(nid for nid, (outcome, _) in result["tests"].items() if outcome in ("failed", "xpassed"))
+    if not failed:
+        return result
+    started = datetime.datetime.now(datetime.UTC)
+    tests, _, command, wall, code = _pytest(result["adapter"], name, failed, extra)
+    missing = [nid for nid in failed if nid not in tests]
+    if missing:
+        raise SystemExit(f"{name}: the rerun did not report {missing[:3]} (ids changed?): run the suite again")
+    result["tests"].update({nid: tests[nid] for nid in failed})
+    result["counts"] = _counts(result["tests"])
+    result.setdefault("reruns", []).append({"date": started.strftime("%Y-%m-%d %H:%M UTC"), "wall_s": round(wall),
+                                            "exit_code": code, "tests": len(failed),
+                                            "command": command})
+    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return result
 
 
@@ -176,6 +209,9 @@ def render() -> str:
     lines += ["", "Each run's command (the xfails file lists the known divergences, each with its evidence):", ""]
     for res in results:
         lines += ["```bash", res["command"], "```"]
+        for again in res.get("reruns", []):
+            lines += [f"then, on {again['date']}, the {again['tests']} tests it failed, with the xfails file after "
+                      f"their triage ({again['wall_s']} s):", "", "```bash", again["command"], "```"]
     lines += ["", "## Divergences found, with their evidence", ""]
     for res in results:
         name = res["adapter"].rsplit(".", 1)[-1]
@@ -202,14 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="verb", required=True)
     run_p = sub.add_parser("run", help="run the suite on adapters and store the results")
     run_p.add_argument("names", nargs="+", help="adapter module names in spec_tests/adapters/")
+    rerun_p = sub.add_parser("rerun", help="rerun the tests a stored run failed, with the current xfails file")
+    rerun_p.add_argument("names", nargs="+", help="adapter module names with a stored result")
     sub.add_parser("render", help="write docs/implementations.md from spec_tests/results/")
     args, extra = parser.parse_known_args(argv)
-    if args.verb == "run":
+    if args.verb in ("run", "rerun"):
         for name in args.names:
             if not (ROOT / "spec_tests" / "adapters" / f"{name}.py").is_file():
                 print(f"no adapter spec_tests/adapters/{name}.py", file=sys.stderr)
                 return 2
-            res = run(name, extra)
+            res = (run if args.verb == "run" else rerun)(name, extra)
             print(f"{name}: {res['counts']} in {res['wall_s']} s -> spec_tests/results/{name}.json")
         return 0
     PAGE.write_text(render(), encoding="utf-8")

@@ -206,3 +206,38 @@ def test_the_matrix_page_is_rendered_from_stored_results(tmp_path, monkeypatch):
     assert cells[2 + columns.index("T5")] == "[diverges (1/1)](#divergences-fake)"
     assert cells[2 + columns.index("attention core")] == "not provided"
     assert "`spec_tests/test_t5.py::test_causal_bucket_table` — known divergence: fake buckets" in page
+
+
+def test_matrix_rerun_replaces_only_the_failed_outcomes(tmp_path, monkeypatch):
+    """``matrix rerun`` runs the stored failures again and merges their new outcomes; a test id the rerun
+    does not report is an error, not a silent keep."""
+    import json
+
+    from spec_tests import matrix
+
+    stored = {"adapter": "spec_tests.adapters.fake", "info": {"name": "fake 1.0"}, "date": "2026-01-01 00:00 UTC",
+              "wall_s": 1, "exit_code": 1, "command": "REFPOS_IMPL=... pytest",
+              "counts": {"failed": 1, "passed": 1},
+              "tests": {"spec_tests/test_t5.py::test_a[x=1]": ["failed", "boom"],
+                        "spec_tests/test_t5.py::test_b": ["passed", ""]}}
+    (tmp_path / "fake.json").write_text(json.dumps(stored), encoding="utf-8")
+    monkeypatch.setattr(matrix, "RESULTS", tmp_path)
+    targets = []
+
+    def fake_pytest(impl, name, ids, extra):
+        targets.append(list(ids))
+        return {"spec_tests/test_t5.py::test_a[x=1]": ["xfailed", "reason: known"]}, {}, "CMD", 2.0, 0
+
+    monkeypatch.setattr(matrix, "_pytest", fake_pytest)
+    result = matrix.rerun("fake", [])
+    assert targets == [["spec_tests/test_t5.py::test_a[x=1]"]]
+    assert result["tests"] == {"spec_tests/test_t5.py::test_a[x=1]": ["xfailed", "reason: known"],
+                               "spec_tests/test_t5.py::test_b": ["passed", ""]}
+    assert result["counts"] == {"xfailed": 1, "passed": 1}
+    assert result["reruns"][0]["tests"] == 1 and result["command"] == "REFPOS_IMPL=... pytest"
+    assert json.loads((tmp_path / "fake.json").read_text(encoding="utf-8"))["counts"] == {"xfailed": 1, "passed": 1}
+    monkeypatch.setattr(matrix, "_pytest", lambda impl, name, ids, extra: ({}, {}, "CMD", 1.0, 0))
+    stored["tests"]["spec_tests/test_t5.py::test_b"] = ["failed", "again"]
+    (tmp_path / "fake.json").write_text(json.dumps(stored), encoding="utf-8")
+    with pytest.raises(SystemExit, match="did not report"):
+        matrix.rerun("fake", [])
