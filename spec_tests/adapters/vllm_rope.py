@@ -10,8 +10,11 @@ What is wired: ``vllm.model_executor.layers.rotary_embedding.get_rope(head_size,
 is_neox_style, rope_parameters, dtype=torch.float32)``, the factory vLLM's models call, and the module's
 ``forward_native(positions, query)`` (``query`` ``(num_tokens, n_heads·head_size)``). ``is_neox_style``
 is the half layout, ``False`` the interleaved (GPT-J) one; the first ``rotary_dim`` channels rotate.
-Scaling rules: default, linear, ``dynamic`` (vLLM's *static* rule: the base at ``factor·max_position``
-for every length — the contract's ``dynamic_rule = "vllm_static"``), yarn, llama3 and proportional.
+Scaling rules: default, linear, ``dynamic`` (vLLM's *static* rule, the contract's ``dynamic_rule =
+"vllm_static"``: ``DynamicNTKScalingRotaryEmbedding`` sets its base once from ``max_position /
+max_trained_positions``, so the adapter passes the serving length ``factor·max_position_embeddings`` as
+``max_position`` and ``max_position_embeddings`` as ``max_trained_positions``, as vLLM's model config code
+does), yarn, llama3, longrope and proportional.
 LongRoPE (``Phi3LongRoPEScaledRotaryEmbedding``) picks its short or long factors once, when it is built,
 from the engine's ``max_model_len`` (long iff ``max_model_len > original_max_position_embeddings``), not
 from the current length; the adapter builds it as ``get_rope`` does under an engine config whose
@@ -75,6 +78,12 @@ def _module(rope: dict, top: int) -> Any:
     max_position = int(rope.get("max_position_embeddings") or rope.get("original_max_position_embeddings") or top)
     if kind in ("default", "linear", "proportional", "llama3"):
         max_position = max(max_position, top)
+    if kind == "dynamic":  # the static rule's L = s·L_max: vLLM's max_position is the serving length, and
+        # max_trained_positions the trained one (models/config.py passes max_model_len and the config's length)
+        serving = float(rope["factor"]) * max_position
+        if serving != int(serving):
+            raise NotImplementedError(f"vLLM's max_position is an integer; factor·max_position_embeddings = {serving}")
+        params["max_trained_positions"], max_position = max_position, int(serving)
     with set_current_vllm_config(_CONFIG):  # CustomOp.__init__ reads the current config to pick its forward
         module = get_rope(head_dim, max_position, is_neox_style=layout == "half", rope_parameters=params,
                           dtype=torch.float32)
@@ -119,7 +128,8 @@ def _length(pos: np.ndarray, seq_len: int | None) -> int:
 
 
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
-    """The module's ``_compute_inv_freq`` (float32) and the ``mscale`` it folds into its cache (1 if none);
+    """The module's ``_compute_inv_freq`` (float32; divided by the factor for linear, whose
+    ``_compute_cos_sin_cache`` divides the positions instead) and the ``mscale`` it folds into its cache;
     LongRoPE: the factors and mscale the module picked for an engine of ``max_model_len = seq_len``."""
     if rope.get("rope_type") == "longrope":
         module = _longrope(rope, seq_len)
@@ -131,8 +141,10 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
     if compute is None or rope.get("rope_type") == "dynamic":
         raise NotImplementedError(f"{type(module).__name__} computes its ω inside its cos/sin cache")
     argument = next(iter(inspect.signature(compute).parameters))  # "base", or YaRN's "scaling_factor"
-    inv = compute(module.base if argument == "base" else module.scaling_factor)
-    return inv.double().numpy(), float(getattr(module, "mscale", 1.0))
+    inv = compute(module.base if argument == "base" else module.scaling_factor).double()
+    if hasattr(module, "scaling_factors"):  # linear: the cache divides the positions, t / factor, not ω
+        inv = inv / module.scaling_factors[0]
+    return inv.numpy(), float(getattr(module, "mscale", 1.0))
 
 
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
