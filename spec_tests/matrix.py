@@ -229,8 +229,12 @@ def render() -> str:
 
 
 def _clean(reason: str) -> str:
+    """The xfails entry's reason, and where its evidence (the comment above the entry) is: ``file:line``."""
     reason = reason.removeprefix("reason: ").strip()
-    return reason.split(" (spec_tests/adapters/")[0] if "(spec_tests/adapters/" in reason else reason
+    if " (spec_tests/adapters/" not in reason:
+        return reason
+    text, _, where = reason.rpartition(" (")
+    return f"{text} (evidence: `{where.rstrip(')')}`)"
 
 
 def main(argv: list[str] | None = None) -> int:
