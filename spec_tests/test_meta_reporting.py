@@ -195,7 +195,7 @@ def test_the_matrix_page_is_rendered_from_stored_results(tmp_path, monkeypatch):
               "counts": {"passed": 1, "xfailed": 1, "skipped": 1},
               "tests": {"spec_tests/test_alibi.py::test_slopes_spec_values[n=1]": ["passed", ""],
                         "spec_tests/test_t5.py::test_causal_bucket_table": ["xfailed", "reason: fake buckets "
-                                                                         "(spec_tests/adapters/fake.xfails.txt:3)"],
+                                                                         "(spec_tests/adapters/torchtune.xfails.txt:3)"],
                         "spec_tests/test_attention.py::test_gqa_head_mapping_is_floor_division": ["skipped", "no"]}}
     (tmp_path / "fake.json").write_text(json.dumps(result), encoding="utf-8")
     monkeypatch.setattr(matrix, "RESULTS", tmp_path)
@@ -207,7 +207,7 @@ def test_the_matrix_page_is_rendered_from_stored_results(tmp_path, monkeypatch):
     assert cells[2 + columns.index("T5")] == "[diverges (1/1)](#divergences-fake)"
     assert cells[2 + columns.index("attention core")] == "not provided"
     assert ("`spec_tests/test_t5.py::test_causal_bucket_table` — known divergence: fake buckets (evidence: "
-            "`spec_tests/adapters/fake.xfails.txt:3`)") in page
+            "`spec_tests/adapters/torchtune.xfails.txt:3`)") in page
 
 
 def test_matrix_rerun_replaces_only_the_failed_outcomes(tmp_path, monkeypatch):
