@@ -43,7 +43,13 @@ import torch
 from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
 from vllm.model_executor.layers.rotary_embedding import Phi3LongRoPEScaledRotaryEmbedding, get_rope
 
-from spec_tests.adapters._contract import integer_positions, kind_and_layout, rope_settings, rotary_width
+from spec_tests.adapters._contract import (
+    check_rope_keys,
+    integer_positions,
+    kind_and_layout,
+    rope_settings,
+    rotary_width,
+)
 
 INFO: dict[str, Any] = {
     "name": f"vLLM {importlib.metadata.version('vllm')} rotary embeddings (forward_native) + torch {torch.__version__}",
@@ -167,6 +173,7 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
     """``forward_native(positions, query)`` with ``query`` = x moved to ``(T, N·head_dim)`` and back."""
     pos = integer_positions(positions, reject_negative=True)
     x = np.asarray(x, dtype=np.float32)
+    check_rope_keys(rope, "vLLM's get_rope")  # before the (B, T) split: M-RoPE's (3, T) positions are not rows
     if pos.ndim == 2:  # (B, T) with x (B, H, T, D): one batch row at a time
         return np.stack([apply_rope(x[b], pos[b], rope, seq_len) for b in range(pos.shape[0])])
     lead, (t, d) = x.shape[:-2], x.shape[-2:]
