@@ -297,4 +297,5 @@ def test_longrope_mscale_matches_phimoe_past_the_original_length(impl):
     params = require(impl, "rope_params_from_hf_config")(cfg)
     pos = np.arange(4097)
     cos, _ = require(impl, "rope_cos_sin")(pos, params, seq_len=4097)
-    assert np.all(np.abs(cos - tables[4097][0]) <= 3 * 1.2 * pos[:, None] * 2.0**-24 + 1e-6)
+    assert_close(cos, tables[4097][0], impl, "phase", positions=pos, magnitude=1.2,  # A = long_mscale
+                 anchor_dtype="float32", what="cos")
