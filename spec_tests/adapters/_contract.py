@@ -18,8 +18,8 @@ MROPE_KEYS = frozenset({"mrope_section", "mrope_interleaved"})
 ROPE_KEYS = MROPE_KEYS | frozenset({
     "rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
     "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor", "short_factor",
-    "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim", "max_position_embeddings", "layout",
-    "placement", "dynamic_rule", "softmax_mscale",
+    "long_factor", "short_mscale", "long_mscale", "head_dim", "partial_rotary_factor", "rotary_dim",
+    "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale",
 })
 
 

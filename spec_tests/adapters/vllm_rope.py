@@ -114,7 +114,8 @@ def _longrope(rope: dict, length: int | None) -> Any:
     with set_current_vllm_config(engine):
         return Phi3LongRoPEScaledRotaryEmbedding(
             int(rope["head_dim"]), rotary_width(rope), int(max_position), original,
-            float(rope.get("rope_theta", 10000.0)), True, torch.float32, rope["short_factor"], rope["long_factor"])
+            float(rope.get("rope_theta", 10000.0)), True, torch.float32, rope["short_factor"], rope["long_factor"],
+            short_mscale=rope.get("short_mscale"), long_mscale=rope.get("long_mscale"))  # get_rope's extra_kwargs
 
 
 def _longrope_rows(module: Any, pos: np.ndarray) -> torch.Tensor:
