@@ -1,7 +1,7 @@
 """``refpos golden``: generate, verify, model, list.
 
 * ``refpos golden generate [--out DIR] [--no-certify]`` — every case (deterministic), certified against
-  mpmath, into ``golden/`` (the default directory, :func:`refpos.golden.default_golden_dir`).
+  mpmath, into ``golden/`` (the default directory, :func:`refpos.golden.manifest.default_golden_dir`).
 * ``refpos golden verify [--golden-dir DIR] [--certify]`` — check every file's sha256, regenerate every
   case and compare each output within its float64 tolerance; prints ``MISMATCH <case id>: …`` per
   problem and exits 1 on any (2 when the directory or manifest is unusable).
@@ -22,6 +22,16 @@ import numpy as np
 
 from refpos.golden.entries import compare
 from refpos.golden.manifest import Case, check_files, load_arrays, load_manifest, write_cases
+
+#: the kernels the committed golden bytes come from. NumPy and OpenBLAS choose their kernels by CPU, and on a
+#: CPU with AVX-512 NumPy's float64 pow, exp, log, sin and cos (and OpenBLAS's matmul) round differently by
+#: about one ulp, so ``golden generate`` would write other bytes (within tolerance: ``golden verify`` passes).
+#: With this environment NumPy dispatches no further than AVX2 and OpenBLAS uses its Haswell kernels: the same
+#: bytes on every x86-64 CPU with AVX2 and FMA (refpos/tests/test_golden_bytes.py regenerates them).
+PINNED_KERNELS = {
+    "NPY_ENABLE_CPU_FEATURES": "SSE SSE2 SSE3 SSSE3 SSE41 POPCNT SSE42 AVX F16C FMA3 AVX2",
+    "OPENBLAS_CORETYPE": "Haswell",
+}
 
 TITLE = "refpos golden outputs: every encoding family, the worked example, real model RoPE, boundaries, scenarios"
 
