@@ -7,6 +7,8 @@ ALiBi forms, and integer positions. An adapter calls these instead of repeating 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from refpos.encodings.alibi import FORMS as ALIBI_FORMS
@@ -21,6 +23,20 @@ ROPE_KEYS = MROPE_KEYS | frozenset({
     "long_factor", "short_mscale", "long_mscale", "head_dim", "partial_rotary_factor", "rotary_dim",
     "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale",
 })
+
+
+def adapter_info(name: str, dtype: str, description: str, *, native_layout: str = "half",
+                 rope_types: list[str] | None = None, rope_layouts: list[str] | None = None,
+                 rope_placements: list[str] | None = None) -> dict[str, Any]:
+    """An adapter's ``INFO`` (spec_tests/README.md): what it is, the dtype it computes in, and the part of
+    the RoPE input space it declares (a ``None`` list is left out: everything is drawn)."""
+    info: dict[str, Any] = {"name": name, "dtype": dtype, "rope_layout": native_layout}
+    for key, values in (("rope_types", rope_types), ("rope_layouts", rope_layouts),
+                        ("rope_placements", rope_placements)):
+        if values is not None:
+            info[key] = list(values)
+    info["description"] = description
+    return info
 
 
 def check_rope_keys(rope: dict, library: str) -> None:

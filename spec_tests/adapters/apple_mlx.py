@@ -43,17 +43,21 @@ import mlx.nn as nn
 import numpy as np
 from mlx_lm.models.rope_utils import initialize_rope
 
-from spec_tests.adapters._contract import alibi_form, integer_positions, kind_and_layout, rope_settings, rotary_width
+from spec_tests.adapters._contract import (
+    adapter_info,
+    alibi_form,
+    integer_positions,
+    kind_and_layout,
+    rope_settings,
+    rotary_width,
+)
 
-INFO: dict[str, Any] = {
-    "name": f"MLX {importlib.metadata.version('mlx')} + mlx-lm {importlib.metadata.version('mlx-lm')} (CPU)",
-    "dtype": "float32",
-    "rope_layout": "half",
-    "rope_types": ["default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional"],
-    "rope_layouts": ["half", "interleaved"],
-    "rope_placements": ["first"],
-    "description": "spec_tests/adapters/apple_mlx.py: mx.fast.rope via mlx-lm initialize_rope, mx.fast SDPA, mlx.nn",
-}
+#: mlx-lm's rope rules (initialize_rope), the kernel's two layouts, the first channels rotated
+INFO: dict[str, Any] = adapter_info(
+    f"MLX {importlib.metadata.version('mlx')} + mlx-lm {importlib.metadata.version('mlx-lm')} (CPU)", "float32",
+    "spec_tests/adapters/apple_mlx.py: mx.fast.rope via mlx-lm initialize_rope, mx.fast SDPA, mlx.nn",
+    rope_types=["default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional"],
+    rope_layouts=["half", "interleaved"], rope_placements=["first"])
 
 def _np(a: mx.array) -> np.ndarray:
     return np.array(a.astype(mx.float32), dtype=np.float64)

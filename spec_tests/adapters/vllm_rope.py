@@ -44,6 +44,7 @@ from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
 from vllm.model_executor.layers.rotary_embedding import Phi3LongRoPEScaledRotaryEmbedding, get_rope
 
 from spec_tests.adapters._contract import (
+    adapter_info,
     check_rope_keys,
     integer_positions,
     kind_and_layout,
@@ -51,15 +52,12 @@ from spec_tests.adapters._contract import (
     rotary_width,
 )
 
-INFO: dict[str, Any] = {
-    "name": f"vLLM {importlib.metadata.version('vllm')} rotary embeddings (forward_native) + torch {torch.__version__}",
-    "dtype": "float32",
-    "rope_layout": "half",
-    "rope_types": ["default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional"],
-    "rope_layouts": ["half", "interleaved"],
-    "rope_placements": ["first"],
-    "description": "spec_tests/adapters/vllm_rope.py: get_rope(...).forward_native",
-}
+#: get_rope's rules wired here, neox (half) and GPT-J (interleaved) styles, the first rotary_dim channels
+INFO: dict[str, Any] = adapter_info(
+    f"vLLM {importlib.metadata.version('vllm')} rotary embeddings (forward_native) + torch {torch.__version__}",
+    "float32", "spec_tests/adapters/vllm_rope.py: get_rope(...).forward_native",
+    rope_types=["default", "linear", "dynamic", "yarn", "llama3", "longrope", "proportional"],
+    rope_layouts=["half", "interleaved"], rope_placements=["first"])
 
 #: the engine config a CustomOp needs at construction (vllm/model_executor/custom_op.py, dispatch_forward):
 #: the default VllmConfig on the CPU device (without vLLM's compiled extension no platform is detected)
