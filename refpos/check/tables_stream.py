@@ -86,13 +86,18 @@ def _rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(1, 1, -1) if a.ndim == 1 else a.reshape(1, 1, 1)  # (1, 1, D)
 
 
-def _summary(tally: stream.Tally, shape: tuple[int, ...], rows_shape: tuple[int, ...]) -> dict[str, Any]:
-    """The tally's summary with the worst index in the candidate's own ``shape``."""
+def _verdict(target: str, dtype: str, tally: stream.Tally, shape: tuple[int, ...],
+             rows_shape: tuple[int, ...]) -> dict[str, Any]:
+    """The result of a streamed comparison: the tally's summary, with the worst index in the candidate's own
+    ``shape``, and the error profile; ``diagnosis`` is already ``[]`` when nothing is outside tolerance."""
     summary = tally.summary()
     if tally.worst_index:
         flat = np.ravel_multi_index(tally.worst_index, rows_shape)
         summary["worst_index"] = [int(i) for i in np.unravel_index(flat, shape)] if shape else []
-    return summary
+    result = {"target": target, "dtype": dtype, **summary, "error_profile": tally.profile()}
+    if tally.n_outside == 0:
+        result["diagnosis"] = []
+    return result
 
 
 # ------------------------------------------------------------------------------------------ ALiBi
@@ -114,10 +119,8 @@ def stream_alibi(raw: np.ndarray, n: int, form: str, dtype: str, head_dim: int |
         return reference, np.asarray(tol.value_tolerance(rule, reference))
 
     tally = stream.compare_rows(raw, rows_positions, reference_of, progress)
-    result = {"target": "alibi", "dtype": dtype, **_summary(tally, raw.shape, raw.shape),
-              "error_profile": tally.profile()}
+    result = _verdict("alibi", dtype, tally, raw.shape, raw.shape)
     if tally.n_outside == 0:
-        result["diagnosis"] = []
         return result
     last = max(1, min(q_len, SAMPLE_ELEMENTS // max(1, n * k_len)))  # the last query rows
     cand = np.asarray(raw[:, q_len - last:, :], dtype=np.float64)  # (n, last, Tk)
@@ -153,10 +156,8 @@ def stream_t5(cand: np.ndarray, rel: np.ndarray, bidirectional: bool, num_bucket
         return reference, np.zeros_like(reference)  # buckets are integers: equal or wrong
 
     tally = stream.compare_rows(rows, rows_positions, reference_of, progress)
-    result = {"target": "t5", "dtype": "integer", **_summary(tally, cand.shape, rows.shape),
-              "error_profile": tally.profile()}
+    result = _verdict("t5", "integer", tally, cand.shape, rows.shape)
     if tally.n_outside == 0:
-        result["diagnosis"] = []
         return result
     lead_index, token_index = _sample(rows_positions, tally.worst_index, d)
     result["diagnosis"] = diagnose_t5(np.asarray(rows[lead_index, token_index], dtype=np.int64),
@@ -187,10 +188,8 @@ def stream_sinusoid(raw: np.ndarray, positions: np.ndarray, dim: int, base: floa
         return reference, np.asarray(tol.rope_tolerance(rule, at, freqs, reference=reference))
 
     tally = stream.compare_rows(rows, rows_positions, reference_of, progress)
-    result = {"target": "sinusoid", "dtype": dtype, **_summary(tally, raw.shape, rows.shape),
-              "error_profile": tally.profile()}
+    result = _verdict("sinusoid", dtype, tally, raw.shape, rows.shape)
     if tally.n_outside == 0:
-        result["diagnosis"] = []
         return result
     lead_index, token_index = _sample(rows_positions, tally.worst_index, dim)
     at = rows_positions[lead_index, token_index]  # (N,)
