@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,9 +48,12 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def _manifest_without_versions(path: Path) -> dict:
+    """The manifest less the versions of the tools that wrote it (the generator record, and the mpmath
+    version each certificate names): they say which tools ran, not what the cases hold."""
     manifest = json.loads(path.read_text(encoding="utf8"))
     manifest.pop("generator")
-    return manifest
+    text = re.sub(r"mpmath [0-9][^ \"]* at", "mpmath at", json.dumps(manifest))
+    return json.loads(text)
 
 
 def test_committed_golden_bytes_regenerate_exactly(tmp_path):
