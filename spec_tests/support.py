@@ -26,7 +26,7 @@ import pytest
 import refpos.golden.tolerance as tol_rules
 from refpos.backend import to_numpy
 from refpos.golden.compare import compare
-from refpos.rope.config import ROPE_TYPES
+from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES
 
 IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.testing.adapter")
 #: the repository root, so that the adapters shipped with the suite import as ``spec_tests.<...>``
@@ -63,8 +63,8 @@ def info(impl: ModuleType) -> dict[str, Any]:
 #: what an adapter may declare it supports (``INFO`` keys), and the values each key may list
 SUPPORT_KEYS: dict[str, tuple[str, ...]] = {
     "rope_types": ROPE_TYPES,
-    "rope_layouts": ("half", "interleaved", "deinterleaved"),
-    "rope_placements": ("first", "last"),
+    "rope_layouts": LAYOUTS,
+    "rope_placements": tuple(p for p in PLACEMENTS if p != "proportional"),  # partial rotary: first or last
 }
 
 
