@@ -27,7 +27,6 @@ from refpos.backend import to_numpy
 from refpos.check.catalogue import known
 from refpos.check.problem import RopeProblem, fit, np_ns, pair_magnitude, rotate_pairs, round_to
 from refpos.golden import tolerance as tol
-from refpos.golden.compare import compare
 from refpos.pairs import pair_channels
 
 Match = dict[str, Any]
@@ -277,20 +276,3 @@ def _factor_ratio(pb: RopeProblem, candidate: np.ndarray) -> Match | None:
         + (f" = {hint}" if hint else ": another magnitude rule (log applied twice, mscale and mscale_all_dim "
            "conflated, YaRN-repo multiply vs HF replace); the direction of each pair is right")),
         "ratio": mean}
-
-
-def error_profile(positions: np.ndarray, candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> Match:
-    """Where the error starts and how it grows (docs/conventions.md#probe-positions)."""
-    p = np.broadcast_to(positions, candidate.shape[:-1]).reshape(-1)
-    result = compare(candidate, reference, atol=atol, equal_nan=True)
-    diff = np.where(np.isnan(result.error), np.inf, result.error)
-    err = diff.reshape(p.size, -1).max(axis=-1)  # (rows,): the worst error of each position's row
-    bad = result.outside.reshape(p.size, -1).any(axis=-1)  # (rows,)
-    order = np.argsort(p, kind="stable")
-    first_bad = int(p[order][bad[order]][0]) if bad.any() else None
-    at_zero = float(err[p == 0].max()) if (p == 0).any() else None
-    shape = "exact at position 0, " if at_zero == 0.0 else ""
-    return {"id": known("error_profile"), "evidence": (
-        f"{shape}first position outside tolerance: {first_bad}; max error {float(err.max()):.3g} at position "
-        f"{int(p[int(np.argmax(err))])}" + ("" if at_zero is None else f"; error at p = 0: {at_zero:.3g}")),
-        "first_bad_position": first_bad, "error_at_zero": at_zero}

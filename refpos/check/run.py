@@ -46,12 +46,6 @@ class Unusable(ValueError):
     """Input that cannot be checked (exit status 2)."""
 
 
-def _float_array(a: np.ndarray, what: str) -> np.ndarray:
-    if a.dtype.kind != "f":
-        raise Unusable(f"{what} must be a floating array (float64, float32 or float16), got {a.dtype}")
-    return a.astype(np.float64)
-
-
 def _int_array(a: np.ndarray, what: str) -> np.ndarray:
     if a.dtype.kind not in "iu":
         raise Unusable(f"{what} must be an integer array, got {a.dtype}")
