@@ -130,9 +130,7 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     pb = rope_problem(sample_x, sample_positions, rope, length, dtype, token_index=token_index,
                       min_position=int(positions.min()), max_position=int(positions.max()))
     result["diagnosis"] = [*tally.non_finite(), *diagnose_rope(pb, sample_cand),
-                           {"id": known("error_profile"), "evidence": stream.profile_text(result["error_profile"]),
-                            "first_bad_position": tally.first_bad_position,
-                            "error_at_zero": tally.error_at_zero}]
+                           tally.profile_entry()]
     if len(token_index) < raw.size // raw.shape[-1]:
         result["diagnosis_rows"] = len(token_index)
     return result
@@ -186,8 +184,7 @@ def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: An
     lead, rows = slice(worst_lead, worst_lead + 1), slice(first, first + window)
     sample = np.asarray(stream.as_rows(raw)[lead, rows], dtype=np.float64)  # (1, window, D)
     result["diagnosis"] = [*tally.non_finite(), *diagnose_mrope(block_problem(lead, rows), sample, first),
-                           {"id": known("error_profile"), "evidence": stream.profile_text(result["error_profile"]),
-                            "first_bad_position": tally.first_bad_position, "error_at_zero": tally.error_at_zero}]
+                           tally.profile_entry()]
     if window < n_lead * t:
         result["diagnosis_rows"] = window
     return result
@@ -328,9 +325,7 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
         tally.add(stream.as_rows(stream.block_error(cand64, reference64)), stream.as_rows(allowed),
                   pb.positions.reshape(stream.as_rows(cand64).shape[:-1]), (0, 0))
         result["error_profile"] = tally.profile()
-        result["diagnosis"] = [*diagnose_rope(pb, cand64), {
-            "id": known("error_profile"), "evidence": stream.profile_text(result["error_profile"]),
-            "first_bad_position": tally.first_bad_position, "error_at_zero": tally.error_at_zero}]
+        result["diagnosis"] = [*diagnose_rope(pb, cand64), tally.profile_entry()]
     elif function == "alibi_slopes":
         result["diagnosis"] = check_alibi(cand, int(args[0]), dtype=dtype)["diagnosis"]
     elif function == "alibi_bias":

@@ -163,6 +163,11 @@ class Tally:
                  f"where the reference is finite (first at position {self.non_finite_position}): e.g. rope_theta = 0 "
                  "(powf(0, −x) = inf), an overflowing exponent, or an uninitialised table"}]
 
+    def profile_entry(self) -> dict[str, Any]:
+        """The ``error_profile`` diagnosis: :func:`profile_text` of :meth:`profile`, and where the error starts."""
+        return {"id": known("error_profile"), "evidence": profile_text(self.profile()),
+                "first_bad_position": self.first_bad_position, "error_at_zero": self.error_at_zero}
+
     def full_index(self) -> list[int]:
         """:attr:`worst_index` in the candidate's own shape."""
         if not self.worst_index:
