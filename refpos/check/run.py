@@ -54,7 +54,8 @@ def _int_array(a: np.ndarray, what: str) -> np.ndarray:
     return a.astype(np.int64)
 
 
-def _same_shape(candidate: np.ndarray, shape: tuple[int, ...], what: str) -> None:
+def same_shape(candidate: np.ndarray, shape: tuple[int, ...], what: str) -> None:
+    """:class:`Unusable` naming both shapes when ``candidate`` is not of ``shape`` (what ``what`` needs)."""
     if tuple(candidate.shape) != tuple(shape):
         raise Unusable(f"the candidate has shape {tuple(candidate.shape)}, {what} needs {tuple(shape)}")
 
@@ -99,7 +100,7 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
         positions = np.broadcast_to(positions, x.shape[:-1])
     except ValueError:
         raise Unusable(f"positions {tuple(positions.shape)} do not match x {tuple(x.shape)} (..., T, D)") from None
-    _same_shape(raw, x.shape, "the input x")
+    same_shape(raw, x.shape, "the input x")
     import refpos
     from refpos.rope.core import _pair_slices, _span_bounds
 
@@ -148,7 +149,7 @@ def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: An
     from refpos.rope.core import _align_positions
     from refpos.rope.mrope import axis_positions
 
-    _same_shape(raw, x.shape, "the input x")
+    same_shape(raw, x.shape, "the input x")
     x_rows = stream.as_rows(x)  # (L, T, D)
 
     def block_problem(lead: slice, rows: slice) -> Any:
@@ -223,13 +224,13 @@ def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int 
     if raw.ndim != 1:
         if q_len is None or k_len is None:
             raise Unusable("a bias candidate needs --q-len and --k-len")
-        _same_shape(raw, (n, q_len, k_len), "a bias (heads, q_len, k_len)")
+        same_shape(raw, (n, q_len, k_len), "a bias (heads, q_len, k_len)")
         if q_len > k_len:
             raise Unusable(f"q_len must be <= k_len (queries aligned to the end of the keys), got q_len={q_len}, "
                            f"k_len={k_len}")
         return tables_stream.stream_alibi(raw, n, form, dtype, head_dim, progress)
     cand = raw.astype(np.float64)
-    _same_shape(cand, (n,), f"slopes for --heads {n}")
+    same_shape(cand, (n,), f"slopes for --heads {n}")
     reference = np.asarray(to_numpy(refpos.alibi_slopes(n, xp=np_ns())))
     atol = np.asarray(tol.value_tolerance(dtype, reference))
     result = {"target": "alibi", "dtype": dtype, **_summary(cand, reference, atol)}
@@ -255,7 +256,7 @@ def check_t5(candidate: Any, rel: Any, *, bidirectional: bool = True, num_bucket
     rel = np.asarray(to_numpy(rel))
     if rel.dtype.kind not in "iu":
         raise Unusable(f"relative positions must be an integer array, got {rel.dtype}")
-    _same_shape(cand, rel.shape, "the relative positions")
+    same_shape(cand, rel.shape, "the relative positions")
     return tables_stream.stream_t5(cand, rel, bidirectional, num_buckets, max_distance, progress)
 
 
@@ -270,7 +271,7 @@ def check_sinusoid(candidate: Any, positions: Any, *, dim: int, base: float = 10
     raw = _float_kind(np.asarray(to_numpy(candidate)), "candidate")
     dtype = tol.check_dtype(dtype or default_dtype(raw))
     positions = _int_array(np.asarray(to_numpy(positions)), "positions")
-    _same_shape(raw, (*positions.shape, dim), "a table (*positions.shape, dim)")
+    same_shape(raw, (*positions.shape, dim), "a table (*positions.shape, dim)")
     return tables_stream.stream_sinusoid(raw, positions, dim, base, layout, spacing, dtype, progress)
 
 
@@ -298,7 +299,7 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     if call.get("reduce") == "pairs" and cand.ndim == reference.ndim and cand.shape[-1] == 2 * reference.shape[-1]:
         layout = case["parameters"]["rope"].get("layout", "half")
         cand = split_pairs(cand, layout, side="written")[0]  # (..., m): the u channel of each pair
-    _same_shape(cand, reference.shape, f"output {name} of {case_id}")
+    same_shape(cand, reference.shape, f"output {name} of {case_id}")
     if reference.dtype.kind in "iu" and cand.dtype.kind not in "iu":
         raise Unusable(f"output {name} of {case_id} is an integer array; the candidate is {cand.dtype}")
     dtype = tol.check_dtype(dtype or default_dtype(cand))

@@ -18,6 +18,7 @@ from refpos.check.run import (
     check_sinusoid,
     check_t5,
     default_dtype,
+    same_shape,
 )
 from refpos.check.tables_stream import relative_grid
 from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, WIDTH, Number, help_with, require
@@ -104,11 +105,6 @@ def _need(value: Any, flag: str, target: str) -> Any:
     return value
 
 
-def _shaped(candidate: np.ndarray, shape: tuple[int, ...], what: str) -> None:
-    if tuple(candidate.shape) != shape:
-        raise Unusable(f"the candidate has shape {tuple(candidate.shape)}, {what} needs {shape}")
-
-
 def _load(path: str | None, flag: str, target: str, *, mmap: bool = False) -> np.ndarray:
     """The strict reader; ``mmap``: the data memory-mapped, read block by block by the check."""
     return read_npy(_need(path, flag, target), mmap=mmap)
@@ -151,7 +147,7 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
         else:
             q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
             k_len = _need(args.k_len, "--k-len", target)
-            _shaped(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
+            same_shape(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
             rel = relative_grid(q_len, k_len)  # (Tq, Tk), a view of one line of Tq + Tk - 1 values
         with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
             return check_t5(candidate, rel, bidirectional=not args.causal, num_buckets=args.num_buckets,
@@ -161,7 +157,7 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
             positions = read_npy(args.positions)
         else:
             length = _need(args.length, "--positions or --length", target)
-            _shaped(candidate, (length, _need(args.dim, "--dim D", target)), "--length × --dim")  # before arange
+            same_shape(candidate, (length, _need(args.dim, "--dim D", target)), "--length × --dim")  # before arange
             positions = np.arange(length)
         with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
             return check_sinusoid(candidate, positions, dim=_need(args.dim, "--dim D", target), base=args.base,
