@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
+from refpos.check.catalogue import known
 from refpos.check.problem import np_ns
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
@@ -127,6 +128,6 @@ def diagnose_mrope(pb: MropeProblem, candidate: np.ndarray, first_token: int = 0
                                               magnitude=np.maximum(pb.magnitude, np.abs(mutant))))
         fit = compare(candidate, mutant, atol=limit)
         if fit.ok:
-            found.append({"id": mid, "evidence": f"{evidence}; max |candidate − mutant| = {fit.max_abs_error:.3g}",
-                          "max_abs_error": fit.max_abs_error})
+            found.append({"id": known(mid), "max_abs_error": fit.max_abs_error,
+                          "evidence": f"{evidence}; max |candidate − mutant| = {fit.max_abs_error:.3g}"})
     return found
