@@ -25,7 +25,7 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.check.catalogue import known
-from refpos.check.problem import np_ns
+from refpos.check.problem import np_ns, pair_magnitude
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 
@@ -106,11 +106,8 @@ def mrope_problem(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int 
     inv_freq, factor = refpos.rope_frequencies(rope, seq_len=length, xp=np_ns())
     inv_freq = np.asarray(to_numpy(inv_freq))
     reference = _apply(x, positions, rope, length)
-    u_in, v_in, u_out, v_out = pair_channels(rope)
-    magnitude = np.broadcast_to(np.abs(x), reference.shape).copy()  # |x| on pass-through channels
-    pair = float(factor) * np.broadcast_to(np.hypot(x[..., u_in], x[..., v_in]), (*reference.shape[:-1], len(u_in)))
-    magnitude[..., u_out] = pair  # A·‖pair‖ on rotated channels, as for 1-D RoPE
-    magnitude[..., v_out] = pair
+    # A·‖pair‖ on rotated channels, |x| on pass-through ones, as for 1-D RoPE; (..., T, D) as the reference
+    magnitude = np.broadcast_to(pair_magnitude(x, pair_channels(rope), float(factor)), reference.shape)
     atol = np.asarray(tol.rope_tolerance(dtype, per_token, inv_freq, reference=reference, magnitude=magnitude))
     return MropeProblem(x, positions, per_token, rope, length, dtype, inv_freq, reference, magnitude, atol)
 
