@@ -185,7 +185,10 @@ def frequency_probe(pb: RopeProblem, candidate: np.ndarray) -> dict[str, Any] | 
 
 
 def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
-    """Every catalogue entry the candidate matches (empty when none), plus the error profile."""
+    """Every catalogue entry the candidate matches, or ``closest_mistake`` when none does.
+
+    The ``error_profile`` entry is the caller's (:meth:`refpos.check.stream.Tally.profile_entry`).
+    """
     found: list[Match] = []
     ladder = [pb.dtype] + (["float32"] if pb.dtype == "float64" else [])
     built = []
