@@ -136,3 +136,27 @@ def test_round_times_keep_every_round_in_order(monkeypatch):
     monkeypatch.setattr(measure.time, "perf_counter", lambda: clock["t"])
     assert measure.round_times([timed("f"), timed("g")], repeat=3, min_total=0.0) == [[0.5, 0.125, 0.25],
                                                                                      [0.0625, 1.0, 0.25]]
+
+
+def test_check_peak_counts_what_is_allocated_and_not_the_pages_of_a_memory_map(tmp_path):
+    """``bench check``'s peak is anonymous memory: a 32 MiB array held for 50 ms counts, reading a 32 MiB
+    memory-mapped file does not (its pages are file-backed; VmRSS would count them and fail here)."""
+    import time
+
+    from refpos.tools.bench_check import peak_rss_anon, rss_anon
+
+    if rss_anon() is None:
+        pytest.skip("no /proc/self/status here")
+
+    def hold() -> float:
+        a = np.ones(2**22)  # 32 MiB, every page written
+        time.sleep(0.05)  # several 10 ms samples while it is held
+        return float(a[-1])
+
+    path = tmp_path / "a.npy"
+    np.save(path, np.ones(2**22))
+    mapped = np.load(path, mmap_mode="r")
+    _, held = peak_rss_anon(hold)
+    _, read = peak_rss_anon(lambda: float(mapped.sum()))
+    assert held >= 30 * 2**20
+    assert read < 8 * 2**20
