@@ -25,6 +25,7 @@ The case builders live in :mod:`refpos.golden.cases` (encodings, worked example,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from refpos.golden.entries import RULES
-from refpos.golden.npy import NpyError, read_npy, sha256_file, write_npy
+from refpos.golden.npy import NpyError, parse_npy, read_npy_bytes, write_npy
 from refpos.golden.schema import SchemaError, contained_path, validate_manifest
 from refpos.inputs import InputError, load_json
 
@@ -257,10 +258,11 @@ def check_files(root: str | os.PathLike[str], case: dict[str, Any]) -> list[str]
             problems.append(f"{label}: missing file {entry.get('file')!r}")
             continue
         try:
-            if sha256_file(path) != entry.get("sha256"):
+            data = read_npy_bytes(path)  # read once: the bytes hashed are the bytes parsed
+            if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
                 problems.append(f"{label}: sha256 mismatch for {entry['file']} (file changed or tampered)")
                 continue
-            a = read_npy(path)
+            a = parse_npy(data, os.fspath(path))
         except NpyError as exc:
             problems.append(f"{label}: {exc}")
             continue
@@ -278,7 +280,8 @@ def load_arrays(root: str | os.PathLike[str], case: dict[str, Any], kind: str) -
         path = _contained(root, entry["file"], label)
         if not path.is_file():
             raise GoldenError(f"{label}: missing file {entry['file']}")
-        if sha256_file(path) != entry["sha256"]:
+        data = read_npy_bytes(path)  # read once: the bytes hashed are the bytes parsed
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
             raise GoldenError(f"{label}: sha256 mismatch for {entry['file']}")
-        out[name] = read_npy(path)
+        out[name] = parse_npy(data, os.fspath(path))
     return out

@@ -84,6 +84,16 @@ def sha256_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -
     return digest.hexdigest()
 
 
+def read_npy_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular ``.npy`` file, read once (at most the ``.npy`` cap plus a header), so that
+    its sha256 and :func:`parse_npy` see the same bytes."""
+    limit = inputs.MAX_NPY_BYTES + MAX_HEADER_BYTES + 12
+    try:
+        return inputs.read_bytes(path, what=".npy file", max_bytes=limit)
+    except InputError as exc:
+        raise NpyError(str(exc)) from None
+
+
 #: the longest header accepted (NumPy's own reader refuses more than 10000 bytes by default)
 MAX_HEADER_BYTES = 65536
 

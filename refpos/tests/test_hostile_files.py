@@ -127,8 +127,10 @@ def test_a_manifest_path_outside_the_golden_dir_is_refused_before_opening(kind, 
                                                                            monkeypatch):
     _outside_reference(kind, gdir, tmp_path)
     opened = []
-    real = npy.open_regular
-    monkeypatch.setattr(npy, "open_regular", lambda path, **kw: opened.append(os.fspath(path)) or real(path, **kw))
+    for module in (npy, inputs):  # npy opens through both (read_npy, and read_npy_bytes via inputs.read_bytes)
+        real = module.open_regular
+        monkeypatch.setattr(module, "open_regular",
+                            lambda path, real=real, **kw: opened.append(os.fspath(path)) or real(path, **kw))
     candidate = tmp_path / "candidate.npy"
     shutil.copyfile(tmp_path / "garbage.npy", candidate)  # the same garbage: it would pass against itself
     err = _one_line_exit_2(["check", CASE, str(candidate), "--golden-dir", str(gdir)], capsys)
