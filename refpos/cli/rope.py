@@ -105,9 +105,8 @@ def _schedule_text(data: dict[str, Any], title: str) -> str:
         rule = next(iter(scaled.values()))
         lines.append(f"  query scale {rule[0]} ({rule[1]!r}, {rule[2]!r}) on {len(scaled)} layers")
     for key, summary in data["ropes"].items():
-        summary = {**summary, "unused_keys": [], "notes": []}
-        lines.append(_text(summary, f"  RoPE [{key}]").replace("\n", "\n  ").replace("  unused keys: (none)", "")
-                     .rstrip())
+        summary = {**summary, "notes": []}  # the notes are printed once, in the report below
+        lines.append(_text(summary, f"  RoPE [{key}]").replace("\n", "\n  ").rstrip())
     lines += _report_lines(data["not_modelled"], data["unused_keys"], data["notes"])
     return "\n".join(line for line in lines if line.strip())
 
