@@ -145,19 +145,18 @@ def model_cases(config: dict[str, Any], name: str, *, positions: np.ndarray | No
     """
     layer_types = refpos.hf_layer_types(config) or (None,)
     cases = []
-    probes_below = max_position
     for layer_type in layer_types:
         rope = refpos.from_hf_config(config, layer_type=layer_type)
-        max_position = declared_length(config, rope) if probes_below is None else probes_below
+        limit = declared_length(config, rope) if max_position is None else max_position
         key = "rope/" + slug(name) + ("" if layer_type is None else "/" + layer_type)
-        pos = probe_positions(max_position, rope.original_max_position_embeddings, key) if positions is None \
+        pos = probe_positions(limit, rope.original_max_position_embeddings, key) if positions is None \
             else np.asarray(positions, dtype=np.int64)
         length = int(pos.max()) + 1 if seq_len is None and pos.size else seq_len
         parameters = {
             "model": name, "layer_type": layer_type, "config": config,
             "provenance": dict(rope.provenance), "unused_keys": list(rope.unused_keys), "notes": list(rope.notes),
             "softmax_multiplier": float(softmax_multiplier(rope)),
-            "declared_length": max_position,
+            "declared_length": limit,
         }
         if resolved_by_hf is not None:
             parameters["resolved_by_hf_5_24"] = resolved_by_hf
@@ -168,7 +167,7 @@ def model_cases(config: dict[str, Any], name: str, *, positions: np.ndarray | No
 
             cases += mrope_case_sets(rope, config, key=key, description=name, parameters=parameters,
                                      params=portable_params(rope), shared_x=shared_x)
-    return cases + layer_kind_cases(config, name, positions, seq_len)
+    return cases + layer_kind_cases(config, name, positions, seq_len, max_position)
 
 
 def model_report(config: dict[str, Any]) -> dict[str, str]:
@@ -185,8 +184,9 @@ def model_report(config: dict[str, Any]) -> dict[str, str]:
 
 
 def layer_kind_cases(config: dict[str, Any], name: str, positions: np.ndarray | None,
-                     seq_len: int | None) -> list[Case]:
-    """One case per distinct layer kind when the layers of ``config`` differ (see the module docstring)."""
+                     seq_len: int | None, max_position: int | None = None) -> list[Case]:
+    """One case per distinct layer kind when the layers of ``config`` differ (see the module docstring);
+    ``max_position`` as in :func:`model_cases`."""
     try:
         schedule = refpos.hf_layers(config)
     except ValueError as exc:
@@ -206,7 +206,8 @@ def layer_kind_cases(config: dict[str, Any], name: str, positions: np.ndarray | 
         if not layer.attention:
             continue  # no attention, no query: the schedule in the other cases' parameters names these layers
         key = f"rope/{slug(name)}/layers/{layer_type or 'all'}-{kind}"
-        pos = probe_positions(declared_length(config, ref), ref.original_max_position_embeddings, key) \
+        limit = declared_length(config, ref) if max_position is None else max_position
+        pos = probe_positions(limit, ref.original_max_position_embeddings, key) \
             if positions is None else np.asarray(positions, dtype=np.int64)
         length = int(pos.max()) + 1 if seq_len is None and pos.size else seq_len
         x_name, x = shared_x(ref.head_dim, pos.size)

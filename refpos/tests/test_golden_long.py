@@ -30,3 +30,15 @@ def test_golden_model_probes_up_to_max_position_and_verifies(tmp_path, capsys):
     assert main(["golden", "model", str(tmp_path / "config.json"), "--out", str(default), "--no-certify"]) == 0
     case = next(c for c in load_manifest(default)["cases"] if c["id"].endswith("/apply"))
     assert int(np.max(read_npy(default / case["inputs"]["positions"]["file"]))) == 8191
+
+
+def test_max_position_reaches_the_layer_kind_cases_too():
+    """``max_position`` moves the probes of every case of a model, the per-layer-kind queries included
+    (SmolLM3: every 4th layer without RoPE, declared length 65536)."""
+    from refpos.golden.rope_cases import model_cases, model_configs
+
+    name = "HuggingFaceTB/SmolLM3-3B"
+    cases = model_cases(model_configs()[name]["config"], name, max_position=1048576)
+    layer_cases = [c for c in cases if "/layers/" in c.id]
+    assert layer_cases and all(int(np.max(c.inputs["positions"])) == 1048575 for c in layer_cases)
+    assert int(np.max(next(c for c in cases if c.id.endswith("/apply")).inputs["positions"])) == 1048575
