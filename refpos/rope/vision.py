@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import array_namespace
+from refpos.pairs import place_pairs, split_pairs
 from refpos.validation import as_positions, check_choice, check_float, check_int, floating_array
 
 Array = Any
@@ -114,11 +115,7 @@ def vision_cos_sin(positions: Any, rope: VisionRope, *, xp: Any = None) -> tuple
     angles = vision_angles(positions, rope, xp=xp)
     ns = array_namespace(angles)
     cos, sin = ns.cos(angles), ns.sin(angles)  # (..., N, D/2)
-    if rope.layout == "half":
-        return ns.concat([cos, cos], axis=-1), ns.concat([sin, sin], axis=-1)  # (..., N, D)
-    shape = (*cos.shape[:-1], rope.head_dim)
-    return (ns.reshape(ns.stack([cos, cos], axis=-1), shape),  # (..., N, D): c_0, c_0, c_1, c_1, …
-            ns.reshape(ns.stack([sin, sin], axis=-1), shape))
+    return place_pairs(cos, cos, rope.layout), place_pairs(sin, sin, rope.layout)  # (..., N, D)
 
 
 def apply_vision_rope(x: Any, positions: Any, rope: VisionRope) -> Array:
@@ -135,15 +132,9 @@ def apply_vision_rope(x: Any, positions: Any, rope: VisionRope) -> Array:
         raise ValueError(f"positions {tuple(angles.shape[:-1])} + (2,) must end in x's N axis, x has shape "
                          f"{tuple(x.shape)}")
     cos, sin = ns.astype(ns.cos(angles), x.dtype), ns.astype(ns.sin(angles), x.dtype)  # (..., N, D/2)
-    m = rope.head_dim // 2
-    if rope.layout == "half":
-        u, v = x[..., :m], x[..., m:]  # (..., N, D/2) each
-    else:
-        u, v = x[..., 0::2], x[..., 1::2]
+    u, v = split_pairs(x, rope.layout)  # (..., N, D/2) each
     u_out, v_out = u * cos - v * sin, v * cos + u * sin  # u' = u cos φ − v sin φ, v' = v cos φ + u sin φ
-    if rope.layout == "half":
-        return ns.concat([u_out, v_out], axis=-1)
-    return ns.reshape(ns.stack([u_out, v_out], axis=-1), (*u_out.shape[:-1], rope.head_dim))
+    return place_pairs(u_out, v_out, rope.layout)  # (..., N, D)
 
 
 def qwen_patch_positions(grids: Any, spatial_merge_size: int = 2) -> np.ndarray:
