@@ -4,8 +4,8 @@
   Pixtral's meshgrid, Llama-4's ``_compute_freqs_ci`` index rule): integers, exact;
 * assignment, exact: the module's ``recomposition_frequencies`` applied to float64 angles gives, after
   cos/sin, refpos's tables bit for bit (Qwen2-VL, Pixtral; Llama-4's module has no such step);
-* tables: the module's float32 tables against refpos's float64 ones, atol = 3·max φ·2⁻²⁴ + 1e-6 (float32
-  ω and product p·ω, relative to the angle; then float32 cos/sin);
+* tables: the module's float32 tables against refpos's float64 ones, atol = (3·max φ + 4)·2⁻²⁴ (float32
+  ω and product p·ω, relative to the angle; then 4 ulps for float32 cos/sin and their rounding);
 * application: Qwen2-VL and Pixtral's ``rotate_half`` formula on float64 inputs, exact; Llama-4's
   ``vision_apply_rotary_emb`` runs in complex64: atol = (3·max φ + 4)·2⁻²⁴·max|x| (the table error above
   times |x|, plus float32 rounding of x and of the complex product).
@@ -35,7 +35,7 @@ GRIDS = [(1, 4, 6), (2, 6, 2), (1, 2, 2)]
 
 
 def _float32_atol(angles: np.ndarray) -> float:
-    return 3 * float(np.abs(angles).max()) * 2.0**-24 + 1e-6
+    return (3 * float(np.abs(angles).max()) + 4) * 2.0**-24
 
 
 def test_qwen2_vl_vision_tower():
