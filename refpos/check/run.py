@@ -34,7 +34,7 @@ from refpos.check import stream, tables_stream
 from refpos.check.catalogue import known
 from refpos.check.diagnosis import diagnose_rope
 from refpos.check.mrope import diagnose_mrope, mrope_problem
-from refpos.check.problem import np_ns, pair_magnitude, rope_problem
+from refpos.check.problem import np_ns, rope_problem, rotated_tolerance
 from refpos.check.stream import sample_rows
 from refpos.check.tables import diagnose_alibi
 from refpos.golden import tolerance as tol
@@ -115,8 +115,7 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
         block = np.asarray(x_rows[lead, rows], dtype=np.float64)  # (k, rows, D)
         at = rows_positions[lead, rows]  # (k, rows)
         reference = np.asarray(refpos.apply_rope(block, at, rope, frequencies=(inv_freq, factor)))
-        size = pair_magnitude(block, channels, factor)
-        return reference, np.asarray(tol.rope_tolerance(dtype, at, inv_freq, reference=reference, magnitude=size))
+        return reference, rotated_tolerance(dtype, at, inv_freq, block, channels, factor, reference)
 
     tally = stream.compare_rows(raw, rows_positions, reference_of, progress)
     result = {"target": "rope", "dtype": dtype, "seq_len": length, "rope_type": rope.rope_type,

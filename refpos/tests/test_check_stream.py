@@ -185,6 +185,28 @@ def test_pair_sizes_from_slices_equal_those_from_index_lists(layout, placement, 
                                   pair_magnitude(x, pair_channels(rope), 1.5))
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+@pytest.mark.parametrize(("layout", "placement", "rotary"), [("half", "first", 16), ("interleaved", "last", 8),
+                                                             ("deinterleaved", "last", 4), ("half", "first", 6)])
+def test_tolerance_per_pair_is_the_per_element_rule(dtype, layout, placement, rotary):
+    """The blocks compute the float32/float64 tolerance once per pair: the same bits as rope_tolerance on
+    the per-element sizes (bfloat16 keeps the per-element rule, its ulp term depends on the output)."""
+    from refpos.check.problem import pair_magnitude, rotated_tolerance
+    from refpos.golden import tolerance as tol
+    from refpos.rope.core import _pair_slices, _span_bounds
+
+    rope = refpos.RopeConfig(head_dim=16, rotary_dim=rotary, layout=layout, placement=placement)
+    x = np.random.default_rng(6).standard_normal((2, 5, 16)) * np.logspace(-3, 3, 16)
+    positions = np.array([[0, 1, 7, 4096, 131071]] * 2)
+    inv_freq, factor = refpos.rope_frequencies(rope, xp="numpy")
+    y = np.asarray(refpos.apply_rope(x, positions, rope))
+    channels = _pair_slices(rope, *_span_bounds(rope))
+    want = tol.rope_tolerance(dtype, positions, np.asarray(inv_freq), reference=y,
+                              magnitude=pair_magnitude(x, channels, 1.25))
+    np.testing.assert_array_equal(rotated_tolerance(dtype, positions, np.asarray(inv_freq), x, channels, 1.25, y),
+                                  want)
+
+
 def test_memory_mapped_reading_is_as_strict_as_reading(tmp_path):
     """read_npy(mmap=True) checks the same header (pickles, Fortran order, truncation refused) and maps
     the data without reading them; the values equal read_npy's, big-endian files included."""
