@@ -198,7 +198,7 @@ def test_tolerance_per_pair_is_the_per_element_rule(dtype, layout, placement, ro
     rope = refpos.RopeConfig(head_dim=16, rotary_dim=rotary, layout=layout, placement=placement)
     x = np.random.default_rng(6).standard_normal((2, 5, 16)) * np.logspace(-3, 3, 16)
     positions = np.array([[0, 1, 7, 4096, 131071]] * 2)
-    inv_freq, factor = refpos.rope_frequencies(rope, xp="numpy")
+    inv_freq, _ = refpos.rope_frequencies(rope, xp="numpy")
     y = np.asarray(refpos.apply_rope(x, positions, rope))
     channels = _pair_slices(rope, *_span_bounds(rope))
     want = tol.rope_tolerance(dtype, positions, np.asarray(inv_freq), reference=y,
