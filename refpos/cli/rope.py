@@ -27,7 +27,7 @@ from refpos.backend import to_numpy
 from refpos.cli.options import LENGTH, help_with
 from refpos.rope.config import RopeConfig
 from refpos.rope.hf import from_hf_config, hf_layer_types
-from refpos.rope.layers import LayerSchedule, hf_layers
+from refpos.rope.layers import LayerCountMissing, LayerSchedule, hf_layers
 from refpos.rope.scaling import rope_frequencies, softmax_multiplier
 
 
@@ -138,9 +138,8 @@ def run(args: argparse.Namespace) -> int:
     if args.layer_type is None:
         try:
             schedule = hf_layers(args.config, strict=args.strict)
-        except ValueError as exc:
-            if not str(exc).startswith("num_hidden_layers"):
-                raise
+        except LayerCountMissing:
+            pass
         else:
             data = _schedule_json(schedule, args.seq_len)
             print(json.dumps(data, indent=1) if args.json else _schedule_text(data, str(args.config)))

@@ -37,6 +37,7 @@ from refpos.golden.entries import tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
 from refpos.golden.rope_builders import apply_case, cos_sin_case
 from refpos.pairs import split_pairs
+from refpos.rope.layers import LayerCountMissing
 from refpos.rope.scaling import softmax_multiplier
 
 N_PROBES = 32
@@ -174,9 +175,8 @@ def model_report(config: dict[str, Any]) -> dict[str, str]:
     """What the cases of ``config`` do not model: key → what it does (empty: complete)."""
     try:
         return dict(refpos.hf_layers(config).not_modelled)
-    except ValueError as exc:
-        if not str(exc).startswith("num_hidden_layers"):
-            raise
+    except LayerCountMissing:
+        pass
     report: dict[str, str] = {}
     for layer_type in refpos.hf_layer_types(config) or (None,):
         report.update(refpos.from_hf_config(config, layer_type=layer_type).not_modelled)
@@ -189,10 +189,8 @@ def layer_kind_cases(config: dict[str, Any], name: str, positions: np.ndarray | 
     ``max_position`` as in :func:`model_cases`."""
     try:
         schedule = refpos.hf_layers(config)
-    except ValueError as exc:
-        if str(exc).startswith("num_hidden_layers"):
-            return []  # the config does not say how many layers it has: one RoPE for all, as above
-        raise
+    except LayerCountMissing:
+        return []  # the config does not say how many layers it has: one RoPE for all, as above
     kinds = schedule.kinds()
     if len(kinds) == 1 and next(iter(kinds))[1] == "rope":
         return []

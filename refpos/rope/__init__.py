@@ -30,7 +30,7 @@ from refpos.rope.forms import (
     rope_rotation_matrix,
 )
 from refpos.rope.hf import from_hf_config, hf_layer_types
-from refpos.rope.layers import HFLayer, LayerSchedule, hf_layer, hf_layers
+from refpos.rope.layers import HFLayer, LayerCountMissing, LayerSchedule, hf_layer, hf_layers
 from refpos.rope.params import rope_config_from_params
 from refpos.rope.scaling import (
     attention_factor,
@@ -53,6 +53,7 @@ __all__ = [
     "DynamicNTKState",
     "Family",
     "HFLayer",
+    "LayerCountMissing",
     "LayerSchedule",
     "Rope",
     "RopeConfig",

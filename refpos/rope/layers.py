@@ -162,11 +162,16 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
+class LayerCountMissing(ValueError):
+    """The config does not say how many layers it has: no schedule can be built (a ``ValueError``, so bad
+    input stays one kind of error; callers that can do without a schedule catch this class)."""
+
+
 def _layer_count(cfg: Mapping[str, Any]) -> int:
     for key in _LAYER_COUNT_KEYS:
         if cfg.get(key) is not None:
             return check_int(key, cfg[key], minimum=1)
-    raise ValueError("num_hidden_layers: the config does not say how many layers it has "
+    raise LayerCountMissing("num_hidden_layers: the config does not say how many layers it has "
                      f"(none of {list(_LAYER_COUNT_KEYS)})")
 
 

@@ -145,6 +145,17 @@ def test_bad_input_names_the_parameter(config, index, error, name):
         refpos.hf_layer(config, index)
 
 
+
+def test_a_missing_layer_count_is_its_own_error():
+    """Callers that can do without a schedule (golden model, refpos rope) catch LayerCountMissing, a
+    ValueError; any other bad layer count stays a plain ValueError and is not mistaken for a missing one."""
+    no_count = {k: v for k, v in LLAMA.items() if k != "num_hidden_layers"}
+    with pytest.raises(refpos.rope.LayerCountMissing, match="num_hidden_layers"):
+        refpos.hf_layers(no_count)
+    with pytest.raises(ValueError, match="num_hidden_layers") as bad:
+        refpos.hf_layers(dict(LLAMA, num_hidden_layers=0))
+    assert not isinstance(bad.value, refpos.rope.LayerCountMissing)
+
 QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2,
               "head_dim": 256, "num_hidden_layers": 48, "rope_theta": 1e7, "partial_rotary_factor": 0.25,
               "max_position_embeddings": 262144}
