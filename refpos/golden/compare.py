@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.golden.tolerance import check_dtype, ulp
+from refpos.golden.ulp import check_dtype, ulp
 
 FORMULA = "|y - ref| <= atol + rtol*|ref| + ulps*ulp_dtype(|ref|)"
 

@@ -35,14 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import array_namespace, get_xp, is_numpy_namespace, to_numpy
+from refpos.backend import array_namespace, to_numpy
+from refpos.golden.ulp import DTYPES as DTYPES  # the dtype facts every rule is stated in, re-exported
+from refpos.golden.ulp import MANTISSA, as_float_array, check_dtype, ulp
+from refpos.golden.ulp import MIN_EXPONENT as MIN_EXPONENT
 
 Array = Any
 
-DTYPES = ("float64", "float32", "bfloat16", "float16")
-#: explicit mantissa bits (the ulp of 1 is 2**-MANTISSA) and smallest normal exponent
-MANTISSA = {"float64": 52, "float32": 23, "bfloat16": 7, "float16": 10}
-MIN_EXPONENT = {"float64": -1022, "float32": -126, "bfloat16": -126, "float16": -14}
 #: unit roundoff of the phase path: float64 angles for float64, else a float32 phase path (a bf16 or
 #: fp16 phase path is the bf16_angles bug, not a tolerance)
 ANGLE_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "bfloat16": 2.0**-24, "float16": 2.0**-24}
@@ -72,103 +71,6 @@ REASONS = {
 }
 
 
-def check_dtype(dtype: object) -> str:
-    """Normalise a dtype name (``float64``, ``float32``, ``bfloat16``/``bf16``, ``float16``/``fp16``)."""
-    if not isinstance(dtype, str):
-        name = getattr(dtype, "name", None) or str(dtype)
-    else:
-        name = dtype
-    aliases = {"f64": "float64", "fp64": "float64", "double": "float64", "f32": "float32",
-               "fp32": "float32", "single": "float32", "bf16": "bfloat16", "f16": "float16",
-               "fp16": "float16", "half": "float16"}
-    name = aliases.get(name.lower(), name.lower()) if isinstance(name, str) else name
-    if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    return name
-
-
-def _as_float_array(x: Any, name: str, xp: Any = None) -> Array:
-    if isinstance(x, (int, float, list, tuple)):
-        xp = get_xp(xp)
-        return xp.asarray(x, dtype=xp.float64)
-    try:
-        ns = array_namespace(x)
-    except TypeError:
-        raise TypeError(f"{name} must be an array or a number, got {type(x).__name__}") from None
-    return ns.astype(x, ns.float64, copy=False)  # callers never write into it
-
-
-def ulp(values: Any, dtype: str) -> Array:
-    r"""Spacing of ``dtype`` numbers at ``|values|``: :math:`2^{\max(\lfloor\log_2|v|\rfloor, e_{min}) - t}`.
-
-    ``t`` is the number of explicit mantissa bits (52, 23, 7, 10); zero and subnormals get the
-    subnormal spacing. bf16: 0.0078 at 1, 0.125 on [16, 32); fp16: 0.5 at 1000; fp32: 1.19e-7 at 1.
-
-    >>> [float(u) for u in ulp([1.0, 3.0, 1721.0], "bfloat16")]
-    [0.0078125, 0.015625, 8.0]
-    """
-    dtype = check_dtype(dtype)
-    v = _as_float_array(values, "values")
-    xp = array_namespace(v)
-    a = xp.abs(v)
-    if is_numpy_namespace(xp):  # the same numbers from the exponent bits, in a third of the passes
-        return _ulp_numpy(a, dtype)
-    emin = float(MIN_EXPONENT[dtype])
-    tiny = 2.0**emin
-    finite = xp.isfinite(a)
-    safe = xp.where((a >= tiny) & finite, a, xp.full_like(a, tiny))  # inf and NaN: any exponent in the table
-    e = xp.floor(xp.log2(safe))
-    # log2 may round across a power of two; correct the exponent with exact power-of-two comparisons
-    powers = xp.asarray(_POWERS_OF_TWO)  # sent to the device once per call
-    e = xp.where(_pow2(e, powers) > safe, e - 1.0, e)
-    e = xp.where(_pow2(e + 1.0, powers) <= safe, e + 1.0, e)
-    return xp.where(finite, _pow2(e - float(MANTISSA[dtype]), powers), a)  # the spacing at inf is inf; NaN stays
-
-
-def _ulp_numpy(a: np.ndarray, dtype: str) -> np.ndarray:
-    r"""NumPy fast form of :func:`ulp` for ``a = |values|``: the exponent read from the float64 bits.
-
-    A normal float64 :math:`a = 1.f \cdot 2^{E - 1023}` stores ``E`` in bits 52–62, so
-    :math:`\lfloor\log_2 a\rfloor = E - 1023` exactly, and :math:`2^{E - 1023 - t}` is the float64
-    with exponent field ``E − t`` and a zero fraction: the masked bits minus ``t`` in the exponent
-    field. Values below the smallest normal of ``dtype`` are raised to it first (they get its
-    spacing); float64 spacings below the smallest normal float64 (``a < 2^{-970}``) come from
-    ``ldexp``, which is exact. Equal to the readable form (tests).
-    """
-    t = MANTISSA[dtype]
-    raised = np.maximum(a, 2.0 ** MIN_EXPONENT[dtype])  # NaN stays NaN
-    field = raised.view(np.uint64) & np.uint64(0x7FF << 52)  # E in place, sign and fraction cleared
-    small = a.size and float(np.fmin.reduce(raised, axis=None)) < 2.0 ** (t - 1022)  # E ≤ t: subnormal spacing
-    if small:
-        low = field <= np.uint64(t << 52)
-        exponents = (field[low] >> np.uint64(52)).astype(np.int64)  # E of those entries
-        field[low] = np.uint64((t + 1) << 52)  # a placeholder that does not wrap around
-    field -= np.uint64(t << 52)  # exponent field E − t: the float64 2^(E − 1023 − t)
-    spacing = field.view(np.float64)
-    if small:
-        spacing[low] = np.ldexp(1.0, exponents - 1023 - t)
-    if a.size and not np.isfinite(a.max()):  # the spacing at inf is inf; NaN stays
-        np.copyto(spacing, a, where=~np.isfinite(a))
-    return spacing
-
-
-#: 2**k for k = -1074 … 1024 (the last is inf), from NumPy's ldexp, which is exact
-_POW2_LOW = -1074
-with np.errstate(over="ignore"):
-    _POWERS_OF_TWO = np.ldexp(1.0, np.arange(_POW2_LOW, 1025))
-
-
-def _pow2(e: Array, powers: Array) -> Array:
-    """``2**e`` for integer-valued float64 ``e`` in [-1074, 1024], exact on every backend.
-
-    ``2.0 ** e`` would go through the backend's ``pow``, which a GPU need not round exactly (CuPy gave
-    2**-52 one ulp low); the powers are looked up in ``powers``, :data:`_POWERS_OF_TWO` on e's backend.
-    """
-    xp = array_namespace(e)
-    index = xp.reshape(xp.astype(e, xp.int64) - _POW2_LOW, (-1,))  # (n,)
-    return xp.reshape(xp.take(powers, index), e.shape)
-
-
 def value_tolerance(dtype: str, reference: Any, *, scale: Any = None) -> Array:
     r"""Elementwise atol for position-independent values (frequencies, slopes, bias tables, outputs).
 
@@ -185,11 +87,11 @@ def value_tolerance(dtype: str, reference: Any, *, scale: Any = None) -> Array:
     cancel to (nearly) zero, e.g. the row norm of an attention output.
     """
     dtype = check_dtype(dtype)
-    ref = _as_float_array(reference, "reference")
+    ref = as_float_array(reference, "reference")
     xp = array_namespace(ref)
     mag = xp.abs(ref)
     if scale is not None:
-        mag = xp.maximum(mag, _as_float_array(scale, "scale", xp))
+        mag = xp.maximum(mag, as_float_array(scale, "scale", xp))
     if dtype == "float64":
         return RTOL_FLOAT64 * mag
     if dtype == "float32":
@@ -199,7 +101,7 @@ def value_tolerance(dtype: str, reference: Any, *, scale: Any = None) -> Array:
 
 def integer_tolerance(reference: Any) -> Array:
     """Integers (T5 buckets, indices) compare exactly: an all-zero atol."""
-    ref = _as_float_array(reference, "reference")
+    ref = as_float_array(reference, "reference")
     return array_namespace(ref).zeros_like(ref)
 
 
@@ -208,7 +110,7 @@ def probability_tolerance(dtype: str, logits: Any) -> float:
     logits ≤ 10), float64 the same with :math:`2^{-52}\cdot 10^{3}` (operation order), low precision
     two ulps of 1."""
     dtype = check_dtype(dtype)
-    z = to_numpy(_as_float_array(logits, "logits"))
+    z = to_numpy(as_float_array(logits, "logits"))
     top = float(abs(z[z == z]).max()) if z.size and (z == z).any() else 0.0  # NaN-safe max
     top = max(top, 1.0)
     if dtype == "float64":
@@ -216,6 +118,17 @@ def probability_tolerance(dtype: str, logits: Any) -> float:
     if dtype == "float32":
         return top * 2.0**-23
     return ULPS_LOW * 2.0 ** -MANTISSA[dtype]
+
+
+def _max_omega(inv_freq: Any) -> float:
+    r""":math:`\max_j |\omega_j|` (0 without frequencies): the fastest-turning pair sets every angle bound."""
+    w = to_numpy(as_float_array(inv_freq, "inv_freq"))
+    return float(abs(w).max()) if w.size else 0.0
+
+
+def _half_ulp_at_one(dtype: str) -> float:
+    """Half an ulp of ``dtype`` at 1 (2⁻⁵³, 2⁻²⁴, 2⁻⁸, 2⁻¹¹): a correct output's own rounding at unit size."""
+    return 0.5 * 2.0 ** -MANTISSA[dtype]
 
 
 def angle_error_bound(dtype: str, positions: Any, inv_freq: Any) -> Array:
@@ -226,10 +139,9 @@ def angle_error_bound(dtype: str, positions: Any, inv_freq: Any) -> Array:
     relative, float32 product).
     """
     dtype = check_dtype(dtype)
-    p = _as_float_array(positions, "positions")
+    p = as_float_array(positions, "positions")
     xp = array_namespace(p)
-    w = to_numpy(_as_float_array(inv_freq, "inv_freq"))
-    max_omega = float(abs(w).max()) if w.size else 0.0
+    max_omega = _max_omega(inv_freq)
     return ANGLE_C[dtype] * xp.abs(p) * max_omega * ANGLE_ROUNDOFF[dtype]
 
 
@@ -251,11 +163,10 @@ def correct_error(dtype: str, positions: Any, inv_freq: Any) -> Array:
     ['5.96e-08', '9.954e-06', '1.001e-05']
     """
     dtype = check_dtype(dtype)
-    p = _as_float_array(positions, "positions")
+    p = as_float_array(positions, "positions")
     xp = array_namespace(p)
-    w = to_numpy(_as_float_array(inv_freq, "inv_freq"))
-    max_omega = float(abs(w).max()) if w.size else 0.0
-    return 0.5 * 2.0 ** -MANTISSA[dtype] + xp.abs(p) * max_omega * ANGLE_ROUNDOFF[dtype]
+    max_omega = _max_omega(inv_freq)
+    return _half_ulp_at_one(dtype) + xp.abs(p) * max_omega * ANGLE_ROUNDOFF[dtype]
 
 
 def first_rejected_position(dtype: str, atol: float, inv_freq: Any, max_position: int) -> int | None:
@@ -272,9 +183,8 @@ def first_rejected_position(dtype: str, atol: float, inv_freq: Any, max_position
     [None, 167, 0]
     """
     dtype = check_dtype(dtype)
-    w = to_numpy(_as_float_array(inv_freq, "inv_freq"))
-    max_omega = float(abs(w).max()) if w.size else 0.0
-    rounding = 0.5 * 2.0 ** -MANTISSA[dtype]
+    max_omega = _max_omega(inv_freq)
+    rounding = _half_ulp_at_one(dtype)
     if rounding > atol:
         return 0
     if max_omega == 0.0:
@@ -294,9 +204,8 @@ def frequency_promise(dtype: str, inv_freq: Any, max_position: int) -> str:
     dtype = check_dtype(dtype)
     if dtype == "float64":
         return "ω and the angles p·ω in float64 throughout"
-    w = to_numpy(_as_float_array(inv_freq, "inv_freq"))
-    max_omega = float(abs(w).max()) if w.size else 0.0
-    shift = max_position * max_omega * 2.0 ** -(MANTISSA["bfloat16"] + 1)
+    max_omega = _max_omega(inv_freq)
+    shift = max_position * max_omega * _half_ulp_at_one("bfloat16")
     kept = "float32 (HF's inv_freq: rtol 1e-6 of float64)" if dtype == "float32" else "float32 or float64"
     return (f"ω and p·ω in {kept}, only the output in {dtype}; ω or p·ω rounded to bfloat16 or float16 is a "
             f"bug (refpos check: bf16_angles), not a tolerance: a bfloat16 ω moves the angle at position "
@@ -341,12 +250,12 @@ def rope_tolerance(
     dtype = check_dtype(dtype)
     angle = angle_error_bound(dtype, positions, inv_freq)  # (..., T)
     xp = array_namespace(angle)
-    mag = _as_float_array(magnitude, "magnitude", xp)
+    mag = as_float_array(magnitude, "magnitude", xp)
     if reference is None:
         base = angle * mag
         ref = None
     else:
-        ref = _as_float_array(reference, "reference", xp)
+        ref = as_float_array(reference, "reference", xp)
         base = angle[..., None] * mag  # (..., T, n)
         if tuple(base.shape) != tuple(ref.shape):
             base = base + xp.zeros_like(ref)  # broadcast to the reference's shape
