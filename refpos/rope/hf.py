@@ -66,7 +66,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
     and unused keys named "rope"/"rotary"). ``per_layer``: the caller resolves the layer schedule and
     query scale itself (:func:`refpos.hf_layers`), so they are not reported here."""
     cfg, prefix, parent_model_type = *text_config_of(cfg), cfg.get("model_type")
-    r = Resolver(cfg, prefix, layer_type)
+    r = Resolver(cfg, prefix, layer_type, parent_model_type)
     r.select_rope_dict()
     rope_type = r.rope_type()
     r.head_geometry()
@@ -74,7 +74,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
     r.layout()
     r.lengths(rope_type)
     r.scaling_keys(rope_type)
-    resolve_mrope(r, parent_model_type)  # M-RoPE sections, assignment, family layout (refpos.rope.mrope_hf)
+    resolve_mrope(r)  # M-RoPE sections, assignment, family layout (refpos.rope.mrope_hf)
     r.notes.extend(["read from text_config"] if prefix else [])
     unused = r.unused()
     not_modelled = not_modelled_report(r, unused, rope_type, per_layer_done=per_layer)

@@ -13,7 +13,7 @@ from typing import Any
 
 from refpos.rope.families import ALIASES, Family, family_of, warn_assumed
 from refpos.rope.hf_files import GEMMA3, ROPE_KEYS, is_per_layer
-from refpos.rope.mrope_hf import mrope_rope_type
+from refpos.rope.mrope_hf import mrope_family, mrope_rope_type
 from refpos.rope.params import PARAM_KEYS
 from refpos.validation import check_int
 
@@ -23,8 +23,9 @@ RARE_FIELDS = frozenset({"ntk_rule", "mixed_b", "short_mscale", "long_mscale", "
 FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - RARE_FIELDS))
 #: partial-rotary defaults of model classes (HF 5.24.0 class attributes)
 _PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
-#: model classes whose own default-RoPE init honours partial_rotary_factor (most, e.g. llama, ignore it)
-_PRF_HONOURED = {"phi", "phi3", "gpt_neox", "gptj", "glm", "glm4", "stablelm", "persimmon"}
+#: model classes whose own default-RoPE init honours partial_rotary_factor (most, e.g. llama, ignore it);
+#: glm4v and glm4v_moe: the text rotary module of GLM-4.1V and GLM-4.5V (M-RoPE families)
+_PRF_HONOURED = {"phi", "phi3", "gpt_neox", "gptj", "glm", "glm4", "stablelm", "persimmon", "glm4v", "glm4v_moe"}
 _GEMMA4 = {"gemma4", "gemma4_text"}
 
 
@@ -35,7 +36,10 @@ class Resolver:
     calls them in order.
     """
 
-    def __init__(self, cfg: dict[str, Any], prefix: str, layer_type: str | None) -> None:
+    def __init__(self, cfg: dict[str, Any], prefix: str, layer_type: str | None,
+                 parent_model_type: Any = None) -> None:
+        """``cfg`` the (text) config, ``prefix`` its dotted path (``text_config.`` or empty);
+        ``parent_model_type`` the top-level ``model_type`` when ``cfg`` is a ``text_config``."""
         self.cfg, self.prefix, self.layer_type = cfg, prefix, layer_type
         self.used: set[str] = set()
         self.fields: dict[str, Any] = {}
@@ -44,6 +48,8 @@ class Resolver:
         written = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
         self.model_type = ALIASES.get(written, written)  # the family's transformers model_type
         self.family: Family | None = family_of(self.model_type)
+        #: the M-RoPE family whose text rotary module this config runs (refpos.rope.mrope_hf), or None
+        self.mrope_family = mrope_family(self.model_type, parent_model_type)
         if written != self.model_type:
             self.notes.append(f"model_type {written!r} is transformers' {self.model_type!r} (family table alias)")
         self.code_gaps: list[str] = []  # what the model's code does that refpos does not model
@@ -216,7 +222,8 @@ class Resolver:
         elif self.model_type in _PRF_DEFAULTS:
             self.set("partial_rotary_factor", _PRF_DEFAULTS[self.model_type], "default")
         partial = self.fields.get("partial_rotary_factor", 1.0) != 1.0 or "rotary_dim" in self.fields
-        if partial and self.fields["rope_type"] == "default" and self.model_type not in _PRF_HONOURED:
+        honoured = self.model_type in _PRF_HONOURED or self.mrope_family in _PRF_HONOURED
+        if partial and self.fields["rope_type"] == "default" and not honoured:
             self.notes.append("partial rotary: refpos rotates d channels; the default init of many HF classes "
                               f"(llama, mistral, qwen2, ...) ignores partial_rotary_factor ({self.model_type!r})")
 
@@ -258,7 +265,7 @@ class Resolver:
             self.set("placement", family.placement, "default")
         if family.unmodelled:
             self.code_gaps.append(f"{family.model_type}: {family.unmodelled}")
-        if family.multi_axis:
+        if family.multi_axis and self.mrope_family is None:  # else resolved by refpos.rope.mrope_hf
             self.code_gaps.append(f"{family.model_type}: multi-axis positions (M-RoPE); resolved here as one axis")
 
     def lengths(self, rope_type: str) -> None:

@@ -55,8 +55,6 @@ def _family_layout(family: str) -> str:
     if row is None:  # pragma: no cover - every M-RoPE family has a row; test_mrope_hf checks it
         raise KeyError(f"the family table has no row for {family!r}")
     return row.layout
-#: families whose text rotary module honours partial_rotary_factor (GLM-4.1V, GLM-4.5V)
-_PRF_HONOURED = {"glm4v", "glm4v_moe"}
 #: vision_config model types → the axial form of their rotary module
 _VISION_KINDS = {"qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_vl", "qwen3_vl": "qwen2_vl",
                  "qwen3_vl_moe": "qwen2_vl", "glm4v": "qwen2_vl", "glm4v_moe": "qwen2_vl", "pixtral": "pixtral",
@@ -81,22 +79,27 @@ def mrope_rope_type(value: str, notes: list[str]) -> str:
     return value
 
 
-def resolve_mrope(resolver: Any, parent_model_type: Any = None) -> None:
+def mrope_family(model_type: Any, parent_model_type: Any = None) -> str | None:
+    """The M-RoPE family whose text rotary module a config runs: of its ``model_type``, else of the top-level
+    ``parent_model_type`` (a ``text_config``); ``None`` for every other family, vision-only ones included
+    (pixtral, llama4: their text RoPE is 1-D)."""
+    family = family_of(model_type) or family_of(parent_model_type)
+    return family if family in MROPE_FAMILIES else None
+
+
+def resolve_mrope(resolver: Any) -> None:
     """Set ``mrope_section``, ``mrope_interleaved`` and the family's layout on a resolver of refpos.rope.hf.
 
-    ``resolver`` is ``refpos.rope.hf_resolver.Resolver`` after its other steps; ``parent_model_type`` the top-level
-    ``model_type`` when the resolver reads ``text_config``.
+    ``resolver`` is ``refpos.rope.hf_resolver.Resolver`` after its other steps (its ``mrope_family`` from
+    :func:`mrope_family`).
     """
-    family = family_of(resolver.model_type) or family_of(parent_model_type)
-    if family is not None and family not in MROPE_FAMILIES:
-        family = None  # a vision-only family (pixtral, llama4): its text RoPE is 1-D
+    family = resolver.mrope_family
     if family is None:  # not modelled: the mrope keys stay unused and are reported so (refpos.rope.position_keys)
         return
     rope = resolver.rope
     in_dict = rope.get("mrope_section") is not None
     default_sections, family_interleaved = MROPE_FAMILIES[family]
     layout = _family_layout(family)
-    resolver.code_gaps[:] = [gap for gap in resolver.code_gaps if "multi-axis positions (M-RoPE)" not in gap]
     if in_dict:
         resolver.set("mrope_section", tuple(resolver.from_rope("mrope_section")), "config")
     else:
@@ -111,8 +114,6 @@ def resolve_mrope(resolver: Any, parent_model_type: Any = None) -> None:
     resolver.set("mrope_interleaved", family_interleaved, "config" if key == family_interleaved else "default")
     if resolver.provenance.get("layout") != "config":
         resolver.set("layout", layout, "default")
-    if family in _PRF_HONOURED:
-        resolver.notes[:] = [n for n in resolver.notes if not n.startswith("partial rotary: refpos rotates")]
 
 
 def vision_rope_from_hf_config(config: Mapping[str, Any]) -> VisionRope:
