@@ -35,7 +35,7 @@ from refpos.check.catalogue import known
 from refpos.check.diagnosis import diagnose_rope
 from refpos.check.mrope import diagnose_mrope, mrope_problem
 from refpos.check.problem import np_ns, rope_problem, rotated_tolerance
-from refpos.check.stream import sample_rows
+from refpos.check.stream import SAMPLE_ROWS, sample_rows
 from refpos.check.tables import diagnose_alibi
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
@@ -188,10 +188,6 @@ def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: An
     if window < n_lead * t:
         result["diagnosis_rows"] = window
     return result
-
-
-#: rows the RoPE diagnosis works on at most (every row of a smaller check)
-SAMPLE_ROWS = 4096
 
 
 def non_finite(candidate: np.ndarray, reference: np.ndarray, positions: np.ndarray | None = None) -> list[dict]:

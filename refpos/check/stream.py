@@ -37,6 +37,9 @@ from refpos.parallel import run_blocks
 #: elements of the candidate per block (2**20: 8 MiB per float64 temporary; a block holds about ten)
 BLOCK_ELEMENTS = 2**20
 
+#: rows a diagnosis works on at most (every row of a smaller check): RoPE, M-RoPE and the tables alike
+SAMPLE_ROWS = 4096
+
 #: position bins of the error profile: [0, 1), [1, 2), [2, 4), [4, 8), … [2**40, 2**41)
 BIN_EDGES = np.array([0] + [2**k for k in range(41)], dtype=np.int64)
 
@@ -201,7 +204,7 @@ class Tally:
                 "fine_below": fine_below if failed else None, "error_at_zero": self.error_at_zero}
 
 
-def sample_rows(positions: np.ndarray, worst: tuple[int, ...] = (), limit: int = 4096
+def sample_rows(positions: np.ndarray, worst: tuple[int, ...] = (), limit: int = SAMPLE_ROWS
                 ) -> tuple[np.ndarray, np.ndarray]:
     """``(leading, token)`` indices of the rows a diagnosis compares, of positions ``(L, T)``.
 

@@ -43,9 +43,6 @@ from refpos.golden import tolerance as tol
 #: entries of the candidate the diagnosis of a table works on at most (2**22: 32 MiB per float64 copy)
 SAMPLE_ELEMENTS = 2**22
 
-#: rows the diagnosis of a table works on at most (as many as the RoPE diagnosis)
-SAMPLE_ROWS = 4096
-
 Progress = Callable[[int, int], None] | None
 
 
@@ -207,4 +204,4 @@ def stream_sinusoid(raw: np.ndarray, positions: np.ndarray, dim: int, base: floa
 
 def _sample(positions: np.ndarray, worst: tuple[int, ...], width: int) -> tuple[np.ndarray, np.ndarray]:
     """``(leading, token)`` indices of at most :data:`SAMPLE_ELEMENTS` entries' rows of width ``width``."""
-    return stream.sample_rows(positions, worst, limit=max(1, min(SAMPLE_ROWS, SAMPLE_ELEMENTS // max(1, width))))
+    return stream.sample_rows(positions, worst, limit=max(1, min(stream.SAMPLE_ROWS, SAMPLE_ELEMENTS // max(1, width))))
