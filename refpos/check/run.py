@@ -102,14 +102,14 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
         raise Unusable(f"positions {tuple(positions.shape)} do not match x {tuple(x.shape)} (..., T, D)") from None
     same_shape(raw, x.shape, "the input x")
     import refpos
-    from refpos.rope.core import _pair_slices, _span_bounds
+    from refpos.rope.core import rope_pair_slices, rope_span
 
     length = int(positions.max()) + 1 if seq_len is None and positions.size else seq_len
     inv_freq, factor = refpos.rope_frequencies(rope, seq_len=length, xp=np_ns())
     inv_freq, factor = np.asarray(to_numpy(inv_freq)), float(factor)
     x_rows = stream.as_rows(x)  # (L, T, D)
     rows_positions = positions.reshape(x_rows.shape[:-1])  # (L, T)
-    channels = _pair_slices(rope, *_span_bounds(rope))  # (u_in, v_in, u_out, v_out) as slices
+    channels = rope_pair_slices(rope, *rope_span(rope))  # (u_in, v_in, u_out, v_out) as slices
 
     def reference_of(lead: slice, rows: slice) -> tuple[np.ndarray, np.ndarray]:
         block = np.asarray(x_rows[lead, rows], dtype=np.float64)  # (k, rows, D)
@@ -145,7 +145,7 @@ def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: An
     diagnosis runs on a window of at most :data:`SAMPLE_ROWS` consecutive tokens of one row of the
     leading axes, around the worst token (the token-index mutant counts from the window's first token).
     """
-    from refpos.rope.core import _align_positions
+    from refpos.rope.core import align_positions
     from refpos.rope.mrope import axis_positions
 
     same_shape(raw, x.shape, "the input x")
@@ -157,7 +157,7 @@ def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: An
 
     try:
         axes = np.asarray(to_numpy(axis_positions(positions, xp=np_ns())))  # (3, ..., T)
-        axes = _align_positions(axes, x, rope)  # (3, B, 1, T) for (3, B, T) with x (B, H, T, D)
+        axes = align_positions(axes, x, rope)  # (3, B, 1, T) for (3, B, T) with x (B, H, T, D)
         axes = axes.reshape(3, *(1,) * (x.ndim - axes.ndim), *axes.shape[1:])  # (3, 1, …, T): x's token axes
         axes = np.broadcast_to(axes, (3, *x.shape[:-1]))  # (3, ..., T)
         axes_rows = axes.reshape(3, *x_rows.shape[:-1])  # (3, L, T)

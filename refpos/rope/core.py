@@ -23,6 +23,13 @@ Placement ``first`` rotates ``x[..., :d]``, ``last`` rotates ``x[..., D-d:]`` (D
 
 Angles are ``positions * ω`` elementwise in float64 (never a matmul, never a lower precision).
 
+The steps of :func:`apply_rope` are functions of their own, so that every other form of RoPE takes the
+same ones instead of restating them: :func:`prepare_inputs`, :func:`resolve_frequencies`,
+:func:`align_positions`, :func:`rope_pair_tables` (:func:`pair_cos_sin` in 1-D), :func:`rope_span`,
+:func:`rope_pair_slices`, :func:`split_span`, :func:`assemble_span` and :func:`seq_len_of` are used by
+:mod:`refpos.rope.forms`, :mod:`~refpos.rope.dynamic`, :mod:`~refpos.rope.encoding`, the fast forms and
+``refpos check``; ``refpos.rope`` exports only the two public entry points.
+
 Examples
 --------
 >>> import numpy as np
@@ -48,7 +55,7 @@ from refpos.rope.fast import is_fast_input, rotate_span
 from refpos.rope.fast_gpu import is_fast_gpu_input
 from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
 from refpos.rope.mrope import mrope_cos_sin, rope_positions, token_positions
-from refpos.rope.scaling import _check_rope, _check_seq_len, rope_frequencies
+from refpos.rope.scaling import check_rope_config, check_seq_len, rope_frequencies
 from refpos.validation import (
     check_broadcasts_to,
     check_frequencies,
@@ -58,34 +65,35 @@ from refpos.validation import (
 Array = Any
 
 
-def _seq_len_of(positions: Array) -> int | None:
+def seq_len_of(positions: Array) -> int | None:
     """HF's ``max(position_ids) + 1`` (``None`` for no positions)."""
     if math.prod(positions.shape) == 0:
         return None
     return int(array_namespace(positions).max(positions)) + 1
 
 
-def _frequencies(rope: RopeConfig, positions: Array, seq_len: int | None,
+def resolve_frequencies(rope: RopeConfig, positions: Array, seq_len: int | None,
                  frequencies: tuple[Array, float] | None, xp: ModuleType) -> tuple[Array, float]:
     if frequencies is not None:
         return check_frequencies(frequencies, rope.n_pairs, xp)
-    seq_len = _check_seq_len(seq_len)
-    return rope_frequencies(rope, seq_len=_seq_len_of(positions) if seq_len is None else seq_len, xp=xp)
+    seq_len = check_seq_len(seq_len)
+    return rope_frequencies(rope, seq_len=seq_len_of(positions) if seq_len is None else seq_len, xp=xp)
 
 
-def _pair_cos_sin(positions: Array, inv_freq: Array, attention_factor: float) -> tuple[Array, Array]:
+def pair_cos_sin(positions: Array, inv_freq: Array, attention_factor: float) -> tuple[Array, Array]:
     r"""``A·cos φ`` and ``A·sin φ`` per pair, ``(..., T, n_pairs)``, :math:`\varphi = p\,\omega_j`."""
     xp = array_namespace(inv_freq)
     angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, n_pairs)
     return attention_factor * xp.cos(angles), attention_factor * xp.sin(angles)
 
 
-def _cos_sin(positions: Array, inv_freq: Array, attention_factor: float, rope: RopeConfig) -> tuple[Array, Array]:
+def rope_pair_tables(positions: Array, inv_freq: Array, attention_factor: float,
+                     rope: RopeConfig) -> tuple[Array, Array]:
     """The per-pair tables of 1-D RoPE or, with sections, of M-RoPE (:func:`refpos.rope.mrope.mrope_cos_sin`)."""
     if rope.mrope_section is not None:
         return mrope_cos_sin(positions, inv_freq, attention_factor, rope.mrope_section,
                              interleaved=rope.mrope_interleaved)
-    return _pair_cos_sin(positions, inv_freq, attention_factor)
+    return pair_cos_sin(positions, inv_freq, attention_factor)
 
 
 def rope_cos_sin(
@@ -120,21 +128,21 @@ def rope_cos_sin(
         ``rh(x) = [-x_{m:}, x_{:m}]`` (half) or ``(-x_1, x_0, -x_3, x_2, …)`` (interleaved):
         ``y_rot = x ⊙ cos + rh(x) ⊙ sin``.
     """
-    rope = _check_rope(rope)
+    rope = check_rope_config(rope)
     positions = rope_positions(positions, rope.mrope_section, xp=xp)
     xp = array_namespace(positions)
-    inv_freq, attention_factor = _frequencies(rope, positions, seq_len, frequencies, xp)
-    cos, sin = _cos_sin(positions, inv_freq, attention_factor, rope)  # (..., T, m)
+    inv_freq, attention_factor = resolve_frequencies(rope, positions, seq_len, frequencies, xp)
+    cos, sin = rope_pair_tables(positions, inv_freq, attention_factor, rope)  # (..., T, m)
     return place_pairs(cos, cos, rope.layout), place_pairs(sin, sin, rope.layout)  # (..., T, 2m)
 
 
-def _split_span(x: Array, rope: RopeConfig) -> tuple[Array, Array, Array]:
+def split_span(x: Array, rope: RopeConfig) -> tuple[Array, Array, Array]:
     """``(before, span, after)`` of the head axis: the rotated span and the pass-through channels."""
-    start, stop = _span_bounds(rope)
+    start, stop = rope_span(rope)
     return x[..., :start], x[..., start:stop], x[..., stop:]
 
 
-def _prepare(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, bool]:
+def prepare_inputs(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, bool]:
     """Validate ``x (..., T, D)`` and its positions; one vector ``(D,)`` with one position is ``T = 1``."""
     x = floating_array(x, name="x")
     xp = array_namespace(x)
@@ -153,12 +161,12 @@ def _prepare(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, Array, 
     if positions.ndim == 0 or positions.shape[-1] != x.shape[-2]:
         raise ValueError(f"positions {tuple(positions.shape)} must end in x's T axis, x has shape "
                          f"{tuple(x.shape)} (..., T, head_dim)")
-    check_broadcasts_to("positions", token_positions(_align_positions(positions, x, rope), rope.mrope_section),
+    check_broadcasts_to("positions", token_positions(align_positions(positions, x, rope), rope.mrope_section),
                         x.shape[:-1], what=f"x's {tuple(x.shape[:-1])} (x: {tuple(x.shape)}, (..., T, head_dim))")
     return x, positions, single
 
 
-def _assemble(before: Array, rotated: Array, after: Array, single: bool) -> Array:
+def assemble_span(before: Array, rotated: Array, after: Array, single: bool) -> Array:
     """Concatenate pass-through and rotated channels (broadcast to the rotated shape)."""
     xp = array_namespace(rotated)
     out = xp.concat([xp.broadcast_to(part, (*rotated.shape[:-1], part.shape[-1]))
@@ -166,7 +174,7 @@ def _assemble(before: Array, rotated: Array, after: Array, single: bool) -> Arra
     return out[0, :] if single else out
 
 
-def _align_positions(positions: Array, x: Array, rope: RopeConfig) -> Array:
+def align_positions(positions: Array, x: Array, rope: RopeConfig) -> Array:
     """HF convention: positions ``(B, T)`` with x ``(B, H, T, D)`` get a head axis, ``(B, 1, T)``.
 
     M-RoPE positions ``(3, B, T)`` become ``(3, B, 1, T)`` likewise (the axis row stays in front).
@@ -211,18 +219,18 @@ def apply_rope(
 
     in pair coordinates; every layout is ``Pᵀ R_p P`` for a fixed permutation ``P``.
     """
-    rope = _check_rope(rope)
-    x, positions, single = _prepare(x, positions, rope)
+    rope = check_rope_config(rope)
+    x, positions, single = prepare_inputs(x, positions, rope)
     xp = array_namespace(x)
-    inv_freq, attention_factor = _frequencies(rope, positions, seq_len, frequencies, xp)
-    positions = _align_positions(positions, x, rope)
+    inv_freq, attention_factor = resolve_frequencies(rope, positions, seq_len, frequencies, xp)
+    positions = align_positions(positions, x, rope)
     tokens = token_positions(positions, rope.mrope_section).shape  # (..., T): M-RoPE's rows share it
     out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], tokens), x.shape[-1]), dtype=x.dtype)
-    start, stop = _span_bounds(rope)
+    start, stop = rope_span(rope)
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
     tables = partial(_cast_tables, positions, inv_freq, attention_factor, x.dtype, rope)  # rows -> their cos, sin
-    _rotation_for(x)(x, tables, out, _pair_slices(rope, start, stop))  # fast forms: the same bits
+    _rotation_for(x)(x, tables, out, rope_pair_slices(rope, start, stop))  # fast forms: the same bits
     return out[0, :] if single else out
 
 
@@ -241,10 +249,10 @@ def _rotation_for(x: Array) -> Any:
 
 def _cast_tables(positions: Array, inv_freq: Array, attention_factor: float, dtype: Any, rope: RopeConfig,
                  rows: slice) -> tuple[Array, Array]:
-    """The tables of one block of rows, :func:`_cos_sin` cast to
+    """The tables of one block of rows, :func:`rope_pair_tables` cast to
     x's dtype: ``(..., rows, m)`` each. M-RoPE positions ``(3, ..., T)`` are sliced on their T axis too."""
     xp = array_namespace(inv_freq)
-    cos, sin = _cos_sin(positions[..., rows], inv_freq, attention_factor, rope)  # angles in float64
+    cos, sin = rope_pair_tables(positions[..., rows], inv_freq, attention_factor, rope)  # angles in float64
     return xp.astype(cos, dtype), xp.astype(sin, dtype)  # the rotation itself runs in x's dtype
 
 
@@ -271,12 +279,12 @@ def _rotate_span(x: Array, tables: Callable[[slice], tuple[Array, Array]], out: 
 _BLOCK_ELEMENTS = 2**17
 
 
-def _span_bounds(rope: RopeConfig) -> tuple[int, int]:
+def rope_span(rope: RopeConfig) -> tuple[int, int]:
     """``[start, stop)`` of the rotated channels in the head (:func:`refpos.pairs.span_bounds`)."""
     return span_bounds(rope.head_dim, rope.rotary_width, rope.placement)
 
 
-def _pair_slices(rope: RopeConfig, start: int, stop: int) -> tuple[slice, slice, slice, slice]:
+def rope_pair_slices(rope: RopeConfig, start: int, stop: int) -> tuple[slice, slice, slice, slice]:
     """Channel slices ``(u_in, v_in, u_out, v_out)`` of the pairs in ``[start, stop)``
     (:func:`refpos.pairs.pair_slices`)."""
     return pair_slices(rope.layout, stop - start, start)

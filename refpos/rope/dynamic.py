@@ -38,8 +38,8 @@ from typing import Any
 
 from refpos.backend import get_xp
 from refpos.rope.config import RopeConfig
-from refpos.rope.core import _seq_len_of, apply_rope
-from refpos.rope.scaling import _check_rope, dynamic_theta, rope_frequencies
+from refpos.rope.core import apply_rope, seq_len_of
+from refpos.rope.scaling import check_rope_config, dynamic_theta, rope_frequencies
 from refpos.validation import as_positions, check_int
 
 Array = Any
@@ -66,7 +66,7 @@ class DynamicNTKState:
     """
 
     def __init__(self, rope: RopeConfig, *, xp: ModuleType | None = None) -> None:
-        rope = _check_rope(rope)
+        rope = check_rope_config(rope)
         if rope.rope_type != "dynamic" or rope.dynamic_rule != "hf":
             raise ValueError("DynamicNTKState needs rope_type='dynamic' with dynamic_rule='hf', got "
                              f"rope_type={rope.rope_type!r}, dynamic_rule={rope.dynamic_rule!r}")
@@ -105,7 +105,7 @@ class DynamicNTKState:
     def apply(self, x: Array, positions: Any) -> Array:
         """One forward call: ``update(max(positions) + 1)``, then rotate ``x`` with those frequencies."""
         positions = as_positions(positions, xp=self.xp)
-        seq_len = _seq_len_of(positions)
+        seq_len = seq_len_of(positions)
         inv_freq = self.update(0 if seq_len is None else seq_len)
         return apply_rope(x, positions, self.rope, frequencies=(inv_freq, 1.0))
 

@@ -27,8 +27,8 @@ from typing import Any
 from refpos.backend import array_namespace
 from refpos.encoding import Encoding
 from refpos.rope.config import RopeConfig
-from refpos.rope.core import _seq_len_of, apply_rope
-from refpos.rope.scaling import _check_rope, softmax_multiplier
+from refpos.rope.core import apply_rope, seq_len_of
+from refpos.rope.scaling import check_rope_config, softmax_multiplier
 from refpos.validation import as_positions, check_int
 
 Array = Any
@@ -55,13 +55,13 @@ class Rope(Encoding):
     name = "rope"
 
     def __init__(self, rope: RopeConfig, *, seq_len: int | None = None) -> None:
-        self.rope = _check_rope(rope)
+        self.rope = check_rope_config(rope)
         self.seq_len = None if seq_len is None else check_int("seq_len", seq_len, minimum=0)
 
     def _length(self, q_positions: Array, k_positions: Array) -> int | None:
         if self.seq_len is not None:
             return self.seq_len
-        lengths = [n for n in (_seq_len_of(q_positions), _seq_len_of(k_positions)) if n is not None]
+        lengths = [n for n in (seq_len_of(q_positions), seq_len_of(k_positions)) if n is not None]
         return max(lengths) if lengths else None
 
     def rotate(self, q: Array, k: Array, q_positions: Array, k_positions: Array) -> tuple[Array, Array]:

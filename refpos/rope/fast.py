@@ -16,7 +16,7 @@ on whole contiguous rows, with the partner of each channel moved next to it once
 is **bit for bit** the readable form's; the tests assert equality, not closeness. The readable form in
 :mod:`refpos.rope.core` stays the reference and runs on every other backend.
 
-The tables are the readable form's own (:func:`refpos.rope.core._pair_cos_sin`, cast to x's dtype,
+The tables are the readable form's own (:func:`refpos.rope.core.pair_cos_sin`, cast to x's dtype,
 evaluated block by block on the threads): this module only lays them out as ``C`` and ``S``, so a
 change to the tables reaches every path.
 
@@ -58,7 +58,7 @@ def signed_tables(cos: np.ndarray, sin: np.ndarray, written: tuple[slice, slice]
                   scratch: ThreadScratch) -> tuple[np.ndarray, np.ndarray]:
     r"""``C`` and ``S`` of one block of rows, ``(..., rows, 2m)``: scratch memory of this thread.
 
-    ``cos`` and ``sin`` are the readable form's tables (:func:`refpos.rope.core._pair_cos_sin`, already
+    ``cos`` and ``sin`` are the readable form's tables (:func:`refpos.rope.core.pair_cos_sin`, already
     cast to x's dtype), ``(..., rows, m)``; each pair's values go where ``written = (u_out, v_out)``
     places its two channels:
 
@@ -90,7 +90,7 @@ def rotate_span(x: np.ndarray, tables: Callable[[slice], tuple[np.ndarray, np.nd
         The readable form's ``A·cos φ`` and ``A·sin φ`` of a block of rows, ``(..., rows, m)`` in x's
         dtype, broadcastable against ``x.shape[:-1]``; each block evaluates its own rows on its thread
     out : ndarray ``(..., T, D)``, the broadcast shape of x and the tables' leading axes
-    pairs : ``(u_in, v_in, u_out, v_out)`` channel slices of the head (:func:`refpos.rope.core._pair_slices`);
+    pairs : ``(u_in, v_in, u_out, v_out)`` channel slices of the head (:func:`refpos.rope.core.rope_pair_slices`);
         the rotated span is ``[u_in.start, v_in.stop)``
     """
     start, stop = pairs[0].start, pairs[1].stop

@@ -69,7 +69,7 @@ def rotate_span(x: Array, tables: Any, out: Array, pairs: tuple[slice, slice, sl
         The readable form's ``A·cos φ`` and ``A·sin φ`` of a block of rows, cupy arrays ``(..., rows, m)``
         in x's dtype, broadcastable against ``x.shape[:-1]`` (here: all rows at once)
     out : cupy array ``(..., T, D)``, the broadcast shape
-    pairs : ``(u_in, v_in, u_out, v_out)`` channel slices (:func:`refpos.rope.core._pair_slices`)
+    pairs : ``(u_in, v_in, u_out, v_out)`` channel slices (:func:`refpos.rope.core.rope_pair_slices`)
     """
     u_in, v_in, u_out, v_out = pairs
     cos, sin = tables(slice(None))  # (..., T, m) each

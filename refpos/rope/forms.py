@@ -32,9 +32,17 @@ from refpos.backend import array_namespace
 from refpos.pairs import layout_permutation, place_pairs, split_pairs
 from refpos.pairs import pair_channels as _pairs_channels
 from refpos.rope.config import RopeConfig
-from refpos.rope.core import _align_positions, _assemble, _cos_sin, _frequencies, _prepare, _span_bounds, _split_span
+from refpos.rope.core import (
+    align_positions,
+    assemble_span,
+    prepare_inputs,
+    resolve_frequencies,
+    rope_pair_tables,
+    rope_span,
+    split_span,
+)
 from refpos.rope.mrope import mrope_angles
-from refpos.rope.scaling import _check_rope
+from refpos.rope.scaling import check_rope_config
 from refpos.validation import as_positions, check_choice, check_int
 
 Array = Any
@@ -49,22 +57,22 @@ def apply_rope_complex(
     ``A·exp(i p ω_j)`` in complex128 and written back in the layout's output order. Same arguments and
     result as :func:`apply_rope`; an independent evaluation of the same operator (agrees to ~1e-16).
     """
-    rope = _check_rope(rope)
-    x, positions, single = _prepare(x, positions, rope)
+    rope = check_rope_config(rope)
+    x, positions, single = prepare_inputs(x, positions, rope)
     xp = array_namespace(x)
-    inv_freq, attention_factor = _frequencies(rope, positions, seq_len, None, xp)
-    positions = _align_positions(positions, x, rope)
+    inv_freq, attention_factor = resolve_frequencies(rope, positions, seq_len, None, xp)
+    positions = align_positions(positions, x, rope)
     if rope.mrope_section is not None:  # φ_j = p_{a(j)} ω_j (refpos.rope.mrope)
         angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_interleaved)
     else:
         angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, m)
     rotor = attention_factor * xp.exp(xp.asarray(1j, dtype=xp.complex128) * xp.astype(angles, xp.complex128))
-    before, span, after = _split_span(x, rope)
+    before, span, after = split_span(x, rope)
     u, v = split_pairs(span, rope.layout)  # (..., T, m) each
     z = xp.astype(u, xp.complex128) + xp.asarray(1j, dtype=xp.complex128) * xp.astype(v, xp.complex128)
     z_rot = rotor * z  # (..., T, m)
     rotated = place_pairs(xp.real(z_rot), xp.imag(z_rot), rope.layout)  # (..., T, 2m)
-    return _assemble(before, rotated, after, single)
+    return assemble_span(before, rotated, after, single)
 
 
 def pair_channels(rope: RopeConfig) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -73,8 +81,8 @@ def pair_channels(rope: RopeConfig) -> tuple[list[int], list[int], list[int], li
     Pair ``j`` reads ``x[in_u[j]], x[in_v[j]]`` and writes ``y[out_u[j]], y[out_v[j]]``; every channel in
     none of these lists passes through.
     """
-    rope = _check_rope(rope)
-    start, stop = _span_bounds(rope)
+    rope = check_rope_config(rope)
+    start, stop = rope_span(rope)
     return _pairs_channels(rope.layout, stop - start, start)
 
 
@@ -91,7 +99,7 @@ def rope_rotation_matrix(
     ``seq_len=None`` is ``max(position) + 1``. With M-RoPE (``rope.mrope_section`` set) ``position`` is
     ``(3,)`` (one token's t, h, w; result ``(D, D)``) or ``(3, T)`` (result ``(T, D, D)``).
     """
-    rope = _check_rope(rope)
+    rope = check_rope_config(rope)
     positions = as_positions(position, xp=xp)
     xp = array_namespace(positions)
     one_token = positions.ndim == (1 if rope.mrope_section is not None else 0)
@@ -102,8 +110,8 @@ def rope_rotation_matrix(
         positions = xp.reshape(positions, (3, 1)) if one_token else positions  # (3, T)
     elif positions.ndim > 1:
         raise ValueError(f"position must be an int or a 1-D array, got shape {tuple(positions.shape)}")
-    inv_freq, attention_factor = _frequencies(rope, positions, seq_len, None, xp)
-    cos, sin = _cos_sin(positions, inv_freq, attention_factor, rope)  # (..., m)
+    inv_freq, attention_factor = resolve_frequencies(rope, positions, seq_len, None, xp)
+    cos, sin = rope_pair_tables(positions, inv_freq, attention_factor, rope)  # (..., m)
     if rope.mrope_section is not None and one_token:
         cos, sin = cos[0, ...], sin[0, ...]  # (m,): one token
     cos, sin = cos[..., :, None], sin[..., :, None]  # (..., m, 1)

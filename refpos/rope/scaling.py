@@ -31,14 +31,14 @@ from refpos.validation import check_int
 Array = Any
 
 
-def _check_rope(rope: object) -> RopeConfig:
+def check_rope_config(rope: object) -> RopeConfig:
     if not isinstance(rope, RopeConfig):
         raise TypeError(f"rope must be a refpos.RopeConfig, got {type(rope).__name__} "
                         "(build one with RopeConfig(...) or rope_config_from_params(dict))")
     return rope
 
 
-def _check_seq_len(seq_len: object) -> int | None:
+def check_seq_len(seq_len: object) -> int | None:
     return None if seq_len is None else check_int("seq_len", seq_len, minimum=0)
 
 
@@ -162,8 +162,8 @@ def attention_factor(rope: RopeConfig, seq_len: int | None = None) -> float:
     (``L`` unknown included); else explicit ``attention_factor``; else
     :math:`\sqrt{1 + \ln s / \ln L_0}` for ``s > 1``, 1 otherwise.
     """
-    rope = _check_rope(rope)
-    seq_len = _check_seq_len(seq_len)
+    rope = check_rope_config(rope)
+    seq_len = check_seq_len(seq_len)
     if rope.rope_type == "yarn":
         if rope.attention_factor is not None:
             return rope.attention_factor
@@ -191,7 +191,7 @@ def softmax_multiplier(rope: RopeConfig) -> float:
     DeepSeek-V2-Lite 1.5896261651208736. :class:`refpos.Rope` applies it when
     ``rope.softmax_mscale`` is set.
     """
-    rope = _check_rope(rope)
+    rope = check_rope_config(rope)
     if rope.rope_type != "yarn" or not rope.mscale_all_dim:
         return 1.0
     return mscale(rope.factor, rope.mscale_all_dim) ** 2
@@ -296,8 +296,8 @@ def rope_frequencies(
     >>> float(rope_frequencies(rope, seq_len=4096)[0][1]), float(rope_frequencies(rope, seq_len=8192)[0][1])
     (0.8659643233600653, 0.8509942913412162)
     """
-    rope = _check_rope(rope)
-    seq_len = _check_seq_len(seq_len)
+    rope = check_rope_config(rope)
+    seq_len = check_seq_len(seq_len)
     xp = get_xp(xp)
     kind, d = rope.rope_type, rope.rotary_dim
     if kind == "default":

@@ -176,12 +176,12 @@ def test_pair_sizes_from_slices_equal_those_from_index_lists(layout, placement, 
     """The blocks size the tolerance from channel slices (pass-through |x| outside the span only); the
     diagnosis from index lists: the same numbers."""
     from refpos.check.problem import pair_magnitude
-    from refpos.rope.core import _pair_slices, _span_bounds
+    from refpos.rope.core import rope_pair_slices, rope_span
     from refpos.rope.forms import pair_channels
 
     rope = refpos.RopeConfig(head_dim=16, rotary_dim=rotary, layout=layout, placement=placement)
     x = np.random.default_rng(5).standard_normal((3, 16))
-    np.testing.assert_array_equal(pair_magnitude(x, _pair_slices(rope, *_span_bounds(rope)), 1.5),
+    np.testing.assert_array_equal(pair_magnitude(x, rope_pair_slices(rope, *rope_span(rope)), 1.5),
                                   pair_magnitude(x, pair_channels(rope), 1.5))
 
 
@@ -193,14 +193,14 @@ def test_tolerance_per_pair_is_the_per_element_rule(dtype, layout, placement, ro
     the per-element sizes (bfloat16 keeps the per-element rule, its ulp term depends on the output)."""
     from refpos.check.problem import pair_magnitude, rotated_tolerance
     from refpos.golden import tolerance as tol
-    from refpos.rope.core import _pair_slices, _span_bounds
+    from refpos.rope.core import rope_pair_slices, rope_span
 
     rope = refpos.RopeConfig(head_dim=16, rotary_dim=rotary, layout=layout, placement=placement)
     x = np.random.default_rng(6).standard_normal((2, 5, 16)) * np.logspace(-3, 3, 16)
     positions = np.array([[0, 1, 7, 4096, 131071]] * 2)
     inv_freq, _ = refpos.rope_frequencies(rope, xp="numpy")
     y = np.asarray(refpos.apply_rope(x, positions, rope))
-    channels = _pair_slices(rope, *_span_bounds(rope))
+    channels = rope_pair_slices(rope, *rope_span(rope))
     want = tol.rope_tolerance(dtype, positions, np.asarray(inv_freq), reference=y,
                               magnitude=pair_magnitude(x, channels, 1.25))
     np.testing.assert_array_equal(rotated_tolerance(dtype, positions, np.asarray(inv_freq), x, channels, 1.25, y),

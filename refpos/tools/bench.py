@@ -156,7 +156,7 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
     """apply_rope on x of ``shape`` (B, H, T, D) beside its floor and HF's apply_rotary_pos_emb.
 
     The floor is a copy of the same bytes plus the tables alone (``A·cos φ`` and ``A·sin φ`` of every
-    angle in float64, cast to x's dtype: what :func:`refpos.rope.core._pair_cos_sin` and the cast do
+    angle in float64, cast to x's dtype: what :func:`refpos.rope.core.pair_cos_sin` and the cast do
     inside apply_rope); ``apply_rope/floor_copy_tables`` is apply_rope against their sum (best rounds),
     ``apply_rope_median/floor_copy_tables_median`` the same for the median rounds of ``rope_rounds``.
     The copy is NumPy's (one thread); apply_rope runs on every core (:mod:`refpos.parallel`).
@@ -215,14 +215,14 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
 
 def tables_fn(positions: Any, rope: Any, dtype: Any) -> Callable[[], Any]:
     """The table evaluation of apply_rope alone: frequencies, ``A·cos φ``, ``A·sin φ``, cast to ``dtype``."""
-    from refpos.rope.core import _pair_cos_sin
+    from refpos.rope.core import pair_cos_sin
     from refpos.rope.scaling import rope_frequencies
 
     xp = array_namespace(positions)
 
     def tables() -> Any:
         inv_freq, factor = rope_frequencies(rope, seq_len=int(xp.max(positions)) + 1, xp=xp)
-        cos, sin = _pair_cos_sin(positions, inv_freq, factor)  # (T, m) float64
+        cos, sin = pair_cos_sin(positions, inv_freq, factor)  # (T, m) float64
         return xp.astype(cos, dtype), xp.astype(sin, dtype)
 
     return tables

@@ -11,7 +11,7 @@ from __future__ import annotations
 from spec_tests.mutants._base import inherit_patched, module
 
 _core = module("refpos.rope.core")
-_reference_pair_cos_sin = _core._pair_cos_sin
+_reference_pair_cos_sin = _core.pair_cos_sin
 
 
 def _squared(positions, inv_freq, factor):
@@ -19,4 +19,4 @@ def _squared(positions, inv_freq, factor):
 
 
 globals().update(inherit_patched(__name__, "squared_attention_factor",
-                                 (_core, "_pair_cos_sin", _squared)))
+                                 (_core, "pair_cos_sin", _squared)))

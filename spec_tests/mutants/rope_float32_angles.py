@@ -22,4 +22,4 @@ def _float32_pair_cos_sin(positions, inv_freq, factor):
 
 
 globals().update(inherit_patched(__name__, "float32_angles",
-                                 (_core, "_pair_cos_sin", _float32_pair_cos_sin)))
+                                 (_core, "pair_cos_sin", _float32_pair_cos_sin)))
