@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refpos.backend import array_namespace
-from refpos.core.softmax import FULLY_MASKED, _check_mask, softmax
+from refpos.core.softmax import FULLY_MASKED, check_mask, softmax
 from refpos.core.tiled import along, tiled_attention
 from refpos.validation import check_bool, check_broadcasts_to, check_choice, check_float, real_floating_namespace
 
@@ -145,7 +145,7 @@ def attention_steps(
     if not (block_terms and callable(bias)):
         _check_additive("bias", bias, logits_shape, xp)
     if mask is not None and not (block_terms and callable(mask)):
-        _check_mask(mask, logits_shape, xp)
+        check_mask(mask, logits_shape, xp)
     _check_additive("qk_terms", qk_terms, logits_shape, xp)
     if temperature is not None:
         _check_additive("temperature", temperature[..., None], logits_shape, xp)

@@ -17,7 +17,7 @@ Array = Any
 FULLY_MASKED = ("zeros", "nan")
 
 
-def _check_mask(mask: Array, shape: tuple[int, ...], xp: Any, name: str = "mask") -> Array:
+def check_mask(mask: Array, shape: tuple[int, ...], xp: Any, name: str = "mask") -> Array:
     try:
         mask_xp = array_namespace(mask)
     except TypeError:
@@ -75,7 +75,7 @@ def softmax(logits: Array, *, axis: int = -1, mask: Array | None = None, fully_m
         return xp.zeros_like(logits)
     in_place = overwrite and isinstance(logits, np.ndarray) and logits.flags.writeable
     if mask is not None:
-        _check_mask(mask, tuple(logits.shape), xp)
+        check_mask(mask, tuple(logits.shape), xp)
         if in_place:
             np.copyto(logits, -math.inf, where=np.logical_not(mask))
         else:

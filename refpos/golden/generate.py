@@ -120,7 +120,7 @@ def _first_difference(fresh: Any, stored: Any, where: str = "") -> str:
 def verify(root: Path, *, certify: bool = False) -> list[str]:
     """Problems of a golden directory (empty list: everything verified); raises GoldenError if unusable."""
     from refpos.golden.certify import certificate
-    from refpos.golden.manifest import _jsonable
+    from refpos.golden.manifest import jsonable
 
     manifest = load_manifest(root)
     fresh = {c.id: c for c in regenerate(manifest)}
@@ -137,7 +137,7 @@ def verify(root: Path, *, certify: bool = False) -> list[str]:
         if new is None:
             problems.append(f"{cid}: the generator has no such case any more")
             continue
-        if not _params_equal(_jsonable(new.parameters), case.get("parameters")):
+        if not _params_equal(jsonable(new.parameters), case.get("parameters")):
             problems.append(f"{cid}: parameters differ from the regenerated case")
         stored_in = load_arrays(root, case, "inputs")
         for name, array in new.inputs.items():
@@ -150,7 +150,7 @@ def verify(root: Path, *, certify: bool = False) -> list[str]:
             if entry is None or name not in stored_out:
                 problems.append(f"{cid}: output {name} missing from the manifest")
                 continue
-            fresh_tolerance = _jsonable(out.tolerance)
+            fresh_tolerance = jsonable(out.tolerance)
             if not _params_equal(fresh_tolerance, entry["tolerance"]):
                 problems.append(f"{cid}: output {name}: the tolerance differs from the regenerated one "
                                 f"({_first_difference(fresh_tolerance, entry['tolerance'])})")

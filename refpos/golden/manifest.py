@@ -84,18 +84,18 @@ def case_dir(case_id: str) -> str:
     return "cases/" + case_id
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (np.floating, float)):
         v = float(value)
         return v if math.isfinite(v) else str(v)
     if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     return value
 
 
@@ -104,7 +104,7 @@ def _array_entry(root: Path, rel: str, array: np.ndarray) -> dict[str, Any]:
     digest = write_npy(root / rel, a)
     entry = {"file": rel, "dtype": a.dtype.name, "shape": list(a.shape), "sha256": digest}
     if a.ndim == 0:
-        entry["value"] = _jsonable(a.item())
+        entry["value"] = jsonable(a.item())
         if a.dtype.kind == "f":
             entry["hex"] = float(a).hex()
     return entry
@@ -123,7 +123,7 @@ def write_case(root: Path, case: Case, *, certify: bool = True) -> dict[str, Any
     worst_ulps: float | None = None
     for name, out in case.outputs.items():
         entry = _array_entry(root, f"{case_dir(case.id)}/{name}.npy", out.array)
-        entry["tolerance"] = _jsonable(out.tolerance)
+        entry["tolerance"] = jsonable(out.tolerance)
         if certify and out.certify is not None:
             cert = certificate(out.array, out.certify, out.tolerance)
             entry["certified"] = cert
@@ -132,7 +132,7 @@ def write_case(root: Path, case: Case, *, certify: bool = True) -> dict[str, Any
             entry["certified"] = None
         outputs[name] = entry
     return {"id": case.id, "family": case.family, "function": case.function,
-            "description": case.description, "parameters": _jsonable(case.parameters),
+            "description": case.description, "parameters": jsonable(case.parameters),
             "primary_output": case.primary or next(iter(case.outputs)),
             "inputs": inputs, "outputs": outputs, "certified_max_error_ulps": worst_ulps}
 
@@ -150,7 +150,7 @@ def write_manifest(root: Path, entries: list[dict[str, Any]], *, title: str,
                    source: dict[str, Any] | None = None) -> Path:
     """Write ``manifest.json``; ``source`` says how ``refpos golden verify`` regenerates the cases."""
     manifest = {"format": "refpos-golden", "format_version": FORMAT_VERSION, "title": title,
-                "generator": generator_versions(), "source": _jsonable(source or {"command": "generate"}),
+                "generator": generator_versions(), "source": jsonable(source or {"command": "generate"}),
                 "comparison": FORMULA, "tolerance_rules": RULES,
                 "array_format": ".npy version 1.0, little-endian, C order, never pickled",
                 "cases": entries}

@@ -31,7 +31,7 @@ import numpy as np
 
 import refpos
 from refpos.golden import certify as cert
-from refpos.golden.cases import _np, _xp
+from refpos.golden.cases import as_xp, to_np
 from refpos.golden.manifest import Case
 from refpos.golden.rope_builders import apply_case, cos_sin_case
 from refpos.pairs import split_pairs
@@ -95,9 +95,9 @@ def mrope_case_sets(rope: Any, config: dict[str, Any], *, key: str, description:
         positions = layout_positions(config, layout)  # (3, T)
         seq_len = int(positions.max()) + 1
         per_token = positions.max(axis=0)  # (T,): the largest position any pair of the token reads
-        inv_freq, factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
-        cos, sin = (split_pairs(_np(a), rope.layout, side="written")[0]  # (T, m) per pair
-                    for a in refpos.rope_cos_sin(_xp(positions), rope, seq_len=seq_len))
+        inv_freq, factor = (to_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
+        cos, sin = (split_pairs(to_np(a), rope.layout, side="written")[0]  # (T, m) per pair
+                    for a in refpos.rope_cos_sin(as_xp(positions), rope, seq_len=seq_len))
         memo: dict[str, tuple[list, list]] = {}
 
         def exact_tables(positions: np.ndarray = positions, seq_len: int = seq_len,

@@ -14,7 +14,7 @@ import numpy as np
 
 import refpos
 from refpos.golden import certify as cert
-from refpos.golden.cases import In, Param, _np, _xp, call
+from refpos.golden.cases import In, Param, as_xp, call, to_np
 from refpos.golden.entries import tolerance_rope
 from refpos.golden.manifest import Case, Output
 
@@ -45,7 +45,7 @@ def apply_case(case_id: str, description: str, shared: dict[str, Any], positions
     The magnitude a token's error grows with is :math:`\max(A \max_j \lVert (x_{u_j}, x_{v_j}) \rVert,
     \max |x|)` (pass-through channels keep their own size).
     """
-    y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=seq_len))
+    y = to_np(refpos.apply_rope(as_xp(x), as_xp(positions), rope, seq_len=seq_len))
     u_in, v_in, _, _ = cert.pair_index(params)
     pair_norm = np.sqrt(x[:, u_in] ** 2 + x[:, v_in] ** 2).max(axis=-1)  # (T,)
     magnitude = np.maximum(float(attention_factor) * pair_norm, np.abs(x).max(axis=-1))

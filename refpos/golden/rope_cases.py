@@ -32,7 +32,7 @@ import numpy as np
 
 import refpos
 from refpos.golden import certify as cert
-from refpos.golden.cases import In, Param, _np, _xp, call, rng_for
+from refpos.golden.cases import In, Param, as_xp, call, rng_for, to_np
 from refpos.golden.entries import tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
 from refpos.golden.rope_builders import apply_case, cos_sin_case
@@ -102,7 +102,7 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
                   positions: np.ndarray, seq_len: int | None) -> list[Case]:
     """frequencies, cos-sin and apply cases of one resolved RoPE (``key`` is the case id prefix)."""
     params = portable_params(rope)
-    inv_freq, attention_factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
+    inv_freq, attention_factor = (to_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
     attention_factor = np.float64(attention_factor)
     shared = {"model": parameters.get("model"), "layer_type": parameters.get("layer_type"), "rope": params,
               "seq_len": seq_len, "resolved_in": f"{key}/frequencies"}
@@ -115,7 +115,7 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
                                       lambda: (cert.mp_inv_freq(params, seq_len), 0.0)),
                    "attention_factor": Output(attention_factor, tolerance_value(attention_factor),
                                               lambda: (cert.mp_attention_factor(params, seq_len), 0.0))})]
-    cos, sin = (_np(a) for a in refpos.rope_cos_sin(_xp(positions), rope, seq_len=seq_len))
+    cos, sin = (to_np(a) for a in refpos.rope_cos_sin(as_xp(positions), rope, seq_len=seq_len))
     cos, sin = _pairs(cos, rope.layout), _pairs(sin, rope.layout)
 
     memo: dict[str, tuple[list, list]] = {}
@@ -213,9 +213,9 @@ def layer_kind_cases(config: dict[str, Any], name: str, positions: np.ndarray | 
         if layer.rope is None:
             y, inv_freq, factor = x * scale[:, None], np.zeros(1), 1.0
         else:
-            y = _np(refpos.apply_rope(_xp(x), _xp(pos), layer.rope, seq_len=length)) * scale[:, None]
+            y = to_np(refpos.apply_rope(as_xp(x), as_xp(pos), layer.rope, seq_len=length)) * scale[:, None]
             inv, factor = refpos.rope_frequencies(layer.rope, seq_len=length)
-            inv_freq = _np(inv)
+            inv_freq = to_np(inv)
         magnitude = np.maximum(float(factor) * np.sqrt(2) * np.abs(x).max(-1), np.abs(x).max(-1)) * scale
         parameters = {"model": name, "layer_type": layer_type, "kind": kind, "layers": indices,
                       "schedule": schedule.summary(), "not_modelled": dict(schedule.not_modelled),
@@ -246,7 +246,7 @@ DYNAMIC_HISTORY = (10, 8192, 6000, 4096, 4095, 5000, 9000, 100)
 def _frequency_case(rope: Any, case_id: str, description: str, seq_len: int | None,
                     parameters: dict[str, Any]) -> Case:
     params = portable_params(rope)
-    inv_freq, attention_factor = (_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
+    inv_freq, attention_factor = (to_np(a) for a in refpos.rope_frequencies(rope, seq_len=seq_len))
     attention_factor = np.float64(attention_factor)
     return Case(case_id, "rope", "rope_frequencies", description,
                 {**parameters, "rope": params, "seq_len": seq_len,
@@ -277,7 +277,7 @@ def boundary_cases() -> list[Case]:
             _, x = shared_x(rope.head_dim)
             x = x[: positions.size]
             for length in (orig, orig + 1):
-                y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope, seq_len=length))
+                y = to_np(refpos.apply_rope(as_xp(x), as_xp(positions), rope, seq_len=length))
                 inv_freq, attention_factor = refpos.rope_frequencies(rope, seq_len=length)
                 params = portable_params(rope)
                 magnitude = np.maximum(float(attention_factor) * np.abs(x).max(-1) * np.sqrt(2), np.abs(x).max(-1))
@@ -288,7 +288,7 @@ def boundary_cases() -> list[Case]:
                                                           "call": call("apply_rope", ["y"], In("x"), In("positions"),
                                                                        Param("rope"), Param("seq_len"))},
                     {"x": x, "positions": positions},
-                    {"y": Output(y, tolerance_rope(positions, _np(inv_freq), magnitude),
+                    {"y": Output(y, tolerance_rope(positions, to_np(inv_freq), magnitude),
                                  lambda x=x, params=params, length=length, positions=positions: cert.mp_apply(
                                      x, params, *cert.mp_cos_sin(positions, cert.mp_inv_freq(params, length),
                                                                  cert.mp_attention_factor(params, length))))}))
@@ -301,7 +301,7 @@ def boundary_cases() -> list[Case]:
     state = refpos.DynamicNTKState(rope)
     thetas, tables = [], []
     for length in DYNAMIC_HISTORY:
-        tables.append(_np(state.update(length)))
+        tables.append(to_np(state.update(length)))
         thetas.append(state.theta_used)
     inv = np.stack(tables)  # (calls, d/2)
     cases.append(Case(
@@ -337,7 +337,7 @@ def layout_cases() -> list[Case]:
         params = {"rope_type": "default", "rope_theta": 10000.0, "head_dim": 8, **extra}
         rope = refpos.rope_config_from_params(params)
         params = portable_params(rope)
-        y = _np(refpos.apply_rope(_xp(x), _xp(positions), rope))
+        y = to_np(refpos.apply_rope(as_xp(x), as_xp(positions), rope))
         inv_freq, _ = refpos.rope_frequencies(rope)
 
         def exact(params: dict = params) -> tuple[np.ndarray, np.ndarray]:
@@ -350,5 +350,5 @@ def layout_cases() -> list[Case]:
                            "call": call("apply_rope", ["y"], In("x"), In("positions"), Param("rope"),
                                         Param("seq_len"))},
                           {"x": x, "positions": positions},
-                          {"y": Output(y, tolerance_rope(positions, _np(inv_freq), np.array([2.0])), exact)}))
+                          {"y": Output(y, tolerance_rope(positions, to_np(inv_freq), np.array([2.0])), exact)}))
     return cases

@@ -16,7 +16,7 @@ import numpy as np
 
 import refpos
 from refpos.golden import certify as cert
-from refpos.golden.cases import In, _np, _xp, call, rng_for
+from refpos.golden.cases import In, as_xp, call, rng_for, to_np
 from refpos.golden.entries import tolerance_attention, tolerance_integer, tolerance_value
 from refpos.golden.manifest import Case, Output
 
@@ -40,7 +40,7 @@ def _exact_attention(logits: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.
 def worked_example_cases() -> list[Case]:
     cases = []
     for variant, with_bias in (("bias-before-scale", True), ("no-bias", False)):
-        trace = {k: _np(v) for k, v in refpos.worked_example(with_bias=with_bias).items()}
+        trace = {k: to_np(v) for k, v in refpos.worked_example(with_bias=with_bias).items()}
         q, k, v = trace["Q"], trace["K"], trace["V"]
         scale = 0.5  # 1/√4, exact
         inputs = {"q": q, "k": k, "v": v}
@@ -70,9 +70,9 @@ def worked_example_cases() -> list[Case]:
                      "B·scale after it"},
             inputs, outputs))
     # the ALiBi/T5 order: the same bias added after the scale at full strength
-    trace = {k: _np(v) for k, v in refpos.worked_example().items()}
+    trace = {k: to_np(v) for k, v in refpos.worked_example().items()}
     q, k, v, b = trace["Q"], trace["K"], trace["V"], trace["B"]
-    o_after = _np(refpos.attention(_xp(q), _xp(k), _xp(v), bias=_xp(b), scale=0.5))
+    o_after = to_np(refpos.attention(as_xp(q), as_xp(k), as_xp(v), bias=as_xp(b), scale=0.5))
     logits = (trace["S"] * 0.5 + b)
     cases.append(Case(
         "worked-example/bias-after-scale", "worked_example", "attention",
@@ -90,13 +90,13 @@ def _rope() -> Any:
 
 
 def _rotate(x: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    return _np(refpos.apply_rope(_xp(x), _xp(positions), _rope()))
+    return to_np(refpos.apply_rope(as_xp(x), as_xp(positions), _rope()))
 
 
 def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None,
             causal: bool = False) -> np.ndarray:
-    return _np(refpos.attention(_xp(q), _xp(k), _xp(v), mask=None if mask is None else _xp(mask),
-                                causal=causal))
+    return to_np(refpos.attention(as_xp(q), as_xp(k), as_xp(v),
+                                  mask=None if mask is None else as_xp(mask), causal=causal))
 
 
 def _tolerance(out: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, max_position: int) -> dict:
@@ -205,7 +205,8 @@ def attention_cases() -> list[Case]:
             mask[1] = False
             inputs["mask"] = mask
             mask_arg = In("mask")
-        out = _np(refpos.attention(_xp(q), _xp(k), _xp(v), mask=None if mask is None else _xp(mask), causal=causal))
+        out = to_np(refpos.attention(as_xp(q), as_xp(k), as_xp(v), mask=None if mask is None else as_xp(mask),
+                                     causal=causal))
         logits = np.abs(q @ np.swapaxes(np.repeat(k, hq // hkv, axis=0), -1, -2)).max() * d**-0.5  # (H, Tq, Tk)
         entry = tolerance_value(out, scale=float(np.abs(v).max()))
         for dtype in entry:  # a float32 softmax: max|logit|·2^-23 per probability (docs/conventions.md#tolerances)
