@@ -197,3 +197,21 @@ def test_no_public_name_hides_a_module():
         submodules = {m.name for m in pkgutil.iter_modules(package.__path__)}
         clash = sorted(submodules & set(getattr(package, "__all__", [])))
         assert not clash, f"refpos.{info.name} exports names that are also its modules: {clash}"
+
+
+def private_imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, name)`` for every ``from refpos.x import _name``: a helper another module relies on has a
+    public name in its own module."""
+    tree = ast.parse(path.read_text(encoding="utf8"))
+    return [(node.lineno, f"{node.module}.{alias.name}") for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(FRONT_DOOR)
+            for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+
+
+def test_no_module_imports_a_private_name_of_another(tmp_path):
+    problems = [f"{path.relative_to(PACKAGE.parent)}:{line}: imports {name}"
+                for path in package_modules().values() for line, name in private_imports(path)]
+    assert not problems, "private names imported across modules:\n" + "\n".join(problems)
+    planted = tmp_path / "planted.py"
+    planted.write_text("from refpos.rope.core import _hidden, apply_rope\nfrom numpy import _core\n")
+    assert private_imports(planted) == [(1, "refpos.rope.core._hidden")]
