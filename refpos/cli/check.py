@@ -25,7 +25,7 @@ from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, WIDTH, Numbe
 from refpos.cli.progress import ProgressBar
 from refpos.encodings.alibi import FORMS
 from refpos.encodings.sinusoidal import LAYOUTS, SPACINGS
-from refpos.encodings.t5 import _check_bucket_args as check_bucket_args
+from refpos.encodings.t5 import check_bucket_args
 from refpos.golden.npy import read_npy
 
 

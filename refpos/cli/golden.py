@@ -10,13 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, help_with
-from refpos.golden.generate import (
-    _model_source,
-    _write,
-    generate,
-    verify,
-)
-from refpos.golden.manifest import GoldenError, default_golden_dir, load_manifest
+from refpos.golden.generate import generate, model_source, verify
+from refpos.golden.manifest import GoldenError, default_golden_dir, load_manifest, write_cases
 from refpos.golden.npy import read_npy
 from refpos.rope.hf import load_hf_config
 
@@ -113,9 +108,9 @@ def _run(args: argparse.Namespace) -> int:
                              "and the gaps listed)")
         cases = model_cases(config, name, positions=None if positions is None else np.asarray(positions),
                             seq_len=args.seq_len, max_position=args.max_position)
-        source = {**_model_source(config, name, positions, args.seq_len, args.max_position), "not_modelled": report}
-        entries = _write(args.out, cases, source, certify=not args.no_certify,
-                         title=f"refpos golden RoPE cases for {name}")
+        source = {**model_source(config, name, positions, args.seq_len, args.max_position), "not_modelled": report}
+        entries = write_cases(args.out, cases, title=f"refpos golden RoPE cases for {name}",
+                              certify=not args.no_certify, source=source)
         print(f"refpos golden model: {len(entries)} cases for {name} in {args.out}")
         for e in entries:
             print(f"  {e['id']}")

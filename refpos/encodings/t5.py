@@ -22,7 +22,7 @@ from refpos.validation import as_positions, check_int, floating_array
 Array = Any
 
 
-def _check_bucket_args(bidirectional: object, num_buckets: object, max_distance: object) -> tuple[int, int]:
+def check_bucket_args(bidirectional: object, num_buckets: object, max_distance: object) -> tuple[int, int]:
     """Validate and return ``(buckets per direction, max_exact)``."""
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional must be a bool, got {type(bidirectional).__name__}")
@@ -80,7 +80,7 @@ def t5_bucket(
     >>> t5_bucket([-20, 0, 5], bidirectional=False).tolist()
     [17, 0, 0]
     """
-    per_direction, max_exact = _check_bucket_args(bidirectional, num_buckets, max_distance)
+    per_direction, max_exact = check_bucket_args(bidirectional, num_buckets, max_distance)
     rel = as_positions(relative_position, name="relative_position", allow_negative=True, max_abs=None)
     xp = array_namespace(rel)
     # distances from max_distance on share the last bucket (b(n) >= nb - 1 there), so clamping |rel| to
@@ -134,7 +134,7 @@ class T5(Encoding):
         self.table = floating_array(table, name="table")
         if self.table.ndim != 2:
             raise ValueError(f"table must be a matrix (num_buckets, n_heads), got shape {tuple(self.table.shape)}")
-        _check_bucket_args(bidirectional, self.table.shape[0], max_distance)
+        check_bucket_args(bidirectional, self.table.shape[0], max_distance)
         self.bidirectional = bidirectional
         self.max_distance = max_distance
 

@@ -46,7 +46,7 @@ def all_cases() -> list[Case]:
             + boundary_cases() + scenario_cases())
 
 
-def _model_source(config: dict[str, Any], name: str, positions: list[int] | None, seq_len: int | None,
+def model_source(config: dict[str, Any], name: str, positions: list[int] | None, seq_len: int | None,
                   max_position: int | None = None) -> dict:
     source = {"command": "model", "name": name, "config": config, "positions": positions, "seq_len": seq_len}
     return source if max_position is None else {**source, "max_position": max_position}
@@ -65,15 +65,11 @@ def regenerate(manifest: dict[str, Any]) -> list[Case]:
     return all_cases()
 
 
-def _write(root: Path, cases: list[Case], source: dict[str, Any], *, certify: bool, title: str) -> list[dict]:
-    return write_cases(root, cases, title=title, certify=certify, source=source)
-
-
 def generate(out: Path, *, certify: bool = True) -> list[dict]:
     """Write every case to ``out`` (and ``configs/<model>.json``, the configs the model cases read)."""
     from refpos.golden.rope_cases import model_configs, slug
 
-    entries = _write(out, all_cases(), {"command": "generate"}, certify=certify, title=TITLE)
+    entries = write_cases(out, all_cases(), title=TITLE, certify=certify, source={"command": "generate"})
     configs = out / "configs"
     if configs.is_dir():
         shutil.rmtree(configs)
