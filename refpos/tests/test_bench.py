@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+from refpos.backend import is_numpy_namespace
 from refpos.cli import bench as cli_bench
 from refpos.cli import main
 from refpos.tools import bench, measure
@@ -36,6 +37,10 @@ def test_rope_record_puts_apply_rope_beside_the_copy_floor(xp):
         assert rec["output_bytes"] == 2 * 8 * 16 * np.dtype(rec["dtype"]).itemsize
         assert rec["apply_rope/floor_copy"] == pytest.approx(rec["apply_rope_s"] / rec["floor_copy_s"])
         assert rec["floor_copy_tables_s"] == pytest.approx(rec["floor_copy_s"] + rec["floor_tables_s"])
+        on_numpy = is_numpy_namespace(xp)  # the copy into touched memory is measured on NumPy only
+        assert ("fresh_pages_s" in rec) == on_numpy
+        if on_numpy:
+            assert rec["fresh_pages_s"] == pytest.approx(rec["floor_copy_s"] - rec["floor_copy_touched_s"])
         assert rec["rounds"] >= 7 and rec["apply_rope_median_s"] >= rec["apply_rope_s"]  # the median of the rounds
         assert rec["apply_rope_median/floor_copy_tables_median"] == pytest.approx(
             rec["apply_rope_median_s"] / (rec["floor_copy_median_s"] + rec["floor_tables_median_s"]))

@@ -28,6 +28,7 @@ from refpos.backend import array_namespace, is_cupy_namespace
 from refpos.tools.measure import (
     best_time,
     copy_fn,
+    copy_into_fn,
     copy_time,
     load_average,
     peak_memory,
@@ -159,7 +160,9 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
     angle in float64, cast to x's dtype: what :func:`refpos.rope.core.pair_cos_sin` and the cast do
     inside apply_rope); ``apply_rope/floor_copy_tables`` is apply_rope against their sum (best rounds),
     ``apply_rope_median/floor_copy_tables_median`` the same for the median rounds of ``rope_rounds``.
-    The copy is NumPy's (one thread); apply_rope runs on every core (:mod:`refpos.parallel`).
+    The copy is NumPy's (one thread); apply_rope runs on every core (:mod:`refpos.parallel`). On NumPy
+    the same rounds also copy into memory written before (``floor_copy_touched_s``): ``fresh_pages_s``,
+    the difference, is what the first write of a new output costs, in the floor and in apply_rope alike.
     """
     from refpos.rope import RopeConfig, apply_rope
 
@@ -181,11 +184,18 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
             # the copy, the tables and apply_rope in alternating rounds: a slow phase of the machine falls on
             # all of them alike; the best round and the median round of each, and the load while they ran
             rec["load_before"] = load_average()
-            rounds = round_times([copy_fn(x, xp), tables_fn(positions, rope, x.dtype), apply], xp, repeat=rope_rounds)
+            timed = {"floor_copy": copy_fn(x, xp), "floor_tables": tables_fn(positions, rope, x.dtype),
+                     "apply_rope": apply}
+            touched = copy_into_fn(x, xp)
+            if touched is not None:
+                timed["floor_copy_touched"] = touched
+            rounds = round_times(list(timed.values()), xp, repeat=rope_rounds)
             rec["load_after"] = load_average()
             rec["rounds"] = len(rounds[0])
-            for name, times in zip(("floor_copy", "floor_tables", "apply_rope"), rounds, strict=True):
+            for name, times in zip(timed, rounds, strict=True):
                 rec[f"{name}_s"], rec[f"{name}_median_s"] = min(times), float(np.median(times))
+            if touched is not None:
+                rec["fresh_pages_s"] = rec["floor_copy_s"] - rec["floor_copy_touched_s"]
             rec["floor_copy_tables_s"] = rec["floor_copy_s"] + rec["floor_tables_s"]
             rec["floor_copy_tables_median_s"] = rec["floor_copy_median_s"] + rec["floor_tables_median_s"]
             if torch_device is not None and layout == "half" and transformers_rope() is not None:
