@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,13 +32,20 @@ from refpos.pairs import pair_channels
 Match = dict[str, Any]
 
 
-def _mutants(pb: RopeProblem) -> list[tuple[Any, ...]]:
-    """``(id, evidence, builder[, rows, channels])`` of every applicable mutant of the catalogue.
+class Mutant(NamedTuple):
+    """One mistake of the catalogue, built for a problem: what it is, and how to compute its output."""
 
-    ``rows``: where the mutant exists (a bool mask of the rows; ``None``: everywhere), e.g. positions
-    ``p − 3`` only from ``p = 3`` on; ``channels``: the mutant's own pairs, when they are not the
-    reference's (its tolerance scales with its own pairs' sizes).
-    """
+    id: str  # the catalogue id (refpos/data/mistakes.toml)
+    evidence: str  # what the mistake is, for the report
+    build: Callable[[], np.ndarray]  # the mutant's output for the problem's inputs
+    rows: np.ndarray | None = None  # where the mutant exists (bool mask of the rows; None: everywhere),
+    #                                 e.g. positions p − 3 only from p = 3 on
+    channels: Any = None  # the mutant's own pairs when they are not the reference's: its tolerance scales
+    #                       with its own pairs' sizes
+
+
+def _mutants(pb: RopeProblem) -> list[Mutant]:
+    """Every applicable mutant of the catalogue for this problem (:class:`Mutant`)."""
     import refpos
     from refpos.rope.config import LAYOUTS
     from refpos.rope.forms import pair_channels as rope_channels
@@ -49,76 +56,76 @@ def _mutants(pb: RopeProblem) -> list[tuple[Any, ...]]:
     for layout in LAYOUTS:
         if layout != rope.layout and rope.rope_type != "proportional":
             other = dataclasses.replace(rope, layout=layout)
-            out.append(("layout_swap", f"equals the reference computed with the {layout!r} layout instead of "
+            out.append(Mutant("layout_swap", f"equals the reference computed with the {layout!r} layout instead of "
                         f"{rope.layout!r} (the channel permutation P of docs/conventions.md#pair-layouts; exact at "
                         "position 0)",
-                        lambda o=other: pb.apply(o), None, rope_channels(other)))
+                        lambda o=other: pb.apply(o), channels=rope_channels(other)))
     for delta in (d for d in range(-8, 9) if d):
         exists = pb.positions + delta >= 0  # the shifted reference exists from p = −δ on
         if exists.any():
             where = "" if exists.all() else f", compared from position {-delta} on"
-            out.append(("position_offset", f"equals the reference at positions p {delta:+d}{where} (rotated q/k "
+            out.append(Mutant("position_offset", f"equals the reference at positions p {delta:+d}{where} (rotated q/k "
                         "shifted; logits hide it unless q and k offsets differ)",
                         lambda d=delta: pb.apply(positions=np.maximum(pb.positions + d, 0)),
-                        None if exists.all() else exists))
+                        rows=None if exists.all() else exists))
     first = pb.min_position
     if first > 0:
-        out.append(("position_offset", f"equals the reference at positions p − {first}: the offset was dropped "
+        out.append(Mutant("position_offset", f"equals the reference at positions p − {first}: the offset was dropped "
                     "(positions restarted at 0, e.g. a decode step without its cache offset)",
                     lambda: pb.apply(positions=pb.positions - first)))
     token_index = pb.token_index
     if not np.array_equal(token_index, pb.positions):
-        out.append(("position_offset", "equals the reference at the token indices 0 … T−1 instead of the given "
+        out.append(Mutant("position_offset", "equals the reference at the token indices 0 … T−1 instead of the given "
                     "positions (position ids ignored: left padding, cache offset)",
                     lambda: pb.apply(positions=token_index)))
     for name, low in (("bfloat16", "bfloat16"), ("float16", "float16")):
-        out.append(("bf16_angles", f"equals the reference with inv_freq rounded to {name} (a buffer downcast by "
+        out.append(Mutant("bf16_angles", f"equals the reference with inv_freq rounded to {name} (a buffer downcast by "
                     "model.to(dtype) or inv_freq.to(x.dtype)): O(1) phase errors by p ≈ 1000",
                     lambda lo=low: pb.apply(frequencies=(round_to(pb.inv_freq, lo), pb.attention_factor))))
         rounded = round_to(pb.positions, low)
         if pb.max_position > 256 and np.all(np.isfinite(rounded)):
-            out.append(("bf16_angles", f"equals the reference with positions rounded to {name} (positions cast to "
-                        "the activation dtype: 257 → 256, 2049 → 2048)",
+            out.append(Mutant("bf16_angles", f"equals the reference with positions rounded to {name} (positions "
+                        "cast to the activation dtype: 257 → 256, 2049 → 2048)",
                         lambda r=rounded: pb.apply(positions=r.astype(np.int64))))
     if rope.theta != 10000.0 and rope.rope_type != "proportional":
         params = {**rope.to_params(), "rope_theta": 10000.0}
-        out.append(("default_theta", f"equals the reference with rope_theta = 10000 instead of {rope.theta:g} (the "
-                    "config's base was not read and a default filled in)",
+        out.append(Mutant("default_theta", f"equals the reference with rope_theta = 10000 instead of "
+                    f"{rope.theta:g} (the config's base was not read and a default filled in)",
                     lambda p=params: pb.apply(rope_config_from_params(p))))
     default = np.asarray(to_numpy(base_inv_freq(rope.theta, rope.rotary_dim, np_ns())))
     if rope.rope_type not in ("default", "proportional") and default.shape == pb.inv_freq.shape:
-        out.append(("unscaled_frequencies", f"equals plain RoPE (θ = {rope.theta:g}, no {rope.rope_type} "
+        out.append(Mutant("unscaled_frequencies", f"equals plain RoPE (θ = {rope.theta:g}, no {rope.rope_type} "
                     "scaling) with A = 1: the rope_scaling block was parsed but never applied",
                     lambda: pb.apply(frequencies=(default, 1.0))))
         if pb.attention_factor != 1.0:
-            out.append(("unscaled_frequencies", f"equals plain-RoPE frequencies with the attention factor A = "
+            out.append(Mutant("unscaled_frequencies", f"equals plain-RoPE frequencies with the attention factor A = "
                         f"{pb.attention_factor:.10g} kept: the {rope.rope_type} frequencies were not applied",
                         lambda: pb.apply(frequencies=(default, pb.attention_factor))))
         with np.errstate(divide="ignore", invalid="ignore"):
             twice = np.where(default > 0, pb.inv_freq**2 / default, 0.0)
-        out.append(("double_scaled_frequencies", f"equals the reference with the {rope.rope_type} ratio ω'/ω "
+        out.append(Mutant("double_scaled_frequencies", f"equals the reference with the {rope.rope_type} ratio ω'/ω "
                     "applied twice (e.g. positions divided and inv_freq divided, or freq_factors on top of "
                     "scaled frequencies)", lambda: pb.apply(frequencies=(twice, pb.attention_factor))))
     if pb.attention_factor != 1.0:
-        out.append(("missing_attention_factor", "equals the reference with A = 1 instead of "
+        out.append(Mutant("missing_attention_factor", "equals the reference with A = 1 instead of "
                     f"{pb.attention_factor:.10g}: every rotated channel is 1/A = {1 / pb.attention_factor:.6f} of the "
                     "reference (logits × 1/A²)",
                     lambda: pb.apply(frequencies=(pb.inv_freq, 1.0))))
-        out.append(("squared_attention_factor", "equals the reference with A² = "
+        out.append(Mutant("squared_attention_factor", "equals the reference with A² = "
                     f"{pb.attention_factor**2:.10g}: the port multiplied HF's final attention_factor by its own mscale "
                     "(logits × A⁴ instead of A²)",
                     lambda: pb.apply(frequencies=(pb.inv_freq, pb.attention_factor**2))))
     if rope.rope_type == "longrope":
         orig = rope.original_max_position_embeddings
         other_len, branch = (orig, "short") if pb.seq_len > orig else (orig + 1, "long")
-        out.append(("longrope_factor_swap", f"equals the reference computed with the {branch} factors (seq_len "
+        out.append(Mutant("longrope_factor_swap", f"equals the reference computed with the {branch} factors (seq_len "
                     f"{other_len}); HF uses long factors iff seq_len > {orig}, here seq_len = {pb.seq_len}",
                     lambda n=other_len: pb.apply(seq_len=n)))
     out += _partial_mutants(pb, refpos)
     return out
 
 
-def _partial_mutants(pb: RopeProblem, refpos: Any) -> list[tuple[str, str, Callable[[], np.ndarray]]]:
+def _partial_mutants(pb: RopeProblem, refpos: Any) -> list[Mutant]:
     rope = pb.rope
     head_dim, d = rope.head_dim, rope.rotary_dim
     if rope.rope_type == "proportional" or (d == head_dim and rope.placement == "first"):
@@ -133,20 +140,20 @@ def _partial_mutants(pb: RopeProblem, refpos: Any) -> list[tuple[str, str, Calla
     if rope.layout == "half":  # pair j of the rotary span partnered with j + head_dim/2, as full width pairs it
         partner = tuple(channels[:m] for channels in full_channels)
     if d < head_dim:
-        out.append(("partial_rotary_placement", f"equals full-width RoPE over all {head_dim} channels (ω from "
+        out.append(Mutant("partial_rotary_placement", f"equals full-width RoPE over all {head_dim} channels (ω from "
                     f"θ^(−2j/{head_dim})): the partial rotary factor ({d} of {head_dim}) was ignored",
                     lambda: rotate_pairs(pb.x, pb.positions, full_w, pb.attention_factor, full_channels)))
-        out.append(("partial_rotary_placement", f"equals the reference with the exponent denominator "
+        out.append(Mutant("partial_rotary_placement", f"equals the reference with the exponent denominator "
                     f"head_dim = {head_dim} instead of rotary_dim = {d} (ω_j = θ^(−2j/{head_dim}))",
                     lambda: rotate_pairs(pb.x, pb.positions, full_w[:m], pb.attention_factor, pb.channels)))
         if partner is not None and rope.placement == "first":
-            out.append(("partial_rotary_placement", f"equals rotation of the pairs (i, i + {mm}) (half of the head) "
-                        f"instead of (i, i + {m}) (half of the rotary span): the wrong partner",
+            out.append(Mutant("partial_rotary_placement", f"equals rotation of the pairs (i, i + {mm}) (half of the "
+                        f"head) instead of (i, i + {m}) (half of the rotary span): the wrong partner",
                         lambda: rotate_pairs(pb.x, pb.positions, pb.inv_freq, pb.attention_factor, partner)))
     for placement in ("first", "last"):
         if placement != rope.placement:
             other = dataclasses.replace(rope, placement=placement)
-            out.append(("partial_rotary_placement", f"equals the reference with the rotated channels placed "
+            out.append(Mutant("partial_rotary_placement", f"equals the reference with the rotated channels placed "
                         f"{'first (head)' if placement == 'first' else 'last (tail, DeepSeek MLA)'} instead of "
                         f"{rope.placement}", lambda o=other: pb.apply(o)))
     return out
@@ -192,8 +199,7 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
     found: list[Match] = []
     ladder = [pb.dtype] + (["float32"] if pb.dtype == "float64" else [])
     built = []
-    for mid, evidence, build, *extra in _mutants(pb):
-        rows, channels = (*extra, None, None)[:2]
+    for mid, evidence, build, rows, channels in _mutants(pb):
         try:
             mutant = build()
         except (ValueError, TypeError):
