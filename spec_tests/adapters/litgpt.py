@@ -18,7 +18,18 @@ are rotated (``CausalSelfAttention.forward``), the rest pass through.
 Not in litgpt, so ``NotImplementedError``: the ``ntk``, ``dynamic``, ``longrope`` and ``proportional``
 rules, YaRN's explicit ``attention_factor``, the ``last`` placement, the ``interleaved`` layout (litgpt's
 ``apply_rope_interleave`` returns the rotated pairs in the half order, the contract's ``deinterleaved``
-layout), every function outside RoPE.
+layout), ``rope_frequencies`` (ω and A are locals of ``build_rope_cache``: the tests that need them
+for a tolerance use the reference's), every encoding outside RoPE.
+
+The attention core is ``CausalSelfAttention.scaled_dot_product_attention`` of a small litgpt
+``Config`` (``head_size`` d, ``attention_scores_scalar`` = scale⁻², ``attention_logit_softcapping``),
+called the way ``CausalSelfAttention.forward`` calls it: kv heads ``repeat_interleave``-d over their
+query heads (head h reads ``h // q_per_kv``); a causal call of ``T_q = T_k`` without a mask is litgpt's
+prefill (``mask=None``: SDPA's ``is_causal``, or the softcap path's upper-triangular ``finfo.min``
+mask); a causal call of ``T_q < T_k`` is its kv-cache decode, the rows ``T_k − T_q … T_k − 1`` of
+``build_mask_cache`` as a boolean mask; a contract mask is passed as that boolean mask. litgpt adds no
+bias, and its softcap path builds its own causal mask, so a bias, a softcap with a mask or without
+``causal``, and ``causal`` together with a mask are ``NotImplementedError``.
 """
 
 from __future__ import annotations
@@ -27,62 +38,46 @@ from importlib.metadata import version
 
 import numpy as np
 import torch
+from litgpt.config import Config
+from litgpt.model import CausalSelfAttention, batched_index_select, build_mask_cache, build_rope_cache
 from litgpt.model import apply_rope as litgpt_apply_rope
 from litgpt.model import apply_rope_interleave as litgpt_apply_rope_interleave
-from litgpt.model import batched_index_select, build_rope_cache
 
-INFO = {
-    "name": f"litgpt {version('litgpt')} + torch {torch.__version__}",
-    "dtype": "float32",  # build_rope_cache computes θ and the angles in float32 (`.float()`)
-    "rope_layout": "half",
-    "rope_types": ["default", "linear", "llama3", "yarn"],
-    "rope_layouts": ["half", "deinterleaved"],
-    "rope_placements": ["first"],
-    "description": "spec_tests/adapters/litgpt.py: litgpt.model.build_rope_cache + apply_rope",
-}
+from spec_tests.adapters._contract import adapter_info, integer_positions, kind_and_layout, rope_settings, rotary_width
 
+INFO = adapter_info(
+    f"litgpt {version('litgpt')} + torch {torch.__version__}",
+    "float32",  # build_rope_cache computes θ and the angles in float32 (`.float()`)
+    "spec_tests/adapters/litgpt.py: litgpt.model.build_rope_cache, apply_rope and the attention's SDPA call",
+    rope_types=["default", "linear", "llama3", "yarn"],
+    rope_layouts=["half", "deinterleaved"],
+    rope_placements=["first"],
+)
+
+#: the contract's rope types; those litgpt's build_rope_cache has are wired
 KNOWN_ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
-KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-                   "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-                   "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-                   "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale",
-                   "short_mscale", "long_mscale", "mrope_section", "mrope_interleaved"}
 
 
-def _positions(positions):
-    p = np.asarray(positions)
-    if p.dtype.kind not in "iu":
-        raise TypeError(f"positions must be integers, got dtype {p.dtype}")
-    if p.size and p.min() < 0:
-        raise ValueError(f"positions must be >= 0, got {p.min()}")
-    return p.astype(np.int64)
-
-
-def _setup(rope):
+def _setup(rope: dict) -> tuple[int, float, dict | None, str]:
     """(rotated width n_elem, base, extra_config, layout) of a contract rope dict, for build_rope_cache."""
+    rope = rope_settings(rope, "litgpt")  # unknown keys: ValueError; M-RoPE: NotImplementedError
     kind = rope.get("rope_type", "default")
     if kind not in KNOWN_ROPE_TYPES:
         raise ValueError(f"rope_type must be one of {KNOWN_ROPE_TYPES}, got {kind!r}")
-    unknown = set(rope) - KNOWN_ROPE_KEYS
-    if unknown:
-        raise ValueError(f"unknown rope keys {sorted(unknown)}")
     if kind not in ("default", "linear", "llama3", "yarn"):
         raise NotImplementedError(f"rope_type {kind!r}: litgpt's build_rope_cache has default, linear, llama3, yarn")
-    if rope.get("mrope_section") is not None:
-        raise NotImplementedError("M-RoPE (mrope_section): litgpt turns every pair by one position")
-    layout = rope.get("layout", "half")  # the contract's default when a dict names none
+    layout = rope.get("layout", "half")
     if layout not in ("half", "interleaved", "deinterleaved"):
         raise ValueError(f"layout must be 'half', 'interleaved' or 'deinterleaved', got {layout!r}")
-    if layout == "interleaved":
-        raise NotImplementedError("layout 'interleaved': litgpt's apply_rope_interleave returns the half order")
     placement = rope.get("placement", "first")
     if placement not in ("first", "last", "proportional"):
         raise ValueError(f"placement must be 'first', 'last' or 'proportional', got {placement!r}")
-    if placement != "first":
-        raise NotImplementedError(f"placement {placement!r}: litgpt rotates the first rope_n_elem channels")
-    head_dim = rope["head_dim"]
-    n_elem = rope.get("rotary_dim") or int(head_dim * rope.get("partial_rotary_factor", 1.0))
-    if n_elem % 2 or not 0 < n_elem <= head_dim:
+    if placement == "proportional":
+        raise NotImplementedError("placement 'proportional': litgpt rotates the first rope_n_elem channels")
+    # litgpt's apply_rope_interleave returns the half order: the contract's deinterleaved layout
+    kind, layout = kind_and_layout(rope, "litgpt", ("half", "deinterleaved"))
+    n_elem = rotary_width(rope)  # litgpt: rope_n_elem = int(rotary_percentage * head_size)
+    if n_elem % 2 or not 0 < n_elem <= int(rope["head_dim"]):
         raise ValueError(f"rotary size must be even and in (0, head_dim], got {n_elem}")
     base = float(rope.get("rope_theta", 10000.0))
     if not base > 0:
@@ -105,41 +100,43 @@ def _setup(rope):
                               "original_max_seq_len": original}, layout
     if rope.get("attention_factor") is not None:
         raise NotImplementedError("yarn attention_factor: litgpt derives A from mscale / mscale_all_dim only")
+    # build_rope_cache reads truncate (default True); GPT.rope_cache does not pass it on from rope_adjustments
     extra = {"factor": factor, "beta_fast": rope.get("beta_fast", 32.0), "beta_slow": rope.get("beta_slow", 1.0),
              "original_max_seq_len": original, "truncate": rope.get("truncate", True)}
     for key in ("mscale", "mscale_all_dim"):
-        if rope.get(key) is not None:
+        if key in rope:
             extra[key] = rope[key]
     return n_elem, base, extra, layout
 
 
-def _cache(rope, n_positions):
+def _cache(rope: dict, n_positions: int) -> tuple[int, str, torch.Tensor, torch.Tensor]:
+    """litgpt's cos/sin tables, each ``(n_positions, n_elem)`` float32, for positions ``0 … n_positions − 1``."""
     n_elem, base, extra, layout = _setup(rope)
     cos, sin = build_rope_cache(seq_len=n_positions, n_elem=n_elem, base=base, extra_config=extra)
-    return n_elem, layout, cos, sin  # each (n_positions, n_elem), float32
+    return n_elem, layout, cos, sin
 
 
-def rope_cos_sin(positions, rope, seq_len=None):
-    """litgpt's cos/sin table (times A) at the positions: ``(*positions.shape, n_elem)``."""
-    pos = _positions(positions)
+def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of litgpt's table (times A) at the positions: ``(*positions.shape, n_elem)``, half order."""
+    pos = integer_positions(positions, reject_negative=True)  # a table of rows 0 … N − 1
     _, _, cos, sin = _cache(rope, int(pos.max()) + 1 if pos.size else 1)
-    index = torch.from_numpy(pos.reshape(-1))  # (P,)
+    rows = torch.from_numpy(pos.reshape(-1))  # (P,)
     out_shape = (*pos.shape, cos.shape[-1])
-    return (cos[index].double().numpy().reshape(out_shape), sin[index].double().numpy().reshape(out_shape))
+    return cos[rows].double().numpy().reshape(out_shape), sin[rows].double().numpy().reshape(out_shape)
 
 
-def apply_rope(x, positions, rope, seq_len=None):
-    """litgpt's ``apply_rope`` (or ``apply_rope_interleave``) on the first n_elem channels, the rest unchanged."""
-    pos = _positions(positions)
+def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
+    """litgpt's ``apply_rope`` (``apply_rope_interleave`` for deinterleaved) on the first n_elem channels
+    with the table rows ``batched_index_select`` picks, the rest unchanged (``CausalSelfAttention.forward``)."""
+    pos = integer_positions(positions, reject_negative=True)
     x = np.asarray(x)
-    if pos.ndim == 2 and not (x.ndim == 4 and pos.shape[0] == x.shape[0]):
-        raise ValueError(f"(B, T) positions need x (B, H, T, D), got positions {pos.shape}, x {x.shape}")
     if pos.ndim not in (1, 2) or pos.shape[-1] != x.shape[-2]:
         raise ValueError(f"positions must be (T,) or (B, T) with T = x.shape[-2], got {pos.shape} for x {x.shape}")
+    if pos.ndim == 2 and not (x.ndim == 4 and pos.shape[0] == x.shape[0]):
+        raise ValueError(f"(B, T) positions need x (B, H, T, D), got positions {pos.shape}, x {x.shape}")
     n_elem, layout, cos, sin = _cache(rope, int(pos.max()) + 1 if pos.size else 1)
-    index = torch.from_numpy(pos)
-    cos_at = batched_index_select(cos, 0, index)  # (T, n_elem) or (B, T, n_elem)
-    sin_at = batched_index_select(sin, 0, index)
+    cos_at = batched_index_select(cos, 0, torch.from_numpy(pos))  # (T, n_elem) or (B, T, n_elem)
+    sin_at = batched_index_select(sin, 0, torch.from_numpy(pos))
     if pos.ndim == 1:
         cos_at, sin_at = cos_at.unsqueeze(0), sin_at.unsqueeze(0)  # (1, T, n_elem)
         xt = torch.from_numpy(x.reshape(-1, *x.shape[-2:])).float()  # (N, T, D): every leading axis at once
@@ -147,5 +144,43 @@ def apply_rope(x, positions, rope, seq_len=None):
         xt = torch.from_numpy(x).float()  # (B, H, T, D)
     rotate = litgpt_apply_rope_interleave if layout == "deinterleaved" else litgpt_apply_rope
     roped = rotate(xt[..., :n_elem], cos_at, sin_at)
-    out = torch.cat((roped, xt[..., n_elem:]), dim=-1).double().numpy()
-    return out.reshape(x.shape)
+    return torch.cat((roped, xt[..., n_elem:]), dim=-1).double().numpy().reshape(x.shape)
+
+
+# ---------------------------------------------------------------------------------------- attention
+def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=None) -> np.ndarray:
+    """litgpt's ``CausalSelfAttention.scaled_dot_product_attention`` in float64 (see the module docstring
+    for how each contract argument maps onto litgpt's prefill and kv-cache calls)."""
+    if bias is not None:
+        raise NotImplementedError("litgpt's attention adds no bias to the logits")
+    if causal and mask is not None:
+        raise NotImplementedError("litgpt passes either its causal mask or a given mask, not both")
+    qt, kt, vt = (torch.as_tensor(np.asarray(a, dtype=np.float64)) for a in (q, k, v))
+    if qt.ndim != 4:
+        raise NotImplementedError("litgpt's attention takes (B, n_head, T, head_size)")
+    _, h, t_q, d = qt.shape
+    h_kv, t_k = kt.shape[1], kt.shape[2]
+    if h % h_kv:
+        raise ValueError(f"q heads ({h}) must be a multiple of kv heads ({h_kv})")
+    if softcap is not None and not (causal and t_q == t_k):
+        raise NotImplementedError("litgpt's softcap path always applies its own square causal mask")
+    if scale is not None and not scale > 0:
+        raise ValueError(f"scale must be > 0, got {scale}")
+    config = Config(n_layer=1, n_head=h, n_query_groups=h_kv, head_size=d, n_embd=h * d, rotary_percentage=1.0,
+                    attention_scores_scalar=None if scale is None else scale**-2,  # scale = scalar^-1/2
+                    attention_logit_softcapping=softcap)
+    module = CausalSelfAttention(config, block_idx=0)
+    q_per_kv = h // h_kv
+    kt, vt = kt.repeat_interleave(q_per_kv, dim=1), vt.repeat_interleave(q_per_kv, dim=1)  # (B, H, T_k, ·)
+    if causal and t_q == t_k:
+        allowed = None  # prefill: SDPA's is_causal, or the softcap path's own mask
+    elif causal:
+        rows = torch.arange(t_k - t_q, t_k)  # the queries' positions, at the end of the keys
+        allowed = batched_index_select(build_mask_cache(t_k), 2, rows)  # (1, 1, T_q, T_k) bool
+    elif mask is None:
+        allowed = torch.ones(t_q, t_k, dtype=torch.bool)  # no mask: every key may be read
+    else:
+        allowed = torch.as_tensor(np.asarray(mask, dtype=bool))
+    with torch.no_grad():
+        out = module.scaled_dot_product_attention(qt, kt, vt, allowed)  # (B, T_q, H, dv)
+    return out.transpose(1, 2).numpy()  # (B, H, T_q, dv)
