@@ -155,7 +155,8 @@ KNOWN_ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "lo
 KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
                    "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
                    "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
-                   "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale"}
+                   "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale",
+                   "short_mscale", "long_mscale", "mrope_section", "mrope_interleaved"}
 
 
 def _rope_setup(rope):
@@ -168,6 +169,8 @@ def _rope_setup(rope):
     unknown = set(rope) - KNOWN_ROPE_KEYS
     if unknown:
         raise ValueError(f"unknown rope keys {sorted(unknown)}")
+    if rope.get("mrope_section") is not None:
+        raise NotImplementedError("M-RoPE (mrope_section)")
     if rope.get("placement", "first") != "first":
         raise NotImplementedError(f"placement {rope['placement']!r}")
     head_dim = rope["head_dim"]
