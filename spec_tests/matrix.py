@@ -43,8 +43,10 @@ COLUMNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "llama3": (("test_rope_scaling", ("llama3",)), ("test_rope_vectors", ("llama31", "llama32")),
                ("test_anchors_rope", ("[llama3]",))),
     "LongRoPE": (("test_rope_scaling", ("longrope",)), ("test_rope_vectors", ("longrope",)),
-                 ("test_anchors_rope", ("[longrope]", "longrope"))),
+                 ("test_anchors_rope", ("[longrope]", "longrope")),
+                 ("test_golden", ("microsoft--Phi-3", "microsoft--Phi-4"))),  # the LongRoPE models' golden cases
     "proportional": (("test_rope_scaling", ("proportional",)), ("test_anchors_rope", ("[proportional]",))),
+    "M-RoPE": (("test_mrope", ("",)), ("test_anchors_rope", ("mrope",))),
     "layouts": (("test_rope_properties", ("conjugate", "deinterleaved", "permutation")),),
     "partial rotary": (("test_rope_properties", ("pass_through",)),
                        ("test_rope_vectors", ("partial", "tail-", "head-"))),

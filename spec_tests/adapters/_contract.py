@@ -13,7 +13,8 @@ import numpy as np
 
 from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 
-#: the M-RoPE keys (docs/mrope.md): contract keys, so a library without M-RoPE raises NotImplementedError
+#: the M-RoPE keys (docs/mrope.md): contract keys; an adapter that does not wire M-RoPE raises
+#: NotImplementedError for them (:func:`check_rope_keys` with ``mrope=False``)
 MROPE_KEYS = frozenset({"mrope_section", "mrope_interleaved"})
 #: the keys a contract rope dict may carry (spec_tests/README.md, "RoPE configurations"); any other key is
 #: bad input. Keys of other rope types (beta_fast, short_factor, ...) are allowed on every type.
@@ -39,20 +40,21 @@ def adapter_info(name: str, dtype: str, description: str, *, native_layout: str 
     return info
 
 
-def check_rope_keys(rope: dict, library: str) -> None:
-    """``ValueError`` naming the keys of ``rope`` the contract does not define; ``NotImplementedError`` for
-    an M-RoPE dict (``mrope_section`` set), which none of these adapters wires."""
+def check_rope_keys(rope: dict, library: str, *, mrope: bool = False) -> None:
+    """``ValueError`` naming the keys of ``rope`` the contract does not define. An M-RoPE dict
+    (``mrope_section`` set) is ``NotImplementedError`` unless the adapter wires M-RoPE for this call
+    (``mrope=True``): a per-adapter decision."""
     unknown = set(rope) - ROPE_KEYS
     if unknown:
         raise ValueError(f"unknown rope keys {sorted(unknown)}")
-    if rope.get("mrope_section") is not None:
+    if not mrope and rope.get("mrope_section") is not None:
         raise NotImplementedError(f"M-RoPE (mrope_section) is not wired for {library}")
 
 
-def rope_settings(rope: dict, library: str) -> dict:
+def rope_settings(rope: dict, library: str, *, mrope: bool = False) -> dict:
     """``rope`` with its keys checked (:func:`check_rope_keys`) and ``None`` values dropped: a key set to
     ``None`` is unset, so ``rope.get(key, default)`` gives the contract's default."""
-    check_rope_keys(rope, library)
+    check_rope_keys(rope, library, mrope=mrope)
     return {key: value for key, value in rope.items() if value is not None}
 
 

@@ -11,7 +11,13 @@ What runs where (every number comes out of the library; the adapter only convert
   ``partial_rotary_factor``; Llama's ignores it) for ω and A; the rotary module's forward for cos/sin
   (float32, positions as ``position_ids``, HF's own ``seq_len = max(position_ids) + 1`` for dynamic and
   longrope); GPT-NeoX ``apply_rotary_pos_emb`` (half layout, head placement) and GPT-J
-  ``apply_rotary_pos_emb`` (interleaved layout) for the rotation.
+  ``apply_rotary_pos_emb`` (interleaved layout) for the rotation. LongRoPE with ``short_mscale`` /
+  ``long_mscale`` (Phi-3.5-MoE): ``PhimoeRotaryEmbedding`` (``models/phimoe``), its forward for cos/sin and,
+  for ω and A, what that forward uses: ``rope_init_fn(config)`` and the mscale it picks for L.
+* M-RoPE (a rope dict with ``mrope_section``; ``_hf_mrope.py``): the text rotary module of the family that
+  does that assignment in that layout (Qwen2-VL contiguous/half, GLM-4.1V contiguous/interleaved, Qwen3-VL
+  round-robin/half), its forward for cos/sin (positions ``(3, N, T)``) and its ``apply_rotary_pos_emb``;
+  ``mrope_position_ids`` through the family's ``get_rope_index`` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V).
 * Sinusoids: DistilBERT ``create_sinusoidal_embeddings`` (interleaved, paper spacing), Marian
   (concatenated, paper spacing), M2M100 ``get_embedding`` (concatenated, tensor2tensor spacing).
 * ALiBi: BLOOM ``build_alibi_tensor`` (slopes and the key-index form, float32).
@@ -36,8 +42,10 @@ from transformers.models.gpt_neox import modeling_gpt_neox
 from transformers.models.gptj import modeling_gptj
 from transformers.models.m2m_100 import modeling_m2m_100
 from transformers.models.marian import modeling_marian
+from transformers.models.phimoe import modeling_phimoe
 from transformers.models.t5 import modeling_t5
 
+from spec_tests.adapters import _hf_mrope
 from spec_tests.adapters._contract import alibi_form
 
 INFO: dict[str, Any] = {
@@ -50,6 +58,7 @@ INFO: dict[str, Any] = {
 HF_ROPE_KEYS = ("rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
                 "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
                 "short_factor", "long_factor")
+PHIMOE_KEYS = ("short_mscale", "long_mscale")
 GEOMETRY_KEYS = ("head_dim", "partial_rotary_factor", "rotary_dim", "max_position_embeddings", "layout", "placement")
 
 
@@ -158,9 +167,17 @@ def t5_bias(table, q_positions, k_positions, bidirectional=True, max_distance=12
 
 
 # ---------------------------------------------------------------------------------------------- RoPE
+def _is_phimoe(rope: dict) -> bool:
+    """LongRoPE with ``short_mscale`` / ``long_mscale`` (Phi-3.5-MoE): ``PhimoeRotaryEmbedding``'s rule."""
+    return rope.get("rope_type") == "longrope" and any(rope.get(k) is not None for k in PHIMOE_KEYS)
+
+
 def _rotary_module(rope: dict) -> tuple[Any, int, int, str]:
-    """(GPT-NeoX rotary module, head_dim, rotary size d, layout) for a contract rope dict."""
-    unknown = set(rope) - set(HF_ROPE_KEYS) - set(GEOMETRY_KEYS) - {"dynamic_rule", "softmax_mscale"}
+    """(rotary module, head_dim, rotary size d, layout) for a contract rope dict: GPT-NeoX's, or Phi-MoE's
+    for LongRoPE with ``short_mscale`` / ``long_mscale``."""
+    phimoe = _is_phimoe(rope)
+    unknown = (set(rope) - set(HF_ROPE_KEYS) - set(GEOMETRY_KEYS) - {"dynamic_rule", "softmax_mscale"}
+               - (set(PHIMOE_KEYS) if phimoe else set()))
     if unknown:
         raise NotImplementedError(f"keys with no HF equivalent: {sorted(unknown)}")
     if rope.get("dynamic_rule", "hf") != "hf":
@@ -178,6 +195,16 @@ def _rotary_module(rope: dict) -> tuple[Any, int, int, str]:
     params.setdefault("rope_type", "default")
     params.setdefault("rope_theta", 10000.0)
     params["partial_rotary_factor"] = prf
+    if phimoe:  # PhimoeConfig validates both mscales as numbers: a missing one is its own error
+        params.update({key: rope.get(key) for key in PHIMOE_KEYS})
+        config = transformers.PhimoeConfig(hidden_size=head_dim, num_attention_heads=1, num_key_value_heads=1,
+                                           rope_parameters=params,
+                                           max_position_embeddings=int(rope.get("max_position_embeddings", 2048)))
+        module = modeling_phimoe.PhimoeRotaryEmbedding(config)
+        layout = rope.get("layout", INFO["rope_layout"])
+        if layout != "half" or prf != 1.0:
+            raise NotImplementedError("Phi-MoE rotates the whole head in the half layout")
+        return module, head_dim, head_dim, layout
     config = transformers.GPTNeoXConfig(hidden_size=head_dim, num_attention_heads=1, rope_parameters=params,
                                         max_position_embeddings=int(rope.get("max_position_embeddings", 2048)))
     module = modeling_gpt_neox.GPTNeoXRotaryEmbedding(config)
@@ -188,8 +215,19 @@ def _rotary_module(rope: dict) -> tuple[Any, int, int, str]:
 
 
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
-    """``(inv_freq, attention_factor)`` from transformers' init function for ``rope_type``."""
+    """``(inv_freq, attention_factor)`` from transformers' init function for ``rope_type`` (M-RoPE: the
+    family module's ``inv_freq`` and ``attention_scaling``)."""
+    if _is_mrope(rope):
+        if seq_len is not None and rope.get("rope_type") in ("dynamic", "longrope"):
+            raise NotImplementedError("HF's M-RoPE modules derive seq_len from max(position_ids) + 1")
+        module, _ = _hf_mrope.rotary_module(rope)
+        return _np(module.inv_freq), float(module.attention_scaling)
     module, *_ = _rotary_module(rope)
+    if _is_phimoe(rope):  # its forward: ω from rope_init_fn(config) (no seq_len), A = its mscale for L
+        inv_freq, _ = module.rope_init_fn(module.config)
+        probe = torch.tensor([[0, (seq_len or 1) - 1]])  # forward picks the mscale from max(position_ids) + 1
+        cos, _ = module(torch.zeros(1, dtype=torch.float32), probe)  # cos(0·ω) = 1 times the mscale
+        return _np(inv_freq), float(cos[0, 0, 0])
     kind = rope.get("rope_type", "default")
     init = (module.compute_default_rope_parameters if kind == "default"
             else modeling_rope_utils.ROPE_INIT_FUNCTIONS[kind])
@@ -197,10 +235,21 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
     return _np(inv_freq), float(factor)
 
 
+def _is_mrope(rope: dict) -> bool:
+    return rope.get("mrope_section") is not None
+
+
 def _cos_sin(positions, rope: dict, seq_len: int | None) -> tuple[torch.Tensor, torch.Tensor, int, str]:
     """The rotary module's forward: float32 cos/sin ``(..., T, d)`` (half-layout order), A included."""
-    module, _, _, layout = _rotary_module(rope)
     pos = np.asarray(positions, dtype=np.int64)
+    if _is_mrope(rope):
+        if seq_len is not None and rope.get("rope_type") in ("dynamic", "longrope") and pos.size and (
+            seq_len != int(pos.max()) + 1
+        ):
+            raise NotImplementedError("HF derives seq_len from max(position_ids) + 1")
+        cos, sin, family = _hf_mrope.cos_sin(pos, rope)  # in the family's own channel order
+        return cos, sin, cos.shape[-1], family
+    module, _, _, layout = _rotary_module(rope)
     if seq_len is not None and rope.get("rope_type") in ("dynamic", "longrope") and pos.size and (
         seq_len != int(pos.max()) + 1
     ):
@@ -213,9 +262,10 @@ def _cos_sin(positions, rope: dict, seq_len: int | None) -> tuple[torch.Tensor, 
 
 
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """cos and sin in the layout's channel order (interleaved: each pair's value repeated, as GPT-J)."""
+    """cos and sin in the layout's channel order (interleaved: each pair's value repeated, as GPT-J; M-RoPE:
+    the family module's tables as they are, already in its layout's order)."""
     cos, sin, d, layout = _cos_sin(positions, rope, seq_len)
-    if layout == "interleaved":
+    if layout == "interleaved":  # (an M-RoPE family's tables are in its order already)
         cos = torch.repeat_interleave(cos[..., : d // 2], 2, dim=-1)
         sin = torch.repeat_interleave(sin[..., : d // 2], 2, dim=-1)
     return _np(cos), _np(sin)
@@ -225,9 +275,11 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
     """GPT-NeoX ``apply_rotary_pos_emb`` (half) or GPT-J's (interleaved) on the first d channels, float32."""
     cos, sin, d, layout = _cos_sin(positions, rope, seq_len)
     xt = torch.as_tensor(np.asarray(x, dtype=np.float32))
-    pos_ndim = max(np.ndim(positions), 1)
+    pos_ndim = cos.ndim - 1 if _is_mrope(rope) else max(np.ndim(positions), 1)  # M-RoPE: less the t, h, w axis
     for _ in range(xt.ndim - 1 - pos_ndim):  # (B, T) positions with x (B, H, T, D): head axis
         cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
+    if layout in _hf_mrope.ROTARY:  # an M-RoPE family: its own apply_rotary_pos_emb
+        return _np(_hf_mrope.apply(xt, cos, sin, layout).reshape(xt.shape))
     if layout == "half":
         shape = xt.shape
         while xt.ndim < cos.ndim + 1:  # HF unsqueezes cos at dim 0: give x that leading axis
@@ -242,3 +294,9 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
     sin_h = torch.broadcast_to(sin[..., : d // 2], (*lead, span.shape[-2], d // 2)).reshape(-1, span.shape[-2], d // 2)
     rotated = modeling_gptj.apply_rotary_pos_emb(flat[:, :, None, :], sin_h, cos_h)[:, :, 0, :]  # (N, T, d)
     return _np(torch.cat([rotated.reshape(span.shape), xt[..., d:]], dim=-1))
+
+
+def mrope_position_ids(layout: list, family: str, spatial_merge_size: int = 2,
+                       tokens_per_second: float | None = None) -> np.ndarray:
+    """The family's own ``get_rope_index`` (``_hf_mrope.rope_index``): ``(3, T)`` ids, rows t, h, w."""
+    return _hf_mrope.rope_index(layout, family, spatial_merge_size, tokens_per_second)

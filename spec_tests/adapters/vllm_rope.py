@@ -27,8 +27,17 @@ Install (``tox -e vllm``): ``pip install --no-deps vllm==0.33.0`` and the pure-P
 import of ``vllm.model_executor.layers.rotary_embedding`` loads (``tox.ini``, ``[peers] vllm_deps``); no
 CUDA package, no compiled vLLM extension (``vllm._C`` is missing on CPU and only warned about). vLLM's
 ``CustomOp`` reads the engine config when a module is built, so each module is built inside
-``set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu")))``. M-RoPE
-(``MRotaryEmbedding``) is in vLLM but not wired here: an ``mrope_section`` is ``NotImplementedError``.
+``set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu")))``.
+
+M-RoPE (a rope dict with ``mrope_section``, default or yarn): ``get_rope`` builds ``MRotaryEmbedding``
+(vllm/model_executor/layers/rotary_embedding/mrope.py), contiguous sections or, with
+``mrope_interleaved``, its ``apply_interleaved_rope``; both layouts. ``apply_rope`` is its
+``forward_native(positions (3, T), query, key)``; ``rope_cos_sin`` the rotation, by that same
+``forward_native``, of a probe query with 1 in each pair's first channel and 0 in its second (the rotated
+pair is exactly ``(cos, sin)``), since the section split happens inside it; ``(3, B, T)`` positions are
+one batch row at a time. ``mrope_position_ids`` is not wired: vLLM builds the ids in each model's
+``get_mrope_input_positions`` (vllm/model_executor/models/qwen2_vl.py, ...), and importing those modules
+needs torchvision (transformers' Qwen2-VL image processor), which this CPU install leaves out.
 """
 
 from __future__ import annotations
@@ -68,7 +77,7 @@ PASSED_ON = ("factor", "original_max_position_embeddings", "beta_fast", "beta_sl
 
 def _module(rope: dict, top: int) -> Any:
     """``get_rope`` for a contract rope dict; ``top`` = the largest position + 1 the call needs."""
-    rope = rope_settings(rope, "vLLM's get_rope")  # unknown keys: ValueError; None values: unset
+    rope = rope_settings(rope, "vLLM's get_rope", mrope=True)  # unknown keys: ValueError; None values: unset
     kind, layout = kind_and_layout(rope, "vLLM (neox = half, GPT-J = interleaved)", ("half", "interleaved"))
     if kind == "dynamic" and rope.get("dynamic_rule") != "vllm_static":
         raise NotImplementedError("vLLM's dynamic rule is static (the base at factor·max_position)")
@@ -79,6 +88,11 @@ def _module(rope: dict, top: int) -> Any:
     params: dict[str, Any] = {"rope_type": kind, "rope_theta": float(rope.get("rope_theta", 10000.0)),
                               "partial_rotary_factor": rotary / head_dim}
     params.update({k: rope[k] for k in PASSED_ON if k in rope})
+    if "mrope_section" in rope:  # get_rope builds MRotaryEmbedding for default and yarn
+        if kind not in ("default", "yarn"):
+            raise NotImplementedError(f"vLLM's get_rope builds M-RoPE for default and yarn, not {kind!r}")
+        params["mrope_section"] = list(rope["mrope_section"])
+        params["mrope_interleaved"] = bool(rope.get("mrope_interleaved", False))
     max_position = int(rope.get("max_position_embeddings") or rope.get("original_max_position_embeddings") or top)
     if kind in ("default", "linear", "proportional", "llama3"):
         max_position = max(max_position, top)
@@ -152,9 +166,40 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
     return inv.numpy(), float(getattr(module, "mscale", 1.0))
 
 
+def _is_mrope(rope: dict) -> bool:
+    return rope.get("mrope_section") is not None
+
+
+def _mrope_cos_sin(pos: np.ndarray, rope: dict) -> tuple[np.ndarray, np.ndarray]:
+    """M-RoPE's cos/sin as ``MRotaryEmbedding.forward_native`` forms them (its section split or
+    ``apply_interleaved_rope`` lives inside it): the rotation of a probe query with 1 in each pair's first
+    channel and 0 in its second, whose rotated pair is exactly ``(cos, sin)``."""
+    if pos.ndim == 3:  # (3, B, T): forward_native takes (3, T), one batch row at a time
+        rows = [_mrope_cos_sin(pos[:, b], rope) for b in range(pos.shape[1])]
+        return np.stack([c for c, _ in rows]), np.stack([s for _, s in rows])
+    if pos.ndim > 3:
+        raise NotImplementedError("vLLM's MRotaryEmbedding takes positions (T,) or (3, T)")
+    module = _module(rope, int(pos.max()) + 1 if pos.size else 1)
+    t, d, head = pos.shape[-1], module.rotary_dim, module.head_size
+    probe = torch.zeros(t, head)  # (T, head_size): one head
+    if module.is_neox_style:
+        probe[:, : d // 2] = 1.0
+    else:
+        probe[:, 0:d:2] = 1.0
+    out, _ = module.forward_native(torch.as_tensor(pos), probe, probe.clone())
+    out = out.double()[:, :d]  # (T, d): [cos | sin] (neox) or (cos, sin) per pair (GPT-J)
+    if module.is_neox_style:
+        cos, sin = out[:, : d // 2], out[:, d // 2:]
+        return torch.cat([cos, cos], -1).numpy(), torch.cat([sin, sin], -1).numpy()
+    return out[:, 0::2].repeat_interleave(2, -1).numpy(), out[:, 1::2].repeat_interleave(2, -1).numpy()
+
+
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``cos_sin_cache`` (``[cos | sin]`` per pair) in the contract's channel order."""
+    """Rows of ``cos_sin_cache`` (``[cos | sin]`` per pair) in the contract's channel order (M-RoPE:
+    :func:`_mrope_cos_sin`)."""
     pos = integer_positions(positions, reject_negative=True)
+    if _is_mrope(rope):
+        return _mrope_cos_sin(pos, rope)
     if rope.get("rope_type") == "longrope":
         module = _longrope(rope, _length(pos, seq_len))
         rows = _longrope_rows(module, pos).double()
@@ -172,8 +217,11 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
     """``forward_native(positions, query)`` with ``query`` = x moved to ``(T, N·head_dim)`` and back."""
     pos = integer_positions(positions, reject_negative=True)
     x = np.asarray(x, dtype=np.float32)
-    check_rope_keys(rope, "vLLM's get_rope")  # before the (B, T) split: M-RoPE's (3, T) positions are not rows
-    if pos.ndim == 2:  # (B, T) with x (B, H, T, D): one batch row at a time
+    check_rope_keys(rope, "vLLM's get_rope", mrope=True)
+    mrope = _is_mrope(rope)
+    if mrope and pos.ndim == 3:  # (3, B, T) with x (B, H, T, D): one batch row at a time
+        return np.stack([apply_rope(x[b], pos[:, b], rope, seq_len) for b in range(pos.shape[1])])
+    if not mrope and pos.ndim == 2:  # (B, T) with x (B, H, T, D): one batch row at a time
         return np.stack([apply_rope(x[b], pos[b], rope, seq_len) for b in range(pos.shape[0])])
     lead, (t, d) = x.shape[:-2], x.shape[-2:]
     tokens = torch.as_tensor(np.moveaxis(x.reshape(-1, t, d), 1, 0).reshape(t, -1).copy())  # (T, N·D)
@@ -183,6 +231,7 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
         query, _ = module.forward(torch.as_tensor(pos), tokens, tokens.clone())
     else:
         module = _module(rope, int(pos.max()) + 1 if pos.size else 1)
-        query, _ = module.forward_native(torch.as_tensor(pos), tokens)
+        # MRotaryEmbedding.forward_native asserts a key: the same tokens, its rotation discarded
+        query, _ = module.forward_native(torch.as_tensor(pos), tokens, tokens.clone() if mrope else None)
     out = np.moveaxis(query.double().numpy().reshape(t, -1, d), 0, 1)  # (N, T, D)
     return out.reshape(*lead, t, d)
