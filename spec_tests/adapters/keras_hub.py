@@ -14,6 +14,13 @@ What keras-hub implements, and what is wired:
   YaRN multiplies cos and sin by ``0.1·ln s + 1`` (no ``mscale``, no ``attention_factor``). ω is
   ``_get_inverse_freq`` (float32), cos/sin ``_compute_cos_sin_embedding``, the rotation ``call(x,
   positions=...)``.
+* M-RoPE (a rope dict with ``mrope_section``): Qwen3.5's ``_apply_mrope``
+  (``keras_hub/src/models/qwen3_5/qwen3_5_attention.py``), the interleaved (round-robin) assignment in the
+  half layout, ω from a plain ``RotaryEmbedding``'s ``_get_inverse_freq``, positions ``(batch, 4, T)``
+  (row 0, the text position, is not read; the adapter fills it with t). ``apply_rope`` calls it on
+  ``(1, T, N, D)``; ``rope_cos_sin`` is its rotation of a probe with 1 in each pair's first channel and 0
+  in its second (the rotated pair is exactly ``(cos, sin)``). Contiguous sections, scaling rules and the
+  position ids (keras-hub has no ``get_rope_index``) are not in keras-hub.
 * Sinusoids: ``keras_hub.layers.SinePositionEncoding`` — interleaved (sin on even, cos on odd
   channels), paper spacing, ``max_wavelength`` = base.
 * Learned table: ``keras_hub.layers.PositionEmbedding`` with its weights set to the table, ``call(x,
@@ -38,6 +45,7 @@ import keras
 import numpy as np
 from keras import ops
 from keras_hub.layers import AlibiBias, PositionEmbedding, RotaryEmbedding, SinePositionEncoding
+from keras_hub.src.models.qwen3_5.qwen3_5_attention import _apply_mrope
 from keras_hub.src.models.t5.t5_multi_head_attention import T5MultiHeadAttention
 
 from spec_tests.adapters._contract import alibi_form, integer_positions, rope_settings, rotary_width
@@ -84,8 +92,58 @@ def _layer(rope: dict) -> RotaryEmbedding:
     raise NotImplementedError(f"rope_type {kind!r}: keras-hub has linear, static NTK ('dynamic') and yarn")
 
 
+def _is_mrope(rope: dict) -> bool:
+    return rope.get("mrope_section") is not None
+
+
+def _mrope_layer(rope: dict) -> tuple[RotaryEmbedding, dict]:
+    """The plain ``RotaryEmbedding`` whose ω Qwen3.5's ``_apply_mrope`` reads, and the settled dict."""
+    rope = rope_settings(rope, "keras-hub", mrope=True)  # unknown keys: ValueError; None values: unset
+    if rope.get("rope_type", "default") != "default":
+        raise NotImplementedError("keras-hub's _apply_mrope takes ω from _get_inverse_freq alone: no scaling rule")
+    if not rope.get("mrope_interleaved"):
+        raise NotImplementedError("keras-hub's M-RoPE (Qwen3.5's _apply_mrope) is the interleaved assignment only")
+    if rope.get("layout", "half") != "half" or rope.get("placement", "first") != "first":
+        raise NotImplementedError("keras-hub's _apply_mrope rotates half-split pairs of the x it is given")
+    if rotary_width(rope) != int(rope["head_dim"]):
+        raise NotImplementedError("keras-hub's _apply_mrope rotates the whole x it is given (its model slices)")
+    return RotaryEmbedding(max_wavelength=float(rope.get("rope_theta", 10000.0))), rope
+
+
+def _mrope_rotate(x: np.ndarray, pos: np.ndarray, rope: dict) -> np.ndarray:
+    """``_apply_mrope`` on x ``(..., T, D)`` at positions ``(T,)`` or ``(3, T)`` (others handed over as
+    they are): x moved to its ``(1, T, N, D)``, positions to its ``(1, 4, T)``."""
+    layer, rope = _mrope_layer(rope)
+    if pos.ndim == 1:
+        ids = np.stack([pos] * 4)[None]  # (1, 4, T): t = h = w
+    elif pos.ndim == 2 and pos.shape[0] == 3:
+        ids = np.concatenate([pos[:1], pos])[None]  # (1, 4, T): row 0 (text) is not read
+    else:
+        ids = pos
+    lead, (t, d) = x.shape[:-2], x.shape[-2:]
+    x_rope = np.moveaxis(x.reshape(-1, t, d), 1, 0)[None]  # (1, T, N, D)
+    out = _apply_mrope(ops.convert_to_tensor(x_rope), layer, ops.convert_to_tensor(ids.astype(np.int32)),
+                       list(rope["mrope_section"]), d)
+    return np.moveaxis(_np(out)[0], 0, 1).reshape(*lead, t, d)
+
+
+def _mrope_cos_sin(pos: np.ndarray, rope: dict) -> tuple[np.ndarray, np.ndarray]:
+    if pos.ndim == 3:  # (3, B, T): one batch row at a time
+        rows = [_mrope_cos_sin(pos[:, b], rope) for b in range(pos.shape[1])]
+        return np.stack([c for c, _ in rows]), np.stack([s for _, s in rows])
+    d, t = int(rope["head_dim"]), pos.shape[-1]
+    probe = np.zeros((t, d), dtype=np.float32)
+    probe[:, : d // 2] = 1.0  # each pair (j, j + d/2) = (1, 0): rotated to (cos, sin)
+    out = _mrope_rotate(probe, pos, rope)  # (T, D)
+    cos, sin = out[:, : d // 2], out[:, d // 2:]
+    return np.concatenate([cos, cos], -1), np.concatenate([sin, sin], -1)
+
+
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
     """``_get_inverse_freq(head_dim)`` and the factor YaRN multiplies cos/sin with (1 otherwise)."""
+    if _is_mrope(rope):
+        layer, _ = _mrope_layer(rope)
+        return _np(layer._get_inverse_freq(int(rope["head_dim"]))), 1.0
     layer = _layer(rope)
     inv = _np(layer._get_inverse_freq(int(rope["head_dim"])))
     s = float(rope.get("factor") or 1.0)
@@ -93,7 +151,10 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
 
 
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``_compute_cos_sin_embedding`` at the positions: ``[c, c]`` order, YaRN's factor included."""
+    """``_compute_cos_sin_embedding`` at the positions: ``[c, c]`` order, YaRN's factor included (M-RoPE:
+    ``_apply_mrope``'s rotation of a probe)."""
+    if _is_mrope(rope):
+        return _mrope_cos_sin(integer_positions(positions, reject_negative=False), rope)
     layer = _layer(rope)
     pos = integer_positions(positions, reject_negative=False)
     flat = pos.reshape(1, -1)  # (1, N): the layer's (batch, seq) positions
@@ -107,6 +168,10 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
     """``RotaryEmbedding(sequence_axis=-2)(x, positions=...)`` in float32."""
     pos = integer_positions(positions, reject_negative=False)
     x = np.asarray(x, dtype=np.float32)
+    if _is_mrope(rope):
+        if pos.ndim == 3:  # (3, B, T) with x (B, H, T, D): one batch row at a time
+            return np.stack([_mrope_rotate(x[b], pos[:, b], rope) for b in range(pos.shape[1])])
+        return _mrope_rotate(x, pos, rope)
     base = _layer(rope)
     layer = RotaryEmbedding(max_wavelength=base.max_wavelength, scaling_factor=base.scaling_factor,
                             rope_type=base.rope_type, beta_fast=base.beta_fast, beta_slow=base.beta_slow,
