@@ -181,6 +181,35 @@ def test_causal_query_ignores_the_order_of_earlier_tokens(impl, data):
     assert_within(out[..., -1, :], attention(q, k, v, causal=True)[..., -1, :], **tolerances(impl))
 
 
+@given(st.data(), st.sampled_from([0.5, 2.0, 50.0]), st.sampled_from(["none", "mask", "causal"]))
+def test_softcap_caps_the_scaled_logits_before_the_mask(impl, data, cap, masking):
+    """Steps 3, 5, 7 of docs/conventions.md#scale-order (Gemma-2's order): the scale first, then
+    ``c·tanh(s/c)``, then the mask; the mask removes keys, it is never added to the capped logits. The
+    expected output is that formula in float64 (no bias: where a bias goes beside a softcap is refpos's
+    choice, not a convention of the libraries)."""
+    attention = require(impl, "attention")
+    q, k, v = data.draw(qkv_inputs(gqa=True))
+    q = q * 4.0  # logits of a few units: caps of 0.5 and 2 bite, 50 does not
+    n_rep = q.shape[1] // k.shape[1]
+    kk, vv = np.repeat(k, n_rep, axis=1), np.repeat(v, n_rep, axis=1)  # (B, Hq, Tk, ·)
+    s = cap * np.tanh(q @ np.swapaxes(kk, -1, -2) * q.shape[-1] ** -0.5 / cap)  # (B, Hq, Tq, Tk)
+    t_q, t_k = s.shape[-2:]
+    mask = None
+    allowed = np.ones(s.shape, dtype=bool)
+    if masking == "mask":
+        rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+        mask = rng.random((t_q, t_k)) < 0.6
+        mask[:, 0] = True  # every row keeps a key: the fully masked rule is tested elsewhere
+        allowed = np.broadcast_to(mask, s.shape)
+    elif masking == "causal":  # queries aligned to the end of the keys
+        allowed = np.broadcast_to(np.arange(t_k)[None, :] <= np.arange(t_q)[:, None] + (t_k - t_q), s.shape)
+    s = np.where(allowed, s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    want = (p / p.sum(axis=-1, keepdims=True)) @ vv
+    got = attention(q, k, v, mask=mask, causal=masking == "causal", softcap=cap)
+    assert_within(got, want, **tolerances(impl))
+
+
 # ----------------------------------------------------------------------------------------- heads
 
 

@@ -32,7 +32,8 @@ mask. litgpt adds no bias, so a bias and ``causal`` together with a mask are ``N
 With a softcap, litgpt's path adds the mask to the scores (``scores + mask``): a boolean mask adds 1 to
 the allowed keys and masks nothing, so litgpt's kv-cache call with a softcap reads masked keys
 (measured: 2 heads, T_q 3, T_k 5, softcap 5, a random mask: max |diff| 0.91 against the contract; the
-causal T_q < T_k call: 1.0). No spec test passes a softcap, so no xfails entry records it.
+causal T_q < T_k call: 1.0). ``test_softcap_caps_the_scaled_logits_before_the_mask`` fails on it: an
+entry of ``litgpt.xfails.txt``.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ MROPE = "spec_tests/test_mrope.py"
 MUTANTS: dict[str, Mutant] = {
     "softmax_no_max": Mutant("softmax_no_max", (ATTENTION,)),
     "gqa_modulo_heads": Mutant("gqa_head_mapping", (ATTENTION,)),
+    "softcap_before_scale": Mutant("softcap_before_scale", (ATTENTION,)),
     "rope_layout_swapped": Mutant("layout_swap", (ROPE_VECTORS,)),
     "rope_position_off_by_one": Mutant("position_offset", (ROPE_PROPERTIES,)),
     "rope_float32_angles": Mutant("float32_angles", (ROPE_PROPERTIES,)),
