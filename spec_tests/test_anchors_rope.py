@@ -130,6 +130,23 @@ def _hf_init(rope, seq_len):
     return ROPE_INIT_FUNCTIONS[rope["rope_type"]](config, "cpu", seq_len=seq_len)
 
 
+def _llama3_blend_gain(rope, base):
+    r"""How much HF's float32 llama3 blend magnifies the rounding of its inputs, per pair (1 outside the band).
+
+    In the band :math:`\mathrm{low} < r_j < \mathrm{high}`, :math:`r_j = L_0\,\omega_j / 2\pi`, the pair
+    is :math:`\omega'_j = (1 - \sigma_j)\,\omega_j/s + \sigma_j\,\omega_j` with
+    :math:`\sigma_j = (r_j - \mathrm{low})/(\mathrm{high} - \mathrm{low})`. HF computes :math:`r_j` in
+    float32 from its float32 ω (:math:`2\pi/\omega`, then :math:`L_0/\lambda`), a relative error δ of a few
+    float32 ulps, which moves :math:`\omega'_j` by :math:`(1 - 1/s)\,r_j\,\delta/(\mathrm{high} -
+    \mathrm{low})\,\omega_j`: the gain multiplies the float32 rule. Measured: θ 1e4, rotary size 10,
+    s = 8, L_0 = 4096, low 2, high 3: pair 3 (r = 2.60) off by 1.11e-6·ω (gain 3.27).
+    """
+    s, low, high = rope.get("factor", 8.0), rope.get("low_freq_factor", 1.0), rope.get("high_freq_factor", 4.0)
+    r = rope.get("original_max_position_embeddings", 8192) * base / (2 * math.pi)
+    in_band = (r > low) & (r < high)
+    return 1.0 + np.where(in_band, (1.0 - 1.0 / s) * r / (high - low), 0.0)
+
+
 @pytest.mark.parametrize("rope_type", HF_TYPES)
 @given(data=st.data())
 def test_random_configs_match_rope_init_functions(impl, rope_type, data):
@@ -139,8 +156,11 @@ def test_random_configs_match_rope_init_functions(impl, rope_type, data):
     hf_inv, hf_a = _hf_init(rope, seq_len)
     inv, a = require(impl, "rope_frequencies")(rope, seq_len=seq_len)
     assert inv.shape == (rotary_width(rope) // 2,)
-    # yarn, llama3: a float32 blend of operands of size ω_j, so the rounding is relative to ω_j
+    # yarn, llama3: a float32 blend of operands of size ω_j, so the rounding is relative to ω_j (llama3's
+    # band magnifies it: _llama3_blend_gain)
     scale = base_inv(rope["rope_theta"], rotary_width(rope)) if rope_type in ("yarn", "llama3") else None
+    if rope_type == "llama3":
+        scale = scale * _llama3_blend_gain(rope, scale)
     assert_close(inv, _np(hf_inv), impl, scale=scale, anchor_dtype="float32", what="inv_freq")
     assert_close(a, hf_a, impl, what="attention factor")
 
