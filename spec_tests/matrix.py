@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import subprocess
@@ -43,11 +44,11 @@ COLUMNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "llama3": (("test_rope_scaling", ("llama3",)), ("test_rope_vectors", ("llama31", "llama32")),
                ("test_anchors_rope", ("[llama3]",))),
     "LongRoPE": (("test_rope_scaling", ("longrope",)), ("test_rope_vectors", ("longrope",)),
-                 ("test_anchors_rope", ("[longrope]", "longrope")),
-                 ("test_golden", ("microsoft--Phi-3", "microsoft--Phi-4"))),  # the LongRoPE models' golden cases
+                 ("test_anchors_rope", ("[longrope]", "longrope"))),
     "proportional": (("test_rope_scaling", ("proportional",)), ("test_anchors_rope", ("[proportional]",))),
     "M-RoPE": (("test_mrope", ("",)), ("test_anchors_rope", ("mrope",))),
-    "layouts": (("test_rope_properties", ("conjugate", "deinterleaved", "permutation")),),
+    "layouts": (("test_rope_properties", ("conjugate", "deinterleaved", "permutation")),
+                ("test_golden", ("[rope-layout/",))),
     "partial rotary": (("test_rope_properties", ("pass_through",)),
                        ("test_rope_vectors", ("partial", "tail-", "head-"))),
     "RoPE properties": (("test_rope_properties", ("logit_depends", "norm_is", "position_zero", "compose",
@@ -65,6 +66,26 @@ EXCLUDED = {"sinusoid": ("learned",),  # the learned lookup lives in test_sinuso
             "linear": ("proportional",)}  # test_proportional_at_full_width_is_linear is proportional's
 
 
+#: the column of each RoPE rule: a golden RoPE case counts in the column of the rule its model resolves to
+RULE_COLUMNS = {"default": "default RoPE", "linear": "linear", "ntk": "NTK", "dynamic": "dynamic", "yarn": "YaRN",
+                "llama3": "llama3", "longrope": "LongRoPE", "proportional": "proportional"}
+
+
+@functools.cache
+def golden_columns() -> dict[str, str]:
+    """Golden case id → the column of its RoPE rule (``M-RoPE`` with sections), from the committed manifest's
+    ``parameters.rope`` (cases without a rope dict belong to no rule column)."""
+    from refpos.golden.manifest import default_golden_dir, load_manifest
+
+    out = {}
+    for case in load_manifest(default_golden_dir())["cases"]:
+        rope = case.get("parameters", {}).get("rope")
+        if isinstance(rope, dict):
+            rule = RULE_COLUMNS.get(rope.get("rope_type") or "default")
+            out[case["id"]] = "M-RoPE" if rope.get("mrope_section") else rule
+    return {case: column for case, column in out.items() if column}
+
+
 def _column_of(nodeid: str) -> list[str]:
     module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
     name = nodeid.split("::", 1)[-1]
@@ -72,6 +93,10 @@ def _column_of(nodeid: str) -> list[str]:
     for column, parts in COLUMNS.items():
         needles = [n for mod, ns in parts if mod == module for n in ns]
         if any(n in name for n in needles) and not any(x in name for x in EXCLUDED.get(column, ())):
+            out.append(column)
+    if module == "test_golden" and "[" in name:  # test_golden_case[<case id>]
+        column = golden_columns().get(name.split("[", 1)[1].removesuffix("]"))
+        if column is not None and column not in out:
             out.append(column)
     return out
 
