@@ -46,12 +46,15 @@ import numpy as np
 
 from refpos.parallel import ThreadScratch, run_blocks, threads_for
 
-#: bytes per NumPy call (128 KiB): one head's slab of rows. A slab, its result and its partners (and the
-#: block's tables) stay in the core's L2 cache between the four calls on them; each call costs a few µs
-#: whatever its size, so calls must not be smaller. On (1, 32, 4096, 128) on the 2-core VM (one thread, CPU
-#: time, 15 alternating rounds): 128 KiB 1.89x the copy and the tables in float32, 1.99x in float64; 512 KiB
-#: 1.98x and 2.06x; several heads per call with fewer rows per table no better.
-SLAB_BYTES = 2**17
+#: bytes per NumPy call (512 KiB): one head's slab of rows. A slab, its result and its partners (1.5 MiB,
+#: and the block's tables) stay in a 2 MiB L2 cache between the four calls on them; each call costs a few µs
+#: whatever its size, and larger slabs mean fewer, longer blocks for the threads. On (1, 32, 4096, 128),
+#: both vCPUs of the 2-core Intel VM, quiet, `refpos bench rope` against the copy plus the tables (two runs
+#: per size, best rounds): half layout 1.25–1.44x float32 and 1.33–1.45x float64 at 128 KiB, 1.04x and
+#: 1.05–1.09x at 256 KiB, 1.01–1.03x and 0.98–1.10x at 512 KiB, 1.09x and 1.04x at 1 MiB; interleaved
+#: 1.58–1.64x / 1.54–1.62x at 128 KiB, 1.05–1.15x / 1.24–1.28x at 512 KiB. One thread at load (CPU time)
+#: had preferred 128 KiB (1.89x against 1.98x).
+SLAB_BYTES = 2**19
 
 
 def signed_tables(cos: np.ndarray, sin: np.ndarray, written: tuple[slice, slice],
