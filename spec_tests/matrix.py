@@ -71,14 +71,16 @@ RULE_COLUMNS = {"default": "default RoPE", "linear": "linear", "ntk": "NTK", "dy
                 "llama3": "llama3", "longrope": "LongRoPE", "proportional": "proportional"}
 
 
+#: the committed golden manifest (read as JSON: ``render`` runs where only tox is installed)
+MANIFEST = ROOT / "golden" / "manifest.json"
+
+
 @functools.cache
 def golden_columns() -> dict[str, str]:
     """Golden case id → the column of its RoPE rule (``M-RoPE`` with sections), from the committed manifest's
     ``parameters.rope`` (cases without a rope dict belong to no rule column)."""
-    from refpos.golden.manifest import default_golden_dir, load_manifest
-
     out = {}
-    for case in load_manifest(default_golden_dir())["cases"]:
+    for case in json.loads(MANIFEST.read_text(encoding="utf-8"))["cases"]:
         rope = case.get("parameters", {}).get("rope")
         if isinstance(rope, dict):
             rule = RULE_COLUMNS.get(rope.get("rope_type") or "default")
