@@ -243,3 +243,36 @@ def test_matrix_rerun_replaces_only_the_failed_outcomes(tmp_path, monkeypatch):
     (tmp_path / "fake.json").write_text(json.dumps(stored), encoding="utf-8")
     with pytest.raises(SystemExit, match="did not report"):
         matrix.rerun("fake", [])
+
+
+def test_the_matrix_renders_where_only_tox_is_installed():
+    """``tox -e peers`` renders the page in an environment with tox alone: the matrix module imports only
+    the standard library (the golden manifest is read as JSON)."""
+    import ast
+    import sys
+    from pathlib import Path
+
+    from spec_tests import matrix
+
+    tree = ast.parse(Path(matrix.__file__).read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and not node.level}
+    outside = sorted(imported - set(sys.stdlib_module_names) - {"__future__"})
+    assert not outside, f"spec_tests/matrix.py imports {outside}: render would fail in tox -e peers"
+
+
+def test_the_golden_cases_count_in_the_column_of_their_rule():
+    """A golden RoPE case belongs to the column of the rule its model resolves to (the manifest's
+    parameters.rope), a layout case to layouts."""
+    from spec_tests import matrix
+
+    def column(case_id):
+        return matrix._column_of(f"spec_tests/test_golden.py::test_golden_case[{case_id}]")
+
+    assert column("rope/meta-llama--Llama-3.1-8B/apply") == ["llama3"]
+    assert column("rope/openai--gpt-oss-20b/cos-sin") == ["YaRN"]
+    assert column("rope/microsoft--Phi-3.5-mini-instruct/frequencies") == ["LongRoPE"]
+    assert "layouts" in column("rope-layout/deinterleaved")
+    assert column("alibi/causal-n8") == []
