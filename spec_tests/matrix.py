@@ -114,7 +114,9 @@ def _pytest(impl: str, name: str, targets: list[str], extra: list[str]) -> tuple
                    f"--junitxml={junit}", *extra]
         if xfails.exists():
             command += ["--xfails-file", str(xfails.relative_to(ROOT))]
-        env = {**os.environ, "REFPOS_IMPL": impl, "PYTHONPATH": os.pathsep.join(
+        # the deterministic profile (derandomized, no example database) unless one is chosen: a run's
+        # outcomes depend on the code alone, not on which examples an earlier run happened to store
+        env = {"REFPOS_HYPOTHESIS_PROFILE": "ci", **os.environ, "REFPOS_IMPL": impl, "PYTHONPATH": os.pathsep.join(
             [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
         started = datetime.datetime.now(datetime.UTC)
         proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
