@@ -2,7 +2,9 @@
 
 ``python -m spec_tests.matrix run NAME...`` runs the suite on ``spec_tests.adapters.NAME`` (with its
 xfails file) in the current environment and stores the outcome of every test, the adapter's ``INFO``,
-the date and the command in one JSON file per adapter in ``spec_tests/results/``.
+the date and the command in one JSON file per adapter in ``spec_tests/results/``. It runs Hypothesis'
+deterministic ``ci`` profile (``REFPOS_HYPOTHESIS_PROFILE`` chooses another), so a run's outcomes depend
+on the code, not on the examples an earlier run stored.
 ``python -m spec_tests.matrix rerun NAME...`` reruns only the tests the stored run of ``NAME`` failed (or
 xpassed), with the xfails file as it is now, and writes their new outcomes into the stored result: after a
 triage, the failures an entry now names become known divergences without a second full run; the result
