@@ -94,3 +94,21 @@ def integer_positions(positions, *, reject_negative: bool) -> np.ndarray:
     if reject_negative and (pos < 0).any():
         raise ValueError("positions must be >= 0")
     return pos.astype(np.int64)
+
+
+def attention_shapes(q: Any, k: Any, library: str, axes: str) -> tuple[int, int, int, int, int, int]:
+    """``(B, H, T_q, d, H_kv, T_k)`` of contract ``q`` ``(B, H, T_q, d)`` and ``k`` ``(B, H_kv, T_k, d)``.
+
+    Another rank is ``NotImplementedError`` (the library's attention takes ``axes``, e.g. ``"(b, n_h, s, h_d)"``);
+    ``H`` not a multiple of ``H_kv`` is ``ValueError`` (GQA shares each key/value head by ``H / H_kv`` query
+    heads).
+    """
+    q_shape, k_shape = np.shape(q), np.shape(k)
+    if len(q_shape) != 4 or len(k_shape) != 4:
+        raise NotImplementedError(f"{library}'s attention takes {axes}")
+    b, h, t_q, d = q_shape
+    h_kv, t_k = k_shape[1], k_shape[2]
+    if h % h_kv:
+        raise ValueError(f"q heads ({h}) must be a multiple of kv heads ({h_kv})")
+    return b, h, t_q, d, h_kv, t_k
+

@@ -47,7 +47,14 @@ from litgpt.model import CausalSelfAttention, batched_index_select, build_mask_c
 from litgpt.model import apply_rope as litgpt_apply_rope
 from litgpt.model import apply_rope_interleave as litgpt_apply_rope_interleave
 
-from spec_tests.adapters._contract import adapter_info, integer_positions, kind_and_layout, rope_settings, rotary_width
+from spec_tests.adapters._contract import (
+    adapter_info,
+    attention_shapes,
+    integer_positions,
+    kind_and_layout,
+    rope_settings,
+    rotary_width,
+)
 
 INFO = adapter_info(
     f"litgpt {version('litgpt')} + torch {torch.__version__}",
@@ -159,13 +166,8 @@ def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=N
         raise NotImplementedError("litgpt's attention adds no bias to the logits")
     if causal and mask is not None:
         raise NotImplementedError("litgpt passes either its causal mask or a given mask, not both")
+    _, h, t_q, d, h_kv, t_k = attention_shapes(q, k, "litgpt", "(B, n_head, T, head_size)")
     qt, kt, vt = (torch.as_tensor(np.asarray(a, dtype=np.float64)) for a in (q, k, v))
-    if qt.ndim != 4:
-        raise NotImplementedError("litgpt's attention takes (B, n_head, T, head_size)")
-    _, h, t_q, d = qt.shape
-    h_kv, t_k = kt.shape[1], kt.shape[2]
-    if h % h_kv:
-        raise ValueError(f"q heads ({h}) must be a multiple of kv heads ({h_kv})")
     if scale is not None and not scale > 0:
         raise ValueError(f"scale must be > 0, got {scale}")
     config = Config(n_layer=1, n_head=h, n_query_groups=h_kv, head_size=d, n_embd=h * d, rotary_percentage=1.0,

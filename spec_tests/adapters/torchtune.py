@@ -36,7 +36,7 @@ from torchtune.models.qwen2._positional_embeddings import Qwen2RotaryPositionalE
 from torchtune.modules import RotaryPositionalEmbeddings
 from torchtune.modules.attention_utils import _sdpa_or_flex_attention
 
-from spec_tests.adapters._contract import integer_positions, rope_settings, rotary_width
+from spec_tests.adapters._contract import attention_shapes, integer_positions, rope_settings, rotary_width
 
 INFO: dict[str, Any] = {
     "name": f"torchtune {importlib.metadata.version('torchtune')} + torch {torch.__version__}",
@@ -116,13 +116,8 @@ def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=N
         raise NotImplementedError("torchtune's MultiHeadAttention has no logit softcap")
     if scale is not None and scale != np.asarray(q).shape[-1] ** -0.5:
         raise NotImplementedError("torchtune's MultiHeadAttention scales by head_dim^-1/2 only")
+    b, h, t_q, _, h_kv, t_k = attention_shapes(q, k, "torchtune", "(b, n_h, s, h_d)")
     qt, kt, vt = (torch.as_tensor(np.asarray(a, dtype=np.float64)) for a in (q, k, v))
-    if qt.ndim != 4:
-        raise NotImplementedError("torchtune's attention takes (b, n_h, s, h_d)")
-    b, h, t_q, _ = qt.shape
-    h_kv, t_k = kt.shape[1], kt.shape[2]
-    if h % h_kv:
-        raise ValueError(f"q heads ({h}) must be a multiple of kv heads ({h_kv})")
     q_per_kv = h // h_kv  # MultiHeadAttention: k.view(b, s, n_kv, 1, d).expand(b, s, n_kv, q_per_kv, d)
     kt = kt[:, :, None].expand(b, h_kv, q_per_kv, t_k, kt.shape[-1]).reshape(b, h, t_k, -1)
     vt = vt[:, :, None].expand(b, h_kv, q_per_kv, t_k, vt.shape[-1]).reshape(b, h, t_k, -1)
