@@ -71,6 +71,9 @@ EXCLUDED = {"sinusoid": ("learned",),  # the learned lookup lives in test_sinuso
 #: the column of each RoPE rule: a golden RoPE case counts in the column of the rule its model resolves to
 RULE_COLUMNS = {"default": "default RoPE", "linear": "linear", "ntk": "NTK", "dynamic": "dynamic", "yarn": "YaRN",
                 "llama3": "llama3", "longrope": "LongRoPE", "proportional": "proportional"}
+#: the column of the golden cases of each other family of the manifest (families without a column: none)
+FAMILY_COLUMNS = {"sinusoid": "sinusoid", "alibi": "ALiBi", "t5": "T5", "learned": "learned",
+                  "attention": "attention core"}
 
 
 #: the committed golden manifest (read as JSON: ``render`` runs where only tox is installed)
@@ -79,14 +82,16 @@ MANIFEST = ROOT / "golden" / "manifest.json"
 
 @functools.cache
 def golden_columns() -> dict[str, str]:
-    """Golden case id → the column of its RoPE rule (``M-RoPE`` with sections), from the committed manifest's
-    ``parameters.rope`` (cases without a rope dict belong to no rule column)."""
+    """Golden case id → its column, from the committed manifest: a RoPE case by the rule of its
+    ``parameters.rope`` (``M-RoPE`` with sections), any other by its ``family``."""
     out = {}
     for case in json.loads(MANIFEST.read_text(encoding="utf-8"))["cases"]:
         rope = case.get("parameters", {}).get("rope")
         if isinstance(rope, dict):
-            rule = RULE_COLUMNS.get(rope.get("rope_type") or "default")
-            out[case["id"]] = "M-RoPE" if rope.get("mrope_section") else rule
+            out[case["id"]] = "M-RoPE" if rope.get("mrope_section") else RULE_COLUMNS.get(rope.get("rope_type")
+                                                                                          or "default")
+        else:
+            out[case["id"]] = FAMILY_COLUMNS.get(case.get("family"))
     return {case: column for case, column in out.items() if column}
 
 

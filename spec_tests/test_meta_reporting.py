@@ -265,7 +265,7 @@ def test_the_matrix_renders_where_only_tox_is_installed():
 
 def test_the_golden_cases_count_in_the_column_of_their_rule():
     """A golden RoPE case belongs to the column of the rule its model resolves to (the manifest's
-    parameters.rope), a layout case to layouts."""
+    parameters.rope), a layout case to layouts, another family's case to its family's column."""
     from spec_tests import matrix
 
     def column(case_id):
@@ -275,4 +275,6 @@ def test_the_golden_cases_count_in_the_column_of_their_rule():
     assert column("rope/openai--gpt-oss-20b/cos-sin") == ["YaRN"]
     assert column("rope/microsoft--Phi-3.5-mini-instruct/frequencies") == ["LongRoPE"]
     assert "layouts" in column("rope-layout/deinterleaved")
-    assert column("alibi/causal-n8") == []
+    assert "alibi/slopes-n1" in {c["id"] for c in matrix.json.loads(matrix.MANIFEST.read_text())["cases"]}
+    assert column("alibi/slopes-n1") == ["ALiBi"]  # another family's case: the column of its family
+    assert column("shaw/attention-k2") == []  # a family without a column
