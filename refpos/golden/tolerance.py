@@ -38,7 +38,6 @@ import numpy as np
 from refpos.backend import array_namespace, to_numpy
 from refpos.golden.ulp import DTYPES as DTYPES  # the dtype facts every rule is stated in, re-exported
 from refpos.golden.ulp import MANTISSA, as_float_array, check_dtype, ulp
-from refpos.golden.ulp import MIN_EXPONENT as MIN_EXPONENT
 
 Array = Any
 
