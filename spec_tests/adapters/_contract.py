@@ -26,6 +26,11 @@ ROPE_KEYS = MROPE_KEYS | frozenset({
 })
 
 
+def is_mrope(rope: dict) -> bool:
+    """Whether a contract rope dict asks for M-RoPE (``mrope_section`` set, docs/mrope.md)."""
+    return rope.get("mrope_section") is not None
+
+
 def adapter_info(name: str, dtype: str, description: str, *, native_layout: str = "half",
                  rope_types: list[str] | None = None, rope_layouts: list[str] | None = None,
                  rope_placements: list[str] | None = None) -> dict[str, Any]:

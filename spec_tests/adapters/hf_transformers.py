@@ -46,7 +46,9 @@ from transformers.models.phimoe import modeling_phimoe
 from transformers.models.t5 import modeling_t5
 
 from spec_tests.adapters import _hf_mrope
-from spec_tests.adapters._contract import alibi_form
+from spec_tests.adapters._contract import alibi_form, is_mrope
+from spec_tests.adapters._hf_mrope import GEOMETRY_KEYS
+from spec_tests.adapters._hf_mrope import HF_KEYS as HF_ROPE_KEYS
 
 INFO: dict[str, Any] = {
     "name": f"transformers {transformers.__version__} + torch {torch.__version__}",
@@ -55,11 +57,7 @@ INFO: dict[str, Any] = {
     "description": "spec_tests/adapters/hf_transformers.py: HF modules and torch SDPA, CPU",
 }
 
-HF_ROPE_KEYS = ("rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-                "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-                "short_factor", "long_factor")
 PHIMOE_KEYS = ("short_mscale", "long_mscale")
-GEOMETRY_KEYS = ("head_dim", "partial_rotary_factor", "rotary_dim", "max_position_embeddings", "layout", "placement")
 
 
 def _t(a: Any, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -196,15 +194,13 @@ def _rotary_module(rope: dict) -> tuple[Any, int, int, str]:
     params.setdefault("rope_theta", 10000.0)
     params["partial_rotary_factor"] = prf
     if phimoe:  # PhimoeConfig validates both mscales as numbers: a missing one is its own error
+        if rope.get("layout", INFO["rope_layout"]) != "half" or prf != 1.0:
+            raise NotImplementedError("Phi-MoE rotates the whole head in the half layout")
         params.update({key: rope.get(key) for key in PHIMOE_KEYS})
         config = transformers.PhimoeConfig(hidden_size=head_dim, num_attention_heads=1, num_key_value_heads=1,
                                            rope_parameters=params,
                                            max_position_embeddings=int(rope.get("max_position_embeddings", 2048)))
-        module = modeling_phimoe.PhimoeRotaryEmbedding(config)
-        layout = rope.get("layout", INFO["rope_layout"])
-        if layout != "half" or prf != 1.0:
-            raise NotImplementedError("Phi-MoE rotates the whole head in the half layout")
-        return module, head_dim, head_dim, layout
+        return modeling_phimoe.PhimoeRotaryEmbedding(config), head_dim, head_dim, "half"
     config = transformers.GPTNeoXConfig(hidden_size=head_dim, num_attention_heads=1, rope_parameters=params,
                                         max_position_embeddings=int(rope.get("max_position_embeddings", 2048)))
     module = modeling_gpt_neox.GPTNeoXRotaryEmbedding(config)
@@ -217,7 +213,7 @@ def _rotary_module(rope: dict) -> tuple[Any, int, int, str]:
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
     """``(inv_freq, attention_factor)`` from transformers' init function for ``rope_type`` (M-RoPE: the
     family module's ``inv_freq`` and ``attention_scaling``)."""
-    if _is_mrope(rope):
+    if is_mrope(rope):
         if seq_len is not None and rope.get("rope_type") in ("dynamic", "longrope"):
             raise NotImplementedError("HF's M-RoPE modules derive seq_len from max(position_ids) + 1")
         module, _ = _hf_mrope.rotary_module(rope)
@@ -235,25 +231,20 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
     return _np(inv_freq), float(factor)
 
 
-def _is_mrope(rope: dict) -> bool:
-    return rope.get("mrope_section") is not None
-
-
-def _cos_sin(positions, rope: dict, seq_len: int | None) -> tuple[torch.Tensor, torch.Tensor, int, str]:
-    """The rotary module's forward: float32 cos/sin ``(..., T, d)`` (half-layout order), A included."""
-    pos = np.asarray(positions, dtype=np.int64)
-    if _is_mrope(rope):
-        if seq_len is not None and rope.get("rope_type") in ("dynamic", "longrope") and pos.size and (
-            seq_len != int(pos.max()) + 1
-        ):
-            raise NotImplementedError("HF derives seq_len from max(position_ids) + 1")
-        cos, sin, family = _hf_mrope.cos_sin(pos, rope)  # in the family's own channel order
-        return cos, sin, cos.shape[-1], family
-    module, _, _, layout = _rotary_module(rope)
+def _check_seq_len(pos: np.ndarray, rope: dict, seq_len: int | None) -> None:
+    """HF's dynamic and longrope modules take ``L = max(position_ids) + 1``: another ``seq_len`` is not
+    expressible."""
     if seq_len is not None and rope.get("rope_type") in ("dynamic", "longrope") and pos.size and (
         seq_len != int(pos.max()) + 1
     ):
         raise NotImplementedError("HF derives seq_len from max(position_ids) + 1")
+
+
+def _cos_sin(positions, rope: dict, seq_len: int | None) -> tuple[torch.Tensor, torch.Tensor, int, str]:
+    """The 1-D rotary module's forward: float32 cos/sin ``(..., T, d)`` (half-layout order), A included."""
+    module, _, _, layout = _rotary_module(rope)
+    pos = np.asarray(positions, dtype=np.int64)
+    _check_seq_len(pos, rope, seq_len)
     ids = torch.as_tensor(pos.reshape(-1, pos.shape[-1]) if pos.ndim else pos.reshape(1, 1))  # (B, T)
     cos, sin = module(torch.zeros(1, dtype=torch.float32), ids)  # (B, T, w): w = d, head_dim for proportional
     width = cos.shape[-1]
@@ -261,25 +252,43 @@ def _cos_sin(positions, rope: dict, seq_len: int | None) -> tuple[torch.Tensor, 
     return cos.reshape(shape), sin.reshape(shape), width, layout
 
 
+def _mrope_cos_sin(positions, rope: dict, seq_len: int | None) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """An M-RoPE family module's cos/sin (:func:`spec_tests.adapters._hf_mrope.cos_sin`), in its own order."""
+    pos = np.asarray(positions, dtype=np.int64)
+    _check_seq_len(pos, rope, seq_len)
+    return _hf_mrope.cos_sin(pos, rope)
+
+
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """cos and sin in the layout's channel order (interleaved: each pair's value repeated, as GPT-J; M-RoPE:
     the family module's tables as they are, already in its layout's order)."""
+    if is_mrope(rope):
+        cos, sin, _ = _mrope_cos_sin(positions, rope, seq_len)
+        return _np(cos), _np(sin)
     cos, sin, d, layout = _cos_sin(positions, rope, seq_len)
-    if layout == "interleaved":  # (an M-RoPE family's tables are in its order already)
+    if layout == "interleaved":
         cos = torch.repeat_interleave(cos[..., : d // 2], 2, dim=-1)
         sin = torch.repeat_interleave(sin[..., : d // 2], 2, dim=-1)
     return _np(cos), _np(sin)
 
 
-def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
-    """GPT-NeoX ``apply_rotary_pos_emb`` (half) or GPT-J's (interleaved) on the first d channels, float32."""
-    cos, sin, d, layout = _cos_sin(positions, rope, seq_len)
-    xt = torch.as_tensor(np.asarray(x, dtype=np.float32))
-    pos_ndim = cos.ndim - 1 if _is_mrope(rope) else max(np.ndim(positions), 1)  # M-RoPE: less the t, h, w axis
-    for _ in range(xt.ndim - 1 - pos_ndim):  # (B, T) positions with x (B, H, T, D): head axis
+def _head_axis(cos: torch.Tensor, sin: torch.Tensor, x_ndim: int, pos_ndim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin with a head axis where x has one beyond the positions' axes ((B, T) with x (B, H, T, D))."""
+    for _ in range(x_ndim - 1 - pos_ndim):
         cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)
-    if layout in _hf_mrope.ROTARY:  # an M-RoPE family: its own apply_rotary_pos_emb
-        return _np(_hf_mrope.apply(xt, cos, sin, layout).reshape(xt.shape))
+    return cos, sin
+
+
+def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
+    """GPT-NeoX ``apply_rotary_pos_emb`` (half) or GPT-J's (interleaved) on the first d channels, float32
+    (M-RoPE: the family's own ``apply_rotary_pos_emb``)."""
+    xt = torch.as_tensor(np.asarray(x, dtype=np.float32))
+    if is_mrope(rope):
+        cos, sin, family = _mrope_cos_sin(positions, rope, seq_len)
+        cos, sin = _head_axis(cos, sin, xt.ndim, cos.ndim - 1)  # the table's axes less the channels
+        return _np(_hf_mrope.apply(xt, cos, sin, family).reshape(xt.shape))
+    cos, sin, d, layout = _cos_sin(positions, rope, seq_len)
+    cos, sin = _head_axis(cos, sin, xt.ndim, max(np.ndim(positions), 1))
     if layout == "half":
         shape = xt.shape
         while xt.ndim < cos.ndim + 1:  # HF unsqueezes cos at dim 0: give x that leading axis
