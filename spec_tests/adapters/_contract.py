@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from refpos.encodings.alibi import FORMS as ALIBI_FORMS
+from refpos.pairs import place_pairs, split_pairs
 
 #: the M-RoPE keys (docs/mrope.md): contract keys; an adapter that does not wire M-RoPE raises
 #: NotImplementedError for them (:func:`check_rope_keys` with ``mrope=False``)
@@ -116,4 +117,20 @@ def attention_shapes(q: Any, k: Any, library: str, axes: str) -> tuple[int, int,
     if h % h_kv:
         raise ValueError(f"q heads ({h}) must be a multiple of kv heads ({h_kv})")
     return b, h, t_q, d, h_kv, t_k
+
+
+def pair_probe(t: int, head: int, width: int, layout: str) -> np.ndarray:
+    """``(T, head)`` float32 with 1 in the first channel of each rotated pair and 0 elsewhere: a rotation turns
+    each pair ``(1, 0)`` into ``(A·cos φ, A·sin φ)``, so rotating the probe reads the tables of a library that
+    forms them inside its rotation (vLLM's and keras-hub's M-RoPE). ``width``: the rotated channels, first."""
+    probe = np.zeros((t, head), dtype=np.float32)
+    first, _ = split_pairs(probe[:, :width], layout)  # (T, m), a view
+    first[...] = 1.0
+    return probe
+
+
+def probe_tables(rotated: np.ndarray, width: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin ``(..., T, width)`` in the layout's channel order from a rotated :func:`pair_probe`."""
+    cos, sin = split_pairs(np.asarray(rotated, dtype=np.float64)[..., :width], layout, side="written")
+    return place_pairs(cos, cos, layout), place_pairs(sin, sin, layout)
 

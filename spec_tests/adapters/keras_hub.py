@@ -48,7 +48,15 @@ from keras_hub.layers import AlibiBias, PositionEmbedding, RotaryEmbedding, Sine
 from keras_hub.src.models.qwen3_5.qwen3_5_attention import _apply_mrope
 from keras_hub.src.models.t5.t5_multi_head_attention import T5MultiHeadAttention
 
-from spec_tests.adapters._contract import alibi_form, integer_positions, rope_settings, rotary_width
+from spec_tests.adapters._contract import (
+    alibi_form,
+    integer_positions,
+    is_mrope,
+    pair_probe,
+    probe_tables,
+    rope_settings,
+    rotary_width,
+)
 
 INFO: dict[str, Any] = {
     "name": f"keras-hub {importlib.metadata.version('keras-hub')} + Keras {keras.__version__} "
@@ -92,10 +100,6 @@ def _layer(rope: dict) -> RotaryEmbedding:
     raise NotImplementedError(f"rope_type {kind!r}: keras-hub has linear, static NTK ('dynamic') and yarn")
 
 
-def _is_mrope(rope: dict) -> bool:
-    return rope.get("mrope_section") is not None
-
-
 def _mrope_layer(rope: dict) -> tuple[RotaryEmbedding, dict]:
     """The plain ``RotaryEmbedding`` whose ω Qwen3.5's ``_apply_mrope`` reads, and the settled dict."""
     rope = rope_settings(rope, "keras-hub", mrope=True)  # unknown keys: ValueError; None values: unset
@@ -112,10 +116,18 @@ def _mrope_layer(rope: dict) -> tuple[RotaryEmbedding, dict]:
 
 def _mrope_rotate(x: np.ndarray, pos: np.ndarray, rope: dict) -> np.ndarray:
     """``_apply_mrope`` on x ``(..., T, D)`` at positions ``(T,)`` or ``(3, T)`` (others handed over as
-    they are): x moved to its ``(1, T, N, D)``, positions to its ``(1, 4, T)``."""
+    they are), one layer for the call; positions ``(3, B, T)`` with x ``(B, H, T, D)``: one batch row at a
+    time."""
     layer, rope = _mrope_layer(rope)
+    if pos.ndim == 3:
+        return np.stack([_mrope_rows(layer, rope, x[b], pos[:, b]) for b in range(pos.shape[1])])
+    return _mrope_rows(layer, rope, x, pos)
+
+
+def _mrope_rows(layer: RotaryEmbedding, rope: dict, x: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """One ``_apply_mrope`` call: x moved to its ``(1, T, N, D)``, positions to its ``(1, 4, T)``."""
     if pos.ndim == 1:
-        ids = np.stack([pos] * 4)[None]  # (1, 4, T): t = h = w
+        ids = np.broadcast_to(pos, (4, pos.shape[-1]))[None]  # (1, 4, T): t = h = w
     elif pos.ndim == 2 and pos.shape[0] == 3:
         ids = np.concatenate([pos[:1], pos])[None]  # (1, 4, T): row 0 (text) is not read
     else:
@@ -128,20 +140,18 @@ def _mrope_rotate(x: np.ndarray, pos: np.ndarray, rope: dict) -> np.ndarray:
 
 
 def _mrope_cos_sin(pos: np.ndarray, rope: dict) -> tuple[np.ndarray, np.ndarray]:
-    if pos.ndim == 3:  # (3, B, T): one batch row at a time
-        rows = [_mrope_cos_sin(pos[:, b], rope) for b in range(pos.shape[1])]
-        return np.stack([c for c, _ in rows]), np.stack([s for _, s in rows])
-    d, t = int(rope["head_dim"]), pos.shape[-1]
-    probe = np.zeros((t, d), dtype=np.float32)
-    probe[:, : d // 2] = 1.0  # each pair (j, j + d/2) = (1, 0): rotated to (cos, sin)
-    out = _mrope_rotate(probe, pos, rope)  # (T, D)
-    cos, sin = out[:, : d // 2], out[:, d // 2:]
-    return np.concatenate([cos, cos], -1), np.concatenate([sin, sin], -1)
+    """``_apply_mrope``'s tables: the rotation of a :func:`~spec_tests.adapters._contract.pair_probe` (half
+    layout, the whole head), broadcast over the batch rows of ``(3, B, T)`` positions."""
+    d = int(rope["head_dim"])
+    probe = pair_probe(pos.shape[-1], d, d, "half")  # (T, D)
+    if pos.ndim == 3:
+        probe = np.broadcast_to(probe, (pos.shape[1], *probe.shape))  # (B, T, D): one row per batch row
+    return probe_tables(_mrope_rotate(probe, pos, rope), d, "half")
 
 
 def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, float]:
     """``_get_inverse_freq(head_dim)`` and the factor YaRN multiplies cos/sin with (1 otherwise)."""
-    if _is_mrope(rope):
+    if is_mrope(rope):
         layer, _ = _mrope_layer(rope)
         return _np(layer._get_inverse_freq(int(rope["head_dim"]))), 1.0
     layer = _layer(rope)
@@ -153,7 +163,7 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``_compute_cos_sin_embedding`` at the positions: ``[c, c]`` order, YaRN's factor included (M-RoPE:
     ``_apply_mrope``'s rotation of a probe)."""
-    if _is_mrope(rope):
+    if is_mrope(rope):
         return _mrope_cos_sin(integer_positions(positions, reject_negative=False), rope)
     layer = _layer(rope)
     pos = integer_positions(positions, reject_negative=False)
@@ -168,9 +178,7 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
     """``RotaryEmbedding(sequence_axis=-2)(x, positions=...)`` in float32."""
     pos = integer_positions(positions, reject_negative=False)
     x = np.asarray(x, dtype=np.float32)
-    if _is_mrope(rope):
-        if pos.ndim == 3:  # (3, B, T) with x (B, H, T, D): one batch row at a time
-            return np.stack([_mrope_rotate(x[b], pos[:, b], rope) for b in range(pos.shape[1])])
+    if is_mrope(rope):
         return _mrope_rotate(x, pos, rope)
     base = _layer(rope)
     layer = RotaryEmbedding(max_wavelength=base.max_wavelength, scaling_factor=base.scaling_factor,

@@ -56,7 +56,10 @@ from spec_tests.adapters._contract import (
     adapter_info,
     check_rope_keys,
     integer_positions,
+    is_mrope,
     kind_and_layout,
+    pair_probe,
+    probe_tables,
     rope_settings,
     rotary_width,
 )
@@ -166,39 +169,31 @@ def rope_frequencies(rope: dict, seq_len: int | None = None) -> tuple[np.ndarray
     return inv.numpy(), float(getattr(module, "mscale", 1.0))
 
 
-def _is_mrope(rope: dict) -> bool:
-    return rope.get("mrope_section") is not None
-
-
 def _mrope_cos_sin(pos: np.ndarray, rope: dict) -> tuple[np.ndarray, np.ndarray]:
     """M-RoPE's cos/sin as ``MRotaryEmbedding.forward_native`` forms them (its section split or
-    ``apply_interleaved_rope`` lives inside it): the rotation of a probe query with 1 in each pair's first
-    channel and 0 in its second, whose rotated pair is exactly ``(cos, sin)``."""
-    if pos.ndim == 3:  # (3, B, T): forward_native takes (3, T), one batch row at a time
-        rows = [_mrope_cos_sin(pos[:, b], rope) for b in range(pos.shape[1])]
-        return np.stack([c for c, _ in rows]), np.stack([s for _, s in rows])
+    ``apply_interleaved_rope`` lives inside it): the rotation of a :func:`~spec_tests.adapters._contract.pair_probe`.
+    Positions ``(3, B, T)``: one module, one batch row per call (forward_native takes ``(3, T)``)."""
     if pos.ndim > 3:
-        raise NotImplementedError("vLLM's MRotaryEmbedding takes positions (T,) or (3, T)")
+        raise NotImplementedError("vLLM's MRotaryEmbedding takes positions (T,), (3, T) or (3, B, T)")
     module = _module(rope, int(pos.max()) + 1 if pos.size else 1)
-    t, d, head = pos.shape[-1], module.rotary_dim, module.head_size
-    probe = torch.zeros(t, head)  # (T, head_size): one head
-    if module.is_neox_style:
-        probe[:, : d // 2] = 1.0
-    else:
-        probe[:, 0:d:2] = 1.0
-    out, _ = module.forward_native(torch.as_tensor(pos), probe, probe.clone())
-    out = out.double()[:, :d]  # (T, d): [cos | sin] (neox) or (cos, sin) per pair (GPT-J)
-    if module.is_neox_style:
-        cos, sin = out[:, : d // 2], out[:, d // 2:]
-        return torch.cat([cos, cos], -1).numpy(), torch.cat([sin, sin], -1).numpy()
-    return out[:, 0::2].repeat_interleave(2, -1).numpy(), out[:, 1::2].repeat_interleave(2, -1).numpy()
+    d, layout = module.rotary_dim, "half" if module.is_neox_style else "interleaved"
+
+    def tables(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        probe = torch.from_numpy(pair_probe(rows.shape[-1], module.head_size, d, layout))  # (T, head_size)
+        out, _ = module.forward_native(torch.as_tensor(rows), probe, probe)  # the key's rotation discarded
+        return probe_tables(out.double().numpy(), d, layout)
+
+    if pos.ndim < 3:
+        return tables(pos)
+    per_row = [tables(pos[:, b]) for b in range(pos.shape[1])]
+    return np.stack([c for c, _ in per_row]), np.stack([s for _, s in per_row])
 
 
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``cos_sin_cache`` (``[cos | sin]`` per pair) in the contract's channel order (M-RoPE:
     :func:`_mrope_cos_sin`)."""
     pos = integer_positions(positions, reject_negative=True)
-    if _is_mrope(rope):
+    if is_mrope(rope):
         return _mrope_cos_sin(pos, rope)
     if rope.get("rope_type") == "longrope":
         module = _longrope(rope, _length(pos, seq_len))
@@ -214,24 +209,30 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
-    """``forward_native(positions, query)`` with ``query`` = x moved to ``(T, N·head_dim)`` and back."""
+    """``forward_native(positions, query)`` with ``query`` = x moved to ``(T, N·head_dim)`` and back; one
+    module for the call, positions ``(B, T)`` (M-RoPE: ``(3, B, T)``) one batch row at a time."""
     pos = integer_positions(positions, reject_negative=True)
     x = np.asarray(x, dtype=np.float32)
     check_rope_keys(rope, "vLLM's get_rope", mrope=True)
-    mrope = _is_mrope(rope)
-    if mrope and pos.ndim == 3:  # (3, B, T) with x (B, H, T, D): one batch row at a time
-        return np.stack([apply_rope(x[b], pos[:, b], rope, seq_len) for b in range(pos.shape[1])])
-    if not mrope and pos.ndim == 2:  # (B, T) with x (B, H, T, D): one batch row at a time
-        return np.stack([apply_rope(x[b], pos[b], rope, seq_len) for b in range(pos.shape[0])])
-    lead, (t, d) = x.shape[:-2], x.shape[-2:]
-    tokens = torch.as_tensor(np.moveaxis(x.reshape(-1, t, d), 1, 0).reshape(t, -1).copy())  # (T, N·D)
+    mrope = is_mrope(rope)
     if rope.get("rope_type") == "longrope":  # forward(positions, query, key): the key gets the same rotation
         module = _longrope(rope, _length(pos, seq_len))
         _longrope_rows(module, pos)  # the same bounds as the cache rows forward reads
-        query, _ = module.forward(torch.as_tensor(pos), tokens, tokens.clone())
     else:
         module = _module(rope, int(pos.max()) + 1 if pos.size else 1)
-        # MRotaryEmbedding.forward_native asserts a key: the same tokens, its rotation discarded
-        query, _ = module.forward_native(torch.as_tensor(pos), tokens, tokens.clone() if mrope else None)
+    if pos.ndim == (3 if mrope else 2):  # with x (B, H, T, D)
+        rows = [pos[:, b] if mrope else pos[b] for b in range(pos.shape[-2])]
+        return np.stack([_rotate(module, x[b], rows[b], rope) for b in range(len(rows))])
+    return _rotate(module, x, pos, rope)
+
+
+def _rotate(module: Any, x: np.ndarray, pos: np.ndarray, rope: dict) -> np.ndarray:
+    """One call of the module on x ``(..., T, D)`` at positions ``(T,)`` (M-RoPE: ``(3, T)``)."""
+    lead, (t, d) = x.shape[:-2], x.shape[-2:]
+    tokens = torch.as_tensor(np.moveaxis(x.reshape(-1, t, d), 1, 0).reshape(t, -1).copy())  # (T, N·D)
+    if rope.get("rope_type") == "longrope":
+        query, _ = module.forward(torch.as_tensor(pos), tokens, tokens.clone())
+    else:  # MRotaryEmbedding.forward_native asserts a key: the same tokens (not written), its rotation discarded
+        query, _ = module.forward_native(torch.as_tensor(pos), tokens, tokens if is_mrope(rope) else None)
     out = np.moveaxis(query.double().numpy().reshape(t, -1, d), 0, 1)  # (N, T, D)
     return out.reshape(*lead, t, d)
