@@ -88,11 +88,12 @@ def golden_columns() -> dict[str, str]:
     for case in json.loads(MANIFEST.read_text(encoding="utf-8"))["cases"]:
         rope = case.get("parameters", {}).get("rope")
         if isinstance(rope, dict):
-            out[case["id"]] = "M-RoPE" if rope.get("mrope_section") else RULE_COLUMNS.get(rope.get("rope_type")
-                                                                                          or "default")
+            column = "M-RoPE" if rope.get("mrope_section") else RULE_COLUMNS.get(rope.get("rope_type") or "default")
         else:
-            out[case["id"]] = FAMILY_COLUMNS.get(case.get("family"))
-    return {case: column for case, column in out.items() if column}
+            column = FAMILY_COLUMNS.get(case.get("family"))
+        if column is not None:
+            out[case["id"]] = column
+    return out
 
 
 def _column_of(nodeid: str) -> list[str]:

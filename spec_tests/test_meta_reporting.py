@@ -257,8 +257,8 @@ def test_the_matrix_renders_where_only_tox_is_installed():
     tree = ast.parse(Path(matrix.__file__).read_text(encoding="utf-8"))
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
-    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and not node.level}
+    imported |= {"." * node.level + (node.module or "").split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom)}  # a relative import counts as outside the standard library
     outside = sorted(imported - set(sys.stdlib_module_names) - {"__future__"})
     assert not outside, f"spec_tests/matrix.py imports {outside}: render would fail in tox -e peers"
 
@@ -278,3 +278,14 @@ def test_the_golden_cases_count_in_the_column_of_their_rule():
     assert "alibi/slopes-n1" in {c["id"] for c in matrix.json.loads(matrix.MANIFEST.read_text())["cases"]}
     assert column("alibi/slopes-n1") == ["ALiBi"]  # another family's case: the column of its family
     assert column("shaw/attention-k2") == []  # a family without a column
+
+
+def test_the_example_adapter_knows_the_contract_keys():
+    """The example adapter (NumPy only) keeps its own list of the contract's rope keys: it must be the
+    contract's list (spec_tests/adapters/_contract.py), or the tutorial teaches a stale contract."""
+    from spec_tests.adapters._contract import ROPE_KEYS
+    from spec_tests.examples.numpy_adapter import KNOWN_ROPE_KEYS
+
+    assert KNOWN_ROPE_KEYS == set(ROPE_KEYS), (f"missing {sorted(set(ROPE_KEYS) - KNOWN_ROPE_KEYS)}, "
+                                               f"extra {sorted(KNOWN_ROPE_KEYS - set(ROPE_KEYS))}")
+
