@@ -10,14 +10,15 @@ What ``refpos.__all__`` lists is the public API: those names keep their meaning 
 subpackages are public as modules, for what they are for: :mod:`refpos.check` (``check_*`` functions),
 :mod:`refpos.golden` (tolerances, the manifest, generate and verify) and :mod:`refpos.testing`
 (Hypothesis strategies, the reference adapter). Everything else (the modules of ``refpos.core``,
-``refpos.encodings``, ``refpos.rope``, ``refpos.pipeline``, ``refpos.tools``, ``refpos.cli``, and any name
-that starts with ``_``) is importable and documented, but internal: it may move between releases.
+``refpos.encodings``, ``refpos.rope``, ``refpos.models``, ``refpos.pipeline``, ``refpos.tools``,
+``refpos.cli``, and any name that starts with ``_``) is importable and documented, but internal: it may
+move between releases.
 
 The layers, each importing only from those before it: :mod:`refpos.backend`, :mod:`refpos.validation`,
 :mod:`refpos.parallel`, :mod:`refpos.encoding` → :mod:`refpos.core` (attention), :mod:`refpos.encodings`,
-:mod:`refpos.rope` → :mod:`refpos.pipeline` → :mod:`refpos.golden` → :mod:`refpos.check` →
-:mod:`refpos.testing`, :mod:`refpos.tools` → :mod:`refpos.cli` (the only code that parses arguments or
-prints).
+:mod:`refpos.rope` → :mod:`refpos.models` (a model's config.json) → :mod:`refpos.pipeline` →
+:mod:`refpos.golden` → :mod:`refpos.check` → :mod:`refpos.testing`, :mod:`refpos.tools` → :mod:`refpos.cli`
+(the only code that parses arguments or prints).
 """
 
 from refpos.backend import BACKENDS, array_namespace, backend_name, get_xp, set_backend, to_numpy, use_backend
@@ -57,14 +58,9 @@ from refpos.rope import (
     DynamicNTKState,
     Rope,
     RopeConfig,
-    UnknownFamilyWarning,
     apply_rope,
     apply_rope_complex,
-    from_hf_config,
     half_to_interleaved_permutation,
-    hf_layer,
-    hf_layer_types,
-    hf_layers,
     interleaved_to_half_permutation,
     permute_qk_heads,
     rms_norm,
@@ -74,6 +70,10 @@ from refpos.rope import (
     rope_rotation_matrix,
     softmax_multiplier,
 )
+
+# --- a model's positions from its config.json ---
+# isort: split
+from refpos.models import UnknownFamilyWarning, from_hf_config, hf_layer, hf_layer_types, hf_layers
 
 __version__ = "0.1.0"
 

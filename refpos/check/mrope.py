@@ -12,7 +12,7 @@ angle error grows with the position it reads, and no pair reads a larger one. Ca
 
 The fourth mistake of the page, Qwen2.5-VL's temporal spacing ignored, is in the position ids, not in the
 rotation: ``refpos check`` rotates at the ids it is given and cannot see it; compare the ids with
-:func:`refpos.rope.mm_positions.mm_position_ids` instead.
+:func:`refpos.models.mm_positions.mm_position_ids` instead.
 """
 
 from __future__ import annotations

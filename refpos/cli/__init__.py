@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     name = f"refpos {args.command}"
     try:
         module = importlib.import_module(args._module)
-        from refpos.rope.families import UnknownFamilyWarning
+        from refpos.models.families import UnknownFamilyWarning
 
         with warnings.catch_warnings():  # a warning is one line on stderr, like an error
             warnings.simplefilter("default", UnknownFamilyWarning)  # the user asked for this resolution: say it

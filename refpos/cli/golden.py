@@ -13,7 +13,7 @@ from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, help_with
 from refpos.golden.generate import generate, model_source, verify
 from refpos.golden.manifest import GoldenError, default_golden_dir, load_manifest, write_cases
 from refpos.golden.npy import read_npy
-from refpos.rope.hf import load_hf_config
+from refpos.models.hf import load_hf_config
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:

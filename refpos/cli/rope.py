@@ -25,9 +25,9 @@ from typing import Any
 
 from refpos.backend import to_numpy
 from refpos.cli.options import LENGTH, help_with
+from refpos.models.hf import from_hf_config, hf_layer_types
+from refpos.models.layers import LayerCountMissing, LayerSchedule, hf_layers
 from refpos.rope.config import RopeConfig
-from refpos.rope.hf import from_hf_config, hf_layer_types
-from refpos.rope.layers import LayerCountMissing, LayerSchedule, hf_layers
 from refpos.rope.scaling import rope_frequencies, softmax_multiplier
 
 

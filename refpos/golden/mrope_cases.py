@@ -7,7 +7,7 @@ docs/mrope.md) writes, besides ``rope/<model>/frequencies``, two cases per probe
   ``(3, T)`` position ids, stored per pair ``(T, m)``;
 * ``rope/<model>/<layout>/apply``: ``apply_rope(x, positions, rope, seq_len)`` of a seeded ``x (T, D)``.
 
-Probe layouts, built by :func:`refpos.rope.mm_positions.mm_position_ids` with the config's family (its
+Probe layouts, built by :func:`refpos.models.mm_positions.mm_position_ids` with the config's family (its
 ``model_type``; ``qwen2_vl``'s rules otherwise), spatial merge and ``tokens_per_second``:
 
 * ``text``: 8 text tokens (M-RoPE equals 1-D RoPE);
@@ -34,10 +34,10 @@ from refpos.golden import certify as cert
 from refpos.golden.cases import as_xp, to_np
 from refpos.golden.manifest import Case
 from refpos.golden.rope_builders import apply_case, cos_sin_case
+from refpos.models.mm_positions import Image, Text, Video, mm_position_ids
+from refpos.models.mrope_hf import family_of
 from refpos.pairs import split_pairs
-from refpos.rope.mm_positions import Image, Text, Video, mm_position_ids
 from refpos.rope.mrope import pair_axes
-from refpos.rope.mrope_hf import family_of
 
 #: probe layout name -> spans (grids in patches, before the spatial merge of 2)
 PROBE_LAYOUTS = {

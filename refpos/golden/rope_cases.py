@@ -36,8 +36,8 @@ from refpos.golden.cases import In, Param, as_xp, call, rng_for, to_np
 from refpos.golden.entries import tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
 from refpos.golden.rope_builders import apply_case, cos_sin_case
+from refpos.models.layers import LayerCountMissing
 from refpos.pairs import split_pairs
-from refpos.rope.layers import LayerCountMissing
 from refpos.rope.scaling import softmax_multiplier
 
 N_PROBES = 32

@@ -1,4 +1,4 @@
-"""Rotary position embeddings: every context-extension rule, the config.json resolver, NoPE and DroPE.
+"""Rotary position embeddings: every context-extension rule, M-RoPE, vision RoPE and DroPE (the rotation math).
 
 * :mod:`refpos.rope.config` — :class:`RopeConfig`.
 * :mod:`refpos.rope.params` — :func:`rope_config_from_params` (the adapter-contract dict).
@@ -6,13 +6,12 @@
 * :mod:`refpos.rope.core` — :func:`rope_cos_sin`, :func:`apply_rope`.
 * :mod:`refpos.rope.forms` — :func:`apply_rope_complex`, :func:`rope_rotation_matrix`, :func:`pair_channels`,
   the Meta ↔ HF permutations.
-* :mod:`refpos.rope.hf` — :func:`from_hf_config`.
-* :mod:`refpos.rope.families` — the family table (:func:`family_of`): what a model's code fixes.
 * :mod:`refpos.rope.dynamic` — :class:`DynamicNTKState` (transformers' stateful dynamic NTK).
 * :mod:`refpos.rope.encoding` — :class:`Rope`, the pipeline encoding.
 * :mod:`refpos.rope.drope` — :class:`DroPE`, :func:`rms_norm`.
 
-The math is on docs/rope.md and docs/extrapolation.md; docstrings cite their sections by anchor.
+Reading a model's config.json is :mod:`refpos.models`. The math is on docs/rope.md and
+docs/extrapolation.md; docstrings cite their sections by anchor.
 """
 
 from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES, RopeConfig
@@ -20,7 +19,6 @@ from refpos.rope.core import apply_rope, rope_cos_sin
 from refpos.rope.drope import DroPE, rms_norm
 from refpos.rope.dynamic import DynamicNTKState
 from refpos.rope.encoding import Rope
-from refpos.rope.families import Family, UnknownFamilyWarning, family_of
 from refpos.rope.forms import (
     apply_rope_complex,
     half_to_interleaved_permutation,
@@ -29,8 +27,6 @@ from refpos.rope.forms import (
     permute_qk_heads,
     rope_rotation_matrix,
 )
-from refpos.rope.hf import from_hf_config, hf_layer_types
-from refpos.rope.layers import HFLayer, LayerCountMissing, LayerSchedule, hf_layer, hf_layers
 from refpos.rope.params import rope_config_from_params
 from refpos.rope.scaling import (
     attention_factor,
@@ -51,23 +47,13 @@ __all__ = [
     "ROPE_TYPES",
     "DroPE",
     "DynamicNTKState",
-    "Family",
-    "HFLayer",
-    "LayerCountMissing",
-    "LayerSchedule",
     "Rope",
     "RopeConfig",
-    "UnknownFamilyWarning",
     "apply_rope",
     "apply_rope_complex",
     "attention_factor",
     "dynamic_theta",
-    "family_of",
-    "from_hf_config",
     "half_to_interleaved_permutation",
-    "hf_layer",
-    "hf_layer_types",
-    "hf_layers",
     "interleaved_to_half_permutation",
     "mscale",
     "ntk_theta",

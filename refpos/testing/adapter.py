@@ -363,7 +363,7 @@ def mrope_position_ids(layout: list, family: str, spatial_merge_size: int = 2,
     seconds_per_grid)`` (grids in patches, before the spatial merge); ``family`` one of ``"qwen2_vl"``,
     ``"qwen2_5_vl"``, ``"qwen3_vl"``, ``"glm4v"``.
     """
-    from refpos.rope.mm_positions import Image, Text, Video, mm_position_ids
+    from refpos.models.mm_positions import Image, Text, Video, mm_position_ids
 
     make = {"text": lambda n: Text(n), "image": lambda g: Image(tuple(g)),
             "video": lambda g, s=1.0: Video(tuple(g), seconds_per_grid=s)}

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import refpos
-from refpos.rope.families import family_of
+from refpos.models.families import family_of
 
 torch = pytest.importorskip("torch", reason="family anchors need torch (pip install 'refpos[anchors]')")
 transformers = pytest.importorskip("transformers", reason="family anchors need transformers")

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from refpos.rope.mm_positions import Image, Text, Video, mm_position_ids, rope_delta
+from refpos.models.mm_positions import Image, Text, Video, mm_position_ids, rope_delta
 
 torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
 pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")

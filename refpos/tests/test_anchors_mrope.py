@@ -155,7 +155,7 @@ def test_real_configs_resolve_as_transformers(name):
 
     from transformers import AutoConfig
 
-    from refpos.rope.hf import from_hf_config
+    from refpos.models.hf import from_hf_config
 
     entry = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))[name]
     config = copy.deepcopy(entry["config"])

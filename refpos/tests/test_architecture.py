@@ -6,13 +6,14 @@ before it::
     0  refpos.backend, refpos.validation, refpos.parallel, refpos.encoding, refpos.pairs
     1  refpos.core            (softmax, attention, chunked attention, heads)
     2  refpos.encodings, refpos.rope   (siblings: neither imports the other)
-    3  refpos.pipeline
-    4  refpos.golden
-    5  refpos.check
-    6  refpos.testing, refpos.tools    (siblings)
-    7  refpos.cli
+    3  refpos.models          (a model's config.json: the family table, the resolver)
+    4  refpos.pipeline
+    5  refpos.golden
+    6  refpos.check
+    7  refpos.testing, refpos.tools    (siblings)
+    8  refpos.cli
 
-The front door ``refpos`` (``refpos/__init__.py``) gathers layers 0-3, so only a module of layer 4 or later
+The front door ``refpos`` (``refpos/__init__.py``) gathers layers 0-4, so only a module of layer 5 or later
 may import it. Every import counts, also one inside a function: a lazy import is still a dependency.
 """
 
@@ -36,16 +37,17 @@ LAYERS: dict[str, tuple[int, str]] = {
     "refpos.core": (1, "core"),
     "refpos.encodings": (2, "encodings"),
     "refpos.rope": (2, "rope"),
-    "refpos.pipeline": (3, "pipeline"),
-    "refpos.golden": (4, "golden"),
-    "refpos.check": (5, "check"),
-    "refpos.testing": (6, "testing"),
-    "refpos.tools": (6, "tools"),
-    "refpos.cli": (7, "cli"),
-    "refpos.__main__": (7, "cli"),
+    "refpos.models": (3, "models"),
+    "refpos.pipeline": (4, "pipeline"),
+    "refpos.golden": (5, "golden"),
+    "refpos.check": (6, "check"),
+    "refpos.testing": (7, "testing"),
+    "refpos.tools": (7, "tools"),
+    "refpos.cli": (8, "cli"),
+    "refpos.__main__": (8, "cli"),
 }
 FRONT_DOOR = "refpos"
-FRONT_DOOR_LAYER = 3  # what refpos/__init__.py gathers
+FRONT_DOOR_LAYER = 4  # what refpos/__init__.py gathers
 
 
 def module_name(path: Path) -> str:

@@ -15,9 +15,9 @@ import pytest
 from refpos.check.run import check_rope
 from refpos.cli import main
 from refpos.golden.npy import npy_bytes
+from refpos.models.mm_positions import Image, Text, mm_position_ids
 from refpos.rope.config import RopeConfig
 from refpos.rope.core import apply_rope
-from refpos.rope.mm_positions import Image, Text, mm_position_ids
 
 QWEN2 = RopeConfig(head_dim=128, theta=1e6, mrope_section=(16, 24, 24))
 QWEN3 = RopeConfig(head_dim=128, theta=5e6, mrope_section=(24, 20, 20), mrope_interleaved=True)

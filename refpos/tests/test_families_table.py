@@ -1,4 +1,4 @@
-"""The family table's file (``refpos/data/families.toml``): every malformed table refused with a message that
+"""The family table's file (``refpos/models/data/families.toml``): every malformed table refused with a message that
 names it, and the warning an unknown ``model_type`` resolves with (API and ``refpos rope``).
 
 The row-by-row anchors against transformers' modeling files are in test_rope_families.py.
@@ -14,7 +14,7 @@ import pytest
 
 import refpos
 from refpos.cli import main
-from refpos.rope import families as fam
+from refpos.models import families as fam
 
 ROW = '[family.x]\nlayout = "half"\nsource = "x/modeling_x.py: rotate_half"\n'
 
@@ -73,7 +73,7 @@ def test_an_unknown_model_type_warns_that_the_layout_is_assumed():
 
 
 def test_the_warning_test_breaks_without_the_warning(monkeypatch):
-    monkeypatch.setattr("refpos.rope.hf_resolver.warn_assumed", lambda *a, **k: None)
+    monkeypatch.setattr("refpos.models.hf_resolver.warn_assumed", lambda *a, **k: None)
     with pytest.raises(pytest.fail.Exception):
         test_an_unknown_model_type_warns_that_the_layout_is_assumed()
 

@@ -13,8 +13,8 @@ import refpos
 from refpos.cli import main
 from refpos.golden.mrope_cases import PROBE_LAYOUTS, layout_positions
 from refpos.golden.rope_cases import model_cases
+from refpos.models.mrope_hf import vision_rope_from_hf_config
 from refpos.rope.mrope import pair_axes
-from refpos.rope.mrope_hf import vision_rope_from_hf_config
 
 VLM = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))
 TEXT = [name for name, entry in VLM.items() if "text_config" in entry["config"] or "rope_theta" in entry["config"]]

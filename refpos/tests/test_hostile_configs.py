@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import refpos
 from refpos import cli
-from refpos.rope import hf_files
+from refpos.models import hf_files
 
 BASE = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "num_hidden_layers": 2,
         "max_position_embeddings": 4096, "layer_types": ["full_attention", "sliding_attention"]}
@@ -123,7 +123,7 @@ def test_the_property_fails_with_the_old_predicate(monkeypatch):
             and not any(k in hf_files.ALL_ROPE_KEYS for k in rope_dict)
 
     monkeypatch.setattr(hf_files, "is_per_layer", old)
-    monkeypatch.setattr("refpos.rope.hf_resolver.is_per_layer", old)
+    monkeypatch.setattr("refpos.models.hf_resolver.is_per_layer", old)
     assert refpos.from_hf_config(_config(3)).rope_type == "default"  # the silent acceptance
     with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
         test_any_per_layer_dict_with_a_stray_value_never_resolves()

@@ -26,7 +26,7 @@ from refpos.golden import entries, npy
 from refpos.golden import manifest as golden
 from refpos.golden.npy import NpyError, npy_bytes, parse_npy, read_npy, read_npy_header, sha256_file
 from refpos.golden.rope_cases import layout_cases
-from refpos.rope.hf import from_hf_config, load_hf_config
+from refpos.models.hf import from_hf_config, load_hf_config
 
 CASE = layout_cases()[0].id
 

@@ -26,7 +26,7 @@ import refpos
 from refpos.golden import entries, npy
 from refpos.golden import manifest as golden
 from refpos.golden.rope_cases import layout_cases
-from refpos.rope import hf
+from refpos.models import hf
 
 FUZZ = settings(max_examples=60, deadline=timedelta(seconds=10), suppress_health_check=[HealthCheck.too_slow],
                 derandomize=True)

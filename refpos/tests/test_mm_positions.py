@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from refpos.rope.mm_positions import MM_FAMILIES, Image, Text, Video, mm_position_ids, rope_delta, token_count
+from refpos.models.mm_positions import MM_FAMILIES, Image, Text, Video, mm_position_ids, rope_delta, token_count
 
 
 def test_image_grid_by_hand():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from refpos.rope.hf import from_hf_config
-from refpos.rope.mrope_hf import vision_rope_from_hf_config
+from refpos.models.hf import from_hf_config
+from refpos.models.mrope_hf import vision_rope_from_hf_config
 from refpos.rope.vision import VisionRope
 
 QWEN2_VL_V4 = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,
@@ -94,7 +94,7 @@ def test_vision_bad_input_is_named():
 
 
 def test_every_mrope_family_takes_its_layout_from_the_family_table():
-    from refpos.rope import families, mrope_hf
+    from refpos.models import families, mrope_hf
 
     for family in mrope_hf.MROPE_FAMILIES:
         row = families.family_of(f"{family}_text") or families.family_of(family)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from refpos.rope import families as fam
+from refpos.models import families as fam
 
 
 def test_rows_are_unique_and_valid():
@@ -116,7 +116,7 @@ def test_layer_pattern_is_what_the_config_class_fills(row):
     builds: with the pattern's key absent and set (every 3rd layer, or layers 2 and 7)."""
     from transformers import AutoConfig
 
-    from refpos.rope.layers import _layer_types
+    from refpos.models.layers import _layer_types
 
     pattern, n = row.layer_pattern, 12
     given = {pattern.key: 3} if pattern.key else {pattern.indices: [2, 7]} if pattern.indices else {}

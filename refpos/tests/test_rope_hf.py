@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refpos
-from refpos.rope import from_hf_config, hf_layer_types, rope_frequencies, softmax_multiplier
+from refpos.models import from_hf_config, hf_layer_types
+from refpos.rope import rope_frequencies, softmax_multiplier
 
 DATA = Path(refpos.__file__).resolve().parent / "data" / "model_configs.json"
 CONFIGS = json.loads(DATA.read_text(encoding="utf-8"))

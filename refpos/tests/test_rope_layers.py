@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import refpos
-from refpos.rope import layers as rl
-from refpos.rope import position_keys as pk
+from refpos.models import layers as rl
+from refpos.models import position_keys as pk
 
 CONFIGS = json.loads((Path(refpos.__file__).parent / "data" / "family_configs.json").read_text(encoding="utf8"))
 LLAMA4 = CONFIGS["meta-llama/Llama-4-Scout-17B-16E-Instruct (text_config)"]["config"]
@@ -150,11 +150,11 @@ def test_a_missing_layer_count_is_its_own_error():
     """Callers that can do without a schedule (golden model, refpos rope) catch LayerCountMissing, a
     ValueError; any other bad layer count stays a plain ValueError and is not mistaken for a missing one."""
     no_count = {k: v for k, v in LLAMA.items() if k != "num_hidden_layers"}
-    with pytest.raises(refpos.rope.LayerCountMissing, match="num_hidden_layers"):
+    with pytest.raises(refpos.models.LayerCountMissing, match="num_hidden_layers"):
         refpos.hf_layers(no_count)
     with pytest.raises(ValueError, match="num_hidden_layers") as bad:
         refpos.hf_layers(dict(LLAMA, num_hidden_layers=0))
-    assert not isinstance(bad.value, refpos.rope.LayerCountMissing)
+    assert not isinstance(bad.value, refpos.models.LayerCountMissing)
 
 QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2,
               "head_dim": 256, "num_hidden_layers": 48, "rope_theta": 1e7, "partial_rotary_factor": 0.25,
@@ -200,7 +200,7 @@ def test_complete_says_when_the_layers_without_attention_are_not_placed():
 def test_layer_kind_tests_break_when_the_family_forgets_its_mamba_layers(monkeypatch):
     import dataclasses
 
-    from refpos.rope import families
+    from refpos.models import families
 
     row = families.FAMILIES["qwen3_next"]
     monkeypatch.setitem(families.FAMILIES, "qwen3_next", dataclasses.replace(row, no_attention=()))

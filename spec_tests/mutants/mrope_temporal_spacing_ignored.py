@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from spec_tests.mutants._base import inherit_patched, module
 
-_ids = module("refpos.rope.mm_positions")
+_ids = module("refpos.models.mm_positions")
 _vision_ids = _ids._vision_ids
 
 globals().update(inherit_patched(__name__, "mrope_temporal_spacing_ignored",

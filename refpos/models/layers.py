@@ -4,7 +4,7 @@ is scaled by position.
 :func:`hf_layers` lists every decoder layer of a config; :func:`hf_layer` gives one. Each
 :class:`HFLayer` has ``.rope`` (a :class:`~refpos.RopeConfig`, or ``None`` for a layer without RoPE) and
 ``.query_scale(positions)`` (the per-position multiplier of the query; 1.0 where the model has none).
-The schedule follows the family table (:mod:`refpos.rope.families`):
+The schedule follows the family table (:mod:`refpos.models.families`):
 
 * ``rope_layers = "no_rope_layers"`` (Llama 4, SmolLM3): ``no_rope_layers[i] == 1`` rotates; absent, layer
   ``i`` rotates unless ``(i + 1) % no_rope_layer_interval == 0`` (interval default 4);
@@ -57,9 +57,9 @@ from typing import Any
 
 import numpy as np
 
+from refpos.models.families import Family, family_of
+from refpos.models.hf import hf_layer_types, load_hf_config, resolve_rope, text_config_of
 from refpos.rope.config import RopeConfig
-from refpos.rope.families import Family, family_of
-from refpos.rope.hf import hf_layer_types, load_hf_config, resolve_rope, text_config_of
 from refpos.validation import check_float, check_int
 
 _LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")

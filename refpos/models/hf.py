@@ -19,7 +19,7 @@ Resolution follows HF 5.24.0 (docs/anchors.md#hf-config-resolution):
    type, or Gemma 3's legacy ``rope_scaling`` + ``rope_local_base_freq``. Pass ``layer_type=``
    (``"full_attention"``, ``"sliding_attention"``, …; :func:`hf_layer_types` lists them); without it such a
    config is an error. A per-layer ``truncate`` is ignored, as in HF (reported unused).
-6. Layout and placement come from the family table (:mod:`refpos.rope.families`, keyed by ``model_type``,
+6. Layout and placement come from the family table (:mod:`refpos.models.families`, keyed by ``model_type``,
    aliases followed: ``kimi_k2`` is DeepSeek-V3): half for most, interleaved for GPT-J, GLM, Cohere,
    ERNIE-4.5, Llama 4, DeepSeek-V2, …; ``rope_interleave`` (default true: deinterleaved) for DeepSeek-V3
    and its kin. MLA configs (``qk_rope_head_dim``) rotate their last channels. An unknown ``model_type``
@@ -30,7 +30,7 @@ Resolution follows HF 5.24.0 (docs/anchors.md#hf-config-resolution):
    mixed rule; Phi-3.5-MoE's ``short_mscale`` / ``long_mscale`` are read.
 
 Every key of the config that did not enter the result is listed in ``unused_keys`` (dotted paths, e.g.
-``"rope_scaling.finetuned"``). Those that change positions or attention (:mod:`refpos.rope.position_keys`:
+``"rope_scaling.finetuned"``). Those that change positions or attention (:mod:`refpos.models.position_keys`:
 an explicit list, and every key of the rope dict) are also in ``not_modelled``, each with what it does;
 so is what the model's code does that refpos does not model (key ``"model_type"``). ``strict=True``
 raises ``ValueError`` when anything is not modelled, or an unused key has "rope"/"rotary" in its name.
@@ -51,11 +51,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from refpos.models.hf_files import hf_layer_types, load_hf_config, text_config_of
+from refpos.models.hf_resolver import FIELD_NAMES, RARE_FIELDS, Resolver
+from refpos.models.mrope_hf import resolve_mrope
+from refpos.models.position_keys import not_modelled_report
 from refpos.rope.config import RopeConfig
-from refpos.rope.hf_files import hf_layer_types, load_hf_config, text_config_of
-from refpos.rope.hf_resolver import FIELD_NAMES, RARE_FIELDS, Resolver
-from refpos.rope.mrope_hf import resolve_mrope
-from refpos.rope.position_keys import not_modelled_report
 
 __all__ = ["from_hf_config", "hf_layer_types", "load_hf_config", "resolve_rope", "text_config_of"]
 
@@ -74,7 +74,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
     r.layout()
     r.lengths(rope_type)
     r.scaling_keys(rope_type)
-    resolve_mrope(r)  # M-RoPE sections, assignment, family layout (refpos.rope.mrope_hf)
+    resolve_mrope(r)  # M-RoPE sections, assignment, family layout (refpos.models.mrope_hf)
     r.notes.extend(["read from text_config"] if prefix else [])
     unused = r.unused()
     not_modelled = not_modelled_report(r, unused, rope_type, per_layer_done=per_layer)

@@ -2,7 +2,7 @@
 
 A config.json says ``rope_theta`` and ``rope_scaling``; it does not say whether the model rotates
 half-split or interleaved pairs, which layers rotate at all, or whether the query is scaled by position.
-Those are fixed by the model's code. The table is data, ``refpos/data/families.toml``: one row per
+Those are fixed by the model's code. The table is data, ``refpos/models/data/families.toml``: one row per
 transformers ``model_type`` whose modeling code has a text RoPE module, each row citing the file (under
 ``transformers/models/``, transformers 5.24) and the function it was read from. This module reads it,
 checks every value against its rule set and serves the rows. The columns:
@@ -17,7 +17,7 @@ checks every value against its rule set and serves the rows. The columns:
     Which layers rotate: ``"all"``; ``"no_rope_layers"`` (a 0/1 list, 1 = rotate; absent: every layer but each
     ``no_rope_layer_interval``-th, default 4); ``"sliding"`` (only ``sliding_attention`` layers, and only
     when ``sliding_window`` is set); ``"sliding_or_no_window"`` (sliding layers, or every layer when
-    ``sliding_window`` is null). :mod:`refpos.rope.layers` evaluates them.
+    ``sliding_window`` is null). :mod:`refpos.models.layers` evaluates them.
 ``layer_pattern``
     How the model's config class fills an absent ``layer_types`` (a :class:`LayerPattern`): every ``n``-th
     layer ``full_attention`` (``n`` read from ``key``, default ``every``), or the layers a config key lists
@@ -28,7 +28,7 @@ checks every value against its rule set and serves the rows. The columns:
     the kind the schedule names them by: Qwen3-Next's ``linear_attention`` layers are ``"linear"``.
 ``query_scale``
     A position-dependent multiplier of the query: ``"llama4_temperature"`` (Llama 4's NoPE layers) or
-    ``"llama_4_scaling_beta"`` (every layer, Ministral-3); see :mod:`refpos.rope.layers`.
+    ``"llama_4_scaling_beta"`` (every layer, Ministral-3); see :mod:`refpos.models.layers`.
 ``placement``
     Where the code puts the rotated channels when the config does not say (otherwise: first, or last for
     ``qk_rope_head_dim`` MLA configs).
@@ -37,7 +37,7 @@ checks every value against its rule set and serves the rows. The columns:
     ``"ntk_alpha"`` (``"dynamic"`` with ``alpha`` is a fixed NTK base), ``"longrope_mscale"``
     (``short_mscale`` / ``long_mscale``).
 ``multi_axis``
-    The text RoPE takes several position axes (M-RoPE); :mod:`refpos.rope.mrope_hf` resolves the families it
+    The text RoPE takes several position axes (M-RoPE); :mod:`refpos.models.mrope_hf` resolves the families it
     models and reports the others' multi-axis keys as not modelled.
 ``unmodelled``
     Something the code does with positions that refpos does not model; reported as not modelled.
@@ -70,6 +70,8 @@ QUERY_SCALES = ("llama4_temperature", "llama_4_scaling_beta")
 ROPE_DICT_RULES = ("ntk_alpha", "longrope_mscale")
 PLACEMENTS = ("first", "last")
 #: ``<dir>/modeling_<name>.py: <function>[, <function or Class.method>]``
+#: where the table lives, as error messages name it
+TABLE_PATH = "refpos/models/data/families.toml"
 SOURCE_FORM = re.compile(r"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: \w+(\.\w+)?(, \w+(\.\w+)?)*")
 
 
@@ -139,7 +141,7 @@ _STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmo
 
 def _row(model_type: str, table: Any) -> Family:
     """One ``[family.<model_type>]`` table as a :class:`Family`; a ``ValueError`` naming what is wrong."""
-    where = f"refpos/data/families.toml [family.{model_type}]"
+    where = f"{TABLE_PATH} [family.{model_type}]"
     if not isinstance(table, dict):
         raise ValueError(f"{where}: must be a table")
     unknown = sorted(set(table) - set(_COLUMNS))
@@ -170,16 +172,16 @@ def _row(model_type: str, table: Any) -> Family:
 def load(text: str | None = None) -> tuple[tuple[Family, ...], dict[str, str]]:
     """The rows and aliases of ``families.toml`` (or of ``text`` in its format), rows in file order."""
     if text is None:
-        text = resources.files("refpos").joinpath("data", "families.toml").read_text(encoding="utf-8")
+        text = resources.files("refpos").joinpath("models", "data", "families.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
     if set(data) != {"aliases", "family"}:
-        raise ValueError(f"refpos/data/families.toml: expected the tables [aliases] and [family.*], got {sorted(data)}")
+        raise ValueError(f"{TABLE_PATH}: expected the tables [aliases] and [family.*], got {sorted(data)}")
     rows = tuple(_row(model_type, table) for model_type, table in data["family"].items())
     aliases = data["aliases"]
     known = {row.model_type for row in rows}
     bad = {alias: target for alias, target in aliases.items() if target not in known or alias in known}
     if bad:
-        raise ValueError(f"refpos/data/families.toml [aliases]: each alias must name a row and not be one: {bad}")
+        raise ValueError(f"{TABLE_PATH} [aliases]: each alias must name a row and not be one: {bad}")
     return rows, dict(aliases)
 
 

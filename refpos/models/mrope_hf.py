@@ -12,7 +12,7 @@ modules of each family):
    ``mrope_interleaved`` says, Qwen2-VL's never does. A family not in the table (ERNIE-4.5-VL, whose
    assignment is another scheme, Qwen3.5, HunYuan-VL, …) is not modelled: its M-RoPE keys stay unused and
    the resolution reports them as not modelled.
-4. Layout: from the family table (:mod:`refpos.rope.families`): GLM-4.1V rotates adjacent channel pairs
+4. Layout: from the family table (:mod:`refpos.models.families`): GLM-4.1V rotates adjacent channel pairs
    (``interleaved``), the others half-split.
 
 =================  ======================  ===========  ===========
@@ -33,12 +33,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.rope import families
+from refpos.models import families
 from refpos.rope.vision import VisionRope
 from refpos.validation import check_int
 
 #: model_type: (default sections, interleaved) of the family's text rotary module; its layout is the family
-#: table's (refpos.rope.families), the one home of which pairs a model's code rotates
+#: table's (refpos.models.families), the one home of which pairs a model's code rotates
 MROPE_FAMILIES: dict[str, tuple[tuple[int, int, int], bool]] = {
     "qwen2_vl": ((16, 24, 24), False),
     "qwen2_5_vl": ((16, 24, 24), False),
@@ -88,13 +88,13 @@ def mrope_family(model_type: Any, parent_model_type: Any = None) -> str | None:
 
 
 def resolve_mrope(resolver: Any) -> None:
-    """Set ``mrope_section``, ``mrope_interleaved`` and the family's layout on a resolver of refpos.rope.hf.
+    """Set ``mrope_section``, ``mrope_interleaved`` and the family's layout on a resolver of refpos.models.hf.
 
-    ``resolver`` is ``refpos.rope.hf_resolver.Resolver`` after its other steps (its ``mrope_family`` from
+    ``resolver`` is ``refpos.models.hf_resolver.Resolver`` after its other steps (its ``mrope_family`` from
     :func:`mrope_family`).
     """
     family = resolver.mrope_family
-    if family is None:  # not modelled: the mrope keys stay unused and are reported so (refpos.rope.position_keys)
+    if family is None:  # not modelled: the mrope keys stay unused and are reported so (refpos.models.position_keys)
         return
     rope = resolver.rope
     in_dict = rope.get("mrope_section") is not None

@@ -2,7 +2,7 @@
 
 :func:`load_hf_config` reads a mapping, a path or a model directory; :func:`text_config_of` picks the
 ``text_config`` of a multimodal config without top-level RoPE keys; :func:`hf_layer_types` lists the layer
-types of a per-layer-type rope dict. :mod:`refpos.rope.hf` resolves what they find.
+types of a per-layer-type rope dict. :mod:`refpos.models.hf` resolves what they find.
 """
 
 from __future__ import annotations

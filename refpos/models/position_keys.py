@@ -107,7 +107,7 @@ def effect(key: str) -> str:
 
 def not_modelled_report(r: Any, unused: list[str], rope_type: str, *,
                         per_layer_done: bool = False) -> dict[str, str]:
-    """The unused keys of resolution ``r`` (a :class:`refpos.rope.hf` resolver) that change positions or
+    """The unused keys of resolution ``r`` (a :class:`refpos.models.hf` resolver) that change positions or
     attention, with what each does, and the code gaps of its family (key ``model_type``)."""
     report: dict[str, str] = {}
     rules = r.family.rope_dict if r.family else frozenset()

@@ -1,9 +1,9 @@
 """The steps of :func:`refpos.from_hf_config`: one :class:`Resolver` per resolution, one method per rule.
 
-The rules themselves, numbered, are the docstring of :mod:`refpos.rope.hf`; this module is their code. A
+The rules themselves, numbered, are the docstring of :mod:`refpos.models.hf`; this module is their code. A
 resolver reads keys of one (text) config through :meth:`Resolver.top` and :meth:`Resolver.from_rope`, which
 record every key used, so whatever was not read is reported as unused (and, where it matters, not modelled:
-:mod:`refpos.rope.position_keys`).
+:mod:`refpos.models.position_keys`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.rope.families import ALIASES, Family, family_of, warn_assumed
-from refpos.rope.hf_files import GEMMA3, ROPE_KEYS, is_per_layer
-from refpos.rope.mrope_hf import mrope_family, mrope_rope_type
+from refpos.models.families import ALIASES, Family, family_of, warn_assumed
+from refpos.models.hf_files import GEMMA3, ROPE_KEYS, is_per_layer
+from refpos.models.mrope_hf import mrope_family, mrope_rope_type
 from refpos.rope.params import PARAM_KEYS
 from refpos.validation import check_int
 
@@ -32,7 +32,7 @@ _GEMMA4 = {"gemma4", "gemma4_text"}
 class Resolver:
     """One resolution: reads keys, remembers which it used and where each field came from.
 
-    Each step method applies one numbered rule of :mod:`refpos.rope.hf`; :func:`refpos.rope.hf.resolve_rope`
+    Each step method applies one numbered rule of :mod:`refpos.models.hf`; :func:`refpos.models.hf.resolve_rope`
     calls them in order.
     """
 
@@ -48,7 +48,7 @@ class Resolver:
         written = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
         self.model_type = ALIASES.get(written, written)  # the family's transformers model_type
         self.family: Family | None = family_of(self.model_type)
-        #: the M-RoPE family whose text rotary module this config runs (refpos.rope.mrope_hf), or None
+        #: the M-RoPE family whose text rotary module this config runs (refpos.models.mrope_hf), or None
         self.mrope_family = mrope_family(self.model_type, parent_model_type)
         if written != self.model_type:
             self.notes.append(f"model_type {written!r} is transformers' {self.model_type!r} (family table alias)")
@@ -150,7 +150,7 @@ class Resolver:
         if not isinstance(value, str):
             raise TypeError(f"rope_type must be a str, got {type(value).__name__}")
         rules = self.family.rope_dict if self.family else frozenset()
-        value = mrope_rope_type(value, self.notes)  # "mrope": default + mrope_section (refpos.rope.mrope_hf)
+        value = mrope_rope_type(value, self.notes)  # "mrope": default + mrope_section (refpos.models.mrope_hf)
         if value == "dynamic" and self.rope.get("alpha") is not None and "ntk_alpha" in rules:
             self.notes.append(f"{self.model_type}: 'dynamic' with alpha is NTK-alpha, a fixed base θ·α^(d/(d−2)) "
                               "(rope_type 'ntk', factor = alpha)")
@@ -265,7 +265,7 @@ class Resolver:
             self.set("placement", family.placement, "default")
         if family.unmodelled:
             self.code_gaps.append(f"{family.model_type}: {family.unmodelled}")
-        if family.multi_axis and self.mrope_family is None:  # else resolved by refpos.rope.mrope_hf
+        if family.multi_axis and self.mrope_family is None:  # else resolved by refpos.models.mrope_hf
             self.code_gaps.append(f"{family.model_type}: multi-axis positions (M-RoPE); resolved here as one axis")
 
     def lengths(self, rope_type: str) -> None:

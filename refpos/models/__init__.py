@@ -1,0 +1,27 @@
+"""What a model's config.json says about positions: the family table and the config reader.
+
+* :mod:`refpos.models.hf_files` — reading a config.json, its text config, its rope dict and layer types.
+* :mod:`refpos.models.families` — the family table (:func:`family_of`): what a model's code fixes.
+* :mod:`refpos.models.hf` — :func:`from_hf_config`: a config's RoPE as a :class:`~refpos.RopeConfig`.
+* :mod:`refpos.models.layers` — :func:`hf_layers`: every decoder layer's RoPE and query scale.
+* :mod:`refpos.models.position_keys` — the config keys that change positions or attention.
+* :mod:`refpos.models.mrope_hf` — M-RoPE and vision RoPE from a config.
+* :mod:`refpos.models.mm_positions` — M-RoPE position ids of a multimodal token sequence.
+"""
+
+from refpos.models.families import Family, UnknownFamilyWarning, family_of
+from refpos.models.hf import from_hf_config, hf_layer_types
+from refpos.models.layers import HFLayer, LayerCountMissing, LayerSchedule, hf_layer, hf_layers
+
+__all__ = [
+    "Family",
+    "HFLayer",
+    "LayerCountMissing",
+    "LayerSchedule",
+    "UnknownFamilyWarning",
+    "family_of",
+    "from_hf_config",
+    "hf_layer",
+    "hf_layer_types",
+    "hf_layers",
+]
