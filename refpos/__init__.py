@@ -36,6 +36,15 @@ from refpos.pipeline.worked_example import explain_text, worked_example
 # isort: split
 from refpos.encodings.alibi import ALiBi, alibi_bias, alibi_bias_from_positions, alibi_slopes
 from refpos.encodings.cope import CoPE, cope_gates, cope_logits, cope_position_logits, cope_positions
+from refpos.encodings.deberta import (
+    DeBERTa,
+    deberta_attention_logits,
+    deberta_c2p_terms,
+    deberta_log_buckets,
+    deberta_p2c_terms,
+    deberta_position_projection,
+    deberta_relative_index,
+)
 from refpos.encodings.fire import FIRE, fire_bias, fire_features
 from refpos.encodings.kerple import KERPLE, kerple_bias
 from refpos.encodings.sandwich import Sandwich, sandwich_bias
@@ -85,6 +94,7 @@ __all__ = [
     "ALiBi",
     "AttentionWeights",
     "CoPE",
+    "DeBERTa",
     "DistanceBias",
     "DroPE",
     "DynamicNTKState",
@@ -113,6 +123,12 @@ __all__ = [
     "cope_logits",
     "cope_position_logits",
     "cope_positions",
+    "deberta_attention_logits",
+    "deberta_c2p_terms",
+    "deberta_log_buckets",
+    "deberta_p2c_terms",
+    "deberta_position_projection",
+    "deberta_relative_index",
     "distance_bias",
     "explain_text",
     "fire_bias",
