@@ -120,7 +120,8 @@ def deberta_log_buckets(relative: Array, position_buckets: int, max_relative_pos
     mid = position_buckets // 2
     magnitude = xp.abs(delta)
     far = xp.astype(xp.maximum(magnitude, xp.full_like(magnitude, mid)), xp.float64)  # log(0) guard: near is exact
-    log_part = xp.ceil(xp.log(far / mid) / math.log((m - 1) / mid) * (mid - 1))  # the order of the anchor
+    # both logarithms by one function (at |δ| = m − 1 their ratio is then exactly 1), in the anchor's order
+    log_part = xp.ceil(xp.log(far / mid) / xp.log(xp.full_like(far, (m - 1) / mid)) * (mid - 1))
     far_bucket = xp.sign(delta) * (mid + xp.astype(log_part, xp.int64))
     return xp.where(magnitude <= mid, delta, far_bucket)
 

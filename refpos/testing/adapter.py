@@ -260,6 +260,30 @@ def cope_logits(q: np.ndarray, k: np.ndarray, e: np.ndarray, gates: np.ndarray |
     return _out(refpos.cope_logits(_f64(q), _f64(k), _f64(e), pos, pos, gates=None if gates is None else _f64(gates)))
 
 
+def deberta_log_buckets(relative: np.ndarray, position_buckets: int, max_relative_positions: int) -> np.ndarray:
+    """DeBERTa-v2 log bucket (int64, same shape) of ``δ = relative = query position − key position``: ``δ`` where
+    ``|δ| <= mid = position_buckets // 2``, else ``sign(δ)·(mid + ceil(ln(|δ|/mid) / ln((m − 1)/mid)·(mid − 1)))``,
+    ``m = max_relative_positions``. ``position_buckets < 2`` or ``m <= mid + 1`` raise ValueError naming them."""
+    return _out(refpos.deberta_log_buckets(_positions_in(relative), position_buckets, max_relative_positions))
+
+
+def deberta_attention_logits(q: np.ndarray, k: np.ndarray, pos_key: np.ndarray | None, pos_query: np.ndarray | None,
+                             position_buckets: int, max_relative_positions: int, pos_att_type: list[str],
+                             positions: np.ndarray | None = None) -> np.ndarray:
+    """DeBERTa disentangled self-attention logits ``(H, T, T)`` = ``(q_i·k_j + c2p_ij + p2c_ij)/√(d·(1 + n))``,
+    ``n = len(pos_att_type)`` (entries ``"c2p"``, ``"p2c"``): ``c2p_ij = q_i·pos_key[h, idx_ij]``,
+    ``p2c_ij = k_j·pos_query[h, idx_ij]``, ``idx_ij = clip(b(pos[i] − pos[j]) + s, 0, 2s − 1)`` with
+    ``s = position_buckets`` if ``> 0`` (b: :func:`deberta_log_buckets`) else ``max_relative_positions``
+    (b the identity). q, k ``(H, T, d)``; pos_key, pos_query ``(H, 2s, d)``, ``None`` when their term is absent;
+    ``positions`` ``(T,)`` defaults to ``arange(T)``.
+    """
+    pos = _in(np.arange(q.shape[-2])) if positions is None else _positions_in(positions)
+    return _out(refpos.deberta_attention_logits(_f64(q), _f64(k), _in(pos_key, np.float64), _in(pos_query, np.float64),
+                                                pos, pos, pos_att_type=list(pos_att_type),
+                                                position_buckets=position_buckets,
+                                                max_relative_positions=max_relative_positions))
+
+
 # ------------------------------------------------------------------------------- RoPE --------
 # RoPE configurations cross the adapter as plain dicts (the contract): the keys of a transformers v5
 # ``rope_parameters`` entry (rope_type, rope_theta, factor, original_max_position_embeddings, beta_fast,

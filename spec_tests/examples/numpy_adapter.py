@@ -4,10 +4,10 @@ Run the spec suite on it::
 
     REFPOS_IMPL=spec_tests.examples.numpy_adapter python -m pytest spec_tests
 
-It provides the attention core, sinusoids, ALiBi, T5 buckets and RoPE (``default`` and ``linear``, both
-layouts, head placement). Everything else it lacks: those tests are reported as skipped, with the
-reason. A configuration it does not support raises ``NotImplementedError``, which the suite also reports
-as a skip. Bad input raises ``ValueError`` naming the parameter, as the contract asks.
+It provides the attention core, sinusoids, ALiBi, T5 buckets, DeBERTa's buckets and logits and RoPE
+(``default`` and ``linear``, both layouts, head placement). Everything else it lacks: those tests are
+reported as skipped, with the reason. A configuration it does not support raises ``NotImplementedError``,
+which the suite also reports as a skip. Bad input raises ``ValueError`` naming the parameter, as the contract asks.
 """
 
 from __future__ import annotations
@@ -147,6 +147,42 @@ def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
     log_ratio = np.log(np.maximum(n, 1) / max_exact) / math.log(max_distance / max_exact)
     large = np.minimum(max_exact + np.trunc(log_ratio * (n_buckets - max_exact)).astype(np.int64), n_buckets - 1)
     return out + np.where(n < max_exact, n, large)
+
+
+# ------------------------------------------------------------------------------------------- DeBERTa
+def deberta_log_buckets(relative, position_buckets, max_relative_positions):
+    """DeBERTa-v2 buckets of δ = query − key: δ near (|δ| <= mid), logarithmic beyond, rounded up."""
+    delta = np.asarray(relative, dtype=np.int64)
+    mid = position_buckets // 2
+    if position_buckets < 2:
+        raise ValueError(f"position_buckets must be >= 2, got {position_buckets}")
+    if max_relative_positions <= mid + 1:
+        raise ValueError(f"max_relative_positions must exceed position_buckets // 2 + 1, got {max_relative_positions}")
+    far = np.maximum(np.abs(delta), mid).astype(np.float64)
+    # both logarithms by np.log: at |δ| = m − 1 the ratio is then exactly 1 (math.log may differ by an ulp)
+    ratio = np.log(far / mid) / np.log(np.full_like(far, (max_relative_positions - 1) / mid))
+    return np.where(np.abs(delta) <= mid, delta, np.sign(delta) * (mid + np.ceil(ratio * (mid - 1)).astype(np.int64)))
+
+
+def deberta_attention_logits(q, k, pos_key, pos_query, position_buckets, max_relative_positions, pos_att_type,
+                             positions=None):
+    """(q_i·k_j + q_i·K_r[idx_ij] + k_j·Q_r[idx_ij]) / √(d·(1 + n)), idx_ij = clip(b(i − j) + s, 0, 2s − 1)."""
+    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    if any(term not in ("c2p", "p2c") for term in pos_att_type) or len(set(pos_att_type)) != len(pos_att_type):
+        raise ValueError(f"pos_att_type entries must be distinct 'c2p' / 'p2c', got {pos_att_type!r}")
+    pos = np.arange(q.shape[-2]) if positions is None else np.asarray(positions, dtype=np.int64)
+    delta = pos[:, None] - pos[None, :]  # (T, T): query minus key
+    if position_buckets > 0:
+        span, delta = position_buckets, deberta_log_buckets(delta, position_buckets, max_relative_positions)
+    else:
+        span = max_relative_positions
+    index = np.clip(delta + span, 0, 2 * span - 1)  # (T, T)
+    scores = q @ np.swapaxes(k, -1, -2)  # (H, T, T)
+    if "c2p" in pos_att_type:
+        scores = scores + np.einsum("hid,hijd->hij", q, np.asarray(pos_key)[:, index])
+    if "p2c" in pos_att_type:
+        scores = scores + np.einsum("hjd,hijd->hij", k, np.asarray(pos_query)[:, index])
+    return scores / math.sqrt(q.shape[-1] * (1 + len(pos_att_type)))
 
 
 # ---------------------------------------------------------------------------------------------- RoPE

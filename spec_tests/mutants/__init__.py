@@ -34,6 +34,7 @@ ATTENTION = "spec_tests/test_attention.py"
 ROPE_VECTORS = "spec_tests/test_rope_vectors.py"
 ROPE_PROPERTIES = "spec_tests/test_rope_properties.py"
 MROPE = "spec_tests/test_mrope.py"
+DEBERTA = "spec_tests/test_deberta.py"
 
 MUTANTS: dict[str, Mutant] = {
     "softmax_no_max": Mutant("softmax_no_max", (ATTENTION,)),
@@ -57,4 +58,8 @@ MUTANTS: dict[str, Mutant] = {
     "mrope_sections_reversed": Mutant("mrope_section_order", (MROPE,)),
     "mrope_interleave_ignored": Mutant("mrope_assignment", (MROPE,)),
     "mrope_temporal_spacing_ignored": Mutant("mrope_temporal_spacing_ignored", (MROPE,)),
+    "deberta_bucket_truncated": Mutant("deberta_bucket_rounding", (DEBERTA,)),
+    "deberta_relative_sign": Mutant("deberta_relative_sign", (DEBERTA,)),
+    "deberta_p2c_not_transposed": Mutant("deberta_p2c_not_transposed", (DEBERTA,)),
+    "deberta_scale_without_terms": Mutant("deberta_scale_factor", (DEBERTA,)),
 }
