@@ -6,7 +6,7 @@
 * :mod:`~refpos.golden.certify` — exact (mpmath) recomputation of the golden outputs;
 * :mod:`~refpos.golden.entries` — an output's tolerance entry per dtype, and comparing a candidate under it;
 * :mod:`~refpos.golden.manifest` — cases, outputs, the manifest;
-* :mod:`~refpos.golden.cases`, :mod:`~refpos.golden.rope_cases`, :mod:`~refpos.golden.scenarios` — the
-  committed cases;
+* :mod:`~refpos.golden.cases`, :mod:`~refpos.golden.deberta_cases`, :mod:`~refpos.golden.rope_cases`,
+  :mod:`~refpos.golden.scenarios` — the committed cases;
 * :mod:`~refpos.golden.generate` — generate and verify a golden directory.
 """

@@ -305,4 +305,6 @@ def relative_cases() -> list[Case]:
 
 def encoding_cases() -> list[Case]:
     """Every non-RoPE encoding family."""
-    return sinusoid_cases() + alibi_cases() + t5_cases() + relative_cases()
+    from refpos.golden.deberta_cases import deberta_cases  # it builds on this module's helpers
+
+    return sinusoid_cases() + alibi_cases() + t5_cases() + relative_cases() + deberta_cases()
