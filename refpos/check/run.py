@@ -8,6 +8,8 @@ the mistake when it is outside (the catalogue: docs/diagnosis.md).
     refpos check alibi --heads N --candidate S.npy [--q-len Q --k-len K --form causal] [--head-dim D]
     refpos check t5 --candidate B.npy (--relative REL.npy | --q-len Q --k-len K) [--causal]
                     [--num-buckets 32] [--max-distance 128]
+    refpos check deberta --candidate B.npy (--relative REL.npy | --q-len Q --k-len K)
+                         --position-buckets 256 --max-relative-positions 512
     refpos check sinusoid --candidate P.npy --dim D (--positions P.npy | --length T)
                           [--base 1e4] [--layout interleaved] [--spacing paper]
     refpos check CASE_ID Y.npy [--output NAME] [--golden-dir DIR] [--dtype …]
@@ -255,6 +257,24 @@ def check_t5(candidate: Any, rel: Any, *, bidirectional: bool = True, num_bucket
     return tables_stream.stream_t5(cand, rel, bidirectional, num_buckets, max_distance, progress)
 
 
+def check_deberta(candidate: Any, rel: Any, *, position_buckets: int, max_relative_positions: int,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Compare DeBERTa log buckets of ``rel`` (query − key) with the reference: integers, exact; as
+    :func:`check_t5`, block by block (``rel`` may be a strided view,
+    ``relative_grid(q_len, k_len, query_minus_key=True)``)."""
+    from refpos.encodings.deberta import deberta_log_buckets
+
+    cand = np.asarray(to_numpy(candidate))
+    if cand.dtype.kind not in "iu":
+        raise Unusable(f"DeBERTa buckets must be an integer array, got {cand.dtype}")
+    rel = np.asarray(to_numpy(rel))
+    if rel.dtype.kind not in "iu":
+        raise Unusable(f"relative positions must be an integer array, got {rel.dtype}")
+    same_shape(cand, rel.shape, "the relative positions")
+    deberta_log_buckets(np.zeros(1, dtype=np.int64), position_buckets, max_relative_positions)  # the arguments
+    return tables_stream.stream_deberta(cand, rel, position_buckets, max_relative_positions, progress)
+
+
 def check_sinusoid(candidate: Any, positions: Any, *, dim: int, base: float = 10000.0, layout: str = "interleaved",
                    spacing: str = "paper", dtype: str | None = None,
                    progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
@@ -330,6 +350,9 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     elif function == "t5_bucket":
         result["diagnosis"] = check_t5(cand, inputs["rel"], bidirectional=bool(args[1]), num_buckets=int(args[2]),
                                        max_distance=int(args[3]))["diagnosis"]
+    elif function == "deberta_log_buckets":
+        result["diagnosis"] = check_deberta(cand, inputs["rel"], position_buckets=int(args[1]),
+                                            max_relative_positions=int(args[2]))["diagnosis"]
     elif function == "sinusoidal":
         result["diagnosis"] = check_sinusoid(cand, inputs["positions"], dim=int(args[1]), base=float(args[2]),
                                              layout=str(args[3]), spacing=str(args[4]), dtype=dtype)["diagnosis"]

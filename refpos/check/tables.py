@@ -1,6 +1,6 @@
-"""Name the mistake in ALiBi slopes/biases, T5 buckets and sinusoid tables (docs/diagnosis.md).
+"""Name the mistake in ALiBi slopes/biases, T5 and DeBERTa buckets and sinusoid tables (docs/diagnosis.md).
 
-The ids are those of the families ``alibi``, ``t5`` and ``sinusoid`` of the one catalogue of known mistakes
+The ids are those of the families ``alibi``, ``t5``, ``deberta`` and ``sinusoid`` of the one catalogue of known mistakes
 (:mod:`refpos.check.catalogue`); docs/diagnosis.md documents each.
 """
 
@@ -118,6 +118,35 @@ def _t5_rounded(rel: np.ndarray, bidirectional: bool, num_buckets: int, max_dist
     exact = nb // 2
     log_part = np.log(np.maximum(n, 1) / exact) / np.log(max_distance / exact) * (nb - exact)
     return out + np.where(n < exact, n, np.minimum(exact + np.round(log_part).astype(np.int64), nb - 1))
+
+
+# ---------------------------------------------------------------------------------------- DeBERTa
+def diagnose_deberta(candidate: np.ndarray, rel: np.ndarray, *, position_buckets: int,
+                     max_relative_positions: int) -> list[Match]:
+    """DeBERTa catalogue for integer log buckets of ``rel`` (query − key)."""
+    import refpos
+
+    def bucket(r: np.ndarray) -> np.ndarray:
+        return _np(refpos.deberta_log_buckets(np_ns().asarray(r), position_buckets, max_relative_positions))
+
+    reference = bucket(rel)
+    mutants = [
+        ("deberta_relative_sign", "equals the buckets of key − query instead of query − key (the reference negated: "
+         "the log bucket is odd)", lambda: bucket(-rel)),
+        ("deberta_bucket_rounding", "equals the buckets with the log part truncated (T5's rule) instead of rounded "
+         "up: every bucket beyond position_buckets // 2 one closer to zero",
+         lambda: truncated_deberta_buckets(rel, position_buckets, max_relative_positions)),
+    ]
+    return _try(candidate, 0.0, mutants, reference)
+
+
+def truncated_deberta_buckets(rel: np.ndarray, position_buckets: int, m: int) -> np.ndarray:
+    """DeBERTa's log buckets of ``rel`` with the log part truncated instead of rounded up (the mistake
+    ``deberta_bucket_rounding``; ``m`` is max_relative_positions, both already validated)."""
+    mid = position_buckets // 2
+    far = np.maximum(np.abs(rel), mid).astype(np.float64)
+    log_part = np.trunc(np.log(far / mid) / np.log(np.full_like(far, (m - 1) / mid)) * (mid - 1)).astype(np.int64)
+    return np.where(np.abs(rel) <= mid, rel, np.sign(rel) * (mid + log_part))
 
 
 # --------------------------------------------------------------------------------------- sinusoid

@@ -1,4 +1,4 @@
-r"""Blockwise ``refpos check`` of ALiBi biases, T5 buckets and sinusoid tables: bounded memory at any size.
+r"""Blockwise ``refpos check`` of ALiBi biases, T5/DeBERTa buckets, sinusoid tables: bounded memory at any size.
 
 A bias ``(H, Tq, Tk)`` or a bucket table ``(Tq, Tk)`` at 32k positions is gigabytes. As for RoPE
 (:mod:`refpos.check.stream`), the candidate is read memory-mapped and compared block by block along its
@@ -10,18 +10,19 @@ family     rows ``(L, T, D)``            reference of a block                   
 alibi      ``(H, Tq, Tk)``               :func:`refpos.alibi_bias_from_positions` on its      ``Tk − Tq + i``
                                          heads' slopes and its queries (the same products)
 t5         ``(…, Tq, Tk)``               :func:`refpos.t5_bucket` of its relative positions    the row ``i``
+deberta    ``(…, Tq, Tk)``               :func:`refpos.deberta_log_buckets` of its ``δ``       the row ``i``
 sinusoid   ``(…, T, dim)``               :func:`refpos.sinusoidal` of its positions           its position
 =========  ============================  ===================================================  ==============
 
 Each entry of a block is the same number the whole-array reference holds (every formula here is
 elementwise), so the blockwise verdict is the whole-array one; the tests compare both. The tolerances
-are per block too: :func:`refpos.golden.tolerance.value_tolerance` (ALiBi), 0 (T5 buckets are integers),
+are per block too: :func:`refpos.golden.tolerance.value_tolerance` (ALiBi), 0 (buckets are integers),
 :func:`refpos.golden.tolerance.rope_tolerance` (sinusoid, growing with the position).
 
 The diagnosis (:mod:`refpos.check.tables`) tries whole-table mutants; it runs on a bounded part of the
 candidate, at most :data:`SAMPLE_ELEMENTS` entries: the **last** query rows of an ALiBi bias (with
 queries aligned to the end of the keys they are the bias of a shorter query block, and every ALiBi
-mistake of the catalogue changes every row), and for T5 and sinusoid tables rows spread over the whole
+mistake of the catalogue changes every row), and for bucket and sinusoid tables rows spread over the whole
 table, the smallest positions and the worst row (:func:`refpos.check.stream.sample_rows`).
 """
 
@@ -37,7 +38,7 @@ from refpos.backend import to_numpy
 from refpos.check import stream
 from refpos.check.catalogue import known
 from refpos.check.problem import np_ns
-from refpos.check.tables import diagnose_alibi, diagnose_sinusoid, diagnose_t5
+from refpos.check.tables import diagnose_alibi, diagnose_deberta, diagnose_sinusoid, diagnose_t5
 from refpos.golden import tolerance as tol
 
 #: entries of the candidate the diagnosis of a table works on at most (2**22: 32 MiB per float64 copy)
@@ -60,8 +61,9 @@ def float32_angles() -> dict[str, Any]:
         "(declare --dtype float32 if that is intended)")}
 
 
-def relative_grid(q_len: int, k_len: int) -> np.ndarray:
-    """``rel[i, j] = j − (k_len − q_len + i)`` ``(q_len, k_len)`` without the memory of the grid.
+def relative_grid(q_len: int, k_len: int, *, query_minus_key: bool = False) -> np.ndarray:
+    """``rel[i, j] = j − (k_len − q_len + i)`` ``(q_len, k_len)`` without the memory of the grid
+    (``query_minus_key``: its negative, DeBERTa's ``δ = query − key``).
 
     Queries are aligned to the end of the keys (as :func:`refpos.alibi_bias`). Every row is the row
     above shifted by one, so the grid is a read-only strided view of one line of ``q_len + k_len − 1``
@@ -70,6 +72,7 @@ def relative_grid(q_len: int, k_len: int) -> np.ndarray:
     if q_len <= 0 or k_len <= 0:
         return np.zeros((max(q_len, 0), max(k_len, 0)), dtype=np.int64)
     line = np.arange(q_len + k_len - 1, dtype=np.int64) - (k_len - 1)  # (q_len + k_len − 1,)
+    line = -line if query_minus_key else line
     start = line[q_len - 1:]  # rel[0, 0] = line[q_len − 1]
     step = line.itemsize
     return np.lib.stride_tricks.as_strided(start, shape=(q_len, k_len), strides=(-step, step), writeable=False)
@@ -133,36 +136,54 @@ def stream_alibi(raw: np.ndarray, n: int, form: str, dtype: str, head_dim: int |
     return result
 
 
-# --------------------------------------------------------------------------------------------- T5
-def stream_t5(cand: np.ndarray, rel: np.ndarray, bidirectional: bool, num_buckets: int, max_distance: int,
-              progress: Progress) -> dict[str, Any]:
+# ------------------------------------------------------------------------------------- T5, DeBERTa
+def _stream_buckets(family: str, cand: np.ndarray, rel: np.ndarray, buckets: Callable[[np.ndarray], np.ndarray],
+                    diagnose: Callable[[np.ndarray, np.ndarray], list], progress: Progress) -> dict[str, Any]:
     """Check integer buckets ``cand`` of the relative positions ``rel`` (same shape), block by block."""
-    import refpos
-
     rows, rel_rows = _rows(cand), _rows(rel)  # (L, T, D) views
     n_lead, t, d = rows.shape
     rows_positions = np.broadcast_to(np.arange(t, dtype=np.int64), (n_lead, t))  # (L, T): the row index
 
-    def buckets(r: np.ndarray) -> np.ndarray:
-        return np.asarray(to_numpy(refpos.t5_bucket(np_ns().asarray(np.asarray(r, dtype=np.int64)),
-                                                    bidirectional=bidirectional, num_buckets=num_buckets,
-                                                    max_distance=max_distance)))
-
     def reference_of(lead: slice, block: slice) -> tuple[np.ndarray, np.ndarray]:
-        reference = buckets(rel_rows[lead, block]).astype(np.float64)  # (k, rows, D), exact below 2**53
+        reference = buckets(np.asarray(rel_rows[lead, block], dtype=np.int64)).astype(np.float64)  # exact < 2**53
         return reference, np.zeros_like(reference)  # buckets are integers: equal or wrong
 
     tally = stream.compare_rows(rows, rows_positions, reference_of, progress)
-    result = _verdict("t5", "integer", tally, cand.shape, rows.shape)
+    result = _verdict(family, "integer", tally, cand.shape, rows.shape)
     if tally.n_outside == 0:
         return result
     lead_index, token_index = _sample(rows_positions, tally.worst_index, d)
-    result["diagnosis"] = diagnose_t5(np.asarray(rows[lead_index, token_index], dtype=np.int64),
-                                      np.asarray(rel_rows[lead_index, token_index], dtype=np.int64),
-                                      bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    result["diagnosis"] = diagnose(np.asarray(rows[lead_index, token_index], dtype=np.int64),
+                                   np.asarray(rel_rows[lead_index, token_index], dtype=np.int64))
     if len(token_index) < n_lead * t:
         result["diagnosis_rows"] = len(token_index)
     return result
+
+
+def stream_t5(cand: np.ndarray, rel: np.ndarray, bidirectional: bool, num_buckets: int, max_distance: int,
+              progress: Progress) -> dict[str, Any]:
+    """Check integer T5 buckets ``cand`` of the relative positions ``rel`` (memory − query), block by block."""
+    import refpos
+
+    def buckets(r: np.ndarray) -> np.ndarray:
+        return np.asarray(to_numpy(refpos.t5_bucket(np_ns().asarray(r), bidirectional=bidirectional,
+                                                    num_buckets=num_buckets, max_distance=max_distance)))
+
+    return _stream_buckets("t5", cand, rel, buckets, partial(
+        diagnose_t5, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance), progress)
+
+
+def stream_deberta(cand: np.ndarray, rel: np.ndarray, position_buckets: int, max_relative_positions: int,
+                   progress: Progress) -> dict[str, Any]:
+    """Check integer DeBERTa log buckets ``cand`` of ``rel`` (query − key), block by block."""
+    import refpos
+
+    def buckets(r: np.ndarray) -> np.ndarray:
+        return np.asarray(to_numpy(refpos.deberta_log_buckets(np_ns().asarray(r), position_buckets,
+                                                              max_relative_positions)))
+
+    return _stream_buckets("deberta", cand, rel, buckets, partial(
+        diagnose_deberta, position_buckets=position_buckets, max_relative_positions=max_relative_positions), progress)
 
 
 # --------------------------------------------------------------------------------------- sinusoid

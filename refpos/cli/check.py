@@ -14,6 +14,7 @@ from refpos.check.run import (
     Unusable,
     check_alibi,
     check_case,
+    check_deberta,
     check_rope,
     check_sinusoid,
     check_t5,
@@ -24,6 +25,7 @@ from refpos.check.tables_stream import relative_grid
 from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, WIDTH, Number, help_with, require
 from refpos.cli.progress import ProgressBar
 from refpos.encodings.alibi import FORMS
+from refpos.encodings.deberta import deberta_attention_span
 from refpos.encodings.sinusoidal import LAYOUTS, SPACINGS
 from refpos.encodings.t5 import check_bucket_args
 from refpos.golden.npy import read_npy
@@ -31,7 +33,7 @@ from refpos.golden.npy import read_npy
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``refpos check``."""
-    parser.add_argument("target", help="rope, alibi, t5, sinusoid, or a golden case id")
+    parser.add_argument("target", help="rope, alibi, t5, deberta, sinusoid, or a golden case id")
     parser.add_argument("candidate_file", nargs="?", default=None, help="candidate .npy (golden case form)")
     parser.add_argument("--candidate", default=None, help="the candidate output (.npy)")
     parser.add_argument("--dtype", default=None, help="dtype the candidate computed in (default: from the file)")
@@ -47,15 +49,19 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=help_with(LENGTH, "rope: L (default max(positions) + 1)"))
     parser.add_argument("--heads", type=WIDTH, help=help_with(WIDTH, "alibi: number of heads"))
     parser.add_argument("--q-len", type=LENGTH, default=None,
-                        help=help_with(LENGTH, "alibi, t5: queries, the last q_len of the k_len keys"))
-    parser.add_argument("--k-len", type=LENGTH, default=None, help=help_with(LENGTH, "alibi, t5: keys"))
+                        help=help_with(LENGTH, "alibi, t5, deberta: queries, the last q_len of the k_len keys"))
+    parser.add_argument("--k-len", type=LENGTH, default=None, help=help_with(LENGTH, "alibi, t5, deberta: keys"))
     parser.add_argument("--form", default="causal", choices=FORMS, help="alibi (default causal)")
     parser.add_argument("--head-dim", type=WIDTH, default=None,
                         help=help_with(WIDTH, "alibi: head size (tests the 1/√d mistake)"))
-    parser.add_argument("--relative", help="t5: relative positions memory − query (.npy)")
+    parser.add_argument("--relative", help="t5: relative positions memory − query; deberta: query − key (.npy)")
     parser.add_argument("--causal", action="store_true", help="t5: decoder (unidirectional) buckets")
     parser.add_argument("--num-buckets", type=BUCKETS, default=32, help=help_with(BUCKETS, "t5 (default 32)"))
     parser.add_argument("--max-distance", type=LENGTH, default=128, help=help_with(LENGTH, "t5 (default 128)"))
+    parser.add_argument("--position-buckets", type=BUCKETS, default=None,
+                        help=help_with(BUCKETS, "deberta: the config's position_buckets"))
+    parser.add_argument("--max-relative-positions", type=LENGTH, default=None,
+                        help=help_with(LENGTH, "deberta: the config's max_relative_positions (resolved, >= 1)"))
     parser.add_argument("--dim", type=EVEN_WIDTH, help=help_with(EVEN_WIDTH, "sinusoid: width"))
     parser.add_argument("--length", type=LENGTH, help=help_with(LENGTH, "sinusoid: positions 0 … length − 1"))
     parser.add_argument("--base", type=BASE, default=10000.0, help=help_with(BASE, "sinusoid (default 10000)"))
@@ -76,12 +82,13 @@ def _options_agree(args: argparse.Namespace) -> str | None:
     lengths = args.q_len is not None or args.k_len is not None
     for what, conflict in (
             ("CANDIDATE_FILE and --candidate", args.candidate_file is not None and args.candidate is not None),
-            ("t5: --relative and --q-len/--k-len", args.target == "t5" and bool(args.relative) and lengths),
+            ("t5/deberta: --relative and --q-len/--k-len", args.target in ("t5", "deberta") and bool(args.relative)
+             and lengths),
             ("sinusoid: --positions and --length", args.target == "sinusoid" and bool(args.positions)
              and args.length is not None)):
         if conflict:
             return f"{what} both given: give one"
-    t5_lengths = args.target == "t5" and not args.relative
+    t5_lengths = args.target in ("t5", "deberta") and not args.relative
     if (args.target == "alibi" or t5_lengths) and args.q_len is not None and args.k_len is not None \
             and args.q_len > args.k_len:
         return (f"--q-len {args.q_len} > --k-len {args.k_len}: the queries are the last q_len of the k_len keys "
@@ -92,11 +99,17 @@ def _options_agree(args: argparse.Namespace) -> str | None:
         except ValueError as exc:
             return f"--num-buckets {args.num_buckets} --max-distance {args.max_distance}" + \
                 (" --causal" if args.causal else "") + f": {exc}"
+    if args.target == "deberta" and args.position_buckets is not None and args.max_relative_positions is not None:
+        try:
+            deberta_attention_span(args.position_buckets, args.max_relative_positions)
+        except ValueError as exc:
+            return f"--position-buckets {args.position_buckets} --max-relative-positions " \
+                f"{args.max_relative_positions}: {exc}"
     return None
 
 
 #: targets whose candidate is read memory-mapped and compared block by block (refpos.check.stream)
-_STREAMED = ("rope", "alibi", "t5", "sinusoid")
+_STREAMED = ("rope", "alibi", "t5", "deberta", "sinusoid")
 
 
 def _need(value: Any, flag: str, target: str) -> Any:
@@ -152,6 +165,19 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
         with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
             return check_t5(candidate, rel, bidirectional=not args.causal, num_buckets=args.num_buckets,
                             max_distance=args.max_distance, progress=progress)
+    if target == "deberta":
+        if args.relative:
+            rel = read_npy(args.relative, mmap=True)
+        else:
+            q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
+            k_len = _need(args.k_len, "--k-len", target)
+            same_shape(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
+            rel = relative_grid(q_len, k_len, query_minus_key=True)  # (Tq, Tk): δ = query − key, a view
+        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
+            return check_deberta(candidate, rel, position_buckets=_need(args.position_buckets, "--position-buckets",
+                                                                        target),
+                                 max_relative_positions=_need(args.max_relative_positions,
+                                                              "--max-relative-positions", target), progress=progress)
     if target == "sinusoid":
         if args.positions:
             positions = read_npy(args.positions)

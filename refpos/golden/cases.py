@@ -305,6 +305,4 @@ def relative_cases() -> list[Case]:
 
 def encoding_cases() -> list[Case]:
     """Every non-RoPE encoding family."""
-    from refpos.golden.deberta_cases import deberta_cases  # it builds on this module's helpers
-
-    return sinusoid_cases() + alibi_cases() + t5_cases() + relative_cases() + deberta_cases()
+    return sinusoid_cases() + alibi_cases() + t5_cases() + relative_cases()

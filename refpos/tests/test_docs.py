@@ -54,6 +54,7 @@ TEACHING_PAGES = [
     "sinusoidal.md",
     "learned.md",
     "relative.md",
+    "deberta.md",
     "alibi.md",
     "rope.md",
     "extrapolation.md",

@@ -390,3 +390,10 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
     finally:
         _pyplot().close(fig)
     return out
+
+
+# figures drawn by a module of their own (each exports its plot function and PLOT = (name, description,
+# caption, figure size)), registered here, after the ones above
+from refpos.tools import plots_deberta  # noqa: E402
+
+_register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)

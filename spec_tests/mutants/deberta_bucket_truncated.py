@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from refpos.backend import array_namespace, to_numpy
+from refpos.check.tables import truncated_deberta_buckets
 from spec_tests.mutants._base import inherit_patched, module
 
 _deberta = module("refpos.encodings.deberta")
@@ -19,11 +20,7 @@ _reference = _deberta.deberta_log_buckets
 def _truncated(relative, position_buckets, max_relative_positions):
     xp = array_namespace(_reference(relative, position_buckets, max_relative_positions))  # the argument checks
     delta = np.asarray(to_numpy(relative), dtype=np.int64)
-    mid = position_buckets // 2
-    far = np.maximum(np.abs(delta), mid).astype(np.float64)
-    ratio = np.log(far / mid) / np.log(np.full_like(far, (max_relative_positions - 1) / mid))
-    log_part = np.trunc(ratio * (mid - 1)).astype(np.int64)  # the mistake: trunc, not ceil
-    return xp.asarray(np.where(np.abs(delta) <= mid, delta, np.sign(delta) * (mid + log_part)))
+    return xp.asarray(truncated_deberta_buckets(delta, position_buckets, max_relative_positions))
 
 
 globals().update(inherit_patched(__name__, "deberta_bucket_rounding", (_deberta, "deberta_log_buckets", _truncated)))

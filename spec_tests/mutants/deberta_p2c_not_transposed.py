@@ -1,6 +1,6 @@
-"""Mutant: DeBERTa's p2c term read at the transposed index — key j takes the row of ``j − i`` (the gather of
-``K Q_rᵀ`` by the c2p index, not transposed back) instead of the row of ``i − j``
-(docs/deberta.md#deberta_p2c_not_transposed). c2p stays right.
+"""Mutant: DeBERTa's p2c term read at the transposed index — key j takes the row of ``j − i`` (``K Q_rᵀ``
+gathered at the c2p index instead of its negative before the transposition back) instead of the row of
+``i − j`` (docs/deberta.md#deberta_p2c_not_transposed). c2p stays right.
 
 Caught by the logits formula and the row-index test of spec_tests/test_deberta.py.
 """
