@@ -1,7 +1,8 @@
 r"""Relative positions, and the distance bias of the worked example.
 
 Every relative encoding in refpos uses one sign convention: ``rel[i, j] = k_pos[j] - q_pos[i]`` ("key
-minus query": negative means the key lies in the past) and ``dist = -rel``. The distance bias of the
+minus query": negative means the key lies in the past) and ``dist = -rel`` — except DeBERTa
+(:mod:`refpos.encodings.deberta`), whose functions take its own ``δ = q_pos[i] - k_pos[j]``. The distance bias of the
 worked example (:mod:`refpos.pipeline.worked_example`) is the simplest relative encoding, a penalty that
 grows with the distance:
 
