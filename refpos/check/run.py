@@ -247,14 +247,20 @@ def check_t5(candidate: Any, rel: Any, *, bidirectional: bool = True, num_bucket
     :func:`refpos.check.tables_stream.relative_grid`): they are compared block by block along the
     query rows; the diagnosis runs on a sample of the rows.
     """
+    cand, rel = _buckets_and_relative(candidate, rel, "T5")
+    return tables_stream.stream_t5(cand, rel, bidirectional, num_buckets, max_distance, progress)
+
+
+def _buckets_and_relative(candidate: Any, rel: Any, family: str) -> tuple[np.ndarray, np.ndarray]:
+    """Integer buckets and integer relative positions of one shape, or :class:`Unusable`."""
     cand = np.asarray(to_numpy(candidate))
     if cand.dtype.kind not in "iu":
-        raise Unusable(f"T5 buckets must be an integer array, got {cand.dtype}")
+        raise Unusable(f"{family} buckets must be an integer array, got {cand.dtype}")
     rel = np.asarray(to_numpy(rel))
     if rel.dtype.kind not in "iu":
         raise Unusable(f"relative positions must be an integer array, got {rel.dtype}")
     same_shape(cand, rel.shape, "the relative positions")
-    return tables_stream.stream_t5(cand, rel, bidirectional, num_buckets, max_distance, progress)
+    return cand, rel
 
 
 def check_deberta(candidate: Any, rel: Any, *, position_buckets: int, max_relative_positions: int,
@@ -264,13 +270,7 @@ def check_deberta(candidate: Any, rel: Any, *, position_buckets: int, max_relati
     ``relative_grid(q_len, k_len, query_minus_key=True)``)."""
     from refpos.encodings.deberta import deberta_log_buckets
 
-    cand = np.asarray(to_numpy(candidate))
-    if cand.dtype.kind not in "iu":
-        raise Unusable(f"DeBERTa buckets must be an integer array, got {cand.dtype}")
-    rel = np.asarray(to_numpy(rel))
-    if rel.dtype.kind not in "iu":
-        raise Unusable(f"relative positions must be an integer array, got {rel.dtype}")
-    same_shape(cand, rel.shape, "the relative positions")
+    cand, rel = _buckets_and_relative(candidate, rel, "DeBERTa")
     deberta_log_buckets(np.zeros(1, dtype=np.int64), position_buckets, max_relative_positions)  # the arguments
     return tables_stream.stream_deberta(cand, rel, position_buckets, max_relative_positions, progress)
 

@@ -133,6 +133,18 @@ def _rope_config(args: argparse.Namespace) -> Any:
         raise Unusable(f"--config {path} does not resolve: {str(exc).splitlines()[0]}") from None
 
 
+def _relative(args: argparse.Namespace, candidate: np.ndarray, target: str, *, query_minus_key: bool = False
+              ) -> np.ndarray:
+    """The relative positions of a bucket check: ``--relative`` (memory-mapped), or the grid of
+    ``--q-len × --k-len`` as a view of one line of ``Tq + Tk − 1`` values."""
+    if args.relative:
+        return read_npy(args.relative, mmap=True)
+    q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
+    k_len = _need(args.k_len, "--k-len", target)
+    same_shape(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
+    return relative_grid(q_len, k_len, query_minus_key=query_minus_key)
+
+
 def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
     target = args.target
     cand_path = args.candidate or args.candidate_file
@@ -155,24 +167,12 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
             return check_alibi(candidate, _need(args.heads, "--heads N", target), q_len=args.q_len, k_len=args.k_len,
                                form=args.form, dtype=dtype, head_dim=args.head_dim, progress=progress)
     if target == "t5":
-        if args.relative:
-            rel = read_npy(args.relative, mmap=True)
-        else:
-            q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
-            k_len = _need(args.k_len, "--k-len", target)
-            same_shape(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
-            rel = relative_grid(q_len, k_len)  # (Tq, Tk), a view of one line of Tq + Tk - 1 values
+        rel = _relative(args, candidate, target)
         with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
             return check_t5(candidate, rel, bidirectional=not args.causal, num_buckets=args.num_buckets,
                             max_distance=args.max_distance, progress=progress)
     if target == "deberta":
-        if args.relative:
-            rel = read_npy(args.relative, mmap=True)
-        else:
-            q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
-            k_len = _need(args.k_len, "--k-len", target)
-            same_shape(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
-            rel = relative_grid(q_len, k_len, query_minus_key=True)  # (Tq, Tk): δ = query − key, a view
+        rel = _relative(args, candidate, target, query_minus_key=True)  # δ = query − key
         with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
             return check_deberta(candidate, rel, position_buckets=_need(args.position_buckets, "--position-buckets",
                                                                         target),

@@ -206,6 +206,21 @@ def _check_terms(name: str, x: Array, table: Array, index: Array, form: str) -> 
         raise ValueError(f"index must lie in [0, {table.shape[1]}) (the rows of {name})")
 
 
+def _term(name: str, x: Array, table: Array, index: Array, form: str, *, of_keys: bool) -> Array:
+    """``x_i · table[idx_ij]`` (queries, c2p) or ``x_j · table[idx_ij]`` (``of_keys``: keys, p2c)."""
+    x, table = floating_array(x, name="k" if of_keys else "q"), floating_array(table, name=name)
+    _check_terms(name, x, table, index, form)
+    xp = array_namespace(x)
+    if form == "direct":
+        rows = _rows(table, index)  # (..., H, Tq, Tk, d): the row of each pair
+        return xp.sum((x[..., None, :, :] if of_keys else x[..., :, None, :]) * rows, axis=-1)
+    scores = xp.matmul(x, xp.matrix_transpose(table))  # (..., H, T, 2k): x_t · table[r] for every row r
+    if not of_keys:
+        return _pick(scores, _index_per_head(index))  # (..., H, Tq, Tk)
+    picked = _pick(scores, xp.matrix_transpose(_index_per_head(index)))  # (..., H, Tk, Tq): row idx_ij of key j
+    return xp.matrix_transpose(picked)  # (..., H, Tq, Tk)
+
+
 def deberta_c2p_terms(q: Array, pos_key: Array, index: Array, *, form: str = "gather") -> Array:
     r"""Content-to-position term ``q_i · K_r[idx_ij]`` (unscaled), ``(..., H, Tq, Tk)``.
 
@@ -217,36 +232,21 @@ def deberta_c2p_terms(q: Array, pos_key: Array, index: Array, *, form: str = "ga
     -----
     .. math:: \mathrm{c2p}_{ij} = q_i \cdot K_r[\mathrm{idx}_{ij}]
     """
-    q, pos_key = floating_array(q, name="q"), floating_array(pos_key, name="pos_key")
-    _check_terms("pos_key", q, pos_key, index, form)
-    xp = array_namespace(q)
-    if form == "direct":
-        rows = _rows(pos_key, index)  # (..., H, Tq, Tk, d)
-        return xp.sum(q[..., :, None, :] * rows, axis=-1)
-    scores = xp.matmul(q, xp.matrix_transpose(pos_key))  # (..., H, Tq, 2k): q_i · K_r[r] for every row r
-    return _pick(scores, _index_per_head(index))  # (..., H, Tq, Tk)
+    return _term("pos_key", q, pos_key, index, form, of_keys=False)
 
 
 def deberta_p2c_terms(k: Array, pos_query: Array, index: Array, *, form: str = "gather") -> Array:
     r"""Position-to-content term ``k_j · Q_r[idx_ij]`` (unscaled), ``(..., H, Tq, Tk)``.
 
     The same row ``idx_ij`` as the c2p term (δ = query − key in both). The anchor scores every key against
-    every row, ``K Q_rᵀ`` ``(Tk, 2k)``, picks row ``idx_ji`` of the transposed index for key ``j`` and
-    transposes back; ``form="gather"`` does the same, ``"direct"`` gathers a row per pair.
+    every row, ``K Q_rᵀ`` ``(Tk, 2k)``, picks for key ``j`` and query ``i`` the row of the transposed
+    index, ``idx_ij``, and transposes back; ``form="gather"`` does the same, ``"direct"`` gathers a row per pair.
 
     Notes
     -----
     .. math:: \mathrm{p2c}_{ij} = k_j \cdot Q_r[\mathrm{idx}_{ij}]
     """
-    k, pos_query = floating_array(k, name="k"), floating_array(pos_query, name="pos_query")
-    _check_terms("pos_query", k, pos_query, index, form)
-    xp = array_namespace(k)
-    if form == "direct":
-        rows = _rows(pos_query, index)  # (..., H, Tq, Tk, d)
-        return xp.sum(k[..., None, :, :] * rows, axis=-1)
-    scores = xp.matmul(k, xp.matrix_transpose(pos_query))  # (..., H, Tk, 2k): k_j · Q_r[r] for every row r
-    picked = _pick(scores, xp.matrix_transpose(_index_per_head(index)))  # (..., H, Tk, Tq): row idx_ij of key j
-    return xp.matrix_transpose(picked)  # (..., H, Tq, Tk)
+    return _term("pos_query", k, pos_query, index, form, of_keys=True)
 
 
 def _terms(q: Array, k: Array, pos_key: Array | None, pos_query: Array | None, index: Array,
