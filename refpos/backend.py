@@ -30,12 +30,16 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
 
 import array_api_compat
 import numpy as np
 
 BACKENDS = ("numpy", "cupy", "array_api_strict")
+
+#: an array of any backend's namespace (NumPy, CuPy, array-api-strict): the one type refpos's signatures use for
+#: arrays (the array API standard has no runtime array type to check against)
+Array: TypeAlias = Any
 
 _current: str | None = None  # resolved lazily so that REFPOS_BACKEND is read at first use
 

@@ -56,6 +56,7 @@ from refpos.models.hf_resolver import FIELD_NAMES, RARE_FIELDS, Resolver
 from refpos.models.mrope_hf import resolve_mrope
 from refpos.models.position_keys import not_modelled_report
 from refpos.rope.config import RopeConfig
+from refpos.rope.rules import RULES
 
 __all__ = ["from_hf_config", "hf_layer_types", "load_hf_config", "resolve_rope", "text_config_of"]
 
@@ -84,7 +85,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
         provenance["rotary_dim"] = "derived"
     elif "rotary_dim" in r.fields and "partial_rotary_factor" not in r.fields:
         provenance["partial_rotary_factor"] = "derived"
-    if rope_type == "proportional" and provenance["placement"] == "default":
+    if RULES[rope_type].spans_head and provenance["placement"] == "default":
         provenance["placement"] = "derived"
     named = [k for k in unused if k not in r.siblings and k not in not_modelled and ("rope" in k or "rotary" in k)]
     rope = RopeConfig(**r.fields, provenance=provenance, unused_keys=tuple(unused), notes=tuple(r.notes),

@@ -12,18 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from refpos.inputs import InputError, load_json
+from refpos.rope.rules import config_keys
 
-#: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused)
-ROPE_KEYS = {
-    "default": set(), "linear": {"factor"}, "dynamic": {"factor"},
-    "yarn": {"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
-             "mscale_all_dim", "attention_factor", "truncate"},
-    "llama3": {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
-    "longrope": {"factor", "original_max_position_embeddings", "attention_factor", "short_factor",
-                 "long_factor"},
-    "proportional": {"factor"},
-    "ntk": {"factor", "mixed_b"},
-}
+#: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused): each rule's record
+ROPE_KEYS = config_keys()
 _COMMON_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 ALL_ROPE_KEYS = _COMMON_KEYS.union(*ROPE_KEYS.values())
 #: model types whose RoPE is per layer type without a per-layer dict (Gemma 3's v4 form)

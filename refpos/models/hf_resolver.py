@@ -15,9 +15,10 @@ from refpos.models.families import ALIASES, Family, family_of, warn_assumed
 from refpos.models.hf_files import GEMMA3, ROPE_KEYS, is_per_layer
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
 from refpos.rope.params import PARAM_KEYS
+from refpos.rope.rules import PLAIN, RULES, TYPE_ALIASES
 from refpos.validation import check_int
 
-_HF_TYPES = tuple(t for t in ROPE_KEYS if t != "ntk")
+_HF_TYPES = tuple(name for name, rule in RULES.items() if rule.transformers)
 #: fields of rules that only some families use: in the provenance only when set
 RARE_FIELDS = frozenset({"ntk_rule", "mixed_b", "short_mscale", "long_mscale", "mrope_section", "mrope_interleaved"})
 FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - RARE_FIELDS))
@@ -162,14 +163,14 @@ class Resolver:
                 self.notes.append(f"NTK-alpha reads only alpha and the base: {ignored} are not read (as in "
                                   "transformers)")
             value = "ntk"
-        elif value == "ntk":
-            self.notes.append("rope type 'ntk' is not a transformers type: read as vLLM's "
-                              + ("mixed" if self.rope.get("mixed_b") is not None else "fixed") + " NTK rule")
-            self.rope_rule["ntk_rule"] = "vllm_mixed" if self.rope.get("mixed_b") is not None else "vllm_fixed"
-        if value == "su" or (self.model_type == "phi3" and value == "yarn"):
+        elif value in RULES and RULES[value].implied is not None:  # keys the dict implies (vLLM's "ntk" forms)
+            implied, note = RULES[value].implied(self.rope)
+            self.notes.append(note)
+            self.rope_rule.update(implied)
+        if value in TYPE_ALIASES or (self.model_type == "phi3" and value == "yarn"):
             self.notes.append(f"rope type {value!r} read as 'longrope' (HF Phi-3 rewrite; HF 5.24.0 raises "
                               "KeyError for 'su' configs without original_max_position_embeddings in the dict)")
-            value = "longrope"
+            value = TYPE_ALIASES.get(value, "longrope")
         if self.model_type == "phi3" and value not in ("default", "longrope"):
             raise ValueError(f"rope_type must be 'default' or 'longrope' for phi3 (as HF), got {value!r}")
         if value not in ROPE_KEYS:
@@ -223,7 +224,7 @@ class Resolver:
             self.set("partial_rotary_factor", _PRF_DEFAULTS[self.model_type], "default")
         partial = self.fields.get("partial_rotary_factor", 1.0) != 1.0 or "rotary_dim" in self.fields
         honoured = self.model_type in _PRF_HONOURED or self.mrope_family in _PRF_HONOURED
-        if partial and self.fields["rope_type"] == "default" and not honoured:
+        if partial and self.fields["rope_type"] == PLAIN and not honoured:
             self.notes.append("partial rotary: refpos rotates d channels; the default init of many HF classes "
                               f"(llama, mistral, qwen2, ...) ignores partial_rotary_factor ({self.model_type!r})")
 
@@ -275,7 +276,7 @@ class Resolver:
                 l_max = self.top(key)
                 self.set("max_position_embeddings", l_max, "config")
                 break
-        if rope_type not in ("llama3", "yarn", "longrope"):
+        if "original_max_position_embeddings" not in RULES[rope_type].parameters:
             return
         in_dict = self.rope.get("original_max_position_embeddings") is not None
         if self.has("original_max_position_embeddings") and not self.per_layer:
@@ -296,8 +297,8 @@ class Resolver:
         for name, value in self.rope_rule.items():
             self.set(name, value, "derived")
         keys = ROPE_KEYS[rope_type] - {"original_max_position_embeddings"} - set(self.rope_rule)
-        if rope_type == "longrope" and self.family and "longrope_mscale" in self.family.rope_dict:
-            keys |= {"short_mscale", "long_mscale"}
+        if self.family and "longrope_mscale" in self.family.rope_dict:
+            keys |= {"short_mscale", "long_mscale"} & set(RULES[rope_type].parameters)
         for key in sorted(keys):
             if self.rope.get(key) is None:
                 continue
@@ -305,11 +306,12 @@ class Resolver:
                 self.notes.append("per-layer truncate ignored (HF reads it from the top-level dict)")
                 continue
             self.set(key, self.from_rope(key), "config")
-        if rope_type in ("yarn", "longrope") and "factor" not in self.fields \
+        factor_rule = RULES[rope_type].factor
+        if factor_rule is not None and factor_rule.from_lengths and "factor" not in self.fields \
                 and self.fields.get("max_position_embeddings") is not None:
             self.provenance["factor"] = "derived"  # RopeConfig sets L_max / L_0 after validating both
         mla = self.has("qk_rope_head_dim")
-        if mla and rope_type == "yarn" and self.fields.get("mscale_all_dim"):
+        if mla and "softmax_mscale" in RULES[rope_type].parameters and self.fields.get("mscale_all_dim"):
             self.set("softmax_mscale", True, "derived")
 
     def unused(self) -> list[str]:

@@ -1,9 +1,13 @@
 r"""``RopeConfig``: every parameter of a rotary position embedding, validated on construction.
 
-One frozen dataclass holds the parameters of every RoPE variant (docs/extrapolation.md#the-math). Names follow the
-transformers v5 ``rope_parameters`` keys, except ``theta`` (``rope_theta``). A field the chosen
-``rope_type`` does not use must stay at its default: ``RopeConfig(rope_type="default", factor=2.0)``
-is an error, not a silently ignored value.
+One frozen dataclass holds the parameters of every RoPE variant (docs/extrapolation.md#the-math): the head
+geometry every RoPE has, declared here, and one field per key of a scaling rule, taken from the rule registry
+(:data:`refpos.rope.rules.PARAMETERS`, in its order, after ``max_position_embeddings``). Each rule's record
+(:data:`refpos.rope.rules.RULES`) says which keys it reads, which it requires, how ``factor`` is checked and
+derived, and what else it validates; this class applies that record. Names follow the transformers v5
+``rope_parameters`` keys, except ``theta`` (``rope_theta``). A key the chosen ``rope_type`` does not read
+must stay at its default: ``RopeConfig(rope_type="default", factor=2.0)`` is an error, not a silently ignored
+value.
 
 Defaults are the anchors' (HF 5.24.0): ``theta = 10000``, ``beta_fast = 32``, ``beta_slow = 1``,
 ``truncate = True``, full rotation, ``layout = "half"``. Parameters HF requires have no default.
@@ -32,6 +36,7 @@ Examples
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -40,55 +45,49 @@ from typing import Any
 from refpos.pairs import PLACEMENTS as PAIR_PLACEMENTS
 from refpos.pairs import ROPE_LAYOUTS
 from refpos.rope.mrope import check_sections
-from refpos.validation import check_choice, check_float, check_int
+from refpos.rope.rules import DYNAMIC_RULES, NTK_RULES, PARAMETERS, ROPE_TYPES, RopeRule, rule_of
+from refpos.validation import check_bool, check_choice, check_float, check_int
 
-#: every rope_type refpos computes (docs/extrapolation.md#the-math); "ntk" is the static NTK-aware base change
-#: (docs/extrapolation.md#ntk-aware)
-ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
+__all__ = ["DYNAMIC_RULES", "LAYOUTS", "MAX_HEAD_DIM", "NTK_RULES", "PLACEMENTS", "ROPE_TYPES", "RopeConfig"]
+
 #: memory layouts of the rotated pairs (docs/conventions.md#pair-layouts); which channels pair up: :mod:`refpos.pairs`
 LAYOUTS = ROPE_LAYOUTS
 #: where the rotated channels sit in a head (docs/rope.md#partial-rotary); "head"/"tail" are accepted aliases
 PLACEMENTS = PAIR_PLACEMENTS
 _PLACEMENT_ALIASES = {"head": "first", "tail": "last"}
-#: dynamic NTK: transformers' per-call rule, or vLLM's single static base at L = factor·L_max
-DYNAMIC_RULES = ("hf", "vllm_static")
-#: static NTK: the NTK-aware base change (also Hunyuan's NTK-alpha), vLLM's fixed and mixed "ntk" forms
-NTK_RULES = ("aware", "vllm_fixed", "vllm_mixed")
 #: the widest head refpos builds tables for: a bound on memory (a config asking for 2**40 would need 2**39 pairs)
 MAX_HEAD_DIM = 2**16
+#: the declared field after which the scaling rules' keys are inserted
+_RULE_KEYS_AFTER = "max_position_embeddings"
 
-#: fields each rope_type may set away from their defaults (all types: theta, head_dim, rotary_dim,
-#: partial_rotary_factor, placement, layout, max_position_embeddings)
-_TYPE_FIELDS: dict[str, frozenset[str]] = {
-    "default": frozenset(),
-    "linear": frozenset({"factor"}),
-    "ntk": frozenset({"factor", "ntk_rule", "mixed_b"}),
-    "dynamic": frozenset({"factor", "dynamic_rule"}),
-    "yarn": frozenset({"factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
-                       "mscale_all_dim", "attention_factor", "truncate", "softmax_mscale"}),
-    "llama3": frozenset({"factor", "original_max_position_embeddings", "low_freq_factor",
-                         "high_freq_factor"}),
-    "longrope": frozenset({"factor", "original_max_position_embeddings", "attention_factor",
-                           "short_factor", "long_factor", "short_mscale", "long_mscale"}),
-    "proportional": frozenset({"factor"}),
-}
-_TYPE_SPECIFIC_DEFAULTS: dict[str, Any] = {
-    "factor": None, "original_max_position_embeddings": None, "beta_fast": 32.0, "beta_slow": 1.0,
-    "mscale": None, "mscale_all_dim": None, "attention_factor": None, "truncate": True,
-    "low_freq_factor": None, "high_freq_factor": None, "short_factor": None, "long_factor": None,
-    "dynamic_rule": "hf", "softmax_mscale": False, "ntk_rule": None, "mixed_b": None,
-    "short_mscale": None, "long_mscale": None,
-}
+
+def _with_rule_keys(cls: type) -> type:
+    """Declare one field per key of the rule registry (:data:`refpos.rope.rules.PARAMETERS`, with its default)
+    right after ``max_position_embeddings``, before :func:`dataclasses.dataclass` turns the class into one, and
+    list the keys in the class docstring."""
+    own = inspect.get_annotations(cls)
+    annotations: dict[str, Any] = {}
+    for name, annotation in own.items():
+        annotations[name] = annotation
+        if name == _RULE_KEYS_AFTER:
+            annotations.update({p.name: p.annotation for p in PARAMETERS.values()})
+    cls.__annotations__ = annotations
+    for parameter in PARAMETERS.values():
+        setattr(cls, parameter.name, parameter.default)
+    cls.__doc__ = (cls.__doc__ or "") + "\n    Scaling-rule keys (:data:`refpos.rope.rules.PARAMETERS`)\n" + "".join(
+        f"    {p.name} : {p.annotation}\n        {p.doc}.\n" for p in PARAMETERS.values())
+    return cls
 
 
 @dataclass(frozen=True, kw_only=True)
+@_with_rule_keys
 class RopeConfig:
     """Parameters of one rotary position embedding (docs/rope.md#the-math, docs/extrapolation.md#the-math).
 
     Parameters
     ----------
     rope_type : str
-        One of :data:`ROPE_TYPES`.
+        One of :data:`ROPE_TYPES` (:data:`refpos.rope.rules.RULES`: which keys each reads and requires).
     theta : float
         Base θ > 0 (HF ``rope_theta``).
     head_dim : int
@@ -98,44 +97,12 @@ class RopeConfig:
         they agree). Default: all ``D`` channels.
     placement : {"first", "last", "proportional"}, optional
         Rotated channels at the start of the head (GPT-NeoX, Phi), at its end (DeepSeek MLA), or spread
-        as zero-frequency pairs over the full table (``rope_type="proportional"`` only).
+        as zero-frequency pairs over the full table (rules whose table spans the head, ``proportional``).
     layout : {"half", "interleaved", "deinterleaved"}
         Pairs ``(j, j + d/2)`` (NeoX, HF Llama), ``(2j, 2j + 1)`` (GPT-J, Meta) or interleaved input
         written half-split (HF DeepSeek-V3).
-    factor : float, optional
-        Scale ``s``. Required (≥ 1) for linear, ntk, dynamic, llama3; yarn: ≥ 1, default
-        ``L_max/L_0``; longrope: > 0, default ``L_max/L_0``; proportional: > 0, default 1.
-    original_max_position_embeddings : int, optional
-        Pre-training length ``L_0``; required for yarn, llama3, longrope.
     max_position_embeddings : int, optional
-        Declared length ``L_max``; required for dynamic.
-    beta_fast, beta_slow : float
-        YaRN ramp rotations, ``beta_fast >= beta_slow > 0`` (equal: the ramp is widened by 0.001, as in
-        transformers; Kimi-K2 ships ``beta_fast == beta_slow == 1``).
-    mscale, mscale_all_dim : float, optional
-        YaRN (DeepSeek) magnitude keys; only used when both are non-zero.
-    attention_factor : float, optional
-        Explicit ``A`` (yarn, longrope): replaces the formula.
-    truncate : bool
-        YaRN: floor/ceil the correction range (False: gpt-oss).
-    low_freq_factor, high_freq_factor : float, optional
-        llama3 band factors, ``0 < low <= high`` (equal: the blended middle band is empty, as Llama 4
-        ships them).
-    short_factor, long_factor : sequence of float, optional
-        longrope per-pair divisors, length ``d/2`` each.
-    dynamic_rule : {"hf", "vllm_static"}
-        dynamic: transformers' rule at the current length, or vLLM's base at ``L = factor·L_max``.
-    softmax_mscale : bool
-        yarn: multiply the softmax scale by ``mscale(s, mscale_all_dim)²`` (DeepSeek MLA).
-    ntk_rule : {"aware", "vllm_fixed", "vllm_mixed"}, optional
-        ntk only (default ``"aware"`` there, unset for the other types): the NTK-aware base
-        θ·s^(d/(d−2)) (also Hunyuan's NTK-alpha with ``s = α``), or vLLM's fixed / mixed ``"ntk"`` forms
-        (:func:`refpos.rope.scaling.vllm_ntk_inv_freq`).
-    mixed_b : float, optional
-        ntk with ``ntk_rule="vllm_mixed"``: the exponent ``b > 0`` of the mixed form (required there only).
-    short_mscale, long_mscale : float, optional
-        longrope: explicit attention factors for ``L <= L_0`` and ``L > L_0`` (Phi-3.5-MoE); give both or
-        neither. They replace ``attention_factor``.
+        Declared length ``L_max`` (dynamic NTK requires it; yarn and longrope derive ``factor`` from it).
     mrope_section : sequence of 3 int, optional
         M-RoPE (:mod:`refpos.rope.mrope`, any ``rope_type``): pairs reading the t, h, w positions,
         ``s_t + s_h + s_w = n_pairs``. ``None``: 1-D RoPE.
@@ -150,25 +117,8 @@ class RopeConfig:
     partial_rotary_factor: float | None = None
     placement: str | None = None
     layout: str = "half"
-    factor: float | None = None
-    original_max_position_embeddings: int | None = None
     max_position_embeddings: int | None = None
-    beta_fast: float = 32.0
-    beta_slow: float = 1.0
-    mscale: float | None = None
-    mscale_all_dim: float | None = None
-    attention_factor: float | None = None
-    truncate: bool = True
-    low_freq_factor: float | None = None
-    high_freq_factor: float | None = None
-    short_factor: tuple[float, ...] | None = None
-    long_factor: tuple[float, ...] | None = None
-    dynamic_rule: str = "hf"
-    softmax_mscale: bool = False
-    ntk_rule: str | None = None
-    mixed_b: float | None = None
-    short_mscale: float | None = None
-    long_mscale: float | None = None
+    # the scaling rules' keys are declared here by _with_rule_keys (refpos.rope.rules.PARAMETERS)
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
     #: per field: "config" (read from config.json), "default" or "derived" (from_hf_config)
@@ -185,28 +135,22 @@ class RopeConfig:
         object.__setattr__(self, name, value)
 
     def __post_init__(self) -> None:
-        rope_type = check_choice("rope_type", self.rope_type, ROPE_TYPES)
+        rule = rule_of(self.rope_type)
         self._set("theta", check_float("theta", self.theta, positive=True))
         head_dim = check_int("head_dim", self.head_dim, minimum=2, maximum=MAX_HEAD_DIM)
         self._set("layout", check_choice("layout", self.layout, LAYOUTS))
-        self._check_type_fields(rope_type)
-        self._resolve_rotary(rope_type, head_dim)
-        for name in ("original_max_position_embeddings", "max_position_embeddings"):
-            if getattr(self, name) is not None:
-                self._set(name, check_int(name, getattr(self, name), minimum=1))
-        if rope_type in ("yarn", "llama3", "longrope") and self.original_max_position_embeddings is None:
-            raise ValueError(f"original_max_position_embeddings is required for rope_type {rope_type!r}")
-        if rope_type == "dynamic" and self.max_position_embeddings is None:
-            raise ValueError("max_position_embeddings is required for rope_type 'dynamic' (HF scales from it)")
-        self._resolve_factor(rope_type)
-        self._check_yarn()
-        self._check_llama3(rope_type)
-        self._check_longrope(rope_type)
-        self._set("dynamic_rule", check_choice("dynamic_rule", self.dynamic_rule, DYNAMIC_RULES))
-        self._check_ntk(rope_type)
-        for name in ("truncate", "softmax_mscale", "mrope_interleaved"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool, got {type(getattr(self, name)).__name__}")
+        self._check_rule_keys(rule)
+        self._resolve_rotary(rule, head_dim)
+        if self.max_position_embeddings is not None:
+            self._set("max_position_embeddings", check_int("max_position_embeddings", self.max_position_embeddings,
+                                                           minimum=1))
+        for name, reason in rule.required:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name} is required for rope_type {rule.name!r}" + (f" ({reason})" if reason else ""))
+        self._resolve_factor(rule)
+        for name, value in rule.check(self).items():
+            self._set(name, value)
+        self._set("mrope_interleaved", check_bool("mrope_interleaved", self.mrope_interleaved))
         self._set("mrope_section", check_sections(self.mrope_section, self.n_pairs, self.mrope_interleaved))
         self._set("provenance", MappingProxyType(dict(self.provenance)))
         self._set("not_modelled", MappingProxyType(dict(self.not_modelled)))
@@ -214,14 +158,18 @@ class RopeConfig:
         self._set("notes", tuple(self.notes))
 
     # --------------------------------------------------------------------------------- validation
-    def _check_type_fields(self, rope_type: str) -> None:
-        allowed = _TYPE_FIELDS[rope_type]
-        for name, default in _TYPE_SPECIFIC_DEFAULTS.items():
+    def _check_rule_keys(self, rule: RopeRule) -> None:
+        """Keys of other rules stay at their defaults; the rule's own keys pass their :class:`Parameter` check."""
+        for name, parameter in PARAMETERS.items():
             value = getattr(self, name)
-            if name not in allowed and value is not None and value != default:
-                raise ValueError(f"{name}={value!r} is not used by rope_type {rope_type!r}; leave it unset")
+            if name in rule.parameters:
+                if value is not None or parameter.default is not None:
+                    self._set(name, parameter.check(name, value))
+            elif value is not None and not (value == parameter.default
+                                            and isinstance(value, bool) == isinstance(parameter.default, bool)):
+                raise ValueError(f"{name}={value!r} is not used by rope_type {rule.name!r}; leave it unset")
 
-    def _resolve_rotary(self, rope_type: str, head_dim: int) -> None:
+    def _resolve_rotary(self, rule: RopeRule, head_dim: int) -> None:
         prf = self.partial_rotary_factor
         if prf is not None:
             prf = check_float("partial_rotary_factor", prf, positive=True)
@@ -231,7 +179,7 @@ class RopeConfig:
         if rotary_dim is not None:
             rotary_dim = check_int("rotary_dim", rotary_dim, minimum=1)
         if prf is not None:
-            from_prf = 2 * int(prf * head_dim // 2) if rope_type == "proportional" else int(head_dim * prf)
+            from_prf = 2 * int(prf * head_dim // 2) if rule.spans_head else int(head_dim * prf)
             if rotary_dim is not None and abs(prf * head_dim - rotary_dim) < 1e-9:
                 from_prf = rotary_dim  # prf is the exact ratio d/D (as stored here): no truncation applies
             if rotary_dim is not None and rotary_dim != from_prf:
@@ -247,111 +195,53 @@ class RopeConfig:
                              f"partial_rotary_factor={prf})")
         if rotary_dim > head_dim:
             raise ValueError(f"rotary_dim={rotary_dim} exceeds head_dim={head_dim}")
-        if rope_type == "proportional" and head_dim % 2:
-            raise ValueError(f"head_dim must be even for rope_type 'proportional', got {head_dim}")
-        if rope_type in ("ntk", "dynamic") and rotary_dim < 4:
-            raise ValueError(f"rotary_dim must be >= 4 for rope_type {rope_type!r} (exponent d/(d-2))")
+        if rule.spans_head and head_dim % 2:
+            raise ValueError(f"head_dim must be even for rope_type {rule.name!r}, got {head_dim}")
+        if rotary_dim < rule.min_rotary_dim:
+            raise ValueError(f"rotary_dim must be >= {rule.min_rotary_dim} for rope_type {rule.name!r}, got "
+                             f"{rotary_dim}")
         self._set("rotary_dim", rotary_dim)
         self._set("partial_rotary_factor", rotary_dim / head_dim)  # normalised: equal configs compare equal
         placement = self.placement
         if placement is None:
-            placement = "proportional" if rope_type == "proportional" else "first"
+            placement = "proportional" if rule.spans_head else "first"
         if isinstance(placement, str):
             placement = _PLACEMENT_ALIASES.get(placement, placement)
         placement = check_choice("placement", placement, PLACEMENTS)
-        if (placement == "proportional") != (rope_type == "proportional"):
-            raise ValueError(f"placement 'proportional' goes with rope_type 'proportional' only, got "
-                             f"placement={placement!r}, rope_type={rope_type!r}")
+        if (placement == "proportional") != rule.spans_head:
+            raise ValueError(f"placement 'proportional' goes with a table that spans the head (rope_type "
+                             f"'proportional') only, got placement={placement!r}, rope_type={rule.name!r}")
         self._set("placement", placement)
 
-    def _resolve_factor(self, rope_type: str) -> None:
+    def _resolve_factor(self, rule: RopeRule) -> None:
+        """``factor`` by the rule's :class:`~refpos.rope.rules.FactorRule`: derived or defaulted when absent,
+        then checked."""
+        if rule.factor is None:
+            return
         factor = self.factor
-        if factor is None and rope_type in ("yarn", "longrope") and self.max_position_embeddings is not None:
+        if factor is None and rule.factor.from_lengths and self.max_position_embeddings is not None:
             factor = self.max_position_embeddings / self.original_max_position_embeddings
-        if factor is None and rope_type == "proportional":
-            factor = 1.0
         if factor is None:
-            if rope_type in ("linear", "ntk", "dynamic", "llama3", "yarn"):
-                raise ValueError(f"factor is required for rope_type {rope_type!r}"
-                                 + (" (or max_position_embeddings to derive it)" if rope_type == "yarn" else ""))
-            if rope_type == "longrope" and self.attention_factor is None:
-                raise ValueError("longrope needs factor, max_position_embeddings (factor = L_max / L_0) "
-                                 "or attention_factor")
+            factor = rule.factor.default
+        if factor is None:
+            if rule.factor.required:
+                raise ValueError(f"factor is required for rope_type {rule.name!r}"
+                                 + (" (or max_position_embeddings to derive it)" if rule.factor.from_lengths else ""))
             return
         factor = check_float("factor", factor, positive=True)
-        if factor < 1 and rope_type in ("linear", "ntk", "dynamic", "yarn", "llama3"):
-            raise ValueError(f"factor must be >= 1 for rope_type {rope_type!r}, got {factor}")
+        if factor < 1 and rule.factor.at_least_one:
+            raise ValueError(f"factor must be >= 1 for rope_type {rule.name!r}, got {factor}")
         self._set("factor", factor)
-
-    def _check_yarn(self) -> None:
-        if self.rope_type == "yarn" and self.theta == 1:
-            raise ValueError("theta must not be 1 for rope_type 'yarn' (the ramp bounds divide by ln θ)")
-        beta_fast = check_float("beta_fast", self.beta_fast, positive=True)
-        beta_slow = check_float("beta_slow", self.beta_slow, positive=True)
-        if beta_fast < beta_slow:
-            raise ValueError(f"beta_fast must be >= beta_slow, got beta_fast={beta_fast}, beta_slow={beta_slow}")
-        self._set("beta_fast", beta_fast)
-        self._set("beta_slow", beta_slow)
-        for name in ("mscale", "mscale_all_dim"):
-            if getattr(self, name) is not None:
-                self._set(name, check_float(name, getattr(self, name), minimum=0.0))
-        if self.attention_factor is not None:
-            self._set("attention_factor", check_float("attention_factor", self.attention_factor, positive=True))
-
-    def _check_llama3(self, rope_type: str) -> None:
-        if rope_type != "llama3":
-            return
-        for name in ("low_freq_factor", "high_freq_factor"):
-            if getattr(self, name) is None:
-                raise ValueError(f"{name} is required for rope_type 'llama3'")
-            self._set(name, check_float(name, getattr(self, name), positive=True))
-        if self.high_freq_factor < self.low_freq_factor:
-            raise ValueError(f"high_freq_factor must be >= low_freq_factor, got high_freq_factor="
-                             f"{self.high_freq_factor}, low_freq_factor={self.low_freq_factor}")
-
-    def _check_longrope(self, rope_type: str) -> None:
-        if rope_type != "longrope":
-            return
-        if self.attention_factor is None and self.factor is not None and self.factor > 1 \
-                and self.original_max_position_embeddings < 2:
-            raise ValueError("original_max_position_embeddings must be >= 2 for longrope's attention factor "
-                             "sqrt(1 + ln s / ln L_0)")
-        pairs = self.rotary_dim // 2
-        for name in ("short_factor", "long_factor"):
-            value = getattr(self, name)
-            if value is None:
-                raise ValueError(f"{name} is required for rope_type 'longrope' (a list of {pairs} numbers)")
-            if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__"):
-                raise TypeError(f"{name} must be a list of numbers, got {type(value).__name__}")
-            if len(value) != pairs:
-                raise ValueError(f"{name} must have rotary_dim/2 = {pairs} entries, got {len(value)}")
-            items = tuple(check_float(f"{name}[{i}]", v, positive=True) for i, v in enumerate(value))
-            self._set(name, items)
-        given = [name for name in ("short_mscale", "long_mscale") if getattr(self, name) is not None]
-        if len(given) == 1:
-            raise ValueError(f"{given[0]} is given without its partner: give short_mscale and long_mscale together")
-        for name in given:
-            self._set(name, check_float(name, getattr(self, name), positive=True))
-
-    def _check_ntk(self, rope_type: str) -> None:
-        if rope_type != "ntk":
-            return
-        self._set("ntk_rule", check_choice("ntk_rule", "aware" if self.ntk_rule is None else self.ntk_rule, NTK_RULES))
-        if (self.ntk_rule == "vllm_mixed") != (self.mixed_b is not None):
-            raise ValueError("mixed_b goes with ntk_rule='vllm_mixed' (required there, not allowed otherwise), got "
-                             f"ntk_rule={self.ntk_rule!r}, mixed_b={self.mixed_b!r}")
-        if self.mixed_b is not None:
-            self._set("mixed_b", check_float("mixed_b", self.mixed_b, positive=True))
 
     # --------------------------------------------------------------------------------- derived
     @property
     def n_pairs(self) -> int:
-        """Length of the frequency vector: ``d/2``, or ``head_dim/2`` for ``proportional``."""
+        """Length of the frequency vector: ``d/2``, or ``head_dim/2`` when the table spans the head."""
         return self.head_dim // 2 if self.placement == "proportional" else self.rotary_dim // 2
 
     @property
     def rotary_width(self) -> int:
-        """Channels the rotation table spans: ``d``, or ``head_dim`` for ``proportional``."""
+        """Channels the rotation table spans: ``d``, or ``head_dim`` when the table spans the head."""
         return 2 * self.n_pairs
 
     def to_params(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ power vs. as an exp of a log), so they agree to a few ulps: rtol 1e-14.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 
 from refpos.rope import RopeConfig, rope_frequencies
 from refpos.rope import scaling as rs
+from refpos.rope.rules import RULES
 
 RTOL = 1e-14  # float64, two evaluations of one formula (see the module docstring)
 
@@ -121,30 +123,35 @@ def test_relaxed_checks_still_refuse_bad_input(kwargs, name):
 
 
 # ------------------------------------------------------------------ the properties catch wrong rules
+def _with_rule(monkeypatch, name, **changes):
+    """rope_frequencies with the record of rule ``name`` carrying other formulas (a wrong rule)."""
+    monkeypatch.setattr(rs, "RULES", {**RULES, name: dataclasses.replace(RULES[name], **changes)})
+
+
 def test_mixed_property_breaks_on_a_wrong_exponent(monkeypatch):
-    real = rs.vllm_ntk_inv_freq
+    real = RULES["ntk"].inv_freq
 
-    def off_by_one(rope, xp=None):  # exp(a·j^b) instead of exp(a·(j+1)^b)
-        return real(rope, xp) * math.exp(math.log(rope.factor) / (rope.rotary_dim / 2) ** rope.mixed_b)
+    def off_by_one(rope, seq_len, ar):  # exp(a·j^b) instead of exp(a·(j+1)^b)
+        return real(rope, seq_len, ar) * math.exp(math.log(rope.factor) / (rope.rotary_dim / 2) ** rope.mixed_b)
 
-    monkeypatch.setattr(rs, "vllm_ntk_inv_freq", off_by_one)
+    _with_rule(monkeypatch, "ntk", inv_freq=off_by_one)
     with pytest.raises(AssertionError):
         test_vllm_ntk_mixed_divides_pair_j_by_exp_a_j_plus_1_to_the_b(0.625)
 
 
 def test_fixed_property_breaks_without_the_divisor(monkeypatch):
-    monkeypatch.setattr(rs, "vllm_ntk_inv_freq", lambda rope, xp=None: rs.base_inv_freq(
+    _with_rule(monkeypatch, "ntk", inv_freq=lambda rope, seq_len, ar: rs.base_inv_freq(
         rope.theta * rope.factor, rope.rotary_dim, np))
     with pytest.raises(AssertionError):
         test_vllm_ntk_fixed_is_the_scaled_base_and_divisor(64, 8.0)
 
 
 def test_mscale_property_breaks_on_an_inclusive_switch(monkeypatch):
-    real = rs.attention_factor
+    real = RULES["longrope"].attention_factor
 
-    def inclusive(rope, seq_len=None):
-        return real(rope, None if seq_len is None else seq_len + 1)
+    def inclusive(rope, seq_len, ar):
+        return real(rope, None if seq_len is None else seq_len + 1, ar)
 
-    monkeypatch.setattr(rs, "attention_factor", inclusive)
+    _with_rule(monkeypatch, "longrope", attention_factor=inclusive)
     with pytest.raises(AssertionError):
         test_longrope_mscale_switches_exactly_past_the_original_length()

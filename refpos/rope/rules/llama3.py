@@ -1,0 +1,64 @@
+r"""Llama 3.1's ``apply_scaling`` (docs/extrapolation.md#llama3): three wavelength bands.
+
+With :math:`\lambda_j = 2\pi/\omega_j`, ``l`` / ``h`` the low / high frequency factors and ``L_0`` the
+pre-training length:
+
+.. math::
+    \omega'_j = \begin{cases} \omega_j & \lambda_j < L_0/h \\ \omega_j / s & \lambda_j > L_0/l \\
+    (1 - g_j)\,\omega_j / s + g_j\,\omega_j & \text{otherwise (inclusive band)} \end{cases},
+    \quad g_j = \frac{L_0/\lambda_j - l}{h - l}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from refpos.rope.rules.plain import base_inv_freq
+from refpos.rope.rules.record import Arithmetic, Config, DrawContext, FactorRule, RopeRule
+
+
+def llama3_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic, *, cycle: Any = None) -> Any:
+    r"""The three bands above. ``cycle`` is the angle of one turn, :math:`2\pi` (``λ_j = cycle/ω_j``); another
+    value is a variant (a port that takes the period ``1/ω`` for the wavelength uses ``cycle = 1``).
+
+    ``l = h`` (Llama 4): the band holds only a wavelength equal to ``L_0/l``, where ``g`` is ``0/0``
+    (transformers computes NaN there); refpos raises ``ValueError`` for that one case and otherwise computes
+    the two outer bands, as transformers does.
+    """
+    w = base_inv_freq(ar.real(rope.theta), rope.rotary_dim, ar)
+    s, l0 = ar.real(rope.factor), ar.real(rope.original_max_position_embeddings)
+    low, high = ar.real(rope.low_freq_factor), ar.real(rope.high_freq_factor)
+    wavelen = (2 * ar.pi if cycle is None else cycle) / w
+    low_freq_wavelen, high_freq_wavelen = l0 / low, l0 / high
+    mid = (wavelen >= high_freq_wavelen) & (wavelen <= low_freq_wavelen)
+    if high == low:
+        if ar.any(mid):
+            raise ValueError("low_freq_factor == high_freq_factor and a wavelength equals "
+                             "original_max_position_embeddings / low_freq_factor: the blend is 0/0 there")
+        return ar.where(wavelen > low_freq_wavelen, w / s, w)
+    g = (l0 / wavelen - low) / (high - low)
+    blended = (1 - g) * w / s + g * w
+    return ar.where(wavelen > low_freq_wavelen, w / s, ar.where(mid, blended, w))
+
+
+def check_llama3(rope: Config) -> Mapping[str, Any]:
+    if rope.high_freq_factor < rope.low_freq_factor:
+        raise ValueError(f"high_freq_factor must be >= low_freq_factor, got high_freq_factor="
+                         f"{rope.high_freq_factor}, low_freq_factor={rope.low_freq_factor}")
+    return {}
+
+
+def draw_llama3(draw: Any, st: Any, ctx: DrawContext) -> dict[str, Any]:
+    low = draw(st.sampled_from([1.0, 0.5, 2.0]))
+    return {"factor": ctx.factor, "original_max_position_embeddings": ctx.original, "low_freq_factor": low,
+            "high_freq_factor": low * draw(st.sampled_from([2.0, 4.0, 1.5]))}
+
+
+LLAMA3 = RopeRule(
+    name="llama3", doc="docs/extrapolation.md#llama3", omega="three wavelength bands", attention="1",
+    source="Meta Llama 3.1 apply_scaling", inv_freq=llama3_inv_freq, draw=draw_llama3,
+    parameters=("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+    required=(("original_max_position_embeddings", ""), ("low_freq_factor", ""), ("high_freq_factor", "")),
+    factor=FactorRule(), check=check_llama3, transformers="_compute_llama3_parameters",
+)
