@@ -15,10 +15,10 @@ import pytest
 from hypothesis import strategies as st
 from support import IMPL, IMPL_NAME, declared_support, supported_subset
 
-from refpos.rope.config import ROPE_TYPES
+from refpos.rope.rules import ROPE_TYPES, RULES, DrawContext
 
-#: the types HF implements (refpos's "ntk" is the static NTK-aware base, no HF equivalent)
-HF_TYPES = tuple(t for t in ROPE_TYPES if t != "ntk")
+#: the types transformers implements (each rule's record names transformers' function, where there is one)
+HF_TYPES = tuple(name for name, rule in RULES.items() if rule.transformers)
 THETAS = st.sampled_from([10000.0, 500000.0, 1000000.0, 150000.0]) | st.floats(50.0, 1e7)
 
 
@@ -34,56 +34,27 @@ def rope_dicts(
 ) -> dict[str, Any]:
     """A valid rope dict of one of ``rope_types``; partial rotary (first / last) when ``partial``.
 
-    ``factor_one`` draws ``factor = 1`` (and unit LongRoPE lists, no explicit attention factor).
+    The keys of the rule itself are drawn by its record (:attr:`refpos.rope.rules.RopeRule.draw`, the draw
+    ``refpos.testing.strategies`` uses too), so every rule of :data:`refpos.rope.rules.RULES` is drawn.
+    ``factor_one`` draws ``factor = 1`` (and whatever else makes the rule plain RoPE: unit LongRoPE lists, no
+    explicit attention factor).
     """
     rope_types, layouts, placements = _declared(rope_types, layouts)
-    rope_type = draw(st.sampled_from(rope_types))
+    rule = RULES[draw(st.sampled_from(rope_types))]
     head_dim = draw(st.sampled_from(head_dims))
-    min_rot = 4 if rope_type in ("ntk", "dynamic") else 2
     rotary_dim = head_dim
-    rope: dict[str, Any] = {"rope_type": rope_type, "rope_theta": draw(THETAS), "head_dim": head_dim,
+    rope: dict[str, Any] = {"rope_type": rule.name, "rope_theta": draw(THETAS), "head_dim": head_dim,
                             "layout": draw(st.sampled_from(layouts))}
-    if rope_type == "proportional":
+    if rule.spans_head:  # a full-width table, zero frequencies past the rotated pairs
         rotary_dim = 2 * draw(st.integers(1, head_dim // 2))
         rope["rotary_dim"] = rotary_dim
     elif partial and placements and draw(st.booleans()):
-        rotary_dim = 2 * draw(st.integers(min_rot // 2, head_dim // 2))
+        rotary_dim = 2 * draw(st.integers(rule.min_rotary_dim // 2, head_dim // 2))
         rope["rotary_dim"] = rotary_dim
         rope["placement"] = draw(st.sampled_from(placements))
     original = draw(st.sampled_from([64, 512, 2048, 4096, 8192]))
     factor = 1.0 if factor_one else draw(st.sampled_from([1.0, 2.0, 4.0, 8.0, 16.0, 40.0]) | st.floats(1.0, 64.0))
-    if rope_type in ("linear", "ntk", "proportional"):
-        rope["factor"] = factor
-    elif rope_type == "dynamic":
-        rope.update(factor=factor, max_position_embeddings=original)
-        if draw(st.booleans()):
-            rope["dynamic_rule"] = "vllm_static"
-    elif rope_type == "yarn":
-        beta_slow = draw(st.sampled_from([1.0, 2.0, 0.5]))
-        rope.update(factor=factor, original_max_position_embeddings=original,
-                    beta_fast=beta_slow * draw(st.sampled_from([32.0, 8.0, 2.0])), beta_slow=beta_slow)
-        extra = "none" if factor_one else draw(st.sampled_from(["none", "truncate", "attention", "mscale"]))
-        if extra == "truncate":
-            rope["truncate"] = False
-        elif extra == "attention":
-            rope["attention_factor"] = draw(st.floats(0.5, 2.0))
-        elif extra == "mscale":
-            rope.update(mscale=draw(st.sampled_from([0.707, 1.0])), mscale_all_dim=draw(st.sampled_from([0.707, 1.0])))
-    elif rope_type == "llama3":
-        low = draw(st.sampled_from([1.0, 0.5, 2.0]))
-        rope.update(factor=factor, original_max_position_embeddings=original, low_freq_factor=low,
-                    high_freq_factor=low * draw(st.sampled_from([2.0, 4.0, 1.5])))
-    elif rope_type == "longrope":
-        pairs = rotary_dim // 2
-        if factor_one:
-            short = long = [1.0] * pairs
-            rope["factor"] = 1.0
-        else:
-            grid = st.floats(1.0, 64.0)
-            short = draw(st.lists(grid, min_size=pairs, max_size=pairs))
-            long = draw(st.lists(grid, min_size=pairs, max_size=pairs))
-            rope["max_position_embeddings"] = original * draw(st.sampled_from([1, 2, 32]))
-        rope.update(original_max_position_embeddings=original, short_factor=short, long_factor=long)
+    rope.update(rule.draw(draw, st, DrawContext(rotary_dim, original, factor, factor_one)))  # the rule's own keys
     return rope
 
 
@@ -122,8 +93,9 @@ def seeded(draw: st.DrawFn, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def rotary_width(rope: dict[str, Any]) -> int:
-    """Channels of the rotated span: head_dim for proportional, else rotary_dim (default head_dim)."""
-    if rope["rope_type"] == "proportional":
+    """Channels of the rotated span: head_dim when the rule's table spans the head (proportional), else
+    rotary_dim (default head_dim)."""
+    if RULES[rope["rope_type"]].spans_head:
         return rope["head_dim"]
     return rope.get("rotary_dim", rope["head_dim"])
 

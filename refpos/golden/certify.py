@@ -2,7 +2,8 @@ r"""Certify golden values against an arbitrary-precision (mpmath, 30 digits) eva
 
 Each function here re-evaluates one elementwise formula of the reference (docs/) with ``mpmath`` at
 :data:`DIGITS` significant digits, from the float64 inputs taken as exact numbers: RoPE frequencies of
-every ``rope_type`` (docs/extrapolation.md#the-math) and the attention factor, cos/sin tables, rotated vectors, sinusoid
+every ``rope_type`` (docs/extrapolation.md#the-math) and the attention factor (each rule's own formula in
+:class:`Exact` arithmetic, :data:`refpos.rope.rules.RULES`), cos/sin tables, rotated vectors, sinusoid
 tables, ALiBi slopes, T5 buckets, softmax rows. :func:`certificate` compares a float64 golden array with
 these values and reports the largest error in ulps.
 
@@ -37,141 +38,79 @@ def _f(x: Any) -> Any:
     return mp.mpf(float(x)) if not isinstance(x, (int, np.integer)) else mp.mpf(int(x))
 
 
-def _get(params: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    value = params.get(key, default)
-    return default if value is None else value
+class Exact:
+    """The exact arithmetic of the rules' formulas (:class:`refpos.rope.rules.Arithmetic`): mpmath numbers at
+    :data:`DIGITS` digits, vectors as NumPy object arrays of them. A float64 config value is taken as the exact
+    number it stores; a decimal constant of a formula (``"0.1"``) as the decimal."""
+
+    pi = mp.pi
+
+    @staticmethod
+    def real(value: Any) -> Any:
+        return _f(value)
+
+    @staticmethod
+    def decimal(text: str) -> Any:
+        return mp.mpf(text)
+
+    log, sqrt, floor, ceil = staticmethod(mp.log), staticmethod(mp.sqrt), staticmethod(mp.floor), staticmethod(mp.ceil)
+
+    @staticmethod
+    def arange(start: int, stop: int, step: int = 1) -> np.ndarray:
+        return np.array([mp.mpf(v) for v in range(start, stop, step)], dtype=object)
+
+    @staticmethod
+    def vector(values: Sequence[float]) -> np.ndarray:
+        return np.array([_f(v) for v in values], dtype=object)
+
+    @staticmethod
+    def zeros(n: int) -> np.ndarray:
+        return np.array([mp.mpf(0)] * n, dtype=object)
+
+    @staticmethod
+    def concat(parts: Sequence[np.ndarray]) -> np.ndarray:
+        return np.concatenate(list(parts))
+
+    exp_each = staticmethod(np.frompyfunc(mp.exp, 1, 1))
+    log_each = staticmethod(np.frompyfunc(mp.log, 1, 1))
+
+    @staticmethod
+    def clip(v: np.ndarray, low: float, high: float) -> np.ndarray:
+        return np.array([min(max(x, mp.mpf(low)), mp.mpf(high)) for x in v], dtype=object)
+
+    @staticmethod
+    def where(condition: Any, a: Any, b: Any) -> np.ndarray:
+        return np.where(condition, a, b)
+
+    @staticmethod
+    def any(condition: Any) -> bool:
+        return bool(np.any(condition))
 
 
-def _rotary_dim(params: Mapping[str, Any]) -> int:
-    head_dim = int(params["head_dim"])
-    if params.get("rotary_dim") is not None:
-        return int(params["rotary_dim"])
-    prf = params.get("partial_rotary_factor")
-    if prf is None:
-        return head_dim
-    if params.get("rope_type") == "proportional":
-        return 2 * int(float(prf) * head_dim // 2)
-    return int(head_dim * float(prf))
+def _rule_and_config(params: Mapping[str, Any]) -> tuple[Any, Any]:
+    from refpos.rope.params import rope_config_from_params
+    from refpos.rope.rules import RULES
 
-
-def _mscale(s: Any, k: Any = 1) -> Any:
-    return mp.mpf(1) if s <= 1 else mp.mpf("0.1") * k * mp.log(s) + 1
+    rope = rope_config_from_params(params)
+    return RULES[rope.rope_type], rope
 
 
 def mp_attention_factor(params: Mapping[str, Any], seq_len: int | None = None) -> Any:
-    r"""``A`` of docs/extrapolation.md#yarn (yarn) and docs/extrapolation.md#longrope (longrope;
-    ``short_mscale`` / ``long_mscale`` at ``seq_len``); 1 otherwise."""
-    kind = _get(params, "rope_type", "default")
-    explicit = params.get("attention_factor")
-    if kind == "yarn":
-        if explicit is not None:
-            return _f(explicit)
-        s = _f(params["factor"])
-        m, m_all = params.get("mscale"), params.get("mscale_all_dim")
-        if m and m_all:
-            return _mscale(s, _f(m)) / _mscale(s, _f(m_all))
-        return _mscale(s)
-    if kind == "longrope":
-        if params.get("short_mscale") is not None:
-            use_long = bool(seq_len) and seq_len > int(params["original_max_position_embeddings"])
-            return _f(params["long_mscale"] if use_long else params["short_mscale"])
-        if explicit is not None:
-            return _f(explicit)
-        s = _factor_longrope(params)
-        return mp.mpf(1) if s <= 1 else mp.sqrt(1 + mp.log(s) / mp.log(_f(params["original_max_position_embeddings"])))
-    return mp.mpf(1)
-
-
-def _factor_longrope(params: Mapping[str, Any]) -> Any:
-    if params.get("factor") is not None:
-        return _f(params["factor"])
-    return _f(params["max_position_embeddings"]) / _f(params["original_max_position_embeddings"])
+    r"""Exact ``A`` of an adapter-contract ``rope`` dict at length ``seq_len``: the rule's own formula
+    (:data:`refpos.rope.rules.RULES`) in :class:`Exact` arithmetic."""
+    rule, rope = _rule_and_config(params)
+    return rule.attention_factor(rope, seq_len, Exact())
 
 
 def mp_inv_freq(params: Mapping[str, Any], seq_len: int | None = None) -> list[Any]:
     r"""Exact inverse frequencies of an adapter-contract ``rope`` dict at length ``seq_len``.
 
-    :math:`\omega_j = \theta^{-2j/d}` scaled by the ``rope_type``'s rule (docs/extrapolation.md#the-math).
+    :math:`\omega_j = \theta^{-2j/d}` scaled by the ``rope_type``'s rule (docs/extrapolation.md#the-math): the
+    rule's own formula (:data:`refpos.rope.rules.RULES`, the lines the float64 reference runs) in
+    :class:`Exact` arithmetic.
     """
-    kind = _get(params, "rope_type", "default")
-    theta = _f(_get(params, "rope_theta", 10000.0))
-    d = _rotary_dim(params)
-    m = d // 2
-
-    def base(th: Any, denom: int, count: int) -> list[Any]:
-        return [th ** (-mp.mpf(2 * j) / denom) for j in range(count)]
-
-    if kind == "default":
-        return base(theta, d, m)
-    s = _f(params["factor"]) if params.get("factor") is not None else None
-    if kind == "linear":
-        return [w / s for w in base(theta, d, m)]
-    if kind == "ntk" and params.get("ntk_rule") == "vllm_fixed":  # (θs)^(-2j/d) / s^(2/d)
-        return [w / s ** (mp.mpf(2) / d) for w in base(theta * s, d, m)]
-    if kind == "ntk" and params.get("ntk_rule") == "vllm_mixed":  # θ^(-2j/d) / exp(a (j+1)^b)
-        b = _f(params["mixed_b"])
-        a = mp.log(s) / (mp.mpf(d) / 2) ** b
-        return [w / mp.exp(a * mp.mpf(j + 1) ** b) for j, w in enumerate(base(theta, d, m))]
-    if kind == "ntk":
-        return base(theta * s ** (mp.mpf(d) / (d - 2)), d, m)
-    if kind == "dynamic":
-        l_max = _f(params["max_position_embeddings"])
-        if params.get("dynamic_rule") == "vllm_static":
-            seq_len_mp = s * l_max
-        else:
-            seq_len_mp = l_max if seq_len is None else max(_f(seq_len), l_max)
-        return base(theta * (s * seq_len_mp / l_max - (s - 1)) ** (mp.mpf(d) / (d - 2)), d, m)
-    if kind == "yarn":
-        return _yarn(params, theta, d, m)
-    if kind == "llama3":
-        l0 = _f(params["original_max_position_embeddings"])
-        lf, hf = _f(params["low_freq_factor"]), _f(params["high_freq_factor"])
-        out = []
-        for w in base(theta, d, m):
-            lam = 2 * mp.pi / w
-            if lam > l0 / lf:
-                out.append(w / s)
-            elif lam >= l0 / hf and lf == hf:
-                raise ValueError("llama3: empty middle band with a wavelength on its edge (0/0)")
-            elif lam >= l0 / hf:
-                g = (l0 / lam - lf) / (hf - lf)
-                out.append((1 - g) * w / s + g * w)
-            else:
-                out.append(w)
-        return out
-    if kind == "longrope":
-        l0 = int(params["original_max_position_embeddings"])
-        lam = params["long_factor"] if (seq_len and seq_len > l0) else params["short_factor"]
-        return [1 / (_f(lam[j]) * theta ** (mp.mpf(2 * j) / d)) for j in range(m)]
-    if kind == "proportional":
-        head_dim = int(params["head_dim"])
-        n_rot = d // 2
-        s = s if s is not None else mp.mpf(1)
-        kept = base(theta, head_dim, n_rot)
-        return [w / s for w in kept] + [mp.mpf(0)] * (head_dim // 2 - n_rot)
-    raise ValueError(f"rope_type {kind!r} has no mpmath evaluation")
-
-
-def _yarn(params: Mapping[str, Any], theta: Any, d: int, m: int) -> list[Any]:
-    s = _f(params["factor"])
-    l0 = _f(params["original_max_position_embeddings"])
-
-    def pair_at(n: Any) -> Any:
-        return d * mp.log(l0 / (2 * mp.pi * n)) / (2 * mp.log(theta))
-
-    lo = pair_at(_f(_get(params, "beta_fast", 32.0)))
-    hi = pair_at(_f(_get(params, "beta_slow", 1.0)))
-    if _get(params, "truncate", True):
-        lo, hi = mp.floor(lo), mp.ceil(hi)
-    lo, hi = max(lo, mp.mpf(0)), min(hi, mp.mpf(d - 1))
-    if lo == hi:
-        hi += mp.mpf("0.001")
-    out = []
-    for j in range(m):
-        ramp = min(max((j - lo) / (hi - lo), mp.mpf(0)), mp.mpf(1))
-        pos = theta ** (mp.mpf(2 * j) / d)
-        out.append(1 / (s * pos) * ramp + 1 / pos * (1 - ramp))
-    return out
+    rule, rope = _rule_and_config(params)
+    return [mp.mpf(w) for w in rule.inv_freq(rope, seq_len, Exact())]
 
 
 def mp_cos_sin(positions: Sequence[int], inv_freq: Sequence[Any], factor: Any = 1) -> tuple[list, list]:

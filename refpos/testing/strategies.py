@@ -28,7 +28,8 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from refpos.rope.config import LAYOUTS as ROPE_LAYOUTS
-from refpos.rope.config import ROPE_TYPES as ALL_ROPE_TYPES
+from refpos.rope.rules import ROPE_TYPES as ALL_ROPE_TYPES
+from refpos.rope.rules import RULES, DrawContext
 from refpos.validation import check_int
 
 __all__ = [
@@ -48,8 +49,8 @@ __all__ = [
     "t5_parameters",
 ]
 
-#: every ``rope_type`` :func:`rope_configs` can draw: all of :data:`refpos.rope.config.ROPE_TYPES`
-#: (docs/extrapolation.md#the-math)
+#: every ``rope_type`` :func:`rope_configs` can draw: every rule of :data:`refpos.rope.rules.RULES`
+#: (docs/extrapolation.md#the-rules), each drawn by its record
 ROPE_TYPES = ALL_ROPE_TYPES
 #: RoPE memory layouts drawn by default (docs/conventions.md#pair-layouts); ``"deinterleaved"`` (HF DeepSeek-V3)
 #: on request
@@ -227,12 +228,14 @@ def rope_configs(
     """RoPE configurations as adapter dicts, one of ``rope_types`` (all of :data:`ROPE_TYPES` by default).
 
     Keys: ``rope_type``, ``rope_theta``, ``head_dim``, ``partial_rotary_factor``,
-    ``max_position_embeddings``, ``layout`` and the keys the type needs (docs/extrapolation.md#the-math): ``factor``;
-    ``original_max_position_embeddings`` (yarn, llama3, longrope); ``beta_fast``/``beta_slow`` and
+    ``max_position_embeddings``, ``layout`` and the keys the type needs (docs/extrapolation.md#the-rules), drawn
+    by the rule's record (:attr:`refpos.rope.rules.RopeRule.draw`, the draw the spec suite uses too): e.g.
+    ``factor``; ``original_max_position_embeddings`` (yarn, llama3, longrope); ``beta_fast``/``beta_slow`` and
     sometimes ``truncate``/``attention_factor``/``mscale``+``mscale_all_dim`` (yarn);
     ``low_freq_factor``/``high_freq_factor`` (llama3, high > low); ``short_factor``/``long_factor``
     lists of length d/2 (longrope). ``partial=True`` also draws ``partial_rotary_factor < 1``
-    (head placement, d = int(D·prf) kept even); ``proportional`` always has one.
+    (head placement, d = int(D·prf) kept even); a rule whose table spans the head (``proportional``) always
+    has one.
     """
     return _rope_configs(_check_subset("rope_types", rope_types, ROPE_TYPES), head_dim,
                          _check_subset("layouts", layouts, ALL_LAYOUTS), partial)
@@ -247,18 +250,18 @@ def _rope_configs(
     partial: bool,
 ) -> dict[str, Any]:
     rope_type = draw(st.sampled_from(rope_types))
+    rule = RULES[rope_type]
     dim = draw(head_dim if head_dim is not None else head_dims(4, 128))
     if dim % 2 or dim < 2:
         raise ValueError(f"head_dim strategy must draw even sizes >= 2, drew {dim}")
     prf = 1.0
-    min_rotary = 4 if rope_type in ("ntk", "dynamic") else 2  # the NTK exponent d/(d - 2) needs d >= 4
+    min_rotary = rule.min_rotary_dim  # e.g. the NTK exponent d/(d - 2) needs d >= 4
     assume(dim >= min_rotary)
-    if partial or rope_type == "proportional":
+    if partial or rule.spans_head:
         candidates = [f for f in (0.25, 0.5, 0.75) if int(dim * f) % 2 == 0 and int(dim * f) >= min_rotary]
-        if rope_type == "proportional":
+        if rule.spans_head:
             candidates = [f for f in candidates if int(f * dim // 2) >= 1] or [1.0]
         prf = draw(st.sampled_from([*candidates, 1.0])) if candidates else 1.0
-    rotary_dim = int(dim * prf)
     original = draw(st.sampled_from([2048, 4096, 8192]))
     config: dict[str, Any] = {
         "rope_type": rope_type,
@@ -269,35 +272,7 @@ def _rope_configs(
         "layout": draw(st.sampled_from(layouts)),
     }
     factor = draw(st.sampled_from([1.0, 2.0, 4.0, 8.0, 32.0]) | st.floats(1.0, 64.0))
-    if rope_type in ("linear", "ntk", "dynamic", "proportional"):
-        config["factor"] = factor
-    elif rope_type == "yarn":
-        config.update(factor=factor, original_max_position_embeddings=original,
-                      beta_fast=draw(st.sampled_from([32.0, 16.0])), beta_slow=draw(st.sampled_from([1.0, 2.0])))
-        config["max_position_embeddings"] = int(original * factor)
-        extra = draw(st.sampled_from(["none", "truncate_false", "attention_factor", "mscale"]))
-        if extra == "truncate_false":
-            config["truncate"] = False
-        elif extra == "attention_factor":
-            config["attention_factor"] = draw(st.floats(0.5, 2.0))
-        elif extra == "mscale":
-            config["mscale"] = draw(st.sampled_from([0.707, 1.0]))
-            config["mscale_all_dim"] = draw(st.sampled_from([0.707, 1.0]))
-    elif rope_type == "llama3":
-        low = draw(st.sampled_from([1.0, 2.0]))
-        config.update(factor=factor, low_freq_factor=low, high_freq_factor=low * draw(st.sampled_from([2.0, 4.0])),
-                      original_max_position_embeddings=original)
-        config["max_position_embeddings"] = int(original * factor)
-    elif rope_type == "longrope":
-        pairs = rotary_dim // 2
-        ratio = draw(st.sampled_from([2, 8, 32]))
-        grid = st.floats(1.0, 64.0)
-        config.update(
-            original_max_position_embeddings=original,
-            short_factor=draw(st.lists(grid, min_size=pairs, max_size=pairs)),
-            long_factor=draw(st.lists(grid, min_size=pairs, max_size=pairs)),
-        )
-        config["max_position_embeddings"] = original * ratio
+    config.update(rule.draw(draw, st, DrawContext(int(dim * prf), original, factor, factor_one=False)))
     return config
 
 

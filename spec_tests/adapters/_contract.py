@@ -13,18 +13,16 @@ import numpy as np
 
 from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 from refpos.pairs import place_pairs, split_pairs
+from refpos.rope.params import PARAM_KEYS
 
 #: the M-RoPE keys (docs/mrope.md): contract keys; an adapter that does not wire M-RoPE raises
 #: NotImplementedError for them (:func:`check_rope_keys` with ``mrope=False``)
 MROPE_KEYS = frozenset({"mrope_section", "mrope_interleaved"})
-#: the keys a contract rope dict may carry (spec_tests/README.md, "RoPE configurations"); any other key is
-#: bad input. Keys of other rope types (beta_fast, short_factor, ...) are allowed on every type.
-ROPE_KEYS = MROPE_KEYS | frozenset({
-    "rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
-    "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor", "short_factor",
-    "long_factor", "short_mscale", "long_mscale", "head_dim", "partial_rotary_factor", "rotary_dim",
-    "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale",
-})
+#: the keys a contract rope dict may carry (spec_tests/README.md, "RoPE configurations"): the fields of
+#: refpos.RopeConfig, i.e. the head geometry, the M-RoPE keys and every key of every scaling rule of the registry
+#: (refpos.rope.rules.PARAMETERS); any other key is bad input. Keys of other rope types (beta_fast, short_factor,
+#: ...) are allowed on every type.
+ROPE_KEYS = PARAM_KEYS
 
 
 def is_mrope(rope: dict) -> bool:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from refpos.rope.rules import RULES
 from spec_tests.adapters._contract import MROPE_KEYS
 
 #: (mrope_interleaved, layout) -> family whose text rotary module does that
@@ -46,10 +47,10 @@ ROTARY = {"qwen2_vl": ("Qwen2VLTextConfig", "Qwen2VLRotaryEmbedding"),
 MODELS = {"qwen2_vl": ("Qwen2VLModel", "Qwen2VLConfig"), "qwen2_5_vl": ("Qwen2_5_VLModel", "Qwen2_5_VLConfig"),
           "qwen3_vl": ("Qwen3VLModel", "Qwen3VLConfig"), "glm4v": ("Glm4vModel", "Glm4vConfig")}
 PER_FRAME = ("qwen3_vl", "glm4v")  # get_rope_index splits video_grid_thw into one-frame grids
-#: the rope_parameters keys transformers reads, and the contract's geometry keys (the adapter's own)
-HF_KEYS = ("rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
-           "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
-           "short_factor", "long_factor")
+#: the rope_parameters keys transformers reads (those of the registry's rules that transformers has), and the
+#: contract's geometry keys (the adapter's own)
+HF_KEYS = ("rope_type", "rope_theta", *sorted(set().union(*(rule.config_keys for rule in RULES.values()
+                                                             if rule.transformers))))
 GEOMETRY_KEYS = ("head_dim", "partial_rotary_factor", "rotary_dim", "max_position_embeddings", "layout", "placement")
 OTHER_KEYS = GEOMETRY_KEYS + tuple(sorted(MROPE_KEYS))
 

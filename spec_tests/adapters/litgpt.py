@@ -48,6 +48,7 @@ from litgpt.model import CausalSelfAttention, batched_index_select, build_mask_c
 from litgpt.model import apply_rope as litgpt_apply_rope
 from litgpt.model import apply_rope_interleave as litgpt_apply_rope_interleave
 
+from refpos.rope.rules import ROPE_TYPES
 from spec_tests.adapters._contract import (
     adapter_info,
     attention_shapes,
@@ -66,8 +67,8 @@ INFO = adapter_info(
     rope_placements=["first"],
 )
 
-#: the contract's rope types; those litgpt's build_rope_cache has are wired
-KNOWN_ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
+#: the contract's rope types (every rule of refpos's registry); those litgpt's build_rope_cache has are wired
+KNOWN_ROPE_TYPES = ROPE_TYPES
 
 
 def _setup(rope: dict) -> tuple[int, float, dict | None, str]:

@@ -192,7 +192,7 @@ KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_e
                    "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
                    "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
                    "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale",
-                   "short_mscale", "long_mscale", "mrope_section", "mrope_interleaved"}
+                   "short_mscale", "long_mscale", "ntk_rule", "mixed_b", "mrope_section", "mrope_interleaved"}
 
 
 def _rope_setup(rope):

@@ -4,9 +4,10 @@ written against.
 A rule maps ``(config, L) → (ω, A)`` (docs/extrapolation.md#the-math). Its record holds everything that
 varies from one rule to the next, so that every consumer is derived from it instead of naming the rule:
 
-* **keys**: the :class:`~refpos.rope.rules.parameters.Parameter` names it reads (they become fields of :class:`refpos.RopeConfig` and keys
-  of the adapter contract; those with ``in_config`` are read from a model's rope dict), which of them are
-  required, and how ``factor`` is checked or derived (:class:`FactorRule`);
+* **keys**: the :class:`~refpos.rope.rules.parameters.Parameter` names it reads (they become fields of
+  :class:`refpos.RopeConfig` and keys of the adapter contract; those with ``in_config`` are read from a
+  model's rope dict), which of them are required, and how ``factor`` is checked or derived
+  (:class:`FactorRule`);
 * **validation** beyond each key's own check (:attr:`RopeRule.check`);
 * **formulas**: the inverse frequencies and the attention factor, each written once against an
   :class:`Arithmetic`, so that the same lines give the float64 reference (:class:`Float64`) and the
