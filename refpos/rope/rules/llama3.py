@@ -61,4 +61,6 @@ LLAMA3 = RopeRule(
     parameters=("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
     required=(("original_max_position_embeddings", ""), ("low_freq_factor", ""), ("high_freq_factor", "")),
     factor=FactorRule(), check=check_llama3, transformers="_compute_llama3_parameters",
+    example={"theta": 500000.0, "factor": 8.0, "original_max_position_embeddings": 8192, "low_freq_factor": 1.0,
+             "high_freq_factor": 4.0},
 )

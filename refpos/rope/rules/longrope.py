@@ -80,4 +80,6 @@ LONGROPE = RopeRule(
               ("long_factor", "a list of rotary_dim/2 numbers")),
     factor=FactorRule(at_least_one=False, required=False, from_lengths=True), check=check_longrope,
     transformers="_compute_longrope_parameters", aliases=("su",),
+    example={"rotary_dim": 8, "original_max_position_embeddings": 4096, "max_position_embeddings": 131072,
+             "short_factor": [1.0, 1.5, 2.0, 3.0], "long_factor": [1.0, 4.0, 16.0, 32.0]},
 )

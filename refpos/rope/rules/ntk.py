@@ -99,6 +99,7 @@ NTK = RopeRule(
     source="bloc97 (NTK-aware); vLLM NTKScalingRotaryEmbedding (ntk_scaling_rope.py)", inv_freq=ntk_inv_freq,
     draw=draw_factor, parameters=("factor", "ntk_rule", "mixed_b"), factor=FactorRule(), check=check_ntk,
     min_rotary_dim=4, implied=implied_ntk_rule,
+    example={"factor": 8.0, "ntk_rule": "vllm_mixed", "mixed_b": 0.625},
 )
 
 DYNAMIC = RopeRule(
@@ -108,4 +109,5 @@ DYNAMIC = RopeRule(
     inv_freq=dynamic_inv_freq, draw=draw_dynamic, parameters=("factor", "dynamic_rule"), factor=FactorRule(),
     required=(("max_position_embeddings", "transformers scales from it"),), min_rotary_dim=4,
     transformers="_compute_dynamic_ntk_parameters",
+    example={"factor": 2.0, "max_position_embeddings": 4096},
 )

@@ -49,12 +49,14 @@ DEFAULT = RopeRule(
     name="default", doc="docs/rope.md#the-math", omega=r"$\theta^{-2j/d}$", attention="1",
     source="Su et al. 2021 (RoFormer)", inv_freq=default_inv_freq, draw=draw_nothing,
     transformers="compute_default_rope_parameters (each rotary module's own)",
+    example={"theta": 500000.0},
 )
 
 LINEAR = RopeRule(
     name="linear", doc="docs/extrapolation.md#linear", omega=r"$\theta^{-2j/d}/s$", attention="1",
     source="Chen et al. 2023 (position interpolation); kaiokendev", inv_freq=linear_inv_freq, draw=draw_factor,
     parameters=("factor",), factor=FactorRule(), transformers="_compute_linear_scaling_rope_parameters",
+    example={"factor": 8.0},
 )
 
 PROPORTIONAL = RopeRule(
@@ -63,4 +65,5 @@ PROPORTIONAL = RopeRule(
     inv_freq=proportional_inv_freq, draw=draw_factor, parameters=("factor",),
     factor=FactorRule(at_least_one=False, required=False, default=1.0), spans_head=True,
     transformers="_compute_proportional_rope_parameters",
+    example={"rotary_dim": 32, "factor": 2.0},
 )

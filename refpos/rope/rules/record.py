@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -206,6 +206,9 @@ class RopeRule:
         proportional RoPE): placement ``"proportional"``.
     aliases : tuple of str
         Other ``rope_type`` values that configs use for this rule.
+    example : mapping
+        The keys of one valid configuration of the rule (besides ``head_dim``): the registry's tests build it,
+        drop each required key from it, and evaluate it in both arithmetics.
     implied : callable ``rope_dict -> (keys, note)`` or None
         refpos's own keys that a model's rope dict of this type implies without stating them (vLLM's
         ``"ntk"``: the form follows from ``mixed_b``), and the resolver's note saying so.
@@ -227,6 +230,7 @@ class RopeRule:
     min_rotary_dim: int = 2
     spans_head: bool = False
     aliases: tuple[str, ...] = ()
+    example: Mapping[str, Any] = field(default_factory=dict)
     implied: Callable[[Mapping[str, Any]], tuple[dict[str, Any], str]] | None = None
 
     @property

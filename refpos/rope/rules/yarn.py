@@ -111,4 +111,5 @@ YARN = RopeRule(
                 "attention_factor", "truncate", "softmax_mscale"),
     required=(("original_max_position_embeddings", ""),), factor=FactorRule(from_lengths=True), check=check_ramp,
     transformers="_compute_yarn_parameters",
+    example={"theta": 1e6, "factor": 4.0, "original_max_position_embeddings": 32768},
 )
