@@ -6,6 +6,8 @@
   vLLM's static rule uses the base at ``factor·L_max`` for every length;
 * YaRN: ratio ω'/ω is 1 up to the lower ramp bound, 1/s from the upper one, linear in between,
   non-increasing; the attention factor follows HF's order (explicit > mscale ratio > 0.1 ln s + 1);
+* log-space YaRN (Grok): ln(ω'/ω) is −(1 − μ_j)·ln s, μ_j = (1 − γ_j)·e, γ_j the (always truncated) ramp;
+  A = 1;
 * llama3: three bands, continuous at both band edges (inclusive);
 * LongRoPE: short factors up to ``seq_len = L_0`` (and for ``None``), long ones from ``L_0 + 1``.
 
@@ -139,6 +141,26 @@ def test_yarn_attention_factor_resolution_order(impl, rope):
     only_mscale["mscale"] = 2.0
     # mscale without mscale_all_dim is ignored
     assert_within([frequencies(impl, only_mscale)[1]], [mscale()], **tolerance(impl))
+
+
+def yarn_log_ratio(rope):
+    """ω'/ω of log-space YaRN (docs/extrapolation.md#yarn-log): s^(−(1 − μ_j)), μ_j = (1 − γ_j)·e."""
+    d, s = rotary_width(rope), rope["factor"]
+    lo, hi = yarn_bounds(rope["rope_theta"], d, rope["original_max_position_embeddings"], rope["beta_fast"],
+                         rope["beta_slow"], truncate=True)
+    hi = hi + 0.001 if lo == hi else hi
+    ramp = np.clip((np.arange(d // 2) - lo) / (hi - lo), 0, 1)
+    weight = (1 - ramp) * rope.get("extrapolation_factor", 1.0)
+    return s ** (-(1 - weight))
+
+
+@given(rope_dicts(("yarn_log",)))
+def test_yarn_log_blends_kept_and_interpolated_frequencies_in_log_space(impl, rope):
+    inv, a = frequencies(impl, rope)
+    ratio = inv / base_inv(rope["rope_theta"], rotary_width(rope))
+    # a ratio of two computed frequencies, each an exp of a log-space blend: 10× the dtype's rtol
+    assert_within(ratio, yarn_log_ratio(rope), rtol=10 * tolerance(impl)["rtol"])
+    assert_within([a], [1.0], **tolerance(impl))  # Grok leaves YaRN's magnitude out of cos/sin
 
 
 @given(st.sampled_from([1.0, 2.0]), st.sampled_from([2.0, 4.0]), st.sampled_from([1024, 8192]),

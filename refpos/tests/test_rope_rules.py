@@ -122,6 +122,25 @@ def test_relaxed_checks_still_refuse_bad_input(kwargs, name):
         RopeConfig(**kwargs)
 
 
+def test_yarn_log_is_the_geometric_blend_of_kept_and_interpolated_frequencies():
+    """Grok's log-space YaRN (docs/extrapolation.md#yarn-log): ω' = ω·s^(−(1 − μ)), μ = (1 − γ)·e, with YaRN's
+    truncated ramp γ and A = 1; YaRN's arithmetic blend of the same ramp lies above it inside the ramp."""
+    keys = dict(head_dim=128, theta=1e6, factor=4.0, original_max_position_embeddings=32768)
+    rope = RopeConfig(rope_type="yarn_log", extrapolation_factor=0.5, **keys)
+    inv, a = _inv(rope)
+    lo, hi = rs.yarn_correction_range(rope)
+    assert (lo, hi) == (math.floor(lo), math.ceil(hi)) and 0 < lo < hi < 63  # a ramp inside the pairs
+    mu = (1 - np.clip((np.arange(64) - lo) / (hi - lo), 0, 1)) * 0.5
+    plain = 1e6 ** (-np.arange(0, 128, 2) / 128)
+    np.testing.assert_allclose(inv, plain * 4.0 ** (-(1 - mu)), rtol=RTOL)
+    assert a == 1.0
+    kept = _inv(RopeConfig(rope_type="yarn_log", **keys))[0]  # e = 1: the fast pairs keep ω
+    np.testing.assert_allclose(kept[:lo], plain[:lo], rtol=RTOL)  # exp(ln ω): a few ulps off ω
+    yarn = _inv(RopeConfig(rope_type="yarn", **keys))[0]
+    inside = slice(lo + 1, hi)
+    assert np.all(yarn[inside] > kept[inside] * (1 + 1e-3))  # arithmetic mean above the geometric one
+
+
 # ------------------------------------------------------------------ the properties catch wrong rules
 def _with_rule(monkeypatch, name, **changes):
     """rope_frequencies with the record of rule ``name`` carrying other formulas (a wrong rule)."""

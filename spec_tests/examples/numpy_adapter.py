@@ -186,13 +186,15 @@ def deberta_attention_logits(q, k, pos_key, pos_query, position_buckets, max_rel
 
 
 # ---------------------------------------------------------------------------------------------- RoPE
-KNOWN_ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
+KNOWN_ROPE_TYPES = (
+    "default", "linear", "ntk", "dynamic", "yarn", "yarn_log", "llama3", "longrope", "proportional")
 #: contract keys; those of other rope types (beta_fast, short_factor, ...) do not change default/linear
 KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
                    "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor", "high_freq_factor",
                    "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
                    "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale",
-                   "short_mscale", "long_mscale", "ntk_rule", "mixed_b", "mrope_section", "mrope_interleaved"}
+                   "short_mscale", "long_mscale", "ntk_rule", "mixed_b", "extrapolation_factor", "mrope_section",
+                   "mrope_interleaved"}
 
 
 def _rope_setup(rope):

@@ -57,6 +57,13 @@ def positive_list(name: str, value: Any) -> tuple[float, ...]:
     return tuple(check_float(f"{name}[{i}]", v, positive=True) for i, v in enumerate(value))
 
 
+def unit_interval(name: str, value: Any) -> float:
+    value = check_float(name, value, minimum=0.0)
+    if value > 1:
+        raise ValueError(f"{name} must be in [0, 1], got {value}")
+    return value
+
+
 def _parameters(*items: Parameter) -> Mapping[str, Parameter]:
     return MappingProxyType({p.name: p for p in items})
 
@@ -95,4 +102,6 @@ PARAMETERS: Mapping[str, Parameter] = _parameters(
               "with long_mscale)", positive, in_config=False),
     Parameter("long_mscale", "float | None", None, "LongRoPE: the attention factor for L > L_0 (Phi-3.5-MoE; "
               "with short_mscale)", positive, in_config=False),
+    Parameter("extrapolation_factor", "float | None", None, "log-space YaRN (Grok): the weight e in [0, 1] of the "
+              "kept frequency where the ramp keeps it (default 1)", unit_interval),
 )

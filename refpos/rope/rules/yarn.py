@@ -58,6 +58,26 @@ def yarn_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic) -> Any:
     return (1 / (ar.real(rope.factor) * pos_freqs)) * (1 - keep) + (1 / pos_freqs) * keep
 
 
+def yarn_log_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic) -> Any:
+    r"""Log-space YaRN (Grok): the same ramp, blended in log space with the weight ``e`` of the kept frequency.
+
+    .. math:: \mu_j = (1 - \gamma_j)\,e, \qquad
+        \omega'_j = \exp\bigl(\mu_j \ln \omega_j + (1 - \mu_j) \ln(\omega_j / s)\bigr)
+        = \omega_j\, s^{-(1 - \mu_j)}
+
+    (the geometric mean of the kept and the interpolated frequency where YaRN takes the arithmetic one), in
+    the order of ``ScalingRotaryEmbedding._compute_inv_freq`` with ``extra_method="yarn_log"`` (SGLang
+    ``python/sglang/srt/models/grok.py``; vLLM ``Grok1ScalingRotaryEmbedding`` in
+    ``vllm/model_executor/layers/rotary_embedding/grok1_scaling_rope.py``). The ramp bounds are always
+    floored / ceiled there.
+    """
+    d = rope.rotary_dim
+    pos_freqs = ar.real(rope.theta) ** (ar.arange(0, d, 2) / d)  # θ^(2j/d), (d/2,)
+    kept, interpolated = 1 / pos_freqs, 1 / (ar.real(rope.factor) * pos_freqs)
+    weight = (1 - yarn_ramp(rope, ar)) * ar.real(rope.extrapolation_factor)  # μ_j
+    return ar.exp_each(ar.log_each(kept) * weight + ar.log_each(interpolated) * (1 - weight))
+
+
 def mscale(scale: Any, k: Any, ar: Arithmetic) -> Any:
     r"""YaRN magnitude rule: :math:`0.1\,k\ln s + 1` for ``s > 1``, else 1."""
     return ar.real(1.0) if scale <= 1 else ar.decimal("0.1") * k * ar.log(scale) + 1
@@ -84,6 +104,11 @@ def check_ramp(rope: Config) -> Mapping[str, Any]:
     return {}
 
 
+def check_yarn_log(rope: Config) -> Mapping[str, Any]:
+    check_ramp(rope)
+    return {"extrapolation_factor": 1.0 if rope.extrapolation_factor is None else rope.extrapolation_factor}
+
+
 def draw_ramp(draw: Any, st: Any, ctx: DrawContext) -> dict[str, Any]:
     """``factor``, ``original_max_position_embeddings`` and the ramp's betas (``beta_fast >= beta_slow``)."""
     beta_slow = draw(st.sampled_from([1.0, 2.0, 0.5]))
@@ -103,6 +128,13 @@ def draw_yarn(draw: Any, st: Any, ctx: DrawContext) -> dict[str, Any]:
     return keys
 
 
+def draw_yarn_log(draw: Any, st: Any, ctx: DrawContext) -> dict[str, Any]:
+    keys = draw_ramp(draw, st, ctx)
+    if draw(st.booleans()):  # else the default e = 1; at s = 1 every e gives plain RoPE
+        keys["extrapolation_factor"] = draw(st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0.0, 1.0))
+    return keys
+
+
 YARN = RopeRule(
     name="yarn", doc="docs/extrapolation.md#yarn", omega=r"ramp blend of $\omega_j$ and $\omega_j/s$",
     attention=r"$0.1 \ln s + 1$, mscale ratio, or explicit", source="Peng et al. 2023 (YaRN)",
@@ -112,4 +144,14 @@ YARN = RopeRule(
     required=(("original_max_position_embeddings", ""),), factor=FactorRule(from_lengths=True), check=check_ramp,
     transformers="_compute_yarn_parameters",
     example={"theta": 1e6, "factor": 4.0, "original_max_position_embeddings": 32768},
+)
+
+YARN_LOG = RopeRule(
+    name="yarn_log", doc="docs/extrapolation.md#yarn-log",
+    omega=r"$\omega_j s^{-(1 - \mu_j)}$, $\mu_j = (1 - \gamma_j)\,e$: YaRN's ramp in log space", attention="1",
+    source="Grok: SGLang models/grok.py and vLLM grok1_scaling_rope.py (extra_method 'yarn_log')",
+    inv_freq=yarn_log_inv_freq, draw=draw_yarn_log,
+    parameters=("factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "extrapolation_factor"),
+    required=(("original_max_position_embeddings", ""),), factor=FactorRule(), check=check_yarn_log,
+    example={"theta": 1e6, "factor": 4.0, "original_max_position_embeddings": 32768, "extrapolation_factor": 0.5},
 )
