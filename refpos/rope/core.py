@@ -23,6 +23,12 @@ Placement ``first`` rotates ``x[..., :d]``, ``last`` rotates ``x[..., D-d:]`` (D
 
 Angles are ``positions * ω`` elementwise in float64 (never a matmul, never a lower precision).
 
+:func:`apply_rope` validates its inputs, resolves ``ω`` and ``A``, and hands them to :func:`rotate_pairs`, the
+rotation written as the formula above (tables, then ``u cos − v sin`` and ``v cos + u sin``). On NumPy and
+CuPy arrays one dispatch line (:func:`_rotation_for`) picks a fast form of that rotation instead: whole rows
+on threads (:mod:`refpos.rope.fast`) or fused kernels (:mod:`refpos.rope.fast_gpu`), both consuming the same
+tables and giving the same bits (refpos/tests/test_fast_forms.py asserts equality).
+
 The steps of :func:`apply_rope` are functions of their own, so that every other form of RoPE takes the
 same ones instead of restating them: :func:`prepare_inputs`, :func:`resolve_frequencies`,
 :func:`align_positions`, :func:`rope_pair_tables` (:func:`pair_cos_sin` in 1-D), :func:`rope_span`,
@@ -42,14 +48,12 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from functools import partial
 from types import ModuleType
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.pairs import pair_slices, place_pairs, span_bounds
-from refpos.parallel import block_elements
 from refpos.rope.config import RopeConfig
 from refpos.rope.fast import is_fast_input, rotate_span
 from refpos.rope.fast_gpu import is_fast_gpu_input
@@ -61,8 +65,6 @@ from refpos.validation import (
     check_frequencies,
     floating_array,
 )
-
-Array = Any
 
 
 def seq_len_of(positions: Array) -> int | None:
@@ -80,20 +82,30 @@ def resolve_frequencies(rope: RopeConfig, positions: Array, seq_len: int | None,
     return rope_frequencies(rope, seq_len=seq_len_of(positions) if seq_len is None else seq_len, xp=xp)
 
 
-def pair_cos_sin(positions: Array, inv_freq: Array, attention_factor: float) -> tuple[Array, Array]:
-    r"""``A·cos φ`` and ``A·sin φ`` per pair, ``(..., T, n_pairs)``, :math:`\varphi = p\,\omega_j`."""
+def pair_cos_sin(positions: Array, inv_freq: Array, attention_factor: float, *,
+                 angle_dtype: str = "float64") -> tuple[Array, Array]:
+    r"""``A·cos φ`` and ``A·sin φ`` per pair, ``(..., T, n_pairs)`` float64, :math:`\varphi = p\,\omega_j`.
+
+    ``angle_dtype``: the dtype ``p``, ``ω`` and ``φ`` are held in, float64 (exact phase at any position);
+    ``"float32"`` gives a port's float32 phase path, a variant that ``refpos check`` names (float32_angles).
+    """
     xp = array_namespace(inv_freq)
-    angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, n_pairs)
-    return attention_factor * xp.cos(angles), attention_factor * xp.sin(angles)
+    dtype = getattr(xp, angle_dtype)
+    angles = xp.astype(positions, dtype)[..., None] * xp.astype(inv_freq, dtype, copy=False)  # (..., T, n_pairs)
+    cos, sin = attention_factor * xp.cos(angles), attention_factor * xp.sin(angles)
+    return xp.astype(cos, xp.float64, copy=False), xp.astype(sin, xp.float64, copy=False)
 
 
-def rope_pair_tables(positions: Array, inv_freq: Array, attention_factor: float,
-                     rope: RopeConfig) -> tuple[Array, Array]:
-    """The per-pair tables of 1-D RoPE or, with sections, of M-RoPE (:func:`refpos.rope.mrope.mrope_cos_sin`)."""
+def rope_pair_tables(positions: Array, inv_freq: Array, attention_factor: float, rope: RopeConfig, *,
+                     angle_dtype: str = "float64") -> tuple[Array, Array]:
+    """The per-pair tables of 1-D RoPE (:func:`pair_cos_sin`) or, with sections, of M-RoPE
+    (:func:`refpos.rope.mrope.mrope_cos_sin`, float64 angles only)."""
     if rope.mrope_section is not None:
+        if angle_dtype != "float64":
+            raise ValueError(f"angle_dtype must be 'float64' for M-RoPE, got {angle_dtype!r}")
         return mrope_cos_sin(positions, inv_freq, attention_factor, rope.mrope_section,
                              interleaved=rope.mrope_interleaved)
-    return pair_cos_sin(positions, inv_freq, attention_factor)
+    return pair_cos_sin(positions, inv_freq, attention_factor, angle_dtype=angle_dtype)
 
 
 def rope_cos_sin(
@@ -217,34 +229,67 @@ def apply_rope(
     .. math:: R_p = A\,\mathrm{diag}\bigl(G(\varphi_{p,0}), \dots, G(\varphi_{p,m-1})\bigr),\qquad
         G(\varphi) = \begin{pmatrix}\cos\varphi & -\sin\varphi\\ \sin\varphi & \cos\varphi\end{pmatrix}
 
-    in pair coordinates; every layout is ``Pᵀ R_p P`` for a fixed permutation ``P``.
+    in pair coordinates; every layout is ``Pᵀ R_p P`` for a fixed permutation ``P``. :func:`rotate_pairs` is
+    the rotation as written here; NumPy and CuPy arrays run a fast form of it with the same bits.
     """
     rope = check_rope_config(rope)
     x, positions, single = prepare_inputs(x, positions, rope)
-    xp = array_namespace(x)
-    inv_freq, attention_factor = resolve_frequencies(rope, positions, seq_len, frequencies, xp)
+    inv_freq, attention_factor = resolve_frequencies(rope, positions, seq_len, frequencies, array_namespace(x))
     positions = align_positions(positions, x, rope)
+    out = _rotation_for(x)(x, positions, inv_freq, attention_factor, rope)  # fast forms: the same bits
+    return out[0, :] if single else out
+
+
+def rotate_pairs(x: Array, positions: Array, inv_freq: Array, attention_factor: float, rope: RopeConfig, *,
+                 angle_dtype: str = "float64", pairs: tuple[Any, Any, Any, Any] | None = None) -> Array:
+    r"""The rotation as the formula writes it: the reference of every fast form.
+
+    .. math:: u'_j = A\,(u_j \cos\varphi - v_j \sin\varphi), \qquad
+        v'_j = A\,(v_j \cos\varphi + u_j \sin\varphi), \qquad \varphi = p\,\omega_j
+
+    ``x`` ``(..., T, D)``; ``positions`` aligned to it (:func:`align_positions`). The tables are float64
+    (:func:`rope_pair_tables`); the products run in x's dtype. ``angle_dtype`` and ``pairs`` (channels
+    ``(u_in, v_in, u_out, v_out)`` other than the layout's) are for variants (:mod:`refpos.check.mistakes`).
+    """
+    xp = array_namespace(x)
+    cos, sin = rope_pair_tables(positions, inv_freq, attention_factor, rope, angle_dtype=angle_dtype)  # (..., T, m)
+    cos, sin = xp.astype(cos, x.dtype), xp.astype(sin, x.dtype)  # A·cos φ, A·sin φ
+    shape = (*xp.broadcast_shapes(x.shape[:-1], cos.shape[:-1]), x.shape[-1])
+    out = xp.asarray(xp.broadcast_to(x, shape), copy=True)  # the pass-through channels keep their values
+    u_in, v_in, u_out, v_out = pairs or rope_pair_slices(rope, *rope_span(rope))  # which channels pair up
+    u, v = x[..., u_in], x[..., v_in]  # (..., T, m) each
+    out[..., u_out] = u * cos - v * sin
+    out[..., v_out] = v * cos + u * sin
+    return out
+
+
+def _rotation_for(x: Array) -> Any:
+    """The rotation for ``x``: :func:`rotate_pairs`, or a fast form with its signature and bits.
+
+    NumPy: whole rows on every core (:mod:`refpos.rope.fast`); CuPy float32/float64: one fused kernel per
+    formula (:mod:`refpos.rope.fast_gpu`). Both consume the tables of :func:`rope_pair_tables`, cast to x's
+    dtype; refpos/tests/test_fast_forms.py holds their output equal to :func:`rotate_pairs`'s.
+    """
+    if is_fast_input(x):
+        return partial(_fast_form, rotate_span)
+    if is_fast_gpu_input(x):
+        return partial(_fast_form, rotate_span_gpu)
+    return rotate_pairs
+
+
+def _fast_form(rotate_span_fast: Any, x: Array, positions: Array, inv_freq: Array, attention_factor: float,
+               rope: RopeConfig) -> Array:
+    """:func:`rotate_pairs` by a fast span rotation: the output written once, pass-through channels copied,
+    the tables of a block of rows evaluated by the block that rotates them."""
+    xp = array_namespace(x)
     tokens = token_positions(positions, rope.mrope_section).shape  # (..., T): M-RoPE's rows share it
     out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], tokens), x.shape[-1]), dtype=x.dtype)
     start, stop = rope_span(rope)
     out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
     out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
     tables = partial(_cast_tables, positions, inv_freq, attention_factor, x.dtype, rope)  # rows -> their cos, sin
-    _rotation_for(x)(x, tables, out, rope_pair_slices(rope, start, stop))  # fast forms: the same bits
-    return out[0, :] if single else out
-
-
-def _rotation_for(x: Array) -> Any:
-    """The rotation for ``x``: the readable :func:`_rotate_span`, or a fast form with its signature and bits.
-
-    NumPy: whole rows on every core (:mod:`refpos.rope.fast`); CuPy float32/float64: one fused kernel per
-    formula (:mod:`refpos.rope.fast_gpu`). Both take the same ``tables`` as the readable form.
-    """
-    if is_fast_input(x):
-        return rotate_span
-    if is_fast_gpu_input(x):
-        return rotate_span_gpu
-    return _rotate_span
+    rotate_span_fast(x, tables, out, rope_pair_slices(rope, start, stop))
+    return out
 
 
 def _cast_tables(positions: Array, inv_freq: Array, attention_factor: float, dtype: Any, rope: RopeConfig,
@@ -254,29 +299,6 @@ def _cast_tables(positions: Array, inv_freq: Array, attention_factor: float, dty
     xp = array_namespace(inv_freq)
     cos, sin = rope_pair_tables(positions[..., rows], inv_freq, attention_factor, rope)  # angles in float64
     return xp.astype(cos, dtype), xp.astype(sin, dtype)  # the rotation itself runs in x's dtype
-
-
-def _rotate_span(x: Array, tables: Callable[[slice], tuple[Array, Array]], out: Array,
-                 pairs: tuple[slice, slice, slice, slice]) -> None:
-    """The readable rotation of the pairs ``(u_in, v_in, u_out, v_out)`` into ``out``: the reference for
-    every backend. ``tables(rows)``: ``A·cos φ`` and ``A·sin φ`` of those rows, ``(..., rows, m)`` in x's dtype."""
-    u_in, v_in, u_out, v_out = pairs
-    # u' = u cos φ - v sin φ,  v' = v cos φ + u sin φ, written block by block along T so that the
-    # temporaries stay small (cache-sized) and the output is the only full-size array
-    t = x.shape[-2]
-    xp = array_namespace(out)
-    block = max(1, block_elements(_BLOCK_ELEMENTS, xp) // max(1, math.prod(out.shape[:-2]) * out.shape[-1]))
-    for t0 in range(0, t, block):
-        rows = slice(t0, min(t0 + block, t))
-        u, v = x[..., rows, u_in], x[..., rows, v_in]  # (..., rows, m)
-        c, s = tables(rows)  # (..., rows, m)
-        out[..., rows, u_out] = u * c - v * s
-        out[..., rows, v_out] = v * c + u * s
-
-
-#: elements of x per block of rows in the readable apply_rope on the CPU (2**17: 1 MiB of float64, cache-sized;
-#: larger on a GPU, see parallel.block_elements)
-_BLOCK_ELEMENTS = 2**17
 
 
 def rope_span(rope: RopeConfig) -> tuple[int, int]:

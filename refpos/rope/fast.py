@@ -83,8 +83,8 @@ def rotate_span(x: np.ndarray, tables: Callable[[slice], tuple[np.ndarray, np.nd
                 pairs: tuple[slice, slice, slice, slice]) -> None:
     """Write the rotated pairs of ``x`` into ``out`` (same bits as the readable form).
 
-    The signature of the readable :func:`refpos.rope.core._rotate_span`, so that one dispatch line picks
-    either.
+    The span rotation behind the dispatch line of :func:`refpos.rope.core.apply_rope`: its output equals
+    the readable :func:`refpos.rope.core.rotate_pairs`'s, bit for bit.
 
     Parameters
     ----------

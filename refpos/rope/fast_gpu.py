@@ -1,6 +1,6 @@
 r"""The CuPy fast form of :func:`refpos.apply_rope`: the readable formulas, one fused kernel each.
 
-The readable form (:func:`refpos.rope.core._rotate_span`) writes
+The readable form (:func:`refpos.rope.core.rotate_pairs`) writes
 
 .. math:: u' = u\cos\varphi - v\sin\varphi,\qquad v' = v\cos\varphi + u\sin\varphi
 

@@ -154,7 +154,7 @@ def test_every_path_consumes_the_readable_tables(monkeypatch):
     positions = np.arange(5)
     before = refpos.apply_rope(x, positions, rope)
     original = core.pair_cos_sin
-    monkeypatch.setattr(core, "pair_cos_sin", lambda p, w, a: original(p, w, 2 * a))  # A doubled
+    monkeypatch.setattr(core, "pair_cos_sin", lambda p, w, a, **kw: original(p, w, 2 * a, **kw))  # A doubled
     fast_out = refpos.apply_rope(x, positions, rope)
     readable = refpos.apply_rope(array_api_strict.asarray(x), array_api_strict.asarray(positions), rope)
     np.testing.assert_array_equal(fast_out, to_numpy(readable))

@@ -1,4 +1,4 @@
-"""apply_rope writes its output block by block along T (both its readable form and, on NumPy, its fast form);
+"""apply_rope's fast form writes its output block by block along T (NumPy: rows on threads; CuPy: one pass);
 the readable complex form is the oracle.
 
 ``apply_rope_complex`` evaluates the same operator independently (complex128 multiplication), so the
@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 import refpos
 from refpos.backend import to_numpy
 
-core = importlib.import_module("refpos.rope.core")
 fast = importlib.import_module("refpos.rope.fast")
 parallel = importlib.import_module("refpos.parallel")
 
@@ -31,7 +30,6 @@ def test_blocked_apply_equals_the_complex_form(xp, seed, layout, placement, rota
     x = xp.asarray(rng.standard_normal((2, 3, t, 8)))
     pos = rng.integers(0, 5000, size=(2, t) if batch_positions else (t,))
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(core, "_BLOCK_ELEMENTS", 2 * 3 * 8 * 2)  # readable form: two rows of T per block
         monkeypatch.setattr(parallel, "DEVICE_BLOCK_FACTOR", 1)  # on CuPy too
         monkeypatch.setattr(fast, "SLAB_BYTES", 2 * 8 * 8)  # NumPy fast form: two rows per block
         blocked = refpos.apply_rope(x, xp.asarray(pos), rope)
