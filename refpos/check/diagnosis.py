@@ -1,15 +1,13 @@
 """Name the mistake: the RoPE catalogue of numerical signatures (docs/diagnosis.md), tried by ``refpos check``.
 
-Each entry builds the output a known mistake produces (a *mutant* of the reference) and tests whether
-the candidate equals it within the same tolerance the reference comparison used. A match is reported
-with its evidence. Catalogue (ids; docs/diagnosis.md has cause, signature and a real example of each):
-
-``layout_swap``, ``position_offset``, ``float32_angles``, ``bf16_angles``, ``default_theta``,
-``wrong_theta``, ``unscaled_frequencies``, ``double_scaled_frequencies``, ``missing_attention_factor``,
-``squared_attention_factor``, ``attention_factor_mismatch``, ``longrope_factor_swap``,
-``partial_rotary_placement``; ``error_profile`` (always, when the candidate fails) describes where and
-how the error grows; ``closest_mistake`` (when none matches) names the mutant that came closest and its
-ratio to the tolerance.
+Each RoPE mistake of the catalogue is a change to the reference's call (:mod:`refpos.check.rope_mistakes`);
+its variants for the checked call are evaluated (*mutants* of the reference) and the candidate is tested
+against each within the same tolerance the reference comparison used. A match is reported with its
+evidence. Besides the mutants: ``float32_angles`` (within float32's tolerance only), ``wrong_theta`` (the
+frequency probe fits another base), ``attention_factor_mismatch`` (a constant magnitude ratio);
+``error_profile`` (always, when the candidate fails) describes where and how the error grows;
+``closest_mistake`` (when none matches) names the mutant that came closest and its ratio to the
+tolerance. docs/diagnosis.md has cause, signature and a real example of each.
 
 Everything here works on NumPy arrays (``refpos check`` reads ``.npy`` files); the reference values come
 from :func:`refpos.apply_rope` on the NumPy backend.
@@ -17,17 +15,17 @@ from :func:`refpos.apply_rope` on the NumPy backend.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from refpos.backend import to_numpy
-from refpos.check.catalogue import known
-from refpos.check.problem import RopeProblem, fit, np_ns, pair_magnitude, rotate_pairs, round_to
+from refpos.check.catalogue import family, known
+from refpos.check.mistakes import Context, RopeCall
+from refpos.check.problem import RopeProblem, fit, pair_magnitude
+from refpos.check.rope_mistakes import ROPE_MISTAKES
 from refpos.golden import tolerance as tol
-from refpos.pairs import pair_channels
+from refpos.rope.rules import PLAIN
 
 Match = dict[str, Any]
 
@@ -45,117 +43,23 @@ class Mutant(NamedTuple):
 
 
 def _mutants(pb: RopeProblem) -> list[Mutant]:
-    """Every applicable mutant of the catalogue for this problem (:class:`Mutant`)."""
-    import refpos
-    from refpos.rope.config import LAYOUTS
-    from refpos.rope.forms import pair_channels as rope_channels
-    from refpos.rope.params import rope_config_from_params
-    from refpos.rope.scaling import base_inv_freq
-
-    rope, out = pb.rope, []
-    for layout in LAYOUTS:
-        if layout != rope.layout and rope.rope_type != "proportional":
-            other = dataclasses.replace(rope, layout=layout)
-            out.append(Mutant("layout_swap", f"equals the reference computed with the {layout!r} layout instead of "
-                        f"{rope.layout!r} (the channel permutation P of docs/conventions.md#pair-layouts; exact at "
-                        "position 0)",
-                        lambda o=other: pb.apply(o), channels=rope_channels(other)))
-    for delta in (d for d in range(-8, 9) if d):
-        exists = pb.positions + delta >= 0  # the shifted reference exists from p = −δ on
-        if exists.any():
-            where = "" if exists.all() else f", compared from position {-delta} on"
-            out.append(Mutant("position_offset", f"equals the reference at positions p {delta:+d}{where} (rotated q/k "
-                        "shifted; logits hide it unless q and k offsets differ)",
-                        lambda d=delta: pb.apply(positions=np.maximum(pb.positions + d, 0)),
-                        rows=None if exists.all() else exists))
-    first = pb.min_position
-    if first > 0:
-        out.append(Mutant("position_offset", f"equals the reference at positions p − {first}: the offset was dropped "
-                    "(positions restarted at 0, e.g. a decode step without its cache offset)",
-                    lambda: pb.apply(positions=pb.positions - first)))
-    token_index = pb.token_index
-    if not np.array_equal(token_index, pb.positions):
-        out.append(Mutant("position_offset", "equals the reference at the token indices 0 … T−1 instead of the given "
-                    "positions (position ids ignored: left padding, cache offset)",
-                    lambda: pb.apply(positions=token_index)))
-    for name, low in (("bfloat16", "bfloat16"), ("float16", "float16")):
-        out.append(Mutant("bf16_angles", f"equals the reference with inv_freq rounded to {name} (a buffer downcast by "
-                    "model.to(dtype) or inv_freq.to(x.dtype)): O(1) phase errors by p ≈ 1000",
-                    lambda lo=low: pb.apply(frequencies=(round_to(pb.inv_freq, lo), pb.attention_factor))))
-        rounded = round_to(pb.positions, low)
-        if pb.max_position > 256 and np.all(np.isfinite(rounded)):
-            out.append(Mutant("bf16_angles", f"equals the reference with positions rounded to {name} (positions "
-                        "cast to the activation dtype: 257 → 256, 2049 → 2048)",
-                        lambda r=rounded: pb.apply(positions=r.astype(np.int64))))
-    if rope.theta != 10000.0 and rope.rope_type != "proportional":
-        params = {**rope.to_params(), "rope_theta": 10000.0}
-        out.append(Mutant("default_theta", f"equals the reference with rope_theta = 10000 instead of "
-                    f"{rope.theta:g} (the config's base was not read and a default filled in)",
-                    lambda p=params: pb.apply(rope_config_from_params(p))))
-    default = np.asarray(to_numpy(base_inv_freq(rope.theta, rope.rotary_dim, np_ns())))
-    if rope.rope_type not in ("default", "proportional") and default.shape == pb.inv_freq.shape:
-        out.append(Mutant("unscaled_frequencies", f"equals plain RoPE (θ = {rope.theta:g}, no {rope.rope_type} "
-                    "scaling) with A = 1: the rope_scaling block was parsed but never applied",
-                    lambda: pb.apply(frequencies=(default, 1.0))))
-        if pb.attention_factor != 1.0:
-            out.append(Mutant("unscaled_frequencies", f"equals plain-RoPE frequencies with the attention factor A = "
-                        f"{pb.attention_factor:.10g} kept: the {rope.rope_type} frequencies were not applied",
-                        lambda: pb.apply(frequencies=(default, pb.attention_factor))))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            twice = np.where(default > 0, pb.inv_freq**2 / default, 0.0)
-        out.append(Mutant("double_scaled_frequencies", f"equals the reference with the {rope.rope_type} ratio ω'/ω "
-                    "applied twice (e.g. positions divided and inv_freq divided, or freq_factors on top of "
-                    "scaled frequencies)", lambda: pb.apply(frequencies=(twice, pb.attention_factor))))
-    if pb.attention_factor != 1.0:
-        out.append(Mutant("missing_attention_factor", "equals the reference with A = 1 instead of "
-                    f"{pb.attention_factor:.10g}: every rotated channel is 1/A = {1 / pb.attention_factor:.6f} of the "
-                    "reference (logits × 1/A²)",
-                    lambda: pb.apply(frequencies=(pb.inv_freq, 1.0))))
-        out.append(Mutant("squared_attention_factor", "equals the reference with A² = "
-                    f"{pb.attention_factor**2:.10g}: the port multiplied HF's final attention_factor by its own mscale "
-                    "(logits × A⁴ instead of A²)",
-                    lambda: pb.apply(frequencies=(pb.inv_freq, pb.attention_factor**2))))
-    if rope.rope_type == "longrope":
-        orig = rope.original_max_position_embeddings
-        other_len, branch = (orig, "short") if pb.seq_len > orig else (orig + 1, "long")
-        out.append(Mutant("longrope_factor_swap", f"equals the reference computed with the {branch} factors (seq_len "
-                    f"{other_len}); HF uses long factors iff seq_len > {orig}, here seq_len = {pb.seq_len}",
-                    lambda n=other_len: pb.apply(seq_len=n)))
-    out += _partial_mutants(pb, refpos)
-    return out
-
-
-def _partial_mutants(pb: RopeProblem, refpos: Any) -> list[Mutant]:
-    rope = pb.rope
-    head_dim, d = rope.head_dim, rope.rotary_dim
-    if rope.rope_type == "proportional" or (d == head_dim and rope.placement == "first"):
-        return []
-    from refpos.rope.scaling import base_inv_freq
-
+    """Every applicable mutant of the catalogue for this problem: the variants of each RoPE mistake that
+    ``refpos check`` finds by matching (:data:`refpos.check.rope_mistakes.ROPE_MISTAKES`), in catalogue order."""
+    call = RopeCall(pb.rope, pb.positions, pb.seq_len, pb.inv_freq, pb.attention_factor)
+    context = Context(pb.token_index, pb.min_position, pb.max_position)
     out = []
-    full_w = np.asarray(to_numpy(base_inv_freq(rope.theta, head_dim, np_ns())))
-    m, mm = d // 2, head_dim // 2
-    full_channels = pair_channels(rope.layout, head_dim)  # the pairs of a full-width rotation
-    partner = None
-    if rope.layout == "half":  # pair j of the rotary span partnered with j + head_dim/2, as full width pairs it
-        partner = tuple(channels[:m] for channels in full_channels)
-    if d < head_dim:
-        out.append(Mutant("partial_rotary_placement", f"equals full-width RoPE over all {head_dim} channels (ω from "
-                    f"θ^(−2j/{head_dim})): the partial rotary factor ({d} of {head_dim}) was ignored",
-                    lambda: rotate_pairs(pb.x, pb.positions, full_w, pb.attention_factor, full_channels)))
-        out.append(Mutant("partial_rotary_placement", f"equals the reference with the exponent denominator "
-                    f"head_dim = {head_dim} instead of rotary_dim = {d} (ω_j = θ^(−2j/{head_dim}))",
-                    lambda: rotate_pairs(pb.x, pb.positions, full_w[:m], pb.attention_factor, pb.channels)))
-        if partner is not None and rope.placement == "first":
-            out.append(Mutant("partial_rotary_placement", f"equals rotation of the pairs (i, i + {mm}) (half of the "
-                        f"head) instead of (i, i + {m}) (half of the rotary span): the wrong partner",
-                        lambda: rotate_pairs(pb.x, pb.positions, pb.inv_freq, pb.attention_factor, partner)))
-    for placement in ("first", "last"):
-        if placement != rope.placement:
-            other = dataclasses.replace(rope, placement=placement)
-            out.append(Mutant("partial_rotary_placement", f"equals the reference with the rotated channels placed "
-                        f"{'first (head)' if placement == 'first' else 'last (tail, DeepSeek MLA)'} instead of "
-                        f"{rope.placement}", lambda o=other: pb.apply(o)))
+    for entry in family("rope"):
+        mistake = ROPE_MISTAKES.get(entry.id)
+        if mistake is None or mistake.found_by != "mutant" or not entry.diagnosed:
+            continue
+        try:
+            variants = mistake.variants(call, context)
+        except (ValueError, TypeError):  # a variant the config cannot express (e.g. a llama3 0/0 band)
+            continue
+        for variant in variants:
+            channels = variant.call.channels
+            own = None if [list(c) for c in channels] == [list(c) for c in pb.channels] else channels
+            out.append(Mutant(mistake.id, variant.evidence, lambda c=variant.call: c.run(pb.x), variant.rows, own))
     return out
 
 
@@ -251,7 +155,7 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
         fitted = probe["fitted_theta"]
         residual = PROBE_FIT.get(pb.dtype, PROBE_FIT["float32"])[1]
         moved = abs(fitted / pb.rope.theta - 1) > 1e-3
-        if pb.rope.rope_type == "default" and moved and probe["fit_residual"] < residual:
+        if pb.rope.rope_type == PLAIN and moved and probe["fit_residual"] < residual:
             found.append({"id": known("wrong_theta"), "evidence": "the frequency probe at position 1 recovers ω_j "
                           f"that fit θ' = {fitted:.6g}, the config says θ = {pb.rope.theta:g}", "fitted_theta": fitted})
     finite = bool(np.all(np.isfinite(candidate[np.isfinite(pb.reference)])))  # else: named non_finite

@@ -18,14 +18,15 @@ rotation: ``refpos check`` rotates at the ids it is given and cannot see it; com
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from typing import Any
 
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.check.catalogue import known
+from refpos.check.catalogue import family, known
+from refpos.check.mistakes import Context, RopeCall
 from refpos.check.problem import np_ns, pair_magnitude
+from refpos.check.rope_mistakes import ROPE_MISTAKES
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 
@@ -38,40 +39,15 @@ def _apply(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int) -> np.
 
 def _mutants(x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int,
              first_token: int = 0) -> list[tuple[str, str, np.ndarray]]:
-    """(id, evidence, output) of every applicable M-RoPE mistake; ``x`` holds the tokens from ``first_token`` on."""
-    from refpos.rope.mrope import check_sections
-
-    plain = dataclasses.replace(rope, mrope_section=None, mrope_interleaved=False)
+    """(id, evidence, output) of every variant of the catalogue's M-RoPE mistakes
+    (:data:`refpos.check.rope_mistakes.ROPE_MISTAKES`); ``x`` holds the tokens from ``first_token`` on."""
+    call = RopeCall.of(rope, positions, seq_len)
+    context = Context(np.broadcast_to(np.arange(first_token, first_token + x.shape[-2]), positions.shape[1:]), 0, 0)
     out = []
-    token_index = np.broadcast_to(np.arange(first_token, first_token + x.shape[-2]), positions.shape[1:])
-    for name, rows in (("t row", positions[0]), ("h row", positions[1]), ("w row", positions[2]),
-                       ("token index 0 … T−1", token_index)):
-        out.append(("mrope_1d_positions", f"equals plain RoPE at the {name} for every pair: the image tokens got "
-                    "1-D positions (each pair must read its own axis)",
-                    _apply(x, rows, plain, seq_len)))
-    seen = {rope.mrope_section}
-    for order in itertools.permutations(range(3)):
-        sections = tuple(rope.mrope_section[i] for i in order)
-        if sections in seen:
-            continue
-        seen.add(sections)
-        try:
-            check_sections(sections, rope.n_pairs, rope.mrope_interleaved)
-        except ValueError:
-            continue
-        names = "".join("thw"[i] for i in order)
-        out.append(("mrope_section_order", f"equals M-RoPE with the sections in the order {names} "
-                    f"({list(sections)} instead of {list(rope.mrope_section)})",
-                    _apply(x, positions, dataclasses.replace(rope, mrope_section=sections), seq_len)))
-    try:
-        other = dataclasses.replace(rope, mrope_interleaved=not rope.mrope_interleaved)
-    except ValueError:
-        other = None
-    if other is not None:
-        kinds = ("contiguous", "interleaved")
-        out.append(("mrope_assignment", f"equals M-RoPE with the {kinds[other.mrope_interleaved]} assignment instead "
-                    f"of the {kinds[rope.mrope_interleaved]} one (which frequency reads which axis, "
-                    "docs/mrope.md#the-math)", _apply(x, positions, other, seq_len)))
+    for entry in family("mrope"):
+        mistake = ROPE_MISTAKES.get(entry.id)
+        if mistake is not None and entry.diagnosed:
+            out += [(mistake.id, variant.evidence, variant.call.run(x)) for variant in mistake.variants(call, context)]
     return out
 
 

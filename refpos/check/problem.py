@@ -3,7 +3,7 @@
 :func:`rope_problem` evaluates the reference of ``apply_rope(x, positions, rope)`` once, with the per-element
 size its tolerance scales with (:func:`pair_magnitude`); :func:`fit` is the question every entry of the
 catalogue asks of a mutant (:mod:`refpos.check.diagnosis`): is the candidate within that tolerance of it?
-:func:`rotate_pairs` and :func:`round_to` are the plain building blocks mutants are made of.
+:func:`round_to` rounds to bfloat16 / float16, as the bf16 variants of :mod:`refpos.check.rope_mistakes` do.
 
 Everything here works on NumPy arrays (``refpos check`` reads ``.npy`` files).
 """
@@ -33,19 +33,6 @@ def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
     bits = np.asarray(values, dtype=np.float64).astype(np.float32).view(np.uint32)
     rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
     return rounded.view(np.float32).astype(np.float64)
-
-
-def rotate_pairs(x: np.ndarray, positions: np.ndarray, omega: np.ndarray, attention_factor: float,
-                 channels: tuple[list[int], list[int], list[int], list[int]]) -> np.ndarray:
-    """A plain RoPE for mutants: pair ``j`` reads ``x[u_in[j]], x[v_in[j]]``, writes ``u_out, v_out``."""
-    u_in, v_in, u_out, v_out = channels
-    y = np.array(x, dtype=np.float64, copy=True)
-    ang = np.asarray(positions, dtype=np.float64)[..., None] * np.asarray(omega)[: len(u_in)]  # (..., T, m)
-    c, s = attention_factor * np.cos(ang), attention_factor * np.sin(ang)
-    u, v = x[..., u_in], x[..., v_in]
-    y[..., u_out] = u * c - v * s
-    y[..., v_out] = v * c + u * s
-    return y
 
 
 @dataclasses.dataclass

@@ -35,7 +35,11 @@ def test_every_entry_is_complete_and_ids_are_unique():
 
 
 def test_the_code_of_refpos_check_names_exactly_the_diagnosed_entries():
-    in_code = _ids_in_check_code()
+    """known("id") in refpos/check, and the definitions of refpos.check.rope_mistakes, each of which refpos check
+    evaluates for a RoPE (or M-RoPE) candidate."""
+    from refpos.check.rope_mistakes import ROPE_MISTAKES
+
+    in_code = _ids_in_check_code() | set(ROPE_MISTAKES)
     diagnosed = {m.id for m in catalogue.MISTAKES if m.diagnosed}
     assert in_code == diagnosed, f"in the code only: {in_code - diagnosed}; catalogue only: {diagnosed - in_code}"
 

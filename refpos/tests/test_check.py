@@ -16,13 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refpos
-from refpos.check.problem import rotate_pairs, round_to
+from refpos.check.problem import round_to
 from refpos.check.run import check_alibi, check_rope, check_sinusoid, check_t5
 from refpos.check.tables import naive_slopes
 from refpos.cli import main
 from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
 from refpos.golden.npy import npy_bytes
 from refpos.golden.rope_cases import model_configs
+from refpos.rope.core import rotate_pairs
 from refpos.rope.forms import pair_channels
 from refpos.rope.scaling import base_inv_freq
 from refpos.tests.ports import float32_rope
@@ -66,14 +67,13 @@ def test_correct_candidates_pass_and_float32_declared_float64_is_named(model):
     assert _ids(as64)[0] == "float32_angles" and _ids(as64)[-1] == "error_profile"
 
 
-def test_rotate_pairs_reproduces_the_reference_in_every_layout():
+def test_rotating_the_layout_s_channels_as_lists_reproduces_the_reference_in_every_layout():
+    """The ``pairs`` of a variant (other channels, as index lists) go through the readable rotation: given the
+    layout's own channels, it is the reference, bit for bit."""
     for model in ("meta-llama/Llama-2-7b-hf", "deepseek-ai/DeepSeek-V3", "EleutherAI/gpt-j-6b", "microsoft/phi-2"):
         rope, x, w, factor = _setup(model)
-        ref = _apply(x, POSITIONS, rope)
-        # float64, the same products u·cos − v·sin at the same angles p·ω: equal today (measured 0 in every
-        # layout); a few ulps of the largest value allowed for a reordering of apply_rope's arithmetic
-        ulps = 4 * np.finfo(np.float64).eps * np.abs(ref).max()
-        np.testing.assert_allclose(rotate_pairs(x, POSITIONS, w, factor, pair_channels(rope)), ref, rtol=0, atol=ulps)
+        lists = rotate_pairs(x, POSITIONS, w, factor, rope, pairs=pair_channels(rope))
+        np.testing.assert_array_equal(lists, _apply(x, POSITIONS, rope))
 
 
 def _mistakes(model):

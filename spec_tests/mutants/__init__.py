@@ -35,6 +35,7 @@ ROPE_VECTORS = "spec_tests/test_rope_vectors.py"
 ROPE_PROPERTIES = "spec_tests/test_rope_properties.py"
 MROPE = "spec_tests/test_mrope.py"
 DEBERTA = "spec_tests/test_deberta.py"
+ROPE_SCALING = "spec_tests/test_rope_scaling.py"
 
 MUTANTS: dict[str, Mutant] = {
     "softmax_no_max": Mutant("softmax_no_max", (ATTENTION,)),
@@ -44,8 +45,14 @@ MUTANTS: dict[str, Mutant] = {
     "rope_position_off_by_one": Mutant("position_offset", (ROPE_PROPERTIES,)),
     "rope_float32_angles": Mutant("float32_angles", (ROPE_PROPERTIES,)),
     "rope_attention_factor_missing": Mutant("missing_attention_factor", (ROPE_VECTORS,)),
-    "rope_attention_factor_squared": Mutant("squared_attention_factor", (ROPE_PROPERTIES,)),
-    "dynamic_ntk_ignores_seq_len": Mutant("unscaled_frequencies", (ROPE_VECTORS,)),
+    "rope_attention_factor_squared": Mutant("squared_attention_factor", (ROPE_VECTORS,)),
+    "rope_unscaled_frequencies": Mutant("unscaled_frequencies", (ROPE_VECTORS,)),
+    "rope_default_theta": Mutant("default_theta", (ROPE_VECTORS,)),
+    "rope_double_scaled_frequencies": Mutant("double_scaled_frequencies", (ROPE_VECTORS,)),
+    "rope_bf16_inv_freq": Mutant("bf16_angles", (ROPE_VECTORS,)),
+    "longrope_factor_swap": Mutant("longrope_factor_swap", (ROPE_VECTORS,)),
+    "rope_partial_rotary_ignored": Mutant("partial_rotary_placement", (ROPE_VECTORS,)),
+    "yarn_log_linear_blend": Mutant("yarn_log_linear_blend", (ROPE_SCALING,)),
     "yarn_no_truncation": Mutant("yarn_truncation", (ROPE_VECTORS,)),
     "llama3_band_edges_shifted": Mutant("llama3_band_edges", (ROPE_VECTORS,)),
     "alibi_naive_slopes": Mutant("alibi_closed_form_slopes", ("spec_tests/test_alibi.py",)),

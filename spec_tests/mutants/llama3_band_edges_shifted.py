@@ -8,20 +8,6 @@ Caught by the Llama-3.1 / 3.2 frequencies of spec_tests/test_rope_vectors.py (pa
 
 from __future__ import annotations
 
-from spec_tests.mutants._base import inherit_patched, module
+from spec_tests.mutants._base import rope_mutant
 
-_scaling = module("refpos.rope.scaling")
-
-
-def _shifted_llama3_inv(rope, xp):
-    w = _scaling.base_inv_freq(rope.theta, rope.rotary_dim, xp)
-    s, l0 = rope.factor, rope.original_max_position_embeddings
-    low, high = rope.low_freq_factor, rope.high_freq_factor
-    wavelen = 1 / w  # the mistake: a period, not 2π/ω
-    g = (l0 / wavelen - low) / (high - low)
-    mid = (wavelen >= l0 / high) & (wavelen <= l0 / low)
-    return xp.where(wavelen > l0 / low, w / s, xp.where(mid, (1 - g) * w / s + g * w, w))
-
-
-globals().update(inherit_patched(__name__, "llama3_band_edges",
-                                 (_scaling, "_llama3_inv", _shifted_llama3_inv)))
+globals().update(rope_mutant(__name__, "llama3_band_edges"))

@@ -7,17 +7,6 @@ pair is pinned to its axis: moving h or w must change their pairs (spec_tests/te
 
 from __future__ import annotations
 
-from spec_tests.mutants._base import inherit_patched, module
+from spec_tests.mutants._base import rope_mutant
 
-_core = module("refpos.rope.core")
-_mrope = module("refpos.rope.mrope")
-
-
-def _temporal_only(positions, inv_freq, sections, *, interleaved):
-    xp = _mrope.array_namespace(inv_freq)
-    return xp.astype(positions[0, ...], xp.float64)[..., None] * inv_freq  # (..., T, m): p_t for all pairs
-
-
-globals().update(inherit_patched(__name__, "mrope_1d_positions",
-                                 (_core, "mrope_angles", _temporal_only),  # apply_rope_complex
-                                 (_mrope, "mrope_angles", _temporal_only)))  # the tables of every other path
+globals().update(rope_mutant(__name__, "mrope_1d_positions"))

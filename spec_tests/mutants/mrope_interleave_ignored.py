@@ -7,10 +7,6 @@ Caught by the pinned assignment of spec_tests/test_mrope.py.
 
 from __future__ import annotations
 
-from spec_tests.mutants._base import inherit_patched, module
+from spec_tests.mutants._base import rope_mutant
 
-_mrope = module("refpos.rope.mrope")
-_pair_axes = _mrope.pair_axes
-
-globals().update(inherit_patched(__name__, "mrope_assignment",
-                                 (_mrope, "pair_axes", lambda sections, interleaved: _pair_axes(sections, False))))
+globals().update(rope_mutant(__name__, "mrope_assignment"))

@@ -7,16 +7,6 @@ assignment of spec_tests/test_mrope.py.
 
 from __future__ import annotations
 
-from spec_tests.mutants._base import inherit_patched, module
+from spec_tests.mutants._base import rope_mutant
 
-_mrope = module("refpos.rope.mrope")
-_pair_axes = _mrope.pair_axes
-
-
-def _reversed(sections, interleaved):
-    s_t, s_h, s_w = sections
-    return _pair_axes((s_w, s_h, s_t), False) if not interleaved else _pair_axes(sections, interleaved)
-
-
-globals().update(inherit_patched(__name__, "mrope_section_order",
-                                 (_mrope, "pair_axes", _reversed)))
+globals().update(rope_mutant(__name__, "mrope_section_order"))

@@ -7,9 +7,6 @@ Caught by the A values of spec_tests/test_rope_vectors.py (Qwen2.5 YaRN 1.138629
 
 from __future__ import annotations
 
-from spec_tests.mutants._base import inherit_patched, module
+from spec_tests.mutants._base import rope_mutant
 
-_scaling = module("refpos.rope.scaling")
-
-globals().update(inherit_patched(__name__, "missing_attention_factor",
-                                 (_scaling, "attention_factor", lambda rope: 1.0)))
+globals().update(rope_mutant(__name__, "missing_attention_factor"))

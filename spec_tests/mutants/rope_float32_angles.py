@@ -8,18 +8,6 @@ from position ≈ 1e3 on: caught by cos/sin at large positions (spec_tests/test_
 
 from __future__ import annotations
 
-from spec_tests.mutants._base import inherit_patched, module
+from spec_tests.mutants._base import rope_mutant
 
-_core = module("refpos.rope.core")
-
-
-def _float32_pair_cos_sin(positions, inv_freq, factor):
-    xp = _core.array_namespace(inv_freq)
-    angles = xp.astype(positions, xp.float32)[..., None] * xp.astype(inv_freq, xp.float32)  # (..., T, m)
-    cos = xp.astype(factor * xp.cos(angles), xp.float64)
-    sin = xp.astype(factor * xp.sin(angles), xp.float64)
-    return cos, sin
-
-
-globals().update(inherit_patched(__name__, "float32_angles",
-                                 (_core, "pair_cos_sin", _float32_pair_cos_sin)))
+globals().update(rope_mutant(__name__, "float32_angles"))

@@ -58,7 +58,7 @@ def yarn_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic) -> Any:
     return (1 / (ar.real(rope.factor) * pos_freqs)) * (1 - keep) + (1 / pos_freqs) * keep
 
 
-def yarn_log_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic) -> Any:
+def yarn_log_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic, *, blend: str = "log") -> Any:
     r"""Log-space YaRN (Grok): the same ramp, blended in log space with the weight ``e`` of the kept frequency.
 
     .. math:: \mu_j = (1 - \gamma_j)\,e, \qquad
@@ -69,12 +69,15 @@ def yarn_log_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic) -> Any:
     the order of ``ScalingRotaryEmbedding._compute_inv_freq`` with ``extra_method="yarn_log"`` (SGLang
     ``python/sglang/srt/models/grok.py``; vLLM ``Grok1ScalingRotaryEmbedding`` in
     ``vllm/model_executor/layers/rotary_embedding/grok1_scaling_rope.py``). The ramp bounds are always
-    floored / ceiled there.
+    floored / ceiled there. ``blend="linear"`` is a variant: the same weights on the frequencies themselves
+    (``extra_method="yarn"`` there), as a port that reads the config as YaRN computes.
     """
     d = rope.rotary_dim
     pos_freqs = ar.real(rope.theta) ** (ar.arange(0, d, 2) / d)  # θ^(2j/d), (d/2,)
     kept, interpolated = 1 / pos_freqs, 1 / (ar.real(rope.factor) * pos_freqs)
     weight = (1 - yarn_ramp(rope, ar)) * ar.real(rope.extrapolation_factor)  # μ_j
+    if blend == "linear":
+        return interpolated * (1 - weight) + kept * weight
     return ar.exp_each(ar.log_each(kept) * weight + ar.log_each(interpolated) * (1 - weight))
 
 
