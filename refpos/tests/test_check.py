@@ -16,7 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refpos
-from refpos.check.problem import round_to
 from refpos.check.run import check_alibi, check_rope, check_sinusoid, check_t5
 from refpos.check.tables import naive_slopes
 from refpos.cli import main
@@ -25,7 +24,6 @@ from refpos.golden.npy import npy_bytes
 from refpos.golden.rope_cases import model_configs
 from refpos.rope.core import rotate_pairs
 from refpos.rope.forms import pair_channels
-from refpos.rope.scaling import base_inv_freq
 from refpos.tests.ports import float32_rope
 
 CONFIGS = model_configs()
@@ -76,41 +74,8 @@ def test_rotating_the_layout_s_channels_as_lists_reproduces_the_reference_in_eve
         np.testing.assert_array_equal(lists, _apply(x, POSITIONS, rope))
 
 
-def _mistakes(model):
-    """(expected id, candidate) pairs for one model: each catalogue mistake applied to the reference."""
-    rope, x, w, factor = _setup(model)
-    default = np.asarray(base_inv_freq(rope.theta, rope.rotary_dim, refpos.get_xp("numpy")))
-    other = "interleaved" if rope.layout == "half" else "half"
-    out = [("layout_swap", _apply(x, POSITIONS, dataclasses.replace(rope, layout=other))),
-           ("position_offset", _apply(x, POSITIONS + 1, rope, seq_len=int(POSITIONS.max()) + 1)),
-           ("bf16_angles", _apply(x, POSITIONS, rope, frequencies=(round_to(w, "bfloat16"), factor)))]
-    if rope.theta != 10000.0:
-        params = {**rope.to_params(), "rope_theta": 10000.0}
-        out.append(("default_theta", _apply(x, POSITIONS, refpos.rope_config_from_params(params))))
-    if rope.rope_type != "default":
-        out.append(("unscaled_frequencies", _apply(x, POSITIONS, rope, frequencies=(default, 1.0))))
-        out.append(("double_scaled_frequencies", _apply(x, POSITIONS, rope, frequencies=(w**2 / default, factor))))
-    if factor != 1.0:
-        out.append(("missing_attention_factor", _apply(x, POSITIONS, rope, frequencies=(w, 1.0))))
-        out.append(("squared_attention_factor", _apply(x, POSITIONS, rope, frequencies=(w, factor**2))))
-        out.append(("attention_factor_mismatch", _apply(x, POSITIONS, rope, frequencies=(w, factor * 1.1))))
-    if rope.rope_type == "longrope":
-        out.append(("longrope_factor_swap", _apply(x, POSITIONS, rope, seq_len=rope.original_max_position_embeddings)))
-    if rope.rotary_dim < rope.head_dim:
-        params = {k: v for k, v in rope.to_params().items() if k not in ("rotary_dim", "partial_rotary_factor")}
-        out.append(("partial_rotary_placement", _apply(x, POSITIONS, refpos.rope_config_from_params(params))))
-    return rope, x, out
-
-
-@pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-8B", "microsoft/Phi-3.5-mini-instruct",
-                                   "EleutherAI/gpt-neox-20b", "openai/gpt-oss-20b"])
-def test_every_rope_mistake_is_named(model):
-    rope, x, mistakes = _mistakes(model)
-    for expected, candidate in mistakes:
-        for cand in (candidate, candidate.astype(np.float32)):  # float64 and float32 ports
-            result = check_rope(cand, x, POSITIONS, rope)
-            assert not result["ok"], expected
-            assert expected in _ids(result), (expected, cand.dtype, result["diagnosis"])
+# Every RoPE mistake of the catalogue, from its definition, at every model's probe set and as a float32 port:
+# refpos/tests/test_diagnosis_matrix.py.
 
 
 def test_wrong_theta_from_the_frequency_probe():
