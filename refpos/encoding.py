@@ -25,9 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
-Array = Any
+from refpos.backend import Array
 
 
 class Encoding:

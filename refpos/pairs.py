@@ -41,10 +41,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from refpos.backend import array_namespace, get_xp
+from refpos.backend import Array, array_namespace, get_xp
 from refpos.validation import check_choice, check_int
-
-Array = Any
 
 #: the two ways to place pair j in a span of 2m channels
 PAIRINGS = ("split", "interleaved")

@@ -24,12 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.core.softmax import FULLY_MASKED, check_mask, softmax
 from refpos.core.tiled import along, tiled_attention
 from refpos.validation import check_bool, check_broadcasts_to, check_choice, check_float, real_floating_namespace
-
-Array = Any
 
 
 def _check_qkv(q: Array, k: Array, v: Array) -> tuple[Any, int]:

@@ -20,14 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
-from refpos.backend import array_namespace, is_numpy_namespace
+from refpos.backend import Array, array_namespace, is_numpy_namespace
 from refpos.core.attention import along, attention_steps, grouped_scores, grouped_values
 from refpos.parallel import run_blocks
 from refpos.validation import check_int
 
-Array = Any
 BlockTerm = Callable[[Array, Array], Array]  # f(query_index, key_index) -> (..., Hq, tq, tk)
 
 

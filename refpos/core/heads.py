@@ -5,12 +5,8 @@ Query head ``h`` of ``Hq`` reads key/value head ``h // (Hq / Hkv)`` (HF ``repeat
 
 from __future__ import annotations
 
-from typing import Any
-
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.validation import check_int
-
-Array = Any
 
 
 def split_heads(x: Array, n_heads: int) -> Array:

@@ -10,10 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import array_namespace, get_xp
+from refpos.backend import Array, array_namespace, get_xp
 from refpos.validation import check_bool, check_broadcasts_to, check_choice, check_int, real_floating_namespace
 
-Array = Any
 FULLY_MASKED = ("zeros", "nan")
 
 

@@ -40,10 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import array_namespace, is_numpy_namespace
+from refpos.backend import Array, array_namespace, is_numpy_namespace
 from refpos.parallel import block_elements, run_blocks
-
-Array = Any
 
 #: elements of one block of logits on the CPU (2**20: 4 MiB of float32; larger on a GPU, see
 #: parallel.block_elements). Blocks are (key/value head, query rows) tiles; on (1, 8, 2048, 128) 2**19 and

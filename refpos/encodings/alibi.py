@@ -21,12 +21,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from refpos.backend import array_namespace, get_xp
+from refpos.backend import Array, array_namespace, get_xp
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
 from refpos.validation import as_positions, check_choice, check_int
 
-Array = Any
 FORMS = ("causal", "symmetric", "key_index")
 
 

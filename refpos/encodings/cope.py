@@ -15,14 +15,11 @@ CoPE is causal: use it with ``self_attention(..., causal=True)``.
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.core.heads import repeat_kv
 from refpos.encoding import Encoding
 from refpos.validation import as_positions, check_int, floating_array
-
-Array = Any
 
 
 def cope_gates(q: Array, k: Array, q_positions: Array, k_positions: Array, *, scale: float | None = None) -> Array:

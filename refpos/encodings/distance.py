@@ -14,13 +14,9 @@ See docs/conventions.md for the sign convention and docs/relative.md#the-distanc
 
 from __future__ import annotations
 
-from typing import Any
-
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.validation import as_positions, check_float
-
-Array = Any
 
 
 def relative_positions(q_positions: Array, k_positions: Array) -> Array:

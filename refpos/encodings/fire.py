@@ -14,14 +14,10 @@ See docs/other-encodings.md#fire.
 
 from __future__ import annotations
 
-from typing import Any
-
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
 from refpos.validation import as_positions, check_float, floating_array
-
-Array = Any
 
 
 def fire_features(

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
 from refpos.validation import check_choice, check_float, floating_array
 
-Array = Any
 KERPLE_KINDS = ("log", "power")
 
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.validation import as_positions, check_int, floating_array
 
-Array = Any
 
 def learned_lookup(table: Array, positions: Array, *, offset: int = 0) -> Array:
     r"""Rows of a position table: ``E[positions + offset]``, shape ``(*positions.shape, d)``.

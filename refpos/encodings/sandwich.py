@@ -15,14 +15,10 @@ See docs/other-encodings.md#sandwich.
 
 from __future__ import annotations
 
-from typing import Any
-
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
 from refpos.validation import check_int
-
-Array = Any
 
 
 def sandwich_bias(

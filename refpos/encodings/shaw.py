@@ -19,13 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
 from refpos.validation import as_positions, check_choice, check_int, floating_array
-
-Array = Any
-
 
 SHAW_FORMS = ("direct", "skewed")
 

@@ -23,12 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from refpos.backend import array_namespace, get_xp
+from refpos.backend import Array, array_namespace, get_xp
 from refpos.encoding import Encoding
 from refpos.pairs import SINUSOID_LAYOUTS, layout_permutation, place_pairs
 from refpos.validation import as_positions, check_choice, check_float, check_int
 
-Array = Any
 #: where sin and cos of frequency k go (the pairings of :mod:`refpos.pairs`)
 LAYOUTS = SINUSOID_LAYOUTS
 SPACINGS = ("paper", "tensor2tensor")

@@ -12,14 +12,11 @@ the future buckets 16–31 (bucket 16 is never produced).
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
 from refpos.validation import as_positions, check_int, floating_array
-
-Array = Any
 
 
 def check_bucket_args(bidirectional: object, num_buckets: object, max_distance: object) -> tuple[int, int]:

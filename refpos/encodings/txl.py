@@ -19,13 +19,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from refpos.backend import array_namespace, get_xp
+from refpos.backend import Array, array_namespace, get_xp
 from refpos.core.heads import repeat_kv
 from refpos.encoding import Encoding
 from refpos.encodings.sinusoidal import sinusoidal
 from refpos.validation import as_positions, check_choice, check_int, floating_array
 
-Array = Any
 TXL_FORMS = ("rel_shift", "direct")
 
 

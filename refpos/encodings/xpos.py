@@ -12,11 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.validation import as_positions, check_float, check_int, floating_array
-
-Array = Any
 
 
 def xpos_decay(dim: int, *, xp: Any) -> Array:

@@ -35,11 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import array_namespace, to_numpy
+from refpos.backend import Array, array_namespace, to_numpy
 from refpos.golden.ulp import DTYPES as DTYPES  # the dtype facts every rule is stated in, re-exported
 from refpos.golden.ulp import MANTISSA, as_float_array, check_dtype, ulp
-
-Array = Any
 
 #: unit roundoff of the phase path: float64 angles for float64, else a float32 phase path (a bf16 or
 #: fp16 phase path is the bf16_angles bug, not a tolerance)

@@ -14,9 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import array_namespace, get_xp, is_numpy_namespace
-
-Array = Any
+from refpos.backend import Array, array_namespace, get_xp, is_numpy_namespace
 
 DTYPES = ("float64", "float32", "bfloat16", "float16")
 #: explicit mantissa bits (the ulp of 1 is 2**-MANTISSA) and smallest normal exponent

@@ -13,13 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.core.attention import attention
 from refpos.core.heads import merge_heads, split_heads
 from refpos.encoding import Encoding, NoPE
 from refpos.validation import as_positions, check_int
-
-Array = Any
 
 
 @dataclass(frozen=True)

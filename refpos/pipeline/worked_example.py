@@ -13,14 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import get_xp, to_numpy
+from refpos.backend import Array, get_xp, to_numpy
 from refpos.encoding import Encoding
 from refpos.encodings.distance import DistanceBias
 from refpos.encodings.learned import LearnedAbsolute
 from refpos.pipeline.layer import AttentionWeights, self_attention
 from refpos.validation import check_bool
-
-Array = Any
 
 TOKENS = ("我", "愛", "你")
 #: the story's word vectors

@@ -32,11 +32,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.validation import check_choice, check_float, floating_array
-
-Array = Any
 
 #: the official code's ``attention_type`` values and the QK-norm each one means
 ATTENTION_TYPES = {"nope": None, "qk_norm_nope": "qk", "q_norm_nope": "q", "k_norm_nope": "k"}

@@ -36,13 +36,11 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from refpos.backend import get_xp
+from refpos.backend import Array, get_xp
 from refpos.rope.config import RopeConfig
 from refpos.rope.core import apply_rope, seq_len_of
 from refpos.rope.scaling import check_rope_config, dynamic_theta, rope_frequencies
 from refpos.validation import as_positions, check_int
-
-Array = Any
 
 
 class DynamicNTKState:

@@ -22,16 +22,12 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any
-
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.rope.config import RopeConfig
 from refpos.rope.core import apply_rope, seq_len_of
 from refpos.rope.scaling import check_rope_config, softmax_multiplier
 from refpos.validation import as_positions, check_int
-
-Array = Any
 
 
 class Rope(Encoding):

@@ -26,7 +26,7 @@ from typing import Any
 
 import array_api_compat
 
-Array = Any
+from refpos.backend import Array
 
 #: dtypes with round-to-nearest intrinsics (float16 runs the readable form)
 FAST_GPU_DTYPES = ("float32", "float64")

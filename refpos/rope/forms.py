@@ -28,7 +28,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.pairs import layout_permutation, place_pairs, split_pairs
 from refpos.pairs import pair_channels as _pairs_channels
 from refpos.rope.config import RopeConfig
@@ -44,8 +44,6 @@ from refpos.rope.core import (
 from refpos.rope.mrope import mrope_angles
 from refpos.rope.scaling import check_rope_config
 from refpos.validation import as_positions, check_choice, check_int
-
-Array = Any
 
 
 def apply_rope_complex(

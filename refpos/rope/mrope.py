@@ -57,10 +57,8 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.validation import as_positions
-
-Array = Any
 
 #: the three position axes, in the order of ``mrope_section`` and of the leading axis of positions
 AXES = ("t", "h", "w")

@@ -38,11 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import array_namespace
+from refpos.backend import Array, array_namespace
 from refpos.pairs import place_pairs, split_pairs
 from refpos.validation import as_positions, check_choice, check_float, check_int, floating_array
-
-Array = Any
 
 #: the axial forms modelled here
 VISION_ROPES = ("qwen2_vl", "pixtral", "llama4")
