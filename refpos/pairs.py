@@ -56,10 +56,15 @@ LAYOUTS = MappingProxyType({
 })
 #: the RoPE layouts (the order is the one :class:`refpos.RopeConfig` documents)
 ROPE_LAYOUTS = ("half", "interleaved", "deinterleaved")
+#: the RoPE layouts that write pairs where they read them (the two conventions checkpoints come in; the
+#: strategies draw these by default)
+SAME_PAIRING_LAYOUTS = tuple(layout for layout in ROPE_LAYOUTS if LAYOUTS[layout][0] == LAYOUTS[layout][1])
 #: the sinusoid layouts: where sin and cos of frequency j go
 SINUSOID_LAYOUTS = ("interleaved", "concat")
-#: where the rotated span sits in a head
-PLACEMENTS = ("first", "last", "proportional")
+#: where the rotated channels of a partial rotary sit in a head: its start or its end
+PARTIAL_PLACEMENTS = ("first", "last")
+#: where the rotated span sits in a head: a partial placement, or the whole head (a table that spans it)
+PLACEMENTS = (*PARTIAL_PLACEMENTS, "proportional")
 
 
 def _check_width(width: int) -> int:

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import strategies as st
 from support import IMPL, IMPL_NAME, declared_support, supported_subset
 
+from refpos.pairs import PARTIAL_PLACEMENTS, SAME_PAIRING_LAYOUTS
 from refpos.rope.rules import ROPE_TYPES, RULES, DrawContext
 
 #: the types transformers implements (each rule's record names transformers' function, where there is one)
@@ -27,7 +28,7 @@ def rope_dicts(
     draw: st.DrawFn,
     rope_types: tuple[str, ...] = ROPE_TYPES,
     *,
-    layouts: tuple[str, ...] = ("half", "interleaved"),
+    layouts: tuple[str, ...] = SAME_PAIRING_LAYOUTS,
     partial: bool = True,
     factor_one: bool = False,
     head_dims: tuple[int, ...] = (4, 6, 8, 12, 16, 32),
@@ -64,7 +65,7 @@ def _declared(rope_types: tuple[str, ...], layouts: tuple[str, ...]
     supports (``INFO["rope_types"]`` etc., ``support.declared_support``); a skip when none is left."""
     types = supported_subset("rope_types", tuple(rope_types))
     kept_layouts = supported_subset("rope_layouts", tuple(layouts))
-    placements = supported_subset("rope_placements", ("first", "last"))
+    placements = supported_subset("rope_placements", PARTIAL_PLACEMENTS)
     for key, wanted, kept in (("rope_types", rope_types, types), ("rope_layouts", layouts, kept_layouts)):
         if not kept:
             pytest.skip(f"{IMPL_NAME} declares INFO[{key!r}] = {declared_support()[key]}: none of {tuple(wanted)}")

@@ -26,7 +26,8 @@ import pytest
 import refpos.golden.tolerance as tol_rules
 from refpos.backend import to_numpy
 from refpos.golden.compare import compare
-from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES
+from refpos.pairs import PARTIAL_PLACEMENTS
+from refpos.rope.config import LAYOUTS, ROPE_TYPES
 
 IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.testing.adapter")
 #: the repository root, so that the adapters shipped with the suite import as ``spec_tests.<...>``
@@ -64,7 +65,7 @@ def info(impl: ModuleType) -> dict[str, Any]:
 SUPPORT_KEYS: dict[str, tuple[str, ...]] = {
     "rope_types": ROPE_TYPES,
     "rope_layouts": LAYOUTS,
-    "rope_placements": tuple(p for p in PLACEMENTS if p != "proportional"),  # partial rotary: first or last
+    "rope_placements": PARTIAL_PLACEMENTS,  # partial rotary: first or last
 }
 
 

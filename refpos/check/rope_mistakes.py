@@ -17,6 +17,7 @@ import numpy as np
 
 from refpos.check.mistakes import Context, RopeCall, RopeMistake, Variant
 from refpos.check.problem import np_ns, round_to
+from refpos.pairs import PARTIAL_PLACEMENTS
 from refpos.rope.config import LAYOUTS, RopeConfig
 from refpos.rope.rules import PLAIN, RULES, Float64
 from refpos.rope.rules.llama3 import LLAMA3, llama3_inv_freq
@@ -90,7 +91,7 @@ def partial_rotary_placement(call: RopeCall, ctx: Context) -> list[Variant]:
             out.append(Variant(f"equals rotation of the pairs (i, i + {head_dim // 2}) (half of the head) instead of "
                                f"(i, i + {d // 2}) (half of the rotary span): the wrong partner",
                                call.but(pairs=partner)))
-    for placement in ("first", "last"):
+    for placement in PARTIAL_PLACEMENTS:
         if placement != rope.placement:
             side = "first (head)" if placement == "first" else "last (tail, DeepSeek MLA)"
             out.append(Variant(f"equals the reference with the rotated channels placed {side} instead of "

@@ -24,7 +24,7 @@ from typing import Any
 from refpos.backend import Array, array_namespace, get_xp
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import as_positions, check_choice, check_int
+from refpos.validation import as_positions, check_bool, check_choice, check_int
 
 FORMS = ("causal", "symmetric", "key_index")
 
@@ -127,8 +127,7 @@ class ALiBi(Encoding):
 
     def __init__(self, *, form: str = "causal", before_scale: bool = False) -> None:
         self.form = check_choice("form", form, FORMS)
-        if not isinstance(before_scale, bool):
-            raise TypeError(f"before_scale must be a bool, got {type(before_scale).__name__}")
+        check_bool("before_scale", before_scale)
         self.bias_scaled = before_scale
 
     def bias(self, q_positions: Array, k_positions: Array, n_heads: int) -> Array:

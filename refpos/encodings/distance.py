@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_float
+from refpos.validation import as_positions, check_bool, check_float
 
 
 def relative_positions(q_positions: Array, k_positions: Array) -> Array:
@@ -58,8 +58,7 @@ class DistanceBias(Encoding):
 
     def __init__(self, alpha: float = 1.0, *, before_scale: bool = True) -> None:
         self.alpha = check_float("alpha", alpha)
-        if not isinstance(before_scale, bool):
-            raise TypeError(f"before_scale must be a bool, got {type(before_scale).__name__}")
+        check_bool("before_scale", before_scale)
         self.bias_scaled = before_scale
 
     def bias(self, q_positions: Array, k_positions: Array, n_heads: int) -> Array:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import check_int
+from refpos.validation import check_bool, check_int
 
 
 def sandwich_bias(
@@ -39,8 +39,7 @@ def sandwich_bias(
     if head_dim % 2:
         raise ValueError(f"head_dim must be even, got {head_dim}")
     n_heads = check_int("n_heads", n_heads, minimum=1)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    check_bool("causal", causal)
     rel = relative_positions(q_positions, k_positions)  # (..., Tq, Tk)
     xp = array_namespace(rel)
     if causal:
@@ -61,8 +60,7 @@ class Sandwich(Encoding):
         self.head_dim = check_int("head_dim", head_dim, minimum=1)
         if head_dim % 2:
             raise ValueError(f"head_dim must be even, got {head_dim}")
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+        check_bool("causal", causal)
         self.causal = causal
 
     def bias(self, q_positions: Array, k_positions: Array, n_heads: int) -> Array:

@@ -16,13 +16,12 @@ import math
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import as_positions, check_int, floating_array
+from refpos.validation import as_positions, check_bool, check_int, floating_array
 
 
 def check_bucket_args(bidirectional: object, num_buckets: object, max_distance: object) -> tuple[int, int]:
     """Validate and return ``(buckets per direction, max_exact)``."""
-    if not isinstance(bidirectional, bool):
-        raise TypeError(f"bidirectional must be a bool, got {type(bidirectional).__name__}")
+    check_bool("bidirectional", bidirectional)
     num_buckets = check_int("num_buckets", num_buckets, minimum=4 if bidirectional else 2)
     if bidirectional and num_buckets % 2:
         raise ValueError(f"num_buckets must be even when bidirectional (half per direction), got {num_buckets}")

@@ -14,7 +14,7 @@ from typing import Any
 
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_float, check_int, floating_array
+from refpos.validation import as_positions, check_bool, check_float, check_int, floating_array
 
 
 def xpos_decay(dim: int, *, xp: Any) -> Array:
@@ -46,8 +46,7 @@ def xpos(
     """
     x = floating_array(x, name="x")
     xp = array_namespace(x)
-    if not isinstance(is_query, bool):
-        raise TypeError(f"is_query must be a bool, got {type(is_query).__name__}")
+    check_bool("is_query", is_query)
     base = check_float("base", base, positive=True)
     scale_base = check_float("scale_base", scale_base, positive=True, allow_inf=True)
     center = check_int("center", center)

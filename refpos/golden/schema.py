@@ -26,8 +26,8 @@ import numpy as np
 
 from refpos import inputs
 from refpos.golden.npy import ALLOWED_KINDS
+from refpos.golden.ulp import DTYPES
 
-DTYPES = ("float64", "float32", "bfloat16", "float16")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 

@@ -64,11 +64,13 @@ from dataclasses import dataclass, fields
 from importlib import resources
 from typing import Any
 
+from refpos.pairs import PARTIAL_PLACEMENTS
+
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
 LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window")
 QUERY_SCALES = ("llama4_temperature", "llama_4_scaling_beta")
 ROPE_DICT_RULES = ("ntk_alpha", "longrope_mscale")
-PLACEMENTS = ("first", "last")
+PLACEMENTS = PARTIAL_PLACEMENTS
 #: ``<dir>/modeling_<name>.py: <function>[, <function or Class.method>]``
 #: where the table lives, as error messages name it
 TABLE_PATH = "refpos/models/data/families.toml"

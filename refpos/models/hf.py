@@ -57,6 +57,7 @@ from refpos.models.mrope_hf import resolve_mrope
 from refpos.models.position_keys import not_modelled_report
 from refpos.rope.config import RopeConfig
 from refpos.rope.rules import RULES
+from refpos.validation import check_bool
 
 __all__ = ["from_hf_config", "hf_layer_types", "load_hf_config", "resolve_rope", "text_config_of"]
 
@@ -112,8 +113,7 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
     and ``not_modelled`` (key → what it does; empty: complete). A multimodal config without top-level
     RoPE keys is read from its ``text_config``.
     """
-    if not isinstance(strict, bool):
-        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
+    check_bool("strict", strict)
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None, got {type(layer_type).__name__}")
     rope, problems = resolve_rope(load_hf_config(config_or_path), layer_type, per_layer=False)

@@ -15,12 +15,12 @@ from refpos.models.families import ALIASES, Family, family_of, warn_assumed
 from refpos.models.hf_files import GEMMA3, ROPE_KEYS, is_per_layer
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
 from refpos.rope.params import PARAM_KEYS
-from refpos.rope.rules import PLAIN, RULES, TYPE_ALIASES
-from refpos.validation import check_int
+from refpos.rope.rules import PARAMETERS, PLAIN, RULES, TYPE_ALIASES
+from refpos.validation import check_bool, check_int
 
 _HF_TYPES = tuple(name for name, rule in RULES.items() if rule.transformers)
 #: fields of rules that only some families use: in the provenance only when set
-RARE_FIELDS = frozenset({"ntk_rule", "mixed_b", "short_mscale", "long_mscale", "mrope_section", "mrope_interleaved"})
+RARE_FIELDS = frozenset({"mrope_section", "mrope_interleaved"} | {p.name for p in PARAMETERS.values() if p.rare})
 FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - RARE_FIELDS))
 #: partial-rotary defaults of model classes (HF 5.24.0 class attributes)
 _PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
@@ -252,8 +252,7 @@ class Resolver:
             return
         if family.layout == "rope_interleave":
             interleave = self.top("rope_interleave") if "rope_interleave" in self.cfg else True
-            if not isinstance(interleave, bool):
-                raise TypeError(f"rope_interleave must be a bool, got {type(interleave).__name__}")
+            check_bool("rope_interleave", interleave)
             self.set("layout", "deinterleaved" if interleave else "half",
                      "config" if "rope_interleave" in self.cfg else "default")
         else:

@@ -60,7 +60,7 @@ import numpy as np
 from refpos.models.families import Family, family_of
 from refpos.models.hf import hf_layer_types, load_hf_config, resolve_rope, text_config_of
 from refpos.rope.config import RopeConfig
-from refpos.validation import check_float, check_int
+from refpos.validation import check_bool, check_float, check_int
 
 _LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 #: keys the layer schedule and query scales read (they leave the not-modelled report once resolved)
@@ -257,8 +257,7 @@ def hf_layers(config_or_path: Any, *, strict: bool = False) -> LayerSchedule:
     LayerSchedule (a sequence of :class:`HFLayer`) with ``not_modelled`` (key → what it does), ``notes``
     and ``summary()``.
     """
-    if not isinstance(strict, bool):
-        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
+    check_bool("strict", strict)
     full = load_hf_config(config_or_path)
     cfg, prefix = text_config_of(full)
     model_type = cfg.get("model_type")

@@ -35,7 +35,7 @@ from typing import Any
 
 from refpos.models import families
 from refpos.rope.vision import VisionRope
-from refpos.validation import check_int
+from refpos.validation import check_bool, check_int
 
 #: model_type: (default sections, interleaved) of the family's text rotary module; its layout is the family
 #: table's (refpos.models.families), the one home of which pairs a model's code rotates
@@ -106,8 +106,8 @@ def resolve_mrope(resolver: Any) -> None:
         resolver.set("mrope_section", default_sections, "default")
         resolver.notes.append(f"mrope_section absent: {family}'s module default {list(default_sections)}")
     key = resolver.from_rope("mrope_interleaved") if rope.get("mrope_interleaved") is not None else None
-    if key is not None and not isinstance(key, bool):
-        raise TypeError(f"mrope_interleaved must be a bool, got {type(key).__name__}")
+    if key is not None:
+        check_bool("mrope_interleaved", key)
     if key is not None and key != family_interleaved:
         resolver.notes.append(f"mrope_interleaved={key} ignored: transformers' {family} module always uses the "
                               f"{'interleaved' if family_interleaved else 'contiguous'} assignment")

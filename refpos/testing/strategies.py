@@ -27,6 +27,7 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from refpos.pairs import SAME_PAIRING_LAYOUTS
 from refpos.rope.config import LAYOUTS as ROPE_LAYOUTS
 from refpos.rope.rules import ROPE_TYPES as ALL_ROPE_TYPES
 from refpos.rope.rules import RULES, DrawContext
@@ -54,7 +55,7 @@ __all__ = [
 ROPE_TYPES = ALL_ROPE_TYPES
 #: RoPE memory layouts drawn by default (docs/conventions.md#pair-layouts); ``"deinterleaved"`` (HF DeepSeek-V3)
 #: on request
-LAYOUTS = ("half", "interleaved")
+LAYOUTS = SAME_PAIRING_LAYOUTS
 #: every RoPE layout (:data:`refpos.rope.config.LAYOUTS`)
 ALL_LAYOUTS = ROPE_LAYOUTS
 

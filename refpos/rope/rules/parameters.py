@@ -27,7 +27,8 @@ class Parameter:
 
     ``check(name, value)`` validates a value that is set (not ``None``) and returns it normalised; it
     raises ``TypeError``/``ValueError`` naming the key. ``in_config``: a key of a model's rope dict (read by
-    the config resolver); otherwise refpos's own (set by refpos, the family table or the user).
+    the config resolver); otherwise refpos's own (set by refpos, the family table or the user). ``rare``: a key
+    few configs set, listed in a resolution's provenance only when it is set.
     """
 
     name: str
@@ -36,6 +37,7 @@ class Parameter:
     doc: str
     check: Callable[[str, Any], Any]
     in_config: bool = True
+    rare: bool = False
 
 
 def positive(name: str, value: Any) -> float:
@@ -96,12 +98,12 @@ PARAMETERS: Mapping[str, Parameter] = _parameters(
     Parameter("softmax_mscale", "bool", False, "YaRN: multiply the softmax scale by mscale(s, mscale_all_dim)² "
               "(DeepSeek MLA)", check_bool, in_config=False),
     Parameter("ntk_rule", "str | None", None, f"static NTK: one of {NTK_RULES} (default 'aware' for ntk)",
-              lambda name, value: check_choice(name, value, NTK_RULES), in_config=False),
-    Parameter("mixed_b", "float | None", None, "vLLM's mixed NTK form: the exponent b > 0", positive),
+              lambda name, value: check_choice(name, value, NTK_RULES), in_config=False, rare=True),
+    Parameter("mixed_b", "float | None", None, "vLLM's mixed NTK form: the exponent b > 0", positive, rare=True),
     Parameter("short_mscale", "float | None", None, "LongRoPE: the attention factor for L <= L_0 (Phi-3.5-MoE; "
-              "with long_mscale)", positive, in_config=False),
+              "with long_mscale)", positive, in_config=False, rare=True),
     Parameter("long_mscale", "float | None", None, "LongRoPE: the attention factor for L > L_0 (Phi-3.5-MoE; "
-              "with short_mscale)", positive, in_config=False),
+              "with short_mscale)", positive, in_config=False, rare=True),
     Parameter("extrapolation_factor", "float | None", None, "log-space YaRN (Grok): the weight e in [0, 1] of the "
-              "kept frequency where the ramp keeps it (default 1)", unit_interval),
+              "kept frequency where the ramp keeps it (default 1)", unit_interval, rare=True),
 )
