@@ -5,9 +5,14 @@ refpos is written against the Python array API standard. Two rules decide which 
 * A function that **takes arrays** computes in their namespace, found with
   ``array_api_compat.array_namespace``. Pass CuPy arrays and the work happens on the GPU.
 * A function that **creates arrays from scratch** (tables, masks, slopes) takes ``xp=``; when it is
-  ``None`` the current backend is used. The current backend is ``"numpy"`` unless the environment
-  variable ``REFPOS_BACKEND`` says otherwise, :func:`set_backend` changed it, or a
-  ``with use_backend(...)`` block is running.
+  ``None`` the current backend is used. The current backend is the one a ``with use_backend(...)``
+  block chose in the running context; else the process default: ``"numpy"`` unless the environment
+  variable ``REFPOS_BACKEND`` says otherwise or :func:`set_backend` changed it.
+
+The choice of a ``with`` block is a context variable (:mod:`contextvars`): it holds in the thread (or
+asyncio task) that entered the block and in the blocks refpos runs on its own threads for that call (they
+run in a copy of the caller's context, :mod:`refpos.parallel`), and nowhere else, so two threads can use
+two backends at once.
 
 ``array_api_strict`` is a deliberately minimal implementation of the standard. Running the spec suite on
 it (``REFPOS_BACKEND=array_api_strict``) proves that no NumPy-only call hides in the code.
@@ -28,6 +33,7 @@ array_api_strict array_api_strict
 
 from __future__ import annotations
 
+import contextvars
 import os
 from types import ModuleType
 from typing import Any, TypeAlias
@@ -41,7 +47,9 @@ BACKENDS = ("numpy", "cupy", "array_api_strict")
 #: arrays (the array API standard has no runtime array type to check against)
 Array: TypeAlias = Any
 
-_current: str | None = None  # resolved lazily so that REFPOS_BACKEND is read at first use
+_default: str | None = None  # the process default, resolved lazily so that REFPOS_BACKEND is read at first use
+#: the backend a ``with use_backend(...)`` block chose in this context (None: the process default)
+_chosen: contextvars.ContextVar[str | None] = contextvars.ContextVar("refpos_backend", default=None)
 
 
 def _check_backend_name(name: object) -> str:
@@ -82,16 +90,21 @@ def _load_namespace(name: str) -> ModuleType:
 
 
 def backend_name() -> str:
-    """Name of the current backend: ``REFPOS_BACKEND`` or ``"numpy"``, unless switched by set_backend or
-    use_backend."""
-    global _current
-    if _current is None:
+    """Name of the current backend: a ``with use_backend(...)`` block's in this context, else the process default
+    (``REFPOS_BACKEND`` or ``"numpy"``, unless :func:`set_backend` changed it)."""
+    chosen = _chosen.get()
+    return chosen if chosen is not None else _process_default()
+
+
+def _process_default() -> str:
+    global _default
+    if _default is None:
         env = os.environ.get("REFPOS_BACKEND", "numpy") or "numpy"
         try:
-            _current = _check_backend_name(env)
+            _default = _check_backend_name(env)
         except ValueError as exc:
             raise ValueError(f"REFPOS_BACKEND: {exc}") from None
-    return _current
+    return _default
 
 
 def get_xp(xp: ModuleType | None = None) -> ModuleType:
@@ -104,7 +117,10 @@ def get_xp(xp: ModuleType | None = None) -> ModuleType:
 
 
 def set_backend(name: str) -> ModuleType:
-    """Switch the current backend for the whole process and return its namespace.
+    """Switch the process default backend and return its namespace.
+
+    Every context without a ``with use_backend(...)`` block of its own uses it (a block's choice wins inside
+    the block).
 
     Raises
     ------
@@ -113,19 +129,21 @@ def set_backend(name: str) -> ModuleType:
     ImportError, RuntimeError
         The backend's library is missing, or (CuPy) there is no usable GPU; nothing changes then.
     """
-    global _current
+    global _default
     name = _check_backend_name(name)
     namespace = _load_namespace(name)  # fails before anything changes
-    _current = name
+    _default = name
     return namespace
 
 
 class use_backend:
     """Switch the current backend for a ``with`` block: ``with use_backend("cupy") as xp: ...``.
 
-    The backend is checked and loaded when the object is made (so a missing library fails at once), but
-    nothing changes until ``__enter__``; ``__exit__`` restores the backend that was current on entry.
-    Making the object without ``with`` changes nothing: use :func:`set_backend` to switch for good.
+    The choice holds in the context that entered the block (its thread or task, and the blocks refpos runs
+    for it on its own threads), not in other threads. The backend is checked and loaded when the object is
+    made (so a missing library fails at once), but nothing changes until ``__enter__``; ``__exit__`` restores
+    the choice that held on entry. Making the object without ``with`` changes nothing: use
+    :func:`set_backend` to switch the process default.
 
     Raises
     ------
@@ -138,17 +156,14 @@ class use_backend:
     def __init__(self, name: str) -> None:
         self.name = _check_backend_name(name)
         self.namespace = _load_namespace(self.name)  # fails before anything changes
-        self._previous: list[str] = []  # a stack, so that one object can be entered again inside itself
+        self._tokens: list[contextvars.Token[str | None]] = []  # a stack: one object may be entered inside itself
 
     def __enter__(self) -> ModuleType:
-        global _current
-        self._previous.append(backend_name())
-        _current = self.name
+        self._tokens.append(_chosen.set(self.name))
         return self.namespace
 
     def __exit__(self, *exc_info: object) -> None:
-        global _current
-        _current = self._previous.pop()
+        _chosen.reset(self._tokens.pop())
 
 
 def array_namespace(*arrays: Any) -> ModuleType:

@@ -9,8 +9,8 @@ the tests check both). NumPy releases the GIL inside its loops and matmuls, so t
 Five details make this pay off:
 
 * **BLAS threads.** NumPy's matmul is multithreaded by itself. A matmul inside a block that also runs
-  on every core would oversubscribe the machine (measured: 344 ms against 189 ms for attention on
-  (1, 8, 2048, 128)). While blocks run in parallel, BLAS is therefore held to one thread, through
+  on every core would oversubscribe the machine (docs/performance.md#threads). While blocks run in
+  parallel, BLAS is therefore held to one thread, through
   ``threadpoolctl``; where that package is missing, the blocks run one after another instead.
 * **Nesting.** A block that itself asks for parallel blocks runs them in its own thread, serially, so a
   worker never waits for the pool it runs in.
@@ -98,8 +98,7 @@ def _executor(size: int) -> ThreadPoolExecutor:
 
 
 #: elements below which blocks run in order: handing them to threads (and holding BLAS to one thread)
-#: costs ~0.3 ms, more than such small work takes (measured: apply_rope on (1, 4, 16, 8) 0.2 ms serial,
-#: 0.6 ms on threads)
+#: costs more than such small work takes (docs/performance.md#threads)
 MIN_PARALLEL_WORK = 2**17
 
 
@@ -162,9 +161,8 @@ class ThreadScratch(threading.local):
     """Scratch arrays that each thread reuses across the blocks of one call (each thread sees its own).
 
     Fresh memory costs a page fault per 4 KiB page on first touch; blocks that allocate their
-    temporaries anew each time pay that again and again (on the 2-core VM the faults of per-block
-    temporaries took a third of ``apply_rope``'s time). Create one per call: its arrays are released
-    with it.
+    temporaries anew each time pay that again and again (docs/performance.md#fast-forms). Create one per
+    call: its arrays are released with it.
     """
 
     def take(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:

@@ -17,7 +17,7 @@ after p·v (rows × dv quotients instead of rows × Tk):
     s_{ij} = (c\,q_i)\cdot k_j,\quad m_i = \max_j s_{ij}
 
 (the stable softmax: the row maximum is still subtracted before ``exp``). It saves two of the six passes
-over each tile's logits (on (1, 8, 2048, 128), one thread: 45 of about 400 ms). Both forms are float32
+over each tile's logits (docs/performance.md#attention-in-float32). Both forms are float32
 evaluations of the same expression, and both are held to one bound against the float64 result
 (docs/performance.md#attention-in-float32): with :math:`u = 2^{-24}`, :math:`\gamma_n = nu/(1-nu)`,
 :math:`A_i = c \max_j \sum_l |q_{il} k_{jl}|` (× the temperature) and :math:`L_i = \max_j |s_{ij}|`, an
@@ -44,8 +44,8 @@ from refpos.backend import Array, array_namespace, is_numpy_namespace
 from refpos.parallel import block_elements, run_blocks
 
 #: elements of one block of logits on the CPU (2**20: 4 MiB of float32; larger on a GPU, see
-#: parallel.block_elements). Blocks are (key/value head, query rows) tiles; on (1, 8, 2048, 128) 2**19 and
-#: 2**21 measured slower (more hand-offs; less cache).
+#: parallel.block_elements). Blocks are (key/value head, query rows) tiles; smaller tiles mean more hand-offs,
+#: larger ones less cache (the sweep: docs/performance.md#measured-intel).
 _BLOCK_ELEMENTS = 2**20
 
 

@@ -21,15 +21,9 @@ evaluated block by block on the threads): this module only lays them out as ``C`
 change to the tables reaches every path.
 
 Each slab of rows is computed in scratch memory that stays in the core's cache (four calls: ``x·C``, the
-partners, ``·S``, the sum) and written to the output once, by a copy. Writing the products straight into
-the output made the first call read each output cache line before writing it: one thread, float64, 1.99×
-(copy + tables) against 2.28× before, float32 1.87× against 2.19×.
-
-Forms measured and not taken: the readable half-row statement evaluated in place with ``out=`` and a
-reused scratch (``u·c`` into the output, ``v·s`` into the scratch, subtracted in place: six calls on half
-rows) is bit-identical but 2.5× slower per slab than these four full-row calls; the interleaved layout
-as one complex multiplication is not bit-identical (NumPy fuses the complex products: 4.8e-7 off in
-float32).
+partners, ``·S``, the sum) and written to the output once, by a copy: writing the products straight into
+the output makes the first call read each output cache line before writing it. The measurements behind
+these choices, and the forms tried and not taken, are in docs/performance.md#fast-forms.
 
 Blocks of rows are independent, so they run on threads (:mod:`refpos.parallel`). Each thread keeps its
 scratch arrays (tables, partners, results) from one block to the next
@@ -48,12 +42,8 @@ from refpos.parallel import ThreadScratch, run_blocks, threads_for
 
 #: bytes per NumPy call (512 KiB): one head's slab of rows. A slab, its result and its partners (1.5 MiB,
 #: and the block's tables) stay in a 2 MiB L2 cache between the four calls on them; each call costs a few µs
-#: whatever its size, and larger slabs mean fewer, longer blocks for the threads. On (1, 32, 4096, 128),
-#: both vCPUs of the 2-core Intel VM, quiet, `refpos bench rope` against the copy plus the tables (two runs
-#: per size, best rounds): half layout 1.25–1.44x float32 and 1.33–1.45x float64 at 128 KiB, 1.04x and
-#: 1.05–1.09x at 256 KiB, 1.01–1.03x and 0.98–1.10x at 512 KiB, 1.09x and 1.04x at 1 MiB; interleaved
-#: 1.58–1.64x / 1.54–1.62x at 128 KiB, 1.05–1.15x / 1.24–1.28x at 512 KiB. One thread at load (CPU time)
-#: had preferred 128 KiB (1.89x against 1.98x).
+#: whatever its size, and larger slabs mean fewer, longer blocks for the threads (the sizes measured:
+#: docs/performance.md#slab-size)
 SLAB_BYTES = 2**19
 
 

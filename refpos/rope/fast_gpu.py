@@ -5,10 +5,9 @@ The readable form (:func:`refpos.rope.core.rotate_pairs`) writes
 .. math:: u' = u\cos\varphi - v\sin\varphi,\qquad v' = v\cos\varphi + u\sin\varphi
 
 as NumPy-style array expressions. On a GPU each product, each sum and the copy into the output is its
-own kernel and its own pass over memory: eight passes, 12.8× a ``cudaMemcpy`` of the same bytes on an
-H200 (float32, x of (4, 32, 8192, 128)). Here ``u'`` and ``v'`` are one elementwise kernel each, reading
-``u``, ``v``, ``cos φ``, ``sin φ`` once and writing straight into the output: 4.4× the copy there, and
-0.62× the time of transformers' ``apply_rotary_pos_emb`` on the same GPU.
+own kernel and its own pass over memory: eight passes. Here ``u'`` and ``v'`` are one elementwise kernel
+each, reading ``u``, ``v``, ``cos φ``, ``sin φ`` once and writing straight into the output (the times
+beside a copy and beside transformers: docs/performance.md#gpu).
 
 **The same bits.** A CUDA compiler contracts ``a*b - c*d`` into fused multiply-adds, which round once
 where the readable form rounds after every operation. The kernels therefore call the round-to-nearest

@@ -91,3 +91,47 @@ def test_mixed_libraries_are_rejected():
 
     with pytest.raises(TypeError, match="one array library"):
         refpos.attention(np.ones((1, 2, 2)), xs.ones((1, 2, 2), dtype=xs.float64), np.ones((1, 2, 2)))
+
+
+def test_a_with_block_chooses_the_backend_of_its_own_thread_only():
+    """Two threads at once, each in its own ``use_backend`` block: each sees its own backend while the other
+    holds a different one, and a thread without a block sees the process default."""
+    import threading
+
+    both_inside = threading.Barrier(3)
+    seen: dict[str, str] = {}
+
+    def run(name: str | None) -> None:
+        if name is None:
+            both_inside.wait()
+            seen["none"] = refpos.backend_name()
+            both_inside.wait()
+            return
+        with refpos.use_backend(name):
+            both_inside.wait()  # every thread is inside (or at) its block now
+            seen[name] = refpos.backend_name()
+            both_inside.wait()
+
+    default = refpos.backend_name()
+    threads = [threading.Thread(target=run, args=(n,)) for n in ("numpy", "array_api_strict", None)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"numpy": "numpy", "array_api_strict": "array_api_strict", "none": default}
+
+
+def test_refpos_s_own_threads_run_in_the_caller_s_backend(monkeypatch):
+    """The blocks refpos runs on its thread pool (refpos.parallel) see the backend of the block that called."""
+    import threading
+
+    from refpos import parallel
+
+    if parallel._blas_controller() is None:
+        pytest.skip("without threadpoolctl the blocks run in the caller's thread")
+    monkeypatch.setattr(parallel, "threads_for", lambda work: 2)
+    seen = []
+    with refpos.use_backend("array_api_strict"):
+        parallel.run_blocks([lambda: seen.append((threading.current_thread().name, refpos.backend_name()))] * 4,
+                            numpy=True, work=2**20)
+    assert all(thread.startswith("refpos") and name == "array_api_strict" for thread, name in seen), seen
