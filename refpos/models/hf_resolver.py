@@ -16,6 +16,9 @@ from refpos.models.hf_files import GEMMA3, ROPE_KEYS, is_per_layer
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
 from refpos.rope.params import PARAM_KEYS
 from refpos.rope.rules import PARAMETERS, PLAIN, RULES, TYPE_ALIASES
+from refpos.rope.rules.longrope import LONGROPE
+from refpos.rope.rules.ntk import DYNAMIC
+from refpos.rope.rules.yarn import YARN
 from refpos.validation import check_bool, check_int
 
 _HF_TYPES = tuple(name for name, rule in RULES.items() if rule.transformers)
@@ -152,7 +155,7 @@ class Resolver:
             raise TypeError(f"rope_type must be a str, got {type(value).__name__}")
         rules = self.family.rope_dict if self.family else frozenset()
         value = mrope_rope_type(value, self.notes)  # "mrope": default + mrope_section (refpos.models.mrope_hf)
-        if value == "dynamic" and self.rope.get("alpha") is not None and "ntk_alpha" in rules:
+        if RULES.get(value) is DYNAMIC and self.rope.get("alpha") is not None and "ntk_alpha" in rules:
             self.notes.append(f"{self.model_type}: 'dynamic' with alpha is NTK-alpha, a fixed base θ·α^(d/(d−2)) "
                               "(rope_type 'ntk', factor = alpha)")
             self.rope_rule["factor"] = self.from_rope("alpha")
@@ -167,11 +170,11 @@ class Resolver:
             implied, note = RULES[value].implied(self.rope)
             self.notes.append(note)
             self.rope_rule.update(implied)
-        if value in TYPE_ALIASES or (self.model_type == "phi3" and value == "yarn"):
+        if value in TYPE_ALIASES or (self.model_type == "phi3" and RULES.get(value) is YARN):
             self.notes.append(f"rope type {value!r} read as 'longrope' (HF Phi-3 rewrite; HF 5.24.0 raises "
                               "KeyError for 'su' configs without original_max_position_embeddings in the dict)")
             value = TYPE_ALIASES.get(value, "longrope")
-        if self.model_type == "phi3" and value not in ("default", "longrope"):
+        if self.model_type == "phi3" and value not in (PLAIN, LONGROPE.name):
             raise ValueError(f"rope_type must be 'default' or 'longrope' for phi3 (as HF), got {value!r}")
         if value not in ROPE_KEYS:
             raise ValueError(f"rope_type {value!r} is not a transformers rope type {_HF_TYPES} nor vLLM's 'ntk'")

@@ -39,6 +39,8 @@ from typing import Any
 from refpos.backend import Array, get_xp
 from refpos.rope.config import RopeConfig
 from refpos.rope.core import apply_rope, seq_len_of
+from refpos.rope.rules import RULES
+from refpos.rope.rules.ntk import DYNAMIC
 from refpos.rope.scaling import check_rope_config, dynamic_theta, rope_frequencies
 from refpos.validation import as_positions, check_int
 
@@ -65,7 +67,7 @@ class DynamicNTKState:
 
     def __init__(self, rope: RopeConfig, *, xp: ModuleType | None = None) -> None:
         rope = check_rope_config(rope)
-        if rope.rope_type != "dynamic" or rope.dynamic_rule != "hf":
+        if RULES[rope.rope_type] is not DYNAMIC or rope.dynamic_rule != "hf":
             raise ValueError("DynamicNTKState needs rope_type='dynamic' with dynamic_rule='hf', got "
                              f"rope_type={rope.rope_type!r}, dynamic_rule={rope.dynamic_rule!r}")
         self.rope = rope

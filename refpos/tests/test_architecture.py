@@ -217,3 +217,100 @@ def test_no_module_imports_a_private_name_of_another(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text("from refpos.rope.core import _hidden, apply_rope\nfrom numpy import _core\n")
     assert private_imports(planted) == [(1, "refpos.rope.core._hidden")]
+
+
+# ------------------------------------------------------------------------------- one record per thing that varies
+#: the registry of scaling rules: the one package that may name a rope_type in a comparison
+RULE_REGISTRY = "refpos.rope.rules"
+
+
+def rule_type_matches(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, rope_type)`` of every comparison that matches a rule by its name: ``x == "yarn"``,
+    ``kind in ("linear", "ntk")``. A name that is also a placement or a layout (``proportional``), or
+    ``"default"``, counts only where the other side reads a ``rope_type``."""
+    from refpos.pairs import LAYOUTS, PLACEMENTS
+    from refpos.rope.rules import RULES, TYPE_ALIASES
+
+    names = set(RULES) | set(TYPE_ALIASES)
+    shared = set(PLACEMENTS) | set(LAYOUTS) | {"default"}
+    hits = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        literals = [e.value for part in operands for e in ([part] if isinstance(part, ast.Constant) else
+                                                           getattr(part, "elts", []))
+                    if isinstance(e, ast.Constant) and e.value in names]
+        reads_type = any("rope_type" in ast.unparse(part) for part in operands)
+        hits += [(node.lineno, name) for name in literals if reads_type or name not in shared]
+    return hits
+
+
+def test_no_rule_type_is_string_matched_outside_the_registry():
+    """A scaling rule is one record of refpos.rope.rules: code elsewhere asks the record (its keys, its factor
+    rule, spans_head …) or holds the record itself, never compares a rope_type with a rule's name."""
+    problems = [f"{path.relative_to(PACKAGE.parent)}:{line}: compares with the rule name {name!r}"
+                for module, path in package_modules().items()
+                if module != RULE_REGISTRY and not module.startswith(RULE_REGISTRY + ".")
+                for line, name in rule_type_matches(ast.parse(path.read_text(encoding="utf8")))]
+    assert not problems, "ask the rule's record (refpos.rope.rules.RULES) instead:\n" + "\n".join(problems)
+
+
+def literal_constants(tree: ast.Module) -> list[tuple[int, str, str]]:
+    """``(line, name, value)`` of the module-level UPPER_CASE names bound to a literal collection of two or more
+    constants (a tuple, list, set or dict, or ``frozenset``/``MappingProxyType`` of one); sets compare unordered."""
+    out = []
+    for node in tree.body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        value = node.value
+        if isinstance(value, ast.Call) and getattr(value.func, "id", "") in ("frozenset", "MappingProxyType") \
+                and len(value.args) == 1:
+            value = value.args[0]
+        try:
+            literal = ast.literal_eval(value)
+        except ValueError:
+            continue
+        if not isinstance(literal, (tuple, list, set, frozenset, dict)) or len(literal) < 2:
+            continue
+        key = repr(sorted(literal, key=repr) if isinstance(literal, (set, frozenset)) else (
+            sorted(literal.items(), key=repr) if isinstance(literal, dict) else tuple(literal)))
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        out += [(node.lineno, t.id, key) for t in targets if isinstance(t, ast.Name) and t.id.strip("_").isupper()]
+    return out
+
+
+def test_no_constant_is_defined_twice():
+    """Each convention (layouts, placements, dtypes, rope types, …) is stated once: no two modules bind the same
+    literal collection, and no name is bound to a literal in two modules (others import or derive it)."""
+    by_value: dict[str, list[str]] = {}
+    by_name: dict[str, list[str]] = {}
+    for _module, path in package_modules().items():
+        for line, name, value in literal_constants(ast.parse(path.read_text(encoding="utf8"))):
+            where = f"{path.relative_to(PACKAGE.parent)}:{line} {name}"
+            by_value.setdefault(value, []).append(where)
+            by_name.setdefault(name, []).append(where)
+    twice = [places for places in (*by_value.values(), *by_name.values()) if len(places) > 1]
+    assert not twice, "one home per constant:\n" + "\n".join(" = ".join(places) for places in twice)
+
+
+def test_the_catalogue_and_the_mistake_definitions_agree():
+    """Every RoPE / M-RoPE mistake refpos check names has one definition (refpos.check.rope_mistakes), and every
+    definition is a catalogued mistake of those families: the diagnosis matrix iterates the one, the other
+    builds its cases."""
+    from refpos.check import catalogue
+    from refpos.check.rope_mistakes import ROPE_MISTAKES
+
+    rotation = {m.id for m in catalogue.MISTAKES if m.family in ("rope", "mrope") and m.diagnosed}
+    defined = set(ROPE_MISTAKES)
+    assert defined <= {m.id for m in catalogue.MISTAKES if m.family in ("rope", "mrope")}, defined
+    assert rotation == defined, f"catalogued only: {rotation - defined}; defined only: {defined - rotation}"
+
+
+def test_the_one_record_rules_can_fail():
+    """The three checks above catch what they are for: a rope_type compared with a name, a constant twice."""
+    planted = ast.parse('if rope.rope_type == "yarn" or kind in ("linear", "ntk"):\n    pass\n'
+                        'if placement == "proportional" or rope.rope_type == "proportional":\n    pass\n')
+    assert rule_type_matches(planted) == [(1, "yarn"), (1, "linear"), (1, "ntk"), (3, "proportional")]
+    twice = [value for _, _, value in literal_constants(ast.parse('A = ("x", "y")\nB = frozenset({"y", "x"})\n'))]
+    assert twice[0] == repr(("x", "y")) and twice[1] == repr(["x", "y"])  # set: unordered, sorted
