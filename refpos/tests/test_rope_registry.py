@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from refpos.golden.certify import Exact, mp_attention_factor, mp_inv_freq
+from refpos.models.hf_files import ROPE_KEYS
 from refpos.rope.config import RopeConfig
-from refpos.rope.hf_files import ROPE_KEYS
 from refpos.rope.params import PARAM_KEYS
 from refpos.rope.rules import PARAMETERS, RULES, docs_table
 from refpos.rope.scaling import rope_frequencies
