@@ -1,9 +1,12 @@
 """Rotary position embeddings: every context-extension rule, M-RoPE, vision RoPE and DroPE (the rotation math).
 
+* :mod:`refpos.rope.rules` — the registry of scaling rules: one record per ``rope_type`` (its keys, checks,
+  formulas, Hypothesis draw and docs row), from which the rest of this list reads every rule.
 * :mod:`refpos.rope.config` — :class:`RopeConfig`.
 * :mod:`refpos.rope.params` — :func:`rope_config_from_params` (the adapter-contract dict).
 * :mod:`refpos.rope.scaling` — :func:`rope_frequencies` (``ω``, ``A``) for every ``rope_type``, :func:`mscale`.
-* :mod:`refpos.rope.core` — :func:`rope_cos_sin`, :func:`apply_rope`.
+* :mod:`refpos.rope.core` — :func:`rope_cos_sin`, :func:`apply_rope` (the readable rotation, and the dispatch to
+  the fast forms of :mod:`refpos.rope.fast` and :mod:`refpos.rope.fast_gpu`).
 * :mod:`refpos.rope.forms` — :func:`apply_rope_complex`, :func:`rope_rotation_matrix`, :func:`pair_channels`,
   the Meta ↔ HF permutations.
 * :mod:`refpos.rope.dynamic` — :class:`DynamicNTKState` (transformers' stateful dynamic NTK).
