@@ -136,7 +136,7 @@ def model_configs() -> dict[str, Any]:
     """The real model configs with their HF 5.24.0-resolved values (``refpos/data/model_configs.json``; the
     list is in golden/README.md)."""
     import json
-    from pathlib import Path
+    from importlib import resources
 
-    path = Path(__file__).resolve().parent.parent / "refpos" / "data" / "model_configs.json"
+    path = resources.files("refpos") / "data" / "model_configs.json"  # the package's, checkout or installed
     return json.loads(path.read_text(encoding="utf-8"))

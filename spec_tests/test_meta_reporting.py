@@ -176,6 +176,8 @@ def test_the_adapter_tutorial_quotes_the_example_adapter():
     """Every python block of docs/write-an-adapter.md is copied from spec_tests/examples/numpy_adapter.py."""
     from support import ROOT
 
+    if not (ROOT / "docs").is_dir():
+        pytest.skip("the documentation is the repository's: an installed suite (refpos suite) carries no docs/")
     page = (ROOT / "docs" / "write-an-adapter.md").read_text(encoding="utf-8")
     example = (ROOT / "spec_tests" / "examples" / "numpy_adapter.py").read_text(encoding="utf-8")
     blocks = [b.split("```", 1)[0] for b in page.split("```python\n")[1:]]

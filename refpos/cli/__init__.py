@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("refpos.cli.bench", "time refpos beside the machine's floors (and torch, when installed)"),
     "plot": ("refpos.cli.plot", "draw the documentation's figures (--list names them)"),
     "rope": ("refpos.cli.rope", "resolve a config.json's RoPE: parameters, provenance, unused keys, frequencies"),
+    "suite": ("refpos.cli.suite", "run the spec suite on an implementation (pytest options pass through)"),
 }
 
 #: exit status of a usage or input problem, and of a bug in refpos
@@ -65,12 +66,37 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="refpos", description="Reference positional encodings.")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error")
+    parser.add_argument("--version", action=PrintVersion, help="print the version and where the suite and goldens are")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         importlib.import_module(module).configure_parser(command_parser)
         command_parser.set_defaults(_module=module)
     return parser
+
+
+class PrintVersion(argparse.Action):
+    """``--version``: print :func:`version_line` as it is (argparse's own action wraps it to the terminal)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> NoReturn:
+        print(version_line())
+        parser.exit(0)
+
+
+def version_line() -> str:
+    """``refpos 0.1.0 (suite and goldens: FOLDER)``: the version, and where ``refpos suite`` and
+    ``refpos golden verify`` read from (the checkout's folders or the installed package's)."""
+    import refpos
+    from refpos.installed import suite_root
+
+    try:
+        where = f"suite and goldens: {suite_root()}"
+    except FileNotFoundError:
+        where = "installed without the suite and goldens"
+    return f"refpos {refpos.__version__} ({where})"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -82,9 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``refpos`` with ``argv``; the exit status (a usage error's 2 and ``--help``'s 0 are returned too)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra and not getattr(args, "pass_through", False):  # only ``refpos suite`` hands arguments on
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse has printed its one line (or the help)
         return exc.code if isinstance(exc.code, int) else EXIT_INPUT
+    args.extra = extra
     name = f"refpos {args.command}"
     try:
         module = importlib.import_module(args._module)

@@ -13,6 +13,7 @@ from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, help_with
 from refpos.golden.generate import generate, model_source, verify
 from refpos.golden.manifest import GoldenError, default_golden_dir, load_manifest, write_cases
 from refpos.golden.npy import read_npy
+from refpos.installed import BUNDLED
 from refpos.models.hf import load_hf_config
 
 
@@ -76,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.golden_command == "generate":
+        if args.out is None and default_golden_dir().parent == BUNDLED:
+            raise ValueError("--out DIR is needed: the goldens installed with refpos are its own reference copy")
         out = args.out or default_golden_dir()
         start = time.perf_counter()
         entries = generate(out, certify=not args.no_certify)

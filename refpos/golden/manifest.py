@@ -41,6 +41,7 @@ from refpos.golden.entries import RULES
 from refpos.golden.npy import NpyError, parse_npy, read_npy_bytes, write_npy
 from refpos.golden.schema import SchemaError, contained_path, validate_manifest
 from refpos.inputs import InputError, load_json
+from refpos.installed import suite_root
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -198,9 +199,10 @@ def write_cases(root: str | os.PathLike[str], cases: Iterable[Case], *, title: s
 
 # ----------------------------------------------------------------------------------- reading
 def default_golden_dir() -> Path:
-    """``REFPOS_GOLDEN_DIR``, else ``golden/`` next to the ``refpos`` package (a source checkout)."""
+    """``REFPOS_GOLDEN_DIR``, else the committed goldens: a checkout's ``golden/``, else the installed
+    package's copy (:func:`refpos.installed.suite_root`)."""
     env = os.environ.get("REFPOS_GOLDEN_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "golden"
+    return Path(env) if env else suite_root() / "golden"
 
 
 def load_manifest(root: str | os.PathLike[str]) -> dict[str, Any]:

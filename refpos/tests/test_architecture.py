@@ -34,6 +34,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "refpos.encoding": (0, "base"),
     "refpos.pairs": (0, "base"),
     "refpos.inputs": (0, "base"),
+    "refpos.installed": (0, "base"),
     "refpos.core": (1, "core"),
     "refpos.encodings": (2, "encodings"),
     "refpos.rope": (2, "rope"),

@@ -1,14 +1,22 @@
-"""``pip install -e .`` (the README's install command) is enough for every ``refpos`` command.
+"""``pip install -e .`` (the README's install command) is enough for every ``refpos`` command; the
+packaging that ships the spec suite and the goldens (``setup.py``, ``MANIFEST.in``, :mod:`refpos.installed`)
+and ``refpos suite`` / ``refpos --version``.
 
 The commands run in a fresh interpreter where every optional package (the ``test``, ``plot``, ``docs``,
 ``cupy`` and ``anchors`` extras) cannot be imported, as after a plain install. Every third-party
-package the commands import must then be a core dependency in ``pyproject.toml``. ``refpos plot``, the
-one command with an extra of its own (matplotlib), must exit 2 with one line naming the extra.
+package the commands import must then be a core dependency in ``pyproject.toml``. ``refpos plot`` and
+``refpos suite``, the commands with an extra of their own (matplotlib; pytest and hypothesis), must exit 2
+with one line naming the extra.
+
+The wheel itself, installed into a fresh environment and run there, is ``test_wheel.py`` (``tox -e wheel``).
 """
 
 from __future__ import annotations
 
+import configparser
+import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,7 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from refpos.cli import COMMANDS
+import refpos
+from refpos import installed
+from refpos.cli import COMMANDS, main
+from refpos.cli import golden as golden_cli
+from refpos.cli import suite as suite_cli
+from refpos.golden.manifest import default_golden_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "docs" / "examples" / "llama-3.2-1b" / "config.json"
@@ -37,6 +50,7 @@ VERBS = {
     "bench": ["bench", "floors", "--sizes", "64", "--json"],
     "plot": ["plot", "--list"],
     "rope": ["rope", str(CONFIG)],
+    "suite": ["suite", "--where"],
 }
 
 RUNNER = """
@@ -58,11 +72,14 @@ for verb, argv in {verbs!r}.items():
 out, err = io.StringIO(), io.StringIO()
 with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
     codes["plot NAME"] = main(["plot", "rope-decay", "--out", "f.png"])
+err_suite = io.StringIO()
+with contextlib.redirect_stderr(err_suite), contextlib.redirect_stdout(io.StringIO()):
+    codes["suite run"] = main(["suite", "-q"])
 tops = {{m.split(".")[0] for m in set(sys.modules) - at_start}}
 third_party = sorted(m for m in tops - set(sys.stdlib_module_names) - {{"refpos"}}
                      if not m.startswith("_") and m.isidentifier() and m != "cython_runtime" and "__" not in m)
 print(json.dumps({{"codes": codes, "plot_message": err.getvalue(), "plot_stdout": out.getvalue(),
-                  "imported": third_party}}))
+                  "suite_message": err_suite.getvalue(), "imported": third_party}}))
 """
 
 
@@ -103,3 +120,129 @@ def test_plot_without_matplotlib_names_the_extra(plain_install: dict):
     message = plain_install["plot_message"]
     assert message.count("\n") == 1 and "refpos[plot]" in message, message  # one line, on stderr
     assert plain_install["plot_stdout"] == ""
+
+
+def test_suite_without_pytest_names_the_extra(plain_install: dict):
+    assert plain_install["codes"]["suite run"] == 2
+    message = plain_install["suite_message"]
+    assert message.count("\n") == 1 and "refpos[test]" in message, message
+
+
+# ---------------------------------------------------------------------------------- the packaging
+def _setup_module():
+    """setup.py's functions (it calls setuptools' ``setup`` only when run as a script)."""
+    spec = importlib.util.spec_from_file_location("refpos_setup", ROOT / "setup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_wheel_ini_carries_the_repository_pytest_settings():
+    """The installed suite runs under the settings the repository's does (markers, warnings as errors)."""
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    parser = configparser.ConfigParser()
+    parser.read_string(_setup_module().pytest_ini(ROOT / "pyproject.toml"))
+    section = parser["pytest"]
+    for key, value in options.items():
+        if key == "testpaths":
+            assert key not in section  # the suite is named on the command line by refpos suite
+        elif isinstance(value, list):
+            assert section[key].split("\n") == ["", *value] or section[key].strip().split("\n") == value, key
+        else:
+            assert section[key] == value, key
+
+
+def test_the_sdist_carries_what_the_wheel_bundles():
+    grafted = re.findall(r"^graft (\S+)$", (ROOT / "MANIFEST.in").read_text(encoding="utf-8"), re.M)
+    assert tuple(grafted) == _setup_module().BUNDLED
+
+
+def test_version_is_written_once():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "refpos.__version__"}
+
+
+def test_version_flag(capsys: pytest.CaptureFixture[str]):
+    assert main(["--version"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line == f"refpos {refpos.__version__} (suite and goldens: {ROOT})", line
+
+
+def _layout(root: Path, checkout: bool, bundled: bool) -> Path:
+    """A fake site: ``refpos/`` with the suite and goldens beside it (a checkout) and/or in ``_suite/``."""
+    package = root / "refpos"
+    package.mkdir(parents=True)
+    for base, wanted in ((root, checkout), (package / "_suite", bundled)):
+        if wanted:
+            (base / "spec_tests").mkdir(parents=True)
+            (base / "spec_tests" / "conftest.py").write_text("")
+            (base / "golden").mkdir()
+            (base / "golden" / "manifest.json").write_text("{}")
+    if checkout:
+        (root / "pyproject.toml").write_text("")
+    return package
+
+
+@pytest.mark.parametrize(("checkout", "bundled", "expected"), [
+    (True, False, "."), (True, True, "."), (False, True, "refpos/_suite"), (False, False, None)])
+def test_suite_root_is_the_checkout_else_the_bundled_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        checkout: bool, bundled: bool, expected: str | None):
+    package = _layout(tmp_path, checkout, bundled)
+    monkeypatch.setattr(installed, "PACKAGE", package)
+    monkeypatch.setattr(installed, "BUNDLED", package / "_suite")
+    monkeypatch.delenv("REFPOS_GOLDEN_DIR", raising=False)
+    if expected is None:
+        with pytest.raises(FileNotFoundError, match="installed without them"):
+            installed.suite_root()
+        return
+    assert installed.suite_root() == (tmp_path / expected).resolve()
+    assert default_golden_dir() == (tmp_path / expected).resolve() / "golden"
+
+
+def test_golden_generate_will_not_write_into_the_installed_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]):
+    package = _layout(tmp_path, checkout=False, bundled=True)
+    monkeypatch.setattr(installed, "PACKAGE", package)
+    monkeypatch.setattr(installed, "BUNDLED", package / "_suite")
+    monkeypatch.setattr(golden_cli, "BUNDLED", package / "_suite")
+    monkeypatch.delenv("REFPOS_GOLDEN_DIR", raising=False)
+    assert main(["golden", "generate", "--no-certify"]) == 2
+    assert "--out DIR is needed" in capsys.readouterr().err
+    assert (package / "_suite" / "golden" / "manifest.json").read_text() == "{}"
+
+
+# ---------------------------------------------------------------------------------- refpos suite
+def test_suite_arguments_select_inside_the_suite(tmp_path: Path):
+    root = ROOT
+    base = ["-c", str(root / "pyproject.toml"), "--rootdir", str(root), "-p", "no:cacheprovider"]
+    whole = str(root / "spec_tests")
+    assert suite_cli.pytest_arguments(root, ["-x", "-k", "rope"], tmp_path) == [*base, whole, "-x", "-k", "rope"]
+    # a test file of the suite replaces the whole suite; a node id keeps its ::
+    assert suite_cli.pytest_arguments(root, ["spec_tests/test_t5.py::test_direction_rules"], tmp_path) == [
+        *base, f"{root}/spec_tests/test_t5.py::test_direction_rules"]
+    # a data file of the suite (an xfails list) is passed with its full path and selects nothing
+    xfails = "spec_tests/adapters/hf_transformers.xfails.txt"
+    assert suite_cli.pytest_arguments(root, ["--xfails-file", xfails], tmp_path) == [
+        *base, whole, "--xfails-file", str(root / xfails)]
+    # the caller's own spec_tests/ folder is the caller's
+    (tmp_path / "spec_tests").mkdir()
+    assert suite_cli.pytest_arguments(root, ["spec_tests"], tmp_path) == [*base, whole, "spec_tests"]
+
+
+def test_only_suite_passes_unknown_arguments_on(capsys: pytest.CaptureFixture[str]):
+    assert main(["tolerance", "--dtype", "float32", "-x"]) == 2
+    assert "unrecognized arguments: -x" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("impl", "code"), [(None, 0), ("spec_tests.mutants.t5_sign_flipped", 1)])
+def test_suite_runs_from_another_folder(tmp_path: Path, impl: str | None, code: int):
+    """From a folder that is not the checkout: the reference passes the T5 tests, a mutant fails them."""
+    argv = [sys.executable, "-m", "refpos", "suite", *(["--impl", impl] if impl else []), "-q", "-x",
+            "spec_tests/test_t5.py"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REFPOS_META_RUN": "1"}  # the meta tests' profile: no shrinking
+    env.pop("REFPOS_IMPL", None)
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == code, proc.stdout[-3000:] + proc.stderr
+    assert f"implementation {impl or 'refpos.testing.adapter'}" in proc.stdout
+    assert not (tmp_path / ".pytest_cache").exists()
