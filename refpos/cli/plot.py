@@ -1,46 +1,67 @@
-"""``refpos plot``: list the documentation's figures, or draw one or all of them."""
+"""``refpos plot``: list the documentation's figures, draw one or all of them, or draw a model's RoPE.
+
+* ``refpos plot --list``; ``refpos plot NAME [--out FILE.svg]``; ``refpos plot --all --out-dir DIR``;
+* ``refpos plot --config CONFIG [--layer-type T] [--seq-len L] [--out FILE.svg]``: the RoPE of a
+  transformers ``config.json`` (:mod:`refpos.tools.model_plots`): its frequencies per pair against the
+  unscaled ones with the rule's bands, the attention factor, and for M-RoPE the position each pair reads.
+
+Figures are SVG by default; ``--out FILE.png`` writes a PNG at ``--dpi``.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from refpos.cli.options import DPI as DPI_RANGE
-from refpos.cli.options import help_with
-from refpos.tools.plots import (
-    DPI,
-    PLOTS,
-    draw,
-)
+from refpos.cli.options import LENGTH, help_with
+from refpos.tools.plots import DPI, PLOTS, draw
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``refpos plot``."""
     parser.add_argument("name", nargs="?", help="the plot to draw (see --list)")
     parser.add_argument("--list", action="store_true", help="list the plots and exit")
-    parser.add_argument("--out", help="output PNG file (default NAME.png)")
-    parser.add_argument("--all", action="store_true", help="draw every plot into --out-dir")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="draw this model's RoPE: a config.json, or a model folder holding one")
+    parser.add_argument("--layer-type", default=None, help="--config: layer type of a per-layer config")
+    parser.add_argument("--seq-len", type=LENGTH, default=None,
+                        help=help_with(LENGTH, "--config: draw the frequencies at this length L only (dynamic NTK, "
+                                               "LongRoPE; default: the lengths where they change)"))
+    parser.add_argument("--out", help="output file, .svg or .png (default NAME.svg; --config: MODEL-rope.svg)")
+    parser.add_argument("--all", action="store_true",
+                        help="draw every plot, and the documentation's model figures, into --out-dir")
     parser.add_argument("--out-dir", default=".", help="directory for --all (default: .)")
-    parser.add_argument("--dpi", type=DPI_RANGE, default=DPI, help=help_with(DPI_RANGE, f"resolution (default {DPI})"))
+    parser.add_argument("--dpi", type=DPI_RANGE, default=DPI,
+                        help=help_with(DPI_RANGE, f"resolution of a PNG (default {DPI})"))
 
 
 def run(args: argparse.Namespace) -> int:
-    """``refpos plot``: list the plots or draw one (or all)."""
+    """``refpos plot``: list the plots, draw one (or all), or draw a model's RoPE."""
     if args.list:
         width = max(len(n) for n in PLOTS)
         for name, (_, description) in PLOTS.items():
             print(f"{name:<{width}}  {description}")
         return 0
-    if args.all == (args.name is not None):
-        raise ValueError("give one plot NAME, or --all (see refpos plot --list)")
-    jobs = [(n, Path(args.out_dir) / f"{n}.png") for n in PLOTS] if args.all else [
-        (args.name, Path(args.out or f"{args.name}.png"))]
-    try:
-        for name, path in jobs:
-            print(draw(name, path, dpi=args.dpi))
-    except ImportError as exc:
-        print(f"refpos plot: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    chosen = [what for what, given in (("NAME", args.name is not None), ("--all", args.all),
+                                        ("--config", args.config is not None)) if given]
+    if len(chosen) != 1:
+        raise ValueError("give one plot NAME, --all, or --config CONFIG (see refpos plot --list)"
+                         + (f"; got {' and '.join(chosen)}" if chosen else ""))
+    if args.config is None and (args.layer_type is not None or args.seq_len is not None):
+        raise ValueError("--layer-type and --seq-len go with --config")
+    if args.config is not None:
+        from refpos.tools.model_plots import draw_model
 
+        print(draw_model(args.config, args.out, layer_type=args.layer_type, seq_len=args.seq_len, dpi=args.dpi))
+        return 0
+    jobs = [(n, Path(args.out_dir) / f"{n}.svg") for n in PLOTS] if args.all else [
+        (args.name, Path(args.out or f"{args.name}.svg"))]
+    for name, path in jobs:
+        print(draw(name, path, dpi=args.dpi))
+    if args.all:  # and the documentation's figures of real models
+        from refpos.tools.model_plots import DOC_MODELS, doc_model_config, draw_model
+
+        for name in DOC_MODELS:
+            print(draw_model(doc_model_config(name), Path(args.out_dir) / f"{name}.svg", dpi=args.dpi))
+    return 0

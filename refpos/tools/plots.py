@@ -1,11 +1,13 @@
-"""Figures drawn from the reference code: ``refpos plot --list``, ``refpos plot NAME --out FILE.png``.
+"""Figures drawn from the reference code: ``refpos plot --list``, ``refpos plot NAME --out FILE.svg``.
 
 Every figure in ``docs/figures/`` is drawn by one function here from refpos itself, so the pictures
 show exactly what the code computes. matplotlib is imported only when a figure is drawn (the optional
 ``plot`` extra: ``pip install 'refpos[plot]'``). The arrays are computed in float64 NumPy
 (``xp=numpy``), whatever the current backend.
 
-``refpos plot --all --out-dir docs/figures`` redraws every committed figure.
+``refpos plot --all --out-dir docs/figures`` redraws every committed figure (SVG: vector, sharp in print
+and at any zoom); ``--out FILE.png`` draws a PNG instead. The figure of a user's own model is
+:mod:`refpos.tools.model_plots` (``refpos plot --config CONFIG``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
+from refpos.tools.figures import DPI, FIGSIZE, FORMATS, MIN_FONT_SIZE, STYLE, pyplot, save_figure
 from refpos.validation import check_choice, check_int
+
+__all__ = ["CAPTIONS", "DPI", "FIGSIZE", "MIN_FONT_SIZE", "PLOTS", "STYLE", "draw", "make_figure", "plot_names"]
 
 Figure = Any
 
@@ -28,22 +33,6 @@ PLOTS: dict[str, tuple[Callable[[Figure], None], str]] = {}
 _SIZES: dict[str, tuple[float, float]] = {}
 #: plot name -> one line: what to see in it (the caption under the figure in docs/figures.md)
 CAPTIONS: dict[str, str] = {}
-
-#: default figure size (inches) and resolution: print quality (a 7.2-inch figure is 1080 px wide)
-FIGSIZE = (7.2, 3.4)
-DPI = 150
-#: text sizes in points: at 150 dpi a 10 pt letter is about 21 px tall, legible at the page's width
-STYLE = {
-    "font.size": 10.0,
-    "axes.titlesize": 10.5,
-    "axes.labelsize": 10.0,
-    "xtick.labelsize": 9.0,
-    "ytick.labelsize": 9.0,
-    "legend.fontsize": 9.0,
-}
-#: the smallest text a figure may carry (points)
-MIN_FONT_SIZE = 8.5
-
 
 def _register(
     name: str, description: str, caption: str, figsize: tuple[float, float] | None = None
@@ -56,18 +45,6 @@ def _register(
         return fn
 
     return deco
-
-
-def _pyplot() -> Any:
-    """matplotlib's pyplot on the non-interactive Agg backend, or an ImportError that says what to install."""
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise ImportError("refpos plot needs matplotlib: pip install 'refpos[plot]'") from exc
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _annotate(ax: Any, values: np.ndarray, vmin: float, vmax: float, fmt: str = "{:.2f}") -> None:
@@ -355,7 +332,7 @@ def make_figure(name: str) -> Figure:
         matplotlib is not installed.
     """
     check_choice("name", name, plot_names())
-    plt = _pyplot()
+    plt = pyplot()
     with plt.rc_context(STYLE):
         fig = plt.figure(figsize=_SIZES.get(name, FIGSIZE), layout="constrained")
         try:
@@ -368,28 +345,24 @@ def make_figure(name: str) -> Figure:
 
 
 def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
-    """Draw the plot ``name`` into the PNG file ``out`` and return its path.
+    """Draw the plot ``name`` into ``out`` (``.svg`` or ``.png``) and return its path.
 
     Raises
     ------
     ValueError
-        ``name`` is not a plot, ``out`` does not end in ``.png``, or ``dpi`` < 10.
+        ``name`` is not a plot, ``out`` does not end in ``.svg`` or ``.png``, or ``dpi`` < 10.
     ImportError
         matplotlib is not installed.
     """
     check_choice("name", name, plot_names())
-    dpi = check_int("dpi", dpi, minimum=10)
-    out = Path(out)
-    if out.suffix.lower() != ".png":
-        raise ValueError(f"out must be a .png file, got {str(out)!r}")
+    check_int("dpi", dpi, minimum=10)
+    if Path(out).suffix.lower() not in FORMATS:
+        raise ValueError(f"out must be a .svg or .png file, got {str(out)!r}")
     fig = make_figure(name)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        # no Software/date metadata: the same code gives the same bytes (quiet diffs of docs/figures)
-        fig.savefig(out, dpi=dpi, metadata={"Software": None})
+        return save_figure(fig, out, dpi=dpi)
     finally:
-        _pyplot().close(fig)
-    return out
+        pyplot().close(fig)
 
 
 # figures drawn by a module of their own (each exports its plot function and PLOT = (name, description,

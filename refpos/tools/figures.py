@@ -1,0 +1,70 @@
+"""The house style of refpos's figures, and how one is written to a file (SVG or PNG).
+
+Used by :mod:`refpos.tools.plots` (the documentation's figures) and :mod:`refpos.tools.model_plots`
+(``refpos plot --config``). matplotlib is imported only when a figure is drawn (the optional ``plot``
+extra: ``pip install 'refpos[plot]'``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from refpos.validation import check_int
+
+#: a matplotlib Figure (matplotlib is imported only when a figure is drawn)
+Figure = Any
+
+#: default figure size (inches) and resolution: print quality (a 7.2-inch figure is 1080 px wide)
+FIGSIZE = (7.2, 3.4)
+DPI = 150
+#: text sizes in points: at 150 dpi a 10 pt letter is about 21 px tall, legible at the page's width
+STYLE = {
+    "font.size": 10.0,
+    "axes.titlesize": 10.5,
+    "axes.labelsize": 10.0,
+    "xtick.labelsize": 9.0,
+    "ytick.labelsize": 9.0,
+    "legend.fontsize": 9.0,
+}
+#: the smallest text a figure may carry (points)
+MIN_FONT_SIZE = 8.5
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the non-interactive Agg backend, or an ImportError that says what to install."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ImportError("refpos plot needs matplotlib: pip install 'refpos[plot]'") from exc
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+#: the formats a figure is written in, by the file's suffix: SVG (vector, the documentation's) or PNG
+FORMATS = (".svg", ".png")
+
+
+def save_figure(fig: Figure, out: str | Path, *, dpi: int = DPI) -> Path:
+    """Write ``fig`` to ``out`` as SVG or PNG (by its suffix); the same figure gives the same bytes.
+
+    Raises
+    ------
+    ValueError
+        ``out`` does not end in ``.svg`` or ``.png``, or ``dpi`` < 10.
+    """
+    dpi = check_int("dpi", dpi, minimum=10)
+    out = Path(out)
+    if out.suffix.lower() not in FORMATS:
+        raise ValueError(f"out must be a .svg or .png file, got {str(out)!r}")
+    plt = pyplot()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # no date or software version in the file, and SVG ids from a fixed salt: quiet diffs of docs/figures
+    if out.suffix.lower() == ".svg":
+        with plt.rc_context({"svg.hashsalt": "refpos", "svg.fonttype": "path"}):
+            fig.savefig(out, dpi=dpi, metadata={"Date": None, "Creator": None})
+    else:
+        fig.savefig(out, dpi=dpi, metadata={"Software": None})
+    return out
