@@ -1,8 +1,16 @@
 """Read the built documentation site as a person would: every page in headless Chromium, with no network.
 
 Used by ``test_docs_browser.py`` (``tox -e docs-browser``). The site is served from a local folder on
-127.0.0.1; each page is loaded in Debian's Chromium (driven by Selenium through Debian's ChromeDriver),
-MathJax is left to finish, and the page is checked for what a reader would see wrong:
+127.0.0.1; each page is loaded in Debian's Chromium (driven by Selenium through Debian's ChromeDriver) at
+each width of :data:`WIDTHS` (a 1280 px desktop, a 390 px phone), MathJax and the fonts are left to
+finish, and the page is checked for what a reader would see wrong:
+
+- ``overflow``: a code block wider than its column (its lines cut off, behind a scroll bar), or a page
+  wider than the window;
+- ``tofu``: a character no font on the page can draw (an empty box): each character of the text is drawn
+  on a canvas in its element's fonts and compared with a code point no font has;
+- ``cjk-font``: CJK text (the worked example's 我 愛 你) drawn without the font subset the site bundles;
+- ``math-in-code``: a formula written as a code span (``ω_j``, ``q·kᵀ``) instead of typeset math;
 
 - ``raw-latex``: TeX source (``\\frac``, ``\\(``, ``$…$``) left in the rendered text outside code, or a
   formula that MathJax did not typeset;
@@ -14,7 +22,8 @@ MathJax is left to finish, and the page is checked for what a reader would see w
 - ``outside-request``: any request to an address other than the local server (the site must work
   offline).
 
-A full-page screenshot of each page is written to a folder, for a person to look at.
+A full-page screenshot of each page at each width is written to a folder (``1280/``, ``390/``), for a
+person to look at.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import contextlib
 import functools
 import http.server
 import json
+import re
 import shutil
 import threading
 import urllib.error
@@ -46,6 +56,12 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
     "--window-size=1280,900",
 )
+#: the widths a page is read at (CSS pixels): a desktop window and a phone held upright
+WIDTHS = (1280, 390)
+#: the height of the window a page is read in (the screenshot covers the whole page)
+WINDOW_HEIGHT = 900
+#: the family name the site's stylesheet gives its bundled CJK font subset (docs/stylesheets/extra.css)
+CJK_FONT = "refpos CJK"
 #: the tallest screenshot written, in CSS pixels (longer pages are cut there)
 MAX_SCREENSHOT_HEIGHT = 16_000
 
@@ -57,10 +73,51 @@ const done = arguments[arguments.length - 1];
 const math = (window.MathJax && MathJax.startup && MathJax.startup.promise) || Promise.resolve();
 const images = Array.from(document.images).map((img) => img.complete ? null
     : new Promise((resolve) => { img.onload = img.onerror = resolve; }));
-Promise.all([math, ...images]).then(() => {
+Promise.all([math, ...images]).then(() => document.fonts.ready).then(() => {
   const main = document.querySelector("article") || document.body;
   const prose = main.cloneNode(true);
   prose.querySelectorAll("pre, code, mjx-container, script, style, .headerlink").forEach((e) => e.remove());
+  const longest = (text) => text.split("\n").reduce((a, b) => (b.length > a.length ? b : a), "");
+  // a code block scrolls inside its <code> (the theme's overflow: auto): wider content than box is cut off
+  const overflowing = Array.from(main.querySelectorAll("pre")).map((pre, index) => {
+    const code = pre.querySelector("code");
+    const box = code && getComputedStyle(code).display !== "inline" ? code : pre;  // the one that scrolls
+    return {index: index, over: box.scrollWidth - box.clientWidth, width: box.clientWidth,
+            line: longest(box.textContent).slice(0, 100)};
+  }).filter((block) => block.over > 1);
+  // lines a code block wraps (each line is a span of its own, pymdownx.highlight's line_spans): reported,
+  // not failed (a wrapped line is readable; a diagram that wraps is worth redrawing narrower)
+  const wrapped = Array.from(main.querySelectorAll('pre > code > span[id^="__span"]')).filter((line) =>
+      line.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(line).lineHeight)).length;
+  // tofu: a character drawn in its element's fonts looks like a code point no font has (U+10FFFD)
+  const canvas = document.createElement("canvas");
+  canvas.width = canvas.height = 48;
+  const ctx = canvas.getContext("2d", {willReadFrequently: true});
+  const shape = (family, text) => {
+    ctx.clearRect(0, 0, 48, 48);
+    ctx.font = `32px ${family}`;
+    ctx.textBaseline = "middle";
+    ctx.fillText(text, 4, 24);
+    const data = ctx.getImageData(0, 0, 48, 48).data;
+    let hash = 0;
+    for (let i = 3; i < data.length; i += 4) hash = (Math.imul(hash, 31) + data[i]) | 0;
+    return hash;
+  };
+  const notdef = new Map(), checked = new Set(), tofu = new Map();
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT, {acceptNode: (node) =>
+      node.parentElement.closest("mjx-container, script, style, svg, .headerlink")
+      ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const family = getComputedStyle(node.parentElement).fontFamily;
+    for (const ch of node.textContent) {
+      if (ch.codePointAt(0) < 0x80 || /[\s\p{M}\p{Cf}]/u.test(ch) || checked.has(family + ch)) continue;
+      checked.add(family + ch);
+      if (!notdef.has(family)) notdef.set(family, shape(family, "\u{10FFFD}"));
+      if (shape(family, ch) === notdef.get(family)) tofu.set(ch, family);
+    }
+  }
+  const cjk = /[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]/u.test(main.textContent);
+  const faces = Array.from(document.fonts).filter((f) => f.family.replace(/["']/g, "") === CJK_FONT);
   done({
     prose: prose.textContent,
     untypeset: Array.from(main.querySelectorAll(".arithmatex"))
@@ -73,13 +130,26 @@ Promise.all([math, ...images]).then(() => {
     images: document.images.length,
     links: Array.from(document.querySelectorAll("a[href]")).map((a) => a.href),
     ids: Array.from(document.querySelectorAll("[id]")).map((e) => e.id),
+    blocks: main.querySelectorAll("pre").length,
+    overflowing: overflowing,
+    wrapped: wrapped,
+    page_overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    code_spans: Array.from(main.querySelectorAll("code")).filter((c) => !c.closest("pre")).map((c) => c.textContent),
+    tofu: Array.from(tofu.entries()),
+    cjk_font: cjk ? (faces.some((f) => f.status === "loaded") ? "loaded"
+                     : faces.length ? "declared, never used" : "not in the site") : null,
   });
 }, (error) => done({error: String(error)}));
-"""
+""".replace("CJK_FONT", repr(CJK_FONT))
 
 #: TeX left in prose: a control word, the \( \) \[ \] delimiters, or $…$ with no space inside either $
 #: (arithmatex's rule for inline math, so "$5 and 10 $" is prose)
 RAW_TEX = r"(\\[A-Za-z]+|\\[()\[\]]|\$[^\s$](?:[^$]*[^\s$])?\$)"
+#: a formula in a code span: a Greek letter, a mathematical sign no programming language writes (· × √ ≤ ∈
+#: ⌊ the minus sign, super- and subscripts), TeX's ``_{`` ``^{`` ``\frac{``, or a one-letter name with a
+#: one-character subscript (``s_t``, ``W_q``); code spans hold code
+MATH_IN_CODE = re.compile(r"[\u0370-\u03ff√∑∏≤≥≠≈∈∉⌊⌋⌈⌉·×∞−⁰¹²³⁴⁵⁶⁷⁸⁹⁻₀₁₂₃₄₅₆₇₈₉ᵀᵢⱼ]|[_^]\{|\\[a-z]+\{"
+                          r"|(?<![\w.])[A-Za-z]_[A-Za-z0-9](?!\w)")
 
 
 @dataclass(frozen=True)
@@ -94,12 +164,17 @@ class Problem:
 
 @dataclass
 class PageReport:
-    """What one page showed: counts for the summary, and its problems."""
+    """What one page showed at one width: counts for the summary, and its problems."""
 
     page: str
+    width: int = WIDTHS[0]
     typeset: int = 0
     images: int = 0
     links: int = 0
+    blocks: int = 0
+    overflowing: int = 0
+    wrapped: int = 0
+    tofu: str = ""
     screenshot: str = ""
     problems: list[Problem] = field(default_factory=list)
 
@@ -196,39 +271,62 @@ def _requests(driver) -> list[str]:
     return urls
 
 
-def check_page(driver, base: str, page: str, shots: Path) -> tuple[PageReport, dict]:
-    """Load one page and check it; return its report and what the probe saw (links and ids)."""
-    import re
+def set_width(driver, width: int) -> None:
+    """Lay pages out for a window ``width`` CSS pixels wide (a phone below 600: the theme's mobile layout)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": WINDOW_HEIGHT, "deviceScaleFactor": 1, "mobile": width < 600})
 
-    report = PageReport(page or "/")
-    _requests(driver)  # forget what came before (the browser's own start page)
+
+def check_page(driver, base: str, page: str, shots: Path, width: int = WIDTHS[0]) -> tuple[PageReport, dict]:
+    """Load one page at ``width`` and check it; return its report and what the probe saw (links and ids)."""
+    where = f"{page or '/'} @{width}"
+    report = PageReport(page or "/", width)
+    _requests(driver)  # forget what came before (the browser's own start page, the last page's late requests)
+    driver.get_log("browser")
     driver.get(base + page)
     seen = driver.execute_async_script(PAGE_PROBE)
     if "error" in seen:
-        report.problems.append(Problem(report.page, "console-error", f"the page probe failed: {seen['error']}"))
+        report.problems.append(Problem(where, "console-error", f"the page probe failed: {seen['error']}"))
         return report, {"links": [], "ids": []}
     for match in sorted(set(re.findall(RAW_TEX, seen["prose"])))[:10]:
-        report.problems.append(Problem(report.page, "raw-latex", match[:80]))
+        report.problems.append(Problem(where, "raw-latex", match[:80]))
     for source in seen["untypeset"][:10]:
-        report.problems.append(Problem(report.page, "raw-latex", f"not typeset: {source}"))
+        report.problems.append(Problem(where, "raw-latex", f"not typeset: {source}"))
     for error in seen["math_errors"]:
-        report.problems.append(Problem(report.page, "math-error", error))
+        report.problems.append(Problem(where, "math-error", error))
     for line in seen["prose"].splitlines():
         if ">>>" in line:
-            report.problems.append(Problem(report.page, "doctest-prompt", line.strip()[:80]))
+            report.problems.append(Problem(where, "doctest-prompt", line.strip()[:80]))
     for src in seen["broken_images"]:
-        report.problems.append(Problem(report.page, "missing-image", src))
+        report.problems.append(Problem(where, "missing-image", src))
+    for block in seen["overflowing"]:
+        report.problems.append(Problem(where, "overflow", f"code block {block['index'] + 1} is {block['over']} px "
+                                                          f"wider than its {block['width']} px: {block['line']!r}"))
+    if seen["page_overflow"] > 1:
+        report.problems.append(Problem(where, "overflow", f"the page is {seen['page_overflow']} px wider than "
+                                                          "the window"))
+    for char, family in seen["tofu"]:
+        report.problems.append(Problem(where, "tofu", f"{char!r} (U+{ord(char):04X}) has no glyph in {family}"))
+    if seen["cjk_font"] not in (None, "loaded"):
+        report.problems.append(Problem(where, "cjk-font", f"CJK text, and the font {CJK_FONT!r} is {seen['cjk_font']}"))
+    for span in sorted(set(seen["code_spans"])):
+        if MATH_IN_CODE.search(span):
+            report.problems.append(Problem(where, "math-in-code", span[:80]))
     for entry in driver.get_log("browser"):
         if entry["level"] == "SEVERE":
-            report.problems.append(Problem(report.page, "console-error", entry["message"][:200]))
+            report.problems.append(Problem(where, "console-error", entry["message"][:200]))
     for url in _requests(driver):
         if url.startswith(NETWORK_SCHEMES) and not url.startswith(base):
-            report.problems.append(Problem(report.page, "outside-request", url))
+            report.problems.append(Problem(where, "outside-request", url))
     report.problems = list(dict.fromkeys(report.problems))  # a resource that failed twice is one problem
     report.typeset, report.images, report.links = seen["typeset"], seen["images"], len(seen["links"])
-    shot = shots / (page.strip("/").replace("/", "_").removesuffix(".html") or "index")
-    screenshot(driver, shot.with_suffix(".png"))
-    report.screenshot = shot.with_suffix(".png").name
+    report.blocks, report.overflowing, report.wrapped = seen["blocks"], len(seen["overflowing"]), seen["wrapped"]
+    report.tofu = "".join(char for char, _ in seen["tofu"])
+    folder = shots / str(width)
+    folder.mkdir(parents=True, exist_ok=True)
+    shot = folder / ((page.strip("/").replace("/", "_").removesuffix(".html") or "index") + ".png")
+    screenshot(driver, shot)
+    report.screenshot = shot.relative_to(shots).as_posix()
     return report, seen
 
 
@@ -259,16 +357,19 @@ def dead_links(base: str, seen: dict[str, dict]) -> list[Problem]:
     return problems
 
 
-def check_site(site: Path, shots: Path, profile: Path) -> list[PageReport]:
-    """Serve ``site``, load every page in Chromium, and check each; screenshots go to ``shots``."""
+def check_site(site: Path, shots: Path, profile: Path, widths: tuple[int, ...] = WIDTHS) -> list[PageReport]:
+    """Serve ``site``, load every page in Chromium at each width, and check it; screenshots go to ``shots``."""
     shots.mkdir(parents=True, exist_ok=True)
     reports, seen = [], {}
     with serve(site) as base, chromium(profile) as driver:
-        for page in site_pages(site):
-            report, seen[page] = check_page(driver, base, page, shots)
-            reports.append(report)
+        for width in widths:
+            set_width(driver, width)
+            for page in site_pages(site):
+                report, found = check_page(driver, base, page, shots, width)
+                reports.append(report)
+                seen.setdefault(page, found)  # links and anchors are the same at every width
         links = dead_links(base, seen)
-    by_page = {report.page: report for report in reports}
+    by_page = {report.page: report for report in reports if report.width == widths[0]}
     for problem in links:
         by_page[problem.page].problems.append(problem)
     return reports
@@ -292,9 +393,12 @@ def search_results(site: Path, profile: Path, query: str) -> list[str]:
 
 
 def summary(reports: list[PageReport]) -> str:
-    """One line a page: formulas typeset, images, links, problems, screenshot."""
-    lines = [f"{'page':<22} {'formulas':>8} {'images':>6} {'links':>5} {'problems':>8}  screenshot"]
+    """One line a page and width: formulas typeset, images, links, code blocks, how many overflow, how many
+    code lines wrap, tofu, problems, screenshot; then every problem."""
+    lines = [f"{'page':<22} {'width':>5} {'formulas':>8} {'images':>6} {'links':>5} {'blocks':>6} {'overflow':>8} "
+             f"{'wrapped':>7} {'tofu':>5} {'problems':>8}  screenshot"]
     for r in reports:
-        lines.append(f"{r.page:<22} {r.typeset:>8} {r.images:>6} {r.links:>5} {len(r.problems):>8}  {r.screenshot}")
+        lines.append(f"{r.page:<22} {r.width:>5} {r.typeset:>8} {r.images:>6} {r.links:>5} {r.blocks:>6} "
+                     f"{r.overflowing:>8} {r.wrapped:>7} {r.tofu or '-':>5} {len(r.problems):>8}  {r.screenshot}")
     lines += [str(problem) for r in reports for problem in r.problems]
     return "\n".join(lines)

@@ -3,9 +3,12 @@ chromium-driver: ``apt-get install -y chromium chromium-driver``).
 
 It builds the site (``mkdocs build --strict``), serves it on 127.0.0.1, loads every page in headless
 Chromium and fails on raw LaTeX in the rendered text, a formula MathJax could not typeset, a ``>>>``
-outside a code block, a missing image, a dead internal link, a console error, or any request to an
-outside address (the site must read the same with no network). Full-page screenshots go to
-``$REFPOS_SCREENSHOTS`` (``docs-screenshots/`` by default), with ``report.txt``, the per-page summary.
+outside a code block, a missing image, a dead internal link, a console error, any request to an
+outside address (the site must read the same with no network), a code block wider than its column at
+1280 px or at a phone's 390 px, a character drawn as an empty box (tofu), CJK text without the bundled
+font, or a formula written as a code span. Full-page screenshots at both widths go to
+``$REFPOS_SCREENSHOTS`` (``docs-screenshots/`` by default, ``1280/`` and ``390/``), with ``report.txt``,
+the per-page summary.
 
 A second test shows that the check can fail: a small hand-written site with one of each mistake.
 
@@ -51,9 +54,11 @@ def test_every_page_reads_right(site: Path, tmp_path: Path):
     (shots / "report.txt").write_text(text + "\n", encoding="utf-8")
     print(f"\n{text}\nscreenshots: {shots}")
     pages = {report.page for report in reports}
-    assert {"/", "rope/", "figures/", "validate/"} <= pages, pages
+    assert {"/", "rope/", "figures/", "validate/", "mrope/"} <= pages, pages
+    assert {report.width for report in reports} == set(site_browser.WIDTHS)
     assert all((shots / report.screenshot).is_file() for report in reports)
-    assert sum(report.typeset for report in reports) > 100, "hardly any formula was typeset"
+    assert sum(report.typeset for report in reports) > 200, "hardly any formula was typeset"
+    assert sum(report.blocks for report in reports) > 100, "hardly any code block was measured"
     problems = [str(problem) for report in reports for problem in report.problems]
     assert not problems, "\n".join(problems)
 
@@ -64,23 +69,27 @@ def test_search_finds_a_page(site: Path, tmp_path: Path):
 
 
 BAD_PAGE = r"""<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
-<title>bad</title></head><body><article>
+<title>bad</title><style>pre { overflow: auto; }</style></head><body><article>
 <h1 id="top">A page with every mistake</h1>
 <p>The rotation \[ \begin{pmatrix} u' \\ v' \end{pmatrix} \] and $\theta_j$ stay raw.</p>
+<pre><code>WIDE</code></pre>
+<p>A private-use character &#xE000; no font draws, and 我 愛 你 with no font of the site's.</p>
+<p>The angle <code>φ_j = p·ω_j</code> as code.</p>
 <p>&gt;&gt;&gt; refpos.alibi_slopes(8)</p>
 <img src="figures/nowhere.png" alt="missing">
 <a href="missing-page/">dead</a> <a href="good.html#no-such-anchor">no anchor</a> <a href="good.html#fine">ok</a>
 <script>console.error("a script failed");</script>
 <img src="http://outside.invalid/pixel.png" alt="outside">
 </article></body></html>
-"""
+""".replace("WIDE", "a line of output wider than any column, " * 6)  # about 1900 px of monospace
 GOOD_PAGE = r"""<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
-<title>good</title></head><body><article>
+<title>good</title><style>pre { white-space: pre-wrap; overflow-wrap: anywhere; }</style></head><body><article>
 <h1 id="fine">A clean page</h1>
-<pre><code>&gt;&gt;&gt; x = r"\(not math\)"  # inside code: fine</code></pre>
+<pre><code>&gt;&gt;&gt; x = r"\(not math\)"  # inside code: fine; WIDE</code></pre>
+<p>Greek in prose is fine: ω, θ, and <code>rope_theta</code> is code.</p>
 <p>Plain prose costs $5 and 10 $ in total, <code>\alpha</code> is code. <a href="index.html#top">back</a></p>
 </article></body></html>
-"""
+""".replace("WIDE", "a long line wraps instead of running out of its column " * 4)
 
 
 def test_the_check_catches_each_mistake(tmp_path: Path):
@@ -89,10 +98,15 @@ def test_the_check_catches_each_mistake(tmp_path: Path):
     bad_site.mkdir()
     (bad_site / "index.html").write_text(BAD_PAGE, encoding="utf-8")
     (bad_site / "good.html").write_text(GOOD_PAGE, encoding="utf-8")
-    reports = {r.page: r for r in site_browser.check_site(bad_site, tmp_path / "shots", tmp_path / "profile")}
-    kinds = {problem.kind for problem in reports["/"].problems}
-    assert kinds >= {"raw-latex", "doctest-prompt", "missing-image", "dead-link", "console-error",
-                     "outside-request"}, site_browser.summary(list(reports.values()))
-    details = " | ".join(problem.detail for problem in reports["/"].problems)
+    found = site_browser.check_site(bad_site, tmp_path / "shots", tmp_path / "profile")
+    reports = {(r.page, r.width): r for r in found}
+    for width in site_browser.WIDTHS:
+        kinds = {problem.kind for problem in reports["/", width].problems}
+        assert kinds >= {"raw-latex", "doctest-prompt", "missing-image", "console-error", "outside-request",
+                         "overflow", "tofu", "cjk-font", "math-in-code"}, site_browser.summary(found)
+        assert reports["good.html", width].problems == [], site_browser.summary(found)
+    first = reports["/", site_browser.WIDTHS[0]]
+    details = " | ".join(problem.detail for problem in first.problems)
     assert "missing-page/" in details and "no-such-anchor" in details and "good.html#fine" not in details
-    assert reports["good.html"].problems == [], site_browser.summary(list(reports.values()))
+    assert "U+E000" in details and "φ_j = p·ω_j" in details and "not in the site" in details
+    assert "\ue000" in first.tofu, first.tofu  # (the CJK characters show as tofu too where no system font has them)
