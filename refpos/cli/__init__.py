@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "golden": ("refpos.cli.golden", "generate, verify and list golden outputs; golden cases for any config.json"),
     "check": ("refpos.cli.check", "compare a candidate with the reference and name the mistake"),
     "bench": ("refpos.cli.bench", "time refpos beside the machine's floors (and torch, when installed)"),
-    "plot": ("refpos.cli.plot", "draw the documentation's figures (--list names them)"),
+    "plot": ("refpos.cli.plot", "draw the documentation's figures (--list names them), or a model's RoPE (--config)"),
     "rope": ("refpos.cli.rope", "resolve a config.json's RoPE: parameters, provenance, unused keys, frequencies"),
     "suite": ("refpos.cli.suite", "run the spec suite on an implementation (pytest options pass through)"),
 }

@@ -34,6 +34,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -113,15 +114,19 @@ def test_teaching_page_has_examples(name: str):
 FENCE = re.compile(r"^\s*(```|~~~)")
 
 
-def unfenced_prompts(text: str) -> list[int]:
-    """The line numbers (from 1) of ``>>>`` lines outside a fenced code block."""
-    inside, found = False, []
+def prose_lines(text: str) -> Iterator[tuple[int, str]]:
+    """``(line number from 1, line)`` of every line of a page outside its fenced code blocks."""
+    inside = False
     for number, line in enumerate(text.splitlines(), 1):
         if FENCE.match(line):
             inside = not inside
-        elif line.lstrip().startswith(">>>") and not inside:
-            found.append(number)
-    return found
+        elif not inside:
+            yield number, line
+
+
+def unfenced_prompts(text: str) -> list[int]:
+    """The line numbers (from 1) of ``>>>`` lines outside a fenced code block."""
+    return [number for number, line in prose_lines(text) if line.lstrip().startswith(">>>")]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

@@ -19,26 +19,21 @@ from pathlib import Path
 import pytest
 
 from refpos.tests.site_browser import CJK_FONT, MATH_IN_CODE
+from refpos.tests.test_docs import prose_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
 FONT = DOCS / "stylesheets" / "fonts" / "refpos-cjk.woff"
 STYLESHEET = DOCS / "stylesheets" / "extra.css"
-FENCE = re.compile(r"^\s*(```|~~~)")
 CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 LISTING = re.compile(r"<!-- listing: (\S+) -->\n```[a-z]*\n(.*?)\n```", re.S)
 
 
 def math_in_code_spans(text: str) -> list[tuple[int, str]]:
     """``(line, span)`` of every code span outside fenced blocks that holds a formula."""
-    inside, found = False, []
-    for number, line in enumerate(text.splitlines(), 1):
-        if FENCE.match(line):
-            inside = not inside
-        elif not inside:
-            found += [(number, m.group(1)) for m in CODE_SPAN.finditer(line) if MATH_IN_CODE.search(m.group(1))]
-    return found
+    return [(number, m.group(1)) for number, line in prose_lines(text) for m in CODE_SPAN.finditer(line)
+            if MATH_IN_CODE.search(m.group(1))]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
