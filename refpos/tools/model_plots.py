@@ -26,6 +26,7 @@ import numpy as np
 from refpos.backend import to_numpy
 from refpos.rope.config import RopeConfig
 from refpos.rope.mrope import pair_axes
+from refpos.rope.rules import rule_of
 from refpos.rope.scaling import attention_factor, rope_frequencies, softmax_multiplier, yarn_correction_range
 from refpos.tools.figures import STYLE, pyplot, save_figure
 
@@ -35,7 +36,7 @@ Band = tuple[str, float, float]
 BAND_COLOURS = ("#dbe9f6", "#fdebd0", "#e8dff5")
 #: colours of the M-RoPE axes t, h, w
 AXIS_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c")
-FIGSIZE = (8.6, 4.4)
+MODEL_FIGSIZE = (8.6, 4.4)
 #: the documentation's figures of real models (docs/figures.md), drawn by ``refpos plot --all`` like the
 #: others: figure name -> a config of the committed goldens (``golden/configs/``)
 DOC_MODELS = {
@@ -70,11 +71,12 @@ def rule_bands(rope: RopeConfig) -> tuple[Band, ...]:
     [('keeps ω', 0.0, 28.22), ('blends ω and ω/s', 28.22, 34.98), ('ω/s', 34.98, 63.0)]
     """
     last = float(rope.n_pairs - 1)
-    if rope.rope_type == "yarn":
+    reads = rule_of(rope.rope_type).parameters  # the rule's record: which band parameters it reads
+    if "beta_fast" in reads:  # YaRN and its kin: the ramp between the correction range's ends
         lo, hi = yarn_correction_range(rope)
         edges = (float(lo), float(hi))
         names = ("keeps ω", "ramp from ω to ω/s", "ω/s")
-    elif rope.rope_type == "llama3":
+    elif "low_freq_factor" in reads:  # llama3: wavelength bands at L_0/h and L_0/l
         edges = (pair_at_turns(rope.high_freq_factor, rope), pair_at_turns(rope.low_freq_factor, rope))
         names = ("keeps ω", "blends ω and ω/s", "ω/s")
     else:
@@ -87,11 +89,13 @@ def curve_lengths(rope: RopeConfig, seq_len: int | None) -> list[int | None]:
     """The lengths ``L`` to draw ``ω'`` at: the one asked for, else where the rule's ``ω'`` changes with ``L``."""
     if seq_len is not None:
         return [seq_len]
-    if rope.rope_type == "longrope":
-        l0 = rope.original_max_position_embeddings
-        return [l0, max(rope.max_position_embeddings or 0, l0 + 1)]  # short factors, long factors
-    if rope.rope_type == "dynamic":
-        return [2 * rope.max_position_embeddings, 4 * rope.max_position_embeddings]
+    l0 = rope.original_max_position_embeddings
+    if "long_factor" in rule_of(rope.rope_type).parameters:  # LongRoPE: the short factors up to L_0, then long
+        return [l0, max(rope.max_position_embeddings or 0, l0 + 1)]
+    longest = rope.max_position_embeddings or l0
+    if longest and not np.array_equal(to_numpy(rope_frequencies(rope, xp=np)[0]),
+                                      to_numpy(rope_frequencies(rope, seq_len=2 * longest, xp=np)[0])):
+        return [2 * longest, 4 * longest]  # dynamic NTK: the base grows past L_max
     return [None]
 
 
@@ -191,8 +195,8 @@ def model_figure(rope: RopeConfig, name: str, seq_len: int | None = None) -> Any
     plt = pyplot()
     mrope = rope.mrope_section is not None
     with plt.rc_context(STYLE):
-        height = FIGSIZE[1] + (0.9 if mrope else 0) + (0.3 if rope.not_modelled else 0)
-        fig = plt.figure(figsize=(FIGSIZE[0], height), layout="constrained")
+        height = MODEL_FIGSIZE[1] + (0.9 if mrope else 0) + (0.3 if rope.not_modelled else 0)
+        fig = plt.figure(figsize=(MODEL_FIGSIZE[0], height), layout="constrained")
         try:
             grid = fig.add_gridspec(2 if mrope else 1, 2, width_ratios=(2.3, 1),
                                     height_ratios=(6, 1) if mrope else (1,))
