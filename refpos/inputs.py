@@ -37,15 +37,36 @@ import numpy as np
 MAX_JSON_BYTES = 64 * 2**20
 #: the deepest JSON nesting accepted (configs nest 3-4 levels, manifests 7)
 MAX_JSON_DEPTH = 64
-#: the largest ``.npy`` payload read into memory (8 GiB); ``REFPOS_MAX_NPY_BYTES`` overrides it
-MAX_NPY_BYTES = int(os.environ.get("REFPOS_MAX_NPY_BYTES", str(8 * 2**30)))
+#: the largest ``.npy`` payload read into memory by default (8 GiB); ``REFPOS_MAX_NPY_BYTES`` overrides it
+#: (:func:`max_npy_bytes`)
+MAX_NPY_BYTES = 8 * 2**30
+#: the environment variable that overrides :data:`MAX_NPY_BYTES`, read each time the cap is used
+NPY_CAP_VARIABLE = "REFPOS_MAX_NPY_BYTES"
 
-_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
           stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
 
 
 class InputError(ValueError):
     """A file refpos refuses to read, or cannot parse (one line, naming the file)."""
+
+
+def max_npy_bytes() -> int:
+    """The largest ``.npy`` payload refpos reads into memory: ``REFPOS_MAX_NPY_BYTES`` when it is set (read
+    now, not when refpos was imported), else :data:`MAX_NPY_BYTES`.
+
+    A value that is not a whole number of bytes of at least 1 (``abc``, ``-1``, ``1e9``, an empty string)
+    is an :class:`InputError` naming the variable, not a cap that refuses every file.
+    """
+    text = os.environ.get(NPY_CAP_VARIABLE)
+    if text is None:
+        return MAX_NPY_BYTES
+    value = text.strip()
+    if not value.isdigit() or int(value) < 1:
+        shown = repr(text) if len(text) <= 40 else f"{text[:24]!r}… ({len(text)} characters)"
+        raise InputError(f"{NPY_CAP_VARIABLE} must be a whole number of bytes >= 1 (the largest .npy payload "
+                         f"refpos reads; unset: {MAX_NPY_BYTES}), got {shown}")
+    return int(value)
 
 
 def open_regular(path: str | os.PathLike[str], *, what: str = "file") -> BinaryIO:
@@ -68,7 +89,7 @@ def open_regular(path: str | os.PathLike[str], *, what: str = "file") -> BinaryI
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+            kind = KINDS.get(stat.S_IFMT(mode), "not a regular file")
             raise InputError(f"{name}: is {kind}; refpos reads a {what} only from a regular file")
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -80,18 +101,24 @@ def read_bytes(path: str | os.PathLike[str], *, what: str = "file", max_bytes: i
     """The bytes of a regular file of at most ``max_bytes`` bytes (else :class:`InputError`)."""
     name = os.fspath(path)
     with open_regular(name, what=what) as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size > max_bytes:
-            raise InputError(f"{name}: {size} bytes, more than the {max_bytes} refpos reads for a {what}")
-        chunks, total = [], 0
-        try:
-            while chunk := fh.read(min(max(size, 2**16), max_bytes + 1 - total)):  # bounded, however it grows
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > max_bytes:
-                    raise InputError(f"{name}: more than the {max_bytes} bytes refpos reads for a {what}")
-        except OSError as exc:
-            raise InputError(f"{name}: cannot read the {what} ({exc.strerror or exc})") from None
+        return read_open_file(fh, name, what=what, max_bytes=max_bytes)
+
+
+def read_open_file(fh: BinaryIO, name: str, *, what: str = "file", max_bytes: int) -> bytes:
+    """The bytes of an open regular file, at most ``max_bytes`` (checked on the size ``fstat`` reports and
+    again on what is read: a file that grows while read is still bounded)."""
+    size = os.fstat(fh.fileno()).st_size
+    if size > max_bytes:
+        raise InputError(f"{name}: {size} bytes, more than the {max_bytes} refpos reads for a {what}")
+    chunks, total = [], 0
+    try:
+        while chunk := fh.read(min(max(size, 2**16), max_bytes + 1 - total)):  # bounded, however it grows
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise InputError(f"{name}: more than the {max_bytes} bytes refpos reads for a {what}")
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read the {what} ({exc.strerror or exc})") from None
     return b"".join(chunks)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -10,11 +11,36 @@ from pathlib import Path
 import numpy as np
 
 from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, help_with
-from refpos.golden.generate import generate, model_source, verify
+from refpos.golden.generate import finite_cases, generate, model_source, verify
 from refpos.golden.manifest import GoldenError, default_golden_dir, load_manifest, write_cases
 from refpos.golden.npy import read_npy
+from refpos.golden.rope_cases import slug
 from refpos.installed import BUNDLED
 from refpos.models.hf import load_hf_config
+
+FORCE_HELP = "replace the goldens of another model (or of another golden command) already in --out"
+
+
+def model_name(config: dict, path: Path) -> str:
+    """The name a model's cases are filed under: the config's ``_name_or_path`` (the hub id it was saved
+    from, e.g. ``meta-llama/Llama-3.1-8B``), else its first ``architectures`` entry, else the name of the
+    directory holding the config (the file's own name, ``config.json``, names no model)."""
+    for value in (config.get("_name_or_path"), (config.get("architectures") or [None])[0]
+                  if isinstance(config.get("architectures"), list) else None):
+        if isinstance(value, str) and slug(value):
+            return value
+    directory = path if path.is_dir() else path.parent
+    return Path(os.path.abspath(directory)).name or "model"
+
+
+def checked_name(name: str, flag: str) -> str:
+    """``name`` if its case names (:func:`refpos.golden.rope_cases.slug`) are directory names; else
+    ``ValueError`` naming ``flag``."""
+    file_name = slug(name)
+    if not file_name or set(file_name) <= {"."}:
+        raise ValueError(f"{flag} {name!r} gives the case directory name {file_name!r}, which names no directory: "
+                         "use letters, digits, '.', '_' or '-', not only dots")
+    return name
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +49,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     gen = sub.add_parser("generate", help="write every golden case (deterministic)")
     gen.add_argument("--out", type=Path, default=None, help="directory (default: the repository's golden/)")
     gen.add_argument("--no-certify", action="store_true", help="skip the mpmath certification")
+    gen.add_argument("--force", action="store_true", help=FORCE_HELP)
     ver = sub.add_parser("verify", help="check sha256s, regenerate and compare every case")
     ver.add_argument("--golden-dir", type=Path, default=None)
     ver.add_argument("--certify", action="store_true", help="also re-check every certificate with mpmath")
@@ -34,8 +61,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     mod.add_argument("--max-position", type=LENGTH, default=None,
                      help=help_with(LENGTH, "probe positions below this instead of the config's declared length "
                                     "(e.g. 1048576)"))
-    mod.add_argument("--name", default=None, help="model name in case ids (default: the config's directory)")
+    mod.add_argument("--name", default=None, help="model name in case ids (default: the config's _name_or_path, "
+                     "else its architectures, else the name of the directory holding it)")
     mod.add_argument("--no-certify", action="store_true")
+    mod.add_argument("--force", action="store_true", help=FORCE_HELP)
     mod.add_argument("--strict", action="store_true",
                      help="fail when a key that changes positions or attention is not modelled")
     lst = sub.add_parser("list", help="list the cases of a golden directory")
@@ -81,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ValueError("--out DIR is needed: the goldens installed with refpos are its own reference copy")
         out = args.out or default_golden_dir()
         start = time.perf_counter()
-        entries = generate(out, certify=not args.no_certify)
+        entries = generate(out, certify=not args.no_certify, force=args.force)
         size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
         print(f"refpos golden generate: {len(entries)} cases in {out} ({size / 1e6:.2f} MB, "
               f"{time.perf_counter() - start:.1f} s)")
@@ -101,7 +130,8 @@ def _run(args: argparse.Namespace) -> int:
         config = load_hf_config(args.config)
         from refpos.golden.rope_cases import model_cases
 
-        name = args.name or (args.config.name if args.config.is_dir() else args.config.parent.name or args.config.stem)
+        name = checked_name(args.name, "--name") if args.name is not None else checked_name(
+            model_name(config, args.config), "the model name")
         positions = _parse_positions(args.positions)
         from refpos.golden.rope_cases import model_report
 
@@ -109,11 +139,11 @@ def _run(args: argparse.Namespace) -> int:
         if args.strict and report:
             raise ValueError(f"strict: not modelled: {sorted(report)} (without --strict the cases are written "
                              "and the gaps listed)")
-        cases = model_cases(config, name, positions=None if positions is None else np.asarray(positions),
-                            seq_len=args.seq_len, max_position=args.max_position)
+        cases = finite_cases(model_cases(config, name, positions=None if positions is None else np.asarray(positions),
+                                         seq_len=args.seq_len, max_position=args.max_position))
         source = {**model_source(config, name, positions, args.seq_len, args.max_position), "not_modelled": report}
         entries = write_cases(args.out, cases, title=f"refpos golden RoPE cases for {name}",
-                              certify=not args.no_certify, source=source)
+                              certify=not args.no_certify, source=source, force=args.force)
         print(f"refpos golden model: {len(entries)} cases for {name} in {args.out}")
         for e in entries:
             print(f"  {e['id']}")

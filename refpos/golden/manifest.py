@@ -26,10 +26,10 @@ The case builders live in :mod:`refpos.golden.cases` (encodings, worked example,
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import platform
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,14 +37,14 @@ from typing import Any
 
 import numpy as np
 
+from refpos.directory import Directory, MissingFile, relative_parts
 from refpos.golden.entries import RULES
-from refpos.golden.npy import NpyError, parse_npy, read_npy_bytes, write_npy
-from refpos.golden.schema import SchemaError, contained_path, validate_manifest
-from refpos.inputs import InputError, load_json
+from refpos.golden.npy import MAX_HEADER_BYTES, npy_bytes, parse_npy
+from refpos.golden.schema import FORMAT_VERSION, SchemaError, validate_manifest
+from refpos.golden.store import MANIFEST
+from refpos.inputs import MAX_JSON_BYTES, InputError, max_npy_bytes, parse_json
 from refpos.installed import suite_root
 
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
 FORMULA = "|y - ref| <= atol[i] + rtol*|ref| + ulps*ulp_dtype(|ref|); i = index along atol_axis"
 # the manifest's wording of refpos.golden.compare.FORMULA (stored in every manifest: unchanged bytes)
 
@@ -100,10 +100,12 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def _array_entry(root: Path, rel: str, array: np.ndarray) -> dict[str, Any]:
+def _array_entry(files: dict[str, bytes], rel: str, array: np.ndarray) -> dict[str, Any]:
+    """The manifest entry of one array; its ``.npy`` bytes go into ``files`` under ``rel``."""
     a = np.asarray(array)
-    digest = write_npy(root / rel, a)
-    entry = {"file": rel, "dtype": a.dtype.name, "shape": list(a.shape), "sha256": digest}
+    data = npy_bytes(a)
+    files[rel] = data
+    entry = {"file": rel, "dtype": a.dtype.name, "shape": list(a.shape), "sha256": hashlib.sha256(data).hexdigest()}
     if a.ndim == 0:
         entry["value"] = jsonable(a.item())
         if a.dtype.kind == "f":
@@ -111,19 +113,30 @@ def _array_entry(root: Path, rel: str, array: np.ndarray) -> dict[str, Any]:
     return entry
 
 
-def write_case(root: Path, case: Case, *, certify: bool = True) -> dict[str, Any]:
-    """Write a case's arrays under ``root`` and return its manifest entry."""
+def check_case_id(case_id: str) -> str:
+    """A case id names a directory under ``cases/``: ``/``-separated names, none empty, ``.`` or ``..``, no
+    backslash (what :func:`load_manifest` accepts of a file path); ``ValueError`` naming the id otherwise."""
+    try:
+        relative_parts(case_dir(case_id))
+    except InputError as exc:
+        raise ValueError(f"golden case id {case_id!r} is not a directory name under cases/ ({exc})") from None
+    return case_id
+
+
+def case_entry(case: Case, files: dict[str, bytes], *, certify: bool = True) -> dict[str, Any]:
+    """A case's manifest entry; the bytes of its arrays go into ``files`` (relative path → bytes)."""
     from refpos.golden.certify import certificate
 
+    check_case_id(case.id)
     inputs = {}
     for name, array in case.inputs.items():
         rel = f"inputs/{case.shared_inputs[name]}.npy" if name in case.shared_inputs else \
             f"{case_dir(case.id)}/{name}.npy"
-        inputs[name] = _array_entry(root, rel, array)
+        inputs[name] = _array_entry(files, rel, array)
     outputs = {}
     worst_ulps: float | None = None
     for name, out in case.outputs.items():
-        entry = _array_entry(root, f"{case_dir(case.id)}/{name}.npy", out.array)
+        entry = _array_entry(files, f"{case_dir(case.id)}/{name}.npy", out.array)
         entry["tolerance"] = jsonable(out.tolerance)
         if certify and out.certify is not None:
             cert = certificate(out.array, out.certify, out.tolerance)
@@ -147,53 +160,42 @@ def generator_versions() -> dict[str, str]:
             "python": platform.python_version()}
 
 
-def write_manifest(root: Path, entries: list[dict[str, Any]], *, title: str,
-                   source: dict[str, Any] | None = None) -> Path:
-    """Write ``manifest.json``; ``source`` says how ``refpos golden verify`` regenerates the cases."""
+def build_manifest(entries: list[dict[str, Any]], *, title: str, source: dict[str, Any] | None = None,
+                   extra: dict[str, str] | None = None) -> dict[str, Any]:
+    """The manifest of ``entries``; ``source`` says how ``refpos golden verify`` regenerates the cases,
+    ``extra`` lists the other files of the directory (file → sha256, e.g. ``configs/*.json``)."""
     manifest = {"format": "refpos-golden", "format_version": FORMAT_VERSION, "title": title,
                 "generator": generator_versions(), "source": jsonable(source or {"command": "generate"}),
                 "comparison": FORMULA, "tolerance_rules": RULES,
                 "array_format": ".npy version 1.0, little-endian, C order, never pickled",
                 "cases": entries}
-    path = root / MANIFEST
-    path.write_text(dump_json(manifest) + "\n", encoding="utf8")
-    return path
+    if extra:
+        manifest["files"] = extra
+    return manifest
 
 
-def dump_json(value: Any, indent: int = 0) -> str:
-    """JSON with one key per line but lists of numbers and strings on one line (a compact manifest)."""
-    pad = " " * (indent + 1)
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        items = [f"{pad}{json.dumps(str(k), ensure_ascii=False)}: {dump_json(v, indent + 1)}" for k, v in value.items()]
-        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
-    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
-        items = [pad + dump_json(v, indent + 1) for v in value]
-        return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
-    return json.dumps(value, ensure_ascii=False)
+def write_cases(root: str | os.PathLike[str], cases: Iterable[Case], *, title: str, certify: bool = True,
+                source: dict[str, Any] | None = None, extra_files: dict[str, bytes] | None = None,
+                force: bool = False, hook: Any = None) -> list[dict[str, Any]]:
+    """Write ``cases`` (and ``extra_files``: relative path → bytes) and the manifest to ``root``, replacing
+    what a previous refpos manifest there lists (:func:`refpos.golden.store.replace_directory`: refused for a
+    directory refpos did not write, or another source's without ``force``; interrupted, it verifies)."""
+    from refpos.golden.store import replace_directory
 
-
-def write_cases(root: str | os.PathLike[str], cases: Iterable[Case], *, title: str,
-                certify: bool = True, clean: bool = True, source: dict[str, Any] | None = None,
-                ) -> list[dict[str, Any]]:
-    """Write ``cases`` and the manifest to ``root`` (old ``cases/`` and ``inputs/`` removed first)."""
-    import shutil
-
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    if clean:
-        for sub in ("cases", "inputs"):
-            if (root / sub).is_dir():
-                shutil.rmtree(root / sub)
+    files: dict[str, bytes] = {}
     entries = []
     seen = set()
     for case in cases:
         if case.id in seen:
             raise ValueError(f"duplicate golden case id {case.id!r}")
         seen.add(case.id)
-        entries.append(write_case(root, case, certify=certify))
-    write_manifest(root, entries, title=title, source=source)
+        entries.append(case_entry(case, files, certify=certify))
+    extra = {}
+    for rel, data in (extra_files or {}).items():
+        files[rel] = data
+        extra[rel] = hashlib.sha256(data).hexdigest()
+    replace_directory(root, build_manifest(entries, title=title, source=source, extra=extra), files, force=force,
+                      hook=hook)
     return entries
 
 
@@ -205,24 +207,65 @@ def default_golden_dir() -> Path:
     return Path(env) if env else suite_root() / "golden"
 
 
-def load_manifest(root: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read ``manifest.json`` strictly (:mod:`refpos.inputs`), validate it whole against the schema
-    (:func:`refpos.golden.schema.validate_manifest`) and check that every file it names lies inside
-    ``root`` (:func:`~refpos.golden.schema.contained_path`); the files themselves are checked by
-    :func:`check_files`."""
-    path = Path(root) / MANIFEST
-    if not path.exists() and not path.is_symlink():
+def open_golden(root: str | os.PathLike[str]) -> Directory:
+    """The golden directory ``root``, opened once: its files are read through it (:mod:`refpos.directory`)."""
+    try:
+        return Directory(root)
+    except InputError as exc:
+        raise GoldenError(f"{exc} (not a golden directory)") from None
+
+
+def load_manifest(root: str | os.PathLike[str] | Directory) -> dict[str, Any]:
+    """Read ``manifest.json`` strictly (no symlink followed, :mod:`refpos.inputs`' JSON rules), validate it
+    whole against the schema (:func:`refpos.golden.schema.validate_manifest`) and check that every file it
+    names is a plain relative path with no symlink on the way (:func:`check_paths`), before any of them is
+    opened; the files themselves are read by :func:`read_case`."""
+    if not isinstance(root, Directory):
+        with open_golden(root) as directory:
+            return load_manifest(directory)
+    path = root.name(MANIFEST)
+    cap = max_npy_bytes()  # a bad REFPOS_MAX_NPY_BYTES is its own error, not the manifest's
+    if root.lstat(MANIFEST) is None:
         raise GoldenError(f"{path}: no golden manifest here (run `refpos golden generate`)")
     try:
-        manifest = load_json(path, what="golden manifest")
-        validate_manifest(manifest, FORMAT_VERSION)
-        for case in manifest["cases"]:  # every path inside the directory, before any file is opened
-            for label, entry in _file_entries(case):
-                contained_path(root, entry["file"], label=f"case {case['id']}: {label}")
+        text = root.read_bytes(MANIFEST, what="golden manifest", max_bytes=MAX_JSON_BYTES)
+        try:
+            manifest = parse_json(text.decode("utf-8-sig"), path)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text (byte {exc.start}: {text[exc.start:exc.start + 1]!r})") from None
+        validate_manifest(manifest, FORMAT_VERSION, max_bytes=cap)
+        check_paths(root, manifest)
     except (InputError, SchemaError) as exc:
         message = str(exc)
-        raise GoldenError(message if message.startswith(str(path)) else f"{path}: {message}") from None
+        raise GoldenError(message if message.startswith(path) else f"{path}: {message}") from None
     return manifest
+
+
+def check_paths(root: Directory, manifest: dict[str, Any]) -> None:
+    """Every file of ``manifest`` is a relative path of plain names, and nothing on its way is a symlink
+    (``lstat`` through the directory's descriptor; nothing is opened). SchemaError otherwise."""
+    for case in manifest["cases"]:
+        for label, entry in _file_entries(case):
+            _check_path(root, entry["file"], f"case {case['id']}: {label}")
+    for rel in manifest.get("files", {}):
+        _check_path(root, rel, f"files: {rel!r}")
+
+
+def _check_path(root: Directory, rel: str, label: str) -> None:
+    try:
+        parts = relative_parts(rel)
+    except InputError as exc:
+        raise SchemaError(f"{label}: {exc}; golden files lie inside the golden directory") from None
+    for depth in range(1, len(parts) + 1):
+        try:
+            info = root.lstat("/".join(parts[:depth]))
+        except InputError as exc:
+            raise SchemaError(f"{label}: {exc}") from None
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            raise SchemaError(f"{label}: file {rel!r} passes through a symlink ({'/'.join(parts[:depth])}): refpos "
+                              "reads golden files without following symlinks, which could leave the golden directory")
+        if info is None:
+            return  # missing: reported when the case is read
 
 
 def find_case(manifest: dict[str, Any], case_id: str) -> dict[str, Any]:
@@ -239,51 +282,50 @@ def _file_entries(case: dict[str, Any]) -> Iterable[tuple[str, dict[str, Any]]]:
             yield f"{kind[:-1]} {name}", entry
 
 
-def _contained(root: str | os.PathLike[str], rel: object, label: str) -> Path:
-    try:
-        return contained_path(root, rel, label=label)
-    except SchemaError as exc:
-        raise GoldenError(str(exc)) from None
-
-
-def check_files(root: str | os.PathLike[str], case: dict[str, Any]) -> list[str]:
-    """Problems with a case's files: outside the directory, missing, sha256 mismatch, unreadable,
-    shape/dtype disagreeing. A path that leaves the golden directory is refused before it is opened."""
+def read_case(root: str | os.PathLike[str] | Directory, case: dict[str, Any]
+              ) -> tuple[dict[str, dict[str, np.ndarray]], list[str]]:
+    """``({"inputs": {...}, "outputs": {...}}, problems)``: every file of a case read once, through the golden
+    directory's descriptor without following a symlink; the bytes read are hashed and parsed (a file changed
+    between the two cannot pass). A problem (missing, not a regular file, sha256 mismatch, unreadable, shape
+    or dtype other than the manifest says) leaves that array out."""
+    if not isinstance(root, Directory):
+        with open_golden(root) as directory:
+            return read_case(directory, case)
+    arrays: dict[str, dict[str, np.ndarray]] = {"inputs": {}, "outputs": {}}
     problems = []
-    for label, entry in _file_entries(case):
-        try:
-            path = _contained(root, entry.get("file"), label)
-        except GoldenError as exc:
-            problems.append(str(exc))
-            continue
-        if not path.is_file():
-            problems.append(f"{label}: missing file {entry.get('file')!r}")
-            continue
-        try:
-            data = read_npy_bytes(path)  # read once: the bytes hashed are the bytes parsed
-            if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-                problems.append(f"{label}: sha256 mismatch for {entry['file']} (file changed or tampered)")
+    limit = max_npy_bytes() + MAX_HEADER_BYTES + 12
+    for kind in ("inputs", "outputs"):
+        for name, entry in case.get(kind, {}).items():
+            label, rel = f"{kind[:-1]} {name}", entry.get("file")
+            try:
+                data = root.read_bytes(rel, what=".npy file", max_bytes=limit)
+                if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+                    problems.append(f"{label}: sha256 mismatch for {rel} (file changed or tampered)")
+                    continue
+                a = parse_npy(data, root.name(rel))
+            except MissingFile:
+                problems.append(f"{label}: missing file {rel!r}")
                 continue
-            a = parse_npy(data, os.fspath(path))
-        except NpyError as exc:
-            problems.append(f"{label}: {exc}")
-            continue
-        if list(a.shape) != entry.get("shape") or a.dtype.name != entry.get("dtype"):
-            problems.append(f"{label}: {entry['file']} holds {a.dtype.name}{list(a.shape)}, the manifest says "
-                            f"{entry.get('dtype')}{entry.get('shape')}")
-    return problems
+            except InputError as exc:
+                problems.append(f"{label}: {exc}")
+                continue
+            if list(a.shape) != entry.get("shape") or a.dtype.name != entry.get("dtype"):
+                problems.append(f"{label}: {rel} holds {a.dtype.name}{list(a.shape)}, the manifest says "
+                                f"{entry.get('dtype')}{entry.get('shape')}")
+                continue
+            arrays[kind][name] = a
+    return arrays, problems
 
 
-def load_arrays(root: str | os.PathLike[str], case: dict[str, Any], kind: str) -> dict[str, np.ndarray]:
-    """The ``inputs`` or ``outputs`` arrays of a manifest case, contained and sha256-checked."""
-    out = {}
-    for name, entry in case.get(kind, {}).items():
-        label = f"case {case['id']}: {kind[:-1]} {name}"
-        path = _contained(root, entry["file"], label)
-        if not path.is_file():
-            raise GoldenError(f"{label}: missing file {entry['file']}")
-        data = read_npy_bytes(path)  # read once: the bytes hashed are the bytes parsed
-        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            raise GoldenError(f"{label}: sha256 mismatch for {entry['file']}")
-        out[name] = parse_npy(data, os.fspath(path))
-    return out
+def check_files(root: str | os.PathLike[str] | Directory, case: dict[str, Any]) -> list[str]:
+    """The problems of :func:`read_case` (an empty list: every file of the case is as the manifest says)."""
+    return read_case(root, case)[1]
+
+
+def load_arrays(root: str | os.PathLike[str] | Directory, case: dict[str, Any], kind: str) -> dict[str, np.ndarray]:
+    """The ``inputs`` or ``outputs`` arrays of a manifest case, read as :func:`read_case` reads them;
+    :class:`GoldenError` naming the first problem."""
+    arrays, problems = read_case(root, {"id": case["id"], kind: case.get(kind, {})})
+    if problems:
+        raise GoldenError(f"case {case['id']}: {problems[0]}")
+    return arrays[kind]

@@ -73,7 +73,7 @@ def _open(path: str | os.PathLike[str]) -> BinaryIO:
 def sha256_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> str:
     """sha256 hex digest of a regular file's bytes (read in blocks; at most ``max_bytes``, default the
     ``.npy`` cap plus a header)."""
-    limit = (inputs.MAX_NPY_BYTES + MAX_HEADER_BYTES + 12) if max_bytes is None else max_bytes
+    limit = (inputs.max_npy_bytes() + MAX_HEADER_BYTES + 12) if max_bytes is None else max_bytes
     digest, total = hashlib.sha256(), 0
     with _open(path) as fh:
         while block := fh.read(2**20):
@@ -87,7 +87,7 @@ def sha256_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -
 def read_npy_bytes(path: str | os.PathLike[str]) -> bytes:
     """The bytes of a regular ``.npy`` file, read once (at most the ``.npy`` cap plus a header), so that
     its sha256 and :func:`parse_npy` see the same bytes."""
-    limit = inputs.MAX_NPY_BYTES + MAX_HEADER_BYTES + 12
+    limit = inputs.max_npy_bytes() + MAX_HEADER_BYTES + 12
     try:
         return inputs.read_bytes(path, what=".npy file", max_bytes=limit)
     except InputError as exc:
@@ -175,8 +175,8 @@ def parse_header(data: bytes, name: str = "array", *, data_bytes: int,
 
 
 def _cap(max_bytes: int | None) -> int:
-    """``max_bytes``, or the cap of :mod:`refpos.inputs` as it is now (``MAX_NPY_BYTES``)."""
-    return inputs.MAX_NPY_BYTES if max_bytes is None else max_bytes
+    """``max_bytes``, or the cap of :mod:`refpos.inputs` as it is now (:func:`refpos.inputs.max_npy_bytes`)."""
+    return inputs.max_npy_bytes() if max_bytes is None else max_bytes
 
 
 def _array(payload: bytes, header: NpyHeader) -> np.ndarray:

@@ -6,8 +6,10 @@ systems trust ``refpos check``'s exit status, so a manifest is checked whole bef
 * :func:`validate_manifest` — types, required keys, finite non-negative tolerance numbers, shapes of
   non-negative integers, dtypes refpos reads, sha256 digests of 64 hex digits, unique case ids;
   :class:`~refpos.golden.manifest.GoldenError` (one line: the manifest, the case, the field) otherwise;
-* :func:`contained_path` — every file a manifest names is a relative path inside the golden directory:
-  no absolute path, no ``..``, no symlink whose target leaves the directory; refused *before* opening.
+* every file a manifest names is a relative path of plain names inside the golden directory (no absolute
+  path, no ``.`` or ``..``, no backslash or NUL: :func:`refpos.directory.relative_parts`) with no symlink on
+  its way (:func:`refpos.golden.manifest.check_paths`); refused *before* any file is opened, and the files
+  are then read without following a symlink (:mod:`refpos.directory`).
 
 Whether the tolerances are the right ones is not a question of form: ``refpos golden verify``
 regenerates them and compares (:func:`refpos.golden.generate.verify`).
@@ -16,10 +18,8 @@ regenerates them and compares (:func:`refpos.golden.generate.verify`).
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -28,36 +28,13 @@ from refpos import inputs
 from refpos.golden.npy import ALLOWED_KINDS
 from refpos.golden.ulp import DTYPES
 
+#: the manifest format this version of refpos reads and writes
+FORMAT_VERSION = 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 class SchemaError(ValueError):
     """A manifest field of the wrong form (the caller adds the manifest's path)."""
-
-
-def contained_path(root: str | os.PathLike[str], rel: object, *, label: str = "file") -> Path:
-    """``root / rel`` resolved, if ``rel`` is a relative path that stays inside ``root``; else SchemaError.
-
-    Refused: a non-string or empty path, an absolute path (``/…``, ``C:…``, ``\\\\…``), a backslash or NUL
-    byte, any ``..`` segment, and a path whose resolved location (every symlink followed) is outside
-    the resolved ``root``. Nothing is opened.
-    """
-    if not isinstance(rel, str) or not rel:
-        raise SchemaError(f"{label}: the file must be a non-empty relative path, got {rel!r}")
-    if "\x00" in rel or "\\" in rel:
-        raise SchemaError(f"{label}: file {rel!r} holds a NUL byte or a backslash (use '/' between parts)")
-    parts = PurePosixPath(rel)
-    if parts.is_absolute() or _WINDOWS_DRIVE.match(rel):
-        raise SchemaError(f"{label}: file {rel!r} is an absolute path; golden files lie inside the golden directory")
-    if ".." in parts.parts:
-        raise SchemaError(f"{label}: file {rel!r} has a '..' segment; golden files lie inside the golden directory")
-    base = os.path.realpath(root)
-    full = os.path.realpath(os.path.join(base, *parts.parts))
-    if os.path.commonpath([base, full]) != base:
-        raise SchemaError(f"{label}: file {rel!r} resolves to {full}, outside the golden directory {base} "
-                          "(a symlink leaves it)")
-    return Path(full)
 
 
 def _need(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -115,7 +92,7 @@ def check_tolerance(entry: object, where: str, shape: list[int] | None = None,
             tolerance_number(_need(spec, key, (int, float), at), f"{at}: {key}")
 
 
-def _check_array_entry(entry: object, where: str) -> None:
+def _check_array_entry(entry: object, where: str, cap: int) -> None:
     if not isinstance(entry, Mapping):
         raise SchemaError(f"{where} must be an object, got {type(entry).__name__}")
     _need(entry, "file", str, where)
@@ -129,14 +106,14 @@ def _check_array_entry(entry: object, where: str) -> None:
     shape = _need(entry, "shape", list, where)
     if not all(type(n) is int and 0 <= n < 2**63 for n in shape):
         raise SchemaError(f"{where}: 'shape' must be a list of integers >= 0, got {shape!r}")
-    if math.prod(shape) * np.dtype(dtype).itemsize > inputs.MAX_NPY_BYTES:
-        raise SchemaError(f"{where}: shape {shape} is more than the {inputs.MAX_NPY_BYTES} bytes refpos reads")
+    if math.prod(shape) * np.dtype(dtype).itemsize > cap:
+        raise SchemaError(f"{where}: shape {shape} is more than the {cap} bytes refpos reads")
     digest = _need(entry, "sha256", str, where)
     if not _SHA256.fullmatch(digest):
         raise SchemaError(f"{where}: 'sha256' must be 64 lowercase hex digits")
 
 
-def _check_case(case: object, index: int) -> str:
+def _check_case(case: object, index: int, cap: int) -> str:
     if not isinstance(case, Mapping):
         raise SchemaError(f"case {index} must be an object, got {type(case).__name__}")
     cid = _need(case, "id", str, f"case {index}")
@@ -153,7 +130,7 @@ def _check_case(case: object, index: int) -> str:
     for kind in ("inputs", "outputs"):
         arrays = _need(case, kind, dict, where)
         for name, entry in arrays.items():
-            _check_array_entry(entry, f"{where}: {kind[:-1]} {name}")
+            _check_array_entry(entry, f"{where}: {kind[:-1]} {name}", cap)
     outputs = case["outputs"]
     if not outputs:
         raise SchemaError(f"{where}: 'outputs' is empty")
@@ -190,20 +167,33 @@ def _check_source(source: object) -> None:
             raise SchemaError(f"source.seq_len must be >= 1, got {seq_len}")
 
 
-def validate_manifest(manifest: object, format_version: int) -> None:
-    """Raise :class:`SchemaError` naming the first field of ``manifest`` that is not of the documented form."""
+def _check_files(files: object) -> None:
+    """The optional ``files``: the directory's other files (e.g. ``configs/*.json``), each with its sha256."""
+    if not isinstance(files, Mapping):
+        raise SchemaError(f"'files' must be an object (file -> sha256), got {type(files).__name__}")
+    for rel, digest in files.items():
+        if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            raise SchemaError(f"files: {rel!r}: the sha256 must be 64 lowercase hex digits")
+
+
+def validate_manifest(manifest: object, format_version: int, *, max_bytes: int | None = None) -> None:
+    """Raise :class:`SchemaError` naming the first field of ``manifest`` that is not of the documented form
+    (``max_bytes``: the largest array it may declare, default :func:`refpos.inputs.max_npy_bytes`)."""
     if not isinstance(manifest, Mapping) or manifest.get("format") != "refpos-golden":
         raise SchemaError("not a refpos golden manifest (needs \"format\": \"refpos-golden\")")
     version = manifest.get("format_version")
     if type(version) is not int or version != format_version:
         raise SchemaError(f"format_version {version!r}, expected {format_version}")
     _check_source(manifest.get("source", {"command": "generate"}))
+    if "files" in manifest:
+        _check_files(manifest["files"])
+    cap = inputs.max_npy_bytes() if max_bytes is None else max_bytes
     cases = manifest.get("cases")
     if not isinstance(cases, list):
         raise SchemaError(f"'cases' must be a list, got {type(cases).__name__}")
     seen: set[str] = set()
     for index, case in enumerate(cases):
-        cid = _check_case(case, index)
+        cid = _check_case(case, index, cap)
         if cid in seen:
             raise SchemaError(f"case id {cid!r} appears twice")
         seen.add(cid)
