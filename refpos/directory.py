@@ -52,8 +52,8 @@ class MissingFile(InputError):
 def relative_parts(rel: str) -> tuple[str, ...]:
     """The components of a relative path inside a directory; :class:`InputError` for anything else.
 
-    Refused: an empty path, an absolute one (``/…``, or a drive ``C:…``), a backslash or NUL byte, and any ``.`` or ``..`` component or
-    empty component (``a//b``): a path names one file in one way.
+    Refused: an empty path, an absolute one (``/…``, or a drive ``C:…``), a backslash or NUL byte, and any
+    ``.``, ``..`` or empty component (``a//b``): a path names one file in one way.
     """
     if not isinstance(rel, str) or not rel:
         raise InputError(f"the path must be a non-empty relative path, got {rel!r}")
