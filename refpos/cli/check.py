@@ -204,6 +204,8 @@ def _print(result: dict[str, Any]) -> None:
         print("  no known mistake of the catalogue matches (docs/diagnosis.md)")
     for key, why in sorted(result.get("not_modelled", {}).items()):
         print(f"  not modelled: {key}: {why}")
+    if "golden_note" in result:
+        print(f"  golden: {result['golden_note']}")
 
 
 def _finite_json(value: Any) -> Any:
