@@ -41,19 +41,45 @@ from refpos.check.stream import SAMPLE_ROWS, sample_rows
 from refpos.check.tables import diagnose_alibi
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
+from refpos.golden.npy_file import NpyFile
 from refpos.pairs import place_pairs
+from refpos.validation import as_positions
 
 
 class Unusable(ValueError):
     """Input that cannot be checked (exit status 2)."""
 
 
-def _int_array(a: np.ndarray, what: str) -> np.ndarray:
+def _host(a: Any) -> Any:
+    """``a`` on the host: an :class:`~refpos.golden.npy_file.NpyFile` as it is (read block by block), any
+    other array as a NumPy array (a memory map stays one)."""
+    return a if isinstance(a, NpyFile) else np.asarray(to_numpy(a))
+
+
+def _positions(a: Any) -> np.ndarray:
+    """Integer positions as int64, checked as the API checks them (:func:`refpos.validation.as_positions`:
+    >= 0, at most 2**53, uint64 values read exactly, never wrapped around); :class:`Unusable` otherwise."""
+    a = np.asarray(_host(a))
     if a.dtype.kind not in "iu":
-        raise Unusable(f"{what} must be an integer array, got {a.dtype}")
-    if a.size and int(a.min()) < 0 and what == "positions":
-        raise Unusable(f"positions must be >= 0, got a minimum of {int(a.min())}")
-    return a.astype(np.int64)
+        raise Unusable(f"positions must be an integer array, got {a.dtype}")
+    try:
+        return np.asarray(as_positions(a, xp=np_ns()))
+    except (ValueError, TypeError) as exc:
+        raise Unusable(str(exc)) from None
+
+
+def rope_positions_for(x_shape: tuple[int, ...], positions: np.ndarray, rope: Any) -> np.ndarray:
+    """``positions`` checked against ``x``'s shape by the rule of :func:`refpos.apply_rope` (they end in x's T
+    axis and broadcast to it without adding or enlarging an axis; ``(B, T)`` with ``(B, H, T, D)`` gets a head
+    axis) and aligned as it aligns them; :class:`Unusable` naming both shapes otherwise."""
+    from refpos.rope.core import align_positions, prepare_inputs
+
+    stub = np.broadcast_to(np.float64(0.0), x_shape)  # x's shape, no memory
+    try:
+        stub, checked, _ = prepare_inputs(stub, positions, rope)
+        return np.asarray(align_positions(checked, stub, rope))
+    except (ValueError, TypeError) as exc:
+        raise Unusable(f"positions {tuple(positions.shape)} do not fit x {tuple(x_shape)}: {exc}") from None
 
 
 def same_shape(candidate: np.ndarray, shape: tuple[int, ...], what: str) -> None:
@@ -85,23 +111,20 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     """Compare ``candidate`` with ``apply_rope(x, positions, rope, seq_len)`` and diagnose a mismatch.
 
     ``dtype``: what the candidate computed in (default: its own dtype if float32/float16, else float64).
-    ``candidate`` and ``x`` may be memory-mapped (:func:`refpos.golden.npy.read_npy` with ``mmap=True``):
-    they are read and compared block by block along the positions (:mod:`refpos.check.stream`), so the
+    ``candidate`` and ``x`` may be files opened for block reads (:func:`refpos.golden.npy_file.open_npy`, as
+    ``refpos check`` opens them) or memory maps: they are read and compared block by block along the positions
+    (:mod:`refpos.check.stream`), so the
     extra memory stays bounded; the diagnosis runs on a sample of the rows (:func:`sample_rows`).
     ``progress(done, total)``: called after each block (elements compared so far).
     """
-    raw = _float_kind(np.asarray(to_numpy(candidate)), "candidate")
+    raw = _float_kind(_host(candidate), "candidate")
     dtype = tol.check_dtype(dtype or default_dtype(raw))
-    x = _float_kind(np.asarray(to_numpy(x)), "input x")
-    positions = _int_array(np.asarray(to_numpy(positions)), "positions")
+    x = _float_kind(_host(x), "input x")
     if x.ndim < 2 or x.shape[-1] != rope.head_dim:
         raise Unusable(f"input x must be (..., T, head_dim={rope.head_dim}), got shape {tuple(x.shape)}")
     if rope.mrope_section is not None:  # positions (3, ..., T), the M-RoPE catalogue (refpos.check.mrope)
-        return _check_mrope(raw, x, positions, rope, seq_len, dtype, progress)
-    try:
-        positions = np.broadcast_to(positions, x.shape[:-1])
-    except ValueError:
-        raise Unusable(f"positions {tuple(positions.shape)} do not match x {tuple(x.shape)} (..., T, D)") from None
+        return _check_mrope(raw, x, _positions(positions), rope, seq_len, dtype, progress)
+    positions = np.broadcast_to(rope_positions_for(x.shape, _positions(positions), rope), x.shape[:-1])
     same_shape(raw, x.shape, "the input x")
     import refpos
     from refpos.rope.core import rope_pair_slices, rope_span
@@ -150,6 +173,7 @@ def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: An
     from refpos.rope.core import align_positions
     from refpos.rope.mrope import axis_positions
 
+    rope_positions_for(x.shape, positions, rope)  # the shape rule of apply_rope
     same_shape(raw, x.shape, "the input x")
     x_rows = stream.as_rows(x)  # (L, T, D)
 
@@ -216,7 +240,7 @@ def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int 
     """
     import refpos
 
-    raw = _float_kind(np.asarray(to_numpy(candidate)), "candidate")
+    raw = _float_kind(_host(candidate), "candidate")
     dtype = tol.check_dtype(dtype or default_dtype(raw))
     if raw.ndim != 1:
         if q_len is None or k_len is None:
@@ -226,7 +250,7 @@ def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int 
             raise Unusable(f"q_len must be <= k_len (queries aligned to the end of the keys), got q_len={q_len}, "
                            f"k_len={k_len}")
         return tables_stream.stream_alibi(raw, n, form, dtype, head_dim, progress)
-    cand = raw.astype(np.float64)
+    cand = np.asarray(raw, dtype=np.float64)
     same_shape(cand, (n,), f"slopes for --heads {n}")
     reference = np.asarray(to_numpy(refpos.alibi_slopes(n, xp=np_ns())))
     atol = np.asarray(tol.value_tolerance(dtype, reference))
@@ -251,12 +275,12 @@ def check_t5(candidate: Any, rel: Any, *, bidirectional: bool = True, num_bucket
     return tables_stream.stream_t5(cand, rel, bidirectional, num_buckets, max_distance, progress)
 
 
-def _buckets_and_relative(candidate: Any, rel: Any, family: str) -> tuple[np.ndarray, np.ndarray]:
+def _buckets_and_relative(candidate: Any, rel: Any, family: str) -> tuple[Any, Any]:
     """Integer buckets and integer relative positions of one shape, or :class:`Unusable`."""
-    cand = np.asarray(to_numpy(candidate))
+    cand = _host(candidate)
     if cand.dtype.kind not in "iu":
         raise Unusable(f"{family} buckets must be an integer array, got {cand.dtype}")
-    rel = np.asarray(to_numpy(rel))
+    rel = _host(rel)
     if rel.dtype.kind not in "iu":
         raise Unusable(f"relative positions must be an integer array, got {rel.dtype}")
     same_shape(cand, rel.shape, "the relative positions")
@@ -283,9 +307,9 @@ def check_sinusoid(candidate: Any, positions: Any, *, dim: int, base: float = 10
     The table may be memory-mapped: it is compared block by block along the positions
     (:func:`refpos.check.tables_stream.stream_sinusoid`); the diagnosis runs on a sample of the rows.
     """
-    raw = _float_kind(np.asarray(to_numpy(candidate)), "candidate")
+    raw = _float_kind(_host(candidate), "candidate")
     dtype = tol.check_dtype(dtype or default_dtype(raw))
-    positions = _int_array(np.asarray(to_numpy(positions)), "positions")
+    positions = _positions(positions)
     same_shape(raw, (*positions.shape, dim), "a table (*positions.shape, dim)")
     return tables_stream.stream_sinusoid(raw, positions, dim, base, layout, spacing, dtype, progress)
 

@@ -40,8 +40,9 @@ BLOCK_ELEMENTS = 2**20
 #: rows a diagnosis works on at most (every row of a smaller check): RoPE, M-RoPE and the tables alike
 SAMPLE_ROWS = 4096
 
-#: position bins of the error profile: [0, 1), [1, 2), [2, 4), [4, 8), … [2**40, 2**41)
-BIN_EDGES = np.array([0] + [2**k for k in range(41)], dtype=np.int64)
+#: position bins of the error profile: [0, 1), [1, 2), [2, 4), [4, 8), … [2**53, 2**54): every position
+#: refpos accepts (up to 2**53, where float64 still holds every integer) has its bin
+BIN_EDGES = np.array([0] + [2**k for k in range(55)], dtype=np.int64)
 
 
 def as_rows(a: np.ndarray) -> np.ndarray:

@@ -137,6 +137,14 @@ def stream_alibi(raw: np.ndarray, n: int, form: str, dtype: str, head_dim: int |
 
 
 # ------------------------------------------------------------------------------------- T5, DeBERTa
+def exact_int64(r: Any) -> np.ndarray:
+    """Integer relative positions as int64, never wrapped around: a uint64 above 2**63 − 1 is a ValueError."""
+    r = np.asarray(r)
+    if r.dtype.kind == "u" and r.size and int(r.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"relative positions must be integers that int64 holds (< 2**63), got {int(r.max())}")
+    return r.astype(np.int64)
+
+
 def _stream_buckets(family: str, cand: np.ndarray, rel: np.ndarray, buckets: Callable[[np.ndarray], np.ndarray],
                     diagnose: Callable[[np.ndarray, np.ndarray], list], progress: Progress) -> dict[str, Any]:
     """Check integer buckets ``cand`` of the relative positions ``rel`` (same shape), block by block."""
@@ -145,7 +153,7 @@ def _stream_buckets(family: str, cand: np.ndarray, rel: np.ndarray, buckets: Cal
     rows_positions = np.broadcast_to(np.arange(t, dtype=np.int64), (n_lead, t))  # (L, T): the row index
 
     def reference_of(lead: slice, block: slice) -> tuple[np.ndarray, np.ndarray]:
-        reference = buckets(np.asarray(rel_rows[lead, block], dtype=np.int64)).astype(np.float64)  # exact < 2**53
+        reference = buckets(exact_int64(rel_rows[lead, block])).astype(np.float64)  # exact < 2**53
         return reference, np.zeros_like(reference)  # buckets are integers: equal or wrong
 
     tally = stream.compare_rows(rows, rows_positions, reference_of, progress)

@@ -29,6 +29,7 @@ from refpos.encodings.deberta import deberta_attention_span
 from refpos.encodings.sinusoidal import LAYOUTS, SPACINGS
 from refpos.encodings.t5 import check_bucket_args
 from refpos.golden.npy import read_npy
+from refpos.golden.npy_file import open_npy
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -108,7 +109,7 @@ def _options_agree(args: argparse.Namespace) -> str | None:
     return None
 
 
-#: targets whose candidate is read memory-mapped and compared block by block (refpos.check.stream)
+#: targets whose candidate is read block by block (refpos.check.stream, refpos.golden.npy_file)
 _STREAMED = ("rope", "alibi", "t5", "deberta", "sinusoid")
 
 
@@ -118,9 +119,12 @@ def _need(value: Any, flag: str, target: str) -> Any:
     return value
 
 
-def _load(path: str | None, flag: str, target: str, *, mmap: bool = False) -> np.ndarray:
-    """The strict reader; ``mmap``: the data memory-mapped, read block by block by the check."""
-    return read_npy(_need(path, flag, target), mmap=mmap)
+def _load(path: str | None, flag: str, target: str, *, blocks: bool = False) -> Any:
+    """The strict reader; ``blocks``: the header checked and the data left in the file, read block by block by
+    the check with explicit reads (:func:`refpos.golden.npy_file.open_npy`: a file truncated meanwhile is an
+    error line, where a memory map would die by SIGBUS)."""
+    path = _need(path, flag, target)
+    return open_npy(path) if blocks else read_npy(path)
 
 
 def _rope_config(args: argparse.Namespace) -> Any:
@@ -133,12 +137,11 @@ def _rope_config(args: argparse.Namespace) -> Any:
         raise Unusable(f"--config {path} does not resolve: {str(exc).splitlines()[0]}") from None
 
 
-def _relative(args: argparse.Namespace, candidate: np.ndarray, target: str, *, query_minus_key: bool = False
-              ) -> np.ndarray:
-    """The relative positions of a bucket check: ``--relative`` (memory-mapped), or the grid of
+def _relative(args: argparse.Namespace, candidate: Any, target: str, *, query_minus_key: bool = False) -> Any:
+    """The relative positions of a bucket check: ``--relative`` (read block by block), or the grid of
     ``--q-len × --k-len`` as a view of one line of ``Tq + Tk − 1`` values."""
     if args.relative:
-        return read_npy(args.relative, mmap=True)
+        return open_npy(args.relative)
     q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
     k_len = _need(args.k_len, "--k-len", target)
     same_shape(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
@@ -148,7 +151,7 @@ def _relative(args: argparse.Namespace, candidate: np.ndarray, target: str, *, q
 def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
     target = args.target
     cand_path = args.candidate or args.candidate_file
-    candidate = _load(cand_path, "--candidate Y.npy", target, mmap=target in _STREAMED)
+    candidate = _load(cand_path, "--candidate Y.npy", target, blocks=target in _STREAMED)
     if candidate.size == 0:  # every comparison of nothing passes
         raise Unusable(f"the candidate {cand_path} holds no elements (shape {tuple(candidate.shape)}): nothing "
                        "to check")
@@ -157,7 +160,7 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
         rope = _rope_config(args)
         if args.strict and rope.not_modelled:
             raise Unusable(f"--strict: not modelled: {sorted(rope.not_modelled)}")
-        x = _load(args.input, "--input X.npy", target, mmap=True)
+        x = _load(args.input, "--input X.npy", target, blocks=True)
         positions = _load(args.positions, "--positions P.npy", target)
         with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
             result = check_rope(candidate, x, positions, rope, seq_len=args.seq_len, dtype=dtype, progress=progress)

@@ -198,6 +198,15 @@ def _read_header(fh: BinaryIO, name: str, file_size: int, max_bytes: int) -> Npy
     return parse_header(head, name, data_bytes=max(file_size - start - hlen, 0), max_bytes=max_bytes)
 
 
+def open_npy_header(path: str | os.PathLike[str]) -> tuple[int, NpyHeader]:
+    """A descriptor of the regular ``.npy`` file ``path`` (the caller closes it) and its checked header, with
+    no cap on the data's size: nothing of the data is read here (:mod:`refpos.golden.npy_file` reads it)."""
+    name = os.fspath(path)
+    with _open(name) as fh:
+        header = _read_header(fh, name, os.fstat(fh.fileno()).st_size, 2**63)
+        return os.dup(fh.fileno()), header
+
+
 def read_npy_header(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> NpyHeader:
     """The checked header of a ``.npy`` file (for memory-mapped or streamed reading of its data)."""
     name = os.fspath(path)
@@ -211,8 +220,9 @@ def read_npy(path: str | os.PathLike[str], *, max_bytes: int | None = None, mmap
     Only a regular file is opened (a FIFO or a device is refused before reading); its header is checked
     against the file's size and ``max_bytes`` before the data are read. ``mmap=True``: the data are
     memory-mapped read-only (``np.memmap`` at the checked header's offset, in the file's byte order)
-    instead of read: a file of gigabytes costs no memory until it is read, block by block
-    (``refpos check``); the cap does not apply to a map.
+    instead of read: a file of gigabytes costs no memory until it is read; the cap does not apply to a map.
+    A map dies by ``SIGBUS`` when the file is truncated while mapped: ``refpos check`` reads its files with
+    explicit reads instead (:func:`refpos.golden.npy_file.open_npy`).
     """
     name = os.fspath(path)
     if mmap:

@@ -105,11 +105,11 @@ def write_inputs(directory: Path, heads: int, rope: Any, seed: int = 0) -> tuple
     return x_path, y_path, p_path
 
 
-def _open(path: Path) -> np.ndarray:
-    """The memory map ``refpos check`` opens (the strict reader's checked header, then ``np.memmap``)."""
-    from refpos.golden.npy import read_npy
+def _open(path: Path) -> Any:
+    """The file as ``refpos check`` opens it (the strict reader's checked header, then block reads)."""
+    from refpos.golden.npy_file import open_npy
 
-    return read_npy(path, mmap=True)
+    return open_npy(path)
 
 
 def bench_check(heads: tuple[int, ...] = DEFAULT_HEADS, *, rounds: int = 2, directory: str | None = None,
