@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
@@ -33,16 +34,67 @@ def check_bool(name: str, value: object) -> bool:
     return bool(value)
 
 
+def shown_number(value: int | float) -> str:
+    """A number as a message shows it: ``2**53`` for a large power of two, a number of more than 30 digits by
+    its digit count, anything else as written."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 2**16 and value & (value - 1) == 0:
+            return f"2**{value.bit_length() - 1}"
+        digits = len(str(abs(value))) if abs(value) < 10**4000 else None
+        if digits is None or digits > 30:
+            return f"an integer of {digits or 'more than 4000'} digits"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def shown_bytes(nbytes: float) -> str:
+    """``8.80 TB``, ``64.0 GiB``-style sizes for messages (decimal units)."""
+    for unit, size in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= size:
+            return f"{nbytes / size:.3g} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
 def check_int(name: str, value: object, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """``value`` must be an integer (not a bool, not a float), within ``[minimum, maximum]`` when given."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+        raise ValueError(f"{name} must be >= {shown_number(minimum)}, got {shown_number(value)}")
     if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be at most {maximum}, got {value}")
+        raise ValueError(f"{name} must be at most {shown_number(maximum)}, got {shown_number(value)}")
     return value
+
+
+#: the most heads, channels, widths or buckets a function makes (the command line allows as many)
+MAX_WIDTH = 2**16
+
+
+def physical_memory() -> int | None:
+    """The machine's memory in bytes (``None`` where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_size(name: str, value: object, *, maximum: int, bytes_each: int, what: str, minimum: int = 1) -> int:
+    """An integer count in ``[minimum, maximum]``; above ``maximum`` the ``ValueError`` names ``name`` and the
+    memory the count would take (``value · bytes_each`` bytes of ``what``), before anything is allocated."""
+    count = check_int(name, value, minimum=minimum)
+    if count > maximum:
+        raise ValueError(f"{name} must be at most {shown_number(maximum)}, got {shown_number(count)} (about "
+                         f"{shown_bytes(count * bytes_each)} of {what})")
+    return count
+
+
+def check_memory(what: str, nbytes: int, given: str) -> None:
+    """``ValueError`` when an allocation of ``nbytes`` (what the arguments ``given`` ask for) exceeds the machine's
+    memory: named and sized before anything is allocated, instead of a MemoryError or a machine that swaps."""
+    total = physical_memory()
+    if total is not None and nbytes > total:
+        raise ValueError(f"{given} would allocate about {shown_bytes(nbytes)} for {what}, more than this machine's "
+                         f"{shown_bytes(total)} of memory: ask for smaller sizes")
 
 
 def check_float(
@@ -56,7 +108,10 @@ def check_float(
     """``value`` must be a real number (not a bool), finite unless ``allow_inf``; optional bounds."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond float64 (|x| >= 2**1024)
+        raise ValueError(f"{name} must be a number float64 holds (|x| < 1.8e308), got {shown_number(value)}") from None
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
         raise ValueError(f"{name} must be finite, got {value}")
     if positive and not value > 0:
@@ -123,6 +178,23 @@ def as_positions(
     if from_python:
         return get_xp(xp).asarray(source.astype(np.int64))
     return src_ns.astype(source, src_ns.int64)
+
+
+def library_of(ns: ModuleType) -> str:
+    """The array library of a namespace: ``numpy``, ``torch``, ``cupy``, ``array_api_strict``, …"""
+    return ns.__name__.removeprefix("array_api_compat.").split(".")[0]
+
+
+def same_library(name: str, value: Any, xp: ModuleType) -> None:
+    """``TypeError`` naming ``name`` when the array ``value`` is not of ``xp``'s library (a torch tensor among
+    NumPy arrays, or the reverse): refpos does not move arrays between libraries on its own. Python ints and
+    lists (no library) pass."""
+    if isinstance(value, (numbers.Number, list, tuple)):
+        return
+    mine, theirs = library_of(array_namespace(value)), library_of(xp)
+    if mine != theirs:
+        raise TypeError(f"{name} is an array of {mine}, the other inputs arrays of {theirs}: give every array from "
+                        "one library (positions may also be a list of ints)")
 
 
 def array_of_kind(name: str, x: Any, kind: str, allowed: str, allowed_array: str | None = None) -> ModuleType:

@@ -23,7 +23,7 @@ Where a test needs ω and A only for its tolerance or for the spec's A, an adapt
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from rope_support import frequencies_or_reference, layout_perm, rope_dicts, rotary_width, seeded, span_slices
 from support import assert_close, assert_within, require, tolerance
@@ -46,6 +46,7 @@ def _inv_freq(impl, rope, seq_len):
        st.integers(0, 30000), st.integers(1, 200000))
 def test_logit_depends_only_on_the_relative_position(impl, case, p, m, shift, seq_len):
     rope, x = case
+    seq_len = max(seq_len, max(p, m) + shift + 1)  # L covers every position (apply_rope refuses less)
     apply = require(impl, "apply_rope")
     q, k = x[:1], x[1:]
 
@@ -63,6 +64,7 @@ def test_logit_depends_only_on_the_relative_position(impl, case, p, m, shift, se
 @given(rope_and_vectors(), st.lists(POSITIONS, min_size=1, max_size=4), st.integers(1, 200000))
 def test_norm_is_multiplied_by_the_attention_factor(impl, case, positions, seq_len):
     rope, x = case
+    seq_len = max(seq_len, max(positions) + 1)  # L covers every position (apply_rope refuses less)
     pos = np.array(positions)
     xs = np.repeat(x[:1], len(pos), axis=0)  # (T, D)
     y = require(impl, "apply_rope")(xs, pos, rope, seq_len=seq_len)
@@ -87,6 +89,7 @@ def test_position_zero_is_the_identity_times_a(impl, case, seq_len):
 @given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), st.integers(0, 40000), st.integers(0, 40000),
        st.integers(1, 200000))
 def test_rotations_compose(impl, rope, p, m, seq_len):
+    seq_len = max(seq_len, p + m + 1)  # L covers every position (apply_rope refuses less)
     matrix = require(impl, "rope_rotation_matrix")
     mp, mm, mpm = (matrix(n, rope, seq_len=seq_len) for n in (p, m, p + m))
     inv, a = _inv_freq(impl, rope, seq_len)
@@ -105,6 +108,7 @@ def test_rotations_compose(impl, rope, p, m, seq_len):
 @given(rope_and_vectors(partial=False), POSITIONS, st.integers(1, 200000))
 def test_half_and_interleaved_are_conjugate_by_the_fixed_permutation(impl, case, p, seq_len):
     rope, x = case
+    seq_len = max(seq_len, p + 1)  # L covers every position (apply_rope refuses less)
     apply = require(impl, "apply_rope")
     perm = layout_perm(rope["head_dim"])
     if rope["rope_type"] == "proportional":  # zero-frequency pairs: still the same pairs after P
@@ -119,6 +123,7 @@ def test_half_and_interleaved_are_conjugate_by_the_fixed_permutation(impl, case,
 @given(rope_and_vectors(), POSITIONS, st.integers(1, 200000))
 def test_deinterleaved_is_interleaved_written_half_split(impl, case, p, seq_len):
     rope, x = case
+    seq_len = max(seq_len, p + 1)  # L covers every position (apply_rope refuses less)
     apply = require(impl, "apply_rope")
     inter = apply(x, np.array([p, p]), {**rope, "layout": "interleaved"}, seq_len=seq_len)
     deint = apply(x, np.array([p, p]), {**rope, "layout": "deinterleaved"}, seq_len=seq_len)
@@ -131,10 +136,13 @@ def test_deinterleaved_is_interleaved_written_half_split(impl, case, p, seq_len)
 @given(rope_and_vectors(layouts=("half", "interleaved", "deinterleaved")), st.lists(POSITIONS, min_size=1,
                                                                                      max_size=3),
        st.integers(1, 200000))
+@example(case=({"rope_type": "default", "rope_theta": 10000.0, "head_dim": 8, "rotary_dim": 4, "layout": "half"},
+               np.linspace(-1.0, 1.0, 16).reshape(2, 8)), positions=[3, 70000], seq_len=1)  # channels 4-7 pass
 def test_pass_through_channels_are_unchanged(impl, case, positions, seq_len):
     """Channels outside the rotated span come back as they went in: bit for bit in float64, and for a
     lower-precision adapter as the input stored in its dtype (within half an ulp)."""
     rope, x = case
+    seq_len = max(seq_len, max(positions) + 1)  # L covers every position (apply_rope refuses less)
     pos = np.array(positions)
     xs = np.resize(x, (len(pos), rope["head_dim"]))
     y = require(impl, "apply_rope")(xs, pos, rope, seq_len=seq_len)
@@ -146,6 +154,7 @@ def test_pass_through_channels_are_unchanged(impl, case, positions, seq_len):
 def test_deinterleaved_and_interleaved_give_the_same_logits(impl, case, p, seq_len):
     """q and k receive the same permutation, so their dot products agree."""
     rope, x = case
+    seq_len = max(seq_len, p + 1)  # L covers every position (apply_rope refuses less)
     apply = require(impl, "apply_rope")
     inter = apply(x, np.array([p, p]), {**rope, "layout": "interleaved"}, seq_len=seq_len)
     deint = apply(x, np.array([p, p]), {**rope, "layout": "deinterleaved"}, seq_len=seq_len)
@@ -218,7 +227,7 @@ def test_meta_to_hf_weight_permutation_preserves_logits(impl, rope, n_heads, p):
         assert_within(y_hf, y_meta[:, layout_perm(d)], rtol=10 * tol["rtol"], atol=10 * tol["atol"])
 
 
-@given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), st.sampled_from([None, 1, 5000, 10**6]))
+@given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), st.sampled_from([None, 2, 5000, 10**6]))
 def test_frequency_probe_recovers_the_frequencies(impl, rope, seq_len):
     """docs/diagnosis.md: a unit vector in each pair at p = 1 turns by exactly ω_j (all ω ≤ 1 < π, so atan2
     returns it): apply_rope and rope_frequencies must describe the same rotation, pair by pair."""

@@ -43,6 +43,7 @@ from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 from refpos.golden.npy_file import NpyFile
 from refpos.pairs import place_pairs
+from refpos.rope.core import check_seq_len_covers
 from refpos.validation import as_positions
 
 
@@ -122,9 +123,14 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     x = _float_kind(_host(x), "input x")
     if x.ndim < 2 or x.shape[-1] != rope.head_dim:
         raise Unusable(f"input x must be (..., T, head_dim={rope.head_dim}), got shape {tuple(x.shape)}")
+    positions = _positions(positions)
+    try:
+        check_seq_len_covers(rope, seq_len, int(positions.max()) + 1 if positions.size else None, xp=np_ns())
+    except ValueError as exc:
+        raise Unusable(f"--seq-len: {exc}") from None
     if rope.mrope_section is not None:  # positions (3, ..., T), the M-RoPE catalogue (refpos.check.mrope)
-        return _check_mrope(raw, x, _positions(positions), rope, seq_len, dtype, progress)
-    positions = np.broadcast_to(rope_positions_for(x.shape, _positions(positions), rope), x.shape[:-1])
+        return _check_mrope(raw, x, positions, rope, seq_len, dtype, progress)
+    positions = np.broadcast_to(rope_positions_for(x.shape, positions, rope), x.shape[:-1])
     same_shape(raw, x.shape, "the input x")
     import refpos
     from refpos.rope.core import rope_pair_slices, rope_span

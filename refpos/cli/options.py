@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from collections.abc import Callable
 
+from refpos.validation import MAX_EXACT_POSITION, physical_memory
+from refpos.validation import MAX_WIDTH as API_MAX_WIDTH
+
 #: the largest position or length: float64 angles p·ω are exact for integer positions up to 2**53
-MAX_POSITION = 2**53
-#: the largest number of heads, head size, width or bucket count
-MAX_WIDTH = 2**16
+MAX_POSITION = MAX_EXACT_POSITION
+#: the largest number of heads, head size, width or bucket count (the API's bound too)
+MAX_WIDTH = API_MAX_WIDTH
 #: the longest sequence a benchmark runs
 MAX_BENCH_LENGTH = 2**20
 
@@ -128,14 +130,6 @@ def require(parser: argparse.ArgumentParser, check: Constraint) -> None:
     if constraints is None:
         raise TypeError("require() needs a refpos.cli.Parser (its constraints run after parsing)")
     constraints.append(check)
-
-
-def physical_memory() -> int | None:
-    """The machine's memory in bytes (``None`` where the system does not say)."""
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def memory_bytes(what: str, need: int, flags: str) -> str | None:

@@ -24,7 +24,16 @@ from typing import Any
 from refpos.backend import Array, array_namespace, get_xp
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import as_positions, check_bool, check_choice, check_int
+from refpos.validation import (
+    MAX_WIDTH,
+    as_positions,
+    check_bool,
+    check_choice,
+    check_int,
+    check_memory,
+    check_size,
+    same_library,
+)
 
 FORMS = ("causal", "symmetric", "key_index")
 
@@ -63,7 +72,7 @@ def alibi_slopes(n_heads: int, *, xp: Any = None) -> Array:
     [0.0625, 0.00390625, 0.25]
     """
     xp = get_xp(xp)
-    n_heads = check_int("n_heads", n_heads, minimum=1)
+    n_heads = check_size("n_heads", n_heads, maximum=MAX_WIDTH, bytes_each=8, what="float64 slopes")
     return xp.asarray(_slopes_list(n_heads), dtype=xp.float64)
 
 
@@ -80,6 +89,12 @@ def alibi_bias_from_positions(
     """
     check_choice("form", form, FORMS)
     xp = array_namespace(slopes)
+    same_library("q_positions", q_positions, xp)
+    same_library("k_positions", k_positions, xp)
+    q_count = math.prod(q_positions.shape) if hasattr(q_positions, "shape") else len(q_positions)
+    k_count = k_positions.shape[-1] if hasattr(k_positions, "shape") and k_positions.shape else 1
+    check_memory("the ALiBi bias (..., H, Tq, Tk) and its distances, float64", (slopes.shape[0] + 2) * q_count
+                 * k_count * 8, f"{slopes.shape[0]} heads, {q_count} queries and {k_count} keys")
     m = slopes[:, None, None]  # (H, 1, 1)
     rel = relative_positions(q_positions, k_positions)  # (..., Tq, Tk), k - q
     dist = xp.astype(-rel, xp.float64)[..., None, :, :]  # (..., 1, Tq, Tk), i - j
@@ -104,13 +119,15 @@ def alibi_bias(n_heads: int, q_len: int, k_len: int, *, form: str = "causal", xp
     [[-0.0, 0.00390625, 0.0078125], [-0.00390625, -0.0, 0.00390625], [-0.0078125, -0.00390625, -0.0]]
     """
     xp = get_xp(xp)
-    n_heads = check_int("n_heads", n_heads, minimum=1)
+    n_heads = check_size("n_heads", n_heads, maximum=MAX_WIDTH, bytes_each=8, what="float64 slopes")
     q_len = check_int("q_len", q_len, minimum=0)
     k_len = check_int("k_len", k_len, minimum=0)
     check_choice("form", form, FORMS)
     if q_len > k_len:
         raise ValueError(f"q_len must be <= k_len (queries aligned to the end of the keys), got "
                          f"q_len={q_len}, k_len={k_len}")
+    check_memory("the ALiBi bias (n_heads, q_len, k_len) and its distances, float64",
+                 (n_heads + 2) * q_len * k_len * 8, f"n_heads={n_heads}, q_len={q_len}, k_len={k_len}")
     q_positions = xp.arange(k_len - q_len, k_len, dtype=xp.int64)
     k_positions = xp.arange(k_len, dtype=xp.int64)
     return alibi_bias_from_positions(alibi_slopes(n_heads, xp=xp), q_positions, k_positions, form=form)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_bool, check_float
+from refpos.validation import as_positions, check_bool, check_float, same_library
 
 
 def relative_positions(q_positions: Array, k_positions: Array) -> Array:
     """``rel[..., i, j] = k_positions[..., j] - q_positions[..., i]``, shape ``(..., Tq, Tk)``."""
     q_positions = as_positions(q_positions, name="q_positions")
+    same_library("k_positions", k_positions, array_namespace(q_positions))
     k_positions = as_positions(k_positions, name="k_positions", xp=array_namespace(q_positions))
     return k_positions[..., None, :] - q_positions[..., :, None]
 

@@ -26,7 +26,7 @@ from typing import Any
 from refpos.backend import Array, array_namespace, get_xp
 from refpos.encoding import Encoding
 from refpos.pairs import SINUSOID_LAYOUTS, layout_permutation, place_pairs
-from refpos.validation import as_positions, check_choice, check_float, check_int
+from refpos.validation import MAX_WIDTH, as_positions, check_choice, check_float, check_int, check_memory, check_size
 
 #: where sin and cos of frequency k go (the pairings of :mod:`refpos.pairs`)
 LAYOUTS = SINUSOID_LAYOUTS
@@ -37,7 +37,7 @@ SPACINGS = ("paper", "tensor2tensor")
 # sinusoids
 # ----------------------------------------------------------------------------------------------------
 def _check_dim(dim: object) -> int:
-    dim = check_int("dim", dim, minimum=1)
+    dim = check_size("dim", dim, maximum=MAX_WIDTH, bytes_each=8, what="float64 per position")
     if dim % 2:
         raise ValueError(f"dim must be even (dim/2 sin-cos pairs), got {dim}")
     return dim
@@ -124,6 +124,8 @@ def sinusoidal(
     shifted = positions + offset
     if shifted.size and bool(ns.any(shifted < 0)):
         raise ValueError(f"positions + offset must be >= 0, got a minimum of {int(ns.min(shifted))}")
+    check_memory("the sinusoid table and its angles, float64", 2 * math.prod(positions.shape) * dim * 8,
+                 f"{math.prod(positions.shape)} positions of dim {dim}")
     omega = sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=ns)  # (d/2,)
     angles = ns.astype(shifted, ns.float64)[..., None] * omega  # (..., d/2)
     return place_pairs(ns.sin(angles), ns.cos(angles), layout)  # (..., d): (sin, cos) as pair k
@@ -170,6 +172,7 @@ def sinusoidal_shift_matrix(r: int, dim: int, *, base: float = 10000.0, layout: 
     dim = _check_dim(dim)
     r = check_int("r", r)
     check_choice("layout", layout, LAYOUTS)
+    check_memory("the shift matrix (dim, dim) and its blocks, float64", 6 * dim * dim * 8, f"dim={dim}")
     omega = sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=xp)  # (d/2,)
     half = dim // 2
     angle = float(r) * omega  # (d/2,)

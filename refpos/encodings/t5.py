@@ -16,18 +16,18 @@ import math
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import as_positions, check_bool, check_int, floating_array
+from refpos.validation import MAX_EXACT_POSITION, MAX_WIDTH, as_positions, check_bool, check_int, floating_array
 
 
 def check_bucket_args(bidirectional: object, num_buckets: object, max_distance: object) -> tuple[int, int]:
     """Validate and return ``(buckets per direction, max_exact)``."""
     check_bool("bidirectional", bidirectional)
-    num_buckets = check_int("num_buckets", num_buckets, minimum=4 if bidirectional else 2)
+    num_buckets = check_int("num_buckets", num_buckets, minimum=4 if bidirectional else 2, maximum=MAX_WIDTH)
     if bidirectional and num_buckets % 2:
         raise ValueError(f"num_buckets must be even when bidirectional (half per direction), got {num_buckets}")
     per_direction = num_buckets // 2 if bidirectional else num_buckets
     max_exact = per_direction // 2
-    max_distance = check_int("max_distance", max_distance, minimum=1)
+    max_distance = check_int("max_distance", max_distance, minimum=1, maximum=MAX_EXACT_POSITION)
     if max_distance <= max_exact:
         raise ValueError(
             f"max_distance must exceed the exact range max_exact={max_exact} "

@@ -49,6 +49,9 @@ class Resolver:
         self.fields: dict[str, Any] = {}
         self.provenance: dict[str, str] = {}
         self.notes: list[str] = []
+        if cfg.get("model_type") is not None and not isinstance(cfg["model_type"], str):
+            raise TypeError(f"{prefix}model_type must be a string, a transformers model type such as 'llama', got "
+                            f"{type(cfg['model_type']).__name__} {cfg['model_type']!r}")
         written = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
         self.model_type = ALIASES.get(written, written)  # the family's transformers model_type
         self.family: Family | None = family_of(self.model_type)

@@ -60,9 +60,11 @@ import numpy as np
 from refpos.models.families import Family, family_of
 from refpos.models.hf import hf_layer_types, load_hf_config, resolve_rope, text_config_of
 from refpos.rope.config import RopeConfig
-from refpos.validation import check_bool, check_float, check_int
+from refpos.validation import check_bool, check_float, check_int, check_size
 
 _LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+#: the most layers a schedule holds (models have at most a few hundred)
+MAX_LAYERS = 2**16
 #: keys the layer schedule and query scales read (they leave the not-modelled report once resolved)
 _SCHEDULE_KEYS = ("layer_types", "no_rope_layers", "no_rope_layer_interval", "sliding_window_pattern",
                   "global_attn_every_n_layers", "attn_temperature_tuning", "floor_scale", "attn_scale")
@@ -169,8 +171,8 @@ class LayerCountMissing(ValueError):
 
 def _layer_count(cfg: Mapping[str, Any]) -> int:
     for key in _LAYER_COUNT_KEYS:
-        if cfg.get(key) is not None:
-            return check_int(key, cfg[key], minimum=1)
+        if cfg.get(key) is not None:  # the schedule holds a record and list entries per layer (~200 bytes)
+            return check_size(key, cfg[key], maximum=MAX_LAYERS, bytes_each=200, what="layer schedule")
     raise LayerCountMissing("num_hidden_layers: the config does not say how many layers it has "
                      f"(none of {list(_LAYER_COUNT_KEYS)})")
 

@@ -46,7 +46,7 @@ from refpos.pairs import PLACEMENTS as PAIR_PLACEMENTS
 from refpos.pairs import ROPE_LAYOUTS
 from refpos.rope.mrope import check_sections
 from refpos.rope.rules import DYNAMIC_RULES, NTK_RULES, PARAMETERS, ROPE_TYPES, RopeRule, rule_of
-from refpos.validation import check_bool, check_choice, check_float, check_int
+from refpos.validation import MAX_EXACT_POSITION, check_bool, check_choice, check_float, check_int
 
 __all__ = ["DYNAMIC_RULES", "LAYOUTS", "MAX_HEAD_DIM", "NTK_RULES", "PLACEMENTS", "ROPE_TYPES", "RopeConfig"]
 
@@ -143,7 +143,7 @@ class RopeConfig:
         self._resolve_rotary(rule, head_dim)
         if self.max_position_embeddings is not None:
             self._set("max_position_embeddings", check_int("max_position_embeddings", self.max_position_embeddings,
-                                                           minimum=1))
+                                                           minimum=1, maximum=MAX_EXACT_POSITION))
         for name, reason in rule.required:
             if getattr(self, name) is None:
                 raise ValueError(f"{name} is required for rope_type {rule.name!r}" + (f" ({reason})" if reason else ""))

@@ -64,6 +64,7 @@ from refpos.validation import (
     check_broadcasts_to,
     check_frequencies,
     floating_array,
+    same_library,
 )
 
 
@@ -78,8 +79,28 @@ def resolve_frequencies(rope: RopeConfig, positions: Array, seq_len: int | None,
                  frequencies: tuple[Array, float] | None, xp: ModuleType) -> tuple[Array, float]:
     if frequencies is not None:
         return check_frequencies(frequencies, rope.n_pairs, xp)
-    seq_len = check_seq_len(seq_len)
-    return rope_frequencies(rope, seq_len=seq_len_of(positions) if seq_len is None else seq_len, xp=xp)
+    seq_len, needed = check_seq_len(seq_len), seq_len_of(positions)
+    resolved = rope_frequencies(rope, seq_len=needed if seq_len is None else seq_len, xp=xp)
+    check_seq_len_covers(rope, seq_len, needed, resolved, xp)
+    return resolved
+
+
+def check_seq_len_covers(rope: RopeConfig, seq_len: int | None, needed: int | None,
+                         resolved: tuple[Array, float] | None = None, xp: ModuleType | None = None) -> None:
+    """``ValueError`` when ``seq_len`` is below ``needed = max(positions) + 1`` and the rule's frequencies at
+    ``seq_len`` (``resolved``, computed here when not given) differ from those at ``needed``: the rule reads the
+    sequence length L (dynamic NTK as transformers computes it, LongRoPE's factor choice), and HF's L,
+    ``max(position_ids) + 1``, covers every position. Where both lengths give the same ω and A, nothing
+    depends on the difference and nothing is refused."""
+    if seq_len is None or needed is None or seq_len >= needed:
+        return
+    inv, factor = resolved if resolved is not None else rope_frequencies(rope, seq_len=seq_len, xp=xp)
+    inv_needed, factor_needed = rope_frequencies(rope, seq_len=needed, xp=xp)
+    ns = array_namespace(inv)
+    if factor != factor_needed or not bool(ns.all(inv == ns.asarray(inv_needed))):
+        raise ValueError(f"seq_len must be >= max(positions) + 1 = {needed} for rope_type {rope.rope_type!r}, got "
+                         f"seq_len={seq_len}: its frequencies depend on the sequence length L, which covers every "
+                         "position (HF's L = max(position_ids) + 1); a shorter L gives other frequencies")
 
 
 def pair_cos_sin(positions: Array, inv_freq: Array, attention_factor: float, *,
@@ -161,6 +182,7 @@ def prepare_inputs(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, A
     if x.ndim < 1 or x.shape[-1] != rope.head_dim:
         raise ValueError(f"x must have head_dim={rope.head_dim} channels on its last axis, got shape "
                          f"{tuple(x.shape)}")
+    same_library("positions", positions, xp)  # x's library: refpos moves no array between libraries
     positions = rope_positions(positions, rope.mrope_section, xp=xp)
     single = x.ndim == 1
     if single:

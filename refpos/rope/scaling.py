@@ -21,10 +21,13 @@ Examples
 
 from __future__ import annotations
 
+import math
 import numbers
 from types import ModuleType
 
-from refpos.backend import Array, get_xp
+import numpy as np
+
+from refpos.backend import Array, array_namespace, get_xp
 from refpos.rope.config import RopeConfig
 from refpos.rope.rules import RULES, Float64
 from refpos.rope.rules import ntk as ntk_rules
@@ -77,7 +80,26 @@ def rope_frequencies(
     rope = check_rope_config(rope)
     seq_len = check_seq_len(seq_len)
     rule, ar = RULES[rope.rope_type], Float64(get_xp(xp))
-    return rule.inv_freq(rope, seq_len, ar), float(rule.attention_factor(rope, seq_len, ar))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # an overflow is refused just below
+        resolved = rule.inv_freq(rope, seq_len, ar), float(rule.attention_factor(rope, seq_len, ar))
+    return check_resolved(rope, *resolved)
+
+
+def check_resolved(rope: RopeConfig, inv_freq: Array, factor: float) -> tuple[Array, float]:
+    """``(inv_freq, factor)`` if every frequency is finite and the attention factor finite and > 0; else a
+    ``ValueError`` naming the rule and the first value that is not (a ``short_factor`` of 1e-320 gives
+    ``ω = inf``, a ``factor`` of 1e308 an overflowing base)."""
+    xp = array_namespace(inv_freq)
+    finite = xp.isfinite(inv_freq)
+    if not bool(xp.all(finite)):
+        j = int(xp.argmin(xp.astype(finite, xp.int8)))
+        raise ValueError(f"rope_type {rope.rope_type!r} resolves the inverse frequency ω[{j}] to "
+                         f"{float(inv_freq[j])!r}: every resolved frequency must be finite (a parameter of the rule "
+                         "overflows float64 or divides by nearly 0)")
+    if not (math.isfinite(factor) and factor > 0):
+        raise ValueError(f"rope_type {rope.rope_type!r} resolves the attention factor to {factor!r}: it must be "
+                         "finite and > 0")
+    return inv_freq, factor
 
 
 def attention_factor(rope: RopeConfig, seq_len: int | None = None) -> float:

@@ -35,6 +35,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "refpos.pairs": (0, "base"),
     "refpos.inputs": (0, "base"),
     "refpos.installed": (0, "base"),
+    "refpos.directory": (0, "base"),
     "refpos.core": (1, "core"),
     "refpos.encodings": (2, "encodings"),
     "refpos.rope": (2, "rope"),

@@ -136,7 +136,7 @@ def test_a_file_in_the_way_that_no_manifest_lists_is_not_overwritten(tmp_path, c
     assert mine.read_bytes() == b"mine" and verify(out) == []
 
 
-# -------------------------------------------------------------------- another model's goldens (issue 32.5)
+# -------------------------------------------------------------------- another model's goldens
 def test_another_models_goldens_are_replaced_only_with_force(tmp_path, capsys):
     out = tmp_path / "out"
     assert _model(tmp_path, out) == 0

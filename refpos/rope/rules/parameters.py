@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from refpos.validation import check_bool, check_choice, check_float, check_int
+from refpos.validation import MAX_EXACT_POSITION, check_bool, check_choice, check_float, check_int
 
 #: dynamic NTK: transformers' per-call rule, or vLLM's single static base at L = factor·L_max
 DYNAMIC_RULES = ("hf", "vllm_static")
@@ -49,7 +49,7 @@ def non_negative(name: str, value: Any) -> float:
 
 
 def length(name: str, value: Any) -> int:
-    return check_int(name, value, minimum=1)
+    return check_int(name, value, minimum=1, maximum=MAX_EXACT_POSITION)  # a position float64 holds exactly
 
 
 def positive_list(name: str, value: Any) -> tuple[float, ...]:

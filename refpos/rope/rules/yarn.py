@@ -13,6 +13,7 @@ in transformers' order of operations (the vector tests pin its float64 bits).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -104,6 +105,11 @@ def check_ramp(rope: Config) -> Mapping[str, Any]:
     if rope.beta_fast < rope.beta_slow:
         raise ValueError(f"beta_fast must be >= beta_slow, got beta_fast={rope.beta_fast}, "
                          f"beta_slow={rope.beta_slow}")
+    for name in ("beta_fast", "beta_slow"):  # pair_at needs L0 / (2π·β) finite and > 0
+        beta = getattr(rope, name)
+        if not 0 < rope.original_max_position_embeddings / (2 * math.pi * beta) < math.inf:
+            raise ValueError(f"{name} must be a rotation count whose 2π·{name} is finite and > 0 (YaRN's pair index "
+                             f"d·ln(L0 / (2π·β)) / (2 ln θ)), got {beta!r}")
     return {}
 
 
