@@ -88,6 +88,12 @@ def check_size(name: str, value: object, *, maximum: int, bytes_each: int, what:
     return count
 
 
+def element_count(value: Any) -> int:
+    """How many elements an array (its shape's product, nothing read) or a nested list holds."""
+    shape = getattr(value, "shape", None)
+    return math.prod(shape) if shape is not None else math.prod(np.shape(value))
+
+
 def check_memory(what: str, nbytes: int, given: str) -> None:
     """``ValueError`` when an allocation of ``nbytes`` (what the arguments ``given`` ask for) exceeds the machine's
     memory: named and sized before anything is allocated, instead of a MemoryError or a machine that swaps."""

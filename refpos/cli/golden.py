@@ -139,8 +139,10 @@ def _run(args: argparse.Namespace) -> int:
         if args.strict and report:
             raise ValueError(f"strict: not modelled: {sorted(report)} (without --strict the cases are written "
                              "and the gaps listed)")
-        cases = finite_cases(model_cases(config, name, positions=None if positions is None else np.asarray(positions),
-                                         seq_len=args.seq_len, max_position=args.max_position))
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused by finite_cases, not warned
+            cases = finite_cases(model_cases(config, name, positions=None if positions is None else
+                                             np.asarray(positions), seq_len=args.seq_len,
+                                             max_position=args.max_position))
         source = {**model_source(config, name, positions, args.seq_len, args.max_position), "not_modelled": report}
         entries = write_cases(args.out, cases, title=f"refpos golden RoPE cases for {name}",
                               certify=not args.no_certify, source=source, force=args.force)

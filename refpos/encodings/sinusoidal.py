@@ -26,7 +26,16 @@ from typing import Any
 from refpos.backend import Array, array_namespace, get_xp
 from refpos.encoding import Encoding
 from refpos.pairs import SINUSOID_LAYOUTS, layout_permutation, place_pairs
-from refpos.validation import MAX_WIDTH, as_positions, check_choice, check_float, check_int, check_memory, check_size
+from refpos.validation import (
+    MAX_WIDTH,
+    as_positions,
+    check_choice,
+    check_float,
+    check_int,
+    check_memory,
+    check_size,
+    element_count,
+)
 
 #: where sin and cos of frequency k go (the pairings of :mod:`refpos.pairs`)
 LAYOUTS = SINUSOID_LAYOUTS
@@ -119,13 +128,13 @@ def sinusoidal(
     dim = _check_dim(dim)
     check_choice("layout", layout, LAYOUTS)
     offset = check_int("offset", offset)
+    count = element_count(positions)  # before as_positions reads them: 2**40 of them take long to read
+    check_memory("the sinusoid table and its angles, float64", 2 * count * dim * 8, f"{count} positions of dim {dim}")
     positions = as_positions(positions, xp=xp, allow_negative=offset > 0)
     ns = array_namespace(positions)
     shifted = positions + offset
     if shifted.size and bool(ns.any(shifted < 0)):
         raise ValueError(f"positions + offset must be >= 0, got a minimum of {int(ns.min(shifted))}")
-    check_memory("the sinusoid table and its angles, float64", 2 * math.prod(positions.shape) * dim * 8,
-                 f"{math.prod(positions.shape)} positions of dim {dim}")
     omega = sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=ns)  # (d/2,)
     angles = ns.astype(shifted, ns.float64)[..., None] * omega  # (..., d/2)
     return place_pairs(ns.sin(angles), ns.cos(angles), layout)  # (..., d): (sin, cos) as pair k
