@@ -1,7 +1,7 @@
 """Fuzzing what refpos does with golden directories and candidates it did not make: verify, the writer, check.
 
 Three Hypothesis properties, each derandomized (one fixed sequence of examples, the same in CI and on every
-machine) with a fixed number of examples and a deadline per example (the time budget: measured 8 s for the
+machine) with a fixed number of examples and a deadline per example (the time budget: measured 10 s for the
 three together on a 2-core machine shared with other work, load average 12):
 
 * **verify is verified**: any change of a case that regeneration does not reproduce (a field, a tolerance, an
