@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from refpos.inputs import KINDS, InputError, read_open_file
+from refpos.inputs import InputError, read_open_file, regular_file
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -182,15 +182,7 @@ class Directory:
                 raise MissingFile(f"{shown}: missing (no such file)") from None
             except OSError as exc:
                 raise InputError(self._refusal(parent, last, shown, exc, what)) from None
-        try:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                kind = KINDS.get(stat.S_IFMT(mode), "not a regular file")
-                raise InputError(f"{shown}: is {kind}; refpos reads a {what} only from a regular file")
-            return os.fdopen(fd, "rb")
-        except BaseException:
-            os.close(fd)
-            raise
+        return regular_file(fd, shown, what)
 
     def read_bytes(self, rel: str, *, what: str = "file", max_bytes: int) -> bytes:
         """The bytes of the regular file ``rel`` (at most ``max_bytes``), read once from one descriptor."""

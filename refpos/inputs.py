@@ -86,6 +86,12 @@ def open_regular(path: str | os.PathLike[str], *, what: str = "file") -> BinaryI
         raise InputError(f"{name}: is a directory, not a {what}") from None
     except OSError as exc:
         raise InputError(f"{name}: cannot open the {what} ({exc.strerror or exc})") from None
+    return regular_file(fd, name, what)
+
+
+def regular_file(fd: int, name: str, what: str = "file") -> BinaryIO:
+    """The open descriptor ``fd`` as a binary file if ``fstat`` says it is a regular file; else it is closed
+    and :class:`InputError` names what it is (a FIFO, a device, a socket, a directory)."""
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

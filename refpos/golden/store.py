@@ -239,7 +239,7 @@ def replace_directory(root: str | os.PathLike[str], manifest: dict[str, Any], fi
                       force: bool = False, hook: Hook | None = None) -> None:
     """Make ``root`` hold ``manifest`` (``manifest.json``) and ``files`` (relative path → bytes): see the
     module docstring for what is refused and why an interruption leaves a verifying directory."""
-    path = os.fspath(root)
+    path = os.path.normpath(os.fspath(root))  # "out/" names the same entry as "out"
     if os.path.islink(path):
         raise StoreError(f"{path}: is a symlink; give the directory it points to as --out")
     try:

@@ -13,7 +13,6 @@ import io
 import json
 import os
 import shutil
-import threading
 import tracemalloc
 from pathlib import Path
 
@@ -27,35 +26,13 @@ from refpos.golden import manifest as golden
 from refpos.golden.npy import NpyError, npy_bytes, parse_npy, read_npy, read_npy_header, sha256_file
 from refpos.golden.rope_cases import layout_cases
 from refpos.models.hf import from_hf_config, load_hf_config
+from refpos.tests.hostile import bounded, edit_manifest, exit_2
 
 CASE = layout_cases()[0].id
 
 
-def _bounded(call, seconds: float = 20.0):
-    """Run ``call`` in a thread; fail (instead of hanging the suite) if it has not returned in time."""
-    box: dict = {}
-
-    def target():
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # handed to the test thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s (blocked on a FIFO?)"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
-
-
-def _one_line_exit_2(argv, capsys):
-    code = _bounded(lambda: main(argv))
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    return err
+_bounded = bounded
+_one_line_exit_2 = exit_2
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +49,7 @@ def gdir(small_golden, tmp_path) -> Path:
     return root
 
 
-def _edit(root: Path, change) -> None:
-    path = root / "manifest.json"
-    manifest = json.loads(path.read_text(encoding="utf8"))
-    change(manifest)
-    path.write_text(json.dumps(manifest), encoding="utf8")
+_edit = edit_manifest
 
 
 def _primary(manifest: dict) -> dict:

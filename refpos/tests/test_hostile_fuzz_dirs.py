@@ -38,21 +38,19 @@ import refpos
 from refpos.cli import main
 from refpos.golden import generate, store
 from refpos.golden import manifest as golden
-from refpos.golden.generate import model_source, verify
+from refpos.golden.generate import verify
 from refpos.golden.npy import npy_bytes
-from refpos.golden.rope_cases import model_cases
+from refpos.tests.hostile import MODEL as CONFIG
+from refpos.tests.hostile import write_model
 from refpos.tests.test_hostile_fuzz import npy_files
 
 FUZZ = settings(max_examples=40, deadline=timedelta(seconds=10), derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-CONFIG = {"model_type": "llama", "rope_theta": 10000.0, "head_dim": 8, "hidden_size": 32, "num_attention_heads": 4,
-          "max_position_embeddings": 64}
 POSITIONS = [0, 1, 7, 40]
 
 
 def _write(root: Path, name: str = "toy", positions: list[int] = POSITIONS) -> None:
-    cases = model_cases(CONFIG, name, positions=np.asarray(positions))
-    golden.write_cases(root, cases, title=name, certify=False, source=model_source(CONFIG, name, positions, None))
+    write_model(root, CONFIG, name, positions)
 
 
 @pytest.fixture(scope="module")

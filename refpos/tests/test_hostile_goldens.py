@@ -21,26 +21,21 @@ import pytest
 
 from refpos.cli import main
 from refpos.golden import manifest as golden
-from refpos.golden.generate import model_source
 from refpos.golden.npy import npy_bytes, read_npy
-from refpos.golden.rope_cases import model_cases
 from refpos.pairs import place_pairs
+from refpos.tests.hostile import MODEL, edit_manifest, write_model
 
-MODEL = {"model_type": "llama", "rope_theta": 10000.0, "head_dim": 8, "hidden_size": 32, "num_attention_heads": 4,
-         "max_position_embeddings": 64}
 INTERLEAVED = {**MODEL, "model_type": "gptj", "rotary_dim": 8, "n_embd": 32, "n_head": 4}
 POSITIONS = [0, 1, 7, 40]
 
 
-def _write_model(root: Path, config: dict = MODEL) -> Path:
-    cases = model_cases(config, "toy", positions=np.asarray(POSITIONS))
-    golden.write_cases(root, cases, title="toy", certify=False, source=model_source(config, "toy", POSITIONS, None))
-    return root
+_write_model = write_model
+_edit = edit_manifest
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
-    return _write_model(tmp_path_factory.mktemp("model") / "g")
+    return write_model(tmp_path_factory.mktemp("model") / "g")
 
 
 @pytest.fixture
@@ -48,14 +43,6 @@ def gdir(model_dir, tmp_path) -> Path:
     root = tmp_path / "g"
     shutil.copytree(model_dir, root)
     return root
-
-
-def _edit(root: Path, change) -> dict:
-    path = root / "manifest.json"
-    manifest = json.loads(path.read_text(encoding="utf8"))
-    change(manifest)
-    path.write_text(json.dumps(manifest), encoding="utf8")
-    return manifest
 
 
 def _case(manifest: dict, suffix: str) -> dict:

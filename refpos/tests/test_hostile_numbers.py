@@ -13,38 +13,21 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import refpos
-from refpos.cli import main
 from refpos.golden.rope_cases import model_cases
+from refpos.tests.hostile import bounded, exit_2
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BASE = {"model_type": "llama", "rope_theta": 10000.0, "head_dim": 8, "hidden_size": 32, "num_attention_heads": 4,
         "max_position_embeddings": 64}
 
 
-def _bounded(call, seconds: float = 20.0):
-    """``call()`` in a thread; fail instead of hanging the suite (``alibi_slopes(2**40)`` never returned)."""
-    box: dict = {}
-
-    def run():
-        try:
-            box["value"] = call()
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+_bounded = bounded
 
 
 def _config(tmp_path: Path, config: dict, text: str | None = None) -> str:
@@ -53,12 +36,7 @@ def _config(tmp_path: Path, config: dict, text: str | None = None) -> str:
     return str(path)
 
 
-def _exit_2(argv, capsys) -> str:
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    return err
+_exit_2 = exit_2
 
 
 # ------------------------------------------------------------------------------ sizes the CLI caps, in the API
