@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from refpos.check.case import check_case
 from refpos.check.run import (
     Unusable,
     check_alibi,
-    check_case,
     check_deberta,
     check_rope,
     check_sinusoid,

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import refpos
 from refpos.check import stream, tables_stream
-from refpos.check.run import check_case, check_deberta
+from refpos.check.case import check_case
+from refpos.check.run import check_deberta
 from refpos.check.tables import truncated_deberta_buckets
 from refpos.cli import main
 from refpos.golden.compare import compare
