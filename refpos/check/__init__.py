@@ -2,8 +2,8 @@
 
 :mod:`~refpos.check.catalogue` is the one catalogue of known mistakes (ids shared with the spec suite's
 mutants), :mod:`~refpos.check.run` compares (:mod:`~refpos.check.case` a golden case's output),
-:mod:`~refpos.check.diagnosis` holds the RoPE mistakes and the matching machinery, :mod:`~refpos.check.tables` the mistakes of the table encodings (ALiBi, T5, DeBERTa
-buckets, sinusoids).
+:mod:`~refpos.check.diagnosis` holds the RoPE mistakes and the matching machinery, :mod:`~refpos.check.tables`
+the mistakes of the table encodings (ALiBi, T5, DeBERTa buckets, sinusoids).
 """
 
 from refpos.check.case import check_case
