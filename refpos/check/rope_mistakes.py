@@ -193,9 +193,10 @@ def longrope_factor_swap(call: RopeCall, ctx: Context) -> list[Variant]:
         return []
     orig = call.rope.original_max_position_embeddings
     other_len, branch = (orig, "short") if call.seq_len > orig else (orig + 1, "long")
+    covers = other_len > ctx.max_position  # a reference at that L exists only where L covers every position
     return [Variant(f"equals the reference computed with the {branch} factors (seq_len {other_len}); HF uses long "
                     f"factors iff seq_len > {orig}, here seq_len = {call.seq_len}", call.at_length(other_len),
-                    reverse="longrope_factor_swap")]
+                    reverse="longrope_factor_swap" if covers else None)]
 
 
 def yarn_truncation(call: RopeCall, ctx: Context) -> list[Variant]:
