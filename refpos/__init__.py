@@ -82,7 +82,15 @@ from refpos.rope import (
 
 # --- a model's positions from its config.json ---
 # isort: split
-from refpos.models import UnknownFamilyWarning, from_hf_config, hf_layer, hf_layer_types, hf_layers
+from refpos.models import (
+    ModelPositions,
+    UnknownFamilyWarning,
+    from_hf_config,
+    hf_layer,
+    hf_layer_types,
+    hf_layers,
+    model_positions,
+)
 
 __version__ = "0.1.0"
 
@@ -100,6 +108,7 @@ __all__ = [
     "DynamicNTKState",
     "Encoding",
     "LearnedAbsolute",
+    "ModelPositions",
     "NoPE",
     "Rope",
     "RopeConfig",
@@ -144,6 +153,7 @@ __all__ = [
     "kerple_bias",
     "learned_lookup",
     "merge_heads",
+    "model_positions",
     "permute_qk_heads",
     "relative_positions",
     "repeat_kv",

@@ -26,7 +26,8 @@ from typing import Any
 from refpos.backend import to_numpy
 from refpos.cli.options import LENGTH, help_with
 from refpos.models.hf import from_hf_config, hf_layer_types
-from refpos.models.layers import LayerCountMissing, LayerSchedule, hf_layers
+from refpos.models.layers import LayerSchedule, hf_layers
+from refpos.models.schedule import LayerCountMissing
 from refpos.rope.config import RopeConfig
 from refpos.rope.scaling import rope_frequencies, softmax_multiplier
 
@@ -87,7 +88,7 @@ def _schedule_json(schedule: LayerSchedule, seq_len: int | None) -> dict[str, An
     return {
         "layers": schedule.summary(),
         "kinds": {f"{t or 'all'}/{kind}": indices for (t, kind), indices in schedule.kinds().items()},
-        "query_scale": {str(layer.index): list(layer.scale) for layer in schedule if layer.scale},
+        "query_scale": {str(layer.index): layer.scale.as_dict() for layer in schedule if layer.scale},
         "ropes": ropes,
         "not_modelled": dict(schedule.not_modelled),
         "complete": schedule.complete,
@@ -102,8 +103,10 @@ def _schedule_text(data: dict[str, Any], title: str) -> str:
         lines.append(f"  {kind}: layers {_ranges(indices)}")
     scaled = data["query_scale"]
     if scaled:
-        rule = next(iter(scaled.values()))
-        lines.append(f"  query scale {rule[0]} ({rule[1]!r}, {rule[2]!r}) on {len(scaled)} layers")
+        rule = dict(next(iter(scaled.values())))
+        name = rule.pop("rule")
+        shown = ", ".join(f"{k}={v!r}" for k, v in rule.items())
+        lines.append(f"  query scale {name} ({shown}) on {len(scaled)} layers")
     for key, summary in data["ropes"].items():
         summary = {**summary, "notes": []}  # the notes are printed once, in the report below
         lines.append(_text(summary, f"  RoPE [{key}]").replace("\n", "\n  ").rstrip())

@@ -36,7 +36,7 @@ from refpos.golden.cases import In, Param, as_xp, call, rng_for, to_np
 from refpos.golden.entries import tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
 from refpos.golden.rope_builders import apply_case, cos_sin_case
-from refpos.models.layers import LayerCountMissing
+from refpos.models.schedule import LayerCountMissing
 from refpos.pairs import split_pairs
 from refpos.rope.scaling import softmax_multiplier
 
@@ -219,7 +219,7 @@ def layer_kind_cases(config: dict[str, Any], name: str, positions: np.ndarray | 
         magnitude = np.maximum(float(factor) * np.sqrt(2) * np.abs(x).max(-1), np.abs(x).max(-1)) * scale
         parameters = {"model": name, "layer_type": layer_type, "kind": kind, "layers": indices,
                       "schedule": schedule.summary(), "not_modelled": dict(schedule.not_modelled),
-                      "query_scale": None if layer.scale is None else list(layer.scale), "seq_len": length,
+                      "query_scale": None if layer.scale is None else layer.scale.as_dict(), "seq_len": length,
                       "rope": None if layer.rope is None else portable_params(layer.rope)}
         cases.append(Case(key, "rope", None,
                           f"{name}: the query of its {kind} layers ({len(indices)} of {len(schedule)}) at the "

@@ -3,9 +3,12 @@
 A config.json says ``rope_theta`` and ``rope_scaling``; it does not say whether the model rotates
 half-split or interleaved pairs, which layers rotate at all, or whether the query is scaled by position.
 Those are fixed by the model's code. The table is data, ``refpos/models/data/families.toml``: one row per
-transformers ``model_type`` whose modeling code has a text RoPE module, each row citing the file (under
-``transformers/models/``, transformers 5.24) and the function it was read from. This module reads it,
-checks every value against its rule set and serves the rows. The columns:
+transformers ``model_type`` whose attention has a positional encoding refpos knows, or none at all, each row
+citing the file (under ``transformers/models/``, transformers 5.24) and the function it was read from. This
+module reads it, checks every value against its rule set and serves the rows. The columns of the encoding,
+the stacks and the facts of the encodings other than RoPE (``encoding``, ``stacks``, ``switch``, ``alibi``,
+``t5``, ``learned``, ``sinusoidal``, ``encoder``, ``decoder``) are :mod:`refpos.models.facts`'; the RoPE
+columns (``layout`` is required where a stack can have RoPE):
 
 ``layout``
     ``"half"`` (``rotate_half`` with ``x[..., :d/2]``, ``cat(freqs, freqs)``), ``"interleaved"`` (``rotate_half``
@@ -20,15 +23,25 @@ checks every value against its rule set and serves the rows. The columns:
     ``sliding_window`` is null). :mod:`refpos.models.layers` evaluates them.
 ``layer_pattern``
     How the model's config class fills an absent ``layer_types`` (a :class:`LayerPattern`): every ``n``-th
-    layer ``full_attention`` (``n`` read from ``key``, default ``every``), or the layers a config key lists
-    (``indices``; ``absent``: the type of every layer when that key is missing); the others are ``other``
-    (default ``sliding_attention``).
+    layer ``full_attention`` (``n`` read from ``key``, default ``every``; with ``offset = r`` the layers with
+    ``i % n == r``, default ``n - 1``, ``r`` read from ``offset_key`` when set, from layer ``start`` on), the
+    layers a config key lists (``indices``, dotted for a nested key, ``one_based`` when the list counts from
+    1; ``absent``: the type of every layer when that key is missing), or one character per layer in a string
+    key (``chars = {M = "mamba", …}`` with ``key``); the others are ``other`` (default ``sliding_attention``).
+``types_key``
+    The config key holding the layer types when it is not ``layer_types`` (Nemotron-H: ``layers_block_type``).
+``count``
+    ``"layer_types"``: the number of layers is the length of the layer types (the layer-count key is ignored, as
+    the config class does).
+``width_factor``
+    The attention's input is this many times the hidden width (Zamba2's shared attention runs on
+    ``[hidden; embeddings]``: 2), so its head size is ``width_factor · hidden_size / num_attention_heads``.
 ``no_attention``
     Layer types without attention, and so without positions (Mamba, linear attention, convolutions), with
     the kind the schedule names them by: Qwen3-Next's ``linear_attention`` layers are ``"linear"``.
 ``query_scale``
-    A position-dependent multiplier of the query: ``"llama4_temperature"`` (Llama 4's NoPE layers) or
-    ``"llama_4_scaling_beta"`` (every layer, Ministral-3); see :mod:`refpos.models.layers`.
+    A position-dependent multiplier of the query, the name of a rule of :mod:`refpos.models.query_scales`:
+    ``"llama4_temperature"`` (Llama 4's NoPE layers) or ``"llama_4_scaling_beta"`` (every layer, Ministral-3).
 ``placement``
     Where the code puts the rotated channels when the config does not say (otherwise: first, or last for
     ``qk_rope_head_dim`` MLA configs).
@@ -43,9 +56,11 @@ checks every value against its rule set and serves the rows. The columns:
     Something the code does with positions that refpos does not model; reported as not modelled.
 
 The layouts were read from each file's rotate / apply functions; the other columns from the attention
-``forward`` and the config classes of the families that differ. A ``model_type`` missing from the table
-resolves with the layout ``"half"`` and RoPE on every layer *assumed*: the resolution says so (not
-modelled) and :func:`warn_assumed` issues an :class:`UnknownFamilyWarning`.
+``forward``, the position-embedding modules and the config classes of the families that differ. For a
+``model_type`` missing from the table, :func:`refpos.from_hf_config` resolves the layout ``"half"`` and RoPE
+on every layer *assumed* (the resolution says so, not modelled, and :func:`warn_assumed` issues an
+:class:`UnknownFamilyWarning`); :func:`refpos.model_positions` resolves only what the config states and
+reports the rest as unknown.
 
 Examples
 --------
@@ -53,25 +68,32 @@ Examples
 ('interleaved', 'deepseek_v3')
 >>> dict(family_of("qwen3_next").no_attention)
 {'linear_attention': 'linear'}
+>>> family_of("bart").stacks, family_of("bart").stack("encoder").learned.offset
+('encoder-decoder', 2)
 """
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 import warnings
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from typing import Any
 
+from refpos.models import query_scales
+from refpos.models.facts import ENCODINGS, FACT_TABLES, STACKS, StackFacts, Switch, read_stack, read_switch
 from refpos.pairs import PARTIAL_PLACEMENTS
 
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
 LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window")
-QUERY_SCALES = ("llama4_temperature", "llama_4_scaling_beta")
 ROPE_DICT_RULES = ("ntk_alpha", "longrope_mscale")
 PLACEMENTS = PARTIAL_PLACEMENTS
 #: ``<dir>/modeling_<name>.py: <function>[, <function or Class.method>]``
+#: the source of a row built from conventions a caller states (``refpos.model_positions(assume=…)``)
+STATED = "stated by the caller"
 #: where the table lives, as error messages name it
 TABLE_PATH = "refpos/models/data/families.toml"
 SOURCE_FORM = re.compile(r"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: \w+(\.\w+)?(, \w+(\.\w+)?)*")
@@ -91,12 +113,26 @@ class LayerPattern:
     other: str = "sliding_attention"
     #: with ``indices``: the type of every layer when the config lacks that key
     absent: str | None = None
+    #: with ``every``: layer ``i`` is ``full_attention`` when ``i % every == offset`` (default ``every - 1``)
+    offset: int | None = None
+    #: with ``every``: the config key holding ``offset`` (Jamba: ``attn_layer_offset``)
+    offset_key: str | None = None
+    #: with ``every``: the layers below it are ``other``
+    start: int = 0
+    #: with ``indices``: the list counts layers from 1
+    one_based: bool = False
+    #: with ``key``: one character per layer, mapped to its type
+    chars: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        if (self.every is None) == (self.indices is None) or (self.every is not None and self.every < 1) \
-                or (self.indices is not None and self.key is not None) or (self.absent and self.indices is None):
-            raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key) or indices = key "
-                             f"(with an optional absent), got {self}")
+        forms = (self.every is not None) + (self.indices is not None) + bool(self.chars)
+        if forms != 1 or (self.every is not None and self.every < 1) \
+                or (self.indices is not None and self.key is not None) or (self.absent and self.indices is None) \
+                or (self.chars and self.key is None) or (self.offset is not None and self.every is None) \
+                or (self.offset is not None and not 0 <= self.offset < self.every) or self.start < 0 \
+                or (self.one_based and self.indices is None) or (self.offset_key and self.every is None):
+            raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key, offset, start), "
+                             f"indices = key (with an optional absent, one_based) or chars with key, got {self}")
 
 
 @dataclass(frozen=True)
@@ -104,8 +140,8 @@ class Family:
     """One row of the family table (see the module docstring for the columns)."""
 
     model_type: str
-    layout: str
     source: str
+    layout: str | None = None
     rope_layers: str = "all"
     layer_pattern: LayerPattern | None = None
     no_attention: tuple[tuple[str, str], ...] = ()
@@ -114,31 +150,75 @@ class Family:
     rope_dict: frozenset[str] = frozenset()
     multi_axis: bool = False
     unmodelled: str | None = None
+    #: the encoding and facts of every stack unless ``encoder`` / ``decoder`` override them
+    positions: StackFacts = field(default_factory=StackFacts)
+    stacks: str = "decoder"
+    encoder: StackFacts | None = None
+    decoder: StackFacts | None = None
+    switch: Switch | None = None
+    types_key: str = "layer_types"
+    count: str | None = None
+    width_factor: int = 1
 
     def __post_init__(self) -> None:
-        checks = {"layout": self.layout in LAYOUT_RULES, "rope_layers": self.rope_layers in LAYER_RULES,
-                  "query_scale": self.query_scale in (None, *QUERY_SCALES),
+        checks = {"layout": self.layout in (None, *LAYOUT_RULES) and (self.layout is not None or not self.has_rope),
+                  "rope_layers": self.rope_layers in LAYER_RULES,
+                  "query_scale": self.query_scale in (None, *query_scales.QUERY_SCALES),
                   "placement": self.placement in (None, *PLACEMENTS),
                   "rope_dict": self.rope_dict <= set(ROPE_DICT_RULES),
-                  "source": bool(SOURCE_FORM.fullmatch(self.source))}
+                  "source": self.source == STATED or bool(SOURCE_FORM.fullmatch(self.source)),
+                  "stacks": self.stacks in STACKS,
+                  "count": self.count in (None, "layer_types"),
+                  "encoder": self.encoder is None or "encoder" in STACKS.get(self.stacks, ()),
+                  "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
+                  "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1}
         wrong = [name for name, ok in checks.items() if not ok]
         if wrong:
             raise ValueError(f"family {self.model_type!r}: column {wrong[0]} holds a value outside its rule set "
                              f"({getattr(self, wrong[0])!r})")
 
+    def stack(self, name: str) -> StackFacts:
+        """The encoding and facts of stack ``name`` (``"decoder"`` or ``"encoder"``)."""
+        override = {"encoder": self.encoder, "decoder": self.decoder}.get(name)
+        return override if override is not None else self.positions
+
+    @property
+    def encodings(self) -> frozenset[str]:
+        """Every encoding a stack of this family can have (its switch included)."""
+        found = {self.stack(name).encoding for name in STACKS.get(self.stacks, ())}
+        return frozenset(found | ({enc for _, enc in self.switch.values} if self.switch else set()))
+
+    @property
+    def has_rope(self) -> bool:
+        return "rope" in self.encodings
+
     @property
     def is_default(self) -> bool:
         """True when the row says nothing beyond refpos's defaults (half layout, RoPE on every layer)."""
-        return self == Family(self.model_type, "half", self.source)
+        return self == Family(self.model_type, self.source, "half")
+
+    def switched(self, cfg: Mapping[str, Any], encoding: str) -> tuple[str | None, str]:
+        """The encoding the row's switch key chooses in ``cfg`` (``encoding`` without a switch; ``None`` for a
+        value the row does not list) and the value as JSON text (``"true"``, ``"nope"``)."""
+        if self.switch is None:
+            return encoding, ""
+        value: Any = cfg
+        for part in self.switch.key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        text = self.switch.absent if value is None else (value if isinstance(value, str) else json.dumps(value))
+        return dict(self.switch.values).get(text), text
 
     def no_attention_kind(self, layer_type: str | None) -> str | None:
         """The kind of a layer type without attention (``"linear"``, ``"mamba"``, ...), or ``None``."""
         return dict(self.no_attention).get(layer_type) if layer_type is not None else None
 
 
-#: the columns a ``[family.<model_type>]`` table may hold (the model type is its name)
-_COLUMNS = tuple(f.name for f in fields(Family) if f.name != "model_type")
-_STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled")
+#: the columns a ``[family.<model_type>]`` table may hold (the model type is its name; ``positions`` is
+#: written as ``encoding`` and the fact tables at the row's top level)
+_COLUMNS = (*(f.name for f in fields(Family) if f.name not in ("model_type", "positions")), "encoding",
+            *FACT_TABLES)
+_STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled", "stacks", "types_key",
+            "count")
 
 
 def _row(model_type: str, table: Any) -> Family:
@@ -147,20 +227,31 @@ def _row(model_type: str, table: Any) -> Family:
     if not isinstance(table, dict):
         raise ValueError(f"{where}: must be a table")
     unknown = sorted(set(table) - set(_COLUMNS))
-    missing = [key for key in ("layout", "source") if key not in table]
+    missing = [key for key in ("source",) if key not in table]
     if unknown or missing:
         raise ValueError(f"{where}: unknown keys {unknown}, missing {missing}; keys are {list(_COLUMNS)}")
     wrong = [key for key in _STRINGS if key in table and not isinstance(table[key], str)]
     wrong += [key for key, kind in (("multi_axis", bool), ("rope_dict", list), ("layer_pattern", dict),
-                                    ("no_attention", dict)) if key in table and not isinstance(table[key], kind)]
+                                    ("no_attention", dict), ("encoder", dict), ("decoder", dict),
+                                    ("width_factor", int)) if key in table and not isinstance(table[key], kind)]
     if wrong:
         raise ValueError(f"{where}: {wrong[0]} has the wrong type ({table[wrong[0]]!r})")
-    values = dict(table)
+    values = {k: v for k, v in table.items() if k not in ("encoding", *FACT_TABLES)}
+    values["positions"] = read_stack(where, table)
+    for name in ("encoder", "decoder"):
+        if name in values:
+            values[name] = read_stack(f"{where} {name}", {"encoding": values["positions"].encoding, **values[name]})
+    if "switch" in values:
+        values["switch"] = read_switch(where, values["switch"])
     try:
         if "layer_pattern" in values:
-            values["layer_pattern"] = LayerPattern(**values["layer_pattern"])
-    except TypeError as exc:
-        raise ValueError(f"{where}: layer_pattern takes every, key, indices, other ({exc})") from None
+            pattern = dict(values["layer_pattern"])
+            if "chars" in pattern:
+                pattern["chars"] = tuple(sorted(dict(pattern["chars"]).items()))
+            values["layer_pattern"] = LayerPattern(**pattern)
+    except (TypeError, AttributeError) as exc:
+        raise ValueError(f"{where}: layer_pattern takes every, key, indices, other, absent, offset, start, "
+                         f"one_based, chars ({exc})") from None
     if "no_attention" in values:
         pairs = values["no_attention"].items()
         if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in pairs):
@@ -217,7 +308,8 @@ def warn_assumed(model_type: str | None, *, stacklevel: int = 2) -> None:
 def table_summary() -> dict[str, int]:
     """Counts of the table: model types, aliases, rows that differ from the default."""
     return {"model_types": len(FAMILY_ROWS), "aliases": len(ALIASES),
-            "differ_from_default": sum(not row.is_default for row in FAMILY_ROWS)}
+            "differ_from_default": sum(not row.is_default for row in FAMILY_ROWS),
+            **{f"encoding {enc}": sum(enc in row.encodings for row in FAMILY_ROWS) for enc in ENCODINGS}}
 
 
 __all__ = ["ALIASES", "FAMILIES", "FAMILY_ROWS", "Family", "LayerPattern", "UnknownFamilyWarning", "family_of",

@@ -51,7 +51,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.models.hf_files import hf_layer_types, load_hf_config, text_config_of
+from refpos.models.families import Family, family_of
+from refpos.models.hf_files import hf_layer_types, language_config, load_hf_config
 from refpos.models.hf_resolver import FIELD_NAMES, RARE_FIELDS, Resolver
 from refpos.models.mrope_hf import resolve_mrope
 from refpos.models.position_keys import not_modelled_report
@@ -59,16 +60,17 @@ from refpos.rope.config import RopeConfig
 from refpos.rope.rules import RULES
 from refpos.validation import check_bool
 
-__all__ = ["from_hf_config", "hf_layer_types", "load_hf_config", "resolve_rope", "text_config_of"]
+__all__ = ["check_rope_family", "from_hf_config", "hf_layer_types", "language_config", "load_hf_config", "resolve_rope"]
 
 
-def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
-                 per_layer: bool) -> tuple[RopeConfig, list[str]]:
+def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *, per_layer: bool,
+                 family: Family | None = None) -> tuple[RopeConfig, list[str]]:
     """One resolution of a loaded config, and what ``strict=True`` refuses in it (the not-modelled keys,
     and unused keys named "rope"/"rotary"). ``per_layer``: the caller resolves the layer schedule and
-    query scale itself (:func:`refpos.hf_layers`), so they are not reported here."""
-    cfg, prefix, parent_model_type = *text_config_of(cfg), cfg.get("model_type")
-    r = Resolver(cfg, prefix, layer_type, parent_model_type)
+    query scale itself (:func:`refpos.hf_layers`), so they are not reported here. ``family``: the row to
+    resolve with instead of the config's own (conventions a caller states for an unknown family)."""
+    cfg, prefix, parent_model_type = language_config(cfg)
+    r = Resolver(cfg, prefix, layer_type, parent_model_type, family=family)
     r.select_rope_dict()
     rope_type = r.rope_type()
     r.head_geometry()
@@ -77,11 +79,14 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
     r.lengths(rope_type)
     r.scaling_keys(rope_type)
     resolve_mrope(r)  # M-RoPE sections, assignment, family layout (refpos.models.mrope_hf)
-    r.notes.extend(["read from text_config"] if prefix else [])
+    r.notes.extend([f"read from {prefix[:-1]}"] if prefix else [])
     unused = r.unused()
     not_modelled = not_modelled_report(r, unused, rope_type, per_layer_done=per_layer)
     provenance = {name: r.provenance.get(name, "default") for name in FIELD_NAMES}  # every common field
     provenance.update({name: r.provenance[name] for name in RARE_FIELDS if name in r.provenance})
+    if prefix:  # a value read inside a wrapper names the nesting it came from
+        provenance = {name: f"config ({prefix[:-1]})" if source == "config" else source
+                      for name, source in provenance.items()}
     if "partial_rotary_factor" in r.fields and "rotary_dim" not in r.fields:
         provenance["rotary_dim"] = "derived"
     elif "rotary_dim" in r.fields and "partial_rotary_factor" not in r.fields:
@@ -92,6 +97,18 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *,
     rope = RopeConfig(**r.fields, provenance=provenance, unused_keys=tuple(unused), notes=tuple(r.notes),
                       not_modelled=not_modelled)
     return rope, sorted(not_modelled) + named
+
+
+def check_rope_family(family: Family, cfg: Mapping[str, Any], allowed: tuple[str, ...] = ("rope",)) -> str:
+    """The encoding ``family``'s single stack has in ``cfg`` (its switch key read); a ``ValueError`` when it is not
+    one of ``allowed`` or the model has two stacks: :func:`refpos.model_positions` resolves those."""
+    encoding, value = family.switched(cfg, family.positions.encoding)
+    if encoding not in allowed or family.stacks == "encoder-decoder":
+        named = f"{family.switch.key}={value} gives" if family.switch is not None else "has"
+        stacks = " in an encoder–decoder model" if family.stacks == "encoder-decoder" else ""
+        raise ValueError(f"model_type {family.model_type!r} {named} {encoding or 'unmodelled'} positions{stacks}, "
+                         "not RoPE: refpos.model_positions resolves every layer of every encoding")
+    return encoding
 
 
 def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str | None = None) -> RopeConfig:
@@ -109,14 +126,20 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
 
     Returns
     -------
-    RopeConfig with ``provenance`` (field → "config" / "default" / "derived"), ``unused_keys``, ``notes``
-    and ``not_modelled`` (key → what it does; empty: complete). A multimodal config without top-level
-    RoPE keys is read from its ``text_config``.
+    RopeConfig with ``provenance`` (field → "config" / "default" / "derived"; a value read inside a wrapper
+    names it: ``"config (thinker_config.text_config)"``), ``unused_keys``, ``notes`` and ``not_modelled``
+    (key → what it does; empty: complete). A wrapper config (multimodal, omni) is read from its language
+    model's config (:func:`refpos.models.hf_files.language_config`).
     """
     check_bool("strict", strict)
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None, got {type(layer_type).__name__}")
-    rope, problems = resolve_rope(load_hf_config(config_or_path), layer_type, per_layer=False)
+    cfg = load_hf_config(config_or_path)
+    model_type = language_config(cfg)[0].get("model_type")
+    family = family_of(model_type) if isinstance(model_type, str) else None
+    if family is not None:
+        check_rope_family(family, language_config(cfg)[0])
+    rope, problems = resolve_rope(cfg, layer_type, per_layer=False)
     if strict and problems:
         raise ValueError(f"strict: not modelled or unused: {problems} (strict=False resolves and reports them)")
     return rope

@@ -65,10 +65,34 @@ def is_per_layer(rope_dict: Mapping[str, Any], name: str = "rope_parameters") ->
     return not stray
 
 
+#: keys that hold the language model's config inside a wrapper config, tried in this order at every level:
+#: Qwen2.5-Omni / Qwen3-Omni ``thinker_config`` (whose ``text_config`` is the language model), ColPali's
+#: ``vlm_config``, the ``text_config`` of transformers' multimodal configs, and the ``llm_config`` /
+#: ``language_config`` of remote-code configs (InternVL, DeepSeek-VL2)
+WRAPPERS = ("thinker_config", "vlm_config", "text_config", "llm_config", "language_config")
+
+
+def language_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str, Any]:
+    """The language model's config, its dotted path (``"thinker_config.text_config."``, empty at the top level)
+    and the ``model_type`` of the config that wraps it (``None`` at the top level).
+
+    Wrappers are followed whenever they hold a mapping, whatever the top level holds besides: a wrapper
+    that mirrors ``hidden_size`` at its top (Voxtral) still has its language model in ``text_config``.
+    """
+    prefix, parent = "", None
+    current: Mapping[str, Any] = cfg
+    for _ in range(len(WRAPPERS)):
+        inner = next((key for key in WRAPPERS if isinstance(current.get(key), Mapping)), None)
+        if inner is None:
+            break
+        parent = current.get("model_type", parent)
+        prefix, current = f"{prefix}{inner}.", current[inner]
+    return dict(current), prefix, parent
+
+
 def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
     """Layer types with their own RoPE in a per-layer config (empty for a config with one RoPE)."""
-    cfg = load_hf_config(config_or_path)
-    cfg = cfg["text_config"] if isinstance(cfg.get("text_config"), Mapping) and not has_rope_keys(cfg) else cfg
+    cfg = language_config(load_hf_config(config_or_path))[0]
     for key in ("rope_parameters", "rope_scaling"):
         value = cfg.get(key)
         if isinstance(value, Mapping) and is_per_layer(value, key):
@@ -76,17 +100,3 @@ def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
     if cfg.get("model_type") in GEMMA3:
         return ("full_attention", "sliding_attention")
     return ()
-
-
-def has_rope_keys(cfg: Mapping[str, Any]) -> bool:
-    return any(k in cfg for k in ("rope_scaling", "rope_parameters", "rope_theta", "head_dim", "hidden_size"))
-
-
-def text_config_of(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """The dict RoPE is read from and its key prefix: ``text_config`` of a multimodal config without
-    top-level RoPE keys, else the config itself."""
-    if isinstance(cfg.get("text_config"), Mapping) and not has_rope_keys(cfg):
-        return dict(cfg["text_config"]), "text_config."
-    return dict(cfg), ""
-
-

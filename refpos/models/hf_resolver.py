@@ -41,9 +41,10 @@ class Resolver:
     """
 
     def __init__(self, cfg: dict[str, Any], prefix: str, layer_type: str | None,
-                 parent_model_type: Any = None) -> None:
+                 parent_model_type: Any = None, *, family: Family | None = None) -> None:
         """``cfg`` the (text) config, ``prefix`` its dotted path (``text_config.`` or empty);
-        ``parent_model_type`` the top-level ``model_type`` when ``cfg`` is a ``text_config``."""
+        ``parent_model_type`` the ``model_type`` of the wrapper around ``cfg``; ``family``: the row to resolve
+        with (default: the row of ``cfg``'s model type)."""
         self.cfg, self.prefix, self.layer_type = cfg, prefix, layer_type
         self.used: set[str] = set()
         self.fields: dict[str, Any] = {}
@@ -54,9 +55,11 @@ class Resolver:
                             f"{type(cfg['model_type']).__name__} {cfg['model_type']!r}")
         written = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
         self.model_type = ALIASES.get(written, written)  # the family's transformers model_type
-        self.family: Family | None = family_of(self.model_type)
+        self.family: Family | None = family_of(self.model_type) if family is None else family
         #: the M-RoPE family whose text rotary module this config runs (refpos.models.mrope_hf), or None
         self.mrope_family = mrope_family(self.model_type, parent_model_type)
+        if self.family is not None and self.family.switch is not None:  # read by refpos.models.hf.check_rope_family
+            self.used.add(self.prefix + self.family.switch.key)
         if written != self.model_type:
             self.notes.append(f"model_type {written!r} is transformers' {self.model_type!r} (family table alias)")
         self.code_gaps: list[str] = []  # what the model's code does that refpos does not model
@@ -206,9 +209,15 @@ class Resolver:
             if not all(self.has(n) for n in names):
                 raise ValueError(f"head_dim: the config has neither head_dim nor {names[0]} and {names[1]}")
             width, heads = (check_int(n, self.top(n), minimum=1) for n in names)
-            if width % heads:
-                raise ValueError(f"head_dim: {names[0]}={width} is not a multiple of {names[1]}={heads}")
-            self.set("head_dim", width // heads, "derived")
+            factor = 1 if self.family is None else self.family.width_factor
+            if factor * width % heads:
+                raise ValueError(f"head_dim: {factor} × {names[0]}={width} is not a multiple of {names[1]}={heads}")
+            self.set("head_dim", factor * width // heads, "derived")
+            if factor != 1:
+                self.notes.append(f"{self.model_type}: the attention runs on {factor} × {names[0]}, so head_dim = "
+                                  f"{factor}·{width}/{heads} (the config class recomputes attention_head_dim so)")
+                if "attention_head_dim" in self.cfg:
+                    self.top("attention_head_dim")
         if not mla:
             self._partial()
 

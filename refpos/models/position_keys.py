@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from refpos.models.query_scales import scale_key_effects
+
 #: top-level key -> (activity rule, what it does to positions or attention)
 POSITION_KEYS: dict[str, tuple[str, str]] = {
     "layer_types": ("set", "attention kind per layer (its mask; in some families which layers rotate)"),
@@ -42,9 +44,6 @@ POSITION_KEYS: dict[str, tuple[str, str]] = {
     "no_rope_layer_interval": ("set", "layers without RoPE (every n-th)"),
     "use_rope": ("set", "RoPE switched on or off"),
     "use_mem_rope": ("set", "RoPE switched on or off"),
-    "attn_temperature_tuning": ("set", "position-dependent query scale on NoPE layers (Llama 4)"),
-    "floor_scale": ("set", "position-dependent query scale on NoPE layers (Llama 4)"),
-    "attn_scale": ("set", "position-dependent query scale on NoPE layers (Llama 4)"),
     "attn_logit_softcapping": ("set", "tanh soft-capping of the attention logits"),
     "query_pre_attn_scalar": ("set", "softmax scale 1/sqrt(query_pre_attn_scalar) instead of 1/sqrt(head_dim)"),
     "attention_multiplier": ("set", "softmax scale replaced by this multiplier"),
@@ -63,9 +62,15 @@ POSITION_KEYS: dict[str, tuple[str, str]] = {
     "rope_interleave": ("set", "pair layout of the rotation"),
 }
 
+#: keys that change attention but not positions (masks, scales, soft-capping, norms): a resolution that does not
+#: model one still describes the positions of its layers; any other key it does not model refuses them
+ATTENTION_ONLY = frozenset({
+    "layer_types", "sliding_window", "sliding_window_pattern", "max_window_layers", "global_attn_every_n_layers",
+    "attention_chunk_size", "attn_logit_softcapping", "query_pre_attn_scalar", "attention_multiplier",
+    "softmax_scale", "use_qk_norm", "qk_layernorm", "qk_norm", "index_topk"})
+
 #: rope-dict key -> what it does (any unused rope-dict key is reported; these are the known ones)
 ROPE_DICT_EFFECTS: dict[str, str] = {
-    "llama_4_scaling_beta": "position-dependent query scale 1 + β·ln(1 + ⌊p / L_0⌋)",
     "alpha": "NTK-alpha base θ·α^(d/(d−2))",
     "short_mscale": "LongRoPE attention factor for L <= L_0",
     "long_mscale": "LongRoPE attention factor for L > L_0",
@@ -77,13 +82,25 @@ ROPE_DICT_EFFECTS: dict[str, str] = {
 ACTIVE = ("set", "window", "not_rope")
 
 
+def position_keys() -> dict[str, tuple[str, str]]:
+    """Every top-level key that changes positions or attention: :data:`POSITION_KEYS` and the keys of every
+    query-scale rule, read from its record (:mod:`refpos.models.query_scales`) when asked, so a rule added
+    there is reported without another list."""
+    return {**POSITION_KEYS, **{key: ("set", what) for key, what in scale_key_effects()[0].items()}}
+
+
+def rope_dict_effects() -> dict[str, str]:
+    """What the known rope-dict keys do: :data:`ROPE_DICT_EFFECTS` and the query-scale rules' keys."""
+    return {**ROPE_DICT_EFFECTS, **scale_key_effects()[1]}
+
+
 def _is_set(value: Any) -> bool:
     return value is not None and value is not False and value != [] and value != {} and value != ""
 
 
 def is_active(cfg: Mapping[str, Any], key: str) -> bool:
-    """Whether ``key`` (a :data:`POSITION_KEYS` key) turns its behaviour on in ``cfg``."""
-    rule, _ = POSITION_KEYS[key]
+    """Whether ``key`` (a :func:`position_keys` key) turns its behaviour on in ``cfg``."""
+    rule, _ = position_keys()[key]
     value = cfg.get(key)
     if rule == "window":
         return _is_set(cfg.get("sliding_window")) and cfg.get("use_sliding_window", True) is not False \
@@ -94,15 +111,16 @@ def is_active(cfg: Mapping[str, Any], key: str) -> bool:
 
 
 def active_position_keys(cfg: Mapping[str, Any]) -> list[str]:
-    """The :data:`POSITION_KEYS` of ``cfg`` that are active, sorted."""
-    return sorted(key for key in POSITION_KEYS if key in cfg and is_active(cfg, key))
+    """The :func:`position_keys` of ``cfg`` that are active, sorted."""
+    return sorted(key for key in position_keys() if key in cfg and is_active(cfg, key))
 
 
 def effect(key: str) -> str:
     """What ``key`` (top-level, or a rope-dict key) does, for a not-modelled report."""
-    if key in POSITION_KEYS:
-        return POSITION_KEYS[key][1]
-    return ROPE_DICT_EFFECTS.get(key, "a rope parameter")
+    keys = position_keys()
+    if key in keys:
+        return keys[key][1]
+    return rope_dict_effects().get(key, "a rope parameter")
 
 
 def not_modelled_report(r: Any, unused: list[str], rope_type: str, *,
@@ -124,7 +142,7 @@ def not_modelled_report(r: Any, unused: list[str], rope_type: str, *,
                 report[key] += f" ({r.model_type}'s transformers code ignores it; vLLM applies it)"
             continue
         bare = key[len(r.prefix):]
-        if bare in POSITION_KEYS and is_active(r.cfg, bare):
+        if bare in position_keys() and is_active(r.cfg, bare):
             report[key] = effect(bare)
     gaps = list(r.code_gaps)
     family = r.family

@@ -151,6 +151,7 @@ def self_attention(
         softcap=softcap,
         bias_scaled=enc.bias_scaled,
         qk_terms=enc.qk_terms(q_rot, k_rot, positions, positions),
+        temperature=_per_query(enc.temperature(positions)),
         value_terms=enc.value_terms(positions, positions),
         fully_masked=fully_masked,
         trace=trace,
@@ -162,6 +163,11 @@ def self_attention(
         trace = {name: (a[0, ...] if _has_batch_axis(name, a, batch) else a) for name, a in trace.items()}
         out = out[0, ...]
     return out, trace
+
+
+def _per_query(temperature: Array | None) -> Array | None:
+    """A temperature of positions ``(T,)`` or ``(B, T)`` broadcast over the heads: ``(..., 1, T)``."""
+    return None if temperature is None else temperature[..., None, :]
 
 
 _BATCHED = ("X", "P", "X+P", "Q", "K", "V", "Q_rot", "K_rot", "S", "B", "S+B", "scaled", "scaled+B",

@@ -26,7 +26,8 @@ def table(rows: str = ROW, aliases: str = "") -> str:
 def test_the_file_loads_into_the_rows():
     rows, aliases = fam.load()
     assert rows == fam.FAMILY_ROWS and aliases == fam.ALIASES == {"kimi_k2": "deepseek_v3"}
-    assert len(rows) == len({row.model_type for row in rows}) == 180
+    text = (resources.files("refpos") / "models" / "data" / "families.toml").read_text(encoding="utf8")
+    assert len(rows) == len({row.model_type for row in rows}) == text.count("\n[family.")
     (row,), _ = fam.load(table(ROW + 'no_attention = {conv = "conv"}\nlayer_pattern = {every = 3, other = "conv"}\n'))
     assert row.no_attention_kind("conv") == "conv" and row.no_attention_kind("full_attention") is None
     assert row.layer_pattern == fam.LayerPattern(every=3, other="conv") and not row.is_default
@@ -34,7 +35,22 @@ def test_the_file_loads_into_the_rows():
 
 @pytest.mark.parametrize("text, named", [
     (table(ROW + "colour = 1\n"), "unknown keys ['colour']"),
-    (table('[family.x]\nsource = "x/modeling_x.py: f"\n'), "missing ['layout']"),
+    (table('[family.x]\nsource = "x/modeling_x.py: f"\n'), "column layout"),  # a RoPE row needs its layout
+    (table('[family.x]\nlayout = "half"\n'), "missing ['source']"),
+    (table(ROW + 'encoding = "spiral"\n'), "encoding holds a value outside"),
+    (table(ROW + 'stacks = "three"\n'), "column stacks"),
+    (table(ROW + 'alibi = {dtype = "float8"}\n'), "alibi.dtype"),
+    (table(ROW + 'alibi = {colour = 1}\n'), "alibi takes"),
+    (table(ROW + 't5 = {tables = "some"}\n'), "t5.tables"),
+    (table(ROW + 'encoding = "learned"\nlearned = {offset = 2}\n'), "learned.table"),
+    (table(ROW + 'sinusoidal = {layout = "spiral"}\n'), "sinusoidal.layout"),
+    (table(ROW + 'switch = {key = "k", values = {true = "alibi"}, absent = "false"}\n'), "switch.absent"),
+    (table(ROW + 'switch = {key = "k", values = {true = "magic"}, absent = "true"}\n'), "switch.values"),
+    (table(ROW + 'switch = {key = "k"}\n'), "switch takes"),
+    (table(ROW + 'encoder = {encoding = "t5"}\n'), "column encoder"),  # a decoder-only row has no encoder
+    (table(ROW + 'width_factor = 0\n'), "column width_factor"),
+    (table(ROW + 'layer_pattern = {every = 4, offset = 4}\n'), "layer_pattern: give every"),
+    (table(ROW + 'layer_pattern = {chars = {M = "mamba"}}\n'), "layer_pattern: give every"),
     (table(ROW.replace('"half"', '"spiral"')), "column layout"),
     (table(ROW.replace("modeling_x.py: rotate_half", "x.py")), "column source"),
     (table(ROW + 'rope_layers = "odd"\n'), "column rope_layers"),

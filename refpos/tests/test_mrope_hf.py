@@ -31,7 +31,7 @@ def test_v4_type_mrope_is_default_with_sections():
 def test_v5_rope_parameters_in_text_config():
     rope = from_hf_config(QWEN3_VL_V5, strict=True)
     assert (rope.theta, rope.head_dim, rope.mrope_section, rope.mrope_interleaved) == (5e6, 128, (24, 20, 20), True)
-    assert rope.provenance["mrope_interleaved"] == "config"
+    assert rope.provenance["mrope_interleaved"] == "config (text_config)"  # the provenance names the nesting
 
 
 def test_the_family_decides_the_assignment():

@@ -168,8 +168,13 @@ QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_he
      "layers 0-7: mamba ×6 (0, 1, 2, 4, 5, 6), rope ×2 (every 4th)"),
     (dict(QWEN3_NEXT, model_type="lfm2", num_hidden_layers=6, full_attn_idxs=[2, 5]),
      "layers 0-5: conv ×4 (0, 1, 3, 4), rope ×2 (every 3rd)"),
-    (dict(QWEN3_NEXT, model_type="granitemoehybrid", num_hidden_layers=4,
+    (dict(QWEN3_NEXT, model_type="granitemoehybrid", num_hidden_layers=4, position_embedding_type="rope",
           layer_types=["mamba", "mamba", "mamba", "attention"]), "layers 0-3: mamba ×3 (0, 1, 2), rope ×1"),
+    # Granite-4.0-H: RoPE only with position_embedding_type "rope"; absent (the class default) or "nope": none
+    (dict(QWEN3_NEXT, model_type="granitemoehybrid", num_hidden_layers=4,
+          layer_types=["mamba", "mamba", "mamba", "attention"]), "layers 0-3: mamba ×3 (0, 1, 2), none ×1"),
+    (dict(QWEN3_NEXT, model_type="granitemoehybrid", num_hidden_layers=4, position_embedding_type="nope",
+          layer_types=["mamba", "mamba", "mamba", "attention"]), "layers 0-3: mamba ×3 (0, 1, 2), none ×1"),
     (dict(QWEN3_NEXT, model_type="minimax", num_hidden_layers=4,
           layer_types=["full_attention", "linear_attention"] * 2), "layers 0-3: rope ×2 (0, 2), linear ×2 (every 2nd)"),
 ])
@@ -178,10 +183,14 @@ def test_layers_without_attention_are_a_kind_of_their_own(config, summary):
     assert schedule.summary() == summary
     for layer in schedule:
         no_attention = layer.kind in ("linear", "mamba", "conv")
-        assert layer.attention is not no_attention and (layer.rope is None) is no_attention
+        assert layer.attention is not no_attention and (layer.rope is not None) is (layer.kind == "rope")
         assert not no_attention or (layer.scale is None and layer.query_scale([5])[0] == 1.0)
     assert "layer_types" not in schedule.not_modelled  # the schedule reads it
-    assert "no attention" in refpos.from_hf_config(config).not_modelled["model_type"]  # one RoPE for all: a gap
+    if "rope" in summary:
+        assert "no attention" in refpos.from_hf_config(config).not_modelled["model_type"]  # one RoPE for all: a gap
+    else:  # RoPE switched off: from_hf_config has no RoPE to give, and says which key turned it off
+        with pytest.raises(ValueError, match="position_embedding_type=.* gives none positions"):
+            refpos.from_hf_config(config)
 
 
 def test_complete_says_when_the_layers_without_attention_are_not_placed():

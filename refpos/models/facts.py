@@ -1,0 +1,194 @@
+"""The family table's facts beyond RoPE: which encoding each stack has, and what the model's code fixes about it.
+
+A row of the family table (:mod:`refpos.models.families`) names its ``encoding`` and its ``stacks``; the
+encodings other than RoPE carry the facts their model's code fixes in a sub-table of that name. Each fact
+is checked against its rule set here; :mod:`refpos.models.stacks` reads the config keys they point to.
+
+``encoding``
+    ``"rope"`` (the default), ``"alibi"``, ``"t5"`` (bucketed relative bias), ``"learned"`` (absolute table),
+    ``"sinusoidal"`` (absolute sinusoid), ``"deberta"`` (DeBERTa-v2 relative positions), ``"none"`` (attention
+    without positions) or ``"no_attention"`` (every layer without attention: Mamba, RWKV, …).
+``stacks``
+    ``"decoder"`` (the default: a decoder-only model), ``"encoder"`` or ``"encoder-decoder"``.
+``switch``
+    A config key that chooses the encoding: ``{key = "alibi", values = {true = "alibi", false = "rope"},
+    absent = "false"}`` (Falcon). ``key`` may be dotted (``attn_config.alibi``); each value is written as
+    JSON text (``true``, ``"nope"`` is written ``nope``); a value the row does not list refuses the stack,
+    naming the key. ``absent``: the value the config class assumes without the key.
+``alibi``
+    ``form`` (``key_index``: :math:`+m_h j`, BLOOM and Falcon; ``key_index_end``: :math:`m_h (j - j_{last})`,
+    MPT), ``slopes`` (``recurrence``: the official recurrence; ``mpt``: :math:`2^{-b h / n'}` over the next
+    power of two :math:`n'`, odd entries first, ``b`` = ``attn_config.alibi_bias_max``), ``before_scale``
+    (Falcon adds the bias inside the :math:`1/\\sqrt{d}` scale) and ``dtype``: what the code rounds the slopes
+    and the products slope × position to (BLOOM and MPT float32, Falcon bfloat16).
+``t5``
+    ``tables``: ``"first"`` (layer 0 of each stack owns the bucket table, the others reuse it: T5) or
+    ``"every"`` (every layer owns one: umT5).
+``learned`` / ``sinusoidal``
+    ``table``: the config key of the table's length (a list: the first present); ``dim``: the key of its
+    width when it is not the stack's; ``offset``: added to every position (OPT and BART: 2), or
+    ``offset_key``: the position offset is that key plus one (``pad_token_id``: M2M100, RoBERTa count
+    positions from ``padding_idx + 1``); a sinusoid's ``layout`` (``concat``, ``interleaved``) and ``spacing``
+    (``paper``, ``tensor2tensor``) as in :mod:`refpos.encodings.sinusoidal`.
+``encoder`` / ``decoder``
+    A sub-table that overrides ``encoding`` and its facts for one stack (Whisper: a sinusoid for the encoder,
+    a learned table for the decoder).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from refpos.encodings.alibi import FORMS as ALIBI_FORMS
+from refpos.encodings.sinusoidal import LAYOUTS as SINUSOID_LAYOUTS
+from refpos.encodings.sinusoidal import SPACINGS
+
+ENCODINGS = ("rope", "alibi", "t5", "learned", "sinusoidal", "deberta", "none", "no_attention")
+STACKS = {"decoder": ("decoder",), "encoder": ("encoder",), "encoder-decoder": ("encoder", "decoder")}
+ALIBI_SLOPES = ("recurrence", "mpt")
+#: what a family rounds its ALiBi slopes and products to (float64: not rounded)
+ALIBI_DTYPES = ("float64", "float32", "bfloat16")
+T5_TABLES = ("first", "every")
+
+
+def _check(where: str, ok: bool, what: str, value: Any) -> None:
+    if not ok:
+        raise ValueError(f"{where}: {what} holds a value outside its rule set ({value!r})")
+
+
+@dataclass(frozen=True)
+class AlibiFacts:
+    """How a family's code builds its ALiBi bias (see the module docstring)."""
+
+    form: str = "key_index"
+    slopes: str = "recurrence"
+    before_scale: bool = False
+    dtype: str = "float32"
+
+    def check(self, where: str) -> None:
+        _check(where, self.form in (*ALIBI_FORMS, "key_index_end"), "alibi.form", self.form)
+        _check(where, self.slopes in ALIBI_SLOPES, "alibi.slopes", self.slopes)
+        _check(where, isinstance(self.before_scale, bool), "alibi.before_scale", self.before_scale)
+        _check(where, self.dtype in ALIBI_DTYPES, "alibi.dtype", self.dtype)
+
+
+@dataclass(frozen=True)
+class T5Facts:
+    """Which layers of a stack own a bucket table."""
+
+    tables: str = "first"
+
+    def check(self, where: str) -> None:
+        _check(where, self.tables in T5_TABLES, "t5.tables", self.tables)
+
+
+@dataclass(frozen=True)
+class AbsoluteFacts:
+    """A learned table or a sinusoid added to a stack's input (see the module docstring)."""
+
+    #: config keys of the table's length, the first present wins (``["n_positions", "max_position_embeddings"]``)
+    table: tuple[str, ...] = ()
+    offset: int = 0
+    offset_key: str | None = None
+    layout: str = "concat"
+    spacing: str = "paper"
+    base: float = 10000.0
+    #: the config key of the table's width when it is not the stack's (ALBERT, ELECTRA: ``embedding_size``)
+    dim: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.table, str):
+            object.__setattr__(self, "table", (self.table,))
+        elif isinstance(self.table, list):
+            object.__setattr__(self, "table", tuple(self.table))
+
+    def check(self, where: str, encoding: str) -> None:
+        _check(where, isinstance(self.offset, int) and self.offset >= 0, f"{encoding}.offset", self.offset)
+        _check(where, self.offset == 0 or self.offset_key is None, f"{encoding}.offset_key (with offset)",
+               self.offset_key)
+        _check(where, self.layout in SINUSOID_LAYOUTS, f"{encoding}.layout", self.layout)
+        _check(where, self.spacing in SPACINGS, f"{encoding}.spacing", self.spacing)
+        _check(where, all(isinstance(k, str) for k in self.table), f"{encoding}.table", self.table)
+        _check(where, encoding != "learned" or bool(self.table), "learned.table (required)", self.table)
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A config key choosing the encoding: value (JSON text) → encoding; ``absent``: the class default."""
+
+    key: str
+    values: tuple[tuple[str, str], ...]
+    absent: str
+
+    def check(self, where: str) -> None:
+        _check(where, all(enc in ENCODINGS for _, enc in self.values), "switch.values", dict(self.values))
+        _check(where, self.absent in dict(self.values), "switch.absent (one of its values)", self.absent)
+
+
+@dataclass(frozen=True)
+class StackFacts:
+    """What one stack's attention does with positions: its encoding and that encoding's facts."""
+
+    encoding: str = "rope"
+    alibi: AlibiFacts | None = None
+    t5: T5Facts | None = None
+    learned: AbsoluteFacts | None = None
+    sinusoidal: AbsoluteFacts | None = None
+
+    def check(self, where: str) -> None:
+        _check(where, self.encoding in ENCODINGS, "encoding", self.encoding)
+        for name in ("alibi", "t5"):
+            facts = getattr(self, name)
+            if facts is not None:
+                facts.check(where)
+        for name in ("learned", "sinusoidal"):
+            facts = getattr(self, name)
+            if facts is not None:
+                facts.check(where, name)
+
+    def facts_of(self, encoding: str) -> Any:
+        """The facts of ``encoding`` (its defaults when the row gives none; ``None`` for RoPE and the rest)."""
+        given = getattr(self, encoding, None) if encoding in ("alibi", "t5", "learned", "sinusoidal") else None
+        if given is not None or encoding not in ("alibi", "t5", "learned", "sinusoidal"):
+            return given
+        return {"alibi": AlibiFacts, "t5": T5Facts}.get(encoding, AbsoluteFacts)()
+
+
+#: the sub-tables of a stack (and the row's top level) that hold an encoding's facts
+FACT_TABLES = {"alibi": AlibiFacts, "t5": T5Facts, "learned": AbsoluteFacts, "sinusoidal": AbsoluteFacts}
+
+
+def read_stack(where: str, table: dict[str, Any]) -> StackFacts:
+    """A :class:`StackFacts` from a TOML table holding ``encoding`` and fact sub-tables (other keys ignored)."""
+    values: dict[str, Any] = {}
+    if "encoding" in table:
+        if not isinstance(table["encoding"], str):
+            raise ValueError(f"{where}: encoding has the wrong type ({table['encoding']!r})")
+        values["encoding"] = table["encoding"]
+    for name, kind in FACT_TABLES.items():
+        if name not in table:
+            continue
+        sub = table[name]
+        allowed = {f.name for f in fields(kind)}
+        if not isinstance(sub, dict) or set(sub) - allowed:
+            raise ValueError(f"{where}: {name} takes {sorted(allowed)}, got {sub!r}")
+        values[name] = kind(**sub)
+    stack = StackFacts(**values)
+    stack.check(where)
+    return stack
+
+
+def read_switch(where: str, table: Any) -> Switch:
+    """A :class:`Switch` from its TOML table ``{key, values, absent}``."""
+    if not isinstance(table, dict) or set(table) != {"key", "values", "absent"} \
+            or not isinstance(table["values"], dict) or not isinstance(table["key"], str):
+        raise ValueError(f"{where}: switch takes key = \"…\", values = {{value = encoding, …}}, absent = \"…\"; "
+                         f"got {table!r}")
+    switch = Switch(table["key"], tuple((str(k), v) for k, v in table["values"].items()), str(table["absent"]))
+    switch.check(where)
+    return switch
+
+
+__all__ = ["ALIBI_DTYPES", "ALIBI_SLOPES", "ENCODINGS", "FACT_TABLES", "STACKS", "T5_TABLES", "AbsoluteFacts",
+           "AlibiFacts", "StackFacts", "Switch", "T5Facts", "read_stack", "read_switch"]

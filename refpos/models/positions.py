@@ -1,0 +1,343 @@
+r"""``model_positions``: every layer of every stack of a transformers config, whatever its encoding.
+
+.. code-block:: text
+
+    config.json ──language_config──> the language model's config (inside thinker_config, text_config, …)
+        ──family_of(model_type)──> the family row (or the conventions the caller states, or unknown)
+        ──per stack (decoder; encoder and decoder)──> encoding (the row's, or its switch key's)
+        ──> one record per layer (refpos.models.records): RoPE, M-RoPE, ALiBi, T5, learned, sinusoidal,
+            DeBERTa, none, no attention, refused, unknown
+
+RoPE and attention without positions go through the layer schedule (:func:`refpos.hf_layers`'s rules:
+which layers rotate, query scales, layers without attention); the other encodings read their stack's
+geometry and the family's facts (:mod:`refpos.models.stacks`).
+
+**Complete or say so.** ``not_modelled`` lists every key that changes positions or attention and that the
+resolution did not honour, with what it does; a layer whose *positions* such a key would change (any key but
+the masks and scales of :data:`refpos.models.position_keys.ATTENTION_ONLY`) is :class:`Refused`, never
+resolved as if the key were absent. A ``model_type`` the family table does not know resolves only what its
+config states (:class:`Unknown` records, ``unknown`` naming what is missing) unless the caller states the
+missing conventions: ``assume={"family": "llama"}`` (resolve as that family) or the columns themselves,
+``assume={"encoding": "rope", "layout": "half"}``.
+
+Examples
+--------
+>>> bloom = {"model_type": "bloom", "n_layer": 2, "n_head": 3, "hidden_size": 48}
+>>> positions = model_positions(bloom)
+>>> positions.summary()
+'decoder layers 0-1: alibi ×2'
+>>> layer = positions.layers[0]
+>>> layer.stack, layer.index, layer.kind, [round(m, 6) for m in layer.slopes]
+('decoder', 0, 'alibi', [0.0625, 0.003906, 0.25])
+>>> bart = {"model_type": "bart", "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
+...         "decoder_attention_heads": 2, "d_model": 8, "max_position_embeddings": 16}
+>>> [(r.stack, r.kind, r.offset, r.table_size) for r in model_positions(bart)]
+[('encoder', 'learned', 2, 18), ('decoder', 'learned', 2, 18)]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from refpos.models.facts import STACKS, StackFacts
+from refpos.models.families import STATED, Family, family_of
+from refpos.models.hf_files import language_config, load_hf_config
+from refpos.models.layers import layer_schedule
+from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
+from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, RopeLayer, Unknown
+from refpos.models.schedule import LayerCountMissing, layer_count
+from refpos.models.stacks import KeyReader, absolute_layers, alibi_layers, geometry, t5_layers
+
+#: the conventions a caller may state for a family the table does not know (``assume=``)
+ASSUMABLE = ("family", "encoding", "layout", "stacks", "rope_layers")
+#: config keys an unknown family's records report as stated (with every position key it has)
+STATED_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_dim", "head_dim",
+               "max_position_embeddings", "n_positions", "max_source_positions", "max_target_positions",
+               "relative_attention_num_buckets", "relative_attention_max_distance")
+
+
+@dataclass(frozen=True)
+class ModelPositions:
+    """Every layer of every stack of a config: its records, and what the resolution does not model."""
+
+    model_type: str | None
+    family: Family | None
+    layers: tuple[LayerRecord, ...]
+    #: the wrapper path of the language model's config (``"thinker_config.text_config."``; empty at the top)
+    nesting: str = ""
+    not_modelled: Mapping[str, str] = field(default_factory=dict)
+    #: what an unknown family's config does not state, with what to pass
+    unknown: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    #: conventions the caller stated (``assume=``)
+    assumed: Mapping[str, str] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[LayerRecord]:
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @property
+    def stacks(self) -> tuple[str, ...]:
+        """The stacks in order (``("decoder",)``, ``("encoder", "decoder")``)."""
+        return tuple(dict.fromkeys(layer.stack for layer in self.layers))
+
+    def stack(self, name: str) -> tuple[LayerRecord, ...]:
+        """The records of one stack, by index."""
+        if name not in self.stacks:
+            raise ValueError(f"stack must be one of {list(self.stacks)}, got {name!r}")
+        return tuple(layer for layer in self.layers if layer.stack == name)
+
+    def layer(self, stack: str, index: int) -> LayerRecord:
+        """The record of layer ``index`` of ``stack``."""
+        layers = self.stack(stack)
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(layers):
+            raise ValueError(f"index must be an int in [0, {len(layers)}) for the {stack} stack, got {index!r}")
+        return layers[index]
+
+    @property
+    def complete(self) -> bool:
+        """True when nothing is refused, unknown or not modelled."""
+        return not self.not_modelled and not self.unknown and not any(
+            layer.kind in ("refused", "unknown") for layer in self.layers)
+
+    def kinds(self) -> dict[tuple[str, str | None, str], list[int]]:
+        """Layer indices per distinct (stack, layer type, label), in order of first appearance."""
+        out: dict[tuple[str, str | None, str], list[int]] = {}
+        for layer in self.layers:
+            out.setdefault((layer.stack, layer.layer_type, layer.label), []).append(layer.index)
+        return out
+
+    def summary(self) -> str:
+        """One line per stack: ``decoder layers 0-47: rope ×36, none ×12 (every 4th)``."""
+        return "\n".join(f"{name} " + _summary(self.stack(name)) for name in self.stacks)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready: the model type, its family row's source, every layer, and the reports."""
+        return {"model_type": self.model_type, "source": None if self.family is None else self.family.source,
+                "nesting": self.nesting, "summary": self.summary().splitlines(),
+                "layers": [layer.describe() for layer in self.layers], "not_modelled": dict(self.not_modelled),
+                "unknown": dict(self.unknown), "complete": self.complete, "notes": list(self.notes),
+                "assumed": dict(self.assumed)}
+
+
+def _summary(layers: tuple[LayerRecord, ...]) -> str:
+    counts: dict[str, list[int]] = {}
+    for layer in layers:
+        counts.setdefault(layer.label, []).append(layer.index)
+    parts = []
+    for label, indices in counts.items():
+        part = f"{label} ×{len(indices)}"
+        if len(counts) > 1 and len(indices) > 1:
+            step = indices[1] - indices[0]
+            if all(b - a == step for a, b in itertools.pairwise(indices)) and indices[0] == step - 1 and step > 1:
+                part += f" (every {_ordinal(step)})"
+            elif len(indices) <= 6:
+                part += " (" + ", ".join(map(str, indices)) + ")"
+        parts.append(part)
+    return f"layers 0-{len(layers) - 1}: " + ", ".join(parts)
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+# --------------------------------------------------------------------------------------------- resolve
+def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = None,
+                    strict: bool = False) -> ModelPositions:
+    """What every layer of every stack of a transformers config does with positions.
+
+    Parameters
+    ----------
+    config_or_path : mapping or path
+        A config.json as a dict, its path, or its model directory.
+    assume : mapping, optional
+        Conventions for a ``model_type`` the family table does not know (keys :data:`ASSUMABLE`):
+        ``{"family": "llama"}``, or ``{"encoding": "rope", "layout": "half"}``. Ignored, with a note, for a
+        known family.
+    strict : bool
+        Raise ``ValueError`` when the resolution is not complete.
+
+    Returns
+    -------
+    ModelPositions: ``layers`` (one :mod:`record <refpos.models.records>` per layer, encoder stack first),
+    ``not_modelled``, ``unknown``, ``notes``, ``summary()``, ``describe()``.
+    """
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
+    full = load_hf_config(config_or_path)
+    cfg, prefix, parent = language_config(full)
+    written = cfg.get("model_type", parent)
+    if written is not None and not isinstance(written, str):
+        raise TypeError(f"{prefix}model_type must be a str, got {type(written).__name__}")
+    family, notes, assumed = family_of(written), [], dict(assume or {})
+    if assume is not None:
+        family, notes = _assumed(family, written, assume)
+    if family is None:
+        positions = _unknown(cfg, prefix, written)
+    else:
+        positions = _known(full, cfg, prefix, family, written)
+    positions = replace(positions, notes=(*notes, *positions.notes), assumed=assumed)
+    if strict and not positions.complete:
+        problems = sorted({**positions.not_modelled, **positions.unknown}) or [
+            f"{layer.stack} {layer.index}" for layer in positions.layers if layer.kind in ("refused", "unknown")]
+        raise ValueError(f"strict: not modelled, refused or unknown: {problems} (strict=False resolves and "
+                         "reports them)")
+    return positions
+
+
+def _assumed(family: Family | None, written: str | None,
+             assume: Mapping[str, str]) -> tuple[Family | None, list[str]]:
+    """The row stated conventions make for an unknown family; a known family keeps its own row."""
+    if not isinstance(assume, Mapping):
+        raise TypeError(f"assume must be a mapping of conventions, got {type(assume).__name__}")
+    wrong = sorted(set(map(str, assume)) - set(ASSUMABLE))
+    if wrong or not all(isinstance(v, str) for v in assume.values()):
+        raise ValueError(f"assume takes {list(ASSUMABLE)} with str values, got {dict(assume)!r}")
+    if family is not None:
+        return family, [f"assume={dict(assume)} ignored: the family table knows {family.model_type!r}"]
+    if "family" in assume:
+        base = family_of(assume["family"])
+        if base is None:
+            raise ValueError(f"assume family={assume['family']!r} is not a model_type of the family table")
+        stated = {k: v for k, v in assume.items() if k != "family"}
+    else:
+        base, stated = Family(written or "unknown", STATED, "half"), dict(assume)
+    values = {name: stated[name] for name in ("layout", "stacks", "rope_layers") if name in stated}
+    if "encoding" in stated:
+        values["positions"] = StackFacts(encoding=stated["encoding"])
+        values.update(encoder=None, decoder=None, switch=None)
+    values.setdefault("layout", base.layout if base.layout is not None else "half")
+    try:
+        row = replace(base, model_type=written or base.model_type, source=STATED, **values)
+        row.positions.check("assume")
+    except ValueError as exc:
+        raise ValueError(f"assume: {exc}") from None
+    return row, [f"conventions stated by the caller, not read from the model's code: {dict(assume)}"]
+
+
+def _unknown(cfg: Mapping[str, Any], prefix: str, written: str | None) -> ModelPositions:
+    named = "no model_type" if written is None else f"model_type {written!r}"
+    try:
+        n = layer_count(cfg)
+    except LayerCountMissing:
+        n = 1
+    stated = {prefix + key: cfg[key] for key in (*STATED_KEYS, *position_keys()) if cfg.get(key) is not None}
+    missing = ("encoding", "layout", "which layers carry positions")
+    layers = tuple(Unknown("decoder", i, None, stated=stated, unknown=missing) for i in range(n))
+    what = (f"{named} is not in refpos's family table: its encoding, pair layout and which layers carry positions "
+            "are unknown; state them: assume={'family': <a known model_type>} or {'encoding': 'rope', "
+            "'layout': 'half'} (refpos golden model / check: --assume family=llama)")
+    return ModelPositions(written, None, layers, prefix, unknown={prefix + "model_type": what})
+
+
+def _known(full: dict[str, Any], cfg: Mapping[str, Any], prefix: str, family: Family,
+           written: str | None) -> ModelPositions:
+    reader = KeyReader(cfg, prefix)
+    reader.get("model_type")
+    names = STACKS[family.stacks]
+    layers: list[LayerRecord] = []
+    not_modelled: dict[str, str] = {}
+    notes: list[str] = []
+    for stack in names:
+        role = "single" if len(names) == 1 else stack
+        facts = family.stack(stack)
+        encoding, value = family.switched(cfg, facts.encoding)
+        if family.switch is not None:
+            reader.get(family.switch.key)
+        if encoding is None:
+            assert family.switch is not None
+            why = (f"{family.switch.key}={value}: {family.model_type}'s positions for this value are not modelled "
+                   f"(modelled: {', '.join(f'{v} ({e})' for v, e in family.switch.values)})")
+            count = geometry(reader, role).layers if role != "single" else _count(cfg, family)
+            layers += [Refused(stack, i, None, reason=why) for i in range(count)]
+            not_modelled[prefix + family.switch.key] = why
+            continue
+        stack_layers, stack_report, stack_notes = _stack(full, cfg, reader, family, stack, role, encoding, facts)
+        layers += stack_layers
+        not_modelled.update({key: why for key, why in stack_report.items() if key not in reader.used})
+        notes += [note for note in stack_notes if note not in notes]
+    if not any(isinstance(layer, RopeLayer) for layer in layers):  # a RoPE schedule reports its own keys
+        for key, (_, what) in position_keys().items():
+            if prefix + key not in reader.used and key in cfg and is_active(cfg, key):
+                not_modelled.setdefault(prefix + key, what)
+        if family.unmodelled:
+            not_modelled.setdefault(prefix + "model_type", f"{family.model_type}: {family.unmodelled}")
+    layers = _refuse_unmodelled(layers, not_modelled, prefix)
+    return ModelPositions(family.model_type if written is None else written, family, tuple(layers), prefix,
+                          not_modelled, notes=tuple(notes))
+
+
+def _count(cfg: Mapping[str, Any], family: Family) -> int:
+    try:
+        return layer_count(cfg, family)
+    except LayerCountMissing:
+        return 1
+
+
+def _stack(full: dict[str, Any], cfg: Mapping[str, Any], reader: KeyReader, family: Family, stack: str, role: str,
+           encoding: str, facts: StackFacts) -> tuple[list[LayerRecord], dict[str, str], list[str]]:
+    """The records of one stack, what it does not model and its notes."""
+    if encoding in ("rope", "none", "no_attention"):
+        if role != "single":
+            why = f"{encoding} positions in an encoder–decoder model are not modelled"
+            return [Refused(stack, i, None, reason=why) for i in range(geometry(reader, role).layers)], {}, []
+        return _scheduled(full, cfg, reader, family, stack, encoding)
+    shape = geometry(reader, role)
+    if encoding == "alibi":
+        return alibi_layers(stack, shape, facts.facts_of("alibi"), _mpt_max_bias(reader, family)), {}, []
+    if encoding == "t5":
+        return t5_layers(reader, stack, shape, facts.facts_of("t5"), bidirectional=stack != "decoder"
+                         or family.stacks == "encoder"), {}, []
+    if encoding in ("learned", "sinusoidal"):
+        return absolute_layers(reader, stack, shape, encoding, facts.facts_of(encoding)), {}, []
+    why = f"{family.model_type}: {encoding} positions are not modelled yet"
+    return [Refused(stack, i, None, reason=why) for i in range(shape.layers)], {}, []
+
+
+def _mpt_max_bias(reader: KeyReader, family: Family) -> float:
+    """MPT's ``attn_config.alibi_bias_max`` (default 8) for the ``mpt`` slope rule; 8 otherwise."""
+    facts = family.positions.facts_of("alibi")
+    if facts is None or facts.slopes != "mpt":
+        return 8.0
+    value = reader.get("attn_config.alibi_bias_max", 8)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{reader.prefix}attn_config.alibi_bias_max must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _scheduled(full: dict[str, Any], cfg: Mapping[str, Any], reader: KeyReader, family: Family, stack: str,
+               encoding: str) -> tuple[list[LayerRecord], dict[str, str], list[str]]:
+    """RoPE, no positions, or no attention: the layer schedule's records."""
+    if encoding == "no_attention":
+        mixer = next((kind for _, kind in family.no_attention), "mamba")
+        return [NoAttention(stack, i, None, mixer=mixer) for i in range(_count(cfg, family))], {}, []
+    schedule, _ = layer_schedule(full, family, rope_on=encoding == "rope")
+    reader.used.update(reader.prefix + key for key in ("layer_types", family.types_key))
+    records: list[LayerRecord] = []
+    for layer in schedule:
+        if not layer.attention:
+            records.append(NoAttention(stack, layer.index, layer.layer_type, mixer=layer.mixer or "mamba"))
+        elif layer.rope is not None:
+            records.append(RopeLayer(stack, layer.index, layer.layer_type, rope=layer.rope, query_scale=layer.scale))
+        else:
+            records.append(NoPositions(stack, layer.index, layer.layer_type, query_scale=layer.scale))
+    return records, dict(schedule.not_modelled), list(schedule.notes)
+
+
+def _refuse_unmodelled(layers: list[LayerRecord], not_modelled: Mapping[str, str], prefix: str) -> list[LayerRecord]:
+    """Refuse the attention layers of every stack when a not-modelled key changes positions (not a mask or a
+    scale of :data:`ATTENTION_ONLY`): no record resolves as if the key were absent."""
+    changing = {key: why for key, why in not_modelled.items() if key[len(prefix):] not in ATTENTION_ONLY}
+    if not changing:
+        return layers
+    reason = "; ".join(f"{key}: {why}" for key, why in sorted(changing.items()))
+    return [layer if not layer.attention or layer.kind == "refused" else
+            Refused(layer.stack, layer.index, layer.layer_type, reason=reason) for layer in layers]
+
+
+__all__ = ["ASSUMABLE", "ModelPositions", "model_positions"]

@@ -1,0 +1,351 @@
+r"""One typed record per layer: what that layer's attention does with positions.
+
+:func:`refpos.model_positions` returns one record per layer of every stack (the decoder; the encoder and the
+decoder of an encoder–decoder model). Each record names its ``stack``, its ``index`` in that stack and its
+``layer_type``, says its ``kind``, gives its parameters as JSON (:meth:`LayerRecord.params`) and builds the
+:class:`refpos.Encoding` that :func:`refpos.self_attention` runs for it (:meth:`LayerRecord.encoding`; the
+kinds with trained weights take them as arguments).
+
+==================  =====================================================================================
+kind                record
+==================  =====================================================================================
+``rope``, ``mrope`` :class:`RopeLayer`: a :class:`~refpos.RopeConfig` (M-RoPE when it has sections) and a
+                    query scale
+``alibi``           :class:`AlibiLayer`: the family's slopes, bias form, order and rounding
+``t5``              :class:`T5Layer`: direction, bucket count, max distance, which layer owns the table
+``learned``         :class:`AbsoluteLayer`: a learned table of ``table_size`` rows read at ``p + offset``
+``sinusoidal``      :class:`AbsoluteLayer`: a sinusoid of the stack's width, layout, spacing, offset
+``deberta``         :class:`DebertaLayer`: DeBERTa-v2 relative positions
+``none``            :class:`NoPositions`: attention without positions (NoPE), perhaps with a query scale
+``no_attention``    :class:`NoAttention`: a Mamba, convolution, recurrent or linear-attention layer
+``refused``         :class:`Refused`: the layer does something refpos does not model (named)
+``unknown``         :class:`Unknown`: the family is not in the table; what its config states, nothing else
+==================  =====================================================================================
+
+Learned and sinusoidal positions are added to the stack's input, before its first layer: every layer of
+such a stack carries the same record, with ``at = "input"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from refpos.backend import array_namespace, to_numpy
+from refpos.encoding import Encoding, NoPE, QueryScaled
+from refpos.encodings.learned import LearnedAbsolute
+from refpos.encodings.sinusoidal import Sinusoidal, sinusoidal
+from refpos.encodings.t5 import T5, t5_bias, t5_bucket
+from refpos.models.query_scales import QueryScale
+from refpos.rope.config import RopeConfig
+from refpos.rope.encoding import Rope
+
+Array = Any
+
+
+def round_to(a: Any, dtype: str) -> np.ndarray:
+    """``a`` (float64) rounded to ``dtype`` as a model's code stores it, returned in float64.
+
+    ``float32``: round to nearest float32. ``bfloat16``: to float32 first, then keep the top 16 bits with
+    round-to-nearest-even (the rounding torch applies, float32 arithmetic then a bfloat16 result).
+    """
+    a = np.asarray(a, dtype=np.float64)
+    if dtype == "float64":
+        return a
+    single = a.astype(np.float32)
+    if dtype == "float32":
+        return single.astype(np.float64)
+    bits = single.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    return rounded.view(np.float32).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class LayerRecord:
+    """Where a layer is: its stack, its index there and its layer type; subclasses say what it does."""
+
+    stack: str
+    index: int
+    layer_type: str | None
+    kind: ClassVar[str] = ""
+
+    @property
+    def attention(self) -> bool:
+        """False for a layer without attention (and so without positions)."""
+        return True
+
+    @property
+    def label(self) -> str:
+        """The kind as schedules print it (``rope+scale``, ``mamba``, ...)."""
+        return self.kind
+
+    def params(self) -> dict[str, Any]:
+        """The record's parameters, JSON-ready."""
+        return {}
+
+    def describe(self) -> dict[str, Any]:
+        """``{"stack", "index", "layer_type", "kind", **params}``: one JSON object per layer."""
+        return {"stack": self.stack, "index": self.index, "layer_type": self.layer_type, "kind": self.kind,
+                **self.params()}
+
+    def encoding(self, **weights: Any) -> Encoding:
+        """The :class:`refpos.Encoding` that runs this layer in :func:`refpos.self_attention`."""
+        raise ValueError(f"{self.stack} layer {self.index} ({self.kind}): {self._why_not()}")
+
+    def _why_not(self) -> str:
+        return "nothing for the attention pipeline to run"
+
+
+def _scaled(encoding: Encoding, scale: QueryScale | None) -> Encoding:
+    return encoding if scale is None else QueryScaled(encoding, scale)
+
+
+@dataclass(frozen=True)
+class RopeLayer(LayerRecord):
+    """RoPE (M-RoPE when ``rope.mrope_section`` is set), with the family's query scale if it has one."""
+
+    rope: RopeConfig
+    query_scale: QueryScale | None = None
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return "mrope" if self.rope.mrope_section is not None else "rope"
+
+    @property
+    def label(self) -> str:
+        return self.kind + ("+scale" if self.query_scale else "")
+
+    def params(self) -> dict[str, Any]:
+        return {"rope": self.rope.to_params(),
+                "query_scale": None if self.query_scale is None else self.query_scale.as_dict()}
+
+    def encoding(self, **weights: Any) -> Encoding:
+        return _scaled(Rope(self.rope), self.query_scale)
+
+
+@dataclass(frozen=True)
+class NoPositions(LayerRecord):
+    """Attention without positions (NoPE), perhaps with a query scale (Llama 4's layers without RoPE)."""
+
+    query_scale: QueryScale | None = None
+    kind: ClassVar[str] = "none"
+
+    @property
+    def label(self) -> str:
+        return "none" + ("+scale" if self.query_scale else "")
+
+    def params(self) -> dict[str, Any]:
+        return {"query_scale": None if self.query_scale is None else self.query_scale.as_dict()}
+
+    def encoding(self, **weights: Any) -> Encoding:
+        return _scaled(NoPE(), self.query_scale)
+
+
+@dataclass(frozen=True)
+class NoAttention(LayerRecord):
+    """A layer without attention (``mixer``: ``"mamba"``, ``"conv"``, ``"linear"``, ``"recurrent"``, ...)."""
+
+    mixer: str = "mamba"
+    kind: ClassVar[str] = "no_attention"
+
+    @property
+    def attention(self) -> bool:
+        return False
+
+    @property
+    def label(self) -> str:
+        return self.mixer
+
+    def params(self) -> dict[str, Any]:
+        return {"mixer": self.mixer}
+
+    def _why_not(self) -> str:
+        return f"a {self.mixer} layer has no attention, so no positions"
+
+
+@dataclass(frozen=True)
+class Refused(LayerRecord):
+    """A layer whose positions refpos does not model: ``reason`` names the key or the code."""
+
+    reason: str = ""
+    kind: ClassVar[str] = "refused"
+
+    def params(self) -> dict[str, Any]:
+        return {"reason": self.reason}
+
+    def _why_not(self) -> str:
+        return f"not modelled: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Unknown(LayerRecord):
+    """A layer of a family the table does not know: what its config states, the conventions it does not."""
+
+    stated: Mapping[str, Any] = field(default_factory=dict)
+    unknown: tuple[str, ...] = ()
+    kind: ClassVar[str] = "unknown"
+
+    def params(self) -> dict[str, Any]:
+        return {"stated": dict(self.stated), "unknown": list(self.unknown)}
+
+    def _why_not(self) -> str:
+        return f"its family is not in the table; unknown: {', '.join(self.unknown)}"
+
+
+# ------------------------------------------------------------------------------------------------- ALiBi
+@dataclass(frozen=True)
+class AlibiLayer(LayerRecord):
+    r"""ALiBi as the family's code builds it.
+
+    ``slopes`` are the family's values, already rounded to ``dtype``. The bias of head ``h`` at query
+    position ``i`` and key position ``j`` is
+
+    .. math:: b_{hij} = \operatorname{round}_{\text{dtype}}(m_h\, j) \;\;(\texttt{key\_index}), \qquad
+              b_{hij} = \operatorname{round}_{\text{dtype}}(m_h (j - j_{\text{last}}))
+              \;\;(\texttt{key\_index\_end})
+
+    (both equal the causal form :math:`-m_h (i - j)` under a causal mask, up to a per-row constant the
+    softmax removes). ``before_scale``: added to :math:`q\cdot k` before the :math:`1/\sqrt{d}` scale (Falcon),
+    else after it (BLOOM, MPT).
+    """
+
+    slopes: tuple[float, ...] = ()
+    form: str = "key_index"
+    before_scale: bool = False
+    dtype: str = "float32"
+    head_dim: int = 1
+    kind: ClassVar[str] = "alibi"
+
+    def params(self) -> dict[str, Any]:
+        return {"n_heads": len(self.slopes), "slopes": list(self.slopes), "form": self.form,
+                "before_scale": self.before_scale, "dtype": self.dtype, "head_dim": self.head_dim}
+
+    def bias(self, q_positions: Any, k_positions: Any) -> np.ndarray:
+        """The bias ``(H, Tq, Tk)`` (or ``(B, H, Tq, Tk)`` for per-row positions), float64."""
+        q = np.asarray(to_numpy(q_positions), dtype=np.int64)
+        k = np.asarray(to_numpy(k_positions), dtype=np.int64)
+        key = k - k[..., -1:] if self.form == "key_index_end" else k  # (..., Tk)
+        m = np.asarray(self.slopes, dtype=np.float64)[:, None, None]  # (H, 1, 1)
+        products = round_to(m * key[..., None, None, :].astype(np.float64), self.dtype)  # (..., H, 1, Tk)
+        return np.broadcast_to(products, (*products.shape[:-2], q.shape[-1], k.shape[-1])).copy()
+
+    def encoding(self, **weights: Any) -> Encoding:
+        return _RecordBias(self)
+
+
+class _RecordBias(Encoding):
+    """The bias of an :class:`AlibiLayer` as a pipeline encoding (in the namespace of the positions)."""
+
+    name = "alibi"
+
+    def __init__(self, record: AlibiLayer) -> None:
+        self.record, self.bias_scaled = record, record.before_scale
+
+    def bias(self, q_positions: Array, k_positions: Array, n_heads: int) -> Array:
+        if n_heads != len(self.record.slopes):
+            raise ValueError(f"the layer has {n_heads} heads, its ALiBi record {len(self.record.slopes)} slopes")
+        xp = array_namespace(q_positions)
+        return xp.asarray(self.record.bias(q_positions, k_positions))
+
+    def __repr__(self) -> str:
+        return f"_RecordBias({self.record.form}, before_scale={self.bias_scaled})"
+
+
+# ---------------------------------------------------------------------------------------------------- T5
+@dataclass(frozen=True)
+class T5Layer(LayerRecord):
+    """T5's bucketed relative bias: ``table_layer`` is the layer of the stack whose table this layer uses
+    (itself when ``owns_table``); the logits are not scaled."""
+
+    n_heads: int = 1
+    bidirectional: bool = True
+    num_buckets: int = 32
+    max_distance: int = 128
+    owns_table: bool = True
+    table_layer: int = 0
+    kind: ClassVar[str] = "t5"
+
+    def params(self) -> dict[str, Any]:
+        return {"n_heads": self.n_heads, "bidirectional": self.bidirectional, "num_buckets": self.num_buckets,
+                "max_distance": self.max_distance, "owns_table": self.owns_table, "table_layer": self.table_layer}
+
+    def buckets(self, q_positions: Any, k_positions: Any) -> np.ndarray:
+        """Bucket of every (query, key) pair ``(Tq, Tk)``: ``bucket(k − q)``."""
+        q = np.asarray(to_numpy(q_positions), dtype=np.int64)
+        k = np.asarray(to_numpy(k_positions), dtype=np.int64)
+        return np.asarray(t5_bucket(k[..., None, :] - q[..., :, None], bidirectional=self.bidirectional,
+                                    num_buckets=self.num_buckets, max_distance=self.max_distance))
+
+    def bias(self, table: Any, q_positions: Any, k_positions: Any) -> Array:
+        """``table[bucket(k − q)]`` as ``(H, Tq, Tk)``; ``table`` is ``(num_buckets, n_heads)``."""
+        self._check_table(table)
+        return t5_bias(table, q_positions, k_positions, bidirectional=self.bidirectional,
+                       max_distance=self.max_distance)
+
+    def _check_table(self, table: Any) -> None:
+        if tuple(table.shape) != (self.num_buckets, self.n_heads):
+            raise ValueError(f"table must be (num_buckets, n_heads) = ({self.num_buckets}, {self.n_heads}), got "
+                             f"{tuple(table.shape)}")
+
+    def encoding(self, **weights: Any) -> Encoding:
+        if "table" not in weights:
+            raise ValueError(f"{self.stack} layer {self.index} (t5): pass table=, the bucket embedding of layer "
+                             f"{self.table_layer} ({self.num_buckets}, {self.n_heads})")
+        self._check_table(weights["table"])
+        return T5(weights["table"], bidirectional=self.bidirectional, max_distance=self.max_distance)
+
+
+# ------------------------------------------------------------------------------- learned and sinusoidal
+@dataclass(frozen=True)
+class AbsoluteLayer(LayerRecord):
+    """A learned table or a sinusoid added to the stack's input: position ``p`` reads row ``p + offset``
+    (``table_size`` rows: a larger position is an error); a sinusoid of ``dim`` channels."""
+
+    encoding_name: str = "learned"
+    dim: int = 2
+    offset: int = 0
+    table_size: int | None = None
+    layout: str = "concat"
+    spacing: str = "paper"
+    base: float = 10000.0
+    at: str = "input"
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.encoding_name
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"at": self.at, "dim": self.dim, "offset": self.offset, "table_size": self.table_size}
+        if self.encoding_name == "sinusoidal":
+            out.update(layout=self.layout, spacing=self.spacing, base=self.base)
+        return out
+
+    def rows(self, positions: Any) -> np.ndarray:
+        """The table rows positions read, ``p + offset``; a row outside the table is a ``ValueError``."""
+        p = np.asarray(to_numpy(positions), dtype=np.int64)
+        rows = p + self.offset
+        if rows.size and (rows.min() < 0 or (self.table_size is not None and rows.max() >= self.table_size)):
+            raise ValueError(f"positions + offset {self.offset} must lie in [0, {self.table_size}) (the table's "
+                             f"rows), got {int(rows.min())} … {int(rows.max())}")
+        return rows
+
+    def sinusoid(self, positions: Any) -> np.ndarray:
+        """The sinusoid ``(..., dim)`` at ``positions`` (row ``p + offset`` of the family's table)."""
+        self.rows(positions)
+        return np.asarray(sinusoidal(np.asarray(to_numpy(positions), dtype=np.int64), self.dim, base=self.base,
+                                     layout=self.layout, spacing=self.spacing, offset=self.offset, xp=np))
+
+    def encoding(self, **weights: Any) -> Encoding:
+        if self.encoding_name == "sinusoidal":
+            return Sinusoidal(base=self.base, layout=self.layout, spacing=self.spacing, offset=self.offset)
+        if "table" not in weights:
+            raise ValueError(f"{self.stack} layer {self.index} (learned): pass table=, the trained position table "
+                             f"({self.table_size}, {self.dim})")
+        return LearnedAbsolute(weights["table"], offset=self.offset)
+
+
+__all__ = ["AbsoluteLayer", "AlibiLayer", "LayerRecord", "NoAttention", "NoPositions", "Refused", "RopeLayer",
+           "T5Layer", "Unknown", "round_to"]

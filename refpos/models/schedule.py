@@ -1,0 +1,114 @@
+"""Which layer is which: the layer count, the layer types and which layers rotate, as a family's config
+class and attention code fix them (the ``layer_pattern``, ``types_key``, ``count`` and ``rope_layers``
+columns of the family table, :mod:`refpos.models.families`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from refpos.models.families import Family, LayerPattern
+from refpos.validation import check_int, check_size
+
+LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+#: the most layers a schedule holds (models have at most a few hundred)
+MAX_LAYERS = 2**16
+
+
+class LayerCountMissing(ValueError):
+    """The config does not say how many layers it has: no schedule can be built (a ``ValueError``, so bad
+    input stays one kind of error; callers that can do without a schedule catch this class)."""
+
+
+def _nested(cfg: Mapping[str, Any], key: str) -> Any:
+    """The value at a dotted ``key`` (``linear_attn_config.full_attn_layers``), or None."""
+    value: Any = cfg
+    for part in key.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def layer_count(cfg: Mapping[str, Any], family: Family | None = None) -> int:
+    """The number of layers: the first of :data:`LAYER_COUNT_KEYS`, or the length of the layer types for a
+    family whose config class counts them (``count = "layer_types"``)."""
+    if family is not None and family.count == "layer_types":
+        types = layer_types(cfg, family, None)
+        if types is not None:
+            return len(types)
+    for key in LAYER_COUNT_KEYS:
+        if cfg.get(key) is not None:
+            # the schedule holds a record and list entries per layer (~200 bytes each)
+            return check_size(key, cfg[key], maximum=MAX_LAYERS, bytes_each=200, what="layer schedule")
+    raise LayerCountMissing("num_hidden_layers: the config does not say how many layers it has "
+                            f"(none of {list(LAYER_COUNT_KEYS)})")
+
+
+def layer_types(cfg: Mapping[str, Any], family: Family | None, n: int | None) -> list[str] | None:
+    """The config's layer types (``layer_types``, or the family's ``types_key``), or the family's pattern
+    filling them; None when neither says. ``n``: the layer count they must match (None: any)."""
+    key = "layer_types" if family is None else family.types_key
+    value = cfg.get(key)
+    if value is not None:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise TypeError(f"{key} must be a list of str")
+        if n is not None and len(value) != n:
+            raise ValueError(f"{key} has {len(value)} entries for {n} layers")
+        return list(value)
+    pattern = None if family is None else family.layer_pattern
+    return None if pattern is None else _filled(cfg, pattern, n)
+
+
+def _filled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> list[str] | None:
+    """The layer types a pattern gives (see :class:`refpos.models.families.LayerPattern`)."""
+    if pattern.chars:  # one character per layer (Nemotron-H's hybrid_override_pattern)
+        text = _nested(cfg, pattern.key or "")
+        if text is None:
+            return None
+        chars = dict(pattern.chars)
+        if not isinstance(text, str) or any(c not in chars for c in text) or (n is not None and len(text) != n):
+            raise ValueError(f"{pattern.key} must be a string of {sorted(chars)} characters, one per layer, "
+                             f"got {text!r}")
+        return [chars[c] for c in text]
+    if n is None:
+        return None
+    if pattern.indices is not None:  # the config lists the full-attention layers (Bamba, LFM2, Kimi-Linear)
+        listed = _nested(cfg, pattern.indices)
+        if listed is None:
+            return None if pattern.absent is None else [pattern.absent] * n
+        first = int(pattern.one_based)
+        if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int)
+                                               or not first <= i < n + first for i in listed):
+            raise ValueError(f"{pattern.indices} must be a list of layer indices in [{first}, {n + first}), got "
+                             f"{listed!r}")
+        return ["full_attention" if i + first in listed else pattern.other for i in range(n)]
+    every = pattern.every if pattern.key is None or cfg.get(pattern.key) is None else \
+        check_int(pattern.key, cfg[pattern.key], minimum=1)
+    offset = every - 1 if pattern.offset is None else pattern.offset
+    if pattern.offset_key is not None and cfg.get(pattern.offset_key) is not None:
+        offset = check_int(pattern.offset_key, cfg[pattern.offset_key], minimum=0)
+    return ["full_attention" if i >= pattern.start and i % every == offset % every else pattern.other
+            for i in range(n)]
+
+
+def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | None], n: int) -> list[bool]:
+    """Which layers rotate, by the family's ``rope_layers`` rule (every layer for ``"all"``)."""
+    rule = "all" if family is None else family.rope_layers
+    if rule == "no_rope_layers":
+        flags = cfg.get("no_rope_layers")
+        if flags:
+            if not isinstance(flags, list) or len(flags) != n or any(f not in (0, 1) for f in flags):
+                raise ValueError(f"no_rope_layers must be a list of {n} entries 0 or 1 (1 = RoPE), got {flags!r}")
+            return [bool(f) for f in flags]
+        interval = check_int("no_rope_layer_interval", cfg.get("no_rope_layer_interval", 4), minimum=1)
+        return [(i + 1) % interval != 0 for i in range(n)]
+    window = cfg.get("sliding_window") is not None
+    if rule == "sliding":
+        return [window and t == "sliding_attention" for t in types]
+    if rule == "sliding_or_no_window":
+        return [not window or t == "sliding_attention" for t in types]
+    return [True] * n
+
+
+__all__ = ["LAYER_COUNT_KEYS", "LayerCountMissing", "layer_count", "layer_types", "rotating"]

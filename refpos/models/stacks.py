@@ -1,0 +1,161 @@
+"""The layers of one stack whose encoding is not RoPE: their geometry from the config, their records from the
+family's facts (:mod:`refpos.models.facts`).
+
+A stack's geometry is read from the first present key of each list of :data:`GEOMETRY_KEYS` (transformers'
+config classes name them differently: GPT-2's ``n_layer`` / ``n_head`` / ``n_embd``, BART's
+``encoder_layers`` / ``encoder_attention_heads`` / ``d_model``, T5's ``num_layers`` / ``num_heads``). Every
+key read is recorded by the :class:`KeyReader`, so what was not read can be reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from refpos.encodings.alibi import alibi_slopes
+from refpos.encodings.t5 import check_bucket_args
+from refpos.models.facts import AbsoluteFacts, AlibiFacts, T5Facts
+from refpos.models.records import AbsoluteLayer, AlibiLayer, LayerRecord, NoPositions, T5Layer, round_to
+from refpos.validation import check_int
+
+#: role → config keys of a stack's layer count, head count and width, the first present wins; ``decoder`` and
+#: ``encoder`` are the stacks of an encoder–decoder model, ``single`` the one stack of any other model
+GEOMETRY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    "single": {"layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+               "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads"),
+               "width": ("hidden_size", "n_embd", "n_embed", "d_model", "dim")},
+    "encoder": {"layers": ("encoder_layers", "num_layers", "num_hidden_layers"),
+                "heads": ("encoder_attention_heads", "num_heads", "num_attention_heads"),
+                "width": ("d_model", "hidden_size")},
+    "decoder": {"layers": ("decoder_layers", "num_decoder_layers", "num_layers", "num_hidden_layers"),
+                "heads": ("decoder_attention_heads", "num_heads", "num_attention_heads"),
+                "width": ("d_model", "hidden_size")},
+}
+#: T5's bucket keys and the default its config class gives the distance
+T5_KEYS = ("relative_attention_num_buckets", "relative_attention_max_distance")
+T5_MAX_DISTANCE_DEFAULT = 128
+
+
+@dataclass
+class KeyReader:
+    """Reads keys (dotted for nested ones, ``attn_config.alibi``) of one config and remembers each key read."""
+
+    cfg: Mapping[str, Any]
+    prefix: str = ""
+    used: set[str] = field(default_factory=set)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value at ``key`` (``None`` and missing give ``default``); the key counts as read."""
+        self.used.add(self.prefix + key)
+        value: Any = self.cfg
+        for part in key.split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                return default
+            value = value[part]
+        return default if value is None else value
+
+    def first(self, keys: tuple[str, ...]) -> tuple[str, Any] | None:
+        """``(key, value)`` of the first of ``keys`` present and not null; every key tried counts as read."""
+        for key in keys:
+            value = self.get(key)
+            if value is not None:
+                return key, value
+        return None
+
+    def count(self, keys: tuple[str, ...], what: str, *, minimum: int = 1) -> int:
+        """A positive integer from the first present of ``keys``; a ``ValueError`` naming them when none is."""
+        found = self.first(keys)
+        if found is None:
+            raise ValueError(f"{keys[0]}: the config gives no {what} (none of {list(keys)})")
+        return check_int(self.prefix + found[0], found[1], minimum=minimum)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A stack's layer count, head count and width."""
+
+    layers: int
+    heads: int
+    width: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.width // self.heads
+
+
+def geometry(reader: KeyReader, role: str) -> Geometry:
+    """The geometry of a stack (``role``: ``"single"``, ``"encoder"`` or ``"decoder"``)."""
+    keys = GEOMETRY_KEYS[role]
+    return Geometry(reader.count(keys["layers"], "layer count"), reader.count(keys["heads"], "head count"),
+                    reader.count(keys["width"], "hidden width"))
+
+
+# ----------------------------------------------------------------------------------------------- ALiBi
+def family_slopes(n_heads: int, facts: AlibiFacts, max_bias: float = 8.0) -> tuple[float, ...]:
+    r"""The slopes the family's code builds, rounded to its dtype.
+
+    ``recurrence``: the official recurrence (:func:`refpos.alibi_slopes`); ``mpt``: over the next power of two
+    :math:`n' \ge n`, :math:`m_h = 2^{-b h / n'}` (:math:`h = 1 … n'`), then for :math:`n' \ne n` the odd
+    entries before the even ones, the first :math:`n` kept (transformers' ``build_mpt_alibi_tensor``).
+    """
+    if facts.slopes == "recurrence":
+        exact = [float(m) for m in alibi_slopes(n_heads, xp="numpy")]
+    else:
+        padded = 1 << (n_heads - 1).bit_length()
+        exact = [2.0 ** (-max_bias * h / padded) for h in range(1, padded + 1)]
+        if padded != n_heads:
+            exact = (exact[1::2] + exact[0::2])[:n_heads]
+    return tuple(float(m) for m in round_to(exact, facts.dtype))
+
+
+def alibi_layers(stack: str, shape: Geometry, facts: AlibiFacts, max_bias: float = 8.0) -> list[LayerRecord]:
+    slopes = family_slopes(shape.heads, facts, max_bias)
+    return [AlibiLayer(stack, i, None, slopes=slopes, form=facts.form, before_scale=facts.before_scale,
+                       dtype=facts.dtype, head_dim=shape.head_dim) for i in range(shape.layers)]
+
+
+# -------------------------------------------------------------------------------------------------- T5
+def t5_layers(reader: KeyReader, stack: str, shape: Geometry, facts: T5Facts, *,
+              bidirectional: bool) -> list[LayerRecord]:
+    """T5 layers: ``relative_attention_num_buckets`` (required) and ``relative_attention_max_distance``
+    (default 128, as T5's config class)."""
+    buckets = reader.count((T5_KEYS[0],), "bucket count", minimum=2)
+    distance = check_int(T5_KEYS[1], reader.get(T5_KEYS[1], T5_MAX_DISTANCE_DEFAULT), minimum=1)
+    check_bucket_args(bidirectional, buckets, distance)
+    return [T5Layer(stack, i, None, n_heads=shape.heads, bidirectional=bidirectional, num_buckets=buckets,
+                    max_distance=distance, owns_table=facts.tables == "every" or i == 0,
+                    table_layer=i if facts.tables == "every" else 0) for i in range(shape.layers)]
+
+
+# ------------------------------------------------------------------------------ learned and sinusoidal
+def absolute_layers(reader: KeyReader, stack: str, shape: Geometry, encoding: str,
+                    facts: AbsoluteFacts) -> list[LayerRecord]:
+    """Learned or sinusoidal layers: the table's length and width, and the position offset (``offset``, or
+    ``offset_key`` + 1)."""
+    size = None
+    if facts.table:
+        found = reader.first(facts.table)
+        if found is None and encoding == "learned":
+            raise ValueError(f"{facts.table[0]}: the config gives no position-table length (none of "
+                             f"{list(facts.table)})")
+        size = None if found is None else check_int(reader.prefix + found[0], found[1], minimum=1)
+    dim = shape.width if facts.dim is None else reader.count((facts.dim,), "position-table width")
+    offset = facts.offset
+    if facts.offset_key is not None:
+        offset = check_int(reader.prefix + facts.offset_key, reader.get(facts.offset_key, 0), minimum=0) + 1
+    if encoding == "sinusoidal" and dim % 2:
+        raise ValueError(f"the sinusoid's width {dim} is odd: refpos builds even widths only")
+    if size is not None and encoding == "learned":
+        size += facts.offset  # the offset rows come on top of the stated length (OPT, BART)
+    return [AbsoluteLayer(stack, i, None, encoding_name=encoding, dim=dim, offset=offset, table_size=size,
+                          layout=facts.layout, spacing=facts.spacing, base=facts.base)
+            for i in range(shape.layers)]
+
+
+def none_layers(stack: str, shape: Geometry) -> list[LayerRecord]:
+    return [NoPositions(stack, i, None) for i in range(shape.layers)]
+
+
+__all__ = ["GEOMETRY_KEYS", "T5_KEYS", "Geometry", "KeyReader", "absolute_layers", "alibi_layers", "family_slopes",
+           "geometry", "none_layers", "t5_layers"]
