@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("refpos.cli.plot", "draw the documentation's figures (--list names them), or a model's RoPE (--config)"),
     "rope": ("refpos.cli.rope", "resolve a config.json's RoPE: parameters, provenance, unused keys, frequencies"),
     "suite": ("refpos.cli.suite", "run the spec suite on an implementation (pytest options pass through)"),
+    "positions": ("refpos.cli.positions", "what every layer of every stack of a config.json does with positions"),
 }
 
 #: exit status of a usage or input problem, and of a bug in refpos

@@ -22,6 +22,7 @@ from refpos.check.run import (
     same_shape,
 )
 from refpos.check.tables_stream import relative_grid
+from refpos.cli import check_config
 from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, WIDTH, Number, help_with, require
 from refpos.cli.progress import ProgressBar
 from refpos.encodings.alibi import FORMS
@@ -34,13 +35,14 @@ from refpos.golden.npy_file import open_npy
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``refpos check``."""
-    parser.add_argument("target", help="rope, alibi, t5, deberta, sinusoid, or a golden case id")
+    parser.add_argument("target", help="rope, alibi, t5, deberta, sinusoid, learned (with --config), or a golden "
+                                       "case id")
     parser.add_argument("candidate_file", nargs="?", default=None, help="candidate .npy (golden case form)")
     parser.add_argument("--candidate", default=None, help="the candidate output (.npy)")
     parser.add_argument("--dtype", default=None, help="dtype the candidate computed in (default: from the file)")
     parser.add_argument("--json", action="store_true", help='print {"ok": ..., "diagnosis": [...]}')
     parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr (none when not a terminal)")
-    parser.add_argument("--config", help="rope: the model's config.json")
+    parser.add_argument("--config", help="the model's config.json: the check's parameters from its layer")
     parser.add_argument("--layer-type", default=None, help="rope: layer type of a per-layer config")
     parser.add_argument("--strict", action="store_true",
                         help="rope: unusable (exit 2) when the config asks for something refpos does not model")
@@ -70,6 +72,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spacing", default="paper", choices=SPACINGS, help="sinusoid (default paper)")
     parser.add_argument("--output", default=None, help="golden case: which output (default: the primary)")
     parser.add_argument("--golden-dir", type=Path, default=None)
+    check_config.configure(parser)
     require(parser, _options_agree)
 
 
@@ -128,13 +131,8 @@ def _load(path: str | None, flag: str, target: str, *, blocks: bool = False) -> 
 
 
 def _rope_config(args: argparse.Namespace) -> Any:
-    import refpos
-
-    path = _need(args.config, "--config CONFIG.json", "rope")
-    try:
-        return refpos.from_hf_config(path, layer_type=args.layer_type)
-    except (ValueError, TypeError, KeyError, OSError) as exc:
-        raise Unusable(f"--config {path} does not resolve: {str(exc).splitlines()[0]}") from None
+    _need(args.config, "--config CONFIG.json", "rope")
+    return check_config.rope_of(args)[0]
 
 
 def _relative(args: argparse.Namespace, candidate: Any, target: str, *, query_minus_key: bool = False) -> Any:
@@ -156,6 +154,9 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
         raise Unusable(f"the candidate {cand_path} holds no elements (shape {tuple(candidate.shape)}): nothing "
                        "to check")
     dtype = args.dtype or default_dtype(candidate)
+    if args.config and target in check_config.TARGET_KINDS and target != "rope":
+        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
+            return check_config.check_layer(args, target, candidate, dtype, progress)
     if target == "rope":
         rope = _rope_config(args)
         if args.strict and rope.not_modelled:

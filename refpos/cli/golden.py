@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, help_with
+from refpos.cli.positions import add_assume, assumptions, refuse_unknown, resolve
 from refpos.golden.generate import finite_cases, generate, model_source, verify
 from refpos.golden.manifest import GoldenError, default_golden_dir, load_manifest, write_cases
 from refpos.golden.npy import read_npy
@@ -53,7 +54,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     ver = sub.add_parser("verify", help="check sha256s, regenerate and compare every case")
     ver.add_argument("--golden-dir", type=Path, default=None)
     ver.add_argument("--certify", action="store_true", help="also re-check every certificate with mpmath")
-    mod = sub.add_parser("model", help="the per-model RoPE case set for any config.json")
+    mod = sub.add_parser("model", help="the per-model case set for any config.json: every layer kind it has")
     mod.add_argument("config", type=Path, help="config.json (or its directory)")
     mod.add_argument("--out", type=Path, required=True)
     mod.add_argument("--positions", default=None, help="comma-separated positions, or a .npy file of int positions")
@@ -67,6 +68,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     mod.add_argument("--force", action="store_true", help=FORCE_HELP)
     mod.add_argument("--strict", action="store_true",
                      help="fail when a key that changes positions or attention is not modelled")
+    add_assume(mod)
     lst = sub.add_parser("list", help="list the cases of a golden directory")
     lst.add_argument("--golden-dir", type=Path, default=None)
     lst.add_argument("--family", default=None)
@@ -128,23 +130,27 @@ def _run(args: argparse.Namespace) -> int:
         return 1 if problems else 0
     if args.golden_command == "model":
         config = load_hf_config(args.config)
-        from refpos.golden.rope_cases import model_cases
+        from refpos.golden.rope_cases import model_cases, model_report
 
         name = checked_name(args.name, "--name") if args.name is not None else checked_name(
             model_name(config, args.config), "the model name")
         positions = _parse_positions(args.positions)
-        from refpos.golden.rope_cases import model_report
-
-        report = model_report(config)
+        assume = assumptions(args.assume)
+        refuse_unknown(resolve(config, args.assume), "refpos golden model")
+        report = model_report(config, assume)
         if args.strict and report:
             raise ValueError(f"strict: not modelled: {sorted(report)} (without --strict the cases are written "
                              "and the gaps listed)")
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused by finite_cases, not warned
             cases = finite_cases(model_cases(config, name, positions=None if positions is None else
                                              np.asarray(positions), seq_len=args.seq_len,
-                                             max_position=args.max_position))
-        source = {**model_source(config, name, positions, args.seq_len, args.max_position), "not_modelled": report}
-        entries = write_cases(args.out, cases, title=f"refpos golden RoPE cases for {name}",
+                                             max_position=args.max_position, assume=assume))
+        if not cases:
+            raise ValueError(f"{args.config}: no layer of this model has positions refpos writes goldens for "
+                             f"({'; '.join(f'{k}: {v}' for k, v in sorted(report.items())) or 'none has positions'})")
+        source = {**model_source(config, name, positions, args.seq_len, args.max_position, assume),
+                  "not_modelled": report}
+        entries = write_cases(args.out, cases, title=f"refpos golden cases for {name}",
                               certify=not args.no_certify, source=source, force=args.force)
         print(f"refpos golden model: {len(entries)} cases for {name} in {args.out}")
         for e in entries:

@@ -25,6 +25,7 @@ from typing import Any
 
 from refpos.backend import to_numpy
 from refpos.cli.options import LENGTH, help_with
+from refpos.cli.positions import ranges
 from refpos.models.hf import from_hf_config, hf_layer_types
 from refpos.models.layers import LayerSchedule, hf_layers
 from refpos.models.schedule import LayerCountMissing
@@ -100,7 +101,7 @@ def _schedule_json(schedule: LayerSchedule, seq_len: int | None) -> dict[str, An
 def _schedule_text(data: dict[str, Any], title: str) -> str:
     lines = [title, f"  {data['layers']}"]
     for kind, indices in data["kinds"].items():
-        lines.append(f"  {kind}: layers {_ranges(indices)}")
+        lines.append(f"  {kind}: layers {ranges(indices)}")
     scaled = data["query_scale"]
     if scaled:
         rule = dict(next(iter(scaled.values())))
@@ -121,15 +122,6 @@ def _report_lines(not_modelled: dict[str, str], unused: list[str], notes: list[s
     lines.append(f"  unused keys (harmless for positions): {', '.join(unused) or '(none)'}")
     lines += [f"  note: {note}" for note in notes]
     return lines
-
-
-def _ranges(indices: list[int]) -> str:
-    spans, start = [], indices[0]
-    for prev, cur in zip(indices, [*indices[1:], None], strict=True):
-        if cur != prev + 1 if cur is not None else True:
-            spans.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = cur
-    return ", ".join(spans)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ outputs in order (:mod:`spec_tests.test_golden`).
 
 from __future__ import annotations
 
+import re
 import zlib
 from typing import Any
 
@@ -37,6 +38,29 @@ def as_xp(a: Any) -> Any:
     return get_xp().asarray(np.asarray(a))
 
 
+#: rows of a per-model case's probe positions (docs/conventions.md#probe-positions)
+N_PROBES = 32
+
+
+def slug(name: str) -> str:
+    """A file-system-safe case name: ``meta-llama/Llama-3.1-8B`` → ``meta-llama--Llama-3.1-8B``."""
+    s = name.replace("/", "--")
+    s = re.sub(r"[^A-Za-z0-9._-]+", "-", s).strip("-")
+    return s
+
+
+def probe_positions(max_position: int, original: int | None, seed_name: str) -> np.ndarray:
+    """The probe positions (docs/conventions.md#probe-positions) below ``max_position``, then 32 seeded rows."""
+    orig = original or max_position
+    wanted = [0, 1, 2, 3, 7, 8, 255, 256, 257, 2047, 2048, 2049, orig - 1, orig, orig + 1, 2 * orig,
+              8191, 8192, 32767, 32768, 65536, 65537, 66047, 66048, 131071, max_position - 1]
+    probes = sorted({p for p in wanted if 0 <= p < max_position})[: N_PROBES - 4]
+    rng = rng_for("probe/" + seed_name)
+    block = N_PROBES - len(probes)
+    start = int(rng.integers(0, max(max_position - block, 1)))
+    return np.array(probes + list(range(start, start + block)), dtype=np.int64)
+
+
 class In(str):
     """Marks a positional call argument taken from the case's input array of that name."""
 
@@ -58,7 +82,7 @@ def call(function: str, returns: list[str], *args: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ sinusoid
-def _mp_sinusoid(positions: np.ndarray, dim: int, base: float, layout: str, spacing: str) -> Any:
+def mp_sinusoid(positions: np.ndarray, dim: int, base: float, layout: str, spacing: str) -> Any:
     mp = cert.mp
     half = dim // 2
     if spacing == "paper":
@@ -90,12 +114,12 @@ def sinusoid_cases() -> list[Case]:
             {"call": call("sinusoidal", ["table"], In("positions"), dim, 10000.0, layout, spacing)},
             {"positions": positions},
             {"table": Output(table, tolerance, lambda p=positions, d=dim, lo=layout, sp=spacing:
-                             (_mp_sinusoid(p, d, 10000.0, lo, sp), 1.0))}))
+                             (mp_sinusoid(p, d, 10000.0, lo, sp), 1.0))}))
     return cases
 
 
 # ---------------------------------------------------------------------------------------- ALiBi
-def _mp_slopes(n: int) -> list[Any]:
+def mp_slopes(n: int) -> list[Any]:
     mp = cert.mp
     c = 1 << (n.bit_length() - 1)
     first = [mp.mpf(2) ** (-mp.mpf(8 * h) / c) for h in range(1, c + 1)]
@@ -111,13 +135,13 @@ def alibi_cases() -> list[Case]:
             f"alibi/slopes-n{n}", "alibi", "alibi_slopes",
             f"ALiBi slopes for {n} heads (official recurrence, docs/alibi.md#the-math)",
             {"call": call("alibi_slopes", ["slopes"], n)}, {},
-            {"slopes": Output(slopes, tolerance_value(slopes), lambda n=n: (_mp_slopes(n), 0.0))}))
+            {"slopes": Output(slopes, tolerance_value(slopes), lambda n=n: (mp_slopes(n), 0.0))}))
     n, q_len, k_len = 12, 4, 9
     for form in ALIBI_FORMS:
         bias = to_np(refpos.alibi_bias(n, q_len, k_len, form=form))
 
         def exact(form: str = form) -> tuple[Any, float]:
-            slopes = _mp_slopes(n)
+            slopes = mp_slopes(n)
             out = np.empty((n, q_len, k_len), dtype=object)
             for h, i, j in np.ndindex(out.shape):
                 qpos = k_len - q_len + i
@@ -134,7 +158,7 @@ def alibi_cases() -> list[Case]:
 
 
 # ------------------------------------------------------------------------------------------- T5
-def _mp_bucket(rel: int, bidirectional: bool, num_buckets: int, max_distance: int) -> int:
+def mp_bucket(rel: int, bidirectional: bool, num_buckets: int, max_distance: int) -> int:
     mp = cert.mp
     nb, out = num_buckets, 0
     if bidirectional:
@@ -167,7 +191,7 @@ def t5_cases() -> list[Case]:
             {"rel": rel},
             {"buckets": Output(buckets.astype(np.int64), tolerance_integer(),
                                lambda b=bidirectional, nb=nb, md=md:
-                               ([_mp_bucket(int(r), b, nb, md) for r in rel], 0.0))}))
+                               ([mp_bucket(int(r), b, nb, md) for r in rel], 0.0))}))
     cid = "t5/bias-decoder-cached"
     table = rng_for(cid).standard_normal((32, 4))
     qpos, kpos = np.arange(5, 8, dtype=np.int64), np.arange(8, dtype=np.int64)

@@ -50,9 +50,10 @@ def all_cases() -> list[Case]:
 
 
 def model_source(config: dict[str, Any], name: str, positions: list[int] | None, seq_len: int | None,
-                  max_position: int | None = None) -> dict:
+                 max_position: int | None = None, assume: dict[str, str] | None = None) -> dict:
     source = {"command": "model", "name": name, "config": config, "positions": positions, "seq_len": seq_len}
-    return source if max_position is None else {**source, "max_position": max_position}
+    source = source if max_position is None else {**source, "max_position": max_position}
+    return source if assume is None else {**source, "assume": assume}
 
 
 def regenerate(manifest: dict[str, Any]) -> list[Case]:
@@ -64,7 +65,8 @@ def regenerate(manifest: dict[str, Any]) -> list[Case]:
         positions = source.get("positions")
         return model_cases(source["config"], source["name"],
                            positions=None if positions is None else np.asarray(positions, dtype=np.int64),
-                           seq_len=source.get("seq_len"), max_position=source.get("max_position"))
+                           seq_len=source.get("seq_len"), max_position=source.get("max_position"),
+                           assume=source.get("assume"))
     return all_cases()
 
 

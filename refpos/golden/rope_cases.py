@@ -24,7 +24,6 @@ length, then a seeded block of consecutive positions filling 32 rows. ``seq_len`
 from __future__ import annotations
 
 import json
-import re
 from importlib import resources
 from typing import Any
 
@@ -32,15 +31,14 @@ import numpy as np
 
 import refpos
 from refpos.golden import certify as cert
-from refpos.golden.cases import In, Param, as_xp, call, rng_for, to_np
+from refpos.golden.cases import N_PROBES, In, Param, as_xp, call, probe_positions, slug, to_np
 from refpos.golden.entries import tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
+from refpos.golden.model_cases import encoding_model_cases
 from refpos.golden.rope_builders import apply_case, cos_sin_case
-from refpos.models.schedule import LayerCountMissing
 from refpos.pairs import split_pairs
 from refpos.rope.scaling import softmax_multiplier
 
-N_PROBES = 32
 #: declared length used when a config has none (Gemma-4 defaults)
 FALLBACK_MAX_POSITION = 131072
 
@@ -51,13 +49,6 @@ def model_configs() -> dict[str, Any]:
     data = resources.files("refpos").joinpath("data")
     configs = json.loads(data.joinpath("model_configs.json").read_text(encoding="utf8"))
     return {**configs, **json.loads(data.joinpath("family_configs.json").read_text(encoding="utf8"))}
-
-
-def slug(name: str) -> str:
-    """A file-system-safe case name: ``meta-llama/Llama-3.1-8B`` → ``meta-llama--Llama-3.1-8B``."""
-    s = name.replace("/", "--")
-    s = re.sub(r"[^A-Za-z0-9._-]+", "-", s).strip("-")
-    return s
 
 
 #: refpos extensions of the adapter-contract dict, left out of the golden dicts at their default values
@@ -74,18 +65,6 @@ def declared_length(config: dict[str, Any], rope: Any) -> int:
         if isinstance(value, int) and value > 0:
             return value
     return FALLBACK_MAX_POSITION
-
-
-def probe_positions(max_position: int, original: int | None, seed_name: str) -> np.ndarray:
-    """The probe positions (docs/conventions.md#probe-positions) below ``max_position``, then 32 seeded rows."""
-    orig = original or max_position
-    wanted = [0, 1, 2, 3, 7, 8, 255, 256, 257, 2047, 2048, 2049, orig - 1, orig, orig + 1, 2 * orig,
-              8191, 8192, 32767, 32768, 65536, 65537, 66047, 66048, 131071, max_position - 1]
-    probes = sorted({p for p in wanted if 0 <= p < max_position})[: N_PROBES - 4]
-    rng = rng_for("probe/" + seed_name)
-    block = N_PROBES - len(probes)
-    start = int(rng.integers(0, max(max_position - block, 1)))
-    return np.array(probes + list(range(start, start + block)), dtype=np.int64)
 
 
 def shared_x(head_dim: int, rows: int = N_PROBES) -> tuple[str, np.ndarray]:
@@ -138,16 +117,17 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
 
 def model_cases(config: dict[str, Any], name: str, *, positions: np.ndarray | None = None,
                 seq_len: int | None = None, resolved_by_hf: dict[str, Any] | None = None,
-                max_position: int | None = None) -> list[Case]:
-    """The per-model case set of a config.json (one set per layer type for per-layer configs).
+                max_position: int | None = None, assume: dict[str, str] | None = None) -> list[Case]:
+    """The per-model case set of a config.json: its RoPE (one set per layer type for per-layer configs), its
+    layer kinds, and every layer kind of another encoding (:mod:`refpos.golden.model_cases`).
 
     ``max_position``: the probes go up to it instead of the config's declared length (e.g. 1048576 for a
-    long-context extension); they are 32 rows whatever it is, so memory stays bounded.
+    long-context extension); they are 32 rows whatever it is, so memory stays bounded. ``assume``: the
+    conventions of a family the table does not know (:func:`refpos.model_positions`).
     """
-    layer_types = refpos.hf_layer_types(config) or (None,)
+    resolved = refpos.model_positions(config, assume=assume)
     cases = []
-    for layer_type in layer_types:
-        rope = refpos.from_hf_config(config, layer_type=layer_type)
+    for layer_type, rope in distinct_ropes(config, resolved).items():
         limit = declared_length(config, rope) if max_position is None else max_position
         key = "rope/" + slug(name) + ("" if layer_type is None else "/" + layer_type)
         pos = probe_positions(limit, rope.original_max_position_embeddings, key) if positions is None \
@@ -168,39 +148,52 @@ def model_cases(config: dict[str, Any], name: str, *, positions: np.ndarray | No
 
             cases += mrope_case_sets(rope, config, key=key, description=name, parameters=parameters,
                                      params=portable_params(rope), shared_x=shared_x)
-    return cases + layer_kind_cases(config, name, positions, seq_len, max_position)
+    return (cases + layer_kind_cases(config, name, positions, seq_len, max_position, resolved=resolved)
+            + encoding_model_cases(resolved, name, probes=positions))
 
 
-def model_report(config: dict[str, Any]) -> dict[str, str]:
-    """What the cases of ``config`` do not model: key → what it does (empty: complete)."""
-    try:
-        return dict(refpos.hf_layers(config).not_modelled)
-    except LayerCountMissing:
-        pass
-    report: dict[str, str] = {}
-    for layer_type in refpos.hf_layer_types(config) or (None,):
-        report.update(refpos.from_hf_config(config, layer_type=layer_type).not_modelled)
+def distinct_ropes(config: dict[str, Any], resolved: Any) -> dict[str | None, Any]:
+    """The RoPE of each layer type of a resolution (key ``None`` when one RoPE serves every layer); a config
+    without a layer count resolves its RoPE per layer type without a schedule."""
+    ropes = {layer.layer_type: layer.rope for layer in resolved if layer.kind in ("rope", "mrope")}
+    if not ropes:
+        return {}
+    per_type = refpos.hf_layer_types(config)
+    if not per_type:
+        return {None: next(iter(ropes.values()))}
+    return {layer_type: ropes[layer_type] for layer_type in per_type if layer_type in ropes}
+
+
+def model_report(config: dict[str, Any], assume: dict[str, str] | None = None) -> dict[str, str]:
+    """What the cases of ``config`` do not model: key → what it does, and each refused layer with its reason
+    (empty: complete)."""
+    resolved = refpos.model_positions(config, assume=assume)
+    report = {**resolved.not_modelled, **resolved.unknown}
+    for layer in resolved:
+        if layer.kind == "refused":
+            report.setdefault(f"{layer.stack} layer {layer.index}", f"refused: {layer.reason}")
     return report
 
 
 def layer_kind_cases(config: dict[str, Any], name: str, positions: np.ndarray | None,
-                     seq_len: int | None, max_position: int | None = None) -> list[Case]:
-    """One case per distinct layer kind when the layers of ``config`` differ (see the module docstring);
+                     seq_len: int | None, max_position: int | None = None, *, resolved: Any = None) -> list[Case]:
+    """One case per distinct layer kind when the RoPE layers of ``config`` differ (see the module docstring);
     ``max_position`` as in :func:`model_cases`."""
-    try:
-        schedule = refpos.hf_layers(config)
-    except LayerCountMissing:
-        return []  # the config does not say how many layers it has: one RoPE for all, as above
-    kinds = schedule.kinds()
-    if len(kinds) == 1 and next(iter(kinds))[1] == "rope":
-        return []
-    cases = []
-    ropes = [layer.rope for layer in schedule if layer.rope is not None]
-    if not ropes:
-        return []  # no layer rotates: nothing position-dependent to store beyond the schedule
+    resolved = refpos.model_positions(config) if resolved is None else resolved
+    if not resolved.scheduled:
+        return []  # the config does not say how many layers it has: one RoPE per layer type, as above
+    layers = [layer for layer in resolved if layer.kind in ("rope", "mrope", "none", "no_attention")]
+    kinds: dict[tuple[str | None, str], list[int]] = {}
+    for layer in layers:
+        kinds.setdefault((layer.layer_type, _old_label(layer)), []).append(layer.index)
+    ropes = [layer.rope for layer in layers if layer.kind in ("rope", "mrope")]
+    if not ropes or (len(kinds) == 1 and next(iter(kinds))[1] == "rope"):
+        return []  # no layer rotates, or every layer rotates alike: the cases above hold it
+    schedule = _decoder_summary(resolved)
     ref = ropes[0]
+    cases = []
     for (layer_type, kind), indices in kinds.items():
-        layer = schedule[indices[0]]
+        layer = next(r for r in layers if r.index == indices[0])
         if not layer.attention:
             continue  # no attention, no query: the schedule in the other cases' parameters names these layers
         key = f"rope/{slug(name)}/layers/{layer_type or 'all'}-{kind}"
@@ -209,23 +202,35 @@ def layer_kind_cases(config: dict[str, Any], name: str, positions: np.ndarray | 
             if positions is None else np.asarray(positions, dtype=np.int64)
         length = int(pos.max()) + 1 if seq_len is None and pos.size else seq_len
         x_name, x = shared_x(ref.head_dim, pos.size)
-        scale = layer.query_scale(pos)  # (T,)
-        if layer.rope is None:
+        scale = np.ones(pos.shape) if layer.query_scale is None else layer.query_scale(pos)  # (T,)
+        rope = getattr(layer, "rope", None)
+        if rope is None:
             y, inv_freq, factor = x * scale[:, None], np.zeros(1), 1.0
         else:
-            y = to_np(refpos.apply_rope(as_xp(x), as_xp(pos), layer.rope, seq_len=length)) * scale[:, None]
-            inv, factor = refpos.rope_frequencies(layer.rope, seq_len=length)
+            y = to_np(refpos.apply_rope(as_xp(x), as_xp(pos), rope, seq_len=length)) * scale[:, None]
+            inv, factor = refpos.rope_frequencies(rope, seq_len=length)
             inv_freq = to_np(inv)
         magnitude = np.maximum(float(factor) * np.sqrt(2) * np.abs(x).max(-1), np.abs(x).max(-1)) * scale
         parameters = {"model": name, "layer_type": layer_type, "kind": kind, "layers": indices,
-                      "schedule": schedule.summary(), "not_modelled": dict(schedule.not_modelled),
-                      "query_scale": None if layer.scale is None else layer.scale.as_dict(), "seq_len": length,
-                      "rope": None if layer.rope is None else portable_params(layer.rope)}
+                      "schedule": schedule, "not_modelled": dict(resolved.not_modelled),
+                      "query_scale": None if layer.query_scale is None else layer.query_scale.as_dict(),
+                      "seq_len": length, "rope": None if rope is None else portable_params(rope)}
         cases.append(Case(key, "rope", None,
-                          f"{name}: the query of its {kind} layers ({len(indices)} of {len(schedule)}) at the "
+                          f"{name}: the query of its {kind} layers ({len(indices)} of {len(layers)}) at the "
                           "probe positions", parameters, {"x": x, "positions": pos},
                           {"y": Output(y, tolerance_rope(pos, inv_freq, magnitude))}, shared_inputs={"x": x_name}))
     return cases
+
+
+def _old_label(layer: Any) -> str:
+    """The kind a schedule names a layer by (``rope``, ``none+scale``, ``mamba``)."""
+    return layer.label.replace("mrope", "rope")
+
+
+def _decoder_summary(resolved: Any) -> str:
+    """The decoder schedule line, as :meth:`refpos.LayerSchedule.summary` writes it."""
+    line = next(line for line in resolved.summary().splitlines() if line.startswith(resolved.stacks[-1]))
+    return line.split(" ", 1)[1].replace("mrope", "rope")
 
 
 def all_model_cases() -> list[Case]:

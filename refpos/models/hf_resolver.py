@@ -31,6 +31,9 @@ _PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
 #: glm4v and glm4v_moe: the text rotary module of GLM-4.1V and GLM-4.5V (M-RoPE families)
 _PRF_HONOURED = {"phi", "phi3", "gpt_neox", "gptj", "glm", "glm4", "stablelm", "persimmon", "glm4v", "glm4v_moe"}
 _GEMMA4 = {"gemma4", "gemma4_text"}
+#: rope-dict keys of a rope type that change nothing refpos resolves: read, with why (they are not reported)
+INERT_ROPE_KEYS = {"yarn": {"finetuned": "the original YaRN code reads it only for dynamic YaRN; transformers and "
+                                         "static YaRN do not"}}
 
 
 class Resolver:
@@ -324,6 +327,10 @@ class Resolver:
         if factor_rule is not None and factor_rule.from_lengths and "factor" not in self.fields \
                 and self.fields.get("max_position_embeddings") is not None:
             self.provenance["factor"] = "derived"  # RopeConfig sets L_max / L_0 after validating both
+        for key, why in INERT_ROPE_KEYS.get(rope_type, {}).items():
+            if key in self.rope:
+                self.from_rope(key)
+                self.notes.append(f"{key}={self.rope[key]!r} read, without effect: {why}")
         mla = self.has("qk_rope_head_dim")
         if mla and "softmax_mscale" in RULES[rope_type].parameters and self.fields.get("mscale_all_dim"):
             self.set("softmax_mscale", True, "derived")

@@ -44,13 +44,15 @@ from typing import Any
 
 from refpos.models.facts import STACKS, StackFacts
 from refpos.models.families import STATED, Family, family_of
-from refpos.models.hf_files import language_config, load_hf_config
+from refpos.models.hf import resolve_rope
+from refpos.models.hf_files import hf_layer_types, language_config, load_hf_config
 from refpos.models.layers import layer_schedule
 from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
 from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, RopeLayer, Unknown
 from refpos.models.schedule import LayerCountMissing, layer_count
 from refpos.models.stacks import KeyReader, absolute_layers, alibi_layers, geometry, t5_layers
 
+NO_COUNT = "the config does not give its layer count: one record per layer type, no layer schedule"
 #: the conventions a caller may state for a family the table does not know (``assume=``)
 ASSUMABLE = ("family", "encoding", "layout", "stacks", "rope_layers")
 #: config keys an unknown family's records report as stated (with every position key it has)
@@ -74,6 +76,8 @@ class ModelPositions:
     notes: tuple[str, ...] = ()
     #: conventions the caller stated (``assume=``)
     assumed: Mapping[str, str] = field(default_factory=dict)
+    #: False when the config gives no layer count: one RoPE record per layer type stands for its layers
+    scheduled: bool = True
 
     def __iter__(self) -> Iterator[LayerRecord]:
         return iter(self.layers)
@@ -174,6 +178,8 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
     written = cfg.get("model_type", parent)
     if written is not None and not isinstance(written, str):
         raise TypeError(f"{prefix}model_type must be a str, got {type(written).__name__}")
+    if assume is not None and not isinstance(assume, Mapping):
+        raise TypeError(f"assume must be a mapping of conventions, got {type(assume).__name__}")
     family, notes, assumed = family_of(written), [], dict(assume or {})
     if assume is not None:
         family, notes = _assumed(family, written, assume)
@@ -183,10 +189,12 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
         positions = _known(full, cfg, prefix, family, written)
     positions = replace(positions, notes=(*notes, *positions.notes), assumed=assumed)
     if strict and not positions.complete:
-        problems = sorted({**positions.not_modelled, **positions.unknown}) or [
-            f"{layer.stack} {layer.index}" for layer in positions.layers if layer.kind in ("refused", "unknown")]
-        raise ValueError(f"strict: not modelled, refused or unknown: {problems} (strict=False resolves and "
-                         "reports them)")
+        problems = {**positions.unknown, **positions.not_modelled}
+        problems.update({f"{layer.stack} layer {layer.index}": getattr(layer, "reason", "")
+                         for layer in positions.layers if layer.kind == "refused"})
+        key, why = next(iter(problems.items()))
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(f"strict: not modelled, refused or unknown: {key}: {why}{more}")
     return positions
 
 
@@ -249,12 +257,13 @@ def _known(full: dict[str, Any], cfg: Mapping[str, Any], prefix: str, family: Fa
         encoding, value = family.switched(cfg, facts.encoding)
         if family.switch is not None:
             reader.get(family.switch.key)
-        if encoding is None:
+        if encoding is None:  # a value of the switch the row does not model: its attention layers are refused
             assert family.switch is not None
             why = (f"{family.switch.key}={value}: {family.model_type}'s positions for this value are not modelled "
                    f"(modelled: {', '.join(f'{v} ({e})' for v, e in family.switch.values)})")
-            count = geometry(reader, role).layers if role != "single" else _count(cfg, family)
-            layers += [Refused(stack, i, None, reason=why) for i in range(count)]
+            shape, _, _ = _stack(full, cfg, reader, family, stack, role, "none", facts)
+            layers += [layer if not layer.attention else Refused(stack, layer.index, layer.layer_type, reason=why)
+                       for layer in shape]
             not_modelled[prefix + family.switch.key] = why
             continue
         stack_layers, stack_report, stack_notes = _stack(full, cfg, reader, family, stack, role, encoding, facts)
@@ -269,7 +278,7 @@ def _known(full: dict[str, Any], cfg: Mapping[str, Any], prefix: str, family: Fa
             not_modelled.setdefault(prefix + "model_type", f"{family.model_type}: {family.unmodelled}")
     layers = _refuse_unmodelled(layers, not_modelled, prefix)
     return ModelPositions(family.model_type if written is None else written, family, tuple(layers), prefix,
-                          not_modelled, notes=tuple(notes))
+                          not_modelled, notes=tuple(notes), scheduled=NO_COUNT not in notes)
 
 
 def _count(cfg: Mapping[str, Any], family: Family) -> int:
@@ -316,7 +325,12 @@ def _scheduled(full: dict[str, Any], cfg: Mapping[str, Any], reader: KeyReader, 
     if encoding == "no_attention":
         mixer = next((kind for _, kind in family.no_attention), "mamba")
         return [NoAttention(stack, i, None, mixer=mixer) for i in range(_count(cfg, family))], {}, []
-    schedule, _ = layer_schedule(full, family, rope_on=encoding == "rope")
+    try:
+        schedule, _ = layer_schedule(full, family, rope_on=encoding == "rope")
+    except LayerCountMissing:
+        if encoding != "rope":
+            raise
+        return _per_type(full, family, stack)
     reader.used.update(reader.prefix + key for key in ("layer_types", family.types_key))
     records: list[LayerRecord] = []
     for layer in schedule:
@@ -327,6 +341,20 @@ def _scheduled(full: dict[str, Any], cfg: Mapping[str, Any], reader: KeyReader, 
         else:
             records.append(NoPositions(stack, layer.index, layer.layer_type, query_scale=layer.scale))
     return records, dict(schedule.not_modelled), list(schedule.notes)
+
+
+def _per_type(full: dict[str, Any], family: Family,
+              stack: str) -> tuple[list[LayerRecord], dict[str, str], list[str]]:
+    """A RoPE config without a layer count: one record per layer type (index 0), no schedule."""
+    records: list[LayerRecord] = []
+    report: dict[str, str] = {}
+    notes = [NO_COUNT]
+    for layer_type in hf_layer_types(full) or (None,):
+        rope, _ = resolve_rope(full, layer_type, per_layer=False, family=family)
+        records.append(RopeLayer(stack, 0, layer_type, rope=rope))
+        report.update(rope.not_modelled)
+        notes += [note for note in rope.notes if note not in notes]
+    return records, report, notes
 
 
 def _refuse_unmodelled(layers: list[LayerRecord], not_modelled: Mapping[str, str], prefix: str) -> list[LayerRecord]:

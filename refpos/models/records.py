@@ -200,16 +200,17 @@ class Unknown(LayerRecord):
 class AlibiLayer(LayerRecord):
     r"""ALiBi as the family's code builds it.
 
-    ``slopes`` are the family's values, already rounded to ``dtype``. The bias of head ``h`` at query
-    position ``i`` and key position ``j`` is
+    ``slopes`` are the family's exact slopes (float64); its code rounds them, and each product slope ×
+    position, to ``dtype`` (BLOOM and MPT float32, Falcon bfloat16: its 0.917 is 0.91796875). The bias of head
+    ``h`` at query position ``i`` and key position ``j``, as the family computes it, is
 
-    .. math:: b_{hij} = \operatorname{round}_{\text{dtype}}(m_h\, j) \;\;(\texttt{key\_index}), \qquad
-              b_{hij} = \operatorname{round}_{\text{dtype}}(m_h (j - j_{\text{last}}))
+    .. math:: b_{hij} = \operatorname{round}(\operatorname{round}(m_h)\, j) \;\;(\texttt{key\_index}),
+              \qquad b_{hij} = \operatorname{round}(\operatorname{round}(m_h) (j - j_{\text{last}}))
               \;\;(\texttt{key\_index\_end})
 
     (both equal the causal form :math:`-m_h (i - j)` under a causal mask, up to a per-row constant the
-    softmax removes). ``before_scale``: added to :math:`q\cdot k` before the :math:`1/\sqrt{d}` scale (Falcon),
-    else after it (BLOOM, MPT).
+    softmax removes); ``rounded=False`` gives the exact bias. ``before_scale``: added to :math:`q\cdot k` before
+    the :math:`1/\sqrt{d}` scale (Falcon), else after it (BLOOM, MPT).
     """
 
     slopes: tuple[float, ...] = ()
@@ -219,17 +220,25 @@ class AlibiLayer(LayerRecord):
     head_dim: int = 1
     kind: ClassVar[str] = "alibi"
 
+    @property
+    def rounded_slopes(self) -> np.ndarray:
+        """The slopes as the family's code holds them (rounded to ``dtype``), float64."""
+        return round_to(self.slopes, self.dtype)
+
     def params(self) -> dict[str, Any]:
         return {"n_heads": len(self.slopes), "slopes": list(self.slopes), "form": self.form,
                 "before_scale": self.before_scale, "dtype": self.dtype, "head_dim": self.head_dim}
 
-    def bias(self, q_positions: Any, k_positions: Any) -> np.ndarray:
-        """The bias ``(H, Tq, Tk)`` (or ``(B, H, Tq, Tk)`` for per-row positions), float64."""
+    def bias(self, q_positions: Any, k_positions: Any, *, rounded: bool = True) -> np.ndarray:
+        """The bias ``(H, Tq, Tk)`` (or ``(B, H, Tq, Tk)`` for per-row positions), float64; ``rounded``: as
+        the family's code computes it, else exact."""
         q = np.asarray(to_numpy(q_positions), dtype=np.int64)
         k = np.asarray(to_numpy(k_positions), dtype=np.int64)
         key = k - k[..., -1:] if self.form == "key_index_end" else k  # (..., Tk)
-        m = np.asarray(self.slopes, dtype=np.float64)[:, None, None]  # (H, 1, 1)
-        products = round_to(m * key[..., None, None, :].astype(np.float64), self.dtype)  # (..., H, 1, Tk)
+        slopes = self.rounded_slopes if rounded else np.asarray(self.slopes, dtype=np.float64)
+        m = slopes[:, None, None]  # (H, 1, 1)
+        products = m * key[..., None, None, :].astype(np.float64)  # (..., H, 1, Tk)
+        products = round_to(products, self.dtype) if rounded else products
         return np.broadcast_to(products, (*products.shape[:-2], q.shape[-1], k.shape[-1])).copy()
 
     def encoding(self, **weights: Any) -> Encoding:

@@ -16,7 +16,7 @@ from typing import Any
 from refpos.encodings.alibi import alibi_slopes
 from refpos.encodings.t5 import check_bucket_args
 from refpos.models.facts import AbsoluteFacts, AlibiFacts, T5Facts
-from refpos.models.records import AbsoluteLayer, AlibiLayer, LayerRecord, NoPositions, T5Layer, round_to
+from refpos.models.records import AbsoluteLayer, AlibiLayer, LayerRecord, NoPositions, T5Layer
 from refpos.validation import check_int
 
 #: role → config keys of a stack's layer count, head count and width, the first present wins; ``decoder`` and
@@ -106,7 +106,7 @@ def family_slopes(n_heads: int, facts: AlibiFacts, max_bias: float = 8.0) -> tup
         exact = [2.0 ** (-max_bias * h / padded) for h in range(1, padded + 1)]
         if padded != n_heads:
             exact = (exact[1::2] + exact[0::2])[:n_heads]
-    return tuple(float(m) for m in round_to(exact, facts.dtype))
+    return tuple(float(m) for m in exact)
 
 
 def alibi_layers(stack: str, shape: Geometry, facts: AlibiFacts, max_bias: float = 8.0) -> list[LayerRecord]:

@@ -1,6 +1,8 @@
-"""Fuzzing the three readers of outside data: the config resolver, the manifest loader, the .npy reader.
+"""Fuzzing the readers of outside data: the config resolvers (RoPE, every encoding), the manifest loader, the
+.npy reader.
 
-Hypothesis generates hostile config.json dicts, mutated golden manifests and crafted ``.npy`` headers;
+Hypothesis generates hostile config.json dicts (RoPE configs, and configs of every encoding for
+:func:`refpos.model_positions`), mutated golden manifests and crafted ``.npy`` headers;
 each reader must give a result or a ``ValueError``/``TypeError`` whose message names what it read, and
 nothing else, within a time bound (Hypothesis' deadline) and a memory bound (``tracemalloc``'s peak).
 The ``@example`` inputs are the known hostile cases; the meta tests at the end show each property
@@ -26,7 +28,7 @@ import refpos
 from refpos.golden import entries, npy
 from refpos.golden import manifest as golden
 from refpos.golden.rope_cases import layout_cases
-from refpos.models import hf
+from refpos.models import hf, positions
 
 FUZZ = settings(max_examples=60, deadline=timedelta(seconds=10), suppress_health_check=[HealthCheck.too_slow],
                 derandomize=True)
@@ -79,6 +81,36 @@ def hostile_configs() -> st.SearchStrategy[dict]:
     changes = st.dictionaries(st.sampled_from(TOP_KEYS + ROPE_KEYS), value, max_size=6)
     drops = st.sets(st.sampled_from(sorted(_VALID)), max_size=3)
     return st.builds(lambda ch, dr: {**{k: v for k, v in _VALID.items() if k not in dr}, **ch}, changes, drops)
+
+
+#: model types of every encoding the family table knows, one the table does not know, and none
+MODEL_TYPES = ["bloom", "falcon", "mpt", "t5", "umt5", "opt", "bart", "whisper", "marian", "m2m_100", "gpt2", "bert",
+               "roberta", "distilbert", "jamba", "nemotron_h", "kimi_linear", "zamba2", "granitemoehybrid", "mamba",
+               "llama", "llama4_text", "qwen3_next", "no_such_model", None]
+MODEL_KEYS = ["n_layer", "n_head", "n_embd", "num_hidden_layers", "num_attention_heads", "hidden_size", "d_model",
+              "num_layers", "num_decoder_layers", "num_heads", "encoder_layers", "decoder_layers",
+              "encoder_attention_heads", "decoder_attention_heads", "relative_attention_num_buckets",
+              "relative_attention_max_distance", "max_position_embeddings", "n_positions", "max_source_positions",
+              "max_target_positions", "pad_token_id", "alibi", "attn_config", "position_embedding_type",
+              "use_mem_rope", "sinusoidal_pos_embds", "layers_block_type", "hybrid_override_pattern",
+              "linear_attn_config", "attn_layer_period", "attn_layer_offset", "layer_types", "embedding_size",
+              "text_config", "thinker_config", "rope_theta"]
+_MODEL = {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32, "n_layer": 2, "n_head": 4,
+          "d_model": 32, "num_layers": 2, "num_heads": 4, "encoder_layers": 1, "decoder_layers": 1,
+          "encoder_attention_heads": 2, "decoder_attention_heads": 2, "relative_attention_num_buckets": 32,
+          "max_position_embeddings": 64, "max_source_positions": 64, "max_target_positions": 64, "pad_token_id": 1}
+
+
+def model_configs() -> st.SearchStrategy[dict]:
+    """config.json dicts of any encoding: a valid base of every geometry key, a model type, and keys replaced,
+    removed or added with hostile values (nested wrappers included)."""
+    value = st.one_of(SCALARS, hostile_json(6), st.dictionaries(st.sampled_from(["alibi", "alibi_bias_max",
+                                                                                 "full_attn_layers"]), SCALARS))
+    changes = st.dictionaries(st.sampled_from(MODEL_KEYS), value, max_size=5)
+    drops = st.sets(st.sampled_from(sorted(_MODEL)), max_size=4)
+    return st.builds(lambda mt, ch, dr: {**({} if mt is None else {"model_type": mt}),
+                                         **{k: v for k, v in _MODEL.items() if k not in dr}, **ch},
+                     st.sampled_from(MODEL_TYPES), changes, drops)
 
 
 def _header_text(descr, fortran, shape, extra) -> bytes:
@@ -169,6 +201,31 @@ def resolve_contract(config: dict) -> None:
         assert str(exc), f"{type(exc).__name__} without a message"
 
 
+def positions_contract(config: dict) -> None:
+    """A hostile config of any encoding: every layer's record, usable at a few positions, or a named refusal."""
+    def run():
+        resolved = refpos.model_positions(config)
+        json.dumps(resolved.describe())  # JSON all the way down
+        p = np.arange(4)
+        for layer in resolved:
+            if layer.kind == "alibi":
+                assert np.all(np.isfinite(layer.bias(p, p)))
+            elif layer.kind == "t5":
+                assert layer.buckets(p, p).shape == (4, 4)
+            elif layer.kind == "sinusoidal":
+                assert np.all(np.isfinite(layer.sinusoid(p[: min(4, (layer.table_size or 4) - layer.offset)])))
+            elif layer.kind == "learned":
+                assert layer.rows(p[: layer.table_size - layer.offset]).size >= 0
+            elif layer.kind in ("rope", "mrope"):
+                inv_freq, factor = refpos.rope_frequencies(layer.rope, seq_len=8, xp="numpy")
+                assert np.all(np.isfinite(refpos.to_numpy(inv_freq))) and math.isfinite(float(factor))
+    try:
+        _within_memory(run)
+    except Exception as exc:  # the contract decides what is allowed
+        assert isinstance(exc, (ValueError, TypeError)), f"{type(exc).__name__}: {exc}"
+        assert str(exc) and "\n" not in str(exc), f"{type(exc).__name__}: {exc!r}"
+
+
 def npy_contract(data: bytes) -> None:
     """Crafted ``.npy`` bytes: an array no larger than the payload, or an NpyError naming the file."""
     try:
@@ -244,6 +301,22 @@ def test_the_resolver_gives_a_rope_or_a_named_refusal(config):
 
 
 @FUZZ
+@given(model_configs())
+@example({"model_type": "t5", "num_layers": 2, "num_heads": 4, "d_model": 32, "relative_attention_num_buckets": 3})
+@example({"model_type": "opt", **_MODEL, "max_position_embeddings": 2**62})
+@example({"model_type": "bloom", **_MODEL, "n_head": 2**40})
+@example({"model_type": "mpt", **_MODEL, "attn_config": {"alibi_bias_max": math.nan}})
+@example({"model_type": "m2m_100", **_MODEL, "pad_token_id": -5})
+@example({"model_type": "nemotron_h", **_MODEL, "hybrid_override_pattern": "M*?"})
+@example({"model_type": "kimi_linear", **_MODEL, "linear_attn_config": {"full_attn_layers": [0, 99]}})
+@example({"model_type": "whisper", **_MODEL, "d_model": 15})
+@example({"model_type": "voxtral", "text_config": {"model_type": "bloom", **_MODEL}, "hidden_size": 3})
+@example({"model_type": "qwen2_5_omni", "thinker_config": {"text_config": 7}})
+def test_model_positions_gives_records_or_a_named_refusal(config):
+    positions_contract(config)
+
+
+@FUZZ
 @given(npy_files())
 @example(_npy("(4294967296, 4294967296)"))
 @example(_npy("(True,)", b"\x00" * 8))
@@ -284,6 +357,18 @@ def test_the_manifest_property_fails_without_the_schema(monkeypatch, golden_dir)
     """Without the schema a manifest whose ``inputs`` is a list ends in AttributeError."""
     monkeypatch.setattr(golden, "validate_manifest", lambda manifest, version: None)
     _fails_its_contract(lambda: test_the_manifest_loader_gives_cases_or_a_named_refusal(golden_dir))
+
+
+def test_the_positions_property_fails_on_an_unnamed_error(monkeypatch):
+    """A stack reader that lets a KeyError out (a geometry key read by indexing) is caught by the property."""
+    real = positions.geometry
+
+    def leaky(reader, role):
+        reader.cfg["ffn_dim"]  # a KeyError: no config here has it
+        return real(reader, role)
+
+    monkeypatch.setattr(positions, "geometry", leaky)
+    _fails_its_contract(test_model_positions_gives_records_or_a_named_refusal)
 
 
 def test_the_resolver_property_fails_on_an_unnamed_error(monkeypatch):

@@ -51,6 +51,7 @@ VERBS = {
     "plot": ["plot", "--list"],
     "rope": ["rope", str(CONFIG)],
     "suite": ["suite", "--where"],
+    "positions": ["positions", str(CONFIG)],
 }
 
 RUNNER = """

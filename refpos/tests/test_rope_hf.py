@@ -96,12 +96,15 @@ def test_provenance_says_where_each_field_came_from():
 
 
 def test_unused_keys_are_reported_and_strict_refuses_rope_keys():
-    config = CONFIGS["NousResearch/Yarn-Llama-2-13b-64k"]["config"]
+    yarn = CONFIGS["NousResearch/Yarn-Llama-2-13b-64k"]["config"]
+    rope = from_hf_config(yarn)  # finetuned selects dynamic YaRN in the original code: read, no effect here
+    assert "rope_scaling.finetuned" not in rope.unused_keys and any("finetuned" in n for n in rope.notes)
+    config = {**yarn, "rope_scaling": {**yarn["rope_scaling"], "wobble": 2}}
     rope = from_hf_config(config)
-    assert "rope_scaling.finetuned" in rope.unused_keys
+    assert "rope_scaling.wobble" in rope.unused_keys and "rope_scaling.wobble" in rope.not_modelled
     assert "num_key_value_heads" in rope.unused_keys
     assert "rope_scaling.factor" not in rope.unused_keys
-    with pytest.raises(ValueError, match=r"rope_scaling\.finetuned"):
+    with pytest.raises(ValueError, match=r"rope_scaling\.wobble"):
         from_hf_config(config, strict=True)
     # keys unrelated to positions are reported, never an error; an active sliding window is not modelled
     mistral = from_hf_config(CONFIGS["mistralai/Mistral-7B-v0.1"]["config"])
@@ -311,12 +314,13 @@ def test_cli(tmp_path, capsys):
     from refpos.cli import main
 
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(CONFIGS["NousResearch/Yarn-Llama-2-13b-64k"]["config"]))
+    yarn = CONFIGS["NousResearch/Yarn-Llama-2-13b-64k"]["config"]
+    path.write_text(json.dumps({**yarn, "rope_scaling": {**yarn["rope_scaling"], "wobble": 2}}))
     assert main(["rope", str(path), "--seq-len", "8192"]) == 0
     out = capsys.readouterr().out
-    assert "attention factor A = 1.2772588722239782" in out and "rope_scaling.finetuned" in out
+    assert "attention factor A = 1.2772588722239782" in out and "rope_scaling.wobble" in out
     assert main(["rope", str(path), "--strict"]) == 2
-    assert "rope_scaling.finetuned" in capsys.readouterr().err
+    assert "rope_scaling.wobble" in capsys.readouterr().err
     gemma = tmp_path / "gemma4.json"
     gemma.write_text(json.dumps(CONFIGS["Gemma-4 family (HF Gemma4Config defaults)"]["config"]))
     assert main(["rope", str(gemma), "--json"]) == 0

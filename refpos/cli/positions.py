@@ -1,0 +1,129 @@
+"""``refpos positions CONFIG``: what every layer of every stack of a config.json does with positions.
+
+Prints one line per stack (``decoder layers 0-47: rope ×36, none+scale ×12 (every 4th)``), then each distinct
+kind of layer with its parameters (a RoPE's resolved fields and frequencies, ALiBi's slopes and order, T5's
+buckets, a learned or sinusoidal table's length and offset, ...), then whether the resolution is complete:
+each key it does not model with what it does, every refused layer with its reason, and for a family the
+table does not know, what its config does not state. ``--json`` prints
+:meth:`refpos.ModelPositions.describe`; ``--strict`` makes anything incomplete an error (exit 2).
+
+``--assume KEY=VALUE`` (repeatable) states the conventions of a ``model_type`` the family table does not
+know: ``--assume family=llama`` resolves it as that family, ``--assume encoding=rope --assume layout=half``
+states the columns themselves (keys: ``family``, ``encoding``, ``layout``, ``stacks``, ``rope_layers``).
+
+Examples
+--------
+.. code-block:: console
+
+    $ refpos positions path/to/config.json
+    $ refpos positions path/to/model_dir --json
+    $ refpos positions my_model/config.json --assume family=llama
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
+from refpos.models.records import LayerRecord, RopeLayer
+
+
+def add_assume(parser: argparse.ArgumentParser) -> None:
+    """The ``--assume KEY=VALUE`` option (shared by ``positions``, ``golden model`` and ``check --config``)."""
+    parser.add_argument("--assume", action="append", default=[], metavar="KEY=VALUE",
+                        help="a convention of a model_type the family table does not know: "
+                             f"{', '.join(ASSUMABLE)} (e.g. family=llama, or encoding=rope and layout=half)")
+
+
+def assumptions(values: list[str]) -> dict[str, str] | None:
+    """``--assume`` values as a mapping (``None`` when none is given); a malformed one is a ``ValueError``."""
+    out: dict[str, str] = {}
+    for text in values:
+        key, sep, value = text.partition("=")
+        if not sep or not key or not value:
+            raise ValueError(f"--assume takes KEY=VALUE with KEY one of {list(ASSUMABLE)}, got {text!r}")
+        if key in out:
+            raise ValueError(f"--assume {key} given twice")
+        out[key] = value
+    return out or None
+
+
+def resolve(config: Any, assume: list[str], *, strict: bool = False) -> ModelPositions:
+    """:func:`refpos.model_positions` with the ``--assume`` values of a command line."""
+    return model_positions(config, assume=assumptions(assume), strict=strict)
+
+
+def refuse_unknown(positions: ModelPositions, command: str) -> None:
+    """A ``ValueError`` (exit 2, one line) when the family is unknown: what to pass to state its conventions."""
+    if positions.unknown:
+        named = positions.model_type or "(no model_type)"
+        raise ValueError(f"model_type {named!r} is not in refpos's family table: its encoding, pair layout and "
+                         f"which layers carry positions are unknown; state them to {command}: --assume "
+                         "family=<a known model_type> (e.g. llama), or --assume encoding=rope --assume layout=half")
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``refpos positions``."""
+    parser.add_argument("config", help="path to a config.json, or a model directory holding one")
+    parser.add_argument("--strict", action="store_true",
+                        help="fail when anything is refused, unknown or not modelled")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_assume(parser)
+
+
+def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
+    """The parameters of one kind of layer, one line each."""
+    where = f"  {layer.stack} {layer.label}" + (f" [{layer.layer_type}]" if layer.layer_type else "") + \
+        f": layers {ranges(indices)}"
+    lines = [where]
+    params = layer.params()
+    if isinstance(layer, RopeLayer):
+        rope = layer.rope
+        lines.append(f"    {rope.rope_type} RoPE, theta {rope.theta!r}, head_dim {rope.head_dim}, rotary_dim "
+                     f"{rope.rotary_dim}, layout {rope.layout}, placement {rope.placement}"
+                     + (f", mrope_section {list(rope.mrope_section)}" if rope.mrope_section else ""))
+        params = {k: v for k, v in params.items() if k != "rope"}
+    for key, value in params.items():
+        if value is None or key in ("at",):
+            continue
+        shown = f"[{len(value)} values: {value[0]!r} … {value[-1]!r}]" if isinstance(value, list) and \
+            len(value) > 4 else repr(value)
+        lines.append(f"    {key}: {shown}")
+    return lines
+
+
+def text(positions: ModelPositions, title: str) -> str:
+    """The report ``refpos positions`` prints."""
+    lines = [title]
+    if positions.nesting:
+        lines.append(f"  language model read from {positions.nesting[:-1]}")
+    lines += [f"  {line}" for line in positions.summary().splitlines()]
+    for (stack, _, _), indices in positions.kinds().items():
+        first = next(r for r in positions.stack(stack) if r.index == indices[0])
+        lines += _group_lines(first, indices)
+    problems = {**positions.not_modelled, **positions.unknown}
+    lines.append("  complete: yes" if positions.complete else
+                 f"  complete: NO ({len(problems)} not modelled or unknown, "
+                 f"{sum(r.kind == 'refused' for r in positions)} layers refused)")
+    lines += [f"    {key}: {why}" for key, why in sorted(problems.items())]
+    lines += [f"  note: {note}" for note in positions.notes]
+    return "\n".join(lines)
+
+
+def ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0-2, 5``."""
+    spans, start = [], indices[0]
+    for prev, cur in zip(indices, [*indices[1:], None], strict=True):
+        if cur is None or cur != prev + 1:
+            spans.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = cur
+    return ", ".join(spans)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Resolve and print; bad input raises ValueError / TypeError (exit 2 in :mod:`refpos.cli`)."""
+    positions = resolve(args.config, args.assume, strict=args.strict)
+    print(json.dumps(positions.describe(), indent=1) if args.json else text(positions, str(args.config)))
+    return 0

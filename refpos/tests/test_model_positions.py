@@ -1,0 +1,224 @@
+"""``refpos.model_positions``: one typed record per layer of every stack, for every encoding.
+
+Each family fact is checked on a config of that family (the values come from transformers 5.24's modeling
+files the family table cites); the complete-or-say-so rules (unknown families, not-modelled keys, switches)
+and the wrappers are checked with configs built to hit them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import refpos
+from refpos.models import positions as mp
+from refpos.models.records import round_to
+
+BLOOM = {"model_type": "bloom", "n_layer": 2, "n_head": 6, "hidden_size": 96}
+FALCON = {"model_type": "falcon", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "alibi": True}
+MPT = {"model_type": "mpt", "n_layers": 2, "n_heads": 6, "d_model": 96, "attn_config": {"alibi": True}}
+T5 = {"model_type": "t5", "num_layers": 2, "num_decoder_layers": 3, "num_heads": 4, "d_model": 32,
+      "relative_attention_num_buckets": 32}
+OPT = {"model_type": "opt", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32,
+       "max_position_embeddings": 2048}
+BART = {"model_type": "bart", "encoder_layers": 2, "decoder_layers": 1, "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2, "d_model": 16, "max_position_embeddings": 1024}
+WHISPER = {"model_type": "whisper", "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
+           "decoder_attention_heads": 2, "d_model": 16, "max_source_positions": 1500, "max_target_positions": 448}
+M2M100 = {"model_type": "m2m_100", "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
+          "decoder_attention_heads": 2, "d_model": 16, "max_position_embeddings": 1024, "pad_token_id": 1}
+LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32}
+
+
+def kinds(config: dict, **kw) -> list[tuple[str, int, str]]:
+    return [(r.stack, r.index, r.label) for r in refpos.model_positions(config, **kw)]
+
+
+def test_alibi_families_keep_their_slopes_order_and_rounding():
+    bloom = refpos.model_positions(BLOOM).layers[0]
+    assert (bloom.kind, bloom.form, bloom.before_scale, bloom.dtype) == ("alibi", "key_index", False, "float32")
+    np.testing.assert_array_equal(bloom.slopes, refpos.alibi_slopes(6, xp="numpy"))  # the official recurrence
+    falcon = refpos.model_positions(FALCON).layers[0]
+    assert (falcon.before_scale, falcon.dtype, falcon.head_dim) == (True, "bfloat16", 16)
+    # Falcon's code multiplies bfloat16 slopes by the positions in bfloat16: 0.917 becomes 0.91796875
+    assert float(round_to(0.917, "bfloat16")) == 0.91796875
+    bias = falcon.bias(np.arange(3), np.array([0, 1, 300, 257]))  # 2^-2 · 300 = 75 exactly; 2^-8 · 257 rounds
+    assert bias[0, 0, 2] == 75.0 and bias[3, 0, 3] == 1.0 and falcon.bias(
+        np.arange(3), np.array([257]), rounded=False)[3, 0, 0] == 257 / 256
+    mpt = refpos.model_positions(MPT).layers[0]  # MPT: the same slopes, the bias anchored at the last key
+    np.testing.assert_array_equal(mpt.slopes, refpos.alibi_slopes(6, xp="numpy"))
+    assert mpt.bias(np.arange(4), np.arange(4), rounded=False)[1, 0].tolist() == [-0.1875, -0.125, -0.0625, 0.0]
+
+
+def test_mpt_slopes_follow_alibi_bias_max():
+    """transformers' build_mpt_alibi_tensor: 2^(-b·h/n') over the next power of two, odd entries first."""
+    slopes = refpos.model_positions(dict(MPT, attn_config={"alibi": True, "alibi_bias_max": 16})).layers[0].slopes
+    padded = [2.0 ** (-16 * h / 8) for h in range(1, 9)]
+    assert list(slopes) == (padded[1::2] + padded[0::2])[:6]
+
+
+def test_t5_direction_per_stack_and_which_layers_own_a_table():
+    encoder, decoder = (refpos.model_positions(T5).stack(s) for s in ("encoder", "decoder"))
+    assert [r.bidirectional for r in encoder + decoder] == [True] * 2 + [False] * 3
+    assert [r.owns_table for r in decoder] == [True, False, False] and {r.table_layer for r in decoder} == {0}
+    assert decoder[0].max_distance == 128  # the config class's default when the key is absent
+    umt5 = refpos.model_positions(dict(T5, model_type="umt5", relative_attention_max_distance=64)).stack("decoder")
+    assert [r.owns_table for r in umt5] == [True] * 3 and [r.table_layer for r in umt5] == [0, 1, 2]
+    assert umt5[0].max_distance == 64
+
+
+def test_absolute_tables_their_offsets_and_sizes():
+    opt = refpos.model_positions(OPT).layers[0]
+    assert (opt.kind, opt.offset, opt.table_size) == ("learned", 2, 2050)  # OPT adds two rows for its offset
+    assert opt.rows([0, 2047]).tolist() == [2, 2049]
+    with pytest.raises(ValueError, match=r"\[0, 2050\)"):
+        opt.rows([2048])  # the table's last row is position 2047
+    assert kinds(BART) == [("encoder", 0, "learned"), ("encoder", 1, "learned"), ("decoder", 0, "learned")]
+    whisper = refpos.model_positions(WHISPER)
+    encoder, decoder = whisper.stack("encoder")[0], whisper.stack("decoder")[0]
+    assert (encoder.kind, encoder.spacing, encoder.layout, encoder.table_size) == ("sinusoidal", "tensor2tensor",
+                                                                                  "concat", 1500)
+    assert (decoder.kind, decoder.table_size, decoder.offset) == ("learned", 448, 0)
+    m2m = refpos.model_positions(M2M100).layers[0]
+    assert (m2m.kind, m2m.offset, m2m.table_size) == ("sinusoidal", 2, None)  # padding_idx + 1, any length
+    np.testing.assert_allclose(m2m.sinusoid([0]), refpos.sinusoidal([2], 16, layout="concat",
+                                                                    spacing="tensor2tensor"), rtol=0, atol=0)
+    marian = refpos.model_positions(dict(M2M100, model_type="marian")).layers[0]
+    assert (marian.spacing, marian.offset, marian.table_size) == ("paper", 0, 1024)
+    roberta = {"model_type": "roberta", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
+               "max_position_embeddings": 514, "pad_token_id": 1}
+    assert refpos.model_positions(roberta).layers[0].offset == 2  # padding_idx + 1, inside the 514 rows
+    electra = {"model_type": "electra", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
+               "embedding_size": 4, "max_position_embeddings": 16}
+    assert refpos.model_positions(electra).layers[0].dim == 4
+
+
+def test_switch_keys_choose_the_encoding_or_refuse_by_name():
+    assert kinds(dict(FALCON, alibi=False))[0][2] == "rope"
+    distil = {"model_type": "distilbert", "n_layers": 1, "n_heads": 2, "dim": 8, "max_position_embeddings": 16}
+    assert kinds(distil)[0][2] == "learned" and kinds(dict(distil, sinusoidal_pos_embds=True))[0][2] == "sinusoidal"
+    mpt = refpos.model_positions(dict(MPT, attn_config={"alibi": False}))
+    assert [r.kind for r in mpt] == ["refused"] * 2 and "attn_config.alibi=false" in mpt.layers[0].reason
+    assert "attn_config.alibi" in mpt.not_modelled and not mpt.complete
+
+
+GRANITE_H = {"model_type": "granitemoehybrid", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 32,
+             "layer_types": ["mamba", "attention", "mamba", "attention"]}
+
+
+@pytest.mark.parametrize("config, expected", [
+    (dict(GRANITE_H, position_embedding_type="nope"), "decoder layers 0-3: mamba ×2 (0, 2), none ×2 (every 2nd)"),
+    (dict(GRANITE_H, position_embedding_type="rope"), "decoder layers 0-3: mamba ×2 (0, 2), rope ×2 (every 2nd)"),
+    (dict(GRANITE_H, position_embedding_type="alibi"), "decoder layers 0-3: mamba ×2 (0, 2), refused ×2 (every 2nd)"),
+    ({"model_type": "jamba", "num_hidden_layers": 8, "num_attention_heads": 4, "hidden_size": 32},
+     "decoder layers 0-7: mamba ×7, none ×1"),
+    ({"model_type": "jamba", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 32,
+      "attn_layer_period": 2, "attn_layer_offset": 1}, "decoder layers 0-3: mamba ×2 (0, 2), none ×2 (every 2nd)"),
+    ({"model_type": "nemotron_h", "num_hidden_layers": 52, "num_attention_heads": 4, "hidden_size": 32,
+      "hybrid_override_pattern": "M-M*-ME"}, "decoder layers 0-6: mamba ×3 (0, 2, 5), mlp ×2 (1, 4), none ×1, moe ×1"),
+    ({"model_type": "kimi_linear", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 32,
+      "linear_attn_config": {"full_attn_layers": [2, 4], "kda_layers": [1, 3]}},
+     "decoder layers 0-3: kda ×2 (0, 2), none ×2 (every 2nd)"),
+    ({"model_type": "zamba2", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 40,
+      "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"]},
+     "decoder layers 0-3: mamba ×2 (0, 2), none ×2 (every 2nd)"),
+    ({"model_type": "mamba", "num_hidden_layers": 3}, "decoder layers 0-2: mamba ×3"),
+])
+def test_hybrids_attention_without_positions_is_not_rotated(config, expected):
+    resolved = refpos.model_positions(config)
+    assert resolved.summary() == expected
+    assert all(r.kind != "rope" for r in resolved) or "rope" in expected
+
+
+def test_zamba2_rotates_its_shared_attention_at_twice_the_head_width():
+    config = {"model_type": "zamba2", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 40,
+              "layers_block_type": ["mamba", "hybrid"], "use_mem_rope": True, "attention_head_dim": 20}
+    layer = refpos.model_positions(config).layers[1]
+    assert layer.kind == "rope" and layer.rope.head_dim == 20  # 2 · 40 / 4, not 40 / 4
+
+
+def test_an_unknown_family_resolves_only_what_it_states():
+    unknown = {"model_type": "my_llm", "num_hidden_layers": 2, "rope_theta": 5e5, "hidden_size": 8}
+    resolved = refpos.model_positions(unknown)
+    assert [r.kind for r in resolved] == ["unknown", "unknown"] and not resolved.complete
+    assert resolved.layers[0].stated == {"rope_theta": 5e5} and "layout" in resolved.layers[0].unknown
+    assert "'my_llm' is not in refpos's family table" in resolved.unknown["model_type"]
+    with pytest.raises(ValueError, match="strict: not modelled, refused or unknown"):
+        refpos.model_positions(unknown, strict=True)
+    stated = refpos.model_positions(dict(unknown, num_attention_heads=2), assume={"family": "llama"})
+    assert [r.rope.theta for r in stated] == [5e5, 5e5] and stated.complete
+    assert "stated by the caller" in stated.notes[0]
+    columns = refpos.model_positions(dict(unknown, num_attention_heads=2),
+                                     assume={"encoding": "rope", "layout": "interleaved"})
+    assert columns.layers[0].rope.layout == "interleaved"
+    assert kinds({"model_type": "my_llm", "n_layer": 1, "n_head": 2, "hidden_size": 8},
+                 assume={"encoding": "alibi"}) == [("decoder", 0, "alibi")]
+
+
+@pytest.mark.parametrize("assume, named", [
+    ({"colour": "red"}, "assume takes"), ({"family": "no_such"}, "family='no_such'"),
+    ({"encoding": "spiral"}, "encoding"), ({"layout": "spiral"}, "layout"), ("family=llama", "mapping"),
+])
+def test_bad_assumptions_are_refused_by_name(assume, named):
+    with pytest.raises((ValueError, TypeError), match=named):
+        refpos.model_positions({"model_type": "my_llm", "num_hidden_layers": 1}, assume=assume)
+
+
+def test_a_not_modelled_position_key_refuses_the_layers():
+    """A key that changes positions is honoured or the layer refused; a mask or scale key is only reported."""
+    logn = refpos.model_positions(dict(LLAMA, use_logn_attn=True))
+    assert [r.kind for r in logn] == ["refused"] * 2 and "use_logn_attn" in logn.layers[0].reason
+    window = refpos.model_positions(dict(LLAMA, sliding_window=16))
+    assert [r.kind for r in window] == ["rope"] * 2 and "sliding_window" in window.not_modelled
+
+
+def test_the_refusal_test_breaks_when_keys_are_ignored(monkeypatch):
+    monkeypatch.setattr(mp, "_refuse_unmodelled", lambda layers, report, prefix: layers)
+    with pytest.raises(AssertionError):
+        test_a_not_modelled_position_key_refuses_the_layers()
+
+
+@pytest.mark.parametrize("config, nesting", [
+    ({"model_type": "voxtral", "hidden_size": 3072, "text_config": LLAMA}, "text_config."),  # mirrored keys
+    ({"model_type": "qwen2_5_omni", "thinker_config": {"model_type": "x", "text_config": LLAMA}},
+     "thinker_config.text_config."),
+    ({"model_type": "internvl_chat", "llm_config": LLAMA}, "llm_config."),
+    ({"model_type": "deepseek_vl_v2", "language_config": LLAMA}, "language_config."),
+])
+def test_every_wrapper_is_followed_and_named(config, nesting):
+    resolved = refpos.model_positions(config)
+    assert resolved.nesting == nesting and [r.kind for r in resolved] == ["rope", "rope"]
+    assert resolved.layers[0].rope.provenance["theta"] == "default"
+    assert refpos.from_hf_config(dict(config)).provenance["head_dim"] == "derived"
+    named = refpos.from_hf_config({**config, **({"text_config": dict(LLAMA, rope_theta=1e6)} if "text_config" in config
+                                               else {})})
+    assert not named.notes or nesting[:-1] in named.notes[-1]
+
+
+def test_records_describe_themselves_as_json():
+    for config in (BLOOM, T5, OPT, WHISPER, LLAMA, GRANITE_H):
+        described = refpos.model_positions(config).describe()
+        assert json.loads(json.dumps(described)) == described
+        assert all({"stack", "index", "kind"} <= set(layer) for layer in described["layers"])
+
+
+def test_rope_families_keep_their_answers():
+    llama4 = {"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128,
+              "num_hidden_layers": 8, "rope_theta": 5e5, "max_position_embeddings": 8192}
+    resolved, schedule = refpos.model_positions(llama4), refpos.hf_layers(llama4)
+    assert [r.label for r in resolved] == [layer.kind for layer in schedule]
+    assert all(r.rope == layer.rope for r, layer in zip(resolved, schedule, strict=True) if layer.rope is not None)
+    assert resolved.layers[3].query_scale == schedule[3].scale
+
+
+@pytest.mark.parametrize("config, named", [
+    (OPT, "learned positions, not RoPE"), (BLOOM, "alibi positions"), (T5, "encoder–decoder"),
+    (dict(FALCON, alibi=True), "alibi=true gives alibi"),
+])
+def test_the_rope_api_refuses_a_model_without_rope(config, named):
+    with pytest.raises(ValueError, match=named):
+        refpos.from_hf_config(config)
+    with pytest.raises(ValueError, match="model_positions"):
+        refpos.hf_layers(config)
