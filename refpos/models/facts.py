@@ -13,8 +13,9 @@ is checked against its rule set here; :mod:`refpos.models.stacks` reads the conf
 ``switch``
     A config key that chooses the encoding: ``{key = "alibi", values = {true = "alibi", false = "rope"},
     absent = "false"}`` (Falcon). ``key`` may be dotted (``attn_config.alibi``); each value is written as
-    JSON text (``true``, ``"nope"`` is written ``nope``); a value the row does not list refuses the stack,
-    naming the key. ``absent``: the value the config class assumes without the key.
+    JSON text (``true``, ``"nope"`` is written ``nope``; ``"*"``: any other value the key holds); a value the
+    row does not list refuses the stack, naming the key. ``absent``: the value the config class assumes without
+    the key.
 ``alibi``
     ``form`` (``key_index``: :math:`+m_h j`, BLOOM and Falcon; ``key_index_end``: :math:`m_h (j - j_{last})`,
     MPT), ``slopes`` (``recurrence``: the official recurrence; ``mpt``: :math:`2^{-b h / n'}` over the next

@@ -20,11 +20,13 @@ columns (``layout`` is required where a stack can have RoPE):
     Which layers rotate: ``"all"``; ``"no_rope_layers"`` (a 0/1 list, 1 = rotate; absent: every layer but each
     ``no_rope_layer_interval``-th, default 4); ``"sliding"`` (only ``sliding_attention`` layers, and only
     when ``sliding_window`` is set); ``"sliding_or_no_window"`` (sliding layers, or every layer when
-    ``sliding_window`` is null). :mod:`refpos.models.layers` evaluates them.
+    ``sliding_window`` is null); ``"sliding_type"`` (the ``sliding_attention`` layers, whatever the window).
+    :mod:`refpos.models.schedule` evaluates them.
 ``layer_pattern``
     How the model's config class fills an absent ``layer_types`` (a :class:`LayerPattern`): every ``n``-th
     layer ``full_attention`` (``n`` read from ``key``, default ``every``; with ``offset = r`` the layers with
-    ``i % n == r``, default ``n - 1``, ``r`` read from ``offset_key`` when set, from layer ``start`` on), the
+    ``i % n == r``, default ``n - 1`` (none when ``r >= n``), ``r`` read from ``offset_key`` when set, from
+    layer ``start`` on), the
     layers a config key lists (``indices``, dotted for a nested key, ``one_based`` when the list counts from
     1; ``absent``: the type of every layer when that key is missing), or one character per layer in a string
     key (``chars = {M = "mamba", …}`` with ``key``); the others are ``other`` (default ``sliding_attention``).
@@ -53,7 +55,11 @@ columns (``layout`` is required where a stack can have RoPE):
     The text RoPE takes several position axes (M-RoPE); :mod:`refpos.models.mrope_hf` resolves the families it
     models and reports the others' multi-axis keys as not modelled.
 ``unmodelled``
-    Something the code does with positions that refpos does not model; reported as not modelled.
+    Something the code does with positions that refpos does not model; reported as not modelled, and
+    :func:`refpos.model_positions` refuses the layers.
+``note``
+    Something the code does that leaves positions as resolved (a mixer beside the attention, keys shared
+    between layers); shown in the resolution's notes.
 
 The layouts were read from each file's rotate / apply functions; the other columns from the attention
 ``forward``, the position-embedding modules and the config classes of the families that differ. For a
@@ -88,7 +94,7 @@ from refpos.models.facts import ENCODINGS, FACT_TABLES, STACKS, StackFacts, Swit
 from refpos.pairs import PARTIAL_PLACEMENTS
 
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
-LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window")
+LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window", "sliding_type")
 ROPE_DICT_RULES = ("ntk_alpha", "longrope_mscale")
 PLACEMENTS = PARTIAL_PLACEMENTS
 #: ``<dir>/modeling_<name>.py: <function>[, <function or Class.method>]``
@@ -129,7 +135,7 @@ class LayerPattern:
         if forms != 1 or (self.every is not None and self.every < 1) \
                 or (self.indices is not None and self.key is not None) or (self.absent and self.indices is None) \
                 or (self.chars and self.key is None) or (self.offset is not None and self.every is None) \
-                or (self.offset is not None and not 0 <= self.offset < self.every) or self.start < 0 \
+                or (self.offset is not None and self.offset < 0) or self.start < 0 \
                 or (self.one_based and self.indices is None) or (self.offset_key and self.every is None):
             raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key, offset, start), "
                              f"indices = key (with an optional absent, one_based) or chars with key, got {self}")
@@ -150,6 +156,7 @@ class Family:
     rope_dict: frozenset[str] = frozenset()
     multi_axis: bool = False
     unmodelled: str | None = None
+    note: str | None = None
     #: the encoding and facts of every stack unless ``encoder`` / ``decoder`` override them
     positions: StackFacts = field(default_factory=StackFacts)
     stacks: str = "decoder"
@@ -206,7 +213,8 @@ class Family:
         for part in self.switch.key.split("."):
             value = value.get(part) if isinstance(value, Mapping) else None
         text = self.switch.absent if value is None else (value if isinstance(value, str) else json.dumps(value))
-        return dict(self.switch.values).get(text), text
+        values = dict(self.switch.values)
+        return values.get(text, values.get("*") if text != self.switch.absent else None), text
 
     def no_attention_kind(self, layer_type: str | None) -> str | None:
         """The kind of a layer type without attention (``"linear"``, ``"mamba"``, ...), or ``None``."""
@@ -217,8 +225,8 @@ class Family:
 #: written as ``encoding`` and the fact tables at the row's top level)
 _COLUMNS = (*(f.name for f in fields(Family) if f.name not in ("model_type", "positions")), "encoding",
             *FACT_TABLES)
-_STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled", "stacks", "types_key",
-            "count")
+_STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled", "note", "stacks",
+            "types_key", "count")
 
 
 def _row(model_type: str, table: Any) -> Family:

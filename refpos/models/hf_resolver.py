@@ -283,6 +283,8 @@ class Resolver:
             self.set("placement", family.placement, "default")
         if family.unmodelled:
             self.code_gaps.append(f"{family.model_type}: {family.unmodelled}")
+        if family.note:
+            self.notes.append(f"{family.model_type}: {family.note}")
         if family.multi_axis and self.mrope_family is None:  # else resolved by refpos.models.mrope_hf
             self.code_gaps.append(f"{family.model_type}: multi-axis positions (M-RoPE); resolved here as one axis")
 

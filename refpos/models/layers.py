@@ -244,9 +244,10 @@ def layer_schedule(full: dict[str, Any], family: Family | None, *,
             not_modelled.pop(prefix + key, None)
             problems.pop(prefix + key, None)
     rope_dict = rope_dict if isinstance(rope_dict, Mapping) else {}
+    layer_ropes = [ropes.get(types[i] if per_type else None) if rotates[i] else None for i in range(n)]
     layers = tuple(
-        HFLayer(i, types[i], ropes.get(types[i] if per_type else None) if rotates[i] else None,
-                None if mixers[i] else _scale(cfg, family, rotates[i], rope_dict), mixers[i])
+        HFLayer(i, types[i], layer_ropes[i],
+                None if mixers[i] else _scale(cfg, family, layer_ropes[i] is not None, rope_dict), mixers[i])
         for i in range(n))
     return LayerSchedule(layers, family, not_modelled, tuple(notes)), list(problems)
 

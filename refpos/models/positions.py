@@ -276,6 +276,8 @@ def _known(full: dict[str, Any], cfg: Mapping[str, Any], prefix: str, family: Fa
                 not_modelled.setdefault(prefix + key, what)
         if family.unmodelled:
             not_modelled.setdefault(prefix + "model_type", f"{family.model_type}: {family.unmodelled}")
+        if family.note and f"{family.model_type}: {family.note}" not in notes:
+            notes.append(f"{family.model_type}: {family.note}")
     layers = _refuse_unmodelled(layers, not_modelled, prefix)
     return ModelPositions(family.model_type if written is None else written, family, tuple(layers), prefix,
                           not_modelled, notes=tuple(notes), scheduled=NO_COUNT not in notes)

@@ -19,6 +19,8 @@ rule                       layers       :math:`s(p)`
                            RoPE         (0.1), ``f`` = ``floor_scale`` (8192), when ``attn_temperature_tuning``
 ``llama_4_scaling_beta``   every        :math:`1 + \beta \ln(1 + \lfloor p / L_0 \rfloor)`, ``β`` and ``L_0`` from
                                         the rope dict
+``beam_scalable_softmax``  without      :math:`(1 + (p + 1) / 2048)^{0.1}` (scalable softmax; no config key)
+                           RoPE
 =========================  ===========  ================================================================
 
 Examples
@@ -135,6 +137,11 @@ def _llama4_temperature(p: np.ndarray, c: dict[str, float]) -> np.ndarray:
     return 1.0 + c["attn_scale"] * np.log1p(np.floor((p + 1.0) / c["floor_scale"]))
 
 
+def _beam_scalable_softmax(p: np.ndarray, c: dict[str, float]) -> np.ndarray:
+    r""":math:`(1 + (p + 1) / 2048)^{0.1}`, as :math:`\exp(0.1 \ln(1 + (p + 1)/2048))`."""
+    return np.exp(0.1 * np.log1p((p + 1.0) / 2048.0))
+
+
 def _llama_4_scaling_beta(p: np.ndarray, c: dict[str, float]) -> np.ndarray:
     """:math:`1 + \\beta \\ln(1 + \\lfloor p / L_0 \\rfloor)`."""
     return 1.0 + c["beta"] * np.log1p(np.floor(p / c["original_max_position_embeddings"]))
@@ -152,6 +159,9 @@ QUERY_SCALES: dict[str, QueryScaleRule] = {rule.name: rule for rule in (
         (ScaleKey("rope", "llama_4_scaling_beta", "beta"),
          ScaleKey("rope", "original_max_position_embeddings", "original_max_position_embeddings", kind="int")),
         _llama_4_scaling_beta, "ministral3/modeling_ministral3.py: get_llama_4_attn_scale"),
+    QueryScaleRule(
+        "beam_scalable_softmax", r"(1 + (p + 1) / 2048)^{0.1}", "without_rope", (), _beam_scalable_softmax,
+        "beam/modeling_beam.py: compute_attention_scaling"),
 )}
 
 

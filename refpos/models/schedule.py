@@ -88,8 +88,7 @@ def _filled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> lis
     offset = every - 1 if pattern.offset is None else pattern.offset
     if pattern.offset_key is not None and cfg.get(pattern.offset_key) is not None:
         offset = check_int(pattern.offset_key, cfg[pattern.offset_key], minimum=0)
-    return ["full_attention" if i >= pattern.start and i % every == offset % every else pattern.other
-            for i in range(n)]
+    return ["full_attention" if i >= pattern.start and i % every == offset else pattern.other for i in range(n)]
 
 
 def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | None], n: int) -> list[bool]:
@@ -108,6 +107,8 @@ def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | No
         return [window and t == "sliding_attention" for t in types]
     if rule == "sliding_or_no_window":
         return [not window or t == "sliding_attention" for t in types]
+    if rule == "sliding_type":
+        return [t == "sliding_attention" for t in types]
     return [True] * n
 
 

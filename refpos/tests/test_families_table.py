@@ -49,7 +49,7 @@ def test_the_file_loads_into_the_rows():
     (table(ROW + 'switch = {key = "k"}\n'), "switch takes"),
     (table(ROW + 'encoder = {encoding = "t5"}\n'), "column encoder"),  # a decoder-only row has no encoder
     (table(ROW + 'width_factor = 0\n'), "column width_factor"),
-    (table(ROW + 'layer_pattern = {every = 4, offset = 4}\n'), "layer_pattern: give every"),
+    (table(ROW + 'layer_pattern = {every = 4, offset = -1}\n'), "layer_pattern: give every"),
     (table(ROW + 'layer_pattern = {chars = {M = "mamba"}}\n'), "layer_pattern: give every"),
     (table(ROW.replace('"half"', '"spiral"')), "column layout"),
     (table(ROW.replace("modeling_x.py: rotate_half", "x.py")), "column source"),
