@@ -31,6 +31,12 @@ is checked against its rule set here; :mod:`refpos.models.stacks` reads the conf
     ``offset_key``: the position offset is that key plus one (``pad_token_id``: M2M100, RoBERTa count
     positions from ``padding_idx + 1``); a sinusoid's ``layout`` (``concat``, ``interleaved``) and ``spacing``
     (``paper``, ``tensor2tensor``) as in :mod:`refpos.encodings.sinusoidal`.
+``rope``
+    What a family's rotary code fixes beyond the config (:class:`RopeFacts`): a hard-coded base (GPT-J's
+    10000), defaults of ``rotary_dim`` (GPT-J 64), of ``partial_rotary_factor`` (GPT-NeoX 0.25, GLM 0.5) and of
+    the head sizes (Gemma 4: 256, full attention 512), whether its default init honours a partial rotary
+    span, rope types it renames or accepts (Phi-3: ``yarn`` is ``longrope``, only ``default`` and
+    ``longrope``), and Gemma 3's legacy per-layer form (the sliding layers' base in ``local_theta_key``).
 ``encoder`` / ``decoder``
     A sub-table that overrides ``encoding`` and its facts for one stack (Whisper: a sinusoid for the encoder,
     a learned table for the decoder).
@@ -156,6 +162,57 @@ class StackFacts:
         return {"alibi": AlibiFacts, "t5": T5Facts}.get(encoding, AbsoluteFacts)()
 
 
+@dataclass(frozen=True)
+class RopeFacts:
+    """What a family's rotary code fixes that its config does not say (see the module docstring)."""
+
+    #: the base the code uses (``theta_fixed``: whatever the config says; else only when the config has none)
+    theta: float | None = None
+    theta_fixed: bool = False
+    rotary_dim: int | None = None
+    partial_rotary_factor: float | None = None
+    #: the family's default init rotates only the partial span (most classes' default init ignores it)
+    partial_honoured: bool = False
+    head_dim: int | None = None
+    global_head_dim: int | None = None
+    #: rope type the code reads as another (Phi-3: yarn → longrope)
+    type_aliases: tuple[tuple[str, str], ...] = ()
+    #: the rope types the code accepts (empty: any)
+    types: tuple[str, ...] = ()
+    #: the legacy per-layer form: the sliding layers' base key and default (Gemma 3's rope_local_base_freq, 1e4)
+    local_theta_key: str | None = None
+    local_theta: float | None = None
+
+    def check(self, where: str) -> None:
+        for name in ("theta", "partial_rotary_factor", "local_theta"):
+            value = getattr(self, name)
+            _check(where, value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                            and value > 0), f"rope.{name}", value)
+        for name in ("rotary_dim", "head_dim", "global_head_dim"):
+            value = getattr(self, name)
+            _check(where, value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0),
+                   f"rope.{name}", value)
+        _check(where, not self.theta_fixed or self.theta is not None, "rope.theta_fixed (needs theta)",
+               self.theta_fixed)
+        _check(where, (self.local_theta_key is None) == (self.local_theta is None), "rope.local_theta",
+               self.local_theta)
+
+
+def read_rope(where: str, table: Any) -> RopeFacts:
+    """A :class:`RopeFacts` from its TOML table."""
+    allowed = {f.name for f in fields(RopeFacts)}
+    if not isinstance(table, dict) or set(table) - allowed:
+        raise ValueError(f"{where}: rope takes {sorted(allowed)}, got {table!r}")
+    values = dict(table)
+    if "type_aliases" in values:
+        values["type_aliases"] = tuple(sorted(dict(values["type_aliases"]).items()))
+    if "types" in values:
+        values["types"] = tuple(values["types"])
+    facts = RopeFacts(**values)
+    facts.check(where)
+    return facts
+
+
 #: the sub-tables of a stack (and the row's top level) that hold an encoding's facts
 FACT_TABLES = {"alibi": AlibiFacts, "t5": T5Facts, "learned": AbsoluteFacts, "sinusoidal": AbsoluteFacts}
 
@@ -192,4 +249,4 @@ def read_switch(where: str, table: Any) -> Switch:
 
 
 __all__ = ["ALIBI_DTYPES", "ALIBI_SLOPES", "ENCODINGS", "FACT_TABLES", "STACKS", "T5_TABLES", "AbsoluteFacts",
-           "AlibiFacts", "StackFacts", "Switch", "T5Facts", "read_stack", "read_switch"]
+           "AlibiFacts", "RopeFacts", "StackFacts", "Switch", "T5Facts", "read_rope", "read_stack", "read_switch"]

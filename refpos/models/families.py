@@ -7,8 +7,9 @@ transformers ``model_type`` whose attention has a positional encoding refpos kno
 citing the file (under ``transformers/models/``, transformers 5.24) and the function it was read from. This
 module reads it, checks every value against its rule set and serves the rows. The columns of the encoding,
 the stacks and the facts of the encodings other than RoPE (``encoding``, ``stacks``, ``switch``, ``alibi``,
-``t5``, ``learned``, ``sinusoidal``, ``encoder``, ``decoder``) are :mod:`refpos.models.facts`'; the RoPE
-columns (``layout`` is required where a stack can have RoPE):
+``t5``, ``learned``, ``sinusoidal``, ``encoder``, ``decoder``) and the RoPE facts beyond the config
+(``rope``: hard-coded bases, defaults of the rotated span and head sizes, renamed rope types) are
+:mod:`refpos.models.facts`'; the RoPE columns (``layout`` is required where a stack can have RoPE):
 
 ``layout``
     ``"half"`` (``rotate_half`` with ``x[..., :d/2]``, ``cat(freqs, freqs)``), ``"interleaved"`` (``rotate_half``
@@ -90,7 +91,17 @@ from importlib import resources
 from typing import Any
 
 from refpos.models import query_scales
-from refpos.models.facts import ENCODINGS, FACT_TABLES, STACKS, StackFacts, Switch, read_stack, read_switch
+from refpos.models.facts import (
+    ENCODINGS,
+    FACT_TABLES,
+    STACKS,
+    RopeFacts,
+    StackFacts,
+    Switch,
+    read_rope,
+    read_stack,
+    read_switch,
+)
 from refpos.pairs import PARTIAL_PLACEMENTS
 
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
@@ -166,6 +177,7 @@ class Family:
     types_key: str = "layer_types"
     count: str | None = None
     width_factor: int = 1
+    rope: RopeFacts = field(default_factory=RopeFacts)
 
     def __post_init__(self) -> None:
         checks = {"layout": self.layout in (None, *LAYOUT_RULES) and (self.layout is not None or not self.has_rope),
@@ -251,6 +263,8 @@ def _row(model_type: str, table: Any) -> Family:
             values[name] = read_stack(f"{where} {name}", {"encoding": values["positions"].encoding, **values[name]})
     if "switch" in values:
         values["switch"] = read_switch(where, values["switch"])
+    if "rope" in values:
+        values["rope"] = read_rope(where, values["rope"])
     try:
         if "layer_pattern" in values:
             pattern = dict(values["layer_pattern"])

@@ -12,14 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from refpos.inputs import InputError, load_json
+from refpos.models.families import family_of
 from refpos.rope.rules import config_keys
 
 #: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused): each rule's record
 ROPE_KEYS = config_keys()
 _COMMON_KEYS = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 ALL_ROPE_KEYS = _COMMON_KEYS.union(*ROPE_KEYS.values())
-#: model types whose RoPE is per layer type without a per-layer dict (Gemma 3's v4 form)
-GEMMA3 = frozenset({"gemma3", "gemma3_text"})
 
 
 def load_hf_config(config_or_path: Any) -> dict[str, Any]:
@@ -97,6 +96,8 @@ def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
         value = cfg.get(key)
         if isinstance(value, Mapping) and is_per_layer(value, key):
             return tuple(sorted(map(str, value)))
-    if cfg.get("model_type") in GEMMA3:
+    model_type = cfg.get("model_type")
+    family = family_of(model_type) if isinstance(model_type, str) else None
+    if family is not None and family.rope.local_theta_key is not None:  # Gemma 3's v4 form
         return ("full_attention", "sliding_attention")
     return ()

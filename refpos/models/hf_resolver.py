@@ -11,26 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from refpos.models.facts import RopeFacts
 from refpos.models.families import ALIASES, Family, family_of, warn_assumed
-from refpos.models.hf_files import GEMMA3, ROPE_KEYS, is_per_layer
+from refpos.models.hf_files import ROPE_KEYS, is_per_layer
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
 from refpos.rope.params import PARAM_KEYS
 from refpos.rope.rules import PARAMETERS, PLAIN, RULES, TYPE_ALIASES
-from refpos.rope.rules.longrope import LONGROPE
 from refpos.rope.rules.ntk import DYNAMIC
-from refpos.rope.rules.yarn import YARN
 from refpos.validation import check_bool, check_int
 
 _HF_TYPES = tuple(name for name, rule in RULES.items() if rule.transformers)
 #: fields of rules that only some families use: in the provenance only when set
 RARE_FIELDS = frozenset({"mrope_section", "mrope_interleaved"} | {p.name for p in PARAMETERS.values() if p.rare})
 FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - RARE_FIELDS))
-#: partial-rotary defaults of model classes (HF 5.24.0 class attributes)
-_PRF_DEFAULTS = {"gpt_neox": 0.25, "glm": 0.5, "glm4": 0.5}
-#: model classes whose own default-RoPE init honours partial_rotary_factor (most, e.g. llama, ignore it);
-#: glm4v and glm4v_moe: the text rotary module of GLM-4.1V and GLM-4.5V (M-RoPE families)
-_PRF_HONOURED = {"phi", "phi3", "gpt_neox", "gptj", "glm", "glm4", "stablelm", "persimmon", "glm4v", "glm4v_moe"}
-_GEMMA4 = {"gemma4", "gemma4_text"}
 #: rope-dict keys of a rope type that change nothing refpos resolves: read, with why (they are not reported)
 INERT_ROPE_KEYS = {"yarn": {"finetuned": "the original YaRN code reads it only for dynamic YaRN; transformers and "
                                          "static YaRN do not"}}
@@ -59,6 +52,8 @@ class Resolver:
         written = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
         self.model_type = ALIASES.get(written, written)  # the family's transformers model_type
         self.family: Family | None = family_of(self.model_type) if family is None else family
+        #: what the family's rotary code fixes beyond the config (the family table's rope column)
+        self.facts: RopeFacts = RopeFacts() if self.family is None else self.family.rope
         #: the M-RoPE family whose text rotary module this config runs (refpos.models.mrope_hf), or None
         self.mrope_family = mrope_family(self.model_type, parent_model_type)
         if self.family is not None and self.family.switch is not None:  # read by refpos.models.hf.check_rope_family
@@ -104,8 +99,8 @@ class Resolver:
                 raise ValueError("rope_scaling and rope_parameters are both given and differ; keep one")
             self.top("rope_parameters")
         key, rope = next(iter(found.items()), ("", {}))
-        if self.model_type in GEMMA3 and not is_per_layer(rope, self.prefix + key):
-            self._gemma3_legacy(key, rope)
+        if self.facts.local_theta_key is not None and not is_per_layer(rope, self.prefix + key):
+            self._legacy_per_layer(key, rope)
         elif is_per_layer(rope, self.prefix + key):
             self.per_layer = True
             layers = sorted(map(str, rope))
@@ -128,29 +123,31 @@ class Resolver:
                 self.top(key)
             self.rope_path, self.rope_source, self.rope = self.prefix + (key or "rope_scaling"), rope, dict(rope)
 
-    def _gemma3_legacy(self, key: str, rope: Mapping[str, Any]) -> None:
-        """Gemma 3 v4 form: rope_scaling + rope_theta for full attention, rope_local_base_freq for sliding."""
+    def _legacy_per_layer(self, key: str, rope: Mapping[str, Any]) -> None:
+        """Gemma 3's v4 form: rope_scaling + rope_theta for full attention (base default ``facts.theta``), the
+        base of ``facts.local_theta_key`` (default ``facts.local_theta``) for sliding attention."""
         self.per_layer = True
+        local = self.facts.local_theta_key
         if self.layer_type not in ("full_attention", "sliding_attention"):
-            raise ValueError("gemma3 configs have RoPE per layer type: pass layer_type='full_attention' or "
-                             f"'sliding_attention' (got {self.layer_type!r})")
+            raise ValueError(f"{self.model_type} configs have RoPE per layer type: pass layer_type='full_attention' "
+                             f"or 'sliding_attention' (got {self.layer_type!r})")
         if self.layer_type == "full_attention":
             if key:
                 self.top(key)
             self.rope_path, self.rope_source = self.prefix + (key or "rope_scaling"), rope
             self.rope = dict(rope)
-            self.theta_fallback = 1e6
+            self.theta_fallback = self.facts.theta or self.theta_fallback
             if self.rope.get("rope_type") is None and self.rope.get("type") is not None:
-                self.notes.append("gemma3 full_attention: HF 5.24.0 ignores the legacy 'type' key here (its "
-                                  "injected rope_type 'default' wins); refpos reads 'type'")
-            self.siblings = [self.prefix + "rope_local_base_freq"]
+                self.notes.append(f"{self.model_type} full_attention: HF 5.24.0 ignores the legacy 'type' key here "
+                                  "(its injected rope_type 'default' wins); refpos reads 'type'")
+            self.siblings = [self.prefix + local]
         else:
-            self.rope_path, self.rope = self.prefix + "rope_local_base_freq", {}
-            if self.has("rope_local_base_freq"):
-                self.rope["rope_theta"] = self.top("rope_local_base_freq")
-            self.theta_fallback, self.top_theta_applies = 1e4, False
+            self.rope_path, self.rope = self.prefix + local, {}
+            if self.has(local):
+                self.rope["rope_theta"] = self.top(local)
+            self.theta_fallback, self.top_theta_applies = self.facts.local_theta, False
             self.siblings = [self.prefix + k for k in ("rope_scaling", "rope_theta")]
-            self.notes.append("sliding_attention: theta from rope_local_base_freq, rope_scaling not applied")
+            self.notes.append(f"sliding_attention: theta from {local}, rope_scaling not applied")
 
     def rope_type(self) -> str:
         value, source = "default", "default"
@@ -179,12 +176,14 @@ class Resolver:
             implied, note = RULES[value].implied(self.rope)
             self.notes.append(note)
             self.rope_rule.update(implied)
-        if value in TYPE_ALIASES or (self.model_type == "phi3" and RULES.get(value) is YARN):
-            self.notes.append(f"rope type {value!r} read as 'longrope' (HF Phi-3 rewrite; HF 5.24.0 raises "
+        renamed = {**TYPE_ALIASES, **dict(self.facts.type_aliases)}  # the family's own renames (Phi-3)
+        if value in renamed:
+            self.notes.append(f"rope type {value!r} read as {renamed[value]!r} (HF's rewrite; HF 5.24.0 raises "
                               "KeyError for 'su' configs without original_max_position_embeddings in the dict)")
-            value = TYPE_ALIASES.get(value, "longrope")
-        if self.model_type == "phi3" and value not in (PLAIN, LONGROPE.name):
-            raise ValueError(f"rope_type must be 'default' or 'longrope' for phi3 (as HF), got {value!r}")
+            value = renamed[value]
+        if self.facts.types and value not in self.facts.types:
+            raise ValueError(f"rope_type must be one of {list(self.facts.types)} for {self.model_type} (as HF), "
+                             f"got {value!r}")
         if value not in ROPE_KEYS:
             raise ValueError(f"rope_type {value!r} is not a transformers rope type {_HF_TYPES} nor vLLM's 'ntk'")
         self.set("rope_type", value, source)
@@ -200,17 +199,20 @@ class Resolver:
             self.set("head_dim", nope + rot, "derived")
             self.set("rotary_dim", rot, "config")
             self.set("placement", "last", "derived")
-        elif self.layer_type == "full_attention" and (self.has("global_head_dim") or self.model_type in _GEMMA4):
-            head = self.top("global_head_dim") if self.has("global_head_dim") else 512
+        elif self.layer_type == "full_attention" and (self.has("global_head_dim") or self.facts.global_head_dim):
+            head = self.top("global_head_dim") if self.has("global_head_dim") else self.facts.global_head_dim
             self.set("head_dim", head, "config" if self.has("global_head_dim") else "default")
         elif self.has("head_dim"):
             self.set("head_dim", self.top("head_dim"), "config")
-        elif self.model_type in _GEMMA4:
-            self.set("head_dim", 256, "default")
+        elif self.facts.head_dim is not None:
+            self.set("head_dim", self.facts.head_dim, "default")
         else:
-            names = ("n_embd", "n_head") if self.model_type == "gptj" else ("hidden_size", "num_attention_heads")
-            if not all(self.has(n) for n in names):
-                raise ValueError(f"head_dim: the config has neither head_dim nor {names[0]} and {names[1]}")
+            widths = [n for n in ("hidden_size", "n_embd") if self.has(n)]
+            counts = [n for n in ("num_attention_heads", "n_head") if self.has(n)]
+            if not widths or not counts:
+                raise ValueError("head_dim: the config has neither head_dim nor hidden_size (n_embd) and "
+                                 "num_attention_heads (n_head)")
+            names = (widths[0], counts[0])
             width, heads = (check_int(n, self.top(n), minimum=1) for n in names)
             factor = 1 if self.family is None else self.family.width_factor
             if factor * width % heads:
@@ -231,25 +233,25 @@ class Resolver:
             self.set("partial_rotary_factor", self.top("partial_rotary_factor"), "config")
         elif self.has("rotary_pct"):
             self.set("partial_rotary_factor", self.top("rotary_pct"), "config")
-        elif self.model_type == "gptj" and "rotary_dim" in self.cfg:
+        elif self.facts.rotary_dim is not None and "rotary_dim" in self.cfg:  # null: the whole head (GPT-J)
             dim = self.top("rotary_dim")
             self.set("rotary_dim", dim if dim is not None else self.fields["head_dim"], "config")
-        elif self.model_type == "gptj":
-            self.set("rotary_dim", 64, "default")
+        elif self.facts.rotary_dim is not None:
+            self.set("rotary_dim", self.facts.rotary_dim, "default")
         elif self.has("rotary_dim"):
             self.set("rotary_dim", self.top("rotary_dim"), "config")
-        elif self.model_type in _PRF_DEFAULTS:
-            self.set("partial_rotary_factor", _PRF_DEFAULTS[self.model_type], "default")
+        elif self.facts.partial_rotary_factor is not None:
+            self.set("partial_rotary_factor", self.facts.partial_rotary_factor, "default")
         partial = self.fields.get("partial_rotary_factor", 1.0) != 1.0 or "rotary_dim" in self.fields
-        honoured = self.model_type in _PRF_HONOURED or self.mrope_family in _PRF_HONOURED
+        honoured = self.facts.partial_honoured
         if partial and self.fields["rope_type"] == PLAIN and not honoured:
             self.notes.append("partial rotary: refpos rotates d channels; the default init of many HF classes "
                               f"(llama, mistral, qwen2, ...) ignores partial_rotary_factor ({self.model_type!r})")
 
     def theta(self) -> None:
-        if self.model_type == "gptj":
-            self.set("theta", 10000.0, "default")
-            self.notes.append("gptj: HF hard-codes theta = 10000")
+        if self.facts.theta_fixed:
+            self.set("theta", self.facts.theta, "default")
+            self.notes.append(f"{self.model_type}: HF hard-codes theta = {self.facts.theta:g}")
         elif "rope_theta" in self.rope and self.rope["rope_theta"] is not None:
             self.set("theta", self.from_rope("rope_theta"), "config")
         elif self.has("rope_theta") and self.top_theta_applies:

@@ -25,7 +25,8 @@ def table(rows: str = ROW, aliases: str = "") -> str:
 
 def test_the_file_loads_into_the_rows():
     rows, aliases = fam.load()
-    assert rows == fam.FAMILY_ROWS and aliases == fam.ALIASES == {"kimi_k2": "deepseek_v3"}
+    assert rows == fam.FAMILY_ROWS and aliases == fam.ALIASES
+    assert aliases == {"kimi_k2": "deepseek_v3", "gemma3": "gemma3_text", "gemma4": "gemma4_text"}
     text = (resources.files("refpos") / "models" / "data" / "families.toml").read_text(encoding="utf8")
     assert len(rows) == len({row.model_type for row in rows}) == text.count("\n[family.")
     (row,), _ = fam.load(table(ROW + 'no_attention = {conv = "conv"}\nlayer_pattern = {every = 3, other = "conv"}\n'))
@@ -51,6 +52,11 @@ def test_the_file_loads_into_the_rows():
     (table(ROW + 'width_factor = 0\n'), "column width_factor"),
     (table(ROW + 'layer_pattern = {every = 4, offset = -1}\n'), "layer_pattern: give every"),
     (table(ROW + 'layer_pattern = {chars = {M = "mamba"}}\n'), "layer_pattern: give every"),
+    (table(ROW + 'rope = {theta = -1.0}\n'), "rope.theta"),
+    (table(ROW + 'rope = {theta_fixed = true}\n'), "rope.theta_fixed"),
+    (table(ROW + 'rope = {rotary_dim = 1.5}\n'), "rope.rotary_dim"),
+    (table(ROW + 'rope = {local_theta_key = "k"}\n'), "rope.local_theta"),
+    (table(ROW + 'rope = {colour = 1}\n'), "rope takes"),
     (table(ROW.replace('"half"', '"spiral"')), "column layout"),
     (table(ROW.replace("modeling_x.py: rotate_half", "x.py")), "column source"),
     (table(ROW + 'rope_layers = "odd"\n'), "column rope_layers"),

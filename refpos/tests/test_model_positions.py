@@ -7,12 +7,15 @@ and the wrappers are checked with configs built to hit them.
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import refpos
+from refpos.models import facts, families
 from refpos.models import positions as mp
 from refpos.models.records import round_to
 
@@ -222,3 +225,27 @@ def test_the_rope_api_refuses_a_model_without_rope(config, named):
         refpos.from_hf_config(config)
     with pytest.raises(ValueError, match="model_positions"):
         refpos.hf_layers(config)
+
+
+def _model_type_comparisons(source: str, names: set[str]) -> list[str]:
+    """``x == "gptj"`` / ``x in {"glm", …}`` comparisons of a model type in Python source."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                values = [side] if isinstance(side, ast.Constant) else list(getattr(side, "elts", []))
+                found += [v.value for v in values if isinstance(v, ast.Constant) and v.value in names]
+    return found
+
+
+def test_family_facts_are_table_data_not_python_branches(tmp_path):
+    """No module of refpos.models that reads a config compares a model type with a family's name: the facts are
+    the table's (names that are also an encoding's or a slope rule's, ``t5``, ``mpt``, are those; the multimodal
+    position ids of mm_positions are built from token spans, not read from a config)."""
+    names = set(families.FAMILIES) | set(families.ALIASES)
+    names -= {*facts.ENCODINGS, *facts.ALIBI_SLOPES}
+    problems = {path.name: found for path in Path(mp.__file__).parent.glob("*.py") if path.name != "mm_positions.py"
+                and (found := _model_type_comparisons(path.read_text(encoding="utf8"), names))}
+    assert not problems, problems
+    assert _model_type_comparisons('if model_type == "gptj" or t in ("glm", "x"):\n    pass\n', names) == [
+        "gptj", "glm"]  # the check finds the branches it is for
