@@ -7,6 +7,7 @@ With ``--config``, each target takes what the model's code fixes from the layer 
 * ``alibi``: the head count, the bias form and the slopes; a family whose form is not one of the check's
   (MPT's end-anchored key index) is compared with the layer's exact bias directly;
 * ``t5``: the direction of the stack, the bucket count and the maximal distance;
+* ``deberta``: the log buckets' ``position_buckets`` and relative range (``--relative`` holds query − key);
 * ``sinusoid``: the width, layout, spacing, base and the position offset (``--positions`` are the model's
   positions; the rows read are ``p + offset``);
 * ``learned``: ``--table T.npy`` (the trained table) read at ``p + offset``: the candidate is the embedding
@@ -24,20 +25,29 @@ from typing import Any
 
 import numpy as np
 
-from refpos.check.run import Unusable, check_alibi, check_sinusoid, check_t5, default_dtype, same_shape
+from refpos.check.run import (
+    Unusable,
+    check_alibi,
+    check_deberta,
+    check_sinusoid,
+    check_t5,
+    default_dtype,
+    same_shape,
+)
 from refpos.cli.options import MAX_WIDTH, Number
 from refpos.cli.positions import add_assume, refuse_unknown, resolve
 from refpos.encodings.alibi import FORMS, alibi_slopes
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 from refpos.golden.npy import read_npy
-from refpos.models.records import AbsoluteLayer, AlibiLayer, LayerRecord, RopeLayer, T5Layer
+from refpos.models.records import AbsoluteLayer, LayerRecord, RopeLayer
+from refpos.models.records_relative import AlibiLayer, DebertaLayer, T5Layer
 
 #: a layer's index in its stack
 LAYER_INDEX = Number(int, minimum=0, maximum=MAX_WIDTH)
 #: check target -> the record kinds it checks
 TARGET_KINDS = {"rope": ("rope", "mrope"), "alibi": ("alibi",), "t5": ("t5",), "sinusoid": ("sinusoidal",),
-                "learned": ("learned",)}
+                "learned": ("learned",), "deberta": ("deberta",)}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -87,6 +97,13 @@ def check_layer(args: argparse.Namespace, target: str, candidate: np.ndarray, dt
     where = {"layer": {"stack": layer.stack, "index": layer.index, "kind": layer.kind, **layer.params()}}
     if isinstance(layer, AlibiLayer):
         return {**_alibi(args, layer, candidate, dtype, progress), **where}
+    if isinstance(layer, DebertaLayer):
+        if layer.position_buckets <= 0:
+            raise Unusable(f"--config {args.config}: {layer.stack} layer {layer.index} has no log buckets "
+                           f"(position_buckets={layer.position_buckets}): nothing for refpos check deberta to check")
+        rel = _need_array(args.relative, "--relative REL.npy (query − key)", target)
+        return {**check_deberta(candidate, rel, position_buckets=layer.position_buckets,
+                                max_relative_positions=layer.params()["relative_range"], progress=progress), **where}
     if isinstance(layer, T5Layer):
         rel = _need_array(args.relative, "--relative REL.npy (memory − query)", target)
         return {**check_t5(candidate, rel, bidirectional=layer.bidirectional, num_buckets=layer.num_buckets,

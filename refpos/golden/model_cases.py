@@ -7,6 +7,8 @@ it), with the record's parameters, the stack and the layer indices in the case's
 * ``alibi/<model>/<stack>``: the exact slopes (``alibi_slopes(n)`` for the official recurrence), the exact bias
   at the probe positions (``alibi_bias(n, T, T, "key_index")`` where the family's form is the key index),
   and ``bias_as_computed``: the bias as the family's code rounds it (Falcon: bfloat16);
+* ``deberta/<model>/<stack>``: the log bucket of query − key over the probe positions
+  (``deberta_log_buckets``) and the relative-table row each pair reads;
 * ``t5/<model>/<stack>``: the bucket of every (query, key) pair of the probe positions
   (``t5_bucket(k − q, bidirectional, num_buckets, max_distance)``) and the bias of a seeded table;
 * ``learned/<model>/<stack>``: the rows the probe positions read (``p + offset``; the last row of the table
@@ -24,13 +26,15 @@ from typing import Any
 
 import numpy as np
 
+from refpos.encodings.deberta import deberta_log_buckets
 from refpos.encodings.sinusoidal import sinusoidal_frequencies
 from refpos.golden import certify as cert
 from refpos.golden.cases import In, call, mp_bucket, mp_sinusoid, mp_slopes, probe_positions, rng_for, slug
 from refpos.golden.entries import tolerance_integer, tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
 from refpos.models.positions import ModelPositions
-from refpos.models.records import AbsoluteLayer, AlibiLayer, LayerRecord, T5Layer
+from refpos.models.records import AbsoluteLayer, LayerRecord
+from refpos.models.records_relative import AlibiLayer, DebertaLayer, T5Layer
 
 #: probe positions of a kind without a declared length (a sinusoid computed at any position, ALiBi, T5)
 OPEN_LENGTH = 131072
@@ -42,7 +46,7 @@ def _groups(positions: ModelPositions) -> list[tuple[LayerRecord, list[int]]]:
     """One record per distinct (stack, parameters) of the kinds with cases, with the layers that share it."""
     groups: dict[tuple[str, str], tuple[LayerRecord, list[int]]] = {}
     for layer in positions:
-        if not isinstance(layer, (AlibiLayer, T5Layer, AbsoluteLayer)):
+        if not isinstance(layer, (AlibiLayer, T5Layer, AbsoluteLayer, DebertaLayer)):
             continue
         params = {k: v for k, v in layer.params().items() if k not in ("owns_table", "table_layer")}
         key = (layer.stack, repr(sorted(params.items())))
@@ -63,6 +67,8 @@ def encoding_model_cases(positions: ModelPositions, name: str, *, probes: np.nda
             cases.append(_alibi_case(layer, f"alibi/{key}", name, shared, probes))
         elif isinstance(layer, T5Layer):
             cases.append(_t5_case(layer, f"t5/{key}", name, shared, probes))
+        elif isinstance(layer, DebertaLayer):
+            cases.append(_deberta_case(layer, f"deberta/{key}", name, shared, probes))
         elif layer.kind == "learned":
             cases.append(_learned_case(layer, f"learned/{key}", name, shared, probes))
         else:
@@ -127,6 +133,26 @@ def _t5_case(layer: T5Layer, cid: str, name: str, shared: dict[str, Any], probes
                 f"{name}: T5 buckets of its {shared['stack']} layers ({direction}, {layer.num_buckets} buckets, "
                 f"max_distance {layer.max_distance}) over the probe positions; the bias of a seeded table",
                 parameters, {"rel": rel, "positions": pos, "table": table}, outputs, primary="buckets")
+
+
+def _deberta_case(layer: DebertaLayer, cid: str, name: str, shared: dict[str, Any],
+                  probes: np.ndarray | None) -> Case:
+    pos = _probes(cid, OPEN_LENGTH, probes)
+    rel = pos[:, None] - pos[None, :]  # (T, T): DeBERTa's query − key
+    index = layer.relative_index(pos, pos).astype(np.int64)
+    outputs = {"index": Output(index, tolerance_integer())}
+    parameters = dict(shared)
+    if layer.position_buckets > 0:
+        buckets = np.asarray(deberta_log_buckets(rel, layer.position_buckets, layer.params()["relative_range"]))
+        outputs["buckets"] = Output(buckets.astype(np.int64), tolerance_integer())
+        parameters["call"] = call("deberta_log_buckets", ["buckets"], In("rel"), layer.position_buckets,
+                                  layer.params()["relative_range"])
+    return Case(cid, "deberta", "deberta_log_buckets" if "call" in parameters else None,
+                f"{name}: DeBERTa ({layer.version}) relative positions of its {shared['stack']} layers over the probe "
+                f"positions: the log bucket of query − key (position_buckets {layer.position_buckets}) and the row "
+                f"of the relative table each pair reads (attention span {layer.params()['attention_span']})",
+                parameters, {"rel": rel, "positions": pos}, outputs,
+                primary="buckets" if "buckets" in outputs else "index")
 
 
 def _learned_case(layer: AbsoluteLayer, cid: str, name: str, shared: dict[str, Any],

@@ -25,6 +25,9 @@ is checked against its rule set here; :mod:`refpos.models.stacks` reads the conf
 ``t5``
     ``tables``: ``"first"`` (layer 0 of each stack owns the bucket table, the others reuse it: T5) or
     ``"every"`` (every layer owns one: umT5).
+``deberta``
+    ``version``: ``"v2"`` (DeBERTa-v2/v3: log buckets ``position_buckets`` and ``share_att_key`` are read) or
+    ``"v1"`` (its code reads neither).
 ``learned`` / ``sinusoidal``
     ``table``: the config key of the table's length (a list: the first present); ``dim``: the key of its
     width when it is not the stack's; ``offset``: added to every position (OPT and BART: 2), or
@@ -91,6 +94,16 @@ class T5Facts:
 
 
 @dataclass(frozen=True)
+class DebertaFacts:
+    """Which DeBERTa attention the family's code runs."""
+
+    version: str = "v2"
+
+    def check(self, where: str) -> None:
+        _check(where, self.version in ("v1", "v2"), "deberta.version", self.version)
+
+
+@dataclass(frozen=True)
 class AbsoluteFacts:
     """A learned table or a sinusoid added to a stack's input (see the module docstring)."""
 
@@ -142,10 +155,11 @@ class StackFacts:
     t5: T5Facts | None = None
     learned: AbsoluteFacts | None = None
     sinusoidal: AbsoluteFacts | None = None
+    deberta: DebertaFacts | None = None
 
     def check(self, where: str) -> None:
         _check(where, self.encoding in ENCODINGS, "encoding", self.encoding)
-        for name in ("alibi", "t5"):
+        for name in ("alibi", "t5", "deberta"):
             facts = getattr(self, name)
             if facts is not None:
                 facts.check(where)
@@ -156,10 +170,10 @@ class StackFacts:
 
     def facts_of(self, encoding: str) -> Any:
         """The facts of ``encoding`` (its defaults when the row gives none; ``None`` for RoPE and the rest)."""
-        given = getattr(self, encoding, None) if encoding in ("alibi", "t5", "learned", "sinusoidal") else None
-        if given is not None or encoding not in ("alibi", "t5", "learned", "sinusoidal"):
+        given = getattr(self, encoding, None) if encoding in FACT_TABLES else None
+        if given is not None or encoding not in FACT_TABLES:
             return given
-        return {"alibi": AlibiFacts, "t5": T5Facts}.get(encoding, AbsoluteFacts)()
+        return FACT_TABLES[encoding]()
 
 
 @dataclass(frozen=True)
@@ -214,7 +228,8 @@ def read_rope(where: str, table: Any) -> RopeFacts:
 
 
 #: the sub-tables of a stack (and the row's top level) that hold an encoding's facts
-FACT_TABLES = {"alibi": AlibiFacts, "t5": T5Facts, "learned": AbsoluteFacts, "sinusoidal": AbsoluteFacts}
+FACT_TABLES = {"alibi": AlibiFacts, "t5": T5Facts, "learned": AbsoluteFacts, "sinusoidal": AbsoluteFacts,
+               "deberta": DebertaFacts}
 
 
 def read_stack(where: str, table: dict[str, Any]) -> StackFacts:
@@ -249,4 +264,5 @@ def read_switch(where: str, table: Any) -> Switch:
 
 
 __all__ = ["ALIBI_DTYPES", "ALIBI_SLOPES", "ENCODINGS", "FACT_TABLES", "STACKS", "T5_TABLES", "AbsoluteFacts",
-           "AlibiFacts", "RopeFacts", "StackFacts", "Switch", "T5Facts", "read_rope", "read_stack", "read_switch"]
+           "AlibiFacts", "DebertaFacts", "RopeFacts", "StackFacts", "Switch", "T5Facts", "read_rope", "read_stack",
+           "read_switch"]

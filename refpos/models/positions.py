@@ -50,7 +50,7 @@ from refpos.models.layers import layer_schedule
 from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
 from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, RopeLayer, Unknown
 from refpos.models.schedule import LayerCountMissing, layer_count
-from refpos.models.stacks import KeyReader, absolute_layers, alibi_layers, geometry, t5_layers
+from refpos.models.stacks import KeyReader, absolute_layers, alibi_layers, deberta_layers, geometry, t5_layers
 
 NO_COUNT = "the config does not give its layer count: one record per layer type, no layer schedule"
 #: the conventions a caller may state for a family the table does not know (``assume=``)
@@ -306,6 +306,8 @@ def _stack(full: dict[str, Any], cfg: Mapping[str, Any], reader: KeyReader, fami
                          or family.stacks == "encoder"), {}, []
     if encoding in ("learned", "sinusoidal"):
         return absolute_layers(reader, stack, shape, encoding, facts.facts_of(encoding)), {}, []
+    if encoding == "deberta":
+        return deberta_layers(reader, stack, shape, facts.facts_of("deberta")), {}, []
     why = f"{family.model_type}: {encoding} positions are not modelled yet"
     return [Refused(stack, i, None, reason=why) for i in range(shape.layers)], {}, []
 

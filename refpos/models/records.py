@@ -7,7 +7,7 @@ decoder of an encoder–decoder model). Each record names its ``stack``, its ``i
 kinds with trained weights take them as arguments).
 
 ==================  =====================================================================================
-kind                record
+kind                record (ALiBi, T5 and DeBERTa: :mod:`refpos.models.records_relative`)
 ==================  =====================================================================================
 ``rope``, ``mrope`` :class:`RopeLayer`: a :class:`~refpos.RopeConfig` (M-RoPE when it has sections) and a
                     query scale
@@ -34,11 +34,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from refpos.backend import array_namespace, to_numpy
+from refpos.backend import to_numpy
 from refpos.encoding import Encoding, NoPE, QueryScaled
 from refpos.encodings.learned import LearnedAbsolute
 from refpos.encodings.sinusoidal import Sinusoidal, sinusoidal
-from refpos.encodings.t5 import T5, t5_bias, t5_bucket
 from refpos.models.query_scales import QueryScale
 from refpos.rope.config import RopeConfig
 from refpos.rope.encoding import Rope
@@ -195,118 +194,6 @@ class Unknown(LayerRecord):
         return f"its family is not in the table; unknown: {', '.join(self.unknown)}"
 
 
-# ------------------------------------------------------------------------------------------------- ALiBi
-@dataclass(frozen=True)
-class AlibiLayer(LayerRecord):
-    r"""ALiBi as the family's code builds it.
-
-    ``slopes`` are the family's exact slopes (float64); its code rounds them, and each product slope ×
-    position, to ``dtype`` (BLOOM and MPT float32, Falcon bfloat16: its 0.917 is 0.91796875). The bias of head
-    ``h`` at query position ``i`` and key position ``j``, as the family computes it, is
-
-    .. math:: b_{hij} = \operatorname{round}(\operatorname{round}(m_h)\, j) \;\;(\texttt{key\_index}),
-              \qquad b_{hij} = \operatorname{round}(\operatorname{round}(m_h) (j - j_{\text{last}}))
-              \;\;(\texttt{key\_index\_end})
-
-    (both equal the causal form :math:`-m_h (i - j)` under a causal mask, up to a per-row constant the
-    softmax removes); ``rounded=False`` gives the exact bias. ``before_scale``: added to :math:`q\cdot k` before
-    the :math:`1/\sqrt{d}` scale (Falcon), else after it (BLOOM, MPT).
-    """
-
-    slopes: tuple[float, ...] = ()
-    form: str = "key_index"
-    before_scale: bool = False
-    dtype: str = "float32"
-    head_dim: int = 1
-    kind: ClassVar[str] = "alibi"
-
-    @property
-    def rounded_slopes(self) -> np.ndarray:
-        """The slopes as the family's code holds them (rounded to ``dtype``), float64."""
-        return round_to(self.slopes, self.dtype)
-
-    def params(self) -> dict[str, Any]:
-        return {"n_heads": len(self.slopes), "slopes": list(self.slopes), "form": self.form,
-                "before_scale": self.before_scale, "dtype": self.dtype, "head_dim": self.head_dim}
-
-    def bias(self, q_positions: Any, k_positions: Any, *, rounded: bool = True) -> np.ndarray:
-        """The bias ``(H, Tq, Tk)`` (or ``(B, H, Tq, Tk)`` for per-row positions), float64; ``rounded``: as
-        the family's code computes it, else exact."""
-        q = np.asarray(to_numpy(q_positions), dtype=np.int64)
-        k = np.asarray(to_numpy(k_positions), dtype=np.int64)
-        key = k - k[..., -1:] if self.form == "key_index_end" else k  # (..., Tk)
-        slopes = self.rounded_slopes if rounded else np.asarray(self.slopes, dtype=np.float64)
-        m = slopes[:, None, None]  # (H, 1, 1)
-        products = m * key[..., None, None, :].astype(np.float64)  # (..., H, 1, Tk)
-        products = round_to(products, self.dtype) if rounded else products
-        return np.broadcast_to(products, (*products.shape[:-2], q.shape[-1], k.shape[-1])).copy()
-
-    def encoding(self, **weights: Any) -> Encoding:
-        return _RecordBias(self)
-
-
-class _RecordBias(Encoding):
-    """The bias of an :class:`AlibiLayer` as a pipeline encoding (in the namespace of the positions)."""
-
-    name = "alibi"
-
-    def __init__(self, record: AlibiLayer) -> None:
-        self.record, self.bias_scaled = record, record.before_scale
-
-    def bias(self, q_positions: Array, k_positions: Array, n_heads: int) -> Array:
-        if n_heads != len(self.record.slopes):
-            raise ValueError(f"the layer has {n_heads} heads, its ALiBi record {len(self.record.slopes)} slopes")
-        xp = array_namespace(q_positions)
-        return xp.asarray(self.record.bias(q_positions, k_positions))
-
-    def __repr__(self) -> str:
-        return f"_RecordBias({self.record.form}, before_scale={self.bias_scaled})"
-
-
-# ---------------------------------------------------------------------------------------------------- T5
-@dataclass(frozen=True)
-class T5Layer(LayerRecord):
-    """T5's bucketed relative bias: ``table_layer`` is the layer of the stack whose table this layer uses
-    (itself when ``owns_table``); the logits are not scaled."""
-
-    n_heads: int = 1
-    bidirectional: bool = True
-    num_buckets: int = 32
-    max_distance: int = 128
-    owns_table: bool = True
-    table_layer: int = 0
-    kind: ClassVar[str] = "t5"
-
-    def params(self) -> dict[str, Any]:
-        return {"n_heads": self.n_heads, "bidirectional": self.bidirectional, "num_buckets": self.num_buckets,
-                "max_distance": self.max_distance, "owns_table": self.owns_table, "table_layer": self.table_layer}
-
-    def buckets(self, q_positions: Any, k_positions: Any) -> np.ndarray:
-        """Bucket of every (query, key) pair ``(Tq, Tk)``: ``bucket(k − q)``."""
-        q = np.asarray(to_numpy(q_positions), dtype=np.int64)
-        k = np.asarray(to_numpy(k_positions), dtype=np.int64)
-        return np.asarray(t5_bucket(k[..., None, :] - q[..., :, None], bidirectional=self.bidirectional,
-                                    num_buckets=self.num_buckets, max_distance=self.max_distance))
-
-    def bias(self, table: Any, q_positions: Any, k_positions: Any) -> Array:
-        """``table[bucket(k − q)]`` as ``(H, Tq, Tk)``; ``table`` is ``(num_buckets, n_heads)``."""
-        self._check_table(table)
-        return t5_bias(table, q_positions, k_positions, bidirectional=self.bidirectional,
-                       max_distance=self.max_distance)
-
-    def _check_table(self, table: Any) -> None:
-        if tuple(table.shape) != (self.num_buckets, self.n_heads):
-            raise ValueError(f"table must be (num_buckets, n_heads) = ({self.num_buckets}, {self.n_heads}), got "
-                             f"{tuple(table.shape)}")
-
-    def encoding(self, **weights: Any) -> Encoding:
-        if "table" not in weights:
-            raise ValueError(f"{self.stack} layer {self.index} (t5): pass table=, the bucket embedding of layer "
-                             f"{self.table_layer} ({self.num_buckets}, {self.n_heads})")
-        self._check_table(weights["table"])
-        return T5(weights["table"], bidirectional=self.bidirectional, max_distance=self.max_distance)
-
-
 # ------------------------------------------------------------------------------- learned and sinusoidal
 @dataclass(frozen=True)
 class AbsoluteLayer(LayerRecord):
@@ -356,5 +243,5 @@ class AbsoluteLayer(LayerRecord):
         return LearnedAbsolute(weights["table"], offset=self.offset)
 
 
-__all__ = ["AbsoluteLayer", "AlibiLayer", "LayerRecord", "NoAttention", "NoPositions", "Refused", "RopeLayer",
-           "T5Layer", "Unknown", "round_to"]
+__all__ = ["AbsoluteLayer", "LayerRecord", "NoAttention", "NoPositions", "Refused", "RopeLayer", "Unknown",
+           "round_to"]

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refpos.encodings.alibi import alibi_slopes
+from refpos.encodings.deberta import deberta_attention_span, deberta_pos_att_type
 from refpos.encodings.t5 import check_bucket_args
-from refpos.models.facts import AbsoluteFacts, AlibiFacts, T5Facts
-from refpos.models.records import AbsoluteLayer, AlibiLayer, LayerRecord, NoPositions, T5Layer
-from refpos.validation import check_int
+from refpos.models.facts import AbsoluteFacts, AlibiFacts, DebertaFacts, T5Facts
+from refpos.models.records import AbsoluteLayer, LayerRecord, NoPositions
+from refpos.models.records_relative import AlibiLayer, DebertaLayer, T5Layer
+from refpos.validation import check_bool, check_int
 
 #: role → config keys of a stack's layer count, head count and width, the first present wins; ``decoder`` and
 #: ``encoder`` are the stacks of an encoder–decoder model, ``single`` the one stack of any other model
@@ -153,9 +155,35 @@ def absolute_layers(reader: KeyReader, stack: str, shape: Geometry, encoding: st
             for i in range(shape.layers)]
 
 
+# --------------------------------------------------------------------------------------------- DeBERTa
+#: DeBERTa's keys with the defaults its config class and attention code give them
+DEBERTA_DEFAULTS = {"relative_attention": False, "position_buckets": -1, "max_relative_positions": -1,
+                    "max_position_embeddings": 512, "pos_att_type": None, "share_att_key": False,
+                    "position_biased_input": True}
+
+
+def deberta_layers(reader: KeyReader, stack: str, shape: Geometry, facts: DebertaFacts) -> list[LayerRecord]:
+    """DeBERTa layers: the keys of :data:`DEBERTA_DEFAULTS` (v1 reads neither ``position_buckets`` nor
+    ``share_att_key``), checked as :class:`refpos.encodings.deberta.DeBERTa` checks them."""
+    read = {key: default if facts.version == "v1" and key in ("position_buckets", "share_att_key") else
+            reader.get(key, default) for key, default in DEBERTA_DEFAULTS.items()}
+    for key in ("relative_attention", "share_att_key", "position_biased_input"):
+        check_bool(reader.prefix + key, read[key])
+    terms = deberta_pos_att_type(read["pos_att_type"])
+    buckets = check_int(reader.prefix + "position_buckets", read["position_buckets"])
+    distance = check_int(reader.prefix + "max_relative_positions", read["max_relative_positions"])
+    length = check_int(reader.prefix + "max_position_embeddings", read["max_position_embeddings"], minimum=1)
+    deberta_attention_span(buckets, distance, length)  # the span's own checks, naming the key
+    return [DebertaLayer(stack, i, None, pos_att_type=terms, position_buckets=buckets,
+                         max_relative_positions=distance, max_position_embeddings=length,
+                         share_att_key=read["share_att_key"], relative_attention=read["relative_attention"],
+                         position_biased_input=read["position_biased_input"], n_heads=shape.heads,
+                         head_dim=shape.head_dim, version=facts.version) for i in range(shape.layers)]
+
+
 def none_layers(stack: str, shape: Geometry) -> list[LayerRecord]:
     return [NoPositions(stack, i, None) for i in range(shape.layers)]
 
 
-__all__ = ["GEOMETRY_KEYS", "T5_KEYS", "Geometry", "KeyReader", "absolute_layers", "alibi_layers", "family_slopes",
-           "geometry", "none_layers", "t5_layers"]
+__all__ = ["DEBERTA_DEFAULTS", "GEOMETRY_KEYS", "T5_KEYS", "Geometry", "KeyReader", "absolute_layers",
+           "alibi_layers", "deberta_layers", "family_slopes", "geometry", "none_layers", "t5_layers"]

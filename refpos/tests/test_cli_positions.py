@@ -22,6 +22,9 @@ CONFIGS = {
     "whisper": {"model_type": "whisper", "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
                 "decoder_attention_heads": 2, "d_model": 16, "max_source_positions": 1500,
                 "max_target_positions": 448},
+    "deberta": {"model_type": "deberta-v2", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32,
+                "relative_attention": True, "position_buckets": 256, "max_relative_positions": 512,
+                "pos_att_type": ["p2c", "c2p"], "share_att_key": True, "position_biased_input": False},
     "llama4": {"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 4, "head_dim": 16,
                "num_hidden_layers": 4, "rope_theta": 5e5, "max_position_embeddings": 8192},
     "unknown": {"model_type": "my_llm", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
@@ -80,6 +83,7 @@ def test_stated_conventions_let_an_unknown_family_through(configs, tmp_path, cap
 @pytest.mark.parametrize("name, ids", [
     ("falcon", ["alibi/m/decoder"]), ("mpt", ["alibi/m/decoder"]), ("t5", ["t5/m/encoder", "t5/m/decoder"]),
     ("opt", ["learned/m/decoder"]), ("whisper", ["sinusoid/m/encoder", "learned/m/decoder"]),
+    ("deberta", ["deberta/m/encoder"]),
 ])
 def test_golden_model_writes_every_layer_kind_and_verifies(configs, tmp_path, name, ids):
     out = tmp_path / name
@@ -124,6 +128,10 @@ def test_check_config_takes_every_kind_from_the_layer(configs, tmp_path, capsys)
     sinusoid = resolved["whisper"].stack("encoder")[0].sinusoid(keys).astype(np.float32)
     assert main(["check", "sinusoid", "--config", str(configs["whisper"]), "--positions", positions, "--candidate",
                  _save(tmp_path, "s.npy", sinusoid)]) == 0
+    rel = keys[:, None] - keys[None, :]  # DeBERTa's query − key
+    buckets = np.asarray(refpos.deberta_log_buckets(rel, 256, 512))
+    assert main(["check", "deberta", "--config", str(configs["deberta"]), "--relative",
+                 _save(tmp_path, "dr.npy", rel), "--candidate", _save(tmp_path, "db.npy", buckets)]) == 0
     capsys.readouterr()
     assert main(["check", "t5", "--config", str(configs["falcon"]), "--relative", str(tmp_path / "r.npy"),
                  "--candidate", str(tmp_path / "t.npy")]) == 2

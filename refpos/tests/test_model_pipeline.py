@@ -132,3 +132,20 @@ def test_a_new_rule_is_one_record_its_key_reported_until_a_row_honours_it(monkey
     np.testing.assert_allclose(
         refpos.self_attention(X[:, :8], two_heads, encoding=honoured.layers[0].encoding(), causal=True)[0],
         refpos.self_attention(X[:, :8], two_heads, encoding=by_hand, causal=True)[0], rtol=1e-14, atol=1e-14)
+
+
+def test_a_deberta_layer_runs_the_encoding_of_its_keys():
+    config = {"model_type": "deberta-v2", "num_hidden_layers": 1, "num_attention_heads": HEADS,
+              "hidden_size": D_MODEL, "relative_attention": True, "position_buckets": 4, "max_relative_positions": 8,
+              "pos_att_type": ["c2p", "p2c"], "share_att_key": False, "position_biased_input": False}
+    layer = refpos.model_positions(config).layers[0]
+    weights = {"rel_embeddings": RNG.standard_normal((8, D_MODEL)),
+               "pos_key_proj": (RNG.standard_normal((D_MODEL, D_MODEL)), None),
+               "pos_query_proj": (RNG.standard_normal((D_MODEL, D_MODEL)), RNG.standard_normal(D_MODEL))}
+    by_hand = refpos.encodings.deberta.DeBERTa(
+        pos_att_type=["c2p", "p2c"], position_buckets=4, max_relative_positions=8, max_position_embeddings=512,
+        share_att_key=False, relative_attention=True, position_biased_input=False, **weights)
+    np.testing.assert_array_equal(refpos.self_attention(X, W, encoding=layer.encoding(**weights))[0],
+                                  refpos.self_attention(X, W, encoding=by_hand)[0])
+    with pytest.raises(ValueError, match="pos_key_proj must be given"):
+        layer.encoding()  # its weights are the checkpoint's: named when missing

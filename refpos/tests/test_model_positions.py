@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -249,3 +250,27 @@ def test_family_facts_are_table_data_not_python_branches(tmp_path):
     assert not problems, problems
     assert _model_type_comparisons('if model_type == "gptj" or t in ("glm", "x"):\n    pass\n', names) == [
         "gptj", "glm"]  # the check finds the branches it is for
+
+
+DEBERTA_V3 = {"model_type": "deberta-v2", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32,
+              "relative_attention": True, "position_buckets": 256, "max_relative_positions": -1,
+              "max_position_embeddings": 512, "pos_att_type": ["p2c", "c2p"], "share_att_key": True,
+              "position_biased_input": False}
+
+
+def test_deberta_layers_read_the_keys_their_version_reads():
+    v3 = refpos.model_positions(DEBERTA_V3).layers[0]
+    assert (v3.kind, v3.stack, v3.position_buckets, v3.share_att_key, v3.pos_att_type) == (
+        "deberta", "encoder", 256, True, ("p2c", "c2p"))
+    assert v3.params()["relative_range"] == 512 and v3.params()["attention_span"] == 256  # -1: the table length
+    assert v3.softmax_scale == 1.0 / math.sqrt(8 * 3)  # (d (1 + n))^-1/2, n = 2 terms
+    np.testing.assert_array_equal(v3.relative_index([0, 1], [0, 1]), [[256, 255], [257, 256]])
+    v1 = refpos.model_positions(dict(DEBERTA_V3, model_type="deberta", pos_att_type="c2p|p2c")).layers[0]
+    assert (v1.position_buckets, v1.share_att_key, v1.pos_att_type) == (-1, False, ("c2p", "p2c"))  # v1 reads neither
+    default = refpos.model_positions({"model_type": "deberta-v2", "num_hidden_layers": 1, "num_attention_heads": 2,
+                                      "hidden_size": 8}).layers[0]
+    assert (default.relative_attention, default.position_biased_input, default.pos_att_type) == (False, True, ())
+    with pytest.raises(ValueError, match="position_buckets"):
+        refpos.model_positions(dict(DEBERTA_V3, position_buckets=1))
+    with pytest.raises(ValueError, match="pos_att_type"):
+        refpos.model_positions(dict(DEBERTA_V3, pos_att_type=["p2p"]))
