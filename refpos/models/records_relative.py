@@ -25,12 +25,13 @@ Array = Any
 class AlibiLayer(LayerRecord):
     r"""ALiBi as the family's code builds it.
 
-    ``slopes`` are the family's exact slopes (float64); its code rounds them, and each product slope ×
-    position, to ``dtype`` (BLOOM and MPT float32, Falcon bfloat16: its 0.917 is 0.91796875). The bias of head
-    ``h`` at query position ``i`` and key position ``j``, as the family computes it, is
+    ``slopes`` are the family's exact slopes (float64); ``computed_slopes`` are what its code holds: computed
+    in float32 and rounded to ``dtype`` (BLOOM and MPT float32, Falcon bfloat16: its 0.917 is 0.91796875,
+    :func:`refpos.models.stacks.family_slopes`); each product slope × position is rounded to ``dtype`` too.
+    The bias of head ``h`` at query position ``i`` and key position ``j``, as the family computes it, is
 
-    .. math:: b_{hij} = \operatorname{round}(\operatorname{round}(m_h)\, j) \;\;(\texttt{key\_index}),
-              \qquad b_{hij} = \operatorname{round}(\operatorname{round}(m_h) (j - j_{\text{last}}))
+    .. math:: b_{hij} = \operatorname{round}(\hat m_h\, j) \;\;(\texttt{key\_index}),
+              \qquad b_{hij} = \operatorname{round}(\hat m_h (j - j_{\text{last}}))
               \;\;(\texttt{key\_index\_end})
 
     (both equal the causal form :math:`-m_h (i - j)` under a causal mask, up to a per-row constant the
@@ -39,20 +40,16 @@ class AlibiLayer(LayerRecord):
     """
 
     slopes: tuple[float, ...] = ()
+    computed_slopes: tuple[float, ...] = ()
     form: str = "key_index"
     before_scale: bool = False
     dtype: str = "float32"
     head_dim: int = 1
     kind: ClassVar[str] = "alibi"
 
-    @property
-    def rounded_slopes(self) -> np.ndarray:
-        """The slopes as the family's code holds them (rounded to ``dtype``), float64."""
-        return round_to(self.slopes, self.dtype)
-
     def params(self) -> dict[str, Any]:
-        return {"n_heads": len(self.slopes), "slopes": list(self.slopes), "form": self.form,
-                "before_scale": self.before_scale, "dtype": self.dtype, "head_dim": self.head_dim}
+        return {"n_heads": len(self.slopes), "slopes": list(self.slopes), "computed_slopes": list(self.computed_slopes),
+                "form": self.form, "before_scale": self.before_scale, "dtype": self.dtype, "head_dim": self.head_dim}
 
     def bias(self, q_positions: Any, k_positions: Any, *, rounded: bool = True) -> np.ndarray:
         """The bias ``(H, Tq, Tk)`` (or ``(B, H, Tq, Tk)`` for per-row positions), float64; ``rounded``: as
@@ -60,7 +57,7 @@ class AlibiLayer(LayerRecord):
         q = np.asarray(to_numpy(q_positions), dtype=np.int64)
         k = np.asarray(to_numpy(k_positions), dtype=np.int64)
         key = k - k[..., -1:] if self.form == "key_index_end" else k  # (..., Tk)
-        slopes = self.rounded_slopes if rounded else np.asarray(self.slopes, dtype=np.float64)
+        slopes = np.asarray(self.computed_slopes if rounded and self.computed_slopes else self.slopes, dtype=np.float64)
         m = slopes[:, None, None]  # (H, 1, 1)
         products = m * key[..., None, None, :].astype(np.float64)  # (..., H, 1, Tk)
         products = round_to(products, self.dtype) if rounded else products

@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from refpos.encodings.alibi import alibi_slopes
 from refpos.encodings.deberta import deberta_attention_span, deberta_pos_att_type
 from refpos.encodings.t5 import check_bucket_args
 from refpos.models.facts import AbsoluteFacts, AlibiFacts, DebertaFacts, T5Facts
-from refpos.models.records import AbsoluteLayer, LayerRecord, NoPositions
+from refpos.models.records import AbsoluteLayer, LayerRecord, NoPositions, round_to
 from refpos.models.records_relative import AlibiLayer, DebertaLayer, T5Layer
 from refpos.validation import check_bool, check_int
 
@@ -94,27 +96,40 @@ def geometry(reader: KeyReader, role: str) -> Geometry:
 
 
 # ----------------------------------------------------------------------------------------------- ALiBi
-def family_slopes(n_heads: int, facts: AlibiFacts, max_bias: float = 8.0) -> tuple[float, ...]:
-    r"""The slopes the family's code builds, rounded to its dtype.
+def family_slopes(n_heads: int, facts: AlibiFacts,
+                  max_bias: float = 8.0) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    r"""The family's slopes: exact, and as its code computes them (in float32, then rounded to its dtype).
 
-    ``recurrence``: the official recurrence (:func:`refpos.alibi_slopes`); ``mpt``: over the next power of two
-    :math:`n' \ge n`, :math:`m_h = 2^{-b h / n'}` (:math:`h = 1 … n'`), then for :math:`n' \ne n` the odd
-    entries before the even ones, the first :math:`n` kept (transformers' ``build_mpt_alibi_tensor``).
+    ``recurrence``: the official recurrence (:func:`refpos.alibi_slopes`), which BLOOM and Falcon compute as
+    powers of a float32 base: :math:`\hat m_h = \mathrm{fl}_{32}(\mathrm{fl}_{32}(b)^h)`, :math:`b = 2^{-8/c}`
+    (and :math:`2^{-4/c}` for the extra heads); ``mpt``: over the next power of two :math:`n' \ge n`,
+    :math:`m_h = 2^{-\beta h / n'}` (:math:`h = 1 … n'`, :math:`\beta` = ``alibi_bias_max``), the odd entries
+    before the even ones for :math:`n' \ne n`, the first :math:`n` kept, computed in float32 as
+    :math:`1/2^{\mathrm{fl}_{32}(h)\,\mathrm{fl}_{32}(\beta/n')}` (transformers' ``build_mpt_alibi_tensor``).
     """
+    one = np.float32(1.0)
     if facts.slopes == "recurrence":
         exact = [float(m) for m in alibi_slopes(n_heads, xp="numpy")]
+        c = 1 << (n_heads.bit_length() - 1)
+        base, extra = np.float32(2.0 ** (-8.0 / c)), np.float32(2.0 ** (-4.0 / c))
+        computed = [base ** np.float32(h) for h in range(1, c + 1)]
+        computed += [extra ** np.float32(h) for h in range(1, 2 * min(c, n_heads - c), 2)]
     else:
         padded = 1 << (n_heads - 1).bit_length()
         exact = [2.0 ** (-max_bias * h / padded) for h in range(1, padded + 1)]
+        step = np.float32(max_bias / padded)
+        computed = [one / np.float32(2.0) ** (np.float32(h) * step) for h in range(1, padded + 1)]
         if padded != n_heads:
-            exact = (exact[1::2] + exact[0::2])[:n_heads]
-    return tuple(float(m) for m in exact)
+            exact, computed = ((v[1::2] + v[0::2])[:n_heads] for v in (exact, computed))
+    rounded = round_to(np.asarray(computed, dtype=np.float64), facts.dtype)
+    return tuple(exact), tuple(float(m) for m in rounded)
 
 
 def alibi_layers(stack: str, shape: Geometry, facts: AlibiFacts, max_bias: float = 8.0) -> list[LayerRecord]:
-    slopes = family_slopes(shape.heads, facts, max_bias)
-    return [AlibiLayer(stack, i, None, slopes=slopes, form=facts.form, before_scale=facts.before_scale,
-                       dtype=facts.dtype, head_dim=shape.head_dim) for i in range(shape.layers)]
+    slopes, computed = family_slopes(shape.heads, facts, max_bias)
+    return [AlibiLayer(stack, i, None, slopes=slopes, computed_slopes=computed, form=facts.form,
+                       before_scale=facts.before_scale, dtype=facts.dtype, head_dim=shape.head_dim)
+            for i in range(shape.layers)]
 
 
 # -------------------------------------------------------------------------------------------------- T5

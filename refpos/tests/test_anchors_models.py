@@ -1,0 +1,242 @@
+"""Anchors: refpos.model_positions against transformers' own code, for the families of every encoding.
+
+Each family's config is the one its transformers 5.24 config class writes for the checkpoint its docstring
+names (``AutoConfig.for_model(model_type).to_dict()``: what a config.json of that class holds), shrunk where
+a tiny model has to be built. refpos reads that dict; transformers runs its own position code on the same
+config: its ALiBi builders, its bucket functions, its position-embedding modules (looked up at the
+positions its forward uses), DeBERTa's relative positions, and, for the hybrids, the model's own modules
+(whether its attention layers have a rotary embedding at all).
+
+Tolerances: integers (buckets, rows, indices) and the ALiBi biases the family rounds itself compare exactly;
+a sinusoid transformers computes or stores in float32 differs from the float64 one by the float32 rounding of
+angles up to ``p·ω`` and of the values: ``(p_max + 1)·2^-24`` bounds it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import refpos
+
+torch = pytest.importorskip("torch", reason="the model anchors run transformers (pip install 'refpos[anchors]')")
+transformers = pytest.importorskip("transformers", reason="the model anchors run transformers")
+from transformers import AutoConfig, AutoModel  # noqa: E402
+
+pytestmark = pytest.mark.anchors
+
+
+def hf_config(model_type: str, **small) -> tuple[object, dict]:
+    """transformers' config (class defaults, ``small`` overrides) and the dict a config.json of it holds."""
+    config = AutoConfig.for_model(model_type, **small)
+    return config, config.to_dict()
+
+
+def positions_of(config: dict):
+    return refpos.model_positions(config)
+
+
+# ------------------------------------------------------------------------------------------------ ALiBi
+@pytest.mark.parametrize("model_type, heads, extra", [
+    ("bloom", 12, {}), ("bloom", 6, {}), ("falcon", 8, {"alibi": True}), ("falcon", 6, {"alibi": True}),
+])
+def test_alibi_bias_is_the_family_builder(model_type, heads, extra):
+    """BLOOM builds float32 slopes × key index; Falcon rounds slopes and products to bfloat16."""
+    _, config = hf_config(model_type, num_attention_heads=heads, hidden_size=heads * 8, **extra)
+    layer = positions_of(config).layers[0]
+    module = __import__(f"transformers.models.{model_type}.modeling_{model_type}", fromlist=["build_alibi_tensor"])
+    length = 300
+    theirs = module.build_alibi_tensor(torch.ones(1, length, dtype=torch.long), heads, torch.float32)
+    theirs = theirs.reshape(heads, length).double().numpy()
+    ours = layer.bias(np.arange(length), np.arange(length))[:, -1, :]  # every row equal: key index
+    np.testing.assert_array_equal(ours, theirs)
+    assert layer.before_scale is (model_type == "falcon")
+
+
+def test_mpt_bias_is_build_mpt_alibi_tensor():
+    from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
+
+    _, config = hf_config("mpt", n_heads=6, d_model=48)
+    layer = positions_of(config).layers[0]
+    theirs = build_mpt_alibi_tensor(6, 40).reshape(6, 40).double().numpy()  # anchored at the last key
+    np.testing.assert_array_equal(layer.bias(np.arange(40), np.arange(40))[:, -1, :], theirs)
+
+
+# -------------------------------------------------------------------------------------------------- T5
+@pytest.mark.parametrize("model_type", ["t5", "mt5", "umt5", "switch_transformers", "pop2piano"])
+def test_t5_buckets_and_table_owners_are_the_model_s(model_type):
+    _, config = hf_config(model_type, num_layers=3, num_decoder_layers=3, num_heads=2, d_model=16, d_ff=16,
+                          d_kv=8, vocab_size=64, num_experts=2)
+    hf = AutoConfig.for_model(model_type, **{k: v for k, v in config.items() if k != "model_type"})
+    model = (transformers.Pop2PianoForConditionalGeneration(hf) if model_type == "pop2piano"
+             else AutoModel.from_config(hf))
+    resolved = positions_of(config)
+    rel = torch.arange(-300, 301)[None, :]
+    for stack_name, stack in (("encoder", model.encoder), ("decoder", model.decoder)):
+        for layer, block in zip(resolved.stack(stack_name), stack.block, strict=True):
+            attention = block.layer[0].SelfAttention
+            assert layer.owns_table is attention.has_relative_attention_bias
+            if not attention.has_relative_attention_bias:
+                continue
+            if model_type == "umt5":
+                theirs = attention._relative_position_bucket(rel)
+            else:
+                theirs = attention._relative_position_bucket(rel, bidirectional=not attention.is_decoder,
+                                                             num_buckets=attention.relative_attention_num_buckets,
+                                                             max_distance=attention.relative_attention_max_distance)
+            ours = np.asarray(refpos.t5_bucket(rel.numpy(), bidirectional=layer.bidirectional,
+                                               num_buckets=layer.num_buckets, max_distance=layer.max_distance))
+            np.testing.assert_array_equal(ours, theirs.numpy())
+
+
+# -------------------------------------------------------------------------------- learned and sinusoidal
+def _rows_read(module, call) -> np.ndarray:
+    """The rows a position-embedding module reads: its table set to the row index, then called."""
+    with torch.no_grad():
+        weight = module.weight if hasattr(module, "weight") else module.weights
+        weight.zero_()
+        weight[:, 0] = torch.arange(weight.shape[0], dtype=weight.dtype)
+        return call(module)[..., 0].reshape(-1).double().numpy()
+
+
+LEARNED = [
+    ("opt", {}, lambda m: m.decoder.embed_positions, lambda e: e(torch.ones(1, 12, dtype=torch.long))),
+    ("bart", {}, lambda m: m.encoder.embed_positions, lambda e: e(torch.zeros(1, 12, dtype=torch.long))),
+    ("mbart", {}, lambda m: m.decoder.embed_positions, lambda e: e(torch.zeros(1, 12, dtype=torch.long))),
+    ("biogpt", {}, lambda m: m.embed_positions, lambda e: e(torch.ones(1, 12, dtype=torch.long))),
+    ("gpt2", {}, lambda m: m.wpe, lambda e: e(torch.arange(12))),
+    ("gpt_bigcode", {}, lambda m: m.wpe, lambda e: e(torch.arange(12))),
+    ("whisper", {}, lambda m: m.decoder.embed_positions, lambda e: e(torch.zeros(1, 12, dtype=torch.long))),
+]
+
+
+@pytest.mark.parametrize("model_type, extra, module_of, call", LEARNED, ids=[row[0] for row in LEARNED])
+def test_learned_rows_and_table_size_are_the_model_s(model_type, extra, module_of, call):
+    small = {"hidden_size": 16, "d_model": 16, "n_embd": 16, "num_hidden_layers": 1, "n_layer": 1,
+             "encoder_layers": 1, "decoder_layers": 1, "num_attention_heads": 2, "n_head": 2,
+             "encoder_attention_heads": 2, "decoder_attention_heads": 2, "ffn_dim": 16, "encoder_ffn_dim": 16,
+             "decoder_ffn_dim": 16, "intermediate_size": 16, "vocab_size": 52000, "word_embed_proj_dim": 16,
+             "num_mel_bins": 8, **extra}
+    hf, config = hf_config(model_type, **small)
+    model = AutoModel.from_config(hf)
+    module = module_of(model)
+    layer = next(r for r in positions_of(config) if r.kind == "learned" and (
+        model_type != "whisper" or r.stack == "decoder"))
+    np.testing.assert_array_equal(layer.rows(np.arange(12)), _rows_read(module, call))
+    assert layer.table_size == module.weight.shape[0]
+
+
+def test_sinusoids_are_the_model_s_tables():
+    small = {"d_model": 16, "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
+             "decoder_attention_heads": 2, "encoder_ffn_dim": 16, "decoder_ffn_dim": 16, "vocab_size": 58200,
+             "num_mel_bins": 8}
+    for model_type, module_of in (("marian", lambda m: m.encoder.embed_positions.weight),
+                                  ("pegasus", lambda m: m.encoder.embed_positions.weight),
+                                  ("whisper", lambda m: m.encoder.embed_positions.weight)):
+        hf, config = hf_config(model_type, **small)
+        table = module_of(AutoModel.from_config(hf)).detach().double().numpy()
+        layer = positions_of(config).stack("encoder")[0]
+        p = np.arange(table.shape[0])
+        bound = (p.max() + 1) * 2.0**-24 * 2
+        np.testing.assert_allclose(layer.sinusoid(p), table, rtol=0, atol=bound, err_msg=model_type)
+        assert layer.table_size == table.shape[0]
+    for model_type in ("m2m_100", "nllb-moe", "speech_to_text"):
+        hf, config = hf_config(model_type, **small, num_experts=2, expert_capacity=2, input_feat_per_channel=8,
+                               max_source_positions=64)
+        model = AutoModel.from_config(hf)
+        embed = model.encoder.embed_positions
+        layer = positions_of(config).stack("encoder")[0]
+        rows = layer.rows(np.arange(40))  # padding_idx + 1 + p
+        np.testing.assert_allclose(layer.sinusoid(np.arange(40)), embed.weights[rows].double().numpy(), rtol=0,
+                                   atol=(rows.max() + 1) * 2.0**-24 * 2, err_msg=model_type)
+
+
+# ---------------------------------------------------------------------------------------------- DeBERTa
+def test_deberta_v3_relative_rows_are_the_model_s():
+    from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+
+    _, config = hf_config("deberta-v2", relative_attention=True, position_buckets=256, max_relative_positions=-1,
+                          pos_att_type="p2c|c2p", share_att_key=True, position_biased_input=False)
+    layer = positions_of(config).layers[0]
+    length, span = 600, layer.params()["attention_span"]
+    q = torch.zeros(1, length, 4)
+    relative = build_relative_position(q, q, bucket_size=256, max_position=512)[0]  # query − key, bucketed
+    theirs = torch.clamp(relative + span, 0, span * 2 - 1).numpy()  # c2p_pos of DisentangledSelfAttention
+    np.testing.assert_array_equal(layer.relative_index(np.arange(length), np.arange(length)), theirs)
+    assert layer.pos_att_type == ("p2c", "c2p") and layer.share_att_key
+
+
+# -------------------------------------------------------------------------------------------- hybrids
+def _has_rotary(model) -> bool:
+    """Whether any module of the model is a rotary embedding that is used (transformers sets it None if not)."""
+    return any("Rotary" in type(m).__name__ for m in model.modules())
+
+
+HYBRIDS = [
+    ("granitemoehybrid", {"position_embedding_type": "nope", "layer_types": ["mamba", "attention"]}),
+    ("jamba", {"attn_layer_period": 2, "attn_layer_offset": 1}),
+    ("nemotron_h", {"hybrid_override_pattern": "M*"}),
+    ("zamba2", {"layers_block_type": ["mamba", "hybrid"], "use_mem_rope": False}),
+    ("kimi_linear", {"linear_attn_config": {"full_attn_layers": [2], "kda_layers": [1], "head_dim": 16,
+                                            "num_heads": 2, "short_conv_kernel_size": 4}}),
+]
+
+
+@pytest.mark.parametrize("model_type, extra", HYBRIDS, ids=[row[0] for row in HYBRIDS])
+def test_hybrid_attention_layers_carry_no_positions(model_type, extra):
+    small = {"hidden_size": 64, "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 32,
+             "num_hidden_layers": 2, "vocab_size": 128, "pad_token_id": 0, "mamba_d_state": 8, "mamba_n_heads": 4,
+             "n_mamba_heads": 2, "mamba_head_dim": 32, "num_experts": 2, "kv_lora_rank": 16, "q_lora_rank": None,
+             "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16, **extra}
+    hf, config = hf_config(model_type, **small)
+    model = AutoModel.from_config(hf)
+    kinds = [r.label for r in positions_of(config)]
+    assert "none" in kinds and "rope" not in kinds, kinds
+    assert not _has_rotary(model) or getattr(model, "rotary_emb", None) is None
+
+
+def test_zamba2_with_rope_rotates_at_its_attention_head_width():
+    small = {"hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2, "vocab_size": 128,
+             "layers_block_type": ["mamba", "hybrid"], "use_mem_rope": True, "mamba_d_state": 8, "n_mamba_heads": 2}
+    hf, config = hf_config("zamba2", **small)
+    model = AutoModel.from_config(hf)
+    layer = next(r for r in positions_of(config) if r.kind == "rope")
+    rotary = next(m for m in model.modules() if "Rotary" in type(m).__name__)
+    assert layer.rope.head_dim == 2 * rotary.inv_freq.numel() == 2 * 64 // 2  # 2·hidden/heads
+
+
+# --------------------------------------------------------------------------------------------- wrappers
+@pytest.mark.parametrize("model_type, nesting", [
+    ("qwen2_5_omni", "thinker_config.text_config."), ("qwen3_omni_moe", "thinker_config.text_config."),
+    ("voxtral", "text_config."),
+])
+def test_the_language_model_is_found_inside_its_wrapper(model_type, nesting):
+    hf, config = hf_config(model_type)
+    if model_type == "qwen3_omni_moe":  # the class's defaults are 2048 wide with 28 heads: give the head size
+        config["thinker_config"]["text_config"]["head_dim"] = 128
+    resolved = positions_of(config)
+    text = hf.thinker_config.text_config if nesting.startswith("thinker") else hf.text_config
+    assert resolved.nesting == nesting and len(resolved.layers) == text.num_hidden_layers
+    assert resolved.model_type == text.model_type
+
+
+# ---------------------------------------------------------------------------------------------- meta tests
+def test_the_alibi_anchor_breaks_without_the_family_rounding(monkeypatch):
+    from refpos.models import records_relative
+
+    monkeypatch.setattr(records_relative, "round_to", lambda a, dtype: np.asarray(a, dtype=np.float64))
+    with pytest.raises(AssertionError):
+        test_alibi_bias_is_the_family_builder("falcon", 8, {"alibi": True})
+
+
+def test_the_learned_anchor_breaks_without_the_offset(monkeypatch):
+    import dataclasses
+
+    from refpos.models import families
+
+    opt = families.FAMILIES["opt"]
+    learned = dataclasses.replace(opt.positions.learned, offset=0)  # OPT's row without its offset of 2
+    monkeypatch.setitem(families.FAMILIES, "opt", dataclasses.replace(
+        opt, positions=dataclasses.replace(opt.positions, learned=learned)))
+    with pytest.raises(AssertionError):
+        test_learned_rows_and_table_size_are_the_model_s(*LEARNED[0])
