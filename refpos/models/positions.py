@@ -246,7 +246,6 @@ def _unknown(cfg: Mapping[str, Any], prefix: str, written: str | None) -> ModelP
 def _known(full: dict[str, Any], cfg: Mapping[str, Any], prefix: str, family: Family,
            written: str | None) -> ModelPositions:
     reader = KeyReader(cfg, prefix)
-    reader.get("model_type")
     names = STACKS[family.stacks]
     layers: list[LayerRecord] = []
     not_modelled: dict[str, str] = {}
