@@ -54,6 +54,19 @@ from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 from refpos.encodings.sinusoidal import LAYOUTS as SINUSOID_LAYOUTS
 from refpos.encodings.sinusoidal import SPACINGS
 
+#: role → config keys of a stack's layer count, head count and width, the first present wins; ``decoder`` and
+#: ``encoder`` are the stacks of an encoder–decoder model, ``single`` the one stack of any other model
+GEOMETRY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
+    "single": {"layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+               "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads"),
+               "width": ("hidden_size", "n_embd", "n_embed", "d_model", "dim")},
+    "encoder": {"layers": ("encoder_layers", "num_layers", "num_hidden_layers"),
+                "heads": ("encoder_attention_heads", "num_heads", "num_attention_heads"),
+                "width": ("d_model", "hidden_size")},
+    "decoder": {"layers": ("decoder_layers", "num_decoder_layers", "num_layers", "num_hidden_layers"),
+                "heads": ("decoder_attention_heads", "num_heads", "num_attention_heads"),
+                "width": ("d_model", "hidden_size")},
+}
 ENCODINGS = ("rope", "alibi", "t5", "learned", "sinusoidal", "deberta", "none", "no_attention")
 STACKS = {"decoder": ("decoder",), "encoder": ("encoder",), "encoder-decoder": ("encoder", "decoder")}
 ALIBI_SLOPES = ("recurrence", "mpt")
@@ -263,6 +276,22 @@ def read_switch(where: str, table: Any) -> Switch:
     return switch
 
 
-__all__ = ["ALIBI_DTYPES", "ALIBI_SLOPES", "ENCODINGS", "FACT_TABLES", "STACKS", "T5_TABLES", "AbsoluteFacts",
-           "AlibiFacts", "DebertaFacts", "RopeFacts", "StackFacts", "Switch", "T5Facts", "read_rope", "read_stack",
-           "read_switch"]
+__all__ = [
+    "ALIBI_DTYPES",
+    "ALIBI_SLOPES",
+    "ENCODINGS",
+    "FACT_TABLES",
+    "GEOMETRY_KEYS",
+    "STACKS",
+    "T5_TABLES",
+    "AbsoluteFacts",
+    "AlibiFacts",
+    "DebertaFacts",
+    "RopeFacts",
+    "StackFacts",
+    "Switch",
+    "T5Facts",
+    "read_rope",
+    "read_stack",
+    "read_switch",
+]

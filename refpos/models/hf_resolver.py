@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.models.facts import RopeFacts
+from refpos.models.facts import GEOMETRY_KEYS, RopeFacts
 from refpos.models.families import ALIASES, Family, family_of, warn_assumed
 from refpos.models.hf_files import ROPE_KEYS, is_per_layer
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
@@ -207,11 +207,11 @@ class Resolver:
         elif self.facts.head_dim is not None:
             self.set("head_dim", self.facts.head_dim, "default")
         else:
-            widths = [n for n in ("hidden_size", "n_embd") if self.has(n)]
-            counts = [n for n in ("num_attention_heads", "n_head") if self.has(n)]
+            widths = [n for n in GEOMETRY_KEYS["single"]["width"] if self.has(n)]
+            counts = [n for n in GEOMETRY_KEYS["single"]["heads"] if self.has(n)]
             if not widths or not counts:
-                raise ValueError("head_dim: the config has neither head_dim nor hidden_size (n_embd) and "
-                                 "num_attention_heads (n_head)")
+                raise ValueError("head_dim: the config has neither head_dim nor a width (hidden_size, n_embd, "
+                                 "d_model, …) and a head count (num_attention_heads, n_head, n_heads, …)")
             names = (widths[0], counts[0])
             width, heads = (check_int(n, self.top(n), minimum=1) for n in names)
             factor = 1 if self.family is None else self.family.width_factor

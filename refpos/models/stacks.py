@@ -1,10 +1,11 @@
 """The layers of one stack whose encoding is not RoPE: their geometry from the config, their records from the
 family's facts (:mod:`refpos.models.facts`).
 
-A stack's geometry is read from the first present key of each list of :data:`GEOMETRY_KEYS` (transformers'
-config classes name them differently: GPT-2's ``n_layer`` / ``n_head`` / ``n_embd``, BART's
-``encoder_layers`` / ``encoder_attention_heads`` / ``d_model``, T5's ``num_layers`` / ``num_heads``). Every
-key read is recorded by the :class:`KeyReader`, so what was not read can be reported.
+A stack's geometry is read from the first present key of each list of
+:data:`refpos.models.facts.GEOMETRY_KEYS` (transformers' config classes name them differently: GPT-2's
+``n_layer`` / ``n_head`` / ``n_embd``, BART's ``encoder_layers`` / ``encoder_attention_heads`` /
+``d_model``, T5's ``num_layers`` / ``num_heads``). Every key read is recorded by the :class:`KeyReader`, so
+what was not read can be reported.
 """
 
 from __future__ import annotations
@@ -18,24 +19,11 @@ import numpy as np
 from refpos.encodings.alibi import alibi_slopes
 from refpos.encodings.deberta import deberta_attention_span, deberta_pos_att_type
 from refpos.encodings.t5 import check_bucket_args
-from refpos.models.facts import AbsoluteFacts, AlibiFacts, DebertaFacts, T5Facts
+from refpos.models.facts import GEOMETRY_KEYS, AbsoluteFacts, AlibiFacts, DebertaFacts, T5Facts
 from refpos.models.records import AbsoluteLayer, LayerRecord, NoPositions, round_to
 from refpos.models.records_relative import AlibiLayer, DebertaLayer, T5Layer
 from refpos.validation import check_bool, check_int
 
-#: role → config keys of a stack's layer count, head count and width, the first present wins; ``decoder`` and
-#: ``encoder`` are the stacks of an encoder–decoder model, ``single`` the one stack of any other model
-GEOMETRY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
-    "single": {"layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
-               "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads"),
-               "width": ("hidden_size", "n_embd", "n_embed", "d_model", "dim")},
-    "encoder": {"layers": ("encoder_layers", "num_layers", "num_hidden_layers"),
-                "heads": ("encoder_attention_heads", "num_heads", "num_attention_heads"),
-                "width": ("d_model", "hidden_size")},
-    "decoder": {"layers": ("decoder_layers", "num_decoder_layers", "num_layers", "num_hidden_layers"),
-                "heads": ("decoder_attention_heads", "num_heads", "num_attention_heads"),
-                "width": ("d_model", "hidden_size")},
-}
 #: T5's bucket keys and the default its config class gives the distance
 T5_KEYS = ("relative_attention_num_buckets", "relative_attention_max_distance")
 T5_MAX_DISTANCE_DEFAULT = 128
@@ -200,5 +188,5 @@ def none_layers(stack: str, shape: Geometry) -> list[LayerRecord]:
     return [NoPositions(stack, i, None) for i in range(shape.layers)]
 
 
-__all__ = ["DEBERTA_DEFAULTS", "GEOMETRY_KEYS", "T5_KEYS", "Geometry", "KeyReader", "absolute_layers",
+__all__ = ["DEBERTA_DEFAULTS", "T5_KEYS", "Geometry", "KeyReader", "absolute_layers",
            "alibi_layers", "deberta_layers", "family_slopes", "geometry", "none_layers", "t5_layers"]
