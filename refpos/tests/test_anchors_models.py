@@ -240,3 +240,28 @@ def test_the_learned_anchor_breaks_without_the_offset(monkeypatch):
         opt, positions=dataclasses.replace(opt.positions, learned=learned)))
     with pytest.raises(AssertionError):
         test_learned_rows_and_table_size_are_the_model_s(*LEARNED[0])
+
+
+ENCODER_TABLES = [row.model_type for row in refpos.models.families.FAMILY_ROWS
+                  if row.stacks == "encoder" and row.positions.encoding == "learned" and row.switch is None]
+
+
+@pytest.mark.parametrize("model_type", ENCODER_TABLES)
+def test_every_encoder_table_row_reads_the_model_s_rows(model_type):
+    """Every learned-table encoder of the family table: a tiny model of its config class runs 10 tokens, a
+    hook on its position table records the rows it reads; refpos's rows and table length are those."""
+    small = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16,
+             "vocab_size": 64, "pad_token_id": 1, "embedding_size": 16, "max_position_embeddings": 40,
+             "attention_window": 4}
+    hf = AutoConfig.for_model(model_type, **small)
+    model = AutoModel.from_config(hf).eval()
+    if model_type == "xmod":
+        model.set_default_language(hf.languages[0])
+    table = next(m for name, m in model.named_modules() if name.endswith(("position_embeddings", "position_embedding")))
+    seen = []
+    table.register_forward_hook(lambda module, args, out: seen.append(args[0].reshape(-1).tolist()))
+    with torch.no_grad():
+        model(input_ids=torch.arange(2, 12)[None, :])  # no padding token among them
+    layer = positions_of(hf.to_dict()).layers[0]
+    assert layer.rows(np.arange(10)).tolist() == seen[0][:10]
+    assert layer.table_size == table.weight.shape[0]
