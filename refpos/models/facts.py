@@ -59,7 +59,7 @@ from refpos.encodings.sinusoidal import SPACINGS
 GEOMETRY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "single": {"layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
                "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads"),
-               "width": ("hidden_size", "n_embd", "n_embed", "d_model", "dim")},
+               "width": ("hidden_size", "n_embd", "n_embed", "d_model", "dim", "emb_dim")},
     "encoder": {"layers": ("encoder_layers", "num_layers", "num_hidden_layers"),
                 "heads": ("encoder_attention_heads", "num_heads", "num_attention_heads"),
                 "width": ("d_model", "hidden_size")},

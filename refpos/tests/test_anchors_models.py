@@ -265,3 +265,35 @@ def test_every_encoder_table_row_reads_the_model_s_rows(model_type):
     layer = positions_of(hf.to_dict()).layers[0]
     assert layer.rows(np.arange(10)).tolist() == seen[0][:10]
     assert layer.table_size == table.weight.shape[0]
+
+
+def test_ctrl_fsmt_xlm_and_led_positions_are_the_model_s():
+    """CTRL's pos_encoding buffer, FSMT's fairseq table from padding_idx + 1, XLM's sinusoid switch, LED's
+    two tables."""
+    small = {"n_embd": 16, "n_layer": 1, "n_head": 2, "dff": 16, "vocab_size": 64, "n_positions": 300}
+    hf, config = hf_config("ctrl", **small)
+    table = AutoModel.from_config(hf).pos_encoding.double().numpy()
+    layer = positions_of(config).layers[0]
+    np.testing.assert_allclose(layer.sinusoid(np.arange(300)), table, rtol=0, atol=300 * 2.0**-24 * 2)
+    hf, config = hf_config("fsmt", d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                           decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16, src_vocab_size=64,
+                           tgt_vocab_size=64, max_position_embeddings=64)
+    embed = AutoModel.from_config(hf).encoder.embed_positions
+    layer = positions_of(config).stack("encoder")[0]
+    rows = layer.rows(np.arange(40))
+    np.testing.assert_allclose(layer.sinusoid(np.arange(40)), embed.weight[rows].double().detach().numpy(),
+                               rtol=0, atol=(rows.max() + 1) * 2.0**-24 * 2)
+    hf, config = hf_config("xlm", emb_dim=16, n_layers=1, n_heads=2, vocab_size=64, sinusoidal_embeddings=True,
+                           max_position_embeddings=64)
+    table = AutoModel.from_config(hf).position_embeddings.weight.double().detach().numpy()
+    layer = positions_of(config).layers[0]
+    assert layer.kind == "sinusoidal"
+    np.testing.assert_allclose(layer.sinusoid(np.arange(64)), table, rtol=0, atol=64 * 2.0**-24 * 2)
+    hf, config = hf_config("led", d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                           decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16, vocab_size=64,
+                           max_encoder_position_embeddings=64, max_decoder_position_embeddings=32,
+                           attention_window=[4])
+    model = AutoModel.from_config(hf)
+    resolved = positions_of(config)
+    assert resolved.stack("encoder")[0].table_size == model.encoder.embed_positions.weight.shape[0] == 64
+    assert resolved.stack("decoder")[0].table_size == model.decoder.embed_positions.weight.shape[0] == 32

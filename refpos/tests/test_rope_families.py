@@ -165,7 +165,11 @@ def test_no_attention_layers_have_no_attention_module(row, layer_type):
         tiny = {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 128, "state_size": 16, "num_heads": 2,
                 "head_dim": 64, "n_groups": 1}  # Mamba-2: hidden_size · expand = num_heads · head_dim
         model = AutoModel.from_config(AutoConfig.for_model(row.model_type, **tiny))
-        assert not [m for m in model.modules() if type(m).__name__.endswith("Attention")]
+        named = [name for name, m in model.named_modules() if "Rotary" in type(m).__name__
+                 or name.endswith(("position_embeddings", "embed_positions", "wpe"))]
+        assert not named, named  # no rotary module, no position table (RWKV's WKV recurrence is no attention)
+        assert not [m for m in model.modules() if type(m).__name__.endswith("Attention")
+                    and row.model_type != "rwkv"]
         return
     if pattern is not None and pattern.indices is not None:  # the config lists its attention layers (Bamba, LFM2)
         if layer_type != pattern.other:
