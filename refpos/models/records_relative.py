@@ -34,9 +34,11 @@ class AlibiLayer(LayerRecord):
               \qquad b_{hij} = \operatorname{round}(\hat m_h (j - j_{\text{last}}))
               \;\;(\texttt{key\_index\_end})
 
-    (both equal the causal form :math:`-m_h (i - j)` under a causal mask, up to a per-row constant the
-    softmax removes); ``rounded=False`` gives the exact bias. ``before_scale``: added to :math:`q\cdot k` before
-    the :math:`1/\sqrt{d}` scale (Falcon), else after it (BLOOM, MPT).
+    with the positions :math:`j` rounded to ``dtype`` first, as torch converts an integer tensor before the
+    product (Falcon's bfloat16 holds 2047 as 2048). Both forms equal the causal form :math:`-m_h (i - j)` under
+    a causal mask, up to a per-row constant the softmax removes; ``rounded=False`` gives the exact bias.
+    ``before_scale``: added to :math:`q\cdot k` before the :math:`1/\sqrt{d}` scale (Falcon), else after it
+    (BLOOM, MPT).
     """
 
     slopes: tuple[float, ...] = ()
@@ -57,10 +59,17 @@ class AlibiLayer(LayerRecord):
         q = np.asarray(to_numpy(q_positions), dtype=np.int64)
         k = np.asarray(to_numpy(k_positions), dtype=np.int64)
         key = k - k[..., -1:] if self.form == "key_index_end" else k  # (..., Tk)
-        slopes = np.asarray(self.computed_slopes if rounded and self.computed_slopes else self.slopes, dtype=np.float64)
+        slopes = np.asarray(self.computed_slopes if rounded and self.computed_slopes else self.slopes,
+                            dtype=np.float64)
         m = slopes[:, None, None]  # (H, 1, 1)
-        products = m * key[..., None, None, :].astype(np.float64)  # (..., H, 1, Tk)
-        products = round_to(products, self.dtype) if rounded else products
+        key = key[..., None, None, :].astype(np.float64)  # (..., 1, 1, Tk)
+        if rounded:  # torch converts the integer positions to the slopes' dtype before the product
+            return self._broadcast(round_to(m * round_to(key, self.dtype), self.dtype), q, k)
+        return self._broadcast(m * key, q, k)
+
+    @staticmethod
+    def _broadcast(products: np.ndarray, q: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """The per-key products ``(..., H, 1, Tk)`` on every query row: ``(..., H, Tq, Tk)``."""
         return np.broadcast_to(products, (*products.shape[:-2], q.shape[-1], k.shape[-1])).copy()
 
     def encoding(self, **weights: Any) -> Encoding:

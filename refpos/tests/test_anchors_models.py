@@ -38,14 +38,15 @@ def positions_of(config: dict):
 
 # ------------------------------------------------------------------------------------------------ ALiBi
 @pytest.mark.parametrize("model_type, heads, extra", [
-    ("bloom", 12, {}), ("bloom", 6, {}), ("falcon", 8, {"alibi": True}), ("falcon", 6, {"alibi": True}),
+    ("bloom", 12, {}), ("bloom", 6, {}), ("bloom", 112, {}), ("falcon", 8, {"alibi": True}),
+    ("falcon", 6, {"alibi": True}), ("falcon", 71, {"alibi": True}),
 ])
 def test_alibi_bias_is_the_family_builder(model_type, heads, extra):
     """BLOOM builds float32 slopes × key index; Falcon rounds slopes and products to bfloat16."""
     _, config = hf_config(model_type, num_attention_heads=heads, hidden_size=heads * 8, **extra)
     layer = positions_of(config).layers[0]
     module = __import__(f"transformers.models.{model_type}.modeling_{model_type}", fromlist=["build_alibi_tensor"])
-    length = 300
+    length = 2048  # past 256 Falcon's bfloat16 holds the key index itself rounded (2047 as 2048)
     theirs = module.build_alibi_tensor(torch.ones(1, length, dtype=torch.long), heads, torch.float32)
     theirs = theirs.reshape(heads, length).double().numpy()
     ours = layer.bias(np.arange(length), np.arange(length))[:, -1, :]  # every row equal: key index
