@@ -41,7 +41,6 @@ Examples
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +50,7 @@ import numpy as np
 from refpos.models.families import Family, family_of
 from refpos.models.hf import check_rope_family, hf_layer_types, language_config, load_hf_config, resolve_rope
 from refpos.models.query_scales import QUERY_SCALES, QueryScale
-from refpos.models.schedule import layer_count, layer_types, rotating
+from refpos.models.schedule import layer_count, layer_types, rotating, summary_line
 from refpos.rope.config import RopeConfig
 from refpos.validation import check_bool, check_int
 
@@ -130,25 +129,7 @@ class LayerSchedule:
 
     def summary(self) -> str:
         """One line, e.g. ``layers 0-47: rope ×36, none ×12 (every 4th)``."""
-        counts: dict[str, list[int]] = {}
-        for layer in self.layers:
-            counts.setdefault(layer.kind, []).append(layer.index)
-        parts = []
-        for kind, indices in counts.items():
-            part = f"{kind} ×{len(indices)}"
-            if len(counts) > 1 and len(indices) > 1:
-                step = indices[1] - indices[0]
-                if all(b - a == step for a, b in itertools.pairwise(indices)) \
-                        and indices[0] == step - 1 and step > 1:
-                    part += f" (every {_ordinal(step)})"
-                elif len(indices) <= 6:
-                    part += " (" + ", ".join(map(str, indices)) + ")"
-            parts.append(part)
-        return f"layers 0-{len(self.layers) - 1}: " + ", ".join(parts)
-
-
-def _ordinal(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+        return summary_line([(layer.index, layer.kind) for layer in self.layers])
 
 
 def _scale(cfg: Mapping[str, Any], family: Family | None, rotates: bool,

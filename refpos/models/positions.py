@@ -37,7 +37,6 @@ Examples
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -49,7 +48,7 @@ from refpos.models.hf_files import hf_layer_types, language_config, load_hf_conf
 from refpos.models.layers import layer_schedule
 from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
 from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, RopeLayer, Unknown
-from refpos.models.schedule import LayerCountMissing, layer_count
+from refpos.models.schedule import LayerCountMissing, layer_count, summary_line
 from refpos.models.stacks import KeyReader, absolute_layers, alibi_layers, deberta_layers, geometry, t5_layers
 
 NO_COUNT = "the config does not give its layer count: one record per layer type, no layer schedule"
@@ -118,7 +117,8 @@ class ModelPositions:
 
     def summary(self) -> str:
         """One line per stack: ``decoder layers 0-47: rope ×36, none ×12 (every 4th)``."""
-        return "\n".join(f"{name} " + _summary(self.stack(name)) for name in self.stacks)
+        return "\n".join(f"{name} " + summary_line([(r.index, r.label) for r in self.stack(name)])
+                         for name in self.stacks)
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready: the model type, its family row's source, every layer, and the reports."""
@@ -127,27 +127,6 @@ class ModelPositions:
                 "layers": [layer.describe() for layer in self.layers], "not_modelled": dict(self.not_modelled),
                 "unknown": dict(self.unknown), "complete": self.complete, "notes": list(self.notes),
                 "assumed": dict(self.assumed)}
-
-
-def _summary(layers: tuple[LayerRecord, ...]) -> str:
-    counts: dict[str, list[int]] = {}
-    for layer in layers:
-        counts.setdefault(layer.label, []).append(layer.index)
-    parts = []
-    for label, indices in counts.items():
-        part = f"{label} ×{len(indices)}"
-        if len(counts) > 1 and len(indices) > 1:
-            step = indices[1] - indices[0]
-            if all(b - a == step for a, b in itertools.pairwise(indices)) and indices[0] == step - 1 and step > 1:
-                part += f" (every {_ordinal(step)})"
-            elif len(indices) <= 6:
-                part += " (" + ", ".join(map(str, indices)) + ")"
-        parts.append(part)
-    return f"layers 0-{len(layers) - 1}: " + ", ".join(parts)
-
-
-def _ordinal(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 # --------------------------------------------------------------------------------------------- resolve

@@ -4,6 +4,7 @@ columns of the family table, :mod:`refpos.models.families`)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -112,4 +113,26 @@ def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | No
     return [True] * n
 
 
-__all__ = ["LAYER_COUNT_KEYS", "LayerCountMissing", "layer_count", "layer_types", "rotating"]
+def summary_line(labels: list[tuple[int, str]]) -> str:
+    """``(index, label)`` of every layer as one line: ``layers 0-47: rope ×36, none ×12 (every 4th)``."""
+    counts: dict[str, list[int]] = {}
+    for index, label in labels:
+        counts.setdefault(label, []).append(index)
+    parts = []
+    for label, indices in counts.items():
+        part = f"{label} ×{len(indices)}"
+        if len(counts) > 1 and len(indices) > 1:
+            step = indices[1] - indices[0]
+            if all(b - a == step for a, b in itertools.pairwise(indices)) and indices[0] == step - 1 and step > 1:
+                part += f" (every {_ordinal(step)})"
+            elif len(indices) <= 6:
+                part += " (" + ", ".join(map(str, indices)) + ")"
+        parts.append(part)
+    return f"layers 0-{len(labels) - 1}: " + ", ".join(parts)
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+__all__ = ["LAYER_COUNT_KEYS", "LayerCountMissing", "layer_count", "layer_types", "rotating", "summary_line"]
