@@ -107,7 +107,7 @@ def check_rope_family(family: Family, cfg: Mapping[str, Any], allowed: tuple[str
         named = f"{family.switch.key}={value} gives" if family.switch is not None else "has"
         stacks = " in an encoder–decoder model" if family.stacks == "encoder-decoder" else ""
         raise ValueError(f"model_type {family.model_type!r} {named} {encoding or 'unmodelled'} positions{stacks}, "
-                         "not RoPE: refpos.model_positions resolves every layer of every encoding")
+                         "not RoPE: refpos.model_positions (refpos positions) resolves every layer of every encoding")
     return encoding
 
 
