@@ -83,7 +83,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *, per_layer: b
     unused = r.unused()
     not_modelled = not_modelled_report(r, unused, rope_type, per_layer_done=per_layer)
     provenance = {name: r.provenance.get(name, "default") for name in FIELD_NAMES}  # every common field
-    provenance.update({name: r.provenance[name] for name in RARE_FIELDS if name in r.provenance})
+    provenance.update({name: r.provenance[name] for name in sorted(RARE_FIELDS) if name in r.provenance})
     if prefix:  # a value read inside a wrapper names the nesting it came from
         provenance = {name: f"config ({prefix[:-1]})" if source == "config" else source
                       for name, source in provenance.items()}
