@@ -314,7 +314,8 @@ def family_of(model_type: str | None) -> Family | None:
     if model_type is None:
         return None
     if not isinstance(model_type, str):
-        raise TypeError(f"model_type must be a str, got {type(model_type).__name__}")
+        raise TypeError("model_type must be a string, a transformers model type such as 'llama', got "
+                        f"{type(model_type).__name__} {model_type!r}")
     return FAMILIES.get(ALIASES.get(model_type, model_type))
 
 

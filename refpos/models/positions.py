@@ -156,7 +156,8 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
     cfg, prefix, parent = language_config(full)
     written = cfg.get("model_type", parent)
     if written is not None and not isinstance(written, str):
-        raise TypeError(f"{prefix}model_type must be a str, got {type(written).__name__}")
+        raise TypeError(f"{prefix}model_type must be a string, a transformers model type such as 'llama', got "
+                        f"{type(written).__name__} {written!r}")
     if assume is not None and not isinstance(assume, Mapping):
         raise TypeError(f"assume must be a mapping of conventions, got {type(assume).__name__}")
     family, notes, assumed = family_of(written), [], dict(assume or {})
