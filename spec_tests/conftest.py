@@ -30,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import declarations
 import pytest
 from hypothesis import HealthCheck, Phase, reject, settings
 from hypothesis.control import currently_in_test_context
@@ -123,6 +124,11 @@ def header_lines(config: pytest.Config) -> list[str]:
         f"  settings: {variables or '(no REFPOS_* variables set)'}; hypothesis profile {PROFILE}",
         f"  {float_tolerance_note(IMPL)}",
     ]
+    declarations.check_declarations(IMPL)
+    declared = {key: declarations.declared_value(IMPL, key) for key, record in declarations.DECLARATIONS.items()
+                if not record.many}
+    lines.append("  declared: " + "; ".join(f"{key} {value}" for key, value in declared.items())
+                 + " (spec_tests/README.md, \"What an adapter declares\")")
     supported = declared_support()
     if supported:
         lines.append("  declared support (strategies draw only these): "

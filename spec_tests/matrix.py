@@ -53,6 +53,7 @@ COLUMNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
                 ("test_golden", ("[rope-layout/",))),
     "partial rotary": (("test_rope_properties", ("pass_through",)),
                        ("test_rope_vectors", ("partial", "tail-", "head-"))),
+    "rotation (tables given)": (("test_rope_tables", ("",)),),
     "RoPE properties": (("test_rope_properties", ("logit_depends", "norm_is", "position_zero", "compose",
                                                   "cos_sin_tables", "broadcast", "frequency_probe")),),
     "sinusoid": (("test_sinusoidal", ("",)), ("test_anchors_encodings", ("sinusoid",))),
@@ -208,7 +209,14 @@ def _counts(tests: dict[str, list[str]]) -> dict[str, int]:
 
 
 # ------------------------------------------------------------------------------------------- render
-def _cell(name: str, column: str, tests: dict[str, list[str]]) -> str:
+#: the cell of a rule column for an adapter whose rotation takes its tables (``INFO["rope_tables"] = "input"``):
+#: it computes no rule, whatever the tests it could be fed would say
+TABLES_GIVEN = "tables given: no rule computed"
+
+
+def _cell(name: str, column: str, tests: dict[str, list[str]], info: dict[str, Any] | None = None) -> str:
+    if (info or {}).get("rope_tables") == "input" and column in (*RULE_COLUMNS.values(), "M-RoPE"):
+        return TABLES_GIVEN
     outcomes = [(nid, o, r) for nid, (o, r) in tests.items() if column in _column_of(nid)]
     ran = [x for x in outcomes if x[1] != "skipped"]
     if not ran:
@@ -233,7 +241,9 @@ def render() -> str:
         "it by hand). Each cell summarises the spec tests of that family or rule: **passes (n)** — every one",
         "of the n tests that ran passed; **diverges (k/n)** — k of them fail or are known divergences (the",
         "link goes to the evidence); **not provided** — the library has no such function or rule, so every",
-        "test of it was skipped with the reason. Property tests count once each, however many examples ran.",
+        "test of it was skipped with the reason; **" + TABLES_GIVEN + "** — the library's rotation takes its",
+        "cos/sin tables as inputs (`INFO[\"rope_tables\"] = \"input\"`), so it is tested on the rotation alone",
+        "and credited with no rule. Property tests count once each, however many examples ran.",
         "",
         "| library | dtype | " + " | ".join(COLUMNS) + " |",
         "|---|---|" + "---|" * len(COLUMNS),
@@ -241,7 +251,7 @@ def render() -> str:
     for res in results:
         name = res["adapter"].rsplit(".", 1)[-1]
         row = [f"`{res['info'].get('name', name)}`", res["info"].get("dtype", "float64")]
-        row += [_cell(name, column, res["tests"]) for column in COLUMNS]
+        row += [_cell(name, column, res["tests"], res["info"]) for column in COLUMNS]
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "## The runs", "", "| adapter | date | passed | skipped | xfailed | failed | wall time |",
               "|---|---|---|---|---|---|---|"]

@@ -20,14 +20,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import declarations
 import numpy as np
 import pytest
 
 import refpos.golden.tolerance as tol_rules
 from refpos.backend import to_numpy
 from refpos.golden.compare import compare
-from refpos.pairs import PARTIAL_PLACEMENTS
-from refpos.rope.config import LAYOUTS, ROPE_TYPES
 
 IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.testing.adapter")
 #: the repository root, so that the adapters shipped with the suite import as ``spec_tests.<...>``
@@ -61,12 +60,8 @@ def info(impl: ModuleType) -> dict[str, Any]:
     return dict(declared) if isinstance(declared, dict) else {}
 
 
-#: what an adapter may declare it supports (``INFO`` keys), and the values each key may list
-SUPPORT_KEYS: dict[str, tuple[str, ...]] = {
-    "rope_types": ROPE_TYPES,
-    "rope_layouts": LAYOUTS,
-    "rope_placements": PARTIAL_PLACEMENTS,  # partial rotary: first or last
-}
+#: the ``INFO`` lists that restrict what the RoPE strategies draw (spec_tests/declarations.py)
+SUPPORT_KEYS: tuple[str, ...] = ("rope_types", "rope_layouts", "rope_placements")
 
 
 def declared_support(impl: ModuleType | None = None) -> dict[str, tuple[str, ...]]:
@@ -77,18 +72,12 @@ def declared_support(impl: ModuleType | None = None) -> dict[str, tuple[str, ...
     adapter is tested on what it implements instead of rejecting most drawn examples. A key left out
     means everything (the adapter may still raise ``NotImplementedError`` per example).
     """
-    declared = info(IMPL if impl is None else impl)
+    target = IMPL if impl is None else impl
     out: dict[str, tuple[str, ...]] = {}
-    for key, allowed in SUPPORT_KEYS.items():
-        if key not in declared:
-            continue
-        values = declared[key]
-        if isinstance(values, str) or not all(isinstance(v, str) for v in values):
-            raise pytest.UsageError(f"{IMPL_NAME}: INFO[{key!r}] must be a list of names, got {values!r}")
-        unknown = [v for v in values if v not in allowed]
-        if unknown:
-            raise pytest.UsageError(f"{IMPL_NAME}: INFO[{key!r}] has {unknown}; allowed: {allowed}")
-        out[key] = tuple(values)
+    for key in SUPPORT_KEYS:
+        values = declarations.declared_list(target, key)
+        if values is not None:
+            out[key] = values
     return out
 
 

@@ -11,10 +11,11 @@ import copy
 
 import numpy as np
 import pytest
+from declarations import declared_value
 from hypothesis import given
 from hypothesis import strategies as st
-from rope_support import frequencies_or_reference, model_configs, rope_dicts
-from support import assert_close, assert_within, require, tolerance
+from rope_support import frequencies_or_reference, model_configs, rope_dicts, span_slices
+from support import IMPL, IMPL_NAME, assert_close, assert_within, require, tolerance
 
 CONFIGS = model_configs()
 
@@ -145,23 +146,80 @@ BAD_CONFIGS = [
 ]
 
 
+#: the functions that read a rope dict, in the order a bad-input test calls the first one provided: the
+#: frequencies when the library exposes them, else its rotation (a kernel whose table lives inside)
+CONFIG_READERS = ("rope_frequencies", "apply_rope", "rope_cos_sin")
+
+
+def _config_reader(impl):
+    """A callable ``f(rope)`` through the first provided function of :data:`CONFIG_READERS`."""
+    for name in CONFIG_READERS:
+        if callable(getattr(impl, name, None)):
+            function = getattr(impl, name)
+            if name == "rope_frequencies":
+                return function
+            if name == "apply_rope":
+                return lambda rope: function(np.ones((1, rope["head_dim"])), np.array([0]), rope)
+            return lambda rope: function(np.array([0]), rope)
+    return require(impl, *CONFIG_READERS)  # skips, naming what is missing
+
+
 @pytest.mark.parametrize(("rope", "error"),
                          [pytest.param(rope, ValueError, id=f"{name}-ValueError") for name, rope in BAD_CONFIGS])
 def test_bad_rope_configs_are_rejected(impl, rope, error):
-    frequencies = require(impl, "rope_frequencies")
+    """Through rope_frequencies, or apply_rope / rope_cos_sin where the frequencies live in a kernel: a config
+    the contract does not define is bad input before anything is rotated."""
+    read = _config_reader(impl)
     with pytest.raises(error):
-        frequencies(rope)
+        read(rope)
 
 
-@pytest.mark.parametrize(("positions", "error"), [
+BAD_POSITIONS = [
     pytest.param(np.array([0, -1]), ValueError, id="positions=[0,-1]-ValueError"),
     pytest.param(np.array([0.0, 1.0]), TypeError, id="positions=[0.0,1.0]-TypeError"),
     pytest.param(np.array([0.5, 1.5]), TypeError, id="positions=[0.5,1.5]-TypeError"),
-])
+]
+PLAIN = {"rope_type": "default", "rope_theta": 1e4, "head_dim": 4}
+
+
+def _skip_declared_negative(positions):
+    if (positions < 0).any() and declared_value(IMPL, "negative_positions") == "rotate":
+        pytest.skip(f"{IMPL_NAME} declares INFO['negative_positions'] = 'rotate': a negative position rotates "
+                    "backwards (test_negative_positions_rotate_backwards)")
+
+
+@pytest.mark.parametrize(("positions", "error"), BAD_POSITIONS)
 def test_bad_positions_are_rejected(impl, positions, error):
-    apply, cos_sin = require(impl, "apply_rope", "rope_cos_sin")
-    rope = {"rope_type": "default", "rope_theta": 1e4, "head_dim": 4}
+    """apply_rope: float positions are a TypeError; a negative one a ValueError unless the adapter declares
+    that it rotates backwards (INFO["negative_positions"])."""
+    apply = require(impl, "apply_rope")
+    _skip_declared_negative(positions)
     with pytest.raises(error):
-        apply(np.ones((2, 4)), positions, rope)
+        apply(np.ones((2, 4)), positions, PLAIN)
+
+
+@pytest.mark.parametrize(("positions", "error"), BAD_POSITIONS)
+def test_bad_positions_are_rejected_by_the_tables(impl, positions, error):
+    cos_sin = require(impl, "rope_cos_sin")
+    _skip_declared_negative(positions)
     with pytest.raises(error):
-        cos_sin(positions, rope)
+        cos_sin(positions, PLAIN)
+
+
+@given(rope_dicts(), st.integers(1, 70000), st.integers(1, 200000), st.integers(0, 2**32 - 1))
+def test_negative_positions_rotate_backwards(impl, rope, delta, seq_len, seed):
+    """INFO["negative_positions"] = "rotate" (llama.cpp shifts cached keys by negative deltas): position −δ
+    turns by −δ·ω, so rotating by δ and then by −δ gives A²·x on the rotated span (index-from-the-end
+    semantics or a clip to 0 cannot). The frequencies are those of ``seq_len``, given explicitly."""
+    apply = require(impl, "apply_rope")
+    if declared_value(IMPL, "negative_positions") != "rotate":
+        pytest.skip(f"{IMPL_NAME} declares negative positions an error (test_bad_positions_are_rejected)")
+    x = np.random.default_rng(seed).standard_normal((1, rope["head_dim"]))
+    there = apply(x, np.array([delta]), rope, seq_len=seq_len)
+    back = apply(there, np.array([-delta]), rope, seq_len=seq_len)
+    inv, a = frequencies_or_reference(impl, rope, seq_len)
+    span, _ = span_slices(rope)
+    expected = x.copy()
+    expected[:, span] = a * a * x[:, span]
+    assert_close(back, expected, impl, "phase", positions=np.array([2 * delta]), inv_freq=inv,
+                 magnitude=max(a, 1.0) ** 2 * 2 * np.abs(x).max(), what="R(−δ) R(δ) x")

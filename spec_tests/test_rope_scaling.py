@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from rope_support import ROPE_TYPES, THETAS, base_inv, rope_dicts, rotary_width, yarn_bounds
+from rope_oracle import rotate_by_frequencies
+from rope_support import ROPE_TYPES, THETAS, base_inv, frequencies_or_reference, rope_dicts, rotary_width, yarn_bounds
 from support import assert_close, assert_within, at_most, require, tolerance
 
 
@@ -66,7 +67,7 @@ def test_linear_equals_positions_divided_by_the_factor(impl, rope, factor, n):
     plain = {k: v for k, v in rope.items() if k != "factor"} | {"rope_type": "default"}
     y_linear = apply(x, np.array([factor * n]), rope)
     y_plain = apply(x, np.array([n]), plain)
-    inv, _ = frequencies(impl, plain)
+    inv, _ = frequencies_or_reference(impl, plain, None)  # for the tolerance only
     assert_close(y_linear, y_plain, impl, "phase", positions=np.array([factor * n]), inv_freq=inv,
                  magnitude=2 * np.abs(x).max(), what="linear(s·n) vs default(n)")
 
@@ -210,15 +211,27 @@ def test_longrope_switches_exactly_after_the_original_length(impl, rope, p):
                               (l0 + p, long)):
         assert_within(frequencies(impl, rope, seq_len)[0], expected, what=f"seq_len={seq_len}",
                                    **tolerance(impl))
-    # through apply_rope, seq_len = max(positions) + 1: position L0 - 1 is short, L0 is long
-    apply = require(impl, "apply_rope")
-    x = np.random.default_rng(p).standard_normal((1, rope["head_dim"]))
-    at_short = apply(x, np.array([l0 - 1]), rope)
-    assert_within(at_short, apply(x, np.array([l0 - 1]), rope, seq_len=l0), **tolerance(impl))
-    at_long = apply(x, np.array([l0]), rope)
-    assert_within(at_long, apply(x, np.array([l0]), rope, seq_len=l0 + 1), **tolerance(impl))
     a_short, a_long = frequencies(impl, rope, l0)[1], frequencies(impl, rope, l0 + 1)[1]
     assert a_short == a_long  # one attention factor for both sets
+
+
+@given(rope_dicts(("longrope",)), st.integers(1, 5000))
+def test_longrope_switches_after_the_original_length_through_apply_rope(impl, rope, p):
+    """The same boundary through apply_rope alone (a kernel whose tables live inside): with seq_len =
+    max(positions) + 1, position L0 − 1 rotates with the short factors and position L0 with the long ones
+    (ω_j = 1/(factor_j·θ^(2j/d)), the one attention factor A of the rope)."""
+    l0 = rope["original_max_position_embeddings"]
+    apply = require(impl, "apply_rope")
+    d = rotary_width(rope)
+    pos_part = rope["rope_theta"] ** (np.arange(0, d, 2) / d)
+    _, a = frequencies_or_reference(impl, rope, l0 + 1)  # A, the same for both sets
+    x = np.random.default_rng(p).standard_normal((1, rope["head_dim"]))
+    for position, factors, which in ((l0 - 1, "short_factor", "short"), (l0, "long_factor", "long")):
+        inv = 1 / (np.array(rope[factors]) * pos_part)
+        expected = rotate_by_frequencies(x, np.array([position]), inv, a, rope)
+        assert_close(apply(x, np.array([position]), rope), expected, impl, "phase", positions=np.array([position]),
+                     inv_freq=inv, magnitude=max(a, 1.0) * 2 * np.abs(x).max(),
+                     what=f"position {position}: the {which} factors (seq_len = {position + 1}, L0 = {l0})")
 
 
 @pytest.mark.parametrize("rope_type", ROPE_TYPES)

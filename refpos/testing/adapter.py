@@ -12,6 +12,7 @@ import numpy as np
 
 import refpos
 from refpos.backend import get_xp, to_numpy
+from refpos.rope.given_tables import apply_rope_tables as _rotate_with_tables
 
 INFO: dict[str, Any] = {
     "name": "refpos",
@@ -319,6 +320,15 @@ def apply_rope(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | 
     """Rotated ``x`` ``(..., T, head_dim)`` at ``positions`` ``(T,)`` (or ``(..., T)``): the layout's pairs in
     the rotated span times A, pass-through channels unchanged. seq_len None: ``max(positions) + 1``."""
     return _out(refpos.apply_rope(_f64(x), _positions_in(positions), _rope(rope), seq_len=seq_len))
+
+
+def apply_rope_tables(x: np.ndarray, positions: np.ndarray, cos: np.ndarray, sin: np.ndarray,
+                      rope: dict) -> np.ndarray:
+    """Rotated ``x`` ``(..., T, head_dim)`` with the tables given, the rotation alone (kernels that take cos/sin
+    caches): ``cos``, ``sin`` ``(N, m)`` per pair (``A·cos φ``, ``A·sin φ`` of rows p = 0 … N−1, built by any
+    rule), token at position p reads row p (M-RoPE: pair j reads row ``p_{a(j)}``); only the rope dict's
+    geometry is read (head_dim, rotary width, placement, layout, sections). ``p < 0`` or ``p >= N``: ValueError."""
+    return _out(_rotate_with_tables(_f64(x), _positions_in(positions), _f64(cos), _f64(sin), _rope(rope)))
 
 
 def apply_rope_complex(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | None = None) -> np.ndarray:

@@ -13,6 +13,7 @@ import numpy as np
 
 from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 from refpos.pairs import place_pairs, split_pairs
+from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES
 from refpos.rope.params import PARAM_KEYS
 
 #: the M-RoPE keys (docs/mrope.md): contract keys; an adapter that does not wire M-RoPE raises
@@ -64,8 +65,14 @@ def rope_settings(rope: dict, library: str, *, mrope: bool = False) -> dict:
 
 def kind_and_layout(rope: dict, library: str, layouts: tuple[str, ...]) -> tuple[str, str]:
     """``(rope_type, layout)`` of a settled rope dict (:func:`rope_settings`) for a library that rotates its
-    first channels in ``layouts``; another layout, or the ``last`` placement, is ``NotImplementedError``."""
+    first channels in ``layouts``; another contract layout, or the ``last`` placement, is
+    ``NotImplementedError``. A rule, layout or placement the contract does not define (``"neox"``) is bad
+    input, ``ValueError``, whatever the library supports."""
     kind, layout = rope.get("rope_type", "default"), rope.get("layout", "half")  # no layout: the contract's half
+    for key, value, defined in (("rope_type", kind, ROPE_TYPES), ("layout", layout, LAYOUTS),
+                                ("placement", rope.get("placement", "first"), PLACEMENTS)):
+        if value not in defined:
+            raise ValueError(f"{key} must be one of {defined}, got {value!r}")
     if layout not in layouts:
         raise NotImplementedError(f"{library} rotates the {' or '.join(layouts)} layout, not {layout!r}")
     if rope.get("placement", "first") == "last":

@@ -1,0 +1,111 @@
+"""What an adapter may declare in ``INFO`` beyond its name, and what each declaration does to the suite.
+
+One record per declaration (:data:`DECLARATIONS`): its key, the values it takes, its default, and what the
+suite does with it. The table of spec_tests/README.md ("What an adapter declares") is rendered from these
+records (:func:`markdown_table`; ``spec_tests/test_meta.py`` fails when the two drift apart), and every
+reader of ``INFO`` goes through the functions below, which turn a value outside the record into a usage
+error naming the key (a typo is never read as "everything").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from refpos.pairs import PARTIAL_PLACEMENTS
+from refpos.rope.config import LAYOUTS, ROPE_TYPES
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One ``INFO`` key: the values it may take (a list of them when ``many``), its default and its effect."""
+
+    key: str
+    values: tuple[str, ...]
+    default: str
+    effect: str
+    many: bool = False
+
+
+#: the functions whose results depend on RoPE tables the library computes itself (frequencies, angles)
+TABLE_FUNCTIONS = ("rope_frequencies", "rope_cos_sin", "apply_rope", "apply_rope_complex", "rope_rotation_matrix",
+                   "rope_attention_logits", "rope_dynamic_ntk_frequencies")
+
+DECLARATIONS: dict[str, Declaration] = {d.key: d for d in (
+    Declaration("rope_types", ROPE_TYPES, "every rule", many=True,
+                effect="the RoPE strategies draw only these rules; a test that needs another is skipped with "
+                       "that reason before it draws"),
+    Declaration("rope_layouts", LAYOUTS, "every layout", many=True,
+                effect="the strategies draw only these layouts; a test that needs another (the layout "
+                       "conjugacy needs two) is skipped with that reason; half-layout goldens are replayed "
+                       "in a declared layout through the fixed permutation"),
+    Declaration("rope_placements", PARTIAL_PLACEMENTS, "first and last",
+                many=True, effect="the partial-rotary placements drawn (`[]`: no partial rotary)"),
+    Declaration("rope_tables", ("computed", "input"), "computed",
+                effect="`input`: the rotation takes cos/sin tables as inputs (ONNX `RotaryEmbedding`, "
+                       "`cos_sin_cache` kernels): the adapter provides `apply_rope_tables` and none of the "
+                       "functions that compute tables, and the matrix credits it with the rotation only"),
+    Declaration("negative_positions", ("error", "rotate"), "error",
+                effect="`error`: a negative position is a `ValueError`; `rotate`: position −δ rotates by "
+                       "the angle −δ·ω (llama.cpp's K-shift), tested as the inverse of +δ"),
+)}
+
+
+def _declared(impl: ModuleType) -> dict[str, Any]:
+    declared = getattr(impl, "INFO", None)
+    return dict(declared) if isinstance(declared, dict) else {}
+
+
+def _name(impl: ModuleType) -> str:
+    return getattr(impl, "__name__", repr(impl))
+
+
+def declared_list(impl: ModuleType, key: str) -> tuple[str, ...] | None:
+    """The values the adapter lists under ``key`` (a ``many`` declaration), ``None`` when it leaves it out."""
+    record = DECLARATIONS[key]
+    declared = _declared(impl)
+    if key not in declared:
+        return None
+    values = declared[key]
+    if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+        raise pytest.UsageError(f"{_name(impl)}: INFO[{key!r}] must be a list of names, got {values!r}")
+    unknown = [v for v in values if v not in record.values]
+    if unknown:
+        raise pytest.UsageError(f"{_name(impl)}: INFO[{key!r}] has {unknown}; allowed: {record.values}")
+    return tuple(values)
+
+
+def declared_value(impl: ModuleType, key: str) -> str:
+    """The one value the adapter declares under ``key`` (its default when left out)."""
+    record = DECLARATIONS[key]
+    value = _declared(impl).get(key, record.default)
+    if value not in record.values:
+        raise pytest.UsageError(f"{_name(impl)}: INFO[{key!r}] is {value!r}; allowed: {record.values}")
+    return value
+
+
+def check_declarations(impl: ModuleType) -> None:
+    """Every declaration of ``impl`` read once (a usage error names a bad one), and what they imply: an
+    adapter whose rotation takes its tables (``rope_tables = "input"``) provides no function that computes
+    them, since the tables it would return are someone else's."""
+    for key, record in DECLARATIONS.items():
+        declared_list(impl, key) if record.many else declared_value(impl, key)
+    if declared_value(impl, "rope_tables") == "input":
+        computing = [name for name in TABLE_FUNCTIONS if callable(getattr(impl, name, None))]
+        if computing:
+            raise pytest.UsageError(
+                f"{_name(impl)}: INFO['rope_tables'] = 'input' (its rotation takes the tables) but it provides "
+                f"{computing}, which compute tables: provide apply_rope_tables only, or declare 'computed'")
+
+
+def markdown_table() -> str:
+    """The declarations as the table of spec_tests/README.md."""
+    rows = ["| `INFO` key | values | default | what the suite does with it |", "|---|---|---|---|"]
+    for record in DECLARATIONS.values():
+        values = ", ".join(f"`{v}`" for v in record.values)
+        rows.append(f"| `{record.key}` | {'a list of ' if record.many else ''}{values} | {record.default} | "
+                    f"{record.effect} |")
+    return "\n".join(rows)
