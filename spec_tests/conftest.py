@@ -30,13 +30,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import declarations
 import pytest
 from hypothesis import HealthCheck, Phase, reject, settings
 from hypothesis.control import currently_in_test_context
 from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
-from support import IMPL, IMPL_NAME, declared_support, float_tolerance_note
+from support import IMPL, IMPL_NAME, check_declarations, declared_support, declared_value, float_tolerance_note
 
+from refpos.testing.declarations import DECLARATIONS
 from refpos.testing.profiles import load_profile
 
 PROFILE = load_profile()
@@ -124,9 +124,8 @@ def header_lines(config: pytest.Config) -> list[str]:
         f"  settings: {variables or '(no REFPOS_* variables set)'}; hypothesis profile {PROFILE}",
         f"  {float_tolerance_note(IMPL)}",
     ]
-    declarations.check_declarations(IMPL)
-    declared = {key: declarations.declared_value(IMPL, key) for key, record in declarations.DECLARATIONS.items()
-                if not record.many}
+    check_declarations()
+    declared = {key: declared_value(key) for key, record in DECLARATIONS.items() if not record.many}
     lines.append("  declared: " + "; ".join(f"{key} {value}" for key, value in declared.items())
                  + " (spec_tests/README.md, \"What an adapter declares\")")
     supported = declared_support()

@@ -20,13 +20,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import declarations
 import numpy as np
 import pytest
 
 import refpos.golden.tolerance as tol_rules
 from refpos.backend import to_numpy
 from refpos.golden.compare import compare
+from refpos.golden.forms import describe_forms
+from refpos.testing import declarations
 
 IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.testing.adapter")
 #: the repository root, so that the adapters shipped with the suite import as ``spec_tests.<...>``
@@ -60,7 +61,32 @@ def info(impl: ModuleType) -> dict[str, Any]:
     return dict(declared) if isinstance(declared, dict) else {}
 
 
-#: the ``INFO`` lists that restrict what the RoPE strategies draw (spec_tests/declarations.py)
+def declared_value(key: str, impl: ModuleType | None = None) -> str:
+    """The adapter's one-value declaration ``INFO[key]`` (refpos/testing/declarations.py; its default when
+    left out); a value outside the record is a usage error."""
+    try:
+        return declarations.declared_value(IMPL if impl is None else impl, key)
+    except declarations.DeclarationError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def declared_list(key: str, impl: ModuleType | None = None) -> tuple[str, ...] | None:
+    """The adapter's list declaration ``INFO[key]`` (``None`` when left out); a bad one is a usage error."""
+    try:
+        return declarations.declared_list(IMPL if impl is None else impl, key)
+    except declarations.DeclarationError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def check_declarations(impl: ModuleType | None = None) -> None:
+    """Every declaration of the adapter read once, and what they imply (a usage error otherwise)."""
+    try:
+        declarations.check_declarations(IMPL if impl is None else impl)
+    except declarations.DeclarationError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+#: the ``INFO`` lists that restrict what the RoPE strategies draw (refpos/testing/declarations.py)
 SUPPORT_KEYS: tuple[str, ...] = ("rope_types", "rope_layouts", "rope_placements")
 
 
@@ -75,7 +101,7 @@ def declared_support(impl: ModuleType | None = None) -> dict[str, tuple[str, ...
     target = IMPL if impl is None else impl
     out: dict[str, tuple[str, ...]] = {}
     for key in SUPPORT_KEYS:
-        values = declarations.declared_list(target, key)
+        values = declared_list(key, target)
         if values is not None:
             out[key] = values
     return out
@@ -173,7 +199,8 @@ def tolerance_array(
         pos = np.asarray(positions)
         per_row = ref[..., None] if ref.ndim == pos.ndim else ref  # one value per position: (..., T, 1)
         atol = tol_rules.rope_tolerance(dtype, pos, freqs, reference=per_row,
-                                        magnitude=np.asarray(magnitude, dtype=np.float64))
+                                        magnitude=np.asarray(magnitude, dtype=np.float64),
+                                        forms=declared_forms(impl) if dtype == declared_dtype(impl) else None)
         atol = np.reshape(to_numpy(atol), ref.shape)
     else:
         if logits is None:
@@ -307,10 +334,15 @@ def tolerance(impl: ModuleType, kind: str = "value") -> dict[str, float]:
     return {"rtol": rel, "atol": rel}
 
 
+def declared_forms(impl: ModuleType) -> tuple[str, ...] | None:
+    """``INFO["forms"]`` of the adapter (``None``: every form its dtype admits)."""
+    return declared_list("forms", impl)
+
+
 def float_tolerance_note(impl: ModuleType) -> str:
-    """One line for the report header: the tolerance rule that follows from the declared dtype."""
-    dtype = declared_dtype(impl)
-    c = tol_rules.ANGLE_C[dtype] if isinstance(tol_rules.ANGLE_C, dict) else tol_rules.ANGLE_C
-    return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}; angle-derived "
-            f"values add {c:g}·p·max ω·{tol_rules.ANGLE_ROUNDOFF[dtype]:.3g} "
-            "(refpos.golden.tolerance, docs/conventions.md#tolerances)")
+    """Lines for the report header: the tolerance rules that follow from the declared dtype and forms."""
+    dtype, forms = declared_dtype(impl), declared_forms(impl)
+    which = f"declared forms {', '.join(forms)}" if forms else f"no forms declared: every form {dtype} admits"
+    return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}; angle-derived values "
+            f"({which}; docs/conventions.md#tolerances): atol = m·|p|·max_j k_j·ω_j·u + storage(m), with "
+            f"{describe_forms(dtype, forms)}")

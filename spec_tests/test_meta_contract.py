@@ -200,10 +200,11 @@ def test_the_matrix_credits_a_tables_kernel_with_no_rule():
 
 
 def test_the_readme_table_of_declarations_is_the_registry():
-    """spec_tests/README.md's "What an adapter declares" is rendered from spec_tests/declarations.py."""
-    import declarations
+    """spec_tests/README.md's "What an adapter declares" is rendered from refpos/testing/declarations.py."""
     from support import ROOT
+
+    from refpos.testing import declarations
 
     readme = (ROOT / "spec_tests" / "README.md").read_text(encoding="utf-8")
     table = readme.split("<!-- declarations:begin -->\n", 1)[1].split("\n<!-- declarations:end -->", 1)[0]
-    assert table == declarations.markdown_table(), "re-render the table from spec_tests/declarations.py"
+    assert table == declarations.markdown_table(), "re-render the table from refpos/testing/declarations.py"

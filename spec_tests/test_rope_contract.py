@@ -11,11 +11,10 @@ import copy
 
 import numpy as np
 import pytest
-from declarations import declared_value
 from hypothesis import given
 from hypothesis import strategies as st
 from rope_support import frequencies_or_reference, model_configs, rope_dicts, span_slices
-from support import IMPL, IMPL_NAME, assert_close, assert_within, require, tolerance
+from support import IMPL_NAME, assert_close, assert_within, declared_value, require, tolerance
 
 CONFIGS = model_configs()
 
@@ -183,7 +182,7 @@ PLAIN = {"rope_type": "default", "rope_theta": 1e4, "head_dim": 4}
 
 
 def _skip_declared_negative(positions):
-    if (positions < 0).any() and declared_value(IMPL, "negative_positions") == "rotate":
+    if (positions < 0).any() and declared_value("negative_positions") == "rotate":
         pytest.skip(f"{IMPL_NAME} declares INFO['negative_positions'] = 'rotate': a negative position rotates "
                     "backwards (test_negative_positions_rotate_backwards)")
 
@@ -212,7 +211,7 @@ def test_negative_positions_rotate_backwards(impl, rope, delta, seq_len, seed):
     turns by −δ·ω, so rotating by δ and then by −δ gives A²·x on the rotated span (index-from-the-end
     semantics or a clip to 0 cannot). The frequencies are those of ``seq_len``, given explicitly."""
     apply = require(impl, "apply_rope")
-    if declared_value(IMPL, "negative_positions") != "rotate":
+    if declared_value("negative_positions") != "rotate":
         pytest.skip(f"{IMPL_NAME} declares negative positions an error (test_bad_positions_are_rejected)")
     x = np.random.default_rng(seed).standard_normal((1, rope["head_dim"]))
     there = apply(x, np.array([delta]), rope, seq_len=seq_len)

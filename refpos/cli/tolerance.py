@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.cli.options import LENGTH, POSITION, help_with
+from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, POSITION, help_with
+from refpos.golden.forms import FORMS, check_forms
 from refpos.golden.tolerance import (
     ANGLE_ROUNDOFF,
     MANTISSA,
@@ -57,6 +58,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="a model config.json: use its frequencies and attention factor")
     parser.add_argument("--seq-len", type=LENGTH, default=None,
                         help=help_with(LENGTH, "sequence length for the resolver"))
+    parser.add_argument("--head-dim", type=EVEN_WIDTH, default=128,
+                        help=help_with(EVEN_WIDTH, "head size of the default table (without --config; default 128)"))
+    parser.add_argument("--theta", type=BASE, default=10000.0,
+                        help=help_with(BASE, "base θ of the default RoPE table (without --config; default 10000)"))
+    parser.add_argument("--forms", default=None,
+                        help="comma-separated forms of the computation (docs/conventions.md#tolerances: "
+                             f"{', '.join(FORMS)}); a kind left out: every form of it the dtype admits")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -64,13 +72,15 @@ def run(args: argparse.Namespace) -> int:
     """``refpos tolerance``: print the error a correct implementation in ``--dtype`` can show."""
 
     dtype = check_dtype(args.dtype)
+    forms = check_forms(dtype, args.forms.split(",") if args.forms else None)
     if args.config:
         inv_freq, factor, source = _frequencies_from_config(args.config, args.seq_len)
     else:
-        inv_freq, factor, source = np.array([1.0]), 1.0, "default RoPE (ω_0 = 1 for every base)"
+        inv_freq = args.theta ** -(np.arange(0, args.head_dim, 2) / args.head_dim)
+        factor, source = 1.0, f"default RoPE (θ = {args.theta:g}, head_dim {args.head_dim})"
     positions = np.array(_probe_positions(args.max_position), dtype=np.int64)
-    unit = to_numpy(rope_tolerance(dtype, positions, inv_freq))
-    qk = to_numpy(rope_tolerance(dtype, positions, inv_freq, magnitude=factor))
+    unit = to_numpy(rope_tolerance(dtype, positions, inv_freq, forms=forms))
+    qk = to_numpy(rope_tolerance(dtype, positions, inv_freq, magnitude=factor, forms=forms))
     w_tol = to_numpy(value_tolerance(dtype, np.abs(inv_freq)))
     rows = [{"position": int(p), "cos_sin_atol": float(a), "qk_atol_per_unit_pair_norm": float(b)}
             for p, a, b in zip(positions, unit, qk, strict=True)]
@@ -85,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         "attention_factor": factor,
         "inv_freq_rtol": float(w_tol.max() / max(float(np.max(np.abs(inv_freq))), 1e-300)),
         "rule": describe("rope", dtype),
+        "forms": {name: FORMS[name].bound_text() for name in forms},
         "positions": rows,
         "fixed_atol_rejects_correct_code_from": fixed,
         "frequencies": frequency_promise(dtype, inv_freq, args.max_position),
@@ -94,9 +105,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"refpos tolerance: dtype {dtype}; frequencies: {source}")
     print(f"  max ω = {result['max_inv_freq']:.10g}, attention factor A = {factor:.10g}")
-    rule = result["rule"]
-    print(f"  rule: atol(p) = |pair|·{rule['angle_c']:g}·p·max ω·{rule['angle_roundoff']:.3g} + rounding"
-          f" ({rule['reason']})")
+    print("  rule: atol(p) = m·|p|·max_j k_j·ω_j·u + storage(m), m the pair's size, for the forms in force "
+          "(docs/conventions.md#tolerances):")
+    for name, bound in result["forms"].items():
+        print(f"    {name} ({FORMS[name].kind}): {bound}")
     print(f"  inv_freq, slopes and other position-independent values: {describe('value', dtype)['reason']}")
     print(f"{'position':>10}  {'cos/sin atol':>13}  {'q/k atol per unit pair norm':>28}")
     for r in rows:

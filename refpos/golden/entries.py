@@ -21,7 +21,9 @@ from refpos.golden.schema import SchemaError, check_tolerance
 RULES = {
     "value": "position-independent values: " + "; ".join(tol.REASONS[d] for d in ("float64", "float32", "bfloat16")),
     "integer": "integers (buckets, indices, positions) compare exactly",
-    "rope": tol.describe("rope", "float64")["reason"] + "; atol per position (axis -2) scaled by the largest "
+    "rope": "angle-derived: per dtype, the bound of every form a correct implementation in it may take (angles "
+            "by pow, exp/log or a running product; a rotation in float32, or input, tables and output stored in "
+            "the dtype: docs/conventions.md#tolerances); atol per position (axis -2) scaled by the largest "
             "rotated pair of the row",
     "attention": "attention output after RoPE: 2·max|v|·δlogit with δlogit = scale·|q|·|k|·(2·δrot + 2·D·u) from "
                  "the rotation tolerance at the largest position, plus the value rule",
@@ -66,11 +68,9 @@ def tolerance_rope(positions: np.ndarray, inv_freq: np.ndarray, magnitude: np.nd
     m = np.asarray(magnitude, dtype=np.float64)
     out: dict[str, Any] = {"rule": "rope", "atol_axis": -2}
     for d in tol.DTYPES:
-        # bf16/fp16: the float32 path's atol per row, and their 2 ulps of each element in "ulps"
-        path = d if d in ("float64", "float32") else "float32"
-        atol = np.asarray(tol.rope_tolerance(path, p, inv_freq, magnitude=m), dtype=np.float64)
-        out[d] = {"atol": [round_up(float(a)) for a in atol], "rtol": 0.0,
-                  "ulps": tol.ULPS_LOW if d in ("bfloat16", "float16") else 0.0}
+        # every form the dtype admits (a golden is read without a declaration): its angle and storage bound
+        atol = np.asarray(tol.rope_tolerance(d, p, inv_freq, magnitude=m), dtype=np.float64)
+        out[d] = {"atol": [round_up(float(a)) for a in atol], "rtol": 0.0, "ulps": 0.0}
     return out
 
 

@@ -8,12 +8,11 @@ The rule (docs/conventions.md#tolerances, docs/anchors.md#the-cossin-tables), on
   ``rtol = 1e-6`` (float32 anchors: HF ``inv_freq`` ≤ 3.2e-7 relative, BLOOM slopes 5.7e-8);
   bfloat16 / float16 two ulps of the reference (one rounding on each side), never absolute-only.
 * :func:`rope_tolerance` — values computed from angles ``p·ω`` (cos/sin, rotated q/k, sinusoid tables).
-  The angle of a correct implementation is off by about ``p·max ω·u`` (``u`` the unit roundoff of its
-  phase path), so the tolerance grows with the position:
-  ``atol = |pair|·c·p·max ω·u + rounding``; float32 ``c = 3`` (≤ 1.33 measured for default and llama3
-  tables, docs/anchors.md#the-cossin-tables; HF 5.24.0's LongRoPE path reaches 2.02: ω off by 1.85·2⁻²⁴
-  plus the product's rounding), float64 ``c = 4`` (two independent float64 paths
-  differ by up to 1.86·p·max ω·2⁻⁵³). A fixed float32 atol of 1e-5 rejects correct code from p ≈ 170.
+  The angle of a correct implementation is off by up to ``|p|·u·k_j·ω_j`` and its rounding is a few units
+  of the pair's size ``m``, both by the **form** of its computation (:mod:`refpos.golden.forms`: ``pow``,
+  ``exp_log``, ``running_product`` angles; float32 rotation, or an input, tables and output stored in
+  bfloat16 / float16), so ``atol = m·|p|·max_f u_f·max_j k_{f,j}ω_j + storage(m)`` for the forms in force
+  (every form the dtype admits unless named). A fixed float32 atol of 1e-5 rejects correct code from p ≈ 170.
 * :func:`integer_tolerance` — T5 buckets, indices: exact.
 * :func:`probability_tolerance` — softmax outputs of a float32 softmax: ``max|logit|·2⁻²³``.
 
@@ -23,9 +22,9 @@ manifest. ``refpos tolerance`` prints the numbers.
 Examples
 --------
 >>> import numpy as np
->>> atol = rope_tolerance("float32", np.array([0, 1, 2048, 131071]), np.array([1.0, 0.01]))
+>>> atol = rope_tolerance("float32", np.array([0, 1, 2048, 131071]), np.array([1.0, 0.01]), forms=["pow"])
 >>> [f"{v:.2e}" for v in np.asarray(atol)]
-['4.77e-07', '6.56e-07', '3.67e-04', '2.34e-02']
+['4.77e-07', '7.15e-07', '4.89e-04', '3.13e-02']
 """
 
 from __future__ import annotations
@@ -36,29 +35,19 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import Array, array_namespace, to_numpy
+from refpos.golden.forms import angle_rate, check_forms, describe_forms, storage_coefficients
 from refpos.golden.ulp import DTYPES as DTYPES  # the dtype facts every rule is stated in, re-exported
 from refpos.golden.ulp import MANTISSA, as_float_array, check_dtype, ulp
 
 #: unit roundoff of the phase path: float64 angles for float64, else a float32 phase path (a bf16 or
-#: fp16 phase path is the bf16_angles bug, not a tolerance)
+#: fp16 phase path is the bf16_angles bug, not a tolerance); the forms of refpos.golden.forms say more
 ANGLE_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "bfloat16": 2.0**-24, "float16": 2.0**-24}
-#: c of the angle term. float32 path: the angle errs by p·ω·δω (float32 ω: δω up to ~2·2⁻²⁴ for the
-#: pow/multiply/divide of the scaling rules) plus ½ ulp of the product (up to p·ω·2⁻²⁴); measured ≤ 1.33
-#: for default/llama3 tables (docs/anchors.md#the-cossin-tables), 2.02 for HF 5.24.0 Phi-3.5 LongRoPE
-#: (pair 1, p = 56114);
-#: c = 3 leaves margin. float64: each correct path errs up to 1.1·p·max ω·2⁻⁵³ from the exact value and
-#: two correct forms (θ^(−2j/d) vs exp(−2j/d·ln θ)) differ by up to 1.86·p·max ω·2⁻⁵³ (measured,
-#: 6000 positions < 131072, θ ∈ {1e4, 5e5, 1e6}); c = 4 leaves margin for two independent errors
-ANGLE_C = {"float64": 4.0, "float32": 3.0, "bfloat16": 3.0, "float16": 3.0}
 #: float64 re-derivation: operation order moves the last digits (docs/conventions.md#tolerances)
 RTOL_FLOAT64 = 1e-13
 #: position-independent float32 anchor values (docs/conventions.md#tolerances)
 RTOL_FLOAT32 = 1e-6
-#: ulps allowed for reduced-precision outputs: one rounding on each side
+#: ulps allowed for reduced-precision position-independent values: one rounding on each side
 ULPS_LOW = 2.0
-#: float32 ulps of a pair's norm for rounding along the float32 path: input cast, cos/sin, ×A, two
-#: products and a sum each round once (½ ulp); 4 ulps bound their sum with margin
-ULPS_FLOAT32_PATH = 4.0
 
 REASONS = {
     "float64": "float64 re-derivation: algebraically equal forms differ by a few ulps (rtol 1e-13)",
@@ -128,18 +117,17 @@ def _half_ulp_at_one(dtype: str) -> float:
     return 0.5 * 2.0 ** -MANTISSA[dtype]
 
 
-def angle_error_bound(dtype: str, positions: Any, inv_freq: Any) -> Array:
-    r"""Per-position bound of the angle error of a correct phase path: :math:`c\,|p|\,\max_j\omega_j\,u`.
+def angle_error_bound(dtype: str, positions: Any, inv_freq: Any, *, forms: Any = None) -> Array:
+    r"""Per-position bound of the angle error of a correct phase path: :math:`|p|\,\max_f u_f\max_j k_{f,j}\,\omega_j`.
 
-    ``u`` is 2⁻⁵³ for float64 (``c = 4``: two independent float64 paths) and 2⁻²⁴ for every other
-    dtype (``c = 3``; their angles come from a float32 phase path: float32 ``inv_freq`` ≤ 3.2e-7
-    relative, float32 product).
+    ``k_{f,j} = c + b·j + e·ln(1/ω_j)`` of each angle form ``f`` in force (:mod:`refpos.golden.forms`; every
+    form the dtype admits unless ``forms`` names some): float64 ``c = 4, e = 3``, ``u = 2⁻⁵³``; float32 paths
+    ``pow`` (c = 4, e = 1), ``exp_log`` (c = 3, e = 4), ``running_product`` (c = 3, b = 3, e = 1), ``u = 2⁻²⁴``.
     """
     dtype = check_dtype(dtype)
     p = as_float_array(positions, "positions")
     xp = array_namespace(p)
-    max_omega = _max_omega(inv_freq)
-    return ANGLE_C[dtype] * xp.abs(p) * max_omega * ANGLE_ROUNDOFF[dtype]
+    return xp.abs(p) * angle_rate(dtype, to_numpy(as_float_array(inv_freq, "inv_freq")), forms)
 
 
 def correct_error(dtype: str, positions: Any, inv_freq: Any) -> Array:
@@ -216,6 +204,7 @@ def rope_tolerance(
     *,
     reference: Any = None,
     magnitude: Any = 1.0,
+    forms: Any = None,
 ) -> Array:
     r"""atol for angle-derived values (cos/sin, rotated q/k, sinusoid tables) of a correct implementation.
 
@@ -225,43 +214,46 @@ def rope_tolerance(
         The dtype the candidate computed (and stored) in.
     positions : int array ``(..., T)``
     inv_freq : array ``(m,)``
-        The frequencies in use; only ``max ω`` enters.
+        The frequencies in use, in pair order (the running product's bound grows with the pair index).
     reference : array ``(..., T, n)``, optional
-        The reference values; needed for the ulp term of bf16/fp16 outputs. Without it the result is
-        per position, shape ``(..., T)``, for values of size up to ``magnitude``.
-    magnitude : float or array broadcastable to ``reference``
-        Size of the rotated quantity: 1 for cos/sin, ``A·‖pair‖`` for rotated q/k.
+        The reference values: the result is broadcast to their shape. Without it the result is per
+        position, shape ``(..., T)``.
+    magnitude : float or array broadcastable to the result
+        Size ``m`` of the rotated quantity: 1 for cos/sin (``A`` with the attention factor), ``A·‖pair‖``
+        for rotated q/k.
+    forms : names of :data:`refpos.golden.forms.FORMS`, optional
+        The forms the candidate takes (``INFO["forms"]``, ``refpos check --forms``); a kind left out (angles,
+        storage) means every form of that kind the dtype admits, ``None`` every admitted form.
 
     Notes
     -----
     .. math::
-        \mathrm{atol} = m \cdot c\,p\,\max_j\omega_j\,u \;+\; \begin{cases}
+        \mathrm{atol} = m\,|p|\,\max_f u_f\max_j k_{f,j}\,\omega_j \;+\; \begin{cases}
             10^{-13}\, m & \text{float64}\\
             4\,\mathrm{ulp}_{32}(m) & \text{float32}\\
-            4\,\mathrm{ulp}_{32}(m) + 2\,\mathrm{ulp}_{\text{dtype}}(|r|) & \text{bfloat16, float16}
+            \frac{n u_t}{1 - n u_t}\,m + 4\,\mathrm{ulp}_{32}(m) + \tfrac n2\,\mathrm{sub}_t & \text{bfloat16, float16}
         \end{cases}
 
-    with ``m`` the magnitude, ``c = 4, u = 2⁻⁵³`` (float64) or ``c = 3, u = 2⁻²⁴`` (a float32 phase
-    path).
+    with ``n`` the largest number of roundings to the dtype among the storage forms in force (2 fused
+    float32, 3 input in the dtype, 4 tables in the dtype), ``u_t`` the dtype's unit roundoff and ``sub_t``
+    its subnormal spacing.
     """
     dtype = check_dtype(dtype)
-    angle = angle_error_bound(dtype, positions, inv_freq)  # (..., T)
+    angle = angle_error_bound(dtype, positions, inv_freq, forms=forms)  # (..., T)
     xp = array_namespace(angle)
     mag = as_float_array(magnitude, "magnitude", xp)
     if reference is None:
         base = angle * mag
-        ref = None
     else:
         ref = as_float_array(reference, "reference", xp)
         base = angle[..., None] * mag  # (..., T, n)
         if tuple(base.shape) != tuple(ref.shape):
             base = base + xp.zeros_like(ref)  # broadcast to the reference's shape
-    if dtype == "float64":
-        return base + RTOL_FLOAT64 * mag
-    path = ULPS_FLOAT32_PATH * ulp(mag, "float32")
-    if dtype == "float32":
-        return base + path
-    return base + path + ULPS_LOW * ulp(mag if ref is None else xp.abs(ref), dtype)
+    relative, path_ulps, floor = storage_coefficients(dtype, forms)
+    stored = relative * mag + floor
+    if path_ulps:
+        stored = stored + path_ulps * ulp(mag, "float32")
+    return base + stored
 
 
 @dataclass(frozen=True)
@@ -275,9 +267,13 @@ class ToleranceRule:
     ulps: float = 0.0
     angle_c: float = 0.0
     angle_roundoff: float = 0.0
+    forms: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v != 0.0 or k in ("rule", "dtype", "reason")}
+        out = {k: v for k, v in asdict(self).items() if v not in (0.0, ()) or k in ("rule", "dtype", "reason")}
+        if self.forms:
+            out["forms"] = list(self.forms)
+        return out
 
 
 def describe(rule: str, dtype: str) -> dict[str, Any]:
@@ -291,16 +287,11 @@ def describe(rule: str, dtype: str) -> dict[str, Any]:
             return ToleranceRule("value", dtype, REASONS[dtype], rtol=rtol).to_json()
         return ToleranceRule("value", dtype, REASONS[dtype], ulps=ULPS_LOW).to_json()
     if rule == "rope":
-        rounding = {"float64": "rtol 1e-13 of the pair's size (operation order)",
-                    "float32": "4 float32 ulps of the pair's size (input cast, cos/sin, ×A, products, sum)"}
-        reason = ("angle-derived: a correct float32 phase path's angle is off by <= 2.02·p·max ω·2^-24 "
-                  "(measured: docs/anchors.md#the-cossin-tables, HF LongRoPE; c = 3) "
-                  "or <= 1.86·p·max ω·2^-53 between two float64 forms (c = 4); plus "
-                  + rounding.get(dtype, "the float32 path's rounding and 2 ulps of the reference (output "
-                                        "rounding)"))
-        extra = {"rtol": RTOL_FLOAT64} if dtype == "float64" else {"ulps": ULPS_FLOAT32_PATH}
-        return ToleranceRule("rope", dtype, reason, angle_c=ANGLE_C[dtype], angle_roundoff=ANGLE_ROUNDOFF[dtype],
-                             **extra).to_json()
+        names = check_forms(dtype)
+        reason = ("angle-derived: every form a correct " + dtype + " implementation may take ("
+                  + ", ".join(names) + "; docs/conventions.md#tolerances): " + describe_forms(dtype)
+                  + "; the bound of the forms in force, per position, scaled by the pair's size m")
+        return ToleranceRule("rope", dtype, reason, angle_roundoff=ANGLE_ROUNDOFF[dtype], forms=names).to_json()
     if rule == "probability":
         return ToleranceRule("probability", dtype, "float softmax: max|logit|·2^-23 (float32)").to_json()
     raise ValueError(f"rule must be one of ('value', 'rope', 'integer', 'probability'), got {rule!r}")

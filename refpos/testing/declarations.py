@@ -1,10 +1,11 @@
-"""What an adapter may declare in ``INFO`` beyond its name, and what each declaration does to the suite.
+"""What an adapter of the spec suite may declare in ``INFO``, and what each declaration does to the suite.
 
 One record per declaration (:data:`DECLARATIONS`): its key, the values it takes, its default, and what the
 suite does with it. The table of spec_tests/README.md ("What an adapter declares") is rendered from these
-records (:func:`markdown_table`; ``spec_tests/test_meta.py`` fails when the two drift apart), and every
-reader of ``INFO`` goes through the functions below, which turn a value outside the record into a usage
-error naming the key (a typo is never read as "everything").
+records (:func:`markdown_table`; ``spec_tests/test_meta_contract.py`` fails when the two drift apart), and
+every reader of ``INFO`` goes through the functions below, which raise :class:`DeclarationError` naming the
+key for a value outside the record (a typo is never read as "everything"); the suite reports it as a usage
+error.
 """
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-import pytest
-
+from refpos.golden.forms import FORMS, check_forms
+from refpos.golden.ulp import check_dtype
 from refpos.pairs import PARTIAL_PLACEMENTS
 from refpos.rope.config import LAYOUTS, ROPE_TYPES
+
+
+class DeclarationError(ValueError):
+    """An ``INFO`` declaration outside its record (the spec suite stops with it as a usage error)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ DECLARATIONS: dict[str, Declaration] = {d.key: d for d in (
                 effect="`input`: the rotation takes cos/sin tables as inputs (ONNX `RotaryEmbedding`, "
                        "`cos_sin_cache` kernels): the adapter provides `apply_rope_tables` and none of the "
                        "functions that compute tables, and the matrix credits it with the rotation only"),
+    Declaration("forms", tuple(FORMS), "every form the dtype admits", many=True,
+                effect="the forms of the computation (docs/conventions.md#tolerances): the tolerance of "
+                       "angle-derived values is the bound of these (a kind left out: every form of it the "
+                       "dtype admits); the header prints the bound in force; goldens admit every form"),
     Declaration("negative_positions", ("error", "rotate"), "error",
                 effect="`error`: a negative position is a `ValueError`; `rotate`: position −δ rotates by "
                        "the angle −δ·ω (llama.cpp's K-shift), tested as the inverse of +δ"),
@@ -71,10 +80,10 @@ def declared_list(impl: ModuleType, key: str) -> tuple[str, ...] | None:
         return None
     values = declared[key]
     if isinstance(values, str) or not all(isinstance(v, str) for v in values):
-        raise pytest.UsageError(f"{_name(impl)}: INFO[{key!r}] must be a list of names, got {values!r}")
+        raise DeclarationError(f"{_name(impl)}: INFO[{key!r}] must be a list of names, got {values!r}")
     unknown = [v for v in values if v not in record.values]
     if unknown:
-        raise pytest.UsageError(f"{_name(impl)}: INFO[{key!r}] has {unknown}; allowed: {record.values}")
+        raise DeclarationError(f"{_name(impl)}: INFO[{key!r}] has {unknown}; allowed: {record.values}")
     return tuple(values)
 
 
@@ -83,7 +92,7 @@ def declared_value(impl: ModuleType, key: str) -> str:
     record = DECLARATIONS[key]
     value = _declared(impl).get(key, record.default)
     if value not in record.values:
-        raise pytest.UsageError(f"{_name(impl)}: INFO[{key!r}] is {value!r}; allowed: {record.values}")
+        raise DeclarationError(f"{_name(impl)}: INFO[{key!r}] is {value!r}; allowed: {record.values}")
     return value
 
 
@@ -93,10 +102,16 @@ def check_declarations(impl: ModuleType) -> None:
     them, since the tables it would return are someone else's."""
     for key, record in DECLARATIONS.items():
         declared_list(impl, key) if record.many else declared_value(impl, key)
+    forms = declared_list(impl, "forms")
+    if forms is not None:
+        try:
+            check_forms(check_dtype(_declared(impl).get("dtype", "float64")), forms)
+        except ValueError as exc:
+            raise DeclarationError(f"{_name(impl)}: INFO['forms']: {exc}") from None
     if declared_value(impl, "rope_tables") == "input":
         computing = [name for name in TABLE_FUNCTIONS if callable(getattr(impl, name, None))]
         if computing:
-            raise pytest.UsageError(
+            raise DeclarationError(
                 f"{_name(impl)}: INFO['rope_tables'] = 'input' (its rotation takes the tables) but it provides "
                 f"{computing}, which compute tables: provide apply_rope_tables only, or declare 'computed'")
 
