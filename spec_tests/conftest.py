@@ -250,8 +250,8 @@ class ExampleCount:
 
 #: the counts of the property test running now (reset before each test)
 EXAMPLES = ExampleCount()
-#: per node id, the counts of property tests that discarded unsupported examples (for the summary)
-PARTIAL: dict[str, ExampleCount] = {}
+#: per node id, the note of each property test that discarded unsupported examples (for the summary)
+PARTIAL: dict[str, str] = {}
 
 
 def _count_examples(item: pytest.Item) -> None:
@@ -320,7 +320,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.longrepr = (str(item.path), item.location[1] or 0,
                            f"Skipped: none of {count.drawn} drawn examples is supported: {count.main_reason()}")
     elif count.unsupported:
-        PARTIAL[item.nodeid] = count
+        # carried by the report, so that under pytest-xdist the controller (which prints the summary) gets it
+        report.user_properties.append((PARTIAL_PROPERTY, _examples_note(count)))
+
+
+#: the report property that carries a partial run's note from the process that ran it to the summary
+PARTIAL_PROPERTY = "refpos_examples_note"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect the partial runs' notes where the summary is printed (the only process, or xdist's controller)."""
+    for name, value in report.user_properties:
+        if name == PARTIAL_PROPERTY:
+            PARTIAL[report.nodeid] = value
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -328,8 +340,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not PARTIAL:
         return
     terminalreporter.section("refpos: property tests run on the supported part of the drawn examples")
-    for nodeid, count in sorted(PARTIAL.items()):
-        terminalreporter.write_line(f"{nodeid}: {_examples_note(count)}")
+    for nodeid, note in sorted(PARTIAL.items()):
+        terminalreporter.write_line(f"{nodeid}: {note}")
 
 
 @pytest.fixture(scope="session")

@@ -62,6 +62,7 @@ COLUMNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "learned": (("test_sinusoidal", ("learned",)),),
     "attention core": (("test_attention", ("",)),),
     "input validation": (("test_rope_contract", ("bad_",)), ("test_t5", ("bad_",)),
+                         ("test_anchors_encodings", ("bad_",)),
                          ("test_beyond_anchors", ("must_be",))),
 }
 #: tests a column's needle matches that belong to another column

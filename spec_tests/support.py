@@ -107,6 +107,16 @@ def declared_support(impl: ModuleType | None = None) -> dict[str, tuple[str, ...
     return out
 
 
+def needs(key: str, *values: str) -> None:
+    """Skip, before anything is drawn or called, a test that needs all of ``values`` of a support list the
+    adapter declares without them (``INFO["rope_layouts"]`` without one of the two layouts a conjugacy
+    compares)."""
+    declared = declared_support().get(key)
+    missing = [] if declared is None else [v for v in values if v not in declared]
+    if missing:
+        pytest.skip(f"needs INFO[{key!r}] to include {list(values)}; {IMPL_NAME} declares {list(declared or ())}")
+
+
 def supported_subset(key: str, wanted: tuple[str, ...]) -> tuple[str, ...]:
     """The values of ``wanted`` the adapter declares for ``key`` (all of them when it declares none)."""
     declared = declared_support().get(key)
@@ -262,6 +272,18 @@ def at_most(value: Any, bound: float, impl: ModuleType, *, what: str = "") -> No
                              f"(the {declared_dtype(impl)} rule)")
 
 
+def nan_note(actual: Any, expected: Any) -> str:
+    """``"N NaN entries where the reference is a number (the first at index i); "`` or ``""``: a NaN output is
+    reported as NaN, not as an infinite error."""
+    got, want = np.asarray(actual, dtype=np.float64), np.broadcast_to(np.asarray(expected, dtype=np.float64),
+                                                                         np.shape(actual))
+    nan = np.isnan(got) & ~np.isnan(want)
+    if not nan.any():
+        return ""
+    first = tuple(int(i) for i in np.argwhere(nan)[0])
+    return f"{int(nan.sum())} NaN entries where the reference is a number (the first at index {first}); "
+
+
 def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "value", *, what: str = "",
                  anchor_dtype: str | None = None, anchor_kind: str | None = None, **rule: Any) -> None:
     """Assert ``|actual − expected| ≤ atol`` elementwise, atol from :func:`tolerance_array`.
@@ -288,9 +310,9 @@ def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "valu
     if not result.ok:
         worst = result.worst_index
         raise AssertionError(
-            f"{label} ({kind} rule, dtype {declared_dtype(impl)}): {result.n_outside} of {result.n} entries "
-            f"outside tolerance; worst at {worst}: got {actual[worst]!r}, expected {expected[worst]!r}, "
-            f"|diff| {result.error[worst]:.3g} > atol {result.allowed[worst]:.3g}"
+            f"{label} ({kind} rule, dtype {declared_dtype(impl)}): {nan_note(actual, expected)}{result.n_outside} "
+            f"of {result.n} entries outside tolerance; worst at {worst}: got {actual[worst]!r}, expected "
+            f"{expected[worst]!r}, |diff| {result.error[worst]:.3g} > atol {result.allowed[worst]:.3g}"
         )
 
 
@@ -314,7 +336,8 @@ def assert_within(actual: Any, expected: Any, *, rtol: float, atol: float = 0.0,
     if not result.ok:
         worst = result.worst_index
         bound = f"atol {float(np.max(atol)):.3g} + rtol {rtol:.3g}·|expected|"
-        raise AssertionError(f"{label}: {result.n_outside} of {result.n} entries outside {bound}; worst at "
+        raise AssertionError(f"{label}: {nan_note(actual, expected)}{result.n_outside} of {result.n} entries "
+                             f"outside {bound}; worst at "
                              f"{worst}: got {actual[worst]!r}, expected {expected[worst]!r}, |diff| "
                              f"{result.error[worst]:.3g} > {result.allowed[worst]:.3g}")
 

@@ -75,34 +75,44 @@ def test_bloom_alibi_slopes_and_key_index_bias(impl, n_heads):
                  anchor_dtype="float32", what="key-index bias")
 
 
-def _t5_grid():
+def _t5_grid(valid: bool):
+    """The grid of T5 bucket arguments, the valid ones (max_distance beyond the exact range) or the others."""
     for bidirectional in (True, False):
         for num_buckets in (8, 16, 32, 33, 64, 128):
             if bidirectional and num_buckets % 2:
                 continue
             for max_distance in (16, 20, 64, 128, 256, 1000, 4096):
-                yield bidirectional, num_buckets, max_distance
+                max_exact = num_buckets // 4 if bidirectional else num_buckets // 2
+                if (max_distance > max_exact) == valid:
+                    yield bidirectional, num_buckets, max_distance
+
+
+def _relative_positions(max_distance: int) -> np.ndarray:
+    return np.unique(np.concatenate([np.arange(-1000, 1001), np.arange(-max_distance - 50, max_distance + 51)]))
 
 
 @pytest.mark.parametrize(("bidirectional", "num_buckets", "max_distance"),
-                         cases("bidirectional, num_buckets, max_distance", _t5_grid()))
+                         cases("bidirectional, num_buckets, max_distance", _t5_grid(valid=True)))
 def test_t5_buckets_equal_hf(impl, bidirectional, num_buckets, max_distance):
-    """HF ``T5Attention._relative_position_bucket`` over r ∈ [−1000, 1000] (and ±(max_distance + 50)).
-
-    Combinations where max_distance does not exceed the exact range are invalid: HF silently returns
-    garbage buckets there (log of a ratio below 1); the adapter must reject them, naming max_distance.
-    """
+    """HF ``T5Attention._relative_position_bucket`` over r ∈ [−1000, 1000] (and ±(max_distance + 50)), on the
+    arguments HF computes correctly (a verbatim copy of HF's function passes every case)."""
     from transformers.models.t5.modeling_t5 import T5Attention
 
     bucket = require(impl, "t5_bucket")
-    max_exact = num_buckets // 4 if bidirectional else num_buckets // 2
-    rel = np.unique(np.concatenate([np.arange(-1000, 1001), np.arange(-max_distance - 50, max_distance + 51)]))
-    if max_distance <= max_exact:
-        with pytest.raises(ValueError, match="max_distance"):
-            bucket(rel, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
-        return
+    rel = _relative_positions(max_distance)
     expected = T5Attention._relative_position_bucket(
         torch.from_numpy(rel), bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance
     ).numpy()
     got = bucket(rel, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(("bidirectional", "num_buckets", "max_distance"),
+                         cases("bidirectional, num_buckets, max_distance", _t5_grid(valid=False)))
+def test_bad_bucket_ranges_that_hf_miscomputes_are_rejected(impl, bidirectional, num_buckets, max_distance):
+    """max_distance not beyond the exact range: HF silently returns garbage buckets (the log of a ratio below
+    1); the contract asks for a ValueError naming max_distance, which HF itself does not give."""
+    bucket = require(impl, "t5_bucket")
+    with pytest.raises(ValueError, match="max_distance"):
+        bucket(_relative_positions(max_distance), bidirectional=bidirectional, num_buckets=num_buckets,
+               max_distance=max_distance)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support import declared_dtype, require
+from support import declared_dtype, nan_note, require
 
 from refpos.golden.entries import compare
 from refpos.golden.manifest import default_golden_dir, find_case, load_arrays, load_manifest
@@ -53,9 +53,15 @@ def _assert_within(case: dict[str, Any], name: str, value: Any, reference: np.nd
         value = _reduce_pairs(value, reference, case["parameters"]["rope"].get("layout", "half"), what)
     assert value.shape == reference.shape, f"{what}: shape {value.shape}, expected {reference.shape}"
     result = compare(value, reference, case["outputs"][name]["tolerance"], dtype)
-    assert result["ok"], (f"{what}: max |diff| {result['max_abs_error']:.3g} = {result['max_ratio']:.3g}× the "
-                          f"{dtype} tolerance at index {result['worst_index']} ({result['n_bad']} elements "
-                          f"outside); diagnose with `refpos check {case['id']} your_output.npy --dtype {dtype}`")
+    nan = nan_note(value, reference)
+    worst = f"at index {result['worst_index']}" if not nan else "among the numbers"
+    if nan:  # the largest error among the entries that are numbers (a NaN has no size to report)
+        finite = np.where(np.isnan(value) & ~np.isnan(reference), reference, value)
+        result = {**compare(finite, reference, case["outputs"][name]["tolerance"], dtype), "ok": False,
+                  "n_bad": result["n_bad"]}
+    assert result["ok"], (f"{what}: {nan}max |diff| {result['max_abs_error']:.3g} = {result['max_ratio']:.3g}× the "
+                          f"{dtype} tolerance {worst} ({result['n_bad']} elements outside); diagnose with "
+                          f"`refpos check {case['id']} your_output.npy --dtype {dtype}`")
 
 
 @pytest.mark.parametrize("case", CALL_CASES, ids=[c["id"] for c in CALL_CASES])

@@ -208,3 +208,121 @@ def test_the_readme_table_of_declarations_is_the_registry():
     readme = (ROOT / "spec_tests" / "README.md").read_text(encoding="utf-8")
     table = readme.split("<!-- declarations:begin -->\n", 1)[1].split("\n<!-- declarations:end -->", 1)[0]
     assert table == declarations.markdown_table(), "re-render the table from refpos/testing/declarations.py"
+
+
+# ------------------------------------------------------------------------------------ reporting
+COUNTING = """
+    import os
+    from pathlib import Path
+    from refpos.testing import adapter as ref
+
+    INFO = {{"name": "half only", "dtype": "float64", "rope_layouts": ["half"]}}
+    CALLS = Path(os.environ["CALLS_FILE"])
+
+    def apply_rope(x, positions, rope, seq_len=None):
+        with CALLS.open("a") as f:
+            f.write(rope.get("layout", "half") + "\\n")
+        {body}
+"""
+
+
+def test_a_layout_test_needing_an_undeclared_layout_skips_before_calling(tmp_path):
+    """A half-only adapter (declared): the deinterleaved tests say what they need and call nothing (they used
+    to draw hundreds of examples, each calling the library, before "none supported")."""
+    calls = tmp_path / "calls.txt"
+    body = """if rope.get("layout", "half") != "half":
+            raise NotImplementedError("half only")
+        return ref.apply_rope(x, positions, rope, seq_len=seq_len)"""
+    (tmp_path / "half_only.py").write_text(textwrap.dedent(COUNTING.format(body=body)), encoding="utf-8")
+    tests = ["spec_tests/test_rope_properties.py::test_deinterleaved_is_interleaved_written_half_split",
+             "spec_tests/test_rope_properties.py::test_deinterleaved_and_interleaved_give_the_same_logits",
+             "spec_tests/test_rope_properties.py::test_half_and_interleaved_are_conjugate_by_the_fixed_permutation"]
+    result = run_suite("half_only", ["-q", "-rs", *tests], {"PYTHONPATH": str(tmp_path), "CALLS_FILE": str(calls)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "3 skipped" in out and "needs INFO['rope_layouts']" in out, out[-3000:]
+    assert not calls.exists() or not calls.read_text(), f"the library was called: {calls.read_text()[:200]}"
+
+
+def test_the_partial_coverage_report_survives_xdist(tmp_path):
+    """A narrow adapter under ``-n 2`` (the mode the tutorial recommends): the summary still lists the property
+    tests that ran on part of their drawn examples."""
+    body = """if rope.get("rope_type", "default") != "default":
+            raise NotImplementedError("only default RoPE")
+        return ref.apply_rope(x, positions, rope, seq_len=seq_len)"""
+    source = COUNTING.format(body=body).replace(', "rope_layouts": ["half"]', "")
+    (tmp_path / "narrow_x.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    test = "spec_tests/test_rope_properties.py::test_pass_through_channels_are_unchanged"
+    result = run_suite("narrow_x", ["-q", "-n", "2", test],
+                       {"PYTHONPATH": str(tmp_path), "CALLS_FILE": str(tmp_path / "c.txt")})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    assert "property tests run on the supported part of the drawn examples" in out and "only default RoPE" in out
+
+
+def test_a_nan_output_is_reported_as_nan(tmp_path):
+    body = """import numpy as np
+        y = np.array(ref.apply_rope(x, positions, rope, seq_len=seq_len))
+        y[..., 0, 0] = np.nan
+        return y"""
+    source = COUNTING.format(body=body).replace(', "rope_layouts": ["half"]', "")
+    (tmp_path / "nan_out.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    test = "spec_tests/test_golden.py::test_golden_case[rope/meta-llama--Llama-2-7b-hf/apply]"
+    result = run_suite("nan_out", ["-q", test], {"PYTHONPATH": str(tmp_path), "CALLS_FILE": str(tmp_path / "c.txt")})
+    out = result.stdout + result.stderr
+    assert result.returncode == FAILED, out[-3000:]
+    assert "1 NaN entries where the reference is a number (the first at index (0, 0))" in out, out[-3000:]
+    assert "inf×" not in out and "= inf" not in out, out[-3000:]
+
+
+def test_grouped_query_attention_needs_a_grouped_example(tmp_path):
+    """An attention that refuses every call with H > H_kv: the GQA property fails (it used to pass on its
+    H = H_kv examples alone)."""
+    adapter = """
+        from refpos.testing import adapter as ref
+
+        INFO = {"name": "no GQA", "dtype": "float64"}
+
+        def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=None):
+            if q.shape[1] != k.shape[1]:
+                raise NotImplementedError("multi-head attention only")
+            return ref.attention(q, k, v, bias, mask, scale, causal, softcap)
+    """
+    (tmp_path / "no_gqa.py").write_text(textwrap.dedent(adapter), encoding="utf-8")
+    test = "spec_tests/test_attention.py::test_grouped_query_attention_equals_mha_with_repeated_kv"
+    result = run_suite("no_gqa", ["-q", test], {"PYTHONPATH": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == FAILED and "no example with H > H_kv ran" in out, out[-3000:]
+
+
+def test_a_verbatim_copy_of_hfs_t5_buckets_equals_hf(tmp_path):
+    """transformers' own bucket formula, copied without the argument checks transformers lacks: every "equal
+    to HF" case passes; only the bad-input test asks for the ValueError."""
+    pytest.importorskip("transformers")
+    adapter = """
+        import math
+        import numpy as np
+
+        INFO = {"name": "HF's T5 buckets, copied", "dtype": "float64"}
+
+        def t5_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+            rel = np.asarray(relative_position, dtype=np.int64)
+            out = np.zeros_like(rel)
+            if bidirectional:
+                num_buckets //= 2
+                out += (rel > 0).astype(np.int64) * num_buckets
+                rel = np.abs(rel)
+            else:
+                rel = -np.minimum(rel, 0)
+            max_exact = num_buckets // 2
+            small = rel < max_exact
+            with np.errstate(divide="ignore", invalid="ignore"):  # log(0) for the small ones, never picked
+                large = max_exact + (np.log(rel.astype(np.float32) / max_exact) / math.log(max_distance / max_exact)
+                                     * (num_buckets - max_exact)).astype(np.int64)
+            large = np.minimum(large, num_buckets - 1)
+            return out + np.where(small, rel, large)
+    """
+    (tmp_path / "hf_t5_copy.py").write_text(textwrap.dedent(adapter), encoding="utf-8")
+    result = run_suite("hf_t5_copy", ["-q", "spec_tests/test_anchors_encodings.py", "-k", "t5_buckets_equal_hf"],
+                       {"PYTHONPATH": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and " failed" not in out, out[-3000:]

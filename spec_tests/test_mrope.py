@@ -21,31 +21,54 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rope_support import frequencies_or_reference, seeded
-from support import assert_close, require, tolerance_array
+from support import IMPL_NAME, assert_close, declared_list, require, supported_subset, tolerance_array
+
+from refpos.testing.declarations import DECLARATIONS
 
 POSITIONS = st.integers(0, 5000)
 
 
+def declared_assignments() -> tuple[str, ...]:
+    """The M-RoPE variants the adapter declares (``INFO["mrope"]``); a skip, before anything is drawn, when it
+    declares none of the three-row assignments."""
+    variants = declared_list("mrope") or DECLARATIONS["mrope"].default_values
+    if not {"contiguous", "interleaved"} & set(variants):
+        pytest.skip(f"{IMPL_NAME} declares INFO['mrope'] = {list(variants)}: no M-RoPE assignment to test")
+    return variants
+
+
 @st.composite
-def mrope_dicts(draw):
-    """A valid M-RoPE dict: 3 ≤ m ≤ 24 pairs split into three non-empty sections, either assignment."""
-    m = draw(st.integers(3, 24))
-    s_h = draw(st.integers(1, m - 2))
-    s_w = draw(st.integers(1, m - 1 - s_h))
-    sections = [m - s_h - s_w, s_h, s_w]
+def mrope_dicts(draw, rows: tuple[int, ...] | None = None):
+    """A valid M-RoPE dict of a declared assignment (``INFO["mrope"]``), in a declared layout: 3 ≤ m ≤ 24 pairs
+    split into three non-empty sections, or (``four_rows`` declared) four sections t, h, w, e (ggml)."""
+    variants = declared_assignments()
+    assignments = [v == "interleaved" for v in ("contiguous", "interleaved") if v in variants]
+    choices = rows or ((3, 4) if "four_rows" in variants else (3,))
+    if 4 in choices and "four_rows" not in variants:
+        pytest.skip(f"{IMPL_NAME} does not declare a fourth position row (INFO['mrope'] lacks 'four_rows')")
+    n_rows = draw(st.sampled_from(choices))
+    m = draw(st.integers(4, 24))
+    s_h = draw(st.integers(1, m - 3))
+    s_w = draw(st.integers(1, m - 2 - s_h))
+    s_e = draw(st.integers(0, m - 1 - s_h - s_w)) if n_rows == 4 else 0
+    sections = [m - s_h - s_w - s_e, s_h, s_w] + ([s_e] if n_rows == 4 else [])
     fits = 3 * s_h <= m + 1 and 3 * s_w <= m  # the round-robin gives every section all its pairs
-    interleaved = fits and draw(st.booleans())
+    interleaved = draw(st.sampled_from([a for a in assignments if fits or not a] or [False]))
+    layouts = supported_subset("rope_layouts", ("half", "interleaved"))
+    if not layouts:
+        pytest.skip(f"{IMPL_NAME} declares neither the half nor the interleaved layout")
     return {"rope_type": "default", "rope_theta": draw(st.sampled_from([1e4, 1e6])), "head_dim": 2 * m,
-            "layout": draw(st.sampled_from(["half", "interleaved"])), "mrope_section": sections,
-            "mrope_interleaved": interleaved}
+            "layout": draw(st.sampled_from(layouts)), "mrope_section": sections, "mrope_interleaved": interleaved}
 
 
 def expected_axes(sections, interleaved):
-    """a(j) by docs/mrope.md#the-math: contiguous bands, or round-robin h at j ≡ 1, w at j ≡ 2 (mod 3)."""
-    s_t, s_h, s_w = sections
+    """a(j) by docs/mrope.md#the-math: contiguous bands, or round-robin h at j ≡ 1, w at j ≡ 2 (mod 3); the pairs
+    the round-robin leaves read t (three sections) or, with four, t at j ≡ 0 below 3·s_t and e elsewhere."""
+    m = sum(sections)
     if not interleaved:
-        return [0] * s_t + [1] * s_h + [2] * s_w
-    return [j % 3 if j % 3 and j < 3 * sections[j % 3] else 0 for j in range(s_t + s_h + s_w)]
+        return [axis for axis, count in enumerate(sections) for _ in range(count)]
+    rest = 3 if len(sections) == 4 else 0
+    return [j % 3 if j < 3 * sections[j % 3] else rest for j in range(m)]
 
 
 def _plain(rope):
@@ -64,18 +87,20 @@ def test_equal_axes_are_one_dimensional_rope(impl, rope, positions):
     p = np.array(positions)
     inv, _ = frequencies(_plain(rope))
     want = cos_sin(p, _plain(rope))
-    for got in (cos_sin(np.stack([p] * 3), rope), cos_sin(p, rope)):
+    for got in (cos_sin(np.stack([p] * len(rope["mrope_section"])), rope), cos_sin(p, rope)):
         for g, w in zip(got, want, strict=True):
             assert_close(g, w, impl, "phase", positions=p, inv_freq=inv, what="M-RoPE with t = h = w")
 
 
-@given(mrope_dicts(), st.lists(POSITIONS, min_size=6, max_size=6), st.lists(st.integers(0, 3000), min_size=3,
-       max_size=3), st.data())
-def test_logit_depends_only_on_the_shift_of_each_axis(impl, rope, six, shift, data):
+@given(mrope_dicts(), st.lists(POSITIONS, min_size=8, max_size=8), st.lists(st.integers(0, 3000), min_size=4,
+       max_size=4), st.data())
+def test_logit_depends_only_on_the_shift_of_each_axis(impl, rope, eight, shift, data):
     apply, frequencies = require(impl, "apply_rope", "rope_frequencies")
     x = seeded(data.draw, (2, rope["head_dim"]))
     q, k = x[:1], x[1:]
-    pq, pk, delta = np.array(six[:3])[:, None], np.array(six[3:])[:, None], np.array(shift)[:, None]
+    rows = len(rope["mrope_section"])
+    pq, pk = np.array(eight[:rows])[:, None], np.array(eight[4:4 + rows])[:, None]
+    delta = np.array(shift[:rows])[:, None]
 
     def logit(a, b):
         return float((apply(q, a, rope) @ apply(k, b, rope).T)[0, 0])
@@ -95,11 +120,12 @@ def test_each_axis_moves_exactly_its_pairs(impl, rope, base, step):
     exceeds the declared dtype's tolerance (a slow pair moved by a few positions may round to the same
     bfloat16 or float16 value)."""
     cos_sin = require(impl, "rope_cos_sin")
-    start = np.array(base)[:, None]  # (3, T=1)
+    rows = len(rope["mrope_section"])
+    start = np.array((base * 2)[:rows])[:, None]  # (rows, T=1)
     _, sin0 = cos_sin(start, rope)
     inv, a = frequencies_or_reference(impl, _plain(rope), None)
     axes = expected_axes(rope["mrope_section"], rope["mrope_interleaved"])
-    for axis in range(3):
+    for axis in range(rows):
         moved = start.copy()
         moved[axis] += step
         _, sin1 = cos_sin(moved, rope)
@@ -111,9 +137,9 @@ def test_each_axis_moves_exactly_its_pairs(impl, rope, base, step):
                                           inv_freq=inv, magnitude=max(a, 1.0))
         must_move = [j for j in want if visible[j]]
         where = f"(sections {rope['mrope_section']}, interleaved {rope['mrope_interleaved']})"
-        assert set(changed) <= set(want), f"moving axis {'thw'[axis]} changed pairs {changed}, only {want} may {where}"
+        assert set(changed) <= set(want), f"moving axis {'thwe'[axis]} changed pairs {changed}, only {want} may {where}"
         still = sorted(set(must_move) - set(changed))
-        assert not still, f"moving axis {'thw'[axis]} left pairs {still} unchanged {where}"
+        assert not still, f"moving axis {'thwe'[axis]} left pairs {still} unchanged {where}"
 
 
 def test_image_tokens_rotate_by_all_three_axes(impl):
@@ -129,6 +155,26 @@ def test_image_tokens_rotate_by_all_three_axes(impl):
                  positions=positions.max(axis=0), inv_freq=inv, what="cos of image tokens")
     assert_close(sin, a * np.sin(np.concatenate([angles, angles], axis=-1)), impl, "phase",
                  positions=positions.max(axis=0), inv_freq=inv, what="sin of image tokens")
+
+
+def test_a_fourth_row_reads_the_pairs_the_round_robin_leaves(impl):
+    """ggml's rope_multi with Qwen3-VL's sections [24, 20, 20, 0] (interleaved, head size 128): pairs 61 and 62
+    read the fourth row e; with e = t the rotation is the three-row one, with e = 0 (llama.cpp's image
+    tokens) exactly those two pairs turn by 0."""
+    cos_sin = require(impl, "rope_cos_sin")
+    if "four_rows" not in (declared_list("mrope") or ()):
+        pytest.skip(f"{IMPL_NAME} does not declare a fourth position row (INFO['mrope'] lacks 'four_rows')")
+    three = {"rope_type": "default", "rope_theta": 5e6, "head_dim": 128, "layout": "half",
+             "mrope_section": [24, 20, 20], "mrope_interleaved": True}
+    four = {**three, "mrope_section": [24, 20, 20, 0]}
+    thw = np.array([[7, 7], [3, 4], [5, 6]])  # (3, T): two patches of one frame
+    _, sin3 = cos_sin(thw, three)
+    _, sin_e_is_t = cos_sin(np.concatenate([thw, thw[:1]]), four)
+    np.testing.assert_array_equal(sin_e_is_t, sin3)  # the same angles in: the same values out
+    _, sin_e_zero = cos_sin(np.concatenate([thw, np.zeros((1, 2), dtype=np.int64)]), four)
+    moved = [j for j in range(64) if np.any(_pairs(sin_e_zero, four)[:, j] != _pairs(sin3, three)[:, j])]
+    assert moved == [61, 62], f"e = 0 moved pairs {moved}, expected [61, 62]"
+    assert np.all(_pairs(sin_e_zero, four)[:, [61, 62]] == 0.0)  # sin(0·ω) = 0
 
 
 # ------------------------------------------------------------------------------- position ids

@@ -26,7 +26,7 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 from rope_support import frequencies_or_reference, layout_perm, rope_dicts, rotary_width, seeded, span_slices
-from support import assert_close, assert_within, require, tolerance
+from support import assert_close, assert_within, needs, require, tolerance
 
 POSITIONS = st.integers(0, 70000)
 
@@ -107,6 +107,7 @@ def test_rotations_compose(impl, rope, p, m, seq_len):
 
 @given(rope_and_vectors(partial=False), POSITIONS, st.integers(1, 200000))
 def test_half_and_interleaved_are_conjugate_by_the_fixed_permutation(impl, case, p, seq_len):
+    needs("rope_layouts", "half", "interleaved")
     rope, x = case
     seq_len = max(seq_len, p + 1)  # L covers every position (apply_rope refuses less)
     apply = require(impl, "apply_rope")
@@ -122,6 +123,7 @@ def test_half_and_interleaved_are_conjugate_by_the_fixed_permutation(impl, case,
 
 @given(rope_and_vectors(), POSITIONS, st.integers(1, 200000))
 def test_deinterleaved_is_interleaved_written_half_split(impl, case, p, seq_len):
+    needs("rope_layouts", "interleaved", "deinterleaved")
     rope, x = case
     seq_len = max(seq_len, p + 1)  # L covers every position (apply_rope refuses less)
     apply = require(impl, "apply_rope")
@@ -153,6 +155,7 @@ def test_pass_through_channels_are_unchanged(impl, case, positions, seq_len):
 @given(rope_and_vectors(), POSITIONS, st.integers(1, 200000))
 def test_deinterleaved_and_interleaved_give_the_same_logits(impl, case, p, seq_len):
     """q and k receive the same permutation, so their dot products agree."""
+    needs("rope_layouts", "interleaved", "deinterleaved")
     rope, x = case
     seq_len = max(seq_len, p + 1)  # L covers every position (apply_rope refuses less)
     apply = require(impl, "apply_rope")
@@ -210,6 +213,7 @@ def test_positions_broadcast_over_heads_and_batch(impl, rope, offset):
 
 @given(rope_dicts(partial=False, head_dims=(4, 8, 16)), st.integers(1, 4), POSITIONS)
 def test_meta_to_hf_weight_permutation_preserves_logits(impl, rope, n_heads, p):
+    needs("rope_layouts", "half", "interleaved")
     permute = require(impl, "rope_permute_qk_heads")
     apply = require(impl, "apply_rope")
     d = rope["head_dim"]

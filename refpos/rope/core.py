@@ -190,7 +190,7 @@ def prepare_inputs(x: Array, positions: Any, rope: RopeConfig) -> tuple[Array, A
             raise ValueError(f"x of shape {tuple(x.shape)} is one vector: give one position, got shape "
                              f"{tuple(positions.shape)}")
         x = x[None, :]  # (T=1, D)
-        per_token = (3, 1) if rope.mrope_section is not None else (1,)
+        per_token = (len(rope.mrope_section), 1) if rope.mrope_section is not None else (1,)
         positions = xp.reshape(positions, per_token)  # (T=1,), or (3, T=1) for M-RoPE
     if positions.ndim == 0 or positions.shape[-1] != x.shape[-2]:
         raise ValueError(f"positions {tuple(positions.shape)} must end in x's T axis, x has shape "

@@ -31,6 +31,13 @@ slowest; the round-robin gives every axis the whole range. In the ``half`` layou
 channels ``(j, j + m)``, so the cos table is the band pattern twice; in ``interleaved`` it is channels
 ``(2j, 2j + 1)``.
 
+**A fourth row** (ggml's ``rope_multi``, llama.cpp): sections :math:`(s_t, s_h, s_w, s_e)` and positions
+with four rows ``t, h, w, e``. Contiguous: a fourth band of :math:`s_e` pairs reads ``e``. Interleaved:
+pair ``j`` reads ``h`` and ``w`` as above and ``t`` when :math:`j \equiv 0 \pmod 3` and :math:`j < 3 s_t`;
+every other pair reads ``e`` (not ``t``). With Qwen3-VL's ``[24, 20, 20, 0]`` that is pairs 61 and 62:
+equal to the three-row rule when ``e = t`` (llama.cpp's text tokens), different when llama.cpp sets
+``e = 0`` for image tokens.
+
 When the three positions agree (text), :math:`\varphi_j = p\,\omega_j` for every ``j``: M-RoPE is 1-D
 RoPE. That is why 1-D positions are accepted and mean :math:`p_t = p_h = p_w`.
 
@@ -60,22 +67,24 @@ from typing import Any
 from refpos.backend import Array, array_namespace
 from refpos.validation import as_positions
 
-#: the three position axes, in the order of ``mrope_section`` and of the leading axis of positions
+#: the position axes, in the order of ``mrope_section`` and of the leading axis of positions; ``e`` is the
+#: fourth row of ggml's rope_multi (four sections)
 AXES = ("t", "h", "w")
+AXES_FOUR = ("t", "h", "w", "e")
 
 
-def check_sections(sections: Any, n_pairs: int, interleaved: bool) -> tuple[int, int, int] | None:
-    """Validate ``mrope_section`` against the pair count ``m``; the sections as a tuple of 3 ints (``None``:
-    1-D RoPE, where ``interleaved`` must be False).
+def check_sections(sections: Any, n_pairs: int, interleaved: bool) -> tuple[int, ...] | None:
+    """Validate ``mrope_section`` against the pair count ``m``; the sections as a tuple of 3 ints (rows t, h, w)
+    or 4 (t, h, w, e) (``None``: 1-D RoPE, where ``interleaved`` must be False).
 
     Raises
     ------
     TypeError
         ``sections`` is not a sequence of ints.
     ValueError
-        ``interleaved`` without sections, not 3 entries, a negative entry, a sum other than ``n_pairs``,
-        or (interleaved) an ``h`` or ``w`` section too long for the round-robin (``3·s_h ≤ m + 1`` and
-        ``3·s_w ≤ m`` are needed for every section to get all its pairs).
+        ``interleaved`` without sections, not 3 or 4 entries, a negative entry, a sum other than
+        ``n_pairs``, or (interleaved, three sections) an ``h`` or ``w`` section too long for the round-robin
+        (``3·s_h ≤ m + 1`` and ``3·s_w ≤ m`` are needed for every section to get all its pairs).
     """
     if sections is None:
         if interleaved:
@@ -83,10 +92,10 @@ def check_sections(sections: Any, n_pairs: int, interleaved: bool) -> tuple[int,
         return None
     if isinstance(sections, (str, bytes)) or not isinstance(sections, Sequence):
         raise TypeError(f"mrope_section must be a list of 3 ints (pairs for t, h, w), got {type(sections).__name__}")
-    if len(sections) != len(AXES):
-        raise ValueError(f"mrope_section must have 3 entries (pairs for t, h, w), got {len(sections)}: "
-                         f"{list(sections)}")
-    for axis, value in zip(AXES, sections, strict=True):
+    if len(sections) not in (len(AXES), len(AXES_FOUR)):
+        raise ValueError(f"mrope_section must have 3 entries (pairs for t, h, w) or 4 (t, h, w and ggml's e), got "
+                         f"{len(sections)}: {list(sections)}")
+    for axis, value in zip(AXES_FOUR, sections, strict=False):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"mrope_section[{axis}] must be an int, got {type(value).__name__} {value!r}")
         if value < 0:
@@ -95,54 +104,59 @@ def check_sections(sections: Any, n_pairs: int, interleaved: bool) -> tuple[int,
     if sum(out) != n_pairs:
         raise ValueError(f"mrope_section {list(out)} sums to {sum(out)}, but the rotation has {n_pairs} "
                          f"frequency pairs (rotary_dim/2): the sections must sum to {n_pairs}")
-    if interleaved and (3 * out[1] > n_pairs + 1 or 3 * out[2] > n_pairs):
+    if interleaved and len(out) == len(AXES) and (3 * out[1] > n_pairs + 1 or 3 * out[2] > n_pairs):
         raise ValueError(f"mrope_section {list(out)} cannot be interleaved over {n_pairs} pairs: h reads pairs "
                          f"1, 4, … below 3·s_h and w pairs 2, 5, … below 3·s_w, which needs 3·s_h <= "
                          f"{n_pairs + 1} and 3·s_w <= {n_pairs}")
-    return out  # type: ignore[return-value]
+    return out
 
 
 def pair_axes(sections: Sequence[int], interleaved: bool) -> tuple[int, ...]:
-    r"""The axis each pair reads, ``a(j)`` for ``j = 0 … m-1`` (0 = t, 1 = h, 2 = w).
+    r"""The axis each pair reads, ``a(j)`` for ``j = 0 … m-1`` (0 = t, 1 = h, 2 = w, 3 = e).
 
     Notes
     -----
-    Contiguous: :math:`a(j) = 0` for :math:`j < s_t`, 1 for :math:`s_t \le j < s_t + s_h`, else 2.
-    Interleaved: :math:`a(j) = j \bmod 3` when :math:`j \bmod 3 \ne 0` and :math:`j < 3\,s_{j \bmod 3}`,
-    else 0.
+    Contiguous: the sections are bands in order, :math:`a(j) = 0` for :math:`j < s_t`, 1 for
+    :math:`s_t \le j < s_t + s_h`, and so on. Interleaved: :math:`a(j) = j \bmod 3` when :math:`j \bmod 3 \ne 0`
+    and :math:`j < 3\,s_{j \bmod 3}`; otherwise ``t`` with three sections, and with four ``t`` when
+    :math:`j \bmod 3 = 0` and :math:`j < 3\,s_t`, else ``e`` (ggml's rope_multi).
     """
-    s_t, s_h, s_w = sections
-    m = s_t + s_h + s_w
+    m = sum(sections)
     if not interleaved:
-        return (0,) * s_t + (1,) * s_h + (2,) * s_w
+        return tuple(axis for axis, count in enumerate(sections) for _ in range(count))
+    rest = 3 if len(sections) == len(AXES_FOUR) else 0  # the pairs the round-robin leaves: e, or t
     axes = []
     for j in range(m):
         axis = j % 3
-        axes.append(axis if axis and j < 3 * sections[axis] else 0)
+        axes.append(axis if j < 3 * sections[axis] else rest)
     return tuple(axes)
 
 
-def axis_positions(positions: Any, *, xp: Any = None) -> Array:
-    """Positions for M-RoPE as an int64 array ``(3, ..., T)``: rows t, h, w.
+def axis_positions(positions: Any, *, rows: int = len(AXES), xp: Any = None) -> Array:
+    """Positions for M-RoPE as an int64 array ``(rows, ..., T)``: rows t, h, w (and e with four sections).
 
-    ``(T,)`` (text) becomes three equal rows; ``(3, ..., T)`` is taken as it is (transformers'
-    ``position_ids`` of Qwen2-VL and its successors). Any other shape is an error: a batch of text
-    positions ``(B, T)`` is ambiguous here and must be given as ``(3, B, T)``.
+    ``(T,)`` (text) becomes ``rows`` equal rows; ``(rows, ..., T)`` is taken as it is (transformers'
+    ``position_ids`` of Qwen2-VL and its successors, ggml's four rows). Any other shape is an error: a batch
+    of text positions ``(B, T)`` is ambiguous here and must be given as ``(rows, B, T)``.
     """
     positions = as_positions(positions, xp=xp)
     ns = array_namespace(positions)
+    names = ", ".join((AXES_FOUR if rows == len(AXES_FOUR) else AXES)[:rows])
     if positions.ndim == 1:
-        return ns.broadcast_to(positions[None, :], (len(AXES), positions.shape[0]))  # (3, T)
-    if positions.ndim >= 2 and positions.shape[0] == len(AXES):
+        return ns.broadcast_to(positions[None, :], (rows, positions.shape[0]))  # (rows, T)
+    if positions.ndim >= 2 and positions.shape[0] == rows:
         return positions
-    raise ValueError(f"positions for M-RoPE (mrope_section set) must have shape (T,) (text: t = h = w) or "
-                     f"(3, ..., T) with rows t, h, w; got shape {tuple(positions.shape)} (leading axis "
-                     f"{positions.shape[0] if positions.ndim else 'none'}, not 3)")
+    raise ValueError(f"positions for M-RoPE (mrope_section set) must have shape (T,) (text: every row equal) or "
+                     f"({rows}, ..., T) with rows {names}; got shape {tuple(positions.shape)} (leading axis "
+                     f"{positions.shape[0] if positions.ndim else 'none'}, not {rows})")
 
 
 def rope_positions(positions: Any, sections: Sequence[int] | None, *, xp: Any = None) -> Array:
-    """Validated int64 positions of a RoPE: ``(..., T)``, or ``(3, ..., T)`` (:func:`axis_positions`) with sections."""
-    return as_positions(positions, xp=xp) if sections is None else axis_positions(positions, xp=xp)
+    """Validated int64 positions of a RoPE: ``(..., T)``, or ``(rows, ..., T)`` (:func:`axis_positions`) with
+    sections, one row per section."""
+    if sections is None:
+        return as_positions(positions, xp=xp)
+    return axis_positions(positions, rows=len(sections), xp=xp)
 
 
 def token_positions(positions: Array, sections: Sequence[int] | None) -> Array:

@@ -18,6 +18,7 @@ INFO: dict[str, Any] = {
     "name": "refpos",
     "dtype": "float64",
     "rope_layout": "half",
+    "mrope": ["contiguous", "interleaved", "four_rows"],
     "description": "the refpos float64 reference, on the backend named by REFPOS_BACKEND",
 }
 
@@ -387,8 +388,9 @@ def rope_params_from_hf_config(config: dict, layer_type: str | None = None) -> d
     return refpos.from_hf_config(config, layer_type=layer_type).to_params()
 
 
-# M-RoPE (docs/mrope.md): the rope dict may carry ``mrope_section`` [s_t, s_h, s_w] and ``mrope_interleaved``;
-# rope_cos_sin / apply_rope then take positions (3, ..., T), rows t, h, w (or (T,) for t = h = w).
+# M-RoPE (docs/mrope.md): the rope dict may carry ``mrope_section`` [s_t, s_h, s_w] (or [s_t, s_h, s_w, s_e], ggml's
+# four rows) and ``mrope_interleaved``; rope_cos_sin / apply_rope then take positions (3, ..., T), rows t, h, w
+# (or (4, ..., T) with the fourth row e; (T,) for all rows equal).
 def mrope_position_ids(layout: list, family: str, spatial_merge_size: int = 2,
                        tokens_per_second: float | None = None) -> np.ndarray:
     """The ``(3, T)`` M-RoPE ids (rows t, h, w) of a multimodal layout, as transformers' ``get_rope_index``.

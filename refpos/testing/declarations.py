@@ -33,6 +33,7 @@ class Declaration:
     default: str
     effect: str
     many: bool = False
+    default_values: tuple[str, ...] = ()  # a list declaration's values when left out (empty: all of them)
 
 
 #: the functions whose results depend on RoPE tables the library computes itself (frequencies, angles)
@@ -49,6 +50,11 @@ DECLARATIONS: dict[str, Declaration] = {d.key: d for d in (
                        "in a declared layout through the fixed permutation"),
     Declaration("rope_placements", PARTIAL_PLACEMENTS, "first and last",
                 many=True, effect="the partial-rotary placements drawn (`[]`: no partial rotary)"),
+    Declaration("mrope", ("contiguous", "interleaved", "four_rows"), "contiguous and interleaved", many=True,
+                default_values=("contiguous", "interleaved"),
+                effect="the M-RoPE assignments drawn (docs/mrope.md#the-math); `four_rows`: also dicts of four "
+                       "sections with positions `(4, ..., T)`, rows t, h, w, e (ggml's `rope_multi`); `[]`: no "
+                       "M-RoPE (its tests are skipped with that reason before they draw)"),
     Declaration("rope_tables", ("computed", "input"), "computed",
                 effect="`input`: the rotation takes cos/sin tables as inputs (ONNX `RotaryEmbedding`, "
                        "`cos_sin_cache` kernels): the adapter provides `apply_rope_tables` and none of the "
