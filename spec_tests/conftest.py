@@ -34,7 +34,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, reject, settings
 from hypothesis.control import currently_in_test_context
 from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
-from support import IMPL, IMPL_NAME, check_declarations, declared_support, declared_value, float_tolerance_note
+from support import IMPL, IMPL_NAME, check_declarations, declared_support, declared_value, float_tolerance_note, info
 
 from refpos.testing.declarations import DECLARATIONS
 from refpos.testing.profiles import load_profile
@@ -125,7 +125,10 @@ def header_lines(config: pytest.Config) -> list[str]:
         f"  {float_tolerance_note(IMPL)}",
     ]
     check_declarations()
-    declared = {key: declared_value(key) for key, record in DECLARATIONS.items() if not record.many}
+    declared = {key: declared_value(key) for key, record in DECLARATIONS.items() if not (record.many or record.mapping)}
+    constants = info(IMPL).get("rope_constants")
+    if constants:
+        declared["rope_constants"] = constants
     lines.append("  declared: " + "; ".join(f"{key} {value}" for key, value in declared.items())
                  + " (spec_tests/README.md, \"What an adapter declares\")")
     supported = declared_support()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import strategies as st
-from support import IMPL, IMPL_NAME, declared_support, supported_subset
+from support import IMPL, IMPL_NAME, declared_constants, declared_support, supported_subset
 
 from refpos.pairs import PARTIAL_PLACEMENTS, SAME_PAIRING_LAYOUTS
 from refpos.rope.rules import ROPE_TYPES, RULES, DrawContext
@@ -56,6 +56,7 @@ def rope_dicts(
     original = draw(st.sampled_from([64, 512, 2048, 4096, 8192]))
     factor = 1.0 if factor_one else draw(st.sampled_from([1.0, 2.0, 4.0, 8.0, 16.0, 40.0]) | st.floats(1.0, 64.0))
     rope.update(rule.draw(draw, st, DrawContext(rotary_dim, original, factor, factor_one)))  # the rule's own keys
+    rope.update(declared_constants(rope["rope_type"]))  # what the library hard-codes (INFO["rope_constants"])
     return rope
 
 

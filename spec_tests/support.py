@@ -86,6 +86,15 @@ def check_declarations(impl: ModuleType | None = None) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
+def declared_constants(rope_type: str) -> dict[str, Any]:
+    """The rope keys the adapter hard-codes for ``rope_type`` (``INFO["rope_constants"]``): the strategies draw
+    them at those values."""
+    try:
+        return declarations.declared_constants(IMPL, rope_type)
+    except declarations.DeclarationError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 #: the ``INFO`` lists that restrict what the RoPE strategies draw (refpos/testing/declarations.py)
 SUPPORT_KEYS: tuple[str, ...] = ("rope_types", "rope_layouts", "rope_placements")
 

@@ -13,10 +13,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support import declared_dtype, nan_note, require
+from rope_support import layout_perm
+from support import declared_dtype, declared_support, nan_note, require
 
 from refpos.golden.entries import compare
 from refpos.golden.manifest import default_golden_dir, find_case, load_arrays, load_manifest
+from refpos.pairs import span_bounds
+from refpos.rope.params import rope_config_from_params
 
 ROOT = default_golden_dir()
 MANIFEST = load_manifest(ROOT)
@@ -64,18 +67,87 @@ def _assert_within(case: dict[str, Any], name: str, value: Any, reference: np.nd
                           f"`refpos check {case['id']} your_output.npy --dtype {dtype}`")
 
 
+# --------------------------------------------------------------------------- layouts an adapter declares
+#: the channel each pair coordinate is read from / written to, per layout, for a span of 2m channels: the
+#: canonical order is (u_0 … u_{m-1}, v_0 … v_{m-1}); half reads and writes it, interleaved reads and writes
+#: (2j, 2j + 1), deinterleaved reads (2j, 2j + 1) and writes half (docs/conventions.md#pair-layouts)
+READS_INTERLEAVED = {"half": False, "interleaved": True, "deinterleaved": True}
+WRITES_INTERLEAVED = {"half": False, "interleaved": True, "deinterleaved": False}
+
+
+def _order(interleaved: bool, width: int) -> np.ndarray:
+    """Channel of each canonical pair coordinate: identity, or the fixed permutation 2j + c."""
+    return layout_perm(width) if interleaved else np.arange(width)
+
+
+def _span_of(rope: dict[str, Any]) -> tuple[int, int]:
+    cfg = rope_config_from_params(rope)
+    return span_bounds(cfg.head_dim, cfg.rotary_width, cfg.placement)
+
+
+def replay_layout(case: dict[str, Any]) -> str | None:
+    """The layout a RoPE golden case is replayed in: ``None`` when the adapter declares its own layout (or
+    declares none), else the first declared layout. The tiny layout cases (rope-layout/) test the layout
+    itself and are never converted: in an undeclared layout they are skipped."""
+    rope = case["parameters"].get("rope")
+    if not isinstance(rope, dict):
+        return None
+    declared = declared_support().get("rope_layouts")
+    stored = rope.get("layout", "half")
+    if declared is None or stored in declared:
+        return None
+    if case["id"].startswith("rope-layout/"):
+        pytest.skip(f"a layout case in the {stored} layout, which the adapter does not declare ({list(declared)})")
+    return next(layout for layout in ("half", "interleaved", "deinterleaved") if layout in declared)
+
+
+def convert_case(case: dict[str, Any], inputs: dict[str, np.ndarray], target: str
+                 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The case as the same computation in layout ``target``: the rope dict's layout replaced and ``x`` read
+    through the fixed permutation (apply_half(P x) = P apply_interleaved(x)); :func:`converted_output`
+    brings the output back."""
+    parameters = {**case["parameters"], "rope": {**case["parameters"]["rope"], "layout": target}}
+    stored = case["parameters"]["rope"].get("layout", "half")
+    if "x" not in inputs:
+        return {**case, "parameters": parameters}, inputs
+    start, stop = _span_of(case["parameters"]["rope"])
+    read_stored = _order(READS_INTERLEAVED[stored], stop - start)
+    read_target = _order(READS_INTERLEAVED[target], stop - start)
+    x = inputs["x"].copy()
+    canonical = inputs["x"][..., start:stop][..., read_stored]  # (u…, v…) of each pair
+    x[..., start + read_target] = canonical  # where the target layout reads them
+    return {**case, "parameters": parameters}, {**inputs, "x": x}
+
+
+def converted_output(case: dict[str, Any], value: np.ndarray, target: str) -> np.ndarray:
+    """An apply_rope output in layout ``target`` written back in the case's stored layout."""
+    stored = case["parameters"]["rope"].get("layout", "half")
+    start, stop = _span_of(case["parameters"]["rope"])
+    canonical = np.asarray(value)[..., start:stop][..., _order(WRITES_INTERLEAVED[target], stop - start)]
+    out = np.array(value, dtype=np.float64)
+    out[..., start + _order(WRITES_INTERLEAVED[stored], stop - start)] = canonical
+    return out
+
+
 @pytest.mark.parametrize("case", CALL_CASES, ids=[c["id"] for c in CALL_CASES])
 def test_golden_case(impl, case):
+    """Each golden case through the adapter; a RoPE case in a layout the adapter does not declare is replayed
+    in a declared one through the fixed permutation (Meta's checkpoint conversion), so an interleaved-only
+    library is tested on every model (the layout cases themselves are never converted)."""
     call = case["parameters"]["call"]
     function = require(impl, call["function"])
     inputs = load_arrays(ROOT, case, "inputs")
     outputs = load_arrays(ROOT, case, "outputs")
-    result = function(*_args(case, inputs))
+    target = replay_layout(case)
+    replayed, inputs = (case, inputs) if target is None else convert_case(case, inputs, target)
+    result = function(*_args(replayed, inputs))
     returned = tuple(result) if len(call["returns"]) > 1 else (result,)
     assert len(returned) == len(call["returns"]), f"{call['function']} returned {len(returned)} values"
     dtype = declared_dtype(impl)
     for name, value in zip(call["returns"], returned, strict=True):
-        _assert_within(case, name, value, outputs[name], dtype)
+        if target is not None and call["function"] == "apply_rope":
+            value = converted_output(case, value, target)
+        _assert_within(replayed if call.get("reduce") == "pairs" else case, name, value, outputs[name], dtype)
 
 
 # ------------------------------------------------------------------------------------ scenarios

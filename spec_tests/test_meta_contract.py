@@ -326,3 +326,71 @@ def test_a_verbatim_copy_of_hfs_t5_buckets_equals_hf(tmp_path):
                        {"PYTHONPATH": str(tmp_path)})
     out = result.stdout + result.stderr
     assert result.returncode == 0 and " failed" not in out, out[-3000:]
+
+
+INTERLEAVED_ONLY = """
+    from refpos.testing import adapter as ref
+
+    INFO = {{"name": "interleaved only (Meta's reference code)", "dtype": "float64", "rope_layouts": ["interleaved"]}}
+
+    def apply_rope(x, positions, rope, seq_len=None):
+        if rope.get("layout", "half") != "interleaved":
+            raise NotImplementedError("interleaved only")
+        return ref.apply_rope(x, positions, {{**rope, "layout": "{computes}"}}, seq_len=seq_len)
+"""
+
+
+def test_goldens_are_replayed_in_a_declared_layout(tmp_path):
+    """An interleaved-only library (Meta's llama-models, mistral-inference): the half-layout model goldens
+    are replayed through the fixed permutation and pass (they used to be skipped)."""
+    (tmp_path / "meta_style.py").write_text(textwrap.dedent(INTERLEAVED_ONLY.format(computes="interleaved")),
+                                            encoding="utf-8")
+    tests = ["spec_tests/test_golden.py::test_golden_case[rope/meta-llama--Llama-3.1-8B/apply]",
+             "spec_tests/test_golden.py::test_golden_case[rope/deepseek-ai--DeepSeek-V3/apply]"]
+    result = run_suite("meta_style", ["-q", "-rs", *tests], {"PYTHONPATH": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "2 passed" in out, out[-3000:]
+
+
+def test_a_layout_swap_fails_the_replayed_goldens_and_the_layout_cases(tmp_path):
+    """The same adapter rotating half pairs while it claims interleaved: the conversion does not hide it (the
+    replayed model goldens and the unconverted layout cases fail)."""
+    (tmp_path / "swapped.py").write_text(textwrap.dedent(INTERLEAVED_ONLY.format(computes="half")), encoding="utf-8")
+    tests = ["spec_tests/test_golden.py::test_golden_case[rope/meta-llama--Llama-3.1-8B/apply]",
+             "spec_tests/test_golden.py::test_golden_case[rope-layout/interleaved]"]
+    result = run_suite("swapped", ["-q", *tests], {"PYTHONPATH": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == FAILED and "2 failed" in out, out[-3000:]
+
+
+HARD_CODED = """
+    from refpos.testing import adapter as ref
+
+    LLAMA3 = {{"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}
+    INFO = {{"name": "Meta's apply_scaling (llama3 constants fixed)", "dtype": "float64", "rope_types": ["llama3"]{declared}}}
+
+    def rope_frequencies(rope, seq_len=None):
+        if any(rope.get(key) != value for key, value in LLAMA3.items()):
+            raise NotImplementedError("apply_scaling fixes factor 8, low 1, high 4, original 8192")
+        return ref.rope_frequencies(rope, seq_len=seq_len)
+"""
+
+
+def test_hard_coded_constants_declared_are_drawn(tmp_path):
+    """Meta's Llama 3 ``apply_scaling`` fixes its four numbers: declared in INFO["rope_constants"], the llama3
+    property tests draw them and discard no example (most were discarded before)."""
+    declared = ', "rope_constants": {"llama3": LLAMA3}'
+    (tmp_path / "fixed_llama3.py").write_text(textwrap.dedent(HARD_CODED.format(declared=declared)), encoding="utf-8")
+    tests = [f"{SCALING}::test_llama3_bands", f"{SCALING}::test_frequencies_are_positive_finite_and_at_most_one"]
+    result = run_suite("fixed_llama3", ["-q", "-rs", *tests], {"PYTHONPATH": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "drawn examples ran" not in out, out[-3000:]
+    assert "rope_constants" in out  # the header says what was declared
+
+
+def test_an_undeclarable_constant_is_a_usage_error(tmp_path):
+    declared = ', "rope_constants": {"llama3": {"head_dim": 128}}'
+    (tmp_path / "bad_constant.py").write_text(textwrap.dedent(HARD_CODED.format(declared=declared)), encoding="utf-8")
+    result = run_suite("bad_constant", ["-q", f"{SCALING}::test_llama3_bands"], {"PYTHONPATH": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode not in (0, FAILED) and "has ['head_dim']" in out, out[-3000:]

@@ -34,6 +34,7 @@ class Declaration:
     effect: str
     many: bool = False
     default_values: tuple[str, ...] = ()  # a list declaration's values when left out (empty: all of them)
+    mapping: bool = False  # a dict {rule: {key: value}} instead of names
 
 
 #: the functions whose results depend on RoPE tables the library computes itself (frequencies, angles)
@@ -46,8 +47,9 @@ DECLARATIONS: dict[str, Declaration] = {d.key: d for d in (
                        "that reason before it draws"),
     Declaration("rope_layouts", LAYOUTS, "every layout", many=True,
                 effect="the strategies draw only these layouts; a test that needs another (the layout "
-                       "conjugacy needs two) is skipped with that reason; half-layout goldens are replayed "
-                       "in a declared layout through the fixed permutation"),
+                       "conjugacy needs two) is skipped with that reason before it draws; golden cases in another "
+                       "layout are replayed in a declared one through the fixed permutation (the layout cases "
+                       "are not)"),
     Declaration("rope_placements", PARTIAL_PLACEMENTS, "first and last",
                 many=True, effect="the partial-rotary placements drawn (`[]`: no partial rotary)"),
     Declaration("mrope", ("contiguous", "interleaved", "four_rows"), "contiguous and interleaved", many=True,
@@ -55,6 +57,10 @@ DECLARATIONS: dict[str, Declaration] = {d.key: d for d in (
                 effect="the M-RoPE assignments drawn (docs/mrope.md#the-math); `four_rows`: also dicts of four "
                        "sections with positions `(4, ..., T)`, rows t, h, w, e (ggml's `rope_multi`); `[]`: no "
                        "M-RoPE (its tests are skipped with that reason before they draw)"),
+    Declaration("rope_constants", (*ROPE_TYPES, "*"), "none", mapping=True,
+                effect="values the library hard-codes, per rule (`\"*\"`: every rule), e.g. "
+                       "`{\"llama3\": {\"factor\": 8.0}}` for Meta's `apply_scaling`: the strategies draw "
+                       "those keys at those values, so no drawn example is discarded for them"),
     Declaration("rope_tables", ("computed", "input"), "computed",
                 effect="`input`: the rotation takes cos/sin tables as inputs (ONNX `RotaryEmbedding`, "
                        "`cos_sin_cache` kernels): the adapter provides `apply_rope_tables` and none of the "
@@ -102,12 +108,47 @@ def declared_value(impl: ModuleType, key: str) -> str:
     return value
 
 
+#: rope keys a library may hard-code (its rule's numbers and the base); the geometry is drawn, never fixed
+CONSTANT_KEYS = ("rope_theta", "factor", "original_max_position_embeddings", "max_position_embeddings", "beta_fast",
+                 "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate", "low_freq_factor",
+                 "high_freq_factor", "short_factor", "long_factor", "short_mscale", "long_mscale", "dynamic_rule",
+                 "softmax_mscale")
+
+
+def declared_constants(impl: ModuleType, rope_type: str) -> dict[str, Any]:
+    """The rope keys ``impl`` hard-codes for ``rope_type`` (``INFO["rope_constants"]``: the rule's entry over
+    the ``"*"`` entry); ``{}`` when it declares none."""
+    declared = _declared(impl).get("rope_constants", {})
+    if not isinstance(declared, dict):
+        raise DeclarationError(f"{_name(impl)}: INFO['rope_constants'] must be a dict {{rule: {{key: value}}}}, got "
+                               f"{type(declared).__name__}")
+    out: dict[str, Any] = {}
+    for rule in ("*", rope_type):
+        values = declared.get(rule, {})
+        if not isinstance(values, dict):
+            raise DeclarationError(f"{_name(impl)}: INFO['rope_constants'][{rule!r}] must be a dict of rope keys")
+        unknown = [k for k in values if k not in CONSTANT_KEYS]
+        if unknown:
+            raise DeclarationError(f"{_name(impl)}: INFO['rope_constants'][{rule!r}] has {unknown}; a library may "
+                                   f"hard-code {CONSTANT_KEYS}")
+        out.update(values)
+    return out
+
+
 def check_declarations(impl: ModuleType) -> None:
     """Every declaration of ``impl`` read once (a usage error names a bad one), and what they imply: an
     adapter whose rotation takes its tables (``rope_tables = "input"``) provides no function that computes
     them, since the tables it would return are someone else's."""
     for key, record in DECLARATIONS.items():
-        declared_list(impl, key) if record.many else declared_value(impl, key)
+        if record.mapping:
+            constants = _declared(impl).get(key, {})
+            unknown = [rule for rule in constants if rule not in record.values] if isinstance(constants, dict) else []
+            if unknown:
+                raise DeclarationError(f"{_name(impl)}: INFO[{key!r}] names {unknown}; allowed: {record.values}")
+            for rule in record.values:
+                declared_constants(impl, rule)
+        else:
+            declared_list(impl, key) if record.many else declared_value(impl, key)
     forms = declared_list(impl, "forms")
     if forms is not None:
         try:
@@ -127,6 +168,7 @@ def markdown_table() -> str:
     rows = ["| `INFO` key | values | default | what the suite does with it |", "|---|---|---|---|"]
     for record in DECLARATIONS.values():
         values = ", ".join(f"`{v}`" for v in record.values)
-        rows.append(f"| `{record.key}` | {'a list of ' if record.many else ''}{values} | {record.default} | "
+        kind = "a list of " if record.many else ("a dict keyed by " if record.mapping else "")
+        rows.append(f"| `{record.key}` | {kind}{values} | {record.default} | "
                     f"{record.effect} |")
     return "\n".join(rows)
