@@ -25,7 +25,7 @@ from refpos.backend import BACKENDS, array_namespace, backend_name, get_xp, set_
 from refpos.core.attention import attention
 from refpos.core.chunked import chunked_attention
 from refpos.core.heads import merge_heads, repeat_kv, split_heads
-from refpos.core.softmax import causal_mask, sliding_window_mask, softmax
+from refpos.core.softmax import causal_mask, chunked_causal_mask, sliding_window_mask, softmax
 from refpos.encoding import Encoding, NoPE
 from refpos.encodings.distance import DistanceBias, distance_bias, relative_positions
 from refpos.encodings.learned import LearnedAbsolute, learned_lookup
@@ -128,6 +128,7 @@ __all__ = [
     "backend_name",
     "causal_mask",
     "chunked_attention",
+    "chunked_causal_mask",
     "cope_gates",
     "cope_logits",
     "cope_position_logits",

@@ -61,13 +61,17 @@ COLUMNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "T5": (("test_t5", ("",)), ("test_anchors_encodings", ("t5_buckets",))),
     "learned": (("test_sinusoidal", ("learned",)),),
     "attention core": (("test_attention", ("",)),),
+    "local attention": (("test_local_attention", ("",)),),
+    "query scale": (("test_local_attention", ("query_scale",)),),
+    "vision RoPE": (("test_vision_rope", ("",)),),
     "input validation": (("test_rope_contract", ("bad_",)), ("test_t5", ("bad_",)),
                          ("test_anchors_encodings", ("bad_",)),
                          ("test_beyond_anchors", ("must_be",))),
 }
 #: tests a column's needle matches that belong to another column
 EXCLUDED = {"sinusoid": ("learned",),  # the learned lookup lives in test_sinusoidal.py
-            "linear": ("proportional",)}  # test_proportional_at_full_width_is_linear is proportional's
+            "linear": ("proportional",),  # test_proportional_at_full_width_is_linear is proportional's
+            "local attention": ("query_scale",)}  # the query scale lives in test_local_attention.py
 
 
 #: the column of each RoPE rule: a golden RoPE case counts in the column of the rule its model resolves to
@@ -75,7 +79,8 @@ RULE_COLUMNS = {"default": "default RoPE", "linear": "linear", "ntk": "NTK", "dy
                 "llama3": "llama3", "longrope": "LongRoPE", "proportional": "proportional"}
 #: the column of the golden cases of each other family of the manifest (families without a column: none)
 FAMILY_COLUMNS = {"sinusoid": "sinusoid", "alibi": "ALiBi", "t5": "T5", "learned": "learned",
-                  "attention": "attention core"}
+                  "attention": "attention core", "local_attention": "local attention", "query_scale": "query scale",
+                  "vision_rope": "vision RoPE"}
 
 
 #: the committed golden manifest (read as JSON: ``render`` runs where only tox is installed)

@@ -366,8 +366,10 @@ def test_a_layout_swap_fails_the_replayed_goldens_and_the_layout_cases(tmp_path)
 HARD_CODED = """
     from refpos.testing import adapter as ref
 
-    LLAMA3 = {{"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}
-    INFO = {{"name": "Meta's apply_scaling (llama3 constants fixed)", "dtype": "float64", "rope_types": ["llama3"]{declared}}}
+    LLAMA3 = {{"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "original_max_position_embeddings": 8192}}
+    INFO = {{"name": "Meta's apply_scaling (llama3 constants fixed)", "dtype": "float64",
+            "rope_types": ["llama3"]{declared}}}
 
     def rope_frequencies(rope, seq_len=None):
         if any(rope.get(key) != value for key, value in LLAMA3.items()):
@@ -394,3 +396,58 @@ def test_an_undeclarable_constant_is_a_usage_error(tmp_path):
     result = run_suite("bad_constant", ["-q", f"{SCALING}::test_llama3_bands"], {"PYTHONPATH": str(tmp_path)})
     out = result.stdout + result.stderr
     assert result.returncode not in (0, FAILED) and "has ['head_dim']" in out, out[-3000:]
+
+
+# ------------------------------------------------------------------- vision RoPE, local attention, query scale
+LAYERS = """
+    import numpy as np
+    from refpos.testing import adapter as ref
+
+    INFO = {{"name": "{name}", "dtype": "float64"}}
+
+    {body}
+"""
+VISION = "spec_tests/test_vision_rope.py"
+LOCAL = "spec_tests/test_local_attention.py"
+
+
+@pytest.mark.parametrize(("name", "body", "target"), [
+    pytest.param("llama4_axes_swapped", """
+    def apply_vision_rope(x, positions, rope):
+        if rope["form"] == "llama4":  # the first quarter of the pairs read h, as Qwen2-VL's, not w
+            rope = {**rope, "form": "axial", "sections": [rope["head_dim"] // 4] * 2, "layout": "interleaved"}
+        return ref.apply_vision_rope(x, positions, rope)
+    """, VISION, id="llama4-axes-swapped"),
+    pytest.param("pixtral_as_qwen", """
+    def apply_vision_rope(x, positions, rope):
+        if rope["form"] == "pixtral":  # the frequencies of a head of D/2 per coordinate, not D's even and odd ones
+            rope = {**rope, "form": "qwen2_vl"}
+        return ref.apply_vision_rope(x, positions, rope)
+    """, VISION, id="pixtral-frequencies-of-qwen2-vl"),
+    pytest.param("window_one_wider", """
+    def local_attention(q, k, v, window=None, attention_chunk=None, scale=None, softcap=None):
+        return ref.local_attention(q, k, v, None if window is None else window + 1, attention_chunk, scale, softcap)
+    """, f"{LOCAL}::test_local_attention_equals_softmax_over_the_nearby_keys", id="window-one-key-wider"),
+    pytest.param("chunks_from_the_first_query", """
+    def local_attention(q, k, v, window=None, attention_chunk=None, scale=None, softcap=None):
+        if attention_chunk is None:
+            return ref.local_attention(q, k, v, window, None, scale, softcap)
+        t_q, t_k = q.shape[-2], k.shape[-2]
+        i = np.arange(t_k - t_q, t_k)[:, None] - (t_k - t_q)  # chunks counted from the first query
+        j = np.arange(t_k)[None, :] - (t_k - t_q)
+        mask = (j <= i) & (np.floor_divide(j, attention_chunk) == np.floor_divide(i, attention_chunk))
+        return ref.attention(q, k, v, mask=mask, scale=scale, softcap=softcap)
+    """, f"{LOCAL}::test_local_attention_equals_softmax_over_the_nearby_keys", id="chunks-from-the-first-query"),
+    pytest.param("temperature_without_plus_one", """
+    def query_scale(positions, scale):
+        if scale.get("rule") == "llama4_temperature":  # floor(p / f) instead of floor((p + 1) / f)
+            p = np.asarray(positions).astype(np.float64)
+            return 1.0 + scale["attn_scale"] * np.log1p(np.floor(p / scale["floor_scale"]))
+        return ref.query_scale(positions, scale)
+    """, f"{LOCAL}::test_query_scale_steps_at_its_boundaries", id="llama4-temperature-one-position-late"),
+])
+def test_the_layer_tests_catch_a_wrong_implementation(tmp_path, name, body, target):
+    source = LAYERS.format(name=name, body=textwrap.indent(textwrap.dedent(body), "    ").strip())
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    result = run_suite(name, ["-q", "-x", target], {"PYTHONPATH": str(tmp_path)})
+    assert result.returncode == FAILED, (result.stdout + result.stderr)[-3000:]

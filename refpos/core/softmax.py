@@ -112,6 +112,18 @@ def causal_mask(q_len: int, k_len: int, *, xp: Any = None) -> Array:
     return k_pos[None, :] <= q_pos[:, None]
 
 
+def chunked_causal_mask(q_len: int, k_len: int, chunk: int, *, xp: Any = None) -> Array:
+    r"""Causal chunked-local mask (Llama 4's ``attention_chunk_size``): key ``j`` is visible to the query at
+    position ``i`` when :math:`j \le i` and :math:`\lfloor j/C \rfloor = \lfloor i/C \rfloor`, with end-aligned
+    queries (query ``t`` at position ``k_len − q_len + t``)."""
+    xp = get_xp(xp)
+    chunk = check_int("chunk", chunk, minimum=1)
+    causal = causal_mask(q_len, k_len, xp=xp)
+    q_pos = xp.arange(k_len - q_len, k_len, dtype=xp.int64)
+    k_pos = xp.arange(k_len, dtype=xp.int64)
+    return causal & ((q_pos[:, None] // chunk) == (k_pos[None, :] // chunk))
+
+
 def sliding_window_mask(q_len: int, k_len: int, window: int, *, xp: Any = None) -> Array:
     """Causal sliding-window mask: ``0 <= i - j < window`` with end-aligned queries."""
     xp = get_xp(xp)

@@ -42,11 +42,12 @@ def all_cases() -> list[Case]:
     """Every case of ``refpos golden generate``, in manifest order."""
     from refpos.golden.cases import encoding_cases
     from refpos.golden.deberta_cases import deberta_cases
+    from refpos.golden.layer_cases import layer_cases
     from refpos.golden.rope_cases import all_model_cases, boundary_cases, layout_cases
     from refpos.golden.scenarios import attention_cases, scenario_cases, worked_example_cases
 
     return (encoding_cases() + deberta_cases() + worked_example_cases() + attention_cases() + layout_cases()
-            + all_model_cases() + boundary_cases() + scenario_cases())
+            + all_model_cases() + boundary_cases() + scenario_cases() + layer_cases())
 
 
 def model_source(config: dict[str, Any], name: str, positions: list[int] | None, seq_len: int | None,

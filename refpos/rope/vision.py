@@ -29,6 +29,15 @@ form          pairs ``j < q`` /  ``≥ q``  :math:`\omega_j`                    
   (:func:`llama4_patch_positions`).
 
 Positions are ``(..., N, 2)`` int arrays, last axis ``(h, w)`` (transformers' order).
+
+**Axial** (``kind="axial"``), the form vision and video libraries build (rotary-embedding-torch's
+``get_axial_freqs``, timm's ``RotaryEmbeddingCat``, 3-D video RoPE such as Wan's t, h, w split): the pairs
+are cut into one contiguous block per axis, ``sections = (s_0, …, s_{n−1})`` pairs with
+:math:`\sum_a s_a = D/2`, and block ``a`` is the 1-D RoPE of a head of ``2 s_a`` channels on coordinate
+``a``: pair ``k`` of the block turns by :math:`p_a\,\theta^{-k/s_a}`. Positions are ``(..., N, n)``, in
+the order of the sections; the layout (``half`` or ``interleaved``) is the library's. ``qwen2_vl`` is the
+axial form with sections ``(D/4, D/4)`` in the half layout, ``llama4`` the same sections in the
+interleaved layout with the coordinates in the order ``(w, h)``.
 """
 
 from __future__ import annotations
@@ -42,31 +51,55 @@ from refpos.backend import Array, array_namespace
 from refpos.pairs import place_pairs, split_pairs
 from refpos.validation import as_positions, check_choice, check_float, check_int, floating_array
 
-#: the axial forms modelled here
-VISION_ROPES = ("qwen2_vl", "pixtral", "llama4")
+#: the forms modelled here: the three transformers ships, and the axial blocks of any number of axes
+VISION_ROPES = ("qwen2_vl", "pixtral", "llama4", "axial")
 _LAYOUT = {"qwen2_vl": "half", "pixtral": "half", "llama4": "interleaved"}
+#: the layouts an axial vision RoPE may write its pairs in
+AXIAL_LAYOUTS = ("half", "interleaved")
 
 
 @dataclass(frozen=True)
 class VisionRope:
-    """One axial vision RoPE: its form (:data:`VISION_ROPES`), head size ``D`` (a multiple of 4) and θ."""
+    """One vision RoPE: its form (:data:`VISION_ROPES`), head size ``D`` and θ; for ``axial`` also the pairs
+    per axis (``sections``, summing to ``D/2``) and the layout (``half`` or ``interleaved``)."""
 
     kind: str
     head_dim: int
     theta: float = 10000.0
+    sections: tuple[int, ...] | None = None
+    axial_layout: str = "half"
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, VISION_ROPES)
-        head_dim = check_int("head_dim", self.head_dim, minimum=4)
-        if head_dim % 4:
-            raise ValueError(f"head_dim must be a multiple of 4 for 2-D RoPE (a quarter of the pairs per "
-                             f"half), got {head_dim}")
+        head_dim = check_int("head_dim", self.head_dim, minimum=2 if self.kind == "axial" else 4)
         object.__setattr__(self, "theta", check_float("theta", self.theta, positive=True))
+        if self.kind != "axial":
+            if head_dim % 4:
+                raise ValueError(f"head_dim must be a multiple of 4 for 2-D RoPE (a quarter of the pairs per "
+                                 f"half), got {head_dim}")
+            if self.sections is not None:
+                raise ValueError(f"sections are the axial form's; the {self.kind} form fixes its own")
+            return
+        check_choice("axial_layout", self.axial_layout, AXIAL_LAYOUTS)
+        if head_dim % 2:
+            raise ValueError(f"head_dim must be even (pairs), got {head_dim}")
+        if self.sections is None or isinstance(self.sections, (str, bytes)):
+            raise ValueError("the axial form needs sections: the pairs of each axis, summing to head_dim/2")
+        sections = tuple(check_int(f"sections[{a}]", s, minimum=1) for a, s in enumerate(self.sections))
+        if not 1 <= len(sections) <= 4 or sum(sections) != head_dim // 2:
+            raise ValueError(f"sections must be 1 to 4 positive pair counts summing to head_dim/2 = {head_dim // 2}, "
+                             f"got {list(sections)}")
+        object.__setattr__(self, "sections", sections)
 
     @property
     def layout(self) -> str:
         """``"half"`` (pairs ``(j, j + D/2)``) or ``"interleaved"`` (pairs ``(2j, 2j + 1)``)."""
-        return _LAYOUT[self.kind]
+        return self.axial_layout if self.kind == "axial" else _LAYOUT[self.kind]
+
+    @property
+    def n_axes(self) -> int:
+        """The coordinates per position: 2 for the named forms, ``len(sections)`` for ``axial``."""
+        return len(self.sections) if self.kind == "axial" and self.sections is not None else 2
 
 
 def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
@@ -76,8 +109,15 @@ def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
     -----
     With :math:`q = D/4`, :math:`j' = j \bmod q`, :math:`b = [j \ge q]`: ``qwen2_vl``
     :math:`a = b,\ \omega_j = \theta^{-4j'/D}`; ``pixtral`` :math:`a = b,\ \omega_j = \theta^{-2(2j'+b)/D}`;
-    ``llama4`` :math:`a = 1 - b,\ \omega_j = \theta^{-4j'/D}`.
+    ``llama4`` :math:`a = 1 - b,\ \omega_j = \theta^{-4j'/D}`; ``axial`` with sections :math:`s_a`: pair ``k``
+    of block ``a`` reads coordinate ``a`` at :math:`\omega = \theta^{-k/s_a}`.
     """
+    if rope.kind == "axial":  # block a: pair k turns by p_a·θ^(−k/s_a)
+        assert rope.sections is not None
+        axes = tuple(a for a, count in enumerate(rope.sections) for _ in range(count))
+        k = np.concatenate([np.arange(count) for count in rope.sections]).astype(np.float64)  # index in the block
+        per_block = np.concatenate([np.full(count, float(count)) for count in rope.sections])  # s_a of each pair
+        return axes, rope.theta ** (-k / per_block)
     quarter = rope.head_dim // 4
     j = np.arange(2 * quarter)  # (D/2,) pair index
     second = (j >= quarter).astype(np.int64)  # b = [j ≥ q]
@@ -90,18 +130,20 @@ def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
     return tuple(int(a) for a in axes), rope.theta ** (-exponents)
 
 
-def _check_positions(positions: Any, xp: Any = None) -> Array:
+def _check_positions(positions: Any, rope: VisionRope, xp: Any = None) -> Array:
     positions = as_positions(positions, xp=xp)
-    if positions.ndim < 2 or positions.shape[-1] != 2:
-        raise ValueError(f"positions must have shape (..., N, 2), last axis (h, w); got {tuple(positions.shape)}")
+    n = rope.n_axes
+    if positions.ndim < 2 or positions.shape[-1] != n:
+        order = "(h, w)" if rope.kind != "axial" else f"one coordinate per section ({n})"
+        raise ValueError(f"positions must have shape (..., N, {n}), last axis {order}; got {tuple(positions.shape)}")
     return positions
 
 
 def vision_angles(positions: Any, rope: VisionRope, *, xp: Any = None) -> Array:
-    r"""Angles :math:`\varphi_j = p_{a(j)}\,\omega_j`, ``(..., N, D/2)`` float64, for positions ``(..., N, 2)``."""
+    r"""Angles :math:`\varphi_j = p_{a(j)}\,\omega_j`, ``(..., N, D/2)`` float64, for positions ``(..., N, n)``."""
     if not isinstance(rope, VisionRope):
         raise TypeError(f"rope must be a VisionRope, got {type(rope).__name__}")
-    positions = _check_positions(positions, xp)
+    positions = _check_positions(positions, rope, xp)
     ns = array_namespace(positions)
     axes, inv_freq = vision_frequencies(rope)
     per_pair = ns.take(positions, ns.asarray(axes, dtype=ns.int64), axis=-1)  # (..., N, D/2): p_{a(j)}
@@ -117,7 +159,8 @@ def vision_cos_sin(positions: Any, rope: VisionRope, *, xp: Any = None) -> tuple
 
 
 def apply_vision_rope(x: Any, positions: Any, rope: VisionRope) -> Array:
-    """Rotate patch vectors ``x`` ``(..., N, D)`` by their 2-D positions ``(..., N, 2)`` (broadcast).
+    """Rotate patch vectors ``x`` ``(..., N, D)`` by their positions ``(..., N, n)`` (broadcast; n = 2, or the
+    axial form's number of sections).
 
     Pairs are ``(j, j + D/2)`` (half) or ``(2j, 2j + 1)`` (interleaved); every channel is rotated.
     """
@@ -127,7 +170,7 @@ def apply_vision_rope(x: Any, positions: Any, rope: VisionRope) -> Array:
         raise ValueError(f"x must have shape (..., N, head_dim={rope.head_dim}), got {tuple(x.shape)}")
     angles = vision_angles(positions, rope, xp=ns)  # (..., N, D/2)
     if angles.shape[-2] != x.shape[-2]:
-        raise ValueError(f"positions {tuple(angles.shape[:-1])} + (2,) must end in x's N axis, x has shape "
+        raise ValueError(f"positions {tuple(angles.shape[:-1])} + ({rope.n_axes},) must end in x's N axis, x has shape "
                          f"{tuple(x.shape)}")
     cos, sin = ns.astype(ns.cos(angles), x.dtype), ns.astype(ns.sin(angles), x.dtype)  # (..., N, D/2)
     u, v = split_pairs(x, rope.layout)  # (..., N, D/2) each

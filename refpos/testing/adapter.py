@@ -11,8 +11,13 @@ from typing import Any
 import numpy as np
 
 import refpos
-from refpos.backend import get_xp, to_numpy
+from refpos.backend import get_xp
 from refpos.rope.given_tables import apply_rope_tables as _rotate_with_tables
+from refpos.testing.adapter_arrays import to_backend as _in
+from refpos.testing.adapter_arrays import to_host as _out
+from refpos.testing.adapter_layers import apply_vision_rope as apply_vision_rope  # the contract's, re-exported
+from refpos.testing.adapter_layers import local_attention as local_attention
+from refpos.testing.adapter_layers import query_scale as query_scale
 
 INFO: dict[str, Any] = {
     "name": "refpos",
@@ -21,18 +26,6 @@ INFO: dict[str, Any] = {
     "mrope": ["contiguous", "interleaved", "four_rows"],
     "description": "the refpos float64 reference, on the backend named by REFPOS_BACKEND",
 }
-
-
-def _in(a: Any, dtype: Any = None) -> Any:
-    """NumPy in -> current backend."""
-    if a is None:
-        return None
-    xp = get_xp()
-    return xp.asarray(np.asarray(a, dtype=dtype) if dtype is not None else np.asarray(a))
-
-
-def _out(a: Any) -> np.ndarray:
-    return np.asarray(to_numpy(a))
 
 
 # ------------------------------------------------------------------------------- attention core

@@ -57,6 +57,8 @@ DECLARATIONS: dict[str, Declaration] = {d.key: d for d in (
                 effect="the M-RoPE assignments drawn (docs/mrope.md#the-math); `four_rows`: also dicts of four "
                        "sections with positions `(4, ..., T)`, rows t, h, w, e (ggml's `rope_multi`); `[]`: no "
                        "M-RoPE (its tests are skipped with that reason before they draw)"),
+    Declaration("vision_forms", ("qwen2_vl", "pixtral", "llama4", "axial"), "every form", many=True,
+                effect="the vision RoPE forms drawn by `spec_tests/test_vision_rope.py` (`[]`: no vision RoPE)"),
     Declaration("rope_constants", (*ROPE_TYPES, "*"), "none", mapping=True,
                 effect="values the library hard-codes, per rule (`\"*\"`: every rule), e.g. "
                        "`{\"llama3\": {\"factor\": 8.0}}` for Meta's `apply_scaling`: the strategies draw "

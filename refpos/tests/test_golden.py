@@ -131,7 +131,9 @@ def test_committed_manifest_is_complete():
     certified = [c for c in manifest["cases"] if c["certified_max_error_ulps"] is not None]
     assert len(certified) > 90
     size = sum(f.stat().st_size for f in GOLDEN.rglob("*") if f.is_file())
-    assert size < 6_200_000, f"golden/ holds {size} bytes"  # 6.10 MB with the family configs and the DeBERTa cases
+    # 6.10 MB with the family configs and the DeBERTa cases, 6.17 MB with the vision-RoPE, local-attention and
+    # query-scale cases
+    assert size < 6_300_000, f"golden/ holds {size} bytes"
 
 
 def test_tampered_golden_fails_verify_with_the_case_id(tmp_path, capsys):
