@@ -34,6 +34,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, reject, settings
 from hypothesis.control import currently_in_test_context
 from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
+from length_from_positions import TAKES_LENGTH, length_from_positions
 from support import IMPL, IMPL_NAME, check_declarations, declared_support, declared_value, float_tolerance_note, info
 
 from refpos.testing.declarations import DECLARATIONS
@@ -211,6 +212,10 @@ class Adapter:
         if not callable(value) or isinstance(value, type):
             return value
         if name not in self._wrapped:
+            if name in TAKES_LENGTH and declared_value("seq_len") == "positions":
+                from refpos.testing import adapter as contract
+
+                value = length_from_positions(name, value, getattr(contract, name))
             self._wrapped[name] = _skip_unsupported(name, value)
         return self._wrapped[name]
 

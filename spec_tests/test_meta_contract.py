@@ -199,14 +199,16 @@ def test_the_matrix_credits_a_tables_kernel_with_no_rule():
     assert matrix._cell("kernel", "YaRN", tests, {"name": "builds its tables"}) == "passes (1)"
 
 
-def test_the_readme_table_of_declarations_is_the_registry():
-    """spec_tests/README.md's "What an adapter declares" is rendered from refpos/testing/declarations.py."""
+@pytest.mark.parametrize("page", ["spec_tests/README.md", "docs/write-an-adapter.md"])
+def test_the_table_of_declarations_is_the_registry(page):
+    """spec_tests/README.md's "What an adapter declares" and the tutorial's table are rendered from
+    refpos/testing/declarations.py: every declaration, with what it does."""
     from support import ROOT
 
     from refpos.testing import declarations
 
-    readme = (ROOT / "spec_tests" / "README.md").read_text(encoding="utf-8")
-    table = readme.split("<!-- declarations:begin -->\n", 1)[1].split("\n<!-- declarations:end -->", 1)[0]
+    text = (ROOT / page).read_text(encoding="utf-8")
+    table = text.split("<!-- declarations:begin -->\n", 1)[1].split("\n<!-- declarations:end -->", 1)[0]
     assert table == declarations.markdown_table(), "re-render the table from refpos/testing/declarations.py"
 
 
@@ -451,3 +453,25 @@ def test_the_layer_tests_catch_a_wrong_implementation(tmp_path, name, body, targ
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
     result = run_suite(name, ["-q", "-x", target], {"PYTHONPATH": str(tmp_path)})
     assert result.returncode == FAILED, (result.stdout + result.stderr)[-3000:]
+
+
+def test_a_library_taking_the_length_from_the_positions_can_be_expressed(tmp_path):
+    """A LongRoPE kernel picking its factors from the batch's positions, with no seq_len argument: declared,
+    the suite drops seq_len where it is the batch's own length and discards the other examples with the reason
+    (it used to fail every call with an unexpected seq_len)."""
+    adapter = """
+        from refpos.testing import adapter as ref
+
+        INFO = {"name": "LongRoPE factors from the batch", "dtype": "float64", "seq_len": "positions"}
+
+        def apply_rope(x, positions, rope):
+            return ref.apply_rope(x, positions, rope)  # L = max(positions) + 1, always
+    """
+    (tmp_path / "length_from_batch.py").write_text(textwrap.dedent(adapter), encoding="utf-8")
+    tests = [f"{SCALING}::test_longrope_switches_after_the_original_length_through_apply_rope",
+             "spec_tests/test_rope_properties.py::test_logit_depends_only_on_the_relative_position",
+             "spec_tests/test_golden.py::test_golden_case[rope/microsoft--Phi-3.5-mini-instruct/apply]"]
+    result = run_suite("length_from_batch", ["-q", "-rs", *tests], {"PYTHONPATH": str(tmp_path)})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "3 passed" in out, out[-3000:]
+    assert "takes L from the batch's positions" in out  # the discarded examples' reason

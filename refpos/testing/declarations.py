@@ -71,6 +71,11 @@ DECLARATIONS: dict[str, Declaration] = {d.key: d for d in (
                 effect="the forms of the computation (docs/conventions.md#tolerances): the tolerance of "
                        "angle-derived values is the bound of these (a kind left out: every form of it the "
                        "dtype admits); the header prints the bound in force; goldens admit every form"),
+    Declaration("seq_len", ("argument", "positions"), "argument",
+                effect="`positions`: the library takes the length L of dynamic NTK and LongRoPE from the "
+                       "batch's positions (max + 1) and has no seq_len: the suite drops seq_len where it is "
+                       "that length or the rule does not depend on L, and otherwise discards the example "
+                       "with that reason (spec_tests/length_from_positions.py)"),
     Declaration("negative_positions", ("error", "rotate"), "error",
                 effect="`error`: a negative position is a `ValueError`; `rotate`: position −δ rotates by "
                        "the angle −δ·ω (llama.cpp's K-shift), tested as the inverse of +δ"),
