@@ -475,3 +475,54 @@ def test_a_library_taking_the_length_from_the_positions_can_be_expressed(tmp_pat
     out = result.stdout + result.stderr
     assert result.returncode == 0 and "3 passed" in out, out[-3000:]
     assert "takes L from the batch's positions" in out  # the discarded examples' reason
+
+
+MROPE = """
+import numpy as np
+from refpos.testing import adapter as ref
+
+INFO = {"name": "NAME", "dtype": "float64", "mrope": DECLARED}
+
+
+def rope_cos_sin(positions, rope, seq_len=None):
+    if FOURTH_READ_AS_T and rope.get("mrope_section") is not None and len(rope["mrope_section"]) == 4:
+        s = rope["mrope_section"]  # the fourth row ignored: its pairs read t
+        rope = {**rope, "mrope_section": [s[0] + s[3], s[1], s[2]]}
+        positions = np.asarray(positions)[:3] if np.ndim(positions) > 1 else positions
+    if CALLS:
+        open(CALLS, "a").write("call\\n")
+    return ref.rope_cos_sin(positions, rope, seq_len=seq_len)
+"""
+
+
+def _mrope_adapter(tmp_path, name: str, declared: str, fourth_read_as_t: bool = False, calls: str = "") -> dict:
+    source = (MROPE.replace("NAME", name).replace("DECLARED", declared)
+              .replace("FOURTH_READ_AS_T", str(fourth_read_as_t)).replace("CALLS", repr(calls)))
+    (tmp_path / f"{name}.py").write_text(source, encoding="utf-8")
+    return {"PYTHONPATH": str(tmp_path)}
+
+
+@pytest.mark.parametrize(("fourth_read_as_t", "outcome"), [(False, 0), (True, FAILED)],
+                         ids=["four-rows-declared-passes", "fourth-row-read-as-t-fails"])
+def test_a_fourth_position_row_is_expressible(tmp_path, fourth_read_as_t, outcome):
+    """ggml's rope_multi reads four rows (llama.cpp sets the fourth to 0 for image tokens): declared, the suite
+    tests it, and an implementation that reads the fourth row's pairs from t fails."""
+    name = "e_read_as_t" if fourth_read_as_t else "ggml_like"
+    env = _mrope_adapter(tmp_path, name, '["contiguous", "interleaved", "four_rows"]', fourth_read_as_t)
+    tests = ["spec_tests/test_mrope.py::test_a_fourth_row_reads_the_pairs_the_round_robin_leaves",
+             "spec_tests/test_mrope.py::test_each_axis_moves_exactly_its_pairs"]
+    result = run_suite(name, ["-q", "-rs", *tests], env)
+    out = result.stdout + result.stderr
+    assert result.returncode == outcome, out[-3000:]
+    if outcome == 0:
+        assert "2 passed" in out, out[-3000:]
+
+
+def test_an_adapter_without_mrope_skips_its_tests_before_calling(tmp_path):
+    calls = tmp_path / "calls.txt"
+    env = _mrope_adapter(tmp_path, "no_mrope", "[]", calls=str(calls))
+    result = run_suite("no_mrope", ["-q", "-rs", "spec_tests/test_mrope.py::test_each_axis_moves_exactly_its_pairs"],
+                       env)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "1 skipped" in out and "no M-RoPE assignment" in out, out[-3000:]
+    assert not calls.exists(), "the library was called"

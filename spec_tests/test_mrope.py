@@ -31,7 +31,8 @@ POSITIONS = st.integers(0, 5000)
 def declared_assignments() -> tuple[str, ...]:
     """The M-RoPE variants the adapter declares (``INFO["mrope"]``); a skip, before anything is drawn, when it
     declares none of the three-row assignments."""
-    variants = declared_list("mrope") or DECLARATIONS["mrope"].default_values
+    variants = declared_list("mrope")
+    variants = DECLARATIONS["mrope"].default_values if variants is None else variants
     if not {"contiguous", "interleaved"} & set(variants):
         pytest.skip(f"{IMPL_NAME} declares INFO['mrope'] = {list(variants)}: no M-RoPE assignment to test")
     return variants
@@ -83,9 +84,9 @@ def _pairs(table, rope):
 
 @given(mrope_dicts(), st.lists(POSITIONS, min_size=1, max_size=6))
 def test_equal_axes_are_one_dimensional_rope(impl, rope, positions):
-    cos_sin, frequencies = require(impl, "rope_cos_sin", "rope_frequencies")
+    cos_sin = require(impl, "rope_cos_sin")
     p = np.array(positions)
-    inv, _ = frequencies(_plain(rope))
+    inv, _ = frequencies_or_reference(impl, _plain(rope), None)  # for the tolerance only
     want = cos_sin(p, _plain(rope))
     for got in (cos_sin(np.stack([p] * len(rope["mrope_section"])), rope), cos_sin(p, rope)):
         for g, w in zip(got, want, strict=True):
@@ -95,7 +96,7 @@ def test_equal_axes_are_one_dimensional_rope(impl, rope, positions):
 @given(mrope_dicts(), st.lists(POSITIONS, min_size=8, max_size=8), st.lists(st.integers(0, 3000), min_size=4,
        max_size=4), st.data())
 def test_logit_depends_only_on_the_shift_of_each_axis(impl, rope, eight, shift, data):
-    apply, frequencies = require(impl, "apply_rope", "rope_frequencies")
+    apply = require(impl, "apply_rope")
     x = seeded(data.draw, (2, rope["head_dim"]))
     q, k = x[:1], x[1:]
     rows = len(rope["mrope_section"])
@@ -105,7 +106,7 @@ def test_logit_depends_only_on_the_shift_of_each_axis(impl, rope, eight, shift, 
     def logit(a, b):
         return float((apply(q, a, rope) @ apply(k, b, rope).T)[0, 0])
 
-    inv, _ = frequencies(_plain(rope))
+    inv, _ = frequencies_or_reference(impl, _plain(rope), None)  # for the tolerance only
     top = int(max(pq.max(), pk.max()) + delta.max())
     assert_close(np.array([logit(pq + delta, pk + delta)]), np.array([logit(pq, pk)]), impl, "phase",
                  positions=np.array([2 * top]), inv_freq=inv, magnitude=np.linalg.norm(q) * np.linalg.norm(k),
@@ -144,11 +145,11 @@ def test_each_axis_moves_exactly_its_pairs(impl, rope, base, step):
 
 def test_image_tokens_rotate_by_all_three_axes(impl):
     """Vectors: a 2 × 3 image grid after two text tokens (Qwen2-VL sections scaled down), φ_j = p_{a(j)} ω_j."""
-    cos_sin, frequencies = require(impl, "rope_cos_sin", "rope_frequencies")
+    cos_sin = require(impl, "rope_cos_sin")
     rope = {"rope_type": "default", "rope_theta": 1e6, "head_dim": 16, "layout": "half",
             "mrope_section": [2, 3, 3], "mrope_interleaved": False}
     positions = np.array([[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]])
-    inv, a = frequencies(_plain(rope))
+    inv, a = 1e6 ** -(np.arange(0, 16, 2) / 16), 1.0  # default RoPE: ω_j = θ^(−2j/d), A = 1
     angles = positions[expected_axes([2, 3, 3], False)].T * inv  # (T, m)
     cos, sin = cos_sin(positions, rope)
     assert_close(cos, a * np.cos(np.concatenate([angles, angles], axis=-1)), impl, "phase",

@@ -30,7 +30,8 @@ COORDINATES = st.integers(0, 2000)
 
 
 def declared_forms() -> tuple[str, ...]:
-    forms = declared_list("vision_forms") or FORMS
+    forms = declared_list("vision_forms")
+    forms = FORMS if forms is None else forms
     if not forms:
         pytest.skip(f"{IMPL_NAME} declares INFO['vision_forms'] = []: no vision RoPE")
     return forms
