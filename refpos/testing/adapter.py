@@ -12,10 +12,10 @@ import numpy as np
 
 import refpos
 from refpos.backend import get_xp
-from refpos.rope.given_tables import apply_rope_tables as _rotate_with_tables
 from refpos.testing.adapter_arrays import to_backend as _in
 from refpos.testing.adapter_arrays import to_host as _out
-from refpos.testing.adapter_layers import apply_vision_rope as apply_vision_rope  # the contract's, re-exported
+from refpos.testing.adapter_layers import apply_rope_tables as apply_rope_tables  # the contract's, re-exported
+from refpos.testing.adapter_layers import apply_vision_rope as apply_vision_rope
 from refpos.testing.adapter_layers import local_attention as local_attention
 from refpos.testing.adapter_layers import query_scale as query_scale
 
@@ -314,15 +314,6 @@ def apply_rope(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | 
     """Rotated ``x`` ``(..., T, head_dim)`` at ``positions`` ``(T,)`` (or ``(..., T)``): the layout's pairs in
     the rotated span times A, pass-through channels unchanged. seq_len None: ``max(positions) + 1``."""
     return _out(refpos.apply_rope(_f64(x), _positions_in(positions), _rope(rope), seq_len=seq_len))
-
-
-def apply_rope_tables(x: np.ndarray, positions: np.ndarray, cos: np.ndarray, sin: np.ndarray,
-                      rope: dict) -> np.ndarray:
-    """Rotated ``x`` ``(..., T, head_dim)`` with the tables given, the rotation alone (kernels that take cos/sin
-    caches): ``cos``, ``sin`` ``(N, m)`` per pair (``A·cos φ``, ``A·sin φ`` of rows p = 0 … N−1, built by any
-    rule), token at position p reads row p (M-RoPE: pair j reads row ``p_{a(j)}``); only the rope dict's
-    geometry is read (head_dim, rotary width, placement, layout, sections). ``p < 0`` or ``p >= N``: ValueError."""
-    return _out(_rotate_with_tables(_f64(x), _positions_in(positions), _f64(cos), _f64(sin), _rope(rope)))
 
 
 def apply_rope_complex(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | None = None) -> np.ndarray:

@@ -1,5 +1,6 @@
 """The reference adapter's functions for how layers see positions beyond 1-D RoPE (the contract of
-``spec_tests/README.md``): attention over nearby keys, the per-layer query scale, the RoPE of vision encoders.
+``spec_tests/README.md``): attention over nearby keys, the per-layer query scale, the RoPE of vision encoders,
+and the rotation alone with given tables (kernels that take cos/sin caches).
 
 :mod:`refpos.testing.adapter` imports them, so ``REFPOS_IMPL=refpos.testing.adapter`` provides them; they live
 here to keep each module of one concern.
@@ -12,6 +13,7 @@ import numpy as np
 import refpos
 from refpos.backend import get_xp
 from refpos.models.layers import HFLayer
+from refpos.rope.given_tables import apply_rope_tables as _rotate_with_tables
 from refpos.rope.vision import VisionRope
 from refpos.rope.vision import apply_vision_rope as _rotate_patches
 from refpos.testing.adapter_arrays import to_backend, to_host
@@ -82,3 +84,13 @@ def apply_vision_rope(x: np.ndarray, positions: np.ndarray, rope: dict) -> np.nd
         raise ValueError(f"sections and layout are the axial form's; the {form!r} form fixes its own")
     vision = VisionRope(form, rope.get("head_dim"), theta=rope.get("rope_theta", 10000.0), **extra)
     return to_host(_rotate_patches(to_backend(x, np.float64), to_backend(positions), vision))
+
+
+def apply_rope_tables(x: np.ndarray, positions: np.ndarray, cos: np.ndarray, sin: np.ndarray,
+                      rope: dict) -> np.ndarray:
+    """Rotated ``x`` ``(..., T, head_dim)`` with the tables given, the rotation alone (kernels that take cos/sin
+    caches): ``cos``, ``sin`` ``(N, m)`` per pair (``A·cos φ``, ``A·sin φ`` of rows p = 0 … N−1, built by any
+    rule), token at position p reads row p (M-RoPE: pair j reads row ``p_{a(j)}``); only the rope dict's
+    geometry is read (head_dim, rotary width, placement, layout, sections). ``p < 0`` or ``p >= N``: ValueError."""
+    return to_host(_rotate_with_tables(to_backend(x, np.float64), to_backend(positions), to_backend(cos, np.float64),
+                                       to_backend(sin, np.float64), refpos.rope_config_from_params(rope)))

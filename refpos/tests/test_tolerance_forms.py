@@ -185,7 +185,7 @@ def test_every_catalogued_mistake_is_caught_at_the_probe_positions(dtype):
                                params["seq_len"], dtype)
         for mutant in _mutants(problem):
             wrong = mutant.build()
-            if np.array_equal(wrong, reference):
+            if np.array_equal(wrong, problem.reference):  # the same computation: no mistake on these inputs
                 continue
             checked += 1
             result = compare(wrong, reference, case["outputs"]["y"]["tolerance"], dtype)
