@@ -23,7 +23,7 @@ import refpos
 from refpos.golden.cases import In, Param, as_xp, call, rng_for, to_np
 from refpos.golden.entries import tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
-from refpos.models.layers import HFLayer
+from refpos.models.query_scales import QueryScale
 from refpos.rope.vision import (
     VisionRope,
     apply_vision_rope,
@@ -124,8 +124,7 @@ SCALE_POSITIONS = np.unique(np.concatenate([[0, 1, 2], *([e - 2, e - 1, e, e + 1
 def query_scale_cases() -> list[Case]:
     cases = []
     for rule, params, description in SCALES:
-        first, second = (float(v) for k, v in params.items() if k != "rule")  # in the order of the formula
-        scale = HFLayer(0, None, None, scale=(rule, first, second)).query_scale(SCALE_POSITIONS)
+        scale = QueryScale(rule, tuple((k, float(v)) for k, v in params.items() if k != "rule"))(SCALE_POSITIONS)
         cases.append(Case(f"query-scale/{rule}", "query_scale", "query_scale",
                           f"{description}: the multiplier of the query at every step edge up to 2^20",
                           {"scale": params, "call": call("query_scale", ["scale"], In("positions"), Param("scale"))},

@@ -12,12 +12,12 @@ import numpy as np
 
 import refpos
 from refpos.backend import get_xp
-from refpos.models.layers import HFLayer
+from refpos.models.query_scales import QUERY_SCALES, QueryScale
 from refpos.rope.given_tables import apply_rope_tables as _rotate_with_tables
 from refpos.rope.vision import VisionRope
 from refpos.rope.vision import apply_vision_rope as _rotate_patches
 from refpos.testing.adapter_arrays import to_backend, to_host
-from refpos.validation import check_float
+from refpos.validation import check_float, check_int
 
 
 def local_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, window: int | None = None,
@@ -48,20 +48,17 @@ def query_scale(positions: np.ndarray, scale: dict) -> np.ndarray:
     if not isinstance(scale, dict):
         raise TypeError(f"scale must be a dict {{'rule': ..., <parameters>}}, got {type(scale).__name__}")
     rule = scale.get("rule")
-    if rule not in QUERY_SCALE_PARAMETERS:
-        raise ValueError(f"scale['rule'] must be one of {tuple(QUERY_SCALE_PARAMETERS)}, got {rule!r}")
-    names = QUERY_SCALE_PARAMETERS[rule]
+    if rule not in QUERY_SCALES:
+        raise ValueError(f"scale['rule'] must be one of {tuple(QUERY_SCALES)}, got {rule!r}")
+    keys = QUERY_SCALES[rule].keys  # the rule's record: its parameters and their kinds
+    names = tuple(k.param for k in keys)
     missing = [name for name in names if scale.get(name) is None]
     unknown = sorted(set(scale) - {"rule", *names})
     if missing or unknown:
         raise ValueError(f"scale of rule {rule!r} takes {names}; missing {missing}, unknown {unknown}")
-    first, second = (check_float(name, scale[name], positive=index == 1) for index, name in enumerate(names))
-    return np.asarray(HFLayer(0, None, None, scale=(rule, first, second)).query_scale(positions))
-
-
-#: the parameters of each query-scale rule, in the order of its formula (docs/families.md)
-QUERY_SCALE_PARAMETERS = {"llama4_temperature": ("attn_scale", "floor_scale"),
-                          "llama_4_scaling_beta": ("beta", "original_max_position_embeddings")}
+    params = tuple((k.param, float(check_int(k.param, scale[k.param], minimum=1)) if k.kind == "int" else
+                    check_float(k.param, scale[k.param], positive=k.param == "floor_scale")) for k in keys)
+    return QueryScale(rule, params)(positions)
 
 
 #: the keys of a contract vision-RoPE dict
