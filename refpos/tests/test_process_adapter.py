@@ -1,0 +1,93 @@
+"""The process protocol of ``spec_tests/adapters/process.py``: an adapter in another process, crashes contained.
+
+Each test starts a small Python adapter as the child (``python -m spec_tests.adapters.process serve``), so the
+protocol's framing, its typed errors, a child that aborts and one that hangs are each shown on real pipes.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from spec_tests.adapters.process import ImplementationCrashed, ImplementationError, ProcessImplementation
+
+CHILD = textwrap.dedent('''
+    import os, time
+    import numpy as np
+    INFO = {"name": "a child for the protocol tests", "dtype": "float64", "rope_layout": "half"}
+
+    def alibi_slopes(n_heads):
+        if n_heads == 13:
+            os.abort()  # what a native library's failed assert does
+        if n_heads == 14:
+            os._exit(3)
+        if n_heads < 1:
+            raise ValueError(f"n_heads must be >= 1, got {n_heads}")
+        if n_heads == 15:
+            raise KeyError("an error outside the contract's three")
+        return 2.0 ** (-8.0 * np.arange(1, n_heads + 1) / n_heads)
+
+    def rope_frequencies(rope, seq_len=None):
+        if rope.get("rope_type", "default") != "default":
+            raise NotImplementedError("default only")
+        d = rope["head_dim"]
+        return rope["rope_theta"] ** (-np.arange(0, d, 2) / d), float("inf") if seq_len == -1 else 1.0
+
+    def softmax(logits, mask=None, fully_masked="zeros"):
+        time.sleep(30)
+''')
+
+
+@pytest.fixture
+def child(tmp_path, monkeypatch) -> ProcessImplementation:
+    (tmp_path / "protocol_child.py").write_text(CHILD, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    impl = ProcessImplementation([sys.executable, "-m", "spec_tests.adapters.process", "serve", "protocol_child"],
+                                 timeout=5.0)
+    yield impl
+    impl.close()
+
+
+def test_hello_lists_the_functions_and_info(child):
+    namespace: dict = {}
+    child.install(namespace)
+    assert namespace["INFO"]["name"] == "a child for the protocol tests"
+    assert child.hello["functions"] == ["alibi_slopes", "rope_frequencies", "softmax"]
+    assert callable(namespace["__getattr__"]("alibi_slopes"))
+    with pytest.raises(AttributeError, match="does not provide attention"):
+        namespace["__getattr__"]("attention")
+
+
+def test_arrays_dicts_and_floats_round_trip(child):
+    slopes = child.function("alibi_slopes")(8)
+    np.testing.assert_array_equal(slopes, 2.0 ** (-np.arange(1, 9.0)))  # bit for bit through .npy
+    inv_freq, factor = child.function("rope_frequencies")({"rope_theta": 1e4, "head_dim": 8}, seq_len=-1)
+    assert inv_freq.dtype == np.float64 and inv_freq.shape == (4,) and factor == float("inf")
+
+
+def test_contract_errors_keep_their_type(child):
+    with pytest.raises(ValueError, match="n_heads must be >= 1"):
+        child.function("alibi_slopes")(0)
+    with pytest.raises(NotImplementedError, match="default only"):
+        child.function("rope_frequencies")({"rope_type": "linear", "rope_theta": 1e4, "head_dim": 8})
+    with pytest.raises(ImplementationError, match="KeyError"):
+        child.function("alibi_slopes")(15)
+
+
+def test_an_abort_is_a_named_failure_and_the_child_restarts(child):
+    slopes = child.function("alibi_slopes")
+    with pytest.raises(ImplementationCrashed, match=r"killed by SIGABRT during alibi_slopes"):
+        slopes(13)
+    assert slopes(4).shape == (4,)  # a fresh child answers the next call
+    with pytest.raises(ImplementationCrashed, match=r"exited with status 3 during alibi_slopes"):
+        slopes(14)
+    assert slopes(2).shape == (2,)
+
+
+def test_a_hung_call_is_killed_after_the_timeout(child):
+    with pytest.raises(ImplementationCrashed, match=r"did not answer within 5 s during softmax"):
+        child.function("softmax")(np.zeros((2, 3)))
+    assert child.function("alibi_slopes")(1).shape == (1,)
