@@ -4,7 +4,9 @@ Every measured function is printed next to a *floor* measured in the same run �
 attention (q·kᵀ and p·v of the same shapes), a memory copy of the same bytes for elementwise work —
 and, when torch is installed, next to what users would otherwise run on the same device (torch
 ``scaled_dot_product_attention``, transformers' ``apply_rotary_pos_emb``: on the CPU beside NumPy, on
-CUDA beside CuPy), with the ratios. The measuring itself is :mod:`refpos.tools.measure`.
+CUDA beside CuPy), with the ratios; the rope suite also beside the native kernels of llama.cpp's ggml and
+onnxruntime when they are installed (:mod:`refpos.tools.bench_native`). The measuring itself is
+:mod:`refpos.tools.measure`.
 
 Timings are the best of several runs (``time.perf_counter``). The copy floor and ``apply_rope`` run in
 alternating rounds, so that a slow phase of a shared machine weighs on both; BLAS matmuls and torch run
@@ -212,15 +214,39 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
                 for key in ("torch_hf_apply_s", "torch_hf_apply_median_s"):
                     if key in rec:
                         rec[key] /= 2
+            _time_native(rec, x, head_dim, layout, rope_rounds)
             rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
             rec["output_bytes"] = nbytes
             for key in ("floor_copy_s", "apply_rope_s", "torch_hf_apply_s"):
                 if key in rec:
                     rec[f"{key[:-2]}_gbs"] = 2 * nbytes / rec[key] / 1e9  # read x, write the output
-            _ratios(rec, "apply_rope_s", ("floor_copy_s", "floor_copy_tables_s", "torch_hf_apply_s"))
-            _ratios(rec, "apply_rope_median_s", ("floor_copy_tables_median_s", "torch_hf_apply_median_s"))
+            _ratios(rec, "apply_rope_s", ("floor_copy_s", "floor_copy_tables_s", "torch_hf_apply_s", "ggml_rope_ext_s",
+                                          "ort_rotary_s"))
+            _ratios(rec, "apply_rope_median_s", ("floor_copy_tables_median_s", "torch_hf_apply_median_s",
+                                                 "ggml_rope_ext_median_s", "ort_rotary_median_s"))
             records.append(rec)
     return records
+
+
+def _time_native(rec: Record, x: Any, head_dim: int, layout: str, rounds: int) -> None:
+    """ggml's ``rope_ext`` (its own float32 angles) and onnxruntime's ``RotaryEmbedding`` (given its float32
+    cache) on the same x, positions, θ and threads as apply_rope, each on its own after refpos's (their thread
+    pools spin after a call, like torch's), when installed (:mod:`refpos.tools.bench_native`): NumPy float32, the
+    half and interleaved layouts."""
+    from refpos.parallel import num_threads
+    from refpos.tools.bench_native import ggml_rope_timer, ort_rope_timer
+
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 4 or layout == "deinterleaved":
+        return
+    threads = num_threads()
+    timers = {"ggml_rope_ext_s": ggml_rope_timer(x, 10000.0, threads, neox=layout == "half"),
+              "ort_rotary_s": ort_rope_timer(x, 10000.0, threads, interleaved=layout == "interleaved")}
+    for name, timer in timers.items():
+        if timer is None:
+            continue
+        times = round_times([timer], np, repeat=rounds)[0]
+        rec[name], rec[f"{name[:-2]}_median_s"] = min(times), float(np.median(times))
+        rec["native_threads"] = threads
 
 
 def tables_fn(positions: Any, rope: Any, dtype: Any) -> Callable[[], Any]:

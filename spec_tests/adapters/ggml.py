@@ -1,0 +1,22 @@
+"""Adapter: llama.cpp's ggml (CPU backend), its calls in a child process (spec_tests/adapters/process.py).
+
+Run (``tox -e ggml`` builds ggml from the llama-cpp-python source package on PyPI and runs this)::
+
+    export REFPOS_GGML_LIB=$(python -m spec_tests.adapters.build_ggml)
+    REFPOS_IMPL=spec_tests.adapters.ggml python -m pytest spec_tests \\
+        --xfails-file spec_tests/adapters/ggml.xfails.txt
+
+ggml aborts the process on a failed ``GGML_ASSERT``; its ctypes calls (``spec_tests/adapters/_ggml_calls.py``,
+where what is wired and how is described) therefore run in a child served over the process protocol, and
+an abort fails the one test that caused it (``ImplementationCrashed``, with ggml's message).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from spec_tests.adapters.process import ProcessImplementation
+
+ProcessImplementation([sys.executable, "-m", "spec_tests.adapters.process", "serve", "spec_tests.adapters._ggml_calls"],
+                      timeout=float(os.environ.get("REFPOS_PROCESS_TIMEOUT", "120"))).install(globals())
