@@ -20,8 +20,8 @@ The tables are the readable form's own (:func:`refpos.rope.core.pair_cos_sin`, c
 evaluated block by block on the threads): this module only lays them out as ``C`` and ``S``, so a
 change to the tables reaches every path.
 
-Each slab of rows is computed in scratch memory that stays in the core's cache (four calls: ``x·C``, the
-partners, ``·S``, the sum) and written to the output once, by a copy: writing the products straight into
+Each slab of rows is computed in scratch memory that stays in the core's cache (``x·C``, the partners,
+``·S``) and written to the output once, by the fourth call, the sum: writing the products straight into
 the output makes the first call read each output cache line before writing it. The measurements behind
 these choices, and the forms tried and not taken, are in docs/performance.md#fast-forms.
 
@@ -118,8 +118,7 @@ def rotate_span(x: np.ndarray, tables: Callable[[slice], tuple[np.ndarray, np.nd
             np.multiply(span, c_b[slab], out=result)  # first: streams x in, contiguously
             swap(span, partner)
             np.multiply(partner, s_b[slab], out=partner)
-            np.add(result, partner, out=result)
-            out[where] = result  # the output's one write: a copy from the cache
+            np.add(result, partner, out=out[where])  # the output's one write, by the last of the four calls
 
     run_blocks([partial(block, slice(t0, min(t0 + rows_per_block, t))) for t0 in range(0, t, rows_per_block)],
                numpy=True, work=math.prod(out.shape))

@@ -275,6 +275,9 @@ async function contribAttention({ q, k, v, additive, scale, causal, softcap, b, 
   const bsd = (a, [bb, hh, tt, dd]) => swapMiddle(f32(a), [bb, hh, tt, dd]);
   if (causal) {
     if (dv !== d) throw notImplemented('GroupQueryAttention: values of the key width only');
+    // checked by the operator (group_query_attention_helper.h): an error there is a refusal, not a finding
+    if (d % 8) throw notImplemented(`GroupQueryAttention: head_size must be a multiple of 8, got ${d}`);
+    if (b > 1 && tq > 1 && tk > tq) throw notImplemented('GroupQueryAttention: batch_size 1 when several queries follow a past');
     const past = tk - tq;
     const kAll = f32(k);
     const vAll = f32(v);
