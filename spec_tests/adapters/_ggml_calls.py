@@ -9,12 +9,15 @@ builds one ggml graph of one operator on float32 tensors and computes it on ``RE
   computes itself: ``default``, ``linear`` (``freq_scale = 1/s``) and ``yarn`` (``ext_factor = 1``,
   ``n_ctx_orig = L_0``, ``beta_fast``/``beta_slow``; ggml multiplies ``attn_factor`` by its own
   ``1 + 0.1·ln s``, so an explicit ``attention_factor`` A is passed as ``A / (1 + 0.1·ln s)``, as llama.cpp
-  does). M-RoPE dicts go to ``ggml_rope_multi`` (mode MROPE, or IMROPE for ``mrope_interleaved``) with
-  sections ``[s_t, s_h, s_w, 0]`` and the fourth position row 0. The other rules (NTK, dynamic, llama3,
-  LongRoPE, proportional) reach ggml as a rescaled base or per-pair ``freq_factors`` that llama.cpp's
-  converter and model code compute, not ggml: ``NotImplementedError``. So is DeepSeek's
-  ``mscale``/``mscale_all_dim`` pair (llama.cpp's model code), and the deinterleaved layout and the ``last``
-  placement (ggml rotates the first ``n_dims`` channels in place).
+  does). llama3 and Gemma 4's proportional rule reach ggml as per-pair ``freq_factors`` that llama.cpp's
+  converter writes into the GGUF file: with ``REFPOS_LLAMA_CPP_SOURCE`` naming the unpacked
+  ``vendor/llama.cpp`` (and torch installed), the converter's own ``generate_extra_tensors`` computes them
+  (:class:`_Converter`), so the row credits llama.cpp's converter and ggml together. M-RoPE dicts go to
+  ``ggml_rope_multi`` (mode MROPE, or IMROPE for ``mrope_interleaved``) with sections ``[s_t, s_h, s_w, 0]``
+  and the fourth position row 0. NTK, dynamic and LongRoPE (a rescaled base, factor sets chosen by
+  llama.cpp's context code) and DeepSeek's ``mscale``/``mscale_all_dim`` pair (llama.cpp's model code) are
+  not ggml's: ``NotImplementedError``; so are the deinterleaved layout and the ``last`` placement (ggml
+  rotates the first ``n_dims`` channels in place).
 * ``rope_cos_sin`` — the rotation of a probe with ``(1, 0)`` in every pair (``_contract.pair_probe``).
 * ``softmax`` — ``ggml_soft_max_ext`` with the mask as an additive float32 ``0`` / ``−inf`` tensor.
 * ``alibi_slopes`` — read out of ``ggml_soft_max_ext``'s fused ALiBi (``max_bias = 8``): on two keys of
@@ -30,8 +33,10 @@ builds one ggml graph of one operator on float32 tensors and computes it on ``RE
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import os
+import types
 
 import numpy as np
 
@@ -54,17 +59,21 @@ if LIB is None:
 THREADS = int(os.environ.get("REFPOS_GGML_THREADS", "1"))
 VERSION = os.environ.get("REFPOS_GGML_VERSION", "ggml")
 
+WITH_CONVERTER = bool(os.environ.get("REFPOS_LLAMA_CPP_SOURCE"))  # llama3 and proportional as freq_factors
 INFO = adapter_info(
     f"ggml ({VERSION})", "float32",
     "spec_tests/adapters/ggml.py: ggml_rope_ext / ggml_rope_multi, ggml_soft_max_ext and ggml_flash_attn_ext "
-    f"through ctypes, in a child process, {THREADS} thread(s)",
-    native_layout="interleaved", rope_types=["default", "linear", "yarn"], rope_layouts=["half", "interleaved"],
-    rope_placements=["first"])
-INFO["rope_angles"] = "float32, by running product (theta *= theta_scale) per pair"
+    f"through ctypes, in a child process, {THREADS} thread(s)"
+    + ("; llama3 and proportional as freq_factors of llama.cpp's converter" if WITH_CONVERTER else ""),
+    native_layout="interleaved",
+    rope_types=["default", "linear", "yarn"] + (["llama3", "proportional"] if WITH_CONVERTER else []),
+    rope_layouts=["half", "interleaved"], rope_placements=["first"])
 
 KNOWN_ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
-#: the rules ggml computes from its own arguments; the others are written by llama.cpp's converter
+#: the rules ggml computes from its own arguments
 GGML_RULES = ("default", "linear", "yarn")
+#: the rules llama.cpp's converter turns into per-pair freq_factors that ggml divides the angles by
+CONVERTER_RULES = ("llama3", "proportional")
 
 
 # --------------------------------------------------------------------------------------------- RoPE
@@ -80,12 +89,17 @@ def _rope_args(rope: dict) -> tuple[int, int, list[int] | None, tuple[float, ...
         raise ValueError(f"layout must be 'half', 'interleaved' or 'deinterleaved', got {rope['layout']!r}")
     if rope.get("placement", "first") not in ("first", "last", "proportional"):
         raise ValueError(f"placement must be 'first', 'last' or 'proportional', got {rope['placement']!r}")
-    if kind not in GGML_RULES:
-        raise NotImplementedError(f"rope_type {kind!r}: llama.cpp passes it to ggml as a base or freq_factors its "
-                                  "converter computes; ggml computes default, linear and yarn")
-    if rope.get("placement", "first") == "proportional":
+    if kind not in GGML_RULES + CONVERTER_RULES:
+        raise NotImplementedError(f"rope_type {kind!r}: llama.cpp passes it to ggml as a rescaled base or factors "
+                                  "of its converter that are not wired here")
+    if kind in CONVERTER_RULES and converter() is None:
+        raise NotImplementedError(f"rope_type {kind!r} reaches ggml as freq_factors of llama.cpp's converter, which "
+                                  "needs torch and REFPOS_LLAMA_CPP_SOURCE")
+    if rope.get("placement", "first") == "proportional" and kind != "proportional":
         raise NotImplementedError("placement 'proportional': ggml rotates the first n_dims channels")
-    kind, layout = kind_and_layout(rope, "ggml", ("half", "interleaved"))
+    kind, layout = kind_and_layout({**rope, "placement": "first"}, "ggml", ("half", "interleaved"))
+    if rope.get("placement", "first") == "last":
+        raise NotImplementedError("ggml rotates the first channels, not the last")
     head = int(rope["head_dim"])
     n_dims = rotary_width(rope)
     if head <= 0 or head % 2 or n_dims % 2 or not 0 < n_dims <= head:
@@ -108,9 +122,11 @@ def _rope_args(rope: dict) -> tuple[int, int, list[int] | None, tuple[float, ...
     if kind != "default" and not (math.isfinite(factor) and factor >= 1):
         raise ValueError(f"factor must be >= 1, got {factor}")
     if kind == "default":
-        return n_dims, mode, sections, (0, theta, 1.0, 0.0, 1.0, 0.0, 0.0)
+        return n_dims, mode, sections, None, (0, theta, 1.0, 0.0, 1.0, 0.0, 0.0)
     if kind == "linear":
-        return n_dims, mode, sections, (0, theta, 1.0 / factor, 0.0, 1.0, 0.0, 0.0)
+        return n_dims, mode, sections, None, (0, theta, 1.0 / factor, 0.0, 1.0, 0.0, 0.0)
+    if kind in CONVERTER_RULES:
+        return _converter_rope(kind, rope, head, n_dims, mode, sections, theta, factor)
     original = rope.get("original_max_position_embeddings")
     if original is None or int(original) <= 0:
         raise ValueError(f"original_max_position_embeddings must be a positive int for yarn, got {original}")
@@ -118,22 +134,96 @@ def _rope_args(rope: dict) -> tuple[int, int, list[int] | None, tuple[float, ...
         raise NotImplementedError("yarn mscale / mscale_all_dim: llama.cpp's model code turns them into attn_factor")
     ggml_own = 1.0 + 0.1 * math.log(factor)  # ggml multiplies attn_factor by this (rope_yarn, ops.cpp)
     attn = float(rope["attention_factor"]) / ggml_own if "attention_factor" in rope else 1.0
-    return n_dims, mode, sections, (int(original), theta, 1.0 / factor, 1.0, attn,
-                                    float(rope.get("beta_fast", 32.0)), float(rope.get("beta_slow", 1.0)))
+    return n_dims, mode, sections, None, (int(original), theta, 1.0 / factor, 1.0, attn,
+                                          float(rope.get("beta_fast", 32.0)), float(rope.get("beta_slow", 1.0)))
+
+
+def _converter_rope(kind: str, rope: dict, head: int, n_dims: int, mode: int, sections: list[int] | None,
+                    theta: float, factor: float) -> tuple:
+    """The ``rope_ext`` arguments of a rule llama.cpp's converter writes as per-pair ``freq_factors`` c_j (ggml
+    divides pair j's angle by c_j): llama3 (``LlamaModel.generate_extra_tensors``, conversion/llama.py: the
+    factors from float32 ω over the rotated width) and Gemma 4's proportional (``Gemma4Model.
+    generate_extra_tensors``, conversion/gemma.py: 1 for the rotated pairs, 1e30 for the others, over the
+    whole head)."""
+    if sections is not None:
+        raise NotImplementedError(f"M-RoPE with rope_type {kind!r}")
+    if kind == "llama3":
+        keys = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+        missing = [k for k in keys if k not in rope]
+        if missing:
+            raise ValueError(f"llama3 needs {missing}")
+        if not 0 < float(rope["low_freq_factor"]) <= float(rope["high_freq_factor"]):  # equal: Llama 4
+            raise ValueError(f"low_freq_factor must be in (0, high_freq_factor], got {rope['low_freq_factor']}, "
+                             f"{rope['high_freq_factor']}")
+        params = {"rope_type": "llama3", "rope_theta": theta, **{k: rope[k] for k in keys}}
+        factors = converter().llama3(params, n_dims)
+        return n_dims, mode, sections, factors, (0, theta, 1.0, 0.0, 1.0, 0.0, 0.0)
+    if factor != 1.0:
+        raise NotImplementedError("proportional with a factor: the converter writes the rotated pairs only")
+    if rope.get("layout", "half") != "half":
+        raise NotImplementedError("proportional: the converter's factors assume the NEOX (half) order")
+    factors = converter().proportional(theta, head, n_dims / head)
+    return head, mode, sections, factors, (0, theta, 1.0, 0.0, 1.0, 0.0, 0.0)
+
+
+class _Converter:
+    """llama.cpp's converter (``conversion/`` of the llama-cpp-python source package, with its ``gguf-py``),
+    its ``generate_extra_tensors`` called on a stand-in for a model with only the hyperparameters they read."""
+
+    def __init__(self, source: str) -> None:
+        import sys
+
+        for path in (source, os.path.join(source, "gguf-py")):
+            if path not in sys.path:
+                sys.path.append(path)
+        from conversion.gemma import Gemma4Model
+        from conversion.llama import LlamaModel
+
+        self.llama_model, self.gemma4_model = LlamaModel, Gemma4Model
+
+    @staticmethod
+    def _one_tensor(tensors) -> np.ndarray:
+        (_, tensor), = list(tensors)
+        return tensor.numpy().astype(np.float32)
+
+    def llama3(self, params: dict, n_dims: int) -> np.ndarray:
+        stub = types.SimpleNamespace(rope_parameters=params, hparams={"head_dim": n_dims},
+                                     format_tensor_name=lambda *_: "rope_freqs.weight")
+        return self._one_tensor(self.llama_model.generate_extra_tensors(stub))
+
+    def proportional(self, theta: float, head: int, fraction: float) -> np.ndarray:
+        full = {"rope_type": "proportional", "partial_rotary_factor": fraction, "rope_theta": theta}
+        stub = types.SimpleNamespace(hparams={"rope_parameters": {"full_attention": full}, "global_head_dim": head},
+                                     format_tensor_name=lambda *_: "rope_freqs.weight")
+        return self._one_tensor(self.gemma4_model.generate_extra_tensors(stub))
+
+
+@functools.cache
+def converter() -> _Converter | None:
+    """llama.cpp's converter from ``REFPOS_LLAMA_CPP_SOURCE`` (``vendor/llama.cpp`` of the unpacked source
+    package), or ``None`` where it or torch is missing."""
+    source = os.environ.get("REFPOS_LLAMA_CPP_SOURCE")
+    if not source or not os.path.isdir(os.path.join(source, "conversion")):
+        return None
+    try:
+        return _Converter(source)
+    except ImportError:
+        return None
 
 
 def _rope_rows(x: np.ndarray, pos: np.ndarray, rope: dict) -> np.ndarray:
     """ggml's rotation of ``x`` ``(N, T, D)`` float32 at ``pos`` ``(T,)``, or ``(4, T)`` for M-RoPE."""
-    n_dims, mode, sections, args = _rope_args(rope)
+    n_dims, mode, sections, factors, args = _rope_args(rope)
     n, t, d = x.shape
-    graph = Graph(LIB, 3 * x.nbytes + 16 * t + 4096)
+    graph = Graph(LIB, 3 * x.nbytes + 16 * t + 4 * d + 4096)
     try:
         a = graph.tensor(np.ascontiguousarray(x.transpose(1, 0, 2)))  # ne = [D, N, T]: heads, then tokens
         p = graph.tensor(np.ascontiguousarray(pos, dtype=np.int32).reshape(-1))
+        c = None if factors is None else graph.tensor(factors)  # freq_factors: pair j's angle divided by c_j
         if sections is None:
-            out = LIB.ggml_rope_ext(graph.ctx, a, p, None, n_dims, mode, *args)
+            out = LIB.ggml_rope_ext(graph.ctx, a, p, c, n_dims, mode, *args)
         else:
-            out = LIB.ggml_rope_multi(graph.ctx, a, p, None, n_dims, (ctypes.c_int * 4)(*sections), mode, *args)
+            out = LIB.ggml_rope_multi(graph.ctx, a, p, c, n_dims, (ctypes.c_int * 4)(*sections), mode, *args)
         return graph.compute(out, (t, n, d), THREADS)().transpose(1, 0, 2)
     finally:
         graph.close()
@@ -166,9 +256,9 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(A·cos φ, A·sin φ)`` as ggml's rotation forms them: a probe with ``(1, 0)`` in every pair, rotated."""
     pos = integer_positions(positions, reject_negative=True)
-    _rope_args(rope)  # bad or unsupported dicts fail before the probe
+    width = _rope_args(rope)[0]  # bad or unsupported dicts fail before the probe; the rotated channels
     settled = rope_settings(rope, "ggml", mrope=True)
-    layout, head, width = settled.get("layout", "half"), int(settled["head_dim"]), rotary_width(settled)
+    layout, head = settled.get("layout", "half"), int(settled["head_dim"])
     t = pos.shape[-1]
     if is_mrope(rope) or pos.ndim == 1:
         rotated = apply_rope(pair_probe(t, head, width, layout), pos, rope)  # (T, head)

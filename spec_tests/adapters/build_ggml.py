@@ -2,8 +2,9 @@
 
 ``python -m spec_tests.adapters.build_ggml [--cache DIR]`` downloads ``llama-cpp-python==VERSION`` as a
 source distribution (``pip download --no-binary :all: --no-deps``), unpacks its vendored
-``vendor/llama.cpp/ggml`` into the cache, configures it with CMake as a subproject (the source package
-leaves out ``ggml.pc.in``, which ggml only reads when it is the top-level project) and builds
+``vendor/llama.cpp/ggml`` (with the converter, ``conversion/`` and ``gguf-py/``) into the cache, configures
+it with CMake as a subproject (the source package leaves out ``ggml.pc.in``, which ggml only reads when it
+is the top-level project) and builds
 ``libggml-base.so`` and ``libggml-cpu.so`` (Release, ``-march=native``, OpenMP). The last line printed is
 the directory of the libraries, for ``REFPOS_GGML_LIB``. A cache that already holds them is reused; nothing
 is written inside the repository. Needs cmake and a C/C++ compiler (measured on the 2-core VM: 3–4 min).
@@ -19,6 +20,9 @@ import tarfile
 from pathlib import Path
 
 VERSION = "0.3.36"
+#: the parts of vendor/llama.cpp unpacked: ggml, and the converter with its gguf package (the ggml adapter
+#: calls the converter for the freq_factors it writes: spec_tests/adapters/_ggml_calls.py, _Converter)
+UNPACKED = ("ggml", "conversion", "gguf-py")
 #: the CMake project that adds ggml as a subdirectory (written into the cache, not kept in the repository)
 WRAPPER = """cmake_minimum_required(VERSION 3.14)
 project(refpos_ggml C CXX)
@@ -37,11 +41,12 @@ def build(cache: Path, version: str = VERSION, jobs: int = 2) -> Path:
     if not sdist.is_file():
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
                         f"llama-cpp-python=={version}", "-d", str(root)], check=True)
-    source = root / f"llama_cpp_python-{version}" / "vendor" / "llama.cpp" / "ggml"
-    if not (source / "CMakeLists.txt").is_file():
-        prefix = f"llama_cpp_python-{version}/vendor/llama.cpp/ggml/"
+    vendor = root / f"llama_cpp_python-{version}" / "vendor" / "llama.cpp"
+    source = vendor / "ggml"
+    if not all((vendor / part).is_dir() for part in UNPACKED):
+        prefixes = tuple(f"llama_cpp_python-{version}/vendor/llama.cpp/{part}/" for part in UNPACKED)
         with tarfile.open(sdist) as tar:
-            members = [m for m in tar.getmembers() if m.name.startswith(prefix) and (m.isfile() or m.isdir())]
+            members = [m for m in tar.getmembers() if m.name.startswith(prefixes) and (m.isfile() or m.isdir())]
             tar.extractall(root, members=members, filter="data")
     (root / "wrapper").mkdir(exist_ok=True)
     (root / "wrapper" / "CMakeLists.txt").write_text(WRAPPER, encoding="utf-8")
