@@ -91,3 +91,40 @@ def test_a_hung_call_is_killed_after_the_timeout(child):
     with pytest.raises(ImplementationCrashed, match=r"did not answer within 5 s during softmax"):
         child.function("softmax")(np.zeros((2, 3)))
     assert child.function("alibi_slopes")(1).shape == (1,)
+
+
+GGML_CHILD = textwrap.dedent('''
+    import numpy as np
+    from refpos.tools.bench_native import ROPE_VISION, Graph, load_ggml
+    import ctypes
+    INFO = {"name": "ggml with a failed assert", "dtype": "float32", "rope_layout": "half"}
+
+    def apply_rope(x, positions, rope, seq_len=None):
+        lib = load_ggml()
+        graph = Graph(lib, 2**20)
+        a = graph.tensor(np.zeros((4, 1, 8), dtype=np.float32))
+        p = graph.tensor(np.zeros(16, dtype=np.int32))
+        sections = (ctypes.c_int * 4)(1, 1, 0, 0)
+        # VISION mode wants n_dims == head_size / 2: 8 fails GGML_ASSERT(n_dims == ne0/2) and ggml aborts
+        out = lib.ggml_rope_multi(graph.ctx, a, p, None, 8, sections, ROPE_VISION, 0, 1e4, 1.0, 0.0, 1.0, 0.0, 0.0)
+        return graph.compute(out, (4, 1, 8), 1)()
+''')
+
+
+def test_a_real_ggml_abort_is_a_named_failure(tmp_path, monkeypatch):
+    """ggml's failed assert aborts its process: through the protocol it is this call's failure, with ggml's
+    message, and the next call runs in a fresh child (needs ggml: ``REFPOS_GGML_LIB``)."""
+    from refpos.tools.bench_native import load_ggml
+
+    if load_ggml() is None:
+        pytest.skip("needs ggml: REFPOS_GGML_LIB (python -m spec_tests.adapters.build_ggml)")
+    (tmp_path / "ggml_child.py").write_text(GGML_CHILD, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    impl = ProcessImplementation([sys.executable, "-m", "spec_tests.adapters.process", "serve", "ggml_child"],
+                                 timeout=60.0, env={"GGML_NO_BACKTRACE": "1"})
+    try:
+        for _ in range(2):  # the second call meets a restarted child, and the same assert
+            with pytest.raises(ImplementationCrashed, match=r"killed by SIGABRT during apply_rope.*GGML_ASSERT"):
+                impl.function("apply_rope")(np.zeros((1, 8)), np.zeros(1, dtype=np.int64), {"head_dim": 8})
+    finally:
+        impl.close()

@@ -18,5 +18,7 @@ import sys
 
 from spec_tests.adapters.process import ProcessImplementation
 
+# GGML_NO_BACKTRACE: ggml's abort then prints its assert line only, not a debugger's backtrace (seconds a crash)
 ProcessImplementation([sys.executable, "-m", "spec_tests.adapters.process", "serve", "spec_tests.adapters._ggml_calls"],
-                      timeout=float(os.environ.get("REFPOS_PROCESS_TIMEOUT", "120"))).install(globals())
+                      timeout=float(os.environ.get("REFPOS_PROCESS_TIMEOUT", "120")),
+                      env={"GGML_NO_BACKTRACE": "1"}).install(globals())

@@ -155,11 +155,13 @@ def _contract_signatures() -> dict[str, inspect.Signature]:
 class ProcessImplementation:
     """The implementation behind a command: started on first use, restarted after it dies."""
 
-    def __init__(self, command: list[str], timeout: float = 120.0, cwd: str | None = None) -> None:
+    def __init__(self, command: list[str], timeout: float = 120.0, cwd: str | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.command, self.timeout, self.cwd = command, timeout, cwd
+        self.env = None if env is None else {**os.environ, **env}  # added to the caller's environment
         self.signatures = _contract_signatures()
         self._proc: subprocess.Popen | None = None
-        self._stderr: deque[str] = deque(maxlen=20)
+        self._stderr: deque[str] = deque(maxlen=200)  # the lines the child wrote during the current call
         self.hello = self._call("__hello__", {})
         unknown = sorted(set(self.hello.get("functions", [])) - set(self.signatures))
         if self.hello.get("protocol") != PROTOCOL or unknown:
@@ -169,7 +171,7 @@ class ProcessImplementation:
     # the child -----------------------------------------------------------------------------------
     def _start(self) -> subprocess.Popen:
         proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=self.cwd)
+                                stderr=subprocess.PIPE, cwd=self.cwd, env=self.env)
         self._stderr.clear()
         threading.Thread(target=self._drain, args=(proc.stderr, self._stderr), daemon=True).start()
         return proc
@@ -196,14 +198,16 @@ class ProcessImplementation:
                 why = f"killed by {signal.Signals(-code).name}"
             elif not hung:
                 why = f"exited with status {code}"
-        tail = " | ".join(list(self._stderr)[-5:])
+        lines = [line for line in self._stderr if line.strip()]
+        shown = lines if len(lines) <= 5 else [*lines[:2], "…", *lines[-2:]]  # the first lines name the cause
         return ImplementationCrashed(f"{self.command[0]} {why} during {name}(...)"
-                                     + (f"; its stderr: {tail}" if tail else ""))
+                                     + (f"; its stderr: {' | '.join(shown)}" if shown else ""))
 
     def _call(self, name: str, args: dict[str, Any]) -> Any:
         if self._proc is None:
             self._proc = self._start()
         proc, values = self._proc, []
+        self._stderr.clear()
         request = {"call": name, "args": _encode(args, values)}
         reply: list[Any] = []
         worker = threading.Thread(target=self._exchange, args=(proc, request, values, reply), daemon=True)
