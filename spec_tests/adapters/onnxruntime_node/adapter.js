@@ -102,14 +102,15 @@ const ROPE_KEYS = new Set(['rope_type', 'rope_theta', 'factor', 'original_max_po
 const ROPE_TYPES = ['default', 'linear', 'ntk', 'dynamic', 'yarn', 'llama3', 'longrope', 'proportional'];
 
 // the rotation's settings from a contract rope dict (spec_tests/README.md, "RoPE configurations")
-function ropeSettings(rope) {
+// (tables: the caller gives the cos/sin tables, so the dict's rule is not read, only its geometry)
+function ropeSettings(rope, { tables = false } = {}) {
   const unknown = Object.keys(rope).filter((k) => !ROPE_KEYS.has(k));
   if (unknown.length) throw valueError(`unknown rope keys ${unknown}`);
   const get = (k, d) => (rope[k] === null || rope[k] === undefined ? d : rope[k]);
   if (get('mrope_section', null) !== null) throw notImplemented('M-RoPE: the ONNX rotary operators take one position per token');
   const kind = get('rope_type', 'default');
   if (!ROPE_TYPES.includes(kind)) throw valueError(`rope_type must be one of ${ROPE_TYPES}, got ${kind}`);
-  if (kind !== 'default') throw notImplemented(`rope_type ${kind}: the operator takes its cos/sin cache as an input`);
+  if (kind !== 'default' && !tables) throw notImplemented(`rope_type ${kind}: the operator takes its cos/sin cache as an input`);
   const layout = get('layout', 'half');
   if (!['half', 'interleaved', 'deinterleaved'].includes(layout)) throw valueError(`layout must be half, interleaved or deinterleaved, got ${layout}`);
   if (layout === 'deinterleaved') throw notImplemented('layout deinterleaved: the operators write the pairs back where they read them');
@@ -144,6 +145,22 @@ function cache({ width, theta }, rows) {
 async function applyRope({ x, positions, rope }) {
   const settings = ropeSettings(rope);
   const pos = integerPositions(positions);
+  const t = x.shape[x.shape.length - 2];
+  // one cache row per distinct position, position_ids pointing at it (the rows a table of positions 0 … max(p)
+  // would give at these ids, without the rows no position reads: positions reach 2^20), padded with zero rows
+  // to at least T rows: onnxruntime refuses a cache with fewer rows than the sequence ("Updating cos_cache and
+  // sin_cache in RotaryEmbedding is not currently supported", rotary_embedding.cc), where the ONNX schema asks
+  // for max(position_ids) + 1 rows (positions [0, 0]: one row); a deployment's cache of
+  // max_position_embeddings rows never meets it
+  const distinct = [...new Set(pos)].sort((a, b) => a - b);
+  const row = new Map(distinct.map((p, r) => [p, r]));
+  const rows = Math.max(distinct.length, t, 1);
+  const [cos, sin] = cache(settings, [...distinct, ...new Array(rows - distinct.length).fill(null)]);
+  return rotate(settings, x, positions, pos.map((p) => row.get(p)), cos, sin, rows);
+}
+
+// RotaryEmbedding (ai.onnx or com.microsoft) of x (..., T, D) with the cache (rows, m) and row ids per token
+async function rotate(settings, x, positions, ids, cos, sin, rows) {
   const shape = x.shape;
   const t = shape[shape.length - 2];
   if (shape.length < 2 || shape[shape.length - 1] !== settings.head) throw valueError(`x must be (..., T, head_dim), got ${shape}`);
@@ -155,36 +172,34 @@ async function applyRope({ x, positions, rope }) {
   } else {
     throw valueError(`positions must be (T,) or (B, T) with x (B, H, T, D), got ${positions.shape} for x ${shape}`);
   }
-  // one cache row per distinct position, position_ids pointing at it (the rows a table of positions 0 … max(p)
-  // would give at these ids, without the rows no position reads: positions reach 2^20), padded with zero rows
-  // to at least T rows: onnxruntime refuses a cache with fewer rows than the sequence ("Updating cos_cache and
-  // sin_cache in RotaryEmbedding is not currently supported", rotary_embedding.cc), where the ONNX schema asks
-  // for max(position_ids) + 1 rows (positions [0, 0]: one row); a deployment's cache of
-  // max_position_embeddings rows never meets it
-  const distinct = [...new Set(pos)].sort((a, b) => a - b);
-  const row = new Map(distinct.map((p, r) => [p, r]));
-  const rows = Math.max(distinct.length, t, 1);
-  const [cos, sin] = cache(settings, [...distinct, ...new Array(rows - distinct.length).fill(null)]);
   const m = settings.width / 2;
-  const ids = BigInt64Array.from(pos, (p) => BigInt(row.get(p)));
   const x4 = [batch, heads, t, settings.head];
-  const common = { inputs: [{ name: 'x', type: 'float32', shape: x4 }, { name: 'cos', type: 'float32', shape: [rows, m] },
-    { name: 'sin', type: 'float32', shape: [rows, m] }, { name: 'ids', type: 'int64', shape: [batch, t] }],
-  outputs: [{ name: 'y', type: 'float32' }] };
+  const inputs = { x: { name: 'x', type: 'float32', shape: x4 }, cos: { name: 'cos', type: 'float32', shape: [rows, m] },
+    sin: { name: 'sin', type: 'float32', shape: [rows, m] }, ids: { name: 'ids', type: 'int64', shape: [batch, t] } };
   const feeds = { x: ['float32', f32(x), x4], cos: ['float32', cos, [rows, m]], sin: ['float32', sin, [rows, m]],
-    ids: ['int64', ids, [batch, t]] };
+    ids: ['int64', BigInt64Array.from(ids, BigInt), [batch, t]] };
   const rotaryDim = settings.width < settings.head ? settings.width : undefined;
-  let spec;
-  if (OPS === 'ai.onnx') {  // inputs X, cos_cache, sin_cache, position_ids
-    spec = { ...common, op: 'RotaryEmbedding', opset: 23, domain: '', inputs: [common.inputs[0], common.inputs[1], common.inputs[2], common.inputs[3]],
-      attributes: { interleaved: settings.interleaved, rotary_embedding_dim: rotaryDim } };
-  } else {  // com.microsoft: inputs input, position_ids, cos_cache, sin_cache
-    spec = { ...common, op: 'RotaryEmbedding', opset: 1, domain: 'com.microsoft',
-      inputs: [common.inputs[0], common.inputs[3], common.inputs[1], common.inputs[2]],
+  const spec = OPS === 'ai.onnx'
+    ? { op: 'RotaryEmbedding', opset: 23, domain: '', inputs: [inputs.x, inputs.cos, inputs.sin, inputs.ids],  // X, cos_cache, sin_cache, position_ids
+      attributes: { interleaved: settings.interleaved, rotary_embedding_dim: rotaryDim } }
+    : { op: 'RotaryEmbedding', opset: 1, domain: 'com.microsoft', inputs: [inputs.x, inputs.ids, inputs.cos, inputs.sin],  // input, position_ids, cos_cache, sin_cache
       attributes: { interleaved: settings.interleaved, rotary_embedding_dim: rotaryDim, num_heads: rotaryDim ? heads : undefined } };
-  }
-  const out = await run(spec, feeds);
+  const out = await run({ ...spec, outputs: [{ name: 'y', type: 'float32' }] }, feeds);
   return result64(out.y.data, shape);
+}
+
+// the rotation alone, with the caller's tables (the contract's apply_rope_tables): cos, sin (N, m), the token at
+// position p reads row p; the cache is passed as given, so N is max(p) + 1 when the caller sends no more
+async function applyRopeTables({ x, positions, cos, sin, rope }) {
+  const settings = ropeSettings(rope, { tables: true });
+  const pos = integerPositions(positions);
+  const m = settings.width / 2;
+  if (cos.shape.length !== 2 || cos.shape[1] !== m || sin.shape.join() !== cos.shape.join()) {
+    throw valueError(`cos and sin must be (N, ${m}), got ${cos.shape} and ${sin.shape}`);
+  }
+  const rows = cos.shape[0];
+  if (pos.some((p) => p >= rows)) throw valueError(`positions must be < ${rows} (the rows of the tables)`);
+  return rotate(settings, x, positions, pos, f32(cos), f32(sin), rows);
 }
 
 // the tables as the rotation forms them: rotate a probe with (1, 0) in every pair (spec_tests/adapters/_contract.py, pair_probe)
