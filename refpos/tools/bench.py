@@ -187,15 +187,23 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
             # all of them alike; the best round and the median round of each, and the load while they ran
             rec["load_before"] = load_average()
             timed = {"floor_copy": copy_fn(x, xp), "floor_tables": tables_fn(positions, rope, x.dtype),
-                     "apply_rope": apply}
+                     "apply_rope": apply, **native_rope_timers(x, layout)}
             touched = copy_into_fn(x, xp)
             if touched is not None:
                 timed["floor_copy_touched"] = touched
             rounds = round_times(list(timed.values()), xp, repeat=rope_rounds)
             rec["load_after"] = load_average()
             rec["rounds"] = len(rounds[0])
+            if "ggml_rope_ext" in timed or "ort_rotary" in timed:
+                from refpos.parallel import num_threads
+
+                rec["native_threads"] = num_threads()
             for name, times in zip(timed, rounds, strict=True):
                 rec[f"{name}_s"], rec[f"{name}_median_s"] = min(times), float(np.median(times))
+            if not is_cupy_namespace(xp):  # the same functions' CPU time: what a busy neighbour disturbs least
+                for name, times in zip(timed, cpu_round_times(list(timed.values()), rope_rounds), strict=True):
+                    rec[f"{name}_cpu_s"] = min(times)
+                _ratios(rec, "apply_rope_cpu_s", ("floor_copy_cpu_s", "ggml_rope_ext_cpu_s", "ort_rotary_cpu_s"))
             if touched is not None:
                 rec["fresh_pages_s"] = rec["floor_copy_s"] - rec["floor_copy_touched_s"]
             rec["floor_copy_tables_s"] = rec["floor_copy_s"] + rec["floor_tables_s"]
@@ -214,7 +222,6 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
                 for key in ("torch_hf_apply_s", "torch_hf_apply_median_s"):
                     if key in rec:
                         rec[key] /= 2
-            _time_native(rec, x, head_dim, layout, rope_rounds)
             rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
             rec["output_bytes"] = nbytes
             for key in ("floor_copy_s", "apply_rope_s", "torch_hf_apply_s"):
@@ -228,25 +235,37 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
     return records
 
 
-def _time_native(rec: Record, x: Any, head_dim: int, layout: str, rounds: int) -> None:
+def cpu_round_times(fns: list[Callable[[], Any]], repeat: int) -> list[list[float]]:
+    """Each function's CPU time per call (``time.process_time``: every thread of this process, so a call on two
+    threads counts both), in ``repeat`` alternating rounds after one warm-up call each. Another process on a
+    shared machine moves it far less than it moves wall time, though not at all only when it leaves the
+    caches and the memory bus alone."""
+    for fn in fns:
+        fn()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, fn_times in zip(fns, times, strict=True):
+            start = time.process_time()
+            fn()
+            fn_times.append(time.process_time() - start)
+    return times
+
+
+def native_rope_timers(x: Any, layout: str) -> dict[str, Callable[[], Any]]:
     """ggml's ``rope_ext`` (its own float32 angles) and onnxruntime's ``RotaryEmbedding`` (given its float32
-    cache) on the same x, positions, θ and threads as apply_rope, each on its own after refpos's (their thread
-    pools spin after a call, like torch's), when installed (:mod:`refpos.tools.bench_native`): NumPy float32, the
-    half and interleaved layouts."""
+    cache) on the same x, positions 0 … T − 1, θ = 10⁴ and threads as apply_rope, for the alternating rounds,
+    when installed (:mod:`refpos.tools.bench_native`; NumPy float32, the half and interleaved layouts). Their
+    thread pools are made to sleep between calls (OpenMP's passive wait, onnxruntime without spinning), so
+    that no spinning thread slows what runs next in a round."""
     from refpos.parallel import num_threads
     from refpos.tools.bench_native import ggml_rope_timer, ort_rope_timer
 
     if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 4 or layout == "deinterleaved":
-        return
+        return {}
     threads = num_threads()
-    timers = {"ggml_rope_ext_s": ggml_rope_timer(x, 10000.0, threads, neox=layout == "half"),
-              "ort_rotary_s": ort_rope_timer(x, 10000.0, threads, interleaved=layout == "interleaved")}
-    for name, timer in timers.items():
-        if timer is None:
-            continue
-        times = round_times([timer], np, repeat=rounds)[0]
-        rec[name], rec[f"{name[:-2]}_median_s"] = min(times), float(np.median(times))
-        rec["native_threads"] = threads
+    timers = {"ggml_rope_ext": ggml_rope_timer(x, 10000.0, threads, neox=layout == "half"),
+              "ort_rotary": ort_rope_timer(x, 10000.0, threads, interleaved=layout == "interleaved")}
+    return {name: timer for name, timer in timers.items() if timer is not None}
 
 
 def tables_fn(positions: Any, rope: Any, dtype: Any) -> Callable[[], Any]:

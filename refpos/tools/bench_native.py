@@ -62,6 +62,9 @@ def load_ggml(directory: str | None = None) -> ctypes.CDLL | None:
     directory = directory or os.environ.get("REFPOS_GGML_LIB")
     if not directory or not (Path(directory) / "libggml-cpu.so").is_file():
         return None
+    # OpenMP's threads sleep between calls instead of spinning (read when libgomp loads with ggml): a spinning
+    # pool would take the cores from whatever runs next (the next function of a timed round)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     ctypes.CDLL(str(Path(directory) / "libggml-base.so"), mode=ctypes.RTLD_GLOBAL)
     lib = ctypes.CDLL(str(Path(directory) / "libggml-cpu.so"), mode=ctypes.RTLD_GLOBAL)
     base = ctypes.CDLL(str(Path(directory) / "libggml-base.so"))
@@ -136,7 +139,12 @@ def ggml_rope_timer(x: np.ndarray, theta: float, threads: int, neox: bool = True
     def rope() -> None:
         lib.ggml_graph_compute_with_ctx(graph.ctx, gf, threads)
 
-    rope.graph = graph  # kept alive with the timer
+    def result() -> np.ndarray:
+        """The last call's output as ``(B, H, T, D)`` (a copy)."""
+        data = ctypes.cast(lib.ggml_get_data(out), ctypes.POINTER(ctypes.c_float))
+        return np.ctypeslib.as_array(data, shape=(x.shape[0], t, x.shape[1], d)).transpose(0, 2, 1, 3).copy()
+
+    rope.graph, rope.result = graph, result  # the graph lives as long as the timer
     return rope
 
 
@@ -161,6 +169,7 @@ def ort_rope_timer(x: np.ndarray, theta: float, threads: int, interleaved: bool 
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 23)], ir_version=10)
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no spinning pool between calls
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     angles = np.arange(t, dtype=np.float64)[:, None] * theta ** (-np.arange(0, d, 2) / d)[None, :]
     feeds = {"x": x, "cos": np.cos(angles).astype(x.dtype), "sin": np.sin(angles).astype(x.dtype),
