@@ -128,3 +128,37 @@ def test_a_real_ggml_abort_is_a_named_failure(tmp_path, monkeypatch):
                 impl.function("apply_rope")(np.zeros((1, 8)), np.zeros(1, dtype=np.int64), {"head_dim": 8})
     finally:
         impl.close()
+
+
+def _node_with_onnxruntime() -> bool:
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    return node is not None and subprocess.run([node, "-e", "require.resolve('onnxruntime-node')"],
+                                               capture_output=True, check=False).returncode == 0
+
+
+def test_the_javascript_adapter_answers_over_the_protocol():
+    """The JavaScript adapter (spec_tests/adapters/onnxruntime_node/adapter.js): its INFO, a rotation equal to the
+    reference within float32 rounding, and the contract's errors, its key list told by the proxy's hello
+    (needs node and onnxruntime-node on NODE_PATH: tox -e ort-node)."""
+    if not _node_with_onnxruntime():
+        pytest.skip("needs node and onnxruntime-node (npm install --ignore-scripts onnxruntime-node; NODE_PATH)")
+    import refpos
+    from spec_tests.adapters.ort_node import PROGRAM
+
+    impl = ProcessImplementation(["node", str(PROGRAM), "ai.onnx"], timeout=60.0)
+    try:
+        assert impl.hello["info"]["name"].startswith("onnxruntime-node")
+        rope = {"rope_type": "default", "rope_theta": 1e4, "head_dim": 8, "ntk_rule": None}  # a contract key
+        x = np.random.default_rng(0).standard_normal((2, 5, 8))
+        got = impl.function("apply_rope")(x, np.arange(5), rope)
+        config = refpos.RopeConfig(rope_type="default", theta=1e4, head_dim=8)
+        np.testing.assert_allclose(got, refpos.apply_rope(x, np.arange(5), config), atol=1e-5, rtol=0)
+        with pytest.raises(ValueError, match="unknown rope keys"):
+            impl.function("apply_rope")(x, np.arange(5), {**rope, "not_a_key": 1})
+        with pytest.raises(NotImplementedError, match="yarn"):
+            impl.function("apply_rope")(x, np.arange(5), {**rope, "rope_type": "yarn"})
+    finally:
+        impl.close()

@@ -40,6 +40,7 @@ import types
 
 import numpy as np
 
+from refpos.rope.config import ROPE_TYPES
 from refpos.tools.bench_native import ROPE_IMROPE, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL, Graph, load_ggml
 from spec_tests.adapters._contract import (
     adapter_info,
@@ -69,7 +70,7 @@ INFO = adapter_info(
     rope_types=["default", "linear", "yarn"] + (["llama3", "proportional"] if WITH_CONVERTER else []),
     rope_layouts=["half", "interleaved"], rope_placements=["first"])
 
-KNOWN_ROPE_TYPES = ("default", "linear", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
+KNOWN_ROPE_TYPES = ROPE_TYPES  # the contract's
 #: the rules ggml computes from its own arguments
 GGML_RULES = ("default", "linear", "yarn")
 #: the rules llama.cpp's converter turns into per-pair freq_factors that ggml divides the angles by

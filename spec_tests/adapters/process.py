@@ -21,7 +21,9 @@ each an ``.npy`` file (format version 1.0, little-endian, C order) written byte 
 array and ``{"$float": "nan" | "inf" | "-inf"}`` for a float JSON cannot write. Array dtypes: ``<f8``,
 ``<f4``, ``<i8``, ``|b1`` (the suite's arrays; an answer may use any of ``<f8 <f4 <f2 <i8 <i4 |b1``).
 
-1. The proxy's first request is ``{"call": "__hello__", "args": {}, "arrays": []}``; the answer is
+1. The proxy's first request is ``{"call": "__hello__", "args": {"rope_keys": [...], "rope_types": [...],
+   "layouts": [...], "placements": [...]}, "arrays": []}``: the contract's lists, which grow with refpos,
+   so that a program need not copy them (a key outside ``rope_keys`` is bad input). The answer is
    ``{"result": {"protocol": 1, "info": INFO, "functions": [names]}, "arrays": []}``: the adapter's
    ``INFO`` (spec_tests/README.md) and the contract functions it provides (the others are skips).
 2. A contract call is ``{"call": NAME, "args": {parameter: value, ...}, "arrays": [sizes]}``: every
@@ -152,6 +154,15 @@ def _contract_signatures() -> dict[str, inspect.Signature]:
             if inspect.isfunction(fn) and not name.startswith("_") and fn.__module__ == reference.__name__}
 
 
+def contract_lists() -> dict[str, list[str]]:
+    """The contract's lists a program is told in the ``__hello__`` request (spec_tests/README.md)."""
+    from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES
+    from spec_tests.adapters._contract import ROPE_KEYS
+
+    return {"rope_keys": sorted(ROPE_KEYS), "rope_types": list(ROPE_TYPES), "layouts": list(LAYOUTS),
+            "placements": list(PLACEMENTS)}
+
+
 class ProcessImplementation:
     """The implementation behind a command: started on first use, restarted after it dies."""
 
@@ -162,7 +173,7 @@ class ProcessImplementation:
         self.signatures = _contract_signatures()
         self._proc: subprocess.Popen | None = None
         self._stderr: deque[str] = deque(maxlen=200)  # the lines the child wrote during the current call
-        self.hello = self._call("__hello__", {})
+        self.hello = self._call("__hello__", contract_lists())
         unknown = sorted(set(self.hello.get("functions", [])) - set(self.signatures))
         if self.hello.get("protocol") != PROTOCOL or unknown:
             raise ImplementationError(f"{self.command[0]}: protocol {self.hello.get('protocol')!r} (want {PROTOCOL}), "

@@ -94,28 +94,24 @@ async function softmax({ logits, mask, fully_masked }) {
 }
 
 // --------------------------------------------------------------------------------------------- RoPE
-const ROPE_KEYS = new Set(['rope_type', 'rope_theta', 'factor', 'original_max_position_embeddings', 'beta_fast',
-  'beta_slow', 'mscale', 'mscale_all_dim', 'attention_factor', 'truncate', 'low_freq_factor', 'high_freq_factor',
-  'short_factor', 'long_factor', 'short_mscale', 'long_mscale', 'head_dim', 'partial_rotary_factor', 'rotary_dim',
-  'max_position_embeddings', 'layout', 'placement', 'dynamic_rule', 'softmax_mscale', 'mrope_section',
-  'mrope_interleaved']);
-const ROPE_TYPES = ['default', 'linear', 'ntk', 'dynamic', 'yarn', 'llama3', 'longrope', 'proportional'];
+// the contract's lists, told by the proxy in its first request (spec_tests/adapters/process.py, __hello__)
+const CONTRACT = { ropeKeys: new Set(), ropeTypes: [], layouts: [], placements: [] };
 
 // the rotation's settings from a contract rope dict (spec_tests/README.md, "RoPE configurations")
 // (tables: the caller gives the cos/sin tables, so the dict's rule is not read, only its geometry)
 function ropeSettings(rope, { tables = false } = {}) {
-  const unknown = Object.keys(rope).filter((k) => !ROPE_KEYS.has(k));
+  const unknown = Object.keys(rope).filter((k) => !CONTRACT.ropeKeys.has(k));
   if (unknown.length) throw valueError(`unknown rope keys ${unknown}`);
   const get = (k, d) => (rope[k] === null || rope[k] === undefined ? d : rope[k]);
   if (get('mrope_section', null) !== null) throw notImplemented('M-RoPE: the ONNX rotary operators take one position per token');
   const kind = get('rope_type', 'default');
-  if (!ROPE_TYPES.includes(kind)) throw valueError(`rope_type must be one of ${ROPE_TYPES}, got ${kind}`);
+  if (!CONTRACT.ropeTypes.includes(kind)) throw valueError(`rope_type must be one of ${CONTRACT.ropeTypes}, got ${kind}`);
   if (kind !== 'default' && !tables) throw notImplemented(`rope_type ${kind}: the operator takes its cos/sin cache as an input`);
   const layout = get('layout', 'half');
-  if (!['half', 'interleaved', 'deinterleaved'].includes(layout)) throw valueError(`layout must be half, interleaved or deinterleaved, got ${layout}`);
+  if (!CONTRACT.layouts.includes(layout)) throw valueError(`layout must be one of ${CONTRACT.layouts}, got ${layout}`);
   if (layout === 'deinterleaved') throw notImplemented('layout deinterleaved: the operators write the pairs back where they read them');
   const placement = get('placement', 'first');
-  if (!['first', 'last', 'proportional'].includes(placement)) throw valueError(`placement must be first, last or proportional, got ${placement}`);
+  if (!CONTRACT.placements.includes(placement)) throw valueError(`placement must be one of ${CONTRACT.placements}, got ${placement}`);
   if (placement !== 'first') throw notImplemented(`placement ${placement}: rotary_embedding_dim rotates the first channels`);
   const head = get('head_dim', null);
   if (!Number.isInteger(head) || head <= 0 || head % 2) throw valueError(`head_dim must be a positive even integer, got ${head}`);
@@ -344,4 +340,9 @@ serve({
   rope_layouts: ['half', 'interleaved'],
   rope_placements: ['first'],
   description: `spec_tests/adapters/onnxruntime_node/adapter.js ${OPS}: ${NAMES[OPS]} on the CPU execution provider, ${THREADS} thread(s)`,
-}, { softmax, apply_rope: applyRope, rope_cos_sin: ropeCosSin, attention });
+}, { softmax, apply_rope: applyRope, rope_cos_sin: ropeCosSin, attention }, (lists) => {
+  CONTRACT.ropeKeys = new Set(lists.rope_keys);
+  CONTRACT.ropeTypes = lists.rope_types;
+  CONTRACT.layouts = lists.layouts;
+  CONTRACT.placements = lists.placements;
+});

@@ -79,8 +79,9 @@ const valueError = (m) => new ContractError('ValueError', m);
 const typeError = (m) => new ContractError('TypeError', m);
 const notImplemented = (m) => new ContractError('NotImplementedError', m);
 
-// Answer requests one at a time until stdin ends. functions: {name: async (args) => result}.
-function serve(info, functions) {
+// Answer requests one at a time until stdin ends. functions: {name: async (args) => result}; hello(args) is
+// called with the __hello__ request's arguments (the contract's lists: rope_keys, rope_types, layouts, placements).
+function serve(info, functions, hello = () => {}) {
   let pending = Buffer.alloc(0);
   let busy = Promise.resolve();
   const next = () => {  // one complete message off the front of `pending`, or null
@@ -100,6 +101,7 @@ function serve(info, functions) {
     try {
       let result;
       if (message.call === '__hello__') {
+        hello(decode(message.args, arrays));
         result = { protocol: 1, info, functions: Object.keys(functions).sort() };
       } else if (message.call in functions) {
         result = await functions[message.call](decode(message.args, arrays));
