@@ -13,8 +13,10 @@ builds one ggml graph of one operator on float32 tensors and computes it on ``RE
   converter writes into the GGUF file: with ``REFPOS_LLAMA_CPP_SOURCE`` naming the unpacked
   ``vendor/llama.cpp`` (and torch installed), the converter's own ``generate_extra_tensors`` computes them
   (:class:`_Converter`), so the row credits llama.cpp's converter and ggml together. M-RoPE dicts go to
-  ``ggml_rope_multi`` (mode MROPE, or IMROPE for ``mrope_interleaved``) with sections ``[s_t, s_h, s_w, 0]``
-  and the fourth position row 0. NTK, dynamic and LongRoPE (a rescaled base, factor sets chosen by
+  ``ggml_rope_multi`` (mode MROPE, or IMROPE for ``mrope_interleaved``) with sections ``[s_t, s_h, s_w, 0]``;
+  ggml's interleaved mode turns the pairs past ``3·s_h`` / ``3·s_w`` by a fourth position row, which holds t
+  here (the contract's three rows mean t there, as transformers' Qwen3-VL; llama.cpp writes 0 into it for
+  image tokens, a choice of its caller, not of ggml). NTK, dynamic and LongRoPE (a rescaled base, factor sets chosen by
   llama.cpp's context code) and DeepSeek's ``mscale``/``mscale_all_dim`` pair (llama.cpp's model code) are
   not ggml's: ``NotImplementedError``; so are the deinterleaved layout and the ``last`` placement (ggml
   rotates the first ``n_dims`` channels in place).
@@ -245,7 +247,9 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
             pos = np.broadcast_to(pos, (3, t))
         if pos.shape != (3, t):
             raise NotImplementedError(f"M-RoPE positions (3, T) or (T,) only, got {pos.shape}")
-        rows = np.concatenate([pos, np.zeros((1, t), dtype=np.int64)])  # ggml reads four rows; the fourth unused
+        # ggml reads a fourth row e; with three sections the contract's pairs past the round-robin (interleaved)
+        # turn by t, as transformers' Qwen3-VL does, so the fourth row repeats t
+        rows = np.concatenate([pos, pos[:1]])
         return _rope_rows(xf.reshape(-1, t, d), rows, rope).astype(np.float64).reshape(x.shape)
     if pos.ndim == 1 and pos.shape[0] == t:
         return _rope_rows(xf.reshape(-1, t, d), pos, rope).astype(np.float64).reshape(x.shape)
