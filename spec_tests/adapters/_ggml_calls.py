@@ -20,6 +20,9 @@ builds one ggml graph of one operator on float32 tensors and computes it on ``RE
   llama.cpp's context code) and DeepSeek's ``mscale``/``mscale_all_dim`` pair (llama.cpp's model code) are
   not ggml's: ``NotImplementedError``; so are the deinterleaved layout and the ``last`` placement (ggml
   rotates the first ``n_dims`` channels in place).
+* ``apply_vision_rope`` — ggml's VISION mode (``ggml_rope_multi``, ``n_dims = D/2``, sections ``[D/4, D/4]``):
+  the ``qwen2_vl`` form and the two-block half-layout ``axial`` form (served when the contract has the
+  function; measured against ``refpos.rope.vision``: 3.5e-7 on a Qwen2-VL grid, float32).
 * ``rope_cos_sin`` — the rotation of a probe with ``(1, 0)`` in every pair (``_contract.pair_probe``).
 * ``softmax`` — ``ggml_soft_max_ext`` with the mask as an additive float32 ``0`` / ``−inf`` tensor.
 * ``alibi_slopes`` — read out of ``ggml_soft_max_ext``'s fused ALiBi (``max_bias = 8``): on two keys of
@@ -43,7 +46,7 @@ import types
 import numpy as np
 
 from refpos.rope.config import ROPE_TYPES
-from refpos.tools.bench_native import ROPE_IMROPE, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL, Graph, load_ggml
+from refpos.tools.bench_native import ROPE_IMROPE, ROPE_MROPE, ROPE_NEOX, ROPE_NORMAL, ROPE_VISION, Graph, load_ggml
 from spec_tests.adapters._contract import (
     adapter_info,
     integer_positions,
@@ -272,6 +275,62 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
         probe = np.broadcast_to(pair_probe(t, head, width, layout), (*lead, 1, t, head)).reshape(-1, 1, t, head)
         rotated = apply_rope(probe, pos.reshape(-1, t), rope).reshape(*lead, t, head)
     return probe_tables(rotated, width, layout)
+
+
+# -------------------------------------------------------------------------------------- vision RoPE
+#: the keys of a contract vision rope dict (spec_tests/README.md)
+VISION_KEYS = ("form", "head_dim", "rope_theta", "sections", "layout")
+
+
+def apply_vision_rope(x, positions, rope: dict) -> np.ndarray:
+    """ggml's VISION mode (``ggml_rope_multi``, mode 24): patches ``x`` ``(..., N, D)`` at coordinates
+    ``positions`` ``(N, 2)`` (h, w). ggml rotates the half-split pairs ``(i, i + D/2)`` (``n_dims = D/2``),
+    pair i of section a at ``p_a·θ^(−2k/n_dims)``, k its index in the section: the ``qwen2_vl`` form, and the
+    ``axial`` form with two sections in the half layout (whose frequencies ``θ^(−k/s_a)`` are ggml's only
+    when both sections are ``D/4``: unequal ones are passed on as they are)."""
+    unknown = sorted(set(rope) - set(VISION_KEYS))
+    if unknown:
+        raise ValueError(f"unknown vision rope keys {unknown}; the keys are {VISION_KEYS}")
+    form, d = rope.get("form"), rope.get("head_dim")
+    if form not in ("qwen2_vl", "pixtral", "llama4", "axial"):
+        raise ValueError(f"form must be 'qwen2_vl', 'pixtral', 'llama4' or 'axial', got {form!r}")
+    if not isinstance(d, (int, np.integer)) or d < 4 or d % 4:
+        raise ValueError(f"head_dim must be a positive multiple of 4, got {d!r}")
+    theta = float(rope.get("rope_theta") or 10000.0)
+    if not (math.isfinite(theta) and theta > 0):
+        raise ValueError(f"rope_theta must be > 0 and finite, got {theta}")
+    if form in ("pixtral", "llama4"):
+        raise NotImplementedError(f"vision form {form!r}: ggml's VISION mode is the qwen2_vl / two-block axial form")
+    sections = [d // 4, d // 4]
+    if form == "axial":
+        sections = [int(s) for s in rope.get("sections") or []]
+        if min(sections, default=0) < 1 or sum(sections) != d // 2:
+            raise ValueError(f"sections must be positive pair counts summing to {d // 2}, got {sections}")
+        if (rope.get("layout") or "half") != "half":
+            raise NotImplementedError("ggml's VISION mode rotates half-split pairs")
+        if len(sections) != 2:
+            raise NotImplementedError(f"ggml's VISION mode reads two coordinates, not {len(sections)}")
+    elif rope.get("sections") is not None or rope.get("layout") is not None:
+        raise ValueError(f"sections and layout are the axial form's; the {form!r} form fixes its own")
+    pos = integer_positions(positions, reject_negative=False)
+    x = np.asarray(x)
+    if x.ndim < 2 or x.shape[-1] != d:
+        raise ValueError(f"x must be (..., N, head_dim), got {x.shape}")
+    n = x.shape[-2]
+    if pos.shape != (n, 2):
+        raise NotImplementedError(f"one coordinate pair per patch, positions (N, 2), got {pos.shape}")
+    rows = np.concatenate([pos.T, np.zeros((2, n), dtype=np.int64)])  # (4, N): h, w, then two unread rows
+    xf = x.astype(np.float32).reshape(-1, n, d)
+    graph = Graph(LIB, 3 * xf.nbytes + 64 * n + 4096)
+    try:
+        a = graph.tensor(np.ascontiguousarray(xf.transpose(1, 0, 2)))  # ne = [D, heads, N]
+        p = graph.tensor(rows.astype(np.int32).reshape(-1))
+        out = LIB.ggml_rope_multi(graph.ctx, a, p, None, d // 2, (ctypes.c_int * 4)(*sections, 0, 0),
+                                  ROPE_VISION, 0, theta, 1.0, 0.0, 1.0, 0.0, 0.0)
+        y = graph.compute(out, (n, xf.shape[0], d), THREADS)().transpose(1, 0, 2)
+        return y.astype(np.float64).reshape(x.shape)
+    finally:
+        graph.close()
 
 
 # ------------------------------------------------------------------------------------------ softmax
