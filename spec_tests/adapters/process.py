@@ -21,9 +21,10 @@ each an ``.npy`` file (format version 1.0, little-endian, C order) written byte 
 array and ``{"$float": "nan" | "inf" | "-inf"}`` for a float JSON cannot write. Array dtypes: ``<f8``,
 ``<f4``, ``<i8``, ``|b1`` (the suite's arrays; an answer may use any of ``<f8 <f4 <f2 <i8 <i4 |b1``).
 
-1. The proxy's first request is ``{"call": "__hello__", "args": {"rope_keys": [...], "rope_types": [...],
-   "layouts": [...], "placements": [...]}, "arrays": []}``: the contract's lists, which grow with refpos,
-   so that a program need not copy them (a key outside ``rope_keys`` is bad input). The answer is
+1. The proxy's first request is ``{"call": "__hello__", "args": {"functions": [...], "rope_keys": [...],
+   "rope_types": [...], "layouts": [...], "placements": [...]}, "arrays": []}``: the contract's functions
+   and lists, which grow with refpos, so that a program need not copy them (a key outside ``rope_keys`` is
+   bad input) and can serve what the contract of this checkout names. The answer is
    ``{"result": {"protocol": 1, "info": INFO, "functions": [names]}, "arrays": []}``: the adapter's
    ``INFO`` (spec_tests/README.md) and the contract functions it provides (the others are skips).
 2. A contract call is ``{"call": NAME, "args": {parameter: value, ...}, "arrays": [sizes]}``: every
@@ -173,7 +174,7 @@ class ProcessImplementation:
         self.signatures = _contract_signatures()
         self._proc: subprocess.Popen | None = None
         self._stderr: deque[str] = deque(maxlen=200)  # the lines the child wrote during the current call
-        self.hello = self._call("__hello__", contract_lists())
+        self.hello = self._call("__hello__", {"functions": sorted(self.signatures), **contract_lists()})
         unknown = sorted(set(self.hello.get("functions", [])) - set(self.signatures))
         if self.hello.get("protocol") != PROTOCOL or unknown:
             raise ImplementationError(f"{self.command[0]}: protocol {self.hello.get('protocol')!r} (want {PROTOCOL}), "

@@ -340,7 +340,16 @@ serve({
   rope_layouts: ['half', 'interleaved'],
   rope_placements: ['first'],
   description: `spec_tests/adapters/onnxruntime_node/adapter.js ${OPS}: ${NAMES[OPS]} on the CPU execution provider, ${THREADS} thread(s)`,
-}, { softmax, apply_rope: applyRope, rope_cos_sin: ropeCosSin, attention }, (lists) => {
+}, { softmax, apply_rope: applyRope, rope_cos_sin: ropeCosSin, attention }, (lists, info, functions) => {
+  if (lists.functions.includes('apply_rope_tables')) {
+    // a contract that tests table-taking kernels on the rotation alone: serve that, and nothing that would
+    // credit the operator with tables the adapter computes (INFO rope_tables = input)
+    delete functions.apply_rope;
+    delete functions.rope_cos_sin;
+    functions.apply_rope_tables = applyRopeTables;
+    info.rope_tables = 'input';
+    delete info.rope_types;
+  }
   CONTRACT.ropeKeys = new Set(lists.rope_keys);
   CONTRACT.ropeTypes = lists.rope_types;
   CONTRACT.layouts = lists.layouts;

@@ -79,8 +79,9 @@ const valueError = (m) => new ContractError('ValueError', m);
 const typeError = (m) => new ContractError('TypeError', m);
 const notImplemented = (m) => new ContractError('NotImplementedError', m);
 
-// Answer requests one at a time until stdin ends. functions: {name: async (args) => result}; hello(args) is
-// called with the __hello__ request's arguments (the contract's lists: rope_keys, rope_types, layouts, placements).
+// Answer requests one at a time until stdin ends. functions: {name: async (args) => result}; hello(args, info,
+// functions) is called with the __hello__ request's arguments (the contract's function names and lists:
+// functions, rope_keys, rope_types, layouts, placements) before the answer, and may adjust info and functions.
 function serve(info, functions, hello = () => {}) {
   let pending = Buffer.alloc(0);
   let busy = Promise.resolve();
@@ -101,7 +102,7 @@ function serve(info, functions, hello = () => {}) {
     try {
       let result;
       if (message.call === '__hello__') {
-        hello(decode(message.args, arrays));
+        hello(decode(message.args, arrays), info, functions);
         result = { protocol: 1, info, functions: Object.keys(functions).sort() };
       } else if (message.call in functions) {
         result = await functions[message.call](decode(message.args, arrays));
