@@ -146,9 +146,9 @@ def test_the_javascript_adapter_answers_over_the_protocol():
     if not _node_with_onnxruntime():
         pytest.skip("needs node and onnxruntime-node (npm install --ignore-scripts onnxruntime-node; NODE_PATH)")
     import refpos
-    from spec_tests.adapters.ort_node import PROGRAM
+    from spec_tests.adapters.process import node_program
 
-    impl = ProcessImplementation(["node", str(PROGRAM), "ai.onnx"], timeout=60.0)
+    impl = ProcessImplementation(node_program("onnxruntime_node/adapter.js", "ai.onnx"), timeout=60.0)
     try:
         assert impl.hello["info"]["name"].startswith("onnxruntime-node")
         rope = {"rope_type": "default", "rope_theta": 1e4, "head_dim": 8, "ntk_rule": None}  # a contract key

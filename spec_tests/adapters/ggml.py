@@ -13,12 +13,10 @@ an abort fails the one test that caused it (``ImplementationCrashed``, with ggml
 
 from __future__ import annotations
 
-import os
 import sys
 
-from spec_tests.adapters.process import ProcessImplementation
+from spec_tests.adapters.process import install_command
 
 # GGML_NO_BACKTRACE: ggml's abort then prints its assert line only, not a debugger's backtrace (seconds a crash)
-ProcessImplementation([sys.executable, "-m", "spec_tests.adapters.process", "serve", "spec_tests.adapters._ggml_calls"],
-                      timeout=float(os.environ.get("REFPOS_PROCESS_TIMEOUT", "120")),
-                      env={"GGML_NO_BACKTRACE": "1"}).install(globals())
+install_command(globals(), [sys.executable, "-m", "spec_tests.adapters.process", "serve",
+                            "spec_tests.adapters._ggml_calls"], env={"GGML_NO_BACKTRACE": "1"})

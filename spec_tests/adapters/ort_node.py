@@ -1,25 +1,16 @@
 """Adapter: onnxruntime-node from npm, the ai.onnx operators Softmax-13, RotaryEmbedding-23, Attention-23.
 
-A JavaScript adapter.
-
-Run (``tox -e ort-node`` installs onnxruntime-node with npm and runs this)::
+A JavaScript adapter. ``tox -e ort-node`` installs onnxruntime-node with npm and runs it::
 
     npm install --ignore-scripts --prefix DIR onnxruntime-node@1.30.0   # the CPU binaries ship in the package
     NODE_PATH=DIR/node_modules REFPOS_IMPL=spec_tests.adapters.ort_node python -m pytest spec_tests \\
         --xfails-file spec_tests/adapters/ort_node.xfails.txt
 
-The adapter is the Node.js program ``spec_tests/adapters/onnxruntime_node/adapter.js ai.onnx`` (one ONNX model
-of one operator per call; what is wired and how is described at its top), served over the process
-protocol of spec_tests/adapters/process.py; this module only starts it.
+The adapter is the Node.js program ``spec_tests/adapters/onnxruntime_node/adapter.js ai.onnx`` (one ONNX model of
+one operator per call; what is wired and how is described at its top), served over the process protocol of
+spec_tests/adapters/process.py.
 """
 
-from __future__ import annotations
+from spec_tests.adapters.process import install_command, node_program
 
-import os
-from pathlib import Path
-
-from spec_tests.adapters.process import ProcessImplementation
-
-PROGRAM = Path(__file__).resolve().parent / "onnxruntime_node" / "adapter.js"
-ProcessImplementation([os.environ.get("REFPOS_NODE", "node"), str(PROGRAM), "ai.onnx"],
-                      timeout=float(os.environ.get("REFPOS_PROCESS_TIMEOUT", "120"))).install(globals())
+install_command(globals(), node_program("onnxruntime_node/adapter.js", "ai.onnx"))

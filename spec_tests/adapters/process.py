@@ -53,6 +53,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -281,6 +282,19 @@ class ProcessImplementation:
             self._proc = None
 
 
+def node_program(script: str, *args: str) -> list[str]:
+    """The command running the JavaScript ``script`` of spec_tests/adapters/ with node (``REFPOS_NODE``, default
+    ``node``; its modules from ``NODE_PATH``)."""
+    return [os.environ.get("REFPOS_NODE", "node"), str(Path(__file__).resolve().parent / script), *args]
+
+
+def install_command(namespace: dict[str, Any], command: list[str], env: dict[str, str] | None = None) -> None:
+    """Make the module of ``namespace`` the adapter served by ``command`` (``REFPOS_PROCESS_TIMEOUT`` seconds a
+    call, default 120): what an adapter module for a program does at import."""
+    timeout = float(os.environ.get("REFPOS_PROCESS_TIMEOUT", "120"))
+    ProcessImplementation(command, timeout=timeout, env=env).install(namespace)
+
+
 # ----------------------------------------------------------------------------------------- server
 def serve(module_name: str, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Answer protocol requests with the functions of the Python adapter ``module_name`` until stdin ends."""
@@ -321,5 +335,4 @@ if __name__ == "__main__":
 elif os.environ.get("REFPOS_IMPL") == __name__:  # the adapter under test: the command of REFPOS_PROCESS
     if not os.environ.get("REFPOS_PROCESS"):
         raise ImportError("REFPOS_PROCESS must name the implementation's command, e.g. 'node adapter.js'")
-    ProcessImplementation(shlex.split(os.environ["REFPOS_PROCESS"]),
-                          timeout=float(os.environ.get("REFPOS_PROCESS_TIMEOUT", "120"))).install(globals())
+    install_command(globals(), shlex.split(os.environ["REFPOS_PROCESS"]))
