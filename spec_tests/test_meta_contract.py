@@ -89,11 +89,13 @@ def test_a_declared_backward_rotation_passes(tmp_path):
     (the negative case is skipped with the declaration as reason) and the backward-rotation property."""
     body = """
         from refpos.rope.core import apply_rope as core_apply
+        from refpos.backend import to_numpy
         import refpos
         if positions.dtype.kind == "f":
             raise TypeError("positions must be integers")
         cfg = refpos.rope_config_from_params(rope)
         inv, a = refpos.rope_frequencies(cfg, seq_len=seq_len)
+        inv = to_numpy(inv)  # a NumPy kernel, whatever refpos's own backend is
         sign = np.where(positions < 0, -1, 1)
         forward = core_apply(np.asarray(x, float), np.abs(positions), cfg, frequencies=(inv * 1.0, a))
         backward = core_apply(np.asarray(x, float), np.abs(positions), cfg, frequencies=(-inv, a))

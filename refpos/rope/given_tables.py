@@ -57,13 +57,15 @@ def gathered_tables(positions: Array, cos: Array, sin: Array, rope: RopeConfig) 
     """The rows the tokens read, ``(..., T, m)`` each: row ``p`` for 1-D positions ``(..., T)``, row
     :math:`p_{a(j)}` for pair ``j`` with M-RoPE positions ``(3, ..., T)``."""
     xp = array_namespace(cos)
-    n_rows = cos.shape[0]
+    n_rows, n_pairs = cos.shape
     low, high = int(xp.min(positions)), int(xp.max(positions))
     if low < 0 or high >= n_rows:
         raise ValueError(f"positions must index the table rows 0 … {n_rows - 1} (a position is a row, never "
                          f"counted from the end nor clipped to the last row); got {low if low < 0 else high}")
     if rope.mrope_section is None:
-        return xp.take(cos, positions, axis=0), xp.take(sin, positions, axis=0)  # (..., T, m)
+        flat = xp.reshape(positions, (-1,))  # the array API's take wants 1-D indices
+        c, s = (xp.reshape(xp.take(t, flat, axis=0), (*positions.shape, n_pairs)) for t in (cos, sin))
+        return c, s  # (..., T, m)
     axes = xp.asarray(pair_axes(rope.mrope_section, rope.mrope_interleaved), dtype=xp.int64)  # (m,)
     rows = xp.moveaxis(xp.take(positions, axes, axis=0), 0, -1)  # (..., T, m): pair j's row p_{a(j)}
     flat = xp.reshape(rows * cos.shape[1] + xp.arange(cos.shape[1], dtype=xp.int64), (-1,))  # row·m + j
