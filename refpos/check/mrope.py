@@ -18,6 +18,7 @@ rotation: ``refpos check`` rotates at the ids it is given and cannot see it; com
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
 import numpy as np
@@ -104,3 +105,58 @@ def diagnose_mrope(pb: MropeProblem, candidate: np.ndarray, first_token: int = 0
             found.append({"id": known(mid), "max_abs_error": fit.max_abs_error,
                           "evidence": f"{evidence}; max |candidate − mutant| = {fit.max_abs_error:.3g}"})
     return found
+
+
+class TokenKinds:
+    """The error of an M-RoPE check by kind of token: text (``t = h = w``) and vision (the axes differ).
+
+    A wrong port often rotates the text right and the image wrong (1-D positions, a section order): the
+    profile by position mixes both, this one separates them. Feed :meth:`add` every block of the check
+    (any order, any thread); :meth:`profile` is one entry per kind that occurs.
+    """
+
+    KINDS = ("text", "vision")
+
+    def __init__(self, axes_rows: np.ndarray) -> None:
+        self.vision = ~((axes_rows[0] == axes_rows[1]) & (axes_rows[1] == axes_rows[2]))  # (L, T)
+        self.per_token = axes_rows.max(axis=0)  # (L, T)
+        self.stats = {kind: {"tokens": 0, "tokens_outside": 0, "max_abs_error": 0.0, "max_ratio": 0.0,
+                             "first_bad_position": None} for kind in self.KINDS}
+        self.lock = threading.Lock()
+
+    def add(self, lead: slice, rows: slice, candidate: np.ndarray, reference: np.ndarray, atol: np.ndarray) -> None:
+        """One block ``(k, rows, D)`` of the candidate (float64), its reference and tolerance."""
+        from refpos.check.stream import block_error
+
+        err = block_error(candidate, reference)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where((err == 0) & (atol == 0), 0.0, err / atol)
+        ratio = np.where(np.isnan(ratio), np.inf, ratio)
+        row_err, row_ratio = err.max(axis=-1), ratio.max(axis=-1)  # (k, rows)
+        vision, at = self.vision[lead, rows], self.per_token[lead, rows]
+        with self.lock:
+            for kind, mask in zip(self.KINDS, (~vision, vision), strict=True):
+                if not mask.any():
+                    continue
+                s, bad = self.stats[kind], mask & (row_ratio > 1)
+                s["tokens"] += int(mask.sum())
+                s["tokens_outside"] += int(bad.sum())
+                s["max_abs_error"] = max(s["max_abs_error"], float(row_err[mask].max()))
+                s["max_ratio"] = max(s["max_ratio"], float(row_ratio[mask].max()))
+                if bad.any():
+                    first = int(at[bad].min())
+                    s["first_bad_position"] = first if s["first_bad_position"] is None else min(
+                        first, s["first_bad_position"])
+
+    def profile(self) -> dict[str, dict[str, Any]]:
+        return {kind: dict(s) for kind, s in self.stats.items() if s["tokens"]}
+
+
+def token_kinds_text(profile: dict[str, dict[str, Any]]) -> str:
+    """One clause per kind: ``text tokens: 8 of 8 within the tolerance; vision tokens: 24 of 24 outside …``."""
+    parts = []
+    for kind, s in profile.items():
+        state = (f"{s['tokens']} within the tolerance" if not s["tokens_outside"] else
+                 f"{s['tokens_outside']} of {s['tokens']} outside (from position {s['first_bad_position']})")
+        parts.append(f"{kind} tokens: {state}, max error {s['max_abs_error']:.3g} ({s['max_ratio']:.3g}×)")
+    return "; ".join(parts)

@@ -34,7 +34,8 @@ from refpos.backend import to_numpy
 from refpos.check import stream, tables_stream
 from refpos.check.catalogue import known
 from refpos.check.diagnosis import diagnose_rope
-from refpos.check.mrope import diagnose_mrope, mrope_problem
+from refpos.check.identify import identify_rope
+from refpos.check.mrope import TokenKinds, diagnose_mrope, mrope_problem, token_kinds_text
 from refpos.check.problem import np_ns, rope_problem, rotated_tolerance
 from refpos.check.stream import SAMPLE_ROWS, sample_rows
 from refpos.check.tables import diagnose_alibi
@@ -106,7 +107,8 @@ def _float_kind(a: np.ndarray, what: str) -> np.ndarray:
 
 
 def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: int | None = None,
-               dtype: str | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+               dtype: str | None = None, progress: Callable[[int, int], None] | None = None,
+               diagnose: bool = False) -> dict[str, Any]:
     """Compare ``candidate`` with ``apply_rope(x, positions, rope, seq_len)`` and diagnose a mismatch.
 
     ``dtype``: what the candidate computed in (default: its own dtype if float32/float16, else float64).
@@ -114,7 +116,8 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     ``refpos check`` opens them) or memory maps: they are read and compared block by block along the positions
     (:mod:`refpos.check.stream`), so the
     extra memory stays bounded; the diagnosis runs on a sample of the rows (:func:`sample_rows`).
-    ``progress(done, total)``: called after each block (elements compared so far).
+    ``progress(done, total)``: called after each block (elements compared so far). ``diagnose``: diagnose
+    even when the comparison passes (a golden case's own tolerance may fail it, :mod:`refpos.check.golden_rope`).
     """
     raw = _float_kind(_host(candidate), "candidate")
     dtype = tol.check_dtype(dtype or default_dtype(raw))
@@ -127,7 +130,7 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     except ValueError as exc:
         raise Unusable(f"--seq-len: {exc}") from None
     if rope.mrope_section is not None:  # positions (3, ..., T), the M-RoPE catalogue (refpos.check.mrope)
-        return _check_mrope(raw, x, positions, rope, seq_len, dtype, progress)
+        return _check_mrope(raw, x, positions, rope, seq_len, dtype, progress, diagnose)
     positions = np.broadcast_to(rope_positions_for(x.shape, positions, rope), x.shape[:-1])
     same_shape(raw, x.shape, "the input x")
     import refpos
@@ -149,13 +152,15 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     tally = stream.compare_rows(raw, rows_positions, reference_of, progress)
     result = {"target": "rope", "dtype": dtype, "seq_len": length, "rope_type": rope.rope_type,
               **tally.summary(), "error_profile": tally.profile()}
-    if result["ok"]:
-        result["diagnosis"] = []
-        return result
     lead_index, token_index = sample_rows(rows_positions, tally.worst_index, limit=SAMPLE_ROWS)
     sample_x = np.asarray(x_rows[lead_index, token_index], dtype=np.float64)  # (N, D)
     sample_cand = np.asarray(stream.as_rows(raw)[lead_index, token_index], dtype=np.float64)  # (N, D)
     sample_positions = rows_positions[lead_index, token_index]  # (N,)
+    result.update(identify_rope(rope, length, dtype, sample_x, sample_cand, sample_positions, token_index,
+                                tally.channel_error, tally.channel_ratio))
+    if result["ok"] and not diagnose:
+        result["diagnosis"] = []
+        return result
     pb = rope_problem(sample_x, sample_positions, rope, length, dtype, token_index=token_index,
                       min_position=int(positions.min()), max_position=int(positions.max()))
     result["diagnosis"] = [*tally.non_finite(), *diagnose_rope(pb, sample_cand),
@@ -166,7 +171,7 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
 
 
 def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: Any, seq_len: int | None, dtype: str,
-                 progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+                 progress: Callable[[int, int], None] | None, diagnose: bool = False) -> dict[str, Any]:
     """:func:`check_rope` for M-RoPE positions ``(3, ..., T)`` (or ``(T,)``: t = h = w), block by block.
 
     Each block is the M-RoPE problem of its rows (:func:`refpos.check.mrope.mrope_problem` at the whole
@@ -197,24 +202,31 @@ def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: An
     except ValueError as exc:
         raise Unusable(f"positions {tuple(positions.shape)} do not fit x {tuple(x.shape)}: {exc}") from None
     per_token = axes_rows.max(axis=0)  # (L, T): the largest position a pair of the token reads
+    kinds = TokenKinds(axes_rows)  # the error of text and vision tokens apart
 
     def reference_of(lead: slice, rows: slice) -> tuple[np.ndarray, np.ndarray]:
         pb = block_problem(lead, rows)
+        kinds.add(lead, rows, np.asarray(stream.as_rows(raw)[lead, rows], dtype=np.float64), pb.reference, pb.atol)
         return pb.reference, pb.atol
 
     tally = stream.compare_rows(raw, per_token, reference_of, progress)
     result = {"target": "rope", "dtype": dtype, "seq_len": length, "rope_type": rope.rope_type, **tally.summary(),
               "error_profile": tally.profile()}
-    if result["ok"]:
-        result["diagnosis"] = []
-        return result
-    (n_lead, t), (worst_lead, worst_token) = per_token.shape, tally.worst_index[:2]
+    (n_lead, t), (worst_lead, worst_token) = per_token.shape, (tally.worst_index or (0, 0))[:2]
     window = min(t, SAMPLE_ROWS)
     first = min(max(0, worst_token - window // 2), t - window)
     lead, rows = slice(worst_lead, worst_lead + 1), slice(first, first + window)
     sample = np.asarray(stream.as_rows(raw)[lead, rows], dtype=np.float64)  # (1, window, D)
-    result["diagnosis"] = [*tally.non_finite(), *diagnose_mrope(block_problem(lead, rows), sample, first),
-                           tally.profile_entry()]
+    result.update(identify_rope(rope, length, dtype, np.asarray(x_rows[lead, rows], dtype=np.float64)[0], sample[0],
+                                axes_rows[:, worst_lead, rows], np.arange(first, first + window),
+                                tally.channel_error, tally.channel_ratio))
+    result["error_profile"]["by_token_kind"] = kinds.profile()
+    if result["ok"] and not diagnose:
+        result["diagnosis"] = []
+        return result
+    profile = tally.profile_entry()
+    profile["evidence"] += f"; {token_kinds_text(kinds.profile())}"
+    result["diagnosis"] = [*tally.non_finite(), *diagnose_mrope(block_problem(lead, rows), sample, first), profile]
     if window < n_lead * t:
         result["diagnosis_rows"] = window
     return result

@@ -100,6 +100,9 @@ class Tally:
         self.error_at_zero: float | None = None
         self.n_non_finite = 0  # NaN or inf in the candidate where the reference is finite
         self.non_finite_position: int | None = None
+        self.n_nan = 0  # NaN in the candidate where the reference is not NaN: the largest error is NaN
+        self.channel_error = np.zeros(self.shape[-1] if self.shape else 0)  # per channel: the largest error
+        self.channel_ratio = np.zeros(self.shape[-1] if self.shape else 0)  # and the largest ratio to atol
 
     def add(self, err: np.ndarray, atol: np.ndarray, positions: np.ndarray, origin: tuple[int, ...],
             lock: Any = None) -> None:
@@ -127,7 +130,12 @@ class Tally:
         first = int(p[row_bad.reshape(-1)].min()) if row_bad.any() else None
         zero = p == 0
         at_zero = float(row_err.reshape(-1)[zero].max()) if zero.any() else None
+        channel_err = err.reshape(-1, err.shape[-1]).max(axis=0) if err.size else None  # (D,)
+        channel_ratio = ratio.reshape(-1, ratio.shape[-1]).max(axis=0) if err.size else None
         with lock or contextlib.nullcontext():
+            if channel_err is not None:
+                np.maximum(self.channel_error, channel_err, out=self.channel_error)
+                np.maximum(self.channel_ratio, channel_ratio, out=self.channel_ratio)
             self.n += err.size
             self.n_outside += outside
             if worst is not None:
@@ -151,9 +159,14 @@ class Tally:
         """Count the entries of one block that are NaN or infinite where the reference is finite."""
         bad = ~np.isfinite(candidate) & np.isfinite(reference)  # (k, rows, D)
         count = int(np.count_nonzero(bad))
-        if not count:
-            return
+        nan = np.isnan(candidate) & ~np.isnan(reference)
+        n_nan = int(np.count_nonzero(nan))
         with lock or contextlib.nullcontext():
+            self.n_nan += n_nan
+            if n_nan:
+                self.channel_error[nan.reshape(-1, nan.shape[-1]).any(axis=0)] = np.nan
+            if not count:
+                return
             self.n_non_finite += count
             first = int(positions[bad.any(axis=-1)].min())
             self.non_finite_position = first if self.non_finite_position is None else min(first,
@@ -180,8 +193,10 @@ class Tally:
         return [*(int(i) for i in lead), *self.worst_index[1:]]
 
     def summary(self) -> dict[str, Any]:
-        """``ok``, ``max_abs_error``, ``max_ratio``, ``worst_index``, ``n_outside``, ``n``."""
+        """``ok``, ``max_abs_error``, ``max_ratio``, ``n_nan`` (NaN where the reference is not), ``worst_index``,
+        ``n_outside``, ``n``."""
         return {"ok": self.n_outside == 0, "max_abs_error": self.max_abs_error, "max_ratio": self.max_ratio,
+                "n_nan": self.n_nan,
                 "worst_index": self.full_index(), "n_outside": self.n_outside, "n": self.n}
 
     def profile(self) -> dict[str, Any]:

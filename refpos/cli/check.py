@@ -196,12 +196,17 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print(result: dict[str, Any]) -> None:
+    from refpos.check.identify_text import identification_lines
+
     status = "OK" if result["ok"] else "FAIL"
     where = result.get("worst_index")
     print(f"refpos check {result['target']}: {status} ({result['dtype']}): max |candidate − reference| = "
           f"{result['max_abs_error']:.3g}, {result['max_ratio']:.3g}× the tolerance"
           + (f" at index {tuple(where)}" if where and not result["ok"] else "")
           + ("" if result["ok"] else f"; {result.get('n_outside', 0)} elements outside"))
+    if not result["ok"] and "pairs" in result:
+        for line in identification_lines(result):
+            print(f"  {line}")
     for d in result["diagnosis"]:
         print(f"  diagnosis {d['id']}: {d['evidence']}")
     if not result["ok"] and not any(d["id"] != "error_profile" for d in result["diagnosis"]):
@@ -232,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = _dispatch(args)
+        if result.get("n_nan"):  # the largest error is NaN where the candidate has a NaN (not inf)
+            result["max_abs_error"] = float("nan")
     except (Unusable, GoldenError, ValueError, TypeError, KeyError, OSError, IndexError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"refpos check {args.target}: error: {msg}", file=sys.stderr)

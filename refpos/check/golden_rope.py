@@ -1,0 +1,69 @@
+"""``refpos check CASE`` for a RoPE golden case: the diagnosis and the fit of ``refpos check rope --config``.
+
+A candidate checked against a golden case gets every diagnosis it would get with the config (the parity of
+docs/diagnosis.md#golden-cases): the case holds the config (``parameters.rope``), the inputs and the length,
+so the check runs :func:`refpos.check.run.check_rope` on them (1-D and M-RoPE alike; ``non_finite``, the
+catalogue, the M-RoPE mistakes, the fit). The verdict stays the case's own: its comparison under its stored
+tolerance decides ``ok``, the error of each pair and whether the pair is within it.
+
+* ``apply`` cases (``apply_rope``): the full check, as ``refpos check rope``;
+* ``frequencies`` cases (``rope_frequencies``): the candidate *is* ``ω̂``: each pair against its tolerance,
+  the band of the rule it falls in and the keys that reproduce it (:func:`refpos.check.identify.identify_frequencies`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from refpos.check.identify import pair_status
+
+
+def _per_channel(cand: np.ndarray, reference: np.ndarray, entry: dict[str, Any], dtype: str
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The largest error and the largest ratio to the case's tolerance of every channel (last axis)."""
+    from refpos.check.stream import block_error
+    from refpos.golden.entries import allowed_error
+
+    err = block_error(cand.astype(np.float64), reference.astype(np.float64))
+    allowed = np.broadcast_to(allowed_error(reference.astype(np.float64), entry, dtype), err.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where((err == 0) & (allowed == 0), 0.0, err / allowed)
+    ratio = np.where(np.isnan(ratio), np.inf, ratio)
+    error = np.where(np.isnan(cand) & ~np.isnan(reference), np.nan, err)
+    flat = error.shape[-1] if error.ndim else 1
+    return error.reshape(-1, flat).max(axis=0), ratio.reshape(-1, flat).max(axis=0)
+
+
+def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand: np.ndarray,
+                       reference: np.ndarray, entry: dict[str, Any], dtype: str) -> dict[str, Any] | None:
+    """The diagnosis, error profile and identification of a RoPE case's candidate (``None``: not a RoPE case
+    this module diagnoses). ``entry``: the output's tolerance entry, ``dtype`` the candidate's."""
+    from refpos.check.run import check_rope
+    from refpos.rope.params import rope_config_from_params
+
+    params = case.get("parameters", {})
+    function = case.get("function")
+    if "rope" not in params or function not in ("apply_rope", "rope_frequencies"):
+        return None
+    rope = rope_config_from_params(params["rope"])
+    seq_len = params.get("seq_len")
+    channel_error, channel_ratio = _per_channel(cand, reference, entry, dtype)
+    if function == "rope_frequencies":
+        if cand.ndim != 1:
+            return None  # the attention factor: one number, nothing to fit
+        from refpos.check.identify import identify_frequencies
+        from refpos.golden.entries import allowed_error
+
+        bound = np.broadcast_to(allowed_error(reference.astype(np.float64), entry, dtype), cand.shape)
+        ident = identify_frequencies(rope, seq_len, cand.astype(np.float64), np.asarray(bound), channel_error,
+                                     channel_ratio)
+        return {**ident, "diagnosis": []}
+    checked = check_rope(cand, inputs["x"], inputs["positions"], rope, seq_len=seq_len, dtype=dtype, diagnose=True)
+    out = {key: checked[key] for key in ("diagnosis", "error_profile", "pairs", "fitted", "reference")
+           if key in checked}
+    out["pairs"] = pair_status(rope, out["pairs"], channel_error, channel_ratio)
+    if checked.get("n_nan"):
+        out["n_nan"] = checked["n_nan"]
+    return out

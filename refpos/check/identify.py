@@ -1,0 +1,246 @@
+r"""``refpos check rope`` identifies what the candidate computed: per pair, and as a whole.
+
+From the rows of a check (the input ``x``, the candidate's output, the positions) this module fits every pair
+(:mod:`refpos.check.fit`) under each pairing of the channels the config could have meant (layouts; placements
+of a partial rotation) and, for M-RoPE, against each position axis, and keeps for each pair the pairing and the
+axis under which it is a rotation at one frequency. Then:
+
+* ``pairs``: per pair ``j`` the reference's ``ω_j`` and ``A`` beside the fitted :math:`\hat\omega_j`,
+  :math:`\hat A_j` (with their bounds), the pair's largest error and whether it is within its tolerance
+  (``ok``, from the comparison itself), the band of the config's rule it falls in
+  (:func:`refpos.check.rule_fit.pair_bands`) and, for M-RoPE, the axis it reads and the axis it was fitted to;
+* ``fitted``: the ``layout`` (and placement), the ``position_offset`` ``δ`` shared by every pair (or
+  ``None`` with the reason), the ``attention_factor`` shared by every pair (or ``None``), which positions
+  the candidate used (the ones given, or the token index), and the ``rule``: the keys of the config's rule
+  that reproduce the fitted frequencies (:func:`refpos.check.rule_fit.fit_rule`), or ``None`` with the reason.
+
+:func:`identify_frequencies` does the same for a candidate that *is* the frequencies (a ``frequencies`` golden
+case). :mod:`refpos.check.identify_text` writes the report's lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from refpos.backend import to_numpy
+from refpos.check.fit import PairFits, common_offset, fit_pairs
+from refpos.check.problem import np_ns
+from refpos.check.rule_fit import fit_rule, pair_bands
+
+#: the position axes of M-RoPE, as the report names them
+AXIS_NAMES = ("t", "h", "w")
+#: what a pair was fitted against when it is none of the position axes
+TOKEN_INDEX = "token index"
+
+
+def pairings(rope: Any) -> list[tuple[str, str, tuple[list[int], ...]]]:
+    """``(layout, placement, channels)`` of every pairing of the channels the config could have meant, the
+    config's first: each layout, and for a partial rotation each placement of the rotated span."""
+    from refpos.rope.config import LAYOUTS, PLACEMENTS
+    from refpos.rope.forms import pair_channels
+
+    placements = [rope.placement] + [p for p in PLACEMENTS if p != rope.placement and p != "proportional"
+                                     and rope.placement != "proportional" and rope.rotary_dim < rope.head_dim]
+    out = []
+    for placement in placements:
+        for layout in [rope.layout] + [lay for lay in LAYOUTS if lay != rope.layout]:
+            try:
+                other = dataclasses.replace(rope, layout=layout, placement=placement)
+            except ValueError:
+                continue
+            out.append((layout, placement, pair_channels(other)))
+    return out
+
+
+def _pairs_of(a: np.ndarray, channels: tuple[list[int], ...], side: int) -> np.ndarray:
+    """Complex pairs ``u + iv`` ``(N, m)`` of rows ``a`` ``(N, D)``: input channels (side 0) or output (1)."""
+    u, v = channels[2 * side], channels[2 * side + 1]
+    z = np.empty((a.shape[0], len(u)), dtype=np.complex128)
+    z.real, z.imag = a[:, u], a[:, v]  # no arithmetic: an infinite channel stays infinite, without NaN
+    return z
+
+
+def _select(fits: list[PairFits], choice: np.ndarray) -> PairFits:
+    """Pair ``j``'s fit from ``fits[choice[j]]``."""
+    j = np.arange(choice.size)
+    pick = {f.name: np.stack([getattr(fit, f.name) for fit in fits])[choice, j]
+            for f in dataclasses.fields(PairFits) if f.name != "notes"}
+    return PairFits(**pick, notes=tuple(fits[c].notes[i] for i, c in enumerate(choice)))
+
+
+def _fit_pairing(x: np.ndarray, y: np.ndarray, channels: tuple[list[int], ...], regressors: list[np.ndarray],
+                 expected: np.ndarray, dtype: str, omega: np.ndarray) -> tuple[PairFits, np.ndarray]:
+    """The fit of every pair under one pairing: against its expected regressor (``expected[j]``) when that
+    makes it a rotation, else against the regressor under which it fits best. Returns the fits and the index
+    of the regressor each pair was fitted against."""
+    z_in, z_out = _pairs_of(x, channels, 0), _pairs_of(y, channels, 1)
+    fits = [fit_pairs(z_in, z_out, p, dtype, omega) for p in regressors]
+    misfit = np.stack([f.misfit for f in fits])  # (R, m)
+    best = np.argmin(misfit, axis=0)
+    own = misfit[expected, np.arange(omega.size)]
+    choice = np.where(own <= 1.0, expected, np.where(misfit[best, np.arange(omega.size)] <= 1.0, best, expected))
+    return _select(fits, choice), choice
+
+
+def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: np.ndarray, positions: np.ndarray,
+                  token_index: np.ndarray, channel_error: np.ndarray, channel_ratio: np.ndarray) -> dict[str, Any]:
+    """The identification of a RoPE candidate (the module docstring).
+
+    ``x``, ``y``: the rows ``(N, D)`` (input, candidate output, float64); ``positions``: ``(N,)``, or ``(3, N)``
+    for M-RoPE; ``token_index``: ``(N,)``, each row's index along the sequence; ``channel_error``,
+    ``channel_ratio``: ``(D,)``, each output channel's largest error and largest ratio to its tolerance over
+    the whole comparison (``ok`` per pair is read from them).
+    """
+    import refpos
+
+    omega_ref, factor = refpos.rope_frequencies(rope, seq_len=seq_len, xp=np_ns())
+    omega_ref, factor = np.asarray(to_numpy(omega_ref), dtype=np.float64), float(factor)
+    m = omega_ref.size
+    mrope = rope.mrope_section is not None
+    if mrope:
+        from refpos.rope.mrope import pair_axes
+
+        regressors, names = [np.asarray(positions[a]) for a in range(3)], list(AXIS_NAMES)
+        expected = np.asarray(pair_axes(rope.mrope_section, rope.mrope_interleaved))
+    else:
+        regressors, names, expected = [np.asarray(positions)], ["positions"], np.zeros(m, dtype=np.int64)
+    if not any(np.array_equal(token_index, r) for r in regressors):
+        regressors.append(np.asarray(token_index))
+        names.append(TOKEN_INDEX)
+    results = []
+    for layout, placement, channels in pairings(rope):
+        fits, choice = _fit_pairing(x, y, channels, regressors, expected, dtype, omega_ref)
+        results.append((int(fits.rotation.sum()), layout, placement, fits, choice))
+        if results[0][0] == m:
+            break  # every pair a rotation under the config's own pairing: nothing to search
+    best = max(results, key=lambda r: r[0])  # the first (the config's) on a tie
+    _, layout, placement, fits, choice = best
+    pairs = _pair_entries(rope, seq_len, omega_ref, factor, fits, choice, names, expected, regressors,
+                          channel_error, channel_ratio)
+    reference = _reference(rope, omega_ref)
+    fitted = {"layout": layout if best[0] else None, "placement": placement if best[0] else None,
+              "position_offset": None, "attention_factor": None, "rule": None, "positions": None}
+    if not best[0]:
+        fitted["reason"] = ("no pairing of the channels makes any pair a rotation at one frequency in the positions "
+                            "given")
+        return {"pairs": pairs, "fitted": fitted, "reference": reference}
+    used = sorted({names[c] for c, ok in zip(choice, fits.rotation, strict=True) if ok})
+    fitted["positions"] = used if mrope else (used[0] if len(used) == 1 else used)
+    on_positions = fits.rotation & np.array([names[c] != TOKEN_INDEX for c in choice])
+    delta, bound, why = common_offset(fits, on_positions)
+    if delta is None:
+        fitted["position_offset_reason"] = why
+    else:
+        nearest = round(delta)
+        fitted["position_offset"] = nearest if abs(delta - nearest) <= max(bound, 1e-9) else delta
+        fitted["position_offset_bound"] = bound
+    fitted["attention_factor"], reason = _shared_amplitude(fits)
+    if reason:
+        fitted["attention_factor_reason"] = reason
+    rule = fit_rule(rope, seq_len, np.where(fits.rotation, fits.omega, np.nan), fits.omega_bound)
+    fitted["rule"] = rule.pop("keys")
+    fitted["rule_type"] = rule["rope_type"]
+    if fitted["rule"] is None:
+        fitted["rule_reason"] = rule["reason"]
+    else:
+        fitted["rule_changed"] = rule["changed"]
+    return {"pairs": pairs, "fitted": fitted, "reference": reference}
+
+
+def _reference(rope: Any, omega_ref: np.ndarray) -> dict[str, Any]:
+    """What the report compares the fit with besides ω: the unscaled ``θ^(−2j/d)`` of every pair (``None``
+    where the rule has no such table) and the scale ``s``."""
+    from refpos.rope.scaling import base_inv_freq
+
+    plain = np.asarray(to_numpy(base_inv_freq(rope.theta, rope.rotary_dim, np_ns())))
+    return {"rope_type": rope.rope_type, "factor": rope.factor, "layout": rope.layout, "placement": rope.placement,
+            "partial": rope.rotary_dim < rope.head_dim,
+            "omega_unscaled": [float(w) for w in plain] if plain.shape == omega_ref.shape else None}
+
+
+def _shared_amplitude(fits: PairFits) -> tuple[float | None, str]:
+    """The amplitude every rotation pair shares (their mean), or ``None`` and why not."""
+    use = fits.rotation
+    if not use.any():
+        return None, "no pair is a rotation"
+    amp, bound = fits.amplitude[use], fits.amplitude_bound[use]
+    mean = float(np.mean(amp))
+    if np.all(np.abs(amp - mean) <= 2 * bound + 1e-15 * abs(mean)):
+        return mean, ""
+    low, high = int(np.flatnonzero(use)[np.argmin(amp)]), int(np.flatnonzero(use)[np.argmax(amp)])
+    return None, (f"the pairs' amplitudes differ: from {float(fits.amplitude[low]):.6g} (pair {low}) to "
+                  f"{float(fits.amplitude[high]):.6g} (pair {high})")
+
+
+def _number(value: float) -> float | None:
+    return None if not math.isfinite(value) else float(value)
+
+
+def _pair_entries(rope: Any, seq_len: int | None, omega_ref: np.ndarray, factor: float, fits: PairFits,
+                  choice: np.ndarray, names: list[str], expected: np.ndarray, regressors: list[np.ndarray],
+                  channel_error: np.ndarray, channel_ratio: np.ndarray) -> list[dict[str, Any]]:
+    bands = pair_bands(rope, seq_len)
+    entries = []
+    for j in range(omega_ref.size):
+        entry = {"index": j, "omega": float(omega_ref[j]), "omega_fitted": _number(fits.omega[j]),
+                 "omega_bound": _number(fits.omega_bound[j]), "amplitude": factor,
+                 "amplitude_fitted": _number(fits.amplitude[j]), "max_error": None, "ok": None,
+                 "band": bands[j], "rotation": bool(fits.rotation[j]), "misfit": _number(fits.misfit[j]),
+                 "note": fits.notes[j]}
+        if len(names) > 1 or names[0] != "positions":
+            entry["fitted_against"] = names[choice[j]]
+        if rope.mrope_section is not None:
+            entry["axis"] = AXIS_NAMES[expected[j]]
+            distinct = any(not np.array_equal(regressors[expected[j]], regressors[a]) for a in range(3))
+            entry["axis_fitted"] = names[choice[j]] if fits.rotation[j] and distinct else None
+        entries.append(entry)
+    return pair_status(rope, entries, channel_error, channel_ratio)
+
+
+def pair_status(rope: Any, pairs: list[dict[str, Any]], channel_error: np.ndarray, channel_ratio: np.ndarray
+                ) -> list[dict[str, Any]]:
+    """``pairs`` with each pair's ``max_error`` and ``ok`` read from another comparison's per-channel errors
+    (``(D,)`` for a rotated ``x``; ``(m,)`` for a per-pair table)."""
+    from refpos.rope.forms import pair_channels
+
+    if channel_error.size == len(pairs):  # one entry per pair
+        u_out = v_out = list(range(len(pairs)))
+    else:
+        u_out, v_out = pair_channels(rope)[2:]
+    out = []
+    for pair in pairs:
+        j = pair["index"]
+        error = max(float(channel_error[u_out[j]]), float(channel_error[v_out[j]]))
+        if np.isnan(channel_error[u_out[j]]) or np.isnan(channel_error[v_out[j]]):
+            error = math.nan
+        ratio = max(float(channel_ratio[u_out[j]]), float(channel_ratio[v_out[j]]))
+        out.append({**pair, "max_error": error, "ok": bool(ratio <= 1.0)})
+    return out
+
+
+def identify_frequencies(rope: Any, seq_len: int | None, candidate: np.ndarray, bound: np.ndarray,
+                         error: np.ndarray, ratio: np.ndarray) -> dict[str, Any]:
+    """The identification of a candidate that holds the frequencies ``(m,)`` themselves: ``ω̂`` is the
+    candidate, ``bound`` what its comparison allows; ``error``/``ratio`` per pair from that comparison."""
+    import refpos
+
+    omega_ref, factor = refpos.rope_frequencies(rope, seq_len=seq_len, xp=np_ns())
+    omega_ref = np.asarray(to_numpy(omega_ref), dtype=np.float64)
+    omega = np.where(np.isfinite(candidate), candidate, np.nan).astype(np.float64)
+    bands = pair_bands(rope, seq_len)
+    pairs = pair_status(rope, [{"index": j, "omega": float(omega_ref[j]), "omega_fitted": _number(omega[j]),
+                                "omega_bound": _number(bound[j]), "amplitude": float(factor), "amplitude_fitted": None,
+                                "max_error": None, "ok": None, "band": bands[j], "rotation": True, "misfit": None,
+                                "note": None} for j in range(omega_ref.size)], error, ratio)
+    rule = fit_rule(rope, seq_len, omega, np.asarray(bound, dtype=np.float64))
+    fitted = {"layout": None, "placement": None, "position_offset": None, "attention_factor": None,
+              "positions": None, "rule": rule.pop("keys"), "rule_type": rule["rope_type"]}
+    if fitted["rule"] is None:
+        fitted["rule_reason"] = rule["reason"]
+    else:
+        fitted["rule_changed"] = rule["changed"]
+    return {"pairs": pairs, "fitted": fitted, "reference": _reference(rope, omega_ref)}

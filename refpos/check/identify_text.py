@@ -1,0 +1,154 @@
+"""The lines ``refpos check`` prints for an identification (:mod:`refpos.check.identify`).
+
+One line for the whole (pairing, positions, offset, attention factor), one per run of wrong pairs (the pairs
+outside their tolerance, as ranges, with the band of the config's rule they fall in and what the candidate
+used there), one for the rule that reproduces the fitted frequencies::
+
+    fit: layout half, positions as given, offset 0, attention factor 1 (reference 1)
+    fit: 15 of 64 pairs outside the tolerance, by band of llama3 and what the candidate used:
+      29–35  smooth band: blended   ω̂ = θ^(−2j/d), kept
+      36–38  low band: ω/s          ω̂ = θ^(−2j/d), kept
+      39–43  low band: ω/s          ω̂/ω 1.2 … 6.1
+    fit: llama3 reproduces ω̂ with low_freq_factor = 0.159155 (config 1: × 1/2π), …
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: ratios the report names when a changed key is the config's times one of them
+NAMED_RATIOS = {"2π": 2 * math.pi, "1/2π": 1 / (2 * math.pi), "2": 2.0, "1/2": 0.5}
+
+
+def ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0–2, 5``."""
+    spans, start = [], indices[0]
+    for prev, cur in zip(indices, [*indices[1:], None], strict=True):
+        if cur is None or cur != prev + 1:
+            spans.append(f"{start}" if start == prev else f"{start}–{prev}")
+            start = cur
+    return ", ".join(spans)
+
+
+def _g(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return "nan" if value != value else f"{value:.6g}"
+    return str(value)
+
+
+def _used(pair: dict[str, Any], plain: float | None, factor: float | None) -> str:
+    """What the candidate used on one pair, in words."""
+    if pair.get("axis_fitted") and pair["axis_fitted"] != pair.get("axis"):
+        return f"reads {pair['axis_fitted']} instead of {pair['axis']}"
+    if not pair["rotation"]:
+        return pair["note"] or f"not a rotation at one frequency (misfit {_g(pair['misfit'])}×)"
+    w, w_ref, bound = pair["omega_fitted"], pair["omega"], pair["omega_bound"] or 0.0
+    if w is None:
+        return pair["note"] or "ω̂ undetermined"
+    if abs(w - w_ref) <= bound:
+        amp, amp_ref = pair["amplitude_fitted"], pair["amplitude"]
+        return "ω̂ = ω" + (f", Â = {_g(amp)} (A = {_g(amp_ref)})" if amp is not None and abs(amp - amp_ref) >
+                          1e-9 * abs(amp_ref) else "")
+    if w < 0:
+        return f"turns backwards: ω̂ = −{_g(-w)}"
+    if plain is not None and abs(w - plain) <= bound:
+        return "ω̂ = θ^(−2j/d), kept"
+    if plain is not None and factor and abs(w - plain / factor) <= bound:
+        return "ω̂ = θ^(−2j/d)/s"
+    if plain is not None and factor and factor > 1 and plain / factor < w < plain:
+        return "blended: ω̂ between θ^(−2j/d)/s and θ^(−2j/d), ω̂/ω"
+    return "ω̂/ω"
+
+
+def _runs(pairs: list[dict[str, Any]], plains: list[float | None], factor: float | None
+          ) -> list[tuple[list[int], str, str, list[float]]]:
+    """Consecutive wrong pairs with the same band and the same kind of use: ``(indices, band, use, ratios)``."""
+    runs: list[tuple[list[int], str, str, list[float]]] = []
+    for pair, plain in zip(pairs, plains, strict=True):
+        if pair["ok"]:
+            continue
+        used = _used(pair, plain, factor)
+        ratio = pair["omega_fitted"] / pair["omega"] if pair["omega_fitted"] is not None and pair["omega"] else None
+        last = runs[-1] if runs else None
+        if last and last[0][-1] == pair["index"] - 1 and last[1] == pair["band"] and last[2] == used:
+            last[0].append(pair["index"])
+            if ratio is not None:
+                last[3].append(ratio)
+        else:
+            runs.append(([pair["index"]], pair["band"], used, [] if ratio is None else [ratio]))
+    return runs
+
+
+def _changed(changes: dict[str, list[Any]]) -> str:
+    parts = []
+    for key, (was, now) in changes.items():
+        if isinstance(now, list):
+            differ = [i for i, (a, b) in enumerate(zip(was or [], now, strict=False)) if abs(a - b) > 1e-9 * abs(a)]
+            inverse = was and all(abs(a * b - 1) < 1e-6 for a, b in zip(was, now, strict=False))
+            parts.append(f"{key} differing at {ranges(differ) if differ else 'no index'}"
+                         + (" (the reciprocals of the config's)" if inverse else ""))
+            continue
+        text = f"{key} = {_g(now)} (config {_g(was)}"
+        if isinstance(was, (int, float)) and isinstance(now, (int, float)) and was and not isinstance(was, bool):
+            named = next((name for name, r in NAMED_RATIOS.items() if abs(now / was / r - 1) < 1e-6), None)
+            text += f": × {named}" if named else f": × {now / was:.6g}"
+        parts.append(text + ")")
+    return ", ".join(parts)
+
+
+def _versus(fitted: Any, config: Any) -> str:
+    return f" (config: {config})" if config is not None and fitted != config else ""
+
+
+def identification_lines(ident: dict[str, Any]) -> list[str]:
+    """The report's lines (the module docstring) for an identification (``pairs``, ``fitted`` and, to say where
+    the candidate kept or divided a frequency, ``reference``: the unscaled ``θ^(−2j/d)`` and the scale ``s``)."""
+    fitted, pairs = ident["fitted"], ident["pairs"]
+    reference = ident.get("reference") or {}
+    plains = reference.get("omega_unscaled") or [None] * len(pairs)
+    factor = reference.get("factor")
+    lines = []
+    if fitted.get("layout") is not None or fitted.get("reason"):
+        whole = []
+        if fitted.get("layout") is not None:
+            whole.append(f"layout {fitted['layout']}" + _versus(fitted["layout"], reference.get("layout")))
+            if reference.get("partial") or fitted.get("placement") != reference.get("placement"):
+                whole.append(f"placement {fitted['placement']}" + _versus(fitted["placement"],
+                                                                         reference.get("placement")))
+        used = fitted.get("positions")
+        if used is not None:
+            whole.append(f"positions {'as given' if used == 'positions' else used}")
+        if fitted.get("layout") is not None:
+            offset = fitted.get("position_offset")
+            whole.append(f"offset {_g(offset)}" if offset is not None else
+                         f"no common offset ({fitted.get('position_offset_reason', '')})")
+            amp = fitted.get("attention_factor")
+            whole.append(f"attention factor {_g(amp)} (reference {_g(pairs[0]['amplitude'])})" if amp is not None
+                         else f"no common attention factor ({fitted.get('attention_factor_reason', '')})")
+        lines.append("fit: " + ", ".join(whole) + (f"; {fitted['reason']}" if fitted.get("reason") else ""))
+    wrong = [p for p in pairs if not p["ok"]]
+    if wrong:
+        kind = fitted.get("rule_type") or "the rule"
+        lines.append(f"fit: {len(wrong)} of {len(pairs)} pairs outside the tolerance, by band of {kind} and what "
+                     "the candidate used:")
+        runs = _runs(pairs, plains, factor)
+        width = max(len(ranges(r[0])) for r in runs)
+        band_width = max(len(r[1]) for r in runs)
+        for indices, band, used, ratios in runs:
+            if used.endswith("ω̂/ω") and ratios:
+                used += f" = {min(ratios):.4g}" + (f" … {max(ratios):.4g}" if len(ratios) > 1 else "")
+            lines.append(f"  {ranges(indices):<{width}}  {band:<{band_width}}  {used}".rstrip())
+    elif pairs:
+        lines.append(f"fit: all {len(pairs)} pairs within the tolerance")
+    rule = fitted.get("rule")
+    kind = fitted.get("rule_type")
+    if rule is not None:
+        changed = fitted.get("rule_changed") or {}
+        lines.append(f"fit: {kind} reproduces ω̂ " + (f"with {_changed(changed)}" if changed else
+                                                     "with the config's own keys"))
+    elif fitted.get("rule_reason"):
+        lines.append(f"fit: no {kind} keys reproduce ω̂: {fitted['rule_reason']}")
+    return lines
