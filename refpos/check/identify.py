@@ -121,6 +121,9 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
     _, layout, placement, fits, choice = best
     pairs = _pair_entries(rope, seq_len, omega_ref, factor, fits, choice, names, expected, regressors,
                           channel_error, channel_ratio)
+    out_u, out_v = pairings(rope)[0][2][2:]
+    for pair, u, v in zip(pairs, out_u, out_v, strict=True):
+        pair["non_finite"] = int(np.count_nonzero(~np.isfinite(y[:, u]) | ~np.isfinite(y[:, v])))
     reference = _reference(rope, omega_ref)
     fitted = {"layout": layout if best[0] else None, "placement": placement if best[0] else None,
               "position_offset": None, "attention_factor": None, "rule": None, "positions": None}
@@ -128,7 +131,8 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
         fitted["reason"] = ("no pairing of the channels makes any pair a rotation at one frequency in the positions "
                             "given")
         return {"pairs": pairs, "fitted": fitted, "reference": reference}
-    used = sorted({names[c] for c, ok in zip(choice, fits.rotation, strict=True) if ok})
+    used = [name for name in names if any(names[c] == name and ok for c, ok in
+                                          zip(choice, fits.rotation, strict=True))]
     fitted["positions"] = used if mrope else (used[0] if len(used) == 1 else used)
     on_positions = fits.rotation & np.array([names[c] != TOKEN_INDEX for c in choice])
     delta, bound, why = common_offset(fits, on_positions)
@@ -195,6 +199,7 @@ def _pair_entries(rope: Any, seq_len: int | None, omega_ref: np.ndarray, factor:
             entry["fitted_against"] = names[choice[j]]
         if rope.mrope_section is not None:
             entry["axis"] = AXIS_NAMES[expected[j]]
+            entry["band"] = f"{entry['axis']} section" + (f", {bands[j]}" if bands[j] else "")
             distinct = any(not np.array_equal(regressors[expected[j]], regressors[a]) for a in range(3))
             entry["axis_fitted"] = names[choice[j]] if fits.rotation[j] and distinct else None
         entries.append(entry)

@@ -41,6 +41,8 @@ def _g(value: Any) -> str:
 
 def _used(pair: dict[str, Any], plain: float | None, factor: float | None) -> str:
     """What the candidate used on one pair, in words."""
+    if pair.get("non_finite"):
+        return f"NaN or infinite on {pair['non_finite']} rows"
     if pair.get("axis_fitted") and pair["axis_fitted"] != pair.get("axis"):
         return f"reads {pair['axis_fitted']} instead of {pair['axis']}"
     if not pair["rotation"]:
@@ -119,7 +121,9 @@ def identification_lines(ident: dict[str, Any]) -> list[str]:
                 whole.append(f"placement {fitted['placement']}" + _versus(fitted["placement"],
                                                                          reference.get("placement")))
         used = fitted.get("positions")
-        if used is not None:
+        if isinstance(used, list):
+            whole.append(("positions: rows " if set(used) <= {"t", "h", "w"} else "positions: ") + ", ".join(used))
+        elif used is not None:
             whole.append(f"positions {'as given' if used == 'positions' else used}")
         if fitted.get("layout") is not None:
             offset = fitted.get("position_offset")
@@ -132,8 +136,9 @@ def identification_lines(ident: dict[str, Any]) -> list[str]:
     wrong = [p for p in pairs if not p["ok"]]
     if wrong:
         kind = fitted.get("rule_type") or "the rule"
-        lines.append(f"fit: {len(wrong)} of {len(pairs)} pairs outside the tolerance, by band of {kind} and what "
-                     "the candidate used:")
+        banded = any(p["band"] for p in pairs)
+        lines.append(f"fit: {len(wrong)} of {len(pairs)} pairs outside the tolerance, "
+                     + ("by band and what the candidate used:" if banded else "what the candidate used:"))
         runs = _runs(pairs, plains, factor)
         width = max(len(ranges(r[0])) for r in runs)
         band_width = max(len(r[1]) for r in runs)
@@ -152,3 +157,59 @@ def identification_lines(ident: dict[str, Any]) -> list[str]:
     elif fitted.get("rule_reason"):
         lines.append(f"fit: no {kind} keys reproduce ω̂: {fitted['rule_reason']}")
     return lines
+
+
+def _sequence(geometric: dict[str, float] | None) -> str:
+    if geometric is None:
+        return "not one geometric sequence"
+    return f"m_0·r^h with m_0 = {geometric['first']:.6g}, r = 2^{geometric['log2_ratio']:.6g}"
+
+
+def alibi_lines(result: dict[str, Any]) -> list[str]:
+    """The fitted slopes: the heads outside the tolerance, the form, the sequence the slopes make."""
+    heads, fitted = result["heads"], result["fitted"]
+    lines = []
+    if fitted.get("form"):
+        lines.append(f"fit: bias form {fitted['form']} (slopes fitted per head, residual "
+                     f"{fitted['form_residual']:.3g} of the largest bias)")
+    wrong = [h for h in heads if not h["ok"]]
+    if wrong:
+        shown = ", ".join(f"{h['index']}: {h['slope_fitted']:.6g} ({h['slope']:.6g})" for h in wrong[:6])
+        lines.append(f"fit: heads {ranges([h['index'] for h in wrong])} outside the tolerance; slope (reference): "
+                     + shown + (" …" if len(wrong) > 6 else ""))
+    lines.append(f"fit: the slopes are {_sequence(fitted['geometric'])}; the reference's are "
+                 f"{_sequence(fitted['reference_geometric'])}")
+    return lines
+
+
+def bucket_lines(result: dict[str, Any], family: str) -> list[str]:
+    """The fitted bucket map: the offsets in other buckets (runs) and the keys that reproduce the map."""
+    found = result["bucket_map"]
+    lines = [f"fit: {found['offsets']} distinct offsets, {found['differ']} in another bucket than the reference's"
+             + (":" if found["runs"] else "")]
+    for run in found["runs"][:8]:
+        first, last = run["offsets"]
+        where = f"{first}" if first == last else f"{first} … {last}"
+        lines.append(f"  offsets {where}: buckets {ranges(run['buckets'])} (reference "
+                     f"{ranges(run['reference_buckets'])})")
+    if len(found["runs"]) > 8:
+        lines.append(f"  … {len(found['runs']) - 8} more runs")
+    if found.get("keys") is not None:
+        changed = found.get("changed") or {}
+        lines.append(f"fit: {family} buckets reproduce the map " + (
+            "with " + ", ".join(f"{k} = {v[1]} (config {v[0]})" for k, v in changed.items()) if changed
+            else "with the config's own keys"))
+    elif found.get("reason"):
+        lines.append(f"fit: {found['reason']}")
+    return lines
+
+
+def report_lines(result: dict[str, Any]) -> list[str]:
+    """The identification lines of any check's result (RoPE and sinusoid pairs, ALiBi heads, bucket maps)."""
+    if "pairs" in result:
+        return identification_lines(result)
+    if "heads" in result:
+        return alibi_lines(result)
+    if "bucket_map" in result:
+        return bucket_lines(result, result.get("target", ""))
+    return []

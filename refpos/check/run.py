@@ -34,6 +34,7 @@ from refpos.backend import to_numpy
 from refpos.check import stream, tables_stream
 from refpos.check.catalogue import known
 from refpos.check.diagnosis import diagnose_rope
+from refpos.check.fit_tables import fit_alibi
 from refpos.check.identify import identify_rope
 from refpos.check.mrope import TokenKinds, diagnose_mrope, mrope_problem, token_kinds_text
 from refpos.check.problem import np_ns, rope_problem, rotated_tolerance
@@ -273,6 +274,8 @@ def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int 
     result = {"target": "alibi", "dtype": dtype, **_summary(cand, reference, atol)}
     result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, reference), *diagnose_alibi(
         cand, n, atol=atol, head_dim=head_dim)]
+    if not result["ok"]:
+        result.update(fit_alibi(cand, reference, atol))
     if not result["ok"] and dtype == "float64" and _summary(cand, reference, np.asarray(
             tol.value_tolerance("float32", reference)))["ok"]:
         result["diagnosis"].insert(0, tables_stream.float32_values())

@@ -37,6 +37,7 @@ import numpy as np
 from refpos.backend import to_numpy
 from refpos.check import stream
 from refpos.check.catalogue import known
+from refpos.check.fit_tables import fit_alibi, fit_deberta, fit_sinusoid, fit_t5
 from refpos.check.problem import np_ns
 from refpos.check.tables import diagnose_alibi, diagnose_deberta, diagnose_sinusoid, diagnose_t5
 from refpos.golden import tolerance as tol
@@ -128,6 +129,8 @@ def stream_alibi(raw: np.ndarray, n: int, form: str, dtype: str, head_dim: int |
     atol = np.asarray(tol.value_tolerance(dtype, reference))
     result["diagnosis"] = [*tally.non_finite(), *diagnose_alibi(cand, n, q_len=last, k_len=k_len, form=form,
                                                                 atol=atol, head_dim=head_dim)]
+    result.update(fit_alibi(cand, slopes, np.asarray(tol.value_tolerance(dtype, slopes)),
+                            q_positions=q_positions[q_len - last:], k_positions=k_positions))
     if dtype == "float64" and stream.compare_rows(raw, rows_positions, partial(reference_of, rule="float32")
                                                   ).n_outside == 0:  # a second pass, under the float32 tolerance
         result["diagnosis"].insert(0, float32_values())
@@ -146,7 +149,8 @@ def exact_int64(r: Any) -> np.ndarray:
 
 
 def _stream_buckets(family: str, cand: np.ndarray, rel: np.ndarray, buckets: Callable[[np.ndarray], np.ndarray],
-                    diagnose: Callable[[np.ndarray, np.ndarray], list], progress: Progress) -> dict[str, Any]:
+                    diagnose: Callable[[np.ndarray, np.ndarray], list], progress: Progress,
+                    identify: Callable[[np.ndarray, np.ndarray], dict] | None = None) -> dict[str, Any]:
     """Check integer buckets ``cand`` of the relative positions ``rel`` (same shape), block by block."""
     rows, rel_rows = _rows(cand), _rows(rel)  # (L, T, D) views
     n_lead, t, d = rows.shape
@@ -161,8 +165,11 @@ def _stream_buckets(family: str, cand: np.ndarray, rel: np.ndarray, buckets: Cal
     if tally.n_outside == 0:
         return result
     lead_index, token_index = _sample(rows_positions, tally.worst_index, d)
-    result["diagnosis"] = diagnose(np.asarray(rows[lead_index, token_index], dtype=np.int64),
-                                   np.asarray(rel_rows[lead_index, token_index], dtype=np.int64))
+    sample = (np.asarray(rows[lead_index, token_index], dtype=np.int64),
+              np.asarray(rel_rows[lead_index, token_index], dtype=np.int64))
+    result["diagnosis"] = diagnose(*sample)
+    if identify is not None:
+        result["bucket_map"] = identify(*sample)  # the map offset → bucket and the keys that reproduce it
     if len(token_index) < n_lead * t:
         result["diagnosis_rows"] = len(token_index)
     return result
@@ -177,8 +184,8 @@ def stream_t5(cand: np.ndarray, rel: np.ndarray, bidirectional: bool, num_bucket
         return np.asarray(to_numpy(refpos.t5_bucket(np_ns().asarray(r), bidirectional=bidirectional,
                                                     num_buckets=num_buckets, max_distance=max_distance)))
 
-    return _stream_buckets("t5", cand, rel, buckets, partial(
-        diagnose_t5, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance), progress)
+    keys = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
+    return _stream_buckets("t5", cand, rel, buckets, partial(diagnose_t5, **keys), progress, partial(fit_t5, **keys))
 
 
 def stream_deberta(cand: np.ndarray, rel: np.ndarray, position_buckets: int, max_relative_positions: int,
@@ -190,8 +197,9 @@ def stream_deberta(cand: np.ndarray, rel: np.ndarray, position_buckets: int, max
         return np.asarray(to_numpy(refpos.deberta_log_buckets(np_ns().asarray(r), position_buckets,
                                                               max_relative_positions)))
 
-    return _stream_buckets("deberta", cand, rel, buckets, partial(
-        diagnose_deberta, position_buckets=position_buckets, max_relative_positions=max_relative_positions), progress)
+    keys = {"position_buckets": position_buckets, "max_relative_positions": max_relative_positions}
+    return _stream_buckets("deberta", cand, rel, buckets, partial(diagnose_deberta, **keys), progress,
+                           partial(fit_deberta, **keys))
 
 
 # --------------------------------------------------------------------------------------- sinusoid
@@ -223,6 +231,8 @@ def stream_sinusoid(raw: np.ndarray, positions: np.ndarray, dim: int, base: floa
     atol = np.asarray(tol.rope_tolerance(dtype, at, freqs, reference=table(at)))
     result["diagnosis"] = [*tally.non_finite(), *diagnose_sinusoid(cand, at, dim=dim, base=base, layout=layout,
                                                                    spacing=spacing, atol=atol)]
+    result.update(fit_sinusoid(cand, at, dim=dim, base=base, layout=layout, spacing=spacing, dtype=dtype,
+                               channel_error=tally.channel_error, channel_ratio=tally.channel_ratio))
     if dtype == "float64" and stream.compare_rows(rows, rows_positions, partial(reference_of, rule="float32")
                                                   ).n_outside == 0:  # a second pass, under the float32 tolerance
         result["diagnosis"].insert(0, float32_angles())

@@ -196,7 +196,7 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print(result: dict[str, Any]) -> None:
-    from refpos.check.identify_text import identification_lines
+    from refpos.check.identify_text import report_lines
 
     status = "OK" if result["ok"] else "FAIL"
     where = result.get("worst_index")
@@ -204,8 +204,8 @@ def _print(result: dict[str, Any]) -> None:
           f"{result['max_abs_error']:.3g}, {result['max_ratio']:.3g}× the tolerance"
           + (f" at index {tuple(where)}" if where and not result["ok"] else "")
           + ("" if result["ok"] else f"; {result.get('n_outside', 0)} elements outside"))
-    if not result["ok"] and "pairs" in result:
-        for line in identification_lines(result):
+    if not result["ok"]:
+        for line in report_lines(result):
             print(f"  {line}")
     for d in result["diagnosis"]:
         print(f"  diagnosis {d['id']}: {d['evidence']}")
