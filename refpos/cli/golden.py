@@ -1,4 +1,4 @@
-"""``refpos golden``: generate, verify and list golden directories; golden cases for any config.json."""
+"""``refpos golden``: generate, verify, list and show golden directories; golden cases for any config.json."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from refpos.cli import golden_show
 from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, help_with
 from refpos.cli.positions import add_assume, assumptions, refuse_unknown, resolve
 from refpos.golden.generate import finite_cases, generate, model_source, verify
@@ -72,6 +73,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     lst = sub.add_parser("list", help="list the cases of a golden directory")
     lst.add_argument("--golden-dir", type=Path, default=None)
     lst.add_argument("--family", default=None)
+    golden_show.add_parser(sub)
 
 
 def _parse_positions(text: str | None) -> list[int] | None:
@@ -107,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.golden_command == "show":
+        return golden_show.run(args)
     if args.golden_command == "generate":
         if args.out is None and default_golden_dir().parent == BUNDLED:
             raise ValueError("--out DIR is needed: the goldens installed with refpos are its own reference copy")
