@@ -65,7 +65,8 @@ def _text(summary: dict[str, Any], title: str) -> str:
     lines = [title]
     for key, value in summary["params"].items():
         field = "theta" if key == "rope_theta" else key
-        shown = f"[{len(value)} values: {value[0]!r} … {value[-1]!r}]" if isinstance(value, list) else repr(value)
+        long = isinstance(value, list) and len(value) > 8  # a few values (mrope_section) are shown whole
+        shown = f"[{len(value)} values: {value[0]!r} … {value[-1]!r}]" if long else repr(value)
         lines.append(f"  {key:<34} {shown:<28} ({summary['provenance'].get(field, 'default')})")
     inv = summary["inv_freq"]
     lines.append(f"  attention factor A = {summary['attention_factor']!r}"

@@ -34,8 +34,8 @@ from refpos.golden import certify as cert
 from refpos.golden.cases import as_xp, to_np
 from refpos.golden.manifest import Case
 from refpos.golden.rope_builders import apply_case, cos_sin_case
-from refpos.models.mm_positions import Image, Text, Video, mm_position_ids
-from refpos.models.mrope_hf import family_of
+from refpos.models.mm_layout import config_position_ids
+from refpos.models.mm_positions import Image, Text, Video
 from refpos.pairs import split_pairs
 from refpos.rope.mrope import pair_axes
 
@@ -46,8 +46,6 @@ PROBE_LAYOUTS = {
     "video": [Text(2), Video((4, 8, 8), seconds_per_grid=1.0), Text(2)],
     "text-after-image": [Text(4), Image((1, 16, 8)), Text(16)],
 }
-_ID_FAMILIES = {"qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl",
-                "qwen3_vl_moe": "qwen3_vl", "glm4v": "glm4v", "glm4v_moe": "glm4v"}
 
 
 def vlm_configs() -> dict[str, Any]:
@@ -57,14 +55,8 @@ def vlm_configs() -> dict[str, Any]:
 
 
 def layout_positions(config: dict[str, Any], layout: str) -> np.ndarray:
-    """The ``(3, T)`` ids of a probe layout under the config's family rules."""
-    family = family_of(config.get("model_type")) or family_of((config.get("text_config") or {}).get("model_type"))
-    family = _ID_FAMILIES.get(family or "", "qwen2_vl")
-    vision = config.get("vision_config") or {}
-    merge = vision.get("spatial_merge_size", 2)
-    tps = vision.get("tokens_per_second", 2) if family == "qwen2_5_vl" else None
-    return np.asarray(mm_position_ids(PROBE_LAYOUTS[layout], family=family, spatial_merge_size=merge,
-                                      tokens_per_second=tps, xp=refpos.backend.get_xp("numpy")))
+    """The ``(3, T)`` ids of a probe layout under the config's family rules (``qwen2_vl``'s for another family)."""
+    return config_position_ids(config, PROBE_LAYOUTS[layout], default_family="qwen2_vl")[0]
 
 
 def mp_mrope_cos_sin(positions: np.ndarray, inv_freq: list, factor: Any, axes: tuple[int, ...]) -> tuple[list, list]:
