@@ -128,7 +128,8 @@ def _line(p: np.ndarray, phi: np.ndarray, eta: np.ndarray, used: np.ndarray
 
     Returns ``(ω̂, c̄, p̄, E_c, E_ω)`` ``(m,)``: the worst-case errors of ``c̄`` and ``ω̂`` are
     :math:`E_c = \sum w\eta / \sum w` and :math:`E_\omega = \sum w |p - \bar p| \eta / \sum w (p - \bar p)^2`
-    (the absolute coefficients of the fit times the noise bounds).
+    (the absolute coefficients of the fit times the noise bounds), plus the rounding of the fit's own sums
+    (``K`` terms: ``K·ε`` of the result).
     """
     w = np.where(used, 1.0 / eta**2, 0.0)  # (K, m)
     pk = p.astype(np.float64)[:, None]
@@ -142,7 +143,9 @@ def _line(p: np.ndarray, phi: np.ndarray, eta: np.ndarray, used: np.ndarray
         omega = np.where(spp > 0, (w * dp * phi0).sum(axis=0) / spp, np.nan)
         e_c = (w * eta).sum(axis=0) / sw
         e_omega = np.where(spp > 0, (w * np.abs(dp) * eta).sum(axis=0) / spp, np.inf)
-    return omega, c_bar, p_bar, e_c, e_omega
+    # the fit's own float64 arithmetic: sums of K terms round by at most K·u of their size
+    terms = used.sum(axis=0) * np.finfo(np.float64).eps
+    return omega, c_bar, p_bar, e_c + terms * np.abs(c_bar), e_omega + terms * np.abs(omega)
 
 
 def fit_pairs(z_in: np.ndarray, z_out: np.ndarray, positions: np.ndarray, dtype: str,

@@ -371,7 +371,6 @@ RULE_FITS: dict[str, RuleFit] = {
     "ntk": RuleFit(invert_ntk, plain_bands),
     "dynamic": RuleFit(invert_dynamic, plain_bands),
     "yarn": RuleFit(invert_yarn, ramp_bands),
-    "yarn_log": RuleFit(invert_yarn_log, ramp_bands),
     "llama3": RuleFit(invert_llama3, llama3_bands),
     "longrope": RuleFit(invert_longrope, longrope_bands),
     "proportional": RuleFit(invert_proportional, proportional_bands),
