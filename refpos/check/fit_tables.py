@@ -93,15 +93,15 @@ def fit_alibi(candidate: np.ndarray, reference_slopes: np.ndarray, atol: np.ndar
 
 # ------------------------------------------------------------------------------------ buckets
 def bucket_map(candidate: np.ndarray, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct offsets ``(K,)``, the bucket each fell in ``(K,)`` (−1 where one offset fell in two), and
-    how many buckets each offset fell in."""
+    """The distinct offsets ``(K,)``, the bucket each fell in ``(K,)`` (its smallest where it fell in several)
+    and whether an offset fell in more than one bucket ``(K,)``."""
     offsets, inverse = np.unique(rel.reshape(-1), return_inverse=True)
     cand = candidate.reshape(-1).astype(np.int64)
     low = np.full(offsets.size, np.iinfo(np.int64).max)
     high = np.full(offsets.size, np.iinfo(np.int64).min)
     np.minimum.at(low, inverse, cand)
     np.maximum.at(high, inverse, cand)
-    return offsets, np.where(low == high, low, -1), np.where(low == high, 1, 2)
+    return offsets, low, low != high
 
 
 def fit_buckets(candidate: np.ndarray, rel: np.ndarray, buckets: Callable[..., np.ndarray],
@@ -113,9 +113,9 @@ def fit_buckets(candidate: np.ndarray, rel: np.ndarray, buckets: Callable[..., n
     the values tried for each key (with the config's); ``sign_name``: the offset's definition (``memory −
     query`` for T5), reported when the negated offsets reproduce the map instead.
     """
-    offsets, got, _ = bucket_map(candidate, rel)
+    offsets, got, ambiguous = bucket_map(candidate, rel)
     reference = buckets(offsets, **config)
-    differ = np.flatnonzero(got != reference)
+    differ = np.flatnonzero((got != reference) | ambiguous)
     runs = []
     for first, last in _runs(differ):  # runs of consecutive offsets with their buckets
         span = slice(first, last + 1)
@@ -123,8 +123,8 @@ def fit_buckets(candidate: np.ndarray, rel: np.ndarray, buckets: Callable[..., n
                      "buckets": sorted({int(b) for b in got[span]}),
                      "reference_buckets": sorted({int(b) for b in reference[span]})})
     result: dict[str, Any] = {"offsets": int(offsets.size), "differ": int(differ.size), "runs": runs,
-                              "ambiguous": [int(o) for o in offsets[got == -1]], "keys": None}
-    if (got == -1).any():
+                              "ambiguous": [int(o) for o in offsets[ambiguous]], "keys": None}
+    if ambiguous.any():
         result["reason"] = "an offset fell in two buckets: the candidate is not a function of the offset"
         return result
     names = list(config)

@@ -1,0 +1,129 @@
+"""Parity: a candidate checked against a golden case gets every diagnosis ``--config`` gives it, and the fit.
+
+The M-RoPE cases of a vision-language model (``refpos golden model``: text, image, video, text-after-image)
+are checked with wrong candidates of each layout: no crash, the M-RoPE mistake named, the pairs fitted, a NaN
+named ``non_finite`` and reported as NaN; a frequencies case is fitted; ``refpos golden show`` prints a case's
+inputs, outputs, tolerance and the command; position ids of a written layout follow the config's rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import refpos
+from refpos.check.run import check_case, check_rope
+from refpos.cli import main
+from refpos.golden.manifest import find_case, load_manifest
+from refpos.golden.mrope_cases import PROBE_LAYOUTS, vlm_configs
+from refpos.golden.npy import npy_bytes
+from refpos.models.mm_layout import config_position_ids, parse_layout
+
+QWEN25 = "Qwen/Qwen2.5-VL-7B-Instruct"
+
+
+@pytest.fixture(scope="module")
+def vlm_goldens(tmp_path_factory):
+    """``refpos golden model`` of Qwen2.5-VL (no certificates: the cases' arrays are what is checked)."""
+    root = tmp_path_factory.mktemp("vlm")
+    (root / "config.json").write_text(json.dumps(vlm_configs()[QWEN25]["config"]), encoding="utf8")
+    assert main(["golden", "model", str(root / "config.json"), "--out", str(root / "golden"), "--name", "qwen25vl",
+                 "--no-certify"]) == 0
+    return root / "golden"
+
+
+def _case(root, case_id):
+    case = find_case(load_manifest(root), case_id)
+    arrays = {name: np.load(root / entry["file"], allow_pickle=False) for name, entry in case["inputs"].items()}
+    return case, arrays, refpos.rope_config_from_params(case["parameters"]["rope"]), case["parameters"]["seq_len"]
+
+
+@pytest.mark.parametrize("layout", list(PROBE_LAYOUTS))
+def test_every_multimodal_layout_is_diagnosed_and_fitted_as_with_the_config(vlm_goldens, layout):
+    case, inputs, rope, seq_len = _case(vlm_goldens, f"rope/qwen25vl/{layout}/apply")
+    x, positions = inputs["x"], inputs["positions"]
+    flat = dataclasses.replace(rope, mrope_section=None, mrope_interleaved=False)
+    one_d = np.asarray(refpos.apply_rope(x, positions[0], flat, seq_len=seq_len))  # every pair reads t
+    golden = check_case(case["id"], one_d, golden_dir=vlm_goldens)
+    with_config = check_rope(one_d, x, positions, rope, seq_len=seq_len)
+    assert golden["ok"] == with_config["ok"]
+    assert [d["id"] for d in golden.get("diagnosis", [])] == [d["id"] for d in with_config["diagnosis"]]
+    if layout == "text":  # t = h = w: 1-D positions are right
+        assert golden["ok"]
+        return
+    assert "mrope_1d_positions" in [d["id"] for d in golden["diagnosis"]]
+    read = {p["axis"]: {p["axis_fitted"] for p in golden["pairs"] if not p["ok"]} for p in golden["pairs"]}
+    assert read.get("h") == {"t"} and read.get("w") == {"t"}
+    assert golden["error_profile"]["by_token_kind"]["text"]["tokens_outside"] == 0
+    assert golden["error_profile"]["by_token_kind"]["vision"]["tokens_outside"] > 0
+
+
+@pytest.mark.parametrize("layout", ["image", "video"])
+def test_a_nan_candidate_is_named_non_finite_and_its_error_is_nan(vlm_goldens, tmp_path, capsys, layout):
+    case, inputs, rope, seq_len = _case(vlm_goldens, f"rope/qwen25vl/{layout}/apply")
+    y = np.asarray(refpos.apply_rope(inputs["x"], inputs["positions"], rope, seq_len=seq_len))
+    y[5, 3] = np.nan
+    (tmp_path / "y.npy").write_bytes(npy_bytes(y))
+    assert main(["check", case["id"], str(tmp_path / "y.npy"), "--golden-dir", str(vlm_goldens), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["max_abs_error"] == "nan" and result["diagnosis"][0]["id"] == "non_finite"
+    assert [p["index"] for p in result["pairs"] if not p["ok"]] == [3 % 64]
+    assert main(["check", case["id"], str(tmp_path / "y.npy"), "--golden-dir", str(vlm_goldens)]) == 1
+    assert "max |candidate − reference| = nan" in capsys.readouterr().out
+
+
+def test_a_frequencies_case_is_fitted_per_pair(tmp_path, capsys):
+    case_id = "rope/meta-llama--Llama-3.1-8B/frequencies"
+    rope = refpos.rope_config_from_params(find_case(load_manifest(refpos.golden.manifest.default_golden_dir()),
+                                                    case_id)["parameters"]["rope"])
+    omega = np.asarray(refpos.rope_frequencies(dataclasses.replace(rope, factor=4.0), seq_len=131072, xp="numpy")[0])
+    (tmp_path / "w.npy").write_bytes(npy_bytes(omega))
+    assert main(["check", case_id, str(tmp_path / "w.npy"), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["fitted"]["rule_changed"] == {"factor": [8.0, 4.0]}
+    scaled = [p["index"] for p in result["pairs"] if not p["band"].startswith("high")]  # the bands s reaches
+    assert [p["index"] for p in result["pairs"] if not p["ok"]] == scaled
+
+
+# ------------------------------------------------------------------------------------------ golden show
+def test_golden_show_prints_inputs_outputs_tolerance_and_the_command(vlm_goldens, capsys):
+    assert main(["golden", "show", "rope/qwen25vl/image/apply", "--golden-dir", str(vlm_goldens)]) == 0
+    out = capsys.readouterr().out
+    assert "x: " in out and "float64 (29, 128)" in out and "int64 (3, 29)" in out
+    assert "      h: [0, 1, 2, 3, 3, 3, 3, 3, 3, 4," in out
+    assert "tolerance rule 'rope'" in out
+    assert f"refpos check rope/qwen25vl/image/apply CANDIDATE.npy --golden-dir {vlm_goldens}" in out
+    assert main(["golden", "show", "rope/qwen25vl/image/apply", "--golden-dir", str(vlm_goldens), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["inputs"]["positions"]["values"][2][:5] == [0, 1, 2, 3, 4]
+    assert main(["golden", "show", "no/such-case"]) == 2
+    assert "no golden case" in capsys.readouterr().err
+
+
+# -------------------------------------------------------------------------------------- layouts, rope text
+def test_position_ids_of_a_written_layout_follow_the_configs_rules():
+    config = vlm_configs()[QWEN25]["config"]
+    spans = parse_layout("text:6,image:1x8x12,text:6,video:2x4x4@0.5")
+    ids, rules = config_position_ids(config, spans)
+    assert rules["family"][0] == "qwen2_5_vl" and rules["spatial_merge_size"] == (
+        2, "config: vision_config.spatial_merge_size")
+    assert rules["tokens_per_second"][0] == config["vision_config"]["tokens_per_second"]
+    text_after = ids[:, 6 + 24:6 + 24 + 6]  # the second text span continues after the image's largest side (6)
+    assert text_after[0].tolist() == list(range(12, 18))
+    video_t = ids[0, -8:]  # two temporal patches 0.5 s apart at 2 tokens per second: Δ = 1
+    assert sorted(set(video_t.tolist())) == [18, 19]
+    for bad in ("text:x", "image:1x8", "audio:3", "video:1x2x2@fast", ""):
+        with pytest.raises(ValueError, match="--layout"):
+            parse_layout(bad)
+    with pytest.raises(ValueError, match="no M-RoPE position rules"):
+        config_position_ids({"model_type": "llama"}, spans)
+
+
+def test_refpos_rope_prints_every_value_of_mrope_section(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps(vlm_configs()[QWEN25]["config"]), encoding="utf8")
+    assert main(["rope", str(tmp_path / "config.json")]) == 0
+    line = next(li for li in capsys.readouterr().out.splitlines() if "mrope_section" in li)
+    assert "[16, 24, 24]" in line
