@@ -13,6 +13,7 @@ tolerance decides ``ok``, the error of each pair and whether the pair is within 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,10 +38,11 @@ def _per_channel(cand: np.ndarray, reference: np.ndarray, entry: dict[str, Any],
 
 
 def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand: np.ndarray,
-                       reference: np.ndarray, entry: dict[str, Any], dtype: str) -> dict[str, Any] | None:
+                       reference: np.ndarray, entry: dict[str, Any], dtype: str,
+                       check_rope: Callable[..., dict[str, Any]]) -> dict[str, Any] | None:
     """The diagnosis, error profile and identification of a RoPE case's candidate (``None``: not a RoPE case
-    this module diagnoses). ``entry``: the output's tolerance entry, ``dtype`` the candidate's."""
-    from refpos.check.run import check_rope
+    this module diagnoses). ``entry``: the output's tolerance entry, ``dtype`` the candidate's; ``check_rope``:
+    :func:`refpos.check.run.check_rope` (the check with ``--config``)."""
     from refpos.rope.params import rope_config_from_params
 
     params = case.get("parameters", {})

@@ -30,9 +30,8 @@ from refpos.backend import to_numpy
 from refpos.check.fit import PairFits, common_offset, fit_pairs
 from refpos.check.problem import np_ns
 from refpos.check.rule_fit import fit_rule, pair_bands
+from refpos.rope.mrope import AXES
 
-#: the position axes of M-RoPE, as the report names them
-AXIS_NAMES = ("t", "h", "w")
 #: what a pair was fitted against when it is none of the position axes
 TOKEN_INDEX = "token index"
 
@@ -104,7 +103,7 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
     if mrope:
         from refpos.rope.mrope import pair_axes
 
-        regressors, names = [np.asarray(positions[a]) for a in range(3)], list(AXIS_NAMES)
+        regressors, names = [np.asarray(positions[a]) for a in range(3)], list(AXES)
         expected = np.asarray(pair_axes(rope.mrope_section, rope.mrope_interleaved))
     else:
         regressors, names, expected = [np.asarray(positions)], ["positions"], np.zeros(m, dtype=np.int64)
@@ -198,7 +197,7 @@ def _pair_entries(rope: Any, seq_len: int | None, omega_ref: np.ndarray, factor:
         if len(names) > 1 or names[0] != "positions":
             entry["fitted_against"] = names[choice[j]]
         if rope.mrope_section is not None:
-            entry["axis"] = AXIS_NAMES[expected[j]]
+            entry["axis"] = AXES[expected[j]]
             entry["band"] = f"{entry['axis']} section" + (f", {bands[j]}" if bands[j] else "")
             distinct = any(not np.array_equal(regressors[expected[j]], regressors[a]) for a in range(3))
             entry["axis_fitted"] = names[choice[j]] if fits.rotation[j] and distinct else None

@@ -12,9 +12,12 @@ for long ones, and an attention factor from the scale.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
+from refpos.rope.rules.inverse import Changes, Fitted, invert_theta
 from refpos.rope.rules.record import Arithmetic, Config, DrawContext, FactorRule, RopeRule
 
 
@@ -57,6 +60,25 @@ def check_longrope(rope: Config) -> Mapping[str, Any]:
     return {}
 
 
+def invert_longrope(fitted: Fitted) -> Iterator[Changes]:
+    r"""The other branch's length, or the divisors :math:`\hat\Lambda_j = \theta^{-2j/d}/\hat\omega_j` of the
+    branch in use, or ``θ``."""
+    rope, long = fitted.rope, uses_long_factors(fitted.rope, fitted.seq_len)
+    orig = rope.original_max_position_embeddings
+    yield {"seq_len": orig if long else orig + 1}
+    if fitted.use.all():
+        with np.errstate(invalid="ignore", divide="ignore"):
+            divisors = fitted.plain() / fitted.omega
+        yield {"long_factor" if long else "short_factor": tuple(float(v) for v in divisors)}
+    yield from invert_theta(fitted)
+
+
+def longrope_bands(rope: Config, seq_len: int | None) -> list[str]:
+    """The factor list in use and each pair's index in it."""
+    branch = "long_factor" if uses_long_factors(rope, seq_len) else "short_factor"
+    return [f"{branch}[{j}]" for j in range(rope.n_pairs)]
+
+
 def draw_longrope(draw: Any, st: Any, ctx: DrawContext) -> dict[str, Any]:
     pairs = ctx.rotary_dim // 2
     keys: dict[str, Any] = {"original_max_position_embeddings": ctx.original}
@@ -82,4 +104,5 @@ LONGROPE = RopeRule(
     transformers="_compute_longrope_parameters", aliases=("su",),
     example={"rotary_dim": 8, "original_max_position_embeddings": 4096, "max_position_embeddings": 131072,
              "short_factor": [1.0, 1.5, 2.0, 3.0], "long_factor": [1.0, 4.0, 16.0, 32.0]},
+    invert=invert_longrope, bands=longrope_bands,
 )

@@ -6,9 +6,13 @@ Both divide the slowest pair ``j = d/2 − 1`` by the scale while the fastest ke
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
+from refpos.rope.rules.inverse import Changes, Fitted, log_line
 from refpos.rope.rules.plain import base_inv_freq, draw_factor
 from refpos.rope.rules.record import Arithmetic, Config, DrawContext, FactorRule, RopeRule
 
@@ -72,6 +76,58 @@ def dynamic_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic) -> Any:
     return base_inv_freq(dynamic_theta(rope, seq_len, ar), rope.rotary_dim, ar)
 
 
+def base_ratio(fitted: Fitted) -> float | None:
+    r"""The fitted base over the config's as the NTK ratio :math:`(\theta'/\theta)^{(d-2)/d}`."""
+    line = log_line(fitted, divisor=1.0)
+    if line is None:
+        return None
+    d = fitted.rope.rotary_dim
+    return (line[0] / fitted.rope.theta) ** ((d - 2) / d)
+
+
+def invert_ntk(fitted: Fitted) -> Iterator[Changes]:
+    """``s`` (or ``θ``) from the fitted base; vLLM's forms from their own lines."""
+    rope, d = fitted.rope, fitted.rope.rotary_dim
+    if rope.ntk_rule == "vllm_fixed":  # ln ω = −(2/d) ln s − (2j/d) ln(θs)
+        line = log_line(fitted)
+        if line:
+            s = line[1] ** (d / 2)
+            yield {"factor": s}
+            yield {"theta": line[0] / s}
+        return
+    if rope.ntk_rule == "vllm_mixed":  # ln(ω/ω̂) = a (j + 1)^b, a = ln s / (d/2)^b
+        r = -np.log(fitted.ratio())
+        use = fitted.use & (r > 0)
+        if use.sum() >= 2:
+            b, log_a = np.polyfit(np.log(fitted.pair[use] + 1), np.log(r[use]), 1)
+            yield {"factor": math.exp(math.exp(log_a) * (d / 2) ** b), "mixed_b": float(b)}
+        return
+    ratio = base_ratio(fitted)
+    if ratio:  # θ' = θ s^(d/(d−2)): the fitted base gives s at the config's θ, or θ at the config's s
+        yield {"factor": ratio}
+        yield {"theta": rope.theta * (ratio / rope.factor) ** (d / (d - 2))}
+
+
+def invert_dynamic(fitted: Fitted) -> Iterator[Changes]:
+    """The length ``L`` (or ``s``, or ``θ``) that gives the fitted base."""
+    from refpos.rope.rules.record import Float64
+
+    rope, ratio = fitted.rope, base_ratio(fitted)
+    if ratio is None:
+        return
+    s, l_max, d = rope.factor, rope.max_position_embeddings, rope.rotary_dim
+    if rope.dynamic_rule == "vllm_static":  # ratio = s² − s + 1
+        if 4 * ratio - 3 >= 0:
+            yield {"factor": (1 + math.sqrt(4 * ratio - 3)) / 2}
+        return
+    length = l_max * (ratio + s - 1) / s  # L_eff
+    yield {"seq_len": max(1, round(length))} if length > l_max + 0.5 else {"seq_len": l_max}
+    if fitted.seq_len and fitted.seq_len > l_max:
+        yield {"factor": (ratio - 1) / (fitted.seq_len / l_max - 1)}
+    configured = float(dynamic_theta(rope, fitted.seq_len, Float64(np)))  # θ changed, the scaling kept
+    yield {"theta": rope.theta * ratio ** (d / (d - 2)) * rope.theta / configured}
+
+
 def check_ntk(rope: Config) -> Mapping[str, Any]:
     rule = "aware" if rope.ntk_rule is None else rope.ntk_rule
     if (rule == "vllm_mixed") != (rope.mixed_b is not None):
@@ -99,7 +155,7 @@ NTK = RopeRule(
     source="bloc97 (NTK-aware); vLLM NTKScalingRotaryEmbedding (ntk_scaling_rope.py)", inv_freq=ntk_inv_freq,
     draw=draw_factor, parameters=("factor", "ntk_rule", "mixed_b"), factor=FactorRule(), check=check_ntk,
     min_rotary_dim=4, implied=implied_ntk_rule,
-    example={"factor": 8.0, "ntk_rule": "vllm_mixed", "mixed_b": 0.625},
+    example={"factor": 8.0, "ntk_rule": "vllm_mixed", "mixed_b": 0.625}, invert=invert_ntk,
 )
 
 DYNAMIC = RopeRule(
@@ -109,5 +165,5 @@ DYNAMIC = RopeRule(
     inv_freq=dynamic_inv_freq, draw=draw_dynamic, parameters=("factor", "dynamic_rule"), factor=FactorRule(),
     required=(("max_position_embeddings", "transformers scales from it"),), min_rotary_dim=4,
     transformers="_compute_dynamic_ntk_parameters",
-    example={"factor": 2.0, "max_position_embeddings": 4096},
+    example={"factor": 2.0, "max_position_embeddings": 4096}, invert=invert_dynamic,
 )

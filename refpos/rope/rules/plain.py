@@ -6,8 +6,12 @@ starts from it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
+from refpos.rope.rules.inverse import Changes, Fitted, invert_theta, log_line
 from refpos.rope.rules.record import Arithmetic, Config, DrawContext, FactorRule, RopeRule
 
 
@@ -37,6 +41,35 @@ def proportional_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic) -> 
     return ar.concat([rotated, ar.zeros(full // 2 - n_rot)]) / ar.real(rope.factor)  # (D/2,)
 
 
+def invert_linear(fitted: Fitted) -> Iterator[Changes]:
+    r""":math:`\hat\omega_j = \theta^{-2j/d}/s`: ``s`` from the mean log ratio, ``θ`` at the config's ``s``, or both."""
+    if fitted.use.any():
+        yield {"factor": float(1 / np.exp(np.mean(np.log(fitted.ratio()[fitted.use]))))}
+    yield from invert_theta(fitted, divisor=fitted.rope.factor)
+    line = log_line(fitted)
+    if line:
+        yield {"theta": line[0], "factor": line[1]}
+
+
+def invert_proportional(fitted: Fitted) -> Iterator[Changes]:
+    r""":math:`\hat\omega_j = \theta^{-2j/D}/s` on the rotated pairs (``D`` the head size)."""
+    rope = fitted.rope
+    rotated = fitted.pair < rope.rotary_dim // 2
+    use = fitted.use & rotated & (fitted.omega > 0)
+    if use.any():
+        plain = fitted.plain(denominator=rope.head_dim)
+        yield {"factor": float(np.exp(np.mean(np.log(plain[use] / fitted.omega[use]))))}
+    for divisor in (rope.factor, None):  # θ at the config's s, then both
+        line = log_line(fitted, rotated, divisor=divisor, denominator=rope.head_dim)
+        if line:
+            yield {"theta": line[0]} if divisor is not None else {"theta": line[0], "factor": line[1]}
+
+
+def proportional_bands(rope: Config, seq_len: int | None) -> list[str]:
+    rotated = rope.rotary_dim // 2
+    return ["rotated" if j < rotated else "not rotated (ω = 0)" for j in range(rope.head_dim // 2)]
+
+
 def draw_nothing(draw: Any, st: Any, ctx: DrawContext) -> dict[str, Any]:
     return {}
 
@@ -56,7 +89,7 @@ LINEAR = RopeRule(
     name="linear", doc="docs/extrapolation.md#linear", omega=r"$\theta^{-2j/d}/s$", attention="1",
     source="Chen et al. 2023 (position interpolation); kaiokendev", inv_freq=linear_inv_freq, draw=draw_factor,
     parameters=("factor",), factor=FactorRule(), transformers="_compute_linear_scaling_rope_parameters",
-    example={"factor": 8.0},
+    example={"factor": 8.0}, invert=invert_linear,
 )
 
 PROPORTIONAL = RopeRule(
@@ -65,5 +98,5 @@ PROPORTIONAL = RopeRule(
     inv_freq=proportional_inv_freq, draw=draw_factor, parameters=("factor",),
     factor=FactorRule(at_least_one=False, required=False, default=1.0), spans_head=True,
     transformers="_compute_proportional_rope_parameters",
-    example={"rotary_dim": 32, "factor": 2.0},
+    example={"rotary_dim": 32, "factor": 2.0}, invert=invert_proportional, bands=proportional_bands,
 )

@@ -24,12 +24,13 @@ formula keeps HF's order of operations; the exact arithmetic evaluates the same 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
 
 from refpos.backend import Array
+from refpos.rope.rules.inverse import Changes, Fitted, invert_theta, no_bands
 from refpos.rope.rules.parameters import PARAMETERS
 
 #: a rope configuration as the formulas read it: a :class:`refpos.RopeConfig` (attribute access only)
@@ -212,6 +213,12 @@ class RopeRule:
     implied : callable ``rope_dict -> (keys, note)`` or None
         refpos's own keys that a model's rope dict of this type implies without stating them (vLLM's
         ``"ntk"``: the form follows from ``mixed_b``), and the resolver's note saying so.
+    invert : callable ``fitted -> iterator of changes``
+        The formula run backwards (:mod:`refpos.rope.rules.inverse`): key values computed from fitted
+        frequencies, each a proposal ``refpos check`` keeps only if the formula reproduces them (default: the
+        base alone).
+    bands : callable ``(rope, seq_len) -> list of str``
+        The part of the rule each pair falls in, as ``refpos check`` groups wrong pairs (default: none).
     """
 
     name: str
@@ -232,6 +239,8 @@ class RopeRule:
     aliases: tuple[str, ...] = ()
     example: Mapping[str, Any] = field(default_factory=dict)
     implied: Callable[[Mapping[str, Any]], tuple[dict[str, Any], str]] | None = None
+    invert: Callable[[Fitted], Iterator[Changes]] = invert_theta
+    bands: Callable[[Config, int | None], list[str]] = no_bands
 
     @property
     def config_keys(self) -> frozenset[str]:

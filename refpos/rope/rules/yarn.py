@@ -14,9 +14,12 @@ in transformers' order of operations (the vector tests pin its float64 bits).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
+from refpos.rope.rules.inverse import Changes, Fitted, invert_theta
 from refpos.rope.rules.record import Arithmetic, Config, DrawContext, FactorRule, RopeRule
 
 
@@ -99,6 +102,94 @@ def yarn_attention_factor(rope: Config, seq_len: int | None, ar: Arithmetic) -> 
     return mscale(s, ar.real(1.0), ar)
 
 
+def ramp_bounds(gamma: np.ndarray, use: np.ndarray) -> tuple[float, float] | None:
+    r"""``(lo, hi)`` of a ramp :math:`\gamma_j = \mathrm{clip}((j - lo)/(hi - lo), 0, 1)` from its values: the line
+    of two interior pairs or more, else the last pair at 0 and the first at 1 (a truncated ramp)."""
+    j = np.arange(gamma.size, dtype=np.float64)
+    interior = use & (gamma > 1e-9) & (gamma < 1 - 1e-9)
+    if interior.sum() >= 2:
+        slope, intercept = np.polyfit(j[interior], gamma[interior], 1)
+        if slope <= 0:
+            return None
+        lo = -intercept / slope
+        return float(lo), float(lo + 1 / slope)
+    zero, one = np.flatnonzero(use & (gamma <= 1e-9)), np.flatnonzero(use & (gamma >= 1 - 1e-9))
+    if zero.size == 0 or one.size == 0 or zero.max() > one.min():
+        return None
+    return float(zero.max()), float(one.min())
+
+
+def rotations_at(rope: Config, pair: float) -> float:
+    r"""The inverse of :func:`yarn_pair_at`: the turns within ``L_0`` of pair ``pair``,
+    :math:`n = L_0/(2\pi)\,\theta^{-2\,\mathrm{pair}/d}`."""
+    return rope.original_max_position_embeddings / (2 * math.pi) * rope.theta ** (-2 * pair / rope.rotary_dim)
+
+
+def ramp_proposals(fitted: Fitted, gamma: np.ndarray, scale: Changes) -> Iterator[Changes]:
+    """The truncation, the scale, the betas and ``L_0`` from a fitted ramp ``gamma`` (YaRN-shaped rules)."""
+    from refpos.rope.rules.record import Float64
+
+    rope = fitted.rope
+    yield {"truncate": not rope.truncate}
+    yield scale
+    bounds = ramp_bounds(gamma, fitted.use)
+    if bounds is None:
+        return
+    lo, hi = bounds
+    lo_cfg, hi_cfg = yarn_correction_range(rope, Float64(np))
+    if rope.truncate:  # lo = ⌊pair_at(β_fast)⌋, hi = ⌈pair_at(β_slow)⌉: a β inside the range gives them
+        fast = math.sqrt(rotations_at(rope, round(lo)) * rotations_at(rope, round(lo) + 1))
+        slow = math.sqrt(rotations_at(rope, round(hi)) * rotations_at(rope, round(hi) - 1))
+    else:
+        fast, slow = rotations_at(rope, lo), rotations_at(rope, hi)
+    yield {"beta_fast": fast}
+    yield {"beta_slow": slow}
+    shift = ((lo - lo_cfg) + (hi - hi_cfg)) / 2  # a longer L_0 moves both bounds up by d ln(L_0'/L_0)/(2 ln θ)
+    yield {"original_max_position_embeddings": max(1, round(rope.original_max_position_embeddings
+                                                            * rope.theta ** (2 * shift / rope.rotary_dim)))}
+    yield {"beta_fast": fast, "beta_slow": slow}
+
+
+def configured_ramp(rope: Config) -> np.ndarray:
+    """γ of every pair under the config."""
+    from refpos.rope.rules.record import Float64
+
+    return np.asarray(yarn_ramp(rope, Float64(np)), dtype=np.float64)
+
+
+def invert_yarn(fitted: Fitted) -> Iterator[Changes]:
+    r""":math:`\hat\omega/\omega = 1 - \gamma(1 - 1/s)`: the slowest pair gives ``s``, the others the ramp."""
+    rope, r = fitted.rope, fitted.ratio()
+    last = np.flatnonzero(fitted.use)
+    s = 1 / float(r[last[-1]]) if last.size and r[last[-1]] > 0 else rope.factor
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gamma = (1 - r) / (1 - 1 / rope.factor) if rope.factor != 1 else np.zeros_like(r)
+    yield from ramp_proposals(fitted, gamma, {"factor": s})
+    yield from invert_theta(fitted, configured_ramp(rope) == 0)
+
+
+def invert_yarn_log(fitted: Fitted) -> Iterator[Changes]:
+    r""":math:`\ln(\hat\omega/\omega) = -(1 - \mu_j)\ln s` with :math:`\mu_j = (1 - \gamma_j)\,e`: the fastest pair
+    gives ``e``, the slowest ``s``, the others the ramp."""
+    rope, r = fitted.rope, fitted.ratio()
+    if rope.factor == 1:
+        return
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = 1 + np.log(r) / math.log(rope.factor)
+    use = np.flatnonzero(fitted.use)
+    if use.size:
+        yield {"extrapolation_factor": float(np.clip(mu[use[0]], 0.0, 1.0))}
+    e = rope.extrapolation_factor
+    gamma = 1 - mu / e if e else np.zeros_like(mu)
+    yield from ramp_proposals(fitted, gamma, {"factor": 1 / float(r[use[-1]])} if use.size else {})
+
+
+def ramp_bands(rope: Config, seq_len: int | None) -> list[str]:
+    """Each pair before the ramp (kept), on it (its γ) or after it (divided by ``s``)."""
+    return ["before the ramp: kept" if g == 0 else "after the ramp: ω/s" if g == 1 else f"ramp γ = {g:.3g}"
+            for g in configured_ramp(rope)]
+
+
 def check_ramp(rope: Config) -> Mapping[str, Any]:
     if rope.theta == 1:
         raise ValueError(f"theta must not be 1 for rope_type {rope.rope_type!r} (the ramp bounds divide by ln θ)")
@@ -153,6 +244,7 @@ YARN = RopeRule(
     required=(("original_max_position_embeddings", ""),), factor=FactorRule(from_lengths=True), check=check_ramp,
     transformers="_compute_yarn_parameters",
     example={"theta": 1e6, "factor": 4.0, "original_max_position_embeddings": 32768},
+    invert=invert_yarn, bands=ramp_bands,
 )
 
 YARN_LOG = RopeRule(
@@ -163,4 +255,5 @@ YARN_LOG = RopeRule(
     parameters=("factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "extrapolation_factor"),
     required=(("original_max_position_embeddings", ""),), factor=FactorRule(), check=check_yarn_log,
     example={"theta": 1e6, "factor": 4.0, "original_max_position_embeddings": 32768, "extrapolation_factor": 0.5},
+    invert=invert_yarn_log, bands=ramp_bands,
 )
