@@ -39,18 +39,23 @@ def _per_channel(cand: np.ndarray, reference: np.ndarray, entry: dict[str, Any],
 
 def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand: np.ndarray,
                        reference: np.ndarray, entry: dict[str, Any], dtype: str,
-                       check_rope: Callable[..., dict[str, Any]]) -> dict[str, Any] | None:
+                       check_rope: Callable[..., dict[str, Any]], output: str | None = None
+                       ) -> dict[str, Any] | None:
     """The diagnosis, error profile and identification of a RoPE case's candidate (``None``: not a RoPE case
     this module diagnoses). ``entry``: the output's tolerance entry, ``dtype`` the candidate's; ``check_rope``:
-    :func:`refpos.check.run.check_rope` (the check with ``--config``)."""
+    :func:`refpos.check.run.check_rope` (the check with ``--config``); ``output``: which output is compared
+    (``cos`` or ``sin`` of a cos-sin case)."""
     from refpos.rope.params import rope_config_from_params
 
     params = case.get("parameters", {})
     function = case.get("function")
-    if "rope" not in params or function not in ("apply_rope", "rope_frequencies"):
+    if "rope" not in params or function not in ("apply_rope", "rope_frequencies", "rope_cos_sin"):
         return None
     rope = rope_config_from_params(params["rope"])
     seq_len = params.get("seq_len")
+    if function == "rope_cos_sin":
+        return {"diagnosis": cos_sin_diagnosis(rope, seq_len, inputs["positions"], cand, reference, entry, dtype,
+                                               case.get("primary_output") if output is None else output)}
     channel_error, channel_ratio = _per_channel(cand, reference, entry, dtype)
     if function == "rope_frequencies":
         if cand.ndim != 1:
@@ -69,3 +74,52 @@ def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand
     if checked.get("n_nan"):
         out["n_nan"] = checked["n_nan"]
     return out
+
+
+def cos_sin_diagnosis(rope: Any, seq_len: int | None, positions: np.ndarray, cand: np.ndarray,
+                      reference: np.ndarray, entry: dict[str, Any], dtype: str, output: str) -> list[dict[str, Any]]:
+    """The catalogue for a ``cos`` or ``sin`` table: ``non_finite``, and every mistake whose variant's table
+    equals the candidate within the case's tolerance (the variants of :mod:`refpos.check.rope_mistakes`, their
+    tables by :meth:`refpos.check.mistakes.RopeCall.tables`; per pair ``(T, m)`` or full width ``(T, 2m)``, as
+    the candidate is). A table holds one of the two numbers of each pair, so the fit of the angle needs the
+    apply case (the rotated ``x``)."""
+    from refpos.check.catalogue import family, known
+    from refpos.check.mistakes import Context, RopeCall
+    from refpos.check.rope_mistakes import ROPE_MISTAKES
+    from refpos.check.run import non_finite
+    from refpos.golden.entries import allowed_error
+    from refpos.pairs import split_pairs
+
+    found = non_finite(cand.astype(np.float64), reference.astype(np.float64))
+    call = RopeCall.of(rope, positions, seq_len)
+    tokens = np.arange(cand.shape[-2])
+    context = Context(tokens, int(np.min(positions)), int(np.max(positions)))
+    which = 1 if output == "sin" else 0
+
+    def table(c: RopeCall) -> np.ndarray:
+        full = c.tables()[which]  # (T, w) in the layout's order
+        if full.shape == cand.shape:
+            return np.asarray(full, dtype=np.float64)
+        return np.asarray(split_pairs(full, c.rope.layout, side="written")[0], dtype=np.float64)  # (T, m)
+
+    own = table(call)
+    for entry_ in [*family("rope"), *family("mrope")]:
+        mistake = ROPE_MISTAKES.get(entry_.id)
+        if mistake is None or mistake.found_by != "mutant" or not entry_.diagnosed:
+            continue
+        try:
+            variants = mistake.variants(call, context)
+        except (ValueError, TypeError):
+            continue
+        for variant in variants:
+            try:
+                mutant = table(variant.call)
+            except (ValueError, TypeError):
+                continue
+            if mutant.shape != cand.shape or np.array_equal(mutant, own):
+                continue
+            allowed = np.broadcast_to(allowed_error(mutant, entry, dtype), mutant.shape)
+            if np.all(np.abs(cand.astype(np.float64) - mutant) <= allowed):
+                found.append({"id": known(entry_.id), "evidence": f"the {output} table {variant.evidence}"})
+                break
+    return found

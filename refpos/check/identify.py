@@ -28,6 +28,7 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.check.fit import PairFits, common_offset, fit_pairs
+from refpos.check.fit_names import fit_names
 from refpos.check.problem import np_ns
 from refpos.check.rule_fit import fit_rule, pair_bands
 from refpos.rope.mrope import AXES
@@ -151,7 +152,9 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
         fitted["rule_reason"] = rule["reason"]
     else:
         fitted["rule_changed"] = rule["changed"]
-    return {"pairs": pairs, "fitted": fitted, "reference": reference}
+    ident = {"pairs": pairs, "fitted": fitted, "reference": reference}
+    fitted["names"] = fit_names(rope, seq_len, ident, np.asarray(positions), np.asarray(token_index))
+    return ident
 
 
 def _reference(rope: Any, omega_ref: np.ndarray) -> dict[str, Any]:

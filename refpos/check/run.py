@@ -34,6 +34,7 @@ from refpos.backend import to_numpy
 from refpos.check import stream, tables_stream
 from refpos.check.catalogue import known
 from refpos.check.diagnosis import diagnose_rope
+from refpos.check.fit_names import merge as merge_names
 from refpos.check.fit_tables import fit_alibi
 from refpos.check.identify import identify_rope
 from refpos.check.mrope import TokenKinds, diagnose_mrope, mrope_problem, token_kinds_text
@@ -164,8 +165,8 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
         return result
     pb = rope_problem(sample_x, sample_positions, rope, length, dtype, token_index=token_index,
                       min_position=int(positions.min()), max_position=int(positions.max()))
-    result["diagnosis"] = [*tally.non_finite(), *diagnose_rope(pb, sample_cand),
-                           tally.profile_entry()]
+    result["diagnosis"] = merge_names([*tally.non_finite(), *diagnose_rope(pb, sample_cand),
+                                       tally.profile_entry()], result["fitted"].get("names", []))
     if len(token_index) < raw.size // raw.shape[-1]:
         result["diagnosis_rows"] = len(token_index)
     return result
@@ -227,7 +228,8 @@ def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: An
         return result
     profile = tally.profile_entry()
     profile["evidence"] += f"; {token_kinds_text(kinds.profile())}"
-    result["diagnosis"] = [*tally.non_finite(), *diagnose_mrope(block_problem(lead, rows), sample, first), profile]
+    result["diagnosis"] = merge_names([*tally.non_finite(), *diagnose_mrope(block_problem(lead, rows), sample, first),
+                                       profile], result["fitted"].get("names", []))
     if window < n_lead * t:
         result["diagnosis_rows"] = window
     return result

@@ -127,3 +127,28 @@ def test_refpos_rope_prints_every_value_of_mrope_section(tmp_path, capsys):
     assert main(["rope", str(tmp_path / "config.json")]) == 0
     line = next(li for li in capsys.readouterr().out.splitlines() if "mrope_section" in li)
     assert "[16, 24, 24]" in line
+
+
+@pytest.mark.parametrize("layout", ["image", "video", "text-after-image"])
+def test_a_cos_sin_case_names_the_mrope_mistake(vlm_goldens, layout):
+    from refpos.pairs import split_pairs
+
+    case, inputs, rope, seq_len = _case(vlm_goldens, f"rope/qwen25vl/{layout}/cos-sin")
+    flat = dataclasses.replace(rope, mrope_section=None, mrope_interleaved=False)
+    cos, sin = refpos.rope_cos_sin(inputs["positions"][0], flat, seq_len=seq_len, xp="numpy")
+    for name, table in (("cos", cos), ("sin", sin)):
+        per_pair = split_pairs(np.asarray(table), rope.layout, side="written")[0]
+        result = check_case(case["id"], per_pair, golden_dir=vlm_goldens, output=name)
+        assert [d["id"] for d in result["diagnosis"]] == ["mrope_1d_positions"], result["diagnosis"]
+
+
+def test_two_mistakes_at_once_are_both_named_by_the_fit():
+    case_id = "rope/meta-llama--Llama-3.1-8B/apply"
+    root = refpos.golden.manifest.default_golden_dir()
+    _, inputs, rope, seq_len = _case(root, case_id)
+    both = np.asarray(refpos.apply_rope(inputs["x"], inputs["positions"] + 3,
+                                        dataclasses.replace(rope, layout="interleaved"), seq_len=seq_len))
+    result = check_case(case_id, both)
+    ids = [d["id"] for d in result["diagnosis"]]
+    assert ids == ["layout_swap", "position_offset", "error_profile"]
+    assert result["fitted"]["layout"] == "interleaved" and result["fitted"]["position_offset"] == 3
