@@ -75,8 +75,8 @@ def _exhibits(reference: RopeCall, variant: Variant, fitted: dict[str, Any], pai
         checks.append(bool(rotations) and all(abs(p["omega_fitted"] - call.inv_freq[p["index"]]) <=
                                               (p["omega_bound"] or 0.0) for p in rotations))
     if call.attention_factor != reference.attention_factor:
-        amp = fitted.get("attention_factor")
-        checks.append(amp is not None and abs(amp - call.attention_factor) <= 1e-9 * abs(call.attention_factor))
+        amp, bound = fitted.get("attention_factor"), fitted.get("attention_factor_bound") or 0.0
+        checks.append(amp is not None and abs(amp - call.attention_factor) <= bound)
     return bool(checks) and all(checks)
 
 
@@ -108,7 +108,8 @@ def fit_names(rope: Any, seq_len: int | None, ident: dict[str, Any], positions: 
         found.append({"id": known("wrong_theta"), "evidence": f"the fit shows it: plain RoPE with rope_theta = "
                       f"{changed['rope_theta'][1]:.6g} reproduces ω̂ (the config says {changed['rope_theta'][0]:g})"})
     amp, a = fitted.get("attention_factor"), ident["pairs"][0]["amplitude"] if ident["pairs"] else 1.0
-    if amp is not None and all(abs(amp - v) > 1e-9 * v for v in (a, 1.0, a * a)):
+    bound = fitted.get("attention_factor_bound") or 0.0
+    if amp is not None and all(abs(amp - v) > bound for v in (a, 1.0, a * a)):
         found.append({"id": known("attention_factor_mismatch"), "evidence": f"the fit shows it: every pair is "
                       f"scaled by {amp:.10g} (reference A = {a:.10g}): another magnitude rule"})
     return found

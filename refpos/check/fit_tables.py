@@ -81,6 +81,10 @@ def fit_alibi(candidate: np.ndarray, reference_slopes: np.ndarray, atol: np.ndar
             misfit = float(np.max(np.abs(candidate - fitted[:, None, None] * unit).max(axis=(1, 2)) / scale))
             if best is None or misfit < best[0]:
                 best = (misfit, name, fitted)
+        if best is None:  # every entry at distance 0 (one query, one key): no slope to fit
+            return {"heads": [], "wrong_heads": [], "fitted": {
+                "form": None, "form_residual": None, "geometric": None, "reference_geometric": None,
+                "reason": "every bias entry is at distance 0: the slopes do not show"}}
         residual, form, slopes = best
     within = np.abs(slopes - reference_slopes) <= atol
     wrong = np.flatnonzero(~within)

@@ -37,25 +37,53 @@ def _per_channel(cand: np.ndarray, reference: np.ndarray, entry: dict[str, Any],
     return error.reshape(-1, flat).max(axis=0), ratio.reshape(-1, flat).max(axis=0)
 
 
+def _case_profile(rope: Any, positions: np.ndarray, cand: np.ndarray, reference: np.ndarray,
+                  entry: dict[str, Any], dtype: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The error profile under the case's own tolerance (by position; M-RoPE also by kind of token) and its
+    diagnosis entry."""
+    from refpos.check import stream
+    from refpos.check.mrope import TokenKinds, token_kinds_text
+    from refpos.golden.entries import allowed_error
+
+    cand64, reference64 = cand.astype(np.float64), reference.astype(np.float64)
+    rows = stream.as_rows(cand64)  # (1, T, D)
+    allowed = np.broadcast_to(allowed_error(reference64, entry, dtype), cand64.shape)
+    mrope = rope.mrope_section is not None and positions.ndim >= 2
+    per_token = positions.max(axis=0) if mrope else positions
+    tally = stream.Tally(cand64.shape)
+    tally.add(stream.as_rows(stream.block_error(cand64, reference64)), stream.as_rows(allowed),
+              np.broadcast_to(per_token, cand64.shape[:-1]).reshape(rows.shape[:-1]), (0, 0))
+    profile, entry_ = tally.profile(), tally.profile_entry()
+    if mrope:
+        axes = np.broadcast_to(positions, (3, *cand64.shape[:-1])).reshape(3, *rows.shape[:-1])
+        kinds = TokenKinds(axes)
+        kinds.add(slice(None), slice(None), rows, stream.as_rows(reference64), stream.as_rows(allowed))
+        profile["by_token_kind"] = kinds.profile()
+        entry_["evidence"] += f"; {token_kinds_text(kinds.profile())}"
+    return profile, entry_
+
+
 def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand: np.ndarray,
                        reference: np.ndarray, entry: dict[str, Any], dtype: str,
-                       check_rope: Callable[..., dict[str, Any]], output: str | None = None
-                       ) -> dict[str, Any] | None:
+                       check_rope: Callable[..., dict[str, Any]], non_finite: Callable[..., list],
+                       output: str | None = None) -> dict[str, Any] | None:
     """The diagnosis, error profile and identification of a RoPE case's candidate (``None``: not a RoPE case
     this module diagnoses). ``entry``: the output's tolerance entry, ``dtype`` the candidate's; ``check_rope``:
-    :func:`refpos.check.run.check_rope` (the check with ``--config``); ``output``: which output is compared
+    :func:`refpos.check.run.check_rope` (the check with ``--config``) and ``non_finite`` its NaN diagnosis
+    (:func:`refpos.check.run.non_finite`); ``output``: which output is compared
     (``cos`` or ``sin`` of a cos-sin case)."""
     from refpos.rope.params import rope_config_from_params
 
     params = case.get("parameters", {})
     function = case.get("function")
-    if "rope" not in params or function not in ("apply_rope", "rope_frequencies", "rope_cos_sin"):
+    if "rope" not in params or function not in {"apply_rope", "rope_frequencies", "rope_cos_sin"}:
         return None
     rope = rope_config_from_params(params["rope"])
     seq_len = params.get("seq_len")
     if function == "rope_cos_sin":
-        return {"diagnosis": cos_sin_diagnosis(rope, seq_len, inputs["positions"], cand, reference, entry, dtype,
-                                               case.get("primary_output") if output is None else output)}
+        return {"diagnosis": [*non_finite(cand.astype(np.float64), reference.astype(np.float64)),
+                              *cos_sin_diagnosis(rope, seq_len, inputs["positions"], cand, reference, entry, dtype,
+                                                 case.get("primary_output") if output is None else output)]}
     channel_error, channel_ratio = _per_channel(cand, reference, entry, dtype)
     if function == "rope_frequencies":
         if cand.ndim != 1:
@@ -68,9 +96,10 @@ def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand
                                      channel_ratio)
         return {**ident, "diagnosis": []}
     checked = check_rope(cand, inputs["x"], inputs["positions"], rope, seq_len=seq_len, dtype=dtype, diagnose=True)
-    out = {key: checked[key] for key in ("diagnosis", "error_profile", "pairs", "fitted", "reference")
-           if key in checked}
+    out = {key: checked[key] for key in ("diagnosis", "pairs", "fitted", "reference") if key in checked}
     out["pairs"] = pair_status(rope, out["pairs"], channel_error, channel_ratio)
+    out["error_profile"], profile = _case_profile(rope, inputs["positions"], cand, reference, entry, dtype)
+    out["diagnosis"] = [profile if d["id"] == "error_profile" else d for d in out["diagnosis"]]
     if checked.get("n_nan"):
         out["n_nan"] = checked["n_nan"]
     return out
@@ -78,7 +107,7 @@ def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand
 
 def cos_sin_diagnosis(rope: Any, seq_len: int | None, positions: np.ndarray, cand: np.ndarray,
                       reference: np.ndarray, entry: dict[str, Any], dtype: str, output: str) -> list[dict[str, Any]]:
-    """The catalogue for a ``cos`` or ``sin`` table: ``non_finite``, and every mistake whose variant's table
+    """The catalogue for a ``cos`` or ``sin`` table: every mistake whose variant's table
     equals the candidate within the case's tolerance (the variants of :mod:`refpos.check.rope_mistakes`, their
     tables by :meth:`refpos.check.mistakes.RopeCall.tables`; per pair ``(T, m)`` or full width ``(T, 2m)``, as
     the candidate is). A table holds one of the two numbers of each pair, so the fit of the angle needs the
@@ -86,11 +115,10 @@ def cos_sin_diagnosis(rope: Any, seq_len: int | None, positions: np.ndarray, can
     from refpos.check.catalogue import family, known
     from refpos.check.mistakes import Context, RopeCall
     from refpos.check.rope_mistakes import ROPE_MISTAKES
-    from refpos.check.run import non_finite
     from refpos.golden.entries import allowed_error
     from refpos.pairs import split_pairs
 
-    found = non_finite(cand.astype(np.float64), reference.astype(np.float64))
+    found: list[dict[str, Any]] = []
     call = RopeCall.of(rope, positions, seq_len)
     tokens = np.arange(cand.shape[-2])
     context = Context(tokens, int(np.min(positions)), int(np.max(positions)))

@@ -142,7 +142,7 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
         nearest = round(delta)
         fitted["position_offset"] = nearest if abs(delta - nearest) <= max(bound, 1e-9) else delta
         fitted["position_offset_bound"] = bound
-    fitted["attention_factor"], reason = _shared_amplitude(fits)
+    fitted["attention_factor"], fitted["attention_factor_bound"], reason = _shared_amplitude(fits)
     if reason:
         fitted["attention_factor_reason"] = reason
     rule = fit_rule(rope, seq_len, np.where(fits.rotation, fits.omega, np.nan), fits.omega_bound)
@@ -168,18 +168,18 @@ def _reference(rope: Any, omega_ref: np.ndarray) -> dict[str, Any]:
             "omega_unscaled": [float(w) for w in plain] if plain.shape == omega_ref.shape else None}
 
 
-def _shared_amplitude(fits: PairFits) -> tuple[float | None, str]:
-    """The amplitude every rotation pair shares (their mean), or ``None`` and why not."""
+def _shared_amplitude(fits: PairFits) -> tuple[float | None, float | None, str]:
+    """The amplitude every rotation pair shares (their mean) and its bound, or ``None`` and why not."""
     use = fits.rotation
     if not use.any():
-        return None, "no pair is a rotation"
+        return None, None, "no pair is a rotation"
     amp, bound = fits.amplitude[use], fits.amplitude_bound[use]
     mean = float(np.mean(amp))
     if np.all(np.abs(amp - mean) <= 2 * bound + 1e-15 * abs(mean)):
-        return mean, ""
+        return mean, float(2 * bound.max()), ""
     low, high = int(np.flatnonzero(use)[np.argmin(amp)]), int(np.flatnonzero(use)[np.argmax(amp)])
-    return None, (f"the pairs' amplitudes differ: from {float(fits.amplitude[low]):.6g} (pair {low}) to "
-                  f"{float(fits.amplitude[high]):.6g} (pair {high})")
+    return None, None, (f"the pairs' amplitudes differ: from {float(fits.amplitude[low]):.6g} (pair {low}) to "
+                        f"{float(fits.amplitude[high]):.6g} (pair {high})")
 
 
 def _number(value: float) -> float | None:
@@ -194,7 +194,8 @@ def _pair_entries(rope: Any, seq_len: int | None, omega_ref: np.ndarray, factor:
     for j in range(omega_ref.size):
         entry = {"index": j, "omega": float(omega_ref[j]), "omega_fitted": _number(fits.omega[j]),
                  "omega_bound": _number(fits.omega_bound[j]), "amplitude": factor,
-                 "amplitude_fitted": _number(fits.amplitude[j]), "max_error": None, "ok": None,
+                 "amplitude_fitted": _number(fits.amplitude[j]),
+                 "amplitude_bound": _number(fits.amplitude_bound[j]), "max_error": None, "ok": None,
                  "band": bands[j], "rotation": bool(fits.rotation[j]), "misfit": _number(fits.misfit[j]),
                  "note": fits.notes[j]}
         if len(names) > 1 or names[0] != "positions":

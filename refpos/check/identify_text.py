@@ -53,7 +53,7 @@ def _used(pair: dict[str, Any], plain: float | None, factor: float | None) -> st
     if abs(w - w_ref) <= bound:
         amp, amp_ref = pair["amplitude_fitted"], pair["amplitude"]
         return "ω̂ = ω" + (f", Â = {_g(amp)} (A = {_g(amp_ref)})" if amp is not None and abs(amp - amp_ref) >
-                          1e-9 * abs(amp_ref) else "")
+                          2 * (pair.get("amplitude_bound") or 0.0) else "")
     if w < 0:
         return f"turns backwards: ω̂ = −{_g(-w)}"
     if plain is not None and abs(w - plain) <= bound:

@@ -119,7 +119,7 @@ def _config_value(rope: Any, seq_len: int | None, field: str) -> Any:
 def _keys(rope: Any, seq_len: int | None, changes: Changes) -> dict[str, Any]:
     """The rule's config keys at the reproducing values (the config's where unchanged)."""
     params = {k: v for k, v in rope.to_params().items() if v is not None}
-    keys = {k: params[k] for k in ("rope_type", "rope_theta") if k in params}
+    keys = {k: params[k] for k in ["rope_type", "rope_theta"] if k in params}
     keys.update({k: v for k, v in params.items() if k in _rule_fields(rope)})
     keys.update({_key(k): _plain(v) for k, v in changes.items()})
     return keys

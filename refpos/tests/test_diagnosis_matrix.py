@@ -121,7 +121,13 @@ def test_no_match_names_the_closest_mistake_and_by_how_much():
     seq_len = int(positions.max()) + 1
     swapped = dataclasses.replace(rope, layout="interleaved")
     candidate = np.asarray(refpos.apply_rope(x, positions, swapped, seq_len=seq_len)) * (1 + 1e-4)  # swap, and more
-    result = check_rope(candidate, x, positions, rope)
-    closest = next(d for d in result["diagnosis"] if d["id"] == "closest_mistake")
-    assert closest["closest"] == "layout_swap" and closest["max_ratio"] > 1
+    result = check_rope(candidate, x, positions, rope)  # no mutant matches; the fit names both parts
+    assert [d["id"] for d in result["diagnosis"]] == ["layout_swap", "attention_factor_mismatch", "error_profile"]
+    omega, factor = refpos.rope_frequencies(rope, seq_len=seq_len, xp="numpy")
+    bent = np.asarray(omega) * (1 + 1e-3 * np.arange(len(omega)) / len(omega))  # no rule's frequencies
+    other = np.asarray(refpos.apply_rope(x, positions, rope, seq_len=seq_len, frequencies=(bent, factor)))
+    result = check_rope(other, x, positions, rope)  # neither a mutant nor a part of the fit is a known mistake
+    assert [d["id"] for d in result["diagnosis"]] == ["closest_mistake", "error_profile"]
+    closest = result["diagnosis"][0]
+    assert closest["closest"] in {m.id for m in catalogue.family("rope")} and closest["max_ratio"] > 1
     assert "no mistake of the catalogue matches" in closest["evidence"]
