@@ -135,17 +135,18 @@ def identification_lines(ident: dict[str, Any]) -> list[str]:
         lines.append("fit: " + ", ".join(whole) + (f"; {fitted['reason']}" if fitted.get("reason") else ""))
     wrong = [p for p in pairs if not p["ok"]]
     if wrong:
-        kind = fitted.get("rule_type") or "the rule"
-        banded = any(p["band"] for p in pairs)
+        runs = _runs(pairs, plains, factor)
+        if len({r[2] for r in runs}) == 1 and runs[0][2].startswith("ω̂ = ω"):  # one use everywhere: no bands
+            runs = [([i for r in runs for i in r[0]], "", runs[0][2], [])]
+        banded = any(r[1] for r in runs)
         lines.append(f"fit: {len(wrong)} of {len(pairs)} pairs outside the tolerance, "
                      + ("by band and what the candidate used:" if banded else "what the candidate used:"))
-        runs = _runs(pairs, plains, factor)
         width = max(len(ranges(r[0])) for r in runs)
         band_width = max(len(r[1]) for r in runs)
         for indices, band, used, ratios in runs:
             if used.endswith("ω̂/ω") and ratios:
                 used += f" = {min(ratios):.4g}" + (f" … {max(ratios):.4g}" if len(ratios) > 1 else "")
-            lines.append(f"  {ranges(indices):<{width}}  {band:<{band_width}}  {used}".rstrip())
+            lines.append(f"  {ranges(indices):<{width}}  " + (f"{band:<{band_width}}  " if banded else "") + used)
     elif pairs:
         lines.append(f"fit: all {len(pairs)} pairs within the tolerance")
     rule = fitted.get("rule")

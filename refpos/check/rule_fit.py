@@ -78,7 +78,9 @@ def fit_rule(rope: Any, seq_len: int | None, omega: np.ndarray, bound: np.ndarra
                 "backwards (ω̂ < 0): no rule gives negative frequencies"}
     proposals: list[Changes] = [{}]
     try:
-        proposals += [p for p in rule_of(rope.rope_type).invert(fitted) if p]
+        for found in rule_of(rope.rope_type).invert(fitted):
+            if found:  # the value to 6 digits first (a float32 fit of s = 1 is 0.9999999): it must reproduce too
+                proposals += [{k: _rounded(v) for k, v in found.items()}, found]
     except (ValueError, TypeError, ZeroDivisionError, OverflowError, FloatingPointError):
         pass
     proposals.sort(key=len)
@@ -96,6 +98,13 @@ def fit_rule(rope: Any, seq_len: int | None, omega: np.ndarray, bound: np.ndarra
     return {"rope_type": rope.rope_type, "keys": None, "reason": (
         f"no value of {', '.join(tried) or 'its keys'} (one or two at a time) reproduces ω̂ within its bounds; "
         f"closest: {closest}, {ratio:.3g}× the bound at pair {worst}")}
+
+
+def _rounded(value: Any) -> Any:
+    """A proposed value to 6 significant digits (lists element by element; ints and flags as they are)."""
+    if isinstance(value, tuple):
+        return tuple(_rounded(v) for v in value)
+    return float(f"{value:.6g}") if isinstance(value, float) and math.isfinite(value) else value
 
 
 def _key(field: str) -> str:

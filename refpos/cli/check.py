@@ -73,6 +73,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", default=None, help="golden case: which output (default: the primary)")
     parser.add_argument("--golden-dir", type=Path, default=None)
     check_config.configure(parser)
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="draw the fit (fitted against reference frequency per pair; ALiBi: slope per head) "
+                             "into this .svg or .png file")
     require(parser, _options_agree)
 
 
@@ -243,6 +246,10 @@ def run(args: argparse.Namespace) -> int:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"refpos check {args.target}: error: {msg}", file=sys.stderr)
         return 2
+    if args.plot is not None:
+        from refpos.tools.plots_fit import draw_identification
+
+        draw_identification(result, args.plot)  # a missing matplotlib or a bad suffix: exit 2 in refpos.cli
     if args.json:
         print(json.dumps(_finite_json(result)))
     else:

@@ -367,6 +367,7 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
 
 # figures drawn by a module of their own (each exports its plot function and PLOT = (name, description,
 # caption, figure size)), registered here, after the ones above
-from refpos.tools import plots_deberta  # noqa: E402
+from refpos.tools import plots_deberta, plots_fit  # noqa: E402
 
 _register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)
+_register(*plots_fit.PLOT)(plots_fit.plot_fit_example)

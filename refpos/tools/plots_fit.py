@@ -1,0 +1,167 @@
+"""The fit of a candidate drawn: fitted against reference frequency per pair (``refpos check --plot FILE``).
+
+:func:`plot_identification` draws a check's identification (:mod:`refpos.check.identify`) into a figure: on
+the left the reference ``ω_j`` of every pair, the fitted :math:`\\hat\\omega_j` and the unscaled
+:math:`\\theta^{-2j/d}` on a log scale, the bands of the config's rule shaded and the pairs outside their
+tolerance marked; on the right :math:`\\hat\\omega_j/\\omega_j`. An ALiBi check draws the fitted slope of every
+head against the reference's.
+
+The documentation's figure ``fit-llama3`` (docs/diagnosis.md#the-fit) is the worked example there: Llama-3.1's
+llama3 scaling with the wavelength taken as the period ``1/ω``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: (name, description, caption, figure size): what ``refpos.tools.plots`` registers the example under
+PLOT = ("fit-llama3", "refpos check's fit of a llama3 port that takes the wavelength as 1/ω: ω̂ against ω per pair",
+        "Pairs 29–43 (marked) turn at frequencies the config does not give: kept where llama3 blends or divides by "
+        "s; the fit is reproduced by low_freq_factor and high_freq_factor divided by 2π.", (8.4, 3.4))
+
+#: shades of the bands of a rule, in the order the bands come
+BAND_SHADES = ("#f2f2f2", "#dde6f0", "#f0e4d8", "#e2f0dd")
+
+
+def _band_spans(pairs: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
+    """Runs of consecutive pairs with one band label: ``(first, last, label)``."""
+    spans: list[tuple[int, int, str]] = []
+    for pair in pairs:
+        label = pair.get("band") or ""
+        if spans and spans[-1][2] == label:
+            spans[-1] = (spans[-1][0], pair["index"], label)
+        else:
+            spans.append((pair["index"], pair["index"], label))
+    return spans
+
+
+def plot_identification(fig: Any, result: dict[str, Any]) -> None:
+    """Draw a check's identification (``pairs`` of RoPE or sinusoid, or ``heads`` of ALiBi) into ``fig``."""
+    if "heads" in result:
+        _plot_heads(fig, result)
+        return
+    pairs = result["pairs"]
+    j = np.array([p["index"] for p in pairs])
+    omega = np.array([p["omega"] for p in pairs], dtype=np.float64)
+    fitted = np.array([np.nan if p["omega_fitted"] is None else p["omega_fitted"] for p in pairs], dtype=np.float64)
+    wrong = np.array([not p["ok"] for p in pairs])
+    unscaled = (result.get("reference") or {}).get("omega_unscaled")
+    left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    for ax in (left, right):
+        labels = [s for s in _band_spans(pairs) if s[2]]
+        for k, (first, last, label) in enumerate(labels):
+            shade = BAND_SHADES[sorted({s[2] for s in labels}).index(label) % len(BAND_SHADES)] if label else None
+            ax.axvspan(first - 0.5, last + 0.5, color=shade, lw=0, zorder=0, label=label.split(":")[0] if ax is left
+                       and label not in [lb for _, _, lb in labels[:k]] and len(labels) <= 8 else None)
+    if unscaled is not None:
+        left.plot(j, unscaled, color="grey", lw=0.9, ls="--", label="θ^(−2j/d)")
+    left.plot(j, omega, color="black", lw=1.3, label="reference ω")
+    shown = np.isfinite(fitted) & (fitted > 0)
+    left.plot(j[shown & ~wrong], fitted[shown & ~wrong], "o", ms=3.2, color="#1f77b4", label="fitted ω̂ (ok)")
+    read = [p.get("axis_fitted") if p.get("axis_fitted") != p.get("axis") else None for p in pairs]
+    moved = np.array([r is not None for r in read])
+    if (shown & wrong & ~moved).any():
+        left.plot(j[shown & wrong & ~moved], fitted[shown & wrong & ~moved], "x", ms=5.5, mew=1.5, color="#d62728",
+                  label="fitted ω̂ (outside tolerance)")
+    for axis in sorted({r for r in read if r}):  # M-RoPE pairs fitted to another axis: that axis as the marker
+        at = shown & np.array([r == axis for r in read])
+        left.plot(j[at], fitted[at], ls="none", marker=f"${axis}$", ms=7, color="#d62728",
+                  label=f"fitted ω̂, reads {axis}")
+    left.set_yscale("log")
+    left.set_xlabel("pair j")
+    left.set_ylabel("frequency (rad per position)")
+    left.legend(loc="lower left", frameon=False, fontsize=8.5)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = fitted / omega
+    right.axhline(1.0, color="black", lw=1.0)
+    right.plot(j[shown & ~wrong], ratio[shown & ~wrong], "o", ms=3.2, color="#1f77b4")
+    right.plot(j[shown & wrong], ratio[shown & wrong], "x", ms=5.5, mew=1.5, color="#d62728")
+    finite = ratio[np.isfinite(ratio) & (ratio > 0)]
+    if finite.size and finite.max() / finite.min() > 10:  # a log scale for a spread of ratios, else linear
+        right.set_yscale("log")
+    elif finite.size:  # at least ±5 %: ratios within the fit's own precision draw as the line at 1
+        right.set_ylim(min(float(finite.min()), 0.95) - 0.02, max(float(finite.max()), 1.05) + 0.02)
+    right.set_xlabel("pair j")
+    right.set_ylabel("ω̂ / ω")
+    fitted_whole = result.get("fitted") or {}
+    parts = [f"layout {fitted_whole['layout']}"] if fitted_whole.get("layout") else []
+    if fitted_whole.get("position_offset") not in (None, 0):
+        parts.append(f"offset {fitted_whole['position_offset']}")
+    changed = fitted_whole.get("rule_changed") or {}
+    rule = ", ".join(f"{k} {v[1]:.4g}" if isinstance(v[1], float) else f"{k} {v[1]}" for k, v in changed.items()
+                     if not isinstance(v[1], list))
+    right.set_title("fitted over reference, per pair", fontsize=9.5)
+    left.set_title(f"{int(wrong.sum())} of {len(pairs)} pairs outside the tolerance", fontsize=9.5)
+    if parts or rule:
+        fig.suptitle("fit: " + "; ".join(parts + ([rule] if rule else [])), fontsize=9.5)
+
+
+def _plot_heads(fig: Any, result: dict[str, Any]) -> None:
+    heads = result["heads"]
+    h = np.array([x["index"] for x in heads])
+    slope = np.array([x["slope"] for x in heads])
+    fitted = np.array([x["slope_fitted"] for x in heads])
+    wrong = np.array([not x["ok"] for x in heads])
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(h, slope, color="black", lw=1.3, marker=".", label="reference slope")
+    ax.plot(h[~wrong], fitted[~wrong], "o", ms=3.5, color="#1f77b4", label="fitted (ok)")
+    ax.plot(h[wrong], fitted[wrong], "x", ms=6, mew=1.5, color="#d62728", label="fitted (outside tolerance)")
+    ax.set_yscale("log")
+    ax.set_xlabel("head h")
+    ax.set_ylabel("slope")
+    ax.legend(frameon=False)
+
+
+def example_identification() -> dict[str, Any]:
+    """The worked example of docs/diagnosis.md#the-fit: ``refpos check`` of Llama-3.1's golden apply case against
+    a port whose llama3 wavelength is the period ``1/ω``."""
+    import refpos
+    from refpos.check.run import check_case
+    from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
+    from refpos.rope.rules import Float64
+    from refpos.rope.rules.llama3 import llama3_inv_freq
+
+    root = default_golden_dir()
+    case = find_case(load_manifest(root), "rope/meta-llama--Llama-3.1-8B/apply")
+    x = np.load(root / case["inputs"]["x"]["file"], allow_pickle=False)
+    positions = np.load(root / case["inputs"]["positions"]["file"], allow_pickle=False)
+    rope = refpos.rope_config_from_params(case["parameters"]["rope"])
+    period = np.asarray(llama3_inv_freq(rope, None, Float64(np), cycle=1.0))  # λ = 1/ω
+    y = np.asarray(refpos.apply_rope(x, positions, rope, seq_len=case["parameters"]["seq_len"],
+                                     frequencies=(period, 1.0)))
+    return check_case(case["id"], y, golden_dir=root)
+
+
+def plot_fit_example(fig: Any) -> None:
+    plot_identification(fig, example_identification())
+
+
+def draw_identification(result: dict[str, Any], out: str | Path) -> Path:
+    """Draw ``result``'s identification into ``out`` (``.svg`` or ``.png``) in the house style."""
+    from refpos.tools import plots
+
+    out = Path(out)
+    if out.suffix.lower() not in (".svg", ".png"):
+        raise ValueError(f"--plot must name a .svg or .png file, got {str(out)!r}")
+    if "pairs" not in result and "heads" not in result:
+        raise ValueError("--plot draws a fit of frequencies (rope, sinusoid) or slopes (alibi); this check has none")
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ImportError("refpos check --plot needs matplotlib: pip install 'refpos[plot]'") from exc
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(plots.STYLE):
+        fig = plt.figure(figsize=PLOT[3], layout="constrained")
+        try:
+            plot_identification(fig, result)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(out, dpi=plots.DPI, metadata={"Software": None} if out.suffix.lower() == ".png" else
+                        {"Date": None, "Creator": None})
+        finally:
+            plt.close(fig)
+    return out
