@@ -111,13 +111,12 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
     if not any(np.array_equal(token_index, r) for r in regressors):
         regressors.append(np.asarray(token_index))
         names.append(TOKEN_INDEX)
-    results = []
-    for layout, placement, channels in pairings(rope):
-        fits, choice = _fit_pairing(x, y, channels, regressors, expected, dtype, omega_ref)
-        results.append((int(fits.rotation.sum()), layout, placement, fits, choice))
-        if results[0][0] == m:
-            break  # every pair a rotation under the config's own pairing: nothing to search
-    best = max(results, key=lambda r: r[0])  # the first (the config's) on a tie
+    best = _best_pairing(rope, x, y, regressors, expected, dtype, omega_ref)
+    precision = dtype
+    if best[0] < m and dtype == "float64":  # a float32 phase path declared float64: fit to float32's precision
+        coarse = _best_pairing(rope, x, y, regressors, expected, "float32", omega_ref)
+        if coarse[0] > best[0]:
+            best, precision = coarse, "float32"
     _, layout, placement, fits, choice = best
     pairs = _pair_entries(rope, seq_len, omega_ref, factor, fits, choice, names, expected, regressors,
                           channel_error, channel_ratio)
@@ -126,7 +125,8 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
         pair["non_finite"] = int(np.count_nonzero(~np.isfinite(y[:, u]) | ~np.isfinite(y[:, v])))
     reference = _reference(rope, omega_ref)
     fitted = {"layout": layout if best[0] else None, "placement": placement if best[0] else None,
-              "position_offset": None, "attention_factor": None, "rule": None, "positions": None}
+              "position_offset": None, "attention_factor": None, "rule": None, "positions": None,
+              "precision": precision}
     if not best[0]:
         fitted["reason"] = ("no pairing of the channels makes any pair a rotation at one frequency in the positions "
                             "given")
@@ -155,6 +155,19 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
     ident = {"pairs": pairs, "fitted": fitted, "reference": reference}
     fitted["names"] = fit_names(rope, seq_len, ident, np.asarray(positions), np.asarray(token_index))
     return ident
+
+
+def _best_pairing(rope: Any, x: np.ndarray, y: np.ndarray, regressors: list[np.ndarray], expected: np.ndarray,
+                  dtype: str, omega: np.ndarray) -> tuple[int, str, str, PairFits, np.ndarray]:
+    """``(rotations, layout, placement, fits, choice)`` of the pairing with the most rotation pairs (the
+    config's first, kept on a tie; the search stops when the config's makes every pair a rotation)."""
+    results = []
+    for layout, placement, channels in pairings(rope):
+        fits, choice = _fit_pairing(x, y, channels, regressors, expected, dtype, omega)
+        results.append((int(fits.rotation.sum()), layout, placement, fits, choice))
+        if results[0][0] == omega.size:
+            break
+    return max(results, key=lambda r: r[0])
 
 
 def _reference(rope: Any, omega_ref: np.ndarray) -> dict[str, Any]:

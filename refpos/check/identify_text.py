@@ -46,7 +46,7 @@ def _used(pair: dict[str, Any], plain: float | None, factor: float | None) -> st
     if pair.get("axis_fitted") and pair["axis_fitted"] != pair.get("axis"):
         return f"reads {pair['axis_fitted']} instead of {pair['axis']}"
     if not pair["rotation"]:
-        return pair["note"] or f"not a rotation at one frequency (misfit {_g(pair['misfit'])}×)"
+        return pair["note"] or "not a rotation at one frequency in the positions given"
     w, w_ref, bound = pair["omega_fitted"], pair["omega"], pair["omega_bound"] or 0.0
     if w is None:
         return pair["note"] or "ω̂ undetermined"
@@ -132,7 +132,11 @@ def identification_lines(ident: dict[str, Any]) -> list[str]:
             amp = fitted.get("attention_factor")
             whole.append(f"attention factor {_g(amp)} (reference {_g(pairs[0]['amplitude'])})" if amp is not None
                          else f"no common attention factor ({fitted.get('attention_factor_reason', '')})")
-        lines.append("fit: " + ", ".join(whole) + (f"; {fitted['reason']}" if fitted.get("reason") else ""))
+        precision = fitted.get("precision")
+        declared = ident.get("dtype")
+        head = "fit" + (f" (to {precision} precision: not a rotation to {declared}'s)"
+                        if precision and declared and precision != declared else "")
+        lines.append(f"{head}: " + "; ".join(filter(None, [", ".join(whole), fitted.get("reason")])))
     wrong = [p for p in pairs if not p["ok"]]
     if wrong:
         runs = _runs(pairs, plains, factor)

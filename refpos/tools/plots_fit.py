@@ -20,7 +20,7 @@ import numpy as np
 #: (name, description, caption, figure size): what ``refpos.tools.plots`` registers the example under
 PLOT = ("fit-llama3", "refpos check's fit of a llama3 port that takes the wavelength as 1/ω: ω̂ against ω per pair",
         "Pairs 29–43 (marked) turn at frequencies the config does not give: kept where llama3 blends or divides by "
-        "s; the fit is reproduced by low_freq_factor and high_freq_factor divided by 2π.", (8.4, 3.4))
+        "s; the fit is reproduced by low_freq_factor and high_freq_factor divided by 2π.", (8.4, 4.0))
 
 #: shades of the bands of a rule, in the order the bands come
 BAND_SHADES = ("#f2f2f2", "#dde6f0", "#f0e4d8", "#e2f0dd")
@@ -57,7 +57,7 @@ def plot_identification(fig: Any, result: dict[str, Any]) -> None:
             ax.axvspan(first - 0.5, last + 0.5, color=shade, lw=0, zorder=0, label=label.split(":")[0] if ax is left
                        and label not in [lb for _, _, lb in labels[:k]] and len(labels) <= 8 else None)
     if unscaled is not None:
-        left.plot(j, unscaled, color="grey", lw=0.9, ls="--", label="θ^(−2j/d)")
+        left.plot(j, unscaled, color="grey", lw=0.9, ls="--", label=r"$\theta^{-2j/d}$ (unscaled)")
     left.plot(j, omega, color="black", lw=1.3, label="reference ω")
     shown = np.isfinite(fitted) & (fitted > 0)
     left.plot(j[shown & ~wrong], fitted[shown & ~wrong], "o", ms=3.2, color="#1f77b4", label="fitted ω̂ (ok)")
@@ -73,7 +73,8 @@ def plot_identification(fig: Any, result: dict[str, Any]) -> None:
     left.set_yscale("log")
     left.set_xlabel("pair j")
     left.set_ylabel("frequency (rad per position)")
-    left.legend(loc="lower left", frameon=False, fontsize=8.5)
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), frameon=False, fontsize=8.5)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = fitted / omega
     right.axhline(1.0, color="black", lw=1.0)
@@ -83,7 +84,8 @@ def plot_identification(fig: Any, result: dict[str, Any]) -> None:
     if finite.size and finite.max() / finite.min() > 10:  # a log scale for a spread of ratios, else linear
         right.set_yscale("log")
     elif finite.size:  # at least ±5 %: ratios within the fit's own precision draw as the line at 1
-        right.set_ylim(min(float(finite.min()), 0.95) - 0.02, max(float(finite.max()), 1.05) + 0.02)
+        low, high = min(float(finite.min()), 0.95), max(float(finite.max()), 1.05)
+        right.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
     right.set_xlabel("pair j")
     right.set_ylabel("ω̂ / ω")
     fitted_whole = result.get("fitted") or {}
@@ -91,8 +93,8 @@ def plot_identification(fig: Any, result: dict[str, Any]) -> None:
     if fitted_whole.get("position_offset") not in (None, 0):
         parts.append(f"offset {fitted_whole['position_offset']}")
     changed = fitted_whole.get("rule_changed") or {}
-    rule = ", ".join(f"{k} {v[1]:.4g}" if isinstance(v[1], float) else f"{k} {v[1]}" for k, v in changed.items()
-                     if not isinstance(v[1], list))
+    rule = ", ".join(f"{k.replace('_', ' ')} {v[1]:.4g}" if isinstance(v[1], float) else
+                     f"{k.replace('_', ' ')} {v[1]}" for k, v in changed.items() if not isinstance(v[1], list))
     right.set_title("fitted over reference, per pair", fontsize=9.5)
     left.set_title(f"{int(wrong.sum())} of {len(pairs)} pairs outside the tolerance", fontsize=9.5)
     if parts or rule:
@@ -112,7 +114,7 @@ def _plot_heads(fig: Any, result: dict[str, Any]) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("head h")
     ax.set_ylabel("slope")
-    ax.legend(frameon=False)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=3, frameon=False)
 
 
 def example_identification() -> dict[str, Any]:
