@@ -365,9 +365,9 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
         pyplot().close(fig)
 
 
-# figures drawn by a module of their own (each exports its plot function and PLOT = (name, description,
+# figures drawn by a module of their own (each exports its plot function and a tuple (name, description,
 # caption, figure size)), registered here, after the ones above
 from refpos.tools import plots_deberta, plots_fit  # noqa: E402
 
 _register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)
-_register(*plots_fit.PLOT)(plots_fit.plot_fit_example)
+_register(*plots_fit.FIT_PLOT)(plots_fit.plot_fit_example)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 #: (name, description, caption, figure size): what ``refpos.tools.plots`` registers the example under
-PLOT = ("fit-llama3", "refpos check's fit of a llama3 port that takes the wavelength as 1/ω: ω̂ against ω per pair",
+FIT_PLOT = ("fit-llama3", "refpos check's fit of a llama3 port that takes the wavelength as 1/ω: ω̂ against ω per pair",
         "Pairs 29–43 (marked) turn at frequencies the config does not give: kept where llama3 blends or divides by "
         "s; the fit is reproduced by low_freq_factor and high_freq_factor divided by 2π.", (8.4, 4.0))
 
@@ -143,27 +143,18 @@ def plot_fit_example(fig: Any) -> None:
 
 def draw_identification(result: dict[str, Any], out: str | Path) -> Path:
     """Draw ``result``'s identification into ``out`` (``.svg`` or ``.png``) in the house style."""
-    from refpos.tools import plots
+    from refpos.tools.figures import FORMATS, STYLE, pyplot, save_figure
 
     out = Path(out)
-    if out.suffix.lower() not in (".svg", ".png"):
+    if out.suffix.lower() not in FORMATS:
         raise ValueError(f"--plot must name a .svg or .png file, got {str(out)!r}")
     if "pairs" not in result and "heads" not in result:
         raise ValueError("--plot draws a fit of frequencies (rope, sinusoid) or slopes (alibi); this check has none")
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise ImportError("refpos check --plot needs matplotlib: pip install 'refpos[plot]'") from exc
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    with plt.rc_context(plots.STYLE):
-        fig = plt.figure(figsize=PLOT[3], layout="constrained")
+    plt = pyplot()
+    with plt.rc_context(STYLE):
+        fig = plt.figure(figsize=FIT_PLOT[3], layout="constrained")
         try:
             plot_identification(fig, result)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(out, dpi=plots.DPI, metadata={"Software": None} if out.suffix.lower() == ".png" else
-                        {"Date": None, "Creator": None})
+            return save_figure(fig, out)
         finally:
             plt.close(fig)
-    return out
