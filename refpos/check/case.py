@@ -10,9 +10,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.check import stream
-from refpos.check.diagnosis import diagnose_rope
-from refpos.check.problem import rope_problem
+from refpos.check.golden_rope import diagnose_rope_case
 from refpos.check.run import (
     Unusable,
     check_alibi,
@@ -87,29 +85,18 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     result = {"target": case_id, "output": name, "dtype": dtype, "ok": summary["ok"],
               "max_abs_error": summary["max_abs_error"], "max_ratio": summary["max_ratio"],
               "worst_index": list(summary["worst_index"] or ()), "n_outside": summary["n_bad"], "diagnosis": [],
-              "golden_verified": not_verified is None}
+              "golden_verified": not_verified is None,
+              "n_nan": int(np.count_nonzero(np.isnan(cand) & ~np.isnan(reference))) if cand.dtype.kind == "f" else 0}
     if not_verified is not None:
         result["golden_note"] = (f"the case's tolerance is the manifest's, not verified: {not_verified} (run refpos "
                                  "golden verify on a golden directory you did not generate)")
     if summary["ok"]:
         return result
-    params = case.get("parameters", {})
     function = case.get("function")
     args = [a.get("value") for a in call.get("args", [])]
-    if function == "apply_rope" and "x" in inputs:
-        from refpos.golden.entries import allowed_error
-        from refpos.rope.params import rope_config_from_params
-
-        rope = rope_config_from_params(params["rope"])
-        pb = rope_problem(inputs["x"].astype(np.float64), inputs["positions"], rope, params.get("seq_len"), dtype)
-        cand64 = cand.astype(np.float64)
-        reference64 = reference.astype(np.float64)
-        tally = stream.Tally(cand64.shape)  # the error against the position, under the case's own tolerance
-        allowed = np.broadcast_to(allowed_error(reference64, entry, dtype), cand64.shape)
-        tally.add(stream.as_rows(stream.block_error(cand64, reference64)), stream.as_rows(allowed),
-                  pb.positions.reshape(stream.as_rows(cand64).shape[:-1]), (0, 0))
-        result["error_profile"] = tally.profile()
-        result["diagnosis"] = [*diagnose_rope(pb, cand64), tally.profile_entry()]
+    rope_case = diagnose_rope_case(case, inputs, cand, reference, entry, dtype, name)
+    if rope_case is not None:  # the diagnosis and the fit of refpos check rope --config (refpos.check.golden_rope)
+        result.update(rope_case)
     elif function == "alibi_slopes":
         result["diagnosis"] = check_alibi(cand, int(args[0]), dtype=dtype)["diagnosis"]
     elif function == "alibi_bias":

@@ -13,7 +13,6 @@ tolerance decides ``ok``, the error of each pair and whether the pair is within 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -65,13 +64,12 @@ def _case_profile(rope: Any, positions: np.ndarray, cand: np.ndarray, reference:
 
 def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand: np.ndarray,
                        reference: np.ndarray, entry: dict[str, Any], dtype: str,
-                       check_rope: Callable[..., dict[str, Any]], non_finite: Callable[..., list],
                        output: str | None = None) -> dict[str, Any] | None:
     """The diagnosis, error profile and identification of a RoPE case's candidate (``None``: not a RoPE case
-    this module diagnoses). ``entry``: the output's tolerance entry, ``dtype`` the candidate's; ``check_rope``:
-    :func:`refpos.check.run.check_rope` (the check with ``--config``) and ``non_finite`` its NaN diagnosis
-    (:func:`refpos.check.run.non_finite`); ``output``: which output is compared
+    this module diagnoses). ``entry``: the output's tolerance entry, ``dtype`` the candidate's; ``output``: which
+    output is compared
     (``cos`` or ``sin`` of a cos-sin case)."""
+    from refpos.check.run import check_rope, non_finite
     from refpos.rope.params import rope_config_from_params
 
     params = case.get("parameters", {})

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import refpos
-from refpos.check.run import check_case, check_rope
+from refpos.check.case import check_case
+from refpos.check.run import check_rope
 from refpos.cli import main
 from refpos.golden.manifest import find_case, load_manifest
 from refpos.golden.mrope_cases import PROBE_LAYOUTS, vlm_configs

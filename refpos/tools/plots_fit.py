@@ -121,7 +121,7 @@ def example_identification() -> dict[str, Any]:
     """The worked example of docs/diagnosis.md#the-fit: ``refpos check`` of Llama-3.1's golden apply case against
     a port whose llama3 wavelength is the period ``1/ω``."""
     import refpos
-    from refpos.check.run import check_case
+    from refpos.check.case import check_case
     from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
     from refpos.rope.rules import Float64
     from refpos.rope.rules.llama3 import llama3_inv_freq
