@@ -124,9 +124,10 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
     for pair, u, v in zip(pairs, out_u, out_v, strict=True):
         pair["non_finite"] = int(np.count_nonzero(~np.isfinite(y[:, u]) | ~np.isfinite(y[:, v])))
     reference = _reference(rope, omega_ref)
+    passing = _pass_through(rope, channel_ratio)
     fitted = {"layout": layout if best[0] else None, "placement": placement if best[0] else None,
               "position_offset": None, "attention_factor": None, "rule": None, "positions": None,
-              "precision": precision}
+              "precision": precision, "pass_through": passing}
     if not best[0]:
         fitted["reason"] = ("no pairing of the channels makes any pair a rotation at one frequency in the positions "
                             "given")
@@ -155,6 +156,19 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
     ident = {"pairs": pairs, "fitted": fitted, "reference": reference}
     fitted["names"] = fit_names(rope, seq_len, ident, np.asarray(positions), np.asarray(token_index))
     return ident
+
+
+def _pass_through(rope: Any, channel_ratio: np.ndarray) -> str | None:
+    """Which channels the config leaves alone but the candidate changed beyond the tolerance (``None``: none)."""
+    from refpos.check.identify_text import ranges
+
+    out_u, out_v = pairings(rope)[0][2][2:]
+    others = sorted(set(range(channel_ratio.size)) - set(out_u) - set(out_v))
+    changed = [c for c in others if channel_ratio[c] > 1.0]
+    if not changed:
+        return None
+    return (f"channels {ranges(changed)} are not rotated by the config (they pass through) but differ from the input: "
+            "the candidate rotates a wider span")
 
 
 def _best_pairing(rope: Any, x: np.ndarray, y: np.ndarray, regressors: list[np.ndarray], expected: np.ndarray,

@@ -1,14 +1,14 @@
 """The lines ``refpos check`` prints for an identification (:mod:`refpos.check.identify`).
 
-One line for the whole (pairing, positions, offset, attention factor), one per run of wrong pairs (the pairs
-outside their tolerance, as ranges, with the band of the config's rule they fall in and what the candidate
-used there), one for the rule that reproduces the fitted frequencies::
+One line for the whole (pairing, positions, offset, attention factor), one per group of wrong pairs (the pairs
+outside their tolerance, as ranges, grouped by the band of the config's rule they fall in and what the
+candidate used there), one for the rule that reproduces the fitted frequencies::
 
     fit: layout half, positions as given, offset 0, attention factor 1 (reference 1)
-    fit: 15 of 64 pairs outside the tolerance, by band of llama3 and what the candidate used:
-      29–35  smooth band: blended   ω̂ = θ^(−2j/d), kept
-      36–38  low band: ω/s          ω̂ = θ^(−2j/d), kept
-      39–43  low band: ω/s          ω̂/ω 1.2 … 6.1
+    fit: 15 of 64 pairs outside the tolerance, by band and what the candidate used:
+      29–34  smooth band: blended  ω̂ = θ^(−2j/d), kept
+      35–37  low band: ω/s         ω̂ = θ^(−2j/d), kept
+      38–43  low band: ω/s         ω̂/ω = 1.5 … 6.566
     fit: llama3 reproduces ω̂ with low_freq_factor = 0.159155 (config 1: × 1/2π), …
 """
 
@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+#: the most groups of wrong pairs the report lists (the JSON has every pair)
+MAX_GROUPS = 12
 #: ratios the report names when a changed key is the config's times one of them
 NAMED_RATIOS = {"2π": 2 * math.pi, "1/2π": 1 / (2 * math.pi), "2": 2.0, "1/2": 0.5}
 
@@ -55,33 +57,27 @@ def _used(pair: dict[str, Any], plain: float | None, factor: float | None) -> st
         return "ω̂ = ω" + (f", Â = {_g(amp)} (A = {_g(amp_ref)})" if amp is not None and abs(amp - amp_ref) >
                           2 * (pair.get("amplitude_bound") or 0.0) else "")
     if w < 0:
-        return f"turns backwards: ω̂ = −{_g(-w)}"
+        return "turns backwards: ω̂ = −ω" if abs(w + w_ref) <= bound else "turns backwards: ω̂ < 0, ω̂/ω"
     if plain is not None and abs(w - plain) <= bound:
         return "ω̂ = θ^(−2j/d), kept"
     if plain is not None and factor and abs(w - plain / factor) <= bound:
         return "ω̂ = θ^(−2j/d)/s"
-    if plain is not None and factor and factor > 1 and plain / factor < w < plain:
-        return "blended: ω̂ between θ^(−2j/d)/s and θ^(−2j/d), ω̂/ω"
     return "ω̂/ω"
 
 
 def _runs(pairs: list[dict[str, Any]], plains: list[float | None], factor: float | None
           ) -> list[tuple[list[int], str, str, list[float]]]:
-    """Consecutive wrong pairs with the same band and the same kind of use: ``(indices, band, use, ratios)``."""
-    runs: list[tuple[list[int], str, str, list[float]]] = []
+    """The wrong pairs grouped by band and kind of use, in the order of their first pair: ``(indices, band, use,
+    ratios ω̂/ω)`` (an interleaved M-RoPE assignment gives groups of every third pair)."""
+    groups: dict[tuple[str, str], tuple[list[int], list[float]]] = {}
     for pair, plain in zip(pairs, plains, strict=True):
         if pair["ok"]:
             continue
-        used = _used(pair, plain, factor)
-        ratio = pair["omega_fitted"] / pair["omega"] if pair["omega_fitted"] is not None and pair["omega"] else None
-        last = runs[-1] if runs else None
-        if last and last[0][-1] == pair["index"] - 1 and last[1] == pair["band"] and last[2] == used:
-            last[0].append(pair["index"])
-            if ratio is not None:
-                last[3].append(ratio)
-        else:
-            runs.append(([pair["index"]], pair["band"], used, [] if ratio is None else [ratio]))
-    return runs
+        indices, ratios = groups.setdefault((pair["band"], _used(pair, plain, factor)), ([], []))
+        indices.append(pair["index"])
+        if pair["omega_fitted"] is not None and pair["omega"]:
+            ratios.append(pair["omega_fitted"] / pair["omega"])
+    return [(indices, band, used, ratios) for (band, used), (indices, ratios) in groups.items()]
 
 
 def _changed(changes: dict[str, list[Any]]) -> str:
@@ -137,20 +133,26 @@ def identification_lines(ident: dict[str, Any]) -> list[str]:
         head = "fit" + (f" (to {precision} precision: not a rotation to {declared}'s)"
                         if precision and declared and precision != declared else "")
         lines.append(f"{head}: " + "; ".join(filter(None, [", ".join(whole), fitted.get("reason")])))
+        if fitted.get("pass_through"):
+            lines.append(f"fit: {fitted['pass_through']}")
     wrong = [p for p in pairs if not p["ok"]]
     if wrong:
         runs = _runs(pairs, plains, factor)
-        if len({r[2] for r in runs}) == 1 and runs[0][2].startswith("ω̂ = ω"):  # one use everywhere: no bands
-            runs = [([i for r in runs for i in r[0]], "", runs[0][2], [])]
+        if len({r[2] for r in runs}) == 1 and not runs[0][2].endswith("ω̂/ω"):  # one use everywhere: no bands
+            runs = [(sorted(i for r in runs for i in r[0]), "", runs[0][2], [])]
         banded = any(r[1] for r in runs)
         lines.append(f"fit: {len(wrong)} of {len(pairs)} pairs outside the tolerance, "
                      + ("by band and what the candidate used:" if banded else "what the candidate used:"))
         width = max(len(ranges(r[0])) for r in runs)
         band_width = max(len(r[1]) for r in runs)
-        for indices, band, used, ratios in runs:
+        shown = runs if len(runs) <= MAX_GROUPS else runs[: MAX_GROUPS - 1]
+        for indices, band, used, ratios in shown:
             if used.endswith("ω̂/ω") and ratios:
                 used += f" = {min(ratios):.4g}" + (f" … {max(ratios):.4g}" if len(ratios) > 1 else "")
             lines.append(f"  {ranges(indices):<{width}}  " + (f"{band:<{band_width}}  " if banded else "") + used)
+        if len(shown) < len(runs):
+            rest = [i for r in runs[len(shown):] for i in r[0]]
+            lines.append(f"  … {len(runs) - len(shown)} more groups: pairs {ranges(sorted(rest))} (--json lists each)")
     elif pairs:
         lines.append(f"fit: all {len(pairs)} pairs within the tolerance")
     rule = fitted.get("rule")

@@ -74,9 +74,8 @@ def invert_longrope(fitted: Fitted) -> Iterator[Changes]:
 
 
 def longrope_bands(rope: Config, seq_len: int | None) -> list[str]:
-    """The factor list in use and each pair's index in it."""
-    branch = "long_factor" if uses_long_factors(rope, seq_len) else "short_factor"
-    return [f"{branch}[{j}]" for j in range(rope.n_pairs)]
+    """The factor list in use (pair ``j`` reads its entry ``j``)."""
+    return ["long_factor[j]" if uses_long_factors(rope, seq_len) else "short_factor[j]"] * rope.n_pairs
 
 
 def draw_longrope(draw: Any, st: Any, ctx: DrawContext) -> dict[str, Any]:

@@ -186,7 +186,7 @@ def invert_yarn_log(fitted: Fitted) -> Iterator[Changes]:
 
 def ramp_bands(rope: Config, seq_len: int | None) -> list[str]:
     """Each pair before the ramp (kept), on it (its γ) or after it (divided by ``s``)."""
-    return ["before the ramp: kept" if g == 0 else "after the ramp: ω/s" if g == 1 else f"ramp γ = {g:.3g}"
+    return ["before the ramp: kept" if g == 0 else "after the ramp: ω/s" if g == 1 else "on the ramp: blended"
             for g in configured_ramp(rope)]
 
 
