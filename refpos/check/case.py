@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.check.golden_rope import diagnose_rope_case
+from refpos.check.golden_rope import diagnose_rope_case, table_case_fit
 from refpos.check.run import (
     Unusable,
     check_alibi,
@@ -97,18 +97,23 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     rope_case = diagnose_rope_case(case, inputs, cand, reference, entry, dtype, name)
     if rope_case is not None:  # the diagnosis and the fit of refpos check rope --config (refpos.check.golden_rope)
         result.update(rope_case)
-    elif function == "alibi_slopes":
-        result["diagnosis"] = check_alibi(cand, int(args[0]), dtype=dtype)["diagnosis"]
-    elif function == "alibi_bias":
-        result["diagnosis"] = check_alibi(cand, int(args[0]), q_len=int(args[1]), k_len=int(args[2]),
-                                          form=str(args[3]), dtype=dtype)["diagnosis"]
-    elif function == "t5_bucket":
-        result["diagnosis"] = check_t5(cand, inputs["rel"], bidirectional=bool(args[1]), num_buckets=int(args[2]),
-                                       max_distance=int(args[3]))["diagnosis"]
-    elif function == "deberta_log_buckets":
-        result["diagnosis"] = check_deberta(cand, inputs["rel"], position_buckets=int(args[1]),
-                                            max_relative_positions=int(args[2]))["diagnosis"]
-    elif function == "sinusoidal":
-        result["diagnosis"] = check_sinusoid(cand, inputs["positions"], dim=int(args[1]), base=float(args[2]),
-                                             layout=str(args[3]), spacing=str(args[4]), dtype=dtype)["diagnosis"]
+    else:
+        checked = None
+        if function == "alibi_slopes":
+            checked = check_alibi(cand, int(args[0]), dtype=dtype)
+        elif function == "alibi_bias":
+            checked = check_alibi(cand, int(args[0]), q_len=int(args[1]), k_len=int(args[2]), form=str(args[3]),
+                                  dtype=dtype)
+        elif function == "t5_bucket":
+            checked = check_t5(cand, inputs["rel"], bidirectional=bool(args[1]), num_buckets=int(args[2]),
+                               max_distance=int(args[3]))
+        elif function == "deberta_log_buckets":
+            checked = check_deberta(cand, inputs["rel"], position_buckets=int(args[1]),
+                                    max_relative_positions=int(args[2]))
+        elif function == "sinusoidal":
+            checked = check_sinusoid(cand, inputs["positions"], dim=int(args[1]), base=float(args[2]),
+                                     layout=str(args[3]), spacing=str(args[4]), dtype=dtype)
+        if checked is not None:  # its diagnosis and fit; each pair's verdict under the case's own tolerance
+            result.update(table_case_fit(checked, cand, reference, entry, dtype, str(args[3]) if function ==
+                                         "sinusoidal" else None))
     return result

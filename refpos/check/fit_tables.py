@@ -217,6 +217,10 @@ def _sinusoid_rule(omega: np.ndarray, bound: np.ndarray, dim: int, base: float, 
 
     use = np.isfinite(omega) & (omega > 0)
     k = np.arange(omega.size, dtype=np.float64)
+    backwards = np.isfinite(omega) & (omega < 0)
+    if backwards.sum() > use.sum():
+        return {"keys": None, "reason": f"the table turns {int(backwards.sum())} pairs backwards (ω̂ < 0): sin and "
+                "cos exchanged, or the sign of sin flipped; no base or spacing gives that"}
     if use.sum() < 2:
         return {"keys": None, "reason": "fewer than two frequencies determined"}
     slope = float(np.sum(k[use] * np.log(omega[use])) / np.sum(k[use] ** 2))  # through ω_0 = 1

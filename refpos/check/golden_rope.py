@@ -20,7 +20,7 @@ import numpy as np
 from refpos.check.identify import pair_status
 
 
-def _per_channel(cand: np.ndarray, reference: np.ndarray, entry: dict[str, Any], dtype: str
+def per_channel(cand: np.ndarray, reference: np.ndarray, entry: dict[str, Any], dtype: str
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The largest error and the largest ratio to the case's tolerance of every channel (last axis)."""
     from refpos.check.stream import block_error
@@ -82,7 +82,7 @@ def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand
         return {"diagnosis": [*non_finite(cand.astype(np.float64), reference.astype(np.float64)),
                               *cos_sin_diagnosis(rope, seq_len, inputs["positions"], cand, reference, entry, dtype,
                                                  case.get("primary_output") if output is None else output)]}
-    channel_error, channel_ratio = _per_channel(cand, reference, entry, dtype)
+    channel_error, channel_ratio = per_channel(cand, reference, entry, dtype)
     if function == "rope_frequencies":
         if cand.ndim != 1:
             return None  # the attention factor: one number, nothing to fit
@@ -149,3 +149,23 @@ def cos_sin_diagnosis(rope: Any, seq_len: int | None, positions: np.ndarray, can
                 found.append({"id": known(entry_.id), "evidence": f"the {output} table {variant.evidence}"})
                 break
     return found
+
+
+#: what a table check's result carries of its fit (:mod:`refpos.check.fit_tables`)
+TABLE_FIT_KEYS = ("pairs", "fitted", "reference", "heads", "wrong_heads", "bucket_map")
+
+
+def table_case_fit(checked: dict[str, Any], cand: np.ndarray, reference: np.ndarray, entry: dict[str, Any],
+                   dtype: str, sinusoid_layout: str | None) -> dict[str, Any]:
+    """The diagnosis and the fit of a table check (ALiBi, T5, DeBERTa, sinusoid) for a golden case's result; a
+    sinusoid's pairs judged under the case's tolerance (its ``(sin, cos)`` channels in ``sinusoid_layout``)."""
+    out = {"diagnosis": checked["diagnosis"], **{k: checked[k] for k in TABLE_FIT_KEYS if k in checked}}
+    if sinusoid_layout is not None and "pairs" in out:
+        from refpos.pairs import pair_channels
+
+        error, ratio = per_channel(cand, reference, entry, dtype)
+        _, _, sin_ch, cos_ch = pair_channels(sinusoid_layout, cand.shape[-1])
+        out["pairs"] = [{**p, "max_error": max(float(error[sin_ch[k]]), float(error[cos_ch[k]])),
+                         "ok": bool(max(float(ratio[sin_ch[k]]), float(ratio[cos_ch[k]])) <= 1.0)}
+                        for k, p in enumerate(out["pairs"])]
+    return out

@@ -181,9 +181,10 @@ def alibi_lines(result: dict[str, Any]) -> list[str]:
                      f"{fitted['form_residual']:.3g} of the largest bias)")
     wrong = [h for h in heads if not h["ok"]]
     if wrong:
-        shown = ", ".join(f"{h['index']}: {h['slope_fitted']:.6g} ({h['slope']:.6g})" for h in wrong[:6])
-        lines.append(f"fit: heads {ranges([h['index'] for h in wrong])} outside the tolerance; slope (reference): "
-                     + shown + (" …" if len(wrong) > 6 else ""))
+        shown = ", ".join(f"{h['index']}: {h['slope_fitted']:.6g} (× {h['slope_fitted'] / h['slope']:.9g})"
+                          for h in wrong[:6])
+        lines.append(f"fit: heads {ranges([h['index'] for h in wrong])} outside the tolerance; fitted slope (× the "
+                     "reference's): " + shown + (" …" if len(wrong) > 6 else ""))
     lines.append(f"fit: the slopes are {_sequence(fitted['geometric'])}; the reference's are "
                  f"{_sequence(fitted['reference_geometric'])}")
     return lines
