@@ -212,8 +212,20 @@ def bucket_lines(result: dict[str, Any], family: str) -> list[str]:
     return lines
 
 
+def learned_lines(found: dict[str, Any]) -> list[str]:
+    """The table rows a learned candidate read."""
+    offset = found.get("row_offset")
+    if offset is not None:
+        return [f"fit: every candidate row is the table row {offset:+d} from the one the layer reads (it reads p + "
+                "its position offset)" if offset else "fit: every candidate row is the table row the layer reads"]
+    return [f"fit: {found['rows_matched']} of {found['rows']} candidate rows equal a table row; {found['reason']}"]
+
+
 def report_lines(result: dict[str, Any]) -> list[str]:
-    """The identification lines of any check's result (RoPE and sinusoid pairs, ALiBi heads, bucket maps)."""
+    """The identification lines of any check's result (RoPE and sinusoid pairs, ALiBi heads, bucket maps, the
+    rows a learned candidate read)."""
+    if "rows_read" in result:
+        return learned_lines(result["rows_read"])
     if "pairs" in result:
         return identification_lines(result)
     if "heads" in result:

@@ -123,7 +123,13 @@ def check_layer(args: argparse.Namespace, target: str, candidate: np.ndarray, dt
     if table.ndim != 2 or (layer.table_size is not None and table.shape[0] != layer.table_size):
         raise Unusable(f"--table must be ({layer.table_size}, width) for this layer, got {tuple(table.shape)}")
     reference = np.asarray(table, dtype=np.float64)[rows]
-    return {**_direct("learned", candidate, reference, dtype), **where}
+    result = _direct("learned", candidate, reference, dtype)
+    if not result["ok"]:  # which rows the candidate read: the table row each of its rows equals
+        from refpos.check.fit_tables import fit_learned
+
+        result["rows_read"] = fit_learned(np.asarray(candidate, dtype=np.float64), np.asarray(table, dtype=np.float64),
+                                          rows, np.asarray(tol.value_tolerance(result["dtype"], reference)).max())
+    return {**result, **where}
 
 
 def _need_array(path: str | None, flag: str, target: str) -> np.ndarray:

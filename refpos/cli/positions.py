@@ -18,6 +18,9 @@ Examples
     $ refpos positions path/to/config.json
     $ refpos positions path/to/model_dir --json
     $ refpos positions my_model/config.json --assume family=llama
+    $ refpos positions Qwen2.5-VL/config.json --layout text:6,image:1x8x12,text:6 --out positions.npy
+
+``--layout SPANS`` prints the M-RoPE position ids of a token layout instead (:mod:`refpos.cli.positions_layout`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import argparse
 import json
 from typing import Any
 
+from refpos.cli import positions_layout
 from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
 from refpos.models.records import LayerRecord, RopeLayer
 
@@ -71,6 +75,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="fail when anything is refused, unknown or not modelled")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_assume(parser)
+    positions_layout.add_options(parser)
 
 
 def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
@@ -124,6 +129,10 @@ def ranges(indices: list[int]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Resolve and print; bad input raises ValueError / TypeError (exit 2 in :mod:`refpos.cli`)."""
+    if args.layout is not None:  # M-RoPE position ids of a token layout (refpos.cli.positions_layout)
+        return positions_layout.run(args)
+    if args.out is not None:
+        raise ValueError("--out writes the ids of --layout: give --layout SPANS")
     positions = resolve(args.config, args.assume, strict=args.strict)
     print(json.dumps(positions.describe(), indent=1) if args.json else text(positions, str(args.config)))
     return 0

@@ -99,3 +99,24 @@ def test_learned_row_offset():
     assert fit_learned(table[rows + 2], table, rows, 0.0)["row_offset"] == 2
     assert fit_learned(table[rows[::-1]], table, rows, 0.0)["row_offset"] is None
     assert "equal no row" in fit_learned(table[rows] + 1.0, table, rows, 0.0)["reason"]
+
+
+def test_check_learned_names_the_rows_read(tmp_path, capsys):
+    """OPT reads row p + 2 of its table: a port that forgets the offset reads rows 2 before (refpos check learned
+    --config, the layer's offset from the family table)."""
+    import json
+
+    from refpos.cli import main
+
+    config = {"model_type": "opt", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 32,
+              "max_position_embeddings": 64}
+    (tmp_path / "opt.json").write_text(json.dumps(config), encoding="utf8")
+    table = np.random.default_rng(0).standard_normal((66, 8))
+    for name, array in (("p", np.arange(6)), ("t", table), ("y", table[np.arange(6)])):
+        np.save(tmp_path / f"{name}.npy", array)
+    argv = ["check", "learned", "--config", str(tmp_path / "opt.json"), "--positions", str(tmp_path / "p.npy"),
+            "--table", str(tmp_path / "t.npy"), "--candidate", str(tmp_path / "y.npy")]
+    assert main([*argv, "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["rows_read"]["row_offset"] == -2
+    assert main(argv) == 1
+    assert "every candidate row is the table row -2 from the one the layer reads" in capsys.readouterr().out

@@ -153,3 +153,20 @@ def test_two_mistakes_at_once_are_both_named_by_the_fit():
     ids = [d["id"] for d in result["diagnosis"]]
     assert ids == ["layout_swap", "position_offset", "error_profile"]
     assert result["fitted"]["layout"] == "interleaved" and result["fitted"]["position_offset"] == 3
+
+
+def test_refpos_positions_writes_the_ids_of_a_layout(tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(vlm_configs()[QWEN25]["config"]), encoding="utf8")
+    out = tmp_path / "ids.npy"
+    assert main(["positions", str(config), "--layout", "text:3,image:1x8x12,text:2", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "spatial_merge_size: 2 (config: vision_config.spatial_merge_size)" in printed
+    ids = np.load(out)
+    assert ids.shape == (3, 29) and ids[:, -1].tolist() == [10, 10, 10]
+    np.testing.assert_array_equal(ids, config_position_ids(vlm_configs()[QWEN25]["config"],
+                                                            parse_layout("text:3,image:1x8x12,text:2"))[0])
+    assert main(["positions", str(config), "--layout", "text:3", "--out", str(out)]) == 2  # never replaced
+    assert "exists" in capsys.readouterr().err
+    assert main(["positions", str(config), "--layout", "image:1x7x12"]) == 2  # not a multiple of the merge
+    assert main(["positions", str(config), "--out", str(tmp_path / "x.npy")]) == 2
