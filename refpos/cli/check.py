@@ -31,6 +31,7 @@ from refpos.encodings.sinusoidal import LAYOUTS, SPACINGS
 from refpos.encodings.t5 import check_bucket_args
 from refpos.golden.npy import read_npy
 from refpos.golden.npy_file import open_npy
+from refpos.tools.figures import FORMATS
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -86,6 +87,8 @@ BUCKETS = Number(int, minimum=2, maximum=MAX_WIDTH)
 def _options_agree(args: argparse.Namespace) -> str | None:
     """The options of one target that must agree: one form of each input, ``--q-len <= --k-len``, T5's
     bucket arguments."""
+    if args.plot is not None and args.plot.suffix.lower() not in FORMATS:
+        return f"--plot must name a .svg or .png file, got {str(args.plot)!r}"
     lengths = args.q_len is not None or args.k_len is not None
     for what, conflict in (
             ("CANDIDATE_FILE and --candidate", args.candidate_file is not None and args.candidate is not None),

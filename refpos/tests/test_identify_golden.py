@@ -170,3 +170,21 @@ def test_refpos_positions_writes_the_ids_of_a_layout(tmp_path, capsys):
     assert "exists" in capsys.readouterr().err
     assert main(["positions", str(config), "--layout", "image:1x7x12"]) == 2  # not a multiple of the merge
     assert main(["positions", str(config), "--out", str(tmp_path / "x.npy")]) == 2
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("matplotlib") is None, reason="needs the 'plot' extra")
+def test_check_plot_draws_the_fit(vlm_goldens, tmp_path, capsys):
+    case, inputs, rope, seq_len = _case(vlm_goldens, "rope/qwen25vl/image/apply")
+    flat = dataclasses.replace(rope, mrope_section=None, mrope_interleaved=False)
+    (tmp_path / "y.npy").write_bytes(npy_bytes(np.asarray(refpos.apply_rope(inputs["x"], inputs["positions"][0], flat,
+                                                                             seq_len=seq_len))))
+    base = ["check", case["id"], str(tmp_path / "y.npy"), "--golden-dir", str(vlm_goldens)]
+    assert main([*base, "--plot", str(tmp_path / "fit.svg")]) == 1
+    svg = (tmp_path / "fit.svg").read_bytes()
+    assert svg.startswith(b"<?xml") and b"<svg" in svg[:2000]
+    assert main([*base, "--plot", str(tmp_path / "fit.jpg")]) == 2
+    assert "--plot must name a .svg or .png file" in capsys.readouterr().err
+    (tmp_path / "s.npy").write_bytes(npy_bytes(np.sort(np.asarray(refpos.alibi_slopes(12, xp="numpy")))[::-1].copy()))
+    assert main(["check", "alibi", "--heads", "12", "--candidate", str(tmp_path / "s.npy"), "--plot",
+                 str(tmp_path / "heads.png")]) == 1
+    assert (tmp_path / "heads.png").read_bytes().startswith(b"\x89PNG")
