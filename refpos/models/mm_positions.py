@@ -46,6 +46,8 @@ from refpos.validation import check_choice, check_float, check_int
 MM_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "glm4v")
 #: families that place videos frame by frame
 _FRAME_BY_FRAME = ("qwen3_vl", "glm4v")
+#: the family that spaces video frames by tokens_per_second (the others do not read it)
+TIMED_VIDEO_FAMILY = "qwen2_5_vl"
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ def mm_position_ids(
     family = check_choice("family", family, MM_FAMILIES)
     merge = check_int("spatial_merge_size", spatial_merge_size, minimum=1)
     if tokens_per_second is not None:
-        if family != "qwen2_5_vl":
+        if family != TIMED_VIDEO_FAMILY:
             raise ValueError(f"tokens_per_second is read by family 'qwen2_5_vl' only, not {family!r}")
         tokens_per_second = check_float("tokens_per_second", tokens_per_second, positive=True)
     if isinstance(spans, (str, bytes)) or not isinstance(spans, Sequence) or not spans:
@@ -152,7 +154,7 @@ def mm_position_ids(
             raise ValueError(f"spans[{index}]: grid (h, w) = ({g_h}, {g_w}) is not a multiple of "
                              f"spatial_merge_size={merge} (the vision tower merges {merge} × {merge} patches)")
         spacing = 1.0
-        if isinstance(span, Video) and family == "qwen2_5_vl":
+        if isinstance(span, Video) and family == TIMED_VIDEO_FAMILY:
             if tokens_per_second is None:
                 raise ValueError("a qwen2_5_vl video needs tokens_per_second (vision_config.tokens_per_second)")
             spacing = tokens_per_second * span.seconds_per_grid  # Δ between temporal patches
