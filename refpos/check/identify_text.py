@@ -23,12 +23,12 @@ MAX_GROUPS = 12
 NAMED_RATIOS = {"2π": 2 * math.pi, "1/2π": 1 / (2 * math.pi), "2": 2.0, "1/2": 0.5}
 
 
-def ranges(indices: list[int]) -> str:
-    """``[0, 1, 2, 5]`` as ``0–2, 5``."""
+def ranges(indices: list[int], dash: str = "–") -> str:
+    """``[0, 1, 2, 5]`` as ``0–2, 5`` (``dash`` between the ends of a run)."""
     spans, start = [], indices[0]
     for prev, cur in zip(indices, [*indices[1:], None], strict=True):
         if cur is None or cur != prev + 1:
-            spans.append(f"{start}" if start == prev else f"{start}–{prev}")
+            spans.append(f"{start}" if start == prev else f"{start}{dash}{prev}")
             start = cur
     return ", ".join(spans)
 

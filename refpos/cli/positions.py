@@ -29,6 +29,7 @@ import argparse
 import json
 from typing import Any
 
+from refpos.check.identify_text import ranges as format_ranges
 from refpos.cli import positions_layout
 from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
 from refpos.models.records import LayerRecord, RopeLayer
@@ -118,13 +119,8 @@ def text(positions: ModelPositions, title: str) -> str:
 
 
 def ranges(indices: list[int]) -> str:
-    """``[0, 1, 2, 5]`` as ``0-2, 5``."""
-    spans, start = [], indices[0]
-    for prev, cur in zip(indices, [*indices[1:], None], strict=True):
-        if cur is None or cur != prev + 1:
-            spans.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = cur
-    return ", ".join(spans)
+    """``[0, 1, 2, 5]`` as ``0-2, 5`` (:func:`refpos.check.identify_text.ranges` with a hyphen)."""
+    return format_ranges(indices, dash="-")
 
 
 def run(args: argparse.Namespace) -> int:
