@@ -24,13 +24,14 @@ is left out and named (**aliasing**): the fit never guesses its 2π turns.
 
 **Noise.** The angle of a correct candidate in ``dtype`` is off by at most
 
-.. math:: \eta_j(p) = c\,u\,|p|\,|\omega_j| + \sqrt2\,a_0
+.. math:: \eta_j(p) = |p|\,\max_f u_f k_{f,j}\,\omega_j + \sqrt2\,a_0
 
-(:func:`angle_noise`): ``c u`` the phase path's error per radian and ``a_0`` the rounding the RoPE tolerance
-allows at ``p = 0`` on a unit pair (both from :mod:`refpos.golden.tolerance`; an absolute error ``e`` on each
+(:func:`angle_noise`): ``u_f k_{f,j}`` the error per radian of pair ``j``'s angle in each form of the computation
+the dtype admits and ``a_0`` the rounding the RoPE tolerance allows at ``p = 0`` on a unit pair (both from
+:mod:`refpos.golden.forms` and :mod:`refpos.golden.tolerance`; an absolute error ``e`` on each
 component of a pair of size ``m`` turns it by at most :math:`\sqrt2\,e/m`). The line is a weighted least
 squares fit (weights :math:`1/\eta^2`); being linear in the angles, its worst-case error is
-:math:`\sum_r |k_r|\,\eta_r` for its coefficients ``k_r``: that is ``omega_bound`` (and ``phase_bound``), a
+:math:`\sum_r |c_r|\,\eta_r` for its coefficients ``c_r``: that is ``omega_bound`` (and ``phase_bound``), a
 bound on :math:`|\hat\omega - \omega|` for a candidate that rotates the pair at one frequency.
 
 **Misfit.** Each row is then compared with the fitted rotation,
@@ -57,18 +58,26 @@ SAFE_ANGLE = math.pi / 2
 
 
 def angle_noise(dtype: str, positions: np.ndarray, omega: np.ndarray) -> np.ndarray:
-    r"""The bound :math:`\eta_j(p) = c\,u\,|p|\,|\omega_j| + \sqrt2\,a_0` of a correct candidate's angle error.
+    r"""The bound of a correct candidate's angle error, :math:`\eta_j(p) = |p|\max_f u_f k_{f,j}\omega_j + \sqrt2\,a_0`.
 
-    ``positions`` ``(K,)``, ``omega`` ``(m,)``; returns ``(K, m)``. ``c``, ``u``: the phase path's constants
-    of :func:`refpos.golden.tolerance.rope_tolerance`; ``a_0``: that tolerance at ``p = 0`` for a unit pair.
+    ``positions`` ``(K,)``, ``omega`` ``(m,)`` in pair order; returns ``(K, m)``. ``u_f k_{f,j}`` is the angle
+    bound per radian of each form of the computation the dtype admits (:mod:`refpos.golden.forms`: ``pow``,
+    ``exp_log``, ``running_product`` in float32; float64), per pair; ``a_0`` the RoPE tolerance at ``p = 0`` for a
+    unit pair (:func:`refpos.golden.tolerance.rope_tolerance`).
 
     >>> [f"{v:.3g}" for v in angle_noise("float32", np.array([0, 1000]), np.array([1.0]))[:, 0]]
-    ['6.74e-07', '0.000179']
+    ['6.74e-07', '0.000239']
     """
-    c_u = tol.ANGLE_C[dtype] * tol.ANGLE_ROUNDOFF[dtype]
+    from refpos.golden.forms import FORMS, angle_coefficients, check_forms
+
+    rate = np.zeros(np.asarray(omega).shape)
+    for name in check_forms(dtype):
+        form = FORMS[name]
+        if form.kind == "angles":
+            rate = np.maximum(rate, form.roundoff * angle_coefficients(form, omega))  # (m,)
     a0 = float(np.asarray(tol.rope_tolerance(dtype, np.zeros(1), np.zeros(1), reference=np.ones((1, 1)),
                                              magnitude=1.0)).max())
-    return c_u * np.abs(positions.astype(np.float64))[:, None] * np.abs(omega)[None, :] + math.sqrt(2) * a0
+    return np.abs(positions.astype(np.float64))[:, None] * rate[None, :] + math.sqrt(2) * a0
 
 
 @dataclass(frozen=True)

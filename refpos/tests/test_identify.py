@@ -67,7 +67,7 @@ def test_the_float64_property_fails_on_a_fit_that_does_not_unwrap(monkeypatch):
                                    "deepseek-ai/DeepSeek-V3"])
 def test_float32_ports_are_within_their_stated_bound(model):
     """A float32 port (float32 ω, p·ω, cos/sin, products) is fitted within the bound the fit states for float32;
-    for these models at their probe positions that bound is below 1e-4 of ω on every pair (5.4e-5 at most:
+    for these models at their probe positions that bound is below 1e-4 of ω on every pair (7.3e-5 at most:
     Llama-3.1's slowest pair, ω = 3.1e-7)."""
     rope = refpos.from_hf_config(CONFIGS[model]["config"])
     positions = probe_positions(rope.max_position_embeddings or 131072, rope.original_max_position_embeddings,
@@ -88,11 +88,23 @@ def test_float32_ports_are_within_their_stated_bound(model):
 
 
 def test_angle_noise_is_the_tolerance_per_radian():
-    """η(p) = c·u·|p|·|ω| + √2·a₀: the RoPE tolerance's phase-path term and its p = 0 rounding on a unit pair."""
-    eta = angle_noise("float32", np.array([0, 1000]), np.array([1.0, 0.5]))
-    a0 = 4 * 2.0**-23  # 4 float32 ulps of a unit pair (refpos.golden.tolerance.ULPS_FLOAT32_PATH)
-    np.testing.assert_allclose(eta[0], math.sqrt(2) * a0)
-    np.testing.assert_allclose(eta[1], 3 * 2.0**-24 * 1000 * np.array([1.0, 0.5]) + math.sqrt(2) * a0)
+    """η_j(p) − √2·a₀ is the tolerance's angle bound of pair j alone (one pair: the same number), its largest over
+    the pairs the bound of them all; a₀ is the float32 storage rounding of a unit pair, 4 ulps."""
+    from refpos.golden import tolerance
+
+    p = np.array([0, 7, 1000, 131071])
+    a0 = math.sqrt(2) * 4 * 2.0**-23
+    for dtype in ("float32", "float64", "bfloat16"):
+        for w in (1.0, 0.3, 1e-4):
+            alone = angle_noise(dtype, p, np.array([w]))[:, 0]
+            storage = alone[0]
+            np.testing.assert_allclose(alone - storage, tolerance.angle_error_bound(dtype, p, np.array([w])),
+                                       rtol=1e-12, atol=4 * np.finfo(float).eps * storage)  # the subtraction
+        omega = 500000.0 ** (-np.arange(64) / 64)
+        every = angle_noise(dtype, p, omega)
+        np.testing.assert_allclose((every - every[0]).max(axis=1), tolerance.angle_error_bound(dtype, p, omega),
+                                   rtol=1e-12, atol=4 * np.finfo(float).eps * every[0, 0])
+    assert angle_noise("float32", p, np.array([1.0]))[0, 0] == pytest.approx(a0, rel=1e-12)
 
 
 # ------------------------------------------------------------------------------------------- aliasing
