@@ -149,11 +149,13 @@ def read_message(stream: BinaryIO) -> tuple[dict[str, Any], list[np.ndarray]] | 
 
 # ------------------------------------------------------------------------------------------ proxy
 def _contract_signatures() -> dict[str, inspect.Signature]:
-    """Each contract function's signature, from the reference adapter (its parameters name the wire's args)."""
+    """Each contract function's signature, from the reference adapter (its parameters name the wire's args):
+    its own public functions and those it re-exports from its sibling modules (refpos.testing.adapter_*)."""
     import refpos.testing.adapter as reference
 
     return {name: inspect.signature(fn) for name, fn in vars(reference).items()
-            if inspect.isfunction(fn) and not name.startswith("_") and fn.__module__ == reference.__name__}
+            if inspect.isfunction(fn) and not name.startswith("_")
+            and (fn.__module__ == reference.__name__ or fn.__module__.startswith(f"{reference.__name__}_"))}
 
 
 def contract_lists() -> dict[str, list[str]]:
