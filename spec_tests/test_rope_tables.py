@@ -26,7 +26,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rope_oracle import rotate_with_rows, rotated_width
 from rope_support import layout_perm
-from support import assert_close, require, supported_subset
+from support import IMPL_NAME, assert_close, declared_list, require, supported_subset
+
+from refpos.testing.declarations import DECLARATIONS
 
 
 @st.composite
@@ -118,11 +120,23 @@ def test_given_tables_refuse_positions_outside_the_rows(impl, positions, error):
         rotate(np.ones((2, 4)), np.array(positions), cos, sin, rope)
 
 
-@given(st.integers(0, 40), st.booleans(), st.data())
-def test_given_tables_with_mrope_sections_read_each_axis_row(impl, base, interleaved, data):
+def _declared_mrope_assignments() -> list[bool]:
+    """``mrope_interleaved`` values of the M-RoPE assignments the adapter declares (``INFO["mrope"]``); a skip,
+    before anything is drawn, when it declares none."""
+    variants = declared_list("mrope")
+    variants = DECLARATIONS["mrope"].default_values if variants is None else variants
+    assignments = [v == "interleaved" for v in ("contiguous", "interleaved") if v in variants]
+    if not assignments:
+        pytest.skip(f"{IMPL_NAME} declares INFO['mrope'] = {list(variants)}: no M-RoPE assignment to test")
+    return assignments
+
+
+@given(st.integers(0, 40), st.data())
+def test_given_tables_with_mrope_sections_read_each_axis_row(impl, base, data):
     """M-RoPE: positions ``(3, T)``; pair j reads row ``p_{a(j)}`` of the one table (docs/mrope.md#the-math),
-    here sections [4, 2, 2] (contiguous bands or the round-robin of Qwen3-VL)."""
+    here sections [4, 2, 2] (contiguous bands or the round-robin of Qwen3-VL, as the adapter declares)."""
     rotate = require(impl, "apply_rope_tables")
+    interleaved = data.draw(st.sampled_from(_declared_mrope_assignments()))
     rope = {"rope_type": "default", "rope_theta": 1e6, "head_dim": 16, "layout": "half", "mrope_section": [4, 2, 2],
             "mrope_interleaved": interleaved}
     pos = base + np.array([[0, 1, 2, 2], [0, 1, 2, 3], [0, 1, 4, 5]])

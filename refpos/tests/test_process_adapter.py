@@ -160,9 +160,10 @@ def _node_with_onnxruntime() -> bool:
 
 
 def test_the_javascript_adapter_answers_over_the_protocol():
-    """The JavaScript adapter (spec_tests/adapters/onnxruntime_node/adapter.js): its INFO, a rotation equal to the
-    reference within float32 rounding, and the contract's errors, its key list told by the proxy's hello
-    (needs node and onnxruntime-node on NODE_PATH: tox -e ort-node)."""
+    """The JavaScript adapter (spec_tests/adapters/onnxruntime_node/adapter.js): its INFO (the rotation takes its
+    tables), a rotation with the caller's tables equal to the reference within float32 rounding, and the
+    contract's errors, its key list told by the proxy's hello (needs node and onnxruntime-node on NODE_PATH:
+    tox -e ort-node)."""
     if not _node_with_onnxruntime():
         pytest.skip("needs node and onnxruntime-node (npm install --ignore-scripts onnxruntime-node; NODE_PATH)")
     import refpos
@@ -171,14 +172,20 @@ def test_the_javascript_adapter_answers_over_the_protocol():
     impl = ProcessImplementation(node_program("onnxruntime_node/adapter.js", "ai.onnx"), timeout=60.0)
     try:
         assert impl.hello["info"]["name"].startswith("onnxruntime-node")
-        rope = {"rope_type": "default", "rope_theta": 1e4, "head_dim": 8, "ntk_rule": None}  # a contract key
+        assert impl.hello["info"]["rope_tables"] == "input"
+        assert "apply_rope_tables" in impl.hello["functions"] and "apply_rope" not in impl.hello["functions"]
+        rope = {"rope_type": "yarn", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0,
+                "original_max_position_embeddings": 16, "ntk_rule": None}  # a contract key; the rule is the tables'
+        config = refpos.rope_config_from_params(rope)
+        cos, sin = refpos.rope_cos_sin(np.arange(40), config)  # (40, 8), the half layout: the pairs' (40, 4)
         x = np.random.default_rng(0).standard_normal((2, 5, 8))
-        got = impl.function("apply_rope")(x, np.arange(5), rope)
-        config = refpos.RopeConfig(rope_type="default", theta=1e4, head_dim=8)
-        np.testing.assert_allclose(got, refpos.apply_rope(x, np.arange(5), config), atol=1e-5, rtol=0)
+        positions = np.array([39, 0, 7, 7, 2])
+        rotate = impl.function("apply_rope_tables")
+        got = rotate(x, positions, cos[:, :4], sin[:, :4], rope)
+        np.testing.assert_allclose(got, refpos.apply_rope(x, positions, config), atol=1e-5, rtol=0)
         with pytest.raises(ValueError, match="unknown rope keys"):
-            impl.function("apply_rope")(x, np.arange(5), {**rope, "not_a_key": 1})
-        with pytest.raises(NotImplementedError, match="yarn"):
-            impl.function("apply_rope")(x, np.arange(5), {**rope, "rope_type": "yarn"})
+            rotate(x, positions, cos[:, :4], sin[:, :4], {**rope, "not_a_key": 1})
+        with pytest.raises(ValueError, match="positions must be < 39"):
+            rotate(x, positions, cos[:39, :4], sin[:39, :4], rope)
     finally:
         impl.close()

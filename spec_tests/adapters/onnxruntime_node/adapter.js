@@ -5,8 +5,9 @@
 //   com.microsoft  Softmax, the contrib RotaryEmbedding, MultiHeadAttention and GroupQueryAttention
 //
 // Every operator runs in float32 on the CPU execution provider. The RoPE operators take their cos/sin cache
-// as an input: the adapter builds it the way a deployment does (float64 angles p·θ^(-2j/r) stored in
-// float32; one row per distinct position, position_ids pointing at its row), so only the default rule is wired: a scaling rule would be the adapter's
+// as an input and compute no angle: the adapter serves the contract's apply_rope_tables (the caller's tables,
+// fed to the operator as its cache) and declares INFO rope_tables = input, so the suite tests the rotation
+// alone and the matrix credits the operators with no scaling rule; a cache built here would be the adapter's
 // arithmetic, not the runtime's. Arguments the contract defines are checked here, before the call, as the
 // suite asks (bad input: ValueError naming the parameter; a configuration the operator lacks:
 // NotImplementedError); what the operator then does with valid input is what the suite sees.
@@ -97,16 +98,15 @@ async function softmax({ logits, mask, fully_masked }) {
 // the contract's lists, told by the proxy in its first request (spec_tests/adapters/process.py, __hello__)
 const CONTRACT = { ropeKeys: new Set(), ropeTypes: [], layouts: [], placements: [] };
 
-// the rotation's settings from a contract rope dict (spec_tests/README.md, "RoPE configurations")
-// (tables: the caller gives the cos/sin tables, so the dict's rule is not read, only its geometry)
-function ropeSettings(rope, { tables = false } = {}) {
+// the rotation's settings from a contract rope dict (spec_tests/README.md, "RoPE configurations"); the caller
+// gives the cos/sin tables, so the dict's rule is checked but not read, only its geometry
+function ropeSettings(rope) {
   const unknown = Object.keys(rope).filter((k) => !CONTRACT.ropeKeys.has(k));
   if (unknown.length) throw valueError(`unknown rope keys ${unknown}`);
   const get = (k, d) => (rope[k] === null || rope[k] === undefined ? d : rope[k]);
   if (get('mrope_section', null) !== null) throw notImplemented('M-RoPE: the ONNX rotary operators take one position per token');
   const kind = get('rope_type', 'default');
   if (!CONTRACT.ropeTypes.includes(kind)) throw valueError(`rope_type must be one of ${CONTRACT.ropeTypes}, got ${kind}`);
-  if (kind !== 'default' && !tables) throw notImplemented(`rope_type ${kind}: the operator takes its cos/sin cache as an input`);
   const layout = get('layout', 'half');
   if (!CONTRACT.layouts.includes(layout)) throw valueError(`layout must be one of ${CONTRACT.layouts}, got ${layout}`);
   if (layout === 'deinterleaved') throw notImplemented('layout deinterleaved: the operators write the pairs back where they read them');
@@ -117,42 +117,7 @@ function ropeSettings(rope, { tables = false } = {}) {
   if (!Number.isInteger(head) || head <= 0 || head % 2) throw valueError(`head_dim must be a positive even integer, got ${head}`);
   const width = get('rotary_dim', null) !== null ? get('rotary_dim') : Math.trunc(head * get('partial_rotary_factor', 1.0));
   if (!Number.isInteger(width) || width <= 0 || width > head || width % 2) throw valueError(`rotary width must be even and in (0, head_dim], got ${width}`);
-  const theta = get('rope_theta', 10000.0);
-  if (typeof theta !== 'number' || !(theta > 0) || !Number.isFinite(theta)) throw valueError(`rope_theta must be > 0 and finite, got ${theta}`);
-  return { head, width, theta, interleaved: layout === 'interleaved' ? 1 : 0 };
-}
-
-// the cos/sin cache, (rows, width/2) float32 of float64 angles p·θ^(-2j/width), one row per position in `rows`
-// (a null position: a row of zeros that no position_id reads)
-function cache({ width, theta }, rows) {
-  const m = width / 2;
-  const cos = new Float32Array(rows.length * m);
-  const sin = new Float32Array(rows.length * m);
-  rows.forEach((p, r) => {
-    for (let j = 0; j < m && p !== null; j++) {  // null: a padding row, zeros
-      const angle = p * theta ** (-2 * j / width);
-      cos[r * m + j] = Math.cos(angle);
-      sin[r * m + j] = Math.sin(angle);
-    }
-  });
-  return [cos, sin];
-}
-
-async function applyRope({ x, positions, rope }) {
-  const settings = ropeSettings(rope);
-  const pos = integerPositions(positions);
-  const t = x.shape[x.shape.length - 2];
-  // one cache row per distinct position, position_ids pointing at it (the rows a table of positions 0 … max(p)
-  // would give at these ids, without the rows no position reads: positions reach 2^20), padded with zero rows
-  // to at least T rows: onnxruntime refuses a cache with fewer rows than the sequence ("Updating cos_cache and
-  // sin_cache in RotaryEmbedding is not currently supported", rotary_embedding.cc), where the ONNX schema asks
-  // for max(position_ids) + 1 rows (positions [0, 0]: one row); a deployment's cache of
-  // max_position_embeddings rows never meets it
-  const distinct = [...new Set(pos)].sort((a, b) => a - b);
-  const row = new Map(distinct.map((p, r) => [p, r]));
-  const rows = Math.max(distinct.length, t, 1);
-  const [cos, sin] = cache(settings, [...distinct, ...new Array(rows - distinct.length).fill(null)]);
-  return rotate(settings, x, positions, pos.map((p) => row.get(p)), cos, sin, rows);
+  return { head, width, interleaved: layout === 'interleaved' ? 1 : 0 };
 }
 
 // RotaryEmbedding (ai.onnx or com.microsoft) of x (..., T, D) with the cache (rows, m) and row ids per token
@@ -184,43 +149,24 @@ async function rotate(settings, x, positions, ids, cos, sin, rows) {
   return result64(out.y.data, shape);
 }
 
-// the rotation alone, with the caller's tables (the contract's apply_rope_tables): cos, sin (N, m), the token at
-// position p reads row p; the cache is passed as given, so N is max(p) + 1 when the caller sends no more
+// the contract's apply_rope_tables: cos, sin (N, m) as the operator's cache, the token at position p reading
+// row p (position_ids = positions). onnxruntime refuses a cache with fewer rows than the sequence ("Updating
+// cos_cache and sin_cache in RotaryEmbedding is not currently supported", rotary_embedding.cc) where the ONNX
+// schema asks for max(position_ids) + 1 rows (positions [0, 0] with one row: refused, measured); a
+// deployment's cache of max_position_embeddings rows never meets it, a cache cut to a left-padded batch's
+// positions does. The adapter appends zero rows up to T, which no position_id reads (ort_node.xfails.txt)
 async function applyRopeTables({ x, positions, cos, sin, rope }) {
-  const settings = ropeSettings(rope, { tables: true });
+  const settings = ropeSettings(rope);
   const pos = integerPositions(positions);
   const m = settings.width / 2;
   if (cos.shape.length !== 2 || cos.shape[1] !== m || sin.shape.join() !== cos.shape.join()) {
     throw valueError(`cos and sin must be (N, ${m}), got ${cos.shape} and ${sin.shape}`);
   }
-  const rows = cos.shape[0];
-  if (pos.some((p) => p >= rows)) throw valueError(`positions must be < ${rows} (the rows of the tables)`);
-  return rotate(settings, x, positions, pos, f32(cos), f32(sin), rows);
-}
-
-// the tables as the rotation forms them: rotate a probe with (1, 0) in every pair (spec_tests/adapters/_contract.py, pair_probe)
-async function ropeCosSin({ positions, rope }) {
-  const settings = ropeSettings(rope);
-  const t = positions.shape[positions.shape.length - 1];
-  const lead = positions.shape.slice(0, -1);
-  const probe = new Float64Array(size(lead) * t * settings.head);
-  const m = settings.width / 2;
-  const first = (j) => (settings.interleaved ? 2 * j : j);
-  const second = (j) => (settings.interleaved ? 2 * j + 1 : j + m);
-  for (let r = 0; r < size(lead) * t; r++) for (let j = 0; j < m; j++) probe[r * settings.head + first(j)] = 1;
-  const xShape = positions.shape.length === 2 ? [lead[0], 1, t, settings.head] : [t, settings.head];
-  const rotated = await applyRope({ x: { shape: xShape, data: probe }, positions, rope });
-  const cos = new Float64Array(size(lead) * t * settings.width);
-  const sin = new Float64Array(cos.length);
-  for (let r = 0; r < size(lead) * t; r++) for (let j = 0; j < m; j++) {
-    const c = rotated.data[r * settings.head + first(j)];
-    const s = rotated.data[r * settings.head + second(j)];
-    for (const [at, table, v] of [[first(j), cos, c], [second(j), cos, c], [first(j), sin, s], [second(j), sin, s]]) {
-      table[r * settings.width + at] = v;
-    }
-  }
-  const shape = [...positions.shape, settings.width];
-  return [{ dtype: '<f8', shape, data: cos }, { dtype: '<f8', shape, data: sin }];
+  const given = cos.shape[0];
+  if (pos.some((p) => p >= given)) throw valueError(`positions must be < ${given} (the rows of the tables)`);
+  const rows = Math.max(given, x.shape[x.shape.length - 2]);
+  const padded = (table) => { const out = new Float32Array(rows * m); out.set(f32(table)); return out; };
+  return rotate(settings, x, positions, pos, padded(cos), padded(sin), rows);
 }
 
 // ---------------------------------------------------------------------------------------- attention
@@ -336,20 +282,13 @@ serve({
   name: `onnxruntime-node ${VERSION} (${OPS})`,
   dtype: 'float32',
   rope_layout: 'half',
-  rope_types: ['default'],
+  rope_tables: 'input',
   rope_layouts: ['half', 'interleaved'],
   rope_placements: ['first'],
+  mrope: [],
+  vision_forms: [],
   description: `spec_tests/adapters/onnxruntime_node/adapter.js ${OPS}: ${NAMES[OPS]} on the CPU execution provider, ${THREADS} thread(s)`,
-}, { softmax, apply_rope: applyRope, rope_cos_sin: ropeCosSin, attention }, (lists, info, functions) => {
-  if (lists.functions.includes('apply_rope_tables')) {
-    // a contract that tests table-taking kernels on the rotation alone: serve that, and nothing that would
-    // credit the operator with tables the adapter computes (INFO rope_tables = input)
-    delete functions.apply_rope;
-    delete functions.rope_cos_sin;
-    functions.apply_rope_tables = applyRopeTables;
-    info.rope_tables = 'input';
-    delete info.rope_types;
-  }
+}, { softmax, apply_rope_tables: applyRopeTables, attention }, (lists) => {
   CONTRACT.ropeKeys = new Set(lists.rope_keys);
   CONTRACT.ropeTypes = lists.rope_types;
   CONTRACT.layouts = lists.layouts;
