@@ -195,10 +195,17 @@ BAD = [
 ]
 
 
+NAMED_2D = ("qwen2_vl", "pixtral", "llama4")  # two coordinates, head size a multiple of 4: one bad input fits all
+
+
 @pytest.mark.parametrize(("rope", "positions", "error"), BAD)
 def test_bad_vision_input_is_rejected(impl, rope, positions, error):
+    """Bad input is an error in any form: a case of an undeclared named form runs in a declared one."""
     rotate = require(impl, "apply_vision_rope")
     if rope["form"] in FORMS and rope["form"] not in declared_forms():
-        pytest.skip(f"{IMPL_NAME} does not declare the {rope['form']} form")
+        named = [f for f in NAMED_2D if f in declared_forms()]
+        if rope["form"] not in NAMED_2D or not named:
+            pytest.skip(f"{IMPL_NAME} does not declare the {rope['form']} form")
+        rope = {**rope, "form": named[0]}
     with pytest.raises(error):
         rotate(np.ones((positions.shape[0], rope["head_dim"])), positions, rope)

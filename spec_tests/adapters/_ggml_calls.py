@@ -12,17 +12,23 @@ builds one ggml graph of one operator on float32 tensors and computes it on ``RE
   does). llama3 and Gemma 4's proportional rule reach ggml as per-pair ``freq_factors`` that llama.cpp's
   converter writes into the GGUF file: with ``REFPOS_LLAMA_CPP_SOURCE`` naming the unpacked
   ``vendor/llama.cpp`` (and torch installed), the converter's own ``generate_extra_tensors`` computes them
-  (:class:`_Converter`), so the row credits llama.cpp's converter and ggml together. M-RoPE dicts go to
-  ``ggml_rope_multi`` (mode MROPE, or IMROPE for ``mrope_interleaved``) with sections ``[s_t, s_h, s_w, 0]``;
-  ggml's interleaved mode turns the pairs past ``3·s_h`` / ``3·s_w`` by a fourth position row, which holds t
-  here (the contract's three rows mean t there, as transformers' Qwen3-VL; llama.cpp writes 0 into it for
-  image tokens, a choice of its caller, not of ggml). NTK, dynamic and LongRoPE (a rescaled base, factor sets chosen by
-  llama.cpp's context code) and DeepSeek's ``mscale``/``mscale_all_dim`` pair (llama.cpp's model code) are
-  not ggml's: ``NotImplementedError``; so are the deinterleaved layout and the ``last`` placement (ggml
-  rotates the first ``n_dims`` channels in place).
+  (``spec_tests/adapters/_ggml_converter.py``), so the row credits llama.cpp's converter and ggml together.
+  M-RoPE dicts go to ``ggml_rope_multi`` (mode MROPE, or IMROPE for ``mrope_interleaved``), which reads four
+  position rows t, h, w, e: a dict of four sections ``[s_t, s_h, s_w, s_e]`` takes positions ``(4, T)`` as they
+  are (``INFO ["mrope"]`` declares ``four_rows``); with three sections the sections are ``[s_t, s_h, s_w, 0]`` and
+  the fourth row, which ggml's interleaved mode reads for the pairs the round-robin leaves, repeats t (the
+  contract's three rows mean t there, as transformers' Qwen3-VL; llama.cpp writes 0 into it for image tokens, a
+  choice of its caller, not of ggml). A negative position turns backwards (``INFO ["negative_positions"] =
+  "rotate"``): llama.cpp's K-shift rotates cached keys by ``ggml_rope_ext`` at negative deltas. ggml forms each
+  pair's angle by a running float32 product (``rope_cache_init``: ``theta *= theta_scale``), declared as the form
+  ``running_product``. NTK, dynamic and LongRoPE (a rescaled base, factor sets chosen by llama.cpp's context code)
+  and DeepSeek's ``mscale``/``mscale_all_dim`` pair (llama.cpp's model code) are not ggml's:
+  ``NotImplementedError``; so are the deinterleaved layout and the ``last`` placement (ggml rotates the first
+  ``n_dims`` channels in place).
 * ``apply_vision_rope`` — ggml's VISION mode (``ggml_rope_multi``, ``n_dims = D/2``, sections ``[D/4, D/4]``):
-  the ``qwen2_vl`` form and the two-block half-layout ``axial`` form (served when the contract has the
-  function; measured against ``refpos.rope.vision``: 3.5e-7 on a Qwen2-VL grid, float32).
+  the ``qwen2_vl`` form and the ``axial`` form of two equal half-layout blocks (its frequencies
+  ``θ^(−k/s_a)`` are ggml's ``θ^(−4k/D)`` only when ``s_a = D/4``; measured against ``refpos.rope.vision``:
+  3.5e-7 on a Qwen2-VL grid, float32).
 * ``rope_cos_sin`` — the rotation of a probe with ``(1, 0)`` in every pair (``_contract.pair_probe``).
 * ``softmax`` — ``ggml_soft_max_ext`` with the mask as an additive float32 ``0`` / ``−inf`` tensor.
 * ``alibi_slopes`` — read out of ``ggml_soft_max_ext``'s fused ALiBi (``max_bias = 8``): on two keys of
@@ -38,10 +44,8 @@ builds one ggml graph of one operator on float32 tensors and computes it on ``RE
 from __future__ import annotations
 
 import ctypes
-import functools
 import math
 import os
-import types
 
 import numpy as np
 
@@ -57,6 +61,7 @@ from spec_tests.adapters._contract import (
     rope_settings,
     rotary_width,
 )
+from spec_tests.adapters._ggml_converter import converter
 
 LIB = load_ggml()
 if LIB is None:
@@ -74,6 +79,8 @@ INFO = adapter_info(
     native_layout="interleaved",
     rope_types=["default", "linear", "yarn"] + (["llama3", "proportional"] if WITH_CONVERTER else []),
     rope_layouts=["half", "interleaved"], rope_placements=["first"])
+INFO.update({"mrope": ["contiguous", "interleaved", "four_rows"], "vision_forms": ["qwen2_vl", "axial"],
+             "forms": ["running_product", "float32_rotation"], "negative_positions": "rotate"})
 
 KNOWN_ROPE_TYPES = ROPE_TYPES  # the contract's
 #: the rules ggml computes from its own arguments
@@ -118,9 +125,9 @@ def _rope_args(rope: dict) -> tuple[int, int, list[int] | None, tuple[float, ...
         if layout != "half":
             raise NotImplementedError("ggml_rope_multi rotates in the NEOX (half) order only")
         sections = [int(s) for s in rope["mrope_section"]]
-        if len(sections) != 3 or min(sections) < 0 or sum(sections) != n_dims // 2:
-            raise ValueError(f"mrope_section must be 3 counts summing to {n_dims // 2}, got {sections}")
-        sections.append(0)
+        if len(sections) not in (3, 4) or min(sections) < 0 or sum(sections) != n_dims // 2:
+            raise ValueError(f"mrope_section must be 3 or 4 counts summing to {n_dims // 2}, got {sections}")
+        sections += [0] * (4 - len(sections))  # three sections: the fourth row reads no contiguous band
         mode = ROPE_IMROPE if rope.get("mrope_interleaved") else ROPE_MROPE
     else:
         mode = ROPE_NEOX if layout == "half" else ROPE_NORMAL
@@ -138,10 +145,12 @@ def _rope_args(rope: dict) -> tuple[int, int, list[int] | None, tuple[float, ...
         raise ValueError(f"original_max_position_embeddings must be a positive int for yarn, got {original}")
     if "mscale" in rope or "mscale_all_dim" in rope:
         raise NotImplementedError("yarn mscale / mscale_all_dim: llama.cpp's model code turns them into attn_factor")
+    beta_fast, beta_slow = float(rope.get("beta_fast", 32.0)), float(rope.get("beta_slow", 1.0))
+    if not 0 < beta_slow < beta_fast:  # ggml takes any pair: its correction range would turn inside out
+        raise ValueError(f"beta_fast must exceed beta_slow > 0, got beta_fast {beta_fast}, beta_slow {beta_slow}")
     ggml_own = 1.0 + 0.1 * math.log(factor)  # ggml multiplies attn_factor by this (rope_yarn, ops.cpp)
     attn = float(rope["attention_factor"]) / ggml_own if "attention_factor" in rope else 1.0
-    return n_dims, mode, sections, None, (int(original), theta, 1.0 / factor, 1.0, attn,
-                                          float(rope.get("beta_fast", 32.0)), float(rope.get("beta_slow", 1.0)))
+    return n_dims, mode, sections, None, (int(original), theta, 1.0 / factor, 1.0, attn, beta_fast, beta_slow)
 
 
 def _converter_rope(kind: str, rope: dict, head: int, n_dims: int, mode: int, sections: list[int] | None,
@@ -172,51 +181,6 @@ def _converter_rope(kind: str, rope: dict, head: int, n_dims: int, mode: int, se
     return head, mode, sections, factors, (0, theta, 1.0, 0.0, 1.0, 0.0, 0.0)
 
 
-class _Converter:
-    """llama.cpp's converter (``conversion/`` of the llama-cpp-python source package, with its ``gguf-py``),
-    its ``generate_extra_tensors`` called on a stand-in for a model with only the hyperparameters they read."""
-
-    def __init__(self, source: str) -> None:
-        import sys
-
-        for path in (source, os.path.join(source, "gguf-py")):
-            if path not in sys.path:
-                sys.path.append(path)
-        from conversion.gemma import Gemma4Model
-        from conversion.llama import LlamaModel
-
-        self.llama_model, self.gemma4_model = LlamaModel, Gemma4Model
-
-    @staticmethod
-    def _one_tensor(tensors) -> np.ndarray:
-        (_, tensor), = list(tensors)
-        return tensor.numpy().astype(np.float32)
-
-    def llama3(self, params: dict, n_dims: int) -> np.ndarray:
-        stub = types.SimpleNamespace(rope_parameters=params, hparams={"head_dim": n_dims},
-                                     format_tensor_name=lambda *_: "rope_freqs.weight")
-        return self._one_tensor(self.llama_model.generate_extra_tensors(stub))
-
-    def proportional(self, theta: float, head: int, fraction: float) -> np.ndarray:
-        full = {"rope_type": "proportional", "partial_rotary_factor": fraction, "rope_theta": theta}
-        stub = types.SimpleNamespace(hparams={"rope_parameters": {"full_attention": full}, "global_head_dim": head},
-                                     format_tensor_name=lambda *_: "rope_freqs.weight")
-        return self._one_tensor(self.gemma4_model.generate_extra_tensors(stub))
-
-
-@functools.cache
-def converter() -> _Converter | None:
-    """llama.cpp's converter from ``REFPOS_LLAMA_CPP_SOURCE`` (``vendor/llama.cpp`` of the unpacked source
-    package), or ``None`` where it or torch is missing."""
-    source = os.environ.get("REFPOS_LLAMA_CPP_SOURCE")
-    if not source or not os.path.isdir(os.path.join(source, "conversion")):
-        return None
-    try:
-        return _Converter(source)
-    except ImportError:
-        return None
-
-
 def _rope_rows(x: np.ndarray, pos: np.ndarray, rope: dict) -> np.ndarray:
     """ggml's rotation of ``x`` ``(N, T, D)`` float32 at ``pos`` ``(T,)``, or ``(4, T)`` for M-RoPE."""
     n_dims, mode, sections, factors, args = _rope_args(rope)
@@ -239,20 +203,22 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
     """``ggml_rope_ext`` (or ``ggml_rope_multi``) on ``x`` ``(..., T, D)`` at ``positions`` ``(T,)``, ``(B, T)``
     with x ``(B, H, T, D)``, or M-RoPE ``(3, T)``."""
     x = np.asarray(x)
-    # ggml rotates by a negative position (llama.cpp's K-shift); the contract has no declaration for it yet
-    pos = integer_positions(positions, reject_negative=True)
+    pos = integer_positions(positions, reject_negative=False)  # negative: llama.cpp's K-shift turns backwards
     if x.ndim < 2 or x.shape[-1] != int(rope.get("head_dim") or -1):
         raise ValueError(f"x must be (..., T, head_dim), got {x.shape}")
     t, d = x.shape[-2:]
     xf = x.astype(np.float32)
     if is_mrope(rope):
+        n_rows = len(rope["mrope_section"])
         if pos.ndim == 1:
-            pos = np.broadcast_to(pos, (3, t))
-        if pos.shape != (3, t):
-            raise NotImplementedError(f"M-RoPE positions (3, T) or (T,) only, got {pos.shape}")
+            pos = np.broadcast_to(pos, (n_rows, t))
+        if pos.ndim != 2 or pos.shape[1] != t:
+            raise NotImplementedError(f"M-RoPE positions (rows, T) or (T,) only, got {pos.shape}")
+        if pos.shape[0] != n_rows:
+            raise ValueError(f"M-RoPE positions must have one row per section ({n_rows}), got {pos.shape[0]}")
         # ggml reads a fourth row e; with three sections the contract's pairs past the round-robin (interleaved)
         # turn by t, as transformers' Qwen3-VL does, so the fourth row repeats t
-        rows = np.concatenate([pos, pos[:1]])
+        rows = pos if n_rows == 4 else np.concatenate([pos, pos[:1]])
         return _rope_rows(xf.reshape(-1, t, d), rows, rope).astype(np.float64).reshape(x.shape)
     if pos.ndim == 1 and pos.shape[0] == t:
         return _rope_rows(xf.reshape(-1, t, d), pos, rope).astype(np.float64).reshape(x.shape)
@@ -263,7 +229,7 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
 
 def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(A·cos φ, A·sin φ)`` as ggml's rotation forms them: a probe with ``(1, 0)`` in every pair, rotated."""
-    pos = integer_positions(positions, reject_negative=True)
+    pos = integer_positions(positions, reject_negative=False)
     width = _rope_args(rope)[0]  # bad or unsupported dicts fail before the probe; the rotated channels
     settled = rope_settings(rope, "ggml", mrope=True)
     layout, head = settled.get("layout", "half"), int(settled["head_dim"])
@@ -286,39 +252,50 @@ def apply_vision_rope(x, positions, rope: dict) -> np.ndarray:
     """ggml's VISION mode (``ggml_rope_multi``, mode 24): patches ``x`` ``(..., N, D)`` at coordinates
     ``positions`` ``(N, 2)`` (h, w). ggml rotates the half-split pairs ``(i, i + D/2)`` (``n_dims = D/2``),
     pair i of section a at ``p_a·θ^(−2k/n_dims)``, k its index in the section: the ``qwen2_vl`` form, and the
-    ``axial`` form with two sections in the half layout (whose frequencies ``θ^(−k/s_a)`` are ggml's only
-    when both sections are ``D/4``: unequal ones are passed on as they are)."""
+    ``axial`` form of two half-layout sections of ``D/4`` pairs each (with other sections the axial
+    frequencies ``θ^(−k/s_a)`` are not ggml's ``θ^(−4k/D)``: a form ggml does not compute)."""
     unknown = sorted(set(rope) - set(VISION_KEYS))
     if unknown:
         raise ValueError(f"unknown vision rope keys {unknown}; the keys are {VISION_KEYS}")
     form, d = rope.get("form"), rope.get("head_dim")
     if form not in ("qwen2_vl", "pixtral", "llama4", "axial"):
         raise ValueError(f"form must be 'qwen2_vl', 'pixtral', 'llama4' or 'axial', got {form!r}")
-    if not isinstance(d, (int, np.integer)) or d < 4 or d % 4:
-        raise ValueError(f"head_dim must be a positive multiple of 4, got {d!r}")
-    theta = float(rope.get("rope_theta") or 10000.0)
+    multiple = 2 if form == "axial" else 4  # the axial head holds its sections' pairs; a named form four blocks
+    if not isinstance(d, (int, np.integer)) or d < multiple or d % multiple:
+        raise ValueError(f"head_dim must be a positive multiple of {multiple}, got {d!r}")
+    theta = float(rope.get("rope_theta", 10000.0))
     if not (math.isfinite(theta) and theta > 0):
         raise ValueError(f"rope_theta must be > 0 and finite, got {theta}")
-    if form in ("pixtral", "llama4"):
-        raise NotImplementedError(f"vision form {form!r}: ggml's VISION mode is the qwen2_vl / two-block axial form")
-    sections = [d // 4, d // 4]
+    sections, given = [d // 4, d // 4], [d // 4, d // 4]  # ggml's sections; the dict's (axial: its own)
     if form == "axial":
-        sections = [int(s) for s in rope.get("sections") or []]
-        if min(sections, default=0) < 1 or sum(sections) != d // 2:
-            raise ValueError(f"sections must be positive pair counts summing to {d // 2}, got {sections}")
-        if (rope.get("layout") or "half") != "half":
-            raise NotImplementedError("ggml's VISION mode rotates half-split pairs")
-        if len(sections) != 2:
-            raise NotImplementedError(f"ggml's VISION mode reads two coordinates, not {len(sections)}")
+        given = [int(s) for s in rope.get("sections") or []]
+        if min(given, default=0) < 1 or sum(given) != d // 2:
+            raise ValueError(f"sections must be positive pair counts summing to {d // 2}, got {given}")
+        if (rope.get("layout") or "half") not in ("half", "interleaved"):
+            raise ValueError(f"layout must be 'half' or 'interleaved', got {rope['layout']!r}")
     elif rope.get("sections") is not None or rope.get("layout") is not None:
         raise ValueError(f"sections and layout are the axial form's; the {form!r} form fixes its own")
-    pos = integer_positions(positions, reject_negative=False)
+    pos = integer_positions(positions, reject_negative=True)  # patch coordinates: grid indices, never negative
+    if pos.ndim < 2 or pos.shape[-1] != len(given):
+        raise ValueError(f"positions must be (..., N, {len(given)}): one coordinate per axis, got {pos.shape}")
+    if pos.ndim != 2:
+        raise NotImplementedError(f"one coordinate row per patch, positions (N, {len(given)}), got {pos.shape}")
+    if form in ("pixtral", "llama4"):
+        raise NotImplementedError(f"vision form {form!r}: ggml's VISION mode is the qwen2_vl / two-block axial form")
+    if form == "axial":
+        if (rope.get("layout") or "half") != "half":
+            raise NotImplementedError("ggml's VISION mode rotates half-split pairs")
+        if len(given) != 2:
+            raise NotImplementedError(f"ggml's VISION mode reads two coordinates, not {len(given)}")
+        if given != sections:
+            raise NotImplementedError(f"axial sections {given}: ggml's VISION mode turns pair k of each section "
+                                      f"at θ^(−4k/D), the axial frequencies only for two sections of D/4 = {d // 4}")
     x = np.asarray(x)
     if x.ndim < 2 or x.shape[-1] != d:
         raise ValueError(f"x must be (..., N, head_dim), got {x.shape}")
     n = x.shape[-2]
-    if pos.shape != (n, 2):
-        raise NotImplementedError(f"one coordinate pair per patch, positions (N, 2), got {pos.shape}")
+    if pos.shape[0] != n:
+        raise ValueError(f"positions must have one row per patch ({n}), got {pos.shape[0]}")
     rows = np.concatenate([pos.T, np.zeros((2, n), dtype=np.int64)])  # (4, N): h, w, then two unread rows
     xf = x.astype(np.float32).reshape(-1, n, d)
     graph = Graph(LIB, 3 * xf.nbytes + 64 * n + 4096)

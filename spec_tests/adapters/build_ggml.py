@@ -21,7 +21,7 @@ from pathlib import Path
 
 VERSION = "0.3.36"
 #: the parts of vendor/llama.cpp unpacked: ggml, and the converter with its gguf package (the ggml adapter
-#: calls the converter for the freq_factors it writes: spec_tests/adapters/_ggml_calls.py, _Converter)
+#: calls the converter for the freq_factors it writes: spec_tests/adapters/_ggml_converter.py)
 UNPACKED = ("ggml", "conversion", "gguf-py")
 #: the CMake project that adds ggml as a subdirectory (written into the cache, not kept in the repository)
 WRAPPER = """cmake_minimum_required(VERSION 3.14)
