@@ -217,16 +217,18 @@ def test_grouped_query_attention_equals_mha_with_repeated_kv(impl):
 
     The property is about H > H_kv: the test fails when no drawn example with more query than key/value
     heads ran (an attention that refuses every grouped call passes nothing here; its examples with
-    H = H_kv only say that repeating nothing changes nothing)."""
+    H = H_kv only say that repeating nothing changes nothing). Causal and not: the mapping is the same, and
+    some grouped kernels are causal only (onnxruntime's GroupQueryAttention)."""
     attention = require(impl, "attention")
     groups_ran: list[int] = []
 
     @given(st.data())
     def grouped_equals_repeated(data):
         q, k, v = data.draw(qkv_inputs(gqa=True))
+        causal = data.draw(st.booleans())
         n_rep = q.shape[1] // k.shape[1]
-        expanded = attention(q, np.repeat(k, n_rep, axis=1), np.repeat(v, n_rep, axis=1))
-        assert_within(attention(q, k, v), expanded, **tolerances(impl))
+        expanded = attention(q, np.repeat(k, n_rep, axis=1), np.repeat(v, n_rep, axis=1), causal=causal)
+        assert_within(attention(q, k, v, causal=causal), expanded, **tolerances(impl))
         groups_ran.append(n_rep)
 
     grouped_equals_repeated()
