@@ -22,6 +22,8 @@ What runs where (every number comes out of the library; the adapter only convert
   (concatenated, paper spacing), M2M100 ``get_embedding`` (concatenated, tensor2tensor spacing).
 * ALiBi: BLOOM ``build_alibi_tensor`` (slopes and the key-index form, float32).
 * T5: ``T5Attention._relative_position_bucket`` and ``compute_bias``.
+* DeBERTa-v2 (``make_log_bucket_position``, ``DisentangledSelfAttention``) and the vision towers' RoPE (Qwen2-VL,
+  Pixtral): ``_hf_layers.py``.
 * Attention: ``torch.nn.functional.scaled_dot_product_attention`` and ``torch.softmax`` in float64.
 
 What HF has no function for raises ``NotImplementedError`` (reported as a skip with the reason).
@@ -47,6 +49,9 @@ from transformers.models.t5 import modeling_t5
 
 from spec_tests.adapters import _hf_mrope
 from spec_tests.adapters._contract import alibi_form, is_mrope
+from spec_tests.adapters._hf_layers import apply_vision_rope as apply_vision_rope  # contract functions
+from spec_tests.adapters._hf_layers import deberta_attention_logits as deberta_attention_logits
+from spec_tests.adapters._hf_layers import deberta_log_buckets as deberta_log_buckets
 from spec_tests.adapters._hf_mrope import GEOMETRY_KEYS
 from spec_tests.adapters._hf_mrope import HF_KEYS as HF_ROPE_KEYS
 
@@ -54,6 +59,7 @@ INFO: dict[str, Any] = {
     "name": f"transformers {transformers.__version__} + torch {torch.__version__}",
     "dtype": "float32",  # RoPE tables, sinusoids, ALiBi are float32 (attention runs in float64)
     "rope_layout": "half",
+    "vision_forms": ["qwen2_vl", "pixtral"],
     "description": "spec_tests/adapters/hf_transformers.py: HF modules and torch SDPA, CPU",
 }
 
