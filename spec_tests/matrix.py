@@ -59,13 +59,14 @@ COLUMNS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "sinusoid": (("test_sinusoidal", ("",)), ("test_anchors_encodings", ("sinusoid",))),
     "ALiBi": (("test_alibi", ("",)), ("test_anchors_encodings", ("bloom",))),
     "T5": (("test_t5", ("",)), ("test_anchors_encodings", ("t5_buckets",))),
+    "DeBERTa": (("test_deberta", ("",)),),
     "learned": (("test_sinusoidal", ("learned",)),),
     "attention core": (("test_attention", ("",)),),
     "local attention": (("test_local_attention", ("",)),),
     "query scale": (("test_local_attention", ("query_scale",)),),
     "vision RoPE": (("test_vision_rope", ("",)),),
-    "input validation": (("test_rope_contract", ("bad_",)), ("test_t5", ("bad_",)),
-                         ("test_anchors_encodings", ("bad_",)),
+    "input validation": (("test_rope_contract", ("bad_",)), ("test_rope_tables", ("refuse",)), ("test_t5", ("bad_",)),
+                         ("test_anchors_encodings", ("bad_",)), ("test_deberta", ("bad_", "unknown_term")),
                          ("test_beyond_anchors", ("must_be",))),
 }
 #: tests a column's needle matches that belong to another column
@@ -78,7 +79,7 @@ EXCLUDED = {"sinusoid": ("learned",),  # the learned lookup lives in test_sinuso
 RULE_COLUMNS = {"default": "default RoPE", "linear": "linear", "ntk": "NTK", "dynamic": "dynamic", "yarn": "YaRN",
                 "llama3": "llama3", "longrope": "LongRoPE", "proportional": "proportional"}
 #: the column of the golden cases of each other family of the manifest (families without a column: none)
-FAMILY_COLUMNS = {"sinusoid": "sinusoid", "alibi": "ALiBi", "t5": "T5", "learned": "learned",
+FAMILY_COLUMNS = {"sinusoid": "sinusoid", "alibi": "ALiBi", "t5": "T5", "deberta": "DeBERTa", "learned": "learned",
                   "attention": "attention core", "local_attention": "local attention", "query_scale": "query scale",
                   "vision_rope": "vision RoPE"}
 

@@ -279,6 +279,8 @@ def test_the_golden_cases_count_in_the_column_of_their_rule():
     assert "layouts" in column("rope-layout/deinterleaved")
     assert "alibi/slopes-n1" in {c["id"] for c in matrix.json.loads(matrix.MANIFEST.read_text())["cases"]}
     assert column("alibi/slopes-n1") == ["ALiBi"]  # another family's case: the column of its family
+    deberta = [c["id"] for c in matrix.json.loads(matrix.MANIFEST.read_text())["cases"] if c["family"] == "deberta"]
+    assert deberta and all(column(case_id) == ["DeBERTa"] for case_id in deberta)
     assert column("shaw/attention-k2") == []  # a family without a column
 
 
