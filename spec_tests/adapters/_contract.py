@@ -7,6 +7,7 @@ ALiBi forms, and integer positions. An adapter calls these instead of repeating 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,8 @@ from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 from refpos.pairs import place_pairs, split_pairs
 from refpos.rope.config import LAYOUTS, PLACEMENTS, ROPE_TYPES
 from refpos.rope.params import PARAM_KEYS
+from refpos.rope.vision import AXIAL_LAYOUTS, VISION_ROPES
+from refpos.testing.adapter_layers import VISION_KEYS
 
 #: the M-RoPE keys (docs/mrope.md): contract keys; an adapter that does not wire M-RoPE raises
 #: NotImplementedError for them (:func:`check_rope_keys` with ``mrope=False``)
@@ -105,6 +108,39 @@ def integer_positions(positions, *, reject_negative: bool) -> np.ndarray:
     if reject_negative and (pos < 0).any():
         raise ValueError("positions must be >= 0")
     return pos.astype(np.int64)
+
+
+def vision_settings(rope: dict, positions) -> tuple[str, int, float, list[int], str, np.ndarray]:
+    """The contract's checks of ``apply_vision_rope``'s arguments, made before any library runs:
+    ``(form, head_dim, rope_theta, sections, layout, coordinates)``. A named form (Qwen2-VL, Pixtral,
+    Llama 4) fixes two blocks of ``D/4`` pairs, one per coordinate (h, w), in its own layout (returned as
+    ``None``); the axial form gives its sections (positive pair counts summing to ``D/2``, one coordinate each)
+    and its layout. Coordinates are grid indices: integers ``>= 0``, ``(..., N, len(sections))``."""
+    unknown = sorted(set(rope) - set(VISION_KEYS))
+    if unknown:
+        raise ValueError(f"unknown vision rope keys {unknown}; the keys are {VISION_KEYS}")
+    form, d = rope.get("form"), rope.get("head_dim")
+    if form not in VISION_ROPES:
+        raise ValueError(f"form must be one of {VISION_ROPES}, got {form!r}")
+    multiple = 2 if form == "axial" else 4  # the axial head holds its sections' pairs; a named form four blocks
+    if not isinstance(d, (int, np.integer)) or d < multiple or d % multiple:
+        raise ValueError(f"head_dim must be a positive multiple of {multiple}, got {d!r}")
+    theta = float(rope.get("rope_theta", 10000.0))
+    if not (math.isfinite(theta) and theta > 0):
+        raise ValueError(f"rope_theta must be > 0 and finite, got {theta}")
+    sections, layout = [int(d) // 4, int(d) // 4], None
+    if form == "axial":
+        sections, layout = [int(s) for s in rope.get("sections") or []], rope.get("layout") or "half"
+        if min(sections, default=0) < 1 or sum(sections) != d // 2:
+            raise ValueError(f"sections must be positive pair counts summing to {d // 2}, got {sections}")
+        if layout not in AXIAL_LAYOUTS:
+            raise ValueError(f"layout must be one of {AXIAL_LAYOUTS}, got {layout!r}")
+    elif rope.get("sections") is not None or rope.get("layout") is not None:
+        raise ValueError(f"sections and layout are the axial form's; the {form!r} form fixes its own")
+    pos = integer_positions(positions, reject_negative=True)
+    if pos.ndim < 2 or pos.shape[-1] != len(sections):
+        raise ValueError(f"positions must be (..., N, {len(sections)}): one coordinate per axis, got {pos.shape}")
+    return form, int(d), theta, sections, layout, pos
 
 
 def attention_shapes(q: Any, k: Any, library: str, axes: str) -> tuple[int, int, int, int, int, int]:

@@ -60,6 +60,7 @@ from spec_tests.adapters._contract import (
     probe_tables,
     rope_settings,
     rotary_width,
+    vision_settings,
 )
 from spec_tests.adapters._ggml_converter import converter
 
@@ -244,8 +245,6 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 
 
 # -------------------------------------------------------------------------------------- vision RoPE
-#: the keys of a contract vision rope dict (spec_tests/README.md)
-VISION_KEYS = ("form", "head_dim", "rope_theta", "sections", "layout")
 
 
 def apply_vision_rope(x, positions, rope: dict) -> np.ndarray:
@@ -254,36 +253,14 @@ def apply_vision_rope(x, positions, rope: dict) -> np.ndarray:
     pair i of section a at ``p_a·θ^(−2k/n_dims)``, k its index in the section: the ``qwen2_vl`` form, and the
     ``axial`` form of two half-layout sections of ``D/4`` pairs each (with other sections the axial
     frequencies ``θ^(−k/s_a)`` are not ggml's ``θ^(−4k/D)``: a form ggml does not compute)."""
-    unknown = sorted(set(rope) - set(VISION_KEYS))
-    if unknown:
-        raise ValueError(f"unknown vision rope keys {unknown}; the keys are {VISION_KEYS}")
-    form, d = rope.get("form"), rope.get("head_dim")
-    if form not in ("qwen2_vl", "pixtral", "llama4", "axial"):
-        raise ValueError(f"form must be 'qwen2_vl', 'pixtral', 'llama4' or 'axial', got {form!r}")
-    multiple = 2 if form == "axial" else 4  # the axial head holds its sections' pairs; a named form four blocks
-    if not isinstance(d, (int, np.integer)) or d < multiple or d % multiple:
-        raise ValueError(f"head_dim must be a positive multiple of {multiple}, got {d!r}")
-    theta = float(rope.get("rope_theta", 10000.0))
-    if not (math.isfinite(theta) and theta > 0):
-        raise ValueError(f"rope_theta must be > 0 and finite, got {theta}")
-    sections, given = [d // 4, d // 4], [d // 4, d // 4]  # ggml's sections; the dict's (axial: its own)
-    if form == "axial":
-        given = [int(s) for s in rope.get("sections") or []]
-        if min(given, default=0) < 1 or sum(given) != d // 2:
-            raise ValueError(f"sections must be positive pair counts summing to {d // 2}, got {given}")
-        if (rope.get("layout") or "half") not in ("half", "interleaved"):
-            raise ValueError(f"layout must be 'half' or 'interleaved', got {rope['layout']!r}")
-    elif rope.get("sections") is not None or rope.get("layout") is not None:
-        raise ValueError(f"sections and layout are the axial form's; the {form!r} form fixes its own")
-    pos = integer_positions(positions, reject_negative=True)  # patch coordinates: grid indices, never negative
-    if pos.ndim < 2 or pos.shape[-1] != len(given):
-        raise ValueError(f"positions must be (..., N, {len(given)}): one coordinate per axis, got {pos.shape}")
+    form, d, theta, given, layout, pos = vision_settings(rope, positions)
+    sections = [d // 4, d // 4]  # ggml's sections; ``given`` the dict's (axial: its own)
     if pos.ndim != 2:
         raise NotImplementedError(f"one coordinate row per patch, positions (N, {len(given)}), got {pos.shape}")
     if form in ("pixtral", "llama4"):
         raise NotImplementedError(f"vision form {form!r}: ggml's VISION mode is the qwen2_vl / two-block axial form")
     if form == "axial":
-        if (rope.get("layout") or "half") != "half":
+        if layout != "half":
             raise NotImplementedError("ggml's VISION mode rotates half-split pairs")
         if len(given) != 2:
             raise NotImplementedError(f"ggml's VISION mode reads two coordinates, not {len(given)}")

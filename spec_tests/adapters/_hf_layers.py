@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,7 @@ from transformers.models.deberta_v2 import configuration_deberta_v2, modeling_de
 from transformers.models.pixtral import configuration_pixtral, modeling_pixtral
 from transformers.models.qwen2_vl import configuration_qwen2_vl, modeling_qwen2_vl
 
-from spec_tests.adapters._contract import integer_positions
+from spec_tests.adapters._contract import integer_positions, vision_settings
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -92,7 +91,6 @@ def deberta_attention_logits(q, k, pos_key, pos_query, position_buckets: int, ma
 
 
 # ---------------------------------------------------------------------------------------- vision RoPE
-VISION_KEYS = ("form", "head_dim", "rope_theta", "sections", "layout")
 
 
 def _vision_module(form: str, d: int, theta: float) -> tuple[Any, Any]:
@@ -110,24 +108,9 @@ def _vision_module(form: str, d: int, theta: float) -> tuple[Any, Any]:
 
 def apply_vision_rope(x, positions, rope: dict) -> np.ndarray:
     """Patches ``x`` ``(..., N, D)`` at coordinates ``(N, 2)`` (h, w), rotated by the tower of ``rope["form"]``."""
-    unknown = sorted(set(rope) - set(VISION_KEYS))
-    if unknown:
-        raise ValueError(f"unknown vision rope keys {unknown}; the keys are {VISION_KEYS}")
-    form, d = rope.get("form"), rope.get("head_dim")
-    if form not in ("qwen2_vl", "pixtral", "llama4", "axial"):
-        raise ValueError(f"form must be 'qwen2_vl', 'pixtral', 'llama4' or 'axial', got {form!r}")
+    form, d, theta, _, _, pos = vision_settings(rope, positions)
     if form == "axial":
         raise NotImplementedError("the axial form of vision libraries: no transformers tower computes it")
-    if rope.get("sections") is not None or rope.get("layout") is not None:
-        raise ValueError(f"sections and layout are the axial form's; the {form!r} form fixes its own")
-    if not isinstance(d, (int, np.integer)) or d < 4 or d % 4:
-        raise ValueError(f"head_dim must be a positive multiple of 4, got {d!r}")
-    theta = float(rope.get("rope_theta", 10000.0))
-    if not (math.isfinite(theta) and theta > 0):
-        raise ValueError(f"rope_theta must be > 0 and finite, got {theta}")
-    pos = integer_positions(positions, reject_negative=True)  # patch coordinates: grid indices
-    if pos.ndim < 2 or pos.shape[-1] != 2:
-        raise ValueError(f"positions must be (..., N, 2): coordinates (h, w), got {pos.shape}")
     if form == "llama4":
         raise NotImplementedError("Llama4VisionRotaryEmbedding precomputes the grid of one image size (with its CLS "
                                   "row) and takes no coordinates")
@@ -136,7 +119,7 @@ def apply_vision_rope(x, positions, rope: dict) -> np.ndarray:
         raise ValueError(f"x must be (..., N, head_dim) with N = {pos.shape[-2]}, got {x.shape}")
     if pos.ndim != 2:
         raise NotImplementedError(f"the towers take one coordinate row per patch, (N, 2), got {pos.shape}")
-    module, rotate = _vision_module(form, int(d), theta)
+    module, rotate = _vision_module(form, d, theta)
     xt = torch.as_tensor(x, dtype=torch.float32).reshape(-1, x.shape[-2], d)  # (heads, N, D)
     with torch.no_grad():
         cos, sin = module(xt, torch.as_tensor(pos))  # (N, D)
