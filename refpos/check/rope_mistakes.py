@@ -245,7 +245,7 @@ def mrope_section_order(call: RopeCall, ctx: Context) -> list[Variant]:
             continue
         seen.add(sections)
         try:
-            check_sections(sections, rope.n_pairs, rope.mrope_interleaved)
+            check_sections(sections, rope.n_pairs, rope.mrope_scheme)
         except ValueError:
             continue
         names = "".join("thw"[i] for i in order)
@@ -255,17 +255,21 @@ def mrope_section_order(call: RopeCall, ctx: Context) -> list[Variant]:
 
 
 def mrope_assignment(call: RopeCall, ctx: Context) -> list[Variant]:
-    rope = call.rope
+    from refpos.rope.mrope import ASSIGNMENTS
+
+    rope, out = call.rope, []
     if rope.mrope_section is None:
         return []
-    try:
-        other = call.with_rope(mrope_interleaved=not rope.mrope_interleaved)
-    except ValueError:
-        return []
-    kinds = ("contiguous", "interleaved")
-    return [Variant(f"equals M-RoPE with the {kinds[not rope.mrope_interleaved]} assignment instead of the "
-                    f"{kinds[rope.mrope_interleaved]} one (which frequency reads which axis, docs/mrope.md#the-math)",
-                    other)]
+    for name in ASSIGNMENTS:
+        if name == rope.mrope_scheme:
+            continue
+        try:
+            other = call.with_rope(mrope_assignment=name, mrope_interleaved=False)
+        except ValueError:
+            continue
+        out.append(Variant(f"equals M-RoPE with the {name} assignment instead of the {rope.mrope_scheme} one "
+                           "(which frequency reads which axis, docs/mrope.md#the-math)", other))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- ports
@@ -290,7 +294,7 @@ def _swapped_layout(call: RopeCall) -> RopeCall:
 
 def _section_order_reversed(call: RopeCall) -> RopeCall:
     rope = call.rope
-    if rope.mrope_section is None or rope.mrope_interleaved:
+    if rope.mrope_section is None or rope.mrope_scheme != "contiguous":
         return call
     return call.with_rope(mrope_section=tuple(reversed(rope.mrope_section)))
 

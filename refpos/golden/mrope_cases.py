@@ -81,7 +81,7 @@ def mrope_case_sets(rope: Any, config: dict[str, Any], *, key: str, description:
     ``params`` is the portable rope dict and ``shared_x(head_dim, rows)`` the seeded input of the model
     cases (both from :mod:`refpos.golden.rope_cases`, which calls this).
     """
-    axes = pair_axes(rope.mrope_section, rope.mrope_interleaved)
+    axes = pair_axes(rope.mrope_section, rope.mrope_scheme)
     cases = []
     for layout in PROBE_LAYOUTS:
         positions = layout_positions(config, layout)  # (3, T)

@@ -44,7 +44,7 @@ from typing import Any
 
 from refpos.pairs import PLACEMENTS as PAIR_PLACEMENTS
 from refpos.pairs import ROPE_LAYOUTS
-from refpos.rope.mrope import check_sections
+from refpos.rope.mrope import assignment_name, check_sections
 from refpos.rope.rules import DYNAMIC_RULES, NTK_RULES, PARAMETERS, ROPE_TYPES, RopeRule, rule_of
 from refpos.validation import MAX_EXACT_POSITION, check_bool, check_choice, check_float, check_int
 
@@ -108,6 +108,10 @@ class RopeConfig:
         ``s_t + s_h + s_w = n_pairs``. ``None``: 1-D RoPE.
     mrope_interleaved : bool
         M-RoPE assignment: contiguous bands (Qwen2-VL, GLM-4.1V) or round-robin ``t h w …`` (Qwen3-VL).
+    mrope_assignment : str, optional
+        An M-RoPE assignment that ``mrope_interleaved`` cannot name (:data:`refpos.rope.mrope.ASSIGNMENTS`):
+        ``"hw_alternating"`` (ERNIE-4.5-VL). ``"contiguous"`` and ``"interleaved"`` are accepted and stored as
+        ``mrope_interleaved`` (this field is then ``None``). :attr:`mrope_scheme` names the assignment in use.
     """
 
     rope_type: str = "default"
@@ -121,6 +125,7 @@ class RopeConfig:
     # the scaling rules' keys are declared here by _with_rule_keys (refpos.rope.rules.PARAMETERS)
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
+    mrope_assignment: str | None = None
     #: per field: "config" (read from config.json), "default" or "derived" (from_hf_config)
     provenance: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     #: dotted config keys the resolver did not use (from_hf_config)
@@ -150,8 +155,7 @@ class RopeConfig:
         self._resolve_factor(rule)
         for name, value in rule.check(self).items():
             self._set(name, value)
-        self._set("mrope_interleaved", check_bool("mrope_interleaved", self.mrope_interleaved))
-        self._set("mrope_section", check_sections(self.mrope_section, self.n_pairs, self.mrope_interleaved))
+        self._resolve_mrope()
         self._set("provenance", MappingProxyType(dict(self.provenance)))
         self._set("not_modelled", MappingProxyType(dict(self.not_modelled)))
         self._set("unused_keys", tuple(self.unused_keys))
@@ -213,6 +217,17 @@ class RopeConfig:
                              f"'proportional') only, got placement={placement!r}, rope_type={rule.name!r}")
         self._set("placement", placement)
 
+    def _resolve_mrope(self) -> None:
+        """``mrope_section`` checked against the assignment; the assignment stored once: ``mrope_interleaved`` for
+        the two it names, ``mrope_assignment`` for the others."""
+        interleaved = check_bool("mrope_interleaved", self.mrope_interleaved)
+        name = assignment_name(interleaved if self.mrope_assignment is None else self.mrope_assignment)
+        if interleaved and name != "interleaved":
+            raise ValueError(f"mrope_interleaved=True disagrees with mrope_assignment={name!r}; give one of them")
+        self._set("mrope_section", check_sections(self.mrope_section, self.n_pairs, name))
+        self._set("mrope_interleaved", name == "interleaved")
+        self._set("mrope_assignment", None if name in ("contiguous", "interleaved") else name)
+
     def _resolve_factor(self, rule: RopeRule) -> None:
         """``factor`` by the rule's :class:`~refpos.rope.rules.FactorRule`: derived or defaulted when absent,
         then checked."""
@@ -238,6 +253,13 @@ class RopeConfig:
     def n_pairs(self) -> int:
         """Length of the frequency vector: ``d/2``, or ``head_dim/2`` when the table spans the head."""
         return self.head_dim // 2 if self.placement == "proportional" else self.rotary_dim // 2
+
+    @property
+    def mrope_scheme(self) -> str | None:
+        """The M-RoPE assignment by name (:data:`refpos.rope.mrope.ASSIGNMENTS`); ``None`` for 1-D RoPE."""
+        if self.mrope_section is None:
+            return None
+        return self.mrope_assignment or ("interleaved" if self.mrope_interleaved else "contiguous")
 
     @property
     def rotary_width(self) -> int:

@@ -125,7 +125,7 @@ def rope_pair_tables(positions: Array, inv_freq: Array, attention_factor: float,
         if angle_dtype != "float64":
             raise ValueError(f"angle_dtype must be 'float64' for M-RoPE, got {angle_dtype!r}")
         return mrope_cos_sin(positions, inv_freq, attention_factor, rope.mrope_section,
-                             interleaved=rope.mrope_interleaved)
+                             interleaved=rope.mrope_scheme)
     return pair_cos_sin(positions, inv_freq, attention_factor, angle_dtype=angle_dtype)
 
 

@@ -61,7 +61,7 @@ def apply_rope_complex(
     inv_freq, attention_factor = resolve_frequencies(rope, positions, seq_len, None, xp)
     positions = align_positions(positions, x, rope)
     if rope.mrope_section is not None:  # φ_j = p_{a(j)} ω_j (refpos.rope.mrope)
-        angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_interleaved)
+        angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_scheme)
     else:
         angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, m)
     rotor = attention_factor * xp.exp(xp.asarray(1j, dtype=xp.complex128) * xp.astype(angles, xp.complex128))

@@ -66,7 +66,7 @@ def gathered_tables(positions: Array, cos: Array, sin: Array, rope: RopeConfig) 
         flat = xp.reshape(positions, (-1,))  # the array API's take wants 1-D indices
         c, s = (xp.reshape(xp.take(t, flat, axis=0), (*positions.shape, n_pairs)) for t in (cos, sin))
         return c, s  # (..., T, m)
-    axes = xp.asarray(pair_axes(rope.mrope_section, rope.mrope_interleaved), dtype=xp.int64)  # (m,)
+    axes = xp.asarray(pair_axes(rope.mrope_section, rope.mrope_scheme), dtype=xp.int64)  # (m,)
     rows = xp.moveaxis(xp.take(positions, axes, axis=0), 0, -1)  # (..., T, m): pair j's row p_{a(j)}
     flat = xp.reshape(rows * cos.shape[1] + xp.arange(cos.shape[1], dtype=xp.int64), (-1,))  # row·m + j
     c, s = (xp.reshape(xp.take(xp.reshape(t, (-1,)), flat, axis=0), rows.shape) for t in (cos, sin))

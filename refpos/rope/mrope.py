@@ -11,12 +11,16 @@ and is rotated by :math:`\varphi_j` as in 1-D RoPE (same layout, placement, atte
 **sections** :math:`(s_t, s_h, s_w)`, :math:`s_t + s_h + s_w = m`, say how many pairs each axis gets, the
 **assignment** which ones:
 
-* contiguous (``mrope_interleaved=False``; Qwen2-VL, Qwen2.5-VL, GLM-4.1V): the first :math:`s_t` pairs
-  read ``t``, the next :math:`s_h` read ``h``, the last :math:`s_w` read ``w``;
-* interleaved (``mrope_interleaved=True``; Qwen3-VL): pairs go round-robin ``t, h, w, t, h, w, …``:
-  pair ``j`` reads ``h`` when :math:`j \equiv 1 \pmod 3` and :math:`j < 3 s_h`, ``w`` when
-  :math:`j \equiv 2 \pmod 3` and :math:`j < 3 s_w`, ``t`` otherwise (so the tail past the round-robin
-  is ``t``).
+* ``contiguous`` (``mrope_interleaved=False``; Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, GLM-4.1V): the first
+  :math:`s_t` pairs read ``t``, the next :math:`s_h` read ``h``, the last :math:`s_w` read ``w``;
+* ``interleaved`` (``mrope_interleaved=True``; Qwen3-VL, Qwen3.5, Qwen3-Omni): pairs go round-robin
+  ``t, h, w, t, h, w, …``: pair ``j`` reads ``h`` when :math:`j \equiv 1 \pmod 3` and :math:`j < 3 s_h`,
+  ``w`` when :math:`j \equiv 2 \pmod 3` and :math:`j < 3 s_w`, ``t`` otherwise (so the tail past the
+  round-robin is ``t``);
+* ``hw_alternating`` (ERNIE-4.5-VL): ``h`` and ``w`` alternate over the first :math:`s_h + s_w` pairs
+  (even ``j`` reads ``h``, odd ``j`` reads ``w``; :math:`s_h = s_w`), the last :math:`s_t` pairs read ``t``.
+
+The assignments are the records of :data:`ASSIGNMENTS`; ``mrope_interleaved`` (a bool) names the first two.
 
 Which frequency reads which axis, for the sections of the real models (64 pairs, head size 128)::
 
@@ -24,6 +28,8 @@ Which frequency reads which axis, for the sections of the real models (64 pairs,
     contiguous        t t t ... t  h h h ........... h  w w w ........... w      Qwen2-VL [16, 24, 24]
     interleaved       t h w t h w t h w ....... t h w  t t t t                  Qwen3-VL [24, 20, 20]
                       0 1 2 3 4 5                 59  60    63
+    hw_alternating    h w h w h w ............... h w  t t t ........... t      ERNIE-4.5-VL (t, h, w) = (20, 22, 22)
+                      0 1 2 3                        43 44                 63
     fast ω_j  <-------------------------------------------------------->  slow ω_j
 
 Contiguous bands give the temporal axis only the fastest frequencies and the width axis only the
@@ -52,6 +58,8 @@ Examples
 >>> import numpy as np
 >>> pair_axes((2, 2, 2), interleaved=False), pair_axes((2, 2, 2), interleaved=True)
 ((0, 0, 1, 1, 2, 2), (0, 1, 2, 0, 1, 2))
+>>> pair_axes((2, 2, 2), "hw_alternating")  # ERNIE-4.5-VL: h w h w, then t t
+(1, 2, 1, 2, 0, 0)
 >>> omega = 10000.0 ** (-np.arange(6) / 6)
 >>> angles = mrope_angles(np.array([[2], [5], [7]]), omega, (2, 2, 2), interleaved=True)  # (T=1, m=6)
 >>> np.round(angles[0] / omega, 12).tolist()
@@ -61,7 +69,8 @@ Examples
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from refpos.backend import Array, array_namespace
@@ -73,22 +82,100 @@ AXES = ("t", "h", "w")
 AXES_FOUR = ("t", "h", "w", "e")
 
 
-def check_sections(sections: Any, n_pairs: int, interleaved: bool) -> tuple[int, ...] | None:
+@dataclass(frozen=True)
+class Assignment:
+    """Which pairs read which axis: one record per scheme a model family's code uses.
+
+    ``axes(sections)`` gives :math:`a(j)` for every pair (0 = t, 1 = h, 2 = w, 3 = e); ``fits(sections, m)``
+    says why sections cannot be assigned so (``None``: they can); ``source`` names the code it was read from.
+    """
+
+    name: str
+    axes: Callable[[tuple[int, ...]], tuple[int, ...]]
+    fits: Callable[[tuple[int, ...], int], str | None]
+    source: str
+
+
+def _contiguous_axes(sections: tuple[int, ...]) -> tuple[int, ...]:
+    r"""Bands in order: :math:`a(j) = 0` for :math:`j < s_t`, 1 for :math:`s_t \le j < s_t + s_h`, and so on."""
+    return tuple(axis for axis, count in enumerate(sections) for _ in range(count))
+
+
+def _round_robin_axes(sections: tuple[int, ...]) -> tuple[int, ...]:
+    r""":math:`a(j) = j \bmod 3` when :math:`j < 3\,s_{j \bmod 3}`; the pairs the round-robin leaves read ``t``
+    with three sections and ``e`` with four (ggml's rope_multi)."""
+    rest = 3 if len(sections) == len(AXES_FOUR) else 0  # the pairs the round-robin leaves: e, or t
+    axes = []
+    for j in range(sum(sections)):
+        axis = j % 3
+        axes.append(axis if j < 3 * sections[axis] else rest)
+    return tuple(axes)
+
+
+def _round_robin_fits(sections: tuple[int, ...], n_pairs: int) -> str | None:
+    if len(sections) == len(AXES) and (3 * sections[1] > n_pairs + 1 or 3 * sections[2] > n_pairs):
+        return (f"h reads pairs 1, 4, … below 3·s_h and w pairs 2, 5, … below 3·s_w, which needs 3·s_h <= "
+                f"{n_pairs + 1} and 3·s_w <= {n_pairs}")
+    return None
+
+
+def _hw_alternating_axes(sections: tuple[int, ...]) -> tuple[int, ...]:
+    r""":math:`a(j) = 1 + (j \bmod 2)` for :math:`j < s_h + s_w` (h on even pairs, w on odd ones), else 0."""
+    s_t, s_h, s_w = sections
+    return tuple(1 + j % 2 for j in range(s_h + s_w)) + (0,) * s_t
+
+
+def _hw_alternating_fits(sections: tuple[int, ...], n_pairs: int) -> str | None:
+    if len(sections) != len(AXES):
+        return "h and w alternate over three axes t, h, w (no fourth row)"
+    if sections[1] != sections[2]:
+        return "h and w alternate pair by pair, which needs s_h = s_w"
+    return None
+
+
+#: the assignments, by name (docs/mrope.md#the-math)
+ASSIGNMENTS: dict[str, Assignment] = {a.name: a for a in (
+    Assignment("contiguous", _contiguous_axes, lambda sections, m: None,
+               "qwen2_vl/modeling_qwen2_vl.py: Qwen2VLRotaryEmbedding.recomposition_frequencies"),
+    Assignment("interleaved", _round_robin_axes, _round_robin_fits,
+               "qwen3_vl/modeling_qwen3_vl.py: Qwen3VLTextRotaryEmbedding.recomposition_frequencies"),
+    Assignment("hw_alternating", _hw_alternating_axes, _hw_alternating_fits,
+               "ernie4_5_vl_moe/modeling_ernie4_5_vl_moe.py: Ernie4_5_VLMoeTextRotaryEmbedding "
+               "(compute_default_rope_parameters, recomposition_frequencies)"),
+)}
+
+
+def assignment_name(assignment: Any) -> str:
+    """The name of an assignment given as a name of :data:`ASSIGNMENTS` or as ``mrope_interleaved`` (a bool:
+    True is ``"interleaved"``, False ``"contiguous"``)."""
+    if isinstance(assignment, bool):
+        return "interleaved" if assignment else "contiguous"
+    if not isinstance(assignment, str) or assignment not in ASSIGNMENTS:
+        raise ValueError(f"mrope_assignment must be one of {sorted(ASSIGNMENTS)} (or mrope_interleaved a bool), "
+                         f"got {assignment!r}")
+    return assignment
+
+
+def check_sections(sections: Any, n_pairs: int, interleaved: bool | str) -> tuple[int, ...] | None:
     """Validate ``mrope_section`` against the pair count ``m``; the sections as a tuple of 3 ints (rows t, h, w)
-    or 4 (t, h, w, e) (``None``: 1-D RoPE, where ``interleaved`` must be False).
+    or 4 (t, h, w, e) (``None``: 1-D RoPE, where the assignment must be the default, contiguous).
+
+    ``interleaved`` is the assignment: a name of :data:`ASSIGNMENTS`, or ``mrope_interleaved`` (a bool).
 
     Raises
     ------
     TypeError
         ``sections`` is not a sequence of ints.
     ValueError
-        ``interleaved`` without sections, not 3 or 4 entries, a negative entry, a sum other than
-        ``n_pairs``, or (interleaved, three sections) an ``h`` or ``w`` section too long for the round-robin
-        (``3·s_h ≤ m + 1`` and ``3·s_w ≤ m`` are needed for every section to get all its pairs).
+        An assignment without sections, not 3 or 4 entries, a negative entry, a sum other than ``n_pairs``,
+        or sections the assignment cannot place (interleaved, three sections: an ``h`` or ``w`` section too
+        long for the round-robin, ``3·s_h ≤ m + 1`` and ``3·s_w ≤ m`` are needed; hw_alternating: four
+        sections, or ``s_h ≠ s_w``).
     """
+    name = assignment_name(interleaved)
     if sections is None:
-        if interleaved:
-            raise ValueError("mrope_interleaved=True needs mrope_section (pairs per axis t, h, w)")
+        if name != "contiguous":
+            raise ValueError(f"the {name} M-RoPE assignment needs mrope_section (pairs per axis t, h, w)")
         return None
     if isinstance(sections, (str, bytes)) or not isinstance(sections, Sequence):
         raise TypeError(f"mrope_section must be a list of 3 ints (pairs for t, h, w), got {type(sections).__name__}")
@@ -104,32 +191,26 @@ def check_sections(sections: Any, n_pairs: int, interleaved: bool) -> tuple[int,
     if sum(out) != n_pairs:
         raise ValueError(f"mrope_section {list(out)} sums to {sum(out)}, but the rotation has {n_pairs} "
                          f"frequency pairs (rotary_dim/2): the sections must sum to {n_pairs}")
-    if interleaved and len(out) == len(AXES) and (3 * out[1] > n_pairs + 1 or 3 * out[2] > n_pairs):
-        raise ValueError(f"mrope_section {list(out)} cannot be interleaved over {n_pairs} pairs: h reads pairs "
-                         f"1, 4, … below 3·s_h and w pairs 2, 5, … below 3·s_w, which needs 3·s_h <= "
-                         f"{n_pairs + 1} and 3·s_w <= {n_pairs}")
+    why = ASSIGNMENTS[name].fits(out, n_pairs)
+    if why is not None:
+        axes = ", ".join(AXES_FOUR[: len(out)])
+        raise ValueError(f"mrope_section {list(out)} ({axes}) cannot be assigned {name} over {n_pairs} pairs: {why}")
     return out
 
 
-def pair_axes(sections: Sequence[int], interleaved: bool) -> tuple[int, ...]:
+def pair_axes(sections: Sequence[int], interleaved: bool | str) -> tuple[int, ...]:
     r"""The axis each pair reads, ``a(j)`` for ``j = 0 … m-1`` (0 = t, 1 = h, 2 = w, 3 = e).
+
+    ``interleaved`` is the assignment: a name of :data:`ASSIGNMENTS`, or ``mrope_interleaved`` (a bool).
 
     Notes
     -----
     Contiguous: the sections are bands in order, :math:`a(j) = 0` for :math:`j < s_t`, 1 for
-    :math:`s_t \le j < s_t + s_h`, and so on. Interleaved: :math:`a(j) = j \bmod 3` when :math:`j \bmod 3 \ne 0`
-    and :math:`j < 3\,s_{j \bmod 3}`; otherwise ``t`` with three sections, and with four ``t`` when
-    :math:`j \bmod 3 = 0` and :math:`j < 3\,s_t`, else ``e`` (ggml's rope_multi).
+    :math:`s_t \le j < s_t + s_h`, and so on. Interleaved: :math:`a(j) = j \bmod 3` when
+    :math:`j < 3\,s_{j \bmod 3}`; otherwise ``t`` with three sections and ``e`` with four (ggml's rope_multi).
+    hw_alternating: :math:`a(j) = 1 + (j \bmod 2)` for :math:`j < s_h + s_w`, else 0.
     """
-    m = sum(sections)
-    if not interleaved:
-        return tuple(axis for axis, count in enumerate(sections) for _ in range(count))
-    rest = 3 if len(sections) == len(AXES_FOUR) else 0  # the pairs the round-robin leaves: e, or t
-    axes = []
-    for j in range(m):
-        axis = j % 3
-        axes.append(axis if j < 3 * sections[axis] else rest)
-    return tuple(axes)
+    return ASSIGNMENTS[assignment_name(interleaved)].axes(tuple(sections))
 
 
 def axis_positions(positions: Any, *, rows: int = len(AXES), xp: Any = None) -> Array:
@@ -165,14 +246,15 @@ def token_positions(positions: Array, sections: Sequence[int] | None) -> Array:
 
 
 def mrope_cos_sin(positions: Array, inv_freq: Array, attention_factor: float, sections: Sequence[int], *,
-                  interleaved: bool) -> tuple[Array, Array]:
-    r"""``A·cos φ`` and ``A·sin φ`` per pair, ``(..., T, m)``, :math:`\varphi_j = p_{a(j)}\,\omega_j`."""
+                  interleaved: bool | str) -> tuple[Array, Array]:
+    r"""``A·cos φ`` and ``A·sin φ`` per pair, ``(..., T, m)``, :math:`\varphi_j = p_{a(j)}\,\omega_j`
+    (``interleaved``: the assignment, as in :func:`pair_axes`)."""
     xp = array_namespace(inv_freq)
     angles = mrope_angles(positions, inv_freq, sections, interleaved=interleaved)
     return attention_factor * xp.cos(angles), attention_factor * xp.sin(angles)
 
 
-def mrope_angles(positions: Array, inv_freq: Array, sections: Sequence[int], *, interleaved: bool) -> Array:
+def mrope_angles(positions: Array, inv_freq: Array, sections: Sequence[int], *, interleaved: bool | str) -> Array:
     r"""Angles :math:`\varphi_j = p_{a(j)}\,\omega_j` per pair, ``(..., T, m)`` float64.
 
     Parameters
@@ -181,7 +263,8 @@ def mrope_angles(positions: Array, inv_freq: Array, sections: Sequence[int], *, 
         Rows t, h, w (see :func:`axis_positions`).
     inv_freq : float64 array ``(m,)``
     sections : (s_t, s_h, s_w)
-    interleaved : bool
+    interleaved : bool or str
+        The assignment: ``mrope_interleaved``, or a name of :data:`ASSIGNMENTS`.
 
     Notes
     -----

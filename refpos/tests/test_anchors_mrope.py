@@ -108,7 +108,7 @@ def test_assignment_is_exact(name):
     np.testing.assert_array_equal(cos, factor * np.cos(hf_angles))
     np.testing.assert_array_equal(sin, factor * np.sin(hf_angles))
     m = rope.n_pairs
-    angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_interleaved)
+    angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_scheme)
     layout_angles = hf_angles[..., :m] if rope.layout == "half" else hf_angles[..., ::2]
     np.testing.assert_array_equal(angles, layout_angles)
 

@@ -65,7 +65,7 @@ def test_model_cases_hold_every_layout_and_their_tables():
     positions = case.inputs["positions"]  # (3, T)
     rope = refpos.from_hf_config(config)
     inv_freq, _ = refpos.rope_frequencies(rope, seq_len=int(positions.max()) + 1)
-    axes = np.array(pair_axes(rope.mrope_section, rope.mrope_interleaved))
+    axes = np.array(pair_axes(rope.mrope_section, rope.mrope_scheme))
     np.testing.assert_array_equal(case.outputs["cos"].array, np.cos(positions[axes].T * np.asarray(inv_freq)))
 
 

@@ -13,12 +13,13 @@ import pytest
 from refpos.rope.config import RopeConfig
 from refpos.rope.core import apply_rope, rope_cos_sin
 from refpos.rope.forms import apply_rope_complex, rope_rotation_matrix
-from refpos.rope.mrope import axis_positions, check_sections, mrope_angles, pair_axes
+from refpos.rope.mrope import assignment_name, axis_positions, check_sections, mrope_angles, pair_axes
 from refpos.rope.params import rope_config_from_params
 from refpos.rope.scaling import rope_frequencies
 
 #: the real models' sections (pairs t, h, w) and assignment
-REAL = [((16, 24, 24), False), ((24, 20, 20), True), ((8, 12, 12), False), ((11, 11, 10), True)]
+REAL = [((16, 24, 24), False), ((24, 20, 20), True), ((8, 12, 12), False), ((11, 11, 10), True),
+        ((20, 22, 22), "hw_alternating")]
 
 
 def _grid_positions(start: int, t: int, h: int, w: int) -> np.ndarray:
@@ -39,6 +40,26 @@ def test_assignments_of_the_real_models():
     assert qwen2[:16] == (0,) * 16 and qwen2[16:40] == (1,) * 24 and qwen2[40:] == (2,) * 24
     qwen3 = pair_axes((24, 20, 20), True)
     assert qwen3[:60] == (0, 1, 2) * 20 and qwen3[60:] == (0,) * 4
+    ernie = pair_axes((20, 22, 22), "hw_alternating")  # ERNIE-4.5-VL's [22, 22, 20] (h, w, t)
+    assert ernie[:44] == (1, 2) * 22 and ernie[44:] == (0,) * 20
+    assert pair_axes((24, 20, 20), "interleaved") == qwen3 and pair_axes((16, 24, 24), "contiguous") == qwen2
+
+
+def test_the_assignment_is_stored_once():
+    """mrope_interleaved names contiguous and interleaved; mrope_assignment holds only the others, so a
+    ``replace`` of either field changes the assignment (never a silent disagreement)."""
+    import dataclasses
+
+    qwen3 = RopeConfig(head_dim=128, mrope_section=(24, 20, 20), mrope_assignment="interleaved")
+    assert qwen3 == RopeConfig(head_dim=128, mrope_section=(24, 20, 20), mrope_interleaved=True)
+    assert qwen3.mrope_assignment is None and qwen3.mrope_scheme == "interleaved"
+    assert dataclasses.replace(qwen3, mrope_interleaved=False).mrope_scheme == "contiguous"
+    ernie = RopeConfig(head_dim=128, mrope_section=(20, 22, 22), mrope_assignment="hw_alternating")
+    assert ernie.mrope_scheme == "hw_alternating" and ernie.mrope_interleaved is False
+    assert rope_config_from_params(ernie.to_params()) == ernie
+    assert ernie.to_params()["mrope_assignment"] == "hw_alternating" and "mrope_assignment" not in qwen3.to_params()
+    assert dataclasses.replace(ernie, mrope_assignment=None).mrope_scheme == "contiguous"
+    assert RopeConfig(head_dim=8).mrope_scheme is None
 
 
 @pytest.mark.parametrize(("sections", "interleaved"), REAL)
@@ -46,7 +67,7 @@ def test_assignments_of_the_real_models():
 def test_one_dimensional_positions_are_one_dimensional_rope(sections, interleaved, layout):
     m = sum(sections)
     mrope = RopeConfig(head_dim=2 * m, theta=1e6, layout=layout, mrope_section=sections,
-                       mrope_interleaved=interleaved)
+                       mrope_assignment=assignment_name(interleaved))
     plain = RopeConfig(head_dim=2 * m, theta=1e6, layout=layout)
     positions = np.array([0, 3, 17, 1000, 65535])
     x = np.random.default_rng(1).standard_normal((2, 5, 2 * m))
@@ -69,7 +90,7 @@ def test_worked_example_of_the_docs():
 @pytest.mark.parametrize(("sections", "interleaved"), REAL)
 def test_each_pair_reads_its_axis(sections, interleaved):
     m = sum(sections)
-    rope = RopeConfig(head_dim=2 * m, theta=1e4, mrope_section=sections, mrope_interleaved=interleaved)
+    rope = RopeConfig(head_dim=2 * m, theta=1e4, mrope_section=sections, mrope_assignment=assignment_name(interleaved))
     positions = _grid_positions(4, 2, 3, 5)  # (3, 30)
     cos, sin = rope_cos_sin(positions, rope)  # (30, 2m)
     inv_freq, _ = rope_frequencies(rope)
@@ -120,8 +141,13 @@ def test_params_round_trip_and_equality():
     ({"mrope_section": (16, 24, 23)}, "sums to 63"),
     ({"mrope_section": (32, 32)}, "3 entries"),
     ({"mrope_section": (-1, 33, 32)}, r"mrope_section\[t\] must be >= 0"),
-    ({"mrope_section": (4, 40, 20), "mrope_interleaved": True}, "cannot be interleaved"),
+    ({"mrope_section": (4, 40, 20), "mrope_interleaved": True}, "cannot be assigned interleaved"),
     ({"mrope_interleaved": True}, "needs mrope_section"),
+    ({"mrope_section": (20, 24, 20), "mrope_assignment": "hw_alternating"}, "needs s_h = s_w"),
+    ({"mrope_assignment": "hw_alternating"}, "needs mrope_section"),
+    ({"mrope_section": (20, 22, 22), "mrope_assignment": "ernie"}, "mrope_assignment must be one of"),
+    ({"mrope_section": (20, 22, 22), "mrope_assignment": "hw_alternating", "mrope_interleaved": True},
+     "disagrees"),
 ])
 def test_bad_sections_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -150,8 +176,24 @@ def test_interleaved_bounds_are_exact():
                     assert check_sections(sections, m, True) == sections
                     assert tuple(pair_axes(sections, True).count(a) for a in range(3)) == sections
                 else:
-                    with pytest.raises(ValueError, match="cannot be interleaved"):
+                    with pytest.raises(ValueError, match="cannot be assigned interleaved"):
                         check_sections(sections, m, True)
+
+
+def test_hw_alternating_needs_equal_h_and_w():
+    """ERNIE's h and w alternate pair by pair (its module stacks the two bands: equal lengths only)."""
+    for m in range(1, 13):
+        for s_t in range(m + 1):
+            for s_h in range(m + 1 - s_t):
+                sections = (s_t, s_h, m - s_t - s_h)
+                if s_h == sections[2]:
+                    assert check_sections(sections, m, "hw_alternating") == sections
+                    axes = pair_axes(sections, "hw_alternating")
+                    assert tuple(axes.count(a) for a in range(3)) == sections
+                    assert axes[: 2 * s_h] == (1, 2) * s_h  # h on even pairs, w on odd ones, t last
+                else:
+                    with pytest.raises(ValueError, match="needs s_h = s_w"):
+                        check_sections(sections, m, "hw_alternating")
 
 
 @pytest.mark.parametrize("shape", [(2, 5), (4, 5), (5,) * 0])

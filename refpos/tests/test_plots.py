@@ -313,7 +313,7 @@ def test_the_model_figure_shows_what_the_reference_computes(kind: str):
         assert all(a == attention_factor(rope, int(n)) for n, a in zip(lengths, factors, strict=True))
         if rope.mrope_section is not None:
             image = strip[0].get_images()[0].get_array()
-            assert image.tolist() == [list(pair_axes(rope.mrope_section, rope.mrope_interleaved))]
+            assert image.tolist() == [list(pair_axes(rope.mrope_section, rope.mrope_scheme))]
         else:
             assert not strip
 

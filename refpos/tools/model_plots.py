@@ -179,13 +179,12 @@ def _mrope_axes(ax: Any, rope: RopeConfig) -> None:
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
-    axes = np.array(pair_axes(rope.mrope_section, rope.mrope_interleaved))[None, :]  # (1, m)
+    axes = np.array(pair_axes(rope.mrope_section, rope.mrope_scheme))[None, :]  # (1, m)
     ax.imshow(axes, aspect="auto", cmap=ListedColormap(AXIS_COLOURS), vmin=-0.5, vmax=2.5, interpolation="nearest",
               extent=(-0.5, axes.shape[1] - 0.5, 0, 1))
     ax.set_yticks([])
     ax.set_ylabel("reads", rotation=0, ha="right", va="center")
-    ax.set_xlabel(f"pair j: M-RoPE sections {list(rope.mrope_section)}"
-                  + (", interleaved" if rope.mrope_interleaved else ", contiguous"))
+    ax.set_xlabel(f"pair j: M-RoPE sections {list(rope.mrope_section)}, {rope.mrope_scheme}")
     ax.legend(handles=[Patch(color=c, label=a) for c, a in zip(AXIS_COLOURS, "thw", strict=True)], ncols=3,
               loc="upper center", bbox_to_anchor=(0.5, -0.9), frameon=False, fontsize=8.5)
 
