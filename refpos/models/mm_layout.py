@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from refpos.models.mm_positions import MM_FAMILIES, TIMED_VIDEO_FAMILY, Image, Span, Text, Video, mm_position_ids
+from refpos.models.mm_positions import MM_FAMILIES, MM_RULES, Image, Span, Text, Video, mm_position_ids
 from refpos.models.mrope_hf import family_of
 
 #: M-RoPE model types -> the family whose position rules they follow (the MoE and text variants share them)
@@ -92,7 +92,7 @@ def config_rules(config: Mapping[str, Any], *, default_family: str | None = None
     merge = vision.get("spatial_merge_size")
     rules["spatial_merge_size"] = (merge, "config: vision_config.spatial_merge_size") if merge is not None else (
         DEFAULT_MERGE, "default: the config has no vision_config.spatial_merge_size")
-    if rules["family"][0] == TIMED_VIDEO_FAMILY:
+    if "tokens_per_second" in MM_RULES[rules["family"][0]].reads:
         tps = vision.get("tokens_per_second")
         rules["tokens_per_second"] = (tps, "config: vision_config.tokens_per_second") if tps is not None else (
             DEFAULT_TOKENS_PER_SECOND, "default: the config has no vision_config.tokens_per_second")
