@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from refpos.models.mm_positions import Audio, IdRule, Image, Text, Video, text_ids, vision_ids
+from refpos.models.mm_spans import Audio, Image, Text, Video, text_ids, vision_ids
 from refpos.validation import check_choice, check_int
 
 
@@ -125,7 +125,7 @@ def _video_with_audio(pieces: list[np.ndarray], span: Video, family: str, merge:
     pieces.append(np.full((3, 2), end, dtype=np.int64) if shared else text_ids(end, 2))
 
 
-def tmrope_pieces(spans: Sequence[Any], rule: IdRule, merge: int, settings: dict[str, Any]) -> list[np.ndarray]:
+def tmrope_pieces(spans: Sequence[Any], family: str, merge: int, settings: dict[str, Any]) -> list[np.ndarray]:
     """The ``(3, n)`` pieces of ids of an Omni family's spans, in sequence order (module docstring).
 
     An image, a video or an audio span must have text on both sides (its start and end markers) unless it is a
@@ -139,14 +139,14 @@ def tmrope_pieces(spans: Sequence[Any], rule: IdRule, merge: int, settings: dict
         if not (isinstance(span, Video) and span.audio_tokens is not None):
             for side, neighbour in (("before", index - 1), ("after", index + 1)):
                 if not 0 <= neighbour < len(spans) or not isinstance(spans[neighbour], Text):
-                    raise ValueError(f"spans[{index}]: a {rule.family} {type(span).__name__.lower()} needs text "
+                    raise ValueError(f"spans[{index}]: a {family} {type(span).__name__.lower()} needs text "
                                      f"{side} it (its {'start' if side == 'before' else 'end'} marker)")
         if isinstance(span, Audio):
             pieces.append(text_ids(_after(pieces), span.tokens))
             continue
-        times = _grid_times(span, settings, rule.family, index)
+        times = _grid_times(span, settings, family, index)
         if isinstance(span, Video) and span.audio_tokens is not None:
-            _video_with_audio(pieces, span, rule.family, merge, settings, times)
+            _video_with_audio(pieces, span, family, merge, settings, times)
         else:
             assert isinstance(span, (Image, Video))
             pieces.append(vision_ids(_after(pieces), span.grid, merge, times))

@@ -1,0 +1,98 @@
+"""The spans of a multimodal token sequence (text, image, video, audio) and the ids of one piece.
+
+:func:`refpos.models.mm_positions.mm_position_ids` places a list of these spans
+(docs/mrope.md#position-ids-of-a-multimodal-sequence).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refpos.validation import check_float, check_int
+
+
+@dataclass(frozen=True)
+class Text:
+    """``length`` text tokens (``length ≥ 1``); markers such as ``<|vision_start|>`` are text."""
+
+    length: int
+
+    def __post_init__(self) -> None:
+        check_int("Text.length", self.length, minimum=1)
+
+
+def _check_grid(kind: str, grid: Any) -> tuple[int, int, int]:
+    if isinstance(grid, (str, bytes)) or not isinstance(grid, Sequence) or len(grid) != 3:
+        raise TypeError(f"{kind}.grid must be (t, h, w): three ints, patches before the spatial merge; got {grid!r}")
+    for axis, value in zip("thw", grid, strict=True):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{kind}.grid {axis} must be an int, got {type(value).__name__} {value!r}")
+        if value < 1:
+            raise ValueError(f"{kind}.grid {axis} must be >= 1 (a grid size), got {value}")
+    return tuple(int(v) for v in grid)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image: its patch grid ``(t, h, w)`` as the vision tower sees it (``image_grid_thw``)."""
+
+    grid: tuple[int, int, int]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "grid", _check_grid("Image", self.grid))
+
+
+@dataclass(frozen=True)
+class Video:
+    """A video: its patch grid ``(t, h, w)`` (``video_grid_thw``), the seconds between two temporal patches
+    (``second_per_grid_ts`` / ``second_per_grids``; read by Qwen2.5-VL and the Omni families, default 1) and, for
+    a video with its audio track (Omni's ``use_audio_in_video``), ``audio_tokens``: the audio encoder's token
+    count. Such a video occupies its video and audio tokens plus four markers (start of vision and of audio
+    before, end of audio and of vision after)."""
+
+    grid: tuple[int, int, int]
+    seconds_per_grid: float = 1.0
+    audio_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "grid", _check_grid("Video", self.grid))
+        object.__setattr__(self, "seconds_per_grid",
+                           check_float("Video.seconds_per_grid", self.seconds_per_grid, minimum=0.0))
+        if self.audio_tokens is not None:
+            check_int("Video.audio_tokens", self.audio_tokens, minimum=1)
+
+
+@dataclass(frozen=True)
+class Audio:
+    """``tokens`` audio tokens, as the audio encoder outputs them (:func:`refpos.models.mm_omni.audio_token_count`
+    from the feature frames); Omni families only."""
+
+    tokens: int
+
+    def __post_init__(self) -> None:
+        check_int("Audio.tokens", self.tokens, minimum=1)
+
+
+Span = Text | Image | Video | Audio
+
+
+def vision_ids(start: int, grid: tuple[int, int, int], merge: int, times: np.ndarray) -> np.ndarray:
+    r"""``(3, n_t·(g_h/k)·(g_w/k))`` ids of one grid: :math:`(s + \text{time}_{i_t}, s + i_h, s + i_w)`, row-major.
+
+    ``times`` holds the integer time of each temporal cell (``n_t`` of them).
+    """
+    g_h, g_w = grid[1] // merge, grid[2] // merge
+    t_ids, h_ids, w_ids = np.meshgrid(times, np.arange(g_h), np.arange(g_w), indexing="ij")  # (n_t, g_h, g_w)
+    return np.stack([t_ids.ravel(), h_ids.ravel(), w_ids.ravel()]).astype(np.int64) + start  # (3, cells)
+
+
+def text_ids(start: int, length: int) -> np.ndarray:
+    """``(3, length)`` ids ``start, start + 1, …`` on all three rows."""
+    return np.broadcast_to(np.arange(length, dtype=np.int64) + start, (3, length))
+
+
