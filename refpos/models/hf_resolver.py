@@ -22,7 +22,8 @@ from refpos.validation import check_bool, check_int
 
 _HF_TYPES = tuple(name for name, rule in RULES.items() if rule.transformers)
 #: fields of rules that only some families use: in the provenance only when set
-RARE_FIELDS = frozenset({"mrope_section", "mrope_interleaved"} | {p.name for p in PARAMETERS.values() if p.rare})
+RARE_FIELDS = frozenset({"mrope_section", "mrope_interleaved", "mrope_assignment"}
+                        | {p.name for p in PARAMETERS.values() if p.rare})
 FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - RARE_FIELDS))
 #: rope-dict keys of a rope type that change nothing refpos resolves: read, with why (they are not reported)
 INERT_ROPE_KEYS = {"yarn": {"finetuned": "the original YaRN code reads it only for dynamic YaRN; transformers and "

@@ -9,21 +9,26 @@ modules of each family):
 2. ``mrope_section`` comes from the rope dict (v4 ``rope_scaling`` or v5 ``rope_parameters``, at the top
    level or in ``text_config``); absent, a known family's module default applies (table below).
 3. The assignment is the model class's, not the key's: Qwen3-VL's module interleaves whatever
-   ``mrope_interleaved`` says, Qwen2-VL's never does. A family not in the table (ERNIE-4.5-VL, whose
-   assignment is another scheme, Qwen3.5, HunYuan-VL, …) is not modelled: its M-RoPE keys stay unused and
+   ``mrope_interleaved`` says, Qwen2-VL's never does. ERNIE-4.5-VL's config lists its sections in the order
+   (h, w, t) and its module alternates h and w (``hw_alternating``); refpos's sections are (t, h, w). A
+   family not in the table (HunYuan-VL, PaddleOCR-VL, …) is not modelled: its M-RoPE keys stay unused and
    the resolution reports them as not modelled.
-4. Layout: from the family table (:mod:`refpos.models.families`): GLM-4.1V rotates adjacent channel pairs
-   (``interleaved``), the others half-split.
+4. Layout: from the family table (:mod:`refpos.models.families`): GLM-4.1V and ERNIE-4.5-VL rotate adjacent
+   channel pairs (``interleaved``), the others half-split.
 
-=================  ======================  ===========  ===========
-model_type         default sections        assignment   layout
-=================  ======================  ===========  ===========
-qwen2_vl           (16, 24, 24)            contiguous   half
-qwen2_5_vl         (16, 24, 24)            contiguous   half
-qwen3_vl(_moe)     (24, 20, 20)            interleaved  half
-glm4v              (8, 12, 12)             contiguous   interleaved
-glm4v_moe          (8, 12, 12)             contiguous   half
-=================  ======================  ===========  ===========
+=================  =====================  ===============  ===========  ===============================
+model_type         default sections       assignment       layout       config order of mrope_section
+=================  =====================  ===============  ===========  ===============================
+qwen2_vl           (16, 24, 24)           contiguous       half         t, h, w
+qwen2_5_vl         (16, 24, 24)           contiguous       half         t, h, w
+qwen2_5_omni       (16, 24, 24)           contiguous       half         t, h, w
+qwen3_vl(_moe)     (24, 20, 20)           interleaved      half         t, h, w
+qwen3_omni_moe     (24, 20, 20)           interleaved      half         t, h, w
+qwen3_5(_moe)      (11, 11, 10)           interleaved      half         t, h, w
+glm4v              (8, 12, 12)            contiguous       interleaved  t, h, w
+glm4v_moe          (8, 12, 12)            contiguous       half         t, h, w
+ernie4_5_vl_moe    (20, 22, 22)           hw_alternating   interleaved  h, w, t ([22, 22, 20])
+=================  =====================  ===============  ===========  ===============================
 
 (``*_text`` model types are the same families.) Vision towers: :func:`vision_rope_from_hf_config`.
 """
@@ -31,21 +36,55 @@ glm4v_moe          (8, 12, 12)             contiguous   half
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from refpos.models import families
 from refpos.rope.vision import VisionRope
 from refpos.validation import check_bool, check_int
 
-#: model_type: (default sections, interleaved) of the family's text rotary module; its layout is the family
-#: table's (refpos.models.families), the one home of which pairs a model's code rotates
-MROPE_FAMILIES: dict[str, tuple[tuple[int, int, int], bool]] = {
-    "qwen2_vl": ((16, 24, 24), False),
-    "qwen2_5_vl": ((16, 24, 24), False),
-    "qwen3_vl": ((24, 20, 20), True),
-    "qwen3_vl_moe": ((24, 20, 20), True),
-    "glm4v": ((8, 12, 12), False),
-    "glm4v_moe": ((8, 12, 12), False),
+
+@dataclass(frozen=True)
+class MropeFamily:
+    """The text rotary module of one M-RoPE family: its default sections (refpos's order t, h, w), its
+    assignment (:data:`refpos.rope.mrope.ASSIGNMENTS`), the order its config lists ``mrope_section`` in, and
+    the rope types the module accepts (``None``: every one)."""
+
+    sections: tuple[int, int, int]
+    assignment: str
+    source: str
+    config_order: str = "thw"
+    rope_types: tuple[str, ...] | None = None
+
+    def from_config(self, sections: Any) -> tuple[int, ...]:
+        """The config's ``mrope_section`` in refpos's order (t, h, w)."""
+        if isinstance(sections, (str, bytes)) or not isinstance(sections, (list, tuple)) or len(sections) != 3:
+            raise ValueError(f"mrope_section must be a list of 3 ints ({', '.join(self.config_order)}), got "
+                             f"{sections!r}")
+        by_axis = dict(zip(self.config_order, sections, strict=True))
+        return tuple(by_axis[axis] for axis in "thw")
+
+
+#: model_type -> its text rotary module (the layout is the family table's, refpos.models.families, the one
+#: home of which pairs a model's code rotates)
+MROPE_FAMILIES: dict[str, MropeFamily] = {
+    "qwen2_vl": MropeFamily((16, 24, 24), "contiguous", "qwen2_vl/modeling_qwen2_vl.py: Qwen2VLRotaryEmbedding"),
+    "qwen2_5_vl": MropeFamily((16, 24, 24), "contiguous",
+                              "qwen2_5_vl/modeling_qwen2_5_vl.py: Qwen2_5_VLRotaryEmbedding"),
+    "qwen2_5_omni": MropeFamily((16, 24, 24), "contiguous",
+                                "qwen2_5_omni/modeling_qwen2_5_omni.py: Qwen2_5OmniRotaryEmbedding"),
+    "qwen3_vl": MropeFamily((24, 20, 20), "interleaved", "qwen3_vl/modeling_qwen3_vl.py: Qwen3VLTextRotaryEmbedding"),
+    "qwen3_vl_moe": MropeFamily((24, 20, 20), "interleaved",
+                                "qwen3_vl_moe/modeling_qwen3_vl_moe.py: Qwen3VLMoeTextRotaryEmbedding"),
+    "qwen3_omni_moe": MropeFamily((24, 20, 20), "interleaved", "qwen3_omni_moe/modeling_qwen3_omni_moe.py: "
+                                  "Qwen3OmniMoeThinkerTextRotaryEmbedding"),
+    "qwen3_5": MropeFamily((11, 11, 10), "interleaved", "qwen3_5/modeling_qwen3_5.py: Qwen3_5TextRotaryEmbedding"),
+    "qwen3_5_moe": MropeFamily((11, 11, 10), "interleaved",
+                               "qwen3_5_moe/modeling_qwen3_5_moe.py: Qwen3_5MoeTextRotaryEmbedding"),
+    "glm4v": MropeFamily((8, 12, 12), "contiguous", "glm4v/modeling_glm4v.py: Glm4vTextRotaryEmbedding"),
+    "glm4v_moe": MropeFamily((8, 12, 12), "contiguous", "glm4v_moe/modeling_glm4v_moe.py: Glm4vMoeTextRotaryEmbedding"),
+    "ernie4_5_vl_moe": MropeFamily((20, 22, 22), "hw_alternating", "ernie4_5_vl_moe/modeling_ernie4_5_vl_moe.py: "
+                                   "Ernie4_5_VLMoeTextRotaryEmbedding", config_order="hwt", rope_types=("default",)),
 }
 
 
@@ -58,7 +97,7 @@ def _family_layout(family: str) -> str:
 #: vision_config model types → the axial form of their rotary module
 _VISION_KINDS = {"qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_vl", "qwen3_vl": "qwen2_vl",
                  "qwen3_vl_moe": "qwen2_vl", "glm4v": "qwen2_vl", "glm4v_moe": "qwen2_vl", "pixtral": "pixtral",
-                 "llama4": "llama4"}
+                 "llama4": "llama4", "qwen3_5": "qwen2_vl", "qwen3_5_moe": "qwen2_vl", "ernie4_5_vl_moe": "qwen2_vl"}
 
 
 def family_of(model_type: Any) -> str | None:
@@ -97,21 +136,31 @@ def resolve_mrope(resolver: Any) -> None:
     if family is None:  # not modelled: the mrope keys stay unused and are reported so (refpos.models.position_keys)
         return
     rope = resolver.rope
-    in_dict = rope.get("mrope_section") is not None
-    default_sections, family_interleaved = MROPE_FAMILIES[family]
+    module = MROPE_FAMILIES[family]
+    rope_type = resolver.fields.get("rope_type")
+    if module.rope_types is not None and rope_type not in module.rope_types:
+        raise ValueError(f"rope type {rope_type!r}: {module.source} accepts {list(module.rope_types)} only "
+                         f"(transformers raises on any other)")
     layout = _family_layout(family)
-    if in_dict:
-        resolver.set("mrope_section", tuple(resolver.from_rope("mrope_section")), "config")
+    if rope.get("mrope_section") is not None:
+        resolver.set("mrope_section", module.from_config(resolver.from_rope("mrope_section")), "config")
+        if module.config_order != "thw":
+            ordered = list(resolver.fields["mrope_section"])
+            resolver.notes.append(f"mrope_section {list(rope['mrope_section'])} is ({', '.join(module.config_order)}) "
+                                  f"in {family}'s config: refpos's order (t, h, w) is {ordered}")
     else:
-        resolver.set("mrope_section", default_sections, "default")
-        resolver.notes.append(f"mrope_section absent: {family}'s module default {list(default_sections)}")
+        resolver.set("mrope_section", module.sections, "default")
+        resolver.notes.append(f"mrope_section absent: {family}'s module default {list(module.sections)} (t, h, w)")
     key = resolver.from_rope("mrope_interleaved") if rope.get("mrope_interleaved") is not None else None
     if key is not None:
         check_bool("mrope_interleaved", key)
+    family_interleaved = module.assignment == "interleaved"
     if key is not None and key != family_interleaved:
         resolver.notes.append(f"mrope_interleaved={key} ignored: transformers' {family} module always uses the "
-                              f"{'interleaved' if family_interleaved else 'contiguous'} assignment")
+                              f"{module.assignment} assignment")
     resolver.set("mrope_interleaved", family_interleaved, "config" if key == family_interleaved else "default")
+    if not family_interleaved and module.assignment != "contiguous":
+        resolver.set("mrope_assignment", module.assignment, "default")
     if resolver.provenance.get("layout") != "config":
         resolver.set("layout", layout, "default")
 

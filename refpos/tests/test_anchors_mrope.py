@@ -1,8 +1,10 @@
 """M-RoPE against transformers' own text rotary modules (anchors env: torch CPU + transformers 5.x).
 
-Families: Qwen2-VL, Qwen2.5-VL (contiguous, half layout), Qwen3-VL and Qwen3-VL-MoE (interleaved), GLM-4.1V
-(contiguous, interleaved layout, half the channels rotated), GLM-4.5V (contiguous, half layout, half the
-channels rotated).
+Families: Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni (contiguous, half layout), Qwen3-VL, Qwen3-VL-MoE, Qwen3-Omni
+(interleaved), Qwen3.5 and Qwen3.5-MoE (interleaved on a quarter of the channels), GLM-4.1V (contiguous,
+interleaved layout, half the channels rotated), GLM-4.5V (contiguous, half layout, half the channels rotated),
+ERNIE-4.5-VL (h and w alternating, t last; interleaved layout; its module stores ω permuted, which the
+assignment test undoes by matching the stored values).
 
 Three comparisons per family:
 
@@ -62,6 +64,32 @@ FAMILIES = {
                    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [8, 12, 12],
                                        "partial_rotary_factor": 0.5}},
                   {"head_dim": 128, "theta": 10000.0, "partial_rotary_factor": 0.5, "mrope_section": (8, 12, 12)}),
+    "qwen3_5": ("qwen3_5", "Qwen3_5TextConfig", "Qwen3_5TextRotaryEmbedding",
+                {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 256,
+                 "rope_parameters": {"rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25,
+                                     "mrope_section": [11, 11, 10], "mrope_interleaved": True}},
+                {"head_dim": 256, "theta": 1e7, "partial_rotary_factor": 0.25, "mrope_section": (11, 11, 10),
+                 "mrope_interleaved": True}),
+    "qwen3_5_moe": ("qwen3_5_moe", "Qwen3_5MoeTextConfig", "Qwen3_5MoeTextRotaryEmbedding",
+                    {"hidden_size": 2048, "num_attention_heads": 16, "head_dim": 256,
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25,
+                                         "mrope_section": [11, 11, 10], "mrope_interleaved": True}},
+                    {"head_dim": 256, "theta": 1e7, "partial_rotary_factor": 0.25, "mrope_section": (11, 11, 10),
+                     "mrope_interleaved": True}),
+    "qwen2_5_omni": ("qwen2_5_omni", "Qwen2_5OmniTextConfig", "Qwen2_5OmniRotaryEmbedding",
+                     {"hidden_size": 3584, "num_attention_heads": 28,
+                      "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [16, 24, 24]}},
+                     {"head_dim": 128, "theta": 1e6, "mrope_section": (16, 24, 24)}),
+    "qwen3_omni_moe": ("qwen3_omni_moe", "Qwen3OmniMoeTextConfig", "Qwen3OmniMoeThinkerTextRotaryEmbedding",
+                       {"hidden_size": 2048, "num_attention_heads": 32, "head_dim": 128,
+                        "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [24, 20, 20],
+                                            "mrope_interleaved": True, "interleaved": True}},
+                       {"head_dim": 128, "theta": 1e6, "mrope_section": (24, 20, 20), "mrope_interleaved": True}),
+    "ernie4_5_vl_moe": ("ernie4_5_vl_moe", "Ernie4_5_VLMoeTextConfig", "Ernie4_5_VLMoeTextRotaryEmbedding",
+                        {"hidden_size": 2560, "num_attention_heads": 20,
+                         "rope_parameters": {"rope_type": "default", "rope_theta": 5e5, "mrope_section": [22, 22, 20]}},
+                        {"head_dim": 128, "theta": 5e5, "layout": "interleaved", "mrope_section": (20, 22, 22),
+                         "mrope_assignment": "hw_alternating"}),
     "qwen2_vl_yarn": ("qwen2_vl", "Qwen2VLTextConfig", "Qwen2VLRotaryEmbedding",
                       {"hidden_size": 1536, "num_attention_heads": 12, "max_position_embeddings": 131072,
                        "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
@@ -96,13 +124,23 @@ def _layout_positions(seed: int) -> np.ndarray:
     return np.stack([row, other], axis=1)  # (3, B=2, T=20)
 
 
+def _module_order(rotary, inv_freq: np.ndarray) -> np.ndarray:
+    """Which of refpos's ω each entry of the module's ``inv_freq`` holds (ERNIE-4.5-VL stores them permuted:
+    the even ones of the h/w span, then its odd ones, then the t span); float32 rounding apart, exactly one."""
+    stored = rotary.inv_freq.double().numpy()
+    order = np.array([int(np.argmin(np.abs(inv_freq - f))) for f in stored])
+    np.testing.assert_allclose(inv_freq[order], stored, rtol=2.0**-23, atol=0)
+    assert sorted(order.tolist()) == list(range(len(inv_freq)))
+    return order
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_assignment_is_exact(name):
     rotary = _hf_rotary(name)
     rope = RopeConfig(**FAMILIES[name][4])
     positions = _layout_positions(0)
     inv_freq, factor = rope_frequencies(rope, seq_len=int(positions.max()) + 1)
-    per_axis = positions[..., None].astype(np.float64) * inv_freq  # (3, B, T, m) every axis at every pair
+    per_axis = positions[..., None].astype(np.float64) * inv_freq[_module_order(rotary, inv_freq)]  # (3, B, T, m)
     hf_angles = rotary.recomposition_frequencies(torch.from_numpy(per_axis.copy())).numpy()  # (B, T, 2m)
     cos, sin = rope_cos_sin(positions, rope)
     np.testing.assert_array_equal(cos, factor * np.cos(hf_angles))
@@ -110,6 +148,8 @@ def test_assignment_is_exact(name):
     m = rope.n_pairs
     angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_scheme)
     layout_angles = hf_angles[..., :m] if rope.layout == "half" else hf_angles[..., ::2]
+    if name == "ernie4_5_vl_moe":  # natural order again: pair j holds ω_j (h and w alternate, then t)
+        assert _module_order(rotary, inv_freq).tolist() != list(range(m))
     np.testing.assert_array_equal(angles, layout_angles)
 
 
@@ -131,6 +171,7 @@ def test_application_is_exact(name):
     rope = RopeConfig(**FAMILIES[name][4])
     positions = _layout_positions(2)
     x = np.random.default_rng(3).standard_normal((2, 3, positions.shape[-1], rope.head_dim))  # (B, H, T, D)
+    x = x.astype(np.float32).astype(np.float64)  # ERNIE's apply casts q to float32 first: exact on these
     cos, sin = rope_cos_sin(positions, rope)  # (B, T, w)
     hf_apply = _modeling(name).apply_rotary_pos_emb
     q = torch.from_numpy(x)

@@ -101,3 +101,52 @@ def test_every_mrope_family_takes_its_layout_from_the_family_table():
         assert row is not None and row.multi_axis, family
         assert mrope_hf._family_layout(family) == row.layout
     assert mrope_hf._family_layout("glm4v") == "interleaved"  # glm4v/modeling_glm4v.py: rotate_half_llm
+    assert mrope_hf._family_layout("ernie4_5_vl_moe") == "interleaved"  # rotate_half_text: adjacent pairs
+
+
+QWEN3_5 = {"model_type": "qwen3_5", "vision_config": {"model_type": "qwen3_5", "hidden_size": 1152, "num_heads": 16},
+           "text_config": {"model_type": "qwen3_5_text", "hidden_size": 1024, "head_dim": 256,
+                           "num_attention_heads": 8, "num_hidden_layers": 4, "full_attention_interval": 4,
+                           "rope_parameters": {"rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25,
+                                               "mrope_interleaved": True, "mrope_section": [11, 11, 10]}}}
+ERNIE_VL = {"model_type": "ernie4_5_vl_moe",
+            "vision_config": {"model_type": "ernie4_5_vl_moe_vision", "hidden_size": 1280, "num_heads": 16},
+            "text_config": {"model_type": "ernie4_5_vl_moe_text", "hidden_size": 2560, "num_attention_heads": 20,
+                            "rope_parameters": {"rope_type": "default", "rope_theta": 5e5,
+                                                "mrope_section": [22, 22, 20]}}}
+
+
+def test_qwen3_5_is_interleaved_on_a_quarter_of_the_channels():
+    rope = from_hf_config(QWEN3_5)
+    assert (rope.mrope_section, rope.mrope_scheme, rope.rotary_dim, rope.placement, rope.layout) == \
+        ((11, 11, 10), "interleaved", 64, "first", "half")
+    assert not any(n.startswith("partial rotary") for n in rope.notes)  # its module honours the factor
+    assert vision_rope_from_hf_config(QWEN3_5) == VisionRope("qwen2_vl", 72)
+    default = {**QWEN3_5, "text_config": {**QWEN3_5["text_config"], "rope_parameters": {
+        "rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25}}}
+    rope = from_hf_config(default)
+    assert rope.mrope_section == (11, 11, 10) and rope.provenance["mrope_section"] == "default"
+
+
+def test_ernie_vl_sections_are_h_w_t_and_alternate():
+    """ERNIE-4.5-VL's [22, 22, 20] is (h, w, t): refpos's (t, h, w) = (20, 22, 22), h and w alternating, on
+    adjacent channel pairs (rotate_half_text; the vision tower's rotate_half is half-split)."""
+    rope = from_hf_config(ERNIE_VL, strict=True)
+    assert (rope.mrope_section, rope.mrope_scheme, rope.layout, rope.rotary_dim) == \
+        ((20, 22, 22), "hw_alternating", "interleaved", 128)
+    assert rope.provenance["mrope_section"] == "config" and any("(h, w, t)" in n for n in rope.notes)
+    default = from_hf_config({**ERNIE_VL, "text_config": {**ERNIE_VL["text_config"], "rope_parameters": {
+        "rope_type": "default", "rope_theta": 5e5}}})
+    assert default.mrope_section == (20, 22, 22) and default.provenance["mrope_section"] == "default"
+    assert vision_rope_from_hf_config(ERNIE_VL) == VisionRope("qwen2_vl", 80)
+
+
+def test_ernie_vl_takes_default_rope_only():
+    yarn = {**ERNIE_VL, "text_config": {**ERNIE_VL["text_config"], "rope_parameters": {
+        "rope_type": "yarn", "factor": 2.0, "rope_theta": 5e5, "original_max_position_embeddings": 4096,
+        "mrope_section": [22, 22, 20]}}}
+    with pytest.raises(ValueError, match="accepts \\['default'\\] only"):
+        from_hf_config(yarn)
+    with pytest.raises(ValueError, match="needs s_h = s_w"):
+        from_hf_config({**ERNIE_VL, "text_config": {**ERNIE_VL["text_config"], "rope_parameters": {
+            "rope_type": "default", "rope_theta": 5e5, "mrope_section": [24, 20, 20]}}})
