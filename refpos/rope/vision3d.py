@@ -1,0 +1,185 @@
+r"""3-D RoPE of vision towers that rotate the frame index too: MiniMax-M3-VL's vision model, V-JEPA 2.
+
+A patch of a video at frame ``t``, row ``h`` and column ``w`` has the position :math:`(p_t, p_h, p_w)`. Both
+forms give each axis the same block of :math:`d = 2\lfloor \lfloor D/3 \rfloor / 2 \rfloor` channels of a
+head of size ``D``, with the :math:`n = d/2` frequencies of a head of size ``d``,
+
+.. math:: \omega_i = \theta^{-2i/d} = \theta^{-i/n}, \qquad i = 0, \dots, n - 1 ,
+
+rotate the first :math:`3d` channels and pass the other :math:`D - 3d` through unchanged. They differ in
+which channels pair up:
+
+``minimax_m3_vl`` (``MiniMaxM3VLVisionRotaryEmbedding``, ``apply_rotary_pos_emb_vision``,
+``transformers/models/minimax_m3_vl/modeling_minimax_m3_vl.py``)
+    :math:`3n` pairs in the half layout over the rotated :math:`3d` channels, pair ``j`` = channels
+    :math:`(j, j + 3n)`: pair ``j`` reads axis :math:`\lfloor j / n \rfloor` (t, then h, then w) at
+    :math:`\omega_{j \bmod n}`; a true rotation :math:`u' = u\cos\varphi - v\sin\varphi`,
+    :math:`v' = v\cos\varphi + u\sin\varphi`, :math:`\varphi_j = p_{\lfloor j/n \rfloor}\,\omega_{j \bmod n}`.
+    θ is ``vision_config.rope_parameters.rope_theta``. Positions: :func:`thw_patch_positions`.
+
+``vjepa2`` (``rotate_queries_or_keys``, ``VJEPA2RopeAttention``, ``models/vjepa2/modeling_vjepa2.py``)
+    three contiguous blocks of ``d`` channels (t, h, w), each rotated on adjacent pairs
+    :math:`(2k, 2k+1)`, but with the cos/sin tables of the half layout: channel ``c`` of a block reads the
+    angle :math:`\alpha_c = p\,\omega_{c \bmod n}`, so
+
+    .. math:: y_{2k} = x_{2k}\cos\alpha_{2k} - x_{2k+1}\sin\alpha_{2k}, \qquad
+              y_{2k+1} = x_{2k+1}\cos\alpha_{2k+1} + x_{2k}\sin\alpha_{2k+1} .
+
+    The two channels of a pair turn by different angles (:math:`\omega_{2k \bmod n} \ne
+    \omega_{(2k+1) \bmod n}`), so this is not a rotation (it does not keep the norm) except at
+    :math:`p = 0`; it is what the model computes, and refpos reproduces it. θ = 10000 (the code fixes it).
+    Positions: :func:`vjepa2_patch_positions`.
+
+Positions are ``(..., N, 3)`` int arrays, last axis ``(t, h, w)`` (transformers' order).
+
+Examples
+--------
+>>> rope = VisionRope3D("minimax_m3_vl", 16)  # d = 4: n = 2 frequencies per axis, 12 of 16 channels rotated
+>>> axes, omega = vision3d_frequencies(rope)
+>>> axes, omega.tolist()
+((0, 0, 1, 1, 2, 2), [1.0, 0.01])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from refpos.backend import Array, array_namespace
+from refpos.pairs import place_pairs, split_pairs
+from refpos.validation import as_positions, check_choice, check_float, check_int, floating_array
+
+#: the 3-D forms modelled here
+VISION_ROPES_3D = ("minimax_m3_vl", "vjepa2")
+
+
+@dataclass(frozen=True)
+class VisionRope3D:
+    """One 3-D vision RoPE: its form (:data:`VISION_ROPES_3D`), head size ``D`` (``≥ 6``) and θ (V-JEPA 2: 10000)."""
+
+    kind: str
+    head_dim: int
+    theta: float = 10000.0
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, VISION_ROPES_3D)
+        check_int("head_dim", self.head_dim, minimum=6)
+        theta = check_float("theta", self.theta, positive=True)
+        if self.kind == "vjepa2" and theta != 10000.0:
+            raise ValueError(f"theta: V-JEPA 2's rotate_queries_or_keys fixes 10000, got {theta}")
+        object.__setattr__(self, "theta", theta)
+
+    @property
+    def axis_dim(self) -> int:
+        r"""Channels per axis, :math:`d = 2\lfloor\lfloor D/3\rfloor/2\rfloor`."""
+        return 2 * ((self.head_dim // 3) // 2)
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels rotated, ``3d`` (the first ones; the rest pass through)."""
+        return 3 * self.axis_dim
+
+
+def vision3d_frequencies(rope: VisionRope3D) -> tuple[tuple[int, ...], np.ndarray]:
+    r"""``(a, ω)`` per pair of the ``minimax_m3_vl`` form: the axis each of the :math:`3n` pairs reads (0 = t,
+    1 = h, 2 = w) and its frequency, :math:`a_j = \lfloor j/n \rfloor`, :math:`\omega_{j \bmod n} =
+    \theta^{-2 (j \bmod n)/d}`. (V-JEPA 2 uses the same ω per block: :func:`vision3d_cos_sin`.)"""
+    d = rope.axis_dim
+    n = d // 2
+    j = np.arange(3 * n)
+    omega = rope.theta ** (-2.0 * (j % n) / d)  # ω_{j mod n} = θ^{-2 (j mod n)/d}
+    return tuple(int(a) for a in j // n), omega
+
+
+def _check_positions(positions: Any, xp: Any = None) -> Array:
+    positions = as_positions(positions, xp=xp)
+    if positions.ndim < 2 or positions.shape[-1] != 3:
+        raise ValueError(f"positions must have shape (..., N, 3), last axis (t, h, w); got {tuple(positions.shape)}")
+    return positions
+
+
+def _channel_angles(positions: Array, rope: VisionRope3D) -> Array:
+    r"""``(..., N, 3d)`` angles per rotated channel, in the channel order of the form's tables.
+
+    ``minimax_m3_vl``: channel ``c`` and ``c + 3n`` hold pair ``c``'s :math:`\varphi_c`. ``vjepa2``: channel ``c``
+    of block ``b`` holds :math:`\alpha = p_b\,\omega_{c \bmod n}`.
+    """
+    ns = array_namespace(positions)
+    axes, omega = vision3d_frequencies(rope)
+    per_pair = ns.take(positions, ns.asarray(axes, dtype=ns.int64), axis=-1)  # (..., N, 3n): p_{a(j)}
+    angles = ns.astype(per_pair, ns.float64) * ns.asarray(omega, dtype=ns.float64)  # φ_j, float64
+    if rope.kind == "minimax_m3_vl":
+        return ns.concat([angles, angles], axis=-1)  # half layout: (φ_0 … φ_{3n-1}, φ_0 … φ_{3n-1})
+    n = rope.axis_dim // 2
+    blocks = [angles[..., b * n:(b + 1) * n] for b in range(3)]  # (..., N, n) each: p_b ω_i
+    return ns.concat([ns.concat([block, block], axis=-1) for block in blocks], axis=-1)  # α_c = p_b ω_{c mod n}
+
+
+def vision3d_cos_sin(positions: Any, rope: VisionRope3D, *, xp: Any = None) -> tuple[Array, Array]:
+    """``cos`` and ``sin`` of every rotated channel's angle, ``(..., N, 3d)`` (transformers' tables)."""
+    if not isinstance(rope, VisionRope3D):
+        raise TypeError(f"rope must be a VisionRope3D, got {type(rope).__name__}")
+    angles = _channel_angles(_check_positions(positions, xp), rope)
+    ns = array_namespace(angles)
+    return ns.cos(angles), ns.sin(angles)
+
+
+def apply_vision3d_rope(x: Any, positions: Any, rope: VisionRope3D) -> Array:
+    """Apply the 3-D RoPE to patch vectors ``x`` ``(..., N, D)`` at positions ``(..., N, 3)`` (broadcast).
+
+    The first ``3d`` channels are transformed (module docstring), the other ``D − 3d`` pass through.
+    """
+    if not isinstance(rope, VisionRope3D):
+        raise TypeError(f"rope must be a VisionRope3D, got {type(rope).__name__}")
+    x = floating_array(x, name="x")
+    ns = array_namespace(x)
+    if x.ndim < 2 or x.shape[-1] != rope.head_dim:
+        raise ValueError(f"x must have shape (..., N, head_dim={rope.head_dim}), got {tuple(x.shape)}")
+    cos, sin = vision3d_cos_sin(positions, rope, xp=ns)  # (..., N, 3d)
+    if cos.shape[-2] != x.shape[-2]:
+        raise ValueError(f"positions {tuple(cos.shape[:-1])} + (3,) must end in x's N axis, x has shape "
+                         f"{tuple(x.shape)}")
+    cos, sin = ns.astype(cos, x.dtype), ns.astype(sin, x.dtype)
+    rotated, rest = x[..., :rope.rotary_dim], x[..., rope.rotary_dim:]
+    if rope.kind == "minimax_m3_vl":
+        u, v = split_pairs(rotated, "half")  # (..., N, 3n) each
+        m = rope.rotary_dim // 2
+        u_out = u * cos[..., :m] - v * sin[..., :m]  # u' = u cos φ − v sin φ
+        v_out = v * cos[..., m:] + u * sin[..., m:]  # v' = v cos φ + u sin φ
+        out = place_pairs(u_out, v_out, "half")
+    else:
+        u, v = split_pairs(rotated, "interleaved")  # x_{2k}, x_{2k+1} over the three blocks
+        even = u * cos[..., 0::2] - v * sin[..., 0::2]  # y_{2k} = x_{2k} cos α_{2k} − x_{2k+1} sin α_{2k}
+        odd = v * cos[..., 1::2] + u * sin[..., 1::2]  # y_{2k+1} = x_{2k+1} cos α_{2k+1} + x_{2k} sin α_{2k+1}
+        out = place_pairs(even, odd, "interleaved")
+    return ns.concat([out, rest], axis=-1)
+
+
+def thw_patch_positions(grids: Any, spatial_merge_size: int = 2) -> np.ndarray:
+    """``(N, 3)`` positions ``(t, h, w)`` of MiniMax-M3-VL's vision tower for grids ``(t, h, w)``: every frame's
+    ``k × k`` merge blocks in row-major order, each block's patches row-major, ``t`` the frame index
+    (transformers' ``vision_utils.get_vision_position_ids`` with ``include_temporal``)."""
+    from refpos.rope.vision import qwen_patch_positions
+
+    out = []
+    for grid in grids:
+        hw = qwen_patch_positions([grid], spatial_merge_size)  # (t·h·w, 2): (h, w) repeated per frame
+        frames = np.repeat(np.arange(grid[0], dtype=np.int64), len(hw) // grid[0])  # frame of each patch
+        out.append(np.concatenate([frames[:, None], hw], axis=1))
+    if not out:
+        raise ValueError("grids must hold at least one (t, h, w)")
+    return np.concatenate(out, axis=0)
+
+
+def vjepa2_patch_positions(token_ids: Any, grid_size: int) -> np.ndarray:
+    r"""``(N, 3)`` V-JEPA 2 positions of tokens by their index ``i`` in the clip (all of them, or those a mask
+    keeps): :math:`t = \lfloor i / g^2 \rfloor`, :math:`h = \lfloor (i \bmod g^2) / g \rfloor`,
+    :math:`w = i \bmod g`, with ``g`` = ``crop_size // patch_size`` (patches per side)."""
+    side = check_int("grid_size", grid_size, minimum=1)
+    ids = np.asarray(as_positions(token_ids, name="token_ids", xp=np), dtype=np.int64)
+    if ids.ndim != 1:
+        raise ValueError(f"token_ids must have shape (N,), got {ids.shape}")
+    frame, within = ids // side**2, ids % side**2
+    return np.stack([frame, within // side, within % side], axis=-1)
