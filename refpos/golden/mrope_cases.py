@@ -7,14 +7,17 @@ docs/mrope.md) writes, besides ``rope/<model>/frequencies``, two cases per probe
   ``(3, T)`` position ids, stored per pair ``(T, m)``;
 * ``rope/<model>/<layout>/apply``: ``apply_rope(x, positions, rope, seq_len)`` of a seeded ``x (T, D)``.
 
-Probe layouts, built by :func:`refpos.models.mm_positions.mm_position_ids` with the config's family (its
-``model_type``; ``qwen2_vl``'s rules otherwise), spatial merge and ``tokens_per_second``:
+Probe layouts, built by :func:`refpos.models.mm_positions.mm_position_ids` with the config's family and
+settings (:func:`refpos.models.mm_positions.mm_settings_from_config`; ``qwen2_vl``'s rules for a family
+whose ids refpos does not follow):
 
 * ``text``: 8 text tokens (M-RoPE equals 1-D RoPE);
 * ``image``: 3 text tokens, an image of 8 × 12 patches (4 × 6 tokens), 2 text tokens;
 * ``video``: 2 text tokens, a video of 4 × 8 × 8 patches, 1 s per temporal patch, 2 text tokens;
 * ``text-after-image``: 4 text tokens, a 16 × 8 image, 16 text tokens (the text continues after the
-  image's largest side, not after its token count).
+  image's largest side, not after its token count);
+* Omni families also ``audio`` (2 text tokens, 12 audio tokens, 2 text tokens) and ``video-with-audio``
+  (the video above with 50 audio tokens of its own track, interleaved by time).
 
 Exact values: mpmath at 50 digits, each pair at the position of its axis
 (:func:`mp_mrope_cos_sin`). Tolerance: the RoPE rule at each token's largest position over the axes.
@@ -34,8 +37,8 @@ from refpos.golden import certify as cert
 from refpos.golden.cases import as_xp, to_np
 from refpos.golden.manifest import Case
 from refpos.golden.rope_builders import apply_case, cos_sin_case
-from refpos.models.mm_layout import config_position_ids
-from refpos.models.mm_positions import Image, Text, Video
+from refpos.models.mm_layout import config_position_ids, config_rules
+from refpos.models.mm_positions import MM_RULES, Audio, Image, Text, Video
 from refpos.pairs import split_pairs
 from refpos.rope.mrope import pair_axes
 
@@ -45,7 +48,11 @@ PROBE_LAYOUTS = {
     "image": [Text(3), Image((1, 8, 12)), Text(2)],
     "video": [Text(2), Video((4, 8, 8), seconds_per_grid=1.0), Text(2)],
     "text-after-image": [Text(4), Image((1, 16, 8)), Text(16)],
+    "audio": [Text(2), Audio(12), Text(2)],
+    "video-with-audio": [Text(2), Video((4, 8, 8), seconds_per_grid=1.0, audio_tokens=50), Text(2)],
 }
+#: the layouts of families with audio (the others take the first four)
+_AUDIO_LAYOUTS = ("audio", "video-with-audio")
 
 
 def vlm_configs() -> dict[str, Any]:
@@ -54,8 +61,17 @@ def vlm_configs() -> dict[str, Any]:
     return json.loads(text)
 
 
+def probe_layouts(config: dict[str, Any]) -> tuple[str, ...]:
+    """The probe layouts of a config's family (with ``audio`` and ``video-with-audio`` for the Omni families)."""
+    audio = MM_RULES[config_rules(config, default_family="qwen2_vl")["family"][0]].style == "tmrope"
+    return tuple(name for name in PROBE_LAYOUTS if audio or name not in _AUDIO_LAYOUTS)
+
+
 def layout_positions(config: dict[str, Any], layout: str) -> np.ndarray:
     """The ``(3, T)`` ids of a probe layout under the config's family rules (``qwen2_vl``'s for another family)."""
+    if layout not in probe_layouts(config):
+        raise ValueError(f"layout {layout!r} is not a probe layout of this config's family: "
+                         f"{list(probe_layouts(config))}")
     return config_position_ids(config, PROBE_LAYOUTS[layout], default_family="qwen2_vl")[0]
 
 
@@ -83,7 +99,7 @@ def mrope_case_sets(rope: Any, config: dict[str, Any], *, key: str, description:
     """
     axes = pair_axes(rope.mrope_section, rope.mrope_scheme)
     cases = []
-    for layout in PROBE_LAYOUTS:
+    for layout in probe_layouts(config):
         positions = layout_positions(config, layout)  # (3, T)
         seq_len = int(positions.max()) + 1
         per_token = positions.max(axis=0)  # (T,): the largest position any pair of the token reads

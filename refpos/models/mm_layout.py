@@ -4,16 +4,22 @@ A layout is written as comma-separated spans, each ``KIND:SIZE``:
 
 * ``text:N`` — ``N`` text tokens;
 * ``image:TxHxW`` — an image of ``T × H × W`` patches (``image_grid_thw``, before the spatial merge);
-* ``video:TxHxW`` or ``video:TxHxW@S`` — a video, ``S`` seconds between two temporal patches (default 1;
-  Qwen2.5-VL's ``second_per_grid_ts``).
+* ``video:TxHxW``, ``video:TxHxW@S`` — a video, ``S`` seconds between two temporal patches (default 1;
+  ``second_per_grid_ts``); ``video:TxHxW@S+audio:N`` — with its audio track of ``N`` audio tokens
+  (the Omni thinkers' ``use_audio_in_video``);
+* ``audio:N`` — ``N`` audio tokens (the Omni thinkers).
 
-:func:`config_rules` reads what :func:`refpos.models.mm_positions.mm_position_ids` needs from the config: the
-family (``model_type``, or the ``text_config``'s), ``vision_config.spatial_merge_size`` and, for Qwen2.5-VL,
-``vision_config.tokens_per_second``; each with where it came from (the config, or the family's default when
-the config does not state it). :func:`config_position_ids` gives the ``(3, T)`` ids.
+:func:`config_rules` reads what :func:`refpos.models.mm_positions.mm_position_ids` needs from the config
+(:func:`refpos.models.mm_positions.mm_settings_from_config`): the family (``model_type``, or the
+``text_config``'s) and the settings it reads (``spatial_merge_size`` always; ``tokens_per_second``,
+``position_id_per_seconds``, ``seconds_per_chunk``, ``temporal_merge_size`` by family), each with where it came
+from (the config's key, or transformers' config-class default when the config does not state it). A family
+refpos has no position rules for is a ``ValueError``, as is a span its family has no input for (audio for a
+vision-language model). :func:`config_position_ids` gives the ``(3, T)`` ids.
 
->>> parse_layout("text:3,image:1x8x12,text:2")
-[Text(length=3), Image(grid=(1, 8, 12)), Text(length=2)]
+>>> parse_layout("text:3,image:1x8x12,text:2,audio:4,video:2x4x4@0.5+audio:6")  # doctest: +NORMALIZE_WHITESPACE
+[Text(length=3), Image(grid=(1, 8, 12)), Text(length=2), Audio(tokens=4),
+ Video(grid=(2, 4, 4), seconds_per_grid=0.5, audio_tokens=6)]
 >>> ids, rules = config_position_ids({"model_type": "qwen2_vl"}, parse_layout("text:2,image:1x4x6,text:2"))
 >>> ids.tolist()[1], rules["spatial_merge_size"]
 ([0, 1, 2, 2, 2, 3, 3, 3, 5, 6], (2, 'default: the config has no vision_config.spatial_merge_size'))
@@ -26,16 +32,20 @@ from typing import Any
 
 import numpy as np
 
-from refpos.models.mm_positions import MM_FAMILIES, MM_RULES, Image, Span, Text, Video, mm_position_ids
-from refpos.models.mrope_hf import family_of
+from refpos.models.mm_positions import (
+    Audio,
+    Image,
+    Span,
+    Text,
+    Video,
+    mm_position_ids,
+    mm_settings_from_config,
+    setting_path,
+)
 
-#: M-RoPE model types -> the family whose position rules they follow (the MoE and text variants share them)
-POSITION_FAMILY = {"qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl",
-                   "qwen3_vl_moe": "qwen3_vl", "glm4v": "glm4v", "glm4v_moe": "glm4v"}
-#: what the released models of every family use where a config does not say (mm_positions' defaults)
-DEFAULT_MERGE, DEFAULT_TOKENS_PER_SECOND = 2, 2.0
 #: the span kinds of a written layout
-SPAN_KINDS = ("text", "image", "video")
+SPAN_KINDS = ("text", "image", "video", "audio")
+_USAGE = "comma-separated spans text:N, image:TxHxW, video:TxHxW[@S][+audio:N], audio:N"
 
 
 def _grid(kind: str, text: str) -> tuple[int, int, int]:
@@ -45,59 +55,60 @@ def _grid(kind: str, text: str) -> tuple[int, int, int]:
     return tuple(int(p) for p in parts)  # type: ignore[return-value]
 
 
+def _count(item: str, size: str) -> int:
+    if not size.strip().isdigit():
+        raise ValueError(f"--layout: {item!r} takes a token count, e.g. {item.partition(':')[0]}:6")
+    return int(size)
+
+
+def _video(item: str, size: str) -> Video:
+    size, plus, track = size.partition("+")
+    grid, at, seconds = size.partition("@")
+    if plus and not track.startswith("audio:"):
+        raise ValueError(f"--layout: {item!r}: a video's track is written +audio:N (N audio tokens)")
+    try:
+        return Video(_grid("video", grid), float(seconds) if at else 1.0,
+                     _count(track, track[len("audio:"):]) if plus else None)
+    except ValueError as exc:
+        raise ValueError(f"--layout: {item!r}: {exc}") from None
+
+
 def parse_layout(text: str) -> list[Span]:
     """The spans of a written layout (the module docstring); a ``ValueError`` naming the bad span otherwise."""
     if not isinstance(text, str) or not text.strip():
-        raise ValueError("--layout must be comma-separated spans text:N, image:TxHxW, video:TxHxW[@S]")
+        raise ValueError(f"--layout must be {_USAGE}")
     spans: list[Span] = []
-    for item in text.split(","):
-        kind, sep, size = item.strip().partition(":")
+    for item in (part.strip() for part in text.split(",")):
+        kind, sep, size = item.partition(":")
         if not sep or kind not in SPAN_KINDS:
-            raise ValueError(f"--layout: {item.strip()!r} is not KIND:SIZE with KIND one of {list(SPAN_KINDS)}")
-        if kind == "text":
-            if not size.strip().isdigit():
-                raise ValueError(f"--layout: {item.strip()!r}: text takes a token count, e.g. text:6")
-            spans.append(Text(int(size)))
-        elif kind == "image":
-            spans.append(Image(_grid(kind, size)))
-        else:
-            grid, at, seconds = size.partition("@")
-            try:
-                spans.append(Video(_grid(kind, grid), float(seconds) if at else 1.0))
-            except ValueError as exc:
-                raise ValueError(f"--layout: {item.strip()!r}: {exc}") from None
+            raise ValueError(f"--layout: {item!r} is not KIND:SIZE with KIND one of {list(SPAN_KINDS)}")
+        try:
+            if kind == "text":
+                spans.append(Text(_count(item, size)))
+            elif kind == "audio":
+                spans.append(Audio(_count(item, size)))
+            elif kind == "image":
+                spans.append(Image(_grid(kind, size)))
+            else:
+                spans.append(_video(item, size))
+        except ValueError as exc:  # a zero count or grid
+            raise ValueError(exc.args[0] if str(exc).startswith("--layout") else f"--layout: {item!r}: {exc}"
+                             ) from None
     return spans
 
 
-def _family(config: Mapping[str, Any]) -> str | None:
-    text_config = config.get("text_config") if isinstance(config.get("text_config"), Mapping) else {}
-    found = family_of(config.get("model_type")) or family_of(text_config.get("model_type"))
-    return POSITION_FAMILY.get(found or "")
-
-
 def config_rules(config: Mapping[str, Any], *, default_family: str | None = None) -> dict[str, tuple[Any, str]]:
-    """``{"family", "spatial_merge_size", "tokens_per_second"}``, each ``(value, where it came from)``.
+    """``{"family", "spatial_merge_size", ...the settings the family reads}``, each ``(value, where it came from)``.
 
     A config of no M-RoPE family is a ``ValueError`` unless ``default_family`` names the rules to follow.
     """
-    vision = config.get("vision_config") if isinstance(config.get("vision_config"), Mapping) else {}
-    family = _family(config)
-    if family is None:
-        if default_family is None:
-            raise ValueError(f"model_type {config.get('model_type')!r} has no M-RoPE position rules in refpos (known: "
-                             f"{', '.join(MM_FAMILIES)} and their _moe/_text variants)")
-        rules: dict[str, tuple[Any, str]] = {"family": (default_family, "default: the config names no M-RoPE family")}
-    else:
-        rules = {"family": (family, "config: model_type")}
-    merge = vision.get("spatial_merge_size")
-    rules["spatial_merge_size"] = (merge, "config: vision_config.spatial_merge_size") if merge is not None else (
-        DEFAULT_MERGE, "default: the config has no vision_config.spatial_merge_size")
-    if "tokens_per_second" in MM_RULES[rules["family"][0]].reads:
-        tps = vision.get("tokens_per_second")
-        rules["tokens_per_second"] = (tps, "config: vision_config.tokens_per_second") if tps is not None else (
-            DEFAULT_TOKENS_PER_SECOND, "default: the config has no vision_config.tokens_per_second")
-    else:
-        rules["tokens_per_second"] = (None, f"not read by {rules['family'][0]}")
+    family, settings, provenance = mm_settings_from_config(config, default_family=default_family)
+    rules: dict[str, tuple[Any, str]] = {"family": (family, "config: model_type" if provenance["family"] == "config"
+                                                    else "default: the config names no M-RoPE family")}
+    for name, value in settings.items():
+        path = setting_path(config, name)
+        rules[name] = (value, f"config: {path}" if provenance[name] == "config" else
+                       f"default: the config has no {path}")
     return rules
 
 
@@ -107,6 +118,6 @@ def config_position_ids(config: Mapping[str, Any], spans: list[Span], *, default
     from refpos.backend import get_xp
 
     rules = config_rules(config, default_family=default_family)
-    ids = mm_position_ids(spans, family=rules["family"][0], spatial_merge_size=rules["spatial_merge_size"][0],
-                          tokens_per_second=rules["tokens_per_second"][0], xp=get_xp("numpy"))
+    settings = {name: value for name, (value, _) in rules.items() if name != "family"}
+    ids = mm_position_ids(spans, family=rules["family"][0], xp=get_xp("numpy"), **settings)
     return np.asarray(ids), rules

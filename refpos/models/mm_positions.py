@@ -48,7 +48,7 @@ grid at ``s = 2``, ``p_h ∈ {2, 3}``, ``p_w ∈ {2, 3, 4}``, ``p_t = 2``; then 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -61,7 +61,7 @@ from refpos.models.mm_spans import Audio, Image, Span, Text, Video, text_ids, vi
 from refpos.validation import check_choice, check_float, check_int
 
 __all__ = ["MM_FAMILIES", "MM_RULES", "Audio", "IdRule", "Image", "Span", "Text", "Video", "id_family_of",
-           "mm_position_ids", "rope_delta", "text_ids", "token_count", "vision_ids"]
+           "mm_position_ids", "mm_settings_from_config", "rope_delta", "text_ids", "token_count", "vision_ids"]
 
 
 @dataclass(frozen=True)
@@ -262,6 +262,60 @@ def mm_position_ids(
         pieces = _side_pieces(spans, rule, merge, settings)
     ids = np.concatenate(pieces, axis=1)  # (3, T)
     return get_xp(xp).asarray(ids.astype(np.int64))
+
+
+#: setting -> (where transformers' config holds it: "vision" or "wrapper", its key, its config-class default)
+_FROM_CONFIG = {"spatial_merge_size": ("vision", "spatial_merge_size", 2),
+                "tokens_per_second": ("vision", "tokens_per_second", 4),
+                "position_id_per_seconds": ("wrapper", "position_id_per_seconds", 25),
+                "seconds_per_chunk": ("wrapper", "seconds_per_chunk", 2),
+                "temporal_merge_size": ("vision", "temporal_merge_size", 2)}
+
+
+def mm_settings_from_config(config: Mapping[str, Any], *, default_family: str | None = None
+                            ) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """``(family, settings, provenance)`` for :func:`mm_position_ids` from a multimodal ``config.json`` dict.
+
+    The family is :func:`id_family_of` the top-level ``model_type`` (else its ``text_config``'s); the settings are
+    the keyword arguments the family reads (:data:`MM_RULES`) plus ``spatial_merge_size``, each from the
+    ``vision_config`` (inside ``thinker_config`` for the Omni models) or the wrapper (``thinker_config``, else the
+    top level), or transformers' config-class default when absent; ``provenance`` says which
+    (``"config"`` or ``"default"``) per setting, and for ``"family"``. :func:`setting_path` names the key.
+
+    Raises
+    ------
+    ValueError
+        The config's model type has no :data:`MM_RULES` family and no ``default_family`` is given.
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping (config.json as a dict), got {type(config).__name__}")
+    wrapper = config.get("thinker_config") if isinstance(config.get("thinker_config"), Mapping) else config
+    text = wrapper.get("text_config") if isinstance(wrapper.get("text_config"), Mapping) else {}
+    family = id_family_of(config.get("model_type")) or id_family_of(text.get("model_type"))
+    provenance: dict[str, str] = {"family": "config"}
+    if family is None:
+        if default_family is None:
+            raise ValueError(f"model_type {config.get('model_type')!r} has no M-RoPE position rules in refpos: it "
+                             f"follows the get_rope_index of {list(MM_FAMILIES)} (and their _moe/_text variants)")
+        family, provenance["family"] = check_choice("default_family", default_family, MM_FAMILIES), "default"
+    vision = wrapper.get("vision_config") if isinstance(wrapper.get("vision_config"), Mapping) else {}
+    places = {"vision": vision, "wrapper": wrapper}
+    settings: dict[str, Any] = {}
+    for name, (place, key, default) in _FROM_CONFIG.items():
+        if name != "spatial_merge_size" and name not in MM_RULES[family].reads:
+            continue
+        stated = places[place].get(key)
+        settings[name] = default if stated is None else stated
+        provenance[name] = "default" if stated is None else "config"
+    return family, settings, provenance
+
+
+def setting_path(config: Mapping[str, Any], setting: str) -> str:
+    """Where a ``config.json`` holds one of :func:`mm_settings_from_config`'s settings
+    (``thinker_config.vision_config.spatial_merge_size`` for an Omni model)."""
+    place, key, _ = _FROM_CONFIG[check_choice("setting", setting, tuple(_FROM_CONFIG))]
+    wrapper = "thinker_config." if isinstance(config.get("thinker_config"), Mapping) else ""
+    return f"{wrapper}{'vision_config.' if place == 'vision' else ''}{key}"
 
 
 def rope_delta(position_ids: Any) -> int:

@@ -11,7 +11,7 @@ import pytest
 
 import refpos
 from refpos.cli import main
-from refpos.golden.mrope_cases import PROBE_LAYOUTS, layout_positions
+from refpos.golden.mrope_cases import PROBE_LAYOUTS, layout_positions, probe_layouts
 from refpos.golden.rope_cases import model_cases
 from refpos.models.mrope_hf import vision_rope_from_hf_config
 from refpos.rope.mrope import pair_axes
@@ -26,6 +26,8 @@ RESOLVED = {
     "Qwen/Qwen3-VL-8B-Instruct": ((24, 20, 20), True, "half", 128, 5e6),
     "Qwen/Qwen3-VL-8B-Instruct (v5 rope_parameters)": ((24, 20, 20), True, "half", 128, 5e6),
     "zai-org/GLM-4.1V-9B-Thinking": ((8, 12, 12), False, "interleaved", 64, 1e4),
+    "Qwen/Qwen3.5-27B": ((11, 11, 10), True, "half", 64, 1e7),
+    "baidu/ERNIE-4.5-VL-28B-A3B-PT (HF Ernie4_5_VLMoeConfig defaults)": ((20, 22, 22), False, "interleaved", 128, 5e5),
 }
 
 
@@ -36,7 +38,9 @@ def test_every_config_names_its_source():
 
 @pytest.mark.parametrize("name", sorted(RESOLVED))
 def test_real_configs_resolve(name):
-    rope = refpos.from_hf_config(VLM[name]["config"], strict=True)
+    hybrid = "full_attention_interval" in VLM[name]["config"].get("text_config", {})  # some layers: no attention
+    rope = refpos.from_hf_config(VLM[name]["config"], strict=not hybrid)
+    assert not hybrid or list(rope.not_modelled) == ["text_config.model_type"]
     assert (rope.mrope_section, rope.mrope_interleaved, rope.layout, rope.rotary_dim, rope.theta) == RESOLVED[name]
 
 
@@ -60,7 +64,9 @@ def test_model_cases_hold_every_layout_and_their_tables():
     config = VLM["Qwen/Qwen3-VL-8B-Instruct"]["config"]
     cases = {c.id: c for c in model_cases(config, "Qwen/Qwen3-VL-8B-Instruct")}
     key = "rope/Qwen--Qwen3-VL-8B-Instruct"
-    assert {f"{key}/{layout}/{kind}" for layout in PROBE_LAYOUTS for kind in ("cos-sin", "apply")} <= set(cases)
+    assert {f"{key}/{layout}/{kind}" for layout in probe_layouts(config) for kind in ("cos-sin", "apply")} <= \
+        set(cases)
+    assert "audio" not in probe_layouts(config) and "audio" in PROBE_LAYOUTS
     case = cases[f"{key}/image/cos-sin"]
     positions = case.inputs["positions"]  # (3, T)
     rope = refpos.from_hf_config(config)
@@ -69,9 +75,22 @@ def test_model_cases_hold_every_layout_and_their_tables():
     np.testing.assert_array_equal(case.outputs["cos"].array, np.cos(positions[axes].T * np.asarray(inv_freq)))
 
 
-def test_golden_model_round_trip(tmp_path):
+ERNIE = "baidu/ERNIE-4.5-VL-28B-A3B-PT (HF Ernie4_5_VLMoeConfig defaults)"
+
+
+@pytest.mark.parametrize("name", ["zai-org/GLM-4.1V-9B-Thinking", ERNIE, "Qwen/Qwen3.5-27B"])
+def test_golden_model_round_trip(tmp_path, name):
     config = tmp_path / "config.json"
-    config.write_text(json.dumps(VLM["zai-org/GLM-4.1V-9B-Thinking"]["config"]), encoding="utf8")
+    config.write_text(json.dumps(VLM[name]["config"]), encoding="utf8")
     out = tmp_path / "golden"
-    assert main(["golden", "model", str(config), "--out", str(out), "--name", "zai-org/GLM-4.1V-9B-Thinking"]) == 0
+    assert main(["golden", "model", str(config), "--out", str(out), "--name", name]) == 0
     assert main(["golden", "verify", "--golden-dir", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf8"))
+    layouts = [c for c in manifest["cases"] if c["id"].endswith("/video/cos-sin")]
+    assert layouts and all(c.get("certified_max_error_ulps") is not None for c in layouts)  # mpmath-certified
+
+
+def test_ernie_probe_video_merges_time():
+    """ERNIE-4.5-VL's 4 temporal patches are 2 temporal cells (temporal_merge_size 2 of its vision_config)."""
+    ids = layout_positions(VLM[ERNIE]["config"], "video")
+    assert ids.shape == (3, 2 + 2 * 4 * 4 + 2) and sorted(set(ids[0, 2:-2].tolist())) == [2, 3]

@@ -19,7 +19,7 @@ from refpos.check.case import check_case
 from refpos.check.run import check_rope
 from refpos.cli import main
 from refpos.golden.manifest import find_case, load_manifest
-from refpos.golden.mrope_cases import PROBE_LAYOUTS, vlm_configs
+from refpos.golden.mrope_cases import probe_layouts, vlm_configs
 from refpos.golden.npy import npy_bytes
 from refpos.models.mm_layout import config_position_ids, parse_layout
 
@@ -42,7 +42,7 @@ def _case(root, case_id):
     return case, arrays, refpos.rope_config_from_params(case["parameters"]["rope"]), case["parameters"]["seq_len"]
 
 
-@pytest.mark.parametrize("layout", list(PROBE_LAYOUTS))
+@pytest.mark.parametrize("layout", probe_layouts(vlm_configs()[QWEN25]["config"]))
 def test_every_multimodal_layout_is_diagnosed_and_fitted_as_with_the_config(vlm_goldens, layout):
     case, inputs, rope, seq_len = _case(vlm_goldens, f"rope/qwen25vl/{layout}/apply")
     x, positions = inputs["x"], inputs["positions"]
@@ -116,11 +116,14 @@ def test_position_ids_of_a_written_layout_follow_the_configs_rules():
     assert text_after[0].tolist() == list(range(12, 18))
     video_t = ids[0, -8:]  # two temporal patches 0.5 s apart at 2 tokens per second: Δ = 1
     assert sorted(set(video_t.tolist())) == [18, 19]
-    for bad in ("text:x", "image:1x8", "audio:3", "video:1x2x2@fast", ""):
+    for bad in ("text:x", "image:1x8", "sound:3", "audio:0", "video:1x2x2@fast", "video:1x2x2+track:3", ""):
         with pytest.raises(ValueError, match="--layout"):
             parse_layout(bad)
     with pytest.raises(ValueError, match="no M-RoPE position rules"):
         config_position_ids({"model_type": "llama"}, spans)
+    with pytest.raises(ValueError, match="no audio input"):  # a span the family has no input for
+        config_position_ids(config, parse_layout("text:2,audio:4"))
+
 
 
 def test_refpos_rope_prints_every_value_of_mrope_section(tmp_path, capsys):
