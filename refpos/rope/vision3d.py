@@ -37,7 +37,7 @@ Examples
 >>> rope = VisionRope3D("minimax_m3_vl", 16)  # d = 4: n = 2 frequencies per axis, 12 of 16 channels rotated
 >>> axes, omega = vision3d_frequencies(rope)
 >>> axes, omega.tolist()
-((0, 0, 1, 1, 2, 2), [1.0, 0.01])
+((0, 0, 1, 1, 2, 2), [1.0, 0.01, 1.0, 0.01, 1.0, 0.01])
 """
 
 from __future__ import annotations
