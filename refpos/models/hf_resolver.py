@@ -156,6 +156,8 @@ class Resolver:
             value, source = self.from_rope("rope_type"), "config"
             if "type" in self.rope and self.rope["type"] != value:
                 self.notes.append(f"rope_type {value!r} wins over type {self.rope['type']!r} (HF)")
+            elif "type" in self.rope:
+                self.from_rope("type")  # the legacy name of the same key, with the same value
         elif "type" in self.rope and self.rope["type"] is not None:
             value, source = self.from_rope("type"), "config"
         if not isinstance(value, str):

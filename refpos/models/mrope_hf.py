@@ -55,6 +55,9 @@ class MropeFamily:
     source: str
     config_order: str = "thw"
     rope_types: tuple[str, ...] | None = None
+    #: rope-dict keys the family's configs carry that its module does not read (transformers' config class
+    #: lists them in ignore_keys_at_rope_validation): read with a note, never reported as parameters
+    inert_keys: tuple[str, ...] = ()
 
     def from_config(self, sections: Any) -> tuple[int, ...]:
         """The config's ``mrope_section`` in refpos's order (t, h, w)."""
@@ -77,7 +80,7 @@ MROPE_FAMILIES: dict[str, MropeFamily] = {
     "qwen3_vl_moe": MropeFamily((24, 20, 20), "interleaved",
                                 "qwen3_vl_moe/modeling_qwen3_vl_moe.py: Qwen3VLMoeTextRotaryEmbedding"),
     "qwen3_omni_moe": MropeFamily((24, 20, 20), "interleaved", "qwen3_omni_moe/modeling_qwen3_omni_moe.py: "
-                                  "Qwen3OmniMoeThinkerTextRotaryEmbedding"),
+                                  "Qwen3OmniMoeThinkerTextRotaryEmbedding", inert_keys=("interleaved",)),
     "qwen3_5": MropeFamily((11, 11, 10), "interleaved", "qwen3_5/modeling_qwen3_5.py: Qwen3_5TextRotaryEmbedding"),
     "qwen3_5_moe": MropeFamily((11, 11, 10), "interleaved",
                                "qwen3_5_moe/modeling_qwen3_5_moe.py: Qwen3_5MoeTextRotaryEmbedding"),
@@ -161,6 +164,10 @@ def resolve_mrope(resolver: Any) -> None:
     resolver.set("mrope_interleaved", family_interleaved, "config" if key == family_interleaved else "default")
     if not family_interleaved and module.assignment != "contiguous":
         resolver.set("mrope_assignment", module.assignment, "default")
+    for key in module.inert_keys:
+        if key in rope:
+            resolver.notes.append(f"{key}={resolver.from_rope(key)!r}: not read by {module.source} (its assignment "
+                                  f"is {module.assignment})")
     if resolver.provenance.get("layout") != "config":
         resolver.set("layout", layout, "default")
 

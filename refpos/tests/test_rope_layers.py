@@ -294,9 +294,9 @@ def test_golden_model_writes_a_case_per_layer_kind(tmp_path, capsys):
 
 
 def test_multi_axis_configs_list_their_keys_as_not_modelled():
-    """A multi-axis family refpos does not model (Qwen3.5 here) resolves along one axis, and says so; Qwen2-VL,
+    """A multi-axis family refpos does not model (HunYuan-VL here) resolves along one axis, and says so; Qwen2-VL,
     whose M-RoPE refpos models, reports nothing."""
-    config = {"model_type": "qwen3_5_text", "hidden_size": 3584, "num_attention_heads": 28, "num_hidden_layers": 28,
+    config = {"model_type": "hunyuan_vl_text", "hidden_size": 3584, "num_attention_heads": 28, "num_hidden_layers": 28,
               "rope_theta": 1e6, "max_position_embeddings": 32768,
               "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
     rope = refpos.from_hf_config(config)  # 'mrope' read as 'default', as transformers' config class does
