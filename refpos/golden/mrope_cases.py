@@ -63,7 +63,7 @@ def vlm_configs() -> dict[str, Any]:
 
 def probe_layouts(config: dict[str, Any]) -> tuple[str, ...]:
     """The probe layouts of a config's family (with ``audio`` and ``video-with-audio`` for the Omni families)."""
-    audio = MM_RULES[config_rules(config, default_family="qwen2_vl")["family"][0]].style == "tmrope"
+    audio = MM_RULES[config_rules(config, default_family="qwen2_vl")["family"][0]].tmrope is not None
     return tuple(name for name in PROBE_LAYOUTS if audio or name not in _AUDIO_LAYOUTS)
 
 

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from refpos.models.records import LayerRecord, RopeLayer
 from refpos.rope.config import RopeConfig
 from refpos.validation import check_int
 
@@ -44,12 +45,15 @@ class IndexerRope:
     family: str
     layout: str
     source: str
+    #: which layers run an indexer: ``"every"``, or ``"indexer_types"`` (GLM-5's full / shared list)
+    layers: str = "every"
 
 
 #: model_type -> its indexer's RoPE
 INDEXER_ROPES: dict[str, IndexerRope] = {row.family: row for row in (
     IndexerRope("deepseek_v32", "half", "deepseek_v32/modeling_deepseek_v32.py: DeepseekV32Indexer.forward"),
-    IndexerRope("glm_moe_dsa", "deinterleaved", "glm_moe_dsa/modeling_glm_moe_dsa.py: GlmMoeDsaIndexer.forward"),
+    IndexerRope("glm_moe_dsa", "deinterleaved", "glm_moe_dsa/modeling_glm_moe_dsa.py: GlmMoeDsaIndexer.forward",
+                layers="indexer_types"),
 )}
 
 
@@ -76,6 +80,16 @@ def indexer_rope(config: Mapping[str, Any], main: RopeConfig) -> RopeConfig | No
                                placement="first", layout=row.layout)
 
 
+def with_indexers(layers: list[LayerRecord], config: Mapping[str, Any]) -> list[LayerRecord]:
+    """The layer records with each RoPE layer that runs an indexer holding its indexer's RoPE (a DSA family's
+    decoder; every other config's records unchanged)."""
+    if config.get("model_type") not in INDEXER_ROPES:
+        return layers
+    runs = indexer_layers(config, len(layers))
+    return [dataclasses.replace(layer, indexer=indexer_rope(config, layer.rope))
+            if isinstance(layer, RopeLayer) and runs[layer.index] else layer for layer in layers]
+
+
 def indexer_layers(config: Mapping[str, Any], n_layers: int) -> tuple[bool, ...]:
     r"""Which of the ``n_layers`` layers run an indexer of their own (and so its RoPE).
 
@@ -85,10 +99,10 @@ def indexer_layers(config: Mapping[str, Any], n_layers: int) -> tuple[bool, ...]
     ``o = index_skip_topk_offset`` (2) (``GlmMoeDsaConfig.__post_init__``).
     """
     n_layers = check_int("n_layers", n_layers, minimum=0)
-    family = config.get("model_type")
-    if family not in INDEXER_ROPES:
+    row = INDEXER_ROPES.get(config.get("model_type"))  # type: ignore[arg-type]
+    if row is None:
         return (False,) * n_layers
-    if family != "glm_moe_dsa":
+    if row.layers == "every":
         return (True,) * n_layers
     types = config.get("indexer_types")
     if types is None and config.get("index_topk_pattern") is not None:

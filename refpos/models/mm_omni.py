@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from refpos.models.mm_spans import Audio, Image, Text, Video, text_ids, vision_ids
+from refpos.models.mm_spans import Audio, IdRule, Image, Text, Video, text_ids, vision_ids
 from refpos.validation import check_choice, check_int
 
 
@@ -63,27 +63,28 @@ def chunk_bounds(times: np.ndarray, per_chunk: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _times(n_t: int, delta: float, family: str, index: int, what: str) -> np.ndarray:
+def _times(n_t: int, delta: float, rule: IdRule, index: int, what: str) -> np.ndarray:
     r""":math:`\tau_i = i\,\Delta` for ``i < n_t``: floored (Qwen2.5-Omni) or required integral (Qwen3-Omni)."""
     times = np.arange(n_t, dtype=np.float64) * delta  # τ_i = i Δ, float64
-    if family == "qwen2_5_omni":
+    assert rule.tmrope is not None
+    if rule.tmrope.rounding == "floor":
         return np.floor(times).astype(np.int64)
     if not np.array_equal(times, np.floor(times)):
         raise ValueError(f"spans[{index}]: {what} gives fractional times {times[times != np.floor(times)][:3].tolist()}"
-                         f" (qwen3_omni_moe keeps them, as fractional position ids); refpos positions are integers: "
+                         f" ({rule.family} keeps them, as fractional position ids); refpos positions are integers: "
                          f"choose seconds_per_grid and position_id_per_seconds whose product is an integer")
     return times.astype(np.int64)
 
 
-def _grid_times(span: Image | Video, settings: dict[str, Any], family: str, index: int) -> np.ndarray:
+def _grid_times(span: Image | Video, settings: dict[str, Any], rule: IdRule, index: int) -> np.ndarray:
     g_t = span.grid[0]
     if g_t == 1:
         return np.zeros(1, dtype=np.int64)
     per_second = settings["position_id_per_seconds"]
     if isinstance(span, Video):
-        return _times(g_t, span.seconds_per_grid * per_second, family, index,
+        return _times(g_t, span.seconds_per_grid * per_second, rule, index,
                       f"seconds_per_grid={span.seconds_per_grid} × position_id_per_seconds={per_second}")
-    return _times(g_t, per_second, family, index, f"position_id_per_seconds={per_second}")
+    return _times(g_t, per_second, rule, index, f"position_id_per_seconds={per_second}")
 
 
 def _after(pieces: list[np.ndarray]) -> int:
@@ -91,16 +92,17 @@ def _after(pieces: list[np.ndarray]) -> int:
     return int(pieces[-1].max()) + 1 if pieces else 0
 
 
-def _video_with_audio(pieces: list[np.ndarray], span: Video, family: str, merge: int,
+def _video_with_audio(pieces: list[np.ndarray], span: Video, rule: IdRule, merge: int,
                       settings: dict[str, Any], times: np.ndarray) -> None:
     """Append the markers and the interleaved streams of a video with its audio track (module docstring)."""
+    assert rule.tmrope is not None
     start = _after(pieces)
-    shared = family == "qwen2_5_omni"  # Qwen2.5-Omni: both start markers at one id; Qwen3-Omni: consecutive
+    shared = rule.tmrope.shared_markers  # Qwen2.5-Omni: both start markers at one id; Qwen3-Omni: consecutive
     pieces.append(np.full((3, 2), start, dtype=np.int64) if shared else text_ids(start, 2))
     first = start + (1 if shared else 2)  # s'
     video = vision_ids(first, span.grid, merge, times)  # (3, cells)
     audio = text_ids(first, span.audio_tokens or 0)  # (3, n)
-    if shared:
+    if rule.tmrope.interleave == "chunks":
         per_chunk = int(settings["position_id_per_seconds"] * settings["seconds_per_chunk"])
         if per_chunk < 1:
             raise ValueError(f"position_id_per_seconds × seconds_per_chunk = {per_chunk} time units per chunk: "
@@ -125,7 +127,7 @@ def _video_with_audio(pieces: list[np.ndarray], span: Video, family: str, merge:
     pieces.append(np.full((3, 2), end, dtype=np.int64) if shared else text_ids(end, 2))
 
 
-def tmrope_pieces(spans: Sequence[Any], family: str, merge: int, settings: dict[str, Any]) -> list[np.ndarray]:
+def tmrope_pieces(spans: Sequence[Any], rule: IdRule, merge: int, settings: dict[str, Any]) -> list[np.ndarray]:
     """The ``(3, n)`` pieces of ids of an Omni family's spans, in sequence order (module docstring).
 
     An image, a video or an audio span must have text on both sides (its start and end markers) unless it is a
@@ -139,18 +141,22 @@ def tmrope_pieces(spans: Sequence[Any], family: str, merge: int, settings: dict[
         if not (isinstance(span, Video) and span.audio_tokens is not None):
             for side, neighbour in (("before", index - 1), ("after", index + 1)):
                 if not 0 <= neighbour < len(spans) or not isinstance(spans[neighbour], Text):
-                    raise ValueError(f"spans[{index}]: a {family} {type(span).__name__.lower()} needs text "
+                    raise ValueError(f"spans[{index}]: a {rule.family} {type(span).__name__.lower()} needs text "
                                      f"{side} it (its {'start' if side == 'before' else 'end'} marker)")
         if isinstance(span, Audio):
             pieces.append(text_ids(_after(pieces), span.tokens))
             continue
-        times = _grid_times(span, settings, family, index)
+        times = _grid_times(span, settings, rule, index)
         if isinstance(span, Video) and span.audio_tokens is not None:
-            _video_with_audio(pieces, span, family, merge, settings, times)
+            _video_with_audio(pieces, span, rule, merge, settings, times)
         else:
             assert isinstance(span, (Image, Video))
             pieces.append(vision_ids(_after(pieces), span.grid, merge, times))
     return pieces
+
+
+#: family -> its audio encoder's length rule (audio_token_count): a convolution and a pooling, or windows
+AUDIO_ENCODERS = {"qwen2_5_omni": "conv_pool", "qwen3_omni_moe": "windowed"}
 
 
 def audio_token_count(frames: int, *, family: str, n_window: int = 50) -> int:
@@ -162,9 +168,9 @@ def audio_token_count(frames: int, *, family: str, n_window: int = 50) -> int:
     :math:`f = \lfloor (r-1)/2 \rfloor + 1`, :math:`n = \lfloor (\lfloor (f-1)/2 \rfloor + 1 - 1)/2 \rfloor + 1
     + 13 \lfloor L / 2w \rfloor` (``_get_feat_extract_output_lengths``).
     """
-    family = check_choice("family", family, ("qwen2_5_omni", "qwen3_omni_moe"))
+    encoder = AUDIO_ENCODERS[check_choice("family", family, tuple(AUDIO_ENCODERS))]
     frames = check_int("frames", frames, minimum=1)
-    if family == "qwen2_5_omni":
+    if encoder == "conv_pool":
         return ((frames - 1) // 2 + 1 - 2) // 2 + 1
     window = 2 * check_int("n_window", n_window, minimum=1)
     rest = frames % window

@@ -5,7 +5,7 @@ Positions are built left to right, one *piece* of ids per span, as transformers 
 family's ``get_rope_index`` (``transformers/models/*/modeling_*.py``; the rule of each family is one
 record of :data:`MM_RULES`, which cites it). Two styles place the pieces:
 
-**Running start** (``style="side"``: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V, Qwen3.5, ERNIE-4.5-VL), from a
+**Running start** (``tmrope=None``: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V, Qwen3.5, ERNIE-4.5-VL), from a
 start ``s`` (0 at the beginning):
 
 * **text** of ``n`` tokens: :math:`p_t = p_h = p_w = s, s+1, \dots, s+n-1`; then :math:`s \mathrel{+}= n`;
@@ -25,7 +25,7 @@ start ``s`` (0 at the beginning):
 * ERNIE-4.5-VL merges ``temporal_merge_size`` (2) temporal patches of a video into one token: its LLM grid is
   :math:`(g_t/m_t, g_h/k, g_w/k)` (images are not merged in time).
 
-**After the largest id** (``style="tmrope"``: the Qwen2.5-Omni and Qwen3-Omni thinkers, TMRoPE): every
+**After the largest id** (a :class:`TimeRule` in ``tmrope``: the Qwen2.5-Omni and Qwen3-Omni thinkers, TMRoPE): every
 piece starts at one more than the largest id of the piece before it (0 first). Text and audio tokens
 count up by one (an audio token stands for a fixed slice of time); an image or video grid sits at
 :math:`(s + \text{time}, s + i_h, s + i_w)` with the time of temporal patch ``i`` being
@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -57,31 +56,11 @@ import numpy as np
 
 from refpos.backend import get_xp
 from refpos.models.mm_omni import tmrope_pieces
-from refpos.models.mm_spans import Audio, Image, Span, Text, Video, text_ids, vision_ids
+from refpos.models.mm_spans import Audio, IdRule, Image, Span, Text, TimeRule, Video, text_ids, vision_ids
 from refpos.validation import check_choice, check_float, check_int
 
-__all__ = ["MM_FAMILIES", "MM_RULES", "Audio", "IdRule", "Image", "Span", "Text", "Video", "id_family_of",
+__all__ = ["MM_FAMILIES", "MM_RULES", "Audio", "IdRule", "Image", "Span", "Text", "TimeRule", "Video", "id_family_of",
            "mm_position_ids", "mm_settings_from_config", "rope_delta", "text_ids", "token_count", "vision_ids"]
-
-
-@dataclass(frozen=True)
-class IdRule:
-    """How one family's ``get_rope_index`` places the spans (one record per family of :data:`MM_RULES`).
-
-    ``style``: ``"side"`` (a running start) or ``"tmrope"`` (after the largest id; audio;
-    :mod:`refpos.models.mm_omni`). ``frames``: ``"together"`` or ``"one_by_one"`` (a video as one-frame grids).
-    ``spacing``: the keyword that spaces a video's temporal patches (``None``: 1 apart). ``temporal_merge``:
-    a video's temporal patches are merged ``temporal_merge_size`` at a time. ``reads``: the keyword arguments
-    of :func:`mm_position_ids` the family reads.
-    """
-
-    family: str
-    source: str
-    style: str = "side"
-    frames: str = "together"
-    spacing: str | None = None
-    temporal_merge: bool = False
-    reads: tuple[str, ...] = ()
 
 
 _QWEN3_VL = "qwen3_vl/modeling_qwen3_vl.py: Qwen3VLModel.get_rope_index"
@@ -96,10 +75,12 @@ MM_RULES: dict[str, IdRule] = {rule.family: rule for rule in (
     IdRule("ernie4_5_vl_moe", "ernie4_5_vl_moe/modeling_ernie4_5_vl_moe.py: Ernie4_5_VLMoeModel.get_rope_index",
            temporal_merge=True, reads=("temporal_merge_size",)),
     IdRule("qwen2_5_omni", "qwen2_5_omni/modeling_qwen2_5_omni.py: "
-           "Qwen2_5OmniPreTrainedModelForConditionalGeneration.get_rope_index", style="tmrope",
+           "Qwen2_5OmniPreTrainedModelForConditionalGeneration.get_rope_index",
+           tmrope=TimeRule(rounding="floor", interleave="chunks", shared_markers=True),
            spacing="position_id_per_seconds", reads=("position_id_per_seconds", "seconds_per_chunk")),
     IdRule("qwen3_omni_moe", "qwen3_omni_moe/modeling_qwen3_omni_moe.py: "
-           "Qwen3OmniMoePreTrainedModelForConditionalGeneration.get_rope_index", style="tmrope",
+           "Qwen3OmniMoePreTrainedModelForConditionalGeneration.get_rope_index",
+           tmrope=TimeRule(rounding="exact", interleave="by_time", shared_markers=False),
            spacing="position_id_per_seconds", reads=("position_id_per_seconds",)),
 )}
 #: families whose get_rope_index this module reproduces
@@ -178,10 +159,10 @@ def _check_span(index: int, span: Any, rule: IdRule, merge: int, settings: dict[
     """A span the family can place: its type, its grid against the merges, the settings it needs."""
     if not isinstance(span, (Text, Image, Video, Audio)):
         raise TypeError(f"spans[{index}] must be Text, Image, Video or Audio, got {type(span).__name__}")
-    omni = rule.style == "tmrope"
+    omni = rule.tmrope is not None
     if isinstance(span, Audio) and not omni:
         raise ValueError(f"spans[{index}]: family {rule.family!r} has no audio input (Audio spans are for "
-                         f"{', '.join(f.family for f in MM_RULES.values() if f.style == 'tmrope')})")
+                         f"{', '.join(f.family for f in MM_RULES.values() if f.tmrope is not None)})")
     if isinstance(span, Video) and span.audio_tokens is not None and not omni:
         raise ValueError(f"spans[{index}]: a video with audio_tokens (its audio track) is for the Omni families, "
                          f"not {rule.family!r}")
@@ -256,8 +237,8 @@ def mm_position_ids(
         raise TypeError("spans must be a non-empty list of Text, Image, Video and Audio spans")
     for index, span in enumerate(spans):
         _check_span(index, span, rule, merge, settings)
-    if rule.style == "tmrope":
-        pieces = tmrope_pieces(spans, rule.family, merge, settings)
+    if rule.tmrope is not None:
+        pieces = tmrope_pieces(spans, rule, merge, settings)
     else:
         pieces = _side_pieces(spans, rule, merge, settings)
     ids = np.concatenate(pieces, axis=1)  # (3, T)

@@ -1,4 +1,5 @@
-"""The spans of a multimodal token sequence (text, image, video, audio) and the ids of one piece.
+"""The spans of a multimodal token sequence (text, image, video, audio), the ids of one piece, and the record of
+a family's placing rule.
 
 :func:`refpos.models.mm_positions.mm_position_ids` places a list of these spans
 (docs/mrope.md#position-ids-of-a-multimodal-sequence).
@@ -14,6 +15,38 @@ from typing import Any
 import numpy as np
 
 from refpos.validation import check_float, check_int
+
+
+@dataclass(frozen=True)
+class TimeRule:
+    """How an Omni family places time (:mod:`refpos.models.mm_omni`): ``rounding`` of a frame's time
+    (``"floor"``, or ``"exact"``: a fractional time is kept, which refpos refuses), how a video interleaves with
+    its audio track (``"chunks"`` or ``"by_time"``, token by token) and whether its two start markers, and its
+    two end markers, share one id (``shared_markers``) or count up like text."""
+
+    rounding: str
+    interleave: str
+    shared_markers: bool
+
+
+@dataclass(frozen=True)
+class IdRule:
+    """How one family's ``get_rope_index`` places the spans (one record per family of :data:`MM_RULES`).
+
+    ``tmrope``: ``None`` for a running start, else how the family places time (after the largest id; audio;
+    :mod:`refpos.models.mm_omni`). ``frames``: ``"together"`` or ``"one_by_one"`` (a video as one-frame grids).
+    ``spacing``: the keyword that spaces a video's temporal patches (``None``: 1 apart). ``temporal_merge``:
+    a video's temporal patches are merged ``temporal_merge_size`` at a time. ``reads``: the keyword arguments
+    of :func:`mm_position_ids` the family reads.
+    """
+
+    family: str
+    source: str
+    frames: str = "together"
+    spacing: str | None = None
+    temporal_merge: bool = False
+    reads: tuple[str, ...] = ()
+    tmrope: TimeRule | None = None
 
 
 @dataclass(frozen=True)

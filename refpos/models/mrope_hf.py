@@ -40,8 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from refpos.models import families
+from refpos.models.vision_towers import VISION_TOWERS, tower_rope, towers_of
 from refpos.rope.vision import VisionRope
-from refpos.validation import check_bool, check_int
+from refpos.rope.vision3d import VisionRope3D
+from refpos.validation import check_bool
 
 
 @dataclass(frozen=True)
@@ -97,10 +99,6 @@ def _family_layout(family: str) -> str:
     if row is None:  # pragma: no cover - every M-RoPE family has a row; test_mrope_hf checks it
         raise KeyError(f"the family table has no row for {family!r}")
     return row.layout
-#: vision_config model types → the axial form of their rotary module
-_VISION_KINDS = {"qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_vl", "qwen3_vl": "qwen2_vl",
-                 "qwen3_vl_moe": "qwen2_vl", "glm4v": "qwen2_vl", "glm4v_moe": "qwen2_vl", "pixtral": "pixtral",
-                 "llama4": "llama4", "qwen3_5": "qwen2_vl", "qwen3_5_moe": "qwen2_vl", "ernie4_5_vl_moe": "qwen2_vl"}
 
 
 def family_of(model_type: Any) -> str | None:
@@ -110,7 +108,7 @@ def family_of(model_type: Any) -> str | None:
     for suffix in ("_text", "_vision"):
         if model_type.endswith(suffix):
             model_type = model_type[: -len(suffix)]
-    return model_type if model_type in MROPE_FAMILIES or model_type in _VISION_KINDS else None
+    return model_type if model_type in MROPE_FAMILIES else None
 
 
 def mrope_rope_type(value: str, notes: list[str]) -> str:
@@ -123,10 +121,8 @@ def mrope_rope_type(value: str, notes: list[str]) -> str:
 
 def mrope_family(model_type: Any, parent_model_type: Any = None) -> str | None:
     """The M-RoPE family whose text rotary module a config runs: of its ``model_type``, else of the top-level
-    ``parent_model_type`` (a ``text_config``); ``None`` for every other family, vision-only ones included
-    (pixtral, llama4: their text RoPE is 1-D)."""
-    family = family_of(model_type) or family_of(parent_model_type)
-    return family if family in MROPE_FAMILIES else None
+    ``parent_model_type`` (a ``text_config``); ``None`` for every other family."""
+    return family_of(model_type) or family_of(parent_model_type)
 
 
 def resolve_mrope(resolver: Any) -> None:
@@ -172,10 +168,11 @@ def resolve_mrope(resolver: Any) -> None:
         resolver.set("layout", layout, "default")
 
 
-def vision_rope_from_hf_config(config: Mapping[str, Any]) -> VisionRope:
-    """The 2-D RoPE of a multimodal config's vision tower (``vision_config``), as a :class:`VisionRope`.
+def vision_rope_from_hf_config(config: Mapping[str, Any]) -> VisionRope | VisionRope3D:
+    """The RoPE of a multimodal config's vision tower (the first of :data:`refpos.models.vision_towers.VISION_TOWERS`
+    for its model type): a :class:`VisionRope` (2-D) or :class:`VisionRope3D` (3-D).
 
-    Head size: ``head_dim``, else ``hidden_size`` (Qwen2-VL: ``embed_dim``) over ``num_heads`` /
+    Head size: ``head_dim``, else the tower's width (Qwen2-VL: ``embed_dim``) over ``num_heads`` /
     ``num_attention_heads``; θ: the vision config's ``rope_parameters`` / ``rope_theta``, else 10000
     (transformers' default for every family here).
 
@@ -186,30 +183,11 @@ def vision_rope_from_hf_config(config: Mapping[str, Any]) -> VisionRope:
     """
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a mapping (config.json as a dict), got {type(config).__name__}")
-    vision = config.get("vision_config")
-    if not isinstance(vision, Mapping):
-        raise ValueError("config has no vision_config: there is no vision tower to resolve")
-    kind_of = family_of(vision.get("model_type")) or family_of(config.get("model_type"))
-    kind = _VISION_KINDS.get(kind_of) if kind_of else None
-    if kind is None:
+    towers = towers_of(config)
+    if not towers:
+        vision = config.get("vision_config")
+        if not isinstance(vision, Mapping):
+            raise ValueError("config has no vision_config: there is no vision tower to resolve")
         raise ValueError(f"vision RoPE of model_type {vision.get('model_type') or config.get('model_type')!r} is "
-                         f"not modelled; refpos knows {sorted(_VISION_KINDS)}")
-    if vision.get("head_dim") is not None:
-        head_dim = check_int("vision_config.head_dim", vision["head_dim"], minimum=4)
-    else:
-        width_key = "embed_dim" if vision.get("embed_dim") is not None else "hidden_size"
-        heads_key = "num_heads" if vision.get("num_heads") is not None else "num_attention_heads"
-        if vision.get(width_key) is None or vision.get(heads_key) is None:
-            raise ValueError(f"vision_config needs head_dim, or {width_key} and {heads_key}")
-        width = check_int(f"vision_config.{width_key}", vision[width_key], minimum=1)
-        heads = check_int(f"vision_config.{heads_key}", vision[heads_key], minimum=1)
-        if width % heads:
-            raise ValueError(f"vision_config.{width_key}={width} is not a multiple of {heads_key}={heads}")
-        head_dim = width // heads
-    theta = 10000.0
-    params = vision.get("rope_parameters") or vision.get("rope_scaling") or {}
-    if isinstance(params, Mapping) and params.get("rope_theta") is not None:
-        theta = params["rope_theta"]
-    elif vision.get("rope_theta") is not None:
-        theta = vision["rope_theta"]
-    return VisionRope(kind, head_dim, theta=theta)
+                         f"not modelled; refpos knows {sorted(VISION_TOWERS)}")
+    return tower_rope(config, towers[0])

@@ -45,11 +45,13 @@ from refpos.models.facts import STACKS, StackFacts
 from refpos.models.families import STATED, Family, family_of
 from refpos.models.hf import resolve_rope
 from refpos.models.hf_files import hf_layer_types, language_config, load_hf_config
+from refpos.models.indexer import with_indexers
 from refpos.models.layers import layer_schedule
 from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
 from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, RopeLayer, Unknown
 from refpos.models.schedule import LayerCountMissing, layer_count, summary_line
 from refpos.models.stacks import KeyReader, absolute_layers, alibi_layers, deberta_layers, geometry, t5_layers
+from refpos.models.vision_towers import standalone, tower_records
 
 NO_COUNT = "the config does not give its layer count: one record per layer type, no layer schedule"
 #: the conventions a caller may state for a family the table does not know (``assume=``)
@@ -163,10 +165,13 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
     family, notes, assumed = family_of(written), [], dict(assume or {})
     if assume is not None:
         family, notes = _assumed(family, written, assume)
-    if family is None:
+    if family is None and standalone(full):  # a vision model (V-JEPA 2): its towers are its stacks
+        positions = ModelPositions(written, None, (), prefix)
+    elif family is None:
         positions = _unknown(cfg, prefix, written)
     else:
         positions = _known(full, cfg, prefix, family, written)
+    positions = replace(positions, layers=(*positions.layers, *tower_records(full)))  # its vision towers
     positions = replace(positions, notes=(*notes, *positions.notes), assumed=assumed)
     if strict and not positions.complete:
         problems = {**positions.unknown, **positions.not_modelled}
@@ -257,7 +262,7 @@ def _known(full: dict[str, Any], cfg: Mapping[str, Any], prefix: str, family: Fa
             not_modelled.setdefault(prefix + "model_type", f"{family.model_type}: {family.unmodelled}")
         if family.note and f"{family.model_type}: {family.note}" not in notes:
             notes.append(f"{family.model_type}: {family.note}")
-    layers = _refuse_unmodelled(layers, not_modelled, prefix)
+    layers = with_indexers(_refuse_unmodelled(layers, not_modelled, prefix), cfg)
     return ModelPositions(family.model_type if written is None else written, family, tuple(layers), prefix,
                           not_modelled, notes=tuple(notes), scheduled=NO_COUNT not in notes)
 

@@ -41,6 +41,8 @@ from refpos.encodings.sinusoidal import Sinusoidal, sinusoidal
 from refpos.models.query_scales import QueryScale
 from refpos.rope.config import RopeConfig
 from refpos.rope.encoding import Rope
+from refpos.rope.vision import VisionRope
+from refpos.rope.vision3d import VisionRope3D
 
 Array = Any
 
@@ -104,10 +106,12 @@ def _scaled(encoding: Encoding, scale: QueryScale | None) -> Encoding:
 
 @dataclass(frozen=True)
 class RopeLayer(LayerRecord):
-    """RoPE (M-RoPE when ``rope.mrope_section`` is set), with the family's query scale if it has one."""
+    """RoPE (M-RoPE when ``rope.mrope_section`` is set), with the family's query scale if it has one, and the
+    RoPE of the layer's DSA indexer where it runs one (:mod:`refpos.models.indexer`)."""
 
     rope: RopeConfig
     query_scale: QueryScale | None = None
+    indexer: RopeConfig | None = None
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -115,11 +119,14 @@ class RopeLayer(LayerRecord):
 
     @property
     def label(self) -> str:
-        return self.kind + ("+scale" if self.query_scale else "")
+        return self.kind + ("+scale" if self.query_scale else "") + ("+indexer" if self.indexer else "")
 
     def params(self) -> dict[str, Any]:
-        return {"rope": self.rope.to_params(),
-                "query_scale": None if self.query_scale is None else self.query_scale.as_dict()}
+        out = {"rope": self.rope.to_params(),
+               "query_scale": None if self.query_scale is None else self.query_scale.as_dict()}
+        if self.indexer is not None:
+            out["indexer"] = self.indexer.to_params()
+        return out
 
     def encoding(self, **weights: Any) -> Encoding:
         return _scaled(Rope(self.rope), self.query_scale)
@@ -194,6 +201,27 @@ class Unknown(LayerRecord):
         return f"its family is not in the table; unknown: {', '.join(self.unknown)}"
 
 
+@dataclass(frozen=True)
+class VisionRopeLayer(LayerRecord):
+    """A vision tower's layer: its 2-D (:class:`~refpos.rope.vision.VisionRope`) or 3-D
+    (:class:`~refpos.rope.vision3d.VisionRope3D`) RoPE, applied at each patch's (h, w) or (t, h, w)."""
+
+    rope: VisionRope | VisionRope3D
+    kind: ClassVar[str] = "vision_rope"
+
+    @property
+    def label(self) -> str:
+        return f"vision_rope({self.rope.kind})"
+
+    def params(self) -> dict[str, Any]:
+        return {"form": self.rope.kind, "head_dim": self.rope.head_dim, "theta": self.rope.theta,
+                "axes": 3 if isinstance(self.rope, VisionRope3D) else 2}
+
+    def _why_not(self) -> str:
+        return ("a vision tower rotates patches by their (h, w) or (t, h, w) positions: refpos.rope.vision and "
+                "refpos.rope.vision3d apply it, not the 1-D attention pipeline")
+
+
 # ------------------------------------------------------------------------------- learned and sinusoidal
 @dataclass(frozen=True)
 class AbsoluteLayer(LayerRecord):
@@ -244,4 +272,4 @@ class AbsoluteLayer(LayerRecord):
 
 
 __all__ = ["AbsoluteLayer", "LayerRecord", "NoAttention", "NoPositions", "Refused", "RopeLayer", "Unknown",
-           "round_to"]
+           "VisionRopeLayer", "round_to"]

@@ -14,8 +14,10 @@ which channels pair up:
     :math:`3n` pairs in the half layout over the rotated :math:`3d` channels, pair ``j`` = channels
     :math:`(j, j + 3n)`: pair ``j`` reads axis :math:`\lfloor j / n \rfloor` (t, then h, then w) at
     :math:`\omega_{j \bmod n}`; a true rotation :math:`u' = u\cos\varphi - v\sin\varphi`,
-    :math:`v' = v\cos\varphi + u\sin\varphi`, :math:`\varphi_j = p_{\lfloor j/n \rfloor}\,\omega_{j \bmod n}`.
-    θ is ``vision_config.rope_parameters.rope_theta``. Positions: :func:`thw_patch_positions`.
+    :math:`v' = v\cos\varphi + u\sin\varphi`, :math:`\varphi_j = p_{\lfloor j/n \rfloor}\,\omega_{j \bmod n}`:
+    the axial form of :mod:`refpos.rope.vision` with sections ``(n, n, n)`` on those channels
+    (:func:`axial_part`). θ is ``vision_config.rope_parameters.rope_theta``. Positions:
+    :func:`thw_patch_positions`.
 
 ``vjepa2`` (``rotate_queries_or_keys``, ``VJEPA2RopeAttention``, ``models/vjepa2/modeling_vjepa2.py``)
     three contiguous blocks of ``d`` channels (t, h, w), each rotated on adjacent pairs
@@ -49,6 +51,14 @@ import numpy as np
 
 from refpos.backend import Array, array_namespace
 from refpos.pairs import place_pairs, split_pairs
+from refpos.rope.vision import (
+    VisionRope,
+    apply_vision_rope,
+    qwen_patch_positions,
+    vision_angles,
+    vision_cos_sin,
+    vision_frequencies,
+)
 from refpos.validation import as_positions, check_choice, check_float, check_int, floating_array
 
 #: the 3-D forms modelled here
@@ -82,15 +92,24 @@ class VisionRope3D:
         return 3 * self.axis_dim
 
 
+def axial_part(rope: VisionRope3D) -> VisionRope:
+    """The rotated channels of a 3-D form as the axial form of :mod:`refpos.rope.vision`: ``3d`` channels, sections
+    ``(n, n, n)`` (t, h, w), half layout, θ (pair ``k`` of block ``a`` turns by :math:`p_a\\,\theta^{-k/n}`)."""
+    n = rope.axis_dim // 2
+    return VisionRope("axial", rope.rotary_dim, theta=rope.theta, sections=(n, n, n), axial_layout="half")
+
+
 def vision3d_frequencies(rope: VisionRope3D) -> tuple[tuple[int, ...], np.ndarray]:
     r"""``(a, ω)`` per pair of the ``minimax_m3_vl`` form: the axis each of the :math:`3n` pairs reads (0 = t,
     1 = h, 2 = w) and its frequency, :math:`a_j = \lfloor j/n \rfloor`, :math:`\omega_{j \bmod n} =
-    \theta^{-2 (j \bmod n)/d}`. (V-JEPA 2 uses the same ω per block: :func:`vision3d_cos_sin`.)"""
-    d = rope.axis_dim
-    n = d // 2
-    j = np.arange(3 * n)
-    omega = rope.theta ** (-2.0 * (j % n) / d)  # ω_{j mod n} = θ^{-2 (j mod n)/d}
-    return tuple(int(a) for a in j // n), omega
+    \theta^{-2 (j \bmod n)/d}` (the axial form's, :func:`axial_part`; V-JEPA 2 uses the same ω per block)."""
+    return vision_frequencies(axial_part(rope))
+
+
+def _check_rope(rope: Any) -> VisionRope3D:
+    if not isinstance(rope, VisionRope3D):
+        raise TypeError(f"rope must be a VisionRope3D, got {type(rope).__name__}")
+    return rope
 
 
 def _check_positions(positions: Any, xp: Any = None) -> Array:
@@ -100,28 +119,24 @@ def _check_positions(positions: Any, xp: Any = None) -> Array:
     return positions
 
 
-def _channel_angles(positions: Array, rope: VisionRope3D) -> Array:
-    r"""``(..., N, 3d)`` angles per rotated channel, in the channel order of the form's tables.
-
-    ``minimax_m3_vl``: channel ``c`` and ``c + 3n`` hold pair ``c``'s :math:`\varphi_c`. ``vjepa2``: channel ``c``
-    of block ``b`` holds :math:`\alpha = p_b\,\omega_{c \bmod n}`.
-    """
+def _vjepa2_angles(positions: Array, rope: VisionRope3D) -> Array:
+    r"""``(..., N, 3d)`` V-JEPA 2 angle per channel: channel ``c`` of block ``b`` holds
+    :math:`p_b\,\omega_{c \bmod n}`."""
     ns = array_namespace(positions)
-    axes, omega = vision3d_frequencies(rope)
-    per_pair = ns.take(positions, ns.asarray(axes, dtype=ns.int64), axis=-1)  # (..., N, 3n): p_{a(j)}
-    angles = ns.astype(per_pair, ns.float64) * ns.asarray(omega, dtype=ns.float64)  # φ_j, float64
-    if rope.kind == "minimax_m3_vl":
-        return ns.concat([angles, angles], axis=-1)  # half layout: (φ_0 … φ_{3n-1}, φ_0 … φ_{3n-1})
+    per_pair = vision_angles(positions, axial_part(rope), xp=ns)  # (..., N, 3n): block b, pair k: p_b ω_k
     n = rope.axis_dim // 2
-    blocks = [angles[..., b * n:(b + 1) * n] for b in range(3)]  # (..., N, n) each: p_b ω_i
+    blocks = [per_pair[..., b * n:(b + 1) * n] for b in range(3)]
     return ns.concat([ns.concat([block, block], axis=-1) for block in blocks], axis=-1)  # α_c = p_b ω_{c mod n}
 
 
 def vision3d_cos_sin(positions: Any, rope: VisionRope3D, *, xp: Any = None) -> tuple[Array, Array]:
-    """``cos`` and ``sin`` of every rotated channel's angle, ``(..., N, 3d)`` (transformers' tables)."""
-    if not isinstance(rope, VisionRope3D):
-        raise TypeError(f"rope must be a VisionRope3D, got {type(rope).__name__}")
-    angles = _channel_angles(_check_positions(positions, xp), rope)
+    """``cos`` and ``sin`` of every rotated channel's angle, ``(..., N, 3d)`` (transformers' tables): the axial
+    form's half-layout tables (``minimax_m3_vl``), or each block's angles twice (``vjepa2``)."""
+    rope = _check_rope(rope)
+    positions = _check_positions(positions, xp)
+    if rope.kind == "minimax_m3_vl":
+        return vision_cos_sin(positions, axial_part(rope))
+    angles = _vjepa2_angles(positions, rope)
     ns = array_namespace(angles)
     return ns.cos(angles), ns.sin(angles)
 
@@ -131,38 +146,30 @@ def apply_vision3d_rope(x: Any, positions: Any, rope: VisionRope3D) -> Array:
 
     The first ``3d`` channels are transformed (module docstring), the other ``D − 3d`` pass through.
     """
-    if not isinstance(rope, VisionRope3D):
-        raise TypeError(f"rope must be a VisionRope3D, got {type(rope).__name__}")
+    rope = _check_rope(rope)
     x = floating_array(x, name="x")
     ns = array_namespace(x)
     if x.ndim < 2 or x.shape[-1] != rope.head_dim:
         raise ValueError(f"x must have shape (..., N, head_dim={rope.head_dim}), got {tuple(x.shape)}")
-    cos, sin = vision3d_cos_sin(positions, rope, xp=ns)  # (..., N, 3d)
-    if cos.shape[-2] != x.shape[-2]:
-        raise ValueError(f"positions {tuple(cos.shape[:-1])} + (3,) must end in x's N axis, x has shape "
+    positions = _check_positions(positions, ns)
+    if positions.shape[-2] != x.shape[-2]:
+        raise ValueError(f"positions {tuple(positions.shape[:-1])} + (3,) must end in x's N axis, x has shape "
                          f"{tuple(x.shape)}")
-    cos, sin = ns.astype(cos, x.dtype), ns.astype(sin, x.dtype)
     rotated, rest = x[..., :rope.rotary_dim], x[..., rope.rotary_dim:]
-    if rope.kind == "minimax_m3_vl":
-        u, v = split_pairs(rotated, "half")  # (..., N, 3n) each
-        m = rope.rotary_dim // 2
-        u_out = u * cos[..., :m] - v * sin[..., :m]  # u' = u cos φ − v sin φ
-        v_out = v * cos[..., m:] + u * sin[..., m:]  # v' = v cos φ + u sin φ
-        out = place_pairs(u_out, v_out, "half")
-    else:
-        u, v = split_pairs(rotated, "interleaved")  # x_{2k}, x_{2k+1} over the three blocks
-        even = u * cos[..., 0::2] - v * sin[..., 0::2]  # y_{2k} = x_{2k} cos α_{2k} − x_{2k+1} sin α_{2k}
-        odd = v * cos[..., 1::2] + u * sin[..., 1::2]  # y_{2k+1} = x_{2k+1} cos α_{2k+1} + x_{2k} sin α_{2k+1}
-        out = place_pairs(even, odd, "interleaved")
-    return ns.concat([out, rest], axis=-1)
+    if rope.kind == "minimax_m3_vl":  # a rotation: the axial form on the rotated channels
+        return ns.concat([apply_vision_rope(rotated, positions, axial_part(rope)), rest], axis=-1)
+    cos, sin = vision3d_cos_sin(positions, rope, xp=ns)  # (..., N, 3d)
+    cos, sin = ns.astype(cos, x.dtype), ns.astype(sin, x.dtype)
+    u, v = split_pairs(rotated, "interleaved")  # x_{2k}, x_{2k+1} over the three blocks
+    even = u * cos[..., 0::2] - v * sin[..., 0::2]  # y_{2k} = x_{2k} cos α_{2k} − x_{2k+1} sin α_{2k}
+    odd = v * cos[..., 1::2] + u * sin[..., 1::2]  # y_{2k+1} = x_{2k+1} cos α_{2k+1} + x_{2k} sin α_{2k+1}
+    return ns.concat([place_pairs(even, odd, "interleaved"), rest], axis=-1)
 
 
 def thw_patch_positions(grids: Any, spatial_merge_size: int = 2) -> np.ndarray:
     """``(N, 3)`` positions ``(t, h, w)`` of MiniMax-M3-VL's vision tower for grids ``(t, h, w)``: every frame's
     ``k × k`` merge blocks in row-major order, each block's patches row-major, ``t`` the frame index
     (transformers' ``vision_utils.get_vision_position_ids`` with ``include_temporal``)."""
-    from refpos.rope.vision import qwen_patch_positions
-
     out = []
     for grid in grids:
         hw = qwen_patch_positions([grid], spatial_merge_size)  # (t·h·w, 2): (h, w) repeated per frame

@@ -135,3 +135,41 @@ def test_two_dimensional_towers_of_the_new_families(module, config_cls, rotary_c
     rotate_half = np.concatenate([-x[:, head_dim // 2:], x[:, :head_dim // 2]], axis=-1)
     np.testing.assert_allclose(apply_vision_rope(x, positions, rope), x * cos + rotate_half * sin,
                                rtol=0, atol=4 * 2.0**-52 * float(np.abs(x).max()))
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "glm4v", "glm4v_moe",
+                                        "qwen3_5", "qwen3_5_moe", "ernie4_5_vl_moe", "qwen2_5_omni",
+                                        "qwen3_omni_moe", "minimax_m3_vl", "vjepa2"])
+def test_model_positions_towers_match_transformers(model_type):
+    """The tower records model_positions appends, on transformers' own default config of the model: every tower's
+    layers, head size and ω are those of the rotary module its source names, built from the same config (ω in
+    float32: rtol 1e-6). (Some of these default configs give text geometry transformers' own text model cannot
+    run, GLM-4.1V's sections over all 64 pairs; the towers are read alone.)"""
+    from transformers import AutoConfig
+
+    from refpos.models.vision_towers import VISION_TOWERS, tower_records
+
+    hf = AutoConfig.for_model(model_type)
+    records = tower_records(hf.to_dict())
+    for tower in VISION_TOWERS[model_type]:
+        layers = [layer for layer in records if layer.stack == tower.stack]
+        section = hf
+        for part in tower.path:
+            section = getattr(section, part)
+        module, _, names = tower.source.partition(": ")
+        modeling = importlib.import_module("transformers.models." + module.replace("/", ".")[: -len(".py")])
+        if tower.form == "vjepa2":
+            width, heads = (section.hidden_size, section.num_attention_heads) if tower.stack == "encoder" else (
+                section.pred_hidden_size, section.pred_num_attention_heads)
+            attention = modeling.VJEPA2RopeAttention(section, width, heads)
+            assert len(layers) == (section.num_hidden_layers if tower.stack == "encoder"
+                                   else section.pred_num_hidden_layers)
+            assert {layer.rope.axis_dim for layer in layers} == {attention.d_dim}
+            assert layers[0].rope.head_dim == attention.attention_head_size
+            continue
+        rotary = getattr(modeling, names.split(",")[0])(section)
+        assert len(layers) == getattr(section, "depth", None) or len(layers) == section.num_hidden_layers
+        rope = layers[0].rope
+        omega = (vision3d_frequencies(rope)[1][: rope.axis_dim // 2] if tower.form == "minimax_m3_vl"
+                 else rope.theta ** (-4.0 * np.arange(rope.head_dim // 4) / rope.head_dim))
+        np.testing.assert_allclose(omega, rotary.inv_freq.double().numpy(), rtol=1e-6, atol=0)

@@ -165,20 +165,26 @@ def test_bad_new_spans_are_named():
 
 
 def test_settings_from_a_config():
-    from refpos.models.mm_positions import mm_settings_from_config
+    from refpos.models.mm_positions import mm_settings_from_config, setting_path
 
     omni = {"model_type": "qwen2_5_omni", "thinker_config": {"position_id_per_seconds": 13, "text_config": {},
                                                              "vision_config": {"spatial_merge_size": 2}}}
     assert mm_settings_from_config(omni) == (
         "qwen2_5_omni", {"spatial_merge_size": 2, "position_id_per_seconds": 13, "seconds_per_chunk": 2},
-        {"spatial_merge_size": "config", "position_id_per_seconds": "config", "seconds_per_chunk": "default"})
+        {"family": "config", "spatial_merge_size": "config", "position_id_per_seconds": "config",
+         "seconds_per_chunk": "default"})
+    assert setting_path(omni, "spatial_merge_size") == "thinker_config.vision_config.spatial_merge_size"
+    assert setting_path(omni, "seconds_per_chunk") == "thinker_config.seconds_per_chunk"
+    llava = {"model_type": "llava", "vision_config": {"spatial_merge_size": 4}}
+    assert mm_settings_from_config(llava, default_family="qwen2_vl") == (
+        "qwen2_vl", {"spatial_merge_size": 4}, {"family": "default", "spatial_merge_size": "config"})
     qwen25 = {"model_type": "qwen2_5_vl", "vision_config": {"tokens_per_second": 2}}
     assert mm_settings_from_config(qwen25)[1] == {"spatial_merge_size": 2, "tokens_per_second": 2}
     ernie = {"model_type": "ernie4_5_vl_moe", "vision_config": {}}
     assert mm_settings_from_config(ernie)[1] == {"spatial_merge_size": 2, "temporal_merge_size": 2}
     nested = {"model_type": "whatever", "text_config": {"model_type": "qwen3_5_moe_text"}}
     assert mm_settings_from_config(nested)[0] == "qwen3_5"
-    with pytest.raises(ValueError, match="'llava': its position ids are not modelled"):
+    with pytest.raises(ValueError, match="'llava' has no M-RoPE position rules"):
         mm_settings_from_config({"model_type": "llava"})
     with pytest.raises(TypeError, match="config must be a mapping"):
         mm_settings_from_config([])

@@ -1,0 +1,90 @@
+"""Vision towers and DSA indexers in model_positions' per-layer records (refpos.models.vision_towers, indexer)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+import refpos
+from refpos.models.mrope_hf import vision_rope_from_hf_config
+from refpos.models.records import RopeLayer, VisionRopeLayer
+from refpos.models.vision_towers import VISION_TOWERS, towers_of
+from refpos.rope.vision import VisionRope
+from refpos.rope.vision3d import VisionRope3D
+
+VLM = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))
+VJEPA2 = {"model_type": "vjepa2", "hidden_size": 1024, "num_attention_heads": 16, "num_hidden_layers": 3,
+          "pred_hidden_size": 384, "pred_num_attention_heads": 12, "pred_num_hidden_layers": 2}
+OMNI = {"model_type": "qwen2_5_omni", "thinker_config": {
+    "model_type": "qwen2_5_omni_thinker",
+    "vision_config": {"model_type": "qwen2_5_omni_vision_encoder", "depth": 4, "hidden_size": 1280, "num_heads": 16},
+    "text_config": {"model_type": "qwen2_5_omni_text", "hidden_size": 3584, "num_attention_heads": 28,
+                    "num_hidden_layers": 2, "rope_theta": 1e6,
+                    "rope_scaling": {"mrope_section": [16, 24, 24], "rope_type": "default", "type": "default"}}}}
+
+
+def test_a_vision_language_model_has_a_vision_stack():
+    positions = refpos.model_positions(VLM["Qwen/Qwen3.5-27B"]["config"])
+    assert positions.stacks == ("decoder", "vision")
+    vision = positions.stack("vision")
+    assert len(vision) == 27 and {layer.rope for layer in vision} == {VisionRope("qwen2_vl", 72)}
+    assert vision[0].describe() == {"stack": "vision", "index": 0, "layer_type": None, "kind": "vision_rope",
+                                    "form": "qwen2_vl", "head_dim": 72, "theta": 10000.0, "axes": 2}
+    assert positions.complete
+
+
+def test_omni_thinker_tower_and_text():
+    positions = refpos.model_positions(OMNI)
+    assert positions.summary().splitlines() == ["decoder layers 0-1: mrope ×2", "vision layers 0-3: "
+                                                "vision_rope(qwen2_vl) ×4"]
+    assert positions.stack("vision")[0].rope == VisionRope("qwen2_vl", 80) and positions.complete
+
+
+def test_vjepa2_is_its_towers():
+    positions = refpos.model_positions(VJEPA2)
+    assert positions.stacks == ("encoder", "predictor") and positions.complete
+    assert {layer.rope for layer in positions.stack("encoder")} == {VisionRope3D("vjepa2", 64)}
+    assert {layer.rope for layer in positions.stack("predictor")} == {VisionRope3D("vjepa2", 32)}
+    with pytest.raises(ValueError, match="vision_rope"):
+        positions.layers[0].encoding()
+
+
+def test_minimax_m3_vl_tower_is_three_dimensional():
+    config = {"model_type": "minimax_m3_vl", "vision_config": {"model_type": "minimax_m3_vl_vision",
+                                                               "hidden_size": 1280, "num_attention_heads": 16,
+                                                               "num_hidden_layers": 2,
+                                                               "rope_parameters": {"rope_theta": 10000.0}},
+              "text_config": {"model_type": "minimax_m3_vl_text", "hidden_size": 64, "num_attention_heads": 4,
+                              "num_hidden_layers": 1}}
+    assert vision_rope_from_hf_config(config) == VisionRope3D("minimax_m3_vl", 80)
+    vision = [layer for layer in refpos.model_positions(config) if isinstance(layer, VisionRopeLayer)]
+    assert len(vision) == 2 and vision[0].params()["axes"] == 3
+
+
+def test_a_language_config_alone_has_no_tower():
+    text = VLM["Qwen/Qwen3.5-27B"]["config"]["text_config"]
+    assert refpos.model_positions(text).stacks == ("decoder",)
+    assert towers_of({"model_type": "llama"}) == ()
+    assert all(tower.source.split(":")[0].endswith(".py") for towers in VISION_TOWERS.values() for tower in towers)
+
+
+def test_bad_tower_geometry_is_named():
+    with pytest.raises(ValueError, match="pred_num_hidden_layers"):
+        refpos.model_positions({k: v for k, v in VJEPA2.items() if k != "pred_num_hidden_layers"})
+    with pytest.raises(ValueError, match="not a multiple of the head count"):
+        refpos.model_positions({**VJEPA2, "pred_hidden_size": 100})
+
+
+def test_dsa_layers_carry_their_indexer():
+    v32 = {"model_type": "deepseek_v32", "hidden_size": 7168, "num_attention_heads": 128, "qk_rope_head_dim": 64,
+           "qk_nope_head_dim": 128, "v_head_dim": 128, "kv_lora_rank": 512, "q_lora_rank": 1536,
+           "index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048, "num_hidden_layers": 4,
+           "rope_theta": 10000}
+    layers = refpos.model_positions(v32).layers
+    assert all(isinstance(layer, RopeLayer) and layer.indexer is not None for layer in layers)
+    assert (layers[0].indexer.head_dim, layers[0].indexer.layout) == (128, "half")
+    assert layers[0].describe()["indexer"]["placement"] == "first"
+    glm = refpos.model_positions({**v32, "model_type": "glm_moe_dsa", "index_topk_freq": 2})
+    assert [layer.label for layer in glm] == ["rope+indexer", "rope+indexer", "rope", "rope+indexer"]
