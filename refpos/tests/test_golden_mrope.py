@@ -17,7 +17,8 @@ from refpos.models.mrope_hf import vision_rope_from_hf_config
 from refpos.rope.mrope import pair_axes
 
 VLM = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))
-TEXT = [name for name, entry in VLM.items() if "text_config" in entry["config"] or "rope_theta" in entry["config"]]
+TEXT = [name for name, entry in VLM.items() if "text_config" in entry["config"] or "rope_theta" in entry["config"]
+        or "thinker_config" in entry["config"]]
 
 #: what each text model resolves to (sections, interleaved, layout, rotary_dim, theta)
 RESOLVED = {
@@ -27,6 +28,8 @@ RESOLVED = {
     "Qwen/Qwen3-VL-8B-Instruct (v5 rope_parameters)": ((24, 20, 20), True, "half", 128, 5e6),
     "zai-org/GLM-4.1V-9B-Thinking": ((8, 12, 12), False, "interleaved", 64, 1e4),
     "Qwen/Qwen3.5-27B": ((11, 11, 10), True, "half", 64, 1e7),
+    "Qwen/Qwen2.5-Omni-7B (thinker)": ((16, 24, 24), False, "half", 128, 1e6),
+    "Qwen/Qwen3-Omni-30B-A3B-Instruct (thinker)": ((24, 20, 20), True, "half", 128, 1e6),
     "baidu/ERNIE-4.5-VL-28B-A3B-PT (HF Ernie4_5_VLMoeConfig defaults)": ((20, 22, 22), False, "interleaved", 128, 5e5),
 }
 
@@ -78,7 +81,8 @@ def test_model_cases_hold_every_layout_and_their_tables():
 ERNIE = "baidu/ERNIE-4.5-VL-28B-A3B-PT (HF Ernie4_5_VLMoeConfig defaults)"
 
 
-@pytest.mark.parametrize("name", ["zai-org/GLM-4.1V-9B-Thinking", ERNIE, "Qwen/Qwen3.5-27B"])
+@pytest.mark.parametrize("name", ["zai-org/GLM-4.1V-9B-Thinking", ERNIE, "Qwen/Qwen3.5-27B",
+                                  "Qwen/Qwen2.5-Omni-7B (thinker)", "Qwen/Qwen3-Omni-30B-A3B-Instruct (thinker)"])
 def test_golden_model_round_trip(tmp_path, name):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(VLM[name]["config"]), encoding="utf8")
@@ -86,8 +90,9 @@ def test_golden_model_round_trip(tmp_path, name):
     assert main(["golden", "model", str(config), "--out", str(out), "--name", name]) == 0
     assert main(["golden", "verify", "--golden-dir", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf8"))
-    layouts = [c for c in manifest["cases"] if c["id"].endswith("/video/cos-sin")]
-    assert layouts and all(c.get("certified_max_error_ulps") is not None for c in layouts)  # mpmath-certified
+    wanted = ("/video/cos-sin", "/video-with-audio/cos-sin", "/audio/apply") if "Omni" in name else ("/video/cos-sin",)
+    layouts = [c for c in manifest["cases"] if c["id"].endswith(wanted)]
+    assert len(layouts) == len(wanted) and all(c.get("certified_max_error_ulps") is not None for c in layouts)
 
 
 def test_ernie_probe_video_merges_time():
