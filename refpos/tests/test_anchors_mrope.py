@@ -184,7 +184,12 @@ _REAL = {"Qwen/Qwen2-VL-7B-Instruct": ("qwen2_vl", "Qwen2VLRotaryEmbedding"),
          "Qwen/Qwen2.5-VL-7B-Instruct": ("qwen2_5_vl", "Qwen2_5_VLRotaryEmbedding"),
          "Qwen/Qwen3-VL-8B-Instruct": ("qwen3_vl", "Qwen3VLTextRotaryEmbedding"),
          "Qwen/Qwen3-VL-8B-Instruct (v5 rope_parameters)": ("qwen3_vl", "Qwen3VLTextRotaryEmbedding"),
-         "zai-org/GLM-4.1V-9B-Thinking": ("glm4v", "Glm4vTextRotaryEmbedding")}
+         "zai-org/GLM-4.1V-9B-Thinking": ("glm4v", "Glm4vTextRotaryEmbedding"),
+         "Qwen/Qwen3.5-27B": ("qwen3_5", "Qwen3_5TextRotaryEmbedding"),
+         "baidu/ERNIE-4.5-VL-28B-A3B-PT (HF Ernie4_5_VLMoeConfig defaults)": ("ernie4_5_vl_moe",
+                                                                             "Ernie4_5_VLMoeTextRotaryEmbedding"),
+         "Qwen/Qwen2.5-Omni-7B (thinker)": ("qwen2_5_omni", "Qwen2_5OmniRotaryEmbedding"),
+         "Qwen/Qwen3-Omni-30B-A3B-Instruct (thinker)": ("qwen3_omni_moe", "Qwen3OmniMoeThinkerTextRotaryEmbedding")}
 
 
 @pytest.mark.parametrize("name", sorted(_REAL))
@@ -200,11 +205,15 @@ def test_real_configs_resolve_as_transformers(name):
 
     entry = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))[name]
     config = copy.deepcopy(entry["config"])
-    hf = AutoConfig.for_model(config.pop("model_type"), **config).get_text_config()
+    hf = AutoConfig.for_model(config.pop("model_type"), **config)
+    hf = hf.thinker_config.text_config if hasattr(hf, "thinker_config") else hf.get_text_config()
     module, cls = _REAL[name]
     rotary = getattr(importlib.import_module(f"transformers.models.{module}.modeling_{module}"), cls)(hf)
     rope = from_hf_config(entry["config"])
     inv_freq, factor = rope_frequencies(rope)
-    np.testing.assert_allclose(inv_freq, rotary.inv_freq.double().numpy(), rtol=1e-6, atol=0)
+    np.testing.assert_allclose(inv_freq[_module_order(rotary, inv_freq)], rotary.inv_freq.double().numpy(),
+                               rtol=1e-6, atol=0)
     assert factor == rotary.attention_scaling
-    assert tuple(rotary.mrope_section) == rope.mrope_section
+    stated = tuple(rotary.mrope_section)  # in the config's order: ERNIE-4.5-VL's is (h, w, t)
+    assert (stated[2], stated[0], stated[1]) == rope.mrope_section if rope.mrope_scheme == "hw_alternating" \
+        else stated == rope.mrope_section
