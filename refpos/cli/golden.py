@@ -140,7 +140,8 @@ def _run(args: argparse.Namespace) -> int:
             model_name(config, args.config), "the model name")
         positions = _parse_positions(args.positions)
         assume = assumptions(args.assume)
-        refuse_unknown(resolve(config, args.assume), "refpos golden model")
+        resolved = resolve(config, args.assume)
+        refuse_unknown(resolved, "refpos golden model")
         report = model_report(config, assume)
         if args.strict and report:
             raise ValueError(f"strict: not modelled: {sorted(report)} (without --strict the cases are written "
@@ -150,8 +151,10 @@ def _run(args: argparse.Namespace) -> int:
                                              np.asarray(positions), seq_len=args.seq_len,
                                              max_position=args.max_position, assume=assume))
         if not cases:
-            raise ValueError(f"{args.config}: no layer of this model has positions refpos writes goldens for "
-                             f"({'; '.join(f'{k}: {v}' for k, v in sorted(report.items())) or 'none has positions'})")
+            kinds = ", ".join(dict.fromkeys(layer.label for layer in resolved)) or "none"
+            gaps = "".join(f"; {k}: {v}" for k, v in sorted(report.items()))
+            raise ValueError(f"{args.config}: no layer of this model has positions refpos writes goldens for (its "
+                             f"layers: {kinds}{gaps})")
         source = {**model_source(config, name, positions, args.seq_len, args.max_position, assume),
                   "not_modelled": report}
         entries = write_cases(args.out, cases, title=f"refpos golden cases for {name}",
