@@ -104,6 +104,11 @@ def id_family_of(model_type: Any) -> str | None:
     return model_type if model_type in MM_RULES else None
 
 
+def _temporal_times(n_t: int, spacing: float) -> np.ndarray:
+    r"""The time of each of ``n_t`` temporal cells, :math:`\lfloor i_t\,\Delta \rfloor` (float64 product)."""
+    return np.floor(np.arange(n_t, dtype=np.float64) * spacing).astype(np.int64)
+
+
 def _side_pieces(spans: Sequence[Span], rule: IdRule, merge: int, settings: dict[str, Any]) -> list[np.ndarray]:
     """Pieces of the running-start families (module docstring)."""
     start, pieces = 0, []
@@ -119,8 +124,7 @@ def _side_pieces(spans: Sequence[Span], rule: IdRule, merge: int, settings: dict
         cells_t = g_t // settings["temporal_merge_size"] if isinstance(span, Video) and rule.temporal_merge else g_t
         frames = [1] * cells_t if isinstance(span, Video) and rule.frames == "one_by_one" else [cells_t]
         for n_t in frames:
-            times = np.floor(np.arange(n_t, dtype=np.float64) * spacing).astype(np.int64)  # ⌊i_t Δ⌋, float64
-            pieces.append(vision_ids(start, span.grid, merge, times))  # type: ignore[union-attr]
+            pieces.append(vision_ids(start, span.grid, merge, _temporal_times(n_t, spacing)))  # type: ignore[union-attr]
             start += max(g_h, g_w) // merge  # the temporal extent does not advance the start
     return pieces
 

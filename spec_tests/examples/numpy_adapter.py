@@ -194,7 +194,7 @@ KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_e
                    "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
                    "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale",
                    "short_mscale", "long_mscale", "ntk_rule", "mixed_b", "extrapolation_factor", "mrope_section",
-                   "mrope_interleaved"}
+                   "mrope_interleaved", "mrope_assignment"}
 
 
 def _rope_setup(rope):

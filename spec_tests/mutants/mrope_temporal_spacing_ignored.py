@@ -9,8 +9,7 @@ from __future__ import annotations
 from spec_tests.mutants._base import inherit_patched, module
 
 _ids = module("refpos.models.mm_positions")
-_vision_ids = _ids._vision_ids
+_temporal_times = _ids._temporal_times
 
 globals().update(inherit_patched(__name__, "mrope_temporal_spacing_ignored",
-                                 (_ids, "_vision_ids", lambda start, grid, merge, spacing:
-                                  _vision_ids(start, grid, merge, 1.0))))
+                                 (_ids, "_temporal_times", lambda n_t, spacing: _temporal_times(n_t, 1.0))))
