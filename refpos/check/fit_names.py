@@ -34,7 +34,7 @@ def _per_pair_rows(call: RopeCall, token_index: np.ndarray) -> list[np.ndarray] 
     m = call.inv_freq.size
     if call.rope.mrope_section is None:
         return [np.asarray(call.positions)] * m
-    axes = pair_axes(call.rope.mrope_section, call.rope.mrope_interleaved)
+    axes = pair_axes(call.rope.mrope_section, call.rope.mrope_scheme)
     return [np.asarray(call.positions[a]) for a in axes]
 
 

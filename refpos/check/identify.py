@@ -105,7 +105,7 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
         from refpos.rope.mrope import pair_axes
 
         regressors, names = [np.asarray(positions[a]) for a in range(3)], list(AXES)
-        expected = np.asarray(pair_axes(rope.mrope_section, rope.mrope_interleaved))
+        expected = np.asarray(pair_axes(rope.mrope_section, rope.mrope_scheme))
     else:
         regressors, names, expected = [np.asarray(positions)], ["positions"], np.zeros(m, dtype=np.int64)
     if not any(np.array_equal(token_index, r) for r in regressors):

@@ -1,8 +1,9 @@
 """``refpos positions CONFIG --layout SPANS``: M-RoPE position ids of a token layout, by the config's rules.
 
 ``SPANS`` is written ``text:6,image:1x8x12,text:6`` (``video:TxHxW@S`` for a video, ``S`` seconds between two
-temporal patches; :mod:`refpos.models.mm_layout`). The family, spatial merge and tokens per second are read from
-the config, each printed with where it came from; ``--out FILE.npy`` writes the ``(3, T)`` ids (a new file:
+temporal patches, ``+audio:N`` for its audio track; ``audio:N`` for audio tokens; :mod:`refpos.models.mm_layout`).
+The family and the settings it reads (spatial merge, tokens per second, ...) are read from the config, each
+printed with where it came from; ``--out FILE.npy`` writes the ``(3, T)`` ids (a new file:
 refpos does not replace a file it did not write), ready for ``refpos check rope --positions``.
 
 Example
@@ -31,7 +32,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     """``--layout`` and ``--out`` of ``refpos positions``."""
     parser.add_argument("--layout", default=None, metavar="SPANS",
                         help="M-RoPE: print the (3, T) position ids of a token layout, e.g. "
-                             "text:6,image:1x8x12,text:6 (video:TxHxW@S), by the config's family rules")
+                             "text:6,image:1x8x12,text:6 (video:TxHxW@S[+audio:N], audio:N), by the config's "
+                             "family rules")
     parser.add_argument("--out", type=Path, default=None, help="with --layout: write the ids to this new .npy file")
 
 

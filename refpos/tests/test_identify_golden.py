@@ -125,6 +125,14 @@ def test_position_ids_of_a_written_layout_follow_the_configs_rules():
         config_position_ids(config, parse_layout("text:2,audio:4"))
 
 
+def test_a_written_layout_with_audio_follows_an_omni_thinkers_rules():
+    config = vlm_configs()["Qwen/Qwen2.5-Omni-7B (thinker)"]["config"]
+    ids, rules = config_position_ids(config, parse_layout("text:2,audio:4,text:1,video:2x4x4@2+audio:3"))
+    assert rules["family"][0] == "qwen2_5_omni"
+    assert rules["position_id_per_seconds"] == (25, "config: thinker_config.position_id_per_seconds")
+    assert ids[:, :7].tolist() == [[0, 1, 2, 3, 4, 5, 6]] * 3  # audio tokens: one id each, on all three rows
+    assert ids.shape == (3, 2 + 4 + 1 + 8 + 3 + 4)
+
 
 def test_refpos_rope_prints_every_value_of_mrope_section(tmp_path, capsys):
     (tmp_path / "config.json").write_text(json.dumps(vlm_configs()[QWEN25]["config"]), encoding="utf8")
@@ -191,3 +199,70 @@ def test_check_plot_draws_the_fit(vlm_goldens, tmp_path, capsys):
     assert main(["check", "alibi", "--heads", "12", "--candidate", str(tmp_path / "s.npy"), "--plot",
                  str(tmp_path / "heads.png")]) == 1
     assert (tmp_path / "heads.png").read_bytes().startswith(b"\x89PNG")
+
+
+# ------------------------------------------------------------- the fit on the vision-language families' records
+#: config name -> the golden-model name of each family refpos resolves with its own M-RoPE assignment
+ASSIGNMENT_CONFIGS = {"Qwen/Qwen3.5-27B": "qwen35",
+                      "baidu/ERNIE-4.5-VL-28B-A3B-PT (HF Ernie4_5_VLMoeConfig defaults)": "ernie",
+                      "Qwen/Qwen2.5-Omni-7B (thinker)": "omni25"}
+
+
+@pytest.fixture(scope="module")
+def family_goldens(tmp_path_factory):
+    """``refpos golden model`` of each config of :data:`ASSIGNMENT_CONFIGS` (no certificates)."""
+    roots = {}
+    for config_name, name in ASSIGNMENT_CONFIGS.items():
+        root = tmp_path_factory.mktemp(name)
+        (root / "config.json").write_text(json.dumps(vlm_configs()[config_name]["config"]), encoding="utf8")
+        assert main(["golden", "model", str(root / "config.json"), "--out", str(root / "golden"), "--name", name,
+                     "--no-certify"]) == 0
+        roots[name] = root / "golden"
+    return roots
+
+
+def _other_assignment(rope):
+    from refpos.rope.mrope import ASSIGNMENTS
+
+    """The rope with the first other assignment its sections admit."""
+    for other in (name for name in ASSIGNMENTS if name != rope.mrope_scheme):
+        try:
+            return dataclasses.replace(rope, mrope_assignment=other if other != "interleaved" else None,
+                                       mrope_interleaved=other == "interleaved")
+        except ValueError:  # the sections do not fit this assignment
+            continue
+    raise AssertionError(f"no other assignment fits {rope.mrope_section}")
+
+
+@pytest.mark.parametrize("config_name", list(ASSIGNMENT_CONFIGS))
+def test_the_fit_reads_each_pairs_axis_from_the_familys_assignment(family_goldens, config_name):
+    """Each pair's expected axis is its family's assignment record (ERNIE-4.5-VL: h and w alternate, t last), the
+    right candidate is fitted pair by pair to it, and one computed with another assignment is fitted to that one's
+    axes, its pairs named, at every probe layout of the family, the golden case diagnosed as ``--config``."""
+    from refpos.rope.mrope import pair_axes
+
+    name = ASSIGNMENT_CONFIGS[config_name]
+    for layout in probe_layouts(vlm_configs()[config_name]["config"]):
+        case, inputs, rope, seq_len = _case(family_goldens[name], f"rope/{name}/{layout}/apply")
+        x, positions = inputs["x"], inputs["positions"]
+        expected = ["thw"[a] for a in pair_axes(rope.mrope_section, rope.mrope_scheme)]
+        right = check_case(case["id"], np.asarray(refpos.apply_rope(x, positions, rope, seq_len=seq_len)),
+                           golden_dir=family_goldens[name])
+        assert right["ok"], (layout, right.get("diagnosis"))
+        wrong_rope = _other_assignment(rope)
+        wrong = np.asarray(refpos.apply_rope(x, positions, wrong_rope, seq_len=seq_len))
+        golden = check_case(case["id"], wrong, golden_dir=family_goldens[name])
+        with_config = check_rope(wrong, x, positions, rope, seq_len=seq_len)
+        assert golden["ok"] == with_config["ok"]
+        assert [d["id"] for d in golden.get("diagnosis", [])] == [d["id"] for d in with_config["diagnosis"]]
+        if (positions == positions[0]).all():  # t = h = w on every token (text, audio): any assignment is right
+            assert golden["ok"]
+            continue
+        assert [p["axis"] for p in golden["pairs"]] == expected  # what each pair should read: the record's
+        used = ["thw"[a] for a in pair_axes(wrong_rope.mrope_section, wrong_rope.mrope_scheme)]
+        differ = {p["index"] for p in golden["pairs"] if "axis" in p and p["axis"] != used[p["index"]]}
+        assert differ and {p["index"] for p in golden["pairs"] if not p["ok"]} <= differ
+        for pair in golden["pairs"]:
+            if not pair["ok"] and pair.get("axis_fitted") is not None:
+                assert pair["axis_fitted"] == used[pair["index"]], (layout, pair)
+        assert "mrope_assignment" in [d["id"] for d in golden["diagnosis"]], (layout, golden["diagnosis"])
