@@ -5,8 +5,8 @@ Positions are built left to right, one *piece* of ids per span, as transformers 
 family's ``get_rope_index`` (``transformers/models/*/modeling_*.py``; the rule of each family is one
 record of :data:`MM_RULES`, which cites it). Two styles place the pieces:
 
-**Running start** (``tmrope=None``: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V, Qwen3.5, ERNIE-4.5-VL), from a
-start ``s`` (0 at the beginning):
+**Running start** (``tmrope=None``: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V, Qwen3.5, ERNIE-4.5-VL,
+PaddleOCR-VL, GLM-OCR), from a start ``s`` (0 at the beginning):
 
 * **text** of ``n`` tokens: :math:`p_t = p_h = p_w = s, s+1, \dots, s+n-1`; then :math:`s \mathrel{+}= n`;
 * **image or video** with patch grid :math:`(g_t, g_h, g_w)` and spatial merge ``k`` (the vision tower
@@ -19,7 +19,7 @@ start ``s`` (0 at the beginning):
   :math:`\Delta = \text{tokens\_per\_second} \times \text{seconds\_per\_grid}` (seconds between two temporal
   patches); then :math:`s \mathrel{+}= \max(g_h, g_w)/k`. The temporal extent does **not** advance ``s``
   (transformers 5.24; transformers 4.x continued after the largest id instead).
-* Qwen3-VL, GLM-4.1V and Qwen3.5 place a video frame by frame: :math:`g_t` grids :math:`(1, g_h, g_w)` one
+* Qwen3-VL, GLM-4.1V, GLM-OCR and Qwen3.5 place a video frame by frame: :math:`g_t` grids :math:`(1, g_h, g_w)` one
   after the other (in their prompts timestamp text separates the frames; give it as :class:`Text` spans
   between one-frame :class:`Video` spans to reproduce a prompt exactly).
 * ERNIE-4.5-VL merges ``temporal_merge_size`` (2) temporal patches of a video into one token: its LLM grid is
@@ -72,6 +72,8 @@ MM_RULES: dict[str, IdRule] = {rule.family: rule for rule in (
     IdRule("qwen3_vl", _QWEN3_VL, frames="one_by_one"),
     IdRule("glm4v", "glm4v/modeling_glm4v.py: Glm4vModel.get_rope_index", frames="one_by_one"),
     IdRule("qwen3_5", "qwen3_5/modeling_qwen3_5.py: Qwen3_5Model.get_rope_index", frames="one_by_one"),
+    IdRule("paddleocr_vl", "paddleocr_vl/modeling_paddleocr_vl.py: PaddleOCRVLModel.get_rope_index"),
+    IdRule("glm_ocr", "glm_ocr/modeling_glm_ocr.py: GlmOcrModel.get_rope_index", frames="one_by_one"),
     IdRule("ernie4_5_vl_moe", "ernie4_5_vl_moe/modeling_ernie4_5_vl_moe.py: Ernie4_5_VLMoeModel.get_rope_index",
            temporal_merge=True, reads=("temporal_merge_size",)),
     IdRule("qwen2_5_omni", "qwen2_5_omni/modeling_qwen2_5_omni.py: "

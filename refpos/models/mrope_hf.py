@@ -11,10 +11,10 @@ modules of each family):
 3. The assignment is the model class's, not the key's: Qwen3-VL's module interleaves whatever
    ``mrope_interleaved`` says, Qwen2-VL's never does. ERNIE-4.5-VL's config lists its sections in the order
    (h, w, t) and its module alternates h and w (``hw_alternating``); refpos's sections are (t, h, w). A
-   family not in the table (HunYuan-VL, PaddleOCR-VL, …) is not modelled: its M-RoPE keys stay unused and
+   family not in the table (HunYuan-VL, NeoMME, …) is not modelled: its M-RoPE keys stay unused and
    the resolution reports them as not modelled.
-4. Layout: from the family table (:mod:`refpos.models.families`): GLM-4.1V and ERNIE-4.5-VL rotate adjacent
-   channel pairs (``interleaved``), the others half-split.
+4. Layout: from the family table (:mod:`refpos.models.families`): GLM-4.1V, GLM-OCR and ERNIE-4.5-VL rotate
+   adjacent channel pairs (``interleaved``), the others half-split.
 
 =================  =====================  ===============  ===========  ===============================
 model_type         default sections       assignment       layout       config order of mrope_section
@@ -88,6 +88,9 @@ MROPE_FAMILIES: dict[str, MropeFamily] = {
                                "qwen3_5_moe/modeling_qwen3_5_moe.py: Qwen3_5MoeTextRotaryEmbedding"),
     "glm4v": MropeFamily((8, 12, 12), "contiguous", "glm4v/modeling_glm4v.py: Glm4vTextRotaryEmbedding"),
     "glm4v_moe": MropeFamily((8, 12, 12), "contiguous", "glm4v_moe/modeling_glm4v_moe.py: Glm4vMoeTextRotaryEmbedding"),
+    "glm_ocr": MropeFamily((8, 12, 12), "contiguous", "glm_ocr/modeling_glm_ocr.py: GlmOcrTextRotaryEmbedding"),
+    "paddleocr_vl": MropeFamily((16, 24, 24), "contiguous",
+                                "paddleocr_vl/modeling_paddleocr_vl.py: PaddleOCRRotaryEmbedding"),
     "ernie4_5_vl_moe": MropeFamily((20, 22, 22), "hw_alternating", "ernie4_5_vl_moe/modeling_ernie4_5_vl_moe.py: "
                                    "Ernie4_5_VLMoeTextRotaryEmbedding", config_order="hwt", rope_types=("default",)),
 }

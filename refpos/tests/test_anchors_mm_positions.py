@@ -1,6 +1,6 @@
 """mm_position_ids against transformers' own ``get_rope_index`` on hand-built layouts (anchors env): the
 families with a running start (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4.1V, Qwen3.5, ERNIE-4.5-VL and their MoE
-variants; the Omni families: test_anchors_mm_omni.py).
+variants, PaddleOCR-VL, GLM-OCR; the Omni families: test_anchors_mm_omni.py).
 
 Integer ids: compared exactly. transformers' method is called on a stand-in ``self`` holding only what it
 reads (``config.vision_config.spatial_merge_size``, ``tokens_per_second``, ``get_vision_position_ids``).
@@ -26,7 +26,8 @@ MODELS = {"qwen2_vl": ("Qwen2VLModel", "qwen2_vl"), "qwen2_5_vl": ("Qwen2_5_VLMo
           "qwen3_vl": ("Qwen3VLModel", "qwen3_vl"), "qwen3_vl_moe": ("Qwen3VLMoeModel", "qwen3_vl"),
           "glm4v": ("Glm4vModel", "glm4v"), "glm4v_moe": ("Glm4vMoeModel", "glm4v"),
           "qwen3_5": ("Qwen3_5Model", "qwen3_5"), "qwen3_5_moe": ("Qwen3_5MoeModel", "qwen3_5"),
-          "ernie4_5_vl_moe": ("Ernie4_5_VLMoeModel", "ernie4_5_vl_moe")}
+          "ernie4_5_vl_moe": ("Ernie4_5_VLMoeModel", "ernie4_5_vl_moe"),
+          "paddleocr_vl": ("PaddleOCRVLModel", "paddleocr_vl"), "glm_ocr": ("GlmOcrModel", "glm_ocr")}
 TEMPORAL_MERGE = 2  # ERNIE-4.5-VL's vision_config.temporal_merge_size
 
 
@@ -88,7 +89,7 @@ def test_images_and_text(module, layout):
     np.testing.assert_array_equal(_ids(module, spans), want)
 
 
-@pytest.mark.parametrize("module", ["qwen2_vl", "qwen2_5_vl"])
+@pytest.mark.parametrize("module", ["qwen2_vl", "qwen2_5_vl", "paddleocr_vl"])
 @pytest.mark.parametrize("seconds", [None, [0.5], [1.0], [2.0], [1.5]])
 def test_videos_of_the_qwen2_families(module, seconds):
     spans = [Text(3), Video((4, 4, 6), seconds_per_grid=seconds[0] if seconds else 1.0), Text(2)]
@@ -98,7 +99,8 @@ def test_videos_of_the_qwen2_families(module, seconds):
     assert rope_delta(got) == delta
 
 
-@pytest.mark.parametrize("module", ["qwen3_vl", "qwen3_vl_moe", "glm4v", "glm4v_moe", "qwen3_5", "qwen3_5_moe"])
+@pytest.mark.parametrize("module", ["qwen3_vl", "qwen3_vl_moe", "glm4v", "glm4v_moe", "qwen3_5", "qwen3_5_moe",
+                                    "glm_ocr"])
 def test_videos_frame_by_frame(module):
     """Timestamp text between the frames (as in these models' prompts): one-frame Video spans."""
     spans = [Text(2), Video((1, 4, 4)), Text(3), Video((1, 4, 4)), Text(3), Video((1, 4, 4)), Text(1)]

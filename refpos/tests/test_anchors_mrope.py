@@ -1,9 +1,9 @@
 """M-RoPE against transformers' own text rotary modules (anchors env: torch CPU + transformers 5.x).
 
-Families: Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni (contiguous, half layout), Qwen3-VL, Qwen3-VL-MoE, Qwen3-Omni
-(interleaved), Qwen3.5 and Qwen3.5-MoE (interleaved on a quarter of the channels), GLM-4.1V (contiguous,
-interleaved layout, half the channels rotated), GLM-4.5V (contiguous, half layout, half the channels rotated),
-ERNIE-4.5-VL (h and w alternating, t last; interleaved layout; its module stores ω permuted, which the
+Families: Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, PaddleOCR-VL (contiguous, half layout), Qwen3-VL, Qwen3-VL-MoE,
+Qwen3-Omni (interleaved), Qwen3.5 and Qwen3.5-MoE (interleaved on a quarter of the channels), GLM-4.1V and GLM-OCR
+(contiguous, interleaved layout, half the channels rotated), GLM-4.5V (contiguous, half layout, half the channels
+rotated), ERNIE-4.5-VL (h and w alternating, t last; interleaved layout; its module stores ω permuted, which the
 assignment test undoes by matching the stored values).
 
 Three comparisons per family:
@@ -90,6 +90,16 @@ FAMILIES = {
                          "rope_parameters": {"rope_type": "default", "rope_theta": 5e5, "mrope_section": [22, 22, 20]}},
                         {"head_dim": 128, "theta": 5e5, "layout": "interleaved", "mrope_section": (20, 22, 22),
                          "mrope_assignment": "hw_alternating"}),
+    "paddleocr_vl": ("paddleocr_vl", "PaddleOCRTextConfig", "PaddleOCRRotaryEmbedding",
+                     {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+                      "rope_parameters": {"rope_type": "default", "rope_theta": 5e5, "mrope_section": [16, 24, 24]}},
+                     {"head_dim": 128, "theta": 5e5, "mrope_section": (16, 24, 24)}),
+    "glm_ocr": ("glm_ocr", "GlmOcrTextConfig", "GlmOcrTextRotaryEmbedding",
+                {"hidden_size": 2048, "num_attention_heads": 16,
+                 "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [8, 12, 12],
+                                     "partial_rotary_factor": 0.5}},
+                {"head_dim": 128, "theta": 10000.0, "partial_rotary_factor": 0.5, "layout": "interleaved",
+                 "mrope_section": (8, 12, 12)}),
     "qwen2_vl_yarn": ("qwen2_vl", "Qwen2VLTextConfig", "Qwen2VLRotaryEmbedding",
                       {"hidden_size": 1536, "num_attention_heads": 12, "max_position_embeddings": 131072,
                        "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
@@ -217,3 +227,31 @@ def test_real_configs_resolve_as_transformers(name):
     stated = tuple(rotary.mrope_section)  # in the config's order: ERNIE-4.5-VL's is (h, w, t)
     assert (stated[2], stated[0], stated[1]) == rope.mrope_section if rope.mrope_scheme == "hw_alternating" \
         else stated == rope.mrope_section
+
+
+#: model type -> (the config class transformers' default model is built from, text rotary class); no released
+#: config of these is in refpos/data/vlm_configs.json: their config classes' defaults are resolved instead
+_DEFAULT_CONFIGS = {"paddleocr_vl": ("PaddleOCRVLConfig", "PaddleOCRRotaryEmbedding"),
+                    "glm_ocr": ("GlmOcrConfig", "GlmOcrTextRotaryEmbedding")}
+
+
+@pytest.mark.parametrize("module", sorted(_DEFAULT_CONFIGS))
+def test_default_configs_resolve_as_transformers(module):
+    """A config class's default ``to_dict()`` through ``from_hf_config``: the text module's ω, attention factor
+    and sections, and the layout and rotated width its apply uses (a rotation of q against the module's)."""
+    from refpos.models.hf import from_hf_config
+
+    config_cls, rotary_cls = _DEFAULT_CONFIGS[module]
+    hf = getattr(importlib.import_module(f"transformers.models.{module}.configuration_{module}"), config_cls)()
+    modeling = importlib.import_module(f"transformers.models.{module}.modeling_{module}")
+    rotary = getattr(modeling, rotary_cls)(hf.get_text_config())
+    rope = from_hf_config(hf.to_dict(), strict=True)
+    inv_freq, factor = rope_frequencies(rope)
+    np.testing.assert_allclose(inv_freq, rotary.inv_freq.double().numpy(), rtol=1e-6, atol=0)
+    assert factor == rotary.attention_scaling and tuple(rotary.mrope_section) == rope.mrope_section
+    positions = _layout_positions(4)
+    x = np.random.default_rng(5).standard_normal((2, 3, positions.shape[-1], rope.head_dim))
+    cos, sin = rope_cos_sin(positions, rope)
+    q = torch.from_numpy(x)
+    hf_q, _ = modeling.apply_rotary_pos_emb(q, q, torch.from_numpy(cos), torch.from_numpy(sin))
+    np.testing.assert_array_equal(apply_rope(x, positions, rope), hf_q.numpy())
