@@ -28,22 +28,37 @@ from refpos.testing.declarations import DECLARATIONS
 POSITIONS = st.integers(0, 5000)
 
 
+#: the three-row assignments an adapter may declare (INFO["mrope"]), docs/mrope.md#the-math
+ASSIGNMENTS = ("contiguous", "interleaved", "hw_alternating")
+
+
 def declared_assignments() -> tuple[str, ...]:
     """The M-RoPE variants the adapter declares (``INFO["mrope"]``); a skip, before anything is drawn, when it
     declares none of the three-row assignments."""
     variants = declared_list("mrope")
     variants = DECLARATIONS["mrope"].default_values if variants is None else variants
-    if not {"contiguous", "interleaved"} & set(variants):
+    if not set(ASSIGNMENTS) & set(variants):
         pytest.skip(f"{IMPL_NAME} declares INFO['mrope'] = {list(variants)}: no M-RoPE assignment to test")
     return variants
+
+
+def assignment_keys(name: str) -> dict:
+    """The rope-dict keys of an assignment: ``mrope_interleaved`` for the two it names, ``mrope_assignment`` for
+    the one it cannot (ERNIE-4.5-VL's ``hw_alternating``)."""
+    return {"mrope_assignment": name} if name == "hw_alternating" else {"mrope_interleaved": name == "interleaved"}
+
+
+def assignment_of(rope: dict) -> str:
+    """The assignment a rope dict names (the inverse of :func:`assignment_keys`)."""
+    return rope.get("mrope_assignment") or ("interleaved" if rope.get("mrope_interleaved") else "contiguous")
 
 
 @st.composite
 def mrope_dicts(draw, rows: tuple[int, ...] | None = None):
     """A valid M-RoPE dict of a declared assignment (``INFO["mrope"]``), in a declared layout: 3 ≤ m ≤ 24 pairs
-    split into three non-empty sections, or (``four_rows`` declared) four sections t, h, w, e (ggml)."""
+    split into three non-empty sections, or (``four_rows`` declared) four sections t, h, w, e (ggml);
+    ``hw_alternating`` with ``s_h = s_w``."""
     variants = declared_assignments()
-    assignments = [v == "interleaved" for v in ("contiguous", "interleaved") if v in variants]
     choices = rows or ((3, 4) if "four_rows" in variants else (3,))
     if 4 in choices and "four_rows" not in variants:
         pytest.skip(f"{IMPL_NAME} does not declare a fourth position row (INFO['mrope'] lacks 'four_rows')")
@@ -52,28 +67,34 @@ def mrope_dicts(draw, rows: tuple[int, ...] | None = None):
     s_h = draw(st.integers(1, m - 3))
     s_w = draw(st.integers(1, m - 2 - s_h))
     s_e = draw(st.integers(0, m - 1 - s_h - s_w)) if n_rows == 4 else 0
+    fits = {"contiguous": True, "interleaved": 3 * s_h <= m + 1 and 3 * s_w <= m,  # the round-robin's room
+            "hw_alternating": n_rows == 3}  # three rows; s_w is set to s_h below
+    assignment = draw(st.sampled_from([a for a in ASSIGNMENTS if a in variants and fits[a]] or ["contiguous"]))
+    if assignment == "hw_alternating":
+        s_h = s_w = min(s_h, (m - 1) // 2)  # h and w alternate: as many pairs each, t keeps at least one
     sections = [m - s_h - s_w - s_e, s_h, s_w] + ([s_e] if n_rows == 4 else [])
-    fits = 3 * s_h <= m + 1 and 3 * s_w <= m  # the round-robin gives every section all its pairs
-    interleaved = draw(st.sampled_from([a for a in assignments if fits or not a] or [False]))
     layouts = supported_subset("rope_layouts", ("half", "interleaved"))
     if not layouts:
         pytest.skip(f"{IMPL_NAME} declares neither the half nor the interleaved layout")
     return {"rope_type": "default", "rope_theta": draw(st.sampled_from([1e4, 1e6])), "head_dim": 2 * m,
-            "layout": draw(st.sampled_from(layouts)), "mrope_section": sections, "mrope_interleaved": interleaved}
+            "layout": draw(st.sampled_from(layouts)), "mrope_section": sections, **assignment_keys(assignment)}
 
 
-def expected_axes(sections, interleaved):
-    """a(j) by docs/mrope.md#the-math: contiguous bands, or round-robin h at j ≡ 1, w at j ≡ 2 (mod 3); the pairs
-    the round-robin leaves read t (three sections) or, with four, t at j ≡ 0 below 3·s_t and e elsewhere."""
+def expected_axes(sections, assignment):
+    """a(j) by docs/mrope.md#the-math: contiguous bands; the round-robin, h at j ≡ 1, w at j ≡ 2 (mod 3), the pairs
+    it leaves reading t (three sections) or, with four, t at j ≡ 0 below 3·s_t and e elsewhere; hw_alternating,
+    h at even and w at odd j below s_h + s_w, t after."""
     m = sum(sections)
-    if not interleaved:
+    if assignment == "hw_alternating":
+        return [1 + j % 2 if j < sections[1] + sections[2] else 0 for j in range(m)]
+    if assignment != "interleaved":
         return [axis for axis, count in enumerate(sections) for _ in range(count)]
     rest = 3 if len(sections) == 4 else 0
     return [j % 3 if j < 3 * sections[j % 3] else rest for j in range(m)]
 
 
 def _plain(rope):
-    return {k: v for k, v in rope.items() if k not in ("mrope_section", "mrope_interleaved")}
+    return {k: v for k, v in rope.items() if k not in ("mrope_section", "mrope_interleaved", "mrope_assignment")}
 
 
 def _pairs(table, rope):
@@ -125,7 +146,7 @@ def test_each_axis_moves_exactly_its_pairs(impl, rope, base, step):
     start = np.array((base * 2)[:rows])[:, None]  # (rows, T=1)
     _, sin0 = cos_sin(start, rope)
     inv, a = frequencies_or_reference(impl, _plain(rope), None)
-    axes = expected_axes(rope["mrope_section"], rope["mrope_interleaved"])
+    axes = expected_axes(rope["mrope_section"], assignment_of(rope))
     for axis in range(rows):
         moved = start.copy()
         moved[axis] += step
@@ -137,7 +158,7 @@ def test_each_axis_moves_exactly_its_pairs(impl, rope, base, step):
         visible = exact > tolerance_array(impl, exact, "phase", positions=np.full(exact.shape, moved.max()),
                                           inv_freq=inv, magnitude=max(a, 1.0))
         must_move = [j for j in want if visible[j]]
-        where = f"(sections {rope['mrope_section']}, interleaved {rope['mrope_interleaved']})"
+        where = f"(sections {rope['mrope_section']}, assignment {assignment_of(rope)})"
         assert set(changed) <= set(want), f"moving axis {'thwe'[axis]} changed pairs {changed}, only {want} may {where}"
         still = sorted(set(must_move) - set(changed))
         assert not still, f"moving axis {'thwe'[axis]} left pairs {still} unchanged {where}"
@@ -150,7 +171,7 @@ def test_image_tokens_rotate_by_all_three_axes(impl):
             "mrope_section": [2, 3, 3], "mrope_interleaved": False}
     positions = np.array([[0, 1, 2, 2, 2, 2, 2, 2, 5], [0, 1, 2, 2, 2, 3, 3, 3, 5], [0, 1, 2, 3, 4, 2, 3, 4, 5]])
     inv, a = 1e6 ** -(np.arange(0, 16, 2) / 16), 1.0  # default RoPE: ω_j = θ^(−2j/d), A = 1
-    angles = positions[expected_axes([2, 3, 3], False)].T * inv  # (T, m)
+    angles = positions[expected_axes([2, 3, 3], "contiguous")].T * inv  # (T, m)
     cos, sin = cos_sin(positions, rope)
     assert_close(cos, a * np.cos(np.concatenate([angles, angles], axis=-1)), impl, "phase",
                  positions=positions.max(axis=0), inv_freq=inv, what="cos of image tokens")

@@ -23,7 +23,7 @@ INFO: dict[str, Any] = {
     "name": "refpos",
     "dtype": "float64",
     "rope_layout": "half",
-    "mrope": ["contiguous", "interleaved", "four_rows"],
+    "mrope": ["contiguous", "interleaved", "hw_alternating", "four_rows"],
     "description": "the refpos float64 reference, on the backend named by REFPOS_BACKEND",
 }
 

@@ -52,9 +52,10 @@ DECLARATIONS: dict[str, Declaration] = {d.key: d for d in (
                        "are not)"),
     Declaration("rope_placements", PARTIAL_PLACEMENTS, "first and last",
                 many=True, effect="the partial-rotary placements drawn (`[]`: no partial rotary)"),
-    Declaration("mrope", ("contiguous", "interleaved", "four_rows"), "contiguous and interleaved", many=True,
-                default_values=("contiguous", "interleaved"),
-                effect="the M-RoPE assignments drawn (docs/mrope.md#the-math); `four_rows`: also dicts of four "
+    Declaration("mrope", ("contiguous", "interleaved", "hw_alternating", "four_rows"), "contiguous and interleaved",
+                many=True, default_values=("contiguous", "interleaved"),
+                effect="the M-RoPE assignments drawn (docs/mrope.md#the-math; `hw_alternating`: dicts with "
+                       "`mrope_assignment`, ERNIE-4.5-VL's); `four_rows`: also dicts of four "
                        "sections with positions `(4, ..., T)`, rows t, h, w, e (ggml's `rope_multi`); `[]`: no "
                        "M-RoPE (its tests are skipped with that reason before they draw)"),
     Declaration("vision_forms", ("qwen2_vl", "pixtral", "llama4", "axial"), "every form", many=True,
