@@ -1,0 +1,143 @@
+r"""Claims of a bias on the logits (ALiBi, T5 buckets) and of an absolute encoding at a stack's input.
+
+ALiBi
+    The bias a layer receives is read from what transformers built: the eager call's ``position_bias`` or
+    finite mask entries, else the return value of the modeling module's ALiBi builder (``build_alibi_tensor``
+    ...), else the ``alibi`` tensor handed to the layer's attention. It is compared with refpos's
+    ``bias(q_positions, k_positions)`` on the entries a causal query sees (key <= query), each row less its
+    diagonal entry: the softmax ignores a per-row constant, and the forms differ by one (BLOOM's
+    :math:`m_h j` against :math:`-m_h (i - j)`). Bound: the float32 products, 4 ulp of the largest entry.
+T5 buckets
+    The bucket map a layer computed (the return value of its ``_relative_position_bucket`` for the
+    relative positions key - query) equals refpos's ``buckets(q, k)`` exactly; a layer refpos says reuses
+    another's table must compute none.
+Learned and sinusoidal positions
+    A learned table must be read at position + refpos's offset, and have refpos's number of rows (when
+    refpos says it). A sinusoid must equal refpos's ``sinusoid(positions)`` within the float32 evaluation
+    of its angles, :math:`(3\,p_{\max} + 4)\,2^{-24}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from survey.claims import LayerClaim, LayerResult
+from survey.observed import layer_calls, role
+from survey.probe import Probe
+
+EPS32 = 2.0**-24
+
+
+def _result(claim: LayerClaim, status: str, error: float | None = None, cause: str = "") -> LayerResult:
+    return LayerResult(claim.stack, claim.index, claim.kind, status, error, cause)
+
+
+def _in_layer(layer: tuple[str, int] | None, path: str, index: int) -> bool:
+    return layer is not None and layer == (path, index)
+
+
+# ---------------------------------------------------------------------------------------------- ALiBi
+def observed_alibi(probe: Probe, path: str, index: int) -> np.ndarray | None:
+    """The ALiBi bias layer ``index`` of list ``path`` received, as ``(H, Tq or 1, Tk)``, or None."""
+    t = probe.positions.size
+    for i in layer_calls(probe.a).get((path, index), []):
+        call = probe.a.calls[i]
+        for name, value in call.tensors.items():
+            if "alibi" in name or name == "position_bias":
+                return value.reshape(-1, *value.shape[-2:])
+    for built in probe.a.builders:
+        if "alibi" in built.name.lower() and built.output.shape[-1] == t and built.output.ndim >= 2:
+            return built.output.reshape(-1, *built.output.shape[-2:])
+    for module, handed in probe.a.handed.items():
+        if module.startswith(f"{path}.{index}."):
+            for name, value in handed.items():
+                if "alibi" in name and value.shape[-1] == t:
+                    return value.reshape(-1, *value.shape[-2:])
+    return None
+
+
+def check_alibi(claim: LayerClaim, probe: Probe, path: str) -> Any:
+    observed = observed_alibi(probe, path, claim.index)
+    if observed is None:
+        return _result(claim, "mismatch", None, "transformers built no ALiBi bias for this layer")
+    p = probe.positions
+    expected = np.asarray(claim.params["bias"](p, p), dtype=np.float64)  # (H, T, T)
+    if observed.shape[0] != expected.shape[0]:
+        return _result(claim, "mismatch", None,
+                       f"ALiBi heads: refpos {expected.shape[0]}, transformers {observed.shape[0]}")
+    observed = np.broadcast_to(observed, expected.shape)
+    causal = np.tril(np.ones(expected.shape[-2:], dtype=bool))
+    diag_o = np.diagonal(observed, axis1=-2, axis2=-1)[..., :, None]
+    diag_e = np.diagonal(expected, axis1=-2, axis2=-1)[..., :, None]
+    diff = np.where(causal, (observed - diag_o) - (expected - diag_e), 0.0)
+    error = float(np.abs(diff).max())
+    bound = 4 * EPS32 * (np.abs(expected).max() + np.abs(observed).max())
+    if error > bound:
+        h = int(np.unravel_index(np.abs(diff).argmax(), diff.shape)[0])
+        return _result(claim, "mismatch", error, f"ALiBi bias: max |Δ| {error:.3g} (head {h})")
+    return _result(claim, "exact", error)
+
+
+# ------------------------------------------------------------------------------------------- T5 buckets
+def check_t5(claim: LayerClaim, probe: Probe, path: str) -> Any:
+    built = [b for b in probe.a.builders if "bucket" in b.name and _in_layer(b.layer, path, claim.index)]
+    owns = bool(claim.params.get("owns_table", True))
+    if not owns:
+        if built:
+            return _result(claim, "mismatch", None, "transformers computes a bucket table in this layer; refpos "
+                           f"says it reuses layer {claim.params.get('table_layer')}'s")
+        return _result(claim, "exact")
+    if not built:
+        return _result(claim, "mismatch", None, "transformers computes no bucket map in this layer; refpos says "
+                       "it owns a table")
+    buckets = built[0].output
+    tq, tk = buckets.shape[-2:]
+    expected = np.asarray(claim.params["buckets"](np.arange(tq), np.arange(tk)))
+    wrong = int(np.count_nonzero(expected != buckets.reshape(tq, tk)))
+    if wrong:
+        return _result(claim, "mismatch", float(np.abs(expected - buckets.reshape(tq, tk)).max()),
+                       f"bucket map: {wrong} of {tq * tk} entries differ")
+    return _result(claim, "exact", 0.0)
+
+
+# ------------------------------------------------------------------------------------- absolute positions
+def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int, int]]) -> Any:
+    """A stack's learned or sinusoidal input encoding (checked once per stack)."""
+    mine = [entry for entry in lookups if role(entry[0]) == claim.stack] or lookups
+    offset = int(claim.params.get("offset", 0))
+    if claim.kind == "learned":
+        if not mine:
+            return _result(claim, "mismatch", None, "transformers reads no position table")
+        table, found, rows = mine[0]
+        size = claim.params.get("table_size")
+        if found != offset or (size is not None and rows != size):
+            return _result(claim, "mismatch", None, f"position table {table}: transformers reads row p + {found} of "
+                           f"{rows}, refpos p + {offset} of {size}")
+        return _result(claim, "exact", 0.0)
+    expected = np.asarray(claim.params["sinusoid"](probe.positions), dtype=np.float64)  # (T, dim)
+    candidates = [lk.vectors for lk in probe.a.lookups if (lk.table, *_offset_rows(lk, probe)) in
+                  [(t, o, r) for t, o, r in mine]]
+    candidates += [out for module, out in probe.a.positional.items()
+                   if role(module) == claim.stack or len(probe.a.positional) == 1]
+    bound = (3 * float(probe.positions.max()) + 4) * EPS32
+    errors = []
+    for vectors in candidates:
+        v = vectors.reshape(-1, *vectors.shape[-2:])[0] if vectors.ndim >= 2 else vectors
+        if v.shape[-2:] == expected.shape:
+            errors.append(float(np.abs(v - expected).max()))
+    if not errors:
+        return _result(claim, "mismatch", None, "transformers adds no sinusoid of this shape "
+                       f"{expected.shape} to the stack's input")
+    error = min(errors)
+    if error > bound:
+        return _result(claim, "mismatch", error, f"sinusoid: max |Δ| {error:.3g}")
+    return _result(claim, "exact", error)
+
+
+def _offset_rows(lookup: Any, probe: Probe) -> tuple[int, int]:
+    indices = lookup.indices
+    if indices.ndim == 0 or indices.shape[-1] != probe.positions.size:
+        return (-(10**9), lookup.rows)
+    return int((indices.reshape(-1, probe.positions.size) - probe.positions).flat[0]), lookup.rows

@@ -1,0 +1,93 @@
+"""What refpos says a model does with positions, in the survey's own terms (one record per layer).
+
+The adaptor (:mod:`survey.adaptor`) turns refpos's answer for a config into a :class:`Resolution`; the
+comparison (:mod:`survey.compare`) checks each :class:`LayerClaim` against what transformers' code did.
+Keeping these types here, apart from refpos's, means a change of refpos's API changes the adaptor only.
+
+Kinds of a layer claim (:data:`KINDS`):
+
+``rope``
+    the layer rotates its queries and keys: ``rope`` is a :class:`refpos.RopeConfig` (M-RoPE included),
+    ``query_scale`` an optional per-position multiplier of the query;
+``none``
+    the layer attends without positions (NoPE), ``query_scale`` as above;
+``no_attention``
+    the layer has no attention (Mamba, linear attention, convolution): ``detail`` names its mixer;
+``alibi``
+    an additive bias ``-slope_h * distance``: ``params["slopes"]`` (one per head);
+``t5``
+    a bucketed relative bias: ``params`` holds ``bidirectional``, ``num_buckets``, ``max_distance``
+    and ``owns_table`` (whether this layer has its own bias table);
+``learned`` / ``sinusoidal``
+    an absolute encoding added to the stack's input: ``params["offset"]`` (the row read for position 0),
+    ``params["rows"]`` (the table size, learned), ``params["table"]`` (a callable positions -> vectors,
+    sinusoidal); the layer's own attention has no positions;
+``other``
+    an encoding refpos resolves but the survey has no comparison for (``detail`` says which): reported as
+    not reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("rope", "none", "no_attention", "alibi", "t5", "learned", "sinusoidal", "other")
+STACKS = ("decoder", "encoder")
+
+
+@dataclass(frozen=True)
+class LayerClaim:
+    """What refpos says layer ``index`` of stack ``stack`` does with positions."""
+
+    stack: str
+    index: int
+    kind: str
+    rope: Any = None
+    query_scale: Callable[[Any], Any] | None = None
+    detail: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.stack not in STACKS:
+            raise ValueError(f"stack must be one of {STACKS}, got {self.stack!r}")
+
+
+@dataclass
+class LayerResult:
+    """One claim checked: ``status`` is ``"exact"``, ``"mismatch"`` or ``"not reached"``; ``index`` -1 for
+    what concerns a whole stack."""
+
+    stack: str
+    index: int
+    claim: str
+    status: str
+    error: float | None = None
+    cause: str = ""
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """refpos's answer for one config: every layer's claim, or a refusal, or an error.
+
+    ``refused`` is refpos declining to give (part of) the answer and naming what it does not model (the
+    model type, a key); ``error`` is an exception that is no such refusal (refpos could not read a config
+    transformers builds). ``notes`` are what refpos reported as not modelled that does not bear on positions
+    (windows, softmax scales): kept in the table, not counted as a refusal.
+    """
+
+    layers: tuple[LayerClaim, ...] = ()
+    refused: str | None = None
+    error: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def stack(self, name: str) -> list[LayerClaim]:
+        return [layer for layer in self.layers if layer.stack == name]
+
+    @property
+    def kinds(self) -> list[str]:
+        """The distinct kinds of the claims, in order."""
+        return list(dict.fromkeys(layer.kind for layer in self.layers))

@@ -1,0 +1,118 @@
+"""What transformers' run showed, read from a :class:`survey.probe.Probe`: the layers that attended, the
+reference call of each (its query and key before rotation), position biases and position tables.
+
+A layer is an entry of a layer list (``model.layers.3``, ``encoder.block.0``): the outermost list being run
+when attention was called. A list under an ``encoder`` is an encoder stack, any other a decoder stack;
+cross-attention calls (module names with ``cross``, ``encdec``, ``encoder_attn``) are set aside.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from survey.probe import Call, Probe
+
+CROSS = re.compile(r"cross|encdec|enc_dec|encoder_attn|crossattention", re.IGNORECASE)
+#: entries of an additive mask at or below this are "masked" (transformers uses finfo.min or -inf)
+MASKED = -1e30
+#: tensor arguments of an attention call that are not biases
+NOT_BIAS = frozenset({"position_ids", "cache_position", "s_aux", "sinks", "cu_seq_lens_q", "cu_seq_lens_k"})
+
+
+def role(list_path: str) -> str:
+    """``encoder`` for a layer list under an encoder, else ``decoder``."""
+    parts = list_path.split(".")
+    return "encoder" if any("encoder" in p and "decoder" not in p for p in parts) else "decoder"
+
+
+def layer_calls(run: Any) -> dict[tuple[str, int], list[int]]:
+    """Self-attention call indices of a run per (layer list path, index)."""
+    out: dict[tuple[str, int], list[int]] = {}
+    for i, call in enumerate(run.calls):
+        if call.layer is None or CROSS.search(call.path):
+            continue
+        out.setdefault(call.layer, []).append(i)
+    return out
+
+
+def _same(a: list[np.ndarray] | None, b: list[np.ndarray] | None) -> bool:
+    return a is not None and b is not None and len(a) == len(b) and all(
+        x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def reference(probe: Probe, index: int) -> tuple[Call | None, str]:
+    """The reference call of run A's call ``index`` and its mode: ``"identity"`` (its rotary tables were the
+    identity: run B, or run C where the layer's input carries positions), ``"zero"`` (run B by position 0
+    alone: the layer computes its rotation from the position ids), or None with the reason."""
+    call = probe.a.calls[index]
+    if len(probe.b.calls) != len(probe.a.calls) or len(probe.c.calls) != len(probe.a.calls):
+        return None, "the runs called attention a different number of times"
+    inputs_a = probe.a.inputs.get(call.path)
+    identity = bool(probe.b.neutralized.get(call.path))
+    if _same(inputs_a, probe.b.inputs.get(call.path)):
+        if not identity and not probe.position_ids_taken:
+            return None, "neither the positions nor the rotary tables of this layer could be varied"
+        return probe.b.calls[index], "identity" if identity else "zero"
+    if _same(inputs_a, probe.c.inputs.get(call.path)):
+        return probe.c.calls[index], "identity"
+    return None, "the layer's input differs between runs of the same positions"
+
+
+def biases(call: Call) -> list[str]:
+    """Names of the position-dependent additive terms of a call: bias tensors, and a mask with finite
+    non-zero entries."""
+    found = [name for name, t in call.tensors.items()
+             if name not in NOT_BIAS and t.dtype.kind == "f" and t.ndim >= 2 and np.any(t != 0)]
+    if call.mask is not None and call.mask.dtype.kind == "f":
+        finite = call.mask[np.isfinite(call.mask) & (call.mask > MASKED)]
+        if np.any(finite != 0):
+            found.append("attention_mask (finite non-zero entries)")
+    return found
+
+
+def position_lookups(probe: Probe) -> list[tuple[str, int, int]]:
+    """``(table, offset, rows)`` of every embedding lookup of run A read at the positions plus a constant:
+    a learned (or stored sinusoid) position table."""
+    out = []
+    positions = probe.positions
+    for lookup in probe.a.lookups:
+        indices = lookup.indices
+        if indices.ndim == 0 or indices.shape[-1] != positions.size:
+            continue
+        offsets = indices.reshape(-1, positions.size) - positions
+        found = (lookup.table, int(offsets.flat[0]), lookup.rows)
+        if np.all(offsets == offsets.flat[0]) and found not in out:
+            out.append(found)
+    return out
+
+
+def observed_kinds(probe: Probe) -> list[str]:
+    """The encodings seen in transformers' run, by what the calls and lookups showed."""
+    kinds = []
+    calls = layer_calls(probe.a)
+    rotated = False
+    for indices in calls.values():
+        for i in indices:
+            ref, _ = reference(probe, i)
+            a = probe.a.calls[i]
+            if ref is not None and (not np.array_equal(a.query, ref.query) or not np.array_equal(a.key, ref.key)):
+                rotated = True
+    if rotated:
+        kinds.append("rope")
+    if any("alibi" in b.name.lower() for b in probe.a.builders) or any(
+            "alibi" in k for handed in probe.a.handed.values() for k in handed):
+        kinds.append("alibi")
+    if any("bucket" in b.name for b in probe.a.builders):
+        kinds.append("relative buckets")
+    elif any(biases(probe.a.calls[i]) for indices in calls.values() for i in indices):
+        kinds.append("relative bias")
+    if position_lookups(probe):
+        kinds.append("learned")
+    if any("sinus" in path.lower() for path in probe.a.positional):
+        kinds.append("sinusoidal")
+    if not kinds and not calls and probe.module_types:
+        kinds.append("inline attention")
+    return kinds or (["none"] if calls else ["no attention"])

@@ -1,0 +1,368 @@
+"""One tiny model run twice with its attention recorded: what transformers' own code does with positions.
+
+:func:`probe` instantiates a model (random weights, float32, eager attention) and runs one forward pass
+twice on the same tokens:
+
+* run **A** with the position ids :data:`POSITIONS` (where the model takes ``position_ids``);
+* run **B** with every position 0 and, for every attention module that receives ``position_embeddings``
+  (the cos/sin pair or complex ``freqs_cis`` a decoder hands each layer), those replaced by the identity
+  (cos 1, sin 0; 1 + 0i): the query and key a layer hands to attention in run B are the ones *before* any
+  rotation.
+
+Every call of an eager attention function (each modeling module's ``eager_attention_forward`` and its
+variants, the way transformers 5.x models reach attention) is recorded: the calling module, the query and
+key it was handed, the additive mask, and every other tensor argument (T5's ``position_bias``). The call
+returns zeros in place of the attention output, so each layer's input is the same in both runs whatever
+attention did: the query before rotation of layer ``l`` in run A is its query in run B (checked: the
+hidden states entering each attention module must be equal in both runs).
+
+Also recorded, in run A: every ``torch.nn.functional.embedding`` lookup (the table it read, by parameter
+name, and the indices: a learned position table is read at the positions plus an offset), the output of
+every module whose class name says it is a positional embedding (sinusoid tables built in code), and
+every return value of the modeling module's ALiBi builders and T5-style bucket functions (for models that
+compute attention inline).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: the position ids of run A: small ones (where every rule agrees), and large enough ones that a wrong
+#: frequency, layout or offset shows (the rotation error bound grows with p; see survey.compare)
+POSITIONS = (0, 1, 2, 5, 17, 100, 999, 4001)
+#: attribute names of the eager attention functions transformers' modeling modules pass to
+#: ``ALL_ATTENTION_FUNCTIONS.get_interface`` (``eager_attention_forward`` and its variants)
+EAGER = re.compile(r"\w*eager_attention_forward")
+#: module-level functions that build an ALiBi bias, and methods that bucket relative positions
+ALIBI = re.compile(r"\w*alibi\w*")
+BUCKET = re.compile(r"_?relative_position_bucket")
+#: keyword arguments through which a decoder hands each layer its rotary tables
+ROTARY_KWARGS = ("position_embeddings", "freqs_cis", "rotary_pos_emb", "rotary_emb")
+POSITIONAL_MODULE = re.compile(r".*Positional\w*Embedding.*|.*Position\w*Embedding.*")
+
+
+@dataclass
+class Call:
+    """One call of an eager attention function."""
+
+    path: str  # the calling module's qualified name in the model
+    layer: tuple[str, int] | None  # (layer list's path, index) of the outermost layer list being run
+    query: np.ndarray  # (B, H, T, d) as handed to attention (float64 copy of the float32 tensor)
+    key: np.ndarray
+    mask: np.ndarray | None
+    tensors: dict[str, np.ndarray]  # other tensor arguments (position_bias, ...)
+    scaling: float | None
+
+
+@dataclass
+class Lookup:
+    """One ``torch.nn.functional.embedding`` call: the table (parameter name), its rows, what it read."""
+
+    table: str
+    indices: np.ndarray
+    rows: int
+    vectors: np.ndarray
+
+
+@dataclass
+class Built:
+    """One call of an ALiBi builder or a bucket function: its name, its scalar and tensor arguments, its
+    result, and the layer being run (as :attr:`Call.layer`)."""
+
+    name: str
+    arguments: dict[str, Any]
+    output: np.ndarray
+    layer: tuple[str, int] | None
+
+
+@dataclass
+class Run:
+    calls: list[Call] = field(default_factory=list)
+    #: attention module path -> the hidden states it was handed (first tensor argument)
+    inputs: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    #: attention module path -> names of the rotary keyword arguments replaced by the identity
+    neutralized: dict[str, list[str]] = field(default_factory=dict)
+    #: module path -> the tensor keyword arguments it was handed (alibi, position_bias, ...)
+    handed: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    lookups: list[Lookup] = field(default_factory=list)
+    positional: dict[str, np.ndarray] = field(default_factory=dict)  # module path -> output
+    builders: list[Built] = field(default_factory=list)
+
+
+@dataclass
+class Probe:
+    """What one model's forward passes showed."""
+
+    positions: np.ndarray  # what run A passed as position ids (or the model's own 0..T-1)
+    position_ids_taken: bool
+    a: Run
+    b: Run  # every position 0, rotary tables the identity
+    c: Run  # run A's positions, rotary tables the identity (for models whose layer inputs depend on positions)
+    module_types: dict[str, str]  # attention module path -> class name (inline ones where no call was made)
+    input_ids: np.ndarray
+
+
+def _np(t: Any) -> np.ndarray:
+    import torch
+
+    t = t.detach()
+    if t.is_complex():
+        return t.to(torch.complex128).numpy().copy()
+    if t.dtype == torch.bool or not t.is_floating_point():
+        return t.numpy().copy()
+    return t.to(torch.float64).numpy().copy()
+
+
+def _modeling_modules() -> list[Any]:
+    return [m for name, m in list(sys.modules.items())
+            if name.startswith("transformers.models.") and ".modeling_" in name and m is not None]
+
+
+@contextlib.contextmanager
+def _patched(targets: list[tuple[Any, str, Any]]) -> Iterator[None]:
+    """Set ``(owner, attribute, value)`` for the duration, restoring every one after."""
+    saved = [(owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
+             for owner, name, _ in targets]
+    try:
+        for owner, name, value in targets:
+            setattr(owner, name, value)
+        yield
+    finally:
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)
+
+
+class Recorder:
+    """The patches and hooks of one run."""
+
+    def __init__(self, model: Any, neutral: bool) -> None:
+        self.model, self.neutral = model, neutral
+        self.names = {id(m): name for name, m in model.named_modules()}
+        self.params = {id(p): name for name, p in model.named_parameters()}
+        self.params.update({id(b): name for name, b in model.named_buffers()})
+        self.run = Run()
+        self.context: list[tuple[str, int]] = []  # the layer lists' entries being run, outermost first
+
+    # ------------------------------------------------------------------ attention functions
+    def eager(self, original: Any) -> Any:
+        def capture(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, *args: Any, **kwargs: Any):
+            import torch
+
+            out, weights = original(module, query, key, value, attention_mask, *args, **kwargs)
+            tensors = {k: _np(v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
+            scaling = kwargs.get("scaling")
+            layer = self.context[0] if self.context else None
+            self.run.calls.append(Call(self.names.get(id(module), "?"), layer, _np(query), _np(key),
+                                       None if attention_mask is None else _np(attention_mask), tensors,
+                                       float(scaling) if isinstance(scaling, (int, float)) else None))
+            return torch.zeros_like(out), weights
+        return capture
+
+    def embedding(self, original: Any) -> Any:
+        def lookup(input: Any, weight: Any, *args: Any, **kwargs: Any):
+            out = original(input, weight, *args, **kwargs)
+            self.run.lookups.append(Lookup(self.params.get(id(weight), "?"), _np(input), int(weight.shape[0]),
+                                           _np(out)))
+            return out
+        return lookup
+
+    def builder(self, name: str, original: Any) -> Any:
+        def build(*args: Any, **kwargs: Any):
+            out = original(*args, **kwargs)
+            bound = {}
+            with contextlib.suppress(TypeError, ValueError):
+                bound = dict(inspect.signature(original).bind(*args, **kwargs).arguments)
+            keep = {k: (_np(v) if hasattr(v, "detach") else v) for k, v in bound.items()
+                    if isinstance(v, (int, float, bool, str)) or hasattr(v, "detach")}
+            if hasattr(out, "detach"):
+                self.run.builders.append(Built(name, keep, _np(out), self.context[0] if self.context else None))
+            return out
+        return build
+
+    def patches(self) -> list[tuple[Any, str, Any]]:
+        import torch
+
+        targets: list[tuple[Any, str, Any]] = []
+        for module in _modeling_modules():
+            for name, value in list(vars(module).items()):
+                if not callable(value):
+                    continue
+                if EAGER.fullmatch(name) and inspect.isfunction(value):
+                    targets.append((module, name, self.eager(value)))
+                elif (ALIBI.fullmatch(name) or BUCKET.fullmatch(name)) and inspect.isfunction(value):
+                    targets.append((module, name, self.builder(f"{module.__name__}.{name}", value)))
+                elif isinstance(value, type) and value.__module__ == module.__name__:
+                    for attr, member in list(value.__dict__.items()):
+                        if BUCKET.fullmatch(attr) and isinstance(member, staticmethod):
+                            targets.append((value, attr, staticmethod(self.builder(
+                                f"{value.__name__}.{attr}", member.__func__))))
+        targets.append((torch.nn.functional, "embedding", self.embedding(torch.nn.functional.embedding)))
+        return targets
+
+    # ------------------------------------------------------------------ module hooks
+    def pre_hook(self, module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+        import torch
+
+        path = self.names.get(id(module), "?")
+        first = next((a for a in args if isinstance(a, torch.Tensor)),
+                     kwargs.get("hidden_states") if isinstance(kwargs.get("hidden_states"), torch.Tensor) else None)
+        if first is not None:
+            self.run.inputs.setdefault(path, []).append(_np(first))
+        handed = {k: _np(v) for k, v in kwargs.items() if isinstance(v, torch.Tensor) and k != "hidden_states"}
+        if handed:
+            self.run.handed.setdefault(path, {}).update(handed)
+        if not self.neutral:
+            return None
+        replaced = []
+        for name in ROTARY_KWARGS:
+            value = kwargs.get(name)
+            identity = _identity(value)
+            if identity is not None:
+                kwargs = {**kwargs, name: identity}
+                replaced.append(name)
+        self.run.neutralized[path] = replaced
+        return args, kwargs
+
+    def enter(self, where: tuple[str, int]) -> Any:
+        def hook(module: Any, args: tuple) -> None:
+            self.context.append(where)
+        return hook
+
+    def leave(self, module: Any, args: tuple, output: Any) -> None:
+        self.context.pop()
+
+    def positional_hook(self, module: Any, args: tuple, output: Any) -> None:
+        import torch
+
+        if isinstance(output, torch.Tensor):
+            self.run.positional[self.names.get(id(module), "?")] = _np(output)
+
+
+def _identity(value: Any) -> Any:
+    """The rotary tables ``value`` replaced by the identity rotation, or None when it is not one."""
+    import torch
+
+    if isinstance(value, torch.Tensor) and value.is_complex():
+        return torch.ones_like(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            isinstance(v, torch.Tensor) and v.is_floating_point() for v in value):
+        return type(value)((torch.ones_like(value[0]), torch.zeros_like(value[1])))
+    return None
+
+
+def _forward(model: Any, inputs: dict[str, Any], recorder: Recorder, attention_modules: list[Any],
+             positional_modules: list[Any]) -> Run:
+    import torch
+
+    handles = [m.register_forward_pre_hook(recorder.pre_hook, with_kwargs=True) for m in attention_modules]
+    for path, layers in model.named_modules():
+        if isinstance(layers, torch.nn.ModuleList):
+            for index, layer in enumerate(layers):
+                handles.append(layer.register_forward_pre_hook(recorder.enter((path, index))))
+                handles.append(layer.register_forward_hook(recorder.leave))
+    handles += [m.register_forward_hook(recorder.positional_hook) for m in positional_modules]
+    try:
+        with _patched(recorder.patches()), torch.no_grad():
+            model(**inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    return recorder.run
+
+
+def token_ids(config: Any, length: int, seed: int = 0) -> np.ndarray:
+    """``length`` token ids that are none of the ids the config names (image, audio, pad ... tokens)."""
+    named: set[int] = set()
+
+    def collect(values: dict[str, Any]) -> None:
+        for key, value in values.items():
+            if isinstance(value, dict):
+                collect(value)
+            elif isinstance(key, str) and key.endswith(("_id", "_ids", "_index")):
+                for v in value if isinstance(value, list) else [value]:
+                    if isinstance(v, int):
+                        named.add(v)
+
+    collect(config.to_dict())
+    pool = [i for i in range(5, 1000) if i not in named]
+    return np.random.default_rng(seed).choice(pool, size=length, replace=False).astype(np.int64)
+
+
+def inputs_for(model: Any, ids: np.ndarray, positions: np.ndarray | None) -> tuple[dict[str, Any], bool]:
+    """The keyword arguments of a text forward pass, and whether the model takes ``position_ids``."""
+    import torch
+
+    params = inspect.signature(model.forward).parameters
+    if "input_ids" not in params:
+        raise NotReached(f"its forward takes no input_ids ({', '.join(list(params)[:3])}, ...)")
+    inputs: dict[str, Any] = {"input_ids": torch.as_tensor(ids)[None]}
+    if "decoder_input_ids" in params:
+        inputs["decoder_input_ids"] = torch.as_tensor(ids)[None]
+    if "use_cache" in params:
+        inputs["use_cache"] = False
+    taken = positions is not None and "position_ids" in params
+    if taken:
+        inputs["position_ids"] = torch.as_tensor(positions)[None]
+    return inputs, taken
+
+
+class NotReached(Exception):
+    """The model cannot be run generically: the message says why."""
+
+
+#: config keys bounding the positions a model may be run at (a learned table's rows)
+POSITION_LIMITS = ("max_position_embeddings", "n_positions", "max_source_positions", "max_target_positions", "n_ctx")
+
+
+def positions_for(config: Any) -> tuple[int, ...]:
+    """:data:`POSITIONS`, those at or past the model's smallest position limit replaced by the largest ones
+    below it (a learned table of 512 rows is read at 0 ... 511)."""
+    values = config.to_dict()
+    limits = [v for key in POSITION_LIMITS for d in (values, values.get("text_config") or {})
+              if isinstance(v := d.get(key), int) and not isinstance(v, bool) and v > len(POSITIONS)]
+    if not limits:
+        return POSITIONS
+    limit = min(limits)
+    kept = [p for p in POSITIONS if p < limit]
+    extra = [p for p in range(limit - 1, -1, -1) if p not in kept][: len(POSITIONS) - len(kept)]
+    return tuple(sorted(kept + extra))
+
+
+def attention_like(model: Any) -> list[str]:
+    """Paths of the modules whose class is an attention (name ending in ``Attention``, or torch's
+    ``MultiheadAttention``): where a model that calls no eager attention function computes it inline."""
+    return [path for path, m in model.named_modules() if path and type(m).__name__.endswith("Attention")]
+
+
+def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None) -> Probe:
+    """Run ``model`` (built from ``config``) twice and return what its attention saw (see the module docstring)."""
+    import torch
+
+    model.eval()
+    positions = positions_for(config) if positions is None else positions
+    ids = token_ids(config, len(positions))
+    p = np.asarray(positions, dtype=np.int64)
+    inputs_a, taken = inputs_for(model, ids, p)
+    # a first run finds the attention modules (those that call an eager attention function)
+    scout = Recorder(model, neutral=False)
+    positional = [m for _, m in model.named_modules() if POSITIONAL_MODULE.fullmatch(type(m).__name__)]
+    run_a = _forward(model, inputs_a, scout, [], positional)
+    modules = dict(model.named_modules())
+    paths = list(dict.fromkeys(c.path for c in run_a.calls)) or attention_like(model)
+    attention = [modules[path] for path in paths if path in modules]
+    run_a = _forward(model, inputs_a, Recorder(model, neutral=False), attention, positional)
+    inputs_b = dict(inputs_a)
+    if taken:
+        inputs_b["position_ids"] = torch.zeros_like(inputs_a["position_ids"])
+    run_b = _forward(model, inputs_b, Recorder(model, neutral=True), attention, positional)
+    run_c = _forward(model, inputs_a, Recorder(model, neutral=True), attention, positional)
+    return Probe(p if taken else np.arange(len(positions)), taken, run_a, run_b, run_c,
+                 {path: type(modules[path]).__name__ for path in paths if path in modules}, ids)

@@ -1,0 +1,179 @@
+"""One model type surveyed: its tiny config, refpos's answer, transformers' run, and the verdict.
+
+Statuses (:data:`STATUSES`), decided in this order:
+
+``refused``
+    refpos declines by name (an unknown model type, a key it does not model): nothing to compare. When
+    transformers could be run, the row says whether refpos's tentative answer would have matched.
+``error``
+    refpos raised an exception that is not a refusal on a config transformers builds.
+``not reached``
+    transformers' side could not be run or observed generically; the row says why.
+``wrong``
+    some layer's claim differs from what transformers computed (the cause names the first).
+``exact``
+    every layer's claim matches within its bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+import traceback
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from survey import adaptor, catalogue, compare, observed, probe, tiny
+
+STATUSES = ("exact", "refused", "wrong", "error", "not reached")
+#: the largest model a strength may build (parameters): a default geometry beyond it is not run
+MAX_PARAMETERS = 150_000_000
+
+
+@dataclass
+class Row:
+    """One model type's line of the survey table."""
+
+    model_type: str
+    status: str
+    file: str = ""  # transformers/models/<file> of the model class run
+    observed: list[str] = field(default_factory=list)  # encodings seen in transformers' run
+    claimed: list[str] = field(default_factory=list)  # kinds of refpos's per-layer answer
+    max_error: float | None = None
+    cause: str = ""
+    strength: str = ""  # which shrink built (survey.tiny.STRENGTHS)
+    layers: str = ""  # per-layer summary: "decoder: rope x8"
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["seconds"] = round(self.seconds, 2)
+        if self.max_error is not None:
+            out["max_error"] = float(f"{self.max_error:.3g}")
+        return out
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:240]}"
+
+
+def _parameters(cls: Any, config: Any) -> int:
+    import torch
+
+    with torch.device("meta"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cls._from_config(config, attn_implementation="eager")
+    return sum(p.numel() for p in model.parameters())
+
+
+def build(config0: Any) -> tuple[Any, Any, Any, str]:
+    """``(config, model, probe, strength)`` of the first strength that builds and runs; raises
+    :class:`probe.NotReached` with the reasons of every strength otherwise."""
+    import torch
+
+    reasons = []
+    for strength in tiny.STRENGTHS:
+        try:
+            config = tiny.shrink(config0, strength)
+            cls = catalogue.model_class(config)
+            if cls is None:
+                raise probe.NotReached("transformers has no model class for it")
+            size = _parameters(cls, config)
+            if size > MAX_PARAMETERS:
+                raise RuntimeError(f"{size / 1e6:.0f}M parameters")
+            torch.manual_seed(0)
+            model = cls._from_config(config, attn_implementation="eager")
+            return config, model, probe.probe(model, config), strength
+        except probe.NotReached:
+            raise
+        except Exception as exc:  # transformers' own errors for a geometry: try the next strength
+            reasons.append(f"{strength}: {_one_line(exc)}")
+    raise probe.NotReached("no geometry built and ran (" + "; ".join(reasons) + ")")
+
+
+def _layers_summary(resolution: Any) -> str:
+    parts = []
+    for stack in dict.fromkeys(c.stack for c in resolution.layers):
+        kinds: dict[str, int] = {}
+        for c in resolution.stack(stack):
+            kinds[c.kind] = kinds.get(c.kind, 0) + 1
+        parts.append(f"{stack}: " + ", ".join(f"{k} ×{n}" for k, n in kinds.items()))
+    return "; ".join(parts)
+
+
+def survey_one(model_type: catalogue.ModelType) -> Row:
+    """The survey row of one model type (see the module docstring for the statuses)."""
+    started = time.perf_counter()
+    row = Row(model_type.name, "not reached")
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        try:
+            _fill(row, model_type)
+        except Exception as exc:  # a bug of the survey itself must not stop the survey: recorded
+            row.status, row.cause = "not reached", "survey failed: " + _one_line(exc)
+            row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
+    row.seconds = time.perf_counter() - started
+    return row
+
+
+def _fill(row: Row, model_type: catalogue.ModelType) -> None:
+    try:
+        config0 = model_type.config()
+    except Exception as exc:
+        row.cause = "its config class does not build with defaults: " + _one_line(exc)
+        return
+    run = None
+    try:
+        config, model, run, row.strength = build(config0)
+        row.file = catalogue.modeling_file(type(model))
+        answer_config = config.to_dict()
+    except probe.NotReached as exc:
+        row.cause = f"transformers not run: {exc}"
+        row.notes.append(row.cause)
+        answer_config = tiny.shrink(config0, "tiny").to_dict() if _builds(config0) else config0.to_dict()
+    resolution = adaptor.resolve(answer_config)
+    row.claimed = resolution.kinds
+    row.layers = _layers_summary(resolution)
+    row.notes += list(resolution.notes)
+    verdict = compare.compare(resolution, run) if run is not None and resolution.layers else None
+    if run is not None:
+        row.observed = observed.observed_kinds(run)
+    if resolution.refused:
+        row.status, row.cause = "refused", resolution.refused
+        if verdict is not None:
+            row.notes.append("its tentative answer " + ("would match" if not verdict.mismatches else
+                                                         "would be wrong: " + verdict.mismatches[0].cause))
+        return
+    if resolution.error:
+        row.status, row.cause = "error", resolution.error
+        return
+    if run is None:
+        return  # not reached, cause already set
+    assert verdict is not None
+    row.max_error = verdict.max_error
+    if verdict.mismatches:
+        first = verdict.mismatches[0]
+        where = f"{first.stack} layer {first.index}" if first.index >= 0 else first.stack
+        row.status, row.cause = "wrong", f"{where}: {first.cause}"
+        if len(verdict.mismatches) > 1:
+            row.notes.append(f"{len(verdict.mismatches)} layers differ")
+        return
+    unreached = [r for r in verdict.layers if r.status == "not reached"]
+    if unreached or not verdict.layers:
+        row.status = "not reached"
+        row.cause = unreached[0].cause if unreached else "refpos resolved no layer to compare"
+        return
+    row.status = "exact"
+    row.notes += sorted({r.cause for r in verdict.layers if r.cause})
+
+
+def _builds(config0: Any) -> bool:
+    try:
+        tiny.shrink(config0, "tiny")
+    except Exception:
+        return False
+    return True
