@@ -23,6 +23,13 @@ ATTENTION_CORE = frozenset({"sliding_window", "sliding_window_pattern", "max_win
 #: words of an exception message by which refpos declines (rather than fails to read the config)
 REFUSAL_WORDS = ("not modelled", "not in the family table", "refpos does not model", "unknown family")
 
+
+
+def api() -> str:
+    """The refpos function the survey asks."""
+    return API
+
+
 API = "refpos.hf_layers"
 
 

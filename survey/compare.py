@@ -35,8 +35,17 @@ import numpy as np
 
 from survey import biases as bias_checks
 from survey.claims import LayerClaim, LayerResult, Resolution
-from survey.observed import biases, layer_calls, observed_kinds, position_lookups, reference, role
-from survey.probe import Call, Probe
+from survey.observed import (
+    biases,
+    handed_positions,
+    inline_layers,
+    layer_calls,
+    observed_kinds,
+    position_lookups,
+    reference,
+    role,
+)
+from survey.probe import SHIFT, Call, Probe
 
 EPS32 = 2.0**-24
 #: the angle and product rounding of float32 RoPE (see the module docstring)
@@ -125,8 +134,15 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int) -> LayerResult:
     call = probe.a.calls[index]
     result = LayerResult(claim.stack, claim.index, claim.kind, "exact")
     ref, mode = reference(probe, index)
+    if ref is None and not handed_positions(probe, call.path) and claim.kind != "rope":
+        # nothing positional reaches the layer: its query and key cannot depend on positions
+        return LayerResult(claim.stack, claim.index, claim.kind, "exact", None,
+                           f"{mode}; no position argument reaches the layer")
     if ref is None:
         return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None, mode)
+    if mode == "shifted" and (claim.kind == "rope" or claim.query_scale is not None):
+        return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
+                           "the model takes no position ids: its rotation is not isolated")
     extra = [] if claim.kind in BIAS_KINDS else biases(call)
     if claim.kind == "rope" and claim.rope.head_dim != call.query.shape[-1]:
         return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
@@ -147,8 +163,8 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int) -> LayerResult:
         causes.append("transformers adds " + ", ".join(extra))
     if causes:
         result.status, result.cause = "mismatch", "; ".join(causes)
-    elif mode == "same":
-        result.cause = "reference run at the same positions (the layer input carries positions)"
+    elif mode == "shifted":
+        result.cause = f"query and key unchanged with every position shifted by {SHIFT}"
     return result
 
 
@@ -174,17 +190,26 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
     """Every claim of ``resolution`` against ``probe`` (see the module docstring)."""
     verdict = Verdict(observed=observed_kinds(probe))
     calls = layer_calls(probe.a)
-    if not probe.a.calls and probe.module_types and any(c.kind != "no_attention" for c in resolution.layers):
-        inline = sorted(set(probe.module_types.values()))[:3]
-        verdict.layers.append(LayerResult("decoder", -1, "-", "not reached", None,
-                                          f"attention computed inline ({', '.join(inline)}), not through an eager "
-                                          "attention function"))
-        return verdict
+    lookups = position_lookups(probe)
+    if lookups and not any(c.kind in ABSOLUTE_KINDS for c in resolution.layers):
+        for table, offset, rows in lookups:
+            verdict.layers.append(LayerResult(role(table), -1, "-", "mismatch", None,
+                                              f"transformers reads position table {table} ({rows} rows) at "
+                                              f"position + {offset}; refpos resolves no absolute encoding"))
+    if probe.a.positional and not any(c.kind in ABSOLUTE_KINDS for c in resolution.layers):
+        for path in probe.a.positional:
+            name = probe.positional.get(path, ("?", False))[0]
+            verdict.layers.append(LayerResult(role(path), -1, "-", "mismatch", None,
+                                              f"transformers adds the output of {path} ({name}) to a stack's input; "
+                                              "refpos resolves no absolute encoding"))
+    inline = not probe.a.calls and bool(probe.module_types)
+    if inline:  # the layers are known, their queries and keys are not
+        calls = inline_layers(probe)
+        classes = ", ".join(sorted(set(probe.module_types.values()))[:3])
     matched, unmatched = match_stacks(resolution, calls)
     for path in unmatched:
         verdict.layers.append(LayerResult(role(path), -1, "-", "mismatch", None,
                                           f"transformers attends in {path}, which refpos resolves no layer of"))
-    lookups = position_lookups(probe)
     checked_input: set[str] = set()
     for claim in resolution.layers:
         path = matched.get(claim.stack)
@@ -194,7 +219,7 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
             verdict.layers.append(LayerResult(claim.stack, claim.index, claim.kind, status, None,
                                               "transformers calls attention in this layer" if indices else ""))
             continue
-        if not indices:
+        if not indices and not (inline and (path, claim.index) in calls):
             verdict.layers.append(LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
                                               "transformers calls no attention in this layer"))
             continue
@@ -209,6 +234,10 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
         elif claim.kind in ABSOLUTE_KINDS and claim.stack not in checked_input:
             checked_input.add(claim.stack)
             verdict.layers.append(bias_checks.check_absolute(claim, probe, lookups))
+        if inline and claim.kind not in BIAS_KINDS + ABSOLUTE_KINDS:
+            verdict.layers.append(LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
+                                              f"attention computed inline ({classes}): its query and key are "
+                                              "not observed"))
         for i in indices:
             verdict.layers.append(check_attention(claim, probe, i))
     claimed = {(matched.get(c.stack), c.index) for c in resolution.layers}
@@ -216,9 +245,4 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
         if path in matched.values() and (path, index) not in claimed:
             verdict.layers.append(LayerResult(role(path), index, "-", "mismatch", None,
                                               f"transformers attends in {path}.{index}, refpos resolves no such layer"))
-    if lookups and not any(c.kind in ABSOLUTE_KINDS for c in resolution.layers):
-        for table, offset, rows in lookups:
-            verdict.layers.append(LayerResult(role(table), -1, "-", "mismatch", None,
-                                              f"transformers reads position table {table} ({rows} rows) at "
-                                              f"position + {offset}; refpos resolves no absolute encoding"))
     return verdict

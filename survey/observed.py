@@ -38,6 +38,17 @@ def layer_calls(run: Any) -> dict[tuple[str, int], list[int]]:
     return out
 
 
+def inline_layers(probe: Probe) -> dict[tuple[str, int], list[int]]:
+    """For a model that called no eager attention function: its attention modules' layers, each with no
+    call (``encoder.layer.3.attention.self`` is layer 3 of ``encoder.layer``)."""
+    out: dict[tuple[str, int], list[int]] = {}
+    for path in probe.module_types:
+        found = re.match(r"^(.*?)\.(\d+)(\.|$)", path)
+        if found and not CROSS.search(path):
+            out.setdefault((found.group(1), int(found.group(2))), [])
+    return out
+
+
 def _same(a: list[np.ndarray] | None, b: list[np.ndarray] | None) -> bool:
     return a is not None and b is not None and len(a) == len(b) and all(
         x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
@@ -46,19 +57,38 @@ def _same(a: list[np.ndarray] | None, b: list[np.ndarray] | None) -> bool:
 def reference(probe: Probe, index: int) -> tuple[Call | None, str]:
     """The reference call of run A's call ``index`` and its mode: ``"identity"`` (its rotary tables were the
     identity: run B, or run C where the layer's input carries positions), ``"zero"`` (run B by position 0
-    alone: the layer computes its rotation from the position ids), or None with the reason."""
+    alone: the layer computes its rotation from the position ids), ``"shifted"`` (a model without position
+    ids: run D's last rows, the same tokens at positions shifted by :data:`survey.probe.SHIFT`), or None with
+    the reason."""
     call = probe.a.calls[index]
     if len(probe.b.calls) != len(probe.a.calls) or len(probe.c.calls) != len(probe.a.calls):
         return None, "the runs called attention a different number of times"
     inputs_a = probe.a.inputs.get(call.path)
     identity = bool(probe.b.neutralized.get(call.path))
-    if _same(inputs_a, probe.b.inputs.get(call.path)):
-        if not identity and not probe.position_ids_taken:
-            return None, "neither the positions nor the rotary tables of this layer could be varied"
+    if _same(inputs_a, probe.b.inputs.get(call.path)) and (identity or probe.position_ids_taken):
         return probe.b.calls[index], "identity" if identity else "zero"
+    if probe.d is not None and len(probe.d.calls) == len(probe.a.calls):
+        t = probe.positions.size
+        tail = [x[..., -t:, :] for x in probe.d.inputs.get(call.path, [])]
+        if _same(inputs_a, tail):
+            shifted = probe.d.calls[index]
+            return Call(shifted.path, shifted.layer, shifted.query[..., -t:, :], shifted.key[..., -t:, :],
+                        None, {}, shifted.scaling), "shifted"
     if _same(inputs_a, probe.c.inputs.get(call.path)):
         return probe.c.calls[index], "identity"
+    if probe.d is not None:
+        return None, ("the layer's input carries the positions (an absolute encoding), and the model takes no "
+                      "position ids")
     return None, "the layer's input differs between runs of the same positions"
+
+
+#: names of arguments that carry positions into an attention module
+POSITION_ARGUMENT = re.compile(r".*(pos|rot|freq|alibi|rel|bias|cos|sin).*", re.IGNORECASE)
+
+
+def handed_positions(probe: Probe, path: str) -> list[str]:
+    """The tensor arguments of attention module ``path`` in run A whose names say they carry positions."""
+    return [name for name in probe.a.handed.get(path, {}) if POSITION_ARGUMENT.fullmatch(name)]
 
 
 def biases(call: Call) -> list[str]:
@@ -111,8 +141,12 @@ def observed_kinds(probe: Probe) -> list[str]:
         kinds.append("relative bias")
     if position_lookups(probe):
         kinds.append("learned")
-    if any("sinus" in path.lower() for path in probe.a.positional):
+    described = [probe.positional.get(path, ("", True)) for path in probe.a.positional]
+    fixed = [name for name, trainable in described if "sinus" in name.lower() or not trainable]
+    if fixed:
         kinds.append("sinusoidal")
+    elif probe.a.positional and "learned" not in kinds:
+        kinds.append("learned")
     if not kinds and not calls and probe.module_types:
         kinds.append("inline attention")
     return kinds or (["none"] if calls else ["no attention"])

@@ -38,6 +38,8 @@ import numpy as np
 #: the position ids of run A: small ones (where every rule agrees), and large enough ones that a wrong
 #: frequency, layout or offset shows (the rotation error bound grows with p; see survey.compare)
 POSITIONS = (0, 1, 2, 5, 17, 100, 999, 4001)
+#: tokens put before the probe's in run D (models without position ids)
+SHIFT = 3
 #: attribute names of the eager attention functions transformers' modeling modules pass to
 #: ``ALL_ATTENTION_FUNCTIONS.get_interface`` (``eager_attention_forward`` and its variants)
 EAGER = re.compile(r"\w*eager_attention_forward")
@@ -106,8 +108,13 @@ class Probe:
     a: Run
     b: Run  # every position 0, rotary tables the identity
     c: Run  # run A's positions, rotary tables the identity (for models whose layer inputs depend on positions)
+    #: for a model that takes no position ids: the same tokens after :data:`SHIFT` others, so they sit at
+    #: positions SHIFT ... SHIFT + T - 1 (None where position ids are taken)
+    d: Run | None
     module_types: dict[str, str]  # attention module path -> class name (inline ones where no call was made)
     input_ids: np.ndarray
+    #: positional-embedding module path -> (class name, whether it has trainable parameters)
+    positional: dict[str, tuple[str, bool]] = field(default_factory=dict)
 
 
 def _np(t: Any) -> np.ndarray:
@@ -364,5 +371,13 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None) -> 
         inputs_b["position_ids"] = torch.zeros_like(inputs_a["position_ids"])
     run_b = _forward(model, inputs_b, Recorder(model, neutral=True), attention, positional)
     run_c = _forward(model, inputs_a, Recorder(model, neutral=True), attention, positional)
-    return Probe(p if taken else np.arange(len(positions)), taken, run_a, run_b, run_c,
-                 {path: type(modules[path]).__name__ for path in paths if path in modules}, ids)
+    run_d = None
+    if not taken:
+        prefix = torch.as_tensor(token_ids(config, SHIFT, seed=1))[None]
+        inputs_d = {k: torch.cat([prefix, v], dim=-1) if k in ("input_ids", "decoder_input_ids") else v
+                    for k, v in inputs_a.items()}
+        run_d = _forward(model, inputs_d, Recorder(model, neutral=False), attention, positional)
+    described = {path: (type(m).__name__, any(True for _ in m.parameters())) for path, m in model.named_modules()
+                 if POSITIONAL_MODULE.fullmatch(type(m).__name__)}
+    return Probe(p if taken else np.arange(len(positions)), taken, run_a, run_b, run_c, run_d,
+                 {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described)

@@ -47,9 +47,12 @@ class Row:
     layers: str = ""  # per-layer summary: "decoder: rope x8"
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: the per-layer comparison (not stored: ``python -m survey show`` prints it)
+    verdict: Any = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("verdict")
         out["seconds"] = round(self.seconds, 2)
         if self.max_error is not None:
             out["max_error"] = float(f"{self.max_error:.3g}")
@@ -93,6 +96,19 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
         except Exception as exc:  # transformers' own errors for a geometry: try the next strength
             reasons.append(f"{strength}: {_one_line(exc)}")
     raise probe.NotReached("no geometry built and ran (" + "; ".join(reasons) + ")")
+
+
+def observe(name: str) -> tuple[dict[str, Any], Any]:
+    """``(config dict, probe)`` of model type ``name``: the tiny config that built, and its recorded runs."""
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        config, _, run, _ = build(catalogue.ModelType(name, "").config())
+    return config.to_dict(), run
 
 
 def _layers_summary(resolution: Any) -> str:
@@ -140,13 +156,16 @@ def _fill(row: Row, model_type: catalogue.ModelType) -> None:
     row.layers = _layers_summary(resolution)
     row.notes += list(resolution.notes)
     verdict = compare.compare(resolution, run) if run is not None and resolution.layers else None
+    row.verdict = verdict
     if run is not None:
         row.observed = observed.observed_kinds(run)
     if resolution.refused:
         row.status, row.cause = "refused", resolution.refused
         if verdict is not None:
-            row.notes.append("its tentative answer " + ("would match" if not verdict.mismatches else
-                                                         "would be wrong: " + verdict.mismatches[0].cause))
+            unreached = [r for r in verdict.layers if r.status == "not reached"]
+            row.notes.append("its tentative answer " + (
+                "would be wrong: " + verdict.mismatches[0].cause if verdict.mismatches else
+                "could not be checked: " + unreached[0].cause if unreached else "would match"))
         return
     if resolution.error:
         row.status, row.cause = "error", resolution.error

@@ -1,0 +1,154 @@
+"""``python -m survey run | sample | render | show``: the survey's command line (see :mod:`survey`).
+
+``run [TYPE ...]``
+    survey every model type of the installed transformers (or the named ones), in this one process, and
+    write their rows into ``survey/results/survey.json`` (a full run replaces the table; named types
+    replace their rows). Prints one line per model type and the counts; names the model types the
+    committed table did not list (new in the installed transformers).
+``sample [--write]``
+    the fixed sample of :func:`sample`: every row compared with the committed one; exit 1 on a difference
+    (``--write`` stores the new rows instead).
+``render``
+    write ``docs/survey.md`` from the committed table.
+``show TYPE``
+    one model type's comparison, layer by layer (for checking a verdict by hand).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+from typing import Any
+
+from survey import table
+
+#: rows of the sample per (encoding, status) group of the committed table
+PER_GROUP = 2
+
+
+def sample(rows: list[dict[str, Any]], per_group: int = PER_GROUP) -> list[str]:
+    """A deterministic sample of the committed rows: the first ``per_group`` model types (by name) of every
+    (encoding, status) group, so each way a model type can come out is run."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for row in sorted(rows, key=lambda r: r["model_type"]):
+        groups.setdefault((table.encoding_of(row), row["status"]), []).append(row["model_type"])
+    return sorted(name for names in groups.values() for name in names[:per_group])
+
+
+def _environment() -> dict[str, Any]:
+    import torch
+
+    from survey import adaptor, catalogue
+
+    return {"transformers": catalogue.transformers_version(), "torch": torch.__version__.split("+")[0],
+            "api": adaptor.api()}
+
+
+def _quiet() -> None:
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)
+
+
+def run_types(names: list[str] | None, echo: bool = True) -> tuple[list[Any], float]:
+    from survey import catalogue
+    from survey.run import survey_one
+
+    _quiet()
+    types = catalogue.model_types()
+    chosen = types if names is None else [t for t in types if t.name in set(names)]
+    missing = sorted(set(names or ()) - {t.name for t in chosen})
+    if missing:
+        raise SystemExit(f"not model types of the installed transformers: {', '.join(missing)}")
+    rows, started = [], time.perf_counter()
+    for i, model_type in enumerate(chosen):
+        row = survey_one(model_type)
+        rows.append(row)
+        if echo:
+            error = "" if row.max_error is None else f" max|Δ| {row.max_error:.3g}"
+            print(f"[{i + 1}/{len(chosen)}] {row.model_type}: {row.status}{error} ({row.seconds:.1f} s) "
+                  f"{row.cause[:160]}", flush=True)
+    return rows, time.perf_counter() - started
+
+
+def _store(rows: list[Any], wall: float, full: bool, command: str) -> dict[str, Any]:
+    committed = table.load()
+    by_name = {} if full else {r["model_type"]: r for r in committed["rows"]}
+    by_name.update({r.model_type: r.to_json() for r in rows})
+    from survey import catalogue
+
+    order = [t.name for t in catalogue.model_types()]
+    ordered = [by_name[n] for n in order if n in by_name] + [r for n, r in by_name.items() if n not in order]
+    meta = dict(committed["meta"]) if not full else {}
+    meta.update(_environment())
+    if full:
+        meta.update(date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), wall_s=round(wall),
+                    command=command)
+    return {"meta": meta, "rows": ordered}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m survey", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="verb", required=True)
+    run_p = sub.add_parser("run", help="survey every model type (or the named ones) and store the rows")
+    run_p.add_argument("types", nargs="*", help="model types (default: every one of the installed transformers)")
+    sample_p = sub.add_parser("sample", help="rerun the fixed sample and compare with the committed rows")
+    sample_p.add_argument("--write", action="store_true", help="store the sample's rows instead of comparing")
+    sub.add_parser("render", help="write docs/survey.md from survey/results/survey.json")
+    show_p = sub.add_parser("show", help="one model type's comparison, layer by layer")
+    show_p.add_argument("type")
+    args = parser.parse_args(argv)
+    if args.verb == "render":
+        table.PAGE.write_text(table.render(table.load()), encoding="utf-8")
+        print(f"wrote {table.PAGE.relative_to(table.ROOT)}")
+        return 0
+    if args.verb == "show":
+        from survey.show import show
+
+        print(show(args.type))
+        return 0
+    if args.verb == "sample":
+        return _sample(args.write)
+    from survey import catalogue
+
+    full = not args.types
+    committed = table.load()
+    rows, wall = run_types(args.types or None)
+    stored = _store(rows, wall, full, "python -m survey run" + "".join(f" {t}" for t in args.types))
+    table.save(stored)
+    print("counts:", table.counts(stored["rows"]), f"in {wall:.0f} s")
+    new = table.new_types([t.name for t in catalogue.model_types()], committed)
+    if new and committed["rows"]:
+        print(f"new model types (not in the committed table): {', '.join(new)}")
+    return 0
+
+
+def _sample(write: bool) -> int:
+    from survey import catalogue
+
+    committed = table.load()
+    new = table.new_types([t.name for t in catalogue.model_types()], committed)
+    if new:
+        print(f"new model types, not in survey/results/survey.json: {', '.join(new)} (run tox -e survey)")
+        return 1
+    names = sample(committed["rows"])
+    rows, wall = run_types(names)
+    if write:
+        table.save(_store(rows, wall, False, ""))
+        return 0
+    before = {r["model_type"]: r for r in committed["rows"]}
+    differ = [f"{r.model_type}: committed {before[r.model_type]['status']}, now {r.status} ({r.cause[:120]})"
+              for r in rows if r.status != before[r.model_type]["status"]
+              or r.observed != before[r.model_type]["observed"]]
+    print(f"{len(rows)} model types in {wall:.0f} s; {len(differ)} differ from the committed table")
+    for line in differ:
+        print("  " + line)
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

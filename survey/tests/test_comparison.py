@@ -1,0 +1,120 @@
+"""The survey's comparison can fail: a deliberately wrong claim is a mismatch, the correct one is exact.
+
+For one model of each encoding (transformers' own code, tiny geometry), the claim a correct resolver makes
+is written here from refpos's functions and the config's values, and checked exact within the survey's
+bounds (the bound admits the correct form); then one thing about it is changed (a layout, a base, an
+offset, a bucket count, a slope, which layers attend) and the comparison must report a mismatch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="the survey runs transformers' code: pip install torch transformers")
+pytest.importorskip("transformers", reason="the survey runs transformers' code")
+
+import refpos
+from survey.claims import LayerClaim, Resolution
+from survey.compare import compare
+from survey.run import observe
+
+
+@pytest.fixture(scope="module")
+def observed():
+    cache: dict[str, tuple] = {}
+
+    def get(name: str):
+        if name not in cache:
+            cache[name] = observe(name)
+        return cache[name]
+    return get
+
+
+def statuses(claims: list[LayerClaim], probe) -> set[str]:
+    return {r.status for r in compare(Resolution(tuple(claims)), probe).layers}
+
+
+def rope_claims(config: dict, **change) -> list[LayerClaim]:
+    rope = dataclasses.replace(refpos.hf_layers(config)[0].rope, **change)
+    return [LayerClaim("decoder", i, "rope", rope=rope) for i in range(config["num_hidden_layers"])]
+
+
+@pytest.mark.parametrize("change", [{}, {"layout": "interleaved"}, {"theta": 20000.0}],
+                         ids=["correct", "layout", "theta"])
+def test_rope_claims(observed, change):
+    config, probe = observed("llama")
+    found = statuses(rope_claims(config, **change), probe)
+    assert found == ({"exact"} if not change else {"mismatch"}), found
+
+
+def test_a_layer_said_to_have_no_positions_or_no_attention_is_caught(observed):
+    config, probe = observed("llama")
+    claims = rope_claims(config)
+    assert statuses([dataclasses.replace(claims[0], kind="none", rope=None), *claims[1:]], probe) == {
+        "exact", "mismatch"}
+    assert "mismatch" in statuses([LayerClaim("decoder", 0, "no_attention"), *claims[1:]], probe)
+    assert "mismatch" in statuses(claims[:-1], probe)  # a layer refpos forgot
+
+
+def test_layers_without_attention(observed):
+    config, probe = observed("qwen3_next")
+    schedule = refpos.hf_layers(config)
+    correct = [LayerClaim("decoder", x.index, "rope", rope=x.rope) if x.attention else
+               LayerClaim("decoder", x.index, "no_attention") for x in schedule]
+    assert statuses(correct, probe) == {"exact"}
+    rope = next(x.rope for x in schedule if x.attention)
+    every = [LayerClaim("decoder", x.index, "rope", rope=rope) for x in schedule]  # linear layers said to rotate
+    assert "mismatch" in statuses(every, probe)
+
+
+def learned_claims(config: dict, offset: int) -> list[LayerClaim]:
+    return [LayerClaim("decoder", i, "learned", params={"offset": offset, "table_size": config["n_positions"]})
+            for i in range(config["n_layer"])]
+
+
+@pytest.mark.parametrize(("name", "offset"), [("gpt2", 0), ("opt", 2)])
+def test_learned_offsets(observed, name, offset):
+    config, probe = observed(name)
+    if name == "opt":
+        config = {**config, "n_layer": config["num_hidden_layers"],
+                  "n_positions": config["max_position_embeddings"] + 2}
+    assert statuses(learned_claims(config, offset), probe) == {"exact"}
+    assert "mismatch" in statuses(learned_claims(config, 2 - offset), probe)
+    assert "mismatch" in statuses([LayerClaim("decoder", i, "none") for i in range(config["n_layer"])], probe)
+
+
+def t5_claims(config: dict, num_buckets: int) -> list[LayerClaim]:
+    def buckets(bidirectional):
+        return lambda q, k: refpos.to_numpy(refpos.t5_bucket(
+            np.asarray(k)[None, :] - np.asarray(q)[:, None], bidirectional=bidirectional, num_buckets=num_buckets,
+            max_distance=config["relative_attention_max_distance"]))
+    return [LayerClaim(stack, i, "t5", params={"owns_table": i == 0, "table_layer": 0,
+                                               "buckets": buckets(stack == "encoder")})
+            for stack, n in (("encoder", config["num_layers"]), ("decoder", config["num_decoder_layers"]))
+            for i in range(n)]
+
+
+def test_t5_buckets(observed):
+    config, probe = observed("t5")
+    assert statuses(t5_claims(config, config["relative_attention_num_buckets"]), probe) == {"exact"}
+    assert "mismatch" in statuses(t5_claims(config, config["relative_attention_num_buckets"] // 2), probe)
+    everyone = [dataclasses.replace(c, params={**c.params, "owns_table": True})
+                for c in t5_claims(config, config["relative_attention_num_buckets"])]
+    assert "mismatch" in statuses(everyone, probe)  # umT5's rule on a T5 model
+
+
+def alibi_claims(config: dict, slopes: np.ndarray) -> list[LayerClaim]:
+    def bias(q, k):
+        return np.broadcast_to(slopes[:, None, None] * np.asarray(k, dtype=np.float64)[None, None, :],
+                               (slopes.size, len(q), len(k)))
+    return [LayerClaim("decoder", i, "alibi", params={"bias": bias}) for i in range(config["n_layer"])]
+
+
+def test_alibi_slopes(observed):
+    config, probe = observed("bloom")
+    slopes = refpos.to_numpy(refpos.alibi_slopes(config["n_head"]))
+    assert statuses(alibi_claims(config, slopes), probe) == {"exact"}
+    assert "mismatch" in statuses(alibi_claims(config, slopes[::-1].copy()), probe)
