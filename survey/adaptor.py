@@ -1,11 +1,18 @@
 """refpos's answer for a config, as survey claims: the one module that knows refpos's API.
 
-Today's interface is :func:`refpos.hf_layers` (the RoPE resolver): every decoder layer's
-:class:`refpos.RopeConfig` (or none), its query scale, and the layers without attention. A resolution is
-*refused* where refpos reports something that bears on positions as not modelled (an unknown model type,
-a rope key it does not read, a family's code gap) or raises an error that names the model type; any other
-exception is an *error*. What it reports as not modelled about the attention core only (windows, soft-caps,
-softmax scales) is kept as a note.
+Two interfaces, the newer first:
+
+* :func:`refpos.model_positions` (where refpos has it): one typed record per layer of every stack, for
+  every encoding. A ``refused`` or ``unknown`` record is refpos declining by name; what it still reports as
+  not modelled concerns the attention core only (masks, scales) and is kept as a note.
+* :func:`refpos.hf_layers` (the RoPE resolver): every decoder layer's :class:`refpos.RopeConfig` (or none),
+  its query scale, and the layers without attention. A resolution is *refused* where refpos reports
+  something that bears on positions as not modelled (an unknown model type, a rope key it does not read, a
+  family's code gap); what it reports about the attention core only (windows, soft-caps, softmax scales) is
+  a note.
+
+With either, an exception whose message names the model type or says "not modelled" is a refusal, any other
+exception an *error*.
 """
 
 from __future__ import annotations
@@ -27,10 +34,9 @@ REFUSAL_WORDS = ("not modelled", "not in the family table", "refpos does not mod
 
 def api() -> str:
     """The refpos function the survey asks."""
-    return API
+    import refpos
 
-
-API = "refpos.hf_layers"
+    return "refpos.model_positions" if hasattr(refpos, "model_positions") else "refpos.hf_layers"
 
 
 def is_refusal(message: str, model_type: str) -> bool:
@@ -43,13 +49,55 @@ def resolve(config: dict[str, Any]) -> Resolution:
     import refpos
 
     model_type = str(config.get("model_type"))
+    ask = _from_records if hasattr(refpos, "model_positions") else _from_schedule
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            schedule = refpos.hf_layers(config)
+            return ask(config)
     except (ValueError, TypeError, KeyError) as exc:
         message = f"{type(exc).__name__}: {exc}"
         return Resolution(refused=message) if is_refusal(message, model_type) else Resolution(error=message)
+
+
+def _from_records(config: dict[str, Any]) -> Resolution:
+    """:func:`refpos.model_positions`: one claim per record."""
+    import refpos
+
+    answer = refpos.model_positions(config)
+    layers, refused = [], []
+    for r in answer.layers:
+        where = (r.stack, r.index)
+        if r.kind in ("rope", "mrope"):
+            layers.append(LayerClaim(*where, "rope", rope=r.rope, query_scale=r.query_scale,
+                                     detail=r.layer_type or ""))
+        elif r.kind == "none":
+            layers.append(LayerClaim(*where, "none", query_scale=r.query_scale, detail=r.layer_type or ""))
+        elif r.kind == "no_attention":
+            layers.append(LayerClaim(*where, "no_attention", detail=r.mixer))
+        elif r.kind == "alibi":
+            layers.append(LayerClaim(*where, "alibi", params={"bias": r.bias, "before_scale": r.before_scale}))
+        elif r.kind == "t5":
+            layers.append(LayerClaim(*where, "t5", params={"buckets": r.buckets, "owns_table": r.owns_table,
+                                                          "table_layer": r.table_layer}))
+        elif r.kind in ("learned", "sinusoidal"):
+            layers.append(LayerClaim(*where, r.kind, params={"offset": r.offset, "table_size": r.table_size,
+                                                            "sinusoid": r.sinusoid, "dim": r.dim}))
+        elif r.kind == "refused":
+            refused.append(f"{r.stack} layer {r.index}: {r.reason}")
+        elif r.kind == "unknown":
+            refused.append(f"model_type {answer.model_type!r} is not in the family table; unknown: "
+                           + ", ".join(r.unknown))
+        else:
+            layers.append(LayerClaim(*where, "other", detail=r.kind))
+    notes = tuple(f"{key}: {what}" for key, what in answer.not_modelled.items())
+    return Resolution(tuple(layers), "; ".join(dict.fromkeys(refused)) or None, None, notes)
+
+
+def _from_schedule(config: dict[str, Any]) -> Resolution:
+    """:func:`refpos.hf_layers`: the decoder's RoPE schedule."""
+    import refpos
+
+    schedule = refpos.hf_layers(config)
     layers = []
     for layer in schedule:
         if not layer.attention:

@@ -6,7 +6,9 @@ ALiBi
     ...), else the ``alibi`` tensor handed to the layer's attention. It is compared with refpos's
     ``bias(q_positions, k_positions)`` on the entries a causal query sees (key <= query), each row less its
     diagonal entry: the softmax ignores a per-row constant, and the forms differ by one (BLOOM's
-    :math:`m_h j` against :math:`-m_h (i - j)`). Bound: the float32 products, 4 ulp of the largest entry.
+    :math:`m_h j` against :math:`-m_h (i - j)`). A builder that builds for the longest sequence (MPT) is
+    read at its last T keys, the slice the attention takes. Bound: the float32 products, 4 ulp of the
+    largest entry.
 T5 buckets
     The bucket map a layer computed (the return value of its ``_relative_position_bucket`` for the
     relative positions key - query) equals refpos's ``buckets(q, k)`` exactly; a layer refpos says reuses
@@ -48,8 +50,9 @@ def observed_alibi(probe: Probe, path: str, index: int) -> np.ndarray | None:
             if "alibi" in name or name == "position_bias":
                 return value.reshape(-1, *value.shape[-2:])
     for built in probe.a.builders:
-        if "alibi" in built.name.lower() and built.output.shape[-1] == t and built.output.ndim >= 2:
-            return built.output.reshape(-1, *built.output.shape[-2:])
+        if "alibi" in built.name.lower() and built.output.shape[-1] >= t and built.output.ndim >= 2:
+            # built for the longest sequence (MPT): the attention reads its last T keys
+            return built.output[..., -t:].reshape(-1, *built.output.shape[-2:-1], t)
     for module, handed in probe.a.handed.items():
         if module.startswith(f"{path}.{index}."):
             for name, value in handed.items():

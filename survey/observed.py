@@ -103,12 +103,15 @@ def biases(call: Call) -> list[str]:
     return found
 
 
-def position_lookups(probe: Probe) -> list[tuple[str, int, int]]:
+def position_lookups(probe: Probe, trained: bool | None = None) -> list[tuple[str, int, int]]:
     """``(table, offset, rows)`` of every embedding lookup of run A read at the positions plus a constant:
-    a learned (or stored sinusoid) position table."""
+    a learned (or stored sinusoid) position table; ``trained`` selects trainable (learned) or frozen
+    (sinusoid) tables only."""
     out = []
     positions = probe.positions
     for lookup in probe.a.lookups:
+        if trained is not None and lookup.trained != trained:
+            continue
         indices = lookup.indices
         if indices.ndim == 0 or indices.shape[-1] != positions.size:
             continue
@@ -139,11 +142,11 @@ def observed_kinds(probe: Probe) -> list[str]:
         kinds.append("relative buckets")
     elif any(biases(probe.a.calls[i]) for indices in calls.values() for i in indices):
         kinds.append("relative bias")
-    if position_lookups(probe):
+    if position_lookups(probe, trained=True):
         kinds.append("learned")
     described = [probe.positional.get(path, ("", True)) for path in probe.a.positional]
     fixed = [name for name, trainable in described if "sinus" in name.lower() or not trainable]
-    if fixed:
+    if fixed or position_lookups(probe, trained=False):
         kinds.append("sinusoidal")
     elif probe.a.positional and "learned" not in kinds:
         kinds.append("learned")

@@ -72,6 +72,7 @@ class Lookup:
     indices: np.ndarray
     rows: int
     vectors: np.ndarray
+    trained: bool  # the table is a trainable parameter (a learned table; a frozen one holds a sinusoid)
 
 
 @dataclass
@@ -177,7 +178,7 @@ class Recorder:
         def lookup(input: Any, weight: Any, *args: Any, **kwargs: Any):
             out = original(input, weight, *args, **kwargs)
             self.run.lookups.append(Lookup(self.params.get(id(weight), "?"), _np(input), int(weight.shape[0]),
-                                           _np(out)))
+                                           _np(out), bool(weight.requires_grad)))
             return out
         return lookup
 
@@ -208,9 +209,13 @@ class Recorder:
                     targets.append((module, name, self.builder(f"{module.__name__}.{name}", value)))
                 elif isinstance(value, type) and value.__module__ == module.__name__:
                     for attr, member in list(value.__dict__.items()):
-                        if BUCKET.fullmatch(attr) and isinstance(member, staticmethod):
+                        if not BUCKET.fullmatch(attr):
+                            continue
+                        if isinstance(member, staticmethod):
                             targets.append((value, attr, staticmethod(self.builder(
                                 f"{value.__name__}.{attr}", member.__func__))))
+                        elif inspect.isfunction(member):  # a method: the wrapper receives self first
+                            targets.append((value, attr, self.builder(f"{value.__name__}.{attr}", member)))
         targets.append((torch.nn.functional, "embedding", self.embedding(torch.nn.functional.embedding)))
         return targets
 

@@ -14,10 +14,15 @@ what they do:
   never an image or audio placeholder, so other token ids may lie outside it).
 
 Lists as long as the layer count (``layer_types``, ``no_rope_layers`` ...) are cut to the new count, so a
-pattern keeps its phase. Sub-configs (``text_config``, ``vision_config`` ...) are shrunk by the same rules.
-:func:`shrink` has three strengths; the survey tries them in order and records which one built:
-``"tiny"`` (all of the above), ``"layers"`` (layers, experts and vocabulary only: widths as shipped) and
-``"default"`` (the defaults, only the layers cut).
+pattern keeps its phase; lists of layer indices (``hybrid_layer_ids``) keep the indices below it, and the
+count stays high enough to keep each list's first index. Sub-configs (``text_config``, ``vision_config``
+...) are shrunk by the same rules.
+
+:func:`shrink` has four strengths; the survey tries them in order and records which one built:
+``"tiny"`` (all of the above), ``"widths"`` (all but the vocabulary: configs whose token ranges must lie
+inside it), ``"layers"`` (layers, experts and vocabulary only: widths as shipped) and ``"default"`` (the
+defaults, only the layers cut). A state-space mixer's head count follows the new width (its heads times
+their width must equal ``mamba_expand`` times the width).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ FFN = 64
 LAYERS = 8
 EXPERTS = 4
 VOCAB = 1024
-STRENGTHS = ("tiny", "layers", "default")
+STRENGTHS = ("tiny", "widths", "layers", "default")
 
 _LAYER_KEY = re.compile(r"(num_hidden_layers|n_layers?|num_layers|(encoder|decoder)_layers|num_(encoder|decoder)_layers"
                         r"|num_text_layers|depth)")
@@ -41,7 +46,11 @@ _FFN_KEY = re.compile(r"(intermediate_size|ffn_dim|d_ff|(encoder|decoder)_ffn_di
                       r"|shared_expert_intermediate_size|ffn_hidden_size|expert_intermediate_size)")
 _EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_num_experts|num_routed_experts)")
 _PER_TOKEN_KEY = re.compile(r"(num_experts_per_tok|moe_topk|top_k|num_experts_per_token|moe_k)")
+_INDEX_KEY = re.compile(r"(?!.*token).*(layer|idx|indices|_ids)\w*")
 _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
+_GROUP_KEYS = ("n_group", "num_group", "num_expert_group", "moe_num_groups")
+_GROUP_TOPK_KEYS = ("topk_group", "group_topk", "num_topk_groups")
+_SSM_HEADS = (("mamba_n_heads", "mamba_d_head"), ("mamba_num_heads", "mamba_head_dim"))
 
 
 def _int(value: Any) -> bool:
@@ -56,8 +65,15 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
         raise ValueError(f"strength must be one of {STRENGTHS}, got {strength!r}")
     out = dict(values)
     layer_counts = {key: v for key, v in values.items() if _LAYER_KEY.fullmatch(key) and _int(v) and v > 0}
+    indices = {key: v for key, v in values.items() if _INDEX_KEY.fullmatch(key) and isinstance(v, list) and v
+               and all(_int(i) for i in v) and v == sorted(set(v)) and v[0] >= 0
+               and not any(len(v) == n for n in layer_counts.values())}
+    # enough layers that every list of layer indices keeps its first entry (Zamba2's hybrid layers)
+    keep = max([LAYERS, *(v[0] + 1 for v in indices.values())])
     for key, count in layer_counts.items():
-        out[key] = min(count, LAYERS)
+        out[key] = min(count, keep)
+    for key, listed in indices.items():
+        out[key] = [i for i in listed if i < min(layer_counts.values(), default=keep) and i < keep]
     # lists as long as a layer count keep their prefix (the pattern's phase)
     for key, value in values.items():
         if isinstance(value, list) and value and any(len(value) == n != out[k] for k, n in layer_counts.items()):
@@ -70,10 +86,14 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             out[key] = EXPERTS
         elif _PER_TOKEN_KEY.fullmatch(key) and _int(value) and value > 2:
             out[key] = 2
-    if _int(values.get("n_group")) and values["n_group"] > 1:
-        out["n_group"], out["topk_group"] = 1, 1
+    for key in _GROUP_KEYS:  # expert groups must divide the (fewer) experts
+        if _int(values.get(key)) and values[key] > 1:
+            out[key] = 1
+    for key in _GROUP_TOPK_KEYS:
+        if _int(values.get(key)) and values[key] > 1:
+            out[key] = 1
     vocab = values.get("vocab_size")
-    if _int(vocab) and vocab > VOCAB:
+    if _int(vocab) and vocab > VOCAB and strength != "widths":
         # an embedding's padding row must exist; other token ids (image, audio placeholders) are never fed
         pad = values.get("pad_token_id")
         out["vocab_size"] = max(VOCAB, pad + 1 if _int(pad) and pad < vocab else 0)
@@ -93,6 +113,12 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
                 out[key] = 1 if value < first_heads else min(value, HEADS)
         for key, width in widths.items():
             out[key] = min(width, min(first_heads, HEADS) * head_dim)
+    expand = values.get("mamba_expand")
+    width = next((out[k] for k in widths), None)
+    for heads_key, dim_key in _SSM_HEADS:  # a state-space mixer: its heads x head width = expand x width
+        if _int(values.get(heads_key)) and _int(values.get(dim_key)) and _int(expand) and width \
+                and (expand * width) % values[dim_key] == 0:
+            out[heads_key] = expand * width // values[dim_key]
     for key, value in values.items():
         if _FFN_KEY.fullmatch(key):
             if _int(value) and value > FFN:
