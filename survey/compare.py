@@ -36,11 +36,11 @@ import numpy as np
 from survey import biases as bias_checks
 from survey.claims import LayerClaim, LayerResult, Resolution
 from survey.observed import (
-    biases,
     handed_positions,
     inline_layers,
     layer_calls,
     observed_kinds,
+    position_biases,
     position_lookups,
     reference,
     role,
@@ -143,7 +143,7 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int) -> LayerResult:
     if mode == "shifted" and (claim.kind == "rope" or claim.query_scale is not None):
         return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
                            "the model takes no position ids: its rotation is not isolated")
-    extra = [] if claim.kind in BIAS_KINDS else biases(call)
+    extra = [] if claim.kind in BIAS_KINDS else position_biases(probe, index)
     if claim.kind == "rope" and claim.rope.head_dim != call.query.shape[-1]:
         return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
                            f"head width: refpos {claim.rope.head_dim}, transformers {call.query.shape[-1]}")

@@ -20,6 +20,7 @@ CROSS = re.compile(r"cross|encdec|enc_dec|encoder_attn|crossattention", re.IGNOR
 MASKED = -1e30
 #: tensor arguments of an attention call that are not biases
 NOT_BIAS = frozenset({"position_ids", "cache_position", "s_aux", "sinks", "cu_seq_lens_q", "cu_seq_lens_k"})
+MASK_BIAS = "attention_mask (finite entries that differ within a row)"
 
 
 def role(list_path: str) -> str:
@@ -91,16 +92,41 @@ def handed_positions(probe: Probe, path: str) -> list[str]:
     return [name for name in probe.a.handed.get(path, {}) if POSITION_ARGUMENT.fullmatch(name)]
 
 
+def _varies_in_rows(values: np.ndarray, mask: np.ndarray | None) -> bool:
+    """Whether ``values`` (..., Tq, Tk) differ within a row over the keys the mask lets a query see: a
+    per-row constant is no bias (the softmax removes it)."""
+    seen = np.isfinite(values) & (values > MASKED)
+    if mask is not None and mask.dtype.kind == "f" and mask.shape[-2:] == values.shape[-2:]:
+        seen = seen & np.broadcast_to(mask > MASKED, np.broadcast_shapes(mask.shape, values.shape))
+        values = np.broadcast_to(values, seen.shape)
+    high = np.where(seen, values, -np.inf).max(axis=-1)
+    low = np.where(seen, values, np.inf).min(axis=-1)
+    return bool(np.any(np.isfinite(high) & (high > low)))
+
+
 def biases(call: Call) -> list[str]:
-    """Names of the position-dependent additive terms of a call: bias tensors, and a mask with finite
-    non-zero entries."""
-    found = [name for name, t in call.tensors.items()
-             if name not in NOT_BIAS and t.dtype.kind == "f" and t.ndim >= 2 and np.any(t != 0)]
-    if call.mask is not None and call.mask.dtype.kind == "f":
-        finite = call.mask[np.isfinite(call.mask) & (call.mask > MASKED)]
-        if np.any(finite != 0):
-            found.append("attention_mask (finite non-zero entries)")
+    """Names of the additive terms of a call that differ within a row of the logits: bias tensors, and a
+    mask with finite entries other than one constant per row."""
+    found = [name for name, t in call.tensors.items() if name not in NOT_BIAS and t.dtype.kind == "f"
+             and t.ndim >= 2 and _varies_in_rows(t, call.mask)]
+    if call.mask is not None and call.mask.dtype.kind == "f" and _varies_in_rows(call.mask, None):
+        found.append(MASK_BIAS)
     return found
+
+
+def position_biases(probe: Probe, index: int) -> list[str]:
+    """The additive terms of run A's call ``index`` that depend on positions alone: the same in run E (other
+    tokens at the same positions). A term that changes with the tokens is content (Doge's dynamic mask)."""
+    call = probe.a.calls[index]
+    found = biases(call)
+    if not found or probe.e is None or len(probe.e.calls) != len(probe.a.calls):
+        return found
+    other = probe.e.calls[index]
+
+    def same(name: str) -> bool:
+        a, e = (call.mask, other.mask) if name == MASK_BIAS else (call.tensors.get(name), other.tensors.get(name))
+        return a is not None and e is not None and a.shape == e.shape and np.array_equal(a, e)
+    return [name for name in found if same(name)]
 
 
 def position_lookups(probe: Probe, trained: bool | None = None) -> list[tuple[str, int, int]]:
@@ -140,7 +166,7 @@ def observed_kinds(probe: Probe) -> list[str]:
         kinds.append("alibi")
     if any("bucket" in b.name for b in probe.a.builders):
         kinds.append("relative buckets")
-    elif any(biases(probe.a.calls[i]) for indices in calls.values() for i in indices):
+    elif any(position_biases(probe, i) for indices in calls.values() for i in indices):
         kinds.append("relative bias")
     if position_lookups(probe, trained=True):
         kinds.append("learned")

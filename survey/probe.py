@@ -112,6 +112,8 @@ class Probe:
     #: for a model that takes no position ids: the same tokens after :data:`SHIFT` others, so they sit at
     #: positions SHIFT ... SHIFT + T - 1 (None where position ids are taken)
     d: Run | None
+    #: other tokens at run A's positions (to tell a position bias from a content one)
+    e: Run | None
     module_types: dict[str, str]  # attention module path -> class name (inline ones where no call was made)
     input_ids: np.ndarray
     #: positional-embedding module path -> (class name, whether it has trainable parameters)
@@ -303,8 +305,10 @@ def token_ids(config: Any, length: int, seed: int = 0) -> np.ndarray:
                     if isinstance(v, int):
                         named.add(v)
 
-    collect(config.to_dict())
-    pool = [i for i in range(5, 1000) if i not in named]
+    values = config.to_dict()
+    collect(values)
+    sizes = [v for d in (values, values.get("text_config") or {}) if isinstance(v := d.get("vocab_size"), int)]
+    pool = [i for i in range(5, min([1000, *sizes])) if i not in named]
     return np.random.default_rng(seed).choice(pool, size=length, replace=False).astype(np.int64)
 
 
@@ -376,6 +380,9 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None) -> 
         inputs_b["position_ids"] = torch.zeros_like(inputs_a["position_ids"])
     run_b = _forward(model, inputs_b, Recorder(model, neutral=True), attention, positional)
     run_c = _forward(model, inputs_a, Recorder(model, neutral=True), attention, positional)
+    inputs_e = {k: torch.as_tensor(token_ids(config, len(positions), seed=2))[None]
+                if k in ("input_ids", "decoder_input_ids") else v for k, v in inputs_a.items()}
+    run_e = _forward(model, inputs_e, Recorder(model, neutral=False), attention, positional)
     run_d = None
     if not taken:
         prefix = torch.as_tensor(token_ids(config, SHIFT, seed=1))[None]
@@ -384,5 +391,5 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None) -> 
         run_d = _forward(model, inputs_d, Recorder(model, neutral=False), attention, positional)
     described = {path: (type(m).__name__, any(True for _ in m.parameters())) for path, m in model.named_modules()
                  if POSITIONAL_MODULE.fullmatch(type(m).__name__)}
-    return Probe(p if taken else np.arange(len(positions)), taken, run_a, run_b, run_c, run_d,
+    return Probe(p if taken else np.arange(len(positions)), taken, run_a, run_b, run_c, run_d, run_e,
                  {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described)

@@ -68,12 +68,18 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     indices = {key: v for key, v in values.items() if _INDEX_KEY.fullmatch(key) and isinstance(v, list) and v
                and all(_int(i) for i in v) and v == sorted(set(v)) and v[0] >= 0
                and not any(len(v) == n for n in layer_counts.values())}
+    # dicts keyed by layer index (Gemma's per_layer_config): keep the entries of the kept layers
+    keyed = {key: v for key, v in values.items() if isinstance(v, dict) and v
+             and all(isinstance(k, int) or (isinstance(k, str) and k.isdigit()) for k in v)}
     # enough layers that every list of layer indices keeps its first entry (Zamba2's hybrid layers)
-    keep = max([LAYERS, *(v[0] + 1 for v in indices.values())])
+    keep = max([LAYERS, *(v[0] + 1 for v in indices.values()), *(min(map(int, v)) + 1 for v in keyed.values())])
     for key, count in layer_counts.items():
         out[key] = min(count, keep)
+    kept = min([keep, *layer_counts.values()])
     for key, listed in indices.items():
-        out[key] = [i for i in listed if i < min(layer_counts.values(), default=keep) and i < keep]
+        out[key] = [i for i in listed if i < kept]
+    for key, entries in keyed.items():
+        out[key] = {k: v for k, v in entries.items() if int(k) < kept}
     # lists as long as a layer count keep their prefix (the pattern's phase)
     for key, value in values.items():
         if isinstance(value, list) and value and any(len(value) == n != out[k] for k, n in layer_counts.items()):
