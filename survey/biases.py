@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from survey.claims import LayerClaim, LayerResult
-from survey.observed import layer_calls, role
+from survey.observed import input_carries_positions, layer_calls, role
 from survey.probe import Probe
 
 EPS32 = 2.0**-24
@@ -112,6 +112,9 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
     offset = int(claim.params.get("offset", 0))
     if claim.kind == "learned":
         if not mine:
+            if input_carries_positions(probe):
+                return _result(claim, "not reached", None, "the stack's input changes with the positions, but "
+                               "not through an embedding lookup the survey sees")
             return _result(claim, "mismatch", None, "transformers reads no position table")
         table, found, rows = mine[0]
         size = claim.params.get("table_size")
@@ -131,6 +134,9 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
         if v.shape[-2:] == expected.shape:
             errors.append(float(np.abs(v - expected).max()))
     if not errors:
+        if input_carries_positions(probe):
+            return _result(claim, "not reached", None, "the stack's input changes with the positions, but not "
+                           f"through a table or module output of shape {expected.shape} the survey sees")
         return _result(claim, "mismatch", None, "transformers adds no sinusoid of this shape "
                        f"{expected.shape} to the stack's input")
     error = min(errors)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from refpos.pairs import span_bounds
 from survey import biases as bias_checks
 from survey.claims import LayerClaim, LayerResult, Resolution
 from survey.observed import (
@@ -168,6 +169,69 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int) -> LayerResult:
     return result
 
 
+def _time_axis_last(x: np.ndarray, t: int) -> np.ndarray | None:
+    """``x`` with its token axis second last (apply functions take (B, H, T, d) or (B, T, H, d))."""
+    if x.ndim >= 2 and x.shape[-2] == t:
+        return x
+    if x.ndim >= 3 and x.shape[-3] == t:
+        return np.swapaxes(x, -2, -3)
+    return None
+
+
+def check_applied(claim: LayerClaim, probe: Probe, path: str) -> LayerResult:
+    """A layer whose attention is computed inline, through its modeling module's rotary apply function: the
+    function's output against refpos's rotation of its input (on the rotated span when the model slices the
+    span out before the call)."""
+    import refpos
+
+    positions = probe.positions
+    records = [a for a in probe.a.applied if a.layer == (path, claim.index)]
+    if claim.kind == "none":
+        if records:
+            return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
+                               f"transformers rotates in this layer ({records[0].name.rsplit('.', 1)[-1]})")
+        if probe.a.applied:
+            return LayerResult(claim.stack, claim.index, claim.kind, "exact", None,
+                               "the model's rotary apply function runs in other layers, not in this one")
+        return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None, "attention computed inline")
+    if not records:
+        return LayerResult(claim.stack, claim.index, claim.kind, "mismatch" if probe.a.applied else "not reached",
+                           None, "transformers' rotary apply function does not run in this layer" if probe.a.applied
+                           else "attention computed inline, and no rotary apply function runs")
+    if claim.query_scale is not None or not probe.position_ids_taken:
+        return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
+                           "attention computed inline: the query scale, or the positions, cannot be isolated")
+    rope, worst = claim.rope, 0.0
+    start, stop = span_bounds(rope.head_dim, rope.rotary_width, rope.placement)  # the rotated channels
+    for record in records:
+        for before, after in zip(record.before, record.after, strict=False):
+            x, y = _time_axis_last(before, positions.size), _time_axis_last(after, positions.size)
+            if x is None or y is None or x.shape != y.shape:
+                return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
+                                   f"{record.name}: no token axis of {positions.size} in {before.shape}")
+            width = x.shape[-1]
+            if width == rope.head_dim:
+                full = x
+            elif width == stop - start:
+                full = np.zeros((*x.shape[:-1], rope.head_dim))
+                full[..., start:stop] = x
+            else:
+                return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
+                                   f"rotated width: transformers {width}, refpos {rope.head_dim} "
+                                   f"(span {stop - start})")
+            predicted = refpos.to_numpy(refpos.apply_rope(full, positions, rope))
+            if width != rope.head_dim:
+                predicted = predicted[..., start:stop]
+            errors = _errors(predicted, y)
+            bound, _ = _rope_bound(claim, x, positions)
+            worst = max(worst, float(errors.max()))
+            if np.any(errors > bound):
+                return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", worst,
+                                   f"rotation ({record.name.rsplit('.', 1)[-1]}): max |Δ| {worst:.3g}")
+    return LayerResult(claim.stack, claim.index, claim.kind, "exact", worst,
+                       "read at the model's rotary apply function (attention computed inline)")
+
+
 # ---------------------------------------------------------------------------------------- matching
 def match_stacks(resolution: Resolution, calls: dict[tuple[str, int], list[int]]) -> tuple[dict[str, str], list[str]]:
     """Claimed stack -> observed layer list path, and the observed lists nothing was matched to."""
@@ -234,7 +298,9 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
         elif claim.kind in ABSOLUTE_KINDS and claim.stack not in checked_input:
             checked_input.add(claim.stack)
             verdict.layers.append(bias_checks.check_absolute(claim, probe, lookups))
-        if inline and claim.kind not in BIAS_KINDS + ABSOLUTE_KINDS:
+        if inline and claim.kind in ("rope", "none"):
+            verdict.layers.append(check_applied(claim, probe, path))
+        elif inline and claim.kind not in BIAS_KINDS + ABSOLUTE_KINDS:
             verdict.layers.append(LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
                                               f"attention computed inline ({classes}): its query and key are "
                                               "not observed"))

@@ -50,6 +50,18 @@ def inline_layers(probe: Probe) -> dict[tuple[str, int], list[int]]:
     return out
 
 
+def input_carries_positions(probe: Probe) -> bool:
+    """Whether some attention module's input changed with the positions alone (run B, or run D's last rows
+    for a model without position ids): the stack's input carries an absolute encoding."""
+    t = probe.positions.size
+    for path, inputs in probe.a.inputs.items():
+        if probe.position_ids_taken and not _same(inputs, probe.b.inputs.get(path)):
+            return True
+        if probe.d is not None and not _same(inputs, [x[..., -t:, :] for x in probe.d.inputs.get(path, [])]):
+            return True
+    return False
+
+
 def _same(a: list[np.ndarray] | None, b: list[np.ndarray] | None) -> bool:
     return a is not None and b is not None and len(a) == len(b) and all(
         x.shape == y.shape and np.array_equal(x, y) for x, y in zip(a, b, strict=True))
@@ -159,6 +171,8 @@ def observed_kinds(probe: Probe) -> list[str]:
             a = probe.a.calls[i]
             if ref is not None and (not np.array_equal(a.query, ref.query) or not np.array_equal(a.key, ref.key)):
                 rotated = True
+    rotated = rotated or any(not np.array_equal(b, a) for record in probe.a.applied
+                             for b, a in zip(record.before, record.after, strict=False))
     if rotated:
         kinds.append("rope")
     if any("alibi" in b.name.lower() for b in probe.a.builders) or any(

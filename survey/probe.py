@@ -46,6 +46,8 @@ EAGER = re.compile(r"\w*eager_attention_forward")
 #: module-level functions that build an ALiBi bias, and methods that bucket relative positions
 ALIBI = re.compile(r"\w*alibi\w*")
 BUCKET = re.compile(r"_?relative_position_bucket")
+#: module-level functions that apply a rotation (read where attention is computed inline)
+APPLY = re.compile(r"apply_rotary\w*|apply_rope\w*")
 #: keyword arguments through which a decoder hands each layer its rotary tables
 ROTARY_KWARGS = ("position_embeddings", "freqs_cis", "rotary_pos_emb", "rotary_emb")
 POSITIONAL_MODULE = re.compile(r".*Positional\w*Embedding.*|.*Position\w*Embedding.*")
@@ -87,6 +89,17 @@ class Built:
 
 
 @dataclass
+class Applied:
+    """One call of a modeling module's rotary apply function (``apply_rotary_pos_emb`` ...): the query (and
+    key, where it takes both) before and after, and the layer being run (as :attr:`Call.layer`)."""
+
+    name: str
+    before: list[np.ndarray]
+    after: list[np.ndarray]
+    layer: tuple[str, int] | None
+
+
+@dataclass
 class Run:
     calls: list[Call] = field(default_factory=list)
     #: attention module path -> the hidden states it was handed (first tensor argument)
@@ -98,6 +111,7 @@ class Run:
     lookups: list[Lookup] = field(default_factory=list)
     positional: dict[str, np.ndarray] = field(default_factory=dict)  # module path -> output
     builders: list[Built] = field(default_factory=list)
+    applied: list[Applied] = field(default_factory=list)
 
 
 @dataclass
@@ -197,6 +211,19 @@ class Recorder:
             return out
         return build
 
+    def apply(self, name: str, original: Any) -> Any:
+        def rotate(*args: Any, **kwargs: Any):
+            import torch
+
+            out = original(*args, **kwargs)
+            inputs = [a for a in args if isinstance(a, torch.Tensor)][:2]
+            outputs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+                       if isinstance(o, torch.Tensor)][: len(inputs)]
+            self.run.applied.append(Applied(name, [_np(x) for x in inputs], [_np(x) for x in outputs],
+                                            self.context[0] if self.context else None))
+            return out
+        return rotate
+
     def patches(self) -> list[tuple[Any, str, Any]]:
         import torch
 
@@ -207,6 +234,8 @@ class Recorder:
                     continue
                 if EAGER.fullmatch(name) and inspect.isfunction(value):
                     targets.append((module, name, self.eager(value)))
+                elif APPLY.fullmatch(name) and inspect.isfunction(value):
+                    targets.append((module, name, self.apply(f"{module.__name__}.{name}", value)))
                 elif (ALIBI.fullmatch(name) or BUCKET.fullmatch(name)) and inspect.isfunction(value):
                     targets.append((module, name, self.builder(f"{module.__name__}.{name}", value)))
                 elif isinstance(value, type) and value.__module__ == module.__name__:

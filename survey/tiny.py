@@ -48,6 +48,8 @@ _EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_n
 _PER_TOKEN_KEY = re.compile(r"(num_experts_per_tok|moe_topk|top_k|num_experts_per_token|moe_k)")
 _INDEX_KEY = re.compile(r"(?!.*token).*(layer|idx|indices|_ids)\w*")
 _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
+#: widths a config class computes from the model width when they are absent (Zamba2's shared attention)
+_DERIVED_WIDTHS = ("attention_head_dim", "attention_hidden_size")
 _GROUP_KEYS = ("n_group", "num_group", "num_expert_group", "moe_num_groups")
 _GROUP_TOPK_KEYS = ("topk_group", "group_topk", "num_topk_groups")
 _SSM_HEADS = (("mamba_n_heads", "mamba_d_head"), ("mamba_num_heads", "mamba_head_dim"))
@@ -119,6 +121,8 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
                 out[key] = 1 if value < first_heads else min(value, HEADS)
         for key, width in widths.items():
             out[key] = min(width, min(first_heads, HEADS) * head_dim)
+        for key in _DERIVED_WIDTHS:  # widths the config class derives from the width: derived anew
+            out.pop(key, None)
     expand = values.get("mamba_expand")
     width = next((out[k] for k in widths), None)
     for heads_key, dim_key in _SSM_HEADS:  # a state-space mixer: its heads x head width = expand x width
@@ -134,11 +138,17 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     return out
 
 
-def shrink(config: Any, strength: str) -> Any:
-    """A new config of ``type(config)`` from its ``to_dict()`` shrunk at ``strength``, sub-configs too."""
+def _shrunk_values(config: Any, strength: str) -> dict[str, Any]:
+    """``config.to_dict()`` shrunk, with every sub-config (and theirs: Qwen2.5-Omni's
+    ``thinker_config.text_config``) shrunk alike."""
     values = config.to_dict()
     for name in getattr(config, "sub_configs", {}) or {}:
         sub = getattr(config, name, None)
         if sub is not None and hasattr(sub, "to_dict"):
-            values[name] = {**shrink_dict(sub.to_dict(), strength), "model_type": sub.model_type}
-    return type(config).from_dict(shrink_dict(values, strength))
+            values[name] = {**_shrunk_values(sub, strength), "model_type": sub.model_type}
+    return shrink_dict(values, strength)
+
+
+def shrink(config: Any, strength: str) -> Any:
+    """A new config of ``type(config)`` from its ``to_dict()`` shrunk at ``strength``, sub-configs too."""
+    return type(config).from_dict(_shrunk_values(config, strength))
