@@ -290,14 +290,22 @@ class Recorder:
 
 
 def _identity(value: Any) -> Any:
-    """The rotary tables ``value`` replaced by the identity rotation, or None when it is not one."""
+    """The rotary tables ``value`` replaced by the identity rotation, or None when it is not one.
+
+    A pair of real tables is (cos, sin) in most families and (sin, cos) in GPT-J: the sine is told by its
+    values at the first token, which sits at position 0 in every run that neutralizes (sin 0 = 0, while
+    cos 0 is the attention factor). A pair where that does not single out one table is left alone."""
     import torch
 
     if isinstance(value, torch.Tensor) and value.is_complex():
         return torch.ones_like(value)
     if isinstance(value, (tuple, list)) and len(value) == 2 and all(
-            isinstance(v, torch.Tensor) and v.is_floating_point() for v in value):
-        return type(value)((torch.ones_like(value[0]), torch.zeros_like(value[1])))
+            isinstance(v, torch.Tensor) and v.is_floating_point() and v.ndim >= 2 for v in value):
+        zero_at_first = [bool(torch.all(v[..., 0, :] == 0)) for v in value]
+        if zero_at_first == [False, True]:
+            return type(value)((torch.ones_like(value[0]), torch.zeros_like(value[1])))
+        if zero_at_first == [True, False]:
+            return type(value)((torch.zeros_like(value[0]), torch.ones_like(value[1])))
     return None
 
 

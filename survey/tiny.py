@@ -74,12 +74,22 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     keyed = {key: v for key, v in values.items() if isinstance(v, dict) and v
              and all(isinstance(k, int) or (isinstance(k, str) and k.isdigit()) for k in v)}
     # enough layers that every list of layer indices keeps its first entry (Zamba2's hybrid layers)
-    keep = max([LAYERS, *(v[0] + 1 for v in indices.values()), *(min(map(int, v)) + 1 for v in keyed.values())])
+    # a dict keyed by layer index ends the kept layers at one of its keys (Gemma 4: the last layer is a
+    # full-attention layer, and every full-attention layer has an entry)
+    ends = [min([int(k) + 1 for k in v if int(k) + 1 >= LAYERS] or [max(map(int, v)) + 1]) for v in keyed.values()]
+    keep = max([LAYERS, *(v[0] + 1 for v in indices.values()), *ends])
     for key, count in layer_counts.items():
         out[key] = min(count, keep)
     kept = min([keep, *layer_counts.values()])
     for key, listed in indices.items():
         out[key] = [i for i in listed if i < kept]
+    types = out.get("layer_types")
+    for key, value in values.items():  # layers that reuse an earlier layer's cache (Gemma 3n)
+        if "shared_layers" in key and _int(value) and value > 0:
+            # as many as leave an earlier layer of every type they use
+            fits = [n for n in range(min(value, kept // 2), -1, -1) if not isinstance(types, list)
+                    or set(types[kept - n:kept]) <= set(types[:kept - n])]
+            out[key] = fits[0]
     for key, entries in keyed.items():
         out[key] = {k: v for k, v in entries.items() if int(k) < kept}
     # lists as long as a layer count keep their prefix (the pattern's phase)

@@ -39,13 +39,17 @@ def statuses(claims: list[LayerClaim], probe) -> set[str]:
 
 def rope_claims(config: dict, **change) -> list[LayerClaim]:
     rope = dataclasses.replace(refpos.hf_layers(config)[0].rope, **change)
-    return [LayerClaim("decoder", i, "rope", rope=rope) for i in range(config["num_hidden_layers"])]
+    n = config.get("num_hidden_layers") or config["n_layer"]
+    return [LayerClaim("decoder", i, "rope", rope=rope) for i in range(n)]
 
 
 @pytest.mark.parametrize("change", [{}, {"layout": "interleaved"}, {"theta": 20000.0}],
                          ids=["correct", "layout", "theta"])
-def test_rope_claims(observed, change):
-    config, probe = observed("llama")
+@pytest.mark.parametrize("name", ["llama", "gptj"])  # GPT-J hands its layers (sin, cos), not (cos, sin)
+def test_rope_claims(observed, name, change):
+    config, probe = observed(name)
+    if name == "gptj":
+        change = {"layout": "half"} if change.get("layout") else change
     found = statuses(rope_claims(config, **change), probe)
     assert found == ({"exact"} if not change else {"mismatch"}), found
 
