@@ -28,6 +28,7 @@ reads a position table at the stack's input: refpos would be silent about an enc
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,13 +93,22 @@ def before_rotation(rope: Any, x: np.ndarray, mode: str) -> np.ndarray:
     ``deinterleaved`` layout the regrouping permutation that transformers' apply function performs whatever
     its tables): a reference taken with identity tables went through ``P`` alone, one taken at position 0
     through ``A·P``."""
+
+    step = _step_at_zero(rope, x.shape[-1], mode)  # x_ref = x_pre @ step, a (scaled) permutation
+    return x @ step.T / np.max(step) ** 2
+
+
+@functools.cache
+def _step_at_zero(rope: Any, d: int, mode: str) -> np.ndarray:
     import refpos
 
-    d = x.shape[-1]
     at_zero = refpos.to_numpy(refpos.apply_rope(np.eye(d), np.zeros(d, dtype=np.int64), rope))  # row i: e_i at 0
     _, factor = refpos.rope_frequencies(rope, seq_len=1)
-    step = at_zero / float(factor) if mode == "identity" else at_zero  # x_ref = x_pre @ step
-    return x @ np.linalg.inv(step)
+    step = at_zero / float(factor) if mode == "identity" else at_zero
+    nonzero = np.count_nonzero(step, axis=1)
+    if not (np.all(nonzero == 1) and np.all(np.count_nonzero(step, axis=0) == 1)):
+        raise ValueError("RoPE at position 0 is not a scaled permutation")  # its inverse would not be its transpose
+    return step
 
 
 def predict(claim: LayerClaim, ref: Call, positions: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray,
