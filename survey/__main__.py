@@ -20,6 +20,7 @@ import argparse
 import datetime
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from survey import table
@@ -75,8 +76,8 @@ def run_types(names: list[str] | None, echo: bool = True) -> tuple[list[Any], fl
     return rows, time.perf_counter() - started
 
 
-def _store(rows: list[Any], wall: float, full: bool, command: str) -> dict[str, Any]:
-    committed = table.load()
+def _store(rows: list[Any], wall: float, full: bool, command: str, path: Any = table.TABLE) -> dict[str, Any]:
+    committed = table.load(path)
     by_name = {} if full else {r["model_type"]: r for r in committed["rows"]}
     by_name.update({r.model_type: r.to_json() for r in rows})
     from survey import catalogue
@@ -96,15 +97,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="verb", required=True)
     run_p = sub.add_parser("run", help="survey every model type (or the named ones) and store the rows")
     run_p.add_argument("types", nargs="*", help="model types (default: every one of the installed transformers)")
+    run_p.add_argument("--table", type=Path, default=table.TABLE, help="where to write the rows (default: %(default)s)")
     sample_p = sub.add_parser("sample", help="rerun the fixed sample and compare with the committed rows")
     sample_p.add_argument("--write", action="store_true", help="store the sample's rows instead of comparing")
-    sub.add_parser("render", help="write docs/survey.md from survey/results/survey.json")
+    render_p = sub.add_parser("render", help="write docs/survey.md from survey/results/survey.json")
+    render_p.add_argument("--table", type=Path, default=table.TABLE, help="the table to render (default: %(default)s)")
+    render_p.add_argument("--page", type=Path, default=table.PAGE, help="the page to write (default: %(default)s)")
     show_p = sub.add_parser("show", help="one model type's comparison, layer by layer")
     show_p.add_argument("type")
     args = parser.parse_args(argv)
     if args.verb == "render":
-        table.PAGE.write_text(table.render(table.load()), encoding="utf-8")
-        print(f"wrote {table.PAGE.relative_to(table.ROOT)}")
+        args.page.write_text(table.render(table.load(args.table)), encoding="utf-8")
+        print(f"wrote {args.page}")
         return 0
     if args.verb == "show":
         from survey.show import show
@@ -116,10 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     from survey import catalogue
 
     full = not args.types
-    committed = table.load()
+    committed = table.load(args.table)
     rows, wall = run_types(args.types or None)
-    stored = _store(rows, wall, full, "python -m survey run" + "".join(f" {t}" for t in args.types))
-    table.save(stored)
+    stored = _store(rows, wall, full, "python -m survey run" + "".join(f" {t}" for t in args.types), args.table)
+    table.save(stored, args.table)
     print("counts:", table.counts(stored["rows"]), f"in {wall:.0f} s")
     new = table.new_types([t.name for t in catalogue.model_types()], committed)
     if new and committed["rows"]:
