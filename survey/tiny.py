@@ -22,7 +22,9 @@ count stays high enough to keep each list's first index. Sub-configs (``text_con
 ``"tiny"`` (all of the above), ``"widths"`` (all but the vocabulary: configs whose token ranges must lie
 inside it), ``"layers"`` (layers, experts and vocabulary only: widths as shipped) and ``"default"`` (the
 defaults, only the layers cut). A state-space mixer's head count follows the new width (its heads times
-their width must equal ``mamba_expand`` times the width).
+their width must equal ``mamba_expand`` times the width). A ``head_dim`` or ``num_key_value_heads`` of
+None, which the config classes document as derived from the width, is stated as derived: some modules
+read the None as it is (Ministral's attention cannot be built from its class defaults).
 """
 
 from __future__ import annotations
@@ -122,6 +124,9 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     explicit = next((values[k] for k in _HEAD_DIM_KEY if _int(values.get(k)) and values[k] > 0), None)
     if heads and widths:
         first_heads = next(iter(heads.values()))
+        if "head_dim" in values and values["head_dim"] is None:  # "None: width / heads", which some modules
+            explicit = next(iter(widths.values())) // first_heads  # read as None (Ministral): stated
+            out["head_dim"] = explicit
         # several widths (a vision tower's embed_dim and its output hidden_size): the narrowest head
         head_dim = explicit or min(w // first_heads for w in widths.values())
         for key, n in heads.items():
@@ -129,6 +134,8 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
         for key, value in values.items():
             if _KV_KEY.fullmatch(key) and _int(value) and value > 0:
                 out[key] = 1 if value < first_heads else min(value, HEADS)
+            elif _KV_KEY.fullmatch(key) and value is None and key == "num_key_value_heads":
+                out[key] = min(first_heads, HEADS)  # "None: as many as the heads": stated
         for key, width in widths.items():
             out[key] = min(width, min(first_heads, HEADS) * head_dim)
         for key in _DERIVED_WIDTHS:  # widths the config class derives from the width: derived anew
