@@ -10,8 +10,8 @@ what they do:
   as many), the width (heads x head width), the feed-forward widths (to at most :data:`FFN`), the number of
   layers (to at most :data:`LAYERS`, enough for every layer pattern of the defaults to show once: Gemma 3's
   sixth layer, Llama 4's fourth, Jamba's attention at layer 4 of 8), experts (to at most 4, 2 per token)
-  and the vocabulary (to :data:`VOCAB`, or just past the padding id: the survey feeds only ordinary tokens,
-  never an image or audio placeholder, so other token ids may lie outside it).
+  and the vocabulary (to :data:`VOCAB`; a padding id past it becomes its last row: the survey feeds only
+  ordinary tokens, never a padding, image or audio token, so other token ids may lie outside it).
 
 Lists as long as the layer count (``layer_types``, ``no_rope_layers`` ...) are cut to the new count, so a
 pattern keeps its phase; lists of layer indices (``hybrid_layer_ids``) keep the indices below it, and the
@@ -41,12 +41,12 @@ STRENGTHS = ("tiny", "widths", "layers", "default")
 
 _LAYER_KEY = re.compile(r"(num_hidden_layers|n_layers?|num_layers|(encoder|decoder)_layers|num_(encoder|decoder)_layers"
                         r"|num_text_layers|depth)")
-_HEAD_KEY = re.compile(r"(num_attention_heads|n_heads?|num_heads|(encoder|decoder)_attention_heads)")
+_HEAD_KEY = re.compile(r"(num_attention_heads|n_heads?|num_heads|attention_heads|(encoder|decoder)_attention_heads)")
 _KV_KEY = re.compile(r"(num_key_value_heads|num_kv_heads|n_head_kv|multi_query_group_num)")
 _WIDTH_KEY = re.compile(r"(hidden_size|d_model|n_embd|embed_dim)")
-_FFN_KEY = re.compile(r"(intermediate_size|ffn_dim|d_ff|(encoder|decoder)_ffn_dim|n_inner|moe_intermediate_size"
-                      r"|shared_expert_intermediate_size|ffn_hidden_size|expert_intermediate_size)")
-_EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_num_experts|num_routed_experts)")
+_FFN_KEY = re.compile(r"\w*(intermediate_size|ffn_dim|d_ff|n_inner|ffn_hidden_size)\w*")
+_EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_num_experts|num_routed_experts"
+                         r"|zero_expert_num)")
 _PER_TOKEN_KEY = re.compile(r"(num_experts_per_tok|moe_topk|top_k|num_experts_per_token|moe_k)")
 _INDEX_KEY = re.compile(r"(?!.*token).*(layer|idx|indices|_ids)\w*")
 _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
@@ -115,8 +115,10 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     vocab = values.get("vocab_size")
     if _int(vocab) and vocab > VOCAB and strength != "widths":
         # an embedding's padding row must exist; other token ids (image, audio placeholders) are never fed
+        out["vocab_size"] = VOCAB
         pad = values.get("pad_token_id")
-        out["vocab_size"] = max(VOCAB, pad + 1 if _int(pad) and pad < vocab else 0)
+        if _int(pad) and pad >= VOCAB:  # the padding row must exist; the survey never feeds a padding token
+            out["pad_token_id"] = VOCAB - 1
     if strength == "layers":
         return out
     heads = {key: v for key, v in values.items() if _HEAD_KEY.fullmatch(key) and _int(v) and v > 0}
