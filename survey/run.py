@@ -18,6 +18,7 @@ Statuses (:data:`STATUSES`), decided in this order:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import time
 import traceback
@@ -121,44 +122,70 @@ def _layers_summary(resolution: Any) -> str:
     return "; ".join(parts)
 
 
+@dataclass
+class Observation:
+    """transformers' side of one model type: the config refpos is asked about, the probe (None when the
+    model could not be run) and what the row says about it so far."""
+
+    config: dict[str, Any]
+    run: Any
+    row: Row
+
+
 def survey_one(model_type: catalogue.ModelType) -> Row:
     """The survey row of one model type (see the module docstring for the statuses)."""
     started = time.perf_counter()
-    row = Row(model_type.name, "not reached")
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        try:
-            _fill(row, model_type)
-        except Exception as exc:  # a bug of the survey itself must not stop the survey: recorded
-            row.status, row.cause = "not reached", "survey failed: " + _one_line(exc)
-            row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
+        seen = observe_type(model_type)
+        row = judge(seen)
     row.seconds = time.perf_counter() - started
     return row
 
 
-def _fill(row: Row, model_type: catalogue.ModelType) -> None:
+def observe_type(model_type: catalogue.ModelType) -> Observation:
+    """Build the model type tiny and run it recorded (:func:`build`); the row's transformers columns."""
+    row = Row(model_type.name, "not reached")
     try:
         config0 = model_type.config()
     except Exception as exc:
         row.cause = "its config class does not build with defaults: " + _one_line(exc)
-        return
-    run = None
+        return Observation({}, None, row)
     try:
         config, model, run, row.strength = build(config0)
         row.file = catalogue.modeling_file(type(model))
-        answer_config = config.to_dict()
+        row.observed = observed.observed_kinds(run)
+        return Observation(config.to_dict(), run, row)
     except probe.NotReached as exc:
         row.cause = f"transformers not run: {exc}"
         row.notes.append(row.cause)
-        answer_config = tiny.shrink(config0, "tiny").to_dict() if _builds(config0) else config0.to_dict()
-    resolution = adaptor.resolve(answer_config)
+    except Exception as exc:  # a bug of the survey itself must not stop the survey: recorded
+        row.cause = "survey failed: " + _one_line(exc)
+        row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
+    return Observation(tiny.shrink(config0, "tiny").to_dict() if _builds(config0) else config0.to_dict(), None, row)
+
+
+def judge(seen: Observation) -> Row:
+    """refpos's answer for the observed config, compared: a new row with the status (the module docstring)."""
+    row = dataclasses.replace(seen.row, notes=list(seen.row.notes))
+    if not seen.config:
+        return row
+    try:
+        _judge(row, seen)
+    except Exception as exc:  # a bug of the survey itself must not stop the survey: recorded
+        row.status, row.cause = "not reached", "survey failed: " + _one_line(exc)
+        row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
+    return row
+
+
+def _judge(row: Row, seen: Observation) -> None:
+    run = seen.run
+    resolution = adaptor.resolve(seen.config)
     row.claimed = resolution.kinds
     row.layers = _layers_summary(resolution)
     row.notes += list(resolution.notes)
     verdict = compare.compare(resolution, run) if run is not None and resolution.layers else None
     row.verdict = verdict
-    if run is not None:
-        row.observed = observed.observed_kinds(run)
     if resolution.refused:
         row.status, row.cause = "refused", resolution.refused
         if verdict is not None:
