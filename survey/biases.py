@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from survey.claims import LayerClaim, LayerResult
-from survey.observed import input_carries_positions, layer_calls, role
+from survey.observed import input_carries_positions, layer_calls, own_positions, role
 from survey.probe import Probe
 
 EPS32 = 2.0**-24
@@ -122,12 +122,13 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
             return _result(claim, "mismatch", None, f"position table {table}: transformers reads row p + {found} of "
                            f"{rows}, refpos p + {offset} of {size}")
         return _result(claim, "exact", 0.0)
-    expected = np.asarray(claim.params["sinusoid"](probe.positions), dtype=np.float64)  # (T, dim)
-    candidates = [lk.vectors for lk in probe.a.lookups if (lk.table, *_offset_rows(lk, probe)) in
+    run, positions = own_positions(probe)
+    expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)  # (T, dim)
+    candidates = [lk.vectors for lk in run.lookups if (lk.table, *_offset_rows(lk, positions)) in
                   [(t, o, r) for t, o, r in mine]]
-    candidates += [out for module, out in probe.a.positional.items()
-                   if role(module) == claim.stack or len(probe.a.positional) == 1]
-    bound = (3 * float(probe.positions.max()) + 4) * EPS32
+    candidates += [out for module, out in run.positional.items()
+                   if role(module) == claim.stack or len(run.positional) == 1]
+    bound = (3 * float(positions.max()) + 4) * EPS32
     errors = []
     for vectors in candidates:
         v = vectors.reshape(-1, *vectors.shape[-2:])[0] if vectors.ndim >= 2 else vectors
@@ -145,8 +146,8 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
     return _result(claim, "exact", error)
 
 
-def _offset_rows(lookup: Any, probe: Probe) -> tuple[int, int]:
+def _offset_rows(lookup: Any, positions: np.ndarray) -> tuple[int, int]:
     indices = lookup.indices
-    if indices.ndim == 0 or indices.shape[-1] != probe.positions.size:
+    if indices.ndim == 0 or indices.shape[-1] != positions.size:
         return (-(10**9), lookup.rows)
-    return int((indices.reshape(-1, probe.positions.size) - probe.positions).flat[0]), lookup.rows
+    return int((indices.reshape(-1, positions.size) - positions).flat[0]), lookup.rows

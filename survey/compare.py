@@ -270,8 +270,9 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
             verdict.layers.append(LayerResult(role(table), -1, "-", "mismatch", None,
                                               f"transformers reads position table {table} ({rows} rows) at "
                                               f"position + {offset}; refpos resolves no absolute encoding"))
-    if probe.a.positional and not any(c.kind in ABSOLUTE_KINDS for c in resolution.layers):
-        for path in probe.a.positional:
+    own = probe.own if probe.own is not None else probe.a
+    if own.positional and not any(c.kind in ABSOLUTE_KINDS for c in resolution.layers):
+        for path in own.positional:
             name = probe.positional.get(path, ("?", False))[0]
             verdict.layers.append(LayerResult(role(path), -1, "-", "mismatch", None,
                                               f"transformers adds the output of {path} ({name}) to a stack's input; "

@@ -141,13 +141,21 @@ def position_biases(probe: Probe, index: int) -> list[str]:
     return [name for name in found if same(name)]
 
 
+def own_positions(probe: Probe) -> tuple[Any, np.ndarray]:
+    """The run in which the model chose its own positions (run A, or the run without position ids), and
+    those positions counted from 0: where a learned table's offset and a sinusoid are read."""
+    if probe.own is not None:
+        return probe.own, np.arange(probe.positions.size)
+    return probe.a, probe.positions
+
+
 def position_lookups(probe: Probe, trained: bool | None = None) -> list[tuple[str, int, int]]:
-    """``(table, offset, rows)`` of every embedding lookup of run A read at the positions plus a constant:
-    a learned (or stored sinusoid) position table; ``trained`` selects trainable (learned) or frozen
-    (sinusoid) tables only."""
+    """``(table, offset, rows)`` of every embedding lookup read at the model's own positions plus a constant
+    (:func:`own_positions`): a learned (or stored sinusoid) position table; ``trained`` selects trainable
+    (learned) or frozen (sinusoid) tables only."""
     out = []
-    positions = probe.positions
-    for lookup in probe.a.lookups:
+    run, positions = own_positions(probe)
+    for lookup in run.lookups:
         if trained is not None and lookup.trained != trained:
             continue
         indices = lookup.indices
@@ -184,11 +192,11 @@ def observed_kinds(probe: Probe) -> list[str]:
         kinds.append("relative bias")
     if position_lookups(probe, trained=True):
         kinds.append("learned")
-    described = [probe.positional.get(path, ("", True)) for path in probe.a.positional]
+    described = [probe.positional.get(path, ("", True)) for path in own_positions(probe)[0].positional]
     fixed = [name for name, trainable in described if "sinus" in name.lower() or not trainable]
     if fixed or position_lookups(probe, trained=False):
         kinds.append("sinusoidal")
-    elif probe.a.positional and "learned" not in kinds:
+    elif own_positions(probe)[0].positional and "learned" not in kinds:
         kinds.append("learned")
     if not kinds and not calls and probe.module_types:
         kinds.append("inline attention")

@@ -132,6 +132,9 @@ class Probe:
     input_ids: np.ndarray
     #: positional-embedding module path -> (class name, whether it has trainable parameters)
     positional: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    #: where run A passed position ids: the same tokens without them, at the model's own positions (a learned
+    #: table is read at those plus the family's offset: RoBERTa counts from padding_idx + 1); None otherwise
+    own: Run | None = None
 
 
 def _np(t: Any) -> np.ndarray:
@@ -174,6 +177,7 @@ class Recorder:
         self.params.update({id(b): name for name, b in model.named_buffers()})
         self.run = Run()
         self.context: list[tuple[str, int]] = []  # the layer lists' entries being run, outermost first
+        self.entered: dict[str, int] = {}  # layer list path -> how many of its layers have started
 
     # ------------------------------------------------------------------ attention functions
     def eager(self, original: Any) -> Any:
@@ -274,9 +278,13 @@ class Recorder:
         self.run.neutralized[path] = replaced
         return args, kwargs
 
-    def enter(self, where: tuple[str, int]) -> Any:
+    def enter(self, path: str) -> Any:
+        """A layer of list ``path`` starts: it is the list's n-th layer run so far (its index for a plain
+        stack; for a stack that runs one shared layer again and again, ALBERT's, the repetition)."""
         def hook(module: Any, args: tuple) -> None:
-            self.context.append(where)
+            count = self.entered.get(path, 0)
+            self.entered[path] = count + 1
+            self.context.append((path, count))
         return hook
 
     def leave(self, module: Any, args: tuple, output: Any) -> None:
@@ -316,8 +324,8 @@ def _forward(model: Any, inputs: dict[str, Any], recorder: Recorder, attention_m
     handles = [m.register_forward_pre_hook(recorder.pre_hook, with_kwargs=True) for m in attention_modules]
     for path, layers in model.named_modules():
         if isinstance(layers, torch.nn.ModuleList):
-            for index, layer in enumerate(layers):
-                handles.append(layer.register_forward_pre_hook(recorder.enter((path, index))))
+            for layer in layers:
+                handles.append(layer.register_forward_pre_hook(recorder.enter(path)))
                 handles.append(layer.register_forward_hook(recorder.leave))
     handles += [m.register_forward_hook(recorder.positional_hook) for m in positional_modules]
     try:
@@ -417,6 +425,10 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None) -> 
         inputs_b["position_ids"] = torch.zeros_like(inputs_a["position_ids"])
     run_b = _forward(model, inputs_b, Recorder(model, neutral=True), attention, positional)
     run_c = _forward(model, inputs_a, Recorder(model, neutral=True), attention, positional)
+    run_own = None
+    if taken:
+        inputs_own = {k: v for k, v in inputs_a.items() if k != "position_ids"}
+        run_own = _forward(model, inputs_own, Recorder(model, neutral=False), attention, positional)
     inputs_e = {k: torch.as_tensor(token_ids(config, len(positions), seed=2))[None]
                 if k in ("input_ids", "decoder_input_ids") else v for k, v in inputs_a.items()}
     run_e = _forward(model, inputs_e, Recorder(model, neutral=False), attention, positional)
@@ -429,4 +441,4 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None) -> 
     described = {path: (type(m).__name__, any(True for _ in m.parameters())) for path, m in model.named_modules()
                  if POSITIONAL_MODULE.fullmatch(type(m).__name__)}
     return Probe(p if taken else np.arange(len(positions)), taken, run_a, run_b, run_c, run_d, run_e,
-                 {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described)
+                 {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described, run_own)
