@@ -59,6 +59,24 @@ def encoding_of(row: dict[str, Any]) -> str:
     return " + ".join(row["observed"]) if row["observed"] else "not run"
 
 
+def not_run_reasons(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """Why the rows without an observation were not run, grouped, most frequent first."""
+    found: dict[str, int] = {}
+    for row in rows:
+        if row["observed"]:
+            continue
+        text = next((n for n in row["notes"] if n.startswith("transformers not run: ")), row["cause"])
+        text = text.removeprefix("transformers not run: ")
+        if text.startswith("its forward takes no input_ids ("):
+            why = f"its forward takes `{text.split('(', 1)[1].split(',')[0].rstrip(')')}`, not token ids"
+        elif text.startswith("no geometry built and ran"):
+            why = "no shrunk geometry builds and runs (transformers' error at each strength is in the row)"
+        else:
+            why = text.split(":", 1)[0]
+        found[why] = found.get(why, 0) + 1
+    return sorted(found.items(), key=lambda item: (-item[1], item[0]))
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -98,6 +116,13 @@ def render(table: dict[str, Any]) -> str:
     for kind in sorted(by_kind, key=lambda k: (-len(by_kind[k]), k)):
         c = counts(by_kind[kind])
         lines.append(f"| {kind} | " + " | ".join(str(c[s]) for s in STATUSES) + f" | {len(by_kind[kind])} |")
+    not_run = not_run_reasons(rows)
+    if not_run:
+        lines += ["", "## Model types the survey does not run", "",
+                  "Where transformers' model could not be run with token ids, its encoding reads `not run`; refpos's "
+                  "answer is still asked (a refusal or an error counts as such), but nothing is compared.", "",
+                  "| why | model types |", "|---|---|"]
+        lines += [f"| {why} | {n} |" for why, n in not_run]
     lines += ["", "## Every model type", "",
               "| model type | status | encoding (transformers) | refpos | max error | why | transformers file |",
               "|---|---|---|---|---|---|---|"]
