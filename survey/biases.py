@@ -106,9 +106,11 @@ def check_t5(claim: LayerClaim, probe: Probe, path: str) -> Any:
 
 
 # ------------------------------------------------------------------------------------- absolute positions
-def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int, int]]) -> Any:
-    """A stack's learned or sinusoidal input encoding (checked once per stack)."""
-    mine = [entry for entry in lookups if role(entry[0]) == claim.stack] or lookups
+def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int, int]], single: bool) -> Any:
+    """A stack's learned or sinusoidal input encoding (checked once per stack). ``single``: refpos resolves
+    one stack, which every table belongs to (BERT's ``embeddings.position_embeddings`` names no encoder);
+    with two, each stack reads the tables under its own name."""
+    mine = [entry for entry in lookups if single or role(entry[0]) == claim.stack]
     offset = int(claim.params.get("offset", 0))
     if claim.kind == "learned":
         if not mine:
@@ -126,8 +128,7 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
     expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)  # (T, dim)
     candidates = [lk.vectors for lk in run.lookups if (lk.table, *_offset_rows(lk, positions)) in
                   [(t, o, r) for t, o, r in mine]]
-    candidates += [out for module, out in run.positional.items()
-                   if role(module) == claim.stack or len(run.positional) == 1]
+    candidates += [out for module, out in run.positional.items() if single or role(module) == claim.stack]
     bound = (3 * float(positions.max()) + 4) * EPS32
     errors = []
     for vectors in candidates:

@@ -265,16 +265,20 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
     verdict = Verdict(observed=observed_kinds(probe))
     calls = layer_calls(probe.a)
     lookups = position_lookups(probe)
+    stacks = list(dict.fromkeys(c.stack for c in resolution.layers))
+
+    def stack_of(path: str) -> str:  # the claimed stack a table or module belongs to
+        return stacks[0] if len(stacks) == 1 else role(path)
     if lookups and not any(c.kind in ABSOLUTE_KINDS for c in resolution.layers):
         for table, offset, rows in lookups:
-            verdict.layers.append(LayerResult(role(table), -1, "-", "mismatch", None,
+            verdict.layers.append(LayerResult(stack_of(table), -1, "-", "mismatch", None,
                                               f"transformers reads position table {table} ({rows} rows) at "
                                               f"position + {offset}; refpos resolves no absolute encoding"))
     own = probe.own if probe.own is not None else probe.a
     if own.positional and not any(c.kind in ABSOLUTE_KINDS for c in resolution.layers):
         for path in own.positional:
             name = probe.positional.get(path, ("?", False))[0]
-            verdict.layers.append(LayerResult(role(path), -1, "-", "mismatch", None,
+            verdict.layers.append(LayerResult(stack_of(path), -1, "-", "mismatch", None,
                                               f"transformers adds the output of {path} ({name}) to a stack's input; "
                                               "refpos resolves no absolute encoding"))
     inline = not probe.a.calls and bool(probe.module_types)
@@ -308,7 +312,7 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
             verdict.layers.append(bias_checks.check_t5(claim, probe, path))
         elif claim.kind in ABSOLUTE_KINDS and claim.stack not in checked_input:
             checked_input.add(claim.stack)
-            verdict.layers.append(bias_checks.check_absolute(claim, probe, lookups))
+            verdict.layers.append(bias_checks.check_absolute(claim, probe, lookups, len(stacks) == 1))
         if inline and claim.kind in ("rope", "none"):
             verdict.layers.append(check_applied(claim, probe, path))
         elif inline and claim.kind not in BIAS_KINDS + ABSOLUTE_KINDS:
