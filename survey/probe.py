@@ -176,8 +176,11 @@ class Recorder:
         self.params = {id(p): name for name, p in model.named_parameters()}
         self.params.update({id(b): name for name, b in model.named_buffers()})
         self.run = Run()
-        self.context: list[tuple[str, int]] = []  # the layer lists' entries being run, outermost first
+        #: the layer lists' entries being run, outermost first: (list path, index, layers of the list run before);
+        #: records take the outermost, and :meth:`layers` turns it into (list path, layer)
+        self.context: list[tuple[str, int, int]] = []
         self.entered: dict[str, int] = {}  # layer list path -> how many of its layers have started
+        self.runs: dict[tuple[str, int], int] = {}  # (layer list path, index) -> times that layer ran
 
     # ------------------------------------------------------------------ attention functions
     def eager(self, original: Any) -> Any:
@@ -278,14 +281,31 @@ class Recorder:
         self.run.neutralized[path] = replaced
         return args, kwargs
 
-    def enter(self, path: str) -> Any:
-        """A layer of list ``path`` starts: it is the list's n-th layer run so far (its index for a plain
-        stack; for a stack that runs one shared layer again and again, ALBERT's, the repetition)."""
+    def enter(self, path: str, index: int) -> Any:
+        """Layer ``index`` of list ``path`` starts; the context holds its index in the list and how many of the
+        list's layers ran before it (:meth:`layers` chooses between them once the run is over)."""
         def hook(module: Any, args: tuple) -> None:
             count = self.entered.get(path, 0)
             self.entered[path] = count + 1
-            self.context.append((path, count))
+            self.runs.setdefault((path, index), 0)
+            self.runs[(path, index)] += 1
+            self.context.append((path, index, count))
         return hook
+
+    def layers(self) -> None:
+        """Each record's layer: its index in its list, or, in a list one of whose layers ran more than once
+        (ALBERT runs one shared layer as every layer), the number of the list's layers run before it. A list
+        whose layers each ran at most once keeps its indices (Mllama's text pass skips its cross-attention
+        layers)."""
+        repeated = {path for (path, _), n in self.runs.items() if n > 1}
+
+        def which(where: Any) -> tuple[str, int] | None:
+            if where is None:
+                return None
+            path, index, count = where
+            return (path, count) if path in repeated else (path, index)
+        for record in (*self.run.calls, *self.run.builders, *self.run.applied):
+            record.layer = which(record.layer)
 
     def leave(self, module: Any, args: tuple, output: Any) -> None:
         self.context.pop()
@@ -324,8 +344,8 @@ def _forward(model: Any, inputs: dict[str, Any], recorder: Recorder, attention_m
     handles = [m.register_forward_pre_hook(recorder.pre_hook, with_kwargs=True) for m in attention_modules]
     for path, layers in model.named_modules():
         if isinstance(layers, torch.nn.ModuleList):
-            for layer in layers:
-                handles.append(layer.register_forward_pre_hook(recorder.enter(path)))
+            for index, layer in enumerate(layers):
+                handles.append(layer.register_forward_pre_hook(recorder.enter(path, index)))
                 handles.append(layer.register_forward_hook(recorder.leave))
     handles += [m.register_forward_hook(recorder.positional_hook) for m in positional_modules]
     try:
@@ -334,6 +354,7 @@ def _forward(model: Any, inputs: dict[str, Any], recorder: Recorder, attention_m
     finally:
         for h in handles:
             h.remove()
+    recorder.layers()
     return recorder.run
 
 
