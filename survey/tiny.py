@@ -54,7 +54,8 @@ _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
 _DERIVED_WIDTHS = ("attention_head_dim", "attention_hidden_size")
 _GROUP_KEYS = ("n_group", "num_group", "num_expert_group", "moe_num_groups")
 _GROUP_TOPK_KEYS = ("topk_group", "group_topk", "num_topk_groups")
-_SSM_HEADS = (("mamba_n_heads", "mamba_d_head"), ("mamba_num_heads", "mamba_head_dim"))
+_SSM_HEADS = (("mamba_n_heads", "mamba_d_head"), ("mamba_num_heads", "mamba_head_dim"),
+              ("n_mamba_heads", "mamba_headdim"))
 
 
 def _int(value: Any) -> bool:
@@ -112,6 +113,9 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     for key in _GROUP_TOPK_KEYS:
         if _int(values.get(key)) and values[key] > 1:
             out[key] = 1
+    for key, value in values.items():  # other vocabularies (Gemma 3n's per-layer inputs)
+        if key.startswith("vocab_size_") and _int(value) and value > VOCAB and strength != "widths":
+            out[key] = VOCAB
     vocab = values.get("vocab_size")
     if _int(vocab) and vocab > VOCAB and strength != "widths":
         # an embedding's padding row must exist; other token ids (image, audio placeholders) are never fed
