@@ -5,6 +5,13 @@
     write their rows into ``survey/results/survey.json`` (a full run replaces the table; named types
     replace their rows). Prints one line per model type and the counts; names the model types the
     committed table did not list (new in the installed transformers).
+``observe [TYPE ...] [--dir DIR] [--jobs N]``
+    transformers' side only: build and run every model type (or the named ones), in ``N`` processes, each
+    observation stored in ``DIR`` (:mod:`survey.store`; default :data:`survey.stored.OBSERVATIONS`); what is
+    stored there already is kept (``--again`` observes it anew).
+``judge [--dir DIR] [--table TABLE]``
+    refpos's side only: judge every stored observation with the refpos on the path and write the table (a
+    few seconds, without torch running any model: rerun it after each change of refpos).
 ``sample [--write]``
     the fixed sample of :func:`sample`: every row compared with the committed one; exit 1 on a difference
     (``--write`` stores the new rows instead).
@@ -23,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from survey import table
+from survey import stored, table
 
 #: rows of the sample per (encoding, status) group of the committed table
 PER_GROUP = 2
@@ -38,33 +45,11 @@ def sample(rows: list[dict[str, Any]], per_group: int = PER_GROUP) -> list[str]:
     return sorted(name for names in groups.values() for name in names[:per_group])
 
 
-def _environment() -> dict[str, Any]:
-    import torch
-
-    from survey import adaptor, catalogue
-
-    return {"transformers": catalogue.transformers_version(), "torch": torch.__version__.split("+")[0],
-            "api": adaptor.api()}
-
-
-def _quiet() -> None:
-    import torch
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    torch.set_num_threads(1)
-
-
 def run_types(names: list[str] | None, echo: bool = True) -> tuple[list[Any], float]:
-    from survey import catalogue
     from survey.run import survey_one
 
-    _quiet()
-    types = catalogue.model_types()
-    chosen = types if names is None else [t for t in types if t.name in set(names)]
-    missing = sorted(set(names or ()) - {t.name for t in chosen})
-    if missing:
-        raise SystemExit(f"not model types of the installed transformers: {', '.join(missing)}")
+    stored.quiet()
+    chosen = stored.chosen(names)
     rows, started = [], time.perf_counter()
     for i, model_type in enumerate(chosen):
         row = survey_one(model_type)
@@ -85,7 +70,7 @@ def _store(rows: list[Any], wall: float, full: bool, command: str, path: Any = t
     order = [t.name for t in catalogue.model_types()]
     ordered = [by_name[n] for n in order if n in by_name] + [r for n, r in by_name.items() if n not in order]
     meta = dict(committed["meta"]) if not full else {}
-    meta.update(_environment())
+    meta.update(stored.environment())
     if full:
         meta.update(date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), wall_s=round(wall),
                     command=command)
@@ -98,6 +83,17 @@ def main(argv: list[str] | None = None) -> int:
     run_p = sub.add_parser("run", help="survey every model type (or the named ones) and store the rows")
     run_p.add_argument("types", nargs="*", help="model types (default: every one of the installed transformers)")
     run_p.add_argument("--table", type=Path, default=table.TABLE, help="where to write the rows (default: %(default)s)")
+    observe_p = sub.add_parser("observe", help="transformers' side only, stored for judge")
+    observe_p.add_argument("types", nargs="*", help="model types (default: every one of the installed transformers)")
+    observe_p.add_argument("--dir", type=Path, default=stored.OBSERVATIONS,
+                           help="where to store them (default: %(default)s)")
+    observe_p.add_argument("--jobs", type=int, default=1, help="processes (default: %(default)s)")
+    observe_p.add_argument("--again", action="store_true", help="observe model types already stored again")
+    judge_p = sub.add_parser("judge", help="refpos's side only: judge the stored observations, write the table")
+    judge_p.add_argument("--dir", type=Path, default=stored.OBSERVATIONS,
+                         help="the observations (default: %(default)s)")
+    judge_p.add_argument("--table", type=Path, default=table.TABLE,
+                         help="where to write the rows (default: %(default)s)")
     sample_p = sub.add_parser("sample", help="rerun the fixed sample and compare with the committed rows")
     sample_p.add_argument("--write", action="store_true", help="store the sample's rows instead of comparing")
     render_p = sub.add_parser("render", help="write docs/survey.md from survey/results/survey.json")
@@ -119,12 +115,30 @@ def main(argv: list[str] | None = None) -> int:
         return _sample(args.write)
     from survey import catalogue
 
+    if args.verb == "observe":
+        if args.jobs < 1:
+            parser.error(f"--jobs must be at least 1, got {args.jobs}")
+        wall = stored.observe_types(args.types or None, args.dir, args.jobs, args.again)
+        print(f"observed in {wall:.0f} s with {args.jobs} process(es) into {args.dir}")
+        return 0
+    if args.verb == "judge":
+        committed = table.load(args.table)
+        rows, wall = stored.judge_types(args.dir)
+        full = len(rows) == len(catalogue.model_types())
+        written = _store(rows, wall, full, f"python -m survey judge ({len(rows)} stored observations)", args.table)
+        table.save(written, args.table)
+        print("counts:", table.counts(written["rows"]), f"judged in {wall:.0f} s")
+        new = table.new_types([t.name for t in catalogue.model_types()], committed)
+        if new and committed["rows"]:
+            print(f"new model types (not in the committed table): {', '.join(new)}")
+        return 0
+
     full = not args.types
     committed = table.load(args.table)
     rows, wall = run_types(args.types or None)
-    stored = _store(rows, wall, full, "python -m survey run" + "".join(f" {t}" for t in args.types), args.table)
-    table.save(stored, args.table)
-    print("counts:", table.counts(stored["rows"]), f"in {wall:.0f} s")
+    written = _store(rows, wall, full, "python -m survey run" + "".join(f" {t}" for t in args.types), args.table)
+    table.save(written, args.table)
+    print("counts:", table.counts(written["rows"]), f"in {wall:.0f} s")
     new = table.new_types([t.name for t in catalogue.model_types()], committed)
     if new and committed["rows"]:
         print(f"new model types (not in the committed table): {', '.join(new)}")

@@ -18,8 +18,8 @@ Tolerance. transformers computes ``inv_freq`` and the angles :math:`p\,\omega` i
 is off by at most :math:`(3\,p\,\omega_{\max}\,2^{-24} + 10^{-6})\,A\,\lVert x\rVert` (two roundings of
 :math:`\omega`, one of the product; the constant covers float32 cos/sin and the two products of the
 rotation), bounded here by :math:`2\max|x|` for :math:`\lVert x\rVert`. A query scale is a float32 product:
-relative 1e-6. A layer within its bound at every position is exact; anything above is a mismatch, and its
-largest error is reported.
+relative 1e-6 (the reference ran at position 0, so its query is divided by the scale there). A layer within
+its bound at every position is exact; anything above is a mismatch, and its largest error is reported.
 
 Besides the rotation, a claim of ``rope`` or ``none`` is a mismatch where transformers also adds a
 position-dependent bias to the logits (a ``position_bias``, ALiBi, or finite non-zero mask entries) or
@@ -119,6 +119,8 @@ def predict(claim: LayerClaim, ref: Call, positions: np.ndarray, mode: str) -> t
     q, k = ref.query, ref.key
     scale = np.ones(positions.size) if claim.query_scale is None else np.asarray(
         claim.query_scale(positions), dtype=np.float64)
+    if claim.query_scale is not None:  # the reference ran at position 0: its query carries the scale there
+        q = q / float(np.asarray(claim.query_scale(np.zeros(1, dtype=np.int64)), dtype=np.float64)[0])
     if claim.kind == "rope":
         q, k = before_rotation(claim.rope, q, mode), before_rotation(claim.rope, k, mode)
         q_rot = refpos.to_numpy(refpos.apply_rope(q, positions, claim.rope))

@@ -143,6 +143,20 @@ def survey_one(model_type: catalogue.ModelType) -> Row:
     return row
 
 
+def observe_quietly(model_type: catalogue.ModelType) -> Observation:
+    """:func:`observe_type` with transformers' warnings and prints silenced."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return observe_type(model_type)
+
+
+def judge_quietly(seen: Observation) -> Row:
+    """:func:`judge` with warnings and prints silenced."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        return judge(seen)
+
+
 def observe_type(model_type: catalogue.ModelType) -> Observation:
     """Build the model type tiny and run it recorded (:func:`build`); the row's transformers columns."""
     row = Row(model_type.name, "not reached")

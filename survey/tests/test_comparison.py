@@ -122,3 +122,20 @@ def test_alibi_slopes(observed):
     slopes = refpos.to_numpy(refpos.alibi_slopes(config["n_head"]))
     assert statuses(alibi_claims(config, slopes), probe) == {"exact"}
     assert "mismatch" in statuses(alibi_claims(config, slopes[::-1].copy()), probe)
+
+
+def test_a_query_scale_is_compared_from_its_value_at_position_0(observed):
+    """Beam's layers without RoPE scale the query by (1 + (p + 1)/2048)^0.1, which is not 1 at position 0:
+    the reference (run at position 0) carries that scale and the comparison divides it out. A scale that is
+    off by its value at 0 (p instead of p + 1) is caught."""
+    config, probe = observed("beam")
+    answer = refpos.model_positions(config)
+    claims = [LayerClaim("decoder", r.index, "rope" if r.kind == "rope" else "none",
+                         rope=getattr(r, "rope", None), query_scale=r.query_scale) for r in answer.layers]
+    assert any(c.query_scale is not None for c in claims)
+    assert statuses(claims, probe) == {"exact"}
+
+    def off_by_one(p):
+        return np.exp(0.1 * np.log1p(np.asarray(p, dtype=np.float64) / 2048.0))
+    wrong = [dataclasses.replace(c, query_scale=off_by_one) if c.query_scale is not None else c for c in claims]
+    assert "mismatch" in statuses(wrong, probe)

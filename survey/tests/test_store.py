@@ -1,0 +1,49 @@
+"""Stored observations read back as they were written, with nothing unpickled."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from survey import probe, run, store
+
+
+def observation() -> run.Observation:
+    call = probe.Call("model.layers.0.self_attn", ("model.layers", 0), np.arange(6.0).reshape(1, 1, 2, 3),
+                      np.ones((1, 1, 2, 3), dtype=np.float64), None, {"position_bias": np.zeros((1, 2, 2))}, 0.5)
+    recorded = probe.Run(calls=[call], inputs={"model.layers.0.self_attn": [np.eye(2)]})
+    seen = probe.Probe(np.array([0, 5]), True, recorded, probe.Run(), probe.Run(), None, None,
+                       {"model.layers.0.self_attn": "LlamaAttention"}, np.array([3, 4]),
+                       {"embed_positions": ("LearnedPositionalEmbedding", True)})
+    row = run.Row("llama", "not reached", observed=["rope"], notes=["a note"])
+    return run.Observation({"model_type": "llama", "id2label": {0: "a"}, "pair": (1, 2)}, seen, row)
+
+
+def test_an_observation_reads_back_as_written(tmp_path):
+    path = store.path_of(tmp_path, "llama")
+    store.save(observation(), path)
+    back = store.load(path)
+    original = observation()
+    assert back.config == original.config and back.row == original.row
+    call, first = back.run.a.calls[0], original.run.a.calls[0]
+    assert (call.path, call.layer, call.scaling) == (first.path, first.layer, first.scaling)
+    assert np.array_equal(call.query, first.query) and np.array_equal(call.tensors["position_bias"],
+                                                                      first.tensors["position_bias"])
+    assert back.run.positional == original.run.positional and back.run.d is None
+
+
+def test_a_type_the_survey_does_not_store_is_refused(tmp_path):
+    path = tmp_path / "x.npz"
+    text = json.dumps({"__type__": "Popen", "fields": {}})
+    np.savez(path, observation=np.array(text))
+    with pytest.raises(ValueError, match="Popen"):
+        store.load(path)
+
+
+def test_observations_of_other_versions_are_refused(tmp_path):
+    store.write_environment(tmp_path, {"transformers": "5.24.0", "torch": "2.13.0"})
+    store.check_environment(tmp_path, {"transformers": "5.24.0", "torch": "2.13.0"})
+    with pytest.raises(SystemExit, match=r"5\.25\.0"):
+        store.check_environment(tmp_path, {"transformers": "5.25.0", "torch": "2.13.0"})
