@@ -29,7 +29,8 @@ the stacks and the facts of the encodings other than RoPE (``encoding``, ``stack
     ``i % n == r``, default ``n - 1`` (none when ``r >= n``), ``r`` read from ``offset_key`` when set, from
     layer ``start`` on), the
     layers a config key lists (``indices``, dotted for a nested key, ``one_based`` when the list counts from
-    1; ``absent``: the type of every layer when that key is missing), or one character per layer in a string
+    1; ``absent``: the type of every layer when that key is missing; ``listed``: the type of the listed
+    layers, default ``full_attention``), or one character per layer in a string
     key (``chars = {M = "mamba", …}`` with ``key``); the others are ``other`` (default ``sliding_attention``).
 ``types_key``
     The config key holding the layer types when it is not ``layer_types`` (Nemotron-H: ``layers_block_type``).
@@ -130,6 +131,8 @@ class LayerPattern:
     other: str = "sliding_attention"
     #: with ``indices``: the type of every layer when the config lacks that key
     absent: str | None = None
+    #: with ``indices``: the type of the listed layers (Mllama lists its cross-attention layers)
+    listed: str = "full_attention"
     #: with ``every``: layer ``i`` is ``full_attention`` when ``i % every == offset`` (default ``every - 1``)
     offset: int | None = None
     #: with ``every``: the config key holding ``offset`` (Jamba: ``attn_layer_offset``)
@@ -147,9 +150,10 @@ class LayerPattern:
                 or (self.indices is not None and self.key is not None) or (self.absent and self.indices is None) \
                 or (self.chars and self.key is None) or (self.offset is not None and self.every is None) \
                 or (self.offset is not None and self.offset < 0) or self.start < 0 \
-                or (self.one_based and self.indices is None) or (self.offset_key and self.every is None):
-            raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key, offset, start), "
-                             f"indices = key (with an optional absent, one_based) or chars with key, got {self}")
+                or (self.one_based and self.indices is None) or (self.offset_key and self.every is None) \
+                or (self.listed != "full_attention" and self.indices is None):
+            raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key, offset, start), indices = "
+                             f"key (with an optional absent, listed, one_based) or chars with key, got {self}")
 
 
 @dataclass(frozen=True)
@@ -272,8 +276,8 @@ def _row(model_type: str, table: Any) -> Family:
                 pattern["chars"] = tuple(sorted(dict(pattern["chars"]).items()))
             values["layer_pattern"] = LayerPattern(**pattern)
     except (TypeError, AttributeError) as exc:
-        raise ValueError(f"{where}: layer_pattern takes every, key, indices, other, absent, offset, start, "
-                         f"one_based, chars ({exc})") from None
+        raise ValueError(f"{where}: layer_pattern takes every, key, indices, other, absent, listed, offset, "
+                         f"start, one_based, chars ({exc})") from None
     if "no_attention" in values:
         pairs = values["no_attention"].items()
         if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in pairs):

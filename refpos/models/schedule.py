@@ -74,7 +74,7 @@ def _filled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> lis
         return [chars[c] for c in text]
     if n is None:
         return None
-    if pattern.indices is not None:  # the config lists the full-attention layers (Bamba, LFM2, Kimi-Linear)
+    if pattern.indices is not None:  # the config lists the full-attention layers (Bamba, LFM2, Kimi-Linear), or others
         listed = _nested(cfg, pattern.indices)
         if listed is None:
             return None if pattern.absent is None else [pattern.absent] * n
@@ -83,7 +83,7 @@ def _filled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> lis
                                                or not first <= i < n + first for i in listed):
             raise ValueError(f"{pattern.indices} must be a list of layer indices in [{first}, {n + first}), got "
                              f"{listed!r}")
-        return ["full_attention" if i + first in listed else pattern.other for i in range(n)]
+        return [pattern.listed if i + first in listed else pattern.other for i in range(n)]
     every = pattern.every if pattern.key is None or cfg.get(pattern.key) is None else \
         check_int(pattern.key, cfg[pattern.key], minimum=1)
     offset = every - 1 if pattern.offset is None else pattern.offset

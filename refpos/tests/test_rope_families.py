@@ -84,8 +84,17 @@ def _pairing(rotate, width: int) -> str:
     return "other"
 
 
-ROTATE_ROWS = [row for row in fam.FAMILY_ROWS if row.source.split(": ")[1].split(", ")[0] in
-               ("rotate_half", "rotate_every_two")]
+def _rotate_of(apply):
+    """The rotate function an ``apply(x, cos, sin)`` of half-width tables performs: its output at cos 0, sin 1."""
+    def rotate(x):
+        half = torch.zeros((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype)
+        return apply(x, half, half + 1)
+    return rotate
+
+
+#: rotate functions, and apply functions of the form apply(x, cos, sin) with half-width tables
+ROTATE, APPLY = ("rotate_half", "rotate_every_two"), ("_apply_rotary_emb",)
+ROTATE_ROWS = [row for row in fam.FAMILY_ROWS if row.source.split(": ")[1].split(", ")[0] in ROTATE + APPLY]
 
 
 @pytest.mark.anchors
@@ -93,7 +102,8 @@ ROTATE_ROWS = [row for row in fam.FAMILY_ROWS if row.source.split(": ")[1].split
 def test_layout_is_what_the_rotate_function_does(row):
     path, names = row.source.split(": ")
     module = importlib.import_module("transformers.models." + path[:-3].replace("/", "."))
-    rotate = getattr(module, names.split(", ")[0])
+    name = names.split(", ")[0]
+    rotate = getattr(module, name) if name in ROTATE else _rotate_of(getattr(module, name))
     found = _pairing(rotate, 8)
     assert found == row.layout or (found == "other" and row.unmodelled), found  # other: said not modelled
 
@@ -139,7 +149,11 @@ def test_layer_pattern_is_what_the_config_class_fills(row):
         if extra is None:
             continue  # a character pattern without its key: the class's own default list
         hf_cfg = AutoConfig.for_model(row.model_type, num_hidden_layers=n, **extra)
-        theirs = list(getattr(hf_cfg, "layer_types", None) or hf_cfg.layers_block_type)
+        theirs = getattr(hf_cfg, "layer_types", None) or getattr(hf_cfg, "layers_block_type", None)
+        if theirs is None:  # no layer types: the listed layers are another kind of layer (Mllama's cross-attention)
+            assert pattern.listed != "full_attention", row.model_type
+            theirs = [pattern.listed if i in getattr(hf_cfg, pattern.indices) else pattern.other for i in range(n)]
+        theirs = list(theirs)
         mine = dict(extra, num_hidden_layers=n)
         filled = layer_types(mine, row, layer_count(mine, row))
         if filled is None and not extra:  # no list and no rule for its absence: refpos says it cannot place them

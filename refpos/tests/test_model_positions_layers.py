@@ -1,0 +1,57 @@
+"""Layer facts of families whose layers differ from a plain decoder of identical RoPE layers, each checked on a
+config of that family (what transformers 5.24's modeling file the family table cites does; the survey in
+survey/ compares them against that code, layer by layer).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import refpos
+from refpos.models import families
+
+GEOMETRY = {"hidden_size": 64, "num_attention_heads": 4}
+
+
+def test_openai_privacy_filter_pairs_neighbouring_channels():
+    """``_apply_rotary_emb`` rotates x[..., ::2] against x[..., 1::2] and interleaves the result back."""
+    layers = refpos.model_positions({"model_type": "openai_privacy_filter", "num_hidden_layers": 2, **GEOMETRY})
+    assert {layer.rope.layout for layer in layers} == {"interleaved"}
+
+
+def test_mllama_cross_attention_layers_have_no_positions():
+    """The layers ``cross_attention_layers`` lists attend to the image states only (no self-attention, no
+    RoPE); the others rotate."""
+    config = {"model_type": "mllama_text_model", "num_hidden_layers": 6, "cross_attention_layers": [1, 4],
+              **GEOMETRY}
+    layers = refpos.model_positions(config).layers
+    assert [layer.kind for layer in layers] == ["rope", "no_attention", "rope", "rope", "no_attention", "rope"]
+    assert {layer.mixer for layer in layers if layer.kind == "no_attention"} == {"cross_attention"}
+
+
+def test_mllama_without_its_cross_attention_list_is_refused_by_name():
+    """Without ``cross_attention_layers`` the config class fills a default list refpos does not assume."""
+    positions = refpos.model_positions({"model_type": "mllama_text_model", "num_hidden_layers": 4, **GEOMETRY})
+    assert {layer.kind for layer in positions.layers} == {"refused"}
+    assert "cross_attention" in positions.not_modelled["model_type"]
+
+
+def test_bailing_hybrid_linear_attention_layers_have_no_positions():
+    """Every ``layer_group_size``-th layer is full attention with RoPE; the others run a gated delta rule."""
+    config = {"model_type": "bailing_hybrid", "num_hidden_layers": 6, "layer_group_size": 3, **GEOMETRY}
+    kinds = [layer.kind for layer in refpos.model_positions(config).layers]
+    assert kinds == ["no_attention", "no_attention", "rope", "no_attention", "no_attention", "rope"]
+    given = {**config, "layer_types": ["full_attention", "linear_attention"] * 3}
+    assert [layer.kind for layer in refpos.model_positions(given).layers] == ["rope", "no_attention"] * 3
+
+
+def test_hrm_text_two_stacks_are_refused_by_name():
+    """HRM runs an L and an H stack in cycles: not one stack of ``num_hidden_layers`` layers."""
+    positions = refpos.model_positions({"model_type": "hrm_text", "num_hidden_layers": 4, **GEOMETRY})
+    assert {layer.kind for layer in positions.layers} == {"refused"}
+    assert "H_module" in positions.not_modelled["model_type"]
+
+
+def test_a_listed_type_needs_a_list():
+    with pytest.raises(ValueError, match="listed"):
+        families.LayerPattern(every=2, listed="cross_attention")
