@@ -55,3 +55,15 @@ def test_hrm_text_two_stacks_are_refused_by_name():
 def test_a_listed_type_needs_a_list():
     with pytest.raises(ValueError, match="listed"):
         families.LayerPattern(every=2, listed="cross_attention")
+
+
+@pytest.mark.parametrize("model_type", ["gemma4_text", "gemma4_unified_text", "embedding_gemma2_text"])
+def test_gemma4_full_attention_layers_are_wider(model_type):
+    """The config classes give full-attention layers ``global_head_dim`` (default 512) in ``per_layer_config``;
+    sliding layers keep ``head_dim`` (default 256)."""
+    config = {"model_type": model_type, "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+              "layer_types": ["sliding_attention", "full_attention"],
+              "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                  "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}}}
+    heads = [layer.rope.head_dim for layer in refpos.model_positions(config).layers]
+    assert heads == [256, 512]
