@@ -33,7 +33,7 @@ from typing import Any
 from survey import stored, table
 
 #: rows of the sample per (encoding, status) group of the committed table
-PER_GROUP = 2
+PER_GROUP = 1
 
 
 def sample(rows: list[dict[str, Any]], per_group: int = PER_GROUP) -> list[str]:

@@ -3,8 +3,9 @@
 Two interfaces, the newer first:
 
 * :func:`refpos.model_positions` (where refpos has it): one typed record per layer of every stack, for
-  every encoding. A ``refused`` or ``unknown`` record is refpos declining by name; what it still reports as
-  not modelled concerns the attention core only (masks, scales) and is kept as a note.
+  every encoding. A ``refused`` or ``unknown`` record is refpos declining by name, and so is a key it reports
+  as not modelled, unless the key concerns the attention core only (masks, scales:
+  ``refpos.models.position_keys.ATTENTION_ONLY``), which is kept as a note.
 * :func:`refpos.hf_layers` (the RoPE resolver): every decoder layer's :class:`refpos.RopeConfig` (or none),
   its query scale, and the layers without attention. A resolution is *refused* where refpos reports
   something that bears on positions as not modelled (an unknown model type, a rope key it does not read, a
@@ -89,8 +90,12 @@ def _from_records(config: dict[str, Any]) -> Resolution:
                            + ", ".join(r.unknown))
         else:
             layers.append(LayerClaim(*where, "other", detail=r.kind))
-    notes = tuple(f"{key}: {what}" for key, what in answer.not_modelled.items())
-    return Resolution(tuple(layers), "; ".join(dict.fromkeys(refused)) or None, None, notes)
+    from refpos.models.position_keys import ATTENTION_ONLY
+
+    notes = []
+    for key, what in answer.not_modelled.items():  # masks and scales are notes; any other key is a refusal
+        (notes if key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
+    return Resolution(tuple(layers), "; ".join(dict.fromkeys(refused)) or None, None, tuple(notes))
 
 
 def _from_schedule(config: dict[str, Any]) -> Resolution:

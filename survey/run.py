@@ -6,9 +6,10 @@ Statuses (:data:`STATUSES`), decided in this order:
     refpos declines by name (an unknown model type, a key it does not model): nothing to compare. When
     transformers could be run, the row says whether refpos's tentative answer would have matched.
 ``error``
-    refpos raised an exception that is not a refusal on a config transformers builds.
+    refpos raised an exception that is not a refusal on a config transformers builds and runs.
 ``not reached``
-    transformers' side could not be run or observed generically; the row says why.
+    transformers' side could not be run or observed generically; the row says why (and what refpos raised,
+    if it did: on a config transformers cannot run, that is no error of refpos's).
 ``wrong``
     some layer's claim differs from what transformers computed (the cause names the first).
 ``exact``
@@ -208,11 +209,13 @@ def _judge(row: Row, seen: Observation) -> None:
                 "would be wrong: " + verdict.mismatches[0].cause if verdict.mismatches else
                 "could not be checked: " + unreached[0].cause if unreached else "would match"))
         return
-    if resolution.error:
+    if resolution.error and run is not None:
         row.status, row.cause = "error", resolution.error
         return
-    if run is None:
-        return  # not reached, cause already set
+    if run is None:  # not reached, cause already set
+        if resolution.error:
+            row.notes.append(f"refpos raised {resolution.error}")
+        return
     assert verdict is not None
     row.max_error = verdict.max_error
     if verdict.mismatches:

@@ -4,7 +4,8 @@ The survey builds every model type from its config class's defaults, so the posi
 ones the class ships. To make a forward pass cheap it shrinks what positions do not depend on and keeps
 what they do:
 
-* kept: the head width (``head_dim``, or ``hidden / heads`` of the defaults), every RoPE key, the MLA
+* kept: the head width (``head_dim``, or ``hidden / heads`` of the defaults, rounded down to a multiple of 8
+  where the heads do not divide the width), every RoPE key, the MLA
   widths (``qk_rope_head_dim`` ...), ``max_position_embeddings``, windows, bucket counts and distances;
 * shrunk: the number of heads (to :data:`HEADS`; key/value heads to 1 where the defaults share them, else
   as many), the width (heads x head width), the feed-forward widths (to at most :data:`FFN`), the number of
@@ -61,6 +62,12 @@ _SSM_HEADS = (("mamba_n_heads", "mamba_d_head"), ("mamba_num_heads", "mamba_head
 def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
+
+
+def _derived_head(width: int, heads: int) -> int:
+    """``width / heads``; where the heads do not divide the width (GLM-4.5's defaults: 4096 / 96), no model
+    ships that head width: the quotient rounded down to a multiple of 8."""
+    return width // heads if width % heads == 0 else max(8, width // heads // 8 * 8)
 
 
 def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
@@ -134,7 +141,7 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             explicit = next(iter(widths.values())) // first_heads  # read as None (Ministral): stated
             out["head_dim"] = explicit
         # several widths (a vision tower's embed_dim and its output hidden_size): the narrowest head
-        head_dim = explicit or min(w // first_heads for w in widths.values())
+        head_dim = explicit or min(_derived_head(w, first_heads) for w in widths.values())
         for key, n in heads.items():
             out[key] = min(n, HEADS)
         for key, value in values.items():

@@ -67,3 +67,15 @@ def test_gemma4_full_attention_layers_are_wider(model_type):
                                   "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}}}
     heads = [layer.rope.head_dim for layer in refpos.model_positions(config).layers]
     assert heads == [256, 512]
+
+
+def test_lfm3_conv_layers_have_no_attention():
+    """LFM3's ``conv`` layers run a short convolution in place of attention; its attention layers rotate with
+    the rope dict of their own type."""
+    config = {"model_type": "lfm3", "num_hidden_layers": 3, **GEOMETRY,
+              "layer_types": ["conv", "full_attention", "sliding_attention"],
+              "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                  "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}}}
+    layers = refpos.model_positions(config).layers
+    assert [layer.kind for layer in layers] == ["no_attention", "rope", "rope"]
+    assert [layer.rope.theta for layer in layers[1:]] == [1000000.0, 10000.0]

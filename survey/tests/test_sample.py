@@ -1,6 +1,6 @@
 """The survey's fixed sample, rerun: every sampled model type comes out as the committed table says.
 
-The sample (:func:`survey.__main__.sample`) takes the first two model types, by name, of every (encoding,
+The sample (:func:`survey.__main__.sample`) takes the first model type, by name, of every (encoding,
 status) group of ``survey/results/survey.json``, so each way a model type can come out is run. A row that
 differs means refpos or transformers changed since the table was written: rerun ``tox -e survey`` (or
 ``python -m survey sample --write`` and ``python -m survey render`` for the sample's rows alone).

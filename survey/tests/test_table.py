@@ -17,13 +17,15 @@ ROWS = [row("a", "exact", ["rope"]), row("b", "exact", ["rope"]), row("c", "exac
         row("d", "wrong", ["rope"]), row("e", "refused", ["learned"]), row("f", "not reached", [])]
 
 
-def test_sample_takes_the_first_two_of_every_group():
-    assert sample(ROWS) == ["a", "b", "d", "e", "f"]
+def test_sample_takes_the_first_of_every_group():
+    assert sample(ROWS) == ["a", "d", "e", "f"]
+    assert sample(ROWS, per_group=2) == ["a", "b", "d", "e", "f"]
     assert sample(list(reversed(ROWS))) == sample(ROWS)  # by name, not by order
 
 
 def test_new_types_are_named():
     assert table.new_types(["a", "z", "b"], {"meta": {}, "rows": ROWS}) == ["z"]
+    assert table.new_types([r["model_type"] for r in ROWS], {"meta": {}, "rows": ROWS[1:]}) == ["a"]
 
 
 def test_page_counts_every_status_and_encoding():
@@ -56,3 +58,11 @@ def test_shrinking_keeps_the_head_width_and_the_pattern_phase():
     assert tiny.shrink_dict(values, "default")["vocab_size"] == 128256
     with pytest.raises(ValueError, match="strength"):
         tiny.shrink_dict(values, "huge")
+
+
+def test_a_head_width_the_heads_do_not_divide_is_rounded_to_a_multiple_of_8():
+    """GLM-4.5's defaults (4096 wide, 96 heads, half of each head rotated) would give 42-wide heads and an odd
+    rotary width; heads that divide the width keep their quotient."""
+    shrunk = tiny.shrink_dict({"hidden_size": 4096, "num_attention_heads": 96, "partial_rotary_factor": 0.5}, "tiny")
+    assert shrunk["hidden_size"] == 4 * 40
+    assert tiny.shrink_dict({"hidden_size": 4096, "num_attention_heads": 32}, "tiny")["hidden_size"] == 4 * 128
