@@ -126,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         rows, wall = stored.judge_types(args.dir)
         full = len(rows) == len(catalogue.model_types())
         written = _store(rows, wall, full, f"python -m survey judge ({len(rows)} stored observations)", args.table)
+        if full:
+            from survey import store
+
+            runs = store.timings(args.dir)
+            written["meta"].update(observe_s=sum(r["seconds"] for r in runs), jobs=max((r["jobs"] for r in runs),
+                                   default=1), judge_s=round(wall))
         table.save(written, args.table)
         print("counts:", table.counts(written["rows"]), f"judged in {wall:.0f} s")
         new = table.new_types([t.name for t in catalogue.model_types()], committed)

@@ -25,6 +25,8 @@ from survey import probe, run
 TYPES: dict[str, type] = {cls.__name__: cls for cls in (
     probe.Probe, probe.Run, probe.Call, probe.Lookup, probe.Built, probe.Applied, run.Observation, run.Row)}
 ENVIRONMENT = "environment.json"
+#: how long the observations took: one entry per ``observe`` run (model types, seconds, processes)
+TIMING = "timing.json"
 
 
 def _encode(value: Any, arrays: list[np.ndarray]) -> Any:
@@ -107,3 +109,16 @@ def check_environment(directory: Path, environment: dict[str, str]) -> None:
     if differ:
         raise SystemExit(f"observations in {directory} were made with other versions: "
                          + ", ".join(f"{k} {a} (installed {b})" for k, (a, b) in differ.items()))
+
+
+def add_timing(directory: Path, types: int, seconds: float, jobs: int) -> None:
+    """Record one ``observe`` run's model types, wall-clock seconds and processes."""
+    runs = timings(directory)
+    runs.append({"types": types, "seconds": round(seconds), "jobs": jobs})
+    (directory / TIMING).write_text(json.dumps(runs, indent=1), encoding="utf-8")
+
+
+def timings(directory: Path) -> list[dict[str, int]]:
+    """The ``observe`` runs recorded in ``directory`` (empty when none finished)."""
+    path = directory / TIMING
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []

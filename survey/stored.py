@@ -85,7 +85,9 @@ def observe_types(names: list[str] | None, directory: Path, jobs: int, again: bo
         if pool is not None:
             pool.close()
             pool.join()
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    store.add_timing(directory, len(tasks), wall, jobs)
+    return wall
 
 
 def _observe_task(task: tuple[str, str]) -> tuple[str, float, str]:

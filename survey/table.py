@@ -24,7 +24,7 @@ MEANING = {
     "exact": "refpos's answer for every layer matches what transformers' code computes, within the float32 bound",
     "refused": "refpos declines by name (the model type, or a key or code path it does not model)",
     "wrong": "refpos answers without a refusal, and some layer differs from transformers",
-    "error": "refpos raises an error that is not a refusal on a config transformers builds",
+    "error": "refpos raises an error that is not a refusal on a config transformers builds and runs",
     "not reached": "transformers' side could not be built, run or observed generically (the reason is given)",
 }
 
@@ -77,6 +77,15 @@ def not_run_reasons(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return sorted(found.items(), key=lambda item: (-item[1], item[0]))
 
 
+def _timing(meta: dict[str, Any]) -> str:
+    """How long the run took: observation (in how many processes) and judgement, or one process for both."""
+    if "observe_s" in meta:
+        return (f"transformers observed in {meta['observe_s']} s with {meta.get('jobs', '?')} processes "
+                f"(`python -m survey observe`), refpos judged in {meta.get('judge_s', '?')} s "
+                "(`python -m survey judge`)")
+    return f"{meta.get('wall_s', '?')} s in one process (`{meta.get('command', 'python -m survey run')}`)"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -119,10 +128,17 @@ def render(table: dict[str, Any]) -> str:
     not_run = not_run_reasons(rows)
     if not_run:
         lines += ["", "## Model types the survey does not run", "",
-                  "Where transformers' model could not be run with token ids, its encoding reads `not run`; refpos's "
-                  "answer is still asked (a refusal or an error counts as such), but nothing is compared.", "",
+                  "Where transformers' model could not be run with token ids, its encoding reads `not run`; "
+                  "refpos's answer is still asked (a refusal counts as such; an exception refpos raises on such a "
+                  "config is noted in the row), but nothing is compared.", "",
                   "| why | model types |", "|---|---|"]
         lines += [f"| {why} | {n} |" for why, n in not_run]
+    unreached = [row for row in rows if row["status"] == "not reached"]
+    if unreached:
+        lines += ["", "## Not reached, each with its reason", "",
+                  f"{len(unreached)} of {len(rows)} model types ({100 * len(unreached) / len(rows):.1f} %).", "",
+                  "| model type | why |", "|---|---|"]
+        lines += [f"| `{row['model_type']}` | {_cell(row['cause'][:300])} |" for row in unreached]
     lines += ["", "## Every model type", "",
               "| model type | status | encoding (transformers) | refpos | max error | why | transformers file |",
               "|---|---|---|---|---|---|---|"]
@@ -134,6 +150,5 @@ def render(table: dict[str, Any]) -> str:
                      f"{row['file']} |")
     lines += ["", "## The run", "",
               f"transformers {meta.get('transformers', '?')}, torch {meta.get('torch', '?')}, refpos interface "
-              f"`{meta.get('api', '?')}`; {meta.get('date', '?')}; {meta.get('wall_s', '?')} s in one process "
-              f"(`{meta.get('command', 'python -m survey run')}`).", ""]
+              f"`{meta.get('api', '?')}`; {meta.get('date', '?')}; " + _timing(meta) + ".", ""]
     return "\n".join(lines).rstrip() + "\n"

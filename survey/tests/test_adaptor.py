@@ -1,0 +1,29 @@
+"""The adaptor counts refpos's refusals: Refused and Unknown records, and keys reported as not modelled other
+than masks and scales (no torch needed)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import refpos
+from survey import adaptor
+
+LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
+
+
+def test_a_plain_answer_is_no_refusal_and_a_window_is_a_note():
+    answer = adaptor.resolve({**LLAMA, "sliding_window": 4, "use_sliding_window": True})
+    assert answer.refused is None and answer.error is None and [c.kind for c in answer.layers] == ["rope"] * 2
+
+
+def test_unknown_model_types_and_not_modelled_keys_are_refusals(monkeypatch):
+    assert "is not in the family table" in adaptor.resolve({**LLAMA, "model_type": "no_such"}).refused
+    real = refpos.model_positions
+
+    def with_key(config):
+        answer = real(config)
+        return SimpleNamespace(layers=answer.layers, model_type=answer.model_type,
+                               not_modelled={"attn_logit_softcapping": "a cap", "text_config.rope_foo": "a rule"})
+    monkeypatch.setattr(refpos, "model_positions", with_key)
+    answer = adaptor.resolve(LLAMA)
+    assert answer.refused == "text_config.rope_foo: a rule" and answer.notes == ("attn_logit_softcapping: a cap",)
