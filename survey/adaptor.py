@@ -83,6 +83,12 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         elif r.kind in ("learned", "sinusoidal"):
             layers.append(LayerClaim(*where, r.kind, params={"offset": r.offset, "table_size": r.table_size,
                                                             "sinusoid": r.sinusoid, "dim": r.dim}))
+        elif r.kind == "deberta" and not r.relative_attention:  # the learned absolute table alone (or nothing)
+            layers.append(LayerClaim(*where, "learned", params={"offset": 0, "table_size": r.max_position_embeddings,
+                                                               "sinusoid": None, "dim": None})
+                          if r.position_biased_input else LayerClaim(*where, "none"))
+        elif r.kind == "deberta":  # relative terms the survey has no comparison for; the table claimed or not
+            layers.append(LayerClaim(*where, "other", detail="deberta", params={"absolute": r.position_biased_input}))
         elif r.kind == "refused":
             refused.append(f"{r.stack} layer {r.index}: {r.reason}")
         elif r.kind == "unknown":

@@ -271,13 +271,14 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
 
     def stack_of(path: str) -> str:  # the claimed stack a table or module belongs to
         return stacks[0] if len(stacks) == 1 else role(path)
-    if lookups and not any(c.kind in ABSOLUTE_KINDS for c in resolution.layers):
+    claims_table = any(c.kind in ABSOLUTE_KINDS or c.params.get("absolute") for c in resolution.layers)
+    if lookups and not claims_table:
         for table, offset, rows in lookups:
             verdict.layers.append(LayerResult(stack_of(table), -1, "-", "mismatch", None,
                                               f"transformers reads position table {table} ({rows} rows) at "
                                               f"position + {offset}; refpos resolves no absolute encoding"))
     own = probe.own if probe.own is not None else probe.a
-    if own.positional and not any(c.kind in ABSOLUTE_KINDS for c in resolution.layers):
+    if own.positional and not claims_table:
         for path in own.positional:
             name = probe.positional.get(path, ("?", False))[0]
             verdict.layers.append(LayerResult(stack_of(path), -1, "-", "mismatch", None,

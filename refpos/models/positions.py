@@ -250,7 +250,14 @@ def _known(full: dict[str, Any], cfg: Mapping[str, Any], prefix: str, family: Fa
                        for layer in shape]
             not_modelled[prefix + family.switch.key] = why
             continue
-        stack_layers, stack_report, stack_notes = _stack(full, cfg, reader, family, stack, role, encoding, facts)
+        try:
+            stack_layers, stack_report, stack_notes = _stack(full, cfg, reader, family, stack, role, encoding, facts)
+        except ValueError:  # a config the row says refpos does not model may lack what a modelled one states
+            if not family.unmodelled:
+                raise
+            why = f"{family.model_type}: {family.unmodelled}"
+            stack_layers = [Refused(stack, i, None, reason=why) for i in range(_count(cfg, family))]
+            stack_report, stack_notes = {prefix + "model_type": why}, []
         layers += stack_layers
         not_modelled.update({key: why for key, why in stack_report.items() if key not in reader.used})
         notes += [note for note in stack_notes if note not in notes]

@@ -79,3 +79,20 @@ def test_lfm3_conv_layers_have_no_attention():
     layers = refpos.model_positions(config).layers
     assert [layer.kind for layer in layers] == ["no_attention", "rope", "rope"]
     assert [layer.rope.theta for layer in layers[1:]] == [1000000.0, 10000.0]
+
+
+def test_lara_mini_linear_attention_layers_have_no_positions():
+    """LaRA-mini's ``linear_attention`` layers run a gated delta rule; only its sliding layers rotate."""
+    config = {"model_type": "lara_mini", "num_hidden_layers": 3, **GEOMETRY,
+              "layer_types": ["linear_attention", "sliding_attention", "full_attention"]}
+    assert [layer.kind for layer in refpos.model_positions(config).layers] == ["no_attention", "rope", "none"]
+
+
+def test_t5gemma_nested_stacks_are_refused_by_name():
+    """T5Gemma configures its encoder and decoder under the keys ``encoder`` and ``decoder``: refused by name,
+    not a ValueError about a missing head width."""
+    config = {"model_type": "t5gemma", "encoder": {"num_hidden_layers": 2, "head_dim": 16},
+              "decoder": {"num_hidden_layers": 2, "head_dim": 16}}
+    positions = refpos.model_positions(config)
+    assert {layer.kind for layer in positions.layers} == {"refused"}
+    assert "encoder and a decoder" in positions.not_modelled["model_type"]
