@@ -132,19 +132,21 @@ def main(argv: list[str] | None = None) -> int:
             runs = store.timings(args.dir)
             written["meta"].update(observe_s=sum(r["seconds"] for r in runs), jobs=max((r["jobs"] for r in runs),
                                    default=1), judge_s=round(wall))
-        table.save(written, args.table)
-        print("counts:", table.counts(written["rows"]), f"judged in {wall:.0f} s")
-        new = table.new_types([t.name for t in catalogue.model_types()], committed)
-        if new and committed["rows"]:
-            print(f"new model types (not in the committed table): {', '.join(new)}")
-        return 0
+        return _save_and_report(written, committed, args.table, f"judged in {wall:.0f} s")
 
     full = not args.types
     committed = table.load(args.table)
     rows, wall = run_types(args.types or None)
     written = _store(rows, wall, full, "python -m survey run" + "".join(f" {t}" for t in args.types), args.table)
-    table.save(written, args.table)
-    print("counts:", table.counts(written["rows"]), f"in {wall:.0f} s")
+    return _save_and_report(written, committed, args.table, f"in {wall:.0f} s")
+
+
+def _save_and_report(written: dict[str, Any], committed: dict[str, Any], path: Path, timing: str) -> int:
+    """Write the table, print its counts, and name the model types the committed table did not list."""
+    from survey import catalogue
+
+    table.save(written, path)
+    print("counts:", table.counts(written["rows"]), timing)
     new = table.new_types([t.name for t in catalogue.model_types()], committed)
     if new and committed["rows"]:
         print(f"new model types (not in the committed table): {', '.join(new)}")
