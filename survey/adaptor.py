@@ -63,10 +63,14 @@ def resolve(config: dict[str, Any]) -> Resolution:
 def _from_records(config: dict[str, Any]) -> Resolution:
     """:func:`refpos.model_positions`: one claim per record."""
     import refpos
+    from survey.claims import STACKS
 
     answer = refpos.model_positions(config)
     layers, refused = [], []
+    towers = [r for r in answer.layers if r.stack not in STACKS]  # vision towers: token ids never reach them
     for r in answer.layers:
+        if r.stack not in STACKS:
+            continue
         where = (r.stack, r.index)
         if r.kind in ("rope", "mrope"):
             layers.append(LayerClaim(*where, "rope", rope=r.rope, query_scale=r.query_scale,
@@ -98,7 +102,8 @@ def _from_records(config: dict[str, Any]) -> Resolution:
             layers.append(LayerClaim(*where, "other", detail=r.kind))
     from refpos.models.position_keys import ATTENTION_ONLY
 
-    notes = []
+    notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, not compared (the survey "
+             "runs token ids only)" for stack in dict.fromkeys(r.stack for r in towers)]
     for key, what in answer.not_modelled.items():  # masks and scales are notes; any other key is a refusal
         (notes if key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
     return Resolution(tuple(layers), "; ".join(dict.fromkeys(refused)) or None, None, tuple(notes))

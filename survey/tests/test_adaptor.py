@@ -27,3 +27,16 @@ def test_unknown_model_types_and_not_modelled_keys_are_refusals(monkeypatch):
     monkeypatch.setattr(refpos, "model_positions", with_key)
     answer = adaptor.resolve(LLAMA)
     assert answer.refused == "text_config.rope_foo: a rule" and answer.notes == ("attn_logit_softcapping: a cap",)
+
+
+def test_a_vision_tower_stack_is_noted_not_compared():
+    """Token ids never reach a vision tower: its records are named in a note, the decoder's are claims."""
+    config = {"model_type": "qwen2_vl", "vision_config": {"depth": 2, "embed_dim": 32, "num_heads": 2},
+              "text_config": {"model_type": "qwen2_vl_text", "num_hidden_layers": 2, "hidden_size": 64,
+                              "num_attention_heads": 4, "rope_parameters": {"rope_type": "default",
+                                                                            "rope_theta": 10000.0,
+                                                                            "mrope_section": [2, 3, 3]}}}
+    assert "vision" in refpos.model_positions(config).stacks
+    answer = adaptor.resolve(config)
+    assert answer.error is None and {c.stack for c in answer.layers} == {"decoder"}
+    assert answer.notes[0].startswith("vision stack: 2 layers")
