@@ -6,186 +6,167 @@ Every encoding plugs into one attention pipeline (:func:`self_attention`) throug
 
 Public API
 ----------
-What ``refpos.__all__`` lists is the public API: those names keep their meaning and signature. Three
-subpackages are public as modules, for what they are for: :mod:`refpos.check` (``check_*`` functions),
-:mod:`refpos.golden` (tolerances, the manifest, generate and verify) and :mod:`refpos.testing`
-(Hypothesis strategies, the reference adapter). Everything else (the modules of ``refpos.core``,
-``refpos.encodings``, ``refpos.rope``, ``refpos.models``, ``refpos.pipeline``, ``refpos.tools``,
-``refpos.cli``, and any name that starts with ``_``) is importable and documented, but internal: it may
-move between releases.
+The rule: ``refpos.__all__`` holds only what a first program needs, and names every subpackage as the
+way in to the rest. A first program runs attention with an encoding (:func:`self_attention` and its
+:class:`AttentionWeights`, :func:`attention`, :class:`Encoding`), rotates with RoPE (:func:`apply_rope`,
+:class:`RopeConfig`, :func:`rope_config_from_params`, :func:`rope_frequencies`, :func:`rope_cos_sin`),
+resolves a model's config.json (:func:`model_positions`), chooses the array library and reads the result
+back (:func:`set_backend`, :func:`use_backend`, :func:`to_numpy`), and redoes the worked example
+(:func:`worked_example`). Everything else is public in its subpackage, whose own ``__all__`` lists it:
+
+* :mod:`refpos.encodings` — every encoding other than RoPE: its class (``ALiBi``, ``T5``, ``NoPE``, …)
+  and its functions (``alibi_slopes``, ``t5_bucket``, …);
+* :mod:`refpos.rope` — RoPE beyond the essentials: ``Rope``, ``DroPE``, the other forms, the scaling rules;
+* :mod:`refpos.models` — reading a config.json: ``from_hf_config``, ``hf_layers``, ``ModelPositions``, …;
+* :mod:`refpos.core` — softmax's masks, chunked attention, the heads of grouped-query attention;
+* :mod:`refpos.pipeline` — the attention layer and the worked example's text;
+* :mod:`refpos.backend` — the array libraries (``BACKENDS``, ``get_xp``, ``array_namespace``, …);
+* :mod:`refpos.check` — ``check_*``: compare a candidate with the reference and name its mistake;
+* :mod:`refpos.golden` — tolerances, comparison and the manifest of golden outputs;
+* :mod:`refpos.testing` — the Hypothesis strategies and profiles, the reference adapter.
+
+A subpackage re-exports no name that is also one of its modules (``refpos.core.softmax`` is the module,
+so the function is ``refpos.core.softmax.softmax``; likewise ``refpos.encodings.sinusoidal.sinusoidal``
+and ``refpos.encodings.xpos.xpos``). Names in these ``__all__`` lists keep their meaning and signature.
+The other modules (``refpos.tools``, ``refpos.cli``, the modules of each subpackage beyond its
+``__all__``, and any name that starts with ``_``) are importable and documented, but internal: they may
+move between releases. docs/api.md lists the front door and each subpackage's names.
+
+Names that moved out of the front door, and top-level modules that moved into subpackages, still resolve
+for one more release: ``refpos.alibi_slopes`` or ``refpos.adapter`` returns the object from its home in
+``MOVED`` with a :class:`DeprecationWarning` that names the home. They are not in ``__all__`` nor in
+``dir(refpos)``.
 
 The layers, each importing only from those before it: :mod:`refpos.backend`, :mod:`refpos.validation`,
 :mod:`refpos.parallel`, :mod:`refpos.encoding` → :mod:`refpos.core` (attention), :mod:`refpos.encodings`,
 :mod:`refpos.rope` → :mod:`refpos.models` (a model's config.json) → :mod:`refpos.pipeline` →
 :mod:`refpos.golden` → :mod:`refpos.check` → :mod:`refpos.testing`, :mod:`refpos.tools` → :mod:`refpos.cli`
-(the only code that parses arguments or prints).
+(the only code that parses arguments or prints). The front door imports layers 0-4; :mod:`refpos.golden`,
+:mod:`refpos.check` and :mod:`refpos.testing` are imported when first used (``refpos.check``).
 """
 
-from refpos.backend import BACKENDS, array_namespace, backend_name, get_xp, set_backend, to_numpy, use_backend
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import warnings
+from typing import Any
+
+from refpos import backend as backend  # the module: the home of the backend names
+from refpos.backend import set_backend, to_numpy, use_backend
 from refpos.core.attention import attention
-from refpos.core.chunked import chunked_attention
-from refpos.core.heads import merge_heads, repeat_kv, split_heads
-from refpos.core.softmax import causal_mask, chunked_causal_mask, sliding_window_mask, softmax
-from refpos.encoding import Encoding, NoPE
-from refpos.encodings.distance import DistanceBias, distance_bias, relative_positions
-from refpos.encodings.learned import LearnedAbsolute, learned_lookup
+from refpos.encoding import Encoding
+from refpos.models import model_positions
 from refpos.pipeline.layer import AttentionWeights, self_attention
-from refpos.pipeline.worked_example import explain_text, worked_example
-
-# --- encodings other than RoPE ---
-# isort: split
-from refpos.encodings.alibi import ALiBi, alibi_bias, alibi_bias_from_positions, alibi_slopes
-from refpos.encodings.cope import CoPE, cope_gates, cope_logits, cope_position_logits, cope_positions
-from refpos.encodings.deberta import (
-    DeBERTa,
-    deberta_attention_logits,
-    deberta_c2p_terms,
-    deberta_log_buckets,
-    deberta_p2c_terms,
-    deberta_position_projection,
-    deberta_relative_index,
-)
-from refpos.encodings.fire import FIRE, fire_bias, fire_features
-from refpos.encodings.kerple import KERPLE, kerple_bias
-from refpos.encodings.sandwich import Sandwich, sandwich_bias
-from refpos.encodings.shaw import Shaw, shaw_index, shaw_key_terms, shaw_value_terms, skew, unskew
-from refpos.encodings.sinusoidal import (
-    Sinusoidal,
-    interleaved_to_concat_permutation,
-    sinusoidal,
-    sinusoidal_frequencies,
-    sinusoidal_shift_matrix,
-)
-from refpos.encodings.t5 import T5, t5_bias, t5_bucket
-from refpos.encodings.txl import TransformerXL, txl_position_scores, txl_position_table, txl_rel_shift, txl_scores
-from refpos.encodings.xpos import XPos, xpos
-
-# --- RoPE ---
-# isort: split
-from refpos.rope import (
-    DroPE,
-    DynamicNTKState,
-    Rope,
-    RopeConfig,
-    apply_rope,
-    apply_rope_complex,
-    half_to_interleaved_permutation,
-    interleaved_to_half_permutation,
-    permute_qk_heads,
-    rms_norm,
-    rope_config_from_params,
-    rope_cos_sin,
-    rope_frequencies,
-    rope_rotation_matrix,
-    softmax_multiplier,
-)
-
-# --- a model's positions from its config.json ---
-# isort: split
-from refpos.models import (
-    ModelPositions,
-    UnknownFamilyWarning,
-    from_hf_config,
-    hf_layer,
-    hf_layer_types,
-    hf_layers,
-    model_positions,
-)
+from refpos.pipeline.worked_example import worked_example
+from refpos.rope import RopeConfig, apply_rope, rope_config_from_params, rope_cos_sin, rope_frequencies
 
 __version__ = "0.1.0"
 
+#: the subpackages named by the front door; those of layers 5+ are imported on first use
+SUBPACKAGES = ("backend", "check", "core", "encodings", "golden", "models", "pipeline", "rope", "testing")
+
 __all__ = [
-    "BACKENDS",
-    "FIRE",
-    "KERPLE",
-    "T5",
-    "ALiBi",
     "AttentionWeights",
-    "CoPE",
-    "DeBERTa",
-    "DistanceBias",
-    "DroPE",
-    "DynamicNTKState",
     "Encoding",
-    "LearnedAbsolute",
-    "ModelPositions",
-    "NoPE",
-    "Rope",
     "RopeConfig",
-    "Sandwich",
-    "Shaw",
-    "Sinusoidal",
-    "TransformerXL",
-    "UnknownFamilyWarning",
-    "XPos",
-    "alibi_bias",
-    "alibi_bias_from_positions",
-    "alibi_slopes",
+    "__version__",
     "apply_rope",
-    "apply_rope_complex",
-    "array_namespace",
     "attention",
-    "backend_name",
-    "causal_mask",
-    "chunked_attention",
-    "chunked_causal_mask",
-    "cope_gates",
-    "cope_logits",
-    "cope_position_logits",
-    "cope_positions",
-    "deberta_attention_logits",
-    "deberta_c2p_terms",
-    "deberta_log_buckets",
-    "deberta_p2c_terms",
-    "deberta_position_projection",
-    "deberta_relative_index",
-    "distance_bias",
-    "explain_text",
-    "fire_bias",
-    "fire_features",
-    "from_hf_config",
-    "get_xp",
-    "half_to_interleaved_permutation",
-    "hf_layer",
-    "hf_layer_types",
-    "hf_layers",
-    "interleaved_to_concat_permutation",
-    "interleaved_to_half_permutation",
-    "kerple_bias",
-    "learned_lookup",
-    "merge_heads",
     "model_positions",
-    "permute_qk_heads",
-    "relative_positions",
-    "repeat_kv",
-    "rms_norm",
     "rope_config_from_params",
     "rope_cos_sin",
     "rope_frequencies",
-    "rope_rotation_matrix",
-    "sandwich_bias",
     "self_attention",
     "set_backend",
-    "shaw_index",
-    "shaw_key_terms",
-    "shaw_value_terms",
-    "sinusoidal",
-    "sinusoidal_frequencies",
-    "sinusoidal_shift_matrix",
-    "skew",
-    "sliding_window_mask",
-    "softmax",
-    "softmax_multiplier",
-    "split_heads",
-    "t5_bias",
-    "t5_bucket",
     "to_numpy",
-    "txl_position_scores",
-    "txl_position_table",
-    "txl_rel_shift",
-    "txl_scores",
-    "unskew",
     "use_backend",
     "worked_example",
-    "xpos",
+    *SUBPACKAGES,
 ]
+
+
+def _homes(home: str, *names: str) -> dict[str, str]:
+    """``{name: "home.name"}``: names that moved, each to the same name in ``home``."""
+    return {name: f"{home}.{name}" for name in names}
+
+
+#: the one table of deprecated aliases: ``refpos.<old name>`` -> the dotted path of the same object
+#: (``pkgutil.resolve_name`` reads it); each resolves with a DeprecationWarning for one more release
+MOVED: dict[str, str] = {
+    **_homes("refpos.backend", "BACKENDS", "array_namespace", "backend_name", "get_xp"),
+    **_homes(
+        "refpos.core",
+        "causal_mask", "chunked_attention", "chunked_causal_mask", "merge_heads", "repeat_kv",
+        "sliding_window_mask", "split_heads",
+    ),
+    **_homes("refpos.core.softmax", "softmax"),
+    **_homes(
+        "refpos.encodings",
+        "ALiBi", "CoPE", "DeBERTa", "DistanceBias", "FIRE", "KERPLE", "LearnedAbsolute", "NoPE", "Sandwich",
+        "Shaw", "Sinusoidal", "T5", "TransformerXL", "XPos",
+        "alibi_bias", "alibi_bias_from_positions", "alibi_slopes",
+        "cope_gates", "cope_logits", "cope_position_logits", "cope_positions",
+        "deberta_attention_logits", "deberta_c2p_terms", "deberta_log_buckets", "deberta_p2c_terms",
+        "deberta_position_projection", "deberta_relative_index",
+        "distance_bias", "relative_positions", "fire_bias", "fire_features", "kerple_bias", "learned_lookup",
+        "sandwich_bias", "shaw_index", "shaw_key_terms", "shaw_value_terms", "skew", "unskew",
+        "interleaved_to_concat_permutation", "sinusoidal_frequencies", "sinusoidal_shift_matrix",
+        "t5_bias", "t5_bucket", "txl_position_scores", "txl_position_table", "txl_rel_shift", "txl_scores",
+    ),
+    **_homes("refpos.encodings.sinusoidal", "sinusoidal"),
+    **_homes("refpos.encodings.xpos", "xpos"),
+    **_homes(
+        "refpos.models",
+        "ModelPositions", "UnknownFamilyWarning", "from_hf_config", "hf_layer", "hf_layer_types", "hf_layers",
+    ),
+    **_homes("refpos.pipeline", "explain_text"),
+    **_homes(
+        "refpos.rope",
+        "DroPE", "DynamicNTKState", "Rope", "apply_rope_complex", "half_to_interleaved_permutation",
+        "interleaved_to_half_permutation", "permute_qk_heads", "rms_norm", "rope_rotation_matrix",
+        "softmax_multiplier",
+    ),
+    # top-level modules that moved into subpackages
+    "absolute": "refpos.encodings.sinusoidal",
+    "adapter": "refpos.testing.adapter",
+    "alibi": "refpos.encodings.alibi",
+    "bench": "refpos.tools.bench",
+    "certify": "refpos.golden.certify",
+    "chunked": "refpos.core.chunked",
+    "cope": "refpos.encodings.cope",
+    "diagnosis": "refpos.check.diagnosis",
+    "diagnosis_tables": "refpos.check.tables",
+    "golden_cases": "refpos.golden.cases",
+    "golden_cli": "refpos.golden.generate",
+    "golden_rope": "refpos.golden.rope_cases",
+    "golden_scenarios": "refpos.golden.scenarios",
+    "heads": "refpos.core.heads",
+    "hypothesis_profiles": "refpos.testing.profiles",
+    "measure": "refpos.tools.measure",
+    "npy": "refpos.golden.npy",
+    "plots": "refpos.tools.plots",
+    "relative": "refpos.encodings.shaw",
+    "strategies": "refpos.testing.strategies",
+    "tolerance": "refpos.golden.tolerance",
+    "txl": "refpos.encodings.txl",
+}
+
+
+def deprecation_message(name: str) -> str:
+    """What ``refpos.<name>`` warns: the alias is deprecated, and where the object lives."""
+    return f"refpos.{name} is a deprecated alias of {MOVED[name]}: import it from there"
+
+
+def __getattr__(name: str) -> Any:
+    """A subpackage on first use; a name of :data:`MOVED` from its home, with a DeprecationWarning."""
+    if name in SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in MOVED:
+        warnings.warn(deprecation_message(name), DeprecationWarning, stacklevel=2)
+        return pkgutil.resolve_name(MOVED[name])
+    raise AttributeError(f"module 'refpos' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

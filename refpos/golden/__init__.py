@@ -12,4 +12,36 @@
 * :mod:`~refpos.golden.cases`, :mod:`~refpos.golden.deberta_cases`, :mod:`~refpos.golden.rope_cases`,
   :mod:`~refpos.golden.scenarios` — the committed cases;
 * :mod:`~refpos.golden.generate` — generate and verify a golden directory.
+
+``__all__`` is this package's public API: the tolerances, the comparison, and reading a golden directory.
+Generating and verifying one is :func:`refpos.golden.generate.generate` and
+:func:`refpos.golden.generate.verify` (``refpos golden``): they share their module's name, which stays a module.
 """
+
+from refpos.golden.compare import allowed_error, within
+from refpos.golden.manifest import GoldenError, default_golden_dir, find_case, load_arrays, load_manifest, read_case
+from refpos.golden.tolerance import (
+    angle_error_bound,
+    correct_error,
+    integer_tolerance,
+    probability_tolerance,
+    rope_tolerance,
+    value_tolerance,
+)
+
+__all__ = [
+    "GoldenError",
+    "allowed_error",
+    "angle_error_bound",
+    "correct_error",
+    "default_golden_dir",
+    "find_case",
+    "integer_tolerance",
+    "load_arrays",
+    "load_manifest",
+    "probability_tolerance",
+    "read_case",
+    "rope_tolerance",
+    "value_tolerance",
+    "within",
+]

@@ -186,21 +186,48 @@ def test_modules_stay_readable_in_size():
 
 def test_no_public_name_hides_a_module():
     """``refpos.attention`` is the function; no module ``refpos.attention`` hides behind it (the modules
-    live in subpackages), and a subpackage's ``__init__`` re-exports no name that is also a module."""
+    live in subpackages), and no package's ``__all__`` names a function that shares a module's name: a name
+    in ``__all__`` that is also a module of the package is that module (``refpos.encodings``)."""
     import importlib
     import pkgutil
 
     import refpos
 
-    hidden = [name for name in refpos.__all__ if importlib.util.find_spec(f"refpos.{name}") is not None]
-    assert not hidden, f"front-door names that are also modules of refpos: {hidden}"
-    for info in pkgutil.iter_modules(refpos.__path__):
-        if not info.ispkg or info.name == "tests":
-            continue
-        package = importlib.import_module(f"refpos.{info.name}")
-        submodules = {m.name for m in pkgutil.iter_modules(package.__path__)}
-        clash = sorted(submodules & set(getattr(package, "__all__", [])))
-        assert not clash, f"refpos.{info.name} exports names that are also its modules: {clash}"
+    hidden = {}
+    for package in [refpos, *(importlib.import_module(f"refpos.{info.name}") for info in pkgutil.iter_modules(
+            refpos.__path__) if info.ispkg and info.name != "tests")]:
+        for name in getattr(package, "__all__", []):
+            module = f"{package.__name__}.{name}"
+            if importlib.util.find_spec(module) is not None and getattr(package, name) is not importlib.import_module(
+                    module):
+                hidden[module] = getattr(package, name)
+    assert not hidden, f"public names that hide a module of the same name: {hidden}"
+
+
+#: the most names the front door may hold (einops: 9; a newcomer's first program needs about fifteen)
+FRONT_DOOR_MOST = 25
+API_PAGE = PACKAGE.parent / "docs" / "api.md"
+
+
+def test_the_front_door_is_small_and_every_name_is_documented():
+    """``refpos.__all__`` stays a front door (at most ``FRONT_DOOR_MOST`` names); docs/api.md describes each of
+    its names and each name of every subpackage's ``__all__``, and every public subpackage has an ``__all__``
+    whose names resolve."""
+    import importlib
+
+    import refpos
+
+    assert len(refpos.__all__) <= FRONT_DOOR_MOST, f"{len(refpos.__all__)} front-door names: move some out"
+    page = API_PAGE.read_text(encoding="utf8")
+    undocumented = [f"refpos.{name}" for name in refpos.__all__ if f"`refpos.{name}`" not in page]
+    for sub in refpos.SUBPACKAGES:
+        package = importlib.import_module(f"refpos.{sub}")
+        assert hasattr(package, "__all__"), f"refpos.{sub} has no __all__"
+        for name in package.__all__:
+            getattr(package, name)  # resolves
+            if f"`{name}`" not in page:
+                undocumented.append(f"refpos.{sub}.{name}")
+    assert not undocumented, f"names of the public API that docs/api.md does not describe: {undocumented}"
 
 
 def private_imports(path: Path) -> list[tuple[int, str]]:
