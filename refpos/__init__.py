@@ -32,10 +32,10 @@ The other modules (``refpos.tools``, ``refpos.cli``, the modules of each subpack
 ``__all__``, and any name that starts with ``_``) are importable and documented, but internal: they may
 move between releases. docs/api.md lists the front door and each subpackage's names.
 
-Names that moved out of the front door, and top-level modules that moved into subpackages, still resolve
-for one more release: ``refpos.alibi_slopes`` or ``refpos.adapter`` returns the object from its home in
-``MOVED`` with a :class:`DeprecationWarning` that names the home. They are not in ``__all__`` nor in
-``dir(refpos)``.
+Deprecated aliases: each name of :data:`MOVED` (a name of a subpackage, ``refpos.alibi_slopes``, or a
+module of one, ``refpos.adapter`` for ``refpos.testing.adapter``) resolves as ``refpos.<name>`` to the object
+at its home, with a :class:`DeprecationWarning` that names the home, until refpos 0.2. No alias is in
+``__all__`` nor in ``dir(refpos)``.
 
 The layers, each importing only from those before it: :mod:`refpos.backend`, :mod:`refpos.validation`,
 :mod:`refpos.parallel`, :mod:`refpos.encoding` → :mod:`refpos.core` (attention), :mod:`refpos.encodings`,
@@ -92,7 +92,7 @@ def _homes(home: str, *names: str) -> dict[str, str]:
 
 
 #: the one table of deprecated aliases: ``refpos.<old name>`` -> the dotted path of the same object
-#: (``pkgutil.resolve_name`` reads it); each resolves with a DeprecationWarning for one more release
+#: (``pkgutil.resolve_name`` reads it); each resolves with a DeprecationWarning until refpos 0.2
 MOVED: dict[str, str] = {
     **_homes("refpos.backend", "BACKENDS", "array_namespace", "backend_name", "get_xp"),
     **_homes(
@@ -127,7 +127,7 @@ MOVED: dict[str, str] = {
         "interleaved_to_half_permutation", "permute_qk_heads", "rms_norm", "rope_rotation_matrix",
         "softmax_multiplier",
     ),
-    # top-level modules that moved into subpackages
+    # modules of subpackages, by their top-level names
     "absolute": "refpos.encodings.sinusoidal",
     "adapter": "refpos.testing.adapter",
     "alibi": "refpos.encodings.alibi",

@@ -22,12 +22,12 @@ CuPy is imported only when it is asked for.
 Examples
 --------
 >>> import refpos
->>> refpos.backend_name()
+>>> refpos.backend.backend_name()
 'numpy'
 >>> with refpos.use_backend("array_api_strict") as xp:
-...     print(refpos.backend_name(), xp.__name__)
+...     print(refpos.backend.backend_name(), xp.__name__)
 array_api_strict array_api_strict
->>> refpos.backend_name()
+>>> refpos.backend.backend_name()
 'numpy'
 """
 
@@ -46,6 +46,20 @@ BACKENDS = ("numpy", "cupy", "array_api_strict")
 #: an array of any backend's namespace (NumPy, CuPy, array-api-strict): the one type refpos's signatures use for
 #: arrays (the array API standard has no runtime array type to check against)
 Array: TypeAlias = Any
+
+__all__ = [
+    "BACKENDS",
+    "Array",
+    "array_namespace",
+    "backend_name",
+    "device_of",
+    "get_xp",
+    "is_cupy_namespace",
+    "is_numpy_namespace",
+    "set_backend",
+    "to_numpy",
+    "use_backend",
+]
 
 _default: str | None = None  # the process default, resolved lazily so that REFPOS_BACKEND is read at first use
 #: the backend a ``with use_backend(...)`` block chose in this context (None: the process default)

@@ -150,7 +150,7 @@ INFO = {"name": "partial", "dtype": "float64"}
 def softmax(logits, mask=None, fully_masked="zeros"):
     if fully_masked != "zeros":
         raise NotImplementedError("only the 'zeros' policy")
-    return _out(refpos.softmax(_in(logits), mask=_in(mask)))
+    return _out(refpos.core.softmax.softmax(_in(logits), mask=_in(mask)))
 '''
 
 

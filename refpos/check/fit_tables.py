@@ -70,7 +70,7 @@ def fit_alibi(candidate: np.ndarray, reference_slopes: np.ndarray, atol: np.ndar
     else:
         best = None
         for name in FORMS:
-            unit = np.asarray(to_numpy(refpos.alibi_bias_from_positions(
+            unit = np.asarray(to_numpy(refpos.encodings.alibi_bias_from_positions(
                 np_ns().asarray(np.ones(1)), np_ns().asarray(q_positions), np_ns().asarray(k_positions),
                 form=name)))[0]  # (Tq, Tk): the bias of slope 1
             power = float(np.sum(unit * unit))
@@ -163,7 +163,7 @@ def fit_sinusoid(candidate: np.ndarray, positions: np.ndarray, *, dim: int, base
     from refpos.encodings.sinusoidal import LAYOUTS
     from refpos.pairs import pair_channels
 
-    omega = np.asarray(to_numpy(refpos.sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=np_ns())))
+    omega = np.asarray(to_numpy(refpos.encodings.sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=np_ns())))
     best = None
     for lay in [layout] + [other for other in LAYOUTS if other != layout]:
         _, _, sin_ch, cos_ch = pair_channels(lay, dim)
@@ -229,8 +229,8 @@ def _sinusoid_rule(omega: np.ndarray, bound: np.ndarray, dim: int, base: float, 
         fitted_base = math.exp(-slope * (dim / 2 if name == "paper" else dim / 2 - 1))
         tried.append((name, fitted_base))
         try:
-            formula = np.asarray(to_numpy(refpos.sinusoidal_frequencies(dim, base=fitted_base, spacing=name,
-                                                                         xp=np_ns())))
+            formula = np.asarray(to_numpy(refpos.encodings.sinusoidal_frequencies(dim, base=fitted_base, spacing=name,
+                                                                                  xp=np_ns())))
         except (ValueError, TypeError):
             continue
         if np.all(np.abs(formula[use] - omega[use]) <= bound[use] + 1e-13 * formula[use]):
@@ -279,7 +279,7 @@ def fit_t5(candidate: np.ndarray, rel: np.ndarray, *, bidirectional: bool, num_b
     import refpos
 
     def buckets(offsets: np.ndarray, **keys: Any) -> np.ndarray:
-        return np.asarray(to_numpy(refpos.t5_bucket(np_ns().asarray(offsets), **keys)))
+        return np.asarray(to_numpy(refpos.encodings.t5_bucket(np_ns().asarray(offsets), **keys)))
 
     config = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
     top = int(candidate.max()) + 1 if candidate.size else num_buckets
@@ -295,8 +295,9 @@ def fit_deberta(candidate: np.ndarray, rel: np.ndarray, *, position_buckets: int
     import refpos
 
     def buckets(offsets: np.ndarray, **keys: Any) -> np.ndarray:
-        return np.asarray(to_numpy(refpos.deberta_log_buckets(np_ns().asarray(offsets), keys["position_buckets"],
-                                                              keys["max_relative_positions"])))
+        return np.asarray(to_numpy(refpos.encodings.deberta_log_buckets(np_ns().asarray(offsets),
+                                                                        keys["position_buckets"],
+                                                                        keys["max_relative_positions"])))
 
     config = {"position_buckets": position_buckets, "max_relative_positions": max_relative_positions}
     choices = {"position_buckets": _values(position_buckets, [2**k for k in range(3, 10)]),

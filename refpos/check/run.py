@@ -271,7 +271,7 @@ def check_alibi(candidate: Any, n: int, *, q_len: int | None = None, k_len: int 
         return tables_stream.stream_alibi(raw, n, form, dtype, head_dim, progress)
     cand = np.asarray(raw, dtype=np.float64)
     same_shape(cand, (n,), f"slopes for --heads {n}")
-    reference = np.asarray(to_numpy(refpos.alibi_slopes(n, xp=np_ns())))
+    reference = np.asarray(to_numpy(refpos.encodings.alibi_slopes(n, xp=np_ns())))
     atol = np.asarray(tol.value_tolerance(dtype, reference))
     result = {"target": "alibi", "dtype": dtype, **_summary(cand, reference, atol)}
     result["diagnosis"] = [] if result["ok"] else [*non_finite(cand, reference), *diagnose_alibi(

@@ -54,7 +54,7 @@ def diagnose_alibi(candidate: np.ndarray, n: int, *, q_len: int | None = None, k
     """ALiBi catalogue for slopes ``(n,)`` or a bias ``(n, Tq, Tk)``."""
     import refpos
 
-    ref_slopes = _np(refpos.alibi_slopes(n, xp=np_ns()))
+    ref_slopes = _np(refpos.encodings.alibi_slopes(n, xp=np_ns()))
     slope_mutants: list[tuple[str, str, np.ndarray]] = [
         ("alibi_closed_form_slopes", f"slopes equal the naive closed form 2^(−8h/{n}) for every head (right only "
          "for a power-of-two head count; the official recurrence interleaves a second geometric group)",
@@ -69,13 +69,13 @@ def diagnose_alibi(candidate: np.ndarray, n: int, *, q_len: int | None = None, k
                               "was added before the 1/√d scale (Falcon order)", ref_slopes / math.sqrt(head_dim)))
     if candidate.ndim == 1:
         return _try(candidate, atol, [(m, e, (lambda s=s: s)) for m, e, s in slope_mutants], ref_slopes)
-    reference = _np(refpos.alibi_bias(n, q_len, k_len, form=form, xp=np_ns()))
+    reference = _np(refpos.encodings.alibi_bias(n, q_len, k_len, form=form, xp=np_ns()))
 
     def bias_of(slopes: np.ndarray, bias_form: str) -> np.ndarray:
-        base = _np(refpos.alibi_bias(1, q_len, k_len, form=bias_form, xp=np_ns()))[0] / ref_slopes_one
+        base = _np(refpos.encodings.alibi_bias(1, q_len, k_len, form=bias_form, xp=np_ns()))[0] / ref_slopes_one
         return slopes[:, None, None] * base
 
-    ref_slopes_one = float(_np(refpos.alibi_slopes(1, xp=np_ns()))[0])
+    ref_slopes_one = float(_np(refpos.encodings.alibi_slopes(1, xp=np_ns()))[0])
     mutants = [(m, e, (lambda s=s: bias_of(s, form))) for m, e, s in slope_mutants]
     for other in ALIBI_FORMS:
         if other != form:
@@ -91,8 +91,8 @@ def diagnose_t5(candidate: np.ndarray, rel: np.ndarray, *, bidirectional: bool, 
     import refpos
 
     def bucket(r: np.ndarray, bidi: bool) -> np.ndarray:
-        return _np(refpos.t5_bucket(np_ns().asarray(r), bidirectional=bidi, num_buckets=num_buckets,
-                                    max_distance=max_distance))
+        return _np(refpos.encodings.t5_bucket(np_ns().asarray(r), bidirectional=bidi, num_buckets=num_buckets,
+                                              max_distance=max_distance))
 
     reference = bucket(rel, bidirectional)
     mutants = [
@@ -127,7 +127,7 @@ def diagnose_deberta(candidate: np.ndarray, rel: np.ndarray, *, position_buckets
     import refpos
 
     def bucket(r: np.ndarray) -> np.ndarray:
-        return _np(refpos.deberta_log_buckets(np_ns().asarray(r), position_buckets, max_relative_positions))
+        return _np(refpos.encodings.deberta_log_buckets(np_ns().asarray(r), position_buckets, max_relative_positions))
 
     reference = bucket(rel)
     mutants = [
@@ -155,8 +155,8 @@ def diagnose_sinusoid(candidate: np.ndarray, positions: np.ndarray, *, dim: int,
     import refpos
 
     def table(lay: str = layout, sp: str = spacing, offset: int = 0) -> np.ndarray:
-        return _np(refpos.sinusoidal(np_ns().asarray(positions), dim, base=base, layout=lay, spacing=sp,
-                                     offset=offset))
+        return _np(refpos.encodings.sinusoidal.sinusoidal(np_ns().asarray(positions), dim, base=base, layout=lay,
+                                                          spacing=sp, offset=offset))
 
     reference = table()
     other_layout = "concat" if layout == "interleaved" else "interleaved"

@@ -4,15 +4,18 @@ A bias ``(H, Tq, Tk)`` or a bucket table ``(Tq, Tk)`` at 32k positions is gigaby
 (:mod:`refpos.check.stream`), the candidate is read memory-mapped and compared block by block along its
 rows (query rows; table positions), each block with its own reference and its own tolerance:
 
-=========  ============================  ===================================================  ==============
-family     rows ``(L, T, D)``            reference of a block                                 position of a row
-=========  ============================  ===================================================  ==============
-alibi      ``(H, Tq, Tk)``               :func:`refpos.alibi_bias_from_positions` on its      ``Tk − Tq + i``
-                                         heads' slopes and its queries (the same products)
-t5         ``(…, Tq, Tk)``               :func:`refpos.t5_bucket` of its relative positions    the row ``i``
-deberta    ``(…, Tq, Tk)``               :func:`refpos.deberta_log_buckets` of its ``δ``       the row ``i``
-sinusoid   ``(…, T, dim)``               :func:`refpos.sinusoidal` of its positions           its position
-=========  ============================  ===================================================  ==============
+=========  ====================  ======================================================  =================
+family     rows ``(L, T, D)``    reference of a block                                    position of a row
+=========  ====================  ======================================================  =================
+alibi      ``(H, Tq, Tk)``       :func:`refpos.encodings.alibi_bias_from_positions` on   ``Tk − Tq + i``
+                                 its heads' slopes and its queries (the same products)
+t5         ``(…, Tq, Tk)``       :func:`refpos.encodings.t5_bucket` of its relative      the row ``i``
+                                 positions
+deberta    ``(…, Tq, Tk)``       :func:`refpos.encodings.deberta_log_buckets` of its     the row ``i``
+                                 ``δ``
+sinusoid   ``(…, T, dim)``       :func:`refpos.encodings.sinusoidal.sinusoidal` of its   its position
+                                 positions
+=========  ====================  ======================================================  =================
 
 Each entry of a block is the same number the whole-array reference holds (every formula here is
 elementwise), so the blockwise verdict is the whole-array one; the tests compare both. The tolerances
@@ -66,7 +69,7 @@ def relative_grid(q_len: int, k_len: int, *, query_minus_key: bool = False) -> n
     """``rel[i, j] = j − (k_len − q_len + i)`` ``(q_len, k_len)`` without the memory of the grid
     (``query_minus_key``: its negative, DeBERTa's ``δ = query − key``).
 
-    Queries are aligned to the end of the keys (as :func:`refpos.alibi_bias`). Every row is the row
+    Queries are aligned to the end of the keys (as :func:`refpos.encodings.alibi_bias`). Every row is the row
     above shifted by one, so the grid is a read-only strided view of one line of ``q_len + k_len − 1``
     values ``line[t] = t − (k_len − 1)``: ``rel[i, j] = line[j + q_len − 1 − i]``.
     """
@@ -108,14 +111,15 @@ def stream_alibi(raw: np.ndarray, n: int, form: str, dtype: str, head_dim: int |
     import refpos
 
     _, q_len, k_len = raw.shape
-    slopes = np.asarray(to_numpy(refpos.alibi_slopes(n, xp=np_ns())))  # (n,)
+    slopes = np.asarray(to_numpy(refpos.encodings.alibi_slopes(n, xp=np_ns())))  # (n,)
     q_positions = np.arange(k_len - q_len, k_len, dtype=np.int64)  # (Tq,): aligned to the end of the keys
     k_positions = np.arange(k_len, dtype=np.int64)  # (Tk,)
     rows_positions = np.broadcast_to(q_positions, (n, q_len))  # (L = n, T = Tq): the query of each row
 
     def reference_of(lead: slice, rows: slice, rule: str = dtype) -> tuple[np.ndarray, np.ndarray]:
-        bias = refpos.alibi_bias_from_positions(np_ns().asarray(slopes[lead]), np_ns().asarray(q_positions[rows]),
-                                                np_ns().asarray(k_positions), form=form)
+        bias = refpos.encodings.alibi_bias_from_positions(np_ns().asarray(slopes[lead]),
+                                                          np_ns().asarray(q_positions[rows]),
+                                                          np_ns().asarray(k_positions), form=form)
         reference = np.asarray(to_numpy(bias))  # (k, rows, Tk)
         return reference, np.asarray(tol.value_tolerance(rule, reference))
 
@@ -125,7 +129,7 @@ def stream_alibi(raw: np.ndarray, n: int, form: str, dtype: str, head_dim: int |
         return result
     last = max(1, min(q_len, SAMPLE_ELEMENTS // max(1, n * k_len)))  # the last query rows
     cand = np.asarray(raw[:, q_len - last:, :], dtype=np.float64)  # (n, last, Tk)
-    reference = np.asarray(to_numpy(refpos.alibi_bias(n, last, k_len, form=form, xp=np_ns())))
+    reference = np.asarray(to_numpy(refpos.encodings.alibi_bias(n, last, k_len, form=form, xp=np_ns())))
     atol = np.asarray(tol.value_tolerance(dtype, reference))
     result["diagnosis"] = [*tally.non_finite(), *diagnose_alibi(cand, n, q_len=last, k_len=k_len, form=form,
                                                                 atol=atol, head_dim=head_dim)]
@@ -181,8 +185,8 @@ def stream_t5(cand: np.ndarray, rel: np.ndarray, bidirectional: bool, num_bucket
     import refpos
 
     def buckets(r: np.ndarray) -> np.ndarray:
-        return np.asarray(to_numpy(refpos.t5_bucket(np_ns().asarray(r), bidirectional=bidirectional,
-                                                    num_buckets=num_buckets, max_distance=max_distance)))
+        return np.asarray(to_numpy(refpos.encodings.t5_bucket(np_ns().asarray(r), bidirectional=bidirectional,
+                                                              num_buckets=num_buckets, max_distance=max_distance)))
 
     keys = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
     return _stream_buckets("t5", cand, rel, buckets, partial(diagnose_t5, **keys), progress, partial(fit_t5, **keys))
@@ -194,8 +198,8 @@ def stream_deberta(cand: np.ndarray, rel: np.ndarray, position_buckets: int, max
     import refpos
 
     def buckets(r: np.ndarray) -> np.ndarray:
-        return np.asarray(to_numpy(refpos.deberta_log_buckets(np_ns().asarray(r), position_buckets,
-                                                              max_relative_positions)))
+        return np.asarray(to_numpy(refpos.encodings.deberta_log_buckets(np_ns().asarray(r), position_buckets,
+                                                                        max_relative_positions)))
 
     keys = {"position_buckets": position_buckets, "max_relative_positions": max_relative_positions}
     return _stream_buckets("deberta", cand, rel, buckets, partial(diagnose_deberta, **keys), progress,
@@ -210,11 +214,11 @@ def stream_sinusoid(raw: np.ndarray, positions: np.ndarray, dim: int, base: floa
 
     rows = _rows(raw)  # (L, T, dim)
     rows_positions = positions.reshape(rows.shape[:-1])  # (L, T)
-    freqs = np.asarray(to_numpy(refpos.sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=np_ns())))
+    freqs = np.asarray(to_numpy(refpos.encodings.sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=np_ns())))
 
     def table(at: np.ndarray) -> np.ndarray:
-        return np.asarray(to_numpy(refpos.sinusoidal(np_ns().asarray(at), dim, base=base, layout=layout,
-                                                     spacing=spacing)))
+        return np.asarray(to_numpy(refpos.encodings.sinusoidal.sinusoidal(np_ns().asarray(at), dim, base=base,
+                                                                          layout=layout, spacing=spacing)))
 
     def reference_of(lead: slice, block: slice, rule: str = dtype) -> tuple[np.ndarray, np.ndarray]:
         at = rows_positions[lead, block]  # (k, rows)

@@ -5,7 +5,7 @@ kind of layer with its parameters (a RoPE's resolved fields and frequencies, ALi
 buckets, a learned or sinusoidal table's length and offset, ...), then whether the resolution is complete:
 each key it does not model with what it does, every refused layer with its reason, and for a family the
 table does not know, what its config does not state. ``--json`` prints
-:meth:`refpos.ModelPositions.describe`; ``--strict`` makes anything incomplete an error (exit 2).
+:meth:`refpos.models.ModelPositions.describe`; ``--strict`` makes anything incomplete an error (exit 2).
 
 ``--assume KEY=VALUE`` (repeatable) states the conventions of a ``model_type`` the family table does not
 know: ``--assume family=llama`` resolves it as that family, ``--assume encoding=rope --assume layout=half``

@@ -128,7 +128,7 @@ def _report_lines(not_modelled: dict[str, str], unused: list[str], notes: list[s
 def run(args: argparse.Namespace) -> int:
     """Resolve and print; bad input raises ValueError / TypeError (exit status 2 in ``refpos.cli``).
 
-    Without ``--layer-type``: the layer schedule (:func:`refpos.hf_layers`) and each distinct RoPE; a config
+    Without ``--layer-type``: the layer schedule (:func:`refpos.models.hf_layers`) and each distinct RoPE; a config
     that does not give its layer count is resolved per layer type, without a schedule.
     """
     if args.layer_type is None:

@@ -39,8 +39,8 @@ def _frequencies_from_config(path: str, seq_len: int | None) -> tuple[Any, float
     import refpos
 
     try:
-        layer_types = refpos.hf_layer_types(path) or (None,)
-        ropes = [refpos.from_hf_config(path, layer_type=lt) for lt in layer_types]
+        layer_types = refpos.models.hf_layer_types(path) or (None,)
+        ropes = [refpos.models.from_hf_config(path, layer_type=lt) for lt in layer_types]
     except (KeyError, TypeError) as exc:
         raise ValueError(f"--config {path} does not resolve: {exc}") from None
     tables = [refpos.rope_frequencies(r, seq_len=seq_len, xp="numpy") for r in ropes]

@@ -127,7 +127,7 @@ def attention_steps(
     value_terms: Callable[[Array], Array] | None = None, fully_masked: str = "zeros",
     block_terms: bool = False,
 ) -> AttentionSteps:
-    """Check every argument of :func:`attention` (and of :func:`refpos.chunked_attention`) once.
+    """Check every argument of :func:`attention` (and of :func:`refpos.core.chunked_attention`) once.
 
     ``block_terms=True`` lets ``bias`` and ``mask`` be functions of a block's query and key indices
     (checked when called); otherwise they must be arrays that broadcast to the logits without

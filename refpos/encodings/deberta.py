@@ -12,7 +12,7 @@ position keys ``K_r`` and position queries ``Q_r``; each (query ``i``, key ``j``
 with ``n`` the number of terms in ``pos_att_type`` and ``b`` the log buckets (DeBERTa-v2/v3,
 :func:`deberta_log_buckets`) or the identity (DeBERTa-v1, and v2 without ``position_buckets``).
 DeBERTa's relative position is **query minus key**, the opposite of refpos's ``rel = key − query``
-(:func:`refpos.relative_positions`); both terms read the same row ``idx_ij``.
+(:func:`refpos.encodings.relative_positions`); both terms read the same row ``idx_ij``.
 
 The parameters carry the names of the config keys they come from (``config.json`` of a DeBERTa model):
 ``position_buckets``, ``max_relative_positions``, ``max_position_embeddings``, ``pos_att_type``,

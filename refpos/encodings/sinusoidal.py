@@ -143,7 +143,7 @@ def sinusoidal(
 def interleaved_to_concat_permutation(dim: int, *, xp: Any = None) -> Array:
     """Channel indices ``perm`` with ``concat == interleaved[..., perm]``: ``[0, 2, 4, …, 1, 3, 5, …]``.
 
-    Deprecated alias: this is the permutation of :func:`refpos.interleaved_to_half_permutation` (the
+    Deprecated alias: this is the permutation of :func:`refpos.rope.interleaved_to_half_permutation` (the
     sinusoid's ``concat`` places pairs as RoPE's ``half`` does); new code can write
     ``refpos.layout_permutation(dim, "interleaved", "concat")``.
     """

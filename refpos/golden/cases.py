@@ -17,6 +17,7 @@ import numpy as np
 
 import refpos
 from refpos.backend import get_xp, to_numpy
+from refpos.encodings import distance_bias, shaw_key_terms, sinusoidal_frequencies, txl_position_table
 from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 from refpos.golden import certify as cert
 from refpos.golden.entries import tolerance_integer, tolerance_rope, tolerance_value
@@ -105,8 +106,9 @@ def sinusoid_cases() -> list[Case]:
                                  (8, "concat", "tensor2tensor"), (128, "interleaved", "paper"),
                                  (128, "concat", "tensor2tensor")]:
         cid = f"sinusoid/{layout}-{spacing}-d{dim}"
-        table = to_np(refpos.sinusoidal(as_xp(positions), dim, base=10000.0, layout=layout, spacing=spacing))
-        freqs = to_np(refpos.sinusoidal_frequencies(dim, base=10000.0, spacing=spacing))
+        table = to_np(refpos.encodings.sinusoidal.sinusoidal(as_xp(positions), dim, base=10000.0, layout=layout,
+                                                             spacing=spacing))
+        freqs = to_np(sinusoidal_frequencies(dim, base=10000.0, spacing=spacing))
         tolerance = tolerance_rope(positions, freqs, np.ones(positions.size))
         cases.append(Case(
             cid, "sinusoid", "sinusoidal",
@@ -130,7 +132,7 @@ def mp_slopes(n: int) -> list[Any]:
 def alibi_cases() -> list[Case]:
     cases = []
     for n in (1, 3, 6, 8, 12, 32, 112):
-        slopes = to_np(refpos.alibi_slopes(n))
+        slopes = to_np(refpos.encodings.alibi_slopes(n))
         cases.append(Case(
             f"alibi/slopes-n{n}", "alibi", "alibi_slopes",
             f"ALiBi slopes for {n} heads (official recurrence, docs/alibi.md#the-math)",
@@ -138,7 +140,7 @@ def alibi_cases() -> list[Case]:
             {"slopes": Output(slopes, tolerance_value(slopes), lambda n=n: (mp_slopes(n), 0.0))}))
     n, q_len, k_len = 12, 4, 9
     for form in ALIBI_FORMS:
-        bias = to_np(refpos.alibi_bias(n, q_len, k_len, form=form))
+        bias = to_np(refpos.encodings.alibi_bias(n, q_len, k_len, form=form))
 
         def exact(form: str = form) -> tuple[Any, float]:
             slopes = mp_slopes(n)
@@ -181,7 +183,8 @@ def t5_cases() -> list[Case]:
     cases = []
     rel = np.arange(-300, 301, dtype=np.int64)
     for bidirectional, nb, md in [(True, 32, 128), (False, 32, 128), (True, 64, 256)]:
-        buckets = to_np(refpos.t5_bucket(as_xp(rel), bidirectional=bidirectional, num_buckets=nb, max_distance=md))
+        buckets = to_np(refpos.encodings.t5_bucket(as_xp(rel), bidirectional=bidirectional, num_buckets=nb,
+                                                   max_distance=md))
         kind = "bidirectional" if bidirectional else "causal"
         cases.append(Case(
             f"t5/bucket-{kind}-{nb}-{md}", "t5", "t5_bucket",
@@ -195,8 +198,8 @@ def t5_cases() -> list[Case]:
     cid = "t5/bias-decoder-cached"
     table = rng_for(cid).standard_normal((32, 4))
     qpos, kpos = np.arange(5, 8, dtype=np.int64), np.arange(8, dtype=np.int64)
-    bias = to_np(refpos.t5_bias(as_xp(table), as_xp(qpos), as_xp(kpos), bidirectional=False,
-                                max_distance=128))
+    bias = to_np(refpos.encodings.t5_bias(as_xp(table), as_xp(qpos), as_xp(kpos), bidirectional=False,
+                                          max_distance=128))
     cases.append(Case(cid, "t5", "t5_bias", "T5 bias, causal, 3 new queries after a cache of 5"
                       " (docs/relative.md#t5)",
                       {"call": call("t5_bias", ["bias"], In("table"), In("q_positions"), In("k_positions"),
@@ -223,9 +226,9 @@ def relative_cases() -> list[Case]:
     q, k, v = (rng.standard_normal((h, t, d)) for _ in range(3))
     w_k, w_v = rng.standard_normal((5, d)), rng.standard_normal((5, d))
     qx, kx = as_xp(q), as_xp(k)
-    enc = refpos.Shaw(as_xp(w_k), as_xp(w_v), 2)
+    enc = refpos.encodings.Shaw(as_xp(w_k), as_xp(w_v), 2)
     xp_pos = as_xp(pos)
-    key = to_np(refpos.shaw_key_terms(qx, as_xp(w_k), xp_pos, xp_pos, 2))
+    key = to_np(shaw_key_terms(qx, as_xp(w_k), xp_pos, xp_pos, 2))
     out = to_np(refpos.attention(qx, kx, as_xp(v), qk_terms=enc.qk_terms(qx, kx, xp_pos, xp_pos),
                                value_terms=enc.value_terms(xp_pos, xp_pos)))
     cases.append(Case(cid, "shaw", "shaw_attention",
@@ -239,13 +242,13 @@ def relative_cases() -> list[Case]:
     rng = rng_for(cid)
     qlen, klen = 3, 6
     qh, kh = rng.standard_normal((h, qlen, d)), rng.standard_normal((h, klen, d))
-    r_table = to_np(refpos.txl_position_table(klen, d))
+    r_table = to_np(txl_position_table(klen, d))
     w_r = rng.standard_normal((d, h * d)) / np.sqrt(d)
     # an input is data: built with NumPy whatever the backend (a GPU's sin/cos may differ by an ulp)
-    r_table_input = to_np(refpos.txl_position_table(klen, d, xp="numpy"))
+    r_table_input = to_np(txl_position_table(klen, d, xp="numpy"))
     rk = np.transpose((r_table_input @ w_r).reshape(klen, h, d), (1, 0, 2))  # (H, klen, d)
     u, v = rng.standard_normal((h, d)), rng.standard_normal((h, d))
-    scores = to_np(refpos.txl_scores(as_xp(qh), as_xp(kh), as_xp(rk), as_xp(u), as_xp(v)))
+    scores = to_np(refpos.encodings.txl_scores(as_xp(qh), as_xp(kh), as_xp(rk), as_xp(u), as_xp(v)))
     cases.append(Case(cid, "txl", "txl_scores", "Transformer-XL logits, 3 memory tokens, future keys -inf"
                       " (docs/relative.md#transformer-xl)",
                       {"call": call("txl_scores", ["scores"], In("q"), In("k"), In("r_head_k"), In("u"), In("v"))},
@@ -258,7 +261,7 @@ def relative_cases() -> list[Case]:
         rng = rng_for(cid)
         r1, r2 = rng.uniform(0.0, 2.0, 4), rng.uniform(0.0, 1.0, 4)
         r1[0] = 0.001  # below the 0.01 clamp
-        bias = to_np(refpos.kerple_bias(as_xp(r1), as_xp(r2), as_xp(pos), as_xp(pos), kind=kind))
+        bias = to_np(refpos.encodings.kerple_bias(as_xp(r1), as_xp(r2), as_xp(pos), as_xp(pos), kind=kind))
         cases.append(Case(cid, "kerple", "kerple_bias", f"KERPLE {kind} kernel bias, 4 heads"
                           " (docs/other-encodings.md#kerple)",
                           {"call": call("kerple_bias", ["bias"], In("r1"), In("r2"), In("positions"),
@@ -270,7 +273,8 @@ def relative_cases() -> list[Case]:
     w1, b1 = rng.standard_normal(16), rng.standard_normal(16)
     w2, b2 = rng.standard_normal((4, 16)), rng.standard_normal(4)
     fpos = np.arange(12, dtype=np.int64)
-    bias = to_np(refpos.fire_bias(as_xp(fpos), as_xp(fpos), as_xp(w1), as_xp(b1), as_xp(w2), as_xp(b2), c=0.1, L=8.0))
+    bias = to_np(refpos.encodings.fire_bias(as_xp(fpos), as_xp(fpos), as_xp(w1), as_xp(b1), as_xp(w2), as_xp(b2),
+                                            c=0.1, L=8.0))
     cases.append(Case(cid, "fire", "fire_bias", "FIRE bias, MLP width 16, 4 heads, L = 8"
                       " (docs/other-encodings.md#fire)",
                       {"call": call("fire_bias", ["bias"], In("positions"), In("positions"), In("w1"), In("b1"),
@@ -283,8 +287,8 @@ def relative_cases() -> list[Case]:
     xq, xk = rng.standard_normal((h, t, d)), rng.standard_normal((h, t, d))
     xpos_pos = np.array([0, 1, 2, 100, 1000, 4000], dtype=np.int64)
     center = t // 2
-    yq = to_np(refpos.xpos(as_xp(xq), as_xp(xpos_pos), is_query=True, center=center))
-    yk = to_np(refpos.xpos(as_xp(xk), as_xp(xpos_pos), is_query=False, center=center))
+    yq = to_np(refpos.encodings.xpos.xpos(as_xp(xq), as_xp(xpos_pos), is_query=True, center=center))
+    yk = to_np(refpos.encodings.xpos.xpos(as_xp(xk), as_xp(xpos_pos), is_query=False, center=center))
     w = 10000.0 ** (-np.arange(0, d, 2) / d)
     cases.append(Case(cid, "xpos", "xpos", "xPos rotated and scaled query and key, γ = 512, centre T//2"
                       " (docs/other-encodings.md#xpos)",
@@ -295,7 +299,7 @@ def relative_cases() -> list[Case]:
                        "k": Output(yk, tolerance_rope(xpos_pos, w, 2 * np.abs(yk).max(axis=(0, 2))))}))
 
     cid = "sandwich/bias-d8-h4"
-    bias = to_np(refpos.sandwich_bias(as_xp(pos), as_xp(pos), 8, 4, causal=True))
+    bias = to_np(refpos.encodings.sandwich_bias(as_xp(pos), as_xp(pos), 8, 4, causal=True))
     cases.append(Case(cid, "sandwich", "sandwich_bias", "Sandwich bias, head_dim 8, 4 heads, causal"
                       " (docs/other-encodings.md#sandwich)",
                       {"call": call("sandwich_bias", ["bias"], In("positions"), In("positions"), 8, 4, True)},
@@ -304,23 +308,23 @@ def relative_cases() -> list[Case]:
     cid = "cope/logits-npos4"
     rng = rng_for(cid)
     cq, ck, e = rng.standard_normal((h, t, d)), rng.standard_normal((h, t, d)), rng.standard_normal((d, 4))
-    logits = to_np(refpos.cope_logits(as_xp(cq), as_xp(ck), as_xp(e), as_xp(pos), as_xp(pos)))
+    logits = to_np(refpos.encodings.cope_logits(as_xp(cq), as_xp(ck), as_xp(e), as_xp(pos), as_xp(pos)))
     cases.append(Case(cid, "cope", "cope_logits", "CoPE logits, 4 table positions, future keys -inf"
                       " (docs/other-encodings.md#cope)",
                       {"call": call("cope_logits", ["logits"], In("q"), In("k"), In("e"))},
                       {"q": cq, "k": ck, "e": e}, {"logits": Output(logits, _scaled(logits))}))
 
     cid = "distance/seed-bias"
-    bias = to_np(refpos.distance_bias(as_xp(pos), as_xp(pos), alpha=1.0))
+    bias = to_np(distance_bias(as_xp(pos), as_xp(pos), alpha=1.0))
     cases.append(Case(cid, "distance", None, "the worked example's distance bias -|i - j|"
                       " (docs/relative.md#the-distance-bias)",
-                      {"reference": "refpos.distance_bias", "alpha": 1.0}, {"positions": pos},
+                      {"reference": "refpos.encodings.distance_bias", "alpha": 1.0}, {"positions": pos},
                       {"bias": Output(bias, tolerance_value(bias))}))
 
     cid = "learned/lookup"
     table = rng_for(cid).standard_normal((10, 4))
     lpos = np.array([0, 3, 9, 2], dtype=np.int64)
-    rows = to_np(refpos.learned_lookup(as_xp(table), as_xp(lpos)))
+    rows = to_np(refpos.encodings.learned_lookup(as_xp(table), as_xp(lpos)))
     cases.append(Case(cid, "learned", "learned_lookup", "learned absolute rows E[p] (docs/learned.md#the-math)",
                       {"call": call("learned_lookup", ["rows"], In("table"), In("positions"))},
                       {"table": table, "positions": lpos}, {"rows": Output(rows, tolerance_value(rows))}))

@@ -1,8 +1,8 @@
 """Golden cases of DeBERTa's relative positions (docs/deberta.md): log buckets and disentangled logits.
 
-* ``deberta/buckets-<position_buckets>-<max_relative_positions>``: :func:`refpos.deberta_log_buckets` of
+* ``deberta/buckets-<position_buckets>-<max_relative_positions>``: :func:`refpos.encodings.deberta_log_buckets` of
   ``δ = query − key`` over a range of relative positions (256/512 is DeBERTa-v3's config), integers;
-* ``deberta/logits-…``: :func:`refpos.deberta_attention_logits` of seeded q, k and projected position
+* ``deberta/logits-…``: :func:`refpos.encodings.deberta_attention_logits` of seeded q, k and projected position
   tables, with the index and the unscaled c2p and p2c terms as further outputs: a bucketed case (the
   v2/v3 rule, the log range inside the sequence) and one without buckets (DeBERTa-v1's clipping).
 
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 import refpos
+from refpos.encodings import deberta_c2p_terms, deberta_p2c_terms, deberta_relative_index
 from refpos.golden import certify as cert
 from refpos.golden.cases import In, as_xp, call, rng_for, to_np
 from refpos.golden.entries import tolerance_integer, tolerance_value
@@ -42,7 +43,7 @@ def bucket_cases() -> list[Case]:
     for position_buckets, m, reach in [(256, 512, 520), (8, 64, 80), (3, 9, 30)]:
         far = np.array([2 * m, 4 * m, 100 * m], dtype=np.int64)  # beyond m − 1 the buckets keep growing
         rel = np.concatenate([-far[::-1], np.arange(-reach, reach + 1, dtype=np.int64), far])
-        buckets = to_np(refpos.deberta_log_buckets(as_xp(rel), position_buckets, m))
+        buckets = to_np(refpos.encodings.deberta_log_buckets(as_xp(rel), position_buckets, m))
         cases.append(Case(
             f"deberta/buckets-{position_buckets}-{m}", "deberta", "deberta_log_buckets",
             f"DeBERTa log buckets of δ = query − key, {position_buckets} buckets, max_relative_positions {m}, "
@@ -93,11 +94,11 @@ def logits_cases() -> list[Case]:
         positions = np.arange(t, dtype=np.int64)
         settings = {"position_buckets": position_buckets, "max_relative_positions": m}
         xpos = as_xp(positions)
-        logits = to_np(refpos.deberta_attention_logits(as_xp(q), as_xp(k), as_xp(pos_key), as_xp(pos_query), xpos,
-                                                       xpos, pos_att_type=terms, **settings))
-        index = to_np(refpos.deberta_relative_index(xpos, xpos, **settings)).astype(np.int64)
-        c2p = to_np(refpos.deberta_c2p_terms(as_xp(q), as_xp(pos_key), as_xp(index)))
-        p2c = to_np(refpos.deberta_p2c_terms(as_xp(k), as_xp(pos_query), as_xp(index)))
+        logits = to_np(refpos.encodings.deberta_attention_logits(as_xp(q), as_xp(k), as_xp(pos_key), as_xp(pos_query),
+                                                                 xpos, xpos, pos_att_type=terms, **settings))
+        index = to_np(deberta_relative_index(xpos, xpos, **settings)).astype(np.int64)
+        c2p = to_np(deberta_c2p_terms(as_xp(q), as_xp(pos_key), as_xp(index)))
+        p2c = to_np(deberta_p2c_terms(as_xp(k), as_xp(pos_query), as_xp(index)))
         rule = "log buckets" if position_buckets > 0 else "no buckets, δ clipped to [−m, m − 1]"
         cases.append(Case(
             cid, "deberta", "deberta_attention_logits",

@@ -94,11 +94,11 @@ def local_attention_cases() -> list[Case]:
         rng = rng_for(case_id)
         q, k, v = rng.standard_normal((1, 4, t_q, 4)), rng.standard_normal((1, 2, 8, 4)), rng.standard_normal(
             (1, 2, 8, 4))
-        allowed = refpos.causal_mask(t_q, 8)
+        allowed = refpos.core.causal_mask(t_q, 8)
         if window is not None:
-            allowed = allowed & refpos.sliding_window_mask(t_q, 8, window)
+            allowed = allowed & refpos.core.sliding_window_mask(t_q, 8, window)
         if chunk is not None:
-            allowed = allowed & refpos.chunked_causal_mask(t_q, 8, chunk)
+            allowed = allowed & refpos.core.chunked_causal_mask(t_q, 8, chunk)
         out = to_np(refpos.attention(as_xp(q), as_xp(k), as_xp(v), mask=as_xp(to_np(allowed))))
         cases.append(Case(case_id, "local_attention", "local_attention",
                           f"{description}; 4 query heads on 2 key/value heads, queries aligned to the end of the keys",

@@ -10,7 +10,7 @@ or one per layer type), three cases share the config and the resolved parameters
   per pair ``(T, m)`` (``A·cos φ``, ``A·sin φ``); the layout's table repeats each column.
 * ``rope/<model>/apply`` — ``apply_rope(x, positions, rope, seq_len)`` of a seeded ``x (T, D)``.
 
-When the layers of a config differ (:func:`refpos.hf_layers`: layers without RoPE, a query scaled by
+When the layers of a config differ (:func:`refpos.models.hf_layers`: layers without RoPE, a query scaled by
 position), one more case per distinct layer kind, ``rope/<model>/layers/<layer type>-<kind>``: the query
 that layer kind hands to attention, ``query_scale(p)·rotated(x)`` (or ``query_scale(p)·x`` without RoPE),
 with the layer indices, the schedule line and the not-modelled report in its parameters.
@@ -158,7 +158,7 @@ def distinct_ropes(config: dict[str, Any], resolved: Any) -> dict[str | None, An
     ropes = {layer.layer_type: layer.rope for layer in resolved if layer.kind in ("rope", "mrope")}
     if not ropes:
         return {}
-    per_type = refpos.hf_layer_types(config)
+    per_type = refpos.models.hf_layer_types(config)
     if not per_type:
         return {None: next(iter(ropes.values()))}
     return {layer_type: ropes[layer_type] for layer_type in per_type if layer_type in ropes}
@@ -269,7 +269,7 @@ def boundary_cases() -> list[Case]:
     configs = model_configs()
     for name in ("microsoft/Phi-3-mini-128k-instruct", "microsoft/Phi-3.5-mini-instruct",
                  "microsoft/Phi-4-mini-instruct"):
-        rope = refpos.from_hf_config(configs[name]["config"])
+        rope = refpos.models.from_hf_config(configs[name]["config"])
         orig = rope.original_max_position_embeddings
         for length in (orig - 1, orig, orig + 1):
             branch = "long" if length > orig else "short"
@@ -297,13 +297,13 @@ def boundary_cases() -> list[Case]:
                                  lambda x=x, params=params, length=length, positions=positions: cert.mp_apply(
                                      x, params, *cert.mp_cos_sin(positions, cert.mp_inv_freq(params, length),
                                                                  cert.mp_attention_factor(params, length))))}))
-    rope = refpos.from_hf_config(DYNAMIC_CONFIG)
+    rope = refpos.models.from_hf_config(DYNAMIC_CONFIG)
     for length in (None, 4096, 4097, 5000, 6000, 8192, 9000):
         cases.append(_frequency_case(
             rope, f"rope-boundary/dynamic-ntk/L{length}",
             f"dynamic NTK (factor 2, L_max 4096) at seq_len {length}: plain RoPE up to L_max, "
             "then the base grows", length, {"config": DYNAMIC_CONFIG}))
-    state = refpos.DynamicNTKState(rope)
+    state = refpos.rope.DynamicNTKState(rope)
     thetas, tables = [], []
     for length in DYNAMIC_HISTORY:
         tables.append(to_np(state.update(length)))

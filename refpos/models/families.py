@@ -65,7 +65,7 @@ the stacks and the facts of the encodings other than RoPE (``encoding``, ``stack
 
 The layouts were read from each file's rotate / apply functions; the other columns from the attention
 ``forward``, the position-embedding modules and the config classes of the families that differ. For a
-``model_type`` missing from the table, :func:`refpos.from_hf_config` resolves the layout ``"half"`` and RoPE
+``model_type`` missing from the table, :func:`refpos.models.from_hf_config` resolves the layout ``"half"`` and RoPE
 on every layer *assumed* (the resolution says so, not modelled, and :func:`warn_assumed` issues an
 :class:`UnknownFamilyWarning`); :func:`refpos.model_positions` resolves only what the config states and
 reports the rest as unknown.

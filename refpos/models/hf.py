@@ -67,7 +67,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *, per_layer: b
                  family: Family | None = None) -> tuple[RopeConfig, list[str]]:
     """One resolution of a loaded config, and what ``strict=True`` refuses in it (the not-modelled keys,
     and unused keys named "rope"/"rotary"). ``per_layer``: the caller resolves the layer schedule and
-    query scale itself (:func:`refpos.hf_layers`), so they are not reported here. ``family``: the row to
+    query scale itself (:func:`refpos.models.hf_layers`), so they are not reported here. ``family``: the row to
     resolve with instead of the config's own (conventions a caller states for an unknown family)."""
     cfg, prefix, parent_model_type = language_config(cfg)
     r = Resolver(cfg, prefix, layer_type, parent_model_type, family=family)
@@ -120,7 +120,7 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
     strict : bool
         Raise ``ValueError`` when the resolution is not complete: a key that changes positions or attention
         is not modelled (``not_modelled``; this includes the layer schedule of families where not every
-        layer rotates: :func:`refpos.hf_layers` resolves it), or an unused key is named "rope"/"rotary".
+        layer rotates: :func:`refpos.models.hf_layers` resolves it), or an unused key is named "rope"/"rotary".
     layer_type : str, optional
         For per-layer-type configs: which layer's RoPE (see the module docstring, rule 5).
 

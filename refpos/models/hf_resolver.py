@@ -1,4 +1,4 @@
-"""The steps of :func:`refpos.from_hf_config`: one :class:`Resolver` per resolution, one method per rule.
+"""The steps of :func:`refpos.models.from_hf_config`: one :class:`Resolver` per resolution, one method per rule.
 
 The rules themselves, numbered, are the docstring of :mod:`refpos.models.hf`; this module is their code. A
 resolver reads keys of one (text) config through :meth:`Resolver.top` and :meth:`Resolver.from_rope`, which
@@ -114,7 +114,7 @@ class Resolver:
             self.used.add(self.rope_path)
             self.siblings = [f"{self.prefix}{key}.{k}" for k in rope if k != self.layer_type]
             if rope[self.layer_type] is None:
-                raise ValueError(f"layer type {self.layer_type!r} has no RoPE (null): use refpos.NoPE")
+                raise ValueError(f"layer type {self.layer_type!r} has no RoPE (null): use refpos.encodings.NoPE")
             self.rope_source = rope[self.layer_type]
             self.rope = dict(self.rope_source)
         else:

@@ -145,7 +145,7 @@ def hf_layers(config_or_path: Any, *, strict: bool = False) -> LayerSchedule:
     Parameters
     ----------
     config_or_path : mapping or path
-        As :func:`refpos.from_hf_config`.
+        As :func:`refpos.models.from_hf_config`.
     strict : bool
         Raise ``ValueError`` when something the config asks for is not modelled.
 

@@ -1,4 +1,4 @@
-"""M-RoPE and vision RoPE from transformers configs (the multi-axis part of :func:`refpos.from_hf_config`).
+"""M-RoPE and vision RoPE from transformers configs (the multi-axis part of :func:`refpos.models.from_hf_config`).
 
 Text M-RoPE, as transformers 5.24 resolves it (``models/*/configuration_*.py`` and the text rotary
 modules of each family):

@@ -1,10 +1,10 @@
 """The config keys that change positions or attention: the explicit list behind "not modelled".
 
-A resolution (:func:`refpos.from_hf_config`, :func:`refpos.hf_layers`) reads some keys of a config.json and
-leaves the rest unused. Most unused keys are harmless for positions (``vocab_size``, ``hidden_act``); the
-keys listed here are not: each changes where or how a query meets a key. When one of them is *active* in a
-config (its value turns the behaviour on) and the resolution did not model it, the resolution reports it as
-*not modelled*, with the effect written here, and ``strict=True`` makes that an error.
+A resolution (:func:`refpos.models.from_hf_config`, :func:`refpos.models.hf_layers`) reads some keys of a
+config.json and leaves the rest unused. Most unused keys are harmless for positions (``vocab_size``,
+``hidden_act``); the keys listed here are not: each changes where or how a query meets a key. When one of them
+is *active* in a config (its value turns the behaviour on) and the resolution did not model it, the resolution
+reports it as *not modelled*, with the effect written here, and ``strict=True`` makes that an error.
 
 Activity rules (``ACTIVE``):
 
@@ -149,7 +149,7 @@ def not_modelled_report(r: Any, unused: list[str], rope_type: str, *,
     if family and not per_layer_done and (family.rope_layers != "all" or family.query_scale or family.no_attention):
         what = "not every layer rotates" if family.rope_layers != "all" else \
             "the query is scaled by position" if family.query_scale else "some layers have no attention (no positions)"
-        gaps.append(f"{family.model_type}: {what} (refpos.hf_layers resolves each layer)")
+        gaps.append(f"{family.model_type}: {what} (refpos.models.hf_layers resolves each layer)")
     if gaps:
         report[r.prefix + "model_type"] = "; ".join(gaps)
     return report

@@ -8,7 +8,7 @@ r"""``model_positions``: every layer of every stack of a transformers config, wh
         ──> one record per layer (refpos.models.records): RoPE, M-RoPE, ALiBi, T5, learned, sinusoidal,
             DeBERTa, none, no attention, refused, unknown
 
-RoPE and attention without positions go through the layer schedule (:func:`refpos.hf_layers`'s rules:
+RoPE and attention without positions go through the layer schedule (:func:`refpos.models.hf_layers`'s rules:
 which layers rotate, query scales, layers without attention); the other encodings read their stack's
 geometry and the family's facts (:mod:`refpos.models.stacks`).
 

@@ -88,7 +88,7 @@ def family_slopes(n_heads: int, facts: AlibiFacts,
                   max_bias: float = 8.0) -> tuple[tuple[float, ...], tuple[float, ...]]:
     r"""The family's slopes: exact, and as its code computes them (in float32, then rounded to its dtype).
 
-    ``recurrence``: the official recurrence (:func:`refpos.alibi_slopes`), which BLOOM and Falcon compute as
+    ``recurrence``: the official recurrence (:func:`refpos.encodings.alibi_slopes`), which BLOOM and Falcon compute as
     powers of a float32 base: :math:`\hat m_h = \mathrm{fl}_{32}(\mathrm{fl}_{32}(b)^h)`, :math:`b = 2^{-8/c}`
     (and :math:`2^{-4/c}` for the extra heads); ``mpt``: over the next power of two :math:`n' \ge n`,
     :math:`m_h = 2^{-\beta h / n'}` (:math:`h = 1 … n'`, :math:`\beta` = ``alibi_bias_max``), the odd entries

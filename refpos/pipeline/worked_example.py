@@ -126,5 +126,5 @@ def explain_text() -> str:
     s.append("the interleaved sinusoid's row 1 is " + ", ".join(f"{v:.4f}" for v in exact_sinusoid_row1)
              + ",")
     s.append("not [1, 0, 1, 0]; and the story's rows 0 and 2 are equal, so its P cannot tell position 0")
-    s.append("from position 2. (refpos.sinusoidal gives the real table.)")
+    s.append("from position 2. (refpos.encodings.sinusoidal.sinusoidal gives the real table.)")
     return "\n".join(s)

@@ -22,7 +22,7 @@ Derived fields are filled in on construction:
 * ``factor`` of ``yarn`` / ``longrope`` when absent: ``max_position_embeddings /
   original_max_position_embeddings`` (HF); ``proportional``: 1.
 
-``provenance``, ``unused_keys`` and ``notes`` are metadata filled by :func:`refpos.from_hf_config`; they
+``provenance``, ``unused_keys`` and ``notes`` are metadata filled by :func:`refpos.models.from_hf_config`; they
 take no part in equality or hashing.
 
 Examples

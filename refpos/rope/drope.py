@@ -15,7 +15,7 @@ Options of the official code: RMSNorm (weights 1 at load) over the **full projec
 temperature is applied at long context; recalibration budgets (0.5–2 % of pretraining tokens) and
 benchmark numbers quoted by secondary sources. Weights and training are out of scope here.
 
-NoPE is :class:`refpos.NoPE` (or ``encoding=None``): order reaches the model only through the causal mask.
+NoPE is :class:`refpos.encodings.NoPE` (or ``encoding=None``): order reaches the model only through the causal mask.
 
 Examples
 --------

@@ -15,7 +15,7 @@ Examples
 >>> rope = refpos.RopeConfig(head_dim=4)
 >>> w = refpos.AttentionWeights.identity(4, xp=np)
 >>> x = np.random.default_rng(0).standard_normal((3, 4))
->>> out, trace = refpos.self_attention(x, w, encoding=refpos.Rope(rope), causal=True)
+>>> out, trace = refpos.self_attention(x, w, encoding=refpos.rope.Rope(rope), causal=True)
 >>> sorted(k for k in trace if k.endswith("_rot"))
 ['K_rot', 'Q_rot']
 """

@@ -124,7 +124,7 @@ def softmax_multiplier(rope: RopeConfig) -> float:
 
     For a rule with a non-zero ``mscale_all_dim`` ``k_a`` (yarn); 1 otherwise. It multiplies every logit
     (``qk_head_dim^{-1/2}`` times it), separately from ``A``: DeepSeek-V3 1.8738542070926265,
-    DeepSeek-V2-Lite 1.5896261651208736. :class:`refpos.Rope` applies it when
+    DeepSeek-V2-Lite 1.5896261651208736. :class:`refpos.rope.Rope` applies it when
     ``rope.softmax_mscale`` is set.
     """
     rope = check_rope_config(rope)

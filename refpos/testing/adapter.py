@@ -12,6 +12,7 @@ import numpy as np
 
 import refpos
 from refpos.backend import get_xp
+from refpos.rope import DynamicNTKState, Rope, interleaved_to_half_permutation, permute_qk_heads, softmax_multiplier
 from refpos.testing.adapter_arrays import to_backend as _in
 from refpos.testing.adapter_arrays import to_host as _out
 from refpos.testing.adapter_layers import apply_rope_tables as apply_rope_tables  # the contract's, re-exported
@@ -30,7 +31,7 @@ INFO: dict[str, Any] = {
 
 # ------------------------------------------------------------------------------- attention core
 def softmax(logits: np.ndarray, mask: np.ndarray | None = None, fully_masked: str = "zeros") -> np.ndarray:
-    return _out(refpos.softmax(_in(logits), mask=_in(mask), fully_masked=fully_masked))
+    return _out(refpos.core.softmax.softmax(_in(logits), mask=_in(mask), fully_masked=fully_masked))
 
 
 def _attention_options(bias: Any = None, mask: Any = None, scale: float | None = None, causal: bool = False,
@@ -55,8 +56,8 @@ def attention(
 
 def chunked_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, chunk_size: int, **options: Any) -> np.ndarray:
     """:func:`attention` over key chunks of ``chunk_size``; ``options`` are :func:`attention`'s keywords."""
-    return _out(refpos.chunked_attention(_in(q), _in(k), _in(v), chunk_size=chunk_size,
-                                         **_attention_options(**options)))
+    return _out(refpos.core.chunked_attention(_in(q), _in(k), _in(v), chunk_size=chunk_size,
+                                              **_attention_options(**options)))
 
 
 # ------------------------------------------------------------------------------- encodings --------
@@ -79,7 +80,8 @@ def sinusoidal(
     ``ω_k = base^(-2k/dim)``; ``"tensor2tensor"``: ``ω_k = exp(-k·ln(base)/max(dim/2 - 1, 1))``.
     ``dim`` even and >= 2 (odd ``dim`` and ``dim <= 0`` raise ValueError naming ``dim``).
     """
-    return _out(refpos.sinusoidal(_positions_in(positions), dim, base=base, layout=layout, spacing=spacing))
+    return _out(refpos.encodings.sinusoidal.sinusoidal(_positions_in(positions), dim, base=base, layout=layout,
+                                                       spacing=spacing))
 
 
 def sinusoidal_shift_matrix(r: int, dim: int, base: float = 10000.0, layout: str = "interleaved") -> np.ndarray:
@@ -88,7 +90,7 @@ def sinusoidal_shift_matrix(r: int, dim: int, base: float = 10000.0, layout: str
     Per frequency, in (sin, cos) pair coordinates, the block is ``[[cos ωr, sin ωr], [-sin ωr, cos ωr]]``
     (+sin upper right). ``r`` is any int (negative allowed); ``layout`` as in :func:`sinusoidal`.
     """
-    return _out(refpos.sinusoidal_shift_matrix(r, dim, base=base, layout=layout))
+    return _out(refpos.encodings.sinusoidal_shift_matrix(r, dim, base=base, layout=layout))
 
 
 def learned_lookup(table: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -96,7 +98,7 @@ def learned_lookup(table: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
     A position ``< 0`` or ``>= N`` raises ValueError naming ``positions`` (no wrap-around).
     """
-    return _out(refpos.learned_lookup(_f64(table), _positions_in(positions)))
+    return _out(refpos.encodings.learned_lookup(_f64(table), _positions_in(positions)))
 
 
 def alibi_slopes(n_heads: int) -> np.ndarray:
@@ -104,7 +106,7 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
     otherwise the ``c = 2^floor(log2 n)`` slopes followed by the even-indexed slopes of the ``2c`` set).
     ``n_heads < 1`` raises ValueError naming ``n_heads``.
     """
-    return _out(refpos.alibi_slopes(n_heads, xp=get_xp()))
+    return _out(refpos.encodings.alibi_slopes(n_heads, xp=get_xp()))
 
 
 def alibi_bias(n_heads: int, q_len: int, k_len: int, form: str = "causal") -> np.ndarray:
@@ -112,7 +114,7 @@ def alibi_bias(n_heads: int, q_len: int, k_len: int, form: str = "causal") -> np
     (query ``i`` at position ``k_len - q_len + i``). ``form``: ``"causal"`` ``-m_h·(i - j)`` (positive on
     future keys), ``"symmetric"`` ``-m_h·|i - j|``, ``"key_index"`` ``+m_h·j``.
     """
-    return _out(refpos.alibi_bias(n_heads, q_len, k_len, form=form, xp=get_xp()))
+    return _out(refpos.encodings.alibi_bias(n_heads, q_len, k_len, form=form, xp=get_xp()))
 
 
 def t5_bucket(
@@ -123,8 +125,8 @@ def t5_bucket(
     Bidirectional: future keys (rel > 0) use buckets ``num_buckets/2 …``. Causal: future keys go to 0.
     ``num_buckets`` odd when bidirectional, or ``max_distance <= max_exact``, raise ValueError naming them.
     """
-    return _out(refpos.t5_bucket(_positions_in(relative_position), bidirectional=bidirectional,
-                                 num_buckets=num_buckets, max_distance=max_distance))
+    return _out(refpos.encodings.t5_bucket(_positions_in(relative_position), bidirectional=bidirectional,
+                                           num_buckets=num_buckets, max_distance=max_distance))
 
 
 def t5_bias(
@@ -135,8 +137,8 @@ def t5_bias(
     max_distance: int = 128,
 ) -> np.ndarray:
     """T5 bias ``(H, Tq, Tk)``: ``table[bucket(k_pos[j] - q_pos[i]), h]``; table ``(num_buckets, H)``."""
-    return _out(refpos.t5_bias(_f64(table), _positions_in(q_positions), _positions_in(k_positions),
-                               bidirectional=bidirectional, max_distance=max_distance))
+    return _out(refpos.encodings.t5_bias(_f64(table), _positions_in(q_positions), _positions_in(k_positions),
+                                         bidirectional=bidirectional, max_distance=max_distance))
 
 
 def shaw_attention(
@@ -159,7 +161,7 @@ def shaw_attention(
     qx, kx, vx = _f64(q), _f64(k), _f64(v)
     xp = get_xp()
     pos = xp.arange(q.shape[-2], dtype=xp.int64) if positions is None else _positions_in(positions)
-    enc = refpos.Shaw(_f64(w_k), _f64(w_v), max_relative_position)
+    enc = refpos.encodings.Shaw(_f64(w_k), _f64(w_v), max_relative_position)
     mask = (pos[None, :] <= pos[:, None]) if causal else None
     return _out(refpos.attention(qx, kx, vx, mask=mask, qk_terms=enc.qk_terms(qx, kx, pos, pos),
                                  value_terms=enc.value_terms(pos, pos)))
@@ -170,7 +172,7 @@ def txl_rel_shift(x: np.ndarray) -> np.ndarray:
     ``(klen + 1, qlen)``, drop the first row, view back. Valid entries (``j <= i + klen - qlen``) equal
     ``x[..., i, j + qlen - 1 - i]``; the others are leftovers.
     """
-    return _out(refpos.txl_rel_shift(_f64(x)))
+    return _out(refpos.encodings.txl_rel_shift(_f64(x)))
 
 
 def txl_scores(q: np.ndarray, k: np.ndarray, r_head_k: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -180,7 +182,7 @@ def txl_scores(q: np.ndarray, k: np.ndarray, r_head_k: np.ndarray, u: np.ndarray
     encodes distance ``klen - 1 - t``, u, v ``(H, d)``; ``mlen = klen - qlen``; future keys
     (``j > mlen + i``) are ``-inf``.
     """
-    return _out(refpos.txl_scores(_f64(q), _f64(k), _f64(r_head_k), _f64(u), _f64(v)))
+    return _out(refpos.encodings.txl_scores(_f64(q), _f64(k), _f64(r_head_k), _f64(u), _f64(v)))
 
 
 def kerple_bias(
@@ -190,8 +192,8 @@ def kerple_bias(
     ``"power"`` ``-r1·n^r2``; r1, r2 ``(H,)`` clamped to ``>= 0.01`` (power: r2 ``<= 2``), as the anchor.
     Future keys get 0 and must be masked.
     """
-    return _out(refpos.kerple_bias(_f64(r1), _f64(r2), _positions_in(q_positions), _positions_in(k_positions),
-                                   kind=kind))
+    return _out(refpos.encodings.kerple_bias(_f64(r1), _f64(r2), _positions_in(q_positions),
+                                             _positions_in(k_positions), kind=kind))
 
 
 def fire_bias(
@@ -209,8 +211,8 @@ def fire_bias(
     ``φ = log(|c·(i - j)| + 1) / (log(|c·max(i, |L|)| + 1) + eps)``, ``i = q_pos``, ``j = k_pos``.
     w1, b1 ``(width,)``, w2 ``(H, width)``, b2 ``(H,)``. Causal: future keys must be masked.
     """
-    return _out(refpos.fire_bias(_positions_in(q_positions), _positions_in(k_positions), _f64(w1), _f64(b1),
-                                 _f64(w2), _f64(b2), c=c, L=L, eps=eps))
+    return _out(refpos.encodings.fire_bias(_positions_in(q_positions), _positions_in(k_positions), _f64(w1), _f64(b1),
+                                           _f64(w2), _f64(b2), c=c, L=L, eps=eps))
 
 
 def sandwich_bias(
@@ -219,8 +221,8 @@ def sandwich_bias(
     """Sandwich bias ``(H, Tq, Tk)`` = ``(Σ_{k=1}^{d/2} cos(rel·10000^(-2k/d)) - d/2) / (8h/H)``, h = 1..H,
     ``rel = k_pos[j] - q_pos[i]`` (``min(rel, 0)`` when causal), ``d = head_dim`` (even).
     """
-    return _out(refpos.sandwich_bias(_positions_in(q_positions), _positions_in(k_positions), head_dim, n_heads,
-                                     causal=causal))
+    return _out(refpos.encodings.sandwich_bias(_positions_in(q_positions), _positions_in(k_positions), head_dim,
+                                               n_heads, causal=causal))
 
 
 def xpos(q: np.ndarray, k: np.ndarray, q_positions: np.ndarray, k_positions: np.ndarray, base: float = 10000.0,
@@ -230,16 +232,16 @@ def xpos(q: np.ndarray, k: np.ndarray, q_positions: np.ndarray, k_positions: np.
     ``γ = scale_base``, ``c = len(k_positions) // 2`` (c cancels in ``q_rot · k_rot``).
     """
     center = len(k_positions) // 2
-    q_rot = refpos.xpos(_f64(q), _positions_in(q_positions), is_query=True, base=base, scale_base=scale_base,
-                        center=center)
-    k_rot = refpos.xpos(_f64(k), _positions_in(k_positions), is_query=False, base=base, scale_base=scale_base,
-                        center=center)
+    q_rot = refpos.encodings.xpos.xpos(_f64(q), _positions_in(q_positions), is_query=True, base=base,
+                                       scale_base=scale_base, center=center)
+    k_rot = refpos.encodings.xpos.xpos(_f64(k), _positions_in(k_positions), is_query=False, base=base,
+                                       scale_base=scale_base, center=center)
     return _out(q_rot), _out(k_rot)
 
 
 def cope_positions(gates: np.ndarray, npos: int) -> np.ndarray:
     """CoPE positions ``p[..., i, j] = min(Σ_{t >= j} gates[..., i, t], npos - 1)`` (gates 0 on future keys)."""
-    return _out(refpos.cope_positions(_f64(gates), npos))
+    return _out(refpos.encodings.cope_positions(_f64(gates), npos))
 
 
 def cope_logits(q: np.ndarray, k: np.ndarray, e: np.ndarray, gates: np.ndarray | None = None) -> np.ndarray:
@@ -252,14 +254,15 @@ def cope_logits(q: np.ndarray, k: np.ndarray, e: np.ndarray, gates: np.ndarray |
     t = q.shape[-2]
     xp = get_xp()
     pos = xp.arange(t, dtype=xp.int64)
-    return _out(refpos.cope_logits(_f64(q), _f64(k), _f64(e), pos, pos, gates=None if gates is None else _f64(gates)))
+    return _out(refpos.encodings.cope_logits(_f64(q), _f64(k), _f64(e), pos, pos,
+                                             gates=None if gates is None else _f64(gates)))
 
 
 def deberta_log_buckets(relative: np.ndarray, position_buckets: int, max_relative_positions: int) -> np.ndarray:
     """DeBERTa-v2 log bucket (int64, same shape) of ``δ = relative = query position − key position``: ``δ`` where
     ``|δ| <= mid = position_buckets // 2``, else ``sign(δ)·(mid + ceil(ln(|δ|/mid) / ln((m − 1)/mid)·(mid − 1)))``,
     ``m = max_relative_positions``. ``position_buckets < 2`` or ``m <= mid + 1`` raise ValueError naming them."""
-    return _out(refpos.deberta_log_buckets(_positions_in(relative), position_buckets, max_relative_positions))
+    return _out(refpos.encodings.deberta_log_buckets(_positions_in(relative), position_buckets, max_relative_positions))
 
 
 def deberta_attention_logits(q: np.ndarray, k: np.ndarray, pos_key: np.ndarray | None, pos_query: np.ndarray | None,
@@ -273,10 +276,11 @@ def deberta_attention_logits(q: np.ndarray, k: np.ndarray, pos_key: np.ndarray |
     ``positions`` ``(T,)`` defaults to ``arange(T)``.
     """
     pos = _in(np.arange(q.shape[-2])) if positions is None else _positions_in(positions)
-    return _out(refpos.deberta_attention_logits(_f64(q), _f64(k), _in(pos_key, np.float64), _in(pos_query, np.float64),
-                                                pos, pos, pos_att_type=list(pos_att_type),
-                                                position_buckets=position_buckets,
-                                                max_relative_positions=max_relative_positions))
+    return _out(refpos.encodings.deberta_attention_logits(_f64(q), _f64(k), _in(pos_key, np.float64), _in(pos_query,
+                                                                                                          np.float64),
+                                                          pos, pos, pos_att_type=list(pos_att_type),
+                                                          position_buckets=position_buckets,
+                                                          max_relative_positions=max_relative_positions))
 
 
 # ------------------------------------------------------------------------------- RoPE --------
@@ -318,29 +322,29 @@ def apply_rope(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | 
 
 def apply_rope_complex(x: np.ndarray, positions: np.ndarray, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """:func:`apply_rope` evaluated in complex form, ``z' = A·exp(i p ω)·z`` (Meta's form)."""
-    return _out(refpos.apply_rope_complex(_f64(x), _positions_in(positions), _rope(rope), seq_len=seq_len))
+    return _out(refpos.rope.apply_rope_complex(_f64(x), _positions_in(positions), _rope(rope), seq_len=seq_len))
 
 
 def rope_rotation_matrix(position: int, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """The ``(head_dim, head_dim)`` matrix M with ``apply_rope(x, [p]) = M @ x``; seq_len None: p + 1."""
-    return _out(refpos.rope_rotation_matrix(position, _rope(rope), seq_len=seq_len, xp=get_xp()))
+    return _out(refpos.rope.rope_rotation_matrix(position, _rope(rope), seq_len=seq_len, xp=get_xp()))
 
 
 def rope_layout_permutation(d: int) -> np.ndarray:
     """Index ``perm`` (int64, ``(d,)``) with ``x_half = x_interleaved[perm]``: the Meta → HF q/k row
     permutation of one head, ``perm[c·d/2 + j] = 2j + c``; ``apply_half(x[perm]) = apply_interleaved(x)[perm]``."""
-    return _out(refpos.interleaved_to_half_permutation(d, xp=get_xp()))
+    return _out(interleaved_to_half_permutation(d, xp=get_xp()))
 
 
 def rope_permute_qk_heads(w: np.ndarray, n_heads: int, to: str = "half", axis: int = -1) -> np.ndarray:
     """Permute ``w``'s ``n_heads·head_dim`` entries along ``axis`` per head: ``to="half"`` Meta → HF,
     ``to="interleaved"`` HF → Meta (llama.cpp)."""
-    return _out(refpos.permute_qk_heads(_f64(w), n_heads, to=to, axis=axis))
+    return _out(permute_qk_heads(_f64(w), n_heads, to=to, axis=axis))
 
 
 def rope_softmax_multiplier(rope: dict) -> float:
     """DeepSeek MLA softmax-scale multiplier ``mscale(s, mscale_all_dim)²`` (yarn with mscale_all_dim), else 1."""
-    return float(refpos.softmax_multiplier(_rope(rope)))
+    return float(softmax_multiplier(_rope(rope)))
 
 
 def rope_attention_logits(
@@ -353,7 +357,7 @@ def rope_attention_logits(
 ) -> np.ndarray:
     """Scaled logits ``(H, Tq, Tk)`` = ``(R q)·(R k)ᵀ · head_dim^-1/2`` (× the DeepSeek multiplier when
     ``softmax_mscale``); q ``(H, Tq, D)``, k ``(H, Tk, D)``; seq_len None: max over both positions + 1."""
-    enc = refpos.Rope(_rope(rope), seq_len=seq_len)
+    enc = Rope(_rope(rope), seq_len=seq_len)
     q_rot, k_rot = enc.rotate(_f64(q), _f64(k), _positions_in(q_positions), _positions_in(k_positions))
     xp = get_xp()
     return _out(xp.matmul(q_rot, xp.matrix_transpose(k_rot)) * enc.softmax_scale(q.shape[-1]))
@@ -362,14 +366,14 @@ def rope_attention_logits(
 def rope_dynamic_ntk_frequencies(rope: dict, seq_lens: list[int]) -> np.ndarray:
     """transformers' stateful dynamic NTK: the ω ``(len(seq_lens), d/2)`` used by each call of a fresh rotary
     module called with lengths ``seq_lens`` in order (growth above the cached length, reset below L_max)."""
-    state = refpos.DynamicNTKState(_rope(rope), xp=get_xp())
+    state = DynamicNTKState(_rope(rope), xp=get_xp())
     return np.stack([_out(state.update(int(n))) for n in seq_lens]) if seq_lens else np.zeros((0, 0))
 
 
 def rope_params_from_hf_config(config: dict, layer_type: str | None = None) -> dict:
     """The resolved RoPE of a transformers ``config.json`` dict, as an adapter-contract dict (every key set,
     factor and original_max_position_embeddings resolved as HF 5.24.0 does; rope_theta a float)."""
-    return refpos.from_hf_config(config, layer_type=layer_type).to_params()
+    return refpos.models.from_hf_config(config, layer_type=layer_type).to_params()
 
 
 # M-RoPE (docs/mrope.md): the rope dict may carry ``mrope_section`` [s_t, s_h, s_w] (or [s_t, s_h, s_w, s_e], ggml's

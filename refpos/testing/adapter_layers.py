@@ -30,11 +30,11 @@ def local_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, window: int | N
     ``window`` or ``attention_chunk`` < 1: ValueError."""
     xp = get_xp()
     t_q, t_k = q.shape[-2], k.shape[-2]
-    allowed = refpos.causal_mask(t_q, t_k, xp=xp)
+    allowed = refpos.core.causal_mask(t_q, t_k, xp=xp)
     if window is not None:
-        allowed = allowed & refpos.sliding_window_mask(t_q, t_k, window, xp=xp)
+        allowed = allowed & refpos.core.sliding_window_mask(t_q, t_k, window, xp=xp)
     if attention_chunk is not None:
-        allowed = allowed & refpos.chunked_causal_mask(t_q, t_k, attention_chunk, xp=xp)
+        allowed = allowed & refpos.core.chunked_causal_mask(t_q, t_k, attention_chunk, xp=xp)
     return to_host(refpos.attention(to_backend(q), to_backend(k), to_backend(v), mask=allowed, scale=scale,
                                     softcap=softcap))
 

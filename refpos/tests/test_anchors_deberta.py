@@ -8,7 +8,7 @@ r"""refpos.encodings.deberta against transformers' ``DebertaV2`` and ``Deberta``
   time, with and without ``share_att_key``;
 * the attention output: transformers' ``DisentangledSelfAttention`` of v2 (buckets; ``norm_rel_ebd``'s
   LayerNorm; ``share_att_key``) and of v1 (``Deberta``: no buckets, fused ``in_proj``) with a padded
-  batch, against :func:`refpos.self_attention` with :class:`refpos.DeBERTa` and the same weights; and
+  batch, against :func:`refpos.self_attention` with :class:`refpos.encodings.DeBERTa` and the same weights; and
   ``position_biased_input`` against ``DebertaV2Embeddings``.
 
 Tolerance. The modules run in float64 (``.double()``), but transformers computes the scale
@@ -27,6 +27,13 @@ import pytest
 
 import refpos
 from refpos.backend import to_numpy
+from refpos.encodings import (
+    deberta_c2p_terms,
+    deberta_log_buckets,
+    deberta_p2c_terms,
+    deberta_position_projection,
+    deberta_relative_index,
+)
 from refpos.golden.tolerance import value_tolerance
 
 torch = pytest.importorskip("torch", reason="DeBERTa anchors need torch (pip install 'refpos[anchors]')")
@@ -55,7 +62,7 @@ def test_log_buckets_equal_transformers(xp, position_buckets, max_relative_posit
 
     delta = np.arange(-20000, 20001)
     theirs = make_log_bucket_position(torch.from_numpy(delta), position_buckets, max_relative_positions).long()
-    ours = refpos.deberta_log_buckets(xp.asarray(delta), position_buckets, max_relative_positions)
+    ours = deberta_log_buckets(xp.asarray(delta), position_buckets, max_relative_positions)
     np.testing.assert_array_equal(to_numpy(ours), theirs.numpy())
 
 
@@ -71,11 +78,11 @@ def test_relative_index_equals_transformers(xp, position_buckets, max_relative_p
     delta = torch.from_numpy(200000 - keys)
     theirs = torch.clamp(make_log_bucket_position(delta, position_buckets, max_relative_positions).long() + span,
                          0, 2 * span - 1)
-    ours = refpos.deberta_relative_index(xp.asarray([200000]), xp.asarray(keys), **settings)
+    ours = deberta_relative_index(xp.asarray([200000]), xp.asarray(keys), **settings)
     np.testing.assert_array_equal(to_numpy(ours)[0], theirs.numpy())
     hidden = torch.zeros(1, 600, 1)
     grid = build_relative_position(hidden, hidden, bucket_size=position_buckets, max_position=max_relative_positions)
-    ours = refpos.deberta_relative_index(xp.arange(600), xp.arange(600), **settings)
+    ours = deberta_relative_index(xp.arange(600), xp.arange(600), **settings)
     np.testing.assert_array_equal(to_numpy(ours), torch.clamp(grid[0] + span, 0, 2 * span - 1).numpy())
 
 
@@ -135,12 +142,12 @@ def test_c2p_and_p2c_terms_equal_transformers(xp, term, share_att_key, position_
     theirs = _np(attention.disentangled_attention_bias(q, k, encoder.get_rel_pos(hidden), rel, 2))
     source = {("c2p", True): "key_proj", ("p2c", True): "query_proj", ("c2p", False): "pos_key_proj",
               ("p2c", False): "pos_query_proj"}[term, share_att_key]
-    table = refpos.deberta_position_projection(xp.asarray(_np(rel)), *_on(xp, _pair(getattr(attention, source))),
+    table = deberta_position_projection(xp.asarray(_np(rel)), *_on(xp, _pair(getattr(attention, source))),
                                                n_heads=2)
-    index = refpos.deberta_relative_index(xp.arange(40), xp.arange(40), position_buckets=position_buckets,
+    index = deberta_relative_index(xp.arange(40), xp.arange(40), position_buckets=position_buckets,
                                           max_relative_positions=max_relative_positions)
     x = xp.asarray(_np(q if term == "c2p" else k))
-    ours = refpos.deberta_c2p_terms(x, table, index) if term == "c2p" else refpos.deberta_p2c_terms(x, table, index)
+    ours = deberta_c2p_terms(x, table, index) if term == "c2p" else deberta_p2c_terms(x, table, index)
     ours = to_numpy(ours) / np.sqrt(head_dim * 2.0)
     eps = _float32_scale_error(head_dim, 1)
     atol = eps * np.abs(ours) + value_tolerance("float64", ours, scale=float(np.abs(ours).max()))
@@ -188,8 +195,8 @@ def test_v2_attention_output_equals_transformers(xp, pos_att_type, share_att_key
     projections = {keys: "c2p", queries: "p2c"}  # the projection of each term
     given = {name: _on(xp, _pair(getattr(attention, name))) for name, term in projections.items()
              if term in pos_att_type}
-    encoding = refpos.DeBERTa(xp.asarray(_np(encoder.get_rel_embedding())), share_att_key=share_att_key,
-                              **_settings(config), **given)
+    encoding = refpos.encodings.DeBERTa(xp.asarray(_np(encoder.get_rel_embedding())), share_att_key=share_att_key,
+                                        **_settings(config), **given)
     weights = refpos.AttentionWeights(*(xp.asarray(_stacked(_pair(getattr(attention, n))))
                                         for n in ("query_proj", "key_proj", "value_proj")), n_heads=2)
     rng = np.random.default_rng(len(pos_att_type) + 3 * max(position_buckets, 0))
@@ -216,7 +223,7 @@ def test_v1_attention_output_equals_transformers(xp):
     q_b, v_b = _np(attention.q_bias), _np(attention.v_bias)
     weights = refpos.AttentionWeights(*(xp.asarray(_stacked((w, b))) for w, b in ((q_w, q_b), (k_w, None),
                                                                                (v_w, v_b))), n_heads=2)
-    encoding = refpos.DeBERTa(xp.asarray(_np(encoder.get_rel_embedding())), pos_att_type="c2p|p2c",
+    encoding = refpos.encodings.DeBERTa(xp.asarray(_np(encoder.get_rel_embedding())), pos_att_type="c2p|p2c",
                               position_buckets=-1, max_relative_positions=10, position_biased_input=False,
                               pos_key_proj=_on(xp, _pair(attention.pos_proj)),
                               pos_query_proj=_on(xp, _pair(attention.pos_q_proj)))
@@ -237,9 +244,9 @@ def test_position_biased_input_equals_transformers_embeddings(xp, position_biase
     x = np.random.default_rng(2).standard_normal((1, 20, 16))
     theirs = _np(embeddings(inputs_embeds=torch.from_numpy(x)))
     table = xp.asarray(_np(embeddings.position_embeddings.weight)) if position_biased_input else None
-    encoding = refpos.DeBERTa(None, pos_att_type=["c2p"], position_buckets=8, max_relative_positions=-1,
-                              max_position_embeddings=64, relative_attention=False,
-                              position_biased_input=position_biased_input, position_embeddings=table)
+    encoding = refpos.encodings.DeBERTa(None, pos_att_type=["c2p"], position_buckets=8, max_relative_positions=-1,
+                                        max_position_embeddings=64, relative_attention=False,
+                                        position_biased_input=position_biased_input, position_embeddings=table)
     p = encoding.embed(xp.arange(20), 16, xp)
     summed = x + (0.0 if p is None else to_numpy(p))
     mean, var = summed.mean(-1, keepdims=True), summed.var(-1, keepdims=True)

@@ -1,7 +1,7 @@
 """Anchors: the real configs of the family set (``refpos/data/family_configs.json``) against transformers'
 own modules (5.24, torch CPU), layer by layer.
 
-* the rotation: each distinct layer RoPE of :func:`refpos.hf_layers` applied to a seeded ``q`` against the
+* the rotation: each distinct layer RoPE of :func:`refpos.models.hf_layers` applied to a seeded ``q`` against the
   model's rotary module and its apply function (``apply_rotary_pos_emb``, DeepSeek-V3's
   ``apply_rotary_pos_emb_interleave``, Llama 4's complex ``apply_rotary_emb``); MLA configs on their
   rotated channels;
@@ -12,7 +12,7 @@ own modules (5.24, torch CPU), layer by layer.
 
 Tolerance: transformers builds ``inv_freq`` and the angles ``p·ω`` in float32, so a rotated pair differs from
 the float64 reference by up to ``(3·p·max ω·2⁻²⁴ + 1e-6)·A·‖pair‖`` at position ``p`` (the float32 angle
-rounding; ``refpos.tolerance``'s constant). The query scales are float32 products: rtol 1e-6.
+rounding; ``refpos.golden.tolerance``'s constant). The query scales are float32 products: rtol 1e-6.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def hf_rotate(hf_cfg, q, positions):
 
 
 def rope_layers(config):
-    schedule = refpos.hf_layers(config)
+    schedule = refpos.models.hf_layers(config)
     distinct = {}
     for layer in schedule:
         if layer.rope is not None:
@@ -161,7 +161,7 @@ def hf_rotating_layers(config):
                                         != "all"))
 def test_schedule_matches_transformers_attention(name):
     config = CONFIGS[name]["config"]
-    ours = [layer.rope is not None for layer in refpos.hf_layers(config)]
+    ours = [layer.rope is not None for layer in refpos.models.hf_layers(config)]
     assert ours == hf_rotating_layers(config)
     assert not all(ours) or family_of(config["model_type"]).rope_layers == "sliding_or_no_window"
 
@@ -176,7 +176,7 @@ def test_llama_4_scaling_beta_matches_get_llama_4_attn_scale(name):
     positions = np.array([0, 1, l0 - 1, l0, l0 + 1, 2 * l0, 262143], dtype=np.int64)
     theirs = get_llama_4_attn_scale(torch.as_tensor(positions)[None].float(), rope["llama_4_scaling_beta"],
                                     rope["original_max_position_embeddings"])[0, 0, :, 0].double().numpy()
-    ours = refpos.hf_layer(config, 0).query_scale(positions)
+    ours = refpos.models.hf_layer(config, 0).query_scale(positions)
     np.testing.assert_allclose(ours, theirs, rtol=1e-6)  # float32 log and product in transformers
     assert ours[3] > 1.0 == ours[2]
 
@@ -209,10 +209,10 @@ def llama4_attention_query_scale(config, length):
 def test_llama4_temperature_matches_the_attention_forward(name):
     config = CONFIGS[name]["config"]
     layer, theirs = llama4_attention_query_scale(config, 16390)
-    ours = refpos.hf_layer(config, layer).query_scale(np.arange(16390))
+    ours = refpos.models.hf_layer(config, layer).query_scale(np.arange(16390))
     np.testing.assert_allclose(ours, theirs, rtol=1e-6)  # the captured q is float32: ~8 ulps of float32 (2^-23)
     assert ours[8190] == 1.0 < ours[8191]
-    assert refpos.hf_layer(config, layer - 1).query_scale([10**6])[0] == 1.0  # RoPE layers: no scale
+    assert refpos.models.hf_layer(config, layer - 1).query_scale([10**6])[0] == 1.0  # RoPE layers: no scale
 
 
 def test_rotation_anchor_breaks_on_the_wrong_layout():

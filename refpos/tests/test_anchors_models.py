@@ -85,8 +85,9 @@ def test_t5_buckets_and_table_owners_are_the_model_s(model_type):
                 theirs = attention._relative_position_bucket(rel, bidirectional=not attention.is_decoder,
                                                              num_buckets=attention.relative_attention_num_buckets,
                                                              max_distance=attention.relative_attention_max_distance)
-            ours = np.asarray(refpos.t5_bucket(rel.numpy(), bidirectional=layer.bidirectional,
-                                               num_buckets=layer.num_buckets, max_distance=layer.max_distance))
+            ours = np.asarray(refpos.encodings.t5_bucket(rel.numpy(), bidirectional=layer.bidirectional,
+                                                         num_buckets=layer.num_buckets,
+                                                         max_distance=layer.max_distance))
             np.testing.assert_array_equal(ours, theirs.numpy())
 
 

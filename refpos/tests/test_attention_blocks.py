@@ -75,5 +75,5 @@ def test_chunked_slices_broadcast_terms_like_attention(xp):
     bias = xp.asarray(rng.standard_normal(5))
     mask = xp.asarray(np.array([[True], [True], [False], [True], [True]]))
     whole = refpos.attention(q, k, v, bias=bias, mask=mask, causal=True)
-    chunked = refpos.chunked_attention(q, k, v, bias=bias, mask=mask, causal=True, chunk_size=2)
+    chunked = refpos.core.chunked_attention(q, k, v, bias=bias, mask=mask, causal=True, chunk_size=2)
     np.testing.assert_allclose(to_numpy(chunked), to_numpy(whole), rtol=1e-13, atol=1e-15)  # regrouped sums

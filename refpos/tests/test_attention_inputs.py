@@ -52,9 +52,9 @@ def test_bias_must_broadcast(xp):
 def test_chunk_size_must_be_positive(xp, chunk_size):
     q, k, v = arrays(xp, (1, 1, 3, 4), (1, 1, 3, 4), (1, 1, 3, 4))
     with pytest.raises(ValueError, match="chunk_size must be >= 1"):
-        refpos.chunked_attention(q, k, v, chunk_size=chunk_size)
+        refpos.core.chunked_attention(q, k, v, chunk_size=chunk_size)
     with pytest.raises(TypeError, match="chunk_size must be an int"):
-        refpos.chunked_attention(q, k, v, chunk_size=2.0)
+        refpos.core.chunked_attention(q, k, v, chunk_size=2.0)
 
 
 def test_scalar_options_are_checked(xp):
@@ -87,19 +87,19 @@ def test_nan_propagates_and_is_never_replaced(xp):
     assert np.isnan(out).all()
     out_v = to_numpy(refpos.attention(xp.asarray(q), xp.asarray(k[..., [0, 0, 2], :]), xp.asarray(v2)))
     assert np.isnan(out_v[..., 1]).all() and np.isfinite(out_v[..., 0]).all()
-    chunked = to_numpy(refpos.chunked_attention(xp.asarray(q), xp.asarray(k), xp.asarray(v), chunk_size=1))
+    chunked = to_numpy(refpos.core.chunked_attention(xp.asarray(q), xp.asarray(k), xp.asarray(v), chunk_size=1))
     assert np.isnan(chunked).all()
 
 
 def test_softmax_of_nan_row_is_nan_even_with_zeros_policy(xp):
-    p = to_numpy(refpos.softmax(xp.asarray([[1.0, math.nan], [1.0, 1.0]]), fully_masked="zeros"))
+    p = to_numpy(refpos.core.softmax.softmax(xp.asarray([[1.0, math.nan], [1.0, 1.0]]), fully_masked="zeros"))
     assert np.isnan(p[0]).all() and p[1].tolist() == [0.5, 0.5]
 
 
 def test_split_and_merge_heads_are_inverse(xp):
     x = xp.reshape(xp.arange(2 * 3 * 12, dtype=xp.float64), (2, 3, 12))
-    h = refpos.split_heads(x, 4)
+    h = refpos.core.split_heads(x, 4)
     assert h.shape == (2, 4, 3, 3)
-    assert to_numpy(refpos.merge_heads(h)).tolist() == to_numpy(x).tolist()
+    assert to_numpy(refpos.core.merge_heads(h)).tolist() == to_numpy(x).tolist()
     with pytest.raises(ValueError, match="not a multiple of n_heads"):
-        refpos.split_heads(x, 5)
+        refpos.core.split_heads(x, 5)

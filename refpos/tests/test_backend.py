@@ -15,37 +15,37 @@ from refpos import backend
 
 
 def test_use_backend_is_a_context_manager_and_restores():
-    before = refpos.backend_name()
+    before = refpos.backend.backend_name()
     with refpos.use_backend("array_api_strict") as xp:
-        assert refpos.backend_name() == "array_api_strict"
+        assert refpos.backend.backend_name() == "array_api_strict"
         assert xp.__name__ == "array_api_strict"
-        mask = refpos.causal_mask(2, 3)
+        mask = refpos.core.causal_mask(2, 3)
         assert type(mask).__module__.startswith("array_api_strict")
-    assert refpos.backend_name() == before
+    assert refpos.backend.backend_name() == before
 
 
 def test_set_backend_is_a_setter():
-    before = refpos.backend_name()
+    before = refpos.backend.backend_name()
     try:
         xp = refpos.set_backend("array_api_strict")
-        assert refpos.backend_name() == "array_api_strict" and xp.__name__ == "array_api_strict"
+        assert refpos.backend.backend_name() == "array_api_strict" and xp.__name__ == "array_api_strict"
         refpos.set_backend("numpy")
-        assert isinstance(refpos.causal_mask(2, 2), np.ndarray)
+        assert isinstance(refpos.core.causal_mask(2, 2), np.ndarray)
     finally:
         refpos.set_backend(before)
 
 
 def test_use_backend_switches_on_enter_not_on_construction():
-    before = refpos.backend_name()
+    before = refpos.backend.backend_name()
     other = "array_api_strict" if before != "array_api_strict" else "numpy"
     switch = refpos.use_backend(other)
-    assert refpos.backend_name() == before  # made, not entered: nothing changed
+    assert refpos.backend.backend_name() == before  # made, not entered: nothing changed
     with switch:
-        assert refpos.backend_name() == other
+        assert refpos.backend.backend_name() == other
         with switch:  # re-entered inside itself: the stack restores the right backend
-            assert refpos.backend_name() == other
-        assert refpos.backend_name() == other
-    assert refpos.backend_name() == before
+            assert refpos.backend.backend_name() == other
+        assert refpos.backend.backend_name() == other
+    assert refpos.backend.backend_name() == before
 
 
 def test_unknown_backend_is_rejected():
@@ -59,16 +59,16 @@ def test_unknown_backend_is_rejected():
 
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
 def test_cupy_without_cupy_gives_a_clear_error():
-    before = refpos.backend_name()
+    before = refpos.backend.backend_name()
     with pytest.raises(ImportError, match="needs CuPy"):
         refpos.use_backend("cupy")
     with pytest.raises(ImportError, match="needs CuPy"):
         refpos.set_backend("cupy")
-    assert refpos.backend_name() == before  # nothing changed
+    assert refpos.backend.backend_name() == before  # nothing changed
 
 
 def test_environment_variable_sets_the_default():
-    code = "import refpos; print(refpos.backend_name())"
+    code = "import refpos; print(refpos.backend.backend_name())"
     env = {**os.environ, "REFPOS_BACKEND": "array_api_strict"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "array_api_strict"
@@ -104,15 +104,15 @@ def test_a_with_block_chooses_the_backend_of_its_own_thread_only():
     def run(name: str | None) -> None:
         if name is None:
             both_inside.wait()
-            seen["none"] = refpos.backend_name()
+            seen["none"] = refpos.backend.backend_name()
             both_inside.wait()
             return
         with refpos.use_backend(name):
             both_inside.wait()  # every thread is inside (or at) its block now
-            seen[name] = refpos.backend_name()
+            seen[name] = refpos.backend.backend_name()
             both_inside.wait()
 
-    default = refpos.backend_name()
+    default = refpos.backend.backend_name()
     threads = [threading.Thread(target=run, args=(n,)) for n in ("numpy", "array_api_strict", None)]
     for t in threads:
         t.start()
@@ -132,6 +132,6 @@ def test_refpos_s_own_threads_run_in_the_caller_s_backend(monkeypatch):
     monkeypatch.setattr(parallel, "threads_for", lambda work: 2)
     seen = []
     with refpos.use_backend("array_api_strict"):
-        parallel.run_blocks([lambda: seen.append((threading.current_thread().name, refpos.backend_name()))] * 4,
+        parallel.run_blocks([lambda: seen.append((threading.current_thread().name, refpos.backend.backend_name()))] * 4,
                             numpy=True, work=2**20)
     assert all(thread.startswith("refpos") and name == "array_api_strict" for thread, name in seen), seen

@@ -19,9 +19,12 @@ import refpos
 from refpos.check.run import check_alibi, check_rope, check_sinusoid, check_t5
 from refpos.check.tables import naive_slopes
 from refpos.cli import main
+from refpos.encodings import alibi_slopes, t5_bucket
+from refpos.encodings.sinusoidal import sinusoidal
 from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
 from refpos.golden.npy import npy_bytes
 from refpos.golden.rope_cases import model_configs
+from refpos.models import from_hf_config
 from refpos.rope.core import rotate_pairs
 from refpos.rope.forms import pair_channels
 from refpos.tests.ports import float32_rope
@@ -31,7 +34,7 @@ POSITIONS = np.array([0, 1, 2, 7, 255, 2047, 4095, 4096, 4097, 8191, 32768, 1310
 
 
 def _setup(model: str, positions: np.ndarray = POSITIONS, seed: int = 0):
-    rope = refpos.from_hf_config(CONFIGS[model]["config"])
+    rope = from_hf_config(CONFIGS[model]["config"])
     x = np.random.default_rng(seed).standard_normal((positions.size, rope.head_dim))
     w, factor = refpos.rope_frequencies(rope, seq_len=int(positions.max()) + 1, xp="numpy")
     return rope, x, np.asarray(w), float(factor)
@@ -97,20 +100,20 @@ def test_property_offsets_are_named_and_the_reference_passes(offset, seed):
 
 # ------------------------------------------------------------------------------- tables (API)
 def test_alibi_t5_sinusoid_mistakes_are_named():
-    slopes = np.asarray(refpos.alibi_slopes(12, xp="numpy"))
+    slopes = np.asarray(alibi_slopes(12, xp="numpy"))
     assert check_alibi(slopes, 12)["ok"]
     assert "alibi_closed_form_slopes" in _ids(check_alibi(naive_slopes(12), 12))
     assert "alibi_closed_form_slopes" in _ids(check_alibi(naive_slopes(12).astype(np.float32), 12))
     assert "alibi_slope_off_by_one" in _ids(check_alibi(slopes * 2 ** (8 / 12), 12))
     rel = np.arange(-40, 41)
-    assert check_t5(np.asarray(refpos.t5_bucket(rel)), rel)["ok"]
-    assert "t5_sign_flip" in _ids(check_t5(np.asarray(refpos.t5_bucket(-rel)), rel))
-    assert "t5_direction" in _ids(check_t5(np.asarray(refpos.t5_bucket(rel, bidirectional=False)), rel))
+    assert check_t5(np.asarray(t5_bucket(rel)), rel)["ok"]
+    assert "t5_sign_flip" in _ids(check_t5(np.asarray(t5_bucket(-rel)), rel))
+    assert "t5_direction" in _ids(check_t5(np.asarray(t5_bucket(rel, bidirectional=False)), rel))
     p = np.array([0, 1, 2, 100, 2048])
-    assert check_sinusoid(np.asarray(refpos.sinusoidal(p, 16)), p, dim=16)["ok"]
-    concat = np.asarray(refpos.sinusoidal(p, 16, layout="concat"))
+    assert check_sinusoid(np.asarray(sinusoidal(p, 16)), p, dim=16)["ok"]
+    concat = np.asarray(sinusoidal(p, 16, layout="concat"))
     assert "sinusoid_layout_swap" in _ids(check_sinusoid(concat, p, dim=16))
-    assert "float32_angles" in _ids(check_sinusoid(np.asarray(refpos.sinusoidal(p, 16)).astype(np.float32), p,
+    assert "float32_angles" in _ids(check_sinusoid(np.asarray(sinusoidal(p, 16)).astype(np.float32), p,
                                                    dim=16, dtype="float64"))
 
 
@@ -180,9 +183,9 @@ def test_cli_rope_unusable_input_exits_2_with_one_line(tmp_path, capsys, mode):
 
 
 def test_cli_tables(tmp_path, capsys):
-    f = _files(tmp_path, naive=naive_slopes(12), flip=np.asarray(refpos.t5_bucket(-np.arange(-20, 21))),
-               rel=np.arange(-20, 21), table=np.asarray(refpos.sinusoidal(np.arange(6), 8, layout="concat")),
-               decoder=np.asarray(refpos.t5_bucket(np.arange(8)[None, :] - np.arange(8)[:, None])))
+    f = _files(tmp_path, naive=naive_slopes(12), flip=np.asarray(t5_bucket(-np.arange(-20, 21))),
+               rel=np.arange(-20, 21), table=np.asarray(sinusoidal(np.arange(6), 8, layout="concat")),
+               decoder=np.asarray(t5_bucket(np.arange(8)[None, :] - np.arange(8)[:, None])))
     assert main(["check", "alibi", "--heads", "12", "--candidate", str(f["naive"])]) == 1
     assert "alibi_closed_form_slopes" in capsys.readouterr().out
     assert main(["check", "t5", "--candidate", str(f["flip"]), "--relative", str(f["rel"])]) == 1
@@ -226,7 +229,7 @@ def test_cli_golden_case_unusable(tmp_path, capsys):
     shutil.copytree(default_golden_dir(), copy)
     case = find_case(load_manifest(copy), "alibi/slopes-n12")
     (copy / case["outputs"]["slopes"]["file"]).unlink()
-    f = _files(tmp_path, s=np.asarray(refpos.alibi_slopes(12, xp="numpy")))
+    f = _files(tmp_path, s=np.asarray(alibi_slopes(12, xp="numpy")))
     assert main(["check", "alibi/slopes-n12", str(f["s"]), "--golden-dir", str(copy)]) == 2
     assert "missing file" in capsys.readouterr().err
     assert main(["check", "alibi/slopes-n8", str(f["s"]), "--golden-dir", str(copy)]) == 2  # shape (12,) vs (8,)

@@ -27,8 +27,8 @@ def _ids(result):
 
 
 def _buckets(rel, position_buckets=256, max_relative_positions=512):
-    return np.asarray(refpos.to_numpy(refpos.deberta_log_buckets(np.ascontiguousarray(rel), position_buckets,
-                                                                 max_relative_positions)))
+    return np.asarray(refpos.to_numpy(refpos.encodings.deberta_log_buckets(np.ascontiguousarray(rel), position_buckets,
+                                                                           max_relative_positions)))
 
 
 def test_the_reference_passes_and_the_mistakes_are_named():

@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import refpos
 from refpos import parallel
 from refpos.check import stream, tables_stream
 from refpos.check.run import check_alibi, check_sinusoid, check_t5
 from refpos.check.tables import naive_slopes
+from refpos.encodings import alibi_bias, alibi_slopes, sinusoidal_frequencies, t5_bucket
+from refpos.encodings.sinusoidal import sinusoidal
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 from refpos.golden.npy import npy_bytes, read_npy
@@ -67,7 +68,7 @@ def test_relative_grid_is_the_grid_without_its_memory(q_len, k_len):
 def test_blockwise_alibi_equals_one_comparison(seed, n, q_len, extra, form, wrong, dtype):
     rng = np.random.default_rng(seed)
     k_len = q_len + extra
-    reference = np.asarray(refpos.alibi_bias(n, q_len, k_len, form=form, xp="numpy"))
+    reference = np.asarray(alibi_bias(n, q_len, k_len, form=form, xp="numpy"))
     candidate = _perturb(reference, rng, wrong)
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(stream, "BLOCK_ELEMENTS", int(rng.integers(1, 30)))
@@ -84,7 +85,7 @@ def test_blockwise_alibi_equals_one_comparison(seed, n, q_len, extra, form, wron
 def test_blockwise_t5_equals_one_comparison(seed, shape, bidirectional, wrong):
     rng = np.random.default_rng(seed)
     rel = rng.integers(-300, 300, size=shape)
-    reference = np.asarray(refpos.t5_bucket(rel, bidirectional=bidirectional))
+    reference = np.asarray(t5_bucket(rel, bidirectional=bidirectional))
     candidate = reference.copy()
     for _ in range(wrong if candidate.size else 0):
         candidate[tuple(int(rng.integers(0, n)) for n in shape)] += int(rng.integers(1, 5))
@@ -102,9 +103,9 @@ def test_blockwise_t5_equals_one_comparison(seed, shape, bidirectional, wrong):
 def test_blockwise_sinusoid_equals_one_comparison(seed, shape, dim, layout, wrong, dtype):
     rng = np.random.default_rng(seed)
     positions = rng.integers(0, 100_000, size=shape)
-    reference = np.asarray(refpos.sinusoidal(positions, dim, layout=layout))
+    reference = np.asarray(sinusoidal(positions, dim, layout=layout))
     candidate = _perturb(reference, rng, wrong)
-    freqs = np.asarray(refpos.sinusoidal_frequencies(dim, xp="numpy"))
+    freqs = np.asarray(sinusoidal_frequencies(dim, xp="numpy"))
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(stream, "BLOCK_ELEMENTS", int(rng.integers(1, 30)))
         got = check_sinusoid(candidate, positions, dim=dim, layout=layout, dtype=dtype)
@@ -114,7 +115,7 @@ def test_blockwise_sinusoid_equals_one_comparison(seed, shape, dim, layout, wron
 
 def test_the_equality_tests_see_a_dropped_block(monkeypatch, small_blocks):
     """Meta: a blockwise check that skips its last block reports fewer entries and misses what is there."""
-    reference = np.asarray(refpos.alibi_bias(3, 4, 6, xp="numpy"))
+    reference = np.asarray(alibi_bias(3, 4, 6, xp="numpy"))
     candidate = reference.copy()
     candidate[-1, -1, -1] += 1.0  # wrong in the last block only
     whole = _whole(candidate, reference, np.asarray(tol.value_tolerance("float64", reference)))
@@ -127,7 +128,7 @@ def test_the_equality_tests_see_a_dropped_block(monkeypatch, small_blocks):
 
 def test_memory_mapped_tables_are_checked_in_blocks(tmp_path, monkeypatch, small_blocks):
     """The candidates stay memory maps (the check reads them block by block) and give the in-memory verdict."""
-    reference = np.asarray(refpos.alibi_bias(4, 6, 8, xp="numpy")).astype(np.float32)
+    reference = np.asarray(alibi_bias(4, 6, 8, xp="numpy")).astype(np.float32)
     (tmp_path / "bias.npy").write_bytes(npy_bytes(reference))
     mapped = read_npy(tmp_path / "bias.npy", mmap=True)
     assert isinstance(mapped, np.memmap)
@@ -137,7 +138,7 @@ def test_memory_mapped_tables_are_checked_in_blocks(tmp_path, monkeypatch, small
     assert check_alibi(mapped, 4, q_len=6, k_len=8)["ok"]
     assert len(seen) > 1 and max(seen) < reference.size  # never the whole table at once
     rel = tables_stream.relative_grid(5, 9)
-    buckets = np.asarray(refpos.t5_bucket(np.ascontiguousarray(rel)))
+    buckets = np.asarray(t5_bucket(np.ascontiguousarray(rel)))
     (tmp_path / "buckets.npy").write_bytes(npy_bytes(buckets))
     assert check_t5(read_npy(tmp_path / "buckets.npy", mmap=True), rel)["ok"]
 
@@ -146,25 +147,25 @@ def test_a_large_wrong_table_is_diagnosed_on_a_sample(monkeypatch):
     """Past SAMPLE_ELEMENTS the diagnosis works on a part of the table and says how many rows."""
     monkeypatch.setattr(tables_stream, "SAMPLE_ELEMENTS", 40)
     n, q_len, k_len = 6, 12, 12
-    base = np.asarray(refpos.alibi_bias(1, q_len, k_len, xp="numpy"))[0] / float(refpos.alibi_slopes(1, xp="numpy")[0])
+    base = np.asarray(alibi_bias(1, q_len, k_len, xp="numpy"))[0] / float(alibi_slopes(1, xp="numpy")[0])
     closed_form = naive_slopes(n)[:, None, None] * base  # (n, Tq, Tk): the closed-form slopes
     result = check_alibi(closed_form, n, q_len=q_len, k_len=k_len)
     assert "alibi_closed_form_slopes" in _ids(result) and result["diagnosis_rows"] < q_len
     rel = tables_stream.relative_grid(40, 40)
-    flipped = check_t5(np.asarray(refpos.t5_bucket(-np.ascontiguousarray(rel))), rel)
+    flipped = check_t5(np.asarray(t5_bucket(-np.ascontiguousarray(rel))), rel)
     assert "t5_sign_flip" in _ids(flipped) and flipped["diagnosis_rows"] < 40
     positions = np.arange(0, 4000, 7)
-    concat = np.asarray(refpos.sinusoidal(positions, 16, layout="concat"))
+    concat = np.asarray(sinusoidal(positions, 16, layout="concat"))
     swapped = check_sinusoid(concat, positions, dim=16)
     assert "sinusoid_layout_swap" in _ids(swapped) and swapped["diagnosis_rows"] < positions.size
-    float32 = check_sinusoid(np.asarray(refpos.sinusoidal(positions, 16)).astype(np.float32), positions, dim=16,
+    float32 = check_sinusoid(np.asarray(sinusoidal(positions, 16)).astype(np.float32), positions, dim=16,
                              dtype="float64")
     assert _ids(float32)[0] == "float32_angles"
 
 
 def test_the_error_profile_of_a_table(small_blocks):
     """Wrong from query 5 on: the profile says where the error starts."""
-    reference = np.asarray(refpos.alibi_bias(2, 16, 16, xp="numpy"))
+    reference = np.asarray(alibi_bias(2, 16, 16, xp="numpy"))
     candidate = reference.copy()
     candidate[:, 5:, :] *= 1.01
     profile = check_alibi(candidate, 2, q_len=16, k_len=16)["error_profile"]
@@ -175,7 +176,7 @@ def test_cli_checks_t5_from_lengths_and_memory_maps(tmp_path, capsys):
     from refpos.cli import main
 
     rel = tables_stream.relative_grid(6, 10)
-    (tmp_path / "b.npy").write_bytes(npy_bytes(np.asarray(refpos.t5_bucket(-np.ascontiguousarray(rel)))))
+    (tmp_path / "b.npy").write_bytes(npy_bytes(np.asarray(t5_bucket(-np.ascontiguousarray(rel)))))
     assert main(["check", "t5", "--candidate", str(tmp_path / "b.npy"), "--q-len", "6", "--k-len", "10",
                  "--json"]) == 1
     assert "t5_sign_flip" in _ids(json.loads(capsys.readouterr().out))

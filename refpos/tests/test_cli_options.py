@@ -210,7 +210,7 @@ def _t5_buckets(tmp_path, q_len, k_len):
 
     rel = np.arange(k_len)[None, :] - (k_len - q_len + np.arange(q_len))[:, None]  # (Tq, Tk)
     path = tmp_path / "buckets.npy"
-    path.write_bytes(npy_bytes(np.asarray(refpos.t5_bucket(rel))))
+    path.write_bytes(npy_bytes(np.asarray(refpos.encodings.t5_bucket(rel))))
     return str(path)
 
 

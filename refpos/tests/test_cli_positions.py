@@ -129,7 +129,7 @@ def test_check_config_takes_every_kind_from_the_layer(configs, tmp_path, capsys)
     assert main(["check", "sinusoid", "--config", str(configs["whisper"]), "--positions", positions, "--candidate",
                  _save(tmp_path, "s.npy", sinusoid)]) == 0
     rel = keys[:, None] - keys[None, :]  # DeBERTa's query − key
-    buckets = np.asarray(refpos.deberta_log_buckets(rel, 256, 512))
+    buckets = np.asarray(refpos.encodings.deberta_log_buckets(rel, 256, 512))
     assert main(["check", "deberta", "--config", str(configs["deberta"]), "--relative",
                  _save(tmp_path, "dr.npy", rel), "--candidate", _save(tmp_path, "db.npy", buckets)]) == 0
     capsys.readouterr()

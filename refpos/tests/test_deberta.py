@@ -14,6 +14,13 @@ from hypothesis import strategies as st
 
 import refpos
 from refpos.backend import to_numpy
+from refpos.encodings import (
+    deberta_c2p_terms,
+    deberta_log_buckets,
+    deberta_p2c_terms,
+    deberta_position_projection,
+    deberta_relative_index,
+)
 from refpos.encodings.deberta import deberta_attention_span, deberta_pos_att_type, deberta_softmax_scale
 
 
@@ -27,9 +34,9 @@ def _layer(xp, *, share_att_key=True, terms=("p2c", "c2p"), position_buckets=4, 
            "pos_key_proj": (xp.asarray(rng.standard_normal((12, 12))), xp.asarray(rng.standard_normal(12))),
            "pos_query_proj": (xp.asarray(rng.standard_normal((12, 12))), None)}
     projections = {name: own[name] for name, term in ((keys, "c2p"), (queries, "p2c")) if term in terms}
-    encoding = refpos.DeBERTa(rel, pos_att_type=list(terms), position_buckets=position_buckets,
-                              max_relative_positions=m, position_biased_input=False, share_att_key=share_att_key,
-                              **projections)
+    encoding = refpos.encodings.DeBERTa(rel, pos_att_type=list(terms), position_buckets=position_buckets,
+                                        max_relative_positions=m, position_biased_input=False,
+                                        share_att_key=share_att_key, **projections)
     return w, encoding, rng
 
 
@@ -41,9 +48,9 @@ def test_gather_and_direct_forms_agree(xp, seed, batched, buckets):
     q, k = (xp.asarray(rng.standard_normal((2, 3, 7, 4))) for _ in range(2))
     table = xp.asarray(rng.standard_normal((3, 2 * span, 4)))
     positions = rng.integers(0, 50, size=(2, 7) if batched else (7,))
-    index = refpos.deberta_relative_index(xp.asarray(positions), xp.asarray(positions),
+    index = deberta_relative_index(xp.asarray(positions), xp.asarray(positions),
                                           position_buckets=position_buckets, max_relative_positions=m)
-    for term, x in ((refpos.deberta_c2p_terms, q), (refpos.deberta_p2c_terms, k)):
+    for term, x in ((deberta_c2p_terms, q), (deberta_p2c_terms, k)):
         gather, direct = (to_numpy(term(x, table, index, form=form)) for form in ("gather", "direct"))
         np.testing.assert_allclose(gather, direct, rtol=1e-13, atol=1e-13 * np.abs(direct).max())
 
@@ -67,17 +74,19 @@ def test_the_pipeline_logits_are_the_logits_function(xp, share_att_key, terms):
     w, encoding, rng = _layer(xp, share_att_key=share_att_key, terms=terms)
     x = xp.asarray(rng.standard_normal((9, 12)))
     _, trace = refpos.self_attention(x, w, encoding=encoding)
-    tables = [None if proj is None else refpos.deberta_position_projection(encoding.rel_embeddings, *proj, n_heads=3)
+    tables = [None if proj is None else deberta_position_projection(encoding.rel_embeddings, *proj, n_heads=3)
               for proj in (encoding.key_proj, encoding.query_proj)]
     positions = xp.arange(9)
-    logits = refpos.deberta_attention_logits(trace["Q"], trace["K"], *tables, positions, positions,
-                                             pos_att_type=list(terms), position_buckets=4, max_relative_positions=8)
+    logits = refpos.encodings.deberta_attention_logits(trace["Q"], trace["K"], *tables, positions, positions,
+                                                       pos_att_type=list(terms), position_buckets=4,
+                                                       max_relative_positions=8)
     np.testing.assert_allclose(to_numpy(trace["logits"]), to_numpy(logits), rtol=1e-13, atol=1e-13)
 
 
 def test_relative_attention_off_keeps_the_scale_and_adds_nothing(xp):
-    encoding = refpos.DeBERTa(None, pos_att_type="c2p|p2c", position_buckets=256, max_relative_positions=-1,
-                              max_position_embeddings=512, relative_attention=False, position_biased_input=False)
+    encoding = refpos.encodings.DeBERTa(None, pos_att_type="c2p|p2c", position_buckets=256, max_relative_positions=-1,
+                                        max_position_embeddings=512, relative_attention=False,
+                                        position_biased_input=False)
     q = xp.asarray(np.ones((1, 2, 3, 4)))
     assert encoding.qk_terms(q, q, xp.arange(3), xp.arange(3)) is None
     assert encoding.softmax_scale(64) == deberta_softmax_scale(64, ["c2p", "p2c"]) == 1 / np.sqrt(192)
@@ -114,22 +123,25 @@ def test_bad_arguments_name_the_parameter(kwargs, error, name):
                 "key_proj": (np.eye(4), None)}
     settings.update(kwargs)
     with pytest.raises(error, match=name):
-        refpos.DeBERTa(settings.pop("rel_embeddings"), **settings)
+        refpos.encodings.DeBERTa(settings.pop("rel_embeddings"), **settings)
 
 
 @pytest.mark.parametrize(("call", "name"), [
-    (lambda: refpos.deberta_log_buckets([1.5], 8, 32), "relative"),
-    (lambda: refpos.deberta_log_buckets([2**60], 8, 32), "relative"),
-    (lambda: refpos.deberta_log_buckets([1], -1, 32), "position_buckets"),
-    (lambda: refpos.deberta_c2p_terms(np.ones((1, 2, 4)), np.ones((1, 8, 4)), np.full((2, 2), 8)), "index"),
-    (lambda: refpos.deberta_c2p_terms(np.ones((1, 2, 4)), np.ones((2, 8, 4)), np.zeros((2, 2), int)), "pos_key"),
-    (lambda: refpos.deberta_position_projection(np.ones((8, 4)), np.ones((5, 4)), n_heads=2), "weight"),
-    (lambda: refpos.deberta_position_projection(np.ones((8, 4)), np.ones((4, 4)), np.ones(3), n_heads=2), "bias"),
-    (lambda: refpos.deberta_attention_logits(np.ones((1, 2, 4)), np.ones((1, 2, 4)), None, None, [0, 1], [0, 1],
-                                             pos_att_type=["c2p"], position_buckets=4, max_relative_positions=8),
-     "pos_key"),
-    (lambda: refpos.deberta_attention_logits(np.ones((2, 2, 4)), np.ones((1, 2, 4)), None, None, [0, 1], [0, 1],
-                                             pos_att_type=[], position_buckets=4, max_relative_positions=8), "heads"),
+    (lambda: deberta_log_buckets([1.5], 8, 32), "relative"),
+    (lambda: deberta_log_buckets([2**60], 8, 32), "relative"),
+    (lambda: deberta_log_buckets([1], -1, 32), "position_buckets"),
+    (lambda: deberta_c2p_terms(np.ones((1, 2, 4)), np.ones((1, 8, 4)), np.full((2, 2), 8)), "index"),
+    (lambda: deberta_c2p_terms(np.ones((1, 2, 4)), np.ones((2, 8, 4)), np.zeros((2, 2), int)), "pos_key"),
+    (lambda: deberta_position_projection(np.ones((8, 4)), np.ones((5, 4)), n_heads=2), "weight"),
+    (lambda: deberta_position_projection(np.ones((8, 4)), np.ones((4, 4)), np.ones(3), n_heads=2), "bias"),
+    (lambda: refpos.encodings.deberta_attention_logits(np.ones((1, 2, 4)), np.ones((1, 2, 4)), None, None, [0, 1], [0,
+                                                                                                                    1],
+                                                       pos_att_type=["c2p"], position_buckets=4,
+                                                       max_relative_positions=8), "pos_key"),
+    (lambda: refpos.encodings.deberta_attention_logits(np.ones((2, 2, 4)), np.ones((1, 2, 4)), None, None, [0, 1], [0,
+                                                                                                                    1],
+                                                       pos_att_type=[], position_buckets=4, max_relative_positions=8),
+     "heads"),
 ])
 def test_bad_input_to_the_functions_names_it(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
@@ -138,8 +150,8 @@ def test_bad_input_to_the_functions_names_it(call, name):
 
 def test_position_biased_input_adds_the_table_and_checks_its_width(xp):
     table = xp.asarray(np.arange(40.0).reshape(10, 4))
-    encoding = refpos.DeBERTa(None, pos_att_type=None, position_buckets=-1, max_relative_positions=10,
-                              relative_attention=False, position_biased_input=True, position_embeddings=table)
+    encoding = refpos.encodings.DeBERTa(None, pos_att_type=None, position_buckets=-1, max_relative_positions=10,
+                                        relative_attention=False, position_biased_input=True, position_embeddings=table)
     np.testing.assert_array_equal(to_numpy(encoding.embed(xp.asarray([3, 0]), 4, xp)), to_numpy(table)[[3, 0]])
     with pytest.raises(ValueError, match="d_model"):
         encoding.embed(xp.asarray([0]), 8, xp)

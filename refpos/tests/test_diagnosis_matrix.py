@@ -45,8 +45,8 @@ def _probe_sets():
     sets = []
     for name, entry in model_configs().items():
         config = entry["config"]
-        for layer_type in refpos.hf_layer_types(config) or (None,):
-            rope = refpos.from_hf_config(config, layer_type=layer_type)
+        for layer_type in refpos.models.hf_layer_types(config) or (None,):
+            rope = refpos.models.from_hf_config(config, layer_type=layer_type)
             key = "rope/" + slug(name) + ("" if layer_type is None else "/" + layer_type)
             positions = probe_positions(declared_length(config, rope), rope.original_max_position_embeddings, key)
             sets.append((key[5:], rope, shared_x(rope.head_dim, positions.size)[1], positions))

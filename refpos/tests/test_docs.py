@@ -199,7 +199,7 @@ def _validate_setup(work: Path) -> None:
     np.save(work / "slopes.npy", np.array([2.0 ** (-8 * h / 12) for h in range(1, 13)]))
     rel = np.arange(-200, 201)
     np.save(work / "rel.npy", rel)
-    np.save(work / "buckets.npy", refpos.to_numpy(refpos.t5_bucket(-rel)))
+    np.save(work / "buckets.npy", refpos.to_numpy(refpos.encodings.t5_bucket(-rel)))
 
 
 def test_validate_guide_commands_print_what_the_page_shows(tmp_path: Path):

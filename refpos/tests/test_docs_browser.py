@@ -75,7 +75,7 @@ BAD_PAGE = r"""<!doctype html><html><head><meta charset="utf-8"><link rel="icon"
 <pre><code>WIDE</code></pre>
 <p>A private-use character &#xE000; no font draws, and 我 愛 你 with no font of the site's.</p>
 <p>The angle <code>φ_j = p·ω_j</code> as code.</p>
-<p>&gt;&gt;&gt; refpos.alibi_slopes(8)</p>
+<p>&gt;&gt;&gt; refpos.encodings.alibi_slopes(8)</p>
 <img src="figures/nowhere.png" alt="missing">
 <a href="missing-page/">dead</a> <a href="good.html#no-such-anchor">no anchor</a> <a href="good.html#fine">ok</a>
 <script>console.error("a script failed");</script>

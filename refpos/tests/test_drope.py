@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import refpos
-from refpos import AttentionWeights, NoPE, self_attention
+from refpos import AttentionWeights, self_attention
+from refpos.encodings import NoPE
 from refpos.rope import DroPE, Rope, RopeConfig, rms_norm
 
 

@@ -7,6 +7,30 @@ import math
 import pytest
 
 import refpos
+from refpos.encodings import (
+    FIRE,
+    KERPLE,
+    CoPE,
+    LearnedAbsolute,
+    Sandwich,
+    Sinusoidal,
+    TransformerXL,
+    XPos,
+    alibi_bias,
+    alibi_slopes,
+    cope_positions,
+    fire_bias,
+    fire_features,
+    kerple_bias,
+    learned_lookup,
+    sandwich_bias,
+    shaw_key_terms,
+    sinusoidal_shift_matrix,
+    t5_bucket,
+    txl_scores,
+)
+from refpos.encodings.sinusoidal import sinusoidal
+from refpos.encodings.xpos import xpos
 
 
 def _zeros(xp, *shape):
@@ -23,9 +47,9 @@ def _pos(xp, n, start=0):
 @pytest.mark.parametrize("dim", [0, -2, 3, 7])
 def test_sinusoid_dim_must_be_positive_and_even(xp, dim):
     with pytest.raises(ValueError, match="dim"):
-        refpos.sinusoidal(_pos(xp, 3), dim)
+        sinusoidal(_pos(xp, 3), dim)
     with pytest.raises(ValueError, match="dim"):
-        refpos.sinusoidal_shift_matrix(1, dim, xp=xp)
+        sinusoidal_shift_matrix(1, dim, xp=xp)
 
 
 @pytest.mark.parametrize(("kwargs", "error", "name"), [
@@ -38,24 +62,24 @@ def test_sinusoid_dim_must_be_positive_and_even(xp, dim):
 ])
 def test_sinusoid_options(xp, kwargs, error, name):
     with pytest.raises(error, match=name):
-        refpos.sinusoidal(_pos(xp, 3), 4, **kwargs)
+        sinusoidal(_pos(xp, 3), 4, **kwargs)
 
 
 def test_sinusoid_positions(xp):
     with pytest.raises(ValueError, match="positions"):
-        refpos.sinusoidal([0, -1], 4, xp=xp)
+        sinusoidal([0, -1], 4, xp=xp)
     with pytest.raises(TypeError, match="positions"):
-        refpos.sinusoidal([0.5, 1.0], 4, xp=xp)
+        sinusoidal([0.5, 1.0], 4, xp=xp)
     with pytest.raises(ValueError, match="positions"):
-        refpos.sinusoidal(_pos(xp, 3), 4, offset=-1)
+        sinusoidal(_pos(xp, 3), 4, offset=-1)
     with pytest.raises(TypeError, match="r"):
-        refpos.sinusoidal_shift_matrix(1.0, 4, xp=xp)
+        sinusoidal_shift_matrix(1.0, 4, xp=xp)
 
 
 def test_sinusoidal_encoding_rejects_odd_model_width(xp):
     x = _zeros(xp, 3, 5)
     with pytest.raises(ValueError, match="dim"):
-        refpos.self_attention(x, refpos.AttentionWeights.identity(5, xp=xp), encoding=refpos.Sinusoidal())
+        refpos.self_attention(x, refpos.AttentionWeights.identity(5, xp=xp), encoding=Sinusoidal())
 
 
 # ----------------------------------------------------------------------------------------- learned
@@ -65,20 +89,20 @@ def test_sinusoidal_encoding_rejects_odd_model_width(xp):
 def test_learned_positions_outside_the_table(xp, bad):
     table = _zeros(xp, 4, 2)
     with pytest.raises(ValueError, match="positions"):
-        refpos.learned_lookup(table, xp.asarray(bad, dtype=xp.int64))
+        learned_lookup(table, xp.asarray(bad, dtype=xp.int64))
 
 
 def test_learned_offset_is_checked_at_both_ends(xp):
     table = _zeros(xp, 4, 2)
-    assert tuple(refpos.learned_lookup(table, xp.asarray([2], dtype=xp.int64), offset=1).shape) == (1, 2)
+    assert tuple(learned_lookup(table, xp.asarray([2], dtype=xp.int64), offset=1).shape) == (1, 2)
     with pytest.raises(ValueError, match="positions"):
-        refpos.learned_lookup(table, xp.asarray([3], dtype=xp.int64), offset=1)
+        learned_lookup(table, xp.asarray([3], dtype=xp.int64), offset=1)
     with pytest.raises(ValueError, match="positions"):
-        refpos.learned_lookup(table, xp.asarray([-3], dtype=xp.int64), offset=2)
+        learned_lookup(table, xp.asarray([-3], dtype=xp.int64), offset=2)
 
 
 def test_learned_pipeline_longer_than_the_table(xp):
-    enc = refpos.LearnedAbsolute(_zeros(xp, 4, 3))
+    enc = LearnedAbsolute(_zeros(xp, 4, 3))
     with pytest.raises(ValueError, match="positions"):
         refpos.self_attention(_zeros(xp, 5, 3), refpos.AttentionWeights.identity(3, xp=xp), encoding=enc)
 
@@ -89,20 +113,20 @@ def test_learned_pipeline_longer_than_the_table(xp):
 @pytest.mark.parametrize("n_heads", [0, -1])
 def test_alibi_n_heads(xp, n_heads):
     with pytest.raises(ValueError, match="n_heads"):
-        refpos.alibi_slopes(n_heads, xp=xp)
+        alibi_slopes(n_heads, xp=xp)
     with pytest.raises(ValueError, match="n_heads"):
-        refpos.alibi_bias(n_heads, 2, 2, xp=xp)
+        alibi_bias(n_heads, 2, 2, xp=xp)
 
 
 def test_alibi_other_arguments(xp):
     with pytest.raises(TypeError, match="n_heads"):
-        refpos.alibi_slopes(2.0, xp=xp)
+        alibi_slopes(2.0, xp=xp)
     with pytest.raises(ValueError, match="form"):
-        refpos.alibi_bias(2, 2, 2, form="mpt", xp=xp)
+        alibi_bias(2, 2, 2, form="mpt", xp=xp)
     with pytest.raises(ValueError, match="q_len"):
-        refpos.alibi_bias(2, 3, 2, xp=xp)
+        alibi_bias(2, 3, 2, xp=xp)
     with pytest.raises(ValueError, match="form"):
-        refpos.ALiBi(form="Causal")
+        refpos.encodings.ALiBi(form="Causal")
 
 
 @pytest.mark.parametrize(("kwargs", "error", "name"), [
@@ -117,21 +141,21 @@ def test_alibi_other_arguments(xp):
 ])
 def test_t5_bucket_arguments(xp, kwargs, error, name):
     with pytest.raises(error, match=name):
-        refpos.t5_bucket(xp.asarray([0, -3], dtype=xp.int64), **kwargs)
+        t5_bucket(xp.asarray([0, -3], dtype=xp.int64), **kwargs)
 
 
 def test_t5_relative_positions_must_be_integers(xp):
     with pytest.raises(TypeError, match="relative_position"):
-        refpos.t5_bucket(xp.asarray([0.5]))
+        t5_bucket(xp.asarray([0.5]))
 
 
 def test_t5_table(xp):
     with pytest.raises(ValueError, match="table"):
-        refpos.T5(_zeros(xp, 32))
+        refpos.encodings.T5(_zeros(xp, 32))
     with pytest.raises(ValueError, match="num_buckets"):
-        refpos.T5(_zeros(xp, 31, 2))
+        refpos.encodings.T5(_zeros(xp, 31, 2))
     with pytest.raises(ValueError, match="n_heads"):
-        refpos.T5(_zeros(xp, 32, 3)).bias(_pos(xp, 2), _pos(xp, 2), 2)
+        refpos.encodings.T5(_zeros(xp, 32, 3)).bias(_pos(xp, 2), _pos(xp, 2), 2)
 
 
 # ----------------------------------------------------------------------------------------- Shaw, TXL
@@ -139,35 +163,35 @@ def test_t5_table(xp):
 
 def test_shaw_arguments(xp):
     with pytest.raises(ValueError, match="max_relative_position"):
-        refpos.Shaw(_zeros(xp, 1, 2), None, -1)
+        refpos.encodings.Shaw(_zeros(xp, 1, 2), None, -1)
     with pytest.raises(ValueError, match="w_k"):
-        refpos.Shaw(_zeros(xp, 4, 2), None, 2)
+        refpos.encodings.Shaw(_zeros(xp, 4, 2), None, 2)
     with pytest.raises(ValueError, match="w_v"):
-        refpos.Shaw(_zeros(xp, 5, 2), _zeros(xp, 3, 2), 2)
+        refpos.encodings.Shaw(_zeros(xp, 5, 2), _zeros(xp, 3, 2), 2)
     with pytest.raises(ValueError, match="form"):
-        refpos.Shaw(_zeros(xp, 5, 2), None, 2, form="skew")
+        refpos.encodings.Shaw(_zeros(xp, 5, 2), None, 2, form="skew")
 
 
 def test_shaw_skewed_needs_consecutive_positions(xp):
     q = _zeros(xp, 1, 3, 2)
     with pytest.raises(ValueError, match="consecutive"):
-        refpos.shaw_key_terms(q, _zeros(xp, 3, 2), xp.asarray([0, 2, 3]), xp.asarray([0, 2, 3]), 1, form="skewed")
+        shaw_key_terms(q, _zeros(xp, 3, 2), xp.asarray([0, 2, 3]), xp.asarray([0, 2, 3]), 1, form="skewed")
     with pytest.raises(ValueError, match="q_positions equal"):
-        refpos.shaw_key_terms(q, _zeros(xp, 3, 2), _pos(xp, 3), _pos(xp, 3, 1), 1, form="skewed")
+        shaw_key_terms(q, _zeros(xp, 3, 2), _pos(xp, 3), _pos(xp, 3, 1), 1, form="skewed")
 
 
 def test_txl_arguments(xp):
     with pytest.raises(ValueError, match="u and v"):
-        refpos.TransformerXL(_zeros(xp, 4, 4), _zeros(xp, 2, 2), _zeros(xp, 2, 3))
+        TransformerXL(_zeros(xp, 4, 4), _zeros(xp, 2, 2), _zeros(xp, 2, 3))
     with pytest.raises(ValueError, match="w_r"):
-        refpos.TransformerXL(_zeros(xp, 4, 3), _zeros(xp, 2, 2), _zeros(xp, 2, 2))
+        TransformerXL(_zeros(xp, 4, 3), _zeros(xp, 2, 2), _zeros(xp, 2, 2))
     with pytest.raises(ValueError, match="clamp_len"):
-        refpos.TransformerXL(_zeros(xp, 4, 4), _zeros(xp, 2, 2), _zeros(xp, 2, 2), clamp_len=-1)
-    enc = refpos.TransformerXL(_zeros(xp, 4, 4), _zeros(xp, 2, 2), _zeros(xp, 2, 2))
+        TransformerXL(_zeros(xp, 4, 4), _zeros(xp, 2, 2), _zeros(xp, 2, 2), clamp_len=-1)
+    enc = TransformerXL(_zeros(xp, 4, 4), _zeros(xp, 2, 2), _zeros(xp, 2, 2))
     with pytest.raises(ValueError, match="consecutive"):
         enc.qk_terms(_zeros(xp, 1, 2, 3, 2), _zeros(xp, 1, 2, 3, 2), xp.asarray([0, 1, 5]), xp.asarray([0, 1, 5]))
     with pytest.raises(ValueError, match="qlen"):
-        refpos.txl_scores(_zeros(xp, 1, 3, 2), _zeros(xp, 1, 2, 2), _zeros(xp, 1, 2, 2), _zeros(xp, 1, 2),
+        txl_scores(_zeros(xp, 1, 3, 2), _zeros(xp, 1, 2, 2), _zeros(xp, 1, 2, 2), _zeros(xp, 1, 2),
                           _zeros(xp, 1, 2))
 
 
@@ -177,40 +201,40 @@ def test_txl_arguments(xp):
 def test_kernel_arguments(xp):
     pos = _pos(xp, 3)
     with pytest.raises(ValueError, match="kind"):
-        refpos.kerple_bias(_zeros(xp, 2), _zeros(xp, 2), pos, pos, kind="exp")
+        kerple_bias(_zeros(xp, 2), _zeros(xp, 2), pos, pos, kind="exp")
     with pytest.raises(ValueError, match="r1 and r2"):
-        refpos.kerple_bias(_zeros(xp, 2), _zeros(xp, 3), pos, pos)
+        kerple_bias(_zeros(xp, 2), _zeros(xp, 3), pos, pos)
     with pytest.raises(ValueError, match="r1"):
-        refpos.kerple_bias(xp.asarray([math.nan]), _zeros(xp, 1), pos, pos)
+        kerple_bias(xp.asarray([math.nan]), _zeros(xp, 1), pos, pos)
     with pytest.raises(ValueError, match="head_dim"):
-        refpos.sandwich_bias(pos, pos, 5, 2)
+        sandwich_bias(pos, pos, 5, 2)
     with pytest.raises(ValueError, match="n_heads"):
-        refpos.sandwich_bias(pos, pos, 4, 0)
+        sandwich_bias(pos, pos, 4, 0)
     with pytest.raises(ValueError, match="head_dim"):
-        refpos.Sandwich(3)
+        Sandwich(3)
     with pytest.raises(ValueError, match="w2"):
-        refpos.fire_bias(pos, pos, _zeros(xp, 4), _zeros(xp, 4), _zeros(xp, 2, 3), _zeros(xp, 2))
+        fire_bias(pos, pos, _zeros(xp, 4), _zeros(xp, 4), _zeros(xp, 2, 3), _zeros(xp, 2))
     with pytest.raises(ValueError, match="b2"):
-        refpos.fire_bias(pos, pos, _zeros(xp, 4), _zeros(xp, 4), _zeros(xp, 2, 4), _zeros(xp, 3))
+        fire_bias(pos, pos, _zeros(xp, 4), _zeros(xp, 4), _zeros(xp, 2, 4), _zeros(xp, 3))
     with pytest.raises(ValueError, match="c"):
-        refpos.fire_features(pos, pos, c=math.inf)
+        fire_features(pos, pos, c=math.inf)
 
 
 def test_xpos_and_cope_arguments(xp):
     with pytest.raises(ValueError, match="head dim"):
-        refpos.xpos(_zeros(xp, 3, 3), _pos(xp, 3), is_query=True)
+        xpos(_zeros(xp, 3, 3), _pos(xp, 3), is_query=True)
     with pytest.raises(ValueError, match="positions"):
-        refpos.xpos(_zeros(xp, 3, 4), _pos(xp, 2), is_query=True)
+        xpos(_zeros(xp, 3, 4), _pos(xp, 2), is_query=True)
     with pytest.raises(TypeError, match="is_query"):
-        refpos.xpos(_zeros(xp, 3, 4), _pos(xp, 3), is_query=1)
+        xpos(_zeros(xp, 3, 4), _pos(xp, 3), is_query=1)
     with pytest.raises(ValueError, match="scale_base"):
-        refpos.XPos(scale_base=0.0)
+        XPos(scale_base=0.0)
     with pytest.raises(ValueError, match="npos"):
-        refpos.cope_positions(_zeros(xp, 2, 2), 0)
+        cope_positions(_zeros(xp, 2, 2), 0)
     with pytest.raises(ValueError, match="e must"):
-        refpos.CoPE(_zeros(xp, 4))
+        CoPE(_zeros(xp, 4))
     with pytest.raises(ValueError, match="e has"):
-        refpos.CoPE(_zeros(xp, 3, 5)).qk_terms(_zeros(xp, 1, 1, 2, 4), _zeros(xp, 1, 1, 2, 4), _pos(xp, 2),
+        CoPE(_zeros(xp, 3, 5)).qk_terms(_zeros(xp, 1, 1, 2, 4), _zeros(xp, 1, 1, 2, 4), _pos(xp, 2),
                                                _pos(xp, 2))
 
 
@@ -218,8 +242,8 @@ def test_xpos_and_cope_arguments(xp):
 def test_per_head_parameters_must_match_the_layer(xp, enc, n_heads_of_enc):
     pos = _pos(xp, 2)
     if enc == "kerple":
-        e = refpos.KERPLE(_zeros(xp, n_heads_of_enc), _zeros(xp, n_heads_of_enc))
+        e = KERPLE(_zeros(xp, n_heads_of_enc), _zeros(xp, n_heads_of_enc))
     else:
-        e = refpos.FIRE(_zeros(xp, 4), _zeros(xp, 4), _zeros(xp, n_heads_of_enc, 4), _zeros(xp, n_heads_of_enc))
+        e = FIRE(_zeros(xp, 4), _zeros(xp, 4), _zeros(xp, n_heads_of_enc, 4), _zeros(xp, n_heads_of_enc))
     with pytest.raises(ValueError, match="n_heads"):
         e.bias(pos, pos, 2)

@@ -13,6 +13,8 @@ import pytest
 
 import refpos
 from refpos.backend import to_numpy
+from refpos.core import repeat_kv
+from refpos.encodings import LearnedAbsolute, NoPE, Sandwich, Shaw, Sinusoidal, TransformerXL, XPos, alibi_slopes
 
 H, D, D_MODEL, T = 2, 4, 8, 6
 CLOSE = {"rtol": 1e-12, "atol": 1e-13}
@@ -30,38 +32,40 @@ def _arrays(xp, seed: int = 0):
 # name -> (factory(xp) -> Encoding, causal, relative)
 def _encodings():
     def shaw(form):
-        return lambda xp: refpos.Shaw(_arrays(xp, 1)(7, D), _arrays(xp, 2)(7, D), 3, form=form)
+        return lambda xp: Shaw(_arrays(xp, 1)(7, D), _arrays(xp, 2)(7, D), 3, form=form)
 
     def txl(form):
         def make(xp):
             a = _arrays(xp, 3)
-            return refpos.TransformerXL(a(6, H * D), a(H, D), a(H, D), form=form)
+            return TransformerXL(a(6, H * D), a(H, D), a(H, D), form=form)
         return make
 
     return {
-        "sinusoidal": (lambda xp: refpos.Sinusoidal(), False, False),
-        "sinusoidal_concat_t2t": (lambda xp: refpos.Sinusoidal(layout="concat", spacing="tensor2tensor", offset=2),
+        "sinusoidal": (lambda xp: Sinusoidal(), False, False),
+        "sinusoidal_concat_t2t": (lambda xp: Sinusoidal(layout="concat", spacing="tensor2tensor", offset=2),
                                   False, False),
-        "learned": (lambda xp: refpos.LearnedAbsolute(_arrays(xp, 4)(T + 1000, D_MODEL), offset=1), False, False),
+        "learned": (lambda xp: LearnedAbsolute(_arrays(xp, 4)(T + 1000, D_MODEL), offset=1), False, False),
         "shaw": (shaw("direct"), False, True),
         "shaw_skewed": (shaw("skewed"), False, True),
         "shaw_skewed_causal": (shaw("skewed"), True, True),
         "txl": (txl("rel_shift"), True, True),
         "txl_direct": (txl("direct"), True, True),
-        "t5": (lambda xp: refpos.T5(_arrays(xp, 5)(32, H)), False, True),
-        "t5_causal": (lambda xp: refpos.T5(_arrays(xp, 5)(32, H), bidirectional=False), True, True),
-        "alibi": (lambda xp: refpos.ALiBi(), True, True),
-        "alibi_symmetric": (lambda xp: refpos.ALiBi(form="symmetric"), False, True),
-        "alibi_key_index": (lambda xp: refpos.ALiBi(form="key_index"), True, True),
-        "alibi_falcon": (lambda xp: refpos.ALiBi(before_scale=True), True, True),
-        "kerple_log": (lambda xp: refpos.KERPLE(xp.asarray([0.5, 1.5]), xp.asarray([0.3, 0.9])), True, True),
-        "kerple_power": (lambda xp: refpos.KERPLE(xp.asarray([0.5, 1.5]), xp.asarray([0.3, 1.9]), kind="power"),
+        "t5": (lambda xp: refpos.encodings.T5(_arrays(xp, 5)(32, H)), False, True),
+        "t5_causal": (lambda xp: refpos.encodings.T5(_arrays(xp, 5)(32, H), bidirectional=False), True, True),
+        "alibi": (lambda xp: refpos.encodings.ALiBi(), True, True),
+        "alibi_symmetric": (lambda xp: refpos.encodings.ALiBi(form="symmetric"), False, True),
+        "alibi_key_index": (lambda xp: refpos.encodings.ALiBi(form="key_index"), True, True),
+        "alibi_falcon": (lambda xp: refpos.encodings.ALiBi(before_scale=True), True, True),
+        "kerple_log": (lambda xp: refpos.encodings.KERPLE(xp.asarray([0.5, 1.5]), xp.asarray([0.3, 0.9])), True, True),
+        "kerple_power": (lambda xp: refpos.encodings.KERPLE(xp.asarray([0.5, 1.5]), xp.asarray([0.3, 1.9]),
+                                                            kind="power"),
                          True, True),
-        "fire": (lambda xp: refpos.FIRE(*(_arrays(xp, 6)(*s) for s in ((8,), (8,), (H, 8), (H,)))), True, True),
-        "sandwich": (lambda xp: refpos.Sandwich(D), True, True),
-        "sandwich_bidirectional": (lambda xp: refpos.Sandwich(D, causal=False), False, True),
-        "xpos": (lambda xp: refpos.XPos(), True, True),
-        "cope": (lambda xp: refpos.CoPE(_arrays(xp, 7)(D, 5)), True, True),
+        "fire": (lambda xp: refpos.encodings.FIRE(*(_arrays(xp, 6)(*s) for s in ((8,), (8,), (H, 8), (H,)))), True,
+                 True),
+        "sandwich": (lambda xp: Sandwich(D), True, True),
+        "sandwich_bidirectional": (lambda xp: Sandwich(D, causal=False), False, True),
+        "xpos": (lambda xp: XPos(), True, True),
+        "cope": (lambda xp: refpos.encodings.CoPE(_arrays(xp, 7)(D, 5)), True, True),
     }
 
 
@@ -96,7 +100,7 @@ def test_every_encoding_runs_through_its_hook(xp, name):
     enc = ENCODINGS[name][0](xp)
     pos = xp.arange(T, dtype=xp.int64)
     q, k = trace.get("Q_rot", trace["Q"]), trace.get("K_rot", trace["K"])
-    s = q @ xp.matrix_transpose(refpos.repeat_kv(k, H))  # (H, T, T)
+    s = q @ xp.matrix_transpose(repeat_kv(k, H))  # (H, T, T)
     terms = enc.qk_terms(q[None, ...], k[None, ...], pos, pos)
     if terms is not None:
         s = s + terms[0, ...]
@@ -196,8 +200,8 @@ def test_equal_forms(xp, a, b, key):
 
 def test_kerple_power_one_is_alibi(xp):
     """KERPLE power (r1 = ALiBi slopes, r2 = 1; eps below the smallest slope) ≡ causal ALiBi."""
-    slopes = refpos.alibi_slopes(H, xp=xp)
-    kerple = refpos.KERPLE(slopes, xp.ones(H, dtype=xp.float64), kind="power", eps=1e-3)
+    slopes = alibi_slopes(H, xp=xp)
+    kerple = refpos.encodings.KERPLE(slopes, xp.ones(H, dtype=xp.float64), kind="power", eps=1e-3)
     out, _ = _run(xp, "alibi", encoding=kerple)
     expected, _ = _run(xp, "alibi")
     np.testing.assert_allclose(to_numpy(out), to_numpy(expected), **CLOSE)
@@ -205,8 +209,8 @@ def test_kerple_power_one_is_alibi(xp):
 
 def test_falcon_alibi_is_alibi_with_slopes_over_sqrt_d(xp):
     """Bias before the scale ≡ slopes divided by √d (docs/diagnosis.md), via KERPLE power with r2 = 1."""
-    slopes = refpos.alibi_slopes(H, xp=xp) / math.sqrt(D)
-    kerple = refpos.KERPLE(slopes, xp.ones(H, dtype=xp.float64), kind="power", eps=1e-4)
+    slopes = alibi_slopes(H, xp=xp) / math.sqrt(D)
+    kerple = refpos.encodings.KERPLE(slopes, xp.ones(H, dtype=xp.float64), kind="power", eps=1e-4)
     out, _ = _run(xp, "alibi_falcon")
     expected, _ = _run(xp, "alibi", encoding=kerple)
     np.testing.assert_allclose(to_numpy(out), to_numpy(expected), **CLOSE)
@@ -215,8 +219,8 @@ def test_falcon_alibi_is_alibi_with_slopes_over_sqrt_d(xp):
 def test_shaw_k0_is_nope_plus_wv0(xp):
     a = _arrays(xp, 21)
     w_k, w_v = a(1, D), a(1, D)
-    out, _ = _run(xp, "shaw", encoding=refpos.Shaw(w_k, w_v, 0))
-    nope, _ = _run(xp, "shaw", encoding=refpos.NoPE())
+    out, _ = _run(xp, "shaw", encoding=Shaw(w_k, w_v, 0))
+    nope, _ = _run(xp, "shaw", encoding=NoPE())
     expected = to_numpy(nope) + np.tile(to_numpy(w_v)[0], H)
     np.testing.assert_allclose(to_numpy(out), expected, **CLOSE)
 
@@ -225,10 +229,10 @@ def test_shaw_k0_is_nope_plus_wv0(xp):
 def test_zero_parameters_are_nope(xp, name):
     """Zero T5 table (scale 1), zero TXL u, v, W_R, zero-initialised CoPE table, KERPLE r1 = eps → tiny."""
     zero = {
-        "t5": refpos.T5(xp.zeros((32, H), dtype=xp.float64)),
-        "txl": refpos.TransformerXL(*(xp.zeros(s, dtype=xp.float64) for s in ((6, H * D), (H, D), (H, D)))),
-        "cope": refpos.CoPE(xp.zeros((D, 5), dtype=xp.float64)),
-        "kerple_log": refpos.KERPLE(xp.zeros(H, dtype=xp.float64), xp.zeros(H, dtype=xp.float64), eps=1e-300),
+        "t5": refpos.encodings.T5(xp.zeros((32, H), dtype=xp.float64)),
+        "txl": TransformerXL(*(xp.zeros(s, dtype=xp.float64) for s in ((6, H * D), (H, D), (H, D)))),
+        "cope": refpos.encodings.CoPE(xp.zeros((D, 5), dtype=xp.float64)),
+        "kerple_log": refpos.encodings.KERPLE(xp.zeros(H, dtype=xp.float64), xp.zeros(H, dtype=xp.float64), eps=1e-300),
     }[name]
     causal = ENCODINGS[name][1]
     x = _arrays(xp, 12)(T, D_MODEL)
@@ -240,7 +244,7 @@ def test_zero_parameters_are_nope(xp, name):
 
 def test_xpos_with_infinite_scale_base_is_a_rotation(xp):
     """γ → ∞: no decay, q and k keep their norms (a pure interleaved rotation)."""
-    _, trace = _run(xp, "xpos", encoding=refpos.XPos(scale_base=math.inf))
+    _, trace = _run(xp, "xpos", encoding=XPos(scale_base=math.inf))
     for raw, rot in (("Q", "Q_rot"), ("K", "K_rot")):
         norms = np.linalg.norm(to_numpy(trace[raw]), axis=-1)
         np.testing.assert_allclose(np.linalg.norm(to_numpy(trace[rot]), axis=-1), norms, **CLOSE)

@@ -84,16 +84,16 @@ UNKNOWN = {"model_type": "no_such_model", "hidden_size": 64, "num_attention_head
 
 
 def test_an_unknown_model_type_warns_that_the_layout_is_assumed():
-    for resolve in (refpos.from_hf_config, refpos.hf_layers):
-        with pytest.warns(refpos.UnknownFamilyWarning, match="'no_such_model' is not in refpos's family table"):
+    for resolve in (refpos.models.from_hf_config, refpos.models.hf_layers):
+        with pytest.warns(refpos.models.UnknownFamilyWarning, match="'no_such_model' is not in refpos's family table"):
             result = resolve(UNKNOWN)
         assert "not in the family table" in result.not_modelled["model_type"]  # and the report says it too
     with pytest.warns(fam.UnknownFamilyWarning, match="no model_type"):
-        refpos.from_hf_config({k: v for k, v in UNKNOWN.items() if k != "model_type"})
+        refpos.models.from_hf_config({k: v for k, v in UNKNOWN.items() if k != "model_type"})
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a known family resolves silently
-        refpos.from_hf_config(dict(UNKNOWN, model_type="llama"))
-        refpos.hf_layers(dict(UNKNOWN, model_type="kimi_k2"))
+        refpos.models.from_hf_config(dict(UNKNOWN, model_type="llama"))
+        refpos.models.hf_layers(dict(UNKNOWN, model_type="kimi_k2"))
 
 
 def test_the_warning_test_breaks_without_the_warning(monkeypatch):

@@ -182,17 +182,17 @@ def test_softmax_overwrite_gives_the_same_bits(seed, rows, cols, masked, fully_m
     mask = {"none": None, "some": rng.random((rows, cols)) < 0.7,
             "dead rows": np.repeat(rng.random((rows, 1)) < 0.5, cols, axis=1)}[masked]
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf in a row that holds +inf: NaN, as documented
-        expected = refpos.softmax(logits, mask=mask, fully_masked=fully_masked)
+        expected = refpos.core.softmax.softmax(logits, mask=mask, fully_masked=fully_masked)
         scratch = logits.copy()
-        got = refpos.softmax(scratch, mask=mask, fully_masked=fully_masked, overwrite=True)
+        got = refpos.core.softmax.softmax(scratch, mask=mask, fully_masked=fully_masked, overwrite=True)
     np.testing.assert_array_equal(got, expected)
 
 
 def test_softmax_overwrite_uses_the_logits_memory_and_is_checked():
     logits = np.array([[1.0, 2.0, 3.0]])
-    assert np.shares_memory(refpos.softmax(logits, overwrite=True), logits)
+    assert np.shares_memory(refpos.core.softmax.softmax(logits, overwrite=True), logits)
     with pytest.raises(TypeError, match="overwrite must be a bool"):
-        refpos.softmax(logits, overwrite=1)
+        refpos.core.softmax.softmax(logits, overwrite=1)
 
 
 # ------------------------------------------------------------------------------------ attention
@@ -241,9 +241,9 @@ def test_threaded_chunked_attention_equals_serial_and_attention(seed, t_q, extra
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(parallel, "MIN_PARALLEL_WORK", 0)  # threads even for these small arrays
         monkeypatch.setenv("REFPOS_THREADS", "1")
-        serial = refpos.chunked_attention(q, k, v, bias=bias, causal=causal, chunk_size=chunk)
+        serial = refpos.core.chunked_attention(q, k, v, bias=bias, causal=causal, chunk_size=chunk)
         monkeypatch.setenv("REFPOS_THREADS", "3")
-        threaded = refpos.chunked_attention(q, k, v, bias=bias, causal=causal, chunk_size=chunk)
+        threaded = refpos.core.chunked_attention(q, k, v, bias=bias, causal=causal, chunk_size=chunk)
     np.testing.assert_allclose(threaded, serial, rtol=1e-14, atol=1e-15)
     oracle, _ = refpos.attention(q, k, v, bias=bias, causal=causal, return_weights=True)
     np.testing.assert_allclose(threaded, oracle, rtol=1e-13, atol=1e-15)

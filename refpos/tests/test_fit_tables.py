@@ -17,9 +17,9 @@ from refpos.check.tables import naive_slopes
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(1, 40), scale=st.floats(0.1, 10.0), form=st.sampled_from(["causal", "symmetric", "key_index"]))
 def test_alibi_bias_slopes_and_form_are_recovered(n, scale, form):
-    slopes = np.asarray(refpos.alibi_slopes(n, xp="numpy")) * scale
+    slopes = np.asarray(refpos.encodings.alibi_slopes(n, xp="numpy")) * scale
     q, k = np.arange(5, 9), np.arange(9)
-    bias = np.asarray(refpos.alibi_bias_from_positions(slopes, q, k, form=form))
+    bias = np.asarray(refpos.encodings.alibi_bias_from_positions(slopes, q, k, form=form))
     found = fit_alibi(bias, slopes / scale, 1e-12, q_positions=q, k_positions=k)
     assert found["fitted"]["form"] == form
     np.testing.assert_allclose([h["slope_fitted"] for h in found["heads"]], slopes, rtol=1e-12)
@@ -44,7 +44,7 @@ T5_CASES = [  # (the candidate's keys, its sign, the changes the fit reports)
 @pytest.mark.parametrize(("keys", "sign", "changed"), T5_CASES)
 def test_t5_bucket_map_keys_are_recovered(keys, sign, changed):
     rel = np.arange(-400, 401)
-    candidate = np.asarray(refpos.t5_bucket(sign * rel, **keys))
+    candidate = np.asarray(refpos.encodings.t5_bucket(sign * rel, **keys))
     found = fit_t5(candidate, rel, bidirectional=True, num_buckets=32, max_distance=128)
     assert found["changed"] == changed
     assert check_t5(candidate, rel)["bucket_map"]["changed"] == changed
@@ -58,7 +58,7 @@ def test_a_bucket_map_that_is_not_a_function_is_named():
 
 def test_deberta_bucket_map_keys_are_recovered():
     rel = np.arange(-700, 701)
-    candidate = np.asarray(refpos.deberta_log_buckets(rel, 128, 512))
+    candidate = np.asarray(refpos.encodings.deberta_log_buckets(rel, 128, 512))
     found = check_deberta(candidate, rel, position_buckets=256, max_relative_positions=512)["bucket_map"]
     assert found["changed"] == {"position_buckets": [256, 128]}
     assert fit_deberta(candidate, rel, position_buckets=128, max_relative_positions=512)["differ"] == 0
@@ -72,7 +72,7 @@ def test_deberta_bucket_map_keys_are_recovered():
 ])
 def test_sinusoid_frequencies_pairing_offset_and_rule(kwargs, layout, offset, changed):
     positions = np.arange(0, 64)
-    table = np.asarray(refpos.sinusoidal(positions, 32, **kwargs))
+    table = np.asarray(refpos.encodings.sinusoidal.sinusoidal(positions, 32, **kwargs))
     found = check_sinusoid(table, positions, dim=32)
     assert found["fitted"]["layout"] == layout and found["fitted"]["position_offset"] == offset
     got = found["fitted"]["rule_changed"]
@@ -85,7 +85,7 @@ def test_sinusoid_frequencies_pairing_offset_and_rule(kwargs, layout, offset, ch
 def test_sinusoid_fit_reads_cos_plus_i_sin():
     """Meta: the fit takes cos + i·sin as e^{ipω}; with sin and cos exchanged every pair turns backwards."""
     positions = np.arange(16)
-    table = np.asarray(refpos.sinusoidal(positions, 8))
+    table = np.asarray(refpos.encodings.sinusoidal.sinusoidal(positions, 8))
     swapped = table.reshape(16, 4, 2)[..., ::-1].reshape(16, 8)
     zeros = np.zeros(8)
     found = fit_sinusoid(swapped, positions, dim=8, base=1e4, layout="interleaved", spacing="paper",

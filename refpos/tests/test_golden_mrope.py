@@ -42,7 +42,7 @@ def test_every_config_names_its_source():
 @pytest.mark.parametrize("name", sorted(RESOLVED))
 def test_real_configs_resolve(name):
     hybrid = "full_attention_interval" in VLM[name]["config"].get("text_config", {})  # some layers: no attention
-    rope = refpos.from_hf_config(VLM[name]["config"], strict=not hybrid)
+    rope = refpos.models.from_hf_config(VLM[name]["config"], strict=not hybrid)
     assert not hybrid or list(rope.not_modelled) == ["text_config.model_type"]
     assert (rope.mrope_section, rope.mrope_interleaved, rope.layout, rope.rotary_dim, rope.theta) == RESOLVED[name]
 
@@ -72,7 +72,7 @@ def test_model_cases_hold_every_layout_and_their_tables():
     assert "audio" not in probe_layouts(config) and "audio" in PROBE_LAYOUTS
     case = cases[f"{key}/image/cos-sin"]
     positions = case.inputs["positions"]  # (3, T)
-    rope = refpos.from_hf_config(config)
+    rope = refpos.models.from_hf_config(config)
     inv_freq, _ = refpos.rope_frequencies(rope, seq_len=int(positions.max()) + 1)
     axes = np.array(pair_axes(rope.mrope_section, rope.mrope_scheme))
     np.testing.assert_array_equal(case.outputs["cos"].array, np.cos(positions[axes].T * np.asarray(inv_freq)))

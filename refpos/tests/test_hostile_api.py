@@ -22,7 +22,7 @@ RAISES = [
      lambda: refpos.apply_rope(np.ones((1, 2, 3, 8)), np.zeros((2, 3), dtype=np.int64), ROPE), ValueError,
      "positions"),
     ("apply_rope_complex: the same shape mismatch",
-     lambda: refpos.apply_rope_complex(np.ones((1, 2, 3, 8)), np.zeros((2, 3), dtype=np.int64), ROPE), ValueError,
+     lambda: refpos.rope.apply_rope_complex(np.ones((1, 2, 3, 8)), np.zeros((2, 3), dtype=np.int64), ROPE), ValueError,
      "positions"),
     ("apply_rope: positions (3, T) against x (2, T, D)",
      lambda: refpos.apply_rope(np.ones((2, 3, 8)), np.zeros((3, 3), dtype=np.int64), ROPE), ValueError, "positions"),
@@ -53,25 +53,25 @@ RAISES = [
      "int64 holds"),
     ("positions: 2**70 (beyond any NumPy integer)", lambda: refpos.rope_cos_sin([2**70], ROPE), ValueError,
      "int64 holds"),
-    ("softmax: integer logits", lambda: refpos.softmax(np.array([1, 2, 3])), TypeError, "logits"),
-    ("softmax: complex logits", lambda: refpos.softmax(np.array([1 + 1j, 2.0])), TypeError, "logits"),
-    ("softmax: a list", lambda: refpos.softmax([1.0, 2.0]), TypeError, "logits"),
-    ("softmax: axis out of range", lambda: refpos.softmax(np.ones((2, 3)), axis=2), ValueError, "axis"),
+    ("softmax: integer logits", lambda: refpos.core.softmax.softmax(np.array([1, 2, 3])), TypeError, "logits"),
+    ("softmax: complex logits", lambda: refpos.core.softmax.softmax(np.array([1 + 1j, 2.0])), TypeError, "logits"),
+    ("softmax: a list", lambda: refpos.core.softmax.softmax([1.0, 2.0]), TypeError, "logits"),
+    ("softmax: axis out of range", lambda: refpos.core.softmax.softmax(np.ones((2, 3)), axis=2), ValueError, "axis"),
     ("attention: bias_scaled='False' (a string, truthy)", lambda: refpos.attention(Q, K, K, bias_scaled="False"),
      TypeError, "bias_scaled"),
     ("attention: return_weights='no'", lambda: refpos.attention(Q, K, K, return_weights="no"), TypeError,
      "return_weights"),
     ("attention: causal=1", lambda: refpos.attention(Q, K, K, causal=1), TypeError, "causal"),
-    ("chunked_attention: bias_scaled='False'", lambda: refpos.chunked_attention(Q, K, K, bias_scaled="False"),
+    ("chunked_attention: bias_scaled='False'", lambda: refpos.core.chunked_attention(Q, K, K, bias_scaled="False"),
      TypeError, "bias_scaled"),
     ("attention: 0 key/value heads", lambda: refpos.attention(Q, K[:, :0], K[:, :0]), ValueError, "heads"),
     ("attention: 0 query heads", lambda: refpos.attention(Q[:, :0], K, K), ValueError, "heads"),
-    ("chunked_attention: 0 key/value heads", lambda: refpos.chunked_attention(Q, K[:, :0], K[:, :0]), ValueError,
+    ("chunked_attention: 0 key/value heads", lambda: refpos.core.chunked_attention(Q, K[:, :0], K[:, :0]), ValueError,
      "heads"),
     ("attention: head dim 0", lambda: refpos.attention(Q[..., :0], K[..., :0], K), ValueError, "head dim"),
-    ("chunked_attention: head dim 0", lambda: refpos.chunked_attention(Q[..., :0], K[..., :0], K), ValueError,
+    ("chunked_attention: head dim 0", lambda: refpos.core.chunked_attention(Q[..., :0], K[..., :0], K), ValueError,
      "head dim"),
-    ("t5_bucket: bidirectional='yes'", lambda: refpos.t5_bucket([1], bidirectional="yes"), TypeError,
+    ("t5_bucket: bidirectional='yes'", lambda: refpos.encodings.t5_bucket([1], bidirectional="yes"), TypeError,
      "bidirectional"),
     ("worked_example: with_bias='False'", lambda: refpos.worked_example(with_bias="False"), TypeError, "with_bias"),
 ]
@@ -89,15 +89,15 @@ def test_hostile_value_is_refused_by_name(call, error, word):
 @pytest.mark.parametrize("rel", [-2**63, -2**62, 2**63 - 1, -(2**53) - 1])
 def test_t5_bucket_far_distances_share_the_last_bucket(rel, bidirectional):
     """``abs(-2**63)`` overflows int64; the math puts every distance >= max_distance in the last bucket."""
-    far = refpos.t5_bucket(np.array([rel]), bidirectional=bidirectional)
-    at_max = refpos.t5_bucket(np.array([128 if rel > 0 else -128]), bidirectional=bidirectional)
+    far = refpos.encodings.t5_bucket(np.array([rel]), bidirectional=bidirectional)
+    at_max = refpos.encodings.t5_bucket(np.array([128 if rel > 0 else -128]), bidirectional=bidirectional)
     assert far.tolist() == at_max.tolist()
     assert 0 <= int(far[0]) < 32
 
 
 def test_t5_bucket_lists_of_huge_ints_are_refused_by_name():
     with pytest.raises(ValueError, match="relative_position"):
-        refpos.t5_bucket([2**64])
+        refpos.encodings.t5_bucket([2**64])
 
 
 @pytest.mark.parametrize("fully_masked", ["zeros", "nan"])
@@ -106,7 +106,7 @@ def test_attention_without_keys_follows_the_fully_masked_policy_as_chunked_does(
     """No key at all: every query row is fully masked; both attention forms give the policy's rows."""
     k0 = K[..., :0, :]
     dense = np.asarray(refpos.attention(Q, k0, k0, fully_masked=fully_masked, causal=causal))
-    chunked = np.asarray(refpos.chunked_attention(Q, k0, k0, fully_masked=fully_masked, causal=causal))
+    chunked = np.asarray(refpos.core.chunked_attention(Q, k0, k0, fully_masked=fully_masked, causal=causal))
     fill = 0.0 if fully_masked == "zeros" else np.nan
     assert dense.shape == chunked.shape == (1, 2, 3, 4)
     np.testing.assert_array_equal(dense, np.full(dense.shape, fill))
@@ -117,7 +117,7 @@ def test_attention_without_keys_follows_the_fully_masked_policy_as_chunked_does(
 
 
 def test_softmax_over_an_empty_axis_is_empty():
-    assert refpos.softmax(np.ones((3, 0))).shape == (3, 0)
+    assert refpos.core.softmax.softmax(np.ones((3, 0))).shape == (3, 0)
 
 
 def test_positions_within_2_53_still_work():

@@ -19,7 +19,10 @@ import pytest
 
 import refpos
 from refpos.cli import main
+from refpos.encodings import t5_bucket
+from refpos.encodings.sinusoidal import sinusoidal
 from refpos.golden.npy import npy_bytes
+from refpos.models import from_hf_config
 from refpos.tests.hostile import exit_2
 
 ROPE_CONFIG = {"model_type": "llama", "rope_theta": 10000.0, "head_dim": 8, "hidden_size": 32,
@@ -46,7 +49,7 @@ _exit_2 = exit_2
 def test_positions_that_apply_rope_refuses_are_refused_by_check_rope(shape, tmp_path, capsys):
     """A positions file of shape (1,) or () was broadcast to every token; apply_rope refuses it."""
     x = np.linspace(-1, 1, 24).reshape(1, 3, 8)
-    rope = refpos.from_hf_config(ROPE_CONFIG)
+    rope = from_hf_config(ROPE_CONFIG)
     positions = np.full(shape, 5, dtype=np.int64)
     with pytest.raises(ValueError, match="positions"):
         refpos.apply_rope(x, positions, rope)
@@ -76,7 +79,7 @@ def test_uint64_positions_are_read_without_wrapping_around(target, tmp_path, cap
 def test_uint64_relative_positions_are_read_without_wrapping_around(tmp_path, capsys):
     """``check t5 --relative`` with uint64 2**64 - 1 read -1, and the buckets of -1 passed."""
     rel = np.array([[0, 2**64 - 1]], dtype=np.uint64)
-    buckets = np.asarray(refpos.t5_bucket(np.array([[0, -1]])))  # the buckets of the wrapped-around value
+    buckets = np.asarray(t5_bucket(np.array([[0, -1]])))  # the buckets of the wrapped-around value
     err = _exit_2(["check", "t5", "--relative", _save(tmp_path / "rel.npy", rel), "--candidate",
                    _save(tmp_path / "b.npy", buckets)], capsys)
     assert "int64 holds" in err, err
@@ -87,13 +90,13 @@ def test_uint64_relative_positions_are_read_without_wrapping_around(tmp_path, ca
 def test_a_correct_candidate_at_large_positions_passes(high, tmp_path, capsys):
     """Positions >= 2**40 broke check rope and sinusoid ("index 41 is out of bounds") though 2**53 is allowed."""
     positions = np.array([0, 1, high - 1, high], dtype=np.int64)
-    rope = refpos.from_hf_config(ROPE_CONFIG)
+    rope = from_hf_config(ROPE_CONFIG)
     x = np.linspace(-1, 1, 32).reshape(4, 8)
     y = np.asarray(refpos.apply_rope(x, positions, rope))
     p = _save(tmp_path / "p.npy", positions)
     assert main(["check", "rope", "--config", _config(tmp_path), "--input", _save(tmp_path / "x.npy", x),
                  "--positions", p, "--candidate", _save(tmp_path / "y.npy", y)]) == 0, capsys.readouterr().err
-    table = np.asarray(refpos.sinusoidal(positions, 8))
+    table = np.asarray(sinusoidal(positions, 8))
     assert main(["check", "sinusoid", "--dim", "8", "--positions", p, "--candidate",
                  _save(tmp_path / "s.npy", table)]) == 0, capsys.readouterr().err
     capsys.readouterr()
@@ -131,13 +134,13 @@ def test_a_candidate_truncated_while_it_is_read_is_an_error_line_not_a_signal(ta
     positions = np.arange(2048, dtype=np.int64)
     p = _save(tmp_path / "p.npy", positions)
     if target == "rope":
-        rope = refpos.from_hf_config(ROPE_CONFIG)
+        rope = from_hf_config(ROPE_CONFIG)
         x = np.random.default_rng(0).standard_normal((8, 2048, 8))
         candidate = _save(tmp_path / "y.npy", refpos.apply_rope(x, positions, rope))
         argv = ["check", "rope", "--config", _config(tmp_path), "--input", _save(tmp_path / "x.npy", x),
                 "--positions", p, "--candidate", candidate]
     else:
-        candidate = _save(tmp_path / "y.npy", np.broadcast_to(refpos.sinusoidal(positions, 64), (8, 2048, 64)))
+        candidate = _save(tmp_path / "y.npy", np.broadcast_to(sinusoidal(positions, 64), (8, 2048, 64)))
         argv = ["check", "sinusoid", "--dim", "64", "--positions", _save(tmp_path / "p8.npy",
                                                                            np.broadcast_to(positions, (8, 2048))),
                 "--candidate", candidate]

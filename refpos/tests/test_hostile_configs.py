@@ -4,8 +4,8 @@ transformers allows ``rope_parameters`` keyed by layer type (``{"full_attention"
 "sliding_attention": {...}}``, a null value meaning no RoPE for that type). A dict whose values are partly
 rope dicts and partly something else (``3``, ``"x"``, a list) is neither that nor a rope dict; it used to
 resolve to default RoPE (its keys reported unused). Every entry point that reads the dict
-(:func:`refpos.from_hf_config` for each layer type or none, :func:`refpos.hf_layer_types`,
-:func:`refpos.hf_layers`, ``refpos rope``) must refuse it with a ``ValueError`` naming the key and what is
+(:func:`refpos.models.from_hf_config` for each layer type or none, :func:`refpos.models.hf_layer_types`,
+ :func:`refpos.models.hf_layers`, ``refpos rope``) must refuse it with a ``ValueError`` naming the key and what is
 allowed; the forms transformers accepts keep resolving. The meta test puts the old predicate back and
 shows the property failing.
 """
@@ -36,11 +36,12 @@ def _config(stray: object, key: str = "rope_parameters", where: str = "sliding_a
 
 def _entry_points(config: dict) -> dict[str, object]:
     return {
-        "from_hf_config()": lambda: refpos.from_hf_config(config),
-        "from_hf_config(full_attention)": lambda: refpos.from_hf_config(config, layer_type="full_attention"),
-        "from_hf_config(sliding_attention)": lambda: refpos.from_hf_config(config, layer_type="sliding_attention"),
-        "hf_layer_types": lambda: refpos.hf_layer_types(config),
-        "hf_layers": lambda: refpos.hf_layers(config),
+        "from_hf_config()": lambda: refpos.models.from_hf_config(config),
+        "from_hf_config(full_attention)": lambda: refpos.models.from_hf_config(config, layer_type="full_attention"),
+        "from_hf_config(sliding_attention)": lambda: refpos.models.from_hf_config(config,
+                                                                                  layer_type="sliding_attention"),
+        "hf_layer_types": lambda: refpos.models.hf_layer_types(config),
+        "hf_layers": lambda: refpos.models.hf_layers(config),
     }
 
 
@@ -65,7 +66,7 @@ def test_the_stray_may_sit_beside_the_layer_type_asked_for():
 def test_the_message_names_the_text_config_prefix():
     config = {"model_type": "x", "text_config": _config(3)}
     with pytest.raises(ValueError, match=r"text_config\.rope_parameters\.sliding_attention is int 3"):
-        refpos.from_hf_config(config, layer_type="full_attention")
+        refpos.models.from_hf_config(config, layer_type="full_attention")
 
 
 def test_the_cli_exits_2_with_one_line(tmp_path, capsys):
@@ -82,17 +83,17 @@ def test_the_cli_exits_2_with_one_line(tmp_path, capsys):
 ], ids=["two rope dicts", "one null"])
 def test_the_forms_transformers_accepts_still_resolve(layers):
     config = {**BASE, "rope_parameters": layers}
-    assert refpos.hf_layer_types(config) == ("full_attention", "sliding_attention")
-    assert refpos.from_hf_config(config, layer_type="full_attention").theta == 1e6
-    schedule = refpos.hf_layers(config)
+    assert refpos.models.hf_layer_types(config) == ("full_attention", "sliding_attention")
+    assert refpos.models.from_hf_config(config, layer_type="full_attention").theta == 1e6
+    schedule = refpos.models.hf_layers(config)
     assert schedule[0].rope is not None and schedule[0].rope.theta == 1e6
 
 
 def test_a_flat_rope_dict_is_not_taken_for_a_per_layer_one():
     config = {**BASE, "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}
     config.pop("layer_types")
-    assert refpos.hf_layer_types(config) == ()
-    assert refpos.from_hf_config(config).rope_type == "linear"
+    assert refpos.models.hf_layer_types(config) == ()
+    assert refpos.models.from_hf_config(config).rope_type == "linear"
 
 
 LAYER_NAMES = st.sampled_from(["full_attention", "sliding_attention", "chunked_attention", "x", "layer_0"])
@@ -112,7 +113,7 @@ def test_any_per_layer_dict_with_a_stray_value_never_resolves(layers, stray_key,
     config.pop("layer_types")
     for layer_type in (None, *layers):
         with pytest.raises(ValueError, match=rf"rope_parameters\.{stray_key} is "):
-            refpos.from_hf_config(config, layer_type=layer_type)
+            refpos.models.from_hf_config(config, layer_type=layer_type)
 
 
 def test_the_property_fails_with_the_old_predicate(monkeypatch):
@@ -124,6 +125,6 @@ def test_the_property_fails_with_the_old_predicate(monkeypatch):
 
     monkeypatch.setattr(hf_files, "is_per_layer", old)
     monkeypatch.setattr("refpos.models.hf_resolver.is_per_layer", old)
-    assert refpos.from_hf_config(_config(3)).rope_type == "default"  # the silent acceptance
+    assert refpos.models.from_hf_config(_config(3)).rope_type == "default"  # the silent acceptance
     with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
         test_any_per_layer_dict_with_a_stray_value_never_resolves()

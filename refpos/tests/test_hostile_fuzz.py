@@ -28,7 +28,7 @@ import refpos
 from refpos.golden import entries, npy
 from refpos.golden import manifest as golden
 from refpos.golden.rope_cases import layout_cases
-from refpos.models import hf, positions
+from refpos.models import from_hf_config, hf, hf_layer_types, positions
 
 FUZZ = settings(max_examples=60, deadline=timedelta(seconds=10), suppress_health_check=[HealthCheck.too_slow],
                 derandomize=True)
@@ -62,7 +62,7 @@ TOP_KEYS = ["rope_theta", "head_dim", "hidden_size", "num_attention_heads", "par
 _VALID = {"rope_theta": 10000.0, "head_dim": 64, "hidden_size": 512, "num_attention_heads": 8,
           "max_position_embeddings": 4096}
 # warm every import and cache once, so that the deadline measures the example, not the first import
-refpos.rope_frequencies(refpos.from_hf_config({**_VALID, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}),
+refpos.rope_frequencies(from_hf_config({**_VALID, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}),
                         seq_len=8, xp="numpy")
 
 
@@ -189,8 +189,8 @@ def _within_memory(call):
 def resolve_contract(config: dict) -> None:
     """A hostile config: a RopeConfig per layer type with usable frequencies, or a named refusal."""
     def run():
-        layer_types = refpos.hf_layer_types(config) or (None,)
-        ropes = [refpos.from_hf_config(config, layer_type=lt) for lt in layer_types]
+        layer_types = hf_layer_types(config) or (None,)
+        ropes = [from_hf_config(config, layer_type=lt) for lt in layer_types]
         for rope in ropes:
             inv_freq, factor = refpos.rope_frequencies(rope, seq_len=8, xp="numpy")
             assert np.all(np.isfinite(refpos.to_numpy(inv_freq))) and math.isfinite(float(factor))

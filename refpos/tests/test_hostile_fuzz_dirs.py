@@ -225,7 +225,7 @@ def test_the_writer_never_writes_outside_nor_over_what_no_manifest_lists(plants,
 
 
 # --------------------------------------------------------------------------------- check gives a verdict
-REFERENCE = np.asarray(refpos.sinusoidal(np.arange(4), 8))
+REFERENCE = np.asarray(refpos.encodings.sinusoidal.sinusoidal(np.arange(4), 8))
 
 
 def _candidates() -> st.SearchStrategy[bytes]:

@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 
 import refpos
+from refpos.encodings import relative_positions, t5_bucket
 from refpos.golden.rope_cases import model_cases
+from refpos.models import from_hf_config, hf_layers
+from refpos.rope import apply_rope_complex
 from refpos.tests.hostile import bounded, exit_2
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -41,18 +44,20 @@ _exit_2 = exit_2
 
 # ------------------------------------------------------------------------------ sizes the CLI caps, in the API
 SIZES = [
-    ("alibi_slopes(2**40)", lambda: refpos.alibi_slopes(2**40), "n_heads"),
-    ("alibi_bias(2**40, 1, 1)", lambda: refpos.alibi_bias(2**40, 1, 1), "n_heads"),
-    ("alibi_bias(8, 2**20, 2**20)", lambda: refpos.alibi_bias(8, 2**20, 2**20), "q_len=1048576"),
-    ("sinusoidal(dim=2**40)", lambda: refpos.sinusoidal(np.arange(4), 2**40), "dim"),
-    ("sinusoidal of 2**40 positions", lambda: refpos.sinusoidal(np.broadcast_to(np.int64(3), (2**20, 2**20)), 64),
-     "positions"),
-    ("sinusoidal_shift_matrix(1, 2**16)", lambda: refpos.sinusoidal_shift_matrix(1, 2**16), "dim=65536"),
-    ("alibi_bias_from_positions of 2**40 keys", lambda: refpos.alibi_bias_from_positions(
-        refpos.alibi_slopes(8, xp="numpy"), np.broadcast_to(np.int64(0), (2**20,)), np.broadcast_to(np.int64(0),
-                                                                                                   (2**20,))), "heads"),
-    ("num_hidden_layers 2**40", lambda: refpos.hf_layers({**BASE, "num_hidden_layers": 2**40}), "num_hidden_layers"),
-    ("t5 num_buckets 2**40", lambda: refpos.t5_bucket(np.array([1]), num_buckets=2**40, max_distance=2**41),
+    ("alibi_slopes(2**40)", lambda: refpos.encodings.alibi_slopes(2**40), "n_heads"),
+    ("alibi_bias(2**40, 1, 1)", lambda: refpos.encodings.alibi_bias(2**40, 1, 1), "n_heads"),
+    ("alibi_bias(8, 2**20, 2**20)", lambda: refpos.encodings.alibi_bias(8, 2**20, 2**20), "q_len=1048576"),
+    ("sinusoidal(dim=2**40)", lambda: refpos.encodings.sinusoidal.sinusoidal(np.arange(4), 2**40), "dim"),
+    ("sinusoidal of 2**40 positions", lambda: refpos.encodings.sinusoidal.sinusoidal(np.broadcast_to(np.int64(3),
+                                                                                                     (2**20, 2**20)),
+                                                                                     64), "positions"),
+    ("sinusoidal_shift_matrix(1, 2**16)", lambda: refpos.encodings.sinusoidal_shift_matrix(1, 2**16), "dim=65536"),
+    ("alibi_bias_from_positions of 2**40 keys",
+     lambda: refpos.encodings.alibi_bias_from_positions(refpos.encodings.alibi_slopes(8, xp="numpy"),
+                                                        np.broadcast_to(np.int64(0), (2**20,)),
+                                                        np.broadcast_to(np.int64(0), (2**20,))), "heads"),
+    ("num_hidden_layers 2**40", lambda: hf_layers({**BASE, "num_hidden_layers": 2**40}), "num_hidden_layers"),
+    ("t5 num_buckets 2**40", lambda: t5_bucket(np.array([1]), num_buckets=2**40, max_distance=2**41),
      "num_buckets"),
 ]
 
@@ -82,7 +87,7 @@ def test_an_integer_beyond_float64_is_a_value_error_naming_the_key(key, rope_sca
     """Python integers beyond float range raised OverflowError (API) or exited 3 (``refpos rope``)."""
     config = {**BASE, key: rope_scaling if rope_scaling is not None else 10**400}
     with pytest.raises(ValueError, match=re.escape(word)):
-        refpos.from_hf_config(config)
+        from_hf_config(config)
     text = json.dumps({**BASE, key: rope_scaling if rope_scaling is not None else "BIG"}).replace(
         '"BIG"', "1" + "0" * 400).replace(str(10**400), "1" + "0" * 400)
     err = _exit_2(["rope", _config(tmp_path, {}, text)], capsys)
@@ -95,7 +100,7 @@ def test_frequencies_that_resolve_to_infinity_are_refused(tmp_path, capsys):
     config = {**BASE, "rope_scaling": {"rope_type": "longrope", "short_factor": [1e-320, 1.0, 1.0, 1.0],
                                        "long_factor": [1.0] * 4, "original_max_position_embeddings": 32}}
     with pytest.raises(ValueError, match=r"ω\[0\].*inf.*finite"):
-        refpos.rope_frequencies(refpos.from_hf_config(config), seq_len=8)
+        refpos.rope_frequencies(from_hf_config(config), seq_len=8)
     err = _exit_2(["golden", "model", _config(tmp_path, config), "--out", str(tmp_path / "out"), "--no-certify",
                    "--positions", "0,1,7"], capsys)  # within L_0 = 32: the short factors
     assert "longrope" in err and "finite" in err
@@ -119,11 +124,11 @@ DYNAMIC = {**BASE, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
 @pytest.mark.parametrize("call", ["apply_rope", "rope_cos_sin", "rope_rotation_matrix"])
 def test_dynamic_ntk_below_the_positions_is_refused_with_the_rule(call):
     """``seq_len < max(positions) + 1`` silently used unscaled frequencies."""
-    rope = refpos.from_hf_config(DYNAMIC)
+    rope = from_hf_config(DYNAMIC)
     positions = np.array([0, 100])
     calls = {"apply_rope": lambda: refpos.apply_rope(np.ones((2, 8)), positions, rope, seq_len=10),
              "rope_cos_sin": lambda: refpos.rope_cos_sin(positions, rope, seq_len=10),
-             "rope_rotation_matrix": lambda: refpos.rope_rotation_matrix(100, rope, seq_len=10)}
+             "rope_rotation_matrix": lambda: refpos.rope.rope_rotation_matrix(100, rope, seq_len=10)}
     with pytest.raises(ValueError, match=r"seq_len must be >= max\(positions\) \+ 1 = 101 .*'dynamic'"):
         calls[call]()
     assert np.asarray(refpos.rope_cos_sin(positions, rope, seq_len=101)[0]).shape == (2, 8)  # covering: fine
@@ -207,14 +212,15 @@ def test_arrays_of_two_libraries_are_refused_by_name(library, which):
         x = convert(x)
     else:
         positions = convert(positions)
-    for call in (lambda: refpos.apply_rope(x, positions, rope), lambda: refpos.apply_rope_complex(x, positions, rope)):
+    for call in (lambda: refpos.apply_rope(x, positions, rope), lambda: apply_rope_complex(x, positions, rope)):
         with pytest.raises(TypeError, match=r"positions is an array of .* the other inputs arrays of") as info:
             call()
         assert library in str(info.value)
     with pytest.raises(TypeError, match="k_positions"):
-        refpos.relative_positions(np.array([0, 1]), convert(np.array([0, 1])))
+        relative_positions(np.array([0, 1]), convert(np.array([0, 1])))
     with pytest.raises(TypeError, match="q_positions"):
-        refpos.alibi_bias_from_positions(refpos.alibi_slopes(2, xp="numpy"), convert(np.array([0, 1])),
+        refpos.encodings.alibi_bias_from_positions(refpos.encodings.alibi_slopes(2, xp="numpy"), convert(np.array([0,
+                                                                                                                   1])),
                                          np.array([0, 1]))
     y = refpos.apply_rope(convert(np.ones((2, 8))), [0, 1], rope)  # a list of ints goes with any library
     assert type(y).__module__.split(".")[0] in (library, "array_api_strict")

@@ -69,7 +69,7 @@ def test_float32_ports_are_within_their_stated_bound(model):
     """A float32 port (float32 ω, p·ω, cos/sin, products) is fitted within the bound the fit states for float32;
     for these models at their probe positions that bound is below 1e-4 of ω on every pair (7.3e-5 at most:
     Llama-3.1's slowest pair, ω = 3.1e-7)."""
-    rope = refpos.from_hf_config(CONFIGS[model]["config"])
+    rope = refpos.models.from_hf_config(CONFIGS[model]["config"])
     positions = probe_positions(rope.max_position_embeddings or 131072, rope.original_max_position_embeddings,
                                 model)
     omega, factor = (np.asarray(v) if i == 0 else float(v) for i, v in
@@ -131,7 +131,7 @@ def test_a_far_position_the_line_cannot_reach_is_left_out():
 
 # ------------------------------------------------------------------------------------ whole candidate
 def _identify(model: str, candidate_of, dtype: str = "float64"):
-    rope = refpos.from_hf_config(CONFIGS[model]["config"])
+    rope = refpos.models.from_hf_config(CONFIGS[model]["config"])
     positions = probe_positions(131072, rope.original_max_position_embeddings, model)
     x = np.random.default_rng(2).standard_normal((positions.size, rope.head_dim))
     y = candidate_of(x, positions, rope)
@@ -147,7 +147,7 @@ def test_the_pairing_offset_and_attention_factor_are_fitted():
     shifted = _identify(llama, lambda x, p, r: np.asarray(refpos.apply_rope(x, p + 3, r, seq_len=131072)))
     assert shifted["fitted"]["position_offset"] == 3
     yarn = "NousResearch/Yarn-Llama-2-13b-64k"
-    rope = refpos.from_hf_config(CONFIGS[yarn]["config"])
+    rope = refpos.models.from_hf_config(CONFIGS[yarn]["config"])
     w, a = refpos.rope_frequencies(rope, seq_len=131072, xp="numpy")
     scaled = _identify(yarn, lambda x, p, r: np.asarray(refpos.apply_rope(x, p, r, seq_len=131072,
                                                                            frequencies=(w, 1.0))))
@@ -233,7 +233,7 @@ def test_the_keys_that_give_the_frequencies_are_recovered(rope_type, change, seq
 
 def test_the_llama3_period_for_wavelength_bug_is_reproduced_by_band_factors_over_2pi():
     rope = _config("llama3")
-    plain = np.asarray(base_inv_freq(rope.theta, 128, refpos.get_xp("numpy")))
+    plain = np.asarray(base_inv_freq(rope.theta, 128, refpos.backend.get_xp("numpy")))
     period, s, l0 = 1 / plain, 8.0, 8192
     g = (l0 / period - 1) / 3
     omega = np.where(period < l0 / 4, plain, np.where(period > l0, plain / s, (1 - g) * plain / s + g * plain))
@@ -269,7 +269,7 @@ def test_cli_json_pairs_and_text_ranges(tmp_path, capsys):
     rope = _config("llama3")
     positions = probe_positions(131072, 8192, "cli")
     x = np.random.default_rng(7).standard_normal((positions.size, 128))
-    plain = np.asarray(base_inv_freq(rope.theta, 128, refpos.get_xp("numpy")))
+    plain = np.asarray(base_inv_freq(rope.theta, 128, refpos.backend.get_xp("numpy")))
     period, g = 1 / plain, (8192 / (1 / plain) - 1) / 3
     omega = np.where(period < 2048, plain, np.where(period > 8192, plain / 8, (1 - g) * plain / 8 + g * plain))
     y = np.asarray(refpos.apply_rope(x, positions, rope, seq_len=131072, frequencies=(omega, 1.0)))

@@ -18,6 +18,7 @@ import refpos
 from refpos.check.case import check_case
 from refpos.check.run import check_rope
 from refpos.cli import main
+from refpos.encodings import alibi_slopes
 from refpos.golden.manifest import find_case, load_manifest
 from refpos.golden.mrope_cases import probe_layouts, vlm_configs
 from refpos.golden.npy import npy_bytes
@@ -195,7 +196,7 @@ def test_check_plot_draws_the_fit(vlm_goldens, tmp_path, capsys):
     assert svg.startswith(b"<?xml") and b"<svg" in svg[:2000]
     assert main([*base, "--plot", str(tmp_path / "fit.jpg")]) == 2
     assert "--plot must name a .svg or .png file" in capsys.readouterr().err
-    (tmp_path / "s.npy").write_bytes(npy_bytes(np.sort(np.asarray(refpos.alibi_slopes(12, xp="numpy")))[::-1].copy()))
+    (tmp_path / "s.npy").write_bytes(npy_bytes(np.sort(np.asarray(alibi_slopes(12, xp="numpy")))[::-1].copy()))
     assert main(["check", "alibi", "--heads", "12", "--candidate", str(tmp_path / "s.npy"), "--plot",
                  str(tmp_path / "heads.png")]) == 1
     assert (tmp_path / "heads.png").read_bytes().startswith(b"\x89PNG")

@@ -117,9 +117,9 @@ LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 2
 
 
 def test_a_new_rule_is_one_record_its_key_reported_until_a_row_honours_it(monkeypatch):
-    assert "toy_gain" not in refpos.hf_layers(LLAMA).not_modelled  # no rule reads it: an unused key
+    assert "toy_gain" not in refpos.models.hf_layers(LLAMA).not_modelled  # no rule reads it: an unused key
     monkeypatch.setitem(query_scales.QUERY_SCALES, "toy_gain", TOY)
-    report = refpos.hf_layers(LLAMA).not_modelled  # the rule exists: its key is position-relevant, not honoured
+    report = refpos.models.hf_layers(LLAMA).not_modelled  # the rule exists: its key is position-relevant, not honoured
     assert "1 + g\\,p (toy_gain)" in report["toy_gain"]
     assert [r.kind for r in refpos.model_positions(LLAMA)] == ["refused", "refused"]  # never ignored
     monkeypatch.setitem(families.FAMILIES, "llama", dataclasses.replace(families.FAMILIES["llama"],
@@ -128,7 +128,7 @@ def test_a_new_rule_is_one_record_its_key_reported_until_a_row_honours_it(monkey
     assert not honoured.not_modelled and [r.label for r in honoured] == ["rope+scale"] * 2
     assert honoured.layers[0].query_scale([0, 2]).tolist() == [1.0, 2.0]
     two_heads = refpos.AttentionWeights(*(np.eye(8) for _ in range(3)), n_heads=2)
-    by_hand = refpos.encoding.QueryScaled(refpos.Rope(honoured.layers[0].rope), lambda p: 1 + 0.5 * p)
+    by_hand = refpos.encoding.QueryScaled(refpos.rope.Rope(honoured.layers[0].rope), lambda p: 1 + 0.5 * p)
     np.testing.assert_allclose(
         refpos.self_attention(X[:, :8], two_heads, encoding=honoured.layers[0].encoding(), causal=True)[0],
         refpos.self_attention(X[:, :8], two_heads, encoding=by_hand, causal=True)[0], rtol=1e-14, atol=1e-14)

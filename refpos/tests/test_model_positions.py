@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import refpos
-from refpos.models import facts, families
+from refpos.encodings import alibi_slopes
+from refpos.models import facts, families, from_hf_config, hf_layers
 from refpos.models import positions as mp
 from refpos.models.records import round_to
 
@@ -43,7 +44,7 @@ def kinds(config: dict, **kw) -> list[tuple[str, int, str]]:
 def test_alibi_families_keep_their_slopes_order_and_rounding():
     bloom = refpos.model_positions(BLOOM).layers[0]
     assert (bloom.kind, bloom.form, bloom.before_scale, bloom.dtype) == ("alibi", "key_index", False, "float32")
-    np.testing.assert_array_equal(bloom.slopes, refpos.alibi_slopes(6, xp="numpy"))  # the official recurrence
+    np.testing.assert_array_equal(bloom.slopes, alibi_slopes(6, xp="numpy"))  # the official recurrence
     falcon = refpos.model_positions(FALCON).layers[0]
     assert (falcon.before_scale, falcon.dtype, falcon.head_dim) == (True, "bfloat16", 16)
     # Falcon's code multiplies bfloat16 slopes by the positions in bfloat16: 0.917 becomes 0.91796875
@@ -52,7 +53,7 @@ def test_alibi_families_keep_their_slopes_order_and_rounding():
     assert bias[0, 0, 2] == 75.0 and bias[3, 0, 3] == 1.0 and falcon.bias(
         np.arange(3), np.array([257]), rounded=False)[3, 0, 0] == 257 / 256
     mpt = refpos.model_positions(MPT).layers[0]  # MPT: the same slopes, the bias anchored at the last key
-    np.testing.assert_array_equal(mpt.slopes, refpos.alibi_slopes(6, xp="numpy"))
+    np.testing.assert_array_equal(mpt.slopes, alibi_slopes(6, xp="numpy"))
     assert mpt.bias(np.arange(4), np.arange(4), rounded=False)[1, 0].tolist() == [-0.1875, -0.125, -0.0625, 0.0]
 
 
@@ -87,8 +88,9 @@ def test_absolute_tables_their_offsets_and_sizes():
     assert (decoder.kind, decoder.table_size, decoder.offset) == ("learned", 448, 0)
     m2m = refpos.model_positions(M2M100).layers[0]
     assert (m2m.kind, m2m.offset, m2m.table_size) == ("sinusoidal", 2, None)  # padding_idx + 1, any length
-    np.testing.assert_allclose(m2m.sinusoid([0]), refpos.sinusoidal([2], 16, layout="concat",
-                                                                    spacing="tensor2tensor"), rtol=0, atol=0)
+    np.testing.assert_allclose(m2m.sinusoid([0]), refpos.encodings.sinusoidal.sinusoidal([2], 16, layout="concat",
+                                                                                         spacing="tensor2tensor"),
+                               rtol=0, atol=0)
     marian = refpos.model_positions(dict(M2M100, model_type="marian")).layers[0]
     assert (marian.spacing, marian.offset, marian.table_size) == ("paper", 0, 1024)
     roberta = {"model_type": "roberta", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
@@ -195,8 +197,8 @@ def test_every_wrapper_is_followed_and_named(config, nesting):
     resolved = refpos.model_positions(config)
     assert resolved.nesting == nesting and [r.kind for r in resolved] == ["rope", "rope"]
     assert resolved.layers[0].rope.provenance["theta"] == "default"
-    assert refpos.from_hf_config(dict(config)).provenance["head_dim"] == "derived"
-    named = refpos.from_hf_config({**config, **({"text_config": dict(LLAMA, rope_theta=1e6)} if "text_config" in config
+    assert from_hf_config(dict(config)).provenance["head_dim"] == "derived"
+    named = from_hf_config({**config, **({"text_config": dict(LLAMA, rope_theta=1e6)} if "text_config" in config
                                                else {})})
     assert not named.notes or nesting[:-1] in named.notes[-1]
 
@@ -211,7 +213,7 @@ def test_records_describe_themselves_as_json():
 def test_rope_families_keep_their_answers():
     llama4 = {"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128,
               "num_hidden_layers": 8, "rope_theta": 5e5, "max_position_embeddings": 8192}
-    resolved, schedule = refpos.model_positions(llama4), refpos.hf_layers(llama4)
+    resolved, schedule = refpos.model_positions(llama4), hf_layers(llama4)
     assert [r.label for r in resolved] == [layer.kind for layer in schedule]
     assert all(r.rope == layer.rope for r, layer in zip(resolved, schedule, strict=True) if layer.rope is not None)
     assert resolved.layers[3].query_scale == schedule[3].scale
@@ -223,9 +225,9 @@ def test_rope_families_keep_their_answers():
 ])
 def test_the_rope_api_refuses_a_model_without_rope(config, named):
     with pytest.raises(ValueError, match=named):
-        refpos.from_hf_config(config)
+        from_hf_config(config)
     with pytest.raises(ValueError, match="model_positions"):
-        refpos.hf_layers(config)
+        hf_layers(config)
 
 
 def _model_type_comparisons(source: str, names: set[str]) -> list[str]:

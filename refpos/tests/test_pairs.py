@@ -70,11 +70,11 @@ def test_meta_to_hf_permutation_is_the_formula():
     for c in (0, 1):
         for j in range(m):
             expected[c * m + j] = 2 * j + c  # perm[c·m + j] = 2j + c
-    assert refpos.to_numpy(refpos.interleaved_to_half_permutation(d)).tolist() == expected
-    inverse = refpos.to_numpy(refpos.half_to_interleaved_permutation(d))
+    assert refpos.to_numpy(refpos.rope.interleaved_to_half_permutation(d)).tolist() == expected
+    inverse = refpos.to_numpy(refpos.rope.half_to_interleaved_permutation(d))
     assert np.array_equal(np.asarray(expected)[inverse], np.arange(d))
     # the deprecated sinusoid name is the same permutation (concat places pairs as half does)
-    assert np.array_equal(refpos.to_numpy(refpos.interleaved_to_concat_permutation(d)), expected)
+    assert np.array_equal(refpos.to_numpy(refpos.encodings.interleaved_to_concat_permutation(d)), expected)
 
 
 @pytest.mark.parametrize(("placement", "width", "bounds"), [("first", 4, (0, 4)), ("last", 4, (6, 10)),
@@ -123,12 +123,12 @@ def _layout_uses() -> dict[str, object]:
     return {
         "x": x,
         "apply_rope": refpos.apply_rope(x, [3], rope),
-        "apply_rope_complex": refpos.apply_rope_complex(x, [3], rope),
+        "apply_rope_complex": refpos.rope.apply_rope_complex(x, [3], rope),
         "pair_channels": rope_pair_channels(rope),
         "pair_index": pair_index(rope.to_params()),
-        "permutation": refpos.interleaved_to_half_permutation(8),
-        "sinusoid concat": refpos.sinusoidal([3], 8, layout="concat"),
-        "rotation matrix": refpos.rope_rotation_matrix(3, rope),
+        "permutation": refpos.rope.interleaved_to_half_permutation(8),
+        "sinusoid concat": refpos.encodings.sinusoidal.sinusoidal([3], 8, layout="concat"),
+        "rotation matrix": refpos.rope.rope_rotation_matrix(3, rope),
     }
 
 

@@ -23,7 +23,7 @@ def weights(xp, d_model=6, n_heads=2, n_kv=1, head_dim=3, with_o=True, seed=0):
 
 def test_trace_names_follow_the_pipeline(xp):
     x = xp.asarray(np.random.default_rng(1).standard_normal((4, 6)))
-    out, trace = refpos.self_attention(x, weights(xp), encoding=refpos.DistanceBias(0.5, before_scale=False))
+    out, trace = refpos.self_attention(x, weights(xp), encoding=refpos.encodings.DistanceBias(0.5, before_scale=False))
     assert list(trace) == ["X", "Q", "K", "V", "S", "B", "scaled", "scaled+B", "logits", "A", "O", "out"]
     assert trace["Q"].shape == (2, 4, 3) and trace["K"].shape == (1, 4, 3) and trace["A"].shape == (2, 4, 4)
     assert out.shape == (4, 6)
@@ -35,10 +35,10 @@ def test_pipeline_equals_hand_composition(xp):
     x = rng.standard_normal((2, 5, 6))
     w = weights(np)
     out, _ = refpos.self_attention(xp.asarray(x), weights(xp), causal=True)
-    q = refpos.split_heads(x @ w.w_q, 2)
-    k = refpos.split_heads(x @ w.w_k, 1)
-    v = refpos.split_heads(x @ w.w_v, 1)
-    expected = refpos.merge_heads(refpos.attention(q, k, v, causal=True)) @ w.w_o
+    q = refpos.core.split_heads(x @ w.w_q, 2)
+    k = refpos.core.split_heads(x @ w.w_k, 1)
+    v = refpos.core.split_heads(x @ w.w_v, 1)
+    expected = refpos.core.merge_heads(refpos.attention(q, k, v, causal=True)) @ w.w_o
     np.testing.assert_allclose(to_numpy(out), expected, rtol=1e-13, atol=1e-13)  # same float64 ops, reordered
 
 
@@ -55,7 +55,7 @@ def test_left_padded_batch_positions_per_row(xp):
     """Per-row positions: a left-padded row with padding masked gives the unpadded row's output."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((3, 6))
-    enc = refpos.DistanceBias(0.7, before_scale=False)
+    enc = refpos.encodings.DistanceBias(0.7, before_scale=False)
     alone, _ = refpos.self_attention(xp.asarray(x), weights(xp), encoding=enc, causal=True)
     padded = np.concatenate([np.zeros((2, 6)), x])[None]  # (1, 5, 6): two pad tokens first
     positions = xp.asarray(np.array([[0, 0, 0, 1, 2]]))

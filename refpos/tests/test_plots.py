@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refpos import RopeConfig, from_hf_config
+from refpos import RopeConfig
 from refpos.backend import to_numpy
 from refpos.cli import main
+from refpos.models import from_hf_config
 from refpos.rope.mrope import pair_axes
 from refpos.rope.scaling import attention_factor, rope_frequencies
 from refpos.tools import model_plots, plots

@@ -33,7 +33,7 @@ def test_blocked_apply_equals_the_complex_form(xp, seed, layout, placement, rota
         monkeypatch.setattr(parallel, "DEVICE_BLOCK_FACTOR", 1)  # on CuPy too
         monkeypatch.setattr(fast, "SLAB_BYTES", 2 * 8 * 8)  # NumPy fast form: two rows per block
         blocked = refpos.apply_rope(x, xp.asarray(pos), rope)
-    oracle = refpos.apply_rope_complex(x, xp.asarray(pos), rope)
+    oracle = refpos.rope.apply_rope_complex(x, xp.asarray(pos), rope)
     np.testing.assert_allclose(to_numpy(blocked), to_numpy(oracle), rtol=1e-13, atol=1e-14)
 
 

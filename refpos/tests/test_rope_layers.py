@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import refpos
+from refpos.models import UnknownFamilyWarning
 from refpos.models import layers as rl
 from refpos.models import position_keys as pk
 
@@ -37,37 +38,38 @@ LLAMA = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4, "n
     (LLAMA, "layers 0-3: rope ×4"),
 ])
 def test_schedules(config, summary):
-    assert refpos.hf_layers(config).summary() == summary
+    assert refpos.models.hf_layers(config).summary() == summary
 
 
 def test_layers_rotate_where_the_family_says():
-    schedule = refpos.hf_layers(LLAMA4)
+    schedule = refpos.models.hf_layers(LLAMA4)
     assert [i for i, layer in enumerate(schedule) if layer.rope is None] == list(range(3, 48, 4))
-    assert schedule[0].rope == refpos.from_hf_config(LLAMA4) and schedule[0].rope.layout == "interleaved"
+    assert schedule[0].rope == refpos.models.from_hf_config(LLAMA4) and schedule[0].rope.layout == "interleaved"
     explicit = dict(SMOL, no_rope_layers=[1, 0] * 18)
-    assert [layer.rope is None for layer in refpos.hf_layers(explicit)] == [False, True] * 18
-    assert [layer.rope is not None for layer in refpos.hf_layers(dict(COMMAND_A, sliding_window=None))] == [False] * 64
-    assert all(layer.rope is not None for layer in refpos.hf_layers(dict(EXAONE, sliding_window=None)))
+    assert [layer.rope is None for layer in refpos.models.hf_layers(explicit)] == [False, True] * 18
+    assert [layer.rope is not None for layer in refpos.models.hf_layers(dict(COMMAND_A,
+                                                                             sliding_window=None))] == [False] * 64
+    assert all(layer.rope is not None for layer in refpos.models.hf_layers(dict(EXAONE, sliding_window=None)))
     gemma = {"model_type": "gemma3_text", "hidden_size": 640, "num_attention_heads": 4, "head_dim": 256,
              "num_hidden_layers": 12, "rope_theta": 1e6, "rope_local_base_freq": 1e4, "max_position_embeddings": 32768}
-    schedule = refpos.hf_layers(gemma)  # layer_types from sliding_window_pattern 6, per-type RoPE
+    schedule = refpos.models.hf_layers(gemma)  # layer_types from sliding_window_pattern 6, per-type RoPE
     assert [layer.layer_type for layer in schedule][:6] == ["sliding_attention"] * 5 + ["full_attention"]
     assert (schedule[0].rope.theta, schedule[5].rope.theta) == (1e4, 1e6)
 
 
 def test_query_scales():
     positions = np.array([0, 1, 8190, 8191, 16383, 10**6])
-    nope = refpos.hf_layer(LLAMA4, 3)
+    nope = refpos.models.hf_layer(LLAMA4, 3)
     # float64 on both sides, the same log and floor: a few ulps (rtol 1e-15)
     expected = [1 + 0.1 * math.log(1 + math.floor((p + 1) / 8192)) for p in positions]
     np.testing.assert_allclose(nope.query_scale(positions), expected, rtol=1e-15)
-    np.testing.assert_array_equal(refpos.hf_layer(LLAMA4, 2).query_scale(positions), np.ones(6))
-    off = refpos.hf_layers(dict(LLAMA4, attn_temperature_tuning=False))
+    np.testing.assert_array_equal(refpos.models.hf_layer(LLAMA4, 2).query_scale(positions), np.ones(6))
+    off = refpos.models.hf_layers(dict(LLAMA4, attn_temperature_tuning=False))
     assert off[3].scale is None and off[3].kind == "none"
-    assert refpos.hf_layers(dict(LLAMA4, attn_temperature_tuning=4))[3].scale == nope.scale  # Scout base: 4
+    assert refpos.models.hf_layers(dict(LLAMA4, attn_temperature_tuning=4))[3].scale == nope.scale  # Scout base: 4
     beta = [1 + 0.1 * math.log(1 + math.floor(p / 16384)) for p in positions]
-    np.testing.assert_allclose(refpos.hf_layer(MINISTRAL, 7).query_scale(positions), beta, rtol=1e-15)
-    assert refpos.hf_layer(LLAMA, 0).query_scale([[3, 4]]).shape == (1, 2)
+    np.testing.assert_allclose(refpos.models.hf_layer(MINISTRAL, 7).query_scale(positions), beta, rtol=1e-15)
+    assert refpos.models.hf_layer(LLAMA, 0).query_scale([[3, 4]]).shape == (1, 2)
 
 
 def test_query_scale_property_breaks_on_an_inclusive_floor(monkeypatch):
@@ -78,28 +80,29 @@ def test_query_scale_property_breaks_on_an_inclusive_floor(monkeypatch):
 
 
 def test_not_modelled_report_is_explicit():
-    assert dict(refpos.hf_layers(LLAMA).not_modelled) == {}
-    scout = refpos.hf_layers(LLAMA4)
+    assert dict(refpos.models.hf_layers(LLAMA).not_modelled) == {}
+    scout = refpos.models.hf_layers(LLAMA4)
     assert set(scout.not_modelled) == {"attention_chunk_size", "use_qk_norm"} and not scout.complete
-    assert set(refpos.from_hf_config(LLAMA4).not_modelled) == {"attention_chunk_size", "use_qk_norm",
+    assert set(refpos.models.from_hf_config(LLAMA4).not_modelled) == {"attention_chunk_size", "use_qk_norm",
                                                                 "attn_temperature_tuning", "floor_scale",
                                                                 "attn_scale", "no_rope_layers", "model_type"} - {
         "no_rope_layers"}  # an empty no_rope_layers list is not active
-    assert "layer" in refpos.from_hf_config(LLAMA4).not_modelled["model_type"]
-    with pytest.warns(refpos.UnknownFamilyWarning, match="my_new_llm"):
-        unknown = refpos.from_hf_config(dict(LLAMA, model_type="my_new_llm"))
+    assert "layer" in refpos.models.from_hf_config(LLAMA4).not_modelled["model_type"]
+    with pytest.warns(UnknownFamilyWarning, match="my_new_llm"):
+        unknown = refpos.models.from_hf_config(dict(LLAMA, model_type="my_new_llm"))
     assert "assumed" in unknown.not_modelled["model_type"] and unknown.layout == "half"
-    qwen = refpos.from_hf_config(CONFIGS["Qwen/Qwen2-7B-Instruct"]["config"])
+    qwen = refpos.models.from_hf_config(CONFIGS["Qwen/Qwen2-7B-Instruct"]["config"])
     assert "sliding_window" in qwen.unused_keys and not qwen.not_modelled  # window off: harmless
-    gemma2 = refpos.from_hf_config(CONFIGS["google/gemma-2-9b"]["config"])
+    gemma2 = refpos.models.from_hf_config(CONFIGS["google/gemma-2-9b"]["config"])
     assert set(gemma2.not_modelled) == {"attn_logit_softcapping", "query_pre_attn_scalar", "sliding_window"}
     llama_alpha = dict(LLAMA, rope_scaling={"type": "dynamic", "alpha": 8.0, "factor": 2.0})
-    assert "vLLM" in refpos.from_hf_config(llama_alpha).not_modelled["rope_scaling.alpha"]
+    assert "vLLM" in refpos.models.from_hf_config(llama_alpha).not_modelled["rope_scaling.alpha"]
     phi3 = {"model_type": "phi3", "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 8192,
             "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 8, "long_factor": [2.0] * 8,
                              "original_max_position_embeddings": 4096, "short_mscale": 1.1, "long_mscale": 1.2}}
-    assert set(refpos.from_hf_config(phi3).not_modelled) == {"rope_scaling.short_mscale", "rope_scaling.long_mscale"}
-    phimoe = refpos.from_hf_config(dict(phi3, model_type="phimoe"))
+    assert set(refpos.models.from_hf_config(phi3).not_modelled) == {"rope_scaling.short_mscale",
+                                                                    "rope_scaling.long_mscale"}
+    phimoe = refpos.models.from_hf_config(dict(phi3, model_type="phimoe"))
     assert not phimoe.not_modelled and (phimoe.short_mscale, phimoe.long_mscale) == (1.1, 1.2)
 
 
@@ -120,10 +123,10 @@ def test_report_breaks_when_a_key_leaves_the_list(monkeypatch):
 
 def test_strict():
     with pytest.raises(ValueError, match="attention_chunk_size"):
-        refpos.hf_layers(LLAMA4, strict=True)
-    assert refpos.hf_layers(SMOL, strict=True).complete
+        refpos.models.hf_layers(LLAMA4, strict=True)
+    assert refpos.models.hf_layers(SMOL, strict=True).complete
     with pytest.raises(ValueError, match="model_type"):
-        refpos.from_hf_config(SMOL, strict=True)  # one RoPE for all layers: the NoPE layers are not modelled
+        refpos.models.from_hf_config(SMOL, strict=True)  # one RoPE for all layers: the NoPE layers are not modelled
 
 
 @pytest.mark.parametrize("config, index, error, name", [
@@ -142,7 +145,7 @@ def test_strict():
 ])
 def test_bad_input_names_the_parameter(config, index, error, name):
     with pytest.raises(error, match=name):
-        refpos.hf_layer(config, index)
+        refpos.models.hf_layer(config, index)
 
 
 
@@ -151,9 +154,9 @@ def test_a_missing_layer_count_is_its_own_error():
     ValueError; any other bad layer count stays a plain ValueError and is not mistaken for a missing one."""
     no_count = {k: v for k, v in LLAMA.items() if k != "num_hidden_layers"}
     with pytest.raises(refpos.models.LayerCountMissing, match="num_hidden_layers"):
-        refpos.hf_layers(no_count)
+        refpos.models.hf_layers(no_count)
     with pytest.raises(ValueError, match="num_hidden_layers") as bad:
-        refpos.hf_layers(dict(LLAMA, num_hidden_layers=0))
+        refpos.models.hf_layers(dict(LLAMA, num_hidden_layers=0))
     assert not isinstance(bad.value, refpos.models.LayerCountMissing)
 
 QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2,
@@ -179,7 +182,7 @@ QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_he
           layer_types=["full_attention", "linear_attention"] * 2), "layers 0-3: rope ×2 (0, 2), linear ×2 (every 2nd)"),
 ])
 def test_layers_without_attention_are_a_kind_of_their_own(config, summary):
-    schedule = refpos.hf_layers(config)
+    schedule = refpos.models.hf_layers(config)
     assert schedule.summary() == summary
     for layer in schedule:
         no_attention = layer.kind in ("linear", "mamba", "conv")
@@ -187,22 +190,23 @@ def test_layers_without_attention_are_a_kind_of_their_own(config, summary):
         assert not no_attention or (layer.scale is None and layer.query_scale([5])[0] == 1.0)
     assert "layer_types" not in schedule.not_modelled  # the schedule reads it
     if "rope" in summary:
-        assert "no attention" in refpos.from_hf_config(config).not_modelled["model_type"]  # one RoPE for all: a gap
+        # one RoPE for all: a gap
+        assert "no attention" in refpos.models.from_hf_config(config).not_modelled["model_type"]
     else:  # RoPE switched off: from_hf_config has no RoPE to give, and says which key turned it off
         with pytest.raises(ValueError, match=r"position_embedding_type=\S* gives none positions"):
-            refpos.from_hf_config(config)
+            refpos.models.from_hf_config(config)
 
 
 def test_complete_says_when_the_layers_without_attention_are_not_placed():
-    assert refpos.hf_layers(QWEN3_NEXT).complete  # the pattern places them
-    minimax = refpos.hf_layers(dict(QWEN3_NEXT, model_type="minimax"))  # no layer_types, no pattern
+    assert refpos.models.hf_layers(QWEN3_NEXT).complete  # the pattern places them
+    minimax = refpos.models.hf_layers(dict(QWEN3_NEXT, model_type="minimax"))  # no layer_types, no pattern
     assert not minimax.complete and minimax.summary() == "layers 0-47: rope ×48"
     assert "no layer_types to say which" in minimax.not_modelled["model_type"]
     with pytest.raises(ValueError, match="model_type"):
-        refpos.hf_layers(dict(QWEN3_NEXT, model_type="minimax"), strict=True)
+        refpos.models.hf_layers(dict(QWEN3_NEXT, model_type="minimax"), strict=True)
     with pytest.raises(ValueError, match="attn_layer_indices"):
-        refpos.hf_layers(dict(QWEN3_NEXT, model_type="bamba", attn_layer_indices=[48]))
-    bamba = refpos.hf_layers(dict(QWEN3_NEXT, model_type="bamba"))  # absent: every layer mamba (BambaConfig)
+        refpos.models.hf_layers(dict(QWEN3_NEXT, model_type="bamba", attn_layer_indices=[48]))
+    bamba = refpos.models.hf_layers(dict(QWEN3_NEXT, model_type="bamba"))  # absent: every layer mamba (BambaConfig)
     assert bamba.summary() == "layers 0-47: mamba ×48" and bamba.complete
 
 
@@ -219,7 +223,7 @@ def test_layer_kind_tests_break_when_the_family_forgets_its_mamba_layers(monkeyp
 
 
 def test_query_scale_bad_positions():
-    layer = refpos.hf_layer(LLAMA4, 3)
+    layer = refpos.models.hf_layer(LLAMA4, 3)
     with pytest.raises(TypeError, match="positions"):
         layer.query_scale([0.5])
     with pytest.raises(ValueError, match="positions"):
@@ -256,7 +260,7 @@ def test_check_rope_reports_not_modelled_and_judges_the_layout(tmp_path, capsys)
     from refpos.cli import main
     from refpos.golden.npy import npy_bytes
 
-    rope = refpos.from_hf_config(LLAMA4)
+    rope = refpos.models.from_hf_config(LLAMA4)
     positions = np.array([0, 1, 100, 8191, 65535])
     x = np.random.default_rng(3).standard_normal((positions.size, rope.head_dim))
     files = {"config.json": json.dumps(LLAMA4).encode(), "x.npy": npy_bytes(x), "p.npy": npy_bytes(positions),
@@ -299,8 +303,8 @@ def test_multi_axis_configs_list_their_keys_as_not_modelled():
     config = {"model_type": "hunyuan_vl_text", "hidden_size": 3584, "num_attention_heads": 28, "num_hidden_layers": 28,
               "rope_theta": 1e6, "max_position_embeddings": 32768,
               "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}
-    rope = refpos.from_hf_config(config)  # 'mrope' read as 'default', as transformers' config class does
+    rope = refpos.models.from_hf_config(config)  # 'mrope' read as 'default', as transformers' config class does
     assert rope.rope_type == "default" and "rope_scaling.mrope_section" in rope.not_modelled
-    report = refpos.hf_layers(config).not_modelled
+    report = refpos.models.hf_layers(config).not_modelled
     assert "M-RoPE" in report["rope_scaling.mrope_section"] and "multi-axis" in report["model_type"]
-    assert not refpos.from_hf_config(dict(config, model_type="qwen2_vl")).not_modelled
+    assert not refpos.models.from_hf_config(dict(config, model_type="qwen2_vl")).not_modelled

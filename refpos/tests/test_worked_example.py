@@ -45,8 +45,8 @@ def test_without_bias_rows_are_uniform_where_the_words_coincide():
 def test_bias_before_the_scale_equals_half_the_bias_after_it(xp):
     t = refpos.worked_example()
     q = t["Q"]
-    before = refpos.attention(q, q, q, bias=refpos.distance_bias([0, 1, 2], [0, 1, 2]), bias_scaled=True)
-    after = refpos.attention(q, q, q, bias=refpos.distance_bias([0, 1, 2], [0, 1, 2], alpha=0.5))
+    before = refpos.attention(q, q, q, bias=refpos.encodings.distance_bias([0, 1, 2], [0, 1, 2]), bias_scaled=True)
+    after = refpos.attention(q, q, q, bias=refpos.encodings.distance_bias([0, 1, 2], [0, 1, 2], alpha=0.5))
     np.testing.assert_allclose(np_(before), np_(after), rtol=1e-15, atol=1e-15)
 
 

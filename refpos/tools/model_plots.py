@@ -1,6 +1,6 @@
 """The figure of one model's RoPE: ``refpos plot --config CONFIG``.
 
-Drawn from what ``refpos rope CONFIG`` resolves (:func:`refpos.from_hf_config`), in three parts:
+Drawn from what ``refpos rope CONFIG`` resolves (:func:`refpos.models.from_hf_config`), in three parts:
 
 * **frequencies per pair**: the model's ``ω'_j`` against the unscaled ``ω_j = θ^{-2j/d}`` of the same
   head, with the bands of its scaling rule shaded (:func:`rule_bands`) and the frequency of one turn in
@@ -236,7 +236,7 @@ def draw_model(config: str | Path, out: str | Path | None = None, *, layer_type:
     """
     import refpos
 
-    rope = refpos.from_hf_config(config, layer_type=layer_type)
+    rope = refpos.models.from_hf_config(config, layer_type=layer_type)
     name = model_name(config) + (f" ({layer_type})" if layer_type else "")
     fig = model_figure(rope, name, seq_len)
     try:

@@ -112,7 +112,7 @@ def rope_mutant(name: str, mistake: str) -> dict[str, Any]:
         if seq_len is None:
             seq_len = int(max(np.max(q_positions, initial=0), np.max(k_positions, initial=0))) + 1
         q_rot, k_rot = apply_rope(q, q_positions, rope, seq_len), apply_rope(k, k_positions, rope, seq_len)
-        scale = refpos.Rope(refpos.rope_config_from_params(rope), seq_len=seq_len).softmax_scale(q_rot.shape[-1])
+        scale = refpos.rope.Rope(refpos.rope_config_from_params(rope), seq_len=seq_len).softmax_scale(q_rot.shape[-1])
         return q_rot @ np.swapaxes(k_rot, -1, -2) * scale
 
     names.update(rope_frequencies=rope_frequencies, rope_cos_sin=rope_cos_sin, apply_rope=apply_rope,
