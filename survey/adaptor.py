@@ -6,7 +6,7 @@ Two interfaces, the newer first:
   every encoding. A ``refused`` or ``unknown`` record is refpos declining by name, and so is a key it reports
   as not modelled, unless the key concerns the attention core only (masks, scales:
   ``refpos.models.position_keys.ATTENTION_ONLY``), which is kept as a note.
-* :func:`refpos.hf_layers` (the RoPE resolver): every decoder layer's :class:`refpos.RopeConfig` (or none),
+* :func:`refpos.models.hf_layers` (the RoPE resolver): every decoder layer's :class:`refpos.RopeConfig` (or none),
   its query scale, and the layers without attention. A resolution is *refused* where refpos reports
   something that bears on positions as not modelled (an unknown model type, a rope key it does not read, a
   family's code gap); what it reports about the attention core only (windows, soft-caps, softmax scales) is
@@ -37,7 +37,7 @@ def api() -> str:
     """The refpos function the survey asks."""
     import refpos
 
-    return "refpos.model_positions" if hasattr(refpos, "model_positions") else "refpos.hf_layers"
+    return "refpos.model_positions" if hasattr(refpos, "model_positions") else "refpos.models.hf_layers"
 
 
 def is_refusal(message: str, model_type: str) -> bool:
@@ -110,10 +110,10 @@ def _from_records(config: dict[str, Any]) -> Resolution:
 
 
 def _from_schedule(config: dict[str, Any]) -> Resolution:
-    """:func:`refpos.hf_layers`: the decoder's RoPE schedule."""
+    """:func:`refpos.models.hf_layers`: the decoder's RoPE schedule."""
     import refpos
 
-    schedule = refpos.hf_layers(config)
+    schedule = refpos.models.hf_layers(config)
     layers = []
     for layer in schedule:
         if not layer.attention:

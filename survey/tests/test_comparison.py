@@ -38,7 +38,7 @@ def statuses(claims: list[LayerClaim], probe) -> set[str]:
 
 
 def rope_claims(config: dict, **change) -> list[LayerClaim]:
-    rope = dataclasses.replace(refpos.hf_layers(config)[0].rope, **change)
+    rope = dataclasses.replace(refpos.models.hf_layers(config)[0].rope, **change)
     n = config.get("num_hidden_layers") or config["n_layer"]
     return [LayerClaim("decoder", i, "rope", rope=rope) for i in range(n)]
 
@@ -65,7 +65,7 @@ def test_a_layer_said_to_have_no_positions_or_no_attention_is_caught(observed):
 
 def test_layers_without_attention(observed):
     config, probe = observed("qwen3_next")
-    schedule = refpos.hf_layers(config)
+    schedule = refpos.models.hf_layers(config)
     correct = [LayerClaim("decoder", x.index, "rope", rope=x.rope) if x.attention else
                LayerClaim("decoder", x.index, "no_attention") for x in schedule]
     assert statuses(correct, probe) == {"exact"}
@@ -92,7 +92,7 @@ def test_learned_offsets(observed, name, offset):
 
 def t5_claims(config: dict, num_buckets: int) -> list[LayerClaim]:
     def buckets(bidirectional):
-        return lambda q, k: refpos.to_numpy(refpos.t5_bucket(
+        return lambda q, k: refpos.to_numpy(refpos.encodings.t5_bucket(
             np.asarray(k)[None, :] - np.asarray(q)[:, None], bidirectional=bidirectional, num_buckets=num_buckets,
             max_distance=config["relative_attention_max_distance"]))
     return [LayerClaim(stack, i, "t5", params={"owns_table": i == 0, "table_layer": 0,
@@ -119,7 +119,7 @@ def alibi_claims(config: dict, slopes: np.ndarray) -> list[LayerClaim]:
 
 def test_alibi_slopes(observed):
     config, probe = observed("bloom")
-    slopes = refpos.to_numpy(refpos.alibi_slopes(config["n_head"]))
+    slopes = refpos.to_numpy(refpos.encodings.alibi_slopes(config["n_head"]))
     assert statuses(alibi_claims(config, slopes), probe) == {"exact"}
     assert "mismatch" in statuses(alibi_claims(config, slopes[::-1].copy()), probe)
 
