@@ -4,6 +4,8 @@
 * ``ci`` — deterministic (derandomized, no example database, no deadline); loaded when ``CI`` is set,
   as Hypothesis itself does for its built-in ``ci`` profile.
 * ``refpos.thorough`` — many examples, for nightly runs.
+* ``refpos.portability`` — few examples, deterministic: the second backend's run inside ``tox`` (it proves that
+  every code path runs on that backend; the NumPy run with ``ci`` or ``refpos.dev`` draws the examples).
 
 ``REFPOS_HYPOTHESIS_PROFILE`` picks one explicitly.
 """
@@ -14,7 +16,7 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-PROFILES = ("refpos.dev", "ci", "refpos.thorough")
+PROFILES = ("refpos.dev", "ci", "refpos.thorough", "refpos.portability")
 
 _common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
@@ -25,6 +27,9 @@ def register_profiles() -> None:
         "ci", max_examples=50, derandomize=True, database=None, print_blob=True, **_common
     )
     settings.register_profile("refpos.thorough", max_examples=1000, **_common)
+    settings.register_profile(
+        "refpos.portability", max_examples=10, derandomize=True, database=None, print_blob=True, **_common
+    )
 
 
 def active_profile() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from refpos.backend import to_numpy
 from refpos.models.mm_omni import audio_token_count, chunk_bounds
 from refpos.models.mm_positions import (
     MM_FAMILIES,
@@ -116,7 +117,7 @@ def test_omni_pieces_start_after_the_largest_id_before_them():
         ids = mm_position_ids(spans, family=family, **settings)
         # times 0, 50, 100 (2 s × 25 per second) from s = 2; then text from 2 + 100 + 1
         np.testing.assert_array_equal(ids, [[0, 1, 2, 52, 102, 103, 104]] + [[0, 1, 2, 2, 2, 103, 104]] * 2)
-    side = mm_position_ids(spans, family="qwen2_vl")  # a running start: 2 + max(1, 1) = 3
+    side = to_numpy(mm_position_ids(spans, family="qwen2_vl"))  # a running start: 2 + max(1, 1) = 3
     np.testing.assert_array_equal(side[0], [0, 1, 2, 3, 4, 3, 4])
 
 
@@ -130,11 +131,11 @@ def test_audio_is_counted_like_text():
 def test_a_video_with_its_audio_track_by_hand():
     """One temporal patch per 2 ids (2 s × 1 id/s), a 1 × 1 cell grid, 3 audio tokens, chunks of 2 ids."""
     spans = [Text(1), Video((2, 2, 2), seconds_per_grid=2.0, audio_tokens=3), Text(1)]
-    qwen2_5 = mm_position_ids(spans, family="qwen2_5_omni", position_id_per_seconds=1, seconds_per_chunk=2)
+    qwen2_5 = to_numpy(mm_position_ids(spans, family="qwen2_5_omni", position_id_per_seconds=1, seconds_per_chunk=2))
     # markers at 1, 1; video times 2, 4 and audio 2, 3, 4 from s' = 2; chunks [v2] [a2 a3] [v4] [a4];
     # the end markers after the last chunk (audio 4): 5, 5; the text: 6
     assert qwen2_5[0].tolist() == [0, 1, 1, 2, 2, 3, 4, 4, 5, 5, 6]
-    qwen3 = mm_position_ids(spans, family="qwen3_omni_moe", position_id_per_seconds=1)
+    qwen3 = to_numpy(mm_position_ids(spans, family="qwen3_omni_moe", position_id_per_seconds=1))
     # markers 1, 2; s' = 3: video 3, 5 and audio 3, 4, 5 merged by time (video first on ties)
     assert qwen3[0].tolist() == [0, 1, 2, 3, 3, 4, 5, 5, 6, 7, 8]
     assert token_count(spans) == 11
