@@ -92,6 +92,9 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
                 raise RuntimeError(f"{size / 1e6:.0f}M parameters")
             torch.manual_seed(0)
             model = cls._from_config(config, attn_implementation="eager")
+            if tiny.fit_sections(model, config):
+                torch.manual_seed(0)
+                model = cls._from_config(config, attn_implementation="eager")
             return config, model, probe.probe(model, config), strength
         except probe.NotReached:
             raise

@@ -41,15 +41,17 @@ VOCAB = 1024
 STRENGTHS = ("tiny", "widths", "layers", "default")
 
 _LAYER_KEY = re.compile(r"(num_hidden_layers|n_layers?|num_layers|(encoder|decoder)_layers|num_(encoder|decoder)_layers"
-                        r"|num_text_layers|depth)")
+                        r"|num_text_layers|depth|num_blocks)")
 _HEAD_KEY = re.compile(r"(num_attention_heads|n_heads?|num_heads|attention_heads|(encoder|decoder)_attention_heads)")
 _KV_KEY = re.compile(r"(num_key_value_heads|num_kv_heads|n_head_kv|multi_query_group_num)")
-_WIDTH_KEY = re.compile(r"(hidden_size|d_model|n_embd|embed_dim)")
+_WIDTH_KEY = re.compile(r"(hidden_size|d_model|n_embd|embed_dim|emb_dim|embedding_dim)")
 _FFN_KEY = re.compile(r"\w*(intermediate_size|ffn_dim|d_ff|n_inner|ffn_hidden_size)\w*")
 _EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_num_experts|num_routed_experts"
-                         r"|zero_expert_num)")
-_PER_TOKEN_KEY = re.compile(r"(num_experts_per_tok|moe_topk|top_k|num_experts_per_token|moe_k)")
+                         r"|zero_expert_num|n_shared_experts)")
+_PER_TOKEN_KEY = re.compile(r"(num_experts_per_tok|moe_topk|top_k|num_experts_per_token|moe_k|top_k_experts)")
 _INDEX_KEY = re.compile(r"(?!.*token).*(layer|idx|indices|_ids)\w*")
+#: the width of a model without attention heads (RWKV, xLSTM's blocks): shrunk to this
+WIDTH = 256
 _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
 #: widths a config class computes from the model width when they are absent (Zamba2's shared attention)
 _DERIVED_WIDTHS = ("attention_head_dim", "attention_hidden_size")
@@ -110,10 +112,16 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     if strength == "default":
         return out
     for key, value in values.items():
-        if _EXPERT_KEY.fullmatch(key) and _int(value) and value > EXPERTS:
+        # a count of None that the modules use as a number (DeepSeek-V2's experts per token, ESM's
+        # vocabulary, Dots1's experts): stated as the shrunk count
+        if _EXPERT_KEY.fullmatch(key) and (value is None or _int(value) and value > EXPERTS):
             out[key] = EXPERTS
-        elif _PER_TOKEN_KEY.fullmatch(key) and _int(value) and value > 2:
+        elif _PER_TOKEN_KEY.fullmatch(key) and (value is None or _int(value) and value > 2):
             out[key] = 2
+    if "vocab_size" in values and values["vocab_size"] is None:  # with its padding row (ESM compares with it)
+        out["vocab_size"] = VOCAB
+        if "pad_token_id" in values and values["pad_token_id"] is None:
+            out["pad_token_id"] = VOCAB - 1
     for key in _GROUP_KEYS:  # expert groups must divide the (fewer) experts
         if _int(values.get(key)) and values[key] > 1:
             out[key] = 1
@@ -153,6 +161,11 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             out[key] = min(width, min(first_heads, HEADS) * head_dim)
         for key in _DERIVED_WIDTHS:  # widths the config class derives from the width: derived anew
             out.pop(key, None)
+    elif widths:  # no attention heads (RWKV): the width alone, and what the config class derives from it
+        for key, width in widths.items():
+            out[key] = min(width, WIDTH)
+        for key in _DERIVED_WIDTHS:
+            out.pop(key, None)
     expand = values.get("mamba_expand")
     width = next((out[k] for k in widths), None)
     for heads_key, dim_key in _SSM_HEADS:  # a state-space mixer: its heads x head width = expand x width
@@ -161,7 +174,7 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             out[heads_key] = expand * width // values[dim_key]
     for key, value in values.items():
         if _FFN_KEY.fullmatch(key):
-            if _int(value) and value > FFN:
+            if value is None or _int(value) and value > FFN:
                 out[key] = FFN
             elif isinstance(value, list) and all(_int(v) for v in value):
                 out[key] = [min(v, FFN) for v in out[key]]
@@ -182,3 +195,42 @@ def _shrunk_values(config: Any, strength: str) -> dict[str, Any]:
 def shrink(config: Any, strength: str) -> Any:
     """A new config of ``type(config)`` from its ``to_dict()`` shrunk at ``strength``, sub-configs too."""
     return type(config).from_dict(_shrunk_values(config, strength))
+
+
+def _configs(config: Any) -> list[Any]:
+    """``config`` and its sub-configs, theirs too."""
+    subs = [getattr(config, name, None) for name in getattr(config, "sub_configs", {}) or {}]
+    return [config, *(c for sub in subs if sub is not None and hasattr(sub, "to_dict") for c in _configs(sub))]
+
+
+def scaled_sections(sections: list[int], pairs: int) -> list[int]:
+    """M-RoPE ``sections`` scaled to sum to ``pairs``: each ``pairs * s / sum(sections)``, rounded down, the
+    pairs left over given to the largest remainders (first ones first on a tie)."""
+    total = sum(sections)
+    shares = [pairs * s / total for s in sections]
+    out = [int(share) for share in shares]
+    by_remainder = sorted(range(len(sections)), key=lambda i: (out[i] - shares[i], i))
+    for i in by_remainder[:pairs - sum(out)]:
+        out[i] += 1
+    return out
+
+
+def fit_sections(model: Any, config: Any) -> bool:
+    """Keep M-RoPE sections consistent with the shrunk head width.
+
+    A rotary module's ``mrope_section`` (the config's, or the module's own default where the config names
+    none: Qwen3-Omni's text model assumes 128-wide heads, GLM-4.1V a rotary half of the head) must sum to its
+    frequency count ``inv_freq.shape[-1]``; where the shrunk (or default) geometry breaks that, the sections
+    scaled to it (:func:`scaled_sections`) are stated in that config's rope dict, so transformers and refpos
+    read the same sections. Returns whether a config changed (the model must then be built anew)."""
+    changed = False
+    for module in model.modules():
+        sections, inv_freq = getattr(module, "mrope_section", None), getattr(module, "inv_freq", None)
+        if not isinstance(sections, (list, tuple)) or inv_freq is None or sum(sections) == inv_freq.shape[-1]:
+            continue
+        for owner in _configs(config):
+            rope = getattr(owner, "rope_parameters", None)
+            if type(owner) is type(getattr(module, "config", None)) and isinstance(rope, dict) and "rope_type" in rope:
+                rope["mrope_section"] = scaled_sections(list(sections), int(inv_freq.shape[-1]))
+                changed = True
+    return changed

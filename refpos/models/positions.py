@@ -171,6 +171,7 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
         positions = _unknown(cfg, prefix, written)
     else:
         positions = _known(full, cfg, prefix, family, written)
+    positions = _wrapper_unmodelled(positions, parent)
     positions = replace(positions, layers=(*positions.layers, *tower_records(full)))  # its vision towers
     positions = replace(positions, notes=(*notes, *positions.notes), assumed=assumed)
     if strict and not positions.complete:
@@ -272,6 +273,17 @@ def _known(full: dict[str, Any], cfg: Mapping[str, Any], prefix: str, family: Fa
     layers = with_indexers(_refuse_unmodelled(layers, not_modelled, prefix), cfg)
     return ModelPositions(family.model_type if written is None else written, family, tuple(layers), prefix,
                           not_modelled, notes=tuple(notes), scheduled=NO_COUNT not in notes)
+
+
+def _wrapper_unmodelled(positions: ModelPositions, parent: Any) -> ModelPositions:
+    """A wrapper whose row says what refpos does not model (DiffusionGemma runs its text config as an encoder
+    and a decoder stack): the top-level ``model_type`` not modelled, every attention layer refused by name."""
+    wrapper = family_of(parent) if isinstance(parent, str) else None
+    if wrapper is None or not wrapper.unmodelled:
+        return positions
+    why = {"model_type": f"{wrapper.model_type}: {wrapper.unmodelled}"}
+    return replace(positions, layers=tuple(_refuse_unmodelled(list(positions.layers), why, "")),
+                   not_modelled={**positions.not_modelled, **why})
 
 
 def _count(cfg: Mapping[str, Any], family: Family) -> int:
