@@ -10,6 +10,9 @@ Statuses (:data:`STATUSES`), decided in this order:
 ``not reached``
     transformers' side could not be run or observed generically; the row says why (and what refpos raised,
     if it did: on a config transformers cannot run, that is no error of refpos's).
+
+A composite that does not build or run from its own config is run as its language model alone
+(:func:`build_language_model`), the row noting it: refpos's answer for a composite is its language model's.
 ``wrong``
     some layer's claim differs from what transformers computed (the cause names the first).
 ``exact``
@@ -27,7 +30,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from survey import adaptor, catalogue, compare, observed, probe, tiny
+from survey import adaptor, catalogue, compare, observed, probe, table, tiny
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
 #: the largest model a strength may build (parameters): a default geometry beyond it is not run
@@ -103,6 +106,31 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
     raise probe.NotReached("no geometry built and ran (" + "; ".join(reasons) + ")")
 
 
+#: the sub-config holding a composite model's language model (the one refpos resolves for the composite)
+LANGUAGE = "text_config"
+
+
+def build_language_model(config0: Any, composite: str) -> tuple[dict[str, Any], Any, str, str]:
+    """A composite that does not build or run from its config alone (its forward needs pixel values, its
+    validators tie the language model to a tower, its tower needs timm): its language model alone, built from
+    the composite's ``text_config`` by :func:`build` -- what the composite runs on text tokens.
+
+    Returns ``(config dict, probe, strength, note)``: the composite's config dict shrunk at that strength with
+    the language model's config in its place (what refpos is asked about), and the note the row keeps;
+    raises :class:`probe.NotReached` (with ``composite``, the composite's reasons) when that fails too."""
+    text = getattr(config0, LANGUAGE, None)
+    if text is None or not hasattr(text, "to_dict"):
+        raise probe.NotReached(composite)
+    try:
+        config, model, run, strength = build(text)
+    except probe.NotReached as exc:
+        raise probe.NotReached(f"{composite}; its language model alone: {exc}") from None
+    values = {**tiny._shrunk_values(config0, strength), LANGUAGE: {**config.to_dict(), "model_type": text.model_type}}
+    note = (f"{table.LANGUAGE_ALONE} ({type(model).__name__}, from {LANGUAGE}): the composite was not run: "
+            f"{composite}")
+    return values, run, strength, note
+
+
 def observe(name: str) -> tuple[dict[str, Any], Any]:
     """``(config dict, probe)`` of model type ``name``: the tiny config that built, and its recorded runs."""
     import torch
@@ -175,8 +203,15 @@ def observe_type(model_type: catalogue.ModelType) -> Observation:
         row.observed = observed.observed_kinds(run)
         return Observation(config.to_dict(), run, row)
     except probe.NotReached as exc:
-        row.cause = f"transformers not run: {exc}"
-        row.notes.append(row.cause)
+        try:
+            values, run, row.strength, note = build_language_model(config0, str(exc))
+            row.file = catalogue.modeling_file(catalogue.model_class(getattr(config0, LANGUAGE)))
+            row.observed = observed.observed_kinds(run)
+            row.notes.append(note)
+            return Observation(values, run, row)
+        except probe.NotReached as inner:
+            row.cause = f"transformers not run: {inner}"
+            row.notes.append(row.cause)
     except Exception as exc:  # a bug of the survey itself must not stop the survey: recorded
         row.cause = "survey failed: " + _one_line(exc)
         row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])

@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "survey" / "results" / "survey.json"
 PAGE = ROOT / "docs" / "survey.md"
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
+#: how a row's note begins when a composite's language model was run alone (:func:`survey.run.build_language_model`)
+LANGUAGE_ALONE = "the language model alone"
 #: how each status reads on the page
 MEANING = {
     "exact": "refpos's answer for every layer matches what transformers' code computes, within the float32 bound",
@@ -125,6 +127,12 @@ def render(table: dict[str, Any]) -> str:
     for kind in sorted(by_kind, key=lambda k: (-len(by_kind[k]), k)):
         c = counts(by_kind[kind])
         lines.append(f"| {kind} | " + " | ".join(str(c[s]) for s in STATUSES) + f" | {len(by_kind[kind])} |")
+    alone = sum(any(n.startswith(LANGUAGE_ALONE) for n in row["notes"]) for row in rows)
+    if alone:
+        lines += ["", f"{alone} composite model types could not be run from their own config (their forward needs "
+                  "pixel values or audio, their validators tie the language model to a tower, a tower needs a "
+                  "package not installed): their language model was run alone, built from their `text_config`, "
+                  "and compared with refpos's answer for the composite (each such row notes it)."]
     not_run = not_run_reasons(rows)
     if not_run:
         lines += ["", "## Model types the survey does not run", "",

@@ -25,7 +25,15 @@ inside it), ``"layers"`` (layers, experts and vocabulary only: widths as shipped
 defaults, only the layers cut). A state-space mixer's head count follows the new width (its heads times
 their width must equal ``mamba_expand`` times the width). A ``head_dim`` or ``num_key_value_heads`` of
 None, which the config classes document as derived from the width, is stated as derived: some modules
-read the None as it is (Ministral's attention cannot be built from its class defaults).
+read the None as it is (Ministral's attention cannot be built from its class defaults). So is any other count
+a class leaves None where its modules compute with it (experts, experts per token, shared experts,
+feed-forward widths, a vocabulary with its padding row: DeepSeek-V2, Dots1, ESM, DiffusionGemma). A model
+without attention heads (RWKV) has its width shrunk to :data:`WIDTH`.
+
+M-RoPE sections are read by the rotary module, from the config or from its own default; where the shrunk or
+default geometry leaves them summing to other than the module's frequency count (Qwen3-Omni's text model
+assumes 128-wide heads; GLM-4.1V's class defaults rotate the whole head against sections for half of it), the
+survey states them scaled to it in the config (:func:`fit_sections`), so both sides read the same sections.
 """
 
 from __future__ import annotations
@@ -114,14 +122,16 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     for key, value in values.items():
         # a count of None that the modules use as a number (DeepSeek-V2's experts per token, ESM's
         # vocabulary, Dots1's experts): stated as the shrunk count
-        if _EXPERT_KEY.fullmatch(key) and (value is None or _int(value) and value > EXPERTS):
+        if _EXPERT_KEY.fullmatch(key) and (value is None or (_int(value) and value > EXPERTS)):
             out[key] = EXPERTS
-        elif _PER_TOKEN_KEY.fullmatch(key) and (value is None or _int(value) and value > 2):
+        elif _PER_TOKEN_KEY.fullmatch(key) and (value is None or (_int(value) and value > 2)):
             out[key] = 2
-    if "vocab_size" in values and values["vocab_size"] is None:  # with its padding row (ESM compares with it)
+    if "vocab_size" in values and values["vocab_size"] is None:
         out["vocab_size"] = VOCAB
         if "pad_token_id" in values and values["pad_token_id"] is None:
-            out["pad_token_id"] = VOCAB - 1
+            # a padding row too (ESM compares the ids with it), the first: its positions count from the
+            # padding id on (RoBERTa's offset), so a last row would start them past the table
+            out["pad_token_id"] = 0
     for key in _GROUP_KEYS:  # expert groups must divide the (fewer) experts
         if _int(values.get(key)) and values[key] > 1:
             out[key] = 1
@@ -174,7 +184,7 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             out[heads_key] = expand * width // values[dim_key]
     for key, value in values.items():
         if _FFN_KEY.fullmatch(key):
-            if value is None or _int(value) and value > FFN:
+            if value is None or (_int(value) and value > FFN):
                 out[key] = FFN
             elif isinstance(value, list) and all(_int(v) for v in value):
                 out[key] = [min(v, FFN) for v in out[key]]

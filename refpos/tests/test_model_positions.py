@@ -203,6 +203,22 @@ def test_every_wrapper_is_followed_and_named(config, nesting):
     assert not named.notes or nesting[:-1] in named.notes[-1]
 
 
+def test_a_wrapper_whose_row_is_unmodelled_refuses_by_name():
+    """DiffusionGemma runs its text config as an encoder and a decoder stack: the text config alone resolves
+    (its full-attention layers 512 wide), wrapped it is refused, naming the wrapper."""
+    text = {"model_type": "diffusion_gemma_text", "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 256,
+            "hidden_size": 1024, "layer_types": ["sliding_attention", "full_attention"],
+            "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                                "full_attention": {"rope_type": "default", "rope_theta": 1e6}}}
+    alone = refpos.model_positions(text)
+    assert [r.kind for r in alone] == ["rope", "rope"] and alone.layers[1].rope.head_dim == 512
+    wrapped = refpos.model_positions({"model_type": "diffusion_gemma", "text_config": text})
+    assert [r.kind for r in wrapped] == ["refused", "refused"] and "model_type" in wrapped.not_modelled
+    assert "diffusion_gemma: an encoder and a decoder" in wrapped.layers[0].reason
+    voxtral = refpos.model_positions({"model_type": "voxtral", "text_config": LLAMA})  # a modelled wrapper
+    assert [r.kind for r in voxtral] == ["rope", "rope"]
+
+
 def test_records_describe_themselves_as_json():
     for config in (BLOOM, T5, OPT, WHISPER, LLAMA, GRANITE_H):
         described = refpos.model_positions(config).describe()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from survey import table, tiny
@@ -69,3 +71,110 @@ def test_a_head_width_the_heads_do_not_divide_is_rounded_to_a_multiple_of_8():
     shrunk = tiny.shrink_dict({"hidden_size": 4096, "num_attention_heads": 96, "partial_rotary_factor": 0.5}, "tiny")
     assert shrunk["hidden_size"] == 4 * 40
     assert tiny.shrink_dict({"hidden_size": 4096, "num_attention_heads": 32}, "tiny")["hidden_size"] == 4 * 128
+
+
+def test_counts_a_class_leaves_none_are_stated_and_widths_without_heads_shrunk():
+    """DeepSeek-V2's experts per token, Dots1's experts, ESM's vocabulary (with a padding row at 0: its
+    positions count from the padding id on) and RWKV's width without heads."""
+    moe = tiny.shrink_dict({"hidden_size": 4096, "num_attention_heads": 32, "num_experts_per_tok": None,
+                            "n_routed_experts": None, "n_shared_experts": None, "moe_intermediate_size": None}, "tiny")
+    assert (moe["num_experts_per_tok"], moe["n_routed_experts"], moe["n_shared_experts"]) == (2, tiny.EXPERTS,
+                                                                                              tiny.EXPERTS)
+    assert moe["moe_intermediate_size"] == tiny.FFN
+    esm = tiny.shrink_dict({"vocab_size": None, "pad_token_id": None, "hidden_size": 1280,
+                            "num_attention_heads": 20}, "tiny")
+    assert (esm["vocab_size"], esm["pad_token_id"]) == (tiny.VOCAB, 0)
+    assert tiny.shrink_dict({"vocab_size": None, "pad_token_id": 1}, "tiny")["pad_token_id"] == 1
+    rwkv = tiny.shrink_dict({"hidden_size": 4096, "attention_hidden_size": 4096, "num_hidden_layers": 32}, "tiny")
+    assert rwkv["hidden_size"] == tiny.WIDTH and "attention_hidden_size" not in rwkv
+    xlm = tiny.shrink_dict({"emb_dim": 2048, "n_heads": 16}, "tiny")
+    assert xlm["emb_dim"] == 4 * 128
+    assert tiny.shrink_dict({"num_experts_per_tok": None}, "default")["num_experts_per_tok"] is None
+
+
+@pytest.mark.parametrize("sections, pairs, scaled", [
+    ((24, 20, 20), 36, [14, 11, 11]), ((8, 12, 12), 64, [16, 24, 24]), ((24, 20, 20), 64, [24, 20, 20]),
+    ((16, 24, 24), 10, [2, 4, 4])])
+def test_sections_are_scaled_to_the_frequency_count(sections, pairs, scaled):
+    """Proportional, rounded down, the pairs left over to the largest remainders (the first on a tie)."""
+    assert tiny.scaled_sections(list(sections), pairs) == scaled and sum(scaled) == pairs
+
+
+class _Config:
+    sub_configs: ClassVar[dict[str, None]] = {"text_config": None}
+
+    def __init__(self, text=None):
+        self.text_config, self.rope_parameters = text, {"rope_type": "default", "rope_theta": 1e4}
+
+    def to_dict(self):
+        return {}
+
+
+class _TextConfig(_Config):
+    sub_configs: ClassVar[dict[str, None]] = {}
+
+
+class _Rotary:
+    def __init__(self, config, sections, pairs):
+        import numpy as np
+
+        self.config, self.mrope_section, self.inv_freq = config, sections, np.ones(pairs)
+
+
+class _Model:
+    def __init__(self, *modules):
+        self._modules = modules
+
+    def modules(self):
+        return iter(self._modules)
+
+
+def test_sections_that_do_not_fit_the_rotation_are_stated_scaled_in_their_own_config():
+    """Qwen3-Omni's text rotary module keeps its default sections for 128-wide heads: the sub-config of the
+    module's class gets the scaled sections, the composite's own rope dict is left alone."""
+    text = _TextConfig()
+    composite = _Config(text)
+    model = _Model(_Rotary(_TextConfig(), [24, 20, 20], 36))
+    assert tiny.fit_sections(model, composite)
+    assert text.rope_parameters["mrope_section"] == [14, 11, 11] and "mrope_section" not in composite.rope_parameters
+    fitting = _TextConfig()
+    assert not tiny.fit_sections(_Model(_Rotary(_TextConfig(), [24, 20, 20], 64)), _Config(fitting))
+    assert "mrope_section" not in fitting.rope_parameters
+
+
+def test_a_composite_that_does_not_run_is_run_as_its_language_model(monkeypatch):
+    """The composite's config dict, its text_config replaced by the one that ran; no text_config: not reached
+    with the composite's reasons."""
+    from survey import probe, run
+
+    class Text:
+        model_type = "opt"
+
+        def to_dict(self):
+            return {"hidden_size": 64}
+
+    class Composite:
+        model_type = "blip-2"
+        sub_configs: ClassVar[dict[str, None]] = {"text_config": None}
+        text_config = Text()
+
+        def to_dict(self):
+            return {"model_type": "blip-2", "text_config": {"hidden_size": 2048}, "num_query_tokens": 32}
+
+    class Model:
+        pass
+
+    monkeypatch.setattr(run, "build", lambda config: (config, Model(), "probe", "tiny"))
+    values, seen, strength, note = run.build_language_model(Composite(), "pixel_values missing")
+    assert values["text_config"] == {"hidden_size": 64, "model_type": "opt"} and values["num_query_tokens"] == 32
+    assert (seen, strength) == ("probe", "tiny") and note.startswith(table.LANGUAGE_ALONE)
+    assert "pixel_values missing" in note
+    with pytest.raises(probe.NotReached, match="pixel_values missing"):
+        run.build_language_model(Text(), "pixel_values missing")
+
+    def fails(config):
+        raise probe.NotReached("no geometry")
+
+    monkeypatch.setattr(run, "build", fails)
+    with pytest.raises(probe.NotReached, match="pixel_values missing; its language model alone: no geometry"):
+        run.build_language_model(Composite(), "pixel_values missing")
