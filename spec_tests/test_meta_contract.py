@@ -209,6 +209,8 @@ def test_the_table_of_declarations_is_the_registry(page):
 
     from refpos.testing import declarations
 
+    if not (ROOT / page).is_file():
+        pytest.skip(f"{page} is the repository's: an installed suite (refpos suite) carries no docs/")
     text = (ROOT / page).read_text(encoding="utf-8")
     table = text.split("<!-- declarations:begin -->\n", 1)[1].split("\n<!-- declarations:end -->", 1)[0]
     assert table == declarations.markdown_table(), "re-render the table from refpos/testing/declarations.py"
