@@ -1,21 +1,42 @@
 """Repository-wide pytest hooks: with REFPOS_BACKEND=cupy and no usable GPU, every test is skipped
-with the reason, instead of failing (tox env ``cupy``)."""
+with the reason, instead of failing (tox env ``cupy``): the collected tests, and the modules that build
+arrays when they are imported (their collection error, which names the backend, becomes the same skip)."""
 
 from __future__ import annotations
 
+import functools
 import os
 
 import pytest
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@functools.cache
+def cupy_unusable() -> str | None:
+    """Why REFPOS_BACKEND=cupy cannot run here, or None (another backend, or CuPy with a GPU)."""
     if os.environ.get("REFPOS_BACKEND") != "cupy":
-        return
+        return None
     from refpos.backend import get_xp
 
     try:
         get_xp("cupy")
     except (ImportError, RuntimeError) as exc:
-        skip = pytest.mark.skip(reason=f"REFPOS_BACKEND=cupy but CuPy cannot run here: {exc}")
+        return f"REFPOS_BACKEND=cupy but CuPy cannot run here: {exc}"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = cupy_unusable()
+    if reason is not None:
+        skip = pytest.mark.skip(reason=reason)
         for item in items:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    outcome = yield
+    report = outcome.get_result()
+    reason = cupy_unusable()
+    if reason is not None and report.failed and "backend 'cupy'" in str(report.longrepr):
+        report.outcome = "skipped"
+        report.longrepr = (str(collector.path), 0, f"Skipped: {reason}")
