@@ -1,13 +1,33 @@
-"""Repository-wide pytest hooks: with REFPOS_BACKEND=cupy and no usable GPU, every test is skipped
-with the reason, instead of failing (tox env ``cupy``): the collected tests, and the modules that build
-arrays when they are imported (their collection error, which names the backend, becomes the same skip)."""
+"""Repository-wide pytest hooks.
+
+* A Python without refpos's dependencies (pytest run before ``pip install -e '.[test]'``, or from another
+  environment) stops the run with one line naming the missing module and the install command, instead of a
+  collection traceback in every test module.
+* With REFPOS_BACKEND=cupy and no usable GPU, every test is skipped with the reason, instead of failing (tox env
+  ``cupy``): the collected tests, and the modules that build arrays when they are imported (their collection
+  error, which names the backend, becomes the same skip)."""
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
 
 import pytest
+
+
+def _dependencies_installed() -> None:
+    """Stop the run with one line if refpos cannot be imported. Called when this file loads: pytest loads it
+    before the conftest files below it (spec_tests/conftest.py imports refpos at its top)."""
+    try:
+        import refpos  # noqa: F401  (its dependencies: pyproject.toml's [project] dependencies)
+    except ModuleNotFoundError as exc:
+        pytest.exit(f"refpos cannot be imported by {sys.executable}: the module {exc.name!r} is not installed; "
+                    f"install refpos with its test extra into this Python first: pip install -e '.[test]'",
+                    returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+_dependencies_installed()
 
 
 @functools.cache

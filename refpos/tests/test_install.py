@@ -247,3 +247,15 @@ def test_suite_runs_from_another_folder(tmp_path: Path, impl: str | None, code: 
     assert proc.returncode == code, proc.stdout[-3000:] + proc.stderr
     assert f"implementation {impl or 'refpos.testing.adapter'}" in proc.stdout
     assert not (tmp_path / ".pytest_cache").exists()
+
+
+def test_pytest_without_the_dependencies_says_what_to_install():
+    """pytest in a Python that lacks one of refpos's dependencies (array-api-compat here, hidden from the import
+    system) stops with one line naming the module and the install command: no traceback per test module."""
+    hide = ("import sys, pytest; sys.modules['array_api_compat'] = None; "
+            "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:xdist', 'spec_tests/test_t5.py']))")
+    result = subprocess.run([sys.executable, "-c", hide], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = result.stdout + result.stderr
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
+    assert "the module 'array_api_compat' is not installed" in out and "pip install -e '.[test]'" in out, out
+    assert "Traceback" not in out and "ERROR collecting" not in out, out
