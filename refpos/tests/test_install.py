@@ -259,3 +259,16 @@ def test_pytest_without_the_dependencies_says_what_to_install():
     assert result.returncode == pytest.ExitCode.USAGE_ERROR, out
     assert "the module 'array_api_compat' is not installed" in out and "pip install -e '.[test]'" in out, out
     assert "Traceback" not in out and "ERROR collecting" not in out, out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed: the cupy run is real here")
+def test_the_cupy_run_without_cupy_skips_every_test_with_the_reason():
+    """REFPOS_BACKEND=cupy where CuPy cannot run: the collected tests and the modules that build arrays when
+    imported (test_hostile_api.py's collection fails on the backend) are skipped with the reason, none errors."""
+    files = ["refpos/tests/test_hostile_api.py", "spec_tests/test_t5.py"]
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:xdist",
+                             *files], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "REFPOS_BACKEND": "cupy"})
+    out = result.stdout + result.stderr
+    assert result.returncode == 0 and "error" not in out.splitlines()[-1] and " passed" not in out, out[-2000:]
+    assert "test_hostile_api.py:0: REFPOS_BACKEND=cupy but CuPy cannot run here" in out, out[-2000:]
