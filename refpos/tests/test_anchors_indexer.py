@@ -26,6 +26,7 @@ from refpos.models.hf import from_hf_config
 from refpos.models.indexer import INDEXER_ROPES, indexer_layers, indexer_rope
 from refpos.rope.core import apply_rope
 from refpos.rope.scaling import rope_frequencies
+from refpos.tests.ports import float32_table_atol
 
 torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
 pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")
@@ -86,7 +87,7 @@ def test_indexer_rotation_and_scores(family, rope_name, monkeypatch):
     indexer(hidden, resid, (cos.double(), sin.double()), mask, torch.from_numpy(positions))
 
     inv_freq, factor = rope_frequencies(rope, seq_len=int(positions.max()) + 1)
-    table_error = factor * (3 * float(positions.max()) * float(np.max(inv_freq)) + 4) * 2.0**-24
+    table_error = float32_table_atol(float(positions.max()) * float(np.max(inv_freq)), factor)
     # the rotated slice: (B, S, H, d) as the indexer passes it
     slice_in = seen["q_in"]
     ours = apply_rope(np.moveaxis(slice_in, 2, 1), positions[0], _slice_rope(rope))

@@ -26,6 +26,7 @@ from refpos.rope.vision import (
     vision_cos_sin,
     vision_frequencies,
 )
+from refpos.tests.ports import float32_table_atol
 
 torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
 pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")
@@ -33,9 +34,6 @@ pytestmark = pytest.mark.anchors
 
 GRIDS = [(1, 4, 6), (2, 6, 2), (1, 2, 2)]
 
-
-def _float32_atol(angles: np.ndarray) -> float:
-    return (3 * float(np.abs(angles).max()) + 4) * 2.0**-24
 
 
 def test_qwen2_vl_vision_tower():
@@ -57,7 +55,7 @@ def test_qwen2_vl_vision_tower():
     np.testing.assert_array_equal(cos, np.cos(hf_angles))
     np.testing.assert_array_equal(sin, np.sin(hf_angles))
     hf_cos, hf_sin = rotary(torch.zeros(1), torch.from_numpy(positions))
-    atol = _float32_atol(vision_angles(positions, rope))
+    atol = float32_table_atol(np.abs(vision_angles(positions, rope)).max())
     np.testing.assert_allclose(hf_cos.double().numpy(), cos, rtol=0, atol=atol)
     np.testing.assert_allclose(hf_sin.double().numpy(), sin, rtol=0, atol=atol)
     x = np.random.default_rng(0).standard_normal((3, positions.shape[0], 80))  # (heads, N, D)
@@ -81,7 +79,7 @@ def test_pixtral():
     np.testing.assert_array_equal(cos, np.cos(hf_angles))
     np.testing.assert_array_equal(sin, np.sin(hf_angles))
     hf_cos, hf_sin = rotary(torch.zeros(1, dtype=torch.float32), torch.from_numpy(positions))
-    atol = _float32_atol(vision_angles(positions, rope))
+    atol = float32_table_atol(np.abs(vision_angles(positions, rope)).max())
     np.testing.assert_allclose(hf_cos.double().numpy(), cos, rtol=0, atol=atol)
     np.testing.assert_allclose(hf_sin.double().numpy(), sin, rtol=0, atol=atol)
     x = np.random.default_rng(1).standard_normal((1, 2, positions.shape[0], 64))
@@ -100,7 +98,7 @@ def test_llama4_vision():
     rope = VisionRope("llama4", 128, theta=10000.0)
     positions = llama4_patch_positions(112 // 14)
     angles = vision_angles(positions, rope)  # (N, D/2)
-    atol = _float32_atol(angles)
+    atol = float32_table_atol(np.abs(angles).max())
     np.testing.assert_allclose(freqs_ci.real.double().numpy(), np.cos(angles), rtol=0, atol=atol)
     np.testing.assert_allclose(freqs_ci.imag.double().numpy(), np.sin(angles), rtol=0, atol=atol)
     np.testing.assert_array_equal(angles[-1], 0.0)  # the class token is not rotated

@@ -27,6 +27,7 @@ from refpos.rope.vision3d import (
     vision3d_frequencies,
     vjepa2_patch_positions,
 )
+from refpos.tests.ports import float32_table_atol
 
 torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
 pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")
@@ -34,9 +35,6 @@ pytestmark = pytest.mark.anchors
 
 GRIDS = [(1, 4, 6), (3, 6, 2), (2, 2, 2)]
 
-
-def _float32_atol(angles: np.ndarray) -> float:
-    return (3 * float(np.abs(angles).max()) + 4) * 2.0**-24
 
 
 @pytest.mark.parametrize(("hidden", "heads"), [(1280, 16), (1152, 16), (768, 12)])
@@ -63,7 +61,7 @@ def test_minimax_m3_vl_vision_tower(hidden, heads):
     np.testing.assert_array_equal(cos, np.cos(hf_angles))
     np.testing.assert_array_equal(sin, np.sin(hf_angles))
     hf_cos, hf_sin = rotary(torch.zeros(1, dtype=torch.float32), torch.from_numpy(positions))
-    atol = _float32_atol(hf_angles)
+    atol = float32_table_atol(np.abs(hf_angles).max())
     np.testing.assert_allclose(hf_cos.double().numpy(), cos, rtol=0, atol=atol)
     np.testing.assert_allclose(hf_sin.double().numpy(), sin, rtol=0, atol=atol)
     x = np.random.default_rng(0).standard_normal((positions.shape[0], 3, rope.head_dim))  # (N, heads, D) as HF
