@@ -32,13 +32,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from refpos.inputs import InputError, read_open_file, regular_file
+from refpos.inputs import CLOEXEC, READ_FLAGS, InputError, read_open_file, regular_file
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW | _CLOEXEC
-_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | CLOEXEC
+_READ_FLAGS = READ_FLAGS | _NOFOLLOW
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | CLOEXEC
 #: the prefix of refpos's temporary files (a fresh random name each time, created exclusively)
 TEMP_PREFIX = ".refpos-tmp-"
 
@@ -87,7 +86,7 @@ class Directory:
                 raise InputError(f"{self.path}: exists and is not a directory") from None
             except OSError as exc:
                 raise InputError(f"{self.path}: cannot create the directory ({exc.strerror or exc})") from None
-        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
+        flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC
         try:
             self.fd = os.open(self.path, flags)
         except FileNotFoundError:

@@ -33,6 +33,11 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+#: a descriptor refpos opens is not inherited by the programs it starts (where the system has the flag)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: how refpos opens a file to read it: never blocking on a FIFO, binary on Windows
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | CLOEXEC | getattr(os, "O_BINARY", 0)
+
 #: the largest JSON file read (config.json files are kilobytes, the committed golden manifest 0.5 MB)
 MAX_JSON_BYTES = 64 * 2**20
 #: the deepest JSON nesting accepted (configs nest 3-4 levels, manifests 7)
@@ -77,7 +82,7 @@ def open_regular(path: str | os.PathLike[str], *, what: str = "file") -> BinaryI
     same file.
     """
     name = os.fspath(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    flags = READ_FLAGS
     try:
         fd = os.open(name, flags)
     except FileNotFoundError:
