@@ -40,14 +40,18 @@ from refpos.encodings.alibi import FORMS, alibi_slopes
 from refpos.golden import tolerance as tol
 from refpos.golden.compare import compare
 from refpos.golden.npy import read_npy
-from refpos.models.records import AbsoluteLayer, LayerRecord, RopeLayer
-from refpos.models.records_relative import AlibiLayer, DebertaLayer, T5Layer
+from refpos.models.kinds.absolute import AbsoluteLayer
+from refpos.models.kinds.alibi import AlibiLayer
+from refpos.models.kinds.deberta import DebertaLayer
+from refpos.models.kinds.rope import RopeLayer
+from refpos.models.kinds.t5 import T5Layer
+from refpos.models.kinds.registry import check_targets
+from refpos.models.records import LayerRecord
 
 #: a layer's index in its stack
 LAYER_INDEX = Number(int, minimum=0, maximum=MAX_WIDTH)
 #: check target -> the record kinds it checks
-TARGET_KINDS = {"rope": ("rope", "mrope"), "alibi": ("alibi",), "t5": ("t5",), "sinusoid": ("sinusoidal",),
-                "learned": ("learned",), "deberta": ("deberta",)}
+TARGET_KINDS = check_targets()
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -31,8 +31,9 @@ from typing import Any
 
 from refpos.check.identify_text import ranges as format_ranges
 from refpos.cli import positions_layout
+from refpos.models.kinds.rope import RopeLayer
 from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
-from refpos.models.records import LayerRecord, RopeLayer
+from refpos.models.records import LayerRecord
 
 
 def add_assume(parser: argparse.ArgumentParser) -> None:

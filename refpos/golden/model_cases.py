@@ -32,9 +32,12 @@ from refpos.golden import certify as cert
 from refpos.golden.cases import In, call, mp_bucket, mp_sinusoid, mp_slopes, probe_positions, rng_for, slug
 from refpos.golden.entries import tolerance_integer, tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
+from refpos.models.kinds.absolute import AbsoluteLayer
+from refpos.models.kinds.alibi import AlibiLayer
+from refpos.models.kinds.deberta import DebertaLayer
+from refpos.models.kinds.t5 import T5Layer
 from refpos.models.positions import ModelPositions
-from refpos.models.records import AbsoluteLayer, LayerRecord
-from refpos.models.records_relative import AlibiLayer, DebertaLayer, T5Layer
+from refpos.models.records import LayerRecord
 
 #: probe positions of a kind without a declared length (a sinusoid computed at any position, ALiBi, T5)
 OPEN_LENGTH = 131072

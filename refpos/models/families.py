@@ -76,7 +76,7 @@ Examples
 ('interleaved', 'deepseek_v3')
 >>> dict(family_of("qwen3_next").no_attention)
 {'linear_attention': 'linear'}
->>> family_of("bart").stacks, family_of("bart").stack("encoder").learned.offset
+>>> family_of("bart").stacks, family_of("bart").stack("encoder").facts_of("learned").offset
 ('encoder-decoder', 2)
 """
 
@@ -92,17 +92,9 @@ from importlib import resources
 from typing import Any
 
 from refpos.models import query_scales
-from refpos.models.facts import (
-    ENCODINGS,
-    FACT_TABLES,
-    STACKS,
-    RopeFacts,
-    StackFacts,
-    Switch,
-    read_rope,
-    read_stack,
-    read_switch,
-)
+from refpos.models.facts import STACKS, StackFacts, Switch, read_stack, read_switch
+from refpos.models.kinds.registry import FACT_KINDS, TABLE_KINDS
+from refpos.models.kinds.rope import RopeFacts
 from refpos.pairs import PARTIAL_PLACEMENTS
 
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
@@ -181,7 +173,6 @@ class Family:
     types_key: str = "layer_types"
     count: str | None = None
     width_factor: int = 1
-    rope: RopeFacts = field(default_factory=RopeFacts)
 
     def __post_init__(self) -> None:
         checks = {"layout": self.layout in (None, *LAYOUT_RULES) and (self.layout is not None or not self.has_rope),
@@ -199,6 +190,11 @@ class Family:
         if wrong:
             raise ValueError(f"family {self.model_type!r}: column {wrong[0]} holds a value outside its rule set "
                              f"({getattr(self, wrong[0])!r})")
+
+    @property
+    def rope(self) -> RopeFacts:
+        """What the family's rotary code fixes beyond the config (the row's ``rope`` sub-table)."""
+        return self.positions.facts_of("rope")
 
     def stack(self, name: str) -> StackFacts:
         """The encoding and facts of stack ``name`` (``"decoder"`` or ``"encoder"``)."""
@@ -240,7 +236,7 @@ class Family:
 #: the columns a ``[family.<model_type>]`` table may hold (the model type is its name; ``positions`` is
 #: written as ``encoding`` and the fact tables at the row's top level)
 _COLUMNS = (*(f.name for f in fields(Family) if f.name not in ("model_type", "positions")), "encoding",
-            *FACT_TABLES)
+            *FACT_KINDS)
 _STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled", "note", "stacks",
             "types_key", "count")
 
@@ -260,15 +256,13 @@ def _row(model_type: str, table: Any) -> Family:
                                     ("width_factor", int)) if key in table and not isinstance(table[key], kind)]
     if wrong:
         raise ValueError(f"{where}: {wrong[0]} has the wrong type ({table[wrong[0]]!r})")
-    values = {k: v for k, v in table.items() if k not in ("encoding", *FACT_TABLES)}
+    values = {k: v for k, v in table.items() if k not in ("encoding", *FACT_KINDS)}
     values["positions"] = read_stack(where, table)
     for name in ("encoder", "decoder"):
         if name in values:
-            values[name] = read_stack(f"{where} {name}", {"encoding": values["positions"].encoding, **values[name]})
+            values[name] = read_stack(f"{where} {name}", values[name], inherited=values["positions"])
     if "switch" in values:
         values["switch"] = read_switch(where, values["switch"])
-    if "rope" in values:
-        values["rope"] = read_rope(where, values["rope"])
     try:
         if "layer_pattern" in values:
             pattern = dict(values["layer_pattern"])
@@ -336,7 +330,7 @@ def table_summary() -> dict[str, int]:
     """Counts of the table: model types, aliases, rows that differ from the default."""
     return {"model_types": len(FAMILY_ROWS), "aliases": len(ALIASES),
             "differ_from_default": sum(not row.is_default for row in FAMILY_ROWS),
-            **{f"encoding {enc}": sum(enc in row.encodings for row in FAMILY_ROWS) for enc in ENCODINGS}}
+            **{f"encoding {enc}": sum(enc in row.encodings for row in FAMILY_ROWS) for enc in TABLE_KINDS}}
 
 
 __all__ = ["ALIASES", "FAMILIES", "FAMILY_ROWS", "Family", "LayerPattern", "UnknownFamilyWarning", "family_of",

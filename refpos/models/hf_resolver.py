@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.models.facts import GEOMETRY_KEYS, RopeFacts
 from refpos.models.families import ALIASES, Family, family_of, warn_assumed
 from refpos.models.hf_files import ROPE_KEYS, is_per_layer
+from refpos.models.kinds.record import GEOMETRY_KEYS
+from refpos.models.kinds.rope import RopeFacts
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
+from refpos.models.view import ConfigView
 from refpos.rope.params import PARAM_KEYS
 from refpos.rope.rules import PARAMETERS, PLAIN, RULES, TYPE_ALIASES
 from refpos.rope.rules.ntk import DYNAMIC
@@ -37,11 +39,11 @@ class Resolver:
     calls them in order.
     """
 
-    def __init__(self, cfg: dict[str, Any], prefix: str, layer_type: str | None,
-                 parent_model_type: Any = None, *, family: Family | None = None) -> None:
-        """``cfg`` the (text) config, ``prefix`` its dotted path (``text_config.`` or empty);
-        ``parent_model_type`` the ``model_type`` of the wrapper around ``cfg``; ``family``: the row to resolve
-        with (default: the row of ``cfg``'s model type)."""
+    def __init__(self, view: ConfigView, layer_type: str | None, *, family: Family | None = None) -> None:
+        """``view`` the language model's config section (its path: ``text_config.`` or empty); ``family``: the row
+        to resolve with (default: the row of the section's model type). The keys read are kept in ``used`` (full
+        paths), for this resolution's unused-key report."""
+        cfg, prefix, parent_model_type = view.raw, view.path, view.wrapper_model_type
         self.cfg, self.prefix, self.layer_type = cfg, prefix, layer_type
         self.used: set[str] = set()
         self.fields: dict[str, Any] = {}

@@ -48,9 +48,11 @@ from typing import Any
 import numpy as np
 
 from refpos.models.families import Family, family_of
-from refpos.models.hf import check_rope_family, hf_layer_types, language_config, load_hf_config, resolve_rope
+from refpos.models.hf import check_rope_family, hf_layer_types, resolve_rope
+from refpos.models.hf_files import as_language_view
 from refpos.models.query_scales import QUERY_SCALES, QueryScale
-from refpos.models.schedule import layer_count, layer_types, rotating, summary_line
+from refpos.models.schedule import LayerCountMissing, layer_count, layer_types, rotating, summary_line
+from refpos.models.view import ConfigView
 from refpos.rope.config import RopeConfig
 from refpos.validation import check_bool, check_int
 
@@ -155,30 +157,31 @@ def hf_layers(config_or_path: Any, *, strict: bool = False) -> LayerSchedule:
     and ``summary()``.
     """
     check_bool("strict", strict)
-    full = load_hf_config(config_or_path)
-    cfg, _, _ = language_config(full)
+    view = as_language_view(config_or_path)
+    cfg = view.raw
     model_type = cfg.get("model_type")
     family = family_of(model_type if isinstance(model_type, str) else None)
     encoding = "rope" if family is None else check_rope_family(family, cfg, ("rope", "none", "no_attention"))
     if encoding == "no_attention":
         raise ValueError(f"model_type {family.model_type!r} has no attention layers: there are no positions to "
                          "resolve (refpos.model_positions lists its layers)")
-    schedule, problems = layer_schedule(full, family, rope_on=encoding == "rope")
+    schedule, problems = layer_schedule(view, family, rope_on=encoding == "rope")
     if strict and problems:
         raise ValueError(f"strict: not modelled or unused: {problems} (strict=False resolves and reports them)")
     return schedule
 
 
-def layer_schedule(full: dict[str, Any], family: Family | None, *,
+def layer_schedule(view: ConfigView, family: Family | None, *,
                    rope_on: bool = True) -> tuple[LayerSchedule, list[str]]:
-    """The schedule of a loaded config with the given family row, and what ``strict`` refuses in it.
+    """The schedule of the language model's config section ``view`` with the given family row, and what
+    ``strict`` refuses in it.
 
     ``rope_on=False``: the family's attention has no positions (Jamba, Kimi-Linear): no RoPE is resolved and no
     layer rotates; layers without attention are found as for any family.
     """
-    cfg, prefix, _ = language_config(full)
+    cfg, prefix = view.raw, view.path
     n = layer_count(cfg, family)
-    per_type = hf_layer_types(full)
+    per_type = hf_layer_types(view)
     needs_types = bool(per_type) or (family is not None and family.rope_layers in ("sliding", "sliding_or_no_window"))
     found_types = layer_types(cfg, family, n)
     problems: dict[str, None] = {}
@@ -199,7 +202,7 @@ def layer_schedule(full: dict[str, Any], family: Family | None, *,
     wanted = [t if per_type else None for t, m in zip(types, mixers, strict=True) if m is None] if rope_on else []
     for layer_type in dict.fromkeys(wanted):
         try:
-            rope, found = resolve_rope(full, layer_type, per_layer=True, family=family)
+            rope, found = resolve_rope(view, layer_type, per_layer=True, family=family)
         except ValueError as exc:
             if "has no RoPE (null)" not in str(exc):
                 raise
@@ -231,6 +234,30 @@ def layer_schedule(full: dict[str, Any], family: Family | None, *,
                 None if mixers[i] else _scale(cfg, family, layer_ropes[i] is not None, rope_dict), mixers[i])
         for i in range(n))
     return LayerSchedule(layers, family, not_modelled, tuple(notes)), list(problems)
+
+
+class FamilySchedule:
+    """The layer schedule as the encoding kinds' builders take it (:class:`refpos.models.kinds.record.Schedule`):
+    the resolver hands it to them, so that the kinds, which the family table reads, do not import the schedule."""
+
+    def layers(self, view: ConfigView, family: Family, *, rope_on: bool) -> tuple[LayerSchedule, list[str]]:
+        return layer_schedule(view, family, rope_on=rope_on)
+
+    def count(self, view: ConfigView, family: Family) -> int | None:
+        try:
+            return layer_count(view.raw, family)
+        except LayerCountMissing:
+            return None
+
+    def layer_types(self, view: ConfigView) -> tuple[str, ...]:
+        return hf_layer_types(view)
+
+    def rope(self, view: ConfigView, layer_type: str | None, family: Family) -> RopeConfig:
+        return resolve_rope(view, layer_type, per_layer=False, family=family)[0]
+
+
+#: the schedule every resolution hands to the builders
+SCHEDULE = FamilySchedule()
 
 
 def hf_layer(config_or_path: Any, index: int) -> HFLayer:

@@ -43,17 +43,17 @@ from typing import Any
 
 from refpos.models.facts import STACKS, StackFacts
 from refpos.models.families import STATED, Family, family_of
-from refpos.models.hf import resolve_rope
-from refpos.models.hf_files import hf_layer_types, language_config, load_hf_config
+from refpos.models.hf_files import language_view
 from refpos.models.indexer import with_indexers
-from refpos.models.layers import layer_schedule
+from refpos.models.kinds import KINDS, Stack
+from refpos.models.kinds.rope import NO_COUNT, RopeLayer
+from refpos.models.layers import SCHEDULE
 from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
-from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, RopeLayer, Unknown
+from refpos.models.records import LayerRecord, Refused, Unknown
 from refpos.models.schedule import LayerCountMissing, layer_count, summary_line
-from refpos.models.stacks import KeyReader, absolute_layers, alibi_layers, deberta_layers, geometry, t5_layers
+from refpos.models.view import ConfigView
 from refpos.models.vision_towers import standalone, tower_records
 
-NO_COUNT = "the config does not give its layer count: one record per layer type, no layer schedule"
 #: the conventions a caller may state for a family the table does not know (``assume=``)
 ASSUMABLE = ("family", "encoding", "layout", "stacks", "rope_layers")
 #: config keys an unknown family's records report as stated (with every position key it has)
@@ -149,30 +149,37 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
 
     Returns
     -------
-    ModelPositions: ``layers`` (one :mod:`record <refpos.models.records>` per layer, encoder stack first),
-    ``not_modelled``, ``unknown``, ``notes``, ``summary()``, ``describe()``.
+    ModelPositions: ``layers`` (one record per layer, encoder stack first; each kind's record is its kind's
+    (:data:`refpos.models.kinds.KINDS`)), ``not_modelled``, ``unknown``, ``notes``, ``summary()``, ``describe()``.
+
+    See Also
+    --------
+    refpos.models.kinds.KINDS : the encoding kinds, each with its builder and layer record.
+    refpos.models.families.family_of : the family-table row of a model type.
     """
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
-    full = load_hf_config(config_or_path)
-    cfg, prefix, parent = language_config(full)
-    written = cfg.get("model_type", parent)
+    if assume is not None and not isinstance(assume, Mapping):
+        raise TypeError(f"assume must be a mapping of conventions, got {type(assume).__name__}")
+    top = ConfigView.load(config_or_path)
+    lm = language_view(top)
+    prefix, parent = lm.path, lm.wrapper_model_type
+    written = lm.raw.get("model_type", parent)
     if written is not None and not isinstance(written, str):
         raise TypeError(f"{prefix}model_type must be a string, a transformers model type such as 'llama', got "
                         f"{type(written).__name__} {written!r}")
-    if assume is not None and not isinstance(assume, Mapping):
-        raise TypeError(f"assume must be a mapping of conventions, got {type(assume).__name__}")
+    lm.mark("model_type")
     family, notes, assumed = family_of(written), [], dict(assume or {})
     if assume is not None:
         family, notes = _assumed(family, written, assume)
-    if family is None and standalone(full):  # a vision model (V-JEPA 2): its towers are its stacks
+    if family is None and standalone(top.raw):  # a vision model (V-JEPA 2): its towers are its stacks
         positions = ModelPositions(written, None, (), prefix)
     elif family is None:
-        positions = _unknown(cfg, prefix, written)
+        positions = _unknown(lm, written)
     else:
-        positions = _known(full, cfg, prefix, family, written)
+        positions = _known(lm, family, written)
     positions = _wrapper_unmodelled(positions, parent)
-    positions = replace(positions, layers=(*positions.layers, *tower_records(full)))  # its vision towers
+    positions = replace(positions, layers=(*positions.layers, *tower_records(top)))  # its vision towers
     positions = replace(positions, notes=(*notes, *positions.notes), assumed=assumed)
     if strict and not positions.complete:
         problems = {**positions.unknown, **positions.not_modelled}
@@ -187,8 +194,6 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
 def _assumed(family: Family | None, written: str | None,
              assume: Mapping[str, str]) -> tuple[Family | None, list[str]]:
     """The row stated conventions make for an unknown family; a known family keeps its own row."""
-    if not isinstance(assume, Mapping):
-        raise TypeError(f"assume must be a mapping of conventions, got {type(assume).__name__}")
     wrong = sorted(set(map(str, assume)) - set(ASSUMABLE))
     if wrong or not all(isinstance(v, str) for v in assume.values()):
         raise ValueError(f"assume takes {list(ASSUMABLE)} with str values, got {dict(assume)!r}")
@@ -201,9 +206,9 @@ def _assumed(family: Family | None, written: str | None,
         stated = {k: v for k, v in assume.items() if k != "family"}
     else:
         base, stated = Family(written or "unknown", STATED, "half"), dict(assume)
-    values = {name: stated[name] for name in ("layout", "stacks", "rope_layers") if name in stated}
+    values: dict[str, Any] = {name: stated[name] for name in ("layout", "stacks", "rope_layers") if name in stated}
     if "encoding" in stated:
-        values["positions"] = StackFacts(encoding=stated["encoding"])
+        values["positions"] = StackFacts(stated["encoding"], base.positions.facts)
         values.update(encoder=None, decoder=None, switch=None)
     values.setdefault("layout", base.layout if base.layout is not None else "half")
     try:
@@ -214,65 +219,79 @@ def _assumed(family: Family | None, written: str | None,
     return row, [f"conventions stated by the caller, not read from the model's code: {dict(assume)}"]
 
 
-def _unknown(cfg: Mapping[str, Any], prefix: str, written: str | None) -> ModelPositions:
+def _unknown(lm: ConfigView, written: str | None) -> ModelPositions:
     named = "no model_type" if written is None else f"model_type {written!r}"
     try:
-        n = layer_count(cfg)
+        n = layer_count(lm.raw)
     except LayerCountMissing:
         n = 1
-    stated = {prefix + key: cfg[key] for key in (*STATED_KEYS, *position_keys()) if cfg.get(key) is not None}
+    stated = {lm.name(key): lm.raw[key] for key in (*STATED_KEYS, *position_keys()) if lm.raw.get(key) is not None}
     missing = ("encoding", "layout", "which layers carry positions")
     layers = tuple(Unknown("decoder", i, None, stated=stated, unknown=missing) for i in range(n))
     what = (f"{named} is not in refpos's family table: its encoding, pair layout and which layers carry positions "
             "are unknown; state them: assume={'family': <a known model_type>} or {'encoding': 'rope', "
             "'layout': 'half'} (refpos golden model / check: --assume family=llama)")
-    return ModelPositions(written, None, layers, prefix, unknown={prefix + "model_type": what})
+    return ModelPositions(written, None, layers, lm.path, unknown={lm.name("model_type"): what})
 
 
-def _known(full: dict[str, Any], cfg: Mapping[str, Any], prefix: str, family: Family,
-           written: str | None) -> ModelPositions:
-    reader = KeyReader(cfg, prefix)
+def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPositions:
+    """Every stack of a family the table knows: each stack's kind builds its layers (:data:`KINDS`)."""
     names = STACKS[family.stacks]
     layers: list[LayerRecord] = []
     not_modelled: dict[str, str] = {}
     notes: list[str] = []
-    for stack in names:
-        role = "single" if len(names) == 1 else stack
-        facts = family.stack(stack)
-        encoding, value = family.switched(cfg, facts.encoding)
+    #: keys the resolution honours beyond the kinds' own: the switch, and the layer types of a schedule
+    honoured = {lm.name(key) for key in ("layer_types", family.types_key)}
+    if family.switch is not None:
+        honoured.add(lm.name(family.switch.key))
+    for name in names:
+        role = "single" if len(names) == 1 else name
+        facts = family.stack(name)
+        encoding, value = family.switched(lm.raw, facts.encoding)
         if family.switch is not None:
-            reader.get(family.switch.key)
+            lm.mark(family.switch.key)
         if encoding is None:  # a value of the switch the row does not model: its attention layers are refused
             assert family.switch is not None
             why = (f"{family.switch.key}={value}: {family.model_type}'s positions for this value are not modelled "
                    f"(modelled: {', '.join(f'{v} ({e})' for v, e in family.switch.values)})")
-            shape, _, _ = _stack(full, cfg, reader, family, stack, role, "none", facts)
-            layers += [layer if not layer.attention else Refused(stack, layer.index, layer.layer_type, reason=why)
+            shape = KINDS["none"].build(Stack(lm, name, role, family, schedule=SCHEDULE))  # type: ignore[misc]
+            layers += [layer if not layer.attention else Refused(name, layer.index, layer.layer_type, reason=why)
                        for layer in shape]
-            not_modelled[prefix + family.switch.key] = why
+            not_modelled[lm.name(family.switch.key)] = why
             continue
+        stack = Stack(lm, name, role, family, facts.facts_of(encoding), SCHEDULE)
         try:
-            stack_layers, stack_report, stack_notes = _stack(full, cfg, reader, family, stack, role, encoding, facts)
+            stack_layers = _build(stack, encoding)
         except ValueError:  # a config the row says refpos does not model may lack what a modelled one states
             if not family.unmodelled:
                 raise
             why = f"{family.model_type}: {family.unmodelled}"
-            stack_layers = [Refused(stack, i, None, reason=why) for i in range(_count(cfg, family))]
-            stack_report, stack_notes = {prefix + "model_type": why}, []
+            stack_layers = [Refused(name, i, None, reason=why) for i in range(_count(lm, family))]
+            stack.not_modelled.clear()
+            stack.not_modelled[lm.name("model_type")] = why
         layers += stack_layers
-        not_modelled.update({key: why for key, why in stack_report.items() if key not in reader.used})
-        notes += [note for note in stack_notes if note not in notes]
+        not_modelled.update({key: why for key, why in stack.not_modelled.items() if key not in honoured})
+        notes += [note for note in stack.notes if note not in notes]
     if not any(isinstance(layer, RopeLayer) for layer in layers):  # a RoPE schedule reports its own keys
         for key, (_, what) in position_keys().items():
-            if prefix + key not in reader.used and key in cfg and is_active(cfg, key):
-                not_modelled.setdefault(prefix + key, what)
+            if lm.name(key) not in lm.read and key in lm.raw and is_active(lm.raw, key):
+                not_modelled.setdefault(lm.name(key), what)
         if family.unmodelled:
-            not_modelled.setdefault(prefix + "model_type", f"{family.model_type}: {family.unmodelled}")
+            not_modelled.setdefault(lm.name("model_type"), f"{family.model_type}: {family.unmodelled}")
         if family.note and f"{family.model_type}: {family.note}" not in notes:
             notes.append(f"{family.model_type}: {family.note}")
-    layers = with_indexers(_refuse_unmodelled(layers, not_modelled, prefix), cfg)
-    return ModelPositions(family.model_type if written is None else written, family, tuple(layers), prefix,
+    layers = with_indexers(_refuse_unmodelled(layers, not_modelled, lm.path), lm.raw)
+    return ModelPositions(family.model_type if written is None else written, family, tuple(layers), lm.path,
                           not_modelled, notes=tuple(notes), scheduled=NO_COUNT not in notes)
+
+
+def _build(stack: Stack, encoding: str) -> list[LayerRecord]:
+    """The records of one stack: its kind's builder, or every layer refused when no kind models ``encoding``."""
+    kind = KINDS.get(encoding)
+    if kind is None or kind.build is None:
+        why = f"{stack.family.model_type if stack.family else 'the model'}: {encoding} positions are not modelled yet"
+        return [Refused(stack.name, i, None, reason=why) for i in range(stack.geometry().layers)]
+    return kind.build(stack)
 
 
 def _wrapper_unmodelled(positions: ModelPositions, parent: Any) -> ModelPositions:
@@ -286,82 +305,11 @@ def _wrapper_unmodelled(positions: ModelPositions, parent: Any) -> ModelPosition
                    not_modelled={**positions.not_modelled, **why})
 
 
-def _count(cfg: Mapping[str, Any], family: Family) -> int:
+def _count(lm: ConfigView, family: Family) -> int:
     try:
-        return layer_count(cfg, family)
+        return layer_count(lm.raw, family)
     except LayerCountMissing:
         return 1
-
-
-def _stack(full: dict[str, Any], cfg: Mapping[str, Any], reader: KeyReader, family: Family, stack: str, role: str,
-           encoding: str, facts: StackFacts) -> tuple[list[LayerRecord], dict[str, str], list[str]]:
-    """The records of one stack, what it does not model and its notes."""
-    if encoding in ("rope", "none", "no_attention"):
-        if role != "single":
-            why = f"{encoding} positions in an encoder–decoder model are not modelled"
-            return [Refused(stack, i, None, reason=why) for i in range(geometry(reader, role).layers)], {}, []
-        return _scheduled(full, cfg, reader, family, stack, encoding)
-    shape = geometry(reader, role)
-    if encoding == "alibi":
-        return alibi_layers(stack, shape, facts.facts_of("alibi"), _mpt_max_bias(reader, family)), {}, []
-    if encoding == "t5":
-        return t5_layers(reader, stack, shape, facts.facts_of("t5"), bidirectional=stack != "decoder"
-                         or family.stacks == "encoder"), {}, []
-    if encoding in ("learned", "sinusoidal"):
-        return absolute_layers(reader, stack, shape, encoding, facts.facts_of(encoding)), {}, []
-    if encoding == "deberta":
-        return deberta_layers(reader, stack, shape, facts.facts_of("deberta")), {}, []
-    why = f"{family.model_type}: {encoding} positions are not modelled yet"
-    return [Refused(stack, i, None, reason=why) for i in range(shape.layers)], {}, []
-
-
-def _mpt_max_bias(reader: KeyReader, family: Family) -> float:
-    """MPT's ``attn_config.alibi_bias_max`` (default 8) for the ``mpt`` slope rule; 8 otherwise."""
-    facts = family.positions.facts_of("alibi")
-    if facts is None or facts.slopes != "mpt":
-        return 8.0
-    value = reader.get("attn_config.alibi_bias_max", 8)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{reader.prefix}attn_config.alibi_bias_max must be a positive number, got {value!r}")
-    return float(value)
-
-
-def _scheduled(full: dict[str, Any], cfg: Mapping[str, Any], reader: KeyReader, family: Family, stack: str,
-               encoding: str) -> tuple[list[LayerRecord], dict[str, str], list[str]]:
-    """RoPE, no positions, or no attention: the layer schedule's records."""
-    if encoding == "no_attention":
-        mixer = next((kind for _, kind in family.no_attention), "mamba")
-        return [NoAttention(stack, i, None, mixer=mixer) for i in range(_count(cfg, family))], {}, []
-    try:
-        schedule, _ = layer_schedule(full, family, rope_on=encoding == "rope")
-    except LayerCountMissing:
-        if encoding != "rope":
-            raise
-        return _per_type(full, family, stack)
-    reader.used.update(reader.prefix + key for key in ("layer_types", family.types_key))
-    records: list[LayerRecord] = []
-    for layer in schedule:
-        if not layer.attention:
-            records.append(NoAttention(stack, layer.index, layer.layer_type, mixer=layer.mixer or "mamba"))
-        elif layer.rope is not None:
-            records.append(RopeLayer(stack, layer.index, layer.layer_type, rope=layer.rope, query_scale=layer.scale))
-        else:
-            records.append(NoPositions(stack, layer.index, layer.layer_type, query_scale=layer.scale))
-    return records, dict(schedule.not_modelled), list(schedule.notes)
-
-
-def _per_type(full: dict[str, Any], family: Family,
-              stack: str) -> tuple[list[LayerRecord], dict[str, str], list[str]]:
-    """A RoPE config without a layer count: one record per layer type (index 0), no schedule."""
-    records: list[LayerRecord] = []
-    report: dict[str, str] = {}
-    notes = [NO_COUNT]
-    for layer_type in hf_layer_types(full) or (None,):
-        rope, _ = resolve_rope(full, layer_type, per_layer=False, family=family)
-        records.append(RopeLayer(stack, 0, layer_type, rope=rope))
-        report.update(rope.not_modelled)
-        notes += [note for note in rope.notes if note not in notes]
-    return records, report, notes
 
 
 def _refuse_unmodelled(layers: list[LayerRecord], not_modelled: Mapping[str, str], prefix: str) -> list[LayerRecord]:

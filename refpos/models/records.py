@@ -1,29 +1,19 @@
-r"""One typed record per layer: what that layer's attention does with positions.
+r"""One typed record per layer: what that layer's attention does with positions — the base, and the records that are
+outcomes rather than encodings.
 
 :func:`refpos.model_positions` returns one record per layer of every stack (the decoder; the encoder and the
-decoder of an encoder–decoder model). Each record names its ``stack``, its ``index`` in that stack and its
-``layer_type``, says its ``kind``, gives its parameters as JSON (:meth:`LayerRecord.params`) and builds the
-:class:`refpos.Encoding` that :func:`refpos.self_attention` runs for it (:meth:`LayerRecord.encoding`; the
-kinds with trained weights take them as arguments).
+decoder of an encoder–decoder model; each tower of a composite). Each record names its ``stack``, its ``index`` in
+that stack and its ``layer_type``, says its ``kind``, gives its parameters as JSON (:meth:`LayerRecord.params`)
+and builds the :class:`refpos.Encoding` that :func:`refpos.self_attention` runs for it
+(:meth:`LayerRecord.encoding`; the kinds with trained weights take them as arguments).
 
-==================  =====================================================================================
-kind                record (ALiBi, T5 and DeBERTa: :mod:`refpos.models.records_relative`)
-==================  =====================================================================================
-``rope``, ``mrope`` :class:`RopeLayer`: a :class:`~refpos.RopeConfig` (M-RoPE when it has sections) and a
-                    query scale
-``alibi``           :class:`AlibiLayer`: the family's slopes, bias form, order and rounding
-``t5``              :class:`T5Layer`: direction, bucket count, max distance, which layer owns the table
-``learned``         :class:`AbsoluteLayer`: a learned table of ``table_size`` rows read at ``p + offset``
-``sinusoidal``      :class:`AbsoluteLayer`: a sinusoid of the stack's width, layout, spacing, offset
-``deberta``         :class:`DebertaLayer`: DeBERTa-v2 relative positions
-``none``            :class:`NoPositions`: attention without positions (NoPE), perhaps with a query scale
-``no_attention``    :class:`NoAttention`: a Mamba, convolution, recurrent or linear-attention layer
-``refused``         :class:`Refused`: the layer does something refpos does not model (named)
-``unknown``         :class:`Unknown`: the family is not in the table; what its config states, nothing else
-==================  =====================================================================================
-
-Learned and sinusoidal positions are added to the stack's input, before its first layer: every layer of
-such a stack carries the same record, with ``at = "input"``.
+Each encoding kind's record sits with its kind (:mod:`refpos.models.kinds`: ``RopeLayer`` in
+:mod:`~refpos.models.kinds.rope`, ``AlibiLayer`` in :mod:`~refpos.models.kinds.alibi`, …; the registry
+:data:`refpos.models.kinds.KINDS` lists them). This module holds the base :class:`LayerRecord`, the records of the
+layers without positions (:class:`NoPositions`, :class:`NoAttention`: their kinds are
+:mod:`refpos.models.kinds.none`) and the two outcomes that are not kinds: :class:`Refused` (the layer does
+something refpos does not model, named) and :class:`Unknown` (the family is not in the table: what its config
+states, nothing else).
 """
 
 from __future__ import annotations
@@ -34,15 +24,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from refpos.backend import to_numpy
 from refpos.encoding import Encoding, NoPE, QueryScaled
-from refpos.encodings.learned import LearnedAbsolute
-from refpos.encodings.sinusoidal import Sinusoidal, sinusoidal
 from refpos.models.query_scales import QueryScale
-from refpos.rope.config import RopeConfig
-from refpos.rope.encoding import Rope
-from refpos.rope.vision import VisionRope
-from refpos.rope.vision3d import VisionRope3D
 
 Array = Any
 
@@ -100,36 +83,9 @@ class LayerRecord:
         return "nothing for the attention pipeline to run"
 
 
-def _scaled(encoding: Encoding, scale: QueryScale | None) -> Encoding:
+def scaled(encoding: Encoding, scale: QueryScale | None) -> Encoding:
+    """``encoding`` with the layer's query scale applied (itself when the layer has none)."""
     return encoding if scale is None else QueryScaled(encoding, scale)
-
-
-@dataclass(frozen=True)
-class RopeLayer(LayerRecord):
-    """RoPE (M-RoPE when ``rope.mrope_section`` is set), with the family's query scale if it has one, and the
-    RoPE of the layer's DSA indexer where it runs one (:mod:`refpos.models.indexer`)."""
-
-    rope: RopeConfig
-    query_scale: QueryScale | None = None
-    indexer: RopeConfig | None = None
-
-    @property
-    def kind(self) -> str:  # type: ignore[override]
-        return "mrope" if self.rope.mrope_section is not None else "rope"
-
-    @property
-    def label(self) -> str:
-        return self.kind + ("+scale" if self.query_scale else "") + ("+indexer" if self.indexer else "")
-
-    def params(self) -> dict[str, Any]:
-        out = {"rope": self.rope.to_params(),
-               "query_scale": None if self.query_scale is None else self.query_scale.as_dict()}
-        if self.indexer is not None:
-            out["indexer"] = self.indexer.to_params()
-        return out
-
-    def encoding(self, **weights: Any) -> Encoding:
-        return _scaled(Rope(self.rope), self.query_scale)
 
 
 @dataclass(frozen=True)
@@ -147,7 +103,7 @@ class NoPositions(LayerRecord):
         return {"query_scale": None if self.query_scale is None else self.query_scale.as_dict()}
 
     def encoding(self, **weights: Any) -> Encoding:
-        return _scaled(NoPE(), self.query_scale)
+        return scaled(NoPE(), self.query_scale)
 
 
 @dataclass(frozen=True)
@@ -201,75 +157,4 @@ class Unknown(LayerRecord):
         return f"its family is not in the table; unknown: {', '.join(self.unknown)}"
 
 
-@dataclass(frozen=True)
-class VisionRopeLayer(LayerRecord):
-    """A vision tower's layer: its 2-D (:class:`~refpos.rope.vision.VisionRope`) or 3-D
-    (:class:`~refpos.rope.vision3d.VisionRope3D`) RoPE, applied at each patch's (h, w) or (t, h, w)."""
-
-    rope: VisionRope | VisionRope3D
-    kind: ClassVar[str] = "vision_rope"
-
-    @property
-    def label(self) -> str:
-        return f"vision_rope({self.rope.kind})"
-
-    def params(self) -> dict[str, Any]:
-        return {"form": self.rope.kind, "head_dim": self.rope.head_dim, "theta": self.rope.theta,
-                "axes": 3 if isinstance(self.rope, VisionRope3D) else 2}
-
-    def _why_not(self) -> str:
-        return ("a vision tower rotates patches by their (h, w) or (t, h, w) positions: refpos.rope.vision and "
-                "refpos.rope.vision3d apply it, not the 1-D attention pipeline")
-
-
-# ------------------------------------------------------------------------------- learned and sinusoidal
-@dataclass(frozen=True)
-class AbsoluteLayer(LayerRecord):
-    """A learned table or a sinusoid added to the stack's input: position ``p`` reads row ``p + offset``
-    (``table_size`` rows: a larger position is an error); a sinusoid of ``dim`` channels."""
-
-    encoding_name: str = "learned"
-    dim: int = 2
-    offset: int = 0
-    table_size: int | None = None
-    layout: str = "concat"
-    spacing: str = "paper"
-    base: float = 10000.0
-    at: str = "input"
-
-    @property
-    def kind(self) -> str:  # type: ignore[override]
-        return self.encoding_name
-
-    def params(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"at": self.at, "dim": self.dim, "offset": self.offset, "table_size": self.table_size}
-        if self.encoding_name == "sinusoidal":
-            out.update(layout=self.layout, spacing=self.spacing, base=self.base)
-        return out
-
-    def rows(self, positions: Any) -> np.ndarray:
-        """The table rows positions read, ``p + offset``; a row outside the table is a ``ValueError``."""
-        p = np.asarray(to_numpy(positions), dtype=np.int64)
-        rows = p + self.offset
-        if rows.size and (rows.min() < 0 or (self.table_size is not None and rows.max() >= self.table_size)):
-            raise ValueError(f"positions + offset {self.offset} must lie in [0, {self.table_size}) (the table's "
-                             f"rows), got {int(rows.min())} … {int(rows.max())}")
-        return rows
-
-    def sinusoid(self, positions: Any) -> np.ndarray:
-        """The sinusoid ``(..., dim)`` at ``positions`` (row ``p + offset`` of the family's table)."""
-        self.rows(positions)
-        return np.asarray(sinusoidal(np.asarray(to_numpy(positions), dtype=np.int64), self.dim, base=self.base,
-                                     layout=self.layout, spacing=self.spacing, offset=self.offset, xp=np))
-
-    def encoding(self, **weights: Any) -> Encoding:
-        if self.encoding_name == "sinusoidal":
-            return Sinusoidal(base=self.base, layout=self.layout, spacing=self.spacing, offset=self.offset)
-        if "table" not in weights:
-            raise ValueError(f"{self.stack} layer {self.index} (learned): pass table=, the trained position table "
-                             f"({self.table_size}, {self.dim})")
-        return LearnedAbsolute(weights["table"], offset=self.offset)
-
-
-__all__ = ["AbsoluteLayer", "LayerRecord", "NoAttention", "NoPositions", "Refused", "RopeLayer", "Unknown",
-           "VisionRopeLayer", "round_to"]
+__all__ = ["LayerRecord", "NoAttention", "NoPositions", "Refused", "Unknown", "round_to", "scaled"]

@@ -1,12 +1,10 @@
 """The vision towers whose RoPE refpos models: where a config keeps each tower, and its RoPE per layer.
 
 One :class:`Tower` record per tower a model type has (:data:`VISION_TOWERS`): the stack it is reported as, the
-path of its config inside the model's config, its form (2-D, :data:`refpos.rope.vision.VISION_ROPES`; 3-D,
-:data:`refpos.rope.vision3d.VISION_ROPES_3D`) and the code it was read from. Every layer of a tower rotates its
-patches with the same RoPE: head size ``head_dim``, else the width over the head count (the first present
-key of each list: Qwen2-VL names its width ``embed_dim``, beside an ``hidden_size`` that is the language
-model's); θ: the tower's ``rope_parameters`` / ``rope_theta``, else 10000 (transformers' default for each of
-them; V-JEPA 2 fixes it).
+path of its config inside the model's config, the facts of its RoPE (:class:`~refpos.models.kinds.vision_rope.
+VisionRopeFacts`: its form — 2-D, :data:`refpos.rope.vision.VISION_ROPES`; 3-D,
+:data:`refpos.rope.vision3d.VISION_ROPES_3D` — and its geometry keys) and the code it was read from. The layers
+are built by the vision-RoPE kind (:mod:`refpos.models.kinds.vision_rope`).
 
 ==================  ==========================================  ==============  ===================================
 model_type          tower (config path)                         form            transformers 5.24
@@ -23,30 +21,28 @@ vjepa2              ``encoder`` and ``predictor`` (top level)    ``vjepa2``     
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from refpos.models.records import VisionRopeLayer
+from refpos.models.kinds.record import Stack
+from refpos.models.kinds.vision_rope import VISION_ROPE, VisionRopeFacts, VisionRopeLayer
+from refpos.models.view import ConfigView
 from refpos.rope.vision import VisionRope
-from refpos.rope.vision3d import VISION_ROPES_3D, VisionRope3D
-from refpos.validation import check_int
-
-_LAYERS = ("depth", "num_hidden_layers")
-_WIDTH = ("embed_dim", "hidden_size")
-_HEADS = ("num_heads", "num_attention_heads")
+from refpos.rope.vision3d import VisionRope3D
 
 
 @dataclass(frozen=True)
 class Tower:
-    """One vision tower of a model type: its stack name, config path, RoPE form, keys and source."""
+    """One vision tower of a model type: its stack name, config path, RoPE facts and source."""
 
     stack: str
     path: tuple[str, ...]
-    form: str
     source: str
-    layers: tuple[str, ...] = _LAYERS
-    width: tuple[str, ...] = _WIDTH
-    heads: tuple[str, ...] = _HEADS
+    facts: VisionRopeFacts = field(default_factory=VisionRopeFacts)
+
+    @property
+    def form(self) -> str:
+        return self.facts.form
 
     @property
     def where(self) -> str:
@@ -55,11 +51,11 @@ class Tower:
 
 
 def _qwen(module: str, cls: str) -> tuple[Tower, ...]:
-    return (Tower("vision", ("vision_config",), "qwen2_vl", f"{module}/modeling_{module}.py: {cls}"),)
+    return (Tower("vision", ("vision_config",), f"{module}/modeling_{module}.py: {cls}"),)
 
 
 def _thinker(module: str, cls: str) -> tuple[Tower, ...]:
-    return (Tower("vision", ("thinker_config", "vision_config"), "qwen2_vl", f"{module}/modeling_{module}.py: {cls}"),)
+    return (Tower("vision", ("thinker_config", "vision_config"), f"{module}/modeling_{module}.py: {cls}"),)
 
 
 #: model_type (of the model, or of its vision_config) -> its towers
@@ -75,17 +71,18 @@ VISION_TOWERS: dict[str, tuple[Tower, ...]] = {
     "ernie4_5_vl_moe": _qwen("ernie4_5_vl_moe", "Ernie4_5_VLMoeVisionRotaryEmbedding"),
     "qwen2_5_omni": _thinker("qwen2_5_omni", "Qwen2_5OmniVisionRotaryEmbedding"),
     "qwen3_omni_moe": _thinker("qwen3_omni_moe", "Qwen3OmniMoeVisionRotaryEmbedding"),
-    "pixtral": (Tower("vision", ("vision_config",), "pixtral", "pixtral/modeling_pixtral.py: "
-                      "PixtralVisionRotaryEmbedding"),),
-    "llama4": (Tower("vision", ("vision_config",), "llama4",
-                     "llama4/modeling_llama4.py: Llama4VisionRotaryEmbedding"),),
-    "minimax_m3_vl": (Tower("vision", ("vision_config",), "minimax_m3_vl", "minimax_m3_vl/modeling_minimax_m3_vl.py: "
-                            "MiniMaxM3VLVisionRotaryEmbedding, apply_rotary_pos_emb_vision"),),
-    "vjepa2": (Tower("encoder", (), "vjepa2", "vjepa2/modeling_vjepa2.py: VJEPA2RopeAttention, rotate_queries_or_keys",
-                     layers=("num_hidden_layers",), width=("hidden_size",), heads=("num_attention_heads",)),
-               Tower("predictor", (), "vjepa2", "vjepa2/modeling_vjepa2.py: VJEPA2RopeAttention (the predictor's)",
-                     layers=("pred_num_hidden_layers",), width=("pred_hidden_size",),
-                     heads=("pred_num_attention_heads",))),
+    "pixtral": (Tower("vision", ("vision_config",), "pixtral/modeling_pixtral.py: PixtralVisionRotaryEmbedding",
+                      VisionRopeFacts("pixtral")),),
+    "llama4": (Tower("vision", ("vision_config",), "llama4/modeling_llama4.py: Llama4VisionRotaryEmbedding",
+                     VisionRopeFacts("llama4")),),
+    "minimax_m3_vl": (Tower("vision", ("vision_config",), "minimax_m3_vl/modeling_minimax_m3_vl.py: "
+                            "MiniMaxM3VLVisionRotaryEmbedding, apply_rotary_pos_emb_vision",
+                            VisionRopeFacts("minimax_m3_vl")),),
+    "vjepa2": (Tower("encoder", (), "vjepa2/modeling_vjepa2.py: VJEPA2RopeAttention, rotate_queries_or_keys",
+                     VisionRopeFacts("vjepa2", ("num_hidden_layers",), ("hidden_size",), ("num_attention_heads",))),
+               Tower("predictor", (), "vjepa2/modeling_vjepa2.py: VJEPA2RopeAttention (the predictor's)",
+                     VisionRopeFacts("vjepa2", ("pred_num_hidden_layers",), ("pred_hidden_size",),
+                                     ("pred_num_attention_heads",)))),
 }
 VISION_TOWERS["mistral3"] = VISION_TOWERS["pixtral"]
 
@@ -103,73 +100,55 @@ def towers_of(config: Mapping[str, Any]) -> tuple[Tower, ...]:
     """The towers of a config's model type (or of its vision_config's), ``()`` for one without a modelled tower."""
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a mapping (config.json as a dict), got {type(config).__name__}")
-    top = _strip(config.get("model_type"))
+    raw = config.raw if isinstance(config, ConfigView) else config
+    top = _strip(raw.get("model_type"))
     if top in VISION_TOWERS:
         return VISION_TOWERS[top]
-    vision = config.get("vision_config")
+    vision = raw.get("vision_config")
     kind = _strip(vision.get("model_type")) if isinstance(vision, Mapping) else None
     return VISION_TOWERS.get(kind, ()) if kind else ()
 
 
-def _section(config: Mapping[str, Any], tower: Tower) -> Mapping[str, Any]:
-    section: Any = config
+def _section(view: ConfigView, tower: Tower) -> ConfigView | None:
+    """The view of the tower's section, ``None`` when the config does not describe it."""
+    section = view
     for part in tower.path:
-        section = section.get(part) if isinstance(section, Mapping) else None
-    if not isinstance(section, Mapping):
-        raise ValueError(f"{tower.where.rstrip('.')}: the config has no such section for its {tower.stack} tower")
+        if not isinstance(section.raw.get(part), Mapping):
+            return None
+        section = section.section(part)
     return section
 
 
-def _first(section: Mapping[str, Any], tower: Tower, keys: tuple[str, ...], what: str) -> int:
-    for key in keys:
-        if section.get(key) is not None:
-            return check_int(tower.where + key, section[key], minimum=1)
-    raise ValueError(f"{tower.where}{keys[0]}: the {tower.stack} tower states no {what} (none of {list(keys)})")
+def _stack(config: Any, tower: Tower) -> Stack:
+    view = ConfigView.load(config)
+    section = _section(view, tower)
+    if section is None:
+        raise ValueError(f"{tower.where.rstrip('.')}: the config has no such section for its {tower.stack} tower")
+    return Stack(section, tower.stack, "single", None, tower.facts)
 
 
-def tower_rope(config: Mapping[str, Any], tower: Tower) -> VisionRope | VisionRope3D:
-    """The RoPE every layer of ``tower`` applies (module docstring: head size, θ)."""
-    section = _section(config, tower)
-    if section.get("head_dim") is not None:
-        head_dim = check_int(tower.where + "head_dim", section["head_dim"], minimum=4)
-    else:
-        width = _first(section, tower, tower.width, "width")
-        heads = _first(section, tower, tower.heads, "head count")
-        if width % heads:
-            raise ValueError(f"{tower.where}: the width {width} is not a multiple of the head count {heads}")
-        head_dim = width // heads
-    theta = 10000.0
-    params = section.get("rope_parameters") or section.get("rope_scaling") or {}
-    if isinstance(params, Mapping) and params.get("rope_theta") is not None:
-        theta = params["rope_theta"]
-    elif section.get("rope_theta") is not None:
-        theta = section["rope_theta"]
-    if tower.form in VISION_ROPES_3D:
-        return VisionRope3D(tower.form, head_dim, theta=theta)
-    return VisionRope(tower.form, head_dim, theta=theta)
+def tower_rope(config: Any, tower: Tower) -> VisionRope | VisionRope3D:
+    """The RoPE every layer of ``tower`` applies (head size, θ: :mod:`refpos.models.kinds.vision_rope`)."""
+    from refpos.models.kinds.vision_rope import tower_rope as rope_of
+
+    return rope_of(_stack(config, tower))
 
 
-def tower_layers(config: Mapping[str, Any], tower: Tower) -> int:
+def tower_layers(config: Any, tower: Tower) -> int:
     """The layer count of ``tower``."""
-    return _first(_section(config, tower), tower, tower.layers, "layer count")
+    stack = _stack(config, tower)
+    return stack.view.count(tower.facts.layers, "layer count")
 
 
-def _described(config: Mapping[str, Any], tower: Tower) -> bool:
-    section: Any = config
-    for part in tower.path:
-        section = section.get(part) if isinstance(section, Mapping) else None
-    return isinstance(section, Mapping)
-
-
-def tower_records(config: Mapping[str, Any]) -> list[VisionRopeLayer]:
-    """One :class:`~refpos.models.records.VisionRopeLayer` per layer of every tower the config describes (``[]``
-    for a model without a tower refpos models, or a config of its language model alone)."""
+def tower_records(config: Any) -> list[VisionRopeLayer]:
+    """One :class:`~refpos.models.kinds.vision_rope.VisionRopeLayer` per layer of every tower the config describes
+    (``[]`` for a model without a tower refpos models, or a config of its language model alone)."""
+    view = ConfigView.load(config)
     records: list[VisionRopeLayer] = []
-    for tower in towers_of(config):
-        if not _described(config, tower):
-            continue
-        rope = tower_rope(config, tower)
-        records += [VisionRopeLayer(tower.stack, i, None, rope=rope) for i in range(tower_layers(config, tower))]
+    for tower in towers_of(view):
+        section = _section(view, tower)
+        if section is not None:
+            records += VISION_ROPE.build(Stack(section, tower.stack, "single", None, tower.facts))  # type: ignore[misc]
     return records
 
 
@@ -177,3 +156,6 @@ def standalone(config: Mapping[str, Any]) -> bool:
     """True for a vision model whose every tower is the model itself (V-JEPA 2): no language model to resolve."""
     towers = towers_of(config)
     return bool(towers) and all(not tower.path for tower in towers)
+
+
+__all__ = ["VISION_TOWERS", "Tower", "standalone", "tower_layers", "tower_records", "tower_rope", "towers_of"]

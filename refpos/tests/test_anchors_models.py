@@ -225,7 +225,7 @@ def test_the_language_model_is_found_inside_its_wrapper(model_type, nesting):
 
 # ---------------------------------------------------------------------------------------------- meta tests
 def test_the_alibi_anchor_breaks_without_the_family_rounding(monkeypatch):
-    from refpos.models import records_relative
+    from refpos.models.kinds import alibi as records_relative
 
     monkeypatch.setattr(records_relative, "round_to", lambda a, dtype: np.asarray(a, dtype=np.float64))
     with pytest.raises(AssertionError):

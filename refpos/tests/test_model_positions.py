@@ -17,8 +17,10 @@ import pytest
 
 import refpos
 from refpos.encodings import alibi_slopes
-from refpos.models import facts, families, from_hf_config, hf_layers
+from refpos.models import families, from_hf_config, hf_layers
 from refpos.models import positions as mp
+from refpos.models.kinds import KINDS
+from refpos.models.kinds.alibi import ALIBI_SLOPES
 from refpos.models.records import round_to
 
 BLOOM = {"model_type": "bloom", "n_layer": 2, "n_head": 6, "hidden_size": 96}
@@ -262,8 +264,8 @@ def test_family_facts_are_table_data_not_python_branches(tmp_path):
     the table's (names that are also an encoding's or a slope rule's, ``t5``, ``mpt``, are those; the multimodal
     position ids of mm_positions are built from token spans, not read from a config)."""
     names = set(families.FAMILIES) | set(families.ALIASES)
-    names -= {*facts.ENCODINGS, *facts.ALIBI_SLOPES}
-    problems = {path.name: found for path in Path(mp.__file__).parent.glob("*.py") if path.name != "mm_positions.py"
+    names -= {*KINDS, *ALIBI_SLOPES}
+    problems = {path.name: found for path in Path(mp.__file__).parent.rglob("*.py") if path.name != "mm_positions.py"
                 and (found := _model_type_comparisons(path.read_text(encoding="utf8"), names))}
     assert not problems, problems
     assert _model_type_comparisons('if model_type == "gptj" or t in ("glm", "x"):\n    pass\n', names) == [

@@ -8,8 +8,9 @@ from importlib import resources
 import pytest
 
 import refpos
+from refpos.models.kinds.rope import RopeLayer
+from refpos.models.kinds.vision_rope import VisionRopeLayer
 from refpos.models.mrope_hf import vision_rope_from_hf_config
-from refpos.models.records import RopeLayer, VisionRopeLayer
 from refpos.models.vision_towers import VISION_TOWERS, towers_of
 from refpos.rope.vision import VisionRope
 from refpos.rope.vision3d import VisionRope3D
