@@ -69,6 +69,10 @@ def _from_records(config: dict[str, Any]) -> Resolution:
     layers, refused = [], []
     towers = [r for r in answer.layers if r.stack not in STACKS]  # vision towers: token ids never reach them
     for r in answer.layers:
+        if r.kind == "unknown":  # whatever its stack is called: the family is not in the table
+            refused.append(f"model_type {answer.model_type!r} is not in the family table; unknown: "
+                           + ", ".join(r.unknown))
+            continue
         if r.stack not in STACKS:
             continue
         where = (r.stack, r.index)
@@ -95,17 +99,16 @@ def _from_records(config: dict[str, Any]) -> Resolution:
             layers.append(LayerClaim(*where, "other", detail="deberta", params={"absolute": r.position_biased_input}))
         elif r.kind == "refused":
             refused.append(f"{r.stack} layer {r.index}: {r.reason}")
-        elif r.kind == "unknown":
-            refused.append(f"model_type {answer.model_type!r} is not in the family table; unknown: "
-                           + ", ".join(r.unknown))
         else:
             layers.append(LayerClaim(*where, "other", detail=r.kind))
     from refpos.models.position_keys import ATTENTION_ONLY
 
     notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, not compared (the survey "
-             "runs token ids only)" for stack in dict.fromkeys(r.stack for r in towers)]
+             "runs token ids only)" for stack in dict.fromkeys(r.stack for r in towers if r.kind != "unknown")]
+    part_paths = tuple(path + "." for _, path, _ in answer.parts)
     for key, what in answer.not_modelled.items():  # masks and scales are notes; any other key is a refusal
-        (notes if key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
+        in_a_part = key.startswith(part_paths)  # a network the survey does not run: noted, not compared
+        (notes if in_a_part or key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
     return Resolution(tuple(layers), "; ".join(dict.fromkeys(refused)) or None, None, tuple(notes))
 
 

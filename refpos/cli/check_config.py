@@ -43,9 +43,9 @@ from refpos.golden.npy import read_npy
 from refpos.models.kinds.absolute import AbsoluteLayer
 from refpos.models.kinds.alibi import AlibiLayer
 from refpos.models.kinds.deberta import DebertaLayer
+from refpos.models.kinds.registry import check_targets
 from refpos.models.kinds.rope import RopeLayer
 from refpos.models.kinds.t5 import T5Layer
-from refpos.models.kinds.registry import check_targets
 from refpos.models.records import LayerRecord
 
 #: a layer's index in its stack

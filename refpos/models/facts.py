@@ -13,16 +13,22 @@ This module reads the columns that say which kind a stack has:
     ``"learned"``, ``"sinusoidal"``, ``"deberta"``, ``"none"``: attention without positions, ``"no_attention"``:
     every layer without attention, …).
 ``stacks``
-    ``"decoder"`` (the default: a decoder-only model), ``"encoder"`` or ``"encoder-decoder"``.
+    ``"decoder"`` (the default: a decoder-only model), ``"encoder"``, ``"encoder-decoder"``, ``"vision"`` or
+    ``"audio"`` (an encoder of images or sound: a tower of a composite, or a model of its own),
+    ``"encoder-predictor"`` (V-JEPA 2), or ``"none"`` (a composite config that holds only its networks' configs).
 ``switch``
     A config key that chooses the encoding: ``{key = "alibi", values = {true = "alibi", false = "rope"},
     absent = "false"}`` (Falcon). ``key`` may be dotted (``attn_config.alibi``); each value is written as
     JSON text (``true``, ``"nope"`` is written ``nope``; ``"*"``: any other value the key holds); a value the
     row does not list refuses the stack, naming the key. ``absent``: the value the config class assumes without
     the key.
-``encoder`` / ``decoder``
+``encoder`` / ``decoder`` / ``predictor``
     A sub-table that overrides ``encoding`` and its facts for one stack (Whisper: a sinusoid for the encoder,
     a learned table for the decoder).
+``parts``
+    Section path → the model type a composite's config class builds there whatever the section says
+    (``{vision_config = "qwen3_vl_vision"}``: Qwen3-VL's hub config writes ``model_type: qwen3_vl`` in its
+    vision section, and transformers builds ``Qwen3VLVisionConfig`` from it); :mod:`refpos.models.parts`.
 """
 
 from __future__ import annotations
@@ -33,7 +39,10 @@ from typing import Any
 
 from refpos.models.kinds import registry
 
-STACKS = {"decoder": ("decoder",), "encoder": ("encoder",), "encoder-decoder": ("encoder", "decoder")}
+#: a row's ``stacks`` -> the stacks its layers fall into: a language model (decoder, encoder, or both), a vision or
+#: audio encoder, V-JEPA 2's encoder and predictor, or ``none`` (a composite whose networks are all its parts)
+STACKS = {"decoder": ("decoder",), "encoder": ("encoder",), "encoder-decoder": ("encoder", "decoder"),
+          "vision": ("vision",), "audio": ("audio",), "encoder-predictor": ("encoder", "predictor"), "none": ()}
 
 
 def _check(where: str, ok: bool, what: str, value: Any) -> None:

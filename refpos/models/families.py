@@ -106,6 +106,8 @@ PLACEMENTS = PARTIAL_PLACEMENTS
 STATED = "stated by the caller"
 #: where the table lives, as error messages name it
 TABLE_PATH = "refpos/models/data/families.toml"
+#: a section path of the ``parts`` column (``vision_config``, ``thinker_config.vision_config``)
+PART_PATH = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
 SOURCE_FORM = re.compile(r"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: \w+(\.\w+)?(, \w+(\.\w+)?)*")
 
 
@@ -164,15 +166,20 @@ class Family:
     multi_axis: bool = False
     unmodelled: str | None = None
     note: str | None = None
-    #: the encoding and facts of every stack unless ``encoder`` / ``decoder`` override them
+    #: the encoding and facts of every stack unless ``encoder`` / ``decoder`` / ``predictor`` override them
     positions: StackFacts = field(default_factory=StackFacts)
     stacks: str = "decoder"
     encoder: StackFacts | None = None
     decoder: StackFacts | None = None
+    predictor: StackFacts | None = None
     switch: Switch | None = None
     types_key: str = "layer_types"
     count: str | None = None
     width_factor: int = 1
+    #: section path -> the model type the composite's config class builds there, whatever the section says
+    parts: tuple[tuple[str, str], ...] = ()
+    #: section path -> the model type it builds there when the section states none (else the section's)
+    part_defaults: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         checks = {"layout": self.layout in (None, *LAYOUT_RULES) and (self.layout is not None or not self.has_rope),
@@ -185,6 +192,9 @@ class Family:
                   "count": self.count in (None, "layer_types"),
                   "encoder": self.encoder is None or "encoder" in STACKS.get(self.stacks, ()),
                   "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
+                  "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),
+                  "parts": all(PART_PATH.fullmatch(path) for path, _ in self.parts),
+                  "part_defaults": all(PART_PATH.fullmatch(path) for path, _ in self.part_defaults),
                   "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1}
         wrong = [name for name, ok in checks.items() if not ok]
         if wrong:
@@ -197,8 +207,8 @@ class Family:
         return self.positions.facts_of("rope")
 
     def stack(self, name: str) -> StackFacts:
-        """The encoding and facts of stack ``name`` (``"decoder"`` or ``"encoder"``)."""
-        override = {"encoder": self.encoder, "decoder": self.decoder}.get(name)
+        """The encoding and facts of stack ``name`` (``"decoder"``, ``"encoder"``, ``"vision"``, …)."""
+        override = {"encoder": self.encoder, "decoder": self.decoder, "predictor": self.predictor}.get(name)
         return override if override is not None else self.positions
 
     @property
@@ -253,12 +263,14 @@ def _row(model_type: str, table: Any) -> Family:
     wrong = [key for key in _STRINGS if key in table and not isinstance(table[key], str)]
     wrong += [key for key, kind in (("multi_axis", bool), ("rope_dict", list), ("layer_pattern", dict),
                                     ("no_attention", dict), ("encoder", dict), ("decoder", dict),
-                                    ("width_factor", int)) if key in table and not isinstance(table[key], kind)]
+                                    ("predictor", dict), ("width_factor", int), ("parts", dict),
+                                    ("part_defaults", dict))
+              if key in table and not isinstance(table[key], kind)]
     if wrong:
         raise ValueError(f"{where}: {wrong[0]} has the wrong type ({table[wrong[0]]!r})")
     values = {k: v for k, v in table.items() if k not in ("encoding", *FACT_KINDS)}
     values["positions"] = read_stack(where, table)
-    for name in ("encoder", "decoder"):
+    for name in ("encoder", "decoder", "predictor"):
         if name in values:
             values[name] = read_stack(f"{where} {name}", values[name], inherited=values["positions"])
     if "switch" in values:
@@ -279,6 +291,11 @@ def _row(model_type: str, table: Any) -> Family:
         values["no_attention"] = tuple(sorted(pairs))
     if "rope_dict" in values:
         values["rope_dict"] = frozenset(values["rope_dict"])
+    for name in ("parts", "part_defaults"):
+        if name in values:
+            if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in values[name].items()):
+                raise ValueError(f"{where}: {name} maps section paths to model types (str)")
+            values[name] = tuple(values[name].items())
     return Family(model_type, **values)
 
 
@@ -295,6 +312,11 @@ def load(text: str | None = None) -> tuple[tuple[Family, ...], dict[str, str]]:
     bad = {alias: target for alias, target in aliases.items() if target not in known or alias in known}
     if bad:
         raise ValueError(f"{TABLE_PATH} [aliases]: each alias must name a row and not be one: {bad}")
+    unknown_parts = {f"{row.model_type}.{path}": target for row in rows
+                     for path, target in (*row.parts, *row.part_defaults)
+                     if target not in known and target not in aliases}
+    if unknown_parts:
+        raise ValueError(f"{TABLE_PATH}: parts must name rows of the table: {unknown_parts}")
     return rows, dict(aliases)
 
 

@@ -46,13 +46,14 @@ from refpos.models.families import STATED, Family, family_of
 from refpos.models.hf_files import language_view
 from refpos.models.indexer import with_indexers
 from refpos.models.kinds import KINDS, Stack
+from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import NO_COUNT, RopeLayer
 from refpos.models.layers import SCHEDULE
+from refpos.models.parts import Part, is_network, parts_of
 from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
 from refpos.models.records import LayerRecord, Refused, Unknown
 from refpos.models.schedule import LayerCountMissing, layer_count, summary_line
 from refpos.models.view import ConfigView
-from refpos.models.vision_towers import standalone, tower_records
 
 #: the conventions a caller may state for a family the table does not know (``assume=``)
 ASSUMABLE = ("family", "encoding", "layout", "stacks", "rope_layers")
@@ -79,6 +80,8 @@ class ModelPositions:
     assumed: Mapping[str, str] = field(default_factory=dict)
     #: False when the config gives no layer count: one RoPE record per layer type stands for its layers
     scheduled: bool = True
+    #: the networks besides the language model, each ``(stack name, config path, model type)``
+    parts: tuple[tuple[str, str, str | None], ...] = ()
 
     def __iter__(self) -> Iterator[LayerRecord]:
         return iter(self.layers)
@@ -128,7 +131,9 @@ class ModelPositions:
                 "nesting": self.nesting, "summary": self.summary().splitlines(),
                 "layers": [layer.describe() for layer in self.layers], "not_modelled": dict(self.not_modelled),
                 "unknown": dict(self.unknown), "complete": self.complete, "notes": list(self.notes),
-                "assumed": dict(self.assumed)}
+                "assumed": dict(self.assumed),
+                "parts": [{"stack": name, "path": path, "model_type": model_type}
+                          for name, path, model_type in self.parts]}
 
 
 # --------------------------------------------------------------------------------------------- resolve
@@ -172,14 +177,16 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
     family, notes, assumed = family_of(written), [], dict(assume or {})
     if assume is not None:
         family, notes = _assumed(family, written, assume)
-    if family is None and standalone(top.raw):  # a vision model (V-JEPA 2): its towers are its stacks
+    parts = parts_of(top)
+    if lm is top and parts and not is_network(top) and family is None:  # a composite of its parts alone
         positions = ModelPositions(written, None, (), prefix)
     elif family is None:
         positions = _unknown(lm, written)
     else:
         positions = _known(lm, family, written)
     positions = _wrapper_unmodelled(positions, parent)
-    positions = replace(positions, layers=(*positions.layers, *tower_records(top)))  # its vision towers
+    for part in parts:
+        positions = _with_part(positions, part)
     positions = replace(positions, notes=(*notes, *positions.notes), assumed=assumed)
     if strict and not positions.complete:
         problems = {**positions.unknown, **positions.not_modelled}
@@ -227,7 +234,7 @@ def _unknown(lm: ConfigView, written: str | None) -> ModelPositions:
         n = 1
     stated = {lm.name(key): lm.raw[key] for key in (*STATED_KEYS, *position_keys()) if lm.raw.get(key) is not None}
     missing = ("encoding", "layout", "which layers carry positions")
-    layers = tuple(Unknown("decoder", i, None, stated=stated, unknown=missing) for i in range(n))
+    layers = tuple(Unknown("model", i, None, stated=stated, unknown=missing) for i in range(n))  # encoder or decoder?
     what = (f"{named} is not in refpos's family table: its encoding, pair layout and which layers carry positions "
             "are unknown; state them: assume={'family': <a known model_type>} or {'encoding': 'rope', "
             "'layout': 'half'} (refpos golden model / check: --assume family=llama)")
@@ -283,6 +290,32 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
     layers = with_indexers(_refuse_unmodelled(layers, not_modelled, lm.path), lm.raw)
     return ModelPositions(family.model_type if written is None else written, family, tuple(layers), lm.path,
                           not_modelled, notes=tuple(notes), scheduled=NO_COUNT not in notes)
+
+
+def _with_part(positions: ModelPositions, part: Part) -> ModelPositions:
+    """``positions`` with the layers of one more network: resolved by its own family row, its stacks named for its
+    place; a network whose model type the table does not know is refused by name, never left out."""
+    family = family_of(part.model_type) if part.model_type else None
+    named = "no model_type" if part.model_type is None else f"model_type {part.model_type!r}"
+    if family is None:
+        why = (f"{part.key} ({named}): not in refpos's family table, so the positions of this network are not "
+               "modelled")
+        try:
+            n = part.view.count(GEOMETRY_KEYS["single"]["layers"], "layer count")
+        except ValueError:
+            n = 1
+        layers: tuple[LayerRecord, ...] = tuple(Refused(part.name, i, None, reason=why) for i in range(n))
+        report = {part.view.name("model_type"): why}
+        notes: tuple[str, ...] = ()
+    else:
+        own = _known(part.view, family, part.model_type)
+        single = len(STACKS[family.stacks]) == 1
+        layers = tuple(replace(layer, stack=part.name if single else f"{part.name}.{layer.stack}")
+                       for layer in own.layers)
+        report, notes = dict(own.not_modelled), own.notes
+    return replace(positions, layers=(*positions.layers, *layers), not_modelled={**positions.not_modelled, **report},
+                   notes=(*positions.notes, *(n for n in notes if n not in positions.notes)),
+                   parts=(*positions.parts, (part.name, part.key, part.model_type)))
 
 
 def _build(stack: Stack, encoding: str) -> list[LayerRecord]:

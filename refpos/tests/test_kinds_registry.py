@@ -144,7 +144,7 @@ def test_the_family_table_takes_the_table_kinds():
         assert families._row("x", {**source, "encoding": name, **facts}).positions.encoding == name
     with pytest.raises(ValueError, match="encoding holds a value outside its rule set"):
         families._row("x", {**source, "encoding": "mrope"})
-    with pytest.raises(ValueError, match="learned.table"):  # a kind whose defaults do not hold needs its sub-table
+    with pytest.raises(ValueError, match=r"learned\.table"):  # a kind whose defaults do not hold needs its sub-table
         families._row("x", {**source, "encoding": "learned"})
 
 

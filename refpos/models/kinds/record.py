@@ -81,6 +81,8 @@ GEOMETRY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "decoder": {"layers": ("decoder_layers", "num_decoder_layers", "num_layers", "num_hidden_layers"),
                 "heads": ("decoder_attention_heads", "num_heads", "num_attention_heads"),
                 "width": ("d_model", "hidden_size")},
+    "predictor": {"layers": ("pred_num_hidden_layers",), "heads": ("pred_num_attention_heads",),
+                  "width": ("pred_hidden_size",)},
 }
 
 
