@@ -225,9 +225,9 @@ def test_the_language_model_is_found_inside_its_wrapper(model_type, nesting):
 
 # ---------------------------------------------------------------------------------------------- meta tests
 def test_the_alibi_anchor_breaks_without_the_family_rounding(monkeypatch):
-    from refpos.models.kinds import alibi as records_relative
+    from refpos.models.kinds import alibi
 
-    monkeypatch.setattr(records_relative, "round_to", lambda a, dtype: np.asarray(a, dtype=np.float64))
+    monkeypatch.setattr(alibi, "round_to", lambda a, dtype: np.asarray(a, dtype=np.float64))
     with pytest.raises(AssertionError):
         test_alibi_bias_is_the_family_builder("falcon", 8, {"alibi": True})
 
@@ -238,9 +238,10 @@ def test_the_learned_anchor_breaks_without_the_offset(monkeypatch):
     from refpos.models import families
 
     opt = families.FAMILIES["opt"]
-    learned = dataclasses.replace(opt.positions.learned, offset=0)  # OPT's row without its offset of 2
+    learned = dataclasses.replace(opt.positions.facts_of("learned"), offset=0)  # OPT's row without its offset of 2
+    facts = tuple((name, learned if name == "learned" else value) for name, value in opt.positions.facts)
     monkeypatch.setitem(families.FAMILIES, "opt", dataclasses.replace(
-        opt, positions=dataclasses.replace(opt.positions, learned=learned)))
+        opt, positions=dataclasses.replace(opt.positions, facts=facts)))
     with pytest.raises(AssertionError):
         test_learned_rows_and_table_size_are_the_model_s(*LEARNED[0])
 
