@@ -5,7 +5,7 @@ show exactly what the code computes. matplotlib is imported only when a figure i
 ``plot`` extra: ``pip install 'refpos[plot]'``). The arrays are computed in float64 NumPy
 (``xp=numpy``), whatever the current backend.
 
-``refpos plot --all --out-dir docs/figures`` redraws every committed figure (SVG: vector, sharp in print
+``refpos plot --all --out-dir docs/figures --force`` redraws every committed figure (SVG: vector, sharp in print
 and at any zoom); ``--out FILE.png`` draws a PNG instead. The figure of a user's own model is
 :mod:`refpos.tools.model_plots` (``refpos plot --config CONFIG``).
 """
