@@ -31,6 +31,7 @@ from refpos.encodings.sinusoidal import LAYOUTS, SPACINGS
 from refpos.encodings.t5 import check_bucket_args
 from refpos.golden.npy import read_npy
 from refpos.golden.npy_file import open_npy
+from refpos.outputs import check_output
 from refpos.tools.figures import FORMATS
 
 
@@ -76,7 +77,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     check_config.configure(parser)
     parser.add_argument("--plot", type=Path, default=None,
                         help="draw the fit (fitted against reference frequency per pair; ALiBi: slope per head) "
-                             "into this .svg or .png file")
+                             "into this .svg or .png file (a new file; never through a symlink)")
+    parser.add_argument("--force", action="store_true", help="with --plot: replace an existing file")
     require(parser, _options_agree)
 
 
@@ -242,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
     from refpos.golden.manifest import GoldenError
 
     try:
+        if args.plot is not None:  # refused before the check, not after it
+            check_output(args.plot, force=args.force)
         result = _dispatch(args)
         if result.get("n_nan"):  # the largest error is NaN where the candidate has a NaN (not inf)
             result["max_abs_error"] = float("nan")
@@ -252,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         from refpos.tools.plots_fit import draw_identification
 
-        draw_identification(result, args.plot)  # a missing matplotlib or a bad suffix: exit 2 in refpos.cli
+        draw_identification(result, args.plot, force=args.force)  # refused, or no matplotlib: exit 2 in refpos.cli
     if args.json:
         print(json.dumps(_finite_json(result)))
     else:

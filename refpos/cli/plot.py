@@ -5,7 +5,8 @@
   transformers ``config.json`` (:mod:`refpos.tools.model_plots`): its frequencies per pair against the
   unscaled ones with the rule's bands, the attention factor, and for M-RoPE the position each pair reads.
 
-Figures are SVG by default; ``--out FILE.png`` writes a PNG at ``--dpi``.
+Figures are SVG by default; ``--out FILE.png`` writes a PNG at ``--dpi``. Every figure is written by
+:func:`refpos.outputs.write_file`: never through a symlink, and over an existing file only with ``--force``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from refpos.cli.options import DPI as DPI_RANGE
 from refpos.cli.options import LENGTH, help_with
+from refpos.outputs import check_output
 from refpos.tools.plots import DPI, PLOTS, draw
 
 
@@ -34,6 +36,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-dir", default=".", help="directory for --all (default: .)")
     parser.add_argument("--dpi", type=DPI_RANGE, default=DPI,
                         help=help_with(DPI_RANGE, f"resolution of a PNG (default {DPI})"))
+    parser.add_argument("--force", action="store_true", help="replace existing files (never a symlink)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,15 +56,25 @@ def run(args: argparse.Namespace) -> int:
     if args.config is not None:
         from refpos.tools.model_plots import draw_model
 
-        print(draw_model(args.config, args.out, layer_type=args.layer_type, seq_len=args.seq_len, dpi=args.dpi))
+        if args.out is not None:
+            check_output(args.out, force=args.force)
+        print(draw_model(args.config, args.out, layer_type=args.layer_type, seq_len=args.seq_len, dpi=args.dpi,
+                         force=args.force))
         return 0
     jobs = [(n, Path(args.out_dir) / f"{n}.svg") for n in PLOTS] if args.all else [
         (args.name, Path(args.out or f"{args.name}.svg"))]
-    for name, path in jobs:
-        print(draw(name, path, dpi=args.dpi))
+    models = {}
     if args.all:  # and the documentation's figures of real models
-        from refpos.tools.model_plots import DOC_MODELS, doc_model_config, draw_model
+        from refpos.tools.model_plots import DOC_MODELS
 
-        for name in DOC_MODELS:
-            print(draw_model(doc_model_config(name), Path(args.out_dir) / f"{name}.svg", dpi=args.dpi))
+        models = {name: Path(args.out_dir) / f"{name}.svg" for name in DOC_MODELS}
+    for path in [*(path for _, path in jobs), *models.values()]:  # every refusal before the first figure
+        check_output(path, force=args.force)
+    for name, path in jobs:
+        print(draw(name, path, dpi=args.dpi, force=args.force))
+    if models:
+        from refpos.tools.model_plots import doc_model_config, draw_model
+
+        for name, path in models.items():
+            print(draw_model(doc_model_config(name), path, dpi=args.dpi, force=args.force))
     return 0

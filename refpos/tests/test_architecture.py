@@ -36,6 +36,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "refpos.inputs": (0, "base"),
     "refpos.installed": (0, "base"),
     "refpos.directory": (0, "base"),
+    "refpos.outputs": (0, "base"),
     "refpos.core": (1, "core"),
     "refpos.encodings": (2, "encodings"),
     "refpos.rope": (2, "rope"),

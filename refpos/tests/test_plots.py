@@ -100,7 +100,7 @@ def test_bad_requests_name_the_parameter(tmp_path: Path, capsys):
 @pytest.mark.parametrize("name", COMMITTED)
 def test_committed_figure_exists_and_is_used(name: str):
     figure = FIGURES / f"{name}.svg"
-    assert figure.exists(), f"redraw with: refpos plot --all --out-dir docs/figures ({figure} is missing)"
+    assert figure.exists(), f"redraw with: refpos plot --all --out-dir docs/figures --force ({figure} is missing)"
     assert figure.stat().st_size < 250_000
     pages = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))
     assert f"figures/{name}.svg" in pages, f"no page in docs/ shows figures/{name}.svg"

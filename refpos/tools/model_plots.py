@@ -223,8 +223,9 @@ def doc_model_config(name: str) -> Path:
 
 
 def draw_model(config: str | Path, out: str | Path | None = None, *, layer_type: str | None = None,
-               seq_len: int | None = None, dpi: int = 150) -> Path:
-    """Draw the RoPE of a transformers ``config.json`` (or its folder) into ``out`` (``.svg`` or ``.png``).
+               seq_len: int | None = None, dpi: int = 150, force: bool = False) -> Path:
+    """Draw the RoPE of a transformers ``config.json`` (or its folder) into ``out`` (``.svg`` or ``.png``;
+    an existing file is replaced only with ``force``: :func:`refpos.tools.figures.save_figure`).
 
     Raises
     ------
@@ -240,6 +241,6 @@ def draw_model(config: str | Path, out: str | Path | None = None, *, layer_type:
     name = model_name(config) + (f" ({layer_type})" if layer_type else "")
     fig = model_figure(rope, name, seq_len)
     try:
-        return save_figure(fig, default_out(name) if out is None else out, dpi=dpi)
+        return save_figure(fig, default_out(name) if out is None else out, dpi=dpi, force=force)
     finally:
         pyplot().close(fig)

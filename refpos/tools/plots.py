@@ -5,7 +5,7 @@ show exactly what the code computes. matplotlib is imported only when a figure i
 ``plot`` extra: ``pip install 'refpos[plot]'``). The arrays are computed in float64 NumPy
 (``xp=numpy``), whatever the current backend.
 
-``refpos plot --all --out-dir docs/figures`` redraws every committed figure (SVG: vector, sharp in print
+``refpos plot --all --out-dir docs/figures --force`` redraws every committed figure (SVG: vector, sharp in print
 and at any zoom); ``--out FILE.png`` draws a PNG instead. The figure of a user's own model is
 :mod:`refpos.tools.model_plots` (``refpos plot --config CONFIG``).
 """
@@ -344,13 +344,15 @@ def make_figure(name: str) -> Figure:
     return fig
 
 
-def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
-    """Draw the plot ``name`` into ``out`` (``.svg`` or ``.png``) and return its path.
+def draw(name: str, out: str | Path, *, dpi: int = DPI, force: bool = False) -> Path:
+    """Draw the plot ``name`` into ``out`` (``.svg`` or ``.png``) and return its path (an existing file is
+    replaced only with ``force``: :func:`refpos.tools.figures.save_figure`).
 
     Raises
     ------
     ValueError
-        ``name`` is not a plot, ``out`` does not end in ``.svg`` or ``.png``, or ``dpi`` < 10.
+        ``name`` is not a plot, ``out`` does not end in ``.svg`` or ``.png``, ``dpi`` < 10, or ``out`` is
+        refused (a symlink, an existing file without ``force``).
     ImportError
         matplotlib is not installed.
     """
@@ -360,7 +362,7 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
         raise ValueError(f"out must be a .svg or .png file, got {str(out)!r}")
     fig = make_figure(name)
     try:
-        return save_figure(fig, out, dpi=dpi)
+        return save_figure(fig, out, dpi=dpi, force=force)
     finally:
         pyplot().close(fig)
 

@@ -141,8 +141,9 @@ def plot_fit_example(fig: Any) -> None:
     plot_identification(fig, example_identification())
 
 
-def draw_identification(result: dict[str, Any], out: str | Path) -> Path:
-    """Draw ``result``'s identification into ``out`` (``.svg`` or ``.png``) in the house style."""
+def draw_identification(result: dict[str, Any], out: str | Path, *, force: bool = False) -> Path:
+    """Draw ``result``'s identification into ``out`` (``.svg`` or ``.png``) in the house style (an existing
+    file is replaced only with ``force``: :func:`refpos.tools.figures.save_figure`)."""
     from refpos.tools.figures import FORMATS, STYLE, pyplot, save_figure
 
     out = Path(out)
@@ -155,6 +156,6 @@ def draw_identification(result: dict[str, Any], out: str | Path) -> Path:
         fig = plt.figure(figsize=FIT_PLOT[3], layout="constrained")
         try:
             plot_identification(fig, result)
-            return save_figure(fig, out)
+            return save_figure(fig, out, force=force)
         finally:
             plt.close(fig)
