@@ -1,5 +1,5 @@
 r"""The activations of the layers refpos models, in array-API code: GELU (exact and tanh), ReLU, SiLU,
-the sigmoid.
+the sigmoid and the identity.
 
 The exact GELU needs the error function, which the array API standard does not have; :func:`erfc` evaluates it
 from a series and a continued fraction, which together converge for every argument:
@@ -112,10 +112,15 @@ def silu(x: Array) -> Array:
     return x * sigmoid(x)
 
 
+def linear(x: Array) -> Array:
+    """The identity (transformers' ``"linear"``)."""
+    return x
+
+
 #: transformers' activation names (``ACT2FN`` keys) that refpos evaluates, and the function of each
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "gelu": gelu, "gelu_python": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh,
-    "relu": relu, "silu": silu, "swish": silu,
+    "relu": relu, "silu": silu, "swish": silu, "linear": linear,
 }
 
 
