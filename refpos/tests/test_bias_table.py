@@ -242,3 +242,18 @@ def test_window_bias_in_the_pipeline_is_the_bias_added_to_the_logits(xp):
         WindowBias(bias).bias(xp.asarray([0, 1]), xp.asarray([0, 9]), heads)
     assert np.asarray(to_numpy(beit_relative_index(1))).tolist() == [[3, 1], [2, 0]]
     assert _index(1).tolist() == [[0]]
+
+
+# -------------------------------------------------------------------------------------------------- goldens
+def test_golden_cases_are_certified_within_their_tolerance():
+    """Every case of refpos.golden.bias_table_cases: refpos's float64 bias within the case's float64 tolerance of
+    the mpmath values, and the reference adapter reproduces it through the case's call."""
+    from refpos.golden.bias_table_cases import bias_table_cases
+    from refpos.golden.manifest import case_entry
+    from refpos.testing.adapter import window_bias as contract_window_bias
+
+    for case in bias_table_cases():
+        entry = case_entry(case, {}, certify=True)
+        assert entry["outputs"]["bias"]["certified"]["within_float64_tolerance"], case.id
+        args = [case.inputs[a["input"]] if "input" in a else a["value"] for a in case.parameters["call"]["args"]]
+        np.testing.assert_array_equal(contract_window_bias(*args), case.outputs["bias"].array)

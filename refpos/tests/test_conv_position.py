@@ -249,3 +249,19 @@ def test_a_correct_float32_port_is_named_nothing():
 def test_bad_inputs_name_the_parameter(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+# -------------------------------------------------------------------------------------------------- goldens
+def test_golden_cases_are_certified_within_their_tolerance():
+    """Every case of refpos.golden.conv_position_cases: refpos's float64 ``x + e`` within the case's float64
+    tolerance of the mpmath values, and the reference adapter reproduces it through the case's call."""
+    from refpos.golden.conv_position_cases import conv_position_cases
+    from refpos.golden.manifest import case_entry
+    from refpos.testing import adapter
+
+    for case in conv_position_cases():
+        entry = case_entry(case, {}, certify=True)
+        assert entry["outputs"]["out"]["certified"]["within_float64_tolerance"], case.id
+        call = case.parameters["call"]
+        args = [case.inputs[a["input"]] if "input" in a else a["value"] for a in call["args"]]
+        np.testing.assert_array_equal(getattr(adapter, call["function"])(*args), case.outputs["out"].array)
