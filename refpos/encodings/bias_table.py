@@ -136,7 +136,7 @@ def beit_bias(table: Array, window: int | tuple[int, int], *, table_window: int 
 
     References
     ----------
-    Bao et al. 2022, "BEiT: BERT Pre-Training of Image Transformers", §2.2; transformers,
+    Bao et al. 2022, §2.2 of "BEiT: BERT Pre-Training of Image Transformers"; transformers,
     models/beit/modeling_beit.py, ``BeitRelativePositionBias``; timm, models/beit.py,
     ``gen_relative_position_index``.
     """

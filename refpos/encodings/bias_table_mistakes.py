@@ -246,18 +246,16 @@ def _align_corners(inputs: BiasTableInputs):
     return _gather(rows, index), _gather(bound, index)
 
 
-ALL_FORMS = ("swin", "swinv2", "beit")
-
 #: the catalogue, in the order the identifier tries it
 BIAS_TABLE_MISTAKES: tuple[BiasTableMistake, ...] = (
     BiasTableMistake("index_offset_by_window", "the offsets moved by W instead of W − 1 before the row is formed "
-                     "(rows past the table read its last row)", ALL_FORMS, _offset_by_window),
+                     "(rows past the table read its last row)", BIAS_FORMS, _offset_by_window),
     BiasTableMistake("index_row_stride", "the row offset multiplied by 2·Ww instead of 2·Ww − 1 (rows past the "
-                     "table read its last row)", ALL_FORMS, _row_stride),
+                     "table read its last row)", BIAS_FORMS, _row_stride),
     BiasTableMistake("index_axes_swapped", "the column offset taken as the major one: (Δw + Ww − 1)·(2Wh − 1) + "
-                     "(Δh + Wh − 1)", ALL_FORMS, _axes_swapped),
+                     "(Δh + Wh − 1)", BIAS_FORMS, _axes_swapped),
     BiasTableMistake("index_key_minus_query", "the offset of the key minus the query (each head's bias "
-                     "transposed)", ALL_FORMS, _key_minus_query),
+                     "transposed)", BIAS_FORMS, _key_minus_query),
     BiasTableMistake("cpb_linear_coords", "Swin v2's offsets fed to the MLP without the log spacing (8Δ/(S − 1) "
                      "itself)", ("swinv2",), lambda i: _cpb(i, log=False)),
     BiasTableMistake("cpb_no_squash", "Swin v2's MLP output used as the bias without 16·sigmoid", ("swinv2",),

@@ -50,7 +50,7 @@ SLOPE = {"gelu": 1.13, "gelu_python": 1.13, "gelu_new": 1.13, "gelu_pytorch_tanh
          "silu": 1.1, "swish": 1.1, "linear": 1.0}
 #: the forms: weight-normalised (wav2vec2 …), a plain kernel (OmniASR), batch norm then a plain kernel (HuBERT's
 #: conv_pos_batch_norm), stacked layers with layer norm (Data2Vec-audio)
-FORMS = ("weight_norm", "plain", "batch_norm", "stacked")
+CONV_FORMS = ("weight_norm", "plain", "batch_norm", "stacked")
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class ConvPositionInputs:
     eps: float | None = None
 
     def __post_init__(self) -> None:
-        check_choice("form", self.form, FORMS)
+        check_choice("form", self.form, CONV_FORMS)
 
     def kernel(self) -> np.ndarray:
         """The kernel the convolution uses (the weight norm applied where the form has one)."""
@@ -278,10 +278,10 @@ CONV_POSITION_MISTAKES: tuple[ConvPositionMistake, ...] = (
     ConvPositionMistake("groups_ignored", "every output channel reads the first C/G input channels (the groups "
                         "dropped)", SINGLE, _groups_ignored),
     ConvPositionMistake("activation_missing", "the convolution's output added without its activation",
-                        FORMS, _other_activation("linear")),
+                        CONV_FORMS, _other_activation("linear")),
     ConvPositionMistake("gelu_tanh_for_exact", "GELU's tanh approximation where the model uses the exact (erf) "
-                        "GELU", FORMS, _other_activation("gelu_new", only=("gelu", "gelu_python"))),
-    ConvPositionMistake("embedding_not_added", "the frames passed on without the positional embedding", FORMS,
+                        "GELU", CONV_FORMS, _other_activation("gelu_new", only=("gelu", "gelu_python"))),
+    ConvPositionMistake("embedding_not_added", "the frames passed on without the positional embedding", CONV_FORMS,
                         lambda i: _added(i, np.zeros_like(i.embedding()))),
     ConvPositionMistake("stride_ignored", "SEW's strided convolution run with stride 1 (its first frames added to "
                         "the pooled ones)", SINGLE, _stride_ignored),

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-#: the forms of ``window_bias``
-FORMS = ("swin", "swinv2", "beit")
+from refpos.encodings.bias_table import BIAS_FORMS as FORMS  # the forms of ``window_bias``
 
 __all__ = ["FORMS", "window_bias_cases", "windows"]
 
