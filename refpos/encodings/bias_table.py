@@ -45,7 +45,6 @@ def _check_table(table: Array, rows: int, what: str) -> Array:
     return table
 
 
-
 def swin_bias(table: Array, window: int | tuple[int, int]) -> Array:
     r"""Swin v1's relative position bias of a window, ``(H, N, N)``.
 
@@ -93,6 +92,15 @@ def beit_resample_table(table: Array, table_window: int | tuple[int, int], windo
     only for a square ``table_window``, and resamples even at the table's own window: for a non-square table
     its bias is not the table's. refpos returns the table itself at its own window (timm's rule and the paper's)
     and refuses to resample a non-square one (no published BEiT has one).
+
+    See Also
+    --------
+    beit_bias : the bias read from the resampled table.
+
+    References
+    ----------
+    transformers, models/beit/modeling_beit.py, ``BeitRelativePositionBias.forward``; PyTorch,
+    torch/nn/functional.py, ``interpolate`` (``mode="bilinear"``).
     """
     ph, pw = check_window("table_window", table_window)
     wh, ww = check_window("window", window)
@@ -167,6 +175,15 @@ def swinv2_log_coords(window: int | tuple[int, int], *, pretrained_window: int |
 
     An axis of side 1 has only the offset 0 and keeps it (transformers tests the first axis only; the two
     agree on square windows, the only ones Swin v2 builds).
+
+    See Also
+    --------
+    swinv2_bias : the bias made of these coordinates.
+
+    References
+    ----------
+    Liu et al. 2022, "Swin Transformer V2", §3.3 (log-spaced coordinates); transformers,
+    models/swinv2/modeling_swinv2.py, ``Swinv2SelfAttention.create_coords_table_and_index``.
     """
     wh, ww = check_window("window", window)
     sides = (wh, ww) if pretrained_window is None else check_window("pretrained_window", pretrained_window)

@@ -67,6 +67,16 @@ def swin_relative_index(window: int | tuple[int, int], *, xp: ModuleType | None 
     .. math:: \mathrm{idx}_{ab} = (\Delta h_{ab} + W_h - 1)\,(2W_w - 1) + (\Delta w_{ab} + W_w - 1)
               \;\in\; [0,\ (2W_h - 1)(2W_w - 1))
 
+    See Also
+    --------
+    refpos.encodings.bias_table.swin_bias : the bias gathered through this index.
+    beit_relative_index : the same with BEiT's CLS entries.
+
+    References
+    ----------
+    transformers, models/swin/modeling_swin.py, ``SwinRelativePositionBias._create_relative_position_index``;
+    timm, models/swin_transformer.py, ``get_relative_position_index``.
+
     Examples
     --------
     >>> swin_relative_index(2).tolist()
@@ -99,6 +109,16 @@ def beit_relative_index(window: int | tuple[int, int], *, xp: ModuleType | None 
             R + 1 & b = 0 < a \ (\text{patch query} \to \text{CLS key}) \\
             \mathrm{idx}^{\text{Swin}}_{a-1,\,b-1} & a, b \ge 1
         \end{cases}
+
+    See Also
+    --------
+    swin_relative_index : the patch block.
+    refpos.encodings.bias_table.beit_bias : the bias gathered through this index.
+
+    References
+    ----------
+    transformers, models/beit/modeling_beit.py, ``BeitRelativePositionBias.generate_relative_position_index``;
+    timm, models/beit.py, ``gen_relative_position_index``.
 
     Examples
     --------

@@ -75,7 +75,16 @@ def grouped_conv1d(x: Array, weight: Array, bias: Array | None, *, groups: int, 
     .. math:: y_{b,t,o} = b_o + \sum_{k=0}^{K-1} \sum_{i=0}^{C_{in}/G - 1}
               w_{o,i,k}\; x_{b,\; s t + k - p,\; g(o)\,C_{in}/G + i}, \qquad g(o) = \lfloor o/(C_{out}/G) \rfloor
 
-    (frames outside ``[0, T)`` are 0). ``weight`` is ``(C_out, C_in/G, K)``, torch's ``Conv1d.weight``.
+    (frames outside ``[0, T)`` are 0). ``weight`` is ``(C_out, C_in/G, K)``, torch's ``Conv1d.weight``. The
+    readable form: one matrix product per kernel tap and group.
+
+    See Also
+    --------
+    conv_position_embedding : the convolution with the trim and the activation.
+
+    References
+    ----------
+    PyTorch, torch/nn/modules/conv.py, ``Conv1d`` (``groups``, ``stride``, ``padding``).
     """
     x = floating_array(x, name="x")
     weight = floating_array(weight, name="weight")
@@ -111,7 +120,12 @@ def grouped_conv1d(x: Array, weight: Array, bias: Array | None, *, groups: int, 
 
 
 def same_pad_trim(y: Array, kernel_size: int) -> Array:
-    """``y`` ``(B, T, C)`` without its last frame when ``kernel_size`` is even (transformers' ``SamePadLayer``)."""
+    """``y`` ``(B, T, C)`` without its last frame when ``kernel_size`` is even.
+
+    References
+    ----------
+    transformers, models/wav2vec2/modeling_wav2vec2.py, ``Wav2Vec2SamePadLayer``.
+    """
     kernel_size = check_int("kernel_size", kernel_size, minimum=1)
     return y[:, :-1, :] if kernel_size % 2 == 0 else y
 
@@ -170,6 +184,15 @@ def add_conv_positions(x: Array, embedding: Array, *, stride: int) -> Array:
     With stride ``s > 1`` the frames are averaged over non-overlapping windows of ``s``
     (:math:`\bar x_t = \frac1s \sum_{j<s} x_{st + j}`, a partial last window dropped) and the two are cut to
     the shorter length.
+
+    See Also
+    --------
+    conv_position_embedding : the embedding ``e``.
+
+    References
+    ----------
+    transformers, models/wav2vec2/modeling_wav2vec2.py, ``Wav2Vec2Encoder.forward``; models/sew/modeling_sew.py,
+    ``SEWEncoder.forward`` (``AvgPool1d`` and the shorter length).
     """
     x = floating_array(x, name="x")
     embedding = floating_array(embedding, name="embedding")
