@@ -15,10 +15,9 @@ from refpos.backend import get_xp
 from refpos.rope import DynamicNTKState, Rope, interleaved_to_half_permutation, permute_qk_heads, softmax_multiplier
 from refpos.testing.adapter_arrays import to_backend as _in
 from refpos.testing.adapter_arrays import to_host as _out
-from refpos.testing.adapter_layers import apply_rope_tables as apply_rope_tables  # the contract's, re-exported
-from refpos.testing.adapter_layers import apply_vision_rope as apply_vision_rope
-from refpos.testing.adapter_layers import local_attention as local_attention
-from refpos.testing.adapter_layers import query_scale as query_scale
+from refpos.testing.adapter_bias_table import window_bias  # noqa: F401  # the contract's, re-exported
+from refpos.testing.adapter_conv_position import conv_positions, stacked_conv_positions  # noqa: F401
+from refpos.testing.adapter_layers import apply_rope_tables, apply_vision_rope, local_attention, query_scale  # noqa: F401
 
 INFO: dict[str, Any] = {
     "name": "refpos",
