@@ -93,7 +93,7 @@ from typing import Any
 
 from refpos.models import query_scales
 from refpos.models.facts import STACKS, StackFacts, Switch, read_stack, read_switch
-from refpos.models.kinds.registry import FACT_KINDS, TABLE_KINDS
+from refpos.models.kinds.registry import FACT_KINDS, KINDS, TABLE_KINDS
 from refpos.models.kinds.rope import RopeFacts
 from refpos.pairs import PARTIAL_PLACEMENTS
 
@@ -176,6 +176,10 @@ class Family:
     types_key: str = "layer_types"
     count: str | None = None
     width_factor: int = 1
+    #: what every stack adds to its input before its first layer (a kind whose hook is ``input``), if anything
+    input: StackFacts | None = None
+    #: ``(key, value when absent)``: the bool config key that turns the input embedding on
+    input_when: tuple[str, bool] | None = None
     #: section path -> the model type the composite's config class builds there, whatever the section says
     parts: tuple[tuple[str, str], ...] = ()
     #: section path -> the model type it builds there when the section states none (else the section's)
@@ -193,6 +197,7 @@ class Family:
                   "encoder": self.encoder is None or "encoder" in STACKS.get(self.stacks, ()),
                   "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
                   "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),
+                  "input": self.input is None or KINDS[self.input.encoding].hook == "input",
                   "parts": all(PART_PATH.fullmatch(path) for path, _ in self.parts),
                   "part_defaults": all(PART_PATH.fullmatch(path) for path, _ in self.part_defaults),
                   "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1}
@@ -216,6 +221,16 @@ class Family:
         """Every encoding a stack of this family can have (its switch included)."""
         found = {self.stack(name).encoding for name in STACKS.get(self.stacks, ())}
         return frozenset(found | ({enc for _, enc in self.switch.values} if self.switch else set()))
+
+    def input_on(self, cfg: Mapping[str, Any]) -> bool:
+        """Whether the row's input embedding is on in ``cfg`` (its ``input_when`` key, or always)."""
+        if self.input is None:
+            return False
+        if self.input_when is None:
+            return True
+        key, absent = self.input_when
+        value = cfg.get(key)
+        return absent if value is None else value is True
 
     @property
     def has_rope(self) -> bool:
@@ -264,7 +279,7 @@ def _row(model_type: str, table: Any) -> Family:
     wrong += [key for key, kind in (("multi_axis", bool), ("rope_dict", list), ("layer_pattern", dict),
                                     ("no_attention", dict), ("encoder", dict), ("decoder", dict),
                                     ("predictor", dict), ("width_factor", int), ("parts", dict),
-                                    ("part_defaults", dict))
+                                    ("part_defaults", dict), ("input", dict))
               if key in table and not isinstance(table[key], kind)]
     if wrong:
         raise ValueError(f"{where}: {wrong[0]} has the wrong type ({table[wrong[0]]!r})")
@@ -273,6 +288,14 @@ def _row(model_type: str, table: Any) -> Family:
     for name in ("encoder", "decoder", "predictor"):
         if name in values:
             values[name] = read_stack(f"{where} {name}", values[name], inherited=values["positions"])
+    if "input" in values:
+        site = dict(values["input"])
+        when, absent = site.pop("when", None), site.pop("when_absent", False)
+        if "encoding" not in site or (when is not None and not isinstance(when, str)) or not isinstance(absent, bool):
+            raise ValueError(f"{where}: input takes encoding = \"<kind>\", its facts, and optionally when = \"<bool "
+                             f"key>\", when_absent = true|false; got {values['input']!r}")
+        values["input"] = read_stack(f"{where} input", site)
+        values["input_when"] = None if when is None else (when, absent)
     if "switch" in values:
         values["switch"] = read_switch(where, values["switch"])
     try:

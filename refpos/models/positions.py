@@ -121,8 +121,10 @@ class ModelPositions:
         return out
 
     def summary(self) -> str:
-        """One line per stack: ``decoder layers 0-47: rope ×36, none ×12 (every 4th)``."""
-        return "\n".join(f"{name} " + summary_line([(r.index, r.label) for r in self.stack(name)])
+        """One line per stack: ``decoder layers 0-47: rope ×36, none ×12 (every 4th)``; a stack's input embedding
+        (``audio.input``) is one line ``audio input: conv_position``."""
+        return "\n".join(f"{name.removesuffix('.input')} input: {self.stack(name)[0].label}" if name.endswith(".input")
+                         else f"{name} " + summary_line([(r.index, r.label) for r in self.stack(name)])
                          for name in self.stacks)
 
     def describe(self) -> dict[str, Any]:
@@ -276,7 +278,7 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
             stack_layers = [Refused(name, i, None, reason=why) for i in range(_count(lm, family))]
             stack.not_modelled.clear()
             stack.not_modelled[lm.name("model_type")] = why
-        layers += stack_layers
+        layers += _input_site(lm, family, name, role) + stack_layers
         not_modelled.update({key: why for key, why in stack.not_modelled.items() if key not in honoured})
         notes += [note for note in stack.notes if note not in notes]
     if not any(isinstance(layer, RopeLayer) for layer in layers):  # a RoPE schedule reports its own keys
@@ -309,13 +311,31 @@ def _with_part(positions: ModelPositions, part: Part) -> ModelPositions:
         notes: tuple[str, ...] = ()
     else:
         own = _known(part.view, family, part.model_type)
-        single = len(STACKS[family.stacks]) == 1
-        layers = tuple(replace(layer, stack=part.name if single else f"{part.name}.{layer.stack}")
-                       for layer in own.layers)
+        single = STACKS[family.stacks][0] if len(STACKS[family.stacks]) == 1 else None
+
+        def renamed(stack: str) -> str:  # a single stack takes the part's name; several are the part's members
+            return part.name + stack[len(single):] if single and stack.startswith(single) else f"{part.name}.{stack}"
+
+        layers = tuple(replace(layer, stack=renamed(layer.stack)) for layer in own.layers)
         report, notes = dict(own.not_modelled), own.notes
     return replace(positions, layers=(*positions.layers, *layers), not_modelled={**positions.not_modelled, **report},
                    notes=(*positions.notes, *(n for n in notes if n not in positions.notes)),
                    parts=(*positions.parts, (part.name, part.key, part.model_type)))
+
+
+def _input_site(lm: ConfigView, family: Family, name: str, role: str) -> list[LayerRecord]:
+    """The one record of what stack ``name`` adds to its input before its first layer (the row's ``input``:
+    a convolution over the frames, a resampled grid), as a stack of its own, ``<name>.input``; none when the
+    row has no input embedding or its ``input_when`` key turns it off."""
+    if family.input is None:
+        return []
+    if family.input_when is not None:
+        lm.mark(family.input_when[0])
+    if not family.input_on(lm.raw):
+        return []
+    encoding = family.input.encoding
+    records = _build(Stack(lm, f"{name}.input", role, family, family.input.facts_of(encoding), SCHEDULE), encoding)
+    return [replace(records[0], index=0)]
 
 
 def _build(stack: Stack, encoding: str) -> list[LayerRecord]:
@@ -347,12 +367,13 @@ def _count(lm: ConfigView, family: Family) -> int:
 
 def _refuse_unmodelled(layers: list[LayerRecord], not_modelled: Mapping[str, str], prefix: str) -> list[LayerRecord]:
     """Refuse the attention layers of every stack when a not-modelled key changes positions (not a mask or a
-    scale of :data:`ATTENTION_ONLY`): no record resolves as if the key were absent."""
+    scale of :data:`ATTENTION_ONLY`): no record resolves as if the key were absent. A stack's input embedding
+    (``<stack>.input``) is computed before any attention and stays."""
     changing = {key: why for key, why in not_modelled.items() if key[len(prefix):] not in ATTENTION_ONLY}
     if not changing:
         return layers
     reason = "; ".join(f"{key}: {why}" for key, why in sorted(changing.items()))
-    return [layer if not layer.attention or layer.kind == "refused" else
+    return [layer if not layer.attention or layer.kind == "refused" or layer.stack.endswith(".input") else
             Refused(layer.stack, layer.index, layer.layer_type, reason=reason) for layer in layers]
 
 

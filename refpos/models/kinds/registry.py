@@ -15,6 +15,8 @@ from types import MappingProxyType
 
 from refpos.models.kinds.absolute import LEARNED, SINUSOIDAL
 from refpos.models.kinds.alibi import ALIBI
+from refpos.models.kinds.bias_table import BIAS_TABLE
+from refpos.models.kinds.conv_position import CONV_POSITION
 from refpos.models.kinds.deberta import DEBERTA
 from refpos.models.kinds.none import NO_ATTENTION, NONE
 from refpos.models.kinds.record import EncodingKind
@@ -36,7 +38,7 @@ def _registry(*kinds: EncodingKind) -> Mapping[str, EncodingKind]:
 
 #: kind name -> its record, in the order the docs list them
 KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA, NONE,
-                                              NO_ATTENTION, VISION_ROPE)
+                                              NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION)
 #: the kinds a family row may name as its ``encoding``
 TABLE_KINDS: tuple[str, ...] = tuple(name for name, kind in KINDS.items() if kind.in_table)
 #: the kinds with facts, whose sub-table a family row may hold (named as the kind)
