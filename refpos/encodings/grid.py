@@ -196,7 +196,7 @@ def merge_block_order(grid: tuple[int, int], merge: int) -> list[int]:
     rows, cols = _target("grid", grid)
     merge = check_int("merge", merge, minimum=1)
     if rows % merge or cols % merge:
-        raise ValueError(f"grid {(rows, cols)} does not divide into {merge} × {merge} blocks")
+        raise ValueError(f"grid {(rows, cols)} does not divide into merge × merge = {merge} × {merge} blocks")
     return [(block_row * merge + in_row) * cols + block_col * merge + in_col
             for block_row in range(rows // merge) for block_col in range(cols // merge)
             for in_row in range(merge) for in_col in range(merge)]

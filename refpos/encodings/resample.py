@@ -249,11 +249,15 @@ def _per_axis(name: str, value: Any, n_axes: int) -> tuple[Any, ...]:
 
 
 def _axes_of(mode: str, size: Any, scale_factor: Any) -> int:
-    given = size if size is not None else scale_factor
-    if isinstance(given, Sequence) and not isinstance(given, str):
-        return len(given)
+    """How many trailing axes are resampled: the mode's, or (nearest) as many as size or scale_factor name."""
+    name, given = ("size", size) if size is not None else ("scale_factor", scale_factor)
+    named = len(given) if isinstance(given, Sequence) and not isinstance(given, str) else None
     if MODE_AXES[mode] is None:
-        raise ValueError("mode 'nearest' resamples as many axes as size (or scale_factor) names: give a tuple")
+        if named is None or named < 1:
+            raise ValueError(f"mode 'nearest' resamples as many axes as {name} names: give a tuple")
+        return named
+    if named is not None and named != MODE_AXES[mode]:
+        raise ValueError(f"{name} must name the {MODE_AXES[mode]} axes mode {mode!r} resamples, got {named}")
     return MODE_AXES[mode]
 
 

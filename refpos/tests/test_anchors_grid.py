@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -303,6 +304,20 @@ def test_variant_equals_its_anchor(name, label, anchor, prefix, side, grid, dtyp
 
 def test_every_variant_has_an_anchor():
     assert set(ANCHORS) == set(GRID_VARIANTS)
+
+
+@pytest.mark.parametrize("name", list(GRID_VARIANTS))
+def test_every_model_type_of_a_record_resamples_in_its_modeling_file(name):
+    """Each model type has a modeling file that resamples (interpolate, grid_sample, the vision_utils gather or
+    its own weights)."""
+    import transformers
+
+    models = Path(transformers.__file__).parent / "models"
+    words = ("interpolate(", "grid_sample(", "get_vision_interpolation_indices_and_weights(", "support = scale")
+    for model_type in GRID_VARIANTS[name].model_types:
+        files = list((models / model_type).glob("modeling_*.py"))
+        assert files, f"{model_type}: no modeling file in transformers {transformers.__version__}"
+        assert any(word in f.read_text(encoding="utf-8") for f in files for word in words), model_type
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
