@@ -31,8 +31,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from refpos.backend import Array, array_namespace, get_xp
+import numpy as np
+
+from refpos.backend import Array, array_namespace, get_xp, to_numpy
 from refpos.encodings.resample import interpolate
+from refpos.encodings.resample_bounds import resample_error_bound
 from refpos.validation import check_choice, check_int, floating_array
 
 #: how the row index is computed: in integers, or as torch does in float32
@@ -162,3 +165,25 @@ def add_decomposed_rel_pos(attn: Array, q: Array, rel_pos_h: Array, rel_pos_w: A
     if tuple(attn.shape[-2:]) != (qh * qw, kh * kw):
         raise ValueError(f"attn must end in (q_h·q_w, k_h·k_w) = {(qh * qw, kh * kw)}, got {tuple(attn.shape)}")
     return attn + flat
+
+
+def decomposed_error_bound(q: Array, rel_pos_h: Array, rel_pos_w: Array, q_size: tuple[int, int],
+                           k_size: tuple[int, int], *, unit_roundoff: float) -> float:
+    r"""The largest difference of a correct port's terms (computing with unit roundoff ``u``) from the reference.
+
+    Each axis: the resampled rows are off by at most ``δR`` (the 1-D linear bound of
+    :func:`refpos.encodings.resample_bounds.resample_error_bound`, plus the table stored in the dtype:
+    ``u·max|R|``), so ``q·R`` by ``‖q‖₁·δR``; the ``C`` products are summed with error ``(C + 1)·u·‖q‖₁·max|R|``
+    (the sum and the addition of the two terms).
+
+    .. math:: \mathrm{atol} = \sum_{a \in \{h, w\}} \lVert q\rVert_1 \big(\delta R_a + (C + 1)\,u\,\max|R_a|\big)
+    """
+    q_norm = float(np.abs(to_numpy(q)).sum(axis=-1).max())
+    total = 0.0
+    for table, n_q, n_k in ((rel_pos_h, q_size[0], k_size[0]), (rel_pos_w, q_size[1], k_size[1])):
+        table = to_numpy(table)
+        biggest = float(np.abs(table).max())
+        rows = resample_error_bound([table.shape[0]], [2 * max(n_q, n_k) - 1], mode="linear",
+                                    unit_roundoff=unit_roundoff, magnitude=biggest) + unit_roundoff * biggest
+        total += q_norm * (rows + (table.shape[1] + 1) * unit_roundoff * biggest)
+    return total

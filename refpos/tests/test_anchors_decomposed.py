@@ -8,7 +8,8 @@ resampling, a shorter and a longer grid (the table resampled), and query and key
 Tolerance. The rows: the 1-D linear resample's bound (:func:`refpos.encodings.resample_bounds.resample_error_bound`)
 at the dtype of the run; the index: equal to ``index_arithmetic="float32"`` always, and to ``"exact"`` where
 ``q = k``. A term ``Σ_c q_c R_c`` over ``C`` channels moves by ``‖q‖₁·δR + (C + 1)·u·Σ_c |q_c R_c|`` (the rows'
-error, then the sum of ``C`` products and its addition).
+error, then the sum of ``C`` products and its addition): :func:`refpos.encodings.decomposed.decomposed_error_bound`.
+A float32 output of transformers is named nothing by :func:`refpos.encodings.decomposed_mistakes.identify_decomposed`.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import pytest
 from refpos.encodings.decomposed import (
     DECOMPOSED_MODEL_TYPES,
     add_decomposed_rel_pos,
+    decomposed_error_bound,
     decomposed_rel_pos_index,
     decomposed_rel_pos_table,
     decomposed_rel_pos_terms,
 )
+from refpos.encodings.decomposed_mistakes import DecomposedInputs, identify_decomposed
 from refpos.encodings.resample_bounds import resample_error_bound
 
 torch = pytest.importorskip("torch", reason="decomposed anchors need torch (pip install 'refpos[anchors]')")
@@ -86,16 +89,6 @@ def test_the_float32_index_is_torchs_and_the_exact_one_agrees_where_q_equals_k()
     assert differ > 0  # q ≠ k: the float32 truncation reads the row before an exact integer somewhere
 
 
-def _term_bound(q: np.ndarray, tables: list[np.ndarray], sizes, u: float) -> float:
-    """``‖q‖₁·δR + (C + 1)·u·‖q‖₁·max|R|`` per term, two terms and the attention entry added."""
-    q_norm = float(np.abs(q).sum(axis=-1).max())
-    total = 0.0
-    for table, (n_q, n_k) in zip(tables, sizes, strict=True):
-        biggest = float(np.abs(table).max())
-        total += q_norm * _row_bound(table.shape[0], n_q, n_k, table, u) + (q.shape[-1] + 1) * u * q_norm * biggest
-    return total
-
-
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize(("q_size", "k_size", "rows"), [((4, 6), (4, 6), (7, 11)), ((5, 3), (5, 3), (13, 13)),
                                                         ((6, 4), (3, 8), (11, 15))])
@@ -119,8 +112,11 @@ def test_decomposed_term_equals_transformers(model_type, q_size, k_size, rows, d
         theirs = owner.add_decomposed_rel_pos(me, attn, q, table_h, table_w, q_size, k_size)
     arrays = [t.double().numpy() for t in (q, table_h, table_w)]
     ours = np.asarray(add_decomposed_rel_pos(np.zeros(attn.shape), *arrays, q_size, k_size, index_arithmetic="float32"))
-    bound = _term_bound(arrays[0], arrays[1:], [(q_size[0], k_size[0]), (q_size[1], k_size[1])], u)
+    bound = decomposed_error_bound(*arrays, q_size, k_size, unit_roundoff=u)
     np.testing.assert_allclose(theirs.double().numpy(), ours, rtol=0, atol=bound)
+    if dtype == "float32" and q_size == k_size:  # equal grids: the float32 index is the exact one
+        inputs = DecomposedInputs(*arrays, q_size, k_size)
+        assert identify_decomposed(theirs.double().numpy(), inputs) is None
     terms = np.asarray(decomposed_rel_pos_terms(*arrays, q_size, k_size, index_arithmetic="float32"))
     np.testing.assert_allclose(terms.reshape(ours.shape), ours, rtol=0, atol=0)
 

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from refpos.encodings.grid import merge_block_order, resample_position_grids_padded, resample_position_sequence
+from refpos.encodings.grid_mistakes import GridInputs, identify_grid
 from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
 from refpos.encodings.resample_bounds import resample_error_bound
 
@@ -297,6 +298,8 @@ def test_variant_equals_its_anchor(name, label, anchor, prefix, side, grid, dtyp
     assert theirs.shape == ours.shape
     bound = _bound(variant, side, grid, u, float(np.abs(stored).max())) + u * float(np.abs(ours).max())
     np.testing.assert_allclose(theirs, ours, rtol=0, atol=bound, err_msg=f"{name} against {label}")
+    if dtype == "float32":  # the library's float32 output is a correct port: the identifier names nothing
+        assert identify_grid(theirs, GridInputs(stored, grid, variant, prefix_tokens=prefix)) is None
     if variant.keep_extra and prefix:  # copied rows: bit for bit (float32-rounded where the anchor casts them)
         extra = _np(_t(stored[:prefix], torch.float32)) if getattr(anchor, "casts_extra", False) else stored[:prefix]
         np.testing.assert_array_equal(theirs[:prefix], extra)
