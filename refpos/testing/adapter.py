@@ -15,6 +15,8 @@ from refpos.backend import get_xp
 from refpos.rope import DynamicNTKState, Rope, interleaved_to_half_permutation, permute_qk_heads, softmax_multiplier
 from refpos.testing.adapter_arrays import to_backend as _in
 from refpos.testing.adapter_arrays import to_host as _out
+from refpos.testing.adapter_decomposed import add_decomposed_rel_pos as add_decomposed_rel_pos
+from refpos.testing.adapter_grid import interpolate, resample_position_table  # noqa: F401
 from refpos.testing.adapter_layers import apply_rope_tables as apply_rope_tables  # the contract's, re-exported
 from refpos.testing.adapter_layers import apply_vision_rope as apply_vision_rope
 from refpos.testing.adapter_layers import local_attention as local_attention

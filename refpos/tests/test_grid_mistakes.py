@@ -1,6 +1,7 @@
 """The catalogued mistakes of position grids and of decomposed relative positions: each differs from the reference
 by more than a correct float32 port may, and the identifiers name each one from its output and nothing for a
-correct float32 port (refpos/tests/ports_grid.py for grids; the float32 evaluation of the terms for decomposed).
+correct float32 port (refpos/golden/grid_exact.py in float32 for grids; the float32 evaluation of the terms for
+decomposed).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from refpos.encodings.decomposed_mistakes import (
 )
 from refpos.encodings.grid_mistakes import GRID_MISTAKES, UNRECOGNISED, GridInputs, grid_tolerance, identify_grid
 from refpos.encodings.grid_variants import GRID_VARIANTS
-from refpos.tests.ports_grid import float32_resample_table
+from refpos.golden.grid_exact import resample_table
 
 
 def standard_grid_inputs(name: str) -> GridInputs:
@@ -48,7 +49,9 @@ def test_a_grid_mistake_differs_and_is_named(variant, mistake):
 @pytest.mark.parametrize("variant", list(GRID_VARIANTS))
 def test_a_correct_float32_port_and_the_reference_are_named_nothing(variant):
     inputs = standard_grid_inputs(variant)
-    port = float32_resample_table(inputs.table, inputs.grid, inputs.variant, prefix_tokens=1)
+    way = {key: getattr(inputs.variant, key) for key in ("mode", "align_corners", "antialias", "scale_factor_offset",
+                                                         "padding", "keep_extra", "axes")}
+    port = resample_table(inputs.table, inputs.grid, way, prefix_tokens=1, f=np.float32)
     assert np.max(np.abs(port - inputs.resample())) <= grid_tolerance(inputs)
     assert identify_grid(port, inputs) is None
     assert identify_grid(inputs.resample(), inputs, dtype="float64") is None
