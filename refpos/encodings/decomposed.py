@@ -17,8 +17,8 @@ read from the table resampled along its rows to ``2·max(q, k) − 1`` rows (1-D
 False: :func:`refpos.encodings.resample.interpolate`) — the identity when it already has that many.
 transformers computes these in ``SamVisionAttention.get_rel_pos`` / ``get_decomposed_rel_pos``
 (models/sam/modeling_sam.py) and ``get_rel_pos`` / ``add_decomposed_relative_positions``
-(models/vitdet/modeling_vitdet.py), after MViTv2 (Li et al. 2022, "MViTv2: Improved Multiscale Vision
-Transformers for Classification and Detection", §3.1).
+(models/vitdet/modeling_vitdet.py), after MViTv2 ("MViTv2: Improved Multiscale Vision Transformers for
+Classification and Detection", Li et al. 2022 §3.1).
 
 **The index in float32.** torch multiplies ``arange`` by the Python ratios in its default dtype, float32,
 and truncates: where the exact value is an integer, the float32 one can fall just below it and read the
@@ -95,6 +95,16 @@ def decomposed_rel_pos_table(q_size: int, k_size: int, rel_pos: Array, *, index_
     -----
     .. math:: R[i, j] = \big(W_{\mathrm{linear}}\,\mathrm{rel\_pos}\big)[\mathrm{idx}(i, j)], \qquad
         W_{\mathrm{linear}} \in \mathbb{R}^{(2\max(q, k) - 1) \times L}
+
+    See Also
+    --------
+    decomposed_rel_pos_index : the rows read.
+    refpos.encodings.resample.interpolate : the 1-D linear resampling of the table.
+
+    References
+    ----------
+    transformers, ``models/sam/modeling_sam.py``: ``SamVisionAttention.get_rel_pos``;
+    ``models/vitdet/modeling_vitdet.py``: ``get_rel_pos``.
     """
     rel_pos = floating_array(rel_pos, name="rel_pos")
     xp = array_namespace(rel_pos)
@@ -148,6 +158,16 @@ def add_decomposed_rel_pos(attn: Array, q: Array, rel_pos_h: Array, rel_pos_w: A
     Notes
     -----
     .. math:: A'[(y, x), (y', x')] = A[(y, x), (y', x')] + q_{yx}\cdot R_h[y, y'] + q_{yx}\cdot R_w[x, x']
+
+    See Also
+    --------
+    decomposed_rel_pos_terms : the terms alone, ``(..., q_h, q_w, k_h, k_w)``.
+
+    References
+    ----------
+    Y. Li et al., "MViTv2: Improved Multiscale Vision Transformers for Classification and Detection", CVPR 2022;
+    transformers, ``models/vitdet/modeling_vitdet.py``: ``add_decomposed_relative_positions``;
+    ``models/sam/modeling_sam.py``: ``SamVisionAttention.get_decomposed_rel_pos``.
 
     Examples
     --------

@@ -28,11 +28,11 @@ import math
 from typing import Any
 
 from refpos.backend import Array, array_namespace
-from refpos.encodings.resample import MODES, interpolate, resampled_size
+from refpos.encodings.resample import MODE_AXES, MODES, interpolate, resampled_size
 from refpos.validation import check_bool, check_choice, check_float, check_int, floating_array
 
 #: how the grid is read into patch order: raster over (h, w), or over (w, h) (the table read transposed)
-AXES = ("hw", "wh")
+GRID_AXES = ("hw", "wh")
 
 
 def patch_grid(height: int, width: int, patch_size: int | tuple[int, int]) -> tuple[int, int]:
@@ -67,6 +67,16 @@ def resample_position_grid(grid: Array, size: tuple[int, int], *, mode: str, ali
     Notes
     -----
     .. math:: G'_{::c} = W_h\,G_{::c}\,W_w^{\top}, \qquad c = 1 \ldots d
+
+    See Also
+    --------
+    refpos.encodings.resample.interpolate : the resampling itself.
+
+    References
+    ----------
+    transformers, ``models/dinov2/modeling_dinov2.py``: ``Dinov2Embeddings.interpolate_pos_encoding``;
+    facebookresearch/dinov2, ``dinov2/models/vision_transformer.py``: ``DinoVisionTransformer.interpolate_pos_encoding``
+    (the offset-and-scale form).
 
     Examples
     --------
@@ -122,6 +132,17 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
     -----
     .. math:: P' = [P_{:n_p};\ \mathrm{vec}(\mathcal{R}(\mathrm{grid}(P_{n_p : N - n_s})));\ P_{N - n_s:}]
 
+    See Also
+    --------
+    refpos.encodings.grid_variants.GRID_VARIANTS : each family's choices, one record each.
+    resample_position_grid : the grid alone.
+
+    References
+    ----------
+    transformers, ``models/vit/modeling_vit.py``: ``ViTEmbeddings.interpolate_pos_encoding``;
+    ``models/yolos/modeling_yolos.py``: ``InterpolateInitialPositionEmbeddings`` (rows after the grid);
+    timm, ``timm/layers/pos_embed.py``: ``resample_abs_pos_embed``.
+
     Examples
     --------
     >>> import numpy as np
@@ -136,7 +157,7 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
         raise ValueError(f"table must have shape (rows, dim), got {tuple(table.shape)}")
     prefix = check_int("prefix_tokens", prefix_tokens, minimum=0)
     suffix = check_int("suffix_tokens", suffix_tokens, minimum=0)
-    keep_extra, axes = check_bool("keep_extra", keep_extra), check_choice("axes", axes, AXES)
+    keep_extra, axes = check_bool("keep_extra", keep_extra), check_choice("axes", axes, GRID_AXES)
     n_grid = table.shape[0] - prefix - suffix
     if n_grid < 1:
         raise ValueError(f"table has {table.shape[0]} rows, no grid after {prefix} prefix and {suffix} suffix rows")
@@ -176,7 +197,7 @@ def resample_position_sequence(table: Array, length: int, *, mode: str, antialia
         raise ValueError(f"table has {table.shape[0]} rows, no sequence after {prefix} prefix rows")
     length = check_int("length", length, minimum=1)
     rows = xp.permute_dims(table[prefix:, :], (1, 0))  # (d, N)
-    if check_choice("mode", mode, MODES) in ("linear", "nearest"):
+    if MODE_AXES[check_choice("mode", mode, MODES)] != 2:  # the modes that resample the row axis itself
         out = interpolate(rows, (length,), mode=mode, align_corners=align_corners, antialias=antialias)
     else:
         out = interpolate(rows[:, None, :], (1, length), mode=mode, align_corners=align_corners,

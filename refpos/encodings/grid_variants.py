@@ -20,6 +20,10 @@ from typing import Any
 from refpos.backend import Array
 from refpos.encodings.grid import resample_position_table
 
+#: the fields of a way as the adapter contract passes it (a dict), and their values when left out
+WAY_FIELDS = {"mode": None, "align_corners": False, "antialias": False, "scale_factor_offset": None,
+              "padding": "border", "keep_extra": True, "axes": "hw"}
+
 
 @dataclasses.dataclass(frozen=True)
 class GridVariant:

@@ -48,6 +48,8 @@ from refpos.validation import check_bool, check_choice, check_float, check_size,
 MODES = ("nearest", "linear", "bilinear", "bicubic")
 #: how many trailing axes each mode resamples (``None``: as many as ``size`` or ``scale_factor`` names)
 MODE_AXES = {"nearest": None, "linear": 1, "bilinear": 2, "bicubic": 2}
+#: the modes torch antialiases
+ANTIALIAS_MODES = ("bilinear", "bicubic")
 #: what a tap outside the table reads: the border row (interpolate) or nothing (grid_sample's zeros)
 PADDINGS = ("border", "zeros")
 #: Keys' cubic convolution constant of torch's bicubic without antialias (OpenCV's)
@@ -214,6 +216,18 @@ def resample_matrix(in_size: int, out_size: int, *, mode: str, align_corners: bo
     (linear: ``o = 0, 1``, ``w = 1 − λ, λ``; cubic: ``o = −1 … 2``, ``w = k_{−0.75}(λ + 1), k(λ), k(1 − λ), k(2 − λ)``);
     with antialias, the normalised filter weights of :func:`_antialiased_matrix`.
 
+    See Also
+    --------
+    interpolate : the matrices applied along the trailing axes.
+    refpos.encodings.resample_bounds.resample_error_bound : how far a correct port in another dtype may be.
+
+    References
+    ----------
+    PyTorch, ``aten/src/ATen/native/UpSample.h`` (``area_pixel_compute_scale``, ``area_pixel_compute_source_index``)
+    and ``aten/src/ATen/native/cpu/UpSampleKernel.cpp`` (``HelperInterpLinear``, ``HelperInterpCubic``,
+    ``_compute_indices_min_size_weights_aa``); R. Keys, "Cubic convolution interpolation for digital image
+    processing", IEEE Trans. ASSP 29 (1981).
+
     Examples
     --------
     >>> import numpy as np
@@ -229,8 +243,8 @@ def resample_matrix(in_size: int, out_size: int, *, mode: str, align_corners: bo
         if align_corners or antialias or padding != "border":
             raise ValueError("mode 'nearest' takes no align_corners, antialias or padding (torch refuses them)")
         return _nearest_matrix(xp, in_size, out_size, scale_factor)
-    if antialias and mode == "linear":
-        raise ValueError("antialias is torch's for modes 'bilinear' and 'bicubic' only, not 'linear'")
+    if antialias and mode not in ANTIALIAS_MODES:
+        raise ValueError(f"antialias is torch's for modes {ANTIALIAS_MODES} only, not {mode!r}")
     if antialias and padding != "border":
         raise ValueError("padding 'zeros' is a rule of interpolation without antialias")
     r = resample_scale(in_size, out_size, align_corners=align_corners, scale_factor=scale_factor)
@@ -276,6 +290,16 @@ def interpolate(x: Array, size: int | Sequence[int] | None = None, *, mode: str,
     -----
     .. math:: Y = W^{(1)} \cdots W^{(k)} X, \qquad W^{(a)} = \mathrm{resample\_matrix}(n_a, n'_a)
         \text{ applied along axis } a
+
+    See Also
+    --------
+    resample_matrix : the map of one axis.
+    refpos.encodings.grid.resample_position_table : a position table resampled to a patch grid.
+
+    References
+    ----------
+    PyTorch, ``torch/nn/functional.py``: ``interpolate`` (the output size ``floor(n·s)`` and the scale factors
+    passed to the kernels); the kernels as in :func:`resample_matrix`.
 
     Examples
     --------

@@ -94,8 +94,8 @@ def resample_error_bound(in_sizes: Sequence[int], out_sizes: Sequence[int], *, m
     Examples
     --------
     >>> bound = resample_error_bound([16, 16], [24, 24], mode="bicubic", unit_roundoff=2.0**-24, magnitude=1.0)
-    >>> 1e-6 < bound < 1e-5
-    True
+    >>> f"{bound:.1e}"                  # of |x| ≤ 1; torch's float32 kernel lands within 2e-6 of the reference
+    '5.2e-05'
     """
     factors = list(scale_factors) if scale_factors is not None else [None] * len(in_sizes)
     if not (len(in_sizes) == len(out_sizes) == len(factors)) or len(in_sizes) not in (1, 2):

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from refpos.encodings.grid_variants import GRID_VARIANTS
+from refpos.encodings.grid_variants import GRID_VARIANTS, WAY_FIELDS
 from refpos.encodings.resample_bounds import resample_error_bound
 from refpos.golden import certify as cert
 from refpos.golden import grid_exact
@@ -29,7 +29,6 @@ from refpos.golden.cases import In, as_xp, call, rng_for, to_np
 from refpos.golden.entries import round_up, tolerance_value
 from refpos.golden.manifest import Case, Output
 from refpos.golden.ulp import MANTISSA
-from refpos.testing.adapter_grid import WAY_KEYS
 
 #: (name, keyword arguments of interpolate): every mode and option, shrinking and growing
 RESAMPLE_CALLS: list[tuple[str, dict[str, Any]]] = [
@@ -65,8 +64,13 @@ def _tolerance(reference: np.ndarray, magnitude: float, bound: Any) -> dict[str,
     return entry
 
 
+def _n_axes(options: dict[str, Any]) -> int:
+    """How many trailing axes a call resamples: as many as its size or scale factor names."""
+    return len(options["size"] if "size" in options else options["scale_factor"])
+
+
 def _exact_resample(x: np.ndarray, options: dict[str, Any]) -> np.ndarray:
-    axes = list(range(x.ndim - (1 if options["mode"] == "linear" else 2), x.ndim))
+    axes = list(range(x.ndim - _n_axes(options), x.ndim))
     sizes, factors = _sizes(x, options)
     kw = {k: options.get(k, False) for k in ("align_corners", "antialias")}
     out = x
@@ -77,7 +81,7 @@ def _exact_resample(x: np.ndarray, options: dict[str, Any]) -> np.ndarray:
 
 
 def _sizes(x: np.ndarray, options: dict[str, Any]) -> tuple[list[int], list[float | None]]:
-    n_in = list(x.shape[x.ndim - (1 if options["mode"] == "linear" else 2):])
+    n_in = list(x.shape[x.ndim - _n_axes(options):])
     if "size" in options:
         return list(options["size"]), [None] * len(n_in)
     sizes = [math.floor(n * s) for n, s in zip(n_in, options["scale_factor"], strict=True)]
@@ -95,7 +99,7 @@ def resample_cases() -> list[Case]:
     cases = []
     for name, options in RESAMPLE_CALLS:
         cid = f"resample/{name}"
-        x = rng_for(cid).standard_normal((2, 11) if options["mode"] == "linear" else (2, 7, 9))
+        x = rng_for(cid).standard_normal((2, 11) if _n_axes(options) == 1 else (2, 7, 9))
         arguments = {**INTERPOLATE_ARGS, **options}
         size = arguments.pop("size")
         y = to_np(interpolate(as_xp(x), size, **arguments))
@@ -119,7 +123,7 @@ def resample_cases() -> list[Case]:
 
 def _way(name: str) -> dict[str, Any]:
     variant = GRID_VARIANTS[name]
-    return {key: getattr(variant, key) for key in WAY_KEYS}
+    return {key: getattr(variant, key) for key in WAY_FIELDS}
 
 
 def grid_variant_cases() -> list[Case]:

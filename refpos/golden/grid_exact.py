@@ -64,7 +64,7 @@ def axis_taps(n_in: int, n_out: int, *, mode: str, align_corners: bool = False, 
     r = _step(n_in, n_out, align_corners, scale_factor, f)
     if antialias:
         return one if n_in == n_out else _antialias_taps(n_in, n_out, r, 2 if mode == "bilinear" else 4, f)
-    if mode in ("linear", "bilinear") and n_in == n_out:
+    if mode != "bicubic" and n_in == n_out:  # the linear modes copy an unchanged axis
         return one
     rows = []
     for i in range(n_out):

@@ -1,6 +1,6 @@
 """The reference adapter's functions for vision position grids (the contract of ``spec_tests/README.md``):
-resampling as ``torch.nn.functional.interpolate`` computes it, and learned position tables resampled to a patch
-grid (docs/grid.md).
+resampling as ``torch.nn.functional.interpolate`` computes it, learned position tables resampled to a patch grid
+(docs/grid.md), and decomposed relative positions (docs/decomposed.md).
 
 :mod:`refpos.testing.adapter` imports them, so ``REFPOS_IMPL=refpos.testing.adapter`` provides them; they live
 here to keep each module of one concern. Arrays in and out are NumPy; inside they move to the current backend.
@@ -12,13 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from refpos.encodings.decomposed import add_decomposed_rel_pos as _add_decomposed
 from refpos.encodings.grid import resample_position_table as _resample_table
+from refpos.encodings.grid_variants import WAY_FIELDS
 from refpos.encodings.resample import interpolate as _interpolate
 from refpos.testing.adapter_arrays import to_backend, to_host
-
-#: the keys of a contract resampling-way dict, and their values when left out
-WAY_KEYS = {"mode": None, "align_corners": False, "antialias": False, "scale_factor_offset": None,
-            "padding": "border", "keep_extra": True, "axes": "hw"}
 
 
 def interpolate(x: np.ndarray, size: Any = None, mode: str = "bilinear", align_corners: bool = False,
@@ -42,10 +40,20 @@ def resample_position_table(table: np.ndarray, grid: list[int], way: dict, prefi
     unchanged around the grid, or left out), ``"axes"`` (``hw``; ``wh``: resampled to ``(w, h)`` and read in
     that order)}; unknown keys: ValueError."""
     if not isinstance(way, dict):
-        raise TypeError(f"way must be a dict with keys {tuple(WAY_KEYS)}, got {type(way).__name__}")
-    unknown = sorted(set(way) - set(WAY_KEYS))
+        raise TypeError(f"way must be a dict with keys {tuple(WAY_FIELDS)}, got {type(way).__name__}")
+    unknown = sorted(set(way) - set(WAY_FIELDS))
     if unknown or way.get("mode") is None:
-        raise ValueError(f"way takes the keys {tuple(WAY_KEYS)} ('mode' required); unknown {unknown}")
-    options = {**WAY_KEYS, **way}
+        raise ValueError(f"way takes the keys {tuple(WAY_FIELDS)} ('mode' required); unknown {unknown}")
+    options = {**WAY_FIELDS, **way}
     return to_host(_resample_table(to_backend(table, np.float64), tuple(grid), prefix_tokens=prefix_tokens,
                                    suffix_tokens=suffix_tokens, **options))
+
+
+def add_decomposed_rel_pos(attn: np.ndarray, q: np.ndarray, rel_pos_h: np.ndarray, rel_pos_w: np.ndarray,
+                           q_size: list[int], k_size: list[int]) -> np.ndarray:
+    """Logits ``attn`` ``(..., q_h·q_w, k_h·k_w)`` plus ``q_yx·R_h[y, y'] + q_yx·R_w[x, x']`` (docs/decomposed.md):
+    ``q`` ``(..., q_h·q_w, C)`` raster order, tables ``(L, C)`` resampled (1-D linear) to ``2·max(q, k) − 1`` rows
+    and read at row ``⌊i·max(k/q, 1) − j·max(q/k, 1) + (k − 1)·max(q/k, 1)⌋`` (exact arithmetic)."""
+    return to_host(_add_decomposed(to_backend(attn, np.float64), to_backend(q, np.float64),
+                                   to_backend(rel_pos_h, np.float64), to_backend(rel_pos_w, np.float64),
+                                   tuple(q_size), tuple(k_size)))

@@ -17,25 +17,25 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from refpos.encodings.resample import ANTIALIAS_MODES, MODE_AXES, MODES
 from refpos.testing.strategies import seeded_normal
 
-#: the resampling modes of the contract, and those that take align_corners and antialias
-RESAMPLE_MODES = ("nearest", "linear", "bilinear", "bicubic")
+#: the modes a position grid is resampled in
 GRID_MODES = ("nearest", "bilinear", "bicubic")
 
 
 @st.composite
-def resample_calls(draw: st.DrawFn, modes: tuple[str, ...] = RESAMPLE_MODES, max_size: int = 24) -> dict[str, Any]:
+def resample_calls(draw: st.DrawFn, modes: tuple[str, ...] = MODES, max_size: int = 24) -> dict[str, Any]:
     """Keyword arguments of the contract's ``interpolate``: ``x`` ``(C, n[, m])`` and the size or scale-factor form."""
     mode = draw(st.sampled_from(modes))
-    n_axes = 1 if mode == "linear" else 2
+    n_axes = MODE_AXES[mode] or 2  # nearest: a 2-D grid
     in_sizes = tuple(draw(st.integers(1, max_size)) for _ in range(n_axes))
     call: dict[str, Any] = {"x": draw(seeded_normal((2, *in_sizes))), "mode": mode}
     if mode != "nearest":
         call["align_corners"] = draw(st.booleans())
-        call["antialias"] = mode != "linear" and not call["align_corners"] and draw(st.booleans())
+        call["antialias"] = mode in ANTIALIAS_MODES and not call["align_corners"] and draw(st.booleans())
     if draw(st.booleans()) or call.get("align_corners"):
-        call["size"] = [draw(st.integers(2 if mode != "linear" else 1, max_size)) for _ in in_sizes]
+        call["size"] = [draw(st.integers(2 if n_axes == 2 else 1, max_size)) for _ in in_sizes]
     else:
         factors = [draw(st.sampled_from([0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0])) for _ in in_sizes]
         call["scale_factor"] = [max(s, 2.0 / n) for s, n in zip(factors, in_sizes, strict=True)]  # ≥ 2 rows out

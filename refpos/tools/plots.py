@@ -367,7 +367,9 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
 
 # figures drawn by a module of their own (each exports its plot function and a tuple (name, description,
 # caption, figure size)), registered here, after the ones above
-from refpos.tools import plots_deberta, plots_fit  # noqa: E402
+from refpos.tools import plots_deberta, plots_decomposed, plots_fit, plots_grid  # noqa: E402
 
 _register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)
 _register(*plots_fit.FIT_PLOT)(plots_fit.plot_fit_example)
+_register(*plots_grid.GRID_PLOT)(plots_grid.plot_grid_resample)
+_register(*plots_decomposed.DECOMPOSED_PLOT)(plots_decomposed.plot_decomposed_index)
