@@ -68,26 +68,19 @@ def _deit(table, grid, dtype, prefix):
                                                    grid[0] * PATCH, grid[1] * PATCH)[0]
 
 
-def _clip(table, grid, dtype, prefix):
-    from transformers.models.clip.modeling_clip import CLIPVisionEmbeddings
-
-    embedding = torch.nn.Embedding(table.shape[0], DIM).to(dtype)
-    embedding.weight.data = _t(table, dtype)
-    me = SimpleNamespace(position_embedding=embedding, patch_size=PATCH,
-                         position_ids=torch.arange(table.shape[0])[None])
-    return CLIPVisionEmbeddings.interpolate_pos_encoding(me, torch.zeros(1, 1 + grid[0] * grid[1], DIM, dtype=dtype),
-                                                         grid[0] * PATCH, grid[1] * PATCH)[0]
-
-
-def _siglip(table, grid, dtype, prefix):
-    from transformers.models.siglip.modeling_siglip import SiglipVisionEmbeddings
-
-    embedding = torch.nn.Embedding(table.shape[0], DIM).to(dtype)
-    embedding.weight.data = _t(table, dtype)
-    me = SimpleNamespace(position_embedding=embedding, patch_size=PATCH,
-                         position_ids=torch.arange(table.shape[0])[None])
-    return SiglipVisionEmbeddings.interpolate_pos_encoding(me, torch.zeros(1, grid[0] * grid[1], DIM, dtype=dtype),
-                                                           grid[0] * PATCH, grid[1] * PATCH)[0]
+def _embedding_table(cls_path: str, prefix_rows: int) -> Callable:
+    """CLIP's and SigLIP's ``interpolate_pos_encoding``: the table an ``nn.Embedding``, ``prefix_rows`` before the
+    patches in the embeddings it is handed."""
+    def anchor(table, grid, dtype, prefix):
+        module, name = cls_path.rsplit(".", 1)
+        cls = getattr(__import__(module, fromlist=[name]), name)
+        embedding = torch.nn.Embedding(table.shape[0], DIM).to(dtype)
+        embedding.weight.data = _t(table, dtype)
+        me = SimpleNamespace(position_embedding=embedding, patch_size=PATCH,
+                             position_ids=torch.arange(table.shape[0])[None])
+        embeddings = torch.zeros(1, prefix_rows + grid[0] * grid[1], DIM, dtype=dtype)
+        return cls.interpolate_pos_encoding(me, embeddings, grid[0] * PATCH, grid[1] * PATCH)[0]
+    return anchor
 
 
 def _timm(antialias: bool) -> Callable:
@@ -246,8 +239,11 @@ def _timesformer(table, grid, dtype, prefix):
 
 #: record -> (model type or library, anchor, prefix tokens, grids the anchor takes)
 ANCHORS: dict[str, list[tuple[str, Callable, int, list]]] = {
-    "bicubic": [("vit", _vit, 1, GRIDS), ("deit", _deit, 2, GRIDS), ("clip", _clip, 1, GRIDS),
-                ("siglip", _siglip, 0, GRIDS), ("timm antialias=False", _timm(False), 1, GRIDS)],
+    "bicubic": [("vit", _vit, 1, GRIDS), ("deit", _deit, 2, GRIDS),
+                ("clip", _embedding_table("transformers.models.clip.modeling_clip.CLIPVisionEmbeddings", 1), 1, GRIDS),
+                ("siglip", _embedding_table("transformers.models.siglip.modeling_siglip.SiglipVisionEmbeddings", 0), 0,
+                 GRIDS),
+                ("timm antialias=False", _timm(False), 1, GRIDS)],
     "bicubic_grid_only": [("vitdet", _vitdet, 1, GRIDS), ("seggpt", _seggpt, 1, GRIDS)],
     "bicubic_float32": [("dinov2", _dinov2, 1, GRIDS)],
     "bicubic_antialias": [("dinov2_with_registers", _dinov2_registers, 1, GRIDS),

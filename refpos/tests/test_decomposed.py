@@ -141,3 +141,12 @@ def test_add_decomposed_rel_pos_is_the_terms_added_in_raster_order():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+@pytest.mark.parametrize("arithmetic", ["exact", "float32"])
+def test_the_terms_run_on_the_current_backend(xp, arithmetic):
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal((2, 24, 3)), rng.standard_normal((9, 3)), rng.standard_normal((11, 3))]
+    options = {"q_size": (6, 4), "k_size": (3, 8), "index_arithmetic": arithmetic}
+    on_backend = to_numpy(decomposed_rel_pos_terms(*(xp.asarray(a) for a in arrays), **options))
+    np.testing.assert_allclose(on_backend, to_numpy(decomposed_rel_pos_terms(*arrays, **options)), atol=ATOL)

@@ -184,3 +184,12 @@ def test_no_model_type_is_in_two_records():
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+@pytest.mark.parametrize("name", sorted(GRID_VARIANTS))
+def test_every_way_runs_on_the_current_backend(xp, name):
+    """The array path of every way on the backend of the run (array_api_strict in tox's portability run)."""
+    table = np.random.default_rng(5).standard_normal((1 + 25, 3))
+    on_backend = to_numpy(GRID_VARIANTS[name].resample(xp.asarray(table), (3, 7), prefix_tokens=1))
+    np.testing.assert_allclose(on_backend, to_numpy(GRID_VARIANTS[name].resample(table, (3, 7), prefix_tokens=1)),
+                               atol=ATOL)
