@@ -188,16 +188,19 @@ def _vision_utils(mode: str, align_corners: bool, merge: int = 1, padding: str =
     return anchor
 
 
-def _glm4v(table, grid, dtype, prefix):
-    from transformers.models.glm4v.modeling_glm4v import Glm4vVisionEmbeddings
-
-    embedding = torch.nn.Embedding(table.shape[0], DIM).to(dtype)
-    embedding.weight.data = _t(table, dtype)
-    me = SimpleNamespace(position_embedding=embedding, interpolated_method="bicubic")
-    h, w = grid
-    rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
-    return Glm4vVisionEmbeddings.forward(me, torch.zeros(h * w, DIM, dtype=dtype), [h * w], torch.tensor([[1, h, w]]),
-                                         rows.reshape(-1), cols.reshape(-1))
+def _grid_sample(cls_path: str, method: str) -> Callable:
+    """GLM-4V's and GLM-Image's embeddings: ``grid_sample`` at each patch's centre (border padding)."""
+    def anchor(table, grid, dtype, prefix):
+        module, name = cls_path.rsplit(".", 1)
+        cls = getattr(__import__(module, fromlist=[name]), name)
+        embedding = torch.nn.Embedding(table.shape[0], DIM).to(dtype)
+        embedding.weight.data = _t(table, dtype)
+        me = SimpleNamespace(position_embedding=embedding, interpolated_method=method)
+        h, w = grid
+        rows, cols = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+        return cls.forward(me, torch.zeros(h * w, DIM, dtype=dtype), [h * w], torch.tensor([[1, h, w]]),
+                           rows.reshape(-1), cols.reshape(-1))
+    return anchor
 
 
 def _dinov2_offset(table, grid, dtype, prefix):
@@ -252,12 +255,16 @@ ANCHORS: dict[str, list[tuple[str, Callable, int, list]]] = {
     "bilinear_grid_only_float32": [
         ("hunyuan_vl", _hunyuan("transformers.models.hunyuan_vl.modeling_hunyuan_vl.HunYuanVLVisionPatchEmbed"), 1,
          GRIDS),
-        ("paddleocr_vl", _vision_utils("bilinear", False), 0, GRIDS)],
+        ("paddleocr_vl", _vision_utils("bilinear", False), 0, GRIDS),
+        ("glm_image", _grid_sample("transformers.models.glm_image.modeling_glm_image.GlmImageVisionEmbeddings",
+                                   "bilinear"), 0, GRIDS)],
     "bilinear_antialias": [("tipsv2", _tipsv2, 1, GRIDS)],
     "bilinear_align_corners": [("qwen3_vl", _vision_utils("bilinear", True, merge=1), 0, GRIDS),
                                ("qwen3_vl merge 2", _vision_utils("bilinear", True, merge=2), 0,
                                 [(6, (4, 2)), (5, (8, 6))])],
-    "bicubic_gather": [("kimi_k25", _vision_utils("bicubic", False), 0, GRIDS), ("glm4v", _glm4v, 0, GRIDS)],
+    "bicubic_gather": [("kimi_k25", _vision_utils("bicubic", False), 0, GRIDS),
+                       ("glm4v", _grid_sample("transformers.models.glm4v.modeling_glm4v.Glm4vVisionEmbeddings",
+                                              "bicubic"), 0, GRIDS)],
     "bilinear_zeros_transposed": [("muse_glimmer", _vision_utils("bilinear", False, padding="zeros",
                                                                  transposed=True), 0, GRIDS)],
     "dinov2_offset": [("torch F.interpolate(scale_factor=(g + 0.1)/M)", _dinov2_offset, 1, GRIDS)],
