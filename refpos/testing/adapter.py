@@ -1,7 +1,6 @@
 """The reference adapter: refpos itself behind the adapter contract of ``spec_tests/README.md``.
 
-Arrays in and out are NumPy. Inside, they are moved to the current backend (``REFPOS_BACKEND``:
-numpy, cupy or array_api_strict), so the spec suite run on this adapter exercises every backend.
+Arrays in and out are NumPy, moved inside to the current backend (``REFPOS_BACKEND``): the suite exercises every one.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from refpos.testing.adapter_arrays import to_host as _out
 from refpos.testing.adapter_bias_table import window_bias  # noqa: F401  # the contract's, re-exported
 from refpos.testing.adapter_conv_position import conv_positions, stacked_conv_positions  # noqa: F401
 from refpos.testing.adapter_layers import apply_rope_tables, apply_vision_rope, local_attention, query_scale  # noqa: F401
+from refpos.testing.adapter_grid import add_decomposed_rel_pos, interpolate, resample_position_table  # noqa: F401
 
 INFO: dict[str, Any] = {
     "name": "refpos",

@@ -369,9 +369,18 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI, force: bool = False) -> 
 
 # figures drawn by a module of their own (each exports its plot function and a tuple (name, description,
 # caption, figure size)), registered here, after the ones above
-from refpos.tools import plots_bias_table, plots_conv_position, plots_deberta, plots_fit  # noqa: E402
+from refpos.tools import (  # noqa: E402
+    plots_bias_table,
+    plots_conv_position,
+    plots_decomposed,
+    plots_deberta,
+    plots_fit,
+    plots_grid,
+)
 
 _register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)
 _register(*plots_fit.FIT_PLOT)(plots_fit.plot_fit_example)
 _register(*plots_bias_table.BIAS_TABLE_PLOT)(plots_bias_table.plot_bias_table)
 _register(*plots_conv_position.CONV_POSITION_PLOT)(plots_conv_position.plot_conv_position)
+_register(*plots_grid.GRID_PLOT)(plots_grid.plot_grid_resample)
+_register(*plots_decomposed.DECOMPOSED_PLOT)(plots_decomposed.plot_decomposed_index)
