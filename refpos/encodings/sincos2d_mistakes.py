@@ -11,8 +11,10 @@ r"""The catalogued mistakes of fixed 2-D sin–cos embeddings, the kind's bound,
 * the angle's own product or division, ``u·|θ|``;
 
 so ``|Δθ| ≤ (7 + ln T)·u·|θ|``, and ``sin``/``cos`` (1-Lipschitz) add their evaluation and storage, ``2u + u``.
-With a margin of one ``u·|θ|`` and one ``u``: :math:`\beta = u\,\bigl((8 + \ln T)\,\theta_{max} + 4\bigr)`, one bound
-for the whole output (``θ_max`` the largest angle of the output: the largest coordinate times ω₀ = 1).
+With a margin of one ``u·|θ|`` and one ``u``: :math:`\beta = u\,\bigl((8 + \ln T)\,\theta_{max} + 4\bigr)` with
+``θ_max`` the largest angle of a token, pixel or point (its largest coordinate: ω₀ = 1). A pixel of a column the
+mask pads entirely has ``c_last = 0``: DETR's coordinate ``0/ε`` is 0, Deformable DETR's ``−0.5/ε·2π ≈ −3·10⁶``, where
+a float32 angle has no correct digit and the bound says so.
 
 A mistake is the same computation with one step changed: its output is matched within the bound of its own largest
 angle and temperature.
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from refpos.encodings.mistake_match import KindMistake, as_float64, identify_output
-from refpos.encodings.sincos2d import TWO_PI
+from refpos.encodings.sincos2d import TWO_PI, mask_coordinates
 from refpos.encodings.sincos2d_variants import BUILDERS, SineVariant, sincos2d_variant
 from refpos.pairs import layout_permutation
 
@@ -56,18 +58,20 @@ class Sincos2dInputs:
         return as_float64(BUILDERS[self.record.builder](**self.keywords()))
 
     def bound(self) -> np.ndarray:
-        """The module docstring's ``β`` for this call (a 0-d array)."""
+        """The module docstring's ``β``, per token (grid), pixel (mask) or point (coordinates): ``(..., 1)``."""
         kw, builder = self.keywords(), self.record.builder
         temperature = kw.get("temperature", 10000.0)
         log_t = math.log(max(temperature) if isinstance(temperature, tuple) else temperature)
         if builder == "grid":
-            theta = max(kw["height"], kw["width"]) - 1.0
+            theta = np.full((kw["cls_rows"] + kw["height"] * kw["width"], 1), max(kw["height"], kw["width"]) - 1.0)
         elif builder == "mask":
-            scale = TWO_PI if kw.get("scale") is None else kw["scale"]
-            theta = scale * (1.0 + abs(kw.get("offset", 0.0))) if kw["normalize"] else float(max(kw["mask"].shape[-2:]))
+            y, x = (as_float64(c) for c in mask_coordinates(kw["mask"], normalize=kw["normalize"],
+                                                            scale=kw.get("scale"), offset=kw.get("offset", 0.0),
+                                                            eps=kw.get("eps", 1e-6)))
+            theta = np.maximum(np.abs(y), np.abs(x))[..., None]
         else:
-            theta = float(np.abs(as_float64(kw["coords"])).max(initial=0.0)) * kw["scale"]
-        return np.asarray(U32 * ((8.0 + log_t) * theta + 4.0))
+            theta = np.abs(as_float64(kw["coords"])).max(axis=-1, keepdims=True) * kw["scale"]
+        return U32 * ((8.0 + log_t) * theta + 4.0)
 
     def reference(self) -> tuple[np.ndarray, np.ndarray]:
         return self.output(), self.bound()
