@@ -116,7 +116,7 @@ SINUSOID_1D_VARIANTS: Mapping[str, SinusoidVariant] = MappingProxyType(dict([
              "positions from padding_idx + 1 over real steps, the padding_idx row zero"),
     _variant("espnet_relative", dict(_PAPER_INTERLEAVED, base=10000.0), "relative", "one",
              "left = right = L − 1 for L keys (Nemotron streaming: L counts the cached frames)",
-             ("wav2vec2_conformer", "wav2vec2_bert", "seamless_m4t", "seamless_m4t_v2", "fastspeech2_conformer",
+             ("wav2vec2_conformer", "wav2vec2_bert", "seamless_m4t", "fastspeech2_conformer",
               "parakeet_encoder", "nemotron_asr_streaming_encoder"),
              _TF + "wav2vec2_conformer/modeling_wav2vec2_conformer.py: Wav2Vec2ConformerRelPositionalEmbedding; "
              "parakeet/modeling_parakeet.py: ParakeetEncoderRelPositionalEncoding",
