@@ -185,3 +185,13 @@ def test_every_mistake_applies_to_some_input_and_every_variant_names_models():
     applied = {m.name for i in standard_inputs() for m in FOURIER_MISTAKES if m.compute(i) is not None}
     assert applied == {m.name for m in FOURIER_MISTAKES}
     assert all(v["models"] and v["source"].startswith("transformers models/") for v in FOURIER_VARIANTS.values())
+
+
+def test_golden_cases_replay_certify_and_reject_a_swap():
+    from refpos.golden.fourier_cases import fourier_cases
+    from refpos.tests.kind_goldens import check_case
+
+    cases = fourier_cases()
+    assert len({c.id for c in cases}) == len(cases) == 3
+    for case in cases:
+        check_case(case, lambda a: np.roll(a, a.shape[-1] // 2, axis=-1))  # [cos | sin]

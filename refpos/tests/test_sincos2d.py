@@ -289,3 +289,14 @@ def test_an_unexplained_output_is_named_nothing():
     inputs = standard_inputs("detr")
     assert identify_sincos2d(inputs.reference()[0] + 0.5, inputs) is None
     assert math.isfinite(float(inputs.bound().max()))
+
+
+# ------------------------------------------------------------------------------------------- goldens
+def test_golden_cases_replay_certify_and_reject_a_swap():
+    from refpos.golden.sincos2d_cases import sincos2d_cases
+    from refpos.tests.kind_goldens import check_case
+
+    cases = sincos2d_cases()
+    assert len({c.id for c in cases}) == len(cases) == 9
+    for case in cases:
+        check_case(case, lambda a: np.roll(a, 1, axis=-1))  # every channel read from its neighbour

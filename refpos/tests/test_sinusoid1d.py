@@ -225,3 +225,13 @@ def test_every_mistake_applies_to_some_variant_and_every_variant_names_models():
     assert applied == {m.name for m in SINUSOID1D_MISTAKES}
     for variant in SINUSOID_1D_VARIANTS.values():
         assert variant.models and variant.source.startswith("transformers models/") and variant.description
+
+
+def test_golden_cases_replay_certify_and_reject_a_swap():
+    from refpos.golden.sinusoid1d_cases import sinusoid1d_cases
+    from refpos.tests.kind_goldens import check_case
+
+    cases = sinusoid1d_cases()
+    assert len({c.id for c in cases}) == len(cases) == 6
+    for case in cases:
+        check_case(case, lambda a: np.roll(a, a.shape[-1] // 2, axis=-1))
