@@ -367,7 +367,10 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
 
 # figures drawn by a module of their own (each exports its plot function and a tuple (name, description,
 # caption, figure size)), registered here, after the ones above
-from refpos.tools import plots_deberta, plots_fit  # noqa: E402
+from refpos.tools import plots_deberta, plots_fit, plots_fourier, plots_sincos2d, plots_sinusoid1d  # noqa: E402
 
 _register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)
 _register(*plots_fit.FIT_PLOT)(plots_fit.plot_fit_example)
+_register(*plots_sincos2d.PLOT)(plots_sincos2d.plot_sincos2d)
+_register(*plots_fourier.PLOT)(plots_fourier.plot_fourier_sam)
+_register(*plots_sinusoid1d.PLOT)(plots_sinusoid1d.plot_sinusoid1d)
