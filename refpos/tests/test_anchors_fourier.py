@@ -10,23 +10,22 @@ the module's own float32 matrix, given to refpos exactly (float32 values are flo
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from refpos.encodings.fourier import linear_positions
-from refpos.encodings.fourier_mistakes import U32, FourierInputs
+from refpos.encodings.fourier_mistakes import FourierInputs
+from refpos.tests.kind_checks import Anchor, anchor_ids
+from refpos.tests.kind_checks import transformers_object as _import
 
 torch = pytest.importorskip("torch", reason="Fourier anchors need torch (pip install 'refpos[anchors]')")
 pytest.importorskip("transformers", reason="Fourier anchors need transformers (pip install 'refpos[anchors]')")
 
 pytestmark = pytest.mark.anchors
 
-U64 = 2.0**-53
 
 #: model type -> the positional embedding module of its prompt encoder (SAM's PositionEmbeddingRandom)
 MODULES = {"sam": "sam.modeling_sam:SamPositionalEmbedding",
@@ -38,26 +37,6 @@ MODULES = {"sam": "sam.modeling_sam:SamPositionalEmbedding",
            "edgetam": "edgetam.modeling_edgetam:EdgeTamPositionalEmbedding",
            "edgetam_video": "edgetam_video.modeling_edgetam_video:EdgeTamVideoPositionalEmbedding"}
 
-
-def _import(path: str) -> object:
-    module, name = path.split(":")
-    return getattr(importlib.import_module("transformers.models." + module), name)
-
-
-@dataclass(frozen=True)
-class Anchor:
-    name: str
-    inputs: FourierInputs
-    library: Callable[[], object]
-    dtype: str
-
-    def error(self) -> tuple[float, float]:
-        reference, bound = self.inputs.reference()
-        bound = bound * (U64 / U32 if self.dtype == "float64" else 1.0)
-        got = self.library().detach().double().numpy()
-        assert got.shape == reference.shape, (got.shape, reference.shape)
-        error = np.abs(got - reference)
-        return float(error.max()), float((error / bound).max())
 
 
 def _module(path: str, double: bool) -> tuple[object, np.ndarray]:
@@ -163,7 +142,7 @@ def _perceiver_anchors() -> list[Anchor]:
 ANCHORS = _sam_anchors() + _prompt_and_grid_anchors() + _perceiver_anchors()
 
 
-@pytest.mark.parametrize("anchor", ANCHORS, ids=[a.name.split(":")[0] + "-" + str(i) for i, a in enumerate(ANCHORS)])
+@pytest.mark.parametrize("anchor", ANCHORS, ids=anchor_ids(ANCHORS))
 def test_refpos_equals_the_library_within_the_bound(anchor):
     _, ratio = anchor.error()
     assert ratio <= 1.0, f"{anchor.name}: error {ratio:.3g} times the bound"

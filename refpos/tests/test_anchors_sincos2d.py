@@ -13,42 +13,21 @@ float32 anchor. :func:`largest_errors` reports the largest error of each anchor 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from refpos.encodings.sincos2d_mistakes import U32, Sincos2dInputs
+from refpos.encodings.sincos2d_mistakes import Sincos2dInputs
+from refpos.tests.kind_checks import Anchor, anchor_ids
+from refpos.tests.kind_checks import transformers_object as _import
 
 torch = pytest.importorskip("torch", reason="sin-cos anchors need torch (pip install 'refpos[anchors]')")
 pytest.importorskip("transformers", reason="sin-cos anchors need transformers (pip install 'refpos[anchors]')")
 
 pytestmark = pytest.mark.anchors
 
-#: float64's unit roundoff: the bound of an all-float64 library run
-U64 = 2.0**-53
 
-
-@dataclass(frozen=True)
-class Anchor:
-    """One comparison: refpos's inputs, the library's output as a function of nothing, the library's dtype."""
-
-    name: str
-    inputs: Sincos2dInputs
-    library: Callable[[], object]
-    dtype: str  # "float64" or "float32"
-
-    def error(self) -> tuple[float, float]:
-        """(largest |refpos − library|, largest ratio of the error to the bound)."""
-        reference, bound = self.inputs.reference()
-        bound = bound * (U64 / U32 if self.dtype == "float64" else 1.0)
-        theirs = self.library()
-        got = np.asarray(theirs.detach().double().numpy() if hasattr(theirs, "detach") else theirs, dtype=np.float64)
-        assert got.shape == reference.shape, (got.shape, reference.shape)
-        error = np.abs(got - reference)
-        return float(error.max()), float((error / bound).max())
 
 
 def _mask() -> np.ndarray:
@@ -148,12 +127,6 @@ DETR_FORM = {"detr": "detr.modeling_detr:DetrSinePositionEmbedding",
              "deformable_detr": "deformable_detr.modeling_deformable_detr:DeformableDetrSinePositionEmbedding"}
 
 
-def _import(path: str) -> object:
-    import importlib
-
-    module, name = path.split(":")
-    return getattr(importlib.import_module("transformers.models." + module), name)
-
 
 def _mask_anchors() -> list[Anchor]:
     mask = _mask()
@@ -249,7 +222,7 @@ def all_anchors() -> list[Anchor]:
 ANCHORS = all_anchors()
 
 
-@pytest.mark.parametrize("anchor", ANCHORS, ids=[a.name.split(":")[0] + "-" + str(i) for i, a in enumerate(ANCHORS)])
+@pytest.mark.parametrize("anchor", ANCHORS, ids=anchor_ids(ANCHORS))
 def test_refpos_equals_the_library_within_the_bound(anchor):
     _, ratio = anchor.error()
     assert ratio <= 1.0, f"{anchor.name}: error {ratio:.3g} times the bound"

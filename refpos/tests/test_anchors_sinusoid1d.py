@@ -9,43 +9,22 @@ computed in float64 by NumPy but stored through ``torch.FloatTensor``: a float32
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from refpos.encodings.sinusoid1d_mistakes import U32, Sinusoid1dInputs
+from refpos.encodings.sinusoid1d_mistakes import Sinusoid1dInputs
+from refpos.tests.kind_checks import Anchor, anchor_ids
+from refpos.tests.kind_checks import transformers_object as _import
 
 torch = pytest.importorskip("torch", reason="sinusoid anchors need torch (pip install 'refpos[anchors]')")
 pytest.importorskip("transformers", reason="sinusoid anchors need transformers (pip install 'refpos[anchors]')")
 
 pytestmark = pytest.mark.anchors
 
-U64 = 2.0**-53
 
-
-def _import(path: str) -> object:
-    module, name = path.split(":")
-    return getattr(importlib.import_module("transformers.models." + module), name)
-
-
-@dataclass(frozen=True)
-class Anchor:
-    name: str
-    inputs: Sinusoid1dInputs
-    library: Callable[[], object]
-    dtype: str
-
-    def error(self) -> tuple[float, float]:
-        reference, bound = self.inputs.reference()
-        bound = bound * (U64 / U32 if self.dtype == "float64" else 1.0)
-        got = np.asarray(self.library().detach().double().numpy(), dtype=np.float64)
-        assert got.shape == reference.shape, (got.shape, reference.shape)
-        error = np.abs(got - reference)
-        return float(error.max()), float((error / bound).max())
 
 
 def _float64_default(call: Callable[[], object]) -> object:
@@ -194,7 +173,7 @@ def _relative_anchors() -> list[Anchor]:
 ANCHORS = _absolute_anchors() + _padded_anchors() + _relative_anchors()
 
 
-@pytest.mark.parametrize("anchor", ANCHORS, ids=[a.name.split(":")[0] + "-" + str(i) for i, a in enumerate(ANCHORS)])
+@pytest.mark.parametrize("anchor", ANCHORS, ids=anchor_ids(ANCHORS))
 def test_refpos_equals_the_library_within_the_bound(anchor):
     _, ratio = anchor.error()
     assert ratio <= 1.0, f"{anchor.name}: error {ratio:.3g} times the bound"

@@ -27,6 +27,7 @@ from refpos.encodings.fourier import (
     pixel_centre_coordinates,
 )
 from refpos.encodings.fourier_mistakes import FOURIER_MISTAKES, FourierInputs, identify_fourier
+from refpos.tests.kind_checks import check_case, check_mistakes, check_port
 
 ATOL = 1e-12
 
@@ -161,24 +162,13 @@ def float32_port(inputs: FourierInputs) -> np.ndarray:
 @pytest.mark.parametrize("index", range(3))
 def test_a_float32_port_is_within_the_bound_and_named_nothing(index):
     inputs = standard_inputs()[index]
-    port = float32_port(inputs).astype(np.float64)
-    reference, bound = inputs.reference()
-    assert np.all(np.abs(port - reference) <= bound)
-    assert identify_fourier(port, inputs) is None
+    check_port(float32_port(inputs), inputs, identify_fourier)
 
 
 @pytest.mark.parametrize("index", range(3))
 def test_each_mistake_differs_beyond_the_bound_and_is_named(index):
     inputs = standard_inputs()[index]
-    reference, bound = inputs.reference()
-    named = []
-    for mistake in FOURIER_MISTAKES:
-        wrong = mistake.compute(inputs)
-        if wrong is not None:
-            assert np.any(np.abs(wrong[0] - reference) > 100 * bound), mistake.name
-            assert identify_fourier(wrong[0], inputs) == mistake.name
-            named.append(mistake.name)
-    assert len(named) >= 3
+    assert len(check_mistakes(inputs, FOURIER_MISTAKES, identify_fourier, margin=100)) >= 3
 
 
 def test_every_mistake_applies_to_some_input_and_every_variant_names_models():
@@ -189,7 +179,6 @@ def test_every_mistake_applies_to_some_input_and_every_variant_names_models():
 
 def test_golden_cases_replay_certify_and_reject_a_swap():
     from refpos.golden.fourier_cases import fourier_cases
-    from refpos.tests.kind_goldens import check_case
 
     cases = fourier_cases()
     assert len({c.id for c in cases}) == len(cases) == 3

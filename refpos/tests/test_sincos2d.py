@@ -29,6 +29,7 @@ from refpos.encodings.sincos2d import (
 )
 from refpos.encodings.sincos2d_mistakes import SINCOS2D_MISTAKES, Sincos2dInputs, identify_sincos2d
 from refpos.encodings.sincos2d_variants import SINE_VARIANTS, sincos2d_variant, variants_of
+from refpos.tests.kind_checks import check_case, check_mistakes, check_port
 
 ATOL = 1e-12
 
@@ -258,25 +259,13 @@ def float32_port(inputs: Sincos2dInputs) -> np.ndarray:
 @pytest.mark.parametrize("name", list(SINE_VARIANTS))
 def test_a_float32_port_is_within_the_bound_and_named_nothing(name):
     inputs = standard_inputs(name)
-    port = float32_port(inputs).astype(np.float64)
-    reference, bound = inputs.reference()
-    assert np.all(np.abs(port - reference) <= bound)
-    assert identify_sincos2d(port, inputs) is None
+    check_port(float32_port(inputs), inputs, identify_sincos2d)
 
 
 @pytest.mark.parametrize("name", list(SINE_VARIANTS))
 def test_each_mistake_differs_beyond_the_bound_and_is_named(name):
     inputs = standard_inputs(name)
-    reference, bound = inputs.reference()
-    named = 0
-    for mistake in SINCOS2D_MISTAKES:
-        wrong = mistake.compute(inputs)
-        if wrong is None:
-            continue
-        assert wrong[0].shape != reference.shape or np.any(np.abs(wrong[0] - reference) > 100 * bound), mistake.name
-        assert identify_sincos2d(wrong[0], inputs) == mistake.name
-        named += 1
-    assert named >= 3
+    assert len(check_mistakes(inputs, SINCOS2D_MISTAKES, identify_sincos2d, margin=100)) >= 3
 
 
 def test_every_mistake_applies_to_some_variant():
@@ -294,7 +283,6 @@ def test_an_unexplained_output_is_named_nothing():
 # ------------------------------------------------------------------------------------------- goldens
 def test_golden_cases_replay_certify_and_reject_a_swap():
     from refpos.golden.sincos2d_cases import sincos2d_cases
-    from refpos.tests.kind_goldens import check_case
 
     cases = sincos2d_cases()
     assert len({c.id for c in cases}) == len(cases) == 9

@@ -25,6 +25,7 @@ from refpos.encodings.sinusoid1d import (
 from refpos.encodings.sinusoid1d_mistakes import SINUSOID1D_MISTAKES, Sinusoid1dInputs, identify_sinusoid1d
 from refpos.encodings.sinusoid1d_variants import SINUSOID_1D_VARIANTS, sinusoid1d_variant
 from refpos.encodings.sinusoidal import sinusoidal, sinusoidal_frequencies
+from refpos.tests.kind_checks import check_case, check_mistakes, check_port
 
 ATOL = 1e-12
 OPTIONS = st.fixed_dictionaries({"spacing": st.sampled_from(["paper", "tensor2tensor"]),
@@ -199,24 +200,13 @@ def float32_port(inputs: Sinusoid1dInputs) -> np.ndarray:
 @pytest.mark.parametrize("name", list(SINUSOID_1D_VARIANTS))
 def test_a_float32_port_is_within_the_bound_and_named_nothing(name):
     inputs = standard_inputs(name)
-    port = float32_port(inputs).astype(np.float64)
-    reference, bound = inputs.reference()
-    assert np.all(np.abs(port - reference) <= bound)
-    assert identify_sinusoid1d(port, inputs) is None
+    check_port(float32_port(inputs), inputs, identify_sinusoid1d)
 
 
 @pytest.mark.parametrize("name", list(SINUSOID_1D_VARIANTS))
 def test_each_mistake_differs_beyond_the_bound_and_is_named(name):
     inputs = standard_inputs(name)
-    reference, bound = inputs.reference()
-    named = []
-    for mistake in SINUSOID1D_MISTAKES:
-        wrong = mistake.compute(inputs)
-        if wrong is not None:
-            assert np.any(np.abs(wrong[0] - reference) > 2 * bound), mistake.name
-            assert identify_sinusoid1d(wrong[0], inputs) == mistake.name
-            named.append(mistake.name)
-    assert len(named) >= 3
+    assert len(check_mistakes(inputs, SINUSOID1D_MISTAKES, identify_sinusoid1d, margin=2)) >= 3
 
 
 def test_every_mistake_applies_to_some_variant_and_every_variant_names_models():
@@ -229,7 +219,6 @@ def test_every_mistake_applies_to_some_variant_and_every_variant_names_models():
 
 def test_golden_cases_replay_certify_and_reject_a_swap():
     from refpos.golden.sinusoid1d_cases import sinusoid1d_cases
-    from refpos.tests.kind_goldens import check_case
 
     cases = sinusoid1d_cases()
     assert len({c.id for c in cases}) == len(cases) == 6
