@@ -35,7 +35,7 @@ from refpos.encodings.mistake_match import KindMistake, as_float64, identify_out
 #: float32's unit roundoff: the precision a correct port may compute in
 U32 = 2.0**-24
 #: what a call computes: SAM's features of given coordinates, of prompt points, or Perceiver's
-FORMS = ("sam", "sam_prompts", "perceiver")
+INPUT_FORMS = ("sam", "sam_prompts", "perceiver")
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,8 @@ class FourierInputs:
     changed: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.form not in FORMS:
-            raise ValueError(f"form must be one of {FORMS}, got {self.form!r}")
+        if self.form not in INPUT_FORMS:
+            raise ValueError(f"form must be one of {INPUT_FORMS}, got {self.form!r}")
 
     def output(self) -> np.ndarray:
         step = {"centre": 0.5, "two_pi": 2 * math.pi, "recentre": True, "pi": math.pi, "axis_major": True,

@@ -45,7 +45,7 @@ LAYOUTS = SINUSOID_LAYOUTS
 #: how the W/2 frequencies of a block of W channels are spaced
 FREQUENCY_RULES = ("paired", "doubled")
 #: the order of the two axes' channel blocks of a grid: ``"yx"`` rows first, ``"xy"`` columns first
-AXES = ("yx", "xy")
+AXIS_ORDERS = ("yx", "xy")
 #: the order of a grid's tokens: ``"row_major"`` (y outer, as a feature map flattens) or ``"column_major"``
 FLATTENS = ("row_major", "column_major")
 #: DETR's default scale of normalised coordinates, shared by every family that normalises
@@ -193,7 +193,7 @@ def sincos_2d_grid(height: int, width: int, dim: int, *, temperature: float = 10
     height = check_size("height", height, maximum=MAX_WIDTH, bytes_each=8, what="float64 per row")
     width = check_size("width", width, maximum=MAX_WIDTH, bytes_each=8, what="float64 per column")
     dim = _check_width("dim", dim, 4)
-    check_choice("axes", axes, AXES)
+    check_choice("axes", axes, AXIS_ORDERS)
     check_choice("flatten", flatten, FLATTENS)
     cls_rows = check_int("cls_rows", cls_rows, minimum=0, maximum=MAX_WIDTH)
     check_memory("the 2-D sin-cos table, float64", 2 * (cls_rows + height * width) * dim * 8,

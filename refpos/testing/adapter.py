@@ -15,17 +15,10 @@ from refpos.backend import get_xp
 from refpos.rope import DynamicNTKState, Rope, interleaved_to_half_permutation, permute_qk_heads, softmax_multiplier
 from refpos.testing.adapter_arrays import to_backend as _in
 from refpos.testing.adapter_arrays import to_host as _out
-from refpos.testing.adapter_fourier import fourier_features as fourier_features  # vision and audio kinds, re-exported
-from refpos.testing.adapter_fourier import perceiver_fourier_features as perceiver_fourier_features
-from refpos.testing.adapter_layers import apply_rope_tables as apply_rope_tables  # the contract's, re-exported
-from refpos.testing.adapter_layers import apply_vision_rope as apply_vision_rope
-from refpos.testing.adapter_layers import local_attention as local_attention
-from refpos.testing.adapter_layers import query_scale as query_scale
-from refpos.testing.adapter_sincos2d import sincos_2d_grid as sincos_2d_grid
-from refpos.testing.adapter_sincos2d import sine_coordinates as sine_coordinates
-from refpos.testing.adapter_sincos2d import sine_position_map as sine_position_map
-from refpos.testing.adapter_sinusoid1d import padded_sinusoid as padded_sinusoid
-from refpos.testing.adapter_sinusoid1d import sinusoid_1d as sinusoid_1d
+from refpos.testing.adapter_fourier import fourier_features, perceiver_fourier_features  # noqa: F401  # re-exported
+from refpos.testing.adapter_layers import apply_rope_tables, apply_vision_rope, local_attention, query_scale  # noqa: F401
+from refpos.testing.adapter_sincos2d import sincos_2d_grid, sine_coordinates, sine_position_map  # noqa: F401
+from refpos.testing.adapter_sinusoid1d import padded_sinusoid, sinusoid_1d  # noqa: F401
 
 INFO: dict[str, Any] = {
     "name": "refpos",

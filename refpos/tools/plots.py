@@ -371,6 +371,6 @@ from refpos.tools import plots_deberta, plots_fit, plots_fourier, plots_sincos2d
 
 _register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)
 _register(*plots_fit.FIT_PLOT)(plots_fit.plot_fit_example)
-_register(*plots_sincos2d.PLOT)(plots_sincos2d.plot_sincos2d)
-_register(*plots_fourier.PLOT)(plots_fourier.plot_fourier_sam)
-_register(*plots_sinusoid1d.PLOT)(plots_sinusoid1d.plot_sinusoid1d)
+_register(*plots_sincos2d.SINCOS2D_PLOT)(plots_sincos2d.plot_sincos2d)
+_register(*plots_fourier.FOURIER_PLOT)(plots_fourier.plot_fourier_sam)
+_register(*plots_sinusoid1d.SINUSOID1D_PLOT)(plots_sinusoid1d.plot_sinusoid1d)

@@ -13,7 +13,7 @@ import numpy as np
 from refpos.backend import to_numpy
 
 #: (name, description, caption, figure size): what ``refpos.tools.plots`` registers the plot under
-PLOT = ("fourier-sam", "two channels of SAM's dense Fourier embedding of a 64x64 grid (a seeded Gaussian G)",
+FOURIER_PLOT = ("fourier-sam", "two channels of SAM's dense Fourier embedding of a 64x64 grid (a seeded Gaussian G)",
         "Each channel is a plane wave across the image: its direction and wavelength are a column of G, so a "
         "larger entry gives a finer stripe.", (8.4, 3.4))
 

@@ -14,9 +14,10 @@ import numpy as np
 from refpos.backend import to_numpy
 
 #: (name, description, caption, figure size): what ``refpos.tools.plots`` registers the plot under
-PLOT = ("sincos2d-detr", "MAE's 2-D sin-cos table (8x8 grid, dim 32) and one channel of DETR's embedding of a padded "
-        "image", "MAE's rows repeat the column pattern in the first half and step once per row in the second; DETR's "
-        "valid pixels cover a whole turn of the sine and the padding keeps the last column's value.", (8.4, 3.4))
+SINCOS2D_PLOT = (
+    "sincos2d-detr", "MAE's 2-D sin-cos table (8x8 grid, dim 32) and one channel of DETR's embedding of a padded "
+    "image", "MAE's rows repeat the column pattern in the first half and step once per row in the second; DETR's "
+    "valid pixels cover a whole turn of the sine and the padding keeps the last column's value.", (8.4, 3.4))
 
 
 def plot_sincos2d(fig: Any) -> None:

@@ -13,10 +13,10 @@ import numpy as np
 from refpos.backend import to_numpy
 
 #: (name, description, caption, figure size): what ``refpos.tools.plots`` registers the plot under
-PLOT = ("sinusoid1d-audio", "the ESPnet relative sinusoid (distances 31 to -31, dim 32) and Whisper's frequencies "
-        "against the paper's", "The relative table's sine columns change sign across distance 0 and its cosine "
-        "columns mirror; Whisper's slowest pair turns at exactly 1/10000, the paper's at 10000^(-(d-2)/d).",
-        (8.4, 3.4))
+SINUSOID1D_PLOT = (
+    "sinusoid1d-audio", "the ESPnet relative sinusoid (distances 31 to -31, dim 32) and Whisper's frequencies "
+    "against the paper's", "The relative table's sine columns change sign across distance 0 and its cosine "
+    "columns mirror; Whisper's slowest pair turns at exactly 1/10000, the paper's at 10000^(-(d-2)/d).", (8.4, 3.4))
 
 
 def plot_sinusoid1d(fig: Any) -> None:
