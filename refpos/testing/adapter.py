@@ -14,10 +14,8 @@ from refpos.backend import get_xp
 from refpos.rope import DynamicNTKState, Rope, interleaved_to_half_permutation, permute_qk_heads, softmax_multiplier
 from refpos.testing.adapter_arrays import to_backend as _in
 from refpos.testing.adapter_arrays import to_host as _out
-from refpos.testing.adapter_bias_table import window_bias  # noqa: F401  # the contract's, re-exported
-from refpos.testing.adapter_conv_position import conv_positions, stacked_conv_positions  # noqa: F401
+from refpos.testing.adapter_kinds import *  # noqa: F403  # the vision and audio kinds' contract functions
 from refpos.testing.adapter_layers import apply_rope_tables, apply_vision_rope, local_attention, query_scale  # noqa: F401
-from refpos.testing.adapter_grid import add_decomposed_rel_pos, interpolate, resample_position_table  # noqa: F401
 
 INFO: dict[str, Any] = {
     "name": "refpos",

@@ -136,6 +136,12 @@ _DRAWN: dict[str, object] = {}
 
 @pytest.fixture(scope="module", autouse=True)
 def _close_drawn():
+    """Close the cached figures at the end; meanwhile matplotlib may hold all of them open without warning (its
+    warning past 20 open figures is an error under the suite's filterwarnings, raised inside any later figure)."""
+    if importlib.util.find_spec("matplotlib") is not None:
+        import matplotlib
+
+        matplotlib.rcParams["figure.max_open_warning"] = len(FIGURE_IDS) + 20
     yield
     if _DRAWN:
         import matplotlib.pyplot as plt

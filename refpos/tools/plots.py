@@ -372,10 +372,13 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI, force: bool = False) -> 
 from refpos.tools import (  # noqa: E402
     plots_bias_table,
     plots_conv_position,
-    plots_decomposed,
     plots_deberta,
+    plots_decomposed,
     plots_fit,
+    plots_fourier,
     plots_grid,
+    plots_sincos2d,
+    plots_sinusoid1d,
 )
 
 _register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)
@@ -384,3 +387,6 @@ _register(*plots_bias_table.BIAS_TABLE_PLOT)(plots_bias_table.plot_bias_table)
 _register(*plots_conv_position.CONV_POSITION_PLOT)(plots_conv_position.plot_conv_position)
 _register(*plots_grid.GRID_PLOT)(plots_grid.plot_grid_resample)
 _register(*plots_decomposed.DECOMPOSED_PLOT)(plots_decomposed.plot_decomposed_index)
+_register(*plots_sincos2d.SINCOS2D_PLOT)(plots_sincos2d.plot_sincos2d)
+_register(*plots_fourier.FOURIER_PLOT)(plots_fourier.plot_fourier_sam)
+_register(*plots_sinusoid1d.SINUSOID1D_PLOT)(plots_sinusoid1d.plot_sinusoid1d)
