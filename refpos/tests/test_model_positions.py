@@ -20,6 +20,7 @@ from refpos.encodings import alibi_slopes
 from refpos.models import families, from_hf_config, hf_layers
 from refpos.models import positions as mp
 from refpos.models.kinds import KINDS
+from refpos.encodings.bias_table import BIAS_FORMS
 from refpos.models.kinds.alibi import ALIBI_SLOPES
 from refpos.models.records import round_to
 
@@ -261,10 +262,11 @@ def _model_type_comparisons(source: str, names: set[str]) -> list[str]:
 
 def test_family_facts_are_table_data_not_python_branches(tmp_path):
     """No module of refpos.models that reads a config compares a model type with a family's name: the facts are
-    the table's (names that are also an encoding's or a slope rule's, ``t5``, ``mpt``, are those; the multimodal
+    the table's (names that are also an encoding's, a slope rule's or a bias form's, ``t5``, ``mpt``, ``swinv2``,
+    are those; the multimodal
     position ids of mm_positions are built from token spans, not read from a config)."""
     names = set(families.FAMILIES) | set(families.ALIASES)
-    names -= {*KINDS, *ALIBI_SLOPES}
+    names -= {*KINDS, *ALIBI_SLOPES, *BIAS_FORMS}  # a kind's own form names (Swin v2's bias form is "swinv2")
     problems = {path.name: found for path in Path(mp.__file__).parent.rglob("*.py") if path.name != "mm_positions.py"
                 and (found := _model_type_comparisons(path.read_text(encoding="utf8"), names))}
     assert not problems, problems
