@@ -17,10 +17,10 @@ import pytest
 
 import refpos
 from refpos.encodings import alibi_slopes
+from refpos.encodings.bias_table import BIAS_FORMS
 from refpos.models import families, from_hf_config, hf_layers
 from refpos.models import positions as mp
 from refpos.models.kinds import KINDS
-from refpos.encodings.bias_table import BIAS_FORMS
 from refpos.models.kinds.alibi import ALIBI_SLOPES
 from refpos.models.records import round_to
 

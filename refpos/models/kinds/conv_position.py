@@ -27,7 +27,6 @@ from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
 
 
-
 @dataclass(frozen=True)
 class ConvPositionFacts:
     """How a family's code builds its convolutional positions (module docstring).
