@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import unicodedata
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
@@ -44,6 +45,24 @@ def shown_number(value: int | float) -> str:
         if digits is None or digits > 30:
             return f"an integer of {digits or 'more than 4000'} digits"
     return repr(value) if isinstance(value, float) else str(value)
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every control or format character escaped (Unicode category ``C``: ``\x1b``, ``\n``,
+    ``\u202e`` …), everything else as it is: what refpos prints of a string it did not write (a case id, a
+    config key, a path), so that the string cannot move the cursor, clear the terminal or reorder the line."""
+    return "".join(c if unicodedata.category(c)[0] != "C" else
+                   (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else
+                    f"\\U{ord(c):08x}") for c in text)
+
+
+def check_printable(name: str, text: str) -> str:
+    """``text`` if it holds no control or format character (:func:`printable` leaves it unchanged); else a
+    ``ValueError`` naming ``name`` and showing the text escaped."""
+    if printable(text) != text:
+        raise ValueError(f"{name} '{printable(text)}' holds control or format characters (shown escaped); an "
+                         "identifier may not")
+    return text
 
 
 def shown_bytes(nbytes: float) -> str:

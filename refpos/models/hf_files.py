@@ -43,6 +43,7 @@ def load_hf_config(config_or_path: Any) -> dict[str, Any]:
         raise ValueError(f"config_or_path: {exc}") from None
     if not isinstance(data, dict):
         raise TypeError(f"config_or_path: {path!r} must hold a JSON object, got {type(data).__name__}")
+    check_sub_configs(data)
     return data
 
 
@@ -71,6 +72,22 @@ def is_per_layer(rope_dict: Mapping[str, Any], name: str = "rope_parameters") ->
 WRAPPERS = ("thinker_config", "vlm_config", "text_config", "llm_config", "language_config")
 
 
+#: keys whose value is a config of its own (a wrapper's language model, a vision or audio tower)
+SUB_CONFIGS = (*WRAPPERS, "vision_config", "audio_config")
+
+
+def check_sub_configs(cfg: Mapping[str, Any], prefix: str = "") -> None:
+    """``TypeError`` naming the key when a :data:`SUB_CONFIGS` key, at any depth, holds something other than a
+    JSON object or null: a ``text_config`` that is a list is a malformed config, not a model without one."""
+    for key in SUB_CONFIGS:
+        value = cfg.get(key)
+        if isinstance(value, Mapping):
+            check_sub_configs(value, f"{prefix}{key}.")
+        elif value is not None:
+            raise TypeError(f"{prefix}{key} must be a JSON object (a config of its own) or null, got "
+                            f"{type(value).__name__} {repr(value)[:40]}")
+
+
 def language_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str, Any]:
     """The language model's config, its dotted path (``"thinker_config.text_config."``, empty at the top level)
     and the ``model_type`` of the config that wraps it (``None`` at the top level).
@@ -78,6 +95,7 @@ def language_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str, Any]:
     Wrappers are followed whenever they hold a mapping, whatever the top level holds besides: a wrapper
     that mirrors ``hidden_size`` at its top (Voxtral) still has its language model in ``text_config``.
     """
+    check_sub_configs(cfg)
     prefix, parent = "", None
     current: Mapping[str, Any] = cfg
     for _ in range(len(WRAPPERS)):

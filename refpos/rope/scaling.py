@@ -28,12 +28,12 @@ from types import ModuleType
 import numpy as np
 
 from refpos.backend import Array, array_namespace, get_xp
+from refpos.bounds import SEQ_LEN
 from refpos.rope.config import RopeConfig
 from refpos.rope.rules import RULES, Float64
 from refpos.rope.rules import ntk as ntk_rules
 from refpos.rope.rules import plain as plain_rules
 from refpos.rope.rules import yarn as yarn_rules
-from refpos.validation import check_int
 
 
 def check_rope_config(rope: object) -> RopeConfig:
@@ -44,7 +44,9 @@ def check_rope_config(rope: object) -> RopeConfig:
 
 
 def check_seq_len(seq_len: object) -> int | None:
-    return None if seq_len is None else check_int("seq_len", seq_len, minimum=0)
+    """A sequence length a caller gives: ``None`` (not known) or :data:`refpos.validation.SEQ_LEN` (``--seq-len``'s
+    range and message)."""
+    return None if seq_len is None else SEQ_LEN.check("seq_len", seq_len)
 
 
 def rope_frequencies(
@@ -77,8 +79,12 @@ def rope_frequencies(
     >>> float(rope_frequencies(rope, seq_len=4096)[0][1]), float(rope_frequencies(rope, seq_len=8192)[0][1])
     (0.8659643233600653, 0.8509942913412162)
     """
-    rope = check_rope_config(rope)
-    seq_len = check_seq_len(seq_len)
+    return frequencies_at(check_rope_config(rope), check_seq_len(seq_len), xp)
+
+
+def frequencies_at(rope: RopeConfig, seq_len: int | None, xp: ModuleType | None = None) -> tuple[Array, float]:
+    """:func:`rope_frequencies` at a length refpos derived itself (``max(positions) + 1`` of positions already
+    checked), so not checked again."""
     rule, ar = RULES[rope.rope_type], Float64(get_xp(xp))
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # an overflow is refused just below
         resolved = rule.inv_freq(rope, seq_len, ar), float(rule.attention_factor(rope, seq_len, ar))
