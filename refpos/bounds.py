@@ -54,7 +54,10 @@ def parse_float(text: str) -> float:
 
 
 def bound_text(value: float) -> str:
-    """A bound as a message writes it: ``2**53`` for a large power of two, the plain number otherwise."""
+    """A bound as a message writes it: ``2**53`` (``-2**53``) for a large power of two, the plain number
+    otherwise."""
+    if value < 0:
+        return "-" + bound_text(-value)
     if isinstance(value, int) and value > 2**16 and (value - 1) & (value - 2) == 0:
         return f"2**{(value - 1).bit_length() - 1} + 1"
     if float(value).is_integer() and value >= 2**16 and math.log2(value).is_integer():
@@ -146,6 +149,10 @@ LENGTH = Bound(int, minimum=1, maximum=MAX_EXACT_POSITION, why=EXACT)
 SEQ_LEN = Bound(int, minimum=1, maximum=MAX_EXACT_POSITION + 1, why="L = max(positions) + 1, positions up to 2**53")
 #: heads, head sizes, widths, bucket counts
 WIDTH = Bound(int, minimum=1, maximum=MAX_WIDTH)
+#: a width whose sign chooses a form (DeBERTa's ``position_buckets``: <= 0 for none)
+SIGNED_WIDTH = Bound(int, minimum=-MAX_WIDTH, maximum=MAX_WIDTH)
+#: a signed distance or range (a relative position, a shift; DeBERTa's -1 for "the model's length")
+DISTANCE = Bound(int, minimum=-MAX_EXACT_POSITION, maximum=MAX_EXACT_POSITION, why=EXACT)
 #: an even width (sin-cos or rotation pairs)
 EVEN_WIDTH = Bound(int, minimum=2, maximum=MAX_WIDTH, even=True, why="sin-cos or rotation pairs")
 #: a base (θ) of geometric frequencies: ``θ^(−2j/d)`` decreases with ``j`` only for ``θ > 1``

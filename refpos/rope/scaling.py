@@ -22,7 +22,6 @@ Examples
 from __future__ import annotations
 
 import math
-import numbers
 from types import ModuleType
 
 import numpy as np
@@ -34,6 +33,7 @@ from refpos.rope.rules import RULES, Float64
 from refpos.rope.rules import ntk as ntk_rules
 from refpos.rope.rules import plain as plain_rules
 from refpos.rope.rules import yarn as yarn_rules
+from refpos.validation import check_float
 
 
 def check_rope_config(rope: object) -> RopeConfig:
@@ -164,7 +164,7 @@ def dynamic_theta(rope: RopeConfig, seq_len: int | None) -> float:
     :math:`\theta (L/L_\text{max})^{d/(d-2)}` (the formula and HF 5.24.0 agree: ``factor = 1`` does not
     give θ' = θ for ``L > L_max``; docs/extrapolation.md#dynamic-ntk).
     """
-    return ntk_rules.dynamic_theta(rope, seq_len, Float64(get_xp("numpy")))
+    return ntk_rules.dynamic_theta(check_rope_config(rope), check_seq_len(seq_len), Float64(get_xp("numpy")))
 
 
 def yarn_pair_at(rotations: float, rope: RopeConfig) -> float:
@@ -172,7 +172,8 @@ def yarn_pair_at(rotations: float, rope: RopeConfig) -> float:
 
     .. math:: \mathrm{pair\_at}(n) = \frac{d \ln\bigl(L_0 / (2\pi n)\bigr)}{2 \ln\theta}
     """
-    return yarn_rules.yarn_pair_at(rotations, rope, Float64(get_xp("numpy")))
+    rotations = check_float("rotations", rotations, positive=True)  # ln(L_0 / (2π n)): n > 0
+    return yarn_rules.yarn_pair_at(rotations, check_rope_config(rope), Float64(get_xp("numpy")))
 
 
 def yarn_correction_range(rope: RopeConfig, *, truncate: bool | None = None) -> tuple[float, float]:
@@ -192,6 +193,5 @@ def yarn_ramp(rope: RopeConfig, xp: ModuleType | None = None, *, truncate: bool 
 
 def mscale(scale: float, k: float = 1.0) -> float:
     r"""YaRN magnitude rule: :math:`0.1\,k\ln s + 1` for ``s > 1``, else 1 (docs/extrapolation.md#yarn)."""
-    if not isinstance(scale, numbers.Real) or not isinstance(k, numbers.Real):
-        raise TypeError("mscale: scale and k must be real numbers")
+    scale, k = check_float("scale", scale), check_float("k", k)  # a TypeError or ValueError naming them
     return float(yarn_rules.mscale(scale, k, Float64(get_xp("numpy"))))

@@ -157,3 +157,73 @@ def test_golden_model_positions_refuse_an_empty_item(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
     assert main(["golden", "model", str(tmp_path / "c.json"), "--out", str(tmp_path / "out"), "--no-certify",
                  "--positions", "0, 1,7"]) == 0  # a space after a comma is layout, not data
+
+
+# ------------------------------------------------------------------------------ every count of the public API
+def _api_counts():
+    import refpos
+
+    core, enc, rope = refpos.core, refpos.encodings, refpos.rope
+    q = np.ones((1, 2, 3, 4))
+    plain = refpos.RopeConfig(head_dim=8)
+    dynamic = refpos.rope_config_from_params({"rope_type": "dynamic", "head_dim": 8, "factor": 2.0,
+                                              "max_position_embeddings": 16})
+    yarn = refpos.rope_config_from_params({"rope_type": "yarn", "head_dim": 8, "factor": 2.0,
+                                           "original_max_position_embeddings": 16})
+    three = np.arange(3)
+    zeros = np.zeros((2, 2), dtype=np.int64)
+    return [  # (call of one count, its name, the values refused): each was a MemoryError, an OverflowError, a
+        # ZeroDivisionError or a silently empty result (2**63 wrapped) before
+        ("causal_mask q_len", lambda n: core.causal_mask(n, n), "q_len", [2**40, 2**63]),
+        ("causal_mask k_len", lambda n: core.causal_mask(1, n), "k_len", [2**40, 2**63, 10**30]),
+        ("chunked_causal_mask chunk", lambda n: core.chunked_causal_mask(4, 4, n), "chunk", [2**63, 10**30]),
+        ("sliding_window_mask", lambda n: core.sliding_window_mask(n, n, 4), "q_len", [2**40, 2**63]),
+        ("sliding_window_mask window", lambda n: core.sliding_window_mask(4, 4, n), "window", [2**63, 2**1100]),
+        ("repeat_kv", lambda n: core.repeat_kv(q, n), "n_heads", [2**40]),
+        ("alibi_slopes", lambda n: enc.alibi_slopes(n), "n_heads", [2**1100]),
+        ("cope_positions", lambda n: enc.cope_positions(np.ones((1, 3, 3)), n), "npos", [2**63, 2**1100]),
+        ("deberta_attention_span", lambda n: enc.deberta_attention_span(n, n), "position_buckets", [2**63]),
+        ("deberta_log_buckets", lambda n: enc.deberta_log_buckets(three, 256, n), "max_relative_positions",
+         [2**63, 10**30]),
+        ("deberta_relative_index", lambda n: enc.deberta_relative_index(three, three, position_buckets=4,
+                                                                         max_relative_positions=n),
+         "max_relative_positions", [2**63, 2**1100]),
+        ("deberta_softmax_scale", lambda n: enc.deberta_softmax_scale(n, "c2p"), "head_dim", [2**63, 2**1100]),
+        ("interleaved_to_concat_permutation", lambda n: enc.interleaved_to_concat_permutation(n), "dim", [2**1100]),
+        ("sandwich_bias head_dim", lambda n: enc.sandwich_bias(three, three, n, 2), "head_dim", [2**40]),
+        ("sandwich_bias n_heads", lambda n: enc.sandwich_bias(three, three, 8, n), "n_heads", [2**40, 2**63]),
+        ("shaw_index", lambda n: enc.shaw_index(three, three, n), "max_relative_position", [2**63, 10**30]),
+        ("sinusoidal_frequencies", lambda n: enc.sinusoidal_frequencies(n), "dim", [2**1100]),
+        ("sinusoidal_shift_matrix r", lambda n: enc.sinusoidal_shift_matrix(n, 8), "r", [2**63, 2**1100]),
+        ("txl_position_table klen", lambda n: enc.txl_position_table(n, 8), "klen", [2**40, 2**63]),
+        ("txl_position_table dim", lambda n: enc.txl_position_table(4, n), "dim", [2**1100]),
+        ("txl_position_table clamp_len", lambda n: enc.txl_position_table(4, 8, clamp_len=n), "clamp_len",
+         [2**63, 10**30]),
+        ("xpos_decay", lambda n: enc.xpos_decay(n, xp=np), "dim", [2**40]),
+        ("learned_lookup offset", lambda n: enc.learned_lookup(np.ones((4, 2)), np.arange(2), offset=n), "offset",
+         [2**63, 10**30]),
+        ("half_to_interleaved_permutation", lambda n: rope.half_to_interleaved_permutation(n), "d", [2**40, 2**63]),
+        ("interleaved_to_half_permutation", lambda n: rope.interleaved_to_half_permutation(n), "d", [2**40, 10**30]),
+        ("mscale k", lambda n: rope.mscale(2.0, n), "k", [2**1100]),
+        ("yarn_pair_at", lambda n: rope.yarn_pair_at(n, yarn), "rotations", [0, 2**1100]),
+        ("dynamic_theta", lambda n: rope.dynamic_theta(dynamic, n), "seq_len", [2**1100, 2**63]),
+        ("rope_frequencies seq_len", lambda n: refpos.rope_frequencies(plain, seq_len=n), "seq_len", [2**63, 0]),
+        ("check_deberta", lambda n: refpos.check.check_deberta(zeros, zeros, position_buckets=4,
+                                                                max_relative_positions=n),
+         "max_relative_positions", [10**30, 2**1100]),
+        ("angle_error_bound", lambda n: refpos.golden.angle_error_bound("float32", [n], np.ones(2)), "positions",
+         [2**1100]),
+        ("cope_gates scale", lambda n: enc.cope_gates(q[0], q[0], three, three, scale=n), "scale",
+         [2**1100, float("nan")]),
+    ]
+
+
+API_COUNTS = [(name, call, word, value) for name, call, word, values in _api_counts() for value in values]
+
+
+@pytest.mark.parametrize(("call", "word", "value"), [c[1:] for c in API_COUNTS],
+                         ids=[f"{c[0]}={'2**1100' if c[3] == 2**1100 else c[3]}" for c in API_COUNTS])
+def test_every_count_of_the_api_is_refused_by_name_before_allocating(call, word, value, small_memory):
+    with pytest.raises((ValueError, TypeError)) as info:
+        bounded(lambda: call(value))
+    assert word in str(info.value) and "\n" not in str(info.value), str(info.value)

@@ -175,3 +175,46 @@ def test_main_returns_141_when_stdout_is_closed(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdout", Closed())
     assert main(["explain"]) == 141
     assert capsys.readouterr().err == ""
+
+
+# ------------------------------------------------------------------------------------ two array libraries
+def _mixed_calls(other):
+    """Each encoding with two or more array arguments, one of them from ``other``'s library: (name, call, the
+    argument that must be named)."""
+    enc = refpos.encodings
+    f = np.ones
+    q, three, zeros = f((2, 3, 4)), np.arange(3), np.zeros((3, 3), dtype=np.int64)
+    return [
+        ("t5_bias", lambda: enc.t5_bias(other(f((32, 2))), three, three), "q_positions"),
+        ("learned_lookup", lambda: enc.learned_lookup(other(f((4, 2))), np.arange(2)), "positions"),
+        ("kerple_bias", lambda: enc.kerple_bias(other(f(2)), f(2), three, three), "r2"),
+        ("shaw_key_terms", lambda: enc.shaw_key_terms(q, other(f((5, 4))), three, three, 2), "w_k"),
+        ("shaw_value_terms", lambda: enc.shaw_value_terms(f((2, 3, 3)), other(f((5, 4))), three, three, 2), "w_v"),
+        ("deberta_c2p_terms", lambda: enc.deberta_c2p_terms(q, other(f((2, 8, 4))), zeros), "pos_key"),
+        ("deberta_p2c_terms", lambda: enc.deberta_p2c_terms(q, other(f((2, 8, 4))), zeros), "pos_query"),
+        ("cope_gates", lambda: enc.cope_gates(q, other(q), three, three), "k"),
+        ("cope_position_logits", lambda: enc.cope_position_logits(q, other(f((4, 3))), zeros.astype(float)), "e"),
+        ("fire_bias", lambda: enc.fire_bias(three, three, other(f(4)), f(4), f((2, 4)), f(2)), "w1"),
+        ("txl_scores", lambda: enc.txl_scores(q, other(q), q, f((2, 4)), f((2, 4))), "k"),
+        ("txl_position_scores", lambda: enc.txl_position_scores(q, q, other(q), f((2, 4)), f((2, 4))), "r_head_k"),
+        ("sandwich_bias", lambda: enc.sandwich_bias(three, other(three), 8, 2), "k_positions"),
+        ("distance_bias", lambda: enc.distance_bias(three, other(three)), "k_positions"),
+        ("deberta_relative_index", lambda: enc.deberta_relative_index(three, other(three), position_buckets=4,
+                                                                       max_relative_positions=8), "k_positions"),
+        ("deberta_position_projection", lambda: enc.deberta_position_projection(f((8, 8)), other(f((8, 8))),
+                                                                                 n_heads=2), "weight"),
+    ]
+
+
+MIXED = [name for name, _, _ in _mixed_calls(lambda a: a)]
+
+
+@pytest.mark.parametrize("index", range(len(MIXED)), ids=MIXED)
+def test_arrays_of_two_libraries_are_refused_by_name_in_every_encoding(index):
+    """A torch (here array-api-strict) array among NumPy ones raised the library's own error (torch:
+    "reshape(): argument 'input' must be Tensor"), naming no argument, or returned a mixed result (txl_scores)."""
+    import array_api_strict
+
+    _, call, argument = _mixed_calls(lambda a: array_api_strict.asarray(a))[index]
+    with pytest.raises(TypeError, match=rf"^{argument} is an array of (array_api_strict|numpy), the other inputs"):
+        call()

@@ -139,7 +139,10 @@ class ProcessImplementation:
     def _start(self, name: str) -> None:
         """Start the program in a session (and process group) of its own and greet it: the ``__hello__``
         request, answered with the protocol, its INFO and its functions (the same at every start)."""
-        proc = start_program(self.command, cwd=self.cwd, env=self.env)
+        try:
+            proc = start_program(self.command, cwd=self.cwd, env=self.env)
+        except OSError as exc:  # no such program, not executable
+            raise ImplementationCrashed(f"{self.program} cannot be started: {exc}") from None
         self._proc, self._stderr = proc, StderrTail(proc.stderr)
         self._stdout = PipeSource(proc.stdout.fileno(), alive=lambda: not exited(proc))
         self.starts += 1
