@@ -38,8 +38,8 @@ at its home, with a :class:`DeprecationWarning` that names the home, until refpo
 ``__all__`` nor in ``dir(refpos)``.
 
 The layers, each importing only from those before it: :mod:`refpos.backend`, :mod:`refpos.validation`,
-:mod:`refpos.parallel`, :mod:`refpos.encoding` → :mod:`refpos.core` (attention), :mod:`refpos.encodings`,
-:mod:`refpos.rope` → :mod:`refpos.models` (a model's config.json) → :mod:`refpos.pipeline` →
+:mod:`refpos.bounds`, :mod:`refpos.parallel`, :mod:`refpos.encoding` → :mod:`refpos.core` (attention),
+:mod:`refpos.encodings`, :mod:`refpos.rope` → :mod:`refpos.models` (a model's config.json) → :mod:`refpos.pipeline` →
 :mod:`refpos.golden` → :mod:`refpos.check` → :mod:`refpos.testing`, :mod:`refpos.tools` → :mod:`refpos.cli`
 (the only code that parses arguments or prints). The front door imports layers 0-4; :mod:`refpos.golden`,
 :mod:`refpos.check` and :mod:`refpos.testing` are imported when first used (``refpos.check``).

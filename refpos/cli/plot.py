@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from refpos.cli.options import DPI as DPI_RANGE
-from refpos.cli.options import LENGTH, help_with
+from refpos.cli.options import SEQ_LEN, help_with
 from refpos.outputs import check_output
 from refpos.tools.plots import DPI, PLOTS, draw
 
@@ -27,8 +27,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, default=None,
                         help="draw this model's RoPE: a config.json, or a model folder holding one")
     parser.add_argument("--layer-type", default=None, help="--config: layer type of a per-layer config")
-    parser.add_argument("--seq-len", type=LENGTH, default=None,
-                        help=help_with(LENGTH, "--config: draw the frequencies at this length L only (dynamic NTK, "
+    parser.add_argument("--seq-len", type=SEQ_LEN, default=None,
+                        help=help_with(SEQ_LEN, "--config: draw the frequencies at this length L only (dynamic NTK, "
                                                "LongRoPE; default: the lengths where they change)"))
     parser.add_argument("--out", help="output file, .svg or .png (default NAME.svg; --config: MODEL-rope.svg)")
     parser.add_argument("--all", action="store_true",

@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from refpos.backend import to_numpy
-from refpos.cli.options import LENGTH, help_with
+from refpos.cli.options import SEQ_LEN, help_with
 from refpos.cli.positions import ranges
 from refpos.models.hf import from_hf_config, hf_layer_types
 from refpos.models.layers import LayerSchedule, hf_layers
@@ -39,8 +39,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layer-type", default=None, help="layer type of a per-layer config (e.g. full_attention)")
     parser.add_argument("--strict", action="store_true",
                         help="fail when a key that changes positions or attention is not modelled")
-    parser.add_argument("--seq-len", type=LENGTH, default=None,
-                        help=help_with(LENGTH, "current sequence length L (dynamic NTK, LongRoPE); default: unknown"))
+    parser.add_argument("--seq-len", type=SEQ_LEN, default=None,
+                        help=help_with(SEQ_LEN, "current sequence length L (dynamic NTK, LongRoPE); default: unknown"))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

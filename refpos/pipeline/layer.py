@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from refpos.backend import Array, array_namespace
+from refpos.backend import Array
 from refpos.core.attention import attention
 from refpos.core.heads import merge_heads, split_heads
 from refpos.encoding import Encoding, NoPE
-from refpos.validation import as_positions, check_int
+from refpos.validation import as_positions, check_int, real_floating_namespace, same_library
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,9 @@ class AttentionWeights:
         n_kv = n_heads if self.n_kv_heads is None else check_int("n_kv_heads", self.n_kv_heads, minimum=1)
         if n_heads % n_kv:
             raise ValueError(f"n_heads={n_heads} is not a multiple of n_kv_heads={n_kv}")
+        for name in ("w_q", "w_k", "w_v", "w_o"):
+            if name != "w_o" or self.w_o is not None:
+                real_floating_namespace(name, getattr(self, name))  # a TypeError naming it: a list, None, ints
         for name in ("w_q", "w_k", "w_v"):
             if getattr(self, name).ndim != 2:
                 raise ValueError(f"{name} must be a matrix (d_model, heads·head_dim)")
@@ -105,7 +108,13 @@ def self_attention(
         ``scaled+B``, ``logits``, ``allowed``, ``A``, ``O`` and ``out``. Heads are ``(B, H, T, d)``;
         an unbatched input gives unbatched entries.
     """
-    xp = array_namespace(x)
+    if not isinstance(weights, AttentionWeights):
+        raise TypeError("weights must be a refpos.AttentionWeights (w_q, w_k, w_v, w_o, n_heads, n_kv_heads), got "
+                        f"{type(weights).__name__}")
+    xp = real_floating_namespace("x", x)
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        if getattr(weights, name) is not None:
+            same_library(f"weights.{name}", getattr(weights, name), xp)
     enc = NoPE() if encoding is None else encoding
     if not isinstance(enc, Encoding):
         raise TypeError(f"encoding must be a refpos.Encoding or None, got {type(enc).__name__}")

@@ -28,7 +28,7 @@ from refpos.encodings.sinusoidal import LAYOUTS as SINUSOID_LAYOUTS
 from refpos.encodings.sinusoidal import SPACINGS, Sinusoidal, sinusoidal
 from refpos.models.kinds.record import EXAMPLE_GEOMETRY, EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
-from refpos.validation import check_int
+from refpos.validation import as_positions, check_int
 
 
 @dataclass(frozen=True)
@@ -107,8 +107,9 @@ class AbsoluteLayer(LayerRecord):
         return out
 
     def rows(self, positions: Any) -> np.ndarray:
-        """The table rows positions read, ``p + offset``; a row outside the table is a ``ValueError``."""
-        p = np.asarray(to_numpy(positions), dtype=np.int64)
+        """The table rows positions read, ``p + offset``; a row outside the table is a ``ValueError`` (so is a
+        position int64 does not hold: a uint64 ``2**64 − 1`` is not the ``−1`` a cast would make of it)."""
+        p = np.asarray(to_numpy(as_positions(positions, xp=np, allow_negative=True)))
         rows = p + self.offset
         if rows.size and (rows.min() < 0 or (self.table_size is not None and rows.max() >= self.table_size)):
             raise ValueError(f"positions + offset {self.offset} must lie in [0, {self.table_size}) (the table's "
