@@ -132,7 +132,10 @@ def plot_identification(fig: Any, result: dict[str, Any]) -> None:
     right.set_title("fitted over reference, per pair", fontsize=9.5)
     left.set_title(f"{int(wrong.sum())} of {len(pairs)} pairs outside the tolerance", fontsize=9.5)
     if parts or rule:
-        fig.suptitle("fit: " + "; ".join(parts + ([rule] if rule else [])), fontsize=9.5)
+        from refpos.tools.model_plots import wrap_to_width
+
+        title = "fit: " + "; ".join(parts + ([rule] if rule else []))
+        fig.suptitle(wrap_to_width(title, fig.get_figwidth(), 9.5), fontsize=9.5)
 
 
 def _plot_heads(fig: Any, result: dict[str, Any]) -> None:
