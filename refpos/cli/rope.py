@@ -88,11 +88,11 @@ def unused_keys(ropes: list[RopeConfig], read: set[str] = frozenset()) -> list[s
 
 def schedule_reads(config: Any) -> set[str]:
     """The keys the layer schedule reads (the layer count, the layer pattern), at the language config's path."""
-    from refpos.models.layers import _SCHEDULE_KEYS
+    from refpos.models.layers import SCHEDULE_KEYS
     from refpos.models.schedule import LAYER_COUNT_KEYS
 
     _, prefix, _ = language_config(load_hf_config(config))
-    return {prefix + key for key in (*LAYER_COUNT_KEYS, *_SCHEDULE_KEYS)}
+    return {prefix + key for key in (*LAYER_COUNT_KEYS, *SCHEDULE_KEYS)}
 
 
 def _schedule_json(schedule: LayerSchedule, seq_len: int | None, config: Any) -> dict[str, Any]:
