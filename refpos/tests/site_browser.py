@@ -73,14 +73,15 @@ NETWORK_SCHEMES = ("http:", "https:", "ws:", "wss:", "ftp:")
 PAGE_PROBE = r"""
 const done = arguments[arguments.length - 1];
 // MathJax's startup exists only once its script has run (on a busy machine, after the page's load event): wait
-// for it (30 s at most) on a page with formulas, then for its first typesetting
+// for it (30 s at most) on a page with formulas, then for its startup, then for a typesetting pass of its own (a
+// startup promise taken while MathJax still loads its parts resolves before the page is typeset)
 const formulas = document.querySelector(".arithmatex") !== null;
 const math = !formulas ? Promise.resolve() : new Promise((resolve) => {
   const start = Date.now();
   const poll = () => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? resolve(MathJax.startup.promise)
       : Date.now() - start > 30000 ? resolve() : setTimeout(poll, 50);
   poll();
-});
+}).then(() => (window.MathJax && typeof MathJax.typesetPromise === "function") ? MathJax.typesetPromise() : null);
 const images = Array.from(document.images).map((img) => img.complete ? null
     : new Promise((resolve) => { img.onload = img.onerror = resolve; }));
 Promise.all([math, ...images]).then(() => document.fonts.ready).then(() => {
