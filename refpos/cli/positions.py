@@ -34,6 +34,7 @@ from refpos.cli import positions_layout
 from refpos.models.kinds.rope import RopeLayer
 from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
 from refpos.models.records import LayerRecord
+from refpos.rope.config import RopeConfig
 
 
 def add_assume(parser: argparse.ArgumentParser) -> None:
@@ -91,6 +92,7 @@ def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
         lines.append(f"    {rope.rope_type} RoPE, theta {rope.theta!r}, head_dim {rope.head_dim}, rotary_dim "
                      f"{rope.rotary_dim}, layout {rope.layout}, placement {rope.placement}"
                      + (f", mrope_section {list(rope.mrope_section)}" if rope.mrope_section else ""))
+        lines.append(f"    {rule_facts(rope)}")
         params = {k: v for k, v in params.items() if k != "rope"}
     for key, value in params.items():
         if value is None or key in ("at",):
@@ -101,14 +103,39 @@ def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
     return lines
 
 
+#: the symbols the docs give a rule's keys (docs/extrapolation.md), shown beside the key
+SYMBOLS = {"factor": "s", "original_max_position_embeddings": "L0", "max_position_embeddings": "Lmax"}
+
+
+def rule_facts(rope: RopeConfig) -> str:
+    """One line of what the scaling rule reads: each key of its record (:data:`refpos.rope.rules.RULES`: its
+    parameters and the keys it requires) with its value, and the attention factor ``A`` it gives."""
+    from refpos.rope.rules import rule_of
+    from refpos.rope.scaling import rope_frequencies
+
+    rule = rule_of(rope.rope_type)
+    params = rope.to_params()
+    keys = [*rule.parameters, *(key for key, _ in rule.required if key not in rule.parameters)]
+    facts = []
+    for key in keys:
+        value = params.get(key)
+        if value is None:
+            continue
+        shown = f"[{len(value)} values: {value[0]!r} … {value[-1]!r}]" if isinstance(value, list) and \
+            len(value) > 4 else repr(value)
+        facts.append(f"{key}{' ' + SYMBOLS[key] if key in SYMBOLS else ''} = {shown}")
+    factor = float(rope_frequencies(rope)[1])
+    return f"{rule.name}: " + ", ".join([*facts, f"attention factor A = {factor:.10g}"])
+
+
 def text(positions: ModelPositions, title: str) -> str:
     """The report ``refpos positions`` prints."""
     lines = [title]
     if positions.nesting:
         lines.append(f"  language model read from {positions.nesting[:-1]}")
     lines += [f"  {line}" for line in positions.summary().splitlines()]
-    for (stack, _, _), indices in positions.kinds().items():
-        first = next(r for r in positions.stack(stack) if r.index == indices[0])
+    for (stack, layer_type, label), indices in positions.kinds().items():  # one record of each kind
+        first = next(r for r in positions.stack(stack) if (r.layer_type, r.label) == (layer_type, label))
         lines += _group_lines(first, indices)
     problems = {**positions.not_modelled, **positions.unknown}
     lines.append("  complete: yes" if positions.complete else

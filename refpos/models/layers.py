@@ -58,7 +58,7 @@ from refpos.validation import check_bool, check_int
 
 #: keys the layer schedule reads (they leave the not-modelled report once resolved; a family's query-scale keys
 #: are its rule's, :mod:`refpos.models.query_scales`)
-_SCHEDULE_KEYS = ("layer_types", "no_rope_layers", "no_rope_layer_interval", "sliding_window_pattern",
+SCHEDULE_KEYS = ("layer_types", "no_rope_layers", "no_rope_layer_interval", "sliding_window_pattern",
                   "global_attn_every_n_layers")
 
 
@@ -212,7 +212,7 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
         problems.update(dict.fromkeys(found))
         not_modelled.update(rope.not_modelled)
         notes += [note for note in rope.notes if note not in notes]
-    for key in _SCHEDULE_KEYS:
+    for key in SCHEDULE_KEYS:
         not_modelled.pop(prefix + key, None)
         problems.pop(prefix + key, None)
     if unplaced is not None:
