@@ -1,8 +1,9 @@
 """``refpos positions CONFIG``: what every layer of every stack of a config.json does with positions.
 
 Prints one line per stack (``decoder layers 0-47: rope ×36, none+scale ×12 (every 4th)``), then each distinct
-kind of layer with its parameters (a RoPE's resolved fields and frequencies, ALiBi's slopes and order, T5's
-buckets, a learned or sinusoidal table's length and offset, ...), then whether the resolution is complete:
+kind of layer with what its positions are read from (``reads: rotation ← position_ids (else cache_position)``,
+:mod:`refpos.models.sources`) and its parameters (a RoPE's resolved fields and frequencies, ALiBi's slopes and
+order, T5's buckets, a learned or sinusoidal table's length and offset, ...), then whether the resolution is complete:
 each key it does not model with what it does, every refused layer with its reason, and for a family the
 table does not know, what its config does not state. ``--json`` prints
 :meth:`refpos.models.ModelPositions.describe`; ``--strict`` makes anything incomplete an error (exit 2).
@@ -34,6 +35,7 @@ from refpos.cli import positions_layout
 from refpos.models.kinds.rope import RopeLayer
 from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
 from refpos.models.records import LayerRecord
+from refpos.models.sources import shown as shown_source
 
 
 def add_assume(parser: argparse.ArgumentParser) -> None:
@@ -85,6 +87,8 @@ def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
     where = f"  {layer.stack} {layer.label}" + (f" [{layer.layer_type}]" if layer.layer_type else "") + \
         f": layers {ranges(indices)}"
     lines = [where]
+    if layer.reads:
+        lines.append("    reads: " + "; ".join(f"{use} ← {shown_source(source)}" for use, source in layer.reads))
     params = layer.params()
     if isinstance(layer, RopeLayer):
         rope = layer.rope
