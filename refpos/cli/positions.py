@@ -8,9 +8,11 @@ each key it does not model with what it does, every refused layer with its reaso
 table does not know, what its config does not state. ``--json`` prints
 :meth:`refpos.models.ModelPositions.describe`; ``--strict`` makes anything incomplete an error (exit 2).
 
-``--assume KEY=VALUE`` (repeatable) states the conventions of a ``model_type`` the family table does not
-know: ``--assume family=llama`` resolves it as that family, ``--assume encoding=rope --assume layout=half``
-states the columns themselves (keys: ``family``, ``encoding``, ``layout``, ``stacks``, ``rope_layers``).
+``--transformers-version X.Y`` names the transformers release whose code the model runs, over the config's own
+``transformers_version`` (:mod:`refpos.models.releases`). ``--assume KEY=VALUE`` (repeatable) states the
+conventions of a ``model_type`` the family table does not know: ``--assume family=llama`` resolves it as that
+family, ``--assume encoding=rope --assume layout=half`` states the columns themselves (keys: ``family``,
+``encoding``, ``layout``, ``stacks``, ``rope_layers``).
 
 Examples
 --------
@@ -39,10 +41,14 @@ from refpos.models.sources import shown as shown_source
 
 
 def add_assume(parser: argparse.ArgumentParser) -> None:
-    """The ``--assume KEY=VALUE`` option (shared by ``positions``, ``golden model`` and ``check --config``)."""
+    """The ``--assume KEY=VALUE`` and ``--transformers-version X.Y`` options (shared by ``positions``, ``golden
+    model`` and ``check --config``)."""
     parser.add_argument("--assume", action="append", default=[], metavar="KEY=VALUE",
                         help="a convention of a model_type the family table does not know: "
                              f"{', '.join(ASSUMABLE)} (e.g. family=llama, or encoding=rope and layout=half)")
+    parser.add_argument("--transformers-version", default=None, metavar="X.Y",
+                        help="the transformers release whose code the model runs, over the config's "
+                             "transformers_version (a family whose position code changed between releases needs one)")
 
 
 def assumptions(values: list[str]) -> dict[str, str] | None:
@@ -58,9 +64,12 @@ def assumptions(values: list[str]) -> dict[str, str] | None:
     return out or None
 
 
-def resolve(config: Any, assume: list[str], *, strict: bool = False) -> ModelPositions:
-    """:func:`refpos.model_positions` with the ``--assume`` values of a command line."""
-    return model_positions(config, assume=assumptions(assume), strict=strict)
+def resolve(config: Any, assume: list[str], *, strict: bool = False,
+            transformers_version: str | None = None) -> ModelPositions:
+    """:func:`refpos.model_positions` with the ``--assume`` and ``--transformers-version`` values of a command
+    line."""
+    return model_positions(config, assume=assumptions(assume), strict=strict,
+                           transformers_version=transformers_version)
 
 
 def refuse_unknown(positions: ModelPositions, command: str) -> None:
@@ -134,6 +143,6 @@ def run(args: argparse.Namespace) -> int:
         return positions_layout.run(args)
     if args.out is not None:
         raise ValueError("--out writes the ids of --layout: give --layout SPANS")
-    positions = resolve(args.config, args.assume, strict=args.strict)
+    positions = resolve(args.config, args.assume, strict=args.strict, transformers_version=args.transformers_version)
     print(json.dumps(positions.describe(), indent=1) if args.json else text(positions, str(args.config)))
     return 0

@@ -129,20 +129,19 @@ def _falcon():
     config = AutoConfig.for_model("falcon", hidden_size=32, num_attention_heads=4, num_hidden_layers=1,
                                   vocab_size=32, alibi=True, new_decoder_architecture=False, multi_query=False,
                                   parallel_attn=True, bias=False)
-    config._attn_implementation = "eager"  # the mask then carries the bias on every entry
+    config._attn_implementation = "sdpa"  # the mask it hands the layer is the bias attention adds, once
     return AutoModel.from_config(config).eval(), refpos.model_positions(config.to_dict()).layers[0]
 
 
-def falcon_bias(ids, mask, past, monkeypatch):
-    """The ALiBi bias Falcon adds to its scaled logits (the mask it hands to attention: b/√d where allowed), and the
-    entries it allows."""
-    from transformers.models.falcon import modeling_falcon
-
-    store: dict = {}
-    monkeypatch.setattr(modeling_falcon, "eager_attention_forward", _capture(store))
+def falcon_bias(ids, mask, past, monkeypatch=None):
+    """The ALiBi bias Falcon adds to its scaled logits — the mask its model hands the layer, b/√d where allowed
+    (``FalconModel.forward`` puts the bias there) — and the entries it allows."""
     model, record = _falcon()
+    handed = []
+    model.h[0].register_forward_pre_hook(lambda module, args, kwargs: handed.append(kwargs["attention_mask"]),
+                                         with_kwargs=True)
     _run(model, ids, mask, past, 32)
-    added = store[0][-1][1].double().numpy()  # (B, H, T, T_k)
+    added = handed[-1].double().numpy()  # (B, H, T, T_k)
     allowed = added > torch.finfo(torch.float32).min / 2
     return added, allowed, record
 
