@@ -166,3 +166,58 @@ def test_falcon_alibi_at_the_ids_was_wrong(monkeypatch):
     added, allowed, record = falcon_bias(ids, None, 0, monkeypatch)
     old = record.bias_at(np.asarray(ids[0]), np.asarray(ids[0]))[None] / math.sqrt(record.head_dim)
     assert np.abs(old - added)[allowed].max() * math.sqrt(record.head_dim) > 500
+
+
+# ------------------------------------------------------------------------------------- π0.5's action expert
+def _pi05():
+    from transformers import AutoConfig, AutoModel
+
+    if "pi05" not in transformers.models.auto.configuration_auto.CONFIG_MAPPING_NAMES:
+        pytest.skip(f"transformers {transformers.__version__} has no pi05 (new in 5.25)")
+    gemma = {"model_type": "gemma", "hidden_size": 16, "num_hidden_layers": 2, "intermediate_size": 16,
+             "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8}
+    config = AutoConfig.for_model(
+        "pi05", chunk_size=3, max_action_dim=4, dit_config=gemma,
+        vlm_config={"model_type": "paligemma", "text_config": {**gemma, "vocab_size": 64}, "projection_dim": 16,
+                    "image_token_id": 63, "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 16,
+                                                            "intermediate_size": 16, "num_hidden_layers": 1,
+                                                            "num_attention_heads": 2, "patch_size": 4,
+                                                            "image_size": 8}})
+    return AutoModel.from_config(config).eval(), refpos.model_positions(config.to_dict())
+
+
+def pi05_action_positions(prefix_mask):
+    """The positions π0.5's action expert turns its chunk of 3 actions by, after a prefix of 5 tokens run by its
+    VLM (as ``PI05Model.forward`` runs it: positions from the mask's running count, its cache kept)."""
+    model, resolved = _pi05()
+    gen = torch.Generator().manual_seed(0)
+    mask = None if prefix_mask is None else torch.tensor(prefix_mask)
+    prefix = torch.randn(2, 5, 16, generator=gen)
+    seen = []
+    model.dit.rotary_emb.register_forward_pre_hook(
+        lambda module, args, kwargs: seen.append(kwargs.get("position_ids", args[1] if len(args) > 1 else None)),
+        with_kwargs=True)
+    with torch.no_grad():
+        cache = model.vlm(inputs_embeds=prefix, attention_mask=mask, use_cache=True,
+                          position_ids=None if mask is None else mask.cumsum(-1) - 1,
+                          token_type_ids=torch.zeros(2, 5, dtype=torch.long)).past_key_values
+        model(action_embeds=torch.randn(2, 3, 16, generator=gen), attention_mask=mask, cache=cache,
+              timestep_embeds=torch.randn(2, 16, generator=gen))
+    return np.broadcast_to(seen[-1].numpy(), (2, 3)), resolved
+
+
+@pytest.mark.parametrize("prefix_mask", [[[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]], None], ids=["left-padded", "no mask"])
+def test_pi05_action_expert_continues_after_the_prefix(prefix_mask):
+    theirs, resolved = pi05_action_positions(prefix_mask)
+    expert = resolved.stack("dit")
+    assert len(expert) == 2 and all(layer.reads == (("rotation", ("mask_cumsum", "cache_position")),)
+                                    for layer in expert)
+    if prefix_mask is None:
+        ours = expert[0].rotation_positions(cache_position=np.arange(5, 8))  # the slots after the prefix's cache
+    else:
+        full = np.concatenate([np.asarray(prefix_mask), np.ones((2, 3), dtype=np.int64)], axis=1)
+        ours = expert[0].rotation_positions(attention_mask=full, length=3)
+    np.testing.assert_array_equal(np.broadcast_to(ours, (2, 3)), theirs)  # integers: exact
+    assert not np.array_equal(np.broadcast_to(np.arange(3), (2, 3)), theirs)  # a fresh sequence's 0, 1, 2 is wrong
+    with pytest.raises(ValueError, match=r"attention_mask=|cache_position="):
+        expert[0].rotation_positions(np.arange(3))  # ids alone: not what the expert reads

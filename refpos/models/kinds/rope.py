@@ -98,6 +98,15 @@ class RopeLayer(LayerRecord):
             out["indexer"] = self.indexer.to_params()
         return out
 
+    def rotation_positions(self, positions: Any = None, *, cache_position: Any = None,
+                           attention_mask: Any = None, length: int | None = None) -> Any:
+        """The positions the layer turns its call's tokens by, read as its code reads them (``reads``): the
+        position ids, else the slot (most families), or the running count of the mask (π0.5's action expert,
+        whose ``T`` = ``length`` tokens come last under ``attention_mask``)."""
+        given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask,
+                         length=length)
+        return self.read("rotation", "query", given)
+
     def scale(self, positions: Any = None, *, cache_position: Any = None, attention_mask: Any = None) -> Any:
         """The query's scale at the call's tokens (1 without a rule), read from the input its rule reads
         (Llama 4: the token's slot, never the position id)."""
