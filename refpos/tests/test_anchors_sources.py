@@ -12,8 +12,10 @@ Tolerances, from the computation each side runs:
 * Llama 4: transformers computes ``s = fl(1 + a·log1p(floor((p + 1)/f)))`` in float32 (log1p, the product and the
   sum each round once: relative error at most ``3·2⁻²⁴`` plus log1p's own ulp) and rounds ``q·s`` once more; the
   scale read back as ``(q·s)/q`` in float64 is within ``s·6·2⁻²⁴`` of the exact one.
-* Falcon: the bias the model adds is ``fl32(b / fl32(√d))`` with ``b`` the bfloat16 product (exact in float32)
-  that refpos rounds the same way: two roundings, ``|b/√d|·3·2⁻²⁴``.
+* Falcon: the bias the model hands its layer (in the attention mask, added once by SDPA in 5.24 and 5.25) is
+  ``fl32(b / fl32(√d))`` with ``b`` the bfloat16 product (exact in float32) that refpos rounds the same way: two
+  roundings, ``|b/√d|·3·2⁻²⁴``.
+* π0.5: integer positions, compared exactly.
 """
 
 from __future__ import annotations
