@@ -21,6 +21,7 @@ from refpos.golden.npy import read_npy
 from refpos.golden.rope_cases import slug
 from refpos.installed import BUNDLED
 from refpos.models.hf import load_hf_config
+from refpos.models.releases import parse_version
 from refpos.validation import printable
 
 FORCE_HELP = "replace the goldens of another model (or of another golden command) already in --out"
@@ -141,6 +142,9 @@ def _run(args: argparse.Namespace) -> int:
         return 1 if problems else 0
     if args.golden_command == "model":
         config = load_hf_config(args.config)
+        if args.transformers_version is not None:  # the release the model runs, over the config's own key
+            parse_version("--transformers-version", args.transformers_version)
+            config = {**config, "transformers_version": args.transformers_version}
         from refpos.golden.rope_cases import model_cases, model_report
 
         name = checked_name(args.name, "--name") if args.name is not None else checked_name(
