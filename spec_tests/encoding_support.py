@@ -12,7 +12,7 @@ import numpy as np
 from support import declared_dtype
 
 from refpos.backend import to_numpy
-from refpos.golden.tolerance import MANTISSA, rope_tolerance
+from refpos.golden.exact.tolerance import MANTISSA, rope_tolerance
 
 
 def is_float64(impl) -> bool:
@@ -35,7 +35,7 @@ def tol(impl, *, rtol: float = 1e-12, atol: float = 1e-13) -> dict[str, float]:
 
 def angle_atol(impl, max_position: int) -> float:
     """Absolute tolerance of an entry built from sinusoid rows at positions up to ``max_position``: the phase
-    rule of :func:`refpos.golden.tolerance.rope_tolerance` for the declared dtype at that position (the
+    rule of :func:`refpos.golden.exact.tolerance.rope_tolerance` for the declared dtype at that position (the
     sinusoid's largest ω is 1), for values of size 2 (a shifted or multiplied row adds two products
     ``cos·a + sin·b`` of size ≤ 1 per pair)."""
     bound = rope_tolerance(declared_dtype(impl), np.array([max_position]), np.ones(1), magnitude=2.0)

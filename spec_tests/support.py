@@ -3,7 +3,7 @@
 * :data:`IMPL` — the adapter module named by ``REFPOS_IMPL`` (default ``refpos.testing.adapter``).
 * :func:`require` — the adapter's functions, or a skip naming what is missing.
 * :func:`assert_close` / :func:`tolerance_array` / :func:`tolerance` — tolerances that follow from
-  ``INFO["dtype"]`` and, for angle-derived values, from the position, as :mod:`refpos.golden.tolerance`
+  ``INFO["dtype"]`` and, for angle-derived values, from the position, as :mod:`refpos.golden.exact.tolerance`
   implements them (the rule ``refpos check`` and the goldens use);
 * :func:`assert_within` — an explicit ``rtol``/``atol`` (from :func:`tolerance` or stated with its reason),
   through the same comparison;
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import refpos.golden.tolerance as tol_rules
+import refpos.golden.exact.tolerance as tol_rules
 from refpos.backend import to_numpy
-from refpos.golden.compare import compare
-from refpos.golden.forms import describe_forms
+from refpos.golden.exact.compare import compare
+from refpos.golden.exact.forms import describe_forms
 from refpos.testing import declarations
 
 IMPL_NAME = os.environ.get("REFPOS_IMPL", "refpos.testing.adapter")
@@ -133,7 +133,7 @@ def supported_subset(key: str, wanted: tuple[str, ...]) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------------------- tolerances
-#: kinds of compared quantity (:mod:`refpos.golden.tolerance` has one rule per kind)
+#: kinds of compared quantity (:mod:`refpos.golden.exact.tolerance` has one rule per kind)
 KINDS = ("exact", "stored", "value", "phase", "probability")
 
 
@@ -183,7 +183,7 @@ def tolerance_array(
     dtype: str | None = None,
 ) -> np.ndarray:
     """Elementwise atol for the adapter's output against the float64 ``expected``, by the rule of
-    ``refpos check`` (:mod:`refpos.golden.tolerance`) for the adapter's ``INFO["dtype"]``.
+    ``refpos check`` (:mod:`refpos.golden.exact.tolerance`) for the adapter's ``INFO["dtype"]``.
 
     Parameters
     ----------
@@ -328,7 +328,7 @@ def assert_close(actual: Any, expected: Any, impl: ModuleType, kind: str = "valu
 def assert_within(actual: Any, expected: Any, *, rtol: float, atol: float = 0.0, what: str = "",
                   equal_nan: bool = False) -> None:
     """Assert ``|actual − expected| ≤ atol + rtol·|expected|`` elementwise through refpos's one comparison
-    (:func:`refpos.golden.compare.compare`: a NaN never passes unless ``equal_nan`` and both are NaN).
+    (:func:`refpos.golden.exact.compare.compare`: a NaN never passes unless ``equal_nan`` and both are NaN).
 
     The caller states ``rtol`` (and ``atol``): from the declared dtype (:func:`tolerance`,
     ``encoding_support.tol``) or a number with its reason beside it. Shapes must agree; a scalar on
@@ -353,7 +353,7 @@ def assert_within(actual: Any, expected: Any, *, rtol: float, atol: float = 0.0,
 
 def tolerance(impl: ModuleType, kind: str = "value") -> dict[str, float]:
     """Scalar ``{"rtol", "atol"}`` for ``numpy.testing.assert_allclose`` on O(1) values, by the dtype
-    rule of :mod:`refpos.golden.tolerance` (position-independent kinds only; phases need
+    rule of :mod:`refpos.golden.exact.tolerance` (position-independent kinds only; phases need
     :func:`assert_close`): float64 rtol 1e-13, float32 1e-6, bfloat16/float16 two ulps, each with the
     same number as an absolute floor for entries near zero."""
     if kind not in ("exact", "value", "probability"):

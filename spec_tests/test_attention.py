@@ -15,8 +15,8 @@ from hypothesis import example, find, given, settings
 from hypothesis import strategies as st
 from support import assert_within, cases, declared_dtype, require
 
-from refpos.golden.compare import within
-from refpos.golden.tolerance import MANTISSA
+from refpos.golden.exact.compare import within
+from refpos.golden.exact.tolerance import MANTISSA
 
 # ----------------------------------------------------------------------------------------- helpers
 

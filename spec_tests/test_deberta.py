@@ -24,7 +24,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from support import assert_within, declared_dtype, require
 
-from refpos.golden.ulp import MANTISSA
+from refpos.golden.exact.ulp import MANTISSA
 
 #: δ → bucket for 256 buckets and m = 512 (DeBERTa-v3's config; transformers' make_log_bucket_position)
 V3_BUCKETS = {-600: -270, -511: -255, -200: -169, -129: -129, -128: -128, -1: -1, 0: 0, 5: 5, 128: 128,

@@ -1,7 +1,7 @@
 """Spec: decomposed relative positions (docs/decomposed.md): the query's terms against the tables of the height
 and width offsets, the coordinates scaled to the longer grid, the tables resampled to ``2·max(q, k) − 1`` rows.
 
-The oracle (refpos/golden/grid_exact.py, in float64) loops over the pairs with the row index in exact rationals;
+The oracle (refpos/golden/cases/grid_exact.py, in float64) loops over the pairs with the row index in exact rationals;
 tolerance :func:`refpos.encodings.decomposed.decomposed_error_bound` at the unit roundoff of the declared dtype.
 Each property is shown failing on a tiny wrong adapter (``test_*_catches_*``).
 """
@@ -16,8 +16,8 @@ from hypothesis import given
 from support import declared_dtype, require
 
 from refpos.encodings.decomposed import decomposed_error_bound
-from refpos.golden.grid_exact import apply_taps, axis_taps, decomposed_terms
-from refpos.golden.ulp import MANTISSA
+from refpos.golden.cases.grid_exact import apply_taps, axis_taps, decomposed_terms
+from refpos.golden.exact.ulp import MANTISSA
 from refpos.testing import strategies_decomposed as dst
 
 

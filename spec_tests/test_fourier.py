@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from support import declared_dtype, require
 
-from refpos.golden.ulp import MANTISSA
+from refpos.golden.exact.ulp import MANTISSA
 from refpos.testing.strategies_fourier import fourier_inputs, perceiver_settings
 
 

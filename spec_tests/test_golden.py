@@ -16,8 +16,8 @@ import pytest
 from rope_support import layout_perm
 from support import declared_dtype, declared_support, nan_note, require
 
-from refpos.golden.entries import compare
-from refpos.golden.manifest import default_golden_dir, find_case, load_arrays, load_manifest
+from refpos.golden.exact.entries import compare
+from refpos.golden.files.manifest import default_golden_dir, find_case, load_arrays, load_manifest
 from refpos.pairs import span_bounds
 from refpos.rope.params import rope_config_from_params
 

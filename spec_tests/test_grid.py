@@ -1,6 +1,6 @@
 """Spec: resampling as torch computes it and position tables resampled to a patch grid (docs/grid.md).
 
-The oracles (refpos/golden/grid_exact.py, in float64) apply torch's rules tap by tap, independently of the
+The oracles (refpos/golden/cases/grid_exact.py, in float64) apply torch's rules tap by tap, independently of the
 reference's weight matrices. Tolerances: :func:`refpos.encodings.resample_bounds.resample_error_bound` at the unit
 roundoff of the declared dtype (a correct port's source coordinates, weights and sums in that dtype); rows that
 are copied (the extra tokens) compare as the input stored in the declared dtype. Each property is shown failing on
@@ -18,8 +18,8 @@ from hypothesis import given
 from support import declared_dtype, require
 
 from refpos.encodings.resample_bounds import resample_error_bound
-from refpos.golden.grid_exact import apply_taps, axis_taps, resample_table
-from refpos.golden.ulp import MANTISSA
+from refpos.golden.cases.grid_exact import apply_taps, axis_taps, resample_table
+from refpos.golden.exact.ulp import MANTISSA
 from refpos.testing import strategies_grid as gst
 
 

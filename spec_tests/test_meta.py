@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from support import IMPL_NAME, ROOT
 
-from refpos.check.catalogue import BY_ID, MISTAKES, Mistake
+from refpos.check.shared.catalogue import BY_ID, MISTAKES, Mistake
 from spec_tests.mutants import MUTANTS, Mutant
 
 pytestmark = pytest.mark.skipif(
@@ -103,7 +103,7 @@ def test_every_mutant_module_is_catalogued():
 
 
 def catalogue_problems(mutants: dict[str, Mutant], mistakes: tuple[Mistake, ...]) -> list[str]:
-    """What breaks the one catalogue of mistakes (refpos.check.catalogue) shared with the mutants: a mutant
+    """What breaks the one catalogue of mistakes (refpos.check.shared.catalogue) shared with the mutants: a mutant
     naming an uncatalogued id, an entry with neither a mutant nor a reason, or with both."""
     ids = {m.id for m in mistakes}
     problems = [f"mutant {name} implements {m.mistake!r}, not in refpos/data/mistakes.toml"

@@ -16,7 +16,7 @@ import pytest
 from support import IMPL_NAME, assert_close
 from test_meta import FAILED, run_suite
 
-from refpos.golden.emulations import angles_float32
+from refpos.golden.exact.emulations import angles_float32
 
 pytestmark = pytest.mark.skipif(
     IMPL_NAME != "refpos.testing.adapter", reason="meta tests judge the suite; they run on refpos.testing.adapter only"

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from support import declared_dtype, require
 
-from refpos.golden.ulp import MANTISSA
+from refpos.golden.exact.ulp import MANTISSA
 from refpos.testing.strategies_sincos2d import coordinate_inputs, grid_settings, mask_settings, padding_masks
 
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from support import declared_dtype, require
 
-from refpos.golden.ulp import MANTISSA
+from refpos.golden.exact.ulp import MANTISSA
 from refpos.testing.strategies_sinusoid1d import signed_positions, sinusoid_settings, step_masks
 
 

@@ -3,7 +3,7 @@ docs/sinusoidal.md#where-the-anchors-differ, docs/diagnosis.md).
 
 Tolerances: exact test vectors are quoted to 10 significant digits (atol 1e-10). Shift-matrix and Gram
 identities re-derive sin/cos from angles rounded independently, so their error grows with the position
-(``angle_atol``: the phase rule of refpos.golden.tolerance at the largest position, ~9e-16·p + 2e-13 in
+(``angle_atol``: the phase rule of refpos.golden.exact.tolerance at the largest position, ~9e-16·p + 2e-13 in
 float64).
 """
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support import assert_close, require
 
-from refpos.golden.compare import within
+from refpos.golden.exact.compare import within
 
 # (first distance, last distance) per bucket, 32 buckets, max_distance 128 — docs/relative.md#t5
 CAUSAL_RANGES = [(b, b) for b in range(16)] + [

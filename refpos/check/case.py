@@ -10,17 +10,11 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.check.golden_rope import diagnose_rope_case, table_case_fit
-from refpos.check.run import (
-    Unusable,
-    check_alibi,
-    check_deberta,
-    check_sinusoid,
-    check_t5,
-    default_dtype,
-    same_shape,
-)
-from refpos.golden import tolerance as tol
+from refpos.check.rope.golden_rope import diagnose_rope_case
+from refpos.check.shared.arrays import Unusable, default_dtype, same_shape
+from refpos.check.tables.common import table_case_fit
+from refpos.check.targets import FUNCTION_TARGETS
+from refpos.golden.exact import tolerance as tol
 from refpos.pairs import place_pairs
 
 
@@ -29,8 +23,8 @@ def _golden_case(case_id: str, golden_dir: Path | None) -> tuple[dict[str, Any],
     """``(manifest case, its arrays, why it is not verified or None)``: the files read once through the golden
     directory's descriptor (sha256 checked), the case regenerated and compared whole with the manifest's
     (:func:`refpos.golden.generate.case_problems`); :class:`Unusable` when a file or the case does not match."""
+    from refpos.golden.files.manifest import default_golden_dir, find_case, load_manifest, open_golden, read_case
     from refpos.golden.generate import case_problems, regenerated_cases
-    from refpos.golden.manifest import default_golden_dir, find_case, load_manifest, open_golden, read_case
 
     root = Path(golden_dir) if golden_dir is not None else default_golden_dir()
     with open_golden(root) as directory:
@@ -62,7 +56,7 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     per-pair table (``reduce: pairs``: ``(..., 2m)`` for the ``(..., m)`` reference) is compared whole: both
     channels of every pair, where the layout writes them.
     """
-    from refpos.golden.entries import compare as compare_under_entry
+    from refpos.golden.exact.entries import compare as compare_under_entry
 
     case, arrays, not_verified = _golden_case(case_id, golden_dir)
     name = output or case.get("primary_output")
@@ -95,25 +89,14 @@ def check_case(case_id: str, candidate: Any, *, golden_dir: Path | None = None, 
     function = case.get("function")
     args = [a.get("value") for a in call.get("args", [])]
     rope_case = diagnose_rope_case(case, inputs, cand, reference, entry, dtype, name)
-    if rope_case is not None:  # the diagnosis and the fit of refpos check rope --config (refpos.check.golden_rope)
+    if rope_case is not None:  # the diagnosis and the fit of refpos check rope --config (refpos.check.rope.golden_rope)
         result.update(rope_case)
-    else:
-        checked = None
-        if function == "alibi_slopes":
-            checked = check_alibi(cand, int(args[0]), dtype=dtype)
-        elif function == "alibi_bias":
-            checked = check_alibi(cand, int(args[0]), q_len=int(args[1]), k_len=int(args[2]), form=str(args[3]),
-                                  dtype=dtype)
-        elif function == "t5_bucket":
-            checked = check_t5(cand, inputs["rel"], bidirectional=bool(args[1]), num_buckets=int(args[2]),
-                               max_distance=int(args[3]))
-        elif function == "deberta_log_buckets":
-            checked = check_deberta(cand, inputs["rel"], position_buckets=int(args[1]),
-                                    max_relative_positions=int(args[2]))
-        elif function == "sinusoidal":
-            checked = check_sinusoid(cand, inputs["positions"], dim=int(args[1]), base=float(args[2]),
-                                     layout=str(args[3]), spacing=str(args[4]), dtype=dtype)
-        if checked is not None:  # its diagnosis and fit; each pair's verdict under the case's own tolerance
-            result.update(table_case_fit(checked, cand, reference, entry, dtype, str(args[3]) if function ==
-                                         "sinusoidal" else None))
+    elif function in FUNCTION_TARGETS:  # the diagnosis of the target that checks the function
+        try:
+            checked = FUNCTION_TARGETS[function].golden(case, args, inputs, cand, dtype)
+        except Unusable:  # the target cannot diagnose this candidate (a dtype its bound does not hold for)
+            return result
+        layout = checked.get("reference", {}).get("layout") if "pairs" in checked else None
+        # its diagnosis and fit; each pair's verdict under the case's own tolerance
+        result.update(table_case_fit(checked, cand, reference, entry, dtype, layout))
     return result

@@ -12,17 +12,9 @@ from typing import Any
 import numpy as np
 
 from refpos.check.case import check_case
-from refpos.check.run import (
-    Unusable,
-    check_alibi,
-    check_deberta,
-    check_rope,
-    check_sinusoid,
-    check_t5,
-    default_dtype,
-    same_shape,
-)
-from refpos.check.tables_stream import relative_grid
+from refpos.check.shared.arrays import Unusable, default_dtype
+from refpos.check.shared.request import Request
+from refpos.check.targets import TARGETS, target_of
 from refpos.cli import check_config
 from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, SEQ_LEN, WIDTH, Number, help_with, require
 from refpos.cli.progress import ProgressBar
@@ -30,8 +22,8 @@ from refpos.encodings.alibi import FORMS
 from refpos.encodings.deberta import deberta_attention_span
 from refpos.encodings.sinusoidal import LAYOUTS, SPACINGS
 from refpos.encodings.t5 import check_bucket_args
-from refpos.golden.npy import read_npy
-from refpos.golden.npy_file import open_npy
+from refpos.golden.files.npy import read_npy
+from refpos.golden.files.npy_file import open_npy
 from refpos.outputs import check_output
 from refpos.tools.figures import FORMATS
 from refpos.validation import printable
@@ -39,8 +31,7 @@ from refpos.validation import printable
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``refpos check``."""
-    parser.add_argument("target", help="rope, alibi, t5, deberta, sinusoid, learned (with --config), or a golden "
-                                       "case id")
+    parser.add_argument("target", help=f"{', '.join(TARGETS)} (refpos.check.targets), or a golden case id")
     parser.add_argument("candidate_file", nargs="?", default=None, help="candidate .npy (golden case form)")
     parser.add_argument("--candidate", default=None, help="the candidate output (.npy)")
     parser.add_argument("--dtype", default=None, help="dtype the candidate computed in (default: from the file)")
@@ -74,6 +65,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", type=BASE, default=10000.0, help=help_with(BASE, "sinusoid (default 10000)"))
     parser.add_argument("--layout", default="interleaved", choices=LAYOUTS, help="sinusoid (default interleaved)")
     parser.add_argument("--spacing", default="paper", choices=SPACINGS, help="sinusoid (default paper)")
+    parser.add_argument("--call", default=None,
+                        help="the vision and audio kinds: the JSON call file naming the contract function and its "
+                             "arguments (docs/diagnosis.md#the-catalogue-vision-and-audio-kinds)")
     parser.add_argument("--output", default=None, help="golden case: which output (default: the primary)")
     parser.add_argument("--golden-dir", type=Path, default=None)
     check_config.configure(parser)
@@ -122,91 +116,37 @@ def _options_agree(args: argparse.Namespace) -> str | None:
     return None
 
 
-#: targets whose candidate is read block by block (refpos.check.stream, refpos.golden.npy_file)
-_STREAMED = ("rope", "alibi", "t5", "deberta", "sinusoid")
-
-
-def _need(value: Any, flag: str, target: str) -> Any:
-    if value is None:
-        raise Unusable(f"refpos check {target} needs {flag}")
-    return value
-
-
-def _load(path: str | None, flag: str, target: str, *, blocks: bool = False) -> Any:
-    """The strict reader; ``blocks``: the header checked and the data left in the file, read block by block by
-    the check with explicit reads (:func:`refpos.golden.npy_file.open_npy`: a file truncated meanwhile is an
-    error line, where a memory map would die by SIGBUS)."""
-    path = _need(path, flag, target)
-    return open_npy(path) if blocks else read_npy(path)
-
-
-def _rope_config(args: argparse.Namespace) -> Any:
-    _need(args.config, "--config CONFIG.json", "rope")
-    return check_config.rope_of(args)[0]
-
-
-def _relative(args: argparse.Namespace, candidate: Any, target: str, *, query_minus_key: bool = False) -> Any:
-    """The relative positions of a bucket check: ``--relative`` (read block by block), or the grid of
-    ``--q-len × --k-len`` as a view of one line of ``Tq + Tk − 1`` values."""
-    if args.relative:
-        return open_npy(args.relative)
-    q_len = _need(args.q_len, "--relative REL.npy or --q-len", target)
-    k_len = _need(args.k_len, "--k-len", target)
-    same_shape(candidate, (q_len, k_len), "--q-len × --k-len buckets")  # before building (Tq, Tk)
-    return relative_grid(q_len, k_len, query_minus_key=query_minus_key)
+def _candidate(args: argparse.Namespace, streamed: bool) -> Any:
+    """The candidate file, read by the strict reader; ``streamed``: its header checked and the data left in the
+    file, read block by block by the check with explicit reads (:func:`refpos.golden.files.npy_file.open_npy`: a
+    file truncated meanwhile is an error line, where a memory map would die by SIGBUS)."""
+    path = args.candidate or args.candidate_file
+    if path is None:
+        raise Unusable(f"refpos check {args.target} needs --candidate Y.npy")
+    candidate = open_npy(path) if streamed else read_npy(path)
+    if candidate.size == 0:  # every comparison of nothing passes
+        raise Unusable(f"the candidate {path} holds no elements (shape {tuple(candidate.shape)}): nothing to check")
+    return candidate
 
 
 def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
-    target = args.target
-    cand_path = args.candidate or args.candidate_file
-    candidate = _load(cand_path, "--candidate Y.npy", target, blocks=target in _STREAMED)
-    if candidate.size == 0:  # every comparison of nothing passes
-        raise Unusable(f"the candidate {cand_path} holds no elements (shape {tuple(candidate.shape)}): nothing "
-                       "to check")
-    dtype = args.dtype or default_dtype(candidate)
-    if args.config and target in check_config.TARGET_KINDS and target != "rope":
-        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
-            return check_config.check_layer(args, target, candidate, dtype, progress)
-    if target == "rope":
-        rope = _rope_config(args)
-        if args.strict and rope.not_modelled:
-            raise Unusable(f"--strict: not modelled: {sorted(rope.not_modelled)}")
-        x = _load(args.input, "--input X.npy", target, blocks=True)
-        positions = _load(args.positions, "--positions P.npy", target)
-        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
-            result = check_rope(candidate, x, positions, rope, seq_len=args.seq_len, dtype=dtype, progress=progress)
-        return {**result, "not_modelled": dict(rope.not_modelled)}
-    if target == "alibi":
-        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
-            return check_alibi(candidate, _need(args.heads, "--heads N", target), q_len=args.q_len, k_len=args.k_len,
-                               form=args.form, dtype=dtype, head_dim=args.head_dim, progress=progress)
-    if target == "t5":
-        rel = _relative(args, candidate, target)
-        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
-            return check_t5(candidate, rel, bidirectional=not args.causal, num_buckets=args.num_buckets,
-                            max_distance=args.max_distance, progress=progress)
-    if target == "deberta":
-        rel = _relative(args, candidate, target, query_minus_key=True)  # δ = query − key
-        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
-            return check_deberta(candidate, rel, position_buckets=_need(args.position_buckets, "--position-buckets",
-                                                                        target),
-                                 max_relative_positions=_need(args.max_relative_positions,
-                                                              "--max-relative-positions", target), progress=progress)
-    if target == "sinusoid":
-        if args.positions:
-            positions = read_npy(args.positions)
-        else:
-            length = _need(args.length, "--positions or --length", target)
-            same_shape(candidate, (length, _need(args.dim, "--dim D", target)), "--length × --dim")  # before arange
-            positions = np.arange(length)
-        with ProgressBar(f"refpos check {target}", quiet=args.quiet) as progress:
-            return check_sinusoid(candidate, positions, dim=_need(args.dim, "--dim D", target), base=args.base,
-                                  layout=args.layout, spacing=args.spacing, dtype=dtype, progress=progress)
-    return check_case(target, candidate, golden_dir=args.golden_dir, output=args.output, dtype=args.dtype)
+    """The target's run (:data:`refpos.check.targets.TARGETS`) on the candidate, the options and, with
+    ``--config``, the model's layer; a word that is not a target is a golden case id."""
+    target = target_of(args.target)
+    candidate = _candidate(args, streamed=target is not None and target.streamed)
+    if target is None:
+        return check_case(args.target, candidate, golden_dir=args.golden_dir, output=args.output, dtype=args.dtype)
+    if args.config and "--config" not in target.flags:
+        raise Unusable(f"refpos check {target.name} does not read --config: it takes {', '.join(target.flags)}")
+    layer = check_config.layer_of(args, target.name) if args.config else None
+    request = Request(target.name, candidate, args.dtype or default_dtype(candidate), vars(args), layer)
+    with ProgressBar(f"refpos check {target.name}", quiet=args.quiet) as progress:
+        request.progress = progress
+        return target.run(request)
 
 
 def _print(result: dict[str, Any]) -> None:
-    from refpos.check.identify_text import report_lines
+    from refpos.check.report import report_lines
 
     def print(line: str) -> None:  # a case id, a config key: strings refpos did not write are shown escaped
         builtins.print(printable(line))
@@ -246,7 +186,7 @@ def _finite_json(value: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """``refpos check``: 0 within tolerance, 1 outside, 2 unusable input (one line, never a traceback)."""
-    from refpos.golden.manifest import GoldenError
+    from refpos.golden.files.manifest import GoldenError
 
     try:
         if args.plot is not None:  # refused before the check, not after it

@@ -15,10 +15,10 @@ from refpos.bounds import parse_int, shown_text
 from refpos.cli import golden_show
 from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, SEQ_LEN, help_with
 from refpos.cli.positions import add_assume, assumptions, refuse_unknown, resolve
+from refpos.golden.cases.rope import slug
+from refpos.golden.files.manifest import GoldenError, default_golden_dir, load_manifest, write_cases
+from refpos.golden.files.npy import read_npy
 from refpos.golden.generate import finite_cases, generate, model_source, verify
-from refpos.golden.manifest import GoldenError, default_golden_dir, load_manifest, write_cases
-from refpos.golden.npy import read_npy
-from refpos.golden.rope_cases import slug
 from refpos.installed import BUNDLED
 from refpos.models.hf import load_hf_config
 from refpos.models.releases import parse_version
@@ -40,7 +40,7 @@ def model_name(config: dict, path: Path) -> str:
 
 
 def checked_name(name: str, flag: str) -> str:
-    """``name`` if its case names (:func:`refpos.golden.rope_cases.slug`) are directory names; else
+    """``name`` if its case names (:func:`refpos.golden.cases.rope.slug`) are directory names; else
     ``ValueError`` naming ``flag``."""
     file_name = slug(name)
     if not file_name or set(file_name) <= {"."}:
@@ -145,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.transformers_version is not None:  # the release the model runs, over the config's own key
             parse_version("--transformers-version", args.transformers_version)
             config = {**config, "transformers_version": args.transformers_version}
-        from refpos.golden.rope_cases import model_cases, model_report
+        from refpos.golden.cases.rope import model_cases, model_report
 
         name = checked_name(args.name, "--name") if args.name is not None else checked_name(
             model_name(config, args.config), "the model name")

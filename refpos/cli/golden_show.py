@@ -62,7 +62,7 @@ def _tolerance(entry: dict[str, Any]) -> dict[str, Any]:
 
 def describe(case: dict[str, Any], root: Path) -> dict[str, Any]:
     """The JSON of ``refpos golden show``: inputs, outputs, tolerance and check commands of one case."""
-    from refpos.golden.manifest import load_arrays
+    from refpos.golden.files.manifest import load_arrays
 
     params = case.get("parameters", {})
     call = params.get("call") or {}
@@ -142,7 +142,7 @@ def _range(pair: list[float]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Print one case; an unknown case or an unreadable directory is an error (exit 2 in refpos.cli.golden)."""
-    from refpos.golden.manifest import check_files, default_golden_dir, find_case, load_manifest
+    from refpos.golden.files.manifest import check_files, default_golden_dir, find_case, load_manifest
 
     root = Path(args.golden_dir) if args.golden_dir is not None else default_golden_dir()
     case = find_case(load_manifest(root), args.case)

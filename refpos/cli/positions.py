@@ -32,7 +32,7 @@ import argparse
 import json
 from typing import Any
 
-from refpos.check.identify_text import ranges as format_ranges
+from refpos.check.shared.stream import ranges as format_ranges
 from refpos.cli import positions_layout
 from refpos.models.kinds.rope import RopeLayer
 from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
@@ -160,7 +160,7 @@ def text(positions: ModelPositions, title: str) -> str:
 
 
 def ranges(indices: list[int]) -> str:
-    """``[0, 1, 2, 5]`` as ``0-2, 5`` (:func:`refpos.check.identify_text.ranges` with a hyphen)."""
+    """``[0, 1, 2, 5]`` as ``0-2, 5`` (:func:`refpos.check.rope.identify_text.ranges` with a hyphen)."""
     return format_ranges(indices, dash="-")
 
 

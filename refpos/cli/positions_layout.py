@@ -54,7 +54,7 @@ def text(ids: np.ndarray, rules: dict[str, tuple[Any, str]], layout: str, title:
 
 def run(args: argparse.Namespace) -> int:
     """Print (and with ``--out`` write) the ids; bad input is a ``ValueError`` (exit 2 in :mod:`refpos.cli`)."""
-    from refpos.golden.npy import write_npy
+    from refpos.golden.files.npy import write_npy
 
     if args.out is not None and args.out.suffix != ".npy":
         raise ValueError(f"--out must name a .npy file, got {str(args.out)!r}")

@@ -10,8 +10,8 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.cli.options import BASE, EVEN_WIDTH, POSITION, SEQ_LEN, help_with
-from refpos.golden.forms import FORMS, check_forms
-from refpos.golden.tolerance import (
+from refpos.golden.exact.forms import FORMS, check_forms
+from refpos.golden.exact.tolerance import (
     ANGLE_ROUNDOFF,
     MANTISSA,
     check_dtype,

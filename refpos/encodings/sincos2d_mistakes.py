@@ -39,16 +39,17 @@ U32 = 2.0**-24
 
 @dataclass(frozen=True)
 class Sincos2dInputs:
-    """One call of a variant: its name and the builder's inputs (sizes, mask or coordinates; config keywords)."""
+    """One call of a variant: its name (or its record) and the builder's inputs (sizes, mask or coordinates;
+    config keywords)."""
 
-    variant: str
+    variant: str | SineVariant
     inputs: dict[str, Any]
     #: keywords changed from the variant's (what a mistake does)
     changed: dict[str, Any] = field(default_factory=dict)
 
     @property
     def record(self) -> SineVariant:
-        return sincos2d_variant(self.variant)
+        return self.variant if isinstance(self.variant, SineVariant) else sincos2d_variant(self.variant)
 
     def keywords(self) -> dict[str, Any]:
         """Everything the builder is called with."""

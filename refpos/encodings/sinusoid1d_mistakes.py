@@ -30,9 +30,9 @@ U32 = 2.0**-24
 
 @dataclass(frozen=True)
 class Sinusoid1dInputs:
-    """One call of a variant: its name, the width and :meth:`SinusoidVariant.build`'s inputs."""
+    """One call of a variant: its name (or its record), the width and :meth:`SinusoidVariant.build`'s inputs."""
 
-    variant: str
+    variant: str | SinusoidVariant
     dim: int
     inputs: dict[str, Any]
     #: steps a mistake changes: sinusoid_1d keywords, ``positions`` (an array), ``zero_row`` (bool),
@@ -41,7 +41,7 @@ class Sinusoid1dInputs:
 
     @property
     def record(self) -> SinusoidVariant:
-        return sinusoid1d_variant(self.variant)
+        return self.variant if isinstance(self.variant, SinusoidVariant) else sinusoid1d_variant(self.variant)
 
     def positions(self) -> np.ndarray:
         if "positions" in self.changed:

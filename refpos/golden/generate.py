@@ -1,7 +1,7 @@
 """``refpos golden``: generate, verify, model, list.
 
 * ``refpos golden generate [--out DIR] [--no-certify]`` — every case (deterministic), certified against
-  mpmath, into ``golden/`` (the default directory, :func:`refpos.golden.manifest.default_golden_dir`).
+  mpmath, into ``golden/`` (the default directory, :func:`refpos.golden.files.manifest.default_golden_dir`).
 * ``refpos golden verify [--golden-dir DIR] [--certify]`` — check every file's sha256, regenerate every
   case and compare each output within its float64 tolerance; prints ``MISMATCH <case id>: …`` per
   problem and exits 1 on any (2 when the directory or manifest is unusable).
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from refpos.golden.entries import compare
-from refpos.golden.manifest import Case, case_entry, load_manifest, open_golden, read_case, write_cases
+from refpos.golden.exact.entries import compare
+from refpos.golden.files.manifest import Case, case_entry, load_manifest, open_golden, read_case, write_cases
 from refpos.inputs import MAX_JSON_BYTES, InputError
 
 #: the kernels the committed golden bytes come from. NumPy and OpenBLAS choose their kernels by CPU, and on a
@@ -39,15 +39,11 @@ TITLE = "refpos golden outputs: every encoding family, the worked example, real 
 
 
 def all_cases() -> list[Case]:
-    """Every case of ``refpos golden generate``, in manifest order."""
-    from refpos.golden.cases import encoding_cases
-    from refpos.golden.deberta_cases import deberta_cases
-    from refpos.golden.layer_cases import layer_cases
-    from refpos.golden.rope_cases import all_model_cases, boundary_cases, layout_cases
-    from refpos.golden.scenarios import attention_cases, scenario_cases, worked_example_cases
+    """Every case of ``refpos golden generate``, in manifest order: each family of the registry in turn
+    (:data:`refpos.golden.registry.FAMILIES`)."""
+    from refpos.golden.registry import FAMILIES
 
-    return (encoding_cases() + deberta_cases() + worked_example_cases() + attention_cases() + layout_cases()
-            + all_model_cases() + boundary_cases() + scenario_cases() + layer_cases())
+    return [case for family in FAMILIES.values() for case in family.cases()]
 
 
 def model_source(config: dict[str, Any], name: str, positions: list[int] | None, seq_len: int | None,
@@ -61,7 +57,7 @@ def regenerate(manifest: dict[str, Any]) -> list[Case]:
     """Rebuild the cases of a manifest from its ``source`` (generate, or model with its config)."""
     source = manifest.get("source", {"command": "generate"})
     if source.get("command") == "model":
-        from refpos.golden.rope_cases import model_cases
+        from refpos.golden.cases.rope import model_cases
 
         positions = source.get("positions")
         return model_cases(source["config"], source["name"],
@@ -105,8 +101,8 @@ def extra_files(source: dict[str, Any]) -> dict[str, bytes]:
     cases read and the vision-language configs (for ``golden model`` runs)."""
     if source.get("command", "generate") != "generate":
         return {}
-    from refpos.golden.mrope_cases import vlm_configs
-    from refpos.golden.rope_cases import model_configs, slug
+    from refpos.golden.cases.mrope import vlm_configs
+    from refpos.golden.cases.rope import model_configs, slug
 
     return {f"configs/{slug(name)}.json": (json.dumps(entry["config"], indent=1) + "\n").encode("utf8")
             for name, entry in {**model_configs(), **vlm_configs()}.items()}
@@ -161,8 +157,8 @@ def case_problems(case: dict[str, Any], new: Case, arrays: dict[str, dict[str, n
     output the generator does not make (or one it makes that is missing), an array's dtype or shape, an
     input's values, an output outside its regenerated tolerance, a tolerance (empty: verified).
 
-    ``arrays`` are the case's files as :func:`refpos.golden.manifest.read_case` read them."""
-    from refpos.golden.certify import certificate
+    ``arrays`` are the case's files as :func:`refpos.golden.files.manifest.read_case` read them."""
+    from refpos.golden.exact.certify import certificate
 
     fresh = case_entry(new, {}, certify=False)
     problems = []

@@ -271,7 +271,7 @@ def rotate_pairs(x: Array, positions: Array, inv_freq: Array, attention_factor: 
 
     ``x`` ``(..., T, D)``; ``positions`` aligned to it (:func:`align_positions`). The tables are float64
     (:func:`rope_pair_tables`); the products run in x's dtype. ``angle_dtype`` and ``pairs`` (channels
-    ``(u_in, v_in, u_out, v_out)`` other than the layout's) are for variants (:mod:`refpos.check.mistakes`).
+    ``(u_in, v_in, u_out, v_out)`` other than the layout's) are for variants (:mod:`refpos.check.rope.mistakes`).
     """
     xp = array_namespace(x)
     cos, sin = rope_pair_tables(positions, inv_freq, attention_factor, rope, angle_dtype=angle_dtype)  # (..., T, m)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from refpos.golden.forms import FORMS, check_forms
-from refpos.golden.ulp import check_dtype
+from refpos.golden.exact.forms import FORMS, check_forms
+from refpos.golden.exact.ulp import check_dtype
 from refpos.pairs import PARTIAL_PLACEMENTS
 from refpos.rope.config import LAYOUTS, ROPE_TYPES
 

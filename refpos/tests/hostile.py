@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from refpos.cli import main
-from refpos.golden import manifest as golden
+from refpos.golden.cases.rope import model_cases
+from refpos.golden.files import manifest as golden
 from refpos.golden.generate import model_source
-from refpos.golden.rope_cases import model_cases
 
 #: a small RoPE model: three cases (frequencies, cos-sin, apply) of a few kilobytes
 MODEL = {"model_type": "llama", "rope_theta": 10000.0, "head_dim": 8, "hidden_size": 32, "num_attention_heads": 4,

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from refpos.encodings.mistake_match import KindMistake
-from refpos.golden import entries
-from refpos.golden.certify import certificate
-from refpos.golden.manifest import Case
+from refpos.golden.exact import entries
+from refpos.golden.exact.certify import certificate
+from refpos.golden.files.manifest import Case
 from refpos.testing import adapter
 
 #: float64's and float32's unit roundoff: an all-float64 library run is held to the float32 bound times their ratio

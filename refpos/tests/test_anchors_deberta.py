@@ -17,7 +17,7 @@ carries the relative error ``ε = |s/ŝ − 1| ≤ 2⁻²⁴`` of that one round
 ``d·(1 + n)`` is a square). A term is compared within ``ε·|term|``; an attention output within
 ``ε·(max_j z_ij − min_j z_ij)·max|v|`` (scaling every logit of row i by ``1 + ε`` moves weight ``A_ij``
 by at most ``ε·A_ij·(max_j z_ij − min_j z_ij)``); each plus the float64 re-derivation rule of
-:func:`refpos.golden.tolerance.value_tolerance` (the same sums in another order).
+:func:`refpos.golden.exact.tolerance.value_tolerance` (the same sums in another order).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from refpos.encodings import (
     deberta_position_projection,
     deberta_relative_index,
 )
-from refpos.golden.tolerance import value_tolerance
+from refpos.golden.exact.tolerance import value_tolerance
 
 torch = pytest.importorskip("torch", reason="DeBERTa anchors need torch (pip install 'refpos[anchors]')")
 pytest.importorskip("transformers", reason="DeBERTa anchors need transformers (pip install 'refpos[anchors]')")

@@ -12,7 +12,7 @@ own modules (5.24, torch CPU), layer by layer.
 
 Tolerance: transformers builds ``inv_freq`` and the angles ``p·ω`` in float32, so a rotated pair differs from
 the float64 reference by up to ``(3·p·max ω·2⁻²⁴ + 1e-6)·A·‖pair‖`` at position ``p`` (the float32 angle
-rounding; ``refpos.golden.tolerance``'s constant). The query scales are float32 products: rtol 1e-6.
+rounding; ``refpos.golden.exact.tolerance``'s constant). The query scales are float32 products: rtol 1e-6.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def imports_of(path: Path, module: str, known: set[str]) -> list[tuple[str, int,
             if node.level:
                 parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(parent + ([base] if base else []))
-            # ``from refpos.golden import tolerance`` imports the module refpos.golden.tolerance
+            # ``from refpos.golden import tolerance`` imports the module refpos.golden.exact.tolerance
             targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
         for target in targets:
             if target == FRONT_DOOR or target.startswith(FRONT_DOOR + "."):
@@ -326,11 +326,11 @@ def test_no_constant_is_defined_twice():
 
 
 def test_the_catalogue_and_the_mistake_definitions_agree():
-    """Every RoPE / M-RoPE mistake refpos check names has one definition (refpos.check.rope_mistakes), and every
+    """Every RoPE / M-RoPE mistake refpos check names has one definition (refpos.check.rope.rope_mistakes), and every
     definition is a catalogued mistake of those families: the diagnosis matrix iterates the one, the other
     builds its cases."""
-    from refpos.check import catalogue
-    from refpos.check.rope_mistakes import ROPE_MISTAKES
+    from refpos.check.rope.rope_mistakes import ROPE_MISTAKES
+    from refpos.check.shared import catalogue
 
     rotation = {m.id for m in catalogue.MISTAKES if m.family in ("rope", "mrope") and m.diagnosed}
     defined = set(ROPE_MISTAKES)

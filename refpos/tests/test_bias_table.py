@@ -246,10 +246,10 @@ def test_window_bias_in_the_pipeline_is_the_bias_added_to_the_logits(xp):
 
 # -------------------------------------------------------------------------------------------------- goldens
 def test_golden_cases_are_certified_within_their_tolerance():
-    """Every case of refpos.golden.bias_table_cases: refpos's float64 bias within the case's float64 tolerance of
+    """Every case of refpos.golden.cases.bias_table: refpos's float64 bias within the case's float64 tolerance of
     the mpmath values, and the reference adapter reproduces it through the case's call."""
-    from refpos.golden.bias_table_cases import bias_table_cases
-    from refpos.golden.manifest import case_entry
+    from refpos.golden.cases.bias_table import bias_table_cases
+    from refpos.golden.files.manifest import case_entry
     from refpos.testing.adapter import window_bias as contract_window_bias
 
     for case in bias_table_cases():

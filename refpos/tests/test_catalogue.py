@@ -1,4 +1,4 @@
-"""refpos.check.catalogue: the one catalogue of known mistakes, its file format, and refpos check's use of it.
+"""refpos.check.shared.catalogue: the one catalogue of known mistakes, its file format, and refpos check's use of it.
 
 (The spec suite's side, that every mutant names a catalogued id and every entry has a mutant or a reason,
 is spec_tests/test_meta.py.)
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from refpos.check import catalogue
+from refpos.check.shared import catalogue
 
 CHECK = Path(catalogue.__file__).resolve().parent
 #: mistake ids in the code of refpos check: known("id"), and the ("id", "evidence", builder) rows of its
@@ -35,9 +35,9 @@ def test_every_entry_is_complete_and_ids_are_unique():
 
 
 def test_the_code_of_refpos_check_names_exactly_the_diagnosed_entries():
-    """known("id") in refpos/check, and the definitions of refpos.check.rope_mistakes, each of which refpos check
+    """known("id") in refpos/check, and the definitions of refpos.check.rope.rope_mistakes, each of which refpos check
     evaluates for a RoPE (or M-RoPE) candidate."""
-    from refpos.check.rope_mistakes import ROPE_MISTAKES
+    from refpos.check.rope.rope_mistakes import ROPE_MISTAKES
 
     in_code = _ids_in_check_code() | set(ROPE_MISTAKES)
     diagnosed = {m.id for m in catalogue.MISTAKES if m.diagnosed}

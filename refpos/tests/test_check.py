@@ -16,14 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refpos
-from refpos.check.run import check_alibi, check_rope, check_sinusoid, check_t5
-from refpos.check.tables import naive_slopes
+from refpos.check.rope.run import check_alibi, check_rope, check_sinusoid, check_t5
+from refpos.check.tables.alibi import naive_slopes
 from refpos.cli import main
 from refpos.encodings import alibi_slopes, t5_bucket
 from refpos.encodings.sinusoidal import sinusoidal
-from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
-from refpos.golden.npy import npy_bytes
-from refpos.golden.rope_cases import model_configs
+from refpos.golden.cases.rope import model_configs
+from refpos.golden.files.manifest import default_golden_dir, find_case, load_manifest
+from refpos.golden.files.npy import npy_bytes
 from refpos.models import from_hf_config
 from refpos.rope.core import rotate_pairs
 from refpos.rope.forms import pair_channels

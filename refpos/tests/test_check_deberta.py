@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import refpos
-from refpos.check import stream, tables_stream
 from refpos.check.case import check_case
-from refpos.check.run import check_deberta
-from refpos.check.tables import truncated_deberta_buckets
+from refpos.check.shared import stream
+from refpos.check.tables.buckets import relative_grid
+from refpos.check.tables.deberta import check_deberta, truncated_deberta_buckets
 from refpos.cli import main
-from refpos.golden.compare import compare
-from refpos.golden.npy import npy_bytes
+from refpos.golden.exact.compare import compare
+from refpos.golden.files.npy import npy_bytes
 
 V3 = {"position_buckets": 256, "max_relative_positions": 512}
 
@@ -41,7 +41,7 @@ def test_the_reference_passes_and_the_mistakes_are_named():
 
 
 def test_the_grid_of_query_minus_key_is_a_view():
-    grid = tables_stream.relative_grid(3, 7, query_minus_key=True)
+    grid = relative_grid(3, 7, query_minus_key=True)
     np.testing.assert_array_equal(grid, (4 + np.arange(3))[:, None] - np.arange(7)[None, :])
     assert not grid.flags.writeable
 
@@ -75,7 +75,7 @@ def test_unusable_input_is_refused():
 
 def test_a_golden_bucket_case_names_the_mistake():
     case = "deberta/buckets-256-512"
-    from refpos.golden.manifest import default_golden_dir, find_case, load_arrays, load_manifest
+    from refpos.golden.files.manifest import default_golden_dir, find_case, load_arrays, load_manifest
 
     rel = load_arrays(default_golden_dir(), find_case(load_manifest(default_golden_dir()), case), "inputs")["rel"]
     assert check_case(case, _buckets(rel))["ok"]
@@ -83,7 +83,7 @@ def test_a_golden_bucket_case_names_the_mistake():
 
 
 def test_cli_checks_deberta_from_lengths_and_files(tmp_path, capsys):
-    rel = tables_stream.relative_grid(6, 600, query_minus_key=True)
+    rel = relative_grid(6, 600, query_minus_key=True)
     (tmp_path / "right.npy").write_bytes(npy_bytes(_buckets(rel)))
     (tmp_path / "sign.npy").write_bytes(npy_bytes(_buckets(-rel)))
     (tmp_path / "rel.npy").write_bytes(npy_bytes(np.ascontiguousarray(rel)))
@@ -102,7 +102,7 @@ def test_cli_checks_deberta_from_lengths_and_files(tmp_path, capsys):
     (["--q-len", "7", "--k-len", "600", "--position-buckets", "256", "--max-relative-positions", "512"], "shape"),
 ])
 def test_cli_bad_deberta_arguments_are_one_line(tmp_path, capsys, args, message):
-    rel = tables_stream.relative_grid(6, 600, query_minus_key=True)
+    rel = relative_grid(6, 600, query_minus_key=True)
     (tmp_path / "b.npy").write_bytes(npy_bytes(_buckets(rel)))
     assert main(["check", "deberta", "--candidate", str(tmp_path / "b.npy"), *args]) == 2
     err = capsys.readouterr().err.strip()

@@ -12,9 +12,9 @@ import json
 import numpy as np
 import pytest
 
-from refpos.check.run import check_rope
+from refpos.check.rope.run import check_rope
 from refpos.cli import main
-from refpos.golden.npy import npy_bytes
+from refpos.golden.files.npy import npy_bytes
 from refpos.models.mm_positions import Image, Text, mm_position_ids
 from refpos.rope.config import RopeConfig
 from refpos.rope.core import apply_rope
@@ -81,9 +81,9 @@ def test_cli_exit_codes(tmp_path, capsys):
 def test_blockwise_mrope_equals_one_comparison(monkeypatch):
     """Blocks of a few rows on 3 threads give the whole comparison's numbers (the M-RoPE problem of all rows)."""
     from refpos import parallel
-    from refpos.check import stream
-    from refpos.check.mrope import mrope_problem
-    from refpos.golden.compare import compare
+    from refpos.check.rope.mrope import mrope_problem
+    from refpos.check.shared import stream
+    from refpos.golden.exact.compare import compare
 
     x = np.random.default_rng(1).standard_normal((2, POSITIONS.shape[1], 128))  # two heads
     wrong = apply_rope(x, POSITIONS, QWEN2)
@@ -102,7 +102,7 @@ def test_blockwise_mrope_equals_one_comparison(monkeypatch):
 def test_a_large_mrope_check_is_diagnosed_on_a_window_of_tokens(monkeypatch):
     """Past SAMPLE_ROWS the diagnosis takes the tokens around the worst one; the token-index mutant counts
     from the window's first token, so 1-D positions 0 … T−1 are still named there."""
-    from refpos.check import run as check_run
+    from refpos.check.rope import run as check_run
 
     monkeypatch.setattr(check_run, "SAMPLE_ROWS", 8)
     plain = dataclasses.replace(QWEN2, mrope_section=None)
@@ -114,6 +114,6 @@ def test_a_large_mrope_check_is_diagnosed_on_a_window_of_tokens(monkeypatch):
 
 
 def check_run_diagnose(pb, cand, first):
-    from refpos.check.mrope import diagnose_mrope
+    from refpos.check.rope.mrope import diagnose_mrope
 
     return diagnose_mrope(pb, cand, first)

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 import refpos
 from refpos import parallel
-from refpos.check import run as check_run
-from refpos.check import stream
-from refpos.check.run import check_rope, sample_rows
-from refpos.golden.compare import compare
+from refpos.check.rope import run as check_run
+from refpos.check.rope.run import check_rope, sample_rows
+from refpos.check.shared import stream
+from refpos.golden.exact.compare import compare
 
 
 def _whole(candidate, reference, atol):
@@ -151,14 +151,14 @@ def test_non_finite_entries_are_counted_across_blocks(monkeypatch):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_streaming_tolerance_is_the_per_element_rule(dtype):
-    """The blocks use refpos.golden.tolerance.rope_tolerance with each element's pair size: a candidate
+    """The blocks use refpos.golden.exact.tolerance.rope_tolerance with each element's pair size: a candidate
     just inside it passes, just outside fails."""
     rope = _llama()
     positions = np.array([0, 1, 1000, 100000])
     x = np.random.default_rng(4).standard_normal((4, 16))
     y = np.asarray(refpos.apply_rope(x, positions, rope))
-    from refpos.check.problem import pair_magnitude
-    from refpos.golden import tolerance as tol
+    from refpos.check.rope.problem import pair_magnitude
+    from refpos.golden.exact import tolerance as tol
     from refpos.rope.forms import pair_channels
 
     w, a = refpos.rope_frequencies(rope, seq_len=100001, xp="numpy")
@@ -175,7 +175,7 @@ def test_streaming_tolerance_is_the_per_element_rule(dtype):
 def test_pair_sizes_from_slices_equal_those_from_index_lists(layout, placement, rotary):
     """The blocks size the tolerance from channel slices (pass-through |x| outside the span only); the
     diagnosis from index lists: the same numbers."""
-    from refpos.check.problem import pair_magnitude
+    from refpos.check.rope.problem import pair_magnitude
     from refpos.rope.core import rope_pair_slices, rope_span
     from refpos.rope.forms import pair_channels
 
@@ -191,8 +191,8 @@ def test_pair_sizes_from_slices_equal_those_from_index_lists(layout, placement, 
 def test_tolerance_per_pair_is_the_per_element_rule(dtype, layout, placement, rotary):
     """The blocks compute the float32/float64 tolerance once per pair: the same bits as rope_tolerance on
     the per-element sizes (bfloat16 keeps the per-element rule, its ulp term depends on the output)."""
-    from refpos.check.problem import pair_magnitude, rotated_tolerance
-    from refpos.golden import tolerance as tol
+    from refpos.check.rope.problem import pair_magnitude, rotated_tolerance
+    from refpos.golden.exact import tolerance as tol
     from refpos.rope.core import rope_pair_slices, rope_span
 
     rope = refpos.RopeConfig(head_dim=16, rotary_dim=rotary, layout=layout, placement=placement)
@@ -210,7 +210,7 @@ def test_tolerance_per_pair_is_the_per_element_rule(dtype, layout, placement, ro
 def test_memory_mapped_reading_is_as_strict_as_reading(tmp_path):
     """read_npy(mmap=True) checks the same header (pickles, Fortran order, truncation refused) and maps
     the data without reading them; the values equal read_npy's, big-endian files included."""
-    from refpos.golden.npy import NpyError, npy_bytes, read_npy
+    from refpos.golden.files.npy import NpyError, npy_bytes, read_npy
 
     a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     good = tmp_path / "a.npy"

@@ -11,14 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refpos import parallel
-from refpos.check import stream, tables_stream
-from refpos.check.run import check_alibi, check_sinusoid, check_t5
-from refpos.check.tables import naive_slopes
+from refpos.check.rope.run import check_alibi, check_sinusoid, check_t5
+from refpos.check.shared import stream
+from refpos.check.tables import common as tables_common
+from refpos.check.tables.alibi import naive_slopes
+from refpos.check.tables.buckets import relative_grid
 from refpos.encodings import alibi_bias, alibi_slopes, sinusoidal_frequencies, t5_bucket
 from refpos.encodings.sinusoidal import sinusoidal
-from refpos.golden import tolerance as tol
-from refpos.golden.compare import compare
-from refpos.golden.npy import npy_bytes, read_npy
+from refpos.golden.exact import tolerance as tol
+from refpos.golden.exact.compare import compare
+from refpos.golden.files.npy import npy_bytes, read_npy
 
 KEYS = ("ok", "max_abs_error", "max_ratio", "worst_index", "n_outside", "n")
 
@@ -52,7 +54,7 @@ def small_blocks(monkeypatch):
 
 @pytest.mark.parametrize(("q_len", "k_len"), [(1, 1), (1, 5), (4, 4), (3, 9), (0, 3), (2, 0), (0, 0)])
 def test_relative_grid_is_the_grid_without_its_memory(q_len, k_len):
-    grid = tables_stream.relative_grid(q_len, k_len)
+    grid = relative_grid(q_len, k_len)
     want = np.arange(k_len)[None, :] - (k_len - q_len + np.arange(q_len))[:, None]  # (Tq, Tk)
     assert grid.shape == (q_len, k_len)
     np.testing.assert_array_equal(grid, want.reshape(q_len, k_len))
@@ -137,7 +139,7 @@ def test_memory_mapped_tables_are_checked_in_blocks(tmp_path, monkeypatch, small
     monkeypatch.setattr(stream, "block_error", lambda c, r: seen.append(c.size) or original(c, r))
     assert check_alibi(mapped, 4, q_len=6, k_len=8)["ok"]
     assert len(seen) > 1 and max(seen) < reference.size  # never the whole table at once
-    rel = tables_stream.relative_grid(5, 9)
+    rel = relative_grid(5, 9)
     buckets = np.asarray(t5_bucket(np.ascontiguousarray(rel)))
     (tmp_path / "buckets.npy").write_bytes(npy_bytes(buckets))
     assert check_t5(read_npy(tmp_path / "buckets.npy", mmap=True), rel)["ok"]
@@ -145,13 +147,13 @@ def test_memory_mapped_tables_are_checked_in_blocks(tmp_path, monkeypatch, small
 
 def test_a_large_wrong_table_is_diagnosed_on_a_sample(monkeypatch):
     """Past SAMPLE_ELEMENTS the diagnosis works on a part of the table and says how many rows."""
-    monkeypatch.setattr(tables_stream, "SAMPLE_ELEMENTS", 40)
+    monkeypatch.setattr(tables_common, "SAMPLE_ELEMENTS", 40)
     n, q_len, k_len = 6, 12, 12
     base = np.asarray(alibi_bias(1, q_len, k_len, xp="numpy"))[0] / float(alibi_slopes(1, xp="numpy")[0])
     closed_form = naive_slopes(n)[:, None, None] * base  # (n, Tq, Tk): the closed-form slopes
     result = check_alibi(closed_form, n, q_len=q_len, k_len=k_len)
     assert "alibi_closed_form_slopes" in _ids(result) and result["diagnosis_rows"] < q_len
-    rel = tables_stream.relative_grid(40, 40)
+    rel = relative_grid(40, 40)
     flipped = check_t5(np.asarray(t5_bucket(-np.ascontiguousarray(rel))), rel)
     assert "t5_sign_flip" in _ids(flipped) and flipped["diagnosis_rows"] < 40
     positions = np.arange(0, 4000, 7)
@@ -175,7 +177,7 @@ def test_the_error_profile_of_a_table(small_blocks):
 def test_cli_checks_t5_from_lengths_and_memory_maps(tmp_path, capsys):
     from refpos.cli import main
 
-    rel = tables_stream.relative_grid(6, 10)
+    rel = relative_grid(6, 10)
     (tmp_path / "b.npy").write_bytes(npy_bytes(np.asarray(t5_bucket(-np.ascontiguousarray(rel)))))
     assert main(["check", "t5", "--candidate", str(tmp_path / "b.npy"), "--q-len", "6", "--k-len", "10",
                  "--json"]) == 1

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from refpos import cli
-from refpos.golden.npy import npy_bytes
+from refpos.golden.files.npy import npy_bytes
 
 HUGE = "1" + "0" * 30  # 10**30
 

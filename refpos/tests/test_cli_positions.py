@@ -10,7 +10,7 @@ import pytest
 
 import refpos
 from refpos.cli import main
-from refpos.golden.manifest import load_manifest
+from refpos.golden.files.manifest import load_manifest
 
 CONFIGS = {
     "falcon": {"model_type": "falcon", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,

@@ -1,4 +1,4 @@
-"""The one comparison (refpos.golden.compare): its rules, and that check, golden and the spec suite use it.
+"""The one comparison (refpos.golden.exact.compare): its rules, and that check, golden and the spec suite use it.
 
 Each rule is a small case ``(candidate, reference, tolerance, expected ok)``. The same cases are run
 on deliberately wrong comparators (``np.allclose``-style NaN handling, a strict ``<``, a forgotten ulp
@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refpos.check.run import _summary
-from refpos.golden import entries, manifest
-from refpos.golden.compare import FORMULA, allowed_error, compare, within
+from refpos.check.rope.run import _summary
+from refpos.golden.exact import entries
+from refpos.golden.exact.compare import FORMULA, allowed_error, compare, within
+from refpos.golden.files import manifest
 
 INF, NAN = math.inf, math.nan
 
@@ -155,8 +156,8 @@ def test_a_golden_failure_pairs_each_error_with_its_own_elements_tolerance():
     """Llama-3.1's apply case in float32: an error of 3× the tolerance at position 0 (atol 9.5e-7) and a larger
     one well within the tolerance at position 131071 (atol 0.07). The message names the first with ITS
     tolerance, and the largest error with its own, never one element's error with another's tolerance."""
-    from refpos.golden.entries import compare as compare_entry
-    from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
+    from refpos.golden.exact.entries import compare as compare_entry
+    from refpos.golden.files.manifest import default_golden_dir, find_case, load_manifest
 
     root = default_golden_dir()
     case = find_case(load_manifest(root), "rope/meta-llama--Llama-3.1-8B/apply")

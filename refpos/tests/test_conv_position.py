@@ -253,10 +253,10 @@ def test_bad_inputs_name_the_parameter(call, name):
 
 # -------------------------------------------------------------------------------------------------- goldens
 def test_golden_cases_are_certified_within_their_tolerance():
-    """Every case of refpos.golden.conv_position_cases: refpos's float64 ``x + e`` within the case's float64
+    """Every case of refpos.golden.cases.conv_position: refpos's float64 ``x + e`` within the case's float64
     tolerance of the mpmath values, and the reference adapter reproduces it through the case's call."""
-    from refpos.golden.conv_position_cases import conv_position_cases
-    from refpos.golden.manifest import case_entry
+    from refpos.golden.cases.conv_position import conv_position_cases
+    from refpos.golden.files.manifest import case_entry
     from refpos.testing import adapter
 
     for case in conv_position_cases():

@@ -2,7 +2,7 @@
 
 * pairs that are no rotation are named as what they are — a sin table ``[sin, −sin]`` (the sin term reflects the
   pair), a reflection, a sign flip, sin and cos exchanged — and every pair stays in the plot;
-* a closest mistake is named only within :data:`refpos.check.diagnosis.NEAR_MISS` times its tolerance; farther,
+* a closest mistake is named only within :data:`refpos.check.rope.diagnosis.NEAR_MISS` times its tolerance; farther,
   the report says no catalogued mistake is close, with the distance;
 * an equivalence (plain RoPE at θ' = 808523 reproduces ω̂ = θ^(−2j/(d+2))) comes after its structural reading
   (the exponent's denominator is d + 2; the NTK exponent d/(d − 1));
@@ -20,14 +20,14 @@ import pytest
 
 import refpos
 from refpos.check.case import check_case
-from refpos.check.diagnosis import NEAR_MISS, diagnose_rope
-from refpos.check.fit_names import frequencies_shown
-from refpos.check.identify_text import report_lines
-from refpos.check.mistakes import Context, RopeCall
-from refpos.check.problem import rope_problem
-from refpos.check.rope_mistakes import ROPE_MISTAKES
-from refpos.check.run import check_rope
-from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
+from refpos.check.report import report_lines
+from refpos.check.rope.diagnosis import NEAR_MISS, diagnose_rope
+from refpos.check.rope.fit_names import frequencies_shown
+from refpos.check.rope.mistakes import Context, RopeCall
+from refpos.check.rope.problem import rope_problem
+from refpos.check.rope.rope_mistakes import ROPE_MISTAKES
+from refpos.check.rope.run import check_rope
+from refpos.golden.files.manifest import default_golden_dir, find_case, load_manifest
 
 ROOT = default_golden_dir()
 LLAMA = "rope/meta-llama--Llama-3.1-8B"

@@ -2,7 +2,7 @@
 ``refpos golden model`` writes for every model config (its seeded x and its probe positions), and at the
 example configuration of every scaling rule no model config uses.
 
-The cases are the mistakes' own definitions (refpos.check.rope_mistakes, the variants refpos check builds its
+The cases are the mistakes' own definitions (refpos.check.rope.rope_mistakes, the variants refpos check builds its
 mutants from), iterated over the catalogue's diagnosed RoPE entries: a new mistake enters the matrix with its
 definition. A *direction* is one side of a convention pair: each variant is checked against the reference,
 and a variant whose definition names a reverse is checked the other way too (the variant's config as the
@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 
 import refpos
-from refpos.check import catalogue
-from refpos.check.diagnosis import NEAR_MISS
-from refpos.check.mistakes import Context, RopeCall
-from refpos.check.rope_mistakes import ROPE_MISTAKES
-from refpos.check.run import check_rope
-from refpos.golden.rope_cases import declared_length, model_configs, probe_positions, shared_x, slug
+from refpos.check.rope.diagnosis import NEAR_MISS
+from refpos.check.rope.mistakes import Context, RopeCall
+from refpos.check.rope.rope_mistakes import ROPE_MISTAKES
+from refpos.check.rope.run import check_rope
+from refpos.check.shared import catalogue
+from refpos.golden.cases.rope import declared_length, model_configs, probe_positions, shared_x, slug
 from refpos.rope.rules import RULES
 from refpos.testing.profiles import active_profile
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 import refpos
 from refpos.check.fit_tables import fit_alibi, fit_deberta, fit_learned, fit_sinusoid, fit_t5
-from refpos.check.run import check_alibi, check_deberta, check_sinusoid, check_t5
-from refpos.check.tables import naive_slopes
+from refpos.check.rope.run import check_alibi, check_deberta, check_sinusoid, check_t5
+from refpos.check.tables.alibi import naive_slopes
 
 
 @settings(max_examples=25, deadline=None)

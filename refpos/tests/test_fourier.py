@@ -178,7 +178,7 @@ def test_every_mistake_applies_to_some_input_and_every_variant_names_models():
 
 
 def test_golden_cases_replay_certify_and_reject_a_swap():
-    from refpos.golden.fourier_cases import fourier_cases
+    from refpos.golden.cases.fourier import fourier_cases
 
     cases = fourier_cases()
     assert len({c.id for c in cases}) == len(cases) == 3

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from refpos.cli import main
-from refpos.golden import entries
-from refpos.golden import manifest as golden
-from refpos.golden.certify import certificate, mp_attention_factor, mp_inv_freq
+from refpos.golden.cases.rope import layout_cases, model_cases, model_configs, probe_positions, slug
+from refpos.golden.exact import entries
+from refpos.golden.exact.certify import certificate, mp_attention_factor, mp_inv_freq
+from refpos.golden.files import manifest as golden
+from refpos.golden.files.npy import NpyError, npy_bytes, parse_npy, read_npy, write_npy
 from refpos.golden.generate import verify
-from refpos.golden.npy import NpyError, npy_bytes, parse_npy, read_npy, write_npy
-from refpos.golden.rope_cases import layout_cases, model_cases, model_configs, probe_positions, slug
 
 GOLDEN = golden.default_golden_dir()
 
@@ -222,7 +222,7 @@ def test_probe_positions_cover_the_boundaries():
 
 # ------------------------------------------------------------------------------- certification
 def test_certificates_of_known_values():
-    from refpos.golden.cases import alibi_cases, t5_cases
+    from refpos.golden.cases.tables import alibi_cases, t5_cases
 
     slopes = next(c for c in alibi_cases() if c.id == "alibi/slopes-n112").outputs["slopes"]
     cert = certificate(slopes.array, slopes.certify, slopes.tolerance)

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from refpos.golden.files.manifest import default_golden_dir
 from refpos.golden.generate import PINNED_KERNELS
-from refpos.golden.manifest import default_golden_dir
 
 GOLDEN = default_golden_dir()
 

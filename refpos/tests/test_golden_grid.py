@@ -1,5 +1,5 @@
-"""The golden cases of resampling, position grids and decomposed relative positions (refpos/golden/grid_cases.py,
-refpos/golden/decomposed_cases.py): they build, every output is certified within its float64 tolerance against
+"""The golden cases of resampling, position grids and decomposed relative positions (refpos/golden/cases/grid.py,
+refpos/golden/cases/decomposed.py): they build, every output is certified within its float64 tolerance against
 the exact rational evaluation, each call replays through the reference adapter, and a wrong way fails the check.
 """
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from refpos.golden.certify import certificate
-from refpos.golden.decomposed_cases import decomposed_cases
-from refpos.golden.entries import compare
-from refpos.golden.grid_cases import grid_cases
-from refpos.golden.manifest import case_entry
+from refpos.golden.cases.decomposed import decomposed_cases
+from refpos.golden.cases.grid import grid_cases
+from refpos.golden.exact.certify import certificate
+from refpos.golden.exact.entries import compare
+from refpos.golden.files.manifest import case_entry
 from refpos.testing import adapter
 
 CASES = grid_cases() + decomposed_cases()

@@ -7,8 +7,8 @@ import json
 import numpy as np
 
 from refpos.cli import main
-from refpos.golden.manifest import load_manifest
-from refpos.golden.npy import read_npy
+from refpos.golden.files.manifest import load_manifest
+from refpos.golden.files.npy import read_npy
 
 
 def test_golden_model_probes_up_to_max_position_and_verifies(tmp_path, capsys):
@@ -35,7 +35,7 @@ def test_golden_model_probes_up_to_max_position_and_verifies(tmp_path, capsys):
 def test_max_position_reaches_the_layer_kind_cases_too():
     """``max_position`` moves the probes of every case of a model, the per-layer-kind queries included
     (SmolLM3: every 4th layer without RoPE, declared length 65536)."""
-    from refpos.golden.rope_cases import model_cases, model_configs
+    from refpos.golden.cases.rope import model_cases, model_configs
 
     name = "HuggingFaceTB/SmolLM3-3B"
     cases = model_cases(model_configs()[name]["config"], name, max_position=1048576)

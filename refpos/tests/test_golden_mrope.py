@@ -11,8 +11,8 @@ import pytest
 
 import refpos
 from refpos.cli import main
-from refpos.golden.mrope_cases import PROBE_LAYOUTS, layout_positions, probe_layouts
-from refpos.golden.rope_cases import model_cases
+from refpos.golden.cases.mrope import PROBE_LAYOUTS, layout_positions, probe_layouts
+from refpos.golden.cases.rope import model_cases
 from refpos.models.vision_towers import vision_rope_from_hf_config
 from refpos.rope.mrope import pair_axes
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
-from refpos.golden.npy import MAGIC, npy_bytes, read_npy
+from refpos.golden.files.manifest import default_golden_dir, find_case, load_manifest
+from refpos.golden.files.npy import MAGIC, npy_bytes, read_npy
 
 CASE = "rope/meta-llama--Llama-3.1-8B/apply"
 ROOT = default_golden_dir()

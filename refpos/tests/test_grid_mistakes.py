@@ -1,6 +1,6 @@
 """The catalogued mistakes of position grids and of decomposed relative positions: each differs from the reference
 by more than a correct float32 port may, and the identifiers name each one from its output and nothing for a
-correct float32 port (refpos/golden/grid_exact.py in float32 for grids; the float32 evaluation of the terms for
+correct float32 port (refpos/golden/cases/grid_exact.py in float32 for grids; the float32 evaluation of the terms for
 decomposed).
 """
 
@@ -17,7 +17,7 @@ from refpos.encodings.decomposed_mistakes import (
 )
 from refpos.encodings.grid_mistakes import GRID_MISTAKES, UNRECOGNISED, GridInputs, grid_tolerance, identify_grid
 from refpos.encodings.grid_variants import GRID_VARIANTS
-from refpos.golden.grid_exact import resample_table
+from refpos.golden.cases.grid_exact import resample_table
 
 
 def standard_grid_inputs(name: str) -> GridInputs:

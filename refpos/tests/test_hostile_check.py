@@ -21,7 +21,7 @@ import refpos
 from refpos.cli import main
 from refpos.encodings import t5_bucket
 from refpos.encodings.sinusoidal import sinusoidal
-from refpos.golden.npy import npy_bytes
+from refpos.golden.files.npy import npy_bytes
 from refpos.models import from_hf_config
 from refpos.tests.hostile import exit_2
 
@@ -109,7 +109,7 @@ def test_a_correct_candidate_at_large_positions_passes(high, tmp_path, capsys):
 # ------------------------------------------------------------------------------- truncated while it is read
 TRUNCATE = textwrap.dedent("""
     import contextlib, os, sys
-    import refpos.check.stream as stream
+    import refpos.check.shared.stream as stream
     import refpos.cli.check as cli_check
     from refpos.cli import main
 
@@ -153,7 +153,7 @@ def test_a_candidate_truncated_while_it_is_read_is_an_error_line_not_a_signal(ta
 @pytest.mark.parametrize("dtype", ["<f8", ">f4", "<i8"])
 def test_block_reads_give_what_numpy_indexing_gives(dtype, tmp_path):
     """Every index the blockwise check uses, read from the file, equals NumPy's indexing of the whole array."""
-    from refpos.golden.npy_file import open_npy
+    from refpos.golden.files.npy_file import open_npy
 
     a = (np.arange(2 * 3 * 5 * 4) - 50).reshape(2, 3, 5, 4).astype(dtype)
     with open_npy(_save(tmp_path / "a.npy", a)) as f:

@@ -21,10 +21,11 @@ import pytest
 
 from refpos import inputs
 from refpos.cli import main
-from refpos.golden import entries, npy
-from refpos.golden import manifest as golden
-from refpos.golden.npy import NpyError, npy_bytes, parse_npy, read_npy, read_npy_header, sha256_file
-from refpos.golden.rope_cases import layout_cases
+from refpos.golden.cases.rope import layout_cases
+from refpos.golden.exact import entries
+from refpos.golden.files import manifest as golden
+from refpos.golden.files import npy
+from refpos.golden.files.npy import NpyError, npy_bytes, parse_npy, read_npy, read_npy_header, sha256_file
 from refpos.models.hf import from_hf_config, load_hf_config
 from refpos.tests.hostile import bounded, edit_manifest, exit_2
 

@@ -25,9 +25,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import refpos
-from refpos.golden import entries, npy
-from refpos.golden import manifest as golden
-from refpos.golden.rope_cases import layout_cases
+from refpos.golden.cases.rope import layout_cases
+from refpos.golden.exact import entries
+from refpos.golden.files import manifest as golden
+from refpos.golden.files import npy
 from refpos.models import from_hf_config, hf, hf_layer_types
 from refpos.models.kinds import Stack
 

@@ -36,10 +36,11 @@ from hypothesis import strategies as st
 
 import refpos
 from refpos.cli import main
-from refpos.golden import generate, store
-from refpos.golden import manifest as golden
+from refpos.golden import generate
+from refpos.golden.files import manifest as golden
+from refpos.golden.files import store
+from refpos.golden.files.npy import npy_bytes
 from refpos.golden.generate import verify
-from refpos.golden.npy import npy_bytes
 from refpos.tests.hostile import MODEL as CONFIG
 from refpos.tests.hostile import write_model
 from refpos.tests.test_hostile_fuzz import npy_files

@@ -34,16 +34,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from refpos.directory import Directory
-from refpos.golden import manifest as golden
-from refpos.golden import store
+from refpos.golden.cases.rope import model_cases
+from refpos.golden.files import manifest as golden
+from refpos.golden.files import store
 from refpos.golden.generate import model_source, verify
-from refpos.golden.rope_cases import model_cases
 from refpos.tests.hostile import MODEL
 
 FUZZ = settings(max_examples=30, deadline=timedelta(seconds=20), derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
 POSITIONS = ([0, 1, 7, 40], [0, 5, 9])
-pytestmark = pytest.mark.filterwarnings("ignore::refpos.golden.store.StoreWarning")  # a file kept: expected here
+pytestmark = pytest.mark.filterwarnings("ignore::refpos.golden.files.store.StoreWarning")  # a file kept: expected here
 USER_FILES = ("mine.txt", "cases/notes.txt", "cases/rope/toy/apply/notes.txt", "cases/rope/toy/apply/y.npy",
               "inputs/data.npy")
 PLANTS = ("journal of names", "journal of other digests", "journal naming the manifest",

@@ -2,7 +2,7 @@
 function, a loosened tolerance, a special file, a half-compared table.
 
 Every golden file is opened once through the golden directory's descriptor without following a symlink, and
-the bytes read are both hashed and parsed (:mod:`refpos.directory`, :func:`refpos.golden.manifest.read_case`);
+the bytes read are both hashed and parsed (:mod:`refpos.directory`, :func:`refpos.golden.files.manifest.read_case`);
 ``golden verify`` compares each case whole with its regeneration, and ``refpos check CASE`` does the same for
 its case before comparing (:func:`refpos.golden.generate.case_problems`), or says the tolerance is not verified.
 docs/security.md lists the groups.
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from refpos.cli import main
-from refpos.golden import manifest as golden
-from refpos.golden.npy import npy_bytes, read_npy
+from refpos.golden.files import manifest as golden
+from refpos.golden.files.npy import npy_bytes, read_npy
 from refpos.pairs import place_pairs
 from refpos.tests.hostile import MODEL, edit_manifest, write_model
 

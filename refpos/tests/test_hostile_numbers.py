@@ -20,7 +20,7 @@ import pytest
 
 import refpos
 from refpos.encodings import relative_positions, t5_bucket
-from refpos.golden.rope_cases import model_cases
+from refpos.golden.cases.rope import model_cases
 from refpos.models import from_hf_config, hf_layers
 from refpos.rope import apply_rope_complex
 from refpos.tests.hostile import bounded, exit_2

@@ -23,8 +23,8 @@ import pytest
 
 from refpos.cli import main
 from refpos.encodings.alibi import alibi_slopes
-from refpos.golden.mrope_cases import vlm_configs
-from refpos.golden.npy import npy_bytes
+from refpos.golden.cases.mrope import vlm_configs
+from refpos.golden.files.npy import npy_bytes
 from refpos.inputs import InputError
 from refpos.tests.hostile import MODEL
 from refpos.tools.plots import PLOTS

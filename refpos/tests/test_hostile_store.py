@@ -1,7 +1,7 @@
 """Hostile golden stores: no journal, manifest or second writer makes ``golden model|generate --out DIR``
 remove a file whose bytes refpos did not write, nor write through a symlink swapped in for ``DIR``.
 
-What the store promises (:mod:`refpos.golden.store`): the journal records the sha256 of every file a run
+What the store promises (:mod:`refpos.golden.files.store`): the journal records the sha256 of every file a run
 writes, and recovery removes only files whose bytes match it; a directory without a refpos manifest is
 refused whatever a journal says; a manifest that lists ``manifest.json``, the journal or a ``.refpos-`` name is
 refused in one line; a file an old manifest lists whose bytes differ from its sha256 is kept and named; ``DIR``
@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 from refpos.cli import main
-from refpos.golden import manifest as golden
-from refpos.golden import store
+from refpos.golden.cases.rope import model_cases
+from refpos.golden.files import manifest as golden
+from refpos.golden.files import store
 from refpos.golden.generate import model_source, verify
-from refpos.golden.rope_cases import model_cases
 from refpos.tests.hostile import MODEL, edit_manifest, write_model
 
 OTHER_POSITIONS = [0, 5, 9]

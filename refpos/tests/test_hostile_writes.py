@@ -4,7 +4,7 @@ Every file under ``--out`` goes to a temporary file beside it and is renamed int
 symlink; refpos removes only what a previous refpos manifest (or its journal) in that directory lists,
 refuses a non-empty directory without a refpos manifest, and replaces another model's goldens only with
 ``--force``; a run interrupted at any step leaves a directory that verifies, the old one or the new one
-(:mod:`refpos.golden.store`). docs/security.md lists the groups.
+(:mod:`refpos.golden.files.store`). docs/security.md lists the groups.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from refpos.cli import main
-from refpos.golden import manifest as golden
+from refpos.golden.files import manifest as golden
 from refpos.golden.generate import verify
 
 CONFIG = {"model_type": "llama", "rope_theta": 10000.0, "head_dim": 8, "hidden_size": 32, "num_attention_heads": 4,
@@ -213,8 +213,8 @@ def _interrupting(at: int):
 def _write(out: Path, config: dict, positions, hook=None) -> None:
     import numpy as np
 
+    from refpos.golden.cases.rope import model_cases
     from refpos.golden.generate import model_source
-    from refpos.golden.rope_cases import model_cases
 
     cases = model_cases(config, "toy", positions=None if positions is None else np.asarray(positions))
     golden.write_cases(out, cases, title="toy", certify=False, source=model_source(config, "toy", positions, None),

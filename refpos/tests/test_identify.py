@@ -1,4 +1,4 @@
-"""The RoPE fit (refpos/check/fit.py, identify.py, rule_fit.py): what a candidate computed, per pair and whole.
+"""The RoPE fit (refpos/check/shared/fit.py, identify.py, rule_fit.py): what a candidate computed, per pair and whole.
 
 Float64 candidates rotated at arbitrary frequencies and amplitudes are fitted to 1e-6 (ω, relative) and 1e-9
 (A) at the probe positions ``refpos golden model`` writes, and the stated bound holds; float32 ports are
@@ -18,12 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import refpos
-from refpos.check import fit as fit_module
-from refpos.check.fit import angle_noise, common_offset, fit_pairs
-from refpos.check.identify import identify_rope
-from refpos.check.problem import rope_problem
-from refpos.check.rule_fit import fit_rule, pair_bands
-from refpos.golden.rope_cases import model_configs, probe_positions
+from refpos.check.rope.identify import identify_rope
+from refpos.check.rope.problem import rope_problem
+from refpos.check.rope.rule_fit import fit_rule, pair_bands
+from refpos.check.shared import fit as fit_module
+from refpos.check.shared.fit import angle_noise, common_offset, fit_pairs
+from refpos.golden.cases.rope import model_configs, probe_positions
 from refpos.rope.rules import RULES
 from refpos.rope.scaling import base_inv_freq
 from refpos.tests.ports import float32_rope
@@ -90,7 +90,7 @@ def test_float32_ports_are_within_their_stated_bound(model):
 def test_angle_noise_is_the_tolerance_per_radian():
     """η_j(p) − √2·a₀ is the tolerance's angle bound of pair j alone (one pair: the same number), its largest over
     the pairs the bound of them all; a₀ is the float32 storage rounding of a unit pair, 4 ulps."""
-    from refpos.golden import tolerance
+    from refpos.golden.exact import tolerance
 
     p = np.array([0, 7, 1000, 131071])
     a0 = math.sqrt(2) * 4 * 2.0**-23
@@ -264,7 +264,7 @@ def test_a_constant_phase_is_not_a_shift():
 # -------------------------------------------------------------------------------- the CLI's JSON and text
 def test_cli_json_pairs_and_text_ranges(tmp_path, capsys):
     from refpos.cli import main
-    from refpos.golden.npy import npy_bytes
+    from refpos.golden.files.npy import npy_bytes
 
     rope = _config("llama3")
     positions = probe_positions(131072, 8192, "cli")

@@ -16,12 +16,12 @@ import pytest
 
 import refpos
 from refpos.check.case import check_case
-from refpos.check.run import check_rope
+from refpos.check.rope.run import check_rope
 from refpos.cli import main
 from refpos.encodings import alibi_slopes
-from refpos.golden.manifest import find_case, load_manifest
-from refpos.golden.mrope_cases import probe_layouts, vlm_configs
-from refpos.golden.npy import npy_bytes
+from refpos.golden.cases.mrope import probe_layouts, vlm_configs
+from refpos.golden.files.manifest import find_case, load_manifest
+from refpos.golden.files.npy import npy_bytes
 from refpos.models.mm_layout import config_position_ids, parse_layout
 
 QWEN25 = "Qwen/Qwen2.5-VL-7B-Instruct"
@@ -79,7 +79,7 @@ def test_a_nan_candidate_is_named_non_finite_and_its_error_is_nan(vlm_goldens, t
 
 def test_a_frequencies_case_is_fitted_per_pair(tmp_path, capsys):
     case_id = "rope/meta-llama--Llama-3.1-8B/frequencies"
-    rope = refpos.rope_config_from_params(find_case(load_manifest(refpos.golden.manifest.default_golden_dir()),
+    rope = refpos.rope_config_from_params(find_case(load_manifest(refpos.golden.files.manifest.default_golden_dir()),
                                                     case_id)["parameters"]["rope"])
     omega = np.asarray(refpos.rope_frequencies(dataclasses.replace(rope, factor=4.0), seq_len=131072, xp="numpy")[0])
     (tmp_path / "w.npy").write_bytes(npy_bytes(omega))
@@ -157,7 +157,7 @@ def test_a_cos_sin_case_names_the_mrope_mistake(vlm_goldens, layout):
 
 def test_two_mistakes_at_once_are_both_named_by_the_fit():
     case_id = "rope/meta-llama--Llama-3.1-8B/apply"
-    root = refpos.golden.manifest.default_golden_dir()
+    root = refpos.golden.files.manifest.default_golden_dir()
     _, inputs, rope, seq_len = _case(root, case_id)
     both = np.asarray(refpos.apply_rope(inputs["x"], inputs["positions"] + 3,
                                         dataclasses.replace(rope, layout="interleaved"), seq_len=seq_len))

@@ -30,7 +30,7 @@ from refpos import installed
 from refpos.cli import COMMANDS, main
 from refpos.cli import golden as golden_cli
 from refpos.cli import suite as suite_cli
-from refpos.golden.manifest import default_golden_dir
+from refpos.golden.files.manifest import default_golden_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "docs" / "examples" / "llama-3.2-1b" / "config.json"

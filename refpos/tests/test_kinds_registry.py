@@ -7,9 +7,10 @@ the record says why the kind has none (``absent``). What "works" means per piece
   an unknown key is refused naming the kind;
 * ``build`` and ``example``: the example config builds records of the kind, one per layer, each its ``record``
   class and JSON-ready;
-* ``check``: the ``refpos check`` target is one the command dispatches (its table of targets is the
-  registry's);
-* ``golden``: the committed goldens hold cases under the prefix;
+* ``check``: the ``refpos check`` target is a record of the check registry (refpos.check.targets) that checks
+  the kind (``--config`` picks its layers);
+* ``golden``: the prefix is a family of the golden registry (refpos.golden.registry) that covers the kind, and the
+  committed goldens hold cases under it;
 * ``contract`` and ``spec``: the reference adapter implements each function and the spec module calls it;
 * ``draw``: Hypothesis draws parameters from it;
 * ``doc``: the page has the section.
@@ -29,11 +30,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refpos.golden.manifest import load_manifest
+from refpos.golden.files.manifest import load_manifest
 from refpos.models import families
 from refpos.models.kinds import KINDS, Stack
 from refpos.models.kinds.record import PIECES
-from refpos.models.kinds.registry import TABLE_KINDS, check_targets, docs_table
+from refpos.models.kinds.registry import TABLE_KINDS, docs_table
 from refpos.models.layers import SCHEDULE
 from refpos.models.records import LayerRecord
 from refpos.models.view import ConfigView
@@ -97,17 +98,39 @@ def test_the_example_builds_records_of_the_kind(name):
     assert all(record.reads for record in records) or kind.hook == "none"  # a layer with positions says whence
 
 
-def test_the_check_targets_are_the_registry_s():
-    from refpos.cli.check_config import TARGET_KINDS
+@pytest.mark.parametrize("name", [n for n, k in KINDS.items() if k.check is not None])
+def test_every_kind_s_target_is_in_the_check_registry_and_checks_it(name):
+    from refpos.check.targets import TARGETS
 
-    assert dict(TARGET_KINDS) == dict(check_targets())
+    target = KINDS[name].check
+    assert target in TARGETS, f"kind {name!r}: refpos check {target} is not a target of refpos.check.targets"
+    assert name in TARGETS[target].kinds, f"refpos check {target} does not check kind {name!r} (its kinds: " \
+                                          f"{TARGETS[target].kinds})"
+
+
+def test_the_check_registry_checks_only_kinds_that_name_it():
+    """Each target's kinds exist and name it back: the two registries agree both ways."""
+    from refpos.check.targets import TARGETS
+
+    assert {(kind, t.name) for t in TARGETS.values() for kind in t.kinds} == \
+        {(name, k.check) for name, k in KINDS.items() if k.check is not None}
 
 
 @pytest.mark.parametrize("name", [n for n, k in KINDS.items() if k.golden is not None])
 def test_the_goldens_hold_cases_of_the_kind(name):
+    from refpos.golden.registry import FAMILIES
+
+    prefix = KINDS[name].golden
+    assert prefix in FAMILIES and name in FAMILIES[prefix].kinds, f"kind {name!r}: no golden family {prefix!r} " \
+                                                                  "covers it (refpos.golden.registry)"
     manifest = load_manifest(ROOT / "golden")
-    prefix = KINDS[name].golden + "/"
-    assert any(case["id"].startswith(prefix) for case in manifest["cases"]), prefix
+    assert any(case["id"].startswith(prefix + "/") for case in manifest["cases"]), prefix
+
+
+def test_the_golden_registry_covers_only_kinds_that_exist():
+    from refpos.golden.registry import FAMILIES
+
+    assert {kind for family in FAMILIES.values() for kind in family.kinds} <= set(KINDS)
 
 
 @pytest.mark.parametrize("name", [n for n, k in KINDS.items() if k.contract])

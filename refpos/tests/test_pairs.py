@@ -116,7 +116,7 @@ _ORIGINAL_PAIRING = pairs.pairing_slices
 
 def _layout_uses() -> dict[str, object]:
     """Every derived use of the pair layout, on one small head (D = 8, position 3)."""
-    from refpos.golden.certify import pair_index
+    from refpos.golden.exact.certify import pair_index
 
     rope = RopeConfig(head_dim=8)
     x = np.arange(1.0, 9.0)[None, :] / 8  # (T=1, D=8)

@@ -260,7 +260,7 @@ def test_the_catalogue_page_documents_every_id_with_an_example():
     anchored, shown = _catalogue_page()
     assert len(anchored) >= 28
     assert anchored == shown, f"anchored only: {sorted(anchored - shown)}; in examples only: {sorted(shown - anchored)}"
-    from refpos.check.catalogue import MISTAKES
+    from refpos.check.shared.catalogue import MISTAKES
 
     # what refpos check names has a row of the page's tables (closest_mistake: its section on no match)
     diagnosed = {m.id for m in MISTAKES if m.diagnosed and m.doc == f"docs/diagnosis.md#{m.id}"}

@@ -280,7 +280,7 @@ def test_check_rope_reports_not_modelled_and_judges_the_layout(tmp_path, capsys)
     import dataclasses
 
     from refpos.cli import main
-    from refpos.golden.npy import npy_bytes
+    from refpos.golden.files.npy import npy_bytes
 
     rope = refpos.models.from_hf_config(LLAMA4)
     positions = np.array([0, 1, 100, 8191, 65535])

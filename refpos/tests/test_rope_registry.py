@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refpos.golden.certify import Exact, mp_attention_factor, mp_inv_freq
+from refpos.golden.exact.certify import Exact, mp_attention_factor, mp_inv_freq
 from refpos.models.hf_files import ROPE_KEYS
 from refpos.rope.config import RopeConfig
 from refpos.rope.params import PARAM_KEYS

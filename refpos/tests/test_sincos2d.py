@@ -282,7 +282,7 @@ def test_an_unexplained_output_is_named_nothing():
 
 # ------------------------------------------------------------------------------------------- goldens
 def test_golden_cases_replay_certify_and_reject_a_swap():
-    from refpos.golden.sincos2d_cases import sincos2d_cases
+    from refpos.golden.cases.sincos2d import sincos2d_cases
 
     cases = sincos2d_cases()
     assert len({c.id for c in cases}) == len(cases) == 9

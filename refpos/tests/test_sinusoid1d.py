@@ -218,7 +218,7 @@ def test_every_mistake_applies_to_some_variant_and_every_variant_names_models():
 
 
 def test_golden_cases_replay_certify_and_reject_a_swap():
-    from refpos.golden.sinusoid1d_cases import sinusoid1d_cases
+    from refpos.golden.cases.sinusoid1d import sinusoid1d_cases
 
     cases = sinusoid1d_cases()
     assert len({c.id for c in cases}) == len(cases) == 6

@@ -1,4 +1,4 @@
-"""refpos.golden.tolerance: ulps, the dtype/position rule (docs/conventions.md#tolerances), ``refpos tolerance``."""
+"""refpos.golden.exact.tolerance: ulps, the dtype/position rule (docs/conventions.md#tolerances), refpos tolerance."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from refpos.backend import to_numpy
 from refpos.cli import main
-from refpos.golden import tolerance as tol
+from refpos.golden.exact import tolerance as tol
 
 
 def _f32_rope(x, positions, base, d, factor=1.0):
@@ -219,7 +219,7 @@ def test_cli_tolerance_bad_input_exits_2(capsys):
 
 
 def test_cli_tolerance_from_a_config(tmp_path, capsys):
-    from refpos.golden.rope_cases import model_configs
+    from refpos.golden.cases.rope import model_configs
 
     configs = model_configs()
     path = tmp_path / "config.json"

@@ -1,7 +1,7 @@
-"""The tolerance model: every bound of refpos.golden.forms proven against an emulation of its form.
+"""The tolerance model: every bound of refpos.golden.exact.forms proven against an emulation of its form.
 
 For each form (docs/conventions.md#tolerances) the computation real code performs is emulated in NumPy
-(:mod:`refpos.golden.emulations`: float32 and float16 arithmetic for real, bfloat16 by rounding) at
+(:mod:`refpos.golden.exact.emulations`: float32 and float16 arithmetic for real, bfloat16 by rounding) at
 positions up to 2²⁰ and head sizes up to 512, and its error against the float64 reference must lie within
 the bound of that form; the measured worst ratio must also be a sizeable part of the bound (a bound 10×
 too loose would hide mistakes). The rule the forms replaced (one ``c = 3`` on ``max ω``; two ulps of the
@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from refpos.golden import forms
-from refpos.golden import tolerance as tol
-from refpos.golden.emulations import angles_float32, rotate_half, rotate_half_exact, round_to
-from refpos.golden.ulp import ulp
+from refpos.golden.exact import forms
+from refpos.golden.exact import tolerance as tol
+from refpos.golden.exact.emulations import angles_float32, rotate_half, rotate_half_exact, round_to
+from refpos.golden.exact.ulp import ulp
 
 RNG = np.random.default_rng(20)
 #: every position to 300, the powers of two to 2²⁰ and their predecessors, and random ones up to 2²⁰
@@ -158,7 +158,7 @@ def test_declared_forms_narrow_the_bound_and_unknown_ones_are_refused():
 def _apply_goldens() -> list[dict]:
     """The golden apply_rope cases at probe positions (the model and boundary cases; the tiny layout vectors
     of docs/rope.md#in-numbers sit at the one position 3)."""
-    from refpos.golden.manifest import default_golden_dir, load_manifest
+    from refpos.golden.files.manifest import default_golden_dir, load_manifest
 
     cases = load_manifest(default_golden_dir())["cases"]
     return [c for c in cases if (c["parameters"].get("call") or {}).get("function") == "apply_rope"
@@ -172,10 +172,10 @@ def test_every_catalogued_mistake_is_caught_at_the_probe_positions(dtype):
     its probe positions: the wider bounds of the forms cost no catalogued mistake. (A mutant equal to the
     reference, such as float16 positions below 2048, is no mistake there.)"""
     import refpos
-    from refpos.check.diagnosis import _mutants
-    from refpos.check.problem import rope_problem
-    from refpos.golden.entries import compare
-    from refpos.golden.manifest import default_golden_dir, load_arrays
+    from refpos.check.rope.diagnosis import _mutants
+    from refpos.check.rope.problem import rope_problem
+    from refpos.golden.exact.entries import compare
+    from refpos.golden.files.manifest import default_golden_dir, load_arrays
 
     root, checked = default_golden_dir(), 0
     for case in _apply_goldens():
@@ -194,9 +194,9 @@ def test_every_catalogued_mistake_is_caught_at_the_probe_positions(dtype):
 
 
 def test_the_docs_table_of_forms_is_the_registry():
-    """docs/conventions.md#tolerances lists the forms as refpos.golden.forms states them."""
+    """docs/conventions.md#tolerances lists the forms as refpos.golden.exact.forms states them."""
     from pathlib import Path
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "conventions.md").read_text(encoding="utf-8")
     table = page.split("<!-- forms:begin -->\n", 1)[1].split("\n<!-- forms:end -->", 1)[0]
-    assert table == forms.markdown_table(), "re-render the table from refpos.golden.forms.markdown_table()"
+    assert table == forms.markdown_table(), "re-render the table from refpos.golden.exact.forms.markdown_table()"

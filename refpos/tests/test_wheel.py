@@ -119,7 +119,7 @@ def test_golden_verify_reads_the_installed_goldens(installed: dict):
 def test_check_finds_an_installed_case(installed: dict):
     python = str(installed["bin"] / "python")
     work = installed["work"]
-    code = ("import numpy as np; from refpos.golden.manifest import default_golden_dir, find_case, load_arrays, "
+    code = ("import numpy as np; from refpos.golden.files.manifest import default_golden_dir, find_case, load_arrays, "
             f"load_manifest; root = default_golden_dir(); case = find_case(load_manifest(root), {CASE!r}); "
             "print(root); y = load_arrays(root, case, 'outputs')[case['primary_output']]; "
             "np.save('same.npy', y); np.save('shifted.npy', y * (1 + 1e-3))")

@@ -7,7 +7,7 @@ alternating rounds (a slow phase of a shared machine falls on all of them alike)
 
 * ``reading``: both files read block by block into float64, the blocks the check reads;
 * ``reference``: :func:`refpos.apply_rope` on those float64 blocks (the reference the check computes);
-* ``check``: :func:`refpos.check.run.check_rope` on the memory maps (read, reference, tolerance, compare).
+* ``check``: :func:`refpos.check.rope.run.check_rope` on the memory maps (read, reference, tolerance, compare).
 
 ``check/(reference+reading)`` is the overhead of the comparison itself. The peak memory is the largest
 anonymous resident memory (``RssAnon`` in ``/proc/self/status``, sampled every 10 ms) above its value
@@ -86,7 +86,7 @@ def write_inputs(directory: Path, heads: int, rope: Any, seed: int = 0) -> tuple
     """``x.npy``, ``y.npy`` (a correct float32 candidate) and ``positions.npy``, written in chunks of heads."""
     from numpy.lib.format import open_memmap
 
-    from refpos.golden.npy import write_npy
+    from refpos.golden.files.npy import write_npy
     from refpos.rope import apply_rope
 
     shape = (heads, LENGTH, HEAD_DIM)
@@ -107,7 +107,7 @@ def write_inputs(directory: Path, heads: int, rope: Any, seed: int = 0) -> tuple
 
 def _open(path: Path) -> Any:
     """The file as ``refpos check`` opens it (the strict reader's checked header, then block reads)."""
-    from refpos.golden.npy_file import open_npy
+    from refpos.golden.files.npy_file import open_npy
 
     return open_npy(path)
 
@@ -128,8 +128,8 @@ def bench_check(heads: tuple[int, ...] = DEFAULT_HEADS, *, rounds: int = 2, dire
 
 
 def _bench_size(root: Path, heads: int, rounds: int, progress: Callable[[str], None] | None) -> Record:
-    from refpos.check import stream
-    from refpos.check.run import check_rope
+    from refpos.check.rope.run import check_rope
+    from refpos.check.shared import stream
     from refpos.rope import apply_rope, rope_frequencies
 
     rope = llama31_rope()

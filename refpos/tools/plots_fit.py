@@ -1,6 +1,6 @@
 """The fit of a candidate drawn: fitted against reference frequency per pair (``refpos check --plot FILE``).
 
-:func:`plot_identification` draws a check's identification (:mod:`refpos.check.identify`) into a figure: on
+:func:`plot_identification` draws a check's identification (:mod:`refpos.check.rope.identify`) into a figure: on
 the left the reference ``ω_j`` of every pair, the fitted :math:`|\\hat\\omega_j|` and the unscaled
 :math:`\\theta^{-2j/d}` on a log scale, the bands of the config's rule shaded; every pair is drawn, each kind
 with its own marker (:data:`PAIR_MARKERS`: within or outside its tolerance, turning backwards, another map than
@@ -159,7 +159,7 @@ def example_identification() -> dict[str, Any]:
     a port whose llama3 wavelength is the period ``1/ω``."""
     import refpos
     from refpos.check.case import check_case
-    from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
+    from refpos.golden.files.manifest import default_golden_dir, find_case, load_manifest
     from refpos.rope.rules import Float64
     from refpos.rope.rules.llama3 import llama3_inv_freq
 

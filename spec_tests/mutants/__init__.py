@@ -1,7 +1,7 @@
 """Deliberately wrong adapters: each wraps :mod:`refpos.testing.adapter` and breaks exactly one thing.
 
 :data:`MUTANTS` maps each mutant module (``spec_tests.mutants.<name>``) to the mistake it implements — an
-id of the one catalogue of known mistakes, :mod:`refpos.check.catalogue` (``refpos/data/mistakes.toml``:
+id of the one catalogue of known mistakes, :mod:`refpos.check.shared.catalogue` (``refpos/data/mistakes.toml``:
 description, example, the page section of docs/ that documents it), the id ``refpos check`` prints for the
 same mistake — and the spec test files expected to catch it. The meta test
 (``spec_tests/test_meta.py``) runs those files on every mutant and asserts that they fail, and runs
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from refpos.check.catalogue import BY_ID, Mistake
+from refpos.check.shared.catalogue import BY_ID, Mistake
 
 
 class Mutant(NamedTuple):
     """One mutant: the catalogued mistake it implements, and which spec test files must catch it."""
 
-    mistake: str  # an id of refpos.check.catalogue (what refpos check prints for the same mistake)
+    mistake: str  # an id of refpos.check.shared.catalogue (what refpos check prints for the same mistake)
     catches: tuple[str, ...]
 
     @property

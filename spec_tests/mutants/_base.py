@@ -2,10 +2,10 @@
 
 A RoPE mutant is one line, ``globals().update(rope_mutant(__name__, "mistake_id"))``: the reference adapter
 whose RoPE functions make the change of the mistake's definition on every call (the ``port`` of
-:data:`refpos.check.rope_mistakes.ROPE_MISTAKES`, the same definition ``refpos check`` builds its mutants
+:data:`refpos.check.rope.rope_mistakes.ROPE_MISTAKES`, the same definition ``refpos check`` builds its mutants
 from). Another mutant starts with ``globals().update(inherit(__name__, "mistake_id"))`` — every public
 function of :mod:`refpos.testing.adapter` and an ``INFO`` that names the mistake by its id in the catalogue of
-known mistakes (:mod:`refpos.check.catalogue`, the ids ``refpos check`` prints) — then redefines the one
+known mistakes (:mod:`refpos.check.shared.catalogue`, the ids ``refpos check`` prints) — then redefines the one
 function (or the one helper, via :func:`patched`) that carries its mistake. An id that is not catalogued is
 a ``KeyError`` on import.
 """
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from refpos.check.catalogue import BY_ID, known
+from refpos.check.shared.catalogue import BY_ID, known
 from refpos.testing import adapter as reference
 
 
@@ -79,12 +79,12 @@ def patched(module: ModuleType, attribute: str, replacement: Any) -> Iterator[No
 
 def rope_mutant(name: str, mistake: str) -> dict[str, Any]:
     """The reference adapter with the RoPE mistake ``mistake`` (a catalogue id with a definition in
-    :data:`refpos.check.rope_mistakes.ROPE_MISTAKES`) made on every call of its RoPE functions."""
+    :data:`refpos.check.rope.rope_mistakes.ROPE_MISTAKES`) made on every call of its RoPE functions."""
     import numpy as np
 
     import refpos
-    from refpos.check.mistakes import RopeCall
-    from refpos.check.rope_mistakes import ROPE_MISTAKES
+    from refpos.check.rope.mistakes import RopeCall
+    from refpos.check.rope.rope_mistakes import ROPE_MISTAKES
 
     port = ROPE_MISTAKES[known(mistake)].port
     names = inherit(name, mistake)

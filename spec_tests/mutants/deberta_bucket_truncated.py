@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from refpos.backend import array_namespace, to_numpy
-from refpos.check.tables import truncated_deberta_buckets
+from refpos.check.tables.deberta import truncated_deberta_buckets
 from spec_tests.mutants._base import inherit_patched, module
 
 _deberta = module("refpos.encodings.deberta")

@@ -158,11 +158,9 @@ def _draw(draw: Any, st: Any) -> dict[str, Any]:
 BIAS_TABLE = EncodingKind(
     name="bias_table", summary="a learned bias per head for each (row, column) offset inside a window (Swin, BEiT), or "
     "an MLP of the log-spaced offset (Swin v2)", record=BiasTableLayer, build=build, hook="bias",
-    reads=("window", "image_grid"), doc="docs/bias-table.md#the-math", facts=BiasTableFacts,
-    contract=("window_bias",), spec="spec_tests/test_bias_table.py", draw=_draw, modalities=("vision", "audio"),
-    example={"config": {"depths": [2, 2], "num_heads": [2, 4], "window_size": 7}, "facts": {"form": "swin"}},
-    absent={"check": "named by refpos.encodings.bias_table_mistakes.identify_bias_table; the command's target "
-                     "comes with the check registry",
-            "golden": "the cases are refpos.golden.bias_table_cases (not yet in the committed goldens)"})
+    reads=("window", "image_grid"), doc="docs/bias-table.md#the-math", facts=BiasTableFacts, check="bias_table",
+    golden="bias_table", contract=("window_bias",), spec="spec_tests/test_bias_table.py", draw=_draw,
+    modalities=("vision", "audio"),
+    example={"config": {"depths": [2, 2], "num_heads": [2, 4], "window_size": 7}, "facts": {"form": "swin"}})
 
 __all__ = ["BIAS_TABLE", "BiasTableFacts", "BiasTableLayer", "build"]

@@ -102,11 +102,9 @@ def _draw(draw: Any, st: Any) -> dict[str, Any]:
 CONV_POSITION = EncodingKind(
     name="conv_position", summary="a grouped convolution over the frames, added to them before the first layer "
     "(wav2vec 2.0, HuBERT)", record=ConvPositionLayer, build=build, hook="input", reads=("frames",),
-    doc="docs/conv-position.md#the-math", facts=ConvPositionFacts, contract=("conv_positions",),
+    doc="docs/conv-position.md#the-math", facts=ConvPositionFacts, check="conv_position", golden="conv_position",
+    contract=("conv_positions",),
     spec="spec_tests/test_conv_position.py", draw=_draw, modalities=("audio",),
-    example={"config": {"num_conv_pos_embeddings": 128, "num_conv_pos_embedding_groups": 16}, "facts": {}},
-    absent={"check": "named by refpos.encodings.conv_position_mistakes.identify_conv_position; the command's target "
-                     "comes with the check registry",
-            "golden": "the cases are refpos.golden.conv_position_cases (not yet in the committed goldens)"})
+    example={"config": {"num_conv_pos_embeddings": 128, "num_conv_pos_embedding_groups": 16}, "facts": {}})
 
 __all__ = ["CONV_POSITION", "ConvPositionFacts", "ConvPositionLayer", "build"]

@@ -17,8 +17,10 @@ piece           what the record holds
                 ``encoding()`` fills
 ``reads``       which inputs its layers read (:data:`INPUTS`: position ids, the token's slot, the attention mask, the
                 image grid, …)
-``check``       the ``refpos check`` target that compares a candidate with it
-``golden``      the golden cases' id prefix (``golden/cases/<prefix>/…``)
+``check``       the ``refpos check`` target that compares a candidate with it (a record of the check registry,
+                :data:`refpos.check.targets.TARGETS`, that lists this kind)
+``golden``      the golden cases' id prefix (``golden/cases/<prefix>/…``: a family of the golden registry,
+                :data:`refpos.golden.registry.FAMILIES`, that covers this kind)
 ``contract``    the adapter-contract functions the spec suite calls for it (``spec_tests/README.md``)
 ``spec``        the spec-suite module of its properties (``spec_tests/test_<…>.py``)
 ``draw``        a Hypothesis draw of valid parameters of its formula (``(draw, st) -> dict``; refpos itself does

@@ -4,8 +4,10 @@ To add a kind, write its formula module (``refpos/encodings/<kind>.py``), then i
 :class:`~refpos.models.kinds.record.EncodingKind` record in a module of this package (its facts, layer record and
 builder beside it) and list the record in :data:`KINDS`. The family table accepts its facts sub-table and its
 name as a row's ``encoding`` (:mod:`refpos.models.facts`), :func:`refpos.model_positions` builds its layers,
-``refpos positions`` prints them, the ``refpos check`` targets and the docs table (docs/families.md#encoding-kinds)
-follow from it; the meta-test (``refpos/tests/test_kinds_registry.py``) asks the new record for every piece.
+``refpos positions`` prints them, the docs table (docs/families.md#encoding-kinds) follows from it, and its
+``check`` and ``golden`` name its target in the check registry (:mod:`refpos.check.targets`) and its family in the
+golden registry (:mod:`refpos.golden.registry`); the meta-test (``refpos/tests/test_kinds_registry.py``) asks the
+new record for every piece.
 """
 
 from __future__ import annotations
@@ -50,15 +52,6 @@ def kind_of(name: object) -> EncodingKind:
     return KINDS[check_choice("encoding", name, tuple(KINDS))]
 
 
-def check_targets() -> Mapping[str, tuple[str, ...]]:
-    """``refpos check`` target -> the kinds of layer record it checks, from the records."""
-    targets: dict[str, list[str]] = {}
-    for kind in KINDS.values():
-        if kind.check is not None:
-            targets.setdefault(kind.check, []).append(kind.name)
-    return MappingProxyType({target: tuple(kinds) for target, kinds in targets.items()})
-
-
 def docs_table() -> str:
     """The Markdown table of docs/families.md#encoding-kinds: one row per kind, from its record."""
     rows = ["| kind | what it does | acts at | reads | `refpos check` | goldens | docs |",
@@ -72,4 +65,4 @@ def docs_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["FACT_KINDS", "KINDS", "TABLE_KINDS", "check_targets", "docs_table", "kind_of"]
+__all__ = ["FACT_KINDS", "KINDS", "TABLE_KINDS", "docs_table", "kind_of"]

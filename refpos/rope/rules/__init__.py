@@ -4,7 +4,7 @@
   attention factor, Hypothesis draw, docs anchor); :data:`ROPE_TYPES` its keys; :func:`rule_of`.
 * :data:`PARAMETERS` — every key a rule may read (:class:`Parameter`): the fields of
   :class:`refpos.RopeConfig` beyond the head geometry.
-* :class:`Float64` — the arithmetic the reference evaluates the formulas in (``refpos.golden.certify`` has the
+* :class:`Float64` — the arithmetic the reference evaluates the formulas in (``refpos.golden.exact.certify`` has the
   exact one).
 
 How to add a rule: :mod:`refpos.rope.rules.registry`.

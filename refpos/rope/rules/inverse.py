@@ -1,8 +1,8 @@
 r"""A rule's formula run backwards: from fitted frequencies to the keys that would give them, and each pair's band.
 
-``refpos check`` fits the frequencies :math:`\hat\omega_j` a candidate used (refpos/check/fit.py) and asks the
-config's rule which of its keys reproduce them (refpos/check/rule_fit.py). Each :class:`~refpos.rope.rules.RopeRule`
-answers with two entries of its record:
+``refpos check`` fits the frequencies :math:`\hat\omega_j` a candidate used (refpos/check/shared/fit.py) and asks
+the config's rule which of its keys reproduce them (refpos/check/rope/rule_fit.py). Each
+:class:`~refpos.rope.rules.RopeRule` answers with two entries of its record:
 
 * ``invert(fitted)`` yields *proposals*: changes of the rule's keys (``{"factor": 4.0}``; ``"seq_len"`` for the
   length a rule reads) computed in closed form from the fitted frequencies, each only a candidate answer: the

@@ -11,7 +11,7 @@ varies from one rule to the next, so that every consumer is derived from it inst
 * **validation** beyond each key's own check (:attr:`RopeRule.check`);
 * **formulas**: the inverse frequencies and the attention factor, each written once against an
   :class:`Arithmetic`, so that the same lines give the float64 reference (:class:`Float64`) and the
-  30-digit certificate (``refpos.golden.certify``);
+  30-digit certificate (``refpos.golden.exact.certify``);
 * **a Hypothesis draw** of valid keys (:attr:`RopeRule.draw`), shared by ``refpos.testing.strategies`` and
   the spec suite's strategies;
 * **docs**: its anchor and the formulas of the docs table.
