@@ -351,6 +351,23 @@ def assert_within(actual: Any, expected: Any, *, rtol: float, atol: float = 0.0,
                              f"{result.error[worst]:.3g} > {result.allowed[worst]:.3g}")
 
 
+def assert_frequencies(actual: Any, expected: Any, impl: ModuleType, *, pairs: Any = None, computed: int = 1,
+                       what: str = "ω") -> None:
+    """Assert the adapter's inverse frequencies ``actual`` equal the float64 ``expected`` within the per-pair bound
+    of a correct implementation in the declared dtype and forms
+    (:func:`refpos.golden.tolerance.frequency_tolerance`: float32 ``u·(c + b·j + e·ln(1/ω_j))·ω_j``, the largest
+    over the angle forms in force; float64 rtol 1e-13). ``expected`` holds every pair (the bound depends on the
+    pair's index ``j``); ``pairs`` selects the compared ones (``actual`` then holds only those). ``computed``: how
+    many computed sets of frequencies the comparison holds (2 when ``expected`` is itself the adapter's output).
+    """
+    expected = np.asarray(expected, dtype=np.float64)
+    atol = computed * np.asarray(tol_rules.frequency_tolerance(declared_dtype(impl), expected,
+                                                               forms=declared_forms(impl)), dtype=np.float64)
+    if pairs is not None:
+        expected, atol = expected[..., pairs], atol[..., pairs]
+    assert_within(actual, expected, rtol=0.0, atol=np.broadcast_to(atol, expected.shape), what=what)
+
+
 def tolerance(impl: ModuleType, kind: str = "value") -> dict[str, float]:
     """Scalar ``{"rtol", "atol"}`` for ``numpy.testing.assert_allclose`` on O(1) values, by the dtype
     rule of :mod:`refpos.golden.tolerance` (position-independent kinds only; phases need

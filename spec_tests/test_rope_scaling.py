@@ -25,7 +25,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from rope_oracle import rotate_by_frequencies
 from rope_support import ROPE_TYPES, THETAS, base_inv, frequencies_or_reference, rope_dicts, rotary_width, yarn_bounds
-from support import assert_close, assert_within, at_most, require, tolerance
+from support import assert_close, assert_frequencies, assert_within, at_most, require, tolerance
 
 
 def frequencies(impl, rope, seq_len=None):
@@ -48,7 +48,7 @@ def test_factor_one_reduces_to_default(impl, rope, seq_len):
         expected = np.r_[rope["rope_theta"] ** (-(np.arange(0, 2 * n_rot, 2) / d)), np.zeros(d // 2 - n_rot)]
     else:
         expected = base_inv(rope["rope_theta"], d)
-    assert_within(inv, expected, **tolerance(impl))
+    assert_frequencies(inv, expected, impl)
     assert_within([a], [1.0], **tolerance(impl))
 
 
@@ -56,7 +56,7 @@ def test_factor_one_reduces_to_default(impl, rope, seq_len):
 def test_proportional_at_full_width_is_linear(impl, rope, factor):
     rope = {**rope, "rotary_dim": rope["head_dim"], "factor": factor}
     linear = {"rope_type": "linear", "rope_theta": rope["rope_theta"], "head_dim": rope["head_dim"], "factor": factor}
-    assert_within(frequencies(impl, rope)[0], frequencies(impl, linear)[0], **tolerance(impl))
+    assert_frequencies(frequencies(impl, rope)[0], frequencies(impl, linear)[0], impl, computed=2)
 
 
 @given(rope_dicts(("linear",)), st.integers(1, 16), st.integers(0, 5000))
@@ -81,14 +81,14 @@ def test_dynamic_is_default_up_to_max_position_embeddings(impl, rope, data):
     if rope.get("dynamic_rule") == "vllm_static":
         s, d = rope["factor"], plain["rotary_dim"]
         expected = base_inv(rope["rope_theta"] * (s * s - s + 1) ** (d / (d - 2)), d)
-        assert_within(frequencies(impl, rope, short)[0], expected, **tolerance(impl))
+        assert_frequencies(frequencies(impl, rope, short)[0], expected, impl)
         return
-    assert_within(frequencies(impl, rope, short)[0], frequencies(impl, plain)[0], **tolerance(impl))
+    assert_frequencies(frequencies(impl, rope, short)[0], frequencies(impl, plain)[0], impl, computed=2)
     long = data.draw(st.integers(l_max + 1, 64 * l_max))
     inv = frequencies(impl, rope, long)[0]
     s, d = rope["factor"], plain["rotary_dim"]
     theta = rope["rope_theta"] * (s * long / l_max - (s - 1)) ** (d / (d - 2))
-    assert_within(inv, base_inv(theta, d), **tolerance(impl))
+    assert_frequencies(inv, base_inv(theta, d), impl)
     assert inv[-1] < frequencies(impl, plain)[0][-1]  # the base grew (even at s = 1): slow pairs slower
 
 
@@ -209,8 +209,7 @@ def test_longrope_switches_exactly_after_the_original_length(impl, rope, p):
     long = 1 / (np.array(rope["long_factor"]) * pos_part)
     for seq_len, expected in ((None, short), (0, short), (l0 - 1, short), (l0, short), (l0 + 1, long),
                               (l0 + p, long)):
-        assert_within(frequencies(impl, rope, seq_len)[0], expected, what=f"seq_len={seq_len}",
-                                   **tolerance(impl))
+        assert_frequencies(frequencies(impl, rope, seq_len)[0], expected, impl, what=f"ω at seq_len={seq_len}")
     a_short, a_long = frequencies(impl, rope, l0)[1], frequencies(impl, rope, l0 + 1)[1]
     assert a_short == a_long  # one attention factor for both sets
 
@@ -251,4 +250,4 @@ def test_frequencies_are_positive_finite_and_at_most_one(impl, rope_type, data):
 def test_theta_is_the_base_of_the_plain_pairs(impl, theta):
     rope = {"rope_type": "default", "rope_theta": theta, "head_dim": 16}
     inv, _ = frequencies(impl, rope)
-    assert_within(inv, theta ** (-(np.arange(0, 16, 2) / 16)), **tolerance(impl))
+    assert_frequencies(inv, theta ** (-(np.arange(0, 16, 2) / 16)), impl)

@@ -52,6 +52,7 @@ from refpos.rope.rules import ROPE_TYPES
 from spec_tests.adapters._contract import (
     adapter_info,
     attention_shapes,
+    batch_of_heads,
     integer_positions,
     kind_and_layout,
     rope_settings,
@@ -171,6 +172,7 @@ def _attention_module(h: int, h_kv: int, d: int, scale: float | None, softcap: f
     return CausalSelfAttention(config, block_idx=0)
 
 
+@batch_of_heads  # the contract's (..., H, T, d), 3-D included, as the 4-D arrays the library takes
 def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=None) -> np.ndarray:
     """litgpt's ``CausalSelfAttention.scaled_dot_product_attention`` in float64 (see the module docstring
     for how each contract argument maps onto litgpt's prefill and kv-cache calls)."""
