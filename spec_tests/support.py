@@ -351,6 +351,20 @@ def assert_within(actual: Any, expected: Any, *, rtol: float, atol: float = 0.0,
                              f"{result.error[worst]:.3g} > {result.allowed[worst]:.3g}")
 
 
+def frequency_rtol(impl: ModuleType, inv_freq: Any) -> np.ndarray:
+    """Per pair, the relative error of a correct ``ω_j`` (float64 ``inv_freq``) in the declared dtype and forms:
+    :func:`refpos.golden.tolerance.frequency_tolerance` over ``ω_j`` (0 for a zero frequency)."""
+    w = np.abs(np.asarray(inv_freq, dtype=np.float64))
+    atol = np.asarray(tol_rules.frequency_tolerance(declared_dtype(impl), w, forms=declared_forms(impl)))
+    return np.divide(atol, w, out=np.zeros_like(w), where=w > 0)
+
+
+def unit_roundoff(impl: ModuleType) -> float:
+    """The unit roundoff of the declared dtype's arithmetic: 2⁻⁵³, or 2⁻²⁴ for float32 and lower (whose rules
+    assume float32 arithmetic)."""
+    return 2.0**-53 if declared_dtype(impl) == "float64" else 2.0**-24
+
+
 def assert_frequencies(actual: Any, expected: Any, impl: ModuleType, *, pairs: Any = None, computed: int = 1,
                        what: str = "ω") -> None:
     """Assert the adapter's inverse frequencies ``actual`` equal the float64 ``expected`` within the per-pair bound
