@@ -13,7 +13,7 @@ from encoding_support import softmax as oracle_softmax
 from encoding_support import tol
 from hypothesis import example, find, given, settings
 from hypothesis import strategies as st
-from support import assert_within, cases, declared_dtype, require
+from support import assert_within, cases, declared_dtype, require, size, size_from
 
 from refpos.golden.compare import within
 from refpos.golden.tolerance import MANTISSA, attention_tolerance, probability_tolerance
@@ -37,14 +37,15 @@ def _exact_integer_limit(impl) -> float:
 
 @st.composite
 def qkv_inputs(draw, *, min_t: int = 1, max_t: int = 7, gqa: bool = True, same_len: bool = False):
-    """(q, k, v) with shapes (B, Hq, Tq, d), (B, Hkv, Tk, d), (B, Hkv, Tk, dv), values ~ N(0, 1)."""
-    batch = draw(st.integers(1, 2))
-    h_kv = draw(st.integers(1, 3))
-    n_rep = draw(st.integers(1, 3)) if gqa else 1
-    t_k = draw(st.integers(min_t, max_t))
-    t_q = t_k if same_len else draw(st.integers(1, t_k))
-    d = draw(st.sampled_from([1, 2, 4, 8]))
-    d_v = draw(st.sampled_from([d, 3]))
+    """(q, k, v) with shapes (B, Hq, Tq, d), (B, Hkv, Tk, d), (B, Hkv, Tk, dv), values ~ N(0, 1) (one shape per
+    call under REFPOS_SHAPES=fixed: support.size)."""
+    batch = draw(size(1, 2))
+    h_kv = draw(size(1, 3))
+    n_rep = draw(size(1, 3)) if gqa else 1
+    t_k = draw(size(min_t, max_t))
+    t_q = t_k if same_len else draw(size(1, t_k))
+    d = draw(size_from([1, 2, 4, 8]))
+    d_v = draw(size_from([d, 3]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     q = rng.standard_normal((batch, h_kv * n_rep, t_q, d))
     k = rng.standard_normal((batch, h_kv, t_k, d))
@@ -180,7 +181,7 @@ def test_causal_attention_is_prefix_consistent(impl, data):
     """f(X[:n])[i] = f(X)[i] for i < n: a causal layer never looks ahead."""
     attention = require(impl, "attention")
     q, k, v = data.draw(qkv_inputs(same_len=True, max_t=8))
-    n = data.draw(st.integers(1, q.shape[-2]))
+    n = data.draw(size(1, q.shape[-2]))
     full = attention(q, k, v, causal=True)
     prefix = attention(q[..., :n, :], k[..., :n, :], v[..., :n, :], causal=True)
     assert_within(prefix, full[..., :n, :], **tolerances(impl))
@@ -308,7 +309,7 @@ def test_chunked_attention_equals_full_attention(impl, data):
         chunk, causal, use_bias, use_mask = 1, True, True, True
     else:
         q, k, v = data.draw(qkv_inputs(max_t=9))
-        chunk = data.draw(st.integers(1, k.shape[-2] + 1))
+        chunk = data.draw(size(1, k.shape[-2] + 1))
         causal, use_bias, use_mask = data.draw(st.booleans()), data.draw(st.booleans()), data.draw(st.booleans())
     rng = np.random.default_rng(q.size)
     shape = (q.shape[1], q.shape[2], k.shape[2])

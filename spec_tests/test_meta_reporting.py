@@ -293,3 +293,58 @@ def test_the_example_adapter_knows_the_contract_keys():
     assert KNOWN_ROPE_KEYS == set(ROPE_KEYS), (f"missing {sorted(set(ROPE_KEYS) - KNOWN_ROPE_KEYS)}, "
                                                f"extra {sorted(KNOWN_ROPE_KEYS - set(ROPE_KEYS))}")
 
+
+
+# ------------------------------------------------------------------------------------ fixed shapes
+RECORDING = """
+    import json
+    import os
+    from refpos.testing import adapter as ref
+
+    INFO = {"name": "recording", "dtype": "float64", "rope_layout": "half"}
+
+    def _record(name, *arrays):
+        with open(os.environ["SHAPES_FILE"], "a", encoding="utf-8") as f:
+            f.write(json.dumps([os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0], name,
+                                [list(getattr(a, "shape", ())) for a in arrays]]) + "\\n")
+
+    def apply_rope(x, positions, rope, seq_len=None):
+        _record("apply_rope", x, positions)
+        return ref.apply_rope(x, positions, rope, seq_len=seq_len)
+
+    def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=None):
+        _record("attention", q, k, v)
+        return ref.attention(q, k, v, bias=bias, mask=mask, scale=scale, causal=causal, softcap=softcap)
+
+    def local_attention(q, k, v, window=None, attention_chunk=None, scale=None, softcap=None):
+        _record("local_attention", q, k, v)
+        return ref.local_attention(q, k, v, window=window, attention_chunk=attention_chunk, scale=scale,
+                                   softcap=softcap)
+"""
+SHAPED = ["spec_tests/test_attention.py", "spec_tests/test_local_attention.py", "spec_tests/test_rope_properties.py"]
+
+
+def _shapes_per_test(tmp_path, shapes: str) -> dict[str, set]:
+    import json
+
+    calls = tmp_path / f"shapes-{shapes}.jsonl"
+    env = {**_adapter(tmp_path, "recording_adapter", RECORDING), "SHAPES_FILE": str(calls), "REFPOS_SHAPES": shapes}
+    result = run_suite("recording_adapter", ["-q", "-p", "no:xdist", *SHAPED], env)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert f"'REFPOS_SHAPES': '{shapes}'" in result.stdout  # the header shows the setting
+    seen: dict[str, set] = {}
+    for line in calls.read_text(encoding="utf-8").splitlines():
+        test, name, arrays = json.loads(line)
+        seen.setdefault(f"{test} {name}", set()).add(json.dumps(arrays))
+    return seen
+
+
+def test_fixed_shapes_draw_one_shape_per_call_site(tmp_path):
+    """REFPOS_SHAPES=fixed (a JIT library compiles per input shape): every property test of the attention and
+    RoPE files calls each function with at most 2 distinct shapes (a test that compares a prefix or a cached step
+    with the whole makes two), where the drawn sizes give many; the values still vary."""
+    drawn, fixed = _shapes_per_test(tmp_path, "drawn"), _shapes_per_test(tmp_path, "fixed")
+    assert set(fixed) == set(drawn), "the same tests call the same functions"
+    widest = max(len(shapes) for shapes in fixed.values())
+    assert widest <= 2, {site: shapes for site, shapes in fixed.items() if len(shapes) > 2}
+    assert sum(map(len, drawn.values())) > 3 * sum(map(len, fixed.values())), (drawn, fixed)
