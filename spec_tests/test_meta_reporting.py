@@ -348,3 +348,24 @@ def test_fixed_shapes_draw_one_shape_per_call_site(tmp_path):
     widest = max(len(shapes) for shapes in fixed.values())
     assert widest <= 2, {site: shapes for site, shapes in fixed.items() if len(shapes) > 2}
     assert sum(map(len, drawn.values())) > 3 * sum(map(len, fixed.values())), (drawn, fixed)
+
+
+# ------------------------------------------------------------------------------------ the guides' adapters
+#: the example adapters the docs show, with the folder that holds each (None: importable as it is)
+EXAMPLES = {"my_rope": "docs/examples", "spec_tests.examples.numpy_adapter": None}
+
+
+@pytest.mark.parametrize("module", list(EXAMPLES))
+def test_the_guides_example_adapters_pass_the_whole_suite(module):
+    """docs/validate.md's my_rope and docs/write-an-adapter.md's numpy_adapter: every test passes or is skipped
+    for what the adapter does not provide or declares it leaves out (INFO), none fails."""
+    from support import ROOT
+
+    folder = EXAMPLES[module]
+    if folder is not None and not (ROOT / folder).is_dir():
+        pytest.skip(f"{folder} is the repository's: an installed suite carries no docs/")
+    env = {"PYTHONPATH": str(ROOT / folder)} if folder else {}
+    result = run_suite(module, ["-q", "spec_tests", "--ignore-glob=spec_tests/test_meta*.py"], env)
+    tail = result.stdout.strip().splitlines()[-1]
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert " passed" in tail and "failed" not in tail and "error" not in tail, tail
