@@ -58,9 +58,8 @@ if os.environ.get("REFPOS_META_RUN"):
 SPEC_DIR = Path(__file__).resolve().parent
 
 
-#: the words an entry's reason ends with: what a strict XPASS means (pytest prints the reason after
-#: ``[XPASS(strict)]``)
-STALE = "if this test passes, the entry is stale: delete it"
+#: what a strict XPASS means, added to pytest's ``[XPASS(strict)] reason (file:line)``
+STALE = "the test passes: the entry is stale, delete it"
 
 
 class UnmatchedEntryWarning(UserWarning):
@@ -169,8 +168,7 @@ def _apply(entries: list[Entry], items: list[pytest.Item], marker: str) -> None:
             if entry.matches(item.nodeid):
                 entry.matched += 1
                 if marker == "xfail":  # strict: a listed test that passes is a stale entry, and fails the run
-                    item.add_marker(pytest.mark.xfail(reason=f"{entry.reason} ({entry.source}; {STALE})",
-                                                      strict=True))
+                    item.add_marker(pytest.mark.xfail(reason=f"{entry.reason} ({entry.source})", strict=True))
                 else:
                     item.add_marker(pytest.mark.skip(reason=f"{entry.reason} ({entry.source})"))
                 break
@@ -323,6 +321,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = outcome.get_result()
     if report.when != "call":
         return
+    if report.failed and isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]"):
+        report.longrepr = f"{report.longrepr}: {STALE}"  # an xfails entry whose test passes
     count = ExampleCount(EXAMPLES.drawn, EXAMPLES.ran, EXAMPLES.unsupported, Counter(EXAMPLES.reasons))
     EXAMPLES.__init__()
     if count.drawn:

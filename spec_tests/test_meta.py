@@ -173,7 +173,7 @@ def test_xfails_skips_missing_functions_and_not_implemented(tmp_path: Path):
     # the listed test passes: a stale entry, which fails the run (strict xfail) and names its line
     assert result.returncode == FAILED, out
     assert "3 failed" in out and "[XPASS(strict)] demo: expected to fail" in out, out[-3000:]  # its 3 cases
-    assert f"{tmp_path / 'xfails.txt'}:2; if this test passes, the entry is stale: delete it" in out
+    assert f"({tmp_path / 'xfails.txt'}:2): the test passes: the entry is stale, delete it" in out
     assert "implementation partial_adapter" in out and "'name': 'partial'" in out  # the header
     assert "test_no_such_test" in out and "matches no test" in out
     assert "too slow" in out

@@ -345,6 +345,8 @@ def test_fixed_shapes_draw_one_shape_per_call_site(tmp_path):
     with the whole makes two), where the drawn sizes give many; the values still vary."""
     drawn, fixed = _shapes_per_test(tmp_path, "drawn"), _shapes_per_test(tmp_path, "fixed")
     assert set(fixed) == set(drawn), "the same tests call the same functions"
+    print(f"distinct (test, function, shape): drawn {sum(map(len, drawn.values()))}, fixed "
+          f"{sum(map(len, fixed.values()))} over {len(fixed)} call sites")
     widest = max(len(shapes) for shapes in fixed.values())
     assert widest <= 2, {site: shapes for site, shapes in fixed.items() if len(shapes) > 2}
     assert sum(map(len, drawn.values())) > 3 * sum(map(len, fixed.values())), (drawn, fixed)
