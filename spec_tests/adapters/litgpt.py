@@ -108,8 +108,8 @@ def _setup(rope: dict) -> tuple[int, float, dict | None, str]:
         raise ValueError(f"original_max_position_embeddings is required for rope_type {kind!r}")
     if kind == "llama3":
         low, high = rope.get("low_freq_factor", 1.0), rope.get("high_freq_factor", 4.0)
-        if not 0 < low < high:
-            raise ValueError(f"low_freq_factor must be in (0, high_freq_factor), got {low}, {high}")
+        if not 0 < low <= high:  # equal: no blended band (Llama 4), which litgpt computes
+            raise ValueError(f"low_freq_factor must be in (0, high_freq_factor], got {low}, {high}")
         return n_elem, base, {"factor": factor, "low_freq_factor": low, "high_freq_factor": high,
                               "original_max_seq_len": original}, layout
     if rope.get("attention_factor") is not None:
@@ -123,9 +123,17 @@ def _setup(rope: dict) -> tuple[int, float, dict | None, str]:
     return n_elem, base, extra, layout
 
 
+#: the most table rows the adapter asks litgpt for: build_rope_cache holds several (N, n_elem) float32 tensors at
+#: once, about 20 GB for Llama 4's 10,485,760 positions (more than the test machine's memory)
+MAX_CACHE_ROWS = 2**20
+
+
 def _cache(rope: dict, n_positions: int) -> tuple[int, str, torch.Tensor, torch.Tensor]:
     """litgpt's cos/sin tables, each ``(n_positions, n_elem)`` float32, for positions ``0 … n_positions − 1``."""
     n_elem, base, extra, layout = _setup(rope)
+    if n_positions > MAX_CACHE_ROWS:
+        raise NotImplementedError(f"litgpt builds its table for every position 0 … {n_positions - 1}: more than "
+                                  f"{MAX_CACHE_ROWS} rows does not fit the memory of a test run")
     cos, sin = build_rope_cache(seq_len=n_positions, n_elem=n_elem, base=base, extra_config=extra)
     return n_elem, layout, cos, sin
 
