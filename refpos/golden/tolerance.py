@@ -92,8 +92,7 @@ def integer_tolerance(reference: Any) -> Array:
     return array_namespace(ref).zeros_like(ref)
 
 
-#: relative error of the dtype's ``exp`` in units of its unit roundoff: one ulp (2u), what IEEE-quality libms
-#: (glibc, NumPy's SIMD kernels, CUDA's ``expf``) guarantee and faster approximations stay within
+#: the relative error of ``exp`` in unit roundoffs: one ulp (2u), as glibc's and NumPy's SIMD kernels keep
 EXP_ROUNDOFFS = 2.0
 
 
@@ -220,8 +219,8 @@ def frequency_tolerance(dtype: str, inv_freq: Any, *, forms: Any = None) -> np.n
 
     .. math:: |\delta\omega_j| \le \max_f u_f\,(c_f + b_f\,j + e_f \ln(1/\omega_j))\,\omega_j
 
-    ``exp_log`` pays ``4·ln(1/ω_j)`` roundings of the exponent: at θ = 5·10⁵, d = 128 the slowest pair may err by
-    ``2⁻²⁴·(3 + 4·13.1)·ω ≈ 3.3e-6·ω``, above the old fixed rtol 1e-6. float64 (the re-derivation rule, rtol
+    ``exp_log`` pays ``4·ln(1/ω_j)`` roundings of the exponent: at θ = 5·10⁵, d = 128 the slowest pair may err
+    by ``2⁻²⁴·(3 + 4·13.1)·ω ≈ 3.3e-6·ω``, more than a fixed rtol of 1e-6 admits. float64 (the re-derivation rule, rtol
     1e-13 ≥ the float64 form's ``2⁻⁵³(4 + 3 L_j)``) and bfloat16 / float16 (two ulps: the value rule) keep
     :func:`value_tolerance`.
     """

@@ -12,7 +12,7 @@ imported by accident (the test asserts where ``refpos`` and the goldens were rea
 * ``refpos golden verify`` regenerates every committed golden case and finds no problem;
 * ``refpos check CASE FILE`` finds an installed case, accepts its own output and rejects a shifted one;
 * every command of docs/validate.md and docs/write-an-adapter.md runs as the page writes it, in a folder of its
-  own (validate.md's holds the files of ``docs/examples/``, the page's own): each line of a ``bash`` block
+  own (docs/validate.md's holds the files of ``docs/examples/``, the page's own): each line of a ``bash`` block
   exits 0, each ``$`` line of a ``console`` block exits 0 or 1 and prints what the page shows (``...`` elides).
   A block preceded by ``<!-- not run: reason -->`` is left out, with its reason; the page's install command is
   the one the fixture ran (``pip install 'refpos[test]'``, of the wheel).
