@@ -61,7 +61,14 @@ def test_logit_depends_only_on_the_relative_position(impl, case, p, m, shift, se
                  positions=np.array([2 * top]), inv_freq=inv, magnitude=size, what="shifted logit")
 
 
+#: YaRN at factor 2 without mscale: A = 0.1·ln 2 + 1 = 1.0693, which a library that drops YaRN's attention factor
+#: leaves at 1 (pinned, so that the divergence does not depend on what is drawn)
+YARN_NO_MSCALE = {"rope_type": "yarn", "rope_theta": 1e4, "head_dim": 8, "layout": "half", "factor": 2.0,
+                  "original_max_position_embeddings": 64}
+
+
 @given(rope_and_vectors(), sized_lists(POSITIONS, 1, 4), st.integers(1, 200000))
+@example(case=(YARN_NO_MSCALE, np.linspace(-1.0, 1.0, 16).reshape(2, 8)), positions=[5], seq_len=100)
 def test_norm_is_multiplied_by_the_attention_factor(impl, case, positions, seq_len):
     rope, x = case
     seq_len = max(seq_len, max(positions) + 1)  # L covers every position (apply_rope refuses less)

@@ -115,6 +115,8 @@ def _setup(rope: dict) -> tuple[int, float, dict | None, str]:
     if rope.get("attention_factor") is not None:
         raise NotImplementedError("yarn attention_factor: litgpt derives A from mscale / mscale_all_dim only")
     # build_rope_cache reads truncate (default True); GPT.rope_cache does not pass it on from rope_adjustments
+    if not rope.get("beta_fast", 32.0) > rope.get("beta_slow", 1.0):  # YaRN's ramp, which litgpt does not check
+        raise ValueError(f"beta_fast must exceed beta_slow, got {rope.get('beta_fast')}, {rope.get('beta_slow')}")
     extra = {"factor": factor, "beta_fast": rope.get("beta_fast", 32.0), "beta_slow": rope.get("beta_slow", 1.0),
              "original_max_seq_len": original, "truncate": rope.get("truncate", True)}
     for key in ("mscale", "mscale_all_dim"):
@@ -150,6 +152,7 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """litgpt's ``apply_rope`` (``apply_rope_interleave`` for deinterleaved) on the first n_elem channels
     with the table rows ``batched_index_select`` picks, the rest unchanged (``CausalSelfAttention.forward``)."""
+    _setup(rope)  # the rope dict first: an M-RoPE dict is refused before its (3, T) positions are read
     pos = integer_positions(positions, reject_negative=True)
     x = np.asarray(x)
     if pos.ndim not in (1, 2) or pos.shape[-1] != x.shape[-2]:
