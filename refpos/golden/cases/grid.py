@@ -148,9 +148,9 @@ def grid_variant_cases() -> list[Case]:
             cid, "grid", "resample_position_table",
             f"a CLS row and a 6 × 6 position grid resampled to 4 × 9 the {name} way ({variant.source}; "
             f"docs/grid.md#the-ways)",
-            {"call": call("resample_position_table", ["table"], In("table"), grid, way, 1, 0), "way": way},
+            {"call": call("resample_position_table", ["resampled"], In("table"), grid, way, 1, 0), "way": way},
             {"table": table},
-            {"table": Output(out, _tolerance(out, magnitude, bound), lambda t=table, w=way: (
+            {"resampled": Output(out, _tolerance(out, magnitude, bound), lambda t=table, w=way: (
                 _mp(grid_exact.resample_table(t, (4, 9), w, 1, 0, f=Fraction)), float(np.abs(t).max())))}))
     return cases
 

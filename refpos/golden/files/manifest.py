@@ -101,9 +101,13 @@ def jsonable(value: Any) -> Any:
 
 
 def _array_entry(files: dict[str, bytes], rel: str, array: np.ndarray) -> dict[str, Any]:
-    """The manifest entry of one array; its ``.npy`` bytes go into ``files`` under ``rel``."""
+    """The manifest entry of one array; its ``.npy`` bytes go into ``files`` under ``rel`` (a ``ValueError`` when
+    another array already went there: an input and an output of one name, which would overwrite each other)."""
     a = np.asarray(array)
     data = npy_bytes(a)
+    if files.get(rel, data) != data:
+        raise ValueError(f"golden file {rel}: two different arrays of one name (an input and an output of a case "
+                         "share it): name them apart")
     files[rel] = data
     entry = {"file": rel, "dtype": a.dtype.name, "shape": list(a.shape), "sha256": hashlib.sha256(data).hexdigest()}
     if a.ndim == 0:
