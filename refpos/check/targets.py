@@ -85,7 +85,7 @@ def _registry(*targets: CheckTarget) -> Mapping[str, CheckTarget]:
 #: target name -> its record, in the order ``refpos check --help`` lists them
 TARGETS: Mapping[str, CheckTarget] = _registry(
     CheckTarget("rope", "a RoPE output of the --config layer: apply_rope(--input, --positions)", ("rope", "mrope"),
-                ("--config", "--input", "--positions", "--seq-len", "--layer-type", "--strict"), True, rope.run),
+                ("--input", "--positions", "--seq-len", "--layer-type", "--strict", *CONFIG_FLAGS), True, rope.run),
     CheckTarget("alibi", "ALiBi slopes (--heads) or a bias (--q-len × --k-len)", ("alibi",),
                 ("--heads", "--q-len", "--k-len", "--form", "--head-dim", *CONFIG_FLAGS), True, alibi.run,
                 ("alibi_slopes", "alibi_bias"), alibi.golden),

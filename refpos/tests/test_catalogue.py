@@ -13,15 +13,16 @@ import pytest
 
 from refpos.check.shared import catalogue
 
-CHECK = Path(catalogue.__file__).resolve().parent
+CHECK = Path(catalogue.__file__).resolve().parents[1]
 #: mistake ids in the code of refpos check: known("id"), and the ("id", "evidence", builder) rows of its
-#: mutants (a snake-case name with an underscore, then a string)
-ID_IN_CODE = re.compile(r'known\("([a-z0-9_]+)"\)|\(\s*"([a-z0-9]+_[a-z0-9_]+)",\s*f?"')
+#: mutants (a snake-case name with an underscore, then a string of words: not a flag, as in
+#: request.need("q_len", "--q-len"))
+ID_IN_CODE = re.compile(r'known\("([a-z0-9_]+)"\)|\(\s*"([a-z0-9]+_[a-z0-9_]+)",\s*f?"(?!-)[^"\n]* ')
 
 
 def _ids_in_check_code() -> set[str]:
     found = set()
-    for path in CHECK.glob("*.py"):
+    for path in CHECK.rglob("*.py"):
         for match in ID_IN_CODE.finditer(path.read_text(encoding="utf-8")):
             found.add(match.group(1) or match.group(2))
     return found
@@ -35,11 +36,14 @@ def test_every_entry_is_complete_and_ids_are_unique():
 
 
 def test_the_code_of_refpos_check_names_exactly_the_diagnosed_entries():
-    """known("id") in refpos/check, and the definitions of refpos.check.rope.rope_mistakes, each of which refpos check
-    evaluates for a RoPE (or M-RoPE) candidate."""
+    """known("id") in refpos/check, the definitions of refpos.check.rope.rope_mistakes, each of which refpos check
+    evaluates for a RoPE (or M-RoPE) candidate, and the mistakes of the vision and audio kinds' targets
+    (refpos.check.kinds: ``<kind>_<name>``)."""
+    from refpos.check.kinds import KIND_CHECKS, catalogue_id
     from refpos.check.rope.rope_mistakes import ROPE_MISTAKES
 
-    in_code = _ids_in_check_code() | set(ROPE_MISTAKES)
+    kinds = {catalogue_id(check.kind, name) for check in KIND_CHECKS for name in check.mistakes}
+    in_code = _ids_in_check_code() | set(ROPE_MISTAKES) | kinds
     diagnosed = {m.id for m in catalogue.MISTAKES if m.diagnosed}
     assert in_code == diagnosed, f"in the code only: {in_code - diagnosed}; catalogue only: {diagnosed - in_code}"
 

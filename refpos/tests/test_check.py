@@ -16,8 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refpos
-from refpos.check.rope.run import check_alibi, check_rope, check_sinusoid, check_t5
-from refpos.check.tables.alibi import naive_slopes
+from refpos.check.rope.run import check_rope
+from refpos.check.tables.alibi import check_alibi, naive_slopes
+from refpos.check.tables.sinusoid import check_sinusoid
+from refpos.check.tables.t5 import check_t5
 from refpos.cli import main
 from refpos.encodings import alibi_slopes, t5_bucket
 from refpos.encodings.sinusoidal import sinusoidal

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 import refpos
 from refpos import parallel
 from refpos.check.rope import run as check_run
-from refpos.check.rope.run import check_rope, sample_rows
+from refpos.check.rope.run import check_rope
 from refpos.check.shared import stream
+from refpos.check.shared.stream import sample_rows
 from refpos.golden.exact.compare import compare
 
 

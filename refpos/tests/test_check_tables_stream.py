@@ -11,11 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refpos import parallel
-from refpos.check.rope.run import check_alibi, check_sinusoid, check_t5
 from refpos.check.shared import stream
 from refpos.check.tables import common as tables_common
-from refpos.check.tables.alibi import naive_slopes
+from refpos.check.tables.alibi import check_alibi, naive_slopes
 from refpos.check.tables.buckets import relative_grid
+from refpos.check.tables.sinusoid import check_sinusoid
+from refpos.check.tables.t5 import check_t5
 from refpos.encodings import alibi_bias, alibi_slopes, sinusoidal_frequencies, t5_bucket
 from refpos.encodings.sinusoidal import sinusoidal
 from refpos.golden.exact import tolerance as tol

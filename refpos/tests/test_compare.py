@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refpos.check.rope.run import _summary
+from refpos.check.shared.arrays import summary
 from refpos.golden.exact import entries
 from refpos.golden.exact.compare import FORMULA, allowed_error, compare, within
 from refpos.golden.files import manifest
@@ -112,7 +112,7 @@ def _through_manifest(y, r, *, atol=0.0, rtol=0.0, ulps=0.0, dtype=None, equal_n
 
 
 def _through_check(y, r, *, atol=0.0, **_):
-    return _summary(y, r, np.broadcast_to(np.asarray(atol, dtype=np.float64), np.shape(r)))["ok"]
+    return summary(y, r, np.broadcast_to(np.asarray(atol, dtype=np.float64), np.shape(r)))["ok"]
 
 
 def _through_spec_suite(y, r, *, atol=0.0, **_):

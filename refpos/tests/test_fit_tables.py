@@ -1,4 +1,4 @@
-"""The fits of the other families (refpos/check/fit_tables.py): ALiBi slopes and bias form, T5 and DeBERTa bucket
+"""The fits of the other families (refpos/check/tables/): ALiBi slopes and bias form, T5 and DeBERTa bucket
 maps and the keys that reproduce them, sinusoid frequencies/pairing/offset/spacing, a learned table's offset."""
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import refpos
-from refpos.check.fit_tables import fit_alibi, fit_deberta, fit_learned, fit_sinusoid, fit_t5
-from refpos.check.rope.run import check_alibi, check_deberta, check_sinusoid, check_t5
-from refpos.check.tables.alibi import naive_slopes
+from refpos.check.tables.alibi import check_alibi, fit_alibi, naive_slopes
+from refpos.check.tables.deberta import check_deberta, fit_deberta
+from refpos.check.tables.learned import fit_learned
+from refpos.check.tables.sinusoid import check_sinusoid, fit_sinusoid
+from refpos.check.tables.t5 import check_t5, fit_t5
 
 
 @settings(max_examples=25, deadline=None)

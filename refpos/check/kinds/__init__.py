@@ -64,4 +64,17 @@ def check_kind(kind: str, function: str, arguments: Mapping[str, Any], candidate
     return check_call(BY_KIND[kind], function, arguments, candidate, dtype=dtype)
 
 
-__all__ = ["BY_KIND", "KIND_CHECKS", "KindCheck", "catalogue_id", "check_kind"]
+def catalogue_table(kind: str) -> str:
+    """The Markdown table of docs/diagnosis.md#the-catalogue-vision-and-audio-kinds for ``kind``: one row per
+    mistake, its anchor, what the port did and the catalogue's example (``refpos/data/mistakes.toml``)."""
+    from refpos.check.shared.catalogue import BY_ID
+
+    rows = ["| id | what the port did | example |", "|---|---|---|"]
+    for name in BY_KIND[kind].mistakes:
+        entry = BY_ID[catalogue_id(kind, name)]
+        cells = (entry.description.replace("|", "\\|"), entry.example.replace("|", "\\|"))
+        rows.append(f'| <a id="{entry.id}"></a>`{entry.id}` | {cells[0]} | {cells[1]} |')
+    return "\n".join(rows)
+
+
+__all__ = ["BY_KIND", "KIND_CHECKS", "KindCheck", "catalogue_id", "catalogue_table", "check_kind"]

@@ -5,11 +5,12 @@
     {"function": "window_bias",
      "args": {"form": "beit", "window": [7, 7], "table": {"npy": "table.npy"}, "table_window": [5, 5]}}
 
-``function`` is one of the contract functions the kind's target takes (``spec_tests/README.md`` lists their
-signatures); ``args`` its keyword arguments, each a JSON value or ``{"npy": "FILE.npy"}``: an array read from a
-``.npy`` file beside the call file. The files are read through the call file's directory, opened once
-(:mod:`refpos.directory`): a path with a ``..`` component, an absolute path or a symlink on the way is refused, and
-a ``.npy`` file by the strict reader (:mod:`refpos.golden.files.npy`: never unpickled).
+``function`` is one of the functions the kind's target takes (the contract's: ``spec_tests/README.md`` lists
+their signatures; and a few of refpos's own, docs/diagnosis.md#the-catalogue-vision-and-audio-kinds); ``args`` its
+keyword arguments, each a JSON value or ``{"npy": "FILE.npy"}`` (an object whose one key is ``npy``): an array
+read from a ``.npy`` file beside the call file. The files are read through the call file's directory, opened once
+(:mod:`refpos.directory`): a path with a ``..`` component, an absolute path or a symlink on the way is refused,
+and a ``.npy`` file by the strict reader (:mod:`refpos.golden.files.npy`: never unpickled).
 
 A golden case's ``call`` entry (``{"function", "args": [{"value"} | {"input"}], "returns"}``) names the same
 functions with positional arguments; :func:`case_arguments` turns it into the same keyword arguments.
@@ -32,11 +33,16 @@ from refpos.inputs import MAX_JSON_BYTES, InputError, max_npy_bytes, parse_json
 CALL_KEYS = ("function", "args")
 
 
+def _is_array(value: Any) -> bool:
+    """Whether an argument names a ``.npy`` file: an object whose one key is ``npy``."""
+    return isinstance(value, dict) and set(value) == {"npy"}
+
+
 def _array(directory: Directory, value: Mapping[str, Any], where: str) -> Any:
     """The array of ``{"npy": FILE}``, read through ``directory``."""
-    if set(value) != {"npy"} or not isinstance(value["npy"], str):
-        raise Unusable(f"{where}: an array argument is {{\"npy\": \"FILE.npy\"}}, got {dict(value)!r}")
     rel = value["npy"]
+    if not isinstance(rel, str):
+        raise Unusable(f"{where}: an array argument is {{\"npy\": \"FILE.npy\"}}, got {dict(value)!r}")
     if os.path.isabs(rel):
         raise Unusable(f"{where}: {rel!r} must be a path relative to the call file's directory")
     data = directory.read_bytes(rel, what=".npy file", max_bytes=max_npy_bytes() + MAX_HEADER_BYTES + 12)
@@ -60,7 +66,7 @@ def read_call(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
             function, args = call["function"], call["args"]
             if not isinstance(function, str) or not isinstance(args, dict):
                 raise Unusable(f"{path}: \"function\" must be a name and \"args\" an object of keyword arguments")
-            arguments = {name: _array(directory, value, f"{path}: args.{name}") if isinstance(value, dict) else value
+            arguments = {name: _array(directory, value, f"{path}: args.{name}") if _is_array(value) else value
                          for name, value in args.items()}
     except InputError as exc:
         raise Unusable(str(exc).splitlines()[0]) from None

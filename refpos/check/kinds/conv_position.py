@@ -3,8 +3,8 @@
 ``batch_norm_conv_positions`` (HuBERT's batch norm first: refpos's own call) or ``stacked_conv_positions``
 (Data2Vec-audio), against :mod:`refpos.encodings.conv_position` within the bound of a
 float32 port per entry (:func:`refpos.encodings.conv_position_mistakes.conv_position_bound`), the mistake named by
-:func:`~refpos.encodings.conv_position_mistakes.identify_conv_position` (docs/conv-position.md#mistakes-refpos-check-
-names).
+:func:`~refpos.encodings.conv_position_mistakes.identify_conv_position`
+(docs/conv-position.md#mistakes-refpos-check-names).
 """
 
 from __future__ import annotations

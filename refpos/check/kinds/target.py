@@ -35,9 +35,10 @@ from refpos.check.kinds.call import case_arguments, read_call
 from refpos.check.shared.arrays import Unusable, default_dtype, float_kind, host, non_finite, same_shape, summary
 from refpos.check.shared.catalogue import known
 from refpos.check.shared.request import Request
+from refpos.golden.exact.ulp import DTYPES, MANTISSA
 
-#: the dtypes a kind's bound holds for (the precision a port computes in, float32 at most u = 2⁻²⁴)
-KIND_DTYPES = ("float32", "float64")
+#: the dtypes a kind's bound holds for: those at least as precise as float32 (u ≤ 2⁻²⁴)
+KIND_DTYPES = tuple(dtype for dtype in DTYPES if MANTISSA[dtype] >= MANTISSA["float32"])
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,9 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.check.shared import stream
+from refpos.check.shared.arrays import Unusable, default_dtype, same_shape, summary
 from refpos.check.shared.catalogue import known
+from refpos.golden.exact import tolerance as tol
 from refpos.golden.exact.compare import compare
 
 #: entries of the candidate the diagnosis of a table works on at most (2**22: 32 MiB per float64 copy)
@@ -152,9 +154,6 @@ def table_case_fit(checked: dict[str, Any], cand: np.ndarray, reference: np.ndar
 def direct(target: str, candidate: Any, reference: np.ndarray, dtype: str) -> dict[str, Any]:
     """The candidate against a reference of position-independent values (a layer's own slopes or bias, a learned
     table's rows), within the dtype's value tolerance; no diagnosis."""
-    from refpos.check.shared.arrays import Unusable, default_dtype, same_shape, summary
-    from refpos.golden.exact import tolerance as tol
-
     cand = np.asarray(candidate)
     if cand.dtype.kind != "f":
         raise Unusable(f"candidate must be a floating array, got {cand.dtype}")
@@ -165,5 +164,32 @@ def direct(target: str, candidate: Any, reference: np.ndarray, dtype: str) -> di
             "diagnosis": []}
 
 
-__all__ = ["SAMPLE_ELEMENTS", "TABLE_FIT_KEYS", "Match", "as_np", "as_rows", "config_first", "direct", "float32_angles",
-           "float32_values", "runs", "sample", "table_case_fit", "try_mutants", "verdict"]
+def layer_rows(request: Any) -> np.ndarray:
+    """The rows of an absolute table (sinusoid, learned) the ``--config`` layer reads at the model's positions
+    ``--positions``: ``p + offset`` (:meth:`refpos.models.kinds.absolute.AbsoluteLayer.rows`)."""
+    positions = request.array("positions", "--positions P.npy")
+    if positions.dtype.kind not in "iu":
+        raise Unusable(f"positions must be an integer array, got {positions.dtype}")
+    try:
+        return request.layer.rows(positions)
+    except ValueError as exc:
+        raise Unusable(str(exc)) from None
+
+
+__all__ = [
+    "SAMPLE_ELEMENTS",
+    "TABLE_FIT_KEYS",
+    "Match",
+    "as_np",
+    "as_rows",
+    "config_first",
+    "direct",
+    "float32_angles",
+    "float32_values",
+    "layer_rows",
+    "runs",
+    "sample",
+    "table_case_fit",
+    "try_mutants",
+    "verdict",
+]

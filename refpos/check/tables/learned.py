@@ -18,7 +18,7 @@ import numpy as np
 
 from refpos.check.shared.arrays import Unusable
 from refpos.check.shared.request import Request
-from refpos.check.tables.common import direct
+from refpos.check.tables.common import direct, layer_rows
 from refpos.golden.exact import tolerance as tol
 
 
@@ -62,13 +62,7 @@ def run(request: Request) -> dict[str, Any]:
     layer = request.layer
     if layer is None:
         raise Unusable("refpos check learned needs --config CONFIG.json (the layer's table size and offset)")
-    positions = request.array("positions", "--positions P.npy")
-    if positions.dtype.kind not in "iu":
-        raise Unusable(f"positions must be an integer array, got {positions.dtype}")
-    try:
-        rows = layer.rows(positions)
-    except ValueError as exc:
-        raise Unusable(str(exc)) from None
+    rows = layer_rows(request)
     table = request.array("table", "--table T.npy (the trained position table)")
     if table.ndim != 2 or (layer.table_size is not None and table.shape[0] != layer.table_size):
         raise Unusable(f"--table must be ({layer.table_size}, width) for this layer, got {tuple(table.shape)}")

@@ -1,6 +1,7 @@
 r"""``refpos check sinusoid``: a sinusoidal table ``(*positions.shape, dim)`` against the reference (a tolerance
-growing with the position), the catalogue's sinusoid mistakes (docs/diagnosis.md#the-catalogue-alibi-t5-deberta-
-sinusoid) and the frequencies, pairing, offset and rule the candidate used.
+growing with the position), the catalogue's sinusoid mistakes
+(docs/diagnosis.md#the-catalogue-alibi-t5-deberta-sinusoid) and the frequencies, pairing, offset and rule the
+candidate used.
 
 .. code-block:: text
 
@@ -25,7 +26,6 @@ import numpy as np
 from refpos.backend import to_numpy
 from refpos.check.shared import stream
 from refpos.check.shared.arrays import (
-    Unusable,
     default_dtype,
     float_kind,
     host,
@@ -35,7 +35,16 @@ from refpos.check.shared.arrays import (
 )
 from refpos.check.shared.fit import common_offset, fit_pairs
 from refpos.check.shared.request import Progress, Request
-from refpos.check.tables.common import Match, as_np, as_rows, float32_angles, sample, try_mutants, verdict
+from refpos.check.tables.common import (
+    Match,
+    as_np,
+    as_rows,
+    float32_angles,
+    layer_rows,
+    sample,
+    try_mutants,
+    verdict,
+)
 from refpos.encodings.sinusoidal import LAYOUTS, SPACINGS
 from refpos.golden.exact import tolerance as tol
 from refpos.golden.files.npy import read_npy
@@ -220,15 +229,9 @@ def run(request: Request) -> dict[str, Any]:
     offset (``--positions`` are the model's positions; the rows read are ``p + offset``)."""
     layer = request.layer
     if layer is not None:
-        positions = request.array("positions", "--positions P.npy")
-        if positions.dtype.kind not in "iu":
-            raise Unusable(f"positions must be an integer array, got {positions.dtype}")
-        try:
-            rows = layer.rows(positions)
-        except ValueError as exc:
-            raise Unusable(str(exc)) from None
-        return {**check_sinusoid(request.candidate, rows, dim=layer.dim, base=layer.base, layout=layer.layout,
-                                 spacing=layer.spacing, dtype=request.dtype, progress=request.progress),
+        return {**check_sinusoid(request.candidate, layer_rows(request), dim=layer.dim, base=layer.base,
+                                 layout=layer.layout, spacing=layer.spacing, dtype=request.dtype,
+                                 progress=request.progress),
                 **request.where()}
     if request.option("positions"):
         positions = read_npy(request.option("positions"))
