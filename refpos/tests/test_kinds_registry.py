@@ -98,14 +98,35 @@ def test_the_example_builds_records_of_the_kind(name):
     assert all(record.reads for record in records) or kind.hook == "none"  # a layer with positions says whence
 
 
-@pytest.mark.parametrize("name", [n for n, k in KINDS.items() if k.check is not None])
-def test_every_kind_s_target_is_in_the_check_registry_and_checks_it(name):
+def target_problem(kind) -> str | None:
+    """What is wrong with ``kind``'s ``check``: no target of that name in refpos.check.targets, or a target that
+    does not check the kind."""
     from refpos.check.targets import TARGETS
 
-    target = KINDS[name].check
-    assert target in TARGETS, f"kind {name!r}: refpos check {target} is not a target of refpos.check.targets"
-    assert name in TARGETS[target].kinds, f"refpos check {target} does not check kind {name!r} (its kinds: " \
-                                          f"{TARGETS[target].kinds})"
+    target = TARGETS.get(kind.check)
+    if target is None:
+        return f"kind {kind.name!r}: refpos check {kind.check} is not a target of refpos.check.targets"
+    if kind.name not in target.kinds:
+        return f"refpos check {kind.check} does not check kind {kind.name!r} (its kinds: {target.kinds})"
+    return None
+
+
+def golden_problem(kind, manifest) -> str | None:
+    """What is wrong with ``kind``'s ``golden``: no family of that prefix in refpos.golden.registry, a family
+    that does not cover the kind, or no committed case under the prefix."""
+    from refpos.golden.registry import FAMILIES
+
+    family = FAMILIES.get(kind.golden)
+    if family is None or kind.name not in family.kinds:
+        return f"kind {kind.name!r}: no golden family {kind.golden!r} covers it (refpos.golden.registry)"
+    if not any(case["id"].startswith(kind.golden + "/") for case in manifest["cases"]):
+        return f"kind {kind.name!r}: the committed goldens hold no case under {kind.golden}/"
+    return None
+
+
+@pytest.mark.parametrize("name", [n for n, k in KINDS.items() if k.check is not None])
+def test_every_kind_s_target_is_in_the_check_registry_and_checks_it(name):
+    assert target_problem(KINDS[name]) is None
 
 
 def test_the_check_registry_checks_only_kinds_that_name_it():
@@ -118,13 +139,20 @@ def test_the_check_registry_checks_only_kinds_that_name_it():
 
 @pytest.mark.parametrize("name", [n for n, k in KINDS.items() if k.golden is not None])
 def test_the_goldens_hold_cases_of_the_kind(name):
-    from refpos.golden.registry import FAMILIES
+    assert golden_problem(KINDS[name], load_manifest(ROOT / "golden")) is None
 
-    prefix = KINDS[name].golden
-    assert prefix in FAMILIES and name in FAMILIES[prefix].kinds, f"kind {name!r}: no golden family {prefix!r} " \
-                                                                  "covers it (refpos.golden.registry)"
-    manifest = load_manifest(ROOT / "golden")
-    assert any(case["id"].startswith(prefix + "/") for case in manifest["cases"]), prefix
+
+def test_a_record_naming_a_missing_target_or_golden_family_is_caught():
+    """The two questions above fail a record whose target or golden prefix is not in the registries, names a
+    target or family of another kind, or a family the committed goldens hold no case of."""
+    table, manifest = KINDS["bias_table"], load_manifest(ROOT / "golden")
+    assert target_problem(table) is None and golden_problem(table, manifest) is None
+    assert "not a target" in target_problem(dataclasses.replace(table, check="no_such_target"))
+    assert "does not check kind 'bias_table'" in target_problem(dataclasses.replace(table, check="fourier"))
+    assert "no golden family" in golden_problem(dataclasses.replace(table, golden="no_such_prefix"), manifest)
+    assert "no golden family" in golden_problem(dataclasses.replace(table, golden="fourier"), manifest)
+    without = {"cases": [case for case in manifest["cases"] if not case["id"].startswith("bias_table/")]}
+    assert "hold no case under bias_table/" in golden_problem(table, without)
 
 
 def test_the_golden_registry_covers_only_kinds_that_exist():
