@@ -111,6 +111,28 @@ def test_the_catalogue_page_holds_the_kind_s_table(kind):
     assert table == catalogue_table(kind), "docs/diagnosis.md: paste catalogue_table():\n" + catalogue_table(kind)
 
 
+def page_problems(kind: str, text: str) -> list[str]:
+    """What the kind's docs page lacks: the ``refpos check <kind>`` command, or a mistake the target names (by its
+    name or its catalogue id, in backticks)."""
+    problems = [] if f"refpos check {kind} --call" in text else [f"the command refpos check {kind} --call"]
+    return problems + [f"mistake {name}" for name in CHECKS[kind].mistakes
+                       if f"`{name}`" not in text and f"`{catalogue_id(kind, name)}`" not in text]
+
+
+@pytest.mark.parametrize("kind", CHECKS)
+def test_the_kind_s_page_shows_its_command_and_its_mistakes(kind):
+    """The page of the kind's record (refpos.models.kinds: ``doc``) shows how to run its target and names every
+    mistake the target names; a page without one of them fails."""
+    from refpos.models.kinds import KINDS
+
+    text = (ROOT / KINDS[kind].doc.split("#")[0]).read_text(encoding="utf-8")
+    assert page_problems(kind, text) == [], KINDS[kind].doc
+    name = next(iter(CHECKS[kind].mistakes))
+    assert page_problems(kind, text.replace(f"`{name}`", "").replace(f"`{catalogue_id(kind, name)}`", "")) \
+        == [f"mistake {name}"]
+    assert page_problems(kind, text.replace(f"refpos check {kind} --call", ""))[0].startswith("the command")
+
+
 @pytest.mark.parametrize("kind", CHECKS)
 def test_the_calls_are_the_contract_s_functions_or_documented(kind):
     """A call named as a contract function takes that function's parameters, with its defaults; refpos's own calls
