@@ -94,21 +94,27 @@ from typing import Any
 from refpos.models import query_scales
 from refpos.models.facts import STACKS, StackFacts, Switch, read_stack, read_switch
 from refpos.models.kinds.registry import FACT_KINDS, TABLE_KINDS
-from refpos.models.kinds.rope import RopeFacts
+from refpos.models.kinds.rope import CONFIG_KEY, RopeFacts
 from refpos.pairs import PARTIAL_PLACEMENTS
 
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
 LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window", "sliding_type")
 ROPE_DICT_RULES = ("ntk_alpha", "longrope_mscale")
 PLACEMENTS = PARTIAL_PLACEMENTS
-#: ``<dir>/modeling_<name>.py: <function>[, <function or Class.method>]``
 #: the source of a row built from conventions a caller states (``refpos.model_positions(assume=…)``)
 STATED = "stated by the caller"
 #: where the table lives, as error messages name it
 TABLE_PATH = "refpos/models/data/families.toml"
 #: a section path of the ``parts`` column (``vision_config``, ``thinker_config.vision_config``)
 PART_PATH = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
-SOURCE_FORM = re.compile(r"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: \w+(\.\w+)?(, \w+(\.\w+)?)*")
+_FUNCTIONS = r"\w+(\.\w+)?(, \w+(\.\w+)?)*"
+#: a file of transformers' tree: ``<dir>/modeling_<name>.py: <function>[, <function or Class.method>]``
+TRANSFORMERS_SOURCE = re.compile(rf"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: {_FUNCTIONS}")
+#: a public copy of a model's own code, where the code ships outside transformers: the hub (``hf:``) or GitHub
+#: (``github:``) repository, the file's path in it and the functions read, ``; ``-separated when several were read
+PUBLIC_SOURCE = re.compile(rf"(hf|github):[\w.-]+/[\w.-]+/[\w./-]+\.py: {_FUNCTIONS}")
+#: a row's ``source``: one file of transformers' tree, or one or more public copies of the model's own code
+SOURCE_FORM = re.compile(rf"{TRANSFORMERS_SOURCE.pattern}|{PUBLIC_SOURCE.pattern}(; {PUBLIC_SOURCE.pattern})*")
 
 
 class UnknownFamilyWarning(UserWarning):
@@ -180,6 +186,8 @@ class Family:
     parts: tuple[tuple[str, str], ...] = ()
     #: section path -> the model type it builds there when the section states none (else the section's)
     part_defaults: tuple[tuple[str, str], ...] = ()
+    #: config keys whose names say positions but that the family's code does not read for them (its source says so)
+    ignores: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         checks = {"layout": self.layout in (None, *LAYOUT_RULES) and (self.layout is not None or not self.has_rope),
@@ -195,7 +203,8 @@ class Family:
                   "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),
                   "parts": all(PART_PATH.fullmatch(path) for path, _ in self.parts),
                   "part_defaults": all(PART_PATH.fullmatch(path) for path, _ in self.part_defaults),
-                  "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1}
+                  "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1,
+                  "ignores": all(isinstance(k, str) and CONFIG_KEY.fullmatch(k) for k in self.ignores)}
         wrong = [name for name, ok in checks.items() if not ok]
         if wrong:
             raise ValueError(f"family {self.model_type!r}: column {wrong[0]} holds a value outside its rule set "
@@ -245,23 +254,25 @@ class Family:
 
 #: the columns a ``[family.<model_type>]`` table may hold (the model type is its name; ``positions`` is
 #: written as ``encoding`` and the fact tables at the row's top level)
-_COLUMNS = (*(f.name for f in fields(Family) if f.name not in ("model_type", "positions")), "encoding",
-            *FACT_KINDS)
+COLUMNS = (*(f.name for f in fields(Family) if f.name not in ("model_type", "positions")), "encoding",
+           *FACT_KINDS)
 _STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled", "note", "stacks",
             "types_key", "count")
 
 
-def _row(model_type: str, table: Any) -> Family:
-    """One ``[family.<model_type>]`` table as a :class:`Family`; a ``ValueError`` naming what is wrong."""
-    where = f"{TABLE_PATH} [family.{model_type}]"
+def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
+    """One ``[family.<model_type>]`` table as a :class:`Family`; a ``ValueError`` naming what is wrong (and
+    ``where`` the row came from: the table by default, a caller's statement, a row file)."""
+    where = where or f"{TABLE_PATH} [family.{model_type}]"
     if not isinstance(table, dict):
         raise ValueError(f"{where}: must be a table")
-    unknown = sorted(set(table) - set(_COLUMNS))
+    unknown = sorted(set(table) - set(COLUMNS))
     missing = [key for key in ("source",) if key not in table]
     if unknown or missing:
-        raise ValueError(f"{where}: unknown keys {unknown}, missing {missing}; keys are {list(_COLUMNS)}")
+        raise ValueError(f"{where}: unknown keys {unknown}, missing {missing}; keys are {list(COLUMNS)}")
     wrong = [key for key in _STRINGS if key in table and not isinstance(table[key], str)]
-    wrong += [key for key, kind in (("multi_axis", bool), ("rope_dict", list), ("layer_pattern", dict),
+    wrong += [key for key, kind in (("multi_axis", bool), ("rope_dict", list), ("ignores", list),
+                                    ("layer_pattern", dict),
                                     ("no_attention", dict), ("encoder", dict), ("decoder", dict),
                                     ("predictor", dict), ("width_factor", int), ("parts", dict),
                                     ("part_defaults", dict))
@@ -291,6 +302,8 @@ def _row(model_type: str, table: Any) -> Family:
         values["no_attention"] = tuple(sorted(pairs))
     if "rope_dict" in values:
         values["rope_dict"] = frozenset(values["rope_dict"])
+    if "ignores" in values:
+        values["ignores"] = tuple(values["ignores"])
     for name in ("parts", "part_defaults"):
         if name in values:
             if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in values[name].items()):
@@ -299,14 +312,19 @@ def _row(model_type: str, table: Any) -> Family:
     return Family(model_type, **values)
 
 
-def load(text: str | None = None) -> tuple[tuple[Family, ...], dict[str, str]]:
-    """The rows and aliases of ``families.toml`` (or of ``text`` in its format), rows in file order."""
+def tables(text: str | None = None) -> dict[str, Any]:
+    """``families.toml`` (or ``text`` in its format) as TOML tables: ``{"aliases": {...}, "family": {...}}``."""
     if text is None:
         text = resources.files("refpos").joinpath("models", "data", "families.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    return tomllib.loads(text)
+
+
+def load(text: str | None = None) -> tuple[tuple[Family, ...], dict[str, str]]:
+    """The rows and aliases of ``families.toml`` (or of ``text`` in its format), rows in file order."""
+    data = tables(text)
     if set(data) != {"aliases", "family"}:
         raise ValueError(f"{TABLE_PATH}: expected the tables [aliases] and [family.*], got {sorted(data)}")
-    rows = tuple(_row(model_type, table) for model_type, table in data["family"].items())
+    rows = tuple(read_row(model_type, table) for model_type, table in data["family"].items())
     aliases = data["aliases"]
     known = {row.model_type for row in rows}
     bad = {alias: target for alias, target in aliases.items() if target not in known or alias in known}
@@ -327,6 +345,9 @@ FAMILY_ROWS: tuple[Family, ...]
 ALIASES: dict[str, str]
 FAMILY_ROWS, ALIASES = load()
 FAMILIES: dict[str, Family] = {row.model_type: row for row in FAMILY_ROWS}
+#: each row as the table writes it (a caller who borrows a family states columns over its table:
+#: :mod:`refpos.models.stated`)
+ROW_TABLES: dict[str, dict[str, Any]] = tables()["family"]
 
 
 def family_of(model_type: str | None) -> Family | None:
@@ -355,5 +376,5 @@ def table_summary() -> dict[str, int]:
             **{f"encoding {enc}": sum(enc in row.encodings for row in FAMILY_ROWS) for enc in TABLE_KINDS}}
 
 
-__all__ = ["ALIASES", "FAMILIES", "FAMILY_ROWS", "Family", "LayerPattern", "UnknownFamilyWarning", "family_of",
-           "load", "table_summary", "warn_assumed"]
+__all__ = ["ALIASES", "COLUMNS", "FAMILIES", "FAMILY_ROWS", "ROW_TABLES", "SOURCE_FORM", "Family", "LayerPattern",
+           "UnknownFamilyWarning", "family_of", "load", "read_row", "table_summary", "tables", "warn_assumed"]

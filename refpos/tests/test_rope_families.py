@@ -20,8 +20,8 @@ from refpos.models import families as fam
 def test_rows_are_unique_and_valid():
     names = [row.model_type for row in fam.FAMILY_ROWS]
     assert len(names) == len(set(names)) == len(fam.FAMILIES)
-    assert all(re.fullmatch(r"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: \w+(\.\w+)?(, \w+(\.\w+)?)*", row.source)
-               for row in fam.FAMILY_ROWS), [r.source for r in fam.FAMILY_ROWS]
+    assert all(fam.SOURCE_FORM.fullmatch(row.source) for row in fam.FAMILY_ROWS), [
+        r.source for r in fam.FAMILY_ROWS if not fam.SOURCE_FORM.fullmatch(r.source)]
     summary = fam.table_summary()
     assert summary["model_types"] == len(names) >= 150
     assert summary["differ_from_default"] == sum(row != fam.Family(row.model_type, row.source, "half")
@@ -60,8 +60,20 @@ torch = pytest.importorskip("torch", reason="the layout anchor runs transformers
 MODELS = Path(transformers.__file__).parent / "models"
 
 
+#: the rows read from transformers' tree (the others cite a public copy of a model's own code, checked against the
+#: re-implementations that transcribe it: refpos/tests/test_anchors_remote.py)
+TRANSFORMERS_ROWS = [row for row in fam.FAMILY_ROWS if fam.TRANSFORMERS_SOURCE.fullmatch(row.source)]
+
+
+def test_every_row_cites_transformers_or_a_public_copy():
+    remote = [row for row in fam.FAMILY_ROWS if row not in TRANSFORMERS_ROWS]
+    assert remote and all(all(fam.PUBLIC_SOURCE.fullmatch(part) for part in row.source.split("; ")) for row in remote)
+    for wrong in ("github:owner/modeling_x.py: f", "hf:org/repo/x.txt: f", "github:o/r/x.py f", "x/modeling_x.py"):
+        assert not fam.SOURCE_FORM.fullmatch(wrong), wrong
+
+
 @pytest.mark.anchors
-@pytest.mark.parametrize("row", fam.FAMILY_ROWS, ids=lambda r: r.model_type)
+@pytest.mark.parametrize("row", TRANSFORMERS_ROWS, ids=lambda r: r.model_type)
 def test_row_cites_existing_functions(row):
     path, names = row.source.split(": ")
     text = (MODELS / path).read_text(encoding="utf8")
@@ -94,7 +106,7 @@ def _rotate_of(apply):
 
 #: rotate functions, and apply functions of the form apply(x, cos, sin) with half-width tables
 ROTATE, APPLY = ("rotate_half", "rotate_every_two"), ("_apply_rotary_emb",)
-ROTATE_ROWS = [row for row in fam.FAMILY_ROWS if row.source.split(": ")[1].split(", ")[0] in ROTATE + APPLY]
+ROTATE_ROWS = [row for row in TRANSFORMERS_ROWS if row.source.split(": ")[1].split(", ")[0] in ROTATE + APPLY]
 
 
 @pytest.mark.anchors

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
+from refpos.models.position_keys import INERT_GROUPS
 from refpos.models.records import LayerRecord
 from refpos.models.view import ConfigView
 from refpos.validation import check_int
@@ -52,6 +53,7 @@ HOOKS = ("input", "rotate", "bias", "qk_terms", "temperature", "none")
 #: the inputs a kind's layers read (a layer record's ``reads``)
 INPUTS = {
     "position_ids": "the position ids passed to the model (or built from the sequence when none are passed)",
+    "block_position_ids": "GLM's second position axis: 0 over the context, 1, 2, … over the span generated after it",
     "cache_position": "the token's slot in the sequence (its index, plus the tokens already cached)",
     "mask_cumsum": "the running count of the attention mask's ones before each token (padding skipped)",
     "input_ids_cumsum": "the running count of the non-padding token ids (RoBERTa's positions)",
@@ -196,6 +198,10 @@ class EncodingKind:
         ``"text"``, ``"vision"``, ``"audio"``: the inputs of the models that use it.
     absent : mapping
         piece → why the kind has none.
+    inert : tuple of str
+        Groups of :data:`refpos.models.position_keys.INERT_GROUPS` whose keys a layer of this kind reads without
+        effect (an ALiBi layer neither rotates nor has a table a length would size): a resolution whose every layer
+        is of such kinds records them as read (:func:`refpos.models.positions.model_positions`).
     """
 
     name: str
@@ -215,6 +221,7 @@ class EncodingKind:
     in_table: bool = True
     modalities: tuple[str, ...] = ("text",)
     absent: Mapping[str, str] = field(default_factory=dict)
+    inert: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.hook not in HOOKS:
@@ -222,6 +229,8 @@ class EncodingKind:
         unknown = [r for r in self.reads if r not in INPUTS]
         if unknown:
             raise ValueError(f"kind {self.name!r}: reads names inputs that are not in INPUTS: {unknown}")
+        if not set(self.inert) <= set(INERT_GROUPS):
+            raise ValueError(f"kind {self.name!r}: inert names groups that are not in INERT_GROUPS: {self.inert}")
         stray = sorted(set(self.absent) - set(PIECES))
         if stray:
             raise ValueError(f"kind {self.name!r}: absent names pieces that do not exist: {stray}")
