@@ -73,6 +73,10 @@ POSITION_KEYS: dict[str, tuple[str, str]] = {
     "dual_chunk_attention_config": ("set", "dual-chunk attention (position remapping per chunk)"),
     "index_topk": ("set", "sparse attention: each query attends to its top-k keys only"),
     "rope_interleave": ("set", "pair layout of the rotation"),
+    "scale_qk_dot_by_d": ("set", "softmax scale 1/head_dim instead of 1/sqrt(head_dim) (muP)"),
+    "mup_scale_qk_dot_by_d": ("set", "softmax scale 1/head_dim instead of 1/sqrt(head_dim) (muP)"),
+    "mup_use_scaling": ("set", "softmax scale mup_attn_multiplier/head_dim instead of 1/sqrt(head_dim) (muP)"),
+    "dense_attention_every_n_layers": ("set", "block-sparse attention mask on the other layers"),
 }
 
 #: keys that change attention but not positions (masks, scales, soft-capping, norms): a resolution that does not
@@ -80,7 +84,8 @@ POSITION_KEYS: dict[str, tuple[str, str]] = {
 ATTENTION_ONLY = frozenset({
     "layer_types", "sliding_window", "sliding_window_pattern", "max_window_layers", "global_attn_every_n_layers",
     "attention_chunk_size", "attn_logit_softcapping", "query_pre_attn_scalar", "attention_multiplier",
-    "softmax_scale", "use_qk_norm", "qk_layernorm", "qk_norm", "index_topk"})
+    "softmax_scale", "use_qk_norm", "qk_layernorm", "qk_norm", "index_topk", "scale_qk_dot_by_d",
+    "mup_scale_qk_dot_by_d", "mup_use_scaling", "dense_attention_every_n_layers"})
 
 #: rope-dict key -> what it does (any unused rope-dict key is reported; these are the known ones)
 ROPE_DICT_EFFECTS: dict[str, str] = {
