@@ -268,6 +268,9 @@ class Resolver:
         if self.facts.theta_fixed:
             self.set("theta", self.facts.theta, "default")
             self.notes.append(f"{self.model_type}: HF hard-codes theta = {self.facts.theta:g}")
+            for key in ("rope_theta", "rotary_emb_base"):  # a base the config states is not the code's
+                if self.has(key) and self.top(key) != self.facts.theta:
+                    self.notes.append(f"{key}={self.cfg[key]!r} is not read: the code's base is {self.facts.theta:g}")
         elif own_theta(self):  # the family's own key of the base (refpos.models.own_keys)
             pass
         elif "rope_theta" in self.rope and self.rope["rope_theta"] is not None:

@@ -52,6 +52,7 @@ from refpos.models.layers import SCHEDULE
 from refpos.models.parts import Part, is_network, parts_of
 from refpos.models.position_keys import (
     ATTENTION_ONLY,
+    BY_NAME,
     INERT_GROUPS,
     is_positional,
     position_keys,
@@ -284,6 +285,9 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
         not_modelled.update({key: why for key, why in stack.not_modelled.items() if key not in honoured})
         notes += [note for note in stack.notes if note not in notes]
     _mark_inert(lm, layers)
+    _named_encoding(lm, layers)
+    read = lm.read  # a key one step reported unread by name that another step read is honoured
+    not_modelled = {key: why for key, why in not_modelled.items() if why != BY_NAME or key not in read}
     for key, what in unread_positional(lm).items():  # every positional key no step read (the one rule)
         not_modelled.setdefault(key, what)
     if not any(isinstance(layer, RopeLayer) for layer in layers):  # a RoPE schedule reports its own gaps
@@ -347,6 +351,20 @@ def _count(lm: ConfigView, family: Family) -> int:
         return layer_count(lm.raw, family)
     except LayerCountMissing:
         return 1
+
+
+#: what a config's ``position_embedding_type`` value names, as encoding kinds (remote code spells it as it likes)
+NAMED_ENCODINGS = {"rope": "rope", "rotary": "rope", "alibi": "alibi", "learned": "learned", "absolute": "learned",
+                   "learned_absolute": "learned", "sinusoidal": "sinusoidal", "none": "none", "nope": "none"}
+
+
+def _named_encoding(lm: ConfigView, layers: list[LayerRecord]) -> None:
+    """Record ``position_embedding_type`` as read when its value names the kind every attention layer has (Jais'
+    ``alibi`` with an ALiBi row): the key then says what the resolution did."""
+    value = lm.raw.get("position_embedding_type")
+    kinds = {layer.kind for layer in layers if layer.attention}
+    if isinstance(value, str) and kinds and kinds == {NAMED_ENCODINGS.get(value.lower())}:
+        lm.mark("position_embedding_type")
 
 
 def _mark_inert(lm: ConfigView, layers: list[LayerRecord]) -> None:

@@ -40,7 +40,7 @@ from refpos.rope.core import apply_rope
 from refpos.validation import check_int
 
 #: the two position axes, in the order of the channels they rotate
-AXES = ("position_ids", "block_position_ids")
+GLM_AXES = ("position_ids", "block_position_ids")
 
 
 def apply_rope_2d(x: Array, positions: Any, rope: RopeConfig, *, seq_len: int | None = None) -> Array:
@@ -77,7 +77,7 @@ def apply_rope_2d(x: Array, positions: Any, rope: RopeConfig, *, seq_len: int | 
                          f"{2 * rope.head_dim}")
     positions = xp.asarray(positions)
     if positions.ndim < 1 or positions.shape[0] != 2:
-        raise ValueError(f"positions must hold the two axes {AXES} in its first dimension, got shape "
+        raise ValueError(f"positions must hold the two axes {GLM_AXES} in its first dimension, got shape "
                          f"{tuple(positions.shape)}")
     half = rope.head_dim
     first = apply_rope(x[..., :half], positions[0, ...], rope, seq_len=seq_len)
@@ -101,4 +101,4 @@ def glm_position_ids(context: int, length: int, mask_position: int | None = None
     return np.stack([positions, blocks]).astype(np.int64)
 
 
-__all__ = ["AXES", "apply_rope_2d", "glm_position_ids"]
+__all__ = ["GLM_AXES", "apply_rope_2d", "glm_position_ids"]

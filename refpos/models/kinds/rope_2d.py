@@ -22,7 +22,7 @@ from refpos.encoding import Encoding
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
 from refpos.rope.config import RopeConfig
-from refpos.rope.two_d import AXES, apply_rope_2d
+from refpos.rope.two_d import GLM_AXES, apply_rope_2d
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Rope2DLayer(LayerRecord):
 
     def params(self) -> dict[str, Any]:
         assert self.rope is not None
-        return {"rope": self.rope.to_params(), "axes": list(AXES), "head_dim": 2 * self.rope.head_dim}
+        return {"rope": self.rope.to_params(), "axes": list(GLM_AXES), "head_dim": 2 * self.rope.head_dim}
 
     def encoding(self, **weights: Any) -> Encoding:
         assert self.rope is not None

@@ -45,7 +45,8 @@ def step_inv_freq(rope: Config, seq_len: int | None, ar: Arithmetic) -> Any:
 
 
 def draw_step(draw: Any, st: Any, ctx: DrawContext) -> dict[str, Any]:
-    return {"original_max_position_embeddings": ctx.original}
+    """A training length; at ``ctx.factor_one`` one past any length the suites draw, where every step is 1 (plain)."""
+    return {"original_max_position_embeddings": 2**30 if ctx.factor_one else ctx.original}
 
 
 DYNAMIC_STEP = RopeRule(
