@@ -51,8 +51,9 @@ def test_the_record_runs_in_the_attention_pipeline():
     assert (layer.kind, layer.rope.head_dim) == ("rope_2d", 8) and layer.params()["axes"] == list(GLM_AXES)
     encoding = layer.encoding()
     ids = glm_position_ids(context=4, length=6)
-    q, k = encoding.rotate(X[None], X[None], ids, ids)
+    q, k = encoding.rotate(X[None], X[None, ::-1], ids, ids)
     np.testing.assert_array_equal(q[0], apply_rope_2d(X, ids, layer.rope))
+    np.testing.assert_array_equal(k[0], apply_rope_2d(X[::-1], ids, layer.rope))
     odd = dict(glm, hidden_size=12, num_attention_heads=2)  # heads of 6 channels: no two whole-pair halves
     with pytest.raises(ValueError, match="divisible by 4"):
         model_positions(odd)
