@@ -4,7 +4,8 @@ A config.json says ``rope_theta`` and ``rope_scaling``; it does not say whether 
 half-split or interleaved pairs, which layers rotate at all, or whether the query is scaled by position.
 Those are fixed by the model's code. The table is data, ``refpos/models/data/families.toml``: one row per
 transformers ``model_type`` whose attention has a positional encoding refpos knows, or none at all, each row
-citing the file (under ``transformers/models/``, transformers 5.24) and the function it was read from. This
+citing the file (under ``transformers/models/``, transformers 5.24) and the function it was read from, and rows
+for the models that ship their own code, citing the public copy of it that was read. This
 module reads it, checks every value against its rule set and serves the rows. The columns of the encoding,
 the stacks and the facts of the encodings other than RoPE (``encoding``, ``stacks``, ``switch``, ``alibi``,
 ``t5``, ``learned``, ``sinusoidal``, ``encoder``, ``decoder``) and the RoPE facts beyond the config
@@ -62,6 +63,16 @@ the stacks and the facts of the encodings other than RoPE (``encoding``, ``stack
 ``note``
     Something the code does that leaves positions as resolved (a mixer beside the attention, keys shared
     between layers); shown in the resolution's notes.
+``ignores``
+    Config keys whose names say positions but that the family's code does not read for them (MPT's
+    ``learned_pos_emb``, ChatGLM's ``original_rope``): read without effect, with a note.
+
+A row's ``source`` cites a file of transformers' tree (``<dir>/modeling_<name>.py: <functions>``) or, for a model
+that ships its own code, a public copy of that code or vLLM's implementation of the family
+(``github:<owner>/<repo>/<path>: <functions>``, ``hf:`` for a hub repository; several citations ``; ``-separated:
+:data:`SOURCE_FORM`). The rows of those models name the keys their code reads under its own names (the ``rope``
+facts ``theta_key``, ``fraction_key``, ``head_dim_key``, ``length_key``, ``ratio_key``, ``rule_key``:
+:class:`refpos.models.kinds.rope.RopeFacts`; docs/families.md#models-that-ship-their-own-code).
 
 The layouts were read from each file's rotate / apply functions; the other columns from the attention
 ``forward``, the position-embedding modules and the config classes of the families that differ. For a
