@@ -87,13 +87,18 @@ def ratio_of(r: Any) -> tuple[float, str] | None:
     return value, acts
 
 
-def own_theta(r: Any) -> bool:
-    """Set ``theta`` from the family's ``theta_key`` when the config has it (``True``), else leave it."""
-    key = r.facts.theta_key
+def _own(r: Any, key: str | None, field: str, read: Any) -> bool:
+    """Set ``field`` from the family's own ``key`` when the config has it (``True``), checked by ``read(name,
+    value)``; ``False`` (nothing read) when the row names no key or the config lacks it."""
     if key is None or not r.has(key):
         return False
-    r.set("theta", check_float(r.prefix + key, r.top(key), positive=True), "config")
+    r.set(field, read(r.prefix + key, r.top(key)), "config")
     return True
+
+
+def own_theta(r: Any) -> bool:
+    """The base from the family's ``theta_key`` (:func:`_own`)."""
+    return _own(r, r.facts.theta_key, "theta", lambda name, value: check_float(name, value, positive=True))
 
 
 def scaled_theta(r: Any) -> None:
@@ -106,21 +111,14 @@ def scaled_theta(r: Any) -> None:
 
 
 def own_head_dim(r: Any) -> bool:
-    """Set ``head_dim`` from the family's ``head_dim_key`` when the config has it (``True``), else leave it."""
-    key = r.facts.head_dim_key
-    if key is None or not r.has(key):
-        return False
-    r.set("head_dim", check_int(r.prefix + key, r.top(key), minimum=2), "config")
-    return True
+    """The head size from the family's ``head_dim_key`` (:func:`_own`)."""
+    return _own(r, r.facts.head_dim_key, "head_dim", lambda name, value: check_int(name, value, minimum=2))
 
 
 def own_fraction(r: Any) -> bool:
-    """Set ``partial_rotary_factor`` from the family's ``fraction_key`` when the config has it (``True``)."""
-    key = r.facts.fraction_key
-    if key is None or not r.has(key):
-        return False
-    r.set("partial_rotary_factor", check_float(r.prefix + key, r.top(key), positive=True), "config")
-    return True
+    """The rotated fraction from the family's ``fraction_key`` (:func:`_own`)."""
+    return _own(r, r.facts.fraction_key, "partial_rotary_factor",
+                lambda name, value: check_float(name, value, positive=True))
 
 
 def length_keys(r: Any) -> tuple[str, ...]:

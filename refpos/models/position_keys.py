@@ -121,7 +121,12 @@ BY_NAME = "positional by its name or role, and read by no step of the resolution
 
 def is_positional(key: str) -> bool:
     """Whether the config key ``key`` (its last dotted part) is positional by name or role: the one rule (module
-    docstring; :data:`POSITIONAL_WORDS`, :data:`POSITIONAL_NAMES`)."""
+    docstring; :data:`POSITIONAL_WORDS`, :data:`POSITIONAL_NAMES`).
+
+    See Also
+    --------
+    unread_positional : the keys of a config section this rule reports when no step read them.
+    """
     name = key.rsplit(".", 1)[-1].lower()
     return name in POSITIONAL_NAMES or not POSITIONAL_WORDS.isdisjoint(re.split(r"[_\-]+", name))
 
@@ -130,7 +135,13 @@ def unread_positional(view: ConfigView) -> dict[str, str]:
     """Every key of ``view``'s section that is positional by name (:func:`is_positional`; set: not null, false or
     empty) or a key of :func:`position_keys` that is active, and that no view of the config read: full path → what
     it does. A mapping some step read part of (MPT's ``attn_config``) is searched key by key; a mapping read whole
-    (a rope dict: its resolver reports its keys) is not."""
+    (a rope dict: its resolver reports its keys) is not.
+
+    See Also
+    --------
+    is_positional : the rule.
+    refpos.model_positions : reports these keys as not modelled and refuses the layers they may change.
+    """
     read = view.read
     found: dict[str, str] = {}
 

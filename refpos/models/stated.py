@@ -69,7 +69,13 @@ def nested(assume: Mapping[str, Any]) -> dict[str, Any]:
 
 def stated_row(model_type: str, assume: Mapping[str, Any], where: str = "assume") -> Family:
     """The family row ``assume`` states for ``model_type`` (module docstring), read by the family table's row
-    reader; a ``ValueError`` naming ``where`` and what is wrong."""
+    reader; a ``ValueError`` naming ``where`` and what is wrong.
+
+    See Also
+    --------
+    refpos.models.families.read_row : the reader of the table's rows, which reads this one.
+    refpos.model_positions : takes the same mapping as ``assume=``.
+    """
     table = nested(assume)
     unknown = sorted(set(table) - set(ASSUMABLE))
     if unknown:

@@ -90,6 +90,14 @@ def glm_position_ids(context: int, length: int, mask_position: int | None = None
     of the mask: positions ``0 … context − 1`` then ``mask_position`` (default: the context's last token, where
     ChatGLM-6B's prompt ends with its ``[gMASK]`` and bos tokens), block positions 0 over the context then
     ``1, 2, …`` (ChatGLM-6B's ``get_position_ids``).
+
+    See Also
+    --------
+    apply_rope_2d : rotates a query or key by these two axes.
+
+    References
+    ----------
+    ChatGLM-6B ``modeling_chatglm.py``: ``get_position_ids``.
     """
     context = check_int("context", context, minimum=1)
     length = check_int("length", length, minimum=context)

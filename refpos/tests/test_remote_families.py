@@ -252,3 +252,15 @@ def test_qwen_s_log_n_scale_starts_past_the_training_length():
     assert values.tolist()[:3] == [1.0, 1.0, 1.0]  # p + 1 <= 8192
     assert values[3] == math.log(8193) / math.log(8192) and abs(values[4] - math.log(32767, 8192)) < 4e-16
     assert QUERY_SCALES["qwen_logn"].read({"seq_length": 8192, "use_logn_attn": False}, {}) is None
+
+
+def test_golden_model_writes_no_goldens_for_a_borrowed_row_that_drops_keys(tmp_path, capsys):
+    """``golden model --assume family=glm`` on a GLM-4 config: the layers are refused (rope_ratio, kv_channels, …
+    not read), so nothing is written and the command exits 2 (it wrote GLM's θ = 10⁴ goldens and exited 0)."""
+    cfg = _write(tmp_path / "config.json", config("THUDM/glm-4-9b-chat", model_type="my_glm"))
+    for extra in ([], ["--strict"]):
+        out = tmp_path / f"g{len(extra)}"
+        assert main(["golden", "model", str(cfg), "--out", str(out), "--assume", "family=glm", "--no-certify",
+                     *extra]) == 2
+        err = capsys.readouterr().err
+        assert "rope_ratio" in err and not out.exists()

@@ -30,6 +30,14 @@ def step_alpha(seq_len: int | None, original: int) -> int:
 
     ``ceil(L / L0) ≤ 2**k`` holds exactly when ``L ≤ L0 · 2**k``, so the step is the bit length of
     ``ceil(L / L0) − 1``.
+
+    See Also
+    --------
+    step_inv_freq : the frequencies at the stepped base.
+
+    References
+    ----------
+    Qwen-1 ``modeling_qwen.py``: ``QWenModel.get_ntk_alpha``.
     """
     if seq_len is None or seq_len <= original:
         return 1
