@@ -205,6 +205,6 @@ def table_summary() -> dict[str, int]:
             **{f"encoding {enc}": sum(enc in row.encodings for row in FAMILY_ROWS) for enc in TABLE_KINDS}}
 
 
-__all__ = ["ALIASES", "COLUMNS", "FAMILIES", "FAMILY_ROWS", "ROW_TABLES", "SOURCE_FORM", "STATED", "TRANSFORMERS_SOURCE",
-           "Family", "LayerPattern", "UnknownFamilyWarning", "family_of", "load", "read_row", "table_summary", "tables",
-           "warn_assumed"]
+__all__ = ["ALIASES", "COLUMNS", "FAMILIES", "FAMILY_ROWS", "ROW_TABLES", "SOURCE_FORM", "STATED",
+           "TRANSFORMERS_SOURCE", "Family", "LayerPattern", "UnknownFamilyWarning", "family_of", "load", "read_row",
+           "table_summary", "tables", "warn_assumed"]

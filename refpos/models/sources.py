@@ -77,6 +77,7 @@ INPUTS = {
 #: what a layer's positions serve (the keys of a record's ``reads``)
 USES = {
     "rotation": "the angle of the query's and key's rotation",
+    "block": "the angle of a two-axis rotation's second half (GLM's block positions)",
     "scale": "the query's position-dependent scale",
     "query": "the query's position in a bias",
     "key": "the key's position in a bias",

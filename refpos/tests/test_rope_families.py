@@ -75,7 +75,8 @@ TRANSFORMERS_ROWS = [row for row in fam.FAMILY_ROWS if family_row.TRANSFORMERS_S
 
 def test_every_row_cites_transformers_or_a_public_copy():
     remote = [row for row in fam.FAMILY_ROWS if row not in TRANSFORMERS_ROWS]
-    assert remote and all(all(family_row.PUBLIC_SOURCE.fullmatch(part) for part in row.source.split("; ")) for row in remote)
+    assert remote and all(all(family_row.PUBLIC_SOURCE.fullmatch(part) for part in row.source.split("; "))
+                          for row in remote)
     for wrong in ("github:owner/modeling_x.py: f", "hf:org/repo/x.txt: f", "github:o/r/x.py f", "x/modeling_x.py"):
         assert not fam.SOURCE_FORM.fullmatch(wrong), wrong
 

@@ -78,7 +78,8 @@ def build(stack: Stack) -> list[LayerRecord]:
         raise ValueError(f"{stack.view.name('hidden_size')}: heads of {shape.head_dim} channels cannot hold two "
                          "RoPEs of whole pairs (2-D positions need a head size divisible by 4)")
     rope = RopeConfig(head_dim=shape.head_dim // 2, theta=float(facts.theta), layout=facts.layout)
-    return [Rope2DLayer(stack.name, i, None, rope=rope) for i in range(shape.layers)]
+    reads = (("rotation", ("position_ids",)), ("block", ("block_position_ids",)))  # GLMBlock: position_ids[:, 0|1]
+    return [Rope2DLayer(stack.name, i, None, rope=rope, reads=reads) for i in range(shape.layers)]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
