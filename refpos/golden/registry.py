@@ -83,6 +83,7 @@ FAMILIES: Mapping[str, CaseFamily] = _registry(
     CaseFamily("rope-boundary", rope.boundary_cases, ("rope",), "RoPE at the boundaries of each scaling rule"),
     CaseFamily("scenario", scenarios.scenario_cases, (), "decoding with a cache, left padding, a chunked prefill"),
     CaseFamily("vision-rope", layers.vision_cases, ("vision_rope",), "2-D and 3-D RoPE of vision towers"),
+    CaseFamily("rope-2d", layers.rope_2d_cases, ("rope_2d",), "GLM's two position axes, one RoPE per head half"),
     CaseFamily("local-attention", layers.local_attention_cases, (), "sliding-window and chunked local attention"),
     CaseFamily("query-scale", layers.query_scale_cases, (), "position-dependent query scales"),
     CaseFamily("bias_table", bias_table.bias_table_cases, ("bias_table",), "Swin, Swin v2 and BEiT window biases"),

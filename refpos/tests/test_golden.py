@@ -253,3 +253,18 @@ def test_an_input_and_an_output_of_one_name_are_refused():
                        {"table": golden.Output(np.ones(2), entries.tolerance_value(np.ones(2)))})
     with pytest.raises(ValueError, match="two different arrays of one name"):
         golden.case_entry(case, {})
+
+
+def test_a_2d_rope_with_its_axes_swapped_fails_its_case():
+    """GLM's rotation turned by the block position in the first half and the position in the second (the axes
+    exchanged) is outside the rope-2d case's float32 tolerance; the case's own output is inside it."""
+    from refpos.golden.cases.layers import rope_2d_cases
+    from refpos.rope.params import rope_config_from_params
+    from refpos.rope.two_d import apply_rope_2d
+
+    case = rope_2d_cases()[0]
+    rope, out = rope_config_from_params(case.parameters["rope"]), case.outputs["y"]
+    swapped = np.asarray(apply_rope_2d(case.inputs["x"], case.inputs["positions"][::-1], rope))
+    right = np.asarray(apply_rope_2d(case.inputs["x"], case.inputs["positions"], rope), dtype=np.float32)
+    assert entries.compare(right, out.array, out.tolerance, "float32")["ok"]
+    assert not entries.compare(swapped, out.array, out.tolerance, "float32")["ok"]

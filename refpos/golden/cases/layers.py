@@ -1,9 +1,13 @@
-"""Golden cases of how layers see positions beyond 1-D RoPE: vision RoPE, local attention, query scales.
+"""Golden cases of how layers see positions beyond 1-D RoPE: vision RoPE, GLM's 2-D RoPE, local attention, query
+scales.
 
 * ``vision-rope/<form>`` — ``apply_vision_rope(x, positions, vision)`` for the three forms transformers ships
   (Qwen2-VL's tower on a 4 × 4 grid in 2 × 2 merge blocks, Pixtral on 3 × 5 patches, Llama 4 on 3 × 3
   patches and its class token) and the axial form (2-D interleaved as rotary-embedding-torch, 3-D t, h, w
   as video encoders) (docs/mrope.md#vision-encoders-2-d-axial-rope);
+* ``rope-2d/<case>`` — ``apply_rope_2d(x, positions, rope)``: GLM's two axes (ChatGLM-6B's head halves, each a
+  RoPE of θ = 10000, of its position and its block position) over a context and the span generated after it
+  (docs/rope.md#glm-2-d-positions);
 * ``local-attention/<kind>`` — ``local_attention(q, k, v, window, attention_chunk)``: Gemma's sliding window
   and Llama 4's chunked-local attention, a prefill of 8 and a decode of three queries, grouped heads;
 * ``query-scale/<rule>`` — ``query_scale(positions, scale)`` at positions around every step up to 2²⁰, with
@@ -24,6 +28,8 @@ from refpos.golden.cases.common import In, Param, as_xp, call, rng_for, to_np
 from refpos.golden.exact.entries import tolerance_rope, tolerance_value
 from refpos.golden.files.manifest import Case, Output
 from refpos.models.query_scales import QueryScale
+from refpos.rope.config import RopeConfig
+from refpos.rope.two_d import GLM_AXES, apply_rope_2d, glm_position_ids
 from refpos.rope.vision import (
     VisionRope,
     apply_vision_rope,
@@ -75,6 +81,40 @@ def vision_cases() -> list[Case]:
                           {"vision": params, "call": call("apply_vision_rope", ["y"], In("x"), In("positions"),
                                                           Param("vision"))},
                           {"x": x, "positions": positions.astype(np.int64)}, {"y": Output(y, tolerance)}))
+    return cases
+
+
+#: (case name, head size, pair layout of each half, context, length, description)
+ROPE_2D = (
+    ("chatglm-context5-len9", 16, "half", 5, 9,
+     "ChatGLM-6B's 2-D positions (head size 16, each half rotate_half): a context of 5, 4 tokens generated at "
+     "the mask's position with block positions 1 … 4"),
+    ("interleaved-context3-len6", 8, "interleaved", 3, 6,
+     "the same two axes with each half's pairs interleaved (head size 8): a context of 3, 3 tokens generated"),
+)
+
+
+def rope_2d_cases() -> list[Case]:
+    """GLM's rotation: channels ``0 … D/2 − 1`` turned by the position, ``D/2 … D − 1`` by the block position. The
+    tolerance of a row is the rope rule's at the larger of its two positions (each half's angles are ``p·ω`` with
+    one set of frequencies, so the larger position bounds both halves' angle error), with the row's largest pair."""
+    cases = []
+    for name, head_dim, layout, context, length, description in ROPE_2D:
+        case_id = f"rope-2d/{name}"
+        rope = RopeConfig(head_dim=head_dim // 2, theta=10000.0, layout=layout)
+        positions = glm_position_ids(context, length)  # (2, T)
+        x = rng_for(case_id).standard_normal((length, head_dim))  # (T, D)
+        y = to_np(apply_rope_2d(as_xp(x), as_xp(positions), rope))
+        halves = [x[:, :head_dim // 2], x[:, head_dim // 2:]]
+        pairs = np.concatenate([h.reshape(length, -1, 2) if layout == "interleaved" else
+                                np.stack([h[:, : head_dim // 4], h[:, head_dim // 4:]], axis=-1) for h in halves],
+                               axis=1)
+        magnitude = np.linalg.norm(pairs, axis=-1).max(axis=-1)  # (T,): the row's largest pair
+        inv_freq = to_np(refpos.rope_frequencies(rope)[0])
+        tolerance = tolerance_rope(positions.max(axis=0), inv_freq, magnitude)
+        cases.append(Case(case_id, "rope_2d", "apply_rope_2d", f"{description} (docs/rope.md#glm-2-d-positions)",
+                          {"rope": rope.to_params(), "axes": list(GLM_AXES)},
+                          {"x": x, "positions": positions}, {"y": Output(y, tolerance)}))
     return cases
 
 

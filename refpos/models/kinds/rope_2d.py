@@ -93,9 +93,9 @@ ROPE_2D = EncodingKind(
     reads=("position_ids", "block_position_ids"), doc="docs/rope.md#glm-2-d-positions", facts=Rope2DFacts,
     draw=_draw, example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16},
                          "facts": {"theta": 10000.0}},
-    absent={"check": "no `refpos check` target reads two axes yet: each half is a RoPE, so `refpos check rope` "
-                     "compares a candidate one half at a time (that half's channels, that axis's positions)",
-            "golden": "no golden cases of two axes yet: each half's cases are RoPE's (rope/…)",
+    golden="rope-2d",
+    absent={"check": "a two-axis rotation is checked through its golden cases (refpos check CASE); each half is a "
+                     "RoPE, which `refpos check rope` compares at that half's channels and that axis's positions",
             "contract": "the adapter contract has no two-axis function: each half is apply_rope at its own axis",
             "spec": "the spec suite tests each half as a RoPE (spec_tests/test_rope_properties.py); the split into "
                     "halves is tested in refpos/tests/test_rope_2d.py"},
