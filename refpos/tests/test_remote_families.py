@@ -105,6 +105,18 @@ def test_the_naive_test_breaks_when_the_rule_is_off(monkeypatch):
         test_a_borrowed_family_never_drops_the_code_s_own_keys(*NAIVE[0])
 
 
+def test_rope_and_positions_agree_on_an_inactive_listed_key(tmp_path, capsys):
+    """CodeShell renamed and stated as Llama: its ``position_embedding_type: "rope"`` says what the row does, so
+    neither command reports it (``refpos rope --strict`` exited 2 on it by its name while ``positions --strict``
+    said complete); ``"alibi"`` there is reported by both."""
+    for value, code in (("rope", 0), ("alibi", 2)):
+        cfg = _write(tmp_path / f"{value}.json", config("WisdomShell/CodeShell-7B", model_type="my_model",
+                                                        position_embedding_type=value))
+        for command in ("rope", "positions"):
+            assert main([command, str(cfg), "--assume", "family=llama", "--strict"]) == code, (command, value)
+            capsys.readouterr()
+
+
 def test_the_refusal_lists_the_positional_keys_and_the_columns_first():
     resolved = refpos.model_positions(config("THUDM/glm-4-9b-chat", model_type="my_model"))
     why = resolved.unknown["model_type"]
