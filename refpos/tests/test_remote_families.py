@@ -117,6 +117,19 @@ def test_rope_and_positions_agree_on_an_inactive_listed_key(tmp_path, capsys):
             capsys.readouterr()
 
 
+def test_rope_and_positions_judge_an_unread_key_by_the_one_rule(tmp_path, capsys):
+    """phi-msft's ``flash_rotary: false`` (which kernel runs, unset) is harmless to both commands; set, both report
+    it by the positional rule. ``refpos rope --strict`` had a second rule (any unused key with "rotary" in its
+    name, set or not) and exited 2 where ``positions --strict`` said complete."""
+    base = {"model_type": "phi-msft", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 128,
+            "rotary_dim": 8, "vocab_size": 10}
+    for value, code in ((False, 0), (True, 2)):
+        cfg = _write(tmp_path / f"{value}.json", {**base, "flash_rotary": value})
+        for command in ("rope", "positions"):
+            assert main([command, str(cfg), "--strict"]) == code, (command, value)
+            capsys.readouterr()
+
+
 def test_the_refusal_lists_the_positional_keys_and_the_columns_first():
     resolved = refpos.model_positions(config("THUDM/glm-4-9b-chat", model_type="my_model"))
     why = resolved.unknown["model_type"]
