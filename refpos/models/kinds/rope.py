@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refpos.encoding import Encoding
-from refpos.models.kinds.record import EncodingKind, Stack, check_fact
+from refpos.models.kinds.record import EncodingKind, Stack, check_fact, layer_count
 from refpos.models.query_scales import QueryScale
 from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, scaled
 from refpos.rope.config import RopeConfig
@@ -112,6 +112,8 @@ def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
     family, name, schedule_of = stack.family, stack.name, stack.schedule
     if schedule_of is None:
         raise ValueError(f"the {name} stack was given no layer schedule to build {encoding} layers with")
+    if stack.role != "single" and encoding == "none":  # each layer of an encoder or a decoder, without positions
+        return [NoPositions(name, i, None) for i in range(layer_count(stack.view, stack.role))]
     if stack.role != "single":
         why = f"{encoding} positions in an encoder–decoder model are not modelled"
         return [Refused(name, i, None, reason=why) for i in range(stack.geometry().layers)]
