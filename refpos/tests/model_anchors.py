@@ -108,8 +108,9 @@ def interpolate_calls() -> Iterator[list[dict[str, Any]]]:
 
     def spy(x: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest", align_corners: Any = None,
             recompute_scale_factor: Any = None, antialias: bool = False) -> Any:
-        calls.append({"shape": tuple(x.shape), "dtype": str(x.dtype).removeprefix("torch."), "size": size, "scale_factor": scale_factor, "mode": mode,
-                      "align_corners": bool(align_corners), "antialias": antialias})
+        calls.append({"shape": tuple(x.shape), "dtype": str(x.dtype).removeprefix("torch."), "size": size,
+                      "scale_factor": scale_factor, "mode": mode, "align_corners": bool(align_corners),
+                      "antialias": antialias})
         return real(x, size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners,
                     recompute_scale_factor=recompute_scale_factor, antialias=antialias)
 

@@ -69,8 +69,9 @@ class GridFacts:
     ``num_detection_tokens``); ``image`` and ``patch``: the keys of the native image and patch sizes;
     ``defaults``: the config class's values of those two keys (a config.json written by transformers leaves out
     a value equal to its class default); ``positions``: the key of the table's grid rows when the config states
-    them itself (a square: SigLIP2's ``num_patches``), ``positions_default`` its class default; ``always``: the model resamples on every call (DINOv2, SigLIP2), rather than when
-    its forward is asked to (``interpolate_pos_encoding=True``: ViT, CLIP).
+    them itself (a square: SigLIP2's ``num_patches``), ``positions_default`` its class default; ``always``: the
+    model resamples on every call (DINOv2, SigLIP2), rather than when its forward is asked to
+    (``interpolate_pos_encoding=True``: ViT, CLIP).
     """
 
     way: str = "bicubic"

@@ -1,8 +1,8 @@
-"""The config values a formula variant reads (the ``config_keys`` of :mod:`refpos.encodings.sincos2d_variants` and
-:mod:`refpos.encodings.sinusoid1d_variants`), read through a config view.
+"""The config values a formula variant reads (the ``config_keys`` of
+:mod:`refpos.encodings.sincos2d_variants` and :mod:`refpos.encodings.sinusoid1d_variants`), read through a view.
 
-A variant names each keyword's config key with the config class's default: one key (``positional_encoding_temperature``),
-a pair read per axis (``"(temperature_height, temperature_width)"``: DAB-DETR) or a ratio of two keys
+A variant names each keyword's config key with the config class's default: one key
+(``positional_encoding_temperature``), a pair read per axis (``"(temperature_height, temperature_width)"``: DAB-DETR) or a ratio of two keys
 (``"max_timescale / min_timescale"``: TimesFM). :func:`variant_values` reads them all; the key is marked read.
 
 Examples
