@@ -3,7 +3,8 @@
 
 A variant names each keyword's config key with the config class's default: one key
 (``positional_encoding_temperature``), a pair read per axis (``"(temperature_height, temperature_width)"``:
-DAB-DETR) or a ratio of two keys (``"max_timescale / min_timescale"``: TimesFM). :func:`variant_values` reads them all; the key is marked read.
+DAB-DETR) or a ratio of two keys (``"max_timescale / min_timescale"``: TimesFM). :func:`variant_values` reads
+them all; each key counts as read.
 
 Examples
 --------
