@@ -269,6 +269,11 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
             not_modelled[lm.name(family.switch.key)] = why
             continue
         stack = Stack(lm, name, role, family, facts.facts_of(encoding), SCHEDULE)
+        if facts.unmodelled is not None:  # this stack alone does what refpos does not model: its layers refused
+            why = f"{family.model_type} {name}: {facts.unmodelled}"
+            layers += _input_site(lm, family, name, role) + [
+                Refused(name, i, None, reason=why) for i in range(_stack_count(lm, role))]
+            continue
         try:
             stack_layers = _build(stack, encoding)
         except ValueError:  # a config the row says refpos does not model may lack what a modelled one states
@@ -324,17 +329,18 @@ def _with_part(positions: ModelPositions, part: Part) -> ModelPositions:
 
 
 def _input_site(lm: ConfigView, family: Family, name: str, role: str) -> list[LayerRecord]:
-    """The one record of what stack ``name`` adds to its input before its first layer (the row's ``input``:
-    a convolution over the frames, a resampled grid), as a stack of its own, ``<name>.input``; none when the
-    row has no input embedding or its ``input_when`` key turns it off."""
-    if family.input is None:
+    """The one record of what stack ``name`` adds to its input before its first layer (the stack's own ``input``,
+    else the row's: a convolution over the frames, a resampled grid), as a stack of its own, ``<name>.input``;
+    none when the row has no input embedding or its ``input_when`` key turns it off."""
+    site = family.input_of(name)
+    if site is None:
         return []
     if family.input_when is not None:
         lm.mark(family.input_when[0])
     if not family.input_on(lm.raw):
         return []
-    encoding = family.input.encoding
-    records = _build(Stack(lm, f"{name}.input", role, family, family.input.facts_of(encoding), SCHEDULE), encoding)
+    encoding = site.encoding
+    records = _build(Stack(lm, f"{name}.input", role, family, site.facts_of(encoding), SCHEDULE), encoding)
     return [replace(records[0], index=0)]
 
 
@@ -356,6 +362,14 @@ def _wrapper_unmodelled(positions: ModelPositions, parent: Any) -> ModelPosition
     why = {"model_type": f"{wrapper.model_type}: {wrapper.unmodelled}"}
     return replace(positions, layers=tuple(_refuse_unmodelled(list(positions.layers), why, "")),
                    not_modelled={**positions.not_modelled, **why})
+
+
+def _stack_count(lm: ConfigView, role: str) -> int:
+    """The layer count of one stack (its role's keys), or 1 when the config gives none."""
+    try:
+        return lm.count(GEOMETRY_KEYS[role]["layers"], "layer count")
+    except ValueError:
+        return 1
 
 
 def _count(lm: ConfigView, family: Family) -> int:

@@ -52,10 +52,10 @@ def model_class(config: Any) -> type:
     module = importlib.import_module(type(config).__module__.replace(".configuration_", ".modeling_"))
     found = [cls for cls in vars(module).values() if isinstance(cls, type)
              and issubclass(cls, transformers.PreTrainedModel) and getattr(cls, "config_class", None) is type(config)
-             and cls.__name__.endswith("Model")]
+             and not cls.__name__.endswith("PreTrainedModel")]
     if not found:
         raise LookupError(f"no model class of {type(config).__name__} in {module.__name__}")
-    return min(found, key=lambda cls: len(cls.__name__))
+    return min(found, key=lambda cls: (not cls.__name__.endswith("Model"), len(cls.__name__)))
 
 
 def build(config: Any) -> Any:
@@ -68,17 +68,22 @@ def build(config: Any) -> Any:
 
 
 def heads_of(module: Any) -> int | None:
-    """The head count an attention module (or a module inside it) holds."""
+    """The head count an attention module (or a module inside it) holds, or its query projection's width over
+    its head size (modules that keep only ``head_dim``)."""
     for inner in module.modules():
         for name in HEAD_ATTRIBUTES:
             value = getattr(inner, name, None)
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
+    for inner in module.modules():
+        head_dim, query = getattr(inner, "head_dim", None), getattr(inner, "q_proj", None)
+        if isinstance(head_dim, int) and isinstance(query, torch.nn.Linear):
+            return query.out_features // head_dim
     return None
 
 
 def attention_modules(model: Any, *, within: str = "", outside: tuple[str, ...] = ("head",)) -> list[tuple[str, Any]]:
-    """The outermost modules whose class is an attention (holding a linear projection), in the model's order;
+    """The outermost modules whose class is an attention (holding weights), in the model's order;
     ``within``: only those whose dotted name contains it; ``outside``: none whose name has one of these parts
     (a pooling head's attention over the outputs is not a layer of the stack)."""
     found: list[tuple[str, Any]] = []
@@ -88,7 +93,7 @@ def attention_modules(model: Any, *, within: str = "", outside: tuple[str, ...] 
             continue
         if any(name.startswith(outer + ".") for outer, _ in found):
             continue
-        if any(isinstance(inner, torch.nn.Linear) for inner in module.modules()):
+        if any(True for _ in module.parameters()):
             found.append((name, module))
     return found
 

@@ -37,16 +37,25 @@ LISTED = ("global", "window")
 @dataclass(frozen=True)
 class DecomposedFacts:
     """``window``: the key of a window's side (0: no window); ``layers``: the key listing the ``listed`` layers
-    (:data:`LISTED`); ``image``, ``patch``: the keys of the patch grid the global layers attend over."""
+    (:data:`LISTED`); ``image``, ``patch``: the keys of the patch grid the global layers attend over;
+    ``defaults``: the config class's values of ``[window, layers, image, patch]`` (a config.json written by
+    transformers leaves out a value equal to its class default)."""
 
     window: str = "window_size"
     layers: str = "global_attn_indexes"
     listed: str = "global"
     image: str = "image_size"
     patch: str = "patch_size"
+    defaults: tuple[Any, ...] = (0, (), None, None)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.defaults, list):
+            object.__setattr__(self, "defaults", tuple(self.defaults))
 
     def check(self, where: str) -> None:
         check_fact(where, self.listed in LISTED, "decomposed.listed", self.listed)
+        check_fact(where, len(self.defaults) == 4, "decomposed.defaults ([window, layers, image, patch])",
+                   self.defaults)
 
 
 @dataclass(frozen=True)
@@ -86,12 +95,13 @@ def build(stack: Stack) -> list[LayerRecord]:
     """One :class:`DecomposedLayer` per layer (module docstring)."""
     facts: DecomposedFacts = stack.facts
     view, shape = stack.view, stack.geometry()
-    window = view.int(facts.window, 0, minimum=0)
-    listed = view.value(facts.layers, [])
+    window_default, layers_default, image_default, patch_default = facts.defaults
+    window = view.int(facts.window, window_default, minimum=0)
+    listed = view.value(facts.layers, list(layers_default))
     if not isinstance(listed, (list, tuple)):
         raise ValueError(f"{view.name(facts.layers)} must list layer indices, got {listed!r}")
     listed = {check_int(f"{view.name(facts.layers)}[{i}]", v, minimum=0) for i, v in enumerate(listed)}
-    grid = image_grid(view, facts.image, facts.patch)
+    grid = image_grid(view, facts.image, facts.patch, image_default=image_default, patch_default=patch_default)
     records: list[LayerRecord] = []
     for i in range(shape.layers):
         windowed = window > 0 and ((i in listed) == (facts.listed == "window"))

@@ -29,7 +29,7 @@ from refpos.encodings.fourier import (
     grid_centre_coordinates,
     pixel_centre_coordinates,
 )
-from refpos.models.kinds.record import EncodingKind, Stack, check_fact
+from refpos.models.kinds.record import GEOMETRY_KEYS, EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
 
 #: the variants a family row may name: SAM's (Perceiver's depends on its task's preprocessor, not on the config)
@@ -90,9 +90,10 @@ class FourierLayer(LayerRecord):
 def build(stack: Stack) -> list[LayerRecord]:
     """One record at the input, else one per layer."""
     facts: FourierFacts = stack.facts
-    width = stack.view.int(facts.width, minimum=2) if facts.width is not None else stack.geometry().width
+    keys = (facts.width,) if facts.width is not None else GEOMETRY_KEYS[stack.role]["width"]
+    width = stack.view.count(keys, "features' width")
     if width % 2:
-        raise ValueError(f"{stack.view.name(facts.width or 'hidden_size')}: the features' width must be even "
+        raise ValueError(f"{stack.view.name(keys[0])}: the features' width must be even "
                          f"(sines and cosines of m frequencies), got {width}")
     if facts.at == "input":
         return [FourierLayer(stack.name, 0, None, variant=facts.variant, at=facts.at, m=width // 2)]

@@ -105,6 +105,10 @@ class RopeLayer(LayerRecord):
 NO_COUNT = "the config does not give its layer count: one record per layer type, no layer schedule"
 
 
+#: the layer type of a family's ``no_attention`` column that names the whole network (a CNN, a codec): one record
+NETWORK = "network"
+
+
 def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
     """RoPE, no positions, or no attention: the records of the layer schedule (what it does not model and its
     notes go to ``stack``). A config without a layer count gives one RoPE record per layer type (and the note
@@ -112,13 +116,17 @@ def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
     family, name, schedule_of = stack.family, stack.name, stack.schedule
     if schedule_of is None:
         raise ValueError(f"the {name} stack was given no layer schedule to build {encoding} layers with")
-    if stack.role != "single" and encoding == "none":  # each layer of an encoder or a decoder, without positions
+    if encoding == "none" and (stack.role != "single" or schedule_of.count(stack.view, family) is None):
+        # attention without positions in every layer of a stack whose count the schedule does not read (an
+        # encoder or a decoder; a tower counting its layers under encoder_layers or depth)
         return [NoPositions(name, i, None) for i in range(layer_count(stack.view, stack.role))]
     if stack.role != "single":
         why = f"{encoding} positions in an encoder–decoder model are not modelled"
         return [Refused(name, i, None, reason=why) for i in range(stack.geometry().layers)]
     if encoding == "no_attention":
         mixer = next((kind for _, kind in family.no_attention), "mamba")
+        if NETWORK in dict(family.no_attention):  # a network without attention at all: one record stands for it
+            return [NoAttention(name, 0, None, mixer=mixer)]
         return [NoAttention(name, i, None, mixer=mixer) for i in range(schedule_of.count(stack.view, family) or 1)]
     if encoding == "rope" and schedule_of.count(stack.view, family) is None:
         return _per_type(stack)

@@ -55,7 +55,8 @@ class Sincos2dFacts:
     :data:`SINE_SITES`; ``width``: the key of the channels the stack adds (absent: the stack's width);
     ``halve``: the builder is called with half of them per axis (``num_pos_feats = d_model // 2``: DETR);
     ``queries``: a decoder's query positions, ``"learned"`` (a table of ``queries_key`` rows) or a sine variant;
-    ``image``, ``patch``: the keys of a fixed grid's native size (``grid`` variants); ``way``: a way of
+    ``image``, ``patch``: the keys of a fixed grid's native size (``grid`` variants), ``defaults`` their class
+    defaults; ``way``: a way of
     :data:`~refpos.encodings.grid_variants.GRID_VARIANTS` by which the fixed table is resampled to another grid
     (ViT-MAE: bicubic), absent when it is recomputed for each input.
     """
@@ -68,7 +69,12 @@ class Sincos2dFacts:
     queries_key: str = "num_queries"
     image: str = "image_size"
     patch: str = "patch_size"
+    defaults: tuple[Any, Any] = (None, None)
     way: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.defaults, list):
+            object.__setattr__(self, "defaults", tuple(self.defaults))
 
     def check(self, where: str) -> None:
         check_fact(where, self.variant in SINE_VARIANTS, "sincos2d.variant", self.variant)
@@ -150,7 +156,10 @@ def build(stack: Stack) -> list[LayerRecord]:
     width = shape.width if facts.width is None else view.int(facts.width, minimum=1)
     features = width // 2 if facts.halve else width
     settings = tuple(sorted(variant_values(view, variant.config_keys).items()))
-    grid = image_grid(view, facts.image, facts.patch) if variant.builder == "grid" and facts.at == "input" else None
+    grid = None
+    if variant.builder == "grid" and facts.at == "input":
+        grid = image_grid(view, facts.image, facts.patch, image_default=facts.defaults[0],
+                          patch_default=facts.defaults[1])
     rows = view.int(facts.queries_key, minimum=1) if facts.queries == QUERY_TABLE else None
     record = {"variant": facts.variant, "at": facts.at, "features": features, "settings": settings, "grid": grid,
               "way": facts.way, "queries": facts.queries, "query_rows": rows}

@@ -33,8 +33,9 @@ from typing import Any, ClassVar
 from refpos.backend import Array
 from refpos.encodings.sinusoid1d_variants import SINUSOID_1D_VARIANTS, SinusoidVariant
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
-from refpos.models.kinds.variant_keys import unmet, variant_values
+from refpos.models.kinds.variant_keys import config_value, unmet, variant_values
 from refpos.models.records import LayerRecord
+from refpos.validation import check_int
 
 #: where a family adds the sinusoid (module docstring)
 SINUSOID_SITES = ("input", "relative")
@@ -46,11 +47,13 @@ POSITION_INPUTS = {"given": "position_ids", "relative": "key_index", "padded": "
 class Sinusoid1dFacts:
     """``variant``: a record of :data:`~refpos.encodings.sinusoid1d_variants.SINUSOID_1D_VARIANTS`; ``at``: one of
     :data:`SINUSOID_SITES` (a ``relative`` variant is added in every layer); ``width``: the key of the table's width
-    (absent: the stack's width)."""
+    (absent: the stack's width); ``past``: the config key (or difference of keys) where the positions start
+    (a time-series decoder continues after the context: Informer's ``context_length``; absent: 0)."""
 
     variant: str = "time_series"
     at: str = "input"
     width: str | None = None
+    past: str | None = None
 
     def check(self, where: str) -> None:
         check_fact(where, self.variant in SINUSOID_1D_VARIANTS, "sinusoid1d.variant", self.variant)
@@ -64,12 +67,14 @@ class Sinusoid1dFacts:
 @dataclass(frozen=True)
 class Sinusoid1dLayer(LayerRecord):
     """A stack's (``at = "input"``) or one layer's (``at = "relative"``) sinusoid: the variant, the table's width
-    ``dim`` and the values the variant reads from the config (``settings``)."""
+    ``dim``, the values the variant reads from the config (``settings``) and the position the first step has
+    (``past``)."""
 
     variant: str = "time_series"
     at: str = "input"
     dim: int = 64
     settings: tuple[tuple[str, Any], ...] = ()
+    past: int = 0
     kind: ClassVar[str] = "sinusoid1d"
 
     @property
@@ -83,7 +88,7 @@ class Sinusoid1dLayer(LayerRecord):
 
     def params(self) -> dict[str, Any]:
         record = self.record
-        return {"variant": self.variant, "at": self.at, "dim": self.dim, **dict(self.settings),
+        return {"variant": self.variant, "at": self.at, "dim": self.dim, "past": self.past, **dict(self.settings),
                 **{key: value for key, value in record.parameters.items()}, "amplitude": record.amplitude,
                 "standardize": record.standardize, "needs": POSITION_INPUTS[record.positions]}
 
@@ -107,10 +112,11 @@ def build(stack: Stack) -> list[LayerRecord]:
     shape = stack.geometry()
     dim = shape.width if facts.width is None else view.int(facts.width, minimum=2)
     settings = tuple(sorted(variant_values(view, variant.config_keys).items()))
+    past = 0 if facts.past is None else check_int(facts.past, config_value(view, facts.past, None), minimum=0)
+    record = {"variant": facts.variant, "at": facts.at, "dim": dim, "settings": settings, "past": past}
     if facts.at == "input":
-        return [Sinusoid1dLayer(stack.name, 0, None, variant=facts.variant, at=facts.at, dim=dim, settings=settings)]
-    return [Sinusoid1dLayer(stack.name, i, None, variant=facts.variant, at=facts.at, dim=dim, settings=settings)
-            for i in range(shape.layers)]
+        return [Sinusoid1dLayer(stack.name, 0, None, **record)]
+    return [Sinusoid1dLayer(stack.name, i, None, **record) for i in range(shape.layers)]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 
 A variant names each keyword's config key with the config class's default: one key
 (``positional_encoding_temperature``), a pair read per axis (``"(temperature_height, temperature_width)"``:
-DAB-DETR) or a ratio of two keys (``"max_timescale / min_timescale"``: TimesFM). :func:`variant_values` reads
+DAB-DETR), a ratio of two keys (``"max_timescale / min_timescale"``: TimesFM) or a difference
+(``"context_length - label_length"``: Autoformer's decoder). :func:`variant_values` reads
 them all; each key counts as read.
 
 Examples
@@ -11,7 +12,7 @@ Examples
 >>> from refpos.models.view import ConfigView
 >>> view = ConfigView({"temperature_height": 20, "temperature_width": 30})
 >>> variant_values(view, {"temperature": ("(temperature_height, temperature_width)", (20, 20))})
-{'temperature': (20.0, 30.0)}
+{'temperature': (20, 30)}
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from refpos.models.view import ConfigView
 from refpos.validation import check_float
 
 
-def _number(view: ConfigView, key: str, default: Any) -> float | None:
+def _number(view: ConfigView, key: str, default: Any) -> int | float | None:
+    """The number at ``key`` (an int stays an int), ``None`` when absent without a default."""
     value = view.value(key, default)
-    return None if value is None else check_float(view.name(key), value)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return check_float(view.name(key), value)
 
 
 def config_value(view: ConfigView, spec: str, default: Any) -> Any:
@@ -34,6 +38,12 @@ def config_value(view: ConfigView, spec: str, default: Any) -> Any:
         keys = [key.strip() for key in spec[1:-1].split(",")]
         defaults = default if isinstance(default, (list, tuple)) else [default] * len(keys)
         return tuple(_number(view, key, d) for key, d in zip(keys, defaults, strict=True))
+    if " - " in spec:
+        keys = [key.strip() for key in spec.split(" - ")]
+        values = [_number(view, key, None) for key in keys]
+        if any(value is None for value in values):
+            raise ValueError(f"{' - '.join(view.name(key) for key in keys)}: the config must give each")
+        return values[0] - sum(values[1:])
     if " / " in spec:
         top, bottom = (key.strip() for key in spec.split(" / "))
         if not view.has(top) and not view.has(bottom):
