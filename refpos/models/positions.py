@@ -46,7 +46,7 @@ from refpos.models.families import STATED, Family, family_of
 from refpos.models.hf_files import language_view
 from refpos.models.indexer import with_indexers
 from refpos.models.kinds import KINDS, Stack
-from refpos.models.kinds.record import GEOMETRY_KEYS
+from refpos.models.kinds.record import GEOMETRY_KEYS, INPUTS
 from refpos.models.kinds.rope import NO_COUNT, RopeLayer
 from refpos.models.layers import SCHEDULE
 from refpos.models.parts import Part, is_network, parts_of
@@ -127,10 +127,23 @@ class ModelPositions:
                          else f"{name} " + summary_line([(r.index, r.label) for r in self.stack(name)])
                          for name in self.stacks)
 
+    def needs(self) -> dict[str, dict[str, str]]:
+        """Per stack, the inputs its positions are computed from (keys of
+        :data:`refpos.models.kinds.record.INPUTS`, with what each is): a record's own ``needs`` where it states
+        one (a DETR sine needs the pixel mask, SAM's prompt features the points), else what its kind reads."""
+        out: dict[str, dict[str, str]] = {}
+        for layer in self.layers:
+            kind = KINDS.get(layer.kind)
+            stated = layer.params().get("needs") if kind is not None else None
+            for name in (stated,) if isinstance(stated, str) else (kind.reads if kind is not None else ()):
+                out.setdefault(layer.stack, {})[name] = INPUTS[name]
+        return out
+
     def describe(self) -> dict[str, Any]:
-        """JSON-ready: the model type, its family row's source, every layer, and the reports."""
+        """JSON-ready: the model type, its family row's source, every layer, what each stack needs, and the
+        reports."""
         return {"model_type": self.model_type, "source": None if self.family is None else self.family.source,
-                "nesting": self.nesting, "summary": self.summary().splitlines(),
+                "nesting": self.nesting, "summary": self.summary().splitlines(), "needs": self.needs(),
                 "layers": [layer.describe() for layer in self.layers], "not_modelled": dict(self.not_modelled),
                 "unknown": dict(self.unknown), "complete": self.complete, "notes": list(self.notes),
                 "assumed": dict(self.assumed),
@@ -271,7 +284,7 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
         stack = Stack(lm, name, role, family, facts.facts_of(encoding), SCHEDULE)
         if facts.unmodelled is not None:  # this stack alone does what refpos does not model: its layers refused
             why = f"{family.model_type} {name}: {facts.unmodelled}"
-            layers += _input_site(lm, family, name, role) + [
+            layers += _input_site(lm, family, name, role, not_modelled) + [
                 Refused(name, i, None, reason=why) for i in range(_stack_count(lm, role))]
             continue
         try:
@@ -283,7 +296,7 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
             stack_layers = [Refused(name, i, None, reason=why) for i in range(_count(lm, family))]
             stack.not_modelled.clear()
             stack.not_modelled[lm.name("model_type")] = why
-        layers += _input_site(lm, family, name, role) + stack_layers
+        layers += _input_site(lm, family, name, role, not_modelled) + stack_layers
         not_modelled.update({key: why for key, why in stack.not_modelled.items() if key not in honoured})
         notes += [note for note in stack.notes if note not in notes]
     if not any(isinstance(layer, RopeLayer) for layer in layers):  # a RoPE schedule reports its own keys
@@ -328,10 +341,12 @@ def _with_part(positions: ModelPositions, part: Part) -> ModelPositions:
                    parts=(*positions.parts, (part.name, part.key, part.model_type)))
 
 
-def _input_site(lm: ConfigView, family: Family, name: str, role: str) -> list[LayerRecord]:
+def _input_site(lm: ConfigView, family: Family, name: str, role: str,
+                not_modelled: dict[str, str]) -> list[LayerRecord]:
     """The one record of what stack ``name`` adds to its input before its first layer (the stack's own ``input``,
     else the row's: a convolution over the frames, a resampled grid), as a stack of its own, ``<name>.input``;
-    none when the row has no input embedding or its ``input_when`` key turns it off."""
+    none when the row has no input embedding or its ``input_when`` key turns it off. What its builder does not
+    model goes to ``not_modelled``."""
     site = family.input_of(name)
     if site is None:
         return []
@@ -340,7 +355,9 @@ def _input_site(lm: ConfigView, family: Family, name: str, role: str) -> list[La
     if not family.input_on(lm.raw):
         return []
     encoding = site.encoding
-    records = _build(Stack(lm, f"{name}.input", role, family, site.facts_of(encoding), SCHEDULE), encoding)
+    stack = Stack(lm, f"{name}.input", role, family, site.facts_of(encoding), SCHEDULE)
+    records = _build(stack, encoding)
+    not_modelled.update(stack.not_modelled)
     return [replace(records[0], index=0)]
 
 

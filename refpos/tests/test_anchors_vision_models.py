@@ -152,6 +152,8 @@ def test_sincos2d_records_are_the_model_s(model_type):
     for record in positions.stack("decoder"):
         if record.kind == "sincos2d":
             assert record.query_rows == model.query_position_embeddings.num_embeddings
+            default = families.FAMILIES[model_type].decoder.facts_of("sincos2d").queries_default
+            assert default == _defaults(model_type)["num_queries"]
     heads = {heads_of(m) for _, m in attention_modules(model, within="encoder")}
     assert heads == {config.encoder_attention_heads}
 

@@ -70,6 +70,10 @@ class DecomposedLayer(LayerRecord):
     kind: ClassVar[str] = "decomposed"
 
     @property
+    def label(self) -> str:
+        return f"decomposed({'window' if self.windowed else 'global'})"
+
+    @property
     def table_rows(self) -> tuple[int, int]:
         """The rows of ``rel_pos_h`` and ``rel_pos_w``: ``2q − 1`` per axis."""
         return 2 * self.grid[0] - 1, 2 * self.grid[1] - 1

@@ -29,7 +29,7 @@ from refpos.encodings.fourier import (
     grid_centre_coordinates,
     pixel_centre_coordinates,
 )
-from refpos.models.kinds.record import GEOMETRY_KEYS, EncodingKind, Stack, check_fact
+from refpos.models.kinds.record import GEOMETRY_KEYS, EncodingKind, Stack, check_fact, layer_count
 from refpos.models.records import LayerRecord
 
 #: the variants a family row may name: SAM's (Perceiver's depends on its task's preprocessor, not on the config)
@@ -98,7 +98,7 @@ def build(stack: Stack) -> list[LayerRecord]:
     if facts.at == "input":
         return [FourierLayer(stack.name, 0, None, variant=facts.variant, at=facts.at, m=width // 2)]
     return [FourierLayer(stack.name, i, None, variant=facts.variant, at=facts.at, m=width // 2)
-            for i in range(stack.geometry().layers)]
+            for i in range(layer_count(stack.view, stack.role))]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

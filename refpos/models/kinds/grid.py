@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from refpos.backend import Array
 from refpos.encodings.grid import patch_grid
 from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
-from refpos.models.kinds.record import EncodingKind, Stack, check_fact
+from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
 from refpos.models.view import ConfigView
 from refpos.validation import check_int
@@ -173,7 +173,7 @@ def build(stack: Stack) -> list[LayerRecord]:
     prefix = facts.prefix if facts.prefix_key is None else view.int(facts.prefix_key, minimum=0)
     suffix = 0 if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
     return [GridLayer(stack.name, 0, None, way=facts.way, grid=grid, prefix=prefix, suffix=suffix,
-                      dim=stack.geometry().width, always=facts.always)]
+                      dim=stack_width(view, stack.role), always=facts.always)]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

@@ -254,6 +254,11 @@ def layer_count(view: ConfigView, role: str) -> int:
     return view.count(GEOMETRY_KEYS[role]["layers"], "layer count")
 
 
+def stack_width(view: ConfigView, role: str) -> int:
+    """A stack's width alone (an input embedding needs neither the layers nor the heads)."""
+    return view.count(GEOMETRY_KEYS[role]["width"], "hidden width")
+
+
 def positive_int(view: ConfigView, key: str, default: Any = None) -> int:
     """A positive integer at ``key`` of ``view`` (``default`` when absent), named by its full path."""
     return check_int(view.name(key), view.value(key, default), minimum=1)
@@ -261,4 +266,4 @@ def positive_int(view: ConfigView, key: str, default: Any = None) -> int:
 
 __all__ = ["EXAMPLE_GEOMETRY", "GEOMETRY_KEYS", "HOOKS", "INPUTS", "PIECES", "ROLES", "EncodingKind", "Geometry",
            "Schedule", "Stack", "check_fact",
-           "layer_count", "no_facts", "positive_int"]
+           "layer_count", "no_facts", "positive_int", "stack_width"]

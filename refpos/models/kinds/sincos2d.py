@@ -20,10 +20,13 @@ Examples
 --------
 >>> from refpos.models import model_positions
 >>> detr = {"model_type": "detr", "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
-...         "decoder_attention_heads": 2, "d_model": 16, "use_timm_backbone": False, "backbone_config": None}
+...         "decoder_attention_heads": 2, "d_model": 16}
 >>> print(model_positions(detr).summary())
 encoder layers 0-0: sincos2d(detr) ×1
 decoder layers 0-0: sincos2d(detr) ×1
+>>> decoder = model_positions(detr).stack("decoder")[0]
+>>> decoder.at, decoder.features, decoder.queries, decoder.query_rows
+('cross_keys', 8, 'learned', 100)
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from refpos.backend import Array
 from refpos.encodings.grid_variants import GRID_VARIANTS
 from refpos.encodings.sincos2d_variants import SINE_VARIANTS, SineVariant
 from refpos.models.kinds.grid import image_grid
-from refpos.models.kinds.record import EncodingKind, Stack, check_fact
+from refpos.models.kinds.record import EncodingKind, Stack, check_fact, layer_count, stack_width
 from refpos.models.kinds.variant_keys import unmet, variant_values
 from refpos.models.records import LayerRecord
 
@@ -54,7 +57,8 @@ class Sincos2dFacts:
     ``variant``: a record of :data:`~refpos.encodings.sincos2d_variants.SINE_VARIANTS`; ``at``: one of
     :data:`SINE_SITES`; ``width``: the key of the channels the stack adds (absent: the stack's width);
     ``halve``: the builder is called with half of them per axis (``num_pos_feats = d_model // 2``: DETR);
-    ``queries``: a decoder's query positions, ``"learned"`` (a table of ``queries_key`` rows) or a sine variant;
+    ``queries``: a decoder's query positions, ``"learned"`` (a table of ``queries_key`` rows, the class default
+    ``queries_default``) or a sine variant;
     ``image``, ``patch``: the keys of a fixed grid's native size (``grid`` variants), ``defaults`` their class
     defaults; ``way``: a way of
     :data:`~refpos.encodings.grid_variants.GRID_VARIANTS` by which the fixed table is resampled to another grid
@@ -67,6 +71,7 @@ class Sincos2dFacts:
     halve: bool = False
     queries: str | None = None
     queries_key: str = "num_queries"
+    queries_default: int | None = None
     image: str = "image_size"
     patch: str = "patch_size"
     defaults: tuple[Any, Any] = (None, None)
@@ -152,20 +157,19 @@ def build(stack: Stack) -> list[LayerRecord]:
     if wrong:
         raise ValueError(f"{stack.name}: the {facts.variant} sin–cos needs {dict(variant.requires)}, the config "
                          f"has {wrong}")
-    shape = stack.geometry()
-    width = shape.width if facts.width is None else view.int(facts.width, minimum=1)
+    width = stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1)
     features = width // 2 if facts.halve else width
     settings = tuple(sorted(variant_values(view, variant.config_keys).items()))
     grid = None
     if variant.builder == "grid" and facts.at == "input":
         grid = image_grid(view, facts.image, facts.patch, image_default=facts.defaults[0],
                           patch_default=facts.defaults[1])
-    rows = view.int(facts.queries_key, minimum=1) if facts.queries == QUERY_TABLE else None
+    rows = view.int(facts.queries_key, facts.queries_default, minimum=1) if facts.queries == QUERY_TABLE else None
     record = {"variant": facts.variant, "at": facts.at, "features": features, "settings": settings, "grid": grid,
               "way": facts.way, "queries": facts.queries, "query_rows": rows}
     if facts.at == "input":
         return [Sincos2dLayer(stack.name, 0, None, **record)]
-    return [Sincos2dLayer(stack.name, i, None, **record) for i in range(shape.layers)]
+    return [Sincos2dLayer(stack.name, i, None, **record) for i in range(layer_count(view, stack.role))]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

@@ -17,12 +17,14 @@ Examples
 --------
 >>> from refpos.models import model_positions
 >>> informer = {"model_type": "informer", "encoder_layers": 2, "decoder_layers": 1, "encoder_attention_heads": 2,
-...             "decoder_attention_heads": 2, "d_model": 16}
+...             "decoder_attention_heads": 2, "d_model": 16, "context_length": 48}
 >>> print(model_positions(informer).summary())
 encoder input: sinusoid1d(time_series)
 encoder layers 0-1: none ×2
 decoder input: sinusoid1d(time_series)
 decoder layers 0-0: none ×1
+>>> [(r.stack, r.past) for r in model_positions(informer) if r.kind == "sinusoid1d"]
+[('encoder.input', 0), ('decoder.input', 48)]
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any, ClassVar
 
 from refpos.backend import Array
 from refpos.encodings.sinusoid1d_variants import SINUSOID_1D_VARIANTS, SinusoidVariant
-from refpos.models.kinds.record import EncodingKind, Stack, check_fact
+from refpos.models.kinds.record import EncodingKind, Stack, check_fact, layer_count, stack_width
 from refpos.models.kinds.variant_keys import config_value, unmet, variant_values
 from refpos.models.records import LayerRecord
 from refpos.validation import check_int
@@ -68,13 +70,13 @@ class Sinusoid1dFacts:
 class Sinusoid1dLayer(LayerRecord):
     """A stack's (``at = "input"``) or one layer's (``at = "relative"``) sinusoid: the variant, the table's width
     ``dim``, the values the variant reads from the config (``settings``) and the position the first step has
-    (``past``)."""
+    (``past``; ``None`` when the config does not state it, reported as not modelled)."""
 
     variant: str = "time_series"
     at: str = "input"
     dim: int = 64
     settings: tuple[tuple[str, Any], ...] = ()
-    past: int = 0
+    past: int | None = 0
     kind: ClassVar[str] = "sinusoid1d"
 
     @property
@@ -95,6 +97,8 @@ class Sinusoid1dLayer(LayerRecord):
     def reference(self, **inputs: Any) -> Array:
         """The table: the variant's :meth:`~SinusoidVariant.build` with the record's width and settings and
         ``inputs`` (``positions=``; ``left=, right=`` for a relative table; ``mask=, padding_idx=``)."""
+        if self.past is None:
+            raise ValueError(f"{self.stack}: the first position is not stated by the config")
         return self.record.build(self.dim, **dict(self.settings), **inputs)
 
     def _why_not(self) -> str:
@@ -109,14 +113,20 @@ def build(stack: Stack) -> list[LayerRecord]:
     if wrong:
         raise ValueError(f"{stack.name}: the {facts.variant} sinusoid needs {dict(variant.requires)}, the config "
                          f"has {wrong}")
-    shape = stack.geometry()
-    dim = shape.width if facts.width is None else view.int(facts.width, minimum=2)
+    dim = stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=2)
     settings = tuple(sorted(variant_values(view, variant.config_keys).items()))
-    past = 0 if facts.past is None else check_int(facts.past, config_value(view, facts.past, None), minimum=0)
+    past: int | None = 0
+    if facts.past is not None:
+        try:
+            past = check_int(facts.past, config_value(view, facts.past, None), minimum=0)
+        except (TypeError, ValueError):  # a config without its context: the first position is not known
+            past = None
+            stack.not_modelled[view.name(facts.past.split(" ")[0])] = (
+                f"the first position of the {stack.name.removesuffix('.input')} stack ({facts.past}) is not stated")
     record = {"variant": facts.variant, "at": facts.at, "dim": dim, "settings": settings, "past": past}
     if facts.at == "input":
         return [Sinusoid1dLayer(stack.name, 0, None, **record)]
-    return [Sinusoid1dLayer(stack.name, i, None, **record) for i in range(shape.layers)]
+    return [Sinusoid1dLayer(stack.name, i, None, **record) for i in range(layer_count(view, stack.role))]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
