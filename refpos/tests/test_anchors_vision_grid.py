@@ -39,10 +39,24 @@ GRID_ROWS = [row.model_type for row in FAMILY_ROWS if row.input is not None and 
              and not row.unmodelled]
 #: an input of another size than the small configs' 32 × 32 (patch 8): a 6 × 5 patch grid
 OTHER = (48, 40)
+#: the window-bias rows' other size: a square grid their windows divide (Swin: 12 × 12 patches of 4)
+OTHER_WINDOWED = (48, 48)
+
+
+#: the window-bias rows' small geometries (per-stage lists), their absolute grid switched on
+WINDOWED = {"swin": {"embed_dim": 16, "depths": [2, 1], "num_heads": [2, 4], "window_size": 4, "image_size": 32,
+                     "patch_size": 4, "use_absolute_embeddings": True},
+            "beit": {"image_size": 32, "patch_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+                     "hidden_size": 16, "intermediate_size": 16, "use_absolute_position_embeddings": True}}
 
 
 def _resolved(model_type: str):
-    config = small_config(model_type)
+    row = families.FAMILIES[model_type]
+    if "bias_table" in row.encodings:
+        beit = row.input_when[0] == "use_absolute_position_embeddings"
+        config = small_config(model_type, **WINDOWED["beit" if beit else "swin"])
+    else:
+        config = small_config(model_type)
     positions = refpos.model_positions(config.to_dict())
     (site,) = [r for r in positions if r.kind == "grid"]
     return config, positions, site
@@ -56,9 +70,9 @@ def _table(model, site) -> tuple[int, int]:
     return int(np.prod(shapes[0][:-1])), shapes[0][-1]
 
 
-def _resampling(model, always: bool) -> dict:
+def _resampling(model, always: bool, size: tuple[int, int]) -> dict:
     """The interpolate call on the position table for an input of another size (with the flag when needed)."""
-    pixels = torch.randn(1, 3, *OTHER, dtype=torch.float64)
+    pixels = torch.randn(1, 3, *size, dtype=torch.float64)
     with interpolate_calls() as calls:
         try:
             model(pixel_values=pixels)
@@ -82,10 +96,12 @@ def test_grid_records_are_the_model_s(model_type):
     attention = attention_modules(model)
     assert len(attention) == len(layers)
     heads = config.to_dict()[next(k for k in GEOMETRY_KEYS["single"]["heads"] if k in config.to_dict())]
-    assert {heads_of(module) for _, module in attention} == {heads}
+    per_layer = [r.n_heads for r in layers] if all(hasattr(r, "n_heads") for r in layers) else [heads] * len(layers)
+    assert [heads_of(module) for _, module in attention] == per_layer
     if site.variant is None or model_type in SELF_RESAMPLING:
         return
-    call = _resampling(model, site.always)
+    call = _resampling(model, site.always, OTHER_WINDOWED if "bias_table" in families.FAMILIES[model_type].encodings
+                       else OTHER)
     variant = site.variant
     assert call["shape"][-2:] == site.grid
     assert (call["mode"], call["align_corners"], call["antialias"]) == \
@@ -134,6 +150,8 @@ def test_grid_defaults_are_the_config_class_s(model_type):
     defaults = transformers.AutoConfig.for_model(model_type).to_dict()
     bare = {k: v for k, v in small_config(model_type).to_dict().items()
             if k not in (facts.image, facts.patch, facts.positions)}
+    if families.FAMILIES[model_type].input_when is not None:  # the grid switched on
+        bare[families.FAMILIES[model_type].input_when[0]] = True
     (site,) = [r for r in refpos.model_positions(bare) if r.kind == "grid"]
     if facts.positions is not None:
         assert site.grid[0] * site.grid[1] == defaults[facts.positions]

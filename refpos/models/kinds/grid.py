@@ -71,7 +71,8 @@ class GridFacts:
     a value equal to its class default); ``positions``: the key of the table's grid rows when the config states
     them itself (a square: SigLIP2's ``num_patches``), ``positions_default`` its class default; ``always``: the
     model resamples on every call (DINOv2, SigLIP2), rather than when its forward is asked to
-    (``interpolate_pos_encoding=True``: ViT, CLIP).
+    (``interpolate_pos_encoding=True``: ViT, CLIP); ``width``: the key of the table's width when it is not the
+    stack's (Swin: ``embed_dim``, the first stage's).
     """
 
     way: str = "bicubic"
@@ -84,6 +85,7 @@ class GridFacts:
     positions: str | None = None
     positions_default: int | None = None
     always: bool = False
+    width: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.defaults, list):
@@ -173,7 +175,8 @@ def build(stack: Stack) -> list[LayerRecord]:
     prefix = facts.prefix if facts.prefix_key is None else view.int(facts.prefix_key, minimum=0)
     suffix = 0 if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
     return [GridLayer(stack.name, 0, None, way=facts.way, grid=grid, prefix=prefix, suffix=suffix,
-                      dim=stack_width(view, stack.role), always=facts.always)]
+                      dim=stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1),
+                      always=facts.always)]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
