@@ -51,7 +51,7 @@ from refpos.models.kinds.rope import NO_COUNT, RopeLayer
 from refpos.models.layers import SCHEDULE
 from refpos.models.parts import Part, is_network, parts_of
 from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
-from refpos.models.records import LayerRecord, Refused, Unknown
+from refpos.models.records import LayerRecord, NoPositions, Refused, Unknown
 from refpos.models.schedule import LayerCountMissing, layer_count, summary_line
 from refpos.models.view import ConfigView
 
@@ -276,7 +276,10 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
             assert family.switch is not None
             why = (f"{family.switch.key}={value}: {family.model_type}'s positions for this value are not modelled "
                    f"(modelled: {', '.join(f'{v} ({e})' for v, e in family.switch.values)})")
-            shape = KINDS["none"].build(Stack(lm, name, role, family, schedule=SCHEDULE))  # type: ignore[misc]
+            try:
+                shape = KINDS["none"].build(Stack(lm, name, role, family, schedule=SCHEDULE))  # type: ignore[misc]
+            except ValueError:  # a stack counting its layers in stages (Swin's depths): one record stands for it
+                shape = [NoPositions(name, i, None) for i in range(_stack_count(lm, role))]
             layers += [layer if not layer.attention else Refused(name, layer.index, layer.layer_type, reason=why)
                        for layer in shape]
             not_modelled[lm.name(family.switch.key)] = why
@@ -289,7 +292,7 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
             continue
         try:
             stack_layers = _build(stack, encoding)
-        except ValueError:  # a config the row says refpos does not model may lack what a modelled one states
+        except (TypeError, ValueError):  # a config the row says refpos does not model may lack or reshape keys
             if not family.unmodelled:
                 raise
             why = f"{family.model_type}: {family.unmodelled}"

@@ -158,3 +158,16 @@ def test_grid_defaults_are_the_config_class_s(model_type):
         return
     pairs = [v if isinstance(v, (list, tuple)) else (v, v) for v in (defaults[facts.image], defaults[facts.patch])]
     assert site.grid == (pairs[0][0] // pairs[1][0], pairs[0][1] // pairs[1][1])
+
+
+@pytest.mark.parametrize("model_type", [row.model_type for row in FAMILY_ROWS if row.switch is not None
+                                        and row.switch.key == "use_absolute_embeddings"])
+def test_swin_variants_refused_with_their_absolute_table_cannot_run_it(model_type):
+    """The rows that refuse use_absolute_embeddings: transformers' table has one row more than the patches, and the
+    model fails on every input (when it runs, the row can name the grid as Swin's does)."""
+    config = small_config(model_type, **{**WINDOWED["swin"], "num_channels": 3})
+    assert {r.kind for r in refpos.model_positions(config.to_dict())} == {"refused"}
+    model = build(config)
+    for flag in ({}, {"interpolate_pos_encoding": True}):
+        with pytest.raises(RuntimeError, match="must match the size"):
+            model(pixel_values=torch.randn(1, 3, 32, 32, dtype=torch.float64), **flag)

@@ -119,7 +119,11 @@ def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
     if encoding == "none" and (stack.role != "single" or schedule_of.count(stack.view, family) is None):
         # attention without positions in every layer of a stack whose count the schedule does not read (an
         # encoder or a decoder; a tower counting its layers under encoder_layers or depth)
-        return [NoPositions(name, i, None) for i in range(layer_count(stack.view, stack.role))]
+        try:
+            return [NoPositions(name, i, None) for i in range(layer_count(stack.view, stack.role))]
+        except ValueError:
+            if stack.role != "single":
+                raise  # no count under any key: the schedule below says so for a single stack
     if stack.role != "single":
         why = f"{encoding} positions in an encoder–decoder model are not modelled"
         return [Refused(name, i, None, reason=why) for i in range(stack.geometry().layers)]
