@@ -17,6 +17,9 @@ import refpos
 from refpos.cli import main
 from refpos.encodings.grid_variants import GRID_VARIANTS
 from refpos.encodings.sincos2d import sincos_2d_grid
+from refpos.encodings.sinusoid1d_variants import SINUSOID_1D_VARIANTS
+from refpos.models.kinds.sinusoid1d import VARIANT_READS
+from refpos.models.sources import INPUTS
 
 VIT = {"model_type": "vit", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16, "image_size": 64,
        "patch_size": 16}
@@ -34,7 +37,7 @@ def test_a_vision_tower_is_its_input_site_and_its_layers():
     assert positions.summary().splitlines() == ["vision input: grid(bicubic)", "vision layers 0-1: none ×2"]
     (site,) = positions.stack("vision.input")
     assert (site.grid, site.prefix, site.table_rows, site.dim) == ((4, 4), 1, 17, 16)
-    assert positions.needs()["vision.input"] == {"image_grid": refpos.models.kinds.record.INPUTS["image_grid"]}
+    assert positions.needs()["vision.input"] == {"image_grid": INPUTS["image_grid"]}
     assert positions.complete
 
 
@@ -54,6 +57,7 @@ def test_a_composite_names_every_tower_and_what_it_needs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "part vision: vision_config (clip_vision_model)" in out
     assert "needs image_grid: the patch grid of each image" in out and "way: 'bicubic'" in out
+    assert "reads: rows ← image_grid" in out
     assert main(["positions", str(path), "--json"]) == 0
     assert set(json.loads(capsys.readouterr().out)["needs"]) == {"encoder", "vision.input"}
 
@@ -115,3 +119,27 @@ def test_the_records_compute_their_reference():
 def test_a_network_without_attention_is_one_record():
     positions = refpos.model_positions({"model_type": "convnext", "depths": [3, 3, 9, 3], "num_hidden_layers": 4})
     assert positions.summary() == "vision layers 0-0: conv ×1" and positions.complete
+
+
+def test_what_a_stack_needs_is_what_its_records_read():
+    """needs() gathers the inputs of every record's ``reads``: DETR's sine reads the pixel mask on the encoder's
+    queries and keys and the decoder's cross-attention keys, SAM's prompt encoder the points, its mask decoder the
+    image grid, its windowed layers the place inside the window; MusicGen's sinusoid the token's slot."""
+    detr = refpos.model_positions({"model_type": "detr", "encoder_layers": 1, "decoder_layers": 1,
+                                   "encoder_attention_heads": 2, "decoder_attention_heads": 2, "d_model": 16})
+    assert detr.stack("encoder")[0].reads == (("query", ("pixel_mask",)), ("key", ("pixel_mask",)))
+    assert detr.stack("decoder")[0].reads == (("key", ("pixel_mask",)),)  # the object queries: a learned table
+    assert detr.needs() == {"encoder": {"pixel_mask": INPUTS["pixel_mask"]},
+                            "decoder": {"pixel_mask": INPUTS["pixel_mask"]}}
+    sam = refpos.model_positions(SAM).needs()
+    assert (set(sam["vision"]), set(sam["prompt_encoder.input"]), set(sam["mask_decoder"])) == (
+        {"window", "image_grid"}, {"points"}, {"image_grid"})
+    musicgen = refpos.model_positions({"model_type": "musicgen_decoder", "num_hidden_layers": 1,
+                                       "num_attention_heads": 2, "hidden_size": 16})
+    assert musicgen.stack("decoder.input")[0].reads == (("rows", ("cache_position",)),) and musicgen.complete
+    assert "decoder" not in musicgen.needs()  # attention without positions reads nothing
+
+
+def test_every_sinusoid_variant_says_what_it_reads():
+    assert set(VARIANT_READS) == set(SINUSOID_1D_VARIANTS)
+    assert all(set(source) <= set(refpos.models.kinds.KINDS["sinusoid1d"].reads) for source in VARIANT_READS.values())

@@ -80,8 +80,7 @@ class DecomposedLayer(LayerRecord):
 
     def params(self) -> dict[str, Any]:
         return {"grid": list(self.grid), "windowed": self.windowed, "n_heads": self.n_heads,
-                "head_dim": self.head_dim, "table_rows": list(self.table_rows), "index_arithmetic": "float32",
-                "needs": "window" if self.windowed else "image_grid"}
+                "head_dim": self.head_dim, "table_rows": list(self.table_rows), "index_arithmetic": "float32"}
 
     def reference(self, attn: Array, q: Array, rel_pos_h: Array, rel_pos_w: Array,
                   grid: tuple[int, int] | None = None) -> Array:
@@ -109,8 +108,10 @@ def build(stack: Stack) -> list[LayerRecord]:
     records: list[LayerRecord] = []
     for i in range(shape.layers):
         windowed = window > 0 and ((i in listed) == (facts.listed == "window"))
+        where = ("window",) if windowed else ("image_grid",)  # the place inside the window, or in the patch grid
         records.append(DecomposedLayer(stack.name, i, None, grid=(window, window) if windowed else grid,
-                                       windowed=windowed, n_heads=shape.heads, head_dim=shape.head_dim))
+                                       windowed=windowed, n_heads=shape.heads, head_dim=shape.head_dim,
+                                       reads=(("query", where), ("key", where))))
     return records
 
 

@@ -68,8 +68,7 @@ class FourierLayer(LayerRecord):
         return f"fourier({self.variant})"
 
     def params(self) -> dict[str, Any]:
-        return {"variant": self.variant, "at": self.at, "m": self.m, "gaussian_shape": [2, self.m],
-                "needs": "points" if self.variant == "sam_prompts" else "image_grid"}
+        return {"variant": self.variant, "at": self.at, "m": self.m, "gaussian_shape": [2, self.m]}
 
     def reference(self, gaussian: Array, *, points: Array | None = None, image_size: tuple[int, int] | None = None,
                   grid: tuple[int, int] | None = None) -> Array:
@@ -95,9 +94,12 @@ def build(stack: Stack) -> list[LayerRecord]:
     if width % 2:
         raise ValueError(f"{stack.view.name(keys[0])}: the features' width must be even "
                          f"(sines and cosines of m frequencies), got {width}")
+    # the prompt encoder's features are of the points given; the mask decoder's, of the image grid's centres on the
+    # image keys
+    reads = (("rows", ("points",)),) if facts.variant == "sam_prompts" else (("key", ("image_grid",)),)
     if facts.at == "input":
-        return [FourierLayer(stack.name, 0, None, variant=facts.variant, at=facts.at, m=width // 2)]
-    return [FourierLayer(stack.name, i, None, variant=facts.variant, at=facts.at, m=width // 2)
+        return [FourierLayer(stack.name, 0, None, variant=facts.variant, at=facts.at, m=width // 2, reads=reads)]
+    return [FourierLayer(stack.name, i, None, variant=facts.variant, at=facts.at, m=width // 2, reads=reads)
             for i in range(layer_count(stack.view, stack.role))]
 
 

@@ -7,7 +7,8 @@ The formulas are :mod:`refpos.encodings.grid` (docs/grid.md#the-math); the ways 
 :data:`refpos.encodings.grid_variants.GRID_VARIANTS`. A table trained on ``image_size / patch_size`` patches per
 side holds ``prefix + M_h·M_w + suffix`` rows: the extra rows (CLS; DeiT's distillation token; YOLOS's detection
 tokens after the grid) are kept apart, and the grid is resampled to the input's patch grid ``(h, w)``. The record
-states the native grid and what it needs, the input's patch grid; the trained table is a weight of the checkpoint.
+states the native grid and what it reads (``reads``: its rows at the input's patch grid); the trained table is a
+weight of the checkpoint.
 A family whose table is added as it is, without resampling (SAM's image encoder), has the way ``"fixed"``: the
 input must have the native grid.
 
@@ -176,7 +177,7 @@ def build(stack: Stack) -> list[LayerRecord]:
     suffix = 0 if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
     return [GridLayer(stack.name, 0, None, way=facts.way, grid=grid, prefix=prefix, suffix=suffix,
                       dim=stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1),
-                      always=facts.always)]
+                      always=facts.always, reads=(("rows", ("image_grid",)),))]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from refpos.models.kinds.grid import GRID
 from refpos.models.kinds.none import NO_ATTENTION, NONE
 from refpos.models.kinds.record import EncodingKind
 from refpos.models.kinds.rope import MROPE, ROPE
+from refpos.models.kinds.rope_2d import ROPE_2D
 from refpos.models.kinds.sincos2d import SINCOS2D
 from refpos.models.kinds.sinusoid1d import SINUSOID1D
 from refpos.models.kinds.t5 import T5_KIND
@@ -42,8 +43,8 @@ def _registry(*kinds: EncodingKind) -> Mapping[str, EncodingKind]:
 
 
 #: kind name -> its record, in the order the docs list them
-KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA, NONE,
-                                              NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION, GRID,
+KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ROPE_2D, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA,
+                                              NONE, NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION, GRID,
                                               SINCOS2D, DECOMPOSED, FOURIER, SINUSOID1D)
 #: the kinds a family row may name as its ``encoding``
 TABLE_KINDS: tuple[str, ...] = tuple(name for name, kind in KINDS.items() if kind.in_table)

@@ -13,8 +13,9 @@ scale). Where a family adds the embedding decides the records:
   carrying the object queries (``queries``: a learned table of ``num_queries`` rows, or a sine variant of
   reference points such as ``anchors``).
 
-What the embedding needs is stated by the variant: the patch grid (``grid`` variants), the pixel mask of each
-feature map (``mask``), or the coordinates of points and boxes (``coordinates``).
+What the embedding is computed from is stated by the variant (the record's ``reads``): the patch grid (``grid``
+variants), the pixel mask of each feature map (``mask``), or the coordinates of points and boxes
+(``coordinates``); a decoder's queries read the reference points their sine variant encodes.
 
 Examples
 --------
@@ -46,7 +47,7 @@ from refpos.models.records import LayerRecord
 SINE_SITES = ("input", "query_key", "cross_keys")
 #: what a decoder's queries carry besides the sine of the memory keys: a learned table of object queries
 QUERY_TABLE = "learned"
-#: the input each builder of :mod:`refpos.encodings.sincos2d` needs (the keys of ``refpos.models.kinds.INPUTS``)
+#: the input each builder of :mod:`refpos.encodings.sincos2d` reads (keys of :data:`refpos.models.sources.INPUTS`)
 BUILDER_INPUTS = {"grid": "image_grid", "mask": "pixel_mask", "coordinates": "points"}
 
 
@@ -116,16 +117,11 @@ class Sincos2dLayer(LayerRecord):
         """The variant's record."""
         return SINE_VARIANTS[self.variant]
 
-    @property
-    def needs(self) -> str:
-        """What the embedding is computed from (a key of ``refpos.models.kinds.record.INPUTS``)."""
-        return BUILDER_INPUTS[self.record.builder]
-
     def params(self) -> dict[str, Any]:
         return {"variant": self.variant, "builder": self.record.builder, "at": self.at, "features": self.features,
                 **{key: list(value) if isinstance(value, tuple) else value for key, value in self.settings},
                 "grid": None if self.grid is None else list(self.grid), "resampled_by": self.way,
-                "queries": self.queries, "query_rows": self.query_rows, "needs": self.needs}
+                "queries": self.queries, "query_rows": self.query_rows}
 
     def reference(self, **inputs: Any) -> Array:
         """The embedding: the variant's builder called with ``inputs`` (``height=, width=`` for a grid, ``mask=``,
@@ -168,8 +164,23 @@ def build(stack: Stack) -> list[LayerRecord]:
     record = {"variant": facts.variant, "at": facts.at, "features": features, "settings": settings, "grid": grid,
               "way": facts.way, "queries": facts.queries, "query_rows": rows}
     if facts.at == "input":
-        return [Sincos2dLayer(stack.name, 0, None, **record)]
-    return [Sincos2dLayer(stack.name, i, None, **record) for i in range(layer_count(view, stack.role))]
+        return [Sincos2dLayer(stack.name, 0, None, **record, reads=_reads(facts))]
+    return [Sincos2dLayer(stack.name, i, None, **record, reads=_reads(facts))
+            for i in range(layer_count(view, stack.role))]
+
+
+def _reads(facts: Sincos2dFacts) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """What the records' positions are read from: the variant's input, as the rows added at the input, on the
+    queries and keys of every layer, or on a decoder's cross-attention keys (its queries: the reference points of a
+    sine variant; a learned table of object queries reads nothing)."""
+    source = (BUILDER_INPUTS[SINE_VARIANTS[facts.variant].builder],)
+    if facts.at == "input":
+        return (("rows", source),)
+    if facts.at == "query_key":
+        return (("query", source), ("key", source))
+    queries = () if facts.queries in (None, QUERY_TABLE) else (
+        ("query", (BUILDER_INPUTS[SINE_VARIANTS[facts.queries].builder],)),)
+    return (*queries, ("key", source))
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

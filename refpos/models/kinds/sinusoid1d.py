@@ -41,8 +41,16 @@ from refpos.validation import check_int
 
 #: where a family adds the sinusoid (module docstring)
 SINUSOID_SITES = ("input", "relative")
-#: what each variant's positions are computed from (keys of ``refpos.models.kinds.record.INPUTS``)
-POSITION_INPUTS = {"given": "position_ids", "relative": "key_index", "padded": "mask_cumsum"}
+#: variant -> what its positions are read from (keys of :data:`refpos.models.sources.INPUTS`, first given wins): the
+#: token's slot (MusicGen: ``arange(T) + cache_length``), the position ids else the slot (Canary's decoder), the
+#: frames, time steps or patches in order (Whisper's encoder; Informer's ``arange(T)`` after the ``past`` fact, its
+#: ``context_length`` whatever the cache holds; TimesFM, PatchTST), a video's tubelets (VideoMAE), the mask's running
+#: count (Speech2Text), or the keys' indices (a relative table over the keys' distances)
+VARIANT_READS: dict[str, tuple[str, ...]] = {
+    "whisper": ("frames",), "fun_asr_nano": ("frames",), "canary": ("position_ids", "cache_position"),
+    "time_series": ("frames",), "musicgen": ("cache_position",), "fairseq_padded": ("mask_cumsum",),
+    "espnet_relative": ("key_index",), "gemma3n_audio": ("key_index",), "gemma4_audio": ("key_index",),
+    "timesfm": ("frames",), "patchtst": ("frames",), "speecht5_scaled": ("frames",), "videomae": ("video_grid",)}
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,7 @@ class Sinusoid1dLayer(LayerRecord):
         record = self.record
         return {"variant": self.variant, "at": self.at, "dim": self.dim, "past": self.past, **dict(self.settings),
                 **{key: value for key, value in record.parameters.items()}, "amplitude": record.amplitude,
-                "standardize": record.standardize, "needs": POSITION_INPUTS[record.positions]}
+                "standardize": record.standardize}
 
     def reference(self, **inputs: Any) -> Array:
         """The table: the variant's :meth:`~SinusoidVariant.build` with the record's width and settings and
@@ -123,7 +131,9 @@ def build(stack: Stack) -> list[LayerRecord]:
             past = None
             stack.not_modelled[view.name(facts.past.split(" ")[0])] = (
                 f"the first position of the {stack.name.removesuffix('.input')} stack ({facts.past}) is not stated")
-    record = {"variant": facts.variant, "at": facts.at, "dim": dim, "settings": settings, "past": past}
+    use = "rows" if facts.at == "input" else "key"  # added to the input, or a table over the keys' distances
+    record = {"variant": facts.variant, "at": facts.at, "dim": dim, "settings": settings, "past": past,
+              "reads": ((use, VARIANT_READS[facts.variant]),)}
     if facts.at == "input":
         return [Sinusoid1dLayer(stack.name, 0, None, **record)]
     return [Sinusoid1dLayer(stack.name, i, None, **record) for i in range(layer_count(view, stack.role))]
@@ -136,7 +146,8 @@ def _draw(draw: Any, st: Any) -> dict[str, Any]:
 SINUSOID1D = EncodingKind(
     name="sinusoid1d", summary="a 1-D sinusoid of frames, time steps or signed distances in a variant of the text one "
     "(Informer, MusicGen, TimesFM, the conformers)", record=Sinusoid1dLayer, build=build, hook="input",
-    reads=("position_ids", "frames"), doc="docs/sinusoid1d.md#the-math", facts=Sinusoid1dFacts,
+    reads=tuple(dict.fromkeys(name for source in VARIANT_READS.values() for name in source)),
+    doc="docs/sinusoid1d.md#the-math", facts=Sinusoid1dFacts,
     contract=("sinusoid_1d", "padded_sinusoid"), spec="spec_tests/test_sinusoid1d.py", draw=_draw,
     modalities=("audio", "vision"),
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16}, "facts": {}},
@@ -144,4 +155,4 @@ SINUSOID1D = EncodingKind(
                      "with the check registry",
             "golden": "the cases are refpos.golden.sinusoid1d_cases (not yet in the committed goldens)"})
 
-__all__ = ["POSITION_INPUTS", "SINUSOID1D", "SINUSOID_SITES", "Sinusoid1dFacts", "Sinusoid1dLayer", "build"]
+__all__ = ["SINUSOID1D", "SINUSOID_SITES", "VARIANT_READS", "Sinusoid1dFacts", "Sinusoid1dLayer", "build"]
