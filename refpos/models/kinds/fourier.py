@@ -115,6 +115,7 @@ FOURIER = EncodingKind(
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16}, "facts": {}},
     absent={"check": "named by refpos.encodings.fourier_mistakes.identify_fourier; the command's target comes with "
                      "the check registry",
-            "golden": "the cases are refpos.golden.fourier_cases (not yet in the committed goldens)"})
+            "golden": "the cases are refpos.golden.fourier_cases (not yet in the committed goldens)"},
+    inert=("lengths", "rotary"))
 
 __all__ = ["FOURIER", "FOURIER_SITES", "SAM_VARIANTS", "FourierFacts", "FourierLayer", "build"]

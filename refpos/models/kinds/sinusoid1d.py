@@ -153,6 +153,7 @@ SINUSOID1D = EncodingKind(
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16}, "facts": {}},
     absent={"check": "named by refpos.encodings.sinusoid1d_mistakes.identify_sinusoid1d; the command's target comes "
                      "with the check registry",
-            "golden": "the cases are refpos.golden.sinusoid1d_cases (not yet in the committed goldens)"})
+            "golden": "the cases are refpos.golden.sinusoid1d_cases (not yet in the committed goldens)"},
+    inert=("lengths", "rotary"))
 
 __all__ = ["SINUSOID1D", "SINUSOID_SITES", "VARIANT_READS", "Sinusoid1dFacts", "Sinusoid1dLayer", "build"]
