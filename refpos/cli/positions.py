@@ -1,9 +1,11 @@
 """``refpos positions CONFIG``: what every layer of every stack of a config.json does with positions.
 
-Prints one line per stack (``decoder layers 0-47: rope ×36, none+scale ×12 (every 4th)``), then each distinct
-kind of layer with what its positions are read from (``reads: rotation ← position_ids (else cache_position)``,
-:mod:`refpos.models.sources`) and its parameters (a RoPE's resolved fields and frequencies, ALiBi's slopes and
-order, T5's buckets, a learned or sinusoidal table's length and offset, ...), then whether the resolution is complete:
+Prints one line per stack (``decoder layers 0-47: rope ×36, none+scale ×12 (every 4th)``; a stack's input
+embedding, ``vision input: grid(bicubic)``), then each distinct kind of layer with what its positions are read
+from (``reads: rotation ← position_ids (else cache_position)``, :mod:`refpos.models.sources`) and its parameters
+(a RoPE's resolved fields and frequencies, ALiBi's slopes and order, T5's buckets, a learned or sinusoidal
+table's length and offset, a position grid's native size and way, ...) and what each stack's positions are
+computed from (``needs image_grid: the patch grid of each image``), then whether the resolution is complete:
 each key it does not model with what it does, every refused layer with its reason, and for a family the
 table does not know, what its config does not state. ``--json`` prints
 :meth:`refpos.models.ModelPositions.describe`; ``--strict`` makes anything incomplete an error (exit 2).
@@ -151,10 +153,14 @@ def text(positions: ModelPositions, title: str) -> str:
     lines = [title]
     if positions.nesting:
         lines.append(f"  language model read from {positions.nesting[:-1]}")
+    lines += [f"  part {name}: {path} ({model_type or 'no model_type'})" for name, path, model_type in positions.parts]
     lines += [f"  {line}" for line in positions.summary().splitlines()]
+    needs = positions.needs()
     for (stack, layer_type, label), indices in positions.kinds().items():  # one record of each kind
         first = next(r for r in positions.stack(stack) if (r.layer_type, r.label) == (layer_type, label))
         lines += _group_lines(first, indices)
+        for name, what in needs.pop(stack, {}).items():  # once per stack, after its first kind of layer
+            lines.append(f"    needs {name}: {what}")
     problems = {**positions.not_modelled, **positions.unknown}
     lines.append("  complete: yes" if positions.complete else
                  f"  complete: NO ({len(problems)} not modelled or unknown, "

@@ -10,6 +10,7 @@ from typing import Any
 from refpos.models.family_row import Family
 from refpos.models.records import LayerRecord
 from refpos.models.schedule import summary_line
+from refpos.models.sources import INPUTS
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,23 @@ class ModelPositions:
                          else f"{name} " + summary_line([(r.index, r.label) for r in self.stack(name)])
                          for name in self.stacks)
 
+    def needs(self) -> dict[str, dict[str, str]]:
+        """Per stack, the inputs its positions are computed from (keys of :data:`refpos.models.sources.INPUTS`,
+        with what each is): every input its records read (``record.reads``: a DETR sine reads the pixel mask, SAM's
+        prompt features the points, a RoPE the position ids else the slot); a stack whose layers read nothing
+        (attention without positions, no attention) needs none and is left out."""
+        out: dict[str, dict[str, str]] = {}
+        for layer in self.layers:
+            for _, source in layer.reads:
+                for name in source:
+                    out.setdefault(layer.stack, {})[name] = INPUTS[name]
+        return out
+
     def describe(self) -> dict[str, Any]:
-        """JSON-ready: the model type, its family row's source, every layer, and the reports."""
+        """JSON-ready: the model type, its family row's source, every layer, what each stack needs, and the
+        reports."""
         return {"model_type": self.model_type, "source": None if self.family is None else self.family.source,
-                "nesting": self.nesting, "summary": self.summary().splitlines(),
+                "nesting": self.nesting, "summary": self.summary().splitlines(), "needs": self.needs(),
                 "layers": [layer.describe() for layer in self.layers], "not_modelled": dict(self.not_modelled),
                 "unknown": dict(self.unknown), "complete": self.complete, "notes": list(self.notes),
                 "assumed": dict(self.assumed),

@@ -24,7 +24,8 @@ This module reads the columns that say which kind a stack has:
     the key.
 ``encoder`` / ``decoder`` / ``predictor``
     A sub-table that overrides ``encoding`` and its facts for one stack (Whisper: a sinusoid for the encoder,
-    a learned table for the decoder).
+    a learned table for the decoder), or says what that stack does that refpos does not model (``unmodelled``:
+    RT-DETR's deformable decoder), which refuses its layers alone.
 ``parts``
     Section path → the model type a composite's config class builds there whatever the section says
     (``{vision_config = "qwen3_vl_vision"}``: Qwen3-VL's hub config writes ``model_type: qwen3_vl`` in its
@@ -70,9 +71,13 @@ class StackFacts:
 
     encoding: str = "rope"
     facts: tuple[tuple[str, Any], ...] = ()
+    #: what this stack does with positions that refpos does not model (its layers are refused, naming it)
+    unmodelled: str | None = None
 
     def check(self, where: str) -> None:
         _check(where, self.encoding in registry.TABLE_KINDS, "encoding", self.encoding)
+        _check(where, self.unmodelled is None or (isinstance(self.unmodelled, str) and bool(self.unmodelled)),
+               "unmodelled", self.unmodelled)
 
     def facts_of(self, kind: str) -> Any:
         """The facts of ``kind`` (its defaults when the row gives none; ``None`` for a kind without facts)."""
@@ -92,7 +97,9 @@ def read_stack(where: str, table: Mapping[str, Any], inherited: StackFacts | Non
     for name in registry.FACT_KINDS:
         if name in table:
             facts[name] = registry.KINDS[name].read_facts(where, table[name])
-    stack = StackFacts(encoding, tuple((name, facts[name]) for name in registry.FACT_KINDS if name in facts))
+    unmodelled = table.get("unmodelled") if inherited is not None else None  # a stack's own sub-table only
+    stack = StackFacts(encoding, tuple((name, facts[name]) for name in registry.FACT_KINDS if name in facts),
+                       unmodelled)
     stack.check(where)
     active = stack.facts_of(encoding)
     if active is not None and encoding not in facts:  # the kind's defaults stand in: they must hold for it

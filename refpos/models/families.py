@@ -104,7 +104,16 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
     values["positions"] = read_stack(where, table)
     for name in ("encoder", "decoder", "predictor"):
         if name in values:
-            values[name] = read_stack(f"{where} {name}", values[name], inherited=values["positions"])
+            own = dict(values[name])
+            if "input" in own:
+                site = own.pop("input")
+                if not isinstance(site, dict) or "encoding" not in site or set(site) & {"when", "when_absent"}:
+                    raise ValueError(f"{where}: {name}.input takes encoding = \"<kind>\" and its facts (when is "
+                                     f"the row's); got {site!r}")
+                values.setdefault("stack_inputs", []).append((name, read_stack(f"{where} {name} input", site)))
+            values[name] = read_stack(f"{where} {name}", own, inherited=values["positions"])
+    if "stack_inputs" in values:
+        values["stack_inputs"] = tuple(values["stack_inputs"])
     if "input" in values:
         site = dict(values["input"])
         when, absent = site.pop("when", None), site.pop("when_absent", False)

@@ -144,6 +144,9 @@ class Family:
     input: StackFacts | None = None
     #: ``(key, value when absent)``: the bool config key that turns the input embedding on
     input_when: tuple[str, bool] | None = None
+    #: stack -> its own input embedding, where a stack's sub-table states one (Informer's decoder continues the
+    #: encoder's positions)
+    stack_inputs: tuple[tuple[str, StackFacts], ...] = ()
     #: section path -> the model type the composite's config class builds there, whatever the section says
     parts: tuple[tuple[str, str], ...] = ()
     #: section path -> the model type it builds there when the section states none (else the section's)
@@ -170,6 +173,8 @@ class Family:
                   "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
                   "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),
                   "input": self.input is None or KINDS[self.input.encoding].hook == "input",
+                  "stack_inputs": all(KINDS[site.encoding].hook == "input" and name in STACKS.get(self.stacks, ())
+                                      for name, site in self.stack_inputs),
                   "parts": all(PART_PATH.fullmatch(path) for path, _ in self.parts),
                   "part_defaults": all(PART_PATH.fullmatch(path) for path, _ in self.part_defaults),
                   "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1,
@@ -197,9 +202,13 @@ class Family:
         found = {self.stack(name).encoding for name in STACKS.get(self.stacks, ())}
         return frozenset(found | ({enc for _, enc in self.switch.values} if self.switch else set()))
 
+    def input_of(self, stack: str) -> StackFacts | None:
+        """What stack ``stack`` adds to its input: its own sub-table's ``input``, else the row's."""
+        return dict(self.stack_inputs).get(stack, self.input)
+
     def input_on(self, cfg: Mapping[str, Any]) -> bool:
         """Whether the row's input embedding is on in ``cfg`` (its ``input_when`` key, or always)."""
-        if self.input is None:
+        if self.input is None and not self.stack_inputs:
             return False
         if self.input_when is None:
             return True

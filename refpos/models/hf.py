@@ -33,7 +33,8 @@ Every key of the config that did not enter the result is listed in ``unused_keys
 ``"rope_scaling.finetuned"``). Those that change positions or attention (:mod:`refpos.models.position_keys`:
 an explicit list, and every key of the rope dict) are also in ``not_modelled``, each with what it does;
 so is what the model's code does that refpos does not model (key ``"model_type"``). ``strict=True``
-raises ``ValueError`` when anything is not modelled, or an unused key has "rope"/"rotary" in its name.
+raises ``ValueError`` when anything is not modelled (an unread key the positional rule of
+:mod:`refpos.models.position_keys` names is among them).
 Bad input raises ``ValueError`` / ``TypeError`` naming the key.
 
 Examples
@@ -65,12 +66,13 @@ __all__ = ["check_rope_family", "from_hf_config", "hf_layer_types", "language_co
 
 def resolve_rope(config: Any, layer_type: str | None, *, per_layer: bool,
                  family: Family | None = None) -> tuple[RopeConfig, list[str]]:
-    """One resolution of a config, and what ``strict=True`` refuses in it (the not-modelled keys, and unused
-    keys named "rope"/"rotary"). ``config``: the :class:`~refpos.models.view.ConfigView` of the language model's
-    section (what :func:`refpos.model_positions` passes), or a mapping or path (loaded, its language model
-    found). ``per_layer``: the caller resolves the layer schedule and query scale itself
-    (:func:`refpos.models.hf_layers`), so they are not reported here. ``family``: the row to resolve with
-    instead of the config's own (conventions a caller states for an unknown family)."""
+    """One resolution of a config, and what ``strict=True`` refuses in it (the not-modelled keys, an unread positional
+    key among them: one rule, :func:`refpos.models.position_keys.is_positional`). ``config``: the
+    :class:`~refpos.models.view.ConfigView` of the language model's section (what :func:`refpos.model_positions`
+    passes), or a mapping or path (loaded, its language model found). ``per_layer``: the caller resolves the
+    layer schedule and query scale itself (:func:`refpos.models.hf_layers`), so they are not reported here.
+    ``family``: the row to resolve with instead of the config's own (conventions a caller states for an unknown
+    family)."""
     view = as_language_view(config)
     prefix = view.path
     r = Resolver(view, layer_type, family=family)
@@ -96,11 +98,10 @@ def resolve_rope(config: Any, layer_type: str | None, *, per_layer: bool,
         provenance["partial_rotary_factor"] = "derived"
     if RULES[rope_type].spans_head and provenance["placement"] == "default":
         provenance["placement"] = "derived"
-    named = [k for k in unused if k not in r.siblings and k not in not_modelled and ("rope" in k or "rotary" in k)]
     rope = RopeConfig(**r.fields, provenance=provenance, unused_keys=tuple(unused), notes=tuple(r.notes),
                       not_modelled=not_modelled)
     view.mark_paths(r.used)
-    return rope, sorted(not_modelled) + named
+    return rope, sorted(not_modelled)
 
 
 def check_rope_family(family: Family, cfg: Mapping[str, Any], allowed: tuple[str, ...] = ("rope",)) -> str:
@@ -124,7 +125,8 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
     strict : bool
         Raise ``ValueError`` when the resolution is not complete: a key that changes positions or attention
         is not modelled (``not_modelled``; this includes the layer schedule of families where not every
-        layer rotates: :func:`refpos.models.hf_layers` resolves it), or an unused key is named "rope"/"rotary".
+        layer rotates: :func:`refpos.models.hf_layers` resolves it; an unread key that
+        :func:`refpos.models.position_keys.is_positional` names and that is set is among them).
     layer_type : str, optional
         For per-layer-type configs: which layer's RoPE (see the module docstring, rule 5).
 

@@ -223,8 +223,9 @@ def not_modelled_report(r: Any, unused: list[str], rope_type: str, *,
                 report[key] += f" ({r.model_type}'s transformers code ignores it; vLLM applies it)"
             continue
         bare = key[len(r.prefix):]
-        if bare in position_keys() and is_active(r.cfg, bare):
-            report[key] = effect(bare)
+        if bare in position_keys():  # a listed key is judged by its activity rule, not by its name (as
+            if is_active(r.cfg, bare):  # unread_positional judges it)
+                report[key] = effect(bare)
         elif is_positional(bare) and _is_set(r.cfg.get(bare)):
             report[key] = BY_NAME
     report.update(r.key_gaps)

@@ -59,7 +59,7 @@ from refpos.models.position_keys import (
     position_keys,
     unread_positional,
 )
-from refpos.models.records import LayerRecord, Refused, Unknown
+from refpos.models.records import LayerRecord, NoPositions, Refused, Unknown
 from refpos.models.releases import release_of, row_for
 from refpos.models.schedule import LayerCountMissing, layer_count
 from refpos.models.stated import ASSUMABLE, stated_row
@@ -210,22 +210,30 @@ def _known(lm: ConfigView, family: Family, written: str | None,
             assert family.switch is not None
             why = (f"{family.switch.key}={value}: {family.model_type}'s positions for this value are not modelled "
                    f"(modelled: {', '.join(f'{v} ({e})' for v, e in family.switch.values)})")
-            shape = KINDS["none"].build(Stack(lm, name, role, family, schedule=SCHEDULE))  # type: ignore[misc]
+            try:
+                shape = KINDS["none"].build(Stack(lm, name, role, family, schedule=SCHEDULE))  # type: ignore[misc]
+            except ValueError:  # a stack counting its layers in stages (Swin's depths): one record stands for it
+                shape = [NoPositions(name, i, None) for i in range(_stack_count(lm, role))]
             layers += [layer if not layer.attention else Refused(name, layer.index, layer.layer_type, reason=why)
                        for layer in shape]
             not_modelled[lm.name(family.switch.key)] = why
             continue
         stack = Stack(lm, name, role, family, facts.facts_of(encoding), SCHEDULE, reads=dict(reads or {}))
+        if facts.unmodelled is not None:  # this stack alone does what refpos does not model: its layers refused
+            why = f"{family.model_type} {name}: {facts.unmodelled}"
+            layers += _input_site(lm, family, name, role, not_modelled) + [
+                Refused(name, i, None, reason=why) for i in range(_stack_count(lm, role))]
+            continue
         try:
             stack_layers = _build(stack, encoding)
-        except ValueError:  # a config the row says refpos does not model may lack what a modelled one states
+        except (TypeError, ValueError):  # a config the row says refpos does not model may lack or reshape keys
             if not family.unmodelled:
                 raise
             why = f"{family.model_type}: {family.unmodelled}"
             stack_layers = [Refused(name, i, None, reason=why) for i in range(_count(lm, family))]
             stack.not_modelled.clear()
             stack.not_modelled[lm.name("model_type")] = why
-        layers += _input_site(lm, family, name, role) + stack_layers
+        layers += _input_site(lm, family, name, role, not_modelled) + stack_layers
         not_modelled.update({key: why for key, why in stack.not_modelled.items() if key not in honoured})
         notes += [note for note in stack.notes if note not in notes]
     _mark_inert(lm, layers)
@@ -277,18 +285,23 @@ def _with_part(positions: ModelPositions, part: Part, release: str | None) -> Mo
                    parts=(*positions.parts, (part.name, part.key, part.model_type)))
 
 
-def _input_site(lm: ConfigView, family: Family, name: str, role: str) -> list[LayerRecord]:
-    """The one record of what stack ``name`` adds to its input before its first layer (the row's ``input``:
-    a convolution over the frames, a resampled grid), as a stack of its own, ``<name>.input``; none when the
-    row has no input embedding or its ``input_when`` key turns it off."""
-    if family.input is None:
+def _input_site(lm: ConfigView, family: Family, name: str, role: str,
+                not_modelled: dict[str, str]) -> list[LayerRecord]:
+    """The one record of what stack ``name`` adds to its input before its first layer (the stack's own ``input``,
+    else the row's: a convolution over the frames, a resampled grid), as a stack of its own, ``<name>.input``;
+    none when the row has no input embedding or its ``input_when`` key turns it off. What its builder does not
+    model goes to ``not_modelled``."""
+    site = family.input_of(name)
+    if site is None:
         return []
     if family.input_when is not None:
         lm.mark(family.input_when[0])
     if not family.input_on(lm.raw):
         return []
-    encoding = family.input.encoding
-    records = _build(Stack(lm, f"{name}.input", role, family, family.input.facts_of(encoding), SCHEDULE), encoding)
+    encoding = site.encoding
+    stack = Stack(lm, f"{name}.input", role, family, site.facts_of(encoding), SCHEDULE)
+    records = _build(stack, encoding)
+    not_modelled.update(stack.not_modelled)
     return [replace(records[0], index=0)]
 
 
@@ -310,6 +323,14 @@ def _wrapper_unmodelled(positions: ModelPositions, parent: Any) -> ModelPosition
     why = {"model_type": f"{wrapper.model_type}: {wrapper.unmodelled}"}
     return replace(positions, layers=tuple(_refuse_unmodelled(list(positions.layers), why, "")),
                    not_modelled={**positions.not_modelled, **why})
+
+
+def _stack_count(lm: ConfigView, role: str) -> int:
+    """The layer count of one stack (its role's keys), or 1 when the config gives none."""
+    try:
+        return lm.count(GEOMETRY_KEYS[role]["layers"], "layer count")
+    except ValueError:
+        return 1
 
 
 def _count(lm: ConfigView, family: Family) -> int:

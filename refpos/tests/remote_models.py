@@ -34,6 +34,12 @@ SOURCES = {
     "phi3small": "github:vllm-project/vllm/vllm/model_executor/models/phi3_small.py: Phi3SmallSelfAttention",
     "codeshell": "github:wwnaitang/CodeShell-7B-Chat-int4/modeling_codeshell.py: CodeShellRotaryEmbedding, "
                  "CodeShellAttention._init_rope, apply_rotary_pos_emb",
+    "telechat": "github:Tele-AI/Telechat/models/7B/modeling_telechat.py: RotaryEmbedding.get_ntk_alpha, "
+                "RotaryEmbedding.get_mscale, RotaryEmbedding.forward, apply_rotary_pos_emb_torch; "
+                "github:Tele-AI/Telechat/models/12B/modeling_telechat.py: RotaryEmbedding.get_ntk_alpha; "
+                "github:Tele-AI/TeleChat2/llama_factory_training/modeling_telechat2.py: RotaryEmbedding.get_ntk_alpha",
+    "skywork": "github:SkyworkAI/vllm/vllm/model_executor/models/skywork_moe.py: SkyworkAttention, "
+               "SkyworkDecoderLayer",
 }
 
 
@@ -195,6 +201,29 @@ def phi3small(x: Any, positions: Any, config: dict[str, Any]) -> Any:
 
 
 
+# -------------------------------------------------------------------------------------------------- TeleChat
+#: the length TeleChat's NTK step counts from, as each release's ``RotaryEmbedding.get_ntk_alpha`` holds it (the
+#: config does not say; TeleChat2 reads ``base_seqlen``), keyed by the checkpoint's hidden size
+TELECHAT_STEP_FROM = {4096: 4096, 5120: 8192}
+
+
+def telechat(x: Any, positions: Any, config: dict[str, Any], length: int) -> Any:
+    """TeleChat: ``RotaryEmbedding(head_dim)`` at its default base 10000. ``forward`` floors the pass's length at
+    ``training_seqlen`` (``L' = max(L, training_seqlen)``), raises the base to ``base · α ** (d / (d - 2))`` with
+    ``α = max(2 ** ceil(log2(L' / S) + 1) - 1, 1)`` (``get_ntk_alpha``; ``S`` the release's constant or TeleChat2's
+    ``base_seqlen``) and multiplies cos and sin by ``get_mscale(L' / training_seqlen)`` = ``0.1 ln(s) + 1`` past 1;
+    ``apply_rotary_pos_emb_torch`` rotates the whole head half-split, so the query is rotated and scaled."""
+    head = config["hidden_size"] // config["n_head"]
+    trained = config["training_seqlen"]
+    floor = max(length, trained)
+    step_from = config.get("base_seqlen") or TELECHAT_STEP_FROM[config["hidden_size"]]
+    alpha = max(2 ** math.ceil(math.log(floor / step_from, 2) + 1) - 1, 1)
+    ratio = floor / trained
+    mscale = 1.0 if ratio <= 1 else 0.1 * math.log(ratio) + 1.0
+    base = 10000.0 * alpha ** (head / (head - 2))
+    return mscale * neox(x, positions, _frequencies(base, head))
+
+
 def reference(config: dict[str, Any], x: Any, positions: Any, length: int) -> Any:
     """What the family's own code hands to attention for the query ``x`` ``(T, D)`` at ``positions`` (``(2, T)``
     for ChatGLM-6B's two axes) when the first pass was ``length`` tokens long (the families dispatched by
@@ -208,6 +237,10 @@ def reference(config: dict[str, Any], x: Any, positions: Any, length: int) -> An
         return qwen(x, positions, config, length)
     if model_type == "phi3small":
         return phi3small(x, positions, config)
+    if model_type == "telechat":
+        return telechat(x, positions, config, length)
+    if model_type == "skywork":  # SkyworkAttention hands get_rope int(rope_theta)
+        return llama_style(x, positions, config, length, base=float(int(config.get("rope_theta", 10000))))
     if model_type in ("codeshell", "RefinedWebModel"):  # the base their rotary modules are built with
         return llama_style(x, positions, config, length, base=10000.0)
     if model_type == "phi-msft":
@@ -217,5 +250,5 @@ def reference(config: dict[str, Any], x: Any, positions: Any, length: int) -> An
     return llama_style(x, positions, config, length)
 
 
-__all__ = ["SOURCES", "alibi_bias", "alibi_slopes", "chatglm", "chatglm_2d", "chatglm_version", "llama_style",
-           "neox", "phi3small", "qwen", "qwen_ntk_alpha", "reference"]
+__all__ = ["SOURCES", "TELECHAT_STEP_FROM", "alibi_bias", "alibi_slopes", "chatglm", "chatglm_2d", "chatglm_version",
+           "llama_style", "neox", "phi3small", "qwen", "qwen_ntk_alpha", "reference", "telechat"]

@@ -5,7 +5,9 @@ family row, against a re-implementation of its source's math (:mod:`refpos.tests
   declared length, at the lengths its code's rules depend on (Qwen's NTK steps, InternLM2's and DeciLM's dynamic
   NTK), against the family's rotary code;
 * ChatGLM-6B: both axes of the 2-D positions;
-* ALiBi families (Baichuan's 13B, Jais): the bias at every query and key position.
+* ALiBi families (Baichuan's 13B, Jais): the bias at every query and key position;
+* the families refpos refuses (TeleChat: ``"refused"`` in the config's entry): refused as they are, and the reason
+  measured: the rotation a caller could state instead against the family's code.
 
 Tolerance: both sides compute in float64, from the same formula in another order of operations. The inverse
 frequencies agree to a few ulps (a power against a reciprocal of a power: 3ε; the stepped or dynamic base θα^(d/(d−2))
@@ -92,8 +94,10 @@ def rope_error(config: dict, seed: int = 0) -> tuple[float, float]:
     return worst, ratio
 
 
-ROPE = sorted(n for n, e in CONFIGS.items() if refpos.model_positions(e["config"]).layers[0].kind != "alibi")
-ALIBI = sorted(n for n in CONFIGS if n not in ROPE)
+REFUSED = sorted(n for n, e in CONFIGS.items() if e.get("refused"))
+ROPE = sorted(n for n, e in CONFIGS.items()
+              if n not in REFUSED and refpos.model_positions(e["config"]).layers[0].kind != "alibi")
+ALIBI = sorted(n for n in CONFIGS if n not in ROPE and n not in REFUSED)
 
 
 @pytest.mark.parametrize("name", ROPE)
@@ -111,7 +115,7 @@ def test_alibi_matches_the_family_s_own_code(name):
     layer = refpos.model_positions(config).layers[0]
     q = np.array([0, 1, 7, 100, 2047], dtype=np.int64)
     k = np.arange(2048, dtype=np.int64)
-    ours = layer.bias(q, k, rounded=False)
+    ours = layer.bias_at(q, k, rounded=False)
     theirs = remote.alibi_bias(len(layer.slopes), torch.from_numpy(q), torch.from_numpy(k)).numpy()
     visible = k[None, :] <= q[:, None]  # the causal mask: ALiBi forms agree where a query sees the key
     error = np.abs(np.where(visible, ours - theirs, 0.0)).max()
@@ -136,6 +140,40 @@ def test_the_anchor_breaks_on_a_wrong_reading():
     assert np.abs(refpos_query(flat, x, np.array([1, 20000]), QWEN_TABLE) - theirs).max() > 0.1
 
 
+def stated_error(config: dict, rope: refpos.RopeConfig, length: int) -> float:
+    """max |Δ| of the query rotated by ``rope`` (a rotation a caller states) against the family's code at a first pass
+    of ``length`` tokens, at the probes below it."""
+    probes = np.array([p for p in PROBES if p < length], dtype=np.int64)
+    x = np.random.default_rng(0).standard_normal((probes.size, rope.head_dim))
+    ours = refpos.to_numpy(refpos.apply_rope(x, probes, rope, seq_len=length))
+    theirs = remote.reference(config, torch.from_numpy(x), torch.from_numpy(probes), length).numpy()
+    return float(np.abs(ours - theirs).max())
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_telechat_is_refused_and_a_stated_rotation_shows_why(name):
+    """TeleChat's base steps from ``max(L, training_seqlen)`` over a length its file fixes, and its cos and sin carry
+    a magnitude past ``training_seqlen``: refpos refuses it (strict too). What a caller could state instead — plain
+    RoPE at the code's base 10⁴, or that base raised by the step its file takes at the training length — agrees with
+    the code only on some lengths, and which ones depends on the release (the 7B steps from 4096, the 12B from 8192):
+    at twice the training length every statement is off."""
+    config = CONFIGS[name]["config"]
+    resolved = refpos.model_positions(config)
+    assert all(layer.kind == "refused" for layer in resolved) and "NTK step" in resolved.not_modelled["model_type"]
+    with pytest.raises(ValueError, match="strict: not modelled"):
+        refpos.model_positions(config, strict=True)
+    head, trained = config["hidden_size"] // config["n_head"], config["training_seqlen"]
+    plain = refpos.RopeConfig(head_dim=head, theta=10000.0)
+    alpha = remote.qwen_ntk_alpha(trained, remote.TELECHAT_STEP_FROM[config["hidden_size"]])  # the same step rule
+    stepped = refpos.RopeConfig(head_dim=head, theta=10000.0 * alpha ** (head / (head - 2)))
+    bound = 2 * 4 * (6 * trained + 5) * EPS * 10  # the anchor's bound at |x| ≤ 4 (ω ≤ 1), and a factor 10 to spare
+    at_training = {"plain": stated_error(config, plain, trained), "stepped": stated_error(config, stepped, trained)}
+    assert min(at_training.values()) <= bound, at_training  # one statement holds up to the training length …
+    assert max(at_training.values()) > 0.1 or alpha == 1, at_training  # … and which one depends on the release
+    for rope in (plain, stepped):
+        assert stated_error(config, rope, 2 * trained) > 0.1  # past it none does
+
+
 @pytest.mark.parametrize("length", [1, 2047, 2048, 2049, 4096, 4097, 8192, 8193, 2048 * 2**28, 2048 * 2**28 + 1])
 def test_qwen_steps_match_its_code(length):
     """The step ``alpha`` of :mod:`refpos.rope.rules.step` is ``QWenModel.get_ntk_alpha``'s at every doubling and
@@ -156,6 +194,14 @@ DEFAULT_GAPS = {
     "granitemoe_swa": "layer_rope_theta: a base per layer",
     "jetmoe": "kv_channels: the head size JetMoe's rotary module reads (attribute_map head_dim → kv_channels)",
     "molmo2_text": "rope_scaling_layers: which layers scale their RoPE",
+    "yolos": "use_mid_position_embeddings: a resampled table added before every layer, not modelled",
+    "patchtsmixer": "positional_encoding_type: the table's form, not read (sincos modelled, random not)",
+    "tvp": "the row's code is not modelled: its row, column and frame tables are unread",
+    "granite_speech_encoder": "the row's code is not modelled: max_pos_emb sizes its Shaw-style table",
+    "granite_speech_plus_encoder": "the row's code is not modelled: max_pos_emb sizes its Shaw-style table",
+    "wav2vec2-bert": "the row's code is not modelled: its relative_key table's bounds are unread",
+    **dict.fromkeys(("neucodec", "xcodec2"), "its semantic model is Wav2Vec2-BERT, whose relative_key table is not "
+                                            "modelled"),
     **dict.fromkeys(("qwen3_vl_vision", "qwen3_vl_moe_vision", "qwen3_5_vision", "qwen3_5_moe_vision",
                      "qwen3_omni_moe_vision_encoder", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"),
                     "num_position_embeddings: the learned, interpolated position table added to the patches"),

@@ -55,7 +55,7 @@ def test_positions_prints_every_stack_and_kind(configs, capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    ["positions", "{unknown}", "--strict"], ["golden", "model", "{unknown}", "--out", "{out}"],
+    ["positions", "{unknown}", "--strict"], ["golden", "model", "{unknown}", "--out", "{out}"], ["rope", "{unknown}"],
     ["check", "rope", "--config", "{unknown}", "--input", "{x}", "--positions", "{p}", "--candidate", "{x}"],
 ])
 def test_an_unknown_family_is_refused_with_one_line(configs, tmp_path, capsys, argv):

@@ -17,18 +17,27 @@ from refpos.models.view import ConfigView
 
 TEXT = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16}
 SIGLIP = {"model_type": "siglip_vision_model", "num_hidden_layers": 3, "num_attention_heads": 2, "hidden_size": 16}
+#: a tower of a model type the family table does not know
+UNKNOWN_TOWER = {**SIGLIP, "model_type": "not_a_vision_tower"}
 
 
 def test_a_tower_the_table_does_not_know_is_refused_by_name():
-    positions = refpos.model_positions({"model_type": "paligemma", "text_config": TEXT, "vision_config": SIGLIP})
+    config = {"model_type": "paligemma", "text_config": TEXT, "vision_config": UNKNOWN_TOWER}
+    positions = refpos.model_positions(config)
     assert positions.stacks == ("decoder", "vision")
     vision = positions.stack("vision")
     assert [r.kind for r in vision] == ["refused"] * 3
-    assert "siglip_vision_model" in vision[0].reason and "vision_config" in vision[0].reason
+    assert "not_a_vision_tower" in vision[0].reason and "vision_config" in vision[0].reason
     assert "vision_config.model_type" in positions.not_modelled and not positions.complete
-    assert positions.parts == (("vision", "vision_config", "siglip_vision_model"),)
+    assert positions.parts == (("vision", "vision_config", "not_a_vision_tower"),)
     with pytest.raises(ValueError, match="strict"):
-        refpos.model_positions({"model_type": "paligemma", "text_config": TEXT, "vision_config": SIGLIP}, strict=True)
+        refpos.model_positions(config, strict=True)
+
+
+def test_a_known_vision_tower_is_its_input_site_and_its_layers():
+    positions = refpos.model_positions({"model_type": "paligemma", "text_config": TEXT, "vision_config": SIGLIP})
+    assert positions.stacks == ("decoder", "vision.input", "vision") and positions.complete
+    assert positions.summary().splitlines()[1:] == ["vision input: grid(bicubic)", "vision layers 0-2: none ×3"]
 
 
 def test_a_known_tower_is_resolved_by_its_row():
@@ -69,7 +78,8 @@ def test_a_composite_of_parts_alone_has_no_language_stack():
     config = {"model_type": "vision-encoder-decoder", "encoder": {**SIGLIP, "model_type": "vit"},
               "decoder": {"model_type": "gpt2", "n_layer": 2, "n_head": 2, "n_embd": 16, "n_positions": 32}}
     positions = refpos.model_positions(config)
-    assert positions.stacks == ("encoder", "decoder")
+    assert positions.stacks == ("encoder.input", "encoder", "decoder")
+    assert [r.kind for r in positions.stack("encoder.input")] == ["grid"]
     assert [r.kind for r in positions.stack("decoder")] == ["learned", "learned"]
 
 

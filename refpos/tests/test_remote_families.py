@@ -42,7 +42,11 @@ def test_the_rule_leaves_keys_that_are_not_positions(key):
     assert not is_positional(key)
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+#: the configs whose family refpos refuses (their entry says what it does not model)
+REFUSED = sorted(name for name, entry in CONFIGS.items() if entry.get("refused"))
+
+
+@pytest.mark.parametrize("name", sorted(set(CONFIGS) - set(REFUSED)))
 def test_every_remote_config_has_its_position_keys_read(name):
     """Each real config, resolved by its row: no key positional by name is left unread (the row reads it, or its
     code ignores it and the row says so); what is reported is a mask or scale the attention does not model."""
@@ -50,6 +54,27 @@ def test_every_remote_config_has_its_position_keys_read(name):
     assert not [key for key, why in resolved.not_modelled.items() if why == BY_NAME], resolved.not_modelled
     assert set(resolved.not_modelled) <= {"scale_qk_dot_by_d", "dense_attention_every_n_layers", "mup_use_scaling"}
     assert all(layer.kind not in ("refused", "unknown") for layer in resolved)
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_a_refused_family_says_what_its_code_does_and_which_keys_it_leaves(name):
+    """TeleChat: every layer refused, the row's account of the code reported, the key that code reads and refpos does
+    not (``training_seqlen``) reported by name; the keys the code never reads (``offset_alibi``, ``logn``) are not.
+    ``--strict`` exits 2 on ``positions`` and ``rope``; ``--assume`` does not override a row of the table."""
+    resolved = refpos.model_positions(CONFIGS[name]["config"])
+    assert all(layer.kind == "refused" for layer in resolved) and not resolved.complete
+    assert "NTK step" in resolved.not_modelled["model_type"] and resolved.not_modelled["training_seqlen"] == BY_NAME
+    assert not {"offset_alibi", "logn", "seq_length"} & set(resolved.not_modelled)
+    assumed = refpos.model_positions(CONFIGS[name]["config"], assume={"family": "llama"})
+    assert all(layer.kind == "refused" for layer in assumed) and "ignored" in " ".join(assumed.notes)
+
+
+def test_skywork_refuses_a_rope_scaling_its_ports_disagree_on():
+    sky = config("Skywork/Skywork-13B-base")
+    layer = refpos.model_positions(sky).layers[0]
+    assert (layer.kind, layer.rope.theta, layer.rope.head_dim, layer.rope.layout) == ("rope", 10000.0, 128, "half")
+    scaled = refpos.model_positions(dict(sky, rope_scaling={"type": "linear", "factor": 2.0}))
+    assert scaled.layers[0].kind == "refused" and "rope_scaling" in scaled.not_modelled
 
 
 #: a model type the table does not know (the config's own, renamed), the row a user would borrow, and the keys of
@@ -78,6 +103,31 @@ def test_the_naive_test_breaks_when_the_rule_is_off(monkeypatch):
     monkeypatch.setattr("refpos.models.position_keys.is_positional", lambda key: False)
     with pytest.raises(AssertionError):
         test_a_borrowed_family_never_drops_the_code_s_own_keys(*NAIVE[0])
+
+
+def test_rope_and_positions_agree_on_an_inactive_listed_key(tmp_path, capsys):
+    """CodeShell renamed and stated as Llama: its ``position_embedding_type: "rope"`` says what the row does, so
+    neither command reports it (``refpos rope --strict`` exited 2 on it by its name while ``positions --strict``
+    said complete); ``"alibi"`` there is reported by both."""
+    for value, code in (("rope", 0), ("alibi", 2)):
+        cfg = _write(tmp_path / f"{value}.json", config("WisdomShell/CodeShell-7B", model_type="my_model",
+                                                        position_embedding_type=value))
+        for command in ("rope", "positions"):
+            assert main([command, str(cfg), "--assume", "family=llama", "--strict"]) == code, (command, value)
+            capsys.readouterr()
+
+
+def test_rope_and_positions_judge_an_unread_key_by_the_one_rule(tmp_path, capsys):
+    """phi-msft's ``flash_rotary: false`` (which kernel runs, unset) is harmless to both commands; set, both report
+    it by the positional rule. ``refpos rope --strict`` had a second rule (any unused key with "rotary" in its
+    name, set or not) and exited 2 where ``positions --strict`` said complete."""
+    base = {"model_type": "phi-msft", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 128,
+            "rotary_dim": 8, "vocab_size": 10}
+    for value, code in ((False, 0), (True, 2)):
+        cfg = _write(tmp_path / f"{value}.json", {**base, "flash_rotary": value})
+        for command in ("rope", "positions"):
+            assert main([command, str(cfg), "--strict"]) == code, (command, value)
+            capsys.readouterr()
 
 
 def test_the_refusal_lists_the_positional_keys_and_the_columns_first():

@@ -60,10 +60,12 @@ ROLES = ("single", "encoder", "decoder")
 
 #: role → config keys of a stack's layer count, head count and width, the first present wins (transformers'
 #: config classes name them differently: GPT-2's ``n_layer`` / ``n_head`` / ``n_embd``, BART's
-#: ``encoder_layers`` / ``encoder_attention_heads`` / ``d_model``, T5's ``num_layers`` / ``num_heads``)
+#: ``encoder_layers`` / ``encoder_attention_heads`` / ``d_model``, T5's ``num_layers`` / ``num_heads``; a
+#: Whisper-style audio encoder alone, the single stack of its model: ``encoder_layers``)
 GEOMETRY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
-    "single": {"layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "depth"),
-               "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads"),
+    "single": {"layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "depth", "encoder_layers"),
+               "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads",
+                         "encoder_attention_heads"),
                "width": ("hidden_size", "n_embd", "n_embed", "d_model", "dim", "emb_dim", "embed_dim")},
     "encoder": {"layers": ("encoder_layers", "num_layers", "num_hidden_layers"),
                 "heads": ("encoder_attention_heads", "num_heads", "num_attention_heads"),
@@ -252,6 +254,11 @@ def layer_count(view: ConfigView, role: str) -> int:
     return view.count(GEOMETRY_KEYS[role]["layers"], "layer count")
 
 
+def stack_width(view: ConfigView, role: str) -> int:
+    """A stack's width alone (an input embedding needs neither the layers nor the heads)."""
+    return view.count(GEOMETRY_KEYS[role]["width"], "hidden width")
+
+
 def positive_int(view: ConfigView, key: str, default: Any = None) -> int:
     """A positive integer at ``key`` of ``view`` (``default`` when absent), named by its full path."""
     return check_int(view.name(key), view.value(key, default), minimum=1)
@@ -259,4 +266,4 @@ def positive_int(view: ConfigView, key: str, default: Any = None) -> int:
 
 __all__ = ["EXAMPLE_GEOMETRY", "GEOMETRY_KEYS", "HOOKS", "INPUTS", "PIECES", "ROLES", "EncodingKind", "Geometry",
            "Schedule", "Stack", "check_fact",
-           "layer_count", "no_facts", "positive_int"]
+           "layer_count", "no_facts", "positive_int", "stack_width"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refpos.encoding import Encoding
-from refpos.models.kinds.record import EncodingKind, Stack, check_fact
+from refpos.models.kinds.record import EncodingKind, Stack, check_fact, layer_count
 from refpos.models.query_scales import QueryScale
 from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, query_scale_of, scale_reads, scaled
 from refpos.models.sources import Given, Source
@@ -176,6 +176,10 @@ def rotation_reads(stack: Stack) -> tuple[tuple[str, Source], ...]:
 NO_COUNT = "the config does not give its layer count: one record per layer type, no layer schedule"
 
 
+#: the layer type of a family's ``no_attention`` column that names the whole network (a CNN, a codec): one record
+NETWORK = "network"
+
+
 def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
     """RoPE, no positions, or no attention: the records of the layer schedule (what it does not model and its
     notes go to ``stack``). A config without a layer count gives one RoPE record per layer type (and the note
@@ -183,11 +187,21 @@ def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
     family, name, schedule_of = stack.family, stack.name, stack.schedule
     if schedule_of is None:
         raise ValueError(f"the {name} stack was given no layer schedule to build {encoding} layers with")
+    if encoding == "none" and (stack.role != "single" or schedule_of.count(stack.view, family) is None):
+        # attention without positions in every layer of a stack whose count the schedule does not read (an
+        # encoder or a decoder; a tower counting its layers under encoder_layers or depth)
+        try:
+            return [NoPositions(name, i, None) for i in range(layer_count(stack.view, stack.role))]
+        except ValueError:
+            if stack.role != "single":
+                raise  # no count under any key: the schedule below says so for a single stack
     if stack.role != "single":
         why = f"{encoding} positions in an encoder–decoder model are not modelled"
         return [Refused(name, i, None, reason=why) for i in range(stack.geometry().layers)]
     if encoding == "no_attention":
         mixer = next((kind for _, kind in family.no_attention), "mamba")
+        if NETWORK in dict(family.no_attention):  # a network without attention at all: one record stands for it
+            return [NoAttention(name, 0, None, mixer=mixer)]
         return [NoAttention(name, i, None, mixer=mixer) for i in range(schedule_of.count(stack.view, family) or 1)]
     if encoding == "rope" and schedule_of.count(stack.view, family) is None:
         return _per_type(stack)

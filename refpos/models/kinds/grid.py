@@ -1,0 +1,199 @@
+r"""The position-grid kind: a learned 2-D table added to a vision encoder's patches before its first layer, resampled
+to the input's patch grid (ViT, DeiT, DINOv2, CLIP, SigLIP, BLIP, …) — the way a family's code resamples it, the
+extra rows its table holds, and the keys of its native grid (:class:`GridFacts`), the record (:class:`GridLayer`)
+and the builder.
+
+The formulas are :mod:`refpos.encodings.grid` (docs/grid.md#the-math); the ways are the records of
+:data:`refpos.encodings.grid_variants.GRID_VARIANTS`. A table trained on ``image_size / patch_size`` patches per
+side holds ``prefix + M_h·M_w + suffix`` rows: the extra rows (CLS; DeiT's distillation token; YOLOS's detection
+tokens after the grid) are kept apart, and the grid is resampled to the input's patch grid ``(h, w)``. The record
+states the native grid and what it reads (``reads``: its rows at the input's patch grid); the trained table is a
+weight of the checkpoint.
+A family whose table is added as it is, without resampling (SAM's image encoder), has the way ``"fixed"``: the
+input must have the native grid.
+
+Examples
+--------
+>>> from refpos.models import model_positions
+>>> vit = {"model_type": "vit", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16,
+...        "image_size": 224, "patch_size": 16}
+>>> print(model_positions(vit).summary())
+vision input: grid(bicubic)
+vision layers 0-1: none ×2
+>>> site = model_positions(vit).stack("vision.input")[0]
+>>> site.grid, site.prefix, site.table_rows
+((14, 14), 1, 197)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from refpos.backend import Array
+from refpos.encodings.grid import patch_grid
+from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
+from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
+from refpos.models.records import LayerRecord
+from refpos.models.view import ConfigView
+from refpos.validation import check_int
+
+#: the way of a table added as it is: the input must have the native grid (no resampling)
+FIXED = "fixed"
+#: the ways a family row may name: every record of GRID_VARIANTS, and the fixed table
+GRID_WAYS = (*GRID_VARIANTS, FIXED)
+
+
+def image_grid(view: ConfigView, image: str = "image_size", patch: str = "patch_size", *,
+               image_default: Any = None, patch_default: Any = None) -> tuple[int, int]:
+    """The native patch grid ``(image_h // patch_h, image_w // patch_w)`` of a config: ``image`` and ``patch`` hold
+    an int or a pair (rows, columns); a ``ValueError`` naming the key when a value is not one."""
+    sizes = []
+    for key, default in ((image, image_default), (patch, patch_default)):
+        value = view.value(key, default)
+        pair = list(value) if isinstance(value, (list, tuple)) else [value, value]
+        if len(pair) != 2:
+            raise ValueError(f"{view.name(key)} must be an int or a pair (rows, columns), got {value!r}")
+        sizes.append([check_int(view.name(key), v, minimum=1) for v in pair])
+    (height, width), (ph, pw) = sizes
+    return patch_grid(height, width, (ph, pw))
+
+
+@dataclass(frozen=True)
+class GridFacts:
+    """How a family's code builds its position grid (module docstring).
+
+    ``way``: a record of :data:`~refpos.encodings.grid_variants.GRID_VARIANTS`, or ``"fixed"`` (no resampling);
+    ``prefix``: the rows before the grid (CLS: 1, DeiT: 2, SigLIP: 0), or ``prefix_key``: the key holding that
+    count (Pixio's ``n_cls_tokens``); ``suffix_key``: the key of the rows after the grid (YOLOS's
+    ``num_detection_tokens``); ``image`` and ``patch``: the keys of the native image and patch sizes;
+    ``defaults``: the config class's values of those two keys (a config.json written by transformers leaves out
+    a value equal to its class default); ``positions``: the key of the table's grid rows when the config states
+    them itself (a square: SigLIP2's ``num_patches``), ``positions_default`` its class default; ``always``: the
+    model resamples on every call (DINOv2, SigLIP2), rather than when its forward is asked to
+    (``interpolate_pos_encoding=True``: ViT, CLIP); ``width``: the key of the table's width when it is not the
+    stack's (Swin: ``embed_dim``, the first stage's).
+    """
+
+    way: str = "bicubic"
+    prefix: int = 1
+    prefix_key: str | None = None
+    suffix_key: str | None = None
+    image: str = "image_size"
+    patch: str = "patch_size"
+    defaults: tuple[Any, Any] | None = None
+    positions: str | None = None
+    positions_default: int | None = None
+    always: bool = False
+    width: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.defaults, list):
+            object.__setattr__(self, "defaults", tuple(self.defaults))
+
+    def check(self, where: str) -> None:
+        check_fact(where, self.way in GRID_WAYS, "grid.way", self.way)
+        check_fact(where, isinstance(self.prefix, int) and self.prefix >= 0, "grid.prefix", self.prefix)
+        check_fact(where, self.prefix_key is None or self.prefix == 1, "grid.prefix_key (with prefix)", self.prefix)
+        check_fact(where, isinstance(self.always, bool), "grid.always", self.always)
+        check_fact(where, self.defaults is None or len(self.defaults) == 2, "grid.defaults (image, patch)",
+                   self.defaults)
+
+
+@dataclass(frozen=True)
+class GridLayer(LayerRecord):
+    """A stack's position grid: the way it is resampled, the native grid ``(M_h, M_w)`` of the table, the extra
+    rows before (``prefix``) and after (``suffix``) it, and its width ``dim``; the table is a weight."""
+
+    way: str = "bicubic"
+    grid: tuple[int, int] = (14, 14)
+    prefix: int = 1
+    suffix: int = 0
+    dim: int = 768
+    always: bool = False
+    kind: ClassVar[str] = "grid"
+
+    @property
+    def label(self) -> str:
+        return f"grid({self.way})"
+
+    @property
+    def table_rows(self) -> int:
+        """The rows of the trained table: ``prefix + M_h·M_w + suffix``."""
+        return self.prefix + self.grid[0] * self.grid[1] + self.suffix
+
+    @property
+    def variant(self) -> GridVariant | None:
+        """The way's record (``None`` for a fixed table)."""
+        return GRID_VARIANTS.get(self.way)
+
+    def params(self) -> dict[str, Any]:
+        variant = self.variant
+        return {"way": self.way, "grid": list(self.grid), "prefix": self.prefix, "suffix": self.suffix,
+                "dim": self.dim, "table_rows": self.table_rows, "at": "input",
+                "resampled": "never: the input must have the native grid" if variant is None else
+                ("on every call" if self.always else "when the forward is called with interpolate_pos_encoding"),
+                **({} if variant is None else {"mode": variant.mode, "align_corners": variant.align_corners,
+                                                "antialias": variant.antialias,
+                                                "scale_factor_offset": variant.scale_factor_offset,
+                                                "keep_extra": variant.keep_extra})}
+
+    def reference(self, table: Array, grid: tuple[int, int]) -> Array:
+        """The positions added to an input of patch grid ``grid = (h, w)``: the trained ``table``
+        ``(table_rows, dim)`` resampled by the way (:meth:`GridVariant.resample`), its extra rows kept apart;
+        a fixed table is returned as it is, at its own grid only."""
+        rows = getattr(table, "shape", (None, None))
+        if len(rows) != 2 or rows[0] != self.table_rows:
+            raise ValueError(f"table must have shape ({self.table_rows}, dim) for the {self.stack} grid "
+                             f"{self.grid} with {self.prefix} + {self.suffix} extra rows, got {tuple(rows)}")
+        if self.variant is None:
+            if tuple(grid) != self.grid:
+                raise ValueError(f"grid: the {self.stack} table is not resampled, its input must have the native "
+                                 f"grid {self.grid}, got {tuple(grid)}")
+            return table
+        return self.variant.resample(table, grid, prefix_tokens=self.prefix, suffix_tokens=self.suffix,
+                                     source_grid=self.grid)
+
+    def _why_not(self) -> str:
+        return ("a resampled 2-D grid is added to the patches, not to 1-D positions: GridLayer.reference resamples "
+                "the checkpoint's table to the input's patch grid")
+
+
+def build(stack: Stack) -> list[LayerRecord]:
+    """One :class:`GridLayer`: the stack's input embedding (module docstring)."""
+    facts: GridFacts = stack.facts
+    view = stack.view
+    if facts.positions is not None:
+        n = view.int(facts.positions, facts.positions_default, minimum=1)
+        side = math.isqrt(n)
+        if side * side != n:
+            raise ValueError(f"{view.name(facts.positions)} must be a square number of grid rows, got {n}")
+        grid = (side, side)
+    else:
+        image, patch = facts.defaults or (None, None)
+        grid = image_grid(view, facts.image, facts.patch, image_default=image, patch_default=patch)
+    prefix = facts.prefix if facts.prefix_key is None else view.int(facts.prefix_key, minimum=0)
+    suffix = 0 if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
+    return [GridLayer(stack.name, 0, None, way=facts.way, grid=grid, prefix=prefix, suffix=suffix,
+                      dim=stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1),
+                      always=facts.always, reads=(("rows", ("image_grid",)),))]
+
+
+def _draw(draw: Any, st: Any) -> dict[str, Any]:
+    return {"way": draw(st.sampled_from(tuple(GRID_VARIANTS))), "grid": (draw(st.integers(1, 8)),
+                                                                         draw(st.integers(1, 8)))}
+
+
+GRID = EncodingKind(
+    name="grid", summary="a learned 2-D table added to the patches, resampled to the input's patch grid (ViT, "
+    "DINOv2, CLIP, SigLIP)", record=GridLayer, build=build, hook="input", reads=("image_grid",),
+    doc="docs/grid.md#the-math", facts=GridFacts, contract=("resample_position_table",),
+    spec="spec_tests/test_grid.py", draw=_draw, modalities=("vision",),
+    example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16, "image_size": 32,
+                        "patch_size": 8}, "facts": {"way": "bicubic"}},
+    absent={"check": "named by refpos.encodings.grid_mistakes.identify_grid; the command's target comes with the "
+                     "check registry",
+            "golden": "the cases are refpos.golden.grid_cases (not yet in the committed goldens)"})
+
+__all__ = ["FIXED", "GRID", "GRID_WAYS", "GridFacts", "GridLayer", "build", "image_grid"]
