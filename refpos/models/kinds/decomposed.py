@@ -126,8 +126,6 @@ DECOMPOSED = EncodingKind(
     contract=("add_decomposed_rel_pos",), spec="spec_tests/test_decomposed.py", draw=_draw, modalities=("vision",),
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16, "image_size": 64,
                         "patch_size": 16, "window_size": 2, "global_attn_indexes": [1]}, "facts": {}},
-    absent={"check": "named by refpos.encodings.decomposed_mistakes.identify_decomposed; the command's target comes "
-                     "with the check registry",
-            "golden": "the cases are refpos.golden.decomposed_cases (not yet in the committed goldens)"})
+    check="decomposed", golden="decomposed")
 
 __all__ = ["DECOMPOSED", "LISTED", "DecomposedFacts", "DecomposedLayer", "build"]

@@ -113,9 +113,7 @@ FOURIER = EncodingKind(
     doc="docs/fourier.md#the-math", facts=FourierFacts, contract=("fourier_features",),
     spec="spec_tests/test_fourier.py", draw=_draw, modalities=("vision",),
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16}, "facts": {}},
-    absent={"check": "named by refpos.encodings.fourier_mistakes.identify_fourier; the command's target comes with "
-                     "the check registry",
-            "golden": "the cases are refpos.golden.fourier_cases (not yet in the committed goldens)"},
+    check="fourier", golden="fourier",
     inert=("lengths", "rotary"))
 
 __all__ = ["FOURIER", "FOURIER_SITES", "SAM_VARIANTS", "FourierFacts", "FourierLayer", "build"]

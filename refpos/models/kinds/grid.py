@@ -192,8 +192,6 @@ GRID = EncodingKind(
     spec="spec_tests/test_grid.py", draw=_draw, modalities=("vision",),
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16, "image_size": 32,
                         "patch_size": 8}, "facts": {"way": "bicubic"}},
-    absent={"check": "named by refpos.encodings.grid_mistakes.identify_grid; the command's target comes with the "
-                     "check registry",
-            "golden": "the cases are refpos.golden.grid_cases (not yet in the committed goldens)"})
+    check="grid", golden="grid")
 
 __all__ = ["FIXED", "GRID", "GRID_WAYS", "GridFacts", "GridLayer", "build", "image_grid"]

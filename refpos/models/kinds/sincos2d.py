@@ -194,9 +194,7 @@ SINCOS2D = EncodingKind(
     contract=("sincos_2d_grid", "sine_position_map", "sine_coordinates"), spec="spec_tests/test_sincos2d.py",
     draw=_draw, modalities=("vision",),
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16}, "facts": {}},
-    absent={"check": "named by refpos.encodings.sincos2d_mistakes.identify_sincos2d; the command's target comes "
-                     "with the check registry",
-            "golden": "the cases are refpos.golden.sincos2d_cases (not yet in the committed goldens)"},
+    check="sincos2d", golden="sincos2d",
     inert=("lengths", "rotary"))
 
 __all__ = ["BUILDER_INPUTS", "QUERY_TABLE", "SINCOS2D", "SINE_SITES", "Sincos2dFacts", "Sincos2dLayer", "build"]

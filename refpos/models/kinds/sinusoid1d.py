@@ -151,9 +151,7 @@ SINUSOID1D = EncodingKind(
     contract=("sinusoid_1d", "padded_sinusoid"), spec="spec_tests/test_sinusoid1d.py", draw=_draw,
     modalities=("audio", "vision"),
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16}, "facts": {}},
-    absent={"check": "named by refpos.encodings.sinusoid1d_mistakes.identify_sinusoid1d; the command's target comes "
-                     "with the check registry",
-            "golden": "the cases are refpos.golden.sinusoid1d_cases (not yet in the committed goldens)"},
+    check="sinusoid1d", golden="sinusoid1d",
     inert=("lengths", "rotary"))
 
 __all__ = ["SINUSOID1D", "SINUSOID_SITES", "VARIANT_READS", "Sinusoid1dFacts", "Sinusoid1dLayer", "build"]
