@@ -179,8 +179,8 @@ def cached_pair_tables(tables_of: TablesOf, positions: Array, inv_freq: Array, a
     NumPy tables come back read-only; write into a copy.
     """
     cap = cache_cap()
-    if cap == 0:
-        return compute_pair_tables(tables_of, positions, inv_freq, attention_factor, rope)
+    if 2 * math.prod(_token_shape(positions, rope)) * inv_freq.shape[0] * 8 > cap:  # off, or tables over the cap
+        return compute_pair_tables(tables_of, positions, inv_freq, attention_factor, rope)  # no key, nothing kept
     key = table_key(tables_of, positions, inv_freq, attention_factor, rope)
     cache = cache_for(array_namespace(positions))
     tables = cache.get(key)
@@ -195,6 +195,11 @@ def cached_pair_tables(tables_of: TablesOf, positions: Array, inv_freq: Array, a
     return cos[...], sin[...]  # views: a NumPy view of a read-only array cannot be made writeable
 
 
+def _token_shape(positions: Array, rope: RopeConfig) -> tuple[int, ...]:
+    """``(..., T)``: the positions' shape, without M-RoPE's leading row of axes."""
+    return tuple(positions.shape if rope.mrope_section is None else positions.shape[1:])
+
+
 def _table_bytes(table: Array) -> int:
     return math.prod(table.shape) * array_namespace(table).finfo(table.dtype).bits // 8  # float tables
 
@@ -204,7 +209,7 @@ def compute_pair_tables(tables_of: TablesOf, positions: Array, inv_freq: Array, 
     """``tables_of`` at every position; large NumPy tables are computed in blocks of rows on refpos's threads
     (the values are elementwise, so every block gives the bits the whole would)."""
     xp = array_namespace(positions)
-    tokens = positions.shape if rope.mrope_section is None else positions.shape[1:]  # (..., T)
+    tokens = _token_shape(positions, rope)  # (..., T)
     m, t = inv_freq.shape[0], tokens[-1] if tokens else 1
     values = math.prod(tokens) * m
     if not is_numpy_namespace(xp) or threads_for(values) == 1 or t < 2:
