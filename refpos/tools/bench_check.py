@@ -9,7 +9,10 @@ alternating rounds (a slow phase of a shared machine falls on all of them alike)
 * ``reference``: :func:`refpos.apply_rope` on those float64 blocks (the reference the check computes);
 * ``check``: :func:`refpos.check.run.check_rope` on the memory maps (read, reference, tolerance, compare).
 
-``check/(reference+reading)`` is the overhead of the comparison itself. The peak memory is the largest
+``check/(reference+reading)`` is the overhead of the comparison itself. Each timed call starts with the table
+cache emptied (:mod:`refpos.rope.table_cache`), as a fresh ``refpos check`` process does: the reference and
+the check both compute the tables of each block of positions once, for its first head, and take them from the
+cache for the others. The peak memory is the largest
 anonymous resident memory (``RssAnon`` in ``/proc/self/status``, sampled every 10 ms) above its value
 before the call: the pages of the memory-mapped files are file-backed and do not count, every array
 refpos allocates does. Nothing here is asserted by a test.
@@ -131,6 +134,7 @@ def _bench_size(root: Path, heads: int, rounds: int, progress: Callable[[str], N
     from refpos.check import stream
     from refpos.check.run import check_rope
     from refpos.rope import apply_rope, rope_frequencies
+    from refpos.rope.table_cache import clear_caches
 
     rope = llama31_rope()
     inv_freq, factor = rope_frequencies(rope, seq_len=LENGTH, xp="numpy")
@@ -162,6 +166,7 @@ def _bench_size(root: Path, heads: int, rounds: int, progress: Callable[[str], N
     peaks: list[int] = []
     for _ in range(rounds):
         for name, fn in (("reading", reading), ("reference", reference), ("check", check)):
+            clear_caches()  # as a fresh process: no table of an earlier call
             seconds, peak = peak_rss_anon(fn)
             times[name].append(seconds)
             if name == "check" and peak is not None:
