@@ -311,17 +311,14 @@ def fast_span_rotation(x: Array) -> Any | None:
 
 def _fast_form(rotate_span_fast: Any, x: Array, positions: Array, inv_freq: Array, attention_factor: float,
                rope: RopeConfig) -> Array:
-    """:func:`rotate_pairs` by a fast span rotation: the output written once, pass-through channels copied,
-    the float64 tables computed once per set of positions (:mod:`refpos.rope.table_cache`) and cast to x's
-    dtype by the rotation."""
+    """:func:`rotate_pairs` by a fast span rotation: the output written once (rotated pairs and pass-through
+    channels), the float64 tables computed once per set of positions (:mod:`refpos.rope.table_cache`) and cast
+    to x's dtype by the rotation."""
     xp = array_namespace(x)
     tokens = token_positions(positions, rope.mrope_section).shape  # (..., T): M-RoPE's rows share it
     out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], tokens), x.shape[-1]), dtype=x.dtype)
-    start, stop = rope_span(rope)
-    out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
-    out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
     cos, sin = cached_pair_tables(rope_pair_tables, positions, inv_freq, attention_factor, rope)  # (..., T, m)
-    rotate_span_fast(x, cos, sin, out, rope_pair_slices(rope, start, stop))
+    rotate_span_fast(x, cos, sin, out, rope_pair_slices(rope, *rope_span(rope)))
     return out
 
 

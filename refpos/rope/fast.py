@@ -84,7 +84,8 @@ def rotate_span(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray
         The readable form's ``A·cos φ`` and ``A·sin φ`` (:func:`refpos.rope.core.rope_pair_tables`),
         broadcastable against ``x.shape[:-1]``; read, never written (they may be the cache's,
         :mod:`refpos.rope.table_cache`)
-    out : ndarray ``(..., T, D)``, the broadcast shape of x and the tables' leading axes
+    out : ndarray ``(..., T, D)``, the broadcast shape of x and the tables' leading axes: written whole, slab
+        by slab (the channels outside the rotated span are x's)
     pairs : ``(u_in, v_in, u_out, v_out)`` channel slices of the head (:func:`refpos.rope.core.rope_pair_slices`);
         the rotated span is ``[u_in.start, v_in.stop)``
     """
@@ -103,6 +104,7 @@ def rotate_span(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray
     slabs = [(*index, slice(h0, h0 + heads_per_call)) for index in np.ndindex(*lead[:-1])
              for h0 in range(0, lead[-1], heads_per_call)]
     cols = slice(start, stop)
+    passed = [part for part in (slice(0, start), slice(stop, x.shape[-1])) if part.stop > part.start]
     swap = _swapper(u_out, v_out, m, x)
     reorder = (u_in, v_in) != (u_out, v_out)  # deinterleaved: pairs read as (2j, 2j + 1), written half-split
     scratch = ThreadScratch()  # this call's per-thread memory, released when the call returns
@@ -126,6 +128,8 @@ def rotate_span(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray
             swap(span, partner[:heads])
             np.multiply(partner[:heads], s_b[slab], out=partner[:heads])
             np.add(result[:heads], partner[:heads], out=out[where])  # the output's one write, the fourth call
+            for part in passed:  # pass-through channels (DeepSeek: the nope part first; GPT-NeoX: after the span)
+                np.copyto(out[(*slab, rows, part)], x_b[(*slab, rows, part)])
 
     run_blocks([partial(block, slice(t0, min(t0 + rows_per_block, t))) for t0 in range(0, t, rows_per_block)],
                numpy=True, work=math.prod(out.shape))

@@ -67,10 +67,14 @@ def rotate_span(x: Array, cos: Array, sin: Array, out: Array, pairs: tuple[slice
     cos, sin : cupy arrays ``(..., T, m)`` float64
         The readable form's ``A·cos φ`` and ``A·sin φ`` (:func:`refpos.rope.core.rope_pair_tables`),
         broadcastable against ``x.shape[:-1]``; read, never written (they may be the cache's)
-    out : cupy array ``(..., T, D)``, the broadcast shape
+    out : cupy array ``(..., T, D)``, the broadcast shape: written whole (the channels outside the rotated
+        span ``[u_in.start, v_in.stop)`` are x's)
     pairs : ``(u_in, v_in, u_out, v_out)`` channel slices (:func:`refpos.rope.core.rope_pair_slices`)
     """
     u_in, v_in, u_out, v_out = pairs
+    start, stop = u_in.start, v_in.stop
+    out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
+    out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
     cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)  # the readable form's cast: the products run in x's dtype
     first, second = _kernels()
     u, v = x[..., u_in], x[..., v_in]  # (..., T, m) views, broadcast by the kernels

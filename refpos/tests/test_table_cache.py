@@ -270,3 +270,12 @@ def test_check_computes_the_tables_of_each_block_of_positions_once(monkeypatch):
     result = check_rope(candidate, x, np.arange(256), ROPE)
     assert result["ok"]
     assert len(calls) == 4  # one per block of positions; 32 without the cache
+
+
+def test_the_command_line_names_a_bad_cache_size_in_one_line(monkeypatch, capsys):
+    from refpos.cli import main
+
+    monkeypatch.setenv("REFPOS_TABLE_CACHE", "lots")
+    assert main(["bench", "rope", "--shape", "1", "1", "8", "8", "--dtypes", "float32", "--layouts", "half"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "REFPOS_TABLE_CACHE must be a non-negative integer" in err
