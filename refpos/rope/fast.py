@@ -113,6 +113,7 @@ def rotate_span(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray
         table_c, table_s = signed_tables(cos[..., rows, :], sin[..., rows, :], (u_out, v_out), x.dtype, scratch)
         shape = (*lead, rows.stop - rows.start, 2 * m)
         c_b, s_b = np.broadcast_to(table_c, shape), np.broadcast_to(table_s, shape)  # (..., rows, 2m) views
+        shared = table_c.ndim == 2  # one table for every head and batch (positions (T,)): no view per slab
         full = (min(heads_per_call, lead[-1]), rows.stop - rows.start, 2 * m)
         # (heads, rows, 2m) each, in this core's cache: x·C, each channel's pair (then times S), the pairs reordered
         result, partner = scratch.take("result", full, x.dtype), scratch.take("partner", full, x.dtype)
@@ -121,13 +122,14 @@ def rotate_span(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray
             where = (*slab, rows, cols)
             span = x_b[where]  # (heads, rows, 2m)
             heads = span.shape[0]
+            res, par = (result, partner) if heads == full[0] else (result[:heads], partner[:heads])
             if ordered is not None:
                 ordered[:heads, ..., u_out], ordered[:heads, ..., v_out] = span[..., u_in], span[..., v_in]
                 span = ordered[:heads]
-            np.multiply(span, c_b[slab], out=result[:heads])  # first: streams x in, contiguously
-            swap(span, partner[:heads])
-            np.multiply(partner[:heads], s_b[slab], out=partner[:heads])
-            np.add(result[:heads], partner[:heads], out=out[where])  # the output's one write, the fourth call
+            np.multiply(span, table_c if shared else c_b[slab], out=res)  # first: streams x in, contiguously
+            swap(span, par)
+            np.multiply(par, table_s if shared else s_b[slab], out=par)
+            np.add(res, par, out=out[where])  # the output's one write, the fourth call
             for part in passed:  # pass-through channels (DeepSeek: the nope part first; GPT-NeoX: after the span)
                 np.copyto(out[(*slab, rows, part)], x_b[(*slab, rows, part)])
 

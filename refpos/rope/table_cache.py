@@ -11,9 +11,10 @@ the tables of the positions seen last and hands them back instead of computing t
 
 **What a table depends on, and so the key.** The tables are a function of the positions (values, dtype,
 shape), of ``ω`` (values, dtype), of ``A`` and of the M-RoPE sections and their assignment, evaluated in one
-array library on one device. The key holds each of these **exactly**: the bytes of the positions and of
-``ω``, the 8 bytes of ``A`` as a float64 (so ``-0.0``, ``0.0`` and every NaN payload differ), the shapes,
-dtypes, sections, the backend's name and the device. Python's dictionary compares whole keys on a hash
+array library on one device. The key holds each of these **exactly**, with the function computing them
+(:func:`refpos.rope.core.rope_pair_tables`): the bytes of the positions and of ``ω``, the 8 bytes of ``A`` as a
+float64 (so ``-0.0``, ``0.0`` and every NaN payload differ), the shapes, dtypes, sections, the backend's name
+and the device. Python's dictionary compares whole keys on a hash
 match, so two inputs that differ in one byte never share an entry. Nothing else of a
 :class:`~refpos.rope.config.RopeConfig` (layout, placement, head size) reaches the tables; the dtype of x
 does not either: the callers cast and lay out the float64 tables themselves.
@@ -56,7 +57,7 @@ TablesOf = Callable[[Array, Array, float, RopeConfig], tuple[Array, Array]]
 #: of a 128-wide head (64 pairs: 2 × 2**26 float64 values … 1 GiB) do not fit, those of 131072 (128 MiB) do
 DEFAULT_CAP_MIB = 256
 
-#: rows of positions per block when a NumPy table is computed on threads (2**20 values per block)
+#: values per block, at most, when a NumPy table is computed in blocks of rows on threads
 _BLOCK_VALUES = 2**20
 
 
@@ -177,6 +178,11 @@ def cached_pair_tables(tables_of: TablesOf, positions: Array, inv_freq: Array, a
     before; computed (:func:`compute_pair_tables`) and stored, within the cap, otherwise.
 
     NumPy tables come back read-only; write into a copy.
+
+    See Also
+    --------
+    refpos.rope.core.rope_pair_tables : the tables themselves
+    refpos.rope.core.rope_cos_sin : the public tables, laid out from these
     """
     cap = cache_cap()
     if 2 * math.prod(_token_shape(positions, rope)) * inv_freq.shape[0] * 8 > cap:  # off, or tables over the cap
