@@ -195,3 +195,10 @@ def test_check_peak_counts_what_is_allocated_and_not_the_pages_of_a_memory_map(t
     _, read = peak_rss_anon(lambda: float(mapped.sum()))
     assert held >= 30 * 2**20
     assert read < 8 * 2**20
+
+
+@pytest.mark.parametrize("dims", [["65"], ["7"], ["130"]])
+def test_rope_rotary_dims_must_be_even_and_within_the_head(dims, capsys):
+    assert main(["bench", "rope", "--shape", "1", "1", "8", "64", "--rotary-dims", *dims]) == 2
+    err = capsys.readouterr().err
+    assert "--rotary-dims" in err and "must be even and at most D = 64" in err
