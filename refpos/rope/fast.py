@@ -20,10 +20,12 @@ The tables are the readable form's own float64 tables (:func:`refpos.rope.core.r
 once per set of positions: :mod:`refpos.rope.table_cache`): this module only casts them to x's dtype and lays
 them out as ``C`` and ``S``, block by block, so a change to the tables reaches every path.
 
-Each slab of rows is computed in scratch memory that stays in the core's cache (``x·C``, the partners,
-``·S``) and written to the output once, by the fourth call, the sum: writing the products straight into
-the output makes the first call read each output cache line before writing it. The measurements behind
-these choices, and the forms tried and not taken, are in docs/performance.md#fast-forms.
+Each slab of rows is first copied whole from x into the output: one streaming copy (NumPy's copy of
+contiguous memory, the fastest pass over memory it has) that also writes the channels outside the rotated
+span, final. The slab's pairs, now in the core's cache, are then rotated there: ``x·C``, the partners and
+``·S`` into scratch memory, and the sum written over the slab's pairs in the output while they are still
+cached, so memory sees one read of x and one write of the output. The measurements behind these choices,
+and the forms tried and not taken, are in docs/performance.md#fast-forms.
 
 Blocks of rows are independent, so they run on threads (:mod:`refpos.parallel`). Each thread keeps its
 scratch arrays (tables, partners, results) from one block to the next
@@ -41,7 +43,7 @@ import numpy as np
 from refpos.parallel import ThreadScratch, run_blocks, threads_for
 
 #: bytes per NumPy call (512 KiB): one head's slab of rows. A slab, its result and its partners (1.5 MiB,
-#: and the block's tables) stay in a 2 MiB L2 cache between the four calls on them; each call costs a few µs
+#: and the block's tables) stay in a 2 MiB L2 cache between the five calls on them; each call costs a few µs
 #: whatever its size, and larger slabs mean fewer, longer blocks for the threads (the sizes measured:
 #: docs/performance.md#slab-size)
 SLAB_BYTES = 2**19
@@ -104,7 +106,6 @@ def rotate_span(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray
     slabs = [(*index, slice(h0, h0 + heads_per_call)) for index in np.ndindex(*lead[:-1])
              for h0 in range(0, lead[-1], heads_per_call)]
     cols = slice(start, stop)
-    passed = [part for part in (slice(0, start), slice(stop, x.shape[-1])) if part.stop > part.start]
     swap = _swapper(u_out, v_out, m, x)
     reorder = (u_in, v_in) != (u_out, v_out)  # deinterleaved: pairs read as (2j, 2j + 1), written half-split
     scratch = ThreadScratch()  # this call's per-thread memory, released when the call returns
@@ -119,19 +120,20 @@ def rotate_span(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, out: np.ndarray
         result, partner = scratch.take("result", full, x.dtype), scratch.take("partner", full, x.dtype)
         ordered = scratch.take("span", full, x.dtype) if reorder else None
         for slab in slabs:
-            where = (*slab, rows, cols)
-            span = x_b[where]  # (heads, rows, 2m)
+            target = out[(*slab, rows)]  # (heads, rows, D): the output's rows of this slab
+            np.copyto(target, x_b[(*slab, rows)])  # one streaming copy: x in, the pass-through channels final
+            span = target[..., cols]  # (heads, rows, 2m): x's pairs, now in this core's cache
             heads = span.shape[0]
             res, par = (result, partner) if heads == full[0] else (result[:heads], partner[:heads])
             if ordered is not None:
                 ordered[:heads, ..., u_out], ordered[:heads, ..., v_out] = span[..., u_in], span[..., v_in]
-                span = ordered[:heads]
-            np.multiply(span, table_c if shared else c_b[slab], out=res)  # first: streams x in, contiguously
-            swap(span, par)
+                span_in = ordered[:heads]
+            else:
+                span_in = span
+            np.multiply(span_in, table_c if shared else c_b[slab], out=res)
+            swap(span_in, par)
             np.multiply(par, table_s if shared else s_b[slab], out=par)
-            np.add(res, par, out=out[where])  # the output's one write, the fourth call
-            for part in passed:  # pass-through channels (DeepSeek: the nope part first; GPT-NeoX: after the span)
-                np.copyto(out[(*slab, rows, part)], x_b[(*slab, rows, part)])
+            np.add(res, par, out=span)  # over x's values, in the cache: written back to memory once
 
     run_blocks([partial(block, slice(t0, min(t0 + rows_per_block, t))) for t0 in range(0, t, rows_per_block)],
                numpy=True, work=math.prod(out.shape))
