@@ -42,11 +42,10 @@ import numpy as np
 
 from refpos.parallel import ThreadScratch, run_blocks, threads_for
 
-#: bytes per NumPy call (512 KiB): one head's slab of rows. A slab, its result and its partners (1.5 MiB,
-#: and the block's tables) stay in a 2 MiB L2 cache between the five calls on them; each call costs a few µs
-#: whatever its size, and larger slabs mean fewer, longer blocks for the threads (the sizes measured:
-#: docs/performance.md#slab-size)
-SLAB_BYTES = 2**19
+#: bytes per NumPy call (256 KiB): one head's slab of rows. The slab in the output, its products and the
+#: block's tables (1.25 MiB) stay in a 2 MiB L2 cache between the five calls on them; each call costs a few µs
+#: whatever its size (the sizes measured: docs/performance.md#slab-size)
+SLAB_BYTES = 2**18
 
 
 def signed_tables(cos: np.ndarray, sin: np.ndarray, written: tuple[slice, slice], dtype: np.dtype,
