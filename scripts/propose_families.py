@@ -30,7 +30,8 @@ from transformers import AutoConfig, AutoModel
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING, model_type_to_module_name
 
 from refpos.models import families
-from refpos.models.facts import AbsoluteFacts, StackFacts
+from refpos.models.facts import StackFacts
+from refpos.models.kinds.absolute import LearnedFacts
 from refpos.models.positions import model_positions
 
 MODELS = Path(transformers.__file__).parent / "models"
@@ -52,8 +53,8 @@ def proposal(model_type: str) -> tuple[str, families.Family] | None:
     offset = {"offset_key": "pad_token_id"} if "def create_position_ids_from_input_ids" in text else {}
     owner = re.findall(r"\nclass (\w+)\(nn\.Module\):(?:(?!\nclass ).)*?" + re.escape(found.group(0)), text, re.S)
     source = f"{module}/{files[0].name}: {owner[-1] if owner else 'forward'}"
-    learned = AbsoluteFacts(table=(found.group(2),), **offset)
-    row = families.Family(model_type, source, positions=StackFacts(encoding="learned", learned=learned),
+    learned = LearnedFacts(table=(found.group(2),), **offset)
+    row = families.Family(model_type, source, positions=StackFacts("learned", (("learned", learned),)),
                           stacks="encoder")
     return found.group(1), row
 
@@ -96,8 +97,8 @@ def main() -> int:
                 or layer.table_size != measured[1]:
             print(f"# {model_type}: the proposal does not hold on the model ({measured})")
             continue
-        learned = row.positions.learned
-        facts = {k: v for k, v in dataclasses.asdict(learned).items() if v != getattr(AbsoluteFacts(), k)}
+        learned = row.positions.facts_of("learned")
+        facts = {k: v for k, v in dataclasses.asdict(learned).items() if v != getattr(LearnedFacts(), k)}
         facts["table"] = learned.table[0]
         print(f'\n[family.{model_type}]\nsource = "{row.source}"\nstacks = "encoder"\nencoding = "learned"\n'
               "learned = {" + ", ".join(f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}"

@@ -69,6 +69,10 @@ def _from_records(config: dict[str, Any]) -> Resolution:
     layers, refused = [], []
     towers = [r for r in answer.layers if r.stack not in STACKS]  # vision towers: token ids never reach them
     for r in answer.layers:
+        if r.kind == "unknown":  # whatever its stack is called: the family is not in the table
+            refused.append(f"model_type {answer.model_type!r} is not in the family table; unknown: "
+                           + ", ".join(r.unknown))
+            continue
         if r.stack not in STACKS:
             continue
         where = (r.stack, r.index)
@@ -80,9 +84,9 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         elif r.kind == "no_attention":
             layers.append(LayerClaim(*where, "no_attention", detail=r.mixer))
         elif r.kind == "alibi":
-            layers.append(LayerClaim(*where, "alibi", params={"bias": r.bias, "before_scale": r.before_scale}))
+            layers.append(LayerClaim(*where, "alibi", params={"bias": r.bias_at, "before_scale": r.before_scale}))
         elif r.kind == "t5":
-            layers.append(LayerClaim(*where, "t5", params={"buckets": r.buckets, "owns_table": r.owns_table,
+            layers.append(LayerClaim(*where, "t5", params={"buckets": r.buckets_at, "owns_table": r.owns_table,
                                                           "table_layer": r.table_layer}))
         elif r.kind in ("learned", "sinusoidal"):
             layers.append(LayerClaim(*where, r.kind, params={"offset": r.offset, "table_size": r.table_size,
@@ -95,17 +99,16 @@ def _from_records(config: dict[str, Any]) -> Resolution:
             layers.append(LayerClaim(*where, "other", detail="deberta", params={"absolute": r.position_biased_input}))
         elif r.kind == "refused":
             refused.append(f"{r.stack} layer {r.index}: {r.reason}")
-        elif r.kind == "unknown":
-            refused.append(f"model_type {answer.model_type!r} is not in the family table; unknown: "
-                           + ", ".join(r.unknown))
         else:
             layers.append(LayerClaim(*where, "other", detail=r.kind))
     from refpos.models.position_keys import ATTENTION_ONLY
 
     notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, not compared (the survey "
-             "runs token ids only)" for stack in dict.fromkeys(r.stack for r in towers)]
+             "runs token ids only)" for stack in dict.fromkeys(r.stack for r in towers if r.kind != "unknown")]
+    part_paths = tuple(path + "." for _, path, _ in answer.parts)
     for key, what in answer.not_modelled.items():  # masks and scales are notes; any other key is a refusal
-        (notes if key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
+        in_a_part = key.startswith(part_paths)  # a network the survey does not run: noted, not compared
+        (notes if in_a_part or key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
     return Resolution(tuple(layers), "; ".join(dict.fromkeys(refused)) or None, None, tuple(notes))
 
 
@@ -119,7 +122,7 @@ def _from_schedule(config: dict[str, Any]) -> Resolution:
         if not layer.attention:
             layers.append(LayerClaim("decoder", layer.index, "no_attention", detail=layer.mixer or ""))
             continue
-        scale = layer.query_scale if layer.scale is not None else None
+        scale = layer.scale  # the rule at p: the survey's probes are tokens whose ids are their slots
         kind = "rope" if layer.rope is not None else "none"
         layers.append(LayerClaim("decoder", layer.index, kind, rope=layer.rope, query_scale=scale,
                                  detail=layer.layer_type or ""))

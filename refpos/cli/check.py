@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import builtins
 import json
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from refpos.check.run import (
 )
 from refpos.check.tables_stream import relative_grid
 from refpos.cli import check_config
-from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, WIDTH, Number, help_with, require
+from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, SEQ_LEN, WIDTH, Number, help_with, require
 from refpos.cli.progress import ProgressBar
 from refpos.encodings.alibi import FORMS
 from refpos.encodings.deberta import deberta_attention_span
@@ -31,7 +32,9 @@ from refpos.encodings.sinusoidal import LAYOUTS, SPACINGS
 from refpos.encodings.t5 import check_bucket_args
 from refpos.golden.npy import read_npy
 from refpos.golden.npy_file import open_npy
+from refpos.outputs import check_output
 from refpos.tools.figures import FORMATS
+from refpos.validation import printable
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -49,8 +52,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="rope: unusable (exit 2) when the config asks for something refpos does not model")
     parser.add_argument("--input", help="rope: the input x (..., T, head_dim) (.npy)")
     parser.add_argument("--positions", help="rope, sinusoid: integer positions (.npy)")
-    parser.add_argument("--seq-len", type=LENGTH, default=None,
-                        help=help_with(LENGTH, "rope: L (default max(positions) + 1)"))
+    parser.add_argument("--seq-len", type=SEQ_LEN, default=None,
+                        help=help_with(SEQ_LEN, "rope: L (default max(positions) + 1)"))
     parser.add_argument("--heads", type=WIDTH, help=help_with(WIDTH, "alibi: number of heads"))
     parser.add_argument("--q-len", type=LENGTH, default=None,
                         help=help_with(LENGTH, "alibi, t5, deberta: queries, the last q_len of the k_len keys"))
@@ -76,7 +79,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     check_config.configure(parser)
     parser.add_argument("--plot", type=Path, default=None,
                         help="draw the fit (fitted against reference frequency per pair; ALiBi: slope per head) "
-                             "into this .svg or .png file")
+                             "into this .svg or .png file (a new file; never through a symlink)")
+    parser.add_argument("--force", action="store_true", help="with --plot: replace an existing file")
     require(parser, _options_agree)
 
 
@@ -204,6 +208,9 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
 def _print(result: dict[str, Any]) -> None:
     from refpos.check.identify_text import report_lines
 
+    def print(line: str) -> None:  # a case id, a config key: strings refpos did not write are shown escaped
+        builtins.print(printable(line))
+
     status = "OK" if result["ok"] else "FAIL"
     where = result.get("worst_index")
     print(f"refpos check {result['target']}: {status} ({result['dtype']}): max |candidate − reference| = "
@@ -242,17 +249,19 @@ def run(args: argparse.Namespace) -> int:
     from refpos.golden.manifest import GoldenError
 
     try:
+        if args.plot is not None:  # refused before the check, not after it
+            check_output(args.plot, force=args.force)
         result = _dispatch(args)
         if result.get("n_nan"):  # the largest error is NaN where the candidate has a NaN (not inf)
             result["max_abs_error"] = float("nan")
     except (Unusable, GoldenError, ValueError, TypeError, KeyError, OSError, IndexError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"refpos check {args.target}: error: {msg}", file=sys.stderr)
+        print(printable(f"refpos check {args.target}: error: {msg}"), file=sys.stderr)
         return 2
     if args.plot is not None:
         from refpos.tools.plots_fit import draw_identification
 
-        draw_identification(result, args.plot)  # a missing matplotlib or a bad suffix: exit 2 in refpos.cli
+        draw_identification(result, args.plot, force=args.force)  # refused, or no matplotlib: exit 2 in refpos.cli
     if args.json:
         print(json.dumps(_finite_json(result)))
     else:

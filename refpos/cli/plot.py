@@ -5,7 +5,8 @@
   transformers ``config.json`` (:mod:`refpos.tools.model_plots`): its frequencies per pair against the
   unscaled ones with the rule's bands, the attention factor, and for M-RoPE the position each pair reads.
 
-Figures are SVG by default; ``--out FILE.png`` writes a PNG at ``--dpi``.
+Figures are SVG by default; ``--out FILE.png`` writes a PNG at ``--dpi``. Every figure is written by
+:func:`refpos.outputs.write_file`: never through a symlink, and over an existing file only with ``--force``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import argparse
 from pathlib import Path
 
 from refpos.cli.options import DPI as DPI_RANGE
-from refpos.cli.options import LENGTH, help_with
+from refpos.cli.options import SEQ_LEN, help_with
+from refpos.outputs import check_output
 from refpos.tools.plots import DPI, PLOTS, draw
 
 
@@ -25,8 +27,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, default=None,
                         help="draw this model's RoPE: a config.json, or a model folder holding one")
     parser.add_argument("--layer-type", default=None, help="--config: layer type of a per-layer config")
-    parser.add_argument("--seq-len", type=LENGTH, default=None,
-                        help=help_with(LENGTH, "--config: draw the frequencies at this length L only (dynamic NTK, "
+    parser.add_argument("--seq-len", type=SEQ_LEN, default=None,
+                        help=help_with(SEQ_LEN, "--config: draw the frequencies at this length L only (dynamic NTK, "
                                                "LongRoPE; default: the lengths where they change)"))
     parser.add_argument("--out", help="output file, .svg or .png (default NAME.svg; --config: MODEL-rope.svg)")
     parser.add_argument("--all", action="store_true",
@@ -34,6 +36,24 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-dir", default=".", help="directory for --all (default: .)")
     parser.add_argument("--dpi", type=DPI_RANGE, default=DPI,
                         help=help_with(DPI_RANGE, f"resolution of a PNG (default {DPI})"))
+    parser.add_argument("--force", action="store_true", help="replace existing files (never a symlink)")
+
+
+def check_layer_type(config: Path, layer_type: str | None) -> None:
+    """A ``ValueError`` naming ``--layer-type`` when the config's RoPE is per layer type and none (or another)
+    is given, or when one is given for a config with one RoPE."""
+    from refpos.models.hf import hf_layer_types
+
+    types = hf_layer_types(config)
+    choices = " or ".join(f"--layer-type {t}" for t in types)
+    if types and layer_type is None:
+        raise ValueError(f"--config {config}: the RoPE is per layer type ({', '.join(types)}): give {choices}")
+    if types and layer_type not in types:
+        raise ValueError(f"--layer-type {layer_type}: --config {config} has the layer types {', '.join(types)}: "
+                         f"give {choices}")
+    if not types and layer_type is not None:
+        raise ValueError(f"--layer-type {layer_type}: --config {config} has one RoPE for every layer: drop "
+                         "--layer-type")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,15 +73,26 @@ def run(args: argparse.Namespace) -> int:
     if args.config is not None:
         from refpos.tools.model_plots import draw_model
 
-        print(draw_model(args.config, args.out, layer_type=args.layer_type, seq_len=args.seq_len, dpi=args.dpi))
+        check_layer_type(args.config, args.layer_type)
+        if args.out is not None:
+            check_output(args.out, force=args.force)
+        print(draw_model(args.config, args.out, layer_type=args.layer_type, seq_len=args.seq_len, dpi=args.dpi,
+                         force=args.force))
         return 0
     jobs = [(n, Path(args.out_dir) / f"{n}.svg") for n in PLOTS] if args.all else [
         (args.name, Path(args.out or f"{args.name}.svg"))]
-    for name, path in jobs:
-        print(draw(name, path, dpi=args.dpi))
+    models = {}
     if args.all:  # and the documentation's figures of real models
-        from refpos.tools.model_plots import DOC_MODELS, doc_model_config, draw_model
+        from refpos.tools.model_plots import DOC_MODELS
 
-        for name in DOC_MODELS:
-            print(draw_model(doc_model_config(name), Path(args.out_dir) / f"{name}.svg", dpi=args.dpi))
+        models = {name: Path(args.out_dir) / f"{name}.svg" for name in DOC_MODELS}
+    for path in [*(path for _, path in jobs), *models.values()]:  # every refusal before the first figure
+        check_output(path, force=args.force)
+    for name, path in jobs:
+        print(draw(name, path, dpi=args.dpi, force=args.force))
+    if models:
+        from refpos.tools.model_plots import doc_model_config, draw_model
+
+        for name, path in models.items():
+            print(draw_model(doc_model_config(name), path, dpi=args.dpi, force=args.force))
     return 0

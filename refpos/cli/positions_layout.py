@@ -3,8 +3,9 @@
 ``SPANS`` is written ``text:6,image:1x8x12,text:6`` (``video:TxHxW@S`` for a video, ``S`` seconds between two
 temporal patches, ``+audio:N`` for its audio track; ``audio:N`` for audio tokens; :mod:`refpos.models.mm_layout`).
 The family and the settings it reads (spatial merge, tokens per second, ...) are read from the config, each
-printed with where it came from; ``--out FILE.npy`` writes the ``(3, T)`` ids (a new file:
-refpos does not replace a file it did not write), ready for ``refpos check rope --positions``.
+printed with where it came from; ``--out FILE.npy`` writes the ``(3, T)`` ids (a new file, never through a
+symlink: :func:`refpos.outputs.write_file`; ``--force`` replaces a file), ready for ``refpos check rope
+--positions``.
 
 Example
 -------
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ import numpy as np
 
 from refpos.models.hf_files import load_hf_config
 from refpos.models.mm_layout import config_position_ids, parse_layout
+from refpos.outputs import check_output
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +36,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                              "text:6,image:1x8x12,text:6 (video:TxHxW@S[+audio:N], audio:N), by the config's "
                              "family rules")
     parser.add_argument("--out", type=Path, default=None, help="with --layout: write the ids to this new .npy file")
+    parser.add_argument("--force", action="store_true", help="with --out: replace an existing file")
 
 
 def _row(values: np.ndarray) -> str:
@@ -56,15 +58,19 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out is not None and args.out.suffix != ".npy":
         raise ValueError(f"--out must name a .npy file, got {str(args.out)!r}")
-    if args.out is not None and os.path.lexists(args.out):
-        raise ValueError(f"--out {args.out} exists: refpos writes the ids to a new file only")
-    ids, rules = config_position_ids(load_hf_config(args.config), parse_layout(args.layout))
+    if args.out is not None:
+        check_output(args.out, force=args.force)  # refused before the work; write_npy looks again
+    spans = parse_layout(args.layout)
+    try:
+        ids, rules = config_position_ids(load_hf_config(args.config), spans)
+    except ValueError as exc:  # a layout the config's rules refuse (too many tokens, a grid the merge does not divide)
+        raise ValueError(f"--layout {args.layout}: {exc}" if str(exc).startswith("spans") else str(exc)) from None
     if args.json:
         print(json.dumps({"layout": args.layout, "rules": {k: {"value": v, "from": w} for k, (v, w) in rules.items()},
                           "position_ids": ids.tolist()}))
     else:
         print(text(ids, rules, args.layout, str(args.config)))
     if args.out is not None:
-        write_npy(args.out, ids)
+        write_npy(args.out, ids, force=args.force)
         print(f"  written: {args.out} (int64, shape {tuple(ids.shape)})")
     return 0

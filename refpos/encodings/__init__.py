@@ -5,7 +5,8 @@ Absolute (added to the input embeddings): :mod:`~refpos.encodings.sinusoidal`,
 (the distance bias of the worked example), :mod:`~refpos.encodings.shaw`, :mod:`~refpos.encodings.txl`,
 :mod:`~refpos.encodings.t5`, :mod:`~refpos.encodings.alibi`, :mod:`~refpos.encodings.kerple`,
 :mod:`~refpos.encodings.fire`, :mod:`~refpos.encodings.sandwich`, :mod:`~refpos.encodings.deberta` (DeBERTa's
-disentangled c2p and p2c terms). On the queries and keys:
+disentangled c2p and p2c terms), :mod:`~refpos.encodings.bias_table` (window bias tables: Swin, Swin v2, BEiT).
+Convolutional, for speech encoders: :mod:`~refpos.encodings.conv_position`. On the queries and keys:
 :mod:`~refpos.encodings.xpos`. Contextual: :mod:`~refpos.encodings.cope`. RoPE has its own package,
 :mod:`refpos.rope`.
 
@@ -16,6 +17,14 @@ the module is never hidden: ``refpos.encodings.sinusoidal.sinusoidal`` and ``ref
 
 from refpos.encoding import NoPE
 from refpos.encodings.alibi import ALiBi, alibi_bias, alibi_bias_from_positions, alibi_slopes
+from refpos.encodings.bias_table import WindowBias, beit_bias, swin_bias, swinv2_bias, window_bias
+from refpos.encodings.bias_table_index import beit_relative_index, swin_relative_index
+from refpos.encodings.conv_position import (
+    add_conv_positions,
+    conv_position_embedding,
+    stacked_conv_position_embedding,
+    weight_norm,
+)
 from refpos.encodings.cope import CoPE, cope_gates, cope_logits, cope_position_logits, cope_positions
 from refpos.encodings.deberta import (
     DeBERTa,
@@ -59,10 +68,15 @@ __all__ = [
     "Shaw",
     "Sinusoidal",
     "TransformerXL",
+    "WindowBias",
     "XPos",
+    "add_conv_positions",
     "alibi_bias",
     "alibi_bias_from_positions",
     "alibi_slopes",
+    "beit_bias",
+    "beit_relative_index",
+    "conv_position_embedding",
     "cope_gates",
     "cope_logits",
     "cope_position_logits",
@@ -90,6 +104,10 @@ __all__ = [
     "sinusoidal_frequencies",
     "sinusoidal_shift_matrix",
     "skew",
+    "stacked_conv_position_embedding",
+    "swin_bias",
+    "swin_relative_index",
+    "swinv2_bias",
     "t5_bias",
     "t5_bucket",
     "txl_position_scores",
@@ -97,6 +115,8 @@ __all__ = [
     "txl_rel_shift",
     "txl_scores",
     "unskew",
+    "weight_norm",
+    "window_bias",
     "xpos_decay",
 ]
 

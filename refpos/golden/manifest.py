@@ -41,7 +41,7 @@ from refpos.directory import Directory, MissingFile, relative_parts
 from refpos.golden.entries import RULES
 from refpos.golden.npy import MAX_HEADER_BYTES, npy_bytes, parse_npy
 from refpos.golden.schema import FORMAT_VERSION, SchemaError, validate_manifest
-from refpos.golden.store import MANIFEST
+from refpos.golden.store import MANIFEST, check_entry
 from refpos.inputs import MAX_JSON_BYTES, InputError, max_npy_bytes, parse_json
 from refpos.installed import suite_root
 
@@ -242,8 +242,10 @@ def load_manifest(root: str | os.PathLike[str] | Directory) -> dict[str, Any]:
 
 
 def check_paths(root: Directory, manifest: dict[str, Any]) -> None:
-    """Every file of ``manifest`` is a relative path of plain names, and nothing on its way is a symlink
-    (``lstat`` through the directory's descriptor; nothing is opened). SchemaError otherwise."""
+    """Every file of ``manifest`` is a relative path of plain names, none reserved for refpos's own state
+    (:func:`refpos.golden.store.check_entry`: ``manifest.json``, the journal, ``.refpos-*``), and nothing on
+    its way is a symlink (``lstat`` through the directory's descriptor; nothing is opened). SchemaError
+    otherwise."""
     for case in manifest["cases"]:
         for label, entry in _file_entries(case):
             _check_path(root, entry["file"], f"case {case['id']}: {label}")
@@ -256,6 +258,10 @@ def _check_path(root: Directory, rel: str, label: str) -> None:
         parts = relative_parts(rel)
     except InputError as exc:
         raise SchemaError(f"{label}: {exc}; golden files lie inside the golden directory") from None
+    try:
+        check_entry(rel)
+    except InputError as exc:
+        raise SchemaError(f"{label}: {exc}") from None
     for depth in range(1, len(parts) + 1):
         try:
             info = root.lstat("/".join(parts[:depth]))

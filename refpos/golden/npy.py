@@ -53,12 +53,13 @@ def npy_bytes(array: Any) -> bytes:
     return MAGIC + b"\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1") + a.tobytes(order="C")
 
 
-def write_npy(path: str | os.PathLike[str], array: Any) -> str:
-    """Write ``array`` to ``path`` (parents created) and return the sha256 hex digest of the file."""
+def write_npy(path: str | os.PathLike[str], array: Any, *, force: bool = False) -> str:
+    """Write ``array`` to ``path`` (parents created) and return the sha256 hex digest of the file; written by
+    :func:`refpos.outputs.write_file` (never through a symlink; an existing file replaced only with ``force``)."""
+    from refpos.outputs import write_file
+
     data = npy_bytes(array)
-    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(data)
+    write_file(path, data, force=force)
     return hashlib.sha256(data).hexdigest()
 
 

@@ -2,10 +2,15 @@
 
 * :mod:`refpos.models.positions` — :func:`model_positions`: every layer of every stack, whatever its encoding,
   as typed records (:mod:`refpos.models.records`).
+* :mod:`refpos.models.kinds` — the encoding kinds, one record each (:data:`~refpos.models.kinds.KINDS`): the
+  facts a family row states, the builder of a stack's layers, the layer record, and the pieces outside this
+  package that belong to the kind (check target, goldens, contract, docs).
+* :mod:`refpos.models.view` — :class:`~refpos.models.view.ConfigView`: a config read once, every key read
+  recorded.
 * :mod:`refpos.models.hf_files` — reading a config.json, its language model's config, its rope dict and
   layer types.
-* :mod:`refpos.models.families` — the family table (:func:`family_of`): what a model's code fixes; the facts
-  of the encodings other than RoPE are :mod:`refpos.models.facts`.
+* :mod:`refpos.models.families` — the family table (:func:`family_of`): what a model's code fixes; which kind
+  each stack has is :mod:`refpos.models.facts`.
 * :mod:`refpos.models.query_scales` — the query-scale rules (Llama 4's temperature, ``llama_4_scaling_beta``).
 * :mod:`refpos.models.hf` — :func:`from_hf_config`: a config's RoPE as a :class:`~refpos.RopeConfig`.
 * :mod:`refpos.models.layers` — :func:`hf_layers`: every decoder layer's RoPE and query scale.

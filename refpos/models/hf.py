@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from refpos.models.families import Family, family_of
-from refpos.models.hf_files import hf_layer_types, language_config, load_hf_config
+from refpos.models.hf_files import as_language_view, hf_layer_types, language_config, load_hf_config
 from refpos.models.hf_resolver import FIELD_NAMES, RARE_FIELDS, Resolver
 from refpos.models.mrope_hf import resolve_mrope
 from refpos.models.position_keys import not_modelled_report
@@ -63,14 +63,17 @@ from refpos.validation import check_bool
 __all__ = ["check_rope_family", "from_hf_config", "hf_layer_types", "language_config", "load_hf_config", "resolve_rope"]
 
 
-def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *, per_layer: bool,
+def resolve_rope(config: Any, layer_type: str | None, *, per_layer: bool,
                  family: Family | None = None) -> tuple[RopeConfig, list[str]]:
-    """One resolution of a loaded config, and what ``strict=True`` refuses in it (the not-modelled keys,
-    and unused keys named "rope"/"rotary"). ``per_layer``: the caller resolves the layer schedule and
-    query scale itself (:func:`refpos.models.hf_layers`), so they are not reported here. ``family``: the row to
-    resolve with instead of the config's own (conventions a caller states for an unknown family)."""
-    cfg, prefix, parent_model_type = language_config(cfg)
-    r = Resolver(cfg, prefix, layer_type, parent_model_type, family=family)
+    """One resolution of a config, and what ``strict=True`` refuses in it (the not-modelled keys, and unused
+    keys named "rope"/"rotary"). ``config``: the :class:`~refpos.models.view.ConfigView` of the language model's
+    section (what :func:`refpos.model_positions` passes), or a mapping or path (loaded, its language model
+    found). ``per_layer``: the caller resolves the layer schedule and query scale itself
+    (:func:`refpos.models.hf_layers`), so they are not reported here. ``family``: the row to resolve with
+    instead of the config's own (conventions a caller states for an unknown family)."""
+    view = as_language_view(config)
+    prefix = view.path
+    r = Resolver(view, layer_type, family=family)
     r.select_rope_dict()
     rope_type = r.rope_type()
     r.head_geometry()
@@ -96,6 +99,7 @@ def resolve_rope(cfg: Mapping[str, Any], layer_type: str | None, *, per_layer: b
     named = [k for k in unused if k not in r.siblings and k not in not_modelled and ("rope" in k or "rotary" in k)]
     rope = RopeConfig(**r.fields, provenance=provenance, unused_keys=tuple(unused), notes=tuple(r.notes),
                       not_modelled=not_modelled)
+    view.mark_paths(r.used)
     return rope, sorted(not_modelled) + named
 
 
@@ -134,12 +138,12 @@ def from_hf_config(config_or_path: Any, *, strict: bool = False, layer_type: str
     check_bool("strict", strict)
     if layer_type is not None and not isinstance(layer_type, str):
         raise TypeError(f"layer_type must be a str or None, got {type(layer_type).__name__}")
-    cfg = load_hf_config(config_or_path)
-    model_type = language_config(cfg)[0].get("model_type")
+    view = as_language_view(config_or_path)
+    model_type = view.raw.get("model_type")
     family = family_of(model_type) if isinstance(model_type, str) else None
     if family is not None:
-        check_rope_family(family, language_config(cfg)[0])
-    rope, problems = resolve_rope(cfg, layer_type, per_layer=False)
+        check_rope_family(family, view.raw)
+    rope, problems = resolve_rope(view, layer_type, per_layer=False)
     if strict and problems:
         raise ValueError(f"strict: not modelled or unused: {problems} (strict=False resolves and reports them)")
     return rope

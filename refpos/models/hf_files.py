@@ -7,12 +7,11 @@ types of a per-layer-type rope dict. :mod:`refpos.models.hf` resolves what they 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.inputs import InputError, load_json
 from refpos.models.families import family_of
+from refpos.models.view import WRAPPERS, ConfigView, check_sub_configs, load_config
 from refpos.rope.rules import config_keys
 
 #: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused): each rule's record
@@ -22,28 +21,9 @@ ALL_ROPE_KEYS = _COMMON_KEYS.union(*ROPE_KEYS.values())
 
 
 def load_hf_config(config_or_path: Any) -> dict[str, Any]:
-    """A config.json as a dict: a mapping is copied; a path (or a directory holding config.json) is read.
-
-    The file is read through :mod:`refpos.inputs`: a regular file only (a FIFO or a device is refused
-    before reading), at most :data:`~refpos.inputs.MAX_JSON_BYTES`, UTF-8, nesting at most
-    :data:`~refpos.inputs.MAX_JSON_DEPTH`, no duplicate keys. Each refusal and invalid JSON is a
-    ``ValueError``, a non-object JSON or a wrong type a ``TypeError``, each naming the path.
-    """
-    if isinstance(config_or_path, Mapping):
-        return dict(config_or_path)
-    if not isinstance(config_or_path, (str, os.PathLike)):
-        raise TypeError("config_or_path must be a config mapping or a path to config.json, got "
-                        f"{type(config_or_path).__name__}")
-    path = os.fspath(config_or_path)
-    if os.path.isdir(path):
-        path = os.path.join(path, "config.json")
-    try:
-        data = load_json(path, what="config.json")
-    except InputError as exc:
-        raise ValueError(f"config_or_path: {exc}") from None
-    if not isinstance(data, dict):
-        raise TypeError(f"config_or_path: {path!r} must hold a JSON object, got {type(data).__name__}")
-    return data
+    """A config.json as a dict: a mapping is copied; a path (or a directory holding config.json) is read
+    (:func:`refpos.models.view.load_config`: a regular file, bounded, strict JSON)."""
+    return load_config(config_or_path)
 
 
 def is_per_layer(rope_dict: Mapping[str, Any], name: str = "rope_parameters") -> bool:
@@ -64,13 +44,6 @@ def is_per_layer(rope_dict: Mapping[str, Any], name: str = "rope_parameters") ->
     return not stray
 
 
-#: keys that hold the language model's config inside a wrapper config, tried in this order at every level:
-#: Qwen2.5-Omni / Qwen3-Omni ``thinker_config`` (whose ``text_config`` is the language model), ColPali's
-#: ``vlm_config``, the ``text_config`` of transformers' multimodal configs, and the ``llm_config`` /
-#: ``language_config`` of remote-code configs (InternVL, DeepSeek-VL2)
-WRAPPERS = ("thinker_config", "vlm_config", "text_config", "llm_config", "language_config")
-
-
 def language_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str, Any]:
     """The language model's config, its dotted path (``"thinker_config.text_config."``, empty at the top level)
     and the ``model_type`` of the config that wraps it (``None`` at the top level).
@@ -78,6 +51,7 @@ def language_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str, Any]:
     Wrappers are followed whenever they hold a mapping, whatever the top level holds besides: a wrapper
     that mirrors ``hidden_size`` at its top (Voxtral) still has its language model in ``text_config``.
     """
+    check_sub_configs(cfg)
     prefix, parent = "", None
     current: Mapping[str, Any] = cfg
     for _ in range(len(WRAPPERS)):
@@ -89,9 +63,27 @@ def language_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str, Any]:
     return dict(current), prefix, parent
 
 
+def language_view(view: ConfigView) -> ConfigView:
+    """The view of the language model's section of a config (:data:`WRAPPERS` followed as
+    :func:`language_config` follows them; the view itself at the top level)."""
+    current = view
+    for _ in range(len(WRAPPERS)):
+        inner = next((key for key in WRAPPERS if isinstance(current.raw.get(key), Mapping)), None)
+        if inner is None:
+            break
+        current = current.section(inner)
+    return current
+
+
+def as_language_view(config: Any) -> ConfigView:
+    """A :class:`~refpos.models.view.ConfigView` is the language model's section as given; anything else (a mapping,
+    a path) is loaded and its language model's section found."""
+    return config if isinstance(config, ConfigView) else language_view(ConfigView.load(config))
+
+
 def hf_layer_types(config_or_path: Any) -> tuple[str, ...]:
     """Layer types with their own RoPE in a per-layer config (empty for a config with one RoPE)."""
-    cfg = language_config(load_hf_config(config_or_path))[0]
+    cfg = as_language_view(config_or_path).raw
     for key in ("rope_parameters", "rope_scaling"):
         value = cfg.get(key)
         if isinstance(value, Mapping) and is_per_layer(value, key):

@@ -33,7 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from refpos.models.records import LayerRecord, RopeLayer
+from refpos.models.kinds.rope import RopeLayer
+from refpos.models.records import LayerRecord
 from refpos.rope.config import RopeConfig
 from refpos.validation import check_int
 

@@ -3,7 +3,8 @@ is scaled by position.
 
 :func:`hf_layers` lists every decoder layer of a config; :func:`hf_layer` gives one. Each
 :class:`HFLayer` has ``.rope`` (a :class:`~refpos.RopeConfig`, or ``None`` for a layer without RoPE) and
-``.query_scale(positions)`` (the per-position multiplier of the query; 1.0 where the model has none).
+``.query_scale(...)`` (the multiplier of the query at a call's tokens, read from the input its rule reads:
+Llama 4's from the token's slot, ``cache_position=``; 1.0 where the model has none).
 The schedule follows the family table (:mod:`refpos.models.families`):
 
 * ``rope_layers = "no_rope_layers"`` (Llama 4, SmolLM3): ``no_rope_layers[i] == 1`` rotates; absent, layer
@@ -35,8 +36,10 @@ Examples
 >>> schedule = hf_layers(cfg)
 >>> schedule.summary()
 'layers 0-7: rope ×6 (0, 1, 2, 4, 5, 6), none+scale ×2 (every 4th)'
->>> [float(s) for s in schedule[3].query_scale([0, 8190, 8191, 16383])]
+>>> [float(s) for s in schedule[3].query_scale(cache_position=[0, 8190, 8191, 16383])]
 [1.0, 1.0, 1.0693147180559945, 1.109861228866811]
+>>> schedule[3].query_scale([0, 1, 2, 32767], cache_position=[0, 1, 2, 5]).tolist()  # the slot, not the id
+[1.0, 1.0, 1.0, 1.0]
 """
 
 from __future__ import annotations
@@ -48,15 +51,18 @@ from typing import Any
 import numpy as np
 
 from refpos.models.families import Family, family_of
-from refpos.models.hf import check_rope_family, hf_layer_types, language_config, load_hf_config, resolve_rope
+from refpos.models.hf import check_rope_family, hf_layer_types, resolve_rope
+from refpos.models.hf_files import as_language_view
 from refpos.models.query_scales import QUERY_SCALES, QueryScale
-from refpos.models.schedule import layer_count, layer_types, rotating, summary_line
+from refpos.models.schedule import LayerCountMissing, layer_count, layer_types, rotating, summary_line
+from refpos.models.sources import Given
+from refpos.models.view import ConfigView
 from refpos.rope.config import RopeConfig
 from refpos.validation import check_bool, check_int
 
 #: keys the layer schedule reads (they leave the not-modelled report once resolved; a family's query-scale keys
 #: are its rule's, :mod:`refpos.models.query_scales`)
-_SCHEDULE_KEYS = ("layer_types", "no_rope_layers", "no_rope_layer_interval", "sliding_window_pattern",
+SCHEDULE_KEYS = ("layer_types", "no_rope_layers", "no_rope_layer_interval", "sliding_window_pattern",
                   "global_attn_every_n_layers")
 
 
@@ -85,16 +91,17 @@ class HFLayer:
             return self.mixer
         return ("rope" if self.rope is not None else "none") + ("+scale" if self.scale else "")
 
-    def query_scale(self, positions: Any) -> np.ndarray:
-        """Per-position multiplier of the query (float64, the shape of ``positions``); 1.0 without a rule."""
-        if self.scale is not None:
-            return self.scale(positions)
-        p = np.asarray(positions)
-        if p.dtype.kind not in "iu":
-            raise TypeError(f"positions must be integers, got dtype {p.dtype}")
-        if p.size and p.min() < 0:
-            raise ValueError(f"positions must be >= 0, got {int(p.min())}")
-        return np.ones(p.shape, dtype=np.float64)
+    def query_scale(self, positions: Any = None, *, cache_position: Any = None,
+                    attention_mask: Any = None) -> np.ndarray:
+        """The multiplier of the query at a call's tokens (float64, one per token; 1.0 without a rule), read
+        from the input the rule reads (:attr:`refpos.models.query_scales.QueryScaleRule.reads`): Llama 4's
+        temperature from the token's slot (``cache_position``, or the last tokens of ``attention_mask``), never
+        from the position ids; a call that gives only ids to such a layer is refused."""
+        given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask)
+        if self.scale is None:
+            return np.ones(given.shape, dtype=np.float64)
+        read = given.read(self.scale.reads, "query", who=f"layer {self.index} ({self.kind}, scale)")
+        return self.scale(np.asarray(read))
 
 
 @dataclass(frozen=True)
@@ -155,30 +162,31 @@ def hf_layers(config_or_path: Any, *, strict: bool = False) -> LayerSchedule:
     and ``summary()``.
     """
     check_bool("strict", strict)
-    full = load_hf_config(config_or_path)
-    cfg, _, _ = language_config(full)
+    view = as_language_view(config_or_path)
+    cfg = view.raw
     model_type = cfg.get("model_type")
     family = family_of(model_type if isinstance(model_type, str) else None)
     encoding = "rope" if family is None else check_rope_family(family, cfg, ("rope", "none", "no_attention"))
     if encoding == "no_attention":
         raise ValueError(f"model_type {family.model_type!r} has no attention layers: there are no positions to "
                          "resolve (refpos.model_positions lists its layers)")
-    schedule, problems = layer_schedule(full, family, rope_on=encoding == "rope")
+    schedule, problems = layer_schedule(view, family, rope_on=encoding == "rope")
     if strict and problems:
         raise ValueError(f"strict: not modelled or unused: {problems} (strict=False resolves and reports them)")
     return schedule
 
 
-def layer_schedule(full: dict[str, Any], family: Family | None, *,
+def layer_schedule(view: ConfigView, family: Family | None, *,
                    rope_on: bool = True) -> tuple[LayerSchedule, list[str]]:
-    """The schedule of a loaded config with the given family row, and what ``strict`` refuses in it.
+    """The schedule of the language model's config section ``view`` with the given family row, and what
+    ``strict`` refuses in it.
 
     ``rope_on=False``: the family's attention has no positions (Jamba, Kimi-Linear): no RoPE is resolved and no
     layer rotates; layers without attention are found as for any family.
     """
-    cfg, prefix, _ = language_config(full)
+    cfg, prefix = view.raw, view.path
     n = layer_count(cfg, family)
-    per_type = hf_layer_types(full)
+    per_type = hf_layer_types(view)
     needs_types = bool(per_type) or (family is not None and family.rope_layers in ("sliding", "sliding_or_no_window"))
     found_types = layer_types(cfg, family, n)
     problems: dict[str, None] = {}
@@ -199,7 +207,7 @@ def layer_schedule(full: dict[str, Any], family: Family | None, *,
     wanted = [t if per_type else None for t, m in zip(types, mixers, strict=True) if m is None] if rope_on else []
     for layer_type in dict.fromkeys(wanted):
         try:
-            rope, found = resolve_rope(full, layer_type, per_layer=True, family=family)
+            rope, found = resolve_rope(view, layer_type, per_layer=True, family=family)
         except ValueError as exc:
             if "has no RoPE (null)" not in str(exc):
                 raise
@@ -209,9 +217,12 @@ def layer_schedule(full: dict[str, Any], family: Family | None, *,
         problems.update(dict.fromkeys(found))
         not_modelled.update(rope.not_modelled)
         notes += [note for note in rope.notes if note not in notes]
-    for key in _SCHEDULE_KEYS:
+    for key in SCHEDULE_KEYS:
         not_modelled.pop(prefix + key, None)
         problems.pop(prefix + key, None)
+    for key in _read_by_schedule(family):  # the keys the family's schedule reads (refpos.models.schedule)
+        if key in cfg:
+            view.mark(key)
     if unplaced is not None:
         gaps = [not_modelled[prefix + "model_type"]] if prefix + "model_type" in not_modelled else []
         not_modelled[prefix + "model_type"] = "; ".join([*gaps, unplaced])
@@ -224,6 +235,8 @@ def layer_schedule(full: dict[str, Any], family: Family | None, *,
         for key in honoured:
             not_modelled.pop(prefix + key, None)
             problems.pop(prefix + key, None)
+            if "." not in key and key in cfg:  # a top-level key of the rule (the rope dict's are read with it)
+                view.mark(key)
     rope_dict = rope_dict if isinstance(rope_dict, Mapping) else {}
     layer_ropes = [ropes.get(types[i] if per_type else None) if rotates[i] else None for i in range(n)]
     layers = tuple(
@@ -231,6 +244,41 @@ def layer_schedule(full: dict[str, Any], family: Family | None, *,
                 None if mixers[i] else _scale(cfg, family, layer_ropes[i] is not None, rope_dict), mixers[i])
         for i in range(n))
     return LayerSchedule(layers, family, not_modelled, tuple(notes)), list(problems)
+
+
+def _read_by_schedule(family: Family | None) -> tuple[str, ...]:
+    """The top-level keys the schedule of ``family`` reads: its ``rope_layers`` rule's and its layer pattern's."""
+    if family is None:
+        return ()
+    keys = ["no_rope_layers", "no_rope_layer_interval"] if family.rope_layers == "no_rope_layers" else []
+    pattern = family.layer_pattern
+    if pattern is not None:
+        keys += [key.split(".")[0] for key in (pattern.key, pattern.offset_key, pattern.indices) if key]
+    return tuple(keys)
+
+
+class FamilySchedule:
+    """The layer schedule as the encoding kinds' builders take it (:class:`refpos.models.kinds.record.Schedule`):
+    the resolver hands it to them, so that the kinds, which the family table reads, do not import the schedule."""
+
+    def layers(self, view: ConfigView, family: Family, *, rope_on: bool) -> tuple[LayerSchedule, list[str]]:
+        return layer_schedule(view, family, rope_on=rope_on)
+
+    def count(self, view: ConfigView, family: Family) -> int | None:
+        try:
+            return layer_count(view.raw, family)
+        except LayerCountMissing:
+            return None
+
+    def layer_types(self, view: ConfigView) -> tuple[str, ...]:
+        return hf_layer_types(view)
+
+    def rope(self, view: ConfigView, layer_type: str | None, family: Family) -> RopeConfig:
+        return resolve_rope(view, layer_type, per_layer=False, family=family)[0]
+
+
+#: the schedule every resolution hands to the builders
+SCHEDULE = FamilySchedule()
 
 
 def hf_layer(config_or_path: Any, index: int) -> HFLayer:

@@ -30,19 +30,16 @@ glm4v_moe          (8, 12, 12)            contiguous       half         t, h, w
 ernie4_5_vl_moe    (20, 22, 22)           hw_alternating   interleaved  h, w, t ([22, 22, 20])
 =================  =====================  ===============  ===========  ===============================
 
-(``*_text`` model types are the same families.) Vision towers: :func:`vision_rope_from_hf_config`.
+(``*_text`` model types are the same families.) Vision towers:
+:func:`refpos.models.vision_towers.vision_rope_from_hf_config`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from refpos.models import families
-from refpos.models.vision_towers import VISION_TOWERS, tower_rope, towers_of
-from refpos.rope.vision import VisionRope
-from refpos.rope.vision3d import VisionRope3D
 from refpos.validation import check_bool
 
 
@@ -169,28 +166,3 @@ def resolve_mrope(resolver: Any) -> None:
                                   f"is {module.assignment})")
     if resolver.provenance.get("layout") != "config":
         resolver.set("layout", layout, "default")
-
-
-def vision_rope_from_hf_config(config: Mapping[str, Any]) -> VisionRope | VisionRope3D:
-    """The RoPE of a multimodal config's vision tower (the first of :data:`refpos.models.vision_towers.VISION_TOWERS`
-    for its model type): a :class:`VisionRope` (2-D) or :class:`VisionRope3D` (3-D).
-
-    Head size: ``head_dim``, else the tower's width (Qwen2-VL: ``embed_dim``) over ``num_heads`` /
-    ``num_attention_heads``; θ: the vision config's ``rope_parameters`` / ``rope_theta``, else 10000
-    (transformers' default for every family here).
-
-    Raises
-    ------
-    ValueError
-        No ``vision_config``, or a vision model type whose RoPE refpos does not model (named).
-    """
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a mapping (config.json as a dict), got {type(config).__name__}")
-    towers = towers_of(config)
-    if not towers:
-        vision = config.get("vision_config")
-        if not isinstance(vision, Mapping):
-            raise ValueError("config has no vision_config: there is no vision tower to resolve")
-        raise ValueError(f"vision RoPE of model_type {vision.get('model_type') or config.get('model_type')!r} is "
-                         f"not modelled; refpos knows {sorted(VISION_TOWERS)}")
-    return tower_rope(config, towers[0])

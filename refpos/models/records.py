@@ -1,29 +1,21 @@
-r"""One typed record per layer: what that layer's attention does with positions.
+r"""One typed record per layer: what that layer's attention does with positions — the base, and the records that are
+outcomes rather than encodings.
 
 :func:`refpos.model_positions` returns one record per layer of every stack (the decoder; the encoder and the
-decoder of an encoder–decoder model). Each record names its ``stack``, its ``index`` in that stack and its
-``layer_type``, says its ``kind``, gives its parameters as JSON (:meth:`LayerRecord.params`) and builds the
-:class:`refpos.Encoding` that :func:`refpos.self_attention` runs for it (:meth:`LayerRecord.encoding`; the
-kinds with trained weights take them as arguments).
+decoder of an encoder–decoder model; each tower of a composite). Each record names its ``stack``, its ``index`` in
+that stack and its ``layer_type``, says its ``kind``, gives its parameters as JSON (:meth:`LayerRecord.params`)
+and builds the :class:`refpos.Encoding` that :func:`refpos.self_attention` runs for it
+(:meth:`LayerRecord.encoding`; the kinds with trained weights take them as arguments). Each record says which
+inputs of the model's forward its positions come from (``reads``, set by its kind's builder from the family's
+code: :mod:`refpos.models.sources`), and its methods take those inputs by name.
 
-==================  =====================================================================================
-kind                record (ALiBi, T5 and DeBERTa: :mod:`refpos.models.records_relative`)
-==================  =====================================================================================
-``rope``, ``mrope`` :class:`RopeLayer`: a :class:`~refpos.RopeConfig` (M-RoPE when it has sections) and a
-                    query scale
-``alibi``           :class:`AlibiLayer`: the family's slopes, bias form, order and rounding
-``t5``              :class:`T5Layer`: direction, bucket count, max distance, which layer owns the table
-``learned``         :class:`AbsoluteLayer`: a learned table of ``table_size`` rows read at ``p + offset``
-``sinusoidal``      :class:`AbsoluteLayer`: a sinusoid of the stack's width, layout, spacing, offset
-``deberta``         :class:`DebertaLayer`: DeBERTa-v2 relative positions
-``none``            :class:`NoPositions`: attention without positions (NoPE), perhaps with a query scale
-``no_attention``    :class:`NoAttention`: a Mamba, convolution, recurrent or linear-attention layer
-``refused``         :class:`Refused`: the layer does something refpos does not model (named)
-``unknown``         :class:`Unknown`: the family is not in the table; what its config states, nothing else
-==================  =====================================================================================
-
-Learned and sinusoidal positions are added to the stack's input, before its first layer: every layer of
-such a stack carries the same record, with ``at = "input"``.
+Each encoding kind's record sits with its kind (:mod:`refpos.models.kinds`: ``RopeLayer`` in
+:mod:`~refpos.models.kinds.rope`, ``AlibiLayer`` in :mod:`~refpos.models.kinds.alibi`, …; the registry
+:data:`refpos.models.kinds.KINDS` lists them). This module holds the base :class:`LayerRecord`, the records of the
+layers without positions (:class:`NoPositions`, :class:`NoAttention`: their kinds are
+:mod:`refpos.models.kinds.none`) and the two outcomes that are not kinds: :class:`Refused` (the layer does
+something refpos does not model, named) and :class:`Unknown` (the family is not in the table: what its config
+states, nothing else).
 """
 
 from __future__ import annotations
@@ -34,15 +26,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from refpos.backend import to_numpy
 from refpos.encoding import Encoding, NoPE, QueryScaled
-from refpos.encodings.learned import LearnedAbsolute
-from refpos.encodings.sinusoidal import Sinusoidal, sinusoidal
 from refpos.models.query_scales import QueryScale
-from refpos.rope.config import RopeConfig
-from refpos.rope.encoding import Rope
-from refpos.rope.vision import VisionRope
-from refpos.rope.vision3d import VisionRope3D
+from refpos.models.sources import Given, Source, check_reads
 
 Array = Any
 
@@ -66,12 +52,35 @@ def round_to(a: Any, dtype: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LayerRecord:
-    """Where a layer is: its stack, its index there and its layer type; subclasses say what it does."""
+    """Where a layer is: its stack, its index there and its layer type; subclasses say what it does.
+
+    ``reads``: what its positions serve → the inputs of the model's forward they are read from, in order of
+    precedence (:mod:`refpos.models.sources`: ``(("rotation", ("position_ids", "cache_position")),)`` for RoPE,
+    ``(("key", ("mask_cumsum",)),)`` for Falcon's ALiBi); set by the kind's builder from the family's code.
+    """
 
     stack: str
     index: int
     layer_type: str | None
+    reads: tuple[tuple[str, Source], ...] = field(default=(), kw_only=True)
     kind: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        check_reads(f"{self.stack} layer {self.index}", dict(self.reads))
+
+    def source(self, use: str) -> Source:
+        """The inputs the layer reads for ``use`` (``"rotation"``, ``"scale"``, ``"query"``, ``"key"``,
+        ``"rows"``); a ``ValueError`` when its positions serve no such use."""
+        found = dict(self.reads).get(use)
+        if found is None:
+            raise ValueError(f"{self.stack} layer {self.index} ({self.kind}) reads no positions for {use!r}; it "
+                             f"reads {dict(self.reads) or 'none'}")
+        return found
+
+    def read(self, use: str, side: str, given: Given, *, padding_idx: int | None = None) -> Any:
+        """The positions ``use`` reads from the call's inputs ``given`` (``side``: ``"query"`` or ``"key"``)."""
+        return given.read(self.source(use), side, who=f"{self.stack} layer {self.index} ({self.kind}, {use})",
+                          padding_idx=padding_idx)
 
     @property
     def attention(self) -> bool:
@@ -88,48 +97,40 @@ class LayerRecord:
         return {}
 
     def describe(self) -> dict[str, Any]:
-        """``{"stack", "index", "layer_type", "kind", **params}``: one JSON object per layer."""
+        """``{"stack", "index", "layer_type", "kind", "reads", **params}``: one JSON object per layer."""
         return {"stack": self.stack, "index": self.index, "layer_type": self.layer_type, "kind": self.kind,
-                **self.params()}
+                "reads": {use: list(source) for use, source in self.reads}, **self.params()}
 
     def encoding(self, **weights: Any) -> Encoding:
-        """The :class:`refpos.Encoding` that runs this layer in :func:`refpos.self_attention`."""
+        """The :class:`refpos.Encoding` that runs this layer in :func:`refpos.self_attention`, reading what the
+        layer reads (its ``reads`` set on the encoding: the pipeline takes each hook's positions from them)."""
+        built = self._encoding(**weights)
+        built.reads = dict(self.reads)
+        return built
+
+    def _encoding(self, **weights: Any) -> Encoding:
         raise ValueError(f"{self.stack} layer {self.index} ({self.kind}): {self._why_not()}")
 
     def _why_not(self) -> str:
         return "nothing for the attention pipeline to run"
 
 
-def _scaled(encoding: Encoding, scale: QueryScale | None) -> Encoding:
+def scaled(encoding: Encoding, scale: QueryScale | None) -> Encoding:
+    """``encoding`` with the layer's query scale applied (itself when the layer has none)."""
     return encoding if scale is None else QueryScaled(encoding, scale)
 
 
-@dataclass(frozen=True)
-class RopeLayer(LayerRecord):
-    """RoPE (M-RoPE when ``rope.mrope_section`` is set), with the family's query scale if it has one, and the
-    RoPE of the layer's DSA indexer where it runs one (:mod:`refpos.models.indexer`)."""
+def scale_reads(scale: QueryScale | None) -> tuple[tuple[str, Source], ...]:
+    """The ``reads`` entry of a layer's query scale: the input its rule reads (none without a scale)."""
+    return () if scale is None else (("scale", scale.reads),)
 
-    rope: RopeConfig
-    query_scale: QueryScale | None = None
-    indexer: RopeConfig | None = None
 
-    @property
-    def kind(self) -> str:  # type: ignore[override]
-        return "mrope" if self.rope.mrope_section is not None else "rope"
-
-    @property
-    def label(self) -> str:
-        return self.kind + ("+scale" if self.query_scale else "") + ("+indexer" if self.indexer else "")
-
-    def params(self) -> dict[str, Any]:
-        out = {"rope": self.rope.to_params(),
-               "query_scale": None if self.query_scale is None else self.query_scale.as_dict()}
-        if self.indexer is not None:
-            out["indexer"] = self.indexer.to_params()
-        return out
-
-    def encoding(self, **weights: Any) -> Encoding:
-        return _scaled(Rope(self.rope), self.query_scale)
+def query_scale_of(layer: Any, given: Given) -> np.ndarray:
+    """The query scale of ``layer`` (a record with ``query_scale``) at the call's tokens ``given``: ones without a
+    rule, else the rule at the positions its ``scale`` source reads."""
+    if layer.query_scale is None:
+        return np.ones(given.shape, dtype=np.float64)
+    return layer.query_scale(np.asarray(layer.read("scale", "query", given), dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,13 @@ class NoPositions(LayerRecord):
     def params(self) -> dict[str, Any]:
         return {"query_scale": None if self.query_scale is None else self.query_scale.as_dict()}
 
-    def encoding(self, **weights: Any) -> Encoding:
-        return _scaled(NoPE(), self.query_scale)
+    def scale(self, positions: Any = None, *, cache_position: Any = None, attention_mask: Any = None) -> np.ndarray:
+        """The query's scale at the call's tokens (1 without a rule), read from the input its rule reads."""
+        return query_scale_of(self, Given.of(positions=positions, cache_position=cache_position,
+                                             attention_mask=attention_mask))
+
+    def _encoding(self, **weights: Any) -> Encoding:
+        return scaled(NoPE(), self.query_scale)
 
 
 @dataclass(frozen=True)
@@ -201,75 +207,5 @@ class Unknown(LayerRecord):
         return f"its family is not in the table; unknown: {', '.join(self.unknown)}"
 
 
-@dataclass(frozen=True)
-class VisionRopeLayer(LayerRecord):
-    """A vision tower's layer: its 2-D (:class:`~refpos.rope.vision.VisionRope`) or 3-D
-    (:class:`~refpos.rope.vision3d.VisionRope3D`) RoPE, applied at each patch's (h, w) or (t, h, w)."""
-
-    rope: VisionRope | VisionRope3D
-    kind: ClassVar[str] = "vision_rope"
-
-    @property
-    def label(self) -> str:
-        return f"vision_rope({self.rope.kind})"
-
-    def params(self) -> dict[str, Any]:
-        return {"form": self.rope.kind, "head_dim": self.rope.head_dim, "theta": self.rope.theta,
-                "axes": 3 if isinstance(self.rope, VisionRope3D) else 2}
-
-    def _why_not(self) -> str:
-        return ("a vision tower rotates patches by their (h, w) or (t, h, w) positions: refpos.rope.vision and "
-                "refpos.rope.vision3d apply it, not the 1-D attention pipeline")
-
-
-# ------------------------------------------------------------------------------- learned and sinusoidal
-@dataclass(frozen=True)
-class AbsoluteLayer(LayerRecord):
-    """A learned table or a sinusoid added to the stack's input: position ``p`` reads row ``p + offset``
-    (``table_size`` rows: a larger position is an error); a sinusoid of ``dim`` channels."""
-
-    encoding_name: str = "learned"
-    dim: int = 2
-    offset: int = 0
-    table_size: int | None = None
-    layout: str = "concat"
-    spacing: str = "paper"
-    base: float = 10000.0
-    at: str = "input"
-
-    @property
-    def kind(self) -> str:  # type: ignore[override]
-        return self.encoding_name
-
-    def params(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"at": self.at, "dim": self.dim, "offset": self.offset, "table_size": self.table_size}
-        if self.encoding_name == "sinusoidal":
-            out.update(layout=self.layout, spacing=self.spacing, base=self.base)
-        return out
-
-    def rows(self, positions: Any) -> np.ndarray:
-        """The table rows positions read, ``p + offset``; a row outside the table is a ``ValueError``."""
-        p = np.asarray(to_numpy(positions), dtype=np.int64)
-        rows = p + self.offset
-        if rows.size and (rows.min() < 0 or (self.table_size is not None and rows.max() >= self.table_size)):
-            raise ValueError(f"positions + offset {self.offset} must lie in [0, {self.table_size}) (the table's "
-                             f"rows), got {int(rows.min())} … {int(rows.max())}")
-        return rows
-
-    def sinusoid(self, positions: Any) -> np.ndarray:
-        """The sinusoid ``(..., dim)`` at ``positions`` (row ``p + offset`` of the family's table)."""
-        self.rows(positions)
-        return np.asarray(sinusoidal(np.asarray(to_numpy(positions), dtype=np.int64), self.dim, base=self.base,
-                                     layout=self.layout, spacing=self.spacing, offset=self.offset, xp=np))
-
-    def encoding(self, **weights: Any) -> Encoding:
-        if self.encoding_name == "sinusoidal":
-            return Sinusoidal(base=self.base, layout=self.layout, spacing=self.spacing, offset=self.offset)
-        if "table" not in weights:
-            raise ValueError(f"{self.stack} layer {self.index} (learned): pass table=, the trained position table "
-                             f"({self.table_size}, {self.dim})")
-        return LearnedAbsolute(weights["table"], offset=self.offset)
-
-
-__all__ = ["AbsoluteLayer", "LayerRecord", "NoAttention", "NoPositions", "Refused", "RopeLayer", "Unknown",
-           "VisionRopeLayer", "round_to"]
+__all__ = ["LayerRecord", "NoAttention", "NoPositions", "Refused", "Unknown", "query_scale_of", "round_to",
+           "scale_reads", "scaled"]

@@ -123,7 +123,7 @@ def test_real_vision_configs(name, module, config_cls, rotary_cls):
     import json
     from importlib import resources
 
-    from refpos.models.mrope_hf import vision_rope_from_hf_config
+    from refpos.models.vision_towers import vision_rope_from_hf_config
 
     entry = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))[name]
     vision = {k: v for k, v in entry["config"]["vision_config"].items() if k != "model_type"}

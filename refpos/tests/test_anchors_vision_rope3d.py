@@ -145,22 +145,39 @@ def test_model_positions_towers_match_transformers(model_type):
     run, GLM-4.1V's sections over all 64 pairs; the towers are read alone.)"""
     from transformers import AutoConfig
 
-    from refpos.models.vision_towers import VISION_TOWERS, tower_records
+    from refpos.models.facts import STACKS
+    from refpos.models.families import family_of
+    from refpos.models.kinds import KINDS, Stack
+    from refpos.models.parts import parts_of
+    from refpos.models.view import ConfigView
 
     hf = AutoConfig.for_model(model_type)
-    records = tower_records(hf.to_dict())
-    for tower in VISION_TOWERS[model_type]:
-        layers = [layer for layer in records if layer.stack == tower.stack]
+    top = ConfigView(hf.to_dict())
+    sections = [(part.name, part.key, family_of(part.model_type), part.view) for part in parts_of(top)]
+    if not sections:  # a vision model of its own (V-JEPA 2): its stacks are its towers
+        row = family_of(model_type)
+        sections = [(name, "", row, top) for name in STACKS[row.stacks]]
+    towers, layers_of = [], {}
+    for name, path, row, view in sections:
+        if row is None or "vision_rope" not in row.encodings:
+            continue
+        stack = row.stack(name if name in STACKS[row.stacks] else STACKS[row.stacks][0])
+        layers_of[name] = KINDS["vision_rope"].build(Stack(view, name, "single", row, stack.facts_of("vision_rope")))
+        towers.append((name, path, row))
+    assert towers, f"{model_type}: no vision tower resolved"
+    for name, path, row in towers:
+        layers = layers_of[name]
         section = hf
-        for part in tower.path:
-            section = getattr(section, part)
-        module, _, names = tower.source.partition(": ")
+        for key in filter(None, path.split(".")):
+            section = getattr(section, key)
+        module, _, names = row.source.partition(": ")
         modeling = importlib.import_module("transformers.models." + module.replace("/", ".")[: -len(".py")])
-        if tower.form == "vjepa2":
-            width, heads = (section.hidden_size, section.num_attention_heads) if tower.stack == "encoder" else (
+        form = layers[0].rope.kind
+        if form == "vjepa2":
+            width, heads = (section.hidden_size, section.num_attention_heads) if name == "encoder" else (
                 section.pred_hidden_size, section.pred_num_attention_heads)
             attention = modeling.VJEPA2RopeAttention(section, width, heads)
-            assert len(layers) == (section.num_hidden_layers if tower.stack == "encoder"
+            assert len(layers) == (section.num_hidden_layers if name == "encoder"
                                    else section.pred_num_hidden_layers)
             assert {layer.rope.axis_dim for layer in layers} == {attention.d_dim}
             assert layers[0].rope.head_dim == attention.attention_head_size
@@ -168,6 +185,6 @@ def test_model_positions_towers_match_transformers(model_type):
         rotary = getattr(modeling, names.split(",")[0])(section)
         assert len(layers) == getattr(section, "depth", None) or len(layers) == section.num_hidden_layers
         rope = layers[0].rope
-        omega = (vision3d_frequencies(rope)[1][: rope.axis_dim // 2] if tower.form == "minimax_m3_vl"
+        omega = (vision3d_frequencies(rope)[1][: rope.axis_dim // 2] if form == "minimax_m3_vl"
                  else rope.theta ** (-4.0 * np.arange(rope.head_dim // 4) / rope.head_dim))
         np.testing.assert_allclose(omega, rotary.inv_freq.double().numpy(), rtol=1e-6, atol=0)

@@ -13,7 +13,7 @@ import refpos
 from refpos.cli import main
 from refpos.golden.mrope_cases import PROBE_LAYOUTS, layout_positions, probe_layouts
 from refpos.golden.rope_cases import model_cases
-from refpos.models.mrope_hf import vision_rope_from_hf_config
+from refpos.models.vision_towers import vision_rope_from_hf_config
 from refpos.rope.mrope import pair_axes
 
 VLM = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))

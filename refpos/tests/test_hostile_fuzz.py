@@ -28,7 +28,8 @@ import refpos
 from refpos.golden import entries, npy
 from refpos.golden import manifest as golden
 from refpos.golden.rope_cases import layout_cases
-from refpos.models import from_hf_config, hf, hf_layer_types, positions
+from refpos.models import from_hf_config, hf, hf_layer_types
+from refpos.models.kinds import Stack
 
 FUZZ = settings(max_examples=60, deadline=timedelta(seconds=10), suppress_health_check=[HealthCheck.too_slow],
                 derandomize=True)
@@ -209,13 +210,13 @@ def positions_contract(config: dict) -> None:
         p = np.arange(4)
         for layer in resolved:
             if layer.kind == "alibi":
-                assert np.all(np.isfinite(layer.bias(p, p)))
+                assert np.all(np.isfinite(layer.bias_at(p, p)))
             elif layer.kind == "t5":
-                assert layer.buckets(p, p).shape == (4, 4)
+                assert layer.buckets_at(p, p).shape == (4, 4)
             elif layer.kind == "sinusoidal":
                 assert np.all(np.isfinite(layer.sinusoid(p[: min(4, (layer.table_size or 4) - layer.offset)])))
             elif layer.kind == "learned":
-                assert layer.rows(p[: layer.table_size - layer.offset]).size >= 0
+                assert layer.rows_at(p[: layer.table_size - layer.offset]).size >= 0
             elif layer.kind in ("rope", "mrope"):
                 inv_freq, factor = refpos.rope_frequencies(layer.rope, seq_len=8, xp="numpy")
                 assert np.all(np.isfinite(refpos.to_numpy(inv_freq))) and math.isfinite(float(factor))
@@ -361,24 +362,24 @@ def test_the_manifest_property_fails_without_the_schema(monkeypatch, golden_dir)
 
 def test_the_positions_property_fails_on_an_unnamed_error(monkeypatch):
     """A stack reader that lets a KeyError out (a geometry key read by indexing) is caught by the property."""
-    real = positions.geometry
+    real = Stack.geometry
 
-    def leaky(reader, role):
-        reader.cfg["ffn_dim"]  # a KeyError: no config here has it
-        return real(reader, role)
+    def leaky(stack):
+        stack.view.raw["ffn_dim"]  # a KeyError: no config here has it
+        return real(stack)
 
-    monkeypatch.setattr(positions, "geometry", leaky)
+    monkeypatch.setattr(Stack, "geometry", leaky)
     _fails_its_contract(test_model_positions_gives_records_or_a_named_refusal)
 
 
 def test_the_resolver_property_fails_on_an_unnamed_error(monkeypatch):
     """A resolver step that lets a KeyError out (as config lookups did) is caught by the property."""
-    real = hf.load_hf_config
+    real = hf.as_language_view
 
     def leaky(config):
-        data = real(config)
-        data["hidden_size"] // data["num_attention_heads"]  # KeyError / ZeroDivisionError on hostile configs
-        return data
+        view = real(config)
+        view.raw["hidden_size"] // view.raw["num_attention_heads"]  # KeyError / ZeroDivisionError on hostile configs
+        return view
 
-    monkeypatch.setattr(hf, "load_hf_config", leaky)
+    monkeypatch.setattr(hf, "as_language_view", leaky)
     _fails_its_contract(test_the_resolver_gives_a_rope_or_a_named_refusal)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from refpos.models.hf import from_hf_config
-from refpos.models.mrope_hf import vision_rope_from_hf_config
+from refpos.models.vision_towers import vision_rope_from_hf_config
 from refpos.rope.vision import VisionRope
 
 QWEN2_VL_V4 = {"model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "rope_theta": 1e6,

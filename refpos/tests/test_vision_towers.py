@@ -8,9 +8,10 @@ from importlib import resources
 import pytest
 
 import refpos
-from refpos.models.mrope_hf import vision_rope_from_hf_config
-from refpos.models.records import RopeLayer, VisionRopeLayer
-from refpos.models.vision_towers import VISION_TOWERS, towers_of
+from refpos.models.families import FAMILY_ROWS
+from refpos.models.kinds.rope import RopeLayer
+from refpos.models.kinds.vision_rope import VisionRopeLayer
+from refpos.models.vision_towers import vision_rope_from_hf_config
 from refpos.rope.vision import VisionRope
 from refpos.rope.vision3d import VisionRope3D
 
@@ -31,7 +32,8 @@ def test_a_vision_language_model_has_a_vision_stack():
     vision = positions.stack("vision")
     assert len(vision) == 27 and {layer.rope for layer in vision} == {VisionRope("qwen2_vl", 72)}
     assert vision[0].describe() == {"stack": "vision", "index": 0, "layer_type": None, "kind": "vision_rope",
-                                    "form": "qwen2_vl", "head_dim": 72, "theta": 10000.0, "axes": 2}
+                                    "reads": {"rotation": ["image_grid"]}, "form": "qwen2_vl", "head_dim": 72,
+                                    "theta": 10000.0, "axes": 2}
     assert positions.complete
 
 
@@ -65,9 +67,10 @@ def test_minimax_m3_vl_tower_is_three_dimensional():
 
 def test_a_language_config_alone_has_no_tower():
     text = VLM["Qwen/Qwen3.5-27B"]["config"]["text_config"]
-    assert refpos.model_positions(text).stacks == ("decoder",)
-    assert towers_of({"model_type": "llama"}) == ()
-    assert all(tower.source.split(":")[0].endswith(".py") for towers in VISION_TOWERS.values() for tower in towers)
+    alone = refpos.model_positions(text)
+    assert alone.stacks == ("decoder",) and alone.parts == ()
+    towers = [row for row in FAMILY_ROWS if "vision_rope" in row.encodings]
+    assert len(towers) >= 15 and all(row.source.split(":")[0].endswith(".py") for row in towers)
 
 
 def test_bad_tower_geometry_is_named():

@@ -7,6 +7,7 @@ extra: ``pip install 'refpos[plot]'``).
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -47,24 +48,30 @@ def pyplot() -> Any:
 FORMATS = (".svg", ".png")
 
 
-def save_figure(fig: Figure, out: str | Path, *, dpi: int = DPI) -> Path:
+def save_figure(fig: Figure, out: str | Path, *, dpi: int = DPI, force: bool = False) -> Path:
     """Write ``fig`` to ``out`` as SVG or PNG (by its suffix); the same figure gives the same bytes.
+
+    The figure is drawn in memory, then written by :func:`refpos.outputs.write_file`: never through a
+    symlink, and over an existing file only with ``force``.
 
     Raises
     ------
     ValueError
-        ``out`` does not end in ``.svg`` or ``.png``, or ``dpi`` < 10.
+        ``out`` does not end in ``.svg`` or ``.png``, ``dpi`` < 10, or ``out`` is refused (a symlink, not a
+        regular file, an existing file without ``force``).
     """
+    from refpos.outputs import write_file
+
     dpi = check_int("dpi", dpi, minimum=10)
     out = Path(out)
     if out.suffix.lower() not in FORMATS:
         raise ValueError(f"out must be a .svg or .png file, got {str(out)!r}")
     plt = pyplot()
-    out.parent.mkdir(parents=True, exist_ok=True)
+    drawn = io.BytesIO()
     # no date or software version in the file, and SVG ids from a fixed salt: quiet diffs of docs/figures
     if out.suffix.lower() == ".svg":
         with plt.rc_context({"svg.hashsalt": "refpos", "svg.fonttype": "path"}):
-            fig.savefig(out, dpi=dpi, metadata={"Date": None, "Creator": None})
+            fig.savefig(drawn, format="svg", dpi=dpi, metadata={"Date": None, "Creator": None})
     else:
-        fig.savefig(out, dpi=dpi, metadata={"Software": None})
-    return out
+        fig.savefig(drawn, format="png", dpi=dpi, metadata={"Software": None})
+    return write_file(out, drawn.getvalue(), force=force)

@@ -5,7 +5,7 @@ show exactly what the code computes. matplotlib is imported only when a figure i
 ``plot`` extra: ``pip install 'refpos[plot]'``). The arrays are computed in float64 NumPy
 (``xp=numpy``), whatever the current backend.
 
-``refpos plot --all --out-dir docs/figures`` redraws every committed figure (SVG: vector, sharp in print
+``refpos plot --all --out-dir docs/figures --force`` redraws every committed figure (SVG: vector, sharp in print
 and at any zoom); ``--out FILE.png`` draws a PNG instead. The figure of a user's own model is
 :mod:`refpos.tools.model_plots` (``refpos plot --config CONFIG``).
 """
@@ -344,13 +344,15 @@ def make_figure(name: str) -> Figure:
     return fig
 
 
-def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
-    """Draw the plot ``name`` into ``out`` (``.svg`` or ``.png``) and return its path.
+def draw(name: str, out: str | Path, *, dpi: int = DPI, force: bool = False) -> Path:
+    """Draw the plot ``name`` into ``out`` (``.svg`` or ``.png``) and return its path (an existing file is
+    replaced only with ``force``: :func:`refpos.tools.figures.save_figure`).
 
     Raises
     ------
     ValueError
-        ``name`` is not a plot, ``out`` does not end in ``.svg`` or ``.png``, or ``dpi`` < 10.
+        ``name`` is not a plot, ``out`` does not end in ``.svg`` or ``.png``, ``dpi`` < 10, or ``out`` is
+        refused (a symlink, an existing file without ``force``).
     ImportError
         matplotlib is not installed.
     """
@@ -360,14 +362,31 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI) -> Path:
         raise ValueError(f"out must be a .svg or .png file, got {str(out)!r}")
     fig = make_figure(name)
     try:
-        return save_figure(fig, out, dpi=dpi)
+        return save_figure(fig, out, dpi=dpi, force=force)
     finally:
         pyplot().close(fig)
 
 
 # figures drawn by a module of their own (each exports its plot function and a tuple (name, description,
 # caption, figure size)), registered here, after the ones above
-from refpos.tools import plots_deberta, plots_fit  # noqa: E402
+from refpos.tools import (  # noqa: E402
+    plots_bias_table,
+    plots_conv_position,
+    plots_deberta,
+    plots_decomposed,
+    plots_fit,
+    plots_fourier,
+    plots_grid,
+    plots_sincos2d,
+    plots_sinusoid1d,
+)
 
 _register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)
 _register(*plots_fit.FIT_PLOT)(plots_fit.plot_fit_example)
+_register(*plots_bias_table.BIAS_TABLE_PLOT)(plots_bias_table.plot_bias_table)
+_register(*plots_conv_position.CONV_POSITION_PLOT)(plots_conv_position.plot_conv_position)
+_register(*plots_grid.GRID_PLOT)(plots_grid.plot_grid_resample)
+_register(*plots_decomposed.DECOMPOSED_PLOT)(plots_decomposed.plot_decomposed_index)
+_register(*plots_sincos2d.SINCOS2D_PLOT)(plots_sincos2d.plot_sincos2d)
+_register(*plots_fourier.FOURIER_PLOT)(plots_fourier.plot_fourier_sam)
+_register(*plots_sinusoid1d.SINUSOID1D_PLOT)(plots_sinusoid1d.plot_sinusoid1d)

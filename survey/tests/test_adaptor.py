@@ -22,7 +22,7 @@ def test_unknown_model_types_and_not_modelled_keys_are_refusals(monkeypatch):
 
     def with_key(config):
         answer = real(config)
-        return SimpleNamespace(layers=answer.layers, model_type=answer.model_type,
+        return SimpleNamespace(layers=answer.layers, model_type=answer.model_type, parts=answer.parts,
                                not_modelled={"attn_logit_softcapping": "a cap", "text_config.rope_foo": "a rule"})
     monkeypatch.setattr(refpos, "model_positions", with_key)
     answer = adaptor.resolve(LLAMA)

@@ -1,0 +1,78 @@
+"""Every network of a composite config is answered or refused by name (refpos.models.parts, model_positions).
+
+A composite nests one config per network; the language model is found through the wrappers, every other network
+is a part with its stacks named for its place. A part whose model type the family table knows is resolved by its
+own row (Qwen2-VL's vision tower); one it does not know is refused by name, layer by layer, and reported not
+modelled — never left out. The model type of a part is the one transformers' config class builds there: a
+composite that fixes the class (Qwen3-VL) wins over what an old hub config writes in the section.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import refpos
+from refpos.models.parts import parts_of
+from refpos.models.view import ConfigView
+
+TEXT = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16}
+SIGLIP = {"model_type": "siglip_vision_model", "num_hidden_layers": 3, "num_attention_heads": 2, "hidden_size": 16}
+
+
+def test_a_tower_the_table_does_not_know_is_refused_by_name():
+    positions = refpos.model_positions({"model_type": "paligemma", "text_config": TEXT, "vision_config": SIGLIP})
+    assert positions.stacks == ("decoder", "vision")
+    vision = positions.stack("vision")
+    assert [r.kind for r in vision] == ["refused"] * 3
+    assert "siglip_vision_model" in vision[0].reason and "vision_config" in vision[0].reason
+    assert "vision_config.model_type" in positions.not_modelled and not positions.complete
+    assert positions.parts == (("vision", "vision_config", "siglip_vision_model"),)
+    with pytest.raises(ValueError, match="strict"):
+        refpos.model_positions({"model_type": "paligemma", "text_config": TEXT, "vision_config": SIGLIP}, strict=True)
+
+
+def test_a_known_tower_is_resolved_by_its_row():
+    config = {"model_type": "qwen3_vl", "vision_config": {"model_type": "qwen3_vl", "depth": 2, "hidden_size": 64,
+                                                          "num_heads": 4},
+              "text_config": {**TEXT, "model_type": "qwen3_vl_text", "head_dim": 8,
+                              "rope_scaling": {"rope_type": "default", "mrope_section": [2, 1, 1]}}}
+    positions = refpos.model_positions(config)
+    assert positions.summary().splitlines() == ["decoder layers 0-1: mrope ×2",
+                                                "vision layers 0-1: vision_rope(qwen2_vl) ×2"]
+    # the hub writes model_type qwen3_vl in the vision section; Qwen3VLConfig builds Qwen3VLVisionConfig there
+    assert positions.parts == (("vision", "vision_config", "qwen3_vl_vision"),) and positions.complete
+
+
+def test_every_nested_network_is_a_part_and_settings_are_not():
+    config = {"model_type": "omni", "thinker_config": {
+        "model_type": "omni_thinker", "text_config": TEXT,
+        "audio_config": {"model_type": "omni_audio", "encoder_layers": 2},
+        "vision_config": {"model_type": "omni_vision", "depth": 2}},
+        "talker_config": {**TEXT, "model_type": "omni_talker"},
+        "token2wav_config": {"model_type": "omni_token2wav",  # a wrapper: its networks are the parts
+                             "dit_config": {"model_type": "omni_dit", "num_hidden_layers": 1},
+                             "bigvgan_config": {"model_type": "omni_bigvgan"}},
+        "quantization_config": {"bits": 4}, "rope_scaling": {"rope_type": "default"}}
+    parts = parts_of(ConfigView(config))
+    assert [(p.name, p.key) for p in parts] == [
+        ("audio", "thinker_config.audio_config"), ("vision", "thinker_config.vision_config"),
+        ("talker", "talker_config"), ("token2wav.dit", "token2wav_config.dit_config"),
+        ("token2wav.bigvgan", "token2wav_config.bigvgan_config")]
+    positions = refpos.model_positions(config)
+    assert positions.stacks == ("decoder", "audio", "vision", "talker", "token2wav.dit", "token2wav.bigvgan")
+    assert [r.kind for r in positions.stack("talker")] == ["refused", "refused"]
+    assert "omni_talker" in positions.stack("talker")[0].reason
+    assert len(positions.stack("token2wav.bigvgan")) == 1  # no layer count: one record stands for the network
+
+
+def test_a_composite_of_parts_alone_has_no_language_stack():
+    config = {"model_type": "vision-encoder-decoder", "encoder": {**SIGLIP, "model_type": "vit"},
+              "decoder": {"model_type": "gpt2", "n_layer": 2, "n_head": 2, "n_embd": 16, "n_positions": 32}}
+    positions = refpos.model_positions(config)
+    assert positions.stacks == ("encoder", "decoder")
+    assert [r.kind for r in positions.stack("decoder")] == ["learned", "learned"]
+
+
+def test_a_model_the_table_does_not_know_is_not_called_a_decoder():
+    positions = refpos.model_positions({"model_type": "not_a_family", "num_hidden_layers": 2})
+    assert positions.stacks == ("model",) and {r.kind for r in positions} == {"unknown"}
