@@ -20,9 +20,9 @@ from refpos.tools.bench import (
     bench_floors,
     bench_golden,
     bench_pipeline,
-    bench_rope,
     format_bytes,
 )
+from refpos.tools.bench_rope import bench_rope
 from refpos.tools.measure import (
     torch_module,
 )
@@ -45,6 +45,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help=help_with(SHAPE_DIM, "x for the rope suite (D even)"))
     parser.add_argument("--layouts", nargs="+", default=["half", "interleaved"],
                         choices=["half", "interleaved", "deinterleaved"], help="rope suite layouts")
+    parser.add_argument("--rotary-dims", type=SHAPE_DIM, nargs="+", default=None, metavar="d",
+                        help=help_with(SHAPE_DIM, "rope suite: rotated channels, even and at most D (default: D and "
+                                                  "D/2, the rest passed through)"))
     parser.add_argument("--check-heads", type=COUNT, nargs="+", default=None, metavar="H",
                         help=help_with(COUNT, "check suite: candidates of (H, 131072, 128) float32 "
                                        "(default 1 4 16 32: 64 MiB to 2 GiB)"))
@@ -75,6 +78,9 @@ def _fits_in_memory(args: argparse.Namespace) -> str | None:
     if args.suite == "rope":
         if args.shape[3] % 2:
             return f"--shape: D = {args.shape[3]} must be even (rotation pairs)"
+        for d in args.rotary_dims or []:
+            if d % 2 or d > args.shape[3]:
+                return f"--rotary-dims: {d} must be even and at most D = {args.shape[3]}"
         return memory_bytes("x, its rotation and a copy", 3 * math.prod(args.shape) * item,
                             "--shape " + " ".join(str(n) for n in args.shape))
     if args.suite == "pipeline":
@@ -91,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         records = bench_attention(xp, args.sizes or [1024, 2048, 4096, 8192, 16384], args.dtypes, args.heads,
                                   args.head_dim, args.chunk_size, args.causal, args.full_limit_gib)
     elif args.suite == "rope":
-        records = bench_rope(xp, args.dtypes, tuple(args.shape), args.layouts)
+        records = bench_rope(xp, args.dtypes, tuple(args.shape), args.layouts, args.rotary_dims)
     elif args.suite == "golden":
         records = bench_golden(None)
     elif args.suite == "check":

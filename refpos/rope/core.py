@@ -27,7 +27,10 @@ Angles are ``positions * ω`` elementwise in float64 (never a matmul, never a lo
 rotation written as the formula above (tables, then ``u cos − v sin`` and ``v cos + u sin``). On NumPy and
 CuPy arrays one dispatch line (:func:`_rotation_for`) picks a fast form of that rotation instead: whole rows
 on threads (:mod:`refpos.rope.fast`) or fused kernels (:mod:`refpos.rope.fast_gpu`), both consuming the same
-tables and giving the same bits (refpos/tests/test_fast_forms.py asserts equality).
+tables and giving the same bits (refpos/tests/test_fast_forms.py asserts equality). The fast forms and
+:func:`rope_cos_sin` take the tables of :func:`rope_pair_tables` through a bounded cache
+(:mod:`refpos.rope.table_cache`): computed once per set of positions, ``ω`` and ``A``
+(``REFPOS_TABLE_CACHE=0`` turns it off).
 
 The steps of :func:`apply_rope` are functions of their own, so that every other form of RoPE takes the
 same ones instead of restating them: :func:`prepare_inputs`, :func:`resolve_frequencies`,
@@ -60,6 +63,7 @@ from refpos.rope.fast_gpu import is_fast_gpu_input
 from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
 from refpos.rope.mrope import mrope_cos_sin, rope_positions, token_positions
 from refpos.rope.scaling import check_rope_config, check_seq_len, frequencies_at
+from refpos.rope.table_cache import cached_pair_tables
 from refpos.validation import (
     check_broadcasts_to,
     check_frequencies,
@@ -165,8 +169,8 @@ def rope_cos_sin(
     positions = rope_positions(positions, rope.mrope_section, xp=xp)
     xp = array_namespace(positions)
     inv_freq, attention_factor = resolve_frequencies(rope, positions, seq_len, frequencies, xp)
-    cos, sin = rope_pair_tables(positions, inv_freq, attention_factor, rope)  # (..., T, m)
-    return place_pairs(cos, cos, rope.layout), place_pairs(sin, sin, rope.layout)  # (..., T, 2m)
+    cos, sin = cached_pair_tables(rope_pair_tables, positions, inv_freq, attention_factor, rope)  # (..., T, m)
+    return place_pairs(cos, cos, rope.layout), place_pairs(sin, sin, rope.layout)  # (..., T, 2m), new arrays
 
 
 def split_span(x: Array, rope: RopeConfig) -> tuple[Array, Array, Array]:
@@ -286,41 +290,36 @@ def rotate_pairs(x: Array, positions: Array, inv_freq: Array, attention_factor: 
 
 
 def _rotation_for(x: Array) -> Any:
-    """The rotation for ``x``: :func:`rotate_pairs`, or a fast form with its signature and bits.
+    """The rotation for ``x``: :func:`rotate_pairs`, or a fast form with its signature and bits."""
+    fast = fast_span_rotation(x)
+    return rotate_pairs if fast is None else partial(_fast_form, fast)
 
-    NumPy: whole rows on every core (:mod:`refpos.rope.fast`); CuPy float32/float64: one fused kernel per
-    formula (:mod:`refpos.rope.fast_gpu`). Both consume the tables of :func:`rope_pair_tables`, cast to x's
-    dtype; refpos/tests/test_fast_forms.py holds their output equal to :func:`rotate_pairs`'s.
+
+def fast_span_rotation(x: Array) -> Any | None:
+    """The fast span rotation for ``x``, or ``None`` (the readable :func:`rotate_pairs` runs).
+
+    NumPy: slabs of rows on every core (:mod:`refpos.rope.fast`); CuPy float32/float64: one fused kernel per
+    formula (:mod:`refpos.rope.fast_gpu`). Both take the float64 tables of :func:`rope_pair_tables` and cast
+    them to x's dtype; refpos/tests/test_fast_forms.py holds their output equal to :func:`rotate_pairs`'s.
     """
     if is_fast_input(x):
-        return partial(_fast_form, rotate_span)
+        return rotate_span
     if is_fast_gpu_input(x):
-        return partial(_fast_form, rotate_span_gpu)
-    return rotate_pairs
+        return rotate_span_gpu
+    return None
 
 
 def _fast_form(rotate_span_fast: Any, x: Array, positions: Array, inv_freq: Array, attention_factor: float,
                rope: RopeConfig) -> Array:
-    """:func:`rotate_pairs` by a fast span rotation: the output written once, pass-through channels copied,
-    the tables of a block of rows evaluated by the block that rotates them."""
+    """:func:`rotate_pairs` by a fast span rotation: the output written once (rotated pairs and pass-through
+    channels), the float64 tables computed once per set of positions (:mod:`refpos.rope.table_cache`) and cast
+    to x's dtype by the rotation."""
     xp = array_namespace(x)
     tokens = token_positions(positions, rope.mrope_section).shape  # (..., T): M-RoPE's rows share it
     out = xp.empty((*xp.broadcast_shapes(x.shape[:-1], tokens), x.shape[-1]), dtype=x.dtype)
-    start, stop = rope_span(rope)
-    out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
-    out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
-    tables = partial(_cast_tables, positions, inv_freq, attention_factor, x.dtype, rope)  # rows -> their cos, sin
-    rotate_span_fast(x, tables, out, rope_pair_slices(rope, start, stop))
+    cos, sin = cached_pair_tables(rope_pair_tables, positions, inv_freq, attention_factor, rope)  # (..., T, m)
+    rotate_span_fast(x, cos, sin, out, rope_pair_slices(rope, *rope_span(rope)))
     return out
-
-
-def _cast_tables(positions: Array, inv_freq: Array, attention_factor: float, dtype: Any, rope: RopeConfig,
-                 rows: slice) -> tuple[Array, Array]:
-    """The tables of one block of rows, :func:`rope_pair_tables` cast to
-    x's dtype: ``(..., rows, m)`` each. M-RoPE positions ``(3, ..., T)`` are sliced on their T axis too."""
-    xp = array_namespace(inv_freq)
-    cos, sin = rope_pair_tables(positions[..., rows], inv_freq, attention_factor, rope)  # angles in float64
-    return xp.astype(cos, dtype), xp.astype(sin, dtype)  # the rotation itself runs in x's dtype
 
 
 def rope_span(rope: RopeConfig) -> tuple[int, int]:

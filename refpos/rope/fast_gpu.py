@@ -58,20 +58,24 @@ def is_fast_gpu_input(x: Any) -> bool:
     return array_api_compat.is_cupy_array(x) and str(x.dtype) in FAST_GPU_DTYPES and math.prod(x.shape) > 0
 
 
-def rotate_span(x: Array, tables: Any, out: Array, pairs: tuple[slice, slice, slice, slice]) -> None:
+def rotate_span(x: Array, cos: Array, sin: Array, out: Array, pairs: tuple[slice, slice, slice, slice]) -> None:
     """Write the rotated pairs of ``x`` into ``out`` (same bits as the readable form).
 
     Parameters
     ----------
     x : cupy array ``(..., T, D)``
-    tables : callable ``rows -> (cos, sin)``
-        The readable form's ``A·cos φ`` and ``A·sin φ`` of a block of rows, cupy arrays ``(..., rows, m)``
-        in x's dtype, broadcastable against ``x.shape[:-1]`` (here: all rows at once)
-    out : cupy array ``(..., T, D)``, the broadcast shape
+    cos, sin : cupy arrays ``(..., T, m)`` float64
+        The readable form's ``A·cos φ`` and ``A·sin φ`` (:func:`refpos.rope.core.rope_pair_tables`),
+        broadcastable against ``x.shape[:-1]``; read, never written (they may be the cache's)
+    out : cupy array ``(..., T, D)``, the broadcast shape: written whole (the channels outside the rotated
+        span ``[u_in.start, v_in.stop)`` are x's)
     pairs : ``(u_in, v_in, u_out, v_out)`` channel slices (:func:`refpos.rope.core.rope_pair_slices`)
     """
     u_in, v_in, u_out, v_out = pairs
-    cos, sin = tables(slice(None))  # (..., T, m) each
+    start, stop = u_in.start, v_in.stop
+    out[..., :start] = x[..., :start]  # pass-through channels (DeepSeek: the nope part first)
+    out[..., stop:] = x[..., stop:]  # pass-through channels (GPT-NeoX, Phi: after the rotated span)
+    cos, sin = cos.astype(x.dtype), sin.astype(x.dtype)  # the readable form's cast: the products run in x's dtype
     first, second = _kernels()
     u, v = x[..., u_in], x[..., v_in]  # (..., T, m) views, broadcast by the kernels
     first(u, v, cos, sin, out[..., u_out])  # writes through the (..., T, m) view of out

@@ -7,15 +7,16 @@ backend.
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 
-from refpos.backend import is_numpy_namespace
+from refpos.backend import is_cupy_namespace, is_numpy_namespace
 from refpos.cli import bench as cli_bench
 from refpos.cli import main
-from refpos.tools import bench, measure
+from refpos.tools import bench, bench_rope, measure
 
 
 def _has_torch_beside(xp) -> bool:
@@ -30,26 +31,55 @@ def test_floors_report_rates_from_their_times(xp):
 
 
 def test_rope_record_puts_apply_rope_beside_the_copy_floor(xp):
-    records = bench.bench_rope(xp, ["float32", "float64"], (1, 2, 8, 16), ["half", "interleaved"])
-    assert [(r["dtype"], r["layout"]) for r in records] == [
-        ("float32", "half"), ("float32", "interleaved"), ("float64", "half"), ("float64", "interleaved")]
+    records = bench_rope.bench_rope(xp, ["float32", "float64"], (1, 2, 8, 16), ["half", "interleaved"])
+    assert [(r["dtype"], r["rotary_dim"], r["layout"]) for r in records] == [
+        (dtype, rotary, layout) for dtype in ("float32", "float64") for rotary in (16, 8)
+        for layout in ("half", "interleaved")]  # whole and partial rotary by default
+    on_numpy = is_numpy_namespace(xp)  # the copy into touched memory and CPU times are measured on the CPU
+    fast = on_numpy or is_cupy_namespace(xp)  # array-api-strict runs the readable form: no rotation alone
     for rec in records:
         assert rec["output_bytes"] == 2 * 8 * 16 * np.dtype(rec["dtype"]).itemsize
-        assert rec["apply_rope/floor_copy"] == pytest.approx(rec["apply_rope_s"] / rec["floor_copy_s"])
-        assert rec["floor_copy_tables_s"] == pytest.approx(rec["floor_copy_s"] + rec["floor_tables_s"])
-        on_numpy = is_numpy_namespace(xp)  # the copy into touched memory is measured on NumPy only
+        kinds = ["_s", "_median_s"] + (["_cpu_s"] if not is_cupy_namespace(xp) else [])
+        for kind in kinds:
+            floors = rec[f"floor_copy{kind}"] + rec[f"floor_tables{kind}"]
+            assert rec[f"floor_copy_tables{kind}"] == pytest.approx(floors)
+            ratio = kind[:-2]  # "", "_median", "_cpu"
+            assert rec[f"apply_rope_cold{ratio}/floor_copy_tables{ratio}"] == pytest.approx(
+                rec[f"apply_rope_cold{kind}"] / rec[f"floor_copy_tables{kind}"])
+            assert rec[f"apply_rope_warm{ratio}/floor_copy_tables{ratio}"] == pytest.approx(
+                rec[f"apply_rope_warm{kind}"] / rec[f"floor_copy_tables{kind}"])
+            assert (f"rotation{ratio}/floor_copy{ratio}" in rec) == fast
+            if fast:
+                assert rec[f"rotation{ratio}/floor_copy{ratio}"] == pytest.approx(
+                    rec[f"rotation{kind}"] / rec[f"floor_copy{kind}"])
         assert ("fresh_pages_s" in rec) == on_numpy
         if on_numpy:
             assert rec["fresh_pages_s"] == pytest.approx(rec["floor_copy_s"] - rec["floor_copy_touched_s"])
-        assert rec["rounds"] >= 7 and rec["apply_rope_median_s"] >= rec["apply_rope_s"]  # the median of the rounds
-        assert rec["apply_rope_median/floor_copy_tables_median"] == pytest.approx(
-            rec["apply_rope_median_s"] / (rec["floor_copy_median_s"] + rec["floor_tables_median_s"]))
+        assert rec["rounds"] >= 7
+        for name in ("apply_rope_cold", "apply_rope_warm", "floor_copy"):
+            assert rec[f"{name}_median_s"] >= rec[f"{name}_s"]  # the median of the rounds, the best of them
         assert rec["load_before"] is None or rec["load_before"] >= 0
-        assert rec["apply_rope_gbs"] == pytest.approx(2 * rec["output_bytes"] / rec["apply_rope_s"] / 1e9)
-        with_torch = _has_torch_beside(xp) and rec["layout"] == "half" and measure.transformers_rope() is not None
+        assert rec["apply_rope_warm_gbs"] == pytest.approx(2 * rec["output_bytes"] / rec["apply_rope_warm_s"] / 1e9)
+        for name in ("ort_rotary", "ggml_rope_ext"):  # beside the native kernels, when they are installed
+            if f"{name}_s" in rec:
+                assert rec[f"apply_rope_warm/{name}"] == pytest.approx(rec["apply_rope_warm_s"] / rec[f"{name}_s"])
+        with_torch = (_has_torch_beside(xp) and rec["layout"] == "half" and rec["rotary_dim"] == 16
+                      and measure.transformers_rope() is not None)
         assert ("torch_hf_apply_s" in rec) == with_torch
         if with_torch:
-            assert rec["apply_rope/torch_hf_apply"] == pytest.approx(rec["apply_rope_s"] / rec["torch_hf_apply_s"])
+            assert rec["apply_rope_warm/torch_hf_apply"] == pytest.approx(
+                rec["apply_rope_warm_s"] / rec["torch_hf_apply_s"])
+
+
+def test_rope_cold_calls_compute_the_tables_and_warm_calls_do_not(monkeypatch):
+    """The bench's cold call finds the table cache empty and computes the tables; its warm call finds them."""
+    core = importlib.import_module("refpos.rope.core")
+    computed = []
+    original = core.rope_pair_tables
+    monkeypatch.setattr(core, "rope_pair_tables", lambda *a, **k: computed.append(1) or original(*a, **k))
+    (rec,) = bench_rope.bench_rope(np, ["float64"], (1, 2, 8, 16), ["half"], rotary_dims=[16], rope_rounds=7)
+    cold_calls = (1 + rec["rounds"]) + (1 + 7) + 1  # timed rounds and warm-up, CPU-time rounds and warm-up, peak
+    assert len(computed) == 1 + cold_calls  # the rotation's tables once, every cold call once, no warm call
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -165,3 +195,10 @@ def test_check_peak_counts_what_is_allocated_and_not_the_pages_of_a_memory_map(t
     _, read = peak_rss_anon(lambda: float(mapped.sum()))
     assert held >= 30 * 2**20
     assert read < 8 * 2**20
+
+
+@pytest.mark.parametrize("dims", [["65"], ["7"], ["130"]])
+def test_rope_rotary_dims_must_be_even_and_within_the_head(dims, capsys):
+    assert main(["bench", "rope", "--shape", "1", "1", "8", "64", "--rotary-dims", *dims]) == 2
+    err = capsys.readouterr().err
+    assert "--rotary-dims" in err and "must be even and at most D = 64" in err

@@ -4,9 +4,9 @@ Every measured function is printed next to a *floor* measured in the same run �
 attention (q·kᵀ and p·v of the same shapes), a memory copy of the same bytes for elementwise work —
 and, when torch is installed, next to what users would otherwise run on the same device (torch
 ``scaled_dot_product_attention``, transformers' ``apply_rotary_pos_emb``: on the CPU beside NumPy, on
-CUDA beside CuPy), with the ratios; the rope suite also beside the native kernels of llama.cpp's ggml and
-onnxruntime when they are installed (:mod:`refpos.tools.bench_native`). The measuring itself is
-:mod:`refpos.tools.measure`.
+CUDA beside CuPy), with the ratios; the rope suite (:mod:`refpos.tools.bench_rope`) also beside the native
+kernels of llama.cpp's ggml and onnxruntime when they are installed (:mod:`refpos.tools.bench_native`). The
+measuring itself is :mod:`refpos.tools.measure`.
 
 Timings are the best of several runs (``time.perf_counter``). The copy floor and ``apply_rope`` run in
 alternating rounds, so that a slow phase of a shared machine weighs on both; BLAS matmuls and torch run
@@ -26,20 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from refpos.backend import array_namespace, is_cupy_namespace
+from refpos.backend import is_cupy_namespace
 from refpos.tools.measure import (
     best_time,
-    copy_fn,
-    copy_into_fn,
     copy_time,
-    load_average,
     peak_memory,
     release_cached_memory,
     round_times,
     to_torch,
     torch_device_for,
     torch_module,
-    transformers_rope,
 )
 
 Record = dict[str, Any]
@@ -93,9 +89,9 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
                 tq, tk, tv = (to_torch(a) for a in (q, k, v))
                 sdpa = torch.nn.functional.scaled_dot_product_attention
                 rec["torch_device"] = torch_device
-                _time_torch(rec, "torch_sdpa_s", lambda: sdpa(tq, tk, tv, is_causal=causal), torch, xp)  # noqa: B023
-            _ratios(rec, "attention_s", ("floor_matmuls_s", "torch_sdpa_s"))
-            _ratios(rec, "chunked_s", ("floor_matmuls_s", "torch_sdpa_s"))
+                time_torch(rec, "torch_sdpa_s", lambda: sdpa(tq, tk, tv, is_causal=causal), torch, xp)  # noqa: B023
+            add_ratios(rec, "attention_s", ("floor_matmuls_s", "torch_sdpa_s"))
+            add_ratios(rec, "chunked_s", ("floor_matmuls_s", "torch_sdpa_s"))
             flops = 4.0 * heads * t * t * head_dim  # q·kᵀ and p·v, dense-equivalent
             for key in ("floor_matmuls_s", "attention_s", "chunked_s", "torch_sdpa_s"):
                 if key in rec:
@@ -104,7 +100,7 @@ def bench_attention(xp: Any, sizes: list[int], dtypes: list[str], heads: int, he
     return records
 
 
-def _time_torch(rec: Record, name: str, fn: Callable[[], Any], torch: Any, xp: Any, rounds: int = 3) -> None:
+def time_torch(rec: Record, name: str, fn: Callable[[], Any], torch: Any, xp: Any, rounds: int = 3) -> None:
     """``rec[name]``: torch's best time (and its median of ``rounds``), measured after refpos's (its OpenMP
     threads keep spinning after a call: in alternating rounds they slowed ``apply_rope`` from 2.0–2.3× the
     copy to 2.5–2.6× on the 2-core VM). On a GPU, CuPy's cached memory is released first, as the two
@@ -125,7 +121,9 @@ def _fits(heads: int, t: int, dtype_name: str, n_arrays: int, limit_gib: float) 
     return n_arrays * heads * t * t * np.dtype(dtype_name).itemsize <= limit_gib * 2**30
 
 
-def _ratios(rec: Record, key: str, against: tuple[str, ...]) -> None:
+def add_ratios(rec: Record, key: str, against: tuple[str, ...]) -> None:
+    """``rec["<key>/<other>"] = rec[key] / rec[other]`` for each of ``against`` that was measured (``*_s`` names
+    without their suffix)."""
     for other in against:
         if key in rec and other in rec and rec[other] > 0:
             rec[f"{key[:-2]}/{other[:-2]}"] = rec[key] / rec[other]
@@ -151,136 +149,6 @@ def bench_floors(xp: Any, dtypes: list[str], copy_mib: int = 512, matmul_n: int 
             "matmul_n": matmul_n, "matmul_s": matmul_s, "matmul_tflops": 2 * matmul_n**3 / matmul_s / 1e12,
         })
     return records
-
-
-# ---------------------------------------------------------------------------------------- rope
-def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list[str],
-               rope_rounds: int = 7) -> list[Record]:
-    """apply_rope on x of ``shape`` (B, H, T, D) beside its floor and HF's apply_rotary_pos_emb.
-
-    The floor is a copy of the same bytes plus the tables alone (``A·cos φ`` and ``A·sin φ`` of every
-    angle in float64, cast to x's dtype: what :func:`refpos.rope.core.pair_cos_sin` and the cast do
-    inside apply_rope); ``apply_rope/floor_copy_tables`` is apply_rope against their sum (best rounds),
-    ``apply_rope_median/floor_copy_tables_median`` the same for the median rounds of ``rope_rounds``.
-    The copy is NumPy's (one thread); apply_rope runs on every core (:mod:`refpos.parallel`). On NumPy
-    the same rounds also copy into memory written before (``floor_copy_touched_s``): ``fresh_pages_s``,
-    the difference, is what the first write of a new output costs, in the floor and in apply_rope alike.
-    """
-    from refpos.rope import RopeConfig, apply_rope
-
-    torch, torch_device = torch_module(), torch_device_for(xp)
-    records = []
-    *_, t, head_dim = shape
-    positions = xp.arange(t, dtype=xp.int64)
-    for dtype_name in dtypes:
-        x = xp.asarray(np.random.default_rng(0).standard_normal(shape).astype(dtype_name))
-        nbytes = math.prod(shape) * np.dtype(dtype_name).itemsize
-        for layout in layouts:
-            rope = RopeConfig(rope_type="default", theta=10000.0, head_dim=head_dim, layout=layout)
-            rec: Record = {"suite": "rope", "shape": list(shape), "dtype": dtype_name, "layout": layout,
-                           "backend": xp.__name__}
-
-            def apply() -> Any:
-                return apply_rope(x, positions, rope)  # noqa: B023
-
-            # the copy, the tables and apply_rope in alternating rounds: a slow phase of the machine falls on
-            # all of them alike; the best round and the median round of each, and the load while they ran
-            rec["load_before"] = load_average()
-            timed = {"floor_copy": copy_fn(x, xp), "floor_tables": tables_fn(positions, rope, x.dtype),
-                     "apply_rope": apply, **native_rope_timers(x, layout)}
-            touched = copy_into_fn(x, xp)
-            if touched is not None:
-                timed["floor_copy_touched"] = touched
-            rounds = round_times(list(timed.values()), xp, repeat=rope_rounds)
-            rec["load_after"] = load_average()
-            rec["rounds"] = len(rounds[0])
-            if "ggml_rope_ext" in timed or "ort_rotary" in timed:
-                from refpos.parallel import num_threads
-
-                rec["native_threads"] = num_threads()
-            for name, times in zip(timed, rounds, strict=True):
-                rec[f"{name}_s"], rec[f"{name}_median_s"] = min(times), float(np.median(times))
-            if not is_cupy_namespace(xp):  # the same functions' CPU time: what a busy neighbour disturbs least
-                for name, times in zip(timed, cpu_round_times(list(timed.values()), rope_rounds), strict=True):
-                    rec[f"{name}_cpu_s"] = min(times)
-                _ratios(rec, "apply_rope_cpu_s", ("floor_copy_cpu_s", "ggml_rope_ext_cpu_s", "ort_rotary_cpu_s"))
-            if touched is not None:
-                rec["fresh_pages_s"] = rec["floor_copy_s"] - rec["floor_copy_touched_s"]
-            rec["floor_copy_tables_s"] = rec["floor_copy_s"] + rec["floor_tables_s"]
-            rec["floor_copy_tables_median_s"] = rec["floor_copy_median_s"] + rec["floor_tables_median_s"]
-            if torch_device is not None and layout == "half" and transformers_rope() is not None:
-                apply_rotary_pos_emb = transformers_rope()
-                tx = to_torch(x)
-                inv_freq = torch.from_numpy(10000.0 ** (-np.arange(0, head_dim, 2) / head_dim))
-                angles = torch.arange(t, dtype=torch.float64)[:, None] * inv_freq[None, :]  # (T, D/2)
-                emb = torch.cat([angles, angles], dim=-1).to(tx.dtype)[None].to(torch_device)  # (1, T, D)
-                cos, sin = emb.cos(), emb.sin()
-                rec["torch_device"] = torch_device
-                # HF rotates q and k in one call: half of it is the cost of one tensor
-                _time_torch(rec, "torch_hf_apply_s", lambda: apply_rotary_pos_emb(tx, tx, cos, sin), torch, xp,  # noqa: B023
-                            rope_rounds)
-                for key in ("torch_hf_apply_s", "torch_hf_apply_median_s"):
-                    if key in rec:
-                        rec[key] /= 2
-            rec["apply_rope_peak_bytes"] = peak_memory(apply, xp)
-            rec["output_bytes"] = nbytes
-            for key in ("floor_copy_s", "apply_rope_s", "torch_hf_apply_s"):
-                if key in rec:
-                    rec[f"{key[:-2]}_gbs"] = 2 * nbytes / rec[key] / 1e9  # read x, write the output
-            _ratios(rec, "apply_rope_s", ("floor_copy_s", "floor_copy_tables_s", "torch_hf_apply_s", "ggml_rope_ext_s",
-                                          "ort_rotary_s"))
-            _ratios(rec, "apply_rope_median_s", ("floor_copy_tables_median_s", "torch_hf_apply_median_s",
-                                                 "ggml_rope_ext_median_s", "ort_rotary_median_s"))
-            records.append(rec)
-    return records
-
-
-def cpu_round_times(fns: list[Callable[[], Any]], repeat: int) -> list[list[float]]:
-    """Each function's CPU time per call (``time.process_time``: every thread of this process, so a call on two
-    threads counts both), in ``repeat`` alternating rounds after one warm-up call each. Another process on a
-    shared machine moves it far less than it moves wall time, though not at all only when it leaves the
-    caches and the memory bus alone."""
-    for fn in fns:
-        fn()
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
-        for fn, fn_times in zip(fns, times, strict=True):
-            start = time.process_time()
-            fn()
-            fn_times.append(time.process_time() - start)
-    return times
-
-
-def native_rope_timers(x: Any, layout: str) -> dict[str, Callable[[], Any]]:
-    """ggml's ``rope_ext`` (its own float32 angles) and onnxruntime's ``RotaryEmbedding`` (given its float32
-    cache) on the same x, positions 0 … T − 1, θ = 10⁴ and threads as apply_rope, for the alternating rounds,
-    when installed (:mod:`refpos.tools.bench_native`; NumPy float32, the half and interleaved layouts). Their
-    thread pools are made to sleep between calls (OpenMP's passive wait, onnxruntime without spinning), so
-    that no spinning thread slows what runs next in a round."""
-    from refpos.parallel import num_threads
-    from refpos.tools.bench_native import ggml_rope_timer, ort_rope_timer
-
-    if not isinstance(x, np.ndarray) or x.dtype != np.float32 or x.ndim != 4 or layout == "deinterleaved":
-        return {}
-    threads = num_threads()
-    timers = {"ggml_rope_ext": ggml_rope_timer(x, 10000.0, threads, neox=layout == "half"),
-              "ort_rotary": ort_rope_timer(x, 10000.0, threads, interleaved=layout == "interleaved")}
-    return {name: timer for name, timer in timers.items() if timer is not None}
-
-
-def tables_fn(positions: Any, rope: Any, dtype: Any) -> Callable[[], Any]:
-    """The table evaluation of apply_rope alone: frequencies, ``A·cos φ``, ``A·sin φ``, cast to ``dtype``."""
-    from refpos.rope.core import pair_cos_sin
-    from refpos.rope.scaling import rope_frequencies
-
-    xp = array_namespace(positions)
-
-    def tables() -> Any:
-        inv_freq, factor = rope_frequencies(rope, seq_len=int(xp.max(positions)) + 1, xp=xp)
-        cos, sin = pair_cos_sin(positions, inv_freq, factor)  # (T, m) float64
-        return xp.astype(cos, dtype), xp.astype(sin, dtype)
-
-    return tables
 
 
 # ---------------------------------------------------------------------------------------- golden

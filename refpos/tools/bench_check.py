@@ -9,9 +9,13 @@ alternating rounds (a slow phase of a shared machine falls on all of them alike)
 * ``reference``: :func:`refpos.apply_rope` on those float64 blocks (the reference the check computes);
 * ``check``: :func:`refpos.check.rope.run.check_rope` on the memory maps (read, reference, tolerance, compare).
 
-``check/(reference+reading)`` is the overhead of the comparison itself. The peak memory is the largest
-anonymous resident memory (``RssAnon`` in ``/proc/self/status``, sampled every 10 ms) above its value
-before the call: the pages of the memory-mapped files are file-backed and do not count, every array
+``check/(reference+reading)`` is the overhead of the comparison itself; the same ratio of CPU times
+(``time.process_time``, every thread of the process) is printed too, which a busy neighbour disturbs less.
+Each timed call starts with the table cache emptied (:mod:`refpos.rope.table_cache`), as a fresh ``refpos
+check`` process does: the reference and the check both compute the tables of each block of positions once,
+for its first head, and take them from the cache for the others. The peak memory is the largest anonymous
+resident memory (``RssAnon`` in ``/proc/self/status``, sampled every 10 ms) above its value before the call:
+the pages of the memory-mapped files are file-backed and do not count, every array
 refpos allocates does. Nothing here is asserted by a test.
 """
 
@@ -131,6 +135,7 @@ def _bench_size(root: Path, heads: int, rounds: int, progress: Callable[[str], N
     from refpos.check.rope.run import check_rope
     from refpos.check.shared import stream
     from refpos.rope import apply_rope, rope_frequencies
+    from refpos.rope.table_cache import clear_caches
 
     rope = llama31_rope()
     inv_freq, factor = rope_frequencies(rope, seq_len=LENGTH, xp="numpy")
@@ -159,10 +164,14 @@ def _bench_size(root: Path, heads: int, rounds: int, progress: Callable[[str], N
         outcome["result"] = check_rope(y, x, positions, rope)
 
     times: dict[str, list[float]] = {"reading": [], "reference": [], "check": []}
+    cpu: dict[str, list[float]] = {name: [] for name in times}
     peaks: list[int] = []
     for _ in range(rounds):
         for name, fn in (("reading", reading), ("reference", reference), ("check", check)):
+            clear_caches()  # as a fresh process: no table of an earlier call
+            start = time.process_time()
             seconds, peak = peak_rss_anon(fn)
+            cpu[name].append(time.process_time() - start)
             times[name].append(seconds)
             if name == "check" and peak is not None:
                 peaks.append(peak)
@@ -174,8 +183,10 @@ def _bench_size(root: Path, heads: int, rounds: int, progress: Callable[[str], N
                    "candidate_bytes": nbytes, "ok": bool(outcome["result"]["ok"]),
                    **{f"{name}_s": best[name] for name in best},
                    **{f"{name}_worst_s": max(t) for name, t in times.items()},
+                   **{f"{name}_cpu_s": min(t) for name, t in cpu.items()},
                    "check_peak_bytes": max(peaks) if peaks else None}
     rec["check/(reference+reading)"] = best["check"] / (best["reference"] + best["reading"])
+    rec["check_cpu/(reference_cpu+reading_cpu)"] = rec["check_cpu_s"] / (rec["reference_cpu_s"] + rec["reading_cpu_s"])
     rec["check_peak/candidate"] = (rec["check_peak_bytes"] or 0) / nbytes
     return rec
 

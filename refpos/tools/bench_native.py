@@ -120,10 +120,12 @@ class Graph:
 
 
 # ---------------------------------------------------------------------------------------------- timers
-def ggml_rope_timer(x: np.ndarray, theta: float, threads: int, neox: bool = True) -> Callable[[], Any] | None:
+def ggml_rope_timer(x: np.ndarray, theta: float, threads: int, neox: bool = True,
+                    n_dims: int | None = None) -> Callable[[], Any] | None:
     """ggml's ``rope_ext`` on ``x`` ``(B, H, T, D)`` float32 at positions ``0 … T − 1``, angles computed by the
-    kernel (default rule, θ): a function computing it once, or ``None`` without ggml. The input is laid out
-    as ggml's ``[D, H, T, B]`` (a NumPy ``(B, T, H, D)`` array) once, outside the timed call."""
+    kernel (default rule, θ) for the first ``n_dims`` channels (default all D; the rest pass through): a
+    function computing it once, or ``None`` without ggml. The input is laid out as ggml's ``[D, H, T, B]`` (a
+    NumPy ``(B, T, H, D)`` array) once, outside the timed call."""
     lib = load_ggml()
     if lib is None or x.dtype != np.float32 or x.ndim != 4:
         return None
@@ -131,8 +133,8 @@ def ggml_rope_timer(x: np.ndarray, theta: float, threads: int, neox: bool = True
     graph = Graph(lib, 2 * x.nbytes + 4 * t)
     a = graph.tensor(np.ascontiguousarray(x.transpose(0, 2, 1, 3)))  # ne = [D, H, T, B]
     pos = graph.tensor(np.arange(t, dtype=np.int32))
-    out = lib.ggml_rope_ext(graph.ctx, a, pos, None, d, ROPE_NEOX if neox else ROPE_NORMAL, 0, theta, 1.0, 0.0,
-                            1.0, 0.0, 0.0)
+    out = lib.ggml_rope_ext(graph.ctx, a, pos, None, n_dims or d, ROPE_NEOX if neox else ROPE_NORMAL, 0, theta, 1.0,
+                            0.0, 1.0, 0.0, 0.0)
     gf = lib.ggml_new_graph(graph.ctx)
     lib.ggml_build_forward_expand(gf, out)
 
@@ -148,22 +150,26 @@ def ggml_rope_timer(x: np.ndarray, theta: float, threads: int, neox: bool = True
     return rope
 
 
-def ort_rope_timer(x: np.ndarray, theta: float, threads: int, interleaved: bool = False) -> Callable[[], Any] | None:
+def ort_rope_timer(x: np.ndarray, theta: float, threads: int, interleaved: bool = False,
+                   rotary_dim: int | None = None) -> Callable[[], Any] | None:
     """onnxruntime's ``RotaryEmbedding`` (ai.onnx, opset 23) on ``x`` ``(B, H, T, D)`` at positions
-    ``0 … T − 1``, given its float32 cos/sin cache (built once, outside the timed call): a function
-    computing it once, or ``None`` without onnxruntime and onnx."""
+    ``0 … T − 1`` for the first ``rotary_dim`` channels (default all D; the rest pass through), given its
+    float32 cos/sin cache (built once, outside the timed call): a function computing it once, or ``None``
+    without onnxruntime and onnx."""
     try:
         import onnx
         import onnxruntime as ort
     except ImportError:
         return None
     b, h, t, d = x.shape
+    rotary = rotary_dim or d
     elem = onnx.helper.np_dtype_to_tensor_dtype(x.dtype)
-    node = onnx.helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "ids"], ["y"], interleaved=int(interleaved))
+    node = onnx.helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "ids"], ["y"], interleaved=int(interleaved),
+                                 rotary_embedding_dim=rotary if rotary != d else 0)
     graph = onnx.helper.make_graph([node], "rope", [
         onnx.helper.make_tensor_value_info("x", elem, [b, h, t, d]),
-        onnx.helper.make_tensor_value_info("cos", elem, [t, d // 2]),
-        onnx.helper.make_tensor_value_info("sin", elem, [t, d // 2]),
+        onnx.helper.make_tensor_value_info("cos", elem, [t, rotary // 2]),
+        onnx.helper.make_tensor_value_info("sin", elem, [t, rotary // 2]),
         onnx.helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [b, t])],
         [onnx.helper.make_tensor_value_info("y", elem, [b, h, t, d])])
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 23)], ir_version=10)
@@ -171,7 +177,7 @@ def ort_rope_timer(x: np.ndarray, theta: float, threads: int, interleaved: bool 
     options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no spinning pool between calls
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    angles = np.arange(t, dtype=np.float64)[:, None] * theta ** (-np.arange(0, d, 2) / d)[None, :]
+    angles = np.arange(t, dtype=np.float64)[:, None] * theta ** (-np.arange(0, rotary, 2) / rotary)[None, :]
     feeds = {"x": x, "cos": np.cos(angles).astype(x.dtype), "sin": np.sin(angles).astype(x.dtype),
              "ids": np.broadcast_to(np.arange(t, dtype=np.int64), (b, t)).copy()}
 
