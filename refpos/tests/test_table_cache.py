@@ -257,8 +257,8 @@ def test_each_backend_has_its_own_tables():
 def test_check_computes_the_tables_of_each_block_of_positions_once(monkeypatch):
     """refpos check compares block by block: the heads of one block of positions share its tables (computed
     once per block of positions, not once per head)."""
-    from refpos.check import stream
-    from refpos.check.run import check_rope
+    from refpos.check.rope.run import check_rope
+    from refpos.check.shared import stream
 
     monkeypatch.setattr(stream, "BLOCK_ELEMENTS", 64 * 16)  # blocks of 64 positions of one head
     rng = np.random.default_rng(6)
