@@ -17,11 +17,11 @@ What is wired, as the model code of the wheel calls it:
   angles ``arange(end) · ω`` and the rows ``[cos | sin]``; ``TransformerBlock._attention`` slices its rows
   for the positions ``start_pos … start_pos + T − 1`` and calls ``apply_rope(x, rows)``, which rotates the
   pairs ``(j, j + dim/2)`` of ``x`` ``(B, H, T, dim)``, and rotates the first ``rope_dim`` channels of a
-  head, the rest passing through (placement ``first``). This adapter builds the table with
-  ``end = max(positions) + 1`` and picks its rows at the positions (a gather instead of the model's
-  slice, the same rows); ``(B, T)`` positions are one batch row at a time. Only the ``default`` rule:
-  the model code has no scaling rule and no interleaved layout (its GGUF loader permutes Meta's
-  interleaved weights to the half layout). ω and A are locals of ``precompute_freqs_cis``, so
+  head, the rest passing through (placement ``first``). This adapter builds the table for a
+  ``max_context`` of the power of two above the positions and picks its rows at the positions (a gather
+  instead of the model's slice, the same rows); ``(B, T)`` positions are one batch row at a time. Only
+  the ``default`` rule: the model code has no scaling rule and no interleaved layout (its GGUF loader
+  permutes Meta's interleaved weights to the half layout). ω and A are locals of ``precompute_freqs_cis``, so
   ``rope_frequencies`` is left out (the tests that need them for a tolerance use the reference's).
 * Attention core: ``q.scaled_dot_product_attention(k, v, attn_mask, is_causal, enable_gqa)`` in float32
   (GQA by ``repeat_interleave``: query head h reads kv head ``h // (H/H_kv)``). The scale is fixed at
@@ -99,15 +99,23 @@ def _setup(rope: dict) -> tuple[int, float]:
     return width, theta
 
 
+def _context(positions: np.ndarray) -> int:
+    """The table's length, the model's ``max_context``: the power of two (at least 16) above every position.
+    A row of ``precompute_freqs_cis`` does not depend on the length (measured: the rows of lengths 300, 1000
+    and 4096 are bit for bit equal), so rounding the length up only spares compilations, one per length."""
+    top = int(positions.max()) + 1 if positions.size else 1
+    return max(16, 1 << (top - 1).bit_length())
+
+
 def _rows(rope: dict, positions: Any) -> tuple[int, np.ndarray, np.ndarray]:
     """(rope_dim, positions, rows ``(*positions.shape, rope_dim)`` of ``precompute_freqs_cis`` at them).
 
-    The table is computed by tinygrad and its rows picked in NumPy: a copy of float32 values, the model's
-    slice for consecutive positions (tinygrad's own gather, ``table[Tensor(positions)]``, compares every
-    position with every row: P·end·rope_dim work, minutes for a golden's positions near 2^17)."""
+    The table is computed by tinygrad and its rows are picked in NumPy, a copy of its float32 values as the
+    model's slice ``freqs_cis[start_pos:start_pos + T]`` is (tinygrad's gather ``table[Tensor(positions)]``
+    compares every position with every row: P·end·rope_dim work, minutes for a golden's positions near 2^17)."""
     pos = integer_positions(positions, reject_negative=True)  # a table of rows 0 … end − 1
     width, theta = _setup(rope)
-    table = precompute_freqs_cis(width, int(pos.max()) + 1 if pos.size else 1, theta)  # (end, width): [cos | sin]
+    table = precompute_freqs_cis(width, _context(pos), theta)  # (end, width): [cos | sin]
     return width, pos, table.numpy()[pos]
 
 
