@@ -84,9 +84,9 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         elif r.kind == "no_attention":
             layers.append(LayerClaim(*where, "no_attention", detail=r.mixer))
         elif r.kind == "alibi":
-            layers.append(LayerClaim(*where, "alibi", params={"bias": r.bias, "before_scale": r.before_scale}))
+            layers.append(LayerClaim(*where, "alibi", params={"bias": r.bias_at, "before_scale": r.before_scale}))
         elif r.kind == "t5":
-            layers.append(LayerClaim(*where, "t5", params={"buckets": r.buckets, "owns_table": r.owns_table,
+            layers.append(LayerClaim(*where, "t5", params={"buckets": r.buckets_at, "owns_table": r.owns_table,
                                                           "table_layer": r.table_layer}))
         elif r.kind in ("learned", "sinusoidal"):
             layers.append(LayerClaim(*where, r.kind, params={"offset": r.offset, "table_size": r.table_size,
@@ -122,7 +122,7 @@ def _from_schedule(config: dict[str, Any]) -> Resolution:
         if not layer.attention:
             layers.append(LayerClaim("decoder", layer.index, "no_attention", detail=layer.mixer or ""))
             continue
-        scale = layer.query_scale if layer.scale is not None else None
+        scale = layer.scale  # the rule at p: the survey's probes are tokens whose ids are their slots
         kind = "rope" if layer.rope is not None else "none"
         layers.append(LayerClaim("decoder", layer.index, kind, rope=layer.rope, query_scale=scale,
                                  detail=layer.layer_type or ""))

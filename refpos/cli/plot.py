@@ -39,6 +39,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace existing files (never a symlink)")
 
 
+def check_layer_type(config: Path, layer_type: str | None) -> None:
+    """A ``ValueError`` naming ``--layer-type`` when the config's RoPE is per layer type and none (or another)
+    is given, or when one is given for a config with one RoPE."""
+    from refpos.models.hf import hf_layer_types
+
+    types = hf_layer_types(config)
+    choices = " or ".join(f"--layer-type {t}" for t in types)
+    if types and layer_type is None:
+        raise ValueError(f"--config {config}: the RoPE is per layer type ({', '.join(types)}): give {choices}")
+    if types and layer_type not in types:
+        raise ValueError(f"--layer-type {layer_type}: --config {config} has the layer types {', '.join(types)}: "
+                         f"give {choices}")
+    if not types and layer_type is not None:
+        raise ValueError(f"--layer-type {layer_type}: --config {config} has one RoPE for every layer: drop "
+                         "--layer-type")
+
+
 def run(args: argparse.Namespace) -> int:
     """``refpos plot``: list the plots, draw one (or all), or draw a model's RoPE."""
     if args.list:
@@ -56,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.config is not None:
         from refpos.tools.model_plots import draw_model
 
+        check_layer_type(args.config, args.layer_type)
         if args.out is not None:
             check_output(args.out, force=args.force)
         print(draw_model(args.config, args.out, layer_type=args.layer_type, seq_len=args.seq_len, dpi=args.dpi,

@@ -1,15 +1,19 @@
 """``refpos positions CONFIG``: what every layer of every stack of a config.json does with positions.
 
 Prints one line per stack (``decoder layers 0-47: rope ×36, none+scale ×12 (every 4th)``), then each distinct
-kind of layer with its parameters (a RoPE's resolved fields and frequencies, ALiBi's slopes and order, T5's
-buckets, a learned or sinusoidal table's length and offset, ...), then whether the resolution is complete:
+kind of layer with what its positions are read from (``reads: rotation ← position_ids (else cache_position)``,
+:mod:`refpos.models.sources`) and its parameters (a RoPE's resolved fields and frequencies, ALiBi's slopes and
+order, T5's buckets, a learned or sinusoidal table's length and offset, ...), then whether the resolution is complete:
 each key it does not model with what it does, every refused layer with its reason, and for a family the
 table does not know, what its config does not state. ``--json`` prints
 :meth:`refpos.models.ModelPositions.describe`; ``--strict`` makes anything incomplete an error (exit 2).
 
-``--assume KEY=VALUE`` (repeatable) states the conventions of a ``model_type`` the family table does not
-know: ``--assume family=llama`` resolves it as that family, ``--assume encoding=rope --assume layout=half``
-states the columns themselves (keys: ``family``, ``encoding``, ``layout``, ``stacks``, ``rope_layers``).
+``--transformers-version X.Y`` names the transformers release whose code the model runs, over the config's own
+``transformers_version`` (:mod:`refpos.models.releases`). ``--assume KEY=VALUE`` (repeatable) and
+``--assume-file ROW.toml`` state the family row of a ``model_type`` the family table does not know
+(:mod:`refpos.models.stated`): ``--assume family=llama`` borrows that family's row, ``--assume encoding=rope
+--assume layout=half --assume rope.theta_key=rotary_emb_base`` states the columns themselves, a row file holds
+them as a ``families.toml`` row does; each is checked as the table's rows are.
 
 Examples
 --------
@@ -18,6 +22,7 @@ Examples
     $ refpos positions path/to/config.json
     $ refpos positions path/to/model_dir --json
     $ refpos positions my_model/config.json --assume family=llama
+    $ refpos positions my_model/config.json --assume-file my_model_row.toml --strict
     $ refpos positions Qwen2.5-VL/config.json --layout text:6,image:1x8x12,text:6 --out positions.npy
 
 ``--layout SPANS`` prints the M-RoPE position ids of a token layout instead (:mod:`refpos.cli.positions_layout`).
@@ -34,40 +39,52 @@ from refpos.cli import positions_layout
 from refpos.models.kinds.rope import RopeLayer
 from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
 from refpos.models.records import LayerRecord
+from refpos.models.sources import shown as shown_source
+from refpos.models.stated import assume_pairs, read_row_file
+from refpos.rope.config import RopeConfig
 
 
 def add_assume(parser: argparse.ArgumentParser) -> None:
-    """The ``--assume KEY=VALUE`` option (shared by ``positions``, ``golden model`` and ``check --config``)."""
+    """``--assume KEY=VALUE``, ``--assume-file ROW.toml`` (the family row of a model_type the table does not know:
+    :mod:`refpos.models.stated`) and ``--transformers-version X.Y``, shared by ``positions``, ``rope``, ``golden
+    model`` and ``check --config``."""
     parser.add_argument("--assume", action="append", default=[], metavar="KEY=VALUE",
-                        help="a convention of a model_type the family table does not know: "
-                             f"{', '.join(ASSUMABLE)} (e.g. family=llama, or encoding=rope and layout=half)")
+                        help="a column of the family row of a model_type the table does not know (one of "
+                             f"{', '.join(ASSUMABLE)}; dotted into a fact table: rope.theta_key=base; VALUE a TOML "
+                             "value or a bare word), e.g. family=llama, or encoding=rope and layout=half")
+    parser.add_argument("--assume-file", default=None, metavar="ROW.toml",
+                        help="the family row as a TOML file: the keys of a [family.<model_type>] table of "
+                             "families.toml at its top level, without source (--assume values override them)")
+    parser.add_argument("--transformers-version", default=None, metavar="X.Y",
+                        help="the transformers release whose code the model runs, over the config's "
+                             "transformers_version (a family whose position code changed between releases needs one)")
 
 
-def assumptions(values: list[str]) -> dict[str, str] | None:
-    """``--assume`` values as a mapping (``None`` when none is given); a malformed one is a ``ValueError``."""
-    out: dict[str, str] = {}
-    for text in values:
-        key, sep, value = text.partition("=")
-        if not sep or not key or not value:
-            raise ValueError(f"--assume takes KEY=VALUE with KEY one of {list(ASSUMABLE)}, got {text!r}")
-        if key in out:
-            raise ValueError(f"--assume {key} given twice")
-        out[key] = value
-    return out or None
+def assumptions(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The row stated by ``--assume-file`` and ``--assume`` (``None`` when neither is given); a malformed one is a
+    ``ValueError``."""
+    row = read_row_file(args.assume_file) if getattr(args, "assume_file", None) is not None else {}
+    pairs = assume_pairs(args.assume)
+    for kind, facts in pairs.items():  # a flag's fact joins the file's fact table
+        if isinstance(facts, dict) and isinstance(row.get(kind), dict):
+            pairs[kind] = {**row[kind], **facts}
+    stated = {**row, **pairs}
+    return stated or None
 
 
-def resolve(config: Any, assume: list[str], *, strict: bool = False) -> ModelPositions:
-    """:func:`refpos.model_positions` with the ``--assume`` values of a command line."""
-    return model_positions(config, assume=assumptions(assume), strict=strict)
+def resolve(config: Any, args: argparse.Namespace, *, strict: bool = False) -> ModelPositions:
+    """:func:`refpos.model_positions` with the row an ``--assume`` / ``--assume-file`` command line states and its
+    ``--transformers-version``."""
+    return model_positions(config, assume=assumptions(args), strict=strict,
+                           transformers_version=getattr(args, "transformers_version", None))
 
 
 def refuse_unknown(positions: ModelPositions, command: str) -> None:
-    """A ``ValueError`` (exit 2, one line) when the family is unknown: what to pass to state its conventions."""
+    """A ``ValueError`` (exit 2, one line) when the family is unknown: its positional keys and what to pass to state
+    its row."""
     if positions.unknown:
-        named = positions.model_type or "(no model_type)"
-        raise ValueError(f"model_type {named!r} is not in refpos's family table: its encoding, pair layout and "
-                         f"which layers carry positions are unknown; state them to {command}: --assume "
-                         "family=<a known model_type> (e.g. llama), or --assume encoding=rope --assume layout=half")
+        why = next(iter(positions.unknown.values()))
+        raise ValueError(why.replace("state its row", f"to run {command}, state its row", 1))
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -85,12 +102,15 @@ def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
     where = f"  {layer.stack} {layer.label}" + (f" [{layer.layer_type}]" if layer.layer_type else "") + \
         f": layers {ranges(indices)}"
     lines = [where]
+    if layer.reads:
+        lines.append("    reads: " + "; ".join(f"{use} ← {shown_source(source)}" for use, source in layer.reads))
     params = layer.params()
     if isinstance(layer, RopeLayer):
         rope = layer.rope
         lines.append(f"    {rope.rope_type} RoPE, theta {rope.theta!r}, head_dim {rope.head_dim}, rotary_dim "
                      f"{rope.rotary_dim}, layout {rope.layout}, placement {rope.placement}"
                      + (f", mrope_section {list(rope.mrope_section)}" if rope.mrope_section else ""))
+        lines.append(f"    {rule_facts(rope)}")
         params = {k: v for k, v in params.items() if k != "rope"}
     for key, value in params.items():
         if value is None or key in ("at",):
@@ -101,14 +121,39 @@ def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
     return lines
 
 
+#: the symbols the docs give a rule's keys (docs/extrapolation.md), shown beside the key
+SYMBOLS = {"factor": "s", "original_max_position_embeddings": "L0", "max_position_embeddings": "Lmax"}
+
+
+def rule_facts(rope: RopeConfig) -> str:
+    """One line of what the scaling rule reads: each key of its record (:data:`refpos.rope.rules.RULES`: its
+    parameters and the keys it requires) with its value, and the attention factor ``A`` it gives."""
+    from refpos.rope.rules import rule_of
+    from refpos.rope.scaling import rope_frequencies
+
+    rule = rule_of(rope.rope_type)
+    params = rope.to_params()
+    keys = [*rule.parameters, *(key for key, _ in rule.required if key not in rule.parameters)]
+    facts = []
+    for key in keys:
+        value = params.get(key)
+        if value is None:
+            continue
+        shown = f"[{len(value)} values: {value[0]!r} … {value[-1]!r}]" if isinstance(value, list) and \
+            len(value) > 4 else repr(value)
+        facts.append(f"{key}{' ' + SYMBOLS[key] if key in SYMBOLS else ''} = {shown}")
+    factor = float(rope_frequencies(rope)[1])
+    return f"{rule.name}: " + ", ".join([*facts, f"attention factor A = {factor:.10g}"])
+
+
 def text(positions: ModelPositions, title: str) -> str:
     """The report ``refpos positions`` prints."""
     lines = [title]
     if positions.nesting:
         lines.append(f"  language model read from {positions.nesting[:-1]}")
     lines += [f"  {line}" for line in positions.summary().splitlines()]
-    for (stack, _, _), indices in positions.kinds().items():
-        first = next(r for r in positions.stack(stack) if r.index == indices[0])
+    for (stack, layer_type, label), indices in positions.kinds().items():  # one record of each kind
+        first = next(r for r in positions.stack(stack) if (r.layer_type, r.label) == (layer_type, label))
         lines += _group_lines(first, indices)
     problems = {**positions.not_modelled, **positions.unknown}
     lines.append("  complete: yes" if positions.complete else
@@ -130,6 +175,6 @@ def run(args: argparse.Namespace) -> int:
         return positions_layout.run(args)
     if args.out is not None:
         raise ValueError("--out writes the ids of --layout: give --layout SPANS")
-    positions = resolve(args.config, args.assume, strict=args.strict)
+    positions = resolve(args.config, args, strict=args.strict)
     print(json.dumps(positions.describe(), indent=1) if args.json else text(positions, str(args.config)))
     return 0

@@ -25,6 +25,9 @@ RULES = {
             "by pow, exp/log or a running product; a rotation in float32, or input, tables and output stored in "
             "the dtype: docs/conventions.md#tolerances); atol per position (axis -2) scaled by the largest "
             "rotated pair of the row",
+    "frequencies": "inverse frequencies: float32 per pair (atol along axis -1), the angle forms' bound at position 1, "
+                   "u·(c + b·j + e·ln(1/ω_j))·ω_j, the largest over the forms (docs/conventions.md#tolerances); "
+                   "the other dtypes by the value rule",
     "attention": "attention output after RoPE: 2·max|v|·δlogit with δlogit = scale·|q|·|k|·(2·δrot + 2·D·u) from "
                  "the rotation tolerance at the largest position, plus the value rule",
 }
@@ -49,6 +52,15 @@ def tolerance_value(reference: np.ndarray, *, scale: float | None = None) -> dic
     out["float32"] = {"atol": round_up(tol.RTOL_FLOAT32 * mag), "rtol": tol.RTOL_FLOAT32, "ulps": 0.0}
     for d in ("bfloat16", "float16"):
         out[d] = {"atol": round_up(tol.ULPS_LOW * 2.0 ** -tol.MANTISSA[d] * mag), "rtol": 0.0, "ulps": tol.ULPS_LOW}
+    return out
+
+
+def tolerance_frequencies(inv_freq: np.ndarray) -> dict[str, Any]:
+    """Tolerance entry of inverse frequencies ``(..., m)``: float32 one atol per pair (axis -1) by
+    :func:`refpos.golden.tolerance.frequency_tolerance`, the other dtypes as :func:`tolerance_value`."""
+    out: dict[str, Any] = {**tolerance_value(inv_freq), "rule": "frequencies", "atol_axis": -1}
+    atol = tol.frequency_tolerance("float32", inv_freq)
+    out["float32"] = {"atol": [round_up(float(a)) for a in atol], "rtol": 0.0, "ulps": 0.0}
     return out
 
 
@@ -115,7 +127,8 @@ def allowed_error(reference: np.ndarray, entry: dict[str, Any], dtype: str) -> n
 
 
 def compare(candidate: Any, reference: np.ndarray, entry: dict[str, Any], dtype: str) -> dict[str, Any]:
-    """Compare within a tolerance entry: ``{"ok", "max_abs_error", "max_ratio", "worst_index", "n_bad"}``.
+    """Compare within a tolerance entry: ``{"ok", "max_abs_error", "max_ratio", "worst_index", "n_bad",
+    "message"}`` (``message``: :meth:`refpos.golden.compare.Comparison.describe`).
 
     The comparison is :func:`refpos.golden.compare.compare` with ``equal_nan=True`` (the ``"nan"``
     policy of fully masked rows); an integer reference compares exactly (its entries are all zero).
@@ -134,4 +147,4 @@ def compare(candidate: Any, reference: np.ndarray, entry: dict[str, Any], dtype:
         raise ValueError(str(exc)) from None
     result = comparison.compare(cand, ref, equal_nan=True, **entry_tolerance(ref, entry, dtype))
     return {"ok": result.ok, "max_abs_error": result.max_abs_error, "max_ratio": result.max_ratio,
-            "worst_index": result.worst_index, "n_bad": result.n_outside}
+            "worst_index": result.worst_index, "n_bad": result.n_outside, "message": result.describe(dtype)}

@@ -92,6 +92,9 @@ def test_the_example_builds_records_of_the_kind(name):
     assert {r.kind for r in records} == {name}
     assert [r.index for r in records] == list(range(len(records)))
     json.dumps([r.describe() for r in records])
+    read = {name for record in records for _, source in record.reads for name in source}
+    assert read <= set(kind.reads), (read, kind.reads)  # the kind's reads list every input its records read
+    assert all(record.reads for record in records) or kind.hook == "none"  # a layer with positions says whence
 
 
 def test_the_check_targets_are_the_registry_s():
@@ -141,11 +144,11 @@ def test_the_family_table_takes_the_table_kinds():
     source = {"source": "x/modeling_x.py: f", "layout": "half"}
     for name in TABLE_KINDS:
         facts = {name: dict(KINDS[name].example["facts"])} if KINDS[name].facts else {}
-        assert families._row("x", {**source, "encoding": name, **facts}).positions.encoding == name
+        assert families.read_row("x", {**source, "encoding": name, **facts}).positions.encoding == name
     with pytest.raises(ValueError, match="encoding holds a value outside its rule set"):
-        families._row("x", {**source, "encoding": "mrope"})
+        families.read_row("x", {**source, "encoding": "mrope"})
     with pytest.raises(ValueError, match=r"learned\.table"):  # a kind whose defaults do not hold needs its sub-table
-        families._row("x", {**source, "encoding": "learned"})
+        families.read_row("x", {**source, "encoding": "learned"})
 
 
 def test_the_docs_table_is_the_registry_s():

@@ -91,7 +91,7 @@ def build(stack: Stack) -> list[LayerRecord]:
         stack.name, 0, None, form=form, kernel=kernel, groups=view.int(facts.groups, minimum=1),
         stride=1 if facts.stride is None else view.int(facts.stride, 1, minimum=1),
         layers=1 if facts.layers is None else view.int(facts.layers, minimum=1),
-        activation=str(view.value(facts.activation, "gelu")))]
+        activation=str(view.value(facts.activation, "gelu")), reads=(("rows", ("frames",)),))]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

@@ -23,12 +23,14 @@ from refpos.models.records import NoAttention, NoPositions
 
 NONE = EncodingKind(
     name="none", summary="attention without positions (NoPE); a causal mask still lets it count", record=NoPositions,
-    build=lambda stack: build_scheduled(stack, "none"), hook="none", reads=(), doc="docs/nope-drope.md#the-idea",
+    build=lambda stack: build_scheduled(stack, "none"), hook="none", reads=("cache_position", "position_ids"),
+    doc="docs/nope-drope.md#the-idea",
     golden="attention", contract=("attention",), spec="spec_tests/test_attention.py",
     example={"config": dict(EXAMPLE_GEOMETRY)},
     absent={"facts": "nothing to fix: the layer adds no position", "check": "no position term to compare: `refpos "
             "check` compares attention itself through golden cases (refpos check CASE)",
-            "draw": "attention inputs are drawn by the spec suite's attention strategies"})
+            "draw": "attention inputs are drawn by the spec suite's attention strategies"},
+    inert=("lengths", "rotary"))
 
 NO_ATTENTION = EncodingKind(
     name="no_attention", summary="a layer without attention (Mamba, convolution, recurrence, linear attention): no "
@@ -36,6 +38,6 @@ NO_ATTENTION = EncodingKind(
     doc="docs/families.md#layers", example={"config": dict(EXAMPLE_GEOMETRY)},
     absent={"facts": "nothing to fix: the layer has no attention", "check": "nothing to compare",
             "golden": "no attention, no position term", "contract": "no function to call", "spec": "nothing to test",
-            "draw": "nothing to draw"})
+            "draw": "nothing to draw"}, inert=("lengths", "rotary"))
 
 __all__ = ["NONE", "NO_ATTENTION"]

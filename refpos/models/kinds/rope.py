@@ -16,15 +16,23 @@ Examples
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from refpos.encoding import Encoding
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.query_scales import QueryScale
-from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, scaled
+from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, query_scale_of, scale_reads, scaled
+from refpos.models.sources import Given, Source
 from refpos.rope.config import RopeConfig
 from refpos.rope.encoding import Rope
+from refpos.rope.rules import RULES
+
+#: what a row's ``rope.ratio_key`` scales: the base (θ·r), or the positions (p / r, p · r)
+RATIO_ACTS = ("base", "divide", "multiply")
+#: a config key a row may name (dotted for a nested key)
+CONFIG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,18 @@ class RopeFacts:
     it); ``type_aliases``: rope types it renames (Phi-3: ``yarn`` is ``longrope``); ``types``: the rope types it
     accepts (empty: any); Gemma 3's legacy per-layer form: the sliding layers' base in ``local_theta_key``
     (default ``local_theta``).
+
+    Code that ships outside transformers names its keys as it likes; the row then says which key holds what:
+    ``theta_key`` the base (Qwen's ``rotary_emb_base``, Phi-3-small's ``rope_embedding_base``), ``fraction_key``
+    the rotated fraction (``rotary_pct``, StableLM-epoch's ``rope_pct``), ``head_dim_key`` the head size the
+    rotation is built over (ChatGLM's ``kv_channels``), ``length_key`` the declared length (``seq_length``).
+    ``ratio_key`` is a key that scales the rotation, ``ratio_acts`` what it scales (:data:`RATIO_ACTS`:
+    ``"base"`` multiplies θ, ``"divide"`` divides the positions, ``"multiply"`` multiplies them) and
+    ``ratio_names`` chooses that meaning from the checkpoint's name where one key means different things in the
+    code of different releases (``{chatglm2 = "divide", chatglm3 = "base"}``: the first name that
+    ``_name_or_path`` holds wins). ``rule_key`` switches a scaling rule on outside the rope dict (Qwen's
+    ``use_dynamic_ntk``): ``rule`` the ``rope_type`` it switches on, ``rule_absent`` the value the config class
+    assumes without the key.
     """
 
     theta: float | None = None
@@ -51,10 +71,22 @@ class RopeFacts:
     types: tuple[str, ...] = ()
     local_theta_key: str | None = None
     local_theta: float | None = None
+    theta_key: str | None = None
+    fraction_key: str | None = None
+    head_dim_key: str | None = None
+    length_key: str | None = None
+    ratio_key: str | None = None
+    ratio_acts: str | None = None
+    ratio_names: tuple[tuple[str, str], ...] = ()
+    rule_key: str | None = None
+    rule: str | None = None
+    rule_absent: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.type_aliases, dict):
             object.__setattr__(self, "type_aliases", tuple(sorted(self.type_aliases.items())))
+        if isinstance(self.ratio_names, dict):  # in the table's order: the first name found wins
+            object.__setattr__(self, "ratio_names", tuple(self.ratio_names.items()))
         if isinstance(self.types, list):
             object.__setattr__(self, "types", tuple(self.types))
 
@@ -71,6 +103,19 @@ class RopeFacts:
                    self.theta_fixed)
         check_fact(where, (self.local_theta_key is None) == (self.local_theta is None), "rope.local_theta",
                    self.local_theta)
+        for name in ("theta_key", "fraction_key", "head_dim_key", "length_key", "ratio_key", "rule_key"):
+            value = getattr(self, name)
+            check_fact(where, value is None or (isinstance(value, str) and bool(CONFIG_KEY.fullmatch(value))),
+                       f"rope.{name}", value)
+        acts = [self.ratio_acts] if self.ratio_acts is not None else []
+        names_ok = all(isinstance(n, str) and n for n, _ in self.ratio_names)
+        check_fact(where, names_ok and all(a in RATIO_ACTS for a in [*acts, *(a for _, a in self.ratio_names)]),
+                   "rope.ratio_acts / rope.ratio_names", self.ratio_acts if not names_ok else self.ratio_names)
+        check_fact(where, (self.ratio_key is None) == (not acts and not self.ratio_names),
+                   "rope.ratio_key (with ratio_acts or ratio_names)", self.ratio_key)
+        check_fact(where, (self.rule_key is None) == (self.rule is None) and (self.rule is None or self.rule in RULES),
+                   "rope.rule (a rope_type, with rule_key)", self.rule)
+        check_fact(where, isinstance(self.rule_absent, bool), "rope.rule_absent", self.rule_absent)
 
 
 @dataclass(frozen=True)
@@ -97,8 +142,34 @@ class RopeLayer(LayerRecord):
             out["indexer"] = self.indexer.to_params()
         return out
 
-    def encoding(self, **weights: Any) -> Encoding:
+    def rotation_positions(self, positions: Any = None, *, cache_position: Any = None,
+                           attention_mask: Any = None, length: int | None = None) -> Any:
+        """The positions the layer turns its call's tokens by, read as its code reads them (``reads``): the
+        position ids, else the slot (most families), or the running count of the mask (π0.5's action expert,
+        whose ``T`` = ``length`` tokens come last under ``attention_mask``)."""
+        given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask,
+                         length=length)
+        return self.read("rotation", "query", given)
+
+    def scale(self, positions: Any = None, *, cache_position: Any = None, attention_mask: Any = None) -> Any:
+        """The query's scale at the call's tokens (1 without a rule), read from the input its rule reads
+        (Llama 4: the token's slot, never the position id)."""
+        return query_scale_of(self, Given.of(positions=positions, cache_position=cache_position,
+                                             attention_mask=attention_mask))
+
+    def _encoding(self, **weights: Any) -> Encoding:
         return scaled(Rope(self.rope), self.query_scale)
+
+
+#: what a RoPE layer turns by: the position ids passed, else the ids the model builds from the token's slot
+#: (every family's ``position_ids = cache_position`` / ``arange(T) + past_seen_tokens`` when none are passed)
+ROTATION: Source = ("position_ids", "cache_position")
+
+
+def rotation_reads(stack: Stack) -> tuple[tuple[str, Source], ...]:
+    """The ``rotation`` entry of a stack's RoPE layers: :data:`ROTATION`, or what a composite's row says its part
+    reads (π0.5's action expert: the running count of the prefix's mask, continued over the actions)."""
+    return (("rotation", tuple(stack.reads.get("rotation", ROTATION))),)
 
 
 #: the note a resolution carries when the config gives no layer count: one record per layer type
@@ -128,9 +199,11 @@ def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
         if not layer.attention:
             records.append(NoAttention(name, layer.index, layer.layer_type, mixer=layer.mixer or "mamba"))
         elif layer.rope is not None:
-            records.append(RopeLayer(name, layer.index, layer.layer_type, rope=layer.rope, query_scale=layer.scale))
+            records.append(RopeLayer(name, layer.index, layer.layer_type, rope=layer.rope, query_scale=layer.scale,
+                                     reads=rotation_reads(stack) + scale_reads(layer.scale)))
         else:
-            records.append(NoPositions(name, layer.index, layer.layer_type, query_scale=layer.scale))
+            records.append(NoPositions(name, layer.index, layer.layer_type, query_scale=layer.scale,
+                                       reads=scale_reads(layer.scale)))
     stack.not_modelled.update(schedule.not_modelled)
     stack.notes.extend(note for note in schedule.notes if note not in stack.notes)
     return records
@@ -143,7 +216,7 @@ def _per_type(stack: Stack) -> list[LayerRecord]:
     stack.notes.append(NO_COUNT)
     for layer_type in stack.schedule.layer_types(stack.view) or (None,):
         rope = stack.schedule.rope(stack.view, layer_type, stack.family)
-        records.append(RopeLayer(stack.name, 0, layer_type, rope=rope))
+        records.append(RopeLayer(stack.name, 0, layer_type, rope=rope, reads=rotation_reads(stack)))
         stack.not_modelled.update(rope.not_modelled)
         stack.notes.extend(note for note in rope.notes if note not in stack.notes)
     return records
@@ -160,13 +233,15 @@ _LLAMA = {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 32, "
 ROPE = EncodingKind(
     name="rope", summary="the query and key rotated pair by pair, by angles proportional to the position (RoPE)",
     record=RopeLayer, build=lambda stack: build_scheduled(stack, "rope"), hook="rotate",
-    reads=("position_ids",), doc="docs/rope.md#the-math", facts=RopeFacts, check="rope", golden="rope",
+    reads=("position_ids", "cache_position", "mask_cumsum"), doc="docs/rope.md#the-math", facts=RopeFacts,
+    check="rope", golden="rope",
     contract=("rope_frequencies", "rope_cos_sin", "apply_rope"), spec="spec_tests/test_rope_properties.py",
     draw=_draw, example={"config": dict(_LLAMA), "facts": {}})
 
 MROPE = EncodingKind(
     name="mrope", summary="RoPE whose channel sections turn with the temporal, height and width ids (M-RoPE)",
-    record=RopeLayer, build=None, hook="rotate", reads=("position_ids",), doc="docs/mrope.md#the-math",
+    record=RopeLayer, build=None, hook="rotate", reads=("position_ids", "cache_position"),
+    doc="docs/mrope.md#the-math",
     check="rope", golden="rope", contract=("mrope_position_ids", "apply_rope"), spec="spec_tests/test_mrope.py",
     in_table=False, modalities=("text", "vision"),
     example={"config": {**_LLAMA, "model_type": "qwen2_vl", "rope_scaling": {"rope_type": "default",
@@ -176,4 +251,5 @@ MROPE = EncodingKind(
                                                      "sections", "draw": "the spec suite draws M-RoPE layouts "
                                                                          "itself (spec_tests/test_mrope.py)"})
 
-__all__ = ["MROPE", "NO_COUNT", "ROPE", "RopeFacts", "RopeLayer", "build_scheduled"]
+__all__ = ["CONFIG_KEY", "MROPE", "NO_COUNT", "RATIO_ACTS", "ROPE", "ROTATION", "RopeFacts", "RopeLayer",
+           "build_scheduled", "rotation_reads"]
