@@ -79,7 +79,7 @@ INFO["setup"] = (
     "JAX on its CPU backend (`JAX_PLATFORMS=cpu`), float32 (`jax_enable_x64` off), every function under "
     "`jax.jit`: XLA compiles one program per shape and setting, so a first run compiles a few hundred. JAX has "
     "no RoPE of its own: the half layout is Gemma's `apply_rope` (google-deepmind/gemma, "
-    "`gemma/gm/math/_positional_embeddings.py`; angles `position / θ^(2j/d)`, the linear factor as "
+    "`gemma/gm/math/_positional_embeddings.py`; angles $p/\\theta^{2j/d}$, the linear factor as "
     "`scale_factor`), the interleaved layout MaxText's `LLaMARotaryEmbedding` (`src/MaxText/layers/embeddings.py`; "
     "llama3 with its hard-coded Llama 3.1 numbers), written in the adapter operation for operation; attention is "
     "`jax.nn.dot_product_attention` (XLA), softmax `jax.nn.softmax`.")
