@@ -11,7 +11,9 @@ triage, the failures an entry now names become known divergences without a secon
 keeps the full run's command and date and adds the rerun's (``reruns``).
 ``python -m spec_tests.matrix render``
 writes ``docs/implementations.md`` from every stored result: rows are libraries, columns families and
-rules, cells *passes* / *diverges* (linked to the reason) / *not provided*. ``tox -e peers`` runs each
+rules, cells *passes* / *diverges* (linked to the reason) / *not provided*; under each library's divergences,
+the paragraph its adapter's ``INFO["setup"]`` gives (how the library is run: backend, precision, what a
+first run compiles), when it gives one. ``tox -e peers`` runs each
 library in its own environment and renders once at the end; nothing on the page is typed by hand.
 """
 
@@ -276,6 +278,8 @@ def render() -> str:
     for res in results:
         name = res["adapter"].rsplit(".", 1)[-1]
         lines += [f'<a id="{_anchor(name)}"></a>', "", f"### {res['info'].get('name', name)}", ""]
+        if res["info"].get("setup"):  # how the adapter runs the library (backend, precision, compilation)
+            lines += [res["info"]["setup"], ""]
         found = sorted((nid, o, r) for nid, (o, r) in res["tests"].items() if o in ("xfailed", "failed"))
         if not found:
             lines += ["No divergence on what the library provides.", ""]
