@@ -33,12 +33,12 @@ def tol(impl, *, rtol: float = 1e-12, atol: float = 1e-13) -> dict[str, float]:
     return {"rtol": unit, "atol": unit}
 
 
-def angle_atol(impl, max_position: int) -> float:
+def angle_atol(impl, max_position: int, magnitude: float = 2.0) -> float:
     """Absolute tolerance of an entry built from sinusoid rows at positions up to ``max_position``: the phase
     rule of :func:`refpos.golden.tolerance.rope_tolerance` for the declared dtype at that position (the
-    sinusoid's largest ω is 1), for values of size 2 (a shifted or multiplied row adds two products
-    ``cos·a + sin·b`` of size ≤ 1 per pair)."""
-    bound = rope_tolerance(declared_dtype(impl), np.array([max_position]), np.ones(1), magnitude=2.0)
+    sinusoid's largest ω is 1), for values of size ``magnitude``: 2 by default (a shifted or multiplied row adds
+    two products ``cos·a + sin·b`` of size ≤ 1 per pair), 1 for an entry ``sin`` or ``cos`` itself."""
+    bound = rope_tolerance(declared_dtype(impl), np.array([max_position]), np.ones(1), magnitude=magnitude)
     return float(np.asarray(to_numpy(bound)).max())
 
 
