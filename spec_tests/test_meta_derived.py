@@ -22,7 +22,7 @@ from derived import (
     yarn_log_rtol,
     yarn_rtol,
 )
-from encoding_support import angle_atol
+from encoding_support import angle_atol, tol
 from rope_support import base_inv
 from support import IMPL_NAME, assert_frequencies, assert_within
 
@@ -67,6 +67,7 @@ def _bounds(impl) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             (1, 2, 3, 4), attention_atol(impl, q, k, v, softcap=2.0, rescales=5)["atol"])),
         "probability_atol": (np.full(6, 1 / 6), np.full(6, probability_atol(impl, logits)["atol"])),
         "angle_atol size 1": (np.array([np.cos(5.0)]), np.array([angle_atol(impl, 5, 1.0)])),
+        "tol, 12 terms": (np.array([3.0]), np.array([tol(impl)["atol"] + 3.0 * tol(impl)["rtol"]])),
     }
 
 
