@@ -87,23 +87,32 @@ def dot_atol(impl: ModuleType, max_position: float, a: Any, b: Any, *, inv_freq:
     r"""atol of :math:`R_p a\cdot R_q b`, two vectors rotated (at positions up to ``max_position``, frequencies
     ``inv_freq``, default 1) and multiplied, in each of ``computed`` evaluations that are compared.
 
-    Each rotated entry errs by at most :math:`\tau` (the phase rule at ``max_position``, :func:`support.tolerance_array`
-    kind ``"phase"``, for a pair of size :math:`m = A\max(\lVert a\rVert, \lVert b\rVert)`), so a rotated vector
-    by :math:`\sqrt d\,\tau`; the product of two vectors of norm at most :math:`A\lVert a\rVert`,
-    :math:`A\lVert b\rVert` then errs by :math:`\sqrt d\,\tau\,A(\lVert a\rVert + \lVert b\rVert)` and its own
-    ``d`` roundings by :math:`d\,u\,A^2\lVert a\rVert\lVert b\rVert`:
+    The phase rule (:func:`support.tolerance_array`, kind ``"phase"``) splits into an angle part, proportional to
+    the pair's size (:math:`\alpha` per unit size at ``max_position``, the forms in force), and a storage part
+    :math:`\sigma(m)` of each entry of size :math:`m`. Each pair :math:`a_j` turns by an angle off by at most
+    :math:`\alpha`, which moves it by :math:`\alpha\lVert a_j\rVert`: the rotated vector by
+    :math:`\alpha\lVert a\rVert` in all, and its ``d`` entries' storage by :math:`\sqrt d\,\sigma(\lVert a\rVert)`.
+    With :math:`e_a = A(\alpha\lVert a\rVert + \sqrt d\,\sigma(\lVert a\rVert))` (``A`` the attention
+    factor) and the product's own ``d`` roundings:
 
-    .. math:: \mathrm{computed}\cdot\bigl(\sqrt d\,\tau\,A(\lVert a\rVert + \lVert b\rVert)
+    .. math:: \mathrm{computed}\cdot\bigl(e_a A\lVert b\rVert + A\lVert a\rVert e_b
         + d\,u\,A^2\lVert a\rVert\lVert b\rVert\bigr)
     """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     d = a.shape[-1]
     na, nb = float(np.linalg.norm(a, axis=-1).max()), float(np.linalg.norm(b, axis=-1).max())
-    size = attention_factor * max(na, nb)
-    tau = float(tolerance_array(impl, np.zeros((1, 1)), "phase", positions=np.array([max_position]),
-                                inv_freq=inv_freq, magnitude=size).max())
+
+    def phase(position: float, size: float) -> float:
+        return float(tolerance_array(impl, np.zeros((1, 1)), "phase", positions=np.array([position]),
+                                     inv_freq=inv_freq, magnitude=size).max())
+
+    alpha = phase(max_position, 1.0) - phase(0, 1.0)  # the angle part per unit size
+
+    def moved(norm: float) -> float:
+        return attention_factor * (alpha * norm + math.sqrt(d) * phase(0, norm))
+
     own = d * unit_roundoff(impl) * attention_factor**2 * na * nb
-    return computed * (math.sqrt(d) * tau * attention_factor * (na + nb) + own)
+    return computed * (moved(na) * attention_factor * nb + attention_factor * na * moved(nb) + own)
 
 
 def attention_atol(impl: ModuleType, q: Any, k: Any, v: Any, *, bias: Any = None, scale: float | None = None,
