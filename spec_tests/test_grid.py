@@ -68,15 +68,22 @@ def test_resampling_to_the_same_size_is_the_identity(impl, call):
     interpolate = require(impl, "interpolate")
     call = {k: v for k, v in call.items() if k not in ("scale_factor", "recompute_scale_factor")}
     call["size"] = list(call["x"].shape[1:])
-    np.testing.assert_allclose(np.asarray(interpolate(**call)), call["x"], rtol=0,
-                               atol=2 * _unit(impl) * float(np.abs(call["x"]).max()))
+    # the resampling's own bound at equal sizes (each output a weighted sum of the input's taps)
+    bound = resample_error_bound(call["size"], call["size"], mode=call["mode"], unit_roundoff=_unit(impl),
+                                 magnitude=float(np.abs(call["x"]).max()),
+                                 align_corners=call.get("align_corners", False), antialias=call.get("antialias", False))
+    np.testing.assert_allclose(np.asarray(interpolate(**call)), call["x"], rtol=0, atol=bound)
 
 
 @given(call=gst.resample_calls(modes=("bilinear", "bicubic", "nearest")))
 def test_a_constant_stays_constant(impl, call):
     interpolate = require(impl, "interpolate")
     call = {**call, "x": np.full_like(call["x"], 0.75)}
-    np.testing.assert_allclose(np.asarray(interpolate(**call)), 0.75, rtol=0, atol=64 * _unit(impl))
+    out_sizes, factors = _out_sizes(call)  # the resampling's bound for an input of size 0.75
+    bound = resample_error_bound(list(call["x"].shape[1:]), out_sizes, mode=call["mode"], unit_roundoff=_unit(impl),
+                                 magnitude=0.75, align_corners=call.get("align_corners", False),
+                                 antialias=call.get("antialias", False), scale_factors=factors)
+    np.testing.assert_allclose(np.asarray(interpolate(**call)), 0.75, rtol=0, atol=bound)
 
 
 def check_position_table(impl, case: dict, way: dict) -> None:

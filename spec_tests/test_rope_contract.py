@@ -11,6 +11,7 @@ import copy
 
 import numpy as np
 import pytest
+from derived import dot_atol
 from hypothesis import given
 from hypothesis import strategies as st
 from rope_support import frequencies_or_reference, model_configs, rope_dicts, span_slices
@@ -119,9 +120,12 @@ def test_deepseek_logits_carry_the_softmax_multiplier(impl):
     pos = np.arange(3)
     with_multiplier = logits(q, k, pos, pos, rope)
     without = logits(q, k, pos, pos, {**rope, "softmax_mscale": False})
-    # each logit is a 192-term dot product of rotated q, k rounded by the value rule, times one more product:
-    # 10× the declared dtype's rtol
-    assert_within(with_multiplier, without * 1.8738542070926265, rtol=10 * tolerance(impl)["rtol"])
+    # each logit is a 192-term dot product of q and k rotated at positions ≤ 2 (derived.dot_atol, scaled by the
+    # multiplier and 192^-1/2), in two evaluations; the multiplier itself (0.1·ln 40 + 1, squared) within the value rule
+    inv, a = frequencies_or_reference(impl, rope, None)
+    mult = 1.8738542070926265
+    atol = mult * 192**-0.5 * dot_atol(impl, 2, q, k, inv_freq=inv, attention_factor=a, computed=2)
+    assert_within(with_multiplier, without * mult, rtol=tolerance(impl)["rtol"], atol=atol)
 
 
 #: the functions that read a rope dict, in the order a bad-input test calls the first one provided: the

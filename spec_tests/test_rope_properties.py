@@ -23,10 +23,11 @@ Where a test needs ω and A only for its tolerance or for the spec's A, an adapt
 from __future__ import annotations
 
 import numpy as np
+from derived import dot_atol
 from hypothesis import example, given
 from hypothesis import strategies as st
 from rope_support import frequencies_or_reference, layout_perm, rope_dicts, rotary_width, seeded, span_slices
-from support import assert_close, assert_within, needs, require, sized_lists, tolerance
+from support import assert_close, assert_within, needs, require, sized_lists, tolerance, tolerance_array
 
 POSITIONS = st.integers(0, 70000)
 
@@ -168,9 +169,10 @@ def test_deinterleaved_and_interleaved_give_the_same_logits(impl, case, p, seq_l
     apply = require(impl, "apply_rope")
     inter = apply(x, np.array([p, p]), {**rope, "layout": "interleaved"}, seq_len=seq_len)
     deint = apply(x, np.array([p, p]), {**rope, "layout": "deinterleaved"}, seq_len=seq_len)
-    # dot products of two rotated vectors, each entry rounded by the value rule: 10× the dtype's rule
-    assert_within(deint @ deint.T, inter @ inter.T,
-                  rtol=10 * tolerance(impl)["rtol"], atol=10 * tolerance(impl)["atol"])
+    # dot products of two rotated vectors, in each layout (derived.dot_atol)
+    inv, a = frequencies_or_reference(impl, rope, seq_len)
+    assert_within(deint @ deint.T, inter @ inter.T, rtol=0.0,
+                  atol=dot_atol(impl, p, x, x, inv_freq=inv, attention_factor=a, computed=2))
 
 
 @given(rope_and_vectors(layouts=("half", "interleaved", "deinterleaved")), sized_lists(POSITIONS, 1,
@@ -230,12 +232,16 @@ def test_meta_to_hf_weight_permutation_preserves_logits(impl, rope, n_heads, p):
     np.testing.assert_array_equal(permute(w_hf, n_heads, to="interleaved"), w)  # inverse
     meta, hf = {**rope, "layout": "interleaved"}, {**rope, "layout": "half"}
     pos = p + np.arange(3)
+    inv, a = frequencies_or_reference(impl, meta, p + 3)
     for h in range(n_heads):
         cols = slice(h * d, (h + 1) * d)
         y_meta = apply(x @ w[:, cols], pos, meta, seq_len=p + 3)
         y_hf = apply(x @ w_hf[:, cols], pos, hf, seq_len=p + 3)
-        tol = tolerance(impl)  # two rotations of x @ w (a 5-term sum) in two layouts: 10× the dtype's rule
-        assert_within(y_hf, y_meta[:, layout_perm(d)], rtol=10 * tol["rtol"], atol=10 * tol["atol"])
+        # the same numbers rotated in two layouts: each entry within the phase rule, twice
+        pairs = x @ w[:, cols]
+        size = a * float(np.linalg.norm(pairs, axis=-1).max())  # no pair is larger than its row
+        atol = 2 * tolerance_array(impl, y_meta, "phase", positions=pos, inv_freq=inv, magnitude=size)
+        assert_within(y_hf, y_meta[:, layout_perm(d)], rtol=0.0, atol=atol[:, layout_perm(d)])
 
 
 @given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), st.sampled_from([None, 2, 5000, 10**6]))

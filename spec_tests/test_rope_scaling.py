@@ -21,42 +21,12 @@ import math
 
 import numpy as np
 import pytest
+from derived import llama3_rtol, ntk_last_pair_rtol, yarn_log_rtol, yarn_rtol
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from rope_oracle import rotate_by_frequencies
 from rope_support import ROPE_TYPES, THETAS, base_inv, frequencies_or_reference, rope_dicts, rotary_width, yarn_bounds
-from support import (
-    assert_close,
-    assert_frequencies,
-    assert_within,
-    at_most,
-    frequency_rtol,
-    require,
-    tolerance,
-    unit_roundoff,
-)
-
-
-def llama3_rtol(impl, rope) -> np.ndarray:
-    """Per pair, the relative error of a correct llama3 ``ω_j`` in the declared dtype: the pair's frequency bound
-    (:func:`support.frequency_rtol`: the angle forms in force) amplified by the blend, plus the blend's own
-    roundings.
-
-    In the band ``L0/high ≤ λ ≤ L0/low`` the factor is ``f = (1 − g)/s + g`` with ``g = (L0/λ − low)/(high − low)``
-    and ``λ = 2π/ω``, so a relative error δ of ``ω`` moves ``f`` by ``κ·δ``, ``κ = (1 − 1/s)·(L0/λ)/((high − low)·f)``
-    (``s − 1`` times ``low/(high − low)`` at the low edge: 20× for s = 21, high = 2·low). A pair just outside
-    the band may be computed inside it (its ``λ`` rounds across the edge): ``κ`` is taken at ``λ`` clipped into
-    the band. The blend's own arithmetic rounds eight times (``2π/ω``, ``L0/λ``, ``− low``, ``/(high − low)``,
-    ``1 − g``, ``/s``, ``+ g``, the product with ``ω``).
-    """
-    d, s, l0 = rotary_width(rope), rope["factor"], rope["original_max_position_embeddings"]
-    low, high = rope["low_freq_factor"], rope["high_freq_factor"]
-    base = base_inv(rope["rope_theta"], d)
-    wavelen = np.clip(2 * math.pi / base, l0 / high, l0 / low)
-    g = (l0 / wavelen - low) / (high - low) if high > low else np.zeros_like(base)
-    f = (1 - g) / s + g
-    kappa = (1 - 1 / s) * (l0 / wavelen) / ((high - low) * f) if high > low else np.zeros_like(base)
-    return (1 + kappa) * frequency_rtol(impl, base) + 8 * unit_roundoff(impl)
+from support import assert_close, assert_frequencies, assert_within, at_most, require, tolerance
 
 
 def frequencies(impl, rope, seq_len=None):
@@ -129,9 +99,9 @@ def test_ntk_divides_the_lowest_pair_by_the_factor(impl, rope):
     d = rotary_width(rope)
     base = base_inv(rope["rope_theta"], d)
     assert_within([inv[0], a], [1.0, 1.0], **tolerance(impl))  # ω_0 = θ^0 = 1 is not scaled
-    # ω_{m-1} = (θ·s^(d/(d−2)))^(−(d−2)/d): a power of a power, its rounding amplified by the exponents
-    # (≤ ln θ·2⁻⁵² relative): 10× the dtype's rtol
-    assert_within(inv[-1], base[-1] / rope["factor"], rtol=10 * tolerance(impl)["rtol"])
+    # ω_{m-1} = (θ·s^(d/(d−2)))^(−(d−2)/d): a frequency of the grown base, whose own rounding the power carries
+    assert_within(inv[-1], base[-1] / rope["factor"],
+                  rtol=ntk_last_pair_rtol(impl, rope["rope_theta"], d, rope["factor"]))
 
 
 @given(rope_dicts(("yarn",)))
@@ -144,14 +114,15 @@ def test_yarn_ramp_bounds_and_blend_limits(impl, rope):
     hi = hi + 0.001 if lo == hi else hi
     j = np.arange(d // 2)
     ramp = np.clip((j - lo) / (hi - lo), 0, 1)
-    # a ratio of two computed frequencies (each the value rule) and a blend of two terms: 10× the dtype's rtol
-    assert_within(ratio, (1 - ramp) + ramp / s, rtol=10 * tolerance(impl)["rtol"])
-    slack = max(1e-12, 10 * tolerance(impl)["rtol"])  # float64: 1e-12; a float32 adapter: its rounding
+    # a correct ω_j, ω_j/s, the ramp and the blend (derived.yarn_rtol), per pair
+    rtol = yarn_rtol(impl, base_inv(rope["rope_theta"], d), s)
+    assert_within(ratio, (1 - ramp) + ramp / s, rtol=0.0, atol=rtol * ((1 - ramp) + ramp / s))
+    slack = rtol * ratio  # the blend limits and the order hold up to each pair's own error
     assert np.all(ratio <= 1 + slack) and np.all(ratio >= 1 / s - slack)  # blend limits
     if lo < hi:  # (the clamp hi <= d - 1 can put hi below lo for tiny d and theta: then HF's ramp inverts)
-        assert np.all(np.diff(ratio) <= slack)  # non-increasing in j
-        assert_within(ratio[j <= lo], 1.0, rtol=tolerance(impl)["rtol"])
-        assert_within(ratio[j >= hi], 1 / s, rtol=tolerance(impl)["rtol"])
+        assert np.all(np.diff(ratio) <= slack[1:] + slack[:-1])  # non-increasing in j
+        assert_within(ratio[j <= lo], 1.0, rtol=0.0, atol=rtol[j <= lo])
+        assert_within(ratio[j >= hi], 1 / s, rtol=0.0, atol=rtol[j >= hi] / s)
 
 
 @given(rope_dicts(("yarn",)))
@@ -190,8 +161,9 @@ def yarn_log_ratio(rope):
 def test_yarn_log_blends_kept_and_interpolated_frequencies_in_log_space(impl, rope):
     inv, a = frequencies(impl, rope)
     ratio = inv / base_inv(rope["rope_theta"], rotary_width(rope))
-    # a ratio of two computed frequencies, each an exp of a log-space blend: 10× the dtype's rtol
-    assert_within(ratio, yarn_log_ratio(rope), rtol=10 * tolerance(impl)["rtol"])
+    # a correct ω_j times the power s^(−(1 − μ_j)) (derived.yarn_log_rtol), per pair
+    rtol = yarn_log_rtol(impl, base_inv(rope["rope_theta"], rotary_width(rope)), rope["factor"])
+    assert_within(ratio, yarn_log_ratio(rope), rtol=0.0, atol=rtol * yarn_log_ratio(rope))
     assert_within([a], [1.0], **tolerance(impl))  # Grok leaves YaRN's magnitude out of cos/sin
 
 
@@ -208,13 +180,13 @@ def test_llama3_is_continuous_at_its_band_edges(impl, low, high_mult, l0, d, s, 
             "high_freq_factor": high, "original_max_position_embeddings": l0}
     ratio = frequencies(impl, rope)[0] / base_inv(theta, d)
     target = 1.0 if edge == "high" else 1 / s
-    slack = max(1e-12, 10 * tolerance(impl)["rtol"])  # float64: 1e-12; a float32 adapter: its rounding
+    slack = llama3_rtol(impl, rope) * ratio  # each pair's own error (the band's blend amplifies it)
     # either side of the edge: the same value; θ is solved from the edge, so λ_j lands on it only up to the
-    # rounding of a power with exponent d/(2j) ≤ 64: rel 1e-9 in float64; a lower precision's ω_j errs by its
-    # bound, which the blend amplifies (llama3_rtol)
-    assert ratio[j] == pytest.approx(target, rel=max(1e-9, llama3_rtol(impl, rope)[j]))
-    assert np.all(np.diff(ratio) <= slack)  # θ > 1: wavelengths grow with j, the ratio falls
-    assert_within(ratio[0], 1.0, **tolerance(impl))  # λ_0 = 2π lies below every L0/high here
+    # rounding of a power with exponent d/(2j) ≤ 64, which the power back to λ_j undoes (λ_j within a few u of the
+    # edge, a change of the ratio by (1 + κ) of that): within ω_j's own bound, which the blend amplifies by κ
+    assert ratio[j] == pytest.approx(target, rel=llama3_rtol(impl, rope)[j])
+    assert np.all(np.diff(ratio) <= slack[1:] + slack[:-1])  # θ > 1: wavelengths grow with j, the ratio falls
+    assert_within(ratio[0], 1.0, rtol=llama3_rtol(impl, rope)[0])  # λ_0 = 2π lies below every L0/high here
 
 
 @given(rope_dicts(("llama3",)))

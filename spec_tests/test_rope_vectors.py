@@ -2,8 +2,10 @@
 
 Tolerance: the vectors are float64 evaluations of the formulas of docs/rope.md and docs/extrapolation.md;
 a float64 re-implementation matches them to a few ulps (operation order moves the last digit), hence
-``rtol = 1e-13`` (docs/conventions.md#tolerances).
-Adapters declaring a lower precision get the dtype rule of ``support.tolerance`` / ``assert_close``.
+``rtol = 1e-13`` (docs/conventions.md#tolerances). Adapters declaring a lower precision get the rule of what they
+compute: frequencies per pair (``support.assert_frequencies``), angle-derived values by the phase rule
+(``assert_close``), ratios and dot products by the bounds of ``spec_tests/derived.py``, single values (attention
+factors) by the dtype's value rule (``support.tolerance``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,20 @@ import math
 
 import numpy as np
 import pytest
+from derived import dot_atol, llama3_rtol, yarn_rtol
 from rope_support import model_configs
-from support import assert_close, assert_frequencies, assert_quoted, assert_within, cases, require, tolerance
+from support import (
+    assert_close,
+    assert_frequencies,
+    assert_quoted,
+    assert_within,
+    cases,
+    require,
+    tolerance,
+    tolerance_array,
+)
+
+from refpos.golden.exact.tolerance import RTOL_FLOAT64
 
 LLAMA2 = {"rope_type": "default", "rope_theta": 10000.0, "head_dim": 128}
 LLAMA31 = {"rope_type": "llama3", "rope_theta": 500000.0, "head_dim": 128, "factor": 8.0, "low_freq_factor": 1.0,
@@ -32,14 +46,24 @@ def phi_factors():
 
 
 def close(actual, expected, impl, what=""):
+    """A position-independent value (an attention factor, a multiplier): the dtype's value rule."""
     assert_within(actual, expected, what=what, **tolerance(impl))
+
+
+def close_frequencies(inv, pairs, quoted, impl, what="ω"):
+    """The adapter's ``inv[pairs]`` against quoted float64 ``ω_j``: each pair within the bound of a correct ``ω_j``
+    in the declared dtype and forms (:func:`support.assert_frequencies`, which depends on the pair's ``ω_j`` and
+    index ``j`` only; the pairs left out of the comparison keep the adapter's values)."""
+    full = np.asarray(inv, dtype=np.float64).copy()
+    full[pairs] = quoted
+    assert_frequencies(np.asarray(inv)[pairs], full, impl, pairs=pairs, what=what)
 
 
 # --------------------------------------------------------------------------------- default
 def test_llama2_default_frequencies(impl):
     inv, a = require(impl, "rope_frequencies")(LLAMA2)
     assert inv.shape == (64,)
-    close(inv[[0, 1, 63]], [1.0, 0.8659643233600653, 1.1547819846894582e-04], impl)
+    close_frequencies(inv, [0, 1, 63], [1.0, 0.8659643233600653, 1.1547819846894582e-04], impl)
     assert a == 1.0
 
 
@@ -66,11 +90,12 @@ def test_llama31_frequencies(impl):
     expected = np.r_[base[:29], base[29:35] * blend, base[35:] / 8]  # unchanged, blended, divided by 8
     assert_frequencies(inv, expected, impl, what="Llama 3.1 ω")
     assert_frequencies(inv[[1, 40, 63]], expected, impl, pairs=[1, 40, 63], what="ω quoted")
-    # the formula is the quoted float64 numbers (a re-derivation: rtol 1e-13)
+    # the formula is the quoted float64 numbers (a float64 re-derivation: the float64 value rule)
     assert_within(expected[[1, 40, 63]], [0.8146172338565447, 3.428102195952591e-05, 3.068925988914511e-07],
-                  rtol=1e-13)
+                  rtol=RTOL_FLOAT64)
     assert_within(expected[29:35], [0.002166570763503359, 0.0013718935677611381, 0.0008567514129196324,
-                                    0.0005248461609929547, 0.00031269375038406517, 0.00017850781276799638], rtol=1e-13)
+                                    0.0005248461609929547, 0.00031269375038406517, 0.00017850781276799638],
+                  rtol=RTOL_FLOAT64)
     assert a == 1.0
     cos, sin = require(impl, "rope_cos_sin")(np.array([100000]), LLAMA31)
     assert_close(np.array([cos[0, 63], sin[0, 63]]), np.array([0.999529121622777, 0.030684442768282773]),
@@ -81,9 +106,10 @@ def test_llama32_bands(impl):
     rope = {**LLAMA31, "head_dim": 64, "factor": 32.0}
     inv, _ = require(impl, "rope_frequencies")(rope)
     ratio = inv / 500000.0 ** (-(np.arange(0, 64, 2) / 64))
-    assert_within(ratio[:15], 1.0, rtol=tolerance(impl)["rtol"])
+    rtol = llama3_rtol(impl, rope)  # a correct ω_j, and the band's blend (derived.llama3_rtol)
+    assert_within(ratio[:15], 1.0, rtol=0.0, atol=rtol[:15])
     assert np.all((ratio[15:18] < 1.0) & (ratio[15:18] > 1 / 32))
-    assert_within(ratio[18:], 1 / 32, rtol=tolerance(impl)["rtol"])
+    assert_within(ratio[18:], 1 / 32, rtol=0.0, atol=rtol[18:] / 32)
 
 
 # --------------------------------------------------------------------------------- dynamic
@@ -97,14 +123,14 @@ def test_llama32_bands(impl):
 ], shown="seq_len"))
 def test_dynamic_ntk(impl, seq_len, w1, w63):
     inv, a = require(impl, "rope_frequencies")(DYNAMIC, seq_len=seq_len)
-    close(inv[[1, 63]], [w1, w63], impl, what=f"seq_len={seq_len}")
+    close_frequencies(inv, [1, 63], [w1, w63], impl, what=f"seq_len={seq_len}")
     assert a == 1.0
 
 
 def test_dynamic_vllm_static_rule(impl):
     inv, _ = require(impl, "rope_frequencies")({**DYNAMIC, "dynamic_rule": "vllm_static"}, seq_len=10)
     theta = 10000.0 * 3 ** (64 / 63)  # 30527.7367488067 for every L
-    close(inv, theta ** (-(np.arange(0, 128, 2) / 128)), impl)
+    assert_frequencies(inv, theta ** (-(np.arange(0, 128, 2) / 128)), impl)
 
 
 # --------------------------------------------------------------------------------- YaRN
@@ -129,12 +155,13 @@ def test_yarn(impl, name, params, bounds, w_last, a):
     ratio = inv / params["rope_theta"] ** (-(np.arange(0, d, 2) / d))
     lo, hi = bounds
     j = np.arange(d // 2)
-    assert_within(ratio[j <= lo], 1.0, rtol=tolerance(impl)["rtol"])
-    assert_within(ratio[j >= hi], 1 / s, rtol=tolerance(impl)["rtol"])
+    rtol = yarn_rtol(impl, params["rope_theta"] ** (-(np.arange(0, d, 2) / d)), s)  # derived.yarn_rtol
+    assert_within(ratio[j <= lo], 1.0, rtol=0.0, atol=rtol[j <= lo])
+    assert_within(ratio[j >= hi], 1 / s, rtol=0.0, atol=rtol[j >= hi] / s)
     ramp = np.clip((j - lo) / (hi - lo), 0, 1)  # the blend between the bounds
-    close(ratio, (1 - ramp) + ramp / s, impl, what="ratio")
+    assert_within(ratio, (1 - ramp) + ramp / s, rtol=0.0, atol=rtol * ((1 - ramp) + ramp / s), what="ratio")
     if w_last is not None:
-        close(inv[-1:], [w_last], impl)
+        close_frequencies(inv, [d // 2 - 1], [w_last], impl)
     close(np.array([got_a]), np.array([a]), impl, what="attention factor")
 
 
@@ -147,9 +174,10 @@ def test_yarn_named_ratios(impl):
                                 "0.176795", "0.072688"], impl, what="gpt-oss ramp ratios")
     ds = {"rope_type": "yarn", **YARN[1][1]}
     ratio = f(ds)[0] / 1e4 ** (-(np.arange(0, 64, 2) / 64))
-    # the ramp divides by hi − lo, bounds that are logarithms (the correction dimensions), and the ratio
-    # divides two computed frequencies: 100× the dtype's rtol (ratios down to 0.1, so atol-free)
-    assert_within(ratio[11:23], 1 - 0.075 * np.arange(1, 13), rtol=100 * tolerance(impl)["rtol"])
+    # a correct ω_j, ω_j/s, the ramp and the blend (derived.yarn_rtol), per pair
+    expected = 1 - 0.075 * np.arange(1, 13)
+    rtol = yarn_rtol(impl, 1e4 ** (-(np.arange(0, 64, 2) / 64)), ds["factor"])[11:23]
+    assert_within(ratio[11:23], expected, rtol=0.0, atol=rtol * expected)
     yl = {"rope_type": "yarn", **YARN[3][1]}
     ratio = f(yl)[0] / 1e4 ** (-(np.arange(0, 128, 2) / 128))
     assert_quoted(ratio[[21, 45]], ["0.963942", "0.098558"], impl, what="yarn-llama-2 ratios")
@@ -173,9 +201,9 @@ def test_longrope_phi35(impl, phi_factors):
     f = require(impl, "rope_frequencies")
     for seq_len in (None, 4096):
         inv, a = f(rope, seq_len=seq_len)
-        close(inv[[0, 47]], [1.0, 4.2659433051390916e-05], impl, what=f"short set, seq_len={seq_len}")
+        close_frequencies(inv, [0, 47], [1.0, 4.2659433051390916e-05], impl, what=f"short set, seq_len={seq_len}")
     inv, a = f(rope, seq_len=4097)
-    close(inv[[0, 47]], [0.9259258891329368, 1.8684881663397117e-06], impl, what="long set")
+    close_frequencies(inv, [0, 47], [0.9259258891329368, 1.8684881663397117e-06], impl, what="long set")
     close(np.array([a]), np.array([math.sqrt(17 / 12)]), impl)
     close(np.array([a]), np.array([1.1902380714238083]), impl)
 
@@ -187,7 +215,7 @@ def test_longrope_phi4_mini_partial(impl, phi_factors):
             "short_factor": short, "long_factor": long}
     inv, a = require(impl, "rope_frequencies")(rope, seq_len=4097)
     assert inv.shape == (48,)
-    close(inv[[1, 47]], [0.738074691753546, 2.536168429199474e-06], impl)
+    close_frequencies(inv, [1, 47], [0.738074691753546, 2.536168429199474e-06], impl)
     close(np.array([a]), np.array([1.1902380714238083]), impl)
 
 
@@ -195,11 +223,11 @@ def test_longrope_phi4_mini_partial(impl, phi_factors):
 def test_partial_rotary_frequencies(impl):
     f = require(impl, "rope_frequencies")
     inv, _ = f({"rope_type": "default", "rope_theta": 1e4, "head_dim": 96, "partial_rotary_factor": 0.25})
-    close(inv, [1.0, 0.46415888336127786, 0.2154434690031884, 0.1, 0.0464158883361278, 0.021544346900318832, 0.01,
-                0.004641588833612777, 0.0021544346900318843, 0.001, 0.0004641588833612777,
-                0.00021544346900318845], impl)
+    assert_frequencies(inv, [1.0, 0.46415888336127786, 0.2154434690031884, 0.1, 0.0464158883361278,
+                             0.021544346900318832, 0.01, 0.004641588833612777, 0.0021544346900318843, 0.001,
+                             0.0004641588833612777, 0.00021544346900318845], impl)
     inv, _ = f({"rope_type": "default", "rope_theta": 1e4, "head_dim": 256, "rotary_dim": 64})
-    close(inv[[1, 31]], [0.7498942093324559, 1.333521432163324e-4], impl)
+    close_frequencies(inv, [1, 31], [0.7498942093324559, 1.333521432163324e-4], impl)
 
 
 # --------------------------------------------------------------------------------- apply
@@ -233,8 +261,9 @@ def test_tiny_apply_vectors(impl, case):
     y = require(impl, "apply_rope")(X8[None, :], np.array([3]), {**TINY, **extra})
     assert y.shape == (1, 8)
     assert_close(y[0], np.array(expected), impl, "phase", positions=np.full(8, 3), magnitude=1.5, what=case)
-    if "rotary_dim" not in extra:
-        close(np.array([np.linalg.norm(y)]), np.array([1.7853571071357126]), impl)
+    if "rotary_dim" not in extra:  # a rotation keeps the norm: up to ‖δy‖ ≤ √8·τ, τ the phase rule of an entry
+        tau = tolerance_array(impl, np.zeros((1, 1)), "phase", positions=np.array([3]), magnitude=1.5)
+        assert_within(np.linalg.norm(y), 1.7853571071357126, rtol=0.0, atol=math.sqrt(8) * float(tau.max()))
 
 
 # --------------------------------------------------------------------------------- numbers
@@ -248,7 +277,9 @@ def test_relative_invariance_numbers(impl):
         return float(apply(q[None, :], np.array([p_q]), TINY, seq_len=108)[0]
                      @ apply(k[None, :], np.array([p_k]), TINY, seq_len=108)[0])
 
-    close(np.array([score(10, 3), score(107, 100)]), np.array([-1.4515448047554167, -1.4515448047554171]), impl)
+    # each score is a dot product of two vectors rotated at positions up to 107 (derived.dot_atol)
+    assert_within([score(10, 3), score(107, 100)], [-1.4515448047554167, -1.4515448047554171], rtol=0.0,
+                  atol=[dot_atol(impl, 10, q, k, computed=1), dot_atol(impl, 107, q, k, computed=1)])
 
 
 def test_meta_hf_permutation_vector(impl):

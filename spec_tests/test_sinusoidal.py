@@ -9,12 +9,23 @@ float64).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-from encoding_support import angle_atol, tol
+from encoding_support import angle_atol
 from hypothesis import given
 from hypothesis import strategies as st
-from support import assert_close, assert_quoted, assert_within, cases, require
+from support import (
+    assert_close,
+    assert_quoted,
+    assert_within,
+    cases,
+    frequency_rtol,
+    require,
+    tolerance_array,
+    unit_roundoff,
+)
 
 EVEN_DIMS = st.sampled_from([2, 4, 6, 8, 16, 64])
 
@@ -55,7 +66,11 @@ def test_d8_frequencies(impl, spacing, expected):
     sinusoidal = require(impl, "sinusoidal")
     row = sinusoidal(np.array([1]), 8, layout="interleaved", spacing=spacing)[0]
     omega = np.arctan2(row[0::2], row[1::2])
-    assert_within(omega, expected, **tol(impl, rtol=1e-14, atol=0))  # float64: atan2 of one pair, a few ulps
+    # ω_j of a correct form (support.assert_frequencies) and the pair (sin, cos) of the angle 1·ω_j, of radius 1,
+    # within the phase rule τ each: atan2 moves by at most √2·τ; float64's atan2 adds a rounding (2u64·ω)
+    tau = tolerance_array(impl, np.zeros((1, 1)), "phase", positions=np.array([1]), inv_freq=expected)
+    phase = math.sqrt(2) * float(tau.max()) + 2 * 2.0**-53 * np.asarray(expected)
+    assert_within(omega, expected, rtol=0.0, atol=phase + frequency_rtol(impl, expected) * np.asarray(expected))
 
 
 def test_paper_and_t2t_share_only_the_first_pair(impl):
@@ -64,7 +79,7 @@ def test_paper_and_t2t_share_only_the_first_pair(impl):
     p = np.arange(1, 6)
     paper = sinusoidal(p, 8, layout="concat", spacing="paper")
     t2t = sinusoidal(p, 8, layout="concat", spacing="tensor2tensor")
-    assert_within(paper[:, [0, 4]], t2t[:, [0, 4]], **tol(impl))  # ω_0 = 1 in both
+    assert_within(paper[:, [0, 4]], t2t[:, [0, 4]], rtol=0.0, atol=2 * angle_atol(impl, 5, 1.0))  # ω_0 = 1 in both
     assert np.abs(paper - t2t).max() > 1e-2
 
 
@@ -73,7 +88,7 @@ def test_batched_positions_keep_their_shape(impl):
     p = np.array([[0, 1, 2], [5, 6, 7]])
     out = sinusoidal(p, 6)
     assert out.shape == (2, 3, 6)
-    assert_within(out[1], sinusoidal(np.array([5, 6, 7]), 6), **tol(impl))
+    assert_within(out[1], sinusoidal(np.array([5, 6, 7]), 6), rtol=0.0, atol=2 * angle_atol(impl, 7, 1.0))
 
 
 # ----------------------------------------------------------------------------------------- properties
@@ -120,12 +135,12 @@ def test_shift_matrices_form_an_orthogonal_group(impl, dim, r, s, layout):
 def test_shift_matrix_sign_convention(impl):
     """+sin in the upper-right corner of each (sin, cos) block (docs/sinusoidal.md#the-math)."""
     shift = require(impl, "sinusoidal_shift_matrix")
-    m = shift(1, 2)
-    assert_within(m, [[np.cos(1), np.sin(1)], [-np.sin(1), np.cos(1)]], **tol(impl))
+    m = shift(1, 2)  # entries cos(ω·1), ±sin(ω·1): the phase rule at r = 1
+    assert_within(m, [[np.cos(1), np.sin(1)], [-np.sin(1), np.cos(1)]], rtol=0.0, atol=angle_atol(impl, 1, 1.0))
     m = shift(1, 4, layout="concat")
     c, s = np.cos([1.0, 0.01]), np.sin([1.0, 0.01])
     expected = np.block([[np.diag(c), np.diag(s)], [-np.diag(s), np.diag(c)]])
-    assert_within(m, expected, **tol(impl))
+    assert_within(m, expected, rtol=0.0, atol=angle_atol(impl, 1, 1.0))
 
 
 @given(dim=EVEN_DIMS, start=st.integers(0, 3000), length=st.integers(1, 12), layout=LAYOUTS,
@@ -149,7 +164,9 @@ def test_gram_closed_form_d2(impl):
     sinusoidal = require(impl, "sinusoidal")
     pos = np.arange(6)
     table = sinusoidal(pos, 2)
-    assert_within(table @ table.T, np.cos(np.subtract.outer(pos, pos)), **tol(impl))
+    # two products of entries within the phase rule τ (size 1): 2·2τ, and the sum's rounding
+    atol = 4 * angle_atol(impl, 5, 1.0) + 2 * unit_roundoff(impl)
+    assert_within(table @ table.T, np.cos(np.subtract.outer(pos, pos)), rtol=0.0, atol=atol)
 
 
 def test_absolute_encoding_changes_under_an_offset(impl):
