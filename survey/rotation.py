@@ -124,7 +124,8 @@ def predict(claim: LayerClaim, ref: Call, rotation: np.ndarray, scaled: np.ndarr
         q_rot, k_rot = q, k
         # no rotation: a float32 product at most, relative to the largest entry (a reference run on more tokens,
         # the shifted one, projects in a call of another shape)
-        bound_q, bound_k = np.full(q.shape, SCALE_RTOL * np.abs(q).max()), np.full(k.shape, SCALE_RTOL * np.abs(k).max())
+        bound_q = np.full(q.shape, SCALE_RTOL * np.abs(q).max())
+        bound_k = np.full(k.shape, SCALE_RTOL * np.abs(k).max())
     q_pred = q_rot * scale[..., :, None]
     return q_pred, k_rot, bound_q * np.abs(scale)[:, None] + SCALE_RTOL * np.abs(q_pred).max(), bound_k
 
