@@ -41,6 +41,8 @@ def sample(rows: list[dict[str, Any]], per_group: int = PER_GROUP) -> list[str]:
     (encoding, status) group, so each way a model type can come out is run."""
     groups: dict[tuple[str, str], list[str]] = {}
     for row in sorted(rows, key=lambda r: r["model_type"]):
+        if row["cause"].startswith(stored.NOT_OBSERVED):  # no observation to compare a rerun with
+            continue
         groups.setdefault((table.encoding_of(row), row["status"]), []).append(row["model_type"])
     return sorted(name for names in groups.values() for name in names[:per_group])
 
