@@ -52,6 +52,10 @@ class Row:
     layers: str = ""  # per-layer summary: "decoder: rope x8"
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: the engine whose code was run (``transformers``, or ``vllm``: :mod:`survey.vllm_engine`) and, for an engine
+    #: that serves checkpoints by architecture, the architecture built
+    engine: str = "transformers"
+    architecture: str = ""
     #: the per-layer comparison (not stored: ``python -m survey show`` prints it)
     verdict: Any = field(default=None, repr=False)
 
