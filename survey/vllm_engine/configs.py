@@ -87,7 +87,7 @@ def _stem(name: str) -> str:
     return name.lower()
 
 
-def _model_type_of(architecture: "Architecture") -> str | None:
+def _model_type_of(architecture: Architecture) -> str | None:
     """The model type whose auto classes name ``architecture``: where several do (``LlamaForCausalLM`` is also
     EXAONE's), the one named as vLLM's module, else the one whose config class has the architecture's stem."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES

@@ -112,11 +112,13 @@ def build(architecture: str, config: Any, seed: int = 0) -> Any:
 
 
 def forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray) -> Any:
-    """vLLM's forward of one sequence: token ids ``(T,)`` and positions ``(T,)`` (or ``(3, T)`` for M-RoPE)."""
+    """vLLM's forward of one sequence: token ids ``(T,)`` and positions ``(T,)`` (or ``(3, T)`` for M-RoPE), in a
+    forward context without attention metadata (the recorded attention needs none)."""
     import torch
     from vllm.config import set_current_vllm_config
+    from vllm.forward_context import set_forward_context
 
-    with set_current_vllm_config(config), torch.no_grad():
+    with set_current_vllm_config(config), set_forward_context(None, config, num_tokens=len(ids)), torch.no_grad():
         return model(input_ids=torch.as_tensor(ids), positions=torch.as_tensor(positions))
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -45,8 +45,8 @@ class Session:
     """The recorder of the run in progress: :func:`record` (given to ``record_attention``) files each attention
     call under it."""
 
-    recorder: Recorder | None = None
-    inputs: dict[str, list[np.ndarray]] = {}
+    recorder: ClassVar[Recorder | None] = None
+    inputs: ClassVar[dict[str, list[np.ndarray]]] = {}
 
 
 def record(module: Any, call: Call) -> None:
