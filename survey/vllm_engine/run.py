@@ -25,7 +25,7 @@ from typing import Any
 
 from survey import observed, tiny
 from survey.run import Observation, Row, _one_line, judge_quietly
-from survey.vllm_engine import configs, engine
+from survey.vllm_engine import configs, engine, explain
 from survey.vllm_engine import probe as vllm_probe
 
 ENGINE = "vllm"
@@ -110,6 +110,8 @@ def observe_quietly(architecture: configs.Architecture) -> Observation:
     return seen
 
 
+#: how a wrong row's note on what vLLM computes begins (:mod:`survey.vllm_engine.explain`)
+MATCHES = "vLLM's run is exact against refpos's answer changed to"
 #: the comparison's words for the engine it ran, and what they read for this engine
 _WORDS = (("transformers' rotary apply function", "vLLM's rotary module"), ("transformers", "vLLM"))
 
@@ -122,4 +124,7 @@ def judge(seen: Observation) -> Row:
     for old, new in _WORDS:
         row.cause = row.cause.replace(old, new)
         row.notes = [note.replace(old, new) if not note.startswith("config:") else note for note in row.notes]
+    if row.status == "wrong":
+        change = explain.matching_change(seen.config, seen.run)
+        row.notes.append(f"{MATCHES} {change}" if change else f"{MATCHES} none of the single changes tried")
     return row
