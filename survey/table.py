@@ -159,4 +159,7 @@ def render(table: dict[str, Any]) -> str:
     lines += ["", "## The run", "",
               f"transformers {meta.get('transformers', '?')}, torch {meta.get('torch', '?')}, refpos interface "
               f"`{meta.get('api', '?')}`; {meta.get('date', '?')}; " + _timing(meta) + ".", ""]
+    from survey.vllm_engine.table import section  # the second engine's section (none without its table)
+
+    lines += section()
     return "\n".join(lines).rstrip() + "\n"

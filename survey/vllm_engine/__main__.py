@@ -55,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "observe_s": sum(r["seconds"] for r in runs), "jobs": max((r["jobs"] for r in runs), default=1),
             "judge_s": round(wall)}
-    written = {"meta": meta, "rows": [r.to_json() for r in rows]}
+    from survey.vllm_engine import configs
+
+    groups = {a.name: a.group for a in configs.architectures()}
+    written = {"meta": meta, "rows": [{**r.to_json(), "group": groups.get(r.architecture, "")} for r in rows]}
     table.save(written, args.table)
     print("counts:", survey_table.counts(written["rows"]), f"judged in {wall:.0f} s")
     return 0
