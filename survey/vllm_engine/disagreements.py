@@ -34,8 +34,19 @@ class Authors:
             raise ValueError(f"agrees must be one of {ENGINES}, got {self.agrees!r}")
 
 
+#: the finding shared by the MLA families whose checkpoints store the rotated channels as adjacent pairs
+_PAIRS_IN_PLACE = ("rotates each adjacent channel pair (x0, x1), (x2, x3), ... in place, as vLLM's rotary module "
+                   "with is_neox_style=False does; transformers' apply_rotary_pos_emb_interleave first regroups the "
+                   "same pairs into two halves and rotates those: its query and key carry one and the same "
+                   "permutation of channels, so every attention score q . k is the same in the two engines")
+
 #: model type -> the authors' code on the two engines' disagreement
-AUTHORS: dict[str, Authors] = {}
+AUTHORS: dict[str, Authors] = {
+    "deepseek_v3": Authors("both", "deepseek-ai/DeepSeek-V3, inference/model.py, apply_rotary_emb (a complex "
+                           "product over view_as_complex of adjacent pairs)", _PAIRS_IN_PLACE),
+    "axk1": Authors("both", "transformers, models/axk1/modeling_axk1.py, apply_rotary_pos_emb_interleave (whose "
+                    "docstring states the layout the checkpoint stores: interleaved pairs)", _PAIRS_IN_PLACE),
+}
 
 
 @dataclass(frozen=True)
