@@ -34,12 +34,14 @@ move between releases. docs/api.md lists the front door and each subpackage's na
 
 Deprecated aliases: each name of :data:`MOVED` (a name of a subpackage, ``refpos.alibi_slopes``, or a
 module of one, ``refpos.adapter`` for ``refpos.testing.adapter``) resolves as ``refpos.<name>`` to the object
-at its home, with a :class:`DeprecationWarning` that names the home, until refpos 0.2. No alias is in
-``__all__`` nor in ``dir(refpos)``.
+at its home, with a :class:`DeprecationWarning` that names the home, until refpos 0.2. A module alias works in
+the import statement forms too (``import refpos.adapter``, ``from refpos.adapter import X``, and the modules
+that left ``refpos.rope``: ``import refpos.rope.layers``), through a finder on ``sys.meta_path`` that warns
+the same way. No alias is in ``__all__`` nor in ``dir(refpos)``.
 
 The layers, each importing only from those before it: :mod:`refpos.backend`, :mod:`refpos.validation`,
-:mod:`refpos.parallel`, :mod:`refpos.encoding` → :mod:`refpos.core` (attention), :mod:`refpos.encodings`,
-:mod:`refpos.rope` → :mod:`refpos.models` (a model's config.json) → :mod:`refpos.pipeline` →
+:mod:`refpos.bounds`, :mod:`refpos.parallel`, :mod:`refpos.encoding` → :mod:`refpos.core` (attention),
+:mod:`refpos.encodings`, :mod:`refpos.rope` → :mod:`refpos.models` (a model's config.json) → :mod:`refpos.pipeline` →
 :mod:`refpos.golden` → :mod:`refpos.check` → :mod:`refpos.testing`, :mod:`refpos.tools` → :mod:`refpos.cli`
 (the only code that parses arguments or prints). The front door imports layers 0-4; :mod:`refpos.golden`,
 :mod:`refpos.check` and :mod:`refpos.testing` are imported when first used (``refpos.check``).
@@ -48,7 +50,11 @@ The layers, each importing only from those before it: :mod:`refpos.backend`, :mo
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import pkgutil
+import sys
+import types
 import warnings
 from typing import Any
 
@@ -127,7 +133,7 @@ MOVED: dict[str, str] = {
         "interleaved_to_half_permutation", "permute_qk_heads", "rms_norm", "rope_rotation_matrix",
         "softmax_multiplier",
     ),
-    # modules of subpackages, by their top-level names
+    # modules of subpackages, by their top-level names (and those of refpos.rope that moved to refpos.models)
     "absolute": "refpos.encodings.sinusoidal",
     "adapter": "refpos.testing.adapter",
     "alibi": "refpos.encodings.alibi",
@@ -148,8 +154,12 @@ MOVED: dict[str, str] = {
     "plots": "refpos.tools.plots",
     "relative": "refpos.encodings.shaw",
     "strategies": "refpos.testing.strategies",
+    "t5": "refpos.encodings.t5",
     "tolerance": "refpos.golden.tolerance",
     "txl": "refpos.encodings.txl",
+    **{f"rope.{name}": f"refpos.models.{name}" for name in (
+        "families", "hf", "hf_files", "hf_resolver", "layers", "mm_positions", "mrope_hf", "position_keys")},
+    "rope.cli": "refpos.cli.rope",
 }
 
 
@@ -162,10 +172,87 @@ def __getattr__(name: str) -> Any:
     """A subpackage on first use; a name of :data:`MOVED` from its home, with a DeprecationWarning."""
     if name in SUBPACKAGES:
         return importlib.import_module(f"{__name__}.{name}")
-    if name in MOVED:
-        warnings.warn(deprecation_message(name), DeprecationWarning, stacklevel=2)
+    if name in MOVED and "." not in name:
+        if name in _IMPORTED:  # the lookup of ``import refpos.<name> as x``, whose import has just warned
+            _IMPORTED.discard(name)
+        else:
+            warnings.warn(deprecation_message(name), DeprecationWarning, stacklevel=2)
         return pkgutil.resolve_name(MOVED[name])
     raise AttributeError(f"module 'refpos' has no attribute {name!r}")
+
+
+def moved_module(name: str) -> str | None:
+    """The module ``import refpos.<name>`` loads for an alias of :data:`MOVED`: its home when that is a module,
+    the home's module when the home is a function named like its module (``refpos.core.softmax.softmax``), else
+    ``None`` (a name, not a module: ``from refpos import alibi_slopes`` is its form)."""
+    home = MOVED.get(name)
+    if home is None:
+        return None
+    parent, _, last = home.rpartition(".")
+    for candidate in (home, parent if last == name.rpartition(".")[2] == parent.rpartition(".")[2] else None):
+        if candidate is None:
+            continue
+        try:
+            if importlib.util.find_spec(candidate) is not None:
+                return candidate
+        except ModuleNotFoundError:  # its parent is a module, not a package
+            continue
+    return None
+
+
+def _caller_level() -> int:
+    """The ``stacklevel``, from the caller of this function, of the first frame outside the import machinery and
+    this module: the import statement. (``warnings.warn`` itself skips the frames of ``importlib._bootstrap``
+    when it counts, so they are not counted here.)"""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and (frame.f_code.co_filename == __file__
+                                        or frame.f_code.co_filename.startswith("<frozen importlib")):
+        frame = frame.f_back
+        level += not frame.f_code.co_filename.startswith("<frozen importlib")
+    return level
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The import statement forms of the module aliases of :data:`MOVED` (``import refpos.adapter``, ``from
+    refpos.adapter import X``, ``import refpos.rope.layers``): each loads the module at its home, with the
+    DeprecationWarning that names it. The module keeps its own ``__name__`` and ``__spec__``."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        name = fullname.removeprefix(f"{__name__}.")
+        home = moved_module(name) if fullname.startswith(f"{__name__}.") else None
+        if home is None:
+            return None
+        warnings.warn(deprecation_message(name), DeprecationWarning, stacklevel=_caller_level())
+        return importlib.util.spec_from_loader(fullname, self, origin=home)
+
+    def create_module(self, spec: Any) -> Any:
+        module = importlib.import_module(spec.origin)
+        spec.loader_state = module.__spec__  # the import system sets __spec__ to the alias's: put it back
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        module.__spec__ = module.__spec__.loader_state
+
+
+#: module aliases the import system has just loaded (it binds each on refpos next): their next lookup, the
+#: ``as`` of the same import statement, does not warn a second time
+_IMPORTED: set[str] = set()
+
+
+class _Refpos(types.ModuleType):
+    """refpos itself: an import of an alias binds nothing here, so every later ``refpos.<alias>`` still goes
+    through ``__getattr__`` and warns (and no alias shows in ``dir(refpos)``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in MOVED:
+            _IMPORTED.add(name)
+            return
+        super().__setattr__(name, value)
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
+sys.modules[__name__].__class__ = _Refpos
 
 
 def __dir__() -> list[str]:

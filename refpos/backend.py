@@ -34,6 +34,7 @@ array_api_strict array_api_strict
 from __future__ import annotations
 
 import contextvars
+import numbers
 import os
 from types import ModuleType
 from typing import Any, TypeAlias
@@ -186,14 +187,32 @@ def array_namespace(*arrays: Any) -> ModuleType:
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    """Copy any supported array (NumPy, CuPy, array-api-strict) to a NumPy array."""
+    """Copy any supported array (NumPy, CuPy, array-api-strict, torch on the CPU) to a NumPy array; a Python number
+    or a (nested) list or tuple of numbers becomes the NumPy array it spells.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is none of these (a dict, a string, ``None``), or a list that NumPy can only hold as objects
+        (ragged rows, integers beyond 64 bits, strings): the message names ``x``.
+    """
     if isinstance(x, np.ndarray):
         return x
     if array_api_compat.is_cupy_array(x):
         return x.get()
     if hasattr(x, "__dlpack__"):
         return np.from_dlpack(x)
-    return np.asarray(x)
+    if isinstance(x, (numbers.Number, np.generic, list, tuple)) and not isinstance(x, (str, bytes)):
+        try:
+            out = np.asarray(x)
+        except (ValueError, OverflowError):  # ragged rows
+            out = None
+        if out is not None and out.dtype.kind in "biufc":
+            return out
+    raise TypeError(f"x must be an array (NumPy, CuPy, array-api-strict, torch) or numbers in a list, got "
+                    f"{type(x).__name__}" + ("" if not isinstance(x, (list, tuple)) else
+                                             " of values NumPy holds only as objects (ragged rows, integers beyond "
+                                             "64 bits, strings)"))
 
 
 def is_numpy_namespace(xp: ModuleType) -> bool:

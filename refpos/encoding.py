@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -42,6 +42,10 @@ class Encoding:
     name: str = "nope"
     #: True: the bias is added to q·kᵀ before the softmax scale (the worked example's order); False: after it
     bias_scaled: bool = False
+    #: where each hook's positions come from: use (``"rotation"``, ``"scale"``, ``"query"``, ``"key"``,
+    #: ``"rows"``) → the inputs read, in order of precedence (``refpos.models.sources``); empty: every hook reads
+    #: the ``positions`` passed. A layer record's encoding carries the record's (``LayerRecord.encoding``).
+    reads: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def embed(self, positions: Array, d_model: int, xp: ModuleType) -> Array | None:
         """Absolute position vectors P added to the input, ``(T, d_model)`` or ``(B, T, d_model)``."""

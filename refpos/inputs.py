@@ -67,7 +67,7 @@ def max_npy_bytes() -> int:
     if text is None:
         return MAX_NPY_BYTES
     value = text.strip()
-    if not value.isdigit() or int(value) < 1:
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:  # ASCII digits: int() takes '١٢' too
         shown = repr(text) if len(text) <= 40 else f"{text[:24]!r}… ({len(text)} characters)"
         raise InputError(f"{NPY_CAP_VARIABLE} must be a whole number of bytes >= 1 (the largest .npy payload "
                          f"refpos reads; unset: {MAX_NPY_BYTES}), got {shown}")

@@ -57,7 +57,7 @@ def num_threads() -> int:
     """
     env = os.environ.get("REFPOS_THREADS", "").strip()
     if env:
-        if not env.isdigit() or int(env) < 1:
+        if not (env.isascii() and env.isdigit()) or int(env) < 1:  # ASCII digits: int() takes '١٢' too
             raise ValueError(f"REFPOS_THREADS must be a positive integer, got {env!r}")
         return int(env)
     try:

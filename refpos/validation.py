@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import unicodedata
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
@@ -46,8 +47,29 @@ def shown_number(value: int | float) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
+def printable(text: str) -> str:
+    r"""``text`` with every control or format character escaped (Unicode category ``C``: ``\x1b``, ``\n``,
+    ``\u202e`` …), everything else as it is: what refpos prints of a string it did not write (a case id, a
+    config key, a path), so that the string cannot move the cursor, clear the terminal or reorder the line."""
+    return "".join(c if unicodedata.category(c)[0] != "C" else
+                   (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else
+                    f"\\U{ord(c):08x}") for c in text)
+
+
+def check_printable(name: str, text: str) -> str:
+    """``text`` if it holds no control or format character (:func:`printable` leaves it unchanged); else a
+    ``ValueError`` naming ``name`` and showing the text escaped."""
+    if printable(text) != text:
+        raise ValueError(f"{name} '{printable(text)}' holds control or format characters (shown escaped); an "
+                         "identifier may not")
+    return text
+
+
 def shown_bytes(nbytes: float) -> str:
-    """``8.80 TB``, ``64.0 GiB``-style sizes for messages (decimal units)."""
+    """``8.80 TB``, ``64.0 GiB``-style sizes for messages (decimal units); a count beyond float64 (an integer of
+    hundreds of digits) is "more than 1e308 bytes", never an OverflowError in the message that refuses it."""
+    if isinstance(nbytes, int) and nbytes >= 10**308:
+        return "more than 1e308 bytes"
     for unit, size in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if nbytes >= size:
             return f"{nbytes / size:.3g} {unit}"
@@ -68,6 +90,18 @@ def check_int(name: str, value: object, *, minimum: int | None = None, maximum: 
 
 #: the most heads, channels, widths or buckets a function makes (the command line allows as many)
 MAX_WIDTH = 2**16
+
+
+def check_length(name: str, value: object, *, minimum: int = 0) -> int:
+    """A length, a distance or a count of positions: an integer from ``minimum`` to 2**53 (the positions float64
+    holds exactly, as the command line's lengths), refused by name above it before NumPy sees it (2**63 would
+    wrap to an empty array, 10**30 overflow)."""
+    return check_int(name, value, minimum=minimum, maximum=MAX_EXACT_POSITION)
+
+
+def check_width(name: str, value: object, *, what: str, minimum: int = 1, bytes_each: int = 8) -> int:
+    """A number of heads, channels or buckets: :func:`check_size` with the bound :data:`MAX_WIDTH`."""
+    return check_size(name, value, maximum=MAX_WIDTH, bytes_each=bytes_each, what=what, minimum=minimum)
 
 
 def physical_memory() -> int | None:
@@ -205,6 +239,24 @@ def same_library(name: str, value: Any, xp: ModuleType) -> None:
     if mine != theirs:
         raise TypeError(f"{name} is an array of {mine}, the other inputs arrays of {theirs}: give every array from "
                         "one library (positions may also be a list of ints)")
+
+
+def same_libraries(**arrays: Any) -> None:
+    """``TypeError`` naming the first argument whose array is of another library than the first array given
+    (:func:`same_library`); ``None``, Python numbers and lists pass, and what is not an array is left to the
+    argument's own check."""
+    xp = None
+    for name, value in arrays.items():
+        if value is None or isinstance(value, (numbers.Number, list, tuple)):
+            continue
+        try:
+            namespace = array_namespace(value)
+        except TypeError:
+            continue
+        if xp is None:
+            xp = namespace
+        else:
+            same_library(name, value, xp)
 
 
 def array_of_kind(name: str, x: Any, kind: str, allowed: str, allowed_array: str | None = None) -> ModuleType:

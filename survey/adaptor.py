@@ -86,11 +86,11 @@ def _from_records(config: dict[str, Any]) -> Resolution:
             layers.append(LayerClaim(*where, "none", query_scale=r.query_scale, detail=r.layer_type or "", **more))
         elif r.kind == "no_attention":
             layers.append(LayerClaim(*where, "no_attention", detail=r.mixer))
-        elif r.kind == "alibi":  # the bias at positions already read (bias_at where refpos reads them itself)
-            layers.append(LayerClaim(*where, "alibi", params={"bias": getattr(r, "bias_at", r.bias),
+        elif r.kind == "alibi":  # the bias at positions already read (the survey has read them: sources.py)
+            layers.append(LayerClaim(*where, "alibi", params={"bias": r.bias_at,
                                                               "before_scale": r.before_scale, "record": r}, **more))
         elif r.kind == "t5":
-            layers.append(LayerClaim(*where, "t5", params={"buckets": getattr(r, "buckets_at", r.buckets),
+            layers.append(LayerClaim(*where, "t5", params={"buckets": r.buckets_at,
                                                           "owns_table": r.owns_table, "table_layer": r.table_layer,
                                                           "record": r}, **more))
         elif r.kind in ("learned", "sinusoidal"):
@@ -127,7 +127,7 @@ def _from_schedule(config: dict[str, Any]) -> Resolution:
         if not layer.attention:
             layers.append(LayerClaim("decoder", layer.index, "no_attention", detail=layer.mixer or ""))
             continue
-        scale = layer.query_scale if layer.scale is not None else None
+        scale = layer.scale  # the rule at p: the survey's probes are tokens whose ids are their slots
         kind = "rope" if layer.rope is not None else "none"
         layers.append(LayerClaim("decoder", layer.index, kind, rope=layer.rope, query_scale=scale,
                                  detail=layer.layer_type or ""))

@@ -60,8 +60,11 @@ class Row:
     #: those graded exact all the same (survey defects: the row is then not exact)
     mutants: int = 0
     survived: list[str] = field(default_factory=list)
-    #: the engine whose code was observed, and a digest of what it computed (:func:`survey.observed.fingerprint`)
+    #: the engine whose code was observed (``transformers``, or ``vllm``: :mod:`survey.vllm_engine`), for an engine
+    #: that serves checkpoints by architecture the architecture built, and a digest of what it computed
+    #: (:func:`survey.observed.fingerprint`)
     engine: str = "transformers"
+    architecture: str = ""
     fingerprint: str = ""
     #: the per-layer comparison (not stored: ``python -m survey show`` prints it)
     verdict: Any = field(default=None, repr=False)

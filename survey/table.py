@@ -1,11 +1,13 @@
-"""The survey's committed table (``survey/results/survey.json``) and the page rendered from it (``docs/survey.md``).
+"""The survey's committed tables (``survey/results/transformers-<version>.json``, one per transformers release) and
+the page rendered from them (``docs/survey.md``).
 
-The JSON holds one row per model type (:class:`survey.run.Row`), the versions it ran on, the refpos
-interface it asked, the date and the wall time. :func:`render` writes the page: the counts per status,
-the counts per encoding (what transformers' run showed) and status, then every row. Nothing on the page
-is typed by hand.
+Each JSON holds one row per model type (:class:`survey.run.Row`), the versions it ran on, the refpos
+interface it asked, the date and the wall time. :func:`render` writes the page: the counts per status and
+release, the counts per encoding (what transformers' run showed) and status, the model types that changed
+between releases, the wrong answers the survey could not tell, every row, then the second engine's section
+(:mod:`survey.vllm_engine.table`). Nothing on the page is typed by hand.
 
-A model type of the installed transformers that the committed table does not list is *new*: a run says so
+A model type of the installed transformers that its release's table does not list is *new*: a run says so
 (``new_types``), and the sample test fails on it until the table is regenerated.
 """
 
@@ -240,6 +242,9 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
         m = t["meta"]
         lines.append(f"* transformers {m.get('transformers', '?')}, torch {m.get('torch', '?')}, refpos interface "
                      f"`{m.get('api', '?')}`; {m.get('date', '?')}; " + _timing(m) + ".")
+    from survey.vllm_engine.table import section  # the second engine's section (none without its table)
+
+    lines += section()
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -6,8 +6,9 @@ against each within the same tolerance the reference comparison used. A match is
 evidence. Besides the mutants: ``float32_angles`` (within float32's tolerance only), ``wrong_theta`` (the
 frequency probe fits another base), ``attention_factor_mismatch`` (a constant magnitude ratio);
 ``error_profile`` (always, when the candidate fails) describes where and how the error grows;
-``closest_mistake`` (when none matches) names the mutant that came closest and its ratio to the
-tolerance. docs/diagnosis.md has cause, signature and a real example of each.
+``closest_mistake`` (when none matches) names the mutant that came closest when it lies within
+:data:`NEAR_MISS` times the tolerance, and otherwise says that no catalogued mistake is close, with the nearest
+one's distance. docs/diagnosis.md has cause, signature and a real example of each.
 
 Everything here works on NumPy arrays (``refpos check`` reads ``.npy`` files); the reference values come
 from :func:`refpos.apply_rope` on the NumPy backend.
@@ -62,6 +63,14 @@ def _mutants(pb: RopeProblem) -> list[Mutant]:
             out.append(Mutant(mistake.id, variant.evidence, lambda c=variant.call: c.run(pb.x), variant.rows, own))
     return out
 
+
+#: a mutant is named the closest mistake only within this factor of its tolerance. A port that makes the
+#: mistake in another correct form (another angle form, another order of the products) stays within a few
+#: times the bound a correct form has: the tolerance of each dtype is the worst case of its forms, measured
+#: 0.9–2.1× apart (docs/diagnosis.md#tolerance). Ten times leaves that spread a factor of 5; a candidate 10³×
+#: or more from every mutant differs from each by far more than any rounding explains, and naming the nearest
+#: would point at a mistake it does not make.
+NEAR_MISS = 10.0
 
 #: the frequency probe's fit by the candidate's dtype: (smallest ω used, largest log-space residual). A
 #: float32 rotation by ω at p = 1 is resolved to about 2⁻²⁴ of the pair, so only ω ≥ 0.01 give log ω to
@@ -118,14 +127,14 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
         if channels is not None:
             size = np.maximum(size, pair_magnitude(pb.x, channels, pb.attention_factor))
         built.append((mid, evidence, mutant[keep], size[keep], keep))
-    closest: tuple[float, str, str, float] | None = None
+    closest: tuple[float, str, str, float, str] | None = None
     for level, dtype in enumerate(ladder):
         for mid, evidence, mutant, size, keep in built:
             limit = np.asarray(tol.rope_tolerance(dtype, pb.positions[keep], pb.inv_freq, reference=mutant,
                                                   magnitude=size))
             ok, err, ratio = fit(candidate[keep], mutant, limit)
-            if level == 0 and (closest is None or ratio < closest[0]):
-                closest = (ratio, mid, evidence, err)
+            if closest is None or ratio < closest[0]:
+                closest = (ratio, mid, evidence, err, dtype)
             if ok and not any(m["id"] == mid and m["evidence"].startswith(evidence) for m in found):
                 note = "" if level == 0 else " (within float32 rounding: the candidate also computes in float32)"
                 found.append({"id": known(mid), "evidence": f"{evidence}; max |candidate − mutant| = {err:.3g} "
@@ -160,12 +169,22 @@ def diagnose_rope(pb: RopeProblem, candidate: np.ndarray) -> list[Match]:
                           f"that fit θ' = {fitted:.6g}, the config says θ = {pb.rope.theta:g}", "fitted_theta": fitted})
     finite = bool(np.all(np.isfinite(candidate[np.isfinite(pb.reference)])))  # else: named non_finite
     if not found and finite and closest is not None and np.isfinite(closest[0]):
-        ratio, mid, evidence, err = closest
-        found.append({"id": known("closest_mistake"), "evidence": (
-            f"no mistake of the catalogue matches; the closest is {mid} ({evidence.split(' (')[0]}): max "
-            f"|candidate − mutant| = {err:.3g}, {ratio:.3g}× the {pb.dtype} tolerance"), "closest": mid,
-            "max_ratio": ratio, "max_abs_error": err})
+        found.append(closest_entry(*closest))
     return found
+
+
+def closest_entry(ratio: float, mid: str, evidence: str, err: float, dtype: str) -> Match:
+    """``closest_mistake`` for the nearest mutant: named when within :data:`NEAR_MISS` times its ``dtype``
+    tolerance, else the words that no catalogued mistake is close, with the nearest one's distance."""
+    what = f"{mid} ({evidence.split(' (')[0]})"
+    distance = f"max |candidate − mutant| = {err:.3g}, {ratio:.3g}× the {dtype} tolerance"
+    if ratio <= NEAR_MISS:
+        return {"id": known("closest_mistake"), "evidence": f"no mistake of the catalogue matches; the closest is "
+                f"{what}: {distance}", "closest": mid, "max_ratio": ratio, "max_abs_error": err}
+    return {"id": known("closest_mistake"), "evidence": (
+        f"no catalogued mistake is close: the nearest, {what}, is {ratio:.3g}× the {dtype} tolerance away "
+        f"(max |candidate − mutant| = {err:.3g}; a mistake is named the closest only within {NEAR_MISS:g}× its "
+        "tolerance)"), "closest": None, "nearest": mid, "max_ratio": ratio, "max_abs_error": err}
 
 
 def _factor_ratio(pb: RopeProblem, candidate: np.ndarray) -> Match | None:

@@ -15,7 +15,7 @@ knowing the rule that produced them.
 :math:`|\sum z^* z'| / \sum |z|^2`.
 
 **Unwrapping.** ``arg`` returns :math:`\psi \in (-\pi, \pi]`; the angle the candidate used is
-:math:`\psi + 2\pi k`. The fit starts from the two positions that are closest (gap ``Δ``):
+:math:`\psi + 2\pi k`. The fit of each pair starts from the two closest positions that have rows of it (gap ``Δ``):
 :math:`\hat\omega = \operatorname{wrap}(\psi_b - \psi_a)/\Delta`, which is the candidate's ω when
 :math:`|\omega|\Delta < \pi` (integer positions never tell ω from ω + 2π/Δ). It then takes in every position
 whose angle the current line predicts to better than π/2 (:data:`SAFE_ANGLE`) with the worst-case error of
@@ -88,7 +88,8 @@ class PairFits:
     ``phase_bound``: the angle at ``p = 0`` in ``(−π, π]``; ``amplitude``, ``amplitude_bound``: :math:`\\hat A_j`;
     ``misfit``: the largest ratio of a row's error to what it may show (≤ 1: a rotation at one frequency);
     ``reach``: the positions the fit used, ``(min, max)`` per pair; ``notes``: why a pair is undetermined or
-    what it left out (``None``: nothing to say).
+    what it left out (``None``: nothing to say); ``maps``: the map of the pair each fit assumed,
+    ``"rotation"`` here, another of :data:`refpos.check.fit_maps.MAPS` when the pair was fitted as that map.
     """
 
     omega: np.ndarray
@@ -100,6 +101,11 @@ class PairFits:
     misfit: np.ndarray
     reach: np.ndarray  # (m, 2)
     notes: tuple[str | None, ...]
+    maps: tuple[str, ...] = ()  # per pair; () is "rotation" for every pair
+
+    def __post_init__(self) -> None:
+        if not self.maps:
+            object.__setattr__(self, "maps", ("rotation",) * self.omega.size)
 
     @property
     def determined(self) -> np.ndarray:
@@ -107,9 +113,14 @@ class PairFits:
         return np.isfinite(self.omega)
 
     @property
-    def rotation(self) -> np.ndarray:
-        """Pairs that are a rotation at one frequency (determined, misfit ≤ 1)."""
+    def explained(self) -> np.ndarray:
+        """Pairs that are the map they were fitted as, at one frequency (determined, misfit ≤ 1)."""
         return self.determined & (self.misfit <= 1.0)
+
+    @property
+    def rotation(self) -> np.ndarray:
+        """Pairs that are a rotation at one frequency (explained, and fitted as a rotation)."""
+        return self.explained & (np.asarray(self.maps) == "rotation")
 
 
 def wrap(angle: np.ndarray) -> np.ndarray:
@@ -158,36 +169,44 @@ def _line(p: np.ndarray, phi: np.ndarray, eta: np.ndarray, used: np.ndarray
 
 
 def fit_pairs(z_in: np.ndarray, z_out: np.ndarray, positions: np.ndarray, dtype: str,
-              omega_prior: np.ndarray) -> PairFits:
+              omega_prior: np.ndarray, *, amplification: float | np.ndarray = 1.0) -> PairFits:
     """Fit :math:`z' = A e^{i(\\omega p + c)} z` for every pair (the module docstring has the method).
 
     ``z_in``, ``z_out``: complex ``(N, m)``, the input and output pairs of ``N`` rows; ``positions``: int
     ``(N,)``, the position each row was rotated at (for M-RoPE: the axis the pairs are fitted against);
     ``dtype``: what the candidate computed in (its noise, :func:`angle_noise`); ``omega_prior``: ``(m,)``, the
-    reference's frequencies, used only to size the noise (never as a guess of the candidate's ω).
+    reference's frequencies, used only to size the noise (never as a guess of the candidate's ω);
+    ``amplification``: how many times the noise of :func:`angle_noise` each row may carry, a number or ``(N, m)``
+    (a pair read through another map, :mod:`refpos.check.fit_maps`, magnifies the output's rounding by its
+    row's factor); a position's angle carries the largest of its rows'.
     """
     m = z_in.shape[1]
     p, cross, power, index = _by_position(z_in, z_out, positions)
+    row_gain = np.where(np.isfinite(z_out), np.broadcast_to(np.asarray(amplification, dtype=np.float64),
+                                                            z_in.shape), 1.0)  # (N, m)
+    gain = np.ones(cross.shape)  # (K, m)
+    np.maximum.at(gain, index, row_gain)
     have = power > 0  # (K, m)
     psi = np.angle(cross)
     notes: list[str | None] = [None] * m
     nan = np.full(m, np.nan)
     if p.size < 2:
         reason = f"one position only (p = {int(p[0])}): its angle is p·ω + c, not ω" if p.size else "no rows"
-        return PairFits(nan, nan, nan, nan, *_amplitude(cross, power, have, dtype), np.full(m, np.inf),
+        return PairFits(nan, nan, nan, nan, *_amplitude(cross, power, have, dtype, gain.max(axis=0, initial=1.0)),
+                        np.full(m, np.inf),
                         np.full((m, 2), -1), (reason,) * m)
-    gaps = np.diff(p)
-    a = int(np.argmin(gaps))  # the two closest positions anchor the unwrapping
-    gap = int(gaps[a])
+    first, second, gap = _anchors(have, p)  # per pair: the two closest positions with rows unwrap first
+    anchored = first >= 0
+    pair = np.arange(m)
     omega_scale = np.abs(omega_prior).astype(np.float64)
     for _ in range(2):  # the noise scales with |ω|: sized by the reference's, then by the fit's when larger
-        eta = angle_noise(dtype, p, omega_scale)  # (K, m)
+        eta = gain * angle_noise(dtype, p, omega_scale)  # (K, m)
         phi = np.full(psi.shape, np.nan)
-        anchored = have[a] & have[a + 1]
-        phi[a] = np.where(anchored, psi[a], np.nan)
-        phi[a + 1] = np.where(anchored, psi[a] + wrap(psi[a + 1] - psi[a]), np.nan)
+        a, b = first[anchored], second[anchored]
+        phi[a, pair[anchored]] = psi[a, pair[anchored]]
+        phi[b, pair[anchored]] = psi[a, pair[anchored]] + wrap(psi[b, pair[anchored]] - psi[a, pair[anchored]])
         used = np.zeros(psi.shape, dtype=bool)
-        used[a] = used[a + 1] = anchored
+        used[a, pair[anchored]] = used[b, pair[anchored]] = True
         while True:
             omega, c_bar, p_bar, e_c, e_omega = _line(p, phi, eta, used)
             predicted = c_bar + omega * (p[:, None] - p_bar)  # (K, m)
@@ -203,15 +222,15 @@ def fit_pairs(z_in: np.ndarray, z_out: np.ndarray, positions: np.ndarray, dtype:
         omega_scale = larger
     phase = wrap(c_bar - omega * p_bar)
     phase_bound = e_c + np.abs(p_bar) * e_omega
-    amplitude, amplitude_bound = _amplitude(cross, power, have, dtype)
+    amplitude, amplitude_bound = _amplitude(cross, power, have, dtype, gain.max(axis=0))
     reach = np.stack([np.where(used.any(axis=0), np.where(used, p[:, None], p.max() + 1).min(axis=0), -1),
                       np.where(used.any(axis=0), np.where(used, p[:, None], -1).max(axis=0), -1)], axis=1)
     for j in range(m):
         if not anchored[j]:
-            notes[j] = "no usable rows at the two closest positions (input pair zero or output not finite)"
-        elif omega_scale[j] * gap >= math.pi:
-            notes[j] = (f"aliasing: the closest positions are {gap} apart and |ω|·{gap} ≥ π: ω is determined only "
-                        f"modulo 2π/{gap}")
+            notes[j] = "fewer than two positions with usable rows (input pair zero or output not finite)"
+        elif omega_scale[j] * gap[j] >= math.pi:
+            notes[j] = (f"aliasing: the closest positions are {gap[j]} apart and |ω|·{gap[j]} ≥ π: ω is determined "
+                        f"only modulo 2π/{gap[j]}")
         left = have[:, j] & ~used[:, j]
         if anchored[j] and left.any():
             notes[j] = (f"aliasing: positions {_positions_text(p[left])} left out, the fitted line cannot tell "
@@ -219,30 +238,44 @@ def fit_pairs(z_in: np.ndarray, z_out: np.ndarray, positions: np.ndarray, dtype:
     undetermined = np.array([n is not None and not n.startswith("aliasing: positions") for n in notes])
     omega = np.where(undetermined, np.nan, omega)
     misfit = _misfit(z_in, z_out, positions, index, omega, phase, amplitude, amplitude_bound, e_c, e_omega, p_bar,
-                     dtype, omega_scale)
+                     dtype, omega_scale, row_gain)
     return PairFits(omega, np.where(undetermined, np.nan, e_omega), np.where(undetermined, np.nan, phase),
                     np.where(undetermined, np.nan, phase_bound), amplitude, amplitude_bound,
                     np.where(undetermined, np.inf, misfit), reach, tuple(notes))
 
 
-def _amplitude(cross: np.ndarray, power: np.ndarray, have: np.ndarray, dtype: str
+def _anchors(have: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair, the indices of the two closest positions that both have rows (``−1`` where fewer than two
+    do) and their gap ``(m,)`` each."""
+    m = have.shape[1]
+    first, second, gap = np.full(m, -1), np.full(m, -1), np.zeros(m, dtype=np.int64)
+    for j in range(m):
+        rows = np.flatnonzero(have[:, j])
+        if rows.size >= 2:
+            k = int(np.argmin(np.diff(p[rows])))
+            first[j], second[j], gap[j] = rows[k], rows[k + 1], int(p[rows[k + 1]] - p[rows[k]])
+    return first, second, gap
+
+
+def _amplitude(cross: np.ndarray, power: np.ndarray, have: np.ndarray, dtype: str, gain: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
     r""":math:`\hat A_j = \sum_p |\sum z^* z'| / \sum_p \sum |z|^2` and its bound :math:`\sqrt2\,a_0\,\hat A_j`
-    (the output's rounding on a pair of size ``Â|z|``)."""
+    (the output's rounding on a pair of size ``Â|z|``, times each pair's largest ``gain`` ``(m,)``)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         amplitude = np.where(have.any(axis=0), np.abs(cross).sum(axis=0) / power.sum(axis=0), np.nan)
-    return amplitude, angle_noise(dtype, np.zeros(1), np.zeros(1))[0, 0] * amplitude
+    return amplitude, gain * angle_noise(dtype, np.zeros(1), np.zeros(1))[0, 0] * amplitude
 
 
 def _misfit(z_in: np.ndarray, z_out: np.ndarray, positions: np.ndarray, index: np.ndarray, omega: np.ndarray,
             phase: np.ndarray, amplitude: np.ndarray, amplitude_bound: np.ndarray, e_c: np.ndarray,
-            e_omega: np.ndarray, p_bar: np.ndarray, dtype: str, omega_scale: np.ndarray) -> np.ndarray:
+            e_omega: np.ndarray, p_bar: np.ndarray, dtype: str, omega_scale: np.ndarray,
+            row_gain: np.ndarray) -> np.ndarray:
     """The largest ratio over the rows of ``|z' − Â e^{i(ω̂p + ĉ)} z| / (Â|z|)`` to the error it may show."""
     p = positions.astype(np.float64)[:, None]  # (N, 1)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         model = amplitude * np.exp(1j * (omega * p + phase)) * z_in  # (N, m)
         error = np.abs(z_out - model) / (amplitude * np.abs(z_in))
-        allowed = (angle_noise(dtype, positions, omega_scale) + e_c + np.abs(p - p_bar) * e_omega
+        allowed = (row_gain * angle_noise(dtype, positions, omega_scale) + e_c + np.abs(p - p_bar) * e_omega
                    + amplitude_bound / amplitude)
         ratio = error / allowed
     ratio = np.where(z_in == 0, np.where(z_out == 0, 0.0, np.inf), ratio)  # something from nothing: no rotation
@@ -264,9 +297,10 @@ def common_offset(fits: PairFits, pairs: np.ndarray | None = None) -> tuple[floa
     Returns ``(δ, bound, reason)``: ``δ`` (``None`` when no single shift explains the phases, ``reason`` says
     why) and its worst-case error. The shift is read from the slowest pair (where :math:`|\omega\delta| < \pi`)
     and refined pair by pair towards the fastest, each unwrapped with the current estimate as the positions
-    are; then every pair is checked against it. ``pairs``: the pairs to use (default: the rotations).
+    are; then every pair is checked against it. ``pairs``: the pairs to use (default: every pair that is the
+    map it was fitted as, :attr:`PairFits.explained`).
     """
-    use = fits.rotation if pairs is None else pairs & fits.rotation
+    use = fits.explained if pairs is None else pairs & fits.explained
     order = [j for j in np.argsort(np.abs(np.where(use, fits.omega, np.inf))) if use[j] and fits.omega[j] != 0]
     if not order:
         return None, math.inf, "no pair turns at a known, non-zero frequency"

@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from refpos.backend import to_numpy
 from refpos.check.catalogue import family, known
 from refpos.check.mistakes import Context, RopeCall, Variant
+from refpos.check.problem import np_ns
 from refpos.check.rope_mistakes import ROPE_MISTAKES
 from refpos.rope.rules import PLAIN
 
@@ -70,14 +72,72 @@ def _exhibits(reference: RopeCall, variant: Variant, fitted: dict[str, Any], pai
     positions = _positions_match(reference, call, fitted, pairs, token_index, variant.rows)
     if positions is not None:
         checks.append(positions)
-    rotations = [p for p in pairs if p["rotation"] and p["omega_fitted"] is not None]
     if not np.array_equal(call.inv_freq, reference.inv_freq):
-        checks.append(bool(rotations) and all(abs(p["omega_fitted"] - call.inv_freq[p["index"]]) <=
-                                              (p["omega_bound"] or 0.0) for p in rotations))
+        checks.append(frequencies_shown(call.inv_freq, reference.inv_freq, pairs))
     if call.attention_factor != reference.attention_factor:
         amp, bound = fitted.get("attention_factor"), fitted.get("attention_factor_bound") or 0.0
         checks.append(amp is not None and abs(amp - call.attention_factor) <= bound)
     return bool(checks) and all(checks)
+
+
+def frequencies_shown(variant: np.ndarray, reference: np.ndarray, pairs: list[dict[str, Any]]) -> bool:
+    """Whether the fitted frequencies are the variant's: every fitted pair is within its bound of the variant's
+    ω, and on at least one of them the variant's ω is not the reference's (a variant that changes only pairs
+    the fit did not determine is not shown by the pairs it left alone)."""
+    fitted = [p for p in pairs if p["rotation"] and p["omega_fitted"] is not None]
+    bound = {p["index"]: p["omega_bound"] or 0.0 for p in fitted}
+    return all(abs(p["omega_fitted"] - variant[p["index"]]) <= bound[p["index"]] for p in fitted) and any(
+        abs(variant[j] - reference[j]) > bound[j] for j in bound)
+
+
+def variants_of(call: RopeCall, context: Context) -> list[tuple[str, Variant]]:
+    """``(id, variant)`` of every diagnosed RoPE and M-RoPE mistake of the catalogue found by a mutant."""
+    out = []
+    for entry in [*family("rope"), *family("mrope")]:
+        mistake = ROPE_MISTAKES.get(entry.id)
+        if mistake is None or not entry.diagnosed or mistake.found_by != "mutant":
+            continue
+        try:
+            out += [(entry.id, v) for v in mistake.variants(call, context)]
+        except (ValueError, TypeError):
+            continue
+    return out
+
+
+def _rule_names(rope: Any, fitted: dict[str, Any]) -> list[Match]:
+    """``wrong_theta`` when the rule fit changes only the base of plain RoPE; a structural reading of the
+    frequencies (:mod:`refpos.check.readings`) comes first in its evidence."""
+    changed = fitted.get("rule_changed") or {}
+    if not (rope.rope_type == PLAIN and set(changed) == {"rope_theta"} and changed["rope_theta"][1] != 10000.0):
+        return []
+    evidence = (f"plain RoPE with rope_theta = {changed['rope_theta'][1]:.6g} reproduces ω̂ (the config says "
+                f"{changed['rope_theta'][0]:g})")
+    return [{"id": known("wrong_theta"), "evidence": with_reading(f"the fit shows it: {evidence}", fitted)}]
+
+
+def with_reading(evidence: str, fitted: dict[str, Any]) -> str:
+    """``evidence`` of an equivalence, after the structural reading of the frequencies when there is one."""
+    reading = (fitted.get("reading") or {}).get("text")
+    return f"{reading}; equivalently, {evidence}" if reading else evidence
+
+
+def frequency_names(rope: Any, seq_len: int | None, ident: dict[str, Any]) -> list[Match]:
+    """The catalogued mistakes a candidate holding the frequencies themselves (a ``frequencies`` golden case,
+    :func:`refpos.check.identify.identify_frequencies`) shows: each mistake whose variant's ``ω`` every pair
+    equals within its bound (:func:`frequencies_shown`), and ``wrong_theta`` from the rule fit — what the
+    ``apply`` case of the same model names from the rotated rows."""
+    import refpos
+
+    omega, factor = refpos.rope_frequencies(rope, seq_len=seq_len, xp=np_ns())
+    call = RopeCall(rope, np.zeros(1, dtype=np.int64), seq_len, np.asarray(to_numpy(omega)), float(factor))
+    found: list[Match] = []
+    for mistake_id, variant in variants_of(call, Context(np.zeros(1, dtype=np.int64), 0, 0)):
+        if mistake_id in {f["id"] for f in found} or variant.call.inv_freq.shape != call.inv_freq.shape:
+            continue
+        if not np.array_equal(variant.call.inv_freq, call.inv_freq) and frequencies_shown(
+                variant.call.inv_freq, call.inv_freq, ident["pairs"]):
+            found.append({"id": known(mistake_id), "evidence": f"the frequencies show it: {variant.evidence}"})
+    return found + [n for n in _rule_names(rope, ident["fitted"]) if n["id"] not in {f["id"] for f in found}]
 
 
 def fit_names(rope: Any, seq_len: int | None, ident: dict[str, Any], positions: np.ndarray,
@@ -92,21 +152,10 @@ def fit_names(rope: Any, seq_len: int | None, ident: dict[str, Any], positions: 
     reference = RopeCall.of(rope, positions, seq_len)
     context = Context(token_index, int(np.min(positions)), int(np.max(positions)))
     found: list[Match] = []
-    for entry in [*family("rope"), *family("mrope")]:
-        mistake = ROPE_MISTAKES.get(entry.id)
-        if mistake is None or not entry.diagnosed:
-            continue
-        if mistake.found_by == "mutant":
-            try:
-                variants = mistake.variants(reference, context)
-            except (ValueError, TypeError):
-                continue
-            hits = [v for v in variants if _exhibits(reference, v, fitted, pairs, token_index)]
-            found += [{"id": known(entry.id), "evidence": f"the fit shows it: {v.evidence}"} for v in hits[:1]]
-    changed = fitted.get("rule_changed") or {}
-    if rope.rope_type == PLAIN and set(changed) == {"rope_theta"} and changed["rope_theta"][1] != 10000.0:
-        found.append({"id": known("wrong_theta"), "evidence": f"the fit shows it: plain RoPE with rope_theta = "
-                      f"{changed['rope_theta'][1]:.6g} reproduces ω̂ (the config says {changed['rope_theta'][0]:g})"})
+    for mistake_id, variant in variants_of(reference, context):
+        if mistake_id not in {f["id"] for f in found} and _exhibits(reference, variant, fitted, pairs, token_index):
+            found.append({"id": known(mistake_id), "evidence": f"the fit shows it: {variant.evidence}"})
+    found += _rule_names(rope, fitted)
     amp, a = fitted.get("attention_factor"), ident["pairs"][0]["amplitude"] if ident["pairs"] else 1.0
     bound = fitted.get("attention_factor_bound") or 0.0
     if amp is not None and all(abs(amp - v) > bound for v in (a, 1.0, a * a)):
@@ -115,9 +164,13 @@ def fit_names(rope: Any, seq_len: int | None, ident: dict[str, Any], positions: 
     return found
 
 
-def merge(diagnosis: list[Match], names: list[Match]) -> list[Match]:
+def merge(diagnosis: list[Match], names: list[Match], fitted: dict[str, Any] | None = None) -> list[Match]:
     """The diagnosis with the fit's names it lacks (before the error profile); ``closest_mistake`` dropped when
-    the fit names a mistake."""
+    the fit names a mistake; ``wrong_theta`` (an equivalence) after the structural reading of ``fitted``'s
+    frequencies when they have one."""
+    if fitted and fitted.get("reading"):
+        diagnosis = [{**d, "evidence": with_reading(d["evidence"], fitted)} if d["id"] == "wrong_theta" and
+                     not d["evidence"].startswith(fitted["reading"]["text"]) else d for d in diagnosis]
     have = {d["id"] for d in diagnosis}
     new = [n for n in names if n["id"] not in have]
     if not new:

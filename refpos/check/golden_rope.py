@@ -82,17 +82,21 @@ def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand
         return {"diagnosis": [*non_finite(cand.astype(np.float64), reference.astype(np.float64)),
                               *cos_sin_diagnosis(rope, seq_len, inputs["positions"], cand, reference, entry, dtype,
                                                  case.get("primary_output") if output is None else output)]}
+    if function == "rope_frequencies" and cand.ndim == 0:  # the attention factor: one number, named by the
+        from refpos.golden.entries import allowed_error  # mistakes that change it
+
+        bound = float(allowed_error(reference.astype(np.float64), entry, dtype))
+        return {"diagnosis": attention_factor_names(rope, seq_len, float(cand), bound)}
     channel_error, channel_ratio = per_channel(cand, reference, entry, dtype)
     if function == "rope_frequencies":
-        if cand.ndim != 1:
-            return None  # the attention factor: one number, nothing to fit
+        from refpos.check.fit_names import frequency_names
         from refpos.check.identify import identify_frequencies
         from refpos.golden.entries import allowed_error
 
         bound = np.broadcast_to(allowed_error(reference.astype(np.float64), entry, dtype), cand.shape)
         ident = identify_frequencies(rope, seq_len, cand.astype(np.float64), np.asarray(bound), channel_error,
                                      channel_ratio)
-        return {**ident, "diagnosis": []}
+        return {**ident, "diagnosis": frequency_names(rope, seq_len, ident)}
     checked = check_rope(cand, inputs["x"], inputs["positions"], rope, seq_len=seq_len, dtype=dtype, diagnose=True)
     out = {key: checked[key] for key in ("diagnosis", "pairs", "fitted", "reference") if key in checked}
     out["pairs"] = pair_status(rope, out["pairs"], channel_error, channel_ratio)
@@ -103,6 +107,30 @@ def diagnose_rope_case(case: dict[str, Any], inputs: dict[str, np.ndarray], cand
     return out
 
 
+def attention_factor_names(rope: Any, seq_len: int | None, candidate: float, bound: float) -> list[dict[str, Any]]:
+    """The mistakes whose attention factor ``A`` the candidate's equals within ``bound`` (``A`` missing, squared
+    …), from the same variants as the ``apply`` case's mutants; ``attention_factor_mismatch`` for another one."""
+    import refpos
+    from refpos.check.catalogue import known
+    from refpos.check.fit_names import variants_of
+    from refpos.check.mistakes import Context, RopeCall
+
+    omega, factor = refpos.rope_frequencies(rope, seq_len=seq_len, xp="numpy")
+    call = RopeCall(rope, np.zeros(1, dtype=np.int64), seq_len, np.asarray(omega), float(factor))
+    found: list[dict[str, Any]] = []
+    for mistake_id, variant in variants_of(call, Context(np.zeros(1, dtype=np.int64), 0, 0)):
+        a = variant.call.attention_factor
+        shown = a != call.attention_factor and abs(candidate - a) <= bound and np.array_equal(variant.call.inv_freq,
+                                                                                            call.inv_freq)
+        if shown and mistake_id not in {f["id"] for f in found}:
+            found.append({"id": known(mistake_id), "evidence": f"the attention factor shows it: {variant.evidence}"})
+    if not found and np.isfinite(candidate) and abs(candidate - call.attention_factor) > bound:
+        found.append({"id": known("attention_factor_mismatch"), "evidence": (
+            f"the attention factor is {candidate:.10g}, the reference's {call.attention_factor:.10g}: another "
+            "magnitude rule (none of the catalogue's forms of A)")})
+    return found
+
+
 def cos_sin_diagnosis(rope: Any, seq_len: int | None, positions: np.ndarray, cand: np.ndarray,
                       reference: np.ndarray, entry: dict[str, Any], dtype: str, output: str) -> list[dict[str, Any]]:
     """The catalogue for a ``cos`` or ``sin`` table: every mistake whose variant's table
@@ -110,9 +138,9 @@ def cos_sin_diagnosis(rope: Any, seq_len: int | None, positions: np.ndarray, can
     tables by :meth:`refpos.check.mistakes.RopeCall.tables`; per pair ``(T, m)`` or full width ``(T, 2m)``, as
     the candidate is). A table holds one of the two numbers of each pair, so the fit of the angle needs the
     apply case (the rotated ``x``)."""
-    from refpos.check.catalogue import family, known
+    from refpos.check.catalogue import known
+    from refpos.check.fit_names import variants_of
     from refpos.check.mistakes import Context, RopeCall
-    from refpos.check.rope_mistakes import ROPE_MISTAKES
     from refpos.golden.entries import allowed_error
     from refpos.pairs import split_pairs
 
@@ -129,25 +157,18 @@ def cos_sin_diagnosis(rope: Any, seq_len: int | None, positions: np.ndarray, can
         return np.asarray(split_pairs(full, c.rope.layout, side="written")[0], dtype=np.float64)  # (T, m)
 
     own = table(call)
-    for entry_ in [*family("rope"), *family("mrope")]:
-        mistake = ROPE_MISTAKES.get(entry_.id)
-        if mistake is None or mistake.found_by != "mutant" or not entry_.diagnosed:
+    for mistake_id, variant in variants_of(call, context):
+        if mistake_id in {f["id"] for f in found}:
             continue
         try:
-            variants = mistake.variants(call, context)
+            mutant = table(variant.call)
         except (ValueError, TypeError):
             continue
-        for variant in variants:
-            try:
-                mutant = table(variant.call)
-            except (ValueError, TypeError):
-                continue
-            if mutant.shape != cand.shape or np.array_equal(mutant, own):
-                continue
-            allowed = np.broadcast_to(allowed_error(mutant, entry, dtype), mutant.shape)
-            if np.all(np.abs(cand.astype(np.float64) - mutant) <= allowed):
-                found.append({"id": known(entry_.id), "evidence": f"the {output} table {variant.evidence}"})
-                break
+        if mutant.shape != cand.shape or np.array_equal(mutant, own):
+            continue
+        allowed = np.broadcast_to(allowed_error(mutant, entry, dtype), mutant.shape)
+        if np.all(np.abs(cand.astype(np.float64) - mutant) <= allowed):
+            found.append({"id": known(mistake_id), "evidence": f"the {output} table {variant.evidence}"})
     return found
 
 

@@ -3,7 +3,9 @@ r"""``refpos check rope`` identifies what the candidate computed: per pair, and 
 From the rows of a check (the input ``x``, the candidate's output, the positions) this module fits every pair
 (:mod:`refpos.check.fit`) under each pairing of the channels the config could have meant (layouts; placements
 of a partial rotation) and, for M-RoPE, against each position axis, and keeps for each pair the pairing and the
-axis under which it is a rotation at one frequency. Then:
+axis under which it is a rotation at one frequency; a pair that is no rotation under any is fitted as each other
+map a wrong table writes (:mod:`refpos.check.fit_maps`: a reflection, the sin term reflected) and keeps the
+first it is (``map``). Then:
 
 * ``pairs``: per pair ``j`` the reference's ``ω_j`` and ``A`` beside the fitted :math:`\hat\omega_j`,
   :math:`\hat A_j` (with their bounds), the pair's largest error and whether it is within its tolerance
@@ -12,7 +14,8 @@ axis under which it is a rotation at one frequency. Then:
 * ``fitted``: the ``layout`` (and placement), the ``position_offset`` ``δ`` shared by every pair (or
   ``None`` with the reason), the ``attention_factor`` shared by every pair (or ``None``), which positions
   the candidate used (the ones given, or the token index), and the ``rule``: the keys of the config's rule
-  that reproduce the fitted frequencies (:func:`refpos.check.rule_fit.fit_rule`), or ``None`` with the reason.
+  that reproduce the fitted frequencies (:func:`refpos.check.rule_fit.fit_rule`), or ``None`` with the reason;
+  and the ``reading`` of the frequencies when they are another exponent (:mod:`refpos.check.readings`).
 
 :func:`identify_frequencies` does the same for a candidate that *is* the frequencies (a ``frequencies`` golden
 case). :mod:`refpos.check.identify_text` writes the report's lines.
@@ -28,8 +31,10 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.check.fit import PairFits, common_offset, fit_pairs
+from refpos.check.fit_maps import MAPS, fit_map
 from refpos.check.fit_names import fit_names
 from refpos.check.problem import np_ns
+from refpos.check.readings import structural_reading
 from refpos.check.rule_fit import fit_rule, pair_bands
 from refpos.rope.mrope import AXES
 
@@ -67,23 +72,36 @@ def _pairs_of(a: np.ndarray, channels: tuple[list[int], ...], side: int) -> np.n
 def _select(fits: list[PairFits], choice: np.ndarray) -> PairFits:
     """Pair ``j``'s fit from ``fits[choice[j]]``."""
     j = np.arange(choice.size)
+    per_pair = ("notes", "maps")
     pick = {f.name: np.stack([getattr(fit, f.name) for fit in fits])[choice, j]
-            for f in dataclasses.fields(PairFits) if f.name != "notes"}
-    return PairFits(**pick, notes=tuple(fits[c].notes[i] for i, c in enumerate(choice)))
+            for f in dataclasses.fields(PairFits) if f.name not in per_pair}
+    return PairFits(**pick, **{name: tuple(getattr(fits[c], name)[i] for i, c in enumerate(choice))
+                               for name in per_pair})
 
 
 def _fit_pairing(x: np.ndarray, y: np.ndarray, channels: tuple[list[int], ...], regressors: list[np.ndarray],
                  expected: np.ndarray, dtype: str, omega: np.ndarray) -> tuple[PairFits, np.ndarray]:
     """The fit of every pair under one pairing: against its expected regressor (``expected[j]``) when that
-    makes it a rotation, else against the regressor under which it fits best. Returns the fits and the index
-    of the regressor each pair was fitted against."""
+    makes it a rotation, else against the regressor under which it fits best; a pair that is a rotation under
+    none, as the first other map of :data:`refpos.check.fit_maps.MAPS` that it is (against its expected
+    regressor). Returns the fits and the index of the regressor each pair was fitted against."""
     z_in, z_out = _pairs_of(x, channels, 0), _pairs_of(y, channels, 1)
     fits = [fit_pairs(z_in, z_out, p, dtype, omega) for p in regressors]
     misfit = np.stack([f.misfit for f in fits])  # (R, m)
     best = np.argmin(misfit, axis=0)
     own = misfit[expected, np.arange(omega.size)]
     choice = np.where(own <= 1.0, expected, np.where(misfit[best, np.arange(omega.size)] <= 1.0, best, expected))
-    return _select(fits, choice), choice
+    chosen = _select(fits, choice)
+    for name in MAPS:
+        if name == "rotation" or chosen.explained.all():
+            continue
+        axes = [int(a) for a in np.unique(expected)]
+        options = [chosen, *(fit_map(name, z_in, z_out, regressors[a], dtype, omega) for a in axes)]
+        own_map = np.array([1 + axes.index(int(a)) for a in expected])  # each pair's fit against its own regressor
+        take = ~chosen.explained & np.array([options[o].explained[j] for j, o in enumerate(own_map)])
+        chosen = _select(options, np.where(take, own_map, 0))
+        choice = np.where(take, expected, choice)
+    return chosen, choice
 
 
 def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: np.ndarray, positions: np.ndarray,
@@ -113,11 +131,11 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
         names.append(TOKEN_INDEX)
     best = _best_pairing(rope, x, y, regressors, expected, dtype, omega_ref)
     precision = dtype
-    if best[0] < m and dtype == "float64":  # a float32 phase path declared float64: fit to float32's precision
+    if best[1] < m and dtype == "float64":  # a float32 phase path declared float64: fit to float32's precision
         coarse = _best_pairing(rope, x, y, regressors, expected, "float32", omega_ref)
-        if coarse[0] > best[0]:
+        if coarse[:2] > best[:2]:
             best, precision = coarse, "float32"
-    _, layout, placement, fits, choice = best
+    _, _, layout, placement, fits, choice = best
     pairs = _pair_entries(rope, seq_len, omega_ref, factor, fits, choice, names, expected, regressors,
                           channel_error, channel_ratio)
     out_u, out_v = pairings(rope)[0][2][2:]
@@ -130,12 +148,12 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
               "precision": precision, "pass_through": passing}
     if not best[0]:
         fitted["reason"] = ("no pairing of the channels makes any pair a rotation at one frequency in the positions "
-                            "given")
+                            "given, nor a reflection (refpos.check.fit_maps)")
         return {"pairs": pairs, "fitted": fitted, "reference": reference}
     used = [name for name in names if any(names[c] == name and ok for c, ok in
-                                          zip(choice, fits.rotation, strict=True))]
+                                          zip(choice, fits.explained, strict=True))]
     fitted["positions"] = used if mrope else (used[0] if len(used) == 1 else used)
-    on_positions = fits.rotation & np.array([names[c] != TOKEN_INDEX for c in choice])
+    on_positions = fits.explained & np.array([names[c] != TOKEN_INDEX for c in choice])
     delta, bound, why = common_offset(fits, on_positions)
     if delta is None:
         fitted["position_offset_reason"] = why
@@ -146,13 +164,7 @@ def identify_rope(rope: Any, seq_len: int | None, dtype: str, x: np.ndarray, y: 
     fitted["attention_factor"], fitted["attention_factor_bound"], reason = _shared_amplitude(fits)
     if reason:
         fitted["attention_factor_reason"] = reason
-    rule = fit_rule(rope, seq_len, np.where(fits.rotation, fits.omega, np.nan), fits.omega_bound)
-    fitted["rule"] = rule.pop("keys")
-    fitted["rule_type"] = rule["rope_type"]
-    if fitted["rule"] is None:
-        fitted["rule_reason"] = rule["reason"]
-    else:
-        fitted["rule_changed"] = rule["changed"]
+    fitted.update(rule_entries(rope, seq_len, np.where(fits.explained, fits.omega, np.nan), fits.omega_bound))
     ident = {"pairs": pairs, "fitted": fitted, "reference": reference}
     fitted["names"] = fit_names(rope, seq_len, ident, np.asarray(positions), np.asarray(token_index))
     return ident
@@ -172,16 +184,17 @@ def _pass_through(rope: Any, channel_ratio: np.ndarray) -> str | None:
 
 
 def _best_pairing(rope: Any, x: np.ndarray, y: np.ndarray, regressors: list[np.ndarray], expected: np.ndarray,
-                  dtype: str, omega: np.ndarray) -> tuple[int, str, str, PairFits, np.ndarray]:
-    """``(rotations, layout, placement, fits, choice)`` of the pairing with the most rotation pairs (the
-    config's first, kept on a tie; the search stops when the config's makes every pair a rotation)."""
+                  dtype: str, omega: np.ndarray) -> tuple[int, int, str, str, PairFits, np.ndarray]:
+    """``(explained, rotations, layout, placement, fits, choice)`` of the pairing under which the most pairs are
+    a map of :data:`refpos.check.fit_maps.MAPS`, then the most are rotations (the config's first, kept on a tie;
+    the search stops when the config's makes every pair a rotation)."""
     results = []
     for layout, placement, channels in pairings(rope):
         fits, choice = _fit_pairing(x, y, channels, regressors, expected, dtype, omega)
-        results.append((int(fits.rotation.sum()), layout, placement, fits, choice))
-        if results[0][0] == omega.size:
+        results.append((int(fits.explained.sum()), int(fits.rotation.sum()), layout, placement, fits, choice))
+        if results[0][1] == omega.size:
             break
-    return max(results, key=lambda r: r[0])
+    return max(results, key=lambda r: r[:2])
 
 
 def _reference(rope: Any, omega_ref: np.ndarray) -> dict[str, Any]:
@@ -196,10 +209,10 @@ def _reference(rope: Any, omega_ref: np.ndarray) -> dict[str, Any]:
 
 
 def _shared_amplitude(fits: PairFits) -> tuple[float | None, float | None, str]:
-    """The amplitude every rotation pair shares (their mean) and its bound, or ``None`` and why not."""
-    use = fits.rotation
+    """The amplitude every fitted pair shares (their mean) and its bound, or ``None`` and why not."""
+    use = fits.explained
     if not use.any():
-        return None, None, "no pair is a rotation"
+        return None, None, "no pair is a rotation or another map at one frequency"
     amp, bound = fits.amplitude[use], fits.amplitude_bound[use]
     mean = float(np.mean(amp))
     if np.all(np.abs(amp - mean) <= 2 * bound + 1e-15 * abs(mean)):
@@ -223,15 +236,16 @@ def _pair_entries(rope: Any, seq_len: int | None, omega_ref: np.ndarray, factor:
                  "omega_bound": _number(fits.omega_bound[j]), "amplitude": factor,
                  "amplitude_fitted": _number(fits.amplitude[j]),
                  "amplitude_bound": _number(fits.amplitude_bound[j]), "max_error": None, "ok": None,
+                 "phase_fitted": _number(fits.phase[j]), "phase_bound": _number(fits.phase_bound[j]),
                  "band": bands[j], "rotation": bool(fits.rotation[j]), "misfit": _number(fits.misfit[j]),
-                 "note": fits.notes[j]}
+                 "map": fits.maps[j] if fits.explained[j] else None, "note": fits.notes[j]}
         if len(names) > 1 or names[0] != "positions":
             entry["fitted_against"] = names[choice[j]]
         if rope.mrope_section is not None:
             entry["axis"] = AXES[expected[j]]
             entry["band"] = f"{entry['axis']} section" + (f", {bands[j]}" if bands[j] else "")
             distinct = any(not np.array_equal(regressors[expected[j]], regressors[a]) for a in range(3))
-            entry["axis_fitted"] = names[choice[j]] if fits.rotation[j] and distinct else None
+            entry["axis_fitted"] = names[choice[j]] if fits.explained[j] and distinct else None
         entries.append(entry)
     return pair_status(rope, entries, channel_error, channel_ratio)
 
@@ -271,11 +285,23 @@ def identify_frequencies(rope: Any, seq_len: int | None, candidate: np.ndarray, 
                                 "omega_bound": _number(bound[j]), "amplitude": float(factor), "amplitude_fitted": None,
                                 "max_error": None, "ok": None, "band": bands[j], "rotation": True, "misfit": None,
                                 "note": None} for j in range(omega_ref.size)], error, ratio)
-    rule = fit_rule(rope, seq_len, omega, np.asarray(bound, dtype=np.float64))
     fitted = {"layout": None, "placement": None, "position_offset": None, "attention_factor": None,
-              "positions": None, "rule": rule.pop("keys"), "rule_type": rule["rope_type"]}
-    if fitted["rule"] is None:
-        fitted["rule_reason"] = rule["reason"]
-    else:
-        fitted["rule_changed"] = rule["changed"]
+              "positions": None, **rule_entries(rope, seq_len, omega, np.asarray(bound, dtype=np.float64))}
     return {"pairs": pairs, "fitted": fitted, "reference": _reference(rope, omega_ref)}
+
+
+def rule_entries(rope: Any, seq_len: int | None, omega: np.ndarray, bound: np.ndarray) -> dict[str, Any]:
+    """The ``fitted`` entries of the rule: ``rule`` (the keys that reproduce ``omega``, or ``None``),
+    ``rule_type``, ``rule_changed`` or ``rule_reason``, and ``reading`` when the frequencies have a structural
+    reading (:mod:`refpos.check.readings`: another exponent, where the changed keys are only its equivalent)."""
+    rule = fit_rule(rope, seq_len, omega, bound)
+    out: dict[str, Any] = {"rule": rule.pop("keys"), "rule_type": rule["rope_type"]}
+    if out["rule"] is None:
+        out["rule_reason"] = rule["reason"]
+    else:
+        out["rule_changed"] = rule["changed"]
+    if out["rule"] is None or out["rule_changed"]:
+        reading = structural_reading(rope, seq_len, omega, bound)
+        if reading is not None:
+            out["reading"] = reading
+    return out

@@ -41,12 +41,35 @@ def _g(value: Any) -> str:
     return str(value)
 
 
+def _phase_is(pair: dict[str, Any], angle: float) -> bool:
+    """Whether the pair's fitted angle at ``p = 0`` is ``angle`` within its bound."""
+    phase = pair.get("phase_fitted")
+    if phase is None:
+        return False
+    allowed = (pair.get("phase_bound") or 0.0) + 1e-9
+    return abs(math.remainder(phase - angle, 2 * math.pi)) <= allowed
+
+
+def _map_used(pair: dict[str, Any]) -> str:
+    """A pair that is another map of the pair than a rotation (:mod:`refpos.check.fit_maps`), and its ω̂."""
+    from refpos.check.fit_maps import MAPS
+
+    w, w_ref, bound = pair["omega_fitted"], pair["omega"], pair["omega_bound"] or 0.0
+    at = ("ω̂ = ω" if abs(w - w_ref) <= bound else "ω̂ = −ω" if abs(w + w_ref) <= bound else "ω̂/ω") \
+        if w is not None else "ω̂ undetermined"
+    if pair["map"] == "sin_reflection" and at == "ω̂ = −ω":
+        at += " (the table [−sin, sin]: the same map at −φ)"
+    return f"not a rotation: {MAPS[pair['map']].what}, at {at}"
+
+
 def _used(pair: dict[str, Any], plain: float | None, factor: float | None) -> str:
     """What the candidate used on one pair, in words."""
     if pair.get("non_finite"):
         return f"NaN or infinite on {pair['non_finite']} rows"
     if pair.get("axis_fitted") and pair["axis_fitted"] != pair.get("axis"):
         return f"reads {pair['axis_fitted']} instead of {pair['axis']}"
+    if pair.get("map") not in (None, "rotation"):
+        return _map_used(pair)
     if not pair["rotation"]:
         return pair["note"] or "not a rotation at one frequency in the positions given"
     w, w_ref, bound = pair["omega_fitted"], pair["omega"], pair["omega_bound"] or 0.0
@@ -56,8 +79,14 @@ def _used(pair: dict[str, Any], plain: float | None, factor: float | None) -> st
         amp, amp_ref = pair["amplitude_fitted"], pair["amplitude"]
         return "ω̂ = ω" + (f", Â = {_g(amp)} (A = {_g(amp_ref)})" if amp is not None and abs(amp - amp_ref) >
                           2 * (pair.get("amplitude_bound") or 0.0) else "")
+    if w < 0 and abs(w + w_ref) <= bound:
+        if _phase_is(pair, math.pi / 2):
+            return "sin and cos exchanged: a rotation by π/2 − ωp (ω̂ = −ω, angle π/2 at p = 0)"
+        if _phase_is(pair, 0.0):
+            return "sin negated (a sign flip): a rotation by −ωp, ω̂ = −ω"
+        return "turns backwards: ω̂ = −ω"
     if w < 0:
-        return "turns backwards: ω̂ = −ω" if abs(w + w_ref) <= bound else "turns backwards: ω̂ < 0, ω̂/ω"
+        return "turns backwards: ω̂ < 0, ω̂/ω"
     if plain is not None and abs(w - plain) <= bound:
         return "ω̂ = θ^(−2j/d), kept"
     if plain is not None and factor and abs(w - plain / factor) <= bound:
@@ -155,15 +184,25 @@ def identification_lines(ident: dict[str, Any]) -> list[str]:
             lines.append(f"  … {len(runs) - len(shown)} more groups: pairs {ranges(sorted(rest))} (--json lists each)")
     elif pairs:
         lines.append(f"fit: all {len(pairs)} pairs within the tolerance")
-    rule = fitted.get("rule")
-    kind = fitted.get("rule_type")
+    lines += rule_lines(fitted)
+    return lines
+
+
+def rule_lines(fitted: dict[str, Any]) -> list[str]:
+    """The line of the rule that reproduces ω̂; a structural reading (:mod:`refpos.check.readings`) first, the
+    keys that also reproduce ω̂ as its equivalent."""
+    rule, kind = fitted.get("rule"), fitted.get("rule_type")
+    reading = (fitted.get("reading") or {}).get("text")
     if rule is not None:
         changed = fitted.get("rule_changed") or {}
-        lines.append(f"fit: {kind} reproduces ω̂ " + (f"with {_changed(changed)}" if changed else
-                                                     "with the config's own keys"))
-    elif fitted.get("rule_reason"):
-        lines.append(f"fit: no {kind} keys reproduce ω̂: {fitted['rule_reason']}")
-    return lines
+        keys = f"with {_changed(changed)}" if changed else "with the config's own keys"
+        return [f"fit: {reading}; equivalently, {kind} reproduces ω̂ {keys}" if reading else
+                f"fit: {kind} reproduces ω̂ {keys}"]
+    if reading:
+        return [f"fit: {reading}"]
+    if fitted.get("rule_reason"):
+        return [f"fit: no {kind} keys reproduce ω̂: {fitted['rule_reason']}"]
+    return []
 
 
 def _sequence(geometric: dict[str, float] | None) -> str:

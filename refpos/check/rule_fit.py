@@ -46,6 +46,12 @@ def reproduces(fitted: Fitted, changes: Changes) -> tuple[bool, float, int]:
         omega = _frequencies(rope, seq_len)
     except (ValueError, TypeError, OverflowError, ZeroDivisionError):
         return False, math.inf, -1
+    return matches(omega, fitted)
+
+
+def matches(omega: np.ndarray, fitted: Fitted) -> tuple[bool, float, int]:
+    """Whether the frequencies ``omega`` give every determined ω̂ within its bound (and float64's rounding of
+    ``omega``); the largest ratio of a deviation to its bound, and at which pair."""
     if omega.shape != fitted.omega.shape:
         return False, math.inf, -1
     use = fitted.use

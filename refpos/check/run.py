@@ -166,7 +166,7 @@ def check_rope(candidate: Any, x: Any, positions: Any, rope: Any, *, seq_len: in
     pb = rope_problem(sample_x, sample_positions, rope, length, dtype, token_index=token_index,
                       min_position=int(positions.min()), max_position=int(positions.max()))
     result["diagnosis"] = merge_names([*tally.non_finite(), *diagnose_rope(pb, sample_cand),
-                                       tally.profile_entry()], result["fitted"].get("names", []))
+                                       tally.profile_entry()], result["fitted"].get("names", []), result["fitted"])
     if len(token_index) < raw.size // raw.shape[-1]:
         result["diagnosis_rows"] = len(token_index)
     return result
@@ -229,7 +229,7 @@ def _check_mrope(raw: np.ndarray, x: np.ndarray, positions: np.ndarray, rope: An
     profile = tally.profile_entry()
     profile["evidence"] += f"; {token_kinds_text(kinds.profile())}"
     result["diagnosis"] = merge_names([*tally.non_finite(), *diagnose_mrope(block_problem(lead, rows), sample, first),
-                                       profile], result["fitted"].get("names", []))
+                                       profile], result["fitted"].get("names", []), result["fitted"])
     if window < n_lead * t:
         result["diagnosis_rows"] = window
     return result

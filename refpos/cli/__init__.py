@@ -10,6 +10,9 @@ one policy, applied here:
 * **exit 3, one line** — anything else is a bug in refpos: the message names the exception and asks for
   a report; ``refpos --debug …`` prints the traceback as well.
 
+* **exit 141, nothing printed** — the reader of stdout went away (``refpos golden list | head``): the shell's
+  status of a program a closed pipe ends (128 + SIGPIPE), in every verb, without a "Broken pipe" line.
+
 Nothing else reaches the user: no traceback without ``--debug``. docs/security.md describes the policy.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 import warnings
@@ -38,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 #: exit status of a usage or input problem, and of a bug in refpos
 EXIT_INPUT, EXIT_BUG = 2, 3
+#: exit status when stdout's reader has gone (128 + SIGPIPE, as the shell reports a program a closed pipe ended)
+EXIT_PIPE = 141
 REPORT = "this is a bug in refpos: please report it with the command line (rerun with --debug for the traceback)"
 
 
@@ -100,13 +106,66 @@ def version_line() -> str:
     return f"refpos {refpos.__version__} ({where})"
 
 
+class OutputClosed(BaseException):
+    """stdout's reader has gone. A ``BaseException``, like ``KeyboardInterrupt``: no verb's handler of input
+    errors (``OSError`` included) takes it for a refusal of its input."""
+
+
+class _Stdout:
+    """``sys.stdout`` while a command runs: a write or flush that meets a closed pipe raises :class:`OutputClosed`
+    instead of ``BrokenPipeError``; everything else is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise OutputClosed from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise OutputClosed from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _end_quietly(stream: Any) -> int:
+    """After stdout's reader has gone: point the descriptor at /dev/null, so that the interpreter's last flush of
+    what is still buffered cannot fail either, and return :data:`EXIT_PIPE`."""
+    try:
+        descriptor = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture): nothing to redirect
+        return EXIT_PIPE
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
+    return EXIT_PIPE
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``refpos`` with ``argv``; the exit status (a usage error's 2 and ``--help``'s 0 are returned too)."""
+    """Run ``refpos`` with ``argv``; the exit status (a usage error's 2 and ``--help``'s 0 are returned too, and
+    :data:`EXIT_PIPE` when stdout's reader went away)."""
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)
+    try:
+        return _main(argv)
+    except OutputClosed:
+        return _end_quietly(stdout)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)
@@ -137,5 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         code, message, error = EXIT_BUG, f"internal error ({type(exc).__name__}: {_first_line(exc)}); {REPORT}", exc
     if args.debug:
         traceback.print_exception(error)
-    print(f"{name}: error: {message}", file=sys.stderr)
+    from refpos.validation import printable
+
+    print(f"{name}: error: {printable(message)}", file=sys.stderr)
     return code

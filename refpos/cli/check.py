@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import builtins
 import json
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from refpos.check.run import (
 )
 from refpos.check.tables_stream import relative_grid
 from refpos.cli import check_config
-from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, WIDTH, Number, help_with, require
+from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, MAX_WIDTH, SEQ_LEN, WIDTH, Number, help_with, require
 from refpos.cli.progress import ProgressBar
 from refpos.encodings.alibi import FORMS
 from refpos.encodings.deberta import deberta_attention_span
@@ -33,6 +34,7 @@ from refpos.golden.npy import read_npy
 from refpos.golden.npy_file import open_npy
 from refpos.outputs import check_output
 from refpos.tools.figures import FORMATS
+from refpos.validation import printable
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -50,8 +52,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="rope: unusable (exit 2) when the config asks for something refpos does not model")
     parser.add_argument("--input", help="rope: the input x (..., T, head_dim) (.npy)")
     parser.add_argument("--positions", help="rope, sinusoid: integer positions (.npy)")
-    parser.add_argument("--seq-len", type=LENGTH, default=None,
-                        help=help_with(LENGTH, "rope: L (default max(positions) + 1)"))
+    parser.add_argument("--seq-len", type=SEQ_LEN, default=None,
+                        help=help_with(SEQ_LEN, "rope: L (default max(positions) + 1)"))
     parser.add_argument("--heads", type=WIDTH, help=help_with(WIDTH, "alibi: number of heads"))
     parser.add_argument("--q-len", type=LENGTH, default=None,
                         help=help_with(LENGTH, "alibi, t5, deberta: queries, the last q_len of the k_len keys"))
@@ -206,6 +208,9 @@ def _dispatch(args: argparse.Namespace) -> dict[str, Any]:
 def _print(result: dict[str, Any]) -> None:
     from refpos.check.identify_text import report_lines
 
+    def print(line: str) -> None:  # a case id, a config key: strings refpos did not write are shown escaped
+        builtins.print(printable(line))
+
     status = "OK" if result["ok"] else "FAIL"
     where = result.get("worst_index")
     print(f"refpos check {result['target']}: {status} ({result['dtype']}): max |candidate − reference| = "
@@ -251,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
             result["max_abs_error"] = float("nan")
     except (Unusable, GoldenError, ValueError, TypeError, KeyError, OSError, IndexError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"refpos check {args.target}: error: {msg}", file=sys.stderr)
+        print(printable(f"refpos check {args.target}: error: {msg}"), file=sys.stderr)
         return 2
     if args.plot is not None:
         from refpos.tools.plots_fit import draw_identification

@@ -67,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def layer_of(args: argparse.Namespace, target: str) -> LayerRecord:
     """The layer ``args.config`` has for ``target`` (see the module docstring); :class:`Unusable` otherwise."""
     try:
-        positions = resolve(args.config, args.assume)
+        positions = resolve(args.config, args.assume, transformers_version=args.transformers_version)
         refuse_unknown(positions, f"refpos check {target}")
     except (ValueError, TypeError, KeyError, OSError) as exc:
         raise Unusable(f"--config {args.config} does not resolve: {str(exc).splitlines()[0]}") from None
@@ -98,7 +98,8 @@ def check_layer(args: argparse.Namespace, target: str, candidate: np.ndarray, dt
                 progress: Any) -> dict[str, Any]:
     """``refpos check alibi | t5 | sinusoid | learned --config``: the candidate against the chosen layer."""
     layer = layer_of(args, target)
-    where = {"layer": {"stack": layer.stack, "index": layer.index, "kind": layer.kind, **layer.params()}}
+    where = {"layer": {"stack": layer.stack, "index": layer.index, "kind": layer.kind,
+                       "reads": {use: list(source) for use, source in layer.reads}, **layer.params()}}
     if isinstance(layer, AlibiLayer):
         return {**_alibi(args, layer, candidate, dtype, progress), **where}
     if isinstance(layer, DebertaLayer):
@@ -154,8 +155,10 @@ def _alibi(args: argparse.Namespace, layer: AlibiLayer, candidate: np.ndarray, d
     if args.q_len is None or args.k_len is None:
         raise Unusable("a bias candidate needs --q-len and --k-len")
     same_shape(candidate, (n, args.q_len, args.k_len), "a bias (heads, q_len, k_len)")
-    keys = np.arange(args.k_len)
-    return _direct("alibi", candidate, layer.bias(keys[args.k_len - args.q_len:], keys, rounded=False), dtype)
+    # an unpadded sequence of k_len keys whose last q_len are the queries: its mask is all ones, so the keys read
+    # the mask's running count (BLOOM, Falcon) or their index (MPT) alike
+    slots, mask = np.arange(args.k_len - args.q_len, args.k_len), np.ones(args.k_len, dtype=np.int64)
+    return _direct("alibi", candidate, layer.bias(cache_position=slots, attention_mask=mask, rounded=False), dtype)
 
 
 def _official(n: int) -> list[float]:

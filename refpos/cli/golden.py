@@ -7,11 +7,13 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from refpos.bounds import parse_int, shown_text
 from refpos.cli import golden_show
-from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, help_with
+from refpos.cli.options import LENGTH, MAX_POSITION, POSITION, SEQ_LEN, help_with
 from refpos.cli.positions import add_assume, assumptions, refuse_unknown, resolve
 from refpos.golden.generate import finite_cases, generate, model_source, verify
 from refpos.golden.manifest import GoldenError, default_golden_dir, load_manifest, write_cases
@@ -19,6 +21,8 @@ from refpos.golden.npy import read_npy
 from refpos.golden.rope_cases import slug
 from refpos.installed import BUNDLED
 from refpos.models.hf import load_hf_config
+from refpos.models.releases import parse_version
+from refpos.validation import printable
 
 FORCE_HELP = "replace the goldens of another model (or of another golden command) already in --out"
 
@@ -59,7 +63,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     mod.add_argument("config", type=Path, help="config.json (or its directory)")
     mod.add_argument("--out", type=Path, required=True)
     mod.add_argument("--positions", default=None, help="comma-separated positions, or a .npy file of int positions")
-    mod.add_argument("--seq-len", type=LENGTH, default=None, help=help_with(LENGTH, "default: max(positions) + 1 (HF)"))
+    mod.add_argument("--seq-len", type=SEQ_LEN, default=None,
+                     help=help_with(SEQ_LEN, "default: max(positions) + 1 (HF)"))
     mod.add_argument("--max-position", type=LENGTH, default=None,
                      help=help_with(LENGTH, "probe positions below this instead of the config's declared length "
                                     "(e.g. 1048576)"))
@@ -85,10 +90,13 @@ def _parse_positions(text: str | None) -> list[int] | None:
             raise ValueError(f"--positions {text}: need a 1-D integer array, got {a.dtype}{list(a.shape)}")
         values = [int(v) for v in a]
     else:
-        try:
-            values = [int(v) for v in text.split(",") if v.strip()]
-        except ValueError:
-            raise ValueError(f"--positions must be comma-separated integers or a .npy file, got {text!r}") from None
+        values = []
+        for item in text.split(","):  # every item an integer: an empty one (1,,2) is a typo, not nothing
+            try:
+                values.append(parse_int(item.strip(" ")))
+            except ValueError:
+                raise ValueError(f"--positions must be comma-separated integers in ASCII digits, or a .npy file; "
+                                 f"item {len(values) + 1} of {shown_text(text)} is {shown_text(item)}") from None
     if not values or min(values) < 0 or max(values) > MAX_POSITION:
         raise ValueError(f"--positions must hold at least one position, all >= 0 and <= 2**53 ({POSITION.why})")
     return values
@@ -104,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except (GoldenError, ValueError, TypeError, KeyError, OSError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"refpos golden {args.golden_command}: error: {msg}", file=sys.stderr)
+        print(f"refpos golden {args.golden_command}: error: {printable(msg)}", file=sys.stderr)
         return 2
 
 
@@ -126,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         problems = verify(root, certify=args.certify)
         for p in problems:
-            print(f"MISMATCH {p}")
+            print(f"MISMATCH {printable(p)}")
         n = len(load_manifest(root)["cases"])
         status = "FAILED" if problems else "ok"
         print(f"refpos golden verify: {n} cases, {len(problems)} problems: {status} "
@@ -134,6 +142,9 @@ def _run(args: argparse.Namespace) -> int:
         return 1 if problems else 0
     if args.golden_command == "model":
         config = load_hf_config(args.config)
+        if args.transformers_version is not None:  # the release the model runs, over the config's own key
+            parse_version("--transformers-version", args.transformers_version)
+            config = {**config, "transformers_version": args.transformers_version}
         from refpos.golden.rope_cases import model_cases, model_report
 
         name = checked_name(args.name, "--name") if args.name is not None else checked_name(
@@ -161,17 +172,39 @@ def _run(args: argparse.Namespace) -> int:
                               certify=not args.no_certify, source=source, force=args.force)
         print(f"refpos golden model: {len(entries)} cases for {name} in {args.out}")
         for e in entries:
-            print(f"  {e['id']}")
+            print(f"  {printable(e['id'])}")
         print("complete: yes" if not report else f"complete: NO, {len(report)} not modelled (also in the manifest's "
               "source):")
         for key, why in sorted(report.items()):
-            print(f"  {key}: {why}")
+            print(f"  {printable(key)}: {printable(why)}")
         return 0
     root = args.golden_dir or default_golden_dir()
+    certified = False
     for case in load_manifest(root)["cases"]:
         if args.family and case["family"] != args.family:
             continue
-        ulps = case.get("certified_max_error_ulps")
-        print(f"{case['id']:<70} {case.get('function') or '-':<18} "
-              f"{'' if ulps is None else f'certified {ulps:g} ulps'}")
+        certified |= case.get("certified_max_error_ulps") is not None
+        line = f"{printable(case['id']):<70} {printable(case.get('function') or '-'):<18} {certification(case)}"
+        print(line.rstrip())
+    if certified:
+        print(CERTIFIED)
     return 0
+
+
+#: what a case's "certified … ulps" means, printed under the list
+CERTIFIED = ("certified N ulps: the largest distance of a stored value from its exact value (mpmath, 30 digits),\n"
+             "  in ulps of the value's size. A value computed from an angle p·ω inherits the float64 rounding of\n"
+             "  that angle, up to about |p·ω|·2⁻⁵³ (1.5e-11 at p = 131071, ω = 1): 10⁴–10⁵ ulps of a value near 1,\n"
+             "  and within the float64 tolerance (refpos golden show CASE prints it).")
+
+
+def certification(case: dict[str, Any]) -> str:
+    """``certified N ulps (|err| E, within tolerance)`` for a case of the manifest, ``""`` when not certified."""
+    ulps = case.get("certified_max_error_ulps")
+    if ulps is None:
+        return ""
+    entries = [o.get("certified") for o in case.get("outputs", {}).values() if o.get("certified")]
+    largest = max((float(e.get("max_abs_error", 0.0)) for e in entries), default=0.0)
+    within = [e.get("within_float64_tolerance") for e in entries]
+    verdict = "within tolerance" if all(w is not False for w in within) else "OUTSIDE the float64 tolerance"
+    return f"certified {ulps:g} ulps (|err| {largest:.2g}, {verdict})"

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from refpos.validation import printable
+
 #: inputs whose values a port needs to see (positions and offsets), printed in full up to this many
 SHOWN_VALUES = 48
 
@@ -126,7 +128,7 @@ def text(info: dict[str, Any]) -> str:
                      "layout's order")
     lines.append("  check a candidate:")
     lines += [f"    {command}" for command in info["check"].values()]
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # the manifest's strings, escaped (refpos did not write them)
 
 
 def _row(values: list[Any]) -> str:

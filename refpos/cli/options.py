@@ -22,9 +22,10 @@ The maxima, and why each is needed:
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 
+from refpos import bounds
+from refpos.bounds import Bound, shown_text
 from refpos.validation import MAX_EXACT_POSITION, physical_memory
 from refpos.validation import MAX_WIDTH as API_MAX_WIDTH
 
@@ -36,80 +37,61 @@ MAX_WIDTH = API_MAX_WIDTH
 MAX_BENCH_LENGTH = 2**20
 
 
-def _bound_text(value: float) -> str:
-    """``2**53`` for a large power of two, the plain number otherwise."""
-    if float(value).is_integer() and value >= 2**16 and math.log2(value).is_integer():
-        return f"2**{int(math.log2(value))}"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 class Number:
-    """An argparse ``type``: an ``int`` (decimal digits) or a finite ``float`` within ``[minimum, maximum]``.
+    """An argparse ``type``: an ``int`` (ASCII digits) or a finite ``float`` within a :class:`~refpos.bounds.Bound`.
 
-    ``above``: a float's exclusive lower bound instead of ``minimum``; ``even``: an even integer only;
-    ``why``: the reason for the maximum, shown in the message. ``allowed`` is the sentence the message
-    and the option's help use.
+    ``Number(int, minimum=1, maximum=2**16)`` states the range itself; :meth:`of` takes the API's record, so that
+    the flag and the function's parameter refuse the same values with the same sentence. ``allowed`` is the
+    sentence the message and the option's help use. Only ASCII digits are numbers: ``'١٢'`` (Arabic-Indic
+    digits), ``'1_000'`` and ``' 5'``, which Python's ``int()`` takes, are refused.
     """
 
     numeric = True  # marks the converters of numeric options (the option-walking test finds them by it)
 
     def __init__(self, kind: type, *, minimum: float | None = None, maximum: float | None = None,
                  above: float | None = None, even: bool = False, why: str = "") -> None:
-        if kind not in (int, float):
-            raise TypeError(f"kind must be int or float, got {kind!r}")
+        self.bound = Bound(kind, minimum=minimum, maximum=maximum, above=above, even=even, why=why)
         self.kind, self.minimum, self.maximum, self.above, self.even, self.why = (
             kind, minimum, maximum, above, even, why)
         self.__name__ = kind.__name__  # argparse names a type in some messages by its __name__
 
+    @classmethod
+    def of(cls, bound: Bound) -> Number:
+        """The argparse type of the API's ``bound``."""
+        return cls(bound.kind, minimum=bound.minimum, maximum=bound.maximum, above=bound.above, even=bound.even,
+                   why=bound.why)
+
     @property
     def allowed(self) -> str:
-        noun = ("an even integer" if self.even else "an integer") if self.kind is int else "a finite number"
-        low = f"> {_bound_text(self.above)}" if self.above is not None else (
-            None if self.minimum is None else _bound_text(self.minimum))
-        high = None if self.maximum is None else _bound_text(self.maximum)
-        if self.above is not None:
-            text = f"{noun} {low}" + (f" and <= {high}" if high else "")
-        elif low is not None and high is not None:
-            text = f"{noun} from {low} to {high}"
-        elif low is not None:
-            text = f"{noun} >= {low}"
-        else:
-            text = f"{noun} <= {high}" if high else noun
-        return text + (f" ({self.why})" if self.why else "")
+        return self.bound.allowed
 
     def __call__(self, text: str) -> int | float:
-        shown = repr(text) if len(text) <= 40 else f"{text[:24]!r}… ({len(text)} characters)"
-        refusal = argparse.ArgumentTypeError(f"must be {self.allowed}, got {shown}")
         try:
-            value = self.kind(text)
-        except (ValueError, OverflowError):  # not a number: '', 'abc', int('1.5'), a 5000-digit literal
-            raise refusal from None
-        if self.kind is float and not math.isfinite(value):
-            raise refusal
-        if ((self.minimum is not None and value < self.minimum) or (self.above is not None and value <= self.above)
-                or (self.maximum is not None and value > self.maximum) or (self.even and value % 2)):
-            raise refusal
-        return value
+            return self.bound.parse("value", text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {self.allowed}, got {shown_text(text)}") from None
 
     def __repr__(self) -> str:
         return f"Number({self.allowed})"
 
 
-EXACT = "float64 holds every integer up to 2**53"
+EXACT = bounds.EXACT
 #: a position (0 allowed)
-POSITION = Number(int, minimum=0, maximum=MAX_POSITION, why=EXACT)
+POSITION = Number.of(bounds.POSITION)
 #: a sequence length, a number of queries or keys, a largest position (at least 1)
-LENGTH = Number(int, minimum=1, maximum=MAX_POSITION, why=EXACT)
+LENGTH = Number.of(bounds.LENGTH)
+#: a sequence length L that a rule reads (max(positions) + 1)
+SEQ_LEN = Number.of(bounds.SEQ_LEN)
 #: heads, head sizes, bucket counts
-WIDTH = Number(int, minimum=1, maximum=MAX_WIDTH)
+WIDTH = Number.of(bounds.WIDTH)
 #: an even width (sin-cos or rotation pairs)
-EVEN_WIDTH = Number(int, minimum=2, maximum=MAX_WIDTH, even=True, why="sin-cos or rotation pairs")
+EVEN_WIDTH = Number.of(bounds.EVEN_WIDTH)
 #: a benchmark's sequence length or block size
 BENCH_LENGTH = Number(int, minimum=1, maximum=MAX_BENCH_LENGTH)
 #: a count of repetitions or of files
 COUNT = Number(int, minimum=1, maximum=1024)
 #: a base of geometric frequencies
-BASE = Number(float, above=1.0)
+BASE = Number.of(bounds.BASE)
 #: a memory budget in GiB
 GIB = Number(float, minimum=0.0, maximum=float(2**20))
 #: figure resolution (the pixels, and the memory, grow with its square)

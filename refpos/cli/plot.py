@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from refpos.cli.options import DPI as DPI_RANGE
-from refpos.cli.options import LENGTH, help_with
+from refpos.cli.options import SEQ_LEN, help_with
 from refpos.outputs import check_output
 from refpos.tools.plots import DPI, PLOTS, draw
 
@@ -27,8 +27,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, default=None,
                         help="draw this model's RoPE: a config.json, or a model folder holding one")
     parser.add_argument("--layer-type", default=None, help="--config: layer type of a per-layer config")
-    parser.add_argument("--seq-len", type=LENGTH, default=None,
-                        help=help_with(LENGTH, "--config: draw the frequencies at this length L only (dynamic NTK, "
+    parser.add_argument("--seq-len", type=SEQ_LEN, default=None,
+                        help=help_with(SEQ_LEN, "--config: draw the frequencies at this length L only (dynamic NTK, "
                                                "LongRoPE; default: the lengths where they change)"))
     parser.add_argument("--out", help="output file, .svg or .png (default NAME.svg; --config: MODEL-rope.svg)")
     parser.add_argument("--all", action="store_true",
@@ -37,6 +37,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dpi", type=DPI_RANGE, default=DPI,
                         help=help_with(DPI_RANGE, f"resolution of a PNG (default {DPI})"))
     parser.add_argument("--force", action="store_true", help="replace existing files (never a symlink)")
+
+
+def check_layer_type(config: Path, layer_type: str | None) -> None:
+    """A ``ValueError`` naming ``--layer-type`` when the config's RoPE is per layer type and none (or another)
+    is given, or when one is given for a config with one RoPE."""
+    from refpos.models.hf import hf_layer_types
+
+    types = hf_layer_types(config)
+    choices = " or ".join(f"--layer-type {t}" for t in types)
+    if types and layer_type is None:
+        raise ValueError(f"--config {config}: the RoPE is per layer type ({', '.join(types)}): give {choices}")
+    if types and layer_type not in types:
+        raise ValueError(f"--layer-type {layer_type}: --config {config} has the layer types {', '.join(types)}: "
+                         f"give {choices}")
+    if not types and layer_type is not None:
+        raise ValueError(f"--layer-type {layer_type}: --config {config} has one RoPE for every layer: drop "
+                         "--layer-type")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.config is not None:
         from refpos.tools.model_plots import draw_model
 
+        check_layer_type(args.config, args.layer_type)
         if args.out is not None:
             check_output(args.out, force=args.force)
         print(draw_model(args.config, args.out, layer_type=args.layer_type, seq_len=args.seq_len, dpi=args.dpi,

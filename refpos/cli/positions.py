@@ -1,15 +1,18 @@
 """``refpos positions CONFIG``: what every layer of every stack of a config.json does with positions.
 
 Prints one line per stack (``decoder layers 0-47: rope ×36, none+scale ×12 (every 4th)``), then each distinct
-kind of layer with its parameters (a RoPE's resolved fields and frequencies, ALiBi's slopes and order, T5's
-buckets, a learned or sinusoidal table's length and offset, ...), then whether the resolution is complete:
+kind of layer with what its positions are read from (``reads: rotation ← position_ids (else cache_position)``,
+:mod:`refpos.models.sources`) and its parameters (a RoPE's resolved fields and frequencies, ALiBi's slopes and
+order, T5's buckets, a learned or sinusoidal table's length and offset, ...), then whether the resolution is complete:
 each key it does not model with what it does, every refused layer with its reason, and for a family the
 table does not know, what its config does not state. ``--json`` prints
 :meth:`refpos.models.ModelPositions.describe`; ``--strict`` makes anything incomplete an error (exit 2).
 
-``--assume KEY=VALUE`` (repeatable) states the conventions of a ``model_type`` the family table does not
-know: ``--assume family=llama`` resolves it as that family, ``--assume encoding=rope --assume layout=half``
-states the columns themselves (keys: ``family``, ``encoding``, ``layout``, ``stacks``, ``rope_layers``).
+``--transformers-version X.Y`` names the transformers release whose code the model runs, over the config's own
+``transformers_version`` (:mod:`refpos.models.releases`). ``--assume KEY=VALUE`` (repeatable) states the
+conventions of a ``model_type`` the family table does not know: ``--assume family=llama`` resolves it as that
+family, ``--assume encoding=rope --assume layout=half`` states the columns themselves (keys: ``family``,
+``encoding``, ``layout``, ``stacks``, ``rope_layers``).
 
 Examples
 --------
@@ -34,13 +37,19 @@ from refpos.cli import positions_layout
 from refpos.models.kinds.rope import RopeLayer
 from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
 from refpos.models.records import LayerRecord
+from refpos.models.sources import shown as shown_source
+from refpos.rope.config import RopeConfig
 
 
 def add_assume(parser: argparse.ArgumentParser) -> None:
-    """The ``--assume KEY=VALUE`` option (shared by ``positions``, ``golden model`` and ``check --config``)."""
+    """The ``--assume KEY=VALUE`` and ``--transformers-version X.Y`` options (shared by ``positions``, ``golden
+    model`` and ``check --config``)."""
     parser.add_argument("--assume", action="append", default=[], metavar="KEY=VALUE",
                         help="a convention of a model_type the family table does not know: "
                              f"{', '.join(ASSUMABLE)} (e.g. family=llama, or encoding=rope and layout=half)")
+    parser.add_argument("--transformers-version", default=None, metavar="X.Y",
+                        help="the transformers release whose code the model runs, over the config's "
+                             "transformers_version (a family whose position code changed between releases needs one)")
 
 
 def assumptions(values: list[str]) -> dict[str, str] | None:
@@ -56,9 +65,12 @@ def assumptions(values: list[str]) -> dict[str, str] | None:
     return out or None
 
 
-def resolve(config: Any, assume: list[str], *, strict: bool = False) -> ModelPositions:
-    """:func:`refpos.model_positions` with the ``--assume`` values of a command line."""
-    return model_positions(config, assume=assumptions(assume), strict=strict)
+def resolve(config: Any, assume: list[str], *, strict: bool = False,
+            transformers_version: str | None = None) -> ModelPositions:
+    """:func:`refpos.model_positions` with the ``--assume`` and ``--transformers-version`` values of a command
+    line."""
+    return model_positions(config, assume=assumptions(assume), strict=strict,
+                           transformers_version=transformers_version)
 
 
 def refuse_unknown(positions: ModelPositions, command: str) -> None:
@@ -85,12 +97,15 @@ def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
     where = f"  {layer.stack} {layer.label}" + (f" [{layer.layer_type}]" if layer.layer_type else "") + \
         f": layers {ranges(indices)}"
     lines = [where]
+    if layer.reads:
+        lines.append("    reads: " + "; ".join(f"{use} ← {shown_source(source)}" for use, source in layer.reads))
     params = layer.params()
     if isinstance(layer, RopeLayer):
         rope = layer.rope
         lines.append(f"    {rope.rope_type} RoPE, theta {rope.theta!r}, head_dim {rope.head_dim}, rotary_dim "
                      f"{rope.rotary_dim}, layout {rope.layout}, placement {rope.placement}"
                      + (f", mrope_section {list(rope.mrope_section)}" if rope.mrope_section else ""))
+        lines.append(f"    {rule_facts(rope)}")
         params = {k: v for k, v in params.items() if k != "rope"}
     for key, value in params.items():
         if value is None or key in ("at",):
@@ -101,14 +116,39 @@ def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
     return lines
 
 
+#: the symbols the docs give a rule's keys (docs/extrapolation.md), shown beside the key
+SYMBOLS = {"factor": "s", "original_max_position_embeddings": "L0", "max_position_embeddings": "Lmax"}
+
+
+def rule_facts(rope: RopeConfig) -> str:
+    """One line of what the scaling rule reads: each key of its record (:data:`refpos.rope.rules.RULES`: its
+    parameters and the keys it requires) with its value, and the attention factor ``A`` it gives."""
+    from refpos.rope.rules import rule_of
+    from refpos.rope.scaling import rope_frequencies
+
+    rule = rule_of(rope.rope_type)
+    params = rope.to_params()
+    keys = [*rule.parameters, *(key for key, _ in rule.required if key not in rule.parameters)]
+    facts = []
+    for key in keys:
+        value = params.get(key)
+        if value is None:
+            continue
+        shown = f"[{len(value)} values: {value[0]!r} … {value[-1]!r}]" if isinstance(value, list) and \
+            len(value) > 4 else repr(value)
+        facts.append(f"{key}{' ' + SYMBOLS[key] if key in SYMBOLS else ''} = {shown}")
+    factor = float(rope_frequencies(rope)[1])
+    return f"{rule.name}: " + ", ".join([*facts, f"attention factor A = {factor:.10g}"])
+
+
 def text(positions: ModelPositions, title: str) -> str:
     """The report ``refpos positions`` prints."""
     lines = [title]
     if positions.nesting:
         lines.append(f"  language model read from {positions.nesting[:-1]}")
     lines += [f"  {line}" for line in positions.summary().splitlines()]
-    for (stack, _, _), indices in positions.kinds().items():
-        first = next(r for r in positions.stack(stack) if r.index == indices[0])
+    for (stack, layer_type, label), indices in positions.kinds().items():  # one record of each kind
+        first = next(r for r in positions.stack(stack) if (r.layer_type, r.label) == (layer_type, label))
         lines += _group_lines(first, indices)
     problems = {**positions.not_modelled, **positions.unknown}
     lines.append("  complete: yes" if positions.complete else
@@ -130,6 +170,6 @@ def run(args: argparse.Namespace) -> int:
         return positions_layout.run(args)
     if args.out is not None:
         raise ValueError("--out writes the ids of --layout: give --layout SPANS")
-    positions = resolve(args.config, args.assume, strict=args.strict)
+    positions = resolve(args.config, args.assume, strict=args.strict, transformers_version=args.transformers_version)
     print(json.dumps(positions.describe(), indent=1) if args.json else text(positions, str(args.config)))
     return 0

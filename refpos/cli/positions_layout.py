@@ -60,7 +60,11 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--out must name a .npy file, got {str(args.out)!r}")
     if args.out is not None:
         check_output(args.out, force=args.force)  # refused before the work; write_npy looks again
-    ids, rules = config_position_ids(load_hf_config(args.config), parse_layout(args.layout))
+    spans = parse_layout(args.layout)
+    try:
+        ids, rules = config_position_ids(load_hf_config(args.config), spans)
+    except ValueError as exc:  # a layout the config's rules refuse (too many tokens, a grid the merge does not divide)
+        raise ValueError(f"--layout {args.layout}: {exc}" if str(exc).startswith("spans") else str(exc)) from None
     if args.json:
         print(json.dumps({"layout": args.layout, "rules": {k: {"value": v, "from": w} for k, (v, w) in rules.items()},
                           "position_ids": ids.tolist()}))

@@ -24,9 +24,9 @@ import json
 from typing import Any
 
 from refpos.backend import to_numpy
-from refpos.cli.options import LENGTH, help_with
+from refpos.cli.options import SEQ_LEN, help_with
 from refpos.cli.positions import ranges
-from refpos.models.hf import from_hf_config, hf_layer_types
+from refpos.models.hf import from_hf_config, hf_layer_types, language_config, load_hf_config
 from refpos.models.layers import LayerSchedule, hf_layers
 from refpos.models.schedule import LayerCountMissing
 from refpos.rope.config import RopeConfig
@@ -39,8 +39,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layer-type", default=None, help="layer type of a per-layer config (e.g. full_attention)")
     parser.add_argument("--strict", action="store_true",
                         help="fail when a key that changes positions or attention is not modelled")
-    parser.add_argument("--seq-len", type=LENGTH, default=None,
-                        help=help_with(LENGTH, "current sequence length L (dynamic NTK, LongRoPE); default: unknown"))
+    parser.add_argument("--seq-len", type=SEQ_LEN, default=None,
+                        help=help_with(SEQ_LEN, "current sequence length L (dynamic NTK, LongRoPE); default: unknown"))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -78,15 +78,35 @@ def _text(summary: dict[str, Any], title: str) -> str:
     return "\n".join(lines)
 
 
-def _schedule_json(schedule: LayerSchedule, seq_len: int | None) -> dict[str, Any]:
+def unused_keys(ropes: list[RopeConfig], read: set[str] = frozenset()) -> list[str]:
+    """The keys of a config that nothing read: in the unused keys of every one of its RoPEs (a key one layer type
+    reads, such as Gemma 3's ``rope_local_base_freq``, is read) and not in ``read`` (the keys the layer schedule
+    or the not-modelled report took)."""
+    unused = set.intersection(*(set(rope.unused_keys) for rope in ropes)) if ropes else set()
+    return sorted(unused - set(read))
+
+
+def schedule_reads(config: Any) -> set[str]:
+    """The keys the layer schedule reads (the layer count, the layer pattern), at the language config's path."""
+    from refpos.models.layers import SCHEDULE_KEYS
+    from refpos.models.schedule import LAYER_COUNT_KEYS
+
+    _, prefix, _ = language_config(load_hf_config(config))
+    return {prefix + key for key in (*LAYER_COUNT_KEYS, *SCHEDULE_KEYS)}
+
+
+def _schedule_json(schedule: LayerSchedule, seq_len: int | None, config: Any) -> dict[str, Any]:
     ropes: dict[str, Any] = {}
+    configs: list[RopeConfig] = []
     for layer in schedule:
         key = layer.layer_type or "all"
         if layer.rope is not None and key not in ropes:
             ropes[key] = describe(layer.rope, seq_len)
-    unused = sorted({k for s in ropes.values() for k in s["unused_keys"]} - set(schedule.not_modelled))
+            configs.append(layer.rope)
+    unused = unused_keys(configs, set(schedule.not_modelled) | schedule_reads(config))
     for summary in ropes.values():
         summary.pop("not_modelled", None)
+        summary["unused_keys"] = unused
     return {
         "layers": schedule.summary(),
         "kinds": {f"{t or 'all'}/{kind}": indices for (t, kind), indices in schedule.kinds().items()},
@@ -137,17 +157,20 @@ def run(args: argparse.Namespace) -> int:
         except LayerCountMissing:
             pass
         else:
-            data = _schedule_json(schedule, args.seq_len)
+            data = _schedule_json(schedule, args.seq_len, args.config)
             print(json.dumps(data, indent=1) if args.json else _schedule_text(data, str(args.config)))
             return 0
-    layers = [args.layer_type] if args.layer_type else list(hf_layer_types(args.config)) or [None]
-    summaries = {layer: describe(from_hf_config(args.config, strict=args.strict, layer_type=layer), args.seq_len)
-                 for layer in layers}
+    every = list(hf_layer_types(args.config)) or [None]
+    layers = [args.layer_type] if args.layer_type else every
+    ropes = {layer: from_hf_config(args.config, strict=args.strict, layer_type=layer)
+             for layer in dict.fromkeys([*layers, *every])}  # every layer type: what one of them reads is read
+    summaries = {layer: describe(ropes[layer], args.seq_len) for layer in layers}
+    for summary in summaries.values():
+        summary["unused_keys"] = unused_keys(list(ropes.values()), set(summary["not_modelled"]))
     if args.json:
         print(json.dumps(summaries[None] if layers == [None] else summaries, indent=1))
         return 0
     for layer, summary in summaries.items():
         print(_text(summary, f"{args.config}" + (f" [{layer}]" if layer else "")))
-        print("\n".join(_report_lines(summary["not_modelled"], sorted(set(summary["unused_keys"])
-                                                                       - set(summary["not_modelled"])), [])))
+        print("\n".join(_report_lines(summary["not_modelled"], summary["unused_keys"], [])))
     return 0

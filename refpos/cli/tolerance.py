@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.cli.options import BASE, EVEN_WIDTH, LENGTH, POSITION, help_with
+from refpos.cli.options import BASE, EVEN_WIDTH, POSITION, SEQ_LEN, help_with
 from refpos.golden.forms import FORMS, check_forms
 from refpos.golden.tolerance import (
     ANGLE_ROUNDOFF,
@@ -56,8 +56,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-position", type=POSITION, default=131072,
                         help=help_with(POSITION, "largest position to report (default 131072)"))
     parser.add_argument("--config", help="a model config.json: use its frequencies and attention factor")
-    parser.add_argument("--seq-len", type=LENGTH, default=None,
-                        help=help_with(LENGTH, "sequence length for the resolver"))
+    parser.add_argument("--seq-len", type=SEQ_LEN, default=None,
+                        help=help_with(SEQ_LEN, "sequence length for the resolver"))
     parser.add_argument("--head-dim", type=EVEN_WIDTH, default=128,
                         help=help_with(EVEN_WIDTH, "head size of the default table (without --config; default 128)"))
     parser.add_argument("--theta", type=BASE, default=10000.0,

@@ -6,13 +6,13 @@ Query head ``h`` of ``Hq`` reads key/value head ``h // (Hq / Hkv)`` (HF ``repeat
 from __future__ import annotations
 
 from refpos.backend import Array, array_namespace
-from refpos.validation import check_int
+from refpos.validation import check_width
 
 
 def split_heads(x: Array, n_heads: int) -> Array:
     """``(..., T, H·d) -> (..., H, T, d)``."""
     xp = array_namespace(x)
-    n_heads = check_int("n_heads", n_heads, minimum=1)
+    n_heads = check_width("n_heads", n_heads, what="heads")
     *lead, t, width = x.shape
     if width % n_heads:
         raise ValueError(f"the last axis ({width}) is not a multiple of n_heads={n_heads}")
@@ -31,6 +31,7 @@ def merge_heads(x: Array) -> Array:
 def repeat_kv(x: Array, n_heads: int) -> Array:
     """Expand ``(..., Hkv, T, d)`` to ``(..., n_heads, T, d)``: query head h reads kv head h // n_rep."""
     xp = array_namespace(x)
+    n_heads = check_width("n_heads", n_heads, what="heads of T·d values each")
     h_kv = x.shape[-3]
     if n_heads % h_kv:
         raise ValueError(f"n_heads={n_heads} is not a multiple of the {h_kv} key/value heads")

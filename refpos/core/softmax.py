@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import Array, array_namespace, get_xp
-from refpos.validation import check_bool, check_broadcasts_to, check_choice, check_int, real_floating_namespace
+from refpos.validation import (
+    check_bool,
+    check_broadcasts_to,
+    check_choice,
+    check_int,
+    check_length,
+    check_memory,
+    real_floating_namespace,
+)
 
 FULLY_MASKED = ("zeros", "nan")
 
@@ -103,10 +111,12 @@ def causal_mask(q_len: int, k_len: int, *, xp: Any = None) -> Array:
     (a decode step with a cache of ``k_len - q_len`` tokens, as in HF and Transformer-XL).
     """
     xp = get_xp(xp)
-    q_len = check_int("q_len", q_len, minimum=0)
-    k_len = check_int("k_len", k_len, minimum=0)
+    q_len = check_length("q_len", q_len)
+    k_len = check_length("k_len", k_len)
     if q_len > k_len:
         raise ValueError(f"causal attention needs q_len <= k_len, got q_len={q_len}, k_len={k_len}")
+    check_memory("a (q_len, k_len) mask and its comparisons", 3 * q_len * k_len + 16 * k_len,
+                 f"q_len={q_len}, k_len={k_len}")
     q_pos = xp.arange(k_len - q_len, k_len, dtype=xp.int64)
     k_pos = xp.arange(k_len, dtype=xp.int64)
     return k_pos[None, :] <= q_pos[:, None]
@@ -117,7 +127,7 @@ def chunked_causal_mask(q_len: int, k_len: int, chunk: int, *, xp: Any = None) -
     position ``i`` when :math:`j \le i` and :math:`\lfloor j/C \rfloor = \lfloor i/C \rfloor`, with end-aligned
     queries (query ``t`` at position ``k_len − q_len + t``)."""
     xp = get_xp(xp)
-    chunk = check_int("chunk", chunk, minimum=1)
+    chunk = check_length("chunk", chunk, minimum=1)
     causal = causal_mask(q_len, k_len, xp=xp)
     q_pos = xp.arange(k_len - q_len, k_len, dtype=xp.int64)
     k_pos = xp.arange(k_len, dtype=xp.int64)
@@ -127,7 +137,7 @@ def chunked_causal_mask(q_len: int, k_len: int, chunk: int, *, xp: Any = None) -
 def sliding_window_mask(q_len: int, k_len: int, window: int, *, xp: Any = None) -> Array:
     """Causal sliding-window mask: ``0 <= i - j < window`` with end-aligned queries."""
     xp = get_xp(xp)
-    window = check_int("window", window, minimum=1)
+    window = check_length("window", window, minimum=1)
     causal = causal_mask(q_len, k_len, xp=xp)
     q_pos = xp.arange(k_len - q_len, k_len, dtype=xp.int64)
     k_pos = xp.arange(k_len, dtype=xp.int64)

@@ -19,7 +19,7 @@ import math
 from refpos.backend import Array, array_namespace
 from refpos.core.heads import repeat_kv
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_int, floating_array
+from refpos.validation import as_positions, check_float, check_length, floating_array, same_libraries
 
 
 def cope_gates(q: Array, k: Array, q_positions: Array, k_positions: Array, *, scale: float | None = None) -> Array:
@@ -27,9 +27,10 @@ def cope_gates(q: Array, k: Array, q_positions: Array, k_positions: Array, *, sc
 
     ``scale`` defaults to ``d^-1/2``; ``k`` may have fewer (grouped) heads than ``q``.
     """
+    same_libraries(q=q, k=k, q_positions=q_positions, k_positions=k_positions)
     xp = array_namespace(q, k)
     d = q.shape[-1]
-    scale = d**-0.5 if scale is None else scale
+    scale = d**-0.5 if scale is None else check_float("scale", scale)
     k = repeat_kv(k, q.shape[-3])  # (..., H, Tk, d)
     s = xp.matmul(q, xp.matrix_transpose(k)) * scale  # (..., H, Tq, Tk)
     q_positions = as_positions(q_positions, name="q_positions", xp=xp)
@@ -51,7 +52,7 @@ def cope_positions(gates: Array, npos: int) -> Array:
     With gates 0 on future keys the sum runs over ``t = j … i``. Gates ≡ 1 give ``p_ij = i - j + 1``.
     """
     gates = floating_array(gates, name="gates")
-    npos = check_int("npos", npos, minimum=1)
+    npos = check_length("npos", npos, minimum=1)
     xp = array_namespace(gates)
     suffix = xp.flip(xp.cumulative_sum(xp.flip(gates, axis=-1), axis=-1), axis=-1)  # (..., Tq, Tk)
     return xp.minimum(suffix, xp.full_like(suffix, float(npos - 1)))
@@ -67,6 +68,7 @@ def cope_position_logits(q: Array, e: Array, positions: Array) -> Array:
         \text{pos}_{ij} = z_{i,\lceil p_{ij}\rceil}\,(p_{ij} - \lfloor p_{ij}\rfloor)
                         + z_{i,\lfloor p_{ij}\rfloor}\,\big(1 - (p_{ij} - \lfloor p_{ij}\rfloor)\big)
     """
+    same_libraries(q=q, e=e, positions=positions)
     xp = array_namespace(q, e, positions)
     z = xp.matmul(q, e)  # (..., H, Tq, npos)
     lo, hi = xp.floor(positions), xp.ceil(positions)  # (..., H, Tq, Tk)
@@ -85,6 +87,7 @@ def cope_logits(
     ``gates`` overrides the computed gates (for the equivalences: ≡ 1 is a relative encoding at
     ``i - j + 1``, ≡ 0 is NoPE); entries on future keys are ignored.
     """
+    same_libraries(q=q, k=k, e=e, q_positions=q_positions, k_positions=k_positions, gates=gates)
     q, k = floating_array(q, name="q"), floating_array(k, name="k")
     e = floating_array(e, name="e")
     xp = array_namespace(q)

@@ -26,16 +26,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from refpos.backend import array_namespace
+from refpos.bounds import DISTANCE, LENGTH, SIGNED_WIDTH, WIDTH
 from refpos.encoding import Encoding
+from refpos.encodings.deberta_terms import DEBERTA_FORMS, deberta_c2p_terms, deberta_p2c_terms
 from refpos.encodings.learned import learned_lookup
-from refpos.validation import as_positions, check_bool, check_choice, check_int, floating_array
+from refpos.validation import as_positions, check_bool, check_choice, floating_array, same_libraries
 
 Array = Any
 
 #: the disentangled terms transformers implements (the original code's "p2p" is not one of them)
 POS_ATT_TYPES = ("c2p", "p2c")
-#: how a term is computed: ``gather`` scores every row then picks (the anchor's way), ``direct`` per pair
-DEBERTA_FORMS = ("gather", "direct")
 
 
 def deberta_pos_att_type(pos_att_type: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -61,7 +61,7 @@ def deberta_pos_att_type(pos_att_type: str | Sequence[str] | None) -> tuple[str,
 
 def deberta_softmax_scale(head_dim: int, pos_att_type: str | Sequence[str] | None) -> float:
     r"""The factor multiplying every logit: :math:`1/\sqrt{d\,(1 + n)}`, ``n`` the number of terms."""
-    return 1.0 / math.sqrt(check_int("head_dim", head_dim, minimum=1) * (1 + len(deberta_pos_att_type(pos_att_type))))
+    return 1.0 / math.sqrt(WIDTH.check("head_dim", head_dim) * (1 + len(deberta_pos_att_type(pos_att_type))))
 
 
 def deberta_attention_span(position_buckets: int, max_relative_positions: int,
@@ -73,16 +73,16 @@ def deberta_attention_span(position_buckets: int, max_relative_positions: int,
     ``position_buckets`` is ``<= 0`` (no buckets) or ``>= 2``; with buckets, ``m`` must exceed
     ``position_buckets // 2 + 1`` (the log of :func:`deberta_log_buckets` is taken of ``(m − 1)/mid``).
     """
-    buckets = check_int("position_buckets", position_buckets)
+    buckets = SIGNED_WIDTH.check("position_buckets", position_buckets)  # <= 0: no buckets
     if buckets == 1:
         raise ValueError("position_buckets must be <= 0 (no buckets) or >= 2 (mid = position_buckets // 2 "
                          "must be positive), got 1")
-    m = check_int("max_relative_positions", max_relative_positions)
+    m = DISTANCE.check("max_relative_positions", max_relative_positions)  # < 1: max_position_embeddings
     if m < 1:
         if max_position_embeddings is None:
             raise ValueError(f"max_relative_positions={m} (< 1) stands for max_position_embeddings, "
                              "which was not given")
-        m = check_int("max_position_embeddings", max_position_embeddings, minimum=1)
+        m = LENGTH.check("max_position_embeddings", max_position_embeddings)
     if buckets > 0 and m <= buckets // 2 + 1:
         raise ValueError(f"max_relative_positions (or max_position_embeddings in its place) must exceed "
                          f"position_buckets // 2 + 1 = {buckets // 2 + 1}, got {m}")
@@ -137,6 +137,7 @@ def deberta_relative_index(q_positions: Array, k_positions: Array, *, position_b
     -----
     .. math:: \mathrm{idx}_{ij} = \operatorname{clip}\big(b(p^q_i - p^k_j) + k,\; 0,\; 2k - 1\big)
     """
+    same_libraries(q_positions=q_positions, k_positions=k_positions)
     span, m = deberta_attention_span(position_buckets, max_relative_positions, max_position_embeddings)
     q_positions = as_positions(q_positions, name="q_positions")
     k_positions = as_positions(k_positions, name="k_positions", xp=array_namespace(q_positions))
@@ -154,10 +155,11 @@ def deberta_position_projection(rel_embeddings: Array, weight: Array, bias: Arra
     ``norm_rel_ebd`` asks for one), ``weight`` ``(hidden, H·d)`` (``x @ W`` orientation: a torch
     ``Linear.weight`` transposed), ``bias`` ``(H·d,)`` or ``None``.
     """
+    same_libraries(rel_embeddings=rel_embeddings, weight=weight, bias=bias)
     table = floating_array(rel_embeddings, name="rel_embeddings")
     weight = floating_array(weight, name="weight")
     xp = array_namespace(table)
-    n_heads = check_int("n_heads", n_heads, minimum=1)
+    n_heads = WIDTH.check("n_heads", n_heads)
     if table.ndim != 2 or weight.ndim != 2 or weight.shape[0] != table.shape[1] or weight.shape[1] % n_heads:
         raise ValueError(f"weight must have shape (hidden, n_heads·d) = ({table.shape[-1]}, {n_heads}·d) for "
                          f"rel_embeddings of shape {tuple(table.shape)}, got {tuple(weight.shape)}")
@@ -169,84 +171,6 @@ def deberta_position_projection(rel_embeddings: Array, weight: Array, bias: Arra
         projected = projected + bias
     heads = xp.reshape(projected, (table.shape[0], n_heads, weight.shape[1] // n_heads))  # (2k, H, d)
     return xp.moveaxis(heads, 1, 0)  # (H, 2k, d)
-
-
-def _index_per_head(index: Array) -> Array:
-    """``(Tq, Tk)`` stays; ``(B, Tq, Tk)`` becomes ``(B, 1, Tq, Tk)``: one index for every head."""
-    return index[:, None, ...] if index.ndim == 3 else index
-
-
-def _rows(table: Array, index: Array) -> Array:
-    """``table[:, index]`` for a per-head table ``(H, 2k, d)``: ``(H, Tq, Tk, d)`` or ``(B, H, Tq, Tk, d)``."""
-    xp = array_namespace(table)
-    rows = xp.take(table, xp.reshape(index, (-1,)), axis=1)  # (H, N, d)
-    rows = xp.reshape(rows, (table.shape[0], *index.shape, table.shape[2]))  # (H, ..., Tq, Tk, d)
-    return xp.moveaxis(rows, 0, -4) if index.ndim == 3 else rows
-
-
-def _pick(scores: Array, index: Array) -> Array:
-    """``out[..., a, b] = scores[..., a, index[..., a, b]]``, the leading axes of both broadcast together."""
-    xp = array_namespace(scores)
-    a, b = tuple(scores.shape[:-1]), tuple(index.shape[:-1])
-    a, b = (1,) * (len(b) - len(a)) + a, (1,) * (len(a) - len(b)) + b  # left-padded to one length
-    lead = tuple(max(x, y) for x, y in zip(a, b, strict=True))
-    scores = xp.broadcast_to(scores, (*lead, scores.shape[-1]))
-    return xp.take_along_axis(scores, xp.broadcast_to(index, (*lead, index.shape[-1])), axis=-1)
-
-
-def _check_terms(name: str, x: Array, table: Array, index: Array, form: str) -> None:
-    check_choice("form", form, DEBERTA_FORMS)
-    if table.ndim != 3 or table.shape[0] != x.shape[-3] or table.shape[2] != x.shape[-1]:
-        raise ValueError(f"{name} must have shape (H, 2k, d) = ({x.shape[-3]}, 2k, {x.shape[-1]}), "
-                         f"got {tuple(table.shape)}")
-    xp = array_namespace(index)
-    if index.ndim not in (2, 3) or not xp.isdtype(index.dtype, "integral"):
-        raise ValueError(f"index must be an integer array (Tq, Tk) or (B, Tq, Tk), got shape {tuple(index.shape)}")
-    if index.size and (bool(xp.any(index < 0)) or bool(xp.any(index >= table.shape[1]))):
-        raise ValueError(f"index must lie in [0, {table.shape[1]}) (the rows of {name})")
-
-
-def _term(name: str, x: Array, table: Array, index: Array, form: str, *, of_keys: bool) -> Array:
-    """``x_i · table[idx_ij]`` (queries, c2p) or ``x_j · table[idx_ij]`` (``of_keys``: keys, p2c)."""
-    x, table = floating_array(x, name="k" if of_keys else "q"), floating_array(table, name=name)
-    _check_terms(name, x, table, index, form)
-    xp = array_namespace(x)
-    if form == "direct":
-        rows = _rows(table, index)  # (..., H, Tq, Tk, d): the row of each pair
-        return xp.sum((x[..., None, :, :] if of_keys else x[..., :, None, :]) * rows, axis=-1)
-    scores = xp.matmul(x, xp.matrix_transpose(table))  # (..., H, T, 2k): x_t · table[r] for every row r
-    if not of_keys:
-        return _pick(scores, _index_per_head(index))  # (..., H, Tq, Tk)
-    picked = _pick(scores, xp.matrix_transpose(_index_per_head(index)))  # (..., H, Tk, Tq): row idx_ij of key j
-    return xp.matrix_transpose(picked)  # (..., H, Tq, Tk)
-
-
-def deberta_c2p_terms(q: Array, pos_key: Array, index: Array, *, form: str = "gather") -> Array:
-    r"""Content-to-position term ``q_i · K_r[idx_ij]`` (unscaled), ``(..., H, Tq, Tk)``.
-
-    ``q`` ``(..., H, Tq, d)``, ``pos_key`` ``(H, 2k, d)`` (:func:`deberta_position_projection`), ``index``
-    from :func:`deberta_relative_index`. ``form="gather"`` multiplies q by all ``2k`` rows and picks
-    (memory ``Tq·2k`` per head); ``"direct"`` gathers a row per pair (``Tq·Tk·d``).
-
-    Notes
-    -----
-    .. math:: \mathrm{c2p}_{ij} = q_i \cdot K_r[\mathrm{idx}_{ij}]
-    """
-    return _term("pos_key", q, pos_key, index, form, of_keys=False)
-
-
-def deberta_p2c_terms(k: Array, pos_query: Array, index: Array, *, form: str = "gather") -> Array:
-    r"""Position-to-content term ``k_j · Q_r[idx_ij]`` (unscaled), ``(..., H, Tq, Tk)``.
-
-    The same row ``idx_ij`` as the c2p term (δ = query − key in both). The anchor scores every key against
-    every row, ``K Q_rᵀ`` ``(Tk, 2k)``, picks for key ``j`` and query ``i`` the row of the transposed
-    index, ``idx_ij``, and transposes back; ``form="gather"`` does the same, ``"direct"`` gathers a row per pair.
-
-    Notes
-    -----
-    .. math:: \mathrm{p2c}_{ij} = k_j \cdot Q_r[\mathrm{idx}_{ij}]
-    """
-    return _term("pos_query", k, pos_query, index, form, of_keys=True)
 
 
 def _terms(q: Array, k: Array, pos_key: Array | None, pos_query: Array | None, index: Array,
@@ -276,6 +200,7 @@ def deberta_attention_logits(
         \mathrm{logits}_{ij} = \frac{q_i\cdot k_j + [\mathrm{c2p}]\, q_i\cdot K_r[\mathrm{idx}_{ij}]
         + [\mathrm{p2c}]\, k_j\cdot Q_r[\mathrm{idx}_{ij}]}{\sqrt{d\,(1 + |\mathrm{pos\_att\_type}|)}}
     """
+    same_libraries(q=q, k=k, pos_key=pos_key, pos_query=pos_query, q_positions=q_positions, k_positions=k_positions)
     q, k = floating_array(q, name="q"), floating_array(k, name="k")
     terms = deberta_pos_att_type(pos_att_type)
     for name, table, term in (("pos_key", pos_key, "c2p"), ("pos_query", pos_query, "p2c")):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_bool, check_float, same_library
+from refpos.validation import as_positions, check_bool, check_float, same_libraries, same_library
 
 
 def relative_positions(q_positions: Array, k_positions: Array) -> Array:
@@ -43,6 +43,7 @@ def distance_bias(q_positions: Array, k_positions: Array, *, alpha: float = 1.0)
     >>> distance_bias([0, 1, 2], [0, 1, 2]).tolist()
     [[-0.0, -1.0, -2.0], [-1.0, -0.0, -1.0], [-2.0, -1.0, -0.0]]
     """
+    same_libraries(q_positions=q_positions, k_positions=k_positions)
     alpha = check_float("alpha", alpha)
     rel = relative_positions(q_positions, k_positions)
     xp = array_namespace(rel)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import as_positions, check_float, floating_array
+from refpos.validation import as_positions, check_float, floating_array, same_libraries
 
 
 def fire_features(
@@ -32,6 +32,7 @@ def fire_features(
 
     In ``[0, 1)`` on the causal triangle; the ``|·|`` mirrors future keys, which must be masked.
     """
+    same_libraries(q_positions=q_positions, k_positions=k_positions)
     c = check_float("c", c)
     L = check_float("L", L)
     eps = check_float("eps", eps, minimum=0.0)
@@ -57,6 +58,7 @@ def fire_bias(
         b_{hij} = \sum_w W^{(2)}_{hw}\, \operatorname{ReLU}\!\left(W^{(1)}_w \phi_{ij} + b^{(1)}_w\right)
                   + b^{(2)}_h
     """
+    same_libraries(q_positions=q_positions, k_positions=k_positions, w1=w1, b1=b1, w2=w2, b2=b2)
     feat = fire_features(q_positions, k_positions, c=c, L=L, eps=eps)  # (..., Tq, Tk)
     xp = array_namespace(feat)
     w1, b1, w2, b2 = (floating_array(a, name=n, xp=xp) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2")))

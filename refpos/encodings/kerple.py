@@ -18,7 +18,7 @@ from typing import Any
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import check_choice, check_float, floating_array
+from refpos.validation import check_choice, check_float, floating_array, same_libraries
 
 KERPLE_KINDS = ("log", "power")
 
@@ -49,6 +49,7 @@ def kerple_bias(
 
     With ``kind="power"`` and ``r2 = 1`` this is causal ALiBi with slopes ``r1``.
     """
+    same_libraries(r1=r1, r2=r2, q_positions=q_positions, k_positions=k_positions)
     check_choice("kind", kind, KERPLE_KINDS)
     eps = check_float("eps", eps, positive=True)
     rel = relative_positions(q_positions, k_positions)  # (..., Tq, Tk)

@@ -11,7 +11,7 @@ from typing import Any
 
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_int, floating_array
+from refpos.validation import MAX_EXACT_POSITION, as_positions, check_int, floating_array, same_libraries
 
 
 def learned_lookup(table: Array, positions: Array, *, offset: int = 0) -> Array:
@@ -31,11 +31,12 @@ def learned_lookup(table: Array, positions: Array, *, offset: int = 0) -> Array:
     >>> learned_lookup(np.eye(3), [2, 0]).tolist()
     [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
+    same_libraries(table=table, positions=positions)
     table = floating_array(table, name="table")
     xp = array_namespace(table)
     if table.ndim != 2:
         raise ValueError(f"table must be a matrix (num_positions, dim), got shape {tuple(table.shape)}")
-    offset = check_int("offset", offset)
+    offset = check_int("offset", offset, minimum=-MAX_EXACT_POSITION, maximum=MAX_EXACT_POSITION)
     positions = as_positions(positions, xp=xp, allow_negative=offset > 0)
     index = positions + offset
     n = table.shape[0]

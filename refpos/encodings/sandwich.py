@@ -18,7 +18,7 @@ from __future__ import annotations
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import check_bool, check_int
+from refpos.validation import check_bool, check_int, check_width, same_libraries
 
 
 def sandwich_bias(
@@ -35,10 +35,11 @@ def sandwich_bias(
         \text{raw}_{ij} = \sum_{k=1}^{d/2} \cos\!\left(\frac{j - i}{10000^{2k/d}}\right), \qquad
         b_{hij} = \frac{\text{raw}_{ij} - d/2}{8h/H}, \quad h = 1, \dots, H
     """
-    head_dim = check_int("head_dim", head_dim, minimum=1)
+    same_libraries(q_positions=q_positions, k_positions=k_positions)
+    head_dim = check_width("head_dim", head_dim, what="float64 frequencies")
     if head_dim % 2:
         raise ValueError(f"head_dim must be even, got {head_dim}")
-    n_heads = check_int("n_heads", n_heads, minimum=1)
+    n_heads = check_width("n_heads", n_heads, what="float64 slopes")
     check_bool("causal", causal)
     rel = relative_positions(q_positions, k_positions)  # (..., Tq, Tk)
     xp = array_namespace(rel)

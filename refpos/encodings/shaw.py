@@ -22,7 +22,7 @@ from typing import Any
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import as_positions, check_choice, check_int, floating_array
+from refpos.validation import as_positions, check_choice, check_length, floating_array, same_libraries
 
 SHAW_FORMS = ("direct", "skewed")
 
@@ -34,7 +34,8 @@ def shaw_index(q_positions: Array, k_positions: Array, max_relative_position: in
     -----
     .. math:: \text{idx}_{ij} = \operatorname{clip}(p^k_j - p^q_i,\, -k,\, k) + k
     """
-    k = check_int("max_relative_position", max_relative_position, minimum=0)
+    same_libraries(q_positions=q_positions, k_positions=k_positions)
+    k = check_length("max_relative_position", max_relative_position)
     rel = relative_positions(q_positions, k_positions)  # (..., Tq, Tk)
     xp = array_namespace(rel)
     return xp.clip(rel, -k, k) + k
@@ -114,7 +115,7 @@ def _shaw_rows(name: str, table: Array, q_positions: Array, k_positions: Array, 
     ``form="skewed"``: the ``2L-1`` rows of relative positions ``-(L-1) … L-1``, ``(2L-1, d)``.
     ``form="direct"``: ``a_ij = table[clip(j-i, k) + k]``, ``(Tq, Tk, d)`` or ``(B, 1, Tq, Tk, d)``.
     """
-    k = check_int("max_relative_position", max_relative_position, minimum=0)
+    k = check_length("max_relative_position", max_relative_position)
     table = _check_table(name, table, k)
     check_choice("form", form, SHAW_FORMS)
     q_positions = as_positions(q_positions, name="q_positions", xp=xp)
@@ -141,6 +142,7 @@ def shaw_key_terms(
         a^K_{ij} = w^K_{\operatorname{clip}(j-i,\,k) + k}, \qquad
         e_{ij} = \frac{q_i\cdot(k_j + a^K_{ij})}{\sqrt{d}}
     """
+    same_libraries(q=q, w_k=w_k, q_positions=q_positions, k_positions=k_positions)
     xp = array_namespace(q)
     rows = _shaw_rows("w_k", w_k, q_positions, k_positions, max_relative_position, form, xp)
     if form == "skewed":
@@ -162,6 +164,7 @@ def shaw_value_terms(
     -----
     .. math:: z_i = \sum_j \alpha_{ij}\,(v_j + a^V_{ij}), \qquad a^V_{ij} = w^V_{\operatorname{clip}(j-i,\,k)+k}
     """
+    same_libraries(weights=weights, w_v=w_v, q_positions=q_positions, k_positions=k_positions)
     xp = array_namespace(weights)
     rows = _shaw_rows("w_v", w_v, q_positions, k_positions, max_relative_position, form, xp)
     if form == "skewed":
@@ -181,7 +184,7 @@ class Shaw(Encoding):
     name = "shaw"
 
     def __init__(self, w_k: Array, w_v: Array | None, max_relative_position: int, *, form: str = "direct") -> None:
-        self.k = check_int("max_relative_position", max_relative_position, minimum=0)
+        self.k = check_length("max_relative_position", max_relative_position)
         self.w_k = _check_table("w_k", w_k, self.k)
         self.w_v = None if w_v is None else _check_table("w_v", w_v, self.k)
         self.form = check_choice("form", form, SHAW_FORMS)

@@ -27,6 +27,7 @@ from refpos.backend import Array, array_namespace, get_xp
 from refpos.encoding import Encoding
 from refpos.pairs import SINUSOID_LAYOUTS, layout_permutation, place_pairs
 from refpos.validation import (
+    MAX_EXACT_POSITION,
     MAX_WIDTH,
     as_positions,
     check_choice,
@@ -179,7 +180,7 @@ def sinusoidal_shift_matrix(r: int, dim: int, *, base: float = 10000.0, layout: 
     """
     xp = get_xp(xp)
     dim = _check_dim(dim)
-    r = check_int("r", r)
+    r = check_int("r", r, minimum=-MAX_EXACT_POSITION, maximum=MAX_EXACT_POSITION)  # the angles ω·r are exact
     check_choice("layout", layout, LAYOUTS)
     check_memory("the shift matrix (dim, dim) and its blocks, float64", 6 * dim * dim * 8, f"dim={dim}")
     omega = sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=xp)  # (d/2,)

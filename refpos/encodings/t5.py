@@ -16,7 +16,15 @@ import math
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
 from refpos.encodings.distance import relative_positions
-from refpos.validation import MAX_EXACT_POSITION, MAX_WIDTH, as_positions, check_bool, check_int, floating_array
+from refpos.validation import (
+    MAX_EXACT_POSITION,
+    MAX_WIDTH,
+    as_positions,
+    check_bool,
+    check_int,
+    floating_array,
+    same_libraries,
+)
 
 
 def check_bucket_args(bidirectional: object, num_buckets: object, max_distance: object) -> tuple[int, int]:
@@ -106,6 +114,7 @@ def t5_bias(table: Array, q_positions: Array, k_positions: Array, *, bidirection
     -----
     .. math:: B_{hij} = \text{table}\left[b(p^k_j - p^q_i),\, h\right]
     """
+    same_libraries(table=table, q_positions=q_positions, k_positions=k_positions)
     table = floating_array(table, name="table")
     xp = array_namespace(table)
     if table.ndim != 2:

@@ -23,7 +23,17 @@ from refpos.backend import Array, array_namespace, get_xp
 from refpos.core.heads import repeat_kv
 from refpos.encoding import Encoding
 from refpos.encodings.sinusoidal import sinusoidal
-from refpos.validation import as_positions, check_choice, check_int, floating_array
+from refpos.validation import (
+    MAX_WIDTH,
+    as_positions,
+    check_choice,
+    check_int,
+    check_length,
+    check_memory,
+    check_size,
+    floating_array,
+    same_libraries,
+)
 
 TXL_FORMS = ("rel_shift", "direct")
 
@@ -52,10 +62,12 @@ def txl_position_table(klen: int, dim: int, *, clamp_len: int | None = None, xp:
     Row ``t`` encodes the distance ``klen - 1 - t``; ``clamp_len`` caps the distances (TXL ``clamp_len``).
     """
     xp = get_xp(xp)
-    klen = check_int("klen", klen, minimum=0)
+    klen = check_length("klen", klen)
+    check_size("dim", dim, maximum=MAX_WIDTH, bytes_each=8 * klen, what="the (klen, dim) float64 table")
+    check_memory("the (klen, dim) float64 table", 8 * klen * (dim + 2), f"klen={klen}, dim={dim}")
     distances = xp.arange(klen - 1, -1, -1, dtype=xp.int64)  # (klen,) descending
     if clamp_len is not None:
-        clamp_len = check_int("clamp_len", clamp_len, minimum=0)
+        clamp_len = check_length("clamp_len", clamp_len)
         distances = xp.minimum(distances, xp.full_like(distances, clamp_len))
     return sinusoidal(distances, dim, layout="concat", spacing="paper")
 
@@ -70,6 +82,7 @@ def txl_position_scores(q: Array, k: Array, r_head_k: Array, u: Array, v: Array)
     -----
     .. math:: P_{ij} = u\cdot k_j + \operatorname{shift}\big((q + v)\, (W_R R)^\top\big)_{ij}
     """
+    same_libraries(q=q, k=k, r_head_k=r_head_k, u=u, v=v)
     xp = array_namespace(q, k, r_head_k)
     content_bias = xp.matmul(u[:, None, :], xp.matrix_transpose(k))  # (..., H, 1, klen)
     bd = xp.matmul(q + v[:, None, :], xp.matrix_transpose(r_head_k))  # (..., H, qlen, klen)
@@ -82,6 +95,7 @@ def txl_scores(q: Array, k: Array, r_head_k: Array, u: Array, v: Array) -> Array
     Future keys (``j > klen - qlen + i``) are set to ``-inf`` (the TXL attention mask). Shapes as in
     :func:`txl_position_scores`.
     """
+    same_libraries(q=q, k=k, r_head_k=r_head_k, u=u, v=v)
     q, k, r_head_k = (floating_array(a, name=n) for a, n in ((q, "q"), (k, "k"), (r_head_k, "r_head_k")))
     u, v = floating_array(u, name="u"), floating_array(v, name="v")
     xp = array_namespace(q)

@@ -14,11 +14,20 @@ from typing import Any
 
 from refpos.backend import Array, array_namespace
 from refpos.encoding import Encoding
-from refpos.validation import as_positions, check_bool, check_float, check_int, floating_array
+from refpos.validation import (
+    as_positions,
+    check_bool,
+    check_float,
+    check_int,
+    check_width,
+    floating_array,
+    same_libraries,
+)
 
 
 def xpos_decay(dim: int, *, xp: Any) -> Array:
     r"""The per-pair decay bases ``ζ_i = (2i + 0.4 d)/(1.4 d)``, shape ``(d/2,)``."""
+    dim = check_width("dim", dim, what="float64 per position")
     two_i = xp.arange(0, dim, 2, dtype=xp.float64)  # (d/2,)
     return (two_i + 0.4 * dim) / (1.4 * dim)
 
@@ -44,6 +53,7 @@ def xpos(
         \tilde x_{2i+1} = s_i (x_{2i+1}\cos p\theta_i + x_{2i}\sin p\theta_i), \quad
         s_i = \zeta_i^{\pm (p - c)/\gamma}, \quad \theta_i = \text{base}^{-2i/d}
     """
+    same_libraries(x=x, positions=positions)
     x = floating_array(x, name="x")
     xp = array_namespace(x)
     check_bool("is_query", is_query)

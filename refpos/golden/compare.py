@@ -29,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +105,8 @@ class Comparison:
     ``error`` and ``allowed`` are elementwise (float64, the reference's shape); ``outside`` marks the
     failing entries. ``max_ratio`` is the largest ``error / allowed`` (inf where an entry fails with
     nothing allowed, or by a NaN); ``worst_index`` is where it is reached (``None`` for empty arrays).
+    ``max_abs_error`` is the largest error, which may be another element's (a large value with a large
+    tolerance): :meth:`describe` pairs each error with its own element's tolerance.
     """
 
     ok: bool
@@ -121,6 +124,36 @@ class Comparison:
         return {"ok": self.ok, "max_abs_error": self.max_abs_error, "max_ratio": self.max_ratio,
                 "worst_index": None if self.worst_index is None else list(self.worst_index),
                 "n_outside": self.n_outside, "n": self.n}
+
+    def describe(self, dtype: str = "") -> str:
+        r"""The comparison in words, each error beside its own element's tolerance: the element farthest outside
+        (its error, its ratio, its tolerance) and, when another element has the largest error, that one too.
+
+        >>> import numpy as np
+        >>> c = compare(np.array([1.1, 100.5]), np.array([1.0, 100.0]), atol=np.array([0.01, 1.0]))
+        >>> print(c.describe("float64").replace("; ", ";\n"))
+        |diff| 0.1 at index (0,) = 10× its float64 tolerance 0.01;
+        the largest |diff|, 0.5 at index (1,), is 0.5× its tolerance 1
+        """
+        if self.worst_index is None:
+            return "nothing compared (empty arrays)"
+        which = f"{dtype} " if dtype else ""
+        text = (f"|diff| {self._error_at(self.worst_index):.3g} at index {self.worst_index} = {self.max_ratio:.3g}× "
+                f"its {which}tolerance {float(self.allowed[self.worst_index]):.3g}")
+        largest = self._largest_index()
+        if largest != self.worst_index:
+            ratio = self._error_at(largest) / float(self.allowed[largest]) if self.allowed[largest] else math.inf
+            text += (f"; the largest |diff|, {self._error_at(largest):.3g} at index {largest}, is {ratio:.3g}× its "
+                     f"tolerance {float(self.allowed[largest]):.3g}")
+        return text
+
+    def _error_at(self, index: tuple[int, ...]) -> float:
+        value = float(self.error[index])
+        return math.inf if math.isnan(value) else value
+
+    def _largest_index(self) -> tuple[int, ...]:
+        reported = np.where(np.isnan(self.error), np.inf, self.error)
+        return tuple(int(i) for i in np.unravel_index(int(np.argmax(reported)), reported.shape))
 
 
 def abs_error(candidate: Any, reference: Any, *, equal_nan: bool = False) -> np.ndarray:

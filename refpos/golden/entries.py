@@ -115,7 +115,8 @@ def allowed_error(reference: np.ndarray, entry: dict[str, Any], dtype: str) -> n
 
 
 def compare(candidate: Any, reference: np.ndarray, entry: dict[str, Any], dtype: str) -> dict[str, Any]:
-    """Compare within a tolerance entry: ``{"ok", "max_abs_error", "max_ratio", "worst_index", "n_bad"}``.
+    """Compare within a tolerance entry: ``{"ok", "max_abs_error", "max_ratio", "worst_index", "n_bad",
+    "message"}`` (``message``: :meth:`refpos.golden.compare.Comparison.describe`).
 
     The comparison is :func:`refpos.golden.compare.compare` with ``equal_nan=True`` (the ``"nan"``
     policy of fully masked rows); an integer reference compares exactly (its entries are all zero).
@@ -134,4 +135,4 @@ def compare(candidate: Any, reference: np.ndarray, entry: dict[str, Any], dtype:
         raise ValueError(str(exc)) from None
     result = comparison.compare(cand, ref, equal_nan=True, **entry_tolerance(ref, entry, dtype))
     return {"ok": result.ok, "max_abs_error": result.max_abs_error, "max_ratio": result.max_ratio,
-            "worst_index": result.worst_index, "n_bad": result.n_outside}
+            "worst_index": result.worst_index, "n_bad": result.n_outside, "message": result.describe(dtype)}

@@ -64,6 +64,7 @@ def encoding_model_cases(positions: ModelPositions, name: str, *, probes: np.nda
     for layer, indices in _groups(positions):
         key = f"{slug(name)}/{layer.stack}"
         shared = {"model": name, "stack": layer.stack, "layers": indices, "record": layer.params(),
+                  "reads": {use: list(source) for use, source in layer.reads},
                   "schedule": positions.summary().splitlines(), "source": positions.family.source
                   if positions.family is not None else None}
         if isinstance(layer, AlibiLayer):
@@ -90,9 +91,9 @@ def _alibi_case(layer: AlibiLayer, cid: str, name: str, shared: dict[str, Any], 
     pos = _probes(cid, OPEN_LENGTH, probes)
     n = len(layer.slopes)
     slopes = np.asarray(layer.slopes, dtype=np.float64)
-    exact = layer.bias(pos, pos, rounded=False)  # (H, T, T)
+    exact = layer.bias_at(pos, pos, rounded=False)  # (H, T, T)
     keys = pos - pos[-1] if layer.form == "key_index_end" else pos  # what each key's slope multiplies
-    as_computed = layer.bias(pos, pos)
+    as_computed = layer.bias_at(pos, pos)
     scale = float(np.abs(exact).max()) or 1.0
     recurrence = shared["record"]["form"] == "key_index"
     outputs = {
@@ -104,7 +105,9 @@ def _alibi_case(layer: AlibiLayer, cid: str, name: str, shared: dict[str, Any], 
     description = (f"{name}: ALiBi of its {shared['stack']} layers, {n} heads, {layer.form} form, bias "
                    f"{'before' if layer.before_scale else 'after'} the 1/√d scale, at {pos.size} probe positions "
                    f"(bias_as_computed: slopes and products rounded to {layer.dtype} as its code does)")
-    parameters = {**shared, "positions_are": "queries = keys = the probe positions"}
+    parameters = {**shared, "positions_are": f"queries = keys = the probe positions, each key's position its "
+                                             f"{layer.source('key')[0]} (what the family's code multiplies a "
+                                             "slope by)"}
     if recurrence and np.array_equal(pos, np.arange(pos.size)):
         parameters["call"] = call("alibi_bias", ["bias"], n, pos.size, pos.size, "key_index")
     return Case(cid, "alibi", "alibi_bias" if "call" in parameters else None, description, parameters,
@@ -122,9 +125,9 @@ def _exact_slopes(layer: AlibiLayer) -> list[Any]:
 def _t5_case(layer: T5Layer, cid: str, name: str, shared: dict[str, Any], probes: np.ndarray | None) -> Case:
     pos = _probes(cid, OPEN_LENGTH, probes)
     rel = pos[None, :] - pos[:, None]  # (T, T): key − query
-    buckets = layer.buckets(pos, pos).astype(np.int64)
+    buckets = layer.buckets_at(pos, pos).astype(np.int64)
     table = rng_for(cid).standard_normal((layer.num_buckets, layer.n_heads))
-    bias = np.asarray(layer.bias(table, pos, pos))
+    bias = np.asarray(layer.bias_at(table, pos, pos))
     outputs = {"buckets": Output(buckets, tolerance_integer(), lambda: (
         np.array([[mp_bucket(int(r), layer.bidirectional, layer.num_buckets, layer.max_distance) for r in row]
                   for row in rel], dtype=object), 0.0)),
@@ -142,7 +145,7 @@ def _deberta_case(layer: DebertaLayer, cid: str, name: str, shared: dict[str, An
                   probes: np.ndarray | None) -> Case:
     pos = _probes(cid, OPEN_LENGTH, probes)
     rel = pos[:, None] - pos[None, :]  # (T, T): DeBERTa's query − key
-    index = layer.relative_index(pos, pos).astype(np.int64)
+    index = layer.relative_index_at(pos, pos).astype(np.int64)
     outputs = {"index": Output(index, tolerance_integer())}
     parameters = dict(shared)
     if layer.position_buckets > 0:
@@ -164,7 +167,7 @@ def _learned_case(layer: AbsoluteLayer, cid: str, name: str, shared: dict[str, A
     pos = _probes(cid, usable, probes)
     if probes is None and pos[-1] != usable - 1:
         pos = np.unique(np.append(pos[1:], usable - 1))  # the last row of the table is always probed
-    rows = layer.rows(pos)
+    rows = layer.rows_at(pos)
     table = rng_for(cid).standard_normal((layer.table_size or int(rows.max()) + 1, LEARNED_WIDTH))
     lookup = table[rows]
     return Case(cid, "learned", "learned_lookup",
@@ -181,7 +184,7 @@ def _sinusoid_case(layer: AbsoluteLayer, cid: str, name: str, shared: dict[str, 
                    probes: np.ndarray | None) -> Case:
     usable = (layer.table_size or OPEN_LENGTH) - layer.offset
     pos = _probes(cid, usable, probes)
-    rows = layer.rows(pos)
+    rows = layer.rows_at(pos)
     table = layer.sinusoid(pos)
     freqs = np.asarray(sinusoidal_frequencies(layer.dim, base=layer.base, spacing=layer.spacing, xp=np))
     return Case(cid, "sinusoid", "sinusoidal",

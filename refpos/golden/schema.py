@@ -27,6 +27,7 @@ import numpy as np
 from refpos import inputs
 from refpos.golden.npy import ALLOWED_KINDS
 from refpos.golden.ulp import DTYPES
+from refpos.validation import check_printable
 
 #: the manifest format this version of refpos reads and writes
 FORMAT_VERSION = 1
@@ -117,6 +118,10 @@ def _check_case(case: object, index: int, cap: int) -> str:
     if not isinstance(case, Mapping):
         raise SchemaError(f"case {index} must be an object, got {type(case).__name__}")
     cid = _need(case, "id", str, f"case {index}")
+    try:  # an id is printed by golden list, show and check: no escape sequence may hide in it
+        check_printable(f"case {index}: id", cid)
+    except ValueError as exc:
+        raise SchemaError(str(exc)) from None
     where = f"case {cid}"
     for key in ("family", "description"):
         _need(case, key, str, where)
@@ -130,6 +135,10 @@ def _check_case(case: object, index: int, cap: int) -> str:
     for kind in ("inputs", "outputs"):
         arrays = _need(case, kind, dict, where)
         for name, entry in arrays.items():
+            try:
+                check_printable(f"{where}: {kind[:-1]} name", name)
+            except ValueError as exc:
+                raise SchemaError(str(exc)) from None
             _check_array_entry(entry, f"{where}: {kind[:-1]} {name}", cap)
     outputs = case["outputs"]
     if not outputs:

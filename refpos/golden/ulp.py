@@ -39,14 +39,17 @@ def check_dtype(dtype: object) -> str:
 
 def as_float_array(x: Any, name: str, xp: Any = None) -> Array:
     """``x`` (an array or a number) as a float64 array of its backend; ``TypeError`` naming ``name`` otherwise."""
-    if isinstance(x, (int, float, list, tuple)):
-        xp = get_xp(xp)
-        return xp.asarray(x, dtype=xp.float64)
     try:
-        ns = array_namespace(x)
-    except TypeError:
-        raise TypeError(f"{name} must be an array or a number, got {type(x).__name__}") from None
-    return ns.astype(x, ns.float64, copy=False)  # callers never write into it
+        if isinstance(x, (int, float, list, tuple)):
+            xp = get_xp(xp)
+            return xp.asarray(x, dtype=xp.float64)
+        try:
+            ns = array_namespace(x)
+        except TypeError:
+            raise TypeError(f"{name} must be an array or a number, got {type(x).__name__}") from None
+        return ns.astype(x, ns.float64, copy=False)  # callers never write into it
+    except OverflowError:  # a Python int beyond float64 (in a list, or an object array)
+        raise ValueError(f"{name} holds an integer float64 cannot hold (|x| >= 2**1024)") from None
 
 
 def ulp(values: Any, dtype: str) -> Array:

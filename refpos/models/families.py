@@ -62,6 +62,12 @@ the stacks and the facts of the encodings other than RoPE (``encoding``, ``stack
 ``note``
     Something the code does that leaves positions as resolved (a mixer beside the attention, keys shared
     between layers); shown in the resolution's notes.
+``release``
+    The transformers release the row's ``source`` was read from (default ``"5.24"``).
+``versions``
+    Where a later release changed the family's position code: release range (``"<5.25"``) → the columns of that
+    range, with its own ``source`` and ``release``; the row itself holds for every other release
+    (:mod:`refpos.models.releases` chooses by the config's ``transformers_version``).
 
 The layouts were read from each file's rotate / apply functions; the other columns from the attention
 ``forward``, the position-embedding modules and the config classes of the families that differ. For a
@@ -95,6 +101,9 @@ from refpos.models import query_scales
 from refpos.models.facts import STACKS, StackFacts, Switch, read_stack, read_switch
 from refpos.models.kinds.registry import FACT_KINDS, KINDS, TABLE_KINDS
 from refpos.models.kinds.rope import RopeFacts
+from refpos.models.layer_pattern import LayerPattern
+from refpos.models.releases import VERSION, check_range
+from refpos.models.sources import INPUTS
 from refpos.pairs import PARTIAL_PLACEMENTS
 
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
@@ -113,41 +122,6 @@ SOURCE_FORM = re.compile(r"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: \w+(\.\w+)?(, \w+
 
 class UnknownFamilyWarning(UserWarning):
     """A ``model_type`` the family table does not know: its pair layout and layer schedule are assumed."""
-
-
-@dataclass(frozen=True)
-class LayerPattern:
-    """How a config class fills an absent ``layer_types`` (see the module docstring)."""
-
-    every: int | None = None
-    key: str | None = None
-    indices: str | None = None
-    other: str = "sliding_attention"
-    #: with ``indices``: the type of every layer when the config lacks that key
-    absent: str | None = None
-    #: with ``indices``: the type of the listed layers (Mllama lists its cross-attention layers)
-    listed: str = "full_attention"
-    #: with ``every``: layer ``i`` is ``full_attention`` when ``i % every == offset`` (default ``every - 1``)
-    offset: int | None = None
-    #: with ``every``: the config key holding ``offset`` (Jamba: ``attn_layer_offset``)
-    offset_key: str | None = None
-    #: with ``every``: the layers below it are ``other``
-    start: int = 0
-    #: with ``indices``: the list counts layers from 1
-    one_based: bool = False
-    #: with ``key``: one character per layer, mapped to its type
-    chars: tuple[tuple[str, str], ...] = ()
-
-    def __post_init__(self) -> None:
-        forms = (self.every is not None) + (self.indices is not None) + bool(self.chars)
-        if forms != 1 or (self.every is not None and self.every < 1) \
-                or (self.indices is not None and self.key is not None) or (self.absent and self.indices is None) \
-                or (self.chars and self.key is None) or (self.offset is not None and self.every is None) \
-                or (self.offset is not None and self.offset < 0) or self.start < 0 \
-                or (self.one_based and self.indices is None) or (self.offset_key and self.every is None) \
-                or (self.listed != "full_attention" and self.indices is None):
-            raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key, offset, start), indices = "
-                             f"key (with an optional absent, listed, one_based) or chars with key, got {self}")
 
 
 @dataclass(frozen=True)
@@ -184,6 +158,12 @@ class Family:
     parts: tuple[tuple[str, str], ...] = ()
     #: section path -> the model type it builds there when the section states none (else the section's)
     part_defaults: tuple[tuple[str, str], ...] = ()
+    #: section path -> the inputs its positions are read from, overriding its own row's (π0.5's action expert)
+    part_reads: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: the transformers release the row's source was read from
+    release: str = "5.24"
+    #: release range -> the row of that range (its own source and release), where the code changed between releases
+    versions: tuple[tuple[str, Family], ...] = ()
 
     def __post_init__(self) -> None:
         checks = {"layout": self.layout in (None, *LAYOUT_RULES) and (self.layout is not None or not self.has_rope),
@@ -200,7 +180,9 @@ class Family:
                   "input": self.input is None or KINDS[self.input.encoding].hook == "input",
                   "parts": all(PART_PATH.fullmatch(path) for path, _ in self.parts),
                   "part_defaults": all(PART_PATH.fullmatch(path) for path, _ in self.part_defaults),
-                  "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1}
+                  "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1,
+                  "release": isinstance(self.release, str) and bool(VERSION.fullmatch(self.release)),
+                  "part_reads": all(PART_PATH.fullmatch(path) for path, _ in self.part_reads)}
         wrong = [name for name, ok in checks.items() if not ok]
         if wrong:
             raise ValueError(f"family {self.model_type!r}: column {wrong[0]} holds a value outside its rule set "
@@ -263,7 +245,7 @@ class Family:
 _COLUMNS = (*(f.name for f in fields(Family) if f.name not in ("model_type", "positions")), "encoding",
             *FACT_KINDS)
 _STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled", "note", "stacks",
-            "types_key", "count")
+            "types_key", "count", "release")
 
 
 def _row(model_type: str, table: Any) -> Family:
@@ -279,11 +261,29 @@ def _row(model_type: str, table: Any) -> Family:
     wrong += [key for key, kind in (("multi_axis", bool), ("rope_dict", list), ("layer_pattern", dict),
                                     ("no_attention", dict), ("encoder", dict), ("decoder", dict),
                                     ("predictor", dict), ("width_factor", int), ("parts", dict),
-                                    ("part_defaults", dict), ("input", dict))
+                                    ("part_defaults", dict), ("input", dict), ("part_reads", dict),
+                                    ("versions", dict))
               if key in table and not isinstance(table[key], kind)]
     if wrong:
         raise ValueError(f"{where}: {wrong[0]} has the wrong type ({table[wrong[0]]!r})")
     values = {k: v for k, v in table.items() if k not in ("encoding", *FACT_KINDS)}
+    if "versions" in values:  # each range: the row's columns with its own over them
+        ranges = []
+        for text, sub in values["versions"].items():
+            check_range(where, text)
+            if not isinstance(sub, dict) or "versions" in sub or "release" not in sub or "source" not in sub:
+                raise ValueError(f"{where}: versions.{text} must be a table of columns with its own source and "
+                                 f"release (no versions of its own), got {sub!r}")
+            ranges.append((text, _row(model_type, {**{k: v for k, v in table.items() if k != "versions"}, **sub})))
+        values["versions"] = tuple(ranges)
+    if "part_reads" in values:
+        if not all(isinstance(k, str) and isinstance(v, list) and v and all(isinstance(i, str) for i in v)
+                   for k, v in values["part_reads"].items()):
+            raise ValueError(f"{where}: part_reads maps section paths to lists of inputs")
+        stray = sorted({i for v in values["part_reads"].values() for i in v} - set(INPUTS))
+        if stray:
+            raise ValueError(f"{where}: part_reads names inputs that are not refpos.models.sources.INPUTS: {stray}")
+        values["part_reads"] = tuple((k, tuple(v)) for k, v in values["part_reads"].items())
     values["positions"] = read_stack(where, table)
     for name in ("encoder", "decoder", "predictor"):
         if name in values:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from refpos.models.families import family_of
-from refpos.models.view import ConfigView, load_config
+from refpos.models.view import WRAPPERS, ConfigView, check_sub_configs, load_config
 from refpos.rope.rules import config_keys
 
 #: keys of a rope dict that refpos reads, by rope_type (other keys are reported unused): each rule's record
@@ -44,13 +44,6 @@ def is_per_layer(rope_dict: Mapping[str, Any], name: str = "rope_parameters") ->
     return not stray
 
 
-#: keys that hold the language model's config inside a wrapper config, tried in this order at every level:
-#: Qwen2.5-Omni / Qwen3-Omni ``thinker_config`` (whose ``text_config`` is the language model), ColPali's
-#: ``vlm_config``, the ``text_config`` of transformers' multimodal configs, and the ``llm_config`` /
-#: ``language_config`` of remote-code configs (InternVL, DeepSeek-VL2)
-WRAPPERS = ("thinker_config", "vlm_config", "text_config", "llm_config", "language_config")
-
-
 def language_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str, Any]:
     """The language model's config, its dotted path (``"thinker_config.text_config."``, empty at the top level)
     and the ``model_type`` of the config that wraps it (``None`` at the top level).
@@ -58,6 +51,7 @@ def language_config(cfg: Mapping[str, Any]) -> tuple[dict[str, Any], str, Any]:
     Wrappers are followed whenever they hold a mapping, whatever the top level holds besides: a wrapper
     that mirrors ``hidden_size`` at its top (Voxtral) still has its language model in ``text_config``.
     """
+    check_sub_configs(cfg)
     prefix, parent = "", None
     current: Mapping[str, Any] = cfg
     for _ in range(len(WRAPPERS)):

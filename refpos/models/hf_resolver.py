@@ -16,6 +16,7 @@ from refpos.models.hf_files import ROPE_KEYS, is_per_layer
 from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import RopeFacts
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
+from refpos.models.releases import release_of, row_for
 from refpos.models.view import ConfigView
 from refpos.rope.params import PARAM_KEYS
 from refpos.rope.rules import PARAMETERS, PLAIN, RULES, TYPE_ALIASES
@@ -54,7 +55,13 @@ class Resolver:
                             f"{type(cfg['model_type']).__name__} {cfg['model_type']!r}")
         written = self.top("model_type") if isinstance(cfg.get("model_type"), str) else None
         self.model_type = ALIASES.get(written, written)  # the family's transformers model_type
-        self.family: Family | None = family_of(self.model_type) if family is None else family
+        release_gap = None
+        if family is None:  # the row of the release that wrote the config (refpos.models.releases)
+            root = view
+            while root.parent is not None:
+                root = root.parent
+            family, release_gap = row_for(family_of(self.model_type), release_of(root.raw, None))
+        self.family: Family | None = family
         #: what the family's rotary code fixes beyond the config (the family table's rope column)
         self.facts: RopeFacts = RopeFacts() if self.family is None else self.family.rope
         #: the M-RoPE family whose text rotary module this config runs (refpos.models.mrope_hf), or None
@@ -63,7 +70,7 @@ class Resolver:
             self.used.add(self.prefix + self.family.switch.key)
         if written != self.model_type:
             self.notes.append(f"model_type {written!r} is transformers' {self.model_type!r} (family table alias)")
-        self.code_gaps: list[str] = []  # what the model's code does that refpos does not model
+        self.code_gaps: list[str] = [] if release_gap is None else [release_gap]  # what refpos does not model
         self.rope_rule: dict[str, Any] = {}  # family rule applied to the rope dict: key -> value
         self.rope: dict[str, Any] = {}  # the rope dict resolved from (with injected defaults)
         self.rope_source: Mapping[str, Any] = {}  # the same dict as written in the config

@@ -3,7 +3,8 @@ is scaled by position.
 
 :func:`hf_layers` lists every decoder layer of a config; :func:`hf_layer` gives one. Each
 :class:`HFLayer` has ``.rope`` (a :class:`~refpos.RopeConfig`, or ``None`` for a layer without RoPE) and
-``.query_scale(positions)`` (the per-position multiplier of the query; 1.0 where the model has none).
+``.query_scale(...)`` (the multiplier of the query at a call's tokens, read from the input its rule reads:
+Llama 4's from the token's slot, ``cache_position=``; 1.0 where the model has none).
 The schedule follows the family table (:mod:`refpos.models.families`):
 
 * ``rope_layers = "no_rope_layers"`` (Llama 4, SmolLM3): ``no_rope_layers[i] == 1`` rotates; absent, layer
@@ -35,8 +36,10 @@ Examples
 >>> schedule = hf_layers(cfg)
 >>> schedule.summary()
 'layers 0-7: rope ×6 (0, 1, 2, 4, 5, 6), none+scale ×2 (every 4th)'
->>> [float(s) for s in schedule[3].query_scale([0, 8190, 8191, 16383])]
+>>> [float(s) for s in schedule[3].query_scale(cache_position=[0, 8190, 8191, 16383])]
 [1.0, 1.0, 1.0693147180559945, 1.109861228866811]
+>>> schedule[3].query_scale([0, 1, 2, 32767], cache_position=[0, 1, 2, 5]).tolist()  # the slot, not the id
+[1.0, 1.0, 1.0, 1.0]
 """
 
 from __future__ import annotations
@@ -52,13 +55,14 @@ from refpos.models.hf import check_rope_family, hf_layer_types, resolve_rope
 from refpos.models.hf_files import as_language_view
 from refpos.models.query_scales import QUERY_SCALES, QueryScale
 from refpos.models.schedule import LayerCountMissing, layer_count, layer_types, rotating, summary_line
+from refpos.models.sources import Given
 from refpos.models.view import ConfigView
 from refpos.rope.config import RopeConfig
 from refpos.validation import check_bool, check_int
 
 #: keys the layer schedule reads (they leave the not-modelled report once resolved; a family's query-scale keys
 #: are its rule's, :mod:`refpos.models.query_scales`)
-_SCHEDULE_KEYS = ("layer_types", "no_rope_layers", "no_rope_layer_interval", "sliding_window_pattern",
+SCHEDULE_KEYS = ("layer_types", "no_rope_layers", "no_rope_layer_interval", "sliding_window_pattern",
                   "global_attn_every_n_layers")
 
 
@@ -87,16 +91,17 @@ class HFLayer:
             return self.mixer
         return ("rope" if self.rope is not None else "none") + ("+scale" if self.scale else "")
 
-    def query_scale(self, positions: Any) -> np.ndarray:
-        """Per-position multiplier of the query (float64, the shape of ``positions``); 1.0 without a rule."""
-        if self.scale is not None:
-            return self.scale(positions)
-        p = np.asarray(positions)
-        if p.dtype.kind not in "iu":
-            raise TypeError(f"positions must be integers, got dtype {p.dtype}")
-        if p.size and p.min() < 0:
-            raise ValueError(f"positions must be >= 0, got {int(p.min())}")
-        return np.ones(p.shape, dtype=np.float64)
+    def query_scale(self, positions: Any = None, *, cache_position: Any = None,
+                    attention_mask: Any = None) -> np.ndarray:
+        """The multiplier of the query at a call's tokens (float64, one per token; 1.0 without a rule), read
+        from the input the rule reads (:attr:`refpos.models.query_scales.QueryScaleRule.reads`): Llama 4's
+        temperature from the token's slot (``cache_position``, or the last tokens of ``attention_mask``), never
+        from the position ids; a call that gives only ids to such a layer is refused."""
+        given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask)
+        if self.scale is None:
+            return np.ones(given.shape, dtype=np.float64)
+        read = given.read(self.scale.reads, "query", who=f"layer {self.index} ({self.kind}, scale)")
+        return self.scale(np.asarray(read))
 
 
 @dataclass(frozen=True)
@@ -212,7 +217,7 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
         problems.update(dict.fromkeys(found))
         not_modelled.update(rope.not_modelled)
         notes += [note for note in rope.notes if note not in notes]
-    for key in _SCHEDULE_KEYS:
+    for key in SCHEDULE_KEYS:
         not_modelled.pop(prefix + key, None)
         problems.pop(prefix + key, None)
     if unplaced is not None:

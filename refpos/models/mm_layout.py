@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from refpos.bounds import parse_float
 from refpos.models.mm_positions import (
     Audio,
     Image,
@@ -42,6 +43,7 @@ from refpos.models.mm_positions import (
     mm_settings_from_config,
     setting_path,
 )
+from refpos.models.mm_spans import MAX_PIECES, TOKENS
 
 #: the span kinds of a written layout
 SPAN_KINDS = ("text", "image", "video", "audio")
@@ -50,15 +52,16 @@ _USAGE = "comma-separated spans text:N, image:TxHxW, video:TxHxW[@S][+audio:N], 
 
 def _grid(kind: str, text: str) -> tuple[int, int, int]:
     parts = text.split("x")
-    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
-        raise ValueError(f"--layout: {kind}:{text} must be {kind}:TxHxW (three patch counts, e.g. {kind}:1x8x12)")
-    return tuple(int(p) for p in parts)  # type: ignore[return-value]
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts):
+        raise ValueError(f"--layout: {kind}:{text} must be {kind}:TxHxW (three patch counts in ASCII digits, e.g. "
+                         f"{kind}:1x8x12)")
+    return tuple(TOKENS.parse(f"--layout: {kind}:{text}: a patch count", p) for p in parts)  # type: ignore[return-value]
 
 
 def _count(item: str, size: str) -> int:
-    if not size.strip().isdigit():
-        raise ValueError(f"--layout: {item!r} takes a token count, e.g. {item.partition(':')[0]}:6")
-    return int(size)
+    if not (size.isascii() and size.isdigit()):
+        raise ValueError(f"--layout: {item!r} takes a token count in ASCII digits, e.g. {item.partition(':')[0]}:6")
+    return TOKENS.parse(f"--layout: {item!r}: the token count", size)
 
 
 def _video(item: str, size: str) -> Video:
@@ -67,16 +70,28 @@ def _video(item: str, size: str) -> Video:
     if plus and not track.startswith("audio:"):
         raise ValueError(f"--layout: {item!r}: a video's track is written +audio:N (N audio tokens)")
     try:
-        return Video(_grid("video", grid), float(seconds) if at else 1.0,
+        return Video(_grid("video", grid), _seconds(item, seconds) if at else 1.0,
                      _count(track, track[len("audio:"):]) if plus else None)
     except ValueError as exc:
-        raise ValueError(f"--layout: {item!r}: {exc}") from None
+        raise ValueError(exc.args[0] if str(exc).startswith("--layout") else f"--layout: {item!r}: {exc}") from None
+
+
+def _seconds(item: str, text: str) -> float:
+    """The ``S`` of ``video:TxHxW@S``: a finite number >= 0 in ASCII (``parse_float``)."""
+    try:
+        return parse_float(text)
+    except ValueError:
+        raise ValueError(f"--layout: {item!r}: the seconds between temporal patches must be a number such as 0.5, got "
+                         f"{text!r}") from None
 
 
 def parse_layout(text: str) -> list[Span]:
     """The spans of a written layout (the module docstring); a ``ValueError`` naming the bad span otherwise."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"--layout must be {_USAGE}")
+    if text.count(",") >= MAX_PIECES:
+        raise ValueError(f"--layout holds {text.count(',') + 1} spans, more than the {MAX_PIECES} (2**16) a layout "
+                         "may have")
     spans: list[Span] = []
     for item in (part.strip() for part in text.split(",")):
         kind, sep, size = item.partition(":")

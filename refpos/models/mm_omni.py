@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from refpos.models.mm_spans import Audio, IdRule, Image, Text, Video, text_ids, vision_ids
-from refpos.validation import check_choice, check_int
+from refpos.models.mm_spans import Audio, IdRule, Image, Text, Video, cell_times, text_ids, vision_ids
+from refpos.validation import MAX_EXACT_POSITION, check_choice, check_int
 
 
 def chunk_bounds(times: np.ndarray, per_chunk: int) -> list[tuple[int, int]]:
@@ -65,7 +65,7 @@ def chunk_bounds(times: np.ndarray, per_chunk: int) -> list[tuple[int, int]]:
 
 def _times(n_t: int, delta: float, rule: IdRule, index: int, what: str) -> np.ndarray:
     r""":math:`\tau_i = i\,\Delta` for ``i < n_t``: floored (Qwen2.5-Omni) or required integral (Qwen3-Omni)."""
-    times = np.arange(n_t, dtype=np.float64) * delta  # τ_i = i Δ, float64
+    times = cell_times(n_t, delta, index, what)  # τ_i = i Δ, float64
     assert rule.tmrope is not None
     if rule.tmrope.rounding == "floor":
         return np.floor(times).astype(np.int64)
@@ -103,7 +103,11 @@ def _video_with_audio(pieces: list[np.ndarray], span: Video, rule: IdRule, merge
     video = vision_ids(first, span.grid, merge, times)  # (3, cells)
     audio = text_ids(first, span.audio_tokens or 0)  # (3, n)
     if rule.tmrope.interleave == "chunks":
-        per_chunk = int(settings["position_id_per_seconds"] * settings["seconds_per_chunk"])
+        per_chunk_time = settings["position_id_per_seconds"] * settings["seconds_per_chunk"]
+        if not per_chunk_time <= MAX_EXACT_POSITION:  # inf, or beyond any id
+            raise ValueError(f"position_id_per_seconds × seconds_per_chunk = {per_chunk_time!r} time units per chunk: "
+                             "must be finite and at most 2**53")
+        per_chunk = int(per_chunk_time)
         if per_chunk < 1:
             raise ValueError(f"position_id_per_seconds × seconds_per_chunk = {per_chunk} time units per chunk: "
                              f"must be >= 1")

@@ -55,9 +55,23 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import get_xp
+from refpos.models.hf_files import check_sub_configs
 from refpos.models.mm_omni import tmrope_pieces
-from refpos.models.mm_spans import Audio, IdRule, Image, Span, Text, TimeRule, Video, text_ids, vision_ids
-from refpos.validation import check_choice, check_float, check_int
+from refpos.models.mm_spans import (
+    MAX_PIECES,
+    Audio,
+    IdRule,
+    Image,
+    Span,
+    Text,
+    TimeRule,
+    Video,
+    cell_times,
+    check_token_total,
+    text_ids,
+    vision_ids,
+)
+from refpos.validation import MAX_EXACT_POSITION, check_choice, check_float, check_int
 
 __all__ = ["MM_FAMILIES", "MM_RULES", "Audio", "IdRule", "Image", "Span", "Text", "TimeRule", "Video", "id_family_of",
            "mm_position_ids", "mm_settings_from_config", "rope_delta", "text_ids", "token_count", "vision_ids"]
@@ -106,15 +120,15 @@ def id_family_of(model_type: Any) -> str | None:
     return model_type if model_type in MM_RULES else None
 
 
-def _temporal_times(n_t: int, spacing: float) -> np.ndarray:
+def _temporal_times(n_t: int, spacing: float, index: int) -> np.ndarray:
     r"""The time of each of ``n_t`` temporal cells, :math:`\lfloor i_t\,\Delta \rfloor` (float64 product)."""
-    return np.floor(np.arange(n_t, dtype=np.float64) * spacing).astype(np.int64)
+    return np.floor(cell_times(n_t, spacing, index, "tokens_per_second × seconds_per_grid")).astype(np.int64)
 
 
 def _side_pieces(spans: Sequence[Span], rule: IdRule, merge: int, settings: dict[str, Any]) -> list[np.ndarray]:
     """Pieces of the running-start families (module docstring)."""
     start, pieces = 0, []
-    for span in spans:
+    for index, span in enumerate(spans):
         if isinstance(span, Text):
             pieces.append(text_ids(start, span.length))
             start += span.length
@@ -126,7 +140,8 @@ def _side_pieces(spans: Sequence[Span], rule: IdRule, merge: int, settings: dict
         cells_t = g_t // settings["temporal_merge_size"] if isinstance(span, Video) and rule.temporal_merge else g_t
         frames = [1] * cells_t if isinstance(span, Video) and rule.frames == "one_by_one" else [cells_t]
         for n_t in frames:
-            pieces.append(vision_ids(start, span.grid, merge, _temporal_times(n_t, spacing)))  # type: ignore[union-attr]
+            times = _temporal_times(n_t, spacing, index)
+            pieces.append(vision_ids(start, span.grid, merge, times))  # type: ignore[union-attr]
             start += max(g_h, g_w) // merge  # the temporal extent does not advance the start
     return pieces
 
@@ -243,11 +258,20 @@ def mm_position_ids(
         raise TypeError("spans must be a non-empty list of Text, Image, Video and Audio spans")
     for index, span in enumerate(spans):
         _check_span(index, span, rule, merge, settings)
+    temporal = settings.get("temporal_merge_size", 1) if rule.temporal_merge else 1
+    check_token_total(token_count(spans, spatial_merge_size=merge, temporal_merge_size=temporal), "spans")
+    frames = sum(s.grid[0] // temporal - 1 for s in spans if isinstance(s, Video)) if rule.frames == "one_by_one" else 0
+    if len(spans) + frames > MAX_PIECES:
+        raise ValueError(f"spans make {len(spans) + frames} pieces of ids (a span each, and each frame of a video "
+                         f"{rule.family} places frame by frame), more than the {MAX_PIECES} (2**16) a layout may have")
     if rule.tmrope is not None:
         pieces = tmrope_pieces(spans, rule, merge, settings)
     else:
         pieces = _side_pieces(spans, rule, merge, settings)
     ids = np.concatenate(pieces, axis=1)  # (3, T)
+    if int(ids.max()) > MAX_EXACT_POSITION:
+        raise ValueError(f"spans place a position id at {int(ids.max())}: ids must be at most 2**53 (float64 angles "
+                         "p·ω are exact only up to there)")
     return get_xp(xp).asarray(ids.astype(np.int64))
 
 
@@ -276,6 +300,7 @@ def mm_settings_from_config(config: Mapping[str, Any], *, default_family: str | 
     """
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a mapping (config.json as a dict), got {type(config).__name__}")
+    check_sub_configs(config)
     wrapper = config.get("thinker_config") if isinstance(config.get("thinker_config"), Mapping) else config
     text = wrapper.get("text_config") if isinstance(wrapper.get("text_config"), Mapping) else {}
     family = id_family_of(config.get("model_type")) or id_family_of(text.get("model_type"))

@@ -7,6 +7,7 @@ a family's placing rule.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,7 +15,37 @@ from typing import Any
 
 import numpy as np
 
-from refpos.validation import check_float, check_int
+from refpos.bounds import Bound
+from refpos.validation import MAX_EXACT_POSITION, check_float, shown_bytes
+
+#: the most tokens a layout may hold, 4,194,304: well above the context of released M-RoPE models, and its ``(3, T)``
+#: int64 ids take 100 MB; a count, a grid or a layout beyond it is refused before anything is allocated
+MAX_TOKENS = 2**22
+#: the most pieces of ids a layout is built from (a span each, a frame each of a video placed frame by frame)
+MAX_PIECES = 2**16
+#: a token count (text, audio) or a grid's patch count along one axis
+TOKENS = Bound(int, minimum=1, maximum=MAX_TOKENS, why="the most tokens a layout holds")
+
+
+def check_token_total(total: int, what: str) -> int:
+    """``total`` tokens if at most :data:`MAX_TOKENS`; else a ``ValueError`` naming ``what`` and the memory the ids
+    would take (``24·T`` bytes of ``(3, T)`` int64), before any is allocated."""
+    if total > MAX_TOKENS:
+        raise ValueError(f"{what} hold {total} tokens, more than the {MAX_TOKENS} (2**22) a layout may hold "
+                         f"(about {shown_bytes(24 * total)} of (3, T) int64 ids)")
+    return total
+
+
+def cell_times(n_t: int, delta: float, index: int, what: str) -> np.ndarray:
+    r"""The float64 times :math:`\tau_i = i\,\Delta` of ``n_t`` temporal cells, once the largest,
+    :math:`(n_t - 1)\,\Delta`, is known to be finite and at most 2**53: a spacing that overflows (``1e308``
+    seconds between frames) is refused by ``what`` (the settings whose product ``Δ`` is) instead of cast to
+    ``−2**63``."""
+    largest = (n_t - 1) * delta if n_t > 1 else 0.0
+    if not (math.isfinite(delta) and largest <= MAX_EXACT_POSITION):
+        raise ValueError(f"spans[{index}]: {what} = {delta!r} places temporal patch {n_t - 1} at {largest!r}: position "
+                         "ids must be finite and at most 2**53 (float64 angles p·ω are exact only up to there)")
+    return np.arange(n_t, dtype=np.float64) * delta
 
 
 @dataclass(frozen=True)
@@ -56,7 +87,7 @@ class Text:
     length: int
 
     def __post_init__(self) -> None:
-        check_int("Text.length", self.length, minimum=1)
+        TOKENS.check("Text.length", self.length)
 
 
 def _check_grid(kind: str, grid: Any) -> tuple[int, int, int]:
@@ -65,8 +96,7 @@ def _check_grid(kind: str, grid: Any) -> tuple[int, int, int]:
     for axis, value in zip("thw", grid, strict=True):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"{kind}.grid {axis} must be an int, got {type(value).__name__} {value!r}")
-        if value < 1:
-            raise ValueError(f"{kind}.grid {axis} must be >= 1 (a grid size), got {value}")
+        TOKENS.check(f"{kind}.grid {axis}", value)
     return tuple(int(v) for v in grid)  # type: ignore[return-value]
 
 
@@ -97,7 +127,7 @@ class Video:
         object.__setattr__(self, "seconds_per_grid",
                            check_float("Video.seconds_per_grid", self.seconds_per_grid, minimum=0.0))
         if self.audio_tokens is not None:
-            check_int("Video.audio_tokens", self.audio_tokens, minimum=1)
+            TOKENS.check("Video.audio_tokens", self.audio_tokens)
 
 
 @dataclass(frozen=True)
@@ -108,7 +138,7 @@ class Audio:
     tokens: int
 
     def __post_init__(self) -> None:
-        check_int("Audio.tokens", self.tokens, minimum=1)
+        TOKENS.check("Audio.tokens", self.tokens)
 
 
 Span = Text | Image | Video | Audio

@@ -95,6 +95,21 @@ def _named_by_a_row(section: ConfigView) -> tuple[str | None, bool]:
     return None, False
 
 
+def part_reads(part: Part) -> dict[str, tuple[str, ...]]:
+    """What the composite's row around ``part`` says its positions are read from (its ``part_reads``: π0.5's
+    action expert turns by the running count of the prefix's mask, continued over the actions), as use → source;
+    empty when no row says."""
+    outer = part.view.parent
+    while outer is not None:
+        model_type = outer.raw.get("model_type")
+        row = family_of(model_type) if isinstance(model_type, str) else None
+        relative = part.view.path[len(outer.path):].rstrip(".")
+        if row is not None and relative in dict(row.part_reads):
+            return {"rotation": dict(row.part_reads)[relative]}
+        outer = outer.parent
+    return {}
+
+
 def part_model_type(section: ConfigView) -> str | None:
     """The model type transformers builds for ``section`` (module docstring: the rows around it, then its own)."""
     stated = section.raw.get("model_type")
@@ -131,4 +146,4 @@ def is_network(view: ConfigView) -> bool:
     return _network(view.raw)
 
 
-__all__ = ["LAYER_KEYS", "Part", "is_network", "part_model_type", "parts_of"]
+__all__ = ["LAYER_KEYS", "Part", "is_network", "part_model_type", "part_reads", "parts_of"]

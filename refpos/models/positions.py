@@ -49,9 +49,10 @@ from refpos.models.kinds import KINDS, Stack
 from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import NO_COUNT, RopeLayer
 from refpos.models.layers import SCHEDULE
-from refpos.models.parts import Part, is_network, parts_of
+from refpos.models.parts import Part, is_network, part_reads, parts_of
 from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
 from refpos.models.records import LayerRecord, Refused, Unknown
+from refpos.models.releases import release_of, row_for
 from refpos.models.schedule import LayerCountMissing, layer_count, summary_line
 from refpos.models.view import ConfigView
 
@@ -140,7 +141,7 @@ class ModelPositions:
 
 # --------------------------------------------------------------------------------------------- resolve
 def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = None,
-                    strict: bool = False) -> ModelPositions:
+                    strict: bool = False, transformers_version: str | None = None) -> ModelPositions:
     """What every layer of every stack of a transformers config does with positions.
 
     Parameters
@@ -153,6 +154,11 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
         known family.
     strict : bool
         Raise ``ValueError`` when the resolution is not complete.
+    transformers_version : str, optional
+        The transformers release whose code the model runs (``"5.24.0"``), over the config's own
+        ``transformers_version`` key: a family whose position code changed between releases has a row per range
+        (:mod:`refpos.models.releases`); when neither says and the rows disagree, its layers are refused, naming
+        ``transformers_version``.
 
     Returns
     -------
@@ -177,6 +183,10 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
                         f"{type(written).__name__} {written!r}")
     lm.mark("model_type")
     family, notes, assumed = family_of(written), [], dict(assume or {})
+    release = release_of(top.raw, transformers_version)
+    if top.has("transformers_version"):
+        top.mark("transformers_version")
+    family, unknown_release = row_for(family, release)
     if assume is not None:
         family, notes = _assumed(family, written, assume)
     parts = parts_of(top)
@@ -188,7 +198,11 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
         positions = _known(lm, family, written)
     positions = _wrapper_unmodelled(positions, parent)
     for part in parts:
-        positions = _with_part(positions, part)
+        positions = _with_part(positions, part, release)
+    if unknown_release is not None:
+        why = {"transformers_version": unknown_release}
+        positions = replace(positions, layers=tuple(_refuse_unmodelled(list(positions.layers), why, "")),
+                            not_modelled={**positions.not_modelled, **why})
     positions = replace(positions, notes=(*notes, *positions.notes), assumed=assumed)
     if strict and not positions.complete:
         problems = {**positions.unknown, **positions.not_modelled}
@@ -243,8 +257,10 @@ def _unknown(lm: ConfigView, written: str | None) -> ModelPositions:
     return ModelPositions(written, None, layers, lm.path, unknown={lm.name("model_type"): what})
 
 
-def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPositions:
-    """Every stack of a family the table knows: each stack's kind builds its layers (:data:`KINDS`)."""
+def _known(lm: ConfigView, family: Family, written: str | None,
+           reads: Mapping[str, tuple[str, ...]] | None = None) -> ModelPositions:
+    """Every stack of a family the table knows: each stack's kind builds its layers (:data:`KINDS`); ``reads``:
+    what a composite's row says this part's positions are read from."""
     names = STACKS[family.stacks]
     layers: list[LayerRecord] = []
     not_modelled: dict[str, str] = {}
@@ -268,7 +284,7 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
                        for layer in shape]
             not_modelled[lm.name(family.switch.key)] = why
             continue
-        stack = Stack(lm, name, role, family, facts.facts_of(encoding), SCHEDULE)
+        stack = Stack(lm, name, role, family, facts.facts_of(encoding), SCHEDULE, reads=dict(reads or {}))
         try:
             stack_layers = _build(stack, encoding)
         except ValueError:  # a config the row says refpos does not model may lack what a modelled one states
@@ -294,10 +310,11 @@ def _known(lm: ConfigView, family: Family, written: str | None) -> ModelPosition
                           not_modelled, notes=tuple(notes), scheduled=NO_COUNT not in notes)
 
 
-def _with_part(positions: ModelPositions, part: Part) -> ModelPositions:
-    """``positions`` with the layers of one more network: resolved by its own family row, its stacks named for its
-    place; a network whose model type the table does not know is refused by name, never left out."""
-    family = family_of(part.model_type) if part.model_type else None
+def _with_part(positions: ModelPositions, part: Part, release: str | None) -> ModelPositions:
+    """``positions`` with the layers of one more network: resolved by its own family row (for the config's
+    release), its stacks named for its place, reading what the composite's row says it reads; a network whose model
+    type the table does not know is refused by name, never left out."""
+    family, unknown_release = row_for(family_of(part.model_type) if part.model_type else None, release)
     named = "no model_type" if part.model_type is None else f"model_type {part.model_type!r}"
     if family is None:
         why = (f"{part.key} ({named}): not in refpos's family table, so the positions of this network are not "
@@ -310,7 +327,7 @@ def _with_part(positions: ModelPositions, part: Part) -> ModelPositions:
         report = {part.view.name("model_type"): why}
         notes: tuple[str, ...] = ()
     else:
-        own = _known(part.view, family, part.model_type)
+        own = _known(part.view, family, part.model_type, part_reads(part))
         single = STACKS[family.stacks][0] if len(STACKS[family.stacks]) == 1 else None
 
         def renamed(stack: str) -> str:  # a single stack takes the part's name; several are the part's members
@@ -318,6 +335,9 @@ def _with_part(positions: ModelPositions, part: Part) -> ModelPositions:
 
         layers = tuple(replace(layer, stack=renamed(layer.stack)) for layer in own.layers)
         report, notes = dict(own.not_modelled), own.notes
+        if unknown_release is not None:
+            report[part.view.name("model_type")] = unknown_release
+            layers = tuple(_refuse_unmodelled(list(layers), {"transformers_version": unknown_release}, ""))
     return replace(positions, layers=(*positions.layers, *layers), not_modelled={**positions.not_modelled, **report},
                    notes=(*positions.notes, *(n for n in notes if n not in positions.notes)),
                    parts=(*positions.parts, (part.name, part.key, part.model_type)))

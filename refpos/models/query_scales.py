@@ -16,11 +16,13 @@ keys are written here and nowhere else.
 rule                       layers       :math:`s(p)`
 =========================  ===========  ================================================================
 ``llama4_temperature``     without      :math:`1 + a \ln(1 + \lfloor (p + 1) / f \rfloor)`, ``a`` = ``attn_scale``
-                           RoPE         (0.1), ``f`` = ``floor_scale`` (8192), when ``attn_temperature_tuning``
+                           RoPE         (0.1), ``f`` = ``floor_scale`` (8192), when ``attn_temperature_tuning``;
+                                        :math:`p` is the token's slot (``arange(T) + past_seen_tokens``),
+                                        never the position id
 ``llama_4_scaling_beta``   every        :math:`1 + \beta \ln(1 + \lfloor p / L_0 \rfloor)`, ``β`` and ``L_0`` from
-                                        the rope dict
-``beam_scalable_softmax``  without      :math:`(1 + (p + 1) / 2048)^{0.1}` (scalable softmax; no config key)
-                           RoPE
+                                        the rope dict; :math:`p` the position id
+``beam_scalable_softmax``  without      :math:`(1 + (p + 1) / 2048)^{0.1}` (scalable softmax; no config key);
+                           RoPE         :math:`p` the position id
 =========================  ===========  ================================================================
 
 Examples
@@ -73,6 +75,11 @@ class QueryScale:
             raise ValueError(f"positions must be >= 0, got {int(p.min())}")
         return QUERY_SCALES[self.rule].formula(p.astype(np.float64), dict(self.params))
 
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The inputs its rule reads ``p`` from (:attr:`QueryScaleRule.reads`)."""
+        return QUERY_SCALES[self.rule].reads
+
     def as_dict(self) -> dict[str, Any]:
         """``{"rule": …, <param>: value, …}`` (JSON-ready)."""
         return {"rule": self.rule, **dict(self.params)}
@@ -90,6 +97,9 @@ class QueryScaleRule:
     #: ``(p float64, params) -> s(p)``: the formula, elementwise
     formula: Callable[[np.ndarray, dict[str, float]], np.ndarray]
     source: str
+    #: the inputs of the forward ``p`` is read from, in order of precedence (:mod:`refpos.models.sources`): the
+    #: position ids (else the slot), or the token's slot alone (Llama 4's ``arange(T) + past_seen_tokens``)
+    reads: tuple[str, ...]
     #: a top-level key that switches the rule off when false (``None``: always on where it applies)
     switch: str | None = None
 
@@ -152,16 +162,17 @@ QUERY_SCALES: dict[str, QueryScaleRule] = {rule.name: rule for rule in (
     QueryScaleRule(
         "llama4_temperature", r"1 + a \ln(1 + \lfloor (p + 1) / f \rfloor)", "without_rope",
         (ScaleKey("top", "attn_scale", "attn_scale", 0.1), ScaleKey("top", "floor_scale", "floor_scale", 8192.0)),
-        _llama4_temperature, "llama4/modeling_llama4.py: Llama4TextAttention.forward",
+        _llama4_temperature, "llama4/modeling_llama4.py: Llama4TextAttention.forward", ("cache_position",),
         switch="attn_temperature_tuning"),
     QueryScaleRule(
         "llama_4_scaling_beta", r"1 + \beta \ln(1 + \lfloor p / L_0 \rfloor)", "every",
         (ScaleKey("rope", "llama_4_scaling_beta", "beta"),
          ScaleKey("rope", "original_max_position_embeddings", "original_max_position_embeddings", kind="int")),
-        _llama_4_scaling_beta, "ministral3/modeling_ministral3.py: get_llama_4_attn_scale"),
+        _llama_4_scaling_beta, "ministral3/modeling_ministral3.py: get_llama_4_attn_scale, Ministral3Attention.forward",
+        ("position_ids", "cache_position")),
     QueryScaleRule(
         "beam_scalable_softmax", r"(1 + (p + 1) / 2048)^{0.1}", "without_rope", (), _beam_scalable_softmax,
-        "beam/modeling_beam.py: compute_attention_scaling"),
+        "beam/modeling_beam.py: compute_attention_scaling, BeamModel.forward", ("position_ids", "cache_position")),
 )}
 
 

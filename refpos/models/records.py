@@ -5,7 +5,9 @@ outcomes rather than encodings.
 decoder of an encoder–decoder model; each tower of a composite). Each record names its ``stack``, its ``index`` in
 that stack and its ``layer_type``, says its ``kind``, gives its parameters as JSON (:meth:`LayerRecord.params`)
 and builds the :class:`refpos.Encoding` that :func:`refpos.self_attention` runs for it
-(:meth:`LayerRecord.encoding`; the kinds with trained weights take them as arguments).
+(:meth:`LayerRecord.encoding`; the kinds with trained weights take them as arguments). Each record says which
+inputs of the model's forward its positions come from (``reads``, set by its kind's builder from the family's
+code: :mod:`refpos.models.sources`), and its methods take those inputs by name.
 
 Each encoding kind's record sits with its kind (:mod:`refpos.models.kinds`: ``RopeLayer`` in
 :mod:`~refpos.models.kinds.rope`, ``AlibiLayer`` in :mod:`~refpos.models.kinds.alibi`, …; the registry
@@ -26,6 +28,7 @@ import numpy as np
 
 from refpos.encoding import Encoding, NoPE, QueryScaled
 from refpos.models.query_scales import QueryScale
+from refpos.models.sources import Given, Source, check_reads
 
 Array = Any
 
@@ -49,12 +52,35 @@ def round_to(a: Any, dtype: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LayerRecord:
-    """Where a layer is: its stack, its index there and its layer type; subclasses say what it does."""
+    """Where a layer is: its stack, its index there and its layer type; subclasses say what it does.
+
+    ``reads``: what its positions serve → the inputs of the model's forward they are read from, in order of
+    precedence (:mod:`refpos.models.sources`: ``(("rotation", ("position_ids", "cache_position")),)`` for RoPE,
+    ``(("key", ("mask_cumsum",)),)`` for Falcon's ALiBi); set by the kind's builder from the family's code.
+    """
 
     stack: str
     index: int
     layer_type: str | None
+    reads: tuple[tuple[str, Source], ...] = field(default=(), kw_only=True)
     kind: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        check_reads(f"{self.stack} layer {self.index}", dict(self.reads))
+
+    def source(self, use: str) -> Source:
+        """The inputs the layer reads for ``use`` (``"rotation"``, ``"scale"``, ``"query"``, ``"key"``,
+        ``"rows"``); a ``ValueError`` when its positions serve no such use."""
+        found = dict(self.reads).get(use)
+        if found is None:
+            raise ValueError(f"{self.stack} layer {self.index} ({self.kind}) reads no positions for {use!r}; it "
+                             f"reads {dict(self.reads) or 'none'}")
+        return found
+
+    def read(self, use: str, side: str, given: Given, *, padding_idx: int | None = None) -> Any:
+        """The positions ``use`` reads from the call's inputs ``given`` (``side``: ``"query"`` or ``"key"``)."""
+        return given.read(self.source(use), side, who=f"{self.stack} layer {self.index} ({self.kind}, {use})",
+                          padding_idx=padding_idx)
 
     @property
     def attention(self) -> bool:
@@ -71,12 +97,18 @@ class LayerRecord:
         return {}
 
     def describe(self) -> dict[str, Any]:
-        """``{"stack", "index", "layer_type", "kind", **params}``: one JSON object per layer."""
+        """``{"stack", "index", "layer_type", "kind", "reads", **params}``: one JSON object per layer."""
         return {"stack": self.stack, "index": self.index, "layer_type": self.layer_type, "kind": self.kind,
-                **self.params()}
+                "reads": {use: list(source) for use, source in self.reads}, **self.params()}
 
     def encoding(self, **weights: Any) -> Encoding:
-        """The :class:`refpos.Encoding` that runs this layer in :func:`refpos.self_attention`."""
+        """The :class:`refpos.Encoding` that runs this layer in :func:`refpos.self_attention`, reading what the
+        layer reads (its ``reads`` set on the encoding: the pipeline takes each hook's positions from them)."""
+        built = self._encoding(**weights)
+        built.reads = dict(self.reads)
+        return built
+
+    def _encoding(self, **weights: Any) -> Encoding:
         raise ValueError(f"{self.stack} layer {self.index} ({self.kind}): {self._why_not()}")
 
     def _why_not(self) -> str:
@@ -86,6 +118,19 @@ class LayerRecord:
 def scaled(encoding: Encoding, scale: QueryScale | None) -> Encoding:
     """``encoding`` with the layer's query scale applied (itself when the layer has none)."""
     return encoding if scale is None else QueryScaled(encoding, scale)
+
+
+def scale_reads(scale: QueryScale | None) -> tuple[tuple[str, Source], ...]:
+    """The ``reads`` entry of a layer's query scale: the input its rule reads (none without a scale)."""
+    return () if scale is None else (("scale", scale.reads),)
+
+
+def query_scale_of(layer: Any, given: Given) -> np.ndarray:
+    """The query scale of ``layer`` (a record with ``query_scale``) at the call's tokens ``given``: ones without a
+    rule, else the rule at the positions its ``scale`` source reads."""
+    if layer.query_scale is None:
+        return np.ones(given.shape, dtype=np.float64)
+    return layer.query_scale(np.asarray(layer.read("scale", "query", given), dtype=np.int64))
 
 
 @dataclass(frozen=True)
@@ -102,7 +147,12 @@ class NoPositions(LayerRecord):
     def params(self) -> dict[str, Any]:
         return {"query_scale": None if self.query_scale is None else self.query_scale.as_dict()}
 
-    def encoding(self, **weights: Any) -> Encoding:
+    def scale(self, positions: Any = None, *, cache_position: Any = None, attention_mask: Any = None) -> np.ndarray:
+        """The query's scale at the call's tokens (1 without a rule), read from the input its rule reads."""
+        return query_scale_of(self, Given.of(positions=positions, cache_position=cache_position,
+                                             attention_mask=attention_mask))
+
+    def _encoding(self, **weights: Any) -> Encoding:
         return scaled(NoPE(), self.query_scale)
 
 
@@ -157,4 +207,5 @@ class Unknown(LayerRecord):
         return f"its family is not in the table; unknown: {', '.join(self.unknown)}"
 
 
-__all__ = ["LayerRecord", "NoAttention", "NoPositions", "Refused", "Unknown", "round_to", "scaled"]
+__all__ = ["LayerRecord", "NoAttention", "NoPositions", "Refused", "Unknown", "query_scale_of", "round_to",
+           "scale_reads", "scaled"]

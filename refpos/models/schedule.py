@@ -8,7 +8,8 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.models.families import Family, LayerPattern
+from refpos.models.families import Family
+from refpos.models.layer_pattern import LayerPattern
 from refpos.validation import check_int, check_size
 
 LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")

@@ -40,6 +40,28 @@ from refpos.validation import check_bool, check_float, check_int
 #: the value :meth:`ConfigView.get` returns for a key that is absent (distinct from a key holding ``null``)
 MISSING: Any = object()
 
+#: keys that hold the language model's config inside a wrapper config, tried in this order at every level:
+#: Qwen2.5-Omni / Qwen3-Omni ``thinker_config`` (whose ``text_config`` is the language model), ColPali's
+#: ``vlm_config``, the ``text_config`` of transformers' multimodal configs, and the ``llm_config`` /
+#: ``language_config`` of remote-code configs (InternVL, DeepSeek-VL2)
+WRAPPERS = ("thinker_config", "vlm_config", "text_config", "llm_config", "language_config")
+
+
+#: keys whose value is a config of its own (a wrapper's language model, a vision or audio tower)
+SUB_CONFIGS = (*WRAPPERS, "vision_config", "audio_config")
+
+
+def check_sub_configs(cfg: Mapping[str, Any], prefix: str = "") -> None:
+    """``TypeError`` naming the key when a :data:`SUB_CONFIGS` key, at any depth, holds something other than a
+    JSON object or null: a ``text_config`` that is a list is a malformed config, not a model without one."""
+    for key in SUB_CONFIGS:
+        value = cfg.get(key)
+        if isinstance(value, Mapping):
+            check_sub_configs(value, f"{prefix}{key}.")
+        elif value is not None:
+            raise TypeError(f"{prefix}{key} must be a JSON object (a config of its own) or null, got "
+                            f"{type(value).__name__} {repr(value)[:40]}")
+
 
 def load_config(config_or_path: Any) -> dict[str, Any]:
     """A config.json as a dict: a mapping is copied; a path (or a directory holding config.json) is read.
@@ -52,6 +74,7 @@ def load_config(config_or_path: Any) -> dict[str, Any]:
     if isinstance(config_or_path, ConfigView):
         return dict(config_or_path.raw)
     if isinstance(config_or_path, Mapping):
+        check_sub_configs(config_or_path)
         return dict(config_or_path)
     if not isinstance(config_or_path, (str, os.PathLike)):
         raise TypeError("config_or_path must be a config mapping or a path to config.json, got "
@@ -65,6 +88,7 @@ def load_config(config_or_path: Any) -> dict[str, Any]:
         raise ValueError(f"config_or_path: {exc}") from None
     if not isinstance(data, dict):
         raise TypeError(f"config_or_path: {path!r} must hold a JSON object, got {type(data).__name__}")
+    check_sub_configs(data)
     return data
 
 
@@ -225,4 +249,4 @@ class ConfigView(Mapping[str, Any]):
         return f"ConfigView({self.path.rstrip('.') or '<top>'}, model_type={self._data.get('model_type')!r})"
 
 
-__all__ = ["MISSING", "ConfigView", "load_config"]
+__all__ = ["MISSING", "SUB_CONFIGS", "WRAPPERS", "ConfigView", "check_sub_configs", "load_config"]

@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from refpos.backend import Array, array_namespace
+from refpos.backend import Array
 from refpos.core.attention import attention
 from refpos.core.heads import merge_heads, split_heads
 from refpos.encoding import Encoding, NoPE
-from refpos.validation import as_positions, check_int
+from refpos.models.sources import PLAIN, Given
+from refpos.validation import as_positions, check_int, real_floating_namespace, same_library
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class AttentionWeights:
         n_kv = n_heads if self.n_kv_heads is None else check_int("n_kv_heads", self.n_kv_heads, minimum=1)
         if n_heads % n_kv:
             raise ValueError(f"n_heads={n_heads} is not a multiple of n_kv_heads={n_kv}")
+        for name in ("w_q", "w_k", "w_v", "w_o"):
+            if name != "w_o" or self.w_o is not None:
+                real_floating_namespace(name, getattr(self, name))  # a TypeError naming it: a list, None, ints
         for name in ("w_q", "w_k", "w_v"):
             if getattr(self, name).ndim != 2:
                 raise ValueError(f"{name} must be a matrix (d_model, heads·head_dim)")
@@ -76,6 +80,10 @@ def self_attention(
     *,
     encoding: Encoding | None = None,
     positions: Array | None = None,
+    cache_position: Array | None = None,
+    attention_mask: Array | None = None,
+    input_ids: Array | None = None,
+    padding_idx: int | None = None,
     causal: bool = False,
     mask: Array | None = None,
     scale: float | None = None,
@@ -91,7 +99,14 @@ def self_attention(
     encoding : Encoding, optional
         The positional encoding; ``None`` is NoPE.
     positions : int array ``(T,)`` or ``(B, T)``, optional
-        Token positions; default ``0 … T-1``. Per-row positions serve left-padded batches.
+        The position ids. Per-row positions serve left-padded batches.
+    cache_position, attention_mask, input_ids, padding_idx : optional
+        The other inputs a layer's positions may come from (``refpos.models.sources``): the tokens' slots
+        ``(T,)``, the 0/1 attention mask ``(T,)`` or ``(B, T)`` (here only a source of positions: pass ``mask``
+        to mask keys), the input ids with their padding token. Each hook reads what the encoding's ``reads``
+        names (a layer record's encoding: what the layer's code reads; a plain encoding: ``positions``); a call
+        that gives none of what a hook reads is refused, except a call that gives no input at all, a fresh
+        sequence whose ids and slots are ``0 … T-1``.
     causal, mask, scale, softcap, fully_masked
         As in :func:`refpos.attention`; ``scale=None`` asks the encoding (``d^-1/2`` unless it says
         otherwise, e.g. T5's 1).
@@ -105,7 +120,13 @@ def self_attention(
         ``scaled+B``, ``logits``, ``allowed``, ``A``, ``O`` and ``out``. Heads are ``(B, H, T, d)``;
         an unbatched input gives unbatched entries.
     """
-    xp = array_namespace(x)
+    if not isinstance(weights, AttentionWeights):
+        raise TypeError("weights must be a refpos.AttentionWeights (w_q, w_k, w_v, w_o, n_heads, n_kv_heads), got "
+                        f"{type(weights).__name__}")
+    xp = real_floating_namespace("x", x)
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        if getattr(weights, name) is not None:
+            same_library(f"weights.{name}", getattr(weights, name), xp)
     enc = NoPE() if encoding is None else encoding
     if not isinstance(enc, Encoding):
         raise TypeError(f"encoding must be a refpos.Encoding or None, got {type(enc).__name__}")
@@ -116,14 +137,26 @@ def self_attention(
     batch, t, d_model = xb.shape
     if weights.w_q.shape[0] != d_model:
         raise ValueError(f"x has d_model={d_model} but the weights expect {weights.w_q.shape[0]}")
-    if positions is None:
-        positions = xp.arange(t, dtype=xp.int64)
-    positions = as_positions(positions, xp=xp)
-    if positions.shape not in ((t,), (batch, t)):
-        raise ValueError(f"positions must have shape ({t},) or ({batch}, {t}), got {tuple(positions.shape)}")
+    if positions is not None:
+        positions = as_positions(positions, xp=xp)
+        if positions.shape not in ((t,), (batch, t)):
+            raise ValueError(f"positions must have shape ({t},) or ({batch}, {t}), got {tuple(positions.shape)}")
+    given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask,
+                     input_ids=input_ids, length=t)
+    if given.keys != t:
+        raise ValueError(f"the inputs place {given.keys - t} cached tokens before the call's {t}: self_attention "
+                         "runs a sequence without a cache (cache_position must start at 0, attention_mask cover "
+                         "the call's tokens)")
+
+    def read(use: str, side: str) -> Array:
+        """The positions the encoding's ``use`` reads (module docstring of ``refpos.models.sources``); a use a
+        record's encoding does not read gets the token indices, which its hook does not look at."""
+        source = enc.reads.get(use, PLAIN if not enc.reads else ("key_index",))
+        found = given.read(source, side, who=f"{enc.name} ({use})", padding_idx=padding_idx)
+        return found if found is positions else as_positions(found, xp=xp, allow_negative=True)
 
     trace: dict[str, Array] = {"X": xb}
-    p = enc.embed(positions, d_model, xp)
+    p = enc.embed(read("rows", "query"), d_model, xp)
     h = xb if p is None else xb + p
     if p is not None:
         trace["P"] = p
@@ -133,10 +166,12 @@ def self_attention(
     k = split_heads(k_flat, weights.kv_heads)  # (B, Hkv, T, d)
     v = split_heads(h @ weights.w_v, weights.kv_heads)  # (B, Hkv, T, dv)
     trace.update(Q=q, K=k, V=v)
-    q_rot, k_rot = enc.rotate(q, k, positions, positions)
+    turned = read("rotation", "query")  # self-attention: the keys are the same tokens
+    q_rot, k_rot = enc.rotate(q, k, turned, turned)
     if q_rot is not q or k_rot is not k:
         trace.update(Q_rot=q_rot, K_rot=k_rot)
-    bias = enc.bias(positions, positions, weights.n_heads)
+    q_at, k_at = read("query", "query"), read("key", "key")
+    bias = enc.bias(q_at, k_at, weights.n_heads)
     if bias is not None and bias.ndim == 3:
         bias = bias[None, ...]  # (1, H, T, T)
     head_dim = q.shape[-1]
@@ -150,9 +185,9 @@ def self_attention(
         scale=enc.softmax_scale(head_dim) if scale is None else scale,
         softcap=softcap,
         bias_scaled=enc.bias_scaled,
-        qk_terms=enc.qk_terms(q_rot, k_rot, positions, positions),
-        temperature=_per_query(enc.temperature(positions)),
-        value_terms=enc.value_terms(positions, positions),
+        qk_terms=enc.qk_terms(q_rot, k_rot, q_at, k_at),
+        temperature=_per_query(enc.temperature(read("scale", "query"))),
+        value_terms=enc.value_terms(q_at, k_at),
         fully_masked=fully_masked,
         trace=trace,
     )

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
+from refpos.bounds import BASE
 from refpos.pairs import PLACEMENTS as PAIR_PLACEMENTS
 from refpos.pairs import ROPE_LAYOUTS
 from refpos.rope.mrope import assignment_name, check_sections
@@ -89,7 +90,7 @@ class RopeConfig:
     rope_type : str
         One of :data:`ROPE_TYPES` (:data:`refpos.rope.rules.RULES`: which keys each reads and requires).
     theta : float
-        Base θ > 0 (HF ``rope_theta``).
+        Base θ > 1 (HF ``rope_theta``): the frequencies θ^(−2j/d) decrease along the pairs.
     head_dim : int
         Head size ``D``.
     rotary_dim, partial_rotary_factor : int, float, optional
@@ -141,7 +142,7 @@ class RopeConfig:
 
     def __post_init__(self) -> None:
         rule = rule_of(self.rope_type)
-        self._set("theta", check_float("theta", self.theta, positive=True))
+        self._set("theta", BASE.check("theta", self.theta))
         head_dim = check_int("head_dim", self.head_dim, minimum=2, maximum=MAX_HEAD_DIM)
         self._set("layout", check_choice("layout", self.layout, LAYOUTS))
         self._check_rule_keys(rule)

@@ -59,7 +59,7 @@ from refpos.rope.fast import is_fast_input, rotate_span
 from refpos.rope.fast_gpu import is_fast_gpu_input
 from refpos.rope.fast_gpu import rotate_span as rotate_span_gpu
 from refpos.rope.mrope import mrope_cos_sin, rope_positions, token_positions
-from refpos.rope.scaling import check_rope_config, check_seq_len, rope_frequencies
+from refpos.rope.scaling import check_rope_config, check_seq_len, frequencies_at
 from refpos.validation import (
     check_broadcasts_to,
     check_frequencies,
@@ -80,7 +80,7 @@ def resolve_frequencies(rope: RopeConfig, positions: Array, seq_len: int | None,
     if frequencies is not None:
         return check_frequencies(frequencies, rope.n_pairs, xp)
     seq_len, needed = check_seq_len(seq_len), seq_len_of(positions)
-    resolved = rope_frequencies(rope, seq_len=needed if seq_len is None else seq_len, xp=xp)
+    resolved = frequencies_at(rope, needed if seq_len is None else seq_len, xp)
     check_seq_len_covers(rope, seq_len, needed, resolved, xp)
     return resolved
 
@@ -94,8 +94,8 @@ def check_seq_len_covers(rope: RopeConfig, seq_len: int | None, needed: int | No
     depends on the difference and nothing is refused."""
     if seq_len is None or needed is None or seq_len >= needed:
         return
-    inv, factor = resolved if resolved is not None else rope_frequencies(rope, seq_len=seq_len, xp=xp)
-    inv_needed, factor_needed = rope_frequencies(rope, seq_len=needed, xp=xp)
+    inv, factor = resolved if resolved is not None else frequencies_at(rope, seq_len, xp)
+    inv_needed, factor_needed = frequencies_at(rope, needed, xp)
     ns = array_namespace(inv)
     if factor != factor_needed or not bool(ns.all(inv == ns.asarray(inv_needed))):
         raise ValueError(f"seq_len must be >= max(positions) + 1 = {needed} for rope_type {rope.rope_type!r}, got "

@@ -43,7 +43,7 @@ from refpos.rope.core import (
 )
 from refpos.rope.mrope import mrope_angles
 from refpos.rope.scaling import check_rope_config
-from refpos.validation import as_positions, check_choice, check_int
+from refpos.validation import as_positions, check_choice, check_width
 
 
 def apply_rope_complex(
@@ -146,7 +146,7 @@ def half_to_interleaved_permutation(d: int, *, xp: ModuleType | None = None) -> 
 
 
 def _check_even(name: str, d: int) -> int:
-    d = check_int(name, d, minimum=2)
+    d = check_width(name, d, minimum=2, what="int64 indices")
     if d % 2:
         raise ValueError(f"{name} must be even, got {d}")
     return d
@@ -163,7 +163,7 @@ def permute_qk_heads(w: Array, n_heads: int, *, to: str, axis: int = -1) -> Arra
     Use ``n_kv_heads`` for ``W_k``.
     """
     xp = array_namespace(w)
-    n_heads = check_int("n_heads", n_heads, minimum=1)
+    n_heads = check_width("n_heads", n_heads, what="heads")
     check_choice("to", to, ("half", "interleaved"))
     width = w.shape[axis]
     if width % n_heads or (width // n_heads) % 2:

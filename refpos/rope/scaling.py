@@ -22,18 +22,18 @@ Examples
 from __future__ import annotations
 
 import math
-import numbers
 from types import ModuleType
 
 import numpy as np
 
 from refpos.backend import Array, array_namespace, get_xp
+from refpos.bounds import SEQ_LEN
 from refpos.rope.config import RopeConfig
 from refpos.rope.rules import RULES, Float64
 from refpos.rope.rules import ntk as ntk_rules
 from refpos.rope.rules import plain as plain_rules
 from refpos.rope.rules import yarn as yarn_rules
-from refpos.validation import check_int
+from refpos.validation import check_float
 
 
 def check_rope_config(rope: object) -> RopeConfig:
@@ -44,7 +44,9 @@ def check_rope_config(rope: object) -> RopeConfig:
 
 
 def check_seq_len(seq_len: object) -> int | None:
-    return None if seq_len is None else check_int("seq_len", seq_len, minimum=0)
+    """A sequence length a caller gives: ``None`` (not known) or :data:`refpos.validation.SEQ_LEN` (``--seq-len``'s
+    range and message)."""
+    return None if seq_len is None else SEQ_LEN.check("seq_len", seq_len)
 
 
 def rope_frequencies(
@@ -77,8 +79,12 @@ def rope_frequencies(
     >>> float(rope_frequencies(rope, seq_len=4096)[0][1]), float(rope_frequencies(rope, seq_len=8192)[0][1])
     (0.8659643233600653, 0.8509942913412162)
     """
-    rope = check_rope_config(rope)
-    seq_len = check_seq_len(seq_len)
+    return frequencies_at(check_rope_config(rope), check_seq_len(seq_len), xp)
+
+
+def frequencies_at(rope: RopeConfig, seq_len: int | None, xp: ModuleType | None = None) -> tuple[Array, float]:
+    """:func:`rope_frequencies` at a length refpos derived itself (``max(positions) + 1`` of positions already
+    checked), so not checked again."""
     rule, ar = RULES[rope.rope_type], Float64(get_xp(xp))
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # an overflow is refused just below
         resolved = rule.inv_freq(rope, seq_len, ar), float(rule.attention_factor(rope, seq_len, ar))
@@ -158,7 +164,7 @@ def dynamic_theta(rope: RopeConfig, seq_len: int | None) -> float:
     :math:`\theta (L/L_\text{max})^{d/(d-2)}` (the formula and HF 5.24.0 agree: ``factor = 1`` does not
     give θ' = θ for ``L > L_max``; docs/extrapolation.md#dynamic-ntk).
     """
-    return ntk_rules.dynamic_theta(rope, seq_len, Float64(get_xp("numpy")))
+    return ntk_rules.dynamic_theta(check_rope_config(rope), check_seq_len(seq_len), Float64(get_xp("numpy")))
 
 
 def yarn_pair_at(rotations: float, rope: RopeConfig) -> float:
@@ -166,7 +172,8 @@ def yarn_pair_at(rotations: float, rope: RopeConfig) -> float:
 
     .. math:: \mathrm{pair\_at}(n) = \frac{d \ln\bigl(L_0 / (2\pi n)\bigr)}{2 \ln\theta}
     """
-    return yarn_rules.yarn_pair_at(rotations, rope, Float64(get_xp("numpy")))
+    rotations = check_float("rotations", rotations, positive=True)  # ln(L_0 / (2π n)): n > 0
+    return yarn_rules.yarn_pair_at(rotations, check_rope_config(rope), Float64(get_xp("numpy")))
 
 
 def yarn_correction_range(rope: RopeConfig, *, truncate: bool | None = None) -> tuple[float, float]:
@@ -186,6 +193,5 @@ def yarn_ramp(rope: RopeConfig, xp: ModuleType | None = None, *, truncate: bool 
 
 def mscale(scale: float, k: float = 1.0) -> float:
     r"""YaRN magnitude rule: :math:`0.1\,k\ln s + 1` for ``s > 1``, else 1 (docs/extrapolation.md#yarn)."""
-    if not isinstance(scale, numbers.Real) or not isinstance(k, numbers.Real):
-        raise TypeError("mscale: scale and k must be real numbers")
+    scale, k = check_float("scale", scale), check_float("k", k)  # a TypeError or ValueError naming them
     return float(yarn_rules.mscale(scale, k, Float64(get_xp("numpy"))))

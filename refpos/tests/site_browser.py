@@ -5,8 +5,10 @@ Used by ``test_docs_browser.py`` (``tox -e docs-browser``). The site is served f
 each width of :data:`WIDTHS` (a 1280 px desktop, a 390 px phone), MathJax and the fonts are left to
 finish, and the page is checked for what a reader would see wrong:
 
-- ``overflow``: a code block wider than its column (its lines cut off, behind a scroll bar), or a page
-  wider than the window;
+- ``overflow``: a code block or a table wider than its column (its lines or cells cut off, behind a scroll
+  bar), or a page wider than the window;
+- ``token-break``: a code line wrapped inside a token (an identifier or a number cut in two: letters, digits
+  or ``_`` on both sides of the break); a line may wrap at a space or after punctuation (``/``, ``-``, ``,``);
 - ``tofu``: a character no font on the page can draw (an empty box): each character of the text is drawn
   on a canvas in its element's fonts and compared with a code point no font has;
 - ``cjk-font``: CJK text (the worked example's 我 愛 你) drawn without the font subset the site bundles;
@@ -70,7 +72,16 @@ NETWORK_SCHEMES = ("http:", "https:", "ws:", "wss:", "ftp:")
 #: runs in the page: waits for MathJax and the images, then reports what the page shows
 PAGE_PROBE = r"""
 const done = arguments[arguments.length - 1];
-const math = (window.MathJax && MathJax.startup && MathJax.startup.promise) || Promise.resolve();
+// MathJax's startup exists only once its script has run (on a busy machine, after the page's load event): wait
+// for it (30 s at most) on a page with formulas, then for its startup, then for a typesetting pass of its own (a
+// startup promise taken while MathJax still loads its parts resolves before the page is typeset)
+const formulas = document.querySelector(".arithmatex") !== null;
+const math = !formulas ? Promise.resolve() : new Promise((resolve) => {
+  const start = Date.now();
+  const poll = () => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? resolve(MathJax.startup.promise)
+      : Date.now() - start > 30000 ? resolve() : setTimeout(poll, 50);
+  poll();
+}).then(() => (window.MathJax && typeof MathJax.typesetPromise === "function") ? MathJax.typesetPromise() : null);
 const images = Array.from(document.images).map((img) => img.complete ? null
     : new Promise((resolve) => { img.onload = img.onerror = resolve; }));
 Promise.all([math, ...images]).then(() => document.fonts.ready).then(() => {
@@ -89,6 +100,44 @@ Promise.all([math, ...images]).then(() => document.fonts.ready).then(() => {
   // not failed (a wrapped line is readable; a diagram that wraps is worth redrawing narrower)
   const wrapped = Array.from(main.querySelectorAll('pre > code > span[id^="__span"]')).filter((line) =>
       line.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(line).lineHeight)).length;
+  // a wrap inside a token: where a code line continues on the next row, the characters on both sides of the
+  // break are letters, digits or "_" (one identifier or number cut in two; CJK text breaks between any two
+  // characters). Read character by character in the code blocks that wrap at all (taller than their lines)
+  const cjkScripts = "\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}";
+  const word = new RegExp(`^(?![${cjkScripts}])[\\p{L}\\p{N}_]$`, "u");
+  const tokenBreaks = [];
+  main.querySelectorAll("pre > code").forEach((code, index) => {
+    const rowHeight = parseFloat(getComputedStyle(code).lineHeight) || 16;
+    const rows = code.textContent.replace(/\n$/, "").split("\n").length;
+    if (code.getBoundingClientRect().height < (rows + 0.5) * rowHeight) return;
+    const text = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    let top = null, before = "\n", context = "";
+    for (let node = text.nextNode(); node; node = text.nextNode()) {
+      for (let i = 0; i < node.length; i++) {
+        const ch = node.data[i];
+        context = (context + ch).slice(-40);
+        if (ch === "\n") { top = null; before = ch; continue; }
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const rect = range.getClientRects()[0];
+        if (!rect) continue;
+        if (top !== null && rect.top > top + rowHeight / 2 && word.test(before) && word.test(ch)
+            && tokenBreaks.length < 20) {
+          tokenBreaks.push({index: index, at: context.slice(-20), width: code.clientWidth});
+        }
+        top = rect.top;
+        before = ch;
+      }
+    }
+  });
+  // a table wider than its column: its cells cut off behind a scroll bar (or widening the page)
+  const wideTables = Array.from(main.querySelectorAll("table")).map((table, index) => {
+    const box = table.closest(".md-typeset__scrollwrap") || table.parentElement;
+    return {index: index, over: Math.max(box.scrollWidth - box.clientWidth,
+                                         table.getBoundingClientRect().width - box.clientWidth),
+            width: box.clientWidth, head: (table.rows[0] ? table.rows[0].textContent : "").trim().slice(0, 80)};
+  }).filter((table) => table.over > 1);
   // tofu: a character drawn in its element's fonts looks like a code point no font has (U+10FFFD)
   const canvas = document.createElement("canvas");
   canvas.width = canvas.height = 48;
@@ -133,6 +182,8 @@ Promise.all([math, ...images]).then(() => document.fonts.ready).then(() => {
     blocks: main.querySelectorAll("pre").length,
     overflowing: overflowing,
     wrapped: wrapped,
+    token_breaks: tokenBreaks,
+    wide_tables: wideTables,
     page_overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
     code_spans: Array.from(main.querySelectorAll("code")).filter((c) => !c.closest("pre")).map((c) => c.textContent),
     tofu: Array.from(tofu.entries()),
@@ -231,7 +282,7 @@ def chromium(profile: Path) -> Iterator:
     options.add_argument(f"--user-data-dir={profile}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    driver.set_script_timeout(60)
+    driver.set_script_timeout(90)
     driver.set_page_load_timeout(60)
     try:
         yield driver
@@ -302,6 +353,12 @@ def check_page(driver, base: str, page: str, shots: Path, width: int = WIDTHS[0]
     for block in seen["overflowing"]:
         report.problems.append(Problem(where, "overflow", f"code block {block['index'] + 1} is {block['over']} px "
                                                           f"wider than its {block['width']} px: {block['line']!r}"))
+    for cut in seen["token_breaks"]:
+        report.problems.append(Problem(where, "token-break", f"code block {cut['index'] + 1} ({cut['width']} px) "
+                                                             f"wraps inside a token: {cut['at']!r}"))
+    for table in seen["wide_tables"]:
+        report.problems.append(Problem(where, "overflow", f"table {table['index'] + 1} is {table['over']} px wider "
+                                                          f"than its {table['width']} px column: {table['head']!r}"))
     if seen["page_overflow"] > 1:
         report.problems.append(Problem(where, "overflow", f"the page is {seen['page_overflow']} px wider than "
                                                           "the window"))

@@ -209,7 +209,7 @@ def llama4_attention_query_scale(config, length):
 def test_llama4_temperature_matches_the_attention_forward(name):
     config = CONFIGS[name]["config"]
     layer, theirs = llama4_attention_query_scale(config, 16390)
-    ours = refpos.models.hf_layer(config, layer).query_scale(np.arange(16390))
+    ours = refpos.models.hf_layer(config, layer).query_scale(cache_position=np.arange(16390))
     np.testing.assert_allclose(ours, theirs, rtol=1e-6)  # the captured q is float32: ~8 ulps of float32 (2^-23)
     assert ours[8190] == 1.0 < ours[8191]
     assert refpos.models.hf_layer(config, layer - 1).query_scale([10**6])[0] == 1.0  # RoPE layers: no scale

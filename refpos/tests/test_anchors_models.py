@@ -49,7 +49,7 @@ def test_alibi_bias_is_the_family_builder(model_type, heads, extra):
     length = 2048  # past 256 Falcon's bfloat16 holds the key index itself rounded (2047 as 2048)
     theirs = module.build_alibi_tensor(torch.ones(1, length, dtype=torch.long), heads, torch.float32)
     theirs = theirs.reshape(heads, length).double().numpy()
-    ours = layer.bias(np.arange(length), np.arange(length))[:, -1, :]  # every row equal: key index
+    ours = layer.bias(attention_mask=np.ones(length))[:, -1, :]  # every row equal: the mask's count, all ones
     np.testing.assert_array_equal(ours, theirs)
     assert layer.before_scale is (model_type == "falcon")
 
@@ -60,7 +60,7 @@ def test_mpt_bias_is_build_mpt_alibi_tensor():
     _, config = hf_config("mpt", n_heads=6, d_model=48)
     layer = positions_of(config).layers[0]
     theirs = build_mpt_alibi_tensor(6, 40).reshape(6, 40).double().numpy()  # anchored at the last key
-    np.testing.assert_array_equal(layer.bias(np.arange(40), np.arange(40))[:, -1, :], theirs)
+    np.testing.assert_array_equal(layer.bias(attention_mask=np.ones(40))[:, -1, :], theirs)
 
 
 # -------------------------------------------------------------------------------------------------- T5
@@ -148,7 +148,7 @@ def test_sinusoids_are_the_model_s_tables():
         model = AutoModel.from_config(hf)
         embed = model.encoder.embed_positions
         layer = positions_of(config).stack("encoder")[0]
-        rows = layer.rows(np.arange(40))  # padding_idx + 1 + p
+        rows = layer.rows_at(np.arange(40))  # padding_idx + 1 + p
         np.testing.assert_allclose(layer.sinusoid(np.arange(40)), embed.weights[rows].double().numpy(), rtol=0,
                                    atol=(rows.max() + 1) * 2.0**-24 * 2, err_msg=model_type)
 
@@ -164,7 +164,7 @@ def test_deberta_v3_relative_rows_are_the_model_s():
     q = torch.zeros(1, length, 4)
     relative = build_relative_position(q, q, bucket_size=256, max_position=512)[0]  # query − key, bucketed
     theirs = torch.clamp(relative + span, 0, span * 2 - 1).numpy()  # c2p_pos of DisentangledSelfAttention
-    np.testing.assert_array_equal(layer.relative_index(np.arange(length), np.arange(length)), theirs)
+    np.testing.assert_array_equal(layer.relative_index(cache_position=np.arange(length)), theirs)
     assert layer.pos_att_type == ("p2c", "c2p") and layer.share_att_key
 
 
@@ -252,8 +252,10 @@ ENCODER_TABLES = [row.model_type for row in refpos.models.families.FAMILY_ROWS
 
 @pytest.mark.parametrize("model_type", ENCODER_TABLES)
 def test_every_encoder_table_row_reads_the_model_s_rows(model_type):
-    """Every learned-table encoder of the family table: a tiny model of its config class runs 10 tokens, a
-    hook on its position table records the rows it reads; refpos's rows and table length are those."""
+    """Every learned-table encoder of the family table: a tiny model of its config class runs 10 tokens, the first
+    two of them padding, a hook on its position table records the rows it reads; refpos, given the same input ids,
+    reads those rows (the RoBERTa families count the non-padding ids, the others read the token's slot), and the
+    table's length is the model's."""
     small = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16,
              "vocab_size": 64, "pad_token_id": 1, "embedding_size": 16, "max_position_embeddings": 40,
              "attention_window": 4}
@@ -264,10 +266,14 @@ def test_every_encoder_table_row_reads_the_model_s_rows(model_type):
     table = next(m for name, m in model.named_modules() if name.endswith(("position_embeddings", "position_embedding")))
     seen = []
     table.register_forward_hook(lambda module, args, out: seen.append(args[0].reshape(-1).tolist()))
+    ids = torch.cat([torch.ones(1, 2, dtype=torch.long), torch.arange(2, 10)[None, :]], dim=1)  # pad_token_id 1
     with torch.no_grad():
-        model(input_ids=torch.arange(2, 12)[None, :])  # no padding token among them
+        model(input_ids=ids, attention_mask=(ids != 1).long())
     layer = positions_of(hf.to_dict()).layers[0]
-    assert layer.rows(np.arange(10)).tolist() == seen[0][:10]
+    inputs = {"input_ids": ids.numpy(), "cache_position": np.arange(10), "attention_mask": (ids != 1).long().numpy()}
+    read = layer.rows(**{k: v for k, v in inputs.items() if k != "cache_position" or
+                         "input_ids_cumsum" not in layer.source("rows")})
+    assert read.reshape(-1).tolist() == seen[0][:10]
     assert layer.table_size == table.weight.shape[0]
 
 

@@ -3,7 +3,7 @@
 The layers (the front door's docstring states them too), each importing only from itself and the layers
 before it::
 
-    0  refpos.backend, refpos.validation, refpos.parallel, refpos.encoding, refpos.pairs
+    0  refpos.backend, refpos.validation, refpos.bounds, refpos.parallel, refpos.encoding, refpos.pairs
     1  refpos.core            (softmax, attention, chunked attention, heads)
     2  refpos.encodings, refpos.rope   (siblings: neither imports the other)
     3  refpos.models          (a model's config.json: the family table, the resolver)
@@ -30,6 +30,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 LAYERS: dict[str, tuple[int, str]] = {
     "refpos.backend": (0, "base"),
     "refpos.validation": (0, "base"),
+    "refpos.bounds": (0, "base"),
     "refpos.parallel": (0, "base"),
     "refpos.encoding": (0, "base"),
     "refpos.pairs": (0, "base"),

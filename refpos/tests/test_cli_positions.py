@@ -111,11 +111,11 @@ def _save(tmp_path, name, array):
 def test_check_config_takes_every_kind_from_the_layer(configs, tmp_path, capsys):
     resolved = {name: refpos.model_positions(CONFIGS[name]) for name in ("falcon", "t5", "opt", "whisper")}
     keys = np.arange(6)
-    bias = resolved["falcon"].layers[0].bias(keys[2:], keys, rounded=False)
+    bias = resolved["falcon"].layers[0].bias(cache_position=keys[2:], attention_mask=np.ones(6), rounded=False)
     assert main(["check", "alibi", "--config", str(configs["falcon"]), "--candidate",
                  _save(tmp_path, "b.npy", bias), "--q-len", "4", "--k-len", "6"]) == 0
     rel = keys[None, :] - keys[:4, None]
-    buckets = resolved["t5"].stack("decoder")[0].buckets(keys[:4], keys)
+    buckets = resolved["t5"].stack("decoder")[0].buckets_at(keys[:4], keys)
     argv = ["check", "t5", "--config", str(configs["t5"]), "--relative", _save(tmp_path, "r.npy", rel),
             "--candidate", _save(tmp_path, "t.npy", buckets)]
     assert main([*argv, "--stack", "decoder"]) == 0 and main(argv) == 1  # the encoder is bidirectional

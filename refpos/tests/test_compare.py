@@ -149,3 +149,28 @@ def test_every_user_decides_as_the_comparison(user):
         elif name == "atol per position" and user is _through_manifest:
             continue  # the manifest lays a list along one axis only
         assert _run(user, case) is ok, name
+
+
+def test_a_golden_failure_pairs_each_error_with_its_own_elements_tolerance():
+    """Llama-3.1's apply case in float32: an error of 3× the tolerance at position 0 (atol 9.5e-7) and a larger
+    one well within the tolerance at position 131071 (atol 0.07). The message names the first with ITS
+    tolerance, and the largest error with its own, never one element's error with another's tolerance."""
+    from refpos.golden.entries import compare as compare_entry
+    from refpos.golden.manifest import default_golden_dir, find_case, load_manifest
+
+    root = default_golden_dir()
+    case = find_case(load_manifest(root), "rope/meta-llama--Llama-3.1-8B/apply")
+    reference = np.load(root / case["outputs"]["y"]["file"], allow_pickle=False)
+    positions = np.load(root / case["inputs"]["positions"]["file"], allow_pickle=False)
+    entry = case["outputs"]["y"]["tolerance"]
+    atol = entry["float32"]["atol"]
+    first, last = 0, int(np.argmax(positions))
+    candidate = reference.copy()
+    candidate[first, 5] += 3 * atol[first]
+    candidate[last, 7] += 0.5 * atol[last]
+    result = compare_entry(candidate, reference, entry, "float32")
+    assert not result["ok"] and result["n_bad"] == 1
+    assert result["message"] == (
+        f"|diff| {3 * atol[first]:.3g} at index ({first}, 5) = {3:.3g}× its float32 tolerance {atol[first]:.3g}; "
+        f"the largest |diff|, {0.5 * atol[last]:.3g} at index ({last}, 7), is 0.5× its tolerance {atol[last]:.3g}")
+    assert result["max_abs_error"] == pytest.approx(0.5 * atol[last])  # the largest error is still reported

@@ -4,9 +4,10 @@ chromium-driver: ``apt-get install -y chromium chromium-driver``).
 It builds the site (``mkdocs build --strict``), serves it on 127.0.0.1, loads every page in headless
 Chromium and fails on raw LaTeX in the rendered text, a formula MathJax could not typeset, a ``>>>``
 outside a code block, a missing image, a dead internal link, a console error, any request to an
-outside address (the site must read the same with no network), a code block wider than its column at
-1280 px or at a phone's 390 px, a character drawn as an empty box (tofu), CJK text without the bundled
-font, or a formula written as a code span. Full-page screenshots at both widths go to
+outside address (the site must read the same with no network), a code block or a table wider than its
+column at 1280 px or at a phone's 390 px, a code line wrapped inside a token (a name or a number cut in
+two), a character drawn as an empty box (tofu), CJK text without the bundled font, or a formula written
+as a code span. Full-page screenshots at both widths go to
 ``$REFPOS_SCREENSHOTS`` (``docs-screenshots/`` by default, ``1280/`` and ``390/``), with ``report.txt``,
 the per-page summary.
 
@@ -73,6 +74,8 @@ BAD_PAGE = r"""<!doctype html><html><head><meta charset="utf-8"><link rel="icon"
 <h1 id="top">A page with every mistake</h1>
 <p>The rotation \[ \begin{pmatrix} u' \\ v' \end{pmatrix} \] and $\theta_j$ stay raw.</p>
 <pre><code>WIDE</code></pre>
+<pre style="white-space: pre-wrap; overflow-wrap: anywhere"><code>x = LONG_NAME</code></pre>
+<table><tr><th>column</th></tr><tr><td>UNBROKEN</td></tr></table>
 <p>A private-use character &#xE000; no font draws, and 我 愛 你 with no font of the site's.</p>
 <p>The angle <code>φ_j = p·ω_j</code> as code.</p>
 <p>&gt;&gt;&gt; refpos.encodings.alibi_slopes(8)</p>
@@ -81,11 +84,13 @@ BAD_PAGE = r"""<!doctype html><html><head><meta charset="utf-8"><link rel="icon"
 <script>console.error("a script failed");</script>
 <img src="http://outside.invalid/pixel.png" alt="outside">
 </article></body></html>
-""".replace("WIDE", "a line of output wider than any column, " * 6)  # about 1900 px of monospace
+""".replace("WIDE", "a line of output wider than any column, " * 6).replace(  # about 1900 px of monospace
+    "LONG_NAME", "a_name_longer_than_any_line_" * 12).replace("UNBROKEN", "cell" * 120)  # cut; a table too wide
 GOOD_PAGE = r"""<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">
 <title>good</title><style>pre { white-space: pre-wrap; overflow-wrap: anywhere; }</style></head><body><article>
 <h1 id="fine">A clean page</h1>
 <pre><code>&gt;&gt;&gt; x = r"\(not math\)"  # inside code: fine; WIDE</code></pre>
+<table><tr><th>a</th><th>b</th></tr><tr><td>a table</td><td>that fits its column</td></tr></table>
 <p>Greek in prose is fine: ω, θ, and <code>rope_theta</code> is code.</p>
 <p>Plain prose costs $5 and 10 $ in total, <code>\alpha</code> is code. <a href="index.html#top">back</a></p>
 </article></body></html>
@@ -103,7 +108,10 @@ def test_the_check_catches_each_mistake(tmp_path: Path):
     for width in site_browser.WIDTHS:
         kinds = {problem.kind for problem in reports["/", width].problems}
         assert kinds >= {"raw-latex", "doctest-prompt", "missing-image", "console-error", "outside-request",
-                         "overflow", "tofu", "cjk-font", "math-in-code"}, site_browser.summary(found)
+                         "overflow", "token-break", "tofu", "cjk-font", "math-in-code"}, site_browser.summary(found)
+        details = [problem.detail for problem in reports["/", width].problems]
+        assert any(d.startswith("table 1 is ") and "wider than its" in d for d in details), details
+        assert any(d.startswith("code block 2 ") and "wraps inside a token: " in d for d in details), details
         assert reports["good.html", width].problems == [], site_browser.summary(found)
     first = reports["/", site_browser.WIDTHS[0]]
     details = " | ".join(problem.detail for problem in first.problems)

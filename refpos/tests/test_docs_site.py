@@ -6,7 +6,9 @@ reads the built site):
 * every listing of a file is inlined, so that it reads on GitHub too (no ``--8<--`` placeholder), and is
   the file itself, character for character (``<!-- listing: PATH -->`` before its fence);
 * the bundled CJK font subset draws every CJK character the pages use, carries its license, and the
-  stylesheet loads it; the stylesheet's wrapped code blocks have the line spans they rely on.
+  stylesheet loads it; the stylesheet's wrapped code blocks have the line spans they rely on;
+* the site's hooks give code its places to break between tokens (never inside a name or a number) and every
+  table cell its column's name (a wide table stacks on a phone under those names).
 """
 
 from __future__ import annotations
@@ -113,3 +115,45 @@ def test_the_site_loads_the_stylesheet_and_gives_lines_their_spans():
     assert re.search(r"^extra_css:\n  - stylesheets/extra\.css", config, re.M)
     assert re.search(r"line_spans: __span", config), "extra.css indents wrapped lines through the line spans"
     assert 'span[id^="__span"]' in STYLESHEET.read_text(encoding="utf-8")
+
+
+def _hook(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_code_breaks_fall_between_tokens_only():
+    """A <wbr> after "/", "::", "(", ","; before "." and "=" between names; never inside a name, a number or an
+    entity, whichever Pygments span a character is in."""
+    hook = _hook("mkdocs_code_breaks")
+    code = ('<span class="n">refpos</span><span class="o">.</span><span class="n">to_numpy</span><span class="p">('
+            '</span><span class="mf">3.25</span>, &quot;x&quot;) spec_tests/adapters/apple_mlx.xfails.txt t.py::test_x '
+            'REFPOS_IMPL=my_adapter -0.5')
+    out = hook.with_breaks(code)
+    assert out.replace("<wbr>", "") == code
+    text = re.sub(r"<(?!wbr>)[^>]*>", "", out)
+    pieces = text.split("<wbr>")
+    assert pieces == ["refpos", ".to_numpy(", '3.25, &quot;x&quot;) spec_tests/', "adapters/", "apple_mlx", ".xfails",
+                      ".txt t", ".py::", "test_x REFPOS_IMPL", "=my_adapter -0.5"], pieces
+    page = f'<p>a.b/c</p><pre><span></span><code>{code}</code></pre>'
+    assert hook.on_page_content(page, None, None, None).startswith("<p>a.b/c</p>")  # prose is left alone
+    assert "<wbr>" in hook.on_page_content(page, None, None, None)
+
+
+def test_table_cells_carry_their_columns_name():
+    hook = _hook("mkdocs_table_labels")
+    table = ('<table><thead><tr><th>model <code>type</code></th><th>A &amp; B</th></tr></thead><tbody>'
+             '<tr><td>llama</td><td>1</td></tr><tr><td class="x">qwen</td><td>2</td></tr></tbody></table>')
+    out = hook.on_page_content(f"<p>x</p>{table}", None, None, None)
+    assert out.count('<td data-label="model type"') == 2 and out.count('<td data-label="A &amp; B"') == 2, out
+    assert hook.labelled("<table><tr><td>no header</td></tr></table>") == "<table><tr><td>no header</td></tr></table>"
+
+
+def test_the_site_runs_both_hooks_and_the_stylesheet_uses_them():
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    css = STYLESHEET.read_text(encoding="utf-8")
+    assert "  - scripts/mkdocs_code_breaks.py" in config and "  - scripts/mkdocs_table_labels.py" in config
+    assert "overflow-wrap: normal;" in css and "overflow-wrap: anywhere" not in css.split("table:not")[0]
+    assert "content: attr(data-label);" in css

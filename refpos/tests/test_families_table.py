@@ -28,7 +28,8 @@ def test_the_file_loads_into_the_rows():
     assert rows == fam.FAMILY_ROWS and aliases == fam.ALIASES
     assert aliases == {"kimi_k2": "deepseek_v3", "gemma3": "gemma3_text", "gemma4": "gemma4_text",
                        "qwen2_vl_text": "qwen2_vl", "qwen2_5_vl_text": "qwen2_5_vl",
-                       "qwen2_5_omni_text": "qwen2_5_omni", "paddleocr_vl_text": "paddleocr_vl"}
+                       "qwen2_5_omni_text": "qwen2_5_omni", "paddleocr_vl_text": "paddleocr_vl",
+                       "param2moe": "glm4_moe"}
     text = (resources.files("refpos") / "models" / "data" / "families.toml").read_text(encoding="utf8")
     assert len(rows) == len({row.model_type for row in rows}) == text.count("\n[family.")
     (row,), _ = fam.load(table(ROW + 'no_attention = {conv = "conv"}\nlayer_pattern = {every = 3, other = "conv"}\n'))

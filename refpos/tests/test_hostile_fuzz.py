@@ -210,13 +210,13 @@ def positions_contract(config: dict) -> None:
         p = np.arange(4)
         for layer in resolved:
             if layer.kind == "alibi":
-                assert np.all(np.isfinite(layer.bias(p, p)))
+                assert np.all(np.isfinite(layer.bias_at(p, p)))
             elif layer.kind == "t5":
-                assert layer.buckets(p, p).shape == (4, 4)
+                assert layer.buckets_at(p, p).shape == (4, 4)
             elif layer.kind == "sinusoidal":
                 assert np.all(np.isfinite(layer.sinusoid(p[: min(4, (layer.table_size or 4) - layer.offset)])))
             elif layer.kind == "learned":
-                assert layer.rows(p[: layer.table_size - layer.offset]).size >= 0
+                assert layer.rows_at(p[: layer.table_size - layer.offset]).size >= 0
             elif layer.kind in ("rope", "mrope"):
                 inv_freq, factor = refpos.rope_frequencies(layer.rope, seq_len=8, xp="numpy")
                 assert np.all(np.isfinite(refpos.to_numpy(inv_freq))) and math.isfinite(float(factor))

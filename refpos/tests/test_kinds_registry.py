@@ -92,6 +92,9 @@ def test_the_example_builds_records_of_the_kind(name):
     assert {r.kind for r in records} == {name}
     assert [r.index for r in records] == list(range(len(records)))
     json.dumps([r.describe() for r in records])
+    read = {name for record in records for _, source in record.reads for name in source}
+    assert read <= set(kind.reads), (read, kind.reads)  # the kind's reads list every input its records read
+    assert all(record.reads for record in records) or kind.hook == "none"  # a layer with positions says whence
 
 
 def test_the_check_targets_are_the_registry_s():

@@ -81,13 +81,13 @@ def test_bad_layouts_are_named(spans, kwargs, error, message):
 
 
 def test_bad_spans_are_named():
-    with pytest.raises(ValueError, match=r"Image\.grid h must be >= 1"):
+    with pytest.raises(ValueError, match=r"Image\.grid h must be an integer from 1 to"):
         Image((1, -2, 4))
-    with pytest.raises(ValueError, match=r"Video\.grid t must be >= 1"):
+    with pytest.raises(ValueError, match=r"Video\.grid t must be an integer from 1 to"):
         Video((0, 2, 2))
     with pytest.raises(TypeError, match=r"Image\.grid must be \(t, h, w\)"):
         Image((4, 4))
-    with pytest.raises(ValueError, match=r"Text\.length must be >= 1"):
+    with pytest.raises(ValueError, match=r"Text\.length must be an integer from 1 to"):
         Text(0)
     with pytest.raises(ValueError, match=r"Video\.seconds_per_grid must be >= 0"):
         Video((1, 2, 2), seconds_per_grid=-1.0)
@@ -159,9 +159,9 @@ def test_audio_token_counts_by_hand():
 
 
 def test_bad_new_spans_are_named():
-    with pytest.raises(ValueError, match=r"Audio\.tokens must be >= 1"):
+    with pytest.raises(ValueError, match=r"Audio\.tokens must be an integer from 1 to"):
         Audio(0)
-    with pytest.raises(ValueError, match=r"Video\.audio_tokens must be >= 1"):
+    with pytest.raises(ValueError, match=r"Video\.audio_tokens must be an integer from 1 to"):
         Video((1, 2, 2), audio_tokens=0)
 
 

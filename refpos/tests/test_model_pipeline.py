@@ -52,7 +52,7 @@ def test_alibi_layers_run_with_their_order_and_rounding():
     for model_type, extra, before in (("bloom", {}, False), ("falcon", {"alibi": True}, True)):
         config = {"model_type": model_type, "n_layer": 1, "n_head": HEADS, "hidden_size": D_MODEL, **extra}
         layer = refpos.model_positions(config).layers[0]
-        expected = written_out(X, bias=layer.bias(POS, POS), before_scale=before)
+        expected = written_out(X, bias=layer.bias(attention_mask=np.ones(POS.size)), before_scale=before)
         np.testing.assert_allclose(run(layer), expected, rtol=1e-12, atol=1e-12)
 
 
@@ -60,7 +60,7 @@ def test_t5_learned_and_sinusoidal_layers_run_with_their_weights():
     t5 = refpos.model_positions({"model_type": "t5", "num_layers": 1, "num_heads": HEADS, "d_model": D_MODEL,
                                  "relative_attention_num_buckets": 8}).stack("decoder")[0]
     table = RNG.standard_normal((8, HEADS))
-    np.testing.assert_allclose(run(t5, table=table), written_out(X, bias=np.asarray(t5.bias(table, POS, POS)),
+    np.testing.assert_allclose(run(t5, table=table), written_out(X, bias=np.asarray(t5.bias(table, cache_position=POS)),
                                                                  scale=1.0), rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="pass table="):
         t5.encoding()
@@ -83,11 +83,39 @@ def test_a_query_scale_runs_as_the_query_multiplied_by_it():
     resolved = refpos.model_positions(LLAMA4)
     nope, rope = resolved.layers[3], resolved.layers[0]
     assert nope.label == "none+scale" and rope.label == "rope"
-    scale = nope.query_scale(POS)
+    scale = nope.scale(cache_position=POS)
     assert scale[0] == 1.0 and scale[-1] > 1.0  # 1 + 0.5 ln(1 + ⌊(p + 1)/2⌋)
     np.testing.assert_allclose(run(nope), written_out(X, temperature=scale), rtol=1e-12, atol=1e-12)
     rotated = written_out(X, rotate=lambda h: np.asarray(refpos.apply_rope(h, POS, rope.rope)))
     np.testing.assert_allclose(run(rope), rotated, rtol=1e-12, atol=1e-12)
+
+
+def test_each_hook_reads_what_its_layer_reads():
+    """self_attention takes the position ids, the slots and the attention mask separately and gives each hook what
+    the layer's code reads: Llama 4's temperature the slot (id 32767 in slot 5 is scaled by 1), Falcon's ALiBi the
+    mask's running count (ids ignored), RoPE the ids; a call that gives ids to a layer reading the slot or the mask
+    is refused, never read as them."""
+    ids = np.array([0, 1, 2, 3, 4, 32767])
+    resolved = refpos.model_positions(LLAMA4)
+    nope, rope = resolved.layers[3], resolved.layers[0]
+    by_slot = written_out(X, temperature=nope.query_scale(POS))
+    np.testing.assert_allclose(refpos.self_attention(X, W, encoding=nope.encoding(), positions=ids,
+                                                     cache_position=POS, causal=True)[0], by_slot, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"slot .*cache_position="):
+        refpos.self_attention(X, W, encoding=nope.encoding(), positions=ids, causal=True)
+    rotated = written_out(X, rotate=lambda h: np.asarray(refpos.apply_rope(h, ids, rope.rope)))
+    np.testing.assert_allclose(refpos.self_attention(X, W, encoding=rope.encoding(), positions=ids,
+                                                     cache_position=POS, causal=True)[0], rotated, rtol=1e-12)
+    falcon = refpos.model_positions({"model_type": "falcon", "n_layer": 1, "n_head": HEADS, "hidden_size": D_MODEL,
+                                     "alibi": True}).layers[0]
+    mask = np.array([0, 0, 1, 1, 1, 1])  # left padding: the keys count the mask's ones
+    expected = written_out(X, bias=falcon.bias_at(POS, np.array([0, 0, 0, 1, 2, 3])), before_scale=True)
+    np.testing.assert_allclose(refpos.self_attention(X, W, encoding=falcon.encoding(), positions=ids,
+                                                     attention_mask=mask, causal=True)[0], expected, rtol=1e-12)
+    with pytest.raises(ValueError, match="attention_mask="):
+        refpos.self_attention(X, W, encoding=falcon.encoding(), positions=ids, causal=True)
+    with pytest.raises(ValueError, match="cached tokens"):  # the pipeline runs no cache
+        refpos.self_attention(X, W, encoding=falcon.encoding(), attention_mask=np.ones(8), causal=True)
 
 
 def test_the_query_scale_test_breaks_when_the_pipeline_drops_the_temperature(monkeypatch):
@@ -112,7 +140,7 @@ def _toy(p, c):
 
 
 TOY = query_scales.QueryScaleRule("toy_gain", r"1 + g\,p", "every", (query_scales.ScaleKey("top", "toy_gain", "gain"),),
-                                  _toy, "toy/modeling_toy.py: ToyAttention.forward")
+                                  _toy, "toy/modeling_toy.py: ToyAttention.forward", ("position_ids", "cache_position"))
 LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8, "toy_gain": 0.5}
 
 

@@ -17,6 +17,7 @@ import pytest
 
 import refpos
 from refpos.encodings import alibi_slopes
+from refpos.encodings.bias_table import BIAS_FORMS
 from refpos.models import families, from_hf_config, hf_layers
 from refpos.models import positions as mp
 from refpos.models.kinds import KINDS
@@ -51,12 +52,12 @@ def test_alibi_families_keep_their_slopes_order_and_rounding():
     assert (falcon.before_scale, falcon.dtype, falcon.head_dim) == (True, "bfloat16", 16)
     # Falcon's code multiplies bfloat16 slopes by the positions in bfloat16: 0.917 becomes 0.91796875
     assert float(round_to(0.917, "bfloat16")) == 0.91796875
-    bias = falcon.bias(np.arange(3), np.array([0, 1, 300, 257]))  # 2^-2 · 300 = 75 exactly; 2^-8 · 257 rounds
-    assert bias[0, 0, 2] == 75.0 and bias[3, 0, 3] == 1.0 and falcon.bias(
+    bias = falcon.bias_at(np.arange(3), np.array([0, 1, 300, 257]))  # 2^-2 · 300 = 75 exactly; 2^-8 · 257 rounds
+    assert bias[0, 0, 2] == 75.0 and bias[3, 0, 3] == 1.0 and falcon.bias_at(
         np.arange(3), np.array([257]), rounded=False)[3, 0, 0] == 257 / 256
     mpt = refpos.model_positions(MPT).layers[0]  # MPT: the same slopes, the bias anchored at the last key
     np.testing.assert_array_equal(mpt.slopes, alibi_slopes(6, xp="numpy"))
-    assert mpt.bias(np.arange(4), np.arange(4), rounded=False)[1, 0].tolist() == [-0.1875, -0.125, -0.0625, 0.0]
+    assert mpt.bias(attention_mask=np.ones(4), rounded=False)[1, 0].tolist() == [-0.1875, -0.125, -0.0625, 0.0]
 
 
 def test_mpt_slopes_follow_alibi_bias_max():
@@ -261,10 +262,11 @@ def _model_type_comparisons(source: str, names: set[str]) -> list[str]:
 
 def test_family_facts_are_table_data_not_python_branches(tmp_path):
     """No module of refpos.models that reads a config compares a model type with a family's name: the facts are
-    the table's (names that are also an encoding's or a slope rule's, ``t5``, ``mpt``, are those; the multimodal
+    the table's (names that are also an encoding's, a slope rule's or a bias form's, ``t5``, ``mpt``, ``swinv2``,
+    are those; the multimodal
     position ids of mm_positions are built from token spans, not read from a config)."""
     names = set(families.FAMILIES) | set(families.ALIASES)
-    names -= {*KINDS, *ALIBI_SLOPES}
+    names -= {*KINDS, *ALIBI_SLOPES, *BIAS_FORMS}  # a kind's own form names (Swin v2's bias form is "swinv2")
     problems = {path.name: found for path in Path(mp.__file__).parent.rglob("*.py") if path.name != "mm_positions.py"
                 and (found := _model_type_comparisons(path.read_text(encoding="utf8"), names))}
     assert not problems, problems
@@ -284,7 +286,7 @@ def test_deberta_layers_read_the_keys_their_version_reads():
         "deberta", "encoder", 256, True, ("p2c", "c2p"))
     assert v3.params()["relative_range"] == 512 and v3.params()["attention_span"] == 256  # -1: the table length
     assert v3.softmax_scale == 1.0 / math.sqrt(8 * 3)  # (d (1 + n))^-1/2, n = 2 terms
-    np.testing.assert_array_equal(v3.relative_index([0, 1], [0, 1]), [[256, 255], [257, 256]])
+    np.testing.assert_array_equal(v3.relative_index(cache_position=[0, 1]), [[256, 255], [257, 256]])
     v1 = refpos.model_positions(dict(DEBERTA_V3, model_type="deberta", pos_att_type="c2p|p2c")).layers[0]
     assert (v1.position_buckets, v1.share_att_key, v1.pos_att_type) == (-1, False, ("c2p", "p2c"))  # v1 reads neither
     default = refpos.model_positions({"model_type": "deberta-v2", "num_hidden_layers": 1, "num_attention_heads": 2,

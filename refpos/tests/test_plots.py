@@ -343,7 +343,7 @@ def test_plot_config_writes_the_model_figure(tmp_path: Path, capsys):
 def test_plot_config_of_a_per_layer_model_needs_the_layer_type(tmp_path: Path, capsys):
     gemma = CONFIGS / "google--gemma-3-12b-it-text_config.json"
     assert main(["plot", "--config", str(gemma), "--out", str(tmp_path / "g.svg")]) == 2
-    assert "layer_type" in capsys.readouterr().err
+    assert "give --layer-type full_attention or --layer-type sliding_attention" in capsys.readouterr().err
     assert main(["plot", "--config", str(gemma), "--layer-type", "sliding_attention",
                  "--out", str(tmp_path / "g.svg")]) == 0
 

@@ -189,3 +189,34 @@ def test_the_javascript_adapter_answers_over_the_protocol():
             rotate(x, positions, cos[:39, :4], sin[:39, :4], rope)
     finally:
         impl.close()
+
+
+def test_the_c_example_adapter_is_green_through_refpos_suite(tmp_path):
+    """spec_tests/examples/c_adapter (RoPE in C over the process protocol), built with the system's ``cc`` and run
+    by ``refpos suite`` through the proxy: every RoPE test it can take passes, the others are skips (the whole
+    suite takes about a minute on two cores; these files are where its passes are)."""
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    if compiler is None:
+        pytest.skip("needs a C compiler (cc, or CC)")
+    source = Path(__file__).resolve().parents[2] / "spec_tests" / "examples" / "c_adapter"
+    program = tmp_path / "rope_adapter"
+    build = subprocess.run([compiler, "-std=c99", "-O2", "-o", str(program), str(source / "adapter.c"),
+                            str(source / "protocol.c"), "-lm"], capture_output=True, text=True, check=False)
+    assert build.returncode == 0, build.stderr
+    files = [f"spec_tests/test_{name}.py" for name in ("rope_contract", "rope_properties", "rope_vectors",
+                                                          "rope_scaling", "golden")]
+    env = {**os.environ, "REFPOS_PROCESS": str(program), "REFPOS_PROCESS_TIMEOUT": "60",
+           "PYTHONPATH": str(source.parents[2])}
+    only_rope_goldens = ["-k", "not test_golden or rope"]  # the golden cases of other families are skips anyway
+    run = subprocess.run([sys.executable, "-m", "refpos", "suite", "--impl", "spec_tests.adapters.process", "-q",
+                          *files, *only_rope_goldens], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=600, check=False)
+    summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    passed = int(summary.split(" passed")[0].split()[-1])
+    assert passed >= 100 and "failed" not in summary and "error" not in summary, summary

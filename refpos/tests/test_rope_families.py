@@ -2,8 +2,10 @@
 against the transformers modeling file it names.
 
 The layout anchor runs the file's own rotate function on the channel indices 0 … D−1 and reads off the
-pairing: for "half" ``rotate_half(x)[j] = −x[j + D/2]``, for "interleaved" ``rotate(x)[2j] = −x[2j + 1]``;
-exact integers, no tolerance.
+pairing: for "half" ``rotate_half(x)[j] = −x[j + D/2]``, for "interleaved" ``rotate(x)[2j] = −x[2j + 1]``, for
+"deinterleaved" (``apply_rotary_pos_emb_interleave`` at cos 0, sin 1) ``out[j] = −x[2j + 1]``,
+``out[j + D/2] = x[2j]``; exact integers, no tolerance. Each row is checked in the version the installed
+transformers release runs (:mod:`refpos.models.releases`: a family whose code changed has a row per range).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from refpos.models import families as fam
+from refpos.models.releases import row_for
 
 
 def test_rows_are_unique_and_valid():
@@ -58,10 +61,13 @@ def test_unknown_and_bad_model_types():
 transformers = pytest.importorskip("transformers", reason="the family anchors read transformers' modeling files")
 torch = pytest.importorskip("torch", reason="the layout anchor runs transformers' rotate functions")
 MODELS = Path(transformers.__file__).parent / "models"
+INSTALLED = transformers.__version__
+#: every row as the installed release runs it (a family whose code changed: the row of that release's range)
+RELEASE_ROWS = [row_for(row, INSTALLED)[0] for row in fam.FAMILY_ROWS]
 
 
 @pytest.mark.anchors
-@pytest.mark.parametrize("row", fam.FAMILY_ROWS, ids=lambda r: r.model_type)
+@pytest.mark.parametrize("row", RELEASE_ROWS, ids=lambda r: r.model_type)
 def test_row_cites_existing_functions(row):
     path, names = row.source.split(": ")
     text = (MODELS / path).read_text(encoding="utf8")
@@ -81,6 +87,8 @@ def _pairing(rotate, width: int) -> str:
         return "half"
     if torch.equal(r[inter], -x[inter + 1]) and torch.equal(r[inter + 1], x[inter]):
         return "interleaved"
+    if torch.equal(r[:half], -x[inter + 1]) and torch.equal(r[half:], x[inter]):
+        return "deinterleaved"
     return "other"
 
 
@@ -92,9 +100,20 @@ def _rotate_of(apply):
     return rotate
 
 
-#: rotate functions, and apply functions of the form apply(x, cos, sin) with half-width tables
-ROTATE, APPLY = ("rotate_half", "rotate_every_two"), ("_apply_rotary_emb",)
-ROTATE_ROWS = [row for row in fam.FAMILY_ROWS if row.source.split(": ")[1].split(", ")[0] in ROTATE + APPLY]
+def _rotate_of_qk(apply):
+    """The rotation an ``apply(q, k, cos, sin)`` of full-width tables performs on ``q``: its output at cos 0,
+    sin 1."""
+    def rotate(x):
+        zeros = torch.zeros_like(x)
+        return apply(x, x, zeros, zeros + 1)[0]
+    return rotate
+
+
+#: rotate functions, apply functions of the form apply(x, cos, sin) with half-width tables, and
+#: apply(q, k, cos, sin) functions of full-width tables
+ROTATE, APPLY, APPLY_QK = ("rotate_half", "rotate_every_two"), ("_apply_rotary_emb",), (
+    "apply_rotary_pos_emb_interleave",)
+ROTATE_ROWS = [row for row in RELEASE_ROWS if row.source.split(": ")[1].split(", ")[0] in ROTATE + APPLY + APPLY_QK]
 
 
 @pytest.mark.anchors
@@ -103,9 +122,11 @@ def test_layout_is_what_the_rotate_function_does(row):
     path, names = row.source.split(": ")
     module = importlib.import_module("transformers.models." + path[:-3].replace("/", "."))
     name = names.split(", ")[0]
-    rotate = getattr(module, name) if name in ROTATE else _rotate_of(getattr(module, name))
+    rotate = getattr(module, name) if name in ROTATE else _rotate_of(getattr(module, name)) if name in APPLY \
+        else _rotate_of_qk(getattr(module, name))
     found = _pairing(rotate, 8)
-    assert found == row.layout or (found == "other" and row.unmodelled), found  # other: said not modelled
+    expected = "deinterleaved" if row.layout == "rope_interleave" else row.layout  # rope_interleave: true default
+    assert found == expected or (found == "other" and row.unmodelled), found  # other: said not modelled
 
 
 @pytest.mark.anchors
@@ -113,6 +134,34 @@ def test_layout_anchor_breaks_on_a_wrong_row(monkeypatch):
     wrong = fam.Family("cohere", "cohere/modeling_cohere.py: rotate_half", layout="half")
     with pytest.raises(AssertionError):
         test_layout_is_what_the_rotate_function_does(wrong)
+
+
+@pytest.mark.anchors
+def test_a_release_s_row_breaks_on_another_release_s_code():
+    """HY-V4's two rows, each checked against the installed file: the row of the other release range fails."""
+    hy = fam.family_of("hy_v4")
+    mine, = [r for r in ROTATE_ROWS if r.model_type == "hy_v4"]
+    other = hy if mine is not hy else dict(hy.versions)["<5.25"]
+    test_layout_is_what_the_rotate_function_does(mine)
+    with pytest.raises((AssertionError, AttributeError)):  # the other release's function: absent, or other pairs
+        test_layout_is_what_the_rotate_function_does(other)
+
+
+def test_rows_of_release_ranges():
+    hy = fam.family_of("hy_v4")
+    assert (row_for(hy, "5.24.0")[0].layout, row_for(hy, "5.25.0")[0].layout, row_for(hy, "5.30.1")[0].layout) == (
+        "half", "deinterleaved", "deinterleaved")
+    assert row_for(hy, "4.57.1")[0].release == "5.24" and row_for(hy, "5.25.0")[0].release == "5.25"
+    assert "transformers_version" in row_for(hy, None)[1] and row_for(fam.family_of("llama"), None)[1] is None
+    with pytest.raises(ValueError, match="transformers_version"):
+        row_for(hy, "banana")
+    with pytest.raises(ValueError, match="versions"):
+        fam.load('''[aliases]
+[family.x]
+source = "x/modeling_x.py: f"
+layout = "half"
+versions = {"~5.25" = {layout = "interleaved", source = "x/modeling_x.py: g", release = "5.24"}}
+''')
 
 
 PATTERN_ROWS = [row for row in fam.FAMILY_ROWS if row.layer_pattern is not None]

@@ -62,7 +62,7 @@ def test_query_scales():
     nope = refpos.models.hf_layer(LLAMA4, 3)
     # float64 on both sides, the same log and floor: a few ulps (rtol 1e-15)
     expected = [1 + 0.1 * math.log(1 + math.floor((p + 1) / 8192)) for p in positions]
-    np.testing.assert_allclose(nope.query_scale(positions), expected, rtol=1e-15)
+    np.testing.assert_allclose(nope.query_scale(cache_position=positions), expected, rtol=1e-15)
     np.testing.assert_array_equal(refpos.models.hf_layer(LLAMA4, 2).query_scale(positions), np.ones(6))
     off = refpos.models.hf_layers(dict(LLAMA4, attn_temperature_tuning=False))
     assert off[3].scale is None and off[3].kind == "none"
@@ -74,7 +74,9 @@ def test_query_scales():
 
 def test_query_scale_property_breaks_on_an_inclusive_floor(monkeypatch):
     real = rl.HFLayer.query_scale
-    monkeypatch.setattr(rl.HFLayer, "query_scale", lambda self, p: real(self, np.asarray(p) + 1))
+    monkeypatch.setattr(rl.HFLayer, "query_scale", lambda self, p=None, cache_position=None: real(
+        self, None if p is None else np.asarray(p) + 1,
+        cache_position=None if cache_position is None else np.asarray(cache_position) + 1))
     with pytest.raises(AssertionError):
         test_query_scales()
 
@@ -228,6 +230,26 @@ def test_query_scale_bad_positions():
         layer.query_scale([0.5])
     with pytest.raises(ValueError, match="positions"):
         layer.query_scale([-1])
+    with pytest.raises(ValueError, match="cache_position"):
+        layer.query_scale(cache_position=[-1])
+
+
+def test_llama4_temperature_reads_the_slot_never_the_id():
+    """transformers' Llama4TextAttention scales by ``arange(T) + past_seen_tokens``: id 32767 in slot 5 is scaled
+    by 1, and a call that gives only ids is refused rather than read as slots."""
+    layer = refpos.models.hf_layer(LLAMA4, 3)
+    ids = [0, 1, 2, 3, 4, 32767]
+    with pytest.raises(ValueError, match=r"slot .*cache_position="):
+        layer.query_scale(ids)
+    np.testing.assert_array_equal(layer.query_scale(ids, cache_position=np.arange(6)), np.ones(6))
+    np.testing.assert_array_equal(layer.query_scale(ids, attention_mask=np.ones(6)), np.ones(6))  # T_k = T: no cache
+    decoding = layer.query_scale([7], attention_mask=np.ones(32768))  # one token after 32767 cached: slot 32767
+    assert decoding.tolist() == [1 + 0.1 * math.log(1 + 4)]
+    record = refpos.model_positions(LLAMA4).layers[3]
+    assert record.reads == (("scale", ("cache_position",)),)
+    np.testing.assert_array_equal(record.scale(ids, cache_position=np.arange(6)), np.ones(6))
+    with pytest.raises(ValueError, match="cache_position="):
+        record.scale(ids)
 
 
 def test_cli_prints_the_schedule_and_the_report(tmp_path, capsys):

@@ -32,7 +32,8 @@ def test_a_vision_language_model_has_a_vision_stack():
     vision = positions.stack("vision")
     assert len(vision) == 27 and {layer.rope for layer in vision} == {VisionRope("qwen2_vl", 72)}
     assert vision[0].describe() == {"stack": "vision", "index": 0, "layer_type": None, "kind": "vision_rope",
-                                    "form": "qwen2_vl", "head_dim": 72, "theta": 10000.0, "axes": 2}
+                                    "reads": {"rotation": ["image_grid"]}, "form": "qwen2_vl", "head_dim": 72,
+                                    "theta": 10000.0, "axes": 2}
     assert positions.complete
 
 

@@ -194,7 +194,13 @@ def model_figure(rope: RopeConfig, name: str, seq_len: int | None = None) -> Any
     plt = pyplot()
     mrope = rope.mrope_section is not None
     with plt.rc_context(STYLE):
-        height = MODEL_FIGSIZE[1] + (0.9 if mrope else 0) + (0.3 if rope.not_modelled else 0)
+        footnote = None
+        if rope.not_modelled:
+            footnote = wrap_to_width(f"not modelled by refpos (refpos rope CONFIG says why): "
+                                     f"{', '.join(sorted(rope.not_modelled))}", MODEL_FIGSIZE[0], FOOTNOTE_SIZE)
+        title = wrap_to_width(_title(name, rope), MODEL_FIGSIZE[0], TITLE_SIZE)
+        height = (MODEL_FIGSIZE[1] + (0.9 if mrope else 0) + 0.3 * (footnote.count("\n") + 1 if footnote else 0)
+                  + 0.25 * title.count("\n"))
         fig = plt.figure(figsize=(MODEL_FIGSIZE[0], height), layout="constrained")
         try:
             grid = fig.add_gridspec(2 if mrope else 1, 2, width_ratios=(2.3, 1),
@@ -203,16 +209,42 @@ def model_figure(rope: RopeConfig, name: str, seq_len: int | None = None) -> Any
             _attention(fig.add_subplot(grid[0, 1]), rope)
             if mrope:
                 _mrope_axes(fig.add_subplot(grid[1, 0]), rope)
-            fig.suptitle(_title(name, rope), fontsize=10.5)
-            if rope.not_modelled:
-                keys = ", ".join(sorted(rope.not_modelled))
-                fig.supxlabel(f"not modelled by refpos (refpos rope CONFIG says why): {keys}", fontsize=8.5,
-                              color="crimson")
+            fig.suptitle(title, fontsize=TITLE_SIZE)
+            if footnote:
+                fig.supxlabel(footnote, fontsize=FOOTNOTE_SIZE, color="crimson")
             fig.canvas.draw()
         except BaseException:
             plt.close(fig)
             raise
     return fig
+
+
+#: the footnote's size (points): refpos.tools.figures.MIN_FONT_SIZE, the smallest a figure carries
+FOOTNOTE_SIZE = 8.5
+#: the title's size (points)
+TITLE_SIZE = 10.5
+#: the share of the figure's width a line of the footnote may take (the rest: the figure's own padding)
+TEXT_WIDTH = 0.94
+
+
+def wrap_to_width(text: str, width_inches: float, fontsize: float) -> str:
+    """``text`` broken after its commas into lines that fit :data:`TEXT_WIDTH` of a figure ``width_inches``
+    wide at ``fontsize`` points (measured with matplotlib's own text layout), so no line runs past the edge."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+
+    font = FontProperties(size=fontsize)
+
+    def fits(line: str) -> bool:
+        return TextPath((0, 0), line, prop=font).get_extents().width / 72 <= TEXT_WIDTH * width_inches
+
+    lines: list[str] = []
+    for part in re.split(r"(?<=, )", text):
+        if lines and fits(lines[-1] + part.rstrip()):
+            lines[-1] += part
+        else:
+            lines.append(part)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def doc_model_config(name: str) -> Path:

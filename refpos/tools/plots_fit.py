@@ -1,9 +1,11 @@
 """The fit of a candidate drawn: fitted against reference frequency per pair (``refpos check --plot FILE``).
 
 :func:`plot_identification` draws a check's identification (:mod:`refpos.check.identify`) into a figure: on
-the left the reference ``ω_j`` of every pair, the fitted :math:`\\hat\\omega_j` and the unscaled
-:math:`\\theta^{-2j/d}` on a log scale, the bands of the config's rule shaded and the pairs outside their
-tolerance marked; on the right :math:`\\hat\\omega_j/\\omega_j`. An ALiBi check draws the fitted slope of every
+the left the reference ``ω_j`` of every pair, the fitted :math:`|\\hat\\omega_j|` and the unscaled
+:math:`\\theta^{-2j/d}` on a log scale, the bands of the config's rule shaded; every pair is drawn, each kind
+with its own marker (:data:`PAIR_MARKERS`: within or outside its tolerance, turning backwards, another map than
+a rotation, no frequency at all — the last on the reference line); on the right
+:math:`|\\hat\\omega_j|/\\omega_j`. An ALiBi check draws the fitted slope of every
 head against the reference's.
 
 The documentation's figure ``fit-llama3`` (docs/diagnosis.md#the-fit) is the worked example there: Llama-3.1's
@@ -38,6 +40,35 @@ def _band_spans(pairs: list[dict[str, Any]]) -> list[tuple[int, int, str]]:
     return spans
 
 
+#: how each kind of pair is drawn (:func:`pair_kinds`): marker, colour, legend label
+PAIR_MARKERS = {
+    "ok": ("o", "#1f77b4", "fitted ω̂ (ok)"),
+    "wrong": ("x", "#d62728", "fitted ω̂ (outside tolerance)"),
+    "backwards": ("v", "#d62728", "fitted |ω̂|, ω̂ < 0 (turns backwards)"),
+    "other_map": ("s", "#ff7f0e", "not a rotation (a reflection): |ω̂|"),
+    "no_fit": ("o", "0.45", "no ω̂ (drawn at ω): not a rotation at one frequency"),
+}
+
+
+def pair_kinds(pairs: list[dict[str, Any]]) -> np.ndarray:
+    """The kind of every pair as drawn (:data:`PAIR_MARKERS`, or ``"moved"``: an M-RoPE pair fitted to another
+    axis, drawn with that axis's letter): each pair is drawn, whatever the fit found."""
+    kinds = []
+    for p in pairs:
+        w = p["omega_fitted"]
+        if p.get("axis_fitted") and p["axis_fitted"] != p.get("axis"):
+            kinds.append("moved")  # an M-RoPE pair that reads another axis: drawn with that axis as its marker
+        elif w is None or not np.isfinite(w) or w == 0:
+            kinds.append("no_fit")
+        elif p.get("map") not in (None, "rotation"):
+            kinds.append("other_map")
+        elif w < 0:
+            kinds.append("backwards")
+        else:
+            kinds.append("ok" if p["ok"] else "wrong")
+    return np.array(kinds)
+
+
 def plot_identification(fig: Any, result: dict[str, Any]) -> None:
     """Draw a check's identification (``pairs`` of RoPE or sinusoid, or ``heads`` of ALiBi) into ``fig``."""
     if "heads" in result:
@@ -59,27 +90,30 @@ def plot_identification(fig: Any, result: dict[str, Any]) -> None:
     if unscaled is not None:
         left.plot(j, unscaled, color="grey", lw=0.9, ls="--", label=r"$\theta^{-2j/d}$ (unscaled)")
     left.plot(j, omega, color="black", lw=1.3, label="reference ω")
-    shown = np.isfinite(fitted) & (fitted > 0)
-    left.plot(j[shown & ~wrong], fitted[shown & ~wrong], "o", ms=3.2, color="#1f77b4", label="fitted ω̂ (ok)")
+    kinds = pair_kinds(pairs)
+    size = np.abs(fitted)  # a pair turning backwards (ω̂ < 0) is drawn at |ω̂|, with its own marker
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = size / omega
+    for kind, (marker, colour, label) in PAIR_MARKERS.items():
+        at = kinds == kind
+        if not at.any():
+            continue
+        style = {"ls": "none", "marker": marker, "ms": 5.5 if marker == "x" else 4.2, "color": colour,
+                 "mfc": "none" if kind == "no_fit" else colour, "mew": 1.5 if marker == "x" else 1.0}
+        left.plot(j[at], omega[at] if kind == "no_fit" else size[at], label=label, **style)
+        if kind != "no_fit":
+            right.plot(j[at], ratio[at], **style)
     read = [p.get("axis_fitted") if p.get("axis_fitted") != p.get("axis") else None for p in pairs]
-    moved = np.array([r is not None for r in read])
-    if (shown & wrong & ~moved).any():
-        left.plot(j[shown & wrong & ~moved], fitted[shown & wrong & ~moved], "x", ms=5.5, mew=1.5, color="#d62728",
-                  label="fitted ω̂ (outside tolerance)")
     for axis in sorted({r for r in read if r}):  # M-RoPE pairs fitted to another axis: that axis as the marker
-        at = shown & np.array([r == axis for r in read])
-        left.plot(j[at], fitted[at], ls="none", marker=f"${axis}$", ms=7, color="#d62728",
+        at = np.array([r == axis for r in read]) & (kinds == "moved")
+        left.plot(j[at], size[at], ls="none", marker=f"${axis}$", ms=7, color="#d62728",
                   label=f"fitted ω̂, reads {axis}")
     left.set_yscale("log")
     left.set_xlabel("pair j")
     left.set_ylabel("frequency (rad per position)")
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), frameon=False, fontsize=8.5)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = fitted / omega
     right.axhline(1.0, color="black", lw=1.0)
-    right.plot(j[shown & ~wrong], ratio[shown & ~wrong], "o", ms=3.2, color="#1f77b4")
-    right.plot(j[shown & wrong], ratio[shown & wrong], "x", ms=5.5, mew=1.5, color="#d62728")
     finite = ratio[np.isfinite(ratio) & (ratio > 0)]
     if finite.size and finite.max() / finite.min() > 10:  # a log scale for a spread of ratios, else linear
         right.set_yscale("log")
@@ -87,7 +121,7 @@ def plot_identification(fig: Any, result: dict[str, Any]) -> None:
         low, high = min(float(finite.min()), 0.95), max(float(finite.max()), 1.05)
         right.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
     right.set_xlabel("pair j")
-    right.set_ylabel("ω̂ / ω")
+    right.set_ylabel("|ω̂| / ω")
     fitted_whole = result.get("fitted") or {}
     parts = [f"layout {fitted_whole['layout']}"] if fitted_whole.get("layout") else []
     if fitted_whole.get("position_offset") not in (None, 0):
@@ -98,7 +132,10 @@ def plot_identification(fig: Any, result: dict[str, Any]) -> None:
     right.set_title("fitted over reference, per pair", fontsize=9.5)
     left.set_title(f"{int(wrong.sum())} of {len(pairs)} pairs outside the tolerance", fontsize=9.5)
     if parts or rule:
-        fig.suptitle("fit: " + "; ".join(parts + ([rule] if rule else [])), fontsize=9.5)
+        from refpos.tools.model_plots import wrap_to_width
+
+        title = "fit: " + "; ".join(parts + ([rule] if rule else []))
+        fig.suptitle(wrap_to_width(title, fig.get_figwidth(), 9.5), fontsize=9.5)
 
 
 def _plot_heads(fig: Any, result: dict[str, Any]) -> None:

@@ -12,6 +12,10 @@ Examples
 ...         "decoder_attention_heads": 2, "d_model": 8, "max_position_embeddings": 16}
 >>> [(r.stack, r.kind, r.offset, r.table_size) for r in model_positions(bart)]
 [('encoder', 'learned', 2, 18), ('decoder', 'learned', 2, 18)]
+>>> roberta = model_positions({"model_type": "roberta", "num_hidden_layers": 1, "num_attention_heads": 2,
+...                            "hidden_size": 8, "max_position_embeddings": 16, "pad_token_id": 1}).layers[0]
+>>> roberta.rows(input_ids=[[1, 1, 5, 6]]).tolist()  # left padding: the padding reads its own row
+[[1, 1, 2, 3]]
 """
 
 from __future__ import annotations
@@ -28,7 +32,12 @@ from refpos.encodings.sinusoidal import LAYOUTS as SINUSOID_LAYOUTS
 from refpos.encodings.sinusoidal import SPACINGS, Sinusoidal, sinusoidal
 from refpos.models.kinds.record import EXAMPLE_GEOMETRY, EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
-from refpos.validation import check_int
+from refpos.models.sources import Given
+from refpos.validation import as_positions, check_int
+
+#: what a table's rows can be read at: the position ids passed, else what the model builds them from — the token's
+#: slot (most), the attention mask's running count (OPT), the non-padding input ids' (RoBERTa), the key's index
+ROW_INPUTS = ("position_ids", "cache_position", "mask_cumsum", "input_ids_cumsum", "key_index")
 
 
 @dataclass(frozen=True)
@@ -39,7 +48,10 @@ class AbsoluteFacts:
     "max_position_embeddings"]``); ``dim``: the key of its width when it is not the stack's (ALBERT, ELECTRA:
     ``embedding_size``); ``offset``: added to every position (OPT and BART: 2), or ``offset_key``: the position
     offset is that key plus one (``pad_token_id``: M2M100, RoBERTa count positions from ``padding_idx + 1``); a
-    sinusoid's ``layout`` (``concat``, ``interleaved``), ``spacing`` (``paper``, ``tensor2tensor``) and ``base``.
+    sinusoid's ``layout`` (``concat``, ``interleaved``), ``spacing`` (``paper``, ``tensor2tensor``) and ``base``;
+    ``reads`` (:data:`ROW_INPUTS`, in order of precedence): what the rows are read at — the position ids passed,
+    else the token's slot (default); OPT: ``["position_ids", "mask_cumsum"]``; RoBERTa: ``["position_ids",
+    "input_ids_cumsum"]``.
     """
 
     table: tuple[str, ...] = ()
@@ -49,12 +61,15 @@ class AbsoluteFacts:
     spacing: str = "paper"
     base: float = 10000.0
     dim: str | None = None
+    reads: tuple[str, ...] = ("position_ids", "cache_position")
 
     def __post_init__(self) -> None:
         if isinstance(self.table, str):
             object.__setattr__(self, "table", (self.table,))
         elif isinstance(self.table, list):
             object.__setattr__(self, "table", tuple(self.table))
+        if isinstance(self.reads, list):
+            object.__setattr__(self, "reads", tuple(self.reads))
 
     def check(self, where: str, encoding: str = "learned") -> None:
         check_fact(where, isinstance(self.offset, int) and self.offset >= 0, f"{encoding}.offset", self.offset)
@@ -63,6 +78,10 @@ class AbsoluteFacts:
         check_fact(where, self.layout in SINUSOID_LAYOUTS, f"{encoding}.layout", self.layout)
         check_fact(where, self.spacing in SPACINGS, f"{encoding}.spacing", self.spacing)
         check_fact(where, all(isinstance(k, str) for k in self.table), f"{encoding}.table", self.table)
+        check_fact(where, bool(self.reads) and all(r in ROW_INPUTS for r in self.reads), f"{encoding}.reads",
+                   self.reads)
+        check_fact(where, "input_ids_cumsum" not in self.reads or self.offset_key is not None,
+                   f"{encoding}.reads (input_ids_cumsum needs offset_key, the padding token)", self.reads)
 
 
 @dataclass(frozen=True)
@@ -106,9 +125,20 @@ class AbsoluteLayer(LayerRecord):
             out.update(layout=self.layout, spacing=self.spacing, base=self.base)
         return out
 
-    def rows(self, positions: Any) -> np.ndarray:
-        """The table rows positions read, ``p + offset``; a row outside the table is a ``ValueError``."""
-        p = np.asarray(to_numpy(positions), dtype=np.int64)
+    def rows(self, positions: Any = None, *, cache_position: Any = None, attention_mask: Any = None,
+             input_ids: Any = None) -> np.ndarray:
+        """The table rows a call's tokens read, ``p + offset`` with ``p`` read as the family's code reads it
+        (``reads``: the position ids passed, else the slot, the mask's running count (OPT) or the non-padding
+        input ids' (RoBERTa, whose padding reads the padding row)); a row outside the table is a ``ValueError``."""
+        given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask,
+                         input_ids=input_ids)
+        return self.rows_at(self.read("rows", "query", given, padding_idx=self.offset - 1))
+
+    def rows_at(self, positions: Any) -> np.ndarray:
+        """The table rows positions already read land on, ``p + offset``; a row outside the table is a
+        ``ValueError`` (so is a position int64 does not hold: a uint64 ``2**64 − 1`` is not the ``−1`` a cast would
+        make of it)."""
+        p = np.asarray(to_numpy(as_positions(positions, xp=np, allow_negative=True)))
         rows = p + self.offset
         if rows.size and (rows.min() < 0 or (self.table_size is not None and rows.max() >= self.table_size)):
             raise ValueError(f"positions + offset {self.offset} must lie in [0, {self.table_size}) (the table's "
@@ -116,12 +146,12 @@ class AbsoluteLayer(LayerRecord):
         return rows
 
     def sinusoid(self, positions: Any) -> np.ndarray:
-        """The sinusoid ``(..., dim)`` at ``positions`` (row ``p + offset`` of the family's table)."""
-        self.rows(positions)
+        """The sinusoid ``(..., dim)`` at positions already read (row ``p + offset`` of the family's table)."""
+        self.rows_at(positions)
         return np.asarray(sinusoidal(np.asarray(to_numpy(positions), dtype=np.int64), self.dim, base=self.base,
                                      layout=self.layout, spacing=self.spacing, offset=self.offset, xp=np))
 
-    def encoding(self, **weights: Any) -> Encoding:
+    def _encoding(self, **weights: Any) -> Encoding:
         if self.encoding_name == "sinusoidal":
             return Sinusoidal(base=self.base, layout=self.layout, spacing=self.spacing, offset=self.offset)
         if "table" not in weights:
@@ -150,7 +180,7 @@ def build(stack: Stack, encoding: str) -> list[LayerRecord]:
     if size is not None and encoding == "learned":
         size += facts.offset  # the offset rows come on top of the stated length (OPT, BART)
     return [AbsoluteLayer(stack.name, i, None, encoding_name=encoding, dim=dim, offset=offset, table_size=size,
-                          layout=facts.layout, spacing=facts.spacing, base=facts.base)
+                          layout=facts.layout, spacing=facts.spacing, base=facts.base, reads=(("rows", facts.reads),))
             for i in range(shape.layers)]
 
 
@@ -165,7 +195,7 @@ def _draw_sinusoid(draw: Any, st: Any) -> dict[str, Any]:
 
 LEARNED = EncodingKind(
     name="learned", summary="a trained table row per position, added to the input", record=AbsoluteLayer,
-    build=lambda stack: build(stack, "learned"), hook="input", reads=("position_ids",), doc="docs/learned.md#the-math",
+    build=lambda stack: build(stack, "learned"), hook="input", reads=ROW_INPUTS, doc="docs/learned.md#the-math",
     facts=LearnedFacts, check="learned", golden="learned", contract=("learned_lookup",),
     spec="spec_tests/test_sinusoidal.py", draw=_draw_learned,
     example={"config": {**EXAMPLE_GEOMETRY, "max_position_embeddings": 64},
@@ -173,9 +203,10 @@ LEARNED = EncodingKind(
 
 SINUSOIDAL = EncodingKind(
     name="sinusoidal", summary="sines and cosines of the position at geometric frequencies, added to the input",
-    record=AbsoluteLayer, build=lambda stack: build(stack, "sinusoidal"), hook="input", reads=("position_ids",),
+    record=AbsoluteLayer, build=lambda stack: build(stack, "sinusoidal"), hook="input", reads=ROW_INPUTS,
     doc="docs/sinusoidal.md#the-math", facts=SinusoidFacts, check="sinusoid", golden="sinusoid",
     contract=("sinusoidal",), spec="spec_tests/test_sinusoidal.py", draw=_draw_sinusoid,
     example={"config": dict(EXAMPLE_GEOMETRY), "facts": {"layout": "concat", "spacing": "paper"}})
 
-__all__ = ["LEARNED", "SINUSOIDAL", "AbsoluteFacts", "AbsoluteLayer", "LearnedFacts", "SinusoidFacts", "build"]
+__all__ = ["LEARNED", "ROW_INPUTS", "SINUSOIDAL", "AbsoluteFacts", "AbsoluteLayer", "LearnedFacts", "SinusoidFacts",
+           "build"]

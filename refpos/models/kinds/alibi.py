@@ -8,8 +8,10 @@ Examples
 --------
 >>> from refpos.models import model_positions
 >>> layer = model_positions({"model_type": "bloom", "n_layer": 1, "n_head": 2, "hidden_size": 8}).layers[0]
->>> layer.kind, layer.slopes, layer.form
-('alibi', (0.0625, 0.00390625), 'key_index')
+>>> layer.kind, layer.slopes, layer.form, layer.reads
+('alibi', (0.0625, 0.00390625), 'key_index', (('key', ('mask_cumsum',)),))
+>>> layer.bias(attention_mask=[0, 1, 1])[0].tolist()  # left padding: the keys count the mask's ones
+[[0.0, 0.0, 0.0625], [0.0, 0.0, 0.0625], [0.0, 0.0, 0.0625]]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from refpos.encodings.alibi import FORMS as ALIBI_FORMS
 from refpos.encodings.alibi import alibi_slopes
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord, round_to
+from refpos.models.sources import Given
 
 #: how a family computes its slopes: the official recurrence, or MPT's powers over the next power of two
 ALIBI_SLOPES = ("recurrence", "mpt")
@@ -32,6 +35,10 @@ ALIBI_SLOPES = ("recurrence", "mpt")
 ALIBI_DTYPES = ("float64", "float32", "bfloat16")
 #: the bias forms a family's code adds (the formula's, and MPT's end-anchored key index)
 FAMILY_FORMS = (*ALIBI_FORMS, "key_index_end")
+#: what a family's code multiplies a key's slope by: the running count of the attention mask's ones (BLOOM's and
+#: Falcon's ``build_alibi_tensor``: ``(attention_mask.cumsum(-1) - 1) * attention_mask``), or the key's index
+#: (MPT's ``build_mpt_alibi_tensor``: ``arange(1 - S, 1)``, whatever the mask or the position ids say)
+ALIBI_READS = ("mask_cumsum", "key_index")
 
 
 @dataclass(frozen=True)
@@ -41,17 +48,21 @@ class AlibiFacts:
     ``form`` (``key_index``: :math:`+m_h j`, BLOOM and Falcon; ``key_index_end``: :math:`m_h (j - j_{last})`,
     MPT), ``slopes`` (``recurrence``: the official recurrence; ``mpt``: :math:`2^{-b h / n'}` over the next power
     of two :math:`n'`, odd entries first, ``b`` = ``attn_config.alibi_bias_max``), ``before_scale`` (Falcon adds
-    the bias inside the :math:`1/\sqrt{d}` scale) and ``dtype``: what the code rounds the slopes and the products
-    slope × position to (BLOOM and MPT float32, Falcon bfloat16).
+    the bias inside the :math:`1/\sqrt{d}` scale), ``dtype``: what the code rounds the slopes and the products
+    slope × position to (BLOOM and MPT float32, Falcon bfloat16), and ``reads`` (:data:`ALIBI_READS`): what a
+    key's slope multiplies — the attention mask's running count (BLOOM, Falcon: position ids are not read) or
+    the key's index (MPT).
     """
 
     form: str = "key_index"
     slopes: str = "recurrence"
     before_scale: bool = False
     dtype: str = "float32"
+    reads: str = "mask_cumsum"
 
     def check(self, where: str) -> None:
         check_fact(where, self.form in FAMILY_FORMS, "alibi.form", self.form)
+        check_fact(where, self.reads in ALIBI_READS, "alibi.reads", self.reads)
         check_fact(where, self.slopes in ALIBI_SLOPES, "alibi.slopes", self.slopes)
         check_fact(where, isinstance(self.before_scale, bool), "alibi.before_scale", self.before_scale)
         check_fact(where, self.dtype in ALIBI_DTYPES, "alibi.dtype", self.dtype)
@@ -118,9 +129,21 @@ class AlibiLayer(LayerRecord):
         return {"n_heads": len(self.slopes), "slopes": list(self.slopes), "computed_slopes": list(self.computed_slopes),
                 "form": self.form, "before_scale": self.before_scale, "dtype": self.dtype, "head_dim": self.head_dim}
 
-    def bias(self, q_positions: Any, k_positions: Any, *, rounded: bool = True) -> np.ndarray:
-        """The bias ``(H, Tq, Tk)`` (or ``(B, H, Tq, Tk)`` for per-row positions), float64; ``rounded``: as
-        the family's code computes it, else exact."""
+    def bias(self, positions: Any = None, *, cache_position: Any = None, attention_mask: Any = None,
+             rounded: bool = True) -> np.ndarray:
+        """The bias of a call ``(H, T, T_k)`` (``(B, H, T, T_k)`` for a batched mask), float64, its keys read as
+        the family's code reads them (``reads``): the running count of ``attention_mask`` (BLOOM, Falcon; the
+        position ids are not read, and a call that gives only ``positions`` is refused) or the key's index
+        (MPT); ``cache_position`` places the call's ``T`` tokens among the keys. ``rounded``: as the family's
+        code computes it, else exact."""
+        given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask)
+        keys = self.read("key", "key", given)
+        return self.bias_at(np.zeros(given.shape, dtype=np.int64), keys, rounded=rounded)
+
+    def bias_at(self, q_positions: Any, k_positions: Any, *, rounded: bool = True) -> np.ndarray:
+        """The bias ``(H, Tq, Tk)`` (or ``(B, H, Tq, Tk)`` for per-row positions) at key positions already read
+        (:meth:`bias` reads them from a call's inputs), float64; ``rounded``: as the family's code computes it,
+        else exact."""
         q = np.asarray(to_numpy(q_positions), dtype=np.int64)
         k = np.asarray(to_numpy(k_positions), dtype=np.int64)
         key = k - k[..., -1:] if self.form == "key_index_end" else k  # (..., Tk)
@@ -137,7 +160,7 @@ class AlibiLayer(LayerRecord):
         """The per-key products ``(..., H, 1, Tk)`` on every query row: ``(..., H, Tq, Tk)``."""
         return np.broadcast_to(products, (*products.shape[:-2], q.shape[-1], k.shape[-1])).copy()
 
-    def encoding(self, **weights: Any) -> Encoding:
+    def _encoding(self, **weights: Any) -> Encoding:
         return _RecordBias(self)
 
 
@@ -153,7 +176,7 @@ class _RecordBias(Encoding):
         if n_heads != len(self.record.slopes):
             raise ValueError(f"the layer has {n_heads} heads, its ALiBi record {len(self.record.slopes)} slopes")
         xp = array_namespace(q_positions)
-        return xp.asarray(self.record.bias(q_positions, k_positions))
+        return xp.asarray(self.record.bias_at(q_positions, k_positions))
 
     def __repr__(self) -> str:
         return f"_RecordBias({self.record.form}, before_scale={self.bias_scaled})"
@@ -175,8 +198,8 @@ def build(stack: Stack) -> list[LayerRecord]:
     facts: AlibiFacts = stack.facts
     slopes, computed = family_slopes(shape.heads, facts, _max_bias(stack))
     return [AlibiLayer(stack.name, i, None, slopes=slopes, computed_slopes=computed, form=facts.form,
-                       before_scale=facts.before_scale, dtype=facts.dtype, head_dim=shape.head_dim)
-            for i in range(shape.layers)]
+                       before_scale=facts.before_scale, dtype=facts.dtype, head_dim=shape.head_dim,
+                       reads=(("key", (facts.reads,)),)) for i in range(shape.layers)]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
@@ -191,4 +214,4 @@ ALIBI = EncodingKind(
                          "facts": {"form": "key_index", "dtype": "float32"}})
 
 
-__all__ = ["ALIBI", "ALIBI_DTYPES", "ALIBI_SLOPES", "AlibiFacts", "AlibiLayer", "build", "family_slopes"]
+__all__ = ["ALIBI", "ALIBI_DTYPES", "ALIBI_READS", "ALIBI_SLOPES", "AlibiFacts", "AlibiLayer", "build", "family_slopes"]

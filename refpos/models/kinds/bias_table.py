@@ -130,6 +130,10 @@ def build(stack: Stack) -> list[LayerRecord]:
     pretrained = _per_stage(stack, facts.pretrained, len(depths)) if facts.pretrained and any(
         view.value(facts.pretrained) or [0]) else None
     window = _window(stack)
+    # Swin partitions the patch map into windows and indexes by the place inside each; BEiT's window is the image's
+    # whole patch grid (its table resampled when the image's grid is not the config's)
+    where = ("window",) if facts.window is not None else ("image_grid",)
+    reads = (("query", where), ("key", where))
     own = facts.own is not None and view.bool(facts.own, False)
     shared = facts.shared is not None and view.bool(facts.shared, False)
     records: list[LayerRecord] = []
@@ -137,12 +141,12 @@ def build(stack: Stack) -> list[LayerRecord]:
     for stage, (depth, n_heads) in enumerate(zip(depths, heads, strict=True)):
         for _ in range(depth):
             if facts.own is not None and not (own or shared):
-                records.append(NoPositions(stack.name, index, None))
+                records.append(NoPositions(stack.name, index, None))  # reads nothing: no positions
             else:
                 records.append(BiasTableLayer(
                     stack.name, index, None, form=facts.form, window=window, n_heads=n_heads, stage=stage,
                     pretrained_window=None if pretrained is None else (pretrained[stage],) * 2,
-                    table_layer=None if shared and not own else index))
+                    table_layer=None if shared and not own else index, reads=reads))
             index += 1
     return records
 

@@ -22,20 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from refpos.encodings.conv_position_mistakes import CONV_FORMS
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
-
-#: how a family's code builds the kernel: weight-normalised per tap (wav2vec 2.0), batch norm before a plain
-#: kernel (HuBERT's ``conv_pos_batch_norm``), a plain kernel (OmniASR), or several convolutions with layer norm
-#: between (Data2Vec-audio)
-CONV_FORMS = ("weight_norm", "batch_norm", "plain", "stacked")
 
 
 @dataclass(frozen=True)
 class ConvPositionFacts:
     """How a family's code builds its convolutional positions (module docstring).
 
-    ``form``: one of :data:`CONV_FORMS` (``batch_norm_key``: HuBERT's bool key switching weight norm to batch
+    ``form``: one of :data:`refpos.encodings.conv_position_mistakes.CONV_FORMS` (weight-normalised per tap,
+    wav2vec 2.0; a plain kernel, OmniASR; batch norm before a plain kernel; stacked convolutions with layer norm,
+    Data2Vec-audio) (``batch_norm_key``: HuBERT's bool key switching weight norm to batch
     norm); ``kernel``, ``groups``: the keys of the kernel width and the group count; ``stride``: SEW's key of the
     time squeeze (absent: 1); ``layers``: Data2Vec-audio's key of the stacked convolutions' count;
     ``activation``: the key of the activation's name.
@@ -93,7 +91,7 @@ def build(stack: Stack) -> list[LayerRecord]:
         stack.name, 0, None, form=form, kernel=kernel, groups=view.int(facts.groups, minimum=1),
         stride=1 if facts.stride is None else view.int(facts.stride, 1, minimum=1),
         layers=1 if facts.layers is None else view.int(facts.layers, minimum=1),
-        activation=str(view.value(facts.activation, "gelu")))]
+        activation=str(view.value(facts.activation, "gelu")), reads=(("rows", ("frames",)),))]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
@@ -111,4 +109,4 @@ CONV_POSITION = EncodingKind(
                      "comes with the check registry",
             "golden": "the cases are refpos.golden.conv_position_cases (not yet in the committed goldens)"})
 
-__all__ = ["CONV_FORMS", "CONV_POSITION", "ConvPositionFacts", "ConvPositionLayer", "build"]
+__all__ = ["CONV_POSITION", "ConvPositionFacts", "ConvPositionLayer", "build"]

@@ -31,6 +31,7 @@ from refpos.encodings.deberta import (
 )
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
+from refpos.models.sources import SLOT_AGAINST_INDEX, Given
 from refpos.validation import check_bool, check_int
 
 #: DeBERTa's keys with the defaults its config class and attention code give them
@@ -89,14 +90,22 @@ class DebertaLayer(LayerRecord):
         """:math:`(d (1 + n))^{-1/2}`."""
         return deberta_softmax_scale(self.head_dim, self.pos_att_type)
 
-    def relative_index(self, q_positions: Any, k_positions: Any) -> np.ndarray:
-        """The relative-table row of every (query, key) pair, int64 ``(Tq, Tk)``."""
+    def relative_index(self, positions: Any = None, *, cache_position: Any = None,
+                       attention_mask: Any = None) -> np.ndarray:
+        """The relative-table row of every (query, key) pair of a call, int64 ``(T, T_k)``: DeBERTa's
+        ``build_relative_position`` reads the query's and the key's index (``arange``), never the position ids
+        (a call that gives only ``positions`` is refused)."""
+        given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask)
+        return self.relative_index_at(self.read("query", "query", given), self.read("key", "key", given))
+
+    def relative_index_at(self, q_positions: Any, k_positions: Any) -> np.ndarray:
+        """The relative-table row of every (query, key) pair at positions already read, int64 ``(Tq, Tk)``."""
         return np.asarray(deberta_relative_index(
             np.asarray(to_numpy(q_positions), dtype=np.int64), np.asarray(to_numpy(k_positions), dtype=np.int64),
             position_buckets=self.position_buckets, max_relative_positions=self.max_relative_positions,
             max_position_embeddings=self.max_position_embeddings))
 
-    def encoding(self, **weights: Any) -> Encoding:
+    def _encoding(self, **weights: Any) -> Encoding:
         """:class:`refpos.encodings.deberta.DeBERTa` with the record's keys; ``weights`` are its tensors
         (``rel_embeddings``, the projections, ``position_embeddings``)."""
         return DeBERTa(pos_att_type=list(self.pos_att_type), position_buckets=self.position_buckets,
@@ -123,7 +132,8 @@ def build(stack: Stack) -> list[LayerRecord]:
                          max_relative_positions=distance, max_position_embeddings=length,
                          share_att_key=read["share_att_key"], relative_attention=read["relative_attention"],
                          position_biased_input=read["position_biased_input"], n_heads=shape.heads,
-                         head_dim=shape.head_dim, version=facts.version) for i in range(shape.layers)]
+                         head_dim=shape.head_dim, version=facts.version, reads=SLOT_AGAINST_INDEX)
+            for i in range(shape.layers)]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
@@ -133,7 +143,7 @@ def _draw(draw: Any, st: Any) -> dict[str, Any]:
 
 DEBERTA = EncodingKind(
     name="deberta", summary="disentangled content-to-position and position-to-content terms on log buckets "
-    "(DeBERTa)", record=DebertaLayer, build=build, hook="qk_terms", reads=("key_index",),
+    "(DeBERTa)", record=DebertaLayer, build=build, hook="qk_terms", reads=("cache_position", "key_index"),
     doc="docs/deberta.md#the-math", facts=DebertaFacts, check="deberta", golden="deberta",
     contract=("deberta_log_buckets", "deberta_attention_logits"), spec="spec_tests/test_deberta.py", draw=_draw,
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16, "relative_attention": True,

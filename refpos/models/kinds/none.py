@@ -23,7 +23,8 @@ from refpos.models.records import NoAttention, NoPositions
 
 NONE = EncodingKind(
     name="none", summary="attention without positions (NoPE); a causal mask still lets it count", record=NoPositions,
-    build=lambda stack: build_scheduled(stack, "none"), hook="none", reads=(), doc="docs/nope-drope.md#the-idea",
+    build=lambda stack: build_scheduled(stack, "none"), hook="none", reads=("cache_position", "position_ids"),
+    doc="docs/nope-drope.md#the-idea",
     golden="attention", contract=("attention",), spec="spec_tests/test_attention.py",
     example={"config": dict(EXAMPLE_GEOMETRY)},
     absent={"facts": "nothing to fix: the layer adds no position", "check": "no position term to compare: `refpos "

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from refpos.models.records import LayerRecord
+from refpos.models.sources import INPUTS
 from refpos.models.view import ConfigView
 from refpos.validation import check_int
 
@@ -49,20 +50,6 @@ Family = Any
 
 #: where a kind acts in attention (the :class:`refpos.Encoding` hooks, and ``"none"`` for no positions at all)
 HOOKS = ("input", "rotate", "bias", "qk_terms", "temperature", "none")
-#: the inputs a kind's layers read (a layer record's ``reads``)
-INPUTS = {
-    "position_ids": "the position ids passed to the model (or built from the sequence when none are passed)",
-    "cache_position": "the token's slot in the sequence (its index, plus the tokens already cached)",
-    "mask_cumsum": "the running count of the attention mask's ones before each token (padding skipped)",
-    "input_ids_cumsum": "the running count of the non-padding token ids (RoBERTa's positions)",
-    "key_index": "the key's index in the sequence, whatever the position ids say",
-    "image_grid": "the patch grid of each image (rows and columns of patches)",
-    "video_grid": "the patch grid of each video (frames, rows and columns)",
-    "window": "the token's place inside its attention window",
-    "frames": "the audio or feature frames, in order",
-    "points": "the coordinates of the points or boxes given as prompts",
-    "pixel_mask": "the mask of valid pixels (padding excluded)",
-}
 #: the pieces every record is asked for (the meta-test's list)
 PIECES = ("facts", "build", "record", "check", "golden", "contract", "spec", "draw", "doc", "example")
 #: stack roles: the one stack of a model, or one stack of an encoder–decoder model
@@ -125,6 +112,8 @@ class Stack:
     """What a kind's builder is given: one stack of one part of a config.
 
     ``view`` is the part's config section (its keys are read through it, so what no builder read is known);
+    ``reads``: what a composite's row says this part's positions are read from (use → source), overriding its
+    kind's (π0.5's action expert turns by the running count of the prefix's mask);
     ``name`` the stack's name as records carry it (``"decoder"``, ``"encoder"``, ``"vision"``, …); ``role`` which
     geometry keys it reads (:data:`GEOMETRY_KEYS`); ``family`` the part's family-table row; ``facts`` the
     kind's facts from that row (its defaults when the row gives none); ``schedule`` the layer schedule
@@ -140,6 +129,7 @@ class Stack:
     schedule: Schedule | None = None
     not_modelled: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def geometry(self) -> Geometry:
         """The stack's layer count, head count and width (the first present key of each list)."""

@@ -22,7 +22,8 @@ from typing import Any
 from refpos.encoding import Encoding
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.query_scales import QueryScale
-from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, scaled
+from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused, query_scale_of, scale_reads, scaled
+from refpos.models.sources import Given, Source
 from refpos.rope.config import RopeConfig
 from refpos.rope.encoding import Rope
 
@@ -97,8 +98,34 @@ class RopeLayer(LayerRecord):
             out["indexer"] = self.indexer.to_params()
         return out
 
-    def encoding(self, **weights: Any) -> Encoding:
+    def rotation_positions(self, positions: Any = None, *, cache_position: Any = None,
+                           attention_mask: Any = None, length: int | None = None) -> Any:
+        """The positions the layer turns its call's tokens by, read as its code reads them (``reads``): the
+        position ids, else the slot (most families), or the running count of the mask (π0.5's action expert,
+        whose ``T`` = ``length`` tokens come last under ``attention_mask``)."""
+        given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask,
+                         length=length)
+        return self.read("rotation", "query", given)
+
+    def scale(self, positions: Any = None, *, cache_position: Any = None, attention_mask: Any = None) -> Any:
+        """The query's scale at the call's tokens (1 without a rule), read from the input its rule reads
+        (Llama 4: the token's slot, never the position id)."""
+        return query_scale_of(self, Given.of(positions=positions, cache_position=cache_position,
+                                             attention_mask=attention_mask))
+
+    def _encoding(self, **weights: Any) -> Encoding:
         return scaled(Rope(self.rope), self.query_scale)
+
+
+#: what a RoPE layer turns by: the position ids passed, else the ids the model builds from the token's slot
+#: (every family's ``position_ids = cache_position`` / ``arange(T) + past_seen_tokens`` when none are passed)
+ROTATION: Source = ("position_ids", "cache_position")
+
+
+def rotation_reads(stack: Stack) -> tuple[tuple[str, Source], ...]:
+    """The ``rotation`` entry of a stack's RoPE layers: :data:`ROTATION`, or what a composite's row says its part
+    reads (π0.5's action expert: the running count of the prefix's mask, continued over the actions)."""
+    return (("rotation", tuple(stack.reads.get("rotation", ROTATION))),)
 
 
 #: the note a resolution carries when the config gives no layer count: one record per layer type
@@ -128,9 +155,11 @@ def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
         if not layer.attention:
             records.append(NoAttention(name, layer.index, layer.layer_type, mixer=layer.mixer or "mamba"))
         elif layer.rope is not None:
-            records.append(RopeLayer(name, layer.index, layer.layer_type, rope=layer.rope, query_scale=layer.scale))
+            records.append(RopeLayer(name, layer.index, layer.layer_type, rope=layer.rope, query_scale=layer.scale,
+                                     reads=rotation_reads(stack) + scale_reads(layer.scale)))
         else:
-            records.append(NoPositions(name, layer.index, layer.layer_type, query_scale=layer.scale))
+            records.append(NoPositions(name, layer.index, layer.layer_type, query_scale=layer.scale,
+                                       reads=scale_reads(layer.scale)))
     stack.not_modelled.update(schedule.not_modelled)
     stack.notes.extend(note for note in schedule.notes if note not in stack.notes)
     return records
@@ -143,7 +172,7 @@ def _per_type(stack: Stack) -> list[LayerRecord]:
     stack.notes.append(NO_COUNT)
     for layer_type in stack.schedule.layer_types(stack.view) or (None,):
         rope = stack.schedule.rope(stack.view, layer_type, stack.family)
-        records.append(RopeLayer(stack.name, 0, layer_type, rope=rope))
+        records.append(RopeLayer(stack.name, 0, layer_type, rope=rope, reads=rotation_reads(stack)))
         stack.not_modelled.update(rope.not_modelled)
         stack.notes.extend(note for note in rope.notes if note not in stack.notes)
     return records
@@ -160,13 +189,15 @@ _LLAMA = {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 32, "
 ROPE = EncodingKind(
     name="rope", summary="the query and key rotated pair by pair, by angles proportional to the position (RoPE)",
     record=RopeLayer, build=lambda stack: build_scheduled(stack, "rope"), hook="rotate",
-    reads=("position_ids",), doc="docs/rope.md#the-math", facts=RopeFacts, check="rope", golden="rope",
+    reads=("position_ids", "cache_position", "mask_cumsum"), doc="docs/rope.md#the-math", facts=RopeFacts,
+    check="rope", golden="rope",
     contract=("rope_frequencies", "rope_cos_sin", "apply_rope"), spec="spec_tests/test_rope_properties.py",
     draw=_draw, example={"config": dict(_LLAMA), "facts": {}})
 
 MROPE = EncodingKind(
     name="mrope", summary="RoPE whose channel sections turn with the temporal, height and width ids (M-RoPE)",
-    record=RopeLayer, build=None, hook="rotate", reads=("position_ids",), doc="docs/mrope.md#the-math",
+    record=RopeLayer, build=None, hook="rotate", reads=("position_ids", "cache_position"),
+    doc="docs/mrope.md#the-math",
     check="rope", golden="rope", contract=("mrope_position_ids", "apply_rope"), spec="spec_tests/test_mrope.py",
     in_table=False, modalities=("text", "vision"),
     example={"config": {**_LLAMA, "model_type": "qwen2_vl", "rope_scaling": {"rope_type": "default",
@@ -176,4 +207,4 @@ MROPE = EncodingKind(
                                                      "sections", "draw": "the spec suite draws M-RoPE layouts "
                                                                          "itself (spec_tests/test_mrope.py)"})
 
-__all__ = ["MROPE", "NO_COUNT", "ROPE", "RopeFacts", "RopeLayer", "build_scheduled"]
+__all__ = ["MROPE", "NO_COUNT", "ROPE", "ROTATION", "RopeFacts", "RopeLayer", "build_scheduled", "rotation_reads"]

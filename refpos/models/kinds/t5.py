@@ -23,6 +23,7 @@ from refpos.encoding import Encoding
 from refpos.encodings.t5 import T5, check_bucket_args, t5_bias, t5_bucket
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
+from refpos.models.sources import SLOT_AGAINST_INDEX, Given
 from refpos.validation import check_int
 
 #: which layers of a stack own a bucket table: layer 0 (T5) or every layer (umT5)
@@ -60,15 +61,30 @@ class T5Layer(LayerRecord):
         return {"n_heads": self.n_heads, "bidirectional": self.bidirectional, "num_buckets": self.num_buckets,
                 "max_distance": self.max_distance, "owns_table": self.owns_table, "table_layer": self.table_layer}
 
-    def buckets(self, q_positions: Any, k_positions: Any) -> np.ndarray:
-        """Bucket of every (query, key) pair ``(Tq, Tk)``: ``bucket(k − q)``."""
+    def buckets(self, positions: Any = None, *, cache_position: Any = None, attention_mask: Any = None) -> np.ndarray:
+        """Bucket of every (query, key) pair of a call ``(T, T_k)``: the query's slot against the key's index
+        (``reads``; the position ids are not read: a call that gives only ``positions`` is refused)."""
+        return self.buckets_at(*self._read(positions, cache_position, attention_mask))
+
+    def _read(self, positions: Any, cache_position: Any, attention_mask: Any) -> tuple[Any, Any]:
+        given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask)
+        return self.read("query", "query", given), self.read("key", "key", given)
+
+    def buckets_at(self, q_positions: Any, k_positions: Any) -> np.ndarray:
+        """Bucket of every (query, key) pair ``(Tq, Tk)`` at positions already read: ``bucket(k − q)``."""
         q = np.asarray(to_numpy(q_positions), dtype=np.int64)
         k = np.asarray(to_numpy(k_positions), dtype=np.int64)
         return np.asarray(t5_bucket(k[..., None, :] - q[..., :, None], bidirectional=self.bidirectional,
                                     num_buckets=self.num_buckets, max_distance=self.max_distance))
 
-    def bias(self, table: Any, q_positions: Any, k_positions: Any) -> Array:
-        """``table[bucket(k − q)]`` as ``(H, Tq, Tk)``; ``table`` is ``(num_buckets, n_heads)``."""
+    def bias(self, table: Any, positions: Any = None, *, cache_position: Any = None,
+             attention_mask: Any = None) -> Array:
+        """``table[bucket(k − q)]`` of a call as ``(H, T, T_k)``, read as :meth:`buckets` reads; ``table`` is
+        ``(num_buckets, n_heads)``."""
+        return self.bias_at(table, *self._read(positions, cache_position, attention_mask))
+
+    def bias_at(self, table: Any, q_positions: Any, k_positions: Any) -> Array:
+        """``table[bucket(k − q)]`` as ``(H, Tq, Tk)`` at positions already read."""
         self._check_table(table)
         return t5_bias(table, q_positions, k_positions, bidirectional=self.bidirectional,
                        max_distance=self.max_distance)
@@ -78,7 +94,7 @@ class T5Layer(LayerRecord):
             raise ValueError(f"table must be (num_buckets, n_heads) = ({self.num_buckets}, {self.n_heads}), got "
                              f"{tuple(table.shape)}")
 
-    def encoding(self, **weights: Any) -> Encoding:
+    def _encoding(self, **weights: Any) -> Encoding:
         if "table" not in weights:
             raise ValueError(f"{self.stack} layer {self.index} (t5): pass table=, the bucket embedding of layer "
                              f"{self.table_layer} ({self.num_buckets}, {self.n_heads})")
@@ -98,7 +114,8 @@ def build(stack: Stack) -> list[LayerRecord]:
     check_bucket_args(bidirectional, buckets, distance)
     return [T5Layer(stack.name, i, None, n_heads=shape.heads, bidirectional=bidirectional, num_buckets=buckets,
                     max_distance=distance, owns_table=facts.tables == "every" or i == 0,
-                    table_layer=i if facts.tables == "every" else 0) for i in range(shape.layers)]
+                    table_layer=i if facts.tables == "every" else 0, reads=SLOT_AGAINST_INDEX)
+            for i in range(shape.layers)]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

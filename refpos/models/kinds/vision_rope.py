@@ -96,7 +96,8 @@ def build(stack: Stack) -> list[LayerRecord]:
     rope = tower_rope(stack)
     n = check_int(stack.view.name(stack.facts.layers[0]), stack.view.count(stack.facts.layers, "layer count"),
                   minimum=1)
-    return [VisionRopeLayer(stack.name, i, None, rope=rope) for i in range(n)]
+    reads = (("rotation", ("video_grid",) if isinstance(rope, VisionRope3D) else ("image_grid",)),)
+    return [VisionRopeLayer(stack.name, i, None, rope=rope, reads=reads) for i in range(n)]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

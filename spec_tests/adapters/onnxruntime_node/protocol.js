@@ -97,13 +97,18 @@ function serve(info, functions, hello = () => {}) {
     pending = pending.subarray(need);
     return [message, arrays];
   };
+  let greeted = false;  // the proxy greets every program it starts before any call (its lists come with it)
   const answer = async ([message, arrays]) => {
     const out = [];
     try {
       let result;
       if (message.call === '__hello__') {
         hello(decode(message.args, arrays), info, functions);
+        greeted = true;
         result = { protocol: 1, info, functions: Object.keys(functions).sort() };
+      } else if (!greeted) {
+        throw new ContractError('ProtocolError', `${message.call} came before any __hello__ request: the proxy `
+          + 'greets every program it starts first (spec_tests/adapters/process.py)');
       } else if (message.call in functions) {
         result = await functions[message.call](decode(message.args, arrays));
       } else {

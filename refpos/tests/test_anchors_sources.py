@@ -1,0 +1,225 @@
+"""Anchors: where positions come from — the inputs a layer reads — against transformers' own models.
+
+Llama 4's NoPE layers scale the query by the token's slot, Falcon's ALiBi (``alibi=True``) multiplies each key's
+slope by the running count of the attention mask's ones: neither reads the position ids. A tiny model of each runs
+its own forward on the cases where ids, slots and the mask's count differ — gapped ids, an id (32767) far from its
+slot (5), left padding, packed sequences, decoding after a cache — and refpos, given the same inputs by name, must
+say what the model did. The old reading (the ids as the slot, the ids as the keys' positions) is shown wrong on
+the same cases.
+
+Tolerances, from the computation each side runs:
+
+* Llama 4: transformers computes ``s = fl(1 + a·log1p(floor((p + 1)/f)))`` in float32 (log1p, the product and the
+  sum each round once: relative error at most ``3·2⁻²⁴`` plus log1p's own ulp) and rounds ``q·s`` once more; the
+  scale read back as ``(q·s)/q`` in float64 is within ``s·6·2⁻²⁴`` of the exact one.
+* Falcon: the bias the model hands its layer (in the attention mask, added once by SDPA in 5.24 and 5.25) is
+  ``fl32(b / fl32(√d))`` with ``b`` the bfloat16 product (exact in float32) that refpos rounds the same way: two
+  roundings, ``|b/√d|·3·2⁻²⁴``.
+* π0.5: integer positions, compared exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import refpos
+
+torch = pytest.importorskip("torch", reason="the input anchors run transformers' models")
+transformers = pytest.importorskip("transformers", reason="the input anchors run transformers' models")
+
+pytestmark = pytest.mark.anchors
+
+ULP = 2.0**-24
+#: (name, position ids per row, attention mask per row or None, tokens cached before the call)
+CASES = [
+    ("id 32767 in slot 5", [[0, 1, 2, 3, 4, 32767]], None, 0),
+    ("gapped ids", [[0, 5, 9, 100, 4000, 9000]], None, 0),
+    ("left padding", [[0, 0, 0, 1, 2, 3], [0, 1, 2, 3, 4, 5]], [[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]], 0),
+    ("packed sequences", [[0, 1, 2, 0, 1, 2]], None, 0),
+    ("decoding after 6 cached tokens", [[6, 7]], None, 6),
+    ("decoding, left-padded, id 2047", [[4, 2047]], [[0, 0, 1, 1, 1, 1, 1, 1]], 6),
+]
+
+
+def _capture(store: dict):
+    """An attention function that records what the layer hands to attention (and attends to nothing)."""
+    def capture(module, query, key, value, attention_mask, **kwargs):
+        store.setdefault(module.layer_idx, []).append((query.detach().clone(), None if attention_mask is None else
+                                                       attention_mask.detach().clone()))
+        return torch.zeros_like(query).transpose(1, 2), None
+
+    return capture
+
+
+def _run(model, ids, mask, past, width, seed=0):
+    """The model's forward on random embeddings: ``past`` tokens first (their cache), then the call's."""
+    from transformers import DynamicCache
+
+    gen = torch.Generator().manual_seed(seed)
+    batch, t = len(ids), len(ids[0])
+    cache = DynamicCache(config=model.config) if past else None
+    full_mask = None if mask is None else torch.tensor(mask)
+    with torch.no_grad():
+        if past:
+            prefix = torch.randn(batch, past, width, generator=gen)
+            model(inputs_embeds=prefix, attention_mask=None if full_mask is None else full_mask[:, :past],
+                  position_ids=torch.arange(past)[None].expand(batch, -1), cache=cache, use_cache=True)
+        model(inputs_embeds=torch.randn(batch, t, width, generator=gen), attention_mask=full_mask,
+              position_ids=torch.tensor(ids), cache=cache, use_cache=past > 0)
+
+
+# --------------------------------------------------------------------------------------- Llama 4 temperature
+def _llama4():
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.for_model("llama4_text", hidden_size=16, num_attention_heads=2, num_key_value_heads=1,
+                                  head_dim=8, num_hidden_layers=4, intermediate_size=16, intermediate_size_mlp=16,
+                                  vocab_size=32, num_local_experts=1, floor_scale=4, attn_temperature_tuning=True,
+                                  attention_chunk_size=None)
+    config._attn_implementation = "eager"
+    model = AutoModel.from_config(config).eval()
+    layer = next(i for i, rotates in enumerate(config.no_rope_layers) if not rotates)
+    return model, layer, refpos.model_positions(config.to_dict()).stack("decoder")[layer]
+
+
+def llama4_scales(ids, mask, past, monkeypatch):
+    """The query scale Llama 4's NoPE layer applied to each token: its query after the scale over its q_proj."""
+    from transformers.models.llama4 import modeling_llama4
+
+    store: dict = {}
+    monkeypatch.setattr(modeling_llama4, "eager_attention_forward", _capture(store))
+    model, layer, record = _llama4()
+    projected = []
+    hook = model.layers[layer].self_attn.q_proj.register_forward_hook(
+        lambda module, args, out: projected.append(out.detach().clone()))
+    try:
+        _run(model, ids, mask, past, 16)
+    finally:
+        hook.remove()
+    query = store[layer][-1][0].transpose(1, 2).double()  # (B, T, H, d)
+    raw = projected[-1].double().view(query.shape)
+    return (query / raw).mean(dim=(2, 3)).numpy(), record
+
+
+@pytest.mark.parametrize("name, ids, mask, past", CASES, ids=[c[0] for c in CASES])
+def test_llama4_temperature_is_the_slot_s(name, ids, mask, past, monkeypatch):
+    theirs, record = llama4_scales(ids, mask, past, monkeypatch)
+    t = len(ids[0])
+    slots = np.arange(past, past + t)
+    inputs = {"attention_mask": np.asarray(mask)} if mask is not None else {"cache_position": slots}
+    ours = np.broadcast_to(record.scale(np.asarray(ids), **inputs), theirs.shape)
+    np.testing.assert_allclose(ours, theirs, rtol=6 * ULP, atol=0)
+    assert record.reads == (("scale", ("cache_position",)),)
+    with pytest.raises(ValueError, match="cache_position="):
+        record.scale(np.asarray(ids))  # ids alone are refused, never read as slots
+
+
+def test_llama4_temperature_at_the_id_was_wrong(monkeypatch):
+    """The old reading — the scale at the position id — differs from transformers where ids are not slots."""
+    theirs, record = llama4_scales([[0, 1, 2, 3, 4, 32767]], None, 0, monkeypatch)
+    at_ids = record.query_scale(np.array([0, 1, 2, 3, 4, 32767]))  # the rule at p = the id
+    assert abs(at_ids[-1] - theirs[0, -1]) > 0.1
+
+
+# ------------------------------------------------------------------------------------------------ Falcon ALiBi
+def _falcon():
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.for_model("falcon", hidden_size=32, num_attention_heads=4, num_hidden_layers=1,
+                                  vocab_size=32, alibi=True, new_decoder_architecture=False, multi_query=False,
+                                  parallel_attn=True, bias=False)
+    config._attn_implementation = "sdpa"  # the mask it hands the layer is the bias attention adds, once
+    return AutoModel.from_config(config).eval(), refpos.model_positions(config.to_dict()).layers[0]
+
+
+def falcon_bias(ids, mask, past, monkeypatch=None):
+    """The ALiBi bias Falcon adds to its scaled logits — the mask its model hands the layer, b/√d where allowed
+    (``FalconModel.forward`` puts the bias there) — and the entries it allows."""
+    model, record = _falcon()
+    handed = []
+    model.h[0].register_forward_pre_hook(lambda module, args, kwargs: handed.append(kwargs["attention_mask"]),
+                                         with_kwargs=True)
+    _run(model, ids, mask, past, 32)
+    added = handed[-1].double().numpy()  # (B, H, T, T_k)
+    allowed = added > torch.finfo(torch.float32).min / 2
+    return added, allowed, record
+
+
+@pytest.mark.parametrize("name, ids, mask, past", CASES, ids=[c[0] for c in CASES])
+def test_falcon_alibi_reads_the_mask_s_running_count(name, ids, mask, past, monkeypatch):
+    added, allowed, record = falcon_bias(ids, mask, past, monkeypatch)
+    t = len(ids[0])
+    full = np.asarray(mask) if mask is not None else np.ones((len(ids), past + t), dtype=np.int64)
+    ours = record.bias(np.asarray(ids), attention_mask=full) / math.sqrt(record.head_dim)  # (B, H, T, T_k)
+    real = full[:, None, past:].astype(bool)  # (B, 1, T): the queries that are not padding
+    assert allowed.any(axis=-1)[np.broadcast_to(real, allowed.shape[:-1])].all()  # each attends: compared there
+    np.testing.assert_allclose(ours[allowed], added[allowed], rtol=3 * ULP, atol=0)
+    assert record.reads == (("key", ("mask_cumsum",)),)
+    with pytest.raises(ValueError, match="attention_mask="):
+        record.bias(np.asarray(ids))  # ids alone are refused, never read as the keys' positions
+
+
+def test_falcon_alibi_at_the_ids_was_wrong(monkeypatch):
+    """The old reading — each key's slope times its position id — is off by 510 at (0…6, 2047)."""
+    ids = [[0, 1, 2, 3, 4, 5, 6, 2047]]
+    added, allowed, record = falcon_bias(ids, None, 0, monkeypatch)
+    old = record.bias_at(np.asarray(ids[0]), np.asarray(ids[0]))[None] / math.sqrt(record.head_dim)
+    assert np.abs(old - added)[allowed].max() * math.sqrt(record.head_dim) > 500
+
+
+# ------------------------------------------------------------------------------------- π0.5's action expert
+def _pi05():
+    from transformers import AutoConfig, AutoModel
+
+    if "pi05" not in transformers.models.auto.configuration_auto.CONFIG_MAPPING_NAMES:
+        pytest.skip(f"transformers {transformers.__version__} has no pi05 (new in 5.25)")
+    gemma = {"model_type": "gemma", "hidden_size": 16, "num_hidden_layers": 2, "intermediate_size": 16,
+             "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8}
+    config = AutoConfig.for_model(
+        "pi05", chunk_size=3, max_action_dim=4, dit_config=gemma,
+        vlm_config={"model_type": "paligemma", "text_config": {**gemma, "vocab_size": 64}, "projection_dim": 16,
+                    "image_token_id": 63, "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 16,
+                                                            "intermediate_size": 16, "num_hidden_layers": 1,
+                                                            "num_attention_heads": 2, "patch_size": 4,
+                                                            "image_size": 8}})
+    return AutoModel.from_config(config).eval(), refpos.model_positions(config.to_dict())
+
+
+def pi05_action_positions(prefix_mask):
+    """The positions π0.5's action expert turns its chunk of 3 actions by, after a prefix of 5 tokens run by its
+    VLM (as ``PI05Model.forward`` runs it: positions from the mask's running count, its cache kept)."""
+    model, resolved = _pi05()
+    gen = torch.Generator().manual_seed(0)
+    mask = None if prefix_mask is None else torch.tensor(prefix_mask)
+    prefix = torch.randn(2, 5, 16, generator=gen)
+    seen = []
+    model.dit.rotary_emb.register_forward_pre_hook(
+        lambda module, args, kwargs: seen.append(kwargs.get("position_ids", args[1] if len(args) > 1 else None)),
+        with_kwargs=True)
+    with torch.no_grad():
+        cache = model.vlm(inputs_embeds=prefix, attention_mask=mask, use_cache=True,
+                          position_ids=None if mask is None else mask.cumsum(-1) - 1,
+                          token_type_ids=torch.zeros(2, 5, dtype=torch.long)).past_key_values
+        model(action_embeds=torch.randn(2, 3, 16, generator=gen), attention_mask=mask, cache=cache,
+              timestep_embeds=torch.randn(2, 16, generator=gen))
+    return np.broadcast_to(seen[-1].numpy(), (2, 3)), resolved
+
+
+@pytest.mark.parametrize("prefix_mask", [[[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]], None], ids=["left-padded", "no mask"])
+def test_pi05_action_expert_continues_after_the_prefix(prefix_mask):
+    theirs, resolved = pi05_action_positions(prefix_mask)
+    expert = resolved.stack("dit")
+    assert len(expert) == 2 and all(layer.reads == (("rotation", ("mask_cumsum", "cache_position")),)
+                                    for layer in expert)
+    if prefix_mask is None:
+        ours = expert[0].rotation_positions(cache_position=np.arange(5, 8))  # the slots after the prefix's cache
+    else:
+        full = np.concatenate([np.asarray(prefix_mask), np.ones((2, 3), dtype=np.int64)], axis=1)
+        ours = expert[0].rotation_positions(attention_mask=full, length=3)
+    np.testing.assert_array_equal(np.broadcast_to(ours, (2, 3)), theirs)  # integers: exact
+    assert not np.array_equal(np.broadcast_to(np.arange(3), (2, 3)), theirs)  # a fresh sequence's 0, 1, 2 is wrong
+    with pytest.raises(ValueError, match=r"attention_mask=|cache_position="):
+        expert[0].rotation_positions(np.arange(3))  # ids alone: not what the expert reads
