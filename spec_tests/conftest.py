@@ -15,7 +15,8 @@ One entry per line: a pytest node id
 ``spec_tests/`` prefix) or a prefix of one ending at ``::`` or ``[`` boundaries (a module, a test without
 its parameters), then optionally ``# reason``. Lines starting with ``#`` and blank lines are ignored.
 An entry that matches no collected test is reported with a :class:`UnmatchedEntryWarning` (entries for
-test files that were not part of this run are not reported).
+test files that were not part of this run are not reported). xfail marks are strict: a listed test that passes
+(``XPASS``) fails the run, naming the stale entry's line.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from support import IMPL, IMPL_NAME, check_declarations, declared_support, decla
 from refpos.testing.declarations import DECLARATIONS
 from refpos.testing.profiles import load_profile
 
-PROFILE = load_profile()
+PROFILE = load_profile(IMPL_NAME)
 if os.environ.get("REFPOS_META_RUN"):
     # set by the meta test (test_meta.py) for its runs on mutants: only pass/fail matters there, so
     # fewer examples, derandomized, and no shrinking
@@ -55,6 +56,10 @@ if os.environ.get("REFPOS_META_RUN"):
     settings.load_profile("refpos.meta")
     PROFILE = "refpos.meta"
 SPEC_DIR = Path(__file__).resolve().parent
+
+
+#: what a strict XPASS means, added to pytest's ``[XPASS(strict)] reason (file:line)``
+STALE = "the test passes: the entry is stale, delete it"
 
 
 class UnmatchedEntryWarning(UserWarning):
@@ -162,8 +167,8 @@ def _apply(entries: list[Entry], items: list[pytest.Item], marker: str) -> None:
         for entry in entries:
             if entry.matches(item.nodeid):
                 entry.matched += 1
-                if marker == "xfail":
-                    item.add_marker(pytest.mark.xfail(reason=f"{entry.reason} ({entry.source})"))
+                if marker == "xfail":  # strict: a listed test that passes is a stale entry, and fails the run
+                    item.add_marker(pytest.mark.xfail(reason=f"{entry.reason} ({entry.source})", strict=True))
                 else:
                     item.add_marker(pytest.mark.skip(reason=f"{entry.reason} ({entry.source})"))
                 break
@@ -316,6 +321,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = outcome.get_result()
     if report.when != "call":
         return
+    if report.failed and isinstance(report.longrepr, str) and report.longrepr.startswith("[XPASS(strict)]"):
+        report.longrepr = f"{report.longrepr}: {STALE}"  # an xfails entry whose test passes
     count = ExampleCount(EXAMPLES.drawn, EXAMPLES.ran, EXAMPLES.unsupported, Counter(EXAMPLES.reasons))
     EXAMPLES.__init__()
     if count.drawn:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import strategies as st
-from support import IMPL, IMPL_NAME, declared_constants, declared_support, supported_subset
+from support import IMPL, IMPL_NAME, declared_constants, declared_support, size, size_from, supported_subset
 
 from refpos.pairs import PARTIAL_PLACEMENTS, SAME_PAIRING_LAYOUTS
 from refpos.rope.rules import ROPE_TYPES, RULES, DrawContext
@@ -42,15 +42,15 @@ def rope_dicts(
     """
     rope_types, layouts, placements = _declared(rope_types, layouts)
     rule = RULES[draw(st.sampled_from(rope_types))]
-    head_dim = draw(st.sampled_from(head_dims))
+    head_dim = draw(size_from(head_dims))
     rotary_dim = head_dim
     rope: dict[str, Any] = {"rope_type": rule.name, "rope_theta": draw(THETAS), "head_dim": head_dim,
                             "layout": draw(st.sampled_from(layouts))}
     if rule.spans_head:  # a full-width table, zero frequencies past the rotated pairs
-        rotary_dim = 2 * draw(st.integers(1, head_dim // 2))
+        rotary_dim = 2 * draw(size(1, head_dim // 2))
         rope["rotary_dim"] = rotary_dim
     elif partial and placements and draw(st.booleans()):
-        rotary_dim = 2 * draw(st.integers(rule.min_rotary_dim // 2, head_dim // 2))
+        rotary_dim = 2 * draw(size(rule.min_rotary_dim // 2, head_dim // 2))
         rope["rotary_dim"] = rotary_dim
         rope["placement"] = draw(st.sampled_from(placements))
     original = draw(st.sampled_from([64, 512, 2048, 4096, 8192]))

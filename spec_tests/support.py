@@ -8,7 +8,10 @@
 * :func:`assert_within` — an explicit ``rtol``/``atol`` (from :func:`tolerance` or stated with its reason),
   through the same comparison;
 * :func:`assert_quoted` — numbers quoted to a few digits: half a unit of the last digit plus the dtype rule;
-* :func:`declared_support` — the rope types, layouts and placements an adapter declares in ``INFO``.
+* :func:`declared_support` — the rope types, layouts and placements an adapter declares in ``INFO``;
+* :func:`size`, :func:`size_from`, :func:`sized_lists` — the sizes the RoPE and attention tests draw (tokens,
+  heads, batch, head and rotated widths, lists of positions): drawn, or one fixed value each under
+  ``REFPOS_SHAPES=fixed`` (:data:`SHAPES`).
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 import refpos.golden.tolerance as tol_rules
 from refpos.backend import to_numpy
@@ -130,6 +135,48 @@ def supported_subset(key: str, wanted: tuple[str, ...]) -> tuple[str, ...]:
     """The values of ``wanted`` the adapter declares for ``key`` (all of them when it declares none)."""
     declared = declared_support().get(key)
     return wanted if declared is None else tuple(v for v in wanted if v in declared)
+
+
+# ------------------------------------------------------------------------------------- shapes
+#: ``REFPOS_SHAPES``: ``drawn`` (the default: every size drawn from its range) or ``fixed``: every size the RoPE and
+#: attention tests draw is one value per range (:func:`size`), so a library that compiles per input shape (a JIT:
+#: tinygrad, JAX, torch.compile) compiles once per test instead of once per example; the values, the
+#: positions and the configurations are drawn as before
+SHAPES = os.environ.get("REFPOS_SHAPES", "drawn")
+if SHAPES not in ("drawn", "fixed"):
+    raise pytest.UsageError(f"REFPOS_SHAPES must be 'drawn' or 'fixed', got {SHAPES!r}")
+#: the size a fixed range takes (clamped into the range), and the widest fixed head
+FIXED_SIZE, FIXED_HEAD = 4, 16
+
+
+def fixed_size(lo: int, hi: int) -> int:
+    """The one size of ``[lo, hi]`` under ``REFPOS_SHAPES=fixed``: :data:`FIXED_SIZE` clamped into the range.
+
+    >>> [fixed_size(1, 7), fixed_size(1, 2), fixed_size(8, 8), fixed_size(6, 40)]
+    [4, 2, 8, 6]
+    """
+    return min(max(FIXED_SIZE, lo), hi)
+
+
+def size(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """A size in ``[lo, hi]`` (tokens, heads, batch): drawn, or :func:`fixed_size` under ``REFPOS_SHAPES=fixed``."""
+    return st.just(fixed_size(lo, hi)) if SHAPES == "fixed" else st.integers(lo, hi)
+
+
+def size_from(values: Sequence[int]) -> st.SearchStrategy[int]:
+    """A size among ``values`` (head widths): drawn, or under ``REFPOS_SHAPES=fixed`` the largest of them up to
+    :data:`FIXED_HEAD` (the smallest when all are wider)."""
+    if SHAPES != "fixed":
+        return st.sampled_from(list(values))
+    return st.just(max((v for v in values if v <= FIXED_HEAD), default=min(values)))
+
+
+def sized_lists(elements: st.SearchStrategy[Any], lo: int, hi: int) -> st.SearchStrategy[list[Any]]:
+    """Lists of ``lo`` to ``hi`` ``elements`` (positions of a sequence): under ``REFPOS_SHAPES=fixed`` of the one
+    length :func:`fixed_size`."""
+    n = fixed_size(lo, hi)
+    return st.lists(elements, min_size=n, max_size=n) if SHAPES == "fixed" else st.lists(elements, min_size=lo,
+                                                                                         max_size=hi)
 
 
 # ------------------------------------------------------------------------------------- tolerances
@@ -351,6 +398,37 @@ def assert_within(actual: Any, expected: Any, *, rtol: float, atol: float = 0.0,
                              f"{result.error[worst]:.3g} > {result.allowed[worst]:.3g}")
 
 
+def frequency_rtol(impl: ModuleType, inv_freq: Any) -> np.ndarray:
+    """Per pair, the relative error of a correct ``ω_j`` (float64 ``inv_freq``) in the declared dtype and forms:
+    :func:`refpos.golden.tolerance.frequency_tolerance` over ``ω_j`` (0 for a zero frequency)."""
+    w = np.abs(np.asarray(inv_freq, dtype=np.float64))
+    atol = np.asarray(tol_rules.frequency_tolerance(declared_dtype(impl), w, forms=declared_forms(impl)))
+    return np.divide(atol, w, out=np.zeros_like(w), where=w > 0)
+
+
+def unit_roundoff(impl: ModuleType) -> float:
+    """The unit roundoff of the declared dtype's arithmetic: 2⁻⁵³, or 2⁻²⁴ for float32 and lower (whose rules
+    assume float32 arithmetic)."""
+    return 2.0**-53 if declared_dtype(impl) == "float64" else 2.0**-24
+
+
+def assert_frequencies(actual: Any, expected: Any, impl: ModuleType, *, pairs: Any = None, computed: int = 1,
+                       what: str = "ω") -> None:
+    """Assert the adapter's inverse frequencies ``actual`` equal the float64 ``expected`` within the per-pair bound
+    of a correct implementation in the declared dtype and forms
+    (:func:`refpos.golden.tolerance.frequency_tolerance`: float32 ``u·(c + b·j + e·ln(1/ω_j))·ω_j``, the largest
+    over the angle forms in force; float64 rtol 1e-13). ``expected`` holds every pair (the bound depends on the
+    pair's index ``j``); ``pairs`` selects the compared ones (``actual`` then holds only those). ``computed``: how
+    many computed sets of frequencies the comparison holds (2 when ``expected`` is itself the adapter's output).
+    """
+    expected = np.asarray(expected, dtype=np.float64)
+    atol = computed * np.asarray(tol_rules.frequency_tolerance(declared_dtype(impl), expected,
+                                                               forms=declared_forms(impl)), dtype=np.float64)
+    if pairs is not None:
+        expected, atol = expected[..., pairs], atol[..., pairs]
+    assert_within(actual, expected, rtol=0.0, atol=np.broadcast_to(atol, expected.shape), what=what)
+
+
 def tolerance(impl: ModuleType, kind: str = "value") -> dict[str, float]:
     """Scalar ``{"rtol", "atol"}`` for ``numpy.testing.assert_allclose`` on O(1) values, by the dtype
     rule of :mod:`refpos.golden.tolerance` (position-independent kinds only; phases need
@@ -375,6 +453,9 @@ def float_tolerance_note(impl: ModuleType) -> str:
     """Lines for the report header: the tolerance rules that follow from the declared dtype and forms."""
     dtype, forms = declared_dtype(impl), declared_forms(impl)
     which = f"declared forms {', '.join(forms)}" if forms else f"no forms declared: every form {dtype} admits"
-    return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}; angle-derived values "
+    frequencies = ("; inverse frequencies per pair, the angle forms' bound at position 1" if dtype == "float32"
+                   else "")
+    return (f"tolerances: dtype {dtype} -> {tol_rules.describe('value', dtype)['reason']}{frequencies}; "
+            f"angle-derived values "
             f"({which}; docs/conventions.md#tolerances): atol = m·|p|·max_j k_j·ω_j·u + storage(m), with "
             f"{describe_forms(dtype, forms)}")

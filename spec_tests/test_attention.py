@@ -13,16 +13,21 @@ from encoding_support import softmax as oracle_softmax
 from encoding_support import tol
 from hypothesis import example, find, given, settings
 from hypothesis import strategies as st
-from support import assert_within, cases, declared_dtype, require
+from support import assert_within, cases, declared_dtype, require, size, size_from
 
 from refpos.golden.compare import within
-from refpos.golden.tolerance import MANTISSA
+from refpos.golden.tolerance import MANTISSA, attention_tolerance, probability_tolerance
 
 # ----------------------------------------------------------------------------------------- helpers
 
 
 def tolerances(impl) -> dict[str, float]:
     return tol(impl)
+
+
+def probability_bound(impl, logits: np.ndarray) -> float:
+    """The atol of a correct softmax of ``logits`` in the declared dtype (refpos.golden.tolerance)."""
+    return probability_tolerance(declared_dtype(impl), logits)
 
 
 def _exact_integer_limit(impl) -> float:
@@ -32,14 +37,15 @@ def _exact_integer_limit(impl) -> float:
 
 @st.composite
 def qkv_inputs(draw, *, min_t: int = 1, max_t: int = 7, gqa: bool = True, same_len: bool = False):
-    """(q, k, v) with shapes (B, Hq, Tq, d), (B, Hkv, Tk, d), (B, Hkv, Tk, dv), values ~ N(0, 1)."""
-    batch = draw(st.integers(1, 2))
-    h_kv = draw(st.integers(1, 3))
-    n_rep = draw(st.integers(1, 3)) if gqa else 1
-    t_k = draw(st.integers(min_t, max_t))
-    t_q = t_k if same_len else draw(st.integers(1, t_k))
-    d = draw(st.sampled_from([1, 2, 4, 8]))
-    d_v = draw(st.sampled_from([d, 3]))
+    """(q, k, v) with shapes (B, Hq, Tq, d), (B, Hkv, Tk, d), (B, Hkv, Tk, dv), values ~ N(0, 1) (one shape per
+    call under REFPOS_SHAPES=fixed: support.size)."""
+    batch = draw(size(1, 2))
+    h_kv = draw(size(1, 3))
+    n_rep = draw(size(1, 3)) if gqa else 1
+    t_k = draw(size(min_t, max_t))
+    t_q = t_k if same_len else draw(size(1, t_k))
+    d = draw(size_from([1, 2, 4, 8]))
+    d_v = draw(size_from([d, 3]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     q = rng.standard_normal((batch, h_kv * n_rep, t_q, d))
     k = rng.standard_normal((batch, h_kv, t_k, d))
@@ -56,17 +62,26 @@ def permutation(draw, n: int) -> np.ndarray:
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 9), st.floats(-1e3, 1e3))
 def test_softmax_rows_sum_to_one_and_are_shift_invariant(impl, seed, n, shift):
+    """Each row sums to 1 and softmax(z + c) = softmax(z), within the bound of a correct softmax in the declared
+    dtype (:func:`refpos.golden.tolerance.probability_tolerance`: ``u·(3·max|z| + 3n + 4)``, the logits stored in
+    the dtype, max-subtracted or log-sum-exp). The logits ``z + c`` reach 1000 + 60: stored in float32 each
+    rounds by up to 2⁻²⁴·1060 ≈ 6e-5, which moves a probability by as much; the two sides of the
+    shift-invariance each err by their own bound. The rows' sum is within the same bound (the relative terms
+    sum to themselves, the rounding of ``z − c`` adds ``n·u/e``)."""
     softmax = require(impl, "softmax")
     logits = np.random.default_rng(seed).standard_normal((3, n)) * 20
+    shifted = logits + shift
     p = softmax(logits)
-    assert_within(p.sum(axis=-1), 1.0, **tolerances(impl))
+    assert_within(p.sum(axis=-1), 1.0, rtol=0.0, atol=probability_bound(impl, logits), what="row sums")
     assert np.all(p >= 0)
-    assert_within(softmax(logits + shift), p, **tolerances(impl))
+    assert_within(softmax(shifted), p, rtol=0.0,
+                  atol=probability_bound(impl, shifted) + probability_bound(impl, logits), what="softmax(z + c)")
 
 
 @pytest.mark.parametrize("magnitude", cases("logit", [1e3, 1e5, 1e15]))
 def test_softmax_is_stable_for_huge_logits(impl, magnitude):
-    """exp(1000) overflows: an implementation that does not subtract the row maximum gives NaN.
+    """exp(1000) overflows: an implementation that does not subtract the row maximum gives NaN (which no
+    tolerance admits).
 
     The logits ``m`` and ``m − 1`` must both be exact in the declared dtype (float64 up to 2^53, float32
     up to 2^24); larger cases do not apply to a lower-precision implementation (its input cannot say
@@ -75,9 +90,11 @@ def test_softmax_is_stable_for_huge_logits(impl, magnitude):
     softmax = require(impl, "softmax")
     if magnitude >= _exact_integer_limit(impl):
         pytest.skip(f"{declared_dtype(impl)} cannot represent {magnitude:g} − 1 apart from {magnitude:g}")
-    p = softmax(np.array([[magnitude, magnitude - 1.0, -magnitude]]))
+    logits = np.array([[magnitude, magnitude - 1.0, -magnitude]])
+    p = softmax(logits)
     expected = np.array([1.0, np.exp(-1.0), 0.0]) / (1.0 + np.exp(-1.0))
-    assert_within(p[0], expected, **tolerances(impl))
+    # a correct softmax's bound (probability_tolerance): a log-sum-exp form rounds m + ln(1 + e⁻¹) by u·m
+    assert_within(p[0], expected, rtol=0.0, atol=probability_bound(impl, logits))
 
 
 def test_softmax_fully_masked_row_policy(impl):
@@ -164,7 +181,7 @@ def test_causal_attention_is_prefix_consistent(impl, data):
     """f(X[:n])[i] = f(X)[i] for i < n: a causal layer never looks ahead."""
     attention = require(impl, "attention")
     q, k, v = data.draw(qkv_inputs(same_len=True, max_t=8))
-    n = data.draw(st.integers(1, q.shape[-2]))
+    n = data.draw(size(1, q.shape[-2]))
     full = attention(q, k, v, causal=True)
     prefix = attention(q[..., :n, :], k[..., :n, :], v[..., :n, :], causal=True)
     assert_within(prefix, full[..., :n, :], **tolerances(impl))
@@ -180,6 +197,37 @@ def test_causal_query_ignores_the_order_of_earlier_tokens(impl, data):
     perm = np.concatenate([permutation(data.draw, t - 1), [t - 1]])
     out = attention(q[..., perm, :], k[..., perm, :], v[..., perm, :], causal=True)
     assert_within(out[..., -1, :], attention(q, k, v, causal=True)[..., -1, :], **tolerances(impl))
+
+
+@given(st.data(), st.sampled_from(["none", "mask", "causal"]), st.booleans(), st.sampled_from([1.0, 4.0]))
+def test_attention_matches_float64(impl, data, masking, with_bias, gain):
+    """Attention itself against the float64 formula of docs/conventions.md#scale-order (``scale·q·kᵀ`` with
+    the default scale ``d^-1/2``, ``+ bias``, the mask, softmax, ``·v``; GQA, an explicit mask, causal queries
+    aligned to the end of the keys), within the bound of a correct implementation in the declared dtype
+    (:func:`refpos.golden.tolerance.attention_tolerance`: the stored inputs, the dot products, the softmax and the
+    weighted sum). Every library with attention runs it: a bias the library does not add is refused per
+    example, and the others run. A kernel that computes in bfloat16 while declaring float32, or aligns causal
+    queries to the start of the keys, fails it."""
+    attention = require(impl, "attention")
+    q, k, v = data.draw(qkv_inputs(gqa=True))
+    q = q * gain  # logits of a few units too, where rounding the probabilities shows
+    n_rep = q.shape[1] // k.shape[1]
+    kk, vv = np.repeat(k, n_rep, axis=1), np.repeat(v, n_rep, axis=1)  # (B, Hq, Tk, ·)
+    s = q @ np.swapaxes(kk, -1, -2) * q.shape[-1] ** -0.5  # (B, Hq, Tq, Tk)
+    t_q, t_k = s.shape[-2:]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    bias = rng.standard_normal((q.shape[1], t_q, t_k)) if with_bias else None
+    mask, allowed = None, np.ones(s.shape, dtype=bool)
+    if masking == "mask":
+        mask = rng.random((t_q, t_k)) < 0.6
+        mask[:, 0] = True  # every row keeps a key: the fully masked rule is tested elsewhere
+        allowed = np.broadcast_to(mask, s.shape)
+    elif masking == "causal":
+        allowed = np.broadcast_to(np.arange(t_k)[None, :] <= np.arange(t_q)[:, None] + (t_k - t_q), s.shape)
+    want = oracle_softmax(s if bias is None else s + bias, allowed) @ vv  # the suite's float64 oracle
+    got = attention(q, k, v, bias=bias, mask=mask, causal=masking == "causal")
+    atol = attention_tolerance(declared_dtype(impl), q, k, v, bias=bias)
+    assert_within(got, want, rtol=0.0, atol=atol, what=f"attention ({masking}, bias {with_bias}) against float64")
 
 
 @given(st.data(), st.sampled_from([0.5, 2.0, 50.0]), st.sampled_from(["none", "mask", "causal"]))
@@ -261,7 +309,7 @@ def test_chunked_attention_equals_full_attention(impl, data):
         chunk, causal, use_bias, use_mask = 1, True, True, True
     else:
         q, k, v = data.draw(qkv_inputs(max_t=9))
-        chunk = data.draw(st.integers(1, k.shape[-2] + 1))
+        chunk = data.draw(size(1, k.shape[-2] + 1))
         causal, use_bias, use_mask = data.draw(st.booleans()), data.draw(st.booleans()), data.draw(st.booleans())
     rng = np.random.default_rng(q.size)
     shape = (q.shape[1], q.shape[2], k.shape[2])

@@ -23,17 +23,17 @@ from encoding_support import softmax as oracle_softmax
 from encoding_support import tol
 from hypothesis import given
 from hypothesis import strategies as st
-from support import assert_within, require, tolerance
+from support import assert_within, require, size, size_from, tolerance
 
 
 @st.composite
 def local_inputs(draw):
     """``(q, k, v)``: q ``(B, H, T_q, d)``, k and v ``(B, H_kv, T_k, ·)``, T_q ≤ T_k ≤ 12, GQA groups."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    b, h_kv, group = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
-    t_k = draw(st.integers(1, 12))
-    t_q = draw(st.integers(1, t_k))
-    d = draw(st.sampled_from([2, 4, 8]))
+    b, h_kv, group = draw(size(1, 2)), draw(size(1, 2)), draw(size(1, 2))
+    t_k = draw(size(1, 12))
+    t_q = draw(size(1, t_k))
+    d = draw(size_from([2, 4, 8]))
     return (rng.standard_normal((b, h_kv * group, t_q, d)), rng.standard_normal((b, h_kv, t_k, d)),
             rng.standard_normal((b, h_kv, t_k, 3)))
 

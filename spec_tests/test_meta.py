@@ -2,7 +2,8 @@
 
 * Every mutant of :data:`mutants.MUTANTS` (a deliberately wrong adapter: one known mistake) makes the
   spec test files listed for it fail, and the same files pass on :mod:`refpos.testing.adapter`.
-* ``--xfails-file`` / ``--skips-file`` mark and skip tests with their reasons and warn about entries that
+* ``--xfails-file`` / ``--skips-file`` mark and skip tests with their reasons (a listed test that passes fails
+  the run: a stale entry) and warn about entries that
   match no test; functions an adapter lacks and ``NotImplementedError`` become skips.
 
 Each run is a subprocess ``REFPOS_IMPL=... python -m pytest -x -q <files>`` with ``REFPOS_META_RUN=1``
@@ -169,9 +170,11 @@ def test_xfails_skips_missing_functions_and_not_implemented(tmp_path: Path):
                                            "--skips-file", str(tmp_path / "skips.txt")],
                        {"PYTHONPATH": str(tmp_path)})
     out = result.stdout + result.stderr
-    assert result.returncode == 0, out
+    # the listed test passes: a stale entry, which fails the run (strict xfail) and names its line
+    assert result.returncode == FAILED, out
+    assert "3 failed" in out and "[XPASS(strict)] demo: expected to fail" in out, out[-3000:]  # its 3 cases
+    assert f"({tmp_path / 'xfails.txt'}:2): the test passes: the entry is stale, delete it" in out
     assert "implementation partial_adapter" in out and "'name': 'partial'" in out  # the header
-    assert "XPASS" in out and "demo: expected to fail" in out
     assert "test_no_such_test" in out and "matches no test" in out
     assert "too slow" in out
     assert "does not support this case: only the 'zeros' policy" in out  # NotImplementedError -> skip

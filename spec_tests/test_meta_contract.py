@@ -216,6 +216,24 @@ def test_the_table_of_declarations_is_the_registry(page):
     assert table == declarations.markdown_table(), "re-render the table from refpos/testing/declarations.py"
 
 
+
+def test_the_table_of_bad_inputs_is_the_registry():
+    """docs/write-an-adapter.md lists the bad inputs an adapter must refuse as refpos/testing/bad_inputs.py
+    renders them: the records test_rope_contract.py runs, each with its error and why it is bad."""
+    from support import ROOT
+
+    from refpos.testing import bad_inputs
+
+    page = ROOT / "docs" / "write-an-adapter.md"
+    if not page.is_file():
+        pytest.skip("docs/ is the repository's: an installed suite (refpos suite) carries no docs/")
+    text = page.read_text(encoding="utf-8")
+    table = text.split("<!-- bad-inputs:begin -->\n", 1)[1].split("\n<!-- bad-inputs:end -->", 1)[0]
+    assert table == bad_inputs.markdown_table(), "re-render the table from refpos/testing/bad_inputs.py"
+    rows = table.splitlines()[2:]
+    assert len(rows) == len(bad_inputs.BAD_ROPE_CONFIGS) + len(bad_inputs.BAD_POSITIONS)
+    assert all("`ValueError`" in row or "`TypeError`" in row for row in rows)
+
 # ------------------------------------------------------------------------------------ reporting
 COUNTING = """
     import os

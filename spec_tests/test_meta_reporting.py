@@ -293,3 +293,81 @@ def test_the_example_adapter_knows_the_contract_keys():
     assert KNOWN_ROPE_KEYS == set(ROPE_KEYS), (f"missing {sorted(set(ROPE_KEYS) - KNOWN_ROPE_KEYS)}, "
                                                f"extra {sorted(KNOWN_ROPE_KEYS - set(ROPE_KEYS))}")
 
+
+
+# ------------------------------------------------------------------------------------ fixed shapes
+RECORDING = """
+    import json
+    import os
+    from refpos.testing import adapter as ref
+
+    INFO = {"name": "recording", "dtype": "float64", "rope_layout": "half"}
+
+    def _record(name, *arrays):
+        with open(os.environ["SHAPES_FILE"], "a", encoding="utf-8") as f:
+            f.write(json.dumps([os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0], name,
+                                [list(getattr(a, "shape", ())) for a in arrays]]) + "\\n")
+
+    def apply_rope(x, positions, rope, seq_len=None):
+        _record("apply_rope", x, positions)
+        return ref.apply_rope(x, positions, rope, seq_len=seq_len)
+
+    def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=None):
+        _record("attention", q, k, v)
+        return ref.attention(q, k, v, bias=bias, mask=mask, scale=scale, causal=causal, softcap=softcap)
+
+    def local_attention(q, k, v, window=None, attention_chunk=None, scale=None, softcap=None):
+        _record("local_attention", q, k, v)
+        return ref.local_attention(q, k, v, window=window, attention_chunk=attention_chunk, scale=scale,
+                                   softcap=softcap)
+"""
+SHAPED = ["spec_tests/test_attention.py", "spec_tests/test_local_attention.py", "spec_tests/test_rope_properties.py"]
+
+
+def _shapes_per_test(tmp_path, shapes: str) -> dict[str, set]:
+    import json
+
+    calls = tmp_path / f"shapes-{shapes}.jsonl"
+    env = {**_adapter(tmp_path, "recording_adapter", RECORDING), "SHAPES_FILE": str(calls), "REFPOS_SHAPES": shapes}
+    result = run_suite("recording_adapter", ["-q", "-p", "no:xdist", *SHAPED], env)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert f"'REFPOS_SHAPES': '{shapes}'" in result.stdout  # the header shows the setting
+    seen: dict[str, set] = {}
+    for line in calls.read_text(encoding="utf-8").splitlines():
+        test, name, arrays = json.loads(line)
+        seen.setdefault(f"{test} {name}", set()).add(json.dumps(arrays))
+    return seen
+
+
+def test_fixed_shapes_draw_one_shape_per_call_site(tmp_path):
+    """REFPOS_SHAPES=fixed (a JIT library compiles per input shape): every property test of the attention and
+    RoPE files calls each function with at most 2 distinct shapes (a test that compares a prefix or a cached step
+    with the whole makes two), where the drawn sizes give many; the values still vary."""
+    drawn, fixed = _shapes_per_test(tmp_path, "drawn"), _shapes_per_test(tmp_path, "fixed")
+    assert set(fixed) == set(drawn), "the same tests call the same functions"
+    print(f"distinct (test, function, shape): drawn {sum(map(len, drawn.values()))}, fixed "
+          f"{sum(map(len, fixed.values()))} over {len(fixed)} call sites")
+    widest = max(len(shapes) for shapes in fixed.values())
+    assert widest <= 2, {site: shapes for site, shapes in fixed.items() if len(shapes) > 2}
+    assert sum(map(len, drawn.values())) > 3 * sum(map(len, fixed.values())), (drawn, fixed)
+
+
+# ------------------------------------------------------------------------------------ the guides' adapters
+#: the example adapters the docs show, with the folder that holds each (None: importable as it is)
+EXAMPLES = {"my_rope": "docs/examples", "spec_tests.examples.numpy_adapter": None}
+
+
+@pytest.mark.parametrize("module", list(EXAMPLES))
+def test_the_guides_example_adapters_pass_the_whole_suite(module):
+    """docs/validate.md's my_rope and docs/write-an-adapter.md's numpy_adapter: every test passes or is skipped
+    for what the adapter does not provide or declares it leaves out (INFO), none fails."""
+    from support import ROOT
+
+    folder = EXAMPLES[module]
+    if not (ROOT / "docs").is_dir():  # the wheel's test (refpos/tests/test_wheel.py) runs the pages' commands
+        pytest.skip("docs/ is the repository's: from a wheel, test_wheel.py runs the guides' suite commands")
+    env = {"PYTHONPATH": str(ROOT / folder)} if folder else {}
+    result = run_suite(module, ["-q", "spec_tests", "--ignore-glob=spec_tests/test_meta*.py"], env)
+    tail = result.stdout.strip().splitlines()[-1]
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert " passed" in tail and "failed" not in tail and "error" not in tail, tail

@@ -21,7 +21,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rope_support import frequencies_or_reference, seeded
-from support import IMPL_NAME, assert_close, declared_list, require, supported_subset, tolerance_array
+from support import (
+    IMPL_NAME,
+    assert_close,
+    declared_list,
+    require,
+    size,
+    sized_lists,
+    supported_subset,
+    tolerance_array,
+)
 
 from refpos.testing.declarations import DECLARATIONS
 
@@ -63,7 +72,7 @@ def mrope_dicts(draw, rows: tuple[int, ...] | None = None):
     if 4 in choices and "four_rows" not in variants:
         pytest.skip(f"{IMPL_NAME} does not declare a fourth position row (INFO['mrope'] lacks 'four_rows')")
     n_rows = draw(st.sampled_from(choices))
-    m = draw(st.integers(4, 24))
+    m = draw(size(4, 24))
     s_h = draw(st.integers(1, m - 3))
     s_w = draw(st.integers(1, m - 2 - s_h))
     s_e = draw(st.integers(0, m - 1 - s_h - s_w)) if n_rows == 4 else 0
@@ -103,7 +112,7 @@ def _pairs(table, rope):
     return table[..., :m] if rope["layout"] == "half" else table[..., 0::2]
 
 
-@given(mrope_dicts(), st.lists(POSITIONS, min_size=1, max_size=6))
+@given(mrope_dicts(), sized_lists(POSITIONS, 1, 6))
 def test_equal_axes_are_one_dimensional_rope(impl, rope, positions):
     cos_sin = require(impl, "rope_cos_sin")
     p = np.array(positions)
@@ -114,7 +123,7 @@ def test_equal_axes_are_one_dimensional_rope(impl, rope, positions):
             assert_close(g, w, impl, "phase", positions=p, inv_freq=inv, what="M-RoPE with t = h = w")
 
 
-@given(mrope_dicts(), st.lists(POSITIONS, min_size=8, max_size=8), st.lists(st.integers(0, 3000), min_size=4,
+@given(mrope_dicts(), sized_lists(POSITIONS, 8, 8), st.lists(st.integers(0, 3000), min_size=4,
        max_size=4), st.data())
 def test_logit_depends_only_on_the_shift_of_each_axis(impl, rope, eight, shift, data):
     apply = require(impl, "apply_rope")
@@ -134,7 +143,7 @@ def test_logit_depends_only_on_the_shift_of_each_axis(impl, rope, eight, shift, 
                  what="logit after shifting every axis of q and k alike")
 
 
-@given(mrope_dicts(), st.lists(POSITIONS, min_size=3, max_size=3), st.integers(1, 100))
+@given(mrope_dicts(), sized_lists(POSITIONS, 3, 3), st.integers(1, 100))
 def test_each_axis_moves_exactly_its_pairs(impl, rope, base, step):
     """Moving axis a alone changes the pairs a(j) = a and no other: the sections partition the pairs, in
     the order t, h, w and the documented assignment. A pair of another axis keeps its value bit for bit (the

@@ -14,7 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rope_support import frequencies_or_reference, model_configs, rope_dicts, span_slices
-from support import IMPL_NAME, assert_close, assert_within, declared_value, require, tolerance
+from support import IMPL_NAME, assert_close, assert_within, declared_value, require, size, tolerance
+
+from refpos.testing.bad_inputs import BAD_POSITIONS as BAD_INPUTS
+from refpos.testing.bad_inputs import BAD_ROPE_CONFIGS
 
 CONFIGS = model_configs()
 
@@ -86,7 +89,7 @@ def test_dynamic_ntk_state_sequence(impl):
     assert_within(got, expected, **tolerance(impl))
 
 
-@given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), st.integers(1, 6), st.integers(0, 5000),
+@given(rope_dicts(layouts=("half", "interleaved", "deinterleaved")), size(1, 6), size(0, 5000),
        st.integers(0, 2**32 - 1))
 def test_logits_of_a_cached_decode_step(impl, rope, t, cached, seed):
     """One query at position P = cached + t - 1 against keys 0 … P: its logits equal those of the same
@@ -121,30 +124,6 @@ def test_deepseek_logits_carry_the_softmax_multiplier(impl):
     assert_within(with_multiplier, without * 1.8738542070926265, rtol=10 * tolerance(impl)["rtol"])
 
 
-#: (test id: what is wrong, bad rope config); each must raise ValueError
-BAD_CONFIGS = [
-    ("rotary_dim=5", {"rope_type": "default", "rope_theta": 1e4, "head_dim": 8, "rotary_dim": 5}),
-    ("rope_type=ntk-by-parts", {"rope_type": "ntk-by-parts", "rope_theta": 1e4, "head_dim": 8}),
-    ("yarn-original_max_position_embeddings=missing",
-     {"rope_type": "yarn", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0}),
-    ("longrope-original_max_position_embeddings=missing",
-     {"rope_type": "longrope", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0, "short_factor": [1.0] * 4,
-      "long_factor": [1.0] * 4}),
-    ("linear-factor=0.5", {"rope_type": "linear", "rope_theta": 1e4, "head_dim": 8, "factor": 0.5}),
-    ("longrope-short_factor=3-of-4-pairs",
-     {"rope_type": "longrope", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0, "original_max_position_embeddings": 64,
-      "short_factor": [1.0] * 3, "long_factor": [1.0] * 4}),
-    ("yarn-beta_fast<beta_slow",
-     {"rope_type": "yarn", "rope_theta": 1e4, "head_dim": 8, "factor": 4.0, "original_max_position_embeddings": 64,
-      "beta_fast": 1.0, "beta_slow": 32.0}),
-    ("llama3-low_freq_factor>high_freq_factor",
-     {"rope_type": "llama3", "rope_theta": 1e4, "head_dim": 8, "factor": 8.0, "original_max_position_embeddings": 64,
-      "low_freq_factor": 4.0, "high_freq_factor": 1.0}),
-    ("rope_theta=0", {"rope_type": "default", "rope_theta": 0.0, "head_dim": 8}),
-    ("layout=neox", {"rope_type": "default", "rope_theta": 1e4, "head_dim": 8, "layout": "neox"}),
-]
-
-
 #: the functions that read a rope dict, in the order a bad-input test calls the first one provided: the
 #: frequencies when the library exposes them, else its rotation (a kernel whose table lives inside)
 CONFIG_READERS = ("rope_frequencies", "apply_rope", "rope_cos_sin")
@@ -163,21 +142,19 @@ def _config_reader(impl):
     return require(impl, *CONFIG_READERS)  # skips, naming what is missing
 
 
-@pytest.mark.parametrize(("rope", "error"),
-                         [pytest.param(rope, ValueError, id=f"{name}-ValueError") for name, rope in BAD_CONFIGS])
+@pytest.mark.parametrize(("rope", "error"), [pytest.param(bad.value, bad.error, id=f"{bad.id}-{bad.error.__name__}")
+                                             for bad in BAD_ROPE_CONFIGS])
 def test_bad_rope_configs_are_rejected(impl, rope, error):
     """Through rope_frequencies, or apply_rope / rope_cos_sin where the frequencies live in a kernel: a config
-    the contract does not define is bad input before anything is rotated."""
+    the contract does not define is bad input before anything is rotated (refpos/testing/bad_inputs.py says why
+    each one is)."""
     read = _config_reader(impl)
     with pytest.raises(error):
         read(rope)
 
 
-BAD_POSITIONS = [
-    pytest.param(np.array([0, -1]), ValueError, id="positions=[0,-1]-ValueError"),
-    pytest.param(np.array([0.0, 1.0]), TypeError, id="positions=[0.0,1.0]-TypeError"),
-    pytest.param(np.array([0.5, 1.5]), TypeError, id="positions=[0.5,1.5]-TypeError"),
-]
+#: refpos/testing/bad_inputs.py: the bad positions, with the error each must raise
+BAD_POSITIONS = [pytest.param(bad.value, bad.error, id=f"{bad.id}-{bad.error.__name__}") for bad in BAD_INPUTS]
 PLAIN = {"rope_type": "default", "rope_theta": 1e4, "head_dim": 4}
 
 

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 from rope_support import model_configs
-from support import assert_close, assert_quoted, assert_within, cases, require, tolerance
+from support import assert_close, assert_frequencies, assert_quoted, assert_within, cases, require, tolerance
 
 LLAMA2 = {"rope_type": "default", "rope_theta": 10000.0, "head_dim": 128}
 LLAMA31 = {"rope_type": "llama3", "rope_theta": 500000.0, "head_dim": 128, "factor": 8.0, "low_freq_factor": 1.0,
@@ -60,14 +60,17 @@ def test_llama2_cos_sin(impl, p, c0, s0, c63, s63):
 # --------------------------------------------------------------------------------- llama3
 def test_llama31_frequencies(impl):
     inv, a = require(impl, "rope_frequencies")(LLAMA31)
-    close(inv[[1, 40, 63]], [0.8146172338565447, 3.428102195952591e-05, 3.068925988914511e-07], impl)
     base = 500000.0 ** (-(np.arange(0, 128, 2) / 128))
-    close(inv[29:35], [0.002166570763503359, 0.0013718935677611381, 0.0008567514129196324,
-                       0.0005248461609929547, 0.00031269375038406517, 0.00017850781276799638], impl)
-    close((inv / base)[29:35], [0.8281684118371798, 0.6437431331275951, 0.49350712273197117,
-                                0.3711222795178447, 0.2714254770727862, 0.19021074364065016], impl)
-    assert_within(inv[:29], base[:29], rtol=tolerance(impl)["rtol"])  # unchanged pairs 0-28
-    assert_within(inv[35:], base[35:] / 8, rtol=tolerance(impl)["rtol"])  # divided pairs 35-63
+    blend = [0.8281684118371798, 0.6437431331275951, 0.49350712273197117, 0.3711222795178447, 0.2714254770727862,
+             0.19021074364065016]  # ω_j / θ^(−2j/d) of pairs 29-34
+    expected = np.r_[base[:29], base[29:35] * blend, base[35:] / 8]  # unchanged, blended, divided by 8
+    assert_frequencies(inv, expected, impl, what="Llama 3.1 ω")
+    assert_frequencies(inv[[1, 40, 63]], expected, impl, pairs=[1, 40, 63], what="ω quoted")
+    # the formula is the quoted float64 numbers (a re-derivation: rtol 1e-13)
+    assert_within(expected[[1, 40, 63]], [0.8146172338565447, 3.428102195952591e-05, 3.068925988914511e-07],
+                  rtol=1e-13)
+    assert_within(expected[29:35], [0.002166570763503359, 0.0013718935677611381, 0.0008567514129196324,
+                                    0.0005248461609929547, 0.00031269375038406517, 0.00017850781276799638], rtol=1e-13)
     assert a == 1.0
     cos, sin = require(impl, "rope_cos_sin")(np.array([100000]), LLAMA31)
     assert_close(np.array([cos[0, 63], sin[0, 63]]), np.array([0.999529121622777, 0.030684442768282773]),

@@ -158,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     stdout = sys.stdout
     sys.stdout = _Stdout(stdout)
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # what is still buffered meets a closed pipe here, not in the interpreter's last flush
+        return code
     except OutputClosed:
         return _end_quietly(stdout)
     finally:

@@ -67,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def layer_of(args: argparse.Namespace, target: str) -> LayerRecord:
     """The layer ``args.config`` has for ``target`` (see the module docstring); :class:`Unusable` otherwise."""
     try:
-        positions = resolve(args.config, args.assume, transformers_version=args.transformers_version)
+        positions = resolve(args.config, args)
         refuse_unknown(positions, f"refpos check {target}")
     except (ValueError, TypeError, KeyError, OSError) as exc:
         raise Unusable(f"--config {args.config} does not resolve: {str(exc).splitlines()[0]}") from None

@@ -150,8 +150,8 @@ def _run(args: argparse.Namespace) -> int:
         name = checked_name(args.name, "--name") if args.name is not None else checked_name(
             model_name(config, args.config), "the model name")
         positions = _parse_positions(args.positions)
-        assume = assumptions(args.assume)
-        resolved = resolve(config, args.assume)
+        assume = assumptions(args)
+        resolved = resolve(config, args)
         refuse_unknown(resolved, "refpos golden model")
         report = model_report(config, assume)
         if args.strict and report:

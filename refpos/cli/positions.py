@@ -9,10 +9,11 @@ table does not know, what its config does not state. ``--json`` prints
 :meth:`refpos.models.ModelPositions.describe`; ``--strict`` makes anything incomplete an error (exit 2).
 
 ``--transformers-version X.Y`` names the transformers release whose code the model runs, over the config's own
-``transformers_version`` (:mod:`refpos.models.releases`). ``--assume KEY=VALUE`` (repeatable) states the
-conventions of a ``model_type`` the family table does not know: ``--assume family=llama`` resolves it as that
-family, ``--assume encoding=rope --assume layout=half`` states the columns themselves (keys: ``family``,
-``encoding``, ``layout``, ``stacks``, ``rope_layers``).
+``transformers_version`` (:mod:`refpos.models.releases`). ``--assume KEY=VALUE`` (repeatable) and
+``--assume-file ROW.toml`` state the family row of a ``model_type`` the family table does not know
+(:mod:`refpos.models.stated`): ``--assume family=llama`` borrows that family's row, ``--assume encoding=rope
+--assume layout=half --assume rope.theta_key=rotary_emb_base`` states the columns themselves, a row file holds
+them as a ``families.toml`` row does; each is checked as the table's rows are.
 
 Examples
 --------
@@ -21,6 +22,7 @@ Examples
     $ refpos positions path/to/config.json
     $ refpos positions path/to/model_dir --json
     $ refpos positions my_model/config.json --assume family=llama
+    $ refpos positions my_model/config.json --assume-file my_model_row.toml --strict
     $ refpos positions Qwen2.5-VL/config.json --layout text:6,image:1x8x12,text:6 --out positions.npy
 
 ``--layout SPANS`` prints the M-RoPE position ids of a token layout instead (:mod:`refpos.cli.positions_layout`).
@@ -38,48 +40,51 @@ from refpos.models.kinds.rope import RopeLayer
 from refpos.models.positions import ASSUMABLE, ModelPositions, model_positions
 from refpos.models.records import LayerRecord
 from refpos.models.sources import shown as shown_source
+from refpos.models.stated import assume_pairs, read_row_file
 from refpos.rope.config import RopeConfig
 
 
 def add_assume(parser: argparse.ArgumentParser) -> None:
-    """The ``--assume KEY=VALUE`` and ``--transformers-version X.Y`` options (shared by ``positions``, ``golden
-    model`` and ``check --config``)."""
+    """``--assume KEY=VALUE``, ``--assume-file ROW.toml`` (the family row of a model_type the table does not know:
+    :mod:`refpos.models.stated`) and ``--transformers-version X.Y``, shared by ``positions``, ``rope``, ``golden
+    model`` and ``check --config``."""
     parser.add_argument("--assume", action="append", default=[], metavar="KEY=VALUE",
-                        help="a convention of a model_type the family table does not know: "
-                             f"{', '.join(ASSUMABLE)} (e.g. family=llama, or encoding=rope and layout=half)")
+                        help="a column of the family row of a model_type the table does not know (one of "
+                             f"{', '.join(ASSUMABLE)}; dotted into a fact table: rope.theta_key=base; VALUE a TOML "
+                             "value or a bare word), e.g. family=llama, or encoding=rope and layout=half")
+    parser.add_argument("--assume-file", default=None, metavar="ROW.toml",
+                        help="the family row as a TOML file: the keys of a [family.<model_type>] table of "
+                             "families.toml at its top level, without source (--assume values override them)")
     parser.add_argument("--transformers-version", default=None, metavar="X.Y",
                         help="the transformers release whose code the model runs, over the config's "
                              "transformers_version (a family whose position code changed between releases needs one)")
 
 
-def assumptions(values: list[str]) -> dict[str, str] | None:
-    """``--assume`` values as a mapping (``None`` when none is given); a malformed one is a ``ValueError``."""
-    out: dict[str, str] = {}
-    for text in values:
-        key, sep, value = text.partition("=")
-        if not sep or not key or not value:
-            raise ValueError(f"--assume takes KEY=VALUE with KEY one of {list(ASSUMABLE)}, got {text!r}")
-        if key in out:
-            raise ValueError(f"--assume {key} given twice")
-        out[key] = value
-    return out or None
+def assumptions(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The row stated by ``--assume-file`` and ``--assume`` (``None`` when neither is given); a malformed one is a
+    ``ValueError``."""
+    row = read_row_file(args.assume_file) if getattr(args, "assume_file", None) is not None else {}
+    pairs = assume_pairs(args.assume)
+    for kind, facts in pairs.items():  # a flag's fact joins the file's fact table
+        if isinstance(facts, dict) and isinstance(row.get(kind), dict):
+            pairs[kind] = {**row[kind], **facts}
+    stated = {**row, **pairs}
+    return stated or None
 
 
-def resolve(config: Any, assume: list[str], *, strict: bool = False,
-            transformers_version: str | None = None) -> ModelPositions:
-    """:func:`refpos.model_positions` with the ``--assume`` and ``--transformers-version`` values of a command
-    line."""
-    return model_positions(config, assume=assumptions(assume), strict=strict,
-                           transformers_version=transformers_version)
+def resolve(config: Any, args: argparse.Namespace, *, strict: bool = False) -> ModelPositions:
+    """:func:`refpos.model_positions` with the row an ``--assume`` / ``--assume-file`` command line states and its
+    ``--transformers-version``."""
+    return model_positions(config, assume=assumptions(args), strict=strict,
+                           transformers_version=getattr(args, "transformers_version", None))
 
 
 def refuse_unknown(positions: ModelPositions, command: str) -> None:
-    """A ``ValueError`` (exit 2, one line) when the family is unknown: what to pass to state its conventions."""
+    """A ``ValueError`` (exit 2, one line) when the family is unknown: its positional keys and what to pass to state
+    its row."""
     if positions.unknown:
-        named = positions.model_type or "(no model_type)"
-        raise ValueError(f"model_type {named!r} is not in refpos's family table: its encoding, pair layout and "
-                         f"which layers carry positions are unknown; state them to {command}: --assume "
-                         "family=<a known model_type> (e.g. llama), or --assume encoding=rope --assume layout=half")
+        why = next(iter(positions.unknown.values()))
+        raise ValueError(why.replace("state its row", f"to run {command}, state its row", 1))
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -170,6 +175,6 @@ def run(args: argparse.Namespace) -> int:
         return positions_layout.run(args)
     if args.out is not None:
         raise ValueError("--out writes the ids of --layout: give --layout SPANS")
-    positions = resolve(args.config, args.assume, strict=args.strict, transformers_version=args.transformers_version)
+    positions = resolve(args.config, args, strict=args.strict)
     print(json.dumps(positions.describe(), indent=1) if args.json else text(positions, str(args.config)))
     return 0

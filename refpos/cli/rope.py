@@ -5,7 +5,9 @@ which RoPE, which have their query scaled by position), then every distinct RoPE
 provenance (config / default / derived), the attention factor, the DeepSeek softmax multiplier and the
 inverse frequencies; then whether the resolution is complete: each key that changes positions or
 attention and is not modelled, with what it does, apart from the harmless unused keys. ``--strict``
-makes anything not modelled an error. ``--layer-type`` prints one layer type's RoPE only. ``--json``
+makes anything not modelled an error. A ``model_type`` the family table does not know is refused, as ``refpos
+positions`` refuses it, unless ``--assume`` / ``--assume-file`` state its family row. ``--layer-type`` prints one
+layer type's RoPE only. ``--json``
 prints the same as one JSON object (``layers``, ``kinds``, ``query_scale``, ``ropes``,
 ``not_modelled``, ``complete``, ``unused_keys``, ``notes``).
 
@@ -25,9 +27,19 @@ from typing import Any
 
 from refpos.backend import to_numpy
 from refpos.cli.options import SEQ_LEN, help_with
-from refpos.cli.positions import ranges
-from refpos.models.hf import from_hf_config, hf_layer_types, language_config, load_hf_config
-from refpos.models.layers import LayerSchedule, hf_layers
+from refpos.cli.positions import add_assume, assumptions, ranges, refuse_unknown
+from refpos.models.families import Family, family_of
+from refpos.models.hf import (
+    check_rope_family,
+    from_hf_config,
+    hf_layer_types,
+    language_config,
+    load_hf_config,
+    resolve_rope,
+)
+from refpos.models.hf_files import as_language_view
+from refpos.models.layers import LayerSchedule, hf_layers, layer_schedule
+from refpos.models.positions import model_positions
 from refpos.models.schedule import LayerCountMissing
 from refpos.rope.config import RopeConfig
 from refpos.rope.scaling import rope_frequencies, softmax_multiplier
@@ -42,6 +54,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq-len", type=SEQ_LEN, default=None,
                         help=help_with(SEQ_LEN, "current sequence length L (dynamic NTK, LongRoPE); default: unknown"))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_assume(parser)
 
 
 def describe(rope: RopeConfig, seq_len: int | None = None) -> dict[str, Any]:
@@ -145,15 +158,48 @@ def _report_lines(not_modelled: dict[str, str], unused: list[str], notes: list[s
     return lines
 
 
+def stated_family(args: argparse.Namespace) -> Family | None:
+    """The row ``--assume`` / ``--assume-file`` state for a model type the family table does not know (``None`` for
+    a known one: its own row is read); a family the table does not know and no row stated is refused as
+    ``refpos positions`` refuses it (exit 2, one line with its positional keys and what to pass)."""
+    view = as_language_view(args.config)
+    model_type = view.raw.get("model_type")
+    if isinstance(model_type, str) and family_of(model_type) is not None:
+        return None
+    positions = model_positions(view.raw, assume=assumptions(args))
+    refuse_unknown(positions, "refpos rope")
+    return positions.family
+
+
+def _stated_schedule(args: argparse.Namespace, family: Family) -> LayerSchedule:
+    view = as_language_view(args.config)
+    encoding = check_rope_family(family, view.raw, ("rope", "none", "no_attention"))
+    schedule, problems = layer_schedule(view, family, rope_on=encoding == "rope")
+    if args.strict and problems:
+        raise ValueError(f"strict: not modelled or unused: {problems} (strict=False resolves and reports them)")
+    return schedule
+
+
+def _stated_rope(args: argparse.Namespace, family: Family | None, layer_type: str | None) -> RopeConfig:
+    if family is None:
+        return from_hf_config(args.config, strict=args.strict, layer_type=layer_type)
+    rope, problems = resolve_rope(as_language_view(args.config), layer_type, per_layer=False, family=family)
+    if args.strict and problems:
+        raise ValueError(f"strict: not modelled or unused: {problems} (strict=False resolves and reports them)")
+    return rope
+
+
 def run(args: argparse.Namespace) -> int:
     """Resolve and print; bad input raises ValueError / TypeError (exit status 2 in ``refpos.cli``).
 
     Without ``--layer-type``: the layer schedule (:func:`refpos.models.hf_layers`) and each distinct RoPE; a config
-    that does not give its layer count is resolved per layer type, without a schedule.
+    that does not give its layer count is resolved per layer type, without a schedule. A model type the family
+    table does not know is refused unless ``--assume`` / ``--assume-file`` state its row (:func:`stated_family`).
     """
+    family = stated_family(args)
     if args.layer_type is None:
         try:
-            schedule = hf_layers(args.config, strict=args.strict)
+            schedule = hf_layers(args.config, strict=args.strict) if family is None else _stated_schedule(args, family)
         except LayerCountMissing:
             pass
         else:
@@ -162,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
     every = list(hf_layer_types(args.config)) or [None]
     layers = [args.layer_type] if args.layer_type else every
-    ropes = {layer: from_hf_config(args.config, strict=args.strict, layer_type=layer)
+    ropes = {layer: _stated_rope(args, family, layer)
              for layer in dict.fromkeys([*layers, *every])}  # every layer type: what one of them reads is read
     summaries = {layer: describe(ropes[layer], args.seq_len) for layer in layers}
     for summary in summaries.values():

@@ -25,6 +25,9 @@ RULES = {
             "by pow, exp/log or a running product; a rotation in float32, or input, tables and output stored in "
             "the dtype: docs/conventions.md#tolerances); atol per position (axis -2) scaled by the largest "
             "rotated pair of the row",
+    "frequencies": "inverse frequencies: float32 per pair (atol along axis -1), the angle forms' bound at position 1, "
+                   "u·(c + b·j + e·ln(1/ω_j))·ω_j, the largest over the forms (docs/conventions.md#tolerances); "
+                   "the other dtypes by the value rule",
     "attention": "attention output after RoPE: 2·max|v|·δlogit with δlogit = scale·|q|·|k|·(2·δrot + 2·D·u) from "
                  "the rotation tolerance at the largest position, plus the value rule",
 }
@@ -49,6 +52,15 @@ def tolerance_value(reference: np.ndarray, *, scale: float | None = None) -> dic
     out["float32"] = {"atol": round_up(tol.RTOL_FLOAT32 * mag), "rtol": tol.RTOL_FLOAT32, "ulps": 0.0}
     for d in ("bfloat16", "float16"):
         out[d] = {"atol": round_up(tol.ULPS_LOW * 2.0 ** -tol.MANTISSA[d] * mag), "rtol": 0.0, "ulps": tol.ULPS_LOW}
+    return out
+
+
+def tolerance_frequencies(inv_freq: np.ndarray) -> dict[str, Any]:
+    """Tolerance entry of inverse frequencies ``(..., m)``: float32 one atol per pair (axis -1) by
+    :func:`refpos.golden.tolerance.frequency_tolerance`, the other dtypes as :func:`tolerance_value`."""
+    out: dict[str, Any] = {**tolerance_value(inv_freq), "rule": "frequencies", "atol_axis": -1}
+    atol = tol.frequency_tolerance("float32", inv_freq)
+    out["float32"] = {"atol": [round_up(float(a)) for a in atol], "rtol": 0.0, "ulps": 0.0}
     return out
 
 

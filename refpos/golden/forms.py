@@ -166,10 +166,18 @@ def angle_weight(name: str, inv_freq: Any) -> float:
     return float(angle_coefficients(FORMS[name], w).max()) if w.size else 0.0
 
 
+def pair_rates(dtype: str, inv_freq: Any, forms: Any = None) -> np.ndarray:
+    r"""Per pair, the angle bound per unit of position of the forms in force: :math:`\max_f u_f\,k_{f,j}\,\omega_j`
+    (the pairs of ``inv_freq`` in order; 0 for a zero frequency)."""
+    names = [n for n in check_forms(dtype, forms) if FORMS[n].kind == "angles"]
+    w = np.asarray(inv_freq, dtype=np.float64)
+    return np.max([FORMS[n].roundoff * angle_coefficients(FORMS[n], w) for n in names], axis=0)
+
+
 def angle_rate(dtype: str, inv_freq: Any, forms: Any = None) -> float:
     r"""The angle bound per unit of position of the forms in force: :math:`\max_f u_f \max_j k_{f,j}\,\omega_j`."""
-    names = check_forms(dtype, forms)
-    return max(FORMS[n].roundoff * angle_weight(n, inv_freq) for n in names if FORMS[n].kind == "angles")
+    rates = pair_rates(dtype, inv_freq, forms)
+    return float(rates.max()) if rates.size else 0.0
 
 
 def unit_roundoff(dtype: str) -> float:

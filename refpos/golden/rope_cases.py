@@ -32,7 +32,7 @@ import numpy as np
 import refpos
 from refpos.golden import certify as cert
 from refpos.golden.cases import N_PROBES, In, Param, as_xp, call, probe_positions, slug, to_np
-from refpos.golden.entries import tolerance_rope, tolerance_value
+from refpos.golden.entries import tolerance_frequencies, tolerance_rope, tolerance_value
 from refpos.golden.manifest import Case, Output
 from refpos.golden.model_cases import encoding_model_cases
 from refpos.golden.rope_builders import apply_case, cos_sin_case
@@ -90,7 +90,7 @@ def rope_case_set(rope: Any, *, key: str, description: str, parameters: dict[str
                   {**parameters, "rope": params, "seq_len": seq_len,
                    "call": call("rope_frequencies", ["inv_freq", "attention_factor"], Param("rope"), Param("seq_len"))},
                   {},
-                  {"inv_freq": Output(inv_freq, tolerance_value(inv_freq),
+                  {"inv_freq": Output(inv_freq, tolerance_frequencies(inv_freq),
                                       lambda: (cert.mp_inv_freq(params, seq_len), 0.0)),
                    "attention_factor": Output(attention_factor, tolerance_value(attention_factor),
                                               lambda: (cert.mp_attention_factor(params, seq_len), 0.0))})]
@@ -257,7 +257,7 @@ def _frequency_case(rope: Any, case_id: str, description: str, seq_len: int | No
                 {**parameters, "rope": params, "seq_len": seq_len,
                  "call": call("rope_frequencies", ["inv_freq", "attention_factor"], Param("rope"), Param("seq_len"))},
                 {},
-                {"inv_freq": Output(inv_freq, tolerance_value(inv_freq),
+                {"inv_freq": Output(inv_freq, tolerance_frequencies(inv_freq),
                                     lambda: (cert.mp_inv_freq(params, seq_len), 0.0)),
                  "attention_factor": Output(attention_factor, tolerance_value(attention_factor),
                                             lambda: (cert.mp_attention_factor(params, seq_len), 0.0))})
@@ -316,7 +316,7 @@ def boundary_cases() -> list[Case]:
         " (docs/extrapolation.md#dynamic-ntk)",
         {"config": DYNAMIC_CONFIG, "rope": portable_params(rope), "history": list(DYNAMIC_HISTORY),
          "call": call("rope_dynamic_ntk_frequencies", ["inv_freq"], Param("rope"), Param("history"))}, {},
-        {"inv_freq": Output(inv, tolerance_value(inv)),
+        {"inv_freq": Output(inv, tolerance_frequencies(inv)),
          "theta_used": Output(np.array(thetas), tolerance_value(np.array(thetas)))}))
     return cases
 

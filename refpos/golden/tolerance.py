@@ -14,7 +14,8 @@ The rule (docs/conventions.md#tolerances, docs/anchors.md#the-cossin-tables), on
   bfloat16 / float16), so ``atol = m·|p|·max_f u_f·max_j k_{f,j}ω_j + storage(m)`` for the forms in force
   (every form the dtype admits unless named). A fixed float32 atol of 1e-5 rejects correct code from p ≈ 170.
 * :func:`integer_tolerance` — T5 buckets, indices: exact.
-* :func:`probability_tolerance` — softmax outputs of a float32 softmax: ``max|logit|·2⁻²³``.
+* :func:`probability_tolerance` — softmax outputs: ``u·(3·max|logit| + 3n + 4)`` for a row of ``n``,
+  derived from both forms a correct softmax takes (subtract the maximum, or log-sum-exp).
 
 Every rule is also available as a JSON-ready description (:func:`describe`) stored in the golden
 manifest. ``refpos tolerance`` prints the numbers.
@@ -35,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import Array, array_namespace, to_numpy
-from refpos.golden.forms import angle_rate, check_forms, describe_forms, storage_coefficients
+from refpos.golden.forms import angle_rate, check_forms, describe_forms, pair_rates, storage_coefficients
 from refpos.golden.ulp import DTYPES as DTYPES  # the dtype facts every rule is stated in, re-exported
 from refpos.golden.ulp import MANTISSA, as_float_array, check_dtype, ulp
 
@@ -91,19 +92,95 @@ def integer_tolerance(reference: Any) -> Array:
     return array_namespace(ref).zeros_like(ref)
 
 
+#: the relative error of ``exp`` in unit roundoffs: one ulp (2u), as glibc's and NumPy's SIMD kernels keep
+EXP_ROUNDOFFS = 2.0
+
+
 def probability_tolerance(dtype: str, logits: Any) -> float:
-    r"""atol for softmax probabilities: float32 :math:`\max|\mathrm{logit}|\,2^{-23}` (≈ 1e-6 for
-    logits ≤ 10), float64 the same with :math:`2^{-52}\cdot 10^{3}` (operation order), low precision
-    two ulps of 1."""
+    r"""atol for the probabilities of a correct softmax of ``logits`` (float64 numbers, the row on the last axis)
+    computed in ``dtype``.
+
+    Notes
+    -----
+    A correct implementation stores the logits in its dtype and computes :math:`p_i = e^{z_i - c} / \sum_k
+    e^{z_k - c}` in one of two forms: ``c`` the row maximum (subtract, exponentiate, normalise), or
+    ``c = \log\sum_k e^{z_k}`` (log-sum-exp, then ``exp(z_i − c)``). With ``u`` the unit roundoff, ``M`` the
+    largest ``|logit|`` and ``n`` the row length, each step moves :math:`p_i` by a relative amount:
+
+    * storing ``z_i`` rounds it by :math:`\varepsilon_i z_i`, :math:`|\varepsilon_i| \le u`. A shift common to
+      the row cancels, so :math:`p_i` moves by :math:`p_i(\varepsilon_i z_i - \sum_k p_k\varepsilon_k z_k)`,
+      at most :math:`2uM\,p_i`;
+    * log-sum-exp rounds ``c`` (of magnitude at most ``M + ln n``) by :math:`u(M + \ln n)`, a shift of every
+      :math:`z_i - c` that scales the row: at most :math:`u(M + n - 1)\,p_i` (:math:`\ln n \le n - 1`);
+    * the subtraction ``z_i − c`` rounds by :math:`u|z_i - c|`, and :math:`p_i\,|z_i - c| \le e^{-1}` (since
+      :math:`p_i \le e^{z_i - c}`), so it costs :math:`u/e` for :math:`p_i` and :math:`n\,u/e` through the sum:
+      at most :math:`u(n + 1)/2`;
+    * ``exp`` errs by one ulp (2u), twice (the numerator and, averaged, the sum): 4u; the sum of ``n`` terms
+      rounds by :math:`(n-1)u`, the division by ``u``.
+
+    Summed, with :math:`p_i \le 1` (:math:`3uM`, then :math:`(n - 1) + (n + 1)/2 + 4 + (n - 1) + 1 \le 3n + 4`):
+
+    .. math:: |\delta p_i| \le u\,(3M + 3n + 4)
+
+    float32 and float64 use their own ``u`` (2⁻²⁴, 2⁻⁵³): the :math:`2uM = \max|\mathrm{logit}|\cdot 2^{-23}`
+    of the stored logits, plus the log-sum-exp shift and the arithmetic. bfloat16 / float16: two ulps of 1
+    (one rounding of the stored output on each side).
+
+    >>> f"{probability_tolerance('float32', np.array([[10.0, -3.0]])):.3e}"
+    '2.384e-06'
+    """
     dtype = check_dtype(dtype)
     z = to_numpy(as_float_array(logits, "logits"))
-    top = float(abs(z[z == z]).max()) if z.size and (z == z).any() else 0.0  # NaN-safe max
-    top = max(top, 1.0)
-    if dtype == "float64":
-        return top * 2.0**-52 * 1e3
-    if dtype == "float32":
-        return top * 2.0**-23
+    finite = z[np.isfinite(z)]  # NaN-safe; a masked −inf is not a stored magnitude
+    top = float(abs(finite).max()) if finite.size else 0.0
+    if dtype in ("float64", "float32"):
+        return softmax_bound(2.0 ** -(MANTISSA[dtype] + 1), top, z.shape[-1] if z.ndim else 1)
     return ULPS_LOW * 2.0 ** -MANTISSA[dtype]
+
+
+def softmax_bound(u: float, top: float, n: int) -> float:
+    r""":math:`u\,(3M + 3n + 4)`: the bound of :func:`probability_tolerance` for unit roundoff ``u``, largest
+    ``|logit|`` ``M`` and rows of ``n``; it also bounds :math:`\sum_i |\delta p_i|` of a row."""
+    return u * (3.0 * top + 3.0 * n + 2.0 * EXP_ROUNDOFFS)
+
+
+def attention_tolerance(dtype: str, q: Any, k: Any, v: Any, *, scale: float | None = None,
+                        bias: Any = None) -> float:
+    r"""atol for :math:`\mathrm{softmax}(\mathrm{scale}\cdot q k^\top + \mathrm{bias},\ \text{masked})\,v`
+    (``q`` ``(..., T_q, d)``, ``k`` ``(..., T_k, d)``, ``v`` ``(..., T_k, d_v)``, float64 numbers) computed by a
+    correct implementation in ``dtype``.
+
+    Notes
+    -----
+    With ``u`` the dtype's unit roundoff, ``n = T_k`` and ``‖·‖`` the largest row norm:
+
+    * a logit is ``d`` products summed, scaled and biased: storing ``q`` and ``k`` (2u), the dot product
+      (``d·u`` of :math:`\sum_i |q_i k_i| \le \lVert q\rVert\,\lVert k\rVert`), the scale (u), and storing
+      the bias (u of it):
+      :math:`\delta s \le (d + 3)\,u\,\mathrm{scale}\,\lVert q\rVert\lVert k\rVert + u\max|\mathrm{bias}|`;
+    * a change :math:`\delta s_j` of the logits moves the probabilities by :math:`p_j(\delta s_j - \sum_k p_k
+      \delta s_k)`, at most :math:`2\,\delta s` summed over the row, and the softmax's own arithmetic by
+      :func:`softmax_bound` (``M`` the largest ``|logit|``, at most
+      :math:`\mathrm{scale}\,\lVert q\rVert\lVert k\rVert + \max|\mathrm{bias}|`);
+    * :math:`o = \sum_j p_j v_j`: storing ``v`` (u) and the sum of ``n`` products (``n·u``), each of size at most
+      :math:`\max|v|`.
+
+    .. math:: |\delta o| \le \max|v|\,\bigl(2\,\delta s + u\,(3M + 3n + 4) + (n + 1)\,u\bigr)
+
+    The same ``u`` for every step: a float32 implementation computes in float32, a bfloat16 / float16 one is
+    held to its dtype's rounding in every step (the most a correct low-precision kernel rounds).
+    """
+    dtype = check_dtype(dtype)
+    u = 2.0 ** -(MANTISSA[dtype] + 1)
+    q, k, v = (np.asarray(to_numpy(as_float_array(a, name)), dtype=np.float64) for a, name in
+               ((q, "q"), (k, "k"), (v, "v")))
+    d, n = q.shape[-1], k.shape[-2]
+    scale = d**-0.5 if scale is None else float(scale)
+    top_bias = float(np.abs(np.asarray(to_numpy(bias), dtype=np.float64)).max()) if bias is not None else 0.0
+    qk = abs(scale) * float(np.linalg.norm(q, axis=-1).max()) * float(np.linalg.norm(k, axis=-1).max())
+    logit_error = (d + 3) * u * qk + u * top_bias
+    top_v = float(np.abs(v).max()) if v.size else 0.0
+    return top_v * (2.0 * logit_error + softmax_bound(u, qk + top_bias, n) + (n + 1) * u)
 
 
 def _max_omega(inv_freq: Any) -> float:
@@ -128,6 +205,31 @@ def angle_error_bound(dtype: str, positions: Any, inv_freq: Any, *, forms: Any =
     p = as_float_array(positions, "positions")
     xp = array_namespace(p)
     return xp.abs(p) * angle_rate(dtype, to_numpy(as_float_array(inv_freq, "inv_freq")), forms)
+
+
+def frequency_tolerance(dtype: str, inv_freq: Any, *, forms: Any = None) -> np.ndarray:
+    r"""Per pair, the atol of the inverse frequencies ``inv_freq`` ``(..., m)`` of a correct implementation in
+    ``dtype``: the pairs along the last axis, one bound per pair (the largest over the leading rows).
+
+    Notes
+    -----
+    float32: ``ω_j`` is what an angle form computes at position 1, so the angle forms' bound at ``|p| = 1``
+    bounds its error (:func:`refpos.golden.forms.pair_rates`, every form float32 admits unless ``forms`` names
+    some; one rounding more than ``ω_j`` itself needs, that of the product ``p·ω_j``):
+
+    .. math:: |\delta\omega_j| \le \max_f u_f\,(c_f + b_f\,j + e_f \ln(1/\omega_j))\,\omega_j
+
+    ``exp_log`` pays ``4·ln(1/ω_j)`` roundings of the exponent: at θ = 5·10⁵, d = 128 the slowest pair may err
+    by ``2⁻²⁴·(3 + 4·13.1)·ω ≈ 3.3e-6·ω``, more than a fixed rtol of 1e-6 admits. float64 (the re-derivation rule, rtol
+    1e-13 ≥ the float64 form's ``2⁻⁵³(4 + 3 L_j)``) and bfloat16 / float16 (two ulps: the value rule) keep
+    :func:`value_tolerance`.
+    """
+    dtype = check_dtype(dtype)
+    w = np.abs(np.asarray(to_numpy(as_float_array(inv_freq, "inv_freq")), dtype=np.float64))
+    rows = w.reshape(-1, w.shape[-1]) if w.ndim else w.reshape(1, 1)
+    if dtype != "float32":
+        return np.max(np.asarray(to_numpy(value_tolerance(dtype, rows))), axis=0)
+    return np.max([pair_rates(dtype, row, forms) for row in rows], axis=0)
 
 
 def correct_error(dtype: str, positions: Any, inv_freq: Any) -> Array:
@@ -293,5 +395,6 @@ def describe(rule: str, dtype: str) -> dict[str, Any]:
                   + "; the bound of the forms in force, per position, scaled by the pair's size m")
         return ToleranceRule("rope", dtype, reason, angle_roundoff=ANGLE_ROUNDOFF[dtype], forms=names).to_json()
     if rule == "probability":
-        return ToleranceRule("probability", dtype, "float softmax: max|logit|·2^-23 (float32)").to_json()
+        return ToleranceRule("probability", dtype, "softmax: u·(3·max|logit| + 3n + 4), n the row length "
+                              "(max-subtracted or log-sum-exp)").to_json()
     raise ValueError(f"rule must be one of ('value', 'rope', 'integer', 'probability'), got {rule!r}")

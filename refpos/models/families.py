@@ -4,70 +4,15 @@ A config.json says ``rope_theta`` and ``rope_scaling``; it does not say whether 
 half-split or interleaved pairs, which layers rotate at all, or whether the query is scaled by position.
 Those are fixed by the model's code. The table is data, ``refpos/models/data/families.toml``: one row per
 transformers ``model_type`` whose attention has a positional encoding refpos knows, or none at all, each row
-citing the file (under ``transformers/models/``, transformers 5.24) and the function it was read from. This
+citing the file (under ``transformers/models/``, transformers 5.24) and the function it was read from, and rows
+for the models that ship their own code, citing the public copy of it that was read. This
 module reads it, checks every value against its rule set and serves the rows. The columns of the encoding,
 the stacks and the facts of the encodings other than RoPE (``encoding``, ``stacks``, ``switch``, ``alibi``,
 ``t5``, ``learned``, ``sinusoidal``, ``encoder``, ``decoder``) and the RoPE facts beyond the config
 (``rope``: hard-coded bases, defaults of the rotated span and head sizes, renamed rope types) are
 :mod:`refpos.models.facts`'; the RoPE columns (``layout`` is required where a stack can have RoPE):
 
-``layout``
-    ``"half"`` (``rotate_half`` with ``x[..., :d/2]``, ``cat(freqs, freqs)``), ``"interleaved"`` (``rotate_half``
-    on ``x[..., ::2]`` with ``repeat_interleave`` tables, ``rotate_every_two``, or complex pairs
-    ``view_as_complex`` as in Llama 4 and DeepSeek-V2), ``"deinterleaved"`` (``apply_rotary_pos_emb_interleave``:
-    interleaved input regrouped half-split), or ``"rope_interleave"`` (the config key ``rope_interleave``,
-    default true, chooses between the last two, as DeepSeek-V3's attention does).
-``rope_layers``
-    Which layers rotate: ``"all"``; ``"no_rope_layers"`` (a 0/1 list, 1 = rotate; absent: every layer but each
-    ``no_rope_layer_interval``-th, default 4); ``"sliding"`` (only ``sliding_attention`` layers, and only
-    when ``sliding_window`` is set); ``"sliding_or_no_window"`` (sliding layers, or every layer when
-    ``sliding_window`` is null); ``"sliding_type"`` (the ``sliding_attention`` layers, whatever the window).
-    :mod:`refpos.models.schedule` evaluates them.
-``layer_pattern``
-    How the model's config class fills an absent ``layer_types`` (a :class:`LayerPattern`): every ``n``-th
-    layer ``full_attention`` (``n`` read from ``key``, default ``every``; with ``offset = r`` the layers with
-    ``i % n == r``, default ``n - 1`` (none when ``r >= n``), ``r`` read from ``offset_key`` when set, from
-    layer ``start`` on), the
-    layers a config key lists (``indices``, dotted for a nested key, ``one_based`` when the list counts from
-    1; ``absent``: the type of every layer when that key is missing; ``listed``: the type of the listed
-    layers, default ``full_attention``), or one character per layer in a string
-    key (``chars = {M = "mamba", …}`` with ``key``); the others are ``other`` (default ``sliding_attention``).
-``types_key``
-    The config key holding the layer types when it is not ``layer_types`` (Nemotron-H: ``layers_block_type``).
-``count``
-    ``"layer_types"``: the number of layers is the length of the layer types (the layer-count key is ignored, as
-    the config class does).
-``width_factor``
-    The attention's input is this many times the hidden width (Zamba2's shared attention runs on
-    ``[hidden; embeddings]``: 2), so its head size is ``width_factor · hidden_size / num_attention_heads``.
-``no_attention``
-    Layer types without attention, and so without positions (Mamba, linear attention, convolutions), with
-    the kind the schedule names them by: Qwen3-Next's ``linear_attention`` layers are ``"linear"``.
-``query_scale``
-    A position-dependent multiplier of the query, the name of a rule of :mod:`refpos.models.query_scales`:
-    ``"llama4_temperature"`` (Llama 4's NoPE layers) or ``"llama_4_scaling_beta"`` (every layer, Ministral-3).
-``placement``
-    Where the code puts the rotated channels when the config does not say (otherwise: first, or last for
-    ``qk_rope_head_dim`` MLA configs).
-``rope_dict``
-    Rope-dict keys the model's own rotary module reads beyond transformers' shared rules:
-    ``"ntk_alpha"`` (``"dynamic"`` with ``alpha`` is a fixed NTK base), ``"longrope_mscale"``
-    (``short_mscale`` / ``long_mscale``).
-``multi_axis``
-    The text RoPE takes several position axes (M-RoPE); :mod:`refpos.models.mrope_hf` resolves the families it
-    models and reports the others' multi-axis keys as not modelled.
-``unmodelled``
-    Something the code does with positions that refpos does not model; reported as not modelled, and
-    :func:`refpos.model_positions` refuses the layers.
-``note``
-    Something the code does that leaves positions as resolved (a mixer beside the attention, keys shared
-    between layers); shown in the resolution's notes.
-``release``
-    The transformers release the row's ``source`` was read from (default ``"5.24"``).
-``versions``
-    Where a later release changed the family's position code: release range (``"<5.25"``) → the columns of that
-    range, with its own ``source`` and ``release``; the row itself holds for every other release
-    (:mod:`refpos.models.releases` chooses by the config's ``transformers_version``).
+The columns are documented with the row itself, :class:`refpos.models.family_row.Family`.
 
 The layouts were read from each file's rotate / apply functions; the other columns from the attention
 ``forward``, the position-embedding modules and the config classes of the families that differ. For a
@@ -86,179 +31,50 @@ Examples
 ('encoder-decoder', 2)
 """
 
+
 from __future__ import annotations
 
-import json
-import re
 import tomllib
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from importlib import resources
 from typing import Any
 
-from refpos.models import query_scales
-from refpos.models.facts import STACKS, StackFacts, Switch, read_stack, read_switch
-from refpos.models.kinds.registry import FACT_KINDS, KINDS, TABLE_KINDS
-from refpos.models.kinds.rope import RopeFacts
+from refpos.models.facts import read_stack, read_switch
+from refpos.models.family_row import (
+    SOURCE_FORM,
+    STATED,
+    TABLE_PATH,
+    TRANSFORMERS_SOURCE,
+    Family,
+    UnknownFamilyWarning,
+)
+from refpos.models.kinds.registry import FACT_KINDS, TABLE_KINDS
 from refpos.models.layer_pattern import LayerPattern
-from refpos.models.releases import VERSION, check_range
+from refpos.models.releases import check_range
 from refpos.models.sources import INPUTS
-from refpos.pairs import PARTIAL_PLACEMENTS
-
-LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
-LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window", "sliding_type")
-ROPE_DICT_RULES = ("ntk_alpha", "longrope_mscale")
-PLACEMENTS = PARTIAL_PLACEMENTS
-#: ``<dir>/modeling_<name>.py: <function>[, <function or Class.method>]``
-#: the source of a row built from conventions a caller states (``refpos.model_positions(assume=…)``)
-STATED = "stated by the caller"
-#: where the table lives, as error messages name it
-TABLE_PATH = "refpos/models/data/families.toml"
-#: a section path of the ``parts`` column (``vision_config``, ``thinker_config.vision_config``)
-PART_PATH = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)*")
-SOURCE_FORM = re.compile(r"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: \w+(\.\w+)?(, \w+(\.\w+)?)*")
-
-
-class UnknownFamilyWarning(UserWarning):
-    """A ``model_type`` the family table does not know: its pair layout and layer schedule are assumed."""
-
-
-@dataclass(frozen=True)
-class Family:
-    """One row of the family table (see the module docstring for the columns)."""
-
-    model_type: str
-    source: str
-    layout: str | None = None
-    rope_layers: str = "all"
-    layer_pattern: LayerPattern | None = None
-    no_attention: tuple[tuple[str, str], ...] = ()
-    query_scale: str | None = None
-    placement: str | None = None
-    rope_dict: frozenset[str] = frozenset()
-    multi_axis: bool = False
-    unmodelled: str | None = None
-    note: str | None = None
-    #: the encoding and facts of every stack unless ``encoder`` / ``decoder`` / ``predictor`` override them
-    positions: StackFacts = field(default_factory=StackFacts)
-    stacks: str = "decoder"
-    encoder: StackFacts | None = None
-    decoder: StackFacts | None = None
-    predictor: StackFacts | None = None
-    switch: Switch | None = None
-    types_key: str = "layer_types"
-    count: str | None = None
-    width_factor: int = 1
-    #: what every stack adds to its input before its first layer (a kind whose hook is ``input``), if anything
-    input: StackFacts | None = None
-    #: ``(key, value when absent)``: the bool config key that turns the input embedding on
-    input_when: tuple[str, bool] | None = None
-    #: section path -> the model type the composite's config class builds there, whatever the section says
-    parts: tuple[tuple[str, str], ...] = ()
-    #: section path -> the model type it builds there when the section states none (else the section's)
-    part_defaults: tuple[tuple[str, str], ...] = ()
-    #: section path -> the inputs its positions are read from, overriding its own row's (π0.5's action expert)
-    part_reads: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    #: the transformers release the row's source was read from
-    release: str = "5.24"
-    #: release range -> the row of that range (its own source and release), where the code changed between releases
-    versions: tuple[tuple[str, Family], ...] = ()
-
-    def __post_init__(self) -> None:
-        checks = {"layout": self.layout in (None, *LAYOUT_RULES) and (self.layout is not None or not self.has_rope),
-                  "rope_layers": self.rope_layers in LAYER_RULES,
-                  "query_scale": self.query_scale in (None, *query_scales.QUERY_SCALES),
-                  "placement": self.placement in (None, *PLACEMENTS),
-                  "rope_dict": self.rope_dict <= set(ROPE_DICT_RULES),
-                  "source": self.source == STATED or bool(SOURCE_FORM.fullmatch(self.source)),
-                  "stacks": self.stacks in STACKS,
-                  "count": self.count in (None, "layer_types"),
-                  "encoder": self.encoder is None or "encoder" in STACKS.get(self.stacks, ()),
-                  "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
-                  "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),
-                  "input": self.input is None or KINDS[self.input.encoding].hook == "input",
-                  "parts": all(PART_PATH.fullmatch(path) for path, _ in self.parts),
-                  "part_defaults": all(PART_PATH.fullmatch(path) for path, _ in self.part_defaults),
-                  "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1,
-                  "release": isinstance(self.release, str) and bool(VERSION.fullmatch(self.release)),
-                  "part_reads": all(PART_PATH.fullmatch(path) for path, _ in self.part_reads)}
-        wrong = [name for name, ok in checks.items() if not ok]
-        if wrong:
-            raise ValueError(f"family {self.model_type!r}: column {wrong[0]} holds a value outside its rule set "
-                             f"({getattr(self, wrong[0])!r})")
-
-    @property
-    def rope(self) -> RopeFacts:
-        """What the family's rotary code fixes beyond the config (the row's ``rope`` sub-table)."""
-        return self.positions.facts_of("rope")
-
-    def stack(self, name: str) -> StackFacts:
-        """The encoding and facts of stack ``name`` (``"decoder"``, ``"encoder"``, ``"vision"``, …)."""
-        override = {"encoder": self.encoder, "decoder": self.decoder, "predictor": self.predictor}.get(name)
-        return override if override is not None else self.positions
-
-    @property
-    def encodings(self) -> frozenset[str]:
-        """Every encoding a stack of this family can have (its switch included)."""
-        found = {self.stack(name).encoding for name in STACKS.get(self.stacks, ())}
-        return frozenset(found | ({enc for _, enc in self.switch.values} if self.switch else set()))
-
-    def input_on(self, cfg: Mapping[str, Any]) -> bool:
-        """Whether the row's input embedding is on in ``cfg`` (its ``input_when`` key, or always)."""
-        if self.input is None:
-            return False
-        if self.input_when is None:
-            return True
-        key, absent = self.input_when
-        value = cfg.get(key)
-        return absent if value is None else value is True
-
-    @property
-    def has_rope(self) -> bool:
-        return "rope" in self.encodings
-
-    @property
-    def is_default(self) -> bool:
-        """True when the row says nothing beyond refpos's defaults (half layout, RoPE on every layer)."""
-        return self == Family(self.model_type, self.source, "half")
-
-    def switched(self, cfg: Mapping[str, Any], encoding: str) -> tuple[str | None, str]:
-        """The encoding the row's switch key chooses in ``cfg`` (``encoding`` without a switch; ``None`` for a
-        value the row does not list) and the value as JSON text (``"true"``, ``"nope"``)."""
-        if self.switch is None:
-            return encoding, ""
-        value: Any = cfg
-        for part in self.switch.key.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        text = self.switch.absent if value is None else (value if isinstance(value, str) else json.dumps(value))
-        values = dict(self.switch.values)
-        return values.get(text, values.get("*") if text != self.switch.absent else None), text
-
-    def no_attention_kind(self, layer_type: str | None) -> str | None:
-        """The kind of a layer type without attention (``"linear"``, ``"mamba"``, ...), or ``None``."""
-        return dict(self.no_attention).get(layer_type) if layer_type is not None else None
-
 
 #: the columns a ``[family.<model_type>]`` table may hold (the model type is its name; ``positions`` is
 #: written as ``encoding`` and the fact tables at the row's top level)
-_COLUMNS = (*(f.name for f in fields(Family) if f.name not in ("model_type", "positions")), "encoding",
-            *FACT_KINDS)
+COLUMNS = (*(f.name for f in fields(Family) if f.name not in ("model_type", "positions")), "encoding",
+           *FACT_KINDS)
 _STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled", "note", "stacks",
             "types_key", "count", "release")
 
 
-def _row(model_type: str, table: Any) -> Family:
-    """One ``[family.<model_type>]`` table as a :class:`Family`; a ``ValueError`` naming what is wrong."""
-    where = f"{TABLE_PATH} [family.{model_type}]"
+def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
+    """One ``[family.<model_type>]`` table as a :class:`Family`; a ``ValueError`` naming what is wrong (and
+    ``where`` the row came from: the table by default, a caller's statement, a row file)."""
+    where = where or f"{TABLE_PATH} [family.{model_type}]"
     if not isinstance(table, dict):
         raise ValueError(f"{where}: must be a table")
-    unknown = sorted(set(table) - set(_COLUMNS))
+    unknown = sorted(set(table) - set(COLUMNS))
     missing = [key for key in ("source",) if key not in table]
     if unknown or missing:
-        raise ValueError(f"{where}: unknown keys {unknown}, missing {missing}; keys are {list(_COLUMNS)}")
+        raise ValueError(f"{where}: unknown keys {unknown}, missing {missing}; keys are {list(COLUMNS)}")
     wrong = [key for key in _STRINGS if key in table and not isinstance(table[key], str)]
-    wrong += [key for key, kind in (("multi_axis", bool), ("rope_dict", list), ("layer_pattern", dict),
+    wrong += [key for key, kind in (("multi_axis", bool), ("rope_dict", list), ("ignores", list),
+                                    ("layer_pattern", dict),
                                     ("no_attention", dict), ("encoder", dict), ("decoder", dict),
                                     ("predictor", dict), ("width_factor", int), ("parts", dict),
                                     ("part_defaults", dict), ("input", dict), ("part_reads", dict),
@@ -274,7 +90,8 @@ def _row(model_type: str, table: Any) -> Family:
             if not isinstance(sub, dict) or "versions" in sub or "release" not in sub or "source" not in sub:
                 raise ValueError(f"{where}: versions.{text} must be a table of columns with its own source and "
                                  f"release (no versions of its own), got {sub!r}")
-            ranges.append((text, _row(model_type, {**{k: v for k, v in table.items() if k != "versions"}, **sub})))
+            ranges.append((text, read_row(model_type, {**{k: v for k, v in table.items() if k != "versions"}, **sub},
+                                          where)))
         values["versions"] = tuple(ranges)
     if "part_reads" in values:
         if not all(isinstance(k, str) and isinstance(v, list) and v and all(isinstance(i, str) for i in v)
@@ -314,6 +131,8 @@ def _row(model_type: str, table: Any) -> Family:
         values["no_attention"] = tuple(sorted(pairs))
     if "rope_dict" in values:
         values["rope_dict"] = frozenset(values["rope_dict"])
+    if "ignores" in values:
+        values["ignores"] = tuple(values["ignores"])
     for name in ("parts", "part_defaults"):
         if name in values:
             if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in values[name].items()):
@@ -322,14 +141,19 @@ def _row(model_type: str, table: Any) -> Family:
     return Family(model_type, **values)
 
 
-def load(text: str | None = None) -> tuple[tuple[Family, ...], dict[str, str]]:
-    """The rows and aliases of ``families.toml`` (or of ``text`` in its format), rows in file order."""
+def tables(text: str | None = None) -> dict[str, Any]:
+    """``families.toml`` (or ``text`` in its format) as TOML tables: ``{"aliases": {...}, "family": {...}}``."""
     if text is None:
         text = resources.files("refpos").joinpath("models", "data", "families.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    return tomllib.loads(text)
+
+
+def load(text: str | None = None) -> tuple[tuple[Family, ...], dict[str, str]]:
+    """The rows and aliases of ``families.toml`` (or of ``text`` in its format), rows in file order."""
+    data = tables(text)
     if set(data) != {"aliases", "family"}:
         raise ValueError(f"{TABLE_PATH}: expected the tables [aliases] and [family.*], got {sorted(data)}")
-    rows = tuple(_row(model_type, table) for model_type, table in data["family"].items())
+    rows = tuple(read_row(model_type, table) for model_type, table in data["family"].items())
     aliases = data["aliases"]
     known = {row.model_type for row in rows}
     bad = {alias: target for alias, target in aliases.items() if target not in known or alias in known}
@@ -350,6 +174,9 @@ FAMILY_ROWS: tuple[Family, ...]
 ALIASES: dict[str, str]
 FAMILY_ROWS, ALIASES = load()
 FAMILIES: dict[str, Family] = {row.model_type: row for row in FAMILY_ROWS}
+#: each row as the table writes it (a caller who borrows a family states columns over its table:
+#: :mod:`refpos.models.stated`)
+ROW_TABLES: dict[str, dict[str, Any]] = tables()["family"]
 
 
 def family_of(model_type: str | None) -> Family | None:
@@ -378,5 +205,6 @@ def table_summary() -> dict[str, int]:
             **{f"encoding {enc}": sum(enc in row.encodings for row in FAMILY_ROWS) for enc in TABLE_KINDS}}
 
 
-__all__ = ["ALIASES", "FAMILIES", "FAMILY_ROWS", "Family", "LayerPattern", "UnknownFamilyWarning", "family_of",
-           "load", "table_summary", "warn_assumed"]
+__all__ = ["ALIASES", "COLUMNS", "FAMILIES", "FAMILY_ROWS", "ROW_TABLES", "SOURCE_FORM", "STATED",
+           "TRANSFORMERS_SOURCE", "Family", "LayerPattern", "UnknownFamilyWarning", "family_of", "load", "read_row",
+           "table_summary", "tables", "warn_assumed"]

@@ -16,6 +16,7 @@ from refpos.models.hf_files import ROPE_KEYS, is_per_layer
 from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import RopeFacts
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
+from refpos.models.own_keys import length_keys, own_fraction, own_head_dim, own_theta, scaled_theta, switched_rule
 from refpos.models.releases import release_of, row_for
 from refpos.models.view import ConfigView
 from refpos.rope.params import PARAM_KEYS
@@ -68,9 +69,13 @@ class Resolver:
         self.mrope_family = mrope_family(self.model_type, parent_model_type)
         if self.family is not None and self.family.switch is not None:  # read by refpos.models.hf.check_rope_family
             self.used.add(self.prefix + self.family.switch.key)
+        if self.family is not None:  # keys the family's code does not read for positions (its row says so)
+            self.used.update(self.prefix + key for key in self.family.ignores if key in cfg)
         if written != self.model_type:
             self.notes.append(f"model_type {written!r} is transformers' {self.model_type!r} (family table alias)")
         self.code_gaps: list[str] = [] if release_gap is None else [release_gap]  # what refpos does not model
+        self.key_gaps: dict[str, str] = {}  # a key the family's code reads in a way refpos does not model -> why
+        self.ratio: tuple[float, str] | None = None  # the family's ratio key and what it scales (own_keys)
         self.rope_rule: dict[str, Any] = {}  # family rule applied to the rope dict: key -> value
         self.rope: dict[str, Any] = {}  # the rope dict resolved from (with injected defaults)
         self.rope_source: Mapping[str, Any] = {}  # the same dict as written in the config
@@ -193,6 +198,8 @@ class Resolver:
             self.notes.append(f"rope type {value!r} read as {renamed[value]!r} (HF's rewrite; HF 5.24.0 raises "
                               "KeyError for 'su' configs without original_max_position_embeddings in the dict)")
             value = renamed[value]
+        switched = switched_rule(self, value)  # the family's own rule switch and position ratio (own_keys)
+        value, source = switched, source if switched == value else "derived"
         if self.facts.types and value not in self.facts.types:
             raise ValueError(f"rope_type must be one of {list(self.facts.types)} for {self.model_type} (as HF), "
                              f"got {value!r}")
@@ -214,6 +221,8 @@ class Resolver:
         elif self.layer_type == "full_attention" and (self.has("global_head_dim") or self.facts.global_head_dim):
             head = self.top("global_head_dim") if self.has("global_head_dim") else self.facts.global_head_dim
             self.set("head_dim", head, "config" if self.has("global_head_dim") else "default")
+        elif own_head_dim(self):  # the family's own key of the head size (refpos.models.own_keys)
+            pass
         elif self.has("head_dim"):
             self.set("head_dim", self.top("head_dim"), "config")
         elif self.facts.head_dim is not None:
@@ -239,7 +248,9 @@ class Resolver:
             self._partial()
 
     def _partial(self) -> None:
-        if "partial_rotary_factor" in self.rope and self.rope["partial_rotary_factor"] is not None:
+        if own_fraction(self):  # the family's own key of the rotated fraction (refpos.models.own_keys)
+            pass
+        elif "partial_rotary_factor" in self.rope and self.rope["partial_rotary_factor"] is not None:
             self.set("partial_rotary_factor", self.from_rope("partial_rotary_factor"), "config")
         elif self.has("partial_rotary_factor"):
             self.set("partial_rotary_factor", self.top("partial_rotary_factor"), "config")
@@ -264,14 +275,25 @@ class Resolver:
         if self.facts.theta_fixed:
             self.set("theta", self.facts.theta, "default")
             self.notes.append(f"{self.model_type}: HF hard-codes theta = {self.facts.theta:g}")
+            for key in ("rope_theta", "rotary_emb_base"):  # a base the config states is not the code's
+                if self.has(key) and self.top(key) != self.facts.theta:
+                    self.notes.append(f"{key}={self.cfg[key]!r} is not read: the code's base is {self.facts.theta:g}")
+        elif own_theta(self):  # the family's own key of the base (refpos.models.own_keys)
+            pass
         elif "rope_theta" in self.rope and self.rope["rope_theta"] is not None:
             self.set("theta", self.from_rope("rope_theta"), "config")
+            if self.has("rope_theta") and self.top_theta_applies:  # the dict's base wins over the top level's
+                top = self.top("rope_theta")
+                if top != self.fields["theta"]:
+                    self.notes.append(f"top-level rope_theta {top!r} is not read: {self.rope_path}.rope_theta "
+                                      f"{self.fields['theta']!r} is the base (as transformers)")
         elif self.has("rope_theta") and self.top_theta_applies:
             self.set("theta", self.top("rope_theta"), "config")
         elif self.has("rotary_emb_base"):
             self.set("theta", self.top("rotary_emb_base"), "config")
         else:
             self.set("theta", self.theta_fallback, "default")
+        scaled_theta(self)  # a family ratio that multiplies the base (refpos.models.own_keys)
 
     def layout(self) -> None:
         """Layout (and a code-fixed placement) from the family table; unknown families: half, assumed."""
@@ -304,12 +326,14 @@ class Resolver:
 
     def lengths(self, rope_type: str) -> None:
         l_max = None
-        for key in ("max_position_embeddings", "n_positions"):
+        for key in length_keys(self):
             if self.has(key):
                 l_max = self.top(key)
                 self.set("max_position_embeddings", l_max, "config")
                 break
         if "original_max_position_embeddings" not in RULES[rope_type].parameters:
+            if self.has("original_max_position_embeddings"):  # the rule reads no original length: no effect
+                self.top("original_max_position_embeddings")
             return
         in_dict = self.rope.get("original_max_position_embeddings") is not None
         if self.has("original_max_position_embeddings") and not self.per_layer:

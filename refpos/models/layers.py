@@ -220,6 +220,9 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
     for key in SCHEDULE_KEYS:
         not_modelled.pop(prefix + key, None)
         problems.pop(prefix + key, None)
+    for key in _read_by_schedule(family):  # the keys the family's schedule reads (refpos.models.schedule)
+        if key in cfg:
+            view.mark(key)
     if unplaced is not None:
         gaps = [not_modelled[prefix + "model_type"]] if prefix + "model_type" in not_modelled else []
         not_modelled[prefix + "model_type"] = "; ".join([*gaps, unplaced])
@@ -232,6 +235,8 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
         for key in honoured:
             not_modelled.pop(prefix + key, None)
             problems.pop(prefix + key, None)
+            if "." not in key and key in cfg:  # a top-level key of the rule (the rope dict's are read with it)
+                view.mark(key)
     rope_dict = rope_dict if isinstance(rope_dict, Mapping) else {}
     layer_ropes = [ropes.get(types[i] if per_type else None) if rotates[i] else None for i in range(n)]
     layers = tuple(
@@ -239,6 +244,17 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
                 None if mixers[i] else _scale(cfg, family, layer_ropes[i] is not None, rope_dict), mixers[i])
         for i in range(n))
     return LayerSchedule(layers, family, not_modelled, tuple(notes)), list(problems)
+
+
+def _read_by_schedule(family: Family | None) -> tuple[str, ...]:
+    """The top-level keys the schedule of ``family`` reads: its ``rope_layers`` rule's and its layer pattern's."""
+    if family is None:
+        return ()
+    keys = ["no_rope_layers", "no_rope_layer_interval"] if family.rope_layers == "no_rope_layers" else []
+    pattern = family.layer_pattern
+    if pattern is not None:
+        keys += [key.split(".")[0] for key in (pattern.key, pattern.offset_key, pattern.indices) if key]
+    return tuple(keys)
 
 
 class FamilySchedule:

@@ -37,12 +37,13 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from refpos.models.facts import STACKS, StackFacts
-from refpos.models.families import STATED, Family, family_of
+from refpos.models.answer import ModelPositions
+from refpos.models.facts import STACKS
+from refpos.models.families import Family, family_of
 from refpos.models.hf_files import language_view
 from refpos.models.indexer import with_indexers
 from refpos.models.kinds import KINDS, Stack
@@ -50,97 +51,28 @@ from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import NO_COUNT, RopeLayer
 from refpos.models.layers import SCHEDULE
 from refpos.models.parts import Part, is_network, part_reads, parts_of
-from refpos.models.position_keys import ATTENTION_ONLY, is_active, position_keys
+from refpos.models.position_keys import (
+    ATTENTION_ONLY,
+    BY_NAME,
+    INERT_GROUPS,
+    is_positional,
+    position_keys,
+    unread_positional,
+)
 from refpos.models.records import LayerRecord, Refused, Unknown
 from refpos.models.releases import release_of, row_for
-from refpos.models.schedule import LayerCountMissing, layer_count, summary_line
+from refpos.models.schedule import LayerCountMissing, layer_count
+from refpos.models.stated import ASSUMABLE, stated_row
 from refpos.models.view import ConfigView
 
-#: the conventions a caller may state for a family the table does not know (``assume=``)
-ASSUMABLE = ("family", "encoding", "layout", "stacks", "rope_layers")
 #: config keys an unknown family's records report as stated (with every position key it has)
 STATED_KEYS = ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "rotary_dim", "head_dim",
                "max_position_embeddings", "n_positions", "max_source_positions", "max_target_positions",
                "relative_attention_num_buckets", "relative_attention_max_distance")
 
 
-@dataclass(frozen=True)
-class ModelPositions:
-    """Every layer of every stack of a config: its records, and what the resolution does not model."""
-
-    model_type: str | None
-    family: Family | None
-    layers: tuple[LayerRecord, ...]
-    #: the wrapper path of the language model's config (``"thinker_config.text_config."``; empty at the top)
-    nesting: str = ""
-    not_modelled: Mapping[str, str] = field(default_factory=dict)
-    #: what an unknown family's config does not state, with what to pass
-    unknown: Mapping[str, str] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-    #: conventions the caller stated (``assume=``)
-    assumed: Mapping[str, str] = field(default_factory=dict)
-    #: False when the config gives no layer count: one RoPE record per layer type stands for its layers
-    scheduled: bool = True
-    #: the networks besides the language model, each ``(stack name, config path, model type)``
-    parts: tuple[tuple[str, str, str | None], ...] = ()
-
-    def __iter__(self) -> Iterator[LayerRecord]:
-        return iter(self.layers)
-
-    def __len__(self) -> int:
-        return len(self.layers)
-
-    @property
-    def stacks(self) -> tuple[str, ...]:
-        """The stacks in order (``("decoder",)``, ``("encoder", "decoder")``)."""
-        return tuple(dict.fromkeys(layer.stack for layer in self.layers))
-
-    def stack(self, name: str) -> tuple[LayerRecord, ...]:
-        """The records of one stack, by index."""
-        if name not in self.stacks:
-            raise ValueError(f"stack must be one of {list(self.stacks)}, got {name!r}")
-        return tuple(layer for layer in self.layers if layer.stack == name)
-
-    def layer(self, stack: str, index: int) -> LayerRecord:
-        """The record of layer ``index`` of ``stack``."""
-        layers = self.stack(stack)
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(layers):
-            raise ValueError(f"index must be an int in [0, {len(layers)}) for the {stack} stack, got {index!r}")
-        return layers[index]
-
-    @property
-    def complete(self) -> bool:
-        """True when nothing is refused, unknown or not modelled."""
-        return not self.not_modelled and not self.unknown and not any(
-            layer.kind in ("refused", "unknown") for layer in self.layers)
-
-    def kinds(self) -> dict[tuple[str, str | None, str], list[int]]:
-        """Layer indices per distinct (stack, layer type, label), in order of first appearance."""
-        out: dict[tuple[str, str | None, str], list[int]] = {}
-        for layer in self.layers:
-            out.setdefault((layer.stack, layer.layer_type, layer.label), []).append(layer.index)
-        return out
-
-    def summary(self) -> str:
-        """One line per stack: ``decoder layers 0-47: rope ×36, none ×12 (every 4th)``; a stack's input embedding
-        (``audio.input``) is one line ``audio input: conv_position``."""
-        return "\n".join(f"{name.removesuffix('.input')} input: {self.stack(name)[0].label}" if name.endswith(".input")
-                         else f"{name} " + summary_line([(r.index, r.label) for r in self.stack(name)])
-                         for name in self.stacks)
-
-    def describe(self) -> dict[str, Any]:
-        """JSON-ready: the model type, its family row's source, every layer, and the reports."""
-        return {"model_type": self.model_type, "source": None if self.family is None else self.family.source,
-                "nesting": self.nesting, "summary": self.summary().splitlines(),
-                "layers": [layer.describe() for layer in self.layers], "not_modelled": dict(self.not_modelled),
-                "unknown": dict(self.unknown), "complete": self.complete, "notes": list(self.notes),
-                "assumed": dict(self.assumed),
-                "parts": [{"stack": name, "path": path, "model_type": model_type}
-                          for name, path, model_type in self.parts]}
-
-
 # --------------------------------------------------------------------------------------------- resolve
-def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = None,
+def model_positions(config_or_path: Any, *, assume: Mapping[str, Any] | None = None,
                     strict: bool = False, transformers_version: str | None = None) -> ModelPositions:
     """What every layer of every stack of a transformers config does with positions.
 
@@ -149,9 +81,11 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
     config_or_path : mapping or path
         A config.json as a dict, its path, or its model directory.
     assume : mapping, optional
-        Conventions for a ``model_type`` the family table does not know (keys :data:`ASSUMABLE`):
-        ``{"family": "llama"}``, or ``{"encoding": "rope", "layout": "half"}``. Ignored, with a note, for a
-        known family.
+        The family row of a ``model_type`` the family table does not know, stated by the caller (keys
+        :data:`ASSUMABLE`: the columns of a ``families.toml`` row, fact tables nested or dotted, and ``family`` to
+        borrow a row; :func:`refpos.models.stated.stated_row` reads it as the table's rows are read):
+        ``{"family": "llama"}``, ``{"encoding": "rope", "layout": "half", "rope.theta_key": "base"}``. Ignored,
+        with a note, for a known family.
     strict : bool
         Raise ``ValueError`` when the resolution is not complete.
     transformers_version : str, optional
@@ -215,30 +149,12 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, str] | None = N
 
 
 def _assumed(family: Family | None, written: str | None,
-             assume: Mapping[str, str]) -> tuple[Family | None, list[str]]:
-    """The row stated conventions make for an unknown family; a known family keeps its own row."""
-    wrong = sorted(set(map(str, assume)) - set(ASSUMABLE))
-    if wrong or not all(isinstance(v, str) for v in assume.values()):
-        raise ValueError(f"assume takes {list(ASSUMABLE)} with str values, got {dict(assume)!r}")
+             assume: Mapping[str, Any]) -> tuple[Family | None, list[str]]:
+    """The row the caller states for an unknown family (:func:`refpos.models.stated.stated_row`: the table's row
+    reader, provenance "stated by the caller"); a known family keeps its own row."""
     if family is not None:
         return family, [f"assume={dict(assume)} ignored: the family table knows {family.model_type!r}"]
-    if "family" in assume:
-        base = family_of(assume["family"])
-        if base is None:
-            raise ValueError(f"assume family={assume['family']!r} is not a model_type of the family table")
-        stated = {k: v for k, v in assume.items() if k != "family"}
-    else:
-        base, stated = Family(written or "unknown", STATED, "half"), dict(assume)
-    values: dict[str, Any] = {name: stated[name] for name in ("layout", "stacks", "rope_layers") if name in stated}
-    if "encoding" in stated:
-        values["positions"] = StackFacts(stated["encoding"], base.positions.facts)
-        values.update(encoder=None, decoder=None, switch=None)
-    values.setdefault("layout", base.layout if base.layout is not None else "half")
-    try:
-        row = replace(base, model_type=written or base.model_type, source=STATED, **values)
-        row.positions.check("assume")
-    except ValueError as exc:
-        raise ValueError(f"assume: {exc}") from None
+    row = stated_row(written or "unknown", assume)
     return row, [f"conventions stated by the caller, not read from the model's code: {dict(assume)}"]
 
 
@@ -248,13 +164,22 @@ def _unknown(lm: ConfigView, written: str | None) -> ModelPositions:
         n = layer_count(lm.raw)
     except LayerCountMissing:
         n = 1
-    stated = {lm.name(key): lm.raw[key] for key in (*STATED_KEYS, *position_keys()) if lm.raw.get(key) is not None}
+    stated = {lm.name(key): lm.raw[key] for key in lm.raw if lm.raw.get(key) is not None
+              and (key in STATED_KEYS or key in position_keys() or is_positional(key))}
     missing = ("encoding", "layout", "which layers carry positions")
     layers = tuple(Unknown("model", i, None, stated=stated, unknown=missing) for i in range(n))  # encoder or decoder?
-    what = (f"{named} is not in refpos's family table: its encoding, pair layout and which layers carry positions "
-            "are unknown; state them: assume={'family': <a known model_type>} or {'encoding': 'rope', "
-            "'layout': 'half'} (refpos golden model / check: --assume family=llama)")
-    return ModelPositions(written, None, layers, lm.path, unknown={lm.name("model_type"): what})
+    return ModelPositions(written, None, layers, lm.path, unknown={lm.name("model_type"): unknown_why(named, stated)})
+
+
+def unknown_why(named: str, stated: Mapping[str, Any]) -> str:
+    """Why a family the table does not know is refused, with the positional keys its config states (each a
+    column to state, or a key the stated row must name) and what to pass, the row's columns first."""
+    keys = ", ".join(f"{key}={value!r}" for key, value in stated.items()) or "none"
+    return (f"{named} is not in refpos's family table: its encoding, pair layout and which layers carry positions "
+            f"are unknown (its config's positional keys: {keys}); state its row from the model's code: "
+            "assume={'encoding': 'rope', 'layout': 'half', 'rope': {'theta_key': ...}} (--assume encoding=rope "
+            "--assume layout=half, or --assume-file row.toml), or borrow a family's row: assume={'family': "
+            "<a known model_type>} (--assume family=llama)")
 
 
 def _known(lm: ConfigView, family: Family, written: str | None,
@@ -269,6 +194,12 @@ def _known(lm: ConfigView, family: Family, written: str | None,
     honoured = {lm.name(key) for key in ("layer_types", family.types_key)}
     if family.switch is not None:
         honoured.add(lm.name(family.switch.key))
+    ignored = [key for key in family.ignores if key in lm.raw]
+    for key in ignored:  # named for positions, not read for them by the family's code (the row's source says so)
+        lm.mark(key)
+    if ignored:
+        notes.append(f"{family.model_type}: {', '.join(ignored)} read without effect: its code does not use "
+                     f"{'it' if len(ignored) == 1 else 'them'} for positions")
     for name in names:
         role = "single" if len(names) == 1 else name
         facts = family.stack(name)
@@ -297,10 +228,13 @@ def _known(lm: ConfigView, family: Family, written: str | None,
         layers += _input_site(lm, family, name, role) + stack_layers
         not_modelled.update({key: why for key, why in stack.not_modelled.items() if key not in honoured})
         notes += [note for note in stack.notes if note not in notes]
-    if not any(isinstance(layer, RopeLayer) for layer in layers):  # a RoPE schedule reports its own keys
-        for key, (_, what) in position_keys().items():
-            if lm.name(key) not in lm.read and key in lm.raw and is_active(lm.raw, key):
-                not_modelled.setdefault(lm.name(key), what)
+    _mark_inert(lm, layers)
+    _named_encoding(lm, layers)
+    read = lm.read  # a key one step reported unread by name that another step read is honoured
+    not_modelled = {key: why for key, why in not_modelled.items() if why != BY_NAME or key not in read}
+    for key, what in unread_positional(lm).items():  # every positional key no step read (the one rule)
+        not_modelled.setdefault(key, what)
+    if not any(isinstance(layer, RopeLayer) for layer in layers):  # a RoPE schedule reports its own gaps
         if family.unmodelled:
             not_modelled.setdefault(lm.name("model_type"), f"{family.model_type}: {family.unmodelled}")
         if family.note and f"{family.model_type}: {family.note}" not in notes:
@@ -383,6 +317,34 @@ def _count(lm: ConfigView, family: Family) -> int:
         return layer_count(lm.raw, family)
     except LayerCountMissing:
         return 1
+
+
+#: what a config's ``position_embedding_type`` value names, as encoding kinds (remote code spells it as it likes)
+NAMED_ENCODINGS = {"rope": "rope", "rotary": "rope", "alibi": "alibi", "learned": "learned", "absolute": "learned",
+                   "learned_absolute": "learned", "sinusoidal": "sinusoidal", "none": "none", "nope": "none"}
+
+
+def _named_encoding(lm: ConfigView, layers: list[LayerRecord]) -> None:
+    """Record ``position_embedding_type`` as read when its value names the kind every attention layer has (Jais'
+    ``alibi`` with an ALiBi row): the key then says what the resolution did."""
+    value = lm.raw.get("position_embedding_type")
+    kinds = {layer.kind for layer in layers if layer.attention}
+    if isinstance(value, str) and kinds and kinds == {NAMED_ENCODINGS.get(value.lower())}:
+        lm.mark("position_embedding_type")
+
+
+def _mark_inert(lm: ConfigView, layers: list[LayerRecord]) -> None:
+    """Record as read the keys that no layer of the stacks can be changed by: the groups every built layer's kind
+    names inert (:attr:`refpos.models.kinds.EncodingKind.inert`; an ALiBi or NoPE stack neither rotates nor has a
+    table a length would size). A refused or unknown layer makes nothing inert."""
+    kinds = {layer.kind for layer in layers}
+    if not kinds or kinds & {"refused", "unknown"}:
+        return
+    groups = set.intersection(*(set(KINDS[kind].inert) if kind in KINDS else set() for kind in kinds))
+    for group in sorted(groups):
+        for key in INERT_GROUPS[group]:
+            if key in lm.raw:
+                lm.mark(key)
 
 
 def _refuse_unmodelled(layers: list[LayerRecord], not_modelled: Mapping[str, str], prefix: str) -> list[LayerRecord]:

@@ -23,6 +23,9 @@ rule                       layers       :math:`s(p)`
                                         the rope dict; :math:`p` the position id
 ``beam_scalable_softmax``  without      :math:`(1 + (p + 1) / 2048)^{0.1}` (scalable softmax; no config key);
                            RoPE         :math:`p` the position id
+``qwen_logn``              every        :math:`\log_{L_0}(p + 1)` for :math:`p + 1 > L_0`, else 1; ``L_0`` =
+                                        ``seq_length`` (2048), when ``use_logn_attn`` (Qwen-1; its table ends at
+                                        :math:`p = 32766`); :math:`p` the token's slot
 =========================  ===========  ================================================================
 
 Examples
@@ -57,6 +60,8 @@ class ScaleKey:
     param: str
     default: float | None = None
     kind: str = "float"  # "float" or "int" (validated as such)
+    #: the key is the rule's own (False: a length other rules read too, not reported as the rule's)
+    own: bool = True
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,12 @@ def _beam_scalable_softmax(p: np.ndarray, c: dict[str, float]) -> np.ndarray:
     return np.exp(0.1 * np.log1p((p + 1.0) / 2048.0))
 
 
+def _qwen_logn(p: np.ndarray, c: dict[str, float]) -> np.ndarray:
+    r""":math:`\log_{L_0}(p + 1) = \ln(p + 1) / \ln L_0` past the training length (:math:`p + 1 > L_0`), else 1."""
+    length = c["seq_length"]
+    return np.where(p + 1.0 > length, np.log1p(p) / np.log(length), 1.0)
+
+
 def _llama_4_scaling_beta(p: np.ndarray, c: dict[str, float]) -> np.ndarray:
     """:math:`1 + \\beta \\ln(1 + \\lfloor p / L_0 \\rfloor)`."""
     return 1.0 + c["beta"] * np.log1p(np.floor(p / c["original_max_position_embeddings"]))
@@ -171,9 +182,18 @@ QUERY_SCALES: dict[str, QueryScaleRule] = {rule.name: rule for rule in (
         _llama_4_scaling_beta, "ministral3/modeling_ministral3.py: get_llama_4_attn_scale, Ministral3Attention.forward",
         ("position_ids", "cache_position")),
     QueryScaleRule(
+        "qwen_logn", r"\log_{L_0}(p + 1)\ (p + 1 > L_0;\ 1\ \text{otherwise})", "every",
+        (ScaleKey("top", "seq_length", "seq_length", 2048.0, kind="int", own=False),), _qwen_logn,
+        "github:alibaba/MNN/transformers/llm/export/llm_models/Qwen-1_8B/modeling_qwen.py: QWenAttention.forward",
+        ("cache_position",), switch="use_logn_attn"),  # logn_tensor[key_size − T : key_size]: the token's slot
+    QueryScaleRule(
         "beam_scalable_softmax", r"(1 + (p + 1) / 2048)^{0.1}", "without_rope", (), _beam_scalable_softmax,
         "beam/modeling_beam.py: compute_attention_scaling, BeamModel.forward", ("position_ids", "cache_position")),
 )}
+
+
+def _shared(rule: QueryScaleRule) -> set[str]:
+    return {k.key for k in rule.keys if not k.own}
 
 
 def scale_key_effects() -> tuple[dict[str, str], dict[str, str]]:
@@ -183,7 +203,7 @@ def scale_key_effects() -> tuple[dict[str, str], dict[str, str]]:
     rope: dict[str, str] = {}
     for rule in QUERY_SCALES.values():
         effect = f"position-dependent query scale {rule.latex} ({rule.name})"
-        top.update(dict.fromkeys(rule.key_names("top"), effect))
+        top.update(dict.fromkeys((k for k in rule.key_names("top") if k not in _shared(rule)), effect))
         # original_max_position_embeddings is the rope dict's length before anything else: not the rule's own
         rope.update({k: effect for k in rule.key_names("rope") if k != "original_max_position_embeddings"})
     return top, rope

@@ -62,6 +62,7 @@ from refpos.validation import as_positions
 #: the inputs a layer may read (a record's ``reads`` names them; :data:`PARAMETERS` says which argument gives each)
 INPUTS = {
     "position_ids": "the position ids passed to the model (or built from the sequence when none are passed)",
+    "block_position_ids": "GLM's second position axis: 0 over the context, 1, 2, … over the span generated after it",
     "cache_position": "the token's slot in the sequence (its index, plus the tokens already cached)",
     "mask_cumsum": "the running count of the attention mask's ones before each token (padding skipped)",
     "input_ids_cumsum": "the running count of the non-padding token ids (RoBERTa's positions)",
@@ -76,6 +77,7 @@ INPUTS = {
 #: what a layer's positions serve (the keys of a record's ``reads``)
 USES = {
     "rotation": "the angle of the query's and key's rotation",
+    "block": "the angle of a two-axis rotation's second half (GLM's block positions)",
     "scale": "the query's position-dependent scale",
     "query": "the query's position in a bias",
     "key": "the key's position in a bias",

@@ -29,7 +29,8 @@ def test_the_file_loads_into_the_rows():
     assert aliases == {"kimi_k2": "deepseek_v3", "gemma3": "gemma3_text", "gemma4": "gemma4_text",
                        "qwen2_vl_text": "qwen2_vl", "qwen2_5_vl_text": "qwen2_5_vl",
                        "qwen2_5_omni_text": "qwen2_5_omni", "paddleocr_vl_text": "paddleocr_vl",
-                       "param2moe": "glm4_moe"}
+                       "param2moe": "glm4_moe",
+                       "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "phi-msft": "phi"}
     text = (resources.files("refpos") / "models" / "data" / "families.toml").read_text(encoding="utf8")
     assert len(rows) == len({row.model_type for row in rows}) == text.count("\n[family.")
     (row,), _ = fam.load(table(ROW + 'no_attention = {conv = "conv"}\nlayer_pattern = {every = 3, other = "conv"}\n'))
@@ -103,16 +104,22 @@ def test_the_warning_test_breaks_without_the_warning(monkeypatch):
         test_an_unknown_model_type_warns_that_the_layout_is_assumed()
 
 
-def test_refpos_rope_shows_the_warning_as_one_line(tmp_path, capsys):
+def test_refpos_rope_refuses_an_unknown_family_as_positions_does(tmp_path, capsys):
+    """``refpos rope`` on a model type the table does not know exits 2 with one line (its positional keys, the
+    row's columns to state first) instead of assuming half-split RoPE; ``--assume`` states the row."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(UNKNOWN), encoding="utf8")
-    assert main(["rope", str(path)]) == 0
-    captured = capsys.readouterr()
-    assert captured.err.splitlines() == [
-        "refpos rope: warning: model_type 'no_such_model' is not in refpos's family table: half-split pairs and "
-        "RoPE on every layer are assumed, not read from the model's code (the resolution reports it as not "
-        "modelled)"]
-    assert "complete: NO" in captured.out
+    path.write_text(json.dumps(dict(UNKNOWN, rope_ratio=2.0)), encoding="utf8")
+    assert main(["rope", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'no_such_model' is not in refpos's family table" in err
+    assert "rope_ratio=2.0" in err and err.index("--assume encoding=rope") < err.index("--assume family=")
+    assert main(["rope", str(path), "--assume", "encoding=rope", "--assume", "layout=half"]) == 0
+    out = capsys.readouterr().out
+    assert "complete: NO" in out and "rope_ratio: positional by its name" in out  # stated, and still said
+    assert main(["rope", str(path), "--assume", "family=llama", "--assume", "rope.ratio_key=rope_ratio",
+                 "--assume", "rope.ratio_acts=divide"]) == 0
+    out = capsys.readouterr().out
+    assert "complete: yes" in out and "'linear'" in out
     path.write_text(json.dumps(dict(UNKNOWN, model_type="llama")), encoding="utf8")
     assert main(["rope", str(path)]) == 0 and capsys.readouterr().err == ""
 

@@ -177,6 +177,25 @@ def test_main_returns_141_when_stdout_is_closed(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_main_flushes_what_is_buffered_before_it_returns(monkeypatch, capsys):
+    """A verb's few lines fit the buffer, so the pipe is met only at the last flush: in ``main``, not in the
+    interpreter's flush at exit (which printed "Exception ignored ... BrokenPipeError" and exited 120)."""
+    class BufferedThenClosed:
+        def write(self, text):
+            return len(text)
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self):
+            raise OSError("not a file")
+
+    monkeypatch.setattr(sys, "stdout", BufferedThenClosed())
+    assert main(["explain"]) == 141
+    assert main(["--help"]) == 141
+    assert capsys.readouterr().err == ""
+
+
 # ------------------------------------------------------------------------------------ two array libraries
 def _mixed_calls(other):
     """Each encoding with two or more array arguments, one of them from ``other``'s library: (name, call, the

@@ -144,11 +144,11 @@ def test_the_family_table_takes_the_table_kinds():
     source = {"source": "x/modeling_x.py: f", "layout": "half"}
     for name in TABLE_KINDS:
         facts = {name: dict(KINDS[name].example["facts"])} if KINDS[name].facts else {}
-        assert families._row("x", {**source, "encoding": name, **facts}).positions.encoding == name
+        assert families.read_row("x", {**source, "encoding": name, **facts}).positions.encoding == name
     with pytest.raises(ValueError, match="encoding holds a value outside its rule set"):
-        families._row("x", {**source, "encoding": "mrope"})
+        families.read_row("x", {**source, "encoding": "mrope"})
     with pytest.raises(ValueError, match=r"learned\.table"):  # a kind whose defaults do not hold needs its sub-table
-        families._row("x", {**source, "encoding": "learned"})
+        families.read_row("x", {**source, "encoding": "learned"})
 
 
 def test_the_docs_table_is_the_registry_s():

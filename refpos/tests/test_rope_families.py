@@ -17,14 +17,15 @@ from pathlib import Path
 import pytest
 
 from refpos.models import families as fam
+from refpos.models import family_row
 from refpos.models.releases import row_for
 
 
 def test_rows_are_unique_and_valid():
     names = [row.model_type for row in fam.FAMILY_ROWS]
     assert len(names) == len(set(names)) == len(fam.FAMILIES)
-    assert all(re.fullmatch(r"[a-z0-9_]+/modeling_[a-z0-9_]+\.py: \w+(\.\w+)?(, \w+(\.\w+)?)*", row.source)
-               for row in fam.FAMILY_ROWS), [r.source for r in fam.FAMILY_ROWS]
+    assert all(fam.SOURCE_FORM.fullmatch(row.source) for row in fam.FAMILY_ROWS), [
+        r.source for r in fam.FAMILY_ROWS if not fam.SOURCE_FORM.fullmatch(r.source)]
     summary = fam.table_summary()
     assert summary["model_types"] == len(names) >= 150
     assert summary["differ_from_default"] == sum(row != fam.Family(row.model_type, row.source, "half")
@@ -63,7 +64,21 @@ torch = pytest.importorskip("torch", reason="the layout anchor runs transformers
 MODELS = Path(transformers.__file__).parent / "models"
 INSTALLED = transformers.__version__
 #: every row as the installed release runs it (a family whose code changed: the row of that release's range)
-RELEASE_ROWS = [row_for(row, INSTALLED)[0] for row in fam.FAMILY_ROWS]
+RELEASE_ROWS = [row_for(row, INSTALLED)[0] for row in fam.FAMILY_ROWS
+                if family_row.TRANSFORMERS_SOURCE.fullmatch(row_for(row, INSTALLED)[0].source)]
+
+
+#: the rows read from transformers' tree (the others cite a public copy of a model's own code, checked against the
+#: re-implementations that transcribe it: refpos/tests/test_anchors_remote.py)
+TRANSFORMERS_ROWS = [row for row in fam.FAMILY_ROWS if family_row.TRANSFORMERS_SOURCE.fullmatch(row.source)]
+
+
+def test_every_row_cites_transformers_or_a_public_copy():
+    remote = [row for row in fam.FAMILY_ROWS if row not in TRANSFORMERS_ROWS]
+    assert remote and all(all(family_row.PUBLIC_SOURCE.fullmatch(part) for part in row.source.split("; "))
+                          for row in remote)
+    for wrong in ("github:owner/modeling_x.py: f", "hf:org/repo/x.txt: f", "github:o/r/x.py f", "x/modeling_x.py"):
+        assert not fam.SOURCE_FORM.fullmatch(wrong), wrong
 
 
 @pytest.mark.anchors

@@ -113,8 +113,35 @@ def test_integer_tolerance_is_exact():
 
 
 def test_probability_tolerance():
-    assert tol.probability_tolerance("float32", np.array([[10.0, -3.0]])) == pytest.approx(10 * 2.0**-23)
-    assert tol.probability_tolerance("float64", np.array([[1.0]])) < 1e-12
+    """u·(3·max|logit| + 3n + 4): the stored logits' 2uM, log-sum-exp's uM, the arithmetic of a row of n."""
+    assert tol.probability_tolerance("float32", np.array([[10.0, -3.0]])) == pytest.approx(2.0**-24 * (30 + 6 + 4))
+    assert tol.probability_tolerance("float64", np.array([[1.0]])) == pytest.approx(2.0**-53 * (3 + 3 + 4))
+    # a masked −inf is no stored magnitude
+    assert tol.probability_tolerance("float32", np.array([-np.inf, 2.0])) == pytest.approx(2.0**-24 * (6 + 6 + 4))
+
+
+def test_probability_tolerance_admits_both_float32_softmax_forms():
+    """Rows of logits up to 1060 (a shift of 1000 on N(0, 20) logits): a float32 softmax, max-subtracted or by
+    log-sum-exp, stays within the bound against float64; a softmax that forgets to normalise does not."""
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for n in (1, 2, 5, 9, 64):
+        for shift in (0.0, -484.0, 1000.0):
+            z = rng.standard_normal((200, n)) * 20 + shift
+            exact = np.exp(z - z.max(-1, keepdims=True))
+            exact /= exact.sum(-1, keepdims=True)
+            z32 = z.astype(np.float32)
+            e = np.exp(z32 - z32.max(-1, keepdims=True))
+            subtracted = e / e.sum(-1, keepdims=True)
+            m = z32.max(-1, keepdims=True)
+            lse = m + np.log(np.exp(z32 - m).sum(-1, keepdims=True))
+            logsumexp = np.exp(z32 - lse)
+            bound = tol.probability_tolerance("float32", z)
+            for form in (subtracted, logsumexp):
+                assert form.dtype == np.float32
+                worst = max(worst, float(np.abs(form - exact).max()) / bound)
+            assert np.abs(e - exact).max() > bound or n == 1  # unnormalised
+    assert worst <= 1.0, worst
 
 
 def test_rope_tolerance_grows_linearly_with_position():

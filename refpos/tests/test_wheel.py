@@ -10,7 +10,12 @@ imported by accident (the test asserts where ``refpos`` and the goldens were rea
 * ``refpos suite --impl my_adapter`` runs it on an adapter module in the current folder (a wrapper of
   the reference that declares float32), on the golden cases;
 * ``refpos golden verify`` regenerates every committed golden case and finds no problem;
-* ``refpos check CASE FILE`` finds an installed case, accepts its own output and rejects a shifted one.
+* ``refpos check CASE FILE`` finds an installed case, accepts its own output and rejects a shifted one;
+* every command of docs/validate.md and docs/write-an-adapter.md runs as the page writes it, in a folder of its
+  own (docs/validate.md's holds the files of ``docs/examples/``, the page's own): each line of a ``bash`` block
+  exits 0, each ``$`` line of a ``console`` block exits 0 or 1 and prints what the page shows (``...`` elides).
+  A block preceded by ``<!-- not run: reason -->`` is left out, with its reason; the page's install command is
+  the one the fixture ran (``pip install 'refpos[test]'``, of the wheel).
 
 It needs the package index (the environment installs ``refpos[test]`` with its dependencies) and a few
 minutes, so it runs only with ``REFPOS_WHEEL=1`` (set by the tox environment), not in the default suite;
@@ -19,7 +24,10 @@ the fast checks of the same packaging are in ``test_install.py``.
 
 from __future__ import annotations
 
+import doctest
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -48,6 +56,44 @@ MY_ADAPTER = """
     def apply_rope(x, positions, rope, seq_len=None):
         return ref.apply_rope(x, positions, rope, seq_len=seq_len)
 """
+
+
+#: the guides whose commands run from the wheel, each in a folder of its own, with the files its folder holds
+PAGES = {"validate.md": ROOT / "docs" / "examples", "write-an-adapter.md": None}
+#: the install command every page gives (the fixture ran it, with the wheel for ``refpos``)
+INSTALL = "python -m pip install 'refpos[test]'"
+FENCE = re.compile(r"(<!-- not run: ([^>]*) -->\n)?```(bash|console)\n(.*?)```", re.S)
+
+
+def page_steps(text: str) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """``(command, expected output or None)`` of a page's ``bash`` lines and ``console`` ``$`` lines, in order, and
+    the reasons of the blocks left out. A ``bash`` line ending in a backslash continues on the next.
+
+    >>> page_steps("```bash\\nrefpos suite \\\\\\n  -n 2\\n```\\n```console\\n$ refpos --version\\nrefpos 1\\n```\\n")
+    ([('refpos suite -n 2', None), ('refpos --version', 'refpos 1')], [])
+    """
+    steps: list[tuple[str, str | None]] = []
+    left_out: list[str] = []
+    for _, reason, kind, body in FENCE.findall(text):
+        if reason:
+            left_out.append(reason)
+            continue
+        if kind == "bash":
+            for line in re.sub(r"\\\n\s*", "", body).splitlines():
+                if line.strip() and not line.lstrip().startswith("#"):
+                    steps.append((line.strip(), None))
+            continue
+        command, output = None, []
+        for line in body.splitlines():
+            if line.startswith("$ "):
+                if command is not None:
+                    steps.append((command, "\n".join(output)))
+                command, output = line[2:], []
+            else:
+                output.append(line)
+        if command is not None:
+            steps.append((command, "\n".join(output)))
+    return steps, left_out
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: int = 900) -> subprocess.CompletedProcess:
@@ -132,3 +178,41 @@ def test_check_finds_an_installed_case(installed: dict):
     assert same.returncode == 0 and ": OK" in same.stdout, same.stdout + same.stderr
     assert shifted.returncode == 1 and ": FAIL" in shifted.stdout, shifted.stdout + shifted.stderr
     assert np.load(work / "same.npy").dtype == np.float64
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_command_of_the_guide_runs_from_the_wheel(installed: dict, tmp_path: Path, page: str):
+    """The page's commands, as written, from the installed wheel in a folder of their own: a user's folder (no
+    CI variable: the suite's profile is its default one)."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    steps, left_out = page_steps(text)
+    assert not re.search(r"pytest spec_tests|REFPOS_IMPL=", text), f"docs/{page} runs the suite from a checkout"
+    work = tmp_path / "work"
+    if PAGES[page] is None:
+        work.mkdir()
+    else:
+        shutil.copytree(PAGES[page], work)
+        from refpos.tests.test_docs import _validate_setup
+
+        _validate_setup(work)
+    env = {k: v for k, v in installed["env"].items() if k != "CI"}
+    checker = doctest.OutputChecker()
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    ran = 0
+    for command, expected in steps:
+        if "pip install" in command:
+            assert command == INSTALL, f"docs/{page} installs with {command!r}, the fixture with {INSTALL!r}"
+            continue
+        proc = _run(["bash", "-c", command], work, env)
+        print(f"    (docs/{page}: {command[:90]})")
+        allowed = (0,) if expected is None else (0, 1)
+        assert proc.returncode in allowed, f"docs/{page}: `{command}` exited {proc.returncode}\n" + (
+            proc.stdout[-3000:] + proc.stderr[-3000:])
+        if expected and expected.strip():
+            want = expected.replace("…", "...").strip() + "\n"
+            got = proc.stdout.strip() + "\n"
+            assert checker.check_output(want, got, flags), (f"docs/{page}: `$ {command}` printed\n{got[-4000:]}\n"
+                                                            f"the page shows\n{want}")
+        ran += 1
+    print(f"  docs/{page}: {ran} commands ran; left out: {left_out or 'none'}")
+    assert ran >= 3, steps

@@ -7,7 +7,9 @@ ALiBi forms, and integer positions. An adapter calls these instead of repeating 
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -144,20 +146,53 @@ def vision_settings(rope: dict, positions) -> tuple[str, int, float, list[int], 
 
 
 def attention_shapes(q: Any, k: Any, library: str, axes: str) -> tuple[int, int, int, int, int, int]:
-    """``(B, H, T_q, d, H_kv, T_k)`` of contract ``q`` ``(B, H, T_q, d)`` and ``k`` ``(B, H_kv, T_k, d)``.
+    """``(B, H, T_q, d, H_kv, T_k)`` of contract ``q`` ``(..., H, T_q, d)`` and ``k`` ``(..., H_kv, T_k, d)``.
 
-    Another rank is ``NotImplementedError`` (the library's attention takes ``axes``, e.g. ``"(b, n_h, s, h_d)"``);
-    ``H`` not a multiple of ``H_kv`` is ``ValueError`` (GQA shares each key/value head by ``H / H_kv`` query
-    heads).
+    ``B`` is the product of the leading axes ``...`` (1 for 3-D inputs ``(H, T, d)``: one batch of heads); a
+    library whose attention takes 4-D arrays ``axes`` (e.g. ``"(b, n_h, s, h_d)"``) gets them through
+    :func:`batch_of_heads`. Fewer than three axes, or leading axes of ``k`` other than ``q``'s, is ``ValueError``;
+    so is ``H`` not a multiple of ``H_kv`` (GQA shares each key/value head by ``H / H_kv`` query heads).
     """
     q_shape, k_shape = np.shape(q), np.shape(k)
-    if len(q_shape) != 4 or len(k_shape) != 4:
-        raise NotImplementedError(f"{library}'s attention takes {axes}")
-    b, h, t_q, d = q_shape
-    h_kv, t_k = k_shape[1], k_shape[2]
+    if len(q_shape) < 3 or len(k_shape) != len(q_shape) or q_shape[:-3] != k_shape[:-3]:
+        raise ValueError(f"q and k must be (..., H, T, d) with the same leading axes ({library}'s attention takes "
+                         f"{axes}), got {q_shape} and {k_shape}")
+    b = math.prod(q_shape[:-3])
+    h, t_q, d = q_shape[-3:]
+    h_kv, t_k = k_shape[-3], k_shape[-2]
     if h % h_kv:
         raise ValueError(f"q heads ({h}) must be a multiple of kv heads ({h_kv})")
     return b, h, t_q, d, h_kv, t_k
+
+
+def batch_of_heads(attention: Callable[..., Any]) -> Callable[..., Any]:
+    """An attention written for 4-D ``(B, H, T, d)`` arrays, called with the contract's ``(..., H, T, d)``.
+
+    The leading axes of ``q``, ``k``, ``v`` become one batch axis (3-D inputs: a batch of one) and are restored on
+    the output; a ``mask`` or ``bias`` with as many axes as ``q`` is broadcast over them and flattened the same
+    way, a shorter one (``(T_q, T_k)``, ``(H, T_q, T_k)``) broadcasts as it is. Every other argument passes
+    unchanged.
+    """
+
+    @functools.wraps(attention)
+    def four_d(q: Any, k: Any, v: Any, bias: Any = None, mask: Any = None, *args: Any, **kwargs: Any) -> np.ndarray:
+        q, k, v = np.asarray(q), np.asarray(k), np.asarray(v)
+        lead = q.shape[:-3]
+        attention_shapes(q, k, attention.__module__, "(B, H, T, d)")
+        if v.ndim != q.ndim or v.shape[:-3] != lead:
+            raise ValueError(f"v must be (..., H_kv, T_k, dv) with q's leading axes {lead}, got {v.shape}")
+
+        def flat(a: Any) -> Any:
+            if a is None or np.ndim(a) != q.ndim:
+                return a
+            a = np.broadcast_to(a, (*lead, *np.shape(a)[-3:]))
+            return np.reshape(a, (-1, *a.shape[-3:]))
+
+        out = attention(flat(q), flat(k), flat(v), flat(bias), flat(mask), *args, **kwargs)
+        out = np.asarray(out)
+        return np.reshape(out, (*lead, *out.shape[-3:]))
+
+    return four_d
 
 
 def pair_probe(t: int, head: int, width: int, layout: str) -> np.ndarray:

@@ -52,6 +52,7 @@ from refpos.rope.rules import ROPE_TYPES
 from spec_tests.adapters._contract import (
     adapter_info,
     attention_shapes,
+    batch_of_heads,
     integer_positions,
     kind_and_layout,
     rope_settings,
@@ -107,13 +108,15 @@ def _setup(rope: dict) -> tuple[int, float, dict | None, str]:
         raise ValueError(f"original_max_position_embeddings is required for rope_type {kind!r}")
     if kind == "llama3":
         low, high = rope.get("low_freq_factor", 1.0), rope.get("high_freq_factor", 4.0)
-        if not 0 < low < high:
-            raise ValueError(f"low_freq_factor must be in (0, high_freq_factor), got {low}, {high}")
+        if not 0 < low <= high:  # equal: no blended band (Llama 4), which litgpt computes
+            raise ValueError(f"low_freq_factor must be in (0, high_freq_factor], got {low}, {high}")
         return n_elem, base, {"factor": factor, "low_freq_factor": low, "high_freq_factor": high,
                               "original_max_seq_len": original}, layout
     if rope.get("attention_factor") is not None:
         raise NotImplementedError("yarn attention_factor: litgpt derives A from mscale / mscale_all_dim only")
     # build_rope_cache reads truncate (default True); GPT.rope_cache does not pass it on from rope_adjustments
+    if not rope.get("beta_fast", 32.0) > rope.get("beta_slow", 1.0):  # YaRN's ramp, which litgpt does not check
+        raise ValueError(f"beta_fast must exceed beta_slow, got {rope.get('beta_fast')}, {rope.get('beta_slow')}")
     extra = {"factor": factor, "beta_fast": rope.get("beta_fast", 32.0), "beta_slow": rope.get("beta_slow", 1.0),
              "original_max_seq_len": original, "truncate": rope.get("truncate", True)}
     for key in ("mscale", "mscale_all_dim"):
@@ -122,9 +125,17 @@ def _setup(rope: dict) -> tuple[int, float, dict | None, str]:
     return n_elem, base, extra, layout
 
 
+#: the most table rows the adapter asks litgpt for: build_rope_cache holds several (N, n_elem) float32 tensors at
+#: once, about 20 GB for Llama 4's 10,485,760 positions (more than the test machine's memory)
+MAX_CACHE_ROWS = 2**20
+
+
 def _cache(rope: dict, n_positions: int) -> tuple[int, str, torch.Tensor, torch.Tensor]:
     """litgpt's cos/sin tables, each ``(n_positions, n_elem)`` float32, for positions ``0 … n_positions − 1``."""
     n_elem, base, extra, layout = _setup(rope)
+    if n_positions > MAX_CACHE_ROWS:
+        raise NotImplementedError(f"litgpt builds its table for every position 0 … {n_positions - 1}: more than "
+                                  f"{MAX_CACHE_ROWS} rows does not fit the memory of a test run")
     cos, sin = build_rope_cache(seq_len=n_positions, n_elem=n_elem, base=base, extra_config=extra)
     return n_elem, layout, cos, sin
 
@@ -141,6 +152,7 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """litgpt's ``apply_rope`` (``apply_rope_interleave`` for deinterleaved) on the first n_elem channels
     with the table rows ``batched_index_select`` picks, the rest unchanged (``CausalSelfAttention.forward``)."""
+    _setup(rope)  # the rope dict first: an M-RoPE dict is refused before its (3, T) positions are read
     pos = integer_positions(positions, reject_negative=True)
     x = np.asarray(x)
     if pos.ndim not in (1, 2) or pos.shape[-1] != x.shape[-2]:
@@ -171,6 +183,7 @@ def _attention_module(h: int, h_kv: int, d: int, scale: float | None, softcap: f
     return CausalSelfAttention(config, block_idx=0)
 
 
+@batch_of_heads  # the contract's (..., H, T, d), 3-D included, as the 4-D arrays the library takes
 def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=None) -> np.ndarray:
     """litgpt's ``CausalSelfAttention.scaled_dot_product_attention`` in float64 (see the module docstring
     for how each contract argument maps onto litgpt's prefill and kv-cache calls)."""

@@ -36,7 +36,13 @@ from torchtune.models.qwen2._positional_embeddings import Qwen2RotaryPositionalE
 from torchtune.modules import RotaryPositionalEmbeddings
 from torchtune.modules.attention_utils import _sdpa_or_flex_attention
 
-from spec_tests.adapters._contract import attention_shapes, integer_positions, rope_settings, rotary_width
+from spec_tests.adapters._contract import (
+    attention_shapes,
+    batch_of_heads,
+    integer_positions,
+    rope_settings,
+    rotary_width,
+)
 
 INFO: dict[str, Any] = {
     "name": f"torchtune {importlib.metadata.version('torchtune')} + torch {torch.__version__}",
@@ -106,6 +112,7 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
 
 
 # ---------------------------------------------------------------------------------------- attention
+@batch_of_heads  # the contract's (..., H, T, d), 3-D included, as the 4-D arrays the library takes
 def attention(q, k, v, bias=None, mask=None, scale=None, causal=False, softcap=None) -> np.ndarray:
     """``_sdpa_or_flex_attention()(q, k, v, mask, dropout_p=0, is_causal)`` in float64, as
     ``MultiHeadAttention`` calls it: kv heads expanded over their query heads, a boolean mask

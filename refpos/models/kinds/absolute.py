@@ -199,14 +199,15 @@ LEARNED = EncodingKind(
     facts=LearnedFacts, check="learned", golden="learned", contract=("learned_lookup",),
     spec="spec_tests/test_sinusoidal.py", draw=_draw_learned,
     example={"config": {**EXAMPLE_GEOMETRY, "max_position_embeddings": 64},
-             "facts": {"table": ["max_position_embeddings"]}})
+             "facts": {"table": ["max_position_embeddings"]}}, inert=("rotary",))
 
 SINUSOIDAL = EncodingKind(
     name="sinusoidal", summary="sines and cosines of the position at geometric frequencies, added to the input",
     record=AbsoluteLayer, build=lambda stack: build(stack, "sinusoidal"), hook="input", reads=ROW_INPUTS,
     doc="docs/sinusoidal.md#the-math", facts=SinusoidFacts, check="sinusoid", golden="sinusoid",
     contract=("sinusoidal",), spec="spec_tests/test_sinusoidal.py", draw=_draw_sinusoid,
-    example={"config": dict(EXAMPLE_GEOMETRY), "facts": {"layout": "concat", "spacing": "paper"}})
+    example={"config": dict(EXAMPLE_GEOMETRY), "facts": {"layout": "concat", "spacing": "paper"}},
+    inert=("lengths", "rotary"))
 
 __all__ = ["LEARNED", "ROW_INPUTS", "SINUSOIDAL", "AbsoluteFacts", "AbsoluteLayer", "LearnedFacts", "SinusoidFacts",
            "build"]

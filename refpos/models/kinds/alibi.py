@@ -108,7 +108,8 @@ class AlibiLayer(LayerRecord):
 
     .. math:: b_{hij} = \operatorname{round}(\hat m_h\, j) \;\;(\texttt{key\_index}),
               \qquad b_{hij} = \operatorname{round}(\hat m_h (j - j_{\text{last}}))
-              \;\;(\texttt{key\_index\_end})
+              \;\;(\texttt{key\_index\_end}),
+              \qquad b_{hij} = -\operatorname{round}(\hat m_h |i - j|) \;\;(\texttt{symmetric}: \text{Jais})
 
     with the positions :math:`j` rounded to ``dtype`` first, as torch converts an integer tensor before the
     product (Falcon's bfloat16 holds 2047 as 2048). Both forms equal the causal form :math:`-m_h (i - j)` under
@@ -146,10 +147,16 @@ class AlibiLayer(LayerRecord):
         else exact."""
         q = np.asarray(to_numpy(q_positions), dtype=np.int64)
         k = np.asarray(to_numpy(k_positions), dtype=np.int64)
-        key = k - k[..., -1:] if self.form == "key_index_end" else k  # (..., Tk)
         slopes = np.asarray(self.computed_slopes if rounded and self.computed_slopes else self.slopes,
                             dtype=np.float64)
         m = slopes[:, None, None]  # (H, 1, 1)
+        if self.form in ("causal", "symmetric"):  # -m (i - j), -m |i - j|: per query and key
+            distance = (q[..., :, None] - k[..., None, :]).astype(np.float64)[..., None, :, :]  # (..., 1, Tq, Tk)
+            distance = np.abs(distance) if self.form == "symmetric" else distance
+            if rounded:  # the distance converted to the slopes' dtype, then the product rounded to it
+                return -round_to(m * round_to(distance, self.dtype), self.dtype)
+            return -(m * distance)
+        key = k - k[..., -1:] if self.form == "key_index_end" else k  # (..., Tk)
         key = key[..., None, None, :].astype(np.float64)  # (..., 1, 1, Tk)
         if rounded:  # torch converts the integer positions to the slopes' dtype before the product
             return self._broadcast(round_to(m * round_to(key, self.dtype), self.dtype), q, k)
@@ -211,7 +218,7 @@ ALIBI = EncodingKind(
     build=build, hook="bias", reads=("mask_cumsum", "key_index"), doc="docs/alibi.md#the-math", facts=AlibiFacts,
     check="alibi", golden="alibi", contract=("alibi_slopes", "alibi_bias"), spec="spec_tests/test_alibi.py",
     draw=_draw, example={"config": {"n_layer": 2, "n_head": 4, "hidden_size": 32},
-                         "facts": {"form": "key_index", "dtype": "float32"}})
+                         "facts": {"form": "key_index", "dtype": "float32"}}, inert=("lengths", "rotary"))
 
 
 __all__ = ["ALIBI", "ALIBI_DTYPES", "ALIBI_READS", "ALIBI_SLOPES", "AlibiFacts", "AlibiLayer", "build", "family_slopes"]

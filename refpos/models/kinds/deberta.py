@@ -119,8 +119,12 @@ def build(stack: Stack) -> list[LayerRecord]:
     """DeBERTa layers: the keys of :data:`DEBERTA_DEFAULTS` (v1 reads neither ``position_buckets`` nor
     ``share_att_key``), checked as :class:`refpos.encodings.deberta.DeBERTa` checks them."""
     shape, view, facts = stack.geometry(), stack.view, stack.facts
-    read = {key: default if facts.version == "v1" and key in ("position_buckets", "share_att_key") else
+    unread_by_v1 = ("position_buckets", "share_att_key")
+    read = {key: default if facts.version == "v1" and key in unread_by_v1 else
             view.value(key, default) for key, default in DEBERTA_DEFAULTS.items()}
+    if facts.version == "v1":  # v1's code has neither key: a config that states them states nothing it runs
+        for key in unread_by_v1:
+            view.mark(key)
     for key in ("relative_attention", "share_att_key", "position_biased_input"):
         check_bool(view.name(key), read[key])
     terms = deberta_pos_att_type(read["pos_att_type"])
@@ -148,7 +152,7 @@ DEBERTA = EncodingKind(
     contract=("deberta_log_buckets", "deberta_attention_logits"), spec="spec_tests/test_deberta.py", draw=_draw,
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16, "relative_attention": True,
                         "position_buckets": 8, "max_relative_positions": 32, "pos_att_type": ["c2p", "p2c"]},
-             "facts": {"version": "v2"}})
+             "facts": {"version": "v2"}}, inert=("rotary",))
 
 
 __all__ = ["DEBERTA", "DEBERTA_DEFAULTS", "DebertaFacts", "DebertaLayer", "build"]

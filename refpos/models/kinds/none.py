@@ -29,7 +29,8 @@ NONE = EncodingKind(
     example={"config": dict(EXAMPLE_GEOMETRY)},
     absent={"facts": "nothing to fix: the layer adds no position", "check": "no position term to compare: `refpos "
             "check` compares attention itself through golden cases (refpos check CASE)",
-            "draw": "attention inputs are drawn by the spec suite's attention strategies"})
+            "draw": "attention inputs are drawn by the spec suite's attention strategies"},
+    inert=("lengths", "rotary"))
 
 NO_ATTENTION = EncodingKind(
     name="no_attention", summary="a layer without attention (Mamba, convolution, recurrence, linear attention): no "
@@ -37,6 +38,6 @@ NO_ATTENTION = EncodingKind(
     doc="docs/families.md#layers", example={"config": dict(EXAMPLE_GEOMETRY)},
     absent={"facts": "nothing to fix: the layer has no attention", "check": "nothing to compare",
             "golden": "no attention, no position term", "contract": "no function to call", "spec": "nothing to test",
-            "draw": "nothing to draw"})
+            "draw": "nothing to draw"}, inert=("lengths", "rotary"))
 
 __all__ = ["NONE", "NO_ATTENTION"]

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
+from refpos.models.position_keys import INERT_GROUPS
 from refpos.models.records import LayerRecord
 from refpos.models.sources import INPUTS
 from refpos.models.view import ConfigView
@@ -186,6 +187,10 @@ class EncodingKind:
         ``"text"``, ``"vision"``, ``"audio"``: the inputs of the models that use it.
     absent : mapping
         piece → why the kind has none.
+    inert : tuple of str
+        Groups of :data:`refpos.models.position_keys.INERT_GROUPS` whose keys a layer of this kind reads without
+        effect (an ALiBi layer neither rotates nor has a table a length would size): a resolution whose every layer
+        is of such kinds records them as read (:func:`refpos.models.positions.model_positions`).
     """
 
     name: str
@@ -205,6 +210,7 @@ class EncodingKind:
     in_table: bool = True
     modalities: tuple[str, ...] = ("text",)
     absent: Mapping[str, str] = field(default_factory=dict)
+    inert: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.hook not in HOOKS:
@@ -212,6 +218,8 @@ class EncodingKind:
         unknown = [r for r in self.reads if r not in INPUTS]
         if unknown:
             raise ValueError(f"kind {self.name!r}: reads names inputs that are not in INPUTS: {unknown}")
+        if not set(self.inert) <= set(INERT_GROUPS):
+            raise ValueError(f"kind {self.name!r}: inert names groups that are not in INERT_GROUPS: {self.inert}")
         stray = sorted(set(self.absent) - set(PIECES))
         if stray:
             raise ValueError(f"kind {self.name!r}: absent names pieces that do not exist: {stray}")

@@ -21,6 +21,7 @@ from refpos.models.kinds.deberta import DEBERTA
 from refpos.models.kinds.none import NO_ATTENTION, NONE
 from refpos.models.kinds.record import EncodingKind
 from refpos.models.kinds.rope import MROPE, ROPE
+from refpos.models.kinds.rope_2d import ROPE_2D
 from refpos.models.kinds.t5 import T5_KIND
 from refpos.models.kinds.vision_rope import VISION_ROPE
 from refpos.validation import check_choice
@@ -37,8 +38,8 @@ def _registry(*kinds: EncodingKind) -> Mapping[str, EncodingKind]:
 
 
 #: kind name -> its record, in the order the docs list them
-KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA, NONE,
-                                              NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION)
+KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ROPE_2D, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA,
+                                              NONE, NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION)
 #: the kinds a family row may name as its ``encoding``
 TABLE_KINDS: tuple[str, ...] = tuple(name for name, kind in KINDS.items() if kind.in_table)
 #: the kinds with facts, whose sub-table a family row may hold (named as the kind)

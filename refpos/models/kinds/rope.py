@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,12 @@ from refpos.models.records import LayerRecord, NoAttention, NoPositions, Refused
 from refpos.models.sources import Given, Source
 from refpos.rope.config import RopeConfig
 from refpos.rope.encoding import Rope
+from refpos.rope.rules import RULES
+
+#: what a row's ``rope.ratio_key`` scales: the base (θ·r), or the positions (p / r, p · r)
+RATIO_ACTS = ("base", "divide", "multiply")
+#: a config key a row may name (dotted for a nested key)
+CONFIG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,18 @@ class RopeFacts:
     it); ``type_aliases``: rope types it renames (Phi-3: ``yarn`` is ``longrope``); ``types``: the rope types it
     accepts (empty: any); Gemma 3's legacy per-layer form: the sliding layers' base in ``local_theta_key``
     (default ``local_theta``).
+
+    Code that ships outside transformers names its keys as it likes; the row then says which key holds what:
+    ``theta_key`` the base (Qwen's ``rotary_emb_base``, Phi-3-small's ``rope_embedding_base``), ``fraction_key``
+    the rotated fraction (``rotary_pct``, StableLM-epoch's ``rope_pct``), ``head_dim_key`` the head size the
+    rotation is built over (ChatGLM's ``kv_channels``), ``length_key`` the declared length (``seq_length``).
+    ``ratio_key`` is a key that scales the rotation, ``ratio_acts`` what it scales (:data:`RATIO_ACTS`:
+    ``"base"`` multiplies θ, ``"divide"`` divides the positions, ``"multiply"`` multiplies them) and
+    ``ratio_names`` chooses that meaning from the checkpoint's name where one key means different things in the
+    code of different releases (``{chatglm2 = "divide", chatglm3 = "base"}``: the first name that
+    ``_name_or_path`` holds wins). ``rule_key`` switches a scaling rule on outside the rope dict (Qwen's
+    ``use_dynamic_ntk``): ``rule`` the ``rope_type`` it switches on, ``rule_absent`` the value the config class
+    assumes without the key.
     """
 
     theta: float | None = None
@@ -52,10 +71,22 @@ class RopeFacts:
     types: tuple[str, ...] = ()
     local_theta_key: str | None = None
     local_theta: float | None = None
+    theta_key: str | None = None
+    fraction_key: str | None = None
+    head_dim_key: str | None = None
+    length_key: str | None = None
+    ratio_key: str | None = None
+    ratio_acts: str | None = None
+    ratio_names: tuple[tuple[str, str], ...] = ()
+    rule_key: str | None = None
+    rule: str | None = None
+    rule_absent: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.type_aliases, dict):
             object.__setattr__(self, "type_aliases", tuple(sorted(self.type_aliases.items())))
+        if isinstance(self.ratio_names, dict):  # in the table's order: the first name found wins
+            object.__setattr__(self, "ratio_names", tuple(self.ratio_names.items()))
         if isinstance(self.types, list):
             object.__setattr__(self, "types", tuple(self.types))
 
@@ -72,6 +103,19 @@ class RopeFacts:
                    self.theta_fixed)
         check_fact(where, (self.local_theta_key is None) == (self.local_theta is None), "rope.local_theta",
                    self.local_theta)
+        for name in ("theta_key", "fraction_key", "head_dim_key", "length_key", "ratio_key", "rule_key"):
+            value = getattr(self, name)
+            check_fact(where, value is None or (isinstance(value, str) and bool(CONFIG_KEY.fullmatch(value))),
+                       f"rope.{name}", value)
+        acts = [self.ratio_acts] if self.ratio_acts is not None else []
+        names_ok = all(isinstance(n, str) and n for n, _ in self.ratio_names)
+        check_fact(where, names_ok and all(a in RATIO_ACTS for a in [*acts, *(a for _, a in self.ratio_names)]),
+                   "rope.ratio_acts / rope.ratio_names", self.ratio_acts if not names_ok else self.ratio_names)
+        check_fact(where, (self.ratio_key is None) == (not acts and not self.ratio_names),
+                   "rope.ratio_key (with ratio_acts or ratio_names)", self.ratio_key)
+        check_fact(where, (self.rule_key is None) == (self.rule is None) and (self.rule is None or self.rule in RULES),
+                   "rope.rule (a rope_type, with rule_key)", self.rule)
+        check_fact(where, isinstance(self.rule_absent, bool), "rope.rule_absent", self.rule_absent)
 
 
 @dataclass(frozen=True)
@@ -207,4 +251,5 @@ MROPE = EncodingKind(
                                                      "sections", "draw": "the spec suite draws M-RoPE layouts "
                                                                          "itself (spec_tests/test_mrope.py)"})
 
-__all__ = ["MROPE", "NO_COUNT", "ROPE", "ROTATION", "RopeFacts", "RopeLayer", "build_scheduled", "rotation_reads"]
+__all__ = ["CONFIG_KEY", "MROPE", "NO_COUNT", "RATIO_ACTS", "ROPE", "ROTATION", "RopeFacts", "RopeLayer",
+           "build_scheduled", "rotation_reads"]

@@ -133,7 +133,7 @@ T5_KIND = EncodingKind(
     doc="docs/relative.md#t5-buckets-raffel-et-al-2020", facts=T5Facts, check="t5", golden="t5",
     contract=("t5_bucket", "t5_bias"), spec="spec_tests/test_t5.py", draw=_draw,
     example={"config": {"num_layers": 2, "num_heads": 4, "d_model": 32, "relative_attention_num_buckets": 32},
-             "facts": {"tables": "first"}})
+             "facts": {"tables": "first"}}, inert=("lengths", "rotary"))
 
 
 __all__ = ["T5_KEYS", "T5_KIND", "T5_TABLES", "T5Facts", "T5Layer", "build"]

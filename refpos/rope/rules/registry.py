@@ -19,6 +19,7 @@ from refpos.rope.rules.ntk import DYNAMIC, NTK
 from refpos.rope.rules.parameters import PARAMETERS
 from refpos.rope.rules.plain import DEFAULT, LINEAR, PROPORTIONAL
 from refpos.rope.rules.record import RopeRule
+from refpos.rope.rules.step import DYNAMIC_STEP
 from refpos.rope.rules.yarn import YARN, YARN_LOG
 from refpos.validation import check_choice
 
@@ -34,8 +35,8 @@ def _registry(*rules: RopeRule) -> Mapping[str, RopeRule]:
 
 
 #: ``rope_type`` -> its rule, in the order the docs list them
-RULES: Mapping[str, RopeRule] = _registry(DEFAULT, LINEAR, NTK, DYNAMIC, YARN, YARN_LOG, LLAMA3, LONGROPE,
-                                         PROPORTIONAL)
+RULES: Mapping[str, RopeRule] = _registry(DEFAULT, LINEAR, NTK, DYNAMIC, DYNAMIC_STEP, YARN, YARN_LOG, LLAMA3,
+                                         LONGROPE, PROPORTIONAL)
 #: every ``rope_type`` refpos computes
 ROPE_TYPES: tuple[str, ...] = tuple(RULES)
 #: another ``rope_type`` spelling a config may use -> the rule's name (e.g. Phi-3's "su")
