@@ -19,18 +19,6 @@ pytest.importorskip("transformers", reason="the survey runs transformers' code")
 import refpos
 from survey.claims import LayerClaim, Resolution
 from survey.compare import compare
-from survey.run import observe
-
-
-@pytest.fixture(scope="module")
-def observed():
-    cache: dict[str, tuple] = {}
-
-    def get(name: str):
-        if name not in cache:
-            cache[name] = observe(name)
-        return cache[name]
-    return get
 
 
 def statuses(claims: list[LayerClaim], probe) -> set[str]:

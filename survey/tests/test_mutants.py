@@ -22,18 +22,6 @@ pytest.importorskip("transformers", reason="the survey runs transformers' code")
 from survey import adaptor, mutants
 from survey.claims import Resolution
 from survey.compare import compare
-from survey.run import observe
-
-
-@pytest.fixture(scope="module")
-def observed():
-    cache: dict[str, tuple] = {}
-
-    def get(name: str):
-        if name not in cache:
-            cache[name] = observe(name)
-        return cache[name]
-    return get
 
 
 def wrong(resolution: Resolution, probe) -> list[str]:
