@@ -9,6 +9,8 @@ from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
+from survey import table
+
 #: where ``observe`` stores transformers' side and ``judge`` reads it
 OBSERVATIONS = Path(tempfile.gettempdir()) / "refpos-survey-observations"
 
@@ -119,7 +121,7 @@ def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again
     """
     from concurrent.futures import as_completed
 
-    from survey import store, table
+    from survey import store
 
     picked = chosen(names)
     store.write_environment(directory, environment(with_api=False))
@@ -145,8 +147,8 @@ def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again
     return wall
 
 
-#: the cause of a row whose model type has no stored observation
-NOT_OBSERVED = "not observed: the observation run stopped before it"
+#: the cause of a row whose model type has no stored observation (the page counts such rows apart)
+NOT_OBSERVED = table.NOT_OBSERVED
 
 
 def judge_types(directory: Path, with_unobserved: bool = False) -> tuple[list[Any], float]:

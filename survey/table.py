@@ -124,6 +124,15 @@ def _release(table: dict[str, Any]) -> str:
     return str(table["meta"].get("transformers", "?"))
 
 
+#: how the cause of a row begins whose model type a stopped observation run did not reach (:mod:`survey.stored`)
+NOT_OBSERVED = "not observed: the observation run stopped before it"
+
+
+def unobserved(row: dict[str, Any]) -> bool:
+    """Whether the row stands for no observation at all (a stopped run): nothing was measured."""
+    return row["cause"].startswith(NOT_OBSERVED)
+
+
 #: what a row's comparison between releases looks at: the verdict, the encodings seen, refpos's answer, the
 #: recorded queries and keys (their fingerprint), the wrong answers that survived
 COMPARED = ("status", "observed", "layers", "fingerprint", "survived")
@@ -138,6 +147,8 @@ def changes(tables: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
         before = {r["model_type"]: r for r in old["rows"]}
         after = {r["model_type"]: r for r in new["rows"]}
         for name, row in after.items():
+            if name in before and (unobserved(row) or unobserved(before[name])):
+                continue  # one of the two releases has no observation of it: nothing to compare
             if name not in before:
                 out.append((name, pair, f"new: {row['status']}"))
                 continue
@@ -183,13 +194,16 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
         *(f"| {status} | " + " | ".join(str(t[status]) for t in totals) + f" | {MEANING[status]} |"
           for status in STATUSES),
         "| all | " + " | ".join(str(len(t["rows"])) for t in tables) + " | |",
+        "| of which not observed | " + " | ".join(str(sum(map(unobserved, t["rows"]))) for t in tables)
+        + " | not reached because the release's observation run stopped before them (counted under not reached) |",
     ]
     if len(tables) > 1:
         changed = changes(tables)
         lines += ["", "## Changed between releases", "",
                   f"{len(changed)} model types whose observation or verdict differs between releases (a model type "
                   "new in a release, its status, the encodings seen, refpos's answer, the recorded queries and keys "
-                  "of the same tiny model, the wrong answers graded exact).", "",
+                  "of the same tiny model, the wrong answers graded exact); a model type one release's run did not "
+                  "observe is not compared.", "",
                   "| model type | releases | what changed |", "|---|---|---|"]
         lines += [f"| `{name}` | {pair} | {_cell(what)} |" for name, pair, what in changed]
     lines += _defects(tables)
@@ -248,18 +262,32 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def mutant_counts(rows: list[dict[str, Any]]) -> tuple[int, int, int]:
+    """``(tried, killed, survived)``: the wrong answers derived from the rows' exact answers, those graded wrong,
+    and those graded exact all the same."""
+    tried = sum(row.get("mutants", 0) for row in rows)
+    survived = sum(len(row.get("survived", ())) for row in rows)
+    return tried, tried - survived, survived
+
+
 def _defects(tables: list[dict[str, Any]]) -> list[str]:
-    """The survey's own defects: wrong answers graded exact, per release."""
+    """The survey's own defects: wrong answers graded exact, per release, every one named."""
     found = [(t, row) for t in tables for row in t["rows"] if row.get("survived")]
-    tried = sum(row.get("mutants", 0) for t in tables for row in t["rows"])
     lines = ["", "## Wrong answers the survey could not tell", "",
-             f"{tried} wrong answers were derived from the exact answers of these releases (`survey/mutants.py`: "
-             "layouts, bases, every threshold ±1, attention factors, rotated widths, offsets, the slot read for the "
-             "id, ALiBi signs and slopes, T5 bucket parameters, table offsets) and judged on the same observations. "
-             + (f"{len(found)} rows had one graded exact too: the survey cannot tell there, and the row is not "
-                "exact." if found else "Every one came out wrong.")]
+             "The wrong answers derived from each exact answer (`survey/mutants.py`: layouts, bases, every threshold "
+             "±1, attention factors, rotated widths, offsets, the slot read for the id, a NoPE layer rotated, ALiBi "
+             "signs, slopes and keys, T5 bucket parameters, table offsets), judged on the same observations: each "
+             "must come out wrong. A row with one graded exact is not exact (the survey cannot tell there).", "",
+             "| release | rows tried | wrong answers tried | graded wrong | graded exact (survivors) |",
+             "|---|---|---|---|---|"]
+    for t in tables:
+        tried, killed, survived = mutant_counts(t["rows"])
+        lines.append(f"| transformers {_release(t)} | {sum(bool(r.get('mutants')) for r in t['rows'])} | {tried} | "
+                     f"{killed} | {survived} |")
     if found:
         lines += ["", "| model type | release | wrong answers graded exact |", "|---|---|---|"]
         lines += [f"| `{row['model_type']}` | {_release(t)} | {_cell(', '.join(row['survived']))} |"
                   for t, row in found]
+    else:
+        lines += ["", "None survived."]
     return lines

@@ -64,6 +64,12 @@ def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[st
     for group in sorted(groups, key=lambda g: -len(groups[g])):
         c = survey_table.counts(groups[group])
         lines.append(f"| {group} | " + " | ".join(str(c[s]) for s in statuses) + f" | {len(groups[group])} |")
+    tried, killed, survived = survey_table.mutant_counts(rows)
+    lines += ["", f"Every exact answer changed one way at a time (`survey/mutants.py`), judged on vLLM's run: {tried} "
+              f"wrong answers tried, {killed} graded wrong, {survived} graded exact all the same (the row is then not "
+              "exact; vLLM's run has no cases of its own, so a wrong answer that only a case tells apart survives)"
+              + (":" if survived else ".")]
+    lines += [f"* `{r['architecture']}`: {_cell(', '.join(r['survived']))}" for r in rows if r.get("survived")]
     own = [r for r in rows if r["model_type"] and not _origin(r).startswith("transformers")]
     if own:
         lines += ["", "### Families vLLM implements that transformers does not", "",
