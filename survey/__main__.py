@@ -149,13 +149,16 @@ def main(argv: list[str] | None = None) -> int:
         committed = table.load(args.table)
         rows, wall = stored.judge_types(args.dir, args.unobserved)
         full = len(rows) == len(catalogue.model_types())
-        written = _store(rows, wall, full, f"python -m survey judge ({len(rows)} stored observations)", args.table)
+        seen = sum(not table.unobserved(row.to_json()) for row in rows)
+        written = _store(rows, wall, full, f"python -m survey judge ({seen} stored observations)", args.table)
         if full:
             from survey import store
 
             runs = store.timings(args.dir)
-            written["meta"].update(observe_s=sum(r["seconds"] for r in runs), jobs=max((r["jobs"] for r in runs),
-                                   default=1), judge_s=round(wall))
+            written["meta"].update(observe_s=round(sum(r["seconds"] for r in runs)), jobs=max(
+                (r["jobs"] for r in runs), default=1), judge_s=round(wall), observed=seen)
+            if seen < len(rows):  # a stopped observation run: the rest are rows without an observation
+                written["meta"]["stopped"] = len(rows)
         return _save_and_report(written, committed, args.table, f"judged in {wall:.0f} s")
 
     full = not args.types

@@ -110,7 +110,11 @@ def not_run_reasons(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
 def _timing(meta: dict[str, Any]) -> str:
     """How long the run took: observation (in how many processes) and judgement, or one process for both."""
     if "observe_s" in meta:
-        return (f"transformers observed in {meta['observe_s']} s with {meta.get('jobs', '?')} processes "
+        seen = meta.get("observed")
+        what = "transformers" if seen is None else f"{seen} model types"
+        stopped = "" if seen is None or "stopped" not in meta else (
+            f" (of {meta['stopped']}: the run was stopped there; `python -m survey observe` resumes it)")
+        return (f"{what} observed in {meta['observe_s']} s with {meta.get('jobs', '?')} processes{stopped} "
                 f"(`python -m survey observe`), refpos judged in {meta.get('judge_s', '?')} s "
                 "(`python -m survey judge`)")
     return f"{meta.get('wall_s', '?')} s in one process (`{meta.get('command', 'python -m survey run')}`)"
