@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from survey.vllm_engine import configs
 
     groups = {a.name: a.group for a in configs.architectures()}
+    meta["registry"] = len(groups)
     written = {"meta": meta, "rows": [{**r.to_json(), "group": groups.get(r.architecture, "")} for r in rows]}
     table.save(written, args.table)
     print("counts:", survey_table.counts(written["rows"]), f"judged in {wall:.0f} s")

@@ -37,6 +37,15 @@ def _origin(row: dict[str, Any]) -> str:
     return next((n.removeprefix("config: ") for n in row["notes"] if n.startswith("config: ")), "")
 
 
+def _reached(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """How many of the registry's architectures the stored table has (a stopped observation run has fewer)."""
+    registry = meta.get("registry")
+    if registry is None or registry == len(rows):
+        return f"{len(rows)} architectures"
+    return (f"{len(rows)} of its {registry} architectures observed: the run was stopped there, `python -m "
+            "survey.vllm_engine observe` resumes it")
+
+
 def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[str, Any]] | None = None) -> list[str]:
     """The lines of ``docs/survey.md``'s section on vLLM (none without a stored table)."""
     from survey import table as survey_table
@@ -49,11 +58,12 @@ def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[st
     total = survey_table.counts(rows)
     statuses = survey_table.STATUSES
     lines = ["", f"## A second engine: vLLM {meta.get('vllm', '?')}", "",
-             f"The same survey over vLLM's own model registry: each of its {len(rows)} architectures is built from its "
-             "config (transformers' config class, vLLM's own, or a public `config.json` of a family that ships its "
-             "own code) shrunk as above, as vLLM builds it on the CPU (float32, one process, its attention layers "
-             "recorded), run through every rotary module's `forward_native`, and judged against refpos's answer "
-             "for the same config by the same comparison and bounds. How: `survey/vllm_engine/` (its docstrings); "
+             f"The same survey over vLLM's own model registry ({_reached(rows, meta)}): each architecture is built "
+             "from its config (transformers' config class, vLLM's own, or a public `config.json` of a family that "
+             "ships its own code) shrunk as above, as vLLM builds it on the CPU (float32, one process, its "
+             "attention layers recorded), run through every rotary module's `forward_native`, and judged against "
+             "refpos's answer for the same config by the same comparison and bounds. How: `survey/vllm_engine/` "
+             "(its docstrings); "
              "`tox -e survey-vllm` runs it.", "",
              "| status | architectures |", "|---|---|",
              *(f"| {s} | {total[s]} |" for s in statuses), f"| all | {len(rows)} |", "",
