@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                          "type the directory has no observation of (an observation run that was stopped)")
     sample_p = sub.add_parser("sample", help="rerun the fixed sample and compare with the committed rows")
     sample_p.add_argument("--write", action="store_true", help="store the sample's rows instead of comparing")
-    render_p = sub.add_parser("render", help="write docs/survey.md from survey/results/survey.json")
+    render_p = sub.add_parser("render", help="write docs/survey.md from the committed tables of survey/results/")
     render_p.add_argument("--table", type=Path, nargs="*", help="the tables to render, oldest release first "
                           "(default: every survey/results/transformers-*.json)")
     render_p.add_argument("--page", type=Path, default=table.PAGE, help="the page to write (default: %(default)s)")
