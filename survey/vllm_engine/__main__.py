@@ -53,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = store.timings(directory)
     meta = {**stored.versions(), "api": __import__("survey.adaptor").adaptor.api(),
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "observe_s": sum(r["seconds"] for r in runs), "jobs": max((r["jobs"] for r in runs), default=1),
             "judge_s": round(wall)}
+    if runs:  # only an observe run that finished records its time
+        meta.update(observe_s=sum(r["seconds"] for r in runs), jobs=max(r["jobs"] for r in runs))
     from survey.vllm_engine import configs
 
     groups = {a.name: a.group for a in configs.architectures()}

@@ -118,7 +118,8 @@ def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[st
                      f"{_cell(row['layers'] or ', '.join(row['claimed']))} | {error} | {_cell(why[:300])} |")
     lines += ["", f"vLLM {meta.get('vllm', '?')}, transformers {meta.get('transformers', '?')}, torch "
               f"{meta.get('torch', '?')}, refpos interface `{meta.get('api', '?')}`; {meta.get('date', '?')}; vLLM "
-              f"observed in {meta.get('observe_s', '?')} s with {meta.get('jobs', '?')} processes (`python -m "
-              f"survey.vllm_engine observe`), refpos judged in {meta.get('judge_s', '?')} s (`python -m "
-              "survey.vllm_engine judge`)."]
+              + (f"observed in {meta['observe_s']} s with {meta.get('jobs', '?')} processes" if "observe_s" in meta
+                 else "observed by runs that were stopped (their time not recorded)")
+              + f" (`python -m survey.vllm_engine observe`), refpos judged in {meta.get('judge_s', '?')} s (`python "
+              "-m survey.vllm_engine judge`)."]
     return lines
