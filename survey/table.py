@@ -113,7 +113,8 @@ def _timing(meta: dict[str, Any]) -> str:
         seen = meta.get("observed")
         what = "transformers" if seen is None else f"{seen} model types"
         stopped = "" if seen is None or "stopped" not in meta else (
-            f" (of {meta['stopped']}: the run was stopped there; `python -m survey observe` resumes it)")
+            f" (of {meta['stopped']}; the others have no observation: `python -m survey observe` adds them to the "
+            "store and keeps what is there)")
         return (f"{what} observed in {meta['observe_s']} s with {meta.get('jobs', '?')} processes{stopped} "
                 f"(`python -m survey observe`), refpos judged in {meta.get('judge_s', '?')} s "
                 "(`python -m survey judge`)")
@@ -154,7 +155,7 @@ def changes(tables: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
             if name in before and (unobserved(row) or unobserved(before[name])):
                 continue  # one of the two releases has no observation of it: nothing to compare
             if name not in before:
-                out.append((name, pair, f"new: {row['status']}"))
+                out.append((name, pair, f"new: {row['status']}" + (" (not observed)" if unobserved(row) else "")))
                 continue
             was = before[name]
             differ = [key for key in COMPARED if was.get(key) != row.get(key)]
@@ -199,7 +200,8 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
           for status in STATUSES),
         "| all | " + " | ".join(str(len(t["rows"])) for t in tables) + " | |",
         "| of which not observed | " + " | ".join(str(sum(map(unobserved, t["rows"]))) for t in tables)
-        + " | not reached because the release's observation run stopped before them (counted under not reached) |",
+        + " | not reached for want of a stored observation: the release's run stopped before them or did not name "
+        "them (counted under not reached) |",
     ]
     if len(tables) > 1:
         changed = changes(tables)
