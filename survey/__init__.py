@@ -12,5 +12,15 @@ transformers' side in N processes and stores each model type's observation (:mod
 survey judge`` asks refpos about every stored observation and writes the table in minutes, without running a
 model: rerun it after each change of refpos. ``python -m survey run`` does both in one process.
 
+Each layer is graded on the input its record says it reads (:mod:`survey.sources`: the position ids, the
+token's slot, the attention mask's running count), on run A and on every case of :mod:`survey.cases`; every
+exact answer is then changed one way at a time (:mod:`survey.mutants`) and each wrong answer must come out
+wrong, else the row is not exact. Each transformers release has its own table
+(``survey/results/transformers-<version>.json``, ``tox -e survey-5.24``, ``tox -e survey`` for the newest);
+the page has a column per release and the model types that changed between them. ``observe`` runs on any
+``concurrent.futures`` executor: processes here (``--jobs``) or a dask.distributed cluster (``--dask
+tcp://HOST:PORT``); an observation records the engine whose code ran (``transformers``; another engine fills
+the same records).
+
 The survey needs torch and transformers; refpos does not, and nothing under ``refpos/`` imports this package.
 """

@@ -2,13 +2,13 @@
 
 ``run [TYPE ...]``
     survey every model type of the installed transformers (or the named ones), in this one process, and
-    write their rows into ``survey/results/survey.json`` (a full run replaces the table; named types
-    replace their rows). Prints one line per model type and the counts; names the model types the
-    committed table did not list (new in the installed transformers).
-``observe [TYPE ...] [--dir DIR] [--jobs N]``
-    transformers' side only: build and run every model type (or the named ones), in ``N`` processes, each
-    observation stored in ``DIR`` (:mod:`survey.store`; default :data:`survey.stored.OBSERVATIONS`); what is
-    stored there already is kept (``--again`` observes it anew).
+    write their rows into ``survey/results/transformers-<version>.json`` (the installed release's table) (a full run
+    replaces the table; named types replace their rows). Prints one line per model type and the counts; names the
+    model types the committed table did not list (new in the installed transformers).
+``observe [TYPE ...] [--dir DIR] [--jobs N | --dask ADDRESS]``
+    transformers' side only: build and run every model type (or the named ones), in ``N`` processes or on the
+    dask.distributed cluster at ``ADDRESS``, each observation stored in ``DIR`` (:mod:`survey.store`; default
+    :data:`survey.stored.OBSERVATIONS`); what is stored there already is kept (``--again`` observes it anew).
 ``judge [--dir DIR] [--table TABLE]``
     refpos's side only: judge every stored observation with the refpos on the path and write the table (a
     few seconds, without torch running any model: rerun it after each change of refpos).
@@ -16,7 +16,7 @@
     the fixed sample of :func:`sample`: every row compared with the committed one; exit 1 on a difference
     (``--write`` stores the new rows instead).
 ``render``
-    write ``docs/survey.md`` from the committed table.
+    write ``docs/survey.md`` from the committed tables, one column per release.
 ``show TYPE``
     one model type's comparison, layer by layer (for checking a verdict by hand).
 """
@@ -41,6 +41,8 @@ def sample(rows: list[dict[str, Any]], per_group: int = PER_GROUP) -> list[str]:
     (encoding, status) group, so each way a model type can come out is run."""
     groups: dict[tuple[str, str], list[str]] = {}
     for row in sorted(rows, key=lambda r: r["model_type"]):
+        if row["cause"].startswith(stored.NOT_OBSERVED):  # no observation to compare a rerun with
+            continue
         groups.setdefault((table.encoding_of(row), row["status"]), []).append(row["model_type"])
     return sorted(name for names in groups.values() for name in names[:per_group])
 
@@ -61,7 +63,8 @@ def run_types(names: list[str] | None, echo: bool = True) -> tuple[list[Any], fl
     return rows, time.perf_counter() - started
 
 
-def _store(rows: list[Any], wall: float, full: bool, command: str, path: Any = table.TABLE) -> dict[str, Any]:
+def _store(rows: list[Any], wall: float, full: bool, command: str, path: Any = None) -> dict[str, Any]:
+    path = path or installed_table()
     committed = table.load(path)
     by_name = {} if full else {r["model_type"]: r for r in committed["rows"]}
     by_name.update({r.model_type: r.to_json() for r in rows})
@@ -77,33 +80,47 @@ def _store(rows: list[Any], wall: float, full: bool, command: str, path: Any = t
     return {"meta": meta, "rows": ordered}
 
 
+def installed_table() -> Path:
+    """The committed table of the installed transformers release."""
+    from survey import catalogue
+
+    return table.path_for(catalogue.transformers_version())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m survey", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="verb", required=True)
     run_p = sub.add_parser("run", help="survey every model type (or the named ones) and store the rows")
     run_p.add_argument("types", nargs="*", help="model types (default: every one of the installed transformers)")
-    run_p.add_argument("--table", type=Path, default=table.TABLE, help="where to write the rows (default: %(default)s)")
+    run_p.add_argument("--table", type=Path, help="where to write the rows (default: the installed release's table "
+                       "in survey/results/)")
     observe_p = sub.add_parser("observe", help="transformers' side only, stored for judge")
     observe_p.add_argument("types", nargs="*", help="model types (default: every one of the installed transformers)")
     observe_p.add_argument("--dir", type=Path, default=stored.OBSERVATIONS,
                            help="where to store them (default: %(default)s)")
     observe_p.add_argument("--jobs", type=int, default=1, help="processes (default: %(default)s)")
     observe_p.add_argument("--again", action="store_true", help="observe model types already stored again")
+    observe_p.add_argument("--dask", metavar="ADDRESS", help="observe on the dask.distributed cluster at ADDRESS "
+                           "(tcp://host:port; its workers need torch, transformers and this package)")
     judge_p = sub.add_parser("judge", help="refpos's side only: judge the stored observations, write the table")
     judge_p.add_argument("--dir", type=Path, default=stored.OBSERVATIONS,
                          help="the observations (default: %(default)s)")
-    judge_p.add_argument("--table", type=Path, default=table.TABLE,
-                         help="where to write the rows (default: %(default)s)")
+    judge_p.add_argument("--table", type=Path, help="where to write the rows (default: the installed release's "
+                         "table in survey/results/)")
+    judge_p.add_argument("--unobserved", action="store_true", help="write a 'not reached' row for each model "
+                         "type the directory has no observation of (an observation run that was stopped)")
     sample_p = sub.add_parser("sample", help="rerun the fixed sample and compare with the committed rows")
     sample_p.add_argument("--write", action="store_true", help="store the sample's rows instead of comparing")
-    render_p = sub.add_parser("render", help="write docs/survey.md from survey/results/survey.json")
-    render_p.add_argument("--table", type=Path, default=table.TABLE, help="the table to render (default: %(default)s)")
+    render_p = sub.add_parser("render", help="write docs/survey.md from the committed tables of survey/results/")
+    render_p.add_argument("--table", type=Path, nargs="*", help="the tables to render, oldest release first "
+                          "(default: every survey/results/transformers-*.json)")
     render_p.add_argument("--page", type=Path, default=table.PAGE, help="the page to write (default: %(default)s)")
     show_p = sub.add_parser("show", help="one model type's comparison, layer by layer")
     show_p.add_argument("type")
     args = parser.parse_args(argv)
     if args.verb == "render":
-        args.page.write_text(table.render(table.load(args.table)), encoding="utf-8")
+        tables = [table.load(path) for path in args.table] if args.table else table.load_all()
+        args.page.write_text(table.render(tables), encoding="utf-8")
         print(f"wrote {args.page}")
         return 0
     if args.verb == "show":
@@ -118,20 +135,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb == "observe":
         if args.jobs < 1:
             parser.error(f"--jobs must be at least 1, got {args.jobs}")
-        wall = stored.observe_types(args.types or None, args.dir, args.jobs, args.again)
-        print(f"observed in {wall:.0f} s with {args.jobs} process(es) into {args.dir}")
+        executor, closer = stored.executor_for(args.jobs, args.dask) if args.dask else (None, None)
+        try:
+            wall = stored.observe_types(args.types or None, args.dir, args.jobs, args.again, executor)
+        finally:
+            if closer is not None:
+                closer()
+        where = f"on the cluster at {args.dask}" if args.dask else f"with {args.jobs} process(es)"
+        print(f"observed in {wall:.0f} s {where} into {args.dir}")
         return 0
+    args.table = args.table or installed_table()
     if args.verb == "judge":
         committed = table.load(args.table)
-        rows, wall = stored.judge_types(args.dir)
+        rows, wall = stored.judge_types(args.dir, args.unobserved)
         full = len(rows) == len(catalogue.model_types())
-        written = _store(rows, wall, full, f"python -m survey judge ({len(rows)} stored observations)", args.table)
+        seen = sum(not table.unobserved(row.to_json()) for row in rows)
+        written = _store(rows, wall, full, f"python -m survey judge ({seen} stored observations)", args.table)
         if full:
             from survey import store
 
             runs = store.timings(args.dir)
-            written["meta"].update(observe_s=sum(r["seconds"] for r in runs), jobs=max((r["jobs"] for r in runs),
-                                   default=1), judge_s=round(wall))
+            written["meta"].update(observe_s=round(sum(r["seconds"] for r in runs)), jobs=max(
+                (r["jobs"] for r in runs), default=1), judge_s=round(wall), observed=seen)
+            if seen < len(rows):  # a stopped observation run: the rest are rows without an observation
+                written["meta"]["stopped"] = len(rows)
         return _save_and_report(written, committed, args.table, f"judged in {wall:.0f} s")
 
     full = not args.types
@@ -156,15 +183,15 @@ def _save_and_report(written: dict[str, Any], committed: dict[str, Any], path: P
 def _sample(write: bool) -> int:
     from survey import catalogue
 
-    committed = table.load()
+    committed = table.load(installed_table())
     new = table.new_types([t.name for t in catalogue.model_types()], committed)
     if new:
-        print(f"new model types, not in survey/results/survey.json: {', '.join(new)} (run tox -e survey)")
+        print(f"new model types, not in {installed_table().name}: {', '.join(new)} (run tox -e survey)")
         return 1
     names = sample(committed["rows"])
     rows, wall = run_types(names)
     if write:
-        table.save(_store(rows, wall, False, ""))
+        table.save(_store(rows, wall, False, ""), installed_table())
         return 0
     before = {r["model_type"]: r for r in committed["rows"]}
     differ = [f"{r.model_type}: committed {before[r.model_type]['status']}, now {r.status} ({r.cause[:120]})"

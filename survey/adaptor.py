@@ -3,8 +3,9 @@
 Two interfaces, the newer first:
 
 * :func:`refpos.model_positions` (where refpos has it): one typed record per layer of every stack, for
-  every encoding. A ``refused`` or ``unknown`` record is refpos declining by name, and so is a key it reports
-  as not modelled, unless the key concerns the attention core only (masks, scales:
+  every encoding, with the inputs each use of positions reads (the record's ``reads``; the position ids where
+  a record states none: :func:`survey.sources.reads_of`). A ``refused`` or ``unknown`` record is refpos declining by
+  name, and so is a key it reports as not modelled, unless the key concerns the attention core only (masks, scales:
   ``refpos.models.position_keys.ATTENTION_ONLY``), which is kept as a note.
 * :func:`refpos.models.hf_layers` (the RoPE resolver): every decoder layer's :class:`refpos.RopeConfig` (or none),
   its query scale, and the layers without attention. A resolution is *refused* where refpos reports
@@ -22,6 +23,7 @@ import warnings
 from typing import Any
 
 from survey.claims import LayerClaim, Resolution
+from survey.sources import reads_of
 
 #: not-modelled keys that concern the attention core, not positions (masks, scales): notes, not refusals
 ATTENTION_CORE = frozenset({"sliding_window", "sliding_window_pattern", "max_window_layers",
@@ -69,6 +71,7 @@ def _from_records(config: dict[str, Any]) -> Resolution:
     layers, refused = [], []
     towers = [r for r in answer.layers if r.stack not in STACKS]  # vision towers: token ids never reach them
     for r in answer.layers:
+        more = {"reads": reads_of(r)}
         if r.kind == "unknown":  # whatever its stack is called: the family is not in the table
             refused.append(f"model_type {answer.model_type!r} is not in the family table; unknown: "
                            + ", ".join(r.unknown))
@@ -78,19 +81,21 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         where = (r.stack, r.index)
         if r.kind in ("rope", "mrope"):
             layers.append(LayerClaim(*where, "rope", rope=r.rope, query_scale=r.query_scale,
-                                     detail=r.layer_type or ""))
+                                     detail=r.layer_type or "", indexer=getattr(r, "indexer", None), **more))
         elif r.kind == "none":
-            layers.append(LayerClaim(*where, "none", query_scale=r.query_scale, detail=r.layer_type or ""))
+            layers.append(LayerClaim(*where, "none", query_scale=r.query_scale, detail=r.layer_type or "", **more))
         elif r.kind == "no_attention":
             layers.append(LayerClaim(*where, "no_attention", detail=r.mixer))
-        elif r.kind == "alibi":
-            layers.append(LayerClaim(*where, "alibi", params={"bias": r.bias_at, "before_scale": r.before_scale}))
+        elif r.kind == "alibi":  # the bias at positions already read (the survey has read them: sources.py)
+            layers.append(LayerClaim(*where, "alibi", params={"bias": r.bias_at,
+                                                              "before_scale": r.before_scale, "record": r}, **more))
         elif r.kind == "t5":
-            layers.append(LayerClaim(*where, "t5", params={"buckets": r.buckets_at, "owns_table": r.owns_table,
-                                                          "table_layer": r.table_layer}))
+            layers.append(LayerClaim(*where, "t5", params={"buckets": r.buckets_at,
+                                                          "owns_table": r.owns_table, "table_layer": r.table_layer,
+                                                          "record": r}, **more))
         elif r.kind in ("learned", "sinusoidal"):
             layers.append(LayerClaim(*where, r.kind, params={"offset": r.offset, "table_size": r.table_size,
-                                                            "sinusoid": r.sinusoid, "dim": r.dim}))
+                                                            "sinusoid": r.sinusoid, "dim": r.dim}, **more))
         elif r.kind == "deberta" and not r.relative_attention:  # the learned absolute table alone (or nothing)
             layers.append(LayerClaim(*where, "learned", params={"offset": 0, "table_size": r.max_position_embeddings,
                                                                "sinusoid": None, "dim": None})

@@ -41,19 +41,19 @@ def _in_layer(layer: tuple[str, int] | None, path: str, index: int) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- ALiBi
-def observed_alibi(probe: Probe, path: str, index: int) -> np.ndarray | None:
-    """The ALiBi bias layer ``index`` of list ``path`` received, as ``(H, Tq or 1, Tk)``, or None."""
-    t = probe.positions.size
-    for i in layer_calls(probe.a).get((path, index), []):
-        call = probe.a.calls[i]
+def observed_alibi(run: Any, path: str, index: int, t: int) -> np.ndarray | None:
+    """The ALiBi bias layer ``index`` of list ``path`` received in ``run`` over ``t`` keys, as
+    ``(H, Tq or 1, Tk)``, or None."""
+    for i in layer_calls(run).get((path, index), []):
+        call = run.calls[i]
         for name, value in call.tensors.items():
             if "alibi" in name or name == "position_bias":
                 return value.reshape(-1, *value.shape[-2:])
-    for built in probe.a.builders:
+    for built in run.builders:
         if "alibi" in built.name.lower() and built.output.shape[-1] >= t and built.output.ndim >= 2:
             # built for the longest sequence (MPT): the attention reads its last T keys
             return built.output[..., -t:].reshape(-1, *built.output.shape[-2:-1], t)
-    for module, handed in probe.a.handed.items():
+    for module, handed in run.handed.items():
         if module.startswith(f"{path}.{index}."):
             for name, value in handed.items():
                 if "alibi" in name and value.shape[-1] == t:
@@ -62,25 +62,47 @@ def observed_alibi(probe: Probe, path: str, index: int) -> np.ndarray | None:
 
 
 def check_alibi(claim: LayerClaim, probe: Probe, path: str) -> Any:
-    observed = observed_alibi(probe, path, claim.index)
-    if observed is None:
-        return _result(claim, "mismatch", None, "transformers built no ALiBi bias for this layer")
-    p = probe.positions
-    expected = np.asarray(claim.params["bias"](p, p), dtype=np.float64)  # (H, T, T)
-    if observed.shape[0] != expected.shape[0]:
-        return _result(claim, "mismatch", None,
-                       f"ALiBi heads: refpos {expected.shape[0]}, transformers {observed.shape[0]}")
-    observed = np.broadcast_to(observed, expected.shape)
-    causal = np.tril(np.ones(expected.shape[-2:], dtype=bool))
-    diag_o = np.diagonal(observed, axis1=-2, axis2=-1)[..., :, None]
-    diag_e = np.diagonal(expected, axis1=-2, axis2=-1)[..., :, None]
-    diff = np.where(causal, (observed - diag_o) - (expected - diag_e), 0.0)
-    error = float(np.abs(diff).max())
-    bound = 4 * EPS32 * (np.abs(expected).max() + np.abs(observed).max())
-    if error > bound:
-        h = int(np.unravel_index(np.abs(diff).argmax(), diff.shape)[0])
-        return _result(claim, "mismatch", error, f"ALiBi bias: max |Δ| {error:.3g} (head {h})")
-    return _result(claim, "exact", error)
+    """The bias of run A and of every case against refpos's, on every entry a query sees (its own key and
+    the unmasked keys before it), each row less its entry at the query's own key (the softmax ignores a
+    per-row constant), the keys' and the queries' positions read from the inputs the claim says."""
+    from survey.compare import seen_of
+
+    worst = 0.0
+    for seen in seen_of(probe):
+        inputs, kept = seen.inputs, None if seen.case is None else seen.case.kept
+        keys = inputs.slots.size if kept is None else kept.size
+        observed = observed_alibi(seen.run, path, claim.index, keys)
+        if observed is None:
+            if seen.case is None:
+                return _result(claim, "mismatch", None, "transformers built no ALiBi bias for this layer")
+            continue
+        k = inputs.read(claim.source("key"), "key")
+        q = inputs.read(claim.source("query"), "query")
+        k = k if kept is None else k[kept]
+        expected = np.asarray(claim.params["bias"](q + claim.offset, k + claim.offset), dtype=np.float64)
+        expected = expected.reshape(-1, *expected.shape[-2:])  # (H, Tq, Tk)
+        if observed.shape[0] != expected.shape[0]:
+            return _result(claim, "mismatch", None,
+                           f"ALiBi heads: refpos {expected.shape[0]}, transformers {observed.shape[0]}")
+        observed = np.broadcast_to(observed, expected.shape)
+        slots = inputs.slots if kept is None else inputs.slots[kept]
+        mask = np.ones(inputs.slots.size, dtype=bool) if inputs.attention_mask is None else \
+            inputs.attention_mask.astype(bool)
+        mask = mask if kept is None else mask[kept]
+        own = np.arange(keys - inputs.queries, keys)  # each query's own key
+        seen_entries = (slots[None, :] <= slots[own][:, None]) & mask[None, :] & mask[own][:, None]
+        diff = (observed - observed[..., np.arange(own.size), own][..., None]) - (
+            expected - expected[..., np.arange(own.size), own][..., None])
+        diff = np.where(seen_entries, diff, 0.0)
+        error = float(np.abs(diff).max())
+        worst = max(worst, error)
+        bound = 4 * EPS32 * (np.abs(expected).max() + np.abs(observed).max())
+        if error > bound:
+            h, i, j = (int(v) for v in np.unravel_index(np.abs(diff).argmax(), diff.shape))
+            return _result(claim, "mismatch", error, f"{seen.name}: ALiBi bias: max |Δ| {error:.3g} (head {h}, "
+                           f"query slot {int(slots[own[i]])}, key slot {int(slots[j])}; refpos reads "
+                           f"{', '.join(claim.source('key'))} for the keys)")
+    return _result(claim, "exact", worst)
 
 
 # ------------------------------------------------------------------------------------------- T5 buckets

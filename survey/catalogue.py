@@ -24,23 +24,77 @@ _MAPPINGS = ("MODEL_MAPPING_NAMES", "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_
 
 @dataclass(frozen=True)
 class ModelType:
-    """One entry of ``CONFIG_MAPPING_NAMES``."""
+    """One entry of ``CONFIG_MAPPING_NAMES``, or a variant of one: its defaults with ``overrides`` (a switch
+    key set to another value, :func:`variants`), named ``<type>[<key>=<value>]``."""
 
     name: str
     config_class: str
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def base(self) -> str:
+        """The model type of ``CONFIG_MAPPING_NAMES`` (the name without its variant)."""
+        return self.name.split("[", 1)[0]
 
     def config(self) -> Any:
-        """The config class's defaults (``AutoConfig.for_model``)."""
+        """The config class's defaults (``AutoConfig.for_model``), with the variant's overrides."""
         from transformers import AutoConfig
 
-        return AutoConfig.for_model(self.name)
+        config = AutoConfig.for_model(self.base)
+        for key, value in self.overrides:
+            *path, last = key.split(".")
+            owner = config
+            for part in path:
+                owner = owner[part] if isinstance(owner, dict) else getattr(owner, part)
+            if isinstance(owner, dict):
+                owner[last] = value
+            else:
+                setattr(owner, last, value)
+        return config
 
 
-def model_types() -> list[ModelType]:
-    """Every model type of the installed transformers, in its mapping's order."""
+def model_types(with_variants: bool = True) -> list[ModelType]:
+    """Every model type of the installed transformers, in its mapping's order, each followed by its variants
+    (``with_variants``)."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    return [ModelType(name, cls) for name, cls in CONFIG_MAPPING_NAMES.items()]
+    found = variants() if with_variants else {}
+    return [t for name, cls in CONFIG_MAPPING_NAMES.items()
+            for t in (ModelType(name, cls), *(ModelType(v, cls, o) for v, o in found.get(name, ())))]
+
+
+def find(name: str) -> ModelType:
+    """The model type (or variant) of the installed transformers called ``name``."""
+    for model_type in model_types():
+        if model_type.name == name:
+            return model_type
+    raise ValueError(f"name: {name!r} is not a model type (nor a variant) of the installed transformers")
+
+
+def variants() -> dict[str, list[tuple[str, tuple[tuple[str, Any], ...]]]]:
+    """Model type -> its variants ``(name, overrides)``: where refpos's family table says a config key switches
+    the encoding (Falcon's ``alibi``, MPT's ``attn_config.alibi`` …), each value of the key that the class
+    default does not take, so that the survey measures every encoding a family can have and not only its
+    class's default. A value the table writes as JSON is that value; ``null`` and ``*`` (any other value)
+    are left out: the default, or no one value to set."""
+    import json
+
+    from refpos.models.families import FAMILIES
+
+    out: dict[str, list[tuple[str, tuple[tuple[str, Any], ...]]]] = {}
+    for model_type, row in FAMILIES.items():
+        switch = getattr(row, "switch", None)
+        if switch is None:
+            continue
+        for text, _ in switch.values:
+            if text in (switch.absent, "*", "null"):
+                continue
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = text
+            out.setdefault(model_type, []).append((f"{model_type}[{switch.key}={text}]", ((switch.key, value),)))
+    return out
 
 
 def transformers_version() -> str:

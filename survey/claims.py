@@ -48,6 +48,20 @@ class LayerClaim:
     query_scale: Callable[[Any], Any] | None = None
     detail: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    #: use -> the inputs its positions are read from (:mod:`survey.sources`; position ids where unstated)
+    reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the RoPE of the layer's indexer (a DSA indexer rotates its own query and key), where refpos gives one
+    indexer: Any = None
+    #: a constant added to every position read, and a factor of the rotated query and key: 0 and 1 for every
+    #: claim refpos makes (the survey's mutants, :mod:`survey.mutants`, change them)
+    offset: int = 0
+    gain: float = 1.0
+
+    def source(self, use: str) -> tuple[str, ...]:
+        """The inputs ``use`` reads (:data:`survey.sources.DEFAULT` where the claim states none)."""
+        from survey.sources import DEFAULT
+
+        return self.reads.get(use, DEFAULT)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

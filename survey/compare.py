@@ -1,25 +1,48 @@
 r"""refpos's claims against what transformers' code did, layer by layer.
 
-Each self-attention call of run A (:mod:`survey.probe`) is paired with the same call of a reference run
-whose query and key are the ones before any rotation: run B (every position 0, rotary tables the identity)
-where the layer's input is the same in A and B, else run C (A's positions, rotary tables the identity:
-models whose layer inputs carry an absolute encoding). The claim of that layer predicts run A's query and
-key from the reference's:
+Each self-attention call of run A (:mod:`survey.probe`), and of every case of :mod:`survey.cases`, is paired
+with the same call of a reference run whose query and key are the ones before any rotation: run B (every
+position 0, rotary tables the identity) where the layer reads the same hidden states, else run C (A's
+positions, rotary tables the identity: models whose layer inputs carry an absolute encoding). The claim of
+that layer predicts the call's query and key from the reference's, each use of positions read from the input
+the claim says it reads (:mod:`survey.sources`: the position ids, the token's slot, the mask's running count):
 
 ``rope``
-    :math:`q_A = s(p)\,R_p\,q_{\text{ref}}`, :math:`k_A = R_p\,k_{\text{ref}}` with refpos's
+    :math:`q = s(p_s)\,R_{p_r}\,q_{\text{ref}}`, :math:`k = R_{p_r}\,k_{\text{ref}}` with refpos's
     :func:`refpos.apply_rope` (its attention factor included) and query scale :math:`s`;
 ``none``
-    :math:`q_A = s(p)\,q_{\text{ref}}`, :math:`k_A = k_{\text{ref}}`;
+    :math:`q = s(p_s)\,q_{\text{ref}}`, :math:`k = k_{\text{ref}}`;
 ``no_attention``
     the layer calls no attention function.
 
-Tolerance. transformers computes ``inv_freq`` and the angles :math:`p\,\omega` in float32: a rotated pair
-is off by at most :math:`(3\,p\,\omega_{\max}\,2^{-24} + 10^{-6})\,A\,\lVert x\rVert` (two roundings of
-:math:`\omega`, one of the product; the constant covers float32 cos/sin and the two products of the
-rotation), bounded here by :math:`2\max|x|` for :math:`\lVert x\rVert`. A query scale is a float32 product:
-relative 1e-6 (the reference ran at position 0, so its query is divided by the scale there). A layer within
-its bound at every position is exact; anything above is a mismatch, and its largest error is reported.
+The rotation is also compared as a map, where the model's rotary apply function runs: its output against
+refpos's rotation of its input (:func:`check_map`), in every run. The input is the query as the projection
+made it: a function that regroups the channels before rotating (DeepSeek's interleaved pairs) differs there
+from one that does not, while the two agree on the reference run's output (which went through the same
+regrouping), so that a half, an interleaved and a deinterleaved claim are told apart.
+
+Tolerance, per channel. transformers computes the inverse frequencies and the angles in float32. For the pair
+:math:`j` with frequency :math:`\omega_j = \theta^{-e_j}` (:math:`e_j = 2j/d`, a scaling rule's factors
+folded in), :math:`\hat\omega_j` carries the rounding of :math:`\theta` (relative :math:`e_j\,\epsilon`), of
+the exponent (an absolute :math:`e_j\,\epsilon` on :math:`e_j`, so :math:`e_j \ln\theta\,\epsilon` relative),
+of the power and of the reciprocal, and of a rule's own few products (a factor, a blend): at most
+:math:`(K + e_j\ln\theta)\,\epsilon` relative with :math:`K` = :data:`RULE_ROUNDINGS`, and
+:math:`e_j \ln\theta \le |\ln \omega_j|` for every rule that only shrinks frequencies. The angle
+:math:`p\,\hat\omega_j` is one more rounding (positions below :math:`2^{24}` are exact). Hence
+
+.. math::
+    |\Delta\varphi_j(p)| \le (K + 1 + |\ln\omega_j|)\,\epsilon\,p\,\omega_j,
+
+and a rotated pair :math:`x = (x_a, x_b)` is off by at most
+:math:`A\,\lVert x\rVert\,(|\Delta\varphi_j(p)| + C)`, where :math:`C` = :data:`ROPE_CONSTANT` covers the
+float32 cosine and sine (an ulp each), the products by :math:`A` and the two products and the sum of the
+rotation. The bound is the pair's own: one bound for every channel (the fastest pair's,
+:math:`p\,\omega_{\max}`) would allow the slowest pairs of a :math:`\theta = 10^6` model an error of
+:math:`p\,\omega_{\max}\,3\epsilon`, against their angle :math:`p\,\omega_{\min} = 10^{-6}\,p\,\omega_{\max}`:
+a 30 % error of their frequency would pass. A query scale is a float32 product: relative
+:data:`SCALE_RTOL` (the reference ran at position 0, so its query is divided by the scale there). A layer
+within its bound at every position and channel is exact; anything above is a mismatch, and its largest error
+is reported.
 
 Besides the rotation, a claim of ``rope`` or ``none`` is a mismatch where transformers also adds a
 position-dependent bias to the logits (a ``position_bias``, ALiBi, or finite non-zero mask entries) or
@@ -28,13 +51,12 @@ reads a position table at the stack's input: refpos would be silent about an enc
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from refpos.pairs import span_bounds
 from survey import biases as bias_checks
 from survey.claims import LayerClaim, LayerResult, Resolution
 from survey.observed import (
@@ -48,11 +70,21 @@ from survey.observed import (
     role,
 )
 from survey.probe import SHIFT, Call, Probe
+from survey.rotation import (  # noqa: F401  (the bound's constants and Channels are documented here)
+    EPS32,
+    ROPE_CONSTANT,
+    ROW_RTOL,
+    RULE_ROUNDINGS,
+    SCALE_RTOL,
+    Channels,
+    before_rotation,
+    channels,
+    check_applied,
+    check_map,
+    predict,
+)
+from survey.sources import SOURCES, Inputs, inputs_of
 
-EPS32 = 2.0**-24
-#: the angle and product rounding of float32 RoPE (see the module docstring)
-ROPE_CONSTANT = 1e-6
-SCALE_RTOL = 1e-6
 #: claims whose positions are a bias on the logits, and those added to the stack's input
 BIAS_KINDS = ("alibi", "t5")
 ABSOLUTE_KINDS = ("learned", "sinusoidal")
@@ -77,76 +109,117 @@ class Verdict:
 
 
 # ---------------------------------------------------------------------------------------- prediction
-def _rope_bound(claim: LayerClaim, x: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, float]:
-    """Per-position bound of a float32 rotation against refpos (module docstring), and the attention factor."""
-    import refpos
-
-    inv_freq, factor = refpos.rope_frequencies(claim.rope, seq_len=int(positions.max()) + 1)
-    w_max = float(np.max(refpos.to_numpy(inv_freq)))
-    bound = (3 * positions * w_max * EPS32 + ROPE_CONSTANT) * factor * 2 * np.abs(x).max()
-    return bound, float(factor)
-
-
-def before_rotation(rope: Any, x: np.ndarray, mode: str) -> np.ndarray:
-    """The query (or key) before rotation, from the reference run's: the claim's own rotation at position 0
-    undone. At position 0 RoPE is ``A·P`` (``A`` the attention factor, ``P`` the identity, or for the
-    ``deinterleaved`` layout the regrouping permutation that transformers' apply function performs whatever
-    its tables): a reference taken with identity tables went through ``P`` alone, one taken at position 0
-    through ``A·P``."""
-
-    step = _step_at_zero(rope, x.shape[-1], mode)  # x_ref = x_pre @ step, a (scaled) permutation
-    return x @ step.T / np.max(step) ** 2
-
-
-@functools.cache
-def _step_at_zero(rope: Any, d: int, mode: str) -> np.ndarray:
-    import refpos
-
-    at_zero = refpos.to_numpy(refpos.apply_rope(np.eye(d), np.zeros(d, dtype=np.int64), rope))  # row i: e_i at 0
-    _, factor = refpos.rope_frequencies(rope, seq_len=1)
-    step = at_zero / float(factor) if mode == "identity" else at_zero
-    nonzero = np.count_nonzero(step, axis=1)
-    if not (np.all(nonzero == 1) and np.all(np.count_nonzero(step, axis=0) == 1)):
-        raise ValueError("RoPE at position 0 is not a scaled permutation")  # its inverse would not be its transpose
-    return step
-
-
-def predict(claim: LayerClaim, ref: Call, positions: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray,
-                                                                                        np.ndarray, np.ndarray]:
-    """refpos's prediction of run A's (query, key) from the reference call, with their per-position bounds."""
-    import refpos
-
-    q, k = ref.query, ref.key
-    scale = np.ones(positions.size) if claim.query_scale is None else np.asarray(
-        claim.query_scale(positions), dtype=np.float64)
-    if claim.query_scale is not None:  # the reference ran at position 0: its query carries the scale there
-        q = q / float(np.asarray(claim.query_scale(np.zeros(1, dtype=np.int64)), dtype=np.float64)[0])
-    if claim.kind == "rope":
-        q, k = before_rotation(claim.rope, q, mode), before_rotation(claim.rope, k, mode)
-        q_rot = refpos.to_numpy(refpos.apply_rope(q, positions, claim.rope))
-        k_rot = refpos.to_numpy(refpos.apply_rope(k, positions, claim.rope))
-        bound_q, _ = _rope_bound(claim, q, positions)
-        bound_k, _ = _rope_bound(claim, k, positions)
-    else:
-        q_rot, k_rot = q, k
-        bound_q = np.full(positions.size, SCALE_RTOL * np.abs(q).max())
-        bound_k = np.full(positions.size, SCALE_RTOL * np.abs(k).max())
-    q_pred = q_rot * scale[..., :, None]
-    return q_pred, k_rot, bound_q * np.abs(scale) + SCALE_RTOL * np.abs(q_pred).max(), bound_k
-
-
 def _errors(predicted: np.ndarray, observed: np.ndarray) -> np.ndarray:
     """Per-position max |predicted - observed| (the T axis is the second last)."""
     diff = np.abs(predicted - observed)
     return diff.reshape(-1, *diff.shape[-2:]).max(axis=(0, 2))
 
 
-def check_attention(claim: LayerClaim, probe: Probe, index: int) -> LayerResult:
-    """One self-attention call of run A against a claim: its query and key (rotated for ``rope``, as they
-    were for every other kind) and, unless the claim is a bias, no position bias."""
-    call = probe.a.calls[index]
+@dataclass(frozen=True)
+class Seen:
+    """One forward a claim is graded on: run A or a case (:mod:`survey.cases`), its run and its inputs."""
+
+    name: str
+    run: Any
+    inputs: Inputs
+    case: Any = None  # the Case (None for run A)
+
+
+def seen_of(probe: Probe) -> list[Seen]:
+    """Run A and every case the model ran."""
+    out = [Seen("run A", probe.a, inputs_of(None, probe))]
+    out += [Seen(case.name, case.run, inputs_of(case, probe), case) for case in probe.cases if case.run is not None]
+    return out
+
+
+def case_reference(probe: Probe, seen: Seen, index: int) -> tuple[Call | None, str]:
+    """The reference of call ``index`` of a case: run B's same call where the layer read the same hidden states
+    (its digests; a decoding step's rows against run B's rows of the same tokens), cut to the case's rows."""
+    from survey.cases import PREFILL
+
+    call = seen.run.calls[index]
+    if len(seen.run.calls) != len(probe.b.calls) or not probe.b.digests:
+        return None, "the case called attention a different number of times"
+    ref = probe.b.calls[index]
+    mode = "identity" if probe.b.neutralized.get(call.path) else "zero"
+    queries = seen.inputs.queries
+    if seen.case.queries:  # a decoding step: its rows are run B's PREFILL … of the same tokens
+        mine, theirs = seen.run.inputs.get(call.path), probe.b.inputs.get(call.path)
+        rows = slice(PREFILL, PREFILL + queries)
+        if not mine or not theirs or len(mine) != len(theirs) or any(
+                a.shape[-1] != b.shape[-1] or not np.array_equal(a[..., -queries:, :], b[..., rows, :])
+                for a, b in zip(mine, theirs, strict=True)):
+            return None, "the layer's input differs from run B's"
+        keys = call.key.shape[-2]
+        return Call(ref.path, ref.layer, ref.query[..., rows, :], ref.key[..., :keys, :], None, {},
+                    ref.scaling), mode
+    if seen.run.digests.get(call.path) != probe.b.digests.get(call.path):
+        return None, "the layer's input differs from run B's"
+    return ref, mode
+
+
+def _positions(claim: LayerClaim, seen: Seen, use: str, side: str = "query") -> np.ndarray:
+    found = seen.inputs.read(claim.source(use), side)
+    if side == "key" and seen.case is not None and seen.case.kept is not None:
+        found = found[seen.case.kept]
+    return found
+
+
+def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
+          reads: dict[str, tuple[str, ...]] | None = None) -> tuple[float, str | None]:
+    """The largest error of the claim's prediction of ``call`` (reading ``reads`` where given), and where it
+    first passes its bound (None: nowhere). A decoding step's keys are its own tokens' where the model's cache
+    kept other keys than the case's (a sliding window)."""
+    if reads is not None:
+        claim = dataclasses.replace(claim, reads={**claim.reads, **reads})
+    rotation = _positions(claim, seen, "rotation")
+    keys = _positions(claim, seen, "rotation", "key")
+    if call.key.shape[-2] != ref.key.shape[-2] or call.key.shape[-2] != keys.size:
+        queries = seen.inputs.queries
+        call = dataclasses.replace(call, key=call.key[..., -queries:, :])
+        ref = dataclasses.replace(ref, key=ref.key[..., -queries:, :] if ref.key.shape[-2] == keys.size else
+                                  ref.key[..., keys.size - queries:keys.size, :])
+        keys = rotation
+    q_pred, k_pred, bound_q, bound_k = predict(claim, ref, rotation, _positions(claim, seen, "scale"), mode, keys)
+    if seen.case is not None and seen.case.queries:  # the step's projections ran on another shape than run B's
+        bound_q = bound_q + ROW_RTOL * np.abs(ref.query).max(axis=-1, keepdims=True)
+        bound_k = bound_k + ROW_RTOL * np.abs(ref.key).max(axis=-1, keepdims=True)
+    err_q, err_k = np.abs(q_pred - call.query), np.abs(k_pred - call.key)
+    error = float(max(err_q.max(), err_k.max()))
+    over_q = (err_q > bound_q).reshape(-1, *err_q.shape[-2:]).any(axis=0)
+    over_k = (err_k > bound_k).reshape(-1, *err_k.shape[-2:]).any(axis=0)
+    if not over_q.any() and not over_k.any():
+        return error, None
+    which, over = ("query", over_q) if over_q.any() else ("key", over_k)
+    token, channel = (int(v[0]) for v in np.nonzero(over))
+    positions = rotation if which == "query" else _positions(claim, seen, "rotation", "key")
+    return error, f"{which} of the token at position {int(positions[token])}, channel {channel}"
+
+
+def alternatives(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str) -> list[str]:
+    """The inputs under which the claim's formula would match the call where its stated reads do not: what
+    the layer read, detected from the observation (``rotation reads cache_position``)."""
+    found = []
+    for use in ("rotation", "scale") if claim.query_scale is not None and claim.kind == "rope" else (
+            ("rotation",) if claim.kind == "rope" else ("scale",) if claim.query_scale is not None else ()):
+        for source in SOURCES:
+            if (source,) == claim.source(use):
+                continue
+            _, where = _over(claim, ref, call, seen, mode, {use: (source,)})
+            if where is None:
+                found.append(f"{use} reads {source}")
+    return found
+
+
+def check_attention(claim: LayerClaim, probe: Probe, index: int, seen: Seen | None = None) -> LayerResult:
+    """One self-attention call (of run A, or of a case) against a claim: its query and key (rotated for
+    ``rope``, as they were for every other kind) and, unless the claim is a bias, no position bias."""
+    seen = seen if seen is not None else Seen("run A", probe.a, inputs_of(None, probe))
+    call = seen.run.calls[index]
     result = LayerResult(claim.stack, claim.index, claim.kind, "exact")
-    ref, mode = reference(probe, index)
+    ref, mode = reference(probe, index) if seen.case is None else case_reference(probe, seen, index)
+    if ref is None and seen.case is not None:
+        return LayerResult(claim.stack, claim.index, claim.kind, "exact", None, f"{seen.name}: not compared ({mode})")
     if ref is None and not handed_positions(probe, call.path) and claim.kind != "rope":
         # nothing positional reaches the layer: its query and key cannot depend on positions
         return LayerResult(claim.stack, claim.index, claim.kind, "exact", None,
@@ -156,22 +229,22 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int) -> LayerResult:
     if mode == "shifted" and (claim.kind == "rope" or claim.query_scale is not None):
         return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
                            "the model takes no position ids: its rotation is not isolated")
-    extra = [] if claim.kind in BIAS_KINDS else position_biases(probe, index)
+    extra = [] if claim.kind in BIAS_KINDS or seen.case is not None else position_biases(probe, index)
     if claim.kind == "rope" and claim.rope.head_dim != call.query.shape[-1]:
         return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
                            f"head width: refpos {claim.rope.head_dim}, transformers {call.query.shape[-1]}")
-    if call.query.shape[-2] != probe.positions.size:
+    if call.query.shape[-2] != seen.inputs.queries or ref.query.shape != call.query.shape \
+            or ref.key.shape[:-2] != call.key.shape[:-2]:
         return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
-                           f"the layer attends over {call.query.shape[-2]} rows, not the {probe.positions.size} tokens")
-    q_pred, k_pred, bound_q, bound_k = predict(claim, ref, probe.positions, mode)
-    err_q, err_k = _errors(q_pred, call.query), _errors(k_pred, call.key)
-    result.error = float(max(err_q.max(), err_k.max()))
-    over = np.flatnonzero((err_q > bound_q) | (err_k > bound_k))
+                           f"{seen.name}: the layer attends over {call.query.shape[-2]} rows, not the "
+                           f"{seen.inputs.queries} tokens")
+    result.error, where = _over(claim, ref, call, seen, mode)
     causes = []
-    if over.size:
-        p = int(probe.positions[over[0]])
-        causes.append(f"{'rotation' if claim.kind == 'rope' else 'positions change q/k'}: max |Δ| "
-                      f"{result.error:.3g} (first over its bound at position {p})")
+    if where is not None:
+        other = alternatives(claim, ref, call, seen, mode)
+        causes.append(f"{seen.name}: {'rotation' if claim.kind == 'rope' else 'positions change q/k'}: max |Δ| "
+                      f"{result.error:.3g} (first over its bound: {where})"
+                      + (f"; it matches where {', '.join(other)}" if other else ""))
     if extra:
         causes.append("transformers adds " + ", ".join(extra))
     if causes:
@@ -179,69 +252,6 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int) -> LayerResult:
     elif mode == "shifted":
         result.cause = f"query and key unchanged with every position shifted by {SHIFT}"
     return result
-
-
-def _time_axis_last(x: np.ndarray, t: int) -> np.ndarray | None:
-    """``x`` with its token axis second last (apply functions take (B, H, T, d) or (B, T, H, d))."""
-    if x.ndim >= 2 and x.shape[-2] == t:
-        return x
-    if x.ndim >= 3 and x.shape[-3] == t:
-        return np.swapaxes(x, -2, -3)
-    return None
-
-
-def check_applied(claim: LayerClaim, probe: Probe, path: str) -> LayerResult:
-    """A layer whose attention is computed inline, through its modeling module's rotary apply function: the
-    function's output against refpos's rotation of its input (on the rotated span when the model slices the
-    span out before the call)."""
-    import refpos
-
-    positions = probe.positions
-    records = [a for a in probe.a.applied if a.layer == (path, claim.index)]
-    if claim.kind == "none":
-        if records:
-            return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
-                               f"transformers rotates in this layer ({records[0].name.rsplit('.', 1)[-1]})")
-        if probe.a.applied:
-            return LayerResult(claim.stack, claim.index, claim.kind, "exact", None,
-                               "the model's rotary apply function runs in other layers, not in this one")
-        return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None, "attention computed inline")
-    if not records:
-        return LayerResult(claim.stack, claim.index, claim.kind, "mismatch" if probe.a.applied else "not reached",
-                           None, "transformers' rotary apply function does not run in this layer" if probe.a.applied
-                           else "attention computed inline, and no rotary apply function runs")
-    if claim.query_scale is not None or not probe.position_ids_taken:
-        return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
-                           "attention computed inline: the query scale, or the positions, cannot be isolated")
-    rope, worst = claim.rope, 0.0
-    start, stop = span_bounds(rope.head_dim, rope.rotary_width, rope.placement)  # the rotated channels
-    for record in records:
-        for before, after in zip(record.before, record.after, strict=False):
-            x, y = _time_axis_last(before, positions.size), _time_axis_last(after, positions.size)
-            if x is None or y is None or x.shape != y.shape:
-                return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
-                                   f"{record.name}: no token axis of {positions.size} in {before.shape}")
-            width = x.shape[-1]
-            if width == rope.head_dim:
-                full = x
-            elif width == stop - start:
-                full = np.zeros((*x.shape[:-1], rope.head_dim))
-                full[..., start:stop] = x
-            else:
-                return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
-                                   f"rotated width: transformers {width}, refpos {rope.head_dim} "
-                                   f"(span {stop - start})")
-            predicted = refpos.to_numpy(refpos.apply_rope(full, positions, rope))
-            if width != rope.head_dim:
-                predicted = predicted[..., start:stop]
-            errors = _errors(predicted, y)
-            bound, _ = _rope_bound(claim, x, positions)
-            worst = max(worst, float(errors.max()))
-            if np.any(errors > bound):
-                return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", worst,
-                                   f"rotation ({record.name.rsplit('.', 1)[-1]}): max |Δ| {worst:.3g}")
-    return LayerResult(claim.stack, claim.index, claim.kind, "exact", worst,
-                       "read at the model's rotary apply function (attention computed inline)")
 
 
 # ---------------------------------------------------------------------------------------- matching
@@ -262,9 +272,27 @@ def match_stacks(resolution: Resolution, calls: dict[tuple[str, int], list[int]]
     return matched, [path for path in lists if path not in matched.values()]
 
 
-def compare(resolution: Resolution, probe: Probe) -> Verdict:
-    """Every claim of ``resolution`` against ``probe`` (see the module docstring)."""
+def compare(resolution: Resolution, probe: Probe, stop_at_mismatch: bool = False) -> Verdict:
+    """Every claim of ``resolution`` against ``probe`` (see the module docstring); ``stop_at_mismatch``: return
+    at the first mismatch (a mutant needs only one)."""
     verdict = Verdict(observed=observed_kinds(probe))
+    try:
+        _compare(resolution, probe, verdict, stop_at_mismatch)
+    except _Stop:
+        pass
+    return verdict
+
+
+class _Stop(Exception):
+    """The first mismatch, where the caller asked for no more."""
+
+
+def _compare(resolution: Resolution, probe: Probe, verdict: Verdict, stop: bool) -> None:
+    def add(result: LayerResult) -> None:
+        verdict.layers.append(result)
+        if stop and result.status == "mismatch":
+            raise _Stop
+
     calls = layer_calls(probe.a)
     lookups = position_lookups(probe)
     stacks = list(dict.fromkeys(c.stack for c in resolution.layers))
@@ -274,14 +302,14 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
     claims_table = any(c.kind in ABSOLUTE_KINDS or c.params.get("absolute") for c in resolution.layers)
     if lookups and not claims_table:
         for table, offset, rows in lookups:
-            verdict.layers.append(LayerResult(stack_of(table), -1, "-", "mismatch", None,
+            add(LayerResult(stack_of(table), -1, "-", "mismatch", None,
                                               f"transformers reads position table {table} ({rows} rows) at "
                                               f"position + {offset}; refpos resolves no absolute encoding"))
     own = probe.own if probe.own is not None else probe.a
     if own.positional and not claims_table:
         for path in own.positional:
             name = probe.positional.get(path, ("?", False))[0]
-            verdict.layers.append(LayerResult(stack_of(path), -1, "-", "mismatch", None,
+            add(LayerResult(stack_of(path), -1, "-", "mismatch", None,
                                               f"transformers adds the output of {path} ({name}) to a stack's input; "
                                               "refpos resolves no absolute encoding"))
     inline = not probe.a.calls and bool(probe.module_types)
@@ -290,7 +318,7 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
         classes = ", ".join(sorted(set(probe.module_types.values()))[:3])
     matched, unmatched = match_stacks(resolution, calls)
     for path in unmatched:
-        verdict.layers.append(LayerResult(role(path), -1, "-", "mismatch", None,
+        add(LayerResult(role(path), -1, "-", "mismatch", None,
                                           f"transformers attends in {path}, which refpos resolves no layer of"))
     checked_input: set[str] = set()
     for claim in resolution.layers:
@@ -298,35 +326,43 @@ def compare(resolution: Resolution, probe: Probe) -> Verdict:
         indices = calls.get((path, claim.index), []) if path else []
         if claim.kind == "no_attention":
             status = "mismatch" if indices else "exact"
-            verdict.layers.append(LayerResult(claim.stack, claim.index, claim.kind, status, None,
+            add(LayerResult(claim.stack, claim.index, claim.kind, status, None,
                                               "transformers calls attention in this layer" if indices else ""))
             continue
         if not indices and not (inline and (path, claim.index) in calls):
-            verdict.layers.append(LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
+            add(LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
                                               "transformers calls no attention in this layer"))
             continue
         if claim.kind == "other":
-            verdict.layers.append(LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
+            add(LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
                                               f"no comparison for {claim.detail or claim.kind} claims"))
             continue
         if claim.kind == "alibi":
-            verdict.layers.append(bias_checks.check_alibi(claim, probe, path))
+            add(bias_checks.check_alibi(claim, probe, path))
         elif claim.kind == "t5":
-            verdict.layers.append(bias_checks.check_t5(claim, probe, path))
+            add(bias_checks.check_t5(claim, probe, path))
         elif claim.kind in ABSOLUTE_KINDS and claim.stack not in checked_input:
             checked_input.add(claim.stack)
-            verdict.layers.append(bias_checks.check_absolute(claim, probe, lookups, len(stacks) == 1))
+            add(bias_checks.check_absolute(claim, probe, lookups, len(stacks) == 1))
         if inline and claim.kind in ("rope", "none"):
-            verdict.layers.append(check_applied(claim, probe, path))
+            add(check_applied(claim, probe, path))
         elif inline and claim.kind not in BIAS_KINDS + ABSOLUTE_KINDS:
-            verdict.layers.append(LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
+            add(LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
                                               f"attention computed inline ({classes}): its query and key are "
                                               "not observed"))
         for i in indices:
-            verdict.layers.append(check_attention(claim, probe, i))
+            add(check_attention(claim, probe, i))
+        if inline or claim.kind not in ("rope", "none"):
+            continue
+        for seen in seen_of(probe):
+            if seen.case is not None:
+                for i in layer_calls(seen.run).get((path, claim.index), []):
+                    add(check_attention(claim, probe, i, seen))
+            mapped = check_map(claim, probe, path, seen)
+            if mapped is not None:
+                add(mapped)
     claimed = {(matched.get(c.stack), c.index) for c in resolution.layers}
     for (path, index) in calls:
         if path in matched.values() and (path, index) not in claimed:
-            verdict.layers.append(LayerResult(role(path), index, "-", "mismatch", None,
+            add(LayerResult(role(path), index, "-", "mismatch", None,
                                               f"transformers attends in {path}.{index}, refpos resolves no such layer"))
-    return verdict

@@ -168,6 +168,18 @@ def position_lookups(probe: Probe, trained: bool | None = None) -> list[tuple[st
     return out
 
 
+def fingerprint(probe: Probe) -> str:
+    """A digest of run A's queries and keys (rounded to 5 decimals): the same tiny model run by the same code
+    gives the same one, so two releases whose digests differ computed something else (or drew other weights)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for call in probe.a.calls:
+        for x in (call.query, call.key):
+            h.update(repr(x.shape).encode() + np.round(x.astype(np.float64), 5).tobytes())
+    return h.hexdigest()[:12]
+
+
 def observed_kinds(probe: Probe) -> list[str]:
     """The encodings seen in transformers' run, by what the calls and lookups showed."""
     kinds = []

@@ -1,4 +1,4 @@
-"""One tiny model run twice with its attention recorded: what transformers' own code does with positions.
+"""One tiny model run with its attention recorded: what transformers' own code does with positions.
 
 :func:`probe` instantiates a model (random weights, float32, eager attention) and runs one forward pass
 twice on the same tokens:
@@ -15,6 +15,13 @@ key it was handed, the additive mask, and every other tensor argument (T5's ``po
 returns zeros in place of the attention output, so each layer's input is the same in both runs whatever
 attention did: the query before rotation of layer ``l`` in run A is its query in run B (checked: the
 hidden states entering each attention module must be equal in both runs).
+
+Every call of a modeling module's rotary apply function is recorded too, with its input and output and the
+module that called it (a layer's attention or its indexer): the rotation as a map, where its input still has
+the projection's channel order. The attention mask is passed explicitly (all ones) wherever the forward takes
+one (:func:`inputs_for`). After these runs, the same tokens run once per case of :mod:`survey.cases`: every
+threshold the config states crossed, left padding, a masked token, packed sequences, decoding steps whose id is
+not their slot (:class:`Case`: the inputs each was given, and what the model did).
 
 Also recorded, in run A: every ``torch.nn.functional.embedding`` lookup (the table it read, by parameter
 name, and the indices: a learned position table is read at the positions plus an offset), the output of
@@ -91,12 +98,15 @@ class Built:
 @dataclass
 class Applied:
     """One call of a modeling module's rotary apply function (``apply_rotary_pos_emb`` ...): the query (and
-    key, where it takes both) before and after, and the layer being run (as :attr:`Call.layer`)."""
+    key, where it takes both) before and after, the layer being run (as :attr:`Call.layer`) and the module
+    that called it (``caller``: a layer's attention, or its indexer). The input is the query as the projection
+    made it, before any regrouping of its channels: where a channel permutation is visible."""
 
     name: str
     before: list[np.ndarray]
     after: list[np.ndarray]
     layer: tuple[str, int] | None
+    caller: str = ""
 
 
 @dataclass
@@ -112,6 +122,35 @@ class Run:
     positional: dict[str, np.ndarray] = field(default_factory=dict)  # module path -> output
     builders: list[Built] = field(default_factory=list)
     applied: list[Applied] = field(default_factory=list)
+    #: attention module path -> a digest of each hidden-state input (:func:`digest`): whether two runs' layers
+    #: read the same input, kept where the inputs themselves are not
+    digests: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Case:
+    """One more forward of the probe's tokens with other inputs, and what the model did with them.
+
+    Each case states every input a layer could read its positions from, so that a claim is graded on the one
+    its record says it reads: ``position_ids`` (what was passed; None where the model was left to choose),
+    ``slots`` (each token's slot: its index plus the tokens already cached, transformers' ``cache_position``)
+    and ``attention_mask`` (the 2-D mask passed over every key, cached ones first; None where none was).
+    ``run`` holds the calls of the case's last forward (the decoding step for ``decoding``); its hidden-state
+    inputs are kept as digests only. ``error`` says why the model did not run it (a table of fewer rows, a
+    cache the model does not take)."""
+
+    name: str
+    position_ids: np.ndarray | None
+    slots: np.ndarray
+    attention_mask: np.ndarray | None
+    run: Run | None = None
+    error: str = ""
+    #: the tokens run (the probe's own, or more for a decoding case's prefill)
+    input_ids: np.ndarray | None = None
+    #: how many of the last tokens were the run's queries (one for a decoding step; 0: every token)
+    queries: int = 0
+    #: the indices of the keys the calls keep (None: every key): a cache padded with zeros is stored without them
+    kept: np.ndarray | None = None
 
 
 @dataclass
@@ -135,6 +174,11 @@ class Probe:
     #: where run A passed position ids: the same tokens without them, at the model's own positions (a learned
     #: table is read at those plus the family's offset: RoBERTa counts from padding_idx + 1); None otherwise
     own: Run | None = None
+    #: the same tokens with other inputs (:func:`cases_for`): thresholds crossed, left padding, packed
+    #: sequences, a decoding step whose id is not its slot
+    cases: list[Case] = field(default_factory=list)
+    #: the engine whose code ran (transformers here; another engine fills the same records)
+    engine: str = "transformers"
 
 
 def _np(t: Any) -> np.ndarray:
@@ -146,6 +190,13 @@ def _np(t: Any) -> np.ndarray:
     if t.dtype == torch.bool or not t.is_floating_point():
         return t.numpy().copy()
     return t.to(torch.float64).numpy().copy()
+
+
+def digest(x: np.ndarray) -> str:
+    """A short digest of an array's shape and bytes: equal digests, equal arrays."""
+    import hashlib
+
+    return hashlib.sha1(repr(x.shape).encode() + np.ascontiguousarray(x).tobytes()).hexdigest()[:16]
 
 
 def _modeling_modules() -> list[Any]:
@@ -170,8 +221,8 @@ def _patched(targets: list[tuple[Any, str, Any]]) -> Iterator[None]:
 class Recorder:
     """The patches and hooks of one run."""
 
-    def __init__(self, model: Any, neutral: bool) -> None:
-        self.model, self.neutral = model, neutral
+    def __init__(self, model: Any, neutral: bool, keep_inputs: bool = True) -> None:
+        self.model, self.neutral, self.keep_inputs = model, neutral, keep_inputs
         self.names = {id(m): name for name, m in model.named_modules()}
         self.params = {id(p): name for name, p in model.named_parameters()}
         self.params.update({id(b): name for name, b in model.named_buffers()})
@@ -222,12 +273,14 @@ class Recorder:
         def rotate(*args: Any, **kwargs: Any):
             import torch
 
+            caller = sys._getframe(1).f_locals.get("self")  # the module whose forward called the function
             out = original(*args, **kwargs)
             inputs = [a for a in args if isinstance(a, torch.Tensor)][:2]
             outputs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
                        if isinstance(o, torch.Tensor)][: len(inputs)]
             self.run.applied.append(Applied(name, [_np(x) for x in inputs], [_np(x) for x in outputs],
-                                            self.context[0] if self.context else None))
+                                            self.context[0] if self.context else None,
+                                            self.names.get(id(caller), "") if caller is not None else ""))
             return out
         return rotate
 
@@ -241,7 +294,7 @@ class Recorder:
                     continue
                 if EAGER.fullmatch(name) and inspect.isfunction(value):
                     targets.append((module, name, self.eager(value)))
-                elif APPLY.fullmatch(name) and inspect.isfunction(value):
+                elif APPLY.fullmatch(name) and not isinstance(value, type):  # a function, or a kernel's wrapper
                     targets.append((module, name, self.apply(f"{module.__name__}.{name}", value)))
                 elif (ALIBI.fullmatch(name) or BUCKET.fullmatch(name)) and inspect.isfunction(value):
                     targets.append((module, name, self.builder(f"{module.__name__}.{name}", value)))
@@ -265,7 +318,10 @@ class Recorder:
         first = next((a for a in args if isinstance(a, torch.Tensor)),
                      kwargs.get("hidden_states") if isinstance(kwargs.get("hidden_states"), torch.Tensor) else None)
         if first is not None:
-            self.run.inputs.setdefault(path, []).append(_np(first))
+            value = _np(first)
+            self.run.digests.setdefault(path, []).append(digest(value))
+            if self.keep_inputs:
+                self.run.inputs.setdefault(path, []).append(value)
         handed = {k: _np(v) for k, v in kwargs.items() if isinstance(v, torch.Tensor) and k != "hidden_states"}
         if handed:
             self.run.handed.setdefault(path, {}).update(handed)
@@ -379,7 +435,11 @@ def token_ids(config: Any, length: int, seed: int = 0) -> np.ndarray:
 
 
 def inputs_for(model: Any, ids: np.ndarray, positions: np.ndarray | None) -> tuple[dict[str, Any], bool]:
-    """The keyword arguments of a text forward pass, and whether the model takes ``position_ids``."""
+    """The keyword arguments of a text forward pass, and whether the model takes ``position_ids``.
+
+    The attention mask is passed explicitly (all ones) wherever the forward takes one: left to itself,
+    transformers reads position ids that do not count up by one as sequences packed together and masks
+    every query off the keys before its gap, so a bias carried in the mask would be seen on almost no entry."""
     import torch
 
     params = inspect.signature(model.forward).parameters
@@ -388,12 +448,19 @@ def inputs_for(model: Any, ids: np.ndarray, positions: np.ndarray | None) -> tup
     inputs: dict[str, Any] = {"input_ids": torch.as_tensor(ids)[None]}
     if "decoder_input_ids" in params:
         inputs["decoder_input_ids"] = torch.as_tensor(ids)[None]
+    for name in MASKS:
+        if name in params:
+            inputs[name] = torch.ones((1, ids.size), dtype=torch.long)
     if "use_cache" in params:
         inputs["use_cache"] = False
     taken = positions is not None and "position_ids" in params
     if taken:
         inputs["position_ids"] = torch.as_tensor(positions)[None]
     return inputs, taken
+
+
+#: the 2-D attention masks a forward may take (each passed explicitly, over its own tokens)
+MASKS = ("attention_mask", "decoder_attention_mask")
 
 
 class NotReached(Exception):
@@ -424,8 +491,9 @@ def attention_like(model: Any) -> list[str]:
     return [path for path, m in model.named_modules() if path and type(m).__name__.endswith("Attention")]
 
 
-def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None) -> Probe:
-    """Run ``model`` (built from ``config``) twice and return what its attention saw (see the module docstring)."""
+def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, with_cases: bool = True) -> Probe:
+    """Run ``model`` (built from ``config``) and return what its attention saw (see the module docstring);
+    ``with_cases``: the other inputs of :mod:`survey.cases` too."""
     import torch
 
     model.eval()
@@ -456,10 +524,16 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None) -> 
     run_d = None
     if not taken:
         prefix = torch.as_tensor(token_ids(config, SHIFT, seed=1))[None]
-        inputs_d = {k: torch.cat([prefix, v], dim=-1) if k in ("input_ids", "decoder_input_ids") else v
-                    for k, v in inputs_a.items()}
+        inputs_d = {k: torch.cat([prefix if k.endswith("input_ids") else torch.ones_like(prefix), v], dim=-1)
+                    if k in ("input_ids", "decoder_input_ids", *MASKS) else v for k, v in inputs_a.items()}
         run_d = _forward(model, inputs_d, Recorder(model, neutral=False), attention, positional)
     described = {path: (type(m).__name__, any(True for _ in m.parameters())) for path, m in model.named_modules()
                  if POSITIONAL_MODULE.fullmatch(type(m).__name__)}
-    return Probe(p if taken else np.arange(len(positions)), taken, run_a, run_b, run_c, run_d, run_e,
-                 {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described, run_own)
+    from survey import cases
+
+    own_positions = p if taken else np.arange(len(positions))
+    more = [cases.run_case(model, case, ids, inputs_a, attention, positional)
+            for case in cases.cases_for(config.to_dict(), own_positions, taken)] if with_cases else []
+    return Probe(own_positions, taken, run_a, run_b, run_c, run_d, run_e,
+                 {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described, run_own,
+                 more)

@@ -16,7 +16,9 @@ A composite that does not build or run from its own config is run as its languag
 ``wrong``
     some layer's claim differs from what transformers computed (the cause names the first).
 ``exact``
-    every layer's claim matches within its bound.
+    every layer's claim matches within its bound, and every wrong answer derived from refpos's
+    (:mod:`survey.mutants`) is a mismatch on the same observation; where one is graded exact too, the
+    row is ``not reached`` (the survey cannot tell), naming it.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from survey import adaptor, catalogue, compare, observed, probe, table, tiny
+from survey import adaptor, catalogue, compare, mutants, observed, probe, table, tiny
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
+#: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one
+SURVIVED = "the survey cannot tell this answer from wrong ones"
 #: the largest model a strength may build (parameters): a default geometry beyond it is not run
 MAX_PARAMETERS = 150_000_000
 
@@ -52,6 +56,16 @@ class Row:
     layers: str = ""  # per-layer summary: "decoder: rope x8"
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: of an exact answer: how many wrong answers (:mod:`survey.mutants`) were tried on the observation, and
+    #: those graded exact all the same (survey defects: the row is then not exact)
+    mutants: int = 0
+    survived: list[str] = field(default_factory=list)
+    #: the engine whose code was observed (``transformers``, or ``vllm``: :mod:`survey.vllm_engine`), for an engine
+    #: that serves checkpoints by architecture the architecture built, and a digest of what it computed
+    #: (:func:`survey.observed.fingerprint`)
+    engine: str = "transformers"
+    architecture: str = ""
+    fingerprint: str = ""
     #: the per-layer comparison (not stored: ``python -m survey show`` prints it)
     verdict: Any = field(default=None, repr=False)
 
@@ -140,7 +154,7 @@ def observe(name: str) -> tuple[dict[str, Any], Any]:
     torch.set_num_threads(1)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        config, _, run, _ = build(catalogue.ModelType(name, "").config())
+        config, _, run, _ = build(catalogue.find(name).config())
     return config.to_dict(), run
 
 
@@ -162,6 +176,11 @@ class Observation:
     config: dict[str, Any]
     run: Any
     row: Row
+    #: the engine whose code was observed (another engine, vLLM, fills the same records with its own name)
+    engine: str = "transformers"
+    #: the networks beside the language model (a vision or audio tower), one probe per stack name as
+    #: ``model_positions(...).parts`` names them; empty until an observer runs them
+    stacks: dict[str, Any] = field(default_factory=dict)
 
 
 def survey_one(model_type: catalogue.ModelType) -> Row:
@@ -238,6 +257,8 @@ def _judge(row: Row, seen: Observation) -> None:
     row.layers = _layers_summary(resolution)
     row.notes += list(resolution.notes)
     verdict = compare.compare(resolution, run) if run is not None and resolution.layers else None
+    if run is not None:
+        row.engine, row.fingerprint = seen.engine, observed.fingerprint(run)
     row.verdict = verdict
     if resolution.refused:
         row.status, row.cause = "refused", resolution.refused
@@ -268,8 +289,16 @@ def _judge(row: Row, seen: Observation) -> None:
         row.status = "not reached"
         row.cause = unreached[0].cause if unreached else "refpos resolved no layer to compare"
         return
+    row.mutants, row.survived = mutants.survivors(resolution, run)
+    if row.survived:
+        row.status = "not reached"
+        row.cause = (f"{SURVIVED}: {len(row.survived)} of {row.mutants} wrong answers graded exact too ("
+                     + ", ".join(row.survived) + ")")
+        return
     row.status = "exact"
-    row.notes += sorted({r.cause for r in verdict.layers if r.cause})
+    row.notes += sorted({r.cause.split(": ", 1)[-1] if r.cause.startswith(("run A: ", "ids up to", "decoding",
+                                                                           "packed", "left padded")) else r.cause
+                         for r in verdict.layers if r.cause})[:8]
 
 
 def _builds(config0: Any) -> bool:

@@ -13,6 +13,7 @@ with); :func:`load_all` refuses a directory made with other versions.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from survey import probe, run
 
 #: the dataclasses an observation file may hold, by name
 TYPES: dict[str, type] = {cls.__name__: cls for cls in (
-    probe.Probe, probe.Run, probe.Call, probe.Lookup, probe.Built, probe.Applied, run.Observation, run.Row)}
+    probe.Probe, probe.Run, probe.Call, probe.Lookup, probe.Built, probe.Applied, probe.Case, run.Observation,
+    run.Row)}
 ENVIRONMENT = "environment.json"
 #: how long the observations took: one entry per ``observe`` run (model types, seconds, processes)
 TIMING = "timing.json"
@@ -76,14 +78,26 @@ def _decode(value: Any, arrays: Any) -> Any:
     return {k: _decode(v, arrays) for k, v in value.items()}
 
 
-def save(observation: Any, path: Path) -> None:
-    """Write one observation to ``path`` (``.npz``)."""
+def to_bytes(observation: Any) -> bytes:
+    """One observation as the bytes of its ``.npz`` file (what a worker sends back)."""
     arrays: list[np.ndarray] = []
     text = json.dumps(_encode(observation, arrays))
+    buffer = io.BytesIO()
+    np.savez(buffer, observation=np.array(text), **{f"a{i}": a for i, a in enumerate(arrays)})
+    return buffer.getvalue()
+
+
+def write_bytes(data: bytes, path: Path) -> None:
+    """Write an observation's bytes (:func:`to_bytes`) to ``path``, whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial.npz")
-    np.savez(partial, observation=np.array(text), **{f"a{i}": a for i, a in enumerate(arrays)})
+    partial.write_bytes(data)
     partial.replace(path)
+
+
+def save(observation: Any, path: Path) -> None:
+    """Write one observation to ``path`` (``.npz``)."""
+    write_bytes(to_bytes(observation), path)
 
 
 def load(path: Path) -> Any:

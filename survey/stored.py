@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import tempfile
 import time
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
+
+from survey import table
 
 #: where ``observe`` stores transformers' side and ``judge`` reads it
 OBSERVATIONS = Path(tempfile.gettempdir()) / "refpos-survey-observations"
@@ -22,13 +25,26 @@ def environment(with_api: bool = True) -> dict[str, Any]:
     return {**found, "api": adaptor.api()} if with_api else found
 
 
+#: the address space one observing process may take (GiB; ``SURVEY_MEMORY_GB``): a model that would take more
+#: for some case (a table built up to a large position) fails that case with an error instead of the machine
+MEMORY_GB = 8
+
+
 def quiet() -> None:
-    """transformers' logging to errors, torch to one thread (each process of ``observe`` on one core)."""
+    """transformers' logging to errors, torch to one thread (each process of ``observe`` on one core), the
+    process's memory bounded (:data:`MEMORY_GB`)."""
+    import os
+    import resource
+
     import torch
     import transformers
 
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(1)
+    limit = int(float(os.environ.get("SURVEY_MEMORY_GB", MEMORY_GB)) * 2**30)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft > limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 def chosen(names: list[str] | None) -> list[Any]:
@@ -43,61 +59,103 @@ def chosen(names: list[str] | None) -> list[Any]:
     return picked
 
 
-def _observe_one(name: str, directory: str) -> tuple[str, float, str]:
-    """Worker of ``observe``: one model type observed and stored; ``(name, seconds, its row's cause)``."""
-    from survey import catalogue, store
+def _observe_one(model_type: Any) -> tuple[str, bytes, float, str]:
+    """Worker of ``observe``: one model type observed; ``(name, its observation file's bytes, seconds, its
+    row's cause)``. The bytes go back to the caller, which writes them: a worker on another machine needs no
+    shared disk."""
+    from survey import store
     from survey.run import observe_quietly
 
     quiet()
     started = time.perf_counter()
-    seen = observe_quietly(catalogue.ModelType(name, ""))
+    seen = observe_quietly(model_type)
     seen.row.seconds = time.perf_counter() - started
-    store.save(seen, store.path_of(Path(directory), name))
-    return name, seen.row.seconds, seen.row.cause
+    return model_type.name, store.to_bytes(seen), seen.row.seconds, seen.row.cause
 
 
-def observe_types(names: list[str] | None, directory: Path, jobs: int, again: bool = False) -> float:
-    """Observe the model types (all when ``names`` is None) into ``directory`` with ``jobs`` processes.
+def executor_for(jobs: int, dask: str | None = None) -> tuple[Any, Any]:
+    """``(executor, closer)``: a ``concurrent.futures`` executor running ``jobs`` processes (spawned, each
+    replaced after 50 model types: transformers' modules stay imported), or the executor of the
+    dask.distributed cluster at address ``dask`` (its workers need torch, transformers and this package); the
+    closer ends what was started here."""
+    if dask is not None:
+        from distributed import Client
 
-    A model type already stored there is kept unless ``again`` (an interrupted run resumes). The model types the
-    committed table shows refused by name come last: refpos's verdict on them needs no run of transformers.
+        client = Client(dask)
+        executor = client.get_executor(pure=False)
+        return executor, client.close
+    pool = PoolExecutor(jobs)
+    return pool, pool.shutdown
+
+
+class PoolExecutor(Executor):
+    """A ``concurrent.futures`` executor over a spawned ``multiprocessing`` pool whose processes are replaced
+    after 50 tasks each (transformers' modeling modules stay imported in a process; Python 3.11's
+    ``ProcessPoolExecutor(max_tasks_per_child=...)`` can stall when it replaces one)."""
+
+    def __init__(self, jobs: int) -> None:
+        import multiprocessing
+
+        self.pool = multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=50)
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
+        self.pool.apply_async(fn, args, kwargs, callback=future.set_result, error_callback=future.set_exception)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.pool.close() if not cancel_futures else self.pool.terminate()
+        if wait:
+            self.pool.join()
+
+
+def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again: bool = False,
+                  executor: Any = None, echo: bool = True) -> float:
+    """Observe the model types (all when ``names`` is None) into ``directory``: in this process when ``jobs``
+    is 1 and no ``executor`` is given, else on ``executor`` (any ``concurrent.futures.Executor``: processes,
+    threads, a dask.distributed cluster's :func:`executor_for`) or ``jobs`` processes of this machine.
+
+    A model type already stored there is kept unless ``again`` (an interrupted run resumes: each model type
+    is written as soon as it comes back). The model types the committed table shows refused by name come
+    last: refpos's verdict on them needs no run of transformers.
     """
-    import multiprocessing
+    from concurrent.futures import as_completed
 
-    from survey import store, table
+    from survey import store
 
     picked = chosen(names)
     store.write_environment(directory, environment(with_api=False))
     started = time.perf_counter()
     refused = {r["model_type"] for r in table.load()["rows"] if r["status"] == "refused"}
     picked.sort(key=lambda t: t.name in refused)
-    tasks = [(t.name, str(directory)) for t in picked if again or not store.path_of(directory, t.name).exists()]
-    if jobs == 1:
-        results = (_observe_one(*task) for task in tasks)
-        pool = None
-    else:
-        pool = multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=50)
-        results = pool.imap_unordered(_observe_task, tasks)
+    tasks = [t for t in picked if again or not store.path_of(directory, t.name).exists()]
+    closer = None
+    if executor is None and jobs > 1:
+        executor, closer = executor_for(jobs)
     try:
-        for i, (name, seconds, cause) in enumerate(results):
-            print(f"[{i + 1}/{len(tasks)}] {name} observed ({seconds:.1f} s) {cause[:120]}", flush=True)
+        done = (_observe_one(t) for t in tasks) if executor is None else (
+            f.result() for f in as_completed([executor.submit(_observe_one, t) for t in tasks]))
+        for i, (name, data, seconds, cause) in enumerate(done):
+            store.write_bytes(data, store.path_of(directory, name))
+            if echo:
+                print(f"[{i + 1}/{len(tasks)}] {name} observed ({seconds:.1f} s) {cause[:120]}", flush=True)
     finally:
-        if pool is not None:
-            pool.close()
-            pool.join()
+        if closer is not None:
+            closer()
     wall = time.perf_counter() - started
     store.add_timing(directory, len(tasks), wall, jobs)
     return wall
 
 
-def _observe_task(task: tuple[str, str]) -> tuple[str, float, str]:
-    return _observe_one(*task)
+#: the cause of a row whose model type has no stored observation (the page counts such rows apart)
+NOT_OBSERVED = table.NOT_OBSERVED
 
 
-def judge_types(directory: Path) -> tuple[list[Any], float]:
-    """Judge every observation stored in ``directory`` with the refpos on the path."""
+def judge_types(directory: Path, with_unobserved: bool = False) -> tuple[list[Any], float]:
+    """Judge every observation stored in ``directory`` with the refpos on the path; ``with_unobserved``: a
+    ``not reached`` row for each model type without one (:data:`NOT_OBSERVED`)."""
     from survey import catalogue, store
-    from survey.run import judge_quietly
+    from survey.run import Row, judge_quietly
 
     store.check_environment(directory, environment(with_api=False))
     started = time.perf_counter()
@@ -105,6 +163,9 @@ def judge_types(directory: Path) -> tuple[list[Any], float]:
     for model_type in catalogue.model_types():
         path = store.path_of(directory, model_type.name)
         if not path.exists():
+            if with_unobserved:
+                rows.append(Row(model_type.name, "not reached", cause=f"{NOT_OBSERVED} (resume: python -m survey "
+                                "observe, which keeps what is stored)"))
             continue
         seen = store.load(path)
         t0 = time.perf_counter()

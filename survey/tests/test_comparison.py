@@ -19,18 +19,6 @@ pytest.importorskip("transformers", reason="the survey runs transformers' code")
 import refpos
 from survey.claims import LayerClaim, Resolution
 from survey.compare import compare
-from survey.run import observe
-
-
-@pytest.fixture(scope="module")
-def observed():
-    cache: dict[str, tuple] = {}
-
-    def get(name: str):
-        if name not in cache:
-            cache[name] = observe(name)
-        return cache[name]
-    return get
 
 
 def statuses(claims: list[LayerClaim], probe) -> set[str]:
@@ -51,7 +39,7 @@ def test_rope_claims(observed, name, change):
     if name == "gptj":
         change = {"layout": "half"} if change.get("layout") else change
     found = statuses(rope_claims(config, **change), probe)
-    assert found == ({"exact"} if not change else {"mismatch"}), found
+    assert found == {"exact"} if not change else "mismatch" in found, found
 
 
 def test_a_layer_said_to_have_no_positions_or_no_attention_is_caught(observed):
@@ -114,7 +102,9 @@ def alibi_claims(config: dict, slopes: np.ndarray) -> list[LayerClaim]:
     def bias(q, k):
         return np.broadcast_to(slopes[:, None, None] * np.asarray(k, dtype=np.float64)[None, None, :],
                                (slopes.size, len(q), len(k)))
-    return [LayerClaim("decoder", i, "alibi", params={"bias": bias}) for i in range(config["n_layer"])]
+    # BLOOM's keys count the attention mask's ones (a masked token inside the sequence shows it)
+    return [LayerClaim("decoder", i, "alibi", params={"bias": bias}, reads={"key": ("mask_cumsum",)})
+            for i in range(config["n_layer"])]
 
 
 def test_alibi_slopes(observed):

@@ -14,9 +14,11 @@ def observation() -> run.Observation:
     call = probe.Call("model.layers.0.self_attn", ("model.layers", 0), np.arange(6.0).reshape(1, 1, 2, 3),
                       np.ones((1, 1, 2, 3), dtype=np.float64), None, {"position_bias": np.zeros((1, 2, 2))}, 0.5)
     recorded = probe.Run(calls=[call], inputs={"model.layers.0.self_attn": [np.eye(2)]})
+    case = probe.Case("decoding", np.array([0, 32767]), np.arange(2), np.ones(2, dtype=np.int64),
+                      probe.Run(calls=[call]), queries=1, kept=np.array([0, 1]))
     seen = probe.Probe(np.array([0, 5]), True, recorded, probe.Run(), probe.Run(), None, None,
                        {"model.layers.0.self_attn": "LlamaAttention"}, np.array([3, 4]),
-                       {"embed_positions": ("LearnedPositionalEmbedding", True)})
+                       {"embed_positions": ("LearnedPositionalEmbedding", True)}, cases=[case])
     row = run.Row("llama", "not reached", observed=["rope"], notes=["a note"])
     return run.Observation({"model_type": "llama", "id2label": {0: "a"}, "pair": (1, 2)}, seen, row)
 
@@ -32,6 +34,11 @@ def test_an_observation_reads_back_as_written(tmp_path):
     assert np.array_equal(call.query, first.query) and np.array_equal(call.tensors["position_bias"],
                                                                       first.tensors["position_bias"])
     assert back.run.positional == original.run.positional and back.run.d is None
+    case = back.run.cases[0]
+    assert (case.name, case.queries, case.position_ids.tolist(), case.kept.tolist()) == ("decoding", 1, [0, 32767],
+                                                                                        [0, 1])
+    assert back.engine == "transformers" and back.stacks == {}
+    assert store.load(path).config == back.config and store.to_bytes(back) == store.to_bytes(store.load(path))
 
 
 def test_a_type_the_survey_does_not_store_is_refused(tmp_path):

@@ -35,17 +35,30 @@ def test_page_counts_every_status_and_encoding():
     assert "| exact | 3 |" in page and "| wrong | 1 |" in page and "| all | 6 |" in page
     assert "| rope | 3 | 0 | 1 | 0 | 0 | 4 |" in page
     assert "| not run | 0 | 0 | 0 | 0 | 1 | 1 |" in page
-    every = page.split("## Every model type")[1]
+    every = page.split("## Every model type")[1].split("## A second engine")[0]  # the vLLM section follows
     assert every.count("| `") == len(ROWS)
     unreached = page.split("## Not reached, each with its reason")[1].split("## Every model type")[0]
     assert "1 of 6 model types (16.7 %)" in unreached and unreached.count("| `") == 1
 
 
-def test_the_committed_page_is_rendered_from_the_committed_table():
-    committed = table.load()
-    if not committed["rows"]:
+def test_the_committed_page_is_rendered_from_the_committed_tables():
+    committed = table.load_all()
+    if not committed:
         pytest.skip("no committed table")
     assert table.PAGE.read_text(encoding="utf-8") == table.render(committed)
+
+
+def test_a_column_per_release_and_what_changed_between_them():
+    old = {"meta": {"transformers": "5.24.0"}, "rows": [row("a", "exact", ["rope"]), row("b", "exact", ["rope"]),
+                                                      row("g", "refused", [])]}
+    new_b = {**row("b", "wrong", ["rope"]), "fingerprint": "f00"}
+    new = {"meta": {"transformers": "5.25.0"}, "rows": [row("a", "exact", ["rope"]), new_b, row("n", "exact", [])]}
+    page = table.render([old, new])
+    assert "| status | transformers 5.24.0 | transformers 5.25.0 | meaning |" in page
+    assert "| exact | 2 | 2 |" in page and "| wrong | 0 | 1 |" in page
+    changed = dict((name, what) for name, _, what in table.changes([old, new]))
+    assert changed == {"b": "exact → wrong; the recorded queries and keys", "n": "new: exact", "g": "gone"}
+    assert "| `b` | exact | wrong |" in page.split("## Every model type")[1]
 
 
 def test_shrinking_keeps_the_head_width_and_the_pattern_phase():

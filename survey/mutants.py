@@ -1,0 +1,235 @@
+"""The survey proves it can fail: every exact row's claims changed one way at a time, each judged again on the
+stored observation, each of which must come out wrong.
+
+A *mutant* is refpos's resolution with one thing changed in every layer it concerns (:func:`mutants`):
+
+=====================  ===========================================================================================
+kind of layer          mutants
+=====================  ===========================================================================================
+RoPE                   the layout changed to each other one (half, interleaved, deinterleaved); the base
+                       :math:`\\theta (1 + 10^{-4})`; each length the rule reads ±1 (the original and the maximum
+                       length: LongRoPE's switch, dynamic NTK's growth, YaRN's and llama3's ranges); llama3's band
+                       edges (the wavelengths :math:`L_0/h`, :math:`L_0/l`) ±1; the attention factor
+                       :math:`\\times (1 + 10^{-3})`; the rotated width ±2 channels; every position + 1; the
+                       token's slot read for the position id (or the id for the slot); the first layer without
+                       RoPE rotated as the others
+query scale            each length of its rule ±1 (Llama 4's ``floor_scale``); the slot read for the id, or the id
+                       for the slot
+ALiBi                  the bias's sign; the last head's slope :math:`\\times (1 + 10^{-2})`; the keys read from the
+                       position ids for the mask's running count, or the other way
+T5 buckets             the bucket count ±1, the largest distance ±1, the direction flipped
+learned / sinusoidal   the row read for position 0 ±1
+=====================  ===========================================================================================
+
+A mutant that gives the same answer as refpos's on every input (a length the rule does not read, a layout of
+a two-channel rotation) is *equivalent* and left out (:func:`differs`: the frequencies at every length up to
+:math:`2^{21}` and the scales at every position near a threshold compared). A mutant graded exact *survives*:
+the survey cannot tell refpos's answer from a wrong one there, the row is not exact, and the page lists the
+mutant as a survey defect.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from survey.claims import LayerClaim, Resolution
+
+THETA = 1e-4
+#: how the mutants that read the other of the two position inputs are named
+SLOT_OR_ID = "the other of slot and id"
+GAIN = 1e-3
+SLOPE = 1e-2
+#: lengths at which a mutant's frequencies are compared with refpos's (with every threshold's neighbours)
+LENGTHS = tuple(2**k for k in range(22))
+#: where a scale rule reads its thresholds
+SCALE_LENGTHS = ("floor_scale", "original_max_position_embeddings")
+
+
+def _swap(sources: tuple[str, ...]) -> tuple[str, ...]:
+    return ("cache_position",) if sources[0] == "position_ids" else ("position_ids",)
+
+
+def _each(resolution: Resolution, kind: str, change: Callable[[LayerClaim], LayerClaim | None]) -> Resolution | None:
+    """``resolution`` with ``change`` applied to every layer of ``kind``; None when it changes none."""
+    changed, layers = False, []
+    for claim in resolution.layers:
+        new = change(claim) if claim.kind == kind else None
+        changed |= new is not None and new != claim
+        layers.append(claim if new is None else new)
+    return dataclasses.replace(resolution, layers=tuple(layers)) if changed else None
+
+
+def _rope(rope: Any, **changes: Any) -> Any:
+    try:
+        return dataclasses.replace(rope, **changes)
+    except (ValueError, TypeError):
+        return None
+
+
+def _rope_mutants(rope: Any) -> Iterator[tuple[str, Any]]:
+    """``(name, changed RopeConfig)`` of one RoPE (see the module docstring)."""
+    for layout in ("half", "interleaved", "deinterleaved"):
+        if layout != rope.layout:
+            yield f"layout {layout}", _rope(rope, layout=layout)
+    yield f"theta x (1 + {THETA:g})", _rope(rope, theta=rope.theta * (1 + THETA))
+    for key in ("original_max_position_embeddings", "max_position_embeddings"):
+        value = getattr(rope, key, None)
+        if isinstance(value, int):
+            for step in (-1, 1):
+                yield f"{key} {step:+d}", _rope(rope, **{key: value + step})
+    if rope.rope_type == "llama3":
+        l0 = rope.original_max_position_embeddings
+        for key in ("high_freq_factor", "low_freq_factor"):
+            edge = l0 / getattr(rope, key)
+            for step in (-1, 1):
+                yield f"llama3 band edge L0/{key} {step:+d}", _rope(rope, **{key: l0 / (edge + step)})
+    rotary = rope.rotary_dim
+    for step in (-2, 2):
+        if 2 <= rotary + step <= rope.head_dim:
+            yield f"rotated width {step:+d}", _rope(rope, rotary_dim=rotary + step,
+                                                    partial_rotary_factor=(rotary + step) / rope.head_dim)
+
+
+def _scale_mutants(scale: Any) -> Iterator[tuple[str, Any]]:
+    params = dict(scale.params)
+    for key in SCALE_LENGTHS:
+        if key in params:
+            for step in (-1, 1):
+                yield f"query scale {key} {step:+d}", dataclasses.replace(
+                    scale, params=tuple({**params, key: params[key] + step}.items()))
+
+
+def mutants(resolution: Resolution) -> list[tuple[str, Resolution]]:
+    """Every mutant of ``resolution`` (the module docstring), named."""
+    out: list[tuple[str, Resolution | None]] = []
+    ropes = list(dict.fromkeys(c.rope for c in resolution.layers if c.kind == "rope"))
+    for rope in ropes:
+        for name, changed in _rope_mutants(rope):
+            if changed is not None:
+                out.append((name, _each(resolution, "rope", lambda c, r=rope, n=changed:
+                                        dataclasses.replace(c, rope=n) if c.rope == r else None)))
+    if ropes:
+        out.append((f"attention factor x (1 + {GAIN:g})", _each(
+            resolution, "rope", lambda c: dataclasses.replace(c, gain=c.gain * (1 + GAIN)))))
+        out.append(("positions + 1", _each(resolution, "rope", lambda c: dataclasses.replace(c, offset=c.offset + 1))))
+        out.append(("rotation reads the other of slot and id", _each(resolution, "rope", lambda c: dataclasses.replace(
+            c, reads={**c.reads, "rotation": _swap(c.source("rotation"))}))))
+        first_none = next((c for c in resolution.layers if c.kind == "none"), None)
+        if first_none is not None:
+            out.append(("a layer without RoPE rotated", dataclasses.replace(resolution, layers=tuple(
+                dataclasses.replace(c, kind="rope", rope=ropes[0]) if c is first_none else c
+                for c in resolution.layers))))
+    for kind in ("rope", "none"):
+        scales = list(dict.fromkeys(c.query_scale for c in resolution.layers if c.kind == kind and c.query_scale))
+        for scale in scales:
+            for name, changed in _scale_mutants(scale):
+                out.append((name, _each(resolution, kind, lambda c, s=scale, n=changed:
+                                        dataclasses.replace(c, query_scale=n) if c.query_scale == s else None)))
+        if scales:
+            out.append((f"query scale ({kind} layers) reads the other of slot and id", _each(
+                resolution, kind, lambda c: dataclasses.replace(c, reads={**c.reads, "scale": _swap(c.source("scale"))})
+                if c.query_scale else None)))
+    out += list(_bias_mutants(resolution))
+    return [(name, changed) for name, changed in out if changed is not None]
+
+
+def _bias_mutants(resolution: Resolution) -> Iterator[tuple[str, Resolution | None]]:
+    def params(c: LayerClaim, **changes: Any) -> LayerClaim:
+        return dataclasses.replace(c, params={**c.params, **changes})
+
+    def last_head(bias: Callable[..., Any]) -> Callable[..., Any]:
+        def changed(q: Any, k: Any) -> np.ndarray:
+            out = np.array(bias(q, k), dtype=np.float64)
+            out[..., -1, :, :] *= 1 + SLOPE
+            return out
+        return changed
+
+    yield "ALiBi sign flipped", _each(resolution, "alibi", lambda c: params(
+        c, bias=lambda q, k, b=c.params["bias"]: -np.asarray(b(q, k), dtype=np.float64)))
+    yield f"ALiBi last slope x (1 + {SLOPE:g})", _each(resolution, "alibi", lambda c: params(
+        c, bias=last_head(c.params["bias"])))
+    yield "ALiBi keys read from the other of the mask's count and the ids", _each(
+        resolution, "alibi", lambda c: dataclasses.replace(c, reads={**c.reads, "key": (
+            "position_ids",) if "mask_cumsum" in c.source("key") else ("mask_cumsum",)}))
+    for key, change in (("num_buckets", 1), ("num_buckets", -1), ("max_distance", 1), ("max_distance", -1),
+                        ("bidirectional", None)):
+        def t5(c: LayerClaim, key: str = key, change: int | None = change) -> LayerClaim | None:
+            record = c.params.get("record")
+            if record is None:
+                return None
+            value = getattr(record, key)
+            new = dataclasses.replace(record, **{key: (not value) if change is None else value + change})
+            return params(c, buckets=new.buckets, record=new)
+        yield f"T5 {key} {'flipped' if change is None else f'{change:+d}'}", _each(resolution, "t5", t5)
+    for kind in ("learned", "sinusoidal"):
+        for step in (-1, 1):
+            yield f"{kind} table offset {step:+d}", _each(resolution, kind, lambda c, s=step: params(
+                c, offset=int(c.params.get("offset") or 0) + s))
+
+
+def differs(original: Resolution, mutant: Resolution) -> bool:
+    """Whether ``mutant`` answers some input otherwise than ``original`` (else it is equivalent): RoPE
+    frequencies and attention factors at every length of :data:`LENGTHS` and near every length the two
+    read, rotations of every unit vector, query scales near every threshold; any other change differs."""
+    import refpos
+
+    for a, b in zip(original.layers, mutant.layers, strict=True):
+        if a == b:
+            continue
+        if (a.kind, a.gain, a.offset, a.reads, a.params.keys()) != (b.kind, b.gain, b.offset, b.reads,
+                                                                    b.params.keys()) or a.params != b.params:
+            return True
+        if a.rope != b.rope:
+            if a.rope is None or b.rope is None or _rotation(a.rope) != _rotation(b.rope):
+                return True
+            lengths = set(LENGTHS) | {n + s for r in (a.rope, b.rope) for n in _lengths(r) for s in (-1, 0, 1, 2)}
+            for length in sorted(x for x in lengths if x >= 1):
+                fa, fb = (refpos.rope_frequencies(r, seq_len=length) for r in (a.rope, b.rope))
+                if fa[1] != fb[1] or not np.array_equal(refpos.to_numpy(fa[0]), refpos.to_numpy(fb[0])):
+                    return True
+        if a.query_scale != b.query_scale:
+            if a.query_scale is None or b.query_scale is None:
+                return True
+            marks = [int(v) for _, v in a.query_scale.params + b.query_scale.params if float(v).is_integer()]
+            p = np.unique(np.clip(np.concatenate([np.arange(64), *(np.arange(m - 4, m + 4) for m in marks)]), 0, None))
+            if not np.array_equal(a.query_scale(p), b.query_scale(p)):
+                return True
+    return False
+
+
+def _lengths(rope: Any) -> list[int]:
+    return [v for key in ("original_max_position_embeddings", "max_position_embeddings")
+            if isinstance(v := getattr(rope, key, None), int)]
+
+
+def _rotation(rope: Any) -> tuple[Any, ...]:
+    """What a rotation is besides its frequencies: which channels pair up and where the span sits (a layout
+    change of a two-channel span is no change)."""
+    import refpos
+
+    at_zero = refpos.to_numpy(refpos.apply_rope(np.eye(rope.head_dim)[:, None, :], np.array([1]), rope,
+                                                frequencies=(np.ones(rope.n_pairs), 1.0)))
+    return tuple(map(tuple, (np.abs(at_zero[:, 0, :]) > 0).astype(int)))
+
+
+def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:
+    """``(mutants tried, names of those graded exact)`` on ``probe`` (mutants equivalent to ``resolution``
+    are not tried)."""
+    from survey.compare import compare
+
+    tried, survived = 0, []
+    for name, mutant in mutants(resolution):
+        if not differs(resolution, mutant) or (SLOT_OR_ID in name and not probe.position_ids_taken):
+            continue  # equivalent; or the model takes no ids, so that its id is its slot on every input
+        tried += 1
+        verdict = compare(mutant, probe, stop_at_mismatch=True)
+        if not verdict.mismatches:
+            survived.append(name)
+    return tried, survived
+
+
+__all__ = ["differs", "mutants", "survivors"]

@@ -1,0 +1,106 @@
+"""Where a layer's positions come from: the inputs of one forward, and the positions each source reads off them.
+
+A transformers forward hands a layer several numbers per token that a position could be: the position id it
+was passed (``position_ids``), the token's slot in the sequence (``cache_position``: its index plus the tokens
+already cached), the running count of the attention mask's ones (BLOOM's and Falcon's ALiBi), the key's index.
+They agree on an unpadded sequence counted from 0 and nowhere else; the survey's cases
+(:mod:`survey.cases`) set them apart.
+
+refpos's layer records say which one each use of positions reads (``reads``: ``(use, sources)`` pairs, the
+sources in order of precedence; the uses are :data:`USES`). A record that says nothing reads the position ids
+for every use: the one input refpos's per-layer functions take. :func:`reads_of` turns a record into the
+survey's ``{use: sources}``, :meth:`Inputs.read` reads the positions.
+
+=================  ==================================================================================
+source             the positions read, per key (or query) token
+=================  ==================================================================================
+``position_ids``   the ids passed; the slot where none were (transformers' default is the slot)
+``cache_position`` the slot
+``mask_cumsum``    :math:`(\\sum_{i \\le j} m_i - 1)\\,m_j` (0 at a masked token)
+``key_index``      the slot (the key's index among the keys)
+=================  ==================================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: what positions serve in a layer: the rotation, the query scale, the query's and the key's side of a bias,
+#: the rows of an input table
+USES = ("rotation", "scale", "query", "key", "rows")
+#: the sources the survey can read off a forward's inputs
+SOURCES = ("position_ids", "cache_position", "mask_cumsum", "key_index")
+#: what a record that states nothing reads
+DEFAULT = ("position_ids",)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The inputs of one forward over ``Tk`` keys, of which the last ``queries`` are its queries."""
+
+    position_ids: np.ndarray | None  # (Tk,) passed; None: the model chose (its slot)
+    slots: np.ndarray  # (Tk,)
+    attention_mask: np.ndarray | None  # (Tk,); None: no mask (every key)
+    queries: int
+
+    def read(self, sources: tuple[str, ...], side: str = "query") -> np.ndarray:
+        """The positions ``sources`` give (the first the inputs have), for the queries or for every key."""
+        for source in sources:
+            found = self._read(source)
+            if found is not None:
+                return found[-self.queries:] if side == "query" else found
+        raise ValueError(f"sources: none of {sources} is among the inputs {SOURCES}")
+
+    def _read(self, source: str) -> np.ndarray | None:
+        if source == "position_ids":
+            return self.slots if self.position_ids is None else self.position_ids
+        if source in ("cache_position", "key_index"):
+            return self.slots
+        if source == "mask_cumsum":
+            mask = np.ones(self.slots.size, dtype=np.int64) if self.attention_mask is None else self.attention_mask
+            return (np.cumsum(mask) - 1) * mask
+        return None
+
+    def which(self, sources: list[tuple[str, ...]], side: str = "query") -> dict[tuple[str, ...], np.ndarray]:
+        """Each of ``sources`` with its positions, those giving the same positions as an earlier one left out."""
+        out: dict[tuple[str, ...], np.ndarray] = {}
+        for source in sources:
+            found = self.read(source, side)
+            if not any(np.array_equal(found, seen) for seen in out.values()):
+                out[source] = found
+        return out
+
+
+def inputs_of(case: Any, probe: Any) -> Inputs:
+    """The inputs of a :class:`survey.probe.Case` (or of run A when ``case`` is None)."""
+    if case is None:
+        t = probe.positions.size
+        return Inputs(probe.positions if probe.position_ids_taken else None, np.arange(t), None, t)
+    return Inputs(case.position_ids, case.slots, case.attention_mask, case.queries or case.slots.size)
+
+
+def reads_of(record: Any) -> dict[str, tuple[str, ...]]:
+    """``{use: sources}`` of a refpos layer record (its ``reads``), every use reading :data:`DEFAULT` where the
+    record states none. A source the survey cannot read is kept: the claim is then not reached on it."""
+    stated = getattr(record, "reads", None) or ()
+    found = {use: DEFAULT for use in USES}
+    for pair in stated:
+        if isinstance(pair, (tuple, list)) and len(pair) == 2:
+            use, sources = pair
+            found[str(use)] = tuple(sources) if isinstance(sources, (tuple, list)) else (str(sources),)
+    scale = getattr(record, "query_scale", None)
+    scale_reads = getattr(scale, "reads", None) if scale is not None else None
+    if scale_reads and "scale" not in dict(stated):
+        found["scale"] = tuple(scale_reads)
+    return found
+
+
+def name(sources: tuple[str, ...]) -> str:
+    """How the page writes a source list: ``position_ids``, or ``position_ids, else cache_position``."""
+    return ", else ".join(sources)
+
+
+__all__ = ["DEFAULT", "SOURCES", "USES", "Inputs", "inputs_of", "name", "reads_of"]

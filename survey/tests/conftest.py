@@ -1,0 +1,37 @@
+"""One observation per model type for the whole run: the comparison, mutant and sample tests judge the same
+stored runs of transformers' code (observing a model type with every case takes seconds to a minute on one core)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def observation():
+    """``observation(name)``: model type ``name`` (or a switch variant, ``falcon[alibi=true]``) observed once
+    (:func:`survey.run.observe_quietly`), the same object for every test that asks."""
+    pytest.importorskip("torch", reason="the survey runs transformers' code: pip install torch transformers")
+    pytest.importorskip("transformers", reason="the survey runs transformers' code")
+    from survey import catalogue, stored
+    from survey.run import observe_quietly
+
+    stored.quiet()
+    cache: dict[str, Any] = {}
+
+    def get(name: str) -> Any:
+        if name not in cache:
+            cache[name] = observe_quietly(catalogue.find(name))
+        return cache[name]
+    return get
+
+
+@pytest.fixture(scope="session")
+def observed(observation):
+    """``observed(name)``: ``(config dict, probe)`` of the shared observation of ``name``."""
+    def get(name: str) -> tuple[dict[str, Any], Any]:
+        seen = observation(name)
+        assert seen.run is not None, f"{name}: transformers not run ({seen.row.cause})"
+        return seen.config, seen.run
+    return get

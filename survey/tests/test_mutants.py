@@ -1,0 +1,75 @@
+"""The survey can fail where refpos was wrong and it was blind: wrong answers derived from refpos's are caught,
+and the fixed answers come out exact.
+
+* every mutant of llama's answer (survey.mutants) is graded wrong on its observation;
+* HY-V4's layout: of a half, an interleaved and a deinterleaved claim only the one transformers runs is exact
+  (the reference taken after the model's own apply function, which regroups the channels, graded two exact);
+* Llama 4's temperature reads the token's slot (id 32767 in slot 5, slots past the 8192 floor): a scale read
+  from the position ids is wrong, the same scale read from the slot exact;
+* Falcon's ALiBi with ``alibi=True`` (not the class default) and BLOOM's read the attention mask's running
+  count: read from the position ids it is wrong (gapped ids, a masked token), from the mask's count exact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+pytest.importorskip("torch", reason="the survey runs transformers' code: pip install torch transformers")
+pytest.importorskip("transformers", reason="the survey runs transformers' code")
+
+from survey import adaptor, mutants
+from survey.claims import Resolution
+from survey.compare import compare
+
+
+def wrong(resolution: Resolution, probe) -> list[str]:
+    return [r.cause for r in compare(resolution, probe).layers if r.status == "mismatch"]
+
+
+def reading(resolution: Resolution, kind: str, use: str, sources: tuple[str, ...]) -> Resolution:
+    return dataclasses.replace(resolution, layers=tuple(
+        dataclasses.replace(c, reads={**c.reads, use: sources}) if c.kind == kind else c for c in resolution.layers))
+
+
+def test_every_mutant_of_an_exact_answer_is_caught(observed):
+    config, probe = observed("llama")
+    resolution = adaptor.resolve(config)
+    assert not wrong(resolution, probe)
+    tried, survived = mutants.survivors(resolution, probe)
+    assert tried >= 7 and survived == []  # a length the default rule does not read is no mutant
+    names = [name for name, _ in mutants.mutants(resolution)]
+    assert {"layout interleaved", "layout deinterleaved", "positions + 1", "max_position_embeddings +1"} <= set(names)
+
+
+def test_the_layout_is_seen_where_the_channels_are_regrouped(observed):
+    import transformers
+
+    config, probe = observed("hy_v4")
+    resolution = adaptor.resolve(config)
+    exact = []
+    for layout in ("half", "interleaved", "deinterleaved"):
+        claims = tuple(dataclasses.replace(c, rope=dataclasses.replace(c.rope, layout=layout)) if c.kind == "rope"
+                       else c for c in resolution.layers)
+        if not wrong(dataclasses.replace(resolution, layers=claims), probe):
+            exact.append(layout)
+    regrouped = tuple(int(v) for v in transformers.__version__.split(".")[:2]) >= (5, 25)
+    assert exact == (["deinterleaved"] if regrouped else ["half"])
+
+
+def test_llama4_temperature_reads_the_slot(observed):
+    config, probe = observed("llama4_text")
+    resolution = adaptor.resolve(config)
+    by_id = reading(resolution, "none", "scale", ("position_ids",))
+    causes = wrong(by_id, probe)
+    assert causes and any("scale reads cache_position" in cause for cause in causes)
+    assert not wrong(reading(resolution, "none", "scale", ("cache_position",)), probe)
+
+
+@pytest.mark.parametrize("name", ["falcon[alibi=true]", "bloom"])
+def test_alibi_reads_the_mask_count(observed, name):
+    config, probe = observed(name)
+    resolution = adaptor.resolve(config)
+    assert wrong(reading(resolution, "alibi", "key", ("position_ids",)), probe)
+    assert not wrong(reading(resolution, "alibi", "key", ("mask_cumsum",)), probe)

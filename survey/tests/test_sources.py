@@ -1,0 +1,72 @@
+"""Where positions come from, and the probes that set the sources apart (no torch needed)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import refpos
+from survey import cases, compare, sources
+
+
+def test_each_source_reads_its_own_numbers():
+    inputs = sources.Inputs(np.array([0, 5, 17, 4001]), np.arange(4), np.array([0, 1, 0, 1]), 4)
+    assert inputs.read(("position_ids",)).tolist() == [0, 5, 17, 4001]
+    assert inputs.read(("cache_position",)).tolist() == [0, 1, 2, 3]
+    assert inputs.read(("mask_cumsum",)).tolist() == [0, 0, 0, 1]
+    chosen = sources.Inputs(None, np.arange(4), None, 1)  # no ids passed: the slot; the last query only
+    assert chosen.read(("position_ids", "cache_position")).tolist() == [3]
+    assert chosen.read(("key_index",), "key").tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="sources"):
+        inputs.read(("points",))
+
+
+def test_a_record_that_states_nothing_reads_the_position_ids():
+    assert sources.reads_of(SimpleNamespace()) == dict.fromkeys(sources.USES, ("position_ids",))
+    stated = SimpleNamespace(reads=(("key", ("mask_cumsum",)),), query_scale=SimpleNamespace(reads=("cache_position",)))
+    found = sources.reads_of(stated)
+    assert found["key"] == ("mask_cumsum",) and found["scale"] == ("cache_position",)
+    assert found["rotation"] == ("position_ids",)
+
+
+def test_the_cases_cross_every_threshold_and_set_the_sources_apart():
+    config = {"max_position_embeddings": 8192, "text_config": {"rope_parameters": {
+        "original_max_position_embeddings": 4096}}, "floor_scale": 8192.0}
+    assert cases.thresholds(config) == [4096, 8192]
+    largest = [int(ids.max()) for _, ids in cases.threshold_ids(config)]
+    assert largest == [4095, 4096, 4097, 8191, 8192, 8193, 16384, cases.LONG]
+    assert all(ids.size == cases.CASE_TOKENS for _, ids in cases.threshold_ids(config))
+    made = {case.name: case for case in cases.cases_for(config, np.array([0, 1, 2, 5, 17, 100, 999, 4001]), True)}
+    decoding = made["decoding"]
+    assert decoding.position_ids[-1] == cases.FAR_ID and decoding.slots[-1] == cases.PREFILL
+    far = made["decoding at slot 8192"]
+    assert far.slots[-far.queries:].tolist() == [8190, 8191, 8192]  # Llama 4's floor crossed by the slot
+    assert far.position_ids[-far.queries:].tolist() != far.slots[-far.queries:].tolist()
+    padded = sources.inputs_of(made["left padded"], None)
+    inside = sources.inputs_of(made["masked inside"], None)
+    for inputs in (padded, inside):
+        assert len({tuple(x) for x in inputs.which([("position_ids",), ("cache_position",), ("mask_cumsum",)],
+                                                   "key").values()}) == 3
+    # a masked token inside: the mask's count is not the slot less a constant (the softmax would remove one)
+    unmasked = inside.attention_mask.astype(bool)
+    assert len(set((inside.slots - inside.read(("mask_cumsum",), "key"))[unmasked])) > 1
+    assert made["packed"].attention_mask is None
+
+
+def test_one_bound_per_channel():
+    """The derivation of survey.compare: each pair's bound grows with p·ω_j of its own pair. With one bound for
+    every channel (the fastest pair's), the slowest pair of a θ = 1e6 model could carry a 30 % error of its
+    frequency; with its own it cannot."""
+    rope = refpos.RopeConfig(head_dim=128, theta=1e6)
+    speeds = compare.channels(rope, 131072)
+    p = np.array([131071])
+    x = np.random.default_rng(0).standard_normal((1, 128))
+    slowest = int(np.argmin(np.where(speeds.omega > 0, speeds.omega, np.inf)))
+    pair = np.hypot(x[0, speeds.source[slowest]], x[0, speeds.partner[slowest]])
+    error_of_30_percent = pair * 2 * abs(np.sin(0.15 * p[0] * speeds.omega[slowest]))  # |R(1.3 φ) x - R(φ) x|
+    one_for_all = (3 * p[0] * speeds.omega.max() * compare.EPS32 + 1e-6) * 2 * np.abs(x).max()
+    assert error_of_30_percent < one_for_all  # one bound for all channels lets it through
+    assert error_of_30_percent > speeds.bound(x, p)[0, slowest] * 100  # the pair's own bound does not, by far
+    assert np.allclose(np.sort(speeds.omega[:64]), np.sort(refpos.to_numpy(refpos.rope_frequencies(rope)[0])))

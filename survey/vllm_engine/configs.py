@@ -1,0 +1,165 @@
+"""vLLM's model registry, each architecture with the config it is built from.
+
+vLLM serves a checkpoint by the ``architectures`` its ``config.json`` names: its registry
+(``vllm.model_executor.models.registry``) maps each architecture to a model class of its own, in groups (text
+generation, multimodal, embedding, speculative decoding, vLLM's Transformers backend ...). The survey takes every
+architecture of it (:func:`architectures`) and finds the config a checkpoint of it carries
+(:func:`config_for`), in this order:
+
+1. the transformers config class of the model type whose auto classes name the architecture (exactly, else
+   case-insensitively: vLLM spells ``PhiMoEForCausalLM`` where transformers spells ``PhimoeForCausalLM``);
+2. a transformers model type named as vLLM's module for it;
+3. vLLM's own config class for a model type named so (``vllm.transformers_utils.config``: ChatGLM, Step ...);
+4. a public ``config.json`` of a family that ships its own code (``refpos/data/remote_configs.json``, each entry
+   with its source), read through a config class registered for its model type in this process.
+
+The config's defaults are shrunk by :func:`survey.tiny.shrink_dict` (what positions depend on kept) at the first
+strength that builds and runs. An architecture none of these names a config for is *not reached*, by name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+REMOTE_CONFIGS = ROOT / "refpos" / "data" / "remote_configs.json"
+
+#: the registry's groups, as vLLM names its tables, and how the survey names each
+GROUPS = {"_TEXT_GENERATION_MODELS": "text", "_MULTIMODAL_MODELS": "multimodal", "_EMBEDDING_MODELS": "embedding",
+          "_LATE_INTERACTION_MODELS": "late interaction", "_REWARD_MODELS": "reward",
+          "_SEQUENCE_CLASSIFICATION_MODELS": "classification", "_TOKEN_CLASSIFICATION_MODELS": "classification",
+          "_SPECULATIVE_DECODING_MODELS": "speculative", "_TRANSFORMERS_BACKEND_MODELS": "transformers backend",
+          "_TRANSFORMERS_SUPPORTED_MODELS": "transformers backend"}
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """One entry of vLLM's model registry: the architecture name, vLLM's module and class, its group."""
+
+    name: str
+    module: str
+    cls: str
+    group: str
+
+    @property
+    def file(self) -> str:
+        """vLLM's source file of the model class, relative to ``vllm/``."""
+        relative = self.module.removeprefix("vllm.")
+        return (relative if self.module.startswith("vllm.") else f"model_executor/models/{self.module}") \
+            .replace(".", "/") + ".py"
+
+
+def architectures() -> list[Architecture]:
+    """Every architecture of the installed vLLM's registry, in its tables' order."""
+    from vllm.model_executor.models import registry
+
+    found: dict[str, Architecture] = {}
+    for table, group in GROUPS.items():
+        for name, (module, cls) in getattr(registry, table, {}).items():
+            found.setdefault(name, Architecture(name, module, cls, group))
+    for name, (module, cls) in registry._VLLM_MODELS.items():
+        found.setdefault(name, Architecture(name, module, cls, "other"))
+    return list(found.values())
+
+
+@cache
+def _transformers_classes() -> dict[str, list[str]]:
+    """transformers' auto class names, lower case -> the model types whose auto classes name it."""
+    from transformers.models.auto import modeling_auto
+
+    names: dict[str, list[str]] = {}
+    for mapping in sorted(m for m in dir(modeling_auto) if m.endswith("_MAPPING_NAMES")):
+        for model_type, classes in getattr(modeling_auto, mapping).items():
+            for cls in classes if isinstance(classes, (list, tuple)) else [classes]:
+                if model_type not in names.setdefault(cls.lower(), []):
+                    names[cls.lower()].append(model_type)
+    return names
+
+
+def _stem(name: str) -> str:
+    """A class name without its head or config suffix: ``LlamaForCausalLM`` and ``LlamaConfig`` -> ``llama``."""
+    for cut in ("For", "LMHead", "Config", "Model"):
+        name = name.split(cut, 1)[0] if cut in name[1:] else name
+    return name.lower()
+
+
+def _model_type_of(architecture: Architecture) -> str | None:
+    """The model type whose auto classes name ``architecture``: where several do (``LlamaForCausalLM`` is also
+    EXAONE's), the one named as vLLM's module, else the one whose config class has the architecture's stem."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    candidates = _transformers_classes().get(architecture.name.lower(), [])
+    module = architecture.module.rsplit(".", 1)[-1]
+    if module in candidates:
+        return module
+    stem = _stem(architecture.name)
+    same = [t for t in candidates if _stem(CONFIG_MAPPING_NAMES.get(t, "")) == stem]
+    return (same or candidates or [None])[0]
+
+
+def remote_configs() -> dict[str, dict[str, Any]]:
+    """Architecture -> the first public ``config.json`` of ``refpos/data/remote_configs.json`` naming it, with its
+    source (``{"config": ..., "source": ...}``); empty where the file is absent."""
+    if not REMOTE_CONFIGS.is_file():
+        return {}
+    entries = json.loads(REMOTE_CONFIGS.read_text(encoding="utf-8"))
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in entries.items():
+        for architecture in entry["config"].get("architectures") or []:
+            out.setdefault(architecture, {"config": entry["config"], "source": f"{name}: {entry['source']}"})
+    return out
+
+
+@dataclass
+class Found:
+    """Where an architecture's config comes from: ``config`` (its config class's defaults, or a public
+    config.json read by a class registered for it), ``model_type``, and ``origin`` (which rule of the module
+    docstring found it)."""
+
+    config: Any
+    model_type: str
+    origin: str
+
+
+def config_for(architecture: Architecture) -> Found | None:
+    """The config a checkpoint of ``architecture`` carries (module docstring), or None."""
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    model_type = _model_type_of(architecture)
+    origin = "transformers' auto class " + architecture.name
+    module = architecture.module.rsplit(".", 1)[-1]
+    if model_type is None and module in CONFIG_MAPPING_NAMES:
+        model_type, origin = module, f"transformers model type {module!r} (vLLM's module)"
+    if model_type is not None:
+        return Found(AutoConfig.for_model(model_type), model_type, origin)
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    if module in _CONFIG_REGISTRY:
+        cls = _CONFIG_REGISTRY[module]
+        return Found(cls(), module, f"vLLM's config class {cls.__name__}")
+    remote = remote_configs().get(architecture.name)
+    if remote is not None:
+        values = {k: v for k, v in remote["config"].items() if not k.startswith("_")}
+        model_type = str(values["model_type"])
+        return Found(register_remote(model_type).from_dict(values), model_type,
+                     "public config.json (" + remote["source"] + ")")
+    return None
+
+
+def register_remote(model_type: str) -> Any:
+    """A config class for ``model_type`` (a family that ships its own code), so that transformers' AutoConfig, which
+    vLLM reads a config.json with, takes its keys as they are."""
+    from transformers import AutoConfig, PretrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if model_type in CONFIG_MAPPING:
+        return CONFIG_MAPPING[model_type]
+    cls = type(f"Remote{model_type.title().replace('_', '').replace('-', '')}Config", (PretrainedConfig,),
+               {"model_type": model_type})
+    AutoConfig.register(model_type, cls)
+    return cls

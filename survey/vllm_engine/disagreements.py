@@ -1,0 +1,79 @@
+"""Where vLLM and transformers compute different positions for the same config, and which one the authors' code does.
+
+Two engines disagree on a model type (:func:`find`) when both ran it and refpos's answer is exact against one and
+wrong against the other: refpos's answer cannot equal both computations. The evidence is the wrong row's own (its
+largest difference, where it first exceeds the float32 bound, and the single change of refpos's answer under which
+that engine's run is exact: :mod:`survey.vllm_engine.explain`), and the two sources are the files the rows ran.
+
+Which engine is right is decided by the model authors' code: the modeling file the checkpoint ships, or the
+original repository. Each decision is one :class:`Authors` record of :data:`AUTHORS`, naming that code by project,
+file and function and saying what it computes; refpos follows it. A disagreement without a record is listed as
+undecided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ENGINES = ("transformers", "vllm", "both")
+
+
+@dataclass(frozen=True)
+class Authors:
+    """The model authors' code on one disagreement: ``agrees`` is the engine whose positions it computes
+    (``both`` where the two differ only in a way attention cannot see), ``source`` the code (project, file,
+    function), ``finding`` what it computes."""
+
+    agrees: str
+    source: str
+    finding: str
+
+    def __post_init__(self) -> None:
+        if self.agrees not in ENGINES:
+            raise ValueError(f"agrees must be one of {ENGINES}, got {self.agrees!r}")
+
+
+#: the finding shared by the MLA families whose checkpoints store the rotated channels as adjacent pairs
+_PAIRS_IN_PLACE = ("rotates each adjacent channel pair (x0, x1), (x2, x3), ... in place, as vLLM's rotary module "
+                   "with is_neox_style=False does; transformers' apply_rotary_pos_emb_interleave first regroups the "
+                   "same pairs into two halves and rotates those: its query and key carry one and the same "
+                   "permutation of channels, so every attention score q . k is the same in the two engines")
+
+#: model type -> the authors' code on the two engines' disagreement
+AUTHORS: dict[str, Authors] = {
+    "deepseek_v3": Authors("both", "deepseek-ai/DeepSeek-V3, inference/model.py, apply_rotary_emb (a complex "
+                           "product over view_as_complex of adjacent pairs)", _PAIRS_IN_PLACE),
+    "axk1": Authors("both", "transformers, models/axk1/modeling_axk1.py, apply_rotary_pos_emb_interleave (whose "
+                    "docstring states the layout the checkpoint stores: interleaved pairs)", _PAIRS_IN_PLACE),
+}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One model type on which refpos's answer is exact against one engine and wrong against the other."""
+
+    model_type: str
+    architecture: str
+    vllm_status: str
+    transformers_status: str
+    evidence: str
+    vllm_file: str
+    transformers_file: str
+    authors: Authors | None
+
+
+def find(vllm_rows: list[dict[str, Any]], transformers_rows: list[dict[str, Any]]) -> list[Disagreement]:
+    """Every disagreement of the two tables' rows (module docstring), by model type."""
+    by_type = {r["model_type"]: r for r in transformers_rows}
+    found = []
+    for row in vllm_rows:
+        other = by_type.get(row["model_type"])
+        if other is None or {row["status"], other["status"]} != {"exact", "wrong"}:
+            continue
+        wrong = row if row["status"] == "wrong" else other
+        notes = [n for n in wrong["notes"] if "exact against refpos's answer changed" in n]
+        evidence = "; ".join([f"{'vLLM' if wrong is row else 'transformers'}: {wrong['cause']}", *notes])
+        found.append(Disagreement(row["model_type"], row["architecture"], row["status"], other["status"], evidence,
+                                  row["file"], other["file"], AUTHORS.get(row["model_type"])))
+    return found

@@ -1,0 +1,203 @@
+"""vLLM on the CPU, one process: its engine config, a single-process distributed group, and its attention recorded.
+
+vLLM builds a model as ``cls(vllm_config=..., prefix="")`` under :func:`vllm.config.set_current_vllm_config`:
+every layer reads the engine config when it is built, its parallel linear layers the tensor-parallel group.
+:func:`start` sets both up once per process: a ``gloo`` process group of world size 1 on the loopback address,
+and vLLM's model parallel groups of size 1. :func:`engine_config` builds the engine config of one tiny model
+from its ``config.json`` (float32, eager, every custom op on its ``forward_native`` path: the CPU wheel has no
+compiled extension).
+
+vLLM's attention layers (:class:`vllm.model_executor.layers.attention.Attention` and its subclasses,
+:class:`~vllm.model_executor.layers.attention.mla_attention.MLAAttention`) hand the query and key, already
+rotated by the model's ``rotary_emb``, to a kernel backend that needs a GPU or vLLM's compiled extension.
+:func:`record_attention` puts a stand-in in their place for the duration: it keeps what the constructor was
+given (heads, head size, scale, ALiBi slopes, sliding window), records each call's query and key as a
+:class:`survey.probe.Call` (``(1, H, T, d)``, float64 copies) and returns zeros, as the transformers probe does
+(:mod:`survey.probe`): each layer's input is then the same whatever attention did. An MLA layer's key is put
+together as the transformers models hand it to attention: the latent's key part through ``kv_b_proj``, then the
+rotated ``k_pe`` on every head.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from survey.probe import Call, _np
+
+_started = False
+
+
+def start() -> None:
+    """Import vLLM quietly and set up its single-process distributed group (once per process)."""
+    global _started
+    if _started:
+        return
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "1")
+    import torch
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+
+    torch.set_num_threads(1)
+    _experts_without_kernels()
+    with socket.socket() as s:  # a free port on the loopback address for the one-process group
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with set_current_vllm_config(VllmConfig(device_config=DeviceConfig(device="cpu"))):
+        init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                     distributed_init_method=f"tcp://127.0.0.1:{port}")
+        initialize_model_parallel(1, 1)
+    _started = True
+
+
+def _experts_without_kernels() -> None:
+    """A mixture of experts' kernels need a GPU or vLLM's compiled CPU extension: on this platform vLLM chooses its
+    CPU kernel for the layer to be built, and the layer returns zeros (the experts' share of the residual stream
+    left out; positions reach a layer through its attention, which is what is compared)."""
+    import torch
+    from vllm.model_executor.layers.fused_moe import unquantized_fused_moe_method as method
+    from vllm.model_executor.layers.fused_moe.runner.moe_runner import MoERunner
+
+    method.select_unquantized_moe_backend = lambda moe_config: (method.UnquantizedMoeBackend.CPU, None)
+
+    def no_experts(self: Any, hidden_states: Any, router_logits: Any, *args: Any, **kwargs: Any) -> Any:
+        return torch.zeros_like(hidden_states)
+    MoERunner.forward = no_experts
+
+
+def fill_inspection_cache() -> None:
+    """vLLM inspects each model class once (in a subprocess, cached on disk); doing it for every class at once
+    costs what one costs."""
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    ModelRegistry.fill_model_info_cache()
+
+
+def engine_config(directory: Path) -> Any:
+    """The engine config of the model whose ``config.json`` is in ``directory``: float32, eager, on the CPU, every
+    custom op on its native torch path."""
+    from vllm.config import CompilationConfig, DeviceConfig, ModelConfig, VllmConfig
+
+    model = ModelConfig(model=str(directory), tokenizer=str(directory), skip_tokenizer_init=True, dtype="float32",
+                        enforce_eager=True, trust_remote_code=False, max_model_len=None)
+    return VllmConfig(model_config=model, device_config=DeviceConfig(device="cpu"),
+                      compilation_config=CompilationConfig(custom_ops=["none"]))
+
+
+def build(architecture: str, config: Any, seed: int = 0) -> Any:
+    """Model class ``architecture`` of vLLM's registry built under ``config`` (:func:`engine_config`), every
+    parameter drawn from N(0, 0.02²) (vLLM allocates them uninitialized; weights are loaded later)."""
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    cls, _ = ModelRegistry.resolve_model_cls([architecture], config.model_config)
+    torch.set_default_dtype(torch.float32)
+    with set_current_vllm_config(config), torch.device("cpu"):
+        model = cls(vllm_config=config, prefix="")
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.is_floating_point():
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.02)
+    return model.eval()
+
+
+def forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray) -> Any:
+    """vLLM's forward of one sequence: token ids ``(T,)`` and positions ``(T,)`` (or ``(3, T)`` for M-RoPE), in a
+    forward context without attention metadata (the recorded attention needs none)."""
+    import torch
+    from vllm.config import set_current_vllm_config
+    from vllm.forward_context import set_forward_context
+
+    with set_current_vllm_config(config), set_forward_context(None, config, num_tokens=len(ids)), torch.no_grad():
+        return model(input_ids=torch.as_tensor(ids), positions=torch.as_tensor(positions))
+
+
+# ---------------------------------------------------------------------------------------- attention stand-in
+def _keep(self: Any, signature: inspect.Signature, args: tuple, kwargs: dict) -> None:
+    """What an attention layer's constructor was given, kept on the stand-in."""
+    import torch
+
+    torch.nn.Module.__init__(self)
+    bound = signature.bind(self, *args, **kwargs)
+    bound.apply_defaults()
+    given = {k: v for k, v in bound.arguments.items() if k != "self"}
+    given.update(given.pop("extra_impl_args", {}) or {})
+    self.given = given
+    self.num_heads = given["num_heads"]
+    self.head_size = given.get("head_size") or given.get("qk_nope_head_dim", 0) + given.get("qk_rope_head_dim", 0)
+    self.num_kv_heads = given.get("num_kv_heads") or self.num_heads
+    self.head_size_v = given.get("head_size_v") or given.get("v_head_dim") or self.head_size
+    self.layer_name = self.prefix = given.get("prefix", "")
+    for name in ("kv_b_proj", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank"):
+        if name in given:
+            setattr(self, name, given[name])
+
+
+def _heads(x: Any, heads: int) -> np.ndarray:
+    """``(T, H·d)`` or ``(T, H, d)`` as ``(1, H, T, d)``."""
+    t = x.reshape(x.shape[0], heads, -1)
+    return _np(t.permute(1, 0, 2))[None]
+
+
+@contextlib.contextmanager
+def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
+    """Every vLLM attention layer built and called in the block is a stand-in that hands ``record`` its module
+    and a :class:`survey.probe.Call` (layer unset), and returns zeros (see the module docstring)."""
+    import torch
+    from vllm.model_executor.layers.attention import Attention
+    from vllm.model_executor.layers.attention.mla_attention import MLAAttention
+
+    plain, latent = inspect.signature(Attention.__init__), inspect.signature(MLAAttention.__init__)
+
+    def plain_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        _keep(self, plain, args, kwargs)
+
+    def latent_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        _keep(self, latent, args, kwargs)
+
+    def plain_forward(self: Any, query: Any, key: Any, value: Any, output_shape: Any = None, **_: Any) -> Any:
+        given = self.given
+        scale = given.get("scale")
+        slopes = given.get("alibi_slopes")
+        tensors = {}
+        if slopes is not None:  # vLLM's kernels add slope·(key slot − context length): the key's slot
+            t = query.shape[0]
+            tensors["alibi (slope × key slot)"] = (np.asarray(slopes, dtype=np.float64)[:, None, None]
+                                                  * np.arange(t, dtype=np.float64)[None, None, :]
+                                                  * np.ones((1, t, 1)))[None]
+        record(self, Call(self.prefix, None, _heads(query, self.num_heads), _heads(key, self.num_kv_heads),
+                          None, tensors, float(scale) if isinstance(scale, (int, float)) else None))
+        rows = query.shape[0]
+        width = output_shape[-1] if output_shape is not None else self.num_heads * self.head_size_v
+        return torch.zeros(rows, width, dtype=query.dtype)
+
+    def latent_forward(self: Any, q: Any, kv_c_normed: Any, k_pe: Any, output_shape: Any = None, **_: Any) -> Any:
+        rows = q.shape[0]
+        kv = self.kv_b_proj(kv_c_normed)[0].view(rows, self.num_heads, self.qk_nope_head_dim + self.v_head_dim)
+        k_nope = kv[..., : self.qk_nope_head_dim]
+        k_rot = k_pe.reshape(rows, 1, -1).expand(rows, self.num_heads, k_pe.shape[-1])
+        key = torch.cat([k_nope, k_rot], dim=-1)
+        scale = self.given.get("scale")
+        record(self, Call(self.prefix, None, _heads(q, self.num_heads), _heads(key, self.num_heads), None, {},
+                          float(scale) if isinstance(scale, (int, float)) else None))
+        width = output_shape[-1] if output_shape is not None else self.num_heads * self.v_head_dim
+        return torch.zeros(rows, width, dtype=q.dtype)
+
+    saved = [(cls, name, cls.__dict__[name]) for cls in (Attention, MLAAttention) for name in ("__init__", "forward")]
+    try:
+        Attention.__init__, Attention.forward = plain_init, plain_forward
+        MLAAttention.__init__, MLAAttention.forward = latent_init, latent_forward
+        yield
+    finally:
+        for cls, name, value in saved:
+            setattr(cls, name, value)
