@@ -153,7 +153,9 @@ def self_attention(
         record's encoding does not read gets the token indices, which its hook does not look at."""
         source = enc.reads.get(use, PLAIN if not enc.reads else ("key_index",))
         found = given.read(source, side, who=f"{enc.name} ({use})", padding_idx=padding_idx)
-        return found if found is positions else as_positions(found, xp=xp, allow_negative=True)
+        if found is positions:
+            return found
+        return as_positions(xp.asarray(found), xp=xp, allow_negative=True)  # read in NumPy, used in x's library
 
     trace: dict[str, Array] = {"X": xb}
     p = enc.embed(read("rows", "query"), d_model, xp)

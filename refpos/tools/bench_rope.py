@@ -73,15 +73,15 @@ def bench_rope(xp: Any, dtypes: list[str], shape: tuple[int, ...], layouts: list
             for layout in layouts:
                 rope = RopeConfig(rope_type="default", theta=THETA, head_dim=head_dim, rotary_dim=rotary_dim,
                                   layout=layout)
-                records.append(_bench_one(xp, x, positions, rope, rope_rounds))
+                records.append(_bench_one(xp, x, dtype_name, positions, rope, rope_rounds))
     return records
 
 
-def _bench_one(xp: Any, x: Any, positions: Any, rope: Any, rope_rounds: int) -> Record:
+def _bench_one(xp: Any, x: Any, dtype_name: str, positions: Any, rope: Any, rope_rounds: int) -> Record:
     from refpos.rope import apply_rope
     from refpos.rope.table_cache import cache_for
 
-    rec: Record = {"suite": "rope", "shape": list(x.shape), "dtype": str(x.dtype), "layout": rope.layout,
+    rec: Record = {"suite": "rope", "shape": list(x.shape), "dtype": dtype_name, "layout": rope.layout,
                    "rotary_dim": rope.rotary_dim, "backend": xp.__name__}
     cache = cache_for(xp)
 
@@ -120,7 +120,7 @@ def _bench_one(xp: Any, x: Any, positions: Any, rope: Any, rope_rounds: int) -> 
     _time_transformers(rec, xp, x, rope, rope_rounds)
     rec["apply_rope_cold_peak_bytes"] = peak_memory(cold, xp)
     rec["apply_rope_warm_peak_bytes"] = peak_memory(warm, xp)
-    rec["output_bytes"] = nbytes = math.prod(x.shape) * x.dtype.itemsize
+    rec["output_bytes"] = nbytes = math.prod(x.shape) * np.dtype(dtype_name).itemsize  # any backend's dtype
     for key in ("floor_copy_s", "rotation_s", "apply_rope_warm_s", "torch_hf_apply_s"):
         if key in rec:
             rec[f"{key[:-2]}_gbs"] = 2 * nbytes / rec[key] / 1e9  # read x, write the output
