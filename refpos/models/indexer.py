@@ -1,4 +1,4 @@
-r"""The RoPE of the DeepSeek Sparse Attention (DSA) indexer: DeepSeek-V3.2 and GLM-5 (``glm_moe_dsa``).
+r"""The RoPE of the DeepSeek Sparse Attention (DSA) indexer: DeepSeek-V3.2, GLM-5 (``glm_moe_dsa``) and A.X-K2.
 
 A DSA layer scores every key for every query with a small *indexer* before its attention, and attends to the
 ``index_topk`` best keys only. The indexer has its own heads, of ``index_head_dim`` channels, and rotates their
@@ -17,6 +17,8 @@ model_type         layout            transformers 5.24
                                      the main MLA attention reads interleaved pairs
 ``glm_moe_dsa``    ``deinterleaved`` ``GlmMoeDsaIndexer.forward``: ``apply_rotary_pos_emb_interleave`` (pairs
                                      ``(2j, 2j+1)`` in, written half-split)
+``axk2``           ``half``          ``AXK2Indexer.forward`` (transformers 5.25): ``apply_rotary_pos_emb``
+                                     (rotate_half), while the main MLA attention de-interleaves its pairs
 =================  ================  ==========================================================================
 
 GLM-5 runs its own indexer on the layers ``indexer_types`` marks ``"full"``; a ``"shared"`` layer reuses the top-k
@@ -55,6 +57,7 @@ INDEXER_ROPES: dict[str, IndexerRope] = {row.family: row for row in (
     IndexerRope("deepseek_v32", "half", "deepseek_v32/modeling_deepseek_v32.py: DeepseekV32Indexer.forward"),
     IndexerRope("glm_moe_dsa", "deinterleaved", "glm_moe_dsa/modeling_glm_moe_dsa.py: GlmMoeDsaIndexer.forward",
                 layers="indexer_types"),
+    IndexerRope("axk2", "half", "axk2/modeling_axk2.py: AXK2Indexer.forward"),
 )}
 
 

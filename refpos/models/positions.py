@@ -130,7 +130,8 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, Any] | None = N
         positions = _unknown(lm, written)
     else:
         positions = _known(lm, family, written)
-    positions = _wrapper_unmodelled(positions, parent)
+    for wrapper in dict.fromkeys((parent, None if lm is top else top.raw.get("model_type"))):
+        positions = _wrapper_unmodelled(positions, wrapper)
     for part in parts:
         positions = _with_part(positions, part, release)
     if unknown_release is not None:
@@ -316,7 +317,8 @@ def _build(stack: Stack, encoding: str) -> list[LayerRecord]:
 
 def _wrapper_unmodelled(positions: ModelPositions, parent: Any) -> ModelPositions:
     """A wrapper whose row says what refpos does not model (DiffusionGemma runs its text config as an encoder
-    and a decoder stack): the top-level ``model_type`` not modelled, every attention layer refused by name."""
+    and a decoder stack; ColPali, two sections out, runs PaliGemma without position ids): the top-level
+    ``model_type`` not modelled, every attention layer refused by name."""
     wrapper = family_of(parent) if isinstance(parent, str) else None
     if wrapper is None or not wrapper.unmodelled:
         return positions

@@ -1,4 +1,5 @@
-"""The DSA indexer's RoPE (refpos.models.indexer) against DeepSeek-V3.2's and GLM-5's own indexers (anchors env).
+"""The DSA indexer's RoPE (refpos.models.indexer) against DeepSeek-V3.2's, GLM-5's and A.X-K2's own indexers
+(anchors env).
 
 transformers' indexer returns top-k indices only; the test reads what it rotates from inside it:
 
@@ -36,7 +37,8 @@ pytestmark = pytest.mark.anchors
 MODELS = {"deepseek_v32": ("deepseek_v32", "DeepseekV32Config", "DeepseekV32Indexer", "DeepseekV32RotaryEmbedding",
                            "apply_rotary_pos_emb"),
           "glm_moe_dsa": ("glm_moe_dsa", "GlmMoeDsaConfig", "GlmMoeDsaIndexer", "GlmMoeDsaRotaryEmbedding",
-                          "apply_rotary_pos_emb_interleave")}
+                          "apply_rotary_pos_emb_interleave"),
+          "axk2": ("axk2", "AXK2Config", "AXK2Indexer", "AXK2RotaryEmbedding", "apply_rotary_pos_emb")}
 ROPES = {"default": {"rope_type": "default", "rope_theta": 10000.0},
          "yarn": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 64,
                   "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0}}

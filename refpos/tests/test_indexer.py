@@ -22,6 +22,8 @@ def test_the_indexer_shares_the_main_frequencies_on_its_own_head():
     assert (rope.rope_type, rope.factor, rope.theta, rope.mscale_all_dim) == ("yarn", 40.0, 10000.0, 1.0)
     glm = {**V32, "model_type": "glm_moe_dsa"}
     assert indexer_rope(glm, from_hf_config(glm)).layout == "deinterleaved"
+    axk2 = {**V32, "model_type": "axk2"}  # A.X-K2: its main attention de-interleaves, its indexer splits in halves
+    assert (from_hf_config(axk2).layout, indexer_rope(axk2, from_hf_config(axk2)).layout) == ("deinterleaved", "half")
     assert indexer_rope({**V32, "model_type": "deepseek_v3"}, main) is None
 
 

@@ -86,3 +86,14 @@ def test_a_composite_of_parts_alone_has_no_language_stack():
 def test_a_model_the_table_does_not_know_is_not_called_a_decoder():
     positions = refpos.model_positions({"model_type": "not_a_family", "num_hidden_layers": 2})
     assert positions.stacks == ("model",) and {r.kind for r in positions} == {"unknown"}
+
+
+def test_colpali_around_paligemma_is_refused_by_name():
+    """ColPali's forward takes no position ids, and PaliGemma then rotates by the slot plus one: the language
+    model's layers refused by the outer row, not PaliGemma's answer for given ids; the vision tower resolved."""
+    config = {"model_type": "colpali", "vlm_config": {"model_type": "paligemma", "text_config": TEXT,
+                                                      "vision_config": SIGLIP}}
+    positions = refpos.model_positions(config)
+    assert {layer.kind for layer in positions.layers if layer.stack == "decoder"} == {"refused"}
+    assert "slot plus one" in positions.not_modelled["model_type"]
+    assert {layer.kind for layer in positions.layers if layer.stack == "vision"} == {"none"}

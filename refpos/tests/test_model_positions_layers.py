@@ -96,3 +96,11 @@ def test_t5gemma_nested_stacks_are_refused_by_name():
     positions = refpos.model_positions(config)
     assert {layer.kind for layer in positions.layers} == {"refused"}
     assert "encoder and a decoder" in positions.not_modelled["model_type"]
+
+
+def test_zaya_convolved_queries_and_keys_are_refused_by_name():
+    """ZAYA's CCA convolves queries and keys over the preceding tokens (the mask zeroes padding first) before
+    the rotation: what a token attends with is not its position's alone, so its layers are refused by name."""
+    positions = refpos.model_positions({"model_type": "zaya", "num_hidden_layers": 2, **GEOMETRY})
+    assert {layer.kind for layer in positions.layers} == {"refused"}
+    assert "causal convolution" in positions.not_modelled["model_type"]
