@@ -24,9 +24,13 @@ MASK_BIAS = "attention_mask (finite entries that differ within a row)"
 
 
 def role(list_path: str) -> str:
-    """``encoder`` for a layer list under an encoder, else ``decoder``."""
-    parts = list_path.split(".")
-    return "encoder" if any("encoder" in p and "decoder" not in p for p in parts) else "decoder"
+    """``encoder`` for a layer list under an encoder, else ``decoder``: the outermost path component that names
+    one of the two decides (``decoder.bert.encoder.layer``, an encoder–decoder model's BERT decoder, is the
+    decoder's; a component naming both, ``encoder_decoder``, decides nothing)."""
+    for part in list_path.split("."):
+        if ("encoder" in part) != ("decoder" in part):
+            return "encoder" if "encoder" in part else "decoder"
+    return "decoder"
 
 
 def layer_calls(run: Any) -> dict[tuple[str, int], list[int]]:

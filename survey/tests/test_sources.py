@@ -70,3 +70,16 @@ def test_one_bound_per_channel():
     assert error_of_30_percent < one_for_all  # one bound for all channels lets it through
     assert error_of_30_percent > speeds.bound(x, p)[0, slowest] * 100  # the pair's own bound does not, by far
     assert np.allclose(np.sort(speeds.omega[:64]), np.sort(refpos.to_numpy(refpos.rope_frequencies(rope)[0])))
+
+
+def test_the_outermost_component_decides_a_layer_list_s_stack():
+    """An encoder–decoder model's BERT decoder lists its layers at ``decoder.bert.encoder.layer``: the decoder's
+    (any component naming "encoder" made it the encoder's, and the row wrong)."""
+    from survey.observed import role
+
+    assert role("decoder.bert.encoder.layer") == "decoder"
+    assert role("encoder.layer") == "encoder"
+    assert role("model.encoder.layers") == "encoder"
+    assert role("model.decoder.layers") == "decoder"
+    assert role("model.encoder_decoder.encoder.layers") == "encoder"
+    assert role("model.layers") == "decoder"
