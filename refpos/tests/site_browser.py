@@ -78,7 +78,11 @@ const done = arguments[arguments.length - 1];
 const formulas = document.querySelector(".arithmatex") !== null;
 const math = !formulas ? Promise.resolve() : new Promise((resolve) => {
   const start = Date.now();
-  const poll = () => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? resolve(MathJax.startup.promise)
+  // ready: the startup promise exists and typesetPromise is defined (it is defined a moment after the promise;
+  // asking before then typeset nothing and left a page's formulas raw, one page in forty)
+  const ready = () => window.MathJax && MathJax.startup && MathJax.startup.promise
+      && typeof MathJax.typesetPromise === "function";
+  const poll = () => ready() ? resolve(MathJax.startup.promise)
       : Date.now() - start > 30000 ? resolve() : setTimeout(poll, 50);
   poll();
 }).then(() => (window.MathJax && typeof MathJax.typesetPromise === "function") ? MathJax.typesetPromise() : null);
@@ -251,6 +255,8 @@ def serve(folder: Path) -> Iterator[str]:
             pass
 
     class Server(http.server.ThreadingHTTPServer):
+        request_queue_size = 128  # the browser opens many connections at once (socketserver's backlog: 5)
+
         def handle_error(self, request, client_address) -> None:
             import sys
 
