@@ -112,6 +112,19 @@ def integer_positions(positions, *, reject_negative: bool) -> np.ndarray:
     return pos.astype(np.int64)
 
 
+def rope_inputs(x: Any, positions: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, positions)`` of an ``apply_rope`` call as NumPy arrays, positions int64 and not negative: positions
+    ``(T,)`` for every row of ``x``, or ``(B, T)`` for an ``x`` of ``(B, H, T, D)``; anything else is a
+    ``ValueError`` naming both shapes (the kernels these adapters wrap take no other)."""
+    pos = integer_positions(positions, reject_negative=True)
+    x = np.asarray(x)
+    if pos.ndim not in (1, 2) or pos.shape[-1] != x.shape[-2]:
+        raise ValueError(f"positions must be (T,) or (B, T) with T = x.shape[-2], got {pos.shape} for x {x.shape}")
+    if pos.ndim == 2 and not (x.ndim == 4 and pos.shape[0] == x.shape[0]):
+        raise ValueError(f"(B, T) positions need x (B, H, T, D), got positions {pos.shape}, x {x.shape}")
+    return x, pos
+
+
 def vision_settings(rope: dict, positions) -> tuple[str, int, float, list[int], str, np.ndarray]:
     """The contract's checks of ``apply_vision_rope``'s arguments, made before any library runs:
     ``(form, head_dim, rope_theta, sections, layout, coordinates)``. A named form (Qwen2-VL, Pixtral,

@@ -61,6 +61,7 @@ from spec_tests.adapters._contract import (
     kind_and_layout,
     pair_probe,
     probe_tables,
+    rope_inputs,
     rope_settings,
     rotary_width,
 )
@@ -169,12 +170,7 @@ def _setup(rope: dict) -> tuple[str, str, float, float]:
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """The form of the rope dict's layout (module docstring) on ``x`` at ``positions``, float32."""
-    pos = integer_positions(positions, reject_negative=True)
-    x = np.asarray(x)
-    if pos.ndim not in (1, 2) or pos.shape[-1] != x.shape[-2]:
-        raise ValueError(f"positions must be (T,) or (B, T) with T = x.shape[-2], got {pos.shape} for x {x.shape}")
-    if pos.ndim == 2 and not (x.ndim == 4 and pos.shape[0] == x.shape[0]):
-        raise ValueError(f"(B, T) positions need x (B, H, T, D), got positions {pos.shape}, x {x.shape}")
+    x, pos = rope_inputs(x, positions)
     kind, layout, theta, factor = _setup(rope)
     t, d = x.shape[-2:]
     lead = (x.shape[0], -1) if pos.ndim == 2 else (1, -1)  # [B, N, T, D]: one batch row per position row

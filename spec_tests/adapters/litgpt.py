@@ -55,6 +55,7 @@ from spec_tests.adapters._contract import (
     batch_of_heads,
     integer_positions,
     kind_and_layout,
+    rope_inputs,
     rope_settings,
     rotary_width,
 )
@@ -153,12 +154,7 @@ def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarr
     """litgpt's ``apply_rope`` (``apply_rope_interleave`` for deinterleaved) on the first n_elem channels
     with the table rows ``batched_index_select`` picks, the rest unchanged (``CausalSelfAttention.forward``)."""
     _setup(rope)  # the rope dict first: an M-RoPE dict is refused before its (3, T) positions are read
-    pos = integer_positions(positions, reject_negative=True)
-    x = np.asarray(x)
-    if pos.ndim not in (1, 2) or pos.shape[-1] != x.shape[-2]:
-        raise ValueError(f"positions must be (T,) or (B, T) with T = x.shape[-2], got {pos.shape} for x {x.shape}")
-    if pos.ndim == 2 and not (x.ndim == 4 and pos.shape[0] == x.shape[0]):
-        raise ValueError(f"(B, T) positions need x (B, H, T, D), got positions {pos.shape}, x {x.shape}")
+    x, pos = rope_inputs(x, positions)
     n_elem, layout, cos, sin = _cache(rope, int(pos.max()) + 1 if pos.size else 1)
     cos_at = batched_index_select(cos, 0, torch.from_numpy(pos))  # (T, n_elem) or (B, T, n_elem)
     sin_at = batched_index_select(sin, 0, torch.from_numpy(pos))

@@ -48,6 +48,7 @@ from spec_tests.adapters._contract import (
     adapter_info,
     integer_positions,
     kind_and_layout,
+    rope_inputs,
     rope_settings,
     rotary_width,
 )
@@ -187,12 +188,7 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """The converted RoPE graph on ``x`` at ``positions`` (module docstring), compiled for CPU."""
-    pos = integer_positions(positions, reject_negative=True)
-    x = np.asarray(x)
-    if pos.ndim not in (1, 2) or pos.shape[-1] != x.shape[-2]:
-        raise ValueError(f"positions must be (T,) or (B, T) with T = x.shape[-2], got {pos.shape} for x {x.shape}")
-    if pos.ndim == 2 and not (x.ndim == 4 and pos.shape[0] == x.shape[0]):
-        raise ValueError(f"(B, T) positions need x (B, H, T, D), got positions {pos.shape}, x {x.shape}")
+    x, pos = rope_inputs(x, positions)
     layout, width, theta, factor = _setup(rope)
     t, d = x.shape[-2:]
     if x.size == 0:

@@ -55,6 +55,7 @@ from spec_tests.adapters._contract import (
     adapter_info,
     integer_positions,
     kind_and_layout,
+    rope_inputs,
     rope_settings,
     rotary_width,
 )
@@ -131,13 +132,8 @@ def rope_cos_sin(positions, rope: dict, seq_len: int | None = None) -> tuple[np.
 def apply_rope(x, positions, rope: dict, seq_len: int | None = None) -> np.ndarray:
     """``apply_rope`` of ``tinygrad.llm.model`` on the first ``rope_dim`` channels, the rest concatenated
     unchanged (``TransformerBlock._attention``)."""
-    pos = integer_positions(positions, reject_negative=True)
-    x = np.asarray(x)
-    if pos.ndim not in (1, 2) or pos.shape[-1] != x.shape[-2]:
-        raise ValueError(f"positions must be (T,) or (B, T) with T = x.shape[-2], got {pos.shape} for x {x.shape}")
+    x, pos = rope_inputs(x, positions)
     if pos.ndim == 2:  # (B, T) with x (B, H, T, D): one batch row at a time
-        if not (x.ndim == 4 and pos.shape[0] == x.shape[0]):
-            raise ValueError(f"(B, T) positions need x (B, H, T, D), got positions {pos.shape}, x {x.shape}")
         return np.stack([apply_rope(x[b], pos[b], rope, seq_len) for b in range(pos.shape[0])])
     width, _, rows = _rows(rope, pos)
     t, d = x.shape[-2:]
