@@ -189,23 +189,29 @@ def test_pair_sizes_from_slices_equal_those_from_index_lists(layout, placement, 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
 @pytest.mark.parametrize(("layout", "placement", "rotary"), [("half", "first", 16), ("interleaved", "last", 8),
                                                              ("deinterleaved", "last", 4), ("half", "first", 6)])
-def test_tolerance_per_pair_is_the_per_element_rule(dtype, layout, placement, rotary):
+@pytest.mark.parametrize("special", [None, np.inf, np.nan])
+def test_tolerance_per_pair_is_the_per_element_rule(dtype, layout, placement, rotary, special):
     """The blocks compute the float32/float64 tolerance once per pair: the same bits as rope_tolerance on
-    the per-element sizes (bfloat16 keeps the per-element rule, its ulp term depends on the output)."""
+    the per-element sizes (bfloat16 keeps the per-element rule, its ulp term depends on the output), an
+    infinite or NaN input included (the general rule's NaN tolerance there)."""
     from refpos.check.rope.problem import pair_magnitude, rotated_tolerance
     from refpos.golden.exact import tolerance as tol
     from refpos.rope.core import rope_pair_slices, rope_span
 
     rope = refpos.RopeConfig(head_dim=16, rotary_dim=rotary, layout=layout, placement=placement)
     x = np.random.default_rng(6).standard_normal((2, 5, 16)) * np.logspace(-3, 3, 16)
+    if special is not None:
+        x[1, 2, 0] = x[0, 3, 15] = special
     positions = np.array([[0, 1, 7, 4096, 131071]] * 2)
     inv_freq, _ = refpos.rope_frequencies(rope, xp="numpy")
-    y = np.asarray(refpos.apply_rope(x, positions, rope))
+    with np.errstate(invalid="ignore"):
+        y = np.asarray(refpos.apply_rope(x, positions, rope))
     channels = rope_pair_slices(rope, *rope_span(rope))
-    want = tol.rope_tolerance(dtype, positions, np.asarray(inv_freq), reference=y,
-                              magnitude=pair_magnitude(x, channels, 1.25))
-    np.testing.assert_array_equal(rotated_tolerance(dtype, positions, np.asarray(inv_freq), x, channels, 1.25, y),
-                                  want)
+    with np.errstate(invalid="ignore"):  # 0·inf in the general rule's storage term: its NaN tolerance
+        want = tol.rope_tolerance(dtype, positions, np.asarray(inv_freq), reference=y,
+                                  magnitude=pair_magnitude(x, channels, 1.25))
+        got = rotated_tolerance(dtype, positions, np.asarray(inv_freq), x, channels, 1.25, y)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_memory_mapped_reading_is_as_strict_as_reading(tmp_path):

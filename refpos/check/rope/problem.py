@@ -19,6 +19,7 @@ from refpos.backend import to_numpy
 from refpos.check.shared.arrays import np_ns
 from refpos.golden.exact import tolerance as tol
 from refpos.golden.exact.compare import compare
+from refpos.golden.exact.ulp import ulp
 
 
 def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -112,9 +113,12 @@ def _tolerance_per_pair(dtype: str, positions: np.ndarray, inv_freq: np.ndarray,
     u_in, v_in, u_out, v_out = channels
     start, stop = u_in.start, v_in.stop
     at = positions[..., None]  # (..., T, 1): one bound per position, broadcast over the channels
+    angle = np.asarray(tol.angle_error_bound(dtype, at, inv_freq))  # (..., T, 1): |p|·rate, once per block
 
     def rule(size: np.ndarray) -> np.ndarray:
-        return np.asarray(tol.rope_tolerance(dtype, at, inv_freq, magnitude=size))
+        if not np.isfinite(size.max(initial=0.0)):  # an infinite or NaN size: the general rule's NaN and inf
+            return np.asarray(tol.rope_tolerance(dtype, at, inv_freq, magnitude=size))
+        return _finite_rule(dtype, angle, size)
 
     atol = np.empty(x.shape)  # (..., T, D)
     per_pair = rule(_pair_size(x, u_in, v_in, attention_factor))  # (..., T, m)
@@ -123,6 +127,26 @@ def _tolerance_per_pair(dtype: str, positions: np.ndarray, inv_freq: np.ndarray,
     for outside in (slice(0, start), slice(stop, x.shape[-1])):  # channels that are not rotated: |x|
         if outside.stop > outside.start:
             atol[..., outside] = rule(np.abs(x[..., outside]))
+    return atol
+
+
+def _finite_rule(dtype: str, angle: np.ndarray, size: np.ndarray) -> np.ndarray:
+    r""":func:`refpos.golden.exact.tolerance.rope_tolerance` for float32/float64 and finite sizes, in place.
+
+    The rule is :math:`\mathrm{atol} = (|p|\,r)\,m + (\rho\,m + f) + k\,\mathrm{ulp}_{32}(m)` with the storage
+    coefficients :math:`(\rho, k, f)` = (0, 4, 0) in float32 and (10⁻¹³, 0, 0) in float64
+    (:func:`refpos.golden.exact.forms.storage_coefficients`). For a finite ``m`` the terms that are zero add
+    exact zeros, so leaving them out keeps every bit (tested equal); the one result array is written in place.
+    """
+    relative, path_ulps, floor = tol.storage_coefficients(dtype, None)
+    atol = np.multiply(angle, size)  # (|p|·r)·m, the phase term
+    stored = relative * size + floor if relative or floor else None  # ρ·m + f
+    if path_ulps:  # + k·ulp₃₂(m): a power of two times k, exact
+        spacing = ulp(size, "float32")
+        spacing *= path_ulps
+        stored = spacing if stored is None else stored + spacing
+    if stored is not None:
+        atol += stored
     return atol
 
 

@@ -34,8 +34,11 @@ import numpy as np
 from refpos.check.shared.catalogue import known
 from refpos.parallel import run_blocks
 
-#: elements of the candidate per block (2**20: 8 MiB per float64 temporary; a block holds about ten)
-BLOCK_ELEMENTS = 2**20
+#: elements of the candidate per block (2**17: 1 MiB per float64 temporary; a block holds about ten). Small
+#: enough that a block's temporaries stay near the core's 2 MiB L2 cache between the passes over them (the
+#: check's CPU time fell by a third from 2**20 to 2**17 blocks: docs/performance.md#measured-cache), large
+#: enough that each block's few dozen NumPy calls cost little beside their work
+BLOCK_ELEMENTS = 2**17
 
 #: rows a diagnosis works on at most (every row of a smaller check): RoPE, M-RoPE and the tables alike
 SAMPLE_ROWS = 4096
