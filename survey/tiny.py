@@ -57,7 +57,9 @@ _FFN_KEY = re.compile(r"\w*(intermediate_size|ffn_dim|d_ff|n_inner|ffn_hidden_si
 _EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_num_experts|num_routed_experts"
                          r"|zero_expert_num|n_shared_experts)")
 _PER_TOKEN_KEY = re.compile(r"(num_experts_per_tok|moe_topk|top_k|num_experts_per_token|moe_k|top_k_experts)")
-_INDEX_KEY = re.compile(r"(?!.*token).*(layer|idx|indices|_ids)\w*")
+_INDEX_KEY = re.compile(r"(?!.*token)(?!out_indices$).*(layer|idx|indices|_ids)\w*")
+#: counts of a layer count's parts (Dory's input, recurrent and output layers), which must sum to it
+_PART_KEY = re.compile(r"n_\w+_layers")
 #: the width of a model without attention heads (RWKV, xLSTM's blocks): shrunk to this
 WIDTH = 256
 _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
@@ -67,6 +69,43 @@ _GROUP_KEYS = ("n_group", "num_group", "num_expert_group", "moe_num_groups")
 _GROUP_TOPK_KEYS = ("topk_group", "group_topk", "num_topk_groups")
 _SSM_HEADS = (("mamba_n_heads", "mamba_d_head"), ("mamba_num_heads", "mamba_head_dim"),
               ("n_mamba_heads", "mamba_headdim"))
+
+
+def _dbrx_attention(values: dict[str, Any]) -> dict[str, Any]:
+    """DBRX's attention module keeps ``attn_config.rope_theta``, a field its attention config class no longer
+    defines (the rotary module reads ``rope_parameters``; released configs still state it): stated, the same
+    base. Its default ``clip_qkv`` of None reaches ``clamp`` as both bounds, which torch refuses: stated as the
+    released configs state it, 8 (a bound the probe's activations stay far below)."""
+    attention = values["attn_config"]
+    return {"attn_config": {**attention, "rope_theta": values["rope_parameters"]["rope_theta"],
+                            "clip_qkv": attention.get("clip_qkv") or 8}}
+
+
+def _dense_then_sparse(values: dict[str, Any]) -> dict[str, Any]:
+    """DeepSeek-OCR-2's text decoder indexes ``mlp_layer_types`` by layer, and its class leaves it None: stated
+    as its docstring's example, a dense first layer, then sparse ones."""
+    if values.get("mlp_layer_types") is not None:
+        return {}
+    return {"mlp_layer_types": ["dense"] + ["sparse"] * (values["num_hidden_layers"] - 1)}
+
+
+#: per model type, fields its class leaves unset (or does not define) that its modules read, so that no
+#: geometry builds from the class defaults: (why, the fields stated, from the shrunk values)
+OVERRIDES: dict[str, tuple[str, Any]] = {
+    "dbrx": ("attention reads attn_config.rope_theta and clamps to clip_qkv", _dbrx_attention),
+    "deepseek_ocr2_text": ("mlp_layer_types indexed by layer, None by default", _dense_then_sparse),
+    # T5Gemma2Config copies its dropout_rate onto its text configs; a text config alone lacks it
+    "t5gemma2_text": ("its MLP reads dropout_rate, which only the composite sets",
+                      lambda values: {"dropout_rate": values.get("dropout_rate", 0.0)}),
+    # the talker's MoE block builds a shared expert of this width; the class does not define it
+    "qwen3_omni_moe_talker_text": ("its MoE block reads shared_expert_intermediate_size",
+                                   lambda values: {"shared_expert_intermediate_size": values["intermediate_size"]}),
+    # the forward refuses ids without a language; the config lists the languages, the first is stated
+    "xmod": ("its forward needs default_language", lambda values: {"default_language": values["languages"][0]}),
+    # the model maps image tokens through vocabulary_map, None by default: a map naming the image token only
+    "chameleon": ("its model reads vocabulary_map['<image>']",
+                  lambda values: {"vocabulary_map": values.get("vocabulary_map") or {"<image>": VOCAB - 1}}),
+}
 
 
 def _int(value: Any) -> bool:
@@ -112,11 +151,21 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             out[key] = fits[0]
     for key, entries in keyed.items():
         out[key] = {k: v for k, v in entries.items() if int(k) < kept}
+    _cut_parts(values, out, layer_counts)
+    _cut_stages(values, out, layer_counts)
     # lists as long as a layer count keep their prefix (the pattern's phase)
     for key, value in values.items():
         if isinstance(value, list) and value and any(len(value) == n != out[k] for k, n in layer_counts.items()):
             n_new = next(out[k] for k, n in layer_counts.items() if len(value) == n)
             out[key] = value[:n_new]
+    for key, value in values.items():
+        if key == "num_codebooks" and _int(value) and value > 1:
+            # a decoder that reads its input ids as rows of codebooks (MusicGen reshapes them to (-1, codebooks,
+            # T)): one codebook, so the probe's one row of ids is one sequence, its positions those of the row
+            out[key] = 1
+    override = OVERRIDES.get(values.get("model_type", ""))
+    if override is not None:
+        out.update(override[1](out))  # (why, fields): see OVERRIDES
     if strength == "default":
         return out
     for key, value in values.items():
@@ -176,9 +225,11 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             out[key] = min(width, WIDTH)
         for key in _DERIVED_WIDTHS:
             out.pop(key, None)
-    expand = values.get("mamba_expand")
+    # a state-space model of its own (Mamba-2: a state size, no attention) names its mixer's heads plainly
+    expand = values.get("mamba_expand", values.get("expand") if "state_size" in values else None)
     width = next((out[k] for k in widths), None)
-    for heads_key, dim_key in _SSM_HEADS:  # a state-space mixer: its heads x head width = expand x width
+    pairs = (*_SSM_HEADS, ("num_heads", "head_dim")) if "state_size" in values else _SSM_HEADS
+    for heads_key, dim_key in pairs:  # a state-space mixer: its heads x head width = expand x width
         if _int(values.get(heads_key)) and _int(values.get(dim_key)) and _int(expand) and width \
                 and (expand * width) % values[dim_key] == 0:
             out[heads_key] = expand * width // values[dim_key]
@@ -189,6 +240,44 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             elif isinstance(value, list) and all(_int(v) for v in value):
                 out[key] = [min(v, FFN) for v in out[key]]
     return out
+
+
+def _cut_parts(values: dict[str, Any], out: dict[str, Any], layer_counts: dict[str, int]) -> None:
+    """Counts of a layer count's parts (:data:`_PART_KEY`) that sum to it in the defaults (Dory: 16 input, 40
+    recurrent and 16 output layers of 72) are scaled to sum to the count kept (:func:`scaled_sections`), each
+    part kept at one layer at least."""
+    parts = {key: v for key, v in values.items() if _PART_KEY.fullmatch(key) and key not in layer_counts
+             and _int(v) and v > 0}
+    for key, count in layer_counts.items():
+        if parts and sum(parts.values()) == count and len(parts) <= out[key] < count:
+            scaled = scaled_sections([parts[k] - 1 for k in parts], out[key] - len(parts))
+            out.update({k: n + 1 for k, n in zip(parts, scaled, strict=True)})
+
+
+def _cut_stages(values: dict[str, Any], out: dict[str, Any], layer_counts: dict[str, int]) -> None:
+    """A backbone's output stages when its layers are cut.
+
+    ``stage_names`` (a stem, then one stage per layer or per block of layers) is derived by the config class
+    from the layer count; ``out_indices`` picks stages of it (0 the stem) and ``out_features`` names them. Of
+    ``n`` stages cut to ``m``, each index ``i`` becomes ``m - (n - i)`` (the last stages stay the last: BEiT's
+    ``[12]``, Depth Anything's ``[9, 10, 11, 12]``), or where that leaves the stem or before it,
+    ``ceil(i * m / n)`` (spread as before: ZoeDepth's ``[6, 12, 18, 24]`` of 24 become ``[2, 4, 6, 8]``);
+    ``out_features`` is then left for the class to name from the indices."""
+    names = values.get("stage_names")
+    if not isinstance(names, list) or len(names) < 2:
+        return
+    stages = len(names) - 1
+    kept = next((out[key] for key, count in layer_counts.items() if count == stages), stages)
+    chosen = values.get("out_indices")
+    if not isinstance(chosen, list) and isinstance(values.get("out_features"), list):
+        chosen = [names.index(f) for f in values["out_features"] if f in names]
+    if kept == stages or not isinstance(chosen, list) or not chosen:
+        return
+    chosen = [i if i >= 0 else stages + 1 + i for i in chosen]  # a negative index counts from the end
+    last = [kept - (stages - i) for i in chosen]
+    mapped = last if min(last) >= 1 else [-(-i * kept // stages) for i in chosen]
+    out["out_indices"] = sorted(set(mapped))
+    out["out_features"] = None
 
 
 def _shrunk_values(config: Any, strength: str) -> dict[str, Any]:
