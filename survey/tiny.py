@@ -58,11 +58,15 @@ _EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_n
                          r"|zero_expert_num|n_shared_experts)")
 _PER_TOKEN_KEY = re.compile(r"(num_experts_per_tok|moe_topk|top_k|num_experts_per_token|moe_k|top_k_experts)")
 _INDEX_KEY = re.compile(r"(?!.*token)(?!out_indices$).*(layer|idx|indices|_ids)\w*")
+#: lists of layer types, one entry per layer
+_TYPE_LIST_KEYS = ("layer_types", "layers_block_type")
 #: counts of a layer count's parts (Dory's input, recurrent and output layers), which must sum to it
 _PART_KEY = re.compile(r"n_\w+_layers")
 #: the width of a model without attention heads (RWKV, xLSTM's blocks): shrunk to this
 WIDTH = 256
 _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
+#: widths named after another config's width, which must equal it (see :func:`_follow_widths`)
+_NAMED_WIDTH_KEY = re.compile(r"(audio|backbone|text|vision)_hidden_size|hidden_size_global")
 #: widths a config class computes from the model width when they are absent (Zamba2's shared attention)
 _DERIVED_WIDTHS = ("attention_head_dim", "attention_hidden_size")
 _GROUP_KEYS = ("n_group", "num_group", "num_expert_group", "moe_num_groups")
@@ -100,9 +104,18 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     # the talker's MoE block builds a shared expert of this width; the class does not define it
     "qwen3_omni_moe_talker_text": ("its MoE block reads shared_expert_intermediate_size",
                                    lambda values: {"shared_expert_intermediate_size": values["intermediate_size"]}),
+    # the talker (speech out) reads fields its config class does not define (spatial_merge_size): not built;
+    # the thinker, which reads the text, is built as before
+    "qwen3_omni_moe": ("its talker reads fields its class does not define",
+                       lambda values: {"enable_audio_output": False}),
     # the forward refuses ids without a language; the config lists the languages, the first is stated
     "xmod": ("its forward needs default_language", lambda values: {"default_language": values["languages"][0]}),
     # the model maps image tokens through vocabulary_map, None by default: a map naming the image token only
+    # xLSTM's mLSTM heads are 512 wide by default (its width over its heads) and read no positions: at that head
+    # width, the fewest heads leave 400M parameters; the width of a model without attention, as RWKV's
+    "xlstm": ("its blocks read no positions; its width per head makes it too large",
+              lambda values: {"hidden_size": min(values["hidden_size"], WIDTH),
+                              "embedding_dim": min(values["embedding_dim"], WIDTH)}),
     "chameleon": ("its model reads vocabulary_map['<image>']",
                   lambda values: {"vocabulary_map": values.get("vocabulary_map") or {"<image>": VOCAB - 1}}),
 }
@@ -152,6 +165,12 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     for key, entries in keyed.items():
         out[key] = {k: v for k, v in entries.items() if int(k) < kept}
     _cut_parts(values, out, layer_counts)
+    if not layer_counts:  # a layer-type list that is the layer count (Nemotron-H's layers_block_type)
+        for key in _TYPE_LIST_KEYS:
+            listed = values.get(key)
+            if isinstance(listed, list) and len(listed) > LAYERS and all(isinstance(t, str) for t in listed):
+                # the shortest prefix of LAYERS layers or more that shows every type
+                out[key] = listed[:max(LAYERS, *(listed.index(t) + 1 for t in set(listed)))]
     _cut_stages(values, out, layer_counts)
     # lists as long as a layer count keep their prefix (the pattern's phase)
     for key, value in values.items():
@@ -163,11 +182,8 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             # a decoder that reads its input ids as rows of codebooks (MusicGen reshapes them to (-1, codebooks,
             # T)): one codebook, so the probe's one row of ids is one sequence, its positions those of the row
             out[key] = 1
-    override = OVERRIDES.get(values.get("model_type", ""))
-    if override is not None:
-        out.update(override[1](out))  # (why, fields): see OVERRIDES
     if strength == "default":
-        return out
+        return _overridden(out)
     for key, value in values.items():
         # a count of None that the modules use as a number (DeepSeek-V2's experts per token, ESM's
         # vocabulary, Dots1's experts): stated as the shrunk count
@@ -187,18 +203,18 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     for key in _GROUP_TOPK_KEYS:
         if _int(values.get(key)) and values[key] > 1:
             out[key] = 1
-    for key, value in values.items():  # other vocabularies (Gemma 3n's per-layer inputs)
-        if key.startswith("vocab_size_") and _int(value) and value > VOCAB and strength != "widths":
+    for key, value in values.items():  # other vocabularies (Gemma 3n's per-layer inputs, BLT's hashed n-grams)
+        if (key.startswith("vocab_size_") or key.endswith("_vocab")) and _int(value) and value > VOCAB and strength != "widths":
             out[key] = VOCAB
     vocab = values.get("vocab_size")
     if _int(vocab) and vocab > VOCAB and strength != "widths":
         # an embedding's padding row must exist; other token ids (image, audio placeholders) are never fed
         out["vocab_size"] = VOCAB
-        pad = values.get("pad_token_id")
-        if _int(pad) and pad >= VOCAB:  # the padding row must exist; the survey never feeds a padding token
-            out["pad_token_id"] = VOCAB - 1
+        for key in ("pad_token_id", "blank_token_id"):  # a padding row, a CTC blank class: must exist
+            if _int(values.get(key)) and values[key] >= VOCAB:  # (the survey never feeds either)
+                out[key] = VOCAB - 1
     if strength == "layers":
-        return out
+        return _overridden(out)
     heads = {key: v for key, v in values.items() if _HEAD_KEY.fullmatch(key) and _int(v) and v > 0}
     widths = {key: v for key, v in values.items() if _WIDTH_KEY.fullmatch(key) and _int(v) and v > 0}
     explicit = next((values[k] for k in _HEAD_DIM_KEY if _int(values.get(k)) and values[k] > 0), None)
@@ -220,6 +236,9 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             out[key] = min(width, min(first_heads, HEADS) * head_dim)
         for key in _DERIVED_WIDTHS:  # widths the config class derives from the width: derived anew
             out.pop(key, None)
+        for key, value in values.items():  # a convolution with a group per channel (Mimi's upsampling) stays so
+            if key.endswith("groups") and _int(value) and value in widths.values():
+                out[key] = out[next(k for k, w in widths.items() if w == value)]
     elif widths:  # no attention heads (RWKV): the width alone, and what the config class derives from it
         for key, width in widths.items():
             out[key] = min(width, WIDTH)
@@ -239,7 +258,13 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
                 out[key] = FFN
             elif isinstance(value, list) and all(_int(v) for v in value):
                 out[key] = [min(v, FFN) for v in out[key]]
-    return out
+    return _overridden(out)
+
+
+def _overridden(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the fields :data:`OVERRIDES` states for its model type."""
+    override = OVERRIDES.get(values.get("model_type", ""))
+    return values if override is None else {**values, **override[1](values)}
 
 
 def _cut_parts(values: dict[str, Any], out: dict[str, Any], layer_counts: dict[str, int]) -> None:
@@ -291,9 +316,39 @@ def _shrunk_values(config: Any, strength: str) -> dict[str, Any]:
     return shrink_dict(values, strength)
 
 
+def _width_pairs(original: dict[str, Any], shrunk: dict[str, Any]) -> set[tuple[int, int]]:
+    """Every ``(default, shrunk)`` pair of a width (:data:`_WIDTH_KEY`) the shrink changed, sub-configs too."""
+    pairs = set()
+    for key, value in original.items():
+        new = shrunk.get(key)
+        if isinstance(value, dict) and isinstance(new, dict):
+            pairs |= _width_pairs(value, new)
+        elif isinstance(key, str) and _WIDTH_KEY.fullmatch(key) and _int(value) and _int(new) and new != value:
+            pairs.add((value, new))
+    return pairs
+
+
+def _follow_widths(original: dict[str, Any], shrunk: dict[str, Any], pairs: set[tuple[int, int]]) -> None:
+    """Widths that name another config's width (:data:`_NAMED_WIDTH_KEY`: NeMo's ``head_config.audio_hidden_size``
+    is its audio encoder's, CSM's ``backbone_hidden_size`` its backbone's, BLT's ``hidden_size_global`` its
+    global model's), which validators or shapes require equal: where the default equals a width the shrink changed,
+    and every width of that default became the same, that one's shrunk value."""
+    for key, value in original.items():
+        new = shrunk.get(key)
+        if isinstance(value, dict) and isinstance(new, dict):
+            _follow_widths(value, new, pairs)
+        elif isinstance(key, str) and _NAMED_WIDTH_KEY.fullmatch(key) and _int(value) and new == value:
+            targets = {n for old, n in pairs if old == value}
+            if len(targets) == 1:
+                shrunk[key] = targets.pop()
+
+
 def shrink(config: Any, strength: str) -> Any:
     """A new config of ``type(config)`` from its ``to_dict()`` shrunk at ``strength``, sub-configs too."""
-    return type(config).from_dict(_shrunk_values(config, strength))
+    values = _shrunk_values(config, strength)
+    original = config.to_dict()
+    _follow_widths(original, values, _width_pairs(original, values))
+    return type(config).from_dict(values)
 
 
 def _configs(config: Any) -> list[Any]:
