@@ -204,7 +204,8 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
         if _int(values.get(key)) and values[key] > 1:
             out[key] = 1
     for key, value in values.items():  # other vocabularies (Gemma 3n's per-layer inputs, BLT's hashed n-grams)
-        if (key.startswith("vocab_size_") or key.endswith("_vocab")) and _int(value) and value > VOCAB and strength != "widths":
+        other = key.startswith("vocab_size_") or key.endswith("_vocab")
+        if other and _int(value) and value > VOCAB and strength != "widths":
             out[key] = VOCAB
     vocab = values.get("vocab_size")
     if _int(vocab) and vocab > VOCAB and strength != "widths":
