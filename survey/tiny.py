@@ -50,8 +50,9 @@ STRENGTHS = ("tiny", "widths", "layers", "default")
 
 _LAYER_KEY = re.compile(r"(num_hidden_layers|n_layers?|num_layers|(encoder|decoder)_layers|num_(encoder|decoder)_layers"
                         r"|num_text_layers|depth|num_blocks)")
-_HEAD_KEY = re.compile(r"(num_attention_heads|n_heads?|num_heads|attention_heads|(encoder|decoder)_attention_heads)")
-_KV_KEY = re.compile(r"(num_key_value_heads|num_kv_heads|n_head_kv|multi_query_group_num)")
+_HEAD_KEY = re.compile(r"((cross_)?num_attention_heads|n_heads?|num_heads|attention_heads"
+                       r"|(encoder|decoder)_attention_heads)")
+_KV_KEY = re.compile(r"((cross_)?num_key_value_heads|num_kv_heads|n_head_kv|multi_query_group_num)")
 _WIDTH_KEY = re.compile(r"(hidden_size|d_model|n_embd|embed_dim|emb_dim|embedding_dim)")
 _FFN_KEY = re.compile(r"\w*(intermediate_size|ffn_dim|d_ff|n_inner|ffn_hidden_size)\w*")
 _EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_num_experts|num_routed_experts"
@@ -66,7 +67,7 @@ _PART_KEY = re.compile(r"n_\w+_layers")
 WIDTH = 256
 _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
 #: widths named after another config's width, which must equal it (see :func:`_follow_widths`)
-_NAMED_WIDTH_KEY = re.compile(r"(audio|backbone|text|vision)_hidden_size|hidden_size_global")
+_NAMED_WIDTH_KEY = re.compile(r"(audio|backbone|text|vision|cross)_hidden_size|hidden_size_global")
 #: widths a config class computes from the model width when they are absent (Zamba2's shared attention)
 _DERIVED_WIDTHS = ("attention_head_dim", "attention_hidden_size")
 _GROUP_KEYS = ("n_group", "num_group", "num_expert_group", "moe_num_groups")
@@ -108,6 +109,19 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     # the thinker, which reads the text, is built as before
     "qwen3_omni_moe": ("its talker reads fields its class does not define",
                        lambda values: {"enable_audio_output": False}),
+    # Dia's encoder reads bytes (256 ids; the probe's ids reach 999) and its decoder reads its ids as rows of
+    # num_channels codebooks, as MusicGen's (see num_codebooks)
+    "dia": ("a byte vocabulary below the probe's ids, and ids read as rows of codebooks",
+            lambda values: {"encoder_config": {**values["encoder_config"],
+                                               "vocab_size": max(values["encoder_config"]["vocab_size"], VOCAB)},
+                            "decoder_config": {**values["decoder_config"], "num_channels": 1},
+                            "delay_pattern": values["delay_pattern"][:1]}),
+    # the speech model's phoneme vocabulary (78 ids) lies in model_config, where the probe does not look for
+    # the ids it feeds (below 1000): widened, the positions do not depend on it
+    "fastspeech2_conformer_with_hifigan": (
+        "a phoneme vocabulary below the probe's ids",
+        lambda values: {"model_config": {**values["model_config"],
+                                         "vocab_size": max(values["model_config"]["vocab_size"], VOCAB)}}),
     # the forward refuses ids without a language; the config lists the languages, the first is stated
     "xmod": ("its forward needs default_language", lambda values: {"default_language": values["languages"][0]}),
     # the model maps image tokens through vocabulary_map, None by default: a map naming the image token only
