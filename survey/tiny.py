@@ -16,19 +16,32 @@ what they do:
 
 Lists as long as the layer count (``layer_types``, ``no_rope_layers`` ...) are cut to the new count, so a
 pattern keeps its phase; lists of layer indices (``hybrid_layer_ids``) keep the indices below it, and the
-count stays high enough to keep each list's first index. Sub-configs (``text_config``, ``vision_config``
-...) are shrunk by the same rules.
+count stays high enough to keep each list's first index. A layer-type list that is itself the layer count
+(Nemotron-H's ``layers_block_type``) is cut to the shortest prefix that shows every type. Counts of a layer
+count's parts (Dory's input, recurrent and output layers) are scaled to sum to the new count; a backbone's
+output stages (``out_indices``) are mapped onto the stages left (:func:`_cut_stages`). Sub-configs
+(``text_config``, ``vision_config`` ...) are shrunk by the same rules, and a width named after another config's
+(``audio_hidden_size``, ``backbone_hidden_size``, ``cross_hidden_size``) follows that one
+(:func:`_follow_widths`); a convolution with a group per channel keeps one. Other vocabularies (``vocab_size_*``,
+BLT's hashed ``*_vocab``) shrink with the vocabulary, and a CTC blank class past it becomes its last row, as a
+padding id does. A decoder that reads its ids as rows of codebooks (``num_codebooks``) gets one, so the probe's
+row of ids is one sequence.
 
 :func:`shrink` has four strengths; the survey tries them in order and records which one built:
 ``"tiny"`` (all of the above), ``"widths"`` (all but the vocabulary: configs whose token ranges must lie
 inside it), ``"layers"`` (layers, experts and vocabulary only: widths as shipped) and ``"default"`` (the
 defaults, only the layers cut). A state-space mixer's head count follows the new width (its heads times
-their width must equal ``mamba_expand`` times the width). A ``head_dim`` or ``num_key_value_heads`` of
+their width must equal ``mamba_expand`` times the width; Mamba-2's ``num_heads`` and ``head_dim``, its
+``expand``). A ``head_dim`` or ``num_key_value_heads`` of
 None, which the config classes document as derived from the width, is stated as derived: some modules
 read the None as it is (Ministral's attention cannot be built from its class defaults). So is any other count
 a class leaves None where its modules compute with it (experts, experts per token, shared experts,
 feed-forward widths, a vocabulary with its padding row: DeepSeek-V2, Dots1, ESM, DiffusionGemma). A model
 without attention heads (RWKV) has its width shrunk to :data:`WIDTH`.
+
+Where a class's defaults cannot build at any strength for a reason of that class alone (a field its modules
+read that the class does not define or leaves None, a forward that needs a field set), :data:`OVERRIDES`
+states the field for that model type, each entry with its reason.
 
 M-RoPE sections are read by the rotary module, from the config or from its own default; where the shrunk or
 default geometry leaves them summing to other than the module's frequency count (Qwen3-Omni's text model
