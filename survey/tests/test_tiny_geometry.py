@@ -145,3 +145,19 @@ def test_each_overridden_type_builds_and_runs_on_token_ids(model_type: str):
         return
     with torch.no_grad():
         model(**inputs)
+
+
+def test_a_run_whose_every_resolved_layer_lies_in_an_unrun_stack_is_not_reached():
+    """FastSpeech2 with HiFi-GAN, once it builds: refpos resolves its networks as parts (the speech model, not
+    in the family table, and the vocoder), none a stack the survey runs on token ids. The row is ``not
+    reached`` saying so, where judging it failed on an assertion."""
+    import numpy as np
+
+    from survey import probe, run
+
+    config = {"model_type": "fastspeech2_conformer_with_hifigan",
+              "model_config": {"model_type": "fastspeech2_conformer"},
+              "vocoder_config": {"model_type": "fastspeech2_conformer_hifigan"}}
+    observed = probe.Probe(np.arange(3), False, probe.Run(), probe.Run(), probe.Run(), None, None, {}, np.arange(3))
+    row = run.judge(run.Observation(config, observed, run.Row(config["model_type"], "not reached")))
+    assert (row.status, row.cause) == ("not reached", "refpos resolved no layer to compare")
