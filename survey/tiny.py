@@ -71,7 +71,7 @@ _FFN_KEY = re.compile(r"\w*(intermediate_size|ffn_dim|d_ff|n_inner|ffn_hidden_si
 _EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_num_experts|num_routed_experts"
                          r"|zero_expert_num|n_shared_experts)")
 _PER_TOKEN_KEY = re.compile(r"(num_experts_per_tok|moe_topk|top_k|num_experts_per_token|moe_k|top_k_experts)")
-_INDEX_KEY = re.compile(r"(?!.*token)(?!out_indices$).*(layer|idx|indices|_ids)\w*")
+_INDEX_KEY = re.compile(r"(?!.*token).*(layer|idx|indices|_ids)\w*")
 #: lists of layer types, one entry per layer
 _TYPE_LIST_KEYS = ("layer_types", "layers_block_type")
 #: counts of a layer count's parts (Dory's input, recurrent and output layers), which must sum to it
@@ -168,7 +168,8 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     layer_counts = {key: v for key, v in values.items() if _LAYER_KEY.fullmatch(key) and _int(v) and v > 0}
     indices = {key: v for key, v in values.items() if _INDEX_KEY.fullmatch(key) and isinstance(v, list) and v
                and all(_int(i) for i in v) and v == sorted(set(v)) and v[0] >= 0
-               and not any(len(v) == n for n in layer_counts.values())}
+               and not any(len(v) == n for n in layer_counts.values())
+               and not (key == "out_indices" and "stage_names" in values)}  # a backbone's stages: _cut_stages
     # dicts keyed by layer index (Gemma's per_layer_config): keep the entries of the kept layers
     keyed = {key: v for key, v in values.items() if isinstance(v, dict) and v
              and all(isinstance(k, int) or (isinstance(k, str) and k.isdigit()) for k in v)}

@@ -30,6 +30,8 @@ def test_backbone_stages_follow_the_cut_layers():
             "out_features": ["stage4"], "out_indices": [4]}
     kept = tiny.shrink_dict(swin, "tiny")
     assert (kept["out_indices"], kept["out_features"]) == ([4], ["stage4"])
+    # without stage names (Data2Vec-Vision's segmentation head): layer indices, those below the count kept
+    assert tiny.shrink_dict({"num_hidden_layers": 12, "out_indices": [3, 5, 7, 11]}, "tiny")["out_indices"] == [3, 5, 7]
 
 
 def test_the_parts_of_a_layer_count_sum_to_the_count_kept():
