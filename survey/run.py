@@ -275,7 +275,9 @@ def _judge(row: Row, seen: Observation) -> None:
         if resolution.error:
             row.notes.append(f"refpos raised {resolution.error}")
         return
-    assert verdict is not None
+    if verdict is None:  # every layer refpos resolved lies in a stack the survey does not run
+        row.status, row.cause = "not reached", "refpos resolved no layer to compare"
+        return
     row.max_error = verdict.max_error
     if verdict.mismatches:
         first = verdict.mismatches[0]

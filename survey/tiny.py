@@ -16,19 +16,32 @@ what they do:
 
 Lists as long as the layer count (``layer_types``, ``no_rope_layers`` ...) are cut to the new count, so a
 pattern keeps its phase; lists of layer indices (``hybrid_layer_ids``) keep the indices below it, and the
-count stays high enough to keep each list's first index. Sub-configs (``text_config``, ``vision_config``
-...) are shrunk by the same rules.
+count stays high enough to keep each list's first index. A layer-type list that is itself the layer count
+(Nemotron-H's ``layers_block_type``) is cut to the shortest prefix that shows every type. Counts of a layer
+count's parts (Dory's input, recurrent and output layers) are scaled to sum to the new count; a backbone's
+output stages (``out_indices``) are mapped onto the stages left (:func:`_cut_stages`). Sub-configs
+(``text_config``, ``vision_config`` ...) are shrunk by the same rules, and a width named after another config's
+(``audio_hidden_size``, ``backbone_hidden_size``, ``cross_hidden_size``) follows that one
+(:func:`_follow_widths`); a convolution with a group per channel keeps one. Other vocabularies (``vocab_size_*``,
+BLT's hashed ``*_vocab``) shrink with the vocabulary, and a CTC blank class past it becomes its last row, as a
+padding id does. A decoder that reads its ids as rows of codebooks (``num_codebooks``) gets one, so the probe's
+row of ids is one sequence.
 
 :func:`shrink` has four strengths; the survey tries them in order and records which one built:
 ``"tiny"`` (all of the above), ``"widths"`` (all but the vocabulary: configs whose token ranges must lie
 inside it), ``"layers"`` (layers, experts and vocabulary only: widths as shipped) and ``"default"`` (the
 defaults, only the layers cut). A state-space mixer's head count follows the new width (its heads times
-their width must equal ``mamba_expand`` times the width). A ``head_dim`` or ``num_key_value_heads`` of
+their width must equal ``mamba_expand`` times the width; Mamba-2's ``num_heads`` and ``head_dim``, its
+``expand``). A ``head_dim`` or ``num_key_value_heads`` of
 None, which the config classes document as derived from the width, is stated as derived: some modules
 read the None as it is (Ministral's attention cannot be built from its class defaults). So is any other count
 a class leaves None where its modules compute with it (experts, experts per token, shared experts,
 feed-forward widths, a vocabulary with its padding row: DeepSeek-V2, Dots1, ESM, DiffusionGemma). A model
 without attention heads (RWKV) has its width shrunk to :data:`WIDTH`.
+
+Where a class's defaults cannot build at any strength for a reason of that class alone (a field its modules
+read that the class does not define or leaves None, a forward that needs a field set), :data:`OVERRIDES`
+states the field for that model type, each entry with its reason.
 
 M-RoPE sections are read by the rotary module, from the config or from its own default; where the shrunk or
 default geometry leaves them summing to other than the module's frequency count (Qwen3-Omni's text model
@@ -50,23 +63,89 @@ STRENGTHS = ("tiny", "widths", "layers", "default")
 
 _LAYER_KEY = re.compile(r"(num_hidden_layers|n_layers?|num_layers|(encoder|decoder)_layers|num_(encoder|decoder)_layers"
                         r"|num_text_layers|depth|num_blocks)")
-_HEAD_KEY = re.compile(r"(num_attention_heads|n_heads?|num_heads|attention_heads|(encoder|decoder)_attention_heads)")
-_KV_KEY = re.compile(r"(num_key_value_heads|num_kv_heads|n_head_kv|multi_query_group_num)")
+_HEAD_KEY = re.compile(r"((cross_)?num_attention_heads|n_heads?|num_heads|attention_heads"
+                       r"|(encoder|decoder)_attention_heads)")
+_KV_KEY = re.compile(r"((cross_)?num_key_value_heads|num_kv_heads|n_head_kv|multi_query_group_num)")
 _WIDTH_KEY = re.compile(r"(hidden_size|d_model|n_embd|embed_dim|emb_dim|embedding_dim)")
 _FFN_KEY = re.compile(r"\w*(intermediate_size|ffn_dim|d_ff|n_inner|ffn_hidden_size)\w*")
 _EXPERT_KEY = re.compile(r"(num_experts|num_local_experts|n_routed_experts|moe_num_experts|num_routed_experts"
                          r"|zero_expert_num|n_shared_experts)")
 _PER_TOKEN_KEY = re.compile(r"(num_experts_per_tok|moe_topk|top_k|num_experts_per_token|moe_k|top_k_experts)")
 _INDEX_KEY = re.compile(r"(?!.*token).*(layer|idx|indices|_ids)\w*")
+#: lists of layer types, one entry per layer
+_TYPE_LIST_KEYS = ("layer_types", "layers_block_type")
+#: counts of a layer count's parts (Dory's input, recurrent and output layers), which must sum to it
+_PART_KEY = re.compile(r"n_\w+_layers")
 #: the width of a model without attention heads (RWKV, xLSTM's blocks): shrunk to this
 WIDTH = 256
 _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
+#: widths named after another config's width, which must equal it (see :func:`_follow_widths`)
+_NAMED_WIDTH_KEY = re.compile(r"(audio|backbone|text|vision|cross)_hidden_size|hidden_size_global")
 #: widths a config class computes from the model width when they are absent (Zamba2's shared attention)
 _DERIVED_WIDTHS = ("attention_head_dim", "attention_hidden_size")
 _GROUP_KEYS = ("n_group", "num_group", "num_expert_group", "moe_num_groups")
 _GROUP_TOPK_KEYS = ("topk_group", "group_topk", "num_topk_groups")
 _SSM_HEADS = (("mamba_n_heads", "mamba_d_head"), ("mamba_num_heads", "mamba_head_dim"),
               ("n_mamba_heads", "mamba_headdim"))
+
+
+def _dbrx_attention(values: dict[str, Any]) -> dict[str, Any]:
+    """DBRX's attention module keeps ``attn_config.rope_theta``, a field its attention config class no longer
+    defines (the rotary module reads ``rope_parameters``; released configs still state it): stated, the same
+    base. Its default ``clip_qkv`` of None reaches ``clamp`` as both bounds, which torch refuses: stated as the
+    released configs state it, 8 (a bound the probe's activations stay far below)."""
+    attention = values["attn_config"]
+    return {"attn_config": {**attention, "rope_theta": values["rope_parameters"]["rope_theta"],
+                            "clip_qkv": attention.get("clip_qkv") or 8}}
+
+
+def _dense_then_sparse(values: dict[str, Any]) -> dict[str, Any]:
+    """DeepSeek-OCR-2's text decoder indexes ``mlp_layer_types`` by layer, and its class leaves it None: stated
+    as its docstring's example, a dense first layer, then sparse ones."""
+    if values.get("mlp_layer_types") is not None:
+        return {}
+    return {"mlp_layer_types": ["dense"] + ["sparse"] * (values["num_hidden_layers"] - 1)}
+
+
+#: per model type, fields its class leaves unset (or does not define) that its modules read, so that no
+#: geometry builds from the class defaults: (why, the fields stated, from the shrunk values)
+OVERRIDES: dict[str, tuple[str, Any]] = {
+    "dbrx": ("attention reads attn_config.rope_theta and clamps to clip_qkv", _dbrx_attention),
+    "deepseek_ocr2_text": ("mlp_layer_types indexed by layer, None by default", _dense_then_sparse),
+    # T5Gemma2Config copies its dropout_rate onto its text configs; a text config alone lacks it
+    "t5gemma2_text": ("its MLP reads dropout_rate, which only the composite sets",
+                      lambda values: {"dropout_rate": values.get("dropout_rate", 0.0)}),
+    # the talker's MoE block builds a shared expert of this width; the class does not define it
+    "qwen3_omni_moe_talker_text": ("its MoE block reads shared_expert_intermediate_size",
+                                   lambda values: {"shared_expert_intermediate_size": values["intermediate_size"]}),
+    # the talker (speech out) reads fields its config class does not define (spatial_merge_size): not built;
+    # the thinker, which reads the text, is built as before
+    "qwen3_omni_moe": ("its talker reads fields its class does not define",
+                       lambda values: {"enable_audio_output": False}),
+    # Dia's encoder reads bytes (256 ids; the probe's ids reach 999) and its decoder reads its ids as rows of
+    # num_channels codebooks, as MusicGen's (see num_codebooks)
+    "dia": ("a byte vocabulary below the probe's ids, and ids read as rows of codebooks",
+            lambda values: {"encoder_config": {**values["encoder_config"],
+                                               "vocab_size": max(values["encoder_config"]["vocab_size"], VOCAB)},
+                            "decoder_config": {**values["decoder_config"], "num_channels": 1},
+                            "delay_pattern": values["delay_pattern"][:1]}),
+    # the speech model's phoneme vocabulary (78 ids) lies in model_config, where the probe does not look for
+    # the ids it feeds (below 1000): widened, the positions do not depend on it
+    "fastspeech2_conformer_with_hifigan": (
+        "a phoneme vocabulary below the probe's ids",
+        lambda values: {"model_config": {**values["model_config"],
+                                         "vocab_size": max(values["model_config"]["vocab_size"], VOCAB)}}),
+    # the forward refuses ids without a language; the config lists the languages, the first is stated
+    "xmod": ("its forward needs default_language", lambda values: {"default_language": values["languages"][0]}),
+    # the model maps image tokens through vocabulary_map, None by default: a map naming the image token only
+    # xLSTM's mLSTM heads are 512 wide by default (its width over its heads) and read no positions: at that head
+    # width, the fewest heads leave 400M parameters; the width of a model without attention, as RWKV's
+    "xlstm": ("its blocks read no positions; its width per head makes it too large",
+              lambda values: {"hidden_size": min(values["hidden_size"], WIDTH),
+                              "embedding_dim": min(values["embedding_dim"], WIDTH)}),
+    "chameleon": ("its model reads vocabulary_map['<image>']",
+                  lambda values: {"vocabulary_map": values.get("vocabulary_map") or {"<image>": VOCAB - 1}}),
+}
 
 
 def _int(value: Any) -> bool:
@@ -89,7 +168,8 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     layer_counts = {key: v for key, v in values.items() if _LAYER_KEY.fullmatch(key) and _int(v) and v > 0}
     indices = {key: v for key, v in values.items() if _INDEX_KEY.fullmatch(key) and isinstance(v, list) and v
                and all(_int(i) for i in v) and v == sorted(set(v)) and v[0] >= 0
-               and not any(len(v) == n for n in layer_counts.values())}
+               and not any(len(v) == n for n in layer_counts.values())
+               and not (key == "out_indices" and "stage_names" in values)}  # a backbone's stages: _cut_stages
     # dicts keyed by layer index (Gemma's per_layer_config): keep the entries of the kept layers
     keyed = {key: v for key, v in values.items() if isinstance(v, dict) and v
              and all(isinstance(k, int) or (isinstance(k, str) and k.isdigit()) for k in v)}
@@ -112,13 +192,26 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             out[key] = fits[0]
     for key, entries in keyed.items():
         out[key] = {k: v for k, v in entries.items() if int(k) < kept}
+    _cut_parts(values, out, layer_counts)
+    if not layer_counts:  # a layer-type list that is the layer count (Nemotron-H's layers_block_type)
+        for key in _TYPE_LIST_KEYS:
+            listed = values.get(key)
+            if isinstance(listed, list) and len(listed) > LAYERS and all(isinstance(t, str) for t in listed):
+                # the shortest prefix of LAYERS layers or more that shows every type
+                out[key] = listed[:max(LAYERS, *(listed.index(t) + 1 for t in set(listed)))]
+    _cut_stages(values, out, layer_counts)
     # lists as long as a layer count keep their prefix (the pattern's phase)
     for key, value in values.items():
         if isinstance(value, list) and value and any(len(value) == n != out[k] for k, n in layer_counts.items()):
             n_new = next(out[k] for k, n in layer_counts.items() if len(value) == n)
             out[key] = value[:n_new]
+    for key, value in values.items():
+        if key == "num_codebooks" and _int(value) and value > 1:
+            # a decoder that reads its input ids as rows of codebooks (MusicGen reshapes them to (-1, codebooks,
+            # T)): one codebook, so the probe's one row of ids is one sequence, its positions those of the row
+            out[key] = 1
     if strength == "default":
-        return out
+        return _overridden(out)
     for key, value in values.items():
         # a count of None that the modules use as a number (DeepSeek-V2's experts per token, ESM's
         # vocabulary, Dots1's experts): stated as the shrunk count
@@ -138,18 +231,19 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     for key in _GROUP_TOPK_KEYS:
         if _int(values.get(key)) and values[key] > 1:
             out[key] = 1
-    for key, value in values.items():  # other vocabularies (Gemma 3n's per-layer inputs)
-        if key.startswith("vocab_size_") and _int(value) and value > VOCAB and strength != "widths":
+    for key, value in values.items():  # other vocabularies (Gemma 3n's per-layer inputs, BLT's hashed n-grams)
+        other = key.startswith("vocab_size_") or key.endswith("_vocab")
+        if other and _int(value) and value > VOCAB and strength != "widths":
             out[key] = VOCAB
     vocab = values.get("vocab_size")
     if _int(vocab) and vocab > VOCAB and strength != "widths":
         # an embedding's padding row must exist; other token ids (image, audio placeholders) are never fed
         out["vocab_size"] = VOCAB
-        pad = values.get("pad_token_id")
-        if _int(pad) and pad >= VOCAB:  # the padding row must exist; the survey never feeds a padding token
-            out["pad_token_id"] = VOCAB - 1
+        for key in ("pad_token_id", "blank_token_id"):  # a padding row, a CTC blank class: must exist
+            if _int(values.get(key)) and values[key] >= VOCAB:  # (the survey never feeds either)
+                out[key] = VOCAB - 1
     if strength == "layers":
-        return out
+        return _overridden(out)
     heads = {key: v for key, v in values.items() if _HEAD_KEY.fullmatch(key) and _int(v) and v > 0}
     widths = {key: v for key, v in values.items() if _WIDTH_KEY.fullmatch(key) and _int(v) and v > 0}
     explicit = next((values[k] for k in _HEAD_DIM_KEY if _int(values.get(k)) and values[k] > 0), None)
@@ -171,14 +265,19 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
             out[key] = min(width, min(first_heads, HEADS) * head_dim)
         for key in _DERIVED_WIDTHS:  # widths the config class derives from the width: derived anew
             out.pop(key, None)
+        for key, value in values.items():  # a convolution with a group per channel (Mimi's upsampling) stays so
+            if key.endswith("groups") and _int(value) and value in widths.values():
+                out[key] = out[next(k for k, w in widths.items() if w == value)]
     elif widths:  # no attention heads (RWKV): the width alone, and what the config class derives from it
         for key, width in widths.items():
             out[key] = min(width, WIDTH)
         for key in _DERIVED_WIDTHS:
             out.pop(key, None)
-    expand = values.get("mamba_expand")
+    # a state-space model of its own (Mamba-2: a state size, no attention) names its mixer's heads plainly
+    expand = values.get("mamba_expand", values.get("expand") if "state_size" in values else None)
     width = next((out[k] for k in widths), None)
-    for heads_key, dim_key in _SSM_HEADS:  # a state-space mixer: its heads x head width = expand x width
+    pairs = (*_SSM_HEADS, ("num_heads", "head_dim")) if "state_size" in values else _SSM_HEADS
+    for heads_key, dim_key in pairs:  # a state-space mixer: its heads x head width = expand x width
         if _int(values.get(heads_key)) and _int(values.get(dim_key)) and _int(expand) and width \
                 and (expand * width) % values[dim_key] == 0:
             out[heads_key] = expand * width // values[dim_key]
@@ -188,7 +287,51 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
                 out[key] = FFN
             elif isinstance(value, list) and all(_int(v) for v in value):
                 out[key] = [min(v, FFN) for v in out[key]]
-    return out
+    return _overridden(out)
+
+
+def _overridden(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the fields :data:`OVERRIDES` states for its model type."""
+    override = OVERRIDES.get(values.get("model_type", ""))
+    return values if override is None else {**values, **override[1](values)}
+
+
+def _cut_parts(values: dict[str, Any], out: dict[str, Any], layer_counts: dict[str, int]) -> None:
+    """Counts of a layer count's parts (:data:`_PART_KEY`) that sum to it in the defaults (Dory: 16 input, 40
+    recurrent and 16 output layers of 72) are scaled to sum to the count kept (:func:`scaled_sections`), each
+    part kept at one layer at least."""
+    parts = {key: v for key, v in values.items() if _PART_KEY.fullmatch(key) and key not in layer_counts
+             and _int(v) and v > 0}
+    for key, count in layer_counts.items():
+        if parts and sum(parts.values()) == count and len(parts) <= out[key] < count:
+            scaled = scaled_sections([parts[k] - 1 for k in parts], out[key] - len(parts))
+            out.update({k: n + 1 for k, n in zip(parts, scaled, strict=True)})
+
+
+def _cut_stages(values: dict[str, Any], out: dict[str, Any], layer_counts: dict[str, int]) -> None:
+    """A backbone's output stages when its layers are cut.
+
+    ``stage_names`` (a stem, then one stage per layer or per block of layers) is derived by the config class
+    from the layer count; ``out_indices`` picks stages of it (0 the stem) and ``out_features`` names them. Of
+    ``n`` stages cut to ``m``, each index ``i`` becomes ``m - (n - i)`` (the last stages stay the last: BEiT's
+    ``[12]``, Depth Anything's ``[9, 10, 11, 12]``), or where that leaves the stem or before it,
+    ``ceil(i * m / n)`` (spread as before: ZoeDepth's ``[6, 12, 18, 24]`` of 24 become ``[2, 4, 6, 8]``);
+    ``out_features`` is then left for the class to name from the indices."""
+    names = values.get("stage_names")
+    if not isinstance(names, list) or len(names) < 2:
+        return
+    stages = len(names) - 1
+    kept = next((out[key] for key, count in layer_counts.items() if count == stages), stages)
+    chosen = values.get("out_indices")
+    if not isinstance(chosen, list) and isinstance(values.get("out_features"), list):
+        chosen = [names.index(f) for f in values["out_features"] if f in names]
+    if kept == stages or not isinstance(chosen, list) or not chosen:
+        return
+    chosen = [i if i >= 0 else stages + 1 + i for i in chosen]  # a negative index counts from the end
+    last = [kept - (stages - i) for i in chosen]
+    mapped = last if min(last) >= 1 else [-(-i * kept // stages) for i in chosen]
+    out["out_indices"] = sorted(set(mapped))
+    out["out_features"] = None
 
 
 def _shrunk_values(config: Any, strength: str) -> dict[str, Any]:
@@ -202,9 +345,39 @@ def _shrunk_values(config: Any, strength: str) -> dict[str, Any]:
     return shrink_dict(values, strength)
 
 
+def _width_pairs(original: dict[str, Any], shrunk: dict[str, Any]) -> set[tuple[int, int]]:
+    """Every ``(default, shrunk)`` pair of a width (:data:`_WIDTH_KEY`) the shrink changed, sub-configs too."""
+    pairs = set()
+    for key, value in original.items():
+        new = shrunk.get(key)
+        if isinstance(value, dict) and isinstance(new, dict):
+            pairs |= _width_pairs(value, new)
+        elif isinstance(key, str) and _WIDTH_KEY.fullmatch(key) and _int(value) and _int(new) and new != value:
+            pairs.add((value, new))
+    return pairs
+
+
+def _follow_widths(original: dict[str, Any], shrunk: dict[str, Any], pairs: set[tuple[int, int]]) -> None:
+    """Widths that name another config's width (:data:`_NAMED_WIDTH_KEY`: NeMo's ``head_config.audio_hidden_size``
+    is its audio encoder's, CSM's ``backbone_hidden_size`` its backbone's, BLT's ``hidden_size_global`` its
+    global model's), which validators or shapes require equal: where the default equals a width the shrink changed,
+    and every width of that default became the same, that one's shrunk value."""
+    for key, value in original.items():
+        new = shrunk.get(key)
+        if isinstance(value, dict) and isinstance(new, dict):
+            _follow_widths(value, new, pairs)
+        elif isinstance(key, str) and _NAMED_WIDTH_KEY.fullmatch(key) and _int(value) and new == value:
+            targets = {n for old, n in pairs if old == value}
+            if len(targets) == 1:
+                shrunk[key] = targets.pop()
+
+
 def shrink(config: Any, strength: str) -> Any:
     """A new config of ``type(config)`` from its ``to_dict()`` shrunk at ``strength``, sub-configs too."""
-    return type(config).from_dict(_shrunk_values(config, strength))
+    values = _shrunk_values(config, strength)
+    original = config.to_dict()
+    _follow_widths(original, values, _width_pairs(original, values))
+    return type(config).from_dict(values)
 
 
 def _configs(config: Any) -> list[Any]:

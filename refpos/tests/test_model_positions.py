@@ -222,6 +222,29 @@ def test_a_wrapper_whose_row_is_unmodelled_refuses_by_name():
     assert [r.kind for r in voxtral] == ["rope", "rope"]
 
 
+_SUB = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}}
+_DORY_ROPE = {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+              "full_attention": {"rope_type": "default", "rope_theta": 1e7}}
+
+
+@pytest.mark.parametrize(("config", "why"), [
+    ({"model_type": "dory", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 64,
+      "layer_types": ["sliding_attention", "mlp", "full_attention", "mlp"], "rope_parameters": _DORY_ROPE,
+      "n_input_layers": 2, "n_recurrent_layers": 0, "n_output_layers": 2, "n_recurrent_loops": 2}, "mlp block"),
+    ({"model_type": "blt", **{f"{part}_config": dict(_SUB) for part in ("patcher", "encoder", "global", "decoder")}},
+     "four transformers"),
+    ({"model_type": "dia", "encoder_config": dict(_SUB), "decoder_config": dict(_SUB)}, "an encoder and a decoder"),
+], ids=["dory", "blt", "dia"])
+def test_released_layouts_refpos_does_not_model_are_refused_by_name(config: dict, why: str):
+    """Dory's released config lists an mlp block after each attention block (``DoryConfig.to_dict``: the counts
+    doubled) and loops its recurrent layers; BLT runs four transformers and Dia an encoder and a decoder, each
+    from its own sub-config. Each is refused by name, where refpos raised a ValueError (no rope dict for 'mlp';
+    no width at the top)."""
+    resolved = refpos.model_positions(config)
+    assert {r.kind for r in resolved} == {"refused"} and why in resolved.layers[0].reason
+
+
 def test_records_describe_themselves_as_json():
     for config in (BLOOM, T5, OPT, WHISPER, LLAMA, GRANITE_H):
         described = refpos.model_positions(config).describe()
