@@ -53,6 +53,21 @@ class Architecture:
             .replace(".", "/") + ".py"
 
 
+def missing_import(architecture: Architecture) -> str | None:
+    """The error importing vLLM's module of ``architecture`` raises in this process (a distribution it imports
+    that is not installed: torchvision, timm ...), or None where it imports. vLLM itself inspects each class in a
+    subprocess and says only that the inspection failed."""
+    import importlib
+
+    name = architecture.module if architecture.module.startswith("vllm.") else \
+        f"vllm.model_executor.models.{architecture.module}"
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+    return None
+
+
 def architectures() -> list[Architecture]:
     """Every architecture of the installed vLLM's registry, in its tables' order."""
     from vllm.model_executor.models import registry
