@@ -25,7 +25,8 @@ For a model whose attention takes ALiBi slopes the recorder hands that bias to t
 positions are the slots ``0 … T−1``; the cases below set the positions apart from the slots.
 
 Every call of a rotary module is recorded too (:func:`_rotary_hooks`): the query and key it was handed and what it
-returned, as a :class:`survey.probe.Applied` of the layer being run, so that :func:`survey.rotation.check_map`
+returned, as a :class:`survey.probe.Applied` of the layer being run (and every call of a transformers modeling
+module's rotary apply function, where vLLM runs a language model through its Transformers backend: PaliGemma's), so that :func:`survey.rotation.check_map`
 compares the rotation as a map on the projection's own channel order (a reference taken after vLLM's rotation at
 position 0 would hide any permutation of channels: a half, an interleaved and a deinterleaved claim agree on it).
 
@@ -211,8 +212,10 @@ def _forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray, ne
     axes = mrope_axes(model)
     given = np.broadcast_to(positions, (axes, positions.size)).copy() if axes > 1 else positions
     lookup = recorder.embedding(torch.nn.functional.embedding)
+    # a language model vLLM runs through its Transformers backend rotates with transformers' apply functions
+    applies = [t for t in recorder.patches() if survey_probe.APPLY.fullmatch(t[1])] if not neutral else []
     try:
-        with survey_probe._patched([(torch.nn.functional, "embedding", lookup)]), \
+        with survey_probe._patched([(torch.nn.functional, "embedding", lookup), *applies]), \
                 (_identity_rotary(model) if neutral else contextlib.nullcontext()):
             engine.forward(model, config, ids, given)
     finally:
