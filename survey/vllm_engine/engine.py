@@ -145,6 +145,20 @@ def _keep(self: Any, signature: inspect.Signature, args: tuple, kwargs: dict) ->
             setattr(self, name, given[name])
 
 
+def _mixer_init(original: Callable[..., None]) -> Callable[..., None]:
+    """A mixer's constructor: vLLM's own where it builds on this platform, else a module without parameters
+    (a gated delta net asks the platform for its GPU device): nothing of it is run (:func:`_zero_mixer`)."""
+    import torch
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            original(self, *args, **kwargs)
+        except (TypeError, RuntimeError):
+            torch.nn.Module.__init__(self)
+            self.prefix = kwargs.get("prefix", "")
+    return init
+
+
 def _zero_mixer(signature: inspect.Signature) -> Callable[..., Any]:
     """The forward of a state-space or linear-attention mixer (Mamba, gated delta net ...) as zeros: its kernels
     need a GPU or vLLM's compiled extension, and vLLM hands it an uninitialized ``output`` to fill, so left alone it
@@ -230,6 +244,8 @@ def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
     from vllm.model_executor.layers.mamba.abstract import MambaBase
 
     for cls in _subclasses(MambaBase):
+        if "__init__" in cls.__dict__:
+            stand_ins.append((cls, "__init__", _mixer_init(cls.__dict__["__init__"])))
         if "forward" in cls.__dict__:
             stand_ins.append((cls, "forward", _zero_mixer(inspect.signature(cls.__dict__["forward"]))))
     saved = [(cls, name, cls.__dict__[name]) for cls, name, _ in stand_ins]

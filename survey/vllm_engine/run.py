@@ -31,6 +31,10 @@ from survey.vllm_engine import probe as vllm_probe
 ENGINE = "vllm"
 #: the shrink strengths tried (survey.tiny.STRENGTHS less those that keep the shipped widths)
 STRENGTHS = ("tiny", "widths")
+#: router settings vLLM's DeepSeek-V2 family requires where the config class leaves them unset (None): one expert
+#: group, as DeepSeek-V2-Lite's config.json states. The experts' output is zeros here
+#: (:func:`survey.vllm_engine.engine.start`), so no position the survey compares depends on them
+ROUTER = {"n_group": 1, "topk_group": 1}
 #: groups whose architectures run other code than vLLM's own model classes
 BACKEND = "transformers backend"
 
@@ -49,6 +53,7 @@ def _build_and_probe(architecture: configs.Architecture, config0: Any) -> tuple[
             config = tiny.shrink(config0, strength)
             values = config.to_dict()
             values["architectures"] = [architecture.name]
+            values.update({k: v for k, v in ROUTER.items() if k in values and values[k] is None})
             with tempfile.TemporaryDirectory(prefix="refpos-vllm-") as directory:
                 (Path(directory) / "config.json").write_text(json.dumps(values, default=str), encoding="utf-8")
                 engine_config = engine.engine_config(Path(directory))
