@@ -26,9 +26,10 @@ positions are the slots ``0 … T−1``; the cases below set the positions apart
 
 Every call of a rotary module is recorded too (:func:`_rotary_hooks`): the query and key it was handed and what it
 returned, as a :class:`survey.probe.Applied` of the layer being run (and every call of a transformers modeling
-module's rotary apply function, where vLLM runs a language model through its Transformers backend: PaliGemma's), so that :func:`survey.rotation.check_map`
-compares the rotation as a map on the projection's own channel order (a reference taken after vLLM's rotation at
-position 0 would hide any permutation of channels: a half, an interleaved and a deinterleaved claim agree on it).
+module's rotary apply function, where vLLM runs a language model through its Transformers backend: PaliGemma's),
+so that :func:`survey.rotation.check_map` compares the rotation as a map on the projection's own channel order (a
+reference taken after vLLM's rotation at position 0 would hide any permutation of channels: a half, an interleaved
+and a deinterleaved claim agree on it).
 
 After these runs, the same tokens run once per case of :mod:`survey.cases` that vLLM's inputs can state
 (:func:`cases_for`): vLLM's forward takes the positions explicitly and no attention mask or cache (its attention
