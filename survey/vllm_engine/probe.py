@@ -261,13 +261,36 @@ def run_case(model: Any, config: Any, case: Case, ids: np.ndarray) -> Case:
     return case
 
 
+#: how far below the config's position limit run A stays where a learned table is read past the position
+TABLE_MARGIN = 16
+
+
+class _Limited:
+    """A config whose position limits (:data:`survey.probe.POSITION_LIMITS`) are ``margin`` smaller."""
+
+    def __init__(self, config: Any, margin: int) -> None:
+        self.config, self.margin = config, margin
+
+    def to_dict(self) -> dict[str, Any]:
+        values = self.config.to_dict()
+        for d in (values, values.get("text_config") or {}):
+            for key in survey_probe.POSITION_LIMITS:
+                if isinstance(d.get(key), int) and not isinstance(d[key], bool):
+                    d[key] -= self.margin
+        return values
+
+
 def probe(model: Any, config: Any, hf_config: Any) -> Probe:
     """Runs A, B, C and E of ``model`` (built under ``config`` from ``hf_config``) and its cases, as a
     :class:`survey.probe.Probe`."""
     positions = survey_probe.positions_for(hf_config)
     p = np.arange(len(positions), dtype=np.int64) if has_alibi(model) else np.asarray(positions, dtype=np.int64)
     ids = survey_probe.token_ids(hf_config, p.size)
-    run_a = _forward(model, config, ids, p, neutral=False)
+    try:
+        run_a = _forward(model, config, ids, p, neutral=False)
+    except IndexError:  # a learned table read at the position plus an offset (RoBERTa's p + 2) has no row there
+        p = np.asarray(survey_probe.positions_for(_Limited(hf_config, TABLE_MARGIN)), dtype=np.int64)
+        run_a = _forward(model, config, ids, p, neutral=False)
     run_b = _forward(model, config, ids, np.zeros_like(p), neutral=False)
     run_c = _forward(model, config, ids, p, neutral=True)
     run_e = _forward(model, config, survey_probe.token_ids(hf_config, p.size, seed=2), p, neutral=False)
