@@ -185,9 +185,11 @@ def _subclasses(cls: type) -> list[type]:
     return list(dict.fromkeys(found))
 
 
-def _heads(x: Any, heads: int) -> np.ndarray:
-    """``(T, H·d)`` or ``(T, H, d)`` as ``(1, H, T, d)``."""
-    t = x.reshape(x.shape[0], heads, -1)
+def _heads(x: Any, heads: int, width: int = 0) -> np.ndarray:
+    """``(T, H·d)`` or ``(T, H, d)`` as ``(1, H, T, d)``: heads of ``width`` channels where the row holds a whole
+    number of them (a layer may hand its attention fewer key heads than it was built with), else ``heads`` heads."""
+    per_row = x[0].numel()
+    t = x.reshape(x.shape[0], -1, width) if width and per_row % width == 0 else x.reshape(x.shape[0], heads, -1)
     return _np(t.permute(1, 0, 2))[None]
 
 
@@ -209,7 +211,8 @@ def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
             tensors["alibi (slope × key slot)"] = (np.asarray(slopes, dtype=np.float64)[:, None, None]
                                                   * np.arange(t, dtype=np.float64)[None, None, :]
                                                   * np.ones((1, t, 1)))[None]
-        record(self, Call(self.prefix, None, _heads(query, self.num_heads), _heads(key, self.num_kv_heads),
+        record(self, Call(self.prefix, None, _heads(query, self.num_heads, self.head_size),
+                          _heads(key, self.num_kv_heads, self.head_size),
                           None, tensors, float(scale) if isinstance(scale, (int, float)) else None))
         rows = query.shape[0]
         width = output_shape[-1] if output_shape is not None else self.num_heads * self.head_size_v
