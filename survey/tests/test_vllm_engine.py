@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
+from survey import adaptor, mutants
+from survey.probe import POSITIONS, Applied, Call, Probe, Run, digest
 from survey.vllm_engine import disagreements, table
 
 STORED = table.load()
@@ -42,6 +45,63 @@ def test_the_section_renders_counts_disagreements_and_rows():
     assert "## A second engine: vLLM 0.34.0" in lines and "| wrong | 1 |" in lines
     assert "| `a` | `A` |" in lines and "undecided" in lines  # the disagreement, without an authors' record
     assert table.section({"meta": {}, "rows": []}) == []
+
+
+#: a small Llama config (half layout, θ = 10⁴): refpos's answer is every layer rotated alike
+LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2, "num_key_value_heads": 2,
+         "num_hidden_layers": 2, "rope_theta": 10000.0, "max_position_embeddings": 8192, "vocab_size": 100}
+
+
+def _vllm_like_probe(config: dict, rotary_recorded: bool) -> Probe:
+    """What vLLM's probe records for ``config`` when vLLM rotates exactly as refpos says (refpos's own rotation of
+    random queries and keys): runs A (the probe positions), B (position 0), C (rotary modules the identity), E,
+    and, where ``rotary_recorded``, each rotary module's input and output in run A."""
+    import refpos
+
+    resolution = adaptor.resolve(config)
+    positions = np.asarray(POSITIONS, dtype=np.int64)
+    hidden = np.random.default_rng(0).standard_normal((positions.size, config["hidden_size"]))
+
+    def rotated(x: np.ndarray, at: np.ndarray, rope) -> np.ndarray:
+        return refpos.to_numpy(refpos.apply_rope(x, at, rope))
+
+    def run(at: np.ndarray | None, record: bool) -> Run:
+        out = Run()
+        for claim in resolution.layers:
+            path, layer = f"model.layers.{claim.index}.self_attn.attn", ("model.layers", claim.index)
+            # the projection's query and key: the same in every run (the layer reads the same hidden states)
+            q, k = (np.random.default_rng(2 * claim.index + s).standard_normal((1, 2, positions.size,
+                                                                                claim.rope.head_dim)) for s in (0, 1))
+            q_out, k_out = (x if at is None else rotated(x, at, claim.rope) for x in (q, k))
+            out.calls.append(Call(path, layer, q_out, k_out, None, {}, None))
+            out.inputs[path], out.digests[path] = [hidden], [digest(hidden)]
+            if at is None:
+                out.neutralized[path] = ["rotary_emb"]
+            if record:
+                out.applied.append(Applied("RotaryEmbedding", [q, k], [q_out, k_out], layer,
+                                           path.removesuffix(".attn")))
+        return out
+    run_a = run(positions, rotary_recorded)
+    return Probe(positions, True, run_a, run(np.zeros_like(positions), False), run(None, False), None,
+                 run(positions, False), {c.path: "Attention" for c in run_a.calls}, np.arange(positions.size),
+                 engine="vllm")
+
+
+def test_the_layout_is_seen_where_vllm_records_its_rotary_modules_input_and_output():
+    """Run B is taken after vLLM's rotation at position 0, which regroups nothing: a claim that regroups the
+    channels (deinterleaved) before a half rotation predicts the same query from it. The rotary module's own input
+    and output tell the layouts apart."""
+    resolution = adaptor.resolve(LLAMA)
+    assert mutants.survivors(resolution, _vllm_like_probe(LLAMA, rotary_recorded=False))[1] == \
+        ["layout deinterleaved"]  # the defect: without the map, a wrong layout is graded exact
+    tried, survived = mutants.survivors(resolution, _vllm_like_probe(LLAMA, rotary_recorded=True))
+    assert tried >= 7 and survived == []
+
+
+def test_no_stored_row_lets_a_layout_or_an_alibi_key_mutant_survive():
+    survived = {r["architecture"]: m for r in STORED["rows"] for m in r.get("survived", [])
+                if m.startswith(("layout", "ALiBi keys"))}
+    assert not survived, survived
 
 
 def test_every_stored_disagreement_is_decided_by_the_authors_code():
@@ -84,3 +144,18 @@ def test_a_wrong_theta_is_caught_on_vllms_run(observed):
         dataclasses.replace(c, rope=dataclasses.replace(c.rope, theta=c.rope.theta * (1 + 1e-4)))
         for c in resolution.layers))
     assert compare.compare(wrong, seen.run).mismatches
+
+
+def test_vllms_rotary_modules_and_cases_are_recorded(observed):
+    run = observed["LlamaForCausalLM"].run
+    assert run.a.applied and all(a.layer is not None and a.before[0].shape == a.after[0].shape for a in run.a.applied)
+    assert [c.name for c in run.cases if c.run is not None]  # the ids below the rotary cache's length, the packed ids
+
+
+@pytest.mark.parametrize("architecture", ["LlamaForCausalLM", "BloomForCausalLM"])
+def test_no_wrong_answer_survives_on_vllms_run(observed, architecture):
+    from survey import adaptor, mutants
+
+    seen = observed[architecture]
+    tried, survived = mutants.survivors(adaptor.resolve(seen.config), seen.run)
+    assert tried and survived == []

@@ -8,7 +8,8 @@ architecture of it (:func:`architectures`) and finds the config a checkpoint of 
 
 1. the transformers config class of the model type whose auto classes name the architecture (exactly, else
    case-insensitively: vLLM spells ``PhiMoEForCausalLM`` where transformers spells ``PhimoeForCausalLM``);
-2. a transformers model type named as vLLM's module for it;
+2. a transformers model type named as vLLM's module for it, else as the architecture (``Qwen2ForRewardModel``:
+   ``qwen2``; ``SarvamMoEForCausalLM``: ``sarvam_moe``);
 3. vLLM's own config class for a model type named so (``vllm.transformers_utils.config``: ChatGLM, Step ...);
 4. a public ``config.json`` of a family that ships its own code (``refpos/data/remote_configs.json``, each entry
    with its source), read through a config class registered for its model type in this process.
@@ -53,6 +54,21 @@ class Architecture:
             .replace(".", "/") + ".py"
 
 
+def missing_import(architecture: Architecture) -> str | None:
+    """The error importing vLLM's module of ``architecture`` raises in this process (a distribution it imports
+    that is not installed: torchvision, timm ...), or None where it imports. vLLM itself inspects each class in a
+    subprocess and says only that the inspection failed."""
+    import importlib
+
+    name = architecture.module if architecture.module.startswith("vllm.") else \
+        f"vllm.model_executor.models.{architecture.module}"
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+    return None
+
+
 def architectures() -> list[Architecture]:
     """Every architecture of the installed vLLM's registry, in its tables' order."""
     from vllm.model_executor.models import registry
@@ -89,11 +105,14 @@ def _stem(name: str) -> str:
 
 def _model_type_of(architecture: Architecture) -> str | None:
     """The model type whose auto classes name ``architecture``: where several do (``LlamaForCausalLM`` is also
-    EXAONE's), the one named as vLLM's module, else the one whose config class has the architecture's stem."""
+    EXAONE's), for a causal LM the text model type of vLLM's module (``llama4_text``), else the one named as
+    vLLM's module, else the one whose config class has the architecture's stem."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     candidates = _transformers_classes().get(architecture.name.lower(), [])
     module = architecture.module.rsplit(".", 1)[-1]
+    if f"{module}_text" in candidates and architecture.name.endswith("ForCausalLM"):
+        return f"{module}_text"  # a composite's causal LM alone: its checkpoint carries the text config (Llama 4)
     if module in candidates:
         return module
     stem = _stem(architecture.name)
@@ -135,6 +154,10 @@ def config_for(architecture: Architecture) -> Found | None:
     module = architecture.module.rsplit(".", 1)[-1]
     if model_type is None and module in CONFIG_MAPPING_NAMES:
         model_type, origin = module, f"transformers model type {module!r} (vLLM's module)"
+    stem = _stem(architecture.name)
+    named = [t for t in CONFIG_MAPPING_NAMES if t.replace("_", "").replace("-", "") == stem]
+    if model_type is None and named:
+        model_type, origin = named[0], f"transformers model type {named[0]!r} (the architecture's name)"
     if model_type is not None:
         return Found(AutoConfig.for_model(model_type), model_type, origin)
     from vllm.transformers_utils.config import _CONFIG_REGISTRY

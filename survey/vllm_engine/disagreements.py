@@ -46,6 +46,17 @@ AUTHORS: dict[str, Authors] = {
                            "product over view_as_complex of adjacent pairs)", _PAIRS_IN_PLACE),
     "axk1": Authors("both", "transformers, models/axk1/modeling_axk1.py, apply_rotary_pos_emb_interleave (whose "
                     "docstring states the layout the checkpoint stores: interleaved pairs)", _PAIRS_IN_PLACE),
+    "llama4_text": Authors(
+        "transformers", "meta-llama/llama-models, models/llama4/model.py, Attention.forward (the NoPE layers' "
+        "attn_scales from torch.arange(start_pos, start_pos + seqlen)) and apply_rotary_emb (a complex product over "
+        "view_as_complex of adjacent pairs)",
+        "scales the NoPE layers' query by log(floor((s + 1) / floor_scale) + 1) · attn_scale + 1 of the token's slot "
+        "s in the cache, as transformers does (arange(T) + past_seen_tokens) and refpos's record says; vLLM's "
+        "Llama4Attention reads the positions it is handed, which its own scheduler makes the slots, so the two differ "
+        "only where a position is not its slot. The rotation: vLLM rotates halves (is_neox_style) after "
+        "Llama4ForCausalLM.permute_qk_weight_for_rotary has regrouped each head's query and key weights from "
+        "adjacent pairs into halves at load time, one permutation of query and key: every attention score q . k is "
+        "the same as the authors' adjacent-pair rotation"),
 }
 
 

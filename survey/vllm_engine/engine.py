@@ -10,10 +10,12 @@ compiled extension).
 vLLM's attention layers (:class:`vllm.model_executor.layers.attention.Attention` and its subclasses,
 :class:`~vllm.model_executor.layers.attention.mla_attention.MLAAttention`) hand the query and key, already
 rotated by the model's ``rotary_emb``, to a kernel backend that needs a GPU or vLLM's compiled extension.
-:func:`record_attention` puts a stand-in in their place for the duration: it keeps what the constructor was
+:func:`record_attention` puts a stand-in in their place, and in that of every subclass loaded that builds or
+calls otherwise (chunked local, encoder-only, cross attention), for the duration: it keeps what the constructor was
 given (heads, head size, scale, ALiBi slopes, sliding window), records each call's query and key as a
 :class:`survey.probe.Call` (``(1, H, T, d)``, float64 copies) and returns zeros, as the transformers probe does
-(:mod:`survey.probe`): each layer's input is then the same whatever attention did. An MLA layer's key is put
+(:mod:`survey.probe`): each layer's input is then the same whatever attention did. So does every state-space or
+linear-attention mixer (:func:`_zero_mixer`). An MLA layer's key is put
 together as the transformers models hand it to attention: the latent's key part through ``kv_b_proj``, then the
 rotated ``k_pe`` on every head.
 """
@@ -143,9 +145,51 @@ def _keep(self: Any, signature: inspect.Signature, args: tuple, kwargs: dict) ->
             setattr(self, name, given[name])
 
 
-def _heads(x: Any, heads: int) -> np.ndarray:
-    """``(T, H·d)`` or ``(T, H, d)`` as ``(1, H, T, d)``."""
-    t = x.reshape(x.shape[0], heads, -1)
+def _mixer_init(original: Callable[..., None]) -> Callable[..., None]:
+    """A mixer's constructor: vLLM's own where it builds on this platform, else a module without parameters
+    (a gated delta net asks the platform for its GPU device): nothing of it is run (:func:`_zero_mixer`)."""
+    import torch
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            original(self, *args, **kwargs)
+        except (TypeError, RuntimeError):
+            torch.nn.Module.__init__(self)
+            self.prefix = kwargs.get("prefix", "")
+    return init
+
+
+def _zero_mixer(signature: inspect.Signature) -> Callable[..., Any]:
+    """The forward of a state-space or linear-attention mixer (Mamba, gated delta net ...) as zeros: its kernels
+    need a GPU or vLLM's compiled extension, and vLLM hands it an uninitialized ``output`` to fill, so left alone it
+    would pass memory garbage to the next layer. Zeros, written into ``output`` where it takes one, else returned,
+    leave the mixer's share of the residual stream out (positions reach a layer through its attention, which is
+    what is compared)."""
+    import torch
+
+    def zeros(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        output = bound.arguments.get("output")
+        if isinstance(output, torch.Tensor):
+            output.zero_()
+            return None
+        return torch.zeros_like(bound.arguments["hidden_states"])
+    return zeros
+
+
+def _subclasses(cls: type) -> list[type]:
+    """Every subclass of ``cls`` defined so far, at any depth."""
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return list(dict.fromkeys(found))
+
+
+def _heads(x: Any, heads: int, width: int = 0) -> np.ndarray:
+    """``(T, H·d)`` or ``(T, H, d)`` as ``(1, H, T, d)``: heads of ``width`` channels where the row holds a whole
+    number of them (a layer may hand its attention fewer key heads than it was built with), else ``heads`` heads."""
+    per_row = x[0].numel()
+    t = x.reshape(x.shape[0], -1, width) if width and per_row % width == 0 else x.reshape(x.shape[0], heads, -1)
     return _np(t.permute(1, 0, 2))[None]
 
 
@@ -157,14 +201,6 @@ def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
     from vllm.model_executor.layers.attention import Attention
     from vllm.model_executor.layers.attention.mla_attention import MLAAttention
 
-    plain, latent = inspect.signature(Attention.__init__), inspect.signature(MLAAttention.__init__)
-
-    def plain_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        _keep(self, plain, args, kwargs)
-
-    def latent_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        _keep(self, latent, args, kwargs)
-
     def plain_forward(self: Any, query: Any, key: Any, value: Any, output_shape: Any = None, **_: Any) -> Any:
         given = self.given
         scale = given.get("scale")
@@ -175,7 +211,8 @@ def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
             tensors["alibi (slope × key slot)"] = (np.asarray(slopes, dtype=np.float64)[:, None, None]
                                                   * np.arange(t, dtype=np.float64)[None, None, :]
                                                   * np.ones((1, t, 1)))[None]
-        record(self, Call(self.prefix, None, _heads(query, self.num_heads), _heads(key, self.num_kv_heads),
+        record(self, Call(self.prefix, None, _heads(query, self.num_heads, self.head_size),
+                          _heads(key, self.num_kv_heads, self.head_size),
                           None, tensors, float(scale) if isinstance(scale, (int, float)) else None))
         rows = query.shape[0]
         width = output_shape[-1] if output_shape is not None else self.num_heads * self.head_size_v
@@ -193,10 +230,31 @@ def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
         width = output_shape[-1] if output_shape is not None else self.num_heads * self.v_head_dim
         return torch.zeros(rows, width, dtype=q.dtype)
 
-    saved = [(cls, name, cls.__dict__[name]) for cls in (Attention, MLAAttention) for name in ("__init__", "forward")]
+    def keeping(signature: inspect.Signature) -> Callable[..., None]:
+        def init(self: Any, *args: Any, **kwargs: Any) -> None:
+            _keep(self, signature, args, kwargs)
+        return init
+
+    # the two classes and every subclass of theirs loaded that builds or calls otherwise (chunked local, encoder-only,
+    # cross attention ...): each constructor's own arguments kept, every call recorded
+    stand_ins = []
+    for base, forward in ((Attention, plain_forward), (MLAAttention, latent_forward)):
+        for cls in (base, *_subclasses(base)):
+            if "__init__" in cls.__dict__:
+                stand_ins.append((cls, "__init__", keeping(inspect.signature(cls.__init__))))
+            if "forward" in cls.__dict__:
+                stand_ins.append((cls, "forward", forward))
+    from vllm.model_executor.layers.mamba.abstract import MambaBase
+
+    for cls in _subclasses(MambaBase):
+        if "__init__" in cls.__dict__:
+            stand_ins.append((cls, "__init__", _mixer_init(cls.__dict__["__init__"])))
+        if "forward" in cls.__dict__:
+            stand_ins.append((cls, "forward", _zero_mixer(inspect.signature(cls.__dict__["forward"]))))
+    saved = [(cls, name, cls.__dict__[name]) for cls, name, _ in stand_ins]
     try:
-        Attention.__init__, Attention.forward = plain_init, plain_forward
-        MLAAttention.__init__, MLAAttention.forward = latent_init, latent_forward
+        for cls, name, value in stand_ins:
+            setattr(cls, name, value)
         yield
     finally:
         for cls, name, value in saved:

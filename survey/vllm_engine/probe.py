@@ -21,9 +21,23 @@ module whose class name says it is a positional embedding.
 
 vLLM's ALiBi is added inside its attention kernels from the slopes the layer was built with, as
 ``slope × (key slot − tokens already cached)``: from the key's slot in the sequence, whatever the positions.
-For a model whose attention takes ALiBi slopes the recorder hands that bias to the comparison, and the probe's
-positions are the slots ``0 … T−1`` (the only positions at which a bias read from slots can be compared with one
-read from positions).
+For a model whose attention takes ALiBi slopes the recorder hands that bias to the comparison, and run A's
+positions are the slots ``0 … T−1``; the cases below set the positions apart from the slots.
+
+Every call of a rotary module is recorded too (:func:`_rotary_hooks`): the query and key it was handed and what it
+returned, as a :class:`survey.probe.Applied` of the layer being run (and every call of a transformers modeling
+module's rotary apply function, where vLLM runs a language model through its Transformers backend: PaliGemma's),
+so that :func:`survey.rotation.check_map` compares the rotation as a map on the projection's own channel order (a
+reference taken after vLLM's rotation at position 0 would hide any permutation of channels: a half, an interleaved
+and a deinterleaved claim agree on it).
+
+After these runs, the same tokens run once per case of :mod:`survey.cases` that vLLM's inputs can state
+(:func:`cases_for`): vLLM's forward takes the positions explicitly and no attention mask or cache (its attention
+metadata says which tokens a sequence holds), so the cases are the position ids alone: the ids up to each length
+the config states less one, itself and plus one, twice the largest, 131071, and two sequences' ids packed into one
+(gapped ids). The left-padded, masked and decoding cases state a mask or a cache: they are not run. A case whose
+ids lie past the rows of a rotary module's cache (vLLM sizes it by the config's length) is recorded with vLLM's
+error, not compared.
 """
 
 from __future__ import annotations
@@ -35,7 +49,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from survey import probe as survey_probe
-from survey.probe import Call, Probe, Recorder, Run, _np
+from survey.probe import Call, Case, Probe, Recorder, Run, _np
 
 #: class names of vLLM's rotary modules (``vllm.model_executor.layers.rotary_embedding``)
 ROTARY = ("Rotary", "RoPE", "Rope")
@@ -50,7 +64,8 @@ class Session:
 
 
 def record(module: Any, call: Call) -> None:
-    """File one recorded attention call (the stand-in's) with its layer and the input of that layer."""
+    """File one recorded attention call (the stand-in's) with its layer and the input of that layer (its digest,
+    and the input itself where the run keeps inputs)."""
     recorder = Session.recorder
     if recorder is None:
         return
@@ -60,7 +75,9 @@ def record(module: Any, call: Call) -> None:
         path, index, _ = recorder.context[0]
         seen = Session.inputs.get(f"{path}.{index}")
         if seen:
-            recorder.run.inputs.setdefault(call.path, []).append(seen[-1])
+            recorder.run.digests.setdefault(call.path, []).append(survey_probe.digest(seen[-1]))
+            if recorder.keep_inputs:
+                recorder.run.inputs.setdefault(call.path, []).append(seen[-1])
     recorder.run.calls.append(call)
 
 
@@ -75,6 +92,15 @@ def mrope_axes(model: Any) -> int:
         if "MRotary" in type(module).__name__:
             return len(getattr(module, "mrope_section", None) or (0, 0, 0))
     return 1
+
+
+def cache_rows(model: Any) -> int | None:
+    """The fewest positions a rotary module of ``model`` holds in its cosine and sine cache (None: none has one)."""
+    import torch
+
+    rows = [int(cache.shape[0]) for m in rotary_modules(model)
+            if isinstance(cache := getattr(m, "cos_sin_cache", None), torch.Tensor) and cache.ndim == 2]
+    return min(rows) if rows else None
 
 
 def has_alibi(model: Any) -> bool:
@@ -97,13 +123,73 @@ def _identity_rotary(model: Any) -> Iterator[None]:
             del module.forward
 
 
-def _forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray, neutral: bool) -> Run:
-    """One forward pass recorded (module docstring)."""
+def _caller(module: Any) -> Any:
+    """The module whose forward called ``module`` (the first frame up the stack whose ``self`` is another module)."""
+    import sys
+
+    import torch
+
+    frame = sys._getframe(2)
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, torch.nn.Module) and owner is not module:
+            return owner
+        frame = frame.f_back
+    return None
+
+
+def _as_heads(x: Any, tokens: int, width: int) -> np.ndarray:
+    """A rotary module's query or key, ``(T, H·d)`` or ``(T, H, d)``, as ``(1, H, T, d)``: the layout
+    :func:`survey.rotation.check_map` reads."""
+    width = width if x.shape[-1] % width == 0 else x.shape[-1]
+    return _np(x.reshape(tokens, -1, width).permute(1, 0, 2))[None]
+
+
+def _rotary_hooks(model: Any, recorder: Recorder) -> list[Any]:
+    """Hooks on every rotary module recording each call as a :class:`survey.probe.Applied`: the query and key it
+    was handed (copied before the call) and those it returned, the layer being run, and the calling module."""
+    import torch
+
+    handles, pending = [], []
+
+    def before(module: Any, args: tuple, kwargs: dict) -> None:
+        given = [*args, *(kwargs[k] for k in ("positions", "query", "key") if k in kwargs)]
+        tensors = [t for t in given if isinstance(t, torch.Tensor)]
+        if len(tensors) < 2:
+            pending.append(None)
+            return
+        positions, rotated = tensors[0], [t for t in tensors[1:3] if t.is_floating_point()]
+        tokens, width = positions.shape[-1], int(getattr(module, "head_size", 0) or rotated[0].shape[-1])
+        caller = _caller(module)
+        pending.append((tokens, width, [_as_heads(t, tokens, width) for t in rotated],
+                        recorder.names.get(id(caller), "") if caller is not None else ""))
+
+    def after(module: Any, args: tuple, kwargs: dict, output: Any) -> None:
+        seen = pending.pop() if pending else None
+        if seen is None:
+            return
+        tokens, width, inputs, caller = seen
+        outputs = [o for o in (output if isinstance(output, (tuple, list)) else (output,))
+                   if isinstance(o, torch.Tensor)][: len(inputs)]
+        name = f"{type(module).__module__}.{type(module).__name__}"
+        recorder.run.applied.append(survey_probe.Applied(
+            name, inputs[: len(outputs)], [_as_heads(o, tokens, width) for o in outputs],
+            recorder.context[0] if recorder.context else None, caller))
+    for module in rotary_modules(model):
+        handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
+        handles.append(module.register_forward_hook(after, with_kwargs=True))
+    return handles
+
+
+def _forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray, neutral: bool,
+             keep_inputs: bool = True) -> Run:
+    """One forward pass recorded (module docstring): ``keep_inputs`` keeps each layer's input (else its digest
+    alone, :func:`survey.probe.digest`)."""
     import torch
 
     from survey.vllm_engine import engine
 
-    recorder = Recorder(model, neutral=False)
+    recorder = Recorder(model, neutral=False, keep_inputs=keep_inputs)
     Session.recorder, Session.inputs = recorder, {}
 
     def entering(path: str, index: int) -> Any:
@@ -122,11 +208,15 @@ def _forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray, ne
                 handles.append(layer.register_forward_hook(recorder.leave))
     handles += [m.register_forward_hook(recorder.positional_hook) for _, m in model.named_modules()
                 if survey_probe.POSITIONAL_MODULE.fullmatch(type(m).__name__)]
+    if not neutral:
+        handles += _rotary_hooks(model, recorder)
     axes = mrope_axes(model)
     given = np.broadcast_to(positions, (axes, positions.size)).copy() if axes > 1 else positions
     lookup = recorder.embedding(torch.nn.functional.embedding)
+    # a language model vLLM runs through its Transformers backend rotates with transformers' apply functions
+    applies = [t for t in recorder.patches() if survey_probe.APPLY.fullmatch(t[1])] if not neutral else []
     try:
-        with survey_probe._patched([(torch.nn.functional, "embedding", lookup)]), \
+        with survey_probe._patched([(torch.nn.functional, "embedding", lookup), *applies]), \
                 (_identity_rotary(model) if neutral else contextlib.nullcontext()):
             engine.forward(model, config, ids, given)
     finally:
@@ -140,12 +230,67 @@ def _forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray, ne
     return recorder.run
 
 
+def cases_for(hf_config: Any) -> list[Case]:
+    """The cases of :mod:`survey.cases` that vLLM's inputs state (module docstring), not yet run: each threshold
+    case, and the packed one (two sequences' ids ``0 1 2 3 0 1 2 3``, no mask: vLLM's forward takes none)."""
+    from survey import cases
+
+    out = [Case(name, ids, np.arange(ids.size), None) for name, ids in cases.threshold_ids(hf_config.to_dict())]
+    half = cases.CASE_TOKENS // 2
+    packed = np.concatenate([np.arange(half), np.arange(half)]).astype(np.int64)
+    return [*out, Case("packed", packed, np.arange(packed.size), None)]
+
+
+def run_case(model: Any, config: Any, case: Case, ids: np.ndarray) -> Case:
+    """Run one case (in place) on the probe's first tokens, its run stored in float32 (:mod:`survey.cases`);
+    vLLM's error where it does not run the ids (a rotary cache of fewer rows) is the case's."""
+    from survey import cases
+
+    tokens = ids[: case.slots.size] if ids.size >= case.slots.size else np.resize(ids, case.slots.size)
+    case.input_ids = tokens
+    rows = cache_rows(model)
+    if rows is not None and int(case.position_ids.max()) >= rows:
+        case.error = (f"vLLM's rotary cache holds positions 0 … {rows - 1} (built from the config's length): it "
+                      "rotates no position past them")
+        return case
+    try:
+        case.run = cases._as_float32(_forward(model, config, tokens, case.position_ids, neutral=False,
+                                              keep_inputs=False))
+    except Exception as exc:  # vLLM's own error for these ids: the case is not observed
+        case.error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+    return case
+
+
+#: how far below the config's position limit run A stays where a learned table is read past the position
+TABLE_MARGIN = 16
+
+
+class _Limited:
+    """A config whose position limits (:data:`survey.probe.POSITION_LIMITS`) are ``margin`` smaller."""
+
+    def __init__(self, config: Any, margin: int) -> None:
+        self.config, self.margin = config, margin
+
+    def to_dict(self) -> dict[str, Any]:
+        values = self.config.to_dict()
+        for d in (values, values.get("text_config") or {}):
+            for key in survey_probe.POSITION_LIMITS:
+                if isinstance(d.get(key), int) and not isinstance(d[key], bool):
+                    d[key] -= self.margin
+        return values
+
+
 def probe(model: Any, config: Any, hf_config: Any) -> Probe:
-    """Runs A, B, C and E of ``model`` (built under ``config`` from ``hf_config``), as a :class:`survey.probe.Probe`."""
+    """Runs A, B, C and E of ``model`` (built under ``config`` from ``hf_config``) and its cases, as a
+    :class:`survey.probe.Probe`."""
     positions = survey_probe.positions_for(hf_config)
     p = np.arange(len(positions), dtype=np.int64) if has_alibi(model) else np.asarray(positions, dtype=np.int64)
     ids = survey_probe.token_ids(hf_config, p.size)
-    run_a = _forward(model, config, ids, p, neutral=False)
+    try:
+        run_a = _forward(model, config, ids, p, neutral=False)
+    except IndexError:  # a learned table read at the position plus an offset (RoBERTa's p + 2) has no row there
+        p = np.asarray(survey_probe.positions_for(_Limited(hf_config, TABLE_MARGIN)), dtype=np.int64)
+        run_a = _forward(model, config, ids, p, neutral=False)
     run_b = _forward(model, config, ids, np.zeros_like(p), neutral=False)
     run_c = _forward(model, config, ids, p, neutral=True)
     run_e = _forward(model, config, survey_probe.token_ids(hf_config, p.size, seed=2), p, neutral=False)
@@ -153,5 +298,7 @@ def probe(model: Any, config: Any, hf_config: Any) -> Probe:
     paths = list(dict.fromkeys(c.path for c in run_a.calls))
     described = {path: (type(m).__name__, any(True for _ in m.parameters())) for path, m in modules.items()
                  if survey_probe.POSITIONAL_MODULE.fullmatch(type(m).__name__)}
+    more = [run_case(model, config, case, ids) for case in cases_for(hf_config)]
     return Probe(p, True, run_a, run_b, run_c, None, run_e,
-                 {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described, None)
+                 {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described, None,
+                 more)

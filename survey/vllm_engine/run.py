@@ -31,6 +31,10 @@ from survey.vllm_engine import probe as vllm_probe
 ENGINE = "vllm"
 #: the shrink strengths tried (survey.tiny.STRENGTHS less those that keep the shipped widths)
 STRENGTHS = ("tiny", "widths")
+#: router settings vLLM's DeepSeek-V2 family requires where the config class leaves them unset (None): one expert
+#: group, as DeepSeek-V2-Lite's config.json states. The experts' output is zeros here
+#: (:func:`survey.vllm_engine.engine.start`), so no position the survey compares depends on them
+ROUTER = {"n_group": 1, "topk_group": 1}
 #: groups whose architectures run other code than vLLM's own model classes
 BACKEND = "transformers backend"
 
@@ -49,6 +53,7 @@ def _build_and_probe(architecture: configs.Architecture, config0: Any) -> tuple[
             config = tiny.shrink(config0, strength)
             values = config.to_dict()
             values["architectures"] = [architecture.name]
+            values.update({k: v for k, v in ROUTER.items() if k in values and values[k] is None})
             with tempfile.TemporaryDirectory(prefix="refpos-vllm-") as directory:
                 (Path(directory) / "config.json").write_text(json.dumps(values, default=str), encoding="utf-8")
                 engine_config = engine.engine_config(Path(directory))
@@ -62,36 +67,44 @@ def _build_and_probe(architecture: configs.Architecture, config0: Any) -> tuple[
     raise RuntimeError("no geometry built and ran (" + "; ".join(reasons) + ")")
 
 
+def _tiny_values(config: Any) -> dict[str, Any]:
+    """The config dict refpos is asked about where vLLM did not run: shrunk where it shrinks, else as it is."""
+    with contextlib.suppress(Exception):
+        return tiny.shrink(config, "tiny").to_dict()
+    return config.to_dict()
+
+
 def observe(architecture: configs.Architecture) -> Observation:
     """vLLM's side of one architecture (module docstring); the row says why where it could not be run."""
     row = Row("", "not reached", file=architecture.file, engine=ENGINE, architecture=architecture.name)
     if architecture.group == BACKEND:
         row.cause = ("vLLM's Transformers backend: it runs transformers' own modeling code, which the transformers "
                      "survey measures")
-        return Observation({}, None, row)
+        return Observation({}, None, row, engine=ENGINE)
     try:
         found = configs.config_for(architecture)
     except Exception as exc:
         row.cause = "its config class does not build with defaults: " + _one_line(exc)
-        return Observation({}, None, row)
+        return Observation({}, None, row, engine=ENGINE)
     if found is None:
         row.cause = ("no config: transformers names no model type for it, vLLM has no config class of its own, and "
                      "no public config.json of it is stored")
-        return Observation({}, None, row)
+        return Observation({}, None, row, engine=ENGINE)
     row.model_type = found.model_type
     row.notes.append(f"config: {found.origin}")
+    missing = configs.missing_import(architecture)
+    if missing is not None:
+        row.cause = f"vLLM's module {architecture.file} does not import here: {missing}"
+        return Observation(_tiny_values(found.config), None, row, engine=ENGINE)
     try:
         values, run, row.strength = _build_and_probe(architecture, found.config)
     except Exception as exc:
         row.cause = "vLLM not run: " + _one_line(exc)
-        with contextlib.suppress(Exception):
-            values = tiny.shrink(found.config, "tiny").to_dict()
-            return Observation(values, None, row)
-        return Observation(found.config.to_dict(), None, row)
+        return Observation(_tiny_values(found.config), None, row, engine=ENGINE)
     row.observed = observed.observed_kinds(run)
     if not run.a.calls:
         row.notes.append("no attention layer of vLLM's was called")
-    return Observation(values, run, row)
+    return Observation(values, run, row, engine=ENGINE)
 
 
 def observe_quietly(architecture: configs.Architecture) -> Observation:
@@ -105,7 +118,7 @@ def observe_quietly(architecture: configs.Architecture) -> Observation:
             row = Row("", "not reached", file=architecture.file, engine=ENGINE, architecture=architecture.name,
                       cause="survey failed: " + _one_line(exc))
             row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
-            seen = Observation({}, None, row)
+            seen = Observation({}, None, row, engine=ENGINE)
     seen.row.seconds = time.perf_counter() - started
     return seen
 

@@ -61,10 +61,14 @@ def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[st
              f"The same survey over vLLM's own model registry ({_reached(rows, meta)}): each architecture is built "
              "from its config (transformers' config class, vLLM's own, or a public `config.json` of a family that "
              "ships its own code) shrunk as above, as vLLM builds it on the CPU (float32, one process, its "
-             "attention layers recorded), run through every rotary module's `forward_native`, and judged against "
-             "refpos's answer for the same config by the same comparison and bounds. How: `survey/vllm_engine/` "
-             "(its docstrings); "
-             "`tox -e survey-vllm` runs it.", "",
+             "attention layers recorded), run through every rotary module's `forward_native` (each module's query "
+             "and key recorded before and after it, so that the channel layout is seen), and judged against "
+             "refpos's answer for the same config by the same comparison and bounds, on the probe positions and on "
+             "the cases vLLM's explicit positions can state: the ids around each length the config states (−1, 0, "
+             "+1), twice the largest and 131071 (those past the rows of vLLM's rotary cache are not run: vLLM rotates "
+             "no position past them), and two sequences' ids packed into one. Its forward takes no attention mask "
+             "and no cache, so the left-padded, masked and decoding cases are not run. How: `survey/vllm_engine/` "
+             "(its docstrings); `tox -e survey-vllm` runs it.", "",
              "| status | architectures |", "|---|---|",
              *(f"| {s} | {total[s]} |" for s in statuses), f"| all | {len(rows)} |", "",
              "| registry group | " + " | ".join(statuses) + " | all |", "|---|" + "---|" * (len(statuses) + 1)]
@@ -77,8 +81,7 @@ def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[st
     tried, killed, survived = survey_table.mutant_counts(rows)
     lines += ["", f"Every exact answer changed one way at a time (`survey/mutants.py`), judged on vLLM's run: {tried} "
               f"wrong answers tried, {killed} graded wrong, {survived} graded exact all the same (the row is then not "
-              "exact; vLLM's run has no cases of its own, so a wrong answer that only a case tells apart survives)"
-              + (":" if survived else ".")]
+              "exact)" + (":" if survived else ".")]
     lines += [f"* `{r['architecture']}`: {_cell(', '.join(r['survived']))}" for r in rows if r.get("survived")]
     own = [r for r in rows if r["model_type"] and not _origin(r).startswith("transformers")]
     if own:
