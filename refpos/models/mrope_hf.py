@@ -27,6 +27,7 @@ qwen3_omni_moe     (24, 20, 20)           interleaved      half         t, h, w
 qwen3_5(_moe)      (11, 11, 10)           interleaved      half         t, h, w
 glm4v              (8, 12, 12)            contiguous       interleaved  t, h, w
 glm4v_moe          (8, 12, 12)            contiguous       half         t, h, w
+glm_image          (8, 12, 12)            contiguous       half         t, h, w
 ernie4_5_vl_moe    (20, 22, 22)           hw_alternating   interleaved  h, w, t ([22, 22, 20])
 =================  =====================  ===============  ===========  ===============================
 
@@ -86,6 +87,8 @@ MROPE_FAMILIES: dict[str, MropeFamily] = {
     "glm4v": MropeFamily((8, 12, 12), "contiguous", "glm4v/modeling_glm4v.py: Glm4vTextRotaryEmbedding"),
     "glm4v_moe": MropeFamily((8, 12, 12), "contiguous", "glm4v_moe/modeling_glm4v_moe.py: Glm4vMoeTextRotaryEmbedding"),
     "glm_ocr": MropeFamily((8, 12, 12), "contiguous", "glm_ocr/modeling_glm_ocr.py: GlmOcrTextRotaryEmbedding"),
+    "glm_image": MropeFamily((8, 12, 12), "contiguous",
+                             "glm_image/modeling_glm_image.py: GlmImageTextRotaryEmbedding"),
     "paddleocr_vl": MropeFamily((16, 24, 24), "contiguous",
                                 "paddleocr_vl/modeling_paddleocr_vl.py: PaddleOCRRotaryEmbedding"),
     "ernie4_5_vl_moe": MropeFamily((20, 22, 22), "hw_alternating", "ernie4_5_vl_moe/modeling_ernie4_5_vl_moe.py: "

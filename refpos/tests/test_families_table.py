@@ -29,7 +29,8 @@ def test_the_file_loads_into_the_rows():
     assert aliases == {"kimi_k2": "deepseek_v3", "gemma3": "gemma3_text", "gemma4": "gemma4_text",
                        "qwen2_vl_text": "qwen2_vl", "qwen2_5_vl_text": "qwen2_5_vl",
                        "qwen2_5_omni_text": "qwen2_5_omni", "paddleocr_vl_text": "paddleocr_vl",
-                       "param2moe": "glm4_moe",
+                       "param2moe": "glm4_moe", "internlm3": "llama", "iquestcoder": "llama",
+                       "emu3_text_model": "emu3", "layoutxlm": "layoutlmv2",
                        "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "phi-msft": "phi"}
     text = (resources.files("refpos") / "models" / "data" / "families.toml").read_text(encoding="utf8")
     assert len(rows) == len({row.model_type for row in rows}) == text.count("\n[family.")
