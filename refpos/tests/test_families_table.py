@@ -30,6 +30,9 @@ def test_the_file_loads_into_the_rows():
                        "qwen2_vl_text": "qwen2_vl", "qwen2_5_vl_text": "qwen2_5_vl",
                        "qwen2_5_omni_text": "qwen2_5_omni", "paddleocr_vl_text": "paddleocr_vl",
                        "param2moe": "glm4_moe",
+                       "sarvam_mla": "deepseek_v3", "sarvam_moe": "glm4_moe", "minimax_m3_vl_text": "minimax_m3_vl",
+                       "muse_glimmer_text": "muse_glimmer", "muse_spark_text": "muse_spark",
+                       "qwen2_5_omni_talker": "qwen2_5_omni", "qwen3_omni_moe_talker_text": "qwen3_omni_moe_text",
                        "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "phi-msft": "phi"}
     text = (resources.files("refpos") / "models" / "data" / "families.toml").read_text(encoding="utf8")
     assert len(rows) == len({row.model_type for row in rows}) == text.count("\n[family.")
@@ -96,6 +99,16 @@ def test_an_unknown_model_type_warns_that_the_layout_is_assumed():
         warnings.simplefilter("error")  # a known family resolves silently
         refpos.models.from_hf_config(dict(UNKNOWN, model_type="llama"))
         refpos.models.hf_layers(dict(UNKNOWN, model_type="kimi_k2"))
+
+
+def test_a_key_the_row_ignores_does_not_narrow_the_rotation():
+    """MiniMax-M3-VL's text config keeps ``rotary_dim``, which no line of its code reads: the rotation spans the
+    whole head (its row ignores the key); Persimmon's row does not, and the same key narrows its rotation."""
+    cfg = dict(UNKNOWN, num_key_value_heads=2, head_dim=32, rotary_dim=16)
+    (layer, _) = refpos.model_positions(dict(cfg, model_type="minimax_m3_vl_text"))
+    assert (layer.rope.rotary_dim, layer.rope.partial_rotary_factor) == (32, 1.0)
+    (layer, _) = refpos.model_positions(dict(cfg, model_type="persimmon"))
+    assert layer.rope.rotary_dim == 16
 
 
 def test_the_warning_test_breaks_without_the_warning(monkeypatch):
