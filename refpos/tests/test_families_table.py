@@ -111,6 +111,14 @@ def test_a_key_the_row_ignores_does_not_narrow_the_rotation():
     assert layer.rope.rotary_dim == 16
 
 
+def test_a_decoder_alone_counts_its_decoder_layers():
+    """TrOCR's config names its one stack's geometry decoder_layers and decoder_attention_heads (no other key)."""
+    cfg = {"model_type": "trocr", "decoder_layers": 3, "decoder_attention_heads": 2, "d_model": 16,
+           "max_position_embeddings": 32}
+    layers = list(refpos.model_positions(cfg))
+    assert [(layer.kind, layer.index) for layer in layers] == [("learned", 0), ("learned", 1), ("learned", 2)]
+
+
 def test_the_warning_test_breaks_without_the_warning(monkeypatch):
     monkeypatch.setattr("refpos.models.hf_resolver.warn_assumed", lambda *a, **k: None)
     with pytest.raises(pytest.fail.Exception):
