@@ -33,6 +33,8 @@ def test_the_file_loads_into_the_rows():
                        "sarvam_mla": "deepseek_v3", "sarvam_moe": "glm4_moe", "minimax_m3_vl_text": "minimax_m3_vl",
                        "muse_glimmer_text": "muse_glimmer", "muse_spark_text": "muse_spark",
                        "qwen2_5_omni_talker": "qwen2_5_omni", "qwen3_omni_moe_talker_text": "qwen3_omni_moe_text",
+                       "mimi_encoder": "mimi", "mimi_decoder": "mimi", "qwen4_exp_vision": "qwen3_5_vision",
+                       "qianfan_ocr_vision": "internvl_vision", "mlcd": "mlcd_vision_model",
                        "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "phi-msft": "phi"}
     text = (resources.files("refpos") / "models" / "data" / "families.toml").read_text(encoding="utf8")
     assert len(rows) == len({row.model_type for row in rows}) == text.count("\n[family.")
