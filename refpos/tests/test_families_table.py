@@ -119,6 +119,13 @@ def test_a_decoder_alone_counts_its_decoder_layers():
            "max_position_embeddings": 32}
     layers = list(refpos.model_positions(cfg))
     assert [(layer.kind, layer.index) for layer in layers] == [("learned", 0), ("learned", 1), ("learned", 2)]
+    # ProphetNet's num_encoder_layers / num_encoder_attention_heads: its encoder's table is read, its decoder's
+    # n-gram attention refused by name
+    prophetnet = {"model_type": "prophetnet", "num_encoder_layers": 2, "num_decoder_layers": 1, "hidden_size": 16,
+                  "num_encoder_attention_heads": 2, "num_decoder_attention_heads": 2, "max_position_embeddings": 32,
+                  "pad_token_id": 0}
+    assert [(layer.stack, layer.kind) for layer in refpos.model_positions(prophetnet)] == [
+        ("encoder", "learned"), ("encoder", "learned"), ("decoder", "refused")]
 
 
 def test_the_warning_test_breaks_without_the_warning(monkeypatch):
