@@ -35,6 +35,7 @@ def test_the_file_loads_into_the_rows():
                        "qwen2_5_omni_talker": "qwen2_5_omni", "qwen3_omni_moe_talker_text": "qwen3_omni_moe_text",
                        "mimi_encoder": "mimi", "mimi_decoder": "mimi", "qwen4_exp_vision": "qwen3_5_vision",
                        "qianfan_ocr_vision": "internvl_vision", "mlcd": "mlcd_vision_model",
+                       "pp_chart2table_vision": "got_ocr2_vision",
                        "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "phi-msft": "phi"}
     text = (resources.files("refpos") / "models" / "data" / "families.toml").read_text(encoding="utf8")
     assert len(rows) == len({row.model_type for row in rows}) == text.count("\n[family.")
