@@ -32,7 +32,7 @@ def test_the_file_loads_into_the_rows():
                        "param2moe": "glm4_moe",
                        "sarvam_mla": "deepseek_v3", "sarvam_moe": "glm4_moe", "minimax_m3_vl_text": "minimax_m3_vl",
                        "muse_glimmer_text": "muse_glimmer", "muse_spark_text": "muse_spark",
-                       "qwen2_5_omni_talker": "qwen2_5_omni", "qwen3_omni_moe_talker_text": "qwen3_omni_moe_text",
+                       "qwen2_5_omni_talker": "qwen2_5_omni",
                        "mimi_encoder": "mimi", "mimi_decoder": "mimi", "qwen4_exp_vision": "qwen3_5_vision",
                        "qianfan_ocr_vision": "internvl_vision", "mlcd": "mlcd_vision_model",
                        "pp_chart2table_vision": "got_ocr2_vision",

@@ -180,8 +180,10 @@ def build(stack: Stack, encoding: str) -> list[LayerRecord]:
         offset = check_int(view.name(facts.offset_key), view.value(facts.offset_key, 0), minimum=0) + 1
     if encoding == "sinusoidal" and dim % 2:
         raise ValueError(f"the sinusoid's width {dim} is odd: refpos builds even widths only")
-    if size is not None and encoding == "learned":
-        size += facts.offset  # the offset rows come on top of the stated length (OPT, BART)
+    if size is not None and encoding == "learned" and "input_ids_cumsum" not in facts.reads:
+        # the offset rows come on top of the stated length (OPT, BART); a table read at the running count from
+        # padding_idx + 1 holds them within it (RoBERTa's offset_key, MPNet's fixed offset 2)
+        size += facts.offset
     return [AbsoluteLayer(stack.name, i, None, encoding_name=encoding, dim=dim, offset=offset, table_size=size,
                           layout=facts.layout, spacing=facts.spacing, base=facts.base, reads=(("rows", facts.reads),))
             for i in range(shape.layers)]
