@@ -89,7 +89,9 @@ class Resolver:
         return self.cfg[key]
 
     def has(self, key: str) -> bool:
-        return self.cfg.get(key) is not None
+        """Whether the config gives ``key`` a value the family's code reads (a key its row ``ignores`` is not read:
+        MiniMax-M3-VL's ``rotary_dim``)."""
+        return self.cfg.get(key) is not None and (self.family is None or key not in self.family.ignores)
 
     def from_rope(self, key: str) -> Any:
         self.used.add(f"{self.rope_path}.{key}")

@@ -76,7 +76,8 @@ def test_conv_position_record_is_the_model_s(model_type):
     config = transformers.AutoConfig.for_model(model_type, **small)
     (record,) = [r for r in refpos.model_positions(config.to_dict()) if r.kind == "conv_position"]
     model = transformers.AutoModel.from_config(config)
-    convs = [m for name, m in model.named_modules() if "pos_conv_embed" in name and isinstance(m, torch.nn.Conv1d)]
+    convs = [m for name, m in model.named_modules()  # OmniASR names its module encode_positions
+             if ("pos_conv_embed" in name or "encode_positions" in name) and isinstance(m, torch.nn.Conv1d)]
     assert convs, f"{model_type}: no positional convolution in the model"
     assert len(convs) == record.layers
     conv = convs[0]

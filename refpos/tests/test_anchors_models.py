@@ -309,3 +309,42 @@ def test_ctrl_fsmt_xlm_and_led_positions_are_the_model_s():
     resolved = positions_of(config)
     assert resolved.stack("encoder")[0].table_size == model.encoder.embed_positions.weight.shape[0] == 64
     assert resolved.stack("decoder")[0].table_size == model.decoder.embed_positions.weight.shape[0] == 32
+
+
+def test_roformer_rotation_is_the_model_s():
+    """RoFormer turns adjacent channel pairs by its sinusoid table's angles at the slots after the cache
+    (RoFormerSelfAttention.apply_rotary_position_embeddings): refpos's interleaved RoPE at base 10000 gives the same
+    queries and keys within the table's float32 rounding (|Δ| ≤ 1e-6 on unit-scale inputs)."""
+    config = AutoConfig.for_model("roformer", hidden_size=32, num_attention_heads=2, num_hidden_layers=1,
+                                  intermediate_size=16, vocab_size=64, max_position_embeddings=64)
+    model = AutoModel.from_config(config).eval()
+    cached, length = 3, 10
+    table = model.encoder.embed_positions((1, length), cached)[None, None].double()
+    q, k = torch.randn(2, 1, 2, length, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    want_q, want_k = type(model.encoder.layer[0].attention.self).apply_rotary_position_embeddings(table, q, k)
+    (layer,) = positions_of(config.to_dict()).layers
+    slots = np.arange(cached, cached + length)
+    got_q, got_k = layer.encoding().rotate(q.numpy()[0], k.numpy()[0], slots, slots)
+    assert np.abs(got_q - want_q.numpy()[0]).max() < 1e-6 and np.abs(got_k - want_k.numpy()[0]).max() < 1e-6
+
+
+def test_mpnet_bias_and_rows_are_the_model_s():
+    """MPNet's encoder computes one bucket map (T5's bidirectional buckets, 32 of them, max distance 128) that every
+    layer adds, and reads its table at the running count of the non-padding ids from padding_idx + 1 = 2: refpos's
+    bias from the model's bucket table, and its rows, are the model's (the survey sees neither: the bias is
+    computed once in MPNetEncoder, the table is the stack's input)."""
+    from transformers.models.mpnet.modeling_mpnet import create_position_ids_from_input_ids
+
+    config = AutoConfig.for_model("mpnet", hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
+                                  intermediate_size=16, vocab_size=64)
+    model = AutoModel.from_config(config).eval()
+    length = 150  # past max_exact and into the log-spaced buckets
+    with torch.no_grad():
+        want = model.encoder.compute_position_bias(torch.zeros(1, length, 32))[0].numpy()
+    layers = positions_of(config.to_dict()).layers
+    (rows_layer,) = [layer for layer in layers if layer.kind == "learned"]
+    first = next(layer for layer in layers if layer.kind == "t5")
+    table = model.encoder.relative_attention_bias.weight.detach().numpy().astype(np.float64)
+    assert np.array_equal(np.asarray(first.bias(table, cache_position=np.arange(length))), want)
+    ids = torch.tensor([[5, 7, 1, 9, 1, 1, 4, 3]])  # padding_idx 1
+    assert np.array_equal(rows_layer.rows(input_ids=ids.numpy()), create_position_ids_from_input_ids(ids, 1).numpy())

@@ -31,6 +31,12 @@ def test_the_file_loads_into_the_rows():
                        "qwen2_5_omni_text": "qwen2_5_omni", "paddleocr_vl_text": "paddleocr_vl",
                        "param2moe": "glm4_moe", "internlm3": "llama", "iquestcoder": "llama",
                        "emu3_text_model": "emu3", "layoutxlm": "layoutlmv2",
+                       "sarvam_mla": "deepseek_v3", "sarvam_moe": "glm4_moe", "minimax_m3_vl_text": "minimax_m3_vl",
+                       "muse_glimmer_text": "muse_glimmer", "muse_spark_text": "muse_spark",
+                       "qwen2_5_omni_talker": "qwen2_5_omni",
+                       "mimi_encoder": "mimi", "mimi_decoder": "mimi", "qwen4_exp_vision": "qwen3_5_vision",
+                       "qianfan_ocr_vision": "internvl_vision", "mlcd": "mlcd_vision_model",
+                       "pp_chart2table_vision": "got_ocr2_vision",
                        "RefinedWebModel": "falcon", "RefinedWeb": "falcon", "phi-msft": "phi"}
     text = (resources.files("refpos") / "models" / "data" / "families.toml").read_text(encoding="utf8")
     assert len(rows) == len({row.model_type for row in rows}) == text.count("\n[family.")
@@ -97,6 +103,31 @@ def test_an_unknown_model_type_warns_that_the_layout_is_assumed():
         warnings.simplefilter("error")  # a known family resolves silently
         refpos.models.from_hf_config(dict(UNKNOWN, model_type="llama"))
         refpos.models.hf_layers(dict(UNKNOWN, model_type="kimi_k2"))
+
+
+def test_a_key_the_row_ignores_does_not_narrow_the_rotation():
+    """MiniMax-M3-VL's text config keeps ``rotary_dim``, which no line of its code reads: the rotation spans the
+    whole head (its row ignores the key); Persimmon's row does not, and the same key narrows its rotation."""
+    cfg = dict(UNKNOWN, num_key_value_heads=2, head_dim=32, rotary_dim=16)
+    (layer, _) = refpos.model_positions(dict(cfg, model_type="minimax_m3_vl_text"))
+    assert (layer.rope.rotary_dim, layer.rope.partial_rotary_factor) == (32, 1.0)
+    (layer, _) = refpos.model_positions(dict(cfg, model_type="persimmon"))
+    assert layer.rope.rotary_dim == 16
+
+
+def test_a_decoder_alone_counts_its_decoder_layers():
+    """TrOCR's config names its one stack's geometry decoder_layers and decoder_attention_heads (no other key)."""
+    cfg = {"model_type": "trocr", "decoder_layers": 3, "decoder_attention_heads": 2, "d_model": 16,
+           "max_position_embeddings": 32}
+    layers = list(refpos.model_positions(cfg))
+    assert [(layer.kind, layer.index) for layer in layers] == [("learned", 0), ("learned", 1), ("learned", 2)]
+    # ProphetNet's num_encoder_layers / num_encoder_attention_heads: its encoder's table is read, its decoder's
+    # n-gram attention refused by name
+    prophetnet = {"model_type": "prophetnet", "num_encoder_layers": 2, "num_decoder_layers": 1, "hidden_size": 16,
+                  "num_encoder_attention_heads": 2, "num_decoder_attention_heads": 2, "max_position_embeddings": 32,
+                  "pad_token_id": 0}
+    assert [(layer.stack, layer.kind) for layer in refpos.model_positions(prophetnet)] == [
+        ("encoder", "learned"), ("encoder", "learned"), ("decoder", "refused")]
 
 
 def test_the_warning_test_breaks_without_the_warning(monkeypatch):

@@ -47,7 +47,8 @@ class AbsoluteFacts:
     ``table``: the config keys of the table's length, the first present wins (``["n_positions",
     "max_position_embeddings"]``); ``dim``: the key of its width when it is not the stack's (ALBERT, ELECTRA:
     ``embedding_size``); ``offset``: added to every position (OPT and BART: 2), or ``offset_key``: the position
-    offset is that key plus one (``pad_token_id``: M2M100, RoBERTa count positions from ``padding_idx + 1``); a
+    offset is that key plus one (``pad_token_id``: M2M100, RoBERTa count positions from ``padding_idx + 1``); the
+    padding token ``input_ids_cumsum`` skips is the offset less one (MPNet: ``offset = 2``, its padding_idx 1); a
     sinusoid's ``layout`` (``concat``, ``interleaved``), ``spacing`` (``paper``, ``tensor2tensor``) and ``base``;
     ``reads`` (:data:`ROW_INPUTS`, in order of precedence): what the rows are read at — the position ids passed,
     else the token's slot (default); OPT: ``["position_ids", "mask_cumsum"]``; RoBERTa: ``["position_ids",
@@ -80,8 +81,10 @@ class AbsoluteFacts:
         check_fact(where, all(isinstance(k, str) for k in self.table), f"{encoding}.table", self.table)
         check_fact(where, bool(self.reads) and all(r in ROW_INPUTS for r in self.reads), f"{encoding}.reads",
                    self.reads)
-        check_fact(where, "input_ids_cumsum" not in self.reads or self.offset_key is not None,
-                   f"{encoding}.reads (input_ids_cumsum needs offset_key, the padding token)", self.reads)
+        # the padding token is the offset less one: offset_key's value, or a fixed offset of 1 or more (MPNet's 2)
+        check_fact(where, "input_ids_cumsum" not in self.reads or self.offset_key is not None or self.offset >= 1,
+                   f"{encoding}.reads (input_ids_cumsum needs the padding token: offset_key, or an offset of 1 or "
+                   f"more)", self.reads)
 
 
 @dataclass(frozen=True)
@@ -177,8 +180,10 @@ def build(stack: Stack, encoding: str) -> list[LayerRecord]:
         offset = check_int(view.name(facts.offset_key), view.value(facts.offset_key, 0), minimum=0) + 1
     if encoding == "sinusoidal" and dim % 2:
         raise ValueError(f"the sinusoid's width {dim} is odd: refpos builds even widths only")
-    if size is not None and encoding == "learned":
-        size += facts.offset  # the offset rows come on top of the stated length (OPT, BART)
+    if size is not None and encoding == "learned" and "input_ids_cumsum" not in facts.reads:
+        # the offset rows come on top of the stated length (OPT, BART); a table read at the running count from
+        # padding_idx + 1 holds them within it (RoBERTa's offset_key, MPNet's fixed offset 2)
+        size += facts.offset
     return [AbsoluteLayer(stack.name, i, None, encoding_name=encoding, dim=dim, offset=offset, table_size=size,
                           layout=facts.layout, spacing=facts.spacing, base=facts.base, reads=(("rows", facts.reads),))
             for i in range(shape.layers)]

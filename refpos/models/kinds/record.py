@@ -61,19 +61,22 @@ ROLES = ("single", "encoder", "decoder")
 #: role → config keys of a stack's layer count, head count and width, the first present wins (transformers'
 #: config classes name them differently: GPT-2's ``n_layer`` / ``n_head`` / ``n_embd``, BART's
 #: ``encoder_layers`` / ``encoder_attention_heads`` / ``d_model``, T5's ``num_layers`` / ``num_heads``; a
-#: Whisper-style audio encoder alone, the single stack of its model: ``encoder_layers``; Kosmos-2's text model:
-#: ``layers``)
+#: Whisper-style audio encoder alone, the single stack of its model: ``encoder_layers``; a BART-style decoder alone,
+#: TrOCR's: ``decoder_layers``; Kosmos-2's text model: ``layers``; ProphetNet's ``num_encoder_layers`` /
+#: ``num_encoder_attention_heads``)
 GEOMETRY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "single": {"layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "depth", "encoder_layers",
-                          "layers"),
+                          "decoder_layers", "layers"),
                "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads",
-                         "encoder_attention_heads"),
+                         "encoder_attention_heads", "decoder_attention_heads"),
                "width": ("hidden_size", "n_embd", "n_embed", "d_model", "dim", "emb_dim", "embed_dim")},
-    "encoder": {"layers": ("encoder_layers", "num_layers", "num_hidden_layers"),
-                "heads": ("encoder_attention_heads", "num_heads", "num_attention_heads"),
+    "encoder": {"layers": ("encoder_layers", "num_encoder_layers", "num_layers", "num_hidden_layers"),
+                "heads": ("encoder_attention_heads", "num_encoder_attention_heads", "num_heads",
+                          "num_attention_heads"),
                 "width": ("d_model", "hidden_size")},
     "decoder": {"layers": ("decoder_layers", "num_decoder_layers", "num_layers", "num_hidden_layers"),
-                "heads": ("decoder_attention_heads", "num_heads", "num_attention_heads"),
+                "heads": ("decoder_attention_heads", "num_decoder_attention_heads", "num_heads",
+                          "num_attention_heads"),
                 "width": ("d_model", "hidden_size")},
     "predictor": {"layers": ("pred_num_hidden_layers",), "heads": ("pred_num_attention_heads",),
                   "width": ("pred_hidden_size",)},
