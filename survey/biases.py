@@ -11,8 +11,10 @@ ALiBi
     largest entry.
 T5 buckets
     The bucket map a layer computed (the return value of its ``_relative_position_bucket`` for the
-    relative positions key - query) equals refpos's ``buckets(q, k)`` exactly; a layer refpos says reuses
-    another's table must compute none.
+    relative positions key - query) equals refpos's ``buckets(q, k)`` exactly, and so does the function at
+    every relative position of :data:`survey.probe.SWEEP` (a few tokens reach only the exact buckets of short
+    distances: a largest distance off by one shows only past it); a layer refpos says reuses another's table
+    must compute none.
 Learned and sinusoidal positions
     A learned table must be read at position + refpos's offset, and have refpos's number of rows (when
     refpos says it). A sinusoid must equal refpos's ``sinusoid(positions)`` within the float32 evaluation
@@ -27,7 +29,7 @@ import numpy as np
 
 from survey.claims import LayerClaim, LayerResult
 from survey.observed import input_carries_positions, layer_calls, own_positions, role
-from survey.probe import Probe
+from survey.probe import SWEEP, Probe
 
 EPS32 = 2.0**-24
 
@@ -124,6 +126,15 @@ def check_t5(claim: LayerClaim, probe: Probe, path: str) -> Any:
     if wrong:
         return _result(claim, "mismatch", float(np.abs(expected - buckets.reshape(tq, tk)).max()),
                        f"bucket map: {wrong} of {tq * tk} entries differ")
+    swept = built[0].swept
+    if swept is not None:  # the function at every distance of SWEEP: bucket(k - q) with q = 0
+        expected = np.asarray(claim.params["buckets"](np.zeros(1, dtype=np.int64), SWEEP)).reshape(-1)
+        differ = np.flatnonzero(expected != swept.reshape(-1))
+        if differ.size:
+            return _result(claim, "mismatch", float(np.abs(expected - swept.reshape(-1)).max()),
+                           f"bucket function: {differ.size} of {SWEEP.size} relative positions differ (first at "
+                           f"k - q = {int(SWEEP[differ[0]])}: refpos {int(expected[differ[0]])}, transformers "
+                           f"{int(swept.reshape(-1)[differ[0]])})")
     return _result(claim, "exact", 0.0)
 
 
@@ -147,7 +158,10 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
                            f"{rows}, refpos p + {offset} of {size}")
         return _result(claim, "exact", 0.0)
     run, positions = own_positions(probe)
-    expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)  # (T, dim)
+    try:
+        expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)  # (T, dim)
+    except ValueError as exc:  # the claim has no row for a position the model read
+        return _result(claim, "mismatch", None, f"refpos's sinusoid at positions {positions.tolist()}: {exc}")
     candidates = [lk.vectors for lk in run.lookups if (lk.table, *_offset_rows(lk, positions)) in
                   [(t, o, r) for t, o, r in mine]]
     candidates += [out for module, out in run.positional.items() if single or role(module) == claim.stack]

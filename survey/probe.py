@@ -53,6 +53,10 @@ EAGER = re.compile(r"\w*eager_attention_forward")
 #: module-level functions that build an ALiBi bias, and methods that bucket relative positions
 ALIBI = re.compile(r"\w*alibi\w*")
 BUCKET = re.compile(r"_?relative_position_bucket")
+#: the relative positions a bucket function is also evaluated at: every distance to 4096 each way (past the
+#: largest distance a T5 config of the survey sets, so every logarithmic bucket and the saturation are
+#: reached) and the survey's largest position
+SWEEP = np.concatenate([[-131071], np.arange(-4096, 4097), [131071]]).astype(np.int64)
 #: module-level functions that apply a rotation (read where attention is computed inline)
 APPLY = re.compile(r"apply_rotary\w*|apply_rope\w*")
 #: keyword arguments through which a decoder hands each layer its rotary tables
@@ -93,6 +97,9 @@ class Built:
     arguments: dict[str, Any]
     output: np.ndarray
     layer: tuple[str, int] | None
+    #: of a bucket function: its output for the relative positions :data:`SWEEP` (the other arguments as
+    #: given), where a sequence of a few tokens reaches only the exact buckets of short distances
+    swept: np.ndarray | None = None
 
 
 @dataclass
@@ -256,16 +263,25 @@ class Recorder:
             return out
         return lookup
 
-    def builder(self, name: str, original: Any) -> Any:
+    def builder(self, name: str, original: Any, sweep: bool = False) -> Any:
+        """``original`` recorded; ``sweep``: a bucket function, evaluated at :data:`SWEEP` too."""
         def build(*args: Any, **kwargs: Any):
+            import torch
+
             out = original(*args, **kwargs)
             bound = {}
             with contextlib.suppress(TypeError, ValueError):
                 bound = dict(inspect.signature(original).bind(*args, **kwargs).arguments)
             keep = {k: (_np(v) if hasattr(v, "detach") else v) for k, v in bound.items()
                     if isinstance(v, (int, float, bool, str)) or hasattr(v, "detach")}
+            relative = bound.get("relative_position")
+            swept = None
+            if sweep and isinstance(relative, torch.Tensor):
+                grid = torch.as_tensor(SWEEP, dtype=relative.dtype, device=relative.device)
+                swept = _np(original(**{**bound, "relative_position": grid}))
             if hasattr(out, "detach"):
-                self.run.builders.append(Built(name, keep, _np(out), self.context[0] if self.context else None))
+                self.run.builders.append(Built(name, keep, _np(out), self.context[0] if self.context else None,
+                                               swept))
             return out
         return build
 
@@ -297,16 +313,18 @@ class Recorder:
                 elif APPLY.fullmatch(name) and not isinstance(value, type):  # a function, or a kernel's wrapper
                     targets.append((module, name, self.apply(f"{module.__name__}.{name}", value)))
                 elif (ALIBI.fullmatch(name) or BUCKET.fullmatch(name)) and inspect.isfunction(value):
-                    targets.append((module, name, self.builder(f"{module.__name__}.{name}", value)))
+                    targets.append((module, name, self.builder(f"{module.__name__}.{name}", value,
+                                                               sweep=bool(BUCKET.fullmatch(name)))))
                 elif isinstance(value, type) and value.__module__ == module.__name__:
                     for attr, member in list(value.__dict__.items()):
                         if not BUCKET.fullmatch(attr):
                             continue
                         if isinstance(member, staticmethod):
                             targets.append((value, attr, staticmethod(self.builder(
-                                f"{value.__name__}.{attr}", member.__func__))))
+                                f"{value.__name__}.{attr}", member.__func__, sweep=True))))
                         elif inspect.isfunction(member):  # a method: the wrapper receives self first
-                            targets.append((value, attr, self.builder(f"{value.__name__}.{attr}", member)))
+                            targets.append((value, attr, self.builder(f"{value.__name__}.{attr}", member,
+                                                                      sweep=True)))
         targets.append((torch.nn.functional, "embedding", self.embedding(torch.nn.functional.embedding)))
         return targets
 
