@@ -509,6 +509,24 @@ def attention_like(model: Any) -> list[str]:
     return [path for path, m in model.named_modules() if path and type(m).__name__.endswith("Attention")]
 
 
+def _ran(model: Any, paths: list[str], inputs: dict[str, Any]) -> list[str]:
+    """Those of the modules ``paths`` that run in a forward of ``inputs`` (FLAVA's image encoder does not run on
+    token ids: its attention modules are no layers of this run)."""
+    import torch
+
+    modules = dict(model.named_modules())
+    seen: set[str] = set()
+    handles = [modules[path].register_forward_pre_hook(lambda module, args, path=path: seen.add(path))
+               for path in paths]
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return [path for path in paths if path in seen]
+
+
 def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, with_cases: bool = True) -> Probe:
     """Run ``model`` (built from ``config``) and return what its attention saw (see the module docstring);
     ``with_cases``: the other inputs of :mod:`survey.cases` too."""
@@ -524,7 +542,7 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, wit
     positional = [m for _, m in model.named_modules() if POSITIONAL_MODULE.fullmatch(type(m).__name__)]
     run_a = _forward(model, inputs_a, scout, [], positional)
     modules = dict(model.named_modules())
-    paths = list(dict.fromkeys(c.path for c in run_a.calls)) or attention_like(model)
+    paths = list(dict.fromkeys(c.path for c in run_a.calls)) or _ran(model, attention_like(model), inputs_a)
     attention = [modules[path] for path in paths if path in modules]
     run_a = _forward(model, inputs_a, Recorder(model, neutral=False), attention, positional)
     inputs_b = dict(inputs_a)
