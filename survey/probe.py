@@ -24,7 +24,8 @@ threshold the config states crossed, left padding, a masked token, packed sequen
 not their slot (:class:`Case`: the inputs each was given, and what the model did).
 
 Also recorded, in run A: every ``torch.nn.functional.embedding`` lookup (the table it read, by parameter
-name, and the indices: a learned position table is read at the positions plus an offset), the output of
+name, and the indices: a learned position table is read at the positions plus an offset) and every row of a
+parameter or buffer read by indexing it with integer positions (a table read without an embedding call), the output of
 every module whose class name says it is a positional embedding (sinusoid tables built in code), and
 every return value of the modeling module's ALiBi builders and T5-style bucket functions (for models that
 compute attention inline).
@@ -126,6 +127,9 @@ class Run:
     #: module path -> the tensor keyword arguments it was handed (alibi, position_bias, ...)
     handed: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     lookups: list[Lookup] = field(default_factory=list)
+    #: rows of a parameter or buffer read by indexing it with integer positions (CTRL's sinusoid table,
+    #: ``pos_encoding[position_ids, :]``): where a table is read without an embedding call
+    indexed: list[Lookup] = field(default_factory=list)
     positional: dict[str, np.ndarray] = field(default_factory=dict)  # module path -> output
     builders: list[Built] = field(default_factory=list)
     applied: list[Applied] = field(default_factory=list)
@@ -213,8 +217,9 @@ def _modeling_modules() -> list[Any]:
 
 @contextlib.contextmanager
 def _patched(targets: list[tuple[Any, str, Any]]) -> Iterator[None]:
-    """Set ``(owner, attribute, value)`` for the duration, restoring every one after."""
-    saved = [(owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
+    """Set ``(owner, attribute, value)`` for the duration, restoring every one after (an attribute a class
+    inherited, ``torch.Tensor.__getitem__``, is deleted again)."""
+    saved = [(owner, name, owner.__dict__.get(name, _INHERITED) if isinstance(owner, type) else getattr(owner, name))
              for owner, name, _ in targets]
     try:
         for owner, name, value in targets:
@@ -222,7 +227,14 @@ def _patched(targets: list[tuple[Any, str, Any]]) -> Iterator[None]:
         yield
     finally:
         for owner, name, value in reversed(saved):
-            setattr(owner, name, value)
+            if value is _INHERITED:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+
+
+#: what :func:`_patched` saves for an attribute a class does not define itself
+_INHERITED = object()
 
 
 class Recorder:
@@ -262,6 +274,24 @@ class Recorder:
                                            _np(out), bool(weight.requires_grad)))
             return out
         return lookup
+
+    def indexing(self, original: Any) -> Any:
+        """``Tensor.__getitem__`` recording the rows read of a parameter or buffer at integer indices (a tensor
+        of them, alone or followed by full slices)."""
+        def getitem(tensor: Any, index: Any):
+            import torch
+
+            out = original(tensor, index)
+            name = self.params.get(id(tensor))
+            if name is None or tensor.ndim != 2:
+                return out
+            rows, *rest = index if isinstance(index, tuple) else (index,)
+            if isinstance(rows, torch.Tensor) and not rows.is_floating_point() and rows.dtype != torch.bool \
+                    and all(isinstance(r, slice) and r == slice(None) for r in rest):
+                self.run.indexed.append(Lookup(name, _np(rows), int(tensor.shape[0]), _np(out),
+                                               bool(tensor.requires_grad)))
+            return out
+        return getitem
 
     def builder(self, name: str, original: Any, sweep: bool = False) -> Any:
         """``original`` recorded; ``sweep``: a bucket function, evaluated at :data:`SWEEP` too."""
@@ -326,6 +356,7 @@ class Recorder:
                             targets.append((value, attr, self.builder(f"{value.__name__}.{attr}", member,
                                                                       sweep=True)))
         targets.append((torch.nn.functional, "embedding", self.embedding(torch.nn.functional.embedding)))
+        targets.append((torch.Tensor, "__getitem__", self.indexing(torch.Tensor.__getitem__)))
         return targets
 
     # ------------------------------------------------------------------ module hooks

@@ -6,7 +6,8 @@ and the fixed answers come out exact.
   (the reference taken after the model's own apply function, which regroups the channels, graded two exact);
 * Llama 4's temperature reads the token's slot (id 32767 in slot 5, slots past the 8192 floor): a scale read
   from the position ids is wrong, the same scale read from the slot exact;
-* T5's bucket maps and the sinusoids of fairseq's, DistilBERT's and Canary's stacks: each mutant is caught;
+* T5's bucket maps, the sinusoids of fairseq's, DistilBERT's, Canary's and CTRL's stacks and the learned tables
+  of LED and Longformer (read over a padded sequence): each exact, each mutant caught;
 * Falcon's ALiBi with ``alibi=True`` (not the class default) and BLOOM's read the attention mask's running
   count: read from the position ids it is wrong (gapped ids, a masked token), from the mask's count exact.
 """
@@ -77,14 +78,16 @@ def test_alibi_reads_the_mask_count(observed, name):
     assert not wrong(reading(resolution, "alibi", "key", ("mask_cumsum",)), probe)
 
 
-@pytest.mark.parametrize("name", ["t5", "fsmt", "distilbert[sinusoidal_pos_embds=true]", "canary_decoder"])
-def test_every_mutant_of_a_bucket_map_or_an_input_sinusoid_is_caught(observed, name):
+@pytest.mark.parametrize("name", ["t5", "fsmt", "distilbert[sinusoidal_pos_embds=true]", "canary_decoder", "ctrl",
+                                  "led", "longformer"])
+def test_every_mutant_of_a_bucket_map_or_an_input_encoding_is_caught(observed, name):
     """T5's bucket count and largest distance (a few tokens reach only the exact buckets of short distances: the
-    function is also compared over a sweep of distances), and a sinusoid read one row off (the claim's rows
-    move with its offset)."""
+    function is also compared over a sweep of distances); a sinusoid read one row off (the claim's rows move with
+    its offset); CTRL's table indexed by the position ids without an embedding call; LED's and Longformer's
+    tables read past the tokens, over the padding to the attention window. Every layer is exact, none unseen."""
     config, probe = observed(name)
     resolution = adaptor.resolve(config)
-    assert not wrong(resolution, probe)
+    assert {r.status for r in compare(resolution, probe).layers} == {"exact"}
     tried, survived = mutants.survivors(resolution, probe)
     assert tried >= 2 and survived == []
 
