@@ -115,6 +115,7 @@ def _from_records(config: dict[str, Any]) -> Resolution:
             layers.append(LayerClaim(*where, "other", detail=r.kind))
     from refpos.models.position_keys import ATTENTION_ONLY
 
+    refused += _unrun_sequence_stacks(towers)
     notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, not compared (the survey "
              "runs token ids only)" for stack in dict.fromkeys(r.stack for r in towers if r.kind != "unknown")]
     part_paths = tuple(path + "." for _, path, _ in answer.parts)
@@ -122,6 +123,24 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         in_a_part = key.startswith(part_paths)  # a network the survey does not run: noted, not compared
         (notes if in_a_part or key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
     return Resolution(tuple(layers), "; ".join(dict.fromkeys(refused)) or None, None, tuple(notes))
+
+
+#: the inputs that hold a token's place in the sequence (position ids, slots, the mask's running count)
+SEQUENCE = ("position_ids", "cache_position", "mask_cumsum")
+
+
+def _unrun_sequence_stacks(records: Any) -> list[str]:
+    """A refusal naming each stack the survey does not run whose layers rotate by the tokens' places in a
+    sequence (π0.5's action expert, whose positions continue after the prefix's; a speech model's second
+    language stack): a second RoPE stack of the same sequence, which a row must not certify by comparing the
+    first alone. Vision and audio towers rotate by grid or frame positions and stay notes."""
+    found: dict[str, list[Any]] = {}
+    for r in records:
+        if r.kind in ("rope", "mrope") and set(reads_of(r).get("rotation", ())) & set(SEQUENCE):
+            found.setdefault(r.stack, []).append(r)
+    return [f"{stack} stack: {len(layers)} RoPE layers whose positions are read from "
+            f"{', else '.join(reads_of(layers[0])['rotation'])}, a stack the survey does not run (its answer is "
+            "not compared)" for stack, layers in found.items()]
 
 
 def _input_sinusoids(records: Any) -> dict[str, Any]:
