@@ -24,9 +24,9 @@ threshold the config states crossed, left padding, a masked token, packed sequen
 not their slot (:class:`Case`: the inputs each was given, and what the model did).
 
 Also recorded, in run A: every ``torch.nn.functional.embedding`` lookup (the table it read, by parameter
-name, and the indices: a learned position table is read at the positions plus an offset) and every row of a
-parameter or buffer read by indexing it with integer positions (a table read without an embedding call), the output of
-every module whose class name says it is a positional embedding (sinusoid tables built in code), and
+name, and the indices: a learned position table is read at the positions plus an offset), every row of a
+parameter or buffer read by indexing it with integer positions (a table read without an embedding call: CTRL),
+the output of every module whose class name says it is a positional embedding (sinusoid tables built in code), and
 every return value of the modeling module's ALiBi builders and T5-style bucket functions (for models that
 compute attention inline).
 """
@@ -278,9 +278,9 @@ class Recorder:
     def indexing(self, original: Any) -> Any:
         """``Tensor.__getitem__`` recording the rows read of a parameter or buffer at integer indices (a tensor
         of them, alone or followed by full slices)."""
-        def getitem(tensor: Any, index: Any):
-            import torch
+        import torch
 
+        def getitem(tensor: Any, index: Any):
             out = original(tensor, index)
             name = self.params.get(id(tensor))
             if name is None or tensor.ndim != 2:
