@@ -69,7 +69,9 @@ def _from_records(config: dict[str, Any]) -> Resolution:
 
     answer = refpos.model_positions(config)
     layers, refused = [], []
-    towers = [r for r in answer.layers if r.stack not in STACKS]  # vision towers: token ids never reach them
+    inputs = _input_sinusoids(answer.layers)
+    # vision towers (token ids never reach them), and the input sites of text stacks not claimed as a sinusoid
+    towers = [r for r in answer.layers if r.stack not in STACKS and r.stack.removesuffix(".input") not in inputs]
     for r in answer.layers:
         more = {"reads": reads_of(r)}
         if r.kind == "unknown":  # whatever its stack is called: the family is not in the table
@@ -82,6 +84,11 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         if r.kind in ("rope", "mrope"):
             layers.append(LayerClaim(*where, "rope", rope=r.rope, query_scale=r.query_scale,
                                      detail=r.layer_type or "", indexer=getattr(r, "indexer", None), **more))
+        elif r.kind == "none" and r.stack in inputs:  # no rotation: the stack's input carries the sinusoid
+            site = inputs[r.stack]
+            layers.append(LayerClaim(*where, "sinusoidal", query_scale=r.query_scale, detail=site.label, params={
+                "offset": 0, "table_size": None, "dim": site.dim,
+                "sinusoid": lambda positions, s=site: s.reference(positions=positions)}, **more))
         elif r.kind == "none":
             layers.append(LayerClaim(*where, "none", query_scale=r.query_scale, detail=r.layer_type or "", **more))
         elif r.kind == "no_attention":
@@ -108,6 +115,7 @@ def _from_records(config: dict[str, Any]) -> Resolution:
             layers.append(LayerClaim(*where, "other", detail=r.kind))
     from refpos.models.position_keys import ATTENTION_ONLY
 
+    refused += _unrun_sequence_stacks(towers)
     notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, not compared (the survey "
              "runs token ids only)" for stack in dict.fromkeys(r.stack for r in towers if r.kind != "unknown")]
     part_paths = tuple(path + "." for _, path, _ in answer.parts)
@@ -115,6 +123,34 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         in_a_part = key.startswith(part_paths)  # a network the survey does not run: noted, not compared
         (notes if in_a_part or key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
     return Resolution(tuple(layers), "; ".join(dict.fromkeys(refused)) or None, None, tuple(notes))
+
+
+#: the inputs that hold a token's place in the sequence (position ids, slots, the mask's running count)
+SEQUENCE = ("position_ids", "cache_position", "mask_cumsum")
+
+
+def _unrun_sequence_stacks(records: Any) -> list[str]:
+    """A refusal naming each stack the survey does not run whose layers rotate by the tokens' places in a
+    sequence (π0.5's action expert, whose positions continue after the prefix's; a speech model's second
+    language stack): a second RoPE stack of the same sequence, which a row must not certify by comparing the
+    first alone. Vision and audio towers rotate by grid or frame positions and stay notes."""
+    found: dict[str, list[Any]] = {}
+    for r in records:
+        if r.kind in ("rope", "mrope") and set(reads_of(r).get("rotation", ())) & set(SEQUENCE):
+            found.setdefault(r.stack, []).append(r)
+    return [f"{stack} stack: {len(layers)} RoPE layers whose positions are read from "
+            f"{', else '.join(reads_of(layers[0])['rotation'])}, a stack the survey does not run (its answer is "
+            "not compared)" for stack, layers in found.items()]
+
+
+def _input_sinusoids(records: Any) -> dict[str, Any]:
+    """Text stack name -> the 1-D sinusoid refpos adds at its input (a ``<stack>.input`` record of kind
+    ``sinusoid1d`` read at the stack's positions: Canary's decoder), claimed on the stack's layers without RoPE
+    as the sinusoidal kind is (:func:`survey.biases.check_absolute` compares it with the module's output)."""
+    from survey.claims import STACKS
+
+    return {stack: r for r in records if r.kind == "sinusoid1d" and getattr(r, "at", "") == "input"
+            and (stack := r.stack.removesuffix(".input")) in STACKS and r.stack != stack}
 
 
 def _from_schedule(config: dict[str, Any]) -> Resolution:

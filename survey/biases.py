@@ -11,12 +11,17 @@ ALiBi
     largest entry.
 T5 buckets
     The bucket map a layer computed (the return value of its ``_relative_position_bucket`` for the
-    relative positions key - query) equals refpos's ``buckets(q, k)`` exactly; a layer refpos says reuses
-    another's table must compute none.
+    relative positions key - query) equals refpos's ``buckets(q, k)`` exactly, and so does the function at
+    every relative position of :data:`survey.probe.SWEEP` (a few tokens reach only the exact buckets of short
+    distances: a largest distance off by one shows only past it); a layer refpos says reuses another's table
+    must compute none.
 Learned and sinusoidal positions
     A learned table must be read at position + refpos's offset, and have refpos's number of rows (when
-    refpos says it). A sinusoid must equal refpos's ``sinusoid(positions)`` within the float32 evaluation
-    of its angles, :math:`(3\,p_{\max} + 4)\,2^{-24}`.
+    refpos says it); its read is an embedding call, else a trained table indexed by the positions. The rows
+    are the tokens' (a model that pads its sequence to its attention window reads the padding's after them).
+    A sinusoid must equal refpos's ``sinusoid(positions)`` within the float32 evaluation of its angles,
+    :math:`(3\,p_{\max} + 4)\,2^{-24}`: an embedding's rows, a positional module's output, or the rows of a
+    table indexed by the positions (CTRL's ``pos_encoding[position_ids, :]``).
 """
 
 from __future__ import annotations
@@ -26,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from survey.claims import LayerClaim, LayerResult
-from survey.observed import input_carries_positions, layer_calls, own_positions, role
-from survey.probe import Probe
+from survey.observed import input_carries_positions, layer_calls, own_positions, read_offset, role
+from survey.probe import SWEEP, Probe
 
 EPS32 = 2.0**-24
 
@@ -124,6 +129,15 @@ def check_t5(claim: LayerClaim, probe: Probe, path: str) -> Any:
     if wrong:
         return _result(claim, "mismatch", float(np.abs(expected - buckets.reshape(tq, tk)).max()),
                        f"bucket map: {wrong} of {tq * tk} entries differ")
+    swept = built[0].swept
+    if swept is not None:  # the function at every distance of SWEEP: bucket(k - q) with q = 0
+        expected = np.asarray(claim.params["buckets"](np.zeros(1, dtype=np.int64), SWEEP)).reshape(-1)
+        differ = np.flatnonzero(expected != swept.reshape(-1))
+        if differ.size:
+            return _result(claim, "mismatch", float(np.abs(expected - swept.reshape(-1)).max()),
+                           f"bucket function: {differ.size} of {SWEEP.size} relative positions differ (first at "
+                           f"k - q = {int(SWEEP[differ[0]])}: refpos {int(expected[differ[0]])}, transformers "
+                           f"{int(swept.reshape(-1)[differ[0]])})")
     return _result(claim, "exact", 0.0)
 
 
@@ -134,6 +148,12 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
     with two, each stack reads the tables under its own name."""
     mine = [entry for entry in lookups if single or role(entry[0]) == claim.stack]
     offset = int(claim.params.get("offset", 0))
+    run, positions = own_positions(probe)
+    indexed = [(read.table, found, read.rows, read) for read in getattr(run, "indexed", [])
+               if (single or role(read.table) == claim.stack)
+               and (found := read_offset(read, positions, run)) is not None]
+    if claim.kind == "learned" and not mine:  # a trained table indexed by the positions, without an embedding call
+        mine = [(table, found, rows) for table, found, rows, read in indexed if read.trained]
     if claim.kind == "learned":
         if not mine:
             if input_carries_positions(probe):
@@ -146,11 +166,14 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
             return _result(claim, "mismatch", None, f"position table {table}: transformers reads row p + {found} of "
                            f"{rows}, refpos p + {offset} of {size}")
         return _result(claim, "exact", 0.0)
-    run, positions = own_positions(probe)
-    expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)  # (T, dim)
-    candidates = [lk.vectors for lk in run.lookups if (lk.table, *_offset_rows(lk, positions)) in
-                  [(t, o, r) for t, o, r in mine]]
+    try:
+        expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)  # (T, dim)
+    except ValueError as exc:  # the claim has no row for a position the model read
+        return _result(claim, "mismatch", None, f"refpos's sinusoid at positions {positions.tolist()}: {exc}")
+    candidates = [lk.vectors[..., : positions.size, :] for lk in run.lookups
+                  if (lk.table, read_offset(lk, positions, run), lk.rows) in mine]
     candidates += [out for module, out in run.positional.items() if single or role(module) == claim.stack]
+    candidates += [read.vectors[..., : positions.size, :] for *_, read in indexed]
     bound = (3 * float(positions.max()) + 4) * EPS32
     errors = []
     for vectors in candidates:
@@ -168,9 +191,3 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
         return _result(claim, "mismatch", error, f"sinusoid: max |Δ| {error:.3g}")
     return _result(claim, "exact", error)
 
-
-def _offset_rows(lookup: Any, positions: np.ndarray) -> tuple[int, int]:
-    indices = lookup.indices
-    if indices.ndim == 0 or indices.shape[-1] != positions.size:
-        return (-(10**9), lookup.rows)
-    return int((indices.reshape(-1, positions.size) - positions).flat[0]), lookup.rows

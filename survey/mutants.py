@@ -17,8 +17,9 @@ query scale            each length of its rule ±1 (Llama 4's ``floor_scale``); 
                        for the slot
 ALiBi                  the bias's sign; the last head's slope :math:`\\times (1 + 10^{-2})`; the keys read from the
                        position ids for the mask's running count, or the other way
-T5 buckets             the bucket count ±1, the largest distance ±1, the direction flipped
-learned / sinusoidal   the row read for position 0 ±1
+T5 buckets             the bucket count ±1 (±2 where split between two directions), the largest
+                       distance ±1, the direction flipped
+learned / sinusoidal   the row read for every position ±1 (a learned table's offset; a sinusoid's rows)
 =====================  ===========================================================================================
 
 A mutant that gives the same answer as refpos's on every input (a length the rule does not read, a layout of
@@ -162,13 +163,22 @@ def _bias_mutants(resolution: Resolution) -> Iterator[tuple[str, Resolution | No
             if record is None:
                 return None
             value = getattr(record, key)
+            if change is not None and key == "num_buckets" and record.bidirectional:
+                change *= 2  # half the buckets per direction: an odd count is no count of this record
             new = dataclasses.replace(record, **{key: (not value) if change is None else value + change})
-            return params(c, buckets=new.buckets, record=new)
+            return params(c, buckets=new.buckets_at, record=new)
         yield f"T5 {key} {'flipped' if change is None else f'{change:+d}'}", _each(resolution, "t5", t5)
     for kind in ("learned", "sinusoidal"):
         for step in (-1, 1):
             yield f"{kind} table offset {step:+d}", _each(resolution, kind, lambda c, s=step: params(
-                c, offset=int(c.params.get("offset") or 0) + s))
+                c, offset=int(c.params.get("offset") or 0) + s, sinusoid=_shifted(c.params.get("sinusoid"), s)))
+
+
+def _shifted(sinusoid: Callable[[np.ndarray], Any] | None, step: int) -> Callable[[np.ndarray], Any] | None:
+    """A claim's sinusoid read ``step`` rows further: position ``p`` answered with the row of ``p + step``."""
+    if sinusoid is None:
+        return None
+    return lambda positions: sinusoid(np.asarray(positions, dtype=np.int64) + step)
 
 
 def differs(original: Resolution, mutant: Resolution) -> bool:

@@ -162,14 +162,31 @@ def position_lookups(probe: Probe, trained: bool | None = None) -> list[tuple[st
     for lookup in run.lookups:
         if trained is not None and lookup.trained != trained:
             continue
-        indices = lookup.indices
-        if indices.ndim == 0 or indices.shape[-1] != positions.size:
-            continue
-        offsets = indices.reshape(-1, positions.size) - positions
-        found = (lookup.table, int(offsets.flat[0]), lookup.rows)
-        if np.all(offsets == offsets.flat[0]) and found not in out:
+        offset = read_offset(lookup, positions, run)
+        found = (lookup.table, offset, lookup.rows)
+        if offset is not None and found not in out:
             out.append(found)
     return out
+
+
+def read_offset(lookup: Any, positions: np.ndarray, run: Any) -> int | None:
+    """The constant ``c`` such that ``lookup`` read row ``p + c`` for the tokens at ``positions``, or None.
+
+    The tokens' rows come first. A model that pads its sequence to a multiple of its attention window (LED,
+    Longformer) reads the padding's rows after them: a longer read counts where some attention module of the
+    run took that many rows (a relative table read over ``2T - 1`` distances is no such read)."""
+    indices, t = lookup.indices, positions.size
+    if indices.ndim == 0 or indices.shape[-1] < t:
+        return None
+    if indices.shape[-1] != t and indices.shape[-1] not in padded_lengths(run):
+        return None
+    offsets = indices.reshape(-1, indices.shape[-1])[:, :t] - positions
+    return int(offsets.flat[0]) if np.all(offsets == offsets.flat[0]) else None
+
+
+def padded_lengths(run: Any) -> set[int]:
+    """The sequence lengths the attention modules of ``run`` took (their hidden states' rows)."""
+    return {int(x.shape[-2]) for inputs in run.inputs.values() for x in inputs if x.ndim >= 2}
 
 
 def fingerprint(probe: Probe) -> str:

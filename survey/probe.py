@@ -24,8 +24,9 @@ threshold the config states crossed, left padding, a masked token, packed sequen
 not their slot (:class:`Case`: the inputs each was given, and what the model did).
 
 Also recorded, in run A: every ``torch.nn.functional.embedding`` lookup (the table it read, by parameter
-name, and the indices: a learned position table is read at the positions plus an offset), the output of
-every module whose class name says it is a positional embedding (sinusoid tables built in code), and
+name, and the indices: a learned position table is read at the positions plus an offset), every row of a
+parameter or buffer read by indexing it with integer positions (a table read without an embedding call: CTRL),
+the output of every module whose class name says it is a positional embedding (sinusoid tables built in code), and
 every return value of the modeling module's ALiBi builders and T5-style bucket functions (for models that
 compute attention inline).
 """
@@ -53,6 +54,10 @@ EAGER = re.compile(r"\w*eager_attention_forward")
 #: module-level functions that build an ALiBi bias, and methods that bucket relative positions
 ALIBI = re.compile(r"\w*alibi\w*")
 BUCKET = re.compile(r"_?relative_position_bucket")
+#: the relative positions a bucket function is also evaluated at: every distance to 4096 each way (past the
+#: largest distance a T5 config of the survey sets, so every logarithmic bucket and the saturation are
+#: reached) and the survey's largest position
+SWEEP = np.concatenate([[-131071], np.arange(-4096, 4097), [131071]]).astype(np.int64)
 #: module-level functions that apply a rotation (read where attention is computed inline)
 APPLY = re.compile(r"apply_rotary\w*|apply_rope\w*")
 #: keyword arguments through which a decoder hands each layer its rotary tables
@@ -93,6 +98,9 @@ class Built:
     arguments: dict[str, Any]
     output: np.ndarray
     layer: tuple[str, int] | None
+    #: of a bucket function: its output for the relative positions :data:`SWEEP` (the other arguments as
+    #: given), where a sequence of a few tokens reaches only the exact buckets of short distances
+    swept: np.ndarray | None = None
 
 
 @dataclass
@@ -119,6 +127,9 @@ class Run:
     #: module path -> the tensor keyword arguments it was handed (alibi, position_bias, ...)
     handed: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     lookups: list[Lookup] = field(default_factory=list)
+    #: rows of a parameter or buffer read by indexing it with integer positions (CTRL's sinusoid table,
+    #: ``pos_encoding[position_ids, :]``): where a table is read without an embedding call
+    indexed: list[Lookup] = field(default_factory=list)
     positional: dict[str, np.ndarray] = field(default_factory=dict)  # module path -> output
     builders: list[Built] = field(default_factory=list)
     applied: list[Applied] = field(default_factory=list)
@@ -206,8 +217,9 @@ def _modeling_modules() -> list[Any]:
 
 @contextlib.contextmanager
 def _patched(targets: list[tuple[Any, str, Any]]) -> Iterator[None]:
-    """Set ``(owner, attribute, value)`` for the duration, restoring every one after."""
-    saved = [(owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name))
+    """Set ``(owner, attribute, value)`` for the duration, restoring every one after (an attribute a class
+    inherited, ``torch.Tensor.__getitem__``, is deleted again)."""
+    saved = [(owner, name, owner.__dict__.get(name, _INHERITED) if isinstance(owner, type) else getattr(owner, name))
              for owner, name, _ in targets]
     try:
         for owner, name, value in targets:
@@ -215,7 +227,14 @@ def _patched(targets: list[tuple[Any, str, Any]]) -> Iterator[None]:
         yield
     finally:
         for owner, name, value in reversed(saved):
-            setattr(owner, name, value)
+            if value is _INHERITED:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+
+
+#: what :func:`_patched` saves for an attribute a class does not define itself
+_INHERITED = object()
 
 
 class Recorder:
@@ -256,16 +275,43 @@ class Recorder:
             return out
         return lookup
 
-    def builder(self, name: str, original: Any) -> Any:
+    def indexing(self, original: Any) -> Any:
+        """``Tensor.__getitem__`` recording the rows read of a parameter or buffer at integer indices (a tensor
+        of them, alone or followed by full slices)."""
+        import torch
+
+        def getitem(tensor: Any, index: Any):
+            out = original(tensor, index)
+            name = self.params.get(id(tensor))
+            if name is None or tensor.ndim != 2:
+                return out
+            rows, *rest = index if isinstance(index, tuple) else (index,)
+            if isinstance(rows, torch.Tensor) and not rows.is_floating_point() and rows.dtype != torch.bool \
+                    and all(isinstance(r, slice) and r == slice(None) for r in rest):
+                self.run.indexed.append(Lookup(name, _np(rows), int(tensor.shape[0]), _np(out),
+                                               bool(tensor.requires_grad)))
+            return out
+        return getitem
+
+    def builder(self, name: str, original: Any, sweep: bool = False) -> Any:
+        """``original`` recorded; ``sweep``: a bucket function, evaluated at :data:`SWEEP` too."""
         def build(*args: Any, **kwargs: Any):
+            import torch
+
             out = original(*args, **kwargs)
             bound = {}
             with contextlib.suppress(TypeError, ValueError):
                 bound = dict(inspect.signature(original).bind(*args, **kwargs).arguments)
             keep = {k: (_np(v) if hasattr(v, "detach") else v) for k, v in bound.items()
                     if isinstance(v, (int, float, bool, str)) or hasattr(v, "detach")}
+            relative = bound.get("relative_position")
+            swept = None
+            if sweep and isinstance(relative, torch.Tensor):
+                grid = torch.as_tensor(SWEEP, dtype=relative.dtype, device=relative.device)
+                swept = _np(original(**{**bound, "relative_position": grid}))
             if hasattr(out, "detach"):
-                self.run.builders.append(Built(name, keep, _np(out), self.context[0] if self.context else None))
+                self.run.builders.append(Built(name, keep, _np(out), self.context[0] if self.context else None,
+                                               swept))
             return out
         return build
 
@@ -297,17 +343,20 @@ class Recorder:
                 elif APPLY.fullmatch(name) and not isinstance(value, type):  # a function, or a kernel's wrapper
                     targets.append((module, name, self.apply(f"{module.__name__}.{name}", value)))
                 elif (ALIBI.fullmatch(name) or BUCKET.fullmatch(name)) and inspect.isfunction(value):
-                    targets.append((module, name, self.builder(f"{module.__name__}.{name}", value)))
+                    targets.append((module, name, self.builder(f"{module.__name__}.{name}", value,
+                                                               sweep=bool(BUCKET.fullmatch(name)))))
                 elif isinstance(value, type) and value.__module__ == module.__name__:
                     for attr, member in list(value.__dict__.items()):
                         if not BUCKET.fullmatch(attr):
                             continue
                         if isinstance(member, staticmethod):
                             targets.append((value, attr, staticmethod(self.builder(
-                                f"{value.__name__}.{attr}", member.__func__))))
+                                f"{value.__name__}.{attr}", member.__func__, sweep=True))))
                         elif inspect.isfunction(member):  # a method: the wrapper receives self first
-                            targets.append((value, attr, self.builder(f"{value.__name__}.{attr}", member)))
+                            targets.append((value, attr, self.builder(f"{value.__name__}.{attr}", member,
+                                                                      sweep=True)))
         targets.append((torch.nn.functional, "embedding", self.embedding(torch.nn.functional.embedding)))
+        targets.append((torch.Tensor, "__getitem__", self.indexing(torch.Tensor.__getitem__)))
         return targets
 
     # ------------------------------------------------------------------ module hooks
@@ -491,6 +540,24 @@ def attention_like(model: Any) -> list[str]:
     return [path for path, m in model.named_modules() if path and type(m).__name__.endswith("Attention")]
 
 
+def _ran(model: Any, paths: list[str], inputs: dict[str, Any]) -> list[str]:
+    """Those of the modules ``paths`` that run in a forward of ``inputs`` (FLAVA's image encoder does not run on
+    token ids: its attention modules are no layers of this run)."""
+    import torch
+
+    modules = dict(model.named_modules())
+    seen: set[str] = set()
+    handles = [modules[path].register_forward_pre_hook(lambda module, args, path=path: seen.add(path))
+               for path in paths]
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return [path for path in paths if path in seen]
+
+
 def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, with_cases: bool = True) -> Probe:
     """Run ``model`` (built from ``config``) and return what its attention saw (see the module docstring);
     ``with_cases``: the other inputs of :mod:`survey.cases` too."""
@@ -506,7 +573,7 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, wit
     positional = [m for _, m in model.named_modules() if POSITIONAL_MODULE.fullmatch(type(m).__name__)]
     run_a = _forward(model, inputs_a, scout, [], positional)
     modules = dict(model.named_modules())
-    paths = list(dict.fromkeys(c.path for c in run_a.calls)) or attention_like(model)
+    paths = list(dict.fromkeys(c.path for c in run_a.calls)) or _ran(model, attention_like(model), inputs_a)
     attention = [modules[path] for path in paths if path in modules]
     run_a = _forward(model, inputs_a, Recorder(model, neutral=False), attention, positional)
     inputs_b = dict(inputs_a)

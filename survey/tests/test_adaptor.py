@@ -40,3 +40,19 @@ def test_a_vision_tower_stack_is_noted_not_compared():
     answer = adaptor.resolve(config)
     assert answer.error is None and {c.stack for c in answer.layers} == {"decoder"}
     assert answer.notes[0].startswith("vision stack: 2 layers")
+
+
+GEMMA = {"model_type": "gemma", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+         "num_key_value_heads": 1, "head_dim": 8}
+
+
+def test_a_second_rope_stack_of_the_sequence_is_refused_by_name():
+    """π0.5's action expert rotates by positions that continue after the prefix's (the mask's running count, else
+    the slot): a stack the survey does not run, named in a refusal, never a note beside an exact row."""
+    config = {"model_type": "pi05", "chunk_size": 3, "max_action_dim": 4, "dit_config": GEMMA,
+              "vlm_config": {"model_type": "paligemma", "text_config": {**GEMMA, "vocab_size": 64}}}
+    assert "dit" in refpos.model_positions(config).stacks
+    answer = adaptor.resolve(config)
+    assert answer.refused is not None and answer.refused.startswith("dit stack: 2 RoPE layers")
+    assert "mask_cumsum, else cache_position" in answer.refused
+    assert {c.stack for c in answer.layers} == {"decoder"}

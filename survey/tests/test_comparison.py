@@ -129,3 +129,13 @@ def test_a_query_scale_is_compared_from_its_value_at_position_0(observed):
         return np.exp(0.1 * np.log1p(np.asarray(p, dtype=np.float64) / 2048.0))
     wrong = [dataclasses.replace(c, query_scale=off_by_one) if c.query_scale is not None else c for c in claims]
     assert "mismatch" in statuses(wrong, probe)
+
+
+def test_only_the_attention_modules_that_ran_are_layers(observed):
+    """FLAVA computes attention inline and runs its text encoder alone on token ids: its image encoder's
+    attention modules never ran, so they are no layers refpos must resolve."""
+    from survey import adaptor
+
+    config, probe = observed("flava")
+    assert probe.module_types and not any(path.startswith("image_model") for path in probe.module_types)
+    assert "mismatch" not in {r.status for r in compare(adaptor.resolve(config), probe).layers}

@@ -6,6 +6,8 @@ and the fixed answers come out exact.
   (the reference taken after the model's own apply function, which regroups the channels, graded two exact);
 * Llama 4's temperature reads the token's slot (id 32767 in slot 5, slots past the 8192 floor): a scale read
   from the position ids is wrong, the same scale read from the slot exact;
+* T5's bucket maps, the sinusoids of fairseq's, DistilBERT's, Canary's and CTRL's stacks and the learned tables
+  of LED and Longformer (read over a padded sequence): each exact, each mutant caught;
 * Falcon's ALiBi with ``alibi=True`` (not the class default) and BLOOM's read the attention mask's running
   count: read from the position ids it is wrong (gapped ids, a masked token), from the mask's count exact.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="the survey runs transformers' code: pip install torch transformers")
@@ -73,3 +76,26 @@ def test_alibi_reads_the_mask_count(observed, name):
     resolution = adaptor.resolve(config)
     assert wrong(reading(resolution, "alibi", "key", ("position_ids",)), probe)
     assert not wrong(reading(resolution, "alibi", "key", ("mask_cumsum",)), probe)
+
+
+@pytest.mark.parametrize("name", ["t5", "fsmt", "distilbert[sinusoidal_pos_embds=true]", "canary_decoder", "ctrl",
+                                  "led", "longformer"])
+def test_every_mutant_of_a_bucket_map_or_an_input_encoding_is_caught(observed, name):
+    """T5's bucket count and largest distance (a few tokens reach only the exact buckets of short distances: the
+    function is also compared over a sweep of distances); a sinusoid read one row off (the claim's rows move with
+    its offset); CTRL's table indexed by the position ids without an embedding call; LED's and Longformer's
+    tables read past the tokens, over the padding to the attention window. Every layer is exact, none unseen."""
+    config, probe = observed(name)
+    resolution = adaptor.resolve(config)
+    assert {r.status for r in compare(resolution, probe).layers} == {"exact"}
+    tried, survived = mutants.survivors(resolution, probe)
+    assert tried >= 2 and survived == []
+
+
+def test_canary_decoders_input_sinusoid_is_claimed():
+    """The 1-D sinusoid refpos adds at a text stack's input (``decoder.input``) is that stack's claim, not a note."""
+    config = {"model_type": "canary_decoder", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 2}
+    answer = adaptor.resolve(config)
+    assert answer.refused is None and {c.kind for c in answer.layers} == {"sinusoidal"}
+    assert not any("decoder.input" in note for note in answer.notes)
+    assert np.asarray(answer.layers[0].params["sinusoid"](np.arange(3))).shape == (3, 32)
