@@ -1,0 +1,340 @@
+"""transformers' side of the models whose forward takes pixel values, audio or features instead of token ids.
+
+A vision or audio model type is built at the survey's tiny geometry (:mod:`survey.tiny`, the first strength that
+builds), its parameters seeded, and run on seeded random inputs twice: at its native size and at a size that forces
+its position encoding to be resampled (``interpolate_pos_encoding=True`` where its forward takes it). What is
+recorded is found generically, by name, never by model type:
+
+* every *position site*: a parameter or floating-point buffer on a path with a component that names positions
+  (:data:`POSITION`: ``position_embeddings``, ``pos_embed``, ``relative_position_bias_table``, ``rel_pos_h``,
+  ``pos_conv_embed`` …). A site is that component (a module or a bare parameter) and its owner, the module
+  holding it. Its parameters are redrawn from a seeded normal (an initialiser's zeros would let any answer
+  pass) and stored: they are the weights refpos's formula takes;
+* at each size, for each site, the owner's output tensors run as the model is and again with the site's
+  parameters zeroed (their difference is what the site adds, where it adds linearly: a grid added to the
+  patches), and, where the site is a module, its first input and its output (a convolutional position module as
+  a function of its input);
+* the attention modules (class names with ``Attention``) and the input each size was fed.
+
+Nothing here asks refpos; :mod:`survey.pixel_compare` judges the record against refpos's answer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: a path component that names positions (a module or parameter); ``position_ids`` and other integer buffers are
+#: indices, not weights, and are left out by their dtype
+POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)(_|$|\d|s_)|pos_embed|position_bias"
+                      r"|relative_position|cpb_mlp|continuous_position")
+#: the inputs a forward may take instead of token ids, in the order tried
+INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values")
+#: the key of an observation's ``stacks`` holding its :class:`PixelRun`
+STACK = "pixels"
+#: how the reason begins of a model type the token-id probe cannot run (:func:`survey.probe.probe`)
+NO_TOKEN_IDS = "its forward takes no input_ids"
+#: the largest tensor a capture keeps (elements): a larger one is left out, the capture saying so
+MAX_ELEMENTS = 2_000_000
+#: the std of the seeded draw that replaces a site's parameters
+SITE_STD = 0.5
+
+
+class NotRun(Exception):
+    """The model cannot be run generically on pixel, audio or feature inputs (the message says why)."""
+
+
+@dataclass
+class Capture:
+    """One site at one input size: the owner's output tensors as run and with the site zeroed, and the site
+    module's first input and output (empty where it is a bare parameter)."""
+
+    owner_out: list[np.ndarray] = field(default_factory=list)
+    owner_zeroed: list[np.ndarray] = field(default_factory=list)
+    module_in: np.ndarray | None = None
+    module_out: np.ndarray | None = None
+
+
+@dataclass
+class Site:
+    """A position site: its path, its owner's path, whether it is a module, its parameters (stored, float32) and
+    one capture per input size (``native``, ``resampled``)."""
+
+    path: str
+    owner: str
+    is_module: bool
+    params: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the parameters as the model's code initialised them, before the seeded draw (a sinusoid table's values)
+    initial: dict[str, np.ndarray] = field(default_factory=dict)
+    captures: dict[str, Capture] = field(default_factory=dict)
+
+
+@dataclass
+class PixelRun:
+    """One vision, audio or feature model run: the input it takes, the shape fed at each size, its position sites,
+    its attention modules' class names, and why a size was not run (``skipped``)."""
+
+    model_class: str
+    input_name: str
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    sites: list[Site] = field(default_factory=list)
+    attention: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    resample_flag: bool = False
+
+
+def input_name(model: Any) -> str:
+    """The first of :data:`INPUTS` the model's forward takes; :class:`NotRun` naming its parameters otherwise."""
+    params = inspect.signature(model.forward).parameters
+    for name in INPUTS:
+        if name in params:
+            return name
+    raise NotRun(f"its forward takes none of {', '.join(INPUTS)} ({', '.join(list(params)[:3])}, ...)")
+
+
+def sites_of(model: Any) -> list[Site]:
+    """The position sites of a model (module docstring), in the order of its parameters."""
+    import torch
+
+    found: dict[str, Site] = {}
+    named = list(model.named_parameters()) + [(n, b) for n, b in model.named_buffers() if b.is_floating_point()]
+    modules = dict(model.named_modules())
+    for name, tensor in named:
+        parts = name.split(".")
+        hit = next((i for i, part in enumerate(parts) if POSITION.search(part)), None)
+        if hit is None:
+            continue
+        path = ".".join(parts[:hit + 1])
+        site = found.get(path)
+        if site is None:
+            site = found[path] = Site(path, ".".join(parts[:hit]), path in modules)
+        site.params[name] = tensor.detach().to(torch.float32).numpy().copy()
+    return list(found.values())
+
+
+def seed_sites(model: Any, sites: list[Site]) -> None:
+    """Redraw every site's parameters (its trained weights; a buffer, a constant the code computes, is kept) from a
+    seeded normal (std :data:`SITE_STD`), keeping the initial values, and store the drawn ones."""
+    import torch
+
+    generator = torch.Generator().manual_seed(37)
+    tensors = dict(model.named_parameters())
+    with torch.no_grad():
+        for site in sites:
+            for name in site.params:
+                if name not in tensors:
+                    continue
+                tensor = tensors[name]
+                site.initial[name] = site.params[name]
+                tensor.copy_(torch.randn(tensor.shape, generator=generator, dtype=torch.float64).to(tensor.dtype)
+                             * SITE_STD)
+                site.params[name] = tensor.detach().to(torch.float32).numpy().copy()
+
+
+def _tensors(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict) or hasattr(value, "to_tuple"):
+        value = tuple(value.values()) if isinstance(value, dict) else value.to_tuple()
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _numpy(tensor: Any) -> np.ndarray | None:
+    import torch
+
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point() or tensor.numel() > MAX_ELEMENTS:
+        return None
+    return tensor.detach().to(torch.float32).numpy().copy()
+
+
+def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[str, list], dict[str, tuple]]:
+    """One forward with every site's owner and module hooked: owner path -> its output tensors, site path ->
+    ``(first input, output)``."""
+    import torch
+
+    modules = dict(model.named_modules())
+    owners: dict[str, list] = {}
+    io: dict[str, tuple] = {}
+    handles = []
+    for site in sites:
+        if site.owner in modules and site.owner not in owners:
+            owners[site.owner] = []
+            handles.append(modules[site.owner].register_forward_hook(
+                lambda m, a, out, key=site.owner: owners[key].append(_tensors(out))))
+        if site.is_module:
+            handles.append(modules[site.path].register_forward_hook(
+                lambda m, a, out, key=site.path: None if key in io else io.update({key: (_tensors(a)[:1],
+                                                                                        _tensors(out)[:1])})))
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {k: v[0] if v else [] for k, v in owners.items()}, io
+
+
+def additive(site: Site) -> bool:
+    """Whether a site's owner output is captured (as run and with the site zeroed): a site outside attention,
+    whose owner is an embedding rather than an attention module (a bias inside attention is not added to the
+    owner's output)."""
+    return not any(word in site.owner.rsplit(".", 1)[-1].lower() for word in ("attn", "attention"))
+
+
+def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, Capture]:
+    """Each site's :class:`Capture` at ``inputs``: one run as the model is, one more per site with it zeroed."""
+    import torch
+
+    owners, io = _run(model, inputs, [site for site in sites if additive(site) or site.is_module])
+    tensors = dict(model.named_parameters()) | dict(model.named_buffers())
+    out = {}
+    for site in sites:
+        if not additive(site):
+            out[site.path] = Capture(module_in=_numpy(io[site.path][0][0]) if io.get(site.path, ([],))[0] else None,
+                                     module_out=_numpy(io[site.path][1][0]) if io.get(site.path, ([], []))[1] else None)
+            continue
+        saved = {name: tensors[name].detach().clone() for name in site.params}
+        with torch.no_grad():
+            for name in site.params:
+                tensors[name].zero_()
+        try:
+            zeroed, _ = _run(model, inputs, [site])
+        finally:
+            with torch.no_grad():
+                for name, value in saved.items():
+                    tensors[name].copy_(value)
+        pair = io.get(site.path, ([], []))
+        out[site.path] = Capture([a for a in map(_numpy, owners.get(site.owner, [])) if a is not None],
+                                 [a for a in map(_numpy, zeroed.get(site.owner, [])) if a is not None],
+                                 _numpy(pair[0][0]) if pair[0] else None, _numpy(pair[1][0]) if pair[1] else None)
+    return out
+
+
+def observe_pixels(model: Any, config: Any) -> PixelRun:
+    """Run ``model`` (built from ``config``) on seeded inputs at its native size and at a resampling size
+    (:mod:`survey.pixel_inputs`) and record it (module docstring); :class:`NotRun` when no input runs."""
+    import torch
+
+    from survey.pixel_inputs import candidates
+
+    model.eval()
+    name = input_name(model)
+    record = PixelRun(type(model).__name__, name, attention=sorted(
+        {type(m).__name__ for m in model.modules() if "Attention" in type(m).__name__}))
+    record.sites = sites_of(model)
+    seed_sites(model, record.sites)
+    params = inspect.signature(model.forward).parameters
+    record.resample_flag = "interpolate_pos_encoding" in params
+    errors = []
+    for size, tries in candidates(name, config).items():
+        for shape in tries:
+            generator = torch.Generator().manual_seed(0)
+            inputs = {name: torch.randn(shape, generator=generator)}
+            if size == "resampled" and record.resample_flag:
+                inputs["interpolate_pos_encoding"] = True
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    captured = capture(model, inputs, record.sites)
+            except Exception as exc:  # transformers' own error for this shape: the next one
+                errors.append(f"{list(shape)}: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
+                continue
+            record.shapes[size] = list(shape)
+            for site in record.sites:
+                site.captures[size] = captured[site.path]
+            break
+        else:
+            record.skipped[size] = "; ".join(errors[-2:]) or "no input shape to try"
+        if size == "native" and size not in record.shapes:
+            raise NotRun(f"no {name} shape ran ({record.skipped[size]})")
+    return record
+
+
+def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun, str]:
+    """``(config, model, record, strength)`` of the first strength of :data:`survey.tiny.STRENGTHS` that builds and
+    runs on pixel, audio or feature inputs (:func:`observe_pixels`); :class:`NotRun` with every strength's reason
+    otherwise."""
+    import torch
+
+    from survey import catalogue, tiny
+
+    reasons = []
+    for strength in tiny.STRENGTHS:
+        try:
+            config = tiny.shrink(_one_output(config0), strength)
+            cls = catalogue.model_class(config)
+            if cls is None:
+                raise NotRun("transformers has no model class for it")
+            with torch.device("meta"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                size = sum(p.numel() for p in cls._from_config(config, attn_implementation="eager").parameters())
+            if size > max_parameters:
+                raise RuntimeError(f"{size / 1e6:.0f}M parameters")
+            torch.manual_seed(0)
+            model = cls._from_config(config, attn_implementation="eager")
+            return config, model, observe_pixels(model, config), strength
+        except NotRun as exc:
+            if str(exc).startswith("its forward takes none"):
+                raise
+            reasons.append(f"{strength}: {exc}")
+        except Exception as exc:  # transformers' own errors for a geometry: the next strength
+            reasons.append(f"{strength}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+    raise NotRun("no geometry built and ran on its inputs (" + "; ".join(reasons) + ")")
+
+
+def _one_output(config0: Any) -> Any:
+    """A backbone's config with its output stages left to their default (the last): the tiny geometry cuts the
+    stages that ``out_features`` names."""
+    import copy
+
+    if getattr(config0, "out_features", None) is None and getattr(config0, "out_indices", None) is None:
+        return config0
+    config = copy.deepcopy(config0)
+    for key in ("_out_features", "_out_indices", "out_features", "out_indices"):
+        if key in vars(config):
+            vars(config)[key] = None
+    return config
+
+
+def observed_labels(record: PixelRun) -> list[str]:
+    """What the run showed, for the table's encoding column: the kinds of sites it found (a table added to the
+    stack's input, a position module, a table inside attention), ``none`` (attention, no site) or ``no attention``."""
+    labels = []
+    for site in record.sites:
+        fed = any(c.module_in is not None for c in site.captures.values())
+        label = ("table at the input" if additive(site) and not fed else
+                 "position module" if additive(site) else "position table in attention")
+        if label not in labels:
+            labels.append(label)
+    return labels or (["none"] if record.attention else ["no attention"])
+
+
+def observe_row(config0: Any, row: Any, max_parameters: int) -> tuple[dict[str, Any], PixelRun] | None:
+    """The pixel, audio or feature side of a model type whose forward takes no token ids: ``(its tiny config
+    dict, its record)``, the row's columns filled; ``None`` (the row's cause says why) when it cannot be run."""
+    from survey import catalogue
+
+    try:
+        config, model, record, row.strength = build_pixels(config0, max_parameters)
+    except NotRun as exc:
+        if str(exc).startswith("its forward takes none"):  # no input the survey feeds: the row's reason stands
+            return None
+        row.cause = f"transformers not run: {exc}"
+        row.notes.append(row.cause)
+        return None
+    row.file = catalogue.modeling_file(type(model))
+    row.observed = observed_labels(record)
+    row.cause = ""
+    row.notes = [f"run on its {record.input_name} ({type(model).__name__}): "
+                 + "; ".join(f"{size} {shape}" for size, shape in record.shapes.items())
+                 + "".join(f"; {size} not run: {why}" for size, why in record.skipped.items())]
+    return config.to_dict(), record
