@@ -51,7 +51,8 @@ def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
         native, other = (PLAIN_IMAGE[0],) * 2, (PLAIN_IMAGE[1],) * 2
     else:
         step = patch or (16, 16)
-        native, other = size, (size[0] + 2 * step[0], size[1] + 4 * step[1])
+        shrunk = size[0] - 2 * step[0] if size[0] >= 4 * step[0] else size[0] + 2 * step[0]
+        native, other = size, (shrunk, size[1] + 4 * step[1])
     frames = _get(config, "num_frames", "frames_per_clip", default=2)
     frames = frames if isinstance(frames, int) and 0 < frames <= 16 else 2
     return {key: [(1, channels, *hw), (1, frames, channels, *hw)] for key, hw in (("native", native),

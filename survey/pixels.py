@@ -39,6 +39,8 @@ INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audi
 STACK = "pixels"
 #: how the reason begins of a model type the token-id probe cannot run (:func:`survey.probe.probe`)
 NO_TOKEN_IDS = "its forward takes no input_ids"
+#: how the note begins of a row run on pixel, audio or feature inputs
+RUN_NOTE = "run on its "
 #: the largest tensor a capture keeps (elements): a larger one is left out, the capture saying so
 MAX_ELEMENTS = 2_000_000
 #: the std of the seeded draw that replaces a site's parameters
@@ -187,7 +189,7 @@ def additive(site: Site) -> bool:
     """Whether a site's owner output is captured (as run and with the site zeroed): a site outside attention,
     whose owner is an embedding rather than an attention module (a bias inside attention is not added to the
     owner's output)."""
-    return not any(word in site.owner.rsplit(".", 1)[-1].lower() for word in ("attn", "attention"))
+    return not any(word in part.lower() for part in site.owner.split(".") for word in ("attn", "attention"))
 
 
 def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, Capture]:
@@ -292,16 +294,15 @@ def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun,
 
 
 def _one_output(config0: Any) -> Any:
-    """A backbone's config with its output stages left to their default (the last): the tiny geometry cuts the
-    stages that ``out_features`` names."""
+    """A backbone's config (or a model's backbone sub-config) with its output stages left to their default (the
+    last): the tiny geometry cuts the stages that ``out_features`` names."""
     import copy
 
-    if getattr(config0, "out_features", None) is None and getattr(config0, "out_indices", None) is None:
-        return config0
     config = copy.deepcopy(config0)
-    for key in ("_out_features", "_out_indices", "out_features", "out_indices"):
-        if key in vars(config):
-            vars(config)[key] = None
+    for section in (config, *(v for v in vars(config).values() if hasattr(v, "to_dict") and hasattr(v, "model_type"))):
+        for key in ("_out_features", "_out_indices", "out_features", "out_indices"):
+            if vars(section).get(key) is not None:
+                vars(section)[key] = None
     return config
 
 
@@ -328,13 +329,15 @@ def observe_row(config0: Any, row: Any, max_parameters: int) -> tuple[dict[str, 
     except NotRun as exc:
         if str(exc).startswith("its forward takes none"):  # no input the survey feeds: the row's reason stands
             return None
-        row.cause = f"transformers not run: {exc}"
-        row.notes.append(row.cause)
+        if row.cause.startswith(f"transformers not run: {NO_TOKEN_IDS}"):  # the pixel run's reason is the row's
+            row.cause = f"transformers not run: {exc}"
+        else:
+            row.notes.append(f"not run on pixel, audio or feature inputs either: {exc}")
         return None
     row.file = catalogue.modeling_file(type(model))
     row.observed = observed_labels(record)
     row.cause = ""
-    row.notes = [f"run on its {record.input_name} ({type(model).__name__}): "
+    row.notes = [f"{RUN_NOTE}{record.input_name} ({type(model).__name__}): "
                  + "; ".join(f"{size} {shape}" for size, shape in record.shapes.items())
                  + "".join(f"; {size} not run: {why}" for size, why in record.skipped.items())]
     return config.to_dict(), record
