@@ -118,7 +118,7 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if site is None:
         return Outcome("wrong", f"no position table of {record.table_rows} × {record.dim} entries at an input site "
                        f"(sites: {', '.join(s.path for s in sites) or 'none'})")
-    if "embed" not in site.owner.rsplit(".", 1)[-1].lower():
+    if not site.at and "embed" not in site.owner.rsplit(".", 1)[-1].lower():
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
                        "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
     table = next(p for p in site.params.values() if p.size == size).astype(np.float64).reshape(record.table_rows, -1)

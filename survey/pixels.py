@@ -39,6 +39,8 @@ INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audi
 STACK = "pixels"
 #: how the reason begins of a model type the token-id probe cannot run (:func:`survey.probe.probe`)
 NO_TOKEN_IDS = "its forward takes no input_ids"
+#: the masks of a feature or audio input that a forward may need (all ones: every frame is real)
+MASKS = ("input_features_mask", "feature_attention_mask")
 #: how the note begins of a row run on pixel, audio or feature inputs
 RUN_NOTE = "run on its "
 #: the largest tensor a capture keeps (elements): a larger one is left out, the capture saying so
@@ -70,6 +72,8 @@ class Site:
     path: str
     owner: str
     is_module: bool
+    #: where the owner's tensors were taken when not at its output (a bare table added in the owner's forward)
+    at: str = ""
     params: dict[str, np.ndarray] = field(default_factory=dict)
     #: the parameters as the model's code initialised them, before the seeded draw (a sinusoid table's values)
     initial: dict[str, np.ndarray] = field(default_factory=dict)
@@ -170,8 +174,14 @@ def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[st
     for site in sites:
         if site.owner in modules and site.owner not in owners:
             owners[site.owner] = []
-            handles.append(modules[site.owner].register_forward_hook(
-                lambda m, a, out, key=site.owner: owners[key].append(_tensors(out))))
+            first = first_layer(modules[site.owner]) if not site.is_module else None
+            if first is not None:  # a bare table the owner adds in its own forward: its first layer's input
+                site.at = f"{site.owner}: the first layer's input"
+                handles.append(first.register_forward_pre_hook(
+                    lambda m, a, key=site.owner: owners[key].append(_tensors(a)[:1])))
+            else:
+                handles.append(modules[site.owner].register_forward_hook(
+                    lambda m, a, out, key=site.owner: owners[key].append(_tensors(out))))
         if site.is_module:
             handles.append(modules[site.path].register_forward_hook(
                 lambda m, a, out, key=site.path: None if key in io else io.update({key: (_tensors(a)[:1],
@@ -183,6 +193,17 @@ def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[st
         for handle in handles:
             handle.remove()
     return {k: v[0] if v else [] for k, v in owners.items()}, io
+
+
+def first_layer(owner: Any) -> Any | None:
+    """The first element of the first non-empty layer list among ``owner``'s children, where ``owner`` is not an
+    embedding module (whose own output is what its table adds to); ``None`` otherwise."""
+    import torch
+
+    if "embed" in type(owner).__name__.lower():
+        return None
+    return next((child[0] for child in owner.children() if isinstance(child, torch.nn.ModuleList) and len(child)),
+                None)
 
 
 def additive(site: Site) -> bool:
@@ -241,6 +262,9 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
         for shape in tries:
             generator = torch.Generator().manual_seed(0)
             inputs = {name: torch.randn(shape, generator=generator)}
+            for mask in MASKS:  # every frame (or pixel) is real: a mask of ones where the forward takes one
+                if mask in params:
+                    inputs[mask] = torch.ones(shape[:1] + shape[-1:], dtype=torch.long)
             if size == "resampled" and record.resample_flag:
                 inputs["interpolate_pos_encoding"] = True
             try:
@@ -272,7 +296,10 @@ def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun,
     reasons = []
     for strength in tiny.STRENGTHS:
         try:
-            config = tiny.shrink(_one_output(config0), strength)
+            try:
+                config = tiny.shrink(_one_output(config0), strength)
+            except Exception:  # a class whose validators insist on output stages: as it is
+                config = tiny.shrink(config0, strength)
             cls = catalogue.model_class(config)
             if cls is None:
                 raise NotRun("transformers has no model class for it")
