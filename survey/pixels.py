@@ -72,12 +72,12 @@ class Site:
     path: str
     owner: str
     is_module: bool
-    #: where the owner's tensors were taken when not at its output (a bare table added in the owner's forward)
-    at: str = ""
     params: dict[str, np.ndarray] = field(default_factory=dict)
     #: the parameters as the model's code initialised them, before the seeded draw (a sinusoid table's values)
     initial: dict[str, np.ndarray] = field(default_factory=dict)
     captures: dict[str, Capture] = field(default_factory=dict)
+    #: where the owner's tensors were taken when not at its output (a bare table added in the owner's forward)
+    at: str = ""
 
 
 @dataclass
