@@ -6,7 +6,9 @@ A record takes refpos's layer record, the run and the position sites not yet acc
 kind's own ``refpos check`` target (:data:`refpos.check.kinds.BY_KIND`): its inputs built from the recorded weights
 and inputs, its reference and its bound (a float32 port's), and its catalogued mistakes as the wrong answers each
 observation must tell apart (a mistake whose output is within the bound of the observation *survives*, and the row
-is then not exact: the survey cannot tell there).
+is then not exact: the survey cannot tell there). Every bound is taken at the unit roundoff ``u`` of the dtype the
+model ran in (:data:`UNIT`: float64 where its code runs in it, ``2⁻⁵³``; float32 ``2⁻²⁴``), the kind's own
+float32 steps (a grid resampled in float32) at float32's.
 
 What an observation is, per kind:
 
@@ -17,7 +19,7 @@ What an observation is, per kind:
 ``conv_position``
     the position module's input ``x`` (the frames) and output ``e``; compared as ``x + e`` with the reference of
     ``x + e`` from the module's weights (the weight-norm direction and magnitudes, or the kernel), within the
-    kind's per-entry bound plus ``u·|x + e|`` (the float32 sum).
+    kind's per-entry bound plus ``u·|x + e|`` (the sum).
 ``bias_table``
     the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table: within the
     kind's per-entry bound.
@@ -33,8 +35,13 @@ import numpy as np
 
 from survey.pixels import PixelRun, Site, additive
 
-#: float32's unit roundoff
-U32 = 2.0**-24
+#: the unit roundoff of the dtype a model ran in
+UNIT = {"float64": 2.0**-53, "float32": 2.0**-24}
+
+
+def unit(run: PixelRun) -> float:
+    """The unit roundoff of the run's dtype (float64 where the model's code runs in it)."""
+    return UNIT[run.dtype]
 
 
 @dataclass
@@ -139,20 +146,20 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         if grid is None:
             return Outcome("wrong", f"{site.owner}: {observed.shape[0]} rows at the {name} size are not "
                            f"{extra} extra rows and a patch grid of the image's aspect", (site.path,))
-        noise = 2 * U32 * float(np.max(np.abs(out)))
+        noise = 2 * unit(run) * float(np.max(np.abs(out)))
         if record.variant is None:
             reference = record.reference(table, grid) if grid == record.grid else None
             if reference is None:
                 return Outcome("wrong", f"the table is claimed fixed at {record.grid}, transformers resampled it "
                                f"to {grid}", (site.path,))
-            cases.append((observed, reference, U32 * float(np.max(np.abs(table))) + noise, {
+            cases.append((observed, reference, unit(run) * float(np.max(np.abs(table))) + noise, {
                 "grid_transposed": table.reshape(*record.grid, -1).transpose(1, 0, 2).reshape(table.shape)
                 if record.prefix == record.suffix == 0 else None}))
             continue
         inputs = GridInputs(table, grid, record.variant, prefix_tokens=record.prefix, suffix_tokens=record.suffix,
                             source_grid=record.grid)
         reference = np.asarray(record.reference(table, grid), dtype=np.float64)
-        cases.append((observed, reference, grid_tolerance(inputs) + noise, _mistakes("grid", inputs)))
+        cases.append((observed, reference, grid_tolerance(inputs, run.dtype) + noise, _mistakes("grid", inputs)))
     return graded(cases, (site.path,), f"{site.path} grid")
 
 
@@ -188,7 +195,7 @@ def compare_conv_position(record: Any, run: PixelRun, sites: list[Site]) -> Outc
                                         record.activation)
         reference = inputs.reference()
         observed = x[:, :e.shape[1]] + e
-        cases.append((observed, reference, conv_position_bound(inputs) + U32 * np.abs(observed),
+        cases.append((observed, reference, conv_position_bound(inputs, unit=unit(run)) + unit(run) * np.abs(observed),
                       _mistakes("conv_position", inputs)))
     return graded(cases, (site.path,), f"{site.path} conv_position")
 
@@ -220,7 +227,8 @@ def compare_bias_table(record: Any, run: PixelRun, sites: list[Site]) -> Outcome
             continue
         observed = capture.module_out.astype(np.float64).reshape(-1, n, n)
         inputs = BiasTableInputs(record.form, record.window, table=table)
-        cases.append((observed, inputs.reference(), bias_table_bound(inputs), _mistakes("bias_table", inputs)))
+        cases.append((observed, inputs.reference(), bias_table_bound(inputs, unit=unit(run)),
+                      _mistakes("bias_table", inputs)))
     return graded(cases, (site.path,), f"{site.path} bias_table")
 
 
@@ -248,7 +256,7 @@ def _read_rows(site: Site, name: str, record: Any, run: PixelRun, first: int) ->
             continue
         offsets = {f"rows read from {first + shift}": table[first + shift:first + shift + observed.shape[0]]
                    for shift in (-1, 1) if 0 <= first + shift and first + shift + observed.shape[0] <= table.shape[0]}
-        cases.append((observed, table[first:first + observed.shape[0]], 2 * U32 * float(np.max(np.abs(out))),
+        cases.append((observed, table[first:first + observed.shape[0]], 2 * unit(run) * float(np.max(np.abs(out))),
                       offsets))
     return cases
 

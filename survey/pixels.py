@@ -10,6 +10,7 @@ recorded is found generically, by name, never by model type:
   ``pos_conv_embed`` …). A site is that component (a module or a bare parameter) and its owner, the module
   holding it. Its parameters are redrawn from a seeded normal (an initialiser's zeros would let any answer
   pass) and stored: they are the weights refpos's formula takes;
+* the model is run in float64 where its code runs in it (else in float32: the record says which);
 * at each size, for each site, the owner's output tensors run as the model is and again with the site's
   parameters zeroed (their difference is what the site adds, where it adds linearly: a grid added to the
   patches), and, where the site is a module, its first input and its output (a convolutional position module as
@@ -92,6 +93,8 @@ class PixelRun:
     attention: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     resample_flag: bool = False
+    #: the dtype the model ran in (``float64`` where its code runs in it)
+    dtype: str = "float32"
 
 
 def input_name(model: Any) -> str:
@@ -159,7 +162,7 @@ def _numpy(tensor: Any) -> np.ndarray | None:
 
     if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point() or tensor.numel() > MAX_ELEMENTS:
         return None
-    return tensor.detach().to(torch.float32).numpy().copy()
+    return tensor.detach().to(torch.float64 if tensor.dtype == torch.float64 else torch.float32).numpy().copy()
 
 
 def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[str, list], dict[str, tuple]]:
@@ -244,24 +247,38 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
 
 def observe_pixels(model: Any, config: Any) -> PixelRun:
     """Run ``model`` (built from ``config``) on seeded inputs at its native size and at a resampling size
-    (:mod:`survey.pixel_inputs`) and record it (module docstring); :class:`NotRun` when no input runs."""
+    (:mod:`survey.pixel_inputs`) and record it (module docstring), in float64 where the model's code runs in it
+    (each kind's bound is then float64's; float32 otherwise); :class:`NotRun` when no input runs."""
     import torch
-
-    from survey.pixel_inputs import candidates
 
     model.eval()
     name = input_name(model)
     record = PixelRun(type(model).__name__, name, attention=sorted(
         {type(m).__name__ for m in model.modules() if "Attention" in type(m).__name__}))
     record.sites = sites_of(model)
-    seed_sites(model, record.sites)
+    seed_sites(model, record.sites)  # float32 values: the same in a float64 run
     params = inspect.signature(model.forward).parameters
     record.resample_flag = "interpolate_pos_encoding" in params
-    errors = []
-    for size, tries in candidates(name, config).items():
+    for dtype in (torch.float64, torch.float32):
+        record.dtype = str(dtype).removeprefix("torch.")
+        model.to(dtype)
+        _run_sizes(model, config, record, params, dtype)
+        if "native" in record.shapes:
+            return record
+    raise NotRun(f"no {name} shape ran ({record.skipped['native']})")
+
+
+def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: Any) -> None:
+    """Capture every site at each size of :func:`survey.pixel_inputs.candidates` (the first shape that runs)."""
+    import torch
+
+    from survey.pixel_inputs import candidates
+
+    record.shapes, record.skipped, errors = {}, {}, []
+    for size, tries in candidates(record.input_name, config).items():
         for shape in tries:
             generator = torch.Generator().manual_seed(0)
-            inputs = {name: torch.randn(shape, generator=generator)}
+            inputs = {record.input_name: torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)}
             for mask in MASKS:  # every frame (or pixel) is real: a mask of ones where the forward takes one
                 if mask in params:
                     inputs[mask] = torch.ones(shape[:1] + shape[-1:], dtype=torch.long)
@@ -281,8 +298,7 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
         else:
             record.skipped[size] = "; ".join(errors[-2:]) or "no input shape to try"
         if size == "native" and size not in record.shapes:
-            raise NotRun(f"no {name} shape ran ({record.skipped[size]})")
-    return record
+            return
 
 
 def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun, str]:
