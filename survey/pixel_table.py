@@ -9,6 +9,8 @@ from survey.pixels import NO_TOKEN_IDS, RUN_NOTE
 
 #: the kinds of a row's answer that add no position: a row is filed under its other kinds where it has any
 NO_POSITIONS = ("none", "no_attention")
+#: what a row's answer holds that is no kind: refpos declining, a layer the survey has no claim for
+NOT_KINDS = ("refused", "unknown", "other")
 
 
 def is_pixel_row(row: dict[str, Any]) -> bool:
@@ -20,8 +22,9 @@ def is_pixel_row(row: dict[str, Any]) -> bool:
 
 def kind_of(row: dict[str, Any]) -> str:
     """The row's encoding kind as refpos answers it: its kinds that add positions (joined by +), else ``none`` or
-    ``no_attention``; ``not answered`` where refpos gave no layer (a refusal of the model type)."""
-    claimed = list(row["claimed"])
+    ``no_attention``; ``not answered`` where it names no kind (a refusal, or a model the survey did not run, whose
+    tower it does not ask about)."""
+    claimed = [k for k in row["claimed"] if k not in NOT_KINDS]
     positional = [k for k in claimed if k not in NO_POSITIONS]
     if positional:
         return " + ".join(positional)

@@ -139,3 +139,20 @@ def test_a_pixel_observation_is_judged_and_stored_as_written(tmp_path):
 def test_every_comparison_names_what_it_observes():
     assert set(COMPARISONS) >= {"grid", "conv_position", "bias_table"}
     assert all(c.observed for c in COMPARISONS.values())
+
+
+def test_the_page_counts_the_vision_and_audio_rows_per_kind():
+    from survey import pixel_table, table
+
+    def row(name, status, claimed, note="run on its pixel_values (M): native [1, 3, 8, 8]", cause=""):
+        return {"model_type": name, "status": status, "claimed": claimed, "notes": [note], "cause": cause,
+                "observed": ["none"], "layers": "", "max_error": None, "file": ""}
+
+    rows = [row("a", "exact", ["grid", "none"]), row("b", "exact", ["grid", "none"]), row("c", "wrong", ["grid"]),
+            row("d", "exact", ["no_attention"]), row("e", "refused", ["refused"]),
+            row("f", "not reached", [], note="x", cause="transformers not run: its forward takes no input_ids (x)"),
+            row("g", "exact", ["rope"], note="a text model")]
+    lines = pixel_table.section(rows, table.STATUSES, "5.25.0")
+    assert "| grid | 2 | 0 | 1 | 0 | 0 | 3 |" in lines and "| no_attention | 1 | 0 | 0 | 0 | 0 | 1 |" in lines
+    assert "| not answered | 0 | 1 | 0 | 0 | 1 | 2 |" in lines and not any(line.startswith("| rope") for line in lines)
+    assert pixel_table.section([rows[-1]], table.STATUSES, "5.25.0") == []
