@@ -32,7 +32,7 @@ import numpy as np
 
 #: a path component that names positions (a module or parameter); ``position_ids`` and other integer buffers are
 #: indices, not weights, and are left out by their dtype
-POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)(_|$|\d|s_)|pos_embed|position_bias"
+POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)s?(_|$|\d)|pos_embed|position_bias"
                       r"|relative_position|cpb_mlp|continuous_position")
 #: the inputs a forward may take instead of token ids, in the order tried
 INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values")
