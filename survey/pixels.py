@@ -5,8 +5,9 @@ builds), its parameters seeded, and run on seeded random inputs twice: at its na
 its position encoding to be resampled (``interpolate_pos_encoding=True`` where its forward takes it). What is
 recorded is found generically, by name, never by model type:
 
-* every *position site*: a parameter or floating-point buffer on a path with a component that names positions
-  (:data:`POSITION`: ``position_embeddings``, ``pos_embed``, ``relative_position_bias_table``, ``rel_pos_h``,
+* every *position site*: a parameter, floating-point buffer or tensor attribute on a path with a component that
+  names positions (:data:`POSITION`: ``position_embeddings``, ``pos_embed``, ``relative_position_bias_table``,
+  ``rel_pos_h``,
   ``pos_conv_embed`` …). A site is that component (a module or a bare parameter) and its owner, the module
   holding it. Its parameters are redrawn from a seeded normal (an initialiser's zeros would let any answer
   pass) and stored: they are the weights refpos's formula takes;
@@ -106,14 +107,28 @@ def input_name(model: Any) -> str:
     raise NotRun(f"its forward takes none of {', '.join(INPUTS)} ({', '.join(list(params)[:3])}, ...)")
 
 
+def named_tensors(model: Any) -> dict[str, Any]:
+    """Every parameter, buffer and plain tensor attribute of the model's modules (VideoMAE keeps its sinusoid table
+    as an attribute), by its dotted path."""
+    import torch
+
+    found = dict(model.named_parameters()) | dict(model.named_buffers())
+    for path, module in model.named_modules():
+        for attr, value in vars(module).items():
+            if isinstance(value, torch.Tensor) and not attr.startswith("_"):
+                found.setdefault(f"{path}.{attr}" if path else attr, value)
+    return found
+
+
 def sites_of(model: Any) -> list[Site]:
     """The position sites of a model (module docstring), in the order of its parameters."""
     import torch
 
     found: dict[str, Site] = {}
-    named = list(model.named_parameters()) + [(n, b) for n, b in model.named_buffers() if b.is_floating_point()]
     modules = dict(model.named_modules())
-    for name, tensor in named:
+    for name, tensor in named_tensors(model).items():
+        if not tensor.is_floating_point():
+            continue
         parts = name.split(".")
         hit = next((i for i, part in enumerate(parts) if POSITION.search(part)), None)
         if hit is None:
@@ -221,7 +236,7 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
     import torch
 
     owners, io = _run(model, inputs, [site for site in sites if additive(site) or site.is_module])
-    tensors = dict(model.named_parameters()) | dict(model.named_buffers())
+    tensors = named_tensors(model)
     out = {}
     for site in sites:
         if not additive(site):
