@@ -8,8 +8,8 @@ recorded is found generically, by name, never by model type:
 * every *position site*: a parameter, floating-point buffer or tensor attribute on a path with a component that
   names positions (:data:`POSITION`: ``position_embeddings``, ``embed_positions``, ``pos_embed``,
   ``relative_position_bias_table``, ``rel_pos_h``, ``pos_conv_embed`` …). A site is that component (a module or a
-  bare tensor) and its owner, the module holding it. Its parameters are redrawn from a seeded normal (an initialiser's zeros would let any answer
-  pass) and stored: they are the weights refpos's formula takes;
+  bare tensor) and its owner, the module holding it. Its parameters are redrawn from a seeded normal (an
+  initialiser's zeros would let any answer pass) and stored: they are the weights refpos's formula takes;
 * the model is run in float64 where its code runs in it (else in float32: the record says which);
 * at each size, for each site, the owner's output tensors run as the model is and again with the site's
   parameters zeroed (their difference is what the site adds, where it adds linearly: a grid added to the

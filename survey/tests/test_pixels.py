@@ -156,3 +156,36 @@ def test_the_page_counts_the_vision_and_audio_rows_per_kind():
     assert "| grid | 2 | 0 | 1 | 0 | 0 | 3 |" in lines and "| no_attention | 1 | 0 | 0 | 0 | 0 | 1 |" in lines
     assert "| not answered | 0 | 1 | 0 | 0 | 1 | 2 |" in lines and not any(line.startswith("| rope") for line in lines)
     assert pixel_table.section([rows[-1]], table.STATUSES, "5.25.0") == []
+
+
+def table_run(table, rows, at_dim):
+    """An audio or video embedding site that adds rows ``0 … rows − 1`` of ``table``."""
+    added = table[:rows][None].astype(np.float32)
+    site = Site("embed_positions", "", True, {"embed_positions.weight": table.astype(np.float32)},
+                captures={"native": Capture([added], [np.zeros_like(added)])})
+    return PixelRun("AudioEncoder", "input_features", {"native": [1, 8, 2 * rows]}, [site], attention=["Attention"])
+
+
+def test_a_learned_table_is_read_from_its_first_row_and_a_shifted_claim_is_wrong():
+    config = {"model_type": "qwen2_audio_encoder", "encoder_layers": 1, "encoder_attention_heads": 2, "d_model": 8,
+              "max_source_positions": 16, "num_mel_bins": 8}
+    record = records(config)[0]
+    observed = table_run(RNG.standard_normal((16, 8)), 10, 8)
+    outcome = COMPARISONS["learned"].judge(record, observed, observed.sites)
+    assert outcome.status == "exact" and outcome.tried == 1 and not outcome.survived  # rows from 1: told apart
+    for wrong in ({"offset": 1}, {"dim": 4}):
+        assert COMPARISONS["learned"].judge(dataclasses.replace(record, **wrong), observed,
+                                            observed.sites).status == "wrong", wrong
+
+
+def test_a_sinusoid_table_is_the_variants_and_its_catalogued_mistakes_are_told_apart():
+    config = {"model_type": "videomae", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
+              "image_size": 32, "patch_size": 16, "num_frames": 4, "tubelet_size": 2}
+    record = records(config)[0]
+    table = np.asarray(record.reference(positions=np.arange(8)), dtype=np.float64)
+    observed = table_run(table, 8, 8)
+    outcome = COMPARISONS["sinusoid1d"].judge(record, observed, observed.sites)
+    assert outcome.status == "exact" and outcome.tried >= 2 and not outcome.survived, outcome
+    wrong = table.reshape(8, 4, 2)[..., ::-1].reshape(8, 8)  # sin and cos of each pair swapped
+    swapped = table_run(wrong, 8, 8)
+    assert COMPARISONS["sinusoid1d"].judge(record, swapped, swapped.sites).status == "wrong"
