@@ -116,6 +116,12 @@ def _patch_grid(patches: int, shape: list[int]) -> tuple[int, int] | None:
     return (h, patches // h) if h * (patches // h) == patches else None
 
 
+def embedding_site(site: Site) -> bool:
+    """Whether the site's recorded owner tensors are the embedding its table is added to: an embedding module's
+    output, or the first layer's input of the module that adds it (:attr:`survey.pixels.Site.at`)."""
+    return bool(site.at) or "embed" in site.owner.rsplit(".", 1)[-1].lower()
+
+
 def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """A learned grid: the site whose table has ``record.table_rows × record.dim`` entries (module docstring)."""
     from refpos.encodings.grid_mistakes import GridInputs, grid_tolerance
@@ -125,7 +131,7 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if site is None:
         return Outcome("wrong", f"no position table of {record.table_rows} × {record.dim} entries at an input site "
                        f"(sites: {', '.join(s.path for s in sites) or 'none'})")
-    if not site.at and "embed" not in site.owner.rsplit(".", 1)[-1].lower():
+    if not embedding_site(site):
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
                        "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
     table = next(p for p in site.params.values() if p.size == size).astype(np.float64).reshape(record.table_rows, -1)
@@ -205,6 +211,10 @@ def compare_bias_table(record: Any, run: PixelRun, sites: list[Site]) -> Outcome
     """One layer's window bias: the next bias module whose output is ``(1, H, N, N)`` (module docstring)."""
     from refpos.encodings.bias_table_mistakes import BiasTableInputs, bias_table_bound
 
+    if record.form == "swinv2":
+        return Outcome("not reached", f"{record.stack} layer {record.index}: Swin v2's continuous bias (an MLP of "
+                       "log-spaced coordinates, gathered in the attention's forward) is not compared by the survey",
+                       tuple(s.path for s in sites if "attention" in s.owner and "layers" in s.owner))
     n = record.window[0] * record.window[1] + (1 if record.form == "beit" else 0)
     site = next((s for s in sites if s.is_module and any(
         c.module_out is not None and c.module_out.shape[-2:] == (n, n) for c in s.captures.values())), None)
@@ -217,9 +227,6 @@ def compare_bias_table(record: Any, run: PixelRun, sites: list[Site]) -> Outcome
                            "by a module whose output the survey records", (inline.path,))
         return Outcome("wrong", f"no relative position bias of {n} × {n} entries for {record.stack} layer "
                        f"{record.index}")
-    if record.form == "swinv2":
-        return Outcome("not reached", f"{site.path}: Swin v2's continuous bias is not compared by the survey",
-                       (site.path,))
     table = next(p for p in site.params.values() if p.ndim == 2).astype(np.float64)
     cases = []
     for capture in site.captures.values():
@@ -254,8 +261,9 @@ def _read_rows(site: Site, name: str, record: Any, run: PixelRun, first: int) ->
         observed = _rows(out - capture.owner_zeroed[0].astype(np.float64), record.dim)
         if observed is None or first + observed.shape[0] > table.shape[0]:
             continue
-        offsets = {f"rows read from {first + shift}": table[first + shift:first + shift + observed.shape[0]]
-                   for shift in (-1, 1) if 0 <= first + shift and first + shift + observed.shape[0] <= table.shape[0]}
+        # the claim read one row later or earlier: a row outside the table is no row (its shape differs: wrong)
+        offsets = {f"rows read from {first + shift}": table[max(first + shift, 0):first + shift + observed.shape[0]]
+                   for shift in (-1, 1)}
         cases.append((observed, table[first:first + observed.shape[0]], 2 * unit(run) * float(np.max(np.abs(out))),
                       offsets))
     return cases
@@ -267,6 +275,9 @@ def compare_learned(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if found is None or record.at != "input":
         return Outcome("wrong", f"no learned table of {record.dim} columns at an input site for {record.stack}")
     site, name = found
+    if not embedding_site(site):
+        return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
+                       "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
     cases = _read_rows(site, name, record, run, record.offset)
     if not cases:
         return Outcome("not reached", f"{site.owner}: no rows of {name} recorded at the input", (site.path,))
@@ -290,7 +301,8 @@ def compare_sinusoid1d(record: Any, run: PixelRun, sites: list[Site]) -> Outcome
                                                            **dict(record.settings)})
     reference, bound = _check("sinusoid1d").reference(inputs)
     cases = [(built, np.asarray(reference, dtype=np.float64), bound, _mistakes("sinusoid1d", inputs))]
-    return graded(cases + _read_rows(site, name, record, run, record.past or 0), (site.path,),
+    read = _read_rows(site, name, record, run, record.past or 0) if embedding_site(site) else []
+    return graded(cases + read, (site.path,),
                   f"{site.path} sinusoid1d")
 
 

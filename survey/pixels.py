@@ -191,8 +191,8 @@ def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[st
     for site in sites:
         if site.owner in modules and site.owner not in owners:
             owners[site.owner] = []
-            first = first_layer(modules[site.owner]) if not site.is_module else None
-            if first is not None:  # a bare table the owner adds in its own forward: its first layer's input
+            first = first_layer(modules[site.owner]) if additive(site) else None
+            if first is not None:  # a table the owner adds in its own forward: its first layer's input
                 site.at = f"{site.owner}: the first layer's input"
                 handles.append(first.register_forward_pre_hook(
                     lambda m, a, key=site.owner: owners[key].append(_tensors(a)[:1])))
