@@ -190,6 +190,10 @@ def compare_conv_position(record: Any, run: PixelRun, sites: list[Site]) -> Outc
     if bias is None or (v is None and kernel is None):
         return Outcome("not reached", f"{site.path}: no convolution weight and bias found ({', '.join(params)})",
                        (site.path,))
+    width = (v if v is not None else kernel).shape[-1]
+    if width != record.kernel:
+        return Outcome("wrong", f"{site.path}: transformers' kernel is {width} taps, refpos claims {record.kernel}",
+                       (site.path,))
     cases = []
     for capture in site.captures.values():
         x, e = capture.module_in.astype(np.float64), capture.module_out.astype(np.float64)
