@@ -22,5 +22,11 @@ the page has a column per release and the model types that changed between them.
 tcp://HOST:PORT``); an observation records the engine whose code ran (``transformers``; another engine fills
 the same records).
 
+A model whose forward takes pixel values, audio or features instead of token ids is run on seeded inputs at its
+native size and at a size that forces its position encoding to be resampled (:mod:`survey.pixels`, in float64
+where its code runs in it), each position site's weights and what it adds recorded, and judged kind by kind
+(:mod:`survey.pixel_compare`, :mod:`survey.pixel_kinds`: one comparison record per kind, each with its ``refpos
+check`` target's reference, bound and catalogued mistakes as the wrong answers the observation must tell apart).
+
 The survey needs torch and transformers; refpos does not, and nothing under ``refpos/`` imports this package.
 """

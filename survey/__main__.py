@@ -36,11 +36,17 @@ from survey import stored, table
 PER_GROUP = 1
 
 
+#: a row that took longer than this (seconds) is sampled only when its group has no quicker one
+SAMPLE_SECONDS = 60
+
+
 def sample(rows: list[dict[str, Any]], per_group: int = PER_GROUP) -> list[str]:
     """A deterministic sample of the committed rows: the first ``per_group`` model types (by name) of every
-    (encoding, status) group, so each way a model type can come out is run."""
+    (encoding, status) group, so each way a model type can come out is run (those that took at most
+    :data:`SAMPLE_SECONDS` first: a SAM image encoder at 1024 pixels only where its group has nothing else)."""
     groups: dict[tuple[str, str], list[str]] = {}
-    for row in sorted(rows, key=lambda r: r["model_type"]):
+    quick = sorted(rows, key=lambda r: (r.get("seconds", 0) > SAMPLE_SECONDS, r["model_type"]))
+    for row in quick:
         if row["cause"].startswith(stored.NOT_OBSERVED):  # no observation to compare a rerun with
             continue
         groups.setdefault((table.encoding_of(row), row["status"]), []).append(row["model_type"])

@@ -32,7 +32,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from survey import adaptor, catalogue, compare, mutants, observed, probe, table, tiny
+from survey import adaptor, catalogue, compare, mutants, observed, pixels, probe, table, tiny
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
 #: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one
@@ -231,6 +231,10 @@ def observe_type(model_type: catalogue.ModelType) -> Observation:
         except probe.NotReached as inner:
             row.cause = f"transformers not run: {inner}"
             row.notes.append(row.cause)
+            if str(exc).startswith(pixels.NO_TOKEN_IDS) or str(exc).startswith("no geometry built"):
+                found = pixels.observe_row(config0, row, MAX_PARAMETERS)  # its pixels, audio or features
+                if found is not None:
+                    return Observation(found[0], None, row, stacks={pixels.STACK: found[1]})
     except Exception as exc:  # a bug of the survey itself must not stop the survey: recorded
         row.cause = "survey failed: " + _one_line(exc)
         row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
@@ -251,6 +255,11 @@ def judge(seen: Observation) -> Row:
 
 
 def _judge(row: Row, seen: Observation) -> None:
+    if pixels.STACK in seen.stacks:  # a vision, audio or feature model: judged by its position sites
+        from survey.pixel_compare import judge_pixels
+
+        judge_pixels(row, seen.config, seen.stacks[pixels.STACK])
+        return
     run = seen.run
     resolution = adaptor.resolve(seen.config)
     row.claimed = resolution.kinds

@@ -225,6 +225,9 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
     for kind in sorted(by_kind, key=lambda k: (-len(by_kind[k]), k)):
         c = counts(by_kind[kind])
         lines.append(f"| {kind} | " + " | ".join(str(c[s]) for s in STATUSES) + f" | {len(by_kind[kind])} |")
+    from survey.pixel_table import section as pixel_section  # the vision, audio and feature models by kind
+
+    lines += pixel_section(rows, STATUSES, releases[-1])
     alone = sum(any(n.startswith(LANGUAGE_ALONE) for n in row["notes"]) for row in rows)
     if alone:
         lines += ["", f"{alone} composite model types could not be run from their own config (their forward needs "

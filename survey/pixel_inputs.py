@@ -1,0 +1,86 @@
+"""The input shapes a vision, audio or feature model is fed (:mod:`survey.pixels`): its native size, and a size that
+forces its position encoding to be resampled, each as a list of shapes tried in order (the first that runs is kept).
+
+Read from the model's config, never from its type:
+
+* ``pixel_values``: ``(1, C, H, W)`` at the config's ``image_size`` (an int or a pair; ``num_channels``, 3 where
+  unstated), then a video ``(1, T, C, H, W)`` at ``num_frames``; the resampling size adds two patches to the
+  height and four to the width (a grid that grows unevenly: axes swapped show), a model without an image size
+  (a CNN) is fed 64 and 96 pixels;
+* ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
+  it (Whisper's encoder takes exactly that many), else 64 and 96 frames, then ``(1, frames, features)``;
+* ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: height and width of a model that states no image size, at the native and the resampling size
+PLAIN_IMAGE = (64, 96)
+#: frames of a feature input that states no length
+PLAIN_FRAMES = (64, 96)
+#: samples of a raw audio input
+PLAIN_SAMPLES = (4000, 6400)
+
+
+def _get(config: Any, *keys: str, default: Any = None) -> Any:
+    for key in keys:
+        value = getattr(config, key, None)
+        if value is not None:
+            return value
+    return default
+
+
+def _pair(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, int) and value > 0:
+        return value, value
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return int(value[0]), int(value[1])
+    return None
+
+
+def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    channels = _get(config, "num_channels", "in_channels", "in_chans", default=3)
+    channels = channels if isinstance(channels, int) and channels > 0 else 3
+    size = _pair(_get(config, "image_size", "img_size", "input_size"))
+    patch = _pair(_get(config, "patch_size", "patch_sizes"))
+    if patch is None and isinstance(_get(config, "patch_sizes"), (list, tuple)):
+        patch = _pair(_get(config, "patch_sizes")[0])
+    if size is None:
+        native, other = (PLAIN_IMAGE[0],) * 2, (PLAIN_IMAGE[1],) * 2
+    else:
+        step = patch or (16, 16)
+        shrunk = size[0] - 2 * step[0] if size[0] >= 4 * step[0] else size[0] + 2 * step[0]
+        native, other = size, (shrunk, size[1] + 4 * step[1])
+    frames = _get(config, "num_frames", "frames_per_clip", default=2)
+    frames = frames if isinstance(frames, int) and 0 < frames <= 16 else 2
+    return {key: [(1, channels, *hw), (1, frames, channels, *hw)] for key, hw in (("native", native),
+                                                                                   ("resampled", other))}
+
+
+def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    bins = _get(config, "num_mel_bins", "feature_size", "input_feat_size", "n_mels", "num_features",
+                "input_dim", default=80)
+    bins = bins if isinstance(bins, int) and bins > 0 else 80
+    stated = _get(config, "max_source_positions")
+    if isinstance(stated, int) and 0 < stated <= 4096:
+        frames = (2 * stated, stated)
+    else:
+        frames = PLAIN_FRAMES
+    return {key: [(1, bins, n), (1, n, bins)] for key, n in zip(("native", "resampled"), frames, strict=True)}
+
+
+def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    channels = _get(config, "audio_channels", "num_channels", default=1)
+    channels = channels if isinstance(channels, int) and 0 < channels <= 8 else 1
+    return {key: [(1, n), (1, channels, n)] for key, n in zip(("native", "resampled"), PLAIN_SAMPLES, strict=True)}
+
+
+def candidates(input_name: str, config: Any) -> dict[str, list[tuple[int, ...]]]:
+    """``{"native": shapes, "resampled": shapes}`` to try for ``input_name`` (module docstring)."""
+    if input_name == "pixel_values":
+        return _image(config)
+    if input_name in ("input_features", "spectrogram"):
+        return _features(config)
+    return _values(config)

@@ -1,0 +1,191 @@
+"""The vision, audio and feature side of the survey judged on hand-made runs (no torch): each kind's comparison
+grades refpos's answer exact on what refpos itself computes, a deliberately wrong claim wrong, and every
+catalogued mistake of the kind's ``refpos check`` target as a wrong answer the observation tells apart."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import refpos
+from survey import pixel_compare, run, store
+from survey.pixel_kinds import COMPARISONS, compare_bias_table, compare_conv_position, compare_grid
+from survey.pixels import Capture, PixelRun, Site, observed_labels
+
+RNG = np.random.default_rng(37)
+VIT = {"model_type": "vit", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8, "image_size": 32,
+       "patch_size": 8}
+
+
+def records(config):
+    return list(refpos.model_positions(config).layers)
+
+
+def grid_run(record, shapes=((1, 3, 32, 32), (1, 3, 48, 64)), table=None):
+    """A ViT embedding site whose recorded difference is refpos's own resampled table, as float32."""
+    table = RNG.standard_normal((record.table_rows, record.dim)) if table is None else table
+    captures = {}
+    for name, shape in zip(("native", "resampled"), shapes, strict=True):
+        grid = (shape[-2] // 8, shape[-1] // 8)
+        added = np.asarray(record.reference(table, grid), dtype=np.float32)[None]
+        captures[name] = Capture([added], [np.zeros_like(added)])
+    site = Site("embeddings.position_embeddings", "embeddings", False,
+                {"embeddings.position_embeddings": table[None].astype(np.float32)}, captures=captures)
+    return PixelRun("ViTModel", "pixel_values", {n: list(s) for n, s in zip(("native", "resampled"), shapes,
+                                                                             strict=True)},
+                    [site], attention=["ViTAttention"])
+
+
+def test_a_grid_is_exact_and_each_catalogued_mistake_is_told_apart():
+    grid = records(VIT)[0]
+    outcome = compare_grid(grid, grid_run(grid), grid_run(grid).sites)
+    assert outcome.status == "exact", outcome.cause
+    assert outcome.tried >= 5 and outcome.survived == []  # bilinear, align_corners, antialias, CLS, axes, offset
+
+
+@pytest.mark.parametrize("wrong", [{"way": "bilinear"}, {"prefix": 0}, {"way": "bicubic_float32"}])
+def test_a_wrong_grid_claim_is_graded_wrong(wrong):
+    grid = records(VIT)[0]
+    observed = grid_run(grid)
+    claim = dataclasses.replace(grid, **({"way": wrong["way"]} if "way" in wrong else wrong))
+    if "prefix" in wrong:  # a table without its CLS row: the site's table no longer has the claimed size
+        claim = dataclasses.replace(claim, dim=grid.dim)
+    outcome = compare_grid(claim, observed, observed.sites)
+    assert outcome.status in ("wrong", "exact")
+    if wrong == {"way": "bicubic_float32"}:  # the same resampling computed in float32: a correct port
+        assert outcome.status == "exact"
+    else:
+        assert outcome.status == "wrong", outcome
+
+
+def test_only_the_native_size_cannot_tell_a_resampling_mistake():
+    grid = records(VIT)[0]
+    observed = grid_run(grid, shapes=((1, 3, 32, 32), (1, 3, 32, 32)))
+    outcome = compare_grid(grid, observed, observed.sites)
+    assert outcome.status == "exact" and "grid_bilinear_for_bicubic" in outcome.survived
+
+
+def conv_run(record, x, weights):
+    from refpos.encodings.conv_position_mistakes import ConvPositionInputs
+
+    v, g, bias = weights
+    e = ConvPositionInputs("weight_norm", x, (v,), (bias,), record.groups, record.activation,
+                           weight_g=g).reference() - x
+    site = Site("encoder.pos_conv_embed", "encoder", True, {
+        "encoder.pos_conv_embed.conv.bias": bias, "encoder.pos_conv_embed.conv.parametrizations.weight.original0":
+        g.reshape(1, 1, -1), "encoder.pos_conv_embed.conv.parametrizations.weight.original1": v},
+        captures={"native": Capture(module_in=x.astype(np.float32), module_out=e.astype(np.float32))})
+    return PixelRun("Wav2Vec2Model", "input_values", {"native": [1, 400]}, [site], attention=["Wav2Vec2Attention"])
+
+
+def test_a_convolutional_position_is_exact_and_a_wrong_claim_is_not():
+    config = {"model_type": "wav2vec2", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
+              "num_conv_pos_embeddings": 4, "num_conv_pos_embedding_groups": 2}
+    record = records(config)[0]
+    weights = (RNG.standard_normal((8, 4, 4)), RNG.uniform(0.5, 1.5, 4), 0.1 * RNG.standard_normal(8))
+    observed = conv_run(record, RNG.standard_normal((1, 12, 8)), weights)
+    outcome = compare_conv_position(record, observed, observed.sites)
+    assert outcome.status == "exact" and outcome.tried >= 5 and outcome.survived == [], outcome
+    for wrong in ({"groups": 1}, {"activation": "gelu_new"}, {"kernel": 3, "groups": 4}):
+        claim = dataclasses.replace(record, **wrong)
+        assert COMPARISONS["conv_position"].judge(claim, observed, observed.sites).status == "wrong", wrong
+
+
+def test_a_window_bias_is_exact_and_the_index_off_by_one_is_told_apart():
+    from refpos.encodings.bias_table_mistakes import BiasTableInputs
+
+    config = {"model_type": "swin", "depths": [1], "num_heads": [2], "embed_dim": 8, "window_size": 3,
+              "image_size": 24, "patch_size": 4}
+    record = next(r for r in records(config) if r.kind == "bias_table")
+    table = RNG.standard_normal((25, 2))
+    bias = BiasTableInputs("swin", record.window, table=table).reference()
+    site = Site("encoder.layers.0.blocks.0.attention.relative_position_bias", "encoder.layers.0.blocks.0.attention",
+                True, {"relative_position_bias_table": table.astype(np.float32)},
+                captures={"native": Capture(module_out=bias[None].astype(np.float32))})
+    observed = PixelRun("SwinModel", "pixel_values", {"native": [1, 3, 24, 24]}, [site], attention=["SwinAttention"])
+    outcome = compare_bias_table(record, observed, observed.sites)
+    assert outcome.status == "exact" and outcome.survived == [], outcome
+    assert outcome.tried >= 3
+    wrong = compare_bias_table(dataclasses.replace(record, form="beit"), observed, observed.sites)
+    assert wrong.status == "wrong"
+
+
+def test_a_model_without_positions():
+    cnn = PixelRun("ConvNextModel", "pixel_values", {"native": [1, 3, 64, 64], "resampled": [1, 3, 96, 96]})
+    claims = [type("NoAttention", (), {"kind": "no_attention", "stack": "vision", "index": 0})()]
+    outcomes = pixel_compare.judge_records(claims, cnn)
+    assert [o.status for o in outcomes] == ["exact"] and outcomes[0].tried == 2 and not outcomes[0].survived
+    with_attention = dataclasses.replace(cnn, attention=["SomeAttention"])
+    assert pixel_compare.judge_records(claims, with_attention)[-1].status == "wrong"
+    grid = records(VIT)[0]
+    vit = grid_run(grid)  # a ViT whose table refpos's answer leaves out: wrong
+    assert pixel_compare.judge_records([r for r in records(VIT) if r.kind == "none"], vit)[-1].status == "wrong"
+
+
+def test_a_pixel_observation_is_judged_and_stored_as_written(tmp_path):
+    grid = records(VIT)[0]
+    seen = run.Observation(VIT, None, run.Row("vit", "not reached"), stacks={"pixels": grid_run(grid)})
+    path = store.path_of(tmp_path, "vit")
+    store.save(seen, path)
+    back = store.load(path)
+    assert back.stacks["pixels"].sites[0].captures["resampled"].owner_out[0].shape == (1, 1 + 6 * 8, 8)
+    row = run.judge(back)
+    assert row.status == "exact" and row.observed == ["table at the input"], row.cause
+    assert observed_labels(dataclasses.replace(back.stacks["pixels"], sites=[], attention=[])) == ["no attention"]
+
+
+def test_every_comparison_names_what_it_observes():
+    assert set(COMPARISONS) >= {"grid", "conv_position", "bias_table"}
+    assert all(c.observed for c in COMPARISONS.values())
+
+
+def test_the_page_counts_the_vision_and_audio_rows_per_kind():
+    from survey import pixel_table, table
+
+    def row(name, status, claimed, note="run on its pixel_values (M): native [1, 3, 8, 8]", cause=""):
+        return {"model_type": name, "status": status, "claimed": claimed, "notes": [note], "cause": cause,
+                "observed": ["none"], "layers": "", "max_error": None, "file": ""}
+
+    rows = [row("a", "exact", ["grid", "none"]), row("b", "exact", ["grid", "none"]), row("c", "wrong", ["grid"]),
+            row("d", "exact", ["no_attention"]), row("e", "refused", ["refused"]),
+            row("f", "not reached", [], note="x", cause="transformers not run: its forward takes no input_ids (x)"),
+            row("g", "exact", ["rope"], note="a text model")]
+    lines = pixel_table.section(rows, table.STATUSES, "5.25.0")
+    assert "| grid | 2 | 0 | 1 | 0 | 0 | 3 |" in lines and "| no_attention | 1 | 0 | 0 | 0 | 0 | 1 |" in lines
+    assert "| not answered | 0 | 1 | 0 | 0 | 1 | 2 |" in lines and not any(line.startswith("| rope") for line in lines)
+    assert pixel_table.section([rows[-1]], table.STATUSES, "5.25.0") == []
+
+
+def table_run(table, rows, at_dim):
+    """An audio or video embedding site that adds rows ``0 … rows − 1`` of ``table``."""
+    added = table[:rows][None].astype(np.float32)
+    site = Site("embed_positions", "", True, {"embed_positions.weight": table.astype(np.float32)},
+                captures={"native": Capture([added], [np.zeros_like(added)])}, at=": the first layer's input")
+    return PixelRun("AudioEncoder", "input_features", {"native": [1, 8, 2 * rows]}, [site], attention=["Attention"])
+
+
+def test_a_learned_table_is_read_from_its_first_row_and_a_shifted_claim_is_wrong():
+    config = {"model_type": "qwen2_audio_encoder", "encoder_layers": 1, "encoder_attention_heads": 2, "d_model": 8,
+              "max_source_positions": 16, "num_mel_bins": 8}
+    record = records(config)[0]
+    observed = table_run(RNG.standard_normal((16, 8)), 10, 8)
+    outcome = COMPARISONS["learned"].judge(record, observed, observed.sites)
+    assert outcome.status == "exact" and outcome.tried == 2 and not outcome.survived  # rows from -1 and 1
+    for wrong in ({"offset": 1}, {"dim": 4}):
+        assert COMPARISONS["learned"].judge(dataclasses.replace(record, **wrong), observed,
+                                            observed.sites).status == "wrong", wrong
+
+
+def test_a_sinusoid_table_is_the_variants_and_its_catalogued_mistakes_are_told_apart():
+    config = {"model_type": "videomae", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
+              "image_size": 32, "patch_size": 16, "num_frames": 4, "tubelet_size": 2}
+    record = records(config)[0]
+    table = np.asarray(record.reference(positions=np.arange(8)), dtype=np.float64)
+    observed = table_run(table, 8, 8)
+    outcome = COMPARISONS["sinusoid1d"].judge(record, observed, observed.sites)
+    assert outcome.status == "exact" and outcome.tried >= 2 and not outcome.survived, outcome
+    wrong = table.reshape(8, 4, 2)[..., ::-1].reshape(8, 8)  # sin and cos of each pair swapped
+    swapped = table_run(wrong, 8, 8)
+    assert COMPARISONS["sinusoid1d"].judge(record, swapped, swapped.sites).status == "wrong"

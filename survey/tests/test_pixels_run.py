@@ -1,0 +1,68 @@
+"""transformers' vision and audio models run on pixel values and audio (survey/pixels.py) and judged: refpos's answer
+exact on ViT (a bicubic grid resampled to a grid that shrinks one axis and grows the other), wav2vec 2.0 (its
+weight-normalised convolution) and ConvNeXt (no positions); a deliberately wrong claim on the same observation
+graded wrong (bilinear for bicubic, the CLS row dropped, another group count, a grid claimed on a CNN)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+pytest.importorskip("torch", reason="the survey runs transformers' code: pip install torch transformers")
+pytest.importorskip("transformers", reason="the survey runs transformers' code")
+
+import refpos
+from survey import pixel_compare
+from survey.pixels import STACK
+
+
+def _judged(observation, name):
+    from survey.run import judge_quietly
+
+    seen = observation(name)
+    assert STACK in seen.stacks, seen.row.cause
+    return seen, judge_quietly(seen)
+
+
+@pytest.mark.parametrize("name", ["vit", "wav2vec2", "convnext"])
+def test_a_vision_or_audio_model_is_exact(observation, name):
+    seen, row = _judged(observation, name)
+    assert row.status == "exact", row.cause
+    assert row.mutants >= 2 and not row.survived
+    assert set(seen.stacks[STACK].shapes) == ({"native", "resampled"})
+
+
+def _records(seen):
+    return list(refpos.model_positions(seen.config).layers)
+
+
+def test_a_wrong_grid_claim_is_graded_wrong_on_vit(observation):
+    seen, _ = _judged(observation, "vit")
+    run = seen.stacks[STACK]
+    records = _records(seen)
+    grid = next(r for r in records if r.kind == "grid")
+    for wrong in (dataclasses.replace(grid, way="bilinear"), dataclasses.replace(grid, way="bicubic_antialias"),
+                  dataclasses.replace(grid, grid=(grid.grid[0] + 1, grid.grid[1] - 1))):
+        outcomes = pixel_compare.judge_records([wrong, *(r for r in records if r is not grid)], run)
+        assert "wrong" in [o.status for o in outcomes], wrong
+    outcomes = pixel_compare.judge_records([r for r in records if r is not grid], run)  # the grid left out
+    assert outcomes[-1].status == "wrong"
+
+
+def test_a_wrong_convolution_claim_is_graded_wrong_on_wav2vec2(observation):
+    seen, _ = _judged(observation, "wav2vec2")
+    records = _records(seen)
+    conv = next(r for r in records if r.kind == "conv_position")
+    for wrong in ({"groups": conv.groups // 2}, {"activation": "relu"}, {"kernel": conv.kernel - 1}):
+        claim = dataclasses.replace(conv, **wrong)
+        outcomes = pixel_compare.judge_records([claim, *(r for r in records if r is not conv)], seen.stacks[STACK])
+        assert "wrong" in [o.status for o in outcomes], wrong
+
+
+def test_a_grid_claimed_on_a_cnn_is_graded_wrong(observation):
+    seen, _ = _judged(observation, "convnext")
+    vit = observation("vit")
+    grid = next(r for r in _records(vit) if r.kind == "grid")
+    outcomes = pixel_compare.judge_records([grid, *_records(seen)], seen.stacks[STACK])
+    assert outcomes[0].status == "wrong"
