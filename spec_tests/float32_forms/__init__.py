@@ -34,7 +34,7 @@ T5's log-bucket ratio (``t5``), the 2-D sin–cos grid's angles (``sincos2d``). 
 
 from __future__ import annotations
 
-from refpos.testing.adapter import (  # noqa: F401  # no float arithmetic: see the module docstring
+from refpos.testing.adapter import (  # no float arithmetic: see the module docstring
     mrope_position_ids,
     rope_layout_permutation,
     rope_params_from_hf_config,

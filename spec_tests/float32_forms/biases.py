@@ -97,7 +97,7 @@ def kerple_bias(r1: Any, r2: Any, q_positions: Any, k_positions: Any, kind: str 
 
 @checked
 def fire_bias(q_positions: Any, k_positions: Any, w1: Any, b1: Any, w2: Any, b2: Any, c: float = 0.1,
-              L: float = 512.0, eps: float = 1e-6) -> np.ndarray:  # noqa: N803
+              L: float = 512.0, eps: float = 1e-6) -> np.ndarray:
     """``w2 @ relu(w1·φ + b1) + b2`` with ``φ = log(|c(i − j)| + 1)/(log(|c·max(i, |L|)| + 1) + eps)``, float32."""
     i = _ints(q_positions).astype(F32)
     dist = i[:, None] - _ints(k_positions).astype(F32)[None, :]

@@ -152,7 +152,8 @@ def _swinv2_coords(window: tuple[int, int], pretrained: tuple[int, int] | None) 
 
 @checked
 def window_bias(form: str, window: list[int], table: Any = None, table_window: list[int] | None = None,
-                w1: Any = None, b1: Any = None, w2: Any = None, pretrained_window: list[int] | None = None) -> np.ndarray:
+                w1: Any = None, b1: Any = None, w2: Any = None,
+                pretrained_window: list[int] | None = None) -> np.ndarray:
     """Swin: rows of the float32 table; BEiT: of the table bilinearly resampled in float32 when the window
     differs; Swin V2: ``16·σ(relu(c·w1 + b1)·w2)`` in float32."""
     wh, ww = (window, window) if np.ndim(window) == 0 else tuple(window)
