@@ -56,7 +56,7 @@ def sinusoid_1d(positions: Any, dim: int, spacing: str, layout: str, first: str 
                 frequency_scale: float = 1.0, amplitude: float = 1.0) -> np.ndarray:
     """Pair k ``a·(sin pω'_k, cos pω'_k)`` (or cos first), ``ω'_k = s·ω_k``, in float32."""
     m = dim // 2
-    denom = m if spacing == "paper" else m - 1
+    denom = m if spacing == "paper" else max(m - 1, 1)  # one pair (dim 2): ω_0 = 1 whatever the denominator
     phase = angles(np.asarray(positions).astype(np.int64), base, denom, np.full(m, F32(frequency_scale)))
     sin, cos = np.sin(phase), np.cos(phase)
     if amplitude != 1.0:
