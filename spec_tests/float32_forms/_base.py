@@ -28,6 +28,8 @@ INFO: dict[str, Any] = {
     "rope_types": ["default", "linear", "ntk", "dynamic", "dynamic_step", "yarn", "yarn_log", "llama3", "longrope",
                    "proportional"],
     "mrope": ["contiguous", "interleaved", "hw_alternating", "four_rows"],
+    "description": "plain float32 NumPy implementations of every contract function that computes floating-point "
+                   "values, in the configured angle and softmax forms (spec_tests/float32_forms/)",
 }
 FORM: dict[str, Any] = {"angles": "pow", "softmax": "max", "wrong": None}
 
