@@ -1,7 +1,7 @@
 """Relative encodings in float32: ALiBi (BLOOM's slopes as ``base^h`` in float32, ``m·distance``), T5's buckets
 through a float32 log and its bias gather, KERPLE, FIRE, Sandwich, DeBERTa's float32 log buckets and logits,
 CoPE, Shaw, Transformer-XL and xPos: each as the model's PyTorch code computes it in float32 (the formulas of
-spec_tests/README.md, docs/alibi.md, docs/t5.md, docs/deberta.md)."""
+spec_tests/README.md, docs/alibi.md, docs/relative.md, docs/other-encodings.md, docs/deberta.md)."""
 
 from __future__ import annotations
 
