@@ -21,9 +21,9 @@ from derived import (
     llama3_rtol,
     ntk_last_pair_rtol,
     probability_atol,
-    yarn_log_rtol,
     sandwich_atol,
     xpos_score_atol,
+    yarn_log_rtol,
     yarn_rtol,
 )
 from encoding_support import angle_atol, tol
