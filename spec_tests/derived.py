@@ -20,7 +20,7 @@ import numpy as np
 from rope_support import base_inv, rotary_width
 from support import declared_dtype, frequency_rtol, tolerance_array, unit_roundoff
 
-from refpos.golden.exact.tolerance import attention_tolerance, probability_tolerance
+from refpos.golden.exact.tolerance import MANTISSA, attention_tolerance, probability_tolerance
 
 
 def scaled_frequency_rtol(impl: ModuleType, base: Any, roundings: float) -> np.ndarray:
@@ -162,3 +162,99 @@ def llama3_rtol(impl: ModuleType, rope: dict[str, Any]) -> np.ndarray:
     f = (1 - g) / s + g
     kappa = (1 - 1 / s) * (l0 / wavelen) / ((high - low) * f) if high > low else np.zeros_like(base)
     return (1 + kappa) * frequency_rtol(impl, base) + 8 * unit_roundoff(impl)
+
+
+# ------------------------------------------------------------------------- encodings beyond RoPE
+def alibi_slope_rtol(impl: ModuleType, powers: Any) -> np.ndarray:
+    r"""Per slope, the relative error of a correct ALiBi slope :math:`m = b^h` (``powers`` :math:`h`: the first
+    group's :math:`h` with :math:`b = 2^{-8/c}`, the second group's odd powers of :math:`2^{-4/c}`).
+
+    The forms: BLOOM's ``base ** arange`` rounds the base (:math:`u`, raised to :math:`h`: :math:`h\,u`) and the
+    power (an ulp, :math:`2u`); a running product :math:`m_{h+1} = m_h\,b` rounds the base (:math:`h\,u`) and
+    each of its :math:`h - 1` products (:math:`(h - 1)\,u`); ``exp2(−8h/c)`` rounds only the result (the exponent
+    is exact, ``c`` a power of two). The largest, with the slope stored in the declared dtype (:math:`u_t`):
+
+    .. math:: \frac{|\delta m_h|}{m_h} \le (2h + 2)\,u + u_t
+    """
+    stored = 2.0 ** -(MANTISSA[declared_dtype(impl)] + 1)
+    return (2 * np.asarray(powers, dtype=np.float64) + 2) * unit_roundoff(impl) + stored
+
+
+def fire_small_c(impl: ModuleType) -> float:
+    r"""The ``c`` at which FIRE's :math:`\psi(x) = \ln(1 + c\,x)` tends to its limit :math:`c\,x` as closely as the
+    arithmetic allows: :math:`\sqrt u` (the rounding of :math:`1 + cx`, :math:`u/(cx)` relative, then matches the
+    series error :math:`cx/2` at :math:`x \approx 1`): 1.05e-8 in float64, 2.4e-4 in float32."""
+    return math.sqrt(unit_roundoff(impl))
+
+
+def fire_small_c_rtol(impl: ModuleType, distance: Any, norm: Any) -> np.ndarray:
+    r"""Per entry, the relative distance of a correct FIRE feature
+    :math:`\phi = \psi(x)/\psi(n)` at ``c`` = :func:`fire_small_c` from its limit :math:`x/n`
+    (``distance`` :math:`x = i - j > 0`, ``norm`` :math:`n = \max(i, L)`, ``eps`` 0).
+
+    The series :math:`\ln(1 + y) = y(1 - y/2 + \dots)` moves the ratio by :math:`c(n - x)/2` relative, at most
+    :math:`\tfrac{cn}{2}(1 + cn)` with the higher terms. The arithmetic: :math:`c\,x` and :math:`1 + cx` round
+    (an absolute :math:`2u` in :math:`\psi` after the logarithm, :math:`2u/(cx)` relative), the logarithm to an
+    ulp (:math:`2u`); the same for :math:`\psi(n)`, and the quotient one more :math:`u`:
+
+    .. math:: \frac{cn}{2}(1 + cn) + u\Bigl(\frac{2}{cx} + \frac{2}{cn} + 9\Bigr)
+    """
+    c, u = fire_small_c(impl), unit_roundoff(impl)
+    x, n = np.asarray(distance, dtype=np.float64), np.asarray(norm, dtype=np.float64)
+    return c * n / 2 * (1 + c * n) + u * (2 / (c * x) + 2 / (c * n) + 9)
+
+
+def sandwich_atol(impl: ModuleType, d: int, max_position: int, max_distance: int) -> float:
+    r"""atol of a Sandwich bias (before the head's division, which only shrinks it) against
+    :math:`P_i\cdot P_j - \cos(i - j) + \cos((i - j)10^{-4}) - d/2` formed in float64 from the adapter's own
+    sinusoid table :math:`P` at positions up to ``max_position``.
+
+    Each entry of :math:`P` errs by :math:`a` (the phase rule at ``max_position``, size 1, the forms in force),
+    so each of the :math:`d` products :math:`P_{ik}P_{jk}` by :math:`2a + a^2`. The bias sums :math:`d/2`
+    cosines of angles up to ``max_distance`` (each within :math:`a'`, the phase rule there) in :math:`d/2`
+    roundings of values at most :math:`d/2`, and subtracts :math:`d/2` (one more):
+
+    .. math:: d\,(2a + a^2) + \tfrac d2\,a' + \bigl(\tfrac d2 + 1\bigr)\tfrac d2\,u
+    """
+    m = d // 2
+    base = 10000.0 ** (-np.arange(m + 1) / m)  # the sinusoid's ω_0 … ω_{d/2}, the bias reads ω_1 … ω_{d/2}
+
+    def phase(position: int) -> float:
+        return float(tolerance_array(impl, np.zeros((1, m + 1)), "phase", positions=np.array([position]),
+                                     inv_freq=base, magnitude=1.0).max())
+
+    a, a_rel = phase(max_position), phase(max_distance)
+    return d * (2 * a + a * a) + m * a_rel + (m + 1) * m * unit_roundoff(impl)
+
+
+def xpos_score_atol(impl: ModuleType, q: Any, k: Any, positions: Any, *, base: float = 10000.0,
+                    scale_base: float = 512.0) -> np.ndarray:
+    r"""Per score, the atol of a correct xPos score :math:`\hat q_m\cdot\hat k_n` ``(..., T, T)``, q and k
+    ``(..., T, d)`` at ``positions``: :math:`\hat q_m = \zeta^{e_m}R_m q_m`, :math:`\hat k_n = \zeta^{-e_n}R_n k_n`
+    per pair, :math:`e_p = (p - c)/\gamma`, :math:`c = \lfloor T/2\rfloor`.
+
+    Pair :math:`i` of :math:`\hat q_m` has size :math:`A_i = \lVert q_{m,i}\rVert\zeta_i^{e_m}`; its rotation errs
+    by :math:`A_i\,\rho_m` (:math:`\rho_m` the phase rule at position :math:`m`, size 1, frequencies
+    :math:`\theta^{-2i/d}`, the forms in force), its decay by :math:`A_i\,\sigma_m`: :math:`\zeta_i` rounds
+    (:math:`u`, raised to :math:`|e_m|`), the exponent rounds (:math:`u\,|e_m\ln\zeta_i|`), the power to an ulp
+    (:math:`2u`), the product with the pair once more, so
+    :math:`\sigma_m = (|e_m|(1 + |\ln\zeta_{\min}|) + 3)\,u`, :math:`\zeta_{\min} = 2/7`. The same for
+    :math:`\hat k_n` (:math:`B_i`), and the dot product's :math:`d` roundings:
+
+    .. math:: \sum_i A_i B_i\,\bigl(\rho_m + \sigma_m + \rho_n + \sigma_n + d\,u\bigr)(1 + \rho_m + \sigma_m)
+    """
+    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    d = q.shape[-1]
+    pos = np.asarray(positions)
+    u = unit_roundoff(impl)
+    e = (pos - len(pos) // 2) / scale_base  # (T,)
+    zeta = (np.arange(0, d, 2) + 0.4 * d) / (1.4 * d)  # (d/2,)
+    a = np.linalg.norm(q.reshape(*q.shape[:-1], d // 2, 2), axis=-1) * zeta ** e[:, None]  # (..., T, d/2)
+    b = np.linalg.norm(k.reshape(*k.shape[:-1], d // 2, 2), axis=-1) * zeta ** (-e)[:, None]
+    sizes = a @ np.swapaxes(b, -1, -2)  # (..., T, T): Σ_i A_i B_i
+    inv_freq = base ** (-np.arange(0, d, 2) / d)
+    rho = np.asarray(tolerance_array(impl, np.zeros((len(pos), 1)), "phase", positions=pos, inv_freq=inv_freq,
+                                     magnitude=1.0)).reshape(-1)  # (T,)
+    sigma = (np.abs(e) * (1 + abs(math.log(2 / 7))) + 3) * u
+    per_q, per_k = rho + sigma, rho + sigma
+    return sizes * (per_q[:, None] + per_k[None, :] + d * u) * (1 + per_q[:, None])

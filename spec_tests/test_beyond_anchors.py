@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from derived import fire_small_c, fire_small_c_rtol, sandwich_atol, xpos_score_atol
 from encoding_support import softmax, tol
 from hypothesis import given
 from hypothesis import strategies as st
@@ -122,15 +123,18 @@ def test_fire_features_lie_in_unit_interval(impl):
 
 
 def test_fire_small_c_is_the_linear_ratio(impl):
-    """c → 0: φ → (i − j)/max(i, L). At c = 1e-7 the series error is ~c·max(i, L)/2 ≈ 2e-6 relative and
-    the rounding of log(1 + c·x) ~1e-16/(c·x) ≤ 1e-9, hence rtol 1e-5."""
+    """c → 0: φ → (i − j)/max(i, L), at the c where the arithmetic's rounding of 1 + c·x is as small as the series
+    error (``derived.fire_small_c``: √u), within the bound of both (``derived.fire_small_c_rtol``: ~2e-7 in
+    float64, ~5e-3 in float32)."""
     fire = require(impl, "fire_bias")
     pos = np.arange(40)
     one = np.ones(1)
-    feat = fire(pos, pos, one, np.zeros(1), one[None, :], np.zeros(1), c=1e-7, L=16.0, eps=0.0)[0]
-    tri = causal_triangle(pos, pos)
-    ratio = (pos[:, None] - pos[None, :]) / np.maximum(pos, 16.0)[:, None]
-    assert_within(feat[tri], ratio[tri], rtol=1e-5, atol=1e-12)  # the series error above, not rounding
+    feat = fire(pos, pos, one, np.zeros(1), one[None, :], np.zeros(1), c=fire_small_c(impl), L=16.0, eps=0.0)[0]
+    distance, norm = pos[:, None] - pos[None, :], np.maximum(pos, 16.0)[:, None] + 0 * pos[None, :]
+    past = causal_triangle(pos, pos) & (distance > 0)  # the diagonal is ψ(0) = 0 exactly
+    assert np.all(np.diagonal(feat) == 0)
+    ratio = distance[past] / norm[past]
+    assert_within(feat[past], ratio, rtol=0.0, atol=fire_small_c_rtol(impl, distance[past], norm[past]) * ratio)
 
 
 @given(case=fire_case(), t=st.integers(2, 8))
@@ -163,9 +167,9 @@ def test_sandwich_is_a_shifted_sinusoid_dot_product(impl, d, h, start, t):
     rel = np.subtract.outer(pos, pos)
     raw = table @ table.T - np.cos(rel) + np.cos(rel * 1e-4)
     scale = np.arange(1, h + 1)[:, None, None] * 8.0 / h
-    # float64: d/2 cosines of angles ≤ 1010 (rounded ~1010·2^-53 ≈ 1e-13 each) summed, against the
-    # adapter's sinusoid table product (d terms): atol 1e-12·d; the zero diagonal: one rounding per term
-    assert_within(got, (raw - d / 2)[None] / scale, **tol(impl, rtol=0, atol=1e-12 * d))
+    # the table's d products at positions ≤ 1010 and the bias's d/2 cosines of distances ≤ 9, each angle within
+    # the phase rule (derived.sandwich_atol); the zero diagonal: one rounding per term
+    assert_within(got, (raw - d / 2)[None] / scale, rtol=0.0, atol=sandwich_atol(impl, d, int(pos.max()), t - 1))
     assert_within(got, got[:1] / np.arange(1, h + 1)[:, None, None], **tol(impl))
     zero = tol(impl, atol=1e-13 * d)["atol"]
     assert np.all(np.abs(np.diagonal(got, axis1=1, axis2=2)) < zero)
@@ -213,9 +217,8 @@ def test_xpos_scores_match_the_formula(impl, seed, h, t, d, start):
     q_rot, k_rot = xpos(q, k, pos, pos)
     assert q_rot.shape == q.shape and k_rot.shape == k.shape
     expected = xpos_oracle(q, pos, 1) @ np.swapaxes(xpos_oracle(k, pos, -1), -1, -2)
-    # float64: angles up to 2010·ω rounded ~2010·2^-53, and the xPos powers ζ^(±(p − c)/512) (exponent up to
-    # ~4) of d/2 pairs summed in a dot product: rtol 1e-11
-    assert_within(q_rot @ np.swapaxes(k_rot, -1, -2), expected, **tol(impl, rtol=1e-11, atol=1e-12))
+    # angles up to 2010·ω and the powers ζ^(±(p − c)/512) of d/2 pairs summed (derived.xpos_score_atol)
+    assert_within(q_rot @ np.swapaxes(k_rot, -1, -2), expected, rtol=0.0, atol=xpos_score_atol(impl, q, k, pos))
 
 
 @given(seed=SEEDS, t=st.integers(2, 10), d=st.sampled_from([2, 4, 8]), shift=st.integers(1, 5000))
@@ -228,13 +231,14 @@ def test_xpos_scores_depend_only_on_the_distance(impl, seed, t, d, shift):
     pos = np.arange(t)
     q_rot, k_rot = xpos(q, k, pos, pos)
     s = (q_rot @ k_rot[0].T)[0]
+    # two computed scores compared: each within derived.xpos_score_atol (at positions up to 5010 the powers
+    # ζ^(±(p − c)/512), exponent up to ~10, multiply q and divide k: their rounding grows with the exponent)
+    atol = xpos_score_atol(impl, q, k, pos)[0]
     for offset in range(-(t - 1), t):
-        diagonal = np.diagonal(s, offset)
-        assert_within(diagonal, diagonal[0], **tol(impl, rtol=1e-11, atol=1e-12))  # as in the formula test
+        diagonal, allowed = np.diagonal(s, offset), np.diagonal(atol, offset)
+        assert_within(diagonal, diagonal[0], rtol=0.0, atol=allowed + allowed[0])
     q_s, k_s = xpos(q, k, pos + shift, pos + shift)
-    # positions up to 5010: each angle rounds ~5010·2^-53 ≈ 6e-13 and the powers ζ^(±p/512) (exponent up to
-    # ~10) multiply q and divide k, so their relative rounding grows by ~e^10 before it cancels: rtol 1e-9
-    assert_within((q_s @ k_s[0].T)[0], s, **tol(impl, rtol=1e-9, atol=1e-11))
+    assert_within((q_s @ k_s[0].T)[0], s, rtol=0.0, atol=atol + xpos_score_atol(impl, q, k, pos + shift)[0])
 
 
 def test_xpos_infinite_scale_base_is_interleaved_rope(impl):

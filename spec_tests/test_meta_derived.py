@@ -14,11 +14,15 @@ import types
 import numpy as np
 import pytest
 from derived import (
+    alibi_slope_rtol,
     attention_atol,
     dot_atol,
+    fire_small_c_rtol,
     llama3_rtol,
     ntk_last_pair_rtol,
     probability_atol,
+    sandwich_atol,
+    xpos_score_atol,
     yarn_log_rtol,
     yarn_rtol,
 )
@@ -55,6 +59,10 @@ def _bounds(impl) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     x, y = np.random.default_rng(5).standard_normal((2, 8))
     logits = np.random.default_rng(7).standard_normal((3, 6)) * 20
     llama3 = base_inv(500000.0, 64)
+    powers = np.arange(100, 129, dtype=np.float64)  # (float64 at h ≈ 1: 0.01 of the bound is below half an ulp)
+    slopes = 2.0 ** (-8.0 * powers / 128)
+    distance = np.arange(1, 40, dtype=np.float64)
+    fire = distance / 39.0
     return {
         "yarn_rtol": (yarn, yarn_rtol(impl, base, 40.0) * yarn),
         "yarn_log_rtol": (log_ratio, yarn_log_rtol(impl, base, 40.0) * log_ratio),
@@ -68,6 +76,10 @@ def _bounds(impl) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         "probability_atol": (np.full(6, 1 / 6), np.full(6, probability_atol(impl, logits)["atol"])),
         "angle_atol size 1": (np.array([np.cos(5.0)]), np.array([angle_atol(impl, 5, 1.0)])),
         "tol, 12 terms": (np.array([3.0]), np.array([tol(impl)["atol"] + 3.0 * tol(impl)["rtol"]])),
+        "alibi_slope_rtol": (slopes, alibi_slope_rtol(impl, powers) * slopes),
+        "fire_small_c_rtol": (fire, fire_small_c_rtol(impl, distance, 39.0) * fire),
+        "sandwich_atol": (np.array([-3.0]), np.array([sandwich_atol(impl, 16, 1010, 9)])),
+        "xpos_score_atol": (np.zeros((3, 3)), xpos_score_atol(impl, q[0, 0], q[0, 1], np.arange(3) + 2000)),
     }
 
 

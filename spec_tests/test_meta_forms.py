@@ -1,11 +1,13 @@
 """Meta tests: no false alarm on a correct float32 form, and no pass for a wrong one.
 
-``spec_tests/float32_forms.py`` holds plain float32 implementations of the frequencies, cos/sin, the rotation,
-the sinusoid, the softmax and attention, written from the formulas in NumPy float32 arithmetic, one per form a
-correct implementation may take: ω and the angles by ``pow`` (transformers), ``exp_log`` (MLX) or a
-``running_product`` (ggml); the softmax max-subtracted or by log-sum-exp. Each runs through the whole suite
+``spec_tests/float32_forms/`` holds plain float32 implementations of every contract function that computes
+floating-point values (RoPE of every rule, the attention core, the relative biases, the sinusoids and sin–cos
+grids, the vision grids and the convolutional positions), written from the formulas in NumPy float32 arithmetic,
+one per form a correct implementation may take: ω and the angles by ``pow`` (transformers), ``exp_log`` (MLX) or
+a ``running_product`` (ggml); the softmax max-subtracted or by log-sum-exp. Each runs through the whole suite
 (every property test and every golden case) and must pass it with 0 failures; the same implementation with one
-intermediate rounded to bfloat16 (ω, the angles, the softmax's logits, the attention's logits) must fail it.
+intermediate rounded to bfloat16 (ω, the angles, the softmax's logits, the attention's logits, ALiBi's
+slope·distance, T5's log-bucket ratio, the 2-D sin–cos angles) must fail it.
 
 The examples per property follow ``REFPOS_FORMS_PROFILE``: ``tox -e meta`` sets ``refpos.portability`` (10 per
 test, about 2 minutes on two cores), ``tox -e float32-forms`` ``refpos.thorough`` (1000 per test); without it
@@ -34,12 +36,15 @@ pytestmark = [
 
 #: (angle form, softmax form): every form of each kind at least once
 FORMS = [("pow", "max"), ("exp_log", "logsumexp"), ("running_product", "max")]
-#: the test files that must catch each deliberate mistake (spec_tests/float32_forms.py, ``wrong``)
+#: the test files that must catch each deliberate mistake (spec_tests/float32_forms/, ``wrong``)
 CATCHES = {
     "frequencies": ["spec_tests/test_rope_scaling.py", "spec_tests/test_golden.py"],
     "angles": ["spec_tests/test_rope_properties.py", "spec_tests/test_sinusoidal.py"],
     "softmax": ["spec_tests/test_attention.py"],
     "attention": ["spec_tests/test_attention.py"],
+    "alibi": ["spec_tests/test_alibi.py"],
+    "t5": ["spec_tests/test_t5.py"],
+    "sincos2d": ["spec_tests/test_sincos2d.py"],
 }
 
 
