@@ -6,7 +6,9 @@ read memory-mapped, as ``refpos check`` reads them. Three things are timed on th
 alternating rounds (a slow phase of a shared machine falls on all of them alike):
 
 * ``reading``: both files read block by block into float64, the blocks the check reads;
-* ``reference``: :func:`refpos.apply_rope` on those float64 blocks (the reference the check computes);
+* ``reference``: :func:`refpos.apply_rope` on float64 blocks of :data:`REFERENCE_ELEMENTS` (the reference the
+  check computes, in blocks as large as the fastest of the sizes measured, so that the check's own choice of
+  a smaller block never makes the denominator slower);
 * ``check``: :func:`refpos.check.rope.run.check_rope` on the memory maps (read, reference, tolerance, compare).
 
 ``check/(reference+reading)`` is the overhead of the comparison itself; the same ratio of CPU times
@@ -36,6 +38,9 @@ Record = dict[str, Any]
 #: heads of (H, 131072, 128) float32 per size: 64 MiB, 256 MiB, 1 GiB, 2 GiB
 DEFAULT_HEADS = (1, 4, 16, 32)
 LENGTH, HEAD_DIM = 131072, 128
+#: elements per block of the timed reference: 2**20 (8 MiB of float64), where apply_rope alone ran fastest of
+#: 2**16 … 2**20 on the 2-vCPU VM (0.54–0.70 s CPU per 256 MiB against 0.84–0.88 s at 2**17)
+REFERENCE_ELEMENTS = 2**20
 
 
 def llama31_rope() -> Any:
@@ -152,10 +157,11 @@ def _bench_size(root: Path, heads: int, rounds: int, progress: Callable[[str], N
 
     # the reference alone: apply_rope on every block's positions, its x read from the file once (the time
     # does not depend on x's values), so that no reading is counted twice
-    first = np.asarray(x_rows[:1, : stream.BLOCK_ELEMENTS // HEAD_DIM], dtype=np.float64)
+    first = np.asarray(x_rows[:1, : REFERENCE_ELEMENTS // HEAD_DIM], dtype=np.float64)
+    reference_blocks = list(stream.row_blocks(*x_rows.shape, REFERENCE_ELEMENTS))
 
     def reference() -> None:
-        for _, rows in blocks:
+        for _, rows in reference_blocks:
             apply_rope(first[:, : rows.stop - rows.start], positions[rows][None], rope, frequencies=(inv_freq, factor))
 
     outcome: dict[str, Any] = {}
