@@ -138,6 +138,12 @@ def unobserved(row: dict[str, Any]) -> bool:
     return row["cause"].startswith(NOT_OBSERVED)
 
 
+def not_run(row: dict[str, Any]) -> bool:
+    """Whether transformers' run showed nothing for the row (no geometry built, an input the run does not feed):
+    what the row says is the survey's reach at that run, not the release's code."""
+    return encoding_of(row) == "not run"
+
+
 #: what a row's comparison between releases looks at: the verdict, the encodings seen, refpos's answer, the
 #: recorded queries and keys (their fingerprint), the wrong answers that survived
 COMPARED = ("status", "observed", "layers", "fingerprint", "survived")
@@ -152,8 +158,8 @@ def changes(tables: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
         before = {r["model_type"]: r for r in old["rows"]}
         after = {r["model_type"]: r for r in new["rows"]}
         for name, row in after.items():
-            if name in before and (unobserved(row) or unobserved(before[name])):
-                continue  # one of the two releases has no observation of it: nothing to compare
+            if name in before and any(unobserved(r) or not_run(r) for r in (row, before[name])):
+                continue  # one of the two releases has no observation of its model's run: nothing to compare
             if name not in before:
                 out.append((name, pair, f"new: {row['status']}" + (" (not observed)" if unobserved(row) else "")))
                 continue
@@ -208,8 +214,8 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
         lines += ["", "## Changed between releases", "",
                   f"{len(changed)} model types whose observation or verdict differs between releases (a model type "
                   "new in a release, its status, the encodings seen, refpos's answer, the recorded queries and keys "
-                  "of the same tiny model, the wrong answers graded exact); a model type one release's run did not "
-                  "observe is not compared.", "",
+                  "of the same tiny model, the wrong answers graded exact); a model type whose model one release's run "
+                  "did not observe or did not run (the survey's reach, not the release's code) is not compared.", "",
                   "| model type | releases | what changed |", "|---|---|---|"]
         lines += [f"| `{name}` | {pair} | {_cell(what)} |" for name, pair, what in changed]
     lines += _defects(tables)

@@ -61,6 +61,15 @@ def test_a_column_per_release_and_what_changed_between_them():
     assert "| `b` | exact | wrong |" in page.split("## Every model type")[1]
 
 
+def test_a_model_one_release_did_not_run_is_not_a_change():
+    """A model the survey did not run in one release (no geometry, an input that run did not feed) says what
+    the survey reached, not what the release changed: it is left out of the changes."""
+    not_run = {**row("p", "not reached", []), "cause": "transformers not run: its forward takes no input_ids"}
+    old = {"meta": {"transformers": "5.24.0"}, "rows": [not_run, row("q", "exact", ["rope"])]}
+    new = {"meta": {"transformers": "5.25.0"}, "rows": [row("p", "exact", ["grid"]), row("q", "wrong", ["rope"])]}
+    assert [name for name, _, _ in table.changes([old, new])] == ["q"]
+
+
 def test_shrinking_keeps_the_head_width_and_the_pattern_phase():
     values = {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 48,
               "intermediate_size": 14336, "vocab_size": 128256, "pad_token_id": None,
