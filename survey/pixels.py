@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from survey.probe import removed
+
 #: a path component that names positions (a module or parameter); ``position_ids`` and other integer buffers are
 #: indices, not weights, and are left out by their dtype
 POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)s?(_|$|\d)|pos_embed|position_bias"
@@ -203,12 +205,8 @@ def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[st
             handles.append(modules[site.path].register_forward_hook(
                 lambda m, a, out, key=site.path: None if key in io else io.update({key: (_tensors(a)[:1],
                                                                                         _tensors(out)[:1])})))
-    try:
-        with torch.no_grad():
-            model(**inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
+    with removed(handles), torch.no_grad():
+        model(**inputs)
     return {k: v[0] if v else [] for k, v in owners.items()}, io
 
 

@@ -216,6 +216,16 @@ def _modeling_modules() -> list[Any]:
 
 
 @contextlib.contextmanager
+def removed(handles: list[Any]) -> Iterator[None]:
+    """Run the block with torch hooks ``handles`` registered, and remove every one of them however it ends."""
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextlib.contextmanager
 def _patched(targets: list[tuple[Any, str, Any]]) -> Iterator[None]:
     """Set ``(owner, attribute, value)`` for the duration, restoring every one after (an attribute a class
     inherited, ``torch.Tensor.__getitem__``, is deleted again)."""
@@ -453,12 +463,8 @@ def _forward(model: Any, inputs: dict[str, Any], recorder: Recorder, attention_m
                 handles.append(layer.register_forward_pre_hook(recorder.enter(path, index)))
                 handles.append(layer.register_forward_hook(recorder.leave))
     handles += [m.register_forward_hook(recorder.positional_hook) for m in positional_modules]
-    try:
-        with _patched(recorder.patches()), torch.no_grad():
-            model(**inputs)
-    finally:
-        for h in handles:
-            h.remove()
+    with removed(handles), _patched(recorder.patches()), torch.no_grad():
+        model(**inputs)
     recorder.layers()
     return recorder.run
 
@@ -549,12 +555,8 @@ def _ran(model: Any, paths: list[str], inputs: dict[str, Any]) -> list[str]:
     seen: set[str] = set()
     handles = [modules[path].register_forward_pre_hook(lambda module, args, path=path: seen.add(path))
                for path in paths]
-    try:
-        with torch.no_grad():
-            model(**inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
+    with removed(handles), torch.no_grad():
+        model(**inputs)
     return [path for path in paths if path in seen]
 
 

@@ -139,3 +139,19 @@ def test_only_the_attention_modules_that_ran_are_layers(observed):
     config, probe = observed("flava")
     assert probe.module_types and not any(path.startswith("image_model") for path in probe.module_types)
     assert "mismatch" not in {r.status for r in compare(adaptor.resolve(config), probe).layers}
+
+
+def test_hooks_are_removed_when_the_forward_raises():
+    """survey.probe.removed: a model that raises mid-run leaves no hook behind for the next run."""
+    torch = pytest.importorskip("torch", reason="the survey's runs need torch")
+    from survey.probe import removed
+
+    class Failing(torch.nn.Module):
+        def forward(self, x):
+            raise RuntimeError("broken model")
+
+    model = Failing()
+    handles = [model.register_forward_hook(lambda *a: None), model.register_forward_pre_hook(lambda *a: None)]
+    with pytest.raises(RuntimeError, match="broken model"), removed(handles):
+        model(torch.zeros(1))
+    assert not model._forward_hooks and not model._forward_pre_hooks
