@@ -45,7 +45,7 @@ def section(rows: list[dict[str, Any]], statuses: tuple[str, ...], release: str)
              f"{ran} of them run on seeded inputs at their native size and at a size that forces resampling "
              "(`survey/pixels.py`), each position site's weights and what it adds recorded and compared with "
              "refpos's answer kind by kind, with that kind's catalogued mistakes (`refpos check`) as the wrong "
-             "answers each must tell apart (`survey/pixel_kinds.py`). The kind is refpos's answer (`none`: "
+             "answers each must tell apart (`survey/pixel_kinds/`). The kind is refpos's answer (`none`: "
              "attention without positions, `no_attention`: no attention; exact there means no parameter, buffer or "
              "module of the model is named for positions and the forward ran: `survey/pixel_compare.py`).", "",
              "| kind (refpos) | " + " | ".join(statuses) + " | all |", "|---|" + "---|" * (len(statuses) + 1)]

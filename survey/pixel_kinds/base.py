@@ -1,0 +1,90 @@
+r"""What every comparison of a vision, audio or feature run shares (:mod:`survey.pixel_kinds`): the
+:class:`Outcome` of one comparison, :func:`graded` (observations against a reference within a bound, with the
+kind's catalogued mistakes as the wrong answers each must tell apart), the dtype's unit roundoff, and the readers of
+an observed map's rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from survey.pixels import PixelRun, Site
+
+#: the unit roundoff of the dtype a model ran in
+UNIT = {"float64": 2.0**-53, "float32": 2.0**-24}
+
+
+def unit(run: PixelRun) -> float:
+    """The unit roundoff of the run's dtype (float64 where the model's code runs in it)."""
+    return UNIT[run.dtype]
+
+
+@dataclass
+class Outcome:
+    """One record's comparison: ``status`` (exact, wrong, not reached), why, the sites it accounts for, the largest
+    error, and the wrong answers tried and those that survived."""
+
+    status: str
+    cause: str = ""
+    sites: tuple[str, ...] = ()
+    error: float | None = None
+    tried: int = 0
+    survived: list[str] = field(default_factory=list)
+
+
+def graded(cases: list[tuple[np.ndarray, np.ndarray, Any, dict[str, np.ndarray | None]]], sites: tuple[str, ...],
+           what: str) -> Outcome:
+    """The outcome of ``(observed, reference, bound, {mistake: its output})`` cases: wrong at the first case outside
+    its bound; else exact, a mistake surviving when it is within the bound of every case it applies to."""
+    worst, killed, tried = 0.0, set(), set()
+    for observed, reference, bound, mistakes in cases:
+        if observed.shape != reference.shape:
+            return Outcome("wrong", f"{what}: transformers' shape {observed.shape}, refpos's {reference.shape}", sites)
+        excess = np.abs(observed - reference) - bound
+        worst = max(worst, float(np.max(np.abs(observed - reference))))
+        if np.any(excess > 0) or not np.all(np.isfinite(observed)):
+            at = np.unravel_index(int(np.argmax(excess)), excess.shape)
+            return Outcome("wrong", f"{what}: differs by {float(np.abs(observed - reference)[at]):.3g} at {at} "
+                           f"(bound {float(np.broadcast_to(bound, excess.shape)[at]):.3g})", sites, worst)
+        for name, wrong in mistakes.items():
+            if wrong is None:
+                continue
+            tried.add(name)
+            if wrong.shape != observed.shape or np.any(np.abs(observed - wrong) > bound):
+                killed.add(name)
+    return Outcome("exact", "", sites, worst, len(tried), sorted(tried - killed))
+
+
+def check_target(kind: str) -> Any:
+    from refpos.check.kinds import BY_KIND
+
+    return BY_KIND[kind]
+
+
+def mistakes_of(kind: str, inputs: Any) -> dict[str, np.ndarray | None]:
+    """The output of every catalogued mistake of ``kind``'s check target on ``inputs`` (``None``: not shown)."""
+    check = check_target(kind)
+    out = {}
+    for name in check.mistakes:
+        try:
+            wrong = check.wrong(inputs, name)
+        except (ValueError, TypeError, IndexError):  # a mistake these inputs cannot take
+            wrong = None
+        out[name] = None if wrong is None else np.asarray(wrong, dtype=np.float64)
+    return out
+
+def rows_of(diff: np.ndarray, dim: int) -> np.ndarray | None:
+    """An observed ``(1, n, d)``, ``(1, h, w, d)`` or ``(1, d, h, w)`` map as ``(n, d)`` rows (raster order)."""
+    if diff.shape[-1] == dim:
+        return diff.reshape(-1, dim)
+    if diff.ndim == 4 and diff.shape[1] == dim:
+        return np.moveaxis(diff, 1, -1).reshape(-1, dim)
+    return None
+
+
+def embedding_site(site: Site) -> bool:
+    """Whether the site's recorded owner tensors are the embedding its table is added to: an embedding module's
+    output, or the first layer's input of the module that adds it (:attr:`survey.pixels.Site.at`)."""
+    return bool(site.at) or "embed" in site.owner.rsplit(".", 1)[-1].lower()

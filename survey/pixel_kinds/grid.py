@@ -1,0 +1,65 @@
+r"""The ``grid`` comparison: a learned 2-D grid resampled to the image, observed as the embedding's output minus
+its output with the table zeroed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from survey.pixel_kinds.base import Outcome, embedding_site, graded, mistakes_of, rows_of, unit
+from survey.pixels import PixelRun, Site, additive
+
+
+def _patch_grid(patches: int, shape: list[int]) -> tuple[int, int] | None:
+    """The ``(h, w)`` with ``h·w = patches`` whose aspect is the image's (``shape[-2:]``)."""
+    height, width = shape[-2:]
+    h = max(1, round((patches * height / width) ** 0.5))
+    return (h, patches // h) if h * (patches // h) == patches else None
+
+
+def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
+    """A learned grid: the site whose table has ``record.table_rows × record.dim`` entries (module docstring)."""
+    from refpos.encodings.grid_mistakes import GridInputs, grid_tolerance
+
+    size = record.table_rows * record.dim
+    site = next((s for s in sites if additive(s) and any(p.size == size for p in s.params.values())), None)
+    if site is None:
+        return Outcome("wrong", f"no position table of {record.table_rows} × {record.dim} entries at an input site "
+                       f"(sites: {', '.join(s.path for s in sites) or 'none'})")
+    if not embedding_site(site):
+        return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
+                       "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
+    table = next(p for p in site.params.values() if p.size == size).astype(np.float64).reshape(record.table_rows, -1)
+    cases = []
+    for name, capture in site.captures.items():
+        if not capture.owner_out or not capture.owner_zeroed:
+            return Outcome("not reached", f"{site.owner}: no output recorded at the {name} size", (site.path,))
+        out, zeroed = capture.owner_out[0].astype(np.float64), capture.owner_zeroed[0].astype(np.float64)
+        observed = rows_of(out - zeroed, record.dim)
+        if observed is None:
+            return Outcome("not reached", f"{site.owner}: output {out.shape} has no axis of width {record.dim}",
+                           (site.path,))
+        extra = record.prefix + record.suffix if record.variant is None or record.variant.keep_extra else 0
+        grid = _patch_grid(observed.shape[0] - extra, run.shapes[name])
+        if grid is None:  # tokens the table does not reach (DINOv2's registers) gain exactly nothing: left out
+            observed = observed[np.any(observed != 0, axis=1)]
+            grid = _patch_grid(observed.shape[0] - extra, run.shapes[name])
+        if grid is None:
+            return Outcome("wrong", f"{site.owner}: {observed.shape[0]} rows at the {name} size are not "
+                           f"{extra} extra rows and a patch grid of the image's aspect", (site.path,))
+        noise = 2 * unit(run) * float(np.max(np.abs(out)))
+        if record.variant is None:
+            reference = record.reference(table, grid) if grid == record.grid else None
+            if reference is None:
+                return Outcome("wrong", f"the table is claimed fixed at {record.grid}, transformers resampled it "
+                               f"to {grid}", (site.path,))
+            cases.append((observed, reference, unit(run) * float(np.max(np.abs(table))) + noise, {
+                "grid_transposed": table.reshape(*record.grid, -1).transpose(1, 0, 2).reshape(table.shape)
+                if record.prefix == record.suffix == 0 else None}))
+            continue
+        inputs = GridInputs(table, grid, record.variant, prefix_tokens=record.prefix, suffix_tokens=record.suffix,
+                            source_grid=record.grid)
+        reference = np.asarray(record.reference(table, grid), dtype=np.float64)
+        cases.append((observed, reference, grid_tolerance(inputs, run.dtype) + noise, mistakes_of("grid", inputs)))
+    return graded(cases, (site.path,), f"{site.path} grid")
