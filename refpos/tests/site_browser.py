@@ -73,7 +73,7 @@ NETWORK_SCHEMES = ("http:", "https:", "ws:", "wss:", "ftp:")
 PAGE_PROBE = r"""
 const done = arguments[arguments.length - 1];
 // MathJax's startup exists only once its script has run (on a busy machine, after the page's load event): wait
-// for it (30 s at most) on a page with formulas, then for its startup, then for a typesetting pass of its own (a
+// for it (60 s at most) on a page with formulas, then for its startup, then for a typesetting pass of its own (a
 // startup promise taken while MathJax still loads its parts resolves before the page is typeset)
 const formulas = document.querySelector(".arithmatex") !== null;
 const math = !formulas ? Promise.resolve() : new Promise((resolve) => {
@@ -83,9 +83,19 @@ const math = !formulas ? Promise.resolve() : new Promise((resolve) => {
   const ready = () => window.MathJax && MathJax.startup && MathJax.startup.promise
       && typeof MathJax.typesetPromise === "function";
   const poll = () => ready() ? resolve(MathJax.startup.promise)
-      : Date.now() - start > 30000 ? resolve() : setTimeout(poll, 50);
+      : Date.now() - start > 60000 ? resolve() : setTimeout(poll, 50);
   poll();
-}).then(() => (window.MathJax && typeof MathJax.typesetPromise === "function") ? MathJax.typesetPromise() : null);
+}).then(() => settle(Date.now()));
+// typeset until no formula of the page is left raw, 20 s at most: a typesetting pass that ran while the page's
+// layout was still changing can leave a formula raw (one page in a few hundred); a formula MathJax cannot typeset
+// stays raw (or becomes an error) however often it is asked, and is reported below
+function settle(start) {
+  if (!(window.MathJax && typeof MathJax.typesetPromise === "function")) return null;
+  return MathJax.typesetPromise().then(() => {
+    const raw = Array.from(document.querySelectorAll(".arithmatex")).some((e) => !e.querySelector("mjx-container"));
+    return raw && Date.now() - start < 20000 ? new Promise((r) => setTimeout(r, 250)).then(() => settle(start)) : null;
+  });
+}
 const images = Array.from(document.images).map((img) => img.complete ? null
     : new Promise((resolve) => { img.onload = img.onerror = resolve; }));
 Promise.all([math, ...images]).then(() => document.fonts.ready).then(() => {
@@ -288,7 +298,7 @@ def chromium(profile: Path) -> Iterator:
     options.add_argument(f"--user-data-dir={profile}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    driver.set_script_timeout(90)
+    driver.set_script_timeout(120)  # the probe's waits: 60 s for MathJax, 20 s of typesetting, the images
     driver.set_page_load_timeout(60)
     try:
         yield driver
