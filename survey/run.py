@@ -92,6 +92,44 @@ def _parameters(cls: Any, config: Any) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def model_class(config: Any) -> Any | None:
+    """The model class of ``config`` (:func:`survey.catalogue.model_class`), else the one base model of another
+    modeling module of its package whose config class is ``config``'s (BLIP's text model lives in
+    ``modeling_blip_text.py`` beside ``modeling_blip.py``), or None."""
+    import importlib
+    import pkgutil
+
+    from transformers import PreTrainedModel
+
+    found = catalogue.model_class(config)
+    package = type(config).__module__.rsplit(".", 1)[0]
+    if found is not None or not package.startswith("transformers.models."):
+        return found
+    heads = ("For", "LMHead", "WithHead", "PreTrainedModel")
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if not info.name.startswith("modeling_"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        candidates = sorted((cls for cls in vars(module).values() if isinstance(cls, type)
+                             and issubclass(cls, PreTrainedModel) and cls.__module__ == module.__name__
+                             and getattr(cls, "config_class", None) is type(config)
+                             and not any(h in cls.__name__ for h in heads)), key=lambda cls: len(cls.__name__))
+        if candidates:
+            return candidates[0]
+    return None
+
+
+def held_config(cls: Any, config: Any) -> Any:
+    """The config model class ``cls`` is built from: ``config``, or the sub-config of the class ``cls`` takes,
+    where a composite type's model class is one of its networks (MusicGen's base model is its decoder:
+    ``MusicgenModel`` takes the ``MusicgenDecoderConfig`` of ``MusicgenConfig.decoder``). refpos is still asked
+    about the composite, whose stack of that name the run is compared with."""
+    wanted = getattr(cls, "config_class", None)
+    if not isinstance(wanted, type) or isinstance(config, wanted):
+        return config
+    return next((c for c in tiny.configs_of(config) if isinstance(c, wanted)), config)
+
+
 def build(config0: Any) -> tuple[Any, Any, Any, str]:
     """``(config, model, probe, strength)`` of the first strength that builds and runs; raises
     :class:`probe.NotReached` with the reasons of every strength otherwise."""
@@ -101,18 +139,19 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
     for strength in tiny.STRENGTHS:
         try:
             config = tiny.shrink(config0, strength)
-            cls = catalogue.model_class(config)
+            cls = model_class(config)
             if cls is None:
                 raise probe.NotReached("transformers has no model class for it")
-            size = _parameters(cls, config)
+            held = held_config(cls, config)
+            size = _parameters(cls, held)
             if size > MAX_PARAMETERS:
                 raise RuntimeError(f"{size / 1e6:.0f}M parameters")
             torch.manual_seed(0)
-            model = cls._from_config(config, attn_implementation="eager")
+            model = cls._from_config(held, attn_implementation="eager")
             if tiny.fit_sections(model, config):
                 torch.manual_seed(0)
-                model = cls._from_config(config, attn_implementation="eager")
-            return config, model, probe.probe(model, config), strength
+                model = cls._from_config(held, attn_implementation="eager")
+            return config, model, probe.probe(model, held), strength
         except probe.NotReached:
             raise
         except Exception as exc:  # transformers' own errors for a geometry: try the next strength
@@ -224,7 +263,7 @@ def observe_type(model_type: catalogue.ModelType) -> Observation:
     except probe.NotReached as exc:
         try:
             values, run, row.strength, note = build_language_model(config0, str(exc))
-            row.file = catalogue.modeling_file(catalogue.model_class(getattr(config0, LANGUAGE)))
+            row.file = catalogue.modeling_file(model_class(getattr(config0, LANGUAGE)))
             row.observed = observed.observed_kinds(run)
             row.notes.append(note)
             return Observation(values, run, row)

@@ -14,6 +14,7 @@ survey states them scaled to it in the config (:func:`fit_sections`), so both si
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from survey.tiny_repairs import OVERRIDES, repaired
@@ -32,8 +33,23 @@ from survey.tiny_rules import (
     shrink_values,
 )
 
-__all__ = ["EXPERTS", "FFN", "HEADS", "LAYERS", "OVERRIDES", "STRENGTHS", "VOCAB", "WIDTH", "fit_sections",
-           "repaired", "scaled_sections", "shrink", "shrink_dict"]
+__all__ = [
+    "EXPERTS",
+    "FFN",
+    "HEADS",
+    "LAYERS",
+    "OVERRIDES",
+    "STRENGTHS",
+    "VOCAB",
+    "WIDTH",
+    "composite_fields",
+    "configs_of",
+    "fit_sections",
+    "repaired",
+    "scaled_sections",
+    "shrink",
+    "shrink_dict",
+]
 
 
 def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
@@ -80,18 +96,42 @@ def _follow_widths(original: dict[str, Any], shrunk: dict[str, Any], pairs: set[
                 shrunk[key] = targets.pop()
 
 
+def composite_fields(config: Any) -> dict[str, Any]:
+    """Fields a composite config states on ``config``'s class as its sub-config and that class alone lacks.
+
+    A composite's ``__post_init__`` may copy its own fields onto its sub-configs (Pix2Struct's
+    ``initializer_range`` onto its text config, T5Gemma2's ``dropout_rate`` onto its decoder), whose modules then
+    read them; a sub-config's model type built alone lacks them. Each composite of the sub-config's own
+    configuration module is built from its defaults; the fields its instance of ``config``'s class holds beyond
+    ``config``'s are returned, of every composite (the outermost states them: T5Gemma2's encoder config holds a
+    text config, which only T5Gemma2's config gives a ``dropout_rate``), a field's first value found."""
+    own, found = config.to_dict(), {}
+    module = importlib.import_module(type(config).__module__)
+    for holder in vars(module).values():
+        if not (isinstance(holder, type) and holder is not type(config) and getattr(holder, "sub_configs", None)):
+            continue
+        try:
+            held = [c for c in configs_of(holder()) if type(c) is type(config)]
+        except Exception:  # a composite whose defaults do not build holds nothing to take
+            continue
+        for sub in held:
+            found.update({k: v for k, v in sub.to_dict().items() if k not in own and k not in found})
+    return found
+
+
 def shrink(config: Any, strength: str) -> Any:
-    """A new config of ``type(config)`` from its ``to_dict()`` shrunk at ``strength``, sub-configs too."""
-    values = _shrunk_values(config, strength)
+    """A new config of ``type(config)`` from its ``to_dict()`` shrunk at ``strength``, sub-configs too, with the
+    fields a composite would have stated on it (:func:`composite_fields`)."""
+    values = {**composite_fields(config), **_shrunk_values(config, strength)}
     original = config.to_dict()
     _follow_widths(original, values, _width_pairs(original, values))
     return type(config).from_dict(values)
 
 
-def _configs(config: Any) -> list[Any]:
+def configs_of(config: Any) -> list[Any]:
     """``config`` and its sub-configs, theirs too."""
     subs = [getattr(config, name, None) for name in getattr(config, "sub_configs", {}) or {}]
-    return [config, *(c for sub in subs if sub is not None and hasattr(sub, "to_dict") for c in _configs(sub))]
+    return [config, *(c for sub in subs if sub is not None and hasattr(sub, "to_dict") for c in configs_of(sub))]
 
 
 
@@ -108,7 +148,7 @@ def fit_sections(model: Any, config: Any) -> bool:
         sections, inv_freq = getattr(module, "mrope_section", None), getattr(module, "inv_freq", None)
         if not isinstance(sections, (list, tuple)) or inv_freq is None or sum(sections) == inv_freq.shape[-1]:
             continue
-        for owner in _configs(config):
+        for owner in configs_of(config):
             rope = getattr(owner, "rope_parameters", None)
             if type(owner) is type(getattr(module, "config", None)) and isinstance(rope, dict) and "rope_type" in rope:
                 rope["mrope_section"] = scaled_sections(list(sections), int(inv_freq.shape[-1]))

@@ -36,9 +36,6 @@ def _dense_then_sparse(values: dict[str, Any]) -> dict[str, Any]:
 OVERRIDES: dict[str, tuple[str, Any]] = {
     "dbrx": ("attention reads attn_config.rope_theta and clamps to clip_qkv", _dbrx_attention),
     "deepseek_ocr2_text": ("mlp_layer_types indexed by layer, None by default", _dense_then_sparse),
-    # T5Gemma2Config copies its dropout_rate onto its text configs; a text config alone lacks it
-    "t5gemma2_text": ("its MLP reads dropout_rate, which only the composite sets",
-                      lambda values: {"dropout_rate": values.get("dropout_rate", 0.0)}),
     # the talker's MoE block builds a shared expert of this width; the class does not define it
     "qwen3_omni_moe_talker_text": ("its MoE block reads shared_expert_intermediate_size",
                                    lambda values: {"shared_expert_intermediate_size": values["intermediate_size"]}),
