@@ -163,23 +163,49 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
 LANGUAGE = "text_config"
 
 
+def language_path(config0: Any) -> tuple[str, ...] | None:
+    """The fields leading to a composite's language model: its ``text_config``, else the ``text_config`` of a
+    sub-config (Qwen2.5-Omni's ``thinker_config.text_config``: the thinker reads the text), else None."""
+    for path in [(LANGUAGE,), *((name, LANGUAGE) for name in tiny.sub_config_names(config0))]:
+        owner = config0
+        for name in path:
+            owner = getattr(owner, name, None)
+        if owner is not None and hasattr(owner, "to_dict"):
+            return path
+    return None
+
+
+def language_config(config0: Any) -> Any:
+    """The language model's config of a composite (:func:`language_path`), or None."""
+    text = config0
+    for name in language_path(config0) or [LANGUAGE]:
+        text = getattr(text, name, None)
+    return text
+
+
 def build_language_model(config0: Any, composite: str) -> tuple[dict[str, Any], Any, str, str]:
     """A composite that does not build or run from its config alone (its forward needs pixel values, its
-    validators tie the language model to a tower, its tower needs timm): its language model alone, built from
-    the composite's ``text_config`` by :func:`build` -- what the composite runs on text tokens.
+    validators tie the language model to a tower, its tower needs timm, it only generates): its language model
+    alone, built from the composite's ``text_config`` (:func:`language_path`) by :func:`build` -- what the
+    composite runs on text tokens.
 
     Returns ``(config dict, probe, strength, note)``: the composite's config dict shrunk at that strength with
     the language model's config in its place (what refpos is asked about), and the note the row keeps;
     raises :class:`probe.NotReached` (with ``composite``, the composite's reasons) when that fails too."""
-    text = getattr(config0, LANGUAGE, None)
-    if text is None or not hasattr(text, "to_dict"):
+    path = language_path(config0)
+    if path is None:
         raise probe.NotReached(composite)
+    text = language_config(config0)
     try:
         config, model, run, strength = build(text)
     except probe.NotReached as exc:
         raise probe.NotReached(f"{composite}; its language model alone: {exc}") from None
-    values = {**tiny._shrunk_values(config0, strength), LANGUAGE: {**config.to_dict(), "model_type": text.model_type}}
-    note = (f"{table.LANGUAGE_ALONE} ({type(model).__name__}, from {LANGUAGE}): the composite was not run: "
+    values = tiny._shrunk_values(config0, strength)
+    owner = values
+    for name in path[:-1]:
+        owner[name] = owner = dict(owner[name])
+    owner[path[-1]] = {**config.to_dict(), "model_type": text.model_type}
+    note = (f"{table.LANGUAGE_ALONE} ({type(model).__name__}, from {'.'.join(path)}): the composite was not run: "
             f"{composite}")
     return values, run, strength, note
 
@@ -263,7 +289,7 @@ def observe_type(model_type: catalogue.ModelType) -> Observation:
     except probe.NotReached as exc:
         try:
             values, run, row.strength, note = build_language_model(config0, str(exc))
-            row.file = catalogue.modeling_file(model_class(getattr(config0, LANGUAGE)))
+            row.file = catalogue.modeling_file(model_class(language_config(config0)))
             row.observed = observed.observed_kinds(run)
             row.notes.append(note)
             return Observation(values, run, row)

@@ -58,11 +58,20 @@ def shrink_dict(values: dict[str, Any], strength: str) -> dict[str, Any]:
     return repaired(shrink_values(values, strength))
 
 
+def sub_config_names(config: Any) -> list[str]:
+    """The fields of ``config`` that hold a config: those its class declares (``sub_configs``), then any other
+    whose value is a config (RAG's ``question_encoder`` and ``generator``, which its class does not declare)."""
+    declared = list(getattr(config, "sub_configs", {}) or {})
+    held = [name for name in config.to_dict() if name not in declared
+            and hasattr(getattr(config, name, None), "to_dict") and hasattr(getattr(config, name), "model_type")]
+    return declared + held
+
+
 def _shrunk_values(config: Any, strength: str) -> dict[str, Any]:
     """``config.to_dict()`` shrunk, with every sub-config (and theirs: Qwen2.5-Omni's
     ``thinker_config.text_config``) shrunk alike."""
     values = config.to_dict()
-    for name in getattr(config, "sub_configs", {}) or {}:
+    for name in sub_config_names(config):
         sub = getattr(config, name, None)
         if sub is not None and hasattr(sub, "to_dict"):
             values[name] = {**_shrunk_values(sub, strength), "model_type": sub.model_type}
@@ -130,7 +139,7 @@ def shrink(config: Any, strength: str) -> Any:
 
 def configs_of(config: Any) -> list[Any]:
     """``config`` and its sub-configs, theirs too."""
-    subs = [getattr(config, name, None) for name in getattr(config, "sub_configs", {}) or {}]
+    subs = [getattr(config, name, None) for name in sub_config_names(config)]
     return [config, *(c for sub in subs if sub is not None and hasattr(sub, "to_dict") for c in configs_of(sub))]
 
 

@@ -57,17 +57,45 @@ def test_a_sub_config_alone_takes_the_fields_its_composite_states():
 
 
 @pytest.mark.anchors
-@pytest.mark.parametrize("model_type, model", [("musicgen", "MusicgenModel"),
-                                               ("musicgen_melody", "MusicgenMelodyModel"),
-                                               ("blip_text_model", "BlipTextModel")])
-def test_types_built_by_the_general_rules_run_on_token_ids(model_type: str, model: str):
-    """MusicGen (its base model takes the decoder's sub-config) and BLIP's text model (its class in
-    ``modeling_blip_text.py``) build tiny and run the probe; no geometry of either built before."""
+@pytest.mark.parametrize("model_type, file", [("musicgen", "musicgen/modeling_musicgen.py"),
+                                              ("musicgen_melody", "musicgen_melody/modeling_musicgen_melody.py"),
+                                              ("blip_text_model", "blip/modeling_blip_text.py"),
+                                              ("qwen2_5_omni", "qwen2_5_omni/modeling_qwen2_5_omni.py")])
+def test_types_built_by_the_general_rules_run_on_token_ids(model_type: str, file: str):
+    """MusicGen (its base model takes the decoder's sub-config), BLIP's text model (its class in
+    ``modeling_blip_text.py``) and Qwen2.5-Omni (its thinker's language model) build tiny and run the probe, and
+    refpos is asked about the type itself; none was run before."""
     pytest.importorskip("torch", reason="builds transformers' models: pip install torch transformers")
     pytest.importorskip("transformers", reason="builds transformers' models")
     from survey import catalogue, stored
 
     stored.quiet()
-    config, built, _, strength = run.build(catalogue.find(model_type).config())
-    assert type(built).__name__ == model and strength == "tiny"
-    assert config.model_type == model_type  # refpos is asked about the type itself
+    seen = run.observe_quietly(catalogue.find(model_type))
+    assert seen.run is not None and seen.row.strength == "tiny", seen.row.cause
+    assert seen.row.file == file and seen.config["model_type"] == model_type
+
+
+def test_a_config_held_in_a_field_its_class_does_not_declare_is_shrunk():
+    """RAG's config holds its question encoder's and generator's configs in fields its class does not declare
+    as sub-configs: both are shrunk as declared ones are (515M parameters at every strength before)."""
+    pytest.importorskip("transformers", reason="reads transformers' config classes")
+    from transformers import AutoConfig
+
+    rag = AutoConfig.for_model("rag")
+    assert tiny.sub_config_names(rag) == ["question_encoder", "generator"]
+    shrunk = tiny.shrink(rag, "tiny")
+    assert shrunk.question_encoder.num_hidden_layers == shrunk.generator.encoder_layers == tiny.LAYERS
+    assert shrunk.generator.d_model < rag.generator.d_model
+
+
+def test_the_language_model_of_a_composite_may_lie_in_a_sub_config():
+    """Qwen2.5-Omni's text model is its thinker's ``text_config``: the composite's language model is found
+    there when the composite has no ``text_config`` of its own."""
+    pytest.importorskip("transformers", reason="reads transformers' config classes")
+    from transformers import AutoConfig
+
+    omni = AutoConfig.for_model("qwen2_5_omni")
+    assert run.language_path(omni) == ("thinker_config", "text_config")
+    assert run.language_config(omni) is omni.thinker_config.text_config
+    assert run.language_path(AutoConfig.for_model("llava")) == ("text_config",)
+    assert run.language_path(AutoConfig.for_model("llama")) is None
