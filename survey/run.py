@@ -130,6 +130,46 @@ def held_config(cls: Any, config: Any) -> Any:
     return next((c for c in tiny.configs_of(config) if isinstance(c, wanted)), config)
 
 
+def _embedding(model: Any) -> Any:
+    """The token embedding of ``model`` (the first of a list: one per codebook), or None."""
+    import torch
+
+    table = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if isinstance(table, torch.nn.ModuleList) and len(table):
+        table = table[0]
+    return table if isinstance(table, torch.nn.Embedding) else None
+
+
+def embeddings_fed(model: Any) -> Any:
+    """``model`` whose forward refuses input ids while it takes ``inputs_embeds`` (Qwen3-Omni's code predictor,
+    which the talker feeds embeddings), wrapped so that the probe's ids are looked up in its own embedding table
+    (:func:`_embedding`) and fed as ``inputs_embeds``; the mask, position ids and cache switch pass as they are,
+    those the model takes (the wrapper's signature names no others).
+    The wrapper holds the model as ``model``: the path names no stack, so its layers keep theirs."""
+    import inspect
+
+    import torch
+
+    takes = inspect.signature(model.forward).parameters
+
+    class EmbeddingsFed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any = None, position_ids: Any = None,
+                    use_cache: Any = None) -> Any:
+            given = {"attention_mask": attention_mask, "position_ids": position_ids, "use_cache": use_cache}
+            return self.model(inputs_embeds=_embedding(self.model)(input_ids),
+                              **{k: v for k, v in given.items() if v is not None and k in takes})
+
+    # the probe reads which inputs a forward takes from its signature: those the model takes, no more
+    signature = inspect.signature(EmbeddingsFed.forward)
+    EmbeddingsFed.forward.__signature__ = signature.replace(parameters=[
+        p for name, p in signature.parameters.items() if name in ("self", "input_ids") or name in takes])
+    return EmbeddingsFed()
+
+
 def build(config0: Any) -> tuple[Any, Any, Any, str]:
     """``(config, model, probe, strength)`` of the first strength that builds and runs; raises
     :class:`probe.NotReached` with the reasons of every strength otherwise."""
@@ -151,7 +191,13 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
             if tiny.fit_sections(model, config):
                 torch.manual_seed(0)
                 model = cls._from_config(held, attn_implementation="eager")
-            return config, model, probe.probe(model, held), strength
+            try:
+                return config, model, probe.probe(model, held), strength
+            except ValueError as exc:  # a forward that refuses its input ids: fed their embeddings
+                if "input_ids" not in str(exc) or _embedding(model) is None:
+                    raise
+                fed = embeddings_fed(model)
+                return config, fed, probe.probe(fed, held), strength
         except probe.NotReached:
             raise
         except Exception as exc:  # transformers' own errors for a geometry: try the next strength

@@ -62,8 +62,8 @@ def sub_config_names(config: Any) -> list[str]:
     """The fields of ``config`` that hold a config: those its class declares (``sub_configs``), then any other
     whose value is a config (RAG's ``question_encoder`` and ``generator``, which its class does not declare)."""
     declared = list(getattr(config, "sub_configs", {}) or {})
-    held = [name for name in config.to_dict() if name not in declared
-            and hasattr(getattr(config, name, None), "to_dict") and hasattr(getattr(config, name), "model_type")]
+    held = [name for name, value in vars(config).items() if name not in declared
+            and hasattr(value, "to_dict") and hasattr(value, "model_type")]  # read as stored: no property runs
     return declared + held
 
 
@@ -93,8 +93,9 @@ def _width_pairs(original: dict[str, Any], shrunk: dict[str, Any]) -> set[tuple[
 def _follow_widths(original: dict[str, Any], shrunk: dict[str, Any], pairs: set[tuple[int, int]]) -> None:
     """Widths that name another config's width (:data:`NAMED_WIDTH_KEY`: NeMo's ``head_config.audio_hidden_size``
     is its audio encoder's, CSM's ``backbone_hidden_size`` its backbone's, BLT's ``hidden_size_global`` its
-    global model's), which validators or shapes require equal: where the default equals a width the shrink changed,
-    and every width of that default became the same, that one's shrunk value."""
+    global model's, Dots3's vision ``adapter_in_dim`` its tower's), which validators or shapes require equal:
+    where the default equals a width the shrink changed, and every width of that default became the same, that
+    one's shrunk value."""
     for key, value in original.items():
         new = shrunk.get(key)
         if isinstance(value, dict) and isinstance(new, dict):

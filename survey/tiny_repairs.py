@@ -66,6 +66,11 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
                               "embedding_dim": min(values["embedding_dim"], WIDTH)}),
     "chameleon": ("its model reads vocabulary_map['<image>']",
                   lambda values: {"vocabulary_map": values.get("vocabulary_map") or {"<image>": VOCAB - 1}}),
+    # Step 3.5's text model (Step3p7's too) builds the sliding-window mask whatever its layer types, and its
+    # class leaves the window None: stated as the position limit, wider than any two positions' distance, so
+    # the mask masks nothing and no layer of the defaults (all full attention) reads it
+    "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",
+                lambda values: {"sliding_window": values.get("sliding_window") or values["max_position_embeddings"]}),
 }
 
 

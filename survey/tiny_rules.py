@@ -67,8 +67,11 @@ _PART_KEY = re.compile(r"n_\w+_layers")
 #: the width of a model without attention heads (RWKV, xLSTM's blocks): shrunk to this
 WIDTH = 256
 _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
+#: head counts bounded by the query heads of one key head (Kolibri's sparse-attention indexer: its validator
+#: asks ``0 < index_num_heads <= num_attention_heads // num_key_value_heads``): cut to the bound when past it
+_GROUP_BOUNDED_HEADS = ("index_num_heads",)
 #: widths named after another config's width, which must equal it (see :func:`_follow_widths`)
-NAMED_WIDTH_KEY = re.compile(r"(audio|backbone|text|vision|cross)_hidden_size|hidden_size_global")
+NAMED_WIDTH_KEY = re.compile(r"(audio|backbone|text|vision|cross)_hidden_size|hidden_size_global|adapter_in_dim")
 #: widths a config class computes from the model width when they are absent (Zamba2's shared attention)
 _DERIVED_WIDTHS = ("attention_head_dim", "attention_hidden_size")
 _GROUP_KEYS = ("n_group", "num_group", "num_expert_group", "moe_num_groups")
@@ -190,6 +193,10 @@ def shrink_values(values: dict[str, Any], strength: str) -> dict[str, Any]:
                 out[key] = 1 if value < first_heads else min(value, HEADS)
             elif _KV_KEY.fullmatch(key) and value is None and key == "num_key_value_heads":
                 out[key] = min(first_heads, HEADS)  # "None: as many as the heads": stated
+        kv = out.get("num_key_value_heads")
+        for key in _GROUP_BOUNDED_HEADS:  # heads that may not outnumber a key head's group of query heads
+            if is_int(values.get(key)) and is_int(kv) and kv > 0 and "num_attention_heads" in out:
+                out[key] = min(values[key], max(1, out["num_attention_heads"] // kv))
         for key, width in widths.items():
             out[key] = min(width, min(first_heads, HEADS) * head_dim)
         for key in _DERIVED_WIDTHS:  # widths the config class derives from the width: derived anew

@@ -99,3 +99,59 @@ def test_the_language_model_of_a_composite_may_lie_in_a_sub_config():
     assert run.language_config(omni) is omni.thinker_config.text_config
     assert run.language_path(AutoConfig.for_model("llava")) == ("text_config",)
     assert run.language_path(AutoConfig.for_model("llama")) is None
+
+
+def test_heads_bounded_by_a_key_heads_group_are_cut_to_the_bound():
+    """Kolibri's indexer heads may not outnumber the query heads of one key head (its validator): cut to the
+    shrunk heads over the shrunk key heads where past it, kept where within it."""
+    kolibri = tiny.shrink_dict({"num_attention_heads": 48, "num_key_value_heads": 4, "index_num_heads": 12,
+                                "hidden_size": 6144, "head_dim": 128}, "tiny")
+    assert 0 < kolibri["index_num_heads"] <= kolibri["num_attention_heads"] // kolibri["num_key_value_heads"]
+    assert tiny.shrink_dict({"num_attention_heads": 48, "num_key_value_heads": 48, "index_num_heads": 1,
+                             "hidden_size": 6144}, "tiny")["index_num_heads"] == 1
+
+
+def test_an_adapters_input_width_follows_the_towers_width():
+    """Dots3's vision ``adapter_in_dim`` must equal the tower's ``hidden_size`` (its validator): it follows the
+    shrunk width, as the widths named after another config's do."""
+    original = {"hidden_size": 1536, "num_attention_heads": 12, "adapter_in_dim": 1536}
+    shrunk = tiny.shrink_dict(original, "tiny")
+    tiny._follow_widths(original, shrunk, tiny._width_pairs(original, shrunk))
+    assert shrunk["adapter_in_dim"] == shrunk["hidden_size"] < 1536
+
+
+def test_a_sliding_window_the_mask_needs_is_stated_wider_than_the_positions():
+    """Step 3.5's text model builds the sliding-window mask whatever its layer types, and its class leaves the
+    window None: stated as the position limit, so that the mask masks nothing; a window stated is kept."""
+    step = tiny.shrink_dict({"model_type": "step3p5", "sliding_window": None, "max_position_embeddings": 262144},
+                            "tiny")
+    assert step["sliding_window"] == 262144
+    assert tiny.shrink_dict({"model_type": "step3p5", "sliding_window": 512, "max_position_embeddings": 4096},
+                            "tiny")["sliding_window"] == 512
+
+
+def test_a_forward_refusing_input_ids_is_fed_their_embeddings():
+    """Qwen3-Omni's code predictor refuses input ids and takes ``inputs_embeds``: wrapped, the ids are looked up
+    in its own table and fed as embeddings; the wrapper names only the inputs the model takes, so the probe does
+    not pass position ids a model would drop."""
+    torch = pytest.importorskip("torch", reason="wraps a torch module: pip install torch")
+    import inspect
+
+    class Refusing(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.table = torch.nn.ModuleList([torch.nn.Embedding(10, 4)])
+
+        def get_input_embeddings(self) -> torch.nn.Module:
+            return self.table
+
+        def forward(self, input_ids=None, attention_mask=None, inputs_embeds=None):
+            if input_ids is not None:
+                raise ValueError("`input_ids` is expected to be `None`")
+            return inputs_embeds
+
+    model = Refusing()
+    fed = run.embeddings_fed(model)
+    ids = torch.tensor([[1, 2, 3]])
+    assert torch.equal(fed(ids, attention_mask=torch.ones_like(ids)), model.table[0](ids))
+    assert list(inspect.signature(fed.forward).parameters) == ["input_ids", "attention_mask"]
