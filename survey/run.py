@@ -19,6 +19,9 @@ A composite that does not build or run from its own config is run as its languag
     every layer's claim matches within its bound, and every wrong answer derived from refpos's
     (:mod:`survey.mutants`) is a mismatch on the same observation; where one is graded exact too, the
     row is ``not reached`` (the survey cannot tell), naming it.
+
+A model type is built by :func:`build` from the tiny config (:mod:`survey.tiny`), with the class, config and
+inputs :mod:`survey.building` chooses.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from survey import adaptor, catalogue, compare, mutants, observed, pixels, probe, table, tiny
+from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
 #: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one
@@ -83,93 +86,6 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:240]}"
 
 
-def _parameters(cls: Any, config: Any) -> int:
-    import torch
-
-    with torch.device("meta"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = cls._from_config(config, attn_implementation="eager")
-    return sum(p.numel() for p in model.parameters())
-
-
-def model_class(config: Any) -> Any | None:
-    """The model class of ``config`` (:func:`survey.catalogue.model_class`), else the one base model of another
-    modeling module of its package whose config class is ``config``'s (BLIP's text model lives in
-    ``modeling_blip_text.py`` beside ``modeling_blip.py``), or None."""
-    import importlib
-    import pkgutil
-
-    from transformers import PreTrainedModel
-
-    found = catalogue.model_class(config)
-    package = type(config).__module__.rsplit(".", 1)[0]
-    if found is not None or not package.startswith("transformers.models."):
-        return found
-    heads = ("For", "LMHead", "WithHead", "PreTrainedModel")
-    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if not info.name.startswith("modeling_"):
-            continue
-        module = importlib.import_module(f"{package}.{info.name}")
-        candidates = sorted((cls for cls in vars(module).values() if isinstance(cls, type)
-                             and issubclass(cls, PreTrainedModel) and cls.__module__ == module.__name__
-                             and getattr(cls, "config_class", None) is type(config)
-                             and not any(h in cls.__name__ for h in heads)), key=lambda cls: len(cls.__name__))
-        if candidates:
-            return candidates[0]
-    return None
-
-
-def held_config(cls: Any, config: Any) -> Any:
-    """The config model class ``cls`` is built from: ``config``, or the sub-config of the class ``cls`` takes,
-    where a composite type's model class is one of its networks (MusicGen's base model is its decoder:
-    ``MusicgenModel`` takes the ``MusicgenDecoderConfig`` of ``MusicgenConfig.decoder``). refpos is still asked
-    about the composite, whose stack of that name the run is compared with."""
-    wanted = getattr(cls, "config_class", None)
-    if not isinstance(wanted, type) or isinstance(config, wanted):
-        return config
-    return next((c for c in tiny.configs_of(config) if isinstance(c, wanted)), config)
-
-
-def _embedding(model: Any) -> Any:
-    """The token embedding of ``model`` (the first of a list: one per codebook), or None."""
-    import torch
-
-    table = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
-    if isinstance(table, torch.nn.ModuleList) and len(table):
-        table = table[0]
-    return table if isinstance(table, torch.nn.Embedding) else None
-
-
-def embeddings_fed(model: Any) -> Any:
-    """``model`` whose forward refuses input ids while it takes ``inputs_embeds`` (Qwen3-Omni's code predictor,
-    which the talker feeds embeddings), wrapped so that the probe's ids are looked up in its own embedding table
-    (:func:`_embedding`) and fed as ``inputs_embeds``; the mask, position ids and cache switch pass as they are,
-    those the model takes (the wrapper's signature names no others).
-    The wrapper holds the model as ``model``: the path names no stack, so its layers keep theirs."""
-    import inspect
-
-    import torch
-
-    takes = inspect.signature(model.forward).parameters
-
-    class EmbeddingsFed(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids: Any, attention_mask: Any = None, position_ids: Any = None,
-                    use_cache: Any = None) -> Any:
-            given = {"attention_mask": attention_mask, "position_ids": position_ids, "use_cache": use_cache}
-            return self.model(inputs_embeds=_embedding(self.model)(input_ids),
-                              **{k: v for k, v in given.items() if v is not None and k in takes})
-
-    # the probe reads which inputs a forward takes from its signature: those the model takes, no more
-    signature = inspect.signature(EmbeddingsFed.forward)
-    EmbeddingsFed.forward.__signature__ = signature.replace(parameters=[
-        p for name, p in signature.parameters.items() if name in ("self", "input_ids") or name in takes])
-    return EmbeddingsFed()
-
-
 def build(config0: Any) -> tuple[Any, Any, Any, str]:
     """``(config, model, probe, strength)`` of the first strength that builds and runs; raises
     :class:`probe.NotReached` with the reasons of every strength otherwise."""
@@ -179,11 +95,11 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
     for strength in tiny.STRENGTHS:
         try:
             config = tiny.shrink(config0, strength)
-            cls = model_class(config)
+            cls = building.model_class(config)
             if cls is None:
                 raise probe.NotReached("transformers has no model class for it")
-            held = held_config(cls, config)
-            size = _parameters(cls, held)
+            held = building.held_config(cls, config)
+            size = building.parameter_count(cls, held)
             if size > MAX_PARAMETERS:
                 raise RuntimeError(f"{size / 1e6:.0f}M parameters")
             torch.manual_seed(0)
@@ -194,9 +110,9 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
             try:
                 return config, model, probe.probe(model, held), strength
             except ValueError as exc:  # a forward that refuses its input ids: fed their embeddings
-                if "input_ids" not in str(exc) or _embedding(model) is None:
+                if "input_ids" not in str(exc) or building.token_embedding(model) is None:
                     raise
-                fed = embeddings_fed(model)
+                fed = building.embeddings_fed(model)
                 return config, fed, probe.probe(fed, held), strength
         except probe.NotReached:
             raise
@@ -205,43 +121,19 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
     raise probe.NotReached("no geometry built and ran (" + "; ".join(reasons) + ")")
 
 
-#: the sub-config holding a composite model's language model (the one refpos resolves for the composite)
-LANGUAGE = "text_config"
-
-
-def language_path(config0: Any) -> tuple[str, ...] | None:
-    """The fields leading to a composite's language model: its ``text_config``, else the ``text_config`` of a
-    sub-config (Qwen2.5-Omni's ``thinker_config.text_config``: the thinker reads the text), else None."""
-    for path in [(LANGUAGE,), *((name, LANGUAGE) for name in tiny.sub_config_names(config0))]:
-        owner = config0
-        for name in path:
-            owner = getattr(owner, name, None)
-        if owner is not None and hasattr(owner, "to_dict"):
-            return path
-    return None
-
-
-def language_config(config0: Any) -> Any:
-    """The language model's config of a composite (:func:`language_path`), or None."""
-    text = config0
-    for name in language_path(config0) or [LANGUAGE]:
-        text = getattr(text, name, None)
-    return text
-
-
 def build_language_model(config0: Any, composite: str) -> tuple[dict[str, Any], Any, str, str]:
     """A composite that does not build or run from its config alone (its forward needs pixel values, its
     validators tie the language model to a tower, its tower needs timm, it only generates): its language model
-    alone, built from the composite's ``text_config`` (:func:`language_path`) by :func:`build` -- what the
-    composite runs on text tokens.
+    alone, built from the composite's ``text_config`` (:func:`survey.building.language_path`) by :func:`build` --
+    what the composite runs on text tokens.
 
     Returns ``(config dict, probe, strength, note)``: the composite's config dict shrunk at that strength with
     the language model's config in its place (what refpos is asked about), and the note the row keeps;
     raises :class:`probe.NotReached` (with ``composite``, the composite's reasons) when that fails too."""
-    path = language_path(config0)
+    path = building.language_path(config0)
     if path is None:
         raise probe.NotReached(composite)
-    text = language_config(config0)
+    text = building.language_config(config0)
     try:
         config, model, run, strength = build(text)
     except probe.NotReached as exc:
@@ -335,7 +227,7 @@ def observe_type(model_type: catalogue.ModelType) -> Observation:
     except probe.NotReached as exc:
         try:
             values, run, row.strength, note = build_language_model(config0, str(exc))
-            row.file = catalogue.modeling_file(model_class(language_config(config0)))
+            row.file = catalogue.modeling_file(building.model_class(building.language_config(config0)))
             row.observed = observed.observed_kinds(run)
             row.notes.append(note)
             return Observation(values, run, row)

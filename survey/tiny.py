@@ -2,9 +2,11 @@
 
 :func:`shrink` builds a config of the same class from the defaults shrunk at one of :data:`STRENGTHS`: each
 config dict by the rules of :mod:`survey.tiny_rules`, then a model type's repairs (:mod:`survey.tiny_repairs`).
-Sub-configs (``text_config``, ``vision_config`` ...) are shrunk by the same rules, and a width named after
-another config's (``audio_hidden_size``, ``backbone_hidden_size``, ``cross_hidden_size``) follows that one
-(:func:`_follow_widths`).
+Sub-configs (``text_config``, ``vision_config`` ..., and a config held in a field the class does not declare:
+RAG's ``generator``, :func:`sub_config_names`) are shrunk by the same rules, and a width named after another
+config's (``audio_hidden_size``, ``backbone_hidden_size``, ``cross_hidden_size``) follows that one
+(:func:`_follow_widths`). A sub-config's model type built alone takes the fields its composite would have
+stated on it (:func:`composite_fields`: Pix2Struct's ``initializer_range`` on its text config).
 
 M-RoPE sections are read by the rotary module, from the config or from its own default; where the shrunk or
 default geometry leaves them summing to other than the module's frequency count (Qwen3-Omni's text model

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import pytest
 
-from survey import run, tiny
+from survey import building, run, tiny
 
 
 class _Decoder:
@@ -37,9 +37,9 @@ def test_a_composite_types_model_class_is_built_from_the_sub_config_it_takes():
     composite.decoder.to_dict = lambda: {"model_type": "decoder_part"}
     takes_decoder = type("Model", (), {"config_class": _Decoder})
     takes_composite = type("Model", (), {"config_class": _Composite})
-    assert run.held_config(takes_decoder, composite) is composite.decoder
-    assert run.held_config(takes_composite, composite) is composite
-    assert run.held_config(type("Model", (), {}), composite) is composite
+    assert building.held_config(takes_decoder, composite) is composite.decoder
+    assert building.held_config(takes_composite, composite) is composite
+    assert building.held_config(type("Model", (), {}), composite) is composite
 
 
 def test_a_sub_config_alone_takes_the_fields_its_composite_states():
@@ -95,10 +95,10 @@ def test_the_language_model_of_a_composite_may_lie_in_a_sub_config():
     from transformers import AutoConfig
 
     omni = AutoConfig.for_model("qwen2_5_omni")
-    assert run.language_path(omni) == ("thinker_config", "text_config")
-    assert run.language_config(omni) is omni.thinker_config.text_config
-    assert run.language_path(AutoConfig.for_model("llava")) == ("text_config",)
-    assert run.language_path(AutoConfig.for_model("llama")) is None
+    assert building.language_path(omni) == ("thinker_config", "text_config")
+    assert building.language_config(omni) is omni.thinker_config.text_config
+    assert building.language_path(AutoConfig.for_model("llava")) == ("text_config",)
+    assert building.language_path(AutoConfig.for_model("llama")) is None
 
 
 def test_heads_bounded_by_a_key_heads_group_are_cut_to_the_bound():
@@ -151,7 +151,7 @@ def test_a_forward_refusing_input_ids_is_fed_their_embeddings():
             return inputs_embeds
 
     model = Refusing()
-    fed = run.embeddings_fed(model)
+    fed = building.embeddings_fed(model)
     ids = torch.tensor([[1, 2, 3]])
     assert torch.equal(fed(ids, attention_mask=torch.ones_like(ids)), model.table[0](ids))
     assert list(inspect.signature(fed.forward).parameters) == ["input_ids", "attention_mask"]
