@@ -19,6 +19,9 @@ A composite that does not build or run from its own config is run as its languag
     every layer's claim matches within its bound, and every wrong answer derived from refpos's
     (:mod:`survey.mutants`) is a mismatch on the same observation; where one is graded exact too, the
     row is ``not reached`` (the survey cannot tell), naming it.
+
+A model type is built by :func:`build` from the tiny config (:mod:`survey.tiny`), with the class, config and
+inputs :mod:`survey.building` chooses.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from survey import adaptor, catalogue, compare, mutants, observed, pixels, probe, table, tiny
+from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
 #: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one
@@ -83,15 +86,6 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:240]}"
 
 
-def _parameters(cls: Any, config: Any) -> int:
-    import torch
-
-    with torch.device("meta"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = cls._from_config(config, attn_implementation="eager")
-    return sum(p.numel() for p in model.parameters())
-
-
 def build(config0: Any) -> tuple[Any, Any, Any, str]:
     """``(config, model, probe, strength)`` of the first strength that builds and runs; raises
     :class:`probe.NotReached` with the reasons of every strength otherwise."""
@@ -101,18 +95,25 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
     for strength in tiny.STRENGTHS:
         try:
             config = tiny.shrink(config0, strength)
-            cls = catalogue.model_class(config)
+            cls = building.model_class(config)
             if cls is None:
                 raise probe.NotReached("transformers has no model class for it")
-            size = _parameters(cls, config)
+            held = building.held_config(cls, config)
+            size = building.parameter_count(cls, held)
             if size > MAX_PARAMETERS:
                 raise RuntimeError(f"{size / 1e6:.0f}M parameters")
             torch.manual_seed(0)
-            model = cls._from_config(config, attn_implementation="eager")
+            model = cls._from_config(held, attn_implementation="eager")
             if tiny.fit_sections(model, config):
                 torch.manual_seed(0)
-                model = cls._from_config(config, attn_implementation="eager")
-            return config, model, probe.probe(model, config), strength
+                model = cls._from_config(held, attn_implementation="eager")
+            try:
+                return config, model, probe.probe(model, held), strength
+            except ValueError as exc:  # a forward that refuses its input ids: fed their embeddings
+                if "input_ids" not in str(exc) or building.token_embedding(model) is None:
+                    raise
+                fed = building.embeddings_fed(model)
+                return config, fed, probe.probe(fed, held), strength
         except probe.NotReached:
             raise
         except Exception as exc:  # transformers' own errors for a geometry: try the next strength
@@ -120,27 +121,29 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
     raise probe.NotReached("no geometry built and ran (" + "; ".join(reasons) + ")")
 
 
-#: the sub-config holding a composite model's language model (the one refpos resolves for the composite)
-LANGUAGE = "text_config"
-
-
 def build_language_model(config0: Any, composite: str) -> tuple[dict[str, Any], Any, str, str]:
     """A composite that does not build or run from its config alone (its forward needs pixel values, its
-    validators tie the language model to a tower, its tower needs timm): its language model alone, built from
-    the composite's ``text_config`` by :func:`build` -- what the composite runs on text tokens.
+    validators tie the language model to a tower, its tower needs timm, it only generates): its language model
+    alone, built from the composite's ``text_config`` (:func:`survey.building.language_path`) by :func:`build` --
+    what the composite runs on text tokens.
 
     Returns ``(config dict, probe, strength, note)``: the composite's config dict shrunk at that strength with
     the language model's config in its place (what refpos is asked about), and the note the row keeps;
     raises :class:`probe.NotReached` (with ``composite``, the composite's reasons) when that fails too."""
-    text = getattr(config0, LANGUAGE, None)
-    if text is None or not hasattr(text, "to_dict"):
+    path = building.language_path(config0)
+    if path is None:
         raise probe.NotReached(composite)
+    text = building.language_config(config0)
     try:
         config, model, run, strength = build(text)
     except probe.NotReached as exc:
         raise probe.NotReached(f"{composite}; its language model alone: {exc}") from None
-    values = {**tiny._shrunk_values(config0, strength), LANGUAGE: {**config.to_dict(), "model_type": text.model_type}}
-    note = (f"{table.LANGUAGE_ALONE} ({type(model).__name__}, from {LANGUAGE}): the composite was not run: "
+    values = tiny._shrunk_values(config0, strength)
+    owner = values
+    for name in path[:-1]:
+        owner[name] = owner = dict(owner[name])
+    owner[path[-1]] = {**config.to_dict(), "model_type": text.model_type}
+    note = (f"{table.LANGUAGE_ALONE} ({type(model).__name__}, from {'.'.join(path)}): the composite was not run: "
             f"{composite}")
     return values, run, strength, note
 
@@ -224,7 +227,7 @@ def observe_type(model_type: catalogue.ModelType) -> Observation:
     except probe.NotReached as exc:
         try:
             values, run, row.strength, note = build_language_model(config0, str(exc))
-            row.file = catalogue.modeling_file(catalogue.model_class(getattr(config0, LANGUAGE)))
+            row.file = catalogue.modeling_file(building.model_class(building.language_config(config0)))
             row.observed = observed.observed_kinds(run)
             row.notes.append(note)
             return Observation(values, run, row)

@@ -61,7 +61,7 @@ from refpos.models.position_keys import (
 )
 from refpos.models.records import LayerRecord, NoPositions, Refused, Unknown
 from refpos.models.releases import release_of, row_for
-from refpos.models.schedule import LayerCountMissing, layer_count
+from refpos.models.schedule import LAYER_COUNT_KEYS, LayerCountMissing, layer_count
 from refpos.models.stated import ASSUMABLE, stated_row
 from refpos.models.view import ConfigView
 
@@ -161,8 +161,11 @@ def _assumed(family: Family | None, written: str | None,
 
 def _unknown(lm: ConfigView, written: str | None) -> ModelPositions:
     named = "no model_type" if written is None else f"model_type {written!r}"
+    count = next((lm.raw[key] for key in LAYER_COUNT_KEYS if lm.raw.get(key) is not None), None)
     try:
-        n = layer_count(lm.raw)
+        # a count per stack (LXMERT's {"language": 9, "cross_encoder": 5, "vision": 5}) follows no one schedule:
+        # the family is unknown all the same, one record for the model, as for a count not stated
+        n = 1 if isinstance(count, Mapping) else layer_count(lm.raw)
     except LayerCountMissing:
         n = 1
     stated = {lm.name(key): lm.raw[key] for key in lm.raw if lm.raw.get(key) is not None

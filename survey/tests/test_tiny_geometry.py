@@ -117,7 +117,7 @@ def test_a_layer_type_list_that_is_the_layer_count_is_cut():
 def test_every_override_says_why_and_states_only_what_it_names():
     for model_type, (why, fields) in tiny.OVERRIDES.items():
         assert why and callable(fields), model_type
-    assert tiny._overridden({"model_type": "llama", "hidden_size": 64}) == {"model_type": "llama", "hidden_size": 64}
+    assert tiny.repaired({"model_type": "llama", "hidden_size": 64}) == {"model_type": "llama", "hidden_size": 64}
     xmod = tiny.shrink_dict({"model_type": "xmod", "languages": ["en_XX", "de_DE"], "default_language": None},
                             "default")
     assert xmod["default_language"] == "en_XX"

@@ -1,0 +1,126 @@
+"""How the survey builds a model type's model: which class, from which config, fed how.
+
+:func:`model_class` finds the class (the auto classes', else the one base model of the type's package whose
+config class is the type's: BLIP's text model lives in ``modeling_blip_text.py``); :func:`held_config` the config
+it is built from (a composite type's class may be one of its networks: MusicGen's is its decoder);
+:func:`language_path` a composite's language model (its ``text_config``, or its thinker's); and
+:func:`embeddings_fed` wraps a model whose forward refuses input ids while it takes their embeddings.
+:func:`survey.run.build` tries the tiny geometry's strengths with these.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from survey import catalogue, tiny
+
+#: the sub-config holding a composite model's language model (the one refpos resolves for the composite)
+LANGUAGE = "text_config"
+
+
+def parameter_count(cls: Any, config: Any) -> int:
+    import torch
+
+    with torch.device("meta"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cls._from_config(config, attn_implementation="eager")
+    return sum(p.numel() for p in model.parameters())
+
+
+def model_class(config: Any) -> Any | None:
+    """The model class of ``config`` (:func:`survey.catalogue.model_class`), else the one base model of another
+    modeling module of its package whose config class is ``config``'s (BLIP's text model lives in
+    ``modeling_blip_text.py`` beside ``modeling_blip.py``), or None."""
+    import importlib
+    import pkgutil
+
+    from transformers import PreTrainedModel
+
+    found = catalogue.model_class(config)
+    package = type(config).__module__.rsplit(".", 1)[0]
+    if found is not None or not package.startswith("transformers.models."):
+        return found
+    heads = ("For", "LMHead", "WithHead", "PreTrainedModel")
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if not info.name.startswith("modeling_"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        candidates = sorted((cls for cls in vars(module).values() if isinstance(cls, type)
+                             and issubclass(cls, PreTrainedModel) and cls.__module__ == module.__name__
+                             and getattr(cls, "config_class", None) is type(config)
+                             and not any(h in cls.__name__ for h in heads)), key=lambda cls: len(cls.__name__))
+        if candidates:
+            return candidates[0]
+    return None
+
+
+def held_config(cls: Any, config: Any) -> Any:
+    """The config model class ``cls`` is built from: ``config``, or the sub-config of the class ``cls`` takes,
+    where a composite type's model class is one of its networks (MusicGen's base model is its decoder:
+    ``MusicgenModel`` takes the ``MusicgenDecoderConfig`` of ``MusicgenConfig.decoder``). refpos is still asked
+    about the composite, whose stack of that name the run is compared with."""
+    wanted = getattr(cls, "config_class", None)
+    if not isinstance(wanted, type) or isinstance(config, wanted):
+        return config
+    return next((c for c in tiny.configs_of(config) if isinstance(c, wanted)), config)
+
+
+def token_embedding(model: Any) -> Any:
+    """The token embedding of ``model`` (the first of a list: one per codebook), or None."""
+    import torch
+
+    table = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if isinstance(table, torch.nn.ModuleList) and len(table):
+        table = table[0]
+    return table if isinstance(table, torch.nn.Embedding) else None
+
+
+def embeddings_fed(model: Any) -> Any:
+    """``model`` whose forward refuses input ids while it takes ``inputs_embeds`` (Qwen3-Omni's code predictor,
+    which the talker feeds embeddings), wrapped so that the probe's ids are looked up in its own embedding table
+    (:func:`token_embedding`) and fed as ``inputs_embeds``; the mask, position ids and cache switch pass as they are,
+    those the model takes (the wrapper's signature names no others).
+    The wrapper holds the model as ``model``: the path names no stack, so its layers keep theirs."""
+    import inspect
+
+    import torch
+
+    takes = inspect.signature(model.forward).parameters
+
+    class EmbeddingsFed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any = None, position_ids: Any = None,
+                    use_cache: Any = None) -> Any:
+            given = {"attention_mask": attention_mask, "position_ids": position_ids, "use_cache": use_cache}
+            return self.model(inputs_embeds=token_embedding(self.model)(input_ids),
+                              **{k: v for k, v in given.items() if v is not None and k in takes})
+
+    # the probe reads which inputs a forward takes from its signature: those the model takes, no more
+    signature = inspect.signature(EmbeddingsFed.forward)
+    EmbeddingsFed.forward.__signature__ = signature.replace(parameters=[
+        p for name, p in signature.parameters.items() if name in ("self", "input_ids") or name in takes])
+    return EmbeddingsFed()
+
+
+def language_path(config0: Any) -> tuple[str, ...] | None:
+    """The fields leading to a composite's language model: its ``text_config``, else the ``text_config`` of a
+    sub-config (Qwen2.5-Omni's ``thinker_config.text_config``: the thinker reads the text), else None."""
+    for path in [(LANGUAGE,), *((name, LANGUAGE) for name in tiny.sub_config_names(config0))]:
+        owner = config0
+        for name in path:
+            owner = getattr(owner, name, None)
+        if owner is not None and hasattr(owner, "to_dict"):
+            return path
+    return None
+
+
+def language_config(config0: Any) -> Any:
+    """The language model's config of a composite (:func:`language_path`), or None."""
+    text = config0
+    for name in language_path(config0) or [LANGUAGE]:
+        text = getattr(text, name, None)
+    return text

@@ -1,0 +1,80 @@
+"""A model type's repairs: fields its config class leaves unset (or does not define) that its modules read.
+
+Where a class's defaults cannot build at any strength for a reason of that class alone (a field its modules
+read that the class does not define or leaves None, a forward that needs a field set), :data:`OVERRIDES`
+states the field for that model type, each entry with its reason. :func:`repaired` applies them to a config
+dict the rules of :mod:`survey.tiny_rules` shrank.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from survey.tiny_rules import VOCAB, WIDTH
+
+
+def _dbrx_attention(values: dict[str, Any]) -> dict[str, Any]:
+    """DBRX's attention module keeps ``attn_config.rope_theta``, a field its attention config class no longer
+    defines (the rotary module reads ``rope_parameters``; released configs still state it): stated, the same
+    base. Its default ``clip_qkv`` of None reaches ``clamp`` as both bounds, which torch refuses: stated as the
+    released configs state it, 8 (a bound the probe's activations stay far below)."""
+    attention = values["attn_config"]
+    return {"attn_config": {**attention, "rope_theta": values["rope_parameters"]["rope_theta"],
+                            "clip_qkv": attention.get("clip_qkv") or 8}}
+
+
+def _dense_then_sparse(values: dict[str, Any]) -> dict[str, Any]:
+    """DeepSeek-OCR-2's text decoder indexes ``mlp_layer_types`` by layer, and its class leaves it None: stated
+    as its docstring's example, a dense first layer, then sparse ones."""
+    if values.get("mlp_layer_types") is not None:
+        return {}
+    return {"mlp_layer_types": ["dense"] + ["sparse"] * (values["num_hidden_layers"] - 1)}
+
+
+#: per model type, fields its class leaves unset (or does not define) that its modules read, so that no
+#: geometry builds from the class defaults: (why, the fields stated, from the shrunk values)
+OVERRIDES: dict[str, tuple[str, Any]] = {
+    "dbrx": ("attention reads attn_config.rope_theta and clamps to clip_qkv", _dbrx_attention),
+    "deepseek_ocr2_text": ("mlp_layer_types indexed by layer, None by default", _dense_then_sparse),
+    # the talker's MoE block builds a shared expert of this width; the class does not define it
+    "qwen3_omni_moe_talker_text": ("its MoE block reads shared_expert_intermediate_size",
+                                   lambda values: {"shared_expert_intermediate_size": values["intermediate_size"]}),
+    # the talker (speech out) reads fields its config class does not define (spatial_merge_size): not built;
+    # the thinker, which reads the text, is built as before
+    "qwen3_omni_moe": ("its talker reads fields its class does not define",
+                       lambda values: {"enable_audio_output": False}),
+    # Dia's encoder reads bytes (256 ids; the probe's ids reach 999) and its decoder reads its ids as rows of
+    # num_channels codebooks, as MusicGen's (see num_codebooks)
+    "dia": ("a byte vocabulary below the probe's ids, and ids read as rows of codebooks",
+            lambda values: {"encoder_config": {**values["encoder_config"],
+                                               "vocab_size": max(values["encoder_config"]["vocab_size"], VOCAB)},
+                            "decoder_config": {**values["decoder_config"], "num_channels": 1},
+                            "delay_pattern": values["delay_pattern"][:1]}),
+    # the speech model's phoneme vocabulary (78 ids) lies in model_config, where the probe does not look for
+    # the ids it feeds (below 1000): widened, the positions do not depend on it
+    "fastspeech2_conformer_with_hifigan": (
+        "a phoneme vocabulary below the probe's ids",
+        lambda values: {"model_config": {**values["model_config"],
+                                         "vocab_size": max(values["model_config"]["vocab_size"], VOCAB)}}),
+    # the forward refuses ids without a language; the config lists the languages, the first is stated
+    "xmod": ("its forward needs default_language", lambda values: {"default_language": values["languages"][0]}),
+    # the model maps image tokens through vocabulary_map, None by default: a map naming the image token only
+    # xLSTM's mLSTM heads are 512 wide by default (its width over its heads) and read no positions: at that head
+    # width, the fewest heads leave 400M parameters; the width of a model without attention, as RWKV's
+    "xlstm": ("its blocks read no positions; its width per head makes it too large",
+              lambda values: {"hidden_size": min(values["hidden_size"], WIDTH),
+                              "embedding_dim": min(values["embedding_dim"], WIDTH)}),
+    "chameleon": ("its model reads vocabulary_map['<image>']",
+                  lambda values: {"vocabulary_map": values.get("vocabulary_map") or {"<image>": VOCAB - 1}}),
+    # Step 3.5's text model (Step3p7's too) builds the sliding-window mask whatever its layer types, and its
+    # class leaves the window None: stated as the position limit, wider than any two positions' distance, so
+    # the mask masks nothing and no layer of the defaults (all full attention) reads it
+    "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",
+                lambda values: {"sliding_window": values.get("sliding_window") or values["max_position_embeddings"]}),
+}
+
+
+def repaired(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the fields :data:`OVERRIDES` states for its model type."""
+    override = OVERRIDES.get(values.get("model_type", ""))
+    return values if override is None else {**values, **override[1](values)}
