@@ -97,6 +97,8 @@ class PixelRun:
     resample_flag: bool = False
     #: the dtype the model ran in (``float64`` where its code runs in it)
     dtype: str = "float32"
+    #: position modules the forward never reads (:func:`unread`), left out of :attr:`sites`
+    unread: list[str] = field(default_factory=list)
 
 
 def input_name(model: Any) -> str:
@@ -228,6 +230,16 @@ def additive(site: Site) -> bool:
     return not any(word in part.lower() for part in site.owner.split(".") for word in ("attn", "attention"))
 
 
+def unread(site: Site) -> bool:
+    """Whether a position module is no part of the forward: never called at any size, and the owner's tensors
+    exactly the same with its weights zeroed (wav2vec2-Conformer's ``pos_conv_embed``, built and never called)."""
+    def same(c: Capture) -> bool:
+        return (c.module_in is None and c.module_out is None and bool(c.owner_out)
+                and len(c.owner_out) == len(c.owner_zeroed)
+                and all(np.array_equal(a, b) for a, b in zip(c.owner_out, c.owner_zeroed, strict=True)))
+    return site.is_module and additive(site) and bool(site.captures) and all(map(same, site.captures.values()))
+
+
 def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, Capture]:
     """Each site's :class:`Capture` at ``inputs``: one run as the model is, one more per site with it zeroed."""
     import torch
@@ -276,6 +288,8 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
         model.to(dtype)
         _run_sizes(model, config, record, params, dtype)
         if "native" in record.shapes:
+            record.unread = [site.path for site in record.sites if unread(site)]
+            record.sites = [site for site in record.sites if site.path not in record.unread]
             return record
     raise NotRun(f"no {name} shape ran ({record.skipped['native']})")
 
@@ -394,5 +408,7 @@ def observe_row(config0: Any, row: Any, max_parameters: int) -> tuple[dict[str, 
     row.cause = ""
     row.notes = [f"{RUN_NOTE}{record.input_name} ({type(model).__name__}): "
                  + "; ".join(f"{size} {shape}" for size, shape in record.shapes.items())
-                 + "".join(f"; {size} not run: {why}" for size, why in record.skipped.items())]
+                 + "".join(f"; {size} not run: {why}" for size, why in record.skipped.items())
+                 + ("; position modules the forward never calls (left out): " + ", ".join(record.unread)
+                    if record.unread else "")]
     return config.to_dict(), record

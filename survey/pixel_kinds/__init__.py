@@ -17,9 +17,13 @@ What an observation is, per kind:
     added (the addition is linear in the table). Bound: the kind's plus the subtraction's, ``2u·max|output|``
     (``u = 2⁻²⁴``: the output and the zeroed output are float32 values, the sum rounded once).
 ``conv_position``
-    the position module's input ``x`` (the frames) and output ``e``; compared as ``x + e`` with the reference of
-    ``x + e`` from the module's weights (the weight-norm direction and magnitudes, or the kernel), within the
-    kind's per-entry bound plus ``u·|x + e|`` (the sum).
+    the position module's input ``x`` (the frames) and output ``e``; compared as ``x + e`` (SEW: the mean of each
+    ``s`` frames plus ``e``) with the reference from the module's weights (the weight-norm direction and
+    magnitudes, the kernel, or Data2Vec-audio's stacked kernels), within the kind's per-entry bound plus
+    ``u·|x + e|`` (the sum).
+``sinusoid1d`` at ``relative``
+    the position module's output (the table of distances ``T − 1 … −(T − 1)``) and each layer's projection's
+    input, within the kind's float32 bound (:mod:`survey.pixel_kinds.relative_sinusoid`).
 ``bias_table``
     the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table: within the
     kind's per-entry bound.
@@ -67,5 +71,6 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
     KindComparison("bias_table", compare_bias_table, "each layer's relative position bias module's output"),
     KindComparison("learned", compare_learned, "the embedding's output minus its output with the table zeroed"),
     KindComparison("sinusoid1d", compare_sinusoid1d, "the table the model's code builds, and the rows the "
-                   "embedding's output gains"),
+                   "embedding's output gains; a relative table: the position module's output and each layer's "
+                   "projection's input"),
 )}

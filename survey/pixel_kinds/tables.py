@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from survey.pixel_kinds.base import Outcome, check_target, embedding_site, graded, mistakes_of, rows_of, unit
+from survey.pixel_kinds.relative_sinusoid import compare_relative_sinusoid
 from survey.pixels import PixelRun, Site, additive
 
 
@@ -57,12 +58,12 @@ def compare_learned(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
 
 def compare_sinusoid1d(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """A 1-D sinusoid at the input: the table the model's code builds (its values before the survey's seeded draw)
-    against the variant's, with the kind's catalogued mistakes, and the rows the frames read (from ``past``)."""
+    against the variant's, with the kind's catalogued mistakes, and the rows the frames read (from ``past``); a
+    table of relative distances: :func:`survey.pixel_kinds.relative_sinusoid.compare_relative_sinusoid`."""
     from refpos.encodings.sinusoid1d_mistakes import Sinusoid1dInputs
 
-    if record.at != "input":
-        return Outcome("not reached", f"{record.stack} layer {record.index}: the survey compares a sinusoid added "
-                       "at the input only (this one is a table of relative distances inside attention)")
+    if record.at == "relative":
+        return compare_relative_sinusoid(record, run, sites)
     found = _table_site(record, sites)
     if found is None:
         return Outcome("wrong", f"no sinusoid table of {record.dim} columns at an input site for {record.stack}")

@@ -67,3 +67,72 @@ def test_a_strided_convolution_is_exact_and_a_wrong_stride_is_not():
     for wrong in ({"stride": 1}, {"stride": 3}, {"activation": "gelu_new"}, {"groups": 1}):
         claim = dataclasses.replace(record, **wrong)
         assert COMPARISONS["conv_position"].judge(claim, observed, observed.sites).status == "wrong", wrong
+
+
+CONFORMER = {"model_type": "wav2vec2-conformer", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8,
+             "num_conv_pos_embeddings": 4, "num_conv_pos_embedding_groups": 2}
+
+
+def relative_run(table_of, frames=(5, 7)):
+    """A Conformer run: the position module fed ``T`` frames outputs ``table_of(T)`` (float32, as the models build
+    it); each layer's ``linear_pos`` reads it; each layer holds a bare ``pos_bias_u``."""
+    module = Site("encoder.embed_positions", "encoder", True, {"encoder.embed_positions.pe": np.zeros((1, 9, 8))})
+    sites = [module]
+    for layer in range(2):
+        sites += [Site(f"encoder.layers.{layer}.self_attn.pos_bias_u", f"encoder.layers.{layer}.self_attn", False,
+                       {f"encoder.layers.{layer}.self_attn.pos_bias_u": np.ones((2, 4))}),
+                  Site(f"encoder.layers.{layer}.self_attn.linear_pos", f"encoder.layers.{layer}.self_attn", True,
+                       {f"encoder.layers.{layer}.self_attn.linear_pos.weight": np.ones((8, 8))})]
+    for size, t in zip(("native", "resampled"), frames, strict=True):
+        table = np.asarray(table_of(t), dtype=np.float32)[None]
+        module.captures[size] = Capture(module_in=np.zeros((1, t, 8), np.float32), module_out=table)
+        for site in sites[1:]:
+            site.captures[size] = Capture(module_in=table if site.is_module else None)
+    return PixelRun("Wav2Vec2ConformerModel", "input_values", {"native": [1, 400], "resampled": [1, 600]}, sites,
+                    attention=["Wav2Vec2ConformerSelfAttention"], dtype="float64")
+
+
+def _espnet(t, reverse=False, positive=False):
+    from refpos.encodings.sinusoid1d_variants import SINUSOID_1D_VARIANTS
+
+    table = np.asarray(SINUSOID_1D_VARIANTS["espnet_relative"].build(8, left=t - 1, right=t - 1), dtype=np.float64)
+    if positive:  # the negative distances encoded as positive ones
+        table = np.concatenate([table[:t], table[:t - 1][::-1]])
+    return table[::-1] if reverse else table
+
+
+def test_a_relative_sinusoid_is_exact_and_each_catalogued_mistake_is_told_apart():
+    from survey import pixel_compare
+
+    records = [r for r in refpos.model_positions(CONFORMER).layers]
+    assert [r.at for r in records] == ["relative", "relative"]
+    observed = relative_run(_espnet)
+    outcomes = pixel_compare.judge_records(records, observed)
+    assert [o.status for o in outcomes] == ["exact"] * 3, outcomes  # two layers and the run as a whole
+    assert outcomes[0].tried >= 4 and outcomes[0].survived == [] and outcomes[0].error < 1e-6
+    assert set(outcomes[0].sites) == {"encoder.embed_positions", "encoder.layers.0.self_attn.pos_bias_u",
+                                      "encoder.layers.0.self_attn.linear_pos"}
+
+
+def test_a_wrong_relative_sinusoid_claim_is_graded_wrong():
+    records = [r for r in refpos.model_positions(CONFORMER).layers]
+    judge = COMPARISONS["sinusoid1d"].judge
+    for table_of in (lambda t: _espnet(t, reverse=True), lambda t: _espnet(t, positive=True),
+                     lambda t: _espnet(t).reshape(-1, 4, 2)[..., ::-1].reshape(-1, 8)):  # sin, cos swapped
+        observed = relative_run(table_of)
+        assert judge(records[0], observed, observed.sites).status == "wrong"
+    observed = relative_run(_espnet)
+    for wrong in ({"variant": "gemma3n_audio"}, {"dim": 4}, {"settings": (("left", 2), ("right", 2))}):
+        assert judge(dataclasses.replace(records[0], **wrong), observed, observed.sites).status == "wrong", wrong
+
+
+def test_a_position_module_the_forward_never_calls_is_left_out():
+    from survey.pixels import unread
+
+    same = np.ones((1, 4, 8), np.float32)
+    never = Site("encoder.pos_conv_embed", "encoder", True, {"encoder.pos_conv_embed.conv.bias": np.ones(8)},
+                 captures={"native": Capture([same], [same.copy()])})
+    assert unread(never)
+    moved = dataclasses.replace(never, captures={"native": Capture([same], [same + 1])})
+    called = dataclasses.replace(never, captures={"native": Capture([same], [same.copy()], same, same)})
+    assert not unread(moved) and not unread(called)
