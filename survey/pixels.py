@@ -50,6 +50,8 @@ RUN_NOTE = "run on its "
 MAX_ELEMENTS = 2_000_000
 #: the std of the seeded draw that replaces a site's parameters
 SITE_STD = 0.5
+#: a module class that computes RoPE's cos and sin tables from position ids (transformers' ``…RotaryEmbedding``)
+ROTARY = re.compile(r"Rotary(Positional)?Embedding")
 
 
 class NotRun(Exception):
@@ -99,6 +101,9 @@ class PixelRun:
     dtype: str = "float32"
     #: position modules the forward never reads (:func:`unread`), left out of :attr:`sites`
     unread: list[str] = field(default_factory=list)
+    #: the rotary modules (:data:`ROTARY`), each a :class:`Site` whose capture at a size holds the position ids of
+    #: its first call (``module_in``, as float64) and its cos and sin tables stacked (``module_out``, ``(2, …)``)
+    rotary: list[Site] = field(default_factory=list)
 
 
 def input_name(model: Any) -> str:
@@ -269,6 +274,34 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
     return out
 
 
+def rotary_sites(model: Any) -> list[Site]:
+    """A :class:`Site` per rotary module of the model (:data:`ROTARY`), by its path."""
+    return [Site(path, path.rpartition(".")[0], True) for path, module in model.named_modules()
+            if ROTARY.search(type(module).__name__)]
+
+
+def capture_rotary(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, Capture]:
+    """One forward with each rotary module hooked: its first call's integer input (the position ids) and its two
+    floating outputs (cos and sin) stacked, by path; a module not called is absent."""
+    import torch
+
+    modules = dict(model.named_modules())
+    seen: dict[str, Capture] = {}
+
+    def hook(module: Any, args: tuple, kwargs: dict, out: Any, key: str) -> None:
+        ids = next((t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)
+                    and not t.is_floating_point()), None)
+        tables = [a for a in map(_numpy, _tensors(out)) if a is not None][:2]
+        if key not in seen and ids is not None and len(tables) == 2 and tables[0].shape == tables[1].shape:
+            seen[key] = Capture(module_in=ids.detach().to(torch.float64).numpy().copy(), module_out=np.stack(tables))
+
+    handles = [modules[site.path].register_forward_hook(
+        lambda m, a, k, out, key=site.path: hook(m, a, k, out, key), with_kwargs=True) for site in sites]
+    with removed(handles), torch.no_grad():
+        model(**inputs)
+    return seen
+
+
 def observe_pixels(model: Any, config: Any) -> PixelRun:
     """Run ``model`` (built from ``config``) on seeded inputs at its native size and at a resampling size
     (:mod:`survey.pixel_inputs`) and record it (module docstring), in float64 where the model's code runs in it
@@ -280,6 +313,7 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     record = PixelRun(type(model).__name__, name, attention=sorted(
         {type(m).__name__ for m in model.modules() if "Attention" in type(m).__name__}))
     record.sites = sites_of(model)
+    record.rotary = rotary_sites(model)
     seed_sites(model, record.sites)  # float32 values: the same in a float64 run
     params = inspect.signature(model.forward).parameters
     record.resample_flag = "interpolate_pos_encoding" in params
@@ -320,6 +354,13 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
             record.shapes[size] = list(shape)
             for site in record.sites:
                 site.captures[size] = captured[site.path]
+            if record.rotary:  # the rotary modules' tables, in one more forward
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tables = capture_rotary(model, inputs, record.rotary)
+                for site in record.rotary:
+                    if site.path in tables:
+                        site.captures[size] = tables[site.path]
             break
         else:
             record.skipped[size] = "; ".join(errors[-2:]) or "no input shape to try"

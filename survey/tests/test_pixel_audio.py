@@ -136,3 +136,37 @@ def test_a_position_module_the_forward_never_calls_is_left_out():
     moved = dataclasses.replace(never, captures={"native": Capture([same], [same + 1])})
     called = dataclasses.replace(never, captures={"native": Capture([same], [same.copy()], same, same)})
     assert not unread(moved) and not unread(called)
+
+
+LLAMA = {"model_type": "llama", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 16,
+         "rope_theta": 10000.0, "max_position_embeddings": 64}
+
+
+def rotary_run(rope, frames=(6, 9)):
+    """An audio run whose rotary module fed positions ``0 … T − 1`` returned refpos's own tables (float32)."""
+    from survey.pixel_kinds.rope import tables
+
+    site = Site("encoder.rotary_emb", "encoder", True)
+    for size, t in zip(("native", "resampled"), frames, strict=True):
+        positions = np.arange(t, dtype=np.float64)
+        both = tables(rope, positions)[0].astype(np.float32)[:, None]  # (2, B, T, r)
+        site.captures[size] = Capture(module_in=positions[None], module_out=both)
+    return PixelRun("AudioEncoder", "input_features", {"native": [1, 8, 12], "resampled": [1, 8, 18]}, [],
+                    attention=["Attention"], dtype="float64", rotary=[site])
+
+
+def test_a_rotary_module_s_tables_are_exact_and_each_changed_claim_is_told_apart():
+    record = records(LLAMA)[0]
+    observed = rotary_run(record.rope)
+    outcome = COMPARISONS["rope"].judge(record, observed, [])
+    assert outcome.status == "exact" and outcome.tried >= 3 and outcome.survived == [], outcome
+    assert outcome.error < 1e-6
+
+
+def test_a_wrong_rope_claim_is_graded_wrong():
+    record = records(LLAMA)[0]
+    for wrong in ({"theta": 500000.0}, {"layout": "interleaved"}, {"rotary_dim": 4, "partial_rotary_factor": 0.5}):
+        observed = rotary_run(dataclasses.replace(record.rope, **wrong))
+        assert COMPARISONS["rope"].judge(record, observed, []).status == "wrong", wrong
+    nothing = dataclasses.replace(rotary_run(record.rope), rotary=[])
+    assert COMPARISONS["rope"].judge(record, nothing, []).status == "not reached"
