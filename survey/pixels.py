@@ -37,13 +37,18 @@ from survey.probe import removed
 POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)s?(_|$|\d)|pos_embed|position_bias"
                       r"|relative_position|cpb_mlp|continuous_position")
 #: the inputs a forward may take instead of token ids, in the order tried
-INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values")
+INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values", "past_values", "latents")
 #: the key of an observation's ``stacks`` holding its :class:`PixelRun`
 STACK = "pixels"
 #: how the reason begins of a model type the token-id probe cannot run (:func:`survey.probe.probe`)
 NO_TOKEN_IDS = "its forward takes no input_ids"
 #: the masks of a feature or audio input that a forward may need (all ones: every frame is real)
 MASKS = ("input_features_mask", "feature_attention_mask")
+#: the other inputs a forward may need, fed where it takes them: an encoder-decoder's first decoder ids (ids 2 … 5:
+#: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0)
+COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((1, 4), 1).cumsum(-1) - 1,
+              "past_values_padding": lambda shape, dtype: _ids(shape[:2], 0).to(dtype),
+              "freq": lambda shape, dtype: _ids((shape[0], 1), 0)}
 #: how the note begins of a row run on pixel, audio or feature inputs
 RUN_NOTE = "run on its "
 #: the largest tensor a capture keeps (elements): a larger one is left out, the capture saying so
@@ -106,11 +111,19 @@ class PixelRun:
     rotary: list[Site] = field(default_factory=list)
 
 
+def _ids(shape: tuple[int, ...], value: int) -> Any:
+    import torch
+
+    return torch.full(shape, value, dtype=torch.long)
+
+
 def input_name(model: Any) -> str:
-    """The first of :data:`INPUTS` the model's forward takes; :class:`NotRun` naming its parameters otherwise."""
+    """The model's main input (or its encoder's, where the model's is a generic ``inputs``) where it is one of
+    :data:`INPUTS`, else the first of them its forward takes; :class:`NotRun` naming its parameters otherwise."""
     params = inspect.signature(model.forward).parameters
-    for name in INPUTS:
-        if name in params:
+    main = (getattr(model, "main_input_name", None), getattr(getattr(model, "encoder", None), "main_input_name", None))
+    for name in (*main, *INPUTS):
+        if name in INPUTS and name in params:
             return name
     raise NotRun(f"its forward takes none of {', '.join(INPUTS)} ({', '.join(list(params)[:3])}, ...)")
 
@@ -342,6 +355,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
             for mask in MASKS:  # every frame (or pixel) is real: a mask of ones where the forward takes one
                 if mask in params:
                     inputs[mask] = torch.ones(shape[:1] + shape[-1:], dtype=torch.long)
+            inputs |= {name: make(shape, dtype) for name, make in COMPANIONS.items() if name in params}
             if size == "resampled" and record.resample_flag:
                 inputs["interpolate_pos_encoding"] = True
             try:

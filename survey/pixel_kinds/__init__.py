@@ -24,6 +24,9 @@ What an observation is, per kind:
 ``sinusoid1d`` at ``relative``
     the position module's output (the table of distances ``T − 1 … −(T − 1)``) and each layer's projection's
     input, within the kind's float32 bound (:mod:`survey.pixel_kinds.relative_sinusoid`).
+``sinusoidal``
+    a text-style sinusoid record of an audio stack: the table built and the rows read
+    (:mod:`survey.pixel_kinds.absolute`).
 ``rope``
     each rotary module's cos and sin tables at the position ids it was fed, against refpos's rotation read per
     channel as the text survey reads it, within the float32 bound of the angles (:mod:`survey.pixel_kinds.rope`).
@@ -38,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from survey.pixel_kinds.absolute import compare_sinusoidal
 from survey.pixel_kinds.base import Outcome
 from survey.pixel_kinds.bias_table import compare_bias_table
 from survey.pixel_kinds.conv_position import compare_conv_position
@@ -47,7 +51,7 @@ from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
 from survey.pixels import PixelRun, Site
 
 __all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position", "compare_grid",
-           "compare_learned", "compare_rope", "compare_sinusoid1d"]
+           "compare_learned", "compare_rope", "compare_sinusoid1d", "compare_sinusoidal"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
     KindComparison("conv_position", compare_conv_position, "the position module's input and output"),
     KindComparison("bias_table", compare_bias_table, "each layer's relative position bias module's output"),
     KindComparison("learned", compare_learned, "the embedding's output minus its output with the table zeroed"),
+    KindComparison("sinusoidal", compare_sinusoidal, "the table the model's code builds, and the rows the frames "
+                   "read"),
     KindComparison("rope", compare_rope, "each rotary module's cos and sin tables at the position ids it was fed"),
     KindComparison("sinusoid1d", compare_sinusoid1d, "the table the model's code builds, and the rows the "
                    "embedding's output gains; a relative table: the position module's output and each layer's "

@@ -170,3 +170,69 @@ def test_a_wrong_rope_claim_is_graded_wrong():
         assert COMPARISONS["rope"].judge(record, observed, []).status == "wrong", wrong
     nothing = dataclasses.replace(rotary_run(record.rope), rotary=[])
     assert COMPARISONS["rope"].judge(record, nothing, []).status == "not reached"
+
+
+WHISPER = {"model_type": "whisper", "d_model": 8, "encoder_layers": 2, "decoder_layers": 2,
+           "encoder_attention_heads": 2, "decoder_attention_heads": 2, "max_source_positions": 16,
+           "max_target_positions": 12, "num_mel_bins": 8}
+
+
+def whisper_run(built, read_from=0):
+    """Whisper's two tables: the encoder's frozen sinusoid (built as ``built``, then drawn) read whole, and the
+    decoder's learned table read at rows ``read_from …`` for four decoder ids; each an embedding fed integer ids."""
+    encoder_table, decoder_table = (RNG.standard_normal(shape).astype(np.float32) for shape in ((16, 8), (12, 8)))
+    encoder = Site("encoder.embed_positions", "encoder", True, {"encoder.embed_positions.weight": encoder_table},
+                   {"encoder.embed_positions.weight": built},
+                   {"native": Capture(module_out=encoder_table.astype(np.float32))})
+    decoder = Site("decoder.embed_positions", "decoder", True, {"decoder.embed_positions.weight": decoder_table},
+                   captures={"native": Capture(module_out=decoder_table[None, read_from:read_from + 4])})
+    return PixelRun("WhisperModel", "input_features", {"native": [1, 8, 32]}, [encoder, decoder],
+                    attention=["WhisperAttention"], dtype="float64")
+
+
+def test_whisper_s_sinusoid_and_learned_table_are_exact_and_wrong_ones_are_not():
+    from survey import pixel_compare
+
+    records = list(refpos.model_positions(WHISPER).layers)
+    assert [r.kind for r in records] == ["sinusoidal", "sinusoidal", "learned", "learned"]
+    table = np.asarray(records[0].sinusoid(np.arange(16)), dtype=np.float32)
+    outcomes = pixel_compare.judge_records(records, whisper_run(table))
+    assert [o.status for o in outcomes] == ["exact"] * 5, outcomes
+    assert outcomes[0].tried >= 3 and all(not o.survived for o in outcomes)
+    swapped = np.concatenate([table[:, 4:], table[:, :4]], axis=1)  # cos before sin
+    for observed in (whisper_run(swapped), whisper_run(table, read_from=1)):
+        assert "wrong" in [o.status for o in pixel_compare.judge_records(records, observed)]
+    for wrong in ({"spacing": "paper"}, {"offset": 1}, {"layout": "interleaved"}):
+        claim = dataclasses.replace(records[0], **wrong)
+        assert COMPARISONS["sinusoidal"].judge(claim, whisper_run(table), []).status == "wrong", wrong
+
+
+def test_a_sinusoid_stored_without_its_amplitude_is_compared_times_it():
+    config = {"model_type": "canary_decoder", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
+              "max_position_embeddings": 16}
+    (record,) = [r for r in refpos.model_positions(config).layers if r.kind == "sinusoid1d"]
+    assert record.variant == "canary"
+    scaled = np.asarray(record.reference(positions=np.arange(16)), dtype=np.float64)
+    unscaled = scaled * np.sqrt(8)
+    site = Site("decoder.pos_emb", "decoder", True, {"decoder.pos_emb.positional_embedding": unscaled},
+                captures={"native": Capture(module_out=unscaled[:4] / np.sqrt(8))})  # the forward's division
+    observed = PixelRun("CanaryModel", "input_features", {"native": [1, 8, 32]}, [site], attention=["A"],
+                        dtype="float64")
+    outcome = COMPARISONS["sinusoid1d"].judge(record, observed, observed.sites)
+    assert outcome.status == "exact" and not outcome.survived, outcome
+    site.captures["native"] = Capture(module_out=unscaled[:4])  # the amplitude not applied
+    assert COMPARISONS["sinusoid1d"].judge(record, observed, observed.sites).status == "wrong"
+
+
+def test_the_input_shapes_of_time_series_codecs_and_encoder_sub_configs():
+    from types import SimpleNamespace
+
+    from survey.pixel_inputs import candidates
+
+    series = candidates("past_values", SimpleNamespace(context_length=32, num_input_channels=3))
+    assert series == {"native": [(1, 32), (1, 32, 3)], "resampled": [(1, 16), (1, 16, 3)]}
+    assert candidates("past_values", SimpleNamespace(context_length=16384))["native"][0] == (1, 512)
+    assert candidates("latents", SimpleNamespace(hidden_size=24)) == {"native": [(1, 24, 8)],
+                                                                      "resampled": [(1, 24, 12)]}
+    asr = SimpleNamespace(encoder_config=SimpleNamespace(num_mel_bins=128))
+    assert candidates("input_features", asr)["native"][0] == (1, 128, 64)
