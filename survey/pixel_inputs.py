@@ -8,7 +8,8 @@ Read from the model's config, never from its type:
   height and four to the width (a grid that grows unevenly: axes swapped show), a model without an image size
   (a CNN) is fed 64 and 96 pixels;
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
-  it (Whisper's encoder takes exactly that many), else 64 and 96 frames, then ``(1, frames, features)``;
+  it (Whisper's encoder takes exactly that many), else 64 and 96 frames, then ``(1, frames, features)``, then
+  ``(mel bins, frames)`` (Qwen-Omni's audio encoder takes its batch's frames concatenated, with their counts);
 * ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``;
 * ``past_values``: a time series, ``(1, steps)`` then ``(1, steps, channels)`` at the config's
   ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it;
@@ -81,7 +82,8 @@ def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
         frames = (2 * stated, stated)
     else:
         frames = PLAIN_FRAMES
-    return {key: [(1, bins, n), (1, n, bins)] for key, n in zip(("native", "resampled"), frames, strict=True)}
+    return {key: [(1, bins, n), (1, n, bins), (bins, n)] for key, n in zip(("native", "resampled"), frames,
+                                                                            strict=True)}
 
 
 def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:

@@ -45,10 +45,12 @@ NO_TOKEN_IDS = "its forward takes no input_ids"
 #: the masks of a feature or audio input that a forward may need (all ones: every frame is real)
 MASKS = ("input_features_mask", "feature_attention_mask")
 #: the other inputs a forward may need, fed where it takes them: an encoder-decoder's first decoder ids (ids 2 … 5:
-#: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0)
+#: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0), and the frame count
+#: of a single clip fed as ``(mel bins, frames)``
 COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((1, 4), 1).cumsum(-1) - 1,
               "past_values_padding": lambda shape, dtype: _ids(shape[:2], 0).to(dtype),
-              "freq": lambda shape, dtype: _ids((shape[0], 1), 0)}
+              "freq": lambda shape, dtype: _ids((shape[0], 1), 0),
+              "feature_lens": lambda shape, dtype: _ids((1,), shape[-1])}
 #: how the note begins of a row run on pixel, audio or feature inputs
 RUN_NOTE = "run on its "
 #: the largest tensor a capture keeps (elements): a larger one is left out, the capture saying so
