@@ -15,7 +15,12 @@ recorded is found generically, by name, never by model type:
   parameters zeroed (their difference is what the site adds, where it adds linearly: a grid added to the
   patches), and, where the site is a module, its first input and its output (a convolutional position module as
   a function of its input);
+* the rotary modules (class names ``…RotaryEmbedding``): at each size, the position ids of their first call and
+  the cos and sin tables it returned;
 * the attention modules (class names with ``Attention``) and the input each size was fed.
+
+A position module the forward never calls, whose zeroing leaves its owner's tensors exactly as they were, is no
+position of the model: it is left out of the sites and the row's note names it.
 
 Nothing here asks refpos; :mod:`survey.pixel_compare` judges the record against refpos's answer.
 """
@@ -47,7 +52,7 @@ MASKS = ("input_features_mask", "feature_attention_mask")
 #: the other inputs a forward may need, fed where it takes them: an encoder-decoder's first decoder ids (ids 2 … 5:
 #: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0), and the frame count
 #: of a single clip fed as ``(mel bins, frames)``
-COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((1, 4), 1).cumsum(-1) - 1,
+COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((1, 4), 0).new_tensor([0, 1, 2, 3]),
               "past_values_padding": lambda shape, dtype: _ids(shape[:2], 0).to(dtype),
               "freq": lambda shape, dtype: _ids((shape[0], 1), 0),
               "feature_lens": lambda shape, dtype: _ids((1,), shape[-1])}
