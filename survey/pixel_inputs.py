@@ -8,8 +8,15 @@ Read from the model's config, never from its type:
   height and four to the width (a grid that grows unevenly: axes swapped show), a model without an image size
   (a CNN) is fed 64 and 96 pixels;
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
-  it (Whisper's encoder takes exactly that many), else 64 and 96 frames, then ``(1, frames, features)``;
-* ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``.
+  it (Whisper's encoder takes exactly that many), else 64 and 96 frames, then ``(1, frames, features)``, then
+  ``(mel bins, frames)`` (Qwen-Omni's audio encoder takes its batch's frames concatenated, with their counts);
+* ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``;
+* ``past_values``: a time series, ``(1, steps)`` then ``(1, steps, channels)`` at the config's
+  ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it;
+* ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames.
+
+A key the config does not hold is read from its audio encoder's sub-config (``encoder_config``, ``audio_config``:
+the mel bins of an ASR model's encoder).
 """
 
 from __future__ import annotations
@@ -22,13 +29,20 @@ PLAIN_IMAGE = (64, 96)
 PLAIN_FRAMES = (64, 96)
 #: samples of a raw audio input
 PLAIN_SAMPLES = (4000, 6400)
+#: the most steps a time series is fed (a longer context is cut to this, a multiple of the usual patch lengths)
+MAX_STEPS = 512
+#: frames of a codec's latents
+LATENT_FRAMES = (8, 12)
+#: the sub-configs a key is looked up in when the config does not hold it
+SUB_CONFIGS = ("encoder_config", "audio_config")
 
 
 def _get(config: Any, *keys: str, default: Any = None) -> Any:
-    for key in keys:
-        value = getattr(config, key, None)
-        if value is not None:
-            return value
+    for section in (config, *(getattr(config, name, None) for name in SUB_CONFIGS)):
+        for key in keys:
+            value = getattr(section, key, None) if section is not None else None
+            if value is not None:
+                return value
     return default
 
 
@@ -68,7 +82,8 @@ def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
         frames = (2 * stated, stated)
     else:
         frames = PLAIN_FRAMES
-    return {key: [(1, bins, n), (1, n, bins)] for key, n in zip(("native", "resampled"), frames, strict=True)}
+    return {key: [(1, bins, n), (1, n, bins), (bins, n)] for key, n in zip(("native", "resampled"), frames,
+                                                                            strict=True)}
 
 
 def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:
@@ -77,10 +92,28 @@ def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:
     return {key: [(1, n), (1, channels, n)] for key, n in zip(("native", "resampled"), PLAIN_SAMPLES, strict=True)}
 
 
+def _series(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    steps = _get(config, "context_length", default=MAX_STEPS)
+    steps = steps if isinstance(steps, int) and 0 < steps <= MAX_STEPS else MAX_STEPS
+    channels = _get(config, "num_input_channels", "input_size", default=1)
+    channels = channels if isinstance(channels, int) and 0 < channels <= 8 else 1
+    return {key: [(1, n), (1, n, channels)] for key, n in zip(("native", "resampled"), (steps, steps // 2),
+                                                              strict=True)}
+
+
+def _latents(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    width = _get(config, "hidden_size", default=32)
+    return {key: [(1, width, n)] for key, n in zip(("native", "resampled"), LATENT_FRAMES, strict=True)}
+
+
 def candidates(input_name: str, config: Any) -> dict[str, list[tuple[int, ...]]]:
     """``{"native": shapes, "resampled": shapes}`` to try for ``input_name`` (module docstring)."""
     if input_name == "pixel_values":
         return _image(config)
     if input_name in ("input_features", "spectrogram"):
         return _features(config)
+    if input_name == "past_values":
+        return _series(config)
+    if input_name == "latents":
+        return _latents(config)
     return _values(config)

@@ -15,7 +15,12 @@ recorded is found generically, by name, never by model type:
   parameters zeroed (their difference is what the site adds, where it adds linearly: a grid added to the
   patches), and, where the site is a module, its first input and its output (a convolutional position module as
   a function of its input);
+* the rotary modules (class names ``…RotaryEmbedding``): at each size, the position ids of their first call and
+  the cos and sin tables it returned;
 * the attention modules (class names with ``Attention``) and the input each size was fed.
+
+A position module the forward never calls, whose zeroing leaves its owner's tensors exactly as they were, is no
+position of the model: it is left out of the sites and the row's note names it.
 
 Nothing here asks refpos; :mod:`survey.pixel_compare` judges the record against refpos's answer.
 """
@@ -37,19 +42,28 @@ from survey.probe import removed
 POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)s?(_|$|\d)|pos_embed|position_bias"
                       r"|relative_position|cpb_mlp|continuous_position")
 #: the inputs a forward may take instead of token ids, in the order tried
-INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values")
+INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values", "past_values", "latents")
 #: the key of an observation's ``stacks`` holding its :class:`PixelRun`
 STACK = "pixels"
 #: how the reason begins of a model type the token-id probe cannot run (:func:`survey.probe.probe`)
 NO_TOKEN_IDS = "its forward takes no input_ids"
 #: the masks of a feature or audio input that a forward may need (all ones: every frame is real)
 MASKS = ("input_features_mask", "feature_attention_mask")
+#: the other inputs a forward may need, fed where it takes them: an encoder-decoder's first decoder ids (ids 2 … 5:
+#: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0), and the frame count
+#: of a single clip fed as ``(mel bins, frames)``
+COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((1, 4), 0).new_tensor([0, 1, 2, 3]),
+              "past_values_padding": lambda shape, dtype: _ids(shape[:2], 0).to(dtype),
+              "freq": lambda shape, dtype: _ids((shape[0], 1), 0),
+              "feature_lens": lambda shape, dtype: _ids((1,), shape[-1])}
 #: how the note begins of a row run on pixel, audio or feature inputs
 RUN_NOTE = "run on its "
 #: the largest tensor a capture keeps (elements): a larger one is left out, the capture saying so
 MAX_ELEMENTS = 2_000_000
 #: the std of the seeded draw that replaces a site's parameters
 SITE_STD = 0.5
+#: a module class that computes RoPE's cos and sin tables from position ids (transformers' ``…RotaryEmbedding``)
+ROTARY = re.compile(r"Rotary(Positional)?Embedding")
 
 
 class NotRun(Exception):
@@ -97,13 +111,26 @@ class PixelRun:
     resample_flag: bool = False
     #: the dtype the model ran in (``float64`` where its code runs in it)
     dtype: str = "float32"
+    #: position modules the forward never reads (:func:`unread`), left out of :attr:`sites`
+    unread: list[str] = field(default_factory=list)
+    #: the rotary modules (:data:`ROTARY`), each a :class:`Site` whose capture at a size holds the position ids of
+    #: its first call (``module_in``, as float64) and its cos and sin tables stacked (``module_out``, ``(2, …)``)
+    rotary: list[Site] = field(default_factory=list)
+
+
+def _ids(shape: tuple[int, ...], value: int) -> Any:
+    import torch
+
+    return torch.full(shape, value, dtype=torch.long)
 
 
 def input_name(model: Any) -> str:
-    """The first of :data:`INPUTS` the model's forward takes; :class:`NotRun` naming its parameters otherwise."""
+    """The model's main input (or its encoder's, where the model's is a generic ``inputs``) where it is one of
+    :data:`INPUTS`, else the first of them its forward takes; :class:`NotRun` naming its parameters otherwise."""
     params = inspect.signature(model.forward).parameters
-    for name in INPUTS:
-        if name in params:
+    main = (getattr(model, "main_input_name", None), getattr(getattr(model, "encoder", None), "main_input_name", None))
+    for name in (*main, *INPUTS):
+        if name in INPUTS and name in params:
             return name
     raise NotRun(f"its forward takes none of {', '.join(INPUTS)} ({', '.join(list(params)[:3])}, ...)")
 
@@ -228,6 +255,16 @@ def additive(site: Site) -> bool:
     return not any(word in part.lower() for part in site.owner.split(".") for word in ("attn", "attention"))
 
 
+def unread(site: Site) -> bool:
+    """Whether a position module is no part of the forward: never called at any size, and the owner's tensors
+    exactly the same with its weights zeroed (wav2vec2-Conformer's ``pos_conv_embed``, built and never called)."""
+    def same(c: Capture) -> bool:
+        return (c.module_in is None and c.module_out is None and bool(c.owner_out)
+                and len(c.owner_out) == len(c.owner_zeroed)
+                and all(np.array_equal(a, b) for a, b in zip(c.owner_out, c.owner_zeroed, strict=True)))
+    return site.is_module and additive(site) and bool(site.captures) and all(map(same, site.captures.values()))
+
+
 def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, Capture]:
     """Each site's :class:`Capture` at ``inputs``: one run as the model is, one more per site with it zeroed."""
     import torch
@@ -257,6 +294,34 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
     return out
 
 
+def rotary_sites(model: Any) -> list[Site]:
+    """A :class:`Site` per rotary module of the model (:data:`ROTARY`), by its path."""
+    return [Site(path, path.rpartition(".")[0], True) for path, module in model.named_modules()
+            if ROTARY.search(type(module).__name__)]
+
+
+def capture_rotary(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, Capture]:
+    """One forward with each rotary module hooked: its first call's integer input (the position ids) and its two
+    floating outputs (cos and sin) stacked, by path; a module not called is absent."""
+    import torch
+
+    modules = dict(model.named_modules())
+    seen: dict[str, Capture] = {}
+
+    def hook(module: Any, args: tuple, kwargs: dict, out: Any, key: str) -> None:
+        ids = next((t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)
+                    and not t.is_floating_point()), None)
+        tables = [a for a in map(_numpy, _tensors(out)) if a is not None][:2]
+        if key not in seen and ids is not None and len(tables) == 2 and tables[0].shape == tables[1].shape:
+            seen[key] = Capture(module_in=ids.detach().to(torch.float64).numpy().copy(), module_out=np.stack(tables))
+
+    handles = [modules[site.path].register_forward_hook(
+        lambda m, a, k, out, key=site.path: hook(m, a, k, out, key), with_kwargs=True) for site in sites]
+    with removed(handles), torch.no_grad():
+        model(**inputs)
+    return seen
+
+
 def observe_pixels(model: Any, config: Any) -> PixelRun:
     """Run ``model`` (built from ``config``) on seeded inputs at its native size and at a resampling size
     (:mod:`survey.pixel_inputs`) and record it (module docstring), in float64 where the model's code runs in it
@@ -268,6 +333,7 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     record = PixelRun(type(model).__name__, name, attention=sorted(
         {type(m).__name__ for m in model.modules() if "Attention" in type(m).__name__}))
     record.sites = sites_of(model)
+    record.rotary = rotary_sites(model)
     seed_sites(model, record.sites)  # float32 values: the same in a float64 run
     params = inspect.signature(model.forward).parameters
     record.resample_flag = "interpolate_pos_encoding" in params
@@ -276,6 +342,8 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
         model.to(dtype)
         _run_sizes(model, config, record, params, dtype)
         if "native" in record.shapes:
+            record.unread = [site.path for site in record.sites if unread(site)]
+            record.sites = [site for site in record.sites if site.path not in record.unread]
             return record
     raise NotRun(f"no {name} shape ran ({record.skipped['native']})")
 
@@ -294,6 +362,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
             for mask in MASKS:  # every frame (or pixel) is real: a mask of ones where the forward takes one
                 if mask in params:
                     inputs[mask] = torch.ones(shape[:1] + shape[-1:], dtype=torch.long)
+            inputs |= {name: make(shape, dtype) for name, make in COMPANIONS.items() if name in params}
             if size == "resampled" and record.resample_flag:
                 inputs["interpolate_pos_encoding"] = True
             try:
@@ -306,6 +375,13 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
             record.shapes[size] = list(shape)
             for site in record.sites:
                 site.captures[size] = captured[site.path]
+            if record.rotary:  # the rotary modules' tables, in one more forward
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tables = capture_rotary(model, inputs, record.rotary)
+                for site in record.rotary:
+                    if site.path in tables:
+                        site.captures[size] = tables[site.path]
             break
         else:
             record.skipped[size] = "; ".join(errors[-2:]) or "no input shape to try"
@@ -394,5 +470,7 @@ def observe_row(config0: Any, row: Any, max_parameters: int) -> tuple[dict[str, 
     row.cause = ""
     row.notes = [f"{RUN_NOTE}{record.input_name} ({type(model).__name__}): "
                  + "; ".join(f"{size} {shape}" for size, shape in record.shapes.items())
-                 + "".join(f"; {size} not run: {why}" for size, why in record.skipped.items())]
+                 + "".join(f"; {size} not run: {why}" for size, why in record.skipped.items())
+                 + ("; position modules the forward never calls (left out): " + ", ".join(record.unread)
+                    if record.unread else "")]
     return config.to_dict(), record

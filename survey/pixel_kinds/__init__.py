@@ -17,9 +17,19 @@ What an observation is, per kind:
     added (the addition is linear in the table). Bound: the kind's plus the subtraction's, ``2u·max|output|``
     (``u = 2⁻²⁴``: the output and the zeroed output are float32 values, the sum rounded once).
 ``conv_position``
-    the position module's input ``x`` (the frames) and output ``e``; compared as ``x + e`` with the reference of
-    ``x + e`` from the module's weights (the weight-norm direction and magnitudes, or the kernel), within the
-    kind's per-entry bound plus ``u·|x + e|`` (the sum).
+    the position module's input ``x`` (the frames) and output ``e``; compared as ``x + e`` (SEW: the mean of each
+    ``s`` frames plus ``e``) with the reference from the module's weights (the weight-norm direction and
+    magnitudes, the kernel, or Data2Vec-audio's stacked kernels), within the kind's per-entry bound plus
+    ``u·|x + e|`` (the sum).
+``sinusoid1d`` at ``relative``
+    the position module's output (the table of distances ``T − 1 … −(T − 1)``) and each layer's projection's
+    input, within the kind's float32 bound (:mod:`survey.pixel_kinds.relative_sinusoid`).
+``sinusoidal``
+    a text-style sinusoid record of an audio stack: the table built and the rows read
+    (:mod:`survey.pixel_kinds.absolute`).
+``rope``
+    each rotary module's cos and sin tables at the position ids it was fed, against refpos's rotation read per
+    channel as the text survey reads it, within the float32 bound of the angles (:mod:`survey.pixel_kinds.rope`).
 ``bias_table``
     the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table: within the
     kind's per-entry bound.
@@ -31,15 +41,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from survey.pixel_kinds.absolute import compare_sinusoidal
 from survey.pixel_kinds.base import Outcome
 from survey.pixel_kinds.bias_table import compare_bias_table
 from survey.pixel_kinds.conv_position import compare_conv_position
 from survey.pixel_kinds.grid import compare_grid
+from survey.pixel_kinds.rope import compare_rope
 from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
 from survey.pixels import PixelRun, Site
 
 __all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position", "compare_grid",
-           "compare_learned", "compare_sinusoid1d"]
+           "compare_learned", "compare_rope", "compare_sinusoid1d", "compare_sinusoidal"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,10 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
     KindComparison("conv_position", compare_conv_position, "the position module's input and output"),
     KindComparison("bias_table", compare_bias_table, "each layer's relative position bias module's output"),
     KindComparison("learned", compare_learned, "the embedding's output minus its output with the table zeroed"),
+    KindComparison("sinusoidal", compare_sinusoidal, "the table the model's code builds, and the rows the frames "
+                   "read"),
+    KindComparison("rope", compare_rope, "each rotary module's cos and sin tables at the position ids it was fed"),
     KindComparison("sinusoid1d", compare_sinusoid1d, "the table the model's code builds, and the rows the "
-                   "embedding's output gains"),
+                   "embedding's output gains; a relative table: the position module's output and each layer's "
+                   "projection's input"),
 )}
