@@ -27,7 +27,7 @@ def resample_position_table(table: Any, grid: list[int], way: dict, prefix_token
     options = {**WAY_FIELDS, **way}
     variant = GridVariant("the call's way", options["mode"], options["align_corners"], options["antialias"],
                           options["scale_factor_offset"], options["keep_extra"], "table", (), "the call",
-                          padding=options["padding"], axes=options["axes"])
+                          padding=options["padding"], axes=options["axes"], read=options["read"])
     return GridInputs(np.asarray(table, dtype=np.float64), tuple(grid), variant, prefix_tokens=prefix_tokens,
                       suffix_tokens=suffix_tokens)
 
