@@ -21,9 +21,14 @@ resampled to ``g``:
   ``s = (g + δ)/M`` with ``δ = 0.1``, so ``r = M/(g + δ)`` and ``⌊M·s⌋ = g``; ``δ = 0`` is the plain
   scale-factor form (TVP), whose ``⌊M·(g/M)⌋`` can fall one row short, which is refused here.
 
-How the grid is read (``read``): ``"resample"`` (the above), or ``"buckets"``: each patch reads the table row
+How the grid is read (``read``): ``"resample"`` (the above); ``"buckets"``: each patch reads the table row
 of the bucket its fractional coordinates fall in, ``G'[i, j] = G[⌊i·M_h/h⌋, ⌊j·M_w/w⌋]``, rows gathered, not
-blended (NaViT: Idefics2, SmolVLM, Phi-4-multimodal, MiniCPM; :mod:`refpos.encodings.grid_buckets`).
+blended (NaViT: Idefics2, SmolVLM, Phi-4-multimodal, MiniCPM; :mod:`refpos.encodings.grid_buckets`);
+``"square_crop"``: resampled to the square of the longer side ``D = max(h, w)`` and cropped to its first
+``h`` rows and ``w`` columns, so the table's scale is the same along both axes (RADIO's cropped position
+embedding):
+
+.. math:: G' = \mathcal{R}_{D \times D}(G)_{\,0:h,\ 0:w}
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from refpos.validation import check_bool, check_choice, check_float, check_int, 
 #: how the grid is read into patch order: raster over (h, w), or over (w, h) (the table read transposed)
 GRID_AXES = ("hw", "wh")
 #: how the grid is read at the input's grid: resampled by ``mode``, or read at bucketed fractional coordinates
-GRID_READS = ("resample", "buckets")
+GRID_READS = ("resample", "buckets", "square_crop")
 
 
 def patch_grid(height: int, width: int, patch_size: int | tuple[int, int]) -> tuple[int, int]:
@@ -135,11 +140,14 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
     ``axes="wh"`` resamples to ``(w, h)`` and returns that grid's raster order (the table read transposed:
     DINOv2's original code, transformers' Muse vision towers). ``read="buckets"`` reads the grid at bucketed
     fractional coordinates instead (NaViT, the module docstring; ``mode`` ``"nearest"``, whose exact rows these
-    are, and no other option). Other arguments: :func:`resample_position_grid`.
+    are, and no other option); ``read="square_crop"`` resamples to the square of the longer side and keeps the
+    first rows and columns (RADIO). Other arguments: :func:`resample_position_grid`.
 
     Notes
     -----
     .. math:: P' = [P_{:n_p};\ \mathrm{vec}(\mathcal{R}(\mathrm{grid}(P_{n_p : N - n_s})));\ P_{N - n_s:}]
+
+    (``read="square_crop"``: :math:`\mathcal{R}` to ``D × D``, ``D = max(h, w)``, then rows ``0:h``, columns ``0:w``.)
 
     See Also
     --------
@@ -181,9 +189,10 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
     target = _target("grid", grid)
     patches = xp.reshape(table[prefix:prefix + n_grid, :], (rows, cols, table.shape[1]))  # row = height
     size = target[::-1] if axes == "wh" else target
+    square = (max(size),) * 2  # square_crop: D × D, then the first h rows and w columns
     resampled = read_buckets(patches, size) if read == "buckets" else resample_position_grid(
-        patches, size, mode=mode, align_corners=align_corners, antialias=antialias,
-        scale_factor_offset=scale_factor_offset, padding=padding)
+        patches, square if read == "square_crop" else size, mode=mode, align_corners=align_corners,
+        antialias=antialias, scale_factor_offset=scale_factor_offset, padding=padding)[:size[0], :size[1], :]
     flat = xp.reshape(resampled, (target[0] * target[1], table.shape[1]))  # raster order of the resampled grid
     if not keep_extra:
         return flat

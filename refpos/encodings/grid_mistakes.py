@@ -70,6 +70,11 @@ def _cls_resampled(inputs: GridInputs) -> np.ndarray:
     return dataclasses.replace(inputs, table=table).resample()
 
 
+def _square_grows(inputs: GridInputs) -> bool:
+    """A square crop whose square is larger than the table along both axes: antialias changes nothing there."""
+    return inputs.variant.read == "square_crop" and max(inputs.grid) >= max(inputs.source())
+
+
 def _buckets(inputs: GridInputs) -> bool:
     return inputs.variant.read == "buckets"
 
@@ -129,7 +134,8 @@ GRID_MISTAKES: dict[str, GridMistake] = {m.name: m for m in (
                 lambda i: i.resample(antialias=False), lambda i: i.variant.antialias),
     GridMistake("grid_antialias_added", "antialias=True where the model resamples without it",
                 lambda i: i.resample(antialias=True, padding="border"),
-                lambda i: not i.variant.antialias and i.variant.mode != "nearest" and i.variant.padding == "border"),
+                lambda i: not i.variant.antialias and i.variant.mode != "nearest" and i.variant.padding == "border"
+                and not _square_grows(i)),
     GridMistake("grid_cls_resampled", "the CLS (and other extra) rows resampled as patches of the grid: the grid "
                 "read from the table's first rows", _cls_resampled, lambda i: i.prefix_tokens > 0),
     GridMistake("grid_axes_swapped", "the grid resampled to (w, h) and read in that raster order",
@@ -141,6 +147,9 @@ GRID_MISTAKES: dict[str, GridMistake] = {m.name: m for m in (
     GridMistake("grid_offset_added", "the scale factor (g + 0.1)/M where the model gives the size",
                 lambda i: i.resample(scale_factor_offset=0.1),
                 lambda i: i.variant.scale_factor_offset is None and i.variant.mode == "bicubic"),
+    GridMistake("grid_stretched_for_square_crop", "the table resampled to (h, w) directly where the model resamples "
+                "it to the square of the longer side and crops", lambda i: i.resample(read="resample"),
+                lambda i: i.variant.read == "square_crop" and i.grid[0] != i.grid[1]),
     GridMistake("grid_resampled_for_buckets", "the table resampled bicubic (ViT's interpolate_pos_encoding) where "
                 "the model reads it at bucketed fractional coordinates",
                 lambda i: i.resample(read="resample", mode="bicubic"), _buckets),
@@ -157,6 +166,7 @@ def grid_tolerance(inputs: GridInputs, dtype: str = "float32") -> float:
         u = max(u, UNIT_ROUNDOFF["float32"])
     way = inputs.variant
     target = inputs.grid[::-1] if way.axes == "wh" else inputs.grid
+    target = (max(target),) * 2 if way.read == "square_crop" else target
     factors = None if way.scale_factor_offset is None else [(g + way.scale_factor_offset) / m
                                                              for g, m in zip(target, inputs.source(), strict=True)]
     magnitude = float(np.abs(inputs.table).max())

@@ -44,7 +44,8 @@ class GridVariant:
     padding: str = "border"
     axes: str = "hw"
     note: str = ""
-    #: "resample": by ``mode``; "buckets": rows gathered at bucketed fractional coordinates (NaViT)
+    #: "resample": by ``mode``; "buckets": rows gathered at bucketed fractional coordinates (NaViT);
+    #: "square_crop": resampled to the square of the longer side, then cropped (RADIO)
     read: str = "resample"
     #: how images of several grids share a batch: "padded" (patch_attention_mask), "packed" (target_sizes), "" one
     batch: str = ""
@@ -130,4 +131,9 @@ GRID_VARIANTS: dict[str, GridVariant] = {v.name: v for v in (
                 ("minicpm_ocr", "minicpmv4_6", "minicpmv4_7"),
                 "vision_utils.py: get_vision_nearest_position_ids", read="buckets", batch="packed",
                 note="fractions fl(i/n); the images of target_sizes one after another in one sequence"),
+    GridVariant("bilinear_square_crop", "bilinear", False, False, None, False, "float32", ("radio",),
+                "models/radio/modeling_radio.py: RadioPatchEmbeddings._interpolate_position_embedding",
+                read="square_crop", note="the table (max_img_size / patch_size a side) resampled to D × D, "
+                "D = max(h, w), and cropped to h × w; its class and register tokens are another parameter, put "
+                "in front after; packed images (image_grid_hw) each the same way"),
 )}

@@ -1,6 +1,6 @@
-"""The grid comparison on NaViT-style towers (hand-made runs, no torch): refpos's bucketed rows graded exact, a tie
-read one row below (the model's float arithmetic) still exact, the catalogued mistakes of the bucketed reading told
-apart, and a deliberately wrong way graded wrong."""
+"""The grid comparison on NaViT-style towers and on RADIO's square crop (hand-made runs, no torch): refpos's rows
+graded exact, a tie read one row below (the model's float arithmetic) still exact, the catalogued mistakes of each
+way told apart, and a deliberately wrong way graded wrong."""
 
 from __future__ import annotations
 
@@ -84,3 +84,25 @@ def test_a_forward_taking_target_sizes_is_fed_the_images_patch_grid():
     fed = image_grid_inputs({"pixel_values": None, "target_sizes": None}, config, (1, 3, 192, 288))
     assert fed["target_sizes"].tolist() == [[12, 18]]
     assert image_grid_inputs({"pixel_values": None}, config, (1, 3, 192, 288)) == {}
+
+
+RADIO = {"model_type": "radio", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8,
+         "max_img_size": 48, "patch_size": 8}
+
+
+def test_a_square_crop_is_exact_and_a_stretched_claim_is_wrong():
+    record = refpos.model_positions(RADIO).stack("vision.input")[0]
+    table = np.random.default_rng(5).standard_normal((record.table_rows, record.dim))
+    captures = {}
+    for name, shape in zip(("native", "resampled"), SHAPES, strict=True):
+        added = np.asarray(record.reference(table, (shape[-2] // 8, shape[-1] // 8)), dtype=np.float32)[None]
+        captures[name] = Capture([added], [np.zeros_like(added)])
+    site = Site("embeddings.position_embedding", "embeddings", False,
+                {"embeddings.position_embedding": table[None].astype(np.float32)}, captures=captures)
+    run = PixelRun("RadioModel", "pixel_values", {n: list(s) for n, s in zip(("native", "resampled"), SHAPES,
+                                                                              strict=True)}, [site])
+    outcome = compare_grid(record, run, run.sites)
+    assert outcome.status == "exact" and "grid_stretched_for_square_crop" not in outcome.survived, outcome
+    assert outcome.tried >= 4 and outcome.survived == []
+    stretched = dataclasses.replace(record, way="bilinear_grid_only_float32")
+    assert compare_grid(stretched, run, run.sites).status == "wrong"
