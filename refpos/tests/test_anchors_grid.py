@@ -295,7 +295,7 @@ ANCHORS: dict[str, list[tuple[str, Callable, int, list]]] = {
     "bicubic_scale_factor": [("tvp", _tvp, 0, [(4, (7, 9)), (5, (5, 8))])],
     "nearest": [("timesformer", _timesformer, 1, GRIDS)],
     "buckets_padded": [(t, _buckets(t), 0, UNTIED) for t in ("idefics2", "idefics3", "smolvlm", "phi4_multimodal")],
-    "bilinear_square_crop": [("radio", _radio, 0, GRIDS + [(6, (3, 8)), (4, (4, 2))])],
+    "bilinear_square_crop": [("radio", _radio, 0, [*GRIDS, (6, (3, 8)), (4, (4, 2))])],
     "buckets_packed": [(t, _buckets(t), 0, UNTIED) for t in ("minicpm_ocr", "minicpmv4_6", "minicpmv4_7")],
 }
 
