@@ -117,3 +117,15 @@ def candidates(input_name: str, config: Any) -> dict[str, list[tuple[int, ...]]]
     if input_name == "latents":
         return _latents(config)
     return _values(config)
+
+
+def image_grid_inputs(params: Any, config: Any, shape: tuple[int, ...]) -> dict[str, Any]:
+    """The per-image sizes a NaViT-style forward takes beside ``pixel_values`` of ``shape`` ``(1, C, H, W)``: the
+    image's patch grid ``(H // p, W // p)`` as ``target_sizes`` (MiniCPM's vision towers, whose forward cannot run
+    without it); ``{}`` for any other forward (a ``patch_attention_mask`` left out is all ones: the whole image)."""
+    import torch
+
+    patch = _pair(_get(config, "patch_size"))
+    if "target_sizes" not in params or patch is None or len(shape) != 4:
+        return {}
+    return {"target_sizes": torch.tensor([[shape[2] // patch[0], shape[3] // patch[1]]])}

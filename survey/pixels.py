@@ -352,7 +352,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     """Capture every site at each size of :func:`survey.pixel_inputs.candidates` (the first shape that runs)."""
     import torch
 
-    from survey.pixel_inputs import candidates
+    from survey.pixel_inputs import candidates, image_grid_inputs
 
     record.shapes, record.skipped, errors = {}, {}, []
     for size, tries in candidates(record.input_name, config).items():
@@ -363,6 +363,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 if mask in params:
                     inputs[mask] = torch.ones(shape[:1] + shape[-1:], dtype=torch.long)
             inputs |= {name: make(shape, dtype) for name, make in COMPANIONS.items() if name in params}
+            inputs.update(image_grid_inputs(params, config, shape))
             if size == "resampled" and record.resample_flag:
                 inputs["interpolate_pos_encoding"] = True
             try:

@@ -20,6 +20,15 @@ resampled to ``g``:
 * **offset and scale** (DINOv2's original code, transformers' HunYuan-V4-VL): a scale factor
   ``s = (g + δ)/M`` with ``δ = 0.1``, so ``r = M/(g + δ)`` and ``⌊M·s⌋ = g``; ``δ = 0`` is the plain
   scale-factor form (TVP), whose ``⌊M·(g/M)⌋`` can fall one row short, which is refused here.
+
+How the grid is read (``read``): ``"resample"`` (the above); ``"buckets"``: each patch reads the table row
+of the bucket its fractional coordinates fall in, ``G'[i, j] = G[⌊i·M_h/h⌋, ⌊j·M_w/w⌋]``, rows gathered, not
+blended (NaViT: Idefics2, SmolVLM, Phi-4-multimodal, MiniCPM; :mod:`refpos.encodings.grid_buckets`);
+``"square_crop"``: resampled to the square of the longer side ``D = max(h, w)`` and cropped to its first
+``h`` rows and ``w`` columns, so the table's scale is the same along both axes (RADIO's cropped position
+embedding):
+
+.. math:: G' = \mathcal{R}_{D \times D}(G)_{\,0:h,\ 0:w}
 """
 
 from __future__ import annotations
@@ -28,11 +37,14 @@ import math
 from typing import Any
 
 from refpos.backend import Array, array_namespace
+from refpos.encodings.grid_buckets import read_buckets
 from refpos.encodings.resample import MODE_AXES, MODES, interpolate, resampled_size
 from refpos.validation import check_bool, check_choice, check_float, check_int, floating_array
 
 #: how the grid is read into patch order: raster over (h, w), or over (w, h) (the table read transposed)
 GRID_AXES = ("hw", "wh")
+#: how the grid is read at the input's grid: resampled by ``mode``, or read at bucketed fractional coordinates
+GRID_READS = ("resample", "buckets", "square_crop")
 
 
 def patch_grid(height: int, width: int, patch_size: int | tuple[int, int]) -> tuple[int, int]:
@@ -118,7 +130,7 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
                             antialias: bool = False, scale_factor_offset: float | None = None,
                             padding: str = "border", prefix_tokens: int = 0, suffix_tokens: int = 0,
                             keep_extra: bool = True, source_grid: tuple[int, int] | None = None,
-                            axes: str = "hw") -> Array:
+                            axes: str = "hw", read: str = "resample") -> Array:
     r"""A flat position table ``(prefix + M_h·M_w + suffix, d)`` resampled to the patch grid ``grid = (h, w)``.
 
     The first ``prefix_tokens`` rows (CLS; DeiT's CLS and distillation; registers) and the last
@@ -126,11 +138,16 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
     resampled grid, or left out (``keep_extra=False``: SegGPT, ViTDet, HunYuan-VL return the grid alone).
     The grid rows are the patches in raster order of ``source_grid`` (default: a square).
     ``axes="wh"`` resamples to ``(w, h)`` and returns that grid's raster order (the table read transposed:
-    DINOv2's original code, transformers' Muse vision towers). Other arguments: :func:`resample_position_grid`.
+    DINOv2's original code, transformers' Muse vision towers). ``read="buckets"`` reads the grid at bucketed
+    fractional coordinates instead (NaViT, the module docstring; ``mode`` ``"nearest"``, whose exact rows these
+    are, and no other option); ``read="square_crop"`` resamples to the square of the longer side and keeps the
+    first rows and columns (RADIO). Other arguments: :func:`resample_position_grid`.
 
     Notes
     -----
     .. math:: P' = [P_{:n_p};\ \mathrm{vec}(\mathcal{R}(\mathrm{grid}(P_{n_p : N - n_s})));\ P_{N - n_s:}]
+
+    (``read="square_crop"``: :math:`\mathcal{R}` to ``D × D``, ``D = max(h, w)``, then rows ``0:h``, columns ``0:w``.)
 
     See Also
     --------
@@ -158,6 +175,11 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
     prefix = check_int("prefix_tokens", prefix_tokens, minimum=0)
     suffix = check_int("suffix_tokens", suffix_tokens, minimum=0)
     keep_extra, axes = check_bool("keep_extra", keep_extra), check_choice("axes", axes, GRID_AXES)
+    gathered = ("nearest", False, False, None, "border")  # the options of a gather: none
+    if check_choice("read", read, GRID_READS) == "buckets" and (
+            (mode, align_corners, antialias, scale_factor_offset, padding) != gathered):
+        raise ValueError("read 'buckets' gathers rows: it takes mode 'nearest' and no align_corners, antialias, "
+                         f"scale_factor_offset or padding, got mode {mode!r}")
     n_grid = table.shape[0] - prefix - suffix
     if n_grid < 1:
         raise ValueError(f"table has {table.shape[0]} rows, no grid after {prefix} prefix and {suffix} suffix rows")
@@ -166,9 +188,11 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
         raise ValueError(f"source_grid {(rows, cols)} holds {rows * cols} rows, the table's grid has {n_grid}")
     target = _target("grid", grid)
     patches = xp.reshape(table[prefix:prefix + n_grid, :], (rows, cols, table.shape[1]))  # row = height
-    resampled = resample_position_grid(patches, target[::-1] if axes == "wh" else target, mode=mode,
-                                       align_corners=align_corners, antialias=antialias,
-                                       scale_factor_offset=scale_factor_offset, padding=padding)
+    size = target[::-1] if axes == "wh" else target
+    square = (max(size),) * 2  # square_crop: D × D, then the first h rows and w columns
+    resampled = read_buckets(patches, size) if read == "buckets" else resample_position_grid(
+        patches, square if read == "square_crop" else size, mode=mode, align_corners=align_corners,
+        antialias=antialias, scale_factor_offset=scale_factor_offset, padding=padding)[:size[0], :size[1], :]
     flat = xp.reshape(resampled, (target[0] * target[1], table.shape[1]))  # raster order of the resampled grid
     if not keep_extra:
         return flat

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from refpos.backend import to_numpy
+from refpos.encodings.grid_buckets import position_id_choices
 from refpos.encodings.grid_variants import GridVariant
 from refpos.encodings.resample_bounds import resample_error_bound
 from refpos.validation import check_choice
@@ -69,6 +70,53 @@ def _cls_resampled(inputs: GridInputs) -> np.ndarray:
     return dataclasses.replace(inputs, table=table).resample()
 
 
+def _square_grows(inputs: GridInputs) -> bool:
+    """A square crop whose square is larger than the table along both axes: antialias changes nothing there."""
+    return inputs.variant.read == "square_crop" and max(inputs.grid) >= max(inputs.source())
+
+
+def _buckets(inputs: GridInputs) -> bool:
+    return inputs.variant.read == "buckets"
+
+
+def _grid_rows(inputs: GridInputs) -> np.ndarray:
+    """The table's grid rows ``(M_h·M_w, d)``."""
+    start = inputs.prefix_tokens
+    rows, cols = inputs.source()
+    return inputs.table[start:start + rows * cols]
+
+
+def _with_grid(inputs: GridInputs, flat: np.ndarray) -> np.ndarray:
+    """``flat`` (the grid's rows) with the extra rows around it where the way keeps them."""
+    if not inputs.variant.keep_extra:
+        return flat
+    n = inputs.table.shape[0]
+    return np.concatenate([inputs.table[:inputs.prefix_tokens], flat, inputs.table[n - inputs.suffix_tokens:]])
+
+
+def _centred(inputs: GridInputs) -> np.ndarray:
+    """Each patch reads the row under its centre, ``⌊(i + ½)·M/n⌋`` (torch's ``nearest-exact``), not ``⌊i·M/n⌋``."""
+    (m_h, m_w), (h, w) = inputs.source(), inputs.grid
+    rows = [min(m_h - 1, math.floor((i + 0.5) * m_h / h)) for i in range(h)]
+    cols = [min(m_w - 1, math.floor((j + 0.5) * m_w / w)) for j in range(w)]
+    return _with_grid(inputs, _grid_rows(inputs)[[r * m_w + c for r in rows for c in cols]])
+
+
+def reference_at_ties(candidate: np.ndarray, inputs: GridInputs) -> np.ndarray:
+    """The reference of a way that reads buckets, each patch's row chosen among those a correct port may read
+    (:func:`refpos.encodings.grid_buckets.position_id_choices`: the exact row, or at a tie the row below) as the
+    one nearest ``candidate``'s; any other way's reference unchanged."""
+    reference = inputs.resample()
+    if not _buckets(inputs) or candidate.shape != reference.shape or inputs.variant.axes != "hw":
+        return reference
+    grid, start = _grid_rows(inputs), inputs.prefix_tokens if inputs.variant.keep_extra else 0
+    chosen = reference.copy()
+    for patch, choices in enumerate(position_id_choices(inputs.grid, inputs.source())):
+        observed = candidate[start + patch]
+        chosen[start + patch] = min((grid[c] for c in choices), key=lambda row: float(np.max(np.abs(row - observed))))
+    return chosen
+
+
 def _shape(inputs: GridInputs) -> bool:
     return inputs.grid[0] != inputs.grid[1]
 
@@ -86,7 +134,8 @@ GRID_MISTAKES: dict[str, GridMistake] = {m.name: m for m in (
                 lambda i: i.resample(antialias=False), lambda i: i.variant.antialias),
     GridMistake("grid_antialias_added", "antialias=True where the model resamples without it",
                 lambda i: i.resample(antialias=True, padding="border"),
-                lambda i: not i.variant.antialias and i.variant.mode != "nearest" and i.variant.padding == "border"),
+                lambda i: not i.variant.antialias and i.variant.mode != "nearest" and i.variant.padding == "border"
+                and not _square_grows(i)),
     GridMistake("grid_cls_resampled", "the CLS (and other extra) rows resampled as patches of the grid: the grid "
                 "read from the table's first rows", _cls_resampled, lambda i: i.prefix_tokens > 0),
     GridMistake("grid_axes_swapped", "the grid resampled to (w, h) and read in that raster order",
@@ -98,6 +147,14 @@ GRID_MISTAKES: dict[str, GridMistake] = {m.name: m for m in (
     GridMistake("grid_offset_added", "the scale factor (g + 0.1)/M where the model gives the size",
                 lambda i: i.resample(scale_factor_offset=0.1),
                 lambda i: i.variant.scale_factor_offset is None and i.variant.mode == "bicubic"),
+    GridMistake("grid_stretched_for_square_crop", "the table resampled to (h, w) directly where the model resamples "
+                "it to the square of the longer side and crops", lambda i: i.resample(read="resample"),
+                lambda i: i.variant.read == "square_crop" and i.grid[0] != i.grid[1]),
+    GridMistake("grid_resampled_for_buckets", "the table resampled bicubic (ViT's interpolate_pos_encoding) where "
+                "the model reads it at bucketed fractional coordinates",
+                lambda i: i.resample(read="resample", mode="bicubic"), _buckets),
+    GridMistake("grid_buckets_centred", "each patch reads the row under its centre, floor((i + 1/2)·M/n), where "
+                "the model reads the bucket of i/n, floor(i·M/n)", _centred, _buckets),
 )}
 
 
@@ -109,6 +166,7 @@ def grid_tolerance(inputs: GridInputs, dtype: str = "float32") -> float:
         u = max(u, UNIT_ROUNDOFF["float32"])
     way = inputs.variant
     target = inputs.grid[::-1] if way.axes == "wh" else inputs.grid
+    target = (max(target),) * 2 if way.read == "square_crop" else target
     factors = None if way.scale_factor_offset is None else [(g + way.scale_factor_offset) / m
                                                              for g, m in zip(target, inputs.source(), strict=True)]
     magnitude = float(np.abs(inputs.table).max())
@@ -124,7 +182,7 @@ def identify_grid(candidate: np.ndarray, inputs: GridInputs, *, dtype: str = "fl
     output it matches within the same tolerance; else :data:`UNRECOGNISED`.
     """
     candidate = np.asarray(candidate, dtype=np.float64)
-    reference = inputs.resample()
+    reference = reference_at_ties(candidate, inputs)
     tolerance = grid_tolerance(inputs, dtype)
     if candidate.shape == reference.shape and float(np.max(np.abs(candidate - reference))) <= tolerance:
         return None

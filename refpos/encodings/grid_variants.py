@@ -22,7 +22,7 @@ from refpos.encodings.grid import resample_position_table
 
 #: the fields of a way as the adapter contract passes it (a dict), and their values when left out
 WAY_FIELDS = {"mode": None, "align_corners": False, "antialias": False, "scale_factor_offset": None,
-              "padding": "border", "keep_extra": True, "axes": "hw"}
+              "padding": "border", "keep_extra": True, "axes": "hw", "read": "resample"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,19 +44,25 @@ class GridVariant:
     padding: str = "border"
     axes: str = "hw"
     note: str = ""
+    #: "resample": by ``mode``; "buckets": rows gathered at bucketed fractional coordinates (NaViT);
+    #: "square_crop": resampled to the square of the longer side, then cropped (RADIO)
+    read: str = "resample"
+    #: how images of several grids share a batch: "padded" (patch_attention_mask), "packed" (target_sizes), "" one
+    batch: str = ""
 
     def resample(self, table: Array, grid: tuple[int, int], **extra: Any) -> Array:
         """:func:`~refpos.encodings.grid.resample_position_table` with this record's choices (``extra``:
         ``prefix_tokens``, ``suffix_tokens``, ``source_grid``)."""
         return resample_position_table(table, grid, mode=self.mode, align_corners=self.align_corners,
                                        antialias=self.antialias, scale_factor_offset=self.scale_factor_offset,
-                                       padding=self.padding, keep_extra=self.keep_extra, axes=self.axes, **extra)
+                                       padding=self.padding, keep_extra=self.keep_extra, axes=self.axes,
+                                       read=self.read, **extra)
 
 
 _VIT_FAMILY = ("altclip", "beit", "blip", "blip_2", "bridgetower", "chinese_clip", "clip", "clipseg", "data2vec",
                "deit", "donut", "flava", "git", "granite_docling", "groupvit", "hiera", "ijepa", "instructblip",
                "instructblipvideo", "internvl", "janus", "kosmos2", "maskformer", "metaclip_2", "mlcd", "owlv2",
-               "owlvit", "perceiver", "phi4_multimodal", "qianfan_ocr", "siglip", "swin", "swinv2", "vit",
+               "owlvit", "perceiver", "qianfan_ocr", "siglip", "swin", "swinv2", "vit",
                "vit_mae", "vit_msn", "vivit", "x_clip", "yolos", "sam2")
 
 #: every way of transformers 5.25, by name
@@ -115,4 +121,19 @@ GRID_VARIANTS: dict[str, GridVariant] = {v.name: v for v in (
                 note="only along an axis longer than the table, on the sum of row and column tables"),
     GridVariant("nearest", "nearest", False, False, None, True, "table", ("timesformer",),
                 "models/timesformer/modeling_timesformer.py: TimesformerEmbeddings.forward"),
+    GridVariant("buckets_padded", "nearest", False, False, None, False, "float32",
+                ("idefics2", "idefics3", "smolvlm", "phi4_multimodal"),
+                "models/idefics2/modeling_idefics2.py: Idefics2VisionEmbeddings.forward", read="buckets",
+                batch="padded", note="fractions i·fl(1/n) clamped below 1 against torch.arange(1/M, 1, 1/M); each "
+                "image's grid counted from its patch_attention_mask, its padding reading row 0; Phi-4-multimodal "
+                "also defines a bicubic interpolate_pos_encoding its forward never calls"),
+    GridVariant("buckets_packed", "nearest", False, False, None, False, "float32",
+                ("minicpm_ocr", "minicpmv4_6", "minicpmv4_7"),
+                "vision_utils.py: get_vision_nearest_position_ids", read="buckets", batch="packed",
+                note="fractions fl(i/n); the images of target_sizes one after another in one sequence"),
+    GridVariant("bilinear_square_crop", "bilinear", False, False, None, False, "float32", ("radio",),
+                "models/radio/modeling_radio.py: RadioPatchEmbeddings._interpolate_position_embedding",
+                read="square_crop", note="the table (max_img_size / patch_size a side) resampled to D × D, "
+                "D = max(h, w), and cropped to h × w; its class and register tokens are another parameter, put "
+                "in front after; packed images (image_grid_hw) each the same way"),
 )}

@@ -38,7 +38,8 @@ def resample_position_table(table: np.ndarray, grid: list[int], way: dict, prefi
     "scale_factor_offset"`` (None: the size form; δ: scale factors ``(g + δ)/M``), ``"padding"`` (``border`` /
     ``zeros``), ``"keep_extra"`` (the first ``prefix_tokens`` and last ``suffix_tokens`` rows returned
     unchanged around the grid, or left out), ``"axes"`` (``hw``; ``wh``: resampled to ``(w, h)`` and read in
-    that order)}; unknown keys: ValueError."""
+    that order), ``"read"`` (``resample``; ``buckets``: rows gathered at ``⌊i·M/n⌋``, mode ``nearest``)};
+    unknown keys: ValueError."""
     if not isinstance(way, dict):
         raise TypeError(f"way must be a dict with keys {tuple(WAY_FIELDS)}, got {type(way).__name__}")
     unknown = sorted(set(way) - set(WAY_FIELDS))

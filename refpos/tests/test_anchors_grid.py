@@ -240,6 +240,28 @@ def _timesformer(table, grid, dtype, prefix):
     return emb(pixels)[0]
 
 
+def _buckets(model_type: str) -> Callable:
+    def anchor(table, grid, dtype, prefix):
+        from refpos.tests.test_anchors_grid_buckets import run
+
+        return torch.from_numpy(run(model_type, table, [grid], dtype).reshape(-1, DIM))
+    return anchor
+
+
+def _radio(table, grid, dtype, prefix):
+    from transformers import RadioConfig
+    from transformers.models.radio.modeling_radio import RadioPatchEmbeddings
+
+    side = math.isqrt(table.shape[0])
+    config = RadioConfig(max_img_size=side * PATCH, patch_size=PATCH, hidden_size=DIM, num_attention_heads=2)
+    emb = RadioPatchEmbeddings(config).to(dtype)
+    emb.position_embedding.data = _t(table, dtype)[None]
+    return emb._interpolate_position_embedding(grid, dtype)[0]
+
+
+#: grids without a tie (gcd(M, n) = 1 along each axis: refpos/tests/test_anchors_grid_buckets.py holds the ties)
+UNTIED = [(7, (5, 3)), (7, (10, 4)), (5, (7, 9))]
+
 #: record -> (model type or library, anchor, prefix tokens, grids the anchor takes)
 ANCHORS: dict[str, list[tuple[str, Callable, int, list]]] = {
     "bicubic": [("vit", _vit, 1, GRIDS), ("deit", _deit, 2, GRIDS),
@@ -272,6 +294,9 @@ ANCHORS: dict[str, list[tuple[str, Callable, int, list]]] = {
         ("hy_v4_vl", _hunyuan("transformers.models.hy_v4_vl.modeling_hy_v4_vl.HYV4VLVisionPatchEmbed"), 1, GRIDS)],
     "bicubic_scale_factor": [("tvp", _tvp, 0, [(4, (7, 9)), (5, (5, 8))])],
     "nearest": [("timesformer", _timesformer, 1, GRIDS)],
+    "buckets_padded": [(t, _buckets(t), 0, UNTIED) for t in ("idefics2", "idefics3", "smolvlm", "phi4_multimodal")],
+    "bilinear_square_crop": [("radio", _radio, 0, [*GRIDS, (6, (3, 8)), (4, (4, 2))])],
+    "buckets_packed": [(t, _buckets(t), 0, UNTIED) for t in ("minicpm_ocr", "minicpmv4_6", "minicpmv4_7")],
 }
 
 CASES = [(name, label, anchor, prefix, side, grid, dtype) for name, rows in ANCHORS.items()
@@ -280,6 +305,7 @@ CASES = [(name, label, anchor, prefix, side, grid, dtype) for name, rows in ANCH
 
 def _bound(variant: GridVariant, side: int, grid: tuple[int, int], u: float, magnitude: float) -> float:
     target = grid[::-1] if variant.axes == "wh" else grid
+    target = (max(target),) * 2 if variant.read == "square_crop" else target
     factors = None if variant.scale_factor_offset is None else \
         [(g + variant.scale_factor_offset) / side for g in target]
     return resample_error_bound([side, side], list(target), mode=variant.mode, unit_roundoff=u, magnitude=magnitude,
@@ -319,7 +345,8 @@ def test_every_model_type_of_a_record_resamples_in_its_modeling_file(name):
     import transformers
 
     models = Path(transformers.__file__).parent / "models"
-    words = ("interpolate(", "grid_sample(", "get_vision_interpolation_indices_and_weights(", "support = scale")
+    words = ("interpolate(", "grid_sample(", "get_vision_interpolation_indices_and_weights(", "support = scale",
+             "bucketize(", "get_vision_nearest_position_ids(")
     for model_type in GRID_VARIANTS[name].model_types:
         files = list((models / model_type).glob("modeling_*.py"))
         assert files, f"{model_type}: no modeling file in transformers {transformers.__version__}"

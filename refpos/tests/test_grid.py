@@ -193,3 +193,17 @@ def test_every_way_runs_on_the_current_backend(xp, name):
     on_backend = to_numpy(GRID_VARIANTS[name].resample(xp.asarray(table), (3, 7), prefix_tokens=1))
     np.testing.assert_allclose(on_backend, to_numpy(GRID_VARIANTS[name].resample(table, (3, 7), prefix_tokens=1)),
                                atol=ATOL)
+
+
+@given(side=st.integers(1, 7), h=st.integers(1, 9), w=st.integers(1, 9), seed=st.integers(0, 2**16))
+def test_a_square_crop_is_the_corner_of_the_longer_sides_square(side, h, w, seed):
+    """RADIO's way: the grid at (h, w) is the first h rows and w columns of the grid at (D, D), D = max(h, w), so
+    a patch reads the same place at every aspect; resampling straight to (h, w) (a wrong way) is not."""
+    table = _table(np.random.default_rng(seed), side)
+    crop = to_numpy(GRID_VARIANTS["bilinear_square_crop"].resample(table, (h, w)))
+    d = max(h, w)
+    square = to_numpy(resample_position_table(table, (d, d), mode="bilinear")).reshape(d, d, -1)
+    np.testing.assert_allclose(crop, square[:h, :w].reshape(h * w, -1), rtol=0, atol=ATOL)
+    stretched = to_numpy(resample_position_table(table, (h, w), mode="bilinear"))
+    if h != w and side > 1:
+        assert not np.allclose(stretched, crop, rtol=0, atol=ATOL)

@@ -50,7 +50,7 @@ def test_a_grid_mistake_differs_and_is_named(variant, mistake):
 def test_a_correct_float32_port_and_the_reference_are_named_nothing(variant):
     inputs = standard_grid_inputs(variant)
     way = {key: getattr(inputs.variant, key) for key in ("mode", "align_corners", "antialias", "scale_factor_offset",
-                                                         "padding", "keep_extra", "axes")}
+                                                         "padding", "keep_extra", "axes", "read")}
     port = resample_table(inputs.table, inputs.grid, way, prefix_tokens=1, f=np.float32)
     assert np.max(np.abs(port - inputs.resample())) <= grid_tolerance(inputs)
     assert identify_grid(port, inputs) is None

@@ -122,8 +122,8 @@ def resample_cases() -> list[Case]:
 
 
 def _way(name: str) -> dict[str, Any]:
-    variant = GRID_VARIANTS[name]
-    return {key: getattr(variant, key) for key in WAY_FIELDS}
+    variant = GRID_VARIANTS[name]  # "read" named only where it is not the default (the committed cases' calls)
+    return {key: getattr(variant, key) for key in WAY_FIELDS if key != "read" or variant.read != WAY_FIELDS["read"]}
 
 
 def grid_variant_cases() -> list[Case]:
@@ -135,6 +135,7 @@ def grid_variant_cases() -> list[Case]:
         out = to_np(variant.resample(as_xp(table), tuple(grid), prefix_tokens=1))
         way = _way(name)
         target = grid[::-1] if variant.axes == "wh" else grid
+        target = [max(target)] * 2 if variant.read == "square_crop" else target  # resampled to the square, cropped
         factors = None if variant.scale_factor_offset is None else [(g + variant.scale_factor_offset) / 6
                                                                      for g in target]
         magnitude = float(np.abs(table).max())

@@ -113,6 +113,8 @@ def resample_table(table: np.ndarray, grid: tuple[int, int], way: dict, prefix_t
     n = table.shape[0] - prefix_tokens - suffix_tokens
     side = math.isqrt(n)
     target = tuple(grid[::-1]) if way.get("axes", "hw") == "wh" else tuple(grid)
+    if way.get("read", "resample") == "square_crop":  # resampled to the longer side's square, cropped below
+        size, target = target, (max(target),) * 2
     options = {"mode": way["mode"], "align_corners": way.get("align_corners", False),
                "antialias": way.get("antialias", False), "padding": way.get("padding", "border"), "f": f}
     offset = way.get("scale_factor_offset")
@@ -120,6 +122,8 @@ def resample_table(table: np.ndarray, grid: tuple[int, int], way: dict, prefix_t
     patches = table[prefix_tokens:prefix_tokens + n].reshape(side, side, -1)
     for axis in (0, 1):
         patches = apply_taps(patches, axis_taps(side, target[axis], scale_factor=factors[axis], **options), axis, f)
+    if way.get("read", "resample") == "square_crop":
+        patches, target = patches[:size[0], :size[1]], size
     flat = patches.reshape(target[0] * target[1], -1)
     if not way.get("keep_extra", True):
         return flat

@@ -134,7 +134,8 @@ class GridLayer(LayerRecord):
                 "dim": self.dim, "table_rows": self.table_rows, "at": "input",
                 "resampled": "never: the input must have the native grid" if variant is None else
                 ("on every call" if self.always else "when the forward is called with interpolate_pos_encoding"),
-                **({} if variant is None else {"mode": variant.mode, "align_corners": variant.align_corners,
+                **({} if variant is None else {"read": variant.read, "mode": variant.mode,
+                                                "align_corners": variant.align_corners,
                                                 "antialias": variant.antialias,
                                                 "scale_factor_offset": variant.scale_factor_offset,
                                                 "keep_extra": variant.keep_extra})}
