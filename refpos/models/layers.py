@@ -15,6 +15,8 @@ The schedule follows the family table (:mod:`refpos.models.families`):
   ``sliding_window`` is null;
 * per-layer-type rope dicts (Gemma 3, Gemma 4, …): layer ``i`` takes the RoPE of ``layer_types[i]`` (a
   null entry: no RoPE).
+* ``"theta_list"`` (Granite-SWA): layer ``i`` rotates at base ``layer_rope_theta[i]``, none where it is 0;
+  ``"theta_flags"`` (Muse Spark, Muse Glimmer): a non-zero entry rotates at the config's one base, 0 none.
 
 * layers without attention (the family's ``no_attention`` layer types: Mamba, linear attention,
   convolutions in Qwen3-Next, Bamba, LFM2, MiniMax, ...): no attention, so no positions; ``.rope`` is
@@ -45,7 +47,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -54,7 +56,15 @@ from refpos.models.families import Family, family_of
 from refpos.models.hf import check_rope_family, hf_layer_types, resolve_rope
 from refpos.models.hf_files import as_language_view
 from refpos.models.query_scales import QUERY_SCALES, QueryScale
-from refpos.models.schedule import LayerCountMissing, layer_count, layer_types, rotating, summary_line
+from refpos.models.schedule import (
+    LAYER_THETA_KEY,
+    LayerCountMissing,
+    layer_count,
+    layer_thetas,
+    layer_types,
+    rotating,
+    summary_line,
+)
 from refpos.models.sources import Given
 from refpos.models.view import ConfigView
 from refpos.rope.config import RopeConfig
@@ -217,7 +227,7 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
         problems.update(dict.fromkeys(found))
         not_modelled.update(rope.not_modelled)
         notes += [note for note in rope.notes if note not in notes]
-    for key in SCHEDULE_KEYS:
+    for key in (*SCHEDULE_KEYS, *_read_by_schedule(family)):
         not_modelled.pop(prefix + key, None)
         problems.pop(prefix + key, None)
     for key in _read_by_schedule(family):  # the keys the family's schedule reads (refpos.models.schedule)
@@ -239,6 +249,8 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
                 view.mark(key)
     rope_dict = rope_dict if isinstance(rope_dict, Mapping) else {}
     layer_ropes = [ropes.get(types[i] if per_type else None) if rotates[i] else None for i in range(n)]
+    if family is not None and family.rope_layers in ("theta_list", "theta_flags"):
+        layer_ropes = _per_layer_bases(cfg, family.rope_layers, layer_ropes, notes)
     layers = tuple(
         HFLayer(i, types[i], layer_ropes[i],
                 None if mixers[i] else _scale(cfg, family, layer_ropes[i] is not None, rope_dict), mixers[i])
@@ -246,11 +258,29 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
     return LayerSchedule(layers, family, not_modelled, tuple(notes)), list(problems)
 
 
+def _per_layer_bases(cfg: Mapping[str, Any], rule: str, ropes: list[RopeConfig | None],
+                     notes: list[str]) -> list[RopeConfig | None]:
+    """Each rotating layer's base from ``layer_rope_theta`` (``"theta_list"``: the entry is the base, one rotary
+    module per distinct base as GraniteSWAModel builds them); ``"theta_flags"`` reads the entry as on/off only."""
+    thetas = layer_thetas(cfg, len(ropes))
+    if thetas is None:
+        return ropes
+    if rule == "theta_flags":
+        bases = {rope.theta for rope in ropes if rope is not None}
+        if any(theta not in bases for theta in thetas if theta):
+            notes.append(f"{LAYER_THETA_KEY}: a non-zero entry only switches RoPE on; every rotating layer uses the "
+                         f"config's base {', '.join(f'{b:g}' for b in sorted(bases))}")
+        return ropes
+    return [None if rope is None else replace(rope, theta=theta, provenance={**rope.provenance, "theta": "config"})
+            for rope, theta in zip(ropes, thetas, strict=True)]
+
+
 def _read_by_schedule(family: Family | None) -> tuple[str, ...]:
     """The top-level keys the schedule of ``family`` reads: its ``rope_layers`` rule's and its layer pattern's."""
     if family is None:
         return ()
     keys = ["no_rope_layers", "no_rope_layer_interval"] if family.rope_layers == "no_rope_layers" else []
+    keys += [LAYER_THETA_KEY] if family.rope_layers in ("theta_list", "theta_flags") else []
     pattern = family.layer_pattern
     if pattern is not None:
         keys += [key.split(".")[0] for key in (pattern.key, pattern.offset_key, pattern.indices) if key]

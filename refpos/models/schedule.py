@@ -5,6 +5,7 @@ columns of the family table, :mod:`refpos.models.families`)."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,9 +94,31 @@ def _filled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> lis
     return ["full_attention" if i >= pattern.start and i % every == offset else pattern.other for i in range(n)]
 
 
+#: the per-layer list of RoPE bases the ``"theta_list"`` and ``"theta_flags"`` rules read (0: no RoPE)
+LAYER_THETA_KEY = "layer_rope_theta"
+
+
+def layer_thetas(cfg: Mapping[str, Any], n: int) -> list[float] | None:
+    """The config's ``layer_rope_theta``: one base per layer, 0 for a layer without RoPE; None when absent."""
+    values = cfg.get(LAYER_THETA_KEY)
+    if values is None:
+        return None
+    if not isinstance(values, list) or len(values) != n or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for v in values):
+        raise ValueError(f"{LAYER_THETA_KEY} must be a list of {n} finite numbers >= 0 (0 = no RoPE), got {values!r}")
+    return [float(v) for v in values]
+
+
 def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | None], n: int) -> list[bool]:
     """Which layers rotate, by the family's ``rope_layers`` rule (every layer for ``"all"``)."""
     rule = "all" if family is None else family.rope_layers
+    if rule in ("theta_list", "theta_flags"):
+        thetas = layer_thetas(cfg, n)
+        if thetas is not None:  # GraniteSWAModel.forward, MuseSparkTextModel.forward: 0 passes no cos/sin
+            return [theta != 0 for theta in thetas]
+        if rule == "theta_flags":  # the config class's fill: 0 on every 4th layer counted back from the last
+            return [(n - 1 - i) % 4 != 0 for i in range(n)]
+        return [True] * n
     if rule == "no_rope_layers":
         flags = cfg.get("no_rope_layers")
         if flags:
@@ -136,4 +159,5 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-__all__ = ["LAYER_COUNT_KEYS", "LayerCountMissing", "layer_count", "layer_types", "rotating", "summary_line"]
+__all__ = ["LAYER_COUNT_KEYS", "LAYER_THETA_KEY", "LayerCountMissing", "layer_count", "layer_thetas", "layer_types",
+           "rotating", "summary_line"]

@@ -330,3 +330,33 @@ def test_multi_axis_configs_list_their_keys_as_not_modelled():
     report = refpos.models.hf_layers(config).not_modelled
     assert "M-RoPE" in report["rope_scaling.mrope_section"] and "multi-axis" in report["model_type"]
     assert not refpos.models.from_hf_config(dict(config, model_type="qwen2_vl")).not_modelled
+
+
+GRANITE_SWA = {"model_type": "granite_swa", "hidden_size": 512, "num_attention_heads": 4, "num_hidden_layers": 4,
+               "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}, "max_position_embeddings": 4096,
+               "sliding_window": 128, "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                                                      "sliding_attention"],
+               "layer_rope_theta": [0, 1e4, 5e5, 1e4]}
+MUSE_SPARK_TEXT = {"model_type": "muse_spark_text", "hidden_size": 512, "num_attention_heads": 4,
+                   "num_hidden_layers": 8, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5},
+                   "max_position_embeddings": 4096, "sliding_window": 128}
+
+
+def test_a_per_layer_base_list_gives_each_layer_its_base_and_zero_none():
+    """GraniteSWAModel.forward: layer i rotates at base layer_rope_theta[i], none at 0; absent, every layer at the
+    global base. Muse Spark (MuseSparkTextModel.forward): a non-zero entry rotates at the global base, 0 none;
+    absent, every 4th layer counted back from the last has none (the config class's fill)."""
+    schedule = rl.hf_layers(GRANITE_SWA)
+    assert set(schedule.not_modelled) == {"sliding_window"}  # the mask only: the list is read
+    assert schedule.summary() == "layers 0-3: none ×1, rope ×3 (1, 2, 3)"
+    assert [layer.rope.theta for layer in schedule if layer.rope] == [1e4, 5e5, 1e4]
+    plain = rl.hf_layers({k: v for k, v in GRANITE_SWA.items() if k != "layer_rope_theta"})
+    assert plain.summary() == "layers 0-3: rope ×4"
+    spark = rl.hf_layers(MUSE_SPARK_TEXT)
+    assert set(spark.not_modelled) == {"sliding_window"}
+    assert [layer.kind for layer in spark] == ["rope", "rope", "rope", "none"] * 2
+    listed = rl.hf_layers({**MUSE_SPARK_TEXT, "layer_rope_theta": [1e6, 0, 1, 1, 1, 1, 1, 0]})
+    assert any("only switches RoPE on" in note for note in listed.notes)
+    assert [layer.rope.theta if layer.rope else 0 for layer in listed] == [5e5, 0, 5e5, 5e5, 5e5, 5e5, 5e5, 0]
+    with pytest.raises(ValueError, match="layer_rope_theta"):
+        rl.hf_layers({**GRANITE_SWA, "layer_rope_theta": [0, 1e4]})
