@@ -31,7 +31,10 @@ RARE_FIELDS = frozenset({"mrope_section", "mrope_interleaved", "mrope_assignment
 FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - RARE_FIELDS))
 #: rope-dict keys of a rope type that change nothing refpos resolves: read, with why (they are not reported)
 INERT_ROPE_KEYS = {"yarn": {"finetuned": "the original YaRN code reads it only for dynamic YaRN; transformers and "
-                                         "static YaRN do not"}}
+                                         "static YaRN do not",
+                            "max_position_embeddings": "_compute_yarn_parameters reads the top level's "
+                                                       "max_position_embeddings, never the dict's (Ministral-3's and "
+                                                       "Mistral-4's config classes copy it there)"}}
 
 
 class Resolver:
@@ -220,6 +223,7 @@ class Resolver:
             self.set("head_dim", nope + rot, "derived")
             self.set("rotary_dim", rot, "config")
             self.set("placement", "last", "derived")
+            self._mla_fraction(nope + rot, rot)
         elif self.layer_type == "full_attention" and (self.has("global_head_dim") or self.facts.global_head_dim):
             head = self.top("global_head_dim") if self.has("global_head_dim") else self.facts.global_head_dim
             self.set("head_dim", head, "config" if self.has("global_head_dim") else "default")
@@ -248,6 +252,20 @@ class Resolver:
                     self.top("attention_head_dim")
         if not mla:
             self._partial()
+
+    def _mla_fraction(self, head: int, rot: int) -> None:
+        r"""An MLA config's ``partial_rotary_factor`` (Mistral-4's config class sets it in the rope dict): the rope
+        function builds :math:`\lfloor D \cdot \mathrm{prf} \rfloor / 2` frequencies with
+        :math:`D = d_{nope} + d_{rope}`, which must be the ``qk_rope_head_dim`` channels the attention rotates."""
+        if self.rope.get("partial_rotary_factor") is None:
+            return
+        prf = self.from_rope("partial_rotary_factor")
+        if isinstance(prf, bool) or not isinstance(prf, (int, float)) or int(head * prf) != rot:
+            raise ValueError(f"{self.rope_path}.partial_rotary_factor={prf!r}: the rope function would build "
+                             f"tables for int({head}·{prf!r}) channels, but the attention rotates qk_rope_head_dim="
+                             f"{rot} (the factor must be {rot}/{head})")
+        self.notes.append(f"{self.rope_path}.partial_rotary_factor={prf!r} read: int({head}·{prf!r}) = {rot}, the "
+                          "qk_rope_head_dim channels the attention rotates")
 
     def _partial(self) -> None:
         if own_fraction(self):  # the family's own key of the rotated fraction (refpos.models.own_keys)

@@ -327,3 +327,26 @@ def test_cli(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["full_attention"]["inv_freq"][64:] == [0.0] * 192
     assert summary["sliding_attention"]["params"]["head_dim"] == 256
+
+
+MISTRAL4 = {"model_type": "mistral4", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 4,
+            "qk_nope_head_dim": 64, "qk_rope_head_dim": 64, "kv_lora_rank": 256, "q_lora_rank": 1024,
+            "max_position_embeddings": 1048576,
+            "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 128.0,
+                                "original_max_position_embeddings": 8192, "max_position_embeddings": 1048576,
+                                "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                "llama_4_scaling_beta": 0.1, "partial_rotary_factor": 0.5}}
+
+
+def test_the_rope_dicts_length_and_an_mla_fraction_are_read_as_the_model_reads_them():
+    """Mistral-4's and Ministral-3's config classes copy max_position_embeddings into the yarn dict, which no rope
+    function reads (_compute_yarn_parameters reads the top level's); Mistral-4's partial_rotary_factor is
+    qk_rope_head_dim / (qk_nope_head_dim + qk_rope_head_dim), the rotated channels the MLA split gives."""
+    rope = from_hf_config(MISTRAL4)
+    assert (rope.rotary_dim, rope.head_dim, rope.rope_type) == (64, 128, "yarn")
+    from refpos.models.layers import hf_layers
+
+    assert hf_layers(MISTRAL4).not_modelled == {}
+    assert any("max_position_embeddings" in n and "without effect" in n for n in rope.notes)
+    with pytest.raises(ValueError, match="partial_rotary_factor"):
+        from_hf_config({**MISTRAL4, "rope_parameters": {**MISTRAL4["rope_parameters"], "partial_rotary_factor": 0.25}})
