@@ -350,3 +350,14 @@ def test_the_rope_dicts_length_and_an_mla_fraction_are_read_as_the_model_reads_t
     assert any("max_position_embeddings" in n and "without effect" in n for n in rope.notes)
     with pytest.raises(ValueError, match="partial_rotary_factor"):
         from_hf_config({**MISTRAL4, "rope_parameters": {**MISTRAL4["rope_parameters"], "partial_rotary_factor": 0.25}})
+
+
+def test_jetmoe_heads_are_kv_channels_wide():
+    """JetMoeConfig maps head_dim to kv_channels (default 128), the width JetMoeRotaryEmbedding and the attention
+    read, whatever hidden_size / num_attention_heads is."""
+    config = {"model_type": "jetmoe", "hidden_size": 2048, "num_attention_heads": 16, "kv_channels": 64,
+              "num_key_value_heads": 16, "max_position_embeddings": 4096, "rope_theta": 1e4}
+    rope = from_hf_config(config, strict=True)
+    assert (rope.head_dim, rope.provenance["head_dim"]) == (64, "config")
+    unset = from_hf_config({k: v for k, v in config.items() if k != "kv_channels"}, strict=True)
+    assert (unset.head_dim, unset.provenance["head_dim"]) == (128, "default")
