@@ -17,7 +17,8 @@ the encoding, the stacks and the facts of each kind (``encoding``, ``stacks``, `
     ``sliding_window`` is null); ``"sliding_type"`` (the ``sliding_attention`` layers, whatever the window);
     ``"theta_list"`` (``layer_rope_theta[i]`` is layer ``i``'s base, 0: no RoPE; absent: every layer at the
     config's base); ``"theta_flags"`` (a non-zero ``layer_rope_theta[i]`` rotates at the config's base, 0: no
-    RoPE; absent: none on every 4th layer counted back from the last).
+    RoPE; absent: none on every 4th layer counted back from the last); ``"scaling_list"`` (every layer rotates,
+    those ``rope_scaling_layers`` lists with the rope dict's scaling, the others plain at the same base).
     :mod:`refpos.models.schedule` evaluates them.
 ``layer_pattern``
     How the model's config class fills an absent ``layer_types`` (a :class:`LayerPattern`): every ``n``-th
@@ -94,7 +95,8 @@ from refpos.models.releases import VERSION
 from refpos.pairs import PARTIAL_PLACEMENTS
 
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
-LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window", "sliding_type", "theta_list", "theta_flags")
+LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window", "sliding_type", "theta_list", "theta_flags",
+               "scaling_list")
 ROPE_DICT_RULES = ("ntk_alpha", "longrope_mscale")
 PLACEMENTS = PARTIAL_PLACEMENTS
 #: the source of a row built from conventions a caller states (``refpos.model_positions(assume=…)``)

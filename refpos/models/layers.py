@@ -16,7 +16,9 @@ The schedule follows the family table (:mod:`refpos.models.families`):
 * per-layer-type rope dicts (Gemma 3, Gemma 4, …): layer ``i`` takes the RoPE of ``layer_types[i]`` (a
   null entry: no RoPE).
 * ``"theta_list"`` (Granite-SWA): layer ``i`` rotates at base ``layer_rope_theta[i]``, none where it is 0;
-  ``"theta_flags"`` (Muse Spark, Muse Glimmer): a non-zero entry rotates at the config's one base, 0 none.
+  ``"theta_flags"`` (Muse Spark, Muse Glimmer): a non-zero entry rotates at the config's one base, 0 none;
+  ``"scaling_list"`` (Molmo2): every layer rotates, those of ``rope_scaling_layers`` with the rope dict's scaling,
+  the others with plain RoPE at the same base.
 
 * layers without attention (the family's ``no_attention`` layer types: Mamba, linear attention,
   convolutions in Qwen3-Next, Bamba, LFM2, MiniMax, ...): no attention, so no positions; ``.rope`` is
@@ -58,11 +60,13 @@ from refpos.models.hf_files import as_language_view
 from refpos.models.query_scales import QUERY_SCALES, QueryScale
 from refpos.models.schedule import (
     LAYER_THETA_KEY,
+    SCALING_LAYERS_KEY,
     LayerCountMissing,
     layer_count,
     layer_thetas,
     layer_types,
     rotating,
+    scaled_layers,
     summary_line,
 )
 from refpos.models.sources import Given
@@ -251,6 +255,9 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
     layer_ropes = [ropes.get(types[i] if per_type else None) if rotates[i] else None for i in range(n)]
     if family is not None and family.rope_layers in ("theta_list", "theta_flags"):
         layer_ropes = _per_layer_bases(cfg, family.rope_layers, layer_ropes, notes)
+    if family is not None and family.rope_layers == "scaling_list":
+        layer_ropes = [rope if rope is None or scaled else _unscaled(rope)
+                       for rope, scaled in zip(layer_ropes, scaled_layers(cfg, n), strict=True)]
     layers = tuple(
         HFLayer(i, types[i], layer_ropes[i],
                 None if mixers[i] else _scale(cfg, family, layer_ropes[i] is not None, rope_dict), mixers[i])
@@ -275,12 +282,24 @@ def _per_layer_bases(cfg: Mapping[str, Any], rule: str, ropes: list[RopeConfig |
             for rope, theta in zip(ropes, thetas, strict=True)]
 
 
+def _unscaled(rope: RopeConfig) -> RopeConfig:
+    """Plain RoPE at ``rope``'s base over the whole head (Molmo2RotaryEmbedding with ``scaled=False``: rope type
+    default, compute_default_rope_parameters), for a layer outside ``rope_scaling_layers``."""
+    if rope.rope_type == "default":
+        return rope
+    kept = ("theta", "head_dim", "layout", "placement", "max_position_embeddings")
+    provenance = {name: rope.provenance.get(name, "default") for name in kept} | {"rope_type": "derived"}
+    return RopeConfig(rope_type="default", **{name: getattr(rope, name) for name in kept}, provenance=provenance,
+                      notes=(*rope.notes, f"not in {SCALING_LAYERS_KEY}: plain RoPE at the same base"))
+
+
 def _read_by_schedule(family: Family | None) -> tuple[str, ...]:
     """The top-level keys the schedule of ``family`` reads: its ``rope_layers`` rule's and its layer pattern's."""
     if family is None:
         return ()
     keys = ["no_rope_layers", "no_rope_layer_interval"] if family.rope_layers == "no_rope_layers" else []
     keys += [LAYER_THETA_KEY] if family.rope_layers in ("theta_list", "theta_flags") else []
+    keys += [SCALING_LAYERS_KEY] if family.rope_layers == "scaling_list" else []
     pattern = family.layer_pattern
     if pattern is not None:
         keys += [key.split(".")[0] for key in (pattern.key, pattern.offset_key, pattern.indices) if key]

@@ -109,6 +109,21 @@ def layer_thetas(cfg: Mapping[str, Any], n: int) -> list[float] | None:
     return [float(v) for v in values]
 
 
+#: the layers the ``"scaling_list"`` rule gives the rope dict's scaling (the others: plain RoPE at the same base)
+SCALING_LAYERS_KEY = "rope_scaling_layers"
+
+
+def scaled_layers(cfg: Mapping[str, Any], n: int) -> list[bool]:
+    """Which layers take the rope dict's scaling: those ``rope_scaling_layers`` lists, every layer when absent."""
+    listed = cfg.get(SCALING_LAYERS_KEY)
+    if listed is None:
+        return [True] * n
+    if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
+                                           for i in listed):
+        raise ValueError(f"{SCALING_LAYERS_KEY} must be a list of layer indices in [0, {n}), got {listed!r}")
+    return [i in listed for i in range(n)]
+
+
 def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | None], n: int) -> list[bool]:
     """Which layers rotate, by the family's ``rope_layers`` rule (every layer for ``"all"``)."""
     rule = "all" if family is None else family.rope_layers
@@ -159,5 +174,5 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-__all__ = ["LAYER_COUNT_KEYS", "LAYER_THETA_KEY", "LayerCountMissing", "layer_count", "layer_thetas", "layer_types",
-           "rotating", "summary_line"]
+__all__ = ["LAYER_COUNT_KEYS", "LAYER_THETA_KEY", "SCALING_LAYERS_KEY", "LayerCountMissing", "layer_count",
+           "layer_thetas", "layer_types", "rotating", "scaled_layers", "summary_line"]

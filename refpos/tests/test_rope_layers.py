@@ -360,3 +360,19 @@ def test_a_per_layer_base_list_gives_each_layer_its_base_and_zero_none():
     assert [layer.rope.theta if layer.rope else 0 for layer in listed] == [5e5, 0, 5e5, 5e5, 5e5, 5e5, 5e5, 0]
     with pytest.raises(ValueError, match="layer_rope_theta"):
         rl.hf_layers({**GRANITE_SWA, "layer_rope_theta": [0, 1e4]})
+
+
+def test_layers_outside_rope_scaling_layers_rotate_unscaled():
+    """Molmo2TextModel.forward: the layers rope_scaling_layers lists take the rope dict's scaling, the others
+    Molmo2RotaryEmbedding(scaled=False): rope type default at the same base; absent, every layer is scaled."""
+    config = {"model_type": "molmo2_text", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128,
+              "num_hidden_layers": 4, "max_position_embeddings": 36864, "rope_scaling_layers": [1, 3],
+              "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                                  "original_max_position_embeddings": 8192}}
+    schedule = rl.hf_layers(config, strict=True)
+    assert [layer.rope.rope_type for layer in schedule] == ["default", "yarn", "default", "yarn"]
+    assert {layer.rope.theta for layer in schedule} == {1e6}
+    every = rl.hf_layers({k: v for k, v in config.items() if k != "rope_scaling_layers"}, strict=True)
+    assert [layer.rope.rope_type for layer in every] == ["yarn"] * 4
+    with pytest.raises(ValueError, match="rope_scaling_layers"):
+        rl.hf_layers({**config, "rope_scaling_layers": [4]})
