@@ -11,6 +11,8 @@ The schedule follows the family table (:mod:`refpos.models.families`):
   ``i`` rotates unless ``(i + 1) % no_rope_layer_interval == 0`` (interval default 4);
 * ``"sliding"`` (Cohere2 / Command-A, AFMoE): only ``sliding_attention`` layers rotate, and none when
   ``sliding_window`` is null;
+* ``"sliding_or_dense_prefix"`` (Cohere2-MoE): as ``"sliding"``, and every layer whose MLP is dense
+  (``mlp_layer_types``) when ``prefix_dense_sliding_window_pattern`` is 1;
 * ``"sliding_or_no_window"`` (EXAONE-4): ``sliding_attention`` layers rotate, or every layer when
   ``sliding_window`` is null;
 * per-layer-type rope dicts (Gemma 3, Gemma 4, …): layer ``i`` takes the RoPE of ``layer_types[i]`` (a
@@ -59,6 +61,7 @@ from refpos.models.hf import check_rope_family, hf_layer_types, resolve_rope
 from refpos.models.hf_files import as_language_view
 from refpos.models.query_scales import QUERY_SCALES, QueryScale
 from refpos.models.schedule import (
+    DENSE_PREFIX_KEYS,
     LAYER_THETA_KEY,
     SCALING_LAYERS_KEY,
     LayerCountMissing,
@@ -201,7 +204,8 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
     cfg, prefix = view.raw, view.path
     n = layer_count(cfg, family)
     per_type = hf_layer_types(view)
-    needs_types = bool(per_type) or (family is not None and family.rope_layers in ("sliding", "sliding_or_no_window"))
+    needs_types = bool(per_type) or (family is not None and family.rope_layers in (
+        "sliding", "sliding_or_no_window", "sliding_or_dense_prefix"))
     found_types = layer_types(cfg, family, n)
     problems: dict[str, None] = {}
     not_modelled: dict[str, str] = {}
@@ -300,6 +304,7 @@ def _read_by_schedule(family: Family | None) -> tuple[str, ...]:
     keys = ["no_rope_layers", "no_rope_layer_interval"] if family.rope_layers == "no_rope_layers" else []
     keys += [LAYER_THETA_KEY] if family.rope_layers in ("theta_list", "theta_flags") else []
     keys += [SCALING_LAYERS_KEY] if family.rope_layers == "scaling_list" else []
+    keys += list(DENSE_PREFIX_KEYS) if family.rope_layers == "sliding_or_dense_prefix" else []
     pattern = family.layer_pattern
     if pattern is not None:
         keys += [key.split(".")[0] for key in (pattern.key, pattern.offset_key, pattern.indices) if key]

@@ -124,6 +124,25 @@ def scaled_layers(cfg: Mapping[str, Any], n: int) -> list[bool]:
     return [i in listed for i in range(n)]
 
 
+#: the keys the ``"sliding_or_dense_prefix"`` rule reads (Cohere2MoeConfig)
+DENSE_PREFIX_KEYS = ("mlp_layer_types", "first_k_dense_replace", "prefix_dense_sliding_window_pattern")
+
+
+def _dense_prefix(cfg: Mapping[str, Any], n: int) -> list[bool]:
+    """The layers Cohere2-MoE rotates whatever their window: those whose MLP is ``"dense"`` (``mlp_layer_types``,
+    absent: the first ``first_k_dense_replace``, default 0) when ``prefix_dense_sliding_window_pattern`` is 1
+    (its default)."""
+    pattern = check_int("prefix_dense_sliding_window_pattern", cfg.get("prefix_dense_sliding_window_pattern", 1),
+                        minimum=1)
+    kinds = cfg.get("mlp_layer_types")
+    if kinds is None:
+        first = check_int("first_k_dense_replace", cfg.get("first_k_dense_replace", 0), minimum=0)
+        kinds = ["dense" if i < first else "sparse" for i in range(n)]
+    if not isinstance(kinds, list) or len(kinds) != n or any(k not in ("dense", "sparse") for k in kinds):
+        raise ValueError(f"mlp_layer_types must be a list of {n} entries 'dense' or 'sparse', got {kinds!r}")
+    return [pattern == 1 and kind == "dense" for kind in kinds]
+
+
 def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | None], n: int) -> list[bool]:
     """Which layers rotate, by the family's ``rope_layers`` rule (every layer for ``"all"``)."""
     rule = "all" if family is None else family.rope_layers
@@ -145,6 +164,9 @@ def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | No
     window = cfg.get("sliding_window") is not None
     if rule == "sliding":
         return [window and t == "sliding_attention" for t in types]
+    if rule == "sliding_or_dense_prefix":  # Cohere2MoeAttention: a window, or force_rope on a dense-MLP layer
+        forced = _dense_prefix(cfg, n)
+        return [(window and t == "sliding_attention") or f for t, f in zip(types, forced, strict=True)]
     if rule == "sliding_or_no_window":
         return [not window or t == "sliding_attention" for t in types]
     if rule == "sliding_type":
@@ -174,5 +196,5 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-__all__ = ["LAYER_COUNT_KEYS", "LAYER_THETA_KEY", "SCALING_LAYERS_KEY", "LayerCountMissing", "layer_count",
-           "layer_thetas", "layer_types", "rotating", "scaled_layers", "summary_line"]
+__all__ = ["DENSE_PREFIX_KEYS", "LAYER_COUNT_KEYS", "LAYER_THETA_KEY", "SCALING_LAYERS_KEY", "LayerCountMissing",
+           "layer_count", "layer_thetas", "layer_types", "rotating", "scaled_layers", "summary_line"]

@@ -376,3 +376,20 @@ def test_layers_outside_rope_scaling_layers_rotate_unscaled():
     assert [layer.rope.rope_type for layer in every] == ["yarn"] * 4
     with pytest.raises(ValueError, match="rope_scaling_layers"):
         rl.hf_layers({**config, "rope_scaling_layers": [4]})
+
+
+def test_cohere2_moe_dense_prefix_layers_rotate_whatever_their_window():
+    """Cohere2MoeAttention rotates when the layer has a window or force_rope holds: its MLP is dense
+    (mlp_layer_types) and prefix_dense_sliding_window_pattern is 1; full-attention MoE layers do not rotate."""
+    config = {"model_type": "cohere2_moe", "hidden_size": 512, "num_attention_heads": 4, "num_hidden_layers": 6,
+              "rope_theta": 5e4, "max_position_embeddings": 8192, "sliding_window": 4096,
+              "layer_types": ["full_attention", "full_attention", "sliding_attention", "full_attention",
+                              "sliding_attention", "full_attention"],
+              "mlp_layer_types": ["dense", "dense", "sparse", "sparse", "sparse", "sparse"]}
+    schedule = rl.hf_layers(config)
+    assert [layer.kind for layer in schedule] == ["rope", "rope", "rope", "none", "rope", "none"]
+    assert not [k for k in schedule.not_modelled if k != "sliding_window"]
+    patterned = rl.hf_layers({**config, "prefix_dense_sliding_window_pattern": 4})
+    assert [layer.kind for layer in patterned] == ["none", "none", "rope", "none", "rope", "none"]
+    counted = rl.hf_layers({k: v for k, v in config.items() if k != "mlp_layer_types"} | {"first_k_dense_replace": 1})
+    assert [layer.kind for layer in counted] == ["rope", "none", "rope", "none", "rope", "none"]
