@@ -15,6 +15,7 @@ from refpos.models.families import ALIASES, Family, family_of, warn_assumed
 from refpos.models.hf_files import ROPE_KEYS, is_per_layer
 from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import RopeFacts
+from refpos.models.mla_keys import mla_fraction, per_layer_geometry
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
 from refpos.models.own_keys import length_keys, own_fraction, own_head_dim, own_theta, scaled_theta, switched_rule
 from refpos.models.releases import release_of, row_for
@@ -223,8 +224,8 @@ class Resolver:
             self.set("head_dim", nope + rot, "derived")
             self.set("rotary_dim", rot, "config")
             self.set("placement", "last", "derived")
-            self._mla_fraction(nope + rot, rot)
-            self._per_layer_geometry()
+            mla_fraction(self, nope + rot, rot)  # the rope dict's fraction, checked (refpos.models.mla_keys)
+            per_layer_geometry(self)
         elif self.layer_type == "full_attention" and (self.has("global_head_dim") or self.facts.global_head_dim):
             head = self.top("global_head_dim") if self.has("global_head_dim") else self.facts.global_head_dim
             self.set("head_dim", head, "config" if self.has("global_head_dim") else "default")
@@ -253,44 +254,6 @@ class Resolver:
                     self.top("attention_head_dim")
         if not mla:
             self._partial()
-
-    def _per_layer_geometry(self) -> None:
-        """transformers' ``per_layer_config`` (layer index → keys that override the config's for that layer, as
-        Dots3-Note's sliding layers' own MLA widths) is not read: a layer of this type whose entry sets a head
-        width is reported as not modelled."""
-        entries, types = self.cfg.get("per_layer_config"), self.cfg.get("layer_types")
-        if not isinstance(entries, Mapping) or not isinstance(types, list):
-            return
-        widths = ("head_dim", "qk_rope_head_dim", "qk_nope_head_dim")
-        for index, entry in entries.items():
-            i = int(index) if str(index).isdigit() else -1
-            own = sorted(k for k in widths if isinstance(entry, Mapping) and k in entry)
-            if 0 <= i < len(types) and types[i] == self.layer_type and own:
-                self.key_gaps[self.prefix + "per_layer_config"] = (
-                    f"layer {i} ({self.layer_type}) sets its own {', '.join(own)}: transformers' per-layer "
-                    "overrides of the head geometry are not read")
-                return
-
-    def _mla_fraction(self, head: int, rot: int) -> None:
-        r"""An MLA config's ``partial_rotary_factor`` (Mistral-4's and Dots3-Note's config classes set it in the rope
-        dict): the rope function builds :math:`\lfloor D \cdot \mathrm{prf} \rfloor / 2` frequencies, with
-        :math:`D` the config's ``head_dim`` (Dots3-Note) or :math:`d_{nope} + d_{rope}` (Mistral-4's config class
-        sets ``head_dim`` so); the table must be as wide as the ``qk_rope_head_dim`` channels the attention rotates,
-        and then its frequencies are :math:`\theta^{-2j/d_{rope}}` whichever :math:`D` it came from."""
-        if self.rope.get("partial_rotary_factor") is None:
-            return
-        prf = self.from_rope("partial_rotary_factor")
-        heads = [head] + ([self.cfg["head_dim"]] if isinstance(self.cfg.get("head_dim"), int) else [])
-        fits = [d for d in heads if not isinstance(prf, bool) and isinstance(prf, (int, float)) and int(d * prf) == rot]
-        if not fits:
-            self.key_gaps[f"{self.rope_path}.partial_rotary_factor"] = (
-                f"partial_rotary_factor={prf!r} gives tables of int(D·{prf!r}) channels with D in "
-                f"{sorted(set(heads))}, not the qk_rope_head_dim={rot} channels resolved here")
-            return
-        if fits[0] != head:
-            self.top("head_dim")
-        self.notes.append(f"{self.rope_path}.partial_rotary_factor={prf!r} read: int({fits[0]}·{prf!r}) = {rot}, the "
-                          "qk_rope_head_dim channels the attention rotates")
 
     def _partial(self) -> None:
         if own_fraction(self):  # the family's own key of the rotated fraction (refpos.models.own_keys)

@@ -75,6 +75,7 @@ from refpos.models.schedule import (
 from refpos.models.sources import Given
 from refpos.models.view import ConfigView
 from refpos.rope.config import RopeConfig
+from refpos.rope.rules import PLAIN
 from refpos.validation import check_bool, check_int
 
 #: keys the layer schedule reads (they leave the not-modelled report once resolved; a family's query-scale keys
@@ -289,11 +290,11 @@ def _per_layer_bases(cfg: Mapping[str, Any], rule: str, ropes: list[RopeConfig |
 def _unscaled(rope: RopeConfig) -> RopeConfig:
     """Plain RoPE at ``rope``'s base over the whole head (Molmo2RotaryEmbedding with ``scaled=False``: rope type
     default, compute_default_rope_parameters), for a layer outside ``rope_scaling_layers``."""
-    if rope.rope_type == "default":
+    if rope.rope_type == PLAIN:
         return rope
     kept = ("theta", "head_dim", "layout", "placement", "max_position_embeddings")
     provenance = {name: rope.provenance.get(name, "default") for name in kept} | {"rope_type": "derived"}
-    return RopeConfig(rope_type="default", **{name: getattr(rope, name) for name in kept}, provenance=provenance,
+    return RopeConfig(rope_type=PLAIN, **{name: getattr(rope, name) for name in kept}, provenance=provenance,
                       notes=(*rope.notes, f"not in {SCALING_LAYERS_KEY}: plain RoPE at the same base"))
 
 
