@@ -13,8 +13,14 @@ the encoding, the stacks and the facts of each kind (``encoding``, ``stacks``, `
 ``rope_layers``
     Which layers rotate: ``"all"``; ``"no_rope_layers"`` (a 0/1 list, 1 = rotate; absent: every layer but each
     ``no_rope_layer_interval``-th, default 4); ``"sliding"`` (only ``sliding_attention`` layers, and only
-    when ``sliding_window`` is set); ``"sliding_or_no_window"`` (sliding layers, or every layer when
-    ``sliding_window`` is null); ``"sliding_type"`` (the ``sliding_attention`` layers, whatever the window).
+    when ``sliding_window`` is set); ``"sliding_or_dense_prefix"`` (those, and the layers whose MLP is dense,
+    ``mlp_layer_types``, when ``prefix_dense_sliding_window_pattern`` is 1); ``"sliding_or_no_window"``
+    (sliding layers, or every layer when ``sliding_window`` is null); ``"sliding_type"`` (the
+    ``sliding_attention`` layers, whatever the window);
+    ``"theta_list"`` (``layer_rope_theta[i]`` is layer ``i``'s base, 0: no RoPE; absent: every layer at the
+    config's base); ``"theta_flags"`` (a non-zero ``layer_rope_theta[i]`` rotates at the config's base, 0: no
+    RoPE; absent: none on every 4th layer counted back from the last); ``"scaling_list"`` (every layer rotates,
+    those ``rope_scaling_layers`` lists with the rope dict's scaling, the others plain at the same base).
     :mod:`refpos.models.schedule` evaluates them.
 ``layer_pattern``
     How the model's config class fills an absent ``layer_types`` (a :class:`LayerPattern`): every ``n``-th
@@ -91,7 +97,8 @@ from refpos.models.releases import VERSION
 from refpos.pairs import PARTIAL_PLACEMENTS
 
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
-LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window", "sliding_type")
+LAYER_RULES = ("all", "no_rope_layers", "sliding", "sliding_or_no_window", "sliding_type", "theta_list", "theta_flags",
+               "scaling_list", "sliding_or_dense_prefix")
 ROPE_DICT_RULES = ("ntk_alpha", "longrope_mscale")
 PLACEMENTS = PARTIAL_PLACEMENTS
 #: the source of a row built from conventions a caller states (``refpos.model_positions(assume=…)``)

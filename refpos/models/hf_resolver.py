@@ -15,6 +15,7 @@ from refpos.models.families import ALIASES, Family, family_of, warn_assumed
 from refpos.models.hf_files import ROPE_KEYS, is_per_layer
 from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import RopeFacts
+from refpos.models.mla_keys import mla_fraction, per_layer_geometry
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
 from refpos.models.own_keys import length_keys, own_fraction, own_head_dim, own_theta, scaled_theta, switched_rule
 from refpos.models.releases import release_of, row_for
@@ -31,7 +32,10 @@ RARE_FIELDS = frozenset({"mrope_section", "mrope_interleaved", "mrope_assignment
 FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - RARE_FIELDS))
 #: rope-dict keys of a rope type that change nothing refpos resolves: read, with why (they are not reported)
 INERT_ROPE_KEYS = {"yarn": {"finetuned": "the original YaRN code reads it only for dynamic YaRN; transformers and "
-                                         "static YaRN do not"}}
+                                         "static YaRN do not",
+                            "max_position_embeddings": "_compute_yarn_parameters reads the top level's "
+                                                       "max_position_embeddings, never the dict's (Ministral-3's and "
+                                                       "Mistral-4's config classes copy it there)"}}
 
 
 class Resolver:
@@ -220,6 +224,8 @@ class Resolver:
             self.set("head_dim", nope + rot, "derived")
             self.set("rotary_dim", rot, "config")
             self.set("placement", "last", "derived")
+            mla_fraction(self, nope + rot, rot)  # the rope dict's fraction, checked (refpos.models.mla_keys)
+            per_layer_geometry(self)
         elif self.layer_type == "full_attention" and (self.has("global_head_dim") or self.facts.global_head_dim):
             head = self.top("global_head_dim") if self.has("global_head_dim") else self.facts.global_head_dim
             self.set("head_dim", head, "config" if self.has("global_head_dim") else "default")

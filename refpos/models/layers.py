@@ -11,10 +11,16 @@ The schedule follows the family table (:mod:`refpos.models.families`):
   ``i`` rotates unless ``(i + 1) % no_rope_layer_interval == 0`` (interval default 4);
 * ``"sliding"`` (Cohere2 / Command-A, AFMoE): only ``sliding_attention`` layers rotate, and none when
   ``sliding_window`` is null;
+* ``"sliding_or_dense_prefix"`` (Cohere2-MoE): as ``"sliding"``, and every layer whose MLP is dense
+  (``mlp_layer_types``) when ``prefix_dense_sliding_window_pattern`` is 1;
 * ``"sliding_or_no_window"`` (EXAONE-4): ``sliding_attention`` layers rotate, or every layer when
   ``sliding_window`` is null;
 * per-layer-type rope dicts (Gemma 3, Gemma 4, …): layer ``i`` takes the RoPE of ``layer_types[i]`` (a
   null entry: no RoPE).
+* ``"theta_list"`` (Granite-SWA): layer ``i`` rotates at base ``layer_rope_theta[i]``, none where it is 0;
+  ``"theta_flags"`` (Muse Spark, Muse Glimmer): a non-zero entry rotates at the config's one base, 0 none;
+  ``"scaling_list"`` (Molmo2): every layer rotates, those of ``rope_scaling_layers`` with the rope dict's scaling,
+  the others with plain RoPE at the same base.
 
 * layers without attention (the family's ``no_attention`` layer types: Mamba, linear attention,
   convolutions in Qwen3-Next, Bamba, LFM2, MiniMax, ...): no attention, so no positions; ``.rope`` is
@@ -45,7 +51,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -54,10 +60,22 @@ from refpos.models.families import Family, family_of
 from refpos.models.hf import check_rope_family, hf_layer_types, resolve_rope
 from refpos.models.hf_files import as_language_view
 from refpos.models.query_scales import QUERY_SCALES, QueryScale
-from refpos.models.schedule import LayerCountMissing, layer_count, layer_types, rotating, summary_line
+from refpos.models.schedule import (
+    DENSE_PREFIX_KEYS,
+    LAYER_THETA_KEY,
+    SCALING_LAYERS_KEY,
+    LayerCountMissing,
+    layer_count,
+    layer_thetas,
+    layer_types,
+    rotating,
+    scaled_layers,
+    summary_line,
+)
 from refpos.models.sources import Given
 from refpos.models.view import ConfigView
 from refpos.rope.config import RopeConfig
+from refpos.rope.rules import PLAIN
 from refpos.validation import check_bool, check_int
 
 #: keys the layer schedule reads (they leave the not-modelled report once resolved; a family's query-scale keys
@@ -187,7 +205,8 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
     cfg, prefix = view.raw, view.path
     n = layer_count(cfg, family)
     per_type = hf_layer_types(view)
-    needs_types = bool(per_type) or (family is not None and family.rope_layers in ("sliding", "sliding_or_no_window"))
+    needs_types = bool(per_type) or (family is not None and family.rope_layers in (
+        "sliding", "sliding_or_no_window", "sliding_or_dense_prefix"))
     found_types = layer_types(cfg, family, n)
     problems: dict[str, None] = {}
     not_modelled: dict[str, str] = {}
@@ -217,7 +236,7 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
         problems.update(dict.fromkeys(found))
         not_modelled.update(rope.not_modelled)
         notes += [note for note in rope.notes if note not in notes]
-    for key in SCHEDULE_KEYS:
+    for key in (*SCHEDULE_KEYS, *_read_by_schedule(family)):
         not_modelled.pop(prefix + key, None)
         problems.pop(prefix + key, None)
     for key in _read_by_schedule(family):  # the keys the family's schedule reads (refpos.models.schedule)
@@ -239,6 +258,11 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
                 view.mark(key)
     rope_dict = rope_dict if isinstance(rope_dict, Mapping) else {}
     layer_ropes = [ropes.get(types[i] if per_type else None) if rotates[i] else None for i in range(n)]
+    if family is not None and family.rope_layers in ("theta_list", "theta_flags"):
+        layer_ropes = _per_layer_bases(cfg, family.rope_layers, layer_ropes, notes)
+    if family is not None and family.rope_layers == "scaling_list":
+        layer_ropes = [rope if rope is None or scaled else _unscaled(rope)
+                       for rope, scaled in zip(layer_ropes, scaled_layers(cfg, n), strict=True)]
     layers = tuple(
         HFLayer(i, types[i], layer_ropes[i],
                 None if mixers[i] else _scale(cfg, family, layer_ropes[i] is not None, rope_dict), mixers[i])
@@ -246,11 +270,42 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
     return LayerSchedule(layers, family, not_modelled, tuple(notes)), list(problems)
 
 
+def _per_layer_bases(cfg: Mapping[str, Any], rule: str, ropes: list[RopeConfig | None],
+                     notes: list[str]) -> list[RopeConfig | None]:
+    """Each rotating layer's base from ``layer_rope_theta`` (``"theta_list"``: the entry is the base, one rotary
+    module per distinct base as GraniteSWAModel builds them); ``"theta_flags"`` reads the entry as on/off only."""
+    thetas = layer_thetas(cfg, len(ropes))
+    if thetas is None:
+        return ropes
+    if rule == "theta_flags":
+        bases = {rope.theta for rope in ropes if rope is not None}
+        if any(theta not in bases for theta in thetas if theta):
+            notes.append(f"{LAYER_THETA_KEY}: a non-zero entry only switches RoPE on; every rotating layer uses the "
+                         f"config's base {', '.join(f'{b:g}' for b in sorted(bases))}")
+        return ropes
+    return [None if rope is None else replace(rope, theta=theta, provenance={**rope.provenance, "theta": "config"})
+            for rope, theta in zip(ropes, thetas, strict=True)]
+
+
+def _unscaled(rope: RopeConfig) -> RopeConfig:
+    """Plain RoPE at ``rope``'s base over the whole head (Molmo2RotaryEmbedding with ``scaled=False``: rope type
+    default, compute_default_rope_parameters), for a layer outside ``rope_scaling_layers``."""
+    if rope.rope_type == PLAIN:
+        return rope
+    kept = ("theta", "head_dim", "layout", "placement", "max_position_embeddings")
+    provenance = {name: rope.provenance.get(name, "default") for name in kept} | {"rope_type": "derived"}
+    return RopeConfig(rope_type=PLAIN, **{name: getattr(rope, name) for name in kept}, provenance=provenance,
+                      notes=(*rope.notes, f"not in {SCALING_LAYERS_KEY}: plain RoPE at the same base"))
+
+
 def _read_by_schedule(family: Family | None) -> tuple[str, ...]:
     """The top-level keys the schedule of ``family`` reads: its ``rope_layers`` rule's and its layer pattern's."""
     if family is None:
         return ()
     keys = ["no_rope_layers", "no_rope_layer_interval"] if family.rope_layers == "no_rope_layers" else []
+    keys += [LAYER_THETA_KEY] if family.rope_layers in ("theta_list", "theta_flags") else []
+    keys += [SCALING_LAYERS_KEY] if family.rope_layers == "scaling_list" else []
+    keys += list(DENSE_PREFIX_KEYS) if family.rope_layers == "sliding_or_dense_prefix" else []
     pattern = family.layer_pattern
     if pattern is not None:
         keys += [key.split(".")[0] for key in (pattern.key, pattern.offset_key, pattern.indices) if key]

@@ -12,7 +12,9 @@ modules of each family):
    ``mrope_interleaved`` says, Qwen2-VL's never does. ERNIE-4.5-VL's config lists its sections in the order
    (h, w, t) and its module alternates h and w (``hw_alternating``); refpos's sections are (t, h, w). A
    family not in the table (HunYuan-VL, NeoMME, …) is not modelled: its M-RoPE keys stay unused and
-   the resolution reports them as not modelled.
+   the resolution reports them as not modelled. HunYuan-VL is not modelled: its
+   ``recomposition_frequencies`` splits the doubled table (both halves of every pair) into bands of
+   ``2·s`` channels, so the two channels of one pair can read different axes.
 4. Layout: from the family table (:mod:`refpos.models.families`): GLM-4.1V, GLM-OCR and ERNIE-4.5-VL rotate
    adjacent channel pairs (``interleaved``), the others half-split.
 
@@ -29,6 +31,10 @@ glm4v              (8, 12, 12)            contiguous       interleaved  t, h, w
 glm4v_moe          (8, 12, 12)            contiguous       half         t, h, w
 glm_image          (8, 12, 12)            contiguous       half         t, h, w
 ernie4_5_vl_moe    (20, 22, 22)           hw_alternating   interleaved  h, w, t ([22, 22, 20])
+cosmos3_edge       (24, 20, 20)           interleaved      half         t, h, w
+hy_v4_vl           (12, 10, 10) (config)  interleaved      deinterleav. t, h, w
+cohere_compass     (24, 20, 20)           interleaved      half         t, h, w (each layer type's dict)
+neomme             (0, m/2, m/2)          hw_alternating   half         not read (row, col = h, w)
 =================  =====================  ===============  ===========  ===============================
 
 (``*_text`` model types are the same families.) Vision towers:
@@ -46,11 +52,12 @@ from refpos.validation import check_bool
 
 @dataclass(frozen=True)
 class MropeFamily:
-    """The text rotary module of one M-RoPE family: its default sections (refpos's order t, h, w), its
-    assignment (:data:`refpos.rope.mrope.ASSIGNMENTS`), the order its config lists ``mrope_section`` in, and
+    """The text rotary module of one M-RoPE family: its default sections (refpos's order t, h, w; ``None``: the
+    module reads none and splits the ``m`` pairs of the rotated width evenly between h and w, ``(0, m/2, m/2)``),
+    its assignment (:data:`refpos.rope.mrope.ASSIGNMENTS`), the order its config lists ``mrope_section`` in, and
     the rope types the module accepts (``None``: every one)."""
 
-    sections: tuple[int, int, int]
+    sections: tuple[int, int, int] | None
     assignment: str
     source: str
     config_order: str = "thw"
@@ -93,7 +100,26 @@ MROPE_FAMILIES: dict[str, MropeFamily] = {
                                 "paddleocr_vl/modeling_paddleocr_vl.py: PaddleOCRRotaryEmbedding"),
     "ernie4_5_vl_moe": MropeFamily((20, 22, 22), "hw_alternating", "ernie4_5_vl_moe/modeling_ernie4_5_vl_moe.py: "
                                    "Ernie4_5_VLMoeTextRotaryEmbedding", config_order="hwt", rope_types=("default",)),
+    "cosmos3_edge": MropeFamily((24, 20, 20), "interleaved", "cosmos3_edge/modeling_cosmos3_edge.py: "
+                                "Cosmos3EdgeTextRotaryEmbedding.recomposition_frequencies"),
+    # the module's default [24, 20, 20] is never reached: the config class sets [12, 10, 10]
+    "hy_v4_vl": MropeFamily((12, 10, 10), "interleaved", "hy_v4_vl/modeling_hy_v4_vl.py: "
+                            "HYV4VLRotaryEmbedding.recomposition_frequencies"),
+    "cohere_compass": MropeFamily((24, 20, 20), "interleaved", "cohere_compass/modeling_cohere_compass.py: "
+                                  "CohereCompassRotaryEmbedding.recomposition_frequencies"),
+    "neomme": MropeFamily(None, "hw_alternating", "neomme/modeling_neomme.py: "
+                          "NeoMMERotaryEmbedding.recomposition_frequencies"),
 }
+
+
+def _row_column_sections(fields: dict[str, Any]) -> tuple[int, int, int]:
+    r"""NeoMME's split of a layer's :math:`m` pairs: none for t, :math:`m/2` each for h (its row) and w (its
+    column), with :math:`m = \lfloor D \cdot \mathrm{prf} \rfloor / 2` as its compute_default_rope_parameters."""
+    rotary = fields.get("rotary_dim")
+    if rotary is None:
+        rotary = int(fields["head_dim"] * fields.get("partial_rotary_factor", 1.0))
+    half = rotary // 4
+    return (0, half, rotary // 2 - half)
 
 
 def _family_layout(family: str) -> str:
@@ -144,7 +170,11 @@ def resolve_mrope(resolver: Any) -> None:
         raise ValueError(f"rope type {rope_type!r}: {module.source} accepts {list(module.rope_types)} only "
                          f"(transformers raises on any other)")
     layout = _family_layout(family)
-    if rope.get("mrope_section") is not None:
+    if module.sections is None:  # the module reads no sections: an even h/w split of this layer's pairs
+        resolver.set("mrope_section", _row_column_sections(resolver.fields), "derived")
+        resolver.notes.append(f"{family}: two axes (row, col) alternate over every pair: mrope_section "
+                              f"{list(resolver.fields['mrope_section'])} (t, h, w)")
+    elif rope.get("mrope_section") is not None:
         resolver.set("mrope_section", module.from_config(resolver.from_rope("mrope_section")), "config")
         if module.config_order != "thw":
             ordered = list(resolver.fields["mrope_section"])
@@ -152,7 +182,7 @@ def resolve_mrope(resolver: Any) -> None:
                                   f"in {family}'s config: refpos's order (t, h, w) is {ordered}")
     else:
         resolver.set("mrope_section", module.sections, "default")
-        resolver.notes.append(f"mrope_section absent: {family}'s module default {list(module.sections)} (t, h, w)")
+        resolver.notes.append(f"mrope_section absent: {family}'s default {list(module.sections)} (t, h, w)")
     key = resolver.from_rope("mrope_interleaved") if rope.get("mrope_interleaved") is not None else None
     if key is not None:
         check_bool("mrope_interleaved", key)

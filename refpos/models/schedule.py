@@ -5,6 +5,7 @@ columns of the family table, :mod:`refpos.models.families`)."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -93,9 +94,65 @@ def _filled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> lis
     return ["full_attention" if i >= pattern.start and i % every == offset else pattern.other for i in range(n)]
 
 
+#: the per-layer list of RoPE bases the ``"theta_list"`` and ``"theta_flags"`` rules read (0: no RoPE)
+LAYER_THETA_KEY = "layer_rope_theta"
+
+
+def layer_thetas(cfg: Mapping[str, Any], n: int) -> list[float] | None:
+    """The config's ``layer_rope_theta``: one base per layer, 0 for a layer without RoPE; None when absent."""
+    values = cfg.get(LAYER_THETA_KEY)
+    if values is None:
+        return None
+    if not isinstance(values, list) or len(values) != n or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for v in values):
+        raise ValueError(f"{LAYER_THETA_KEY} must be a list of {n} finite numbers >= 0 (0 = no RoPE), got {values!r}")
+    return [float(v) for v in values]
+
+
+#: the layers the ``"scaling_list"`` rule gives the rope dict's scaling (the others: plain RoPE at the same base)
+SCALING_LAYERS_KEY = "rope_scaling_layers"
+
+
+def scaled_layers(cfg: Mapping[str, Any], n: int) -> list[bool]:
+    """Which layers take the rope dict's scaling: those ``rope_scaling_layers`` lists, every layer when absent."""
+    listed = cfg.get(SCALING_LAYERS_KEY)
+    if listed is None:
+        return [True] * n
+    if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
+                                           for i in listed):
+        raise ValueError(f"{SCALING_LAYERS_KEY} must be a list of layer indices in [0, {n}), got {listed!r}")
+    return [i in listed for i in range(n)]
+
+
+#: the keys the ``"sliding_or_dense_prefix"`` rule reads (Cohere2MoeConfig)
+DENSE_PREFIX_KEYS = ("mlp_layer_types", "first_k_dense_replace", "prefix_dense_sliding_window_pattern")
+
+
+def _dense_prefix(cfg: Mapping[str, Any], n: int) -> list[bool]:
+    """The layers Cohere2-MoE rotates whatever their window: those whose MLP is ``"dense"`` (``mlp_layer_types``,
+    absent: the first ``first_k_dense_replace``, default 0) when ``prefix_dense_sliding_window_pattern`` is 1
+    (its default)."""
+    pattern = check_int("prefix_dense_sliding_window_pattern", cfg.get("prefix_dense_sliding_window_pattern", 1),
+                        minimum=1)
+    kinds = cfg.get("mlp_layer_types")
+    if kinds is None:
+        first = check_int("first_k_dense_replace", cfg.get("first_k_dense_replace", 0), minimum=0)
+        kinds = ["dense" if i < first else "sparse" for i in range(n)]
+    if not isinstance(kinds, list) or len(kinds) != n or any(k not in ("dense", "sparse") for k in kinds):
+        raise ValueError(f"mlp_layer_types must be a list of {n} entries 'dense' or 'sparse', got {kinds!r}")
+    return [pattern == 1 and kind == "dense" for kind in kinds]
+
+
 def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | None], n: int) -> list[bool]:
     """Which layers rotate, by the family's ``rope_layers`` rule (every layer for ``"all"``)."""
     rule = "all" if family is None else family.rope_layers
+    if rule in ("theta_list", "theta_flags"):
+        thetas = layer_thetas(cfg, n)
+        if thetas is not None:  # GraniteSWAModel.forward, MuseSparkTextModel.forward: 0 passes no cos/sin
+            return [theta != 0 for theta in thetas]
+        if rule == "theta_flags":  # the config class's fill: 0 on every 4th layer counted back from the last
+            return [(n - 1 - i) % 4 != 0 for i in range(n)]
+        return [True] * n
     if rule == "no_rope_layers":
         flags = cfg.get("no_rope_layers")
         if flags:
@@ -107,6 +164,9 @@ def rotating(cfg: Mapping[str, Any], family: Family | None, types: list[str | No
     window = cfg.get("sliding_window") is not None
     if rule == "sliding":
         return [window and t == "sliding_attention" for t in types]
+    if rule == "sliding_or_dense_prefix":  # Cohere2MoeAttention: a window, or force_rope on a dense-MLP layer
+        forced = _dense_prefix(cfg, n)
+        return [(window and t == "sliding_attention") or f for t, f in zip(types, forced, strict=True)]
     if rule == "sliding_or_no_window":
         return [not window or t == "sliding_attention" for t in types]
     if rule == "sliding_type":
@@ -136,4 +196,5 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
-__all__ = ["LAYER_COUNT_KEYS", "LayerCountMissing", "layer_count", "layer_types", "rotating", "summary_line"]
+__all__ = ["DENSE_PREFIX_KEYS", "LAYER_COUNT_KEYS", "LAYER_THETA_KEY", "SCALING_LAYERS_KEY", "LayerCountMissing",
+           "layer_count", "layer_thetas", "layer_types", "rotating", "scaled_layers", "summary_line"]

@@ -19,6 +19,7 @@ Three comparisons per family:
 
 from __future__ import annotations
 
+import copy
 import importlib
 
 import numpy as np
@@ -101,6 +102,10 @@ FAMILIES = {
                                      "partial_rotary_factor": 0.5}},
                 {"head_dim": 128, "theta": 10000.0, "partial_rotary_factor": 0.5, "layout": "interleaved",
                  "mrope_section": (8, 12, 12)}),
+    "cosmos3_edge": ("cosmos3_edge", "Cosmos3EdgeTextConfig", "Cosmos3EdgeTextRotaryEmbedding",
+                     {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+                      "rope_parameters": {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [24, 20, 20]}},
+                     {"head_dim": 128, "theta": 5e6, "mrope_section": (24, 20, 20), "mrope_interleaved": True}),
     "qwen2_vl_yarn": ("qwen2_vl", "Qwen2VLTextConfig", "Qwen2VLRotaryEmbedding",
                       {"hidden_size": 1536, "num_attention_heads": 12, "max_position_embeddings": 131072,
                        "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
@@ -256,3 +261,30 @@ def test_default_configs_resolve_as_transformers(module):
     q = torch.from_numpy(x)
     hf_q, _ = modeling.apply_rotary_pos_emb(q, q, torch.from_numpy(cos), torch.from_numpy(sin))
     np.testing.assert_array_equal(apply_rope(x, positions, rope), hf_q.numpy())
+
+
+def test_neomme_rows_and_columns_alternate():
+    """NeoMMERotaryEmbedding (two axes, row and column, each layer type its own base and width) against refpos's
+    ``(0, m/2, m/2)`` hw_alternating sections with row as h and column as w; float32 tables as above."""
+    from transformers.models.neomme import configuration_neomme, modeling_neomme
+
+    from refpos.models.hf import from_hf_config
+
+    cfg = {"model_type": "neomme", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 64, "num_hidden_layers": 6, "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+           "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6,
+                                                  "partial_rotary_factor": 0.5},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": 1e4,
+                                                     "partial_rotary_factor": 1.0}}}
+    fresh = {k: copy.deepcopy(v) for k, v in cfg.items() if k != "model_type"}  # HF edits the dicts
+    rotary = modeling_neomme.NeoMMERotaryEmbedding(configuration_neomme.NeoMMEConfig(**fresh))
+    rows = np.random.default_rng(4).integers(0, 3000, size=(2, 2, 20))  # (row, col), batch 2
+    for layer_type in ("full_attention", "sliding_attention"):
+        rope = from_hf_config(cfg, layer_type=layer_type)
+        hf_cos, hf_sin = rotary(torch.zeros(1), torch.from_numpy(rows), layer_type)
+        positions = np.stack([np.zeros_like(rows[0]), rows[0], rows[1]])  # (t, h, w): t reads no pair
+        cos, sin = rope_cos_sin(positions, rope)
+        inv_freq, factor = rope_frequencies(rope, seq_len=int(rows.max()) + 1)
+        atol = float32_table_atol(float(rows.max()) * float(inv_freq.max()), factor)
+        np.testing.assert_allclose(hf_cos.double().numpy(), cos, rtol=0, atol=atol, err_msg=layer_type)
+        np.testing.assert_allclose(hf_sin.double().numpy(), sin, rtol=0, atol=atol, err_msg=layer_type)

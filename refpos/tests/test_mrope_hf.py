@@ -150,3 +150,50 @@ def test_ernie_vl_takes_default_rope_only():
     with pytest.raises(ValueError, match="needs s_h = s_w"):
         from_hf_config({**ERNIE_VL, "text_config": {**ERNIE_VL["text_config"], "rope_parameters": {
             "rope_type": "default", "rope_theta": 5e5, "mrope_section": [24, 20, 20]}}})
+
+
+COSMOS3_EDGE = {"model_type": "cosmos3_edge",
+                "text_config": {"model_type": "cosmos3_edge_text", "hidden_size": 2048, "head_dim": 128,
+                                "num_attention_heads": 16, "max_position_embeddings": 262144,
+                                "rope_parameters": {"rope_type": "default", "rope_theta": 5e6,
+                                                    "mrope_section": [24, 20, 20]}}}
+HY_V4_VL_TEXT = {"model_type": "hy_v4_vl_text", "hidden_size": 2048, "num_attention_heads": 16,
+                 "qk_nope_head_dim": 192, "qk_rope_head_dim": 64, "kv_lora_rank": 512, "q_lora_rank": 1536,
+                 "head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}}
+NEOMME = {"model_type": "neomme", "hidden_size": 1024, "num_attention_heads": 16, "head_dim": 64,
+          "num_hidden_layers": 6, "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+          "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6,
+                                                 "partial_rotary_factor": 0.5},
+                              "sliding_attention": {"rope_type": "default", "rope_theta": 1e4,
+                                                    "partial_rotary_factor": 1.0}}}
+COHERE_COMPASS_TEXT = {"model_type": "cohere_compass_text", "hidden_size": 2048, "num_attention_heads": 16,
+                       "num_hidden_layers": 4, "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+                       "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4,
+                                                                 "mrope_section": [24, 20, 20]},
+                                           "full_attention": {"rope_type": "default", "rope_theta": 1e6}}}
+
+
+def test_qwen3_vl_form_families_are_interleaved():
+    """Cosmos3-Edge, HY-V4-VL and Cohere-Compass run Qwen3-VL's round-robin (recomposition_frequencies: h on
+    pairs 1, 4, …, w on 2, 5, …); HY-V4-VL's config class fills [12, 10, 10] over its 64 rotated channels."""
+    rope = from_hf_config(COSMOS3_EDGE, strict=True)
+    assert (rope.mrope_section, rope.mrope_scheme, rope.layout, rope.rotary_dim) == \
+        ((24, 20, 20), "interleaved", "half", 128)
+    rope = from_hf_config(HY_V4_VL_TEXT)
+    assert (rope.mrope_section, rope.mrope_scheme, rope.layout, rope.rotary_dim) == \
+        ((12, 10, 10), "interleaved", "deinterleaved", 64)
+    assert rope.provenance["mrope_section"] == "default"
+    for layer_type, theta in (("sliding_attention", 5e4), ("full_attention", 1e6)):
+        rope = from_hf_config(COHERE_COMPASS_TEXT, layer_type=layer_type)
+        assert (rope.theta, rope.mrope_section, rope.mrope_scheme) == (theta, (24, 20, 20), "interleaved")
+
+
+def test_neomme_alternates_row_and_column_over_every_pair():
+    """NeoMME's two axes (row, col) take the even and odd pairs of each layer type's own rotated width
+    (NeoMMERotaryEmbedding.recomposition_frequencies): refpos's h and w alternating with no t pairs."""
+    full = from_hf_config(NEOMME, layer_type="full_attention")
+    assert (full.mrope_section, full.mrope_scheme, full.rotary_dim, full.theta) == \
+        ((0, 8, 8), "hw_alternating", 32, 1e6)
+    sliding = from_hf_config(NEOMME, layer_type="sliding_attention")
+    assert (sliding.mrope_section, sliding.mrope_scheme, sliding.rotary_dim) == ((0, 16, 16), "hw_alternating", 64)
+    assert not any("multi-axis" in str(v) for v in full.not_modelled.values())

@@ -327,3 +327,63 @@ def test_cli(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["full_attention"]["inv_freq"][64:] == [0.0] * 192
     assert summary["sliding_attention"]["params"]["head_dim"] == 256
+
+
+MISTRAL4 = {"model_type": "mistral4", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 4,
+            "qk_nope_head_dim": 64, "qk_rope_head_dim": 64, "kv_lora_rank": 256, "q_lora_rank": 1024,
+            "max_position_embeddings": 1048576,
+            "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 128.0,
+                                "original_max_position_embeddings": 8192, "max_position_embeddings": 1048576,
+                                "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                "llama_4_scaling_beta": 0.1, "partial_rotary_factor": 0.5}}
+
+
+def test_the_rope_dicts_length_and_an_mla_fraction_are_read_as_the_model_reads_them():
+    """Mistral-4's and Ministral-3's config classes copy max_position_embeddings into the yarn dict, which no rope
+    function reads (_compute_yarn_parameters reads the top level's); Mistral-4's partial_rotary_factor is
+    qk_rope_head_dim / (qk_nope_head_dim + qk_rope_head_dim), the rotated channels the MLA split gives."""
+    rope = from_hf_config(MISTRAL4)
+    assert (rope.rotary_dim, rope.head_dim, rope.rope_type) == (64, 128, "yarn")
+    from refpos.models.layers import hf_layers
+
+    assert hf_layers(MISTRAL4).not_modelled == {}
+    assert any("max_position_embeddings" in n and "without effect" in n for n in rope.notes)
+    odd = from_hf_config({**MISTRAL4, "rope_parameters": {**MISTRAL4["rope_parameters"],
+                                                          "partial_rotary_factor": 0.25}})
+    assert "not the qk_rope_head_dim=64 channels" in odd.not_modelled["rope_parameters.partial_rotary_factor"]
+
+
+def test_jetmoe_heads_are_kv_channels_wide():
+    """JetMoeConfig maps head_dim to kv_channels (default 128), the width JetMoeRotaryEmbedding and the attention
+    read, whatever hidden_size / num_attention_heads is."""
+    config = {"model_type": "jetmoe", "hidden_size": 2048, "num_attention_heads": 16, "kv_channels": 64,
+              "num_key_value_heads": 16, "max_position_embeddings": 4096, "rope_theta": 1e4}
+    rope = from_hf_config(config, strict=True)
+    assert (rope.head_dim, rope.provenance["head_dim"]) == (64, "config")
+    unset = from_hf_config({k: v for k, v in config.items() if k != "kv_channels"}, strict=True)
+    assert (unset.head_dim, unset.provenance["head_dim"]) == (128, "default")
+
+
+DOTS3_NOTE_TEXT = {"model_type": "dots3_note_text", "hidden_size": 4096, "num_attention_heads": 64,
+                   "num_hidden_layers": 4, "head_dim": 256, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                   "kv_lora_rank": 512, "q_lora_rank": 1024, "max_position_embeddings": 524288,
+                   "layer_types": ["indexed_attention", "indexed_attention", "sliding_attention", "indexed_attention"],
+                   "per_layer_config": {"2": {"num_attention_heads": 64, "qk_nope_head_dim": 192}},
+                   "rope_parameters": {
+                       "indexed_attention": {"rope_type": "default", "rope_theta": 8e7, "partial_rotary_factor": 0.25},
+                       "sliding_attention": {"rope_type": "default", "rope_theta": 5e4, "partial_rotary_factor": 0.25}}}
+
+
+def test_dots3_note_reads_each_types_fraction_and_names_the_per_layer_widths():
+    """Dots3NoteTextRotaryEmbedding builds int(head_dim · prf) = 64 frequencies per layer type (head_dim 256, not
+    d_nope + d_rope = 192); the sliding layers' own widths in per_layer_config are not read, and said so."""
+    rope = from_hf_config(DOTS3_NOTE_TEXT, layer_type="indexed_attention")
+    assert (rope.rotary_dim, rope.theta) == (64, 8e7)
+    assert not [key for key in rope.not_modelled if key.startswith("rope_parameters")]
+    assert any("int(256·0.25) = 64" in n for n in rope.notes)
+    sliding = from_hf_config(DOTS3_NOTE_TEXT, layer_type="sliding_attention")
+    assert "layer 2 (sliding_attention) sets its own qk_nope_head_dim" in sliding.not_modelled["per_layer_config"]
+    odd = {**DOTS3_NOTE_TEXT, "rope_parameters": {**DOTS3_NOTE_TEXT["rope_parameters"], "indexed_attention": {
+        "rope_type": "default", "rope_theta": 8e7, "partial_rotary_factor": 0.5}}}
+    assert "qk_rope_head_dim=64" in from_hf_config(odd, layer_type="indexed_attention").not_modelled[
+        "rope_parameters.indexed_attention.partial_rotary_factor"]

@@ -330,3 +330,66 @@ def test_multi_axis_configs_list_their_keys_as_not_modelled():
     report = refpos.models.hf_layers(config).not_modelled
     assert "M-RoPE" in report["rope_scaling.mrope_section"] and "multi-axis" in report["model_type"]
     assert not refpos.models.from_hf_config(dict(config, model_type="qwen2_vl")).not_modelled
+
+
+GRANITE_SWA = {"model_type": "granite_swa", "hidden_size": 512, "num_attention_heads": 4, "num_hidden_layers": 4,
+               "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}, "max_position_embeddings": 4096,
+               "sliding_window": 128, "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                                                      "sliding_attention"],
+               "layer_rope_theta": [0, 1e4, 5e5, 1e4]}
+MUSE_SPARK_TEXT = {"model_type": "muse_spark_text", "hidden_size": 512, "num_attention_heads": 4,
+                   "num_hidden_layers": 8, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5},
+                   "max_position_embeddings": 4096, "sliding_window": 128}
+
+
+def test_a_per_layer_base_list_gives_each_layer_its_base_and_zero_none():
+    """GraniteSWAModel.forward: layer i rotates at base layer_rope_theta[i], none at 0; absent, every layer at the
+    global base. Muse Spark (MuseSparkTextModel.forward): a non-zero entry rotates at the global base, 0 none;
+    absent, every 4th layer counted back from the last has none (the config class's fill)."""
+    schedule = rl.hf_layers(GRANITE_SWA)
+    assert set(schedule.not_modelled) == {"sliding_window"}  # the mask only: the list is read
+    assert schedule.summary() == "layers 0-3: none ×1, rope ×3 (1, 2, 3)"
+    assert [layer.rope.theta for layer in schedule if layer.rope] == [1e4, 5e5, 1e4]
+    plain = rl.hf_layers({k: v for k, v in GRANITE_SWA.items() if k != "layer_rope_theta"})
+    assert plain.summary() == "layers 0-3: rope ×4"
+    spark = rl.hf_layers(MUSE_SPARK_TEXT)
+    assert set(spark.not_modelled) == {"sliding_window"}
+    assert [layer.kind for layer in spark] == ["rope", "rope", "rope", "none"] * 2
+    listed = rl.hf_layers({**MUSE_SPARK_TEXT, "layer_rope_theta": [1e6, 0, 1, 1, 1, 1, 1, 0]})
+    assert any("only switches RoPE on" in note for note in listed.notes)
+    assert [layer.rope.theta if layer.rope else 0 for layer in listed] == [5e5, 0, 5e5, 5e5, 5e5, 5e5, 5e5, 0]
+    with pytest.raises(ValueError, match="layer_rope_theta"):
+        rl.hf_layers({**GRANITE_SWA, "layer_rope_theta": [0, 1e4]})
+
+
+def test_layers_outside_rope_scaling_layers_rotate_unscaled():
+    """Molmo2TextModel.forward: the layers rope_scaling_layers lists take the rope dict's scaling, the others
+    Molmo2RotaryEmbedding(scaled=False): rope type default at the same base; absent, every layer is scaled."""
+    config = {"model_type": "molmo2_text", "hidden_size": 512, "num_attention_heads": 4, "head_dim": 128,
+              "num_hidden_layers": 4, "max_position_embeddings": 36864, "rope_scaling_layers": [1, 3],
+              "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                                  "original_max_position_embeddings": 8192}}
+    schedule = rl.hf_layers(config, strict=True)
+    assert [layer.rope.rope_type for layer in schedule] == ["default", "yarn", "default", "yarn"]
+    assert {layer.rope.theta for layer in schedule} == {1e6}
+    every = rl.hf_layers({k: v for k, v in config.items() if k != "rope_scaling_layers"}, strict=True)
+    assert [layer.rope.rope_type for layer in every] == ["yarn"] * 4
+    with pytest.raises(ValueError, match="rope_scaling_layers"):
+        rl.hf_layers({**config, "rope_scaling_layers": [4]})
+
+
+def test_cohere2_moe_dense_prefix_layers_rotate_whatever_their_window():
+    """Cohere2MoeAttention rotates when the layer has a window or force_rope holds: its MLP is dense
+    (mlp_layer_types) and prefix_dense_sliding_window_pattern is 1; full-attention MoE layers do not rotate."""
+    config = {"model_type": "cohere2_moe", "hidden_size": 512, "num_attention_heads": 4, "num_hidden_layers": 6,
+              "rope_theta": 5e4, "max_position_embeddings": 8192, "sliding_window": 4096,
+              "layer_types": ["full_attention", "full_attention", "sliding_attention", "full_attention",
+                              "sliding_attention", "full_attention"],
+              "mlp_layer_types": ["dense", "dense", "sparse", "sparse", "sparse", "sparse"]}
+    schedule = rl.hf_layers(config)
+    assert [layer.kind for layer in schedule] == ["rope", "rope", "rope", "none", "rope", "none"]
+    assert not [k for k in schedule.not_modelled if k != "sliding_window"]
+    patterned = rl.hf_layers({**config, "prefix_dense_sliding_window_pattern": 4})
+    assert [layer.kind for layer in patterned] == ["none", "none", "rope", "none", "rope", "none"]
+    counted = rl.hf_layers({k: v for k, v in config.items() if k != "mlp_layer_types"} | {"first_k_dense_replace": 1})
+    assert [layer.kind for layer in counted] == ["rope", "none", "rope", "none", "rope", "none"]
