@@ -34,6 +34,7 @@ compute attention inline).
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import re
 import sys
@@ -101,6 +102,9 @@ class Built:
     #: of a bucket function: its output for the relative positions :data:`SWEEP` (the other arguments as
     #: given), where a sequence of a few tokens reaches only the exact buckets of short distances
     swept: np.ndarray | None = None
+    #: the module whose forward called it: a layer's attention, or a stack that computes one bias for all its
+    #: layers before running them (MPNet's encoder)
+    caller: str = ""
 
 
 @dataclass
@@ -115,6 +119,9 @@ class Applied:
     after: list[np.ndarray]
     layer: tuple[str, int] | None
     caller: str = ""
+    #: digests (:func:`digest`, leading axes of size 1 dropped) of the call's other tensor arguments: the
+    #: tables it rotates by (RoFormer's sinusoid table, read from an embedding, is a rotation's table)
+    tables: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -190,6 +197,8 @@ class Probe:
     cases: list[Case] = field(default_factory=list)
     #: the engine whose code ran (transformers here; another engine fills the same records)
     engine: str = "transformers"
+    #: what the model changed of its own accord during the run (:func:`switched`: BigBird's attention type)
+    notes: list[str] = field(default_factory=list)
 
 
 def _np(t: Any) -> np.ndarray:
@@ -208,6 +217,35 @@ def digest(x: np.ndarray) -> str:
     import hashlib
 
     return hashlib.sha1(repr(x.shape).encode() + np.ascontiguousarray(x).tobytes()).hexdigest()[:16]
+
+
+def squeezed(x: np.ndarray) -> np.ndarray:
+    """``x`` without its leading axes of size 1 (a table broadcast as ``[None, None, T, d]`` is its ``(T, d)``)."""
+    while x.ndim > 2 and x.shape[0] == 1:
+        x = x[0]
+    return x
+
+
+#: parameter names of an apply function that hold the query and the key it rotates
+QUERY_KEY = re.compile(r"q|k|xq|xk|query\w*|key\w*")
+
+
+def rotated(function: Any, args: tuple, kwargs: dict) -> tuple[list[Any], list[Any]]:
+    """The query and key a rotary apply function rotates, and its other tensor arguments (its tables).
+
+    The arguments named as a query or key (:data:`QUERY_KEY`) where the signature names them (RoFormer's
+    ``(sinusoidal_pos, query_layer, key_layer)`` takes its table first), else its first two tensors."""
+    import torch
+
+    bound: dict[str, Any] = {}
+    with contextlib.suppress(TypeError, ValueError):
+        bound = dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+    tensors = [(name, v) for name, v in bound.items() if isinstance(v, torch.Tensor)]
+    named = [v for name, v in tensors if QUERY_KEY.fullmatch(name)]
+    if named:
+        return named[:2], [v for name, v in tensors if not QUERY_KEY.fullmatch(name)]
+    found = [a for a in args if isinstance(a, torch.Tensor)]
+    return found[:2], found[2:] + [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
 
 
 def _modeling_modules() -> list[Any]:
@@ -321,22 +359,30 @@ class Recorder:
                 swept = _np(original(**{**bound, "relative_position": grid}))
             if hasattr(out, "detach"):
                 self.run.builders.append(Built(name, keep, _np(out), self.context[0] if self.context else None,
-                                               swept))
+                                               swept, self._caller()))
             return out
         return build
 
+    def _caller(self) -> str:
+        """The path of the module whose method called the patched function whose wrapper calls this (``self``
+        of the frame two up), or "" where that is no module of the model."""
+        caller = sys._getframe(2).f_locals.get("self")
+        return self.names.get(id(caller), "") if caller is not None else ""
+
     def apply(self, name: str, original: Any) -> Any:
+        """``original``, a rotary apply function, recorded: the query and key it rotates (:func:`rotated`) before
+        and after, and its other tensor arguments by digest."""
         def rotate(*args: Any, **kwargs: Any):
             import torch
 
-            caller = sys._getframe(1).f_locals.get("self")  # the module whose forward called the function
+            caller = self._caller()
             out = original(*args, **kwargs)
-            inputs = [a for a in args if isinstance(a, torch.Tensor)][:2]
+            inputs, others = rotated(original, args, kwargs)
             outputs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
                        if isinstance(o, torch.Tensor)][: len(inputs)]
             self.run.applied.append(Applied(name, [_np(x) for x in inputs], [_np(x) for x in outputs],
-                                            self.context[0] if self.context else None,
-                                            self.names.get(id(caller), "") if caller is not None else ""))
+                                            self.context[0] if self.context else None, caller,
+                                            [digest(squeezed(_np(x))) for x in others]))
             return out
         return rotate
 
@@ -357,14 +403,17 @@ class Recorder:
                                                                sweep=bool(BUCKET.fullmatch(name)))))
                 elif isinstance(value, type) and value.__module__ == module.__name__:
                     for attr, member in list(value.__dict__.items()):
-                        if not BUCKET.fullmatch(attr):
+                        if BUCKET.fullmatch(attr):
+                            wrap = functools.partial(self.builder, sweep=True)
+                        elif APPLY.fullmatch(attr):  # RoFormer's staticmethod apply_rotary_position_embeddings
+                            wrap = self.apply
+                        else:
                             continue
                         if isinstance(member, staticmethod):
-                            targets.append((value, attr, staticmethod(self.builder(
-                                f"{value.__name__}.{attr}", member.__func__, sweep=True))))
+                            targets.append((value, attr, staticmethod(wrap(f"{value.__name__}.{attr}",
+                                                                           member.__func__))))
                         elif inspect.isfunction(member):  # a method: the wrapper receives self first
-                            targets.append((value, attr, self.builder(f"{value.__name__}.{attr}", member,
-                                                                      sweep=True)))
+                            targets.append((value, attr, wrap(f"{value.__name__}.{attr}", member)))
         targets.append((torch.nn.functional, "embedding", self.embedding(torch.nn.functional.embedding)))
         targets.append((torch.Tensor, "__getitem__", self.indexing(torch.Tensor.__getitem__)))
         return targets
@@ -560,6 +609,46 @@ def _ran(model: Any, paths: list[str], inputs: dict[str, Any]) -> list[str]:
     return [path for path in paths if path in seen]
 
 
+#: a layer of a module path: the first layer list's entry on it (``model.encoder.layers.3.self_attn``)
+LAYER = re.compile(r"^(.*?)\.(\d+)(\.|$)")
+
+
+def layer_of(path: str) -> tuple[str, int] | None:
+    """``(layer list path, index)`` of the first layer list entry on module path ``path``, or None."""
+    found = LAYER.match(path)
+    return (found.group(1), int(found.group(2))) if found else None
+
+
+def inline_beside(called: list[str], layers: set[Any], paths: list[str]) -> list[str]:
+    """Those attention modules of ``paths`` that may compute attention inline: no caller of an eager attention
+    function (``called``), containing none and sitting in none, in a layer where no call was made
+    (BigBird-Pegasus's encoder multiplies its query and key inline while its decoder calls the eager function);
+    every one where no call was made at all. Which of them ran is for :func:`_ran` to say."""
+    def related(path: str) -> bool:
+        return any(path == c or path.startswith(c + ".") or c.startswith(path + ".") for c in called)
+    if not called:
+        return paths
+    return [path for path in paths if not related(path) and (layer := layer_of(path)) is not None
+            and layer not in layers]
+
+
+def attention_types(model: Any) -> dict[str, str]:
+    """Module path -> its ``attention_type`` (BigBird's ``block_sparse`` or ``original_full``), where it has one."""
+    return {path: value for path, m in model.named_modules()
+            if isinstance(value := getattr(m, "attention_type", None), str)}
+
+
+def switched(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """A note for each attention type the model changed during its run, on the outermost module that changed:
+    BigBird switches ``block_sparse`` to ``original_full`` for a sequence shorter than its blocks, so the
+    block-sparse path is not what ran (nor what was compared)."""
+    changed = [path for path in before if after.get(path, before[path]) != before[path]]
+    outer = [path for path in changed if not any(path.startswith(o + ".") for o in changed if o != path)]
+    return [f"{path or 'the model'} switched attention_type {before[path]} to {after[path]} for the survey's "
+            f"{'short ' if after[path] == 'original_full' else ''}sequence: the {before[path]} path is not compared"
+            for path in outer]
+
+
 def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, with_cases: bool = True) -> Probe:
     """Run ``model`` (built from ``config``) and return what its attention saw (see the module docstring);
     ``with_cases``: the other inputs of :mod:`survey.cases` too."""
@@ -570,12 +659,16 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, wit
     ids = token_ids(config, len(positions))
     p = np.asarray(positions, dtype=np.int64)
     inputs_a, taken = inputs_for(model, ids, p)
-    # a first run finds the attention modules (those that call an eager attention function)
+    # a first run finds the attention modules (those that call an eager attention function, and those that
+    # compute attention inline in a layer that calls none)
     scout = Recorder(model, neutral=False)
     positional = [m for _, m in model.named_modules() if POSITIONAL_MODULE.fullmatch(type(m).__name__)]
+    types_before = attention_types(model)
     run_a = _forward(model, inputs_a, scout, [], positional)
     modules = dict(model.named_modules())
-    paths = list(dict.fromkeys(c.path for c in run_a.calls)) or _ran(model, attention_like(model), inputs_a)
+    called = list(dict.fromkeys(c.path for c in run_a.calls))
+    candidates = inline_beside(called, {c.layer for c in run_a.calls}, attention_like(model))
+    paths = called + (_ran(model, candidates, inputs_a) if candidates else [])
     attention = [modules[path] for path in paths if path in modules]
     run_a = _forward(model, inputs_a, Recorder(model, neutral=False), attention, positional)
     inputs_b = dict(inputs_a)
@@ -605,4 +698,4 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, wit
             for case in cases.cases_for(config.to_dict(), own_positions, taken)] if with_cases else []
     return Probe(own_positions, taken, run_a, run_b, run_c, run_d, run_e,
                  {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described, run_own,
-                 more)
+                 more, notes=switched(types_before, attention_types(model)))
