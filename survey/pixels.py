@@ -65,6 +65,9 @@ class Capture:
     owner_zeroed: list[np.ndarray] = field(default_factory=list)
     module_in: np.ndarray | None = None
     module_out: np.ndarray | None = None
+    #: the site module's output in the run with its parameters zeroed: what it returns of its input alone
+    #: (OmniASR's convolutional module returns its input plus the embedding, wav2vec 2.0's the embedding)
+    module_zeroed: np.ndarray | None = None
 
 
 @dataclass
@@ -245,7 +248,7 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
             for name in site.params:
                 tensors[name].zero_()
         try:
-            zeroed, _ = _run(model, inputs, [site])
+            zeroed, zeroed_io = _run(model, inputs, [site])
         finally:
             with torch.no_grad():
                 for name, value in saved.items():
@@ -253,7 +256,9 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
         pair = io.get(site.path, ([], []))
         out[site.path] = Capture([a for a in map(_numpy, owners.get(site.owner, [])) if a is not None],
                                  [a for a in map(_numpy, zeroed.get(site.owner, [])) if a is not None],
-                                 _numpy(pair[0][0]) if pair[0] else None, _numpy(pair[1][0]) if pair[1] else None)
+                                 _numpy(pair[0][0]) if pair[0] else None, _numpy(pair[1][0]) if pair[1] else None,
+                                 _numpy(out_zeroed[0]) if (out_zeroed := zeroed_io.get(site.path, ([], []))[1])
+                                 else None)
     return out
 
 

@@ -44,7 +44,17 @@ def compare_conv_position(record: Any, run: PixelRun, sites: list[Site]) -> Outc
             inputs = ConvPositionInputs("plain", x, (kernel if kernel is not None else v,), (bias,), record.groups,
                                         record.activation)
         reference = inputs.reference()
-        observed = x[:, :e.shape[1]] + e
+        observed = e if returns_input(x, capture.module_zeroed) else x[:, :e.shape[1]] + e
         cases.append((observed, reference, conv_position_bound(inputs, unit=unit(run)) + unit(run) * np.abs(observed),
                       mistakes_of("conv_position", inputs)))
     return graded(cases, (site.path,), f"{site.path} conv_position")
+
+
+def returns_input(x: np.ndarray, zeroed: np.ndarray | None) -> bool:
+    """Whether the module returns its input plus the embedding (OmniASR) rather than the embedding alone
+    (wav2vec 2.0, whose encoder adds it): with its parameters zeroed its output is then its input (plus the
+    activation at 0, one constant), while the embedding alone does not vary with the frames."""
+    if zeroed is None or zeroed.shape != x.shape:
+        return False
+    z, x = zeroed.astype(np.float64), x.astype(np.float64)
+    return bool(np.ptp(z - x, axis=-2).max() <= 1e-6 * np.abs(x).max() < np.ptp(z, axis=-2).max())
