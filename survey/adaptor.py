@@ -70,13 +70,19 @@ def _from_records(config: dict[str, Any]) -> Resolution:
     answer = refpos.model_positions(config)
     layers, refused = [], []
     inputs = _input_sinusoids(answer.layers)
+    tables = _input_tables(answer.layers)
     # vision towers (token ids never reach them), and the input sites of text stacks not claimed as a sinusoid
-    towers = [r for r in answer.layers if r.stack not in STACKS and r.stack.removesuffix(".input") not in inputs]
+    towers = [r for r in answer.layers if r.stack not in STACKS and r.stack.removesuffix(".input") not in inputs
+              and id(r) not in tables]
     for r in answer.layers:
         more = {"reads": reads_of(r)}
         if r.kind == "unknown":  # whatever its stack is called: the family is not in the table
             refused.append(f"model_type {answer.model_type!r} is not in the family table; unknown: "
                            + ", ".join(r.unknown))
+            continue
+        if id(r) in tables:  # a text stack's input table beside its layers' bias (MPNet): claimed as the stack's
+            layers.append(LayerClaim(tables[id(r)], -1, r.kind, params={
+                "offset": r.offset, "table_size": r.table_size, "sinusoid": r.sinusoid, "dim": r.dim}, **more))
             continue
         if r.stack not in STACKS:
             continue
@@ -141,6 +147,17 @@ def _unrun_sequence_stacks(records: Any) -> list[str]:
     return [f"{stack} stack: {len(layers)} RoPE layers whose positions are read from "
             f"{', else '.join(reads_of(layers[0])['rotation'])}, a stack the survey does not run (its answer is "
             "not compared)" for stack, layers in found.items()]
+
+
+def _input_tables(records: Any) -> dict[int, str]:
+    """``id(record)`` -> text stack of each learned or sinusoidal ``<stack>.input`` record of a text stack whose
+    own layers carry no absolute encoding (MPNet: a learned table at the input, a bucketed bias in every layer):
+    claimed as the stack's input, index -1 (:func:`survey.compare.compare` checks it once for the stack)."""
+    from survey.claims import STACKS
+
+    absolute = {r.stack for r in records if r.kind in ("learned", "sinusoidal") and r.stack in STACKS}
+    return {id(r): stack for r in records if r.kind in ("learned", "sinusoidal") and getattr(r, "at", "") == "input"
+            and (stack := r.stack.removesuffix(".input")) in STACKS and r.stack != stack and stack not in absolute}
 
 
 def _input_sinusoids(records: Any) -> dict[str, Any]:

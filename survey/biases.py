@@ -111,9 +111,22 @@ def check_alibi(claim: LayerClaim, probe: Probe, path: str) -> Any:
 
 
 # ------------------------------------------------------------------------------------------- T5 buckets
+def stack_builders(probe: Probe, path: str) -> list[Any]:
+    """The bucket maps computed outside every layer by the module holding layer list ``path`` (MPNet's encoder
+    computes one bias before running its layers and hands it to each): the table of the stack's first layer."""
+    owner = path.rsplit(".", 1)[0] if "." in path else ""
+    return [b for b in probe.a.builders if "bucket" in b.name and b.layer is None
+            and getattr(b, "caller", "") == owner]
+
+
 def check_t5(claim: LayerClaim, probe: Probe, path: str) -> Any:
+    """The bucket map of a layer refpos says owns its table, or none where it says the layer reuses one; a map
+    the stack computes before its layers (:func:`stack_builders`) is the table of the layer refpos says owns it
+    (its ``table_layer``)."""
     built = [b for b in probe.a.builders if "bucket" in b.name and _in_layer(b.layer, path, claim.index)]
     owns = bool(claim.params.get("owns_table", True))
+    if owns and not built and claim.params.get("table_layer", claim.index) == claim.index:
+        built = stack_builders(probe, path)
     if not owns:
         if built:
             return _result(claim, "mismatch", None, "transformers computes a bucket table in this layer; refpos "

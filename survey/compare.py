@@ -62,6 +62,7 @@ from survey.claims import LayerClaim, LayerResult, Resolution
 from survey.observed import (
     handed_positions,
     inline_layers,
+    input_modules,
     layer_calls,
     observed_kinds,
     position_biases,
@@ -254,6 +255,24 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int, seen: Seen | No
     return result
 
 
+def inline_without_positions(claim: LayerClaim, probe: Probe, path: str) -> LayerResult:
+    """A layer whose attention is computed inline, claimed to add no positions of its own (the stack's input
+    carries them): its query and key are not observed, so it is exact only where nothing positional reaches its
+    attention modules (no tensor argument named for positions, :func:`survey.observed.handed_positions`) and
+    nothing positional runs in the layer (no rotary apply function, no bias builder); not reached otherwise."""
+    modules = [m for m in probe.module_types if m.startswith(f"{path}.{claim.index}.")]
+    classes = ", ".join(sorted({probe.module_types[m] for m in modules})[:3])
+    handed = sorted({name for m in modules for name in handed_positions(probe, m)})
+    ran = [r.name.rsplit(".", 1)[-1] for r in (*probe.a.applied, *probe.a.builders) if r.layer == (path, claim.index)]
+    if handed or ran:
+        return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
+                           f"attention computed inline ({classes}): {', '.join(handed + ran)} reaches it, and its "
+                           "query and key are not observed")
+    return LayerResult(claim.stack, claim.index, claim.kind, "exact", None,
+                       f"attention computed inline ({classes}): no position argument reaches it and nothing "
+                       "positional runs in the layer" + "".join(f"; {note}" for note in getattr(probe, "notes", [])))
+
+
 # ---------------------------------------------------------------------------------------- matching
 def match_stacks(resolution: Resolution, calls: dict[tuple[str, int], list[int]]) -> tuple[dict[str, str], list[str]]:
     """Claimed stack -> observed layer list path, and the observed lists nothing was matched to."""
@@ -261,9 +280,11 @@ def match_stacks(resolution: Resolution, calls: dict[tuple[str, int], list[int]]
     claimed = list(dict.fromkeys(layer.stack for layer in resolution.layers))
     matched: dict[str, str] = {}
     if len(claimed) == 1 and len(lists) >= 1:
-        # one resolved stack: the observed list with the most attention layers
+        # one resolved stack: the observed list with as many attention layers as refpos resolves, else the one
+        # with the most (a tower that ran beside a text stack, GIT's image encoder, is not the text stack)
         counts = {path: sum(1 for p, _ in calls if p == path) for path in lists}
-        matched[claimed[0]] = max(lists, key=lambda p: counts[p])
+        size = sum(1 for c in resolution.stack(claimed[0]) if c.index >= 0)
+        matched[claimed[0]] = max(lists, key=lambda p: (counts[p] == size, counts[p]))
     else:
         for stack in claimed:
             found = [path for path in lists if role(path) == stack]
@@ -305,17 +326,15 @@ def _compare(resolution: Resolution, probe: Probe, verdict: Verdict, stop: bool)
             add(LayerResult(stack_of(table), -1, "-", "mismatch", None,
                                               f"transformers reads position table {table} ({rows} rows) at "
                                               f"position + {offset}; refpos resolves no absolute encoding"))
-    own = probe.own if probe.own is not None else probe.a
-    if own.positional and not claims_table:
-        for path in own.positional:
+    if not claims_table:
+        for path in input_modules(probe):
             name = probe.positional.get(path, ("?", False))[0]
             add(LayerResult(stack_of(path), -1, "-", "mismatch", None,
                                               f"transformers adds the output of {path} ({name}) to a stack's input; "
                                               "refpos resolves no absolute encoding"))
-    inline = not probe.a.calls and bool(probe.module_types)
-    if inline:  # the layers are known, their queries and keys are not
-        calls = inline_layers(probe)
-        classes = ", ".join(sorted(set(probe.module_types.values()))[:3])
+    # layers whose attention ran inline (no eager call in the layer): known, their queries and keys are not
+    inline_only = {layer: [] for layer in inline_layers(probe) if layer not in calls}
+    calls = {**calls, **inline_only}
     matched, unmatched = match_stacks(resolution, calls)
     for path in unmatched:
         add(LayerResult(role(path), -1, "-", "mismatch", None,
@@ -323,13 +342,22 @@ def _compare(resolution: Resolution, probe: Probe, verdict: Verdict, stop: bool)
     checked_input: set[str] = set()
     for claim in resolution.layers:
         path = matched.get(claim.stack)
+        if claim.index < 0:  # the stack's input table, beside its layers' own claims (MPNet)
+            if claim.kind in ABSOLUTE_KINDS and claim.stack not in checked_input:
+                checked_input.add(claim.stack)
+                add(bias_checks.check_absolute(claim, probe, lookups, len(stacks) == 1))
+            elif claim.kind not in ABSOLUTE_KINDS:
+                add(LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
+                                f"no comparison for a {claim.kind} claim on a stack's input"))
+            continue
         indices = calls.get((path, claim.index), []) if path else []
+        inline = (path, claim.index) in inline_only
         if claim.kind == "no_attention":
             status = "mismatch" if indices else "exact"
             add(LayerResult(claim.stack, claim.index, claim.kind, status, None,
-                                              "transformers calls attention in this layer" if indices else ""))
+                            "transformers calls attention in this layer" if indices else ""))
             continue
-        if not indices and not (inline and (path, claim.index) in calls):
+        if not indices and not inline:
             add(LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
                                               "transformers calls no attention in this layer"))
             continue
@@ -346,10 +374,8 @@ def _compare(resolution: Resolution, probe: Probe, verdict: Verdict, stop: bool)
             add(bias_checks.check_absolute(claim, probe, lookups, len(stacks) == 1))
         if inline and claim.kind in ("rope", "none"):
             add(check_applied(claim, probe, path))
-        elif inline and claim.kind not in BIAS_KINDS + ABSOLUTE_KINDS:
-            add(LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
-                                              f"attention computed inline ({classes}): its query and key are "
-                                              "not observed"))
+        elif inline and claim.kind in ABSOLUTE_KINDS:
+            add(inline_without_positions(claim, probe, path))
         for i in indices:
             add(check_attention(claim, probe, i))
         if inline or claim.kind not in ("rope", "none"):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.probe import Call, Probe
+from survey.probe import Call, Probe, digest, squeezed
 
 CROSS = re.compile(r"cross|encdec|enc_dec|encoder_attn|crossattention", re.IGNORECASE)
 #: entries of an additive mask at or below this are "masked" (transformers uses finfo.min or -inf)
@@ -153,14 +153,30 @@ def own_positions(probe: Probe) -> tuple[Any, np.ndarray]:
     return probe.a, probe.positions
 
 
+def rotates(vectors: np.ndarray, run: Any) -> bool:
+    """Whether ``vectors`` (a table's rows read, a positional module's output) were handed to a rotary apply
+    function of ``run`` as its table: RoFormer reads its sinusoid from an embedding and rotates the query and
+    key by it inside attention; that table is the rotation's, not an encoding added to the stack's input."""
+    tables = {table for record in run.applied for table in getattr(record, "tables", [])}
+    return bool(tables) and digest(squeezed(vectors)) in tables
+
+
+def input_modules(probe: Probe) -> list[str]:
+    """The positional modules of the run where the model chose its own positions whose output is no rotary
+    apply function's table (:func:`rotates`): encodings added to a stack's input."""
+    run = own_positions(probe)[0]
+    return [path for path, out in run.positional.items() if not rotates(out, run)]
+
+
 def position_lookups(probe: Probe, trained: bool | None = None) -> list[tuple[str, int, int]]:
     """``(table, offset, rows)`` of every embedding lookup read at the model's own positions plus a constant
     (:func:`own_positions`): a learned (or stored sinusoid) position table; ``trained`` selects trainable
-    (learned) or frozen (sinusoid) tables only."""
+    (learned) or frozen (sinusoid) tables only. A table a rotary apply function rotates by (:func:`rotates`)
+    is the rotation's, and not listed."""
     out = []
     run, positions = own_positions(probe)
     for lookup in run.lookups:
-        if trained is not None and lookup.trained != trained:
+        if (trained is not None and lookup.trained != trained) or rotates(lookup.vectors, run):
             continue
         offset = read_offset(lookup, positions, run)
         found = (lookup.table, offset, lookup.rows)
@@ -225,11 +241,12 @@ def observed_kinds(probe: Probe) -> list[str]:
         kinds.append("relative bias")
     if position_lookups(probe, trained=True):
         kinds.append("learned")
-    described = [probe.positional.get(path, ("", True)) for path in own_positions(probe)[0].positional]
+    added = input_modules(probe)
+    described = [probe.positional.get(path, ("", True)) for path in added]
     fixed = [name for name, trainable in described if "sinus" in name.lower() or not trainable]
     if fixed or position_lookups(probe, trained=False):
         kinds.append("sinusoidal")
-    elif own_positions(probe)[0].positional and "learned" not in kinds:
+    elif added and "learned" not in kinds:
         kinds.append("learned")
     if not kinds and not calls and probe.module_types:
         kinds.append("inline attention")

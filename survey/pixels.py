@@ -73,12 +73,13 @@ class NotRun(Exception):
 @dataclass
 class Capture:
     """One site at one input size: the owner's output tensors as run and with the site zeroed, and the site
-    module's first input and output (empty where it is a bare parameter)."""
+    module's first input and output, as run and zeroed (empty where it is a bare parameter)."""
 
     owner_out: list[np.ndarray] = field(default_factory=list)
     owner_zeroed: list[np.ndarray] = field(default_factory=list)
     module_in: np.ndarray | None = None
     module_out: np.ndarray | None = None
+    module_zeroed: np.ndarray | None = None
 
 
 @dataclass
@@ -282,15 +283,16 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
             for name in site.params:
                 tensors[name].zero_()
         try:
-            zeroed, _ = _run(model, inputs, [site])
+            zeroed, io_zeroed = _run(model, inputs, [site])
         finally:
             with torch.no_grad():
                 for name, value in saved.items():
                     tensors[name].copy_(value)
-        pair = io.get(site.path, ([], []))
+        pair, at_zero = io.get(site.path, ([], [])), io_zeroed.get(site.path, ([], []))[1]
         out[site.path] = Capture([a for a in map(_numpy, owners.get(site.owner, [])) if a is not None],
                                  [a for a in map(_numpy, zeroed.get(site.owner, [])) if a is not None],
-                                 _numpy(pair[0][0]) if pair[0] else None, _numpy(pair[1][0]) if pair[1] else None)
+                                 _numpy(pair[0][0]) if pair[0] else None, _numpy(pair[1][0]) if pair[1] else None,
+                                 _numpy(at_zero[0]) if at_zero else None)
     return out
 
 

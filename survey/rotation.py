@@ -209,9 +209,11 @@ def check_applied(claim: LayerClaim, probe: Probe, path: str) -> LayerResult:
         return LayerResult(claim.stack, claim.index, claim.kind, "mismatch" if probe.a.applied else "not reached",
                            None, "transformers' rotary apply function does not run in this layer" if probe.a.applied
                            else "attention computed inline, and no rotary apply function runs")
-    if claim.query_scale is not None or not probe.position_ids_taken:
+    if claim.query_scale is not None:
         return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
-                           "attention computed inline: the query scale, or the positions, cannot be isolated")
+                           "attention computed inline: the query scale cannot be isolated")
+    # a model that takes no position ids rotates by the positions it chooses: the map is read at the slots, which
+    # every source reads in these runs (a model adding an offset of its own would differ there)
     from survey.compare import seen_of
 
     results = [r for seen in seen_of(probe) if (r := check_map(claim, probe, path, seen)) is not None]

@@ -110,8 +110,19 @@ def compare_conv_position(record: Any, run: PixelRun, sites: list[Site]) -> Outc
         if width != record.kernel:
             return Outcome("wrong", f"{site.path}: transformers' kernel is {width} taps, refpos claims "
                            f"{record.kernel}", (site.path,))
-        observed = _summed(x, e, record.stride)
+        zeroed = None if capture.module_zeroed is None else _frames(capture.module_zeroed, channels)
+        observed = e if returns_input(x, zeroed) else _summed(x, e, record.stride)  # OmniASR's x + e, or e
         cases.append((observed, inputs.reference(),
                       conv_position_bound(inputs, unit=unit(run)) + unit(run) * np.abs(observed),
                       mistakes_of("conv_position", inputs)))
     return graded(cases, (site.path,), f"{site.path} conv_position")
+
+
+def returns_input(x: np.ndarray, zeroed: np.ndarray | None) -> bool:
+    """Whether the module returns its input plus the embedding (OmniASR) rather than the embedding alone
+    (wav2vec 2.0, whose encoder adds it): with its parameters zeroed its output is then its input (plus the
+    activation at 0, one constant), while the embedding alone does not vary with the frames."""
+    if zeroed is None or zeroed.shape != x.shape:
+        return False
+    z, x = zeroed.astype(np.float64), x.astype(np.float64)
+    return bool(np.ptp(z - x, axis=-2).max() <= 1e-6 * np.abs(x).max() < np.ptp(z, axis=-2).max())
