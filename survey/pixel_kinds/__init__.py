@@ -23,6 +23,10 @@ What an observation is, per kind:
 ``bias_table``
     the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table: within the
     kind's per-entry bound.
+``vision_rope``
+    the query and key before and after the first call of the model's rotary apply function at each size, against
+    refpos's rotation at the positions its form gives the grid fed (:mod:`survey.pixel_kinds.rope`: the 1-D RoPE
+    bound per channel at the coordinate the channel reads).
 """
 
 from __future__ import annotations
@@ -35,11 +39,12 @@ from survey.pixel_kinds.base import Outcome
 from survey.pixel_kinds.bias_table import compare_bias_table
 from survey.pixel_kinds.conv_position import compare_conv_position
 from survey.pixel_kinds.grid import compare_grid
+from survey.pixel_kinds.rope import compare_vision_rope
 from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
 from survey.pixels import PixelRun, Site
 
 __all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position", "compare_grid",
-           "compare_learned", "compare_sinusoid1d"]
+           "compare_learned", "compare_sinusoid1d", "compare_vision_rope"]
 
 
 @dataclass(frozen=True)
@@ -68,4 +73,6 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
     KindComparison("learned", compare_learned, "the embedding's output minus its output with the table zeroed"),
     KindComparison("sinusoid1d", compare_sinusoid1d, "the table the model's code builds, and the rows the "
                    "embedding's output gains"),
+    KindComparison("vision_rope", compare_vision_rope, "the query and key before and after the first call of the "
+                   "model's rotary apply function, at each size"),
 )}
