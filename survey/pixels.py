@@ -9,8 +9,11 @@ recorded is found generically, by name, never by model type:
   names positions (:data:`POSITION`: ``position_embeddings``, ``embed_positions``, ``pos_embed``,
   ``relative_position_bias_table``, ``rel_pos_h``, ``pos_conv_embed`` …). A site is that component (a module or a
   bare tensor) and its owner, the module holding it. Its parameters are redrawn from a seeded normal (an
-  initialiser's zeros would let any answer pass) and stored: they are the weights refpos's formula takes;
-* the model is run in float64 where its code runs in it (else in float32: the record says which);
+  initialiser's zeros would let any answer pass) and stored: they are the weights refpos's formula takes; the
+  values the model's code built them with are kept too (a fixed sin–cos table), a table still all zeros after
+  the build built again by the model's own initialiser (:func:`rebuild_zeros`);
+* the model is run in float64 where its code runs in it (else in float32: the record says which), torch's
+  generator seeded before each forward (a random patch masking, ViT-MAE's, draws the same patches in every run);
 * at each size, for each site, the owner's output tensors run as the model is and again with the site's
   parameters zeroed (their difference is what the site adds, where it adds linearly: a grid added to the
   patches), and, where the site is a module, its first input and its output (a convolutional position module as
@@ -162,6 +165,30 @@ def sites_of(model: Any) -> list[Site]:
     return list(found.values())
 
 
+def rebuild_zeros(model: Any, sites: list[Site]) -> None:
+    """Build again, with the model's own ``_init_weights`` on the site's owner (its and its tensors' initialised
+    flags cleared), a site whose every tensor is zero after the build: a model built from its config may mark a
+    module initialised before the owner that fills its table runs (ViT-MAE's sin–cos table stays zeros), where
+    a checkpoint holds what the owner's initialiser computes."""
+    import torch
+
+    init = getattr(model, "_init_weights", None)
+    modules = dict(model.named_modules())
+    tensors = named_tensors(model)
+    for site in sites:
+        if init is None or site.owner not in modules or any(np.any(v) for v in site.params.values()):
+            continue
+        owner = modules[site.owner]
+        for item in (*owner.modules(), *owner.parameters(), *owner.buffers()):
+            if getattr(item, "_is_hf_initialized", False):
+                item._is_hf_initialized = False
+        torch.manual_seed(0)
+        with torch.no_grad():
+            init(owner)
+        for name in site.params:
+            site.params[name] = tensors[name].detach().to(torch.float32).numpy().copy()
+
+
 def seed_sites(model: Any, sites: list[Site]) -> None:
     """Redraw every site's parameters (its trained weights; a buffer, a constant the code computes, is kept) from a
     seeded normal (std :data:`SITE_STD`), keeping the initial values, and store the drawn ones."""
@@ -226,6 +253,7 @@ def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[st
                 lambda m, a, out, key=site.path: None if key in io else io.update({key: (_tensors(a)[:1],
                                                                                         _tensors(out)[:1])})))
     with removed(handles), torch.no_grad():
+        torch.manual_seed(0)  # a random masking draws the same patches in every run
         model(**inputs)
     return {k: v[0] if v else [] for k, v in owners.items()}, io
 
@@ -256,6 +284,7 @@ def rotations(model: Any, inputs: dict[str, Any]) -> list[Applied]:
                for name, value in list(vars(module).items())
                if APPLY.fullmatch(name) and callable(value) and not isinstance(value, type)]
     with _patched(targets), torch.no_grad():
+        torch.manual_seed(0)
         model(**inputs)
     return calls
 
@@ -330,6 +359,7 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     record = PixelRun(type(model).__name__, name, attention=sorted(
         {type(m).__name__ for m in model.modules() if "Attention" in type(m).__name__}))
     record.sites = sites_of(model)
+    rebuild_zeros(model, record.sites)
     record.merge = merge_size(config)
     seed_sites(model, record.sites)  # float32 values: the same in a float64 run
     params = inspect.signature(model.forward).parameters
