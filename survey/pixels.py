@@ -167,24 +167,30 @@ def sites_of(model: Any) -> list[Site]:
 
 def rebuild_zeros(model: Any, sites: list[Site]) -> None:
     """Build again, with the model's own ``_init_weights`` on the site's owner (its and its tensors' initialised
-    flags cleared), a site whose every tensor is zero after the build: a model built from its config may mark a
-    module initialised before the owner that fills its table runs (ViT-MAE's sin–cos table stays zeros), where
-    a checkpoint holds what the owner's initialiser computes."""
+    flags cleared), a fixed table (a buffer or a parameter that is not trained) that is all zeros after the
+    build: a model built from its config may mark a module initialised before the owner that fills its table
+    runs (ViT-MAE's sin–cos table stays zeros), where a checkpoint holds what the owner's initialiser computes.
+    An initialiser that fails leaves the table as it was."""
     import torch
 
     init = getattr(model, "_init_weights", None)
     modules = dict(model.named_modules())
     tensors = named_tensors(model)
+    trained = {name for name, p in model.named_parameters() if p.requires_grad}
     for site in sites:
-        if init is None or site.owner not in modules or any(np.any(v) for v in site.params.values()):
+        if (init is None or site.owner not in modules or any(name in trained for name in site.params)
+                or any(np.any(v) for v in site.params.values())):
             continue
         owner = modules[site.owner]
         for item in (*owner.modules(), *owner.parameters(), *owner.buffers()):
             if getattr(item, "_is_hf_initialized", False):
                 item._is_hf_initialized = False
         torch.manual_seed(0)
-        with torch.no_grad():
-            init(owner)
+        try:
+            with torch.no_grad():
+                init(owner)
+        except Exception:  # transformers' initialiser of another module's layout: the table as built
+            continue
         for name in site.params:
             site.params[name] = tensors[name].detach().to(torch.float32).numpy().copy()
 
