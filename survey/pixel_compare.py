@@ -16,7 +16,7 @@ for attention. A convolution still sees where the image's border is (its zero pa
 encoding and refpos does not claim one. The wrong answers such a row must tell apart are a claimed learned grid
 at the input (no table to find) and the other of ``none`` and ``no_attention``.
 
-A record of a kind without a comparison (a vision RoPE, a sinusoid) leaves the row ``not reached``, naming it.
+A record of a kind without a comparison (a decomposed relative position) leaves the row ``not reached``, naming it.
 """
 
 from __future__ import annotations

@@ -13,7 +13,10 @@ Read from the model's config, never from its type:
 * ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``;
 * ``past_values``: a time series, ``(1, steps)`` then ``(1, steps, channels)`` at the config's
   ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it;
-* ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames.
+* ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames;
+* ``hidden_states`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches): one image of
+  ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a non-square grid,
+  axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows (:func:`patch_grid`).
 
 A key the config does not hold is read from its audio encoder's sub-config (``encoder_config``, ``audio_config``:
 the mel bins of an ASR model's encoder).
@@ -106,8 +109,32 @@ def _latents(config: Any) -> dict[str, list[tuple[int, ...]]]:
     return {key: [(1, width, n)] for key, n in zip(("native", "resampled"), LATENT_FRAMES, strict=True)}
 
 
+def merge_size(config: Any) -> int:
+    """The ``k × k`` blocks a vision tower merges its patches in (``spatial_merge_size``; 1 where unstated)."""
+    merge = _get(config, "spatial_merge_size", "merge_size", default=1)
+    return merge if isinstance(merge, int) and 0 < merge <= 8 else 1
+
+
+def patch_grid(config: Any, size: str) -> tuple[int, int, int]:
+    """The ``(t, h, w)`` patch grid of a flattened-patch tower at ``size`` (``native`` or ``resampled``): whole
+    merge blocks of ``spatial_merge_size`` (1 where unstated), the resampled grid wider than it is high."""
+    merge = merge_size(config)
+    return (1, 2 * merge, 2 * merge) if size == "native" else (1, 2 * merge, 3 * merge)
+
+
+def _flat_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    channels = _get(config, "in_channels", "in_chans", "num_channels", default=3)
+    temporal = _get(config, "temporal_patch_size", default=1)
+    patch = _pair(_get(config, "patch_size", default=14)) or (14, 14)
+    width = channels * temporal * patch[0] * patch[1]
+    return {size: [(t * h * w, width)] for size in ("native", "resampled")
+            for t, h, w in [patch_grid(config, size)]}
+
+
 def candidates(input_name: str, config: Any) -> dict[str, list[tuple[int, ...]]]:
     """``{"native": shapes, "resampled": shapes}`` to try for ``input_name`` (module docstring)."""
+    if input_name == "hidden_states":
+        return _flat_patches(config)
     if input_name == "pixel_values":
         return _image(config)
     if input_name in ("input_features", "spectrogram"):

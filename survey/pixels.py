@@ -9,15 +9,23 @@ recorded is found generically, by name, never by model type:
   names positions (:data:`POSITION`: ``position_embeddings``, ``embed_positions``, ``pos_embed``,
   ``relative_position_bias_table``, ``rel_pos_h``, ``pos_conv_embed`` …). A site is that component (a module or a
   bare tensor) and its owner, the module holding it. Its parameters are redrawn from a seeded normal (an
-  initialiser's zeros would let any answer pass) and stored: they are the weights refpos's formula takes;
-* the model is run in float64 where its code runs in it (else in float32: the record says which);
+  initialiser's zeros would let any answer pass) and stored: they are the weights refpos's formula takes; the
+  values the model's code built them with are kept too (a fixed sin–cos table), a table still all zeros after
+  the build built again by the model's own initialiser (:func:`rebuild_zeros`);
+* the model is run in float64 where its code runs in it (else in float32: the record says which), torch's
+  generator seeded before each forward (a random patch masking, ViT-MAE's, draws the same patches in every run);
 * at each size, for each site, the owner's output tensors run as the model is and again with the site's
   parameters zeroed (their difference is what the site adds, where it adds linearly: a grid added to the
   patches), and, where the site is a module, its first input and its output (a convolutional position module as
   a function of its input);
 * the rotary modules (class names ``…RotaryEmbedding``): at each size, the position ids of their first call and
   the cos and sin tables it returned;
-* the attention modules (class names with ``Attention``) and the input each size was fed.
+* the attention modules (class names with ``Attention``) and the input each size was fed;
+* at each size, the first calls of the modeling module's rotary apply functions (:data:`APPLY`: a vision tower's
+  RoPE), their query and key before and after (:func:`rotations`).
+
+A vision tower fed flattened patches (its forward takes ``hidden_states`` and ``grid_thw``: Qwen2-VL's) is given
+the patch rows and the grid of :func:`survey.pixel_inputs.patch_grid` (the grid kept in :attr:`PixelRun.grids`).
 
 A position module the forward never calls, whose zeroing leaves its owner's tensors exactly as they were, is no
 position of the model: it is left out of the sites and the row's note names it.
@@ -35,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.probe import removed
+from survey.probe import Applied, removed
 
 #: a path component that names positions (a module or parameter); ``position_ids`` and other integer buffers are
 #: indices, not weights, and are left out by their dtype
@@ -64,6 +72,13 @@ MAX_ELEMENTS = 2_000_000
 SITE_STD = 0.5
 #: a module class that computes RoPE's cos and sin tables from position ids (transformers' ``…RotaryEmbedding``)
 ROTARY = re.compile(r"Rotary(Positional)?Embedding")
+#: the inputs of a vision tower fed flattened patches and their ``(t, h, w)`` grid
+FLAT_PATCHES = ("hidden_states", "grid_thw")
+#: module-level functions that rotate a query and key (a vision tower's ``apply_rotary_pos_emb_vision``, Llama 4's
+#: ``vision_apply_rotary_emb``)
+APPLY = re.compile(r"\w*apply_rotary\w*|\w*apply_rope\w*")
+#: the rotary apply calls kept per size: the first layer's (every layer of a tower rotates alike)
+KEPT_CALLS = 1
 
 
 class NotRun(Exception):
@@ -117,6 +132,12 @@ class PixelRun:
     #: the rotary modules (:data:`ROTARY`), each a :class:`Site` whose capture at a size holds the position ids of
     #: its first call (``module_in``, as float64) and its cos and sin tables stacked (``module_out``, ``(2, …)``)
     rotary: list[Site] = field(default_factory=list)
+    #: per size, the first calls of the model's rotary apply functions (:func:`rotations`)
+    applied: dict[str, list[Applied]] = field(default_factory=dict)
+    #: per size, the ``(t, h, w)`` grid a flattened-patch tower was fed with its ``hidden_states``
+    grids: dict[str, list[int]] = field(default_factory=dict)
+    #: the ``k × k`` blocks the model's config merges patches in (``spatial_merge_size``, 1 where unstated)
+    merge: int = 1
 
 
 def _ids(shape: tuple[int, ...], value: int) -> Any:
@@ -133,6 +154,8 @@ def input_name(model: Any) -> str:
     for name in (*main, *INPUTS):
         if name in INPUTS and name in params:
             return name
+    if all(name in params for name in FLAT_PATCHES):
+        return FLAT_PATCHES[0]
     raise NotRun(f"its forward takes none of {', '.join(INPUTS)} ({', '.join(list(params)[:3])}, ...)")
 
 
@@ -168,6 +191,36 @@ def sites_of(model: Any) -> list[Site]:
             site = found[path] = Site(path, ".".join(parts[:hit]), path in modules)
         site.params[name] = tensor.detach().to(torch.float32).numpy().copy()
     return list(found.values())
+
+
+def rebuild_zeros(model: Any, sites: list[Site]) -> None:
+    """Build again, with the model's own ``_init_weights`` on the site's owner (its and its tensors' initialised
+    flags cleared), a fixed table (a buffer or a parameter that is not trained) that is all zeros after the
+    build: a model built from its config may mark a module initialised before the owner that fills its table
+    runs (ViT-MAE's sin–cos table stays zeros), where a checkpoint holds what the owner's initialiser computes.
+    An initialiser that fails leaves the table as it was."""
+    import torch
+
+    init = getattr(model, "_init_weights", None)
+    modules = dict(model.named_modules())
+    tensors = named_tensors(model)
+    trained = {name for name, p in model.named_parameters() if p.requires_grad}
+    for site in sites:
+        if (init is None or site.owner not in modules or any(name in trained for name in site.params)
+                or any(np.any(v) for v in site.params.values())):
+            continue
+        owner = modules[site.owner]
+        for item in (*owner.modules(), *owner.parameters(), *owner.buffers()):
+            if getattr(item, "_is_hf_initialized", False):
+                item._is_hf_initialized = False
+        torch.manual_seed(0)
+        try:
+            with torch.no_grad():
+                init(owner)
+        except Exception:  # transformers' initialiser of another module's layout: the table as built
+            continue
+        for name in site.params:
+            site.params[name] = tensors[name].detach().to(torch.float32).numpy().copy()
 
 
 def seed_sites(model: Any, sites: list[Site]) -> None:
@@ -234,8 +287,50 @@ def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[st
                 lambda m, a, out, key=site.path: None if key in io else io.update({key: (_tensors(a)[:1],
                                                                                         _tensors(out)[:1])})))
     with removed(handles), torch.no_grad():
+        torch.manual_seed(0)  # a random masking draws the same patches in every run
         model(**inputs)
     return {k: v[0] if v else [] for k, v in owners.items()}, io
+
+
+def rotations(model: Any, inputs: dict[str, Any]) -> list[Applied]:
+    """One more forward with every rotary apply function (:data:`APPLY`) of transformers' modeling modules wrapped:
+    the first :data:`KEPT_CALLS` calls' query and key before and after (the function's first two tensor arguments
+    and its outputs), each as ``(tokens, head size)``: its first head of its first image (:func:`one_head`)."""
+    import torch
+
+    from survey.recorder import _modeling_modules, _np, _patched
+
+    calls: list[Applied] = []
+
+    def wrapped(name: str, original: Any) -> Any:
+        def rotate(*args: Any, **kwargs: Any) -> Any:
+            out = original(*args, **kwargs)
+            if len(calls) < KEPT_CALLS:
+                before = [a for a in args if isinstance(a, torch.Tensor)][:2]
+                after = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+                         if isinstance(o, torch.Tensor)][:len(before)]
+                calls.append(Applied(name, [one_head(_np(x)) for x in before], [one_head(_np(x)) for x in after],
+                                     None))
+            return out
+        return rotate
+
+    targets = [(module, name, wrapped(f"{module.__name__}.{name}", value)) for module in _modeling_modules()
+               for name, value in list(vars(module).items())
+               if APPLY.fullmatch(name) and callable(value) and not isinstance(value, type)]
+    with _patched(targets), torch.no_grad():
+        torch.manual_seed(0)
+        model(**inputs)
+    return calls
+
+
+def one_head(x: np.ndarray) -> np.ndarray:
+    """A query or key ``(B, H, N, D)``, ``(N, H, D)`` … as ``(N, D)``: the head size kept (last axis), the token
+    axis (the longest of the others) kept, index 0 taken on every other axis (a batch of one, the first head)."""
+    if x.ndim < 2:
+        return x
+    tokens = int(np.argmax(x.shape[:-1]))
+    index = tuple(slice(None) if axis == tokens else 0 for axis in range(x.ndim - 1))
+    return np.ascontiguousarray(x[index])
 
 
 def first_layer(owner: Any) -> Any | None:
@@ -330,12 +425,16 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     (each kind's bound is then float64's; float32 otherwise); :class:`NotRun` when no input runs."""
     import torch
 
+    from survey.pixel_inputs import merge_size
+
     model.eval()
     name = input_name(model)
     record = PixelRun(type(model).__name__, name, attention=sorted(
         {type(m).__name__ for m in model.modules() if "Attention" in type(m).__name__}))
     record.sites = sites_of(model)
     record.rotary = rotary_sites(model)
+    rebuild_zeros(model, record.sites)
+    record.merge = merge_size(config)
     seed_sites(model, record.sites)  # float32 values: the same in a float64 run
     params = inspect.signature(model.forward).parameters
     record.resample_flag = "interpolate_pos_encoding" in params
@@ -354,13 +453,16 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     """Capture every site at each size of :func:`survey.pixel_inputs.candidates` (the first shape that runs)."""
     import torch
 
-    from survey.pixel_inputs import candidates, image_grid_inputs
+    from survey.pixel_inputs import candidates, image_grid_inputs, patch_grid
 
-    record.shapes, record.skipped, errors = {}, {}, []
+    record.shapes, record.skipped, record.applied, errors = {}, {}, {}, []
     for size, tries in candidates(record.input_name, config).items():
         for shape in tries:
             generator = torch.Generator().manual_seed(0)
             inputs = {record.input_name: torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)}
+            if record.input_name == FLAT_PATCHES[0]:
+                record.grids[size] = list(patch_grid(config, size))
+                inputs[FLAT_PATCHES[1]] = torch.tensor([record.grids[size]], dtype=torch.long)
             for mask in MASKS:  # every frame (or pixel) is real: a mask of ones where the forward takes one
                 if mask in params:
                     inputs[mask] = torch.ones(shape[:1] + shape[-1:], dtype=torch.long)
@@ -372,6 +474,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     captured = capture(model, inputs, record.sites)
+                    record.applied[size] = rotations(model, inputs)
             except Exception as exc:  # transformers' own error for this shape: the next one
                 errors.append(f"{list(shape)}: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
                 continue

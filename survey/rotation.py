@@ -38,13 +38,16 @@ class Channels:
     omega: np.ndarray
 
     def bound(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """The float32 bound of the module docstring for input ``x`` (..., T, d) at ``positions`` (T,):
+        """The float32 bound of the module docstring for input ``x`` (..., T, d) at ``positions`` (T,), or
+        ``(T, d)`` where each output channel reads its own coordinate (a vision RoPE's row or column):
         elementwise, in output channels."""
         norm = np.sqrt(x[..., self.source] ** 2 + np.where(self.partner != self.source, 1.0, 0.0)
                        * x[..., self.partner] ** 2)
         with np.errstate(divide="ignore"):
             log_omega = np.where(self.omega > 0, np.abs(np.log(self.omega)), 0.0)
-        angle = (RULE_ROUNDINGS + 1 + log_omega) * EPS32 * np.abs(positions)[:, None].astype(np.float64) * self.omega
+        at = np.abs(positions).astype(np.float64)
+        at = at[:, None] if at.ndim == 1 else at  # (T, 1) or per channel (T, d)
+        angle = (RULE_ROUNDINGS + 1 + log_omega) * EPS32 * at * self.omega
         return np.abs(self.gain) * norm * (angle + ROPE_CONSTANT)
 
 

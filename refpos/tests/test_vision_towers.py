@@ -91,3 +91,16 @@ def test_dsa_layers_carry_their_indexer():
     assert layers[0].describe()["indexer"]["placement"] == "first"
     glm = refpos.model_positions({**v32, "model_type": "glm_moe_dsa", "index_topk_freq": 2})
     assert [layer.label for layer in glm] == ["rope+indexer", "rope+indexer", "rope", "rope+indexer"]
+
+
+@pytest.mark.parametrize("model_type", ["glm4v_vision", "glm4v_moe_vision"])
+def test_a_tower_with_a_learned_grid_beside_its_rope_is_refused_by_name(model_type):
+    """GLM-4.1V's tower adds a learned grid, resampled bicubic per image, to its patches before rotating them in
+    every layer (glm4v/modeling_glm4v.py: Glm4vVisionEmbeddings.forward): refpos, which resolves no tower with
+    both, refuses it naming the grid; GLM-OCR's tower, with the rotation alone, resolves."""
+    tower = {"depth": 2, "hidden_size": 64, "num_heads": 4}
+    refused = refpos.model_positions({"model_type": model_type, **tower})
+    assert "model_type" in refused.not_modelled and "learned grid" in refused.not_modelled["model_type"]
+    assert not refused.complete
+    alone = refpos.model_positions({"model_type": "glm_ocr_vision", **tower})
+    assert [r.kind for r in alone] == ["vision_rope"] * 2 and alone.complete

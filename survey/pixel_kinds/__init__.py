@@ -33,6 +33,14 @@ What an observation is, per kind:
 ``bias_table``
     the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table: within the
     kind's per-entry bound.
+``sincos2d``
+    the fixed table the model's code builds, against the variant's within the kind's bound, and the rows the
+    embedding's output gains at each size (:mod:`survey.pixel_kinds.sincos2d`: the table, or its resampling,
+    within the subtraction's and the resampling's bounds).
+``vision_rope``
+    the query and key before and after the first call of the model's rotary apply function at each size, against
+    refpos's rotation at the positions its form gives the grid fed (:mod:`survey.pixel_kinds.vision_rope`: the 1-D RoPE
+    bound per channel at the coordinate the channel reads).
 """
 
 from __future__ import annotations
@@ -47,11 +55,14 @@ from survey.pixel_kinds.bias_table import compare_bias_table
 from survey.pixel_kinds.conv_position import compare_conv_position
 from survey.pixel_kinds.grid import compare_grid
 from survey.pixel_kinds.rope import compare_rope
+from survey.pixel_kinds.sincos2d import compare_sincos2d
 from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
+from survey.pixel_kinds.vision_rope import compare_vision_rope
 from survey.pixels import PixelRun, Site
 
 __all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position", "compare_grid",
-           "compare_learned", "compare_rope", "compare_sinusoid1d", "compare_sinusoidal"]
+           "compare_learned", "compare_rope", "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal",
+           "compare_vision_rope"]
 
 
 @dataclass(frozen=True)
@@ -84,4 +95,8 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
     KindComparison("sinusoid1d", compare_sinusoid1d, "the table the model's code builds, and the rows the "
                    "embedding's output gains; a relative table: the position module's output and each layer's "
                    "projection's input"),
+    KindComparison("sincos2d", compare_sincos2d, "the table the model's code builds, and the rows the embedding's "
+                   "output gains at each size"),
+    KindComparison("vision_rope", compare_vision_rope, "the query and key before and after the first call of the "
+                   "model's rotary apply function, at each size"),
 )}

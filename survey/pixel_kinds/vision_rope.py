@@ -1,0 +1,146 @@
+r"""The ``vision_rope`` comparison: a vision tower's 2-D RoPE, observed at the model's rotary apply function.
+
+Every layer of a tower rotates its patches alike (:mod:`refpos.models.kinds.vision_rope`), so the first call of
+the modeling module's rotary apply function at each size (:func:`survey.pixels.rotations`: its query and key
+before and after, the first head) is what refpos's claim predicts: :func:`refpos.rope.vision.apply_vision_rope` of
+the query and key before, at the positions the claim's form gives each patch of the grid that was fed
+(:func:`claimed_positions`). The native size and the resampled one (a non-square grid) are both compared.
+
+**Bound.** A correct port computes the angle ``p·ω`` and the rotation in float32. Output channel ``c`` of pair
+``(c, c')`` at coordinate ``p`` (the row or column the pair reads) is off by at most
+
+.. math:: |x_c, x_{c'}|_2 \bigl((K + 1 + |\ln\omega_c|)\,\epsilon\,p\,\omega_c + C\bigr),
+
+the 1-D RoPE bound of :mod:`survey.compare` (:meth:`survey.rotation.Channels.bound`, ``K`` the roundings of the
+inverse frequency, ``C`` the cosine, sine and rotation's 16 ulp), with each channel's own coordinate. A run in
+float64 is within it too.
+
+**Wrong answers** (the kind has no ``refpos check`` target: these are the mistakes a vision-RoPE port makes, each
+the claim with one thing changed): each other named form (Qwen2-VL's, Pixtral's and Llama 4's frequencies, axis
+order and layout), the row and column swapped, positions counted from 1, the patches taken row-major where the form
+orders them in merge blocks (or in merge blocks where it orders them row-major), the other pair layout (``half`` ↔
+``interleaved``, where the form is an axial one), θ of 10000 where the claim's differs, and no rotation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from refpos.pairs import place_pairs
+from refpos.rope.vision import (
+    VISION_ROPES,
+    VisionRope,
+    apply_vision_rope,
+    llama4_patch_positions,
+    pixtral_patch_positions,
+    qwen_patch_positions,
+    vision_frequencies,
+)
+from survey.pixel_kinds.base import Outcome, graded
+from survey.pixel_kinds.grid import _patch_grid
+from survey.pixels import PixelRun, Site
+from survey.rotation import Channels
+
+#: the named forms of 2-D vision RoPE (the wrong forms a claim is graded against)
+FORMS = tuple(form for form in VISION_ROPES if form != "axial")
+
+
+def _grid(run: PixelRun, size: str, tokens: int) -> tuple[int, int, int] | None:
+    """The ``(t, h, w)`` patch grid fed at ``size``: the one given with flattened patches, else the image's grid of
+    ``tokens`` patches (:func:`survey.pixel_kinds.grid._patch_grid`)."""
+    if size in run.grids:
+        t, h, w = run.grids[size]
+        return int(t), int(h), int(w)
+    hw = _patch_grid(tokens, run.shapes[size])
+    return None if hw is None else (1, *hw)
+
+
+def claimed_positions(rope: VisionRope, run: PixelRun, size: str, tokens: int, blocks: bool | None = None
+                      ) -> np.ndarray | None:
+    """``(tokens, 2)`` positions ``(h, w)`` the claim's form gives the patches fed at ``size``: Qwen2-VL's in
+    merge blocks of the run's ``merge`` (``blocks``: override the order), Pixtral's row-major, Llama 4's 1-based
+    with the class token last at (0, 0); ``None`` where the grid is not found."""
+    if rope.kind == "llama4":
+        side = round((tokens - 1) ** 0.5)
+        return llama4_patch_positions(side) if side * side == tokens - 1 else None
+    grid = _grid(run, size, tokens)
+    if grid is None or grid[0] * grid[1] * grid[2] != tokens:
+        return None
+    merged = rope.kind == "qwen2_vl" if blocks is None else blocks
+    if merged and run.merge > 1 and grid[1] % run.merge == 0 and grid[2] % run.merge == 0:
+        return qwen_patch_positions([grid], spatial_merge_size=run.merge)
+    return np.tile(pixtral_patch_positions(grid[1], grid[2]), (grid[0], 1))
+
+
+def channels_of(rope: VisionRope, positions: np.ndarray) -> tuple[Channels, np.ndarray]:
+    """The claim's rotation per output channel (:class:`survey.rotation.Channels`: each channel its own partner
+    and speed) and the coordinate each channel reads, ``(N, D)``."""
+    axes, omega = vision_frequencies(rope)
+    d = rope.head_dim
+    index = np.arange(d)
+    partner = (index + d // 2) % d if rope.layout == "half" else index ^ 1
+    per_pair = positions[:, list(axes)]  # (N, D/2): p_{a(j)}
+    speeds = Channels(index, partner, np.ones(d), np.asarray(place_pairs(omega, omega, rope.layout)))
+    return speeds, np.asarray(place_pairs(per_pair, per_pair, rope.layout))
+
+
+def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: np.ndarray
+            ) -> dict[str, tuple[VisionRope, np.ndarray] | None]:
+    """The wrong answers of the module docstring, each a ``(rope, positions)`` (``None``: not one here)."""
+    out: dict[str, tuple[VisionRope, np.ndarray] | None] = {
+        f"the {form} form": (VisionRope(form, rope.head_dim, rope.theta), positions)
+        for form in FORMS if form != rope.kind}
+    out["row and column swapped"] = (rope, positions[:, ::-1].copy())
+    out["positions from 1"] = (rope, positions + 1)
+    if rope.kind != "llama4":
+        other = claimed_positions(rope, run, size, tokens, blocks=rope.kind != "qwen2_vl")
+        out["patch order (merge blocks vs row-major)"] = (
+            None if other is None or np.array_equal(other, positions) else (rope, other))
+    if rope.kind == "axial":
+        flipped = "interleaved" if rope.layout == "half" else "half"
+        out["pair layout swapped"] = (VisionRope("axial", rope.head_dim, rope.theta, rope.sections, flipped),
+                                      positions)
+    out["θ = 10000"] = None if rope.theta == 10000.0 else (
+        VisionRope(rope.kind, rope.head_dim, 10000.0, rope.sections, rope.axial_layout), positions)
+    return out
+
+
+def rope_sites(sites: list[Site]) -> tuple[str, ...]:
+    """The sites a vision RoPE accounts for: the rotary module's frequencies, a buffer its code computes (never a
+    drawn parameter) named for them (``inv_freq``)."""
+    return tuple(site.path for site in sites if not site.initial and site.params
+                 and all("freq" in name.rsplit(".", 1)[-1] for name in site.params))
+
+
+def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
+    """The query and key after the first rotary apply call at each size against refpos's rotation of them before
+    (module docstring)."""
+    rope = record.rope
+    accounted = rope_sites(sites)
+    if not isinstance(rope, VisionRope):
+        return Outcome("not reached", f"{record.stack} layer {record.index}: the survey compares 2-D vision RoPE; "
+                       f"this claim is a {type(rope).__name__}", accounted)
+    if not run.applied or not any(run.applied.values()):
+        return Outcome("not reached", f"{record.stack}: no rotary apply function of transformers' modeling modules "
+                       "ran (the rotation is computed inline)", accounted)
+    cases = []
+    for size, calls in run.applied.items():
+        for call in calls:
+            for before, after in zip(call.before, call.after, strict=False):
+                x, y = before.astype(np.float64), after.astype(np.float64)
+                if x.shape[-1] != rope.head_dim or x.shape != y.shape:
+                    return Outcome("wrong", f"{call.name} at the {size} size: transformers rotates "
+                                   f"{x.shape[-1]} channels per head, refpos's claim {rope.head_dim}", accounted)
+                positions = claimed_positions(rope, run, size, x.shape[0])
+                if positions is None:
+                    return Outcome("not reached", f"{call.name} at the {size} size: {x.shape[0]} patches are no "
+                                   f"grid of the {rope.kind} form's", accounted)
+                speeds, per_channel = channels_of(rope, positions)
+                wrong = {name: None if m is None else np.asarray(apply_vision_rope(x, m[1], m[0]))
+                         for name, m in mutants(rope, run, size, x.shape[0], positions).items()}
+                wrong["no rotation"] = x
+                cases.append((y, np.asarray(apply_vision_rope(x, positions, rope)), speeds.bound(x, per_channel),
+                              wrong))
+    return graded(cases, accounted, f"{record.stack} vision_rope({rope.kind})")
