@@ -21,8 +21,13 @@ What an observation is, per kind:
     ``x + e`` from the module's weights (the weight-norm direction and magnitudes, or the kernel), within the
     kind's per-entry bound plus ``u·|x + e|`` (the sum).
 ``bias_table``
-    the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table: within the
-    kind's per-entry bound.
+    the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table, or, where the
+    attention gathers the bias in its own forward (Swin, Swin v2), the first window's logits its softmax is fed
+    with the key projection zero (:mod:`survey.pixel_logits`: they are the bias): within the kind's per-entry
+    bound.
+``decomposed``
+    the logits each attention's softmax is fed with the key projection zero and every query one seeded vector
+    ``c``: the terms ``c·R_h + c·R_w`` of the layer's tables, within the terms' bound.
 """
 
 from __future__ import annotations
@@ -34,12 +39,13 @@ from typing import Any
 from survey.pixel_kinds.base import Outcome
 from survey.pixel_kinds.bias_table import compare_bias_table
 from survey.pixel_kinds.conv_position import compare_conv_position
+from survey.pixel_kinds.decomposed import compare_decomposed
 from survey.pixel_kinds.grid import compare_grid
 from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
 from survey.pixels import PixelRun, Site
 
-__all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position", "compare_grid",
-           "compare_learned", "compare_sinusoid1d"]
+__all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position",
+           "compare_decomposed", "compare_grid", "compare_learned", "compare_sinusoid1d"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,10 @@ class KindComparison:
 COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
     KindComparison("grid", compare_grid, "the embedding's output minus its output with the table zeroed"),
     KindComparison("conv_position", compare_conv_position, "the position module's input and output"),
-    KindComparison("bias_table", compare_bias_table, "each layer's relative position bias module's output"),
+    KindComparison("bias_table", compare_bias_table, "each layer's relative position bias module's output, or "
+                   "the logits its attention's softmax is fed with the key projection zero"),
+    KindComparison("decomposed", compare_decomposed, "the logits each attention's softmax is fed with the key "
+                   "projection zero and every query one seeded vector"),
     KindComparison("learned", compare_learned, "the embedding's output minus its output with the table zeroed"),
     KindComparison("sinusoid1d", compare_sinusoid1d, "the table the model's code builds, and the rows the "
                    "embedding's output gains"),
