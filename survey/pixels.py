@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from survey.pixel_logits import position_logits
 from survey.probe import Applied, removed
 
 #: a path component that names positions (a module or parameter); ``position_ids`` and other integer buffers are
@@ -95,6 +96,11 @@ class Capture:
     module_in: np.ndarray | None = None
     module_out: np.ndarray | None = None
     module_zeroed: np.ndarray | None = None
+    #: the first site of an attention module: the logits its softmax is fed with the key projection zero and every
+    #: query ``query``, at query rows ``logit_rows`` (:mod:`survey.pixel_logits`)
+    logits: np.ndarray | None = None
+    logit_rows: np.ndarray | None = None
+    query: np.ndarray | None = None
 
 
 @dataclass
@@ -366,12 +372,15 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
     import torch
 
     owners, io = _run(model, inputs, [site for site in sites if additive(site) or site.is_module])
+    logits = position_logits(model, inputs, [site.owner for site in sites if not additive(site)])
     tensors = named_tensors(model)
     out = {}
     for site in sites:
         if not additive(site):
             out[site.path] = Capture(module_in=_numpy(io[site.path][0][0]) if io.get(site.path, ([],))[0] else None,
                                      module_out=_numpy(io[site.path][1][0]) if io.get(site.path, ([], []))[1] else None)
+            out[site.path].logits, out[site.path].logit_rows, out[site.path].query = logits.pop(site.owner,
+                                                                                                (None,) * 3)
             continue
         saved = {name: tensors[name].detach().clone() for name in site.params}
         with torch.no_grad():

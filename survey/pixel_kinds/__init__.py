@@ -31,15 +31,21 @@ What an observation is, per kind:
     each rotary module's cos and sin tables at the position ids it was fed, against refpos's rotation read per
     channel as the text survey reads it, within the float32 bound of the angles (:mod:`survey.pixel_kinds.rope`).
 ``bias_table``
-    the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table: within the
-    kind's per-entry bound.
+    the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table, or, where the
+    attention gathers the bias in its own forward (Swin, Swin v2), the first window's logits its softmax is fed
+    with the key projection zero (:mod:`survey.pixel_logits`: they are the bias): within the kind's per-entry
+    bound.
+``decomposed``
+    the logits each attention's softmax is fed with the key projection zero and every query one seeded vector
+    ``c``: the terms ``c·R_h + c·R_w`` of the layer's tables, within the terms' bound.
 ``sincos2d``
     the fixed table the model's code builds, against the variant's within the kind's bound, and the rows the
     embedding's output gains at each size (:mod:`survey.pixel_kinds.sincos2d`: the table, or its resampling,
     within the subtraction's and the resampling's bounds).
 ``vision_rope``
     the query and key before and after the first call of the model's rotary apply function at each size, against
-    refpos's rotation at the positions its form gives the grid fed (:mod:`survey.pixel_kinds.vision_rope`: the 1-D RoPE
+    refpos's rotation at the positions its form gives the grid fed
+    (:mod:`survey.pixel_kinds.vision_rope`: the 1-D RoPE
     bound per channel at the coordinate the channel reads).
 """
 
@@ -53,6 +59,7 @@ from survey.pixel_kinds.absolute import compare_sinusoidal
 from survey.pixel_kinds.base import Outcome
 from survey.pixel_kinds.bias_table import compare_bias_table
 from survey.pixel_kinds.conv_position import compare_conv_position
+from survey.pixel_kinds.decomposed import compare_decomposed
 from survey.pixel_kinds.grid import compare_grid
 from survey.pixel_kinds.rope import compare_rope
 from survey.pixel_kinds.sincos2d import compare_sincos2d
@@ -60,9 +67,9 @@ from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
 from survey.pixel_kinds.vision_rope import compare_vision_rope
 from survey.pixels import PixelRun, Site
 
-__all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position", "compare_grid",
-           "compare_learned", "compare_rope", "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal",
-           "compare_vision_rope"]
+__all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position",
+           "compare_decomposed", "compare_grid", "compare_learned", "compare_rope", "compare_sincos2d",
+           "compare_sinusoid1d", "compare_sinusoidal", "compare_vision_rope"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,10 @@ class KindComparison:
 COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
     KindComparison("grid", compare_grid, "the embedding's output minus its output with the table zeroed"),
     KindComparison("conv_position", compare_conv_position, "the position module's input and output"),
-    KindComparison("bias_table", compare_bias_table, "each layer's relative position bias module's output"),
+    KindComparison("bias_table", compare_bias_table, "each layer's relative position bias module's output, or "
+                   "the logits its attention's softmax is fed with the key projection zero"),
+    KindComparison("decomposed", compare_decomposed, "the logits each attention's softmax is fed with the key "
+                   "projection zero and every query one seeded vector"),
     KindComparison("learned", compare_learned, "the embedding's output minus its output with the table zeroed"),
     KindComparison("sinusoidal", compare_sinusoidal, "the table the model's code builds, and the rows the frames "
                    "read"),
