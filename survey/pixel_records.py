@@ -1,0 +1,137 @@
+"""What a run of a vision, audio or feature model records (:mod:`survey.pixels`): its position sites
+(:class:`Site`), what each recorded at each size (:class:`Capture`), the run as a whole (:class:`PixelRun`), the
+names that find them, and what a record shows (:func:`additive`, :func:`unread`, :func:`observed_labels`).
+
+Plain data: nothing here imports torch or runs a model, so a stored run is judged without either.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from survey.records import Applied
+
+#: a path component that names positions (a module or parameter); ``position_ids`` and other integer buffers are
+#: indices, not weights, and are left out by their dtype
+POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)s?(_|$|\d)|pos_embed|position_bias"
+                      r"|relative_position|cpb_mlp|continuous_position")
+#: the inputs a forward may take instead of token ids, in the order tried
+INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values", "past_values", "latents")
+#: the key of an observation's ``stacks`` holding its :class:`PixelRun`
+STACK = "pixels"
+#: how the reason begins of a model type the token-id probe cannot run (:func:`survey.probe.probe`)
+NO_TOKEN_IDS = "its forward takes no input_ids"
+#: the masks of a feature or audio input that a forward may need (all ones: every frame is real)
+MASKS = ("input_features_mask", "feature_attention_mask")
+#: how the note begins of a row run on pixel, audio or feature inputs
+RUN_NOTE = "run on its "
+#: the largest tensor a capture keeps (elements): a larger one is left out, the capture saying so
+MAX_ELEMENTS = 2_000_000
+#: the std of the seeded draw that replaces a site's parameters
+SITE_STD = 0.5
+#: a module class that computes RoPE's cos and sin tables from position ids (transformers' ``…RotaryEmbedding``)
+ROTARY = re.compile(r"Rotary(Positional)?Embedding")
+#: the inputs of a vision tower fed flattened patches and their ``(t, h, w)`` grid
+FLAT_PATCHES = ("hidden_states", "grid_thw")
+#: module-level functions that rotate a query and key (a vision tower's ``apply_rotary_pos_emb_vision``, Llama 4's
+#: ``vision_apply_rotary_emb``)
+APPLY = re.compile(r"\w*apply_rotary\w*|\w*apply_rope\w*")
+#: the rotary apply calls kept per size: the first layer's (every layer of a tower rotates alike)
+KEPT_CALLS = 1
+
+
+class NotRun(Exception):
+    """The model cannot be run generically on pixel, audio or feature inputs (the message says why)."""
+
+
+@dataclass
+class Capture:
+    """One site at one input size: the owner's output tensors as run and with the site zeroed, and the site
+    module's first input and output, as run and zeroed (empty where it is a bare parameter)."""
+
+    owner_out: list[np.ndarray] = field(default_factory=list)
+    owner_zeroed: list[np.ndarray] = field(default_factory=list)
+    module_in: np.ndarray | None = None
+    module_out: np.ndarray | None = None
+    module_zeroed: np.ndarray | None = None
+    #: the first site of an attention module: the logits its softmax is fed with the key projection zero and every
+    #: query ``query``, at query rows ``logit_rows`` (:mod:`survey.pixel_logits`)
+    logits: np.ndarray | None = None
+    logit_rows: np.ndarray | None = None
+    query: np.ndarray | None = None
+
+
+@dataclass
+class Site:
+    """A position site: its path, its owner's path, whether it is a module, its parameters (stored, float32) and
+    one capture per input size (``native``, ``resampled``)."""
+
+    path: str
+    owner: str
+    is_module: bool
+    params: dict[str, np.ndarray] = field(default_factory=dict)
+    #: the parameters as the model's code initialised them, before the seeded draw (a sinusoid table's values)
+    initial: dict[str, np.ndarray] = field(default_factory=dict)
+    captures: dict[str, Capture] = field(default_factory=dict)
+    #: where the owner's tensors were taken when not at its output (a bare table added in the owner's forward)
+    at: str = ""
+
+
+@dataclass
+class PixelRun:
+    """One vision, audio or feature model run: the input it takes, the shape fed at each size, its position sites,
+    its attention modules' class names, and why a size was not run (``skipped``)."""
+
+    model_class: str
+    input_name: str
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    sites: list[Site] = field(default_factory=list)
+    attention: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    resample_flag: bool = False
+    #: the dtype the model ran in (``float64`` where its code runs in it)
+    dtype: str = "float32"
+    #: position modules the forward never reads (:func:`unread`), left out of :attr:`sites`
+    unread: list[str] = field(default_factory=list)
+    #: the rotary modules (:data:`ROTARY`), each a :class:`Site` whose capture at a size holds the position ids of
+    #: its first call (``module_in``, as float64) and its cos and sin tables stacked (``module_out``, ``(2, …)``)
+    rotary: list[Site] = field(default_factory=list)
+    #: per size, the first calls of the model's rotary apply functions (:func:`rotations`)
+    applied: dict[str, list[Applied]] = field(default_factory=dict)
+    #: per size, the ``(t, h, w)`` grid a flattened-patch tower was fed with its ``hidden_states``
+    grids: dict[str, list[int]] = field(default_factory=dict)
+    #: the ``k × k`` blocks the model's config merges patches in (``spatial_merge_size``, 1 where unstated)
+    merge: int = 1
+
+
+def additive(site: Site) -> bool:
+    """Whether a site's owner output is captured (as run and with the site zeroed): a site outside attention,
+    whose owner is an embedding rather than an attention module (a bias inside attention is not added to the
+    owner's output)."""
+    return not any(word in part.lower() for part in site.owner.split(".") for word in ("attn", "attention"))
+
+
+def unread(site: Site) -> bool:
+    """Whether a position module is no part of the forward: never called at any size, and the owner's tensors
+    exactly the same with its weights zeroed (wav2vec2-Conformer's ``pos_conv_embed``, built and never called)."""
+    def same(c: Capture) -> bool:
+        return (c.module_in is None and c.module_out is None and bool(c.owner_out)
+                and len(c.owner_out) == len(c.owner_zeroed)
+                and all(np.array_equal(a, b) for a, b in zip(c.owner_out, c.owner_zeroed, strict=True)))
+    return site.is_module and additive(site) and bool(site.captures) and all(map(same, site.captures.values()))
+
+
+def observed_labels(record: PixelRun) -> list[str]:
+    """What the run showed, for the table's encoding column: the kinds of sites it found (a table added to the
+    stack's input, a position module, a table inside attention), ``none`` (attention, no site) or ``no attention``."""
+    labels = []
+    for site in record.sites:
+        fed = any(c.module_in is not None for c in site.captures.values())
+        label = ("table at the input" if additive(site) and not fed else
+                 "position module" if additive(site) else "position table in attention")
+        if label not in labels:
+            labels.append(label)
+    return labels or (["none"] if record.attention else ["no attention"])
