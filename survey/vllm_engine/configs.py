@@ -12,7 +12,11 @@ architecture of it (:func:`architectures`) and finds the config a checkpoint of 
    ``qwen2``; ``SarvamMoEForCausalLM``: ``sarvam_moe``);
 3. vLLM's own config class for a model type named so (``vllm.transformers_utils.config``: ChatGLM, Step ...);
 4. a public ``config.json`` of a family that ships its own code (``refpos/data/remote_configs.json``, each entry
-   with its source), read through a config class registered for its model type in this process.
+   with its source), read through a config class registered for its model type in this process;
+5. a published ``config.json`` of the architecture itself, stored as ``survey/vllm_engine/published/<name>.json``
+   (:func:`published_config`: the config as its authors ship it and where it was read, repository, path and
+   commit), read the same way: a model type transformers does not know is a plain ``PretrainedConfig`` of the
+   dict's keys.
 
 The config's defaults are shrunk by :func:`survey.tiny.shrink_dict` (what positions depend on kept) at the first
 strength that builds and runs. An architecture none of these names a config for is *not reached*, by name.
@@ -28,6 +32,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 REMOTE_CONFIGS = ROOT / "refpos" / "data" / "remote_configs.json"
+#: one published config.json per architecture, each with its source (:func:`published_config`)
+PUBLISHED = Path(__file__).resolve().parent / "published"
+#: the keys a published record's source names
+SOURCE_KEYS = ("repo", "path", "commit")
 
 #: the registry's groups, as vLLM names its tables, and how the survey names each
 GROUPS = {"_TEXT_GENERATION_MODELS": "text", "_MULTIMODAL_MODELS": "multimodal", "_EMBEDDING_MODELS": "embedding",
@@ -171,7 +179,51 @@ def config_for(architecture: Architecture) -> Found | None:
         model_type = str(values["model_type"])
         return Found(register_remote(model_type).from_dict(values), model_type,
                      "public config.json (" + remote["source"] + ")")
+    published = published_config(architecture.name)
+    if published is not None:
+        values, source = published
+        model_type = str(values["model_type"])
+        return Found(register_remote(model_type).from_dict(values), model_type,
+                     "published config.json (" + describe(source) + ")")
     return None
+
+
+def describe(source: dict[str, str]) -> str:
+    """A published record's source in one line: ``github:owner/name/path (commit 0123456789ab)``, its note after."""
+    line = f"github:{source['repo']}/{source['path']} (commit {source['commit'][:12]})"
+    return f"{line}: {source['note']}" if source.get("note") else line
+
+
+def published_config(name: str, directory: Path | None = None) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """The published ``config.json`` stored for architecture ``name`` and its source, or None where none is stored.
+
+    A record is ``{"source": {"repo", "path", "commit", "note"?}, "config": {...}, "alias_of"?: ...}`` in
+    ``<directory>/<name>.json`` (default :data:`PUBLISHED`), read as JSON and nothing else; its config must carry a
+    ``model_type`` and name ``name`` among its ``architectures``, or the architecture ``alias_of`` names where a
+    checkpoint of another name is served by the same vLLM class (the source's note says why). A record that is a
+    link, is not JSON or lacks a piece raises a ``ValueError`` naming the file.
+    """
+    path = (PUBLISHED if directory is None else directory) / f"{name}.json"
+    if not path.exists() and not path.is_symlink():
+        return None
+    if path.is_symlink() or not path.is_file():
+        raise ValueError(f"published config {path}: not a plain file (links are not followed)")
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"published config {path}: not JSON ({exc})") from None
+    source = record.get("source") if isinstance(record, dict) else None
+    config = record.get("config") if isinstance(record, dict) else None
+    if not isinstance(source, dict) or any(not isinstance(source.get(k), str) or not source[k] for k in SOURCE_KEYS):
+        raise ValueError(f"published config {path}: its source must name {', '.join(SOURCE_KEYS)}")
+    if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
+        raise ValueError(f"published config {path}: its config must be a dict with a model_type")
+    named = {name, record.get("alias_of")} & set(config.get("architectures") or [])
+    if not named:
+        raise ValueError(f"published config {path}: its config names {config.get('architectures')}, not {name}")
+    if "alias_of" in record:
+        source = {**source, "note": f"{record['alias_of']}'s config, {source.get('note') or 'an alias'}"}
+    return {k: v for k, v in config.items() if not k.startswith("_")}, source
 
 
 def register_remote(model_type: str) -> Any:

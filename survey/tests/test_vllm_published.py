@@ -1,0 +1,95 @@
+"""The published configs of the vLLM survey (``survey/vllm_engine/published/``): each record is read as JSON with its
+source, a record that is missing, corrupt, a link or incomplete is named in a clear error, and the architectures
+vLLM implements that transformers does not are built from them (the last needs vLLM)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from survey.vllm_engine import configs, table
+
+RECORDS = sorted(path.stem for path in configs.PUBLISHED.glob("*.json"))
+
+
+def _write(directory, name, record):
+    path = directory / f"{name}.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return path
+
+
+def _record(**changes):
+    record = {"source": {"repo": "owner/name", "path": "config.json", "commit": "0" * 40},
+              "config": {"architectures": ["FooForCausalLM"], "model_type": "foo", "hidden_size": 8}}
+    record.update(changes)
+    return record
+
+
+@pytest.mark.parametrize("name", RECORDS)
+def test_every_stored_record_reads_with_its_source_and_names_a_registry_architecture(name):
+    values, source = configs.published_config(name)
+    assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]), source
+    assert source["repo"].count("/") == 1 and source["path"]
+    assert name in {row["architecture"] for row in table.load()["rows"]}, f"{name} is not in vLLM's table"
+    assert values["model_type"]
+
+
+def test_an_architecture_without_a_record_has_none(tmp_path):
+    assert configs.published_config("FooForCausalLM", tmp_path) is None
+
+
+def test_a_record_is_read_whole_with_its_source(tmp_path):
+    _write(tmp_path, "FooForCausalLM", _record())
+    values, source = configs.published_config("FooForCausalLM", tmp_path)
+    assert values == {"architectures": ["FooForCausalLM"], "model_type": "foo", "hidden_size": 8}
+    assert configs.describe(source) == "github:owner/name/config.json (commit 000000000000)"
+
+
+def test_a_corrupt_record_is_named(tmp_path):
+    (tmp_path / "FooForCausalLM.json").write_text('{"source": ', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"FooForCausalLM\.json: not JSON"):
+        configs.published_config("FooForCausalLM", tmp_path)
+
+
+def test_a_link_is_not_followed(tmp_path):
+    target = _write(tmp_path, "Elsewhere", _record())
+    (tmp_path / "FooForCausalLM.json").symlink_to(target)
+    with pytest.raises(ValueError, match=r"FooForCausalLM\.json: not a plain file"):
+        configs.published_config("FooForCausalLM", tmp_path)
+
+
+@pytest.mark.parametrize("piece", ["repo", "path", "commit"])
+def test_a_record_without_its_source_is_named(tmp_path, piece):
+    record = _record()
+    del record["source"][piece]
+    _write(tmp_path, "FooForCausalLM", record)
+    with pytest.raises(ValueError, match=r"FooForCausalLM\.json: its source must name repo, path, commit"):
+        configs.published_config("FooForCausalLM", tmp_path)
+
+
+def test_a_config_without_a_model_type_is_named(tmp_path):
+    _write(tmp_path, "FooForCausalLM", _record(config={"architectures": ["FooForCausalLM"]}))
+    with pytest.raises(ValueError, match="must be a dict with a model_type"):
+        configs.published_config("FooForCausalLM", tmp_path)
+
+
+def test_a_config_of_another_architecture_is_refused_unless_the_record_says_it_is_an_alias(tmp_path):
+    _write(tmp_path, "BarForCausalLM", _record())
+    with pytest.raises(ValueError, match=r"names \['FooForCausalLM'\], not BarForCausalLM"):
+        configs.published_config("BarForCausalLM", tmp_path)
+    _write(tmp_path, "BarForCausalLM", _record(alias_of="FooForCausalLM"))
+    values, source = configs.published_config("BarForCausalLM", tmp_path)
+    assert values["architectures"] == ["FooForCausalLM"]
+    assert source["note"].startswith("FooForCausalLM's config")
+
+
+def test_an_architecture_transformers_does_not_know_is_built_from_its_published_config():
+    pytest.importorskip("vllm", reason="the registry is vLLM's")
+    architecture = next(a for a in configs.architectures() if a.name == "MiMoForCausalLM")
+    found = configs.config_for(architecture)
+    assert found is not None, "no config found for MiMoForCausalLM"
+    assert found.model_type == "mimo"
+    assert "github:XiaomiMiMo/MiMo/config.json" in found.origin
+    assert found.config.rope_theta == 640000 and found.config.num_key_value_heads == 8
