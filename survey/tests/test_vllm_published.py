@@ -93,3 +93,20 @@ def test_an_architecture_transformers_does_not_know_is_built_from_its_published_
     assert found.model_type == "mimo"
     assert "github:XiaomiMiMo/MiMo/config.json" in found.origin
     assert found.config.rope_theta == 640000 and found.config.num_key_value_heads == 8
+
+
+def test_an_architecture_vllms_own_config_class_names_is_built_from_its_defaults():
+    pytest.importorskip("vllm", reason="the config class is vLLM's")
+    architecture = next(a for a in configs.architectures() if a.name == "DeepseekVLV2ForCausalLM")
+    found = configs.config_for(architecture)
+    assert found is not None, "no config found for DeepseekVLV2ForCausalLM"
+    assert (found.model_type, type(found.config).__name__) == ("deepseek_vl_v2", "DeepseekVLV2Config")
+
+
+def test_a_speculative_head_is_built_from_its_targets_config_as_vllm_rewrites_it():
+    pytest.importorskip("vllm", reason="the rewrite is vLLM's")
+    architecture = next(a for a in configs.architectures() if a.name == "DeepSeekMTPModel")
+    found = configs.config_for(architecture)
+    assert found is not None, "no config found for DeepSeekMTPModel"
+    assert found.model_type == "deepseek_mtp" and found.config.architectures == ["DeepSeekMTPModel"]
+    assert found.origin.startswith("DeepseekV3ForCausalLM's config") and "hf_config_override" in found.origin

@@ -10,13 +10,16 @@ architecture of it (:func:`architectures`) and finds the config a checkpoint of 
    case-insensitively: vLLM spells ``PhiMoEForCausalLM`` where transformers spells ``PhimoeForCausalLM``);
 2. a transformers model type named as vLLM's module for it, else as the architecture (``Qwen2ForRewardModel``:
    ``qwen2``; ``SarvamMoEForCausalLM``: ``sarvam_moe``);
-3. vLLM's own config class for a model type named so (``vllm.transformers_utils.config``: ChatGLM, Step ...);
+3. vLLM's own config class for a model type named so (``vllm.transformers_utils.config``: ChatGLM, Step ...),
+   else the one whose defaults name the architecture (:func:`_vllm_config_classes`: DeepSeek-VL2's);
 4. a public ``config.json`` of a family that ships its own code (``refpos/data/remote_configs.json``, each entry
    with its source), read through a config class registered for its model type in this process;
 5. a published ``config.json`` of the architecture itself, stored as ``survey/vllm_engine/published/<name>.json``
    (:func:`published_config`: the config as its authors ship it and where it was read, repository, path and
    commit), read the same way: a model type transformers does not know is a plain ``PretrainedConfig`` of the
-   dict's keys.
+   dict's keys;
+6. for a speculative head vLLM builds from its target's checkpoint (DeepSeek's, GLM's ... multi-token prediction
+   layers), the target's config as vLLM rewrites it for the head (:func:`speculative_heads`).
 
 The config's defaults are shrunk by :func:`survey.tiny.shrink_dict` (what positions depend on kept) at the first
 strength that builds and runs. An architecture none of these names a config for is *not reached*, by name.
@@ -152,8 +155,9 @@ class Found:
     origin: str
 
 
-def config_for(architecture: Architecture) -> Found | None:
-    """The config a checkpoint of ``architecture`` carries (module docstring), or None."""
+def config_for(architecture: Architecture, heads: bool = True) -> Found | None:
+    """The config a checkpoint of ``architecture`` carries (module docstring; rule 6 only where ``heads``), or
+    None."""
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
@@ -173,6 +177,10 @@ def config_for(architecture: Architecture) -> Found | None:
     if module in _CONFIG_REGISTRY:
         cls = _CONFIG_REGISTRY[module]
         return Found(cls(), module, f"vLLM's config class {cls.__name__}")
+    if architecture.name in _vllm_config_classes():
+        model_type = _vllm_config_classes()[architecture.name]
+        cls = _CONFIG_REGISTRY[model_type]
+        return Found(cls(), model_type, f"vLLM's config class {cls.__name__}, whose defaults name the architecture")
     remote = remote_configs().get(architecture.name)
     if remote is not None:
         values = {k: v for k, v in remote["config"].items() if not k.startswith("_")}
@@ -185,7 +193,65 @@ def config_for(architecture: Architecture) -> Found | None:
         model_type = str(values["model_type"])
         return Found(register_remote(model_type).from_dict(values), model_type,
                      "published config.json (" + describe(source) + ")")
+    head = speculative_heads().get(architecture.name) if heads else None
+    if head is not None:
+        target, found = head
+        register_remote(found.model_type)
+        return Found(found.config, found.model_type, f"{target}'s config ({found.origin}) as vLLM's "
+                     "SpeculativeConfig.hf_config_override rewrites it for the speculative head")
     return None
+
+
+@cache
+def speculative_heads() -> dict[str, tuple[str, Found]]:
+    """Speculative head -> ``(target architecture, the target's config rewritten for it)``: every architecture of
+    the registry whose config rules 1-5 find, passed through vLLM's ``SpeculativeConfig.hf_config_override`` (the
+    rewrite vLLM applies when a checkpoint's own multi-token prediction layers serve as its draft), where that names
+    another architecture of the registry (the first target found for each)."""
+    import copy
+
+    from vllm.config.speculative import SpeculativeConfig
+
+    every = architectures()
+    names = {a.name for a in every}
+    heads: dict[str, tuple[str, Found]] = {}
+    for target in every:
+        if target.group in ("speculative", "transformers backend"):
+            continue
+        try:
+            found = _config_for_target(target)
+            if found is None:
+                continue
+            config = copy.deepcopy(found.config)
+            config.architectures = [target.name]
+            rewritten = SpeculativeConfig.hf_config_override(config)
+        except Exception:  # a config the rewrite cannot read names no head
+            continue
+        head = (getattr(rewritten, "architectures", None) or [target.name])[0]
+        if head != target.name and head in names and head not in heads:
+            heads[head] = (target.name, Found(rewritten, str(rewritten.model_type), found.origin))
+    return heads
+
+
+def _config_for_target(target: Architecture) -> Found | None:
+    """Rules 1-5 of the module docstring for a target of :func:`speculative_heads` (rule 6 is not asked again)."""
+    return config_for(target, heads=False)
+
+
+@cache
+def _vllm_config_classes() -> dict[str, str]:
+    """Architecture -> the model type of vLLM's own config class whose defaults name it (the first such)."""
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    named: dict[str, str] = {}
+    for model_type in _CONFIG_REGISTRY:
+        try:
+            defaults = _CONFIG_REGISTRY[model_type]()
+        except Exception:  # a class that needs arguments names no architecture by default
+            continue
+        for name in getattr(defaults, "architectures", None) or []:
+            named.setdefault(name, model_type)
+    return named
 
 
 def describe(source: dict[str, str]) -> str:
