@@ -110,3 +110,13 @@ def test_a_speculative_head_is_built_from_its_targets_config_as_vllm_rewrites_it
     assert found is not None, "no config found for DeepSeekMTPModel"
     assert found.model_type == "deepseek_mtp" and found.config.architectures == ["DeepSeekMTPModel"]
     assert found.origin.startswith("DeepseekV3ForCausalLM's config") and "hf_config_override" in found.origin
+
+
+def test_a_merge_replaces_only_the_rows_it_names():
+    stored = {"meta": {"vllm": "0"}, "rows": [{"architecture": "A", "status": "exact"},
+                                              {"architecture": "B", "status": "not reached"}]}
+    out = table.merged(stored, [{"architecture": "B", "status": "refused"}])
+    assert out == {"meta": {"vllm": "0"}, "rows": [{"architecture": "A", "status": "exact"},
+                                                   {"architecture": "B", "status": "refused"}]}
+    with pytest.raises(ValueError, match="architectures the stored table lacks: C"):
+        table.merged(stored, [{"architecture": "C", "status": "exact"}])

@@ -29,6 +29,16 @@ def save(table: dict[str, Any], path: Path = TABLE) -> None:
     path.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def merged(stored: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``stored`` with the rows of the architectures ``rows`` names replaced by them, in place, every other row and
+    the meta kept (the observe and judge times stay those of the run that wrote the whole table)."""
+    new = {row["architecture"]: row for row in rows}
+    missing = sorted(set(new) - {row["architecture"] for row in stored["rows"]})
+    if missing:
+        raise ValueError(f"rows: architectures the stored table lacks: {', '.join(missing)}")
+    return {"meta": stored["meta"], "rows": [new.get(row["architecture"], row) for row in stored["rows"]]}
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
