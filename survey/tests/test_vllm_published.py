@@ -120,3 +120,24 @@ def test_a_merge_replaces_only_the_rows_it_names():
                                                    {"architecture": "B", "status": "refused"}]}
     with pytest.raises(ValueError, match="architectures the stored table lacks: C"):
         table.merged(stored, [{"architecture": "C", "status": "exact"}])
+
+
+def _observed_and_judged(name):
+    from survey.vllm_engine import engine, run
+
+    engine.start()
+    architecture = next(a for a in configs.architectures() if a.name == name)
+    return run.judge(run.observe(architecture))
+
+
+def test_an_eagle_draft_is_built_as_a_draft_of_itself_and_compared():
+    pytest.importorskip("vllm", reason="the draft is vLLM's")
+    row = _observed_and_judged("EagleLlamaForCausalLM")
+    assert (row.status, row.observed) == ("exact", ["rope"]), (row.status, row.cause)
+
+
+def test_a_speculative_head_of_a_targets_config_is_not_compared_and_says_why():
+    pytest.importorskip("vllm", reason="the head is vLLM's")
+    row = _observed_and_judged("DeepSeekMTPModel")
+    assert row.status == "not reached"
+    assert row.cause.startswith("a speculative head of DeepseekV3ForCausalLM: its layers are the target's")

@@ -147,12 +147,14 @@ def remote_configs() -> dict[str, dict[str, Any]]:
 @dataclass
 class Found:
     """Where an architecture's config comes from: ``config`` (its config class's defaults, or a public
-    config.json read by a class registered for it), ``model_type``, and ``origin`` (which rule of the module
-    docstring found it)."""
+    config.json read by a class registered for it), ``model_type``, ``origin`` (which rule of the module
+    docstring found it) and, for a speculative head built from its target's config (rule 6), ``head_of``: the
+    target."""
 
     config: Any
     model_type: str
     origin: str
+    head_of: str = ""
 
 
 def config_for(architecture: Architecture, heads: bool = True) -> Found | None:
@@ -198,7 +200,7 @@ def config_for(architecture: Architecture, heads: bool = True) -> Found | None:
         target, found = head
         register_remote(found.model_type)
         return Found(found.config, found.model_type, f"{target}'s config ({found.origin}) as vLLM's "
-                     "SpeculativeConfig.hf_config_override rewrites it for the speculative head")
+                     "SpeculativeConfig.hf_config_override rewrites it for the speculative head", head_of=target)
     return None
 
 
