@@ -141,3 +141,12 @@ def test_a_speculative_head_of_a_targets_config_is_not_compared_and_says_why():
     row = _observed_and_judged("DeepSeekMTPModel")
     assert row.status == "not reached"
     assert row.cause.startswith("a speculative head of DeepseekV3ForCausalLM: its layers are the target's")
+
+
+def test_an_eagle_draft_named_after_an_architecture_is_built_from_that_architectures_config():
+    pytest.importorskip("vllm", reason="the naming is vLLM's")
+    architecture = next(a for a in configs.architectures() if a.name == "Eagle3Qwen3ForCausalLM")
+    found = configs.config_for(architecture)
+    assert found is not None, "no config found for Eagle3Qwen3ForCausalLM"
+    assert found.model_type == "qwen3" and found.origin.startswith("the EAGLE draft of Qwen3ForCausalLM")
+    assert configs.eagle_target("Eagle2_5_VLForConditionalGeneration") is None
