@@ -150,3 +150,4 @@ def test_an_eagle_draft_named_after_an_architecture_is_built_from_that_architect
     assert found is not None, "no config found for Eagle3Qwen3ForCausalLM"
     assert found.model_type == "qwen3" and found.origin.startswith("the EAGLE draft of Qwen3ForCausalLM")
     assert configs.eagle_target("Eagle2_5_VLForConditionalGeneration") is None
+    assert configs.eagle_target("DFlashLagunaForCausalLM").name == "LagunaForCausalLM"

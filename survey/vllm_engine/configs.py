@@ -20,8 +20,9 @@ architecture of it (:func:`architectures`) and finds the config a checkpoint of 
    dict's keys;
 6. for a speculative head vLLM builds from its target's checkpoint (DeepSeek's, GLM's ... multi-token prediction
    layers), the target's config as vLLM rewrites it for the head (:func:`speculative_heads`);
-7. for an EAGLE draft ``Eagle<A>`` / ``Eagle3<A>``, the config rules 1-5 find for architecture ``<A>``: vLLM's
-   ``EAGLEConfig`` serves a draft whose config names ``<A>`` under that name (:func:`eagle_target`).
+7. for an EAGLE or DFlash draft ``Eagle<A>`` / ``Eagle3<A>`` / ``DFlash<A>``, the config rules 1-5 find for
+   architecture ``<A>``: vLLM's ``EAGLEConfig`` serves a draft whose config names ``<A>`` under that name
+   (:func:`eagle_target`).
 
 The config's defaults are shrunk by :func:`survey.tiny.shrink_dict` (what positions depend on kept) at the first
 strength that builds and runs. An architecture none of these names a config for is *not reached*, by name.
@@ -200,8 +201,9 @@ def config_for(architecture: Architecture, heads: bool = True) -> Found | None:
     target = eagle_target(architecture.name) if heads else None
     found = config_for(target, heads=False) if target is not None else None
     if found is not None:
-        return Found(found.config, found.model_type, f"the EAGLE draft of {target.name}: vLLM's EAGLEConfig names a "
-                     f"draft whose config names {target.name} so; that config: {found.origin}")
+        method = "DFlash" if architecture.name.startswith("DFlash") else "EAGLE"
+        return Found(found.config, found.model_type, f"the {method} draft of {target.name}: vLLM's EAGLEConfig names "
+                     f"a draft whose config names {target.name} so; that config: {found.origin}")
     head = speculative_heads().get(architecture.name) if heads else None
     if head is not None:
         target, found = head
@@ -212,13 +214,14 @@ def config_for(architecture: Architecture, heads: bool = True) -> Found | None:
 
 
 def eagle_target(name: str) -> Architecture | None:
-    """The architecture ``<A>`` of the registry an EAGLE draft ``Eagle<A>`` or ``Eagle3<A>`` is named after (vLLM's
-    ``EAGLEConfig`` prefixes the architecture its draft's config names), or None."""
+    """The architecture ``<A>`` of the registry an EAGLE or DFlash draft ``Eagle<A>``, ``Eagle3<A>`` or
+    ``DFlash<A>`` is named after (vLLM's ``EAGLEConfig`` prefixes the architecture its draft's config names), or
+    None."""
     every = {a.name: a for a in architectures()}
-    for prefix in ("Eagle3", "Eagle"):
+    for prefix in ("Eagle3", "Eagle", "DFlash"):
         if name.startswith(prefix) and name[len(prefix):] in every:
             target = every[name[len(prefix):]]
-            return target if target.group not in ("speculative", "transformers backend") else None
+            return target if target.group != "transformers backend" else None
     return None
 
 
