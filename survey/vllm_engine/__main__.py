@@ -4,8 +4,9 @@
     vLLM's side: build and run every architecture of the installed vLLM's registry (or the named ones) in ``N``
     processes, each observation stored in ``DIR`` (default: one directory per vLLM release under the temporary
     directory); what is stored there already is kept unless ``--again``.
-``judge [--dir DIR] [--table TABLE]``
-    refpos's side: judge every stored observation and write ``survey/results/vllm.json``.
+``judge [--dir DIR] [--table TABLE] [--merge]``
+    refpos's side: judge every stored observation and write ``survey/results/vllm.json``; with ``--merge``, only
+    the rows of the architectures stored in ``DIR`` are replaced and every other row of the table is kept.
 ``render``
     write ``docs/survey.md`` (the transformers table, then this engine's section) from the stored tables.
 """
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     judge_p = sub.add_parser("judge", help="refpos's side: judge the stored observations, write the table")
     judge_p.add_argument("--dir", type=Path, default=None, help="the observations")
     judge_p.add_argument("--table", type=Path, default=table.TABLE, help="where to write (default: %(default)s)")
+    judge_p.add_argument("--merge", action="store_true", help="replace only the rows of the stored architectures")
     sub.add_parser("render", help="write docs/survey.md from the stored tables")
     args = parser.parse_args(argv)
     if args.verb == "render":
@@ -61,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     groups = {a.name: a.group for a in configs.architectures()}
     meta["registry"] = len(groups)
     written = {"meta": meta, "rows": [{**r.to_json(), "group": groups.get(r.architecture, "")} for r in rows]}
+    if args.merge:
+        written = table.merged(table.load(args.table), written["rows"])
     table.save(written, args.table)
     print("counts:", survey_table.counts(written["rows"]), f"judged in {wall:.0f} s")
     return 0

@@ -5,7 +5,9 @@ every layer reads the engine config when it is built, its parallel linear layers
 :func:`start` sets both up once per process: a ``gloo`` process group of world size 1 on the loopback address,
 and vLLM's model parallel groups of size 1. :func:`engine_config` builds the engine config of one tiny model
 from its ``config.json`` (float32, eager, every custom op on its ``forward_native`` path: the CPU wheel has no
-compiled extension).
+compiled extension). A speculative draft (an EAGLE head, a multi-token prediction layer) is built as a draft of
+itself: the engine config names its own model config as the draft's (:class:`DraftOnly`), and its forward is given
+the target's hidden states it reads (:func:`draft_hidden_states`), the same in every run of the probe.
 
 vLLM's attention layers (:class:`vllm.model_executor.layers.attention.Attention` and its subclasses,
 :class:`~vllm.model_executor.layers.attention.mla_attention.MLAAttention`) hand the query and key, already
@@ -83,15 +85,40 @@ def fill_inspection_cache() -> None:
     ModelRegistry.fill_model_info_cache()
 
 
-def engine_config(directory: Path) -> Any:
+class DraftOnly:
+    """The speculative config a draft model reads when it is built: its own model config as the draft's, one
+    speculative token, every other setting unset (None) — no target model is loaded beside it."""
+
+    def __init__(self, model_config: Any) -> None:
+        self.draft_model_config = model_config
+        self.num_speculative_tokens = 1
+
+    def __getattr__(self, name: str) -> None:
+        return None
+
+
+def engine_config(directory: Path, draft: bool = False) -> Any:
     """The engine config of the model whose ``config.json`` is in ``directory``: float32, eager, on the CPU, every
-    custom op on its native torch path."""
+    custom op on its native torch path; for a speculative ``draft``, naming its own model config as the draft's
+    (:class:`DraftOnly`)."""
     from vllm.config import CompilationConfig, DeviceConfig, ModelConfig, VllmConfig
 
     model = ModelConfig(model=str(directory), tokenizer=str(directory), skip_tokenizer_init=True, dtype="float32",
                         enforce_eager=True, trust_remote_code=False, max_model_len=None)
-    return VllmConfig(model_config=model, device_config=DeviceConfig(device="cpu"),
-                      compilation_config=CompilationConfig(custom_ops=["none"]))
+    config = VllmConfig(model_config=model, device_config=DeviceConfig(device="cpu"),
+                        compilation_config=CompilationConfig(custom_ops=["none"]))
+    if draft:
+        object.__setattr__(config, "speculative_config", DraftOnly(model))
+    return config
+
+
+def draft_hidden_states(config: Any, tokens: int) -> Any:
+    """The target's hidden states a draft's forward reads, ``(tokens, hidden_size)``: N(0, 1) from a fixed seed, so
+    every run of the probe gives the draft the same (positions reach its layers through their rotary module)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(7)
+    return torch.randn(tokens, config.model_config.hf_config.hidden_size, generator=generator)
 
 
 def build(architecture: str, config: Any, seed: int = 0) -> Any:
@@ -120,8 +147,11 @@ def forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray) -> 
     from vllm.config import set_current_vllm_config
     from vllm.forward_context import set_forward_context
 
+    inputs = {"input_ids": torch.as_tensor(ids), "positions": torch.as_tensor(positions)}
+    if "hidden_states" in inspect.signature(model.forward).parameters:  # a speculative draft
+        inputs["hidden_states"] = draft_hidden_states(config, len(ids))
     with set_current_vllm_config(config), set_forward_context(None, config, num_tokens=len(ids)), torch.no_grad():
-        return model(input_ids=torch.as_tensor(ids), positions=torch.as_tensor(positions))
+        return model(**inputs)
 
 
 # ---------------------------------------------------------------------------------------- attention stand-in

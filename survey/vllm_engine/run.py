@@ -3,7 +3,9 @@
 :func:`observe` finds the architecture's config (:mod:`survey.vllm_engine.configs`), shrinks it
 (:func:`survey.tiny.shrink`, strengths ``tiny`` then ``widths``: vLLM allocates every weight, so the shipped
 widths are not built), writes it as a ``config.json``, builds vLLM's model class from it on the CPU
-(:mod:`survey.vllm_engine.engine`) and runs it recorded (:mod:`survey.vllm_engine.probe`). The result is a
+(:mod:`survey.vllm_engine.engine`; a speculative draft as a draft of itself) and runs it recorded
+(:mod:`survey.vllm_engine.probe`); a speculative head built from its target's config is not compared (its layers
+are not the ones the config's decoder counts, the row says so). The result is a
 :class:`survey.run.Observation` whose row has ``engine = "vllm"`` and the architecture: stored by
 :mod:`survey.store` like the transformers side's, one directory per engine and release.
 
@@ -37,6 +39,8 @@ STRENGTHS = ("tiny", "widths")
 ROUTER = {"n_group": 1, "topk_group": 1}
 #: groups whose architectures run other code than vLLM's own model classes
 BACKEND = "transformers backend"
+#: the group of the drafts a speculative decoder proposes tokens with (built as drafts of themselves)
+SPECULATIVE = "speculative"
 
 
 def version() -> str:
@@ -56,7 +60,7 @@ def _build_and_probe(architecture: configs.Architecture, config0: Any) -> tuple[
             values.update({k: v for k, v in ROUTER.items() if k in values and values[k] is None})
             with tempfile.TemporaryDirectory(prefix="refpos-vllm-") as directory:
                 (Path(directory) / "config.json").write_text(json.dumps(values, default=str), encoding="utf-8")
-                engine_config = engine.engine_config(Path(directory))
+                engine_config = engine.engine_config(Path(directory), draft=architecture.group == SPECULATIVE)
                 with engine.record_attention(vllm_probe.record):
                     model = engine.build(architecture.name, engine_config)
                     hf_config = engine_config.model_config.hf_config
@@ -92,6 +96,11 @@ def observe(architecture: configs.Architecture) -> Observation:
         return Observation({}, None, row, engine=ENGINE)
     row.model_type = found.model_type
     row.notes.append(f"config: {found.origin}")
+    if found.head_of:
+        row.cause = (f"a speculative head of {found.head_of}: its layers are the target's multi-token prediction "
+                     "layers, numbered after the target's decoder layers, which refpos's answer for the target's "
+                     f"config does not describe (the target's decoder layers are compared in {found.head_of}'s row)")
+        return Observation(_tiny_values(found.config), None, row, engine=ENGINE)
     missing = configs.missing_import(architecture)
     if missing is not None:
         row.cause = f"vLLM's module {architecture.file} does not import here: {missing}"

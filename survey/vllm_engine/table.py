@@ -29,6 +29,16 @@ def save(table: dict[str, Any], path: Path = TABLE) -> None:
     path.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def merged(stored: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``stored`` with the rows of the architectures ``rows`` names replaced by them, in place, every other row and
+    the meta kept (the observe and judge times stay those of the run that wrote the whole table)."""
+    new = {row["architecture"]: row for row in rows}
+    missing = sorted(set(new) - {row["architecture"] for row in stored["rows"]})
+    if missing:
+        raise ValueError(f"rows: architectures the stored table lacks: {', '.join(missing)}")
+    return {"meta": stored["meta"], "rows": [new.get(row["architecture"], row) for row in stored["rows"]]}
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -86,8 +96,10 @@ def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[st
     own = [r for r in rows if r["model_type"] and not _origin(r).startswith("transformers")]
     if own:
         lines += ["", "### Families vLLM implements that transformers does not", "",
-                  "Architectures whose config is no transformers class: vLLM's own config class, or a public "
-                  "`config.json` (the remote-code families).", "",
+                  "Architectures whose config is no transformers class: vLLM's own config class, a public "
+                  "`config.json` (the remote-code families, and the published configs of "
+                  "`survey/vllm_engine/published/`, each with its repository, path and commit), or the target's "
+                  "config vLLM rewrites for a speculative head.", "",
                   "| architecture | model type | status | why | config |", "|---|---|---|---|---|"]
         lines += [f"| `{r['architecture']}` | `{r['model_type']}` | {r['status']} | {_cell(r['cause'][:200])} | "
                   f"{_cell(_origin(r))} |" for r in own]
