@@ -31,10 +31,25 @@ def _dense_then_sparse(values: dict[str, Any]) -> dict[str, Any]:
     return {"mlp_layer_types": ["dense"] + ["sparse"] * (values["num_hidden_layers"] - 1)}
 
 
+def _rope_per_layer_type(values: dict[str, Any]) -> dict[str, Any]:
+    """Cohere Compass's rotary module reads ``rope_parameters[layer_type]`` for each of its layer types, while its
+    class leaves ``rope_parameters`` None (an empty dict once standardized): stated per layer type as the class's
+    own defaults, its ``default_rope_type`` and ``default_theta``."""
+    if values.get("rope_parameters"):
+        return {}
+    from transformers import CONFIG_MAPPING
+
+    cls = CONFIG_MAPPING[values["model_type"]]
+    rope = {"rope_type": cls.default_rope_type, "rope_theta": cls.default_theta}
+    return {"rope_parameters": {kind: dict(rope) for kind in dict.fromkeys(values["layer_types"])}}
+
+
 #: per model type, fields its class leaves unset (or does not define) that its modules read, so that no
 #: geometry builds from the class defaults: (why, the fields stated, from the shrunk values)
 OVERRIDES: dict[str, tuple[str, Any]] = {
     "dbrx": ("attention reads attn_config.rope_theta and clamps to clip_qkv", _dbrx_attention),
+    "cohere_compass_text": ("its rotary module reads rope_parameters per layer type, None by default",
+                            _rope_per_layer_type),
     "deepseek_ocr2_text": ("mlp_layer_types indexed by layer, None by default", _dense_then_sparse),
     # the talker's MoE block builds a shared expert of this width; the class does not define it
     "qwen3_omni_moe_talker_text": ("its MoE block reads shared_expert_intermediate_size",
