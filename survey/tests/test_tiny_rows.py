@@ -48,3 +48,54 @@ def test_dots3_builds_within_the_surveys_bound_its_adapters_following_the_widths
     for name in ("dots3_note_text", "dots3_note"):
         config = tiny.shrink(AutoConfig.for_model(name), "tiny")
         assert building.parameter_count(building.model_class(config), config) <= run.MAX_PARAMETERS, name
+
+
+def test_inputs_a_forward_needs_beside_the_ids_are_fed_at_each_calls_length():
+    """A forward that fails on ids alone is fed what it needs beside them (:data:`survey.building.COMPANIONS`):
+    an input its forward names (RAG's retrieved documents: the ids themselves, one document), or, where it names
+    none and passes its keyword arguments on, one a layer's forward names (Voxtral Realtime's ``t_cond``), each
+    computed at the call's own length; a forward that needs none is fed none."""
+    torch = pytest.importorskip("torch", reason="wraps a torch module: pip install torch")
+    from types import SimpleNamespace
+
+    from survey import building
+
+    class Layer(torch.nn.Module):
+        def forward(self, hidden_states, t_cond=None):
+            return hidden_states * (1 + t_cond)
+
+    class TimeConditioned(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = Layer()
+
+        def forward(self, input_ids=None, attention_mask=None, **kwargs):
+            return self.layer(input_ids[..., None].float(), **kwargs)
+
+    class Retrieving(torch.nn.Module):
+        def forward(self, input_ids=None, context_input_ids=None, context_attention_mask=None, doc_scores=None,
+                    n_docs=None):
+            assert context_input_ids is not None, "Make sure that `context_input_ids` are passed"
+            return context_input_ids, context_attention_mask, doc_scores, n_docs
+
+    config = SimpleNamespace(hidden_size=4)
+    assert building.companions(TimeConditioned()) == ["t_cond"]
+    assert building.companions(Retrieving()) == ["context_input_ids"]
+    assert building.companions(Layer()) == ["t_cond"] and building.companions(torch.nn.Linear(2, 2)) == []
+    ids = torch.tensor([[3, 1, 4, 1, 5]])
+    assert building.fed(TimeConditioned(), config)(ids).shape == (1, 5, 4)
+    context, mask, scores, n_docs = building.fed(Retrieving(), config)(ids[:, :3])
+    assert torch.equal(context, ids[:, :3]) and mask.shape == (1, 3) and scores.shape == (1, 1) and n_docs == 1
+
+
+@pytest.mark.anchors
+def test_voxtral_realtimes_text_model_runs_fed_its_time_conditioning():
+    """Voxtral Realtime's text model scales its norms by ``t_cond``, which its forward does not name (it passes
+    on to the layers): every geometry failed on ``linear()`` of None; fed a seeded one, it runs the probe."""
+    pytest.importorskip("torch", reason="builds transformers' models: pip install torch transformers")
+    pytest.importorskip("transformers", reason="builds transformers' models")
+    from survey import catalogue, run, stored
+
+    stored.quiet()
+    seen = run.observe_quietly(catalogue.find("voxtral_realtime_text"))
+    assert seen.run is not None and seen.row.strength == "tiny", seen.row.cause
