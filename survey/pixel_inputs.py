@@ -15,8 +15,8 @@ Read from the model's config, never from its type:
   ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it;
 * ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames.
 
-A key the config does not hold is read from its audio encoder's sub-config (``encoder_config``, ``audio_config``:
-the mel bins of an ASR model's encoder).
+A key the config does not hold is read from its encoder's sub-config (``encoder_config``, ``audio_config``,
+``encoder``: the mel bins of an ASR model's encoder, the image size of a vision encoder–decoder's ViT).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ MAX_STEPS = 512
 #: frames of a codec's latents
 LATENT_FRAMES = (8, 12)
 #: the sub-configs a key is looked up in when the config does not hold it
-SUB_CONFIGS = ("encoder_config", "audio_config")
+SUB_CONFIGS = ("encoder_config", "audio_config", "encoder")
 
 
 def _get(config: Any, *keys: str, default: Any = None) -> Any:

@@ -99,3 +99,16 @@ def test_voxtral_realtimes_text_model_runs_fed_its_time_conditioning():
     stored.quiet()
     seen = run.observe_quietly(catalogue.find("voxtral_realtime_text"))
     assert seen.run is not None and seen.row.strength == "tiny", seen.row.cause
+
+
+def test_a_vision_encoder_decoder_is_fed_its_encoders_image_size():
+    """A vision encoder–decoder states its image size on its encoder's sub-config (``encoder``: a ViT's 224): its
+    pixel values are fed at that size, where 64 pixels (the size of a model that states none) were refused."""
+    pytest.importorskip("transformers", reason="reads transformers' config classes")
+    from transformers import AutoConfig
+
+    from survey.pixel_inputs import candidates
+
+    config = tiny.shrink(AutoConfig.for_model("vision-encoder-decoder"), "tiny")
+    size = config.encoder.image_size
+    assert candidates("pixel_values", config)["native"][0] == (1, config.encoder.num_channels, size, size)
