@@ -1,7 +1,8 @@
 """A model type's repairs: fields its config class leaves unset (or does not define) that its modules read.
 
 Where a class's defaults cannot build at any strength for a reason of that class alone (a field its modules
-read that the class does not define or leaves None, a forward that needs a field set), :data:`OVERRIDES`
+read that the class does not define or leaves None, a forward that needs a field set), or build a geometry
+whose observation cannot tell a catalogued mistake from the right answer (PatchTST's width), :data:`OVERRIDES`
 states the field for that model type, each entry with its reason. :func:`repaired` applies them to a config
 dict the rules of :mod:`survey.tiny_rules` shrank.
 """
@@ -44,9 +45,25 @@ def _rope_per_layer_type(values: dict[str, Any]) -> dict[str, Any]:
     return {"rope_parameters": {kind: dict(rope) for kind in dict.fromkeys(values["layer_types"])}}
 
 
+#: PatchTST's table width when shrunk: 32 patches of 16 channels (see :func:`_standardized_table`)
+PATCHTST_WIDTH = 16
+
+
+def _standardized_table(values: dict[str, Any]) -> dict[str, Any]:
+    """PatchTST standardises its sinusoid table over all ``N`` entries (patches times ``d_model``) with torch's
+    unbiased deviation; the deviation with ``1/N`` (a catalogued mistake) scales each entry by ``√(N/(N − 1))``,
+    ``|P'|/(2N)`` apart, while the float32 bound of the standardised table grows as ``|P'|·N·u`` (``u = 2⁻²⁴``,
+    :mod:`refpos.encodings.sinusoid1d_mistakes`): at the defaults' 32 patches of 128 channels (``N = 4096``) the
+    mistake lies within the bound (3.0e-5 against 2.5e-4). At 16 channels (``N = 512``) it is 2.3e-4 against a
+    bound of 6.2e-5: told apart. The table's positions (32 patches) are kept; attention reads no positions."""
+    return {"d_model": min(values["d_model"], PATCHTST_WIDTH)}
+
+
 #: per model type, fields its class leaves unset (or does not define) that its modules read, so that no
 #: geometry builds from the class defaults: (why, the fields stated, from the shrunk values)
 OVERRIDES: dict[str, tuple[str, Any]] = {
+    "patchtst": ("its standardised table at the default width leaves 1/N and 1/(N - 1) within the float32 bound",
+                 _standardized_table),
     "dbrx": ("attention reads attn_config.rope_theta and clamps to clip_qkv", _dbrx_attention),
     "cohere_compass_text": ("its rotary module reads rope_parameters per layer type, None by default",
                             _rope_per_layer_type),

@@ -112,3 +112,17 @@ def test_a_vision_encoder_decoder_is_fed_its_encoders_image_size():
     config = tiny.shrink(AutoConfig.for_model("vision-encoder-decoder"), "tiny")
     size = config.encoder.image_size
     assert candidates("pixel_values", config)["native"][0] == (1, config.encoder.num_channels, size, size)
+
+
+@pytest.mark.anchors
+def test_patchtsts_standardisation_mistake_is_told_apart_at_its_tiny_width():
+    """PatchTST's table standardised with the biased deviation (``std_biased``) lay within the float32 bound at
+    the default width (32 patches of 128 channels) and was graded exact too; at the repaired width every
+    catalogued mistake is graded wrong and the row is exact."""
+    pytest.importorskip("torch", reason="builds transformers' models: pip install torch transformers")
+    pytest.importorskip("transformers", reason="builds transformers' models")
+    from survey import catalogue, run, stored
+
+    stored.quiet()
+    row = run.judge_quietly(run.observe_quietly(catalogue.find("patchtst")))
+    assert row.status == "exact" and row.mutants and not row.survived, (row.cause, row.survived)
