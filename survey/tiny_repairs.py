@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from survey.tiny_rules import VOCAB, WIDTH
+from survey.tiny_rules import VOCAB, WIDTH, scaled_sections
 
 
 def _dbrx_attention(values: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +45,30 @@ def _rope_per_layer_type(values: dict[str, Any]) -> dict[str, Any]:
     return {"rope_parameters": {kind: dict(rope) for kind in dict.fromkeys(values["layer_types"])}}
 
 
+def _hunyuan_axes(values: dict[str, Any]) -> dict[str, Any]:
+    """HunYuan-VL's rotary module expands the positions to ``len(mrope_section)`` axes and splits the frequencies
+    by the sections, whatever the config says; its class states none (its docstring: the sections partition half of
+    each head across the axes, four of them ``(position, width, height, image_index)``): stated as four equal
+    parts of the half head."""
+    rope = values.get("rope_parameters") or {}
+    if rope.get("mrope_section") is not None:
+        return {}
+    head = values.get("head_dim") or values["hidden_size"] // values["num_attention_heads"]
+    return {"rope_parameters": {**rope, "mrope_section": scaled_sections([1, 1, 1, 1], head // 2)}}
+
+
+def _qsa_indexer(values: dict[str, Any]) -> dict[str, Any]:
+    """Qwen4-Exp's attention builds a QSA token indexer on every indexed layer, reading the indexer's fields, which
+    its class leaves None (documented as QSA off): stated as its validator asks, one key head, the model's query
+    heads and head width, blocks of 4 keys and a budget of 64 tokens (more than the survey feeds: every token is
+    selected)."""
+    if values.get("indexer_budget") is not None:
+        return {}
+    head = values.get("head_dim") or values["hidden_size"] // values["num_attention_heads"]
+    return {"indexer_n_heads": values["num_attention_heads"], "indexer_kv_heads": 1, "indexer_head_dim": head,
+            "indexer_budget": 64, "indexer_compress_ratio": 4}
+
+
 #: PatchTST's table width when shrunk: 32 patches of 16 channels (see :func:`_standardized_table`)
 PATCHTST_WIDTH = 16
 
@@ -62,6 +86,8 @@ def _standardized_table(values: dict[str, Any]) -> dict[str, Any]:
 #: per model type, fields its class leaves unset (or does not define) that its modules read, so that no
 #: geometry builds from the class defaults: (why, the fields stated, from the shrunk values)
 OVERRIDES: dict[str, tuple[str, Any]] = {
+    "hunyuan_vl_text": ("its rotary module reads rope_parameters['mrope_section'], None by default", _hunyuan_axes),
+    "qwen4_exp_text": ("its indexed layers build a QSA indexer from fields None by default", _qsa_indexer),
     "patchtst": ("its standardised table at the default width leaves 1/N and 1/(N - 1) within the float32 bound",
                  _standardized_table),
     "dbrx": ("attention reads attn_config.rope_theta and clamps to clip_qkv", _dbrx_attention),

@@ -30,7 +30,8 @@ ids as rows of codebooks (``num_codebooks``) gets one, so the probe's row of ids
 inside it), ``"layers"`` (layers, experts and vocabulary only: widths as shipped) and ``"default"`` (the
 defaults, only the layers cut). A state-space mixer's head count follows the new width (its heads times
 their width must equal ``mamba_expand`` times the width; Mamba-2's ``num_heads`` and ``head_dim``, its
-``expand``). A ``head_dim`` or ``num_key_value_heads`` of
+``expand``); a linear-attention mixer's key heads shrink to :data:`HEADS`, its value heads keeping their multiple
+of them (Qwen3-Next's ``linear_num_value_heads``). A ``head_dim`` or ``num_key_value_heads`` of
 None, which the config classes document as derived from the width, is stated as derived: some modules
 read the None as it is (Ministral's attention cannot be built from its class defaults). So is any other count
 a class leaves None where its modules compute with it (experts, experts per token, shared experts,
@@ -235,6 +236,10 @@ def shrink_values(values: dict[str, Any], strength: str) -> dict[str, Any]:
         if is_int(values.get(heads_key)) and is_int(values.get(dim_key)) and is_int(expand) and width \
                 and (expand * width) % values[dim_key] == 0:
             out[heads_key] = expand * width // values[dim_key]
+    keys, vals = values.get("linear_num_key_heads"), values.get("linear_num_value_heads")
+    if is_int(keys) and is_int(vals) and keys > HEADS and vals % keys == 0:
+        # a linear-attention mixer's heads (Qwen3-Next's Gated DeltaNet): value heads a multiple of the key heads
+        out["linear_num_key_heads"], out["linear_num_value_heads"] = HEADS, HEADS * (vals // keys)
     for key, value in values.items():
         if _FFN_KEY.fullmatch(key):
             if value is None or (is_int(value) and value > FFN):

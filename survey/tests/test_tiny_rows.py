@@ -126,3 +126,25 @@ def test_patchtsts_standardisation_mistake_is_told_apart_at_its_tiny_width():
     stored.quiet()
     row = run.judge_quietly(run.observe_quietly(catalogue.find("patchtst")))
     assert row.status == "exact" and row.mutants and not row.survived, (row.cause, row.survived)
+
+
+def test_fields_hunyuan_vl_and_qwen4_exp_compute_with_are_stated():
+    """HunYuan-VL's rotary module takes ``len(mrope_section)`` of a section its class leaves None, Qwen4-Exp's
+    indexer divides two fields its class leaves None: stated (four equal parts of the half head; the indexer its
+    validator accepts), so transformers runs them and the refusal is recorded beside its run."""
+    pytest.importorskip("transformers", reason="reads transformers' config classes")
+    from transformers import AutoConfig
+
+    hunyuan = tiny.shrink(AutoConfig.for_model("hunyuan_vl_text"), "tiny")
+    sections = hunyuan.rope_parameters["mrope_section"]
+    assert len(sections) == 4 and sum(sections) == hunyuan.head_dim // 2
+    qwen4 = tiny.shrink(AutoConfig.for_model("qwen4_exp_text"), "tiny")
+    assert qwen4.indexer_budget % qwen4.indexer_compress_ratio == 0 and qwen4.indexer_kv_heads == 1
+
+
+def test_a_linear_attention_mixers_heads_shrink_keeping_their_multiple():
+    """Qwen4-Exp's Gated DeltaNet keeps 16 key and 32 value heads of 128 channels: 165M parameters at the tiny
+    strength, past the survey's bound; its heads shrink as attention heads do, the value heads twice the key heads."""
+    shrunk = tiny.shrink_dict({"hidden_size": 2048, "num_attention_heads": 16, "head_dim": 256,
+                               "linear_num_key_heads": 16, "linear_num_value_heads": 32}, "tiny")
+    assert (shrunk["linear_num_key_heads"], shrunk["linear_num_value_heads"]) == (tiny.HEADS, 2 * tiny.HEADS)
