@@ -4,7 +4,8 @@
 config class is the type's: BLIP's text model lives in ``modeling_blip_text.py``); :func:`held_config` the config
 it is built from (a composite type's class may be one of its networks: MusicGen's is its decoder);
 :func:`language_path` a composite's language model (its ``text_config``, or its thinker's); and
-:func:`embeddings_fed` wraps a model whose forward refuses input ids while it takes their embeddings.
+:func:`fed` wraps a model whose forward refuses input ids while it takes their embeddings, or needs inputs beside
+them (:data:`COMPANIONS`: an encoder's output, retrieved documents, a time conditioning).
 :func:`survey.run.build` tries the tiny geometry's strengths with these.
 """
 
@@ -76,10 +77,62 @@ def token_embedding(model: Any) -> Any:
     return table if isinstance(table, torch.nn.Embedding) else None
 
 
-def embeddings_fed(model: Any) -> Any:
-    """``model`` whose forward refuses input ids while it takes ``inputs_embeds`` (Qwen3-Omni's code predictor,
-    which the talker feeds embeddings), wrapped so that the probe's ids are looked up in its own embedding table
-    (:func:`token_embedding`) and fed as ``inputs_embeds``; the mask, position ids and cache switch pass as they are,
+def _normal(seed: int, *shape: int) -> Any:
+    """Standard normal float32 values of ``shape``, the same for a seed and shape on every call."""
+    import torch
+
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _width(config: Any) -> int:
+    """The model width of ``config`` (its ``hidden_size``, else its language model's)."""
+    return getattr(config, "hidden_size", None) or language_config(config).hidden_size
+
+
+def _retrieved(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
+    """RAG without a retriever: the question's ids as its one retrieved document, their mask, a score."""
+    import torch
+
+    return {"context_input_ids": ids, "context_attention_mask": torch.ones_like(ids) if mask is None else mask,
+            "doc_scores": torch.zeros((ids.shape[0], 1)), "n_docs": 1}
+
+
+#: inputs a forward needs beside the ids (the forward fails without them), each fed seeded, as a function of the
+#: config and the call's ids and mask (so each case of :mod:`survey.cases` gets them at its length): the
+#: forward parameter that names it -> (why, the keyword arguments fed)
+COMPANIONS: dict[str, tuple[str, Any]] = {
+    "encoder_hidden_states": ("a decoder whose layers attend to an encoder's output (T5Gemma2's decoder)",
+                              lambda config, ids, mask: {"encoder_hidden_states": _normal(
+                                  1, *ids.shape, _width(config))}),
+    "t_cond": ("a decoder whose norms are scaled by a time conditioning its composite computes (Voxtral "
+               "Realtime's text model)", lambda config, ids, mask: {"t_cond": _normal(2, 1, _width(config))}),
+    "context_input_ids": ("a retrieval model's generator that reads retrieved documents (RAG, no retriever)",
+                          _retrieved),
+}
+
+
+def companions(model: Any) -> list[str]:
+    """The :data:`COMPANIONS` that ``model``'s forward names; where it names none and passes its other keyword
+    arguments on (``**kwargs``), those a forward of its modules names (Voxtral Realtime's text model hands
+    ``t_cond`` to its layers through them)."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    named = [name for name in COMPANIONS if name in params]
+    if named or not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return named
+    inner = {name for module in model.modules() if module is not model
+             for name in inspect.signature(module.forward).parameters}
+    return [name for name in COMPANIONS if name in inner]
+
+
+def fed(model: Any, config: Any, embeddings: bool = False) -> Any:
+    """``model`` wrapped so that the probe's ids reach a forward that needs more than them.
+
+    ``embeddings``: a forward that refuses input ids while it takes ``inputs_embeds`` (Qwen3-Omni's code
+    predictor, which the talker feeds embeddings) gets the ids looked up in its own embedding table
+    (:func:`token_embedding`). Every :data:`COMPANIONS` entry the forward takes is fed beside them, computed from
+    ``config`` and the call's ids and mask. The mask, position ids, decoder ids and cache switch pass as they are,
     those the model takes (the wrapper's signature names no others).
     The wrapper holds the model as ``model``: the path names no stack, so its layers keep theirs."""
     import inspect
@@ -87,23 +140,29 @@ def embeddings_fed(model: Any) -> Any:
     import torch
 
     takes = inspect.signature(model.forward).parameters
+    beside = companions(model)
 
-    class EmbeddingsFed(torch.nn.Module):
+    class Fed(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.model = model
 
         def forward(self, input_ids: Any, attention_mask: Any = None, position_ids: Any = None,
-                    use_cache: Any = None) -> Any:
-            given = {"attention_mask": attention_mask, "position_ids": position_ids, "use_cache": use_cache}
-            return self.model(inputs_embeds=token_embedding(self.model)(input_ids),
-                              **{k: v for k, v in given.items() if v is not None and k in takes})
+                    decoder_input_ids: Any = None, decoder_attention_mask: Any = None, use_cache: Any = None) -> Any:
+            given = {"attention_mask": attention_mask, "position_ids": position_ids, "use_cache": use_cache,
+                     "decoder_input_ids": decoder_input_ids, "decoder_attention_mask": decoder_attention_mask}
+            given = {k: v for k, v in given.items() if v is not None and k in takes}
+            for name in beside:  # what the forward needs beside the ids, at this call's length
+                given.update(COMPANIONS[name][1](config, input_ids, attention_mask))
+            if embeddings:
+                return self.model(inputs_embeds=token_embedding(self.model)(input_ids), **given)
+            return self.model(input_ids=input_ids, **given)
 
     # the probe reads which inputs a forward takes from its signature: those the model takes, no more
-    signature = inspect.signature(EmbeddingsFed.forward)
-    EmbeddingsFed.forward.__signature__ = signature.replace(parameters=[
+    signature = inspect.signature(Fed.forward)
+    Fed.forward.__signature__ = signature.replace(parameters=[
         p for name, p in signature.parameters.items() if name in ("self", "input_ids") or name in takes])
-    return EmbeddingsFed()
+    return Fed()
 
 
 def language_path(config0: Any) -> tuple[str, ...] | None:

@@ -18,8 +18,8 @@ Read from the model's config, never from its type:
   ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a non-square grid,
   axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows (:func:`patch_grid`).
 
-A key the config does not hold is read from its audio encoder's sub-config (``encoder_config``, ``audio_config``:
-the mel bins of an ASR model's encoder).
+A key the config does not hold is read from its encoder's sub-config (``encoder_config``, ``audio_config``,
+``encoder``: the mel bins of an ASR model's encoder, the image size of a vision encoder–decoder's ViT).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ MAX_STEPS = 512
 #: frames of a codec's latents
 LATENT_FRAMES = (8, 12)
 #: the sub-configs a key is looked up in when the config does not hold it
-SUB_CONFIGS = ("encoder_config", "audio_config")
+SUB_CONFIGS = ("encoder_config", "audio_config", "encoder")
 
 
 def _get(config: Any, *keys: str, default: Any = None) -> Any:

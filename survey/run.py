@@ -109,10 +109,14 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
                 model = cls._from_config(held, attn_implementation="eager")
             try:
                 return config, model, probe.probe(model, held), strength
-            except ValueError as exc:  # a forward that refuses its input ids: fed their embeddings
-                if "input_ids" not in str(exc) or building.token_embedding(model) is None:
+            except Exception as exc:  # a forward that refuses its ids alone: fed their embeddings, or companions
+                refuses_ids = isinstance(exc, ValueError) and "input_ids" in str(exc)
+                if refuses_ids and building.token_embedding(model) is not None:
+                    fed = building.fed(model, held, embeddings=True)
+                elif building.companions(model):
+                    fed = building.fed(model, held)
+                else:
                     raise
-                fed = building.embeddings_fed(model)
                 return config, fed, probe.probe(fed, held), strength
         except probe.NotReached:
             raise

@@ -1,7 +1,8 @@
 """A model type's repairs: fields its config class leaves unset (or does not define) that its modules read.
 
 Where a class's defaults cannot build at any strength for a reason of that class alone (a field its modules
-read that the class does not define or leaves None, a forward that needs a field set), :data:`OVERRIDES`
+read that the class does not define or leaves None, a forward that needs a field set), or build a geometry
+whose observation cannot tell a catalogued mistake from the right answer (PatchTST's width), :data:`OVERRIDES`
 states the field for that model type, each entry with its reason. :func:`repaired` applies them to a config
 dict the rules of :mod:`survey.tiny_rules` shrank.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from survey.tiny_rules import VOCAB, WIDTH
+from survey.tiny_rules import VOCAB, WIDTH, scaled_sections
 
 
 def _dbrx_attention(values: dict[str, Any]) -> dict[str, Any]:
@@ -31,10 +32,67 @@ def _dense_then_sparse(values: dict[str, Any]) -> dict[str, Any]:
     return {"mlp_layer_types": ["dense"] + ["sparse"] * (values["num_hidden_layers"] - 1)}
 
 
+def _rope_per_layer_type(values: dict[str, Any]) -> dict[str, Any]:
+    """Cohere Compass's rotary module reads ``rope_parameters[layer_type]`` for each of its layer types, while its
+    class leaves ``rope_parameters`` None (an empty dict once standardized): stated per layer type as the class's
+    own defaults, its ``default_rope_type`` and ``default_theta``."""
+    if values.get("rope_parameters"):
+        return {}
+    from transformers import CONFIG_MAPPING
+
+    cls = CONFIG_MAPPING[values["model_type"]]
+    rope = {"rope_type": cls.default_rope_type, "rope_theta": cls.default_theta}
+    return {"rope_parameters": {kind: dict(rope) for kind in dict.fromkeys(values["layer_types"])}}
+
+
+def _hunyuan_axes(values: dict[str, Any]) -> dict[str, Any]:
+    """HunYuan-VL's rotary module expands the positions to ``len(mrope_section)`` axes and splits the frequencies
+    by the sections, whatever the config says; its class states none (its docstring: the sections partition half of
+    each head across the axes, four of them ``(position, width, height, image_index)``): stated as four equal
+    parts of the half head."""
+    rope = values.get("rope_parameters") or {}
+    if rope.get("mrope_section") is not None:
+        return {}
+    head = values.get("head_dim") or values["hidden_size"] // values["num_attention_heads"]
+    return {"rope_parameters": {**rope, "mrope_section": scaled_sections([1, 1, 1, 1], head // 2)}}
+
+
+def _qsa_indexer(values: dict[str, Any]) -> dict[str, Any]:
+    """Qwen4-Exp's attention builds a QSA token indexer on every indexed layer, reading the indexer's fields, which
+    its class leaves None (documented as QSA off): stated as its validator asks, one key head, the model's query
+    heads and head width, blocks of 4 keys and a budget of 64 tokens (more than the survey feeds: every token is
+    selected)."""
+    if values.get("indexer_budget") is not None:
+        return {}
+    head = values.get("head_dim") or values["hidden_size"] // values["num_attention_heads"]
+    return {"indexer_n_heads": values["num_attention_heads"], "indexer_kv_heads": 1, "indexer_head_dim": head,
+            "indexer_budget": 64, "indexer_compress_ratio": 4}
+
+
+#: PatchTST's table width when shrunk: 32 patches of 16 channels (see :func:`_standardized_table`)
+PATCHTST_WIDTH = 16
+
+
+def _standardized_table(values: dict[str, Any]) -> dict[str, Any]:
+    """PatchTST standardises its sinusoid table over all ``N`` entries (patches times ``d_model``) with torch's
+    unbiased deviation; the deviation with ``1/N`` (a catalogued mistake) scales each entry by ``√(N/(N − 1))``,
+    ``|P'|/(2N)`` apart, while the float32 bound of the standardised table grows as ``|P'|·N·u`` (``u = 2⁻²⁴``,
+    :mod:`refpos.encodings.sinusoid1d_mistakes`): at the defaults' 32 patches of 128 channels (``N = 4096``) the
+    mistake lies within the bound (3.0e-5 against 2.5e-4). At 16 channels (``N = 512``) it is 2.3e-4 against a
+    bound of 6.2e-5: told apart. The table's positions (32 patches) are kept; attention reads no positions."""
+    return {"d_model": min(values["d_model"], PATCHTST_WIDTH)}
+
+
 #: per model type, fields its class leaves unset (or does not define) that its modules read, so that no
 #: geometry builds from the class defaults: (why, the fields stated, from the shrunk values)
 OVERRIDES: dict[str, tuple[str, Any]] = {
+    "hunyuan_vl_text": ("its rotary module reads rope_parameters['mrope_section'], None by default", _hunyuan_axes),
+    "qwen4_exp_text": ("its indexed layers build a QSA indexer from fields None by default", _qsa_indexer),
+    "patchtst": ("its standardised table at the default width leaves 1/N and 1/(N - 1) within the float32 bound",
+                 _standardized_table),
     "dbrx": ("attention reads attn_config.rope_theta and clamps to clip_qkv", _dbrx_attention),
+    "cohere_compass_text": ("its rotary module reads rope_parameters per layer type, None by default",
+                            _rope_per_layer_type),
     "deepseek_ocr2_text": ("mlp_layer_types indexed by layer, None by default", _dense_then_sparse),
     # the talker's MoE block builds a shared expert of this width; the class does not define it
     "qwen3_omni_moe_talker_text": ("its MoE block reads shared_expert_intermediate_size",

@@ -16,9 +16,10 @@ what they do:
 
 Lists as long as the layer count (``layer_types``, ``no_rope_layers`` ...) are cut to the new count, so a
 pattern keeps its phase; lists of layer indices (``hybrid_layer_ids``) keep the indices below it, and the
-count stays high enough to keep each list's first index. A layer-type list that is itself the layer count
-(Nemotron-H's ``layers_block_type``) is cut to the shortest prefix that shows every type. Counts of a layer
-count's parts (Dory's input, recurrent and output layers) are scaled to sum to the new count; a backbone's
+count stays high enough to keep each list's first index; a dict keyed by layer index (``per_layer_config``)
+keeps the entries of the layers kept, their head counts shrunk as the config's. A layer-type list that is itself
+the layer count (Nemotron-H's ``layers_block_type``) is cut to the shortest prefix that shows every type. Counts
+of a layer count's parts (Dory's input, recurrent and output layers) are scaled to sum to the new count; a backbone's
 output stages (``out_indices``) are mapped onto the stages left (:func:`_cut_stages`). A convolution with a
 group per channel keeps one. Other vocabularies (``vocab_size_*``, BLT's hashed ``*_vocab``) shrink with the
 vocabulary, and a CTC blank class past it becomes its last row, as a padding id does. A decoder that reads its
@@ -29,7 +30,8 @@ ids as rows of codebooks (``num_codebooks``) gets one, so the probe's row of ids
 inside it), ``"layers"`` (layers, experts and vocabulary only: widths as shipped) and ``"default"`` (the
 defaults, only the layers cut). A state-space mixer's head count follows the new width (its heads times
 their width must equal ``mamba_expand`` times the width; Mamba-2's ``num_heads`` and ``head_dim``, its
-``expand``). A ``head_dim`` or ``num_key_value_heads`` of
+``expand``); a linear-attention mixer's key heads shrink to :data:`HEADS`, its value heads keeping their multiple
+of them (Qwen3-Next's ``linear_num_value_heads``). A ``head_dim`` or ``num_key_value_heads`` of
 None, which the config classes document as derived from the width, is stated as derived: some modules
 read the None as it is (Ministral's attention cannot be built from its class defaults). So is any other count
 a class leaves None where its modules compute with it (experts, experts per token, shared experts,
@@ -71,7 +73,8 @@ _HEAD_DIM_KEY = ("head_dim", "d_kv", "kv_channels", "attention_head_size")
 #: asks ``0 < index_num_heads <= num_attention_heads // num_key_value_heads``): cut to the bound when past it
 _GROUP_BOUNDED_HEADS = ("index_num_heads",)
 #: widths named after another config's width, which must equal it (see :func:`_follow_widths`)
-NAMED_WIDTH_KEY = re.compile(r"(audio|backbone|text|vision|cross)_hidden_size|hidden_size_global|adapter_in_dim")
+NAMED_WIDTH_KEY = re.compile(r"(audio|backbone|text|vision|cross)_hidden_size|hidden_size_global"
+                             r"|adapter_(in|out)(_dim|put_size)")
 #: widths a config class computes from the model width when they are absent (Zamba2's shared attention)
 _DERIVED_WIDTHS = ("attention_head_dim", "attention_hidden_size")
 _GROUP_KEYS = ("n_group", "num_group", "num_expert_group", "moe_num_groups")
@@ -89,6 +92,20 @@ def _derived_head(width: int, heads: int) -> int:
     """``width / heads``; where the heads do not divide the width (GLM-4.5's defaults: 4096 / 96), no model
     ships that head width: the quotient rounded down to a multiple of 8."""
     return width // heads if width % heads == 0 else max(8, width // heads // 8 * 8)
+
+def _shrunk_heads(entry: Any, first_heads: int) -> Any:
+    """A layer's overrides (an entry of a dict keyed by layer index) with its head counts shrunk as the config's
+    are: heads to at most :data:`HEADS`; key/value heads to 1 where fewer than the layer's heads (the config's
+    where the entry names none), else as many."""
+    if not isinstance(entry, dict):
+        return entry
+    heads = next((v for k, v in entry.items() if _HEAD_KEY.fullmatch(k) and is_int(v) and v > 0), first_heads)
+    out = {k: min(v, HEADS) if _HEAD_KEY.fullmatch(k) and is_int(v) and v > 0 else v for k, v in entry.items()}
+    for key, value in entry.items():
+        if _KV_KEY.fullmatch(key) and is_int(value) and value > 0:
+            out[key] = 1 if value < heads else min(value, HEADS)
+    return out
+
 
 def shrink_values(values: dict[str, Any], strength: str) -> dict[str, Any]:
     """The config dict ``values`` (``to_dict()`` of a config) shrunk at ``strength`` (one of :data:`STRENGTHS`),
@@ -199,6 +216,8 @@ def shrink_values(values: dict[str, Any], strength: str) -> dict[str, Any]:
                 out[key] = min(values[key], max(1, out["num_attention_heads"] // kv))
         for key, width in widths.items():
             out[key] = min(width, min(first_heads, HEADS) * head_dim)
+        for key in keyed:  # a layer's own head counts (Dots3's sliding layers: 64 heads) shrink alike
+            out[key] = {k: _shrunk_heads(entry, first_heads) for k, entry in out[key].items()}
         for key in _DERIVED_WIDTHS:  # widths the config class derives from the width: derived anew
             out.pop(key, None)
         for key, value in values.items():  # a convolution with a group per channel (Mimi's upsampling) stays so
@@ -217,6 +236,10 @@ def shrink_values(values: dict[str, Any], strength: str) -> dict[str, Any]:
         if is_int(values.get(heads_key)) and is_int(values.get(dim_key)) and is_int(expand) and width \
                 and (expand * width) % values[dim_key] == 0:
             out[heads_key] = expand * width // values[dim_key]
+    keys, vals = values.get("linear_num_key_heads"), values.get("linear_num_value_heads")
+    if is_int(keys) and is_int(vals) and keys > HEADS and vals % keys == 0:
+        # a linear-attention mixer's heads (Qwen3-Next's Gated DeltaNet): value heads a multiple of the key heads
+        out["linear_num_key_heads"], out["linear_num_value_heads"] = HEADS, HEADS * (vals // keys)
     for key, value in values.items():
         if _FFN_KEY.fullmatch(key):
             if value is None or (is_int(value) and value > FFN):

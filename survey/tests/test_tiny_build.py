@@ -151,7 +151,7 @@ def test_a_forward_refusing_input_ids_is_fed_their_embeddings():
             return inputs_embeds
 
     model = Refusing()
-    fed = building.embeddings_fed(model)
+    fed = building.fed(model, None, embeddings=True)
     ids = torch.tensor([[1, 2, 3]])
     assert torch.equal(fed(ids, attention_mask=torch.ones_like(ids)), model.table[0](ids))
     assert list(inspect.signature(fed.forward).parameters) == ["input_ids", "attention_mask"]
