@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import refpos
 from refpos.models.hf import from_hf_config
 from refpos.models.vision_towers import vision_rope_from_hf_config
 from refpos.rope.vision import VisionRope
@@ -197,3 +198,15 @@ def test_neomme_alternates_row_and_column_over_every_pair():
     sliding = from_hf_config(NEOMME, layer_type="sliding_attention")
     assert (sliding.mrope_section, sliding.mrope_scheme, sliding.rotary_dim) == ((0, 16, 16), "hw_alternating", 64)
     assert not any("multi-axis" in str(v) for v in full.not_modelled.values())
+
+
+def test_hy_v4_vl_before_5_25_is_refused_by_name():
+    """HY-V4-VL's text rotation changed in 5.25 (apply_rotary_pos_emb_interleave, anchored above); the 5.24 code's is
+    not anchored and the survey of 5.24 finds the interleaved reading off: a config naming 5.24 is refused by name,
+    never answered with an unanchored layout."""
+    old = refpos.model_positions({**HY_V4_VL_TEXT, "num_hidden_layers": 2}, transformers_version="5.24.0")
+    assert not old.complete and all(layer.kind == "refused" for layer in old.layers)
+    assert any("5.24" in str(why) for why in old.not_modelled.values()) or "5.24" in old.summary() or any(
+        "5.24" in str(getattr(layer, "reason", "")) for layer in old.layers)
+    new = refpos.model_positions({**HY_V4_VL_TEXT, "num_hidden_layers": 2}, transformers_version="5.25.0")
+    assert new.complete and all(layer.kind == "mrope" for layer in new.layers)
