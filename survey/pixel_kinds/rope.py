@@ -8,8 +8,11 @@ factor) by :func:`survey.rotation.channels`, the text survey's reading of a clai
 
 .. math::  \cos_{t,c} = A_c\cos(ω_c\,p_t), \qquad \sin_{t,c} = A_c\sin(ω_c\,p_t).
 
-The channel order carries the layout: the half layout's channels ``c`` and ``c + r/2`` share a frequency (the
-table is ``[θ | θ]``), the interleaved layout's ``2i`` and ``2i + 1``.
+The channel order carries the layout only where the model applies its table as it is laid out, as the half layout
+does (channels ``c`` and ``c + r/2`` share a frequency: the table is ``[θ | θ]``). Every rotary module lays its
+table out so, and a model rotating adjacent pairs regroups it in its apply function (PE-Audio's takes the first
+half and pairs ``(2i, 2i + 1)``): the tables alone cannot tell the layouts apart there, and a claim of another
+layout is not compared (not reached, by name).
 
 **Bound.** These modules compute the angles in float32 whatever dtype the model runs in (``.float()``), so the
 tables carry :meth:`survey.rotation.Channels.bound` at unit norm: ``|A_c|·((R + 1 + |ln ω_c|)·u·|p_t|·ω_c + C)``
@@ -75,6 +78,11 @@ def compare_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if not fed:
         return Outcome("not reached", f"{record.stack} layer {record.index}: no rotary module (a class named "
                        f"…RotaryEmbedding) was called with position ids on {run.input_name}")
+    if record.rope.layout != "half":  # the module's table is [θ | θ]; an apply function may regroup it (PE-Audio's)
+        return Outcome("not reached", f"{record.stack} layer {record.index}: refpos rotates {record.rope.layout} "
+                       "pairs; a rotary module's tables are laid out [θ | θ] and the apply function pairs the "
+                       "channels, so the tables alone do not show the layout (the survey compares them for the "
+                       "half layout only)")
     width = record.rope.rotary_width
     mine = [site for site in fed if all(t.shape[-1] == width for _, t in _observed(site))]
     if not mine:

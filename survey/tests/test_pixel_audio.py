@@ -172,6 +172,16 @@ def test_a_wrong_rope_claim_is_graded_wrong():
     assert COMPARISONS["rope"].judge(record, nothing, []).status == "not reached"
 
 
+
+def test_an_interleaved_rope_claim_is_not_judged_by_the_tables_alone():
+    """A rotary module lays its table out [θ | θ] whatever pairs its apply function rotates (PE-Audio's pairs
+    (2i, 2i + 1) from the first half): a claim of adjacent pairs is not reached by name, never graded on a table
+    whose channel order is not the one applied (the half layout's tables graded such a claim wrong)."""
+    record = records(LLAMA)[0]
+    interleaved = dataclasses.replace(record, rope=dataclasses.replace(record.rope, layout="interleaved"))
+    outcome = COMPARISONS["rope"].judge(interleaved, rotary_run(record.rope), [])
+    assert outcome.status == "not reached" and "apply function" in outcome.cause, outcome
+
 WHISPER = {"model_type": "whisper", "d_model": 8, "encoder_layers": 2, "decoder_layers": 2,
            "encoder_attention_heads": 2, "decoder_attention_heads": 2, "max_source_positions": 16,
            "max_target_positions": 12, "num_mel_bins": 8}
