@@ -119,18 +119,25 @@ def resample_position_table(table: Any, grid: list[int], way: dict, prefix_token
                             suffix_tokens: int = 0) -> np.ndarray:
     """The table's square grid ``(M, M, d)`` resampled in float32 as the way says, the extra rows kept."""
     options = {"align_corners": False, "antialias": False, "scale_factor_offset": None, "padding": "border",
-               "keep_extra": True, "axes": "hw", **way}
+               "keep_extra": True, "axes": "hw", "read": "resample", **way}
     table = np.asarray(table, dtype=F32)
     n_grid = table.shape[0] - prefix_tokens - suffix_tokens
     side = math.isqrt(n_grid)
     target = tuple(grid)[::-1] if options["axes"] == "wh" else tuple(grid)
     image = np.moveaxis(table[prefix_tokens:prefix_tokens + n_grid].reshape(side, side, -1), -1, 0)  # (d, M, M)
-    if options["scale_factor_offset"] is None:
-        size, factors = target, None
+    if options["read"] == "buckets":  # row ⌊i·M/n⌋ of each axis gathered: integer arithmetic, no rounding
+        rows, cols = (np.arange(n) * side // n for n in target)
+        out = image[:, rows[:, None], cols[None, :]]
     else:
-        size, factors = None, tuple((g + options["scale_factor_offset"]) / side for g in target)
-    out = _resample(image, size, options["mode"], options["align_corners"], options["antialias"], factors,
-                    padding=options["padding"])
+        crop = options["read"] == "square_crop"  # resampled to the longer side's square, its first rows and columns
+        resampled = (max(target),) * 2 if crop else target
+        if options["scale_factor_offset"] is None:
+            size, factors = resampled, None
+        else:
+            size, factors = None, tuple((g + options["scale_factor_offset"]) / side for g in resampled)
+        out = _resample(image, size, options["mode"], options["align_corners"], options["antialias"], factors,
+                        padding=options["padding"])
+        out = out[:, :target[0], :target[1]] if crop else out
     flat = np.moveaxis(out, 0, -1).reshape(grid[0] * grid[1], -1)
     if not options["keep_extra"]:
         return flat
