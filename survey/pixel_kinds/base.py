@@ -88,3 +88,10 @@ def embedding_site(site: Site) -> bool:
     """Whether the site's recorded owner tensors are the embedding its table is added to: an embedding module's
     output, or the first layer's input of the module that adds it (:attr:`survey.pixels.Site.at`)."""
     return bool(site.at) or "embed" in site.owner.rsplit(".", 1)[-1].lower()
+
+
+def image_patch_grid(patches: int, shape: list[int]) -> tuple[int, int] | None:
+    """The ``(h, w)`` with ``h·w = patches`` whose aspect is the image's (``shape[-2:]``)."""
+    height, width = shape[-2:]
+    h = max(1, round((patches * height / width) ** 0.5))
+    return (h, patches // h) if h * (patches // h) == patches else None

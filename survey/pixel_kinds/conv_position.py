@@ -42,7 +42,10 @@ def _frames(tensor: np.ndarray, channels: int) -> np.ndarray:
 
 
 def _summed(x: np.ndarray, e: np.ndarray, stride: int) -> np.ndarray:
-    """What the layers receive: ``x + e``, or the mean of each ``stride`` frames plus ``e`` (module docstring)."""
+    """What the layers receive: ``x + e``, or the mean of each ``stride`` frames plus ``e`` (module docstring).
+
+    Written here on purpose rather than calling :func:`refpos.encodings.conv_position.add_conv_positions`: this is
+    the observed side, and a mistake in refpos's sum must not cancel against the reference that uses it."""
     if stride > 1:
         windows = x.shape[1] // stride
         x = x[:, :windows * stride].reshape(x.shape[0], windows, stride, x.shape[2]).mean(axis=2)

@@ -9,15 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, embedding_site, graded, mistakes_of, rows_of, unit
+from survey.pixel_kinds.base import Outcome, embedding_site, graded, image_patch_grid, mistakes_of, rows_of, unit
 from survey.pixels import PixelRun, Site, additive
-
-
-def _patch_grid(patches: int, shape: list[int]) -> tuple[int, int] | None:
-    """The ``(h, w)`` with ``h·w = patches`` whose aspect is the image's (``shape[-2:]``)."""
-    height, width = shape[-2:]
-    h = max(1, round((patches * height / width) ** 0.5))
-    return (h, patches // h) if h * (patches // h) == patches else None
 
 
 def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
@@ -43,10 +36,10 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
             return Outcome("not reached", f"{site.owner}: output {out.shape} has no axis of width {record.dim}",
                            (site.path,))
         extra = record.prefix + record.suffix if record.variant is None or record.variant.keep_extra else 0
-        grid = _patch_grid(observed.shape[0] - extra, run.shapes[name])
+        grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])
         if grid is None:  # tokens the table does not reach (DINOv2's registers) gain exactly nothing: left out
             observed = observed[np.any(observed != 0, axis=1)]
-            grid = _patch_grid(observed.shape[0] - extra, run.shapes[name])
+            grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])
         if grid is None:
             return Outcome("wrong", f"{site.owner}: {observed.shape[0]} rows at the {name} size are not "
                            f"{extra} extra rows and a patch grid of the image's aspect", (site.path,))

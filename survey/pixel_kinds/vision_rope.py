@@ -38,8 +38,7 @@ from refpos.rope.vision import (
     qwen_patch_positions,
     vision_frequencies,
 )
-from survey.pixel_kinds.base import Outcome, graded
-from survey.pixel_kinds.grid import _patch_grid
+from survey.pixel_kinds.base import Outcome, graded, image_patch_grid
 from survey.pixels import PixelRun, Site
 from survey.rotation import Channels
 
@@ -49,11 +48,11 @@ FORMS = tuple(form for form in VISION_ROPES if form != "axial")
 
 def _grid(run: PixelRun, size: str, tokens: int) -> tuple[int, int, int] | None:
     """The ``(t, h, w)`` patch grid fed at ``size``: the one given with flattened patches, else the image's grid of
-    ``tokens`` patches (:func:`survey.pixel_kinds.grid._patch_grid`)."""
+    ``tokens`` patches (:func:`survey.pixel_kinds.base.image_patch_grid`)."""
     if size in run.grids:
         t, h, w = run.grids[size]
         return int(t), int(h), int(w)
-    hw = _patch_grid(tokens, run.shapes[size])
+    hw = image_patch_grid(tokens, run.shapes[size])
     return None if hw is None else (1, *hw)
 
 
