@@ -166,6 +166,22 @@ def _positions(claim: LayerClaim, seen: Seen, use: str, side: str = "query") -> 
     return found
 
 
+def own_keys(call: Call, ref: Call, queries: int) -> slice:
+    """The rows of ``call``'s keys that are its own tokens', where the layer attends over more keys than tokens.
+
+    A cache puts the keys it kept *before* the tokens' (the last ``queries`` rows); a merged self- and
+    cross-attention (T5Gemma 2's decoder) puts the encoder's keys *after* them (the first ``queries`` rows). The
+    extra rows tell which: keys that are not the tokens' do not depend on the tokens' positions, so they are the
+    same in run B (whose rotation is the identity) as in this run. Where the last extra rows are equal in both runs
+    and the first are not, the tokens' keys come first; else last."""
+    rows, extra = call.key.shape[-2], call.key.shape[-2] - queries
+    if extra <= 0 or ref.key.shape != call.key.shape:
+        return slice(rows - queries, rows)
+    appended = np.array_equal(call.key[..., queries:, :], ref.key[..., queries:, :])
+    prepended = np.array_equal(call.key[..., :extra, :], ref.key[..., :extra, :])
+    return slice(0, queries) if appended and not prepended else slice(extra, rows)
+
+
 def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
           reads: dict[str, tuple[str, ...]] | None = None) -> tuple[float, str | None]:
     """The largest error of the claim's prediction of ``call`` (reading ``reads`` where given), and where it
@@ -177,8 +193,10 @@ def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
     keys = _positions(claim, seen, "rotation", "key")
     if call.key.shape[-2] != ref.key.shape[-2] or call.key.shape[-2] != keys.size:
         queries = seen.inputs.queries
-        call = dataclasses.replace(call, key=call.key[..., -queries:, :])
+        own = own_keys(call, ref, queries)
+        call = dataclasses.replace(call, key=call.key[..., own, :])
         ref = dataclasses.replace(ref, key=ref.key[..., -queries:, :] if ref.key.shape[-2] == keys.size else
+                                  ref.key[..., own, :] if ref.key.shape == call.key.shape else
                                   ref.key[..., keys.size - queries:keys.size, :])
         keys = rotation
     q_pred, k_pred, bound_q, bound_k = predict(claim, ref, rotation, _positions(claim, seen, "scale"), mode, keys)

@@ -1,0 +1,45 @@
+"""Which of a layer's keys are its tokens' when it attends over more keys than tokens (:func:`survey.compare.own_keys`).
+
+A cache keeps its past keys before the tokens'; a merged self- and cross-attention (T5Gemma 2's decoder) appends the
+encoder's keys after them. Reading the wrong rows compares the encoder's keys with a rotation and grades a correct
+claim wrong (T5Gemma 2's decoder was graded so on transformers 5.25): both placements are tested.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from survey.compare import own_keys
+from survey.records import Call
+
+TOKENS, EXTRA, WIDTH = 4, 3, 8
+
+
+def calls(tokens_first: bool) -> tuple[Call, Call]:
+    """A run's call whose tokens' keys are rotated (they differ from run B's, whose rotation is the identity) and
+    whose ``EXTRA`` other keys are the same in both runs, placed after the tokens' or before them."""
+    rng = np.random.default_rng(0)
+    own_b, other = rng.normal(size=(1, 1, TOKENS, WIDTH)), rng.normal(size=(1, 1, EXTRA, WIDTH))
+    own_a = own_b[..., ::-1]  # any change of the tokens' keys: a rotation moves every row but position 0's
+    calls = []
+    for own in (own_a, own_b):
+        key = np.concatenate([own, other] if tokens_first else [other, own], axis=-2)
+        calls.append(Call("layer", None, own_b, key, None, {}, None))
+    return calls[0], calls[1]
+
+
+def test_merged_cross_attention_keys_come_first():
+    call, ref = calls(tokens_first=True)
+    assert own_keys(call, ref, TOKENS) == slice(0, TOKENS)
+
+
+def test_cached_keys_come_before_the_tokens():
+    call, ref = calls(tokens_first=False)
+    assert own_keys(call, ref, TOKENS) == slice(EXTRA, EXTRA + TOKENS)
+
+
+def test_no_extra_rows_or_unlike_shapes_keep_the_last_rows():
+    call, ref = calls(tokens_first=True)
+    shorter = Call("layer", None, ref.query, ref.key[..., :TOKENS, :], None, {}, None)
+    assert own_keys(call, shorter, TOKENS) == slice(EXTRA, EXTRA + TOKENS)
+    assert own_keys(shorter, shorter, TOKENS) == slice(0, TOKENS)
