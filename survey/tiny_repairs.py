@@ -69,6 +69,19 @@ def _qsa_indexer(values: dict[str, Any]) -> dict[str, Any]:
             "indexer_budget": 64, "indexer_compress_ratio": 4}
 
 
+#: the image size SAM's model is shrunk to (16 × 16 patches of 16 pixels)
+SAM_IMAGE = 256
+
+
+def _sam_size(values: dict[str, Any]) -> dict[str, Any]:
+    """SAM's (and SAM-HQ's) image size, stated as :data:`SAM_IMAGE` in the vision config and restated in the prompt
+    encoder's, with the embedding's grid of patches it implies."""
+    vision, prompt = values["vision_config"], values["prompt_encoder_config"]
+    grid = SAM_IMAGE // vision["patch_size"]
+    return {"vision_config": {**vision, "image_size": SAM_IMAGE},
+            "prompt_encoder_config": {**prompt, "image_size": SAM_IMAGE, "image_embedding_size": grid}}
+
+
 #: PatchTST's table width when shrunk: 32 patches of 16 channels (see :func:`_standardized_table`)
 PATCHTST_WIDTH = 16
 
@@ -127,6 +140,15 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     # Step 3.5's text model (Step3p7's too) builds the sliding-window mask whatever its layer types, and its
     # class leaves the window None: stated as the position limit, wider than any two positions' distance, so
     # the mask masks nothing and no layer of the defaults (all full attention) reads it
+    # the diarization head projects the audio tower's frames, and its validator ties its audio_hidden_size to the
+    # tower's width: the tower shrunk, the head states the shrunk width
+    "nemotron3_diarization": ("its head config restates the audio tower's width, which the validator checks",
+                              lambda values: {"head_config": {**values["head_config"], "audio_hidden_size":
+                                                              values["audio_config"]["hidden_size"]}}),
+    # SAM's model refuses any image but its vision config's size (1024: 4096 patches, whose captures exceed the
+    # survey's bound on a kept tensor); its prompt encoder restates that size and the embedding's grid
+    "sam": ("its model refuses any image size but the configured one", _sam_size),
+    "sam_hq": ("its model refuses any image size but the configured one", _sam_size),
     "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",
                 lambda values: {"sliding_window": values.get("sliding_window") or values["max_position_embeddings"]}),
 }
