@@ -4,19 +4,24 @@ forces its position encoding to be resampled, each as a list of shapes tried in 
 Read from the model's config, never from its type:
 
 * ``pixel_values``: ``(1, C, H, W)`` at the config's ``image_size`` (an int or a pair; ``num_channels``, 3 where
-  unstated), then a video ``(1, T, C, H, W)`` at ``num_frames``; the resampling size adds two patches to the
-  height and four to the width (a grid that grows unevenly: axes swapped show), a model without an image size
-  (a CNN) is fed 64 and 96 pixels;
+  unstated), then a video ``(1, T, C, H, W)`` at ``num_frames`` (at most :data:`MAX_FRAMES`), then its frames as
+  a batch ``(T, C, H, W)`` (X-CLIP's); the resampling size adds two patches to the height and four to the width (a
+  grid that grows unevenly: axes swapped show), a model without an image size (a CNN) is fed 64 and 96 pixels,
+  then, where its vision tower or backbone states one (:data:`NESTED_CONFIGS`), that tower's size;
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
-  it (Whisper's encoder takes exactly that many), else 64 and 96 frames, then ``(1, frames, features)``, then
+  it (Whisper's encoder takes exactly that many), else whole chunks of ``2 · n_window`` frames where it states
+  that (Qwen3-ASR's encoder), else 64 and 96 frames, then ``(1, frames, features)``, then
   ``(mel bins, frames)`` (Qwen-Omni's audio encoder takes its batch's frames concatenated, with their counts);
-* ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``;
+* ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``, then,
+  where the config states ``num_mel_bins`` and ``max_length``, a spectrogram ``(1, frames, bins)`` of that many
+  frames and half as many (the Audio Spectrogram Transformer's);
 * ``past_values``: a time series, ``(1, steps)`` then ``(1, steps, channels)`` at the config's
   ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it;
 * ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames;
-* ``hidden_states`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches): one image of
-  ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a non-square grid,
-  axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows (:func:`patch_grid`).
+* ``hidden_states`` or ``pixel_values`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches):
+  one image of ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a
+  non-square grid, axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows, then as
+  ``(t·h·w, C, patch_size, patch_size)`` patches (:func:`patch_grid`).
 
 A key the config does not hold is read from its encoder's sub-config (``encoder_config``, ``audio_config``,
 ``encoder``: the mel bins of an ASR model's encoder, the image size of a vision encoder–decoder's ViT).
@@ -38,6 +43,13 @@ MAX_STEPS = 512
 LATENT_FRAMES = (8, 12)
 #: the sub-configs a key is looked up in when the config does not hold it
 SUB_CONFIGS = ("encoder_config", "audio_config", "encoder")
+#: the towers whose image size a model of towers is fed at, after the plain size (SAM's image encoder, ViTPose's
+#: backbone: each refuses any other size)
+NESTED_CONFIGS = ("vision_config", "backbone_config")
+#: the most frames of a spectrogram fed as ``input_values`` (the Audio Spectrogram Transformer's ``max_length``)
+MAX_SPECTROGRAM = 1024
+#: the most frames a video input is fed (a longer clip: 2 frames)
+MAX_FRAMES = 32
 
 
 def _get(config: Any, *keys: str, default: Any = None) -> Any:
@@ -64,25 +76,45 @@ def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
     patch = _pair(_get(config, "patch_size", "patch_sizes"))
     if patch is None and isinstance(_get(config, "patch_sizes"), (list, tuple)):
         patch = _pair(_get(config, "patch_sizes")[0])
-    if size is None:
-        native, other = (PLAIN_IMAGE[0],) * 2, (PLAIN_IMAGE[1],) * 2
-    else:
-        step = patch or (16, 16)
-        shrunk = size[0] - 2 * step[0] if size[0] >= 4 * step[0] else size[0] + 2 * step[0]
-        native, other = size, (shrunk, size[1] + 4 * step[1])
     frames = _get(config, "num_frames", "frames_per_clip", default=2)
-    frames = frames if isinstance(frames, int) and 0 < frames <= 16 else 2
-    return {key: [(1, channels, *hw), (1, frames, channels, *hw)] for key, hw in (("native", native),
-                                                                                   ("resampled", other))}
+    frames = frames if isinstance(frames, int) and 0 < frames <= MAX_FRAMES else 2
+    sizes = [_sizes(size, patch)] if size is not None else [_sizes(None, None)]
+    nested = _pair(_nested(config, "image_size"))
+    if size is None and nested is not None:  # a model of towers: the plain size first, then its tower's own
+        sizes.append(_sizes(nested, _pair(_nested(config, "patch_size"))))
+    return {key: [shape for pair in sizes for hw in [pair[key]]
+                  for shape in ((1, channels, *hw), (1, frames, channels, *hw), (frames, channels, *hw))]
+            for key in ("native", "resampled")}
+
+
+def _sizes(size: tuple[int, int] | None, patch: tuple[int, int] | None) -> dict[str, tuple[int, int]]:
+    """The native and resampling ``(H, W)`` of an image of ``size`` in patches of ``patch`` (module docstring)."""
+    if size is None:
+        return {"native": (PLAIN_IMAGE[0],) * 2, "resampled": (PLAIN_IMAGE[1],) * 2}
+    step = patch or (16, 16)
+    shrunk = size[0] - 2 * step[0] if size[0] >= 4 * step[0] else size[0] + 2 * step[0]
+    return {"native": size, "resampled": (shrunk, size[1] + 4 * step[1])}
+
+
+def _nested(config: Any, key: str) -> Any:
+    """``key`` of a model's vision tower or backbone (:data:`NESTED_CONFIGS`), None where neither states it."""
+    for name in NESTED_CONFIGS:
+        section = getattr(config, name, None)
+        value = getattr(section, key, None) if section is not None else None
+        if value is not None:
+            return value
+    return None
 
 
 def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
     bins = _get(config, "num_mel_bins", "feature_size", "input_feat_size", "n_mels", "num_features",
                 "input_dim", default=80)
     bins = bins if isinstance(bins, int) and bins > 0 else 80
-    stated = _get(config, "max_source_positions")
+    stated, window = _get(config, "max_source_positions"), _get(config, "n_window")
     if isinstance(stated, int) and 0 < stated <= 4096:
         frames = (2 * stated, stated)
+    elif isinstance(window, int) and 0 < window <= 512:  # chunks of 2·n_window frames (Qwen3-ASR's encoder)
+        frames = (4 * window, 2 * window)
     else:
         frames = PLAIN_FRAMES
     return {key: [(1, bins, n), (1, n, bins), (bins, n)] for key, n in zip(("native", "resampled"), frames,
@@ -92,7 +124,12 @@ def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
 def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:
     channels = _get(config, "audio_channels", "num_channels", default=1)
     channels = channels if isinstance(channels, int) and 0 < channels <= 8 else 1
-    return {key: [(1, n), (1, channels, n)] for key, n in zip(("native", "resampled"), PLAIN_SAMPLES, strict=True)}
+    shapes = {key: [(1, n), (1, channels, n)] for key, n in zip(("native", "resampled"), PLAIN_SAMPLES, strict=True)}
+    bins, frames = _get(config, "num_mel_bins"), _get(config, "max_length")
+    if isinstance(bins, int) and isinstance(frames, int) and 0 < frames <= MAX_SPECTROGRAM:  # a spectrogram
+        shapes["native"].append((1, frames, bins))
+        shapes["resampled"].append((1, frames // 2, bins))
+    return shapes
 
 
 def _series(config: Any) -> dict[str, list[tuple[int, ...]]]:
@@ -127,13 +164,14 @@ def _flat_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
     temporal = _get(config, "temporal_patch_size", default=1)
     patch = _pair(_get(config, "patch_size", default=14)) or (14, 14)
     width = channels * temporal * patch[0] * patch[1]
-    return {size: [(t * h * w, width)] for size in ("native", "resampled")
+    return {size: [(t * h * w, width), (t * h * w, channels, *patch)] for size in ("native", "resampled")
             for t, h, w in [patch_grid(config, size)]}
 
 
-def candidates(input_name: str, config: Any) -> dict[str, list[tuple[int, ...]]]:
-    """``{"native": shapes, "resampled": shapes}`` to try for ``input_name`` (module docstring)."""
-    if input_name == "hidden_states":
+def candidates(input_name: str, config: Any, flat: bool = False) -> dict[str, list[tuple[int, ...]]]:
+    """``{"native": shapes, "resampled": shapes}`` to try for ``input_name`` (module docstring); ``flat``: the
+    forward takes a grid beside it, so its images are flattened patches."""
+    if input_name == "hidden_states" or flat:
         return _flat_patches(config)
     if input_name == "pixel_values":
         return _image(config)

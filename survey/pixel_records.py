@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +37,17 @@ SITE_STD = 0.5
 ROTARY = re.compile(r"Rotary(Positional)?Embedding")
 #: the inputs of a vision tower fed flattened patches and their ``(t, h, w)`` grid
 FLAT_PATCHES = ("hidden_states", "grid_thw")
+#: the names a forward takes the ``(t, h, w)`` grid of its flattened patches by (beside ``hidden_states`` or
+#: ``pixel_values``: Qwen2-VL's tower, and the towers written after it)
+GRID_INPUTS = ("grid_thw", "image_grid_thw")
+#: the per-image merge sizes a forward takes beside its grid (VideoLLaMA 3's tower)
+MERGE_INPUTS = ("merge_sizes",)
+
+
+def grid_input(params: Any) -> str | None:
+    """The name under which a forward whose parameters are ``params`` takes the grid of flattened patches, or
+    None where it takes none (it is then fed whole images)."""
+    return next((name for name in GRID_INPUTS if name in params), None)
 #: module-level functions that rotate a query and key (a vision tower's ``apply_rotary_pos_emb_vision``, Llama 4's
 #: ``vision_apply_rotary_emb``)
 APPLY = re.compile(r"\w*apply_rotary\w*|\w*apply_rope\w*")

@@ -24,8 +24,10 @@ recorded is found generically, by name, never by model type:
 * at each size, the first calls of the modeling module's rotary apply functions (:data:`APPLY`: a vision tower's
   RoPE), their query and key before and after (:func:`rotations`).
 
-A vision tower fed flattened patches (its forward takes ``hidden_states`` and ``grid_thw``: Qwen2-VL's) is given
-the patch rows and the grid of :func:`survey.pixel_inputs.patch_grid` (the grid kept in :attr:`PixelRun.grids`).
+A vision tower fed flattened patches (its forward takes ``hidden_states`` or ``pixel_values`` beside a grid,
+:data:`~survey.pixel_records.GRID_INPUTS`: Qwen2-VL's and the towers written after it) is given the patch rows and
+the grid of :func:`survey.pixel_inputs.patch_grid` (the grid kept in :attr:`PixelRun.grids`; the merge size too
+where the forward takes one, VideoLLaMA 3's).
 
 A position module the forward never calls, whose zeroing leaves its owner's tensors exactly as they were, is no
 position of the model: it is left out of the sites and the row's note names it.
@@ -56,6 +58,7 @@ from survey.pixel_records import (
     FLAT_PATCHES,
     INPUTS,
     MASKS,
+    MERGE_INPUTS,
     NO_TOKEN_IDS,
     POSITION,
     RUN_NOTE,
@@ -65,6 +68,7 @@ from survey.pixel_records import (
     PixelRun,
     Site,
     additive,
+    grid_input,
     observed_labels,
     unread,
 )
@@ -97,7 +101,7 @@ def input_name(model: Any) -> str:
     for name in (*main, *INPUTS):
         if name in INPUTS and name in params:
             return name
-    if all(name in params for name in FLAT_PATCHES):
+    if FLAT_PATCHES[0] in params and grid_input(params):
         return FLAT_PATCHES[0]
     raise NotRun(f"its forward takes none of {', '.join(INPUTS)} ({', '.join(list(params)[:3])}, ...)")
 
@@ -139,13 +143,16 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     from survey.pixel_inputs import candidates, image_grid_inputs, patch_grid
 
     record.shapes, record.skipped, record.applied, errors = {}, {}, {}, []
-    for size, tries in candidates(record.input_name, config).items():
+    grid = grid_input(params)
+    for size, tries in candidates(record.input_name, config, flat=grid is not None).items():
         for shape in tries:
             generator = torch.Generator().manual_seed(0)
             inputs = {record.input_name: torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)}
-            if record.input_name == FLAT_PATCHES[0]:
+            if grid is not None:  # flattened patches: their grid, and the merge size where the forward takes it
                 record.grids[size] = list(patch_grid(config, size))
-                inputs[FLAT_PATCHES[1]] = torch.tensor([record.grids[size]], dtype=torch.long)
+                inputs[grid] = torch.tensor([record.grids[size]], dtype=torch.long)
+                inputs |= {name: torch.tensor([record.merge], dtype=torch.long) for name in MERGE_INPUTS
+                           if name in params}
             for mask in MASKS:  # every frame (or pixel) is real: a mask of ones where the forward takes one
                 if mask in params:
                     inputs[mask] = torch.ones(shape[:1] + shape[-1:], dtype=torch.long)
@@ -180,8 +187,8 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
 
 def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun, str]:
     """``(config, model, record, strength)`` of the first strength of :data:`survey.tiny.STRENGTHS` that builds and
-    runs on pixel, audio or feature inputs (:func:`observe_pixels`); :class:`NotRun` with every strength's reason
-    otherwise."""
+    runs on pixel, audio or feature inputs (:func:`observe_pixels`), each strength's configs in the order of
+    :func:`_configs`; :class:`NotRun` with every try's reason otherwise."""
     import torch
 
     from survey import catalogue, tiny
@@ -189,28 +196,46 @@ def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun,
     reasons = []
     for strength in tiny.STRENGTHS:
         try:
-            try:
-                config = tiny.shrink(_one_output(config0), strength)
-            except Exception:  # a class whose validators insist on output stages: as it is
-                config = tiny.shrink(config0, strength)
-            cls = catalogue.model_class(config)
-            if cls is None:
-                raise NotRun("transformers has no model class for it")
-            with torch.device("meta"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                size = sum(p.numel() for p in cls._from_config(config, attn_implementation="eager").parameters())
-            if size > max_parameters:
-                raise RuntimeError(f"{size / 1e6:.0f}M parameters")
-            torch.manual_seed(0)
-            model = cls._from_config(config, attn_implementation="eager")
-            return config, model, observe_pixels(model, config), strength
-        except NotRun as exc:
-            if str(exc).startswith("its forward takes none"):
-                raise
-            reasons.append(f"{strength}: {exc}")
-        except Exception as exc:  # transformers' own errors for a geometry: the next strength
+            configs = _configs(config0, strength)
+        except Exception as exc:  # the class's validators refuse this strength: the next one
             reasons.append(f"{strength}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+            continue
+        for label, config in configs:
+            try:
+                cls = catalogue.model_class(config)
+                if cls is None:
+                    raise NotRun("transformers has no model class for it")
+                with torch.device("meta"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    size = sum(p.numel() for p in cls._from_config(config, attn_implementation="eager").parameters())
+                if size > max_parameters:
+                    raise RuntimeError(f"{size / 1e6:.0f}M parameters")
+                torch.manual_seed(0)
+                model = cls._from_config(config, attn_implementation="eager")
+                return config, model, observe_pixels(model, config), strength
+            except NotRun as exc:
+                if str(exc).startswith("its forward takes none"):
+                    raise
+                reasons.append(f"{label}: {exc}")
+            except Exception as exc:  # transformers' own errors for a geometry: the next try
+                reasons.append(f"{label}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
     raise NotRun("no geometry built and ran on its inputs (" + "; ".join(reasons) + ")")
+
+
+def _configs(config0: Any, strength: str) -> list[tuple[str, Any]]:
+    """``(label, config)`` to try at ``strength``: with one output stage (:func:`_one_output`), then, where that
+    differs, with the output stages its class states (a depth model's neck reads one hidden state per stage); as it
+    is alone where the class's validators refuse one output stage."""
+    from survey import tiny
+
+    own = tiny.shrink(config0, strength)
+    try:
+        one = tiny.shrink(_one_output(config0), strength)
+    except Exception:  # a class whose validators insist on output stages: as it is
+        return [(strength, own)]
+    if one.to_dict() == own.to_dict():
+        return [(strength, one)]
+    return [(strength, one), (f"{strength} with its output stages", own)]
 
 
 def _one_output(config0: Any) -> Any:
@@ -237,7 +262,9 @@ def observe_row(config0: Any, row: Any, max_parameters: int) -> tuple[dict[str, 
         if str(exc).startswith("its forward takes none"):  # no input the survey feeds: the row's reason stands
             return None
         if row.cause.startswith(f"transformers not run: {NO_TOKEN_IDS}"):  # the pixel run's reason is the row's
-            row.cause = f"transformers not run: {exc}"
+            cause = f"transformers not run: {exc}"  # in its notes too: a refusal replaces the row's cause
+            row.notes = [cause if note == row.cause else note for note in row.notes]
+            row.cause = cause
         else:
             row.notes.append(f"not run on pixel, audio or feature inputs either: {exc}")
         return None

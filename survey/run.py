@@ -41,7 +41,7 @@ STATUSES = ("exact", "refused", "wrong", "error", "not reached")
 #: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one
 SURVIVED = "the survey cannot tell this answer from wrong ones"
 #: the largest model a strength may build (parameters): a default geometry beyond it is not run
-MAX_PARAMETERS = 150_000_000
+MAX_PARAMETERS = 700_000_000
 
 
 @dataclass

@@ -189,3 +189,41 @@ def test_a_sinusoid_table_is_the_variants_and_its_catalogued_mistakes_are_told_a
     wrong = table.reshape(8, 4, 2)[..., ::-1].reshape(8, 8)  # sin and cos of each pair swapped
     swapped = table_run(wrong, 8, 8)
     assert COMPARISONS["sinusoid1d"].judge(record, swapped, swapped.sites).status == "wrong"
+
+
+def test_a_pixel_run_that_fails_keeps_its_reason_in_the_notes(monkeypatch):
+    """A model type refpos refuses has its row's cause replaced by the refusal; why its pixel run failed must stay
+    in the notes (it once read only "its forward takes no input_ids")."""
+    from survey import pixels
+
+    def fails(config0, max_parameters):
+        raise pixels.NotRun("no geometry built and ran on its inputs (tiny: the model's own error)")
+
+    monkeypatch.setattr(pixels, "build_pixels", fails)
+    first = f"transformers not run: {pixels.NO_TOKEN_IDS} (pixel_values, ...)"
+    row = run.Row("a_vision_model", "not reached", cause=first, notes=[first])
+    assert pixels.observe_row(object(), row, 1) is None
+    assert row.notes == ["transformers not run: no geometry built and ran on its inputs (tiny: the model's own error)"]
+    assert row.cause == row.notes[0]
+
+
+def test_the_inputs_of_towers_fed_flat_patches_and_models_of_towers():
+    """A forward taking a grid beside ``pixel_values`` is fed flattened patches (the rows, then the patches), under
+    whichever name it takes the grid by; a model of towers without an image size of its own is fed the plain size
+    and then its tower's (SAM's model refuses any other); a clip is also fed as a batch of its frames (X-CLIP's)."""
+    from types import SimpleNamespace
+
+    from survey.pixel_inputs import candidates
+    from survey.pixel_records import grid_input
+
+    assert grid_input({"pixel_values": 0, "grid_thw": 0}) == "grid_thw"
+    assert grid_input({"pixel_values": 0, "image_grid_thw": 0}) == "image_grid_thw"
+    assert grid_input({"pixel_values": 0}) is None
+    tower = SimpleNamespace(in_channels=3, temporal_patch_size=2, patch_size=14, spatial_merge_size=2)
+    flat = candidates("pixel_values", tower, flat=True)
+    assert flat["native"] == [(16, 3 * 2 * 14 * 14), (16, 3, 14, 14)] and flat["resampled"][0] == (24, 1176)
+    model = SimpleNamespace(vision_config=SimpleNamespace(image_size=256, patch_size=16))
+    native = candidates("pixel_values", model)["native"]
+    assert native[0] == (1, 3, 64, 64) and (1, 3, 256, 256) in native[3:]
+    clip = SimpleNamespace(image_size=32, patch_size=16, num_frames=8)
+    assert (8, 3, 32, 32) in candidates("pixel_values", clip)["native"]
