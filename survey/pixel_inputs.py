@@ -18,6 +18,12 @@ Read from the model's config, never from its type:
 * ``past_values``: a time series, ``(1, steps)`` then ``(1, steps, channels)`` at the config's
   ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it;
 * ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames;
+* ``pixel_values_videos``: the clip first, then the image shapes of ``pixel_values``; ``image`` and ``input`` (a
+  VQ-GAN's, BridgeTower's tower) as ``pixel_values``; ``audio_mel`` and ``mel_spectrogram`` as ``input_features``;
+* ``hidden_states`` without a grid, ``inputs``, ``context``, ``patch_embeds``, ``inputs_embeds`` (a tower,
+  encoder or decoder fed embeddings, the last where it takes nothing else the survey feeds): ``(1, rows,
+  width)`` then ``(1, width, rows)`` at 16 and 24 rows, for each width the config states
+  (:data:`EMBEDDING_WIDTHS`);
 * ``hidden_states`` or ``pixel_values`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches):
   one image of ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a
   non-square grid, axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows, then as
@@ -46,6 +52,10 @@ SUB_CONFIGS = ("encoder_config", "audio_config", "encoder")
 #: the towers whose image size a model of towers is fed at, after the plain size (SAM's image encoder, ViTPose's
 #: backbone: each refuses any other size)
 NESTED_CONFIGS = ("vision_config", "backbone_config")
+#: the widths an input of embeddings may have, in the order tried (a speech encoder's features, a latent's)
+EMBEDDING_WIDTHS = ("input_dim", "hidden_size", "d_model", "vae_dim", "latent_dim", "d_latents")
+#: the rows of an input of embeddings at the native and the resampling size
+EMBEDDING_ROWS = (16, 24)
 #: the most frames of a spectrogram fed as ``input_values`` (the Audio Spectrogram Transformer's ``max_length``)
 MAX_SPECTROGRAM = 1024
 #: the most frames a video input is fed (a longer clip: 2 frames)
@@ -168,14 +178,25 @@ def _flat_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
             for t, h, w in [patch_grid(config, size)]}
 
 
+def _embeddings(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    widths = [_get(config, key) for key in EMBEDDING_WIDTHS]
+    widths = list(dict.fromkeys(w for w in widths if isinstance(w, int) and 0 < w <= 8192)) or [32]
+    return {key: [shape for width in widths for shape in ((1, n, width), (1, width, n))]
+            for key, n in zip(("native", "resampled"), EMBEDDING_ROWS, strict=True)}
+
+
 def candidates(input_name: str, config: Any, flat: bool = False) -> dict[str, list[tuple[int, ...]]]:
     """``{"native": shapes, "resampled": shapes}`` to try for ``input_name`` (module docstring); ``flat``: the
     forward takes a grid beside it, so its images are flattened patches."""
-    if input_name == "hidden_states" or flat:
+    if flat:
         return _flat_patches(config)
-    if input_name == "pixel_values":
+    if input_name == "pixel_values_videos":  # a clip first
+        return {size: sorted(shapes, key=lambda shape: len(shape) != 5) for size, shapes in _image(config).items()}
+    if input_name in ("pixel_values", "image", "input"):
         return _image(config)
-    if input_name in ("input_features", "spectrogram"):
+    if input_name in ("hidden_states", "inputs", "context", "patch_embeds", "inputs_embeds"):
+        return _embeddings(config)
+    if input_name in ("input_features", "spectrogram", "audio_mel", "mel_spectrogram"):
         return _features(config)
     if input_name == "past_values":
         return _series(config)

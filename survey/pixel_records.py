@@ -20,13 +20,27 @@ from survey.records import Applied
 POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)s?(_|$|\d)|pos_embed|position_bias"
                       r"|relative_position|cpb_mlp|continuous_position")
 #: the inputs a forward may take instead of token ids, in the order tried
-INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values", "past_values", "latents")
+INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values", "past_values", "latents",
+          "pixel_values_videos", "audio_mel", "mel_spectrogram", "image", "input", "hidden_states", "inputs",
+          "context", "patch_embeds", "inputs_embeds")
+#: inputs named for no modality (a model's generic ``inputs``): its encoder's named input is taken first
+GENERIC_INPUTS = ("input", "inputs", "hidden_states")
+#: the inputs that are embeddings (a network fed another's output: its positions may be added before them)
+EMBEDDING_INPUTS = ("hidden_states", "inputs", "context", "patch_embeds", "inputs_embeds")
+#: the inputs that are images or clips (a vision tower's; the others are audio, features or embeddings)
+IMAGE_INPUTS = ("pixel_values", "pixel_values_videos", "image", "input")
 #: the key of an observation's ``stacks`` holding its :class:`PixelRun`
 STACK = "pixels"
 #: how the reason begins of a model type the token-id probe cannot run (:func:`survey.probe.probe`)
 NO_TOKEN_IDS = "its forward takes no input_ids"
-#: the masks of a feature or audio input that a forward may need (all ones: every frame is real)
+#: the masks of a feature or audio input that a forward may need (all ones: every frame is real); a mask a forward
+#: requires (no default) is fed likewise, whatever its name
 MASKS = ("input_features_mask", "feature_attention_mask")
+#: the masks that mark padding rather than what is real (Gemma 3n's audio encoder: True where a frame is padded),
+#: fed all False
+PADDING_MASKS = ("audio_mel_mask",)
+#: the inputs laid out ``(batch, rows, width)`` whose masks cover their rows (the others' cover their last axis)
+ROW_INPUTS = ("audio_mel", "hidden_states", "inputs", "context", "patch_embeds", "inputs_embeds")
 #: how the note begins of a row run on pixel, audio or feature inputs
 RUN_NOTE = "run on its "
 #: the largest tensor a capture keeps (elements): a larger one is left out, the capture saying so

@@ -55,12 +55,14 @@ from survey.pixel_capture import (
 )
 from survey.pixel_records import (
     APPLY,
-    FLAT_PATCHES,
+    GENERIC_INPUTS,
     INPUTS,
     MASKS,
     MERGE_INPUTS,
     NO_TOKEN_IDS,
+    PADDING_MASKS,
     POSITION,
+    ROW_INPUTS,
     RUN_NOTE,
     STACK,
     Capture,
@@ -78,6 +80,8 @@ __all__ = ["APPLY", "INPUTS", "NO_TOKEN_IDS", "POSITION", "RUN_NOTE", "STACK", "
            "observe_pixels", "observe_row", "observed_labels", "one_head", "rebuild_zeros", "rotary_sites",
            "rotations", "seed_sites", "sites_of", "unread"]
 
+#: the errors of a size's first shapes kept in the record (the first shape's is the most telling: an image's)
+SHOWN_ERRORS = 3
 #: the other inputs a forward may need, fed where it takes them: an encoder-decoder's first decoder ids (ids 2 … 5:
 #: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0), and the frame count
 #: of a single clip fed as ``(mel bins, frames)``
@@ -98,11 +102,10 @@ def input_name(model: Any) -> str:
     :data:`INPUTS`, else the first of them its forward takes; :class:`NotRun` naming its parameters otherwise."""
     params = inspect.signature(model.forward).parameters
     main = (getattr(model, "main_input_name", None), getattr(getattr(model, "encoder", None), "main_input_name", None))
+    main = sorted(main, key=lambda name: name in GENERIC_INPUTS)  # an encoder's named input before a generic one
     for name in (*main, *INPUTS):
         if name in INPUTS and name in params:
             return name
-    if FLAT_PATCHES[0] in params and grid_input(params):
-        return FLAT_PATCHES[0]
     raise NotRun(f"its forward takes none of {', '.join(INPUTS)} ({', '.join(list(params)[:3])}, ...)")
 
 
@@ -153,9 +156,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 inputs[grid] = torch.tensor([record.grids[size]], dtype=torch.long)
                 inputs |= {name: torch.tensor([record.merge], dtype=torch.long) for name in MERGE_INPUTS
                            if name in params}
-            for mask in MASKS:  # every frame (or pixel) is real: a mask of ones where the forward takes one
-                if mask in params:
-                    inputs[mask] = torch.ones(shape[:1] + shape[-1:], dtype=torch.long)
+            inputs |= _masks(params, record.input_name, shape)
             inputs |= {name: make(shape, dtype) for name, make in COMPANIONS.items() if name in params}
             inputs.update(image_grid_inputs(params, config, shape))
             if size == "resampled" and record.resample_flag:
@@ -180,9 +181,26 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                         site.captures[size] = tables[site.path]
             break
         else:
-            record.skipped[size] = "; ".join(errors[-2:]) or "no input shape to try"
+            record.skipped[size] = "; ".join(errors[:SHOWN_ERRORS]) or "no input shape to try"
         if size == "native" and size not in record.shapes:
             return
+
+
+def _masks(params: Any, input_name: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    """The masks fed beside an input of ``shape``: every frame (or pixel) real — ones for each of :data:`MASKS` the
+    forward takes and each mask it requires, all False for a mask of padding (:data:`PADDING_MASKS`) — over the
+    input's rows (:data:`ROW_INPUTS`) or its last axis."""
+    import torch
+
+    rows = shape[1] if input_name in ROW_INPUTS and len(shape) == 3 else shape[-1]
+    required = {name for name, param in params.items()
+                if name.endswith("mask") and param.default is inspect.Parameter.empty}
+    out = {}
+    for name in sorted(required | {name for name in MASKS if name in params}):
+        padding = name in PADDING_MASKS
+        out[name] = torch.zeros((shape[0], rows), dtype=torch.bool) if padding else torch.ones(
+            (shape[0], rows), dtype=torch.long)
+    return out
 
 
 def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun, str]:

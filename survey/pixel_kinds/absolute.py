@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, check_target, graded, mistakes_of
+from survey.pixel_kinds.base import Outcome, absent, check_target, graded, mistakes_of
 from survey.pixel_kinds.tables import readrows_of, table_site
 from survey.pixels import PixelRun, Site
 
@@ -43,7 +43,7 @@ def compare_sinusoidal(record: Any, run: PixelRun, sites: list[Site]) -> Outcome
                        "input only")
     found = table_site(record, sites, run)
     if found is None:
-        return Outcome("wrong", f"no sinusoid table of {record.dim} columns at an input site for {record.stack}")
+        return absent(run, f"no sinusoid table of {record.dim} columns at an input site for {record.stack}")
     site, name = found
     built = site.initial.get(name, site.params[name]).astype(np.float64).reshape(-1, record.dim)
     rows = np.arange(record.offset, built.shape[0])

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from survey.pixel_records import EMBEDDING_INPUTS
 from survey.pixels import PixelRun, Site
 
 #: the unit roundoff of the dtype a model ran in
@@ -32,6 +33,16 @@ class Outcome:
     error: float | None = None
     tried: int = 0
     survived: list[str] = field(default_factory=list)
+
+
+def absent(run: PixelRun, cause: str) -> Outcome:
+    """The outcome of a record whose position site the run does not hold: wrong — unless the model was fed
+    embeddings (:data:`~survey.pixel_records.EMBEDDING_INPUTS`), whose positions may be added before them, in a
+    network the run does not hold (SLANeXt's table head, fed its backbone's features): not reached then."""
+    if run.input_name in EMBEDDING_INPUTS:
+        return Outcome("not reached", f"{cause}: the model was fed {run.input_name}, and a site before them is not "
+                       "in its run")
+    return Outcome("wrong", cause)
 
 
 def graded(cases: list[tuple[np.ndarray, np.ndarray, Any, dict[str, np.ndarray | None]]], sites: tuple[str, ...],

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, graded, mistakes_of, unit
+from survey.pixel_kinds.base import Outcome, absent, graded, mistakes_of, unit
 from survey.pixels import PixelRun, Site
 
 #: the unit roundoff of the coordinates Swin v2's code builds (float32, whatever the run's dtype)
@@ -100,7 +100,7 @@ def compare_inline(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
             return Outcome("not reached", f"{inline.path}: the bias is computed inside the attention's forward and "
                            "no logits of it were recorded (no query and key projection to replace, or no softmax "
                            "called)", (inline.path,))
-        return Outcome("wrong", f"no relative position bias of a {record.window} window for {record.stack} layer "
+        return absent(run, f"no relative position bias of a {record.window} window for {record.stack} layer "
                        f"{record.index}")
     inputs = _inputs(record, site)
     if inputs is None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, graded, mistakes_of, unit
+from survey.pixel_kinds.base import Outcome, absent, graded, mistakes_of, unit
 from survey.pixels import PixelRun, Site
 
 #: the forms compared (HuBERT's batch norm before the kernel is not)
@@ -97,7 +97,7 @@ def compare_conv_position(record: Any, run: PixelRun, sites: list[Site]) -> Outc
     site = next((s for s in sites if s.is_module and any(c.module_in is not None and c.module_out is not None
                                                           for c in s.captures.values())), None)
     if site is None:
-        return Outcome("wrong", "no position module fed the frames (sites: "
+        return absent(run, "no position module fed the frames (sites: "
                        f"{', '.join(s.path for s in sites) or 'none'})")
     if record.form not in FORMS:
         return Outcome("not reached", f"{site.path}: the survey compares the {', '.join(FORMS)} forms, refpos "

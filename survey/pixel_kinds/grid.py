@@ -9,7 +9,16 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, embedding_site, graded, image_patch_grid, mistakes_of, rows_of, unit
+from survey.pixel_kinds.base import (
+    Outcome,
+    absent,
+    embedding_site,
+    graded,
+    image_patch_grid,
+    mistakes_of,
+    rows_of,
+    unit,
+)
 from survey.pixels import PixelRun, Site, additive
 
 
@@ -20,7 +29,7 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     size = record.table_rows * record.dim
     site = next((s for s in sites if additive(s) and any(p.size == size for p in s.params.values())), None)
     if site is None:
-        return Outcome("wrong", f"no position table of {record.table_rows} × {record.dim} entries at an input site "
+        return absent(run, f"no position table of {record.table_rows} × {record.dim} entries at an input site "
                        f"(sites: {', '.join(s.path for s in sites) or 'none'})")
     if not embedding_site(site):
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "

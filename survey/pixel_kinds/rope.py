@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from survey.pixel_kinds.base import Outcome, graded
+from survey.pixel_records import IMAGE_INPUTS
 from survey.pixels import PixelRun, Site
 
 
@@ -71,7 +72,7 @@ def compare_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """One layer's RoPE against every rotary module of its rotated width (module docstring)."""
     from survey.mutants import _rope_mutants
 
-    if run.input_name == "pixel_values":
+    if run.input_name in IMAGE_INPUTS:
         return Outcome("not reached", f"{record.stack} layer {record.index}: the survey compares a 1-D RoPE on "
                        "audio and feature inputs (a vision tower's positions are a grid)")
     fed = [site for site in run.rotary if site.captures]

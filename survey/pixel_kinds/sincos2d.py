@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, check_target, embedding_site, graded, mistakes_of, rows_of, unit
+from survey.pixel_kinds.base import Outcome, absent, check_target, embedding_site, graded, mistakes_of, rows_of, unit
 from survey.pixels import PixelRun, Site, additive
 
 
@@ -55,7 +55,7 @@ def compare_sincos2d(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
                        f"a fixed patch grid added at the input (this one: {record.variant} at {record.at})")
     found = _table(record, sites)
     if found is None:
-        return Outcome("wrong", f"no table of {record.grid} patches × {record.features} at an input site for "
+        return absent(run, f"no table of {record.grid} patches × {record.features} at an input site for "
                        f"{record.stack} (sites: {', '.join(s.path for s in sites) or 'none'})")
     site, name = found
     (height, width), cls_rows = record.grid, record.record.parameters.get("cls_rows", 0)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, check_target, embedding_site, graded, mistakes_of, rows_of, unit
+from survey.pixel_kinds.base import Outcome, absent, check_target, embedding_site, graded, mistakes_of, rows_of, unit
 from survey.pixel_kinds.relative_sinusoid import compare_relative_sinusoid
 from survey.pixels import PixelRun, Site, additive
 
@@ -84,7 +84,7 @@ def compare_learned(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """A learned 1-D table at the input: the frames read rows ``offset, offset + 1, …`` of it."""
     found = table_site(record, sites, run)
     if found is None or record.at != "input":
-        return Outcome("wrong", f"no learned table of {record.dim} columns at an input site for {record.stack}")
+        return absent(run, f"no learned table of {record.dim} columns at an input site for {record.stack}")
     site, name = found
     if not embedding_site(site) and not site.is_module:
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
@@ -105,7 +105,7 @@ def compare_sinusoid1d(record: Any, run: PixelRun, sites: list[Site]) -> Outcome
         return compare_relative_sinusoid(record, run, sites)
     found = table_site(record, sites, run)
     if found is None:
-        return Outcome("wrong", f"no sinusoid table of {record.dim} columns at an input site for {record.stack}")
+        return absent(run, f"no sinusoid table of {record.dim} columns at an input site for {record.stack}")
     site, name = found
     built = site.initial.get(name, site.params[name]).astype(np.float64).reshape(-1, record.dim)
     inputs = Sinusoid1dInputs(record.variant, record.dim, {"positions": np.arange(built.shape[0]),

@@ -227,3 +227,38 @@ def test_the_inputs_of_towers_fed_flat_patches_and_models_of_towers():
     assert native[0] == (1, 3, 64, 64) and (1, 3, 256, 256) in native[3:]
     clip = SimpleNamespace(image_size=32, patch_size=16, num_frames=8)
     assert (8, 3, 32, 32) in candidates("pixel_values", clip)["native"]
+
+
+def test_the_inputs_of_clips_spectrograms_embeddings_and_their_masks():
+    """A clip's input is fed a clip first; an input of embeddings ``(1, rows, width)`` for each width the config
+    states; a mask the forward requires is fed over the input's rows, all ones, and a mask of padding all False."""
+    import inspect
+    from types import SimpleNamespace
+
+    from survey import pixels
+    from survey.pixel_inputs import candidates
+
+    clip = SimpleNamespace(image_size=32, patch_size=16, num_frames=4)
+    assert candidates("pixel_values_videos", clip)["native"][0] == (1, 4, 3, 32, 32)
+    for name in ("hidden_states", "inputs_embeds", "context"):
+        assert candidates(name, SimpleNamespace(input_dim=80, hidden_size=64))["native"][:3] == [
+            (1, 16, 80), (1, 80, 16), (1, 16, 64)]
+
+    def forward(audio_mel, audio_mel_mask, mask, optional_mask=None):
+        """A forward requiring two masks, one of padding."""
+
+    masks = pixels._masks(inspect.signature(forward).parameters, "audio_mel", (1, 16, 80))
+    assert sorted(masks) == ["audio_mel_mask", "mask"]
+    assert masks["mask"].shape == (1, 16) and bool(masks["mask"].all())
+    assert masks["audio_mel_mask"].shape == (1, 16) and not bool(masks["audio_mel_mask"].any())
+
+
+def test_a_site_missing_from_a_run_fed_embeddings_is_not_reached():
+    """A run fed embeddings (a head fed its backbone's features) may lack a table added before them: its absence
+    is not reached there, and wrong where the model was fed its pixels."""
+    from survey.pixel_kinds.base import absent
+
+    fed_pixels = PixelRun("Model", "pixel_values")
+    fed_features = PixelRun("Head", "hidden_states")
+    assert absent(fed_pixels, "no position table").status == "wrong"
+    assert absent(fed_features, "no position table").status == "not reached"
