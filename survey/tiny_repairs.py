@@ -151,6 +151,10 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     "sam_hq": ("its model refuses any image size but the configured one", _sam_size),
     "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",
                 lambda values: {"sliding_window": values.get("sliding_window") or values["max_position_embeddings"]}),
+    # timm's backbone wrapper names the architecture it builds in `backbone`, which its class leaves None: named as
+    # timm's ResNet-18 (no weights are loaded; the row is refused by name whatever the architecture)
+    "timm_backbone": ("its class names no timm architecture, and the wrapper builds none without one",
+                      lambda values: {"backbone": values.get("backbone") or "resnet18"}),
 }
 
 
