@@ -12,6 +12,7 @@ them (:data:`COMPANIONS`: an encoder's output, retrieved documents, a time condi
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 from survey import catalogue, tiny
@@ -97,41 +98,93 @@ def _retrieved(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
             "doc_scores": torch.zeros((ids.shape[0], 1)), "n_docs": 1}
 
 
-#: inputs a forward needs beside the ids (the forward fails without them), each fed seeded, as a function of the
-#: config and the call's ids and mask (so each case of :mod:`survey.cases` gets them at its length): the
-#: forward parameter that names it -> (why, the keyword arguments fed)
-COMPANIONS: dict[str, tuple[str, Any]] = {
-    "encoder_hidden_states": ("a decoder whose layers attend to an encoder's output (T5Gemma2's decoder)",
-                              lambda config, ids, mask: {"encoder_hidden_states": _normal(
-                                  1, *ids.shape, _width(config))}),
-    "t_cond": ("a decoder whose norms are scaled by a time conditioning its composite computes (Voxtral "
-               "Realtime's text model)", lambda config, ids, mask: {"t_cond": _normal(2, 1, _width(config))}),
-    "context_input_ids": ("a retrieval model's generator that reads retrieved documents (RAG, no retriever)",
-                          _retrieved),
+def _uniform(seed: int, *shape: int) -> Any:
+    """Uniform values in [0, 1) of ``shape``, the same for a seed and shape on every call."""
+    import torch
+
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _boxes(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
+    """A document model's boxes, one per token: seeded corners ``(x0, y0, x1, y1)`` in [0, 1), each ordered."""
+    import torch
+
+    corners = _uniform(3, *ids.shape, 2, 2)
+    low, high = corners.min(dim=-2).values, corners.max(dim=-2).values
+    return {"bbox": torch.cat([low, high], dim=-1)}
+
+
+def _regions(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
+    """LXMERT's image side: four seeded region features of ``visual_feat_dim`` and their boxes."""
+    regions = 4
+    return {"visual_feats": _normal(4, ids.shape[0], regions, config.visual_feat_dim),
+            "visual_pos": _uniform(5, ids.shape[0], regions, config.visual_pos_dim)}
+
+
+def _image(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
+    """One seeded image at the config's (or its vision config's) ``image_size``: ViLT's text and patches share
+    one encoder, which refuses text alone."""
+    vision = getattr(config, "vision_config", None) or config
+    size = vision.image_size if isinstance(vision.image_size, int) else vision.image_size[0]
+    return {"pixel_values": _normal(6, ids.shape[0], getattr(vision, "num_channels", 3), size, size)}
+
+
+@dataclass(frozen=True)
+class Companion:
+    """An input a forward needs beside the ids: why, and the keyword arguments fed, as a function of the config
+    and the call's ids and mask (so each case of :mod:`survey.cases` gets them at its length). ``when_named``:
+    fed only where the forward's error on ids alone names the input (an input many forwards take and leave
+    optional, such as an image, is fed only to the one that asked for it)."""
+
+    why: str
+    make: Any
+    when_named: bool = False
+
+
+#: inputs a forward needs beside the ids (the forward fails without them), each fed seeded: the forward parameter
+#: that names it -> its :class:`Companion`
+COMPANIONS: dict[str, Companion] = {
+    "encoder_hidden_states": Companion("a decoder whose layers attend to an encoder's output (T5Gemma2's decoder)",
+                                       lambda config, ids, mask: {"encoder_hidden_states": _normal(
+                                           1, *ids.shape, _width(config))}),
+    "t_cond": Companion("a decoder whose norms are scaled by a time conditioning its composite computes (Voxtral "
+                        "Realtime's text model)", lambda config, ids, mask: {"t_cond": _normal(2, 1, _width(config))}),
+    "context_input_ids": Companion("a retrieval model's generator that reads retrieved documents (RAG, no "
+                                   "retriever)", _retrieved),
+    "bbox": Companion("a document model that reads a box beside each token (Bros, UDOP)", _boxes, when_named=True),
+    "visual_feats": Companion("a cross-modal encoder that reads image regions beside the text (LXMERT)", _regions,
+                              when_named=True),
+    "pixel_values": Companion("an encoder of text and image patches together that refuses text alone (ViLT)",
+                              _image, when_named=True),
 }
 
 
-def companions(model: Any) -> list[str]:
-    """The :data:`COMPANIONS` that ``model``'s forward names; where it names none and passes its other keyword
-    arguments on (``**kwargs``), those a forward of its modules names (Voxtral Realtime's text model hands
-    ``t_cond`` to its layers through them)."""
+def companions(model: Any, error: str = "") -> list[str]:
+    """The :data:`COMPANIONS` that ``model``'s forward names (those fed ``when_named`` only where ``error``, the
+    forward's error on ids alone, names them too); where it names none and passes its other keyword arguments on
+    (``**kwargs``), those a forward of its modules names (Voxtral Realtime's text model hands ``t_cond`` to its
+    layers through them)."""
     import inspect
 
+    def wanted(name: str) -> bool:
+        return not COMPANIONS[name].when_named or name.lower() in error.lower()
+
     params = inspect.signature(model.forward).parameters
-    named = [name for name in COMPANIONS if name in params]
+    named = [name for name in COMPANIONS if name in params and wanted(name)]
     if named or not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return named
     inner = {name for module in model.modules() if module is not model
              for name in inspect.signature(module.forward).parameters}
-    return [name for name in COMPANIONS if name in inner]
+    return [name for name in COMPANIONS if name in inner and wanted(name)]
 
 
-def fed(model: Any, config: Any, embeddings: bool = False) -> Any:
+def fed(model: Any, config: Any, embeddings: bool = False, error: str = "") -> Any:
     """``model`` wrapped so that the probe's ids reach a forward that needs more than them.
 
     ``embeddings``: a forward that refuses input ids while it takes ``inputs_embeds`` (Qwen3-Omni's code
     predictor, which the talker feeds embeddings) gets the ids looked up in its own embedding table
-    (:func:`token_embedding`). Every :data:`COMPANIONS` entry the forward takes is fed beside them, computed from
+    (:func:`token_embedding`). Every :data:`COMPANIONS` entry the forward takes (:func:`companions`: those fed when
+    named, where ``error`` names them) is fed beside them, computed from
     ``config`` and the call's ids and mask. The mask, position ids, decoder ids and cache switch pass as they are,
     those the model takes (the wrapper's signature names no others).
     The wrapper holds the model as ``model``: the path names no stack, so its layers keep theirs."""
@@ -140,7 +193,7 @@ def fed(model: Any, config: Any, embeddings: bool = False) -> Any:
     import torch
 
     takes = inspect.signature(model.forward).parameters
-    beside = companions(model)
+    beside = companions(model, error)
 
     class Fed(torch.nn.Module):
         def __init__(self) -> None:
@@ -153,7 +206,7 @@ def fed(model: Any, config: Any, embeddings: bool = False) -> Any:
                      "decoder_input_ids": decoder_input_ids, "decoder_attention_mask": decoder_attention_mask}
             given = {k: v for k, v in given.items() if v is not None and k in takes}
             for name in beside:  # what the forward needs beside the ids, at this call's length
-                given.update(COMPANIONS[name][1](config, input_ids, attention_mask))
+                given.update(COMPANIONS[name].make(config, input_ids, attention_mask))
             if embeddings:
                 return self.model(inputs_embeds=token_embedding(self.model)(input_ids), **given)
             return self.model(input_ids=input_ids, **given)

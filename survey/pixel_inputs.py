@@ -16,7 +16,8 @@ Read from the model's config, never from its type:
   where the config states ``num_mel_bins`` and ``max_length``, a spectrogram ``(1, frames, bins)`` of that many
   frames and half as many (the Audio Spectrogram Transformer's);
 * ``past_values``: a time series, ``(1, steps)`` then ``(1, steps, channels)`` at the config's
-  ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it;
+  ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it, a lagged
+  forecaster's ``max(lags_sequence)`` steps more (with its time features and horizon: :func:`series_inputs`);
 * ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames;
 * ``pixel_values_videos``: the clip first, then the image shapes of ``pixel_values``; ``image`` and ``input`` (a
   VQ-GAN's, BridgeTower's tower) as ``pixel_values``; ``audio_mel`` and ``mel_spectrogram`` as ``input_features``;
@@ -145,6 +146,9 @@ def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:
 def _series(config: Any) -> dict[str, list[tuple[int, ...]]]:
     steps = _get(config, "context_length", default=MAX_STEPS)
     steps = steps if isinstance(steps, int) and 0 < steps <= MAX_STEPS else MAX_STEPS
+    lags = _get(config, "lags_sequence")
+    if lags:  # a lagged forecaster reads max(lags) steps before its context
+        steps += max(lags)
     channels = _get(config, "num_input_channels", "input_size", default=1)
     channels = channels if isinstance(channels, int) and 0 < channels <= 8 else 1
     return {key: [(1, n), (1, n, channels)] for key, n in zip(("native", "resampled"), (steps, steps // 2),
@@ -203,6 +207,24 @@ def candidates(input_name: str, config: Any, flat: bool = False) -> dict[str, li
     if input_name == "latents":
         return _latents(config)
     return _values(config)
+
+
+def series_inputs(params: Any, config: Any, shape: tuple[int, ...]) -> dict[str, Any]:
+    """The inputs a lagged forecaster (Time Series Transformer, Informer, Autoformer) takes beside ``past_values``
+    of ``shape`` ``(1, steps)``: each step's ``num_time_features`` time features (zeros), and the horizon its
+    decoder runs over, ``prediction_length`` seeded future values with their time features; ``{}`` for any other
+    forward."""
+    import torch
+
+    if "past_time_features" not in params or len(shape) != 2:
+        return {}
+    features = _get(config, "num_time_features", default=0)
+    inputs = {"past_time_features": torch.zeros((1, shape[1], features))}
+    horizon = _get(config, "prediction_length")
+    if horizon and "future_values" in params:
+        inputs["future_values"] = torch.randn((1, horizon), generator=torch.Generator().manual_seed(7))
+        inputs["future_time_features"] = torch.zeros((1, horizon, features))
+    return inputs
 
 
 def image_grid_inputs(params: Any, config: Any, shape: tuple[int, ...]) -> dict[str, Any]:

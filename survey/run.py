@@ -113,8 +113,8 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
                 refuses_ids = isinstance(exc, ValueError) and "input_ids" in str(exc)
                 if refuses_ids and building.token_embedding(model) is not None:
                     fed = building.fed(model, held, embeddings=True)
-                elif building.companions(model):
-                    fed = building.fed(model, held)
+                elif building.companions(model, str(exc)):
+                    fed = building.fed(model, held, error=str(exc))
                 else:
                     raise
                 return config, fed, probe.probe(fed, held), strength

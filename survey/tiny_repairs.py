@@ -147,6 +147,11 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
                                                               values["audio_config"]["hidden_size"]}}),
     # SAM's model refuses any image but its vision config's size (1024: 4096 patches, whose captures exceed the
     # survey's bound on a kept tensor); its prompt encoder restates that size and the embedding's grid
+    # the lagged forecasters' classes leave the horizon None and refuse to build without one: stated as a monthly
+    # series' two years, 24 steps (their context length defaults to it)
+    **{name: ("its class leaves prediction_length None, and its model refuses to build without it",
+              lambda values: {"prediction_length": values.get("prediction_length") or 24})
+       for name in ("autoformer", "informer", "time_series_transformer")},
     "sam": ("its model refuses any image size but the configured one", _sam_size),
     "sam_hq": ("its model refuses any image size but the configured one", _sam_size),
     "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",

@@ -262,3 +262,27 @@ def test_a_site_missing_from_a_run_fed_embeddings_is_not_reached():
     fed_features = PixelRun("Head", "hidden_states")
     assert absent(fed_pixels, "no position table").status == "wrong"
     assert absent(fed_features, "no position table").status == "not reached"
+
+
+def test_a_lagged_forecaster_is_fed_its_lags_time_features_and_horizon():
+    """A lagged forecaster reads ``max(lags_sequence)`` steps before its context, takes each step's time features
+    and runs its decoder over ``prediction_length`` future values; any other forward is fed none of these."""
+    import inspect
+    from types import SimpleNamespace
+
+    from survey.pixel_inputs import candidates, series_inputs
+
+    config = SimpleNamespace(context_length=24, lags_sequence=[1, 2, 7], num_time_features=2, prediction_length=24)
+    assert candidates("past_values", config)["native"][0] == (1, 31)
+
+    def forecaster(past_values, past_time_features, past_observed_mask, future_values=None,
+                   future_time_features=None):
+        """A forecaster's forward."""
+
+    def patch_model(past_values, past_observed_mask=None):
+        """PatchTST's forward: no time features."""
+
+    fed = series_inputs(inspect.signature(forecaster).parameters, config, (1, 31))
+    assert fed["past_time_features"].shape == (1, 31, 2)
+    assert fed["future_values"].shape == (1, 24) and fed["future_time_features"].shape == (1, 24, 2)
+    assert series_inputs(inspect.signature(patch_model).parameters, config, (1, 31)) == {}
