@@ -161,15 +161,16 @@ COMPANIONS: dict[str, Companion] = {
 
 def companions(model: Any, error: str = "") -> list[str]:
     """The :data:`COMPANIONS` that ``model``'s forward names (those fed ``when_named`` only where ``error``, the
-    forward's error on ids alone, names them too); where it names none and passes its other keyword arguments on
-    (``**kwargs``), those a forward of its modules names (Voxtral Realtime's text model hands ``t_cond`` to its
-    layers through them)."""
+    forward's error on ids alone, names them too, and the forward names ``input_ids``); where it names none and
+    passes its other keyword arguments on (``**kwargs``), those a forward of its modules names (Voxtral Realtime's
+    text model hands ``t_cond`` to its layers through them)."""
     import inspect
 
-    def wanted(name: str) -> bool:
-        return not COMPANIONS[name].when_named or name.lower() in error.lower()
-
     params = inspect.signature(model.forward).parameters
+
+    def wanted(name: str) -> bool:  # one fed when named: only to a forward of token ids that named it
+        return not COMPANIONS[name].when_named or ("input_ids" in params and name.lower() in error.lower())
+
     named = [name for name in COMPANIONS if name in params and wanted(name)]
     if named or not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return named

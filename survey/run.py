@@ -35,7 +35,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny
+from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny, within
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
 #: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one
@@ -97,7 +97,7 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
             config = tiny.shrink(config0, strength)
             cls = building.model_class(config)
             if cls is None:
-                raise probe.NotReached("transformers has no model class for it")
+                raise probe.NotReached(within.NO_MODEL_CLASS)
             held = building.held_config(cls, config)
             size = building.parameter_count(cls, held)
             if size > MAX_PARAMETERS:
@@ -242,10 +242,18 @@ def observe_type(model_type: catalogue.ModelType) -> Observation:
                 found = pixels.observe_row(config0, row, MAX_PARAMETERS)  # its pixels, audio or features
                 if found is not None:
                     return Observation(found[0], None, row, stacks={pixels.STACK: found[1]})
+            if str(exc) == within.NO_MODEL_CLASS and within.observe_within(config0, row, observe_type):
+                return Observation(_tiny_or_default(config0), None, row)
     except Exception as exc:  # a bug of the survey itself must not stop the survey: recorded
         row.cause = "survey failed: " + _one_line(exc)
         row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
-    return Observation(tiny.shrink(config0, "tiny").to_dict() if _builds(config0) else config0.to_dict(), None, row)
+    return Observation(_tiny_or_default(config0), None, row)
+
+
+def _tiny_or_default(config0: Any) -> dict[str, Any]:
+    """The config refpos is asked about for a model the survey did not run itself: its tiny geometry where that
+    builds, else its defaults."""
+    return tiny.shrink(config0, "tiny").to_dict() if _builds(config0) else config0.to_dict()
 
 
 def judge(seen: Observation) -> Row:
