@@ -18,6 +18,8 @@ Read from the model's config, never from its type:
 * ``past_values``: a time series, ``(1, steps)`` then ``(1, steps, channels)`` at the config's
   ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it, a lagged
   forecaster's ``max(lags_sequence)`` steps more (with its time features and horizon: :func:`series_inputs`);
+* ``states``: a Decision Transformer's trajectory, ``(1, steps, state_dim)`` at 8 and 12 steps, with each step's
+  action, return to go and timestep (:func:`trajectory_inputs`);
 * ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames;
 * ``pixel_values_videos``: the clip first, then the image shapes of ``pixel_values``; ``image`` and ``input`` (a
   VQ-GAN's, BridgeTower's tower) as ``pixel_values``; ``audio_mel`` and ``mel_spectrogram`` as ``input_features``;
@@ -48,6 +50,8 @@ PLAIN_SAMPLES = (4000, 6400)
 MAX_STEPS = 512
 #: frames of a codec's latents
 LATENT_FRAMES = (8, 12)
+#: the steps of a Decision Transformer's trajectory at the native and the second size
+TRAJECTORY_STEPS = (8, 12)
 #: the sub-configs a key is looked up in when the config does not hold it
 SUB_CONFIGS = ("encoder_config", "audio_config", "encoder")
 #: the towers whose image size a model of towers is fed at, after the plain size (SAM's image encoder, ViTPose's
@@ -155,6 +159,11 @@ def _series(config: Any) -> dict[str, list[tuple[int, ...]]]:
                                                               strict=True)}
 
 
+def _trajectory(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    width = _get(config, "state_dim", default=1)
+    return {key: [(1, n, width)] for key, n in zip(("native", "resampled"), TRAJECTORY_STEPS, strict=True)}
+
+
 def _latents(config: Any) -> dict[str, list[tuple[int, ...]]]:
     width = _get(config, "hidden_size", default=32)
     return {key: [(1, width, n)] for key, n in zip(("native", "resampled"), LATENT_FRAMES, strict=True)}
@@ -204,6 +213,8 @@ def candidates(input_name: str, config: Any, flat: bool = False) -> dict[str, li
         return _features(config)
     if input_name == "past_values":
         return _series(config)
+    if input_name == "states":
+        return _trajectory(config)
     if input_name == "latents":
         return _latents(config)
     return _values(config)
@@ -225,6 +236,21 @@ def series_inputs(params: Any, config: Any, shape: tuple[int, ...]) -> dict[str,
         inputs["future_values"] = torch.randn((1, horizon), generator=torch.Generator().manual_seed(7))
         inputs["future_time_features"] = torch.zeros((1, horizon, features))
     return inputs
+
+
+def trajectory_inputs(params: Any, config: Any, shape: tuple[int, ...]) -> dict[str, Any]:
+    """The inputs a Decision Transformer takes beside its ``states`` of ``shape`` ``(1, steps, state_dim)``: each
+    step's action (``act_dim`` seeded values), return to go (one) and timestep (``0 … steps - 1``); ``{}`` for any
+    other forward."""
+    import torch
+
+    if "returns_to_go" not in params or len(shape) != 3:
+        return {}
+    steps = shape[1]
+    seeded = torch.Generator().manual_seed(8)
+    return {"actions": torch.randn((1, steps, _get(config, "act_dim", default=1)), generator=seeded),
+            "returns_to_go": torch.randn((1, steps, 1), generator=seeded),
+            "timesteps": torch.arange(steps)[None]}
 
 
 def image_grid_inputs(params: Any, config: Any, shape: tuple[int, ...]) -> dict[str, Any]:

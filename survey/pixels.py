@@ -143,7 +143,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     """Capture every site at each size of :func:`survey.pixel_inputs.candidates` (the first shape that runs)."""
     import torch
 
-    from survey.pixel_inputs import candidates, image_grid_inputs, patch_grid, series_inputs
+    from survey.pixel_inputs import candidates, image_grid_inputs, patch_grid, series_inputs, trajectory_inputs
 
     record.shapes, record.skipped, record.applied, errors = {}, {}, {}, []
     grid = grid_input(params)
@@ -160,6 +160,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
             inputs |= {name: make(shape, dtype) for name, make in COMPANIONS.items() if name in params}
             inputs.update(image_grid_inputs(params, config, shape))
             inputs.update(series_inputs(params, config, shape))
+            inputs.update(trajectory_inputs(params, config, shape))
             if size == "resampled" and record.resample_flag:
                 inputs["interpolate_pos_encoding"] = True
             try:

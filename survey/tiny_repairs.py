@@ -142,6 +142,11 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     # the mask masks nothing and no layer of the defaults (all full attention) reads it
     # the diarization head projects the audio tower's frames, and its validator ties its audio_hidden_size to the
     # tower's width: the tower shrunk, the head states the shrunk width
+    # LFM2-MoE's model indexes layer_types, which its class leaves None (LFM2's own class fills them: every layer
+    # full attention where no index is stated): stated as LFM2's default
+    "lfm2_moe": ("its class leaves layer_types None, and its model indexes them",
+                 lambda values: {"layer_types": values.get("layer_types") or
+                                 ["full_attention"] * values["num_hidden_layers"]}),
     "nemotron3_diarization": ("its head config restates the audio tower's width, which the validator checks",
                               lambda values: {"head_config": {**values["head_config"], "audio_hidden_size":
                                                               values["audio_config"]["hidden_size"]}}),

@@ -286,3 +286,23 @@ def test_a_lagged_forecaster_is_fed_its_lags_time_features_and_horizon():
     assert fed["past_time_features"].shape == (1, 31, 2)
     assert fed["future_values"].shape == (1, 24) and fed["future_time_features"].shape == (1, 24, 2)
     assert series_inputs(inspect.signature(patch_model).parameters, config, (1, 31)) == {}
+
+
+def test_a_decision_transformer_is_fed_a_trajectory():
+    """A Decision Transformer's ``states`` come with each step's action, return to go and timestep, at the
+    config's state and action widths; any other forward is fed none of these."""
+    import inspect
+    from types import SimpleNamespace
+
+    from survey.pixel_inputs import candidates, trajectory_inputs
+
+    config = SimpleNamespace(state_dim=17, act_dim=4)
+    assert candidates("states", config)["native"] == [(1, 8, 17)]
+
+    def forward(states=None, actions=None, rewards=None, returns_to_go=None, timesteps=None, attention_mask=None):
+        """A Decision Transformer's forward."""
+
+    fed = trajectory_inputs(inspect.signature(forward).parameters, config, (1, 8, 17))
+    assert fed["actions"].shape == (1, 8, 4) and fed["returns_to_go"].shape == (1, 8, 1)
+    assert fed["timesteps"].tolist() == [list(range(8))]
+    assert trajectory_inputs(inspect.signature(lambda states: None).parameters, config, (1, 8, 17)) == {}
