@@ -11,7 +11,9 @@ Read from the model's config, never from its type:
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
   it (Whisper's encoder takes exactly that many), else whole chunks of ``2 · n_window`` frames where it states
   that (Qwen3-ASR's encoder), else 64 and 96 frames, then ``(1, frames, features)``, then
-  ``(mel bins, frames)`` (Qwen-Omni's audio encoder takes its batch's frames concatenated, with their counts);
+  ``(mel bins, frames)`` (Qwen-Omni's audio encoder takes its batch's frames concatenated, with their counts),
+  for each width the config states (:data:`FEATURE_WIDTHS`), then one channel of the first,
+  ``(1, 1, frames, mel bins)`` (CLAP's);
 * ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``, then,
   where the config states ``num_mel_bins`` and ``max_length``, a spectrogram ``(1, frames, bins)`` of that many
   frames and half as many (the Audio Spectrogram Transformer's);
@@ -58,7 +60,10 @@ SUB_CONFIGS = ("encoder_config", "audio_config", "encoder")
 #: backbone: each refuses any other size)
 NESTED_CONFIGS = ("vision_config", "backbone_config")
 #: the widths an input of embeddings may have, in the order tried (a speech encoder's features, a latent's)
-EMBEDDING_WIDTHS = ("input_dim", "hidden_size", "d_model", "vae_dim", "latent_dim", "d_latents")
+EMBEDDING_WIDTHS = ("input_dim", "input_size", "hidden_size", "d_model", "vae_dim", "latent_dim", "d_latents")
+#: the keys a config states its feature width by (mel bins, or the frames stacked into one input row), each tried
+FEATURE_WIDTHS = ("num_mel_bins", "feature_size", "input_feat_size", "n_mels", "num_features", "input_dim",
+                  "feature_projection_input_dim")
 #: the rows of an input of embeddings at the native and the resampling size
 EMBEDDING_ROWS = (16, 24)
 #: the most frames of a spectrogram fed as ``input_values`` (the Audio Spectrogram Transformer's ``max_length``)
@@ -122,9 +127,8 @@ def _nested(config: Any, key: str) -> Any:
 
 
 def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
-    bins = _get(config, "num_mel_bins", "feature_size", "input_feat_size", "n_mels", "num_features",
-                "input_dim", default=80)
-    bins = bins if isinstance(bins, int) and bins > 0 else 80
+    widths = [_get(config, key) for key in FEATURE_WIDTHS]
+    widths = list(dict.fromkeys(w for w in widths if isinstance(w, int) and 0 < w <= 8192)) or [80]
     stated, window = _get(config, "max_source_positions"), _get(config, "n_window")
     if isinstance(stated, int) and 0 < stated <= 4096:
         frames = (2 * stated, stated)
@@ -132,8 +136,8 @@ def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
         frames = (4 * window, 2 * window)
     else:
         frames = PLAIN_FRAMES
-    return {key: [(1, bins, n), (1, n, bins), (bins, n)] for key, n in zip(("native", "resampled"), frames,
-                                                                            strict=True)}
+    return {key: [shape for bins in widths for shape in ((1, bins, n), (1, n, bins), (bins, n))] + [
+        (1, 1, n, widths[0])] for key, n in zip(("native", "resampled"), frames, strict=True)}
 
 
 def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:
