@@ -34,16 +34,22 @@ def _nested(cfg: Mapping[str, Any], key: str) -> Any:
 
 
 def layer_count(cfg: Mapping[str, Any], family: Family | None = None) -> int:
-    """The number of layers: the first of :data:`LAYER_COUNT_KEYS`, or the length of the layer types for a
+    """The number of layers: the first of :data:`LAYER_COUNT_KEYS` (the sum of its counts for a family whose
+    config counts them per encoder in a dict, ``count = "per_encoder"``), or the length of the layer types for a
     family whose config class counts them (``count = "layer_types"``)."""
     if family is not None and family.count == "layer_types":
         types = layer_types(cfg, family, None)
         if types is not None:
             return len(types)
     for key in LAYER_COUNT_KEYS:
-        if cfg.get(key) is not None:
+        value = cfg.get(key)
+        if family is not None and family.count == "per_encoder" and isinstance(value, Mapping):
+            for name, count in value.items():  # LXMERT's language, vision and cross layers: all of them
+                check_size(f"{key}.{name}", count, maximum=MAX_LAYERS, bytes_each=200, what="layer schedule")
+            value = sum(value.values())
+        if value is not None:
             # the schedule holds a record and list entries per layer (~200 bytes each)
-            return check_size(key, cfg[key], maximum=MAX_LAYERS, bytes_each=200, what="layer schedule")
+            return check_size(key, value, maximum=MAX_LAYERS, bytes_each=200, what="layer schedule")
     raise LayerCountMissing("num_hidden_layers: the config does not say how many layers it has "
                             f"(none of {list(LAYER_COUNT_KEYS)})")
 

@@ -166,14 +166,14 @@ def test_an_unknown_family_resolves_only_what_it_states():
                  assume={"encoding": "alibi"}) == [("decoder", 0, "alibi")]
 
 
-def test_an_unknown_family_counting_its_layers_per_stack_is_refused_by_name():
-    """LXMERT's config counts its language, cross and vision layers in one dict: the family is not in the table,
-    and is refused by name as any unknown one, not failed on the count's type."""
+def test_a_family_counting_its_layers_per_stack_is_refused_by_name_for_every_layer():
+    """LXMERT's config counts its language, cross and vision layers in one dict: each of the 19 layers is refused
+    by name (its three encoders' positions are not modelled), not failed on the count's type."""
     lxmert = {"model_type": "lxmert", "num_hidden_layers": {"vision": 5, "cross_encoder": 5, "language": 9},
               "max_position_embeddings": 512}
     resolved = refpos.model_positions(lxmert)
-    assert [r.kind for r in resolved] == ["unknown"] and not resolved.complete
-    assert "'lxmert' is not in refpos's family table" in resolved.unknown["model_type"]
+    assert [r.kind for r in resolved] == ["refused"] * 19 and not resolved.complete
+    assert "three encoders" in resolved.not_modelled["model_type"]
     with pytest.raises(TypeError, match="num_hidden_layers"):  # a count of the wrong type for a known family
         refpos.model_positions({"model_type": "llama", "num_hidden_layers": {"language": 9}})
 

@@ -161,6 +161,23 @@ def test_a_missing_layer_count_is_its_own_error():
         refpos.models.hf_layers(dict(LLAMA, num_hidden_layers=0))
     assert not isinstance(bad.value, refpos.models.LayerCountMissing)
 
+
+def test_a_layer_count_per_encoder_counts_every_layer():
+    """LXMERT counts its layers per encoder (``num_hidden_layers = {"language": 9, "vision": 5, ...}``, its row's
+    ``count = "per_encoder"``): the schedule holds all of them, and a bad count in it is an error naming that
+    entry; a family whose row does not say so is refused such a count (the count's type named)."""
+    from refpos.models.families import family_of
+    from refpos.models.schedule import layer_count
+
+    lxmert = family_of("lxmert")
+    assert layer_count({"num_hidden_layers": {"vision": 5, "cross_encoder": 5, "language": 9}}, lxmert) == 19
+    with pytest.raises(TypeError, match="num_hidden_layers.vision"):
+        layer_count({"num_hidden_layers": {"vision": 5.0, "language": 9}}, lxmert)
+    with pytest.raises(ValueError, match="num_hidden_layers.language"):
+        layer_count({"num_hidden_layers": {"vision": 5, "language": -1}}, lxmert)
+    with pytest.raises(TypeError, match="num_hidden_layers must be an int"):
+        layer_count({"num_hidden_layers": {"language": 9}}, family_of("llama"))
+
 QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2,
               "head_dim": 256, "num_hidden_layers": 48, "rope_theta": 1e7, "partial_rotary_factor": 0.25,
               "max_position_embeddings": 262144}
