@@ -25,7 +25,8 @@ Read from the model's config, never from its type:
 * ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames;
 * ``pixel_values_videos``: the clip first, then the image shapes of ``pixel_values``; ``image`` and ``input`` (a
   VQ-GAN's, BridgeTower's tower) as ``pixel_values``; ``audio_mel`` and ``mel_spectrogram`` as ``input_features``;
-* ``hidden_states`` without a grid, ``inputs``, ``context``, ``patch_embeds``, ``inputs_embeds`` (a tower,
+* ``hidden_states`` without a grid, ``inputs``, ``context``, ``patch_embeds``, ``query_embeds`` (BLIP-2's
+  Q-Former, with a seeded encoder output for its cross-attention), ``inputs_embeds`` (a tower,
   encoder or decoder fed embeddings, the last where it takes nothing else the survey feeds): ``(1, rows,
   width)`` then ``(1, width, rows)`` at 16 and 24 rows, for each width the config states
   (:data:`EMBEDDING_WIDTHS`);
@@ -41,6 +42,8 @@ A key the config does not hold is read from its encoder's sub-config (``encoder_
 from __future__ import annotations
 
 from typing import Any
+
+from survey.pixel_records import EMBEDDING_INPUTS
 
 #: height and width of a model that states no image size, at the native and the resampling size
 PLAIN_IMAGE = (64, 96)
@@ -211,7 +214,7 @@ def candidates(input_name: str, config: Any, flat: bool = False) -> dict[str, li
         return {size: sorted(shapes, key=lambda shape: len(shape) != 5) for size, shapes in _image(config).items()}
     if input_name in ("pixel_values", "image", "input"):
         return _image(config)
-    if input_name in ("hidden_states", "inputs", "context", "patch_embeds", "inputs_embeds"):
+    if input_name in EMBEDDING_INPUTS:
         return _embeddings(config)
     if input_name in ("input_features", "spectrogram", "audio_mel", "mel_spectrogram"):
         return _features(config)

@@ -22,11 +22,11 @@ POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)
 #: the inputs a forward may take instead of token ids, in the order tried
 INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values", "past_values", "latents",
           "pixel_values_videos", "audio_mel", "mel_spectrogram", "image", "input", "hidden_states", "inputs",
-          "context", "patch_embeds", "inputs_embeds", "states")
+          "context", "patch_embeds", "query_embeds", "inputs_embeds", "states")
 #: inputs named for no modality (a model's generic ``inputs``): its encoder's named input is taken first
 GENERIC_INPUTS = ("input", "inputs", "hidden_states")
 #: the inputs that are embeddings (a network fed another's output: its positions may be added before them)
-EMBEDDING_INPUTS = ("hidden_states", "inputs", "context", "patch_embeds", "inputs_embeds")
+EMBEDDING_INPUTS = ("hidden_states", "inputs", "context", "patch_embeds", "query_embeds", "inputs_embeds")
 #: the inputs that are images or clips (a vision tower's; the others are audio, features or embeddings)
 IMAGE_INPUTS = ("pixel_values", "pixel_values_videos", "image", "input")
 #: the key of an observation's ``stacks`` holding its :class:`PixelRun`
@@ -40,7 +40,8 @@ MASKS = ("input_features_mask", "feature_attention_mask")
 #: fed all False
 PADDING_MASKS = ("audio_mel_mask",)
 #: the inputs laid out ``(batch, rows, width)`` whose masks cover their rows (the others' cover their last axis)
-ROW_INPUTS = ("audio_mel", "hidden_states", "inputs", "context", "patch_embeds", "inputs_embeds", "states")
+ROW_INPUTS = ("audio_mel", "hidden_states", "inputs", "context", "patch_embeds", "query_embeds", "inputs_embeds",
+              "states")
 #: how the note begins of a row run on pixel, audio or feature inputs
 RUN_NOTE = "run on its "
 #: the largest tensor a capture keeps (elements): a larger one is left out, the capture saying so

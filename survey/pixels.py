@@ -89,6 +89,9 @@ COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((
               "past_values_padding": lambda shape, dtype: _ids(shape[:2], 0).to(dtype),
               "freq": lambda shape, dtype: _ids((shape[0], 1), 0),
               "feature_lens": lambda shape, dtype: _ids((1,), shape[-1])}
+#: the encoder output a query transformer's cross-attention layers read (BLIP-2's Q-Former), fed beside its query
+#: embeddings ``(1, rows, width)``: seeded, at the config's ``encoder_hidden_size``
+ENCODER_ROWS = 8
 
 
 def _ids(shape: tuple[int, ...], value: int) -> Any:
@@ -161,6 +164,9 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
             inputs.update(image_grid_inputs(params, config, shape))
             inputs.update(series_inputs(params, config, shape))
             inputs.update(trajectory_inputs(params, config, shape))
+            if "encoder_hidden_states" in params and record.input_name == "query_embeds":
+                inputs["encoder_hidden_states"] = torch.randn(
+                    (1, ENCODER_ROWS, config.encoder_hidden_size), generator=torch.Generator().manual_seed(9))
             if size == "resampled" and record.resample_flag:
                 inputs["interpolate_pos_encoding"] = True
             try:

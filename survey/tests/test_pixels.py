@@ -240,7 +240,7 @@ def test_the_inputs_of_clips_spectrograms_embeddings_and_their_masks():
 
     clip = SimpleNamespace(image_size=32, patch_size=16, num_frames=4)
     assert candidates("pixel_values_videos", clip)["native"][0] == (1, 4, 3, 32, 32)
-    for name in ("hidden_states", "inputs_embeds", "context"):
+    for name in ("hidden_states", "inputs_embeds", "context", "query_embeds"):
         assert candidates(name, SimpleNamespace(input_dim=80, hidden_size=64))["native"][:3] == [
             (1, 16, 80), (1, 80, 16), (1, 16, 64)]
 
