@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from survey.within import WITHIN
+
 ROOT = Path(__file__).resolve().parent.parent
 #: one table per transformers release: ``transformers-<version>.json``
 RESULTS = ROOT / "survey" / "results"
@@ -85,7 +87,10 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def encoding_of(row: dict[str, Any]) -> str:
-    """The row's encoding as transformers' run showed it (several joined by +), or "not run"."""
+    """The row's encoding as transformers' run showed it (several joined by +), "run within its composite" for a
+    part run inside the composite holding it (:mod:`survey.within`), or "not run"."""
+    if row["observed"] and row["observed"][0].startswith(WITHIN):
+        return WITHIN + "its composite"
     return " + ".join(row["observed"]) if row["observed"] else "not run"
 
 
@@ -240,6 +245,12 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
                   "pixel values or audio, their validators tie the language model to a tower, a tower needs a "
                   "package not installed): their language model was run alone, built from their `text_config`, "
                   "and compared with refpos's answer for the composite (each such row notes it)."]
+    within = sum(encoding_of(row) == WITHIN + "its composite" for row in rows)
+    if within:
+        lines += ["", f"{within} model types are parts without a model class of their own (a prompt encoder, a mask "
+                  "decoder, a module of a composite): each was run within the composite holding it, with a hook "
+                  "showing its module ran there (`survey/within.py`); its positions are compared in that "
+                  "composite's row, and its own row says which."]
     not_run = not_run_reasons(rows)
     if not_run:
         lines += ["", "## Model types the survey does not run", "",

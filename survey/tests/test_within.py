@@ -68,3 +68,11 @@ def test_the_composites_holding_a_part_are_found_from_their_sub_configs():
     names = [holder.name for holder in within.holders(CONFIG_MAPPING["sam_prompt_encoder"])]
     assert "sam" in names and "sam_prompt_encoder" not in names
     assert within.field_of(CONFIG_MAPPING["sam"], CONFIG_MAPPING["sam_prompt_encoder"]) == "prompt_encoder_config"
+
+
+def test_a_part_run_within_its_composite_is_one_encoding_on_the_page():
+    from survey import table
+
+    assert table.encoding_of({"observed": ["run within sam"]}) == "run within its composite"
+    assert table.encoding_of({"observed": []}) == "not run"
+    assert not table.not_run({"observed": ["run within sam_hq"]})
