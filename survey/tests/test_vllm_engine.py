@@ -113,6 +113,15 @@ def test_every_stored_disagreement_is_decided_by_the_authors_code():
     assert all(d.authors is not None for d in found), [d.model_type for d in found if d.authors is None]
 
 
+
+def test_the_multimodal_llama4_shares_the_text_models_record():
+    """vLLM's Llama4ForConditionalGeneration runs its text through Llama4ForCausalLM (rotating halves of q and k
+    permuted at load, the NoPE layers scaled by the positions handed): the stored row is the same disagreement."""
+    row = next(r for r in STORED["rows"] if r["architecture"] == "Llama4ForConditionalGeneration")
+    assert row["model_type"] == "llama4"
+    assert disagreements.AUTHORS["llama4"] is disagreements.AUTHORS["llama4_text"]
+    assert "permute_qk_weight_for_rotary" in disagreements.AUTHORS["llama4"].finding
+
 # ------------------------------------------------------------------------------------------ with vLLM installed
 @pytest.fixture(scope="module")
 def observed():

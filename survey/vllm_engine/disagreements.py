@@ -40,23 +40,28 @@ _PAIRS_IN_PLACE = ("rotates each adjacent channel pair (x0, x1), (x2, x3), ... i
                    "same pairs into two halves and rotates those: its query and key carry one and the same "
                    "permutation of channels, so every attention score q . k is the same in the two engines")
 
+#: Llama 4's text model, alone (llama4_text) or as the language model of the multimodal Llama 4 (llama4: vLLM's
+#: Llama4ForConditionalGeneration builds it as Llama4ForCausalLM, whose load_weights permutes q and k the same way)
+_LLAMA4 = Authors(
+    "transformers", "meta-llama/llama-models, models/llama4/model.py, Attention.forward (the NoPE layers' "
+    "attn_scales from torch.arange(start_pos, start_pos + seqlen)) and apply_rotary_emb (a complex product over "
+    "view_as_complex of adjacent pairs)",
+    "scales the NoPE layers' query by log(floor((s + 1) / floor_scale) + 1) · attn_scale + 1 of the token's slot "
+    "s in the cache, as transformers does (arange(T) + past_seen_tokens) and refpos's record says; vLLM's "
+    "Llama4Attention reads the positions it is handed, which its own scheduler makes the slots, so the two differ "
+    "only where a position is not its slot. The rotation: vLLM rotates halves (is_neox_style) after "
+    "Llama4ForCausalLM.permute_qk_weight_for_rotary has regrouped each head's query and key weights from "
+    "adjacent pairs into halves at load time, one permutation of query and key: every attention score q . k is "
+    "the same as the authors' adjacent-pair rotation")
+
 #: model type -> the authors' code on the two engines' disagreement
 AUTHORS: dict[str, Authors] = {
     "deepseek_v3": Authors("both", "deepseek-ai/DeepSeek-V3, inference/model.py, apply_rotary_emb (a complex "
                            "product over view_as_complex of adjacent pairs)", _PAIRS_IN_PLACE),
     "axk1": Authors("both", "transformers, models/axk1/modeling_axk1.py, apply_rotary_pos_emb_interleave (whose "
                     "docstring states the layout the checkpoint stores: interleaved pairs)", _PAIRS_IN_PLACE),
-    "llama4_text": Authors(
-        "transformers", "meta-llama/llama-models, models/llama4/model.py, Attention.forward (the NoPE layers' "
-        "attn_scales from torch.arange(start_pos, start_pos + seqlen)) and apply_rotary_emb (a complex product over "
-        "view_as_complex of adjacent pairs)",
-        "scales the NoPE layers' query by log(floor((s + 1) / floor_scale) + 1) · attn_scale + 1 of the token's slot "
-        "s in the cache, as transformers does (arange(T) + past_seen_tokens) and refpos's record says; vLLM's "
-        "Llama4Attention reads the positions it is handed, which its own scheduler makes the slots, so the two differ "
-        "only where a position is not its slot. The rotation: vLLM rotates halves (is_neox_style) after "
-        "Llama4ForCausalLM.permute_qk_weight_for_rotary has regrouped each head's query and key weights from "
-        "adjacent pairs into halves at load time, one permutation of query and key: every attention score q . k is "
-        "the same as the authors' adjacent-pair rotation"),
+    "llama4_text": _LLAMA4,
+    "llama4": _LLAMA4,
 }
 
 
