@@ -168,3 +168,57 @@ def test_no_wrong_answer_survives_on_vllms_run(observed, architecture):
     seen = observed[architecture]
     tried, survived = mutants.survivors(adaptor.resolve(seen.config), seen.run)
     assert tried and survived == []
+
+
+def test_a_rotary_module_one_architecture_changed_is_not_handed_to_the_next():
+    """vLLM's get_rope keeps one rotary module per geometry for the whole process, and some model classes change
+    theirs after building it (Ernie 4.5 sets is_neox_style = False on Llama's): observed in the same process, Llama
+    4's text model (the same geometry) was handed Ernie's adjacent-pair rotation. Each build starts from an empty
+    cache, so Llama 4's row shows vLLM's own half rotation (of weights it permutes only when it loads them: the
+    recorded disagreement), not an exact rotation borrowed from Ernie."""
+    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
+    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
+    from survey.vllm_engine import configs, engine, run
+
+    engine.start()
+    by_name = {a.name: a for a in configs.architectures()}
+    ernie = run.observe_quietly(by_name["Ernie4_5ForCausalLM"])
+    assert run.judge(ernie).status == "exact"  # Ernie's adjacent pairs, as refpos says
+    llama4 = run.judge(run.observe_quietly(by_name["Llama4ForCausalLM"]))
+    assert llama4.status == "wrong" and "run A: rotation" in llama4.cause, llama4.cause
+
+
+def test_a_config_class_vllm_registers_under_another_model_type_is_put_back():
+    """Reading DeepSeek-V3.2's config.json, vLLM sets model_type = "deepseek_v32" on transformers' DeepseekV3Config
+    and registers that class for deepseek_v32 with AutoConfig: observed in the same process, every later DeepSeek-V3
+    config said deepseek_v32 (refpos then asked for its indexer's index_head_dim) and DeepSeek-V3.2's own config
+    class was gone. Each architecture's build puts both back."""
+    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
+    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
+    from transformers import AutoConfig
+
+    from survey.vllm_engine import configs, engine, run
+
+    engine.start()
+    by_name = {a.name: a for a in configs.architectures()}
+    run.observe_quietly(by_name["DeepseekV32ForCausalLM"])  # its config.json read, whether or not it builds
+    assert AutoConfig.for_model("deepseek_v3").model_type == "deepseek_v3"
+    assert type(AutoConfig.for_model("deepseek_v32")).__name__ == "DeepseekV32Config"
+    seen = run.observe_quietly(by_name["Eagle3DeepseekV3ForCausalLM"])
+    assert seen.config["model_type"] == "deepseek_v3"
+
+
+def test_a_layer_vllm_splits_into_blocks_is_numbered_as_the_configs_layer():
+    """vLLM builds Cosmos3 Edge's text model as Nemotron-H layers, an attention block then an MLP block for each
+    layer its config counts: attention block 2i is the config's layer i, and the row compares every layer."""
+    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
+    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
+    from survey.vllm_engine import configs, engine, run
+
+    engine.start()
+    architecture = next(a for a in configs.architectures() if a.name == "Cosmos3EdgeForConditionalGeneration")
+    seen = run.observe_quietly(architecture)
+    layers = seen.config["text_config"]["num_hidden_layers"]
+    assert sorted({c.layer[1] for c in seen.run.a.calls}) == list(range(layers))
+    row = run.judge(seen)
+    assert row.status == "exact", row.cause

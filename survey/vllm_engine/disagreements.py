@@ -54,14 +54,44 @@ _LLAMA4 = Authors(
     "adjacent pairs into halves at load time, one permutation of query and key: every attention score q . k is "
     "the same as the authors' adjacent-pair rotation")
 
+#: GLM-OCR's text model where its config states no partial_rotary_factor (the config class's defaults): vLLM runs it
+#: as GLM-4's (Glm4vForConditionalGeneration builds its language model as Glm4ForCausalLM)
+_GLM_OCR = Authors(
+    "transformers", "zai-org/GLM-OCR, config.json (text_config.rope_parameters: partial_rotary_factor 1.0, "
+    "mrope_section [16, 24, 24] for head_dim 128), as transformers' models/glm_ocr/modeling_glm_ocr.py, "
+    "GlmOcrTextRotaryEmbedding.compute_default_rope_parameters reads it (partial_rotary_factor 1.0 where unstated)",
+    "rotates every channel of each head: the checkpoint states partial_rotary_factor 1.0, and its sections sum to "
+    "half the head width. vLLM's Glm4Attention (models/glm4.py) sets rope_parameters['partial_rotary_factor'] to "
+    "0.5, GLM-4's value, where a config states none, and rotates the first half of each head; transformers "
+    "rotates the whole head. The two read a stated factor alike: they differ only on a config that states none")
+
+#: Ministral 3's text model from an HF-format config.json
+_MINISTRAL3 = Authors(
+    "transformers", "mistralai's Ministral 3 checkpoints: config.json text_config.rope_parameters "
+    "(llama_4_scaling_beta 0.1, original_max_position_embeddings 16384) and params.json llama_4_scaling "
+    "(beta, original_max_position_embeddings); vLLM reads the latter by its own Mistral-format path "
+    "(transformers_utils/configs/mistral.py, then MistralAttention._get_llama_4_attn_scale in models/mistral.py)",
+    "scales every layer's query by 1 + beta · ln(1 + floor(p / original_max_position_embeddings)), as "
+    "transformers' Ministral3Attention.forward (get_llama_4_attn_scale) does and as vLLM does from a params.json. "
+    "From an HF-format config.json vLLM's MistralAttention finds no llama_4_scaling attribute (the scale is in "
+    "rope_parameters there) and scales no query: the two differ from position original_max_position_embeddings "
+    "on. vLLM reads a mistralai repository's params.json first where it has one; no modeling code of the "
+    "authors' is published")
+
 #: model type -> the authors' code on the two engines' disagreement
 AUTHORS: dict[str, Authors] = {
     "deepseek_v3": Authors("both", "deepseek-ai/DeepSeek-V3, inference/model.py, apply_rotary_emb (a complex "
                            "product over view_as_complex of adjacent pairs)", _PAIRS_IN_PLACE),
     "axk1": Authors("both", "transformers, models/axk1/modeling_axk1.py, apply_rotary_pos_emb_interleave (whose "
                     "docstring states the layout the checkpoint stores: interleaved pairs)", _PAIRS_IN_PLACE),
+    "sarvam_mla": Authors("both", "transformers, models/sarvam_mla/modular_sarvam_mla.py, SarvamMLAConfig (by "
+                          "Sarvam AI and Hugging Face: rope_interleave defaults to True, the layout the "
+                          "sarvamai/sarvam-105b checkpoint stores), run by DeepseekV3ForCausalLM's "
+                          "apply_rotary_pos_emb_interleave", _PAIRS_IN_PLACE),
     "llama4_text": _LLAMA4,
     "llama4": _LLAMA4,
+    "glm_ocr": _GLM_OCR,
+    "ministral3": _MINISTRAL3,
 }
 
 

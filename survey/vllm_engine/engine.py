@@ -121,6 +121,49 @@ def draft_hidden_states(config: Any, tokens: int) -> Any:
     return torch.randn(tokens, config.model_config.hf_config.hidden_size, generator=generator)
 
 
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """One architecture's engine config, build and runs, with what vLLM keeps for the whole process put back after.
+
+    A vLLM process serves one model; the survey builds every architecture of the registry in one process, and vLLM
+    leaves two things behind that would reach the next one:
+
+    * ``get_rope`` hands out one rotary module per geometry (``_ROPE_DICT``), and some model classes change theirs
+      once built (``Ernie4_5ForCausalLM`` sets ``is_neox_style = False`` on the module of the Llama layers it
+      reuses: Llama 4's text model, of the same geometry, was then handed adjacent-pair rotation). The cache is
+      emptied before and after.
+    * reading a ``config.json`` whose model type is in vLLM's config registry sets ``model_type`` on that config
+      class and registers it with transformers' ``AutoConfig`` (``deepseek_v32`` and ``kimi_k2`` are
+      transformers' ``DeepseekV3Config``: after DeepSeek-V3.2 was read, every DeepSeek-V3 config said
+      ``deepseek_v32`` and ``AutoConfig`` built ``deepseek_v32`` as a V3 config). Each registry class's own
+      ``model_type`` and ``AutoConfig``'s registrations are put back as they were.
+    """
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from vllm.model_executor.layers import rotary_embedding
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    absent = object()
+    classes: dict[type, Any] = {}
+    for name in list(_CONFIG_REGISTRY.keys()):
+        with contextlib.suppress(Exception):  # a config class that does not import here is never registered
+            cls = _CONFIG_REGISTRY[name]
+            classes[cls] = cls.__dict__.get("model_type", absent)
+    registered = dict(CONFIG_MAPPING._extra_content)
+    rotary_embedding._ROPE_DICT.clear()
+    try:
+        yield
+    finally:
+        rotary_embedding._ROPE_DICT.clear()
+        for cls, value in classes.items():
+            if value is absent:
+                if "model_type" in cls.__dict__:
+                    delattr(cls, "model_type")
+            else:
+                cls.model_type = value
+        CONFIG_MAPPING._extra_content.clear()
+        CONFIG_MAPPING._extra_content.update(registered)
+
+
 def build(architecture: str, config: Any, seed: int = 0) -> Any:
     """Model class ``architecture`` of vLLM's registry built under ``config`` (:func:`engine_config`), every
     parameter drawn from N(0, 0.02²) (vLLM allocates them uninitialized; weights are loaded later)."""

@@ -23,6 +23,16 @@ def _rope(change: Callable[[Any], Any]) -> Callable[[LayerClaim], LayerClaim]:
     return apply
 
 
+def _half_rotated(rope: Any) -> Any:
+    """``rope`` rotating the first half of each head (GLM-4's default where a config states no factor); M-RoPE
+    sections halved with it (the survey's positions are text positions, the same on every axis)."""
+    sections = rope.mrope_section
+    if sections and all(s % 2 == 0 for s in sections):
+        sections = tuple(s // 2 for s in sections)
+    return dataclasses.replace(rope, rotary_dim=rope.head_dim // 2, partial_rotary_factor=0.5,
+                               mrope_section=sections)
+
+
 #: one change at a time: its description and the claim it makes of each layer's claim
 CHANGES: tuple[tuple[str, Callable[[LayerClaim], LayerClaim]], ...] = (
     ("layout = 'half'", _rope(lambda r: dataclasses.replace(r, layout="half"))),
@@ -30,6 +40,7 @@ CHANGES: tuple[tuple[str, Callable[[LayerClaim], LayerClaim]], ...] = (
     ("layout = 'deinterleaved'", _rope(lambda r: dataclasses.replace(r, layout="deinterleaved"))),
     ("rope_type = 'default' (no scaling rule)", _rope(lambda r: dataclasses.replace(
         r, rope_type="default", factor=None, original_max_position_embeddings=None))),
+    ("partial_rotary_factor = 0.5 (the first half of each head rotated)", _rope(_half_rotated)),
     ("no query scale", lambda c: dataclasses.replace(c, query_scale=None)),
     ("no rotation (NoPE)", lambda c: LayerClaim(c.stack, c.index, "none", query_scale=c.query_scale)
      if c.kind == "rope" else c),

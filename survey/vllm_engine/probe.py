@@ -15,9 +15,10 @@ four times on the same tokens, with vLLM's attention layers replaced by the reco
 
 A layer is the outermost entry of a layer list being run (``model.layers.3``), as in :mod:`survey.probe`; the
 input a layer's attention is compared on is the first floating-point tensor handed to that entry (vLLM's
-decoder layers take ``(positions, hidden_states, residual)``). Every ``torch.nn.functional.embedding`` lookup is
-recorded (a learned position table is read at the positions plus its offset), and so is the output of every
-module whose class name says it is a positional embedding.
+decoder layers take ``(positions, hidden_states, residual)``); where vLLM splits each of the config's layers into
+several entries (:data:`SPLIT_LAYERS`), an entry is numbered as the config's layer it belongs to. Every
+``torch.nn.functional.embedding`` lookup is recorded (a learned position table is read at the positions plus its
+offset), and so is the output of every module whose class name says it is a positional embedding.
 
 vLLM's ALiBi is added inside its attention kernels from the slopes the layer was built with, as
 ``slope × (key slot − tokens already cached)``: from the key's slot in the sequence, whatever the positions.
@@ -101,6 +102,54 @@ def cache_rows(model: Any) -> int | None:
     rows = [int(cache.shape[0]) for m in rotary_modules(model)
             if isinstance(cache := getattr(m, "cos_sin_cache", None), torch.Tensor) and cache.ndim == 2]
     return min(rows) if rows else None
+
+
+#: vLLM model classes whose layer list splits each decoder layer of the config into blocks of its own, and into
+#: how many: ``Cosmos3EdgeForCausalLM`` builds Cosmos3 Edge's text model as Nemotron-H layers, an attention block
+#: then an MLP block for each layer the config counts (``cosmos3_edge.py``: ``_to_nemotron_h_config`` sets
+#: ``layers_block_type = ["full_attention", "mlp"] * num_hidden_layers``), so its attention block ``2i`` is the
+#: config's layer ``i``
+SPLIT_LAYERS = {"Cosmos3EdgeForCausalLM": 2}
+
+
+def split_lists(model: Any) -> dict[str, int]:
+    """Each layer list of ``model`` inside a module of :data:`SPLIT_LAYERS`, with its blocks per config layer."""
+    import torch
+
+    owners = {name: SPLIT_LAYERS[type(m).__name__] for name, m in model.named_modules()
+              if type(m).__name__ in SPLIT_LAYERS}
+    return {path: blocks for path, m in model.named_modules() if isinstance(m, torch.nn.ModuleList)
+            for owner, blocks in owners.items() if not owner or path.startswith(f"{owner}.")}
+
+
+def block_path(name: str, lists: dict[str, int]) -> str:
+    """Module path ``name`` with the index of a block of a list of ``lists`` replaced by its config layer's
+    (``layers.8.mixer.attn`` with two blocks per layer is ``layers.4.mixer.attn``)."""
+    for prefix, blocks in lists.items():
+        if name.startswith(f"{prefix}."):
+            index, dot, tail = name[len(prefix) + 1:].partition(".")
+            if index.isdigit():
+                return f"{prefix}.{int(index) // blocks}{dot}{tail}"
+    return name
+
+
+def renumber(run: Run, lists: dict[str, int]) -> None:
+    """Each record of ``run`` made in a list of ``lists`` numbered as the config's layer (its block's index
+    divided by the blocks per layer), in place: the layer of every call, rotary call and builder, and the module
+    paths that name the block (:func:`block_path`), as keys too."""
+    if not lists:
+        return
+    for record in (*run.calls, *run.builders, *run.applied):
+        if record.layer is not None and record.layer[0] in lists:
+            record.layer = (record.layer[0], record.layer[1] // lists[record.layer[0]])
+    for call in run.calls:
+        call.path = block_path(call.path, lists)
+    for record in (*run.builders, *run.applied):
+        record.caller = block_path(record.caller, lists)
+    for table in (run.inputs, run.digests, run.neutralized, run.handed, run.positional):
+        renamed = {block_path(key, lists): value for key, value in table.items()}
+        table.clear()
+        table.update(renamed)
 
 
 def has_alibi(model: Any) -> bool:
@@ -224,6 +273,7 @@ def _forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray, ne
             handle.remove()
         Session.recorder = None
     recorder.layers()
+    renumber(recorder.run, split_lists(model))
     if neutral:
         for call in recorder.run.calls:
             recorder.run.neutralized[call.path] = ["rotary_emb"]
@@ -294,7 +344,8 @@ def probe(model: Any, config: Any, hf_config: Any) -> Probe:
     run_b = _forward(model, config, ids, np.zeros_like(p), neutral=False)
     run_c = _forward(model, config, ids, p, neutral=True)
     run_e = _forward(model, config, survey_probe.token_ids(hf_config, p.size, seed=2), p, neutral=False)
-    modules = dict(model.named_modules())
+    lists = split_lists(model)  # the calls' paths name the config's layers (renumber): so do the modules'
+    modules = {block_path(name, lists): m for name, m in model.named_modules()}
     paths = list(dict.fromkeys(c.path for c in run_a.calls))
     described = {path: (type(m).__name__, any(True for _ in m.parameters())) for path, m in modules.items()
                  if survey_probe.POSITIONAL_MODULE.fullmatch(type(m).__name__)}

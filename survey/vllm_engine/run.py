@@ -58,7 +58,7 @@ def _build_and_probe(architecture: configs.Architecture, config0: Any) -> tuple[
             values = config.to_dict()
             values["architectures"] = [architecture.name]
             values.update({k: v for k, v in ROUTER.items() if k in values and values[k] is None})
-            with tempfile.TemporaryDirectory(prefix="refpos-vllm-") as directory:
+            with tempfile.TemporaryDirectory(prefix="refpos-vllm-") as directory, engine.isolated():
                 (Path(directory) / "config.json").write_text(json.dumps(values, default=str), encoding="utf-8")
                 engine_config = engine.engine_config(Path(directory), draft=architecture.group == SPECULATIVE)
                 with engine.record_attention(vllm_probe.record):
