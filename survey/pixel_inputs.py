@@ -120,9 +120,10 @@ def _sizes(size: tuple[int, int] | None, patch: tuple[int, int] | None) -> dict[
 
 
 def _nested(config: Any, key: str) -> Any:
-    """``key`` of a model's vision tower or backbone (:data:`NESTED_CONFIGS`), None where neither states it."""
-    for name in NESTED_CONFIGS:
-        section = getattr(config, name, None)
+    """``key`` of a model's vision tower or backbone (:data:`NESTED_CONFIGS`), else of its vision tower's backbone
+    (SAM 2's Hiera), None where none states it."""
+    towers = [getattr(config, name, None) for name in NESTED_CONFIGS]
+    for section in [*towers, *(getattr(tower, name, None) for tower in towers for name in NESTED_CONFIGS)]:
         value = getattr(section, key, None) if section is not None else None
         if value is not None:
             return value

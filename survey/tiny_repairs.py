@@ -82,6 +82,17 @@ def _sam_size(values: dict[str, Any]) -> dict[str, Any]:
             "prompt_encoder_config": {**prompt, "image_size": SAM_IMAGE, "image_embedding_size": grid}}
 
 
+def _sam2_size(values: dict[str, Any]) -> dict[str, Any]:
+    """SAM 2's image size, stated as :data:`SAM_IMAGE` in its Hiera backbone, with the feature maps it gives at
+    strides 4, 8 and 16 (``backbone_feature_sizes``, which the model reshapes them to), and restated in the prompt
+    encoder's (its mask decoder reads the prompt encoder's grid of ``image_size / patch_size`` patches)."""
+    vision, prompt = values["vision_config"], values["prompt_encoder_config"]
+    return {"vision_config": {**vision, "backbone_config": {**vision["backbone_config"],
+                                                            "image_size": [SAM_IMAGE, SAM_IMAGE]},
+                              "backbone_feature_sizes": [[SAM_IMAGE // stride] * 2 for stride in (4, 8, 16)]},
+            "prompt_encoder_config": {**prompt, "image_size": SAM_IMAGE}}
+
+
 #: PatchTST's table width when shrunk: 32 patches of 16 channels (see :func:`_standardized_table`)
 PATCHTST_WIDTH = 16
 
@@ -159,6 +170,7 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
        for name in ("autoformer", "informer", "time_series_transformer")},
     "sam": ("its model refuses any image size but the configured one", _sam_size),
     "sam_hq": ("its model refuses any image size but the configured one", _sam_size),
+    "sam2": ("its mask decoder reads the prompt encoder's grid of the configured image size", _sam2_size),
     "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",
                 lambda values: {"sliding_window": values.get("sliding_window") or values["max_position_embeddings"]}),
     # timm's backbone wrapper names the architecture it builds in `backbone`, which its class leaves None: named as

@@ -227,6 +227,8 @@ def test_the_inputs_of_towers_fed_flat_patches_and_models_of_towers():
     assert native[0] == (1, 3, 64, 64) and (1, 3, 256, 256) in native[3:]
     clip = SimpleNamespace(image_size=32, patch_size=16, num_frames=8)
     assert (8, 3, 32, 32) in candidates("pixel_values", clip)["native"]
+    hiera = SimpleNamespace(vision_config=SimpleNamespace(backbone_config=SimpleNamespace(image_size=[256, 256])))
+    assert (1, 3, 256, 256) in candidates("pixel_values", hiera)["native"]  # SAM 2: its tower's backbone's size
 
 
 def test_the_inputs_of_clips_spectrograms_embeddings_and_their_masks():
