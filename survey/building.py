@@ -129,6 +129,12 @@ def _image(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
     return {"pixel_values": _normal(6, ids.shape[0], getattr(vision, "num_channels", 3), size, size)}
 
 
+def _one_tower(config: Any) -> bool:
+    """Whether a model reads text and image in one network: its config holds no vision tower's (a composite of
+    towers that refuses text alone is run as its language model alone: :func:`survey.run.build_language_model`)."""
+    return getattr(config, "vision_config", None) is None
+
+
 @dataclass(frozen=True)
 class Companion:
     """An input a forward needs beside the ids: why, and the keyword arguments fed, as a function of the config
@@ -139,6 +145,8 @@ class Companion:
     why: str
     make: Any
     when_named: bool = False
+    #: whether a model may be fed it (None: any model whose forward takes it)
+    fits: Any = None
 
 
 #: inputs a forward needs beside the ids (the forward fails without them), each fed seeded: the forward parameter
@@ -155,7 +163,7 @@ COMPANIONS: dict[str, Companion] = {
     "visual_feats": Companion("a cross-modal encoder that reads image regions beside the text (LXMERT)", _regions,
                               when_named=True),
     "pixel_values": Companion("an encoder of text and image patches together that refuses text alone (ViLT)",
-                              _image, when_named=True),
+                              _image, when_named=True, fits=lambda model: _one_tower(getattr(model, "config", None))),
 }
 
 
@@ -169,7 +177,10 @@ def companions(model: Any, error: str = "") -> list[str]:
     params = inspect.signature(model.forward).parameters
 
     def wanted(name: str) -> bool:  # one fed when named: only to a forward of token ids that named it
-        return not COMPANIONS[name].when_named or ("input_ids" in params and name.lower() in error.lower())
+        companion = COMPANIONS[name]
+        if companion.fits is not None and not companion.fits(model):
+            return False
+        return not companion.when_named or ("input_ids" in params and name.lower() in error.lower())
 
     named = [name for name in COMPANIONS if name in params and wanted(name)]
     if named or not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):

@@ -91,7 +91,8 @@ def test_inputs_a_forward_needs_beside_the_ids_are_fed_at_each_calls_length():
 def test_an_input_many_forwards_leave_optional_is_fed_only_where_the_error_names_it():
     """A box per token, image regions or an image are fed beside the ids only to a forward whose error on the ids
     alone names them (Bros's boxes, LXMERT's regions, ViLT's image): a forward that failed for another reason, or
-    fails naming another input, is not fed them; the boxes are ordered corners, one per token."""
+    fails naming another input, is not fed them, nor an image a model of towers (its language model is run alone);
+    the boxes are ordered corners, one per token."""
     torch = pytest.importorskip("torch", reason="wraps a torch module: pip install torch")
     from types import SimpleNamespace
 
@@ -106,6 +107,9 @@ def test_an_input_many_forwards_leave_optional_is_fed_only_where_the_error_names
     assert building.companions(Document(), "You have to specify bbox") == ["bbox"]
     assert building.companions(Document(), "index out of range") == []
     assert building.companions(Document(), "You have to specify pixel_values") == ["pixel_values"]
+    towers = Document()
+    towers.config = SimpleNamespace(vision_config=SimpleNamespace(image_size=32))  # BLIP's: run its text alone
+    assert building.companions(towers, "You have to specify pixel_values") == []
     ids = torch.tensor([[3, 1, 4, 1, 5]])
     boxes = building.fed(Document(), SimpleNamespace(hidden_size=4), error="You have to specify bbox")(ids)
     assert boxes.shape == (1, 5, 4) and bool((boxes[..., :2] <= boxes[..., 2:]).all())
