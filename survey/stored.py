@@ -25,14 +25,16 @@ def environment(with_api: bool = True) -> dict[str, Any]:
     return {**found, "api": adaptor.api()} if with_api else found
 
 
-#: the address space one observing process may take (GiB; ``SURVEY_MEMORY_GB``): a model that would take more
-#: for some case (a table built up to a large position) fails that case with an error instead of the machine
+#: the address space one observing process may take beyond what it holds once torch and transformers are imported
+#: (GiB; ``SURVEY_MEMORY_GB``): a model that would take more for some case (a table built up to a large position)
+#: fails that case with an error instead of the machine. Counted from the imports, not from zero: a build of torch
+#: with CUDA maps several GiB of libraries before any model exists (about 8 GiB for torch 2.14.1's)
 MEMORY_GB = 8
 
 
 def quiet() -> None:
     """transformers' logging to errors, torch to one thread (each process of ``observe`` on one core), the
-    process's memory bounded (:data:`MEMORY_GB`)."""
+    process's memory bounded (:data:`MEMORY_GB` beyond what the imports mapped)."""
     import os
     import resource
 
@@ -41,10 +43,22 @@ def quiet() -> None:
 
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(1)
-    limit = int(float(os.environ.get("SURVEY_MEMORY_GB", MEMORY_GB)) * 2**30)
+    limit = mapped_bytes() + int(float(os.environ.get("SURVEY_MEMORY_GB", MEMORY_GB)) * 2**30)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY or soft > limit:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def mapped_bytes() -> int:
+    """The address space this process has mapped (Linux: ``/proc/self/statm``'s first field, in pages); 0 where it
+    cannot be read."""
+    import os
+
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def chosen(names: list[str] | None) -> list[Any]:

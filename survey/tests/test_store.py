@@ -54,3 +54,19 @@ def test_observations_of_other_versions_are_refused(tmp_path):
     store.check_environment(tmp_path, {"transformers": "5.24.0", "torch": "2.13.0"})
     with pytest.raises(SystemExit, match=r"5\.25\.0"):
         store.check_environment(tmp_path, {"transformers": "5.25.0", "torch": "2.13.0"})
+
+
+def test_an_observing_process_may_take_its_memory_bound_beyond_its_imports():
+    """The address-space bound is counted from what the process mapped importing torch and transformers (a CUDA
+    build of torch maps about 8 GiB of libraries: a bound of 8 GiB from zero left no room for any model)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch", reason="imports torch: pip install torch transformers")
+    pytest.importorskip("transformers", reason="imports transformers")
+    code = ("import resource; from survey import stored; stored.quiet(); "
+            "print(resource.getrlimit(resource.RLIMIT_AS)[0] - stored.mapped_bytes())")
+    room = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**os.environ, "SURVEY_MEMORY_GB": "2"}).stdout)
+    assert 1.5 * 2**30 < room <= 2 * 2**30
