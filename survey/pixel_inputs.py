@@ -102,12 +102,26 @@ def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
     frames = _get(config, "num_frames", "frames_per_clip", default=2)
     frames = frames if isinstance(frames, int) and 0 < frames <= MAX_FRAMES else 2
     sizes = [_sizes(size, patch)] if size is not None else [_sizes(None, None)]
-    nested = _pair(_nested(config, "image_size"))
+    nested = _pair(_nested(config, "image_size")) or _timm_size(_nested(config, "architecture"))
     if size is None and nested is not None:  # a model of towers: the plain size first, then its tower's own
         sizes.append(_sizes(nested, _pair(_nested(config, "patch_size"))))
     return {key: [shape for pair in sizes for hw in [pair[key]]
                   for shape in ((1, channels, *hw), (1, frames, channels, *hw), (frames, channels, *hw))]
             for key in ("native", "resampled")}
+
+
+def _timm_size(architecture: Any) -> tuple[int, int] | None:
+    """The ``(H, W)`` a timm tower's architecture is made for (timm's own default configuration of it: PE video's
+    ``vit_pe_core_large_patch14_336`` takes 336 pixels and no other), None where timm or the name says none."""
+    if not isinstance(architecture, str):
+        return None
+    try:
+        import timm
+
+        default = timm.get_pretrained_cfg(architecture)
+    except Exception:  # timm not installed, or an architecture it does not know
+        return None
+    return None if default is None else _pair(tuple(default.input_size[1:]))
 
 
 def _sizes(size: tuple[int, int] | None, patch: tuple[int, int] | None) -> dict[str, tuple[int, int]]:

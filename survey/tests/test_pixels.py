@@ -322,3 +322,17 @@ def test_features_are_fed_at_every_width_the_config_states():
     assert stacked["native"][:4] == [(1, 80, 64), (1, 64, 80), (80, 64), (1, 160, 64)]
     assert stacked["native"][-1] == (1, 1, 64, 80)
     assert (1, 16, 80) in candidates("hidden_states", SimpleNamespace(input_size=80, hidden_size=64))["native"]
+
+
+def test_a_timm_tower_is_fed_the_size_its_architecture_is_made_for():
+    """A vision tower built by timm states no image size in its config, only its architecture: timm's default
+    configuration of that architecture gives it (PE video's tower takes 336 pixels and no other)."""
+    pytest.importorskip("timm", reason="reads timm's default configurations: pip install timm")
+    from types import SimpleNamespace
+
+    from survey.pixel_inputs import candidates
+
+    video = SimpleNamespace(vision_config=SimpleNamespace(architecture="vit_pe_core_large_patch14_336"))
+    assert (1, 3, 336, 336) in candidates("pixel_values", video)["native"]
+    unknown = SimpleNamespace(vision_config=SimpleNamespace(architecture="no_such_architecture"))
+    assert all(shape[-1] == 64 for shape in candidates("pixel_values", unknown)["native"])
