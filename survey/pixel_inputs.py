@@ -14,7 +14,8 @@ Read from the model's config, never from its type:
   ``(mel bins, frames)`` (Qwen-Omni's audio encoder takes its batch's frames concatenated, with their counts),
   for each width the config states (:data:`FEATURE_WIDTHS`), then one channel of the first,
   ``(1, 1, frames, mel bins)`` (CLAP's);
-* ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``, then,
+* ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``, then
+  two and three tokens' samples where the config states ``samples_per_token``, then,
   where the config states ``num_mel_bins`` and ``max_length``, a spectrogram ``(1, frames, bins)`` of that many
   frames and half as many (the Audio Spectrogram Transformer's);
 * ``past_values``: a time series, ``(1, steps)`` then ``(1, steps, channels)`` at the config's
@@ -162,6 +163,10 @@ def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:
     channels = _get(config, "audio_channels", "num_channels", default=1)
     channels = channels if isinstance(channels, int) and 0 < channels <= 8 else 1
     shapes = {key: [(1, n), (1, channels, n)] for key, n in zip(("native", "resampled"), PLAIN_SAMPLES, strict=True)}
+    per_token = _get(config, "samples_per_token")
+    if isinstance(per_token, int) and 0 < per_token <= 16000:  # a whole number of tokens (Muse Spark's audio)
+        shapes["native"].append((1, 2 * per_token))
+        shapes["resampled"].append((1, 3 * per_token))
     bins, frames = _get(config, "num_mel_bins"), _get(config, "max_length")
     if isinstance(bins, int) and isinstance(frames, int) and 0 < frames <= MAX_SPECTROGRAM:  # a spectrogram
         shapes["native"].append((1, frames, bins))

@@ -83,12 +83,18 @@ __all__ = ["APPLY", "INPUTS", "NO_TOKEN_IDS", "POSITION", "RUN_NOTE", "STACK", "
 #: the errors of a size's first shapes kept in the record (the first shape's is the most telling: an image's)
 SHOWN_ERRORS = 3
 #: the other inputs a forward may need, fed where it takes them: an encoder-decoder's first decoder ids (ids 2 … 5:
-#: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0), and the frame count
-#: of a single clip fed as ``(mel bins, frames)``
+#: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0), the frame count of a
+#: single clip fed as ``(mel bins, frames)``, and an empty prompt
 COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((1, 4), 0).new_tensor([0, 1, 2, 3]),
               "past_values_padding": lambda shape, dtype: _ids(shape[:2], 0).to(dtype),
               "freq": lambda shape, dtype: _ids((shape[0], 1), 0),
-              "feature_lens": lambda shape, dtype: _ids((1,), shape[-1])}
+              "feature_lens": lambda shape, dtype: _ids((1,), shape[-1]),
+              # SegGPT's prompt: an image of the input's shape and its mask (zeros: an empty prompt)
+              "prompt_pixel_values": lambda shape, dtype: _zeros(shape, dtype),
+              "prompt_masks": lambda shape, dtype: _zeros(shape, dtype)}
+#: inputs whose shape the config states, fed where the forward takes them: OneFormer's task tokens
+#: (``task_seq_len`` ids; 1, no pad id of its tokenizer)
+CONFIG_COMPANIONS = {"task_inputs": lambda config, shape: _ids((shape[0], config.task_seq_len), 1)}
 #: the encoder output a query transformer's cross-attention layers read (BLIP-2's Q-Former), fed beside its query
 #: embeddings ``(1, rows, width)``: seeded, at the config's ``encoder_hidden_size``
 ENCODER_ROWS = 8
@@ -98,6 +104,12 @@ def _ids(shape: tuple[int, ...], value: int) -> Any:
     import torch
 
     return torch.full(shape, value, dtype=torch.long)
+
+
+def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+    import torch
+
+    return torch.zeros(shape, dtype=dtype)
 
 
 def input_name(model: Any) -> str:
@@ -161,6 +173,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                            if name in params}
             inputs |= _masks(params, record.input_name, shape)
             inputs |= {name: make(shape, dtype) for name, make in COMPANIONS.items() if name in params}
+            inputs |= {name: make(config, shape) for name, make in CONFIG_COMPANIONS.items() if name in params}
             inputs.update(image_grid_inputs(params, config, shape))
             inputs.update(series_inputs(params, config, shape))
             inputs.update(trajectory_inputs(params, config, shape))

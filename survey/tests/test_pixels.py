@@ -336,3 +336,17 @@ def test_a_timm_tower_is_fed_the_size_its_architecture_is_made_for():
     assert (1, 3, 336, 336) in candidates("pixel_values", video)["native"]
     unknown = SimpleNamespace(vision_config=SimpleNamespace(architecture="no_such_architecture"))
     assert all(shape[-1] == 64 for shape in candidates("pixel_values", unknown)["native"])
+
+
+def test_audio_of_whole_tokens_and_the_task_tokens_a_config_states():
+    """An audio encoder taking whole tokens of samples (Muse Spark's, ``samples_per_token``) is fed two and three
+    tokens' worth; a forward taking task tokens (OneFormer's) is fed ``task_seq_len`` of them."""
+    from types import SimpleNamespace
+
+    from survey import pixels
+    from survey.pixel_inputs import candidates
+
+    audio = candidates("input_values", SimpleNamespace(samples_per_token=1920))
+    assert (1, 3840) in audio["native"] and (1, 5760) in audio["resampled"]
+    tokens = pixels.CONFIG_COMPANIONS["task_inputs"](SimpleNamespace(task_seq_len=77), (1, 3, 64, 64))
+    assert tuple(tokens.shape) == (1, 77)
