@@ -21,6 +21,8 @@ Read from the model's config, never from its type:
 * ``past_values``: a time series, ``(1, steps)`` then ``(1, steps, channels)`` at the config's
   ``context_length`` (PatchTST takes exactly that many; at most :data:`MAX_STEPS`) and at half of it, a lagged
   forecaster's ``max(lags_sequence)`` steps more (with its time features and horizon: :func:`series_inputs`);
+* ``flattened_patches``: Pix2Struct's (and Kosmos-2.5's) patches, each row ``(row, column, C·p² pixels)``, on a
+  4 × 4 and a 4 × 6 grid (:func:`number_patches`);
 * ``states``: a Decision Transformer's trajectory, ``(1, steps, state_dim)`` at 8 and 12 steps, with each step's
   action, return to go and timestep (:func:`trajectory_inputs`);
 * ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames;
@@ -56,6 +58,8 @@ PLAIN_SAMPLES = (4000, 6400)
 MAX_STEPS = 512
 #: frames of a codec's latents
 LATENT_FRAMES = (8, 12)
+#: the patch grids ``(rows, columns)`` of Pix2Struct's numbered flattened patches at the native and the second size
+PATCH_GRIDS = ((4, 4), (4, 6))
 #: the steps of a Decision Transformer's trajectory at the native and the second size
 TRAJECTORY_STEPS = (8, 12)
 #: the sub-configs a key is looked up in when the config does not hold it
@@ -242,6 +246,8 @@ def candidates(input_name: str, config: Any, flat: bool = False) -> dict[str, li
         return _series(config)
     if input_name == "states":
         return _trajectory(config)
+    if input_name == "flattened_patches":
+        return _numbered_patches(config)
     if input_name == "latents":
         return _latents(config)
     return _values(config)
@@ -263,6 +269,25 @@ def series_inputs(params: Any, config: Any, shape: tuple[int, ...]) -> dict[str,
         inputs["future_values"] = torch.randn((1, horizon), generator=torch.Generator().manual_seed(7))
         inputs["future_time_features"] = torch.zeros((1, horizon, features))
     return inputs
+
+
+def _numbered_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    width = 2 + _get(config, "patch_embed_hidden_size", default=768)
+    return {key: [(1, rows * cols, width)] for key, (rows, cols) in zip(("native", "resampled"), PATCH_GRIDS,
+                                                                         strict=True)}
+
+
+def number_patches(patches: Any) -> Any:
+    """Pix2Struct's flattened patches ``(1, rows · cols, 2 + C·p²)`` (:data:`PATCH_GRIDS`) with each patch's row and
+    column, counted from 1 (0 is padding), in its first two entries: the positions its tables read."""
+    import torch
+
+    count = patches.shape[1]
+    rows, cols = next((r, c) for r, c in PATCH_GRIDS if r * c == count)
+    numbered = patches.clone()
+    numbered[0, :, 0] = torch.arange(rows).repeat_interleave(cols) + 1
+    numbered[0, :, 1] = torch.arange(cols).repeat(rows) + 1
+    return numbered
 
 
 def trajectory_inputs(params: Any, config: Any, shape: tuple[int, ...]) -> dict[str, Any]:

@@ -18,17 +18,17 @@ from survey.records import Applied
 #: a path component that names positions (a module or parameter); ``position_ids`` and other integer buffers are
 #: indices, not weights, and are left out by their dtype
 POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)s?(_|$|\d)|pos_embed|position_bias"
-                      r"|relative_position|cpb_mlp|continuous_position")
+                      r"|relative_position|cpb_mlp|continuous_position|row_embedder|column_embedder")
 #: the inputs a forward may take instead of token ids, in the order tried
 INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values", "past_values", "latents",
           "pixel_values_videos", "audio_mel", "mel_spectrogram", "image", "input", "hidden_states", "inputs",
-          "context", "patch_embeds", "query_embeds", "inputs_embeds", "states")
+          "context", "patch_embeds", "query_embeds", "inputs_embeds", "states", "flattened_patches")
 #: inputs named for no modality (a model's generic ``inputs``): its encoder's named input is taken first
 GENERIC_INPUTS = ("input", "inputs", "hidden_states")
 #: the inputs that are embeddings (a network fed another's output: its positions may be added before them)
 EMBEDDING_INPUTS = ("hidden_states", "inputs", "context", "patch_embeds", "query_embeds", "inputs_embeds")
 #: the inputs that are images or clips (a vision tower's; the others are audio, features or embeddings)
-IMAGE_INPUTS = ("pixel_values", "pixel_values_videos", "image", "input")
+IMAGE_INPUTS = ("pixel_values", "pixel_values_videos", "image", "input", "flattened_patches")
 #: the key of an observation's ``stacks`` holding its :class:`PixelRun`
 STACK = "pixels"
 #: how the reason begins of a model type the token-id probe cannot run (:func:`survey.probe.probe`)

@@ -158,7 +158,14 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     """Capture every site at each size of :func:`survey.pixel_inputs.candidates` (the first shape that runs)."""
     import torch
 
-    from survey.pixel_inputs import candidates, image_grid_inputs, patch_grid, series_inputs, trajectory_inputs
+    from survey.pixel_inputs import (
+        candidates,
+        image_grid_inputs,
+        number_patches,
+        patch_grid,
+        series_inputs,
+        trajectory_inputs,
+    )
 
     record.shapes, record.skipped, record.applied, errors = {}, {}, {}, []
     grid = grid_input(params)
@@ -166,6 +173,8 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
         for shape in tries:
             generator = torch.Generator().manual_seed(0)
             inputs = {record.input_name: torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)}
+            if record.input_name == "flattened_patches":
+                inputs[record.input_name] = number_patches(inputs[record.input_name])
             if grid is not None:  # flattened patches: their grid, and the merge size where the forward takes it
                 record.grids[size] = list(patch_grid(config, size))
                 inputs[grid] = torch.tensor([record.grids[size]], dtype=torch.long)

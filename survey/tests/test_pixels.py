@@ -350,3 +350,17 @@ def test_audio_of_whole_tokens_and_the_task_tokens_a_config_states():
     assert (1, 3840) in audio["native"] and (1, 5760) in audio["resampled"]
     tokens = pixels.CONFIG_COMPANIONS["task_inputs"](SimpleNamespace(task_seq_len=77), (1, 3, 64, 64))
     assert tuple(tokens.shape) == (1, 77)
+
+
+def test_flattened_patches_carry_their_row_and_column():
+    """Pix2Struct's flattened patches carry each patch's row and column, counted from 1, in their first two
+    entries (its learned row and column tables read them); the pixels follow."""
+    import torch
+
+    from survey.pixel_inputs import candidates, number_patches
+
+    shapes = candidates("flattened_patches", object())
+    assert shapes["native"] == [(1, 16, 770)] and shapes["resampled"] == [(1, 24, 770)]
+    patches = number_patches(torch.zeros((1, 24, 770)))
+    assert patches[0, :7, 0].tolist() == [1, 1, 1, 1, 1, 1, 2] and patches[0, :7, 1].tolist() == [1, 2, 3, 4, 5, 6, 1]
+    assert patches[0, -1, :2].tolist() == [4, 6] and not patches[..., 2:].any()
