@@ -82,16 +82,22 @@ __all__ = ["APPLY", "INPUTS", "NO_TOKEN_IDS", "POSITION", "RUN_NOTE", "STACK", "
 
 #: the errors of a size's first shapes kept in the record (the first shape's is the most telling: an image's)
 SHOWN_ERRORS = 3
+#: the waveform samples per feature frame assumed where a forward takes chunk lengths in samples (16 kHz, 10 ms)
+HOP = 160
 #: the other inputs a forward may need, fed where it takes them: an encoder-decoder's first decoder ids (ids 2 … 5:
 #: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0), the frame count of a
-#: single clip fed as ``(mel bins, frames)``, and an empty prompt
+#: single clip fed as ``(mel bins, frames)``, an empty prompt, and the counts some encoders take beside their input
 COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((1, 4), 0).new_tensor([0, 1, 2, 3]),
               "past_values_padding": lambda shape, dtype: _ids(shape[:2], 0).to(dtype),
               "freq": lambda shape, dtype: _ids((shape[0], 1), 0),
               "feature_lens": lambda shape, dtype: _ids((1,), shape[-1]),
               # SegGPT's prompt: an image of the input's shape and its mask (zeros: an empty prompt)
               "prompt_pixel_values": lambda shape, dtype: _zeros(shape, dtype),
-              "prompt_masks": lambda shape, dtype: _zeros(shape, dtype)}
+              "prompt_masks": lambda shape, dtype: _zeros(shape, dtype),
+              # DeepSeek-OCR-2's encoder: its first half of rows are image patches (the rest its queries)
+              "num_patches": lambda shape, dtype: shape[1] // 2,
+              # Dots3's audio encoder: each chunk's waveform samples (its frames at a hop of 160 samples)
+              "chunk_sample_lengths": lambda shape, dtype: _ids((shape[0],), HOP * shape[-1])}
 #: inputs whose shape the config states, fed where the forward takes them: OneFormer's task tokens
 #: (``task_seq_len`` ids; 1, no pad id of its tokenizer)
 CONFIG_COMPANIONS = {"task_inputs": lambda config, shape: _ids((shape[0], config.task_seq_len), 1)}

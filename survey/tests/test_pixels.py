@@ -364,3 +364,12 @@ def test_flattened_patches_carry_their_row_and_column():
     patches = number_patches(torch.zeros((1, 24, 770)))
     assert patches[0, :7, 0].tolist() == [1, 1, 1, 1, 1, 1, 2] and patches[0, :7, 1].tolist() == [1, 2, 3, 4, 5, 6, 1]
     assert patches[0, -1, :2].tolist() == [4, 6] and not patches[..., 2:].any()
+
+
+def test_the_counts_an_encoder_takes_beside_its_input():
+    """DeepSeek-OCR-2's encoder is told how many of its rows are image patches (half), Dots3's audio encoder each
+    chunk's samples (its frames at a hop of 160)."""
+    from survey import pixels
+
+    assert pixels.COMPANIONS["num_patches"]((1, 16, 512), None) == 8
+    assert pixels.COMPANIONS["chunk_sample_lengths"]((1, 128, 64), None).tolist() == [64 * pixels.HOP]
