@@ -98,9 +98,13 @@ COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((
               "num_patches": lambda shape, dtype: shape[1] // 2,
               # Dots3's audio encoder: each chunk's waveform samples (its frames at a hop of 160 samples)
               "chunk_sample_lengths": lambda shape, dtype: _ids((shape[0],), HOP * shape[-1])}
-#: inputs whose shape the config states, fed where the forward takes them: OneFormer's task tokens
-#: (``task_seq_len`` ids; 1, no pad id of its tokenizer)
-CONFIG_COMPANIONS = {"task_inputs": lambda config, shape: _ids((shape[0], config.task_seq_len), 1)}
+#: inputs whose shape the config states, fed where the forward takes them beside another main input: OneFormer's
+#: task tokens (``task_seq_len`` ids; 1, no pad id of its tokenizer), and a codec's semantic features beside its
+#: waveform (X-Codec 2's and NeuCodec's wav2vec2-BERT: one frame of stacked features per :data:`CODEC_HOP` samples)
+CONFIG_COMPANIONS = {"task_inputs": lambda config, shape: _ids((shape[0], config.task_seq_len), 1),
+                     "input_features": lambda config, shape: _semantic_features(config, shape)}
+#: the waveform samples per frame of a codec's semantic features (50 frames a second at 16 kHz)
+CODEC_HOP = 320
 #: the encoder output a query transformer's cross-attention layers read (BLIP-2's Q-Former), fed beside its query
 #: embeddings ``(1, rows, width)``: seeded, at the config's ``encoder_hidden_size``
 ENCODER_ROWS = 8
@@ -110,6 +114,13 @@ def _ids(shape: tuple[int, ...], value: int) -> Any:
     import torch
 
     return torch.full(shape, value, dtype=torch.long)
+
+
+def _semantic_features(config: Any, shape: tuple[int, ...]) -> Any:
+    import torch
+
+    width = config.semantic_model_config.feature_projection_input_dim
+    return torch.randn((shape[0], shape[-1] // CODEC_HOP, width), generator=torch.Generator().manual_seed(10))
 
 
 def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
@@ -188,7 +199,11 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                            if name in params}
             inputs |= _masks(params, record.input_name, shape)
             inputs |= {name: make(shape, dtype) for name, make in COMPANIONS.items() if name in params}
-            inputs |= {name: make(config, shape) for name, make in CONFIG_COMPANIONS.items() if name in params}
+            inputs |= {name: make(config, shape) for name, make in CONFIG_COMPANIONS.items()
+                       if name in params and name != record.input_name
+                       and params[name].default is inspect.Parameter.empty}
+            if "input_features_mask" in inputs and record.input_name != "input_features" and "input_features" in inputs:
+                inputs["input_features_mask"] = torch.ones(inputs["input_features"].shape[:2], dtype=torch.long)
             inputs.update(image_grid_inputs(params, config, shape))
             inputs.update(series_inputs(params, config, shape))
             inputs.update(trajectory_inputs(params, config, shape))

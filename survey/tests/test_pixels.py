@@ -373,3 +373,15 @@ def test_the_counts_an_encoder_takes_beside_its_input():
 
     assert pixels.COMPANIONS["num_patches"]((1, 16, 512), None) == 8
     assert pixels.COMPANIONS["chunk_sample_lengths"]((1, 128, 64), None).tolist() == [64 * pixels.HOP]
+
+
+def test_a_codec_is_fed_semantic_features_beside_its_waveform():
+    """X-Codec 2 and NeuCodec read a wav2vec2-BERT's stacked features beside the waveform: one frame per 320
+    samples, at the width the semantic model's config states."""
+    from types import SimpleNamespace
+
+    from survey import pixels
+
+    config = SimpleNamespace(semantic_model_config=SimpleNamespace(feature_projection_input_dim=160))
+    features = pixels.CONFIG_COMPANIONS["input_features"](config, (1, 6400))
+    assert tuple(features.shape) == (1, 20, 160)
