@@ -171,9 +171,9 @@ def test_a_layer_count_per_encoder_counts_every_layer():
 
     lxmert = family_of("lxmert")
     assert layer_count({"num_hidden_layers": {"vision": 5, "cross_encoder": 5, "language": 9}}, lxmert) == 19
-    with pytest.raises(TypeError, match="num_hidden_layers.vision"):
+    with pytest.raises(TypeError, match=r"num_hidden_layers\.vision"):
         layer_count({"num_hidden_layers": {"vision": 5.0, "language": 9}}, lxmert)
-    with pytest.raises(ValueError, match="num_hidden_layers.language"):
+    with pytest.raises(ValueError, match=r"num_hidden_layers\.language"):
         layer_count({"num_hidden_layers": {"vision": 5, "language": -1}}, lxmert)
     with pytest.raises(TypeError, match="num_hidden_layers must be an int"):
         layer_count({"num_hidden_layers": {"language": 9}}, family_of("llama"))

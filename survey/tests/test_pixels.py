@@ -234,6 +234,7 @@ def test_the_inputs_of_towers_fed_flat_patches_and_models_of_towers():
 def test_the_inputs_of_clips_spectrograms_embeddings_and_their_masks():
     """A clip's input is fed a clip first; an input of embeddings ``(1, rows, width)`` for each width the config
     states; a mask the forward requires is fed over the input's rows, all ones, and a mask of padding all False."""
+    pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
     import inspect
     from types import SimpleNamespace
 
@@ -269,6 +270,7 @@ def test_a_site_missing_from_a_run_fed_embeddings_is_not_reached():
 def test_a_lagged_forecaster_is_fed_its_lags_time_features_and_horizon():
     """A lagged forecaster reads ``max(lags_sequence)`` steps before its context, takes each step's time features
     and runs its decoder over ``prediction_length`` future values; any other forward is fed none of these."""
+    pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
     import inspect
     from types import SimpleNamespace
 
@@ -293,6 +295,7 @@ def test_a_lagged_forecaster_is_fed_its_lags_time_features_and_horizon():
 def test_a_decision_transformer_is_fed_a_trajectory():
     """A Decision Transformer's ``states`` come with each step's action, return to go and timestep, at the
     config's state and action widths; any other forward is fed none of these."""
+    pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
     import inspect
     from types import SimpleNamespace
 
@@ -341,6 +344,7 @@ def test_a_timm_tower_is_fed_the_size_its_architecture_is_made_for():
 def test_audio_of_whole_tokens_and_the_task_tokens_a_config_states():
     """An audio encoder taking whole tokens of samples (Muse Spark's, ``samples_per_token``) is fed two and three
     tokens' worth; a forward taking task tokens (OneFormer's) is fed ``task_seq_len`` of them."""
+    pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
     from types import SimpleNamespace
 
     from survey import pixels
@@ -355,6 +359,7 @@ def test_audio_of_whole_tokens_and_the_task_tokens_a_config_states():
 def test_flattened_patches_carry_their_row_and_column():
     """Pix2Struct's flattened patches carry each patch's row and column, counted from 1, in their first two
     entries (its learned row and column tables read them); the pixels follow."""
+    pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
     import torch
 
     from survey.pixel_inputs import candidates, number_patches
@@ -369,6 +374,7 @@ def test_flattened_patches_carry_their_row_and_column():
 def test_the_counts_an_encoder_takes_beside_its_input():
     """DeepSeek-OCR-2's encoder is told how many of its rows are image patches (half), Dots3's audio encoder each
     chunk's samples (its frames at a hop of 160)."""
+    pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
     from survey import pixels
 
     assert pixels.COMPANIONS["num_patches"]((1, 16, 512), None) == 8
@@ -378,6 +384,7 @@ def test_the_counts_an_encoder_takes_beside_its_input():
 def test_a_codec_is_fed_semantic_features_beside_its_waveform():
     """X-Codec 2 and NeuCodec read a wav2vec2-BERT's stacked features beside the waveform: one frame per 320
     samples, at the width the semantic model's config states."""
+    pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
     from types import SimpleNamespace
 
     from survey import pixels
