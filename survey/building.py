@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from survey import catalogue, tiny
+from survey.seeded import seeded_normal, seeded_uniform
 
 #: the sub-config holding a composite model's language model (the one refpos resolves for the composite)
 LANGUAGE = "text_config"
@@ -78,13 +79,6 @@ def token_embedding(model: Any) -> Any:
     return table if isinstance(table, torch.nn.Embedding) else None
 
 
-def _normal(seed: int, *shape: int) -> Any:
-    """Standard normal float32 values of ``shape``, the same for a seed and shape on every call."""
-    import torch
-
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
 def _width(config: Any) -> int:
     """The model width of ``config`` (its ``hidden_size``, else its language model's)."""
     return getattr(config, "hidden_size", None) or language_config(config).hidden_size
@@ -98,18 +92,11 @@ def _retrieved(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
             "doc_scores": torch.zeros((ids.shape[0], 1)), "n_docs": 1}
 
 
-def _uniform(seed: int, *shape: int) -> Any:
-    """Uniform values in [0, 1) of ``shape``, the same for a seed and shape on every call."""
-    import torch
-
-    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))
-
-
 def _boxes(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
     """A document model's boxes, one per token: seeded corners ``(x0, y0, x1, y1)`` in [0, 1), each ordered."""
     import torch
 
-    corners = _uniform(3, *ids.shape, 2, 2)
+    corners = seeded_uniform(3, *ids.shape, 2, 2)
     low, high = corners.min(dim=-2).values, corners.max(dim=-2).values
     return {"bbox": torch.cat([low, high], dim=-1)}
 
@@ -117,8 +104,8 @@ def _boxes(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
 def _regions(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
     """LXMERT's image side: four seeded region features of ``visual_feat_dim`` and their boxes."""
     regions = 4
-    return {"visual_feats": _normal(4, ids.shape[0], regions, config.visual_feat_dim),
-            "visual_pos": _uniform(5, ids.shape[0], regions, config.visual_pos_dim)}
+    return {"visual_feats": seeded_normal(4, ids.shape[0], regions, config.visual_feat_dim),
+            "visual_pos": seeded_uniform(5, ids.shape[0], regions, config.visual_pos_dim)}
 
 
 def _image(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
@@ -126,7 +113,7 @@ def _image(config: Any, ids: Any, mask: Any) -> dict[str, Any]:
     one encoder, which refuses text alone."""
     vision = getattr(config, "vision_config", None) or config
     size = vision.image_size if isinstance(vision.image_size, int) else vision.image_size[0]
-    return {"pixel_values": _normal(6, ids.shape[0], getattr(vision, "num_channels", 3), size, size)}
+    return {"pixel_values": seeded_normal(6, ids.shape[0], getattr(vision, "num_channels", 3), size, size)}
 
 
 def _one_tower(config: Any) -> bool:
@@ -153,10 +140,11 @@ class Companion:
 #: that names it -> its :class:`Companion`
 COMPANIONS: dict[str, Companion] = {
     "encoder_hidden_states": Companion("a decoder whose layers attend to an encoder's output (T5Gemma2's decoder)",
-                                       lambda config, ids, mask: {"encoder_hidden_states": _normal(
+                                       lambda config, ids, mask: {"encoder_hidden_states": seeded_normal(
                                            1, *ids.shape, _width(config))}),
     "t_cond": Companion("a decoder whose norms are scaled by a time conditioning its composite computes (Voxtral "
-                        "Realtime's text model)", lambda config, ids, mask: {"t_cond": _normal(2, 1, _width(config))}),
+                        "Realtime's text model)",
+                        lambda config, ids, mask: {"t_cond": seeded_normal(2, 1, _width(config))}),
     "context_input_ids": Companion("a retrieval model's generator that reads retrieved documents (RAG, no "
                                    "retriever)", _retrieved),
     "bbox": Companion("a document model that reads a box beside each token (Bros, UDOP)", _boxes, when_named=True),

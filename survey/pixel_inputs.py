@@ -47,6 +47,7 @@ from __future__ import annotations
 from typing import Any
 
 from survey.pixel_records import EMBEDDING_INPUTS
+from survey.seeded import seeded_normal
 
 #: height and width of a model that states no image size, at the native and the resampling size
 PLAIN_IMAGE = (64, 96)
@@ -266,7 +267,7 @@ def series_inputs(params: Any, config: Any, shape: tuple[int, ...]) -> dict[str,
     inputs = {"past_time_features": torch.zeros((1, shape[1], features))}
     horizon = _get(config, "prediction_length")
     if horizon and "future_values" in params:
-        inputs["future_values"] = torch.randn((1, horizon), generator=torch.Generator().manual_seed(7))
+        inputs["future_values"] = seeded_normal(7, 1, horizon)
         inputs["future_time_features"] = torch.zeros((1, horizon, features))
     return inputs
 

@@ -74,6 +74,7 @@ from survey.pixel_records import (
     observed_labels,
     unread,
 )
+from survey.seeded import seeded_normal
 
 __all__ = ["APPLY", "INPUTS", "NO_TOKEN_IDS", "POSITION", "RUN_NOTE", "STACK", "Capture", "NotRun", "PixelRun", "Site",
            "additive", "build_pixels", "capture", "capture_rotary", "first_layer", "input_name", "named_tensors",
@@ -117,10 +118,8 @@ def _ids(shape: tuple[int, ...], value: int) -> Any:
 
 
 def _semantic_features(config: Any, shape: tuple[int, ...]) -> Any:
-    import torch
-
     width = config.semantic_model_config.feature_projection_input_dim
-    return torch.randn((shape[0], shape[-1] // CODEC_HOP, width), generator=torch.Generator().manual_seed(10))
+    return seeded_normal(10, shape[0], shape[-1] // CODEC_HOP, width)
 
 
 def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
@@ -197,19 +196,16 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 inputs[grid] = torch.tensor([record.grids[size]], dtype=torch.long)
                 inputs |= {name: torch.tensor([record.merge], dtype=torch.long) for name in MERGE_INPUTS
                            if name in params}
-            inputs |= _masks(params, record.input_name, shape)
             inputs |= {name: make(shape, dtype) for name, make in COMPANIONS.items() if name in params}
             inputs |= {name: make(config, shape) for name, make in CONFIG_COMPANIONS.items()
                        if name in params and name != record.input_name
                        and params[name].default is inspect.Parameter.empty}
-            if "input_features_mask" in inputs and record.input_name != "input_features" and "input_features" in inputs:
-                inputs["input_features_mask"] = torch.ones(inputs["input_features"].shape[:2], dtype=torch.long)
+            inputs |= _masks(params, record.input_name, shape, inputs)
             inputs.update(image_grid_inputs(params, config, shape))
             inputs.update(series_inputs(params, config, shape))
             inputs.update(trajectory_inputs(params, config, shape))
             if "encoder_hidden_states" in params and record.input_name == "query_embeds":
-                inputs["encoder_hidden_states"] = torch.randn(
-                    (1, ENCODER_ROWS, config.encoder_hidden_size), generator=torch.Generator().manual_seed(9))
+                inputs["encoder_hidden_states"] = seeded_normal(9, 1, ENCODER_ROWS, config.encoder_hidden_size)
             if size == "resampled" and record.resample_flag:
                 inputs["interpolate_pos_encoding"] = True
             try:
@@ -237,10 +233,12 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
             return
 
 
-def _masks(params: Any, input_name: str, shape: tuple[int, ...]) -> dict[str, Any]:
+def _masks(params: Any, input_name: str, shape: tuple[int, ...], beside: dict[str, Any] | None = None
+           ) -> dict[str, Any]:
     """The masks fed beside an input of ``shape``: every frame (or pixel) real — ones for each of :data:`MASKS` the
     forward takes and each mask it requires, all False for a mask of padding (:data:`PADDING_MASKS`) — over the
-    input's rows (:data:`ROW_INPUTS`) or its last axis."""
+    input's rows (:data:`ROW_INPUTS`) or its last axis; a mask named for another input fed ``beside`` it
+    (``input_features_mask`` beside a codec's waveform) over that input's rows."""
     import torch
 
     rows = shape[1] if input_name in ROW_INPUTS and len(shape) == 3 else shape[-1]
@@ -248,9 +246,11 @@ def _masks(params: Any, input_name: str, shape: tuple[int, ...]) -> dict[str, An
                 if name.endswith("mask") and param.default is inspect.Parameter.empty}
     out = {}
     for name in sorted(required | {name for name in MASKS if name in params}):
+        owner = (beside or {}).get(name.removesuffix("_mask"))
+        length = owner.shape[1] if owner is not None and name.removesuffix("_mask") != input_name else rows
         padding = name in PADDING_MASKS
-        out[name] = torch.zeros((shape[0], rows), dtype=torch.bool) if padding else torch.ones(
-            (shape[0], rows), dtype=torch.long)
+        out[name] = torch.zeros((shape[0], length), dtype=torch.bool) if padding else torch.ones(
+            (shape[0], length), dtype=torch.long)
     return out
 
 

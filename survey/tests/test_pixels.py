@@ -254,6 +254,14 @@ def test_the_inputs_of_clips_spectrograms_embeddings_and_their_masks():
     assert sorted(masks) == ["audio_mel_mask", "mask"]
     assert masks["mask"].shape == (1, 16) and bool(masks["mask"].all())
     assert masks["audio_mel_mask"].shape == (1, 16) and not bool(masks["audio_mel_mask"].any())
+    import torch
+
+    def codec(input_values, input_features, input_features_mask=None):
+        """A codec's forward: its waveform, and features of another length beside it."""
+
+    features = {"input_features": torch.zeros((1, 20, 160))}
+    masks = pixels._masks(inspect.signature(codec).parameters, "input_values", (1, 6400), features)
+    assert masks["input_features_mask"].shape == (1, 20)  # over the features' frames, not the samples
 
 
 def test_a_site_missing_from_a_run_fed_embeddings_is_not_reached():

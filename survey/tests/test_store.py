@@ -70,3 +70,21 @@ def test_an_observing_process_may_take_its_memory_bound_beyond_its_imports():
     room = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                               env={**os.environ, "SURVEY_MEMORY_GB": "2"}).stdout)
     assert 1.5 * 2**30 < room <= 2 * 2**30
+
+
+def test_the_mapped_address_space_is_zero_where_it_cannot_be_read(monkeypatch):
+    """Where ``/proc/self/statm`` cannot be read (not Linux), the bound counts from zero, as it did before."""
+    import builtins
+
+    from survey import stored
+
+    assert stored.mapped_bytes() > 0
+    real_open = builtins.open
+
+    def no_proc(path, *args, **kwargs):
+        if str(path).startswith("/proc/"):
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    assert stored.mapped_bytes() == 0

@@ -76,3 +76,18 @@ def test_a_part_run_within_its_composite_is_one_encoding_on_the_page():
     assert table.encoding_of({"observed": ["run within sam"]}) == "run within its composite"
     assert table.encoding_of({"observed": []}) == "not run"
     assert not table.not_run({"observed": ["run within sam_hq"]})
+
+
+def test_the_hook_is_removed_when_the_composite_fails(monkeypatch, one_holder):
+    """The forward hook on every module is process-wide: a composite whose observation raises must not leave it
+    behind (every later model would record into a dead list)."""
+    monkeypatch.setattr(within, "field_of", lambda holder, config_class: "prompt_encoder_config")
+    hooks = torch.nn.modules.module._global_forward_hooks
+    before = len(hooks)
+
+    def failing(holder):
+        raise RuntimeError("the composite did not build")
+
+    with pytest.raises(RuntimeError, match="did not build"):
+        within.observe_within(object(), SimpleNamespace(observed=[], cause="", notes=[]), failing)
+    assert len(hooks) == before
