@@ -207,7 +207,7 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
     import torch
 
     owners, io = _run(model, inputs, [site for site in sites if additive(site) or site.is_module])
-    logits = position_logits(model, inputs, [site.owner for site in sites if not additive(site)])
+    logits, raised = position_logits(model, inputs, [site.owner for site in sites if not additive(site)])
     tensors = named_tensors(model)
     out = {}
     for site in sites:
@@ -216,6 +216,7 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
                                      module_out=_numpy(io[site.path][1][0]) if io.get(site.path, ([], []))[1] else None)
             out[site.path].logits, out[site.path].logit_rows, out[site.path].query = logits.pop(site.owner,
                                                                                                 (None,) * 3)
+            out[site.path].logits_raised = raised
             continue
         saved = {name: tensors[name].detach().clone() for name in site.params}
         with torch.no_grad():

@@ -82,11 +82,12 @@ def _kept(logits: Any) -> tuple[np.ndarray, np.ndarray]:
     return kept.to(dtype).numpy().copy(), index
 
 
-def position_logits(model: Any, inputs: dict[str, Any], owners: list[str]) -> dict[str, tuple]:
-    """Owner path -> ``(logits, rows, query)``: the softmax input of each attention module named in ``owners``
-    (module docstring; its first matrices and the query rows kept, :func:`_kept`) in one forward with its query
-    and key projections replaced, and the query bias ``c`` drawn. A module without the projections, or whose
-    forward calls no softmax, is left out; a forward that raises leaves out everything."""
+def position_logits(model: Any, inputs: dict[str, Any], owners: list[str]) -> tuple[dict[str, tuple], str]:
+    """``(recorded, raised)``: owner path -> ``(logits, rows, query)``, the softmax input of each attention module
+    named in ``owners`` (module docstring; its first matrices and the query rows kept, :func:`_kept`) in one
+    forward with its query and key projections replaced, and the query bias ``c`` drawn. A module without the
+    projections, or whose forward calls no softmax, is left out; a forward that raises leaves out everything, and
+    ``raised`` names what it raised (empty where it ran), so a row that finds no logits says why."""
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -95,7 +96,7 @@ def position_logits(model: Any, inputs: dict[str, Any], owners: list[str]) -> di
     found = {path: projections(modules[path]) for path in dict.fromkeys(owners) if path in modules}
     found = {path: p for path, p in found.items() if p is not None}
     if not found:
-        return {}
+        return {}, ""
     running: list[str] = []
     recorded: dict[str, Any] = {}
 
@@ -121,11 +122,13 @@ def position_logits(model: Any, inputs: dict[str, Any], owners: list[str]) -> di
         handles.append(modules[path].register_forward_pre_hook(
             lambda m, a, k, key=path: entered(m, a, k, key), with_kwargs=True))
         handles.append(modules[path].register_forward_hook(lambda m, a, out: running.pop() and None))
+    raised = ""
     try:
         with removed(handles), torch.no_grad(), Recorder():
             model(**inputs)
-    except Exception:  # the forward does not run with these projections: nothing observed this way
+    except Exception as exc:  # the forward does not run with these projections: nothing observed this way
         recorded.clear()
+        raised = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     finally:
         with torch.no_grad():
             for path, tensors in saved.items():
@@ -133,4 +136,4 @@ def position_logits(model: Any, inputs: dict[str, Any], owners: list[str]) -> di
                 for target, value in zip(live, tensors, strict=True):
                     target.copy_(value)
     return {path: (*_kept(logits), drawn[path]) for path, logits in recorded.items()
-            if isinstance(logits, torch.Tensor) and logits.ndim >= 2 and logits.is_floating_point()}
+            if isinstance(logits, torch.Tensor) and logits.ndim >= 2 and logits.is_floating_point()}, raised

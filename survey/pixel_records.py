@@ -89,6 +89,8 @@ class Capture:
     logits: np.ndarray | None = None
     logit_rows: np.ndarray | None = None
     query: np.ndarray | None = None
+    #: what that forward raised, where it did not run with the projections replaced (empty where it ran)
+    logits_raised: str = ""
 
 
 @dataclass

@@ -34,7 +34,9 @@ MEMORY_GB = 8
 
 def quiet() -> None:
     """transformers' logging to errors, torch to one thread (each process of ``observe`` on one core), the
-    process's memory bounded (:data:`MEMORY_GB` beyond what the imports mapped)."""
+    process's memory bounded: :data:`MEMORY_GB` beyond what it has mapped now (its imports, and in a process that
+    observes one model type after another, what the ones before left mapped). Called before each observation, so
+    every model type has the same room, however many the process observed before it."""
     import os
     import resource
 
@@ -44,9 +46,8 @@ def quiet() -> None:
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(1)
     limit = mapped_bytes() + int(float(os.environ.get("SURVEY_MEMORY_GB", MEMORY_GB)) * 2**30)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if soft == resource.RLIM_INFINITY or soft > limit:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
 
 
 def mapped_bytes() -> int:

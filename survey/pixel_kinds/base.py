@@ -45,6 +45,17 @@ def absent(run: PixelRun, cause: str) -> Outcome:
     return Outcome("wrong", cause)
 
 
+def unrecorded(inline: Site, sites: list[Site], what: str) -> Outcome:
+    """The outcome of a layer whose position terms ``what`` are computed inside its attention's forward, and of
+    which no logits were recorded (:mod:`survey.pixel_logits`): not reached, saying why — what the forward raised
+    with the projections replaced, where it raised, else that no projection or no softmax was found."""
+    raised = next((c.logits_raised for s in sites for c in s.captures.values() if c.logits_raised), "")
+    why = (f"the forward with the query and key projections replaced raised {raised}" if raised else
+           "no query and key projection to replace, or no softmax called")
+    return Outcome("not reached", f"{inline.path}: {what} inside the attention's forward and no logits of it were "
+                   f"recorded ({why})", (inline.path,))
+
+
 def graded(cases: list[tuple[np.ndarray, np.ndarray, Any, dict[str, np.ndarray | None]]], sites: tuple[str, ...],
            what: str) -> Outcome:
     """The outcome of ``(observed, reference, bound, {mistake: its output})`` cases: wrong at the first case outside

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, absent, graded, mistakes_of, unit
+from survey.pixel_kinds.base import Outcome, absent, graded, mistakes_of, unit, unrecorded
 from survey.pixels import PixelRun, Site
 
 #: the unit roundoff of the coordinates Swin v2's code builds (float32, whatever the run's dtype)
@@ -97,9 +97,7 @@ def compare_inline(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if site is None:
         inline = next((s for s in sites if "attention" in s.owner or "attn" in s.owner), None)
         if inline is not None:
-            return Outcome("not reached", f"{inline.path}: the bias is computed inside the attention's forward and "
-                           "no logits of it were recorded (no query and key projection to replace, or no softmax "
-                           "called)", (inline.path,))
+            return unrecorded(inline, sites, "the bias is computed")
         return absent(run, f"no relative position bias of a {record.window} window for {record.stack} layer "
                        f"{record.index}")
     inputs = _inputs(record, site)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, absent, check_target, graded
+from survey.pixel_kinds.base import Outcome, absent, check_target, graded, unrecorded
 from survey.pixels import PixelRun, Site
 
 
@@ -51,9 +51,7 @@ def compare_decomposed(record: Any, run: PixelRun, sites: list[Site]) -> Outcome
     if site is None:
         inline = next((s for s in sites if "rel_pos" in s.path.rsplit(".", 1)[-1]), None)
         if inline is not None:
-            return Outcome("not reached", f"{inline.path}: the terms are added inside the attention's forward and "
-                           "no logits of it were recorded (no query and key projection to replace, or no softmax "
-                           "called)", (inline.path,))
+            return unrecorded(inline, sites, "the terms are added")
         return absent(run, f"no decomposed tables rel_pos_h, rel_pos_w for {record.stack} layer {record.index}")
     siblings, rel_pos_h, rel_pos_w = _tables(site, sites)
     paths = tuple(s.path for s in siblings)

@@ -27,11 +27,11 @@ def observation():
     from survey import catalogue, stored
     from survey.run import observe_quietly
 
-    stored.quiet()
     cache: dict[str, Any] = {}
 
     def get(name: str) -> Any:
         if name not in cache:
+            stored.quiet()  # the memory bound counted from what this process holds now, as each worker does
             cache[name] = observe_quietly(catalogue.find(name))
         return cache[name]
     return get

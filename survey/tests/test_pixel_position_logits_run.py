@@ -55,12 +55,26 @@ def test_the_logits_are_the_terms_added_inside_the_forward(fused):
     torch.manual_seed(0)
     model = Model(fused)
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
-    logits, rows, query = position_logits(model, {"x": torch.randn(1, 3, 4, dtype=torch.float64)}, ["attn"])["attn"]
+    recorded, raised = position_logits(model, {"x": torch.randn(1, 3, 4, dtype=torch.float64)}, ["attn"])
+    logits, rows, query = recorded["attn"]
+    assert raised == ""
     expected = query.astype(np.float64) @ model.attn.rows.detach().numpy().T if fused else \
         model.attn.bias.detach().numpy()
     # no mask and q·kᵀ = 0: the bias exactly, the term q·r up to the order of its four products
     np.testing.assert_allclose(logits[0], np.broadcast_to(expected, (3, 3)), rtol=0, atol=0 if not fused else 1e-14)
     assert list(rows) == [0, 1, 2] and query.shape == (4,)
+    for name, p in model.named_parameters():
+        assert torch.equal(p, before[name]), name
+
+
+def test_a_forward_that_raises_records_nothing_and_says_what_it_raised():
+    """A forward that fails with the projections replaced leaves no logits, and its error is kept for the row's
+    cause (a swallowed error would read as "no softmax called"); the weights come back as they were."""
+    torch.manual_seed(0)
+    model = Model()
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    recorded, raised = position_logits(model, {"x": torch.randn(1, 3, 5, dtype=torch.float64)}, ["attn"])
+    assert recorded == {} and raised.startswith("RuntimeError: ")
     for name, p in model.named_parameters():
         assert torch.equal(p, before[name]), name
 

@@ -55,9 +55,11 @@ def _start_worker() -> None:
 
 def _observe_one(task: tuple[Any, str]) -> tuple[str, float, str]:
     """Worker of ``observe``: one architecture observed and stored; ``(name, seconds, its row's cause)``."""
+    from survey import stored
     from survey.vllm_engine.run import observe_quietly
 
     architecture, directory = task
+    stored.quiet()  # the memory bound counted from what this worker holds now
     seen = observe_quietly(architecture)
     store.save(seen, store.path_of(Path(directory), architecture.name))
     return architecture.name, seen.row.seconds, seen.row.cause
