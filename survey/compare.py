@@ -73,6 +73,7 @@ from survey.observed import (
 from survey.probe import SHIFT, Call, Probe
 from survey.rotation import (  # noqa: F401  (the bound's constants and Channels are documented here)
     EPS32,
+    INPUT_RTOL,
     ROPE_CONSTANT,
     ROW_RTOL,
     RULE_ROUNDINGS,
@@ -83,6 +84,7 @@ from survey.rotation import (  # noqa: F401  (the bound's constants and Channels
     check_applied,
     check_map,
     predict,
+    rounded_alike,
 )
 from survey.sources import SOURCES, Inputs, inputs_of
 
@@ -135,7 +137,8 @@ def seen_of(probe: Probe) -> list[Seen]:
 
 def case_reference(probe: Probe, seen: Seen, index: int) -> tuple[Call | None, str]:
     """The reference of call ``index`` of a case: run B's same call where the layer read the same hidden states
-    (its digests; a decoding step's rows against run B's rows of the same tokens), cut to the case's rows."""
+    (its digests; a decoding step's rows against run B's rows of the same tokens, the same up to the rounding of
+    the layers below, :data:`~survey.rotation.INPUT_RTOL`), cut to the case's rows."""
     from survey.cases import PREFILL
 
     call = seen.run.calls[index]
@@ -148,7 +151,7 @@ def case_reference(probe: Probe, seen: Seen, index: int) -> tuple[Call | None, s
         mine, theirs = seen.run.inputs.get(call.path), probe.b.inputs.get(call.path)
         rows = slice(PREFILL, PREFILL + queries)
         if not mine or not theirs or len(mine) != len(theirs) or any(
-                a.shape[-1] != b.shape[-1] or not np.array_equal(a[..., -queries:, :], b[..., rows, :])
+                a.shape[-1] != b.shape[-1] or not rounded_alike(a[..., -queries:, :], b[..., rows, :])
                 for a, b in zip(mine, theirs, strict=True)):
             return None, "the layer's input differs from run B's"
         keys = call.key.shape[-2]

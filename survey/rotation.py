@@ -26,6 +26,24 @@ SCALE_RTOL = 1e-6
 #: differs from the reference's by the float32 dot product's rounding, at most :math:`n\,\epsilon\sum_i |w_i
 #: h_i|`: bounded by this fraction of the row's largest entry (n up to :math:`2^{10}` terms of its size)
 ROW_RTOL = 2.0**-14
+#: the layers below a decoding step's layer ran their products (the MLPs' matmuls; attention returns zeros) on the
+#: step's rows alone, another shape than run B's, so the hidden states entering the layer differ from run B's rows
+#: of the same tokens by those products' rounding: up to :math:`2^6` float32 ulps of the row's largest entry
+#: (:math:`2^{-24}`: a few ulps for each of up to 8 layers' two products). A sixteenth of ROW_RTOL, so the query
+#: the step projects from them stays within the step's bound; a position reaching the hidden states (a table
+#: added at the input) moves them by far more
+INPUT_RTOL = 2.0**-18
+
+
+def rounded_alike(step: np.ndarray, reference: np.ndarray) -> bool:
+    """Whether a decoding step's hidden states are run B's rows of the same tokens up to the rounding of the
+    layers below (:data:`INPUT_RTOL` of each row's largest entry)."""
+    if step.shape != reference.shape:
+        return False
+    bound = INPUT_RTOL * np.abs(reference).max(axis=-1, keepdims=True)
+    return bool(np.all(np.abs(step.astype(np.float64) - reference) <= bound))
+
+
 @dataclass(frozen=True)
 class Channels:
     """A claim's rotation per output channel: the input channel each reads at position 0 (``source``) with its

@@ -70,6 +70,28 @@ def test_llama4_temperature_reads_the_slot(observed):
     assert not wrong(reading(resolution, "none", "scale", ("cache_position",)), probe)
 
 
+def test_llama4_floor_scale_off_by_one_is_caught_past_the_first_layer(observed):
+    """The NoPE layers (the 4th and 8th) read their temperature at slots 8190 … 8192, decoded after a padded cache:
+    the layers below ran on the step's rows alone, so their hidden states are run B's up to rounding
+    (survey.rotation.INPUT_RTOL), and the scale's threshold ±1 is told apart there."""
+    config, probe = observed("llama4_text")
+    resolution = adaptor.resolve(config)
+    assert not wrong(resolution, probe)
+    tried, survived = mutants.survivors(resolution, probe)
+    assert {"query scale floor_scale -1", "query scale floor_scale +1"} <= {n for n, _ in mutants.mutants(resolution)}
+    assert tried >= 11 and survived == []
+
+
+def test_hidden_states_alike_up_to_the_rounding_of_the_layers_below():
+    from survey.rotation import INPUT_RTOL, rounded_alike
+
+    rows = np.random.default_rng(0).standard_normal((1, 3, 16)).astype(np.float32)
+    largest = np.abs(rows).max(axis=-1, keepdims=True)
+    assert rounded_alike(rows + np.float32(0.5 * INPUT_RTOL) * largest, rows)
+    assert not rounded_alike(rows + np.float32(4 * INPUT_RTOL) * largest, rows)
+    assert not rounded_alike(rows[..., :2, :], rows)
+
+
 @pytest.mark.parametrize("name", ["falcon[alibi=true]", "bloom"])
 def test_alibi_reads_the_mask_count(observed, name):
     config, probe = observed(name)
