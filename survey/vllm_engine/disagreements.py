@@ -65,6 +65,19 @@ _GLM_OCR = Authors(
     "0.5, GLM-4's value, where a config states none, and rotates the first half of each head; transformers "
     "rotates the whole head. The two read a stated factor alike: they differ only on a config that states none")
 
+#: GLM-4.1V's text model where its config states no partial_rotary_factor (the config class's defaults): refpos
+#: raises on it, as transformers' rotary module does; vLLM runs it with GLM-4's factor
+_GLM4V = Authors(
+    "transformers", "zai-org/GLM-4.1V-9B-Thinking, config.json (text_config: partial_rotary_factor 0.5, "
+    "mrope_section [8, 12, 12] for head_dim 128), as transformers' models/glm4v/modeling_glm4v.py, "
+    "Glm4vTextRotaryEmbedding.compute_default_rope_parameters reads it (partial_rotary_factor 1.0 where unstated) "
+    "and recomposition_frequencies splits the frequencies by the sections",
+    "rotates the first half of each head, the factor the checkpoint states, which both engines read alike. Where "
+    "a config states none, transformers reads 1.0: the sections [8, 12, 12] then cover 32 of the 64 frequency "
+    "pairs, and its rotary module's split raises (split_with_sizes expects the sizes to sum to 64); refpos raises a "
+    "ValueError naming mrope_section. vLLM's Glm4Attention (models/glm4.py) sets partial_rotary_factor 0.5, "
+    "GLM-4's value, where a config states none, and runs it. refpos reads a stated factor and assumes none")
+
 #: Ministral 3's text model from an HF-format config.json
 _MINISTRAL3 = Authors(
     "transformers", "mistralai's Ministral 3 checkpoints: config.json text_config.rope_parameters "
@@ -91,6 +104,7 @@ AUTHORS: dict[str, Authors] = {
     "llama4_text": _LLAMA4,
     "llama4": _LLAMA4,
     "glm_ocr": _GLM_OCR,
+    "glm4v": _GLM4V,
     "ministral3": _MINISTRAL3,
 }
 
@@ -110,14 +124,18 @@ class Disagreement:
 
 
 def find(vllm_rows: list[dict[str, Any]], transformers_rows: list[dict[str, Any]]) -> list[Disagreement]:
-    """Every disagreement of the two tables' rows (module docstring), by model type."""
+    """Every disagreement of the two tables' rows (module docstring), by model type; and every row where refpos
+    raised on the config vLLM ran (an error) while transformers' row is exact, where the authors' code is recorded
+    for it: vLLM runs a config that transformers' reading of it rejects (GLM-4.1V's unstated rotary factor)."""
     by_type = {r["model_type"]: r for r in transformers_rows}
     found = []
     for row in vllm_rows:
         other = by_type.get(row["model_type"])
-        if other is None or {row["status"], other["status"]} != {"exact", "wrong"}:
+        statuses = None if other is None else {row["status"], other["status"]}
+        if statuses != {"exact", "wrong"} and not (
+                statuses == {"exact", "error"} and row["status"] == "error" and row["model_type"] in AUTHORS):
             continue
-        wrong = row if row["status"] == "wrong" else other
+        wrong = row if row["status"] in ("wrong", "error") else other
         notes = [n for n in wrong["notes"] if "exact against refpos's answer changed" in n]
         evidence = "; ".join([f"{'vLLM' if wrong is row else 'transformers'}: {wrong['cause']}", *notes])
         found.append(Disagreement(row["model_type"], row["architecture"], row["status"], other["status"], evidence,

@@ -109,7 +109,9 @@ def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[st
     found = disagreements.find(rows, transformers_rows)
     lines += ["", "### Where vLLM and transformers disagree", "",
               "A model type both engines run, refpos's answer exact against one engine and wrong against the "
-              "other: the two compute different positions for the same config. For each, the evidence (the "
+              "other: the two compute different positions for the same config; or a config vLLM runs on which "
+              "refpos raises, as transformers' reading of it does (an error, listed where the authors' code on it "
+              "is recorded). For each, the evidence (the "
               "comparison's numbers, the single change of refpos's answer under which vLLM's run is exact), the two "
               "sources, and the model authors' code, which refpos follows.", ""]
     if not found:
