@@ -171,11 +171,23 @@ def companions(model: Any, error: str = "") -> list[str]:
         return not companion.when_named or ("input_ids" in params and name.lower() in error.lower())
 
     named = [name for name in COMPANIONS if name in params and wanted(name)]
-    if named or not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+    if named:
         return named
-    inner = {name for module in model.modules() if module is not model
-             for name in inspect.signature(module.forward).parameters}
+    inner = passed_on(model)
     return [name for name in COMPANIONS if name in inner and wanted(name)]
+
+
+def passed_on(model: Any) -> set[str]:
+    """The parameter names a forward of ``model``'s modules takes, where ``model``'s own forward passes its other
+    keyword arguments on (``**kwargs``: a composite handing them to its encoder or layers); empty where it takes
+    none it does not name."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return set()
+    return {name for module in model.modules() if module is not model
+            for name in inspect.signature(module.forward).parameters}
 
 
 def fed(model: Any, config: Any, embeddings: bool = False, error: str = "") -> Any:

@@ -120,6 +120,7 @@ class PixelRun:
     sites: list[Site] = field(default_factory=list)
     attention: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: whether the resampled size that ran was fed ``interpolate_pos_encoding=True``
     resample_flag: bool = False
     #: the dtype the model ran in (``float64`` where its code runs in it)
     dtype: str = "float32"

@@ -41,6 +41,7 @@ import inspect
 import warnings
 from typing import Any
 
+from survey.building import passed_on
 from survey.pixel_capture import (
     capture,
     capture_rotary,
@@ -57,12 +58,8 @@ from survey.pixel_records import (
     APPLY,
     GENERIC_INPUTS,
     INPUTS,
-    MASKS,
-    MERGE_INPUTS,
     NO_TOKEN_IDS,
-    PADDING_MASKS,
     POSITION,
-    ROW_INPUTS,
     RUN_NOTE,
     STACK,
     Capture,
@@ -74,7 +71,6 @@ from survey.pixel_records import (
     observed_labels,
     unread,
 )
-from survey.seeded import seeded_normal
 
 __all__ = ["APPLY", "INPUTS", "NO_TOKEN_IDS", "POSITION", "RUN_NOTE", "STACK", "Capture", "NotRun", "PixelRun", "Site",
            "additive", "build_pixels", "capture", "capture_rotary", "first_layer", "input_name", "named_tensors",
@@ -83,51 +79,6 @@ __all__ = ["APPLY", "INPUTS", "NO_TOKEN_IDS", "POSITION", "RUN_NOTE", "STACK", "
 
 #: the errors of a size's first shapes kept in the record (the first shape's is the most telling: an image's)
 SHOWN_ERRORS = 3
-#: the waveform samples per feature frame assumed where a forward takes chunk lengths in samples (16 kHz, 10 ms)
-HOP = 160
-#: the other inputs a forward may need, fed where it takes them: an encoder-decoder's first decoder ids (ids 2 … 5:
-#: none fairseq's padding id 1), a time series' padding (none: zeros) and frequency class (0), the frame count of a
-#: single clip fed as ``(mel bins, frames)``, an empty prompt, and the counts some encoders take beside their input
-COMPANIONS = {"decoder_input_ids": lambda shape, dtype: _ids((1, 4), 2) + _ids((1, 4), 0).new_tensor([0, 1, 2, 3]),
-              "past_values_padding": lambda shape, dtype: _ids(shape[:2], 0).to(dtype),
-              "freq": lambda shape, dtype: _ids((shape[0], 1), 0),
-              "feature_lens": lambda shape, dtype: _ids((1,), shape[-1]),
-              # SegGPT's prompt: an image of the input's shape and its mask (zeros: an empty prompt)
-              "prompt_pixel_values": lambda shape, dtype: _zeros(shape, dtype),
-              "prompt_masks": lambda shape, dtype: _zeros(shape, dtype),
-              # DeepSeek-OCR-2's encoder: its first half of rows are image patches (the rest its queries)
-              "num_patches": lambda shape, dtype: shape[1] // 2,
-              # Dots3's audio encoder: each chunk's waveform samples (its frames at a hop of 160 samples)
-              "chunk_sample_lengths": lambda shape, dtype: _ids((shape[0],), HOP * shape[-1])}
-#: inputs whose shape the config states, fed where the forward takes them beside another main input: OneFormer's
-#: task tokens (``task_seq_len`` ids; 1, no pad id of its tokenizer), and a codec's semantic features beside its
-#: waveform (X-Codec 2's and NeuCodec's wav2vec2-BERT: one frame of stacked features per :data:`CODEC_HOP` samples)
-CONFIG_COMPANIONS = {"task_inputs": lambda config, shape: _ids((shape[0], config.task_seq_len), 1),
-                     "input_features": lambda config, shape: _semantic_features(config, shape)}
-#: the waveform samples per frame of a codec's semantic features (50 frames a second at 16 kHz)
-CODEC_HOP = 320
-#: the encoder output a query transformer's cross-attention layers read (BLIP-2's Q-Former), fed beside its query
-#: embeddings ``(1, rows, width)``: seeded, at the config's ``encoder_hidden_size``
-ENCODER_ROWS = 8
-
-
-def _ids(shape: tuple[int, ...], value: int) -> Any:
-    import torch
-
-    return torch.full(shape, value, dtype=torch.long)
-
-
-def _semantic_features(config: Any, shape: tuple[int, ...]) -> Any:
-    width = config.semantic_model_config.feature_projection_input_dim
-    return seeded_normal(10, shape[0], shape[-1] // CODEC_HOP, width)
-
-
-def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
-    import torch
-
-    return torch.zeros(shape, dtype=dtype)
-
-
 def input_name(model: Any) -> str:
     """The model's main input (or its encoder's, where the model's is a generic ``inputs``) where it is one of
     :data:`INPUTS`, else the first of them its forward takes; :class:`NotRun` naming its parameters otherwise."""
@@ -158,11 +109,13 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     record.merge = merge_size(config)
     seed_sites(model, record.sites)  # float32 values: the same in a float64 run
     params = inspect.signature(model.forward).parameters
-    record.resample_flag = "interpolate_pos_encoding" in params
+    # the resampling switch, where the forward names it, or passes it on to a module that does (an encoder-decoder
+    # of images hands its encoder every argument not meant for the decoder)
+    switch = "interpolate_pos_encoding" in params or "interpolate_pos_encoding" in passed_on(model)
     for dtype in (torch.float64, torch.float32):
         record.dtype = str(dtype).removeprefix("torch.")
         model.to(dtype)
-        _run_sizes(model, config, record, params, dtype)
+        _run_sizes(model, config, record, params, dtype, switch)
         if "native" in record.shapes:
             record.unread = [site.path for site in record.sites if unread(site)]
             record.sites = [site for site in record.sites if site.path not in record.unread]
@@ -170,44 +123,31 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     raise NotRun(f"no {name} shape ran ({record.skipped['native']})")
 
 
-def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: Any) -> None:
-    """Capture every site at each size of :func:`survey.pixel_inputs.candidates` (the first shape that runs)."""
+def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: Any, switch: bool = False) -> None:
+    """Capture every site at each size of :func:`survey.pixel_inputs.candidates` (the first shape that runs); the
+    resampled size fed the resampling ``switch`` where the forward takes it, and where only a module it passes its
+    arguments on to takes it, its shapes tried again without it (:attr:`PixelRun.resample_flag`: whether the size
+    that ran was fed it)."""
     import torch
 
-    from survey.pixel_inputs import (
-        candidates,
-        image_grid_inputs,
-        number_patches,
-        patch_grid,
-        series_inputs,
-        trajectory_inputs,
-    )
+    from survey.pixel_beside import Try, beside
+    from survey.pixel_inputs import candidates, number_patches, patch_grid
 
     record.shapes, record.skipped, record.applied, errors = {}, {}, {}, []
     grid = grid_input(params)
     for size, tries in candidates(record.input_name, config, flat=grid is not None).items():
-        for shape in tries:
+        attempts = [(shape, switch) for shape in tries]
+        if size == "resampled" and switch and "interpolate_pos_encoding" not in params:
+            attempts += [(shape, False) for shape in tries]
+        for shape, fed_switch in attempts:
             generator = torch.Generator().manual_seed(0)
             inputs = {record.input_name: torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)}
             if record.input_name == "flattened_patches":
                 inputs[record.input_name] = number_patches(inputs[record.input_name])
-            if grid is not None:  # flattened patches: their grid, and the merge size where the forward takes it
+            if grid is not None:  # flattened patches: their grid (fed beside them, survey.pixel_beside)
                 record.grids[size] = list(patch_grid(config, size))
-                inputs[grid] = torch.tensor([record.grids[size]], dtype=torch.long)
-                inputs |= {name: torch.tensor([record.merge], dtype=torch.long) for name in MERGE_INPUTS
-                           if name in params}
-            inputs |= {name: make(shape, dtype) for name, make in COMPANIONS.items() if name in params}
-            inputs |= {name: make(config, shape) for name, make in CONFIG_COMPANIONS.items()
-                       if name in params and name != record.input_name
-                       and params[name].default is inspect.Parameter.empty}
-            inputs |= _masks(params, record.input_name, shape, inputs)
-            inputs.update(image_grid_inputs(params, config, shape))
-            inputs.update(series_inputs(params, config, shape))
-            inputs.update(trajectory_inputs(params, config, shape))
-            if "encoder_hidden_states" in params and record.input_name == "query_embeds":
-                inputs["encoder_hidden_states"] = seeded_normal(9, 1, ENCODER_ROWS, config.encoder_hidden_size)
-            if size == "resampled" and record.resample_flag:
-                inputs["interpolate_pos_encoding"] = True
+            inputs |= beside(Try(params, config, record.input_name, tuple(shape), size, dtype, record.merge,
+                                 tuple(record.grids[size]) if grid is not None else None, fed_switch))
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -217,6 +157,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 errors.append(f"{list(shape)}: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
                 continue
             record.shapes[size] = list(shape)
+            record.resample_flag = record.resample_flag or (size == "resampled" and fed_switch)
             for site in record.sites:
                 site.captures[size] = captured[site.path]
             if record.rotary:  # the rotary modules' tables, in one more forward
@@ -231,27 +172,6 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
             record.skipped[size] = "; ".join(errors[:SHOWN_ERRORS]) or "no input shape to try"
         if size == "native" and size not in record.shapes:
             return
-
-
-def _masks(params: Any, input_name: str, shape: tuple[int, ...], beside: dict[str, Any] | None = None
-           ) -> dict[str, Any]:
-    """The masks fed beside an input of ``shape``: every frame (or pixel) real — ones for each of :data:`MASKS` the
-    forward takes and each mask it requires, all False for a mask of padding (:data:`PADDING_MASKS`) — over the
-    input's rows (:data:`ROW_INPUTS`) or its last axis; a mask named for another input fed ``beside`` it
-    (``input_features_mask`` beside a codec's waveform) over that input's rows."""
-    import torch
-
-    rows = shape[1] if input_name in ROW_INPUTS and len(shape) == 3 else shape[-1]
-    required = {name for name, param in params.items()
-                if name.endswith("mask") and param.default is inspect.Parameter.empty}
-    out = {}
-    for name in sorted(required | {name for name in MASKS if name in params}):
-        owner = (beside or {}).get(name.removesuffix("_mask"))
-        length = owner.shape[1] if owner is not None and name.removesuffix("_mask") != input_name else rows
-        padding = name in PADDING_MASKS
-        out[name] = torch.zeros((shape[0], length), dtype=torch.bool) if padding else torch.ones(
-            (shape[0], length), dtype=torch.long)
-    return out
 
 
 def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun, str]:

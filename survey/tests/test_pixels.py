@@ -238,7 +238,8 @@ def test_the_inputs_of_clips_spectrograms_embeddings_and_their_masks():
     import inspect
     from types import SimpleNamespace
 
-    from survey import pixels
+    from survey import pixel_beside
+    from survey.pixel_beside import Try
     from survey.pixel_inputs import candidates
 
     clip = SimpleNamespace(image_size=32, patch_size=16, num_frames=4)
@@ -250,7 +251,7 @@ def test_the_inputs_of_clips_spectrograms_embeddings_and_their_masks():
     def forward(audio_mel, audio_mel_mask, mask, optional_mask=None):
         """A forward requiring two masks, one of padding."""
 
-    masks = pixels._masks(inspect.signature(forward).parameters, "audio_mel", (1, 16, 80))
+    masks = pixel_beside.masks(Try(inspect.signature(forward).parameters, None, "audio_mel", (1, 16, 80)), {})
     assert sorted(masks) == ["audio_mel_mask", "mask"]
     assert masks["mask"].shape == (1, 16) and bool(masks["mask"].all())
     assert masks["audio_mel_mask"].shape == (1, 16) and not bool(masks["audio_mel_mask"].any())
@@ -260,7 +261,7 @@ def test_the_inputs_of_clips_spectrograms_embeddings_and_their_masks():
         """A codec's forward: its waveform, and features of another length beside it."""
 
     features = {"input_features": torch.zeros((1, 20, 160))}
-    masks = pixels._masks(inspect.signature(codec).parameters, "input_values", (1, 6400), features)
+    masks = pixel_beside.masks(Try(inspect.signature(codec).parameters, None, "input_values", (1, 6400)), features)
     assert masks["input_features_mask"].shape == (1, 20)  # over the features' frames, not the samples
 
 
@@ -353,14 +354,19 @@ def test_audio_of_whole_tokens_and_the_task_tokens_a_config_states():
     """An audio encoder taking whole tokens of samples (Muse Spark's, ``samples_per_token``) is fed two and three
     tokens' worth; a forward taking task tokens (OneFormer's) is fed ``task_seq_len`` of them."""
     pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
+    import inspect
     from types import SimpleNamespace
 
-    from survey import pixels
+    from survey.pixel_beside import Try, beside
     from survey.pixel_inputs import candidates
 
     audio = candidates("input_values", SimpleNamespace(samples_per_token=1920))
     assert (1, 3840) in audio["native"] and (1, 5760) in audio["resampled"]
-    tokens = pixels.CONFIG_COMPANIONS["task_inputs"](SimpleNamespace(task_seq_len=77), (1, 3, 64, 64))
+    def forward(pixel_values, task_inputs):
+        """OneFormer's: its image and its task tokens."""
+
+    at = Try(inspect.signature(forward).parameters, SimpleNamespace(task_seq_len=77), "pixel_values", (1, 3, 64, 64))
+    tokens = beside(at)["task_inputs"]
     assert tuple(tokens.shape) == (1, 77)
 
 
@@ -383,20 +389,31 @@ def test_the_counts_an_encoder_takes_beside_its_input():
     """DeepSeek-OCR-2's encoder is told how many of its rows are image patches (half), Dots3's audio encoder each
     chunk's samples (its frames at a hop of 160)."""
     pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
-    from survey import pixels
+    import inspect
 
-    assert pixels.COMPANIONS["num_patches"]((1, 16, 512), None) == 8
-    assert pixels.COMPANIONS["chunk_sample_lengths"]((1, 128, 64), None).tolist() == [64 * pixels.HOP]
+    from survey.pixel_beside import HOP, Try, beside
+
+    def forward(hidden_states, num_patches, chunk_sample_lengths):
+        """Both counts beside the input."""
+
+    fed = beside(Try(inspect.signature(forward).parameters, None, "hidden_states", (1, 16, 512)))
+    assert fed["num_patches"] == 8
+    fed = beside(Try(inspect.signature(forward).parameters, None, "hidden_states", (1, 128, 64)))
+    assert fed["chunk_sample_lengths"].tolist() == [64 * HOP]
 
 
 def test_a_codec_is_fed_semantic_features_beside_its_waveform():
     """X-Codec 2 and NeuCodec read a wav2vec2-BERT's stacked features beside the waveform: one frame per 320
     samples, at the width the semantic model's config states."""
     pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
+    import inspect
     from types import SimpleNamespace
 
-    from survey import pixels
+    from survey.pixel_beside import Try, beside
+
+    def codec(input_values, input_features):
+        """A codec's forward: its waveform and its semantic features."""
 
     config = SimpleNamespace(semantic_model_config=SimpleNamespace(feature_projection_input_dim=160))
-    features = pixels.CONFIG_COMPANIONS["input_features"](config, (1, 6400))
+    features = beside(Try(inspect.signature(codec).parameters, config, "input_values", (1, 6400)))["input_features"]
     assert tuple(features.shape) == (1, 20, 160)

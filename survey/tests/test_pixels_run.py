@@ -33,6 +33,17 @@ def test_a_vision_or_audio_model_is_exact(observation, name):
     assert set(seen.stacks[STACK].shapes) == ({"native", "resampled"})
 
 
+def test_an_image_encoder_decoder_passes_the_resampling_switch_to_its_encoder(observation):
+    """VisionEncoderDecoderModel's forward names no ``interpolate_pos_encoding`` and hands its encoder (ViT) every
+    argument not meant for the decoder: the switch is passed on, the grid is resampled, and the wrong ways of
+    resampling it (bilinear for bicubic, antialias, align_corners) are told apart."""
+    seen, row = _judged(observation, "vision-encoder-decoder")
+    run = seen.stacks[STACK]
+    assert run.resample_flag and set(run.shapes) == {"native", "resampled"}, run.skipped
+    assert row.status == "exact", row.cause
+    assert row.mutants >= 20 and not row.survived
+
+
 def _records(seen):
     return list(refpos.model_positions(seen.config).layers)
 

@@ -1,0 +1,61 @@
+"""Every input fed beside a pixel, audio or feature model's main input is one record of
+:data:`survey.pixel_beside.BESIDE`: each says why, and each feeds only a forward that takes what it makes."""
+
+from __future__ import annotations
+
+import inspect
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("torch", reason="builds torch tensors: pip install torch")
+
+from survey.pixel_beside import BESIDE, Try, beside
+
+SIZES = ("native", "resampled")
+
+
+def _params(*names: str) -> dict[str, inspect.Parameter]:
+    return {name: inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names}
+
+
+@pytest.mark.parametrize("name", list(BESIDE))
+def test_every_record_says_why_and_feeds_nothing_to_a_forward_that_takes_nothing_more(name):
+    record = BESIDE[name]
+    assert record.why and callable(record.feeds)
+    for size in SIZES:
+        at = Try(_params("pixel_values"), SimpleNamespace(), "pixel_values", (1, 3, 8, 8), size, None,
+                 resample_flag=False)
+        assert record.feeds(at, {}) == {}, (name, size)
+
+
+@pytest.mark.parametrize("name", [n for n in BESIDE if n not in ("masks", "encoder_hidden_states",
+                                                                 "interpolate_pos_encoding", "grid_thw")])
+def test_a_record_named_for_its_input_feeds_it_to_a_forward_that_requires_it(name):
+    """Each record keyed by the input it feeds makes it for a forward that takes it (without a default), at a
+    shape and config of that input's kind."""
+    import torch
+
+    config = SimpleNamespace(task_seq_len=3, patch_size=4, num_time_features=1, prediction_length=2, act_dim=2,
+                             semantic_model_config=SimpleNamespace(feature_projection_input_dim=5))
+    main, shape = {"past_time_features": ("past_values", (1, 6)), "returns_to_go": ("states", (1, 4, 3))}.get(
+        name, ("input_values", (1, 640)) if name == "input_features" else ("pixel_values", (1, 3, 8, 8)))
+    params = _params(main, name, "future_values")
+    fed = BESIDE[name].feeds(Try(params, config, main, shape, "native", torch.float32), {})
+    assert name in fed
+
+
+def test_the_switches_and_the_grid_each_need_their_occasion():
+    """The resampling switch only at the resampled size of a forward that takes it; the grid only with one; a
+    query transformer's encoder output only beside query embeddings; masks only those a forward takes."""
+    params = _params("pixel_values", "interpolate_pos_encoding")
+    assert beside(Try(params, None, "pixel_values", (1, 3, 8, 8), "native", resample_flag=True)) == {}
+    assert beside(Try(params, None, "pixel_values", (1, 3, 8, 8), "resampled", resample_flag=True)) == {
+        "interpolate_pos_encoding": True}
+    grid = beside(Try(_params("hidden_states", "grid_thw", "merge_sizes"), None, "hidden_states", (16, 12),
+                      grid=(1, 4, 4), merge=2))
+    assert grid["grid_thw"].tolist() == [[1, 4, 4]] and grid["merge_sizes"].tolist() == [2]
+    encoder = SimpleNamespace(encoder_hidden_size=6)
+    params = _params("query_embeds", "encoder_hidden_states")
+    assert tuple(beside(Try(params, encoder, "query_embeds", (1, 16, 6)))["encoder_hidden_states"].shape) == (1, 8, 6)
+    assert beside(Try(params, encoder, "inputs_embeds", (1, 16, 6))) == {}
