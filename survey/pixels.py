@@ -2,7 +2,8 @@
 
 A vision or audio model type is built at the survey's tiny geometry (:mod:`survey.tiny`, the first strength that
 builds), its parameters seeded, and run on seeded random inputs twice: at its native size and at a size that forces
-its position encoding to be resampled (``interpolate_pos_encoding=True`` where its forward takes it). What is
+its position encoding to be resampled (``interpolate_pos_encoding=True`` where its forward takes it, or passes it on
+to a module that does), each fed what its forward needs beside the main input (:mod:`survey.pixel_beside`). What is
 recorded is found generically, by name, never by model type:
 
 * every *position site*: a parameter, floating-point buffer or tensor attribute on a path with a component that
