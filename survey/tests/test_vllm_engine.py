@@ -38,8 +38,9 @@ def test_an_error_on_the_config_vllm_ran_is_a_disagreement_only_where_the_author
     """refpos raising on a config vLLM ran, while transformers' row is exact, is listed where a record says what the
     authors' code does with that config (GLM-4.1V's unstated rotary factor); any other error is not."""
     vllm = [_row("G", "glm4v", "error", "ValueError: mrope_section [8, 12, 12] sums to 32"),
-            _row("U", "unrecorded", "error", "ValueError: x")]
-    transformers = [_row("", "glm4v", "exact"), _row("", "unrecorded", "exact")]
+            _row("U", "unrecorded", "error", "ValueError: x"),
+            _row("L", "llama4_text", "error", "ValueError: another error than the record explains")]
+    transformers = [_row("", "glm4v", "exact"), _row("", "unrecorded", "exact"), _row("", "llama4_text", "exact")]
     found = disagreements.find(vllm, transformers)
     assert [d.model_type for d in found] == ["glm4v"] and found[0].authors.agrees == "transformers"
     assert "mrope_section" in found[0].evidence and found[0].vllm_status == "error"

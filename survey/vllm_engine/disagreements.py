@@ -28,6 +28,8 @@ class Authors:
     agrees: str
     source: str
     finding: str
+    #: where refpos raised on the config vLLM ran: the words of that error this record explains (empty: none)
+    error: str = ""
 
     def __post_init__(self) -> None:
         if self.agrees not in ENGINES:
@@ -76,7 +78,8 @@ _GLM4V = Authors(
     "a config states none, transformers reads 1.0: the sections [8, 12, 12] then cover 32 of the 64 frequency "
     "pairs, and its rotary module's split raises (split_with_sizes expects the sizes to sum to 64); refpos raises a "
     "ValueError naming mrope_section. vLLM's Glm4Attention (models/glm4.py) sets partial_rotary_factor 0.5, "
-    "GLM-4's value, where a config states none, and runs it. refpos reads a stated factor and assumes none")
+    "GLM-4's value, where a config states none, and runs it. refpos reads a stated factor and assumes none",
+    error="ValueError: mrope_section")
 
 #: Ministral 3's text model from an HF-format config.json
 _MINISTRAL3 = Authors(
@@ -125,15 +128,18 @@ class Disagreement:
 
 def find(vllm_rows: list[dict[str, Any]], transformers_rows: list[dict[str, Any]]) -> list[Disagreement]:
     """Every disagreement of the two tables' rows (module docstring), by model type; and every row where refpos
-    raised on the config vLLM ran (an error) while transformers' row is exact, where the authors' code is recorded
-    for it: vLLM runs a config that transformers' reading of it rejects (GLM-4.1V's unstated rotary factor)."""
+    raised on the config vLLM ran (an error) while transformers' row is exact, where a record of the authors' code
+    explains that error (:attr:`Authors.error`): vLLM runs a config that transformers' reading of it rejects
+    (GLM-4.1V's unstated rotary factor)."""
     by_type = {r["model_type"]: r for r in transformers_rows}
     found = []
     for row in vllm_rows:
         other = by_type.get(row["model_type"])
         statuses = None if other is None else {row["status"], other["status"]}
+        explained = AUTHORS.get(row["model_type"])
         if statuses != {"exact", "wrong"} and not (
-                statuses == {"exact", "error"} and row["status"] == "error" and row["model_type"] in AUTHORS):
+                statuses == {"exact", "error"} and row["status"] == "error" and explained is not None
+                and explained.error and explained.error in row["cause"]):
             continue
         wrong = row if row["status"] in ("wrong", "error") else other
         notes = [n for n in wrong["notes"] if "exact against refpos's answer changed" in n]
