@@ -18,9 +18,10 @@ exact answer is then changed one way at a time (:mod:`survey.mutants`) and each 
 wrong, else the row is not exact. Each transformers release has its own table
 (``survey/results/transformers-<version>.json``, ``tox -e survey-5.24``, ``tox -e survey`` for the newest);
 the page has a column per release and the model types that changed between them. ``observe`` runs on any
-``concurrent.futures`` executor: processes here (``--jobs``) or a dask.distributed cluster (``--dask
-tcp://HOST:PORT``); an observation records the engine whose code ran (``transformers``; another engine fills
-the same records).
+``concurrent.futures`` executor: processes here (``--jobs``, :mod:`survey.workers`: a process killed while
+observing, as by the kernel's out-of-memory killer, leaves its model type unstored and named, and the run goes on)
+or a dask.distributed cluster (``--dask tcp://HOST:PORT``); an observation records the engine whose code ran
+(``transformers``; another engine fills the same records).
 
 A model whose forward takes pixel values, audio or features instead of token ids is run on seeded inputs at its
 native size and at a size that forces its position encoding to be resampled (:mod:`survey.pixels`, in float64

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import tempfile
 import time
-from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
-from survey import table
+from survey import table, workers
 
 #: where ``observe`` stores transformers' side and ``judge`` reads it
 OBSERVATIONS = Path(tempfile.gettempdir()) / "refpos-survey-observations"
@@ -89,8 +88,9 @@ def _observe_one(model_type: Any) -> tuple[str, bytes, float, str]:
 
 
 def executor_for(jobs: int, dask: str | None = None) -> tuple[Any, Any]:
-    """``(executor, closer)``: a ``concurrent.futures`` executor running ``jobs`` processes (spawned, each
-    replaced after 50 model types: transformers' modules stay imported), or the executor of the
+    """``(executor, closer)``: a ``concurrent.futures`` executor running ``jobs`` processes
+    (:class:`survey.workers.PoolExecutor`: spawned, each replaced after 50 model types, since transformers' modules
+    stay imported, and a killed one named), or the executor of the
     dask.distributed cluster at address ``dask`` (its workers need torch, transformers and this package); the
     closer ends what was started here."""
     if dask is not None:
@@ -99,29 +99,8 @@ def executor_for(jobs: int, dask: str | None = None) -> tuple[Any, Any]:
         client = Client(dask)
         executor = client.get_executor(pure=False)
         return executor, client.close
-    pool = PoolExecutor(jobs)
+    pool = workers.PoolExecutor(jobs, tasks_per_worker=50)
     return pool, pool.shutdown
-
-
-class PoolExecutor(Executor):
-    """A ``concurrent.futures`` executor over a spawned ``multiprocessing`` pool whose processes are replaced
-    after 50 tasks each (transformers' modeling modules stay imported in a process; Python 3.11's
-    ``ProcessPoolExecutor(max_tasks_per_child=...)`` can stall when it replaces one)."""
-
-    def __init__(self, jobs: int) -> None:
-        import multiprocessing
-
-        self.pool = multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=50)
-
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
-        future: Future = Future()
-        self.pool.apply_async(fn, args, kwargs, callback=future.set_result, error_callback=future.set_exception)
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        self.pool.close() if not cancel_futures else self.pool.terminate()
-        if wait:
-            self.pool.join()
 
 
 def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again: bool = False,
@@ -134,8 +113,6 @@ def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again
     is written as soon as it comes back). The model types the committed table shows refused by name come
     last: refpos's verdict on them needs no run of transformers.
     """
-    from concurrent.futures import as_completed
-
     from survey import store
 
     picked = chosen(names)
@@ -147,9 +124,13 @@ def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again
     closer = None
     if executor is None and jobs > 1:
         executor, closer = executor_for(jobs)
+    lost: list[str] = []
     try:
-        done = (_observe_one(t) for t in tasks) if executor is None else (
-            f.result() for f in as_completed([executor.submit(_observe_one, t) for t in tasks]))
+        if executor is None:
+            done = (_observe_one(t) for t in tasks)
+        else:
+            futures = {executor.submit(_observe_one, t): t.name for t in tasks}
+            done = workers.completed(futures, lost, echo)
         for i, (name, data, seconds, cause) in enumerate(done):
             store.write_bytes(data, store.path_of(directory, name))
             if echo:
@@ -157,6 +138,9 @@ def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again
     finally:
         if closer is not None:
             closer()
+    if lost and echo:
+        print(f"not observed, their process was lost (run observe again to resume): {', '.join(sorted(lost))}",
+              flush=True)
     wall = time.perf_counter() - started
     store.add_timing(directory, len(tasks), wall, jobs)
     return wall

@@ -7,13 +7,12 @@ One directory per engine and release (:func:`default_directory`), with the versi
 
 from __future__ import annotations
 
-import multiprocessing
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from survey import store
+from survey import store, workers
 
 
 def versions() -> dict[str, str]:
@@ -75,20 +74,24 @@ def observe(names: list[str] | None, directory: Path, jobs: int, again: bool = F
     tasks = [(a, str(directory)) for a in picked if again or not store.path_of(directory, a.name).exists()]
     started = time.perf_counter()
     engine.fill_inspection_cache()
+    lost: list[str] = []
+    pool = None
     if jobs == 1:
         _start_worker()
         results: Any = (_observe_one(task) for task in tasks)
-        pool = None
     else:
-        pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_start_worker, maxtasksperchild=25)
-        results = pool.imap_unordered(_observe_one, tasks)
+        pool = workers.PoolExecutor(jobs, tasks_per_worker=25, initializer=_start_worker)
+        futures = {pool.submit(_observe_one, task): task[0].name for task in tasks}
+        results = workers.completed(futures, lost, echo=True)
     try:
         for i, (name, seconds, cause) in enumerate(results):
             print(f"[{i + 1}/{len(tasks)}] {name} observed ({seconds:.1f} s) {cause[:120]}", flush=True)
     finally:
         if pool is not None:
-            pool.close()
-            pool.join()
+            pool.shutdown()
+    if lost:
+        print(f"not observed, their process was lost (run observe again to resume): {', '.join(sorted(lost))}",
+              flush=True)
     wall = time.perf_counter() - started
     store.add_timing(directory, len(tasks), wall, jobs)
     return wall
