@@ -16,7 +16,7 @@ from typing import Any
 
 from survey.pixel_inputs import image_grid_inputs, series_inputs, trajectory_inputs
 from survey.pixel_records import MASKS, MERGE_INPUTS, PADDING_MASKS, ROW_INPUTS, grid_input
-from survey.seeded import seeded_normal
+from survey.seeded import seeded_normal, seeded_uniform
 
 #: the waveform samples per feature frame assumed where a forward takes chunk lengths in samples (16 kHz, 10 ms)
 HOP = 160
@@ -115,6 +115,23 @@ def _query_encoder(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
     return {"encoder_hidden_states": seeded_normal(9, 1, ENCODER_ROWS, at.config.encoder_hidden_size)}
 
 
+def _prompts(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
+    """A promptable segmenter's prompts (:data:`~survey.pixel_records.PROMPTS`), in pixels of the image fed: three
+    seeded whole-pixel points ``(1, 1, 3, 2)`` and one box ``(1, 1, 4)`` (its corners ordered), where the forward
+    takes them beside an image; the box fed too keeps a lone point's padding out of the prompts."""
+    import torch
+
+    if "input_points" not in at.params or at.input_name != "pixel_values" or len(at.shape) != 4:
+        return {}
+    size = torch.tensor([at.shape[-1], at.shape[-2]], dtype=torch.float64)  # (W, H): pixels are (x, y)
+    points = torch.floor(seeded_uniform(11, 1, 1, 3, 2).double() * size)
+    corners = torch.floor(seeded_uniform(12, 2, 2).double() * size).sort(dim=0).values  # (x0, y0) <= (x1, y1)
+    out = {"input_points": points.to(at.dtype)}
+    if "input_boxes" in at.params:
+        out["input_boxes"] = corners.reshape(1, 1, 4).to(at.dtype)
+    return out
+
+
 def _resampling(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
     return {"interpolate_pos_encoding": True} if at.size == "resampled" and at.resample_flag else {}
 
@@ -157,6 +174,8 @@ BESIDE: dict[str, Beside] = {
                             lambda at, fed: trajectory_inputs(at.params, at.config, at.shape)),
     "encoder_hidden_states": Beside(f"a query transformer's encoder output ({ENCODER_ROWS} seeded rows: BLIP-2's "
                                     "Q-Former)", _query_encoder),
+    "input_points": Beside("a promptable segmenter (SAM) encodes its prompts' positions only where it is fed some: "
+                           "seeded points and a box in pixels of the image", _prompts),
     "interpolate_pos_encoding": Beside("the resampled size asks the model to resample its position encoding",
                                        _resampling),
 }

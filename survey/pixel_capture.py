@@ -1,6 +1,7 @@
 """How a vision, audio or feature run is recorded (:mod:`survey.pixels`): its position sites found by name and
 seeded (:func:`sites_of`, :func:`seed_sites`, :func:`rebuild_zeros`), and the hooks that record, at one size,
-what each site's owner computes with and without the site (:func:`capture`), the rotary modules' tables
+what each site's owner computes with and without the site (:func:`capture`, with every call of a module that
+computes with a site's bare tensors alone: :func:`position_modules`), the rotary modules' tables
 (:func:`capture_rotary`) and the rotary apply calls (:func:`rotations`).
 
 Every hook is removed however the forward ends (:func:`survey.probe.removed`).
@@ -13,7 +14,19 @@ from typing import Any
 import numpy as np
 
 from survey.pixel_logits import position_logits
-from survey.pixel_records import APPLY, KEPT_CALLS, MAX_ELEMENTS, POSITION, ROTARY, SITE_STD, Capture, Site, additive
+from survey.pixel_records import (
+    APPLY,
+    KEPT_CALLS,
+    MAX_ELEMENTS,
+    POSITION,
+    POSITION_CALLS,
+    ROTARY,
+    SITE_STD,
+    Capture,
+    PositionCall,
+    Site,
+    additive,
+)
 from survey.probe import Applied, removed
 
 
@@ -120,15 +133,40 @@ def _numpy(tensor: Any) -> np.ndarray | None:
     return tensor.detach().to(torch.float64 if tensor.dtype == torch.float64 else torch.float32).numpy().copy()
 
 
-def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[str, list], dict[str, tuple]]:
+def position_modules(model: Any, site: Site) -> list[str]:
+    """The paths of the modules that hold one of a bare site's tensors and nothing else: no child module, every
+    parameter and buffer of their own the site's (SAM's ``shared_image_embedding`` and the prompt encoder's
+    ``shared_embedding``, which hold one tied ``positional_embedding``). Such a module is a function of its input
+    computed with the site's weights: its calls are what the site computes (:attr:`Capture.calls`)."""
+    if site.is_module:
+        return []
+    tensors = named_tensors(model)
+    mine = {id(tensors[name]) for name in site.params if name in tensors}
+    found = []
+    for path, module in model.named_modules():
+        own = [t for t in (*module._parameters.values(), *module._buffers.values()) if t is not None]
+        if own and not any(True for _ in module.children()) and all(id(t) in mine for t in own):
+            found.append(path)
+    return found
+
+
+def _run(model: Any, inputs: dict[str, Any], sites: list[Site], calls: dict[str, str] | None = None
+         ) -> tuple[dict[str, list], dict[str, tuple]]:
     """One forward with every site's owner and module hooked: owner path -> its output tensors, site path ->
-    ``(first input, output)``."""
+    ``(first input, output)``; each module of ``calls`` (module path -> site path) hooked too, its calls (the
+    first :data:`POSITION_CALLS` of the site's modules) appended to the site's list under ``io[("calls", site
+    path)]``."""
     import torch
 
     modules = dict(model.named_modules())
     owners: dict[str, list] = {}
-    io: dict[str, tuple] = {}
+    io: dict[Any, Any] = {}
     handles = []
+    for module, path in (calls or {}).items():
+        kept = io.setdefault(("calls", path), [])
+        handles.append(modules[module].register_forward_hook(
+            lambda m, a, out, key=module, kept=kept: kept.append(_call(key, a, out))
+            if len(kept) < POSITION_CALLS else None))
     for site in sites:
         if site.owner in modules and site.owner not in owners:
             owners[site.owner] = []
@@ -148,6 +186,13 @@ def _run(model: Any, inputs: dict[str, Any], sites: list[Site]) -> tuple[dict[st
         torch.manual_seed(0)  # a random masking draws the same patches in every run
         model(**inputs)
     return {k: v[0] if v else [] for k, v in owners.items()}, io
+
+
+def _call(module: str, args: tuple, out: Any) -> PositionCall | None:
+    """A :class:`PositionCall` of the module's first floating input and its output (``None`` without either)."""
+    first = next((a for a in map(_numpy, _tensors(args)) if a is not None), None)
+    output = next((a for a in map(_numpy, _tensors(out)) if a is not None), None)
+    return None if first is None or output is None else PositionCall(module, first, output)
 
 
 def rotations(model: Any, inputs: dict[str, Any]) -> list[Applied]:
@@ -206,7 +251,8 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
     """Each site's :class:`Capture` at ``inputs``: one run as the model is, one more per site with it zeroed."""
     import torch
 
-    owners, io = _run(model, inputs, [site for site in sites if additive(site) or site.is_module])
+    calls = {module: site.path for site in sites for module in position_modules(model, site)}
+    owners, io = _run(model, inputs, [site for site in sites if additive(site) or site.is_module], calls)
     logits, raised = position_logits(model, inputs, [site.owner for site in sites if not additive(site)])
     tensors = named_tensors(model)
     out = {}
@@ -233,6 +279,8 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
                                  [a for a in map(_numpy, zeroed.get(site.owner, [])) if a is not None],
                                  _numpy(pair[0][0]) if pair[0] else None, _numpy(pair[1][0]) if pair[1] else None,
                                  _numpy(at_zero[0]) if at_zero else None)
+    for site in sites:
+        out[site.path].calls = [call for call in io.get(("calls", site.path), []) if call is not None]
     return out
 
 

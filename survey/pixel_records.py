@@ -57,6 +57,9 @@ FLAT_PATCHES = ("hidden_states", "grid_thw")
 GRID_INPUTS = ("grid_thw", "image_grid_thw")
 #: the per-image merge sizes a forward takes beside its grid (VideoLLaMA 3's tower)
 MERGE_INPUTS = ("merge_sizes",)
+#: the prompts a promptable segmenter's forward takes beside its image (SAM's), in pixels of the image: points
+#: ``(B, point batch, points, 2)`` and boxes ``(B, boxes, 4)``, each an ``(x, y)`` pair or two
+PROMPTS = ("input_points", "input_boxes")
 
 
 def grid_input(params: Any) -> str | None:
@@ -68,10 +71,24 @@ def grid_input(params: Any) -> str | None:
 APPLY = re.compile(r"\w*apply_rotary\w*|\w*apply_rope\w*")
 #: the rotary apply calls kept per size: the first layer's (every layer of a tower rotates alike)
 KEPT_CALLS = 1
+#: the calls kept per site and size of the modules computing with its bare tensors alone (:class:`PositionCall`;
+#: SAM's are three: the image grid, the points, the box)
+POSITION_CALLS = 8
 
 
 class NotRun(Exception):
     """The model cannot be run generically on pixel, audio or feature inputs (the message says why)."""
+
+
+@dataclass
+class PositionCall:
+    """One call of a module that computes with a site's bare tensors and holds nothing else (SAM's
+    ``SamPositionalEmbedding``, its matrix ``G`` a bare parameter): the module's path, its first floating input
+    and its output (:func:`survey.pixel_capture.position_modules`)."""
+
+    module: str
+    input: np.ndarray
+    output: np.ndarray
 
 
 @dataclass
@@ -91,6 +108,8 @@ class Capture:
     query: np.ndarray | None = None
     #: what that forward raised, where it did not run with the projections replaced (empty where it ran)
     logits_raised: str = ""
+    #: every call, in order, of the modules that compute with the site's bare tensors alone (:class:`PositionCall`)
+    calls: list[PositionCall] = field(default_factory=list)
 
 
 @dataclass
@@ -135,6 +154,8 @@ class PixelRun:
     grids: dict[str, list[int]] = field(default_factory=dict)
     #: the ``k × k`` blocks the model's config merges patches in (``spatial_merge_size``, 1 where unstated)
     merge: int = 1
+    #: per size, the prompts fed beside the main input (:data:`PROMPTS`: SAM's points and boxes, in pixels), by name
+    prompts: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def additive(site: Site) -> bool:

@@ -19,6 +19,9 @@ recorded is found generically, by name, never by model type:
   parameters zeroed (their difference is what the site adds, where it adds linearly: a grid added to the
   patches), and, where the site is a module, its first input and its output (a convolutional position module as
   a function of its input);
+* where a site is a bare tensor held by a module that holds nothing else (SAM's ``SamPositionalEmbedding``, its
+  matrix ``G``; every module holding it, a tied copy too), every call of that module: its input and output
+  (:attr:`Capture.calls`), and the prompts fed (:attr:`PixelRun.prompts`);
 * the rotary modules (class names ``…RotaryEmbedding``): at each size, the position ids of their first call and
   the cos and sin tables it returned;
 * the attention modules (class names with ``Attention``) and the input each size was fed;
@@ -61,11 +64,13 @@ from survey.pixel_records import (
     INPUTS,
     NO_TOKEN_IDS,
     POSITION,
+    PROMPTS,
     RUN_NOTE,
     STACK,
     Capture,
     NotRun,
     PixelRun,
+    PositionCall,
     Site,
     additive,
     grid_input,
@@ -73,10 +78,10 @@ from survey.pixel_records import (
     unread,
 )
 
-__all__ = ["APPLY", "INPUTS", "NO_TOKEN_IDS", "POSITION", "RUN_NOTE", "STACK", "Capture", "NotRun", "PixelRun", "Site",
-           "additive", "build_pixels", "capture", "capture_rotary", "first_layer", "input_name", "named_tensors",
-           "observe_pixels", "observe_row", "observed_labels", "one_head", "rebuild_zeros", "rotary_sites",
-           "rotations", "seed_sites", "sites_of", "unread"]
+__all__ = ["APPLY", "INPUTS", "NO_TOKEN_IDS", "POSITION", "PROMPTS", "RUN_NOTE", "STACK", "Capture", "NotRun",
+           "PixelRun", "PositionCall", "Site", "additive", "build_pixels", "capture", "capture_rotary", "first_layer",
+           "input_name", "named_tensors", "observe_pixels", "observe_row", "observed_labels", "one_head",
+           "rebuild_zeros", "rotary_sites", "rotations", "seed_sites", "sites_of", "unread"]
 
 #: the errors of a size's first shapes kept in the record (the first shape's is the most telling: an image's)
 SHOWN_ERRORS = 3
@@ -158,6 +163,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 errors.append(f"{list(shape)}: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
                 continue
             record.shapes[size] = list(shape)
+            record.prompts[size] = {name: inputs[name].detach().double().numpy() for name in PROMPTS if name in inputs}
             record.resample_flag = record.resample_flag or (size == "resampled" and fed_switch)
             for site in record.sites:
                 site.captures[size] = captured[site.path]
