@@ -42,6 +42,11 @@ What an observation is, per kind:
     the fixed table the model's code builds, against the variant's within the kind's bound, and the rows the
     embedding's output gains at each size (:mod:`survey.pixel_kinds.sincos2d`: the table, or its resampling,
     within the subtraction's and the resampling's bounds).
+``fourier``
+    every call of the module that computes SAM's Fourier features (a module holding nothing but the matrix
+    ``G``): the calls fed the prompts (points and a box, seeded) against refpos's features of the pixel points fed,
+    the call fed the image grid against refpos's features of the grid's centres, within the float angle's bound
+    (:mod:`survey.pixel_kinds.fourier`).
 ``vision_rope``
     the query and key before and after the first call of the model's rotary apply function at each size, against
     refpos's rotation at the positions its form gives the grid fed
@@ -60,6 +65,7 @@ from survey.pixel_kinds.base import Outcome
 from survey.pixel_kinds.bias_table import compare_bias_table
 from survey.pixel_kinds.conv_position import compare_conv_position
 from survey.pixel_kinds.decomposed import compare_decomposed
+from survey.pixel_kinds.fourier import compare_fourier
 from survey.pixel_kinds.grid import compare_grid
 from survey.pixel_kinds.rope import compare_rope
 from survey.pixel_kinds.sincos2d import compare_sincos2d
@@ -68,8 +74,8 @@ from survey.pixel_kinds.vision_rope import compare_vision_rope
 from survey.pixels import PixelRun, Site
 
 __all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position",
-           "compare_decomposed", "compare_grid", "compare_learned", "compare_rope", "compare_sincos2d",
-           "compare_sinusoid1d", "compare_sinusoidal", "compare_vision_rope"]
+           "compare_decomposed", "compare_fourier", "compare_grid", "compare_learned", "compare_rope",
+           "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal", "compare_vision_rope"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,8 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
                    "projection's input"),
     KindComparison("sincos2d", compare_sincos2d, "the table the model's code builds, and the rows the embedding's "
                    "output gains at each size"),
+    KindComparison("fourier", compare_fourier, "every call of the module computing SAM's Fourier features: the "
+                   "prompts fed and the image grid, its input and output"),
     KindComparison("vision_rope", compare_vision_rope, "the query and key before and after the first call of the "
                    "model's rotary apply function, at each size"),
 )}
