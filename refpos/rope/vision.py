@@ -1,4 +1,4 @@
-r"""2-D axial RoPE of vision encoders: Qwen2-VL's vision tower, Pixtral, Llama-4's vision model.
+r"""2-D axial RoPE of vision encoders: Qwen2-VL's vision tower, Pixtral, Llama-4's vision model, DINOv3, MLCD.
 
 An image patch at row ``h`` and column ``w`` is rotated pair by pair, each pair ``j`` reading one of the
 two coordinates :math:`a(j) \in \{h, w\}` at its own frequency :math:`\omega_j`:
@@ -6,16 +6,18 @@ two coordinates :math:`a(j) \in \{h, w\}` at its own frequency :math:`\omega_j`:
 .. math:: \varphi_j = p_{a(j)}\,\omega_j, \qquad j = 0, \dots, D/2 - 1 ,
 
 then ``u' = u cos φ − v sin φ``, ``v' = v cos φ + u sin φ`` as in 1-D RoPE (no attention factor). The
-three forms transformers 5.24 ships differ in the frequencies, the axis order, the layout and the
-positions (``D`` = head size, ``q = D/4``, ``j' = j mod q``):
+five forms transformers 5.25 ships differ in the frequencies, the axis order, the layout, the
+positions and the tokens before the patches (``D`` = head size, ``q = D/4``, ``j' = j mod q``):
 
-============  ========================  ====================================  =========  ======================
+============  ========================  ====================================  =========  ===========================
 form          pairs ``j < q`` /  ``≥ q``  :math:`\omega_j`                      layout     positions
-============  ========================  ====================================  =========  ======================
+============  ========================  ====================================  =========  ===========================
 ``qwen2_vl``  h / w                     :math:`\theta^{-4j'/D}` (both halves)  half       0-based, merge blocks
 ``pixtral``   h / w                     :math:`\theta^{-2(2j' + [j \ge q])/D}`  half       0-based, row-major
 ``llama4``    w / h                     :math:`\theta^{-4j'/D}`                interleaved 1-based, CLS (0, 0)
-============  ========================  ====================================  =========  ======================
+``dinov3``    h / w                     :math:`2\pi\,\theta^{-4j'/D}`          half       centres, prefix (0, 0)
+``mlcd``      h / w                     :math:`\theta^{-4j'/D}`                half       0-based, row-major; CLS given
+============  ========================  ====================================  =========  ===========================
 
 * ``qwen2_vl``: ``Qwen2VLVisionRotaryEmbedding`` (also the vision towers of Qwen2.5-VL, Qwen3-VL and
   GLM-4.1V, whose rotary modules compute the same), ``transformers/models/qwen2_vl/modeling_qwen2_vl.py``.
@@ -27,6 +29,13 @@ form          pairs ``j < q`` /  ``≥ q``  :math:`\omega_j`                    
   adjacent channels; the first quarter of pairs reads the column, the rest the row; coordinates count
   from 1 and the class token, last in the sequence, sits at (0, 0): no rotation
   (:func:`llama4_patch_positions`).
+* ``dinov3``: ``DINOv3ViTRopePositionEmbedding`` (``models/dinov3_vit/modeling_dinov3_vit.py``): the
+  coordinates are real, each patch's centre scaled to [−1, 1] (:func:`dinov3_patch_positions`); the class and
+  register tokens before the patches are not rotated (coordinates (0, 0)). Its training-time shift, jitter and
+  rescale of the coordinates are not applied in eval.
+* ``mlcd``: ``MLCDRotaryEmbedding`` (``models/mlcd/modeling_mlcd.py``): Qwen2-VL's frequencies on row-major
+  0-based patches; the class token before them turns pair ``j`` by a learned angle ``α_j`` (the checkpoint's
+  ``class_pos_emb``), given to :func:`apply_vision_rope` as ``prefix_angles``.
 
 Positions are ``(..., N, 2)`` int arrays, last axis ``(h, w)`` (transformers' order).
 
@@ -51,17 +60,22 @@ from refpos.backend import Array, array_namespace
 from refpos.pairs import place_pairs, split_pairs
 from refpos.validation import as_positions, check_choice, check_float, check_int, floating_array
 
-#: the forms modelled here: the three transformers ships, and the axial blocks of any number of axes
+#: the forms of the spec contract (``apply_vision_rope``, integer grid coordinates, every token a patch): Qwen2-VL's,
+#: Pixtral's, Llama 4's, and the axial blocks of any number of axes
 VISION_ROPES = ("qwen2_vl", "pixtral", "llama4", "axial")
-_LAYOUT = {"qwen2_vl": "half", "pixtral": "half", "llama4": "interleaved"}
+#: the forms refpos models beyond the contract: real coordinates (DINOv3), tokens before the patches turned by
+#: given angles (``prefix_angles``: DINOv3's zero, MLCD's learned class angles)
+VISION_ROPES_PREFIXED = ("dinov3", "mlcd")
+_LAYOUT = {"qwen2_vl": "half", "pixtral": "half", "llama4": "interleaved", "dinov3": "half", "mlcd": "half"}
 #: the layouts an axial vision RoPE may write its pairs in
 AXIAL_LAYOUTS = ("half", "interleaved")
 
 
 @dataclass(frozen=True)
 class VisionRope:
-    """One vision RoPE: its form (:data:`VISION_ROPES`), head size ``D`` and θ; for ``axial`` also the pairs
-    per axis (``sections``, summing to ``D/2``) and the layout (``half`` or ``interleaved``)."""
+    """One vision RoPE: its form (:data:`VISION_ROPES`, :data:`VISION_ROPES_PREFIXED`), head size ``D`` and θ;
+    for ``axial`` also the pairs per axis (``sections``, summing to ``D/2``) and the layout (``half`` or
+    ``interleaved``)."""
 
     kind: str
     head_dim: int
@@ -70,7 +84,7 @@ class VisionRope:
     axial_layout: str = "half"
 
     def __post_init__(self) -> None:
-        check_choice("kind", self.kind, VISION_ROPES)
+        check_choice("kind", self.kind, VISION_ROPES + VISION_ROPES_PREFIXED)
         head_dim = check_int("head_dim", self.head_dim, minimum=2 if self.kind == "axial" else 4)
         object.__setattr__(self, "theta", check_float("theta", self.theta, positive=True))
         if self.kind != "axial":
@@ -109,8 +123,9 @@ def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
     -----
     With :math:`q = D/4`, :math:`j' = j \bmod q`, :math:`b = [j \ge q]`: ``qwen2_vl``
     :math:`a = b,\ \omega_j = \theta^{-4j'/D}`; ``pixtral`` :math:`a = b,\ \omega_j = \theta^{-2(2j'+b)/D}`;
-    ``llama4`` :math:`a = 1 - b,\ \omega_j = \theta^{-4j'/D}`; ``axial`` with sections :math:`s_a`: pair ``k``
-    of block ``a`` reads coordinate ``a`` at :math:`\omega = \theta^{-k/s_a}`.
+    ``llama4`` :math:`a = 1 - b,\ \omega_j = \theta^{-4j'/D}`; ``dinov3`` :math:`a = b,\ \omega_j = 2\pi\,
+    \theta^{-4j'/D}` (coordinates in [−1, 1]); ``mlcd`` as ``qwen2_vl``; ``axial`` with sections :math:`s_a`:
+    pair ``k`` of block ``a`` reads coordinate ``a`` at :math:`\omega = \theta^{-k/s_a}`.
     """
     if rope.kind == "axial":  # block a: pair k turns by p_a·θ^(−k/s_a)
         assert rope.sections is not None
@@ -127,11 +142,18 @@ def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
     else:
         exponents = 4.0 * j_in / rope.head_dim  # 4j'/D: a head of size D/2 per coordinate
     axes = 1 - second if rope.kind == "llama4" else second
+    if rope.kind == "dinov3":  # ω_j = 2π·θ^(−4j'/D) on coordinates in [−1, 1]
+        return tuple(int(a) for a in axes), 2.0 * np.pi * rope.theta ** (-exponents)
     return tuple(int(a) for a in axes), rope.theta ** (-exponents)
 
 
 def _check_positions(positions: Any, rope: VisionRope, xp: Any = None) -> Array:
-    positions = as_positions(positions, xp=xp)
+    if rope.kind == "dinov3":  # real coordinates (patch centres in [−1, 1]), not indices
+        positions = floating_array(positions, name="positions", xp=xp)
+        if not bool(array_namespace(positions).all(array_namespace(positions).isfinite(positions))):
+            raise ValueError("positions must be finite coordinates")
+    else:
+        positions = as_positions(positions, xp=xp)
     n = rope.n_axes
     if positions.ndim < 2 or positions.shape[-1] != n:
         order = "(h, w)" if rope.kind != "axial" else f"one coordinate per section ({n})"
@@ -140,7 +162,8 @@ def _check_positions(positions: Any, rope: VisionRope, xp: Any = None) -> Array:
 
 
 def vision_angles(positions: Any, rope: VisionRope, *, xp: Any = None) -> Array:
-    r"""Angles :math:`\varphi_j = p_{a(j)}\,\omega_j`, ``(..., N, D/2)`` float64, for positions ``(..., N, n)``."""
+    r"""Angles :math:`\varphi_j = p_{a(j)}\,\omega_j`, ``(..., N, D/2)`` float64, for positions ``(..., N, n)``
+    (ints; for ``dinov3`` real coordinates)."""
     if not isinstance(rope, VisionRope):
         raise TypeError(f"rope must be a VisionRope, got {type(rope).__name__}")
     positions = _check_positions(positions, rope, xp)
@@ -158,20 +181,61 @@ def vision_cos_sin(positions: Any, rope: VisionRope, *, xp: Any = None) -> tuple
     return place_pairs(cos, cos, rope.layout), place_pairs(sin, sin, rope.layout)  # (..., N, D)
 
 
-def apply_vision_rope(x: Any, positions: Any, rope: VisionRope) -> Array:
-    """Rotate patch vectors ``x`` ``(..., N, D)`` by their positions ``(..., N, n)`` (broadcast; n = 2, or the
+def _prefix(prefix_angles: Any, angles: Array, rope: VisionRope) -> Array:
+    """``(..., P, D/2)`` float64 angles of the ``P`` tokens before the patches, broadcast to ``angles``' batch."""
+    ns = array_namespace(angles)
+    given = floating_array(prefix_angles, name="prefix_angles", xp=ns)
+    if given.ndim != 2 or given.shape[-1] != rope.head_dim // 2:
+        raise ValueError(f"prefix_angles must have shape (P, head_dim/2 = {rope.head_dim // 2}), got "
+                         f"{tuple(given.shape)}")
+    if not bool(ns.all(ns.isfinite(given))):
+        raise ValueError("prefix_angles must be finite")
+    given = ns.astype(given, ns.float64)
+    return ns.broadcast_to(given, (*angles.shape[:-2], *given.shape))
+
+
+def apply_vision_rope(x: Any, positions: Any, rope: VisionRope, *, prefix_angles: Any = None) -> Array:
+    r"""Rotate patch vectors ``x`` ``(..., P + N, D)`` by their positions ``(..., N, n)`` (broadcast; n = 2, or the
     axial form's number of sections).
 
-    Pairs are ``(j, j + D/2)`` (half) or ``(2j, 2j + 1)`` (interleaved); every channel is rotated.
+    Parameters
+    ----------
+    x : array
+        ``(..., P + N, D)``: the ``P`` tokens before the patches (none unless ``prefix_angles``), then the ``N``
+        patches.
+    positions : array
+        ``(..., N, n)`` coordinates of the patches (ints; real coordinates for ``dinov3``).
+    rope : VisionRope
+        The form, head size and θ.
+    prefix_angles : array, optional
+        ``(P, D/2)`` angles the ``P`` tokens before the patches turn their pairs by, given rather than computed:
+        MLCD's class token turns pair ``j`` by its learned ``class_pos_emb[j]``; zeros leave tokens unrotated.
+
+    Returns
+    -------
+    array
+        ``(..., P + N, D)``, in ``x``'s dtype; pairs ``(j, j + D/2)`` (half) or ``(2j, 2j + 1)`` (interleaved),
+        every channel rotated.
+
+    See Also
+    --------
+    vision_angles : the patches' angles :math:`p_{a(j)}\,\omega_j`.
+    dinov3_patch_positions, qwen_patch_positions : the forms' positions.
+
+    References
+    ----------
+    docs/mrope.md#vision-encoders-2-d-axial-rope.
     """
     x = floating_array(x, name="x")
     ns = array_namespace(x)
     if x.ndim < 2 or x.shape[-1] != rope.head_dim:
         raise ValueError(f"x must have shape (..., N, head_dim={rope.head_dim}), got {tuple(x.shape)}")
     angles = vision_angles(positions, rope, xp=ns)  # (..., N, D/2)
+    if prefix_angles is not None:  # the tokens before the patches: φ_{p,j} = α_{p,j}, given
+        angles = ns.concat([_prefix(prefix_angles, angles, rope), angles], axis=-2)  # (..., P + N, D/2)
     if angles.shape[-2] != x.shape[-2]:
-        raise ValueError(f"positions {tuple(angles.shape[:-1])} + ({rope.n_axes},) must end in x's N axis, x has shape "
-                         f"{tuple(x.shape)}")
+        raise ValueError(f"positions {tuple(angles.shape[:-1])} + ({rope.n_axes},) (after any prefix_angles) must "
+                         f"end in x's N axis, x has shape {tuple(x.shape)}")
     cos, sin = ns.astype(ns.cos(angles), x.dtype), ns.astype(ns.sin(angles), x.dtype)  # (..., N, D/2)
     u, v = split_pairs(x, rope.layout)  # (..., N, D/2) each
     u_out, v_out = u * cos - v * sin, v * cos + u * sin  # u' = u cos φ − v sin φ, v' = v cos φ + u sin φ
@@ -214,3 +278,29 @@ def llama4_patch_positions(side: int) -> np.ndarray:
     side = check_int("side", side, minimum=1)
     patches = pixtral_patch_positions(side, side) + 1  # (side², 2), 1-based
     return np.concatenate([patches, np.zeros((1, 2), dtype=np.int64)], axis=0)  # class token last: angle 0
+
+
+def dinov3_patch_positions(height: int, width: int, prefix: int = 0) -> np.ndarray:
+    r"""``(prefix + height·width, 2)`` float64 DINOv3 coordinates ``(h, w)``: the class and register tokens at
+    (0, 0) (unrotated), then each patch's centre scaled to [−1, 1], row-major.
+
+    Notes
+    -----
+    Patch ``i`` of ``n`` along an axis has its centre at :math:`(i + \tfrac12)/n` of the side, mapped to
+    :math:`c_i = 2\,(i + \tfrac12)/n - 1 = (2i + 1)/n - 1`.
+
+    See Also
+    --------
+    apply_vision_rope : rotates by these (form ``dinov3``).
+
+    References
+    ----------
+    ``get_patches_center_coordinates``, transformers/models/dinov3_vit/modeling_dinov3_vit.py.
+    """
+    height, width = check_int("height", height, minimum=1), check_int("width", width, minimum=1)
+    prefix = check_int("prefix", prefix, minimum=0)
+    rows = (2.0 * np.arange(height, dtype=np.float64) + 1.0) / height - 1.0  # c_i = (2i + 1)/n − 1
+    cols = (2.0 * np.arange(width, dtype=np.float64) + 1.0) / width - 1.0
+    grid_h, grid_w = np.meshgrid(rows, cols, indexing="ij")  # (height, width) each
+    patches = np.stack([grid_h.ravel(), grid_w.ravel()], axis=-1)  # (h·w, 2), row-major
+    return np.concatenate([np.zeros((prefix, 2)), patches], axis=0)  # prefix tokens at (0, 0): angle 0
