@@ -22,7 +22,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from survey.claims import LayerClaim, Resolution
+from survey.claims import LayerClaim, Resolution, refused_layers, without_repeats
 from survey.sources import reads_of
 
 #: not-modelled keys that concern the attention core, not positions (masks, scales): notes, not refusals
@@ -116,19 +116,19 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         elif r.kind == "deberta":  # relative terms the survey has no comparison for; the table claimed or not
             layers.append(LayerClaim(*where, "other", detail="deberta", params={"absolute": r.position_biased_input}))
         elif r.kind == "refused":
-            refused.append(f"{r.stack} layer {r.index}: {r.reason}")
+            continue  # said once per stack and reason below
         else:
             layers.append(LayerClaim(*where, "other", detail=r.kind))
     from refpos.models.position_keys import ATTENTION_ONLY
 
-    refused += _unrun_sequence_stacks(towers)
+    refused = refused_layers([r for r in answer.layers if r.stack in STACKS]) + refused + _unrun_sequence_stacks(towers)
     notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, not compared (the survey "
              "runs token ids only)" for stack in dict.fromkeys(r.stack for r in towers if r.kind != "unknown")]
     part_paths = tuple(path + "." for _, path, _ in answer.parts)
     for key, what in answer.not_modelled.items():  # masks and scales are notes; any other key is a refusal
         in_a_part = key.startswith(part_paths)  # a network the survey does not run: noted, not compared
         (notes if in_a_part or key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
-    return Resolution(tuple(layers), "; ".join(dict.fromkeys(refused)) or None, None, tuple(notes))
+    return Resolution(tuple(layers), "; ".join(without_repeats(refused)) or None, None, tuple(notes))
 
 
 #: the inputs that hold a token's place in the sequence (position ids, slots, the mask's running count)

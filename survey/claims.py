@@ -105,3 +105,26 @@ class Resolution:
     def kinds(self) -> list[str]:
         """The distinct kinds of the claims, in order."""
         return list(dict.fromkeys(layer.kind for layer in self.layers))
+
+
+def refused_layers(records: Any) -> list[str]:
+    """One line per reason for the layers refpos refused, naming every layer that shares it:
+    ``"encoder layer 0 and decoder layers 0-5: <reason>"``, in the order first seen, each reason said once rather
+    than once per layer."""
+    from refpos.check.shared.stream import ranges
+
+    grouped: dict[str, dict[str, list[int]]] = {}
+    for r in records:
+        if r.kind == "refused":
+            grouped.setdefault(r.reason, {}).setdefault(r.stack, []).append(r.index)
+    return [" and ".join(f"{stack} layer{'s' if len(indices) > 1 else ''} {ranges(sorted(indices), dash='-')}"
+                         for stack, indices in stacks.items()) + f": {reason}" for reason, stacks in grouped.items()]
+
+
+def without_repeats(lines: list[str]) -> list[str]:
+    """``lines`` in order, without duplicates and without a line whose whole text another line already holds as one
+    of its clauses, after a ``": "`` or a ``"; "`` (a key's refusal that repeats a layer's reason)."""
+    kept = list(dict.fromkeys(lines))
+    return [line for line in kept
+            if not any(other != line and (": " + line in other or "; " + line in other) for other in kept)]
+

@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from survey.claims import refused_layers, without_repeats
 from survey.pixel_kinds import COMPARISONS, Outcome
 from survey.pixels import PixelRun, observed_labels
 
@@ -48,12 +49,12 @@ def _summary(records: list[Any]) -> str:
 def _refusals(answer: Any) -> list[str]:
     from refpos.models.position_keys import ATTENTION_ONLY
 
-    refused = [f"{r.stack} layer {r.index}: {r.reason}" for r in answer.layers if r.kind == "refused"]
+    refused = refused_layers(answer.layers)
     refused += [f"model_type {answer.model_type!r} is not in the family table; unknown: " + ", ".join(r.unknown)
                 for r in answer.layers if r.kind == "unknown"]
     refused += [f"{key}: {what}" for key, what in answer.not_modelled.items()
                 if key.rsplit(".", 1)[-1] not in ATTENTION_ONLY]
-    return list(dict.fromkeys(refused))
+    return without_repeats(refused)
 
 
 def whole_run(records: list[Any], run: PixelRun, free: list[Any]) -> Outcome:
