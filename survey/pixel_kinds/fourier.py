@@ -20,8 +20,9 @@ The features are ``P = [sin φ | cos φ]``, ``φ_j = 2π Σ_i (2c_i − 1) G_ij`
 
 A record's calls are those of the modules inside its stack's module (the prompt encoder's ``shared_embedding``);
 where none is (the mask decoder holds no ``G``), the composite's own (a top-level module: ``SamModel``'s
-``shared_image_embedding``, whose output it hands to the decoder). One ``G`` serves both stacks (tied), so the
-site is looked for among all the run's sites, not only those no record has accounted for yet.
+``shared_image_embedding``, whose output it hands to the decoder). SAM's one ``G`` serves both (tied: one site), so
+the site is looked for among all the run's sites, not only those no record has accounted for yet; where each has
+its own (SAM 2's), each record finds its own.
 
 **Bound.** A correct port may compute in the dtype it runs in (``u``: float64's ``2⁻⁵³`` where SAM runs in it,
 float32's ``2⁻²⁴`` otherwise; the drawn ``G`` and the whole-pixel prompts are exact in either):
@@ -54,22 +55,27 @@ from survey.pixel_kinds.base import Outcome, absent, check_target, graded, mista
 from survey.pixels import PixelRun, PositionCall, Site
 
 
-def _shared_site(run: PixelRun) -> Site | None:
-    """The site whose tensor ``G`` ``(2, m)`` a called Fourier module computes with (the first such)."""
-    for site in run.sites:
-        if any(c.calls for c in site.captures.values()) and any(
-                p.ndim == 2 and p.shape[0] == 2 for p in site.params.values()):
-            return site
-    return None
+def _gaussian(site: Site) -> np.ndarray | None:
+    """The site's matrix ``G`` ``(2, m)``, float64 (``None`` where it holds none)."""
+    return next((p.astype(np.float64) for p in site.params.values() if p.ndim == 2 and p.shape[0] == 2), None)
 
 
-def _calls_of(record: Any, site: Site, size: str) -> list[PositionCall]:
-    """The calls at ``size`` of the modules inside the record's stack's module, else the composite's own (module
-    docstring)."""
-    calls = site.captures[size].calls
+def _calls_of(record: Any, site: Site, size: str, own: bool) -> list[PositionCall]:
+    """The site's calls at ``size`` of the modules inside the record's stack's module (``own``), or of the
+    composite's own modules (a top-level path)."""
     root = record.stack.split(".")[0] + "."
-    inside = [c for c in calls if c.module.startswith(root)]
-    return inside or [c for c in calls if "." not in c.module]
+    return [c for c in site.captures[size].calls if (c.module.startswith(root) if own else "." not in c.module)]
+
+
+def _site_of(record: Any, run: PixelRun) -> tuple[Site, bool] | None:
+    """The site holding a ``G`` whose module the record's stack calls, else one the composite's own module calls
+    (module docstring), and which of the two it is: the first such among all the run's sites."""
+    sites = [s for s in run.sites if _gaussian(s) is not None and any(c.calls for c in s.captures.values())]
+    for own in (True, False):
+        site = next((s for s in sites if any(_calls_of(record, s, size, own) for size in s.captures)), None)
+        if site is not None:
+            return site, own
+    return None
 
 
 def _corners(prompt: np.ndarray) -> np.ndarray:
@@ -132,24 +138,25 @@ def _grid_cases(run: PixelRun, size: str, calls: list[PositionCall], gaussian: n
 
 def compare_fourier(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """SAM's Fourier features of the prompts or of the image grid, by the record's variant (module docstring)."""
-    site = _shared_site(run)
-    if site is None:
+    found = _site_of(record, run)
+    if found is None:
         return absent(run, f"no called module computing with a (2, m) matrix for {record.stack} layer "
                       f"{record.index} (sites: {', '.join(s.path for s in run.sites) or 'none'})")
-    gaussian = next(p for p in site.params.values() if p.ndim == 2 and p.shape[0] == 2).astype(np.float64)
+    site, own = found
+    gaussian = _gaussian(site)
     what = f"{record.stack} layer {record.index} fourier({record.variant})"
     if gaussian.shape[1] != record.m:
         return Outcome("wrong", f"{what}: refpos's G is (2, {record.m}), transformers' {site.path} "
                        f"{gaussian.shape}", (site.path,))
     cases: list[tuple] = []
     for size in site.captures:
-        calls = _calls_of(record, site, size)
-        found = (_prompt_cases(run, size, calls, gaussian) if record.variant == "sam_prompts"
-                 else _grid_cases(run, size, calls, gaussian))
-        if isinstance(found, str):
+        calls = _calls_of(record, site, size, own)
+        at_size = (_prompt_cases(run, size, calls, gaussian) if record.variant == "sam_prompts"
+                   else _grid_cases(run, size, calls, gaussian))
+        if isinstance(at_size, str):
             status = "not reached" if record.variant == "sam_prompts" and not run.prompts.get(size) else "wrong"
-            return Outcome(status, f"{what}: {found}", (site.path,))
-        cases += found
+            return Outcome(status, f"{what}: {at_size}", (site.path,))
+        cases += at_size
     if not cases:
         return Outcome("not reached", f"{what}: {site.path} recorded at no size", (site.path,))
     return graded(cases, (site.path,), what)

@@ -122,6 +122,22 @@ def test_a_wrong_fourier_claim_is_graded_wrong(claim):
     assert outcome.status == "wrong", outcome.cause
 
 
+def test_each_stack_reads_its_own_untied_matrix():
+    """Two matrices (SAM 2's prompt encoder holds its own): the prompts are read with the prompt encoder's, the
+    grid with the composite's, each site accounted for by its record."""
+    run, own = sam_run(), RNG.standard_normal((2, M)).astype(np.float32)
+    site = run.sites[0]
+    grid_call, *prompt_calls = site.captures["native"].calls
+    path = "prompt_encoder.shared_embedding.positional_embedding"
+    redone = [PositionCall(c.module, c.input, sam32(c.input, own, IMAGE)) for c in prompt_calls]
+    site.captures["native"].calls = [grid_call]
+    run.sites.append(Site(path, "prompt_encoder.shared_embedding", False, {path: own},
+                          captures={"native": Capture(calls=redone)}))
+    prompts, grid = compare_fourier(prompt_record(), run, run.sites), compare_fourier(grid_record(), run, run.sites)
+    assert (prompts.status, grid.status) == ("exact", "exact"), (prompts.cause, grid.cause)
+    assert (prompts.sites, grid.sites) == ((path,), (PATH,))
+
+
 def test_a_run_fed_no_prompts_is_not_reached_and_no_module_wrong():
     run = sam_run()
     run.prompts = {}
