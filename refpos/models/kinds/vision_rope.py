@@ -7,6 +7,13 @@ The formulas are :mod:`refpos.rope.vision` (2-D: Qwen2-VL, Pixtral, Llama 4, axi
 patches with the same RoPE: head size ``head_dim``, else the width over the head count (Qwen2-VL names its width
 ``embed_dim``, beside an ``hidden_size`` that is the language model's); θ: the tower's ``rope_parameters`` /
 ``rope_theta``, else 10000 (transformers' default for each of them; V-JEPA 2 fixes it).
+
+Tokens before the patches (``prefix``): DINOv3's class token and ``num_register_tokens`` registers, left unrotated;
+MLCD's class token, turned by a learned angle per pair, the checkpoint's ``class_pos_emb`` (a weight the record
+names, as a convolutional position's kernel: :func:`refpos.rope.vision.apply_vision_rope` takes it as
+``prefix_angles``). DINOv3's ``pos_embed_shift``, ``pos_embed_jitter`` and ``pos_embed_rescale`` move the
+coordinates in training only (``augment_patches_center_coordinates`` runs under ``self.training``): read, and
+without effect on the eval positions refpos gives.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import Any, ClassVar
 
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
-from refpos.rope.vision import VISION_ROPES, VisionRope
+from refpos.rope.vision import VISION_ROPES, VISION_ROPES_PREFIXED, VisionRope
 from refpos.rope.vision3d import VISION_ROPES_3D, VisionRope3D
 from refpos.validation import check_int
 
@@ -25,35 +32,50 @@ from refpos.validation import check_int
 TOWER_LAYERS = ("depth", "num_hidden_layers")
 TOWER_WIDTH = ("embed_dim", "hidden_size")
 TOWER_HEADS = ("num_heads", "num_attention_heads")
+#: the forms with a class token before the patches -> the weight of its angles per pair (None: unrotated)
+PREFIXED: dict[str, str | None] = {"dinov3": None, "mlcd": "class_pos_emb"}
 
 
 @dataclass(frozen=True)
 class VisionRopeFacts:
-    """The form of a tower's RoPE (:data:`refpos.rope.vision.VISION_ROPES` or
-    :data:`refpos.rope.vision3d.VISION_ROPES_3D`) and, where they are not the defaults, the keys of its layer
-    count, width and head count (V-JEPA 2's predictor: ``pred_num_hidden_layers``, …)."""
+    """The form of a tower's RoPE (:data:`refpos.rope.vision.VISION_ROPES`,
+    :data:`refpos.rope.vision.VISION_ROPES_PREFIXED` or :data:`refpos.rope.vision3d.VISION_ROPES_3D`) and, where
+    they are not the defaults, the keys of its layer count, width and head count (V-JEPA 2's predictor:
+    ``pred_num_hidden_layers``, …); ``registers``: the key of the register tokens between the class token and the
+    patches (DINOv3); ``training``: keys that act in training only (DINOv3's coordinate augmentations), read and
+    without effect on eval positions; ``rope_type``: the only ``rope_parameters.rope_type`` the rotary module
+    takes (MLCD: ``axial``), another refused by the key's name."""
 
     form: str = "qwen2_vl"
     layers: tuple[str, ...] = TOWER_LAYERS
     width: tuple[str, ...] = TOWER_WIDTH
     heads: tuple[str, ...] = TOWER_HEADS
+    registers: str | None = None
+    training: tuple[str, ...] = ()
+    rope_type: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("layers", "width", "heads"):
+        for name in ("layers", "width", "heads", "training"):
             value = getattr(self, name)
             if isinstance(value, (list, str)):
                 object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
 
     def check(self, where: str) -> None:
-        check_fact(where, self.form in (*VISION_ROPES, *VISION_ROPES_3D), "vision_rope.form", self.form)
+        check_fact(where, self.form in (*VISION_ROPES, *VISION_ROPES_PREFIXED, *VISION_ROPES_3D),
+                   "vision_rope.form", self.form)
+        check_fact(where, self.registers is None or self.form in PREFIXED, "vision_rope.registers (a form with a "
+                   "class token)", self.registers)
 
 
 @dataclass(frozen=True)
 class VisionRopeLayer(LayerRecord):
     """A vision tower's layer: its 2-D (:class:`~refpos.rope.vision.VisionRope`) or 3-D
-    (:class:`~refpos.rope.vision3d.VisionRope3D`) RoPE, applied at each patch's (h, w) or (t, h, w)."""
+    (:class:`~refpos.rope.vision3d.VisionRope3D`) RoPE, applied at each patch's (h, w) or (t, h, w); ``prefix``
+    tokens before the patches turned by the angles of the weight ``prefix_weight`` (None: unrotated)."""
 
     rope: VisionRope | VisionRope3D
+    prefix: int = 0
+    prefix_weight: str | None = None
     kind: ClassVar[str] = "vision_rope"
 
     @property
@@ -61,8 +83,11 @@ class VisionRopeLayer(LayerRecord):
         return f"vision_rope({self.rope.kind})"
 
     def params(self) -> dict[str, Any]:
-        return {"form": self.rope.kind, "head_dim": self.rope.head_dim, "theta": self.rope.theta,
-                "axes": 3 if isinstance(self.rope, VisionRope3D) else 2}
+        out = {"form": self.rope.kind, "head_dim": self.rope.head_dim, "theta": self.rope.theta,
+               "axes": 3 if isinstance(self.rope, VisionRope3D) else 2}
+        if self.prefix:
+            out |= {"prefix": self.prefix, "prefix_angles": self.prefix_weight or "unrotated"}
+        return out
 
     def _why_not(self) -> str:
         return ("a vision tower rotates patches by their (h, w) or (t, h, w) positions: refpos.rope.vision and "
@@ -86,18 +111,36 @@ def tower_rope(stack: Stack) -> VisionRope | VisionRope3D:
         theta = params["rope_theta"]
     elif view.has("rope_theta"):
         theta = view.value("rope_theta")
+    if facts.rope_type is not None and isinstance(params, Mapping) \
+            and params.get("rope_type", facts.rope_type) != facts.rope_type:
+        raise ValueError(f"{view.path}rope_parameters.rope_type: the tower's rotary module takes only "
+                         f"{facts.rope_type!r} (it raises otherwise), got {params.get('rope_type')!r}")
     if facts.form in VISION_ROPES_3D:
         return VisionRope3D(facts.form, head_dim, theta=theta)
     return VisionRope(facts.form, head_dim, theta=theta)
 
 
+def tower_prefix(stack: Stack) -> tuple[int, str | None]:
+    """The tokens before the patches and the weight of their angles (module docstring): DINOv3's class token and
+    registers (unrotated), MLCD's class token (``class_pos_emb``); none for the other forms."""
+    view, facts = stack.view, stack.facts
+    for key in facts.training:  # training-only augmentations: read, no effect in eval
+        view.value(key)
+    if facts.form not in PREFIXED:
+        return 0, None
+    registers = 0 if facts.registers is None else view.int(facts.registers, 0, minimum=0)
+    return 1 + registers, PREFIXED[facts.form]
+
+
 def build(stack: Stack) -> list[LayerRecord]:
     """One :class:`VisionRopeLayer` per layer of the tower."""
     rope = tower_rope(stack)
+    prefix, weight = tower_prefix(stack)
     n = check_int(stack.view.name(stack.facts.layers[0]), stack.view.count(stack.facts.layers, "layer count"),
                   minimum=1)
     reads = (("rotation", ("video_grid",) if isinstance(rope, VisionRope3D) else ("image_grid",)),)
-    return [VisionRopeLayer(stack.name, i, None, rope=rope, reads=reads) for i in range(n)]
+    return [VisionRopeLayer(stack.name, i, None, rope=rope, prefix=prefix, prefix_weight=weight, reads=reads)
+            for i in range(n)]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
@@ -114,5 +157,5 @@ VISION_ROPE = EncodingKind(
     absent={"check": "vision RoPE is checked through its golden cases (refpos check CASE) and the spec suite's "
                      "apply_vision_rope properties"})
 
-__all__ = ["TOWER_HEADS", "TOWER_LAYERS", "TOWER_WIDTH", "VISION_ROPE", "VisionRopeFacts", "VisionRopeLayer", "build",
-           "tower_rope"]
+__all__ = ["PREFIXED", "TOWER_HEADS", "TOWER_LAYERS", "TOWER_WIDTH", "VISION_ROPE", "VisionRopeFacts",
+           "VisionRopeLayer", "build", "tower_prefix", "tower_rope"]
