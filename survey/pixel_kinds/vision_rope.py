@@ -5,6 +5,9 @@ the modeling module's rotary apply function at each size (:func:`survey.pixels.r
 before and after, the first head) is what refpos's claim predicts: :func:`refpos.rope.vision.apply_vision_rope` of
 the query and key before, at the positions the claim's form gives each patch of the grid that was fed
 (:func:`claimed_positions`). The native size and the resampled one (a non-square grid) are both compared.
+Tokens before the patches (the record's ``prefix``: DINOv3's class and register tokens, MLCD's class token) turn by
+given angles (:func:`prefix_angles_of`): zero (DINOv3), or the model's own ``class_pos_emb`` (MLCD: a weight, read
+from the run's site of that name, which the comparison then accounts for).
 
 **Bound.** A correct port computes the angle ``p·ω`` and the rotation in float32. Output channel ``c`` of pair
 ``(c, c')`` at coordinate ``p`` (the row or column the pair reads) is off by at most
@@ -13,13 +16,18 @@ the query and key before, at the positions the claim's form gives each patch of 
 
 the 1-D RoPE bound of :mod:`survey.compare` (:meth:`survey.rotation.Channels.bound`, ``K`` the roundings of the
 inverse frequency, ``C`` the cosine, sine and rotation's 16 ulp), with each channel's own coordinate. A run in
-float64 is within it too.
+float64 is within it too. DINOv3 computes its coordinates in float32, off by up to 3ε absolutely (a division, then
+``−1``): the channel's coordinate is taken as ``|c| + 1`` (``K + 1 ≥ 3``). A given angle ``α`` (MLCD's class token)
+takes the bound of ``p·ω = |α|``.
 
 **Wrong answers** (the kind has no ``refpos check`` target: these are the mistakes a vision-RoPE port makes, each
 the claim with one thing changed): each other named form (Qwen2-VL's, Pixtral's and Llama 4's frequencies, axis
 order and layout), the row and column swapped, positions counted from 1, the patches taken row-major where the form
 orders them in merge blocks (or in merge blocks where it orders them row-major), the other pair layout (``half`` ↔
-``interleaved``, where the form is an axial one), θ of 10000 where the claim's differs, and no rotation.
+``interleaved``, where the form is an axial one), θ of 10000 where the claim's differs, and no rotation; for
+DINOv3, the patch indices instead of the normalised centres, the corners instead of the centres, no 2π, and the
+prefix tokens rotated (as if at the corner (−1, −1)); for MLCD, the class token unrotated (Qwen2-VL's form, which
+MLCD's patches share, is then no wrong answer).
 """
 
 from __future__ import annotations
@@ -30,20 +38,21 @@ import numpy as np
 
 from refpos.pairs import place_pairs
 from refpos.rope.vision import (
-    VISION_ROPES,
     VisionRope,
     apply_vision_rope,
+    dinov3_patch_positions,
     llama4_patch_positions,
     pixtral_patch_positions,
     qwen_patch_positions,
+    vision_angles,
     vision_frequencies,
 )
 from survey.pixel_kinds.base import Outcome, graded, image_patch_grid
 from survey.pixels import PixelRun, Site
 from survey.rotation import Channels
 
-#: the named forms of 2-D vision RoPE (the wrong forms a claim is graded against)
-FORMS = tuple(form for form in VISION_ROPES if form != "axial")
+#: the named forms of 2-D vision RoPE on integer positions (the wrong forms a claim is graded against)
+FORMS = ("qwen2_vl", "pixtral", "llama4")
 
 
 def _grid(run: PixelRun, size: str, tokens: int) -> tuple[int, int, int] | None:
@@ -60,11 +69,15 @@ def claimed_positions(rope: VisionRope, run: PixelRun, size: str, tokens: int, b
                       ) -> np.ndarray | None:
     """``(tokens, 2)`` positions ``(h, w)`` the claim's form gives the patches fed at ``size``: Qwen2-VL's in
     merge blocks of the run's ``merge`` (``blocks``: override the order), Pixtral's row-major, Llama 4's 1-based
-    with the class token last at (0, 0); ``None`` where the grid is not found."""
+    with the class token last at (0, 0), DINOv3's real patch centres, MLCD's row-major (``tokens``: the patches,
+    after any prefix); ``None`` where the grid is not found."""
     if rope.kind == "llama4":
         side = round((tokens - 1) ** 0.5)
         return llama4_patch_positions(side) if side * side == tokens - 1 else None
     grid = _grid(run, size, tokens)
+    if rope.kind == "dinov3":  # the patches' centres in [−1, 1] (the prefix is given apart)
+        return None if grid is None or grid[0] != 1 or grid[1] * grid[2] != tokens else \
+            dinov3_patch_positions(grid[1], grid[2])
     if grid is None or grid[0] * grid[1] * grid[2] != tokens:
         return None
     merged = rope.kind == "qwen2_vl" if blocks is None else blocks
@@ -85,25 +98,65 @@ def channels_of(rope: VisionRope, positions: np.ndarray) -> tuple[Channels, np.n
     return speeds, np.asarray(place_pairs(per_pair, per_pair, rope.layout))
 
 
-def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: np.ndarray
-            ) -> dict[str, tuple[VisionRope, np.ndarray] | None]:
-    """The wrong answers of the module docstring, each a ``(rope, positions)`` (``None``: not one here)."""
-    out: dict[str, tuple[VisionRope, np.ndarray] | None] = {
-        f"the {form} form": (VisionRope(form, rope.head_dim, rope.theta), positions)
-        for form in FORMS if form != rope.kind}
-    out["row and column swapped"] = (rope, positions[:, ::-1].copy())
-    out["positions from 1"] = (rope, positions + 1)
+def _dinov3_mutants(rope: VisionRope, positions: np.ndarray, prefix: np.ndarray
+                    ) -> dict[str, tuple[VisionRope, np.ndarray, np.ndarray] | None]:
+    """DINOv3's wrong answers (module docstring): the patch indices ``i`` recovered from ``c = (2i + 1)/n − 1``."""
+    sides = np.array([len(np.unique(positions[:, 0])), len(np.unique(positions[:, 1]))], dtype=np.float64)
+    index = np.rint((positions + 1.0) * sides / 2.0 - 0.5)  # (N, 2): i per axis
+    rotated = np.asarray(vision_angles(np.full((prefix.shape[0], 2), -1.0), rope))  # (P, D/2): at (−1, −1)
+    out: dict[str, tuple[VisionRope, np.ndarray, np.ndarray] | None] = {
+        f"the {form} form at the patch indices": (VisionRope(form, rope.head_dim, rope.theta),
+                                                  index.astype(np.int64), prefix) for form in FORMS}
+    out["row and column swapped"] = (rope, positions[:, ::-1].copy(), prefix)
+    out["patch indices, not normalised centres"] = (rope, index, prefix)
+    out["corners, not centres"] = (rope, 2.0 * index / sides - 1.0, prefix)
+    out["no 2π"] = (rope, positions / (2.0 * np.pi), prefix)
+    out["prefix tokens rotated (at (−1, −1))"] = None if not prefix.shape[0] else (rope, positions, rotated)
+    out["θ = 10000"] = None if rope.theta == 10000.0 else (VisionRope("dinov3", rope.head_dim, 10000.0), positions,
+                                                           prefix)
+    return out
+
+
+def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: np.ndarray,
+            prefix: np.ndarray | None = None) -> dict[str, tuple[VisionRope, np.ndarray, np.ndarray | None] | None]:
+    """The wrong answers of the module docstring, each a ``(rope, positions, prefix angles)`` (``None``: not one
+    here); ``tokens`` the patches, ``prefix`` the claim's angles of the tokens before them."""
+    if rope.kind == "dinov3":
+        assert prefix is not None
+        return dict(_dinov3_mutants(rope, positions, prefix))
+    out: dict[str, tuple[VisionRope, np.ndarray, np.ndarray | None] | None] = {
+        f"the {form} form": (VisionRope(form, rope.head_dim, rope.theta), positions, prefix)
+        for form in FORMS if form != rope.kind and not (rope.kind == "mlcd" and form == "qwen2_vl")}
+    out["row and column swapped"] = (rope, positions[:, ::-1].copy(), prefix)
+    out["positions from 1"] = (rope, positions + 1, prefix)
     if rope.kind != "llama4":
         other = claimed_positions(rope, run, size, tokens, blocks=rope.kind != "qwen2_vl")
         out["patch order (merge blocks vs row-major)"] = (
-            None if other is None or np.array_equal(other, positions) else (rope, other))
+            None if other is None or np.array_equal(other, positions) else (rope, other, prefix))
     if rope.kind == "axial":
         flipped = "interleaved" if rope.layout == "half" else "half"
         out["pair layout swapped"] = (VisionRope("axial", rope.head_dim, rope.theta, rope.sections, flipped),
-                                      positions)
+                                      positions, prefix)
+    if prefix is not None and prefix.shape[0]:
+        out["class token unrotated"] = None if not np.any(prefix) else (rope, positions, np.zeros_like(prefix))
     out["θ = 10000"] = None if rope.theta == 10000.0 else (
-        VisionRope(rope.kind, rope.head_dim, 10000.0, rope.sections, rope.axial_layout), positions)
+        VisionRope(rope.kind, rope.head_dim, 10000.0, rope.sections, rope.axial_layout), positions, prefix)
     return out
+
+
+def prefix_angles_of(record: Any, sites: list[Site]) -> tuple[np.ndarray, str] | None:
+    """``((P, D/2) angles, site path)`` of the record's tokens before the patches: zeros where they are unrotated
+    (path ``""``), else the parameter ``prefix_weight`` of the site of that name among ``sites`` (the run's: every
+    layer reads it, where the first layer's record accounts for it); ``None``: no such site."""
+    prefix, weight = getattr(record, "prefix", 0), getattr(record, "prefix_weight", None)
+    half = record.rope.head_dim // 2
+    if weight is None:
+        return np.zeros((prefix, half)), ""
+    for site in sites:
+        for name, value in site.params.items():
+            if name.rsplit(".", 1)[-1] == weight and value.size == prefix * half:
+                return np.asarray(value, dtype=np.float64).reshape(prefix, half), site.path
+    return None
 
 
 def rope_sites(sites: list[Site]) -> tuple[str, ...]:
@@ -111,6 +164,19 @@ def rope_sites(sites: list[Site]) -> tuple[str, ...]:
     drawn parameter) named for them (``inv_freq``)."""
     return tuple(site.path for site in sites if not site.initial and site.params
                  and all("freq" in name.rsplit(".", 1)[-1] for name in site.params))
+
+
+def _claim(rope: VisionRope, x: np.ndarray, positions: np.ndarray, prefix: np.ndarray) -> tuple[np.ndarray, Any]:
+    """refpos's rotation of ``x`` (prefix, then patches) and its bound per output channel (module docstring)."""
+    speeds, per_channel = channels_of(rope, positions)
+    if rope.kind == "dinov3":
+        per_channel = np.abs(per_channel) + 1.0  # the float32 coordinate's absolute error
+    if prefix.shape[0]:
+        _, omega = vision_frequencies(rope)
+        given = np.abs(prefix) / omega  # (P, D/2): the coordinate whose angle is |α|
+        per_channel = np.concatenate([np.asarray(place_pairs(given, given, rope.layout)), per_channel], axis=0)
+    claim = apply_vision_rope(x, positions, rope, prefix_angles=prefix if prefix.shape[0] else None)
+    return np.asarray(claim), speeds.bound(x, per_channel)
 
 
 def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
@@ -121,6 +187,12 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     if not isinstance(rope, VisionRope):
         return Outcome("not reached", f"{record.stack} layer {record.index}: the survey compares 2-D vision RoPE; "
                        f"this claim is a {type(rope).__name__}", accounted)
+    given = prefix_angles_of(record, run.sites)  # every layer reads the weight: the run's sites, not the free ones
+    if given is None:
+        return Outcome("not reached", f"{record.stack}: no site holds the weight {record.prefix_weight} that turns "
+                       "the tokens before the patches", accounted)
+    prefix, site = given
+    accounted += (site,) if site else ()
     if not run.applied or not any(run.applied.values()):
         return Outcome("not reached", f"{record.stack}: no rotary apply function of transformers' modeling modules "
                        "ran (the rotation is computed inline)", accounted)
@@ -132,14 +204,15 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
                 if x.shape[-1] != rope.head_dim or x.shape != y.shape:
                     return Outcome("wrong", f"{call.name} at the {size} size: transformers rotates "
                                    f"{x.shape[-1]} channels per head, refpos's claim {rope.head_dim}", accounted)
-                positions = claimed_positions(rope, run, size, x.shape[0])
+                patches = x.shape[0] - prefix.shape[0]
+                positions = claimed_positions(rope, run, size, patches)
                 if positions is None:
-                    return Outcome("not reached", f"{call.name} at the {size} size: {x.shape[0]} patches are no "
+                    return Outcome("not reached", f"{call.name} at the {size} size: {patches} patches are no "
                                    f"grid of the {rope.kind} form's", accounted)
-                speeds, per_channel = channels_of(rope, positions)
-                wrong = {name: None if m is None else np.asarray(apply_vision_rope(x, m[1], m[0]))
-                         for name, m in mutants(rope, run, size, x.shape[0], positions).items()}
+                claim, bound = _claim(rope, x, positions, prefix)
+                wrong = {name: None if m is None else np.asarray(apply_vision_rope(
+                    x, m[1], m[0], prefix_angles=None if m[2] is None or not m[2].shape[0] else m[2]))
+                    for name, m in mutants(rope, run, size, patches, positions, prefix).items()}
                 wrong["no rotation"] = x
-                cases.append((y, np.asarray(apply_vision_rope(x, positions, rope)), speeds.bound(x, per_channel),
-                              wrong))
+                cases.append((y, claim, bound, wrong))
     return graded(cases, accounted, f"{record.stack} vision_rope({rope.kind})")
