@@ -30,7 +30,7 @@ from refpos.encodings.fourier import (
     perceiver_fourier_features,
     pixel_centre_coordinates,
 )
-from refpos.encodings.mistake_match import KindMistake, as_float64, identify_output
+from refpos.mistake_match import KindMistake, as_float64, identify_output
 
 #: float32's unit roundoff: the precision a correct port may compute in
 U32 = 2.0**-24

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from refpos.encodings.mistake_match import KindMistake, as_float64, identify_output
 from refpos.encodings.sincos2d import TWO_PI, mask_coordinates
 from refpos.encodings.sincos2d_variants import BUILDERS, SineVariant, sincos2d_variant
+from refpos.mistake_match import KindMistake, as_float64, identify_output
 from refpos.pairs import layout_permutation
 
 #: float32's unit roundoff: the precision a correct port may compute in

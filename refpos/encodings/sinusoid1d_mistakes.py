@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from refpos.encodings.mistake_match import KindMistake, as_float64, identify_output
 from refpos.encodings.sinusoid1d import padded_positions, relative_positions, sinusoid_1d, standardized
 from refpos.encodings.sinusoid1d_variants import SinusoidVariant, sinusoid1d_variant
+from refpos.mistake_match import KindMistake, as_float64, identify_output
 
 #: float32's unit roundoff: the precision a correct port may compute in
 U32 = 2.0**-24

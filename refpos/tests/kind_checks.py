@@ -3,7 +3,7 @@ a correct float32 port within the kind's bound and named nothing, every catalogu
 named, the golden cases, and the anchor record their anchor modules list.
 
 A kind's inputs object has ``reference() -> (output, bound)``; its mistakes are
-:class:`refpos.encodings.mistake_match.KindMistake` records and its identifier ``identify(candidate, inputs)``.
+:class:`refpos.mistake_match.KindMistake` records and its identifier ``identify(candidate, inputs)``.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from refpos.encodings.mistake_match import KindMistake
 from refpos.golden.exact import entries
 from refpos.golden.exact.certify import certificate
 from refpos.golden.files.manifest import Case
+from refpos.mistake_match import KindMistake
 from refpos.testing import adapter
 
 #: float64's and float32's unit roundoff: an all-float64 library run is held to the float32 bound times their ratio

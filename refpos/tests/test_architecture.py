@@ -3,7 +3,8 @@
 The layers (the front door's docstring states them too), each importing only from itself and the layers
 before it::
 
-    0  refpos.backend, refpos.validation, refpos.bounds, refpos.parallel, refpos.encoding, refpos.pairs
+    0  refpos.backend, refpos.validation, refpos.bounds, refpos.parallel, refpos.encoding, refpos.pairs,
+       refpos.mistake_match
     1  refpos.core            (softmax, attention, chunked attention, heads)
     2  refpos.encodings, refpos.rope   (siblings: neither imports the other)
     3  refpos.models          (a model's config.json: the family table, the resolver)
@@ -38,6 +39,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "refpos.installed": (0, "base"),
     "refpos.directory": (0, "base"),
     "refpos.outputs": (0, "base"),
+    "refpos.mistake_match": (0, "base"),
     "refpos.core": (1, "core"),
     "refpos.encodings": (2, "encodings"),
     "refpos.rope": (2, "rope"),

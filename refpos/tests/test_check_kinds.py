@@ -121,12 +121,13 @@ def page_problems(kind: str, text: str) -> list[str]:
 
 @pytest.mark.parametrize("kind", CHECKS)
 def test_the_kind_s_page_shows_its_command_and_its_mistakes(kind):
-    """The page of the kind's record (refpos.models.kinds: ``doc``) shows how to run its target and names every
-    mistake the target names; a page without one of them fails."""
+    """The page of the kind's record (refpos.models.kinds: ``doc``), or the one its target names (``page``), shows
+    how to run its target and names every mistake the target names; a page without one of them fails."""
     from refpos.models.kinds import KINDS
 
-    text = (ROOT / KINDS[kind].doc.split("#")[0]).read_text(encoding="utf-8")
-    assert page_problems(kind, text) == [], KINDS[kind].doc
+    page = CHECKS[kind].page or KINDS[kind].doc
+    text = (ROOT / page.split("#")[0]).read_text(encoding="utf-8")
+    assert page_problems(kind, text) == [], page
     name = next(iter(CHECKS[kind].mistakes))
     assert page_problems(kind, text.replace(f"`{name}`", "").replace(f"`{catalogue_id(kind, name)}`", "")) \
         == [f"mistake {name}"]
@@ -253,7 +254,8 @@ def test_a_golden_case_of_the_kind_gets_its_target_s_diagnosis(kind):
             continue
         arrays, problems = read_case(default_golden_dir(), case)
         assert not problems, problems
-        arguments = case_arguments(case["parameters"]["call"], arrays["inputs"], signatures[case["function"]])
+        arguments = case_arguments(case["parameters"]["call"], arrays["inputs"], signatures[case["function"]],
+                                   case["parameters"])
         inputs = check.inputs(case["function"], arguments)
         for name in check.mistakes:
             wrong = check.wrong(inputs, name)

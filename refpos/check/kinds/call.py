@@ -73,11 +73,14 @@ def read_call(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
     return function, arguments
 
 
-def case_arguments(call: Mapping[str, Any], inputs: Mapping[str, Any], signature: Callable[..., Any]
-                   ) -> dict[str, Any]:
+def case_arguments(call: Mapping[str, Any], inputs: Mapping[str, Any], signature: Callable[..., Any],
+                   parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A golden case's positional ``call`` arguments as the keyword arguments of ``signature`` (a function with
-    the contract function's parameters): ``{"value": v}`` is ``v``, ``{"input": name}`` the case's input array."""
-    values = [inputs[a["input"]] if "input" in a else a.get("value") for a in call.get("args", [])]
+    the contract function's parameters): ``{"value": v}`` is ``v``, ``{"input": name}`` the case's input array,
+    ``{"param": name}`` the entry ``name`` of the case's ``parameters`` (a vision RoPE case's ``rope`` dict)."""
+    parameters = parameters or {}
+    values = [inputs[a["input"]] if "input" in a else parameters.get(a["param"]) if "param" in a else a.get("value")
+              for a in call.get("args", [])]
     return dict(inspect.signature(signature).bind(*values).arguments)
 
 

@@ -13,7 +13,9 @@ A :class:`KindCheck` record says, for one encoding kind (``refpos.models.kinds``
 * ``mistakes``: every name ``identify`` may answer → one line saying what the port did;
 * ``wrong``: ``(inputs, name)`` → the output of that mistake from the same inputs (``None`` where the inputs cannot
   show it): what the mistake computes, for the tests and the docs;
-* ``examples``: calls ``(function, arguments)`` of seeded inputs that together show every mistake.
+* ``examples``: calls ``(function, arguments)`` of seeded inputs that together show every mistake;
+* ``page``: the docs page that shows the target's command and mistakes, where it is not the kind's own page
+  (``refpos.models.kinds.EncodingKind.doc``; ``None``: that page).
 
 :func:`check_call` compares a candidate with the reference within the tolerance and, when it is outside, names
 the mistake: as the catalogue id ``<kind>_<name>`` (the name itself when it already begins with the kind), one
@@ -52,6 +54,7 @@ class KindCheck:
     mistakes: Mapping[str, str]
     wrong: Callable[[Any, str], np.ndarray | None]
     examples: Callable[[], list[tuple[str, dict[str, Any]]]]
+    page: str | None = None
 
     @property
     def functions(self) -> tuple[str, ...]:
@@ -74,7 +77,7 @@ class KindCheck:
 
 
 def mistake_output(mistakes: Any, inputs: Any, name: str) -> np.ndarray | None:
-    """The output of mistake ``name`` of a tuple of :class:`~refpos.encodings.mistake_match.KindMistake` records
+    """The output of mistake ``name`` of a tuple of :class:`~refpos.mistake_match.KindMistake` records
     (``None`` where the inputs cannot show it)."""
     wrong = next(m for m in mistakes if m.name == name).compute(inputs)
     return None if wrong is None else wrong[0]
@@ -151,7 +154,7 @@ def golden(check: KindCheck, case: Mapping[str, Any], args: list[Any], inputs: M
     """The check of a golden case of one of the kind's contract functions (its ``call`` entry's arguments)."""
     function = case["function"]
     signature = {call.__name__: call for call in check.calls}[function]
-    arguments = case_arguments(case["parameters"]["call"], inputs, signature)
+    arguments = case_arguments(case["parameters"]["call"], inputs, signature, case["parameters"])
     return check_call(check, function, arguments, candidate, dtype=dtype)
 
 

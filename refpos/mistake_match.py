@@ -1,11 +1,15 @@
 """The record of a catalogued mistake of an encoding kind and the one rule that names it from an output.
 
 A kind's mistakes module (:mod:`refpos.encodings.sincos2d_mistakes`, :mod:`refpos.encodings.fourier_mistakes`,
-:mod:`refpos.encodings.sinusoid1d_mistakes`) lists :class:`KindMistake` records: a name, one line saying what was
-done wrong, and a function computing the wrong output from the same inputs as the reference, with the kind's bound
-for that output (``None`` where the mistake cannot happen for those inputs: an offset left out of a variant without
-one). :func:`identify_output` names the first mistake whose output a candidate matches within its bound, after
-checking that the candidate is not already within the reference's bound (a correct port is never named).
+:mod:`refpos.encodings.sinusoid1d_mistakes`, :mod:`refpos.rope.vision_mistakes`) lists :class:`KindMistake`
+records: a name, one line saying what was done wrong, and a function computing the wrong output from the same inputs
+as the reference, with the kind's bound for that output (``None`` where the mistake cannot happen for those inputs:
+an offset left out of a variant without one). :func:`identify_output` names the first mistake whose output a
+candidate matches within its bound, after checking that the candidate is not already within the reference's bound
+(a correct port is never named).
+
+It sits in the base layer, beside :mod:`refpos.pairs`, so that the mistakes modules of :mod:`refpos.encodings` and
+of :mod:`refpos.rope` (siblings, neither importing the other) share it.
 """
 
 from __future__ import annotations
