@@ -379,6 +379,7 @@ from refpos.tools import (  # noqa: E402
     plots_grid,
     plots_sincos2d,
     plots_sinusoid1d,
+    plots_vision_rope,
 )
 
 _register(*plots_deberta.PLOT)(plots_deberta.plot_deberta_buckets)
@@ -390,3 +391,4 @@ _register(*plots_decomposed.DECOMPOSED_PLOT)(plots_decomposed.plot_decomposed_in
 _register(*plots_sincos2d.SINCOS2D_PLOT)(plots_sincos2d.plot_sincos2d)
 _register(*plots_fourier.FOURIER_PLOT)(plots_fourier.plot_fourier_sam)
 _register(*plots_sinusoid1d.SINUSOID1D_PLOT)(plots_sinusoid1d.plot_sinusoid1d)
+_register(*plots_vision_rope.VISION_ROPE_PLOT)(plots_vision_rope.plot_vision_rope)
