@@ -154,8 +154,7 @@ VISION_ROPE = EncodingKind(
     golden="vision-rope", contract=("apply_vision_rope",), spec="spec_tests/test_vision_rope.py", draw=_draw,
     modalities=("vision",),
     example={"config": {"depth": 2, "embed_dim": 64, "num_heads": 4}, "facts": {"form": "qwen2_vl"}},
-    absent={"check": "vision RoPE is checked through its golden cases (refpos check CASE) and the spec suite's "
-                     "apply_vision_rope properties"})
+    check="vision_rope")
 
 __all__ = ["PREFIXED", "TOWER_HEADS", "TOWER_LAYERS", "TOWER_WIDTH", "VISION_ROPE", "VisionRopeFacts",
            "VisionRopeLayer", "build", "tower_prefix", "tower_rope"]
