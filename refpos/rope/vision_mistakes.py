@@ -1,27 +1,31 @@
 r"""The catalogued mistakes of vision RoPE, the kind's bound, and an identifier (docs/vision-rope.md#mistakes).
 
 A call is :func:`refpos.rope.vision.apply_vision_rope` of patch vectors ``x`` ``(..., N, D)`` at integer
-coordinates ``positions`` ``(..., N, n)`` with one :class:`~refpos.rope.vision.VisionRope`; every mistake is that
-same rotation with one step changed, computed by the formula module on changed inputs (coordinates, θ, the form's
-frequencies), on ``x`` with its channels moved (the other pair layout) or its second pair members negated (the
-rotation by −φ: ``R(−φ) = S·R(φ)·S`` with ``S`` the sign of ``v``).
+coordinates ``positions`` ``(..., N, n)`` (DINOv3's: real, its class and register tokens first at (0, 0)) with one
+:class:`~refpos.rope.vision.VisionRope`; every mistake is that same rotation with one step changed, computed by the
+formula module on changed inputs (coordinates, θ, the form's frequencies), on ``x`` with its channels moved (the
+other pair layout) or its second pair members negated (the rotation by −φ: ``R(−φ) = S·R(φ)·S`` with ``S`` the sign
+of ``v``).
 
 **Bound.** A correct port may compute in float32 (``u = 2⁻²⁴``). Each output channel is a member of one pair
 ``(u, v)`` rotated by ``φ = p·ω``:
 
 * the frequency ``ω = θ^(−e)``: the exponent ``e ≤ 1`` rounded (``u·|ln θ|`` relative in ``ω``), the power within
   two ulps, Qwen2-VL's reciprocal ``1/θ^e`` one more: ``(|ln θ| + 3)·u`` relative;
-* the angle: the coordinate is exact in float32 (``|p| < 2²⁴``), the product ``p·ω`` one rounding, so
-  ``|Δφ| ≤ (|ln θ| + 4)·u·|φ|``: the error grows with the angle, the largest at the largest coordinate of the
-  fastest pair (``ω₀ = 1``);
+* the angle: an integer coordinate is exact in float32 (``|p| < 2²⁴``), DINOv3's patch centre
+  ``(2i + 1)/n − 1 ∈ [−1, 1]`` within ``4u`` absolute (its sum, division and difference, or its float64 value
+  stored), and its ``2π`` one rounding more of ``ω``; the product ``p·ω`` one rounding, so
+  ``|Δφ| ≤ (|ln θ| + 5)·u·|φ| + 4u·ω``: the error grows with the angle, the largest at the largest coordinate of
+  the fastest pair (``ω₀ = 1``, DINOv3's ``2π``);
 * ``cos φ`` and ``sin φ`` (1-Lipschitz): ``|Δφ|`` plus their evaluation and storage, ``2u``;
 * ``x`` stored in float32 (``u·|x|``), the two products and the sum of ``u' = u cos φ − v sin φ`` (and of
   ``v'``) three roundings: with ``|u'| ≤ |u| + |v|``, ``|Δu'| ≤ (|u| + |v|)·(|Δφ| + 5u)``.
 
-So ``|Δu'| ≤ u·(|u| + |v|)·((|ln θ| + 4)·|φ| + 5)``. With a margin of one ``u·|φ|`` and one ``u``, and per token
-(``|u| + |v| ≤ 2·max_c |x_c|``, ``|φ| ≤ φ_max``, the token's largest angle):
+So ``|Δu'| ≤ u·(|u| + |v|)·((|ln θ| + 5)·|φ| + 4ω + 5)``. With a margin of one ``u·|φ|`` and one ``u``, and per
+token (``|u| + |v| ≤ 2·max_c |x_c|``, ``|φ| ≤ φ_max``, the token's largest angle; ``ω ≤ ω_max``, the fastest):
 
-.. math:: \beta_t = u\cdot 2\max_c |x_{t,c}|\cdot\bigl((|\ln\theta| + 5)\,\varphi_{\max,t} + 6\bigr)
+.. math:: \beta_t = u\cdot 2\max_c |x_{t,c}|\cdot\bigl((|\ln\theta| + 6)\,\varphi_{\max,t} + 4\,\omega_{\max}
+    + 6\bigr)
 
 one bound for every channel of token ``t``. A mistake's output is matched within the bound of its own angles
 (its coordinates, θ and frequencies): the same computation with one step changed admits the same rounding.
@@ -37,22 +41,22 @@ import numpy as np
 
 from refpos.mistake_match import KindMistake, as_float64, identify_output
 from refpos.pairs import layout_permutation, place_pairs
-from refpos.rope.vision import VisionRope, apply_vision_rope, vision_angles
+from refpos.rope.vision import VisionRope, apply_vision_rope, vision_angles, vision_frequencies
 from refpos.validation import as_positions
 
 #: float32's unit roundoff: the precision a correct port may compute in
 U32 = 2.0**-24
 #: θ the forms default to (transformers' vision towers, rotary-embedding-torch, timm)
 DEFAULT_THETA = 10000.0
-#: the form whose frequencies a port of a named form confuses them with: Qwen2-VL's and Llama 4's (a head of size
-#: D/2 per axis) with Pixtral's (one head of size D, split even/odd between the axes), and the reverse
-CONFUSED_FREQUENCIES = {"qwen2_vl": "pixtral", "llama4": "pixtral", "pixtral": "qwen2_vl"}
+#: the form whose frequencies a port of a named form confuses them with: Qwen2-VL's, MLCD's and Llama 4's (a head
+#: of size D/2 per axis) with Pixtral's (one head of size D, split even/odd between the axes), and the reverse
+CONFUSED_FREQUENCIES = {"qwen2_vl": "pixtral", "mlcd": "pixtral", "llama4": "pixtral", "pixtral": "qwen2_vl"}
 
 
 @dataclass(frozen=True)
 class VisionRopeInputs:
     """One call of ``apply_vision_rope``: ``x`` ``(..., N, D)`` float64, ``positions`` ``(..., N, n)`` int64
-    (broadcast against ``x``'s leading axes) and the RoPE.
+    (float64 for ``dinov3``; broadcast against ``x``'s leading axes) and the RoPE.
 
     Raises
     ------
@@ -74,7 +78,10 @@ class VisionRopeInputs:
             raise ValueError(f"x must have shape (..., N, head_dim={self.rope.head_dim}), got {x.shape}")
         if not np.all(np.isfinite(x)):
             raise ValueError("x must be finite")
-        positions = np.asarray(as_positions(self.positions, xp=np), dtype=np.int64)
+        if self.rope.kind == "dinov3":  # real coordinates: the patch centres in [−1, 1]
+            positions = as_float64(self.positions)
+        else:
+            positions = np.asarray(as_positions(self.positions, xp=np), dtype=np.int64)
         angles = vision_angles(positions, self.rope, xp=np)  # shape checks: (..., N, n)
         if angles.shape[-2] != x.shape[-2]:
             raise ValueError(f"positions must have x's N = {x.shape[-2]} rows (..., N, {self.rope.n_axes}), got "
@@ -95,12 +102,13 @@ class VisionRopeInputs:
 
 
 def token_bound(x: np.ndarray, positions: np.ndarray, rope: VisionRope) -> np.ndarray:
-    r"""``β_t = u·2·max_c|x_{t,c}|·((|ln θ| + 5)·φ_max,t + 6)``, ``(..., N, 1)``: what a float32 port of the
-    rotation of ``x`` at ``positions`` may differ by (module docstring)."""
+    r"""``β_t = u·2·max_c|x_{t,c}|·((|ln θ| + 6)·φ_max,t + 4·ω_max + 6)``, ``(..., N, 1)``: what a float32 port
+    of the rotation of ``x`` at ``positions`` may differ by (module docstring)."""
     angles = np.abs(as_float64(vision_angles(positions, rope, xp=np)))  # (..., N, D/2)
     phi_max = angles.max(axis=-1, keepdims=True)
+    omega_max = float(np.max(vision_frequencies(rope)[1]))
     magnitude = 2.0 * np.abs(x).max(axis=-1, keepdims=True)  # |u| + |v| of any pair of the token
-    return U32 * magnitude * ((abs(math.log(rope.theta)) + 5.0) * phi_max + 6.0)
+    return U32 * magnitude * ((abs(math.log(rope.theta)) + 6.0) * phi_max + 4.0 * omega_max + 6.0)
 
 
 def rotate(x: np.ndarray, positions: np.ndarray, rope: VisionRope, *, layout: str | None = None,
@@ -171,6 +179,18 @@ def _cls_rotated(inputs: VisionRopeInputs) -> tuple[np.ndarray, np.ndarray] | No
     return rotate(inputs.x, np.where(cls, 1, inputs.positions), inputs.rope)
 
 
+def _prefix_misaligned(inputs: VisionRopeInputs) -> tuple[np.ndarray, np.ndarray] | None:
+    """DINOv3's patch coordinates applied from the first token: its ``P`` leading tokens at (0, 0) (the class and
+    register tokens) turned as the first patches, the last ``P`` patches left unrotated."""
+    if inputs.rope.kind != "dinov3":
+        return None
+    rows = np.all(inputs.positions == 0, axis=-1).reshape(-1, inputs.positions.shape[-2])  # (batch, N)
+    prefix = int(np.argmin(rows[0])) if not bool(rows[0].all()) else rows.shape[1]  # leading rows at (0, 0)
+    if prefix in (0, rows.shape[1]) or not bool(np.all(rows[:, :prefix])):
+        return None
+    return rotate(inputs.x, np.roll(inputs.positions, -prefix, axis=-2), inputs.rope)
+
+
 def _theta_default(inputs: VisionRopeInputs) -> tuple[np.ndarray, np.ndarray] | None:
     if inputs.rope.theta == DEFAULT_THETA:
         return None
@@ -186,7 +206,7 @@ VISION_ROPE_MISTAKES: tuple[KindMistake, ...] = (
         i.x, i.positions, i.rope, reverse=True)),
     KindMistake("frequencies_of_head_d", "the frequencies of one head of size D split between the axes (Pixtral's "
                 "even/odd, or θ^(−k/(D/2)) for axial blocks) where the form gives each axis those of a head of "
-                "size D/2", lambda i: _confused_frequencies(i, ("qwen2_vl", "llama4", "axial"))),
+                "size D/2", lambda i: _confused_frequencies(i, ("qwen2_vl", "mlcd", "llama4", "axial"))),
     KindMistake("frequencies_of_half_head", "Pixtral's frequencies replaced by Qwen2-VL's: each axis those of a "
                 "head of size D/2 instead of the even and odd ones of a head of size D",
                 lambda i: _confused_frequencies(i, ("pixtral",))),
@@ -196,6 +216,8 @@ VISION_ROPE_MISTAKES: tuple[KindMistake, ...] = (
                 "(Llama 4's + 1 left out), a class token at (0, 0) kept there", lambda i: _shifted(i, -1)),
     KindMistake("cls_rotated", "Llama 4's class token rotated as the first patch (1, 1): the masked_fill that "
                 "zeroes ID_CLS_TOKEN's angles left out", _cls_rotated),
+    KindMistake("prefix_misaligned", "DINOv3's patch angles applied from the first token: the class and register "
+                "tokens turned as the first patches, the last patches left unrotated", _prefix_misaligned),
     KindMistake("theta_default", "θ = 10000 (the default) where the call's θ is another", _theta_default),
 )
 

@@ -16,7 +16,13 @@ from refpos.check.kinds import BY_KIND, catalogue_id, check_kind
 from refpos.check.shared.arrays import Unusable
 from refpos.cli import main
 from refpos.pairs import place_pairs, split_pairs
-from refpos.rope.vision import VisionRope, llama4_patch_positions, pixtral_patch_positions, vision_frequencies
+from refpos.rope.vision import (
+    VisionRope,
+    dinov3_patch_positions,
+    llama4_patch_positions,
+    pixtral_patch_positions,
+    vision_frequencies,
+)
 from refpos.rope.vision_mistakes import VISION_ROPE_MISTAKES, VisionRopeInputs, rotate
 
 CHECK = BY_KIND["vision_rope"]
@@ -29,7 +35,7 @@ def port32(x: np.ndarray, positions: np.ndarray, rope: VisionRope) -> np.ndarray
     axes, omega = vision_frequencies(rope)
     exponent = (-np.log(omega / omega[0]) / np.log(rope.theta)).astype(np.float32) if rope.theta != 1.0 \
         else np.zeros_like(omega, dtype=np.float32)
-    scale = np.float32(omega[0])  # 1 for every form of the contract
+    scale = np.float32(omega[0])  # 1, or DINOv3's 2π
     omega32 = scale * (np.float32(1.0) / np.power(np.float32(rope.theta), exponent))  # float32 ops only
     angles = np.asarray(positions)[..., list(axes)].astype(np.float32) * omega32  # (..., N, D/2) float32
     cos, sin = np.cos(angles), np.sin(angles)
@@ -44,7 +50,8 @@ def _rope_dict(rope: VisionRope) -> dict:
     return out
 
 
-#: (rope, positions): every form, coordinates from 0 to several hundred, θ from 100 to 10⁶
+#: (rope, positions): every form, coordinates from 0 to several hundred (DINOv3: centres in [−1, 1], and past
+#: them), θ from 100 to 10⁶
 PORTS = [
     (VisionRope("qwen2_vl", 80), pixtral_patch_positions(6, 9)),
     (VisionRope("qwen2_vl", 80), pixtral_patch_positions(4, 5) + np.array([500, 380])),
@@ -53,6 +60,9 @@ PORTS = [
     (VisionRope("llama4", 88, theta=1e6), llama4_patch_positions(5) * 90),
     (VisionRope("axial", 64, theta=100.0, sections=(16, 16), axial_layout="interleaved"),
      pixtral_patch_positions(4, 4) * 120),
+    (VisionRope("mlcd", 80), pixtral_patch_positions(6, 9) * 40),
+    (VisionRope("dinov3", 64, theta=100.0), dinov3_patch_positions(14, 14, prefix=5)),
+    (VisionRope("dinov3", 64, theta=100.0), dinov3_patch_positions(7, 9) * 60),
     (VisionRope("axial", 48, sections=(8, 8, 8)), np.stack(np.meshgrid(np.arange(3), np.arange(4) * 100,
                                                                        np.arange(5) * 90, indexing="ij"),
                                                            axis=-1).reshape(-1, 3)),
@@ -61,7 +71,7 @@ PORTS = [
 
 def _call(rope: VisionRope, positions: np.ndarray, seed: int = 0, scale: float = 1.0) -> dict:
     x = scale * np.random.default_rng(seed).standard_normal((len(positions), rope.head_dim))
-    return {"x": x, "positions": np.asarray(positions, dtype=np.int64), "rope": _rope_dict(rope)}
+    return {"x": x, "positions": np.asarray(positions), "rope": _rope_dict(rope)}
 
 
 def test_the_reference_and_its_float32_storage_pass():
@@ -206,9 +216,10 @@ def _files(directory: Path, arguments: dict) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", ["cls_rotated", "layout_swapped"])
-def test_the_command_passes_a_port_and_names_a_mistake(name, tmp_path, capsys):
-    function, arguments = next((f, a) for f, a in CHECK.examples() if a["rope"]["form"] == "llama4")
+@pytest.mark.parametrize(("form", "name"), [("llama4", "cls_rotated"), ("llama4", "layout_swapped"),
+                                            ("dinov3", "prefix_misaligned")])
+def test_the_command_passes_a_port_and_names_a_mistake(form, name, tmp_path, capsys):
+    function, arguments = next((f, a) for f, a in CHECK.examples() if a["rope"]["form"] == form)
     inputs = CHECK.inputs(function, arguments)
     call = _files(tmp_path, arguments)
     np.save(tmp_path / "port.npy", port32(inputs.x, inputs.positions, inputs.rope))

@@ -1,5 +1,6 @@
 """``refpos check vision_rope``: patch vectors rotated by their row and column from a call of ``apply_vision_rope``
-(the adapter contract's: ``x``, ``positions``, a ``rope`` dict), against :mod:`refpos.rope.vision` within the bound
+(the adapter contract's: ``x``, ``positions``, a ``rope`` dict; the form also ``"dinov3"``, with real coordinates,
+or ``"mlcd"``, as the reference adapter takes them), against :mod:`refpos.rope.vision` within the bound
 of a float32 port per token (:func:`refpos.rope.vision_mistakes.token_bound`), the mistake named by
 :func:`~refpos.rope.vision_mistakes.identify_vision_rope` (docs/vision-rope.md#mistakes).
 """
@@ -45,9 +46,15 @@ def apply_vision_rope(x: Any, positions: Any, rope: dict) -> VisionRopeInputs:
 
 def _examples() -> list[tuple[str, dict[str, Any]]]:
     """Qwen2-VL's merge-block order on a 4 × 6 grid, Pixtral's row-major 3 × 5 grid at coordinates past 300,
-    Llama 4's 1-based 4 × 4 grid with its class token last, an axial 2-D call at θ = 100 in the interleaved layout
-    and an axial 3-D video call (2 frames of 2 × 3)."""
-    from refpos.rope.vision import llama4_patch_positions, pixtral_patch_positions, qwen_patch_positions
+    Llama 4's 1-based 4 × 4 grid with its class token last, an axial 2-D call at θ = 100 in the interleaved layout,
+    an axial 3-D video call (2 frames of 2 × 3) and DINOv3's centres of a 3 × 4 grid after its class token and 4
+    registers (θ = 100, its config's)."""
+    from refpos.rope.vision import (
+        dinov3_patch_positions,
+        llama4_patch_positions,
+        pixtral_patch_positions,
+        qwen_patch_positions,
+    )
 
     rng = np.random.default_rng(7)
     video = np.stack(np.meshgrid(np.arange(2), np.arange(2), np.arange(3), indexing="ij"), axis=-1).reshape(-1, 3)
@@ -58,9 +65,10 @@ def _examples() -> list[tuple[str, dict[str, Any]]]:
              (pixtral_patch_positions(3, 4), {"form": "axial", "head_dim": 16, "rope_theta": 100.0,
                                               "sections": [4, 4], "layout": "interleaved"}),
              (video, {"form": "axial", "head_dim": 24, "rope_theta": 10000.0, "sections": [4, 4, 4],
-                      "layout": "half"})]
+                      "layout": "half"}),
+             (dinov3_patch_positions(3, 4, prefix=5), {"form": "dinov3", "head_dim": 32, "rope_theta": 100.0})]
     return [("apply_vision_rope", {"x": rng.standard_normal((len(positions), rope["head_dim"])),
-                                   "positions": np.asarray(positions, dtype=np.int64), "rope": rope})
+                                   "positions": np.asarray(positions), "rope": rope})
             for positions, rope in calls]
 
 
