@@ -121,6 +121,16 @@ def test_model_positions_of_dinov3_reads_its_training_keys_and_counts_its_regist
         "form": "dinov3", "head_dim": 16, "theta": 100.0, "prefix": 5, "prefix_angles": "unrotated"}
 
 
+def test_model_positions_of_sapiens2_is_dinov3_s_rotation_beside_its_refused_head():
+    """Sapiens2's rotary module is DINOv3's (patch centres, class and registers unrotated, the augmentations in
+    training only); its task head, which Sapiens2Model does not build, stays refused by name."""
+    positions = refpos.model_positions({**DINOV3, "model_type": "sapiens2", "head_config": {"model_type":
+                                                                                             "sapiens2_head"}})
+    vision = [layer.describe() for layer in positions.layers if layer.stack == "vision"]
+    assert len(vision) == 2 and {(d["form"], d["prefix"]) for d in vision} == {("dinov3", 5)}
+    assert not positions.complete and "sapiens2_head" in positions.not_modelled["head_config.model_type"]
+
+
 def test_model_positions_of_chmv2_resolves_its_dinov3_backbone():
     positions = refpos.model_positions({"model_type": "chmv2", "backbone_config": DINOV3})
     assert {layer.describe()["form"] for layer in positions.layers} == {"dinov3"}
