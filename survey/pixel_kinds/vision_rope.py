@@ -181,6 +181,30 @@ def _claim(rope: VisionRope, x: np.ndarray, positions: np.ndarray, prefix: np.nd
     return np.asarray(claim), speeds.bound(x, per_channel)
 
 
+def rotary_calls(run: PixelRun, head_dim: int) -> list[tuple[str, str, np.ndarray, np.ndarray]] | str:
+    """``(size, call name, query or key before, after)`` in float64 for every first rotary apply call the run
+    recorded, or why there is nothing to compare: ``"not reached: …"`` (no apply function ran) or ``"wrong: …"``
+    (transformers rotates another number of channels per head than ``head_dim``)."""
+    if not run.applied or not any(run.applied.values()):
+        return "not reached: no rotary apply function of transformers' modeling modules ran (the rotation is " \
+               "computed inline)"
+    out = []
+    for size, calls in run.applied.items():
+        for call in calls:
+            for before, after in zip(call.before, call.after, strict=False):
+                x, y = before.astype(np.float64), after.astype(np.float64)
+                if x.shape[-1] != head_dim or x.shape != y.shape:
+                    return (f"wrong: {call.name} at the {size} size: transformers rotates {x.shape[-1]} channels per "
+                            f"head, refpos's claim {head_dim}")
+                out.append((size, call.name, x, y))
+    return out
+
+
+def _unusable(why: str, stack: str, accounted: tuple[str, ...]) -> Outcome:
+    status, _, cause = why.partition(": ")
+    return Outcome(status, cause if status == "wrong" else f"{stack}: {cause}", accounted)
+
+
 def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """The query and key after the first rotary apply call at each size against refpos's rotation of them before
     (module docstring)."""
@@ -197,28 +221,22 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
                        "the tokens before the patches", accounted)
     prefix, site = given
     accounted += (site,) if site else ()
-    if not run.applied or not any(run.applied.values()):
-        return Outcome("not reached", f"{record.stack}: no rotary apply function of transformers' modeling modules "
-                       "ran (the rotation is computed inline)", accounted)
+    observed = rotary_calls(run, rope.head_dim)
+    if isinstance(observed, str):
+        return _unusable(observed, record.stack, accounted)
     cases = []
-    for size, calls in run.applied.items():
-        for call in calls:
-            for before, after in zip(call.before, call.after, strict=False):
-                x, y = before.astype(np.float64), after.astype(np.float64)
-                if x.shape[-1] != rope.head_dim or x.shape != y.shape:
-                    return Outcome("wrong", f"{call.name} at the {size} size: transformers rotates "
-                                   f"{x.shape[-1]} channels per head, refpos's claim {rope.head_dim}", accounted)
-                patches = x.shape[0] - prefix.shape[0]
-                positions = claimed_positions(rope, run, size, patches)
-                if positions is None:
-                    return Outcome("not reached", f"{call.name} at the {size} size: {patches} patches are no "
-                                   f"grid of the {rope.kind} form's", accounted)
-                claim, bound = _claim(rope, x, positions, prefix)
-                wrong = {name: None if m is None else np.asarray(apply_vision_rope(
-                    x, m[1], m[0], prefix_angles=None if m[2] is None or not m[2].shape[0] else m[2]))
-                    for name, m in mutants(rope, run, size, patches, positions, prefix).items()}
-                wrong["no rotation"] = x
-                cases.append((y, claim, bound, wrong))
+    for size, call, x, y in observed:
+        patches = x.shape[0] - prefix.shape[0]
+        positions = claimed_positions(rope, run, size, patches)
+        if positions is None:
+            return Outcome("not reached", f"{call} at the {size} size: {patches} patches are no "
+                           f"grid of the {rope.kind} form's", accounted)
+        claim, bound = _claim(rope, x, positions, prefix)
+        wrong = {name: None if m is None else np.asarray(apply_vision_rope(
+            x, m[1], m[0], prefix_angles=None if m[2] is None or not m[2].shape[0] else m[2]))
+            for name, m in mutants(rope, run, size, patches, positions, prefix).items()}
+        wrong["no rotation"] = x
+        cases.append((y, claim, bound, wrong))
     return graded(cases, accounted, f"{record.stack} vision_rope({rope.kind})")
 
 
@@ -254,31 +272,25 @@ def compare_thw(record: Any, run: PixelRun, accounted: tuple[str, ...]) -> Outco
     docstring); the channels past them pass through, stored once (one float32 rounding at worst)."""
     rope: VisionRope3D = record.rope
     axial = axial_part(rope)
-    if not run.applied or not any(run.applied.values()):
-        return Outcome("not reached", f"{record.stack}: no rotary apply function of transformers' modeling modules "
-                       "ran", accounted)
+    observed = rotary_calls(run, rope.head_dim)
+    if isinstance(observed, str):
+        return _unusable(observed, record.stack, accounted)
     cases = []
-    for size, calls in run.applied.items():
+    for size, call, x, y in observed:
         grid = tuple(int(v) for v in run.grids.get(size, ()))
-        for call in calls:
-            for before, after in zip(call.before, call.after, strict=False):
-                x, y = before.astype(np.float64), after.astype(np.float64)
-                if x.shape[-1] != rope.head_dim or x.shape != y.shape:
-                    return Outcome("wrong", f"{call.name} at the {size} size: transformers rotates "
-                                   f"{x.shape[-1]} channels per head, refpos's claim {rope.head_dim}", accounted)
-                if len(grid) != 3 or grid[0] * grid[1] * grid[2] != x.shape[0] or grid[1] % run.merge \
-                        or grid[2] % run.merge:
-                    return Outcome("not reached", f"{call.name} at the {size} size: {x.shape[0]} patches are no "
-                                   f"grid (t, h, w) of merge blocks of {run.merge}", accounted)
-                positions = thw_patch_positions([grid], spatial_merge_size=run.merge)
-                speeds, per_channel = channels_of(axial, positions)
-                rotated = speeds.bound(x[..., :axial.head_dim], per_channel)
-                passed = np.abs(x[..., axial.head_dim:]) * 2.0**-24  # stored once, in float32 at worst
-                bound = np.concatenate([np.broadcast_to(rotated, x[..., :axial.head_dim].shape), passed], axis=-1)
-                claim = np.asarray(apply_vision3d_rope(x, positions, rope))
-                wrong = {name: None if m is None else _thw_rotation(x, m[1], m[0])
-                         for name, m in thw_mutants(rope, grid, run.merge, positions).items()}
-                wrong["no rotation"] = x
-                cases.append((y, claim, bound, wrong))
+        if len(grid) != 3 or grid[0] * grid[1] * grid[2] != x.shape[0] or grid[1] % run.merge \
+                or grid[2] % run.merge:
+            return Outcome("not reached", f"{call} at the {size} size: {x.shape[0]} patches are no "
+                           f"grid (t, h, w) of merge blocks of {run.merge}", accounted)
+        positions = thw_patch_positions([grid], spatial_merge_size=run.merge)
+        speeds, per_channel = channels_of(axial, positions)
+        rotated = speeds.bound(x[..., :axial.head_dim], per_channel)
+        passed = np.abs(x[..., axial.head_dim:]) * 2.0**-24  # stored once, in float32 at worst
+        bound = np.concatenate([np.broadcast_to(rotated, x[..., :axial.head_dim].shape), passed], axis=-1)
+        claim = np.asarray(apply_vision3d_rope(x, positions, rope))
+        wrong = {name: None if m is None else _thw_rotation(x, m[1], m[0])
+                 for name, m in thw_mutants(rope, grid, run.merge, positions).items()}
+        wrong["no rotation"] = x
+        cases.append((y, claim, bound, wrong))
     return graded(cases, accounted, f"{record.stack} vision_rope({rope.kind})")
 
