@@ -9,8 +9,10 @@ A kind's inputs object has ``reference() -> (output, bound)``; its mistakes are
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -99,3 +101,19 @@ class Anchor:
 
 def anchor_ids(anchors: Sequence[Anchor]) -> list[str]:
     return [a.name.split(":")[0] + "-" + str(i) for i, a in enumerate(anchors)]
+
+
+def call_file(directory: Path, function: str, arguments: dict[str, Any]) -> Path:
+    """A ``refpos check <kind> --call`` file for ``function(**arguments)``, every array argument in a .npy file
+    beside it."""
+    args: dict[str, Any] = {}
+    for name, value in arguments.items():
+        if isinstance(value, np.ndarray):
+            np.save(directory / f"{name}.npy", value)
+            args[name] = {"npy": f"{name}.npy"}
+        else:
+            args[name] = value
+    path = directory / "call.json"
+    path.write_text(json.dumps({"function": function, "args": args}), encoding="utf-8")
+    return path
+

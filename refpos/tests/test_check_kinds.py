@@ -19,6 +19,7 @@ from refpos.check.shared import catalogue
 from refpos.check.shared.arrays import Unusable
 from refpos.cli import main
 from refpos.testing import adapter
+from refpos.tests.kind_checks import call_file
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKS = {check.kind: check for check in KIND_CHECKS}
@@ -162,25 +163,11 @@ def test_the_contract_function_computes_the_reference(kind):
 
 
 # ------------------------------------------------------------------------------------------ the command line
-def _call_file(directory: Path, function: str, arguments: dict) -> Path:
-    """A call file with every array argument in a .npy file beside it."""
-    args = {}
-    for name, value in arguments.items():
-        if isinstance(value, np.ndarray):
-            np.save(directory / f"{name}.npy", value)
-            args[name] = {"npy": f"{name}.npy"}
-        else:
-            args[name] = value
-    path = directory / "call.json"
-    path.write_text(json.dumps({"function": function, "args": args}), encoding="utf-8")
-    return path
-
-
 @pytest.mark.parametrize("kind", CHECKS)
 def test_the_command_names_a_mistake_and_passes_the_reference(kind, tmp_path, capsys):
     check = CHECKS[kind]
     function, arguments, name, wrong = next(_outputs(check))
-    call = _call_file(tmp_path, function, arguments)
+    call = call_file(tmp_path, function, arguments)
     reference, _ = check.reference(check.inputs(function, arguments))
     np.save(tmp_path / "wrong.npy", wrong)
     np.save(tmp_path / "right.npy", reference.astype(np.float32))
@@ -195,7 +182,7 @@ def test_the_command_names_a_mistake_and_passes_the_reference(kind, tmp_path, ca
 
 def test_the_command_refuses_what_it_cannot_check(tmp_path, capsys):
     function, arguments = CHECKS["fourier"].examples()[0]
-    call = _call_file(tmp_path, function, arguments)
+    call = call_file(tmp_path, function, arguments)
     reference, _ = CHECKS["fourier"].reference(CHECKS["fourier"].inputs(function, arguments))
     np.save(tmp_path / "y.npy", reference)
     np.save(tmp_path / "half.npy", reference.astype(np.float16))

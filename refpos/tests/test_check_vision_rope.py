@@ -7,7 +7,6 @@ command exits 0 on the reference and 1 on a mistake, printing its id.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ from refpos.rope.vision import (
     vision_frequencies,
 )
 from refpos.rope.vision_mistakes import VISION_ROPE_MISTAKES, VisionRopeInputs, rotate
+from refpos.tests.kind_checks import call_file
 
 CHECK = BY_KIND["vision_rope"]
 FUNCTION = "apply_vision_rope"
@@ -203,25 +203,12 @@ def test_bad_candidates_and_functions_are_unusable():
         check_kind("vision_rope", function, arguments, reference[:, :-2])
 
 
-def _files(directory: Path, arguments: dict) -> Path:
-    args = {}
-    for name, value in arguments.items():
-        if isinstance(value, np.ndarray):
-            np.save(directory / f"{name}.npy", value)
-            args[name] = {"npy": f"{name}.npy"}
-        else:
-            args[name] = value
-    path = directory / "call.json"
-    path.write_text(json.dumps({"function": FUNCTION, "args": args}), encoding="utf-8")
-    return path
-
-
 @pytest.mark.parametrize(("form", "name"), [("llama4", "cls_rotated"), ("llama4", "layout_swapped"),
                                             ("dinov3", "prefix_misaligned")])
 def test_the_command_passes_a_port_and_names_a_mistake(form, name, tmp_path, capsys):
     function, arguments = next((f, a) for f, a in CHECK.examples() if a["rope"]["form"] == form)
     inputs = CHECK.inputs(function, arguments)
-    call = _files(tmp_path, arguments)
+    call = call_file(tmp_path, FUNCTION, arguments)
     np.save(tmp_path / "port.npy", port32(inputs.x, inputs.positions, inputs.rope))
     np.save(tmp_path / "wrong.npy", CHECK.wrong(inputs, name))
     assert main(["check", "vision_rope", "--call", str(call), "--candidate", str(tmp_path / "port.npy")]) == 0
