@@ -14,15 +14,9 @@ from refpos.rope.vision3d import VisionRope3D, apply_vision3d_rope, thw_patch_po
 from survey.pixel_kinds import compare_vision_rope
 from survey.pixels import PixelRun, Site
 from survey.probe import Applied
+from survey.tests.test_pixel_rope import Claim
 
 GRIDS = {"native": [1, 4, 4], "resampled": [2, 4, 6]}
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    rope: VisionRope3D
-    stack: str = "vision"
-    index: int = 0
 
 
 def thw_run(rotate, seed: int = 3) -> PixelRun:
