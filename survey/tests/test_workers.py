@@ -118,3 +118,17 @@ def test_the_observation_run_uses_it() -> None:
         assert isinstance(pool, workers.PoolExecutor)
     finally:
         closer()
+
+
+def _unpicklable(_: int):
+    return lambda: None
+
+
+def test_a_result_that_cannot_be_sent_back_is_the_task_s_error_and_the_worker_goes_on() -> None:
+    pool = workers.PoolExecutor(1)
+    try:
+        with pytest.raises(RuntimeError, match="could not be sent back"):
+            pool.submit(_unpicklable, 0).result(timeout=120)
+        assert pool.submit(_square, 4).result(timeout=120) == 16
+    finally:
+        pool.shutdown()
