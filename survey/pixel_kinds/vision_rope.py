@@ -21,14 +21,15 @@ float64 is within it too. DINOv3 computes its coordinates in float32, off by up 
 ``−1``): the channel's coordinate is taken as ``|c| + 1`` (``K + 1 ≥ 3``). A given angle ``α`` (MLCD's class token)
 takes the bound of ``p·ω = |α|``.
 
-**Wrong answers** (the kind has no ``refpos check`` target: these are the mistakes a vision-RoPE port makes, each
-the claim with one thing changed): each other named form (Qwen2-VL's, Pixtral's and Llama 4's frequencies, axis
-order and layout), the row and column swapped, positions counted from 1, the patches taken row-major where the form
-orders them in merge blocks (or in merge blocks where it orders them row-major), the other pair layout (``half`` ↔
-``interleaved``, where the form is an axial one), θ of 10000 where the claim's differs, and no rotation; for
-DINOv3, the patch indices instead of the normalised centres, the corners instead of the centres, no 2π, and the
-prefix tokens rotated (as if at the corner (−1, −1)); for MLCD, the class token unrotated (Qwen2-VL's form, which
-MLCD's patches share, is then no wrong answer).
+**Wrong answers** (each the claim with one thing changed; a list of the survey's own, beside the catalogue of ``refpos
+check vision_rope`` in :mod:`refpos.rope.vision_mistakes`, which several of them repeat: that catalogue reads a contract
+call, not a tower's run with its patch order and prefix weights): each other named form (Qwen2-VL's, Pixtral's and Llama
+4's frequencies, axis order and layout), the row and column swapped, positions counted from 1, the patches taken
+row-major where the form orders them in merge blocks (or in merge blocks where it orders them row-major), the other pair
+layout (``half`` ↔ ``interleaved``, where the form is an axial one), θ of 10000 where the claim's differs, and no
+rotation; for DINOv3, the patch indices instead of the normalised centres, the corners instead of the centres, no 2π,
+and the prefix tokens rotated (as if at the corner (−1, −1)); for MLCD, the class token unrotated (Qwen2-VL's form,
+which MLCD's patches share, is then no wrong answer).
 """
 
 from __future__ import annotations
