@@ -1,4 +1,5 @@
-r"""2-D axial RoPE of vision encoders: Qwen2-VL's vision tower, Pixtral, Llama-4's vision model, DINOv3, MLCD.
+r"""2-D axial RoPE of vision encoders: Qwen2-VL's vision tower, Pixtral, Llama-4's vision model, DINOv3, MLCD,
+Gemma 4's vision tower, SAM 3's ViT.
 
 An image patch at row ``h`` and column ``w`` is rotated pair by pair, each pair ``j`` reading one of the
 two coordinates :math:`a(j) \in \{h, w\}` at its own frequency :math:`\omega_j`:
@@ -7,7 +8,9 @@ two coordinates :math:`a(j) \in \{h, w\}` at its own frequency :math:`\omega_j`:
 
 then ``u' = u cos φ − v sin φ``, ``v' = v cos φ + u sin φ`` as in 1-D RoPE (no attention factor). The
 five forms transformers 5.25 ships differ in the frequencies, the axis order, the layout, the
-positions and the tokens before the patches (``D`` = head size, ``q = D/4``, ``j' = j mod q``):
+positions and the tokens before the patches (``D`` = head size, ``q = D/4``, ``j' = j mod q``; ``blocks``: the
+head cut in two spans of ``D/2`` channels, one per axis, each in the half layout, pair ``j`` at channels
+``(j, j + q)`` for ``j < q`` and ``(j + q, j + 2q)`` after):
 
 ============  ========================  ====================================  =========  ===========================
 form          pairs ``j < q`` /  ``≥ q``  :math:`\omega_j`                      layout     positions
@@ -17,6 +20,8 @@ form          pairs ``j < q`` /  ``≥ q``  :math:`\omega_j`                    
 ``llama4``    w / h                     :math:`\theta^{-4j'/D}`                interleaved 1-based, CLS (0, 0)
 ``dinov3``    h / w                     :math:`2\pi\,\theta^{-4j'/D}`          half       centres, prefix (0, 0)
 ``mlcd``      h / w                     :math:`\theta^{-4j'/D}`                half       0-based, row-major; CLS given
+``gemma4``    w / h                     :math:`\theta^{-4j'/D}`                blocks     0-based, row-major
+``sam3``      w / h                     :math:`\theta^{-4j'/D}`                interleaved real: window-local or scaled
 ============  ========================  ====================================  =========  ===========================
 
 * ``qwen2_vl``: ``Qwen2VLVisionRotaryEmbedding`` (also the vision towers of Qwen2.5-VL, Qwen3-VL and
@@ -66,7 +71,17 @@ VISION_ROPES = ("qwen2_vl", "pixtral", "llama4", "axial")
 #: the forms refpos models beyond the contract: real coordinates (DINOv3), tokens before the patches turned by
 #: given angles (``prefix_angles``: DINOv3's zero, MLCD's learned class angles)
 VISION_ROPES_PREFIXED = ("dinov3", "mlcd")
-_LAYOUT = {"qwen2_vl": "half", "pixtral": "half", "llama4": "interleaved", "dinov3": "half", "mlcd": "half"}
+#: the forms refpos models beyond the contract without tokens before the patches: Gemma 4's one half-layout span per
+#: axis, SAM 3's real window-local or scaled coordinates
+VISION_ROPES_MORE = ("gemma4", "sam3")
+_LAYOUT = {"qwen2_vl": "half", "pixtral": "half", "llama4": "interleaved", "dinov3": "half", "mlcd": "half",
+           "gemma4": "half", "sam3": "interleaved"}
+#: the forms whose head is cut into one span per axis, each written in the layout (the others: one span)
+_BLOCKS = {"gemma4": 2}
+#: the forms whose coordinates are real numbers, not indices
+REAL_COORDINATES = ("dinov3", "sam3")
+#: the forms whose columns come first (pairs j < D/4 read the column)
+_COLUMN_FIRST = ("llama4", "gemma4", "sam3")
 #: the layouts an axial vision RoPE may write its pairs in
 AXIAL_LAYOUTS = ("half", "interleaved")
 
@@ -84,7 +99,7 @@ class VisionRope:
     axial_layout: str = "half"
 
     def __post_init__(self) -> None:
-        check_choice("kind", self.kind, VISION_ROPES + VISION_ROPES_PREFIXED)
+        check_choice("kind", self.kind, VISION_ROPES + VISION_ROPES_PREFIXED + VISION_ROPES_MORE)
         head_dim = check_int("head_dim", self.head_dim, minimum=2 if self.kind == "axial" else 4)
         object.__setattr__(self, "theta", check_float("theta", self.theta, positive=True))
         if self.kind != "axial":
@@ -111,6 +126,11 @@ class VisionRope:
         return self.axial_layout if self.kind == "axial" else _LAYOUT[self.kind]
 
     @property
+    def blocks(self) -> int:
+        """The spans the head is cut into, each written in :attr:`layout`: 2 for ``gemma4`` (one per axis), else 1."""
+        return _BLOCKS.get(self.kind, 1)
+
+    @property
     def n_axes(self) -> int:
         """The coordinates per position: 2 for the named forms, ``len(sections)`` for ``axial``."""
         return len(self.sections) if self.kind == "axial" and self.sections is not None else 2
@@ -123,9 +143,9 @@ def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
     -----
     With :math:`q = D/4`, :math:`j' = j \bmod q`, :math:`b = [j \ge q]`: ``qwen2_vl``
     :math:`a = b,\ \omega_j = \theta^{-4j'/D}`; ``pixtral`` :math:`a = b,\ \omega_j = \theta^{-2(2j'+b)/D}`;
-    ``llama4`` :math:`a = 1 - b,\ \omega_j = \theta^{-4j'/D}`; ``dinov3`` :math:`a = b,\ \omega_j = 2\pi\,
-    \theta^{-4j'/D}` (coordinates in [−1, 1]); ``mlcd`` as ``qwen2_vl``; ``axial`` with sections :math:`s_a`:
-    pair ``k`` of block ``a`` reads coordinate ``a`` at :math:`\omega = \theta^{-k/s_a}`.
+    ``llama4``, ``gemma4``, ``sam3`` :math:`a = 1 - b,\ \omega_j = \theta^{-4j'/D}`; ``dinov3``
+    :math:`a = b,\ \omega_j = 2\pi\,\theta^{-4j'/D}` (coordinates in [−1, 1]); ``mlcd`` as ``qwen2_vl``; ``axial``
+    with sections :math:`s_a`: pair ``k`` of block ``a`` reads coordinate ``a`` at :math:`\omega = \theta^{-k/s_a}`.
     """
     if rope.kind == "axial":  # block a: pair k turns by p_a·θ^(−k/s_a)
         assert rope.sections is not None
@@ -141,19 +161,19 @@ def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
         exponents = 2.0 * (2 * j_in + second) / rope.head_dim  # 2(2j' + b)/D
     else:
         exponents = 4.0 * j_in / rope.head_dim  # 4j'/D: a head of size D/2 per coordinate
-    axes = 1 - second if rope.kind == "llama4" else second
+    axes = 1 - second if rope.kind in _COLUMN_FIRST else second
     if rope.kind == "dinov3":  # ω_j = 2π·θ^(−4j'/D) on coordinates in [−1, 1]
         return tuple(int(a) for a in axes), 2.0 * np.pi * rope.theta ** (-exponents)
     return tuple(int(a) for a in axes), rope.theta ** (-exponents)
 
 
 def _check_positions(positions: Any, rope: VisionRope, xp: Any = None) -> Array:
-    if rope.kind == "dinov3":  # real coordinates (patch centres in [−1, 1]), not indices
+    if rope.kind in REAL_COORDINATES:  # real coordinates (patch centres in [−1, 1], scaled indices), not indices
         positions = floating_array(positions, name="positions", xp=xp)
         if not bool(array_namespace(positions).all(array_namespace(positions).isfinite(positions))):
             raise ValueError("positions must be finite coordinates")
     else:
-        positions = as_positions(positions, xp=xp)
+        positions = as_positions(positions, xp=xp, allow_negative=rope.kind == "gemma4")  # Gemma 4's padding: −1
     n = rope.n_axes
     if positions.ndim < 2 or positions.shape[-1] != n:
         order = "(h, w)" if rope.kind != "axial" else f"one coordinate per section ({n})"
@@ -163,7 +183,7 @@ def _check_positions(positions: Any, rope: VisionRope, xp: Any = None) -> Array:
 
 def vision_angles(positions: Any, rope: VisionRope, *, xp: Any = None) -> Array:
     r"""Angles :math:`\varphi_j = p_{a(j)}\,\omega_j`, ``(..., N, D/2)`` float64, for positions ``(..., N, n)``
-    (ints; for ``dinov3`` real coordinates)."""
+    (ints; for ``dinov3`` and ``sam3`` real coordinates)."""
     if not isinstance(rope, VisionRope):
         raise TypeError(f"rope must be a VisionRope, got {type(rope).__name__}")
     positions = _check_positions(positions, rope, xp)
@@ -178,7 +198,25 @@ def vision_cos_sin(positions: Any, rope: VisionRope, *, xp: Any = None) -> tuple
     angles = vision_angles(positions, rope, xp=xp)
     ns = array_namespace(angles)
     cos, sin = ns.cos(angles), ns.sin(angles)  # (..., N, D/2)
-    return place_pairs(cos, cos, rope.layout), place_pairs(sin, sin, rope.layout)  # (..., N, D)
+    return vision_place_pairs(cos, cos, rope), vision_place_pairs(sin, sin, rope)  # (..., N, D)
+
+
+def vision_split_pairs(x: Any, rope: VisionRope) -> tuple[Array, Array]:
+    """``(u, v)``, ``(..., D/2)`` each: pair ``j``'s two channels of ``x`` ``(..., D)`` in the form's layout, span by
+    span (:attr:`VisionRope.blocks`): span ``b`` of ``D/B`` channels holds pairs ``b·D/(2B) …``."""
+    ns = array_namespace(x)
+    width = rope.head_dim // rope.blocks
+    parts = [split_pairs(x[..., b * width:(b + 1) * width], rope.layout) for b in range(rope.blocks)]
+    return ns.concat([u for u, _ in parts], axis=-1), ns.concat([v for _, v in parts], axis=-1)
+
+
+def vision_place_pairs(u: Any, v: Any, rope: VisionRope) -> Array:
+    """``(..., D)``: per-pair values ``u``, ``v`` ``(..., D/2)`` written in the form's layout, span by span (the
+    inverse of :func:`vision_split_pairs`)."""
+    ns = array_namespace(u)
+    per = rope.head_dim // (2 * rope.blocks)
+    return ns.concat([place_pairs(u[..., b * per:(b + 1) * per], v[..., b * per:(b + 1) * per], rope.layout)
+                      for b in range(rope.blocks)], axis=-1)
 
 
 def _prefix(prefix_angles: Any, angles: Array, rope: VisionRope) -> Array:
@@ -204,7 +242,7 @@ def apply_vision_rope(x: Any, positions: Any, rope: VisionRope, *, prefix_angles
         ``(..., P + N, D)``: the ``P`` tokens before the patches (none unless ``prefix_angles``), then the ``N``
         patches.
     positions : array
-        ``(..., N, n)`` coordinates of the patches (ints; real coordinates for ``dinov3``).
+        ``(..., N, n)`` coordinates of the patches (ints; real coordinates for ``dinov3`` and ``sam3``).
     rope : VisionRope
         The form, head size and θ.
     prefix_angles : array, optional
@@ -237,9 +275,9 @@ def apply_vision_rope(x: Any, positions: Any, rope: VisionRope, *, prefix_angles
         raise ValueError(f"positions {tuple(angles.shape[:-1])} + ({rope.n_axes},) (after any prefix_angles) must "
                          f"end in x's N axis, x has shape {tuple(x.shape)}")
     cos, sin = ns.astype(ns.cos(angles), x.dtype), ns.astype(ns.sin(angles), x.dtype)  # (..., N, D/2)
-    u, v = split_pairs(x, rope.layout)  # (..., N, D/2) each
+    u, v = vision_split_pairs(x, rope)  # (..., N, D/2) each
     u_out, v_out = u * cos - v * sin, v * cos + u * sin  # u' = u cos φ − v sin φ, v' = v cos φ + u sin φ
-    return place_pairs(u_out, v_out, rope.layout)  # (..., N, D)
+    return vision_place_pairs(u_out, v_out, rope)  # (..., N, D)
 
 
 def qwen_patch_positions(grids: Any, spatial_merge_size: int = 2) -> np.ndarray:
@@ -304,3 +342,28 @@ def dinov3_patch_positions(height: int, width: int, prefix: int = 0) -> np.ndarr
     grid_h, grid_w = np.meshgrid(rows, cols, indexing="ij")  # (height, width) each
     patches = np.stack([grid_h.ravel(), grid_w.ravel()], axis=-1)  # (h·w, 2), row-major
     return np.concatenate([np.zeros((prefix, 2)), patches], axis=0)  # prefix tokens at (0, 0): angle 0
+
+
+def sam3_patch_positions(rows: int, columns: int, scale: float = 1.0) -> np.ndarray:
+    r"""``(rows·columns, 2)`` float64 SAM 3 ViT coordinates ``(h, w)``, row-major: patch ``(r, c)`` at
+    :math:`(r\,s, c\,s)`.
+
+    Notes
+    -----
+    A windowed layer rotates the ``window_size × window_size`` patches of each window at their place in it
+    (``rows = columns = window_size``, :math:`s = 1`); a global layer every patch of the config's grid of
+    ``G_h × G_w`` patches (``image_size // patch_size``) at :math:`s = \mathrm{window\_size} / G_w`.
+
+    See Also
+    --------
+    apply_vision_rope : rotates by these (form ``sam3``).
+
+    References
+    ----------
+    ``Sam3ViTLayer.precompute_positions``, transformers/models/sam3/modeling_sam3.py.
+    """
+    rows, columns = check_int("rows", rows, minimum=1), check_int("columns", columns, minimum=1)
+    scale = check_float("scale", scale, positive=True)
+    grid_h, grid_w = np.meshgrid(np.arange(rows, dtype=np.float64), np.arange(columns, dtype=np.float64),
+                                 indexing="ij")
+    return np.stack([grid_h.ravel(), grid_w.ravel()], axis=-1) * scale  # (r·s, c·s)

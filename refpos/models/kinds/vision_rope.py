@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
-from refpos.rope.vision import VISION_ROPES, VISION_ROPES_PREFIXED, VisionRope
+from refpos.rope.vision import VISION_ROPES, VISION_ROPES_MORE, VISION_ROPES_PREFIXED, VisionRope
 from refpos.rope.vision3d import VISION_ROPES_3D, VisionRope3D
 from refpos.validation import check_int
 
@@ -39,12 +39,15 @@ PREFIXED: dict[str, str | None] = {"dinov3": None, "mlcd": "class_pos_emb"}
 @dataclass(frozen=True)
 class VisionRopeFacts:
     """The form of a tower's RoPE (:data:`refpos.rope.vision.VISION_ROPES`,
-    :data:`refpos.rope.vision.VISION_ROPES_PREFIXED` or :data:`refpos.rope.vision3d.VISION_ROPES_3D`) and, where
-    they are not the defaults, the keys of its layer count, width and head count (V-JEPA 2's predictor:
-    ``pred_num_hidden_layers``, …); ``registers``: the key of the register tokens between the class token and the
-    patches (DINOv3); ``training``: keys that act in training only (DINOv3's coordinate augmentations), read and
-    without effect on eval positions; ``rope_type``: the only ``rope_parameters.rope_type`` the rotary module
-    takes (MLCD: ``axial``), another refused by the key's name."""
+    :data:`refpos.rope.vision.VISION_ROPES_PREFIXED`, :data:`refpos.rope.vision.VISION_ROPES_MORE` or
+    :data:`refpos.rope.vision3d.VISION_ROPES_3D`) and, where they are not the defaults, the keys of its layer count,
+    width and head count (V-JEPA 2's predictor: ``pred_num_hidden_layers``, …); ``registers``: the key of the
+    register tokens between the class token and the patches (DINOv3); ``training``: keys that act in training only
+    (DINOv3's coordinate augmentations), read and without effect on eval positions; ``rope_type``: the only
+    ``rope_parameters.rope_type`` the rotary module takes (MLCD: ``axial``), another refused by the key's name;
+    ``windows``: the keys of the window size and of the list of global layers (SAM 3: ``window_size``,
+    ``global_attn_indexes``), and ``grid`` those of the image and patch size whose grid the global layers' positions
+    are computed for (:func:`tower_windows`)."""
 
     form: str = "qwen2_vl"
     layers: tuple[str, ...] = TOWER_LAYERS
@@ -53,29 +56,41 @@ class VisionRopeFacts:
     registers: str | None = None
     training: tuple[str, ...] = ()
     rope_type: str | None = None
+    windows: tuple[str, ...] = ()
+    grid: tuple[str, ...] = ("image_size", "patch_size")
 
     def __post_init__(self) -> None:
-        for name in ("layers", "width", "heads", "training"):
+        for name in ("layers", "width", "heads", "training", "windows", "grid"):
             value = getattr(self, name)
             if isinstance(value, (list, str)):
                 object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
 
     def check(self, where: str) -> None:
-        check_fact(where, self.form in (*VISION_ROPES, *VISION_ROPES_PREFIXED, *VISION_ROPES_3D),
+        check_fact(where, self.form in (*VISION_ROPES, *VISION_ROPES_PREFIXED, *VISION_ROPES_MORE, *VISION_ROPES_3D),
                    "vision_rope.form", self.form)
         check_fact(where, self.registers is None or self.form in PREFIXED, "vision_rope.registers (a form with a "
                    "class token)", self.registers)
+        check_fact(where, not self.windows or (self.form == "sam3" and len(self.windows) == 2),
+                   "vision_rope.windows (the sam3 form's [window size key, global layers key])", self.windows)
+        check_fact(where, len(self.grid) == 2, "vision_rope.grid ([image size key, patch size key])", self.grid)
 
 
 @dataclass(frozen=True)
 class VisionRopeLayer(LayerRecord):
     """A vision tower's layer: its 2-D (:class:`~refpos.rope.vision.VisionRope`) or 3-D
     (:class:`~refpos.rope.vision3d.VisionRope3D`) RoPE, applied at each patch's (h, w) or (t, h, w); ``prefix``
-    tokens before the patches turned by the angles of the weight ``prefix_weight`` (None: unrotated)."""
+    tokens before the patches turned by the angles of the weight ``prefix_weight`` (None: unrotated); ``window``: the
+    side of the square windows a windowed layer rotates each window's patches in, at their place in the window
+    (0: not windowed); ``grid`` and ``scale``: the fixed ``(rows, columns)`` grid a layer's positions are computed for
+    whatever the image, each patch ``(r, c)`` at ``(r·scale, c·scale)`` (SAM 3's global layers; None: the image's
+    grid, scale 1)."""
 
     rope: VisionRope | VisionRope3D
     prefix: int = 0
     prefix_weight: str | None = None
+    window: int = 0
+    grid: tuple[int, int] | None = None
+    scale: float = 1.0
     kind: ClassVar[str] = "vision_rope"
 
     @property
@@ -87,6 +102,10 @@ class VisionRopeLayer(LayerRecord):
                "axes": 3 if isinstance(self.rope, VisionRope3D) else 2}
         if self.prefix:
             out |= {"prefix": self.prefix, "prefix_angles": self.prefix_weight or "unrotated"}
+        if self.window:
+            out["window"] = self.window
+        if self.grid is not None:
+            out |= {"grid": list(self.grid), "scale": self.scale}
         return out
 
     def _why_not(self) -> str:
@@ -132,6 +151,36 @@ def tower_prefix(stack: Stack) -> tuple[int, str | None]:
     return 1 + registers, PREFIXED[facts.form]
 
 
+def _side(value: Any, name: str) -> tuple[int, int]:
+    """``(rows, columns)`` of a size given as one int (square) or ``[height, width]``."""
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return check_int(f"{name}[0]", value[0], minimum=1), check_int(f"{name}[1]", value[1], minimum=1)
+    side = check_int(name, value, minimum=1)
+    return side, side
+
+
+def tower_windows(stack: Stack, n: int) -> list[tuple[int, tuple[int, int] | None, float]]:
+    r"""``(window, grid, scale)`` of each of the ``n`` layers: ``(0, None, 1)`` without ``windows`` facts; SAM 3's
+    windowed layers ``(w, None, 1)`` (``w`` = the window size), its global layers (listed by the second key)
+    ``(0, (G_h, G_w), w / G_w)``, :math:`G_h = \lfloor i_1 / p_1 \rfloor`, :math:`G_w = \lfloor i_0 / p_0 \rfloor` for
+    an image size ``(i_0, i_1)`` and patch size ``(p_0, p_1)`` (one int: both), as
+    ``Sam3ViTLayer.precompute_positions`` reads them: the config's image size, not the image fed."""
+    view, facts = stack.view, stack.facts
+    if not facts.windows:
+        return [(0, None, 1.0)] * n
+    window = view.int(facts.windows[0], minimum=1)
+    listed = view.value(facts.windows[1]) or []
+    if not isinstance(listed, (list, tuple)):
+        raise TypeError(f"{view.name(facts.windows[1])} must be a list of layer indices, got {listed!r}")
+    global_layers = {check_int(f"{view.name(facts.windows[1])}[{i}]", v, minimum=0) for i, v in enumerate(listed)}
+    image = _side(view.value(facts.grid[0]), view.name(facts.grid[0]))
+    patch = _side(view.value(facts.grid[1]), view.name(facts.grid[1]))
+    grid = (image[1] // patch[1], image[0] // patch[0])  # (G_h, G_w): the second entries give the rows
+    if min(grid) < 1:
+        raise ValueError(f"{view.path}: the image size {image} holds no patch of {patch}")
+    return [(0, grid, window / grid[1]) if i in global_layers else (window, None, 1.0) for i in range(n)]
+
+
 def build(stack: Stack) -> list[LayerRecord]:
     """One :class:`VisionRopeLayer` per layer of the tower."""
     rope = tower_rope(stack)
@@ -139,8 +188,9 @@ def build(stack: Stack) -> list[LayerRecord]:
     n = check_int(stack.view.name(stack.facts.layers[0]), stack.view.count(stack.facts.layers, "layer count"),
                   minimum=1)
     reads = (("rotation", ("video_grid",) if isinstance(rope, VisionRope3D) else ("image_grid",)),)
-    return [VisionRopeLayer(stack.name, i, None, rope=rope, prefix=prefix, prefix_weight=weight, reads=reads)
-            for i in range(n)]
+    return [VisionRopeLayer(stack.name, i, None, rope=rope, prefix=prefix, prefix_weight=weight, window=window,
+                            grid=grid, scale=scale, reads=reads)
+            for i, (window, grid, scale) in enumerate(tower_windows(stack, n))]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
@@ -157,4 +207,4 @@ VISION_ROPE = EncodingKind(
     check="vision_rope")
 
 __all__ = ["PREFIXED", "TOWER_HEADS", "TOWER_LAYERS", "TOWER_WIDTH", "VISION_ROPE", "VisionRopeFacts",
-           "VisionRopeLayer", "build", "tower_prefix", "tower_rope"]
+           "VisionRopeLayer", "build", "tower_prefix", "tower_rope", "tower_windows"]
