@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 
-from refpos.pairs import place_pairs
 from refpos.rope.vision import (
     VisionRope,
     apply_vision_rope,
@@ -48,6 +47,8 @@ from refpos.rope.vision import (
     qwen_patch_positions,
     vision_angles,
     vision_frequencies,
+    vision_place_pairs,
+    vision_split_pairs,
 )
 from refpos.rope.vision3d import VisionRope3D, apply_vision3d_rope, axial_part, thw_patch_positions
 from survey.pixel_kinds.base import Outcome, graded, image_patch_grid
@@ -95,10 +96,12 @@ def channels_of(rope: VisionRope, positions: np.ndarray) -> tuple[Channels, np.n
     axes, omega = vision_frequencies(rope)
     d = rope.head_dim
     index = np.arange(d)
-    partner = (index + d // 2) % d if rope.layout == "half" else index ^ 1
+    first, second = (np.asarray(c, dtype=np.int64) for c in vision_split_pairs(index, rope))  # pair j's channels
+    partner = index.copy()
+    partner[first], partner[second] = second, first
     per_pair = positions[:, list(axes)]  # (N, D/2): p_{a(j)}
-    speeds = Channels(index, partner, np.ones(d), np.asarray(place_pairs(omega, omega, rope.layout)))
-    return speeds, np.asarray(place_pairs(per_pair, per_pair, rope.layout))
+    speeds = Channels(index, partner, np.ones(d), np.asarray(vision_place_pairs(omega, omega, rope)))
+    return speeds, np.asarray(vision_place_pairs(per_pair, per_pair, rope))
 
 
 def _dinov3_mutants(rope: VisionRope, positions: np.ndarray, prefix: np.ndarray
@@ -169,15 +172,18 @@ def rope_sites(sites: list[Site]) -> tuple[str, ...]:
                  and all("freq" in name.rsplit(".", 1)[-1] for name in site.params))
 
 
-def _claim(rope: VisionRope, x: np.ndarray, positions: np.ndarray, prefix: np.ndarray) -> tuple[np.ndarray, Any]:
-    """refpos's rotation of ``x`` (prefix, then patches) and its bound per output channel (module docstring)."""
+def claim_and_bound(rope: VisionRope, x: np.ndarray, positions: np.ndarray, prefix: np.ndarray,
+                    relative: float = 0.0) -> tuple[np.ndarray, Any]:
+    """refpos's rotation of ``x`` (prefix, then patches) and its bound per output channel (module docstring);
+    ``relative``: the coordinates' own relative error (a scale rounded to float32), carried as more roundings."""
     speeds, per_channel = channels_of(rope, positions)
     if rope.kind == "dinov3":
         per_channel = np.abs(per_channel) + 1.0  # the float32 coordinate's absolute error
+    per_channel = np.abs(per_channel) * (1.0 + relative)
     if prefix.shape[0]:
         _, omega = vision_frequencies(rope)
         given = np.abs(prefix) / omega  # (P, D/2): the coordinate whose angle is |α|
-        per_channel = np.concatenate([np.asarray(place_pairs(given, given, rope.layout)), per_channel], axis=0)
+        per_channel = np.concatenate([np.asarray(vision_place_pairs(given, given, rope)), per_channel], axis=0)
     claim = apply_vision_rope(x, positions, rope, prefix_angles=prefix if prefix.shape[0] else None)
     return np.asarray(claim), speeds.bound(x, per_channel)
 
@@ -192,6 +198,9 @@ def rotary_calls(run: PixelRun, head_dim: int) -> list[tuple[str, str, np.ndarra
     out = []
     for size, calls in run.applied.items():
         for call in calls:
+            if not call.before:
+                return (f"not reached: {call.name} at the {size} size: no query or key recorded (its tensors passed "
+                        f"by keyword)")
             for before, after in zip(call.before, call.after, strict=False):
                 x, y = before.astype(np.float64), after.astype(np.float64)
                 if x.shape[-1] != head_dim or x.shape != y.shape:
@@ -213,6 +222,10 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     accounted = rope_sites(sites)
     if isinstance(rope, VisionRope3D) and rope.kind == "minimax_m3_vl":
         return compare_thw(record, run, accounted)
+    if getattr(record, "window", 0) or getattr(record, "grid", None) is not None:
+        from survey.pixel_kinds.vision_rope_windows import compare_windows
+
+        return compare_windows(record, run, accounted)
     if not isinstance(rope, VisionRope):
         return Outcome("not reached", f"{record.stack} layer {record.index}: the survey compares 2-D vision RoPE and "
                        f"MiniMax-M3-VL's 3-D form; this claim is {rope.kind}'s (a {type(rope).__name__})", accounted)
@@ -232,7 +245,7 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
         if positions is None:
             return Outcome("not reached", f"{call} at the {size} size: {patches} patches are no "
                            f"grid of the {rope.kind} form's", accounted)
-        claim, bound = _claim(rope, x, positions, prefix)
+        claim, bound = claim_and_bound(rope, x, positions, prefix)
         wrong = {name: None if m is None else np.asarray(apply_vision_rope(
             x, m[1], m[0], prefix_angles=None if m[2] is None or not m[2].shape[0] else m[2]))
             for name, m in mutants(rope, run, size, patches, positions, prefix).items()}
