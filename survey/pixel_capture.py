@@ -236,15 +236,23 @@ def one_head(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x[index])
 
 
+#: the names of the layer list a tower's forward runs its patches through, taken before any other list (Qwen3-Omni's
+#: vision encoder holds its deep-stack mergers in a list registered before its blocks)
+LAYER_LISTS = ("layers", "blocks", "layer", "block")
+
+
 def first_layer(owner: Any) -> Any | None:
-    """The first element of the first non-empty layer list among ``owner``'s children, where ``owner`` is not an
-    embedding module (whose own output is what its table adds to); ``None`` otherwise."""
+    """The first element of ``owner``'s layer list (a non-empty child list named in :data:`LAYER_LISTS`, else the
+    first non-empty child list), where ``owner`` is not an embedding module (whose own output is what its table
+    adds to); ``None`` otherwise."""
     import torch
 
     if "embed" in type(owner).__name__.lower():
         return None
-    return next((child[0] for child in owner.children() if isinstance(child, torch.nn.ModuleList) and len(child)),
-                None)
+    lists = {name: child for name, child in owner.named_children() if isinstance(child, torch.nn.ModuleList)
+             and len(child)}
+    chosen = next((lists[name] for name in LAYER_LISTS if name in lists), next(iter(lists.values()), None))
+    return None if chosen is None else chosen[0]
 
 
 def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, Capture]:

@@ -34,6 +34,7 @@ embedding):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from refpos.backend import Array, array_namespace
@@ -245,6 +246,46 @@ def merge_block_order(grid: tuple[int, int], merge: int) -> list[int]:
     return [(block_row * merge + in_row) * cols + block_col * merge + in_col
             for block_row in range(rows // merge) for block_col in range(cols // merge)
             for in_row in range(merge) for in_col in range(merge)]
+
+
+def packed_position_rows(rows_of: Callable[[tuple[int, int]], Array], grids: Sequence[Sequence[int]],
+                         merge: int = 1) -> Array:
+    r"""The position rows of a packed sequence of images and clips, token by token (Qwen3-VL-style towers).
+
+    A tower fed flat patches and their grids ``grids[b] = (t_b, h_b, w_b)`` (``grid_thw``) adds to image ``b``'s
+    tokens its grid resampled to ``(h_b, w_b)``, ``G'_b = rows_of((h_b, w_b))`` (``h_b·w_b`` rows in raster
+    order), laid out in the tower's token order ``π_m`` (:func:`merge_block_order`; ``m = 1``: raster) and
+    repeated for each of its ``t_b`` frames; the images follow one another:
+
+    .. math:: P = \big[\,\underbrace{G'_1[\pi_m];\ \dots;\ G'_1[\pi_m]}_{t_1};\ \dots;\
+        \underbrace{G'_B[\pi_m];\ \dots;\ G'_B[\pi_m]}_{t_B}\big]
+
+    >>> import numpy as np
+    >>> rows = packed_position_rows(lambda g: np.arange(g[0] * g[1])[:, None], [(2, 2, 2), (1, 2, 4)], merge=2)
+    >>> rows[:, 0].tolist()
+    [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 4, 5, 2, 3, 6, 7]
+
+    See Also
+    --------
+    merge_block_order : the token order of one frame
+    resample_position_table : what ``rows_of`` computes for most towers
+    """
+    merge = check_int("merge", merge, minimum=1)
+    if not isinstance(grids, Sequence) or not grids:
+        raise ValueError(f"grids must be a non-empty list of (t, h, w) grids, got {grids!r}")
+    blocks = []
+    for index, thw in enumerate(grids):
+        if not isinstance(thw, Sequence) or len(thw) != 3:
+            raise TypeError(f"grids[{index}] must be (t, h, w), got {thw!r}")
+        frames = check_int(f"grids[{index}][0]", thw[0], minimum=1)
+        hw = _target(f"grids[{index}][1:]", list(thw[1:]))
+        rows = rows_of(hw)
+        if rows.shape[0] != hw[0] * hw[1]:
+            raise ValueError(f"rows_of({hw}) must give {hw[0] * hw[1]} rows, got {rows.shape[0]}")
+        xp = array_namespace(rows)
+        order = xp.asarray(merge_block_order(hw, merge))
+        blocks.extend([xp.take(rows, order, axis=0)] * frames)
+    return array_namespace(blocks[0]).concat(blocks, axis=0)
 
 
 def resample_position_grids_padded(grid: Array, sizes: list[tuple[int, int]], max_length: int, *,

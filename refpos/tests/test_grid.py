@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from refpos.backend import to_numpy
 from refpos.encodings.grid import (
     merge_block_order,
+    packed_position_rows,
     patch_grid,
     resample_position_grid,
     resample_position_grids_padded,
@@ -207,3 +208,47 @@ def test_a_square_crop_is_the_corner_of_the_longer_sides_square(side, h, w, seed
     stretched = to_numpy(resample_position_table(table, (h, w), mode="bilinear"))
     if h != w and side > 1:
         assert not np.allclose(stretched, crop, rtol=0, atol=ATOL)
+
+
+# --- packed towers: flat patches of (t, h, w) grids (Qwen3-VL's kin) -----------------------------------------------
+
+PACKED = {"model_type": "qwen3_vl_vision", "depth": 1, "hidden_size": 8, "num_heads": 2,
+          "num_position_embeddings": 64, "spatial_merge_size": 2, "patch_size": 16}
+
+
+def test_packed_rows_are_each_frame_s_grid_in_merge_block_order():
+    import refpos
+    from refpos.encodings.grid import merge_block_order
+
+    site = refpos.model_positions(PACKED).stack("vision.input")[0]
+    table = np.random.default_rng(7).standard_normal((64, 8))
+    rows = np.asarray(site.tokens(table, [[2, 4, 6], [1, 2, 2]]))
+    clip = np.asarray(site.reference(table, (4, 6)))[merge_block_order((4, 6), 2)]
+    image = np.asarray(site.reference(table, (2, 2)))
+    np.testing.assert_array_equal(rows, np.concatenate([clip, clip, image]))
+    assert site.params()["token_order"] == "merge blocks of 2 × 2"
+
+
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 4))
+def test_packed_rows_of_one_frame_in_raster_order_are_the_resampled_grid(t, h, w):
+    table = np.arange(h * w * 2, dtype=np.float64).reshape(h * w, 2)
+    rows = packed_position_rows(lambda hw: table, [[t, h, w]], 1)
+    np.testing.assert_array_equal(rows, np.tile(table, (t, 1)))
+
+
+@pytest.mark.parametrize(("grids", "merge", "message"), [
+    ([], 1, "grids must be a non-empty"), ([[1, 4]], 1, r"grids\[0\] must be \(t, h, w\)"),
+    ([[0, 4, 4]], 1, r"grids\[0\]\[0\] must be >= 1"), ([[1, 3, 4]], 2, "does not divide into merge"),
+    ([[1, 4, 4]], 0, "merge must be >= 1")])
+def test_packed_rows_refuse_bad_grids_by_name(grids, merge, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        packed_position_rows(lambda hw: np.zeros((hw[0] * hw[1], 2)), grids, merge)
+
+
+def test_an_image_grid_is_not_asked_for_packed_rows():
+    import refpos
+
+    site = refpos.model_positions({"model_type": "vit", "num_hidden_layers": 1, "num_attention_heads": 2,
+                                   "hidden_size": 8, "image_size": 32, "patch_size": 8}).stack("vision.input")[0]
+    with pytest.raises(ValueError, match="grids: the vision.input grid is added to one image's patches"):
+        site.tokens(np.zeros((17, 8)), [[1, 4, 4]])

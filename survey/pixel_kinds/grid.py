@@ -44,6 +44,13 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         if observed is None:
             return Outcome("not reached", f"{site.owner}: output {out.shape} has no axis of width {record.dim}",
                            (site.path,))
+        if getattr(record, "packed", False):
+            if name not in run.grids:
+                return Outcome("not reached", f"{site.owner}: no (t, h, w) grid recorded at the {name} size",
+                               (site.path,))
+            noise = 2 * unit(run) * float(np.max(np.abs(out)))
+            cases.append(packed_case(record, table, observed, tuple(int(v) for v in run.grids[name]), run, noise))
+            continue
         extra = record.prefix + record.suffix if record.variant is None or record.variant.keep_extra else 0
         grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])
         if grid is None:  # tokens the table does not reach (DINOv2's registers) gain exactly nothing: left out
@@ -69,3 +76,29 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
             reference = reference_at_ties(observed, inputs) if observed.shape == reference.shape else reference
         cases.append((observed, reference, grid_tolerance(inputs, run.dtype) + noise, mistakes_of("grid", inputs)))
     return graded(cases, (site.path,), f"{site.path} grid")
+
+
+def packed_case(record: Any, table: np.ndarray, observed: np.ndarray, thw: tuple[int, int, int], run: PixelRun,
+                noise: float) -> tuple[np.ndarray, np.ndarray, float, dict[str, np.ndarray | None]]:
+    """The case of a packed tower fed one image or clip of grid ``thw = (t, h, w)``: refpos's rows for its tokens
+    (:meth:`refpos.models.kinds.grid.GridLayer.tokens`), the way's bound, and the wrong answers: each catalogued
+    mistake of the grid laid out as the tower lays out its tokens, and the tokens in the other order (raster for
+    merge blocks, merge blocks of 2 for raster)."""
+    from refpos.encodings.grid import packed_position_rows
+    from refpos.encodings.grid_mistakes import GridInputs, grid_tolerance
+
+    _, h, w = thw
+    inputs = GridInputs(table, (h, w), record.variant, prefix_tokens=record.prefix, suffix_tokens=record.suffix,
+                        source_grid=record.grid)
+    reference = np.asarray(record.tokens(table, [thw]), dtype=np.float64)
+
+    def laid_out(rows: np.ndarray | None, merge: int = record.merge) -> np.ndarray | None:
+        if rows is None or rows.shape[0] != h * w or h % merge or w % merge:
+            return None
+        return np.asarray(packed_position_rows(lambda hw: rows, [thw], merge), dtype=np.float64)
+
+    raster = np.asarray(record.reference(table, (h, w)), dtype=np.float64)
+    wrong = {name: laid_out(rows) for name, rows in mistakes_of("grid", inputs).items()}
+    wrong["tokens in raster order" if record.merge > 1 else "tokens in merge blocks of 2"] = laid_out(
+        raster, 1 if record.merge > 1 else 2)
+    return observed, reference, grid_tolerance(inputs, run.dtype) + noise, wrong

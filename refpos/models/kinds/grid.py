@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from refpos.backend import Array
-from refpos.encodings.grid import patch_grid
+from refpos.encodings.grid import packed_position_rows, patch_grid
 from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
@@ -73,7 +73,11 @@ class GridFacts:
     them itself (a square: SigLIP2's ``num_patches``), ``positions_default`` its class default; ``always``: the
     model resamples on every call (DINOv2, SigLIP2), rather than when its forward is asked to
     (``interpolate_pos_encoding=True``: ViT, CLIP); ``width``: the key of the table's width when it is not the
-    stack's (Swin: ``embed_dim``, the first stage's).
+    stack's (Swin: ``embed_dim``, the first stage's); ``packed``: the tower takes flat patches and their
+    ``(t, h, w)`` grids (``grid_thw``), each image's grid laid out for each of its frames
+    (:func:`~refpos.encodings.grid.packed_position_rows`); ``merge``: the key of the side of the merge blocks
+    its tokens come in (Qwen3-VL's ``spatial_merge_size``; none: raster order), ``merge_default`` its class
+    default.
     """
 
     way: str = "bicubic"
@@ -87,6 +91,9 @@ class GridFacts:
     positions_default: int | None = None
     always: bool = False
     width: str | None = None
+    packed: bool = False
+    merge: str | None = None
+    merge_default: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.defaults, list):
@@ -99,6 +106,8 @@ class GridFacts:
         check_fact(where, isinstance(self.always, bool), "grid.always", self.always)
         check_fact(where, self.defaults is None or len(self.defaults) == 2, "grid.defaults (image, patch)",
                    self.defaults)
+        check_fact(where, isinstance(self.packed, bool), "grid.packed", self.packed)
+        check_fact(where, self.merge is None or self.packed, "grid.merge (a packed tower's)", self.merge)
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,8 @@ class GridLayer(LayerRecord):
     suffix: int = 0
     dim: int = 768
     always: bool = False
+    packed: bool = False
+    merge: int = 1
     kind: ClassVar[str] = "grid"
 
     @property
@@ -132,6 +143,9 @@ class GridLayer(LayerRecord):
         variant = self.variant
         return {"way": self.way, "grid": list(self.grid), "prefix": self.prefix, "suffix": self.suffix,
                 "dim": self.dim, "table_rows": self.table_rows, "at": "input",
+                **({"packed": "flat patches of (t, h, w) grids, each frame its image's rows",
+                    "token_order": "raster" if self.merge == 1 else f"merge blocks of {self.merge} × {self.merge}"}
+                   if self.packed else {}),
                 "resampled": "never: the input must have the native grid" if variant is None else
                 ("on every call" if self.always else "when the forward is called with interpolate_pos_encoding"),
                 **({} if variant is None else {"read": variant.read, "mode": variant.mode,
@@ -156,6 +170,15 @@ class GridLayer(LayerRecord):
         return self.variant.resample(table, grid, prefix_tokens=self.prefix, suffix_tokens=self.suffix,
                                      source_grid=self.grid)
 
+    def tokens(self, table: Array, grids: list[tuple[int, int, int]]) -> Array:
+        r"""The rows added to a packed tower's tokens (:attr:`packed`): for each ``(t, h, w)`` of ``grids``, the
+        grid rows of :meth:`reference` at ``(h, w)``, in the tower's token order, once per frame
+        (:func:`~refpos.encodings.grid.packed_position_rows`)."""
+        if not self.packed:
+            raise ValueError(f"grids: the {self.stack} grid is added to one image's patches, not to packed (t, h, w) "
+                             "grids: call reference")
+        return packed_position_rows(lambda hw: self.reference(table, hw), grids, self.merge)
+
     def _why_not(self) -> str:
         return ("a resampled 2-D grid is added to the patches, not to 1-D positions: GridLayer.reference resamples "
                 "the checkpoint's table to the input's patch grid")
@@ -176,9 +199,15 @@ def build(stack: Stack) -> list[LayerRecord]:
         grid = image_grid(view, facts.image, facts.patch, image_default=image, patch_default=patch)
     prefix = facts.prefix if facts.prefix_key is None else view.int(facts.prefix_key, minimum=0)
     suffix = 0 if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
+    variant = GRID_VARIANTS.get(facts.way)
+    if facts.packed and (variant is None or (variant.keep_extra and prefix + suffix)):
+        raise ValueError(f"{stack.family.model_type if stack.family else 'the row'}: grid.packed takes a way that "
+                         f"leaves the extra rows out, got {facts.way!r} with {prefix} + {suffix} extra rows")
+    merge = 1 if facts.merge is None else view.int(facts.merge, facts.merge_default, minimum=1)
     return [GridLayer(stack.name, 0, None, way=facts.way, grid=grid, prefix=prefix, suffix=suffix,
                       dim=stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1),
-                      always=facts.always, reads=(("rows", ("image_grid",)),))]
+                      always=facts.always, packed=facts.packed, merge=merge,
+                      reads=(("rows", ("video_grid",) if facts.packed else ("image_grid",)),))]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
@@ -188,7 +217,7 @@ def _draw(draw: Any, st: Any) -> dict[str, Any]:
 
 GRID = EncodingKind(
     name="grid", summary="a learned 2-D table added to the patches, resampled to the input's patch grid (ViT, "
-    "DINOv2, CLIP, SigLIP)", record=GridLayer, build=build, hook="input", reads=("image_grid",),
+    "DINOv2, CLIP, SigLIP)", record=GridLayer, build=build, hook="input", reads=("image_grid", "video_grid"),
     doc="docs/grid.md#the-math", facts=GridFacts, contract=("resample_position_table",),
     spec="spec_tests/test_grid.py", draw=_draw, modalities=("vision",),
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16, "image_size": 32,
