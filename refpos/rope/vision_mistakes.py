@@ -16,7 +16,8 @@ of ``v``).
   ``(2i + 1)/n − 1 ∈ [−1, 1]`` within ``4u`` absolute (its sum, division and difference, or its float64 value
   stored), and its ``2π`` one rounding more of ``ω``; the product ``p·ω`` one rounding, so
   ``|Δφ| ≤ (|ln θ| + 5)·u·|φ| + 4u·ω``: the error grows with the angle, the largest at the largest coordinate of
-  the fastest pair (``ω₀ = 1``, DINOv3's ``2π``);
+  the fastest pair (``ω₀ = 1``, DINOv3's ``2π``); SAM 3's scaled coordinate ``p·s`` (the scale rounded, the
+  product) adds ``2u·|φ|``;
 * ``cos φ`` and ``sin φ`` (1-Lipschitz): ``|Δφ|`` plus their evaluation and storage, ``2u``;
 * ``x`` stored in float32 (``u·|x|``), the two products and the sum of ``u' = u cos φ − v sin φ`` (and of
   ``v'``) three roundings: with ``|u'| ≤ |u| + |v|``, ``|Δu'| ≤ (|u| + |v|)·(|Δφ| + 5u)``.
@@ -24,8 +25,8 @@ of ``v``).
 So ``|Δu'| ≤ u·(|u| + |v|)·((|ln θ| + 5)·|φ| + 4ω + 5)``. With a margin of one ``u·|φ|`` and one ``u``, and per
 token (``|u| + |v| ≤ 2·max_c |x_c|``, ``|φ| ≤ φ_max``, the token's largest angle; ``ω ≤ ω_max``, the fastest):
 
-.. math:: \beta_t = u\cdot 2\max_c |x_{t,c}|\cdot\bigl((|\ln\theta| + 6)\,\varphi_{\max,t} + 4\,\omega_{\max}
-    + 6\bigr)
+.. math:: \beta_t = u\cdot 2\max_c |x_{t,c}|\cdot\bigl((|\ln\theta| + 6 + 2[\mathrm{sam3}])\,\varphi_{\max,t}
+    + 4\,\omega_{\max} + 6\bigr)
 
 one bound for every channel of token ``t``. A mistake's output is matched within the bound of its own angles
 (its coordinates, θ and frequencies): the same computation with one step changed admits the same rounding.
@@ -40,8 +41,16 @@ from typing import Any
 import numpy as np
 
 from refpos.mistake_match import KindMistake, as_float64, identify_output
-from refpos.pairs import layout_permutation, place_pairs
-from refpos.rope.vision import VisionRope, apply_vision_rope, vision_angles, vision_frequencies
+from refpos.pairs import split_pairs
+from refpos.rope.vision import (
+    REAL_COORDINATES,
+    VisionRope,
+    apply_vision_rope,
+    vision_angles,
+    vision_frequencies,
+    vision_place_pairs,
+    vision_split_pairs,
+)
 from refpos.validation import as_positions
 
 #: float32's unit roundoff: the precision a correct port may compute in
@@ -78,7 +87,7 @@ class VisionRopeInputs:
             raise ValueError(f"x must have shape (..., N, head_dim={self.rope.head_dim}), got {x.shape}")
         if not np.all(np.isfinite(x)):
             raise ValueError("x must be finite")
-        if self.rope.kind == "dinov3":  # real coordinates: the patch centres in [−1, 1]
+        if self.rope.kind in REAL_COORDINATES:  # real coordinates: DINOv3's patch centres, SAM 3's scaled ones
             positions = as_float64(self.positions)
         else:
             positions = np.asarray(as_positions(self.positions, xp=np), dtype=np.int64)
@@ -102,33 +111,42 @@ class VisionRopeInputs:
 
 
 def token_bound(x: np.ndarray, positions: np.ndarray, rope: VisionRope) -> np.ndarray:
-    r"""``β_t = u·2·max_c|x_{t,c}|·((|ln θ| + 6)·φ_max,t + 4·ω_max + 6)``, ``(..., N, 1)``: what a float32 port
-    of the rotation of ``x`` at ``positions`` may differ by (module docstring)."""
+    r"""``β_t = u·2·max_c|x_{t,c}|·((|ln θ| + 6 + 2[sam3])·φ_max,t + 4·ω_max + 6)``, ``(..., N, 1)``: what a
+    float32 port of the rotation of ``x`` at ``positions`` may differ by (module docstring)."""
     angles = np.abs(as_float64(vision_angles(positions, rope, xp=np)))  # (..., N, D/2)
     phi_max = angles.max(axis=-1, keepdims=True)
     omega_max = float(np.max(vision_frequencies(rope)[1]))
     magnitude = 2.0 * np.abs(x).max(axis=-1, keepdims=True)  # |u| + |v| of any pair of the token
-    return U32 * magnitude * ((abs(math.log(rope.theta)) + 6.0) * phi_max + 4.0 * omega_max + 6.0)
+    scaled = 2.0 if rope.kind == "sam3" else 0.0  # SAM 3's coordinate p·s: 2u relative
+    return U32 * magnitude * ((abs(math.log(rope.theta)) + 6.0 + scaled) * phi_max + 4.0 * omega_max + 6.0)
 
 
 def rotate(x: np.ndarray, positions: np.ndarray, rope: VisionRope, *, layout: str | None = None,
            reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """The rotation of ``rope`` at ``positions`` with its pairs read and written in ``layout`` (the form's when
-    ``None``) and by ``−φ`` when ``reverse``, and its bound: :func:`~refpos.rope.vision.apply_vision_rope` on
-    ``x`` with its channels moved to the form's pairs (:func:`refpos.pairs.layout_permutation`) and, reversed, its
-    ``v`` members negated before and after."""
-    own, head = rope.layout, rope.head_dim
-    layout = own if layout is None else layout
-    to_own = np.asarray(layout_permutation(head, layout, own, xp=np))  # the port's pair j onto the form's
-    back = np.asarray(layout_permutation(head, own, layout, xp=np))
-    ones = np.ones(head // 2)
-    sign = as_float64(place_pairs(ones, -ones, own)) if reverse else np.ones(head)  # S: v → −v
+    """The rotation of ``rope`` at ``positions`` with its pairs read and written in ``layout`` over the whole head
+    (the form's own when ``None``: Gemma 4's one span per axis) and by ``−φ`` when ``reverse``, and its bound:
+    :func:`~refpos.rope.vision.apply_vision_rope` on ``x`` with the port's pair ``j`` moved onto the form's pair
+    ``j`` (channel lists of :func:`~refpos.rope.vision.vision_split_pairs` and :func:`refpos.pairs.split_pairs`)
+    and, reversed, its ``v`` members negated before and after."""
+    head = np.arange(rope.head_dim)
+    own = np.concatenate([np.asarray(c) for c in vision_split_pairs(head, rope)])  # the form's (u…, v…) channels
+    port = own if layout is None else np.concatenate([np.asarray(c) for c in split_pairs(head, layout)])
+    to_own = np.empty_like(head)
+    to_own[own] = port  # the form's channel own[i] reads the port's channel port[i]
+    back = np.empty_like(head)
+    back[port] = own
+    ones = np.ones(rope.head_dim // 2)
+    sign = as_float64(vision_place_pairs(ones, -ones, rope)) if reverse else np.ones(rope.head_dim)  # S: v → −v
     moved = x[..., to_own] * sign
     out = as_float64(apply_vision_rope(moved, positions, rope)) * sign
     return np.ascontiguousarray(out[..., back]), token_bound(x, positions, rope)
 
 
 def _other_layout(inputs: VisionRopeInputs) -> tuple[np.ndarray, np.ndarray]:
+    """The other pairing over the whole head; for Gemma 4's one half-layout span per axis, the half layout over the
+    whole head (``rotate_half`` of the head)."""
+    if inputs.rope.blocks > 1:
+        return rotate(inputs.x, inputs.positions, inputs.rope, layout=inputs.rope.layout)
     layout = "interleaved" if inputs.rope.layout == "half" else "half"
     return rotate(inputs.x, inputs.positions, inputs.rope, layout=layout)
 
@@ -201,7 +219,8 @@ VISION_ROPE_MISTAKES: tuple[KindMistake, ...] = (
     KindMistake("axes_swapped", "the row and the column exchanged: each pair reads the other coordinate (Llama 4's "
                 "w-first order taken for h-first, or the reverse)", _axes_swapped),
     KindMistake("layout_swapped", "pairs (2j, 2j + 1) where the form pairs (j, j + D/2), or the reverse "
-                "(Llama 4's complex form read as rotate_half)", _other_layout),
+                "(Llama 4's complex form read as rotate_half); Gemma 4's one half-layout span per axis read as one "
+                "half-layout head", _other_layout),
     KindMistake("direction_reversed", "the rotation by −φ: the sign of the sine flipped", lambda i: rotate(
         i.x, i.positions, i.rope, reverse=True)),
     KindMistake("frequencies_of_head_d", "the frequencies of one head of size D split between the axes (Pixtral's "

@@ -14,13 +14,15 @@ import pytest
 from refpos.check.kinds import BY_KIND, catalogue_id, check_kind
 from refpos.check.shared.arrays import Unusable
 from refpos.cli import main
-from refpos.pairs import place_pairs, split_pairs
 from refpos.rope.vision import (
     VisionRope,
     dinov3_patch_positions,
     llama4_patch_positions,
     pixtral_patch_positions,
+    sam3_patch_positions,
     vision_frequencies,
+    vision_place_pairs,
+    vision_split_pairs,
 )
 from refpos.rope.vision_mistakes import VISION_ROPE_MISTAKES, VisionRopeInputs, rotate
 from refpos.tests.kind_checks import call_file
@@ -39,8 +41,8 @@ def port32(x: np.ndarray, positions: np.ndarray, rope: VisionRope) -> np.ndarray
     omega32 = scale * (np.float32(1.0) / np.power(np.float32(rope.theta), exponent))  # float32 ops only
     angles = np.asarray(positions)[..., list(axes)].astype(np.float32) * omega32  # (..., N, D/2) float32
     cos, sin = np.cos(angles), np.sin(angles)
-    u, v = split_pairs(np.asarray(x, dtype=np.float32), rope.layout)
-    return np.asarray(place_pairs(u * cos - v * sin, v * cos + u * sin, rope.layout))
+    u, v = vision_split_pairs(np.asarray(x, dtype=np.float32), rope)
+    return np.asarray(vision_place_pairs(u * cos - v * sin, v * cos + u * sin, rope))
 
 
 def _rope_dict(rope: VisionRope) -> dict:
@@ -63,6 +65,9 @@ PORTS = [
     (VisionRope("mlcd", 80), pixtral_patch_positions(6, 9) * 40),
     (VisionRope("dinov3", 64, theta=100.0), dinov3_patch_positions(14, 14, prefix=5)),
     (VisionRope("dinov3", 64, theta=100.0), dinov3_patch_positions(7, 9) * 60),
+    (VisionRope("gemma4", 64, theta=100.0), pixtral_patch_positions(6, 9) * 40),
+    (VisionRope("sam3", 64), sam3_patch_positions(24, 24)),
+    (VisionRope("sam3", 64), sam3_patch_positions(72, 72, 24 / 72)),
     (VisionRope("axial", 48, sections=(8, 8, 8)), np.stack(np.meshgrid(np.arange(3), np.arange(4) * 100,
                                                                        np.arange(5) * 90, indexing="ij"),
                                                            axis=-1).reshape(-1, 3)),
@@ -145,6 +150,26 @@ def test_a_mistake_s_computation_is_the_one_it_names():
     inputs = VisionRopeInputs(x, positions, qwen)
     wrong = CHECK.wrong(inputs, "frequencies_of_head_d")
     np.testing.assert_allclose(wrong, rotate(x, positions, VisionRope("pixtral", 16))[0], atol=1e-13)
+
+
+@pytest.mark.parametrize(("rope", "positions", "names"), [
+    (VisionRope("gemma4", 32, theta=100.0), pixtral_patch_positions(4, 6),
+     ("layout_swapped", "axes_swapped", "direction_reversed", "positions_from_one", "theta_default")),
+    (VisionRope("sam3", 32), sam3_patch_positions(9, 9, 4 / 9),
+     ("layout_swapped", "axes_swapped", "direction_reversed", "positions_from_one")),
+], ids=["gemma4", "sam3-global"])
+def test_the_forms_beyond_the_contract_name_their_mistakes(rope, positions, names):
+    """Gemma 4's layout mistake is its two per-axis spans read as one half-layout head; SAM 3's scaled real
+    coordinates take the catalogue as the other forms do."""
+    call = _call(rope, positions, 2, 3.0)
+    inputs = CHECK.inputs(FUNCTION, call)
+    for name in names:
+        wrong = CHECK.wrong(inputs, name)
+        result = check_kind("vision_rope", FUNCTION, call, wrong)
+        assert [d["id"] for d in result["diagnosis"]] == [catalogue_id("vision_rope", name)], (name, result)
+    if rope.kind == "gemma4":  # the whole head in the half layout: Qwen2-VL's pairs with the column first
+        as_head = rotate(call["x"], positions[:, ::-1], VisionRope("qwen2_vl", 32, theta=100.0))[0]
+        np.testing.assert_allclose(CHECK.wrong(inputs, "layout_swapped"), as_head, atol=1e-12)
 
 
 def test_an_output_no_mistake_explains_is_close_to_none():
