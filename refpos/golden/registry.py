@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from refpos.golden.cases import (
+    axis_tables,
     bias_table,
     conv_position,
     deberta,
@@ -95,6 +96,8 @@ FAMILIES: Mapping[str, CaseFamily] = _registry(
     CaseFamily("sincos2d", sincos2d.sincos2d_cases, ("sincos2d",), "fixed 2-D sin–cos of grids, masks and points"),
     CaseFamily("fourier", fourier.fourier_cases, ("fourier",), "SAM's and Perceiver's Fourier features"),
     CaseFamily("sinusoid1d", sinusoid1d.sinusoid1d_cases, ("sinusoid1d",), "audio and time-series sinusoids"),
+    CaseFamily("axis_tables", axis_tables.axis_tables_cases, ("axis_tables",),
+               "factorised row and column tables read at per-patch indices"),
 )
 
 __all__ = ["FAMILIES", "CaseFamily"]

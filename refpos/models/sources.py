@@ -73,6 +73,8 @@ INPUTS = {
     "frames": "the audio or feature frames, in order",
     "points": "the coordinates of the points or boxes given as prompts",
     "pixel_mask": "the mask of valid pixels (padding excluded)",
+    "patch_indices": "the row and column index each patch carries (Pix2Struct's first two values of a flattened "
+                     "patch, Gemma 4's (x, y) position ids)",
 }
 #: what a layer's positions serve (the keys of a record's ``reads``)
 USES = {

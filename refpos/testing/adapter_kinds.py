@@ -2,6 +2,7 @@
 (:mod:`refpos.testing.adapter` re-exports every name of :data:`__all__`): one module per kind beside this one
 (``adapter_<kind>.py``), NumPy in and out."""
 
+from refpos.testing.adapter_axis_tables import axis_table_positions
 from refpos.testing.adapter_bias_table import window_bias
 from refpos.testing.adapter_conv_position import conv_positions, stacked_conv_positions
 from refpos.testing.adapter_fourier import fourier_features, perceiver_fourier_features
@@ -9,6 +10,7 @@ from refpos.testing.adapter_grid import add_decomposed_rel_pos, interpolate, res
 from refpos.testing.adapter_sincos2d import sincos_2d_grid, sine_coordinates, sine_position_map
 from refpos.testing.adapter_sinusoid1d import padded_sinusoid, sinusoid_1d
 
-__all__ = ["add_decomposed_rel_pos", "conv_positions", "fourier_features", "interpolate", "padded_sinusoid",
-           "perceiver_fourier_features", "resample_position_table", "sincos_2d_grid", "sine_coordinates",
-           "sine_position_map", "sinusoid_1d", "stacked_conv_positions", "window_bias"]
+__all__ = ["add_decomposed_rel_pos", "axis_table_positions", "conv_positions", "fourier_features",
+           "interpolate", "padded_sinusoid", "perceiver_fourier_features", "resample_position_table",
+           "sincos_2d_grid", "sine_coordinates", "sine_position_map", "sinusoid_1d", "stacked_conv_positions",
+           "window_bias"]

@@ -370,6 +370,7 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI, force: bool = False) -> 
 # figures drawn by a module of their own (each exports its plot function and a tuple (name, description,
 # caption, figure size)), registered here, after the ones above
 from refpos.tools import (  # noqa: E402
+    plots_axis_tables,
     plots_bias_table,
     plots_conv_position,
     plots_deberta,
@@ -392,3 +393,4 @@ _register(*plots_sincos2d.SINCOS2D_PLOT)(plots_sincos2d.plot_sincos2d)
 _register(*plots_fourier.FOURIER_PLOT)(plots_fourier.plot_fourier_sam)
 _register(*plots_sinusoid1d.SINUSOID1D_PLOT)(plots_sinusoid1d.plot_sinusoid1d)
 _register(*plots_vision_rope.VISION_ROPE_PLOT)(plots_vision_rope.plot_vision_rope)
+_register(*plots_axis_tables.AXIS_TABLES_PLOT)(plots_axis_tables.plot_axis_tables)

@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from refpos.models.kinds.absolute import LEARNED, SINUSOIDAL
 from refpos.models.kinds.alibi import ALIBI
+from refpos.models.kinds.axis_tables import AXIS_TABLES
 from refpos.models.kinds.bias_table import BIAS_TABLE
 from refpos.models.kinds.conv_position import CONV_POSITION
 from refpos.models.kinds.deberta import DEBERTA
@@ -47,7 +48,7 @@ def _registry(*kinds: EncodingKind) -> Mapping[str, EncodingKind]:
 #: kind name -> its record, in the order the docs list them
 KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ROPE_2D, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA,
                                               NONE, NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION, GRID,
-                                              SINCOS2D, DECOMPOSED, FOURIER, SINUSOID1D)
+                                              SINCOS2D, DECOMPOSED, FOURIER, SINUSOID1D, AXIS_TABLES)
 #: the kinds a family row may name as its ``encoding``
 TABLE_KINDS: tuple[str, ...] = tuple(name for name, kind in KINDS.items() if kind.in_table)
 #: the kinds with facts, whose sub-table a family row may hold (named as the kind)
