@@ -42,7 +42,8 @@ form          pairs ``j < q`` /  ``≥ q``  :math:`\omega_j`                    
   0-based patches; the class token before them turns pair ``j`` by a learned angle ``α_j`` (the checkpoint's
   ``class_pos_emb``), given to :func:`apply_vision_rope` as ``prefix_angles``.
 
-Positions are ``(..., N, 2)`` int arrays, last axis ``(h, w)`` (transformers' order).
+Positions are ``(..., N, 2)`` int arrays, last axis ``(h, w)`` (transformers' order); where each form puts a
+patch is :mod:`refpos.rope.vision_positions` (its functions are importable from here too).
 
 **Axial** (``kind="axial"``), the form vision and video libraries build (rotary-embedding-torch's
 ``get_axial_freqs``, timm's ``RotaryEmbeddingCat``, 3-D video RoPE such as Wan's t, h, w split): the pairs
@@ -63,6 +64,11 @@ import numpy as np
 
 from refpos.backend import Array, array_namespace
 from refpos.pairs import place_pairs, split_pairs
+from refpos.rope.vision_positions import dinov3_patch_positions as dinov3_patch_positions
+from refpos.rope.vision_positions import llama4_patch_positions as llama4_patch_positions
+from refpos.rope.vision_positions import pixtral_patch_positions as pixtral_patch_positions
+from refpos.rope.vision_positions import qwen_patch_positions as qwen_patch_positions
+from refpos.rope.vision_positions import sam3_patch_positions as sam3_patch_positions
 from refpos.validation import as_positions, check_choice, check_float, check_int, floating_array
 
 #: the forms of the spec contract (``apply_vision_rope``, integer grid coordinates, every token a patch): Qwen2-VL's,
@@ -280,90 +286,52 @@ def apply_vision_rope(x: Any, positions: Any, rope: VisionRope, *, prefix_angles
     return vision_place_pairs(u_out, v_out, rope)  # (..., N, D)
 
 
-def qwen_patch_positions(grids: Any, spatial_merge_size: int = 2) -> np.ndarray:
-    """``(N, 2)`` positions ``(h, w)`` of the Qwen-family vision tower, for grids ``(t, h, w)``.
+def apply_vision_rope_frames(x: Any, positions: Any, rope: VisionRope, frames: Any, *, prefix_angles: Any
+                             ) -> Array:
+    r"""Rotate packed frames whose patches each follow their own tokens turned by given angles: ``x``
+    ``(..., F·P + N, D)`` holds, for each frame ``f`` of ``frames[f]`` patches, its ``P`` tokens and then its patches;
+    ``positions`` ``(..., N, n)`` the patches' coordinates, frame after frame.
 
-    Patches come merge block by merge block: for each frame, the ``k × k`` blocks in row-major order,
-    inside each block its patches row-major; every frame repeats the same ``(h, w)``.
-    """
-    merge = check_int("spatial_merge_size", spatial_merge_size, minimum=1)
-    out = []
-    for index, grid in enumerate(grids):
-        if len(grid) != 3:
-            raise ValueError(f"grids[{index}] must be (t, h, w), got {grid!r}")
-        t, h, w = (check_int(f"grids[{index}][{a}]", v, minimum=1) for a, v in zip("thw", grid, strict=True))
-        if h % merge or w % merge:
-            raise ValueError(f"grids[{index}]: (h, w) = ({h}, {w}) is not a multiple of spatial_merge_size={merge}")
-        rows, cols = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")  # (h, w)
-        blocks = (h // merge, merge, w // merge, merge)
-        rows = rows.reshape(blocks).transpose(0, 2, 1, 3).ravel()  # block row, block col, in-block row, col
-        cols = cols.reshape(blocks).transpose(0, 2, 1, 3).ravel()
-        out.append(np.tile(np.stack([rows, cols], axis=-1), (t, 1)))  # (t·h·w, 2)
-    if not out:
-        raise ValueError("grids must hold at least one (t, h, w)")
-    return np.concatenate(out, axis=0).astype(np.int64)
+    Each frame is :func:`apply_vision_rope` of its ``P + n_f`` tokens with ``prefix_angles``: token ``p`` of a
+    frame's prefix turns pair ``j`` by :math:`\alpha_{p,j}`, every frame's alike (LLaVA-OneVision-1.5's class token
+    before each image or video frame, turned by its learned ``class_pos_emb``).
 
+    Parameters
+    ----------
+    x : array
+        ``(..., F·P + N, D)``: frame by frame, the ``P`` prefix tokens then the frame's patches.
+    positions : array
+        ``(..., N, n)`` coordinates of the patches, frame after frame.
+    rope : VisionRope
+        The form, head size and θ.
+    frames : sequence of int
+        The patches of each frame, summing to ``N``.
+    prefix_angles : array
+        ``(P, D/2)`` angles of each frame's prefix tokens.
 
-def pixtral_patch_positions(height: int, width: int) -> np.ndarray:
-    """``(height·width, 2)`` row-major positions ``(h, w)`` of one Pixtral image (patches per side)."""
-    height, width = check_int("height", height, minimum=1), check_int("width", width, minimum=1)
-    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
-    return np.stack([rows.ravel(), cols.ravel()], axis=-1).astype(np.int64)  # (h·w, 2)
-
-
-def llama4_patch_positions(side: int) -> np.ndarray:
-    """``(side² + 1, 2)`` Llama-4 vision positions: patch (r, c) at ``(r + 1, c + 1)``, then CLS at (0, 0)."""
-    side = check_int("side", side, minimum=1)
-    patches = pixtral_patch_positions(side, side) + 1  # (side², 2), 1-based
-    return np.concatenate([patches, np.zeros((1, 2), dtype=np.int64)], axis=0)  # class token last: angle 0
-
-
-def dinov3_patch_positions(height: int, width: int, prefix: int = 0) -> np.ndarray:
-    r"""``(prefix + height·width, 2)`` float64 DINOv3 coordinates ``(h, w)``: the class and register tokens at
-    (0, 0) (unrotated), then each patch's centre scaled to [−1, 1], row-major.
-
-    Notes
-    -----
-    Patch ``i`` of ``n`` along an axis has its centre at :math:`(i + \tfrac12)/n` of the side, mapped to
-    :math:`c_i = 2\,(i + \tfrac12)/n - 1 = (2i + 1)/n - 1`.
+    Returns
+    -------
+    array
+        ``(..., F·P + N, D)``, in ``x``'s dtype.
 
     See Also
     --------
-    apply_vision_rope : rotates by these (form ``dinov3``).
-
-    References
-    ----------
-    ``get_patches_center_coordinates``, transformers/models/dinov3_vit/modeling_dinov3_vit.py.
+    apply_vision_rope : one frame.
     """
-    height, width = check_int("height", height, minimum=1), check_int("width", width, minimum=1)
-    prefix = check_int("prefix", prefix, minimum=0)
-    rows = (2.0 * np.arange(height, dtype=np.float64) + 1.0) / height - 1.0  # c_i = (2i + 1)/n − 1
-    cols = (2.0 * np.arange(width, dtype=np.float64) + 1.0) / width - 1.0
-    grid_h, grid_w = np.meshgrid(rows, cols, indexing="ij")  # (height, width) each
-    patches = np.stack([grid_h.ravel(), grid_w.ravel()], axis=-1)  # (h·w, 2), row-major
-    return np.concatenate([np.zeros((prefix, 2)), patches], axis=0)  # prefix tokens at (0, 0): angle 0
-
-
-def sam3_patch_positions(rows: int, columns: int, scale: float = 1.0) -> np.ndarray:
-    r"""``(rows·columns, 2)`` float64 SAM 3 ViT coordinates ``(h, w)``, row-major: patch ``(r, c)`` at
-    :math:`(r\,s, c\,s)`.
-
-    Notes
-    -----
-    A windowed layer rotates the ``window_size × window_size`` patches of each window at their place in it
-    (``rows = columns = window_size``, :math:`s = 1`); a global layer every patch of the config's grid of
-    ``G_h × G_w`` patches (``image_size // patch_size``) at :math:`s = \mathrm{window\_size} / G_w`.
-
-    See Also
-    --------
-    apply_vision_rope : rotates by these (form ``sam3``).
-
-    References
-    ----------
-    ``Sam3ViTLayer.precompute_positions``, transformers/models/sam3/modeling_sam3.py.
-    """
-    rows, columns = check_int("rows", rows, minimum=1), check_int("columns", columns, minimum=1)
-    scale = check_float("scale", scale, positive=True)
-    grid_h, grid_w = np.meshgrid(np.arange(rows, dtype=np.float64), np.arange(columns, dtype=np.float64),
-                                 indexing="ij")
-    return np.stack([grid_h.ravel(), grid_w.ravel()], axis=-1) * scale  # (r·s, c·s)
+    x = floating_array(x, name="x")
+    ns = array_namespace(x)
+    lengths = [check_int(f"frames[{f}]", n, minimum=1) for f, n in enumerate(frames)]
+    prefix = floating_array(prefix_angles, name="prefix_angles")
+    if prefix.ndim != 2:
+        raise ValueError(f"prefix_angles must have shape (P, head_dim/2), got {tuple(prefix.shape)}")
+    tokens = prefix.shape[0]
+    positions = _check_positions(positions, rope, ns)
+    if not lengths or sum(lengths) != positions.shape[-2] or x.shape[-2] != positions.shape[-2] + tokens * len(lengths):
+        raise ValueError(f"frames {lengths} must sum to positions' N = {positions.shape[-2]}, and x's token axis "
+                         f"hold those and {tokens} prefix tokens per frame; x has shape {tuple(x.shape)}")
+    out, start, at = [], 0, 0
+    for n in lengths:  # frame f: its P tokens, then its n_f patches
+        out.append(apply_vision_rope(x[..., start:start + tokens + n, :], positions[..., at:at + n, :], rope,
+                                     prefix_angles=prefix))
+        start, at = start + tokens + n, at + n
+    return ns.concat(out, axis=-2)

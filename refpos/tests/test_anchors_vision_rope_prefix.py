@@ -189,3 +189,44 @@ def test_mlcd_model_rotation(height, width):
             if name == "axes swapped" and height == width:
                 continue
             assert np.any(np.abs(apply_vision_rope(before, at, rope, prefix_angles=angles) - after) > bound), name
+
+
+def test_llava_onevision1_5_model_rotation_with_a_class_token_per_frame():
+    """LLaVA-OneVision-1.5's tower on two packed images and a two-frame video: each frame's class token, turned by
+    ``class_pos_emb``, before its patches in merge blocks; the float32 apply's bound as MLCD's."""
+    from transformers.models.llava_onevision1_5 import modeling_llava_onevision1_5 as hf
+
+    from refpos.rope.vision import apply_vision_rope_frames, qwen_patch_positions
+
+    torch.manual_seed(0)
+    config = hf.LlavaOnevision15VisionConfig(hidden_size=64, num_heads=4, intermediate_size=64, depth=1,
+                                             patch_size=2, spatial_merge_size=2, out_hidden_size=32)
+    model = hf.LlavaOnevision15VisionModel(config).double().eval()
+    with torch.no_grad():
+        model.cls_embeddings.class_pos_emb.normal_(0.0, 2.0)
+    class_angles = model.cls_embeddings.class_pos_emb.detach().double().numpy()  # (1, D/2)
+    grids = [(1, 4, 6), (2, 2, 4), (1, 6, 2)]
+    patches = sum(t * h * w for t, h, w in grids)
+    pixels = torch.randn(patches, 3 * 2 * 2, dtype=torch.float64)
+    q, k, q_out, k_out = _first_call(hf, "apply_rotary_pos_emb_vision",
+                                     lambda: model(pixel_values=pixels, grid_thw=torch.tensor(grids)))
+    q, k, q_out, k_out = (np.moveaxis(t, 1, 0) for t in (q, k, q_out, k_out))  # (heads, F + N, D)
+    rope = VisionRope("qwen2_vl", 16, theta=config.rope_parameters["rope_theta"])
+    positions = qwen_patch_positions(grids, spatial_merge_size=2)
+    frames = [h * w for t, h, w in grids for _ in range(t)]
+    wrong = {
+        "class angles reversed": lambda x: apply_vision_rope_frames(x, positions, rope, frames,
+                                                                    prefix_angles=class_angles[:, ::-1].copy()),
+        "class tokens unrotated": lambda x: apply_vision_rope_frames(x, positions, rope, frames,
+                                                                     prefix_angles=np.zeros_like(class_angles)),
+        "patches row-major": lambda x: apply_vision_rope_frames(
+            x, qwen_patch_positions(grids, spatial_merge_size=1), rope, frames, prefix_angles=class_angles),
+    }
+    for before, after in ((q, q_out), (k, k_out)):
+        table = float32_table_atol(np.abs(vision_angles(positions, rope)).max() + np.abs(class_angles).max())
+        bound = (table + 6 * U32) * np.sqrt(2) * _pair_norm(before)
+        ours = np.asarray(apply_vision_rope_frames(before, positions, rope, frames, prefix_angles=class_angles))
+        assert np.all(np.abs(ours - after) <= bound)
+        assert np.abs(ours - after).max() < 1e-5
+        for name, make in wrong.items():
+            assert np.any(np.abs(np.asarray(make(before)) - after) > bound), name

@@ -47,7 +47,9 @@ class VisionRopeFacts:
     ``rope_parameters.rope_type`` the rotary module takes (MLCD: ``axial``), another refused by the key's name;
     ``windows``: the keys of the window size and of the list of global layers (SAM 3: ``window_size``,
     ``global_attn_indexes``), and ``grid`` those of the image and patch size whose grid the global layers' positions
-    are computed for (:func:`tower_windows`)."""
+    are computed for (:func:`tower_windows`); ``class_angles``: the weight of the learned angles a class token before
+    each frame's patches turns by (LLaVA-OneVision-1.5: ``class_pos_emb``, one class token per image or video
+    frame), for a form that has none of its own."""
 
     form: str = "qwen2_vl"
     layers: tuple[str, ...] = TOWER_LAYERS
@@ -58,6 +60,7 @@ class VisionRopeFacts:
     rope_type: str | None = None
     windows: tuple[str, ...] = ()
     grid: tuple[str, ...] = ("image_size", "patch_size")
+    class_angles: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("layers", "width", "heads", "training", "windows", "grid"):
@@ -73,13 +76,16 @@ class VisionRopeFacts:
         check_fact(where, not self.windows or (self.form == "sam3" and len(self.windows) == 2),
                    "vision_rope.windows (the sam3 form's [window size key, global layers key])", self.windows)
         check_fact(where, len(self.grid) == 2, "vision_rope.grid ([image size key, patch size key])", self.grid)
+        check_fact(where, self.class_angles is None or self.form not in PREFIXED, "vision_rope.class_angles (a form "
+                   "without tokens of its own before the patches)", self.class_angles)
 
 
 @dataclass(frozen=True)
 class VisionRopeLayer(LayerRecord):
     """A vision tower's layer: its 2-D (:class:`~refpos.rope.vision.VisionRope`) or 3-D
     (:class:`~refpos.rope.vision3d.VisionRope3D`) RoPE, applied at each patch's (h, w) or (t, h, w); ``prefix``
-    tokens before the patches turned by the angles of the weight ``prefix_weight`` (None: unrotated); ``window``: the
+    tokens before the patches turned by the angles of the weight ``prefix_weight`` (None: unrotated), before each
+    frame's patches where ``per_frame`` (else once, before all of them); ``window``: the
     side of the square windows a windowed layer rotates each window's patches in, at their place in the window
     (0: not windowed); ``grid`` and ``scale``: the fixed ``(rows, columns)`` grid a layer's positions are computed for
     whatever the image, each patch ``(r, c)`` at ``(r·scale, c·scale)`` (SAM 3's global layers; None: the image's
@@ -88,6 +94,7 @@ class VisionRopeLayer(LayerRecord):
     rope: VisionRope | VisionRope3D
     prefix: int = 0
     prefix_weight: str | None = None
+    per_frame: bool = False
     window: int = 0
     grid: tuple[int, int] | None = None
     scale: float = 1.0
@@ -102,6 +109,8 @@ class VisionRopeLayer(LayerRecord):
                "axes": 3 if isinstance(self.rope, VisionRope3D) else 2}
         if self.prefix:
             out |= {"prefix": self.prefix, "prefix_angles": self.prefix_weight or "unrotated"}
+        if self.per_frame:
+            out["per_frame"] = True
         if self.window:
             out["window"] = self.window
         if self.grid is not None:
@@ -141,10 +150,13 @@ def tower_rope(stack: Stack) -> VisionRope | VisionRope3D:
 
 def tower_prefix(stack: Stack) -> tuple[int, str | None]:
     """The tokens before the patches and the weight of their angles (module docstring): DINOv3's class token and
-    registers (unrotated), MLCD's class token (``class_pos_emb``); none for the other forms."""
+    registers (unrotated), MLCD's class token (``class_pos_emb``), a class token of the fact ``class_angles`` (before
+    each frame: :attr:`VisionRopeLayer.per_frame`); none for the other forms."""
     view, facts = stack.view, stack.facts
     for key in facts.training:  # training-only augmentations: read, no effect in eval
         view.value(key)
+    if facts.class_angles is not None:
+        return 1, facts.class_angles
     if facts.form not in PREFIXED:
         return 0, None
     registers = 0 if facts.registers is None else view.int(facts.registers, 0, minimum=0)
@@ -188,8 +200,9 @@ def build(stack: Stack) -> list[LayerRecord]:
     n = check_int(stack.view.name(stack.facts.layers[0]), stack.view.count(stack.facts.layers, "layer count"),
                   minimum=1)
     reads = (("rotation", ("video_grid",) if isinstance(rope, VisionRope3D) else ("image_grid",)),)
-    return [VisionRopeLayer(stack.name, i, None, rope=rope, prefix=prefix, prefix_weight=weight, window=window,
-                            grid=grid, scale=scale, reads=reads)
+    per_frame = stack.facts.class_angles is not None
+    return [VisionRopeLayer(stack.name, i, None, rope=rope, prefix=prefix, prefix_weight=weight, per_frame=per_frame,
+                            window=window, grid=grid, scale=scale, reads=reads)
             for i, (window, grid, scale) in enumerate(tower_windows(stack, n))]
 
 
