@@ -52,6 +52,10 @@ What an observation is, per kind:
     refpos's rotation at the positions its form gives the grid fed
     (:mod:`survey.pixel_kinds.vision_rope`: the 1-D RoPE
     bound per channel at the coordinate the channel reads).
+``axis_tables``
+    the embedding's output minus its output with each table zeroed, summed over the row and the column table:
+    what the patches gain, against refpos's rows at the indices the survey fed
+    (:mod:`survey.pixel_kinds.axis_tables`: the kind's bound plus the subtractions').
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from survey.pixel_kinds.absolute import compare_sinusoidal
+from survey.pixel_kinds.axis_tables import compare_axis_tables
 from survey.pixel_kinds.base import Outcome
 from survey.pixel_kinds.bias_table import compare_bias_table
 from survey.pixel_kinds.conv_position import compare_conv_position
@@ -73,9 +78,9 @@ from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
 from survey.pixel_kinds.vision_rope import compare_vision_rope
 from survey.pixels import PixelRun, Site
 
-__all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_bias_table", "compare_conv_position",
-           "compare_decomposed", "compare_fourier", "compare_grid", "compare_learned", "compare_rope",
-           "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal", "compare_vision_rope"]
+__all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_axis_tables", "compare_bias_table",
+           "compare_conv_position", "compare_decomposed", "compare_fourier", "compare_grid", "compare_learned",
+           "compare_rope", "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal", "compare_vision_rope"]
 
 
 @dataclass(frozen=True)
@@ -117,4 +122,6 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
                    "prompts fed and the image grid, its input and output"),
     KindComparison("vision_rope", compare_vision_rope, "the query and key before and after the first call of the "
                    "model's rotary apply function, at each size"),
+    KindComparison("axis_tables", compare_axis_tables, "the embedding's output minus its output with each of the "
+                   "row and column tables zeroed, at each size"),
 )}
