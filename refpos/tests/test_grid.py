@@ -250,5 +250,27 @@ def test_an_image_grid_is_not_asked_for_packed_rows():
 
     site = refpos.model_positions({"model_type": "vit", "num_hidden_layers": 1, "num_attention_heads": 2,
                                    "hidden_size": 8, "image_size": 32, "patch_size": 8}).stack("vision.input")[0]
-    with pytest.raises(ValueError, match="grids: the vision.input grid is added to one image's patches"):
+    with pytest.raises(ValueError, match=r"grids: the vision\.input grid is added to one image's patches"):
         site.tokens(np.zeros((17, 8)), [[1, 4, 4]])
+
+
+def test_a_tower_modelled_for_images_only_refuses_a_clip_by_name():
+    import refpos
+
+    config = {"model_type": "glm_image_vision", "num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 2,
+              "image_size": 32, "patch_size": 4}
+    site = refpos.model_positions(config).stack("vision.input")[0]
+    assert not site.clips and site.params()["frames"] == "images only (t = 1)"
+    assert np.asarray(site.tokens(np.zeros((64, 8)), [[1, 2, 3]])).shape == (6, 8)
+    with pytest.raises(ValueError, match=r"grids: the vision.input tower reads a clip's frames otherwise"):
+        site.tokens(np.zeros((64, 8)), [[2, 2, 3]])
+
+
+def test_a_mode_the_row_does_not_model_is_reported_by_its_key():
+    import refpos
+
+    config = {"model_type": "hunyuan_vl_vision", "num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 2,
+              "max_image_size": 32, "patch_size": 4}
+    assert refpos.model_positions(config).not_modelled == {}
+    refused = refpos.model_positions({**config, "interpolate_mode": "bicubic"}).not_modelled
+    assert "interpolate_mode" in refused and "resamples bilinear" in refused["interpolate_mode"]

@@ -82,8 +82,8 @@ def packed_case(record: Any, table: np.ndarray, observed: np.ndarray, thw: tuple
                 noise: float) -> tuple[np.ndarray, np.ndarray, float, dict[str, np.ndarray | None]]:
     """The case of a packed tower fed one image or clip of grid ``thw = (t, h, w)``: refpos's rows for its tokens
     (:meth:`refpos.models.kinds.grid.GridLayer.tokens`), the way's bound, and the wrong answers: each catalogued
-    mistake of the grid laid out as the tower lays out its tokens, and the tokens in the other order (raster for
-    merge blocks, merge blocks of 2 for raster)."""
+    mistake of the grid laid out as the tower lays out its tokens, and the tokens in another order (raster for
+    merge blocks, column by column for raster)."""
     from refpos.encodings.grid import packed_position_rows
     from refpos.encodings.grid_mistakes import GridInputs, grid_tolerance
 
@@ -99,6 +99,8 @@ def packed_case(record: Any, table: np.ndarray, observed: np.ndarray, thw: tuple
 
     raster = np.asarray(record.reference(table, (h, w)), dtype=np.float64)
     wrong = {name: laid_out(rows) for name, rows in mistakes_of("grid", inputs).items()}
-    wrong["tokens in raster order" if record.merge > 1 else "tokens in merge blocks of 2"] = laid_out(
-        raster, 1 if record.merge > 1 else 2)
+    if record.merge > 1:
+        wrong["tokens in raster order"] = laid_out(raster, 1)
+    else:  # the grid's rows listed column by column
+        wrong["tokens column by column"] = laid_out(raster.reshape(h, w, -1).transpose(1, 0, 2).reshape(h * w, -1))
     return observed, reference, grid_tolerance(inputs, run.dtype) + noise, wrong

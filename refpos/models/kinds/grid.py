@@ -77,7 +77,10 @@ class GridFacts:
     ``(t, h, w)`` grids (``grid_thw``), each image's grid laid out for each of its frames
     (:func:`~refpos.encodings.grid.packed_position_rows`); ``merge``: the key of the side of the merge blocks
     its tokens come in (Qwen3-VL's ``spatial_merge_size``; none: raster order), ``merge_default`` its class
-    default.
+    default; ``mode_key``: the key from which the code takes its mode (HunYuan-VL's ``interpolate_mode``), whose
+    value the way's mode must be (another value is reported as not modelled); ``clips``: false where the code reads
+    a clip's frames otherwise than as its image's grid repeated (GLM-Image sizes frame ``k`` by entry ``k`` of the
+    grids), so that only images (``t = 1``) are modelled.
     """
 
     way: str = "bicubic"
@@ -94,6 +97,8 @@ class GridFacts:
     packed: bool = False
     merge: str | None = None
     merge_default: int | None = None
+    mode_key: str | None = None
+    clips: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.defaults, list):
@@ -123,6 +128,7 @@ class GridLayer(LayerRecord):
     always: bool = False
     packed: bool = False
     merge: int = 1
+    clips: bool = True
     kind: ClassVar[str] = "grid"
 
     @property
@@ -144,7 +150,8 @@ class GridLayer(LayerRecord):
         return {"way": self.way, "grid": list(self.grid), "prefix": self.prefix, "suffix": self.suffix,
                 "dim": self.dim, "table_rows": self.table_rows, "at": "input",
                 **({"packed": "flat patches of (t, h, w) grids, each frame its image's rows",
-                    "token_order": "raster" if self.merge == 1 else f"merge blocks of {self.merge} × {self.merge}"}
+                    "token_order": "raster" if self.merge == 1 else f"merge blocks of {self.merge} × {self.merge}",
+                    "frames": "each its image's rows" if self.clips else "images only (t = 1)"}
                    if self.packed else {}),
                 "resampled": "never: the input must have the native grid" if variant is None else
                 ("on every call" if self.always else "when the forward is called with interpolate_pos_encoding"),
@@ -177,6 +184,9 @@ class GridLayer(LayerRecord):
         if not self.packed:
             raise ValueError(f"grids: the {self.stack} grid is added to one image's patches, not to packed (t, h, w) "
                              "grids: call reference")
+        if not self.clips and any(isinstance(g, list | tuple) and g and g[0] != 1 for g in grids):
+            raise ValueError(f"grids: the {self.stack} tower reads a clip's frames otherwise than as its image's grid "
+                             f"repeated, and refpos models its images only (t = 1), got {grids!r}")
         return packed_position_rows(lambda hw: self.reference(table, hw), grids, self.merge)
 
     def _why_not(self) -> str:
@@ -204,9 +214,15 @@ def build(stack: Stack) -> list[LayerRecord]:
         raise ValueError(f"{stack.family.model_type if stack.family else 'the row'}: grid.packed takes a way that "
                          f"leaves the extra rows out, got {facts.way!r} with {prefix} + {suffix} extra rows")
     merge = 1 if facts.merge is None else view.int(facts.merge, facts.merge_default, minimum=1)
+    if facts.mode_key is not None and variant is not None:
+        mode = view.value(facts.mode_key, variant.mode)
+        if mode != variant.mode:
+            stack.not_modelled[view.name(facts.mode_key)] = (
+                f"{mode!r}: the row's way {facts.way!r} resamples {variant.mode}, and refpos models no other mode for "
+                "this family")
     return [GridLayer(stack.name, 0, None, way=facts.way, grid=grid, prefix=prefix, suffix=suffix,
                       dim=stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1),
-                      always=facts.always, packed=facts.packed, merge=merge,
+                      always=facts.always, packed=facts.packed, merge=merge, clips=facts.clips,
                       reads=(("rows", ("video_grid",) if facts.packed else ("image_grid",)),))]
 
 
