@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,15 +20,23 @@ import numpy as np
 from refpos.validation import check_float, check_int
 
 
-def qwen_patch_positions(grids: Any, spatial_merge_size: int = 2) -> np.ndarray:
+def qwen_patch_positions(grids: Any, spatial_merge_size: int | Sequence[int] = 2) -> np.ndarray:
     """``(N, 2)`` positions ``(h, w)`` of the Qwen-family vision tower, for grids ``(t, h, w)``.
 
     Patches come merge block by merge block: for each frame, the ``k × k`` blocks in row-major order,
-    inside each block its patches row-major; every frame repeats the same ``(h, w)``.
+    inside each block its patches row-major; every frame repeats the same ``(h, w)``. ``spatial_merge_size``: one
+    ``k`` for every grid, or one per grid (Video-LLaMA 3's ``merge_sizes`` input).
     """
-    merge = check_int("spatial_merge_size", spatial_merge_size, minimum=1)
+    grids = list(grids)
+    if isinstance(spatial_merge_size, Sequence) and not isinstance(spatial_merge_size, str):
+        if len(spatial_merge_size) != len(grids):
+            raise ValueError(f"spatial_merge_size must be one int or one per grid ({len(grids)}), got "
+                             f"{list(spatial_merge_size)}")
+        merges = [check_int(f"spatial_merge_size[{i}]", k, minimum=1) for i, k in enumerate(spatial_merge_size)]
+    else:
+        merges = [check_int("spatial_merge_size", spatial_merge_size, minimum=1)] * len(grids)
     out = []
-    for index, grid in enumerate(grids):
+    for index, (grid, merge) in enumerate(zip(grids, merges, strict=True)):
         if len(grid) != 3:
             raise ValueError(f"grids[{index}] must be (t, h, w), got {grid!r}")
         t, h, w = (check_int(f"grids[{index}][{a}]", v, minimum=1) for a, v in zip("thw", grid, strict=True))

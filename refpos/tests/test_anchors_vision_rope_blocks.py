@@ -43,16 +43,17 @@ def _pair_norm(x: np.ndarray, rope: VisionRope) -> np.ndarray:
     return np.sqrt(2.0) * np.abs(x).max(axis=-1, keepdims=True) * np.ones((1,) * x.ndim)
 
 
-def _calls(module, name: str, run) -> list:
-    """Run ``run()`` with ``module.name`` wrapped; every call's first tensor arguments and outputs, float64."""
+def _calls(module, name: str, run, tensors: int = 2) -> list:
+    """Run ``run()`` with ``module.name`` wrapped; every call's first ``tensors`` tensor arguments and its outputs,
+    float64."""
     original = getattr(module, name)
     seen: list = []
 
     def wrapped(*args, **kwargs):
         out = original(*args, **kwargs)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)][:2 if name.endswith("2d") else 1]
+        given = [a for a in args if isinstance(a, torch.Tensor)][:tensors]
         outs = out if isinstance(out, tuple) else (out,)
-        seen.append([t.detach().double().numpy() for t in (*tensors, *outs)])
+        seen.append([t.detach().double().numpy() for t in (*given, *outs)])
         return out
 
     setattr(module, name, wrapped)
@@ -108,7 +109,7 @@ def test_gemma4_model_rotation(height, width, padding):
     xy = _xy(height, width, padding)
     pixels = torch.randn(1, len(xy), 3 * 16, dtype=torch.float64)
     calls = _calls(hf, "apply_multidimensional_rope",
-                   lambda: model(pixel_values=pixels, pixel_position_ids=torch.from_numpy(xy)[None]))
+                   lambda: model(pixel_values=pixels, pixel_position_ids=torch.from_numpy(xy)[None]), tensors=1)
     assert len(calls) == 2  # the query's and the key's, in the one layer
     rope = VisionRope("gemma4", 16, theta=config.rope_parameters["rope_theta"])
     hw = xy[:, ::-1].copy()
@@ -196,3 +197,35 @@ def test_sam3_model_rotation(side):
             for name, (claim, at) in wrong.items():
                 assert np.any(np.abs(np.asarray(apply_vision_rope(before, at, claim)) - after) > bound), name
     assert worst < 1e-5
+
+
+def test_video_llama_3_rotation_over_packed_grids_of_their_own_merge_sizes():
+    """Video-LLaMA 3's tower on an image (merge 1) and a two-frame video (merge 2), packed: Qwen2-VL's rotation of
+    each grid's patches in merge blocks of its own size; the float32 apply's bound; the patches taken in merge blocks
+    of one size for both, or row-major, are outside it."""
+    from transformers.models.video_llama_3 import modeling_video_llama_3 as hf
+
+    from refpos.rope.vision import qwen_patch_positions
+
+    torch.manual_seed(0)
+    config = hf.VideoLlama3VisionConfig(hidden_size=64, num_attention_heads=4, intermediate_size=64,
+                                        num_hidden_layers=1, patch_size=2)
+    model = hf.VideoLlama3VisionModel(config).double().eval()
+    grids, merges = [(1, 4, 6), (2, 4, 4)], [1, 2]
+    patches = sum(t * h * w for t, h, w in grids)
+    pixels = torch.randn(patches, 3 * 2 * 2, dtype=torch.float64)
+    calls = _calls(hf, "apply_rotary_pos_emb_vision", lambda: model(
+        pixel_values=pixels, grid_thw=torch.tensor(grids), merge_sizes=torch.tensor(merges)))
+    q, k, q_out, k_out = (np.moveaxis(t, 1, 0) for t in calls[0])  # (heads, N, D)
+    rope = VisionRope("qwen2_vl", 16, theta=config.rope_parameters["rope_theta"])
+    positions = qwen_patch_positions(grids, spatial_merge_size=merges)
+    wrong = {"one merge size (2)": qwen_patch_positions([(1, 4, 6), (2, 4, 4)], spatial_merge_size=2),
+             "row-major": qwen_patch_positions(grids, spatial_merge_size=1)}
+    angle = np.abs(vision_angles(positions, rope)).max()
+    for before, after in ((q, q_out), (k, k_out)):
+        bound = (float32_table_atol(angle) + 6 * U32) * _pair_norm(before, rope)
+        ours = np.asarray(apply_vision_rope(before, positions, rope))
+        assert np.all(np.abs(ours - after) <= bound)
+        assert np.abs(ours - after).max() < 1e-5
+        for name, at in wrong.items():
+            assert np.any(np.abs(np.asarray(apply_vision_rope(before, at, rope)) - after) > bound), name
