@@ -36,7 +36,8 @@ Read from the model's config, never from its type:
 * ``hidden_states`` or ``pixel_values`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches):
   one image of ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a
   non-square grid, axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows, then as
-  ``(t·h·w, C, patch_size, patch_size)`` patches (:func:`patch_grid`).
+  ``(t·h·w, C, patch_size, patch_size)`` patches, then as one batch of them ``(1, t·h·w, C, patch_size,
+  patch_size)`` (PaddleOCR-VL's tower) (:func:`patch_grid`).
 
 A key the config does not hold is read from its encoder's sub-config (``encoder_config``, ``audio_config``,
 ``encoder``: the mel bins of an ASR model's encoder, the image size of a vision encoder–decoder's ViT).
@@ -214,13 +215,39 @@ def patch_grid(config: Any, size: str) -> tuple[int, int, int]:
     return (1, 2 * merge, 2 * merge) if size == "native" else (1, 2 * merge, 3 * merge)
 
 
+def id_grid(config: Any, size: str) -> tuple[int, int, int]:
+    """``(h, w, padding)`` of the patches fed with ``(x, y)`` ids (:data:`~survey.pixel_records.PATCH_ID_INPUTS`) at
+    ``size``: whole pooling blocks of ``pooling_kernel_size`` ``k`` (1 where unstated), the resampled grid wider than
+    it is high and followed by ``k²`` padding patches (a whole pooled token)."""
+    k = _get(config, "pooling_kernel_size", default=1)
+    k = k if isinstance(k, int) and 0 < k <= 8 else 1
+    return (2 * k, 2 * k, 0) if size == "native" else (2 * k, 3 * k, k * k)
+
+
+def patch_ids(h: int, w: int, padding: int) -> Any:
+    """The ``(1, h·w + padding, 2)`` ids fed beside such patches: each patch's ``(x, y)`` = (column, row) in raster
+    order, then ``padding`` patches at ``(-1, -1)``."""
+    import numpy as np
+
+    y, x = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    ids = np.stack([x.ravel(), y.ravel()], axis=1)
+    return np.concatenate([ids, np.full((padding, 2), -1)])[None].astype(np.int64)
+
+
+def _id_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    channels = _get(config, "num_channels", "in_channels", default=3)
+    patch = _pair(_get(config, "patch_size", default=16)) or (16, 16)
+    return {size: [(1, h * w + padding, channels * patch[0] * patch[1])] for size in ("native", "resampled")
+            for h, w, padding in [id_grid(config, size)]}
+
+
 def _flat_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
     channels = _get(config, "in_channels", "in_chans", "num_channels", default=3)
     temporal = _get(config, "temporal_patch_size", default=1)
     patch = _pair(_get(config, "patch_size", default=14)) or (14, 14)
     width = channels * temporal * patch[0] * patch[1]
-    return {size: [(t * h * w, width), (t * h * w, channels, *patch)] for size in ("native", "resampled")
-            for t, h, w in [patch_grid(config, size)]}
+    return {size: [(t * h * w, width), (t * h * w, channels, *patch), (1, t * h * w, channels, *patch)]
+            for size in ("native", "resampled") for t, h, w in [patch_grid(config, size)]}
 
 
 def _embeddings(config: Any) -> dict[str, list[tuple[int, ...]]]:
@@ -230,11 +257,15 @@ def _embeddings(config: Any) -> dict[str, list[tuple[int, ...]]]:
             for key, n in zip(("native", "resampled"), EMBEDDING_ROWS, strict=True)}
 
 
-def candidates(input_name: str, config: Any, flat: bool = False) -> dict[str, list[tuple[int, ...]]]:
+def candidates(input_name: str, config: Any, flat: bool = False, ids: bool = False
+               ) -> dict[str, list[tuple[int, ...]]]:
     """``{"native": shapes, "resampled": shapes}`` to try for ``input_name`` (module docstring); ``flat``: the
-    forward takes a grid beside it, so its images are flattened patches."""
+    forward takes a grid beside it, so its images are flattened patches; ``ids``: it takes each patch's ``(x, y)``
+    id beside it, so its images are patches ``(1, patches, C·p²)`` (:func:`id_grid`)."""
     if flat:
         return _flat_patches(config)
+    if ids:
+        return _id_patches(config)
     if input_name == "pixel_values_videos":  # a clip first
         return {size: sorted(shapes, key=lambda shape: len(shape) != 5) for size, shapes in _image(config).items()}
     if input_name in ("pixel_values", "image", "input"):

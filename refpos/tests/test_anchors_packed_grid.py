@@ -37,7 +37,10 @@ QWEN = {"depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 32, 
 TOWERS = {"cosmos3_edge_vision": {"num_patches": 64, "patch_size": 4},
           "hunyuan_vl_vision": {"max_image_size": 32, "patch_size": 4},
           "hy_v4_vl_vision": {"max_image_size": 32, "patch_size": 4},
-          "glm_image_vision": {"image_size": 32, "patch_size": 4}}
+          "glm_image_vision": {"image_size": 32, "patch_size": 4},
+          "glm4v_vision": {**QWEN, "image_size": 32},
+          "glm4v_moe_vision": {**QWEN, "image_size": 32},
+          "ovis2_5_vision": {"image_size": 32, "patch_size": 4}}
 SMALL = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 32}
 
 
