@@ -230,3 +230,51 @@ def test_llava_onevision1_5_model_rotation_with_a_class_token_per_frame():
         assert np.abs(ours - after).max() < 1e-5
         for name, make in wrong.items():
             assert np.any(np.abs(np.asarray(make(before)) - after) > bound), name
+
+
+def test_eomt_dinov3_rotation_with_its_query_tokens_in_the_last_layers():
+    """EoMT-DINOv3 (float64 weights, float32 tables): every layer's call against refpos's record of that layer —
+    DINOv3's centres after the class and register tokens, and in the last ``num_blocks`` layers after the
+    ``num_queries`` query tokens too, all unrotated; the query tokens rotated (at (−1, −1)), or left out of the
+    prefix, are outside the bound."""
+    from transformers import EomtDinov3Config
+    from transformers.models.eomt_dinov3 import modeling_eomt_dinov3 as hf
+
+    import refpos
+
+    torch.manual_seed(0)
+    config = EomtDinov3Config(hidden_size=64, num_attention_heads=4, intermediate_size=64, num_hidden_layers=3,
+                              num_blocks=1, num_queries=5, num_register_tokens=2, image_size=16, patch_size=4)
+    model = hf.EomtDinov3ForUniversalSegmentation(config).double().eval()
+    model.attn_mask_probs.zero_()  # no mask annealing: the plain attention in the last layers
+    records = refpos.model_positions(config.to_dict()).layers
+    assert [r.prefix for r in records] == [3, 3, 8] and [r.queries for r in records] == [0, 0, 5]
+    pixels = torch.randn(1, 3, 16, 16, dtype=torch.float64)  # its mask head takes image_size alone
+    seen: list = []
+    original = hf.apply_rotary_pos_emb
+
+    def wrapped(q, k, cos, sin, **kwargs):
+        out = original(q, k, cos, sin, **kwargs)
+        seen.append([t.detach().double().numpy()[0] for t in (q, k, *out)])
+        return out
+
+    hf.apply_rotary_pos_emb = wrapped
+    try:
+        with torch.no_grad():
+            model(pixel_values=pixels)
+    finally:
+        hf.apply_rotary_pos_emb = original
+    assert len(seen) == 3
+    rope = VisionRope("dinov3", 16, theta=config.rope_parameters["rope_theta"])
+    for record, (q, k, q_out, k_out) in zip(records, seen, strict=True):
+        positions = dinov3_patch_positions(4, 4, prefix=record.prefix)
+        assert record.rope == rope
+        for before, after in ((q, q_out), (k, k_out)):
+            bound = DINOV3_ATOL * _pair_norm(before)
+            assert np.all(np.abs(apply_vision_rope(before, positions, rope) - after) <= bound)
+            if record.queries:
+                rotated = positions.copy()
+                rotated[:record.queries] = -1.0
+                assert np.any(np.abs(apply_vision_rope(before, rotated, rope) - after) > bound)
+                shifted = np.concatenate([dinov3_patch_positions(4, 4, prefix=3), np.zeros((5, 2))])
+                assert np.any(np.abs(apply_vision_rope(before, shifted, rope) - after) > bound)

@@ -1,11 +1,13 @@
-"""The ``vision_rope`` comparison of SAM 3's windowed and global layers and of Gemma 4's per-axis spans (no torch).
+"""The ``vision_rope`` comparison of SAM 3's windowed and global layers, of Gemma 4's per-axis spans and of
+EoMT-DINOv3's query layers (no torch).
 
 A SAM 3 run whose first rotary call is a windowed layer's (its first window) and whose layers hold their position
 buffers ``(w, h)`` in float32: each windowed layer is exact on the call and its buffer, the global layer on its
 buffer, every wrong answer told apart; runs made by a mistake (the global scale dropped, the window's positions
 swapped, Llama 4's form in Qwen2-VL's layout) are graded wrong. A Gemma 4 run (half-layout span per axis, the column
 first) is exact with every other form told apart; a call recorded without its query (passed by keyword) is not
-reached."""
+reached. A DINOv3 layer with query tokens before its class token is exact on a call of its own token count, and
+not reached, by name, where the run kept only a call of a layer without them."""
 
 from __future__ import annotations
 
@@ -14,7 +16,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from refpos.rope.vision import VisionRope, apply_vision_rope, pixtral_patch_positions, sam3_patch_positions
+from refpos.rope.vision import (
+    VisionRope,
+    apply_vision_rope,
+    dinov3_patch_positions,
+    pixtral_patch_positions,
+    sam3_patch_positions,
+)
 from survey.pixel_kinds import compare_vision_rope
 from survey.pixels import PixelRun, Site
 from survey.probe import Applied
@@ -33,6 +41,7 @@ class Claim:
     scale: float = 1.0
     prefix: int = 0
     prefix_weight: str | None = None
+    queries: int = 0
     stack: str = "vision"
 
 
@@ -114,3 +123,26 @@ def test_gemma4_is_exact_and_every_other_form_is_told_apart():
 def test_a_call_recorded_without_its_query_is_not_reached():
     outcome = compare_vision_rope(Claim(GEMMA4), _gemma4_run(keyword=True), [])
     assert outcome.status == "not reached" and "keyword" in outcome.cause
+
+
+DINOV3 = VisionRope("dinov3", 16, 100.0)
+
+
+def _dinov3_run(prefix: int) -> PixelRun:
+    """One image of 4 × 4 patches after ``prefix`` unrotated tokens, its first call kept."""
+    positions = dinov3_patch_positions(4, 4, prefix=prefix)
+    before = [RNG.standard_normal((len(positions), 16)) for _ in range(2)]
+    after = [np.asarray(apply_vision_rope(x.astype(np.float32), positions, DINOV3)).astype(np.float64)
+             for x in before]
+    applied = {"native": [Applied("modeling_x.apply_rotary_pos_emb", before, after, None)]}
+    return PixelRun("XModel", "pixel_values", {"native": [1, 3, 16, 16]}, [], ["XAttention"], applied=applied)
+
+
+def test_a_layer_with_query_tokens_is_compared_on_its_own_calls_alone():
+    with_queries = Claim(DINOV3, 7, prefix=8, queries=5)
+    outcome = compare_vision_rope(with_queries, _dinov3_run(8), [])
+    assert outcome.status == "exact" and outcome.survived == [], outcome.cause
+    unseen = compare_vision_rope(with_queries, _dinov3_run(3), [])
+    assert unseen.status == "not reached" and "5 query tokens" in unseen.cause
+    assert compare_vision_rope(Claim(DINOV3, 0, prefix=3), _dinov3_run(3), []).status == "exact"
+    assert compare_vision_rope(Claim(DINOV3, 0, prefix=3), _dinov3_run(8), []).status != "exact"

@@ -49,7 +49,9 @@ class VisionRopeFacts:
     ``global_attn_indexes``), and ``grid`` those of the image and patch size whose grid the global layers' positions
     are computed for (:func:`tower_windows`); ``class_angles``: the weight of the learned angles a class token before
     each frame's patches turns by (LLaVA-OneVision-1.5: ``class_pos_emb``, one class token per image or video
-    frame), for a form that has none of its own."""
+    frame), for a form that has none of its own; ``queries``: the keys of the number of learned query tokens and of
+    the number of last layers they join, placed before the class token and left unrotated (EoMT-DINOv3:
+    ``num_queries``, ``num_blocks``)."""
 
     form: str = "qwen2_vl"
     layers: tuple[str, ...] = TOWER_LAYERS
@@ -61,9 +63,10 @@ class VisionRopeFacts:
     windows: tuple[str, ...] = ()
     grid: tuple[str, ...] = ("image_size", "patch_size")
     class_angles: str | None = None
+    queries: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("layers", "width", "heads", "training", "windows", "grid"):
+        for name in ("layers", "width", "heads", "training", "windows", "grid", "queries"):
             value = getattr(self, name)
             if isinstance(value, (list, str)):
                 object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
@@ -76,6 +79,8 @@ class VisionRopeFacts:
         check_fact(where, not self.windows or (self.form == "sam3" and len(self.windows) == 2),
                    "vision_rope.windows (the sam3 form's [window size key, global layers key])", self.windows)
         check_fact(where, len(self.grid) == 2, "vision_rope.grid ([image size key, patch size key])", self.grid)
+        check_fact(where, not self.queries or (self.form == "dinov3" and len(self.queries) == 2), "vision_rope.queries "
+                   "(the dinov3 form's [query count key, last layers key])", self.queries)
         check_fact(where, self.class_angles is None or self.form not in PREFIXED, "vision_rope.class_angles (a form "
                    "without tokens of its own before the patches)", self.class_angles)
 
@@ -85,7 +90,8 @@ class VisionRopeLayer(LayerRecord):
     """A vision tower's layer: its 2-D (:class:`~refpos.rope.vision.VisionRope`) or 3-D
     (:class:`~refpos.rope.vision3d.VisionRope3D`) RoPE, applied at each patch's (h, w) or (t, h, w); ``prefix``
     tokens before the patches turned by the angles of the weight ``prefix_weight`` (None: unrotated), before each
-    frame's patches where ``per_frame`` (else once, before all of them); ``window``: the
+    frame's patches where ``per_frame`` (else once, before all of them), the first ``queries`` of them learned query
+    tokens (unrotated, in EoMT-DINOv3's last layers); ``window``: the
     side of the square windows a windowed layer rotates each window's patches in, at their place in the window
     (0: not windowed); ``grid`` and ``scale``: the fixed ``(rows, columns)`` grid a layer's positions are computed for
     whatever the image, each patch ``(r, c)`` at ``(r·scale, c·scale)`` (SAM 3's global layers; None: the image's
@@ -95,6 +101,7 @@ class VisionRopeLayer(LayerRecord):
     prefix: int = 0
     prefix_weight: str | None = None
     per_frame: bool = False
+    queries: int = 0
     window: int = 0
     grid: tuple[int, int] | None = None
     scale: float = 1.0
@@ -111,6 +118,8 @@ class VisionRopeLayer(LayerRecord):
             out |= {"prefix": self.prefix, "prefix_angles": self.prefix_weight or "unrotated"}
         if self.per_frame:
             out["per_frame"] = True
+        if self.queries:
+            out["queries"] = self.queries
         if self.window:
             out["window"] = self.window
         if self.grid is not None:
@@ -193,6 +202,20 @@ def tower_windows(stack: Stack, n: int) -> list[tuple[int, tuple[int, int] | Non
     return [(0, grid, window / grid[1]) if i in global_layers else (window, None, 1.0) for i in range(n)]
 
 
+def tower_queries(stack: Stack, n: int) -> list[int]:
+    """The unrotated query tokens before the class token in each of the ``n`` layers: ``num_queries`` in the last
+    ``num_blocks`` layers (the ``queries`` facts; EoMT-DINOv3's ``EomtDinov3ForUniversalSegmentation.forward``
+    prepends them before layer ``n − num_blocks``), none elsewhere."""
+    view, facts = stack.view, stack.facts
+    if not facts.queries:
+        return [0] * n
+    count = view.int(facts.queries[0], minimum=0)
+    last = view.int(facts.queries[1], minimum=0)
+    if last > n:
+        raise ValueError(f"{view.name(facts.queries[1])}: {last} last layers of a tower of {n}")
+    return [count if i >= n - last else 0 for i in range(n)]
+
+
 def build(stack: Stack) -> list[LayerRecord]:
     """One :class:`VisionRopeLayer` per layer of the tower."""
     rope = tower_rope(stack)
@@ -201,8 +224,10 @@ def build(stack: Stack) -> list[LayerRecord]:
                   minimum=1)
     reads = (("rotation", ("video_grid",) if isinstance(rope, VisionRope3D) else ("image_grid",)),)
     per_frame = stack.facts.class_angles is not None
-    return [VisionRopeLayer(stack.name, i, None, rope=rope, prefix=prefix, prefix_weight=weight, per_frame=per_frame,
-                            window=window, grid=grid, scale=scale, reads=reads)
+    queries = tower_queries(stack, n)
+    return [VisionRopeLayer(stack.name, i, None, rope=rope, prefix=queries[i] + prefix, prefix_weight=weight,
+                            per_frame=per_frame, queries=queries[i], window=window, grid=grid, scale=scale,
+                            reads=reads)
             for i, (window, grid, scale) in enumerate(tower_windows(stack, n))]
 
 
@@ -220,4 +245,4 @@ VISION_ROPE = EncodingKind(
     check="vision_rope")
 
 __all__ = ["PREFIXED", "TOWER_HEADS", "TOWER_LAYERS", "TOWER_WIDTH", "VISION_ROPE", "VisionRopeFacts",
-           "VisionRopeLayer", "build", "tower_prefix", "tower_rope", "tower_windows"]
+           "VisionRopeLayer", "build", "tower_prefix", "tower_queries", "tower_rope", "tower_windows"]
