@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from survey.pixel_inputs import image_grid_inputs, series_inputs, trajectory_inputs
-from survey.pixel_records import MASKS, MERGE_INPUTS, PADDING_MASKS, ROW_INPUTS, grid_input
+from survey.pixel_inputs import id_grid, image_grid_inputs, patch_ids, series_inputs, trajectory_inputs
+from survey.pixel_records import MASKS, MERGE_INPUTS, PADDING_MASKS, ROW_INPUTS, grid_input, patch_ids_input
 from survey.seeded import seeded_normal, seeded_uniform
 
 #: the waveform samples per feature frame assumed where a forward takes chunk lengths in samples (16 kHz, 10 ms)
@@ -89,6 +89,20 @@ def _grid(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
             **{merge: torch.tensor([at.merge], dtype=torch.long) for merge in MERGE_INPUTS if merge in at.params}}
 
 
+def _patch_ids(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
+    """Each patch's ``(x, y)`` id where the forward takes them (Gemma 4's tower): the grid of the try's size in
+    raster order, the patches past it padding at ``(-1, -1)`` (:func:`survey.pixel_inputs.patch_ids`)."""
+    import torch
+
+    name = patch_ids_input(at.params)
+    if name is None or len(at.shape) != 3:
+        return {}
+    h, w, padding = id_grid(at.config, at.size)
+    if h * w + padding != at.shape[1]:
+        return {}
+    return {name: torch.from_numpy(patch_ids(h, w, padding))}
+
+
 def masks(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
     """The masks fed beside an input of ``at.shape``: every frame (or pixel) real — ones for each of :data:`MASKS`
     the forward takes and each mask it requires, all False for a mask of padding (:data:`PADDING_MASKS`) — over
@@ -141,6 +155,8 @@ def _resampling(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
 BESIDE: dict[str, Beside] = {
     "grid_thw": Beside("a vision tower fed flattened patches takes their grid (Qwen2-VL's and the towers after it)",
                        _grid),
+    "pixel_position_ids": Beside("a tower fed patches takes each one's (x, y) id (Gemma 4's; (-1, -1) marks the "
+                                 "padding patches of the second size)", _patch_ids),
     "decoder_input_ids": Beside("an encoder-decoder's first decoder ids (ids 2 … 5: none fairseq's padding id 1)",
                                 _where_taken("decoder_input_ids", lambda at: _ids((1, 4), 2) + _ids(
                                     (1, 4), 0).new_tensor([0, 1, 2, 3]))),

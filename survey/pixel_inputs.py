@@ -23,6 +23,9 @@ Read from the model's config, never from its type:
   forecaster's ``max(lags_sequence)`` steps more (with its time features and horizon: :func:`series_inputs`);
 * ``flattened_patches``: Pix2Struct's (and Kosmos-2.5's) patches, each row ``(row, column, C·p² pixels)``, on a
   4 × 4 and a 4 × 6 grid (:func:`number_patches`);
+* ``pixel_values`` of a tower that takes each patch's ``(x, y)`` id (Gemma 4's ``pixel_position_ids``): patches
+  ``(1, h·w + padding, C·p²)`` on a ``2k × 2k`` and a ``2k × 3k`` grid of its pooling kernel ``k``, the second
+  followed by ``k²`` padding patches at ``(-1, -1)`` (:func:`id_grid`, :func:`patch_ids`);
 * ``states``: a Decision Transformer's trajectory, ``(1, steps, state_dim)`` at 8 and 12 steps, with each step's
   action, return to go and timestep (:func:`trajectory_inputs`);
 * ``latents``: a codec's continuous latents ``(1, hidden_size, frames)`` at 8 and 12 frames;

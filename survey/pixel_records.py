@@ -62,6 +62,16 @@ MERGE_INPUTS = ("merge_sizes",)
 PROMPTS = ("input_points", "input_boxes")
 
 
+#: the names a forward takes each patch's ``(x, y)`` id by, beside patches ``(1, patches, C·p²)`` fed as its
+#: ``pixel_values`` (Gemma 4's tower: ``(-1, -1)`` marks a padding patch)
+PATCH_ID_INPUTS = ("pixel_position_ids",)
+
+
+def patch_ids_input(params: Any) -> str | None:
+    """The name under which a forward whose parameters are ``params`` takes its patches' ``(x, y)`` ids, or None."""
+    return next((name for name in PATCH_ID_INPUTS if name in params), None)
+
+
 def grid_input(params: Any) -> str | None:
     """The name under which a forward whose parameters are ``params`` takes the grid of flattened patches, or
     None where it takes none (it is then fed whole images)."""

@@ -75,6 +75,7 @@ from survey.pixel_records import (
     additive,
     grid_input,
     observed_labels,
+    patch_ids_input,
     unread,
 )
 
@@ -137,11 +138,12 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     import torch
 
     from survey.pixel_beside import Try, beside
-    from survey.pixel_inputs import candidates, number_patches, patch_grid
+    from survey.pixel_inputs import candidates, id_grid, number_patches, patch_grid
 
     record.shapes, record.skipped, record.applied, errors = {}, {}, {}, []
     grid = grid_input(params)
-    for size, tries in candidates(record.input_name, config, flat=grid is not None).items():
+    ids = patch_ids_input(params) is not None
+    for size, tries in candidates(record.input_name, config, flat=grid is not None, ids=ids).items():
         attempts = [(shape, switch) for shape in tries]
         if size == "resampled" and switch and "interpolate_pos_encoding" not in params:
             attempts += [(shape, False) for shape in tries]
@@ -152,6 +154,8 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 inputs[record.input_name] = number_patches(inputs[record.input_name])
             if grid is not None:  # flattened patches: their grid (fed beside them, survey.pixel_beside)
                 record.grids[size] = list(patch_grid(config, size))
+            if ids:  # patches fed with their (x, y) ids: the grid of the real ones (the rest are padding)
+                record.grids[size] = [1, *id_grid(config, size)[:2]]
             inputs |= beside(Try(params, config, record.input_name, tuple(shape), size, dtype, record.merge,
                                  tuple(record.grids[size]) if grid is not None else None, fed_switch))
             try:

@@ -92,7 +92,7 @@ def _other_padding(inputs: AxisTableInputs) -> tuple[np.ndarray, np.ndarray] | N
     """Gemma 4's rule (a patch adds nothing where both ids are −1) for Gemma 4 unified's (each id −1 adds nothing
     of its table), or the reverse."""
     other = {"patch": "axis", "axis": "patch"}.get(inputs.variant.padding)
-    if other is None:
+    if other is None or not np.any((inputs.indices == -1).sum(axis=-1) == 1):  # the rules differ at one id −1 only
         return None
     return _computed(replace(inputs, variant=replace(inputs.variant, padding=other)))
 

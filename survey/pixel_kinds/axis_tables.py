@@ -6,7 +6,8 @@ The tables are the input sites of ``record.rows × record.dim`` entries each: tw
 (:func:`refpos.encodings.axis_tables.split_tables`: Gemma 4's ``(2, P, D)``). At each size the owner's output
 minus its output with a table zeroed is that table's rows (the addition is linear in the table); their sum over the
 tables is what the patches gain, compared with refpos's rows at the indices the survey fed (:func:`fed_indices`:
-the flattened patches' rows and columns numbered from 1, :func:`survey.pixel_inputs.number_patches`). Bound: the
+the flattened patches' rows and columns numbered from 1, :func:`survey.pixel_inputs.number_patches`; Gemma 4's
+``(x, y)`` ids of a grid and padding patches, :func:`survey.pixel_inputs.patch_ids`). Bound: the
 kind's (:class:`refpos.encodings.axis_tables_mistakes.AxisTableInputs`) at the run's unit roundoff, plus
 ``2u·max|output|`` per subtraction; the kind's catalogued mistakes are the wrong answers each observation must
 tell apart.
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_inputs import PATCH_GRIDS
+from survey.pixel_inputs import PATCH_GRIDS, patch_ids
 from survey.pixel_kinds.base import Outcome, absent, embedding_site, graded, mistakes_of, rows_of, unit
 from survey.pixels import PixelRun, Site, additive
 
@@ -29,7 +30,12 @@ U32 = 2.0**-24
 def fed_indices(run: PixelRun, size: str, patches: int) -> np.ndarray | None:
     """The indices ``(patches, 2)`` the survey fed at ``size``, in the order the input carries them: Pix2Struct's
     flattened patches numbered (row, column) from 1 over the grid of :data:`~survey.pixel_inputs.PATCH_GRIDS` with
-    that many patches (``None`` for another input)."""
+    that many patches; patches fed with their ``(x, y)`` ids (Gemma 4's), the grid the run records in raster order
+    and the patches past it padding (:func:`survey.pixel_inputs.patch_ids`); ``None`` for another input."""
+    grids = run.grids.get(size)
+    if run.input_name == "pixel_values" and grids is not None and len(run.shapes.get(size, [])) == 3:
+        _, h, w = grids
+        return patch_ids(h, w, patches - h * w)[0] if patches >= h * w else None
     if run.input_name != "flattened_patches":
         return None
     grid = next(((r, c) for r, c in PATCH_GRIDS if r * c == patches), None)

@@ -5,6 +5,7 @@ exact."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -87,3 +88,33 @@ def test_the_towers_are_exact(observation, model_type):
     assert STACK in seen.stacks, seen.row.cause
     row = judge_quietly(seen)
     assert row.status == "exact", row.cause
+
+
+def test_gemma4_s_patches_are_fed_with_their_ids_and_padding():
+    """A tower taking pixel_position_ids is fed patches (1, h·w + padding, C·p²) and their (x, y) ids: whole blocks
+    of its pooling kernel, the second size wider, followed by a pooled token's worth of (−1, −1) padding."""
+    from types import SimpleNamespace
+
+    from survey.pixel_inputs import candidates, id_grid, patch_ids
+
+    config = SimpleNamespace(pooling_kernel_size=3, patch_size=16, num_channels=3)
+    assert id_grid(config, "native") == (6, 6, 0) and id_grid(config, "resampled") == (6, 9, 9)
+    assert candidates("pixel_values", config, ids=True) == {"native": [(1, 36, 768)], "resampled": [(1, 63, 768)]}
+    ids = patch_ids(2, 3, 1)[0]
+    assert ids.tolist() == [[0, 0], [1, 0], [2, 0], [0, 1], [1, 1], [2, 1], [-1, -1]]  # (x, y): x the column
+
+
+def test_gemma4_s_input_is_exact_and_its_padding_told_apart(observation):
+    """Gemma 4's tower run with its ids: what its patch embedder's table adds is refpos's gemma4 rows (padding
+    patches adding none), every catalogued mistake its inputs show told apart (the padding rules differ only at a
+    patch with one id −1, which the survey does not feed: not tried)."""
+    seen = observation("gemma4_vision")
+    assert STACK in seen.stacks, seen.row.cause
+    run = seen.stacks[STACK]
+    claim = refpos.model_positions(seen.config).stack("vision.input")[0]
+    outcome = compare_axis_tables(claim, run, run.sites)
+    assert outcome.status == "exact", outcome.cause
+    assert outcome.tried == 6 and outcome.survived == []
+    swapped = copy.deepcopy(run)  # the observation is shared: changed in a copy
+    swapped.sites[0].params = {name: p[::-1].copy() for name, p in swapped.sites[0].params.items()}  # x and y tables
+    assert compare_axis_tables(claim, swapped, swapped.sites).status == "wrong"

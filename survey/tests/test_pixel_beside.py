@@ -38,7 +38,8 @@ def test_a_record_named_for_its_input_feeds_it_to_a_forward_that_requires_it(nam
 
     config = SimpleNamespace(task_seq_len=3, patch_size=4, num_time_features=1, prediction_length=2, act_dim=2,
                              semantic_model_config=SimpleNamespace(feature_projection_input_dim=5))
-    main, shape = {"past_time_features": ("past_values", (1, 6)), "returns_to_go": ("states", (1, 4, 3))}.get(
+    main, shape = {"past_time_features": ("past_values", (1, 6)), "returns_to_go": ("states", (1, 4, 3)),
+                   "pixel_position_ids": ("pixel_values", (1, 4, 48))}.get(
         name, ("input_values", (1, 640)) if name == "input_features" else ("pixel_values", (1, 3, 8, 8)))
     params = _params(main, name, "future_values")
     fed = BESIDE[name].feeds(Try(params, config, main, shape, "native", torch.float32), {})
