@@ -208,9 +208,10 @@ def test_a_pixel_run_that_fails_keeps_its_reason_in_the_notes(monkeypatch):
 
 
 def test_the_inputs_of_towers_fed_flat_patches_and_models_of_towers():
-    """A forward taking a grid beside ``pixel_values`` is fed flattened patches (the rows, then the patches), under
-    whichever name it takes the grid by; a model of towers without an image size of its own is fed the plain size
-    and then its tower's (SAM's model refuses any other); a clip is also fed as a batch of its frames (X-CLIP's)."""
+    """A forward taking a grid beside ``pixel_values`` is fed flattened patches (the rows, the patches, then a batch
+    of them), under whichever name it takes the grid by; a model of towers without an image size of its own is fed
+    the plain size and then its tower's (SAM's model refuses any other); a clip is also fed as a batch of its frames
+    (X-CLIP's)."""
     from types import SimpleNamespace
 
     from survey.pixel_inputs import candidates
@@ -221,7 +222,8 @@ def test_the_inputs_of_towers_fed_flat_patches_and_models_of_towers():
     assert grid_input({"pixel_values": 0}) is None
     tower = SimpleNamespace(in_channels=3, temporal_patch_size=2, patch_size=14, spatial_merge_size=2)
     flat = candidates("pixel_values", tower, flat=True)
-    assert flat["native"] == [(16, 3 * 2 * 14 * 14), (16, 3, 14, 14)] and flat["resampled"][0] == (24, 1176)
+    assert flat["native"] == [(16, 3 * 2 * 14 * 14), (16, 3, 14, 14), (1, 16, 3, 14, 14)]
+    assert flat["resampled"][0] == (24, 1176)
     model = SimpleNamespace(vision_config=SimpleNamespace(image_size=256, patch_size=16))
     native = candidates("pixel_values", model)["native"]
     assert native[0] == (1, 3, 64, 64) and (1, 3, 256, 256) in native[3:]
