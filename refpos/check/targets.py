@@ -66,10 +66,11 @@ CONFIG_FLAGS = ("--config", "--stack", "--layer", "--assume")
 
 
 def _kind_target(check: KindCheck) -> CheckTarget:
-    """The target of one vision or audio kind: a call file (:mod:`refpos.check.kinds.call`)."""
-    return CheckTarget(check.kind, f"the output of {', '.join(check.functions)} given by --call CALL.json",
-                       (check.kind,), ("--call",), False, partial(kind_target.run, check), check.functions,
-                       partial(kind_target.golden, check))
+    """The target of one vision or audio kind: a call file (:mod:`refpos.check.kinds.call`), the arguments it
+    leaves out taken from the ``--config`` layer (:func:`refpos.golden.cases.model_kind_cases.layer_arguments`)."""
+    return CheckTarget(check.kind, f"the output of {', '.join(check.functions)} given by --call CALL.json (with "
+                       "--config: the layer's own arguments)", (check.kind,), ("--call", *CONFIG_FLAGS), False,
+                       partial(kind_target.run, check), check.functions, partial(kind_target.golden, check))
 
 
 def _registry(*targets: CheckTarget) -> Mapping[str, CheckTarget]:

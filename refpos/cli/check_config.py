@@ -11,7 +11,13 @@ With ``--config``, each target takes what the model's code fixes from the layer 
 * ``sinusoid``: the width, layout, spacing, base and the position offset (``--positions`` are the model's
   positions; the rows read are ``p + offset``);
 * ``learned``: ``--table T.npy`` (the trained table) read at ``p + offset``: the candidate is the embedding
-  rows.
+  rows;
+* the vision and audio kinds (``grid``, ``bias_table``, ``conv_position``, ``decomposed``, ``sincos2d``,
+  ``fourier``, ``sinusoid1d``, ``vision_rope``, ``axis_tables``): ``--call CALL.json`` holds the weights and the
+  inputs; the arguments it leaves out are the layer record's (a grid's way and extra rows, a window's form and
+  size, a kernel's groups and activation, …), and an argument contradicting the record is refused naming it and
+  both values (:func:`refpos.golden.cases.model_kind_cases.layer_arguments`). ``--stack`` names any stack of the
+  model (``vision``, ``vision.input``, ``audio.input``, …).
 
 The layer goes to the target (:mod:`refpos.check.targets`) as :attr:`refpos.check.shared.request.Request.layer`;
 the kinds each target checks are the registry's (:data:`refpos.check.targets.TARGET_KINDS`).
@@ -24,6 +30,7 @@ refused by name.
 from __future__ import annotations
 
 import argparse
+import re
 
 from refpos.check.shared.arrays import Unusable
 from refpos.check.targets import TARGET_KINDS
@@ -35,10 +42,18 @@ from refpos.models.records import LayerRecord
 LAYER_INDEX = Number(int, minimum=0, maximum=MAX_WIDTH)
 
 
+def _stack(value: str) -> str:
+    """A stack name as :func:`refpos.model_positions` names them: words of letters and ``_`` joined by dots."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*", value or ""):
+        raise argparse.ArgumentTypeError(f"a stack name (encoder, decoder, vision, vision.input, …), got {value!r}")
+    return value
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """The options that pick a model's layer (``--stack``, ``--layer``), ``--table`` and ``--assume``."""
-    parser.add_argument("--stack", default=None, choices=("encoder", "decoder"),
-                        help="with --config: the stack of the layer (default: the first with that kind)")
+    parser.add_argument("--stack", default=None, type=_stack,
+                        help="with --config: the stack of the layer (encoder, decoder, vision, vision.input, "
+                             "audio.input, …; default: the first with that kind)")
     parser.add_argument("--layer", type=LAYER_INDEX, default=None,
                         help="with --config: the layer's index in its stack (default: the first of that kind)")
     parser.add_argument("--table", default=None, help="learned: the trained position table (.npy)")

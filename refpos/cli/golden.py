@@ -161,13 +161,16 @@ def _run(args: argparse.Namespace) -> int:
             cases = finite_cases(model_cases(config, name, positions=None if positions is None else
                                              np.asarray(positions), seq_len=args.seq_len,
                                              max_position=args.max_position, assume=assume))
+        from refpos.golden.cases.model_kind_cases import kind_reasons
+
+        no_case = kind_reasons(resolved)  # vision and audio layers without a contract call, and why
         if not cases:
             kinds = ", ".join(dict.fromkeys(layer.label for layer in resolved)) or "none"
-            gaps = "".join(f"; {k}: {v}" for k, v in sorted(report.items()))
+            gaps = "".join(f"; {k}: {v}" for k, v in sorted({**report, **no_case}.items()))
             raise ValueError(f"{args.config}: no layer of this model has positions refpos writes goldens for (its "
                              f"layers: {kinds}{gaps})")
         source = {**model_source(config, name, positions, args.seq_len, args.max_position, assume),
-                  "not_modelled": report}
+                  "not_modelled": report, **({"no_case": no_case} if no_case else {})}
         entries = write_cases(args.out, cases, title=f"refpos golden cases for {name}",
                               certify=not args.no_certify, source=source, force=args.force)
         print(f"refpos golden model: {len(entries)} cases for {name} in {args.out}")
@@ -177,6 +180,10 @@ def _run(args: argparse.Namespace) -> int:
               "source):")
         for key, why in sorted(report.items()):
             print(f"  {printable(key)}: {printable(why)}")
+        if no_case:
+            print(f"layers without a case ({len(no_case)}, also in the manifest's source):")
+            for key, why in sorted(no_case.items()):
+                print(f"  {printable(key)}: {printable(why)}")
         return 0
     root = args.golden_dir or default_golden_dir()
     certified = False

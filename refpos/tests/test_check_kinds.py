@@ -190,7 +190,7 @@ def test_the_command_refuses_what_it_cannot_check(tmp_path, capsys):
     cases = [
         (["check", "fourier", "--candidate", y], "needs --call CALL.json"),
         (["check", "fourier", "--call", str(call), "--candidate", str(tmp_path / "half.npy")], "float16"),
-        (["check", "fourier", "--call", str(call), "--candidate", y, "--config", str(call)], "does not read --config"),
+        (["check", "fourier", "--call", str(call), "--candidate", y, "--config", str(call)], "does not resolve"),
         (["check", "fourier", "--call", str(tmp_path / "none.json"), "--candidate", y], "none.json"),
     ]
     for argv, message in cases:

@@ -82,7 +82,9 @@ def test_the_command_runs_the_target_s_record(monkeypatch, tmp_path):
     assert main(["check", "fake", "--candidate", str(tmp_path / "y.npy"), "--golden-dir", str(tmp_path)]) == 2
 
 
-def test_a_target_without_config_refuses_it(tmp_path, capsys):
+def test_a_target_without_config_refuses_it(tmp_path, capsys, monkeypatch):
     np.save(tmp_path / "y.npy", np.zeros(3))
-    assert main(["check", "grid", "--candidate", str(tmp_path / "y.npy"), "--config", str(tmp_path / "c.json")]) == 2
-    assert "refpos check grid does not read --config" in capsys.readouterr().err
+    fake = CheckTarget("fake", "a target of the test", ("alibi",), ("--heads",), False, lambda request: {})
+    monkeypatch.setattr(cli_check, "target_of", lambda name: fake if name == "fake" else None)
+    assert main(["check", "fake", "--candidate", str(tmp_path / "y.npy"), "--config", str(tmp_path / "c.json")]) == 2
+    assert "refpos check fake does not read --config" in capsys.readouterr().err

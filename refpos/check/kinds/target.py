@@ -141,11 +141,17 @@ def check_call(check: KindCheck, function: str, arguments: Mapping[str, Any], ca
 
 
 def run(check: KindCheck, request: Request) -> dict[str, Any]:
-    """``refpos check <kind> --call CALL.json --candidate Y.npy`` (:mod:`refpos.check.kinds.call`)."""
-    if request.layer is not None:
-        raise Unusable(f"refpos check {check.kind} takes --call CALL.json, not --config: the call names the "
-                       "contract function and every argument, the weights included")
+    """``refpos check <kind> --call CALL.json --candidate Y.npy`` (:mod:`refpos.check.kinds.call`); with
+    ``--config``, the arguments the call leaves out are the layer record's and an argument contradicting the record
+    is refused naming it and both values (:func:`refpos.golden.cases.model_kind_cases.layer_arguments`)."""
     function, arguments = read_call(request.need("call", "--call CALL.json"))
+    if request.layer is not None:
+        from refpos.golden.cases.model_kind_cases import layer_arguments
+
+        try:
+            arguments = layer_arguments(request.layer, function, arguments)
+        except ValueError as exc:
+            raise Unusable(f"--config: {str(exc).splitlines()[0]}") from None
     return check_call(check, function, arguments, request.candidate, dtype=request.dtype)
 
 

@@ -16,6 +16,10 @@ it), with the record's parameters, the stack and the layer indices in the case's
 * ``sinusoid/<model>/<stack>``: the family's sinusoid at the probe positions (``sinusoidal`` of the rows
   ``p + offset``), certified against mpmath.
 
+The vision and audio kinds' layers (a grid, a window's bias table, a convolution over frames, …) get one case per
+distinct record and contract call from :mod:`refpos.golden.cases.model_kind_cases`
+(``<kind>/<model>/<stack>-<layer>/…``).
+
 Layers without positions, without attention, refused or unknown have no case: the cases' parameters and the
 manifest's ``source`` list them.
 """
@@ -29,6 +33,7 @@ import numpy as np
 from refpos.encodings.deberta import deberta_log_buckets
 from refpos.encodings.sinusoidal import sinusoidal_frequencies
 from refpos.golden.cases.common import In, call, probe_positions, rng_for, slug
+from refpos.golden.cases.model_kind_cases import kind_model_cases
 from refpos.golden.cases.tables import mp_bucket, mp_sinusoid, mp_slopes
 from refpos.golden.exact import certify as cert
 from refpos.golden.exact.entries import tolerance_integer, tolerance_rope, tolerance_value
@@ -60,7 +65,7 @@ def _groups(positions: ModelPositions) -> list[tuple[LayerRecord, list[int]]]:
 
 def encoding_model_cases(positions: ModelPositions, name: str, *, probes: np.ndarray | None = None) -> list[Case]:
     """The cases of every non-RoPE kind of layer of ``positions`` (``probes``: positions instead of the
-    probe set)."""
+    probe set), the vision and audio kinds' by :func:`refpos.golden.cases.model_kind_cases.kind_model_cases`."""
     cases: list[Case] = []
     for layer, indices in _groups(positions):
         key = f"{slug(name)}/{layer.stack}"
@@ -78,7 +83,7 @@ def encoding_model_cases(positions: ModelPositions, name: str, *, probes: np.nda
             cases.append(_learned_case(layer, f"learned/{key}", name, shared, probes))
         else:
             cases.append(_sinusoid_case(layer, f"sinusoid/{key}", name, shared, probes))
-    return cases
+    return cases + kind_model_cases(positions, name)
 
 
 def _probes(case_id: str, limit: int, probes: np.ndarray | None) -> np.ndarray:

@@ -1,0 +1,297 @@
+"""The registry of the contract calls of vision and audio layer records: what ``refpos golden model`` writes for each
+such layer of a config, and what ``refpos check <kind> --config`` takes from it.
+
+One :class:`ModelKind` record per kind (:data:`MODEL_KINDS`) says, for a layer record of
+:func:`refpos.model_positions`:
+
+* ``plan``: the adapter-contract function the layer is a call of (``spec_tests/README.md``) and the arguments the
+  record fixes (a grid's way and extra rows, a window's form and size, a kernel's groups and activation, …), or a
+  sentence saying why the layer has no case;
+* ``free``: the calls' other arguments, ``(label, arguments)`` each: seeded weights where the model's are checkpoint
+  weights (tables, kernels, MLP weights, the Fourier matrix; at the record's row counts, a few channels wide: every
+  channel is computed alike) and the inputs the record reads (an image grid at the native size and at one that
+  forces resampling, a packed tower's ``(t, h, w)`` grids, frames);
+* ``shapes``: the arrays whose shape the record fixes (a table's rows), for :func:`layer_arguments`.
+
+The cases and the merge of a call file's arguments with a record's are :mod:`refpos.golden.cases.model_kind_cases`
+(the reference and the bound are the kind's check record's, :data:`refpos.check.kinds.BY_KIND`). :data:`ELSEWHERE`
+says, for every other kind, which module writes its cases or why it has none; the meta-test
+(``refpos/tests/test_golden_model_kinds.py``) asks every kind of :data:`refpos.models.kinds.KINDS` for one of the
+two.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+#: channels of a seeded table or kernel (the model's width is in the record; every channel is computed alike)
+SEEDED_WIDTH = 4
+#: the most (query, key) pairs of a case's attention (a global layer of a large grid is refused by name)
+MAX_PAIRS = 1 << 20
+
+Plan = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """How a kind's layer record becomes contract calls (module docstring)."""
+
+    kind: str
+    plan: Callable[[Any], Plan | str]
+    free: Callable[[Any, np.random.Generator], list[tuple[str, dict[str, Any]]]]
+    shapes: Callable[[Any], dict[str, tuple[int, ...]]] = lambda layer: {}
+
+
+def _grid_plan(layer: Any) -> Plan | str:
+    from refpos.golden.cases.grid import _way
+
+    if layer.variant is None:
+        return (f"its table is added as it is, at the native grid {list(layer.grid)} only: the positions are the "
+                "checkpoint's rows, no formula of refpos's")
+    return "resample_position_table", {"way": _way(layer.way), "prefix_tokens": layer.prefix,
+                                       "suffix_tokens": layer.suffix}
+
+
+def _other_grid(layer: Any) -> list[int]:
+    """A patch grid that forces resampling: one axis shrinks, one grows (multiples of a packed tower's merge)."""
+    m, (h, w) = max(layer.merge, 1), layer.grid
+    other = [max(m, (h - 1) // m * m), (w + 2 + m - 1) // m * m]
+    return other if tuple(other) != tuple(layer.grid) else [h + m, w + m]
+
+
+def _grid_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    table = rng.standard_normal((layer.table_rows, min(layer.dim, SEEDED_WIDTH)))
+    grids = [list(layer.grid), _other_grid(layer)]
+    return [(f"{'native' if i == 0 else 'resampled'}-{g[0]}x{g[1]}", {"table": table, "grid": g})
+            for i, g in enumerate(grids)]
+
+
+def _bias_table_plan(layer: Any) -> Plan:
+    fixed: dict[str, Any] = {"form": layer.form, "window": list(layer.window)}
+    if layer.form == "beit":
+        fixed["table_window"] = list(layer.window)
+    if layer.form == "swinv2":
+        fixed["pretrained_window"] = None if layer.pretrained_window is None else list(layer.pretrained_window)
+    return "window_bias", fixed
+
+
+def _bias_table_rows(layer: Any) -> int:
+    """``(2·W_h − 1)(2·W_w − 1)`` rows, and BEiT's 3 CLS rows."""
+    return (2 * layer.window[0] - 1) * (2 * layer.window[1] - 1) + (3 if layer.form == "beit" else 0)
+
+
+def _bias_table_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    if layer.form == "swinv2":  # the continuous MLP: 2 → 16 → heads (Swin v2's is 512 wide)
+        w1, b1 = rng.standard_normal((2, 16)), rng.standard_normal(16)
+        return [("mlp", {"w1": w1, "b1": b1, "w2": rng.standard_normal((16, layer.n_heads)) / 4})]
+    return [("table", {"table": rng.standard_normal((_bias_table_rows(layer), layer.n_heads))})]
+
+
+def _bias_table_shapes(layer: Any) -> dict[str, tuple[int, ...]]:
+    return {} if layer.form == "swinv2" else {"table": (_bias_table_rows(layer), layer.n_heads)}
+
+
+#: conv_position form -> its contract function
+CONV_FUNCTIONS = {"weight_norm": "conv_positions", "plain": "conv_positions", "batch_norm": "batch_norm_conv_positions",
+                  "stacked": "stacked_conv_positions"}
+
+
+def _conv_plan(layer: Any) -> Plan:
+    fixed: dict[str, Any] = {"groups": layer.groups, "activation": layer.activation}
+    if layer.form in ("weight_norm", "plain"):
+        fixed["stride"] = layer.stride
+    return CONV_FUNCTIONS[layer.form], fixed
+
+
+def _conv_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    """Frames of 2 channels per group, longer than the kernel (``2K + 3`` frames, a batch of 2)."""
+    c, k = 2 * layer.groups, layer.kernel
+    scale = 1 / np.sqrt(k * c / layer.groups)
+    x = rng.standard_normal((2, 2 * k + 3, c))
+    if layer.form == "stacked":
+        return [("frames", {"x": x, "weights": scale * rng.standard_normal((layer.layers, c, c // layer.groups, k)),
+                            "biases": 0.1 * rng.standard_normal((layer.layers, c)), "eps": 1e-5})]
+    out = {"x": x, "weight": scale * rng.standard_normal((c, c // layer.groups, k)),
+           "bias": 0.1 * rng.standard_normal(c)}
+    if layer.form == "weight_norm":
+        out["weight_g"] = rng.uniform(0.5, 1.5, k)
+    if layer.form == "batch_norm":
+        out |= {"running_mean": 0.1 * rng.standard_normal(c), "running_var": rng.uniform(0.5, 2.0, c),
+                "norm_weight": rng.uniform(0.5, 1.5, c), "norm_bias": 0.1 * rng.standard_normal(c), "eps": 1e-5}
+    return [("frames", out)]
+
+
+def _conv_shapes(layer: Any) -> dict[str, tuple[int, ...]]:
+    if layer.form == "stacked":
+        return {"weights": (layer.layers, -1, -1, layer.kernel)}
+    return {"weight": (-1, -1, layer.kernel)}
+
+
+def _decomposed_plan(layer: Any) -> Plan | str:
+    n = layer.grid[0] * layer.grid[1]
+    if n * n > MAX_PAIRS:
+        return (f"its {'window' if layer.windowed else 'global'} attention over the {list(layer.grid)} grid has "
+                f"{n * n} (query, key) pairs, past the {MAX_PAIRS} a golden case holds")
+    return "add_decomposed_rel_pos", {"q_size": list(layer.grid), "k_size": list(layer.grid)}
+
+
+def _decomposed_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    n, (rh, rw), d = layer.grid[0] * layer.grid[1], layer.params()["table_rows"], layer.head_dim
+    return [("window" if layer.windowed else "global", {
+        "attn": rng.standard_normal((1, n, n)), "q": rng.standard_normal((1, n, d)),
+        "rel_pos_h": rng.standard_normal((rh, d)), "rel_pos_w": rng.standard_normal((rw, d))})]
+
+
+def _decomposed_shapes(layer: Any) -> dict[str, tuple[int, ...]]:
+    rh, rw = layer.params()["table_rows"]
+    return {"rel_pos_h": (rh, layer.head_dim), "rel_pos_w": (rw, layer.head_dim)}
+
+
+#: sincos2d builder -> its contract function
+SINCOS_FUNCTIONS = {"grid": "sincos_2d_grid", "mask": "sine_position_map", "coordinates": "sine_coordinates"}
+
+
+def _contract_keywords(function: str, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``values`` the contract function takes, and the names it does not."""
+    from refpos.check.kinds import BY_KIND
+
+    calls = {c.__name__: c for check in BY_KIND.values() for c in check.calls}
+    names = inspect.signature(calls[function]).parameters
+    return ({k: list(v) if isinstance(v, tuple) else v for k, v in values.items() if k in names},
+            sorted(k for k in values if k not in names))
+
+
+def _sincos_plan(layer: Any) -> Plan | str:
+    function = SINCOS_FUNCTIONS[layer.record.builder]
+    width = "dim" if layer.record.builder == "grid" else "num_features"
+    fixed, unknown = _contract_keywords(function, {**layer.record.parameters, **dict(layer.settings)})
+    if unknown:
+        return f"the variant {layer.variant}'s keywords {unknown} are no parameters of {function}"
+    return function, {width: layer.features, **fixed}
+
+
+def _sincos_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    builder = layer.record.builder
+    if builder == "grid":
+        grids = [list(layer.grid)] if layer.grid is not None else [[4, 6], [3, 5]]  # a fixed table: its own grid
+        return [(f"grid-{h}x{w}", {"height": h, "width": w}) for h, w in grids]
+    if builder == "mask":
+        mask = np.ones((2, 6, 9), dtype=bool)
+        mask[0, 4:, :], mask[1, :, 5:] = False, False  # a padded batch: rows, then columns
+        return [("padded-mask", {"mask": mask})]
+    return [("coordinates", {"coords": rng.uniform(0.0, 1.0, (2, 5, 4 if layer.variant.endswith("box") else 2))})]
+
+
+def _fourier_plan(layer: Any) -> Plan:
+    return ("sam_prompt_features", {}) if layer.variant == "sam_prompts" else ("fourier_features", {})
+
+
+def _fourier_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    from refpos.encodings.fourier import grid_centre_coordinates
+
+    gaussian = rng.standard_normal((2, layer.m))
+    if layer.variant == "sam_prompts":
+        return [("points", {"points": rng.uniform(0, 640, (2, 5, 2)), "image_size": [480, 640],
+                            "gaussian": gaussian})]
+    return [("grid-4x6", {"coords": np.asarray(grid_centre_coordinates(4, 6)), "gaussian": gaussian})]
+
+
+def _sinusoid_plan(layer: Any) -> Plan | str:
+    params = layer.params()
+    if params["at"] != "input" or params["standardize"] or params["amplitude"] not in ("one", "inverse_sqrt_dim") \
+            or layer.past is None:
+        return (f"the variant {layer.variant} (at {params['at']}, amplitude {params['amplitude']}, standardised "
+                f"{params['standardize']}) is no call of sinusoid_1d")
+    fixed = {k: params[k] for k in ("spacing", "layout", "first", "base", "frequency_scale") if k in params}
+    amplitude = 1.0 if params["amplitude"] == "one" else layer.dim ** -0.5
+    return "sinusoid_1d", {"dim": layer.dim, **fixed, "amplitude": amplitude}
+
+
+def _sinusoid_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    """The frames' positions: ``past`` (the stack's first position) onward, 24 frames."""
+    return [("frames", {"positions": np.arange(layer.past, layer.past + 24, dtype=np.int64)})]
+
+
+def _rope_plan(layer: Any) -> Plan | str:
+    from refpos.rope.vision import VisionRope
+
+    rope = layer.rope
+    if not isinstance(rope, VisionRope):
+        return "a 3-D (t, h, w) rotation: apply_vision_rope's rope dict holds the 2-D forms"
+    special = [name for name in ("prefix", "queries", "window", "per_frame") if getattr(layer, name)]
+    special += ["grid"] if layer.grid is not None else []
+    if special and not (rope.kind == "dinov3" and special == ["prefix"] and layer.prefix_weight is None):
+        return f"its {', '.join(special)} (tokens or positions apart from the image grid) are no apply_vision_rope call"
+    spec: dict[str, Any] = {"form": rope.kind, "head_dim": rope.head_dim, "rope_theta": float(rope.theta)}
+    if rope.kind == "axial":
+        spec |= {"sections": list(rope.sections), "layout": rope.axial_layout}
+    return "apply_vision_rope", {"rope": spec}
+
+
+def _rope_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    """The patches of a 4 × 6 grid at the form's positions (Qwen2-VL's merge blocks of 2, Llama 4's 1-based
+    square with the class token last, DINOv3's centres after its prefix, else row-major)."""
+    from refpos.rope.vision_positions import (
+        dinov3_patch_positions,
+        llama4_patch_positions,
+        pixtral_patch_positions,
+        qwen_patch_positions,
+    )
+
+    form = layer.rope.kind
+    positions = {"qwen2_vl": lambda: qwen_patch_positions([(1, 4, 6)]), "llama4": lambda: llama4_patch_positions(4),
+                 "dinov3": lambda: dinov3_patch_positions(4, 6, prefix=layer.prefix)}.get(
+        form, lambda: pixtral_patch_positions(4, 6))()
+    return [("grid-4x6", {"x": rng.standard_normal((len(positions), layer.rope.head_dim)),
+                          "positions": np.asarray(positions)})]
+
+
+def _axis_tables_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    from refpos.golden.cases.axis_tables import _indices
+
+    indices = _indices(layer.variant)
+    indices = np.minimum(indices, layer.rows - 1)  # a config of few rows: ids past its table read its last row
+    width = min(layer.dim, SEEDED_WIDTH)
+    return [("patches", {"indices": indices, "row_table": rng.standard_normal((layer.rows, width)),
+                         "column_table": rng.standard_normal((layer.rows, width))})]
+
+
+def _registry(*records: ModelKind) -> Mapping[str, ModelKind]:
+    return MappingProxyType({record.kind: record for record in records})
+
+
+#: kind -> how its layer records become contract calls
+MODEL_KINDS: Mapping[str, ModelKind] = _registry(
+    ModelKind("grid", _grid_plan, _grid_free, lambda layer: {"table": (layer.table_rows, -1)}),
+    ModelKind("bias_table", _bias_table_plan, _bias_table_free, _bias_table_shapes),
+    ModelKind("conv_position", _conv_plan, _conv_free, _conv_shapes),
+    ModelKind("decomposed", _decomposed_plan, _decomposed_free, _decomposed_shapes),
+    ModelKind("sincos2d", _sincos_plan, _sincos_free),
+    ModelKind("fourier", _fourier_plan, _fourier_free, lambda layer: {"gaussian": (2, layer.m)}),
+    ModelKind("sinusoid1d", _sinusoid_plan, _sinusoid_free),
+    ModelKind("vision_rope", _rope_plan, _rope_free, lambda layer: {"x": (-1, layer.rope.head_dim)}),
+    ModelKind("axis_tables", lambda layer: ("axis_table_positions", {"variant": layer.variant}), _axis_tables_free,
+              lambda layer: {"row_table": (layer.rows, -1), "column_table": (layer.rows, -1)}),
+)
+
+
+#: the kinds whose layers ``refpos golden model`` writes elsewhere, or why a kind's layers have no case
+ELSEWHERE: Mapping[str, str] = MappingProxyType({
+    "rope": "written by refpos.golden.cases.rope.model_cases",
+    "mrope": "written by refpos.golden.cases.rope.model_cases",
+    **{kind: "written by refpos.golden.cases.models.encoding_model_cases"
+       for kind in ("alibi", "t5", "learned", "sinusoidal", "deberta")},
+    "rope_2d": "GLM's 2-D RoPE is pinned by the rope-2d/ cases of apply_rope_2d; a config's layer sets only its head "
+               "size and θ, and refpos golden model writes no case of it",
+    "none": "a layer without positions has nothing to pin",
+    "no_attention": "a layer without attention has no positions",
+})
+
+
+__all__ = ["ELSEWHERE", "MODEL_KINDS", "SEEDED_WIDTH", "ModelKind"]

@@ -1,0 +1,246 @@
+"""``refpos golden model`` and ``refpos check <kind> --config`` for the vision and audio kinds: the registry of
+record → contract call (refpos.golden.cases.model_kinds) asked for every kind, its cases checked against the
+records' own references, written, verified and checked, and the call files' arguments merged with a config's
+layer (contradictions refused by name)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import refpos
+from refpos.check.kinds import BY_KIND, check_call
+from refpos.cli import main
+from refpos.golden.cases.model_kind_cases import contradictions, kind_model_cases, kind_reasons, layer_arguments
+from refpos.golden.cases.model_kinds import ELSEWHERE, MODEL_KINDS
+from refpos.models.kinds import KINDS
+from refpos.tests.test_kinds_registry import _stack
+
+#: a small config per kind of MODEL_KINDS, and the case ids its golden model writes (model name "m")
+CONFIGS = {
+    "grid": ({"model_type": "vit", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16,
+              "image_size": 32, "patch_size": 8},
+             ["grid/m/vision.input-0/native-4x4", "grid/m/vision.input-0/resampled-3x6"]),
+    "bias_table": ({"model_type": "swin", "depths": [2, 2], "num_heads": [2, 4], "window_size": 4, "embed_dim": 16,
+                    "image_size": 32, "patch_size": 4},
+                   ["bias_table/m/vision-0/table", "bias_table/m/vision-2/table"]),
+    "conv_position": ({"model_type": "wav2vec2", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16,
+                       "num_conv_pos_embeddings": 8, "num_conv_pos_embedding_groups": 4},
+                      ["conv_position/m/audio.input-0/frames"]),
+    "decomposed": ({"model_type": "sam_vision_model", "num_hidden_layers": 2, "num_attention_heads": 2,
+                    "hidden_size": 16, "image_size": 64, "patch_size": 16, "window_size": 2,
+                    "global_attn_indexes": [1], "use_rel_pos": True},
+                   ["decomposed/m/vision-0/window", "decomposed/m/vision-1/global"]),
+    "sincos2d": ({"model_type": "vit_mae", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16,
+                  "image_size": 32, "patch_size": 8}, ["sincos2d/m/vision.input-0/grid-4x4"]),
+    "fourier": ({"model_type": "sam", "vision_config": {"num_hidden_layers": 2, "num_attention_heads": 2,
+                                                        "hidden_size": 16, "window_size": 2,
+                                                        "global_attn_indexes": [1], "image_size": 64},
+                 "prompt_encoder_config": {"hidden_size": 16},
+                 "mask_decoder_config": {"num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 16}},
+                ["fourier/m/prompt_encoder.input-0/points", "fourier/m/mask_decoder-0/grid-4x6"]),
+    "sinusoid1d": ({"model_type": "informer", "encoder_layers": 1, "decoder_layers": 1, "d_model": 16,
+                    "context_length": 8, "prediction_length": 4},
+                   ["sinusoid1d/m/encoder.input-0/frames", "sinusoid1d/m/decoder.input-0/frames"]),
+    "vision_rope": ({"model_type": "pixtral", "hidden_size": 64, "head_dim": 16, "num_attention_heads": 4,
+                     "num_hidden_layers": 1, "image_size": 64, "patch_size": 16},
+                    ["vision_rope/m/vision-0/grid-4x6"]),
+    "axis_tables": ({"model_type": "pix2struct_vision_model", "num_hidden_layers": 2, "num_attention_heads": 2,
+                     "hidden_size": 16, "seq_len": 16}, ["axis_tables/m/vision.input-0/patches"]),
+}
+
+#: kind -> the record's own computation of a case's call (where the record has one)
+OWN = {
+    "grid": lambda layer, a: layer.reference(a["table"], tuple(a["grid"])),
+    "bias_table": lambda layer, a: layer.bias(table=a.get("table")),
+    "sincos2d": lambda layer, a: layer.reference(
+        **({"mask": a["mask"]} if "mask" in a else {"height": a["height"], "width": a["width"]})),
+    "fourier": lambda layer, a: layer.reference(a["gaussian"], points=a["points"], image_size=a["image_size"])
+    if "points" in a else layer.reference(a["gaussian"], grid=(4, 6)),
+    "sinusoid1d": lambda layer, a: layer.reference(positions=a["positions"]),
+    "decomposed": lambda layer, a: layer.reference(a["attn"], a["q"], a["rel_pos_h"], a["rel_pos_w"]),
+    "axis_tables": lambda layer, a: layer.reference(a["indices"], *(_wide(a[k], layer.dim) for k in (
+        "row_table", "column_table")))[:, :a["row_table"].shape[1]],
+}
+
+
+def _wide(table: np.ndarray, dim: int) -> np.ndarray:
+    """A seeded table of a few channels widened to the record's width with zeros (the record checks its width)."""
+    return np.concatenate([table, np.zeros((table.shape[0], dim - table.shape[1]))], axis=1)
+
+
+def test_every_kind_has_a_model_case_builder_or_says_where_or_why():
+    assert set(MODEL_KINDS) | set(ELSEWHERE) == set(KINDS), set(KINDS) ^ (set(MODEL_KINDS) | set(ELSEWHERE))
+    assert not set(MODEL_KINDS) & set(ELSEWHERE)
+    assert set(MODEL_KINDS) == set(BY_KIND) == set(CONFIGS)  # every kind with a check target has model cases
+
+
+def _arguments(case) -> dict:
+    """A case's call as keyword arguments of its contract function."""
+    from refpos.check.kinds.call import case_arguments
+
+    check = BY_KIND[case.family]
+    signature = {c.__name__: c for c in check.calls}[case.function]
+    return case_arguments(case.parameters["call"], case.inputs, signature, case.parameters)
+
+
+def _check_cases(cases, records) -> None:
+    """Each case's output passes its own check and equals the record's own computation within its tolerance."""
+    for case in cases:
+        arguments = _arguments(case)
+        out = case.outputs["out"].array
+        assert check_call(BY_KIND[case.family], case.function, arguments, out.astype(np.float32))["ok"], case.id
+        layer = records[case.parameters["stack"], case.parameters["layers"][0]]
+        assert not contradictions(layer, case.function, arguments)
+        if case.family in OWN:
+            own = np.asarray(OWN[case.family](layer, arguments))
+            atol = case.outputs["out"].tolerance["float64"]["atol"]
+            np.testing.assert_allclose(own, out, rtol=0, atol=atol, err_msg=case.id)
+
+
+@pytest.mark.parametrize("kind", sorted(MODEL_KINDS))
+def test_the_kind_s_example_records_get_cases_or_say_why(kind):
+    records = KINDS[kind].build(_stack(KINDS[kind]))
+    cases, reasons = kind_model_cases(records, "example"), kind_reasons(records)
+    assert cases or reasons, kind
+    assert all(case.family == kind for case in cases)
+    _check_cases(cases, {(r.stack, r.index): r for r in records})
+
+
+@pytest.mark.parametrize("kind", sorted(CONFIGS))
+def test_a_config_s_layers_of_the_kind_get_their_cases(kind):
+    config, ids = CONFIGS[kind]
+    positions = refpos.model_positions(config)
+    cases = [case for case in kind_model_cases(positions, "m") if case.family == kind]
+    assert [case.id for case in cases] == ids
+    _check_cases(cases, {(layer.stack, layer.index): layer for layer in positions})
+
+
+def test_a_fixed_table_and_a_large_global_layer_say_why():
+    sam = {**CONFIGS["decomposed"][0], "image_size": 1024}  # a 64 × 64 global attention
+    reasons = kind_reasons(refpos.model_positions(sam))
+    assert "native grid [64, 64] only" in reasons["vision.input layers [0] (grid(fixed))"]
+    assert "16777216 (query, key) pairs" in reasons["vision layers [1] (decomposed(global))"]
+
+
+def _write(tmp_path, name, config):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(config), encoding="utf8")
+    return path
+
+
+def test_golden_model_of_a_vit_verifies_and_checks(tmp_path, capsys):
+    from refpos.encodings.grid_variants import GRID_VARIANTS
+
+    out = tmp_path / "out"
+    assert main(["golden", "model", str(_write(tmp_path, "vit", CONFIGS["grid"][0])), "--name", "m",
+                 "--out", str(out)]) == 0
+    assert "grid/m/vision.input-0/resampled-3x6" in capsys.readouterr().out
+    assert main(["golden", "verify", "--golden-dir", str(out)]) == 0
+    case = out / "cases/grid/m/vision.input-0/resampled-3x6"
+    table = np.load(case / "table.npy")
+    np.save(tmp_path / "right.npy", np.load(case / "out.npy").astype(np.float32))
+    np.save(tmp_path / "wrong.npy", np.asarray(GRID_VARIANTS["bilinear"].resample(table, (3, 6), prefix_tokens=1)))
+    capsys.readouterr()
+    cid = "grid/m/vision.input-0/resampled-3x6"
+    assert main(["check", cid, str(tmp_path / "right.npy"), "--golden-dir", str(out)]) == 0
+    assert main(["check", cid, str(tmp_path / "wrong.npy"), "--golden-dir", str(out)]) == 1
+    assert "diagnosis grid_bilinear_for_bicubic" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", sorted(CONFIGS))
+def test_golden_model_cases_verify_and_name_a_wrong_candidate(kind, tmp_path, capsys):
+    from refpos.check.kinds.target import catalogue_id
+    from refpos.golden.files.manifest import load_manifest
+
+    out = tmp_path / "out"
+    assert main(["golden", "model", str(_write(tmp_path, kind, CONFIGS[kind][0])), "--name", "m",
+                 "--out", str(out), "--no-certify"]) == 0
+    assert main(["golden", "verify", "--golden-dir", str(out)]) == 0
+    check, named = BY_KIND[kind], []
+    for entry in load_manifest(out)["cases"]:
+        if entry["family"] != kind:
+            continue
+        case = next(c for c in kind_model_cases(refpos.model_positions(CONFIGS[kind][0]), "m") if c.id == entry["id"])
+        inputs = check.inputs(case.function, _arguments(case))
+        for name in check.mistakes:
+            wrong = check.wrong(inputs, name)
+            if wrong is None or np.shape(wrong) != case.outputs["out"].array.shape \
+                    or check.identify(np.asarray(wrong, dtype=np.float64), inputs) != name:
+                continue
+            np.save(tmp_path / "wrong.npy", np.asarray(wrong, dtype=np.float64))
+            capsys.readouterr()
+            assert main(["check", case.id, str(tmp_path / "wrong.npy"), "--golden-dir", str(out)]) == 1
+            assert f"diagnosis {catalogue_id(kind, name)}" in capsys.readouterr().out
+            named.append(name)
+            break
+    assert named, f"no catalogued mistake of {kind} shown on its model cases"
+
+
+def test_golden_model_of_a_model_without_cases_exits_2_saying_why(tmp_path, capsys):
+    config = {**CONFIGS["decomposed"][0], "use_rel_pos": False}
+    assert main(["golden", "model", str(_write(tmp_path, "sam", config)), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "native grid [4, 4] only" in err and len(err.strip().splitlines()) == 1
+
+
+def _call(tmp_path, name, function, args):
+    arrays = {k: v for k, v in args.items() if isinstance(v, np.ndarray)}
+    for key, value in arrays.items():
+        np.save(tmp_path / f"{name}-{key}.npy", value)
+    body = {k: {"npy": f"{name}-{k}.npy"} if k in arrays else v for k, v in args.items()}
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"function": function, "args": body}), encoding="utf8")
+    return str(path)
+
+
+def test_check_config_fills_the_layer_s_arguments_and_refuses_contradictions(tmp_path, capsys):
+    from refpos.encodings.grid_variants import GRID_VARIANTS
+
+    vit = str(_write(tmp_path, "vit", CONFIGS["grid"][0]))
+    table = np.random.default_rng(0).standard_normal((17, 4))
+    right = np.asarray(GRID_VARIANTS["bicubic"].resample(table, (3, 6), prefix_tokens=1))
+    np.save(tmp_path / "right.npy", right.astype(np.float32))
+    np.save(tmp_path / "wrong.npy", np.asarray(GRID_VARIANTS["bilinear"].resample(table, (3, 6), prefix_tokens=1)))
+    call = _call(tmp_path, "ok", "resample_position_table", {"table": table, "grid": [3, 6]})
+    assert main(["check", "grid", "--config", vit, "--call", call, "--candidate", str(tmp_path / "right.npy")]) == 0
+    assert main(["check", "grid", "--config", vit, "--stack", "vision.input", "--layer", "0", "--call", call,
+                 "--candidate", str(tmp_path / "wrong.npy")]) == 1
+    assert "grid_bilinear_for_bicubic" in capsys.readouterr().out
+    refused = [
+        ({"table": table, "grid": [3, 6], "way": {"mode": "bilinear"}}, "way.mode: the call gives 'bilinear'",
+         "has 'bicubic'"),
+        ({"table": table, "grid": [3, 6], "prefix_tokens": 0}, "prefix_tokens: the call gives 0", "has 1"),
+        ({"table": np.zeros((33, 4)), "grid": [3, 6]}, "table shape: the call gives [33, 4]", "[17, 'any']"),
+    ]
+    for i, (args, given, own) in enumerate(refused):
+        call = _call(tmp_path, f"bad{i}", "resample_position_table", args)
+        assert main(["check", "grid", "--config", vit, "--call", call, "--candidate",
+                     str(tmp_path / "right.npy")]) == 2
+        err = capsys.readouterr().err
+        assert given in err and own in err and len(err.strip().splitlines()) == 1, err
+    for argv, message in [(["--stack", "vision"], "vision layer 0 is none"), (["--stack", "a b"], "a stack name"),
+                          (["--layer", "9"], "no layer with --stack None --layer 9")]:
+        assert main(["check", "grid", "--config", vit, *argv, "--call", call, "--candidate",
+                     str(tmp_path / "right.npy")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_check_config_of_a_window_bias(tmp_path, capsys):
+    swin = str(_write(tmp_path, "swin", CONFIGS["bias_table"][0]))
+    layer = refpos.model_positions(CONFIGS["bias_table"][0]).stack("vision")[2]  # stage 1: window 4, 4 heads
+    table = np.random.default_rng(1).standard_normal((49, 4))
+    np.save(tmp_path / "y.npy", np.asarray(layer.bias(table=table)))
+    call = _call(tmp_path, "bias", "window_bias", {"table": table})
+    assert main(["check", "bias_table", "--config", swin, "--layer", "2", "--call", call, "--candidate",
+                 str(tmp_path / "y.npy")]) == 0
+    call = _call(tmp_path, "bias7", "window_bias", {"table": table, "window": [7, 7]})
+    assert main(["check", "bias_table", "--config", swin, "--layer", "2", "--call", call, "--candidate",
+                 str(tmp_path / "y.npy")]) == 2
+    assert "window: the call gives [7, 7], the config's vision layer 2 (bias_table) has [4, 4]" in \
+        capsys.readouterr().err
+    with pytest.raises(ValueError, match="function: the call gives 'conv_positions'"):
+        layer_arguments(layer, "conv_positions", {})
