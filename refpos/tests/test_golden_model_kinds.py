@@ -244,3 +244,30 @@ def test_check_config_of_a_window_bias(tmp_path, capsys):
         capsys.readouterr().err
     with pytest.raises(ValueError, match="function: the call gives 'conv_positions'"):
         layer_arguments(layer, "conv_positions", {})
+
+
+def test_vision_rope_records_with_windows_grids_and_prefixes():
+    """A windowed layer rotates its window's places, a fixed grid its scaled coordinates, unrotated tokens before the
+    patches sit at (0, 0) (angle 0: the output's first rows are the input's); learned class angles say why not."""
+    import dataclasses
+
+    from refpos.rope.vision import VisionRope
+
+    dinov3 = {"model_type": "dinov3_vit", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1,
+              "num_register_tokens": 2, "image_size": 64, "patch_size": 16}
+    layer = next(layer for layer in refpos.model_positions(dinov3) if layer.kind == "vision_rope")
+    sam3 = VisionRope("sam3", 16)
+    records = [layer, dataclasses.replace(layer, rope=sam3, prefix=0, window=4, index=1),
+               dataclasses.replace(layer, rope=sam3, prefix=0, grid=(5, 5), scale=0.5, index=2),
+               dataclasses.replace(layer, rope=VisionRope("pixtral", 16), prefix=3, index=3),
+               dataclasses.replace(layer, rope=VisionRope("qwen2_vl", 16), prefix=1, prefix_weight="class_pos_emb",
+                                   index=4)]
+    cases = kind_model_cases(records, "m")
+    assert [case.id.rsplit("/", 2)[1:] for case in cases] == [
+        ["vision-0", "grid-4x6"], ["vision-1", "window-4x4"], ["vision-2", "grid-5x5"],
+        ["vision-3", "grid-4x6-prefix-3"]]
+    assert np.array_equal(cases[2].inputs["positions"][-1], [2.0, 2.0])  # (4·0.5, 4·0.5)
+    prefixed = cases[3]
+    np.testing.assert_array_equal(prefixed.outputs["out"].array[:3], prefixed.inputs["x"][:3])
+    assert "class_pos_emb" in kind_reasons(records)["vision layers [4] (vision_rope(qwen2_vl))"]
+    _check_cases(cases, {(r.stack, r.index): r for r in records})

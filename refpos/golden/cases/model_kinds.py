@@ -224,10 +224,9 @@ def _rope_plan(layer: Any) -> Plan | str:
     rope = layer.rope
     if not isinstance(rope, VisionRope):
         return "a 3-D (t, h, w) rotation: apply_vision_rope's rope dict holds the 2-D forms"
-    special = [name for name in ("prefix", "queries", "window", "per_frame") if getattr(layer, name)]
-    special += ["grid"] if layer.grid is not None else []
-    if special and not (rope.kind == "dinov3" and special == ["prefix"] and layer.prefix_weight is None):
-        return f"its {', '.join(special)} (tokens or positions apart from the image grid) are no apply_vision_rope call"
+    if layer.per_frame or (layer.prefix and layer.prefix_weight is not None):
+        return (f"its {layer.prefix} token(s) before {'each frame' if layer.per_frame else 'the patches'} are turned "
+                f"by the angles of {layer.prefix_weight}, which no apply_vision_rope call takes")
     spec: dict[str, Any] = {"form": rope.kind, "head_dim": rope.head_dim, "rope_theta": float(rope.theta)}
     if rope.kind == "axial":
         spec |= {"sections": list(rope.sections), "layout": rope.axial_layout}
@@ -235,21 +234,33 @@ def _rope_plan(layer: Any) -> Plan | str:
 
 
 def _rope_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
-    """The patches of a 4 × 6 grid at the form's positions (Qwen2-VL's merge blocks of 2, Llama 4's 1-based
-    square with the class token last, DINOv3's centres after its prefix, else row-major)."""
+    """The tokens the layer rotates: a windowed layer's window (its place in the window), a fixed grid at its scale,
+    else a 4 × 6 image at the form's positions (Qwen2-VL's merge blocks of 2, Llama 4's 1-based square with the
+    class token last, DINOv3's centres, else row-major); tokens before the patches unrotated: at (0, 0), angle 0."""
     from refpos.rope.vision_positions import (
         dinov3_patch_positions,
         llama4_patch_positions,
         pixtral_patch_positions,
         qwen_patch_positions,
+        sam3_patch_positions,
     )
 
     form = layer.rope.kind
-    positions = {"qwen2_vl": lambda: qwen_patch_positions([(1, 4, 6)]), "llama4": lambda: llama4_patch_positions(4),
-                 "dinov3": lambda: dinov3_patch_positions(4, 6, prefix=layer.prefix)}.get(
-        form, lambda: pixtral_patch_positions(4, 6))()
-    return [("grid-4x6", {"x": rng.standard_normal((len(positions), layer.rope.head_dim)),
-                          "positions": np.asarray(positions)})]
+    sides = (layer.window, layer.window) if layer.window else layer.grid
+    if sides is not None:
+        scale = layer.scale if layer.grid is not None and not layer.window else 1.0
+        label = f"{'window' if layer.window else 'grid'}-{sides[0]}x{sides[1]}"
+        positions = sam3_patch_positions(*sides, scale) if form == "sam3" else pixtral_patch_positions(*sides)
+    else:
+        label = "grid-4x6"
+        positions = {"qwen2_vl": lambda: qwen_patch_positions([(1, 4, 6)]), "llama4": lambda: llama4_patch_positions(4),
+                     "dinov3": lambda: dinov3_patch_positions(4, 6, prefix=layer.prefix)}.get(
+            form, lambda: pixtral_patch_positions(4, 6))()
+    positions = np.asarray(positions)
+    if layer.prefix and form != "dinov3":  # DINOv3's positions hold its prefix already
+        positions = np.concatenate([np.zeros((layer.prefix, 2), dtype=positions.dtype), positions])
+        label += f"-prefix-{layer.prefix}"
+    return [(label, {"x": rng.standard_normal((len(positions), layer.rope.head_dim)), "positions": positions})]
 
 
 def _axis_tables_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
