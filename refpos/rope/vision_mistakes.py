@@ -219,8 +219,7 @@ VISION_ROPE_MISTAKES: tuple[KindMistake, ...] = (
     KindMistake("axes_swapped", "the row and the column exchanged: each pair reads the other coordinate (Llama 4's "
                 "w-first order taken for h-first, or the reverse)", _axes_swapped),
     KindMistake("layout_swapped", "pairs (2j, 2j + 1) where the form pairs (j, j + D/2), or the reverse "
-                "(Llama 4's complex form read as rotate_half); Gemma 4's one half-layout span per axis read as one "
-                "half-layout head", _other_layout),
+                "(Llama 4's complex form read as rotate_half)", _other_layout),
     KindMistake("direction_reversed", "the rotation by −φ: the sign of the sine flipped", lambda i: rotate(
         i.x, i.positions, i.rope, reverse=True)),
     KindMistake("frequencies_of_head_d", "the frequencies of one head of size D split between the axes (Pixtral's "
