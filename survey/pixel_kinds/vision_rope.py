@@ -7,8 +7,13 @@ before and after, the first head) is what refpos's claim predicts: :func:`refpos
 the query and key before, at the positions the claim's form gives each patch of the grid that was fed
 (:func:`claimed_positions`). The native size and the resampled one (a non-square grid) are both compared.
 Tokens before the patches (the record's ``prefix``: DINOv3's class and register tokens, MLCD's class token) turn by
-given angles (:func:`prefix_angles_of`): zero (DINOv3), or the model's own ``class_pos_emb`` (MLCD: a weight, read
-from the run's site of that name, which the comparison then accounts for).
+given angles (:func:`prefix_angles_of`): zero (DINOv3), or the model's own ``class_pos_emb`` (MLCD, LLaVA-OneVision-1.5:
+a weight, read from the run's site of that name, which the comparison then accounts for). A layer whose prefix holds
+query tokens (EoMT-DINOv3's last layers) is compared on the calls of its own token count only, and is not reached
+where the run kept none. A layer with positions of its own (SAM 3's windowed and global layers: the record's
+``window`` or ``grid``) is judged by :mod:`survey.pixel_kinds.vision_rope_windows`; V-JEPA 2's 3-D form is not
+reached, naming why (its rotation is no apply function the capture records). A call recorded without its query (the
+function given its tensors by keyword) is not reached.
 
 **Bound.** A correct port computes the angle ``p·ω`` and the rotation in float32. Output channel ``c`` of pair
 ``(c, c')`` at coordinate ``p`` (the row or column the pair reads) is off by at most
