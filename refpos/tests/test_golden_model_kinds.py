@@ -123,6 +123,9 @@ def test_a_fixed_table_and_a_large_global_layer_say_why():
     reasons = kind_reasons(refpos.model_positions(sam))
     assert "native grid [64, 64] only" in reasons["vision.input layers [0] (grid(fixed))"]
     assert "16777216 (query, key) pairs" in reasons["vision layers [1] (decomposed(global))"]
+    oblong = {**CONFIGS["grid"][0], "image_size": [32, 48]}  # a 4 × 6 table: the contract reads square ones
+    assert "[4, 6] is not square" in kind_reasons(refpos.model_positions(oblong))[
+        "vision.input layers [0] (grid(bicubic))"]
 
 
 def _write(tmp_path, name, config):

@@ -54,6 +54,9 @@ def _grid_plan(layer: Any) -> Plan | str:
     if layer.variant is None:
         return (f"its table is added as it is, at the native grid {list(layer.grid)} only: the positions are the "
                 "checkpoint's rows, no formula of refpos's")
+    if layer.grid[0] != layer.grid[1]:
+        return (f"its native grid {list(layer.grid)} is not square, and resample_position_table reads a square table "
+                "(its side the square root of the grid rows)")
     return "resample_position_table", {"way": _way(layer.way), "prefix_tokens": layer.prefix,
                                        "suffix_tokens": layer.suffix}
 
