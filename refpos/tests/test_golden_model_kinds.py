@@ -274,3 +274,48 @@ def test_vision_rope_records_with_windows_grids_and_prefixes():
     np.testing.assert_array_equal(prefixed.outputs["out"].array[:3], prefixed.inputs["x"][:3])
     assert "class_pos_emb" in kind_reasons(records)["vision layers [4] (vision_rope(qwen2_vl))"]
     _check_cases(cases, {(r.stack, r.index): r for r in records})
+
+
+def _other(value):
+    """A value that differs from ``value`` (a contradiction of the record)."""
+    if isinstance(value, dict):
+        key = next(iter(value))
+        return {**value, key: _other(value[key])}
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, list):
+        return [_other(v) for v in value]
+    return f"not-{value}"
+
+
+@pytest.mark.parametrize("kind", sorted(CONFIGS))
+def test_check_config_of_every_kind_takes_the_layer_s_arguments(kind, tmp_path, capsys):
+    """The call file holds only what the record does not fix; the config supplies the rest (exit 0 on the case's
+    output); a fixed argument changed, or an array of another shape than the record's, exits 2 with one line."""
+    from refpos.golden.cases.model_kinds import MODEL_KINDS
+
+    config, _ = CONFIGS[kind]
+    path = str(_write(tmp_path, "config", config))
+    positions = refpos.model_positions(config)
+    case = next(c for c in kind_model_cases(positions, "m") if c.family == kind)
+    layer = {(r.stack, r.index): r for r in positions}[case.parameters["stack"], case.parameters["layers"][0]]
+    _, fixed = MODEL_KINDS[kind].plan(layer)
+    free = {k: v for k, v in _arguments(case).items() if k not in fixed and v is not None}
+    np.save(tmp_path / "y.npy", case.outputs["out"].array)
+    where = ["--stack", layer.stack, "--layer", str(layer.index)]
+    call = _call(tmp_path, "free", case.function, free)
+    assert main(["check", kind, "--config", path, *where, "--call", call, "--candidate", str(tmp_path / "y.npy")]) == 0
+    capsys.readouterr()
+    if fixed:
+        name = next(iter(fixed))
+        wrong = {**free, name: _other(fixed[name])}
+    else:
+        name, shape = next(iter(MODEL_KINDS[kind].shapes(layer).items()))
+        wrong = {**free, name: np.zeros([s + 1 if s > 0 else 3 for s in shape])}
+        name += " shape"
+    call = _call(tmp_path, "wrong", case.function, wrong)
+    assert main(["check", kind, "--config", path, *where, "--call", call, "--candidate", str(tmp_path / "y.npy")]) == 2
+    err = capsys.readouterr().err
+    assert f"--config: {name}" in err and "the call gives" in err and len(err.strip().splitlines()) == 1, err
