@@ -319,3 +319,25 @@ def test_check_config_of_every_kind_takes_the_layer_s_arguments(kind, tmp_path, 
     assert main(["check", kind, "--config", path, *where, "--call", call, "--candidate", str(tmp_path / "y.npy")]) == 2
     err = capsys.readouterr().err
     assert f"--config: {name}" in err and "the call gives" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("kind", sorted(CONFIGS))
+def test_the_reference_adapter_reproduces_the_cases_of_its_contract_functions(kind):
+    """Each case is a call of the contract function the spec suite calls (refpos.testing.adapter): the adapter given
+    the case's positional arguments returns the output within the float64 tolerance (refpos's own functions, which
+    the contract does not hold, are skipped)."""
+    from refpos.testing import adapter
+
+    cases = [c for c in kind_model_cases(refpos.model_positions(CONFIGS[kind][0]), "m") if c.family == kind]
+    ran = 0
+    for case in cases:
+        function = getattr(adapter, case.function, None)
+        if function is None:
+            continue
+        args = [case.inputs[a["input"]] if "input" in a else a["value"] for a in case.parameters["call"]["args"]]
+        out = np.asarray(function(*args))
+        expected = case.outputs["out"].array
+        atol = case.outputs["out"].tolerance["float64"]["atol"]
+        np.testing.assert_allclose(out, expected, rtol=0, atol=atol, err_msg=case.id)
+        ran += 1
+    assert ran, kind
