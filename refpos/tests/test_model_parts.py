@@ -47,6 +47,7 @@ def test_a_known_tower_is_resolved_by_its_row():
                               "rope_scaling": {"rope_type": "default", "mrope_section": [2, 1, 1]}}}
     positions = refpos.model_positions(config)
     assert positions.summary().splitlines() == ["decoder layers 0-1: mrope ×2",
+                                                "vision input: grid(bilinear_align_corners)",
                                                 "vision layers 0-1: vision_rope(qwen2_vl) ×2"]
     # the hub writes model_type qwen3_vl in the vision section; Qwen3VLConfig builds Qwen3VLVisionConfig there
     assert positions.parts == (("vision", "vision_config", "qwen3_vl_vision"),) and positions.complete

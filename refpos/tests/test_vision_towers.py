@@ -28,7 +28,8 @@ OMNI = {"model_type": "qwen2_5_omni", "thinker_config": {
 
 def test_a_vision_language_model_has_a_vision_stack():
     positions = refpos.model_positions(VLM["Qwen/Qwen3.5-27B"]["config"])
-    assert positions.stacks == ("decoder", "vision")
+    assert positions.stacks == ("decoder", "vision.input", "vision")
+    assert positions.stack("vision.input")[0].label == "grid(bilinear_align_corners)"  # Qwen3.5's resampled grid
     vision = positions.stack("vision")
     assert len(vision) == 27 and {layer.rope for layer in vision} == {VisionRope("qwen2_vl", 72)}
     assert vision[0].describe() == {"stack": "vision", "index": 0, "layer_type": None, "kind": "vision_rope",
@@ -94,13 +95,14 @@ def test_dsa_layers_carry_their_indexer():
 
 
 @pytest.mark.parametrize("model_type", ["glm4v_vision", "glm4v_moe_vision"])
-def test_a_tower_with_a_learned_grid_beside_its_rope_is_refused_by_name(model_type):
-    """GLM-4.1V's tower adds a learned grid, resampled bicubic per image, to its patches before rotating them in
-    every layer (glm4v/modeling_glm4v.py: Glm4vVisionEmbeddings.forward): refpos, which resolves no tower with
-    both, refuses it naming the grid; GLM-OCR's tower, with the rotation alone, resolves."""
+def test_a_tower_with_a_learned_grid_beside_its_rope_answers_both(model_type):
+    """GLM-4.1V's tower adds a learned grid, resampled bicubic at each patch's centre, to its patches before rotating
+    them in every layer (glm4v/modeling_glm4v.py: Glm4vVisionEmbeddings.forward): refpos answers the grid at the
+    tower's input and the rotation in its layers; GLM-OCR's tower, with the rotation alone, has no input site."""
     tower = {"depth": 2, "hidden_size": 64, "num_heads": 4}
-    refused = refpos.model_positions({"model_type": model_type, **tower})
-    assert "model_type" in refused.not_modelled and "learned grid" in refused.not_modelled["model_type"]
-    assert not refused.complete
+    both = refpos.model_positions({"model_type": model_type, **tower})
+    assert both.summary().splitlines() == ["vision input: grid(bicubic_gather)",
+                                           "vision layers 0-1: vision_rope(qwen2_vl) ×2"]
+    assert both.stack("vision.input")[0].packed and not both.stack("vision.input")[0].clips and both.complete
     alone = refpos.model_positions({"model_type": "glm_ocr_vision", **tower})
     assert [r.kind for r in alone] == ["vision_rope"] * 2 and alone.complete
