@@ -197,19 +197,22 @@ def _call(module: str, args: tuple, out: Any) -> PositionCall | None:
 
 def rotations(model: Any, inputs: dict[str, Any]) -> list[Applied]:
     """One more forward with every rotary apply function (:data:`APPLY`) of transformers' modeling modules wrapped:
-    the first :data:`KEPT_CALLS` calls' query and key before and after (the function's first two tensor arguments
-    and its outputs), each as ``(tokens, head size)``: its first head of its first image (:func:`one_head`)."""
+    the query and key before and after (the function's first two tensor arguments and its outputs), each as
+    ``(tokens, head size)``: its first head of its first image (:func:`one_head`), of the first call of each
+    function and query shape, at most :data:`KEPT_CALLS` (a call given no tensor by position not kept)."""
     import torch
 
     from survey.recorder import _modeling_modules, _np, _patched
 
     calls: list[Applied] = []
+    seen: set[tuple[str, tuple[int, ...]]] = set()
 
     def wrapped(name: str, original: Any) -> Any:
         def rotate(*args: Any, **kwargs: Any) -> Any:
             out = original(*args, **kwargs)
-            if len(calls) < KEPT_CALLS:
-                before = [a for a in args if isinstance(a, torch.Tensor)][:2]
+            before = [a for a in args if isinstance(a, torch.Tensor)][:2]
+            if before and len(calls) < KEPT_CALLS and (name, tuple(before[0].shape)) not in seen:
+                seen.add((name, tuple(before[0].shape)))
                 after = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
                          if isinstance(o, torch.Tensor)][:len(before)]
                 calls.append(Applied(name, [one_head(_np(x)) for x in before], [one_head(_np(x)) for x in after],

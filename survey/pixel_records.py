@@ -77,10 +77,12 @@ def grid_input(params: Any) -> str | None:
     None where it takes none (it is then fed whole images)."""
     return next((name for name in GRID_INPUTS if name in params), None)
 #: module-level functions that rotate a query and key (a vision tower's ``apply_rotary_pos_emb_vision``, Llama 4's
-#: ``vision_apply_rotary_emb``)
-APPLY = re.compile(r"\w*apply_rotary\w*|\w*apply_rope\w*")
-#: the rotary apply calls kept per size: the first layer's (every layer of a tower rotates alike)
-KEPT_CALLS = 1
+#: ``vision_apply_rotary_emb``, Gemma 4's ``apply_multidimensional_rope``)
+APPLY = re.compile(r"\w*apply_rotary\w*|\w*apply_\w*rope\w*")
+#: the rotary apply calls kept per size: the first call of each function and query shape (the first layer's, and the
+#: first of a later layer whose tokens differ: SAM 3's global layers after its windowed ones, EoMT's query layers),
+#: at most this many; a call given no tensor by position (an inner call handed its tensors by keyword) is not kept
+KEPT_CALLS = 4
 #: the calls kept per site and size of the modules computing with its bare tensors alone (:class:`PositionCall`;
 #: SAM's are three: the image grid, the points, the box)
 POSITION_CALLS = 8

@@ -9,8 +9,10 @@ the query and key before, at the positions the claim's form gives each patch of 
 Tokens before the patches (the record's ``prefix``: DINOv3's class and register tokens, MLCD's class token) turn by
 given angles (:func:`prefix_angles_of`): zero (DINOv3), or the model's own ``class_pos_emb`` (MLCD, LLaVA-OneVision-1.5:
 a weight, read from the run's site of that name, which the comparison then accounts for). A layer whose prefix holds
-query tokens (EoMT-DINOv3's last layers) is compared on the calls of its own token count only, and is not reached
-where the run kept none. A layer with positions of its own (SAM 3's windowed and global layers: the record's
+query tokens (EoMT-DINOv3's last layers) is compared on the calls of its own token count only (the run keeps the
+first call of each query shape: a layer with the queries and one without), and is not reached where the run kept
+none; every layer skips the calls whose patches are no grid of its form (another layer's), and is not reached where
+it skips all. A layer with positions of its own (SAM 3's windowed and global layers: the record's
 ``window`` or ``grid``) is judged by :mod:`survey.pixel_kinds.vision_rope_windows`; V-JEPA 2's 3-D form is not
 reached, naming why (its rotation is no apply function the capture records). A call recorded without its query (the
 function given its tensors by keyword) is not reached.
@@ -78,12 +80,16 @@ def claimed_positions(rope: VisionRope, run: PixelRun, size: str, tokens: int, b
                       ) -> np.ndarray | None:
     """``(tokens, 2)`` positions ``(h, w)`` the claim's form gives the patches fed at ``size``: Qwen2-VL's in
     merge blocks of the run's ``merge`` (``blocks``: override the order), Pixtral's row-major, Llama 4's 1-based
-    with the class token last at (0, 0), DINOv3's real patch centres, MLCD's row-major (``tokens``: the patches,
-    after any prefix); ``None`` where the grid is not found."""
+    with the class token last at (0, 0), DINOv3's real patch centres, MLCD's row-major, Gemma 4's row-major then the
+    padding patches fed after them at (−1, −1) (``tokens``: the patches, after any prefix); ``None`` where the grid
+    is not found."""
     if rope.kind == "llama4":
         side = round((tokens - 1) ** 0.5)
         return llama4_patch_positions(side) if side * side == tokens - 1 else None
     grid = _grid(run, size, tokens)
+    if rope.kind == "gemma4" and grid is not None and grid[0] == 1 and tokens >= grid[1] * grid[2]:
+        padding = np.full((tokens - grid[1] * grid[2], 2), -1, dtype=np.int64)  # fed after the patches, at (−1, −1)
+        return np.concatenate([pixtral_patch_positions(grid[1], grid[2]), padding], axis=0)
     if rope.kind == "dinov3":  # the patches' centres in [−1, 1] (the prefix is given apart)
         return None if grid is None or grid[0] != 1 or grid[1] * grid[2] != tokens else \
             dinov3_patch_positions(grid[1], grid[2])
@@ -135,9 +141,12 @@ def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: 
     if rope.kind == "dinov3":
         assert prefix is not None
         return dict(_dinov3_mutants(rope, positions, prefix))
+    indices = np.maximum(positions, 0)  # the named forms take no padding position (Gemma 4's −1)
     out: dict[str, tuple[VisionRope, np.ndarray, np.ndarray | None] | None] = {
-        f"the {form} form": (VisionRope(form, rope.head_dim, rope.theta), positions, prefix)
+        f"the {form} form": (VisionRope(form, rope.head_dim, rope.theta), indices, prefix)
         for form in FORMS if form != rope.kind and not (rope.kind == "mlcd" and form == "qwen2_vl")}
+    padded = np.all(positions == -1, axis=-1, keepdims=True)
+    out["padding patches at (0, 0)"] = None if not padded.any() else (rope, np.where(padded, 0, positions), prefix)
     out["row and column swapped"] = (rope, positions[:, ::-1].copy(), prefix)
     out["positions from 1"] = (rope, positions + 1, prefix)
     if rope.kind != "llama4":
@@ -249,26 +258,25 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     observed = rotary_calls(run, rope.head_dim)
     if isinstance(observed, str):
         return _unusable(observed, record.stack, accounted)
-    cases = []
+    cases, unmatched = [], []
     queries = getattr(record, "queries", 0)
     for size, call, x, y in observed:
         patches = x.shape[0] - prefix.shape[0]
         positions = claimed_positions(rope, run, size, patches)
-        if positions is None and queries and claimed_positions(rope, run, size, patches + queries) is not None:
-            continue  # a call of a layer before the query tokens join
-        if positions is None:
-            return Outcome("not reached", f"{call} at the {size} size: {patches} patches are no "
-                           f"grid of the {rope.kind} form's", accounted)
+        if positions is None:  # another layer's call (its tokens differ), or none of this layer's
+            unmatched.append(f"{call} at the {size} size: {patches} patches are no grid of the {rope.kind} form's")
+            continue
         claim, bound = claim_and_bound(rope, x, positions, prefix)
         wrong = {name: None if m is None else np.asarray(apply_vision_rope(
             x, m[1], m[0], prefix_angles=None if m[2] is None or not m[2].shape[0] else m[2]))
             for name, m in mutants(rope, run, size, patches, positions, prefix).items()}
         wrong["no rotation"] = x
         cases.append((y, claim, bound, wrong))
-    if not cases:
+    if not cases and queries:
         return Outcome("not reached", f"{record.stack} layer {record.index}: its {queries} query tokens join the "
-                       "sequence before the class token; the survey keeps the first rotary call at each size, a "
-                       "layer's without them", accounted)
+                       "sequence before the class token; no rotary call the run kept has them", accounted)
+    if not cases:
+        return Outcome("not reached", unmatched[0], accounted)
     return graded(cases, accounted, f"{record.stack} vision_rope({rope.kind})")
 
 
