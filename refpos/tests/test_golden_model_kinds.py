@@ -341,3 +341,26 @@ def test_the_reference_adapter_reproduces_the_cases_of_its_contract_functions(ki
         np.testing.assert_allclose(out, expected, rtol=0, atol=atol, err_msg=case.id)
         ran += 1
     assert ran, kind
+
+
+def test_the_contract_parameters_are_the_check_s():
+    """The parameter table the cases' calls follow (golden layer) is the signature of each check function."""
+    import inspect
+
+    from refpos.golden.cases.model_kinds import PARAMETERS
+
+    checked = {c.__name__: c for check in BY_KIND.values() for c in check.calls}
+    for function, parameters in PARAMETERS.items():
+        signature = inspect.signature(checked[function]).parameters.values()
+        assert parameters == tuple(p.name if p.default is inspect.Parameter.empty else (p.name, p.default)
+                                   for p in signature), function
+
+
+@pytest.mark.parametrize("kind", sorted(CONFIGS))
+def test_a_case_s_output_and_bound_are_the_check_s(kind):
+    """The record's reference (the formula module's, golden layer) is the check's, output and bound."""
+    for case in kind_model_cases(refpos.model_positions(CONFIGS[kind][0]), "m"):
+        check = BY_KIND[case.family]
+        reference, bound = check.reference(check.inputs(case.function, _arguments(case)))
+        np.testing.assert_array_equal(np.asarray(reference, dtype=np.float64), case.outputs["out"].array)
+        assert case.outputs["out"].tolerance["float32"]["atol"] >= float(np.max(bound))

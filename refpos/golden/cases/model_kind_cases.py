@@ -3,8 +3,8 @@
 (:data:`refpos.golden.cases.model_kinds.MODEL_KINDS`).
 
 :func:`kind_model_cases` makes one case per distinct layer record and call, ids
-``<kind>/<model>/<stack>-<layer>/<label>``: the output is the kind's check reference
-(:data:`refpos.check.kinds.BY_KIND`) and ``refpos check CASE_ID`` diagnoses it with the kind's catalogue. Its
+``<kind>/<model>/<stack>-<layer>/<label>``: the output is the record's ``reference`` (the kind's formula module, as
+its check computes it) and ``refpos check CASE_ID`` diagnoses it with the kind's catalogue. Its
 tolerance is the value rule at the output's magnitude, float32's atol raised to the kind's bound (a float32 port's)
 and float64's to that bound at u = 2⁻⁵³. :func:`layer_arguments` merges a call file's arguments with the record's
 and refuses a contradiction by name, with both values.
@@ -12,14 +12,13 @@ and refuses a contradiction by name, with both values.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from refpos.golden.cases.common import In, call, rng_for, slug
-from refpos.golden.cases.model_kinds import MODEL_KINDS
+from refpos.golden.cases.model_kinds import MODEL_KINDS, PARAMETERS
 from refpos.golden.exact.entries import round_up, tolerance_value
 from refpos.golden.files.manifest import Case, Output
 from refpos.models.records import LayerRecord
@@ -101,15 +100,14 @@ def _tolerance(reference: np.ndarray, bound: Any) -> dict[str, Any]:
 
 def _case(layer: LayerRecord, cid: str, name: str, label: str, function: str, arguments: dict[str, Any],
           shared: dict[str, Any]) -> Case:
-    from refpos.check.kinds import BY_KIND
-
-    check = BY_KIND[layer.kind]
-    signature = {c.__name__: c for c in check.calls}[function]
-    reference, bound = check.reference(check.inputs(function, arguments))
+    record = MODEL_KINDS[layer.kind]
+    reference, bound = record.reference(layer, arguments)
     reference = np.asarray(reference, dtype=np.float64)
     arrays = {k: np.asarray(v) for k, v in arguments.items() if isinstance(v, np.ndarray)}
-    args = [In(p) if p in arrays else _plain(arguments.get(p, parameter.default))
-            for p, parameter in inspect.signature(signature).parameters.items()]
+    args = []
+    for parameter in PARAMETERS[function]:
+        key, default = (parameter, None) if isinstance(parameter, str) else parameter
+        args.append(In(key) if key in arrays else _plain(arguments.get(key, default)))
     outputs = {"out": Output(reference, _tolerance(reference, bound))}
     if layer.kind == "grid" and getattr(layer, "packed", False) and all(
             g % layer.merge == 0 for g in arguments["grid"]):
@@ -117,7 +115,7 @@ def _case(layer: LayerRecord, cid: str, name: str, label: str, function: str, ar
         tokens = np.asarray(layer.tokens(arrays["table"], grids))
         outputs["tokens"] = Output(tokens, _tolerance(tokens, bound))
         shared = {**shared, "tokens_of": [list(g) for g in grids]}
-    fixed = sorted(MODEL_KINDS[layer.kind].plan(layer)[1])  # type: ignore[index]
+    fixed = sorted(record.plan(layer)[1])  # type: ignore[index]
     return Case(cid, layer.kind, function,
                 f"{name}: {function} of its {layer.stack} layers {shared['layers']} ({layer.label}), {label}; the "
                 f"record fixes {', '.join(fixed) or 'nothing'}, the other arguments seeded or the inputs it reads",

@@ -14,7 +14,8 @@ One :class:`ModelKind` record per kind (:data:`MODEL_KINDS`) says, for a layer r
 * ``shapes``: the arrays whose shape the record fixes (a table's rows), for :func:`layer_arguments`.
 
 The cases and the merge of a call file's arguments with a record's are :mod:`refpos.golden.cases.model_kind_cases`
-(the reference and the bound are the kind's check record's, :data:`refpos.check.kinds.BY_KIND`). :data:`ELSEWHERE`
+(each record's ``reference``: the output and a float32 port's bound, from the kind's formula module, as the kind's
+check computes them, :data:`refpos.check.kinds.BY_KIND`). :data:`ELSEWHERE`
 says, for every other kind, which module writes its cases or why it has none; the meta-test
 (``refpos/tests/test_golden_model_kinds.py``) asks every kind of :data:`refpos.models.kinds.KINDS` for one of the
 two.
@@ -22,13 +23,25 @@ two.
 
 from __future__ import annotations
 
-import inspect
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+
+from refpos.golden.cases.model_kind_references import (
+    axis_tables_reference,
+    bias_table_reference,
+    conv_reference,
+    decomposed_reference,
+    fourier_reference,
+    grid_reference,
+    rope_reference,
+    sincos_reference,
+    sinusoid_reference,
+)
 
 #: channels of a seeded table or kernel (the model's width is in the record; every channel is computed alike)
 SEEDED_WIDTH = 4
@@ -45,19 +58,26 @@ class ModelKind:
     kind: str
     plan: Callable[[Any], Plan | str]
     free: Callable[[Any, np.random.Generator], list[tuple[str, dict[str, Any]]]]
+    reference: Callable[[Any, dict[str, Any]], tuple[np.ndarray, Any]]
     shapes: Callable[[Any], dict[str, tuple[int, ...]]] = lambda layer: {}
 
 
-def _grid_plan(layer: Any) -> Plan | str:
-    from refpos.golden.cases.grid import _way
+def way_of(variant: Any) -> dict[str, Any]:
+    """A grid way as ``resample_position_table`` takes it: every field of
+    :data:`~refpos.encodings.grid_variants.WAY_FIELDS` (``read`` only where it is not the default)."""
+    from refpos.encodings.grid_variants import WAY_FIELDS
 
+    return {key: getattr(variant, key) for key in WAY_FIELDS if key != "read" or variant.read != WAY_FIELDS["read"]}
+
+
+def _grid_plan(layer: Any) -> Plan | str:
     if layer.variant is None:
         return (f"its table is added as it is, at the native grid {list(layer.grid)} only: the positions are the "
                 "checkpoint's rows, no formula of refpos's")
     if layer.grid[0] != layer.grid[1]:
         return (f"its native grid {list(layer.grid)} is not square, and resample_position_table reads a square table "
                 "(its side the square root of the grid rows)")
-    return "resample_position_table", {"way": _way(layer.way), "prefix_tokens": layer.prefix,
+    return "resample_position_table", {"way": way_of(layer.variant), "prefix_tokens": layer.prefix,
                                        "suffix_tokens": layer.suffix}
 
 
@@ -160,12 +180,40 @@ def _decomposed_shapes(layer: Any) -> dict[str, tuple[int, ...]]:
 SINCOS_FUNCTIONS = {"grid": "sincos_2d_grid", "mask": "sine_position_map", "coordinates": "sine_coordinates"}
 
 
+#: the parameters of each contract function a case calls, in order, with the defaults a call may leave out (the
+#: check's functions, refpos.check.kinds, take the same: refpos/tests/test_golden_model_kinds.py compares them)
+PARAMETERS: Mapping[str, tuple[str | tuple[str, Any], ...]] = MappingProxyType({
+    "resample_position_table": ("table", "grid", "way", ("prefix_tokens", 0), ("suffix_tokens", 0)),
+    "window_bias": ("form", "window", ("table", None), ("table_window", None), ("w1", None), ("b1", None),
+                    ("w2", None), ("pretrained_window", None)),
+    "conv_positions": ("x", "weight", "bias", "groups", "activation", ("stride", 1), ("weight_g", None)),
+    "batch_norm_conv_positions": ("x", "weight", "bias", "groups", "activation", "running_mean", "running_var",
+                                  "norm_weight", "norm_bias", "eps"),
+    "stacked_conv_positions": ("x", "weights", "biases", "groups", "activation", "eps"),
+    "add_decomposed_rel_pos": ("attn", "q", "rel_pos_h", "rel_pos_w", "q_size", "k_size"),
+    "sincos_2d_grid": ("height", "width", "dim", ("temperature", 10000.0), ("axes", "yx"), ("flatten", "row_major"),
+                       ("cls_rows", 0)),
+    "sine_position_map": ("mask", "num_features", ("temperature", 10000.0), ("normalize", True), ("scale", None),
+                          ("offset", 0.0), ("eps", 1e-06)),
+    "sine_coordinates": ("coords", "num_features", ("temperature", 10000.0), ("scale", 2 * math.pi),
+                         ("swap_xy", True), ("layout", "interleaved"), ("rule", "paired")),
+    "fourier_features": ("coords", "gaussian"),
+    "sam_prompt_features": ("points", "image_size", "gaussian"),
+    "sinusoid_1d": ("positions", "dim", "spacing", "layout", ("first", "sin"), ("base", 10000.0),
+                    ("frequency_scale", 1.0), ("amplitude", 1.0)),
+    "apply_vision_rope": ("x", "positions", "rope"),
+    "axis_table_positions": ("indices", "row_table", "column_table", "variant"),
+})
+
+
+def parameter_names(function: str) -> list[str]:
+    """The parameters of contract function ``function``, in order (:data:`PARAMETERS`)."""
+    return [p if isinstance(p, str) else p[0] for p in PARAMETERS[function]]
+
+
 def _contract_keywords(function: str, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``values`` the contract function takes, and the names it does not."""
-    from refpos.check.kinds import BY_KIND
-
-    calls = {c.__name__: c for check in BY_KIND.values() for c in check.calls}
-    names = inspect.signature(calls[function]).parameters
+    names = parameter_names(function)
     return ({k: list(v) if isinstance(v, tuple) else v for k, v in values.items() if k in names},
             sorted(k for k in values if k not in names))
 
@@ -267,10 +315,16 @@ def _rope_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str
 
 
 def _axis_tables_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
-    from refpos.golden.cases.axis_tables import _indices
+    from refpos.encodings.axis_tables import AXIS_TABLE_VARIANTS
 
-    indices = _indices(layer.variant)
-    indices = np.minimum(indices, layer.rows - 1)  # a config of few rows: ids past its table read its last row
+    side = max(min(layer.rows - 1, 6), 1)  # a grid the tables reach, numbered from 1 (row 0: Pix2Struct's padding)
+    r, c = np.meshgrid(np.arange(1, side + 1), np.arange(1, side + 1), indexing="ij")
+    grid = np.stack([r.ravel(), c.ravel()], axis=1)
+    if AXIS_TABLE_VARIANTS[layer.variant].padding == "none":  # padding patches of zeros read row 0 of both tables
+        indices = np.concatenate([grid, [[0, 0], [0, 0]]])
+    else:  # (x, y) ids from 0, a patch of one id −1 and a padding patch (−1, −1)
+        indices = np.concatenate([grid[:, ::-1] - 1, [[-1, 1], [1, -1], [-1, -1]]])
+    indices = indices.astype(np.int64)
     width = min(layer.dim, SEEDED_WIDTH)
     return [("patches", {"indices": indices, "row_table": rng.standard_normal((layer.rows, width)),
                          "column_table": rng.standard_normal((layer.rows, width))})]
@@ -282,16 +336,16 @@ def _registry(*records: ModelKind) -> Mapping[str, ModelKind]:
 
 #: kind -> how its layer records become contract calls
 MODEL_KINDS: Mapping[str, ModelKind] = _registry(
-    ModelKind("grid", _grid_plan, _grid_free, lambda layer: {"table": (layer.table_rows, -1)}),
-    ModelKind("bias_table", _bias_table_plan, _bias_table_free, _bias_table_shapes),
-    ModelKind("conv_position", _conv_plan, _conv_free, _conv_shapes),
-    ModelKind("decomposed", _decomposed_plan, _decomposed_free, _decomposed_shapes),
-    ModelKind("sincos2d", _sincos_plan, _sincos_free),
-    ModelKind("fourier", _fourier_plan, _fourier_free, lambda layer: {"gaussian": (2, layer.m)}),
-    ModelKind("sinusoid1d", _sinusoid_plan, _sinusoid_free),
-    ModelKind("vision_rope", _rope_plan, _rope_free, lambda layer: {"x": (-1, layer.rope.head_dim)}),
+    ModelKind("grid", _grid_plan, _grid_free, grid_reference, lambda layer: {"table": (layer.table_rows, -1)}),
+    ModelKind("bias_table", _bias_table_plan, _bias_table_free, bias_table_reference, _bias_table_shapes),
+    ModelKind("conv_position", _conv_plan, _conv_free, conv_reference, _conv_shapes),
+    ModelKind("decomposed", _decomposed_plan, _decomposed_free, decomposed_reference, _decomposed_shapes),
+    ModelKind("sincos2d", _sincos_plan, _sincos_free, sincos_reference),
+    ModelKind("fourier", _fourier_plan, _fourier_free, fourier_reference, lambda layer: {"gaussian": (2, layer.m)}),
+    ModelKind("sinusoid1d", _sinusoid_plan, _sinusoid_free, sinusoid_reference),
+    ModelKind("vision_rope", _rope_plan, _rope_free, rope_reference, lambda layer: {"x": (-1, layer.rope.head_dim)}),
     ModelKind("axis_tables", lambda layer: ("axis_table_positions", {"variant": layer.variant}), _axis_tables_free,
-              lambda layer: {"row_table": (layer.rows, -1), "column_table": (layer.rows, -1)}),
+              axis_tables_reference, lambda layer: {"row_table": (layer.rows, -1), "column_table": (layer.rows, -1)}),
 )
 
 
@@ -308,4 +362,4 @@ ELSEWHERE: Mapping[str, str] = MappingProxyType({
 })
 
 
-__all__ = ["ELSEWHERE", "MODEL_KINDS", "SEEDED_WIDTH", "ModelKind"]
+__all__ = ["ELSEWHERE", "MODEL_KINDS", "PARAMETERS", "SEEDED_WIDTH", "ModelKind", "parameter_names", "way_of"]
