@@ -10,8 +10,9 @@ that its rotary module turns into the cos and sin tables, so a layer is judged t
   :math:`3\epsilon\,|p|` (the scale ``window_size / G`` rounded to float32, the product, the store; a window's
   integer positions are exact). Wrong answers: the row and column swapped, positions from 1, a global layer's patch
   indices unscaled;
-* **its rotation**, at every first rotary call the run kept whose tokens are the layer's (the survey keeps the
-  first call at each size: the first layer's, a windowed one, whose first window it records): the query and key
+* **its rotation**, at every rotary call the run kept whose tokens are the layer's (the run keeps the first call of
+  each query shape at each size: the first windowed layer's, whose first window it records, and the first global
+  layer's, the whole grid): the query and key
   after against :func:`refpos.rope.vision.apply_vision_rope` of the query and key before at the record's
   positions, within the bound of :mod:`survey.pixel_kinds.vision_rope`, the coordinate's relative error
   :math:`2\epsilon` carried as :math:`2/(K + 1)` more of the ``K + 1`` roundings the bound counts. Wrong
