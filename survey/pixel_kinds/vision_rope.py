@@ -244,8 +244,8 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
         return Outcome("not reached", f"{record.stack} layer {record.index}: V-JEPA 2 turns each axis's block by "
                        "rotate_queries_or_keys(x, pos), called from a method (VJEPA2RopeAttention."
                        "apply_rotary_embeddings): no rotary apply function the survey records (apply_rotary*, "
-                       "apply_rope*), and it keeps the first call at each size, the encoder's first block, where the "
-                       "predictor's layers run after every encoder layer", accounted)
+                       "apply_*rope*); a layer's three blocks share one shape, of which the run keeps the first call "
+                       "(the frame block)", accounted)
     if not isinstance(rope, VisionRope):
         return Outcome("not reached", f"{record.stack} layer {record.index}: the survey compares 2-D vision RoPE and "
                        f"MiniMax-M3-VL's 3-D form; this claim is {rope.kind}'s (a {type(rope).__name__})", accounted)
