@@ -229,3 +229,34 @@ def test_video_llama_3_rotation_over_packed_grids_of_their_own_merge_sizes():
         assert np.abs(ours - after).max() < 1e-5
         for name, at in wrong.items():
             assert np.any(np.abs(np.asarray(apply_vision_rope(before, at, rope)) - after) > bound), name
+
+
+def test_lfm3_vl_attention_layers_rotate_and_its_convolution_layers_have_no_attention():
+    """LFM3-VL's tower: refpos's records follow ``layer_types`` (``conv``: no attention), and each attention layer's
+    call is Qwen2-VL's rotation in merge blocks within the float32 apply's bound (row-major outside it)."""
+    from transformers.models.lfm3_vl import modeling_lfm3_vl as hf
+
+    import refpos
+    from refpos.rope.vision import qwen_patch_positions
+
+    torch.manual_seed(0)
+    config = hf.Lfm3VlVisionConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=4,
+                                   intermediate_size=64, num_hidden_layers=4, patch_size=2, temporal_patch_size=1)
+    records = refpos.model_positions(config.to_dict()).layers
+    assert [r.kind for r in records] == ["no_attention" if t == "conv" else "vision_rope" for t in config.layer_types]
+    model = hf.Lfm3VlVisionModel(config).double().eval()
+    grids = [(1, 4, 6)]
+    pixels = torch.randn(24, 3 * 2 * 2, dtype=torch.float64)
+    calls = _calls(hf, "apply_rotary_pos_emb_vision", lambda: model(pixel_values=pixels,
+                                                                    grid_thw=torch.tensor(grids)))
+    assert len(calls) == config.layer_types.count("full_attention")
+    rope = records[config.layer_types.index("full_attention")].rope
+    positions = qwen_patch_positions(grids, spatial_merge_size=config.spatial_merge_size)
+    angle = np.abs(vision_angles(positions, rope)).max()
+    for q, k, q_out, k_out in calls:
+        for before, after in ((q, q_out), (k, k_out)):
+            before, after = np.moveaxis(before, 1, 0), np.moveaxis(after, 1, 0)  # (heads, N, D)
+            bound = (float32_table_atol(angle) + 6 * U32) * _pair_norm(before, rope)
+            assert np.all(np.abs(np.asarray(apply_vision_rope(before, positions, rope)) - after) <= bound)
+            row_major = qwen_patch_positions(grids, spatial_merge_size=1)
+            assert np.any(np.abs(np.asarray(apply_vision_rope(before, row_major, rope)) - after) > bound)

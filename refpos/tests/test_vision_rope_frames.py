@@ -67,3 +67,13 @@ def test_sam3_positions_are_row_major_and_scaled():
         sam3_patch_positions(2, 2, 0.0)
     with pytest.raises(ValueError, match="rows"):
         sam3_patch_positions(0, 2)
+
+
+def test_a_tower_with_convolution_layers_follows_its_layer_types():
+    import refpos
+
+    config = {"model_type": "lfm3_vl_vision", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4}
+    with pytest.raises(ValueError, match="layer_types"):
+        refpos.model_positions(config)
+    config["layer_types"] = ["conv", "conv", "full_attention", "conv"]
+    assert refpos.model_positions(config).summary() == "vision layers 0-3: conv ×3 (0, 1, 3), vision_rope(qwen2_vl) ×1"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
-from refpos.models.records import LayerRecord
+from refpos.models.records import LayerRecord, NoAttention
 from refpos.rope.vision import VISION_ROPES, VISION_ROPES_MORE, VISION_ROPES_PREFIXED, VisionRope
 from refpos.rope.vision3d import VISION_ROPES_3D, VisionRope3D
 from refpos.validation import check_int
@@ -51,7 +51,8 @@ class VisionRopeFacts:
     each frame's patches turns by (LLaVA-OneVision-1.5: ``class_pos_emb``, one class token per image or video
     frame), for a form that has none of its own; ``queries``: the keys of the number of learned query tokens and of
     the number of last layers they join, placed before the class token and left unrotated (EoMT-DINOv3:
-    ``num_queries``, ``num_blocks``)."""
+    ``num_queries``, ``num_blocks``); ``conv_layers``: the key of the layer types and the type of the layers without
+    attention (LFM3-VL: ``layer_types``, ``conv``: a depthwise convolution over each frame's grid, no positions)."""
 
     form: str = "qwen2_vl"
     layers: tuple[str, ...] = TOWER_LAYERS
@@ -64,9 +65,10 @@ class VisionRopeFacts:
     grid: tuple[str, ...] = ("image_size", "patch_size")
     class_angles: str | None = None
     queries: tuple[str, ...] = ()
+    conv_layers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("layers", "width", "heads", "training", "windows", "grid", "queries"):
+        for name in ("layers", "width", "heads", "training", "windows", "grid", "queries", "conv_layers"):
             value = getattr(self, name)
             if isinstance(value, (list, str)):
                 object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
@@ -81,6 +83,8 @@ class VisionRopeFacts:
         check_fact(where, len(self.grid) == 2, "vision_rope.grid ([image size key, patch size key])", self.grid)
         check_fact(where, not self.queries or (self.form == "dinov3" and len(self.queries) == 2), "vision_rope.queries "
                    "(the dinov3 form's [query count key, last layers key])", self.queries)
+        check_fact(where, not self.conv_layers or len(self.conv_layers) == 2, "vision_rope.conv_layers ([layer types "
+                   "key, type of the layers without attention])", self.conv_layers)
         check_fact(where, self.class_angles is None or self.form not in PREFIXED, "vision_rope.class_angles (a form "
                    "without tokens of its own before the patches)", self.class_angles)
 
@@ -216,16 +220,31 @@ def tower_queries(stack: Stack, n: int) -> list[int]:
     return [count if i >= n - last else 0 for i in range(n)]
 
 
+def tower_convolutions(stack: Stack, n: int) -> list[bool]:
+    """Which of the ``n`` layers have no attention: those whose entry of the layer types (the ``conv_layers`` facts'
+    key, which must list ``n`` types) is the facts' convolution type; none without the facts."""
+    view, facts = stack.view, stack.facts
+    if not facts.conv_layers:
+        return [False] * n
+    types = view.value(facts.conv_layers[0])
+    if not isinstance(types, (list, tuple)) or len(types) != n or not all(isinstance(t, str) for t in types):
+        raise ValueError(f"{view.name(facts.conv_layers[0])}: the tower's layer types must be stated, one string per "
+                         f"layer ({n}), got {types!r}")
+    return [t == facts.conv_layers[1] for t in types]
+
+
 def build(stack: Stack) -> list[LayerRecord]:
-    """One :class:`VisionRopeLayer` per layer of the tower."""
+    """One :class:`VisionRopeLayer` per layer of the tower, a
+    :class:`~refpos.models.records.NoAttention` (``conv``) per convolution layer."""
     rope = tower_rope(stack)
     prefix, weight = tower_prefix(stack)
     n = check_int(stack.view.name(stack.facts.layers[0]), stack.view.count(stack.facts.layers, "layer count"),
                   minimum=1)
     reads = (("rotation", ("video_grid",) if isinstance(rope, VisionRope3D) else ("image_grid",)),)
     per_frame = stack.facts.class_angles is not None
-    queries = tower_queries(stack, n)
-    return [VisionRopeLayer(stack.name, i, None, rope=rope, prefix=queries[i] + prefix, prefix_weight=weight,
+    queries, convolutions = tower_queries(stack, n), tower_convolutions(stack, n)
+    return [NoAttention(stack.name, i, stack.facts.conv_layers[1], mixer="conv") if convolutions[i] else
+            VisionRopeLayer(stack.name, i, None, rope=rope, prefix=queries[i] + prefix, prefix_weight=weight,
                             per_frame=per_frame, queries=queries[i], window=window, grid=grid, scale=scale,
                             reads=reads)
             for i, (window, grid, scale) in enumerate(tower_windows(stack, n))]
@@ -245,4 +264,5 @@ VISION_ROPE = EncodingKind(
     check="vision_rope")
 
 __all__ = ["PREFIXED", "TOWER_HEADS", "TOWER_LAYERS", "TOWER_WIDTH", "VISION_ROPE", "VisionRopeFacts",
-           "VisionRopeLayer", "build", "tower_prefix", "tower_queries", "tower_rope", "tower_windows"]
+           "VisionRopeLayer", "build", "tower_convolutions", "tower_prefix", "tower_queries", "tower_rope",
+           "tower_windows"]
