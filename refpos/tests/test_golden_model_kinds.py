@@ -364,3 +364,14 @@ def test_a_case_s_output_and_bound_are_the_check_s(kind):
         reference, bound = check.reference(check.inputs(case.function, _arguments(case)))
         np.testing.assert_array_equal(np.asarray(reference, dtype=np.float64), case.outputs["out"].array)
         assert case.outputs["out"].tolerance["float32"]["atol"] >= float(np.max(bound))
+
+
+def test_check_config_on_a_layer_without_a_contract_call_exits_2_saying_why(tmp_path, capsys):
+    sam = str(_write(tmp_path, "sam", CONFIGS["decomposed"][0]))  # its grid: a table added as it is
+    np.save(tmp_path / "t.npy", np.zeros((16, 4)))
+    call = _call(tmp_path, "fixed", "resample_position_table", {"table": np.zeros((16, 4)), "grid": [4, 4],
+                                                                 "way": {"mode": "bicubic"}})
+    assert main(["check", "grid", "--config", sam, "--call", call, "--candidate", str(tmp_path / "t.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "vision.input layer 0 (grid(fixed)) has no contract call: its table is added as it is" in err
+    assert len(err.strip().splitlines()) == 1
