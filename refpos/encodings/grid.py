@@ -29,6 +29,11 @@ blended (NaViT: Idefics2, SmolVLM, Phi-4-multimodal, MiniCPM; :mod:`refpos.encod
 embedding):
 
 .. math:: G' = \mathcal{R}_{D \times D}(G)_{\,0:h,\ 0:w}
+
+``"tile"``: the table repeated over the input's grid and cut to it, every patch reading the row its place
+modulo the table's side gives (SAM 3's ViT), rows gathered, not blended:
+
+.. math:: G'[i, j] = G[i \bmod M_h,\ j \bmod M_w]
 """
 
 from __future__ import annotations
@@ -44,8 +49,9 @@ from refpos.validation import check_bool, check_choice, check_float, check_int, 
 
 #: how the grid is read into patch order: raster over (h, w), or over (w, h) (the table read transposed)
 GRID_AXES = ("hw", "wh")
-#: how the grid is read at the input's grid: resampled by ``mode``, or read at bucketed fractional coordinates
-GRID_READS = ("resample", "buckets", "square_crop")
+#: how the grid is read at the input's grid: resampled by ``mode``, read at bucketed fractional coordinates, resampled
+#: to a square and cropped, or tiled
+GRID_READS = ("resample", "buckets", "square_crop", "tile")
 
 
 def patch_grid(height: int, width: int, patch_size: int | tuple[int, int]) -> tuple[int, int]:
@@ -120,6 +126,23 @@ def resample_position_grid(grid: Array, size: tuple[int, int], *, mode: str, ali
     return xp.permute_dims(resampled, (1, 2, 0))  # (h, w, d)
 
 
+def read_tiled(grid: Array, size: tuple[int, int]) -> Array:
+    r"""A position grid ``(M_h, M_w, d)`` tiled over ``size = (h, w)``: ``G'[i, j] = G[i mod M_h, j mod M_w]``.
+
+    >>> import numpy as np
+    >>> np.asarray(read_tiled(np.arange(4.0).reshape(2, 2, 1), (3, 3)))[:, :, 0].tolist()
+    [[0.0, 1.0, 0.0], [2.0, 3.0, 2.0], [0.0, 1.0, 0.0]]
+    """
+    grid = floating_array(grid, name="grid")
+    xp = array_namespace(grid)
+    if grid.ndim != 3:
+        raise ValueError(f"grid must have shape (rows, columns, dim), got {tuple(grid.shape)}")
+    h, w = _target("size", size)
+    rows = xp.asarray([i % grid.shape[0] for i in range(h)], dtype=xp.int64)
+    cols = xp.asarray([j % grid.shape[1] for j in range(w)], dtype=xp.int64)
+    return xp.take(xp.take(grid, rows, axis=0), cols, axis=1)
+
+
 def _square_side(n: int) -> int:
     side = math.isqrt(n)
     if side * side != n:
@@ -142,7 +165,9 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
     DINOv2's original code, transformers' Muse vision towers). ``read="buckets"`` reads the grid at bucketed
     fractional coordinates instead (NaViT, the module docstring; ``mode`` ``"nearest"``, whose exact rows these
     are, and no other option); ``read="square_crop"`` resamples to the square of the longer side and keeps the
-    first rows and columns (RADIO). Other arguments: :func:`resample_position_grid`.
+    first rows and columns (RADIO); ``read="tile"`` repeats the grid over the input's and cuts it there (SAM 3's
+    ViT: :func:`read_tiled`; ``mode`` ``"nearest"`` and no other option). Other arguments:
+    :func:`resample_position_grid`.
 
     Notes
     -----
@@ -177,9 +202,9 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
     suffix = check_int("suffix_tokens", suffix_tokens, minimum=0)
     keep_extra, axes = check_bool("keep_extra", keep_extra), check_choice("axes", axes, GRID_AXES)
     gathered = ("nearest", False, False, None, "border")  # the options of a gather: none
-    if check_choice("read", read, GRID_READS) == "buckets" and (
+    if check_choice("read", read, GRID_READS) in ("buckets", "tile") and (
             (mode, align_corners, antialias, scale_factor_offset, padding) != gathered):
-        raise ValueError("read 'buckets' gathers rows: it takes mode 'nearest' and no align_corners, antialias, "
+        raise ValueError(f"read {read!r} gathers rows: it takes mode 'nearest' and no align_corners, antialias, "
                          f"scale_factor_offset or padding, got mode {mode!r}")
     n_grid = table.shape[0] - prefix - suffix
     if n_grid < 1:
@@ -191,9 +216,14 @@ def resample_position_table(table: Array, grid: tuple[int, int], *, mode: str, a
     patches = xp.reshape(table[prefix:prefix + n_grid, :], (rows, cols, table.shape[1]))  # row = height
     size = target[::-1] if axes == "wh" else target
     square = (max(size),) * 2  # square_crop: D × D, then the first h rows and w columns
-    resampled = read_buckets(patches, size) if read == "buckets" else resample_position_grid(
-        patches, square if read == "square_crop" else size, mode=mode, align_corners=align_corners,
-        antialias=antialias, scale_factor_offset=scale_factor_offset, padding=padding)[:size[0], :size[1], :]
+    if read == "buckets":
+        resampled = read_buckets(patches, size)
+    elif read == "tile":
+        resampled = read_tiled(patches, size)
+    else:
+        resampled = resample_position_grid(
+            patches, square if read == "square_crop" else size, mode=mode, align_corners=align_corners,
+            antialias=antialias, scale_factor_offset=scale_factor_offset, padding=padding)[:size[0], :size[1], :]
     flat = xp.reshape(resampled, (target[0] * target[1], table.shape[1]))  # raster order of the resampled grid
     if not keep_extra:
         return flat

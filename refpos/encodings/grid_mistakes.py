@@ -102,6 +102,20 @@ def _centred(inputs: GridInputs) -> np.ndarray:
     return _with_grid(inputs, _grid_rows(inputs)[[r * m_w + c for r in rows for c in cols]])
 
 
+def _tile_grows(inputs: GridInputs) -> bool:
+    """A tiled table read past its own side along some axis (where a tile differs from the table itself)."""
+    return inputs.variant.read == "tile" and any(g > m for g, m in zip(inputs.grid, inputs.source(), strict=True))
+
+
+def _clamped(inputs: GridInputs) -> np.ndarray:
+    """Each patch past the table's side reads its last row or column, ``G[min(i, M_h − 1), min(j, M_w − 1)]``,
+    where the model wraps around, ``G[i mod M_h, j mod M_w]``."""
+    (m_h, m_w), (h, w) = inputs.source(), inputs.grid
+    rows = [min(i, m_h - 1) for i in range(h)]
+    cols = [min(j, m_w - 1) for j in range(w)]
+    return _with_grid(inputs, _grid_rows(inputs)[[r * m_w + c for r in rows for c in cols]])
+
+
 def reference_at_ties(candidate: np.ndarray, inputs: GridInputs) -> np.ndarray:
     """The reference of a way that reads buckets, each patch's row chosen among those a correct port may read
     (:func:`refpos.encodings.grid_buckets.position_id_choices`: the exact row, or at a tie the row below) as the
@@ -155,6 +169,11 @@ GRID_MISTAKES: dict[str, GridMistake] = {m.name: m for m in (
                 lambda i: i.resample(read="resample", mode="bicubic"), _buckets),
     GridMistake("grid_buckets_centred", "each patch reads the row under its centre, floor((i + 1/2)·M/n), where "
                 "the model reads the bucket of i/n, floor(i·M/n)", _centred, _buckets),
+    GridMistake("grid_resampled_for_tile", "the table resampled bicubic (ViT's interpolate_pos_encoding) where the "
+                "model tiles it over the image's grid", lambda i: i.resample(read="resample", mode="bicubic"),
+                lambda i: i.variant.read == "tile" and tuple(i.grid) != tuple(i.source())),
+    GridMistake("grid_tile_clamped", "the patches past the table's side read its last row or column, G[min(i, M - 1)], "
+                "where the model wraps around, G[i mod M]", _clamped, _tile_grows),
 )}
 
 

@@ -136,4 +136,8 @@ GRID_VARIANTS: dict[str, GridVariant] = {v.name: v for v in (
                 read="square_crop", note="the table (max_img_size / patch_size a side) resampled to D × D, "
                 "D = max(h, w), and cropped to h × w; its class and register tokens are another parameter, put "
                 "in front after; packed images (image_grid_hw) each the same way"),
+    GridVariant("tile", "nearest", False, False, None, False, "table", ("sam3",),
+                "models/sam3/modeling_sam3.py: Sam3ViTEmbeddings._tile_position_embeddings", read="tile",
+                note="the table (pretrain_image_size / patch_size a side) repeated over the image's grid and cut to "
+                     "it: patch (i, j) reads row (i mod M, j mod M); its own size read as it is"),
 )}

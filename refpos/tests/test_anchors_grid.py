@@ -259,6 +259,17 @@ def _radio(table, grid, dtype, prefix):
     return emb._interpolate_position_embedding(grid, dtype)[0]
 
 
+def _sam3(table, grid, dtype, prefix):
+    from transformers import Sam3ViTConfig
+    from transformers.models.sam3.modeling_sam3 import Sam3ViTEmbeddings
+
+    side = math.isqrt(table.shape[0])
+    config = Sam3ViTConfig(hidden_size=DIM, patch_size=PATCH, pretrain_image_size=side * PATCH,
+                           image_size=side * PATCH, num_attention_heads=2)
+    emb = Sam3ViTEmbeddings(config).to(dtype)
+    return emb._tile_position_embeddings(_t(table, dtype)[None], *grid)[0]
+
+
 #: grids without a tie (gcd(M, n) = 1 along each axis: refpos/tests/test_anchors_grid_buckets.py holds the ties)
 UNTIED = [(7, (5, 3)), (7, (10, 4)), (5, (7, 9))]
 
@@ -297,6 +308,7 @@ ANCHORS: dict[str, list[tuple[str, Callable, int, list]]] = {
     "buckets_padded": [(t, _buckets(t), 0, UNTIED) for t in ("idefics2", "idefics3", "smolvlm", "phi4_multimodal")],
     "bilinear_square_crop": [("radio", _radio, 0, [*GRIDS, (6, (3, 8)), (4, (4, 2))])],
     "buckets_packed": [(t, _buckets(t), 0, UNTIED) for t in ("minicpm_ocr", "minicpmv4_6", "minicpmv4_7")],
+    "tile": [("sam3", _sam3, 0, [*GRIDS, (3, (7, 5)), (4, (4, 9))])],
 }
 
 CASES = [(name, label, anchor, prefix, side, grid, dtype) for name, rows in ANCHORS.items()

@@ -110,8 +110,9 @@ def test_grid_records_are_the_model_s(model_type):
     assert call["dtype"] == ("float32" if variant.computes_in == "float32" else "float64")
 
 
-#: rows whose model computes the resampling weights itself, without torch's interpolate: anchored by value below
-SELF_RESAMPLING = ("siglip2_vision_model",)
+#: rows whose model resamples without torch's interpolate: computing the weights itself (anchored by value below), or
+#: tiling the table (SAM 3's ViT: the tile way's anchor in refpos/tests/test_anchors_grid.py)
+SELF_RESAMPLING = ("siglip2_vision_model", "sam3_vit_model")
 
 
 def test_siglip2_resizes_as_its_way():
@@ -148,15 +149,18 @@ def test_grid_defaults_are_the_config_class_s(model_type):
     is the one the class's defaults give (a square of ``num_patches`` where the config states the table)."""
     facts = families.FAMILIES[model_type].input.facts_of("grid")
     defaults = transformers.AutoConfig.for_model(model_type).to_dict()
+    # the patch size stays where another stack of the row reads it too (SAM 3's rotation)
+    shared = facts.patch if "vision_rope" in families.FAMILIES[model_type].encodings else None
     bare = {k: v for k, v in small_config(model_type).to_dict().items()
-            if k not in (facts.image, facts.patch, facts.positions)}
+            if k not in (facts.image, facts.patch, facts.positions) or k == shared}
     if families.FAMILIES[model_type].input_when is not None:  # the grid switched on
         bare[families.FAMILIES[model_type].input_when[0]] = True
     (site,) = [r for r in refpos.model_positions(bare) if r.kind == "grid"]
     if facts.positions is not None:
         assert site.grid[0] * site.grid[1] == defaults[facts.positions]
         return
-    pairs = [v if isinstance(v, (list, tuple)) else (v, v) for v in (defaults[facts.image], defaults[facts.patch])]
+    patch = bare[shared] if shared else defaults[facts.patch]
+    pairs = [v if isinstance(v, (list, tuple)) else (v, v) for v in (defaults[facts.image], patch)]
     assert site.grid == (pairs[0][0] // pairs[1][0], pairs[0][1] // pairs[1][1])
 
 

@@ -43,14 +43,15 @@ def _wrong(inputs: GridInputs, name: str) -> np.ndarray | None:
 
 
 def _examples() -> list[tuple[str, dict[str, Any]]]:
-    """An 8 × 8 table with a CLS row resampled to 5 × 11 (one axis shrinks, one grows, not square) five ways:
-    ViT's bicubic, SigLIP2's bilinear with antialias, DINOv2's scale factor (g + 0.1)/M, NaViT's buckets and
-    RADIO's square crop (the last two leave the CLS row out)."""
+    """An 8 × 8 table with a CLS row resampled to 5 × 11 (one axis shrinks, one grows, not square) six ways:
+    ViT's bicubic, SigLIP2's bilinear with antialias, DINOv2's scale factor (g + 0.1)/M, NaViT's buckets, RADIO's
+    square crop and SAM 3's tiling (the last three leave the CLS row out)."""
     table = np.random.default_rng(37).standard_normal((1 + 64, 4))
     ways = [{"mode": "bicubic"}, {"mode": "bilinear", "antialias": True},
             {"mode": "bicubic", "scale_factor_offset": 0.1},
             {"mode": "nearest", "read": "buckets", "keep_extra": False},
-            {"mode": "bilinear", "read": "square_crop", "keep_extra": False}]
+            {"mode": "bilinear", "read": "square_crop", "keep_extra": False},
+            {"mode": "nearest", "read": "tile", "keep_extra": False}]
     return [("resample_position_table", {"table": table, "grid": [5, 11], "way": way, "prefix_tokens": 1})
             for way in ways]
 

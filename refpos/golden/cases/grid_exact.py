@@ -120,8 +120,12 @@ def resample_table(table: np.ndarray, grid: tuple[int, int], way: dict, prefix_t
     offset = way.get("scale_factor_offset")
     factors = (None, None) if offset is None else tuple((g + offset) / side for g in target)
     patches = table[prefix_tokens:prefix_tokens + n].reshape(side, side, -1)
-    for axis in (0, 1):
-        patches = apply_taps(patches, axis_taps(side, target[axis], scale_factor=factors[axis], **options), axis, f)
+    if way.get("read", "resample") == "tile":  # the table repeated and cut: rows gathered, i mod M
+        patches = patches[[i % side for i in range(target[0])]][:, [j % side for j in range(target[1])]]
+    else:
+        for axis in (0, 1):
+            patches = apply_taps(patches, axis_taps(side, target[axis], scale_factor=factors[axis], **options), axis,
+                                 f)
     if way.get("read", "resample") == "square_crop":
         patches, target = patches[:size[0], :size[1]], size
     flat = patches.reshape(target[0] * target[1], -1)
