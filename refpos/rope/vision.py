@@ -1,5 +1,5 @@
 r"""2-D axial RoPE of vision encoders: Qwen2-VL's vision tower, Pixtral, Llama-4's vision model, DINOv3, MLCD,
-Gemma 4's vision tower, SAM 3's ViT.
+Gemma 4's vision tower, SAM 3's ViT, Step 3.5's and Kimi K2.5's towers.
 
 An image patch at row ``h`` and column ``w`` is rotated pair by pair, each pair ``j`` reading one of the
 two coordinates :math:`a(j) \in \{h, w\}` at its own frequency :math:`\omega_j`:
@@ -7,7 +7,7 @@ two coordinates :math:`a(j) \in \{h, w\}` at its own frequency :math:`\omega_j`:
 .. math:: \varphi_j = p_{a(j)}\,\omega_j, \qquad j = 0, \dots, D/2 - 1 ,
 
 then ``u' = u cos φ − v sin φ``, ``v' = v cos φ + u sin φ`` as in 1-D RoPE (no attention factor). The
-five forms transformers 5.25 ships differ in the frequencies, the axis order, the layout, the
+forms transformers 5.25 ships differ in the frequencies, the axis order, the layout, the
 positions and the tokens before the patches (``D`` = head size, ``q = D/4``, ``j' = j mod q``; ``blocks``: the
 head cut in two spans of ``D/2`` channels, one per axis, each in the half layout, pair ``j`` at channels
 ``(j, j + q)`` for ``j < q`` and ``(j + q, j + 2q)`` after):
@@ -22,6 +22,8 @@ form          pairs ``j < q`` /  ``≥ q``  :math:`\omega_j`                    
 ``mlcd``      h / w                     :math:`\theta^{-4j'/D}`                half       0-based, row-major; CLS given
 ``gemma4``    w / h                     :math:`\theta^{-4j'/D}`                blocks     0-based, row-major
 ``sam3``      w / h                     :math:`\theta^{-4j'/D}`                interleaved real: window-local or scaled
+``step3p7``   w / h                     :math:`\theta^{-4j'/D}`                half       0-based, row-major
+``kimi_k25``  w, h alternating          :math:`\theta^{-4\lfloor j/2\rfloor/D}`  half       0-based, row-major
 ============  ========================  ====================================  =========  ===========================
 
 * ``qwen2_vl``: ``Qwen2VLVisionRotaryEmbedding`` (also the vision towers of Qwen2.5-VL, Qwen3-VL and
@@ -41,6 +43,14 @@ form          pairs ``j < q`` /  ``≥ q``  :math:`\omega_j`                    
 * ``mlcd``: ``MLCDRotaryEmbedding`` (``models/mlcd/modeling_mlcd.py``): Qwen2-VL's frequencies on row-major
   0-based patches; the class token before them turns pair ``j`` by a learned angle ``α_j`` (the checkpoint's
   ``class_pos_emb``), given to :func:`apply_vision_rope` as ``prefix_angles``.
+* ``step3p7``: ``Step3p7VisionRotaryEmbedding`` (``models/step3p7/modeling_step3p7.py``, Step 3.5's tower):
+  Qwen2-VL's frequencies and layout with the column's angles before the row's, patches row-major.
+* ``kimi_k25``: ``Kimi_K25VisionRotaryEmbedding`` (``models/kimi_k25/modeling_kimi_k25.py``): Qwen2-VL's
+  ``D/4`` frequencies, each read by two consecutive pairs, the column's then the row's (pair ``2k`` turns by
+  :math:`w\,\theta^{-4k/D}`, pair ``2k + 1`` by :math:`h\,\theta^{-4k/D}`), half layout, patches row-major.
+
+Qwen2-VL's frequencies also serve towers that read the patches row-major whatever their merge size (PaddleOCR-VL's:
+the token order is the tower record's, :mod:`refpos.models.kinds.vision_rope`).
 
 Positions are ``(..., N, 2)`` int arrays, last axis ``(h, w)`` (transformers' order); where each form puts a
 patch is :mod:`refpos.rope.vision_positions` (its functions are importable from here too).
@@ -78,16 +88,17 @@ VISION_ROPES = ("qwen2_vl", "pixtral", "llama4", "axial")
 #: given angles (``prefix_angles``: DINOv3's zero, MLCD's learned class angles)
 VISION_ROPES_PREFIXED = ("dinov3", "mlcd")
 #: the forms refpos models beyond the contract without tokens before the patches: Gemma 4's one half-layout span per
-#: axis, SAM 3's real window-local or scaled coordinates
-VISION_ROPES_MORE = ("gemma4", "sam3")
+#: axis, SAM 3's real window-local or scaled coordinates, Step 3.5's column-first half layout, Kimi K2.5's column and
+#: row alternating pair by pair
+VISION_ROPES_MORE = ("gemma4", "sam3", "step3p7", "kimi_k25")
 _LAYOUT = {"qwen2_vl": "half", "pixtral": "half", "llama4": "interleaved", "dinov3": "half", "mlcd": "half",
-           "gemma4": "half", "sam3": "interleaved"}
+           "gemma4": "half", "sam3": "interleaved", "step3p7": "half", "kimi_k25": "half"}
 #: the forms whose head is cut into one span per axis, each written in the layout (the others: one span)
 _BLOCKS = {"gemma4": 2}
 #: the forms whose coordinates are real numbers, not indices
 REAL_COORDINATES = ("dinov3", "sam3")
 #: the forms whose columns come first (pairs j < D/4 read the column)
-_COLUMN_FIRST = ("llama4", "gemma4", "sam3")
+_COLUMN_FIRST = ("llama4", "gemma4", "sam3", "step3p7")
 #: the layouts an axial vision RoPE may write its pairs in
 AXIAL_LAYOUTS = ("half", "interleaved")
 
@@ -149,7 +160,8 @@ def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
     -----
     With :math:`q = D/4`, :math:`j' = j \bmod q`, :math:`b = [j \ge q]`: ``qwen2_vl``
     :math:`a = b,\ \omega_j = \theta^{-4j'/D}`; ``pixtral`` :math:`a = b,\ \omega_j = \theta^{-2(2j'+b)/D}`;
-    ``llama4``, ``gemma4``, ``sam3`` :math:`a = 1 - b,\ \omega_j = \theta^{-4j'/D}`; ``dinov3``
+    ``llama4``, ``gemma4``, ``sam3``, ``step3p7`` :math:`a = 1 - b,\ \omega_j = \theta^{-4j'/D}`; ``kimi_k25``
+    :math:`a = 1 - (j \bmod 2),\ \omega_j = \theta^{-4\lfloor j/2\rfloor/D}`; ``dinov3``
     :math:`a = b,\ \omega_j = 2\pi\,\theta^{-4j'/D}` (coordinates in [−1, 1]); ``mlcd`` as ``qwen2_vl``; ``axial``
     with sections :math:`s_a`: pair ``k`` of block ``a`` reads coordinate ``a`` at :math:`\omega = \theta^{-k/s_a}`.
     """
@@ -161,6 +173,8 @@ def vision_frequencies(rope: VisionRope) -> tuple[tuple[int, ...], np.ndarray]:
         return axes, rope.theta ** (-k / per_block)
     quarter = rope.head_dim // 4
     j = np.arange(2 * quarter)  # (D/2,) pair index
+    if rope.kind == "kimi_k25":  # a = 1 − (j mod 2), ω_j = θ^(−4⌊j/2⌋/D): each frequency the column's, then the row's
+        return tuple(int(a) for a in 1 - j % 2), rope.theta ** (-4.0 * (j // 2) / rope.head_dim)
     second = (j >= quarter).astype(np.int64)  # b = [j ≥ q]
     j_in = j % quarter  # j'
     if rope.kind == "pixtral":

@@ -68,6 +68,8 @@ PORTS = [
     (VisionRope("gemma4", 64, theta=100.0), pixtral_patch_positions(6, 9) * 40),
     (VisionRope("sam3", 64), sam3_patch_positions(24, 24)),
     (VisionRope("sam3", 64), sam3_patch_positions(72, 72, 24 / 72)),
+    (VisionRope("step3p7", 64, theta=10000.0), pixtral_patch_positions(6, 9) * 40),
+    (VisionRope("kimi_k25", 72, theta=10000.0), pixtral_patch_positions(5, 7) + np.array([300, 250])),
     (VisionRope("axial", 48, sections=(8, 8, 8)), np.stack(np.meshgrid(np.arange(3), np.arange(4) * 100,
                                                                        np.arange(5) * 90, indexing="ij"),
                                                            axis=-1).reshape(-1, 3)),
@@ -157,10 +159,15 @@ def test_a_mistake_s_computation_is_the_one_it_names():
      ("layout_swapped", "axes_swapped", "direction_reversed", "positions_from_one", "theta_default")),
     (VisionRope("sam3", 32), sam3_patch_positions(9, 9, 4 / 9),
      ("layout_swapped", "axes_swapped", "direction_reversed", "positions_from_one")),
-], ids=["gemma4", "sam3-global"])
+    (VisionRope("step3p7", 32, theta=100.0), pixtral_patch_positions(4, 6),
+     ("layout_swapped", "axes_swapped", "direction_reversed", "positions_from_one", "theta_default")),
+    (VisionRope("kimi_k25", 32, theta=100.0), pixtral_patch_positions(4, 6),
+     ("layout_swapped", "axes_swapped", "direction_reversed", "positions_from_one", "theta_default")),
+], ids=["gemma4", "sam3-global", "step3p7", "kimi_k25"])
 def test_the_forms_beyond_the_contract_name_their_mistakes(rope, positions, names):
     """Gemma 4's layout mistake is its two per-axis spans read as one half-layout head; SAM 3's scaled real
-    coordinates take the catalogue as the other forms do."""
+    coordinates, Step 3.5's column-first and Kimi K2.5's alternating pairs take the catalogue as the other forms
+    do."""
     call = _call(rope, positions, 2, 3.0)
     inputs = CHECK.inputs(FUNCTION, call)
     for name in names:
@@ -170,6 +177,9 @@ def test_the_forms_beyond_the_contract_name_their_mistakes(rope, positions, name
     if rope.kind == "gemma4":  # the whole head in the half layout: Qwen2-VL's pairs with the column first
         as_head = rotate(call["x"], positions[:, ::-1], VisionRope("qwen2_vl", 32, theta=100.0))[0]
         np.testing.assert_allclose(CHECK.wrong(inputs, "layout_swapped"), as_head, atol=1e-12)
+    if rope.kind == "step3p7":  # Qwen2-VL's rotation with the row and column exchanged
+        np.testing.assert_allclose(rotate(call["x"], positions, rope)[0], rotate(
+            call["x"], positions[:, ::-1], VisionRope("qwen2_vl", 32, theta=100.0))[0], atol=1e-12)
 
 
 def test_an_output_no_mistake_explains_is_close_to_none():

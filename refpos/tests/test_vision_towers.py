@@ -106,3 +106,30 @@ def test_a_tower_with_a_learned_grid_beside_its_rope_answers_both(model_type):
     assert both.stack("vision.input")[0].packed and not both.stack("vision.input")[0].clips and both.complete
     alone = refpos.model_positions({"model_type": "glm_ocr_vision", **tower})
     assert [r.kind for r in alone] == ["vision_rope"] * 2 and alone.complete
+
+
+def test_a_raster_tower_says_its_token_order_and_the_new_forms_their_frequencies():
+    """PaddleOCR-VL's tower reads Qwen2-VL's form in raster order (its record's ``raster``, described as
+    ``token_order``); ``raster`` with another form is refused by name. Step 3.5's form turns pair ``j < D/4`` by the
+    column at θ^(−4j/D) and the rest by the row; Kimi K2.5's pair ``j`` by the column (even ``j``) or the row (odd)
+    at θ^(−4⌊j/2⌋/D)."""
+    import numpy as np
+
+    from refpos.models.kinds.vision_rope import VisionRopeFacts
+    from refpos.rope.vision import vision_frequencies
+
+    paddle = {"model_type": "paddleocr_vl_vision", "hidden_size": 64, "num_attention_heads": 4,
+              "num_hidden_layers": 2, "spatial_merge_size": 2, "rope_parameters": {"rope_type": "axial",
+                                                                                    "rope_theta": 10000.0}}
+    vision = [r for r in refpos.model_positions(paddle).layers if r.kind == "vision_rope"]
+    assert len(vision) == 2 and all(r.raster and r.rope == VisionRope("qwen2_vl", 16) for r in vision)
+    assert vision[0].describe()["token_order"] == "raster"
+    with pytest.raises(ValueError, match=r"vision_rope\.raster"):
+        VisionRopeFacts(form="pixtral", raster=True).check("row")
+    quarter = np.arange(4)
+    step = vision_frequencies(VisionRope("step3p7", 16, 100.0))
+    assert step[0] == (1,) * 4 + (0,) * 4
+    np.testing.assert_allclose(step[1], np.tile(100.0 ** (-4.0 * quarter / 16), 2), rtol=1e-15)
+    kimi = vision_frequencies(VisionRope("kimi_k25", 16, 100.0))
+    assert kimi[0] == (1, 0) * 4
+    np.testing.assert_allclose(kimi[1], np.repeat(100.0 ** (-4.0 * quarter / 16), 2), rtol=1e-15)

@@ -30,9 +30,10 @@ takes the bound of ``p·ω = |α|``.
 
 **Wrong answers** (each the claim with one thing changed; a list of the survey's own, beside the catalogue of ``refpos
 check vision_rope`` in :mod:`refpos.rope.vision_mistakes`, which several of them repeat: that catalogue reads a contract
-call, not a tower's run with its patch order and prefix weights): each other named form (Qwen2-VL's, Pixtral's and Llama
-4's frequencies, axis order and layout), the row and column swapped, positions counted from 1, the patches taken
-row-major where the form orders them in merge blocks (or in merge blocks where it orders them row-major), the other pair
+call, not a tower's run with its patch order and prefix weights): each other named form (Qwen2-VL's, Pixtral's, Llama
+4's, Step 3.5's and Kimi K2.5's frequencies, axis order and layout), the row and column swapped, positions counted from
+1, the patches taken row-major where the claim orders them in merge blocks (or in merge blocks where it orders them
+row-major: the other forms, and Qwen2-VL's form in a tower whose record reads it in raster order), the other pair
 layout (``half`` ↔ ``interleaved``, where the form is an axial one), θ of 10000 where the claim's differs, and no
 rotation; for DINOv3, the patch indices instead of the normalised centres, the corners instead of the centres, no 2π,
 and the prefix tokens rotated (as if at the corner (−1, −1)); for MLCD, the class token unrotated (Qwen2-VL's form,
@@ -63,7 +64,7 @@ from survey.pixels import PixelRun, Site
 from survey.rotation import Channels
 
 #: the named forms of 2-D vision RoPE on integer positions (the wrong forms a claim is graded against)
-FORMS = ("qwen2_vl", "pixtral", "llama4")
+FORMS = ("qwen2_vl", "pixtral", "llama4", "step3p7", "kimi_k25")
 
 
 def _grid(run: PixelRun, size: str, tokens: int) -> tuple[int, int, int] | None:
@@ -135,9 +136,11 @@ def _dinov3_mutants(rope: VisionRope, positions: np.ndarray, prefix: np.ndarray
 
 
 def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: np.ndarray,
-            prefix: np.ndarray | None = None) -> dict[str, tuple[VisionRope, np.ndarray, np.ndarray | None] | None]:
+            prefix: np.ndarray | None = None, raster: bool = False
+            ) -> dict[str, tuple[VisionRope, np.ndarray, np.ndarray | None] | None]:
     """The wrong answers of the module docstring, each a ``(rope, positions, prefix angles)`` (``None``: not one
-    here); ``tokens`` the patches, ``prefix`` the claim's angles of the tokens before them."""
+    here); ``tokens`` the patches, ``prefix`` the claim's angles of the tokens before them, ``raster``: the claim
+    reads the ``qwen2_vl`` form's patches row-major (the record's ``raster``)."""
     if rope.kind == "dinov3":
         assert prefix is not None
         return dict(_dinov3_mutants(rope, positions, prefix))
@@ -150,7 +153,7 @@ def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: 
     out["row and column swapped"] = (rope, positions[:, ::-1].copy(), prefix)
     out["positions from 1"] = (rope, positions + 1, prefix)
     if rope.kind != "llama4":
-        other = claimed_positions(rope, run, size, tokens, blocks=rope.kind != "qwen2_vl")
+        other = claimed_positions(rope, run, size, tokens, blocks=rope.kind != "qwen2_vl" or raster)
         out["patch order (merge blocks vs row-major)"] = (
             None if other is None or np.array_equal(other, positions) else (rope, other, prefix))
     if rope.kind == "axial":
@@ -260,16 +263,17 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
         return _unusable(observed, record.stack, accounted)
     cases, unmatched = [], []
     queries = getattr(record, "queries", 0)
+    raster = bool(getattr(record, "raster", False))
     for size, call, x, y in observed:
         patches = x.shape[0] - prefix.shape[0]
-        positions = claimed_positions(rope, run, size, patches)
+        positions = claimed_positions(rope, run, size, patches, blocks=False if raster else None)
         if positions is None:  # another layer's call (its tokens differ), or none of this layer's
             unmatched.append(f"{call} at the {size} size: {patches} patches are no grid of the {rope.kind} form's")
             continue
         claim, bound = claim_and_bound(rope, x, positions, prefix)
         wrong = {name: None if m is None else np.asarray(apply_vision_rope(
             x, m[1], m[0], prefix_angles=None if m[2] is None or not m[2].shape[0] else m[2]))
-            for name, m in mutants(rope, run, size, patches, positions, prefix).items()}
+            for name, m in mutants(rope, run, size, patches, positions, prefix, raster).items()}
         wrong["no rotation"] = x
         cases.append((y, claim, bound, wrong))
     if not cases and queries:

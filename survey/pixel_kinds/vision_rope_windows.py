@@ -16,9 +16,9 @@ that its rotary module turns into the cos and sin tables, so a layer is judged t
   after against :func:`refpos.rope.vision.apply_vision_rope` of the query and key before at the record's
   positions, within the bound of :mod:`survey.pixel_kinds.vision_rope`, the coordinate's relative error
   :math:`2\epsilon` carried as :math:`2/(K + 1)` more of the ``K + 1`` roundings the bound counts. Wrong
-  answers: Qwen2-VL's and Pixtral's forms at the patch indices (and Llama 4's, where the layer scales them: at a
-  window's integer positions it is SAM 3's own), the row and column swapped, positions from 1, θ = 10000 where the
-  claim's differs, and no rotation.
+  answers: Qwen2-VL's, Pixtral's, Step 3.5's and Kimi K2.5's forms at the patch indices (and Llama 4's, where the
+  layer scales them: at a window's integer positions it is SAM 3's own), the row and column swapped, positions
+  from 1, θ = 10000 where the claim's differs, and no rotation.
 
 A layer none of whose calls was kept is judged by its buffer alone: every layer's rotary module is the same code
 (``Sam3ViTRotaryEmbedding`` on the layer's buffer), whose rotation the compared layers show.

@@ -71,7 +71,7 @@ def test_sam3_layers_are_exact_and_every_wrong_answer_is_told_apart():
     windowed = compare_vision_rope(WINDOWED, run, run.sites)
     assert windowed.status == "exact", windowed.cause
     assert windowed.sites == ("layers.0.position_ids",)
-    assert windowed.tried == 5 and windowed.survived == [], windowed.survived
+    assert windowed.tried == 7 and windowed.survived == [], windowed.survived
     assert windowed.error < 1e-5
     overall = compare_vision_rope(GLOBAL, run, run.sites)  # judged on its buffer: no call of 144 tokens kept
     assert overall.status == "exact", overall.cause

@@ -52,7 +52,9 @@ class VisionRopeFacts:
     frame), for a form that has none of its own; ``queries``: the keys of the number of learned query tokens and of
     the number of last layers they join, placed before the class token and left unrotated (EoMT-DINOv3:
     ``num_queries``, ``num_blocks``); ``conv_layers``: the key of the layer types and the type of the layers without
-    attention (LFM3-VL: ``layer_types``, ``conv``: a depthwise convolution over each frame's grid, no positions)."""
+    attention (LFM3-VL: ``layer_types``, ``conv``: a depthwise convolution over each frame's grid, no positions);
+    ``raster``: the ``qwen2_vl`` form's patches read in raster order whatever the config's ``spatial_merge_size``
+    (PaddleOCR-VL's tower merges its patches after the encoder: ``get_vision_position_ids(grid_thw, 1)``)."""
 
     form: str = "qwen2_vl"
     layers: tuple[str, ...] = TOWER_LAYERS
@@ -66,6 +68,7 @@ class VisionRopeFacts:
     class_angles: str | None = None
     queries: tuple[str, ...] = ()
     conv_layers: tuple[str, ...] = ()
+    raster: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "width", "heads", "training", "windows", "grid", "queries", "conv_layers"):
@@ -87,6 +90,9 @@ class VisionRopeFacts:
                    "key, type of the layers without attention])", self.conv_layers)
         check_fact(where, self.class_angles is None or self.form not in PREFIXED, "vision_rope.class_angles (a form "
                    "without tokens of its own before the patches)", self.class_angles)
+        check_fact(where, isinstance(self.raster, bool) and (not self.raster or self.form == "qwen2_vl"),
+                   "vision_rope.raster (true or false; the qwen2_vl form's, whose patches otherwise come in merge "
+                   "blocks)", self.raster)
 
 
 @dataclass(frozen=True)
@@ -99,7 +105,7 @@ class VisionRopeLayer(LayerRecord):
     side of the square windows a windowed layer rotates each window's patches in, at their place in the window
     (0: not windowed); ``grid`` and ``scale``: the fixed ``(rows, columns)`` grid a layer's positions are computed for
     whatever the image, each patch ``(r, c)`` at ``(r·scale, c·scale)`` (SAM 3's global layers; None: the image's
-    grid, scale 1)."""
+    grid, scale 1); ``raster``: the ``qwen2_vl`` form's patches row-major, not in merge blocks (PaddleOCR-VL)."""
 
     rope: VisionRope | VisionRope3D
     prefix: int = 0
@@ -109,6 +115,7 @@ class VisionRopeLayer(LayerRecord):
     window: int = 0
     grid: tuple[int, int] | None = None
     scale: float = 1.0
+    raster: bool = False
     kind: ClassVar[str] = "vision_rope"
 
     @property
@@ -128,6 +135,8 @@ class VisionRopeLayer(LayerRecord):
             out["window"] = self.window
         if self.grid is not None:
             out |= {"grid": list(self.grid), "scale": self.scale}
+        if self.raster:
+            out["token_order"] = "raster"
         return out
 
     def _why_not(self) -> str:
@@ -246,7 +255,7 @@ def build(stack: Stack) -> list[LayerRecord]:
     return [NoAttention(stack.name, i, stack.facts.conv_layers[1], mixer="conv") if convolutions[i] else
             VisionRopeLayer(stack.name, i, None, rope=rope, prefix=queries[i] + prefix, prefix_weight=weight,
                             per_frame=per_frame, queries=queries[i], window=window, grid=grid, scale=scale,
-                            reads=reads)
+                            raster=stack.facts.raster, reads=reads)
             for i, (window, grid, scale) in enumerate(tower_windows(stack, n))]
 
 

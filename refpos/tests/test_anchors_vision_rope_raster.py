@@ -1,0 +1,134 @@
+"""Vision towers whose 2-D RoPE reads the patches in raster order against transformers' own towers (anchors env):
+PaddleOCR-VL's (Qwen2-VL's form, row-major although its ``spatial_merge_size`` is 2), Step 3.5's (the form
+``step3p7``: the column's angles first) and Kimi K2.5's (the form ``kimi_k25``: the column's and the row's pair
+alternating, one frequency each).
+
+Each tower runs in eval with float64 weights; the query and key before and after every call of its rotary apply
+function are compared with :func:`apply_vision_rope` of the query and key before, at the record's positions. The
+tables are float32 (angles, cos, sin) and the apply casts to float32: each output is within the table bound of the
+largest angle plus 6u (the inputs, cos, sin and the two products rounded), times the pair's norm. Wrong answers (the
+other token order, the row first, the other forms) are outside that bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import refpos
+from refpos.rope.vision import VisionRope, apply_vision_rope, qwen_patch_positions, vision_angles
+from refpos.tests.ports import float32_table_atol
+
+torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
+pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")
+pytestmark = pytest.mark.anchors
+
+U32 = 2.0**-24
+
+
+def _pair_norm(x: np.ndarray) -> np.ndarray:
+    """``(..., N, 1)``: each token's largest half-layout pair norm."""
+    half = x.shape[-1] // 2
+    return np.sqrt(x[..., :half] ** 2 + x[..., half:] ** 2).max(axis=-1, keepdims=True)
+
+
+def _calls(hf, run) -> list[list[np.ndarray]]:
+    """Every call of ``hf.apply_rotary_pos_emb_vision`` while ``run()`` runs: ``q, k, q', k'`` float64, heads first."""
+    original = hf.apply_rotary_pos_emb_vision
+    seen: list = []
+
+    def wrapped(q, k, cos, sin, **kwargs):
+        out = original(q, k, cos, sin, **kwargs)
+        seen.append([np.moveaxis(t.detach().double().numpy().reshape(-1, *t.shape[-3:])[0], 1, 0)
+                     for t in (q, k, *out)])  # (heads, N, D)
+        return out
+
+    hf.apply_rotary_pos_emb_vision = wrapped
+    try:
+        with torch.no_grad():
+            run()
+    finally:
+        hf.apply_rotary_pos_emb_vision = original
+    return seen
+
+
+def _check(seen, rope: VisionRope, positions: np.ndarray, wrong: dict[str, tuple[VisionRope, np.ndarray]]) -> float:
+    """Every call within the bound (module docstring), every wrong answer outside it; the largest error."""
+    worst = 0.0
+    table = float32_table_atol(np.abs(vision_angles(positions, rope)).max())
+    for q, k, q_out, k_out in seen:
+        for before, after in ((q, q_out), (k, k_out)):
+            bound = (table + 6 * U32) * np.sqrt(2) * _pair_norm(before)
+            error = np.abs(np.asarray(apply_vision_rope(before, positions, rope)) - after)
+            assert np.all(error <= bound)
+            worst = max(worst, float(error.max()))
+            for name, (other, at) in wrong.items():
+                assert np.any(np.abs(np.asarray(apply_vision_rope(before, at, other)) - after) > bound), name
+    return worst
+
+
+def test_paddleocr_vl_tower_rotates_its_patches_in_raster_order():
+    """PaddleOCR-VL's tower (``spatial_merge_size`` 2) on two packed images: Qwen2-VL's rotation at the row-major
+    ``(h, w)`` of each image, as its record says (``raster``); the merge blocks of 2 are outside the bound."""
+    from transformers.models.paddleocr_vl import modeling_paddleocr_vl as hf
+
+    torch.manual_seed(0)
+    config = hf.PaddleOCRVisionConfig(hidden_size=64, num_attention_heads=4, intermediate_size=64,
+                                      num_hidden_layers=2, patch_size=2, image_size=8, spatial_merge_size=2)
+    model = hf.PaddleOCRVisionModel(config).double().eval()
+    grids = [(1, 4, 6), (1, 2, 4)]
+    patches = sum(t * h * w for t, h, w in grids)
+    pixels = torch.randn(1, patches, 3, 2, 2, dtype=torch.float64)
+    seen = _calls(hf, lambda: model(pixel_values=pixels, grid_thw=torch.tensor(grids)))
+    assert len(seen) == 2
+    record = next(r for r in refpos.model_positions(config.to_dict()).layers if r.kind == "vision_rope")
+    assert record.raster and record.rope == VisionRope("qwen2_vl", 16, theta=config.rope_parameters["rope_theta"])
+    positions = qwen_patch_positions(grids, spatial_merge_size=1)
+    worst = _check(seen, record.rope, positions, {
+        "merge blocks of 2": (record.rope, qwen_patch_positions(grids, spatial_merge_size=2)),
+        "the step3p7 form": (VisionRope("step3p7", 16, record.rope.theta), positions)})
+    assert worst < 1e-5
+
+
+def test_step3p5_tower_turns_the_column_first():
+    """Step 3.5's tower (``Step3p7VisionModel``) on a 4 × 6 image: the ``step3p7`` form at row-major positions;
+    Qwen2-VL's form (the row first) and Kimi K2.5's are outside the bound."""
+    from transformers.models.step3p7 import modeling_step3p7 as hf
+
+    torch.manual_seed(0)
+    config = hf.Step3p7VisionConfig(hidden_size=64, num_attention_heads=4, intermediate_size=64,
+                                    num_hidden_layers=2, patch_size=2, image_size=8)
+    model = hf.Step3p7VisionModel(config).double().eval()
+    seen = _calls(hf, lambda: model(pixel_values=torch.randn(1, 3, 8, 12, dtype=torch.float64)))
+    assert len(seen) == 2
+    record = next(r for r in refpos.model_positions(config.to_dict()).layers if r.kind == "vision_rope")
+    assert record.rope == VisionRope("step3p7", 16, theta=config.rope_parameters["rope_theta"])
+    positions = qwen_patch_positions([(1, 4, 6)], spatial_merge_size=1)
+    worst = _check(seen, record.rope, positions, {
+        "the qwen2_vl form": (VisionRope("qwen2_vl", 16, record.rope.theta), positions),
+        "the kimi_k25 form": (VisionRope("kimi_k25", 16, record.rope.theta), positions),
+        "row and column swapped": (record.rope, positions[:, ::-1].copy())})
+    assert worst < 1e-5
+
+
+def test_kimi_k25_tower_alternates_column_and_row_pairs():
+    """Kimi K2.5's tower on two packed images: the ``kimi_k25`` form at each image's row-major positions; the
+    ``step3p7`` form (one span per axis), the row first and the merge blocks of 2 are outside the bound."""
+    from transformers.models.kimi_k25 import modeling_kimi_k25 as hf
+
+    torch.manual_seed(0)
+    config = hf.Kimi_K25VisionConfig(hidden_size=64, num_attention_heads=4, intermediate_size=64,
+                                     num_hidden_layers=2, patch_size=2, pos_emb_height=4, pos_emb_width=4)
+    model = hf.Kimi_K25VisionModel(config).double().eval()
+    grids = [(1, 4, 6), (1, 2, 4)]
+    patches = sum(t * h * w for t, h, w in grids)
+    seen = _calls(hf, lambda: model(pixel_values=torch.randn(patches, 3, 2, 2, dtype=torch.float64),
+                                    grid_thw=torch.tensor(grids)))
+    assert len(seen) == 2
+    rope = VisionRope("kimi_k25", 16, theta=config.rope_parameters["rope_theta"])
+    positions = qwen_patch_positions(grids, spatial_merge_size=1)
+    worst = _check(seen, rope, positions, {
+        "the step3p7 form": (VisionRope("step3p7", 16, rope.theta), positions),
+        "row and column swapped": (rope, positions[:, ::-1].copy()),
+        "merge blocks of 2": (rope, qwen_patch_positions(grids, spatial_merge_size=2))})
+    assert worst < 1e-5
