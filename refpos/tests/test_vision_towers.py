@@ -133,3 +133,16 @@ def test_a_raster_tower_says_its_token_order_and_the_new_forms_their_frequencies
     kimi = vision_frequencies(VisionRope("kimi_k25", 16, 100.0))
     assert kimi[0] == (1, 0) * 4
     np.testing.assert_allclose(kimi[1], np.repeat(100.0 ** (-4.0 * quarter / 16), 2), rtol=1e-15)
+
+
+def test_kimi_k25_tower_answers_its_rotation_and_grid_and_refuses_only_its_frame_sinusoid():
+    """Kimi K2.5's row: the ``kimi_k25`` form in every layer beside its table of ``pos_emb_height`` ×
+    ``pos_emb_width`` rows (grid fact ``sides``) at the input; refused naming only ``pos_emb_time`` (the sinusoid over a
+    clip's frames), and ``pos_emb_width`` too where the table is not square (the code reads it as a square)."""
+    config = {"model_type": "kimi_k25_vision", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+              "pos_emb_height": 6, "pos_emb_width": 6, "rope_parameters": {"rope_type": "axial", "rope_theta": 100.0}}
+    positions = refpos.model_positions(config)
+    [grid] = positions.stack("vision.input")
+    assert (grid.way, grid.grid, grid.packed, grid.merge) == ("bicubic_gather", (6, 6), True, 1)
+    assert set(positions.not_modelled) == {"model_type"} and "pos_emb_time" in positions.not_modelled["model_type"]
+    assert "pos_emb_width" in refpos.model_positions({**config, "pos_emb_width": 5}).not_modelled

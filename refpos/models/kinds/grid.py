@@ -80,7 +80,10 @@ class GridFacts:
     default; ``mode_key``: the key from which the code takes its mode (HunYuan-VL's ``interpolate_mode``), whose
     value the way's mode must be (another value is reported as not modelled); ``clips``: false where the code reads
     a clip's frames otherwise than as its image's grid repeated (GLM-Image sizes frame ``k`` by entry ``k`` of the
-    grids), so that only images (``t = 1``) are modelled.
+    grids), so that only images (``t = 1``) are modelled; ``sides``: the keys of the table's rows and columns where
+    the config states them apart (Kimi K2.5's ``pos_emb_height``, ``pos_emb_width``), read in place of the image and
+    patch sizes (``defaults`` then their class defaults); its code resamples the table as a square of the first
+    side, so two sides that differ are not modelled.
     """
 
     way: str = "bicubic"
@@ -99,10 +102,12 @@ class GridFacts:
     merge_default: int | None = None
     mode_key: str | None = None
     clips: bool = True
+    sides: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.defaults, list):
-            object.__setattr__(self, "defaults", tuple(self.defaults))
+        for name in ("defaults", "sides"):
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def check(self, where: str) -> None:
         check_fact(where, self.way in GRID_WAYS, "grid.way", self.way)
@@ -113,6 +118,8 @@ class GridFacts:
                    self.defaults)
         check_fact(where, isinstance(self.packed, bool), "grid.packed", self.packed)
         check_fact(where, self.merge is None or self.packed, "grid.merge (a packed tower's)", self.merge)
+        check_fact(where, self.sides is None or (len(self.sides) == 2 and self.positions is None),
+                   "grid.sides ([rows key, columns key], without positions)", self.sides)
 
 
 @dataclass(frozen=True)
@@ -204,6 +211,13 @@ def build(stack: Stack) -> list[LayerRecord]:
         if side * side != n:
             raise ValueError(f"{view.name(facts.positions)} must be a square number of grid rows, got {n}")
         grid = (side, side)
+    elif facts.sides is not None:
+        rows, columns = facts.defaults or (None, None)
+        grid = (view.int(facts.sides[0], rows, minimum=1), view.int(facts.sides[1], columns, minimum=1))
+        if grid[0] != grid[1]:
+            stack.not_modelled[view.name(facts.sides[1])] = (
+                f"{grid[1]} columns beside {grid[0]} rows: the code resamples the table as a square of "
+                f"{view.name(facts.sides[0])} a side, which refpos models only for a square table")
     else:
         image, patch = facts.defaults or (None, None)
         grid = image_grid(view, facts.image, facts.patch, image_default=image, patch_default=patch)
