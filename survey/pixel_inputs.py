@@ -38,9 +38,9 @@ Read from the model's config, never from its type:
   (:data:`EMBEDDING_WIDTHS`);
 * ``hidden_states`` or ``pixel_values`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches):
   one image of ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a
-  non-square grid, axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows, then as
-  ``(t·h·w, C, patch_size, patch_size)`` patches, then as one batch of them ``(1, t·h·w, C, patch_size,
-  patch_size)`` (PaddleOCR-VL's tower) (:func:`patch_grid`).
+  non-square grid, axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows (Muse's towers:
+  ``patch_temporal``), then as ``(t·h·w, C, patch_size, patch_size)`` patches, then as one batch of them
+  ``(1, t·h·w, C, patch_size, patch_size)`` (PaddleOCR-VL's tower) (:func:`patch_grid`).
 
 A key the config does not hold is read from its encoder's sub-config (``encoder_config``, ``audio_config``,
 ``encoder``: the mel bins of an ASR model's encoder, the image size of a vision encoder–decoder's ViT).
@@ -246,7 +246,7 @@ def _id_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
 
 def _flat_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
     channels = _get(config, "in_channels", "in_chans", "num_channels", default=3)
-    temporal = _get(config, "temporal_patch_size", default=1)
+    temporal = _get(config, "temporal_patch_size", "patch_temporal", default=1)
     patch = _pair(_get(config, "patch_size", default=14)) or (14, 14)
     width = channels * temporal * patch[0] * patch[1]
     return {size: [(t * h * w, width), (t * h * w, channels, *patch), (1, t * h * w, channels, *patch)]

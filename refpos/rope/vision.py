@@ -79,6 +79,7 @@ from refpos.rope.vision_positions import llama4_patch_positions as llama4_patch_
 from refpos.rope.vision_positions import pixtral_patch_positions as pixtral_patch_positions
 from refpos.rope.vision_positions import qwen_patch_positions as qwen_patch_positions
 from refpos.rope.vision_positions import sam3_patch_positions as sam3_patch_positions
+from refpos.rope.vision_positions import window_patch_positions as window_patch_positions
 from refpos.validation import as_positions, check_choice, check_float, check_int, floating_array
 
 #: the forms of the spec contract (``apply_vision_rope``, integer grid coordinates, every token a patch): Qwen2-VL's,

@@ -7,7 +7,8 @@
 * Llama 4: from 1, the class token last at (0, 0) (:func:`llama4_patch_positions`);
 * DINOv3: each patch's centre scaled to [−1, 1] after the unrotated class and register tokens
   (:func:`dinov3_patch_positions`);
-* SAM 3's ViT: a window's rows and columns, or the config grid's scaled (:func:`sam3_patch_positions`).
+* SAM 3's ViT: a window's rows and columns, or the config grid's scaled (:func:`sam3_patch_positions`);
+* Muse Glimmer and Muse Spark: row-major, then reordered window by window (:func:`window_patch_positions`).
 """
 
 from __future__ import annotations
@@ -115,3 +116,40 @@ def sam3_patch_positions(rows: int, columns: int, scale: float = 1.0) -> np.ndar
     grid_h, grid_w = np.meshgrid(np.arange(rows, dtype=np.float64), np.arange(columns, dtype=np.float64),
                                  indexing="ij")
     return np.stack([grid_h.ravel(), grid_w.ravel()], axis=-1) * scale  # (r·s, c·s)
+
+
+def window_patch_positions(grids: Any, window: int, start: int = 0) -> np.ndarray:
+    r"""``(N, 2)`` positions ``(h, w)`` of packed grids ``(t, h, w)`` whose patches a tower reorders window by window:
+    each frame's grid cut into ``window × window`` windows (the last row and column of windows cut short where the
+    side is no multiple), the windows row-major, each window's patches row-major; coordinates counted from
+    ``start``.
+
+    Notes
+    -----
+    Patch ``(r, c)`` lies in window :math:`(\lfloor r/W \rfloor, \lfloor c/W \rfloor)`; it comes before every patch
+    of a later window and, in its window, before the patches after it in raster order. Its position is
+    :math:`(r + s, c + s)`, ``s = start``.
+
+    See Also
+    --------
+    refpos.rope.vision.apply_vision_rope : rotates by these (Muse's towers: form ``step3p7``, ``start = 1``).
+
+    References
+    ----------
+    ``get_vision_window_index`` (transformers/vision_utils.py) with a merge size of 1, and
+    ``MuseGlimmerVisionEncoder.forward`` (transformers/models/muse_glimmer/modeling_muse_glimmer.py).
+    """
+    window = check_int("window", window, minimum=1)
+    start = check_int("start", start)
+    out = []
+    for index, grid in enumerate(list(grids)):
+        if len(grid) != 3:
+            raise ValueError(f"grids[{index}] must be (t, h, w), got {grid!r}")
+        t, h, w = (check_int(f"grids[{index}][{a}]", v, minimum=1) for a, v in zip("thw", grid, strict=True))
+        rows, cols = (a.ravel() for a in np.meshgrid(np.arange(h), np.arange(w), indexing="ij"))  # raster
+        order = np.lexsort((cols, rows, cols // window, rows // window))  # window row, window column, row, column
+        frame = np.stack([rows[order], cols[order]], axis=-1) + start  # (h·w, 2)
+        out.append(np.tile(frame, (t, 1)))
+    if not out:
+        raise ValueError("grids must hold at least one (t, h, w)")
+    return np.concatenate(out, axis=0).astype(np.int64)

@@ -1,7 +1,8 @@
 """Vision towers whose 2-D RoPE reads the patches in raster order against transformers' own towers (anchors env):
 PaddleOCR-VL's (Qwen2-VL's form, row-major although its ``spatial_merge_size`` is 2), Step 3.5's (the form
-``step3p7``: the column's angles first) and Kimi K2.5's (the form ``kimi_k25``: the column's and the row's pair
-alternating, one frequency each).
+``step3p7``: the column's angles first), Kimi K2.5's (the form ``kimi_k25``: the column's and the row's pair
+alternating, one frequency each) and Muse Glimmer's and Muse Spark's (the form ``step3p7`` from 1, the patches
+reordered window by window).
 
 Each tower runs in eval with float64 weights; the query and key before and after every call of its rotary apply
 function are compared with :func:`apply_vision_rope` of the query and key before, at the record's positions. The
@@ -131,4 +132,39 @@ def test_kimi_k25_tower_alternates_column_and_row_pairs():
         "the step3p7 form": (VisionRope("step3p7", 16, rope.theta), positions),
         "row and column swapped": (rope, positions[:, ::-1].copy()),
         "merge blocks of 2": (rope, qwen_patch_positions(grids, spatial_merge_size=2))})
+    assert worst < 1e-5
+
+
+@pytest.mark.parametrize("name", ["muse_glimmer", "muse_spark"])
+def test_muse_towers_turn_the_column_first_from_1_window_by_window(name):
+    """Muse Glimmer's and Muse Spark's towers (windows of ``pos_emb_height`` = 4 patches a side) on two packed
+    images, 4 × 8 (two windows) and 6 × 10 (six, cut short at the bottom and right): the ``step3p7`` form at
+    ``(h + 1, w + 1)``, the patches reordered window by window, as the row's record says; the raster order,
+    coordinates from 0 and Qwen2-VL's form (the row first) are outside the bound."""
+    import importlib
+
+    from refpos.rope.vision import window_patch_positions
+
+    hf = importlib.import_module(f"transformers.models.{name}.modeling_{name}")
+    prefix = "MuseGlimmer" if name == "muse_glimmer" else "MuseSpark"
+    torch.manual_seed(0)
+    config = getattr(hf, f"{prefix}VisionConfig")(hidden_size=64, num_attention_heads=4, intermediate_size=64,
+                                                  num_hidden_layers=2, patch_size=2, pos_emb_height=4,
+                                                  pos_emb_width=4)
+    model = getattr(hf, f"{prefix}VisionModel")(config).double().eval()
+    grids = [(1, 4, 8), (1, 6, 10)]
+    patches = sum(t * h * w for t, h, w in grids)
+    width = config.patch_temporal * 3 * config.patch_size**2
+    seen = _calls(hf, lambda: model(pixel_values=torch.randn(patches, width, dtype=torch.float64),
+                                    grid_thw=torch.tensor(grids)))
+    assert len(seen) == 2
+    record = next(r for r in refpos.model_positions(config.to_dict()).layers if r.kind == "vision_rope")
+    assert record.rope == VisionRope("step3p7", 16, theta=config.rope_parameters["rope_theta"])
+    assert (record.start, record.window_order) == (1, 4)
+    positions = window_patch_positions(grids, record.window_order, record.start)
+    raster = qwen_patch_positions(grids, spatial_merge_size=1) + 1
+    worst = _check(seen, record.rope, positions, {
+        "raster order": (record.rope, raster),
+        "positions from 0": (record.rope, positions - 1),
+        "the qwen2_vl form": (VisionRope("qwen2_vl", 16, record.rope.theta), positions)})
     assert worst < 1e-5

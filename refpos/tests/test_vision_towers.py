@@ -146,3 +146,40 @@ def test_kimi_k25_tower_answers_its_rotation_and_grid_and_refuses_only_its_frame
     assert (grid.way, grid.grid, grid.packed, grid.merge) == ("bicubic_gather", (6, 6), True, 1)
     assert set(positions.not_modelled) == {"model_type"} and "pos_emb_time" in positions.not_modelled["model_type"]
     assert "pos_emb_width" in refpos.model_positions({**config, "pos_emb_width": 5}).not_modelled
+
+
+def test_window_patch_positions_order_each_frame_window_by_window():
+    """A 3 × 5 grid in windows of 2, counted from 1: the windows (0, 0), (0, 1), (0, 2) (cut to one column), then
+    the bottom row's, each window's patches row-major; a second frame repeats the first; bad input named."""
+    from refpos.rope.vision_positions import window_patch_positions
+
+    expected = []
+    for window_row, window_column in [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]:
+        for r in range(2 * window_row, min(2 * window_row + 2, 3)):
+            for c in range(2 * window_column, min(2 * window_column + 2, 5)):
+                expected.append([r + 1, c + 1])
+    got = window_patch_positions([(2, 3, 5)], 2, start=1)
+    assert got.tolist() == expected * 2
+    assert window_patch_positions([(1, 4, 4)], 8).tolist() == [[r, c] for r in range(4) for c in range(4)]
+    with pytest.raises(ValueError, match="window"):
+        window_patch_positions([(1, 2, 2)], 0)
+    with pytest.raises(ValueError, match=r"grids\[0\]"):
+        window_patch_positions([(1, 2)], 2)
+
+
+def test_muse_towers_count_from_1_in_window_order():
+    """Muse Glimmer's row: the ``step3p7`` form from 1 in windows of ``pos_emb_height`` (class default 32 where the
+    config leaves it out) beside its transposed bilinear grid; ``start`` and ``window_order`` on a form they do not
+    fit are refused by name."""
+    from refpos.models.kinds.vision_rope import VisionRopeFacts
+
+    config = {"model_type": "muse_glimmer_vision", "hidden_size": 64, "num_attention_heads": 4,
+              "num_hidden_layers": 2, "rope_parameters": {"rope_type": "axial", "rope_theta": 10000.0}}
+    positions = refpos.model_positions(config)
+    vision = positions.stack("vision")
+    assert {(r.rope, r.start, r.window_order) for r in vision} == {(VisionRope("step3p7", 16), 1, 32)}
+    assert positions.stack("vision.input")[0].way == "bilinear_zeros_transposed" and positions.complete
+    with pytest.raises(ValueError, match=r"vision_rope\.start"):
+        VisionRopeFacts(form="dinov3", start=1).check("row")
+    with pytest.raises(ValueError, match=r"vision_rope\.window_order"):
+        VisionRopeFacts(form="qwen2_vl", window_order="pos_emb_height").check("row")

@@ -32,8 +32,9 @@ takes the bound of ``p·ω = |α|``.
 check vision_rope`` in :mod:`refpos.rope.vision_mistakes`, which several of them repeat: that catalogue reads a contract
 call, not a tower's run with its patch order and prefix weights): each other named form (Qwen2-VL's, Pixtral's, Llama
 4's, Step 3.5's and Kimi K2.5's frequencies, axis order and layout), the row and column swapped, positions counted from
-1, the patches taken row-major where the claim orders them in merge blocks (or in merge blocks where it orders them
-row-major: the other forms, and Qwen2-VL's form in a tower whose record reads it in raster order), the other pair
+1 (from 0 where the record counts them from 1: Muse's towers), the patches taken row-major where the claim orders
+them in merge blocks or in windows (or in merge blocks where it orders them row-major: the other forms, and Qwen2-VL's
+form in a tower whose record reads it in raster order), the other pair
 layout (``half`` ↔ ``interleaved``, where the form is an axial one), θ of 10000 where the claim's differs, and no
 rotation; for DINOv3, the patch indices instead of the normalised centres, the corners instead of the centres, no 2π,
 and the prefix tokens rotated (as if at the corner (−1, −1)); for MLCD, the class token unrotated (Qwen2-VL's form,
@@ -57,6 +58,7 @@ from refpos.rope.vision import (
     vision_frequencies,
     vision_place_pairs,
     vision_split_pairs,
+    window_patch_positions,
 )
 from refpos.rope.vision3d import VisionRope3D, apply_vision3d_rope, axial_part, thw_patch_positions
 from survey.pixel_kinds.base import Outcome, graded, image_patch_grid
@@ -136,11 +138,12 @@ def _dinov3_mutants(rope: VisionRope, positions: np.ndarray, prefix: np.ndarray
 
 
 def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: np.ndarray,
-            prefix: np.ndarray | None = None, raster: bool = False
+            prefix: np.ndarray | None = None, raster: bool = False, start: int = 0, window: int = 0
             ) -> dict[str, tuple[VisionRope, np.ndarray, np.ndarray | None] | None]:
     """The wrong answers of the module docstring, each a ``(rope, positions, prefix angles)`` (``None``: not one
     here); ``tokens`` the patches, ``prefix`` the claim's angles of the tokens before them, ``raster``: the claim
-    reads the ``qwen2_vl`` form's patches row-major (the record's ``raster``)."""
+    reads the ``qwen2_vl`` form's patches row-major (the record's ``raster``), ``start`` and ``window``: the record's
+    first coordinate and window order (a claim from 1 has positions from 0 as its wrong answer)."""
     if rope.kind == "dinov3":
         assert prefix is not None
         return dict(_dinov3_mutants(rope, positions, prefix))
@@ -151,11 +154,20 @@ def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: 
     padded = np.all(positions == -1, axis=-1, keepdims=True)
     out["padding patches at (0, 0)"] = None if not padded.any() else (rope, np.where(padded, 0, positions), prefix)
     out["row and column swapped"] = (rope, positions[:, ::-1].copy(), prefix)
-    out["positions from 1"] = (rope, positions + 1, prefix)
+    if start:
+        out["positions from 0"] = (rope, positions - start, prefix)
+    else:
+        out["positions from 1"] = (rope, positions + 1, prefix)
     if rope.kind != "llama4":
         other = claimed_positions(rope, run, size, tokens, blocks=rope.kind != "qwen2_vl" or raster)
+        other = None if other is None else other + start
         out["patch order (merge blocks vs row-major)"] = (
             None if other is None or np.array_equal(other, positions) else (rope, other, prefix))
+    if window:
+        plain = claimed_positions(rope, run, size, tokens, blocks=False)
+        plain = None if plain is None else plain + start
+        out["patches row-major, not window by window"] = (
+            None if plain is None or np.array_equal(plain, positions) else (rope, plain, prefix))
     if rope.kind == "axial":
         flipped = "interleaved" if rope.layout == "half" else "half"
         out["pair layout swapped"] = (VisionRope("axial", rope.head_dim, rope.theta, rope.sections, flipped),
@@ -264,16 +276,22 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     cases, unmatched = [], []
     queries = getattr(record, "queries", 0)
     raster = bool(getattr(record, "raster", False))
+    start, window = getattr(record, "start", 0), getattr(record, "window_order", 0)
     for size, call, x, y in observed:
         patches = x.shape[0] - prefix.shape[0]
         positions = claimed_positions(rope, run, size, patches, blocks=False if raster else None)
+        grid = _grid(run, size, patches)
+        if positions is not None and window and grid is not None:  # Muse: row-major, reordered by windows
+            positions = window_patch_positions([grid], window, start)
+        elif positions is not None and start:
+            positions = positions + start
         if positions is None:  # another layer's call (its tokens differ), or none of this layer's
             unmatched.append(f"{call} at the {size} size: {patches} patches are no grid of the {rope.kind} form's")
             continue
         claim, bound = claim_and_bound(rope, x, positions, prefix)
         wrong = {name: None if m is None else np.asarray(apply_vision_rope(
             x, m[1], m[0], prefix_angles=None if m[2] is None or not m[2].shape[0] else m[2]))
-            for name, m in mutants(rope, run, size, patches, positions, prefix, raster).items()}
+            for name, m in mutants(rope, run, size, patches, positions, prefix, raster, start, window).items()}
         wrong["no rotation"] = x
         cases.append((y, claim, bound, wrong))
     if not cases and queries:

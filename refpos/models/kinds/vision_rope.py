@@ -54,7 +54,10 @@ class VisionRopeFacts:
     ``num_queries``, ``num_blocks``); ``conv_layers``: the key of the layer types and the type of the layers without
     attention (LFM3-VL: ``layer_types``, ``conv``: a depthwise convolution over each frame's grid, no positions);
     ``raster``: the ``qwen2_vl`` form's patches read in raster order whatever the config's ``spatial_merge_size``
-    (PaddleOCR-VL's tower merges its patches after the encoder: ``get_vision_position_ids(grid_thw, 1)``)."""
+    (PaddleOCR-VL's tower merges its patches after the encoder: ``get_vision_position_ids(grid_thw, 1)``);
+    ``start``: the coordinate of the first row and column (Muse's towers add 1); ``window_order``: the key of the side
+    of the windows the tower reorders its row-major patches in before its layers (Muse's ``pos_emb_height``:
+    :func:`refpos.rope.vision_positions.window_patch_positions`), ``window_default`` its class default."""
 
     form: str = "qwen2_vl"
     layers: tuple[str, ...] = TOWER_LAYERS
@@ -69,6 +72,9 @@ class VisionRopeFacts:
     queries: tuple[str, ...] = ()
     conv_layers: tuple[str, ...] = ()
     raster: bool = False
+    start: int = 0
+    window_order: str | None = None
+    window_default: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("layers", "width", "heads", "training", "windows", "grid", "queries", "conv_layers"):
@@ -93,6 +99,12 @@ class VisionRopeFacts:
         check_fact(where, isinstance(self.raster, bool) and (not self.raster or self.form == "qwen2_vl"),
                    "vision_rope.raster (true or false; the qwen2_vl form's, whose patches otherwise come in merge "
                    "blocks)", self.raster)
+        check_fact(where, isinstance(self.start, int) and self.start >= 0 and (
+            self.start == 0 or self.form in ("qwen2_vl", "pixtral", "step3p7", "kimi_k25")),
+            "vision_rope.start (a count from 0 up, for a form on integer patch indices)", self.start)
+        check_fact(where, self.window_order is None or (self.form in ("pixtral", "step3p7", "kimi_k25")
+                                                        and not self.raster),
+                   "vision_rope.window_order (the key of a window side, for a row-major form)", self.window_order)
 
 
 @dataclass(frozen=True)
@@ -105,7 +117,9 @@ class VisionRopeLayer(LayerRecord):
     side of the square windows a windowed layer rotates each window's patches in, at their place in the window
     (0: not windowed); ``grid`` and ``scale``: the fixed ``(rows, columns)`` grid a layer's positions are computed for
     whatever the image, each patch ``(r, c)`` at ``(r·scale, c·scale)`` (SAM 3's global layers; None: the image's
-    grid, scale 1); ``raster``: the ``qwen2_vl`` form's patches row-major, not in merge blocks (PaddleOCR-VL)."""
+    grid, scale 1); ``raster``: the ``qwen2_vl`` form's patches row-major, not in merge blocks (PaddleOCR-VL);
+    ``start``: the coordinate of the first row and column; ``window_order``: the side of the windows the row-major
+    patches are reordered in, window by window (0: none; Muse's towers)."""
 
     rope: VisionRope | VisionRope3D
     prefix: int = 0
@@ -116,6 +130,8 @@ class VisionRopeLayer(LayerRecord):
     grid: tuple[int, int] | None = None
     scale: float = 1.0
     raster: bool = False
+    start: int = 0
+    window_order: int = 0
     kind: ClassVar[str] = "vision_rope"
 
     @property
@@ -137,6 +153,10 @@ class VisionRopeLayer(LayerRecord):
             out |= {"grid": list(self.grid), "scale": self.scale}
         if self.raster:
             out["token_order"] = "raster"
+        if self.start:
+            out["start"] = self.start
+        if self.window_order:
+            out["token_order"] = f"row-major in windows of {self.window_order} × {self.window_order}"
         return out
 
     def _why_not(self) -> str:
@@ -252,10 +272,12 @@ def build(stack: Stack) -> list[LayerRecord]:
     reads = (("rotation", ("video_grid",) if isinstance(rope, VisionRope3D) else ("image_grid",)),)
     per_frame = stack.facts.class_angles is not None
     queries, convolutions = tower_queries(stack, n), tower_convolutions(stack, n)
+    order = 0 if stack.facts.window_order is None else stack.view.int(stack.facts.window_order,
+                                                                             stack.facts.window_default, minimum=1)
     return [NoAttention(stack.name, i, stack.facts.conv_layers[1], mixer="conv") if convolutions[i] else
             VisionRopeLayer(stack.name, i, None, rope=rope, prefix=queries[i] + prefix, prefix_weight=weight,
                             per_frame=per_frame, queries=queries[i], window=window, grid=grid, scale=scale,
-                            raster=stack.facts.raster, reads=reads)
+                            raster=stack.facts.raster, start=stack.facts.start, window_order=order, reads=reads)
             for i, (window, grid, scale) in enumerate(tower_windows(stack, n))]
 
 
