@@ -1,8 +1,9 @@
 """Vision towers whose 2-D RoPE reads the patches in raster order against transformers' own towers (anchors env):
 PaddleOCR-VL's (Qwen2-VL's form, row-major although its ``spatial_merge_size`` is 2), Step 3.5's (the form
 ``step3p7``: the column's angles first), Kimi K2.5's (the form ``kimi_k25``: the column's and the row's pair
-alternating, one frequency each) and Muse Glimmer's and Muse Spark's (the form ``step3p7`` from 1, the patches
-reordered window by window).
+alternating, one frequency each), Muse Glimmer's and Muse Spark's (the form ``step3p7`` from 1, the patches
+reordered window by window) and Inkling2's (Llama 4's form from 1 in merge blocks, an unrotated class token before
+each image).
 
 Each tower runs in eval with float64 weights; the query and key before and after every call of its rotary apply
 function are compared with :func:`apply_vision_rope` of the query and key before, at the record's positions. The
@@ -167,4 +168,45 @@ def test_muse_towers_turn_the_column_first_from_1_window_by_window(name):
         "raster order": (record.rope, raster),
         "positions from 0": (record.rope, positions - 1),
         "the qwen2_vl form": (VisionRope("qwen2_vl", 16, record.rope.theta), positions)})
+    assert worst < 1e-5
+
+
+def test_inkling2_tower_turns_llama4_pairs_from_1_after_each_image_class_token():
+    """Inkling2's tower on two packed images: before each image's patches an unrotated class token, the patches in
+    merge blocks of 2 turned by Llama 4's form (the column's pairs first, interleaved) at ``(h + 1, w + 1)``
+    (:func:`apply_vision_rope_frames` with zero class angles); the patches row-major, coordinates from 0 and
+    Qwen2-VL's form (half layout, the row first) are outside the bound."""
+    from transformers.models.inkling2 import modeling_inkling2 as hf
+
+    from refpos.rope.vision import apply_vision_rope_frames
+
+    torch.manual_seed(0)
+    config = hf.Inkling2VisionConfig(hidden_size=64, num_attention_heads=4, intermediate_size=64,
+                                     num_hidden_layers=2, patch_size=2, spatial_merge_size=2, posemb_grid_size=4,
+                                     projection_hidden_dim=32, text_hidden_size=32)
+    model = hf.Inkling2VisionModel(config).double().eval()
+    tokens = [(1, 2, 3), (1, 3, 1)]  # language-model tokens; patches: (1, 4, 6) and (1, 6, 2)
+    grids = [(t, 2 * h, 2 * w) for t, h, w in tokens]
+    pixels = torch.randn(sum(t * h * w for t, h, w in tokens), 4, 4, 3, dtype=torch.float64)
+    seen = _calls(hf, lambda: model(pixel_values=pixels, image_grid_thw=torch.tensor(tokens)))
+    assert len(seen) == 2
+    rope = VisionRope("llama4", 16, theta=config.rope_parameters["rope_theta"])
+    frames = [h * w for _, h, w in grids]
+    zero = np.zeros((1, 8))
+    positions = qwen_patch_positions(grids, spatial_merge_size=2) + 1
+    wrong = {"patches row-major": (rope, qwen_patch_positions(grids, spatial_merge_size=1) + 1),
+             "positions from 0": (rope, positions - 1),
+             "the qwen2_vl form": (VisionRope("qwen2_vl", 16, rope.theta), positions)}
+    worst = 0.0
+    for q, k, q_out, k_out in seen:
+        for before, after in ((q, q_out), (k, k_out)):
+            table = float32_table_atol(np.abs(vision_angles(positions, rope)).max())
+            norm = np.sqrt(2) * np.abs(before).max(axis=-1, keepdims=True)  # any pairing: √2 × the largest entry
+            bound = (table + 6 * U32) * norm
+            ours = np.asarray(apply_vision_rope_frames(before, positions, rope, frames, prefix_angles=zero))
+            assert np.all(np.abs(ours - after) <= bound)
+            worst = max(worst, float(np.abs(ours - after).max()))
+            for name, (other, at) in wrong.items():
+                made = np.asarray(apply_vision_rope_frames(before, at, other, frames, prefix_angles=zero))
+                assert np.any(np.abs(made - after) > bound), name
     assert worst < 1e-5

@@ -183,3 +183,20 @@ def test_muse_towers_count_from_1_in_window_order():
         VisionRopeFacts(form="dinov3", start=1).check("row")
     with pytest.raises(ValueError, match=r"vision_rope\.window_order"):
         VisionRopeFacts(form="qwen2_vl", window_order="pos_emb_height").check("row")
+
+
+def test_inkling2_row_refuses_only_its_input():
+    """Inkling2's row states its rotation (Llama 4's form from 1, an unrotated class token before each image) and is
+    refused naming only its input (the packed grid beside each image's class position); ``class_token`` beside
+    ``class_angles`` is refused by name."""
+    from refpos.models.kinds.vision_rope import VisionRopeFacts
+
+    config = {"model_type": "inkling2_vision", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+              "rope_parameters": {"rope_type": "axial", "rope_theta": 10000.0}}
+    refused = refpos.model_positions(config).not_modelled
+    assert set(refused) == {"model_type"} and "cls_position_embedding" in refused["model_type"]
+    [row] = [row for row in FAMILY_ROWS if row.model_type == "inkling2_vision"]
+    assert dict(row.positions.facts)["vision_rope"] == VisionRopeFacts(form="llama4", rope_type="axial", start=1,
+                                                                       class_token=True)
+    with pytest.raises(ValueError, match=r"vision_rope\.class_token"):
+        VisionRopeFacts(form="qwen2_vl", class_token=True, class_angles="class_pos_emb").check("row")

@@ -279,8 +279,9 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     start, window = getattr(record, "start", 0), getattr(record, "window_order", 0)
     for size, call, x, y in observed:
         patches = x.shape[0] - prefix.shape[0]
-        positions = claimed_positions(rope, run, size, patches, blocks=False if raster else None)
-        grid = _grid(run, size, patches)
+        ordered = VisionRope("qwen2_vl", rope.head_dim) if rope.kind == "llama4" and start else rope
+        positions = claimed_positions(ordered, run, size, patches, blocks=False if raster else None)
+        grid = _grid(run, size, patches)  # Inkling2: Llama 4's pairs on merge blocks from 1, a class token first
         if positions is not None and window and grid is not None:  # Muse: row-major, reordered by windows
             positions = window_patch_positions([grid], window, start)
         elif positions is not None and start:

@@ -57,7 +57,9 @@ class VisionRopeFacts:
     (PaddleOCR-VL's tower merges its patches after the encoder: ``get_vision_position_ids(grid_thw, 1)``);
     ``start``: the coordinate of the first row and column (Muse's towers add 1); ``window_order``: the key of the side
     of the windows the tower reorders its row-major patches in before its layers (Muse's ``pos_emb_height``:
-    :func:`refpos.rope.vision_positions.window_patch_positions`), ``window_default`` its class default."""
+    :func:`refpos.rope.vision_positions.window_patch_positions`), ``window_default`` its class default;
+    ``class_token``: an unrotated class token before each image's patches (Inkling2: at (0, 0), its patches from
+    1)."""
 
     form: str = "qwen2_vl"
     layers: tuple[str, ...] = TOWER_LAYERS
@@ -75,6 +77,7 @@ class VisionRopeFacts:
     start: int = 0
     window_order: str | None = None
     window_default: int | None = None
+    class_token: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "width", "heads", "training", "windows", "grid", "queries", "conv_layers"):
@@ -100,8 +103,11 @@ class VisionRopeFacts:
                    "vision_rope.raster (true or false; the qwen2_vl form's, whose patches otherwise come in merge "
                    "blocks)", self.raster)
         check_fact(where, isinstance(self.start, int) and self.start >= 0 and (
-            self.start == 0 or self.form in ("qwen2_vl", "pixtral", "step3p7", "kimi_k25")),
+            self.start == 0 or self.form in ("qwen2_vl", "pixtral", "step3p7", "kimi_k25", "llama4")),
             "vision_rope.start (a count from 0 up, for a form on integer patch indices)", self.start)
+        check_fact(where, isinstance(self.class_token, bool) and not (self.class_token and (
+            self.class_angles is not None or self.form in PREFIXED)), "vision_rope.class_token (true or false; a "
+            "form without tokens of its own before the patches, without class_angles)", self.class_token)
         check_fact(where, self.window_order is None or (self.form in ("pixtral", "step3p7", "kimi_k25")
                                                         and not self.raster),
                    "vision_rope.window_order (the key of a window side, for a row-major form)", self.window_order)
@@ -193,12 +199,15 @@ def tower_rope(stack: Stack) -> VisionRope | VisionRope3D:
 def tower_prefix(stack: Stack) -> tuple[int, str | None]:
     """The tokens before the patches and the weight of their angles (module docstring): DINOv3's class token and
     registers (unrotated), MLCD's class token (``class_pos_emb``), a class token of the fact ``class_angles`` (before
-    each frame: :attr:`VisionRopeLayer.per_frame`); none for the other forms."""
+    each frame: :attr:`VisionRopeLayer.per_frame`), an unrotated one before each image (fact ``class_token``); none
+    for the other forms."""
     view, facts = stack.view, stack.facts
     for key in facts.training:  # training-only augmentations: read, no effect in eval
         view.value(key)
     if facts.class_angles is not None:
         return 1, facts.class_angles
+    if facts.class_token:  # before each image, unrotated
+        return 1, None
     if facts.form not in PREFIXED:
         return 0, None
     registers = 0 if facts.registers is None else view.int(facts.registers, 0, minimum=0)
@@ -270,7 +279,7 @@ def build(stack: Stack) -> list[LayerRecord]:
     n = check_int(stack.view.name(stack.facts.layers[0]), stack.view.count(stack.facts.layers, "layer count"),
                   minimum=1)
     reads = (("rotation", ("video_grid",) if isinstance(rope, VisionRope3D) else ("image_grid",)),)
-    per_frame = stack.facts.class_angles is not None
+    per_frame = stack.facts.class_angles is not None or stack.facts.class_token
     queries, convolutions = tower_queries(stack, n), tower_convolutions(stack, n)
     order = 0 if stack.facts.window_order is None else stack.view.int(stack.facts.window_order,
                                                                              stack.facts.window_default, minimum=1)
