@@ -40,7 +40,12 @@ TOWERS = {"cosmos3_edge_vision": {"num_patches": 64, "patch_size": 4},
           "glm_image_vision": {"image_size": 32, "patch_size": 4},
           "glm4v_vision": {**QWEN, "image_size": 32},
           "glm4v_moe_vision": {**QWEN, "image_size": 32},
-          "ovis2_5_vision": {"image_size": 32, "patch_size": 4}}
+          "ovis2_5_vision": {"image_size": 32, "patch_size": 4},
+          "paddleocr_vl_vision": {"image_size": 32, "patch_size": 4},
+          "muse_glimmer_vision": {"pos_emb_height": 8, "pos_emb_width": 8, "patch_size": 4},
+          "muse_spark_vision": {"pos_emb_height": 8, "pos_emb_width": 8, "patch_size": 4}}
+#: the towers fed one batch of patches ``(1, t·h·w, C, p, p)`` (PaddleOCR-VL's), the others flat rows
+BATCHED = ("paddleocr_vl_vision",)
 SMALL = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 32}
 
 
@@ -58,8 +63,11 @@ def added_rows(model, table_name: str, grids: list[list[int]]) -> np.ndarray:
     config = model.config
     tokens = sum(t * h * w for t, h, w in grids)
     channels = getattr(config, "in_channels", None) or getattr(config, "num_channels", 3)
-    width = channels * (getattr(config, "temporal_patch_size", None) or 1) * config.patch_size ** 2
+    temporal = getattr(config, "temporal_patch_size", None) or getattr(config, "patch_temporal", None) or 1
+    width = channels * temporal * config.patch_size ** 2
     patches = torch.randn(tokens, width, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    if config.model_type in BATCHED:
+        patches = patches.reshape(1, tokens, channels, config.patch_size, config.patch_size)
     owner = model.get_submodule(table_name.rsplit(".", 2)[0] if table_name.count(".") > 1 else "")
     seen = []
     if "embed" in type(owner).__name__.lower():
