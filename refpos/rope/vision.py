@@ -102,6 +102,12 @@ REAL_COORDINATES = ("dinov3", "sam3")
 _COLUMN_FIRST = ("llama4", "gemma4", "sam3", "step3p7")
 #: the layouts an axial vision RoPE may write its pairs in
 AXIAL_LAYOUTS = ("half", "interleaved")
+#: the forms on integer patch indices whose towers may count them from another start (Muse: 1, Inkling2: 1)
+INDEX_FORMS = ("qwen2_vl", "pixtral", "llama4", "step3p7", "kimi_k25")
+#: the forms whose towers lay their patches out in merge blocks (a tower may read them in raster order instead)
+MERGE_BLOCK_FORMS = ("qwen2_vl",)
+#: the forms on row-major patches (a tower may reorder them window by window before its layers)
+ROW_MAJOR_FORMS = ("pixtral", "step3p7", "kimi_k25")
 
 
 @dataclass(frozen=True)

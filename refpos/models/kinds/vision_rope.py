@@ -24,7 +24,15 @@ from typing import Any, ClassVar
 
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord, NoAttention
-from refpos.rope.vision import VISION_ROPES, VISION_ROPES_MORE, VISION_ROPES_PREFIXED, VisionRope
+from refpos.rope.vision import (
+    INDEX_FORMS,
+    MERGE_BLOCK_FORMS,
+    ROW_MAJOR_FORMS,
+    VISION_ROPES,
+    VISION_ROPES_MORE,
+    VISION_ROPES_PREFIXED,
+    VisionRope,
+)
 from refpos.rope.vision3d import VISION_ROPES_3D, VisionRope3D
 from refpos.validation import check_int
 
@@ -99,17 +107,16 @@ class VisionRopeFacts:
                    "key, type of the layers without attention])", self.conv_layers)
         check_fact(where, self.class_angles is None or self.form not in PREFIXED, "vision_rope.class_angles (a form "
                    "without tokens of its own before the patches)", self.class_angles)
-        check_fact(where, isinstance(self.raster, bool) and (not self.raster or self.form == "qwen2_vl"),
+        check_fact(where, isinstance(self.raster, bool) and (not self.raster or self.form in MERGE_BLOCK_FORMS),
                    "vision_rope.raster (true or false; the qwen2_vl form's, whose patches otherwise come in merge "
                    "blocks)", self.raster)
         check_fact(where, isinstance(self.start, int) and self.start >= 0 and (
-            self.start == 0 or self.form in ("qwen2_vl", "pixtral", "step3p7", "kimi_k25", "llama4")),
+            self.start == 0 or self.form in INDEX_FORMS),
             "vision_rope.start (a count from 0 up, for a form on integer patch indices)", self.start)
         check_fact(where, isinstance(self.class_token, bool) and not (self.class_token and (
             self.class_angles is not None or self.form in PREFIXED)), "vision_rope.class_token (true or false; a "
             "form without tokens of its own before the patches, without class_angles)", self.class_token)
-        check_fact(where, self.window_order is None or (self.form in ("pixtral", "step3p7", "kimi_k25")
-                                                        and not self.raster),
+        check_fact(where, self.window_order is None or (self.form in ROW_MAJOR_FORMS and not self.raster),
                    "vision_rope.window_order (the key of a window side, for a row-major form)", self.window_order)
 
 
