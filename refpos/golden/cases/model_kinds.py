@@ -286,14 +286,17 @@ def _rope_plan(layer: Any) -> Plan | str:
 
 def _rope_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
     """The tokens the layer rotates: a windowed layer's window (its place in the window), a fixed grid at its scale,
-    else a 4 × 6 image at the form's positions (Qwen2-VL's merge blocks of 2, Llama 4's 1-based square with the
-    class token last, DINOv3's centres, else row-major); tokens before the patches unrotated: at (0, 0), angle 0."""
+    else a 4 × 6 image at the form's positions (Qwen2-VL's merge blocks of 2, or raster order where the record reads
+    it so; Llama 4's 1-based square with the class token last, or its merge blocks from the record's start;
+    DINOv3's centres; else row-major, reordered window by window where the record says so), counted from the
+    record's start; tokens before the patches unrotated: at (0, 0), angle 0."""
     from refpos.rope.vision_positions import (
         dinov3_patch_positions,
         llama4_patch_positions,
         pixtral_patch_positions,
         qwen_patch_positions,
         sam3_patch_positions,
+        window_patch_positions,
     )
 
     form = layer.rope.kind
@@ -302,11 +305,17 @@ def _rope_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str
         scale = layer.scale if layer.grid is not None and not layer.window else 1.0
         label = f"{'window' if layer.window else 'grid'}-{sides[0]}x{sides[1]}"
         positions = sam3_patch_positions(*sides, scale) if form == "sam3" else pixtral_patch_positions(*sides)
+    elif layer.window_order:  # row-major, reordered window by window (Muse's towers), counted from start
+        label = f"grid-4x6-windows-{layer.window_order}"
+        positions = window_patch_positions([(1, 4, 6)], layer.window_order, layer.start)
     else:
         label = "grid-4x6"
-        positions = {"qwen2_vl": lambda: qwen_patch_positions([(1, 4, 6)]), "llama4": lambda: llama4_patch_positions(4),
-                     "dinov3": lambda: dinov3_patch_positions(4, 6, prefix=layer.prefix)}.get(
+        merged = form == "qwen2_vl" or (form == "llama4" and layer.start)  # Inkling2: Llama 4's pairs, merge blocks
+        positions = qwen_patch_positions([(1, 4, 6)], 1 if layer.raster else 2) if merged else {
+            "llama4": lambda: llama4_patch_positions(4),
+            "dinov3": lambda: dinov3_patch_positions(4, 6, prefix=layer.prefix)}.get(
             form, lambda: pixtral_patch_positions(4, 6))()
+        positions = np.asarray(positions) + layer.start
     positions = np.asarray(positions)
     if layer.prefix and form != "dinov3":  # DINOv3's positions hold its prefix already
         positions = np.concatenate([np.zeros((layer.prefix, 2), dtype=positions.dtype), positions])
