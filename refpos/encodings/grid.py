@@ -279,7 +279,8 @@ def merge_block_order(grid: tuple[int, int], merge: int) -> list[int]:
 
 
 def packed_position_rows(rows_of: Callable[[tuple[int, int]], Array], grids: Sequence[Sequence[int]],
-                         merge: int = 1) -> Array:
+                         merge: int = 1, frame_rows: Callable[[int], Array] | None = None,
+                         class_row: Array | None = None) -> Array:
     r"""The position rows of a packed sequence of images and clips, token by token (Qwen3-VL-style towers).
 
     A tower fed flat patches and their grids ``grids[b] = (t_b, h_b, w_b)`` (``grid_thw``) adds to image ``b``'s
@@ -289,6 +290,10 @@ def packed_position_rows(rows_of: Callable[[tuple[int, int]], Array], grids: Seq
 
     .. math:: P = \big[\,\underbrace{G'_1[\pi_m];\ \dots;\ G'_1[\pi_m]}_{t_1};\ \dots;\
         \underbrace{G'_B[\pi_m];\ \dots;\ G'_B[\pi_m]}_{t_B}\big]
+
+    ``frame_rows`` adds a row ``F(f)`` to every token of frame ``f = 0 … t_b − 1`` of a clip (``t_b > 1``; an
+    image adds none): Kimi K2.5's fixed sinusoid over a clip's frames, ``G'_b[\pi_m] + F(f)``. ``class_row`` is a
+    row put before each image's tokens: the learned position of the class token each image starts with (Inkling2).
 
     >>> import numpy as np
     >>> rows = packed_position_rows(lambda g: np.arange(g[0] * g[1])[:, None], [(2, 2, 2), (1, 2, 4)], merge=2)
@@ -314,7 +319,13 @@ def packed_position_rows(rows_of: Callable[[tuple[int, int]], Array], grids: Seq
             raise ValueError(f"rows_of({hw}) must give {hw[0] * hw[1]} rows, got {rows.shape[0]}")
         xp = array_namespace(rows)
         order = xp.asarray(merge_block_order(hw, merge))
-        blocks.extend([xp.take(rows, order, axis=0)] * frames)
+        frame = xp.take(rows, order, axis=0)
+        if class_row is not None:
+            blocks.append(xp.reshape(class_row, (1, -1)))
+        if frame_rows is None or frames == 1:
+            blocks.extend([frame] * frames)
+        else:
+            blocks.extend(frame + xp.reshape(frame_rows(f), (1, -1)) for f in range(frames))
     return array_namespace(blocks[0]).concat(blocks, axis=0)
 
 

@@ -25,7 +25,9 @@ pytestmark = pytest.mark.anchors
 from refpos.tests.model_anchors import build  # noqa: E402  (after the importorskip of torch)
 
 PACKED_ROWS = [row.model_type for row in FAMILY_ROWS if row.input is not None and row.input.encoding == "grid"
-               and not row.unmodelled and row.input.facts_of("grid").packed]
+               and not row.unmodelled and row.input.facts_of("grid").packed
+               and not row.input.facts_of("grid").frames  # Kimi K2.5: test_kimi_s_clip_frames_add_their_sinusoid
+               and not row.input.facts_of("grid").class_row]  # Inkling2: test_inkling2_s_images_start_with_a_class_row
 #: two images: a clip of two frames of 4 × 6 patches, and an image of 6 × 4 (merge blocks of 2 divide both)
 GRIDS = [[2, 4, 6], [1, 6, 4]]
 #: the same without the clip's second frame, for a tower whose row models images only (GLM-Image)
@@ -43,7 +45,8 @@ TOWERS = {"cosmos3_edge_vision": {"num_patches": 64, "patch_size": 4},
           "ovis2_5_vision": {"image_size": 32, "patch_size": 4},
           "paddleocr_vl_vision": {"image_size": 32, "patch_size": 4},
           "muse_glimmer_vision": {"pos_emb_height": 8, "pos_emb_width": 8, "patch_size": 4},
-          "muse_spark_vision": {"pos_emb_height": 8, "pos_emb_width": 8, "patch_size": 4}}
+          "muse_spark_vision": {"pos_emb_height": 8, "pos_emb_width": 8, "patch_size": 4},
+          "kimi_k25_vision": {"pos_emb_height": 8, "pos_emb_width": 8, "pos_emb_time": 4, "patch_size": 4}}
 #: the towers fed one batch of patches ``(1, t·h·w, C, p, p)`` (PaddleOCR-VL's), the others flat rows
 BATCHED = ("paddleocr_vl_vision",)
 SMALL = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 32}
@@ -125,3 +128,78 @@ def test_the_packed_anchor_fails_on_raster_order():
     merged = np.asarray(site.tokens(table, GRIDS))
     raster = np.asarray(packed_position_rows(lambda hw: site.reference(table, hw), GRIDS, 1))
     assert np.max(np.abs(merged - raster)) > 0.1
+
+
+def test_kimi_s_clip_frames_add_their_sinusoid():
+    """Kimi K2.5's tower adds a fixed sinusoid over a clip's frames beside its grid (time_position_embeddings: frame f
+    of a clip of t > 1 frames reads row f + 1, an image the zero row): what table and sinusoid add together — the
+    position module's output minus its output with both zeroed — is refpos's tokens within the grid's float32 bound
+    plus the float32 sinusoid's (the angle f·ω and its sine rounded: 2u(t + 1)); the grid alone is outside it."""
+    config = small("kimi_k25_vision")
+    (site,) = [r for r in refpos.model_positions(config.to_dict()) if r.kind == "grid"]
+    assert site.frames == config.pos_emb_time
+    model = build(config).to(torch.float64)
+    module = next(m for m in model.modules() if hasattr(m, "time_position_embeddings"))
+    name = next(n for n, p in model.named_parameters() if p.shape[:2] == site.grid and p.shape[-1] == site.dim)
+    table = dict(model.named_parameters())[name]
+    tokens = sum(t * h * w for t, h, w in GRIDS)
+    channels = getattr(config, "num_channels", 3)
+    patches = torch.randn(tokens, channels, config.patch_size, config.patch_size, dtype=torch.float64,
+                          generator=torch.Generator().manual_seed(0))  # one image patch per token
+    seen = []
+    handle = module.register_forward_hook(lambda m, args, out: seen.append(out.clone()))
+    with torch.no_grad():
+        model(patches, torch.tensor(GRIDS))
+        kept, frames = table.clone(), module.time_position_embeddings.clone()
+        table.zero_()
+        module.time_position_embeddings.zero_()
+        model(patches, torch.tensor(GRIDS))
+        table.copy_(kept)
+        module.time_position_embeddings.copy_(frames)
+    handle.remove()
+    observed = (seen[0] - seen[1]).reshape(tokens, -1).numpy()
+    flat = kept.reshape(-1, site.dim).numpy()
+    expected = np.asarray(site.tokens(flat, GRIDS))
+    bound = tolerance(site, flat, GRIDS) + 2 * 2.0**-24 * (max(t for t, _, _ in GRIDS) + 1)
+    assert np.max(np.abs(observed - expected)) <= bound
+    grid_alone = np.asarray(packed_position_rows(lambda hw: site.reference(flat, hw), GRIDS, site.merge))
+    assert np.max(np.abs(observed - grid_alone)) > bound  # the frames' sinusoid is seen
+
+
+def test_inkling2_s_images_start_with_a_class_row():
+    """Inkling2's embeddings put a class token before each image, carrying the learned cls_position_embedding, then
+    the image's patches with the grid resampled in merge blocks (Inkling2VisionEmbeddings.forward): what the table
+    and the class position add together — the output minus the output with both zeroed — is refpos's tokens given
+    that weight, within the grid's float32 bound; without the class rows the shapes differ."""
+    config = transformers.AutoConfig.for_model("inkling2_vision", **{**SMALL, "posemb_grid_size": 8, "patch_size": 4,
+                                                                      "spatial_merge_size": 2})
+    (site,) = [r for r in refpos.model_positions(config.to_dict()) if r.kind == "grid"]
+    assert site.class_row == "cls_position_embedding" and site.merge == 2
+    from transformers.models.inkling2.modeling_inkling2 import Inkling2VisionEmbeddings
+
+    module = Inkling2VisionEmbeddings(config).to(torch.float64)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in (module.position_embedding.weight, module.cls_position_embedding, module.class_embedding):
+            parameter.copy_(torch.randn(parameter.shape, dtype=torch.float64, generator=generator))
+    grids = torch.tensor(GRIDS)
+    counts = grids.prod(-1)
+    # pixels in merge blocks of patches, channels last: (patches · p², C)
+    patches = torch.randn(int(counts.sum()) * config.patch_size ** 2, config.num_channels, dtype=torch.float64,
+                          generator=generator)
+    patch_index = torch.arange(int(counts.sum())) + torch.repeat_interleave(torch.arange(1, len(GRIDS) + 1), counts)
+    with torch.no_grad():
+        out = module(patches, grids, patch_index)
+        kept = module.position_embedding.weight.clone(), module.cls_position_embedding.clone()
+        module.position_embedding.weight.zero_()
+        module.cls_position_embedding.zero_()
+        zeroed = module(patches, grids, patch_index)
+    observed = (out - zeroed).numpy()
+    table, class_row = kept[0].numpy(), kept[1].numpy()
+    expected = np.asarray(site.tokens(table, GRIDS, class_row))
+    assert observed.shape == expected.shape
+    assert np.max(np.abs(observed - expected)) <= tolerance(site, table, GRIDS)
+    assert np.asarray(site.tokens(table, GRIDS, np.zeros_like(class_row))).shape == observed.shape
+    assert np.max(np.abs(observed - np.asarray(site.tokens(table, GRIDS, np.zeros_like(class_row))))) > 0.1
+    with pytest.raises(ValueError, match="class_row: the vision.input tower's class tokens carry"):
+        site.tokens(table, GRIDS)

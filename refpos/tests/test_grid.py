@@ -274,3 +274,27 @@ def test_a_mode_the_row_does_not_model_is_reported_by_its_key():
     assert refpos.model_positions(config).not_modelled == {}
     refused = refpos.model_positions({**config, "interpolate_mode": "bicubic"}).not_modelled
     assert "interpolate_mode" in refused and "resamples bilinear" in refused["interpolate_mode"]
+
+
+def test_a_clip_s_frames_add_their_sinusoid_where_the_tower_says_so():
+    """Kimi K2.5: frame f of a clip adds the sinusoid of f (sin then cos; frame 0 adds cos 0 = 1 in its second half),
+    an image none; a clip longer than the frame table is refused by name."""
+    import refpos
+
+    config = {"model_type": "kimi_k25_vision", "num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 2,
+              "pos_emb_height": 4, "pos_emb_width": 4, "pos_emb_time": 3}
+    site = refpos.model_positions(config).stack("vision.input")[0]
+    table = np.random.default_rng(5).standard_normal((16, 8))
+    image = np.asarray(site.tokens(table, [[1, 2, 3]]))
+    clip = np.asarray(site.tokens(table, [[3, 2, 3]]))
+    for f in range(3):
+        np.testing.assert_allclose(clip[6 * f:6 * f + 6] - image, np.tile(sinusoid_row(f), (6, 1)), atol=1e-15)
+    assert sinusoid_row(0)[4:].tolist() == [1.0] * 4
+    with pytest.raises(ValueError, match="frame sinusoid covers 3 frames"):
+        site.tokens(table, [[4, 2, 3]])
+
+
+def sinusoid_row(f: int) -> np.ndarray:
+    from refpos.encodings.sinusoidal import sinusoidal
+
+    return np.asarray(sinusoidal([f], 8, layout="concat"))[0]

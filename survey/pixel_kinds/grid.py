@@ -49,7 +49,13 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
                 return Outcome("not reached", f"{site.owner}: no (t, h, w) grid recorded at the {name} size",
                                (site.path,))
             noise = 2 * unit(run) * float(np.max(np.abs(out)))
-            cases.append(packed_case(record, table, observed, tuple(int(v) for v in run.grids[name]), run, noise))
+            class_row = next((p.astype(np.float64).reshape(-1) for s in run.sites for n, p in s.params.items()
+                              if getattr(record, "class_row", "") and n.endswith(record.class_row)), None)
+            if getattr(record, "class_row", "") and class_row is None:
+                return Outcome("not reached", f"no site holds the weight {record.class_row} the class tokens carry",
+                               (site.path,))
+            cases.append(packed_case(record, table, observed, tuple(int(v) for v in run.grids[name]), run, noise,
+                                     class_row))
             continue
         extra = record.prefix + record.suffix if record.variant is None or record.variant.keep_extra else 0
         grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])
@@ -79,23 +85,25 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
 
 
 def packed_case(record: Any, table: np.ndarray, observed: np.ndarray, thw: tuple[int, int, int], run: PixelRun,
-                noise: float) -> tuple[np.ndarray, np.ndarray, float, dict[str, np.ndarray | None]]:
+                noise: float, class_row: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, float, dict[str, np.ndarray | None]]:
     """The case of a packed tower fed one image or clip of grid ``thw = (t, h, w)``: refpos's rows for its tokens
     (:meth:`refpos.models.kinds.grid.GridLayer.tokens`), the way's bound, and the wrong answers: each catalogued
     mistake of the grid laid out as the tower lays out its tokens, and the tokens in another order (raster for
-    merge blocks, column by column for raster)."""
+    merge blocks, column by column for raster); ``class_row``: the weight a class token before the image carries
+    (Inkling2). A clip's frame sinusoid (Kimi K2.5) is a buffer the zeroed run keeps: the survey feeds images."""
     from refpos.encodings.grid import packed_position_rows
     from refpos.encodings.grid_mistakes import GridInputs, grid_tolerance
 
     _, h, w = thw
     inputs = GridInputs(table, (h, w), record.variant, prefix_tokens=record.prefix, suffix_tokens=record.suffix,
                         source_grid=record.grid)
-    reference = np.asarray(record.tokens(table, [thw]), dtype=np.float64)
+    reference = np.asarray(record.tokens(table, [thw], class_row), dtype=np.float64)
 
     def laid_out(rows: np.ndarray | None, merge: int = record.merge) -> np.ndarray | None:
         if rows is None or rows.shape[0] != h * w or h % merge or w % merge:
             return None
-        return np.asarray(packed_position_rows(lambda hw: rows, [thw], merge), dtype=np.float64)
+        return np.asarray(packed_position_rows(lambda hw: rows, [thw], merge, class_row=class_row), dtype=np.float64)
 
     raster = np.asarray(record.reference(table, (h, w)), dtype=np.float64)
     wrong = {name: laid_out(rows) for name, rows in mistakes_of("grid", inputs).items()}

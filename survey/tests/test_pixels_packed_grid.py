@@ -73,3 +73,23 @@ def test_a_run_without_its_grid_is_not_reached(record, table):
     run = packed_run(table, lambda thw: record.tokens(table, [thw]))
     run.grids.pop("native")
     assert compare_grid(record, run, run.sites).status == "not reached"
+
+
+def test_a_class_row_before_each_image_is_read_from_its_weight():
+    """Inkling2: each image starts with a class token carrying the weight cls_position_embedding; the comparison reads
+    that weight from the run's sites (exact), says not reached without it, and a run missing the class row is wrong."""
+    config = {"model_type": "inkling2_vision", "num_hidden_layers": 1, "hidden_size": 8, "num_attention_heads": 2,
+              "posemb_grid_size": 8, "spatial_merge_size": 2}
+    record = refpos.model_positions(config).stack("vision.input")[0]
+    table = np.random.default_rng(3).standard_normal((64, 8))
+    class_row = np.random.default_rng(4).standard_normal(8)
+    run = packed_run(table, lambda thw: record.tokens(table, [thw], class_row))
+    run.sites.append(Site("cls_position_embedding", "embeddings", False,
+                          {"embeddings.cls_position_embedding": class_row.astype(np.float32)}))
+    assert compare_grid(record, run, run.sites[:1]).status == "exact"
+    run.sites.pop()
+    assert compare_grid(record, run, run.sites).status == "not reached"
+    bare = packed_run(table, lambda thw: record.tokens(table, [thw], class_row)[1:])
+    bare.sites.append(Site("cls_position_embedding", "embeddings", False,
+                           {"embeddings.cls_position_embedding": class_row.astype(np.float32)}))
+    assert compare_grid(record, bare, bare.sites[:1]).status == "wrong"

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 from refpos.backend import Array
 from refpos.encodings.grid import packed_position_rows, patch_grid
 from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
+from refpos.encodings.sinusoidal import sinusoidal
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
 from refpos.models.view import ConfigView
@@ -80,10 +81,13 @@ class GridFacts:
     default; ``mode_key``: the key from which the code takes its mode (HunYuan-VL's ``interpolate_mode``), whose
     value the way's mode must be (another value is reported as not modelled); ``clips``: false where the code reads
     a clip's frames otherwise than as its image's grid repeated (GLM-Image sizes frame ``k`` by entry ``k`` of the
-    grids), so that only images (``t = 1``) are modelled; ``sides``: the keys of the table's rows and columns where
-    the config states them apart (Kimi K2.5's ``pos_emb_height``, ``pos_emb_width``), read in place of the image and
-    patch sizes (``defaults`` then their class defaults); its code resamples the table as a square of the first
-    side, so two sides that differ are not modelled.
+    grids), so that only images (``t = 1``) are modelled; ``frames``: the key of the number of frames of a fixed
+    sinusoid a clip's frames add (Kimi K2.5's ``pos_emb_time``; :meth:`GridLayer.tokens`), ``frames_default`` its
+    class default; ``class_row``: the name of the learned vector, a weight, that the class token each image starts
+    with carries as its position (Inkling2's ``cls_position_embedding``); ``sides``: the keys of the table's rows
+    and columns where the config states them apart (Kimi K2.5's ``pos_emb_height``, ``pos_emb_width``), read in
+    place of the image and patch sizes (``defaults`` then their class defaults); its code resamples the table as a
+    square of the first side, so two sides that differ are not modelled.
     """
 
     way: str = "bicubic"
@@ -102,6 +106,9 @@ class GridFacts:
     merge_default: int | None = None
     mode_key: str | None = None
     clips: bool = True
+    frames: str | None = None
+    frames_default: int | None = None
+    class_row: str | None = None
     sides: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
@@ -118,6 +125,10 @@ class GridFacts:
                    self.defaults)
         check_fact(where, isinstance(self.packed, bool), "grid.packed", self.packed)
         check_fact(where, self.merge is None or self.packed, "grid.merge (a packed tower's)", self.merge)
+        check_fact(where, self.frames is None or (self.packed and self.clips), "grid.frames (a packed tower's, "
+                   "with clips)", self.frames)
+        check_fact(where, self.class_row is None or (self.packed and isinstance(self.class_row, str)),
+                   "grid.class_row (a packed tower's: the name of its weight)", self.class_row)
         check_fact(where, self.sides is None or (len(self.sides) == 2 and self.positions is None),
                    "grid.sides ([rows key, columns key], without positions)", self.sides)
 
@@ -136,6 +147,8 @@ class GridLayer(LayerRecord):
     packed: bool = False
     merge: int = 1
     clips: bool = True
+    frames: int = 0
+    class_row: str = ""
     kind: ClassVar[str] = "grid"
 
     @property
@@ -158,7 +171,11 @@ class GridLayer(LayerRecord):
                 "dim": self.dim, "table_rows": self.table_rows, "at": "input",
                 **({"packed": "flat patches of (t, h, w) grids, each frame its image's rows",
                     "token_order": "raster" if self.merge == 1 else f"merge blocks of {self.merge} × {self.merge}",
-                    "frames": "each its image's rows" if self.clips else "images only (t = 1)"}
+                    "frames": "each its image's rows" if self.clips else "images only (t = 1)",
+                    **({"frame_sinusoid": f"frame f of a clip of up to {self.frames} frames adds the sinusoid of f "
+                                          "(sin then cos, base 10000); an image adds none"} if self.frames else {}),
+                    **({"class_row": f"each image starts with a class token carrying the weight {self.class_row}"}
+                       if self.class_row else {})}
                    if self.packed else {}),
                 "resampled": "never: the input must have the native grid" if variant is None else
                 ("on every call" if self.always else "when the forward is called with interpolate_pos_encoding"),
@@ -184,17 +201,34 @@ class GridLayer(LayerRecord):
         return self.variant.resample(table, grid, prefix_tokens=self.prefix, suffix_tokens=self.suffix,
                                      source_grid=self.grid)
 
-    def tokens(self, table: Array, grids: list[tuple[int, int, int]]) -> Array:
+    def tokens(self, table: Array, grids: list[tuple[int, int, int]], class_row: Array | None = None) -> Array:
         r"""The rows added to a packed tower's tokens (:attr:`packed`): for each ``(t, h, w)`` of ``grids``, the
         grid rows of :meth:`reference` at ``(h, w)``, in the tower's token order, once per frame
-        (:func:`~refpos.encodings.grid.packed_position_rows`)."""
+        (:func:`~refpos.encodings.grid.packed_position_rows`); where the tower adds a fixed sinusoid over a clip's
+        frames (:attr:`frames`, Kimi K2.5), frame ``f`` of a clip of ``t > 1`` frames also adds
+
+        .. math:: F(f)_k = \sin(f\,\omega_k),\quad F(f)_{k + d/2} = \cos(f\,\omega_k),\qquad
+            \omega_k = 10000^{-2k/d}
+
+        (:func:`refpos.encodings.sinusoidal.sinusoidal`, concatenated halves), an image none. Where each image
+        starts with a class token (:attr:`class_row` names its weight), ``class_row`` is that weight, ``(dim,)``,
+        put before each image's rows."""
         if not self.packed:
             raise ValueError(f"grids: the {self.stack} grid is added to one image's patches, not to packed (t, h, w) "
                              "grids: call reference")
         if not self.clips and any(isinstance(g, list | tuple) and g and g[0] != 1 for g in grids):
             raise ValueError(f"grids: the {self.stack} tower reads a clip's frames otherwise than as its image's grid "
                              f"repeated, and refpos models its images only (t = 1), got {grids!r}")
-        return packed_position_rows(lambda hw: self.reference(table, hw), grids, self.merge)
+        if self.frames and any(isinstance(g, list | tuple) and g and g[0] > self.frames for g in grids):
+            raise ValueError(f"grids: the {self.stack} tower's frame sinusoid covers {self.frames} frames, got "
+                             f"{grids!r}")
+        if bool(self.class_row) != (class_row is not None):
+            raise ValueError(f"class_row: the {self.stack} tower's class tokens carry "
+                             f"{self.class_row or 'no weight'}; give it as class_row exactly when it has one")
+        if class_row is not None and tuple(getattr(class_row, "shape", ())) != (self.dim,):
+            raise ValueError(f"class_row must have shape ({self.dim},), got {tuple(getattr(class_row, 'shape', ()))}")
+        frame_rows = (lambda f: sinusoidal([f], self.dim, layout="concat")[0]) if self.frames else None
+        return packed_position_rows(lambda hw: self.reference(table, hw), grids, self.merge, frame_rows, class_row)
 
     def _why_not(self) -> str:
         return ("a resampled 2-D grid is added to the patches, not to 1-D positions: GridLayer.reference resamples "
@@ -237,6 +271,8 @@ def build(stack: Stack) -> list[LayerRecord]:
     return [GridLayer(stack.name, 0, None, way=facts.way, grid=grid, prefix=prefix, suffix=suffix,
                       dim=stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1),
                       always=facts.always, packed=facts.packed, merge=merge, clips=facts.clips,
+                      frames=0 if facts.frames is None else view.int(facts.frames, facts.frames_default, minimum=1),
+                      class_row=facts.class_row or "",
                       reads=(("rows", ("video_grid",) if facts.packed else ("image_grid",)),))]
 
 
