@@ -111,8 +111,12 @@ def _case(layer: LayerRecord, cid: str, name: str, label: str, function: str, ar
     outputs = {"out": Output(reference, _tolerance(reference, bound))}
     if layer.kind == "grid" and getattr(layer, "packed", False) and all(
             g % layer.merge == 0 for g in arguments["grid"]):
-        grids = [(1, *arguments["grid"])] + ([(2, *arguments["grid"])] if layer.clips else [])
-        tokens = np.asarray(layer.tokens(arrays["table"], grids))
+        # a clip too where its frames repeat the image's rows (Kimi K2.5's frame sinusoid is the model's width, not
+        # the seeded table's: images only there); a class row seeded where each image starts with one (Inkling2)
+        grids = [(1, *arguments["grid"])] + ([(2, *arguments["grid"])] if layer.clips and not layer.frames else [])
+        if layer.class_row:
+            arrays["class_row"] = np.random.default_rng(len(cid)).standard_normal(arrays["table"].shape[1])
+        tokens = np.asarray(layer.tokens(arrays["table"], grids, arrays.get("class_row")))
         outputs["tokens"] = Output(tokens, _tolerance(tokens, bound))
         shared = {**shared, "tokens_of": [list(g) for g in grids]}
     fixed = sorted(record.plan(layer)[1])  # type: ignore[index]

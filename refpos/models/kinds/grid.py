@@ -225,8 +225,10 @@ class GridLayer(LayerRecord):
         if bool(self.class_row) != (class_row is not None):
             raise ValueError(f"class_row: the {self.stack} tower's class tokens carry "
                              f"{self.class_row or 'no weight'}; give it as class_row exactly when it has one")
-        if class_row is not None and tuple(getattr(class_row, "shape", ())) != (self.dim,):
-            raise ValueError(f"class_row must have shape ({self.dim},), got {tuple(getattr(class_row, 'shape', ()))}")
+        width = getattr(table, "shape", (0, 0))[-1]  # the model's dim, or a seeded table's
+        if class_row is not None and tuple(getattr(class_row, "shape", ())) != (width,):
+            raise ValueError(f"class_row must have shape ({width},), the table's width, got "
+                             f"{tuple(getattr(class_row, 'shape', ()))}")
         frame_rows = (lambda f: sinusoidal([f], self.dim, layout="concat")[0]) if self.frames else None
         return packed_position_rows(lambda hw: self.reference(table, hw), grids, self.merge, frame_rows, class_row)
 
