@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import refpos
+from refpos.backend import get_xp
 from refpos.check.kinds import BY_KIND, check_call
 from refpos.cli import main
 from refpos.golden.cases.model_kind_cases import contradictions, kind_model_cases, kind_reasons, layer_arguments
@@ -57,8 +58,9 @@ OWN = {
     "bias_table": lambda layer, a: layer.bias(table=a.get("table")),
     "sincos2d": lambda layer, a: layer.reference(
         **({"mask": a["mask"]} if "mask" in a else {"height": a["height"], "width": a["width"]})),
-    "fourier": lambda layer, a: layer.reference(a["gaussian"], points=a["points"], image_size=a["image_size"])
-    if "points" in a else layer.reference(a["gaussian"], grid=(4, 6)),
+    "fourier": lambda layer, a: layer.reference(get_xp().asarray(a["gaussian"]), points=get_xp().asarray(a["points"]),
+                                                image_size=a["image_size"])
+    if "points" in a else layer.reference(get_xp().asarray(a["gaussian"]), grid=(4, 6)),  # the backend's array
     "sinusoid1d": lambda layer, a: layer.reference(positions=a["positions"]),
     "decomposed": lambda layer, a: layer.reference(a["attn"], a["q"], a["rel_pos_h"], a["rel_pos_w"]),
     "axis_tables": lambda layer, a: layer.reference(a["indices"], *(_wide(a[k], layer.dim) for k in (
