@@ -229,7 +229,7 @@ class GridLayer(LayerRecord):
         if class_row is not None and tuple(getattr(class_row, "shape", ())) != (width,):
             raise ValueError(f"class_row must have shape ({width},), the table's width, got "
                              f"{tuple(getattr(class_row, 'shape', ()))}")
-        frame_rows = (lambda f: sinusoidal([f], self.dim, layout="concat")[0]) if self.frames else None
+        frame_rows = (lambda f: sinusoidal([f], self.dim, layout="concat")[0, :]) if self.frames else None
         return packed_position_rows(lambda hw: self.reference(table, hw), grids, self.merge, frame_rows, class_row)
 
     def _why_not(self) -> str:
