@@ -135,16 +135,18 @@ def test_a_raster_tower_says_its_token_order_and_the_new_forms_their_frequencies
     np.testing.assert_allclose(kimi[1], np.repeat(100.0 ** (-4.0 * quarter / 16), 2), rtol=1e-15)
 
 
-def test_kimi_k25_tower_answers_its_rotation_and_grid_and_refuses_only_its_frame_sinusoid():
+def test_kimi_k25_tower_answers_its_rotation_grid_and_frame_sinusoid():
     """Kimi K2.5's row: the ``kimi_k25`` form in every layer beside its table of ``pos_emb_height`` ×
-    ``pos_emb_width`` rows (grid fact ``sides``) at the input; refused naming only ``pos_emb_time`` (the sinusoid over a
-    clip's frames), and ``pos_emb_width`` too where the table is not square (the code reads it as a square)."""
+    ``pos_emb_width`` rows (grid fact ``sides``) at the input, with the sinusoid over a clip's frames (grid fact
+    ``frames``: ``pos_emb_time``); complete, and refused naming ``pos_emb_width`` where the table is not square (the
+    code reads it as a square)."""
     config = {"model_type": "kimi_k25_vision", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
-              "pos_emb_height": 6, "pos_emb_width": 6, "rope_parameters": {"rope_type": "axial", "rope_theta": 100.0}}
+              "pos_emb_height": 6, "pos_emb_width": 6, "pos_emb_time": 3,
+              "rope_parameters": {"rope_type": "axial", "rope_theta": 100.0}}
     positions = refpos.model_positions(config)
     [grid] = positions.stack("vision.input")
-    assert (grid.way, grid.grid, grid.packed, grid.merge) == ("bicubic_gather", (6, 6), True, 1)
-    assert set(positions.not_modelled) == {"model_type"} and "pos_emb_time" in positions.not_modelled["model_type"]
+    assert (grid.way, grid.grid, grid.packed, grid.merge, grid.frames) == ("bicubic_gather", (6, 6), True, 1, 3)
+    assert positions.complete and [r.kind for r in positions.stack("vision")] == ["vision_rope"] * 2
     assert "pos_emb_width" in refpos.model_positions({**config, "pos_emb_width": 5}).not_modelled
 
 
@@ -185,16 +187,16 @@ def test_muse_towers_count_from_1_in_window_order():
         VisionRopeFacts(form="qwen2_vl", window_order="pos_emb_height").check("row")
 
 
-def test_inkling2_row_refuses_only_its_input():
-    """Inkling2's row states its rotation (Llama 4's form from 1, an unrotated class token before each image) and is
-    refused naming only its input (the packed grid beside each image's class position); ``class_token`` beside
-    ``class_angles`` is refused by name."""
+def test_inkling2_row_answers_its_rotation_and_input():
+    """Inkling2's row states its rotation (Llama 4's form from 1, an unrotated class token before each image) and its
+    input (the packed grid after each image's class token, which carries ``cls_position_embedding``: grid fact
+    ``class_row``); ``class_token`` beside ``class_angles`` is refused by name."""
     from refpos.models.kinds.vision_rope import VisionRopeFacts
 
     config = {"model_type": "inkling2_vision", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
               "rope_parameters": {"rope_type": "axial", "rope_theta": 10000.0}}
-    refused = refpos.model_positions(config).not_modelled
-    assert set(refused) == {"model_type"} and "cls_position_embedding" in refused["model_type"]
+    positions = refpos.model_positions(config)
+    assert positions.complete and positions.stack("vision.input")[0].class_row == "cls_position_embedding"
     [row] = [row for row in FAMILY_ROWS if row.model_type == "inkling2_vision"]
     assert dict(row.positions.facts)["vision_rope"] == VisionRopeFacts(form="llama4", rope_type="axial", start=1,
                                                                        class_token=True)
