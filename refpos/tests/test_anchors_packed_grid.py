@@ -201,5 +201,5 @@ def test_inkling2_s_images_start_with_a_class_row():
     assert np.max(np.abs(observed - expected)) <= tolerance(site, table, GRIDS)
     assert np.asarray(site.tokens(table, GRIDS, np.zeros_like(class_row))).shape == observed.shape
     assert np.max(np.abs(observed - np.asarray(site.tokens(table, GRIDS, np.zeros_like(class_row))))) > 0.1
-    with pytest.raises(ValueError, match="class_row: the vision.input tower's class tokens carry"):
+    with pytest.raises(ValueError, match=r"class_row: the vision\.input tower's class tokens carry"):
         site.tokens(table, GRIDS)
