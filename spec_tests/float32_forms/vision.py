@@ -125,8 +125,10 @@ def resample_position_table(table: Any, grid: list[int], way: dict, prefix_token
     side = math.isqrt(n_grid)
     target = tuple(grid)[::-1] if options["axes"] == "wh" else tuple(grid)
     image = np.moveaxis(table[prefix_tokens:prefix_tokens + n_grid].reshape(side, side, -1), -1, 0)  # (d, M, M)
-    if options["read"] == "buckets":  # row ⌊i·M/n⌋ of each axis gathered: integer arithmetic, no rounding
-        rows, cols = (np.arange(n) * side // n for n in target)
+    if options["read"] in ("buckets", "tile"):  # rows gathered in integer arithmetic, no rounding
+        # buckets: row ⌊i·M/n⌋ of each axis; tile: row i mod M
+        rows, cols = ((np.arange(n) * side // n) if options["read"] == "buckets" else np.arange(n) % side
+                      for n in target)
         out = image[:, rows[:, None], cols[None, :]]
     else:
         crop = options["read"] == "square_crop"  # resampled to the longer side's square, its first rows and columns
