@@ -298,3 +298,16 @@ def sinusoid_row(f: int) -> np.ndarray:
     from refpos.encodings.sinusoidal import sinusoidal
 
     return np.asarray(sinusoidal([f], 8, layout="concat"))[0]
+
+
+@pytest.mark.parametrize(("facts", "named"), [
+    ({"merge": "spatial_merge_size"}, "grid.merge"), ({"frames": "pos_emb_time"}, "grid.frames"),
+    ({"class_row": "cls_position_embedding"}, "grid.class_row"),
+    ({"packed": True, "clips": False, "frames": "pos_emb_time"}, "grid.frames")])
+def test_packed_grid_facts_outside_a_packed_tower_are_refused_by_name(facts, named):
+    """merge, frames and class_row belong to a packed tower (frames to one that takes clips): a row stating them
+    otherwise is refused naming the fact."""
+    from refpos.models.kinds.grid import GridFacts
+
+    with pytest.raises(ValueError, match=named.replace(".", r"\.")):
+        GridFacts(way="bilinear_align_corners", prefix=0, **facts).check("row")
