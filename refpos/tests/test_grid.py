@@ -311,3 +311,21 @@ def test_packed_grid_facts_outside_a_packed_tower_are_refused_by_name(facts, nam
 
     with pytest.raises(ValueError, match=named.replace(".", r"\.")):
         GridFacts(way="bilinear_align_corners", prefix=0, **facts).check("row")
+
+
+def test_a_packed_tower_with_extra_rows_kept_is_refused_by_name(monkeypatch):
+    """A packed tower lays out grid rows only: a way that keeps a CLS row around the grid is refused naming
+    grid.packed, where its rows would sit between the images."""
+    import dataclasses
+
+    import refpos
+    from refpos.models import families
+
+    row = families.FAMILIES["cosmos3_edge_vision"]
+    facts = dataclasses.replace(row.input.facts_of("grid"), way="bicubic", prefix=1, positions=None,
+                                positions_default=None, defaults=(32, 8))
+    monkeypatch.setitem(families.FAMILIES, "cosmos3_edge_vision",
+                        dataclasses.replace(row, input=dataclasses.replace(row.input, facts=(("grid", facts),))))
+    with pytest.raises(ValueError, match=r"grid\.packed takes a way that leaves the extra rows out"):
+        refpos.model_positions({"model_type": "cosmos3_edge_vision", "num_hidden_layers": 1, "hidden_size": 8,
+                                "num_attention_heads": 2, "image_size": 32, "patch_size": 8})
