@@ -8,7 +8,8 @@
 ``observe [TYPE ...] [--dir DIR] [--jobs N | --dask ADDRESS]``
     transformers' side only: build and run every model type (or the named ones), in ``N`` processes or on the
     dask.distributed cluster at ``ADDRESS``, each observation stored in ``DIR`` (:mod:`survey.store`; default
-    :data:`survey.stored.OBSERVATIONS`); what is stored there already is kept (``--again`` observes it anew).
+    :data:`survey.stored.OBSERVATIONS`); what is stored there already is kept (``--again`` observes it anew;
+    ``--towers`` runs only the towers of the composites stored there again, :mod:`survey.towers`).
 ``judge [--dir DIR] [--table TABLE]``
     refpos's side only: judge every stored observation with the refpos on the path and write the table (a
     few seconds, without torch running any model: rerun it after each change of refpos).
@@ -106,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                            help="where to store them (default: %(default)s)")
     observe_p.add_argument("--jobs", type=int, default=1, help="processes (default: %(default)s)")
     observe_p.add_argument("--again", action="store_true", help="observe model types already stored again")
+    observe_p.add_argument("--towers", action="store_true", help="run only the towers of the composites already "
+                           "stored again, their language model's run kept (survey.towers)")
     observe_p.add_argument("--dask", metavar="ADDRESS", help="observe on the dask.distributed cluster at ADDRESS "
                            "(tcp://host:port; its workers need torch, transformers and this package)")
     judge_p = sub.add_parser("judge", help="refpos's side only: judge the stored observations, write the table")
@@ -143,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--jobs must be at least 1, got {args.jobs}")
         executor, closer = stored.executor_for(args.jobs, args.dask) if args.dask else (None, None)
         try:
-            wall = stored.observe_types(args.types or None, args.dir, args.jobs, args.again, executor)
+            wall = stored.observe_types(args.types or None, args.dir, args.jobs, args.again, executor,
+                                        towers=args.towers)
         finally:
             if closer is not None:
                 closer()

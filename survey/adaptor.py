@@ -122,14 +122,17 @@ def _from_records(config: dict[str, Any]) -> Resolution:
     from refpos.models.position_keys import ATTENTION_ONLY
 
     refused = refused_layers([r for r in answer.layers if r.stack in STACKS]) + refused + _unrun_sequence_stacks(towers)
-    notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, not compared (the survey "
-             "runs token ids only)" for stack in dict.fromkeys(r.stack for r in towers if r.kind != "unknown")]
+    notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, {NOT_RUN}"
+             for stack in dict.fromkeys(r.stack for r in towers if r.kind != "unknown")]
     part_paths = tuple(path + "." for _, path, _ in answer.parts)
     for key, what in answer.not_modelled.items():  # masks and scales are notes; any other key is a refusal
         in_a_part = key.startswith(part_paths)  # a network the survey does not run: noted, not compared
         (notes if in_a_part or key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
     return Resolution(tuple(layers), "; ".join(without_repeats(refused)) or None, None, tuple(notes))
 
+
+#: the end of the note on a tower's stack the token-id run does not reach (:mod:`survey.towers` runs it)
+NOT_RUN = "not compared (the survey runs token ids only)"
 
 #: the inputs that hold a token's place in the sequence (position ids, slots, the mask's running count)
 SEQUENCE = ("position_ids", "cache_position", "mask_cumsum")

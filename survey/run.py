@@ -35,7 +35,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny, within
+from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny, towers, within
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
 #: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one
@@ -188,6 +188,8 @@ class Observation:
     #: the networks beside the language model (a vision or audio tower), one probe per stack name as
     #: ``model_positions(...).parts`` names them; empty until an observer runs them
     stacks: dict[str, Any] = field(default_factory=dict)
+    #: a composite's towers run on their own inputs, by the path of their sub-config (:mod:`survey.towers`)
+    towers: dict[str, Any] = field(default_factory=dict)
 
 
 def survey_one(model_type: catalogue.ModelType) -> Row:
@@ -227,14 +229,14 @@ def observe_type(model_type: catalogue.ModelType) -> Observation:
         config, model, run, row.strength = build(config0)
         row.file = catalogue.modeling_file(type(model))
         row.observed = observed.observed_kinds(run)
-        return Observation(config.to_dict(), run, row)
+        return Observation(config.to_dict(), run, row, towers=observe_towers(config0, row))
     except probe.NotReached as exc:
         try:
             values, run, row.strength, note = build_language_model(config0, str(exc))
             row.file = catalogue.modeling_file(building.model_class(building.language_config(config0)))
             row.observed = observed.observed_kinds(run)
             row.notes.append(note)
-            return Observation(values, run, row)
+            return Observation(values, run, row, towers=observe_towers(config0, row))
         except probe.NotReached as inner:
             row.cause = f"transformers not run: {inner}"
             row.notes.append(row.cause)
@@ -248,6 +250,16 @@ def observe_type(model_type: catalogue.ModelType) -> Observation:
         row.cause = "survey failed: " + _one_line(exc)
         row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
     return Observation(_tiny_or_default(config0), None, row)
+
+
+def observe_towers(config0: Any, row: Row) -> dict[str, Any]:
+    """A composite's towers run on their own inputs (:func:`survey.towers.observe_towers`); a failure of the
+    survey's own code there is a note, and the language model's observation stands."""
+    try:
+        return towers.observe_towers(config0, MAX_PARAMETERS)
+    except Exception as exc:  # a bug of the survey itself must not lose the language model's run
+        row.notes.append("towers not observed: survey failed: " + _one_line(exc))
+        return {}
 
 
 def _tiny_or_default(config0: Any) -> dict[str, Any]:
@@ -279,7 +291,10 @@ def _judge(row: Row, seen: Observation) -> None:
     resolution = adaptor.resolve(seen.config)
     row.claimed = resolution.kinds
     row.layers = _layers_summary(resolution)
-    row.notes += list(resolution.notes)
+    tower_verdicts = _judge_towers(seen)
+    compared = tuple(v.stack for v in tower_verdicts)
+    row.notes += [note for note in resolution.notes if not _tower_note(note, compared)]
+    row.notes += [v.note for v in tower_verdicts]
     verdict = compare.compare(resolution, run) if run is not None and resolution.layers else None
     if run is not None:
         row.engine, row.fingerprint = seen.engine, observed.fingerprint(run)
@@ -303,6 +318,10 @@ def _judge(row: Row, seen: Observation) -> None:
         row.status, row.cause = "not reached", "refpos resolved no layer to compare"
         return
     row.max_error = verdict.max_error
+    wrong_towers = [v for v in tower_verdicts if v.status == "wrong"]
+    if wrong_towers and not verdict.mismatches:
+        row.status, row.cause = "wrong", wrong_towers[0].note
+        return
     if verdict.mismatches:
         first = verdict.mismatches[0]
         where = f"{first.stack} layer {first.index}" if first.index >= 0 else first.stack
@@ -316,6 +335,11 @@ def _judge(row: Row, seen: Observation) -> None:
         row.cause = unreached[0].cause if unreached else "refpos resolved no layer to compare"
         return
     row.mutants, row.survived = mutants.survivors(resolution, run)
+    exact_towers = [v for v in tower_verdicts if v.status == "exact"]
+    row.mutants += sum(v.tried for v in exact_towers)
+    row.survived += [f"{v.stack}: {name}" for v in exact_towers for name in v.survived]
+    errors = [e for e in (row.max_error, *(v.max_error for v in exact_towers)) if e is not None]
+    row.max_error = max(errors) if errors else None
     if row.survived:
         row.status = "not reached"
         row.cause = (f"{SURVIVED}: {len(row.survived)} of {row.mutants} wrong answers graded exact too ("
@@ -325,6 +349,27 @@ def _judge(row: Row, seen: Observation) -> None:
     row.notes += sorted({r.cause.split(": ", 1)[-1] if r.cause.startswith(("run A: ", "ids up to", "decoding",
                                                                            "packed", "left padded")) else r.cause
                          for r in verdict.layers if r.cause})[:8]
+
+
+def _judge_towers(seen: Observation) -> list[Any]:
+    """The composite's towers judged as its stacks (:func:`survey.towers.judge_towers`)."""
+    if not seen.towers:
+        return []
+    import refpos
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            parts = refpos.model_positions(seen.config).parts
+        except (ValueError, TypeError, KeyError):  # the row says why refpos refused
+            return []
+    return towers.judge_towers(seen.config, seen.towers, parts)
+
+
+def _tower_note(note: str, stacks: tuple[str, ...]) -> bool:
+    """Whether ``note`` is the resolution's "not compared" note of a stack in one of the compared ``stacks``."""
+    stack, _, rest = note.partition(" stack: ")
+    return rest.endswith(adaptor.NOT_RUN) and any(stack == s or stack.startswith(s + ".") for s in stacks)
 
 
 def _builds(config0: Any) -> bool:

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import tempfile
 import time
+import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +91,25 @@ def _observe_one(model_type: Any) -> tuple[str, bytes, float, str]:
     return model_type.name, store.to_bytes(seen), seen.row.seconds, seen.row.cause
 
 
+def _towers_one(model_type: Any, directory: Path) -> tuple[str, bytes | None, float, str]:
+    """Worker of ``observe --towers``: the stored observation of one model type with its composite's towers run
+    again (:func:`survey.run.observe_towers`; its language model's run kept); ``(name, bytes, seconds, what was
+    found)``, the bytes ``None`` for a model type with no language model's run (nothing to write back)."""
+    from survey import catalogue, store
+    from survey.run import observe_towers
+
+    quiet()
+    started = time.perf_counter()
+    seen = store.load(store.path_of(directory, model_type.name))
+    if seen.run is None:  # run on pixels as a whole, or not run: no towers apart
+        return model_type.name, None, time.perf_counter() - started, "no language model's run"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        seen.towers = observe_towers(catalogue.find(model_type.name).config(), seen.row)
+    found = ", ".join(f"{path} ({t.model or 'not run'})" for path, t in seen.towers.items()) or "no tower"
+    return model_type.name, store.to_bytes(seen), time.perf_counter() - started, found
+
+
 def executor_for(jobs: int, dask: str | None = None) -> tuple[Any, Any]:
     """``(executor, closer)``: a ``concurrent.futures`` executor running ``jobs`` processes
     (:class:`survey.workers.PoolExecutor`: spawned, each replaced after 50 model types, since transformers' modules
@@ -104,7 +127,7 @@ def executor_for(jobs: int, dask: str | None = None) -> tuple[Any, Any]:
 
 
 def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again: bool = False,
-                  executor: Any = None, echo: bool = True) -> float:
+                  executor: Any = None, echo: bool = True, towers: bool = False) -> float:
     """Observe the model types (all when ``names`` is None) into ``directory``: in this process when ``jobs``
     is 1 and no ``executor`` is given, else on ``executor`` (any ``concurrent.futures.Executor``: processes,
     threads, a dask.distributed cluster's :func:`executor_for`) or ``jobs`` processes of this machine.
@@ -112,6 +135,9 @@ def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again
     A model type already stored there is kept unless ``again`` (an interrupted run resumes: each model type
     is written as soon as it comes back). The model types the committed table shows refused by name come
     last: refpos's verdict on them needs no run of transformers.
+
+    ``towers``: only the towers of the model types stored already are run again (:mod:`survey.towers`), each
+    stored observation's language model run kept (a change to how towers are observed needs no new text run).
     """
     from survey import store
 
@@ -120,21 +146,27 @@ def observe_types(names: list[str] | None, directory: Path, jobs: int = 1, again
     started = time.perf_counter()
     refused = {r["model_type"] for r in table.load()["rows"] if r["status"] == "refused"}
     picked.sort(key=lambda t: t.name in refused)
-    tasks = [t for t in picked if again or not store.path_of(directory, t.name).exists()]
+    if towers:
+        tasks = [t for t in picked if store.path_of(directory, t.name).exists()]
+        work = partial(_towers_one, directory=directory)
+    else:
+        tasks = [t for t in picked if again or not store.path_of(directory, t.name).exists()]
+        work = _observe_one
     closer = None
     if executor is None and jobs > 1:
         executor, closer = executor_for(jobs)
     lost: list[str] = []
     try:
         if executor is None:
-            done = (_observe_one(t) for t in tasks)
+            done = (work(t) for t in tasks)
         else:
-            futures = {executor.submit(_observe_one, t): t.name for t in tasks}
+            futures = {executor.submit(work, t): t.name for t in tasks}
             done = workers.completed(futures, lost, echo)
         for i, (name, data, seconds, cause) in enumerate(done):
-            store.write_bytes(data, store.path_of(directory, name))
+            if data is not None:
+                store.write_bytes(data, store.path_of(directory, name))
             if echo:
-                print(f"[{i + 1}/{len(tasks)}] {name} observed ({seconds:.1f} s) {cause[:120]}", flush=True)
+                print(f"[{i + 1}/{len(tasks)}] {name} observed ({seconds:.1f} s) {cause[:160]}", flush=True)
     finally:
         if closer is not None:
             closer()

@@ -1,0 +1,163 @@
+"""The towers of a composite, run on their own inputs and judged as the composite's stacks.
+
+A composite (LLaVA, CLIP, Qwen3-VL, Qwen2-Audio …) is surveyed on token ids: its language model's layers are
+compared (:mod:`survey.compare`), and its vision or audio tower is never reached by a token id. So each tower is
+run as well, on the inputs its own forward takes, the way a vision or audio model type is
+(:func:`survey.pixels.build_pixels`): built at the survey's tiny geometry **from the composite's own
+sub-config** (what the composite ships, not the tower class's defaults) and run at its native size and at a size
+that forces its positions to be resampled.
+
+**Which sub-configs.** Every config the composite holds (:func:`survey.tiny.sub_config_names`), its language
+model's excepted (:func:`survey.building.language_path`), is tried; one whose forward takes no pixel, audio or
+feature input (a Q-Former, a text tower, a thinker that is itself a composite), or does not run on one alone (a
+VLM inside a retrieval model), is no tower, and its own sub-configs are tried in turn, down to :data:`DEPTH`
+levels; one that does not run and holds no tower that does is kept with the reason. Each tower is kept under its
+path of field names (``vision_config``, ``thinker_config.audio_config``): the path refpos names its part by
+(``refpos.model_positions(...).parts``). Nothing here asks refpos.
+
+**Judged** (:func:`judge_towers`): refpos is asked about the composite's config with the tower's config that ran in
+its place, and the records of the part's stack (``vision``, ``vision.input`` …) are judged against the tower's run
+by :func:`survey.pixel_compare.judge_records`, as a vision model type's are. A tower's wrong answer makes the row
+wrong; its wrong answers graded exact too (mutants that survive) make an exact row ``not reached``, as the language
+model's do; a tower refpos refuses, or the survey cannot run or compare, stays a note saying so.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from survey import pixels
+
+#: how deep into sub-configs the towers are looked for (Qwen2.5-Omni's ``thinker_config.audio_config``: 2)
+DEPTH = 2
+
+
+@dataclass
+class Tower:
+    """One tower of a composite, run on its own inputs: the config that ran (``None`` when none did), its record,
+    and why it did not run."""
+
+    path: str
+    config: dict[str, Any] | None = None
+    run: Any = None
+    model: str = ""
+    why: str = ""
+
+
+def observe_towers(config0: Any, max_parameters: int, skip: tuple[str, ...] | None = None) -> dict[str, Tower]:
+    """Every tower of ``config0`` (module docstring) by its path: run, or the reason it was not.
+
+    ``skip`` is the language model's path (:func:`survey.building.language_path`), never a tower."""
+    from survey import building, tiny
+
+    skip = building.language_path(config0) if skip is None else skip
+    towers: dict[str, Tower] = {}
+
+    def visit(config: Any, path: tuple[str, ...]) -> None:
+        for name in tiny.sub_config_names(config):
+            sub, where = getattr(config, name, None), (*path, name)
+            if sub is None or not hasattr(sub, "to_dict") or where == skip:
+                continue
+            key = ".".join(where)
+            try:
+                ran, model, record, _ = pixels.build_pixels(sub, max_parameters)
+            except Exception as exc:  # no tower, or one that did not run: its own sub-configs may be towers
+                held = len(towers)
+                if len(where) < DEPTH:
+                    visit(sub, where)
+                if len(towers) == held and not str(exc).startswith("its forward takes none"):
+                    why = str(exc) if isinstance(exc, pixels.NotRun) else f"{type(exc).__name__}: {exc}"
+                    towers[key] = Tower(key, why=why[:400])  # a tower that did not run, said so
+                continue
+            towers[key] = Tower(key, ran.to_dict() | {"model_type": sub.model_type}, record, type(model).__name__)
+
+    visit(config0, ())
+    return towers
+
+
+@dataclass
+class TowerVerdict:
+    """A part of refpos's answer judged against its tower's run: ``exact``, ``wrong``, ``not reached`` or
+    ``refused``, with the largest error, the wrong answers tried and those graded exact all the same."""
+
+    stack: str
+    status: str
+    note: str
+    max_error: float | None = None
+    tried: int = 0
+    survived: tuple[str, ...] = ()
+
+
+def in_place(config: dict[str, Any], path: str, sub: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` with the sub-config at dotted ``path`` replaced by ``sub``."""
+    out = copy.deepcopy(config)
+    owner = out
+    *parents, last = path.split(".")
+    for name in parents:
+        owner = owner[name]
+    owner[last] = sub
+    return out
+
+
+def judge_tower(config: dict[str, Any], stack: str, tower: Tower) -> TowerVerdict:
+    """refpos's answer for the part ``stack`` of the composite ``config``, with the tower's config that ran in
+    place, judged against the tower's run (module docstring)."""
+    import warnings
+
+    import refpos
+    from survey.pixel_compare import _refusals, judge_records
+
+    label = f"{stack} stack ({tower.path}"
+    if tower.run is None:
+        return TowerVerdict(stack, "not reached", f"{label}): not compared: its tower was not run ({tower.why})")
+    label += f", {tower.model} on its {tower.run.input_name})"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            answer = refpos.model_positions(in_place(config, tower.path, tower.config))
+        except (ValueError, TypeError, KeyError) as exc:
+            return TowerVerdict(stack, "refused", f"{label}: refpos: {type(exc).__name__}: {exc}"[:400])
+    records = [r for r in answer.layers if r.stack == stack or r.stack.startswith(stack + ".")]
+    part_keys = tuple(f"{path}." for name, path, _ in answer.parts if name == stack)
+    refused = [why for why in _refusals(_Part(records, answer, part_keys))]
+    if refused:
+        return TowerVerdict(stack, "refused", f"{label}: refused by refpos: " + "; ".join(refused))
+    if not records:
+        return TowerVerdict(stack, "not reached", f"{label}: refpos resolved no layer of it")
+    outcomes = judge_records(records, tower.run)
+    errors = [o.error for o in outcomes if o.error is not None]
+    largest = max(errors) if errors else None
+    tried = sum(o.tried for o in outcomes)
+    survived = tuple(name for o in outcomes for name in o.survived)
+    for status in ("wrong", "not reached"):
+        found = next((o for o in outcomes if o.status == status), None)
+        if found is not None:
+            return TowerVerdict(stack, status, f"{label}: {found.cause}", largest, tried, survived)
+    error = "" if largest is None else f", max error {largest:.3g}"
+    return TowerVerdict(stack, "exact", f"{label}: compared, exact{error}, {tried} wrong answers tried",
+                        largest, tried, survived)
+
+
+@dataclass
+class _Part:
+    """The part of an answer :func:`survey.pixel_compare._refusals` reads: the part's records and the keys it
+    does not model under the part's path."""
+
+    layers: list[Any]
+    answer: Any
+    keys: tuple[str, ...]
+
+    @property
+    def model_type(self) -> str:
+        return self.answer.model_type
+
+    @property
+    def not_modelled(self) -> dict[str, str]:
+        return {key: what for key, what in self.answer.not_modelled.items() if key.startswith(self.keys)}
+
+
+def judge_towers(config: dict[str, Any], towers: dict[str, Tower], parts: Any) -> list[TowerVerdict]:
+    """One verdict per part of refpos's answer (``(stack, path, model type)``) whose tower was observed."""
+    return [judge_tower(config, stack, towers[path]) for stack, path, _ in parts if path in towers]
