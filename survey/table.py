@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,33 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     for row in rows:
         out[row["status"]] += 1
     return out
+
+
+#: a note on a composite's tower (:mod:`survey.towers`): ``vision stack (vision_config, CLIPVisionModel on …): …``
+TOWER_NOTE = re.compile(r"^[\w.]+ stack \((?P<path>[\w.]+)(, [^)]*)?\): (?P<what>.*)$")
+#: a tower's outcome by how its note goes on
+TOWER_OUTCOMES = (("compared, exact", "compared and exact"), ("refused by refpos", "refused by refpos"),
+                  ("refpos:", "refused by refpos"), ("not compared: its tower was not run", "not run"))
+
+
+def _tower_notes(row: dict[str, Any]) -> list[str]:
+    return [m["what"] for note in row["notes"] if (m := TOWER_NOTE.match(note))]
+
+
+def _has_tower(row: dict[str, Any]) -> bool:
+    return bool(_tower_notes(row))
+
+
+def tower_outcomes(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many composites' towers (:mod:`survey.towers`) came out each way: compared and exact, refused by refpos,
+    not run, and otherwise (wrong, or a kind the survey does not compare) by the row's note."""
+    found: dict[str, int] = {}
+    for row in rows:
+        for what in _tower_notes(row):
+            label = next((name for start, name in TOWER_OUTCOMES if what.startswith(start)),
+                         "wrong" if row["status"] == "wrong" and row["cause"].endswith(what) else "not compared")
+            found[label] = found.get(label, 0) + 1
+    return found
 
 
 def encoding_of(row: dict[str, Any]) -> str:
@@ -245,6 +273,13 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
                   "pixel values or audio, their validators tie the language model to a tower, a tower needs a "
                   "package not installed): their language model was run alone, built from their `text_config`, "
                   "and compared with refpos's answer for the composite (each such row notes it)."]
+    towers = tower_outcomes(rows)
+    if towers:
+        lines += ["", f"{sum(towers.values())} towers of {sum(map(_has_tower, rows))} composite model types (a vision "
+                  "or audio network beside the language model) were run on their own inputs, each built from the "
+                  "composite's own sub-config, and judged as the composite's stack (`survey/towers.py`): "
+                  + ", ".join(f"{n} {what}" for what, n in towers.items())
+                  + ". A wrong tower makes its row wrong; the rows' notes say each tower's outcome."]
     within = sum(encoding_of(row) == WITHIN + "its composite" for row in rows)
     if within:
         lines += ["", f"{within} model types are parts without a model class of their own (a prompt encoder, a mask "

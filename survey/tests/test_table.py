@@ -200,3 +200,16 @@ def test_a_composite_that_does_not_run_is_run_as_its_language_model(monkeypatch)
     monkeypatch.setattr(run, "build", fails)
     with pytest.raises(probe.NotReached, match="pixel_values missing; its language model alone: no geometry"):
         run.build_language_model(Composite(), "pixel_values missing")
+
+
+def test_tower_outcomes_are_counted_by_their_notes():
+    """The page counts a composite's towers (survey/towers.py) by how each one's note goes on: compared and
+    exact, refused by refpos, not run; wrong where the row's cause is the tower's note."""
+    exact = "vision stack (vision_config, CLIPVisionModel on its pixel_values): compared, exact, 6 wrong answers tried"
+    wrong = "vision stack (vision_config, ViTModel on its pixel_values): no position table of 5 × 8 entries"
+    rows = [{"status": "exact", "cause": "", "notes": [exact, "audio stack (audio_config): not compared: its tower "
+                                                       "was not run (no geometry)", "decoder layer 0: a note"]},
+            {"status": "wrong", "cause": wrong, "notes": [wrong]},
+            {"status": "exact", "cause": "", "notes": ["vision stack (vision_config, X on its pixel_values): refused "
+                                                       "by refpos: a key"]}]
+    assert table.tower_outcomes(rows) == {"compared and exact": 1, "not run": 1, "wrong": 1, "refused by refpos": 1}
