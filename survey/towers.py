@@ -32,6 +32,10 @@ from survey import pixels
 
 #: how deep into sub-configs the towers are looked for (Qwen2.5-Omni's ``thinker_config.audio_config``: 2)
 DEPTH = 2
+#: the most patches a tower's image is cut into (a 64 × 64 grid: Pixtral's own default, 1024 pixels of 16); a tower
+#: whose ``image_size`` gives more (LightOnOCR's Pixtral at 1540 pixels of 14: 110 × 110, nine times the attention)
+#: is run at the largest multiple of its patch size within it, its config saying so to refpos as to the model
+MAX_PATCHES = 64 * 64
 
 
 @dataclass
@@ -44,6 +48,21 @@ class Tower:
     run: Any = None
     model: str = ""
     why: str = ""
+    #: how its config was changed to bound the run (:func:`within_patches`), or ``""``
+    bounded: str = ""
+
+
+def within_patches(config: Any) -> tuple[Any, str]:
+    """``(config, what changed)``: ``config`` itself, or a copy whose ``image_size`` is cut to the largest
+    multiple of its ``patch_size`` giving at most :data:`MAX_PATCHES` patches (an int size and patch; a pair, or
+    no size, is left as it is)."""
+    size, patch = getattr(config, "image_size", None), getattr(config, "patch_size", None)
+    if not isinstance(size, int) or not isinstance(patch, int) or patch <= 0 or (size // patch) ** 2 <= MAX_PATCHES:
+        return config, ""
+    side = int(MAX_PATCHES**0.5) * patch
+    bounded = copy.deepcopy(config)
+    bounded.image_size = side
+    return bounded, f"image_size {size} run as {side}: at most {MAX_PATCHES} patches"
 
 
 def observe_towers(config0: Any, max_parameters: int, skip: tuple[str, ...] | None = None) -> dict[str, Tower]:
@@ -61,6 +80,7 @@ def observe_towers(config0: Any, max_parameters: int, skip: tuple[str, ...] | No
             if sub is None or not hasattr(sub, "to_dict") or where == skip:
                 continue
             key = ".".join(where)
+            sub, bounded = within_patches(sub)
             try:
                 ran, model, record, _ = pixels.build_pixels(sub, max_parameters)
             except Exception as exc:  # no tower, or one that did not run: its own sub-configs may be towers
@@ -71,7 +91,8 @@ def observe_towers(config0: Any, max_parameters: int, skip: tuple[str, ...] | No
                     why = str(exc) if isinstance(exc, pixels.NotRun) else f"{type(exc).__name__}: {exc}"
                     towers[key] = Tower(key, why=why[:400])  # a tower that did not run, said so
                 continue
-            towers[key] = Tower(key, ran.to_dict() | {"model_type": sub.model_type}, record, type(model).__name__)
+            towers[key] = Tower(key, ran.to_dict() | {"model_type": sub.model_type}, record, type(model).__name__,
+                                bounded)
 
     visit(config0, ())
     return towers
@@ -112,7 +133,7 @@ def judge_tower(config: dict[str, Any], stack: str, tower: Tower) -> TowerVerdic
     label = f"{stack} stack ({tower.path}"
     if tower.run is None:
         return TowerVerdict(stack, "not reached", f"{label}): not compared: its tower was not run ({tower.why})")
-    label += f", {tower.model} on its {tower.run.input_name})"
+    label += f", {tower.model} on its {tower.run.input_name}" + (f"; {tower.bounded}" if tower.bounded else "") + ")"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -66,3 +66,15 @@ def test_in_place_replaces_a_nested_sub_config_and_leaves_the_original():
     config = {"a": {"b": {"x": 1}, "c": 2}}
     out = towers.in_place(config, "a.b", {"x": 3})
     assert out == {"a": {"b": {"x": 3}, "c": 2}} and config == {"a": {"b": {"x": 1}, "c": 2}}
+
+
+def test_a_tower_image_past_the_patch_bound_is_run_smaller_and_said_so():
+    from types import SimpleNamespace
+
+    big = SimpleNamespace(image_size=1540, patch_size=14)
+    bounded, what = towers.within_patches(big)
+    assert bounded.image_size == 64 * 14 and big.image_size == 1540
+    assert what == f"image_size 1540 run as {64 * 14}: at most {towers.MAX_PATCHES} patches"
+    for kept in (SimpleNamespace(image_size=1024, patch_size=16), SimpleNamespace(image_size=(1540, 1540),
+                                                                                   patch_size=14)):
+        assert towers.within_patches(kept) == (kept, "")
