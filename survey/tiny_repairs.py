@@ -93,6 +93,18 @@ def _sam2_size(values: dict[str, Any]) -> dict[str, Any]:
             "prompt_encoder_config": {**prompt, "image_size": SAM_IMAGE}}
 
 
+def _sam3_tracker_width(values: dict[str, Any]) -> dict[str, Any]:
+    """SAM 3 tracker's ViT narrowed to 4 heads of its 64 channels (256 wide), its image size kept (1008: the 72 × 72
+    patch map its table is tiled over and its mask decoder's grid): the patch map's captures then fit the survey's
+    bound on a kept tensor, and the heads' rotation is the same."""
+    vision = values["vision_config"]
+    backbone = vision["backbone_config"]
+    head = backbone["hidden_size"] // backbone["num_attention_heads"]
+    return {"vision_config": {**vision, "backbone_config": {**backbone, "hidden_size": 4 * head,
+                                                            "num_attention_heads": 4,
+                                                            "intermediate_size": 8 * head}}}
+
+
 #: PatchTST's table width when shrunk: 32 patches of 16 channels (see :func:`_standardized_table`)
 PATCHTST_WIDTH = 16
 
@@ -171,10 +183,17 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     "sam": ("its model refuses any image size but the configured one", _sam_size),
     "sam_hq": ("its model refuses any image size but the configured one", _sam_size),
     "sam2": ("its mask decoder reads the prompt encoder's grid of the configured image size", _sam2_size),
+    "sam3_tracker": ("its ViT keeps its full width (1024) at the tiny geometry: 72 × 72 patches of it exceed the "
+                     "survey's bound on a kept tensor", _sam3_tracker_width),
     "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",
                 lambda values: {"sliding_window": values.get("sliding_window") or values["max_position_embeddings"]}),
     # timm's backbone wrapper names the architecture it builds in `backbone`, which its class leaves None: named as
     # timm's ResNet-18 (no weights are loaded; the row is refused by name whatever the architecture)
+    # V-JEPA 2's attention splits each token's index along crop_size / patch_size patches a side (16 by default):
+    # the 64-pixel clip the survey feeds (4 × 4 patches of one tubelet of its 2 frames) would hold every frame and row
+    # index at 0, where a rotation of the wrong axis looks right; stated as 4 patches a side and 2 tubelets
+    "vjepa2": ("its clip's frame and row indices are all 0 at the survey's size, hiding an axis swapped",
+               lambda values: {"crop_size": 4 * values["patch_size"], "frames_per_clip": 2 * values["tubelet_size"]}),
     "timm_backbone": ("its class names no timm architecture, and the wrapper builds none without one",
                       lambda values: {"backbone": values.get("backbone") or "resnet18"}),
 }

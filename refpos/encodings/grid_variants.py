@@ -70,7 +70,8 @@ GRID_VARIANTS: dict[str, GridVariant] = {v.name: v for v in (
     GridVariant("bicubic", "bicubic", False, False, None, True, "table", _VIT_FAMILY,
                 "models/vit/modeling_vit.py: ViTEmbeddings.interpolate_pos_encoding",
                 note="the extra rows: CLS (DeiT: CLS and distillation; YOLOS: CLS before, detection tokens after, "
-                     "a non-square source grid); SAM2's Hiera adds a tiled window table afterwards (not here)"),
+                     "a non-square source grid); SAM 2's Hiera adds a tiled window table afterwards "
+                     "(refpos.encodings.grid_windowed)"),
     GridVariant("bicubic_grid_only", "bicubic", False, False, None, False, "table", ("seggpt", "vitdet", "lw_detr"),
                 "models/vitdet/modeling_vitdet.py: VitDetEmbeddings.get_absolute_positions",
                 note="the CLS row (where the table has one) is left out and the grid returned alone"),

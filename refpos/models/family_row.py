@@ -36,7 +36,8 @@ the encoding, the stacks and the facts of each kind (``encoding``, ``stacks``, `
 ``count``
     ``"layer_types"``: the number of layers is the length of the layer types (the layer-count key is ignored, as
     the config class does); ``"per_encoder"``: the layer-count key is a dict of each encoder's count (LXMERT's
-    language, vision and cross-modality layers), and the layers are all of them.
+    language, vision and cross-modality layers), and the layers are all of them; ``"blocks_per_stage"``: the
+    layers are the sum of the config's ``blocks_per_stage`` (SAM 2's Hiera, stages of their own block counts).
 ``width_factor``
     The attention's input is this many times the hidden width (Zamba2's shared attention runs on
     ``[hidden; embeddings]``: 2), so its head size is ``width_factor · hidden_size / num_attention_heads``.
@@ -176,7 +177,7 @@ class Family:
                   "rope_dict": self.rope_dict <= set(ROPE_DICT_RULES),
                   "source": self.source == STATED or bool(SOURCE_FORM.fullmatch(self.source)),
                   "stacks": self.stacks in STACKS,
-                  "count": self.count in (None, "layer_types", "per_encoder"),
+                  "count": self.count in (None, "layer_types", "per_encoder", "blocks_per_stage"),
                   "encoder": self.encoder is None or "encoder" in STACKS.get(self.stacks, ()),
                   "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
                   "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),

@@ -36,7 +36,13 @@ def _nested(cfg: Mapping[str, Any], key: str) -> Any:
 def layer_count(cfg: Mapping[str, Any], family: Family | None = None) -> int:
     """The number of layers: the first of :data:`LAYER_COUNT_KEYS` (the sum of its counts for a family whose
     config counts them per encoder in a dict, ``count = "per_encoder"``), or the length of the layer types for a
-    family whose config class counts them (``count = "layer_types"``)."""
+    family whose config class counts them (``count = "layer_types"``), or the sum of the blocks of each stage
+    (``count = "blocks_per_stage"``: SAM 2's Hiera)."""
+    if family is not None and family.count == "blocks_per_stage" and isinstance(cfg.get("blocks_per_stage"), list):
+        blocks = cfg["blocks_per_stage"]
+        for i, count in enumerate(blocks):
+            check_size(f"blocks_per_stage[{i}]", count, maximum=MAX_LAYERS, bytes_each=200, what="layer schedule")
+        return check_size("blocks_per_stage", sum(blocks), maximum=MAX_LAYERS, bytes_each=200, what="layer schedule")
     if family is not None and family.count == "layer_types":
         types = layer_types(cfg, family, None)
         if types is not None:

@@ -139,15 +139,93 @@ def _perceiver_anchors() -> list[Anchor]:
     ]
 
 
+#: model type -> (its modeling module, its class prefix): the SAM 2-style composites, each with its own prompt encoder
+#: (its G a buffer of (2, hidden_size // 2)) and its own shared_image_embedding for the mask decoder's grid
+SAM2_STYLE = {"sam2": ("sam2.modeling_sam2", "Sam2"), "sam2_video": ("sam2_video.modeling_sam2_video", "Sam2Video"),
+              "sam3_tracker": ("sam3_tracker.modeling_sam3_tracker", "Sam3Tracker"),
+              "sam3_tracker_video": ("sam3_tracker_video.modeling_sam3_tracker_video", "Sam3TrackerVideo"),
+              "edgetam": ("edgetam.modeling_edgetam", "EdgeTam"),
+              "edgetam_video": ("edgetam_video.modeling_edgetam_video", "EdgeTamVideo")}
+
+
+def _sam2_style_anchors() -> list[Anchor]:
+    """Each SAM 2-style composite's prompt encoder on whole-pixel points and a box (its corners), in an image of its
+    config's size, and its model's image-wide grid at the prompt encoder's embedding size: the label embeddings the
+    encoder adds (point_embed rows 1, 2 and 3) taken off, the rest is the Fourier features."""
+    from transformers import AutoConfig
+
+    from refpos.encodings.fourier import grid_centre_coordinates
+
+    rng = np.random.default_rng(6)
+    anchors = []
+    for model, (module, prefix) in SAM2_STYLE.items():
+        config = AutoConfig.for_model(f"{model}_prompt_encoder")
+        size, side = config.image_size, config.image_size // config.patch_size
+        points = np.floor(rng.random((1, 1, 3, 2)) * size)
+        box = np.floor(rng.random((1, 1, 4)) * size)
+        torch.manual_seed(7)
+        encoder = _import(f"{module}:{prefix}PromptEncoder")(config)
+        gaussian = encoder.shared_embedding.positional_embedding.detach().double().numpy()
+        label = encoder.point_embed.weight.detach()
+
+        def through_points(e: object = encoder, p: np.ndarray = points, w: object = label) -> object:
+            with torch.no_grad():
+                return e._embed_points(torch.from_numpy(p).float(), torch.ones(1, 1, 3, dtype=torch.long),
+                                       pad=False) - w[1]
+
+        def through_box(e: object = encoder, b: np.ndarray = box, w: object = label) -> object:
+            with torch.no_grad():
+                corners = e._embed_boxes(torch.from_numpy(b).float())[:, :, :2]  # the padding point is no corner
+                return corners - w[2:4]
+
+        owner_class = _import(f"{module}:{prefix}Model")
+
+        def grid(e: object = encoder, model_class: type = owner_class, n: int = side) -> object:
+            owner = SimpleNamespace(shared_image_embedding=e.shared_embedding,
+                                    prompt_encoder=SimpleNamespace(image_embedding_size=(n, n)))
+            with torch.no_grad():
+                return model_class.get_image_wide_positional_embeddings(owner)[0].permute(1, 2, 0)
+
+        centres = np.asarray(grid_centre_coordinates(side, side, xp=np))
+        anchors += [
+            Anchor(f"{model}: {prefix}PromptEncoder._embed_points, points in pixels of {size} (float32)",
+                   FourierInputs("sam_prompts", points, gaussian, image_size=(size, size)), through_points, "float32"),
+            Anchor(f"{model}: {prefix}PromptEncoder._embed_boxes, a box's corners in pixels of {size} (float32)",
+                   FourierInputs("sam_prompts", box.reshape(1, 1, 2, 2), gaussian, image_size=(size, size)),
+                   through_box, "float32"),
+            Anchor(f"{model}: {prefix}Model.get_image_wide_positional_embeddings, {side} × {side} (float32)",
+                   FourierInputs("sam", centres, gaussian), grid, "float32")]
+    return anchors
+
+
 ANCHORS = _sam_anchors() + _prompt_and_grid_anchors() + _perceiver_anchors()
+SAM2_STYLE_ANCHORS = _sam2_style_anchors()
 
 
-@pytest.mark.parametrize("anchor", ANCHORS, ids=anchor_ids(ANCHORS))
+@pytest.mark.parametrize("anchor", ANCHORS + SAM2_STYLE_ANCHORS, ids=anchor_ids(ANCHORS + SAM2_STYLE_ANCHORS))
 def test_refpos_equals_the_library_within_the_bound(anchor):
     _, ratio = anchor.error()
     assert ratio <= 1.0, f"{anchor.name}: error {ratio:.3g} times the bound"
 
 
+@pytest.mark.parametrize("anchor", SAM2_STYLE_ANCHORS, ids=anchor_ids(SAM2_STYLE_ANCHORS))
+def test_every_catalogued_mistake_lies_outside_the_bound_of_the_library(anchor):
+    """Each mistake the catalogue holds for the anchor's form, computed on its inputs, differs from what transformers
+    computed by more than the bound somewhere: the bound that lets a float32 port through tells them apart."""
+    from refpos.encodings.fourier_mistakes import FOURIER_MISTAKES
+
+    theirs = anchor.library().detach().double().numpy()
+    _, bound = anchor.inputs.reference()
+    tried = 0
+    for mistake in FOURIER_MISTAKES:
+        wrong = mistake.compute(anchor.inputs)
+        if wrong is None:
+            continue
+        tried += 1
+        assert np.max(np.abs(np.asarray(wrong[0], dtype=np.float64) - theirs) / bound) > 1.0, mistake.name
+    assert tried >= 5, anchor.name
+
+
 def largest_errors() -> dict[str, tuple[str, float, float]]:
     """anchor name -> (dtype, largest error, largest error / bound): the numbers docs/fourier.md reports."""
-    return {a.name: (a.dtype, *a.error()) for a in ANCHORS}
+    return {a.name: (a.dtype, *a.error()) for a in ANCHORS + SAM2_STYLE_ANCHORS}

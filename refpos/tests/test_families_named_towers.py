@@ -5,7 +5,7 @@ and none resolves as "not in the family table".
 The anchors read transformers' own code: each type's default config (its class's, as a ``config.json`` writes it)
 resolves without an unknown network; the Perception Encoder's rotation pairs ``(x[2j], x[2j + 1])`` (the row's
 ``interleaved``); EdgeTAM's mask decoder, prompt encoder and Fourier features are SAM 2's line for line (the rows
-repeat SAM 2's refusals); GLM-5.3-Flash's language model takes no RoPE; Qwen3-Omni-MoE's talker runs the thinker's
+read SAM 2's Fourier features); GLM-5.3-Flash's language model takes no RoPE; Qwen3-Omni-MoE's talker runs the thinker's
 attention and M-RoPE module.
 """
 

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 from refpos.backend import Array
 from refpos.encodings.grid import packed_position_rows, patch_grid
 from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
+from refpos.encodings.grid_windowed import windowed_position_grid
 from refpos.encodings.sinusoidal import sinusoidal
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
@@ -87,7 +88,11 @@ class GridFacts:
     with carries as its position (Inkling2's ``cls_position_embedding``); ``sides``: the keys of the table's rows
     and columns where the config states them apart (Kimi K2.5's ``pos_emb_height``, ``pos_emb_width``), read in
     place of the image and patch sizes (``defaults`` then their class defaults); its code resamples the table as a
-    square of the first side, so two sides that differ are not modelled.
+    square of the first side, so two sides that differ are not modelled. ``window``: ``[table key, window key]``
+    where a learned window table is tiled over the resampled grid (SAM 2's Hiera,
+    :mod:`refpos.encodings.grid_windowed`): the first key holds the table's grid ``(M_h, M_w)`` (read in place of
+    the image and patch sizes), the second the window sides per stage, whose first is the window table's side
+    ``m``; ``window_default`` their class defaults.
     """
 
     way: str = "bicubic"
@@ -110,9 +115,11 @@ class GridFacts:
     frames_default: int | None = None
     class_row: str | None = None
     sides: tuple[str, str] | None = None
+    window: tuple[str, str] | None = None
+    window_default: tuple[Any, Any] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("defaults", "sides"):
+        for name in ("defaults", "sides", "window", "window_default"):
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
 
@@ -131,6 +138,10 @@ class GridFacts:
                    "grid.class_row (a packed tower's: the name of its weight)", self.class_row)
         check_fact(where, self.sides is None or (len(self.sides) == 2 and self.positions is None),
                    "grid.sides ([rows key, columns key], without positions)", self.sides)
+        check_fact(where, self.window is None or (len(self.window) == 2 and self.way == "bicubic" and self.prefix == 0
+                                                  and not self.packed and self.sides is None
+                                                  and self.positions is None),
+                   "grid.window ([table key, window key] of a bicubic grid without extra rows)", self.window)
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,8 @@ class GridLayer(LayerRecord):
     clips: bool = True
     frames: int = 0
     class_row: str = ""
+    #: the side ``m`` of a learned window table tiled over the resampled grid (SAM 2's Hiera; 0: none)
+    window: int = 0
     kind: ClassVar[str] = "grid"
 
     @property
@@ -177,6 +190,8 @@ class GridLayer(LayerRecord):
                     **({"class_row": f"each image starts with a class token carrying the weight {self.class_row}"}
                        if self.class_row else {})}
                    if self.packed else {}),
+                **({"window_table": [self.window, self.window], "window_read": "tiled: patch (i, j) adds row "
+                    "(i mod m, j mod m)"} if self.window else {}),
                 "resampled": "never: the input must have the native grid" if variant is None else
                 ("on every call" if self.always else "when the forward is called with interpolate_pos_encoding"),
                 **({} if variant is None else {"read": variant.read, "mode": variant.mode,
@@ -185,14 +200,22 @@ class GridLayer(LayerRecord):
                                                 "scale_factor_offset": variant.scale_factor_offset,
                                                 "keep_extra": variant.keep_extra})}
 
-    def reference(self, table: Array, grid: tuple[int, int]) -> Array:
-        """The positions added to an input of patch grid ``grid = (h, w)``: the trained ``table``
+    def reference(self, table: Array, grid: tuple[int, int], *, window_table: Array | None = None) -> Array:
+        r"""The positions added to an input of patch grid ``grid = (h, w)``: the trained ``table``
         ``(table_rows, dim)`` resampled by the way (:meth:`GridVariant.resample`), its extra rows kept apart;
-        a fixed table is returned as it is, at its own grid only."""
+        a fixed table is returned as it is, at its own grid only. Where a window table is tiled over the grid
+        (:attr:`window`), ``window_table`` ``(m·m, dim)`` is that table and the rows are
+        :func:`~refpos.encodings.grid_windowed.windowed_position_grid`'s,
+        :math:`P_{i,j} = \mathcal{R}_{h,w}(B)_{i,j} + W_{i \bmod m,\ j \bmod m}`."""
         rows = getattr(table, "shape", (None, None))
         if len(rows) != 2 or rows[0] != self.table_rows:
             raise ValueError(f"table must have shape ({self.table_rows}, dim) for the {self.stack} grid "
                              f"{self.grid} with {self.prefix} + {self.suffix} extra rows, got {tuple(rows)}")
+        if bool(self.window) != (window_table is not None):
+            has = f"tiles a {self.window} × {self.window} window table" if self.window else "has no window table"
+            raise ValueError(f"window_table: the {self.stack} grid {has}; give it exactly when it has one")
+        if self.window:
+            return windowed_position_grid(table, window_table, grid, source_grid=self.grid, window_side=self.window)
         if self.variant is None:
             if tuple(grid) != self.grid:
                 raise ValueError(f"grid: the {self.stack} table is not resampled, its input must have the native "
@@ -254,6 +277,13 @@ def build(stack: Stack) -> list[LayerRecord]:
             stack.not_modelled[view.name(facts.sides[1])] = (
                 f"{grid[1]} columns beside {grid[0]} rows: the code resamples the table as a square of "
                 f"{view.name(facts.sides[0])} a side, which refpos models only for a square table")
+    elif facts.window is not None:  # the background's cells (M_h, M_w), stated in the config
+        default = (facts.window_default or (None, None))[0]
+        cells = view.value(facts.window[0], default)
+        pair = list(cells) if isinstance(cells, list | tuple) else [cells, cells]
+        if len(pair) != 2:
+            raise ValueError(f"{view.name(facts.window[0])} must be an int or a pair (rows, columns), got {cells!r}")
+        grid = tuple(check_int(view.name(facts.window[0]), v, minimum=1) for v in pair)
     else:
         image, patch = facts.defaults or (None, None)
         grid = image_grid(view, facts.image, facts.patch, image_default=image, patch_default=patch)
@@ -274,8 +304,15 @@ def build(stack: Stack) -> list[LayerRecord]:
                       dim=stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1),
                       always=facts.always, packed=facts.packed, merge=merge, clips=facts.clips,
                       frames=0 if facts.frames is None else view.int(facts.frames, facts.frames_default, minimum=1),
-                      class_row=facts.class_row or "",
+                      class_row=facts.class_row or "", **_window(view, facts),
                       reads=(("rows", ("video_grid",) if facts.packed else ("image_grid",)),))]
+
+
+def _window(view: ConfigView, facts: GridFacts) -> dict[str, int]:
+    """``{"window": m}``: the first entry of the window sides per stage, where the row tiles a window table."""
+    sides = None if facts.window is None else view.value(facts.window[1], (facts.window_default or (0, 0))[1])
+    first = sides[0] if isinstance(sides, list | tuple) and sides else sides
+    return {} if facts.window is None else {"window": check_int(view.name(facts.window[1]), first, minimum=1)}
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:
