@@ -95,6 +95,28 @@ def test_an_architecture_transformers_does_not_know_is_built_from_its_published_
     assert found.config.rope_theta == 640000 and found.config.num_key_value_heads == 8
 
 
+def test_a_published_config_is_asked_before_a_transformers_class_defaults():
+    pytest.importorskip("vllm", reason="the registry is vLLM's")
+    architecture = next(a for a in configs.architectures() if a.name == "MiniMaxM2ForCausalLM")
+    found = configs.config_for(architecture)
+    assert found is not None and found.origin.startswith("published config.json"), found
+    assert type(found.config).__name__ == "MiniMaxM2Config", "read by transformers' class of its model type"
+    assert found.config.rotary_dim == 64, "the key the class defaults lack and vLLM's model reads"
+
+
+def test_a_published_fp8_release_is_built_without_its_weight_quantization():
+    pytest.importorskip("vllm", reason="the build is vLLM's")
+    from survey.vllm_engine import engine, run
+
+    engine.start()
+    architecture = next(a for a in configs.architectures() if a.name == "MiniMaxM2ForCausalLM")
+    assert configs.config_for(architecture).config.quantization_config["quant_method"] == "fp8"
+    seen = run.observe(architecture)
+    assert seen.run is not None and seen.row.cause == "", seen.row.cause
+    assert "quantization_config" not in seen.config
+    assert any(note.startswith("quantization_config: the checkpoint's") for note in seen.row.notes)
+
+
 def test_an_architecture_vllms_own_config_class_names_is_built_from_its_defaults():
     pytest.importorskip("vllm", reason="the config class is vLLM's")
     architecture = next(a for a in configs.architectures() if a.name == "DeepseekVLV2ForCausalLM")

@@ -17,7 +17,9 @@ architecture of it (:func:`architectures`) and finds the config a checkpoint of 
 5. a published ``config.json`` of the architecture itself, stored as ``survey/vllm_engine/published/<name>.json``
    (:func:`published_config`: the config as its authors ship it and where it was read, repository, path and
    commit), read the same way: a model type transformers does not know is a plain ``PretrainedConfig`` of the
-   dict's keys;
+   dict's keys. A stored record is asked before rules 1-4: a config class's defaults may lack keys every
+   published checkpoint states and vLLM's model code reads (GLM-4.5's ``head_dim``, MiniMax-M2's ``rotary_dim``),
+   which the published config carries, read by the same class;
 6. for a speculative head vLLM builds from its target's checkpoint (DeepSeek's, GLM's ... multi-token prediction
    layers), the target's config as vLLM rewrites it for the head (:func:`speculative_heads`);
 7. for an EAGLE or DFlash draft ``Eagle<A>`` / ``Eagle3<A>`` / ``DFlash<A>``, the config rules 1-5 find for
@@ -166,6 +168,12 @@ def config_for(architecture: Architecture, heads: bool = True) -> Found | None:
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
+    published = published_config(architecture.name)
+    if published is not None:  # rule 5, asked first: what a checkpoint states over a class's defaults
+        values, source = published
+        model_type = str(values["model_type"])
+        return Found(register_remote(model_type).from_dict(values), model_type,
+                     "published config.json (" + describe(source) + ")")
     model_type = _model_type_of(architecture)
     origin = "transformers' auto class " + architecture.name
     module = architecture.module.rsplit(".", 1)[-1]
@@ -192,12 +200,6 @@ def config_for(architecture: Architecture, heads: bool = True) -> Found | None:
         model_type = str(values["model_type"])
         return Found(register_remote(model_type).from_dict(values), model_type,
                      "public config.json (" + remote["source"] + ")")
-    published = published_config(architecture.name)
-    if published is not None:
-        values, source = published
-        model_type = str(values["model_type"])
-        return Found(register_remote(model_type).from_dict(values), model_type,
-                     "published config.json (" + describe(source) + ")")
     target = eagle_target(architecture.name) if heads else None
     found = config_for(target, heads=False) if target is not None else None
     if found is not None:

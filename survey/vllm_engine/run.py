@@ -37,6 +37,9 @@ STRENGTHS = ("tiny", "widths")
 #: group, as DeepSeek-V2-Lite's config.json states. The experts' output is zeros here
 #: (:func:`survey.vllm_engine.engine.start`), so no position the survey compares depends on them
 ROUTER = {"n_group": 1, "topk_group": 1}
+#: a checkpoint's weight quantization (a published FP8 release's ``quantization_config``): not built, as the
+#: survey builds float32 weights of its own, which vLLM's quantized layers refuse on the CPU; no position depends on it
+QUANTIZATION = "quantization_config"
 #: groups whose architectures run other code than vLLM's own model classes
 BACKEND = "transformers backend"
 #: the group of the drafts a speculative decoder proposes tokens with (built as drafts of themselves)
@@ -57,6 +60,7 @@ def _build_and_probe(architecture: configs.Architecture, config0: Any) -> tuple[
             config = tiny.shrink(config0, strength)
             values = config.to_dict()
             values["architectures"] = [architecture.name]
+            values.pop(QUANTIZATION, None)
             values.update({k: v for k, v in ROUTER.items() if k in values and values[k] is None})
             with tempfile.TemporaryDirectory(prefix="refpos-vllm-") as directory, engine.isolated():
                 (Path(directory) / "config.json").write_text(json.dumps(values, default=str), encoding="utf-8")
@@ -96,6 +100,8 @@ def observe(architecture: configs.Architecture) -> Observation:
         return Observation({}, None, row, engine=ENGINE)
     row.model_type = found.model_type
     row.notes.append(f"config: {found.origin}")
+    if getattr(found.config, QUANTIZATION, None):
+        row.notes.append(f"{QUANTIZATION}: the checkpoint's weight quantization, not built (float32 weights)")
     if found.head_of:
         row.cause = (f"a speculative head of {found.head_of}: its layers are the target's multi-token prediction "
                      "layers, numbered after the target's decoder layers, which refpos's answer for the target's "
