@@ -17,7 +17,8 @@ from refpos.rope.vision3d import VisionRope3D
 
 VLM = json.loads(resources.files("refpos").joinpath("data/vlm_configs.json").read_text(encoding="utf8"))
 VJEPA2 = {"model_type": "vjepa2", "hidden_size": 1024, "num_attention_heads": 16, "num_hidden_layers": 3,
-          "pred_hidden_size": 384, "pred_num_attention_heads": 12, "pred_num_hidden_layers": 2}
+          "pred_hidden_size": 384, "pred_num_attention_heads": 12, "pred_num_hidden_layers": 2, "crop_size": 256,
+          "patch_size": 16}
 OMNI = {"model_type": "qwen2_5_omni", "thinker_config": {
     "model_type": "qwen2_5_omni_thinker",
     "vision_config": {"model_type": "qwen2_5_omni_vision_encoder", "depth": 4, "hidden_size": 1280, "num_heads": 16},
@@ -50,6 +51,7 @@ def test_vjepa2_is_its_towers():
     assert positions.stacks == ("encoder", "predictor") and positions.complete
     assert {layer.rope for layer in positions.stack("encoder")} == {VisionRope3D("vjepa2", 64)}
     assert {layer.rope for layer in positions.stack("predictor")} == {VisionRope3D("vjepa2", 32)}
+    assert {layer.side for layer in positions} == {16}  # crop_size // patch_size: the side token indices split along
     with pytest.raises(ValueError, match="vision_rope"):
         positions.layers[0].encoding()
 
@@ -79,6 +81,10 @@ def test_bad_tower_geometry_is_named():
         refpos.model_positions({k: v for k, v in VJEPA2.items() if k != "pred_num_hidden_layers"})
     with pytest.raises(ValueError, match="not a multiple of the head count"):
         refpos.model_positions({**VJEPA2, "pred_hidden_size": 100})
+    with pytest.raises(TypeError, match="crop_size"):
+        refpos.model_positions({k: v for k, v in VJEPA2.items() if k != "crop_size"})
+    with pytest.raises(ValueError, match="crop_size: a clip of 8 holds no patch of 16"):
+        refpos.model_positions({**VJEPA2, "crop_size": 8})
 
 
 def test_dsa_layers_carry_their_indexer():

@@ -50,15 +50,12 @@ import numpy as np
 from refpos.rope.vision import (
     VisionRope,
     apply_vision_rope,
-    dinov3_patch_positions,
-    llama4_patch_positions,
     pixtral_patch_positions,
     qwen_patch_positions,
     vision_angles,
     vision_frequencies,
     vision_place_pairs,
     vision_split_pairs,
-    window_patch_positions,
 )
 from refpos.rope.vision3d import VisionRope3D, apply_vision3d_rope, axial_part, thw_patch_positions
 from survey.pixel_kinds.base import Outcome, graded, image_patch_grid
@@ -79,29 +76,42 @@ def _grid(run: PixelRun, size: str, tokens: int) -> tuple[int, int, int] | None:
     return None if hw is None else (1, *hw)
 
 
-def claimed_positions(rope: VisionRope, run: PixelRun, size: str, tokens: int, blocks: bool | None = None
-                      ) -> np.ndarray | None:
-    """``(tokens, 2)`` positions ``(h, w)`` the claim's form gives the patches fed at ``size``: Qwen2-VL's in
-    merge blocks of the run's ``merge`` (``blocks``: override the order), Pixtral's row-major, Llama 4's 1-based
-    with the class token last at (0, 0), DINOv3's real patch centres, MLCD's row-major, Gemma 4's row-major then the
-    padding patches fed after them at (−1, −1) (``tokens``: the patches, after any prefix); ``None`` where the grid
-    is not found."""
-    if rope.kind == "llama4":
-        side = round((tokens - 1) ** 0.5)
-        return llama4_patch_positions(side) if side * side == tokens - 1 else None
-    grid = _grid(run, size, tokens)
-    if rope.kind == "gemma4" and grid is not None and grid[0] == 1 and tokens >= grid[1] * grid[2]:
-        padding = np.full((tokens - grid[1] * grid[2], 2), -1, dtype=np.int64)  # fed after the patches, at (−1, −1)
-        return np.concatenate([pixtral_patch_positions(grid[1], grid[2]), padding], axis=0)
-    if rope.kind == "dinov3":  # the patches' centres in [−1, 1] (the prefix is given apart)
-        return None if grid is None or grid[0] != 1 or grid[1] * grid[2] != tokens else \
-            dinov3_patch_positions(grid[1], grid[2])
-    if grid is None or grid[0] * grid[1] * grid[2] != tokens:
+def claimed_grid(record: Any, run: PixelRun, size: str, tokens: int) -> tuple[int, int, int] | None:
+    """The ``(t, h, w)`` grid of the ``tokens`` after the prefix the layer rotates at ``size``: Llama 4's square of
+    ``tokens − 1`` patches (its class token last) for a record that reads a square, else :func:`_grid`."""
+    if record.square:
+        side = round(max(tokens - 1, 0) ** 0.5)
+        return (1, side, side) if side * side == tokens - 1 else None
+    return _grid(run, size, tokens)
+
+
+def claimed_positions(record: Any, run: PixelRun, size: str, tokens: int) -> np.ndarray | None:
+    """``(tokens, 2)`` positions the record gives the ``tokens`` it rotates after its prefix at ``size``
+    (:meth:`refpos.models.kinds.vision_rope.VisionRopeLayer.patch_positions` of the grid fed, in the run's merge
+    blocks; Gemma 4's tokens past the grid padding patches); ``None`` where the tokens are no grid the record
+    reads (another layer's call)."""
+    grid = claimed_grid(record, run, size, tokens)
+    if grid is None:
         return None
-    merged = rope.kind == "qwen2_vl" if blocks is None else blocks
-    if merged and run.merge > 1 and grid[1] % run.merge == 0 and grid[2] % run.merge == 0:
-        return qwen_patch_positions([grid], spatial_merge_size=run.merge)
-    return np.tile(pixtral_patch_positions(grid[1], grid[2]), (grid[0], 1))
+    count = grid[0] * grid[1] * grid[2]
+    padding = tokens - count if record.rope.kind == "gemma4" and grid[0] == 1 and tokens > count else 0
+    try:
+        positions = record.patch_positions(grid, run.merge, padding=padding)
+    except ValueError:  # a grid the form does not read (not whole merge blocks, a video for an image form)
+        return None
+    return positions if len(positions) == tokens else None
+
+
+def other_order(positions: np.ndarray, grid: tuple[int, int, int], merge: int, start: int, blocks: bool
+                ) -> np.ndarray | None:
+    """The claim's patches in the other order (a wrong answer): in ``merge`` blocks where ``blocks``, else
+    row-major, counted from ``start``; ``None`` where that is the claim's own order."""
+    t, h, w = grid
+    if blocks and merge > 1 and h % merge == 0 and w % merge == 0:
+        other = qwen_patch_positions([grid], spatial_merge_size=merge) + start
+    else:
+        other = np.tile(pixtral_patch_positions(h, w), (t, 1)) + start
+    return None if np.array_equal(other, positions) else other
 
 
 def channels_of(rope: VisionRope, positions: np.ndarray) -> tuple[Channels, np.ndarray]:
@@ -137,13 +147,14 @@ def _dinov3_mutants(rope: VisionRope, positions: np.ndarray, prefix: np.ndarray
     return out
 
 
-def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: np.ndarray,
+def mutants(rope: VisionRope, grid: tuple[int, int, int] | None, merge: int, positions: np.ndarray,
             prefix: np.ndarray | None = None, raster: bool = False, start: int = 0, window: int = 0
             ) -> dict[str, tuple[VisionRope, np.ndarray, np.ndarray | None] | None]:
     """The wrong answers of the module docstring, each a ``(rope, positions, prefix angles)`` (``None``: not one
-    here); ``tokens`` the patches, ``prefix`` the claim's angles of the tokens before them, ``raster``: the claim
-    reads the ``qwen2_vl`` form's patches row-major (the record's ``raster``), ``start`` and ``window``: the record's
-    first coordinate and window order (a claim from 1 has positions from 0 as its wrong answer)."""
+    here); ``grid`` the patches fed (merged in ``merge`` blocks), ``prefix`` the claim's angles of the tokens before
+    them, ``raster``: the claim reads the ``qwen2_vl`` form's patches row-major (the record's ``raster``), ``start``
+    and ``window``: the record's first coordinate and window order (a claim from 1 has positions from 0 as its
+    wrong answer)."""
     if rope.kind == "dinov3":
         assert prefix is not None
         return dict(_dinov3_mutants(rope, positions, prefix))
@@ -158,16 +169,12 @@ def mutants(rope: VisionRope, run: PixelRun, size: str, tokens: int, positions: 
         out["positions from 0"] = (rope, positions - start, prefix)
     else:
         out["positions from 1"] = (rope, positions + 1, prefix)
-    if rope.kind != "llama4":
-        other = claimed_positions(rope, run, size, tokens, blocks=rope.kind != "qwen2_vl" or raster)
-        other = None if other is None else other + start
-        out["patch order (merge blocks vs row-major)"] = (
-            None if other is None or np.array_equal(other, positions) else (rope, other, prefix))
-    if window:
-        plain = claimed_positions(rope, run, size, tokens, blocks=False)
-        plain = None if plain is None else plain + start
-        out["patches row-major, not window by window"] = (
-            None if plain is None or np.array_equal(plain, positions) else (rope, plain, prefix))
+    if rope.kind not in ("llama4", "gemma4") and grid is not None:
+        other = other_order(positions, grid, merge, start, blocks=rope.kind != "qwen2_vl" or raster)
+        out["patch order (merge blocks vs row-major)"] = None if other is None else (rope, other, prefix)
+    if window and grid is not None:
+        plain = other_order(positions, grid, merge, start, blocks=False)
+        out["patches row-major, not window by window"] = None if plain is None else (rope, plain, prefix)
     if rope.kind == "axial":
         flipped = "interleaved" if rope.layout == "half" else "half"
         out["pair layout swapped"] = (VisionRope("axial", rope.head_dim, rope.theta, rope.sections, flipped),
@@ -279,20 +286,15 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     start, window = getattr(record, "start", 0), getattr(record, "window_order", 0)
     for size, call, x, y in observed:
         patches = x.shape[0] - prefix.shape[0]
-        ordered = VisionRope("qwen2_vl", rope.head_dim) if rope.kind == "llama4" and start else rope
-        positions = claimed_positions(ordered, run, size, patches, blocks=False if raster else None)
-        grid = _grid(run, size, patches)  # Inkling2: Llama 4's pairs on merge blocks from 1, a class token first
-        if positions is not None and window and grid is not None:  # Muse: row-major, reordered by windows
-            positions = window_patch_positions([grid], window, start)
-        elif positions is not None and start:
-            positions = positions + start
+        positions = claimed_positions(record, run, size, patches)
         if positions is None:  # another layer's call (its tokens differ), or none of this layer's
             unmatched.append(f"{call} at the {size} size: {patches} patches are no grid of the {rope.kind} form's")
             continue
         claim, bound = claim_and_bound(rope, x, positions, prefix)
+        grid = claimed_grid(record, run, size, patches)
         wrong = {name: None if m is None else np.asarray(apply_vision_rope(
             x, m[1], m[0], prefix_angles=None if m[2] is None or not m[2].shape[0] else m[2]))
-            for name, m in mutants(rope, run, size, patches, positions, prefix, raster, start, window).items()}
+            for name, m in mutants(rope, grid, run.merge, positions, prefix, raster, start, window).items()}
         wrong["no rotation"] = x
         cases.append((y, claim, bound, wrong))
     if not cases and queries:
@@ -345,7 +347,7 @@ def compare_thw(record: Any, run: PixelRun, accounted: tuple[str, ...]) -> Outco
                 or grid[2] % run.merge:
             return Outcome("not reached", f"{call} at the {size} size: {x.shape[0]} patches are no "
                            f"grid (t, h, w) of merge blocks of {run.merge}", accounted)
-        positions = thw_patch_positions([grid], spatial_merge_size=run.merge)
+        positions = record.patch_positions(grid, run.merge)
         speeds, per_channel = channels_of(axial, positions)
         rotated = speeds.bound(x[..., :axial.head_dim], per_channel)
         passed = np.abs(x[..., axial.head_dim:]) * 2.0**-24  # stored once, in float32 at worst

@@ -6,7 +6,8 @@ patch of the config's grid at its row and column times ``window_size / G`` (the 
 Each layer holds its positions in a buffer (``layers.<i>.position_ids``, ``(N, 2)`` in the order ``(w, h)``, float32)
 that its rotary module turns into the cos and sin tables, so a layer is judged twice:
 
-* **its positions**: the buffer against :func:`refpos.rope.vision.sam3_patch_positions` of the record, within
+* **its positions**: the buffer against the record's
+  (:meth:`~refpos.models.kinds.vision_rope.VisionRopeLayer.patch_positions`), within
   :math:`3\epsilon\,|p|` (the scale ``window_size / G`` rounded to float32, the product, the store; a window's
   integer positions are exact). Wrong answers: the row and column swapped, positions from 1, a global layer's patch
   indices unscaled;
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from refpos.rope.vision import VisionRope, apply_vision_rope, sam3_patch_positions
+from refpos.rope.vision import VisionRope, apply_vision_rope
 from survey.pixel_kinds.base import Outcome, graded
 from survey.pixel_kinds.vision_rope import FORMS, claim_and_bound, rotary_calls
 from survey.pixels import PixelRun
@@ -39,15 +40,6 @@ from survey.rotation import RULE_ROUNDINGS
 EPS32 = 2.0**-24
 #: the float32 roundings of a scaled coordinate (the scale, the product) and of its store
 BUFFER_ROUNDINGS = 3
-
-
-def record_positions(record: Any) -> np.ndarray:
-    """``(N, 2)`` positions ``(h, w)`` the record's layer rotates at: a window's (``window`` per side) or its fixed
-    grid's scaled ones."""
-    if record.window:
-        return sam3_patch_positions(record.window, record.window)
-    rows, columns = record.grid
-    return sam3_patch_positions(rows, columns, record.scale)
 
 
 def buffer_of(record: Any, run: PixelRun) -> tuple[np.ndarray, str] | None:
@@ -86,7 +78,7 @@ def call_mutants(rope: VisionRope, positions: np.ndarray, scaled: bool) -> dict[
 def compare_windows(record: Any, run: PixelRun, accounted: tuple[str, ...]) -> Outcome:
     """A layer's positions buffer and its kept rotary calls against the record (module docstring)."""
     rope: VisionRope = record.rope
-    own = record_positions(record)
+    own = record.patch_positions()  # the window's places, or the fixed grid's scaled
     buffer = buffer_of(record, run)
     if buffer is None:
         return Outcome("not reached", f"{record.stack} layer {record.index}: no position buffer "

@@ -9,7 +9,9 @@ import dataclasses
 import numpy as np
 import pytest
 
+from refpos.models.kinds.vision_rope import VisionRopeLayer
 from refpos.rope.vision import VisionRope, apply_vision_rope, qwen_patch_positions
+from refpos.rope.vision3d import VisionRope3D
 from survey import pixel_compare
 from survey.pixel_kinds import compare_vision_rope
 from survey.pixels import STACK, PixelRun, Site
@@ -19,11 +21,9 @@ RNG = np.random.default_rng(37)
 GRIDS = {"native": [1, 4, 4], "resampled": [1, 4, 6]}
 
 
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    rope: VisionRope
-    stack: str = "vision"
-    index: int = 0
+def Claim(rope: VisionRope | VisionRope3D, stack: str = "vision", index: int = 0) -> VisionRopeLayer:
+    """A tower's layer record rotating with ``rope`` (the kind's own: its positions are its patch_positions)."""
+    return VisionRopeLayer(stack, index, None, rope=rope)
 
 
 def qwen_run(rope: VisionRope) -> PixelRun:

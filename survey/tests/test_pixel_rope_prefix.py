@@ -10,6 +10,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from refpos.models.kinds.vision_rope import VisionRopeLayer
 from refpos.rope.vision import VisionRope, apply_vision_rope, dinov3_patch_positions, pixtral_patch_positions
 from survey.pixel_kinds import compare_vision_rope
 from survey.pixels import PixelRun, Site
@@ -20,13 +21,10 @@ RNG = np.random.default_rng(41)
 SHAPES = {"native": [1, 3, 16, 16], "resampled": [1, 3, 12, 20]}
 
 
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    rope: VisionRope
-    prefix: int = 0
-    prefix_weight: str | None = None
-    stack: str = "vision"
-    index: int = 0
+def Claim(rope: VisionRope, prefix: int = 0, prefix_weight: str | None = None, stack: str = "vision",
+          index: int = 0) -> VisionRopeLayer:
+    """A tower's layer record with ``prefix`` tokens turned by ``prefix_weight``'s angles (None: unrotated)."""
+    return VisionRopeLayer(stack, index, None, rope=rope, prefix=prefix, prefix_weight=prefix_weight)
 
 
 def _run(rotate, prefix: int, sites: list[Site], head_dim: int = 16) -> PixelRun:

@@ -12,10 +12,12 @@ not reached, by name, where the run kept only a call of a layer without them."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
 
+from refpos.models.kinds.vision_rope import VisionRopeLayer
 from refpos.rope.vision import (
     VisionRope,
     apply_vision_rope,
@@ -32,17 +34,9 @@ SAM3 = VisionRope("sam3", 16, 10000.0)
 WINDOW, SIDE = 4, 12  # window size, the config grid's patches per side
 
 
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    rope: VisionRope
-    index: int = 0
-    window: int = 0
-    grid: tuple[int, int] | None = None
-    scale: float = 1.0
-    prefix: int = 0
-    prefix_weight: str | None = None
-    queries: int = 0
-    stack: str = "vision"
+def Claim(rope: VisionRope, index: int = 0, **fields: Any) -> VisionRopeLayer:
+    """A tower's layer record: its window or fixed grid and scale, its prefix and queries (``fields``)."""
+    return VisionRopeLayer("vision", index, None, rope=rope, **fields)
 
 
 WINDOWED = Claim(SAM3, 0, window=WINDOW)

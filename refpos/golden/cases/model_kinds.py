@@ -285,41 +285,23 @@ def _rope_plan(layer: Any) -> Plan | str:
 
 
 def _rope_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
-    """The tokens the layer rotates: a windowed layer's window (its place in the window), a fixed grid at its scale,
-    else a 4 × 6 image at the form's positions (Qwen2-VL's merge blocks of 2, or raster order where the record reads
-    it so; Llama 4's 1-based square with the class token last, or its merge blocks from the record's start;
-    DINOv3's centres; else row-major, reordered window by window where the record says so), counted from the
-    record's start; tokens before the patches unrotated: at (0, 0), angle 0."""
-    from refpos.rope.vision_positions import (
-        dinov3_patch_positions,
-        llama4_patch_positions,
-        pixtral_patch_positions,
-        qwen_patch_positions,
-        sam3_patch_positions,
-        window_patch_positions,
-    )
-
-    form = layer.rope.kind
+    """The tokens the layer rotates at the record's positions
+    (:meth:`~refpos.models.kinds.vision_rope.VisionRopeLayer.patch_positions`): a windowed layer's window, a fixed
+    grid at its scale, else a 4 × 6 image (4 × 4 where the form reads a square: Llama 4's, its class token last) in
+    merge blocks of 2 where the form reads them, or in raster order where the record reads it so; tokens before the
+    patches unrotated: at (0, 0), angle 0."""
     sides = (layer.window, layer.window) if layer.window else layer.grid
     if sides is not None:
-        scale = layer.scale if layer.grid is not None and not layer.window else 1.0
         label = f"{'window' if layer.window else 'grid'}-{sides[0]}x{sides[1]}"
-        positions = sam3_patch_positions(*sides, scale) if form == "sam3" else pixtral_patch_positions(*sides)
-    elif layer.window_order:  # row-major, reordered window by window (Muse's towers), counted from start
-        label = f"grid-4x6-windows-{layer.window_order}"
-        positions = window_patch_positions([(1, 4, 6)], layer.window_order, layer.start)
+        positions = layer.patch_positions()
     else:
-        label = "grid-4x6"
-        merged = form == "qwen2_vl" or (form == "llama4" and layer.start)  # Inkling2: Llama 4's pairs, merge blocks
-        positions = qwen_patch_positions([(1, 4, 6)], 1 if layer.raster else 2) if merged else {
-            "llama4": lambda: llama4_patch_positions(4),
-            "dinov3": lambda: dinov3_patch_positions(4, 6, prefix=layer.prefix)}.get(
-            form, lambda: pixtral_patch_positions(4, 6))()
-        positions = np.asarray(positions) + layer.start
+        grid = (1, 4, 4) if layer.square else (1, 4, 6)
+        label = f"grid-{grid[1]}x{grid[2]}" + (f"-windows-{layer.window_order}" if layer.window_order else "")
+        positions = layer.patch_positions(grid, 1 if layer.raster else 2)
     positions = np.asarray(positions)
-    if layer.prefix and form != "dinov3":  # DINOv3's positions hold its prefix already
+    if layer.prefix:  # at (0, 0): angle 0
         positions = np.concatenate([np.zeros((layer.prefix, 2), dtype=positions.dtype), positions])
-        label += f"-prefix-{layer.prefix}"
+        label += "" if layer.rope.kind == "dinov3" else f"-prefix-{layer.prefix}"  # DINOv3's always has one
     return [(label, {"x": rng.standard_normal((len(positions), layer.rope.head_dim)), "positions": positions})]
 
 

@@ -18,9 +18,11 @@ without effect on the eval positions refpos gives.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord, NoAttention
@@ -33,7 +35,15 @@ from refpos.rope.vision import (
     VISION_ROPES_PREFIXED,
     VisionRope,
 )
-from refpos.rope.vision3d import VISION_ROPES_3D, VisionRope3D
+from refpos.rope.vision3d import VISION_ROPES_3D, VisionRope3D, thw_patch_positions, vjepa2_patch_positions
+from refpos.rope.vision_positions import (
+    dinov3_patch_positions,
+    llama4_patch_positions,
+    pixtral_patch_positions,
+    qwen_patch_positions,
+    sam3_patch_positions,
+    window_patch_positions,
+)
 from refpos.validation import check_int
 
 #: the keys of a tower's layer count, width and head count, the first present wins
@@ -67,7 +77,8 @@ class VisionRopeFacts:
     of the windows the tower reorders its row-major patches in before its layers (Muse's ``pos_emb_height``:
     :func:`refpos.rope.vision_positions.window_patch_positions`), ``window_default`` its class default;
     ``class_token``: an unrotated class token before each image's patches (Inkling2: at (0, 0), its patches from
-    1)."""
+    1); ``side``: the keys of the clip size and patch size whose quotient is the side V-JEPA 2 decomposes its token
+    indices along, whatever the clip fed (``crop_size``, ``patch_size``)."""
 
     form: str = "qwen2_vl"
     layers: tuple[str, ...] = TOWER_LAYERS
@@ -86,9 +97,10 @@ class VisionRopeFacts:
     window_order: str | None = None
     window_default: int | None = None
     class_token: bool = False
+    side: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("layers", "width", "heads", "training", "windows", "grid", "queries", "conv_layers"):
+        for name in ("layers", "width", "heads", "training", "windows", "grid", "queries", "conv_layers", "side"):
             value = getattr(self, name)
             if isinstance(value, (list, str)):
                 object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
@@ -118,6 +130,8 @@ class VisionRopeFacts:
             "form without tokens of its own before the patches, without class_angles)", self.class_token)
         check_fact(where, self.window_order is None or (self.form in ROW_MAJOR_FORMS and not self.raster),
                    "vision_rope.window_order (the key of a window side, for a row-major form)", self.window_order)
+        check_fact(where, (len(self.side) == 2) == (self.form == "vjepa2"), "vision_rope.side (the vjepa2 form's "
+                   "[clip size key, patch size key])", self.side)
 
 
 @dataclass(frozen=True)
@@ -132,7 +146,8 @@ class VisionRopeLayer(LayerRecord):
     whatever the image, each patch ``(r, c)`` at ``(r·scale, c·scale)`` (SAM 3's global layers; None: the image's
     grid, scale 1); ``raster``: the ``qwen2_vl`` form's patches row-major, not in merge blocks (PaddleOCR-VL);
     ``start``: the coordinate of the first row and column; ``window_order``: the side of the windows the row-major
-    patches are reordered in, window by window (0: none; Muse's towers)."""
+    patches are reordered in, window by window (0: none; Muse's towers); ``side``: the patches a side V-JEPA 2
+    decomposes its token indices along (``crop_size // patch_size``, whatever the clip fed; 0: the grid fed)."""
 
     rope: VisionRope | VisionRope3D
     prefix: int = 0
@@ -145,6 +160,7 @@ class VisionRopeLayer(LayerRecord):
     raster: bool = False
     start: int = 0
     window_order: int = 0
+    side: int = 0
     kind: ClassVar[str] = "vision_rope"
 
     @property
@@ -170,11 +186,70 @@ class VisionRopeLayer(LayerRecord):
             out["start"] = self.start
         if self.window_order:
             out["token_order"] = f"row-major in windows of {self.window_order} × {self.window_order}"
+        if self.side:
+            out["side"] = self.side
         return out
 
     def _why_not(self) -> str:
         return ("a vision tower rotates patches by their (h, w) or (t, h, w) positions: refpos.rope.vision and "
                 "refpos.rope.vision3d apply it, not the 1-D attention pipeline")
+
+    @property
+    def square(self) -> bool:
+        """Whether the layer reads only square grids: Llama 4's form counted from 0 (its class token after a side²
+        patches)."""
+        return self.rope.kind == "llama4" and not self.start and not self.window and self.grid is None
+
+    def patch_positions(self, grid: Sequence[int] | None = None, merge: int = 1, *, padding: int = 0,
+                        ids: Any = None) -> np.ndarray:
+        r"""``(N, 2)`` positions ``(h, w)`` (``(N, 3)`` ``(t, h, w)`` for a 3-D form) of the tokens after the
+        ``prefix`` that the layer rotates, in the order its tower lays them out, for a clip of ``grid`` ``(t, h, w)``
+        patches merged in ``merge × merge`` blocks:
+
+        * a windowed layer: its window's places; a fixed grid: :math:`(r\,s, c\,s)` over it (``grid`` unread,
+          :func:`~refpos.rope.vision_positions.sam3_patch_positions`);
+        * MiniMax-M3-VL: each frame's merge blocks, ``t`` the frame; V-JEPA 2: token ``i`` of ``ids`` (default: every
+          token of ``grid``) at :math:`(\lfloor i/g^2 \rfloor, \lfloor (i \bmod g^2)/g \rfloor, i \bmod g)`, ``g``
+          the record's ``side`` (no grid needed), else ``h``;
+        * reordered window by window (``window_order``; :func:`~refpos.rope.vision_positions.window_patch_positions`);
+        * Llama 4's form from 0: a square image's patches from 1, then the class token at (0, 0); DINOv3: an image's
+          patch centres in [−1, 1];
+        * Qwen2-VL's form (unless ``raster``) and Llama 4's from ``start``: merge blocks; any other: row-major, every
+          frame alike; Gemma 4: ``padding`` patches after them at (−1, −1);
+
+        integer coordinates counted from the record's ``start``. A grid the form cannot read is a ``ValueError``.
+
+        See Also
+        --------
+        refpos.rope.vision.apply_vision_rope, refpos.rope.vision3d.apply_vision3d_rope : rotate by them.
+        """
+        if self.window or self.grid is not None:
+            return sam3_patch_positions(*((self.window,) * 2 if self.window else self.grid), self.scale)
+        if self.rope.kind == "vjepa2" and self.side and ids is not None:  # by index alone, whatever the grid
+            return vjepa2_patch_positions(ids, self.side)
+        if grid is None or len(grid) != 3:
+            raise ValueError(f"grid must be the (t, h, w) patches of a clip, got {grid!r}")
+        t, h, w = (check_int(f"grid[{a}]", v, minimum=1) for a, v in enumerate(grid))
+        form = self.rope.kind
+        if padding and form != "gemma4":
+            raise ValueError(f"padding: only the gemma4 form places padding patches, this layer's is {form}")
+        if form == "vjepa2":
+            if not self.side and h != w:
+                raise ValueError(f"grid: V-JEPA 2 decomposes its tokens along a square grid, got {h} x {w}")
+            return vjepa2_patch_positions(np.arange(t * h * w) if ids is None else ids, self.side or h)
+        if form == "minimax_m3_vl":
+            return thw_patch_positions([(t, h, w)], spatial_merge_size=merge)
+        if self.window_order:
+            return window_patch_positions([(t, h, w)], self.window_order, self.start)
+        if self.square or form == "dinov3":
+            if t != 1 or (self.square and h != w):
+                raise ValueError(f"grid: the {form} form reads one {'square ' if self.square else ''}image, got "
+                                 f"{(t, h, w)}")
+            return llama4_patch_positions(h) if self.square else dinov3_patch_positions(h, w)
+        if (form == "qwen2_vl" and not self.raster) or form == "llama4":  # merge blocks (Llama 4's from start)
+            return qwen_patch_positions([(t, h, w)], merge) + self.start
+        patches = np.tile(pixtral_patch_positions(h, w), (t, 1)) + self.start
+        return np.concatenate([patches, np.full((padding, 2), -1, dtype=np.int64)]) if padding else patches
 
 
 def tower_rope(stack: Stack) -> VisionRope | VisionRope3D:
@@ -278,6 +353,14 @@ def tower_convolutions(stack: Stack, n: int) -> list[bool]:
     return [t == facts.conv_layers[1] for t in types]
 
 
+def tower_side(stack: Stack) -> int:
+    """``S // p`` of the ``side`` facts' clip and patch sizes (``VJEPA2RopeAttention.grid_size``)."""
+    view, (size, patch) = stack.view, stack.facts.side
+    if (side := view.int(size, minimum=1) // view.int(patch, minimum=1)) < 1:
+        raise ValueError(f"{view.name(size)}: a clip of {view.int(size)} holds no patch of {view.int(patch)}")
+    return side
+
+
 def build(stack: Stack) -> list[LayerRecord]:
     """One :class:`VisionRopeLayer` per layer of the tower, a
     :class:`~refpos.models.records.NoAttention` (``conv``) per convolution layer."""
@@ -290,10 +373,12 @@ def build(stack: Stack) -> list[LayerRecord]:
     queries, convolutions = tower_queries(stack, n), tower_convolutions(stack, n)
     order = 0 if stack.facts.window_order is None else stack.view.int(stack.facts.window_order,
                                                                              stack.facts.window_default, minimum=1)
+    side = 0 if not stack.facts.side else tower_side(stack)
     return [NoAttention(stack.name, i, stack.facts.conv_layers[1], mixer="conv") if convolutions[i] else
             VisionRopeLayer(stack.name, i, None, rope=rope, prefix=queries[i] + prefix, prefix_weight=weight,
                             per_frame=per_frame, queries=queries[i], window=window, grid=grid, scale=scale,
-                            raster=stack.facts.raster, start=stack.facts.start, window_order=order, reads=reads)
+                            raster=stack.facts.raster, start=stack.facts.start, window_order=order, side=side,
+                            reads=reads)
             for i, (window, grid, scale) in enumerate(tower_windows(stack, n))]
 
 
@@ -312,4 +397,4 @@ VISION_ROPE = EncodingKind(
 
 __all__ = ["PREFIXED", "TOWER_HEADS", "TOWER_LAYERS", "TOWER_WIDTH", "VISION_ROPE", "VisionRopeFacts",
            "VisionRopeLayer", "build", "tower_convolutions", "tower_prefix", "tower_queries", "tower_rope",
-           "tower_windows"]
+           "tower_side", "tower_windows"]
