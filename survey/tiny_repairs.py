@@ -183,6 +183,8 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     "sam": ("its model refuses any image size but the configured one", _sam_size),
     "sam_hq": ("its model refuses any image size but the configured one", _sam_size),
     "sam2": ("its mask decoder reads the prompt encoder's grid of the configured image size", _sam2_size),
+    "sam2_hiera_det_model": ("its 1024 image gives a 256 × 256 map whose captures exceed the survey's bound on a kept "
+                             "tensor", lambda values: {"image_size": [SAM_IMAGE, SAM_IMAGE]}),
     "sam3_tracker": ("its ViT keeps its full width (1024) at the tiny geometry: 72 × 72 patches of it exceed the "
                      "survey's bound on a kept tensor", _sam3_tracker_width),
     "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",

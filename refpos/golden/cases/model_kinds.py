@@ -71,6 +71,9 @@ def way_of(variant: Any) -> dict[str, Any]:
 
 
 def _grid_plan(layer: Any) -> Plan | str:
+    if getattr(layer, "window", 0):
+        return (f"it adds a {layer.window} × {layer.window} window table tiled over the resampled grid "
+                "(refpos.encodings.grid_windowed), which no contract function computes")
     if layer.variant is None:
         return (f"its table is added as it is, at the native grid {list(layer.grid)} only: the positions are the "
                 "checkpoint's rows, no formula of refpos's")
