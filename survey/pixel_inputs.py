@@ -6,7 +6,8 @@ Read from the model's config, never from its type:
 * ``pixel_values``: ``(1, C, H, W)`` at the config's ``image_size`` (an int or a pair; ``num_channels``, 3 where
   unstated), then a video ``(1, T, C, H, W)`` at ``num_frames`` (at most :data:`MAX_FRAMES`), then its frames as
   a batch ``(T, C, H, W)`` (X-CLIP's); the resampling size adds two patches to the height and four to the width (a
-  grid that grows unevenly: axes swapped show), a model without an image size (a CNN) is fed 64 and 96 pixels,
+  grid that grows unevenly: axes swapped show), then, last, changes the clip's height alone (TimeSformer's layers
+  read its width from the config), a model without an image size (a CNN) is fed 64 and 96 pixels,
   then, where its vision tower or backbone states one (:data:`NESTED_CONFIGS`), that tower's size;
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
   it (Whisper's encoder takes exactly that many), else whole chunks of ``2 · n_window`` frames where it states
@@ -115,9 +116,12 @@ def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
     nested = _pair(_nested(config, "image_size")) or _timm_size(_nested(config, "architecture"))
     if size is None and nested is not None:  # a model of towers: the plain size first, then its tower's own
         sizes.append(_sizes(nested, _pair(_nested(config, "patch_size"))))
-    return {key: [shape for pair in sizes for hw in [pair[key]]
-                  for shape in ((1, channels, *hw), (1, frames, channels, *hw), (frames, channels, *hw))]
-            for key in ("native", "resampled")}
+    shapes = {key: [shape for pair in sizes for hw in [pair[key]]
+                    for shape in ((1, channels, *hw), (1, frames, channels, *hw), (frames, channels, *hw))]
+              for key in ("native", "resampled")}
+    # a clip resampled along its height alone (TimeSformer's layers read the grid's width from the config)
+    shapes["resampled"] += [(1, frames, channels, pair["resampled"][0], pair["native"][1]) for pair in sizes]
+    return shapes
 
 
 def _timm_size(architecture: Any) -> tuple[int, int] | None:

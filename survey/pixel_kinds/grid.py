@@ -1,7 +1,8 @@
 r"""The ``grid`` comparison: a learned 2-D grid resampled to the image, observed as the embedding's output minus
 its output with the table zeroed. A way that reads buckets (NaViT) is compared with the row its own float
 arithmetic may read at a tie (:func:`refpos.encodings.grid_mistakes.reference_at_ties`: the exact row or, at a
-tie, the row below), every other patch with the exact row."""
+tie, the row below), every other patch with the exact row. A video tower's clip:
+:mod:`survey.pixel_kinds.grid_clips`."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from survey.pixel_kinds.base import (
     rows_of,
     unit,
 )
+from survey.pixel_kinds.grid_clips import compare_clip
 from survey.pixels import PixelRun, Site, additive
 
 
@@ -39,6 +41,8 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
                        "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
     table = next(p for p in site.params.values() if p.size == size).astype(np.float64).reshape(record.table_rows, -1)
+    if getattr(record, "clip", ""):  # a video tower's clip (TimeSformer, ViViT)
+        return compare_clip(record, run, site, sites, table)
     cases = []
     for name, capture in site.captures.items():
         if not capture.owner_out or not capture.owner_zeroed:

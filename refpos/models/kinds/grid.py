@@ -33,9 +33,11 @@ from typing import Any, ClassVar
 
 from refpos.backend import Array
 from refpos.encodings.grid import packed_position_rows, patch_grid
+from refpos.encodings.grid_clips import CLIP_LAYOUTS
 from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
 from refpos.encodings.grid_windowed import windowed_position_grid
 from refpos.encodings.sinusoidal import sinusoidal
+from refpos.models.kinds.grid_clips import clip_fields, clip_rows
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
 from refpos.models.view import ConfigView
@@ -88,11 +90,17 @@ class GridFacts:
     with carries as its position (Inkling2's ``cls_position_embedding``); ``sides``: the keys of the table's rows
     and columns where the config states them apart (Kimi K2.5's ``pos_emb_height``, ``pos_emb_width``), read in
     place of the image and patch sizes (``defaults`` then their class defaults); its code resamples the table as a
-    square of the first side, so two sides that differ are not modelled. ``window``: ``[table key, window key]``
-    where a learned window table is tiled over the resampled grid (SAM 2's Hiera,
-    :mod:`refpos.encodings.grid_windowed`): the first key holds the table's grid ``(M_h, M_w)`` (read in place of
-    the image and patch sizes), the second the window sides per stage, whose first is the window table's side
-    ``m``; ``window_default`` their class defaults.
+    square of the first side, so two sides that differ are not modelled. ``clip``: a video tower's layout of a
+    clip's tokens (:mod:`refpos.encodings.grid_clips`): ``"patch_major"`` (TimeSformer: patch by patch, each with
+    its frames in turn, and a learned time table of ``clip_frames`` rows, the key of the frames, ``clip_frames_default``
+    its class default) or ``"tubelets"`` (ViViT: the table holds a grid per tubelet frame, ``clip_frames`` frames
+    cut into tubelets ``tubelet`` deep, the key of the tubelet size ``(t, h, w)`` whose last two are the patch size,
+    ``tubelet_default`` its class default); ``no_time``: ``[key, value]`` where that value of the config's key drops
+    the time table and runs each frame as its own sequence (TimeSformer's ``attention_type`` ``space_only``), which
+    is not modelled. ``window``: ``[table key, window key]`` where a learned window table is tiled over the resampled
+    grid (SAM 2's Hiera, :mod:`refpos.encodings.grid_windowed`): the first key holds the table's grid ``(M_h, M_w)``
+    (read in place of the image and patch sizes), the second the window sides per stage, whose first is the window
+    table's side ``m``; ``window_default`` their class defaults.
     """
 
     way: str = "bicubic"
@@ -115,11 +123,17 @@ class GridFacts:
     frames_default: int | None = None
     class_row: str | None = None
     sides: tuple[str, str] | None = None
+    clip: str = ""
+    clip_frames: str | None = None
+    clip_frames_default: int | None = None
+    tubelet: str | None = None
+    tubelet_default: tuple[int, int, int] | None = None
+    no_time: tuple[str, str] | None = None
     window: tuple[str, str] | None = None
     window_default: tuple[Any, Any] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("defaults", "sides", "window", "window_default"):
+        for name in ("defaults", "sides", "tubelet_default", "no_time", "window", "window_default"):
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
 
@@ -138,8 +152,16 @@ class GridFacts:
                    "grid.class_row (a packed tower's: the name of its weight)", self.class_row)
         check_fact(where, self.sides is None or (len(self.sides) == 2 and self.positions is None),
                    "grid.sides ([rows key, columns key], without positions)", self.sides)
+        check_fact(where, self.clip in ("", *CLIP_LAYOUTS), "grid.clip", self.clip)
+        check_fact(where, not self.clip or (isinstance(self.clip_frames, str) and not self.packed and self.prefix == 1
+                                            and self.suffix_key is None),
+                   "grid.clip (with clip_frames, one CLS row and no packing)", self.clip)
+        check_fact(where, (self.tubelet is not None) == (self.clip == "tubelets"), "grid.tubelet (a tubelets clip's)",
+                   self.tubelet)
+        check_fact(where, self.no_time is None or (self.clip == "patch_major" and len(self.no_time) == 2),
+                   "grid.no_time ([key, value] of a patch_major clip)", self.no_time)
         check_fact(where, self.window is None or (len(self.window) == 2 and self.way == "bicubic" and self.prefix == 0
-                                                  and not self.packed and self.sides is None
+                                                  and not self.packed and not self.clip and self.sides is None
                                                   and self.positions is None),
                    "grid.window ([table key, window key] of a bicubic grid without extra rows)", self.window)
 
@@ -160,6 +182,13 @@ class GridLayer(LayerRecord):
     clips: bool = True
     frames: int = 0
     class_row: str = ""
+    #: a video tower's layout of a clip's tokens ("": an image's), :mod:`refpos.encodings.grid_clips`
+    clip: str = ""
+    #: the tubelet frames whose grids the table holds (ViViT), each ``stride`` frames deep
+    depth: int = 1
+    stride: int = 1
+    #: the rows of a learned time table read per frame (TimeSformer; 0: none)
+    time: int = 0
     #: the side ``m`` of a learned window table tiled over the resampled grid (SAM 2's Hiera; 0: none)
     window: int = 0
     kind: ClassVar[str] = "grid"
@@ -170,8 +199,9 @@ class GridLayer(LayerRecord):
 
     @property
     def table_rows(self) -> int:
-        """The rows of the trained table: ``prefix + M_h·M_w + suffix``."""
-        return self.prefix + self.grid[0] * self.grid[1] + self.suffix
+        """The rows of the trained table: ``prefix + D·M_h·M_w + suffix`` (``D``: the tubelet frames it holds, 1 but
+        for ViViT)."""
+        return self.prefix + self.depth * self.grid[0] * self.grid[1] + self.suffix
 
     @property
     def variant(self) -> GridVariant | None:
@@ -190,6 +220,10 @@ class GridLayer(LayerRecord):
                     **({"class_row": f"each image starts with a class token carrying the weight {self.class_row}"}
                        if self.class_row else {})}
                    if self.packed else {}),
+                **({"clip": self.clip, "tubelet_frames": self.depth, "tubelet_depth": self.stride}
+                   if self.clip == "tubelets" else {}),
+                **({"clip": self.clip, "time_table_rows": self.time, "time_resampled": "nearest to the frames"}
+                   if self.clip == "patch_major" else {}),
                 **({"window_table": [self.window, self.window], "window_read": "tiled: patch (i, j) adds row "
                     "(i mod m, j mod m)"} if self.window else {}),
                 "resampled": "never: the input must have the native grid" if variant is None else
@@ -216,13 +250,24 @@ class GridLayer(LayerRecord):
             raise ValueError(f"window_table: the {self.stack} grid {has}; give it exactly when it has one")
         if self.window:
             return windowed_position_grid(table, window_table, grid, source_grid=self.grid, window_side=self.window)
-        if self.variant is None:
+        if self.variant is None or self.depth > 1:
             if tuple(grid) != self.grid:
                 raise ValueError(f"grid: the {self.stack} table is not resampled, its input must have the native "
                                  f"grid {self.grid}, got {tuple(grid)}")
             return table
         return self.variant.resample(table, grid, prefix_tokens=self.prefix, suffix_tokens=self.suffix,
                                      source_grid=self.grid)
+
+    def clip_rows(self, table: Array, grid: tuple[int, int], frames: int, time_table: Array | None = None) -> Array:
+        r"""The rows added to the tokens of a clip of ``frames`` frames on the patch grid ``grid = (h, w)`` (a video
+        tower, :attr:`clip`): ViViT's table of tubelet frames as :meth:`reference` reads it (a clip of the table's
+        ``depth · stride`` frames only); TimeSformer's CLS row ``c``, then each patch's grid row ``G'_p`` plus the
+        time table ``time_table`` ``(time, dim)`` read nearest, patch by patch
+        (:func:`refpos.models.kinds.grid_clips.clip_rows`):
+
+        .. math:: P_0 = c, \qquad P_{1 + pF + f} = G'_p + T_{\lfloor f N / F \rfloor}
+        """
+        return clip_rows(self, table, grid, frames, time_table)
 
     def tokens(self, table: Array, grids: list[tuple[int, int, int]], class_row: Array | None = None) -> Array:
         r"""The rows added to a packed tower's tokens (:attr:`packed`): for each ``(t, h, w)`` of ``grids``, the
@@ -284,9 +329,12 @@ def build(stack: Stack) -> list[LayerRecord]:
         if len(pair) != 2:
             raise ValueError(f"{view.name(facts.window[0])} must be an int or a pair (rows, columns), got {cells!r}")
         grid = tuple(check_int(view.name(facts.window[0]), v, minimum=1) for v in pair)
+    elif facts.clip == "tubelets":  # the patch size: the tubelet's last two sides
+        grid = clip_fields(view, facts, {})[0]
     else:
         image, patch = facts.defaults or (None, None)
         grid = image_grid(view, facts.image, facts.patch, image_default=image, patch_default=patch)
+    clip = clip_fields(view, facts, stack.not_modelled)[1]
     prefix = facts.prefix if facts.prefix_key is None else view.int(facts.prefix_key, minimum=0)
     suffix = 0 if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
     variant = GRID_VARIANTS.get(facts.way)
@@ -304,7 +352,7 @@ def build(stack: Stack) -> list[LayerRecord]:
                       dim=stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1),
                       always=facts.always, packed=facts.packed, merge=merge, clips=facts.clips,
                       frames=0 if facts.frames is None else view.int(facts.frames, facts.frames_default, minimum=1),
-                      class_row=facts.class_row or "", **_window(view, facts),
+                      class_row=facts.class_row or "", **clip, **_window(view, facts),
                       reads=(("rows", ("video_grid",) if facts.packed else ("image_grid",)),))]
 
 
