@@ -9,6 +9,7 @@ Every hook is removed however the forward ends (:func:`survey.probe.removed`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -195,34 +196,53 @@ def _call(module: str, args: tuple, out: Any) -> PositionCall | None:
     return None if first is None or output is None else PositionCall(module, first, output)
 
 
+#: the rotary functions that turn one block of a query or key at one axis's positions, given as an integer tensor
+#: (V-JEPA 2's ``rotate_queries_or_keys(x, pos=…)``, called once per axis), wrapped beside :data:`APPLY`
+BLOCK_APPLY = re.compile(r"rotate_queries\w*")
+#: the calls kept per function and shape, each at other positions: one per axis of a 3-D rotation
+AXES = 3
+
+
 def rotations(model: Any, inputs: dict[str, Any]) -> list[Applied]:
-    """One more forward with every rotary apply function (:data:`APPLY`) of transformers' modeling modules wrapped:
-    the query and key before and after (the function's first two tensor arguments and its outputs), each as
-    ``(tokens, head size)``: its first head of its first image (:func:`one_head`), of the first call of each
-    function and query shape, at most :data:`KEPT_CALLS` (a call given no tensor by position not kept)."""
+    """One more forward with every rotary apply function (:data:`APPLY`, :data:`BLOCK_APPLY`) of transformers'
+    modeling modules wrapped: the query and key before and after (the function's first two tensor arguments and its
+    outputs), each as ``(tokens, head size)``: its first head of its first image (:func:`one_head`), of the first
+    call of each function, query shape and integer tensor arguments (positions: V-JEPA 2 turns a layer's three axis
+    blocks, of one shape, at the frame's, the row's and the column's; their digests kept as the call's ``tables``),
+    for at most :data:`KEPT_CALLS` functions and shapes, :data:`AXES` calls each (a call given no tensor by position
+    not kept)."""
     import torch
 
-    from survey.recorder import _modeling_modules, _np, _patched
+    from survey.recorder import _modeling_modules, _np, _patched, digest, squeezed
 
     calls: list[Applied] = []
-    seen: set[tuple[str, tuple[int, ...]]] = set()
+    seen: set[tuple[str, tuple[int, ...], tuple[str, ...]]] = set()
+    shapes: dict[tuple[str, tuple[int, ...]], int] = {}  # calls kept per function and shape
 
     def wrapped(name: str, original: Any) -> Any:
         def rotate(*args: Any, **kwargs: Any) -> Any:
             out = original(*args, **kwargs)
             before = [a for a in args if isinstance(a, torch.Tensor)][:2]
-            if before and len(calls) < KEPT_CALLS and (name, tuple(before[0].shape)) not in seen:
-                seen.add((name, tuple(before[0].shape)))
+            if not before:
+                return out
+            shape = (name, tuple(before[0].shape))
+            at = tuple(digest(squeezed(_np(a))) for a in (*args, *kwargs.values())
+                       if isinstance(a, torch.Tensor) and not a.is_floating_point() and not a.is_complex())
+            room = shapes.get(shape, 0) < AXES and (shape in shapes or len(shapes) < KEPT_CALLS)
+            if (*shape, at) not in seen and room:
+                seen.add((*shape, at))
+                shapes[shape] = shapes.get(shape, 0) + 1
                 after = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
                          if isinstance(o, torch.Tensor)][:len(before)]
                 calls.append(Applied(name, [one_head(_np(x)) for x in before], [one_head(_np(x)) for x in after],
-                                     None))
+                                     None, tables=list(at)))
             return out
         return rotate
 
     targets = [(module, name, wrapped(f"{module.__name__}.{name}", value)) for module in _modeling_modules()
                for name, value in list(vars(module).items())
-               if APPLY.fullmatch(name) and callable(value) and not isinstance(value, type)]
+               if (APPLY.fullmatch(name) or BLOCK_APPLY.fullmatch(name)) and callable(value)
+               and not isinstance(value, type)]
     with _patched(targets), torch.no_grad():
         torch.manual_seed(0)
         model(**inputs)

@@ -13,9 +13,9 @@ query tokens (EoMT-DINOv3's last layers) is compared on the calls of its own tok
 first call of each query shape: a layer with the queries and one without), and is not reached where the run kept
 none; every layer skips the calls whose patches are no grid of its form (another layer's), and is not reached where
 it skips all. A layer with positions of its own (SAM 3's windowed and global layers: the record's
-``window`` or ``grid``) is judged by :mod:`survey.pixel_kinds.vision_rope_windows`; V-JEPA 2's 3-D form is not
-reached, naming why (its rotation is no apply function the capture records). A call recorded without its query (the
-function given its tensors by keyword) is not reached.
+``window`` or ``grid``) is judged by :mod:`survey.pixel_kinds.vision_rope_windows`; V-JEPA 2's 3-D form, which
+turns each axis's block in a call of its own, by :mod:`survey.pixel_kinds.vision_rope_blocks`. A call recorded
+without its query (the function given its tensors by keyword) is not reached.
 
 **Bound.** A correct port computes the angle ``p·ω`` and the rotation in float32. Output channel ``c`` of pair
 ``(c, c')`` at coordinate ``p`` (the row or column the pair reads) is off by at most
@@ -263,11 +263,9 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
 
         return compare_windows(record, run, accounted)
     if isinstance(rope, VisionRope3D) and rope.kind == "vjepa2":
-        return Outcome("not reached", f"{record.stack} layer {record.index}: V-JEPA 2 turns each axis's block by "
-                       "rotate_queries_or_keys(x, pos), called from a method (VJEPA2RopeAttention."
-                       "apply_rotary_embeddings): no rotary apply function the survey records (apply_rotary*, "
-                       "apply_*rope*); a layer's three blocks share one shape, of which the run keeps the first call "
-                       "(the frame block)", accounted)
+        from survey.pixel_kinds.vision_rope_blocks import compare_vjepa2
+
+        return compare_vjepa2(record, run, accounted)
     if not isinstance(rope, VisionRope):
         return Outcome("not reached", f"{record.stack} layer {record.index}: the survey compares 2-D vision RoPE and "
                        f"MiniMax-M3-VL's 3-D form; this claim is {rope.kind}'s (a {type(rope).__name__})", accounted)

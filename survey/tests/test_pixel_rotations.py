@@ -41,3 +41,22 @@ def test_gemma4_keeps_the_outer_call_with_its_query():
     calls = rotations(model, {"pixel_values": torch.randn(1, 18, 48), "pixel_position_ids": ids})
     assert [c.name.rsplit(".", 1)[-1] for c in calls] == ["apply_multidimensional_rope"]
     assert calls[0].before[0].shape == (18, 16) and calls[0].after[0].shape == (18, 16)
+
+
+def test_vjepa2_keeps_each_axis_block_of_its_encoder_and_predictor():
+    """V-JEPA 2 turns a layer's three blocks of one shape at the frame's, the row's and the column's positions (given
+    by keyword): the run keeps the three of its encoder's first layer and of its predictor's, each with the digest of
+    its own positions; the later layers' calls, at the same positions, are not kept."""
+    from transformers import VJEPA2Config
+    from transformers.models.vjepa2 import modeling_vjepa2 as hf
+
+    from survey.pixel_capture import rotations
+
+    config = VJEPA2Config(hidden_size=48, num_attention_heads=2, num_hidden_layers=2, mlp_ratio=1.0, crop_size=32,
+                          patch_size=16, frames_per_clip=4, tubelet_size=2, pred_hidden_size=48,
+                          pred_num_attention_heads=2, pred_num_hidden_layers=2, pred_num_mask_tokens=1)
+    model = hf.VJEPA2Model(config).eval()
+    calls = rotations(model, {"pixel_values_videos": torch.randn(1, 4, 3, 32, 32)})
+    assert [c.name.rsplit(".", 1)[-1] for c in calls] == ["rotate_queries_or_keys"] * 6
+    assert [c.before[0].shape for c in calls] == [(8, 8)] * 3 + [(16, 8)] * 3  # 2 tubelets of 2 × 2; context + targets
+    assert len({c.tables[0] for c in calls}) == 6
