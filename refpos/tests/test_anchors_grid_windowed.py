@@ -103,6 +103,35 @@ def test_the_family_row_answers_hiera():
         site.reference(background, (60, 64), window_table=window_rows)
 
 
+def test_the_record_is_the_model_s():
+    """The row's record against the model transformers builds from the config class's defaults (a config.json leaves
+    them out): the background's cells, the window table's side and the width are its two tables', its layers its
+    attention modules (one per block, none adding positions), and an input of another size calls interpolate on the
+    background bicubic, align_corners False, no antialias, in the table's dtype."""
+    from transformers import AutoConfig
+
+    from refpos.models import model_positions
+    from refpos.models.families import FAMILIES
+    from refpos.tests.model_anchors import attention_modules, build, interpolate_calls
+
+    facts = FAMILIES["sam2_hiera_det_model"].input.facts_of("grid")
+    config = AutoConfig.for_model("sam2_hiera_det_model", hidden_size=16, embed_dim_per_stage=[16, 32, 64, 128],
+                                  blocks_per_stage=[1, 2, 1, 1], global_attention_blocks=[2],
+                                  num_attention_heads_per_stage=[1, 1, 2, 2])
+    bare = {k: v for k, v in config.to_dict().items() if k not in facts.window}  # their class defaults
+    positions = model_positions(bare)
+    site = positions.stack("vision.input")[0]
+    model = build(config)
+    assert tuple(model.pos_embed.shape) == (1, site.dim, *site.grid)
+    assert tuple(model.pos_embed_window.shape) == (1, site.dim, site.window, site.window)
+    assert len(attention_modules(model)) == len(positions.stack("vision")) == 5
+    with interpolate_calls() as calls:
+        model(pixel_values=torch.randn(1, 3, 128, 160, dtype=torch.float64))
+    (call,) = calls
+    assert call["shape"][-2:] == site.grid and (call["mode"], call["align_corners"], call["antialias"]) == (
+        "bicubic", False, False) and call["scale_factor"] is None and call["dtype"] == "float64"
+
+
 def largest_errors() -> dict[str, tuple[float, float]]:
     """case -> (largest error, its ratio to the bound), float32: the numbers docs/grid.md reports."""
     out = {}
