@@ -36,7 +36,8 @@ Read from the model's config, never from its type:
   Q-Former, with a seeded encoder output for its cross-attention), ``inputs_embeds`` (a tower,
   encoder or decoder fed embeddings, the last where it takes nothing else the survey feeds): ``(1, rows,
   width)`` then ``(1, width, rows)`` at 16 and 24 rows, for each width the config states
-  (:data:`EMBEDDING_WIDTHS`);
+  (:data:`EMBEDDING_WIDTHS`), then as a feature map ``(1, width, h, w)`` of 4 × 4 and 4 × 6 cells
+  (:data:`EMBEDDING_MAPS`);
 * ``hidden_states`` or ``pixel_values`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches):
   one image of ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a
   non-square grid, axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows (Muse's towers:
@@ -80,6 +81,9 @@ FEATURE_WIDTHS = ("num_mel_bins", "feature_size", "input_feat_size", "n_mels", "
                   "feature_projection_input_dim")
 #: the rows of an input of embeddings at the native and the resampling size
 EMBEDDING_ROWS = (16, 24)
+#: the same rows as a feature map ``(1, width, h, w)``, tried after the rows (a tower fed another network's map as
+#: its patches: Unlimited-OCR's CLIP encoder, fed its SAM encoder's); the second grid is not square
+EMBEDDING_MAPS = ((4, 4), (4, 6))
 #: the most frames of a spectrogram fed as ``input_values`` (the Audio Spectrogram Transformer's ``max_length``)
 MAX_SPECTROGRAM = 1024
 #: the most frames a video input is fed (a longer clip: 2 frames)
@@ -261,7 +265,8 @@ def _embeddings(config: Any) -> dict[str, list[tuple[int, ...]]]:
     widths = [_get(config, key) for key in EMBEDDING_WIDTHS]
     widths = list(dict.fromkeys(w for w in widths if isinstance(w, int) and 0 < w <= 8192)) or [32]
     return {key: [shape for width in widths for shape in ((1, n, width), (1, width, n))]
-            for key, n in zip(("native", "resampled"), EMBEDDING_ROWS, strict=True)}
+            + [(1, width, *cells) for width in widths]
+            for key, n, cells in zip(("native", "resampled"), EMBEDDING_ROWS, EMBEDDING_MAPS, strict=True)}
 
 
 def candidates(input_name: str, config: Any, flat: bool = False, ids: bool = False

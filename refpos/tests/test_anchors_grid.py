@@ -283,6 +283,9 @@ ANCHORS: dict[str, list[tuple[str, Callable, int, list]]] = {
     "bicubic_grid_only": [("vitdet", _vitdet, 1, GRIDS), ("seggpt", _seggpt, 1, GRIDS)],
     "bicubic_float32": [("dinov2", _dinov2, 1, GRIDS)],
     "bicubic_antialias": [("dinov2_with_registers", _dinov2_registers, 1, GRIDS),
+                          ("unlimited_ocr", _embedding_table(
+                              "transformers.models.unlimited_ocr.modeling_unlimited_ocr.UnlimitedOcrVisionEmbeddings",
+                              1), 1, GRIDS),
                           ("timm resample_abs_pos_embed", _timm(True), 1, GRIDS)],
     "bilinear": [("dpt", _dpt, 1, GRIDS), ("step3p7", _step3p7, 0, GRIDS)],
     "bilinear_grid_only_float32": [

@@ -71,18 +71,28 @@ def _table(model, site) -> tuple[int, int]:
     return int(np.prod(shapes[0][:-1])), shapes[0][-1]
 
 
+def _input(model, config, size: tuple[int, int]) -> dict:
+    """The model's main input at ``size`` pixels: the pixels, or, for a tower fed another network's feature map as
+    its patches (``patch_embeds``: Unlimited-OCR's CLIP encoder), that map, one cell per patch."""
+    if model.main_input_name == "patch_embeds":
+        patch = config.patch_size
+        return {"patch_embeds": torch.randn(1, config.hidden_size, size[0] // patch, size[1] // patch,
+                                            dtype=torch.float64)}
+    return {"pixel_values": torch.randn(1, 3, *size, dtype=torch.float64)}
+
+
 def _resampling(model, always: bool, size: tuple[int, int]) -> dict:
     """The interpolate call on the position table for an input of another size (with the flag when needed)."""
-    pixels = torch.randn(1, 3, *size, dtype=torch.float64)
+    fed = _input(model, model.config, size)
     with interpolate_calls() as calls:
         try:
-            model(pixel_values=pixels)
+            model(**fed)
         except (ValueError, RuntimeError):
             calls.clear()
     if not always:
         assert not calls, "the model resamples its grid without being asked: the row's always is false"
         with interpolate_calls() as calls:
-            model(pixel_values=pixels, interpolate_pos_encoding=True)
+            model(**fed, interpolate_pos_encoding=True)
     assert calls, "the model does not call interpolate on its position grid"
     return calls[0]
 

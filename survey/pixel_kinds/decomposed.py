@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, absent, check_target, graded, unrecorded
+from survey.pixel_kinds.base import Outcome, absent, check_target, graded, image_patch_grid, unrecorded
 from survey.pixels import PixelRun, Site
 
 
@@ -31,13 +31,28 @@ def _tables(site: Site, sites: list[Site]) -> tuple[list[Site], np.ndarray, np.n
     return (siblings, found["h"], found["w"]) if set(found) == {"h", "w"} else None
 
 
-def _grid(record: Any, run: PixelRun, size: str) -> tuple[int, int]:
+def _grid(record: Any, run: PixelRun, size: str, native_keys: int | None = None) -> tuple[int, int]:
     """The grid a layer attends over at ``size``: its window, or the patch grid of the image fed (the record's at
-    the native size; at another, as many patches of the native size's patch as the image holds per side)."""
-    if record.windowed or size == "native":
+    the native size; at another, as many patches of the native size's patch as the image holds per side). A
+    composite fed at another tower's image size (Unlimited-OCR's vision model, at its CLIP encoder's) attends over
+    another grid at the native size than the record's: where the ``native_keys`` its global layer attends to are
+    not the record's grid, the native grid is the image's patch grid of that many patches (the record's grid is
+    then told by its tables' rows, :func:`_tables_fit`)."""
+    if record.windowed:
         return record.grid
+    base_grid = record.grid
+    if native_keys is not None and native_keys != record.grid[0] * record.grid[1]:
+        base_grid = image_patch_grid(native_keys, run.shapes["native"]) or record.grid
+    if size == "native":
+        return base_grid
     native, shape = run.shapes["native"][-2:], run.shapes[size][-2:]
-    return tuple(grid * side // base for grid, side, base in zip(record.grid, shape, native, strict=True))
+    return tuple(grid * side // base for grid, side, base in zip(base_grid, shape, native, strict=True))
+
+
+def _tables_fit(record: Any, rel_pos_h: np.ndarray, rel_pos_w: np.ndarray) -> bool:
+    """Whether a layer's tables have the ``2g − 1`` rows per axis of the record's grid ``g`` (its window, or the
+    native patch grid a global layer's tables are trained on)."""
+    return (rel_pos_h.shape[0], rel_pos_w.shape[0]) == (2 * record.grid[0] - 1, 2 * record.grid[1] - 1)
 
 
 def compare_decomposed(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
@@ -61,7 +76,12 @@ def compare_decomposed(record: Any, run: PixelRun, sites: list[Site]) -> Outcome
         if capture.logits is None:
             continue
         width, heads = capture.logits.shape[-1], record.n_heads
-        grid = _grid(record, run, size)
+        native = site.captures.get("native")
+        keys = None if native is None or native.logits is None else native.logits.shape[-1]
+        grid = _grid(record, run, size, keys)
+        if grid != _grid(record, run, size) and not _tables_fit(record, rel_pos_h, rel_pos_w):
+            return Outcome("wrong", f"{site.owner}: tables of {rel_pos_h.shape[0]} and {rel_pos_w.shape[0]} rows "
+                           f"are not those of refpos's grid {record.grid}", paths)
         if (width != grid[0] * grid[1] or capture.logits.shape[0] < heads
                 or capture.query.size != heads * record.head_dim):
             return Outcome("wrong", f"{site.owner}: logits {capture.logits.shape} at the {size} size (query of "
