@@ -95,11 +95,12 @@ def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[st
     lines += [f"* `{r['architecture']}`: {_cell(', '.join(r['survived']))}" for r in rows if r.get("survived")]
     own = [r for r in rows if r["model_type"] and not _origin(r).startswith("transformers")]
     if own:
-        lines += ["", "### Families vLLM implements that transformers does not", "",
-                  "Architectures whose config is no transformers class: vLLM's own config class, a public "
-                  "`config.json` (the remote-code families, and the published configs of "
-                  "`survey/vllm_engine/published/`, each with its repository, path and commit), or the target's "
-                  "config vLLM rewrites for a speculative head.", "",
+        lines += ["", "### Architectures not built from a transformers class's defaults", "",
+                  "Families vLLM implements that transformers does not, and checkpoints whose config states keys a "
+                  "class's defaults lack: vLLM's own config class, a public `config.json` (the remote-code "
+                  "families, and the published configs of `survey/vllm_engine/published/`, each with its "
+                  "repository, path and commit, read by transformers' class of its model type where there is one), "
+                  "or the target's config vLLM rewrites for a speculative head.", "",
                   "| architecture | model type | status | why | config |", "|---|---|---|---|---|"]
         lines += [f"| `{r['architecture']}` | `{r['model_type']}` | {r['status']} | {_cell(r['cause'][:200])} | "
                   f"{_cell(_origin(r))} |" for r in own]
