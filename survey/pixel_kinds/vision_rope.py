@@ -313,13 +313,15 @@ def _thw_rotation(x: np.ndarray, positions: np.ndarray, rope: VisionRope) -> np.
 def thw_mutants(rope: VisionRope3D, grid: tuple[int, int, int], merge: int, positions: np.ndarray
                 ) -> dict[str, tuple[VisionRope, np.ndarray] | None]:
     """MiniMax-M3-VL's wrong answers, each an axial rope on the rotated channels and positions: the row and column
-    swapped, the axes in the order ``(h, w, t)``, positions from 1, the patches row-major instead of in merge blocks,
-    the pairs interleaved, θ = 10000 where the claim's differs (``None`` where it would equal the claim here)."""
+    swapped, the axes in the order ``(h, w, t)``, positions from 1, the frame index doubled (counted in frames, two a
+    temporal patch), the patches row-major instead of in merge blocks, the pairs interleaved, θ = 10000 where the
+    claim's differs (``None`` where it would equal the claim here: the frame doubled on one frame)."""
     axial = axial_part(rope)
     row_major = thw_patch_positions([grid], spatial_merge_size=1)
     return {"row and column swapped": (axial, positions[:, [0, 2, 1]]),
             "axes in the order (h, w, t)": (axial, positions[:, [1, 2, 0]]),
             "positions from 1": (axial, positions + 1),
+            "frame index doubled": None if not positions[:, 0].any() else (axial, positions * [2, 1, 1]),
             "patch order (row-major, not merge blocks)": None if np.array_equal(row_major, positions) else (
                 axial, row_major),
             "pair layout swapped": (VisionRope("axial", axial.head_dim, axial.theta, axial.sections, "interleaved"),

@@ -49,6 +49,7 @@ def test_the_claimed_rotation_is_exact_and_every_wrong_answer_is_told_apart():
 @pytest.mark.parametrize("made_by", [
     lambda x, p: apply_vision3d_rope(x, p[:, [0, 2, 1]], ROPE),  # row and column swapped
     lambda x, p: apply_vision3d_rope(x, p + 1, ROPE),  # from 1
+    lambda x, p: apply_vision3d_rope(x, p * [2, 1, 1], ROPE),  # the frame index doubled (the 2-frame size shows it)
     lambda x, p: apply_vision3d_rope(x, p, VisionRope3D("minimax_m3_vl", 20, 1e6)),  # another θ
     lambda x, p: x,  # no rotation
 ])
