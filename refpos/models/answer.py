@@ -72,10 +72,16 @@ class ModelPositions:
 
     def summary(self) -> str:
         """One line per stack: ``decoder layers 0-47: rope ×36, none ×12 (every 4th)``; a stack's input embedding
-        (``audio.input``) is one line ``audio input: conv_position``."""
-        return "\n".join(f"{name.removesuffix('.input')} input: {self.stack(name)[0].label}" if name.endswith(".input")
-                         else f"{name} " + summary_line([(r.index, r.label) for r in self.stack(name)])
-                         for name in self.stacks)
+        (``audio.input``) is one line ``audio input: conv_position``, what a stage after its layers adds
+        (``vision.output``) one line ``vision output: sincos2d(granite_docling) ×2``."""
+        def line(name: str) -> str:
+            records = self.stack(name)
+            if name.endswith(".input"):
+                return f"{name.removesuffix('.input')} input: {records[0].label}"
+            if name.endswith(".output"):
+                return f"{name.removesuffix('.output')} output: {records[0].label} ×{len(records)}"
+            return f"{name} " + summary_line([(r.index, r.label) for r in records])
+        return "\n".join(line(name) for name in self.stacks)
 
     def needs(self) -> dict[str, dict[str, str]]:
         """Per stack, the inputs its positions are computed from (keys of :data:`refpos.models.sources.INPUTS`,

@@ -77,7 +77,7 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
                                     ("layer_pattern", dict),
                                     ("no_attention", dict), ("encoder", dict), ("decoder", dict),
                                     ("predictor", dict), ("width_factor", int), ("parts", dict),
-                                    ("part_defaults", dict), ("input", dict), ("part_reads", dict),
+                                    ("part_defaults", dict), ("input", dict), ("output", dict), ("part_reads", dict),
                                     ("versions", dict))
               if key in table and not isinstance(table[key], kind)]
     if wrong:
@@ -122,6 +122,10 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
                              f"key>\", when_absent = true|false; got {values['input']!r}")
         values["input"] = read_stack(f"{where} input", site)
         values["input_when"] = None if when is None else (when, absent)
+    if "output" in values:
+        if "encoding" not in values["output"]:
+            raise ValueError(f"{where}: output takes encoding = \"<kind>\" and its facts; got {values['output']!r}")
+        values["output"] = read_stack(f"{where} output", dict(values["output"]))
     if "switch" in values:
         values["switch"] = read_switch(where, values["switch"])
     try:

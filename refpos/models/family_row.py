@@ -69,6 +69,10 @@ the encoding, the stacks and the facts of each kind (``encoding``, ``stacks``, `
     Where a later release changed the family's position code: release range (``"<5.25"``) → the columns of that
     range, with its own ``source`` and ``release``; the row itself holds for every other release
     (:mod:`refpos.models.releases` chooses by the config's ``transformers_version``).
+``output``
+    What a stage after a stack's last layer adds to the tokens it makes from the stack's output, as a kind whose
+    records are added to tokens (``encoding`` and its facts; Granite-Docling's connector: a fixed 2-D sin–cos of
+    the pixel-shuffled grid): its records are the stack ``<stack>.output``, after the stack's layers.
 ``ignores``
     Config keys whose names say positions but that the family's code does not read for them (MPT's
     ``learned_pos_emb``, ChatGLM's ``original_rope``): read without effect, with a note.
@@ -156,6 +160,8 @@ class Family:
     #: stack -> its own input embedding, where a stack's sub-table states one (Informer's decoder continues the
     #: encoder's positions)
     stack_inputs: tuple[tuple[str, StackFacts], ...] = ()
+    #: what a stage after every stack's last layer adds to the tokens it makes (a kind whose hook is ``input``)
+    output: StackFacts | None = None
     #: section path -> the model type the composite's config class builds there, whatever the section says
     parts: tuple[tuple[str, str], ...] = ()
     #: section path -> the model type it builds there when the section states none (else the section's)
@@ -182,6 +188,7 @@ class Family:
                   "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
                   "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),
                   "input": self.input is None or KINDS[self.input.encoding].hook == "input",
+                  "output": self.output is None or KINDS[self.output.encoding].hook == "input",
                   "stack_inputs": all(KINDS[site.encoding].hook == "input" and name in STACKS.get(self.stacks, ())
                                       for name, site in self.stack_inputs),
                   "parts": all(PART_PATH.fullmatch(path) for path, _ in self.parts),

@@ -237,7 +237,8 @@ def _known(lm: ConfigView, family: Family, written: str | None,
             stack_layers = [Refused(name, i, None, reason=why) for i in range(_count(lm, family))]
             stack.not_modelled.clear()
             stack.not_modelled[lm.name("model_type")] = why
-        layers += _input_site(lm, family, name, role, not_modelled) + stack_layers
+        layers += _input_site(lm, family, name, role, not_modelled) + stack_layers + _output_site(
+            lm, family, name, role, not_modelled)
         not_modelled.update({key: why for key, why in stack.not_modelled.items() if key not in honoured})
         notes += [note for note in stack.notes if note not in notes]
     _mark_inert(lm, layers)
@@ -295,18 +296,28 @@ def _input_site(lm: ConfigView, family: Family, name: str, role: str,
     else the row's: a convolution over the frames, a resampled grid), as a stack of its own, ``<name>.input``;
     none when the row has no input embedding or its ``input_when`` key turns it off. What its builder does not
     model goes to ``not_modelled``."""
-    site = family.input_of(name)
-    if site is None:
+    if (site := family.input_of(name)) is None:
         return []
     if family.input_when is not None:
         lm.mark(family.input_when[0])
     if not family.input_on(lm.raw):
         return []
-    encoding = site.encoding
-    stack = Stack(lm, f"{name}.input", role, family, site.facts_of(encoding), SCHEDULE)
-    records = _build(stack, encoding)
+    return [replace(_site(lm, family, f"{name}.input", role, site, not_modelled)[0], index=0)]
+
+
+def _output_site(lm: ConfigView, family: Family, name: str, role: str,
+                 not_modelled: dict[str, str]) -> list[LayerRecord]:
+    """What a stage after stack ``name``'s last layer adds to the tokens it makes (the row's ``output``:
+    Granite-Docling's connector), as a stack of its own, ``<name>.output``: one record per path of the stage."""
+    return [] if family.output is None else _site(lm, family, f"{name}.output", role, family.output, not_modelled)
+
+
+def _site(lm: ConfigView, family: Family, name: str, role: str, site: Any, not_modelled: dict[str, str]) -> list:
+    """The records of a site before or after a stack's layers; what its builder does not model to ``not_modelled``."""
+    stack = Stack(lm, name, role, family, site.facts_of(site.encoding), SCHEDULE)
+    records = _build(stack, site.encoding)
     not_modelled.update(stack.not_modelled)
-    return [replace(records[0], index=0)]
+    return records
 
 
 def _build(stack: Stack, encoding: str) -> list[LayerRecord]:
@@ -376,12 +387,13 @@ def _mark_inert(lm: ConfigView, layers: list[LayerRecord]) -> None:
 def _refuse_unmodelled(layers: list[LayerRecord], not_modelled: Mapping[str, str], prefix: str) -> list[LayerRecord]:
     """Refuse the attention layers of every stack when a not-modelled key changes positions (not a mask or a
     scale of :data:`ATTENTION_ONLY`): no record resolves as if the key were absent. A stack's input embedding
-    (``<stack>.input``) is computed before any attention and stays."""
+    (``<stack>.input``) is computed before any attention and stays, as does what a stage after its layers adds
+    (``<stack>.output``), computed from no attention's positions."""
     changing = {key: why for key, why in not_modelled.items() if key[len(prefix):] not in ATTENTION_ONLY}
     if not changing:
         return layers
     reason = "; ".join(f"{key}: {why}" for key, why in sorted(changing.items()))
-    return [layer if not layer.attention or layer.kind == "refused" or layer.stack.endswith(".input") else
+    return [layer if not layer.attention or layer.kind == "refused" or layer.stack.endswith((".input", ".output")) else
             Refused(layer.stack, layer.index, layer.layer_type, reason=reason) for layer in layers]
 
 

@@ -166,16 +166,17 @@ def test_qwen3_omni_moe_s_talker_runs_the_thinker_s_attention_and_m_rope():
     assert (talker.layout, talker.multi_axis) == (thinker.layout, thinker.multi_axis)
 
 
-def test_granite_doclings_connector_is_refused_by_name_not_left_out():
+def test_granite_doclings_connector_is_answered_not_left_out():
     """Granite-Docling's vision model runs its connector after the encoder layers, and the connector's paths add a
-    fixed 2-D sin–cos (``GraniteDoclingConnectorPath.pos_embed``): the tower is refused naming the connector, never
-    answered by its input grid alone (the survey's run found the two ``pos_embed`` sites unaccounted for)."""
+    fixed 2-D sin–cos (``GraniteDoclingConnectorPath.pos_embed``): the tower is answered with a record per path
+    after its layers (``vision.output``), never by its input grid alone (the survey's run found the two
+    ``pos_embed`` sites unaccounted for while the row said nothing of them)."""
     transformers = pytest.importorskip("transformers", reason="the connector is read from transformers' model")
     from transformers.models.granite_docling import modeling_granite_docling as code
 
     assert "pos_embed" in inspect.getsource(code.GraniteDoclingConnectorPath.forward)
     config = transformers.AutoConfig.for_model("granite_docling_vision").to_dict()
     answer = refpos.model_positions(config)
-    assert not answer.complete
-    assert any("connector" in str(why) for why in answer.not_modelled.values()) or any(
-        "connector" in str(layer.label) + str(getattr(layer, "reason", "")) for layer in answer.layers)
+    assert answer.complete
+    assert [(r.kind, r.at, r.shuffle) for r in answer.stack("vision.output")] == [("sincos2d", "output", 4),
+                                                                                    ("sincos2d", "output", 2)]

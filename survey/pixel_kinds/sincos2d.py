@@ -12,6 +12,13 @@ model's code builds and the rows the embedding's output gains.
   the resampling's :func:`~refpos.encodings.grid_mistakes.grid_tolerance`. A model that keeps only some patches (a
   random masking, in an order of its own) gains rows of the table in that order: each observed row is compared
   with the reference row nearest to it, and every mistake with the same rows of its own output.
+
+A table a stage after the stack adds (``at = "output"``, one record per path: Granite-Docling's connector) is held
+by a position module the survey records as a function: **the table built** as above, at the record's shuffled grid,
+and **the rows added**: the module's output minus its input at each size its forward called it, against the table
+as built (rows read one row off graded wrong), within the subtraction's ``2u·max|output|``. A path the run's
+forward does not take (the connector's fine path, taken with ``fine=True``) shows its table built alone; the same
+module class adds it, as the path the run took shows.
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ def compare_sincos2d(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     from refpos.encodings.grid_variants import GRID_VARIANTS
     from refpos.encodings.sincos2d_mistakes import Sincos2dInputs
 
+    if record.at == "output" and record.grid is not None and record.record.builder == "grid":
+        return _compare_output(record, run, sites)
     if record.at != "input" or record.grid is None or record.record.builder != "grid":
         return Outcome("not reached", f"{record.stack} layer {record.index}: the survey compares a sin–cos table of "
                        f"a fixed patch grid added at the input (this one: {record.variant} at {record.at})")
@@ -92,3 +101,33 @@ def compare_sincos2d(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         cases.append(_aligned(observed, resampled, grid_tolerance(resampling, run.dtype) + noise,
                               mistakes_of("grid", resampling)))
     return graded(cases, (site.path,), f"{site.path} sincos2d({record.variant})")
+
+
+def _compare_output(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
+    """One path of a stage after the stack (module docstring): the table built, and the rows its module adds."""
+    from refpos.encodings.sincos2d_mistakes import Sincos2dInputs
+
+    found = _table(record, sites)
+    if found is None:
+        return absent(run, f"no table of {record.grid} tokens × {record.features} in a position module for "
+                      f"{record.stack} path {record.index} (sites: {', '.join(s.path for s in sites) or 'none'})")
+    site, name = found
+    (height, width) = record.grid
+    built = site.initial.get(name, site.params[name]).astype(np.float64).reshape(-1, record.features)
+    inputs = Sincos2dInputs(record.variant, {"height": height, "width": width, "dim": record.features,
+                                             **dict(record.settings)})
+    reference, bound = check_target("sincos2d").reference(inputs)
+    cases = [(built, np.asarray(reference, dtype=np.float64), bound, mistakes_of("sincos2d", inputs))]
+    table = site.params[name].astype(np.float64).reshape(-1, record.features)
+    for capture in site.captures.values():
+        if capture.module_in is None or capture.module_out is None:
+            continue  # a path the forward did not take at this size
+        out = capture.module_out.astype(np.float64)
+        observed = rows_of(out - capture.module_in.astype(np.float64), record.features)
+        if observed is None:
+            return Outcome("not reached", f"{site.path}: output {out.shape} has no axis of width {record.features}",
+                           (site.path,))
+        noise = 2 * unit(run) * float(np.max(np.abs(out)))
+        shifted = {f"rows read from {shift}": np.roll(table, -shift, axis=0) for shift in (-1, 1)}
+        cases.append((observed, table, noise, shifted))
+    return graded(cases, (site.path,), f"{site.path} sincos2d({record.variant}) after the stack")

@@ -11,7 +11,12 @@ scale). Where a family adds the embedding decides the records:
   encoder: ``hidden_states + position_embeddings`` in each self-attention): one record per layer;
 * ``at = "cross_keys"`` — a decoder's cross-attention keys (the encoder's map), every layer, with its queries
   carrying the object queries (``queries``: a learned table of ``num_queries`` rows, or a sine variant of
-  reference points such as ``anchors``).
+  reference points such as ``anchors``);
+* ``at = "output"`` — once per path, to the tokens a stage after the stack's last layer makes from its output
+  (the row's ``output`` column; Granite-Docling's connector): the native grid ``(M_h, M_w)`` pixel-shuffled by a
+  factor ``s`` (``shuffle``: each ``s × s`` block of tokens becomes one), so the table is the variant's on the grid
+  ``(M_h / s, M_w / s)``, of the stage's width; a second path at half the factor (``halved``: four times as many
+  tokens) has its own table. One record per path, its factor in ``shuffle``.
 
 What the embedding is computed from is stated by the variant (the record's ``reads``): the patch grid (``grid``
 variants), the pixel mask of each feature map (``mask``), or the coordinates of points and boxes
@@ -42,9 +47,10 @@ from refpos.models.kinds.grid import image_grid
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, layer_count, stack_width
 from refpos.models.kinds.variant_keys import unmet, variant_values
 from refpos.models.records import LayerRecord
+from refpos.models.view import ConfigView
 
 #: where a family adds the embedding (module docstring)
-SINE_SITES = ("input", "query_key", "cross_keys")
+SINE_SITES = ("input", "query_key", "cross_keys", "output")
 #: what a decoder's queries carry besides the sine of the memory keys: a learned table of object queries
 QUERY_TABLE = "learned"
 #: the input each builder of :mod:`refpos.encodings.sincos2d` reads (keys of :data:`refpos.models.sources.INPUTS`)
@@ -63,7 +69,10 @@ class Sincos2dFacts:
     ``image``, ``patch``: the keys of a fixed grid's native size (``grid`` variants), ``defaults`` their class
     defaults; ``way``: a way of
     :data:`~refpos.encodings.grid_variants.GRID_VARIANTS` by which the fixed table is resampled to another grid
-    (ViT-MAE: bicubic), absent when it is recomputed for each input.
+    (ViT-MAE: bicubic), absent when it is recomputed for each input; ``width_default``: the class default of
+    ``width``; at ``output``, ``shuffle``: the key of the pixel-shuffle factor ``s`` the stage merges the grid by
+    (``shuffle_default`` its class default), ``halved``: the bool key that builds a second path at ``s // 2``
+    (``halved_default`` its class default).
     """
 
     variant: str = "detr"
@@ -77,6 +86,11 @@ class Sincos2dFacts:
     patch: str = "patch_size"
     defaults: tuple[Any, Any] = (None, None)
     way: str | None = None
+    width_default: int | None = None
+    shuffle: str | None = None
+    shuffle_default: int | None = None
+    halved: str | None = None
+    halved_default: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.defaults, list):
@@ -90,6 +104,12 @@ class Sincos2dFacts:
                    self.queries)
         check_fact(where, self.way is None or (self.way in GRID_VARIANTS and SINE_VARIANTS[self.variant].builder
                                                == "grid"), "sincos2d.way (a grid variant's)", self.way)
+        check_fact(where, self.at != "output" or (SINE_VARIANTS[self.variant].builder == "grid" and self.way is None),
+                   "sincos2d.at = output (a fixed grid variant's)", self.at)
+        check_fact(where, (self.shuffle is None and self.halved is None) or self.at == "output",
+                   "sincos2d.shuffle, halved (at = output)", (self.shuffle, self.halved))
+        check_fact(where, self.halved is None or self.shuffle is not None, "sincos2d.halved (with shuffle)",
+                   self.halved)
 
 
 @dataclass(frozen=True)
@@ -106,6 +126,8 @@ class Sincos2dLayer(LayerRecord):
     way: str | None = None
     queries: str | None = None
     query_rows: int | None = None
+    #: at ``output``: the pixel-shuffle factor of the path whose tokens the table is added to (1 elsewhere)
+    shuffle: int = 1
     kind: ClassVar[str] = "sincos2d"
 
     @property
@@ -121,7 +143,8 @@ class Sincos2dLayer(LayerRecord):
         return {"variant": self.variant, "builder": self.record.builder, "at": self.at, "features": self.features,
                 **{key: list(value) if isinstance(value, tuple) else value for key, value in self.settings},
                 "grid": None if self.grid is None else list(self.grid), "resampled_by": self.way,
-                "queries": self.queries, "query_rows": self.query_rows}
+                "queries": self.queries, "query_rows": self.query_rows,
+                **({"shuffle": self.shuffle} if self.at == "output" else {})}
 
     def reference(self, **inputs: Any) -> Array:
         """The embedding: the variant's builder called with ``inputs`` (``height=, width=`` for a grid, ``mask=``,
@@ -153,7 +176,8 @@ def build(stack: Stack) -> list[LayerRecord]:
     if wrong:
         raise ValueError(f"{stack.name}: the {facts.variant} sin–cos needs {dict(variant.requires)}, the config "
                          f"has {wrong}")
-    width = stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1)
+    width = stack_width(view, stack.role) if facts.width is None else view.int(facts.width, facts.width_default,
+                                                                                minimum=1)
     features = width // 2 if facts.halve else width
     settings = tuple(sorted(variant_values(view, variant.config_keys).items()))
     grid = None
@@ -165,8 +189,34 @@ def build(stack: Stack) -> list[LayerRecord]:
               "way": facts.way, "queries": facts.queries, "query_rows": rows}
     if facts.at == "input":
         return [Sincos2dLayer(stack.name, 0, None, **record, reads=_reads(facts))]
+    if facts.at == "output":
+        return [Sincos2dLayer(stack.name, i, None, **{**record, "grid": shuffled, "shuffle": factor},
+                              reads=_reads(facts)) for i, (factor, shuffled) in enumerate(_paths(view, facts))]
     return [Sincos2dLayer(stack.name, i, None, **record, reads=_reads(facts))
             for i in range(layer_count(view, stack.role))]
+
+
+def _paths(view: ConfigView, facts: Sincos2dFacts) -> list[tuple[int, tuple[int, int]]]:
+    r"""``(s, grid)`` of each path of a stage after the stack: the native grid ``(M_h, M_w)`` of ``image`` and
+    ``patch`` pixel-shuffled by the factor ``s`` of ``shuffle``, and, where ``halved`` is true, by ``s // 2``.
+
+    .. math::
+        (h_s, w_s) = (M_h / s,\; M_w / s), \qquad s \in \{s_0\} \cup \{\lfloor s_0 / 2 \rfloor
+        \text{ if halved}\}
+
+    A factor below 1, or one that does not divide both sides (the pixel shuffle regroups ``s × s`` blocks), is a
+    ``ValueError`` naming ``shuffle``."""
+    native = image_grid(view, facts.image, facts.patch, image_default=facts.defaults[0],
+                        patch_default=facts.defaults[1])
+    factor = 1 if facts.shuffle is None else view.int(facts.shuffle, facts.shuffle_default, minimum=1)
+    factors = [factor]
+    if facts.halved is not None and view.bool(facts.halved, facts.halved_default):
+        factors.append(factor // 2)
+    for s in factors:
+        if s < 1 or native[0] % s or native[1] % s:
+            raise ValueError(f"{view.name(facts.shuffle or 'shuffle')}: a pixel-shuffle factor {s} does not divide "
+                             f"the native grid {native} into whole blocks")
+    return [(s, (native[0] // s, native[1] // s)) for s in factors]
 
 
 def _reads(facts: Sincos2dFacts) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -174,7 +224,7 @@ def _reads(facts: Sincos2dFacts) -> tuple[tuple[str, tuple[str, ...]], ...]:
     queries and keys of every layer, or on a decoder's cross-attention keys (its queries: the reference points of a
     sine variant; a learned table of object queries reads nothing)."""
     source = (BUILDER_INPUTS[SINE_VARIANTS[facts.variant].builder],)
-    if facts.at == "input":
+    if facts.at in ("input", "output"):
         return (("rows", source),)
     if facts.at == "query_key":
         return (("query", source), ("key", source))
