@@ -180,5 +180,10 @@ class _Part:
 
 
 def judge_towers(config: dict[str, Any], towers: dict[str, Tower], parts: Any) -> list[TowerVerdict]:
-    """One verdict per part of refpos's answer (``(stack, path, model type)``) whose tower was observed."""
-    return [judge_tower(config, stack, towers[path]) for stack, path, _ in parts if path in towers]
+    """One verdict per part of refpos's answer (``(stack, path, model type)``) whose tower was observed, except a
+    part whose stack is one the token-id run compares (:data:`survey.claims.STACKS`: MusicGen's ``decoder``, a
+    text decoder fed codebook tokens, which its own forward reads by shape when fed embeddings)."""
+    from survey.claims import STACKS
+
+    return [judge_tower(config, stack, towers[path]) for stack, path, _ in parts
+            if path in towers and stack not in STACKS]
