@@ -8,6 +8,13 @@ naming what it does (a key, a model type); *unknown* when a model type is not in
 *error* when the resolution raises (a config its class builds but refpos cannot read), and *config error* when
 the config class does not build with its defaults.
 
+A resolution that raises is checked against transformers itself: the type's language model is built from the same
+class-default config (its layer count cut to one and its experts to four, which changes no position) and run on six
+token ids. Where transformers' own model raises too, the outcome is *model error* — a default config its own model
+cannot run (GLM-4V's M-RoPE sections [8, 12, 12] over a head of 64 frequency pairs; Qwen3-Omni-MoE's head of
+2048 // 28 = 73 channels, rotated by 74), so refpos's refusal is right — and the evidence is transformers' error;
+where it runs, the outcome stays *error*: refpos is wrong there.
+
 Usage (an environment with transformers; refpos importable)::
 
     python scripts/model_type_coverage.py                  # the counts
@@ -26,21 +33,77 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 import refpos
 
-OUTCOMES = ("complete", "refused", "unknown", "error", "config_error")
+OUTCOMES = ("complete", "refused", "unknown", "error", "model_error", "config_error")
+#: the nested sections a composite holds its language model's config in, in the order looked for
+LANGUAGE_SECTIONS = (("thinker_config", "text_config"), ("text_config",))
+#: what the language model is cut to before it is run (nothing positional): one layer, four experts of two each
+CUT = {"num_hidden_layers": 1, "n_routed_experts": 4, "num_experts": 4, "num_local_experts": 4,
+       "num_experts_per_tok": 2, "first_k_dense_replace": 0}
+
+
+def _language_model(config: object) -> tuple[object, type]:
+    """The language model's config of a composite (or the config itself) and the class transformers builds for it:
+    AutoModel's, else the base model of its own modeling file."""
+    import importlib
+
+    for path in LANGUAGE_SECTIONS:
+        section = config
+        for key in path:
+            section = getattr(section, key, None)
+        if section is not None:
+            config = section
+            break
+    try:
+        return config, transformers.AutoModel._model_mapping[type(config)]
+    except KeyError:
+        module = importlib.import_module(type(config).__module__.replace(".configuration_", ".modeling_"))
+        found = [cls for cls in vars(module).values() if isinstance(cls, type)
+                 and issubclass(cls, transformers.PreTrainedModel) and getattr(cls, "config_class", None)
+                 is type(config) and not cls.__name__.endswith("PreTrainedModel")]
+        return config, min(found, key=lambda cls: (not cls.__name__.endswith("Model"), len(cls.__name__)))
+
+
+def transformers_runs(model_type: str) -> str:
+    """``""`` when transformers runs the type's language model built from its class-default config (cut by
+    :data:`CUT`) on six token ids, else its error, one line, with where it was raised."""
+    import traceback
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config, cls = _language_model(transformers.AutoConfig.for_model(model_type))
+        values = config.to_dict()
+        values.update({key: value for key, value in CUT.items() if getattr(config, key, None)})
+        values.pop("model_type", None)
+        try:
+            torch.manual_seed(0)
+            model = cls(type(config)(**values)).eval()
+            with torch.no_grad():
+                model(input_ids=torch.arange(6)[None])
+        except Exception as exc:  # transformers' own error is the evidence
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            where = frame.filename.split("site-packages/")[-1]
+            return f"{cls.__name__}: {type(exc).__name__}: {' '.join(str(exc).split())[:160]} ({where}:{frame.lineno})"
+    return ""
 
 
 def outcome(model_type: str) -> tuple[str, tuple[str, ...], str]:
-    """``(outcome, the kinds of its records, why)`` for one model type."""
+    """``(outcome, the kinds of its records, why)`` for one model type (module docstring)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             config = transformers.AutoConfig.for_model(model_type).to_dict()
-    except Exception as exc:  # noqa: BLE001 — a config class that does not build is an outcome
+    except Exception as exc:  # a config class that does not build is an outcome
         return "config_error", (), f"{type(exc).__name__}: {exc}"[:200]
     try:
         positions = refpos.model_positions(config)
     except (TypeError, ValueError) as exc:
-        return "error", (), f"{type(exc).__name__}: {exc}"[:200]
+        why = f"{type(exc).__name__}: {exc}"[:200]
+        evidence = transformers_runs(model_type)
+        if evidence:
+            return "model_error", (), f"{why}; transformers' own model raises too: {evidence}"
+        return "error", (), f"{why}; transformers runs this config"
     kinds = tuple(sorted({record.kind for record in positions}))
     if positions.complete:
         return "complete", kinds, ""
