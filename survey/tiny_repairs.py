@@ -187,6 +187,10 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
                              "tensor", lambda values: {"image_size": [SAM_IMAGE, SAM_IMAGE]}),
     "sam3_tracker": ("its ViT keeps its full width (1024) at the tiny geometry: 72 × 72 patches of it exceed the "
                      "survey's bound on a kept tensor", _sam3_tracker_width),
+    # YOLOS's 512 × 864 image gives 1829 rows a table, and its seven tables between the layers, resampled, exceed the
+    # survey's bound on a kept tensor: a quarter of the area (16 × 27 patches), its aspect kept
+    "yolos": ("its tables between the layers, resampled at its 512 × 864 image, exceed the survey's bound on a kept "
+              "tensor", lambda values: {"image_size": [values["image_size"][0] // 2, values["image_size"][1] // 2]}),
     "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",
                 lambda values: {"sliding_window": values.get("sliding_window") or values["max_position_embeddings"]}),
     # timm's backbone wrapper names the architecture it builds in `backbone`, which its class leaves None: named as

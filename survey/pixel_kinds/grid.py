@@ -2,7 +2,7 @@ r"""The ``grid`` comparison: a learned 2-D grid resampled to the image, observed
 its output with the table zeroed. A way that reads buckets (NaViT) is compared with the row its own float
 arithmetic may read at a tie (:func:`refpos.encodings.grid_mistakes.reference_at_ties`: the exact row or, at a
 tie, the row below), every other patch with the exact row. A video tower's clip:
-:mod:`survey.pixel_kinds.grid_clips`."""
+:mod:`survey.pixel_kinds.grid_clips`; tables between the layers: :mod:`survey.pixel_kinds.grid_mid`."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from survey.pixel_kinds.base import (
     unit,
 )
 from survey.pixel_kinds.grid_clips import compare_clip
+from survey.pixel_kinds.grid_mid import compare_with_mid
 from survey.pixels import PixelRun, Site, additive
 
 
@@ -89,6 +90,8 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         if record.variant.read == "buckets":  # a tie's row below is the model's float arithmetic, not a mistake
             reference = reference_at_ties(observed, inputs) if observed.shape == reference.shape else reference
         cases.append((observed, reference, grid_tolerance(inputs, run.dtype) + noise, mistakes_of("grid", inputs)))
+    if getattr(record, "mid", 0):  # tables between the layers (YOLOS)
+        return compare_with_mid(record, run, site, sites, table, cases)
     return graded(cases, (site.path,), f"{site.path} grid")
 
 

@@ -38,6 +38,7 @@ from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
 from refpos.encodings.grid_windowed import windowed_position_grid
 from refpos.encodings.sinusoidal import sinusoidal
 from refpos.models.kinds.grid_clips import clip_fields, clip_rows
+from refpos.models.kinds.grid_mid import mid_count, mid_rows
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
 from refpos.models.view import ConfigView
@@ -97,7 +98,9 @@ class GridFacts:
     cut into tubelets ``tubelet`` deep, the key of the tubelet size ``(t, h, w)`` whose last two are the patch size,
     ``tubelet_default`` its class default); ``no_time``: ``[key, value]`` where that value of the config's key drops
     the time table and runs each frame as its own sequence (TimeSformer's ``attention_type`` ``space_only``), which
-    is not modelled. ``window``: ``[table key, window key]`` where a learned window table is tiled over the resampled
+    is not modelled. ``mid``: the key of the flag that adds a table like the input's after each of the first
+    ``L − 1`` layers (YOLOS's ``use_mid_position_embeddings``, :mod:`refpos.models.kinds.grid_mid`), ``mid_default``
+    its class default. ``window``: ``[table key, window key]`` where a learned window table is tiled over the resampled
     grid (SAM 2's Hiera, :mod:`refpos.encodings.grid_windowed`): the first key holds the table's grid ``(M_h, M_w)``
     (read in place of the image and patch sizes), the second the window sides per stage, whose first is the window
     table's side ``m``; ``window_default`` their class defaults.
@@ -129,6 +132,8 @@ class GridFacts:
     tubelet: str | None = None
     tubelet_default: tuple[int, int, int] | None = None
     no_time: tuple[str, str] | None = None
+    mid: str | None = None
+    mid_default: bool = False
     window: tuple[str, str] | None = None
     window_default: tuple[Any, Any] | None = None
 
@@ -189,6 +194,8 @@ class GridLayer(LayerRecord):
     stride: int = 1
     #: the rows of a learned time table read per frame (TimeSformer; 0: none)
     time: int = 0
+    #: the tables added after layers 0 … L − 2, each laid out and read as the input's (YOLOS; 0: none)
+    mid: int = 0
     #: the side ``m`` of a learned window table tiled over the resampled grid (SAM 2's Hiera; 0: none)
     window: int = 0
     kind: ClassVar[str] = "grid"
@@ -224,6 +231,8 @@ class GridLayer(LayerRecord):
                    if self.clip == "tubelets" else {}),
                 **({"clip": self.clip, "time_table_rows": self.time, "time_resampled": "nearest to the frames"}
                    if self.clip == "patch_major" else {}),
+                **({"mid_tables": self.mid, "mid_added": f"table l after layer l, l = 0 … {self.mid - 1}, each read "
+                    "as the input's"} if self.mid else {}),
                 **({"window_table": [self.window, self.window], "window_read": "tiled: patch (i, j) adds row "
                     "(i mod m, j mod m)"} if self.window else {}),
                 "resampled": "never: the input must have the native grid" if variant is None else
@@ -268,6 +277,12 @@ class GridLayer(LayerRecord):
         .. math:: P_0 = c, \qquad P_{1 + pF + f} = G'_p + T_{\lfloor f N / F \rfloor}
         """
         return clip_rows(self, table, grid, frames, time_table)
+
+    def mid_tables(self, tables: Array, grid: tuple[int, int]) -> Array:
+        r"""The tables added after layers ``0 … L − 2`` (:attr:`mid`, YOLOS), each ``tables[l]`` read as
+        :meth:`reference` reads the input's (:func:`refpos.models.kinds.grid_mid.mid_rows`):
+        :math:`h^{(l+1)}_{\text{in}} = h^{(l)}_{\text{out}} + P'^{(l)}`."""
+        return mid_rows(self, tables, grid)
 
     def tokens(self, table: Array, grids: list[tuple[int, int, int]], class_row: Array | None = None) -> Array:
         r"""The rows added to a packed tower's tokens (:attr:`packed`): for each ``(t, h, w)`` of ``grids``, the
@@ -352,7 +367,8 @@ def build(stack: Stack) -> list[LayerRecord]:
                       dim=stack_width(view, stack.role) if facts.width is None else view.int(facts.width, minimum=1),
                       always=facts.always, packed=facts.packed, merge=merge, clips=facts.clips,
                       frames=0 if facts.frames is None else view.int(facts.frames, facts.frames_default, minimum=1),
-                      class_row=facts.class_row or "", **clip, **_window(view, facts),
+                      class_row=facts.class_row or "", **clip, mid=mid_count(view, facts, stack.role),
+                      **_window(view, facts),
                       reads=(("rows", ("video_grid",) if facts.packed else ("image_grid",)),))]
 
 
