@@ -273,11 +273,22 @@ class Resolver:
             self.set("rotary_dim", self.top("rotary_dim"), "config")
         elif self.facts.partial_rotary_factor is not None:
             self.set("partial_rotary_factor", self.facts.partial_rotary_factor, "default")
+        self._rotary_dim_restated()
         partial = self.fields.get("partial_rotary_factor", 1.0) != 1.0 or "rotary_dim" in self.fields
         honoured = self.facts.partial_honoured
         if partial and self.fields["rope_type"] == PLAIN and not honoured:
             self.notes.append("partial rotary: refpos rotates d channels; the default init of many HF classes "
                               f"(llama, mistral, qwen2, ...) ignores partial_rotary_factor ({self.model_type!r})")
+
+    def _rotary_dim_restated(self) -> None:
+        """A ``rotary_dim`` beside the factor read, stating its width (``head_dim · factor``), is that fact
+        (MiniMax-M2's class derives the factor from the legacy ``rotary_dim`` and writes both); another is reported."""
+        factor, stated, fields = self.fields.get("partial_rotary_factor"), self.cfg.get("rotary_dim"), self.fields
+        unread = {"rotary_dim", "head_dim"} - {*fields} == {"rotary_dim"}  # a head width, no rotary_dim read
+        if factor is not None and isinstance(stated, int) and unread and stated == int(fields["head_dim"] * factor):
+            self.top("rotary_dim")
+            self.notes.append(f"rotary_dim={stated} states the width partial_rotary_factor={factor:g} rotates "
+                              f"(head_dim {self.fields['head_dim']})")
 
     def theta(self) -> None:
         if self.facts.theta_fixed:

@@ -179,3 +179,23 @@ def test_every_family_config_says_what_was_verified():
         <= set(FAMILY_CONFIGS)
     broken = {"x": {**FAMILY_CONFIGS["openbmb/MiniCPM3-4B"], "verified": ["rope_theta"]}}
     assert provenance_problems(broken)  # a key neither verified nor unverified is caught
+
+
+def _minimax_m2(**keys):
+    base = {"model_type": "minimax_m2", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 128,
+            "num_hidden_layers": 2, "max_position_embeddings": 4096}
+    return refpos.model_positions(base | keys)
+
+
+def test_a_rotary_dim_stating_the_factors_width_is_read_as_that_fact_and_another_is_reported():
+    """MiniMax-M2's config class derives partial_rotary_factor from the checkpoints' legacy rotary_dim and writes
+    both: a rotary_dim equal to head_dim × the factor states the same width and is read; the published config's
+    rotary_dim alone is the width; a rotary_dim stating another width than the factor is reported, not dropped."""
+    both = _minimax_m2(rotary_dim=64, rope_parameters={"rope_type": "default", "rope_theta": 5e6,
+                                                       "partial_rotary_factor": 0.5})
+    alone = _minimax_m2(rotary_dim=64, rope_theta=5e6)
+    other = _minimax_m2(rotary_dim=32, rope_parameters={"rope_type": "default", "rope_theta": 5e6,
+                                                        "partial_rotary_factor": 0.5})
+    assert both.layers[0].rope.rotary_dim == alone.layers[0].rope.rotary_dim == 64
+    assert "rotary_dim" not in both.not_modelled and "rotary_dim" not in alone.not_modelled
+    assert "rotary_dim" in other.not_modelled
