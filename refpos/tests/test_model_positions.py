@@ -23,6 +23,8 @@ from refpos.models import positions as mp
 from refpos.models.kinds import KINDS
 from refpos.models.kinds.alibi import ALIBI_SLOPES
 from refpos.models.records import round_to
+from refpos.rope.vision import VISION_ROPES, VISION_ROPES_MORE, VISION_ROPES_PREFIXED
+from refpos.rope.vision3d import VISION_ROPES_3D
 
 BLOOM = {"model_type": "bloom", "n_layer": 2, "n_head": 6, "hidden_size": 96}
 FALCON = {"model_type": "falcon", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "alibi": True}
@@ -297,11 +299,13 @@ def _model_type_comparisons(source: str, names: set[str]) -> list[str]:
 
 def test_family_facts_are_table_data_not_python_branches(tmp_path):
     """No module of refpos.models that reads a config compares a model type with a family's name: the facts are
-    the table's (names that are also an encoding's, a slope rule's or a bias form's, ``t5``, ``mpt``, ``swinv2``,
-    are those; the multimodal
+    the table's (names that are also an encoding's, a slope rule's, a bias form's or a vision-RoPE form's, ``t5``,
+    ``mpt``, ``swinv2``, ``llama4``, are those; the multimodal
     position ids of mm_positions are built from token spans, not read from a config)."""
     names = set(families.FAMILIES) | set(families.ALIASES)
-    names -= {*KINDS, *ALIBI_SLOPES, *BIAS_FORMS}  # a kind's own form names (Swin v2's bias form is "swinv2")
+    # a kind's own form names (Swin v2's bias form is "swinv2"; the vision-RoPE forms, "llama4", "vjepa2" …)
+    names -= {*KINDS, *ALIBI_SLOPES, *BIAS_FORMS, *VISION_ROPES, *VISION_ROPES_PREFIXED, *VISION_ROPES_MORE,
+              *VISION_ROPES_3D}
     problems = {path.name: found for path in Path(mp.__file__).parent.rglob("*.py") if path.name != "mm_positions.py"
                 and (found := _model_type_comparisons(path.read_text(encoding="utf8"), names))}
     assert not problems, problems
