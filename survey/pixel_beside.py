@@ -16,6 +16,7 @@ from typing import Any
 
 from survey.pixel_inputs import id_grid, image_grid_inputs, patch_ids, series_inputs, trajectory_inputs
 from survey.pixel_records import MASKS, MERGE_INPUTS, PADDING_MASKS, ROW_INPUTS, grid_input, patch_ids_input
+from survey.pixel_shapes import shaped_inputs
 from survey.seeded import seeded_normal, seeded_uniform
 
 #: the waveform samples per feature frame assumed where a forward takes chunk lengths in samples (16 kHz, 10 ms)
@@ -182,6 +183,9 @@ BESIDE: dict[str, Beside] = {
             10, at.shape[0], at.shape[-1] // CODEC_HOP,
             at.config.semantic_model_config.feature_projection_input_dim), required=True, not_main=True)),
     "masks": Beside("every frame or pixel real: the masks a forward takes or requires", masks),
+    "spatial_shapes": Beside("a tower fed patches takes its image's (h, w) patch grid, its masks marking the padding "
+                             "patches after them (SigLIP 2's NaFlex tower)", lambda at, fed: shaped_inputs(
+                                 at.params, at.grid, at.shape) if at.input_name == "pixel_values" else {}),
     "target_sizes": Beside("a NaViT-style tower's per-image patch grid (MiniCPM's)", lambda at, fed: image_grid_inputs(
         at.params, at.config, at.shape)),
     "past_time_features": Beside("a lagged forecaster's time features and horizon", lambda at, fed: series_inputs(

@@ -139,11 +139,16 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
 
     from survey.pixel_beside import Try, beside
     from survey.pixel_inputs import candidates, id_grid, number_patches, patch_grid
+    from survey.pixel_shapes import shape_grid, shaped_candidates, shapes_input
 
     record.shapes, record.skipped, record.applied, errors = {}, {}, {}, []
     grid = grid_input(params)
     ids = patch_ids_input(params) is not None
-    for size, tries in candidates(record.input_name, config, flat=grid is not None, ids=ids).items():
+    # patches fed with their image's (h, w) (survey.pixel_shapes)
+    shaped = record.input_name == "pixel_values" and shapes_input(params) is not None
+    sizes = shaped_candidates(config) if shaped else candidates(record.input_name, config, flat=grid is not None,
+                                                                 ids=ids)
+    for size, tries in sizes.items():
         attempts = [(shape, switch) for shape in tries]
         if size == "resampled" and switch and "interpolate_pos_encoding" not in params:
             attempts += [(shape, False) for shape in tries]
@@ -156,8 +161,10 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 record.grids[size] = list(patch_grid(config, size))
             if ids:  # patches fed with their (x, y) ids: the grid of the real ones (the rest are padding)
                 record.grids[size] = [1, *id_grid(config, size)[:2]]
+            if shaped:  # patches fed with their image's (h, w): the grid of the real ones (the rest are padding)
+                record.grids[size] = [1, *shape_grid(config, size)[:2]]
             inputs |= beside(Try(params, config, record.input_name, tuple(shape), size, dtype, record.merge,
-                                 tuple(record.grids[size]) if grid is not None else None, fed_switch))
+                                 tuple(record.grids[size]) if grid is not None or shaped else None, fed_switch))
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")

@@ -22,6 +22,7 @@ from survey.pixel_kinds.base import (
 )
 from survey.pixel_kinds.grid_clips import compare_clip
 from survey.pixel_kinds.grid_mid import compare_with_mid
+from survey.pixel_kinds.grid_shaped import shaped_case
 from survey.pixels import PixelRun, Site, additive
 
 
@@ -65,6 +66,10 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
                                (site.path,))
             cases.append(packed_case(record, table, observed, tuple(int(v) for v in run.grids[name]), run, noise,
                                      class_row))
+            continue
+        if name in run.grids and len(run.shapes[name]) == 3 and record.variant is not None:  # patches and (h, w)
+            cases.append(shaped_case(record, table, observed, tuple(int(v) for v in run.grids[name][-2:]), run.dtype,
+                                     2 * unit(run) * float(np.max(np.abs(out)))))
             continue
         extra = record.prefix + record.suffix if record.variant is None or record.variant.keep_extra else 0
         grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])

@@ -39,11 +39,22 @@ def test_a_record_named_for_its_input_feeds_it_to_a_forward_that_requires_it(nam
     config = SimpleNamespace(task_seq_len=3, patch_size=4, num_time_features=1, prediction_length=2, act_dim=2,
                              semantic_model_config=SimpleNamespace(feature_projection_input_dim=5))
     main, shape = {"past_time_features": ("past_values", (1, 6)), "returns_to_go": ("states", (1, 4, 3)),
-                   "pixel_position_ids": ("pixel_values", (1, 4, 48))}.get(
+                   "pixel_position_ids": ("pixel_values", (1, 4, 48)),
+                   "spatial_shapes": ("pixel_values", (1, 6, 48))}.get(
         name, ("input_values", (1, 640)) if name == "input_features" else ("pixel_values", (1, 3, 8, 8)))
     params = _params(main, name, "future_values")
-    fed = BESIDE[name].feeds(Try(params, config, main, shape, "native", torch.float32), {})
+    grid = (1, 2, 2) if name == "spatial_shapes" else None  # patches fed with their image's (h, w): 2 padding
+    fed = BESIDE[name].feeds(Try(params, config, main, shape, "native", torch.float32, grid=grid), {})
     assert name in fed
+
+
+def test_the_spatial_shapes_are_fed_with_a_mask_of_the_padding_patches():
+    """A tower fed patches with its image's ``(h, w)`` (SigLIP 2's) is fed ``[[h, w]]`` and each mask it takes, ones
+    on the image's ``h·w`` patches and zeros on the padding after them."""
+    params = _params("pixel_values", "pixel_attention_mask", "spatial_shapes")
+    fed = beside(Try(params, None, "pixel_values", (1, 7, 12), "resampled", grid=(1, 2, 3)))
+    assert fed["spatial_shapes"].tolist() == [[2, 3]]
+    assert fed["pixel_attention_mask"].tolist() == [[1, 1, 1, 1, 1, 1, 0]]
 
 
 def test_the_switches_and_the_grid_each_need_their_occasion():
