@@ -30,12 +30,12 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """A learned grid: the site whose table has ``record.table_rows × record.dim`` entries (module docstring)."""
     from refpos.encodings.grid_mistakes import GridInputs, grid_tolerance, reference_at_ties
 
-    size = record.table_rows * record.dim
-    site = next((s for s in sites if additive(s) and any(p.size == size for p in s.params.values())), None)
     if getattr(record, "window", 0):  # a window table tiled over the grid: two tables (SAM 2's Hiera)
         from survey.pixel_kinds.grid_windowed import compare_windowed
 
         return compare_windowed(record, run, sites)
+    size = record.table_rows * record.dim
+    site = next((s for s in sites if additive(s) and any(p.size == size for p in s.params.values())), None)
     if site is None:
         return absent(run, f"no position table of {record.table_rows} × {record.dim} entries at an input site "
                        f"(sites: {', '.join(s.path for s in sites) or 'none'})")
