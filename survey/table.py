@@ -229,7 +229,9 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
         "length the config states, left padding, a masked token, packed sequences and decoding steps whose id is "
         "not their slot, and compares the two layer by layer: the query and key each layer hands to attention "
         "(and its rotary function's input against its output), the biases it adds, the position tables its "
-        "stacks read, each on the input refpos says the layer reads. Every exact answer is then changed one way "
+        "stacks read, each on the input refpos says the layer reads; a composite's vision and audio towers are run "
+        "on their own inputs, each built from the composite's sub-config, and judged as its stacks. Every exact "
+        "answer is then changed one way "
         "at a time (`survey/mutants.py`) and each wrong answer must come out wrong. How: `survey/` (its "
         "docstrings), and the page's last section.",
         "",
