@@ -22,6 +22,7 @@ A record of a kind without a comparison (a decomposed relative position) leaves 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 from survey.claims import refused_layers, without_repeats
@@ -46,15 +47,35 @@ def _summary(records: list[Any]) -> str:
     return "; ".join(parts)
 
 
-def _refusals(answer: Any) -> list[str]:
+def refusals(layers: list[Any], model_type: str, not_modelled: dict[str, str]) -> list[str]:
+    """What refpos refuses of ``layers`` (a whole answer's, or one part's) and the keys it does not model beside
+    them (``not_modelled``, the attention core's keys left out): each once."""
     from refpos.models.position_keys import ATTENTION_ONLY
 
-    refused = refused_layers(answer.layers)
-    refused += [f"model_type {answer.model_type!r} is not in the family table; unknown: " + ", ".join(r.unknown)
-                for r in answer.layers if r.kind == "unknown"]
-    refused += [f"{key}: {what}" for key, what in answer.not_modelled.items()
-                if key.rsplit(".", 1)[-1] not in ATTENTION_ONLY]
+    refused = refused_layers(layers)
+    refused += [f"model_type {model_type!r} is not in the family table; unknown: " + ", ".join(r.unknown)
+                for r in layers if r.kind == "unknown"]
+    refused += [f"{key}: {what}" for key, what in not_modelled.items() if key.rsplit(".", 1)[-1] not in ATTENTION_ONLY]
     return without_repeats(refused)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The outcomes of one run's records taken together: the first ``wrong``, else the first ``not reached``
+    (``None`` when every outcome is exact), the largest error, the wrong answers tried and those graded exact."""
+
+    failed: Outcome | None
+    max_error: float | None
+    tried: int
+    survived: tuple[str, ...]
+
+
+def summary(outcomes: list[Outcome]) -> Summary:
+    """:class:`Summary` of ``outcomes`` (:func:`judge_records`)."""
+    errors = [o.error for o in outcomes if o.error is not None]
+    failed = next((o for status in ("wrong", "not reached") for o in outcomes if o.status == status), None)
+    return Summary(failed, max(errors) if errors else None, sum(o.tried for o in outcomes),
+                   tuple(name for o in outcomes for name in o.survived))
 
 
 def whole_run(records: list[Any], run: PixelRun, free: list[Any]) -> Outcome:
@@ -117,23 +138,18 @@ def judge_pixels(row: Any, config: dict[str, Any], run: PixelRun) -> None:
     records = list(answer.layers)
     row.claimed = list(dict.fromkeys(r.kind for r in records))
     row.layers = _summary(records)
-    refused = _refusals(answer)
+    refused = refusals(records, answer.model_type, answer.not_modelled)
     if refused:
         row.status, row.cause = "refused", "; ".join(refused)
         return
     if not records:
         row.status, row.cause = "not reached", "refpos resolved no layer to compare"
         return
-    outcomes = judge_records(records, run)
-    errors = [o.error for o in outcomes if o.error is not None]
-    row.max_error = max(errors) if errors else None
-    row.mutants = sum(o.tried for o in outcomes)
-    row.survived = [name for o in outcomes for name in o.survived]
-    for status in ("wrong", "not reached"):
-        found = next((o for o in outcomes if o.status == status), None)
-        if found is not None:
-            row.status, row.cause = status, found.cause
-            return
+    judged = summary(judge_records(records, run))
+    row.max_error, row.mutants, row.survived = judged.max_error, judged.tried, list(judged.survived)
+    if judged.failed is not None:
+        row.status, row.cause = judged.failed.status, judged.failed.cause
+        return
     if row.survived:
         row.status = "not reached"
         row.cause = (f"{SURVIVED}: {len(row.survived)} of {row.mutants} wrong answers graded exact too ("

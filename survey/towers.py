@@ -128,7 +128,7 @@ def judge_tower(config: dict[str, Any], stack: str, tower: Tower) -> TowerVerdic
     import warnings
 
     import refpos
-    from survey.pixel_compare import _refusals, judge_records
+    from survey.pixel_compare import judge_records, refusals, summary
 
     label = f"{stack} stack ({tower.path}"
     if tower.run is None:
@@ -141,42 +141,20 @@ def judge_tower(config: dict[str, Any], stack: str, tower: Tower) -> TowerVerdic
         except (ValueError, TypeError, KeyError) as exc:
             return TowerVerdict(stack, "refused", f"{label}: refpos: {type(exc).__name__}: {exc}"[:400])
     records = [r for r in answer.layers if r.stack == stack or r.stack.startswith(stack + ".")]
-    part_keys = tuple(f"{path}." for name, path, _ in answer.parts if name == stack)
-    refused = [why for why in _refusals(_Part(records, answer, part_keys))]
+    under = tuple(f"{path}." for name, path, _ in answer.parts if name == stack)
+    refused = refusals(records, answer.model_type,
+                       {key: what for key, what in answer.not_modelled.items() if key.startswith(under)})
     if refused:
         return TowerVerdict(stack, "refused", f"{label}: refused by refpos: " + "; ".join(refused))
     if not records:
         return TowerVerdict(stack, "not reached", f"{label}: refpos resolved no layer of it")
-    outcomes = judge_records(records, tower.run)
-    errors = [o.error for o in outcomes if o.error is not None]
-    largest = max(errors) if errors else None
-    tried = sum(o.tried for o in outcomes)
-    survived = tuple(name for o in outcomes for name in o.survived)
-    for status in ("wrong", "not reached"):
-        found = next((o for o in outcomes if o.status == status), None)
-        if found is not None:
-            return TowerVerdict(stack, status, f"{label}: {found.cause}", largest, tried, survived)
-    error = "" if largest is None else f", max error {largest:.3g}"
-    return TowerVerdict(stack, "exact", f"{label}: compared, exact{error}, {tried} wrong answers tried",
-                        largest, tried, survived)
-
-
-@dataclass
-class _Part:
-    """The part of an answer :func:`survey.pixel_compare._refusals` reads: the part's records and the keys it
-    does not model under the part's path."""
-
-    layers: list[Any]
-    answer: Any
-    keys: tuple[str, ...]
-
-    @property
-    def model_type(self) -> str:
-        return self.answer.model_type
-
-    @property
-    def not_modelled(self) -> dict[str, str]:
-        return {key: what for key, what in self.answer.not_modelled.items() if key.startswith(self.keys)}
+    judged = summary(judge_records(records, tower.run))
+    if judged.failed is not None:
+        return TowerVerdict(stack, judged.failed.status, f"{label}: {judged.failed.cause}", judged.max_error,
+                            judged.tried, judged.survived)
+    error = "" if judged.max_error is None else f", max error {judged.max_error:.3g}"
+    return TowerVerdict(stack, "exact", f"{label}: compared, exact{error}, {judged.tried} wrong answers tried",
+                        judged.max_error, judged.tried, judged.survived)
 
 
 def judge_towers(config: dict[str, Any], towers: dict[str, Tower], parts: Any) -> list[TowerVerdict]:

@@ -78,3 +78,33 @@ def test_a_tower_image_past_the_patch_bound_is_run_smaller_and_said_so():
     for kept in (SimpleNamespace(image_size=1024, patch_size=16), SimpleNamespace(image_size=(1540, 1540),
                                                                                    patch_size=14)):
         assert towers.within_patches(kept) == (kept, "")
+
+
+def test_a_survey_failure_observing_towers_is_a_note_and_the_language_run_stands(monkeypatch):
+    from survey import run
+
+    def broken(config0, max_parameters):
+        raise RuntimeError("a bug of the survey")
+
+    monkeypatch.setattr(towers, "observe_towers", broken)
+    row = run.Row("llava", "not reached")
+    assert run.observe_towers(object(), row) == {}
+    assert row.notes == ["towers not observed: survey failed: RuntimeError: a bug of the survey"]
+
+
+def test_observe_towers_again_rewrites_only_a_stored_language_run(observation, monkeypatch, tmp_path):
+    """``observe --towers``: a stored composite's towers are replaced and its language model's run kept; a model
+    type run on pixels as a whole (no language run) is not written back; a type with nothing stored is skipped."""
+    from survey import run, store, stored
+
+    for name in ("llava", "vit"):
+        store.save(observation(name), store.path_of(tmp_path, name))
+    vit_bytes = store.path_of(tmp_path, "vit").read_bytes()
+    marker = towers.Tower("vision_config", why="observed again")
+    monkeypatch.setattr(run, "observe_towers", lambda config0, row: {"vision_config": marker})
+    stored.observe_types(["llava", "vit", "clip"], tmp_path, towers=True, echo=False)
+    again = store.load(store.path_of(tmp_path, "llava"))
+    assert again.towers["vision_config"].why == "observed again"
+    assert again.run is not None and again.row.model_type == "llava"
+    assert store.path_of(tmp_path, "vit").read_bytes() == vit_bytes
+    assert not store.path_of(tmp_path, "clip").exists()
