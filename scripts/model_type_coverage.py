@@ -25,42 +25,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import warnings
 from collections import Counter
+from pathlib import Path
 
 import transformers
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
 import refpos
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's survey package, beside scripts/
+
 OUTCOMES = ("complete", "refused", "unknown", "error", "model_error", "config_error")
-#: the nested sections a composite holds its language model's config in, in the order looked for
-LANGUAGE_SECTIONS = (("thinker_config", "text_config"), ("text_config",))
 #: what the language model is cut to before it is run (nothing positional): one layer, four experts of two each
 CUT = {"num_hidden_layers": 1, "n_routed_experts": 4, "num_experts": 4, "num_local_experts": 4,
        "num_experts_per_tok": 2, "first_k_dense_replace": 0}
 
 
 def _language_model(config: object) -> tuple[object, type]:
-    """The language model's config of a composite (or the config itself) and the class transformers builds for it:
-    AutoModel's, else the base model of its own modeling file."""
-    import importlib
+    """The language model's config of a composite (or the config itself) and the class transformers builds for it,
+    as the survey finds them (:func:`survey.building.language_config`, :func:`survey.building.model_class`)."""
+    from survey import building
 
-    for path in LANGUAGE_SECTIONS:
-        section = config
-        for key in path:
-            section = getattr(section, key, None)
-        if section is not None:
-            config = section
-            break
-    try:
-        return config, transformers.AutoModel._model_mapping[type(config)]
-    except KeyError:
-        module = importlib.import_module(type(config).__module__.replace(".configuration_", ".modeling_"))
-        found = [cls for cls in vars(module).values() if isinstance(cls, type)
-                 and issubclass(cls, transformers.PreTrainedModel) and getattr(cls, "config_class", None)
-                 is type(config) and not cls.__name__.endswith("PreTrainedModel")]
-        return config, min(found, key=lambda cls: (not cls.__name__.endswith("Model"), len(cls.__name__)))
+    config = building.language_config(config) or config
+    found = building.model_class(config)
+    if found is None:
+        raise LookupError(f"transformers has no model class for {type(config).__name__}")
+    return config, found
 
 
 def transformers_runs(model_type: str) -> str:
@@ -72,11 +64,11 @@ def transformers_runs(model_type: str) -> str:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        config, cls = _language_model(transformers.AutoConfig.for_model(model_type))
-        values = config.to_dict()
-        values.update({key: value for key, value in CUT.items() if getattr(config, key, None)})
-        values.pop("model_type", None)
         try:
+            config, cls = _language_model(transformers.AutoConfig.for_model(model_type))
+            values = config.to_dict()
+            values.update({key: value for key, value in CUT.items() if getattr(config, key, None)})
+            values.pop("model_type", None)
             torch.manual_seed(0)
             model = cls(type(config)(**values)).eval()
             with torch.no_grad():
