@@ -69,6 +69,9 @@ class Row:
     engine: str = "transformers"
     architecture: str = ""
     fingerprint: str = ""
+    #: a composite's towers (:mod:`survey.towers`) by their sub-config's path: how each came out
+    #: (:attr:`survey.towers.TowerVerdict.outcome`)
+    towers: dict[str, str] = field(default_factory=dict)
     #: the per-layer comparison (not stored: ``python -m survey show`` prints it)
     verdict: Any = field(default=None, repr=False)
 
@@ -295,6 +298,7 @@ def _judge(row: Row, seen: Observation) -> None:
     compared = tuple(v.stack for v in tower_verdicts)
     row.notes += [note for note in resolution.notes if not _tower_note(note, compared)]
     row.notes += [v.note for v in tower_verdicts]
+    row.towers = {v.path: v.outcome for v in tower_verdicts}
     verdict = compare.compare(resolution, run) if run is not None and resolution.layers else None
     if run is not None:
         row.engine, row.fingerprint = seen.engine, observed.fingerprint(run)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -87,30 +86,17 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-#: a note on a composite's tower (:mod:`survey.towers`): ``vision stack (vision_config, CLIPVisionModel on …): …``
-TOWER_NOTE = re.compile(r"^[\w.]+ stack \((?P<path>[\w.]+)(, [^)]*)?\): (?P<what>.*)$")
-#: a tower's outcome by how its note goes on
-TOWER_OUTCOMES = (("compared, exact", "compared and exact"), ("refused by refpos", "refused by refpos"),
-                  ("refpos:", "refused by refpos"), ("not compared: its tower was not run", "not run"))
-
-
-def _tower_notes(row: dict[str, Any]) -> list[str]:
-    return [m["what"] for note in row["notes"] if (m := TOWER_NOTE.match(note))]
-
-
 def _has_tower(row: dict[str, Any]) -> bool:
-    return bool(_tower_notes(row))
+    return bool(row.get("towers"))
 
 
 def tower_outcomes(rows: list[dict[str, Any]]) -> dict[str, int]:
-    """How many composites' towers (:mod:`survey.towers`) came out each way: compared and exact, refused by refpos,
-    not run, and otherwise (wrong, or a kind the survey does not compare) by the row's note."""
+    """How many composites' towers (:mod:`survey.towers`) came out each way (compared and exact, wrong, refused by
+    refpos, not run, not compared), from each row's ``towers``."""
     found: dict[str, int] = {}
     for row in rows:
-        for what in _tower_notes(row):
-            label = next((name for start, name in TOWER_OUTCOMES if what.startswith(start)),
-                         "wrong" if row["status"] == "wrong" and row["cause"].endswith(what) else "not compared")
-            found[label] = found.get(label, 0) + 1
+        for outcome in row.get("towers", {}).values():
+            found[outcome] = found.get(outcome, 0) + 1
     return found
 
 

@@ -98,6 +98,13 @@ def observe_towers(config0: Any, max_parameters: int, skip: tuple[str, ...] | No
     return towers
 
 
+#: a tower's outcome as the page counts it, by its verdict's status (a tower not run is ``not reached`` too)
+OUTCOMES = {"exact": "compared and exact", "wrong": "wrong", "refused": "refused by refpos",
+            "not reached": "not compared"}
+#: the outcome of a tower the survey could not run
+NOT_RUN = "not run"
+
+
 @dataclass
 class TowerVerdict:
     """A part of refpos's answer judged against its tower's run: ``exact``, ``wrong``, ``not reached`` or
@@ -109,6 +116,15 @@ class TowerVerdict:
     max_error: float | None = None
     tried: int = 0
     survived: tuple[str, ...] = ()
+    #: the path of the tower's sub-config (``vision_config``)
+    path: str = ""
+    #: whether the tower ran (one that did not is ``not reached``, its outcome :data:`NOT_RUN`)
+    ran: bool = True
+
+    @property
+    def outcome(self) -> str:
+        """How the page counts this tower: one of :data:`OUTCOMES`' values, or :data:`NOT_RUN`."""
+        return OUTCOMES.get(self.status, self.status) if self.ran else NOT_RUN
 
 
 def in_place(config: dict[str, Any], path: str, sub: dict[str, Any]) -> dict[str, Any]:
@@ -130,31 +146,34 @@ def judge_tower(config: dict[str, Any], stack: str, tower: Tower) -> TowerVerdic
     import refpos
     from survey.pixel_compare import judge_records, refusals, summary
 
+    def verdict(status: str, note: str, *measured: Any, ran: bool = True) -> TowerVerdict:
+        return TowerVerdict(stack, status, note, *measured, path=tower.path, ran=ran)
+
     label = f"{stack} stack ({tower.path}"
     if tower.run is None:
-        return TowerVerdict(stack, "not reached", f"{label}): not compared: its tower was not run ({tower.why})")
+        return verdict("not reached", f"{label}): not compared: its tower was not run ({tower.why})", ran=False)
     label += f", {tower.model} on its {tower.run.input_name}" + (f"; {tower.bounded}" if tower.bounded else "") + ")"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             answer = refpos.model_positions(in_place(config, tower.path, tower.config))
         except (ValueError, TypeError, KeyError) as exc:
-            return TowerVerdict(stack, "refused", f"{label}: refpos: {type(exc).__name__}: {exc}"[:400])
+            return verdict("refused", f"{label}: refpos: {type(exc).__name__}: {exc}"[:400])
     records = [r for r in answer.layers if r.stack == stack or r.stack.startswith(stack + ".")]
     under = tuple(f"{path}." for name, path, _ in answer.parts if name == stack)
     refused = refusals(records, answer.model_type,
                        {key: what for key, what in answer.not_modelled.items() if key.startswith(under)})
     if refused:
-        return TowerVerdict(stack, "refused", f"{label}: refused by refpos: " + "; ".join(refused))
+        return verdict("refused", f"{label}: refused by refpos: " + "; ".join(refused))
     if not records:
-        return TowerVerdict(stack, "not reached", f"{label}: refpos resolved no layer of it")
+        return verdict("not reached", f"{label}: refpos resolved no layer of it")
     judged = summary(judge_records(records, tower.run))
     if judged.failed is not None:
-        return TowerVerdict(stack, judged.failed.status, f"{label}: {judged.failed.cause}", judged.max_error,
-                            judged.tried, judged.survived)
+        return verdict(judged.failed.status, f"{label}: {judged.failed.cause}", judged.max_error, judged.tried,
+                       judged.survived)
     error = "" if judged.max_error is None else f", max error {judged.max_error:.3g}"
-    return TowerVerdict(stack, "exact", f"{label}: compared, exact{error}, {judged.tried} wrong answers tried",
-                        judged.max_error, judged.tried, judged.survived)
+    return verdict("exact", f"{label}: compared, exact{error}, {judged.tried} wrong answers tried",
+                   judged.max_error, judged.tried, judged.survived)
 
 
 def judge_towers(config: dict[str, Any], towers: dict[str, Tower], parts: Any) -> list[TowerVerdict]:

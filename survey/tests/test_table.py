@@ -202,14 +202,23 @@ def test_a_composite_that_does_not_run_is_run_as_its_language_model(monkeypatch)
         run.build_language_model(Composite(), "pixel_values missing")
 
 
-def test_tower_outcomes_are_counted_by_their_notes():
-    """The page counts a composite's towers (survey/towers.py) by how each one's note goes on: compared and
-    exact, refused by refpos, not run; wrong where the row's cause is the tower's note."""
-    exact = "vision stack (vision_config, CLIPVisionModel on its pixel_values): compared, exact, 6 wrong answers tried"
-    wrong = "vision stack (vision_config, ViTModel on its pixel_values): no position table of 5 × 8 entries"
-    rows = [{"status": "exact", "cause": "", "notes": [exact, "audio stack (audio_config): not compared: its tower "
-                                                       "was not run (no geometry)", "decoder layer 0: a note"]},
-            {"status": "wrong", "cause": wrong, "notes": [wrong]},
-            {"status": "exact", "cause": "", "notes": ["vision stack (vision_config, X on its pixel_values): refused "
-                                                       "by refpos: a key"]}]
+def test_tower_outcomes_are_counted_from_each_rows_towers():
+    """The page counts a composite's towers (survey/towers.py) by the outcome each row stores for them; a row
+    without towers (a language model, or an engine that runs none) counts nothing."""
+    rows = [{"status": "exact", "towers": {"vision_config": "compared and exact", "audio_config": "not run"}},
+            {"status": "wrong", "towers": {"vision_config": "wrong"}},
+            {"status": "exact", "towers": {"vision_config": "refused by refpos"}},
+            {"status": "exact"}]
     assert table.tower_outcomes(rows) == {"compared and exact": 1, "not run": 1, "wrong": 1, "refused by refpos": 1}
+
+
+def test_a_tower_verdict_says_its_outcome():
+    """Each tower verdict's outcome is what the page counts: a tower not run is "not run" though its status is
+    not reached like a tower the survey ran but could not compare."""
+    from survey.towers import TowerVerdict
+
+    assert TowerVerdict("vision", "exact", "").outcome == "compared and exact"
+    assert TowerVerdict("vision", "refused", "").outcome == "refused by refpos"
+    assert TowerVerdict("vision", "not reached", "").outcome == "not compared"
+    assert TowerVerdict("vision", "not reached", "", ran=False).outcome == "not run"
+    assert TowerVerdict("vision", "wrong", "").outcome == "wrong"

@@ -30,6 +30,7 @@ def test_a_composites_tower_is_run_and_compared(observation, name, path, stack):
     assert row.status == "exact", row.cause
     compared = [note for note in row.notes if note.startswith(f"{stack} stack ({path}, ")]
     assert compared and "compared, exact" in compared[0], row.notes
+    assert row.towers[path] == "compared and exact", row.towers
     assert not any(note.startswith(f"{stack}") and note.endswith(NOT_RUN) for note in row.notes), row.notes
     verdict = towers.judge_towers(seen.config, seen.towers, refpos.model_positions(seen.config).parts)[0]
     assert verdict.tried >= 2 and not verdict.survived
@@ -53,6 +54,7 @@ def test_a_wrong_tower_makes_the_row_wrong(observation, monkeypatch):
     monkeypatch.setattr(seen, "towers", {"vision_config": wrong})
     row = judge_quietly(seen)
     assert row.status == "wrong" and row.cause.startswith("vision stack (vision_config, "), row.cause
+    assert row.towers == {"vision_config": "wrong"}
 
 
 def test_a_tower_that_did_not_run_is_said_so(observation):
@@ -60,6 +62,7 @@ def test_a_tower_that_did_not_run_is_said_so(observation):
     unrun = towers.Tower("vision_config", why="no geometry built")
     verdict = towers.judge_tower(seen.config, "vision", unrun)
     assert verdict.status == "not reached" and "its tower was not run (no geometry built)" in verdict.note
+    assert verdict.outcome == "not run" and verdict.path == "vision_config"
 
 
 def test_in_place_replaces_a_nested_sub_config_and_leaves_the_original():
