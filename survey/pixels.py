@@ -121,13 +121,28 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     switch = "interpolate_pos_encoding" in params or "interpolate_pos_encoding" in passed_on(model)
     for dtype in (torch.float64, torch.float32):
         record.dtype = str(dtype).removeprefix("torch.")
-        model.to(dtype)
+        cast(model, dtype)
         _run_sizes(model, config, record, params, dtype, switch)
         if "native" in record.shapes:
             record.unread = [site.path for site in record.sites if unread(site)]
             record.sites = [site for site in record.sites if site.path not in record.unread]
             return record
     raise NotRun(f"no {name} shape ran ({record.skipped['native']})")
+
+
+def cast(model: Any, dtype: Any) -> None:
+    """``model``'s floating-point tensors cast to ``dtype`` and its complex ones to the complex type of that
+    precision: ``Module.to(dtype)`` casts a complex buffer to the real ``dtype``, keeping its real part only (Llama
+    4's vision tower keeps its rotation as a complex buffer ``freqs_ci``: cast that way, it turns each pair by
+    ``cos φ`` alone, a scaling)."""
+    import torch
+
+    complex_of = {torch.float64: torch.complex128, torch.float32: torch.complex64}
+    kept = {name: buffer for name, buffer in model.named_buffers() if buffer.is_complex()}
+    model.to(dtype)
+    for name, buffer in kept.items():
+        owner, _, attribute = name.rpartition(".")
+        setattr(model.get_submodule(owner), attribute, buffer.to(complex_of[dtype]))
 
 
 def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: Any, switch: bool = False) -> None:

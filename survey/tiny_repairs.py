@@ -200,6 +200,14 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     # index at 0, where a rotation of the wrong axis looks right; stated as 4 patches a side and 2 tubelets
     "vjepa2": ("its clip's frame and row indices are all 0 at the survey's size, hiding an axis swapped",
                lambda values: {"crop_size": 4 * values["patch_size"], "frames_per_clip": 2 * values["tubelet_size"]}),
+    # Llama 4's vision tower pixel-shuffles its patches (ratio r: r² as many rows, 1/r² as wide) into an MLP whose
+    # input width is intermediate_size (its released config: 1408 / 0.5² = 5632, the same field its layers' MLP
+    # reads): the tiny width states the same tie, and the projector's widths (4096) shrink to the width
+    "llama4_vision_model": ("its pixel-shuffle MLP reads hidden_size / pixel_shuffle_ratio² as intermediate_size",
+                            lambda values: {"intermediate_size": round(values["hidden_size"]
+                                                                       / values["pixel_shuffle_ratio"] ** 2),
+                                            "projector_input_dim": values["hidden_size"],
+                                            "projector_output_dim": values["hidden_size"]}),
     "timm_backbone": ("its class names no timm architecture, and the wrapper builds none without one",
                       lambda values: {"backbone": values.get("backbone") or "resnet18"}),
 }

@@ -134,3 +134,40 @@ def test_real_vision_configs(name, module, config_cls, rotary_cls):
     _, inv_freq = vision_frequencies(rope)
     hf = rotary.inv_freq.double().numpy()
     np.testing.assert_allclose(inv_freq[: hf.size], hf, rtol=1e-6, atol=0)
+
+
+def test_llama4_vision_table_is_added_with_the_class_row_last():
+    """Llama 4's tower adds a learned table of one row per patch and one for the class token, which it appends
+    after the patches: the rows added at the input of its first norm (``layernorm_pre``), seen as its input minus
+    its input with the table zeroed, are refpos's grid record's, the class row last, exactly in float64 (a sum of
+    two doubles, then the same sum less one term: one rounding of each, 2 ulps of the sum). The table with its
+    class row first is outside that."""
+    import refpos
+    from transformers.models.llama4.configuration_llama4 import Llama4VisionConfig
+    from transformers.models.llama4.modeling_llama4 import Llama4VisionModel
+
+    config = Llama4VisionConfig(image_size=56, patch_size=14, hidden_size=32, num_attention_heads=2,
+                                num_hidden_layers=1, intermediate_size=128, projector_input_dim=32,
+                                projector_output_dim=32, vision_output_dim=32)
+    record = next(r for r in refpos.model_positions(config.to_dict()).layers if r.stack == "vision.input")
+    assert (record.way, record.grid, record.prefix, record.suffix) == ("fixed", (4, 4), 0, 1)
+    model = Llama4VisionModel(config).double().eval()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model.positional_embedding_vlm.normal_()
+    seen = []
+    model.layernorm_pre.register_forward_pre_hook(lambda module, args: seen.append(args[0].reshape(-1, 32).clone()))
+    pixels = torch.randn(1, 3, 56, 56, dtype=torch.float64)
+    table = model.positional_embedding_vlm.detach().clone()
+    with torch.no_grad():
+        model(pixels)
+        model.positional_embedding_vlm.zero_()
+        model(pixels)
+    added = (seen[0] - seen[1]).numpy()
+    ours = np.asarray(record.reference(table.numpy(), (4, 4)))
+    atol = 2 * 2.0**-53 * float(np.abs(seen[0].numpy()).max())
+    np.testing.assert_allclose(added, ours, rtol=0, atol=atol)
+    class_first = np.concatenate([ours[-1:], ours[:-1]])
+    assert np.abs(added - class_first).max() > 100 * atol
+    with pytest.raises(ValueError, match="not resampled"):
+        record.reference(table.numpy(), (5, 5))

@@ -77,3 +77,41 @@ def test_a_grid_claimed_on_a_cnn_is_graded_wrong(observation):
     grid = next(r for r in _records(vit) if r.kind == "grid")
     outcomes = pixel_compare.judge_records([grid, *_records(seen)], seen.stacks[STACK])
     assert outcomes[0].status == "wrong"
+
+
+def test_a_complex_buffer_keeps_its_imaginary_part_when_the_model_is_cast():
+    """``Module.to(dtype)`` casts a complex buffer to the real dtype (its real part only); the survey's cast keeps
+    it complex at the same precision (Llama 4's tower keeps its rotation as ``freqs_ci``), and casts the rest."""
+    import torch
+
+    from survey.pixels import cast
+
+    class Rotary(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(2, 2)
+            self.register_buffer("freqs_ci", torch.polar(torch.ones(3), torch.arange(3.0)), persistent=False)
+
+    model = torch.nn.Sequential(Rotary())
+    expected = model[0].freqs_ci.clone()
+    cast(model, torch.float64)
+    assert model[0].linear.weight.dtype == torch.float64 and model[0].freqs_ci.dtype == torch.complex128
+    torch.testing.assert_close(model[0].freqs_ci, expected.to(torch.complex128))
+    cast(model, torch.float32)
+    assert model[0].freqs_ci.dtype == torch.complex64 and model[0].freqs_ci.imag.abs().max() > 0.5
+    plain = torch.nn.Sequential(Rotary())
+    plain.to(torch.float64)  # what the cast guards against
+    assert not plain[0].freqs_ci.is_complex()
+
+
+def test_llama4_vision_tower_rotation_is_compared(observation):
+    """Llama 4's tower, its pixel-shuffle MLP built at the tiny width (survey/tiny_repairs.py) and its complex
+    rotation kept through the float64 cast: the rotation is compared exact; its table, added inside the model's own
+    forward, is stated by refpos and left not reached by the survey, which sees no input site for it."""
+    seen, row = _judged(observation, "llama4_vision_model")
+    assert row.status == "not reached" and row.cause.startswith("positional_embedding_vlm: "), row.cause
+    from survey.pixel_compare import judge_records
+
+    records = [r for r in refpos.model_positions(seen.config).layers if r.stack == "vision"]
+    exact = [o for o in judge_records(records, seen.stacks[STACK]) if o.status == "exact"]  # one per layer
+    assert len(exact) == len(records) and all(o.tried >= 5 and not o.survived for o in exact), exact

@@ -71,8 +71,9 @@ class GridFacts:
 
     ``way``: a record of :data:`~refpos.encodings.grid_variants.GRID_VARIANTS`, or ``"fixed"`` (no resampling);
     ``prefix``: the rows before the grid (CLS: 1, DeiT: 2, SigLIP: 0), or ``prefix_key``: the key holding that
-    count (Pixio's ``n_cls_tokens``); ``suffix_key``: the key of the rows after the grid (YOLOS's
-    ``num_detection_tokens``); ``image`` and ``patch``: the keys of the native image and patch sizes;
+    count (Pixio's ``n_cls_tokens``); ``suffix``: the rows after the grid (Llama 4's class row, last), or
+    ``suffix_key``: the key holding that count (YOLOS's ``num_detection_tokens``); ``image`` and ``patch``: the
+    keys of the native image and patch sizes;
     ``defaults``: the config class's values of those two keys (a config.json written by transformers leaves out
     a value equal to its class default); ``positions``: the key of the table's grid rows when the config states
     them itself (a square: SigLIP2's ``num_patches``), ``positions_default`` its class default; ``always``: the
@@ -109,6 +110,7 @@ class GridFacts:
     way: str = "bicubic"
     prefix: int = 1
     prefix_key: str | None = None
+    suffix: int = 0
     suffix_key: str | None = None
     image: str = "image_size"
     patch: str = "patch_size"
@@ -146,6 +148,8 @@ class GridFacts:
         check_fact(where, self.way in GRID_WAYS, "grid.way", self.way)
         check_fact(where, isinstance(self.prefix, int) and self.prefix >= 0, "grid.prefix", self.prefix)
         check_fact(where, self.prefix_key is None or self.prefix == 1, "grid.prefix_key (with prefix)", self.prefix)
+        check_fact(where, isinstance(self.suffix, int) and self.suffix >= 0 and not (self.suffix and self.suffix_key),
+                   "grid.suffix (a count, or suffix_key)", self.suffix)
         check_fact(where, isinstance(self.always, bool), "grid.always", self.always)
         check_fact(where, self.defaults is None or len(self.defaults) == 2, "grid.defaults (image, patch)",
                    self.defaults)
@@ -351,7 +355,7 @@ def build(stack: Stack) -> list[LayerRecord]:
         grid = image_grid(view, facts.image, facts.patch, image_default=image, patch_default=patch)
     clip = clip_fields(view, facts, stack.not_modelled)[1]
     prefix = facts.prefix if facts.prefix_key is None else view.int(facts.prefix_key, minimum=0)
-    suffix = 0 if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
+    suffix = facts.suffix if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
     variant = GRID_VARIANTS.get(facts.way)
     if facts.packed and (variant is None or (variant.keep_extra and prefix + suffix)):
         raise ValueError(f"{stack.family.model_type if stack.family else 'the row'}: grid.packed takes a way that "
