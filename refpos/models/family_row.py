@@ -207,6 +207,13 @@ class Family:
         """What the family's rotary code fixes beyond the config (the row's ``rope`` sub-table)."""
         return self.positions.facts_of("rope")
 
+    @property
+    def unread_keys(self) -> frozenset[str]:
+        """Top-level keys no step reads as its own value: those the row ``ignores`` and those its rope facts say
+        restate a per-layer-type fact (``rope.restated``, checked by :mod:`refpos.models.restated_keys`)."""
+        return frozenset(self.ignores) | {key for key, _ in self.rope.restated} if self.has_rope else \
+            frozenset(self.ignores)
+
     def stack(self, name: str) -> StackFacts:
         """The encoding and facts of stack ``name`` (``"decoder"``, ``"encoder"``, ``"vision"``, …)."""
         override = {"encoder": self.encoder, "decoder": self.decoder, "predictor": self.predictor}.get(name)

@@ -52,6 +52,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from refpos.models import restated_keys
 from refpos.models.families import Family, family_of
 from refpos.models.hf_files import as_language_view, hf_layer_types, language_config, load_hf_config
 from refpos.models.hf_resolver import FIELD_NAMES, RARE_FIELDS, Resolver
@@ -83,6 +84,7 @@ def resolve_rope(config: Any, layer_type: str | None, *, per_layer: bool,
     r.layout()
     r.lengths(rope_type)
     r.scaling_keys(rope_type)
+    restated_keys.check(r)  # keys a checkpoint states beside the per-layer-type rope dict (the row's rope.restated)
     resolve_mrope(r)  # M-RoPE sections, assignment, family layout (refpos.models.mrope_hf)
     r.notes.extend([f"read from {prefix[:-1]}"] if prefix else [])
     unused = r.unused()

@@ -93,9 +93,9 @@ class Resolver:
         return self.cfg[key]
 
     def has(self, key: str) -> bool:
-        """Whether the config gives ``key`` a value the family's code reads (a key its row ``ignores`` is not read:
-        MiniMax-M3-VL's ``rotary_dim``)."""
-        return self.cfg.get(key) is not None and (self.family is None or key not in self.family.ignores)
+        """Whether the config gives ``key`` a value the family's code reads (not a key its row ``ignores`` or
+        restates: MiniMax-M3-VL's ``rotary_dim``, MiMo-V2-Flash's ``swa_rope_theta``: :attr:`Family.unread_keys`)."""
+        return self.cfg.get(key) is not None and (self.family is None or key not in self.family.unread_keys)
 
     def from_rope(self, key: str) -> Any:
         self.used.add(f"{self.rope_path}.{key}")

@@ -33,6 +33,9 @@ from refpos.rope.rules import RULES
 RATIO_ACTS = ("base", "divide", "multiply")
 #: a config key a row may name (dotted for a nested key)
 CONFIG_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+#: the resolved fields a ``rope.restated`` key may restate, and the form of its value: ``<layer type>:<field>``
+RESTATED_FIELDS = ("theta", "partial_rotary_factor", "head_dim")
+RESTATED = re.compile(rf"(\*|[a-z_]+):({'|'.join(RESTATED_FIELDS)})")
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,10 @@ class RopeFacts:
     code of different releases (``{chatglm2 = "divide", chatglm3 = "base"}``: the first name that
     ``_name_or_path`` holds wins). ``rule_key`` switches a scaling rule on outside the rope dict (Qwen's
     ``use_dynamic_ntk``): ``rule`` the ``rope_type`` it switches on, ``rule_absent`` the value the config class
-    assumes without the key.
+    assumes without the key. ``restated``: top-level keys a checkpoint states beside the per-layer-type rope dict
+    the class reads, each naming the layer type (``*``: every one) and the resolved field it restates
+    (:data:`RESTATED_FIELDS`; MiMo-V2-Flash's ``swa_rope_theta`` = ``"sliding_attention:theta"``):
+    :mod:`refpos.models.restated_keys` reads them.
     """
 
     theta: float | None = None
@@ -81,6 +87,7 @@ class RopeFacts:
     rule_key: str | None = None
     rule: str | None = None
     rule_absent: bool = False
+    restated: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.type_aliases, dict):
@@ -89,6 +96,8 @@ class RopeFacts:
             object.__setattr__(self, "ratio_names", tuple(self.ratio_names.items()))
         if isinstance(self.types, list):
             object.__setattr__(self, "types", tuple(self.types))
+        if isinstance(self.restated, dict):
+            object.__setattr__(self, "restated", tuple(sorted(self.restated.items())))
 
     def check(self, where: str) -> None:
         for name in ("theta", "partial_rotary_factor", "local_theta"):
@@ -116,6 +125,8 @@ class RopeFacts:
         check_fact(where, (self.rule_key is None) == (self.rule is None) and (self.rule is None or self.rule in RULES),
                    "rope.rule (a rope_type, with rule_key)", self.rule)
         check_fact(where, isinstance(self.rule_absent, bool), "rope.rule_absent", self.rule_absent)
+        check_fact(where, all(isinstance(k, str) and CONFIG_KEY.fullmatch(k) and isinstance(v, str)
+                              and RESTATED.fullmatch(v) for k, v in self.restated), "rope.restated", self.restated)
 
 
 @dataclass(frozen=True)
