@@ -93,6 +93,35 @@ def _sam2_size(values: dict[str, Any]) -> dict[str, Any]:
             "prompt_encoder_config": {**prompt, "image_size": SAM_IMAGE}}
 
 
+def _edgetam_backbone(backbone: dict[str, Any]) -> dict[str, Any]:
+    """EdgeTAM's vision config names its timm backbone, RepViT-M1, under a misspelled key (``archirecture``), so
+    the wrapper builds its own default, ResNet-50, whose feature maps (64 to 1024 channels) the neck, made for
+    ``backbone_channel_list`` (RepViT's 48 to 384), refuses: stated under ``architecture``, the name the class
+    meant (no weights are loaded)."""
+    meant = backbone.get("archirecture")
+    return backbone if meant is None or backbone.get("architecture") == meant else {**backbone, "architecture": meant}
+
+
+def _edgetam_vision(values: dict[str, Any]) -> dict[str, Any]:
+    """EdgeTAM's vision tower alone: its backbone named as :func:`_edgetam_backbone` states."""
+    return {"backbone_config": _edgetam_backbone(values["backbone_config"])}
+
+
+#: EdgeTAM's image size when shrunk: RepViT-M1's own input in timm (the size the survey feeds a timm tower at)
+EDGETAM_IMAGE = 224
+
+
+def _edgetam_size(values: dict[str, Any]) -> dict[str, Any]:
+    """EdgeTAM's model: its backbone named (:func:`_edgetam_backbone`), its image size stated as
+    :data:`EDGETAM_IMAGE` in the prompt encoder (the mask decoder reads its grid of ``image_size / patch_size``
+    patches: 14 × 14), with the feature maps RepViT gives at strides 4, 8 and 16 (``backbone_feature_sizes``, which
+    the model reshapes them to)."""
+    vision, prompt = values["vision_config"], values["prompt_encoder_config"]
+    return {"vision_config": {**vision, "backbone_config": _edgetam_backbone(vision["backbone_config"]),
+                              "backbone_feature_sizes": [[EDGETAM_IMAGE // stride] * 2 for stride in (4, 8, 16)]},
+            "prompt_encoder_config": {**prompt, "image_size": EDGETAM_IMAGE}}
+
+
 def _sam3_tracker_width(values: dict[str, Any]) -> dict[str, Any]:
     """SAM 3 tracker's ViT narrowed to 4 heads of its 64 channels (256 wide), its image size kept (1008: the 72 × 72
     patch map its table is tiled over and its mask decoder's grid): the patch map's captures then fit the survey's
@@ -183,6 +212,10 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     "sam": ("its model refuses any image size but the configured one", _sam_size),
     "sam_hq": ("its model refuses any image size but the configured one", _sam_size),
     "sam2": ("its mask decoder reads the prompt encoder's grid of the configured image size", _sam2_size),
+    "edgetam": ("its vision config names its timm backbone under a misspelled key, and its mask decoder reads the "
+                "prompt encoder's grid of the configured image size", _edgetam_size),
+    "edgetam_vision_model": ("its config names its timm backbone under a misspelled key: the wrapper's default "
+                             "backbone does not fit its neck", _edgetam_vision),
     "sam2_hiera_det_model": ("its 1024 image gives a 256 × 256 map whose captures exceed the survey's bound on a kept "
                              "tensor", lambda values: {"image_size": [SAM_IMAGE, SAM_IMAGE]}),
     "sam3_tracker": ("its ViT keeps its full width (1024) at the tiny geometry: 72 × 72 patches of it exceed the "

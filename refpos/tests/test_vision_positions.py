@@ -82,8 +82,10 @@ def test_a_switch_value_or_a_stack_refpos_does_not_model_is_refused_by_name():
     conditional = refpos.model_positions({**detr, "model_type": "conditional_detr"})
     assert [r.kind for r in conditional] == ["sincos2d", "refused"]
     assert "concatenates" in conditional.stack("decoder")[0].reason and not conditional.complete
-    timm = refpos.model_positions({"model_type": "timm_wrapper", "architecture": "resnet50"})
-    assert "timm" in timm.not_modelled["model_type"] and not timm.complete
+    timm = refpos.model_positions({"model_type": "timm_wrapper", "architecture": "vit_base_patch16_224"})
+    assert "architecture=vit_base_patch16_224" in timm.not_modelled["architecture"] and not timm.complete
+    repvit = refpos.model_positions({"model_type": "timm_wrapper", "architecture": "repvit_m1"})
+    assert [r.kind for r in repvit] == ["no_attention"] and repvit.complete
 
 
 def test_a_time_series_decoder_continues_after_its_context():
