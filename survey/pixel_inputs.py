@@ -40,7 +40,9 @@ Read from the model's config, never from its type:
   (:data:`EMBEDDING_MAPS`);
 * ``hidden_states`` or ``pixel_values`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches):
   one image of ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a
-  non-square grid, axes swapped show), as ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows (Muse's towers:
+  non-square grid, axes swapped show; a clip of ``(2, 2k, 3k)`` where the tower's position ids carry the frame
+  index, :func:`clip_frames`: the frame axis too then holds distinct indices), as
+  ``(t·h·w, C·temporal_patch_size·patch_size²)`` rows (Muse's towers:
   ``patch_temporal``), then as ``(t·h·w, C, patch_size, patch_size)`` patches, then as one batch of them
   ``(1, t·h·w, C, patch_size, patch_size)`` (PaddleOCR-VL's tower) (:func:`patch_grid`).
 
@@ -88,6 +90,9 @@ EMBEDDING_MAPS = ((4, 4), (4, 6))
 MAX_SPECTROGRAM = 1024
 #: the most frames a video input is fed (a longer clip: 2 frames)
 MAX_FRAMES = 32
+#: the frames of the grid a flattened-patch tower whose position ids carry the frame index is fed at the resampled
+#: size (:func:`clip_frames`)
+CLIP_FRAMES = 2
 
 
 def _get(config: Any, *keys: str, default: Any = None) -> Any:
@@ -219,11 +224,20 @@ def merge_size(config: Any) -> int:
     return merge if isinstance(merge, int) and 0 < merge <= 8 else 1
 
 
-def patch_grid(config: Any, size: str) -> tuple[int, int, int]:
+def clip_frames(model: Any) -> int:
+    """The frames ``t`` of the grid a flattened-patch tower is fed at the resampled size: :data:`CLIP_FRAMES` where
+    one of its modules sets transformers' ``include_temporal`` (its vision position ids carry each patch's frame
+    index, ``vision_utils.get_vision_position_ids``: MiniMax-M3-VL's tower), so that the frame axis holds distinct
+    indices too; else 1 (an image)."""
+    return CLIP_FRAMES if any(getattr(m, "include_temporal", False) is True for m in model.modules()) else 1
+
+
+def patch_grid(config: Any, size: str, frames: int = 1) -> tuple[int, int, int]:
     """The ``(t, h, w)`` patch grid of a flattened-patch tower at ``size`` (``native`` or ``resampled``): whole
-    merge blocks of ``spatial_merge_size`` (1 where unstated), the resampled grid wider than it is high."""
+    merge blocks of ``spatial_merge_size`` (1 where unstated), the resampled grid wider than it is high and
+    ``frames`` frames long (:func:`clip_frames`), the native one a single frame."""
     merge = merge_size(config)
-    return (1, 2 * merge, 2 * merge) if size == "native" else (1, 2 * merge, 3 * merge)
+    return (1, 2 * merge, 2 * merge) if size == "native" else (frames, 2 * merge, 3 * merge)
 
 
 def id_grid(config: Any, size: str) -> tuple[int, int, int]:
@@ -252,13 +266,13 @@ def _id_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
             for h, w, padding in [id_grid(config, size)]}
 
 
-def _flat_patches(config: Any) -> dict[str, list[tuple[int, ...]]]:
+def _flat_patches(config: Any, frames: int = 1) -> dict[str, list[tuple[int, ...]]]:
     channels = _get(config, "in_channels", "in_chans", "num_channels", default=3)
     temporal = _get(config, "temporal_patch_size", "patch_temporal", default=1)
     patch = _pair(_get(config, "patch_size", default=14)) or (14, 14)
     width = channels * temporal * patch[0] * patch[1]
     return {size: [(t * h * w, width), (t * h * w, channels, *patch), (1, t * h * w, channels, *patch)]
-            for size in ("native", "resampled") for t, h, w in [patch_grid(config, size)]}
+            for size in ("native", "resampled") for t, h, w in [patch_grid(config, size, frames)]}
 
 
 def _embeddings(config: Any) -> dict[str, list[tuple[int, ...]]]:
@@ -269,13 +283,14 @@ def _embeddings(config: Any) -> dict[str, list[tuple[int, ...]]]:
             for key, n, cells in zip(("native", "resampled"), EMBEDDING_ROWS, EMBEDDING_MAPS, strict=True)}
 
 
-def candidates(input_name: str, config: Any, flat: bool = False, ids: bool = False
+def candidates(input_name: str, config: Any, flat: bool = False, ids: bool = False, frames: int = 1
                ) -> dict[str, list[tuple[int, ...]]]:
     """``{"native": shapes, "resampled": shapes}`` to try for ``input_name`` (module docstring); ``flat``: the
-    forward takes a grid beside it, so its images are flattened patches; ``ids``: it takes each patch's ``(x, y)``
-    id beside it, so its images are patches ``(1, patches, C·p²)`` (:func:`id_grid`)."""
+    forward takes a grid beside it, so its images are flattened patches (``frames`` of them at the resampled size,
+    :func:`clip_frames`); ``ids``: it takes each patch's ``(x, y)`` id beside it, so its images are patches
+    ``(1, patches, C·p²)`` (:func:`id_grid`)."""
     if flat:
-        return _flat_patches(config)
+        return _flat_patches(config, frames)
     if ids:
         return _id_patches(config)
     if input_name == "pixel_values_videos":  # a clip first

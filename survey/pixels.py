@@ -30,7 +30,8 @@ recorded is found generically, by name, never by model type:
 
 A vision tower fed flattened patches (its forward takes ``hidden_states`` or ``pixel_values`` beside a grid,
 :data:`~survey.pixel_records.GRID_INPUTS`: Qwen2-VL's and the towers written after it) is given the patch rows and
-the grid of :func:`survey.pixel_inputs.patch_grid` (the grid kept in :attr:`PixelRun.grids`; the merge size too
+the grid of :func:`survey.pixel_inputs.patch_grid` (two frames at the resampled size where its position ids carry
+the frame index, :func:`survey.pixel_inputs.clip_frames`; the grid kept in :attr:`PixelRun.grids`; the merge size too
 where the forward takes one, VideoLLaMA 3's).
 
 A position module the forward never calls, whose zeroing leaves its owner's tensors exactly as they were, is no
@@ -153,7 +154,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     import torch
 
     from survey.pixel_beside import Try, beside
-    from survey.pixel_inputs import candidates, id_grid, number_patches, patch_grid
+    from survey.pixel_inputs import candidates, clip_frames, id_grid, number_patches, patch_grid
     from survey.pixel_shapes import shape_grid, shaped_candidates, shapes_input
 
     record.shapes, record.skipped, record.applied, errors = {}, {}, {}, []
@@ -161,8 +162,9 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     ids = patch_ids_input(params) is not None
     # patches fed with their image's (h, w) (survey.pixel_shapes)
     shaped = record.input_name == "pixel_values" and shapes_input(params) is not None
+    frames = clip_frames(model) if grid is not None else 1  # a clip where the position ids read the frame axis
     sizes = shaped_candidates(config) if shaped else candidates(record.input_name, config, flat=grid is not None,
-                                                                 ids=ids)
+                                                                 ids=ids, frames=frames)
     for size, tries in sizes.items():
         attempts = [(shape, switch) for shape in tries]
         if size == "resampled" and switch and "interpolate_pos_encoding" not in params:
@@ -173,7 +175,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
             if record.input_name == "flattened_patches":
                 inputs[record.input_name] = number_patches(inputs[record.input_name])
             if grid is not None:  # flattened patches: their grid (fed beside them, survey.pixel_beside)
-                record.grids[size] = list(patch_grid(config, size))
+                record.grids[size] = list(patch_grid(config, size, frames))
             if ids:  # patches fed with their (x, y) ids: the grid of the real ones (the rest are padding)
                 record.grids[size] = [1, *id_grid(config, size)[:2]]
             if shaped:  # patches fed with their image's (h, w): the grid of the real ones (the rest are padding)

@@ -1,4 +1,5 @@
-r"""The ``vision_rope`` comparison: a vision tower's 2-D RoPE (and MiniMax-M3-VL's 3-D one, :func:`compare_thw`),
+r"""The ``vision_rope`` comparison: a vision tower's 2-D RoPE (MiniMax-M3-VL's 3-D one:
+:mod:`survey.pixel_kinds.vision_rope_thw`),
 observed at the model's rotary apply function.
 
 Every layer of a tower rotates its patches alike (:mod:`refpos.models.kinds.vision_rope`), so the first call of
@@ -57,7 +58,7 @@ from refpos.rope.vision import (
     vision_place_pairs,
     vision_split_pairs,
 )
-from refpos.rope.vision3d import VisionRope3D, apply_vision3d_rope, axial_part, thw_patch_positions
+from refpos.rope.vision3d import VisionRope3D
 from survey.pixel_kinds.base import Outcome, graded, image_patch_grid
 from survey.pixels import PixelRun, Site
 from survey.rotation import Channels
@@ -246,7 +247,9 @@ def rotary_calls(run: PixelRun, head_dim: int) -> list[tuple[str, str, np.ndarra
     return out
 
 
-def _unusable(why: str, stack: str, accounted: tuple[str, ...]) -> Outcome:
+def unusable(why: str, stack: str, accounted: tuple[str, ...]) -> Outcome:
+    """The outcome of :func:`rotary_calls`' reason ``why`` (``"status: cause"``) there is nothing to compare, the
+    cause named by its ``stack`` unless it is wrong."""
     status, _, cause = why.partition(": ")
     return Outcome(status, cause if status == "wrong" else f"{stack}: {cause}", accounted)
 
@@ -257,6 +260,8 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     rope = record.rope
     accounted = rope_sites(sites)
     if isinstance(rope, VisionRope3D) and rope.kind == "minimax_m3_vl":
+        from survey.pixel_kinds.vision_rope_thw import compare_thw
+
         return compare_thw(record, run, accounted)
     if getattr(record, "window", 0) or getattr(record, "grid", None) is not None:
         from survey.pixel_kinds.vision_rope_windows import compare_windows
@@ -277,7 +282,7 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     accounted += (site,) if site else ()
     observed = rotary_calls(run, rope.head_dim)
     if isinstance(observed, str):
-        return _unusable(observed, record.stack, accounted)
+        return unusable(observed, record.stack, accounted)
     cases, unmatched = [], []
     queries = getattr(record, "queries", 0)
     raster = bool(getattr(record, "raster", False))
@@ -301,61 +306,3 @@ def compare_vision_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     if not cases:
         return Outcome("not reached", unmatched[0], accounted)
     return graded(cases, accounted, f"{record.stack} vision_rope({rope.kind})")
-
-
-def _thw_rotation(x: np.ndarray, positions: np.ndarray, rope: VisionRope) -> np.ndarray:
-    """``x`` with its first ``rope.head_dim`` channels turned by the axial ``rope`` at ``(t, h, w)`` ``positions``
-    and the others passed through: how a 3-D form's wrong answers are computed."""
-    d = rope.head_dim
-    return np.concatenate([np.asarray(apply_vision_rope(x[..., :d], positions, rope)), x[..., d:]], axis=-1)
-
-
-def thw_mutants(rope: VisionRope3D, grid: tuple[int, int, int], merge: int, positions: np.ndarray
-                ) -> dict[str, tuple[VisionRope, np.ndarray] | None]:
-    """MiniMax-M3-VL's wrong answers, each an axial rope on the rotated channels and positions: the row and column
-    swapped, the axes in the order ``(h, w, t)``, positions from 1, the frame index doubled (counted in frames, two a
-    temporal patch), the patches row-major instead of in merge blocks, the pairs interleaved, θ = 10000 where the
-    claim's differs (``None`` where it would equal the claim here: the frame doubled on one frame)."""
-    axial = axial_part(rope)
-    row_major = thw_patch_positions([grid], spatial_merge_size=1)
-    return {"row and column swapped": (axial, positions[:, [0, 2, 1]]),
-            "axes in the order (h, w, t)": (axial, positions[:, [1, 2, 0]]),
-            "positions from 1": (axial, positions + 1),
-            "frame index doubled": None if not positions[:, 0].any() else (axial, positions * [2, 1, 1]),
-            "patch order (row-major, not merge blocks)": None if np.array_equal(row_major, positions) else (
-                axial, row_major),
-            "pair layout swapped": (VisionRope("axial", axial.head_dim, axial.theta, axial.sections, "interleaved"),
-                                    positions),
-            "θ = 10000": None if rope.theta == 10000.0 else (axial_part(VisionRope3D(rope.kind, rope.head_dim)),
-                                                             positions)}
-
-
-def compare_thw(record: Any, run: PixelRun, accounted: tuple[str, ...]) -> Outcome:
-    """MiniMax-M3-VL's 3-D form at the first rotary apply call of each size: the query and key before, turned at
-    the ``(t, h, w)`` positions of the grid fed (:func:`refpos.rope.vision3d.thw_patch_positions`: frames of merge
-    blocks), against the query and key after. The bound is the axial form's on the rotated channels (module
-    docstring); the channels past them pass through, stored once (one float32 rounding at worst)."""
-    rope: VisionRope3D = record.rope
-    axial = axial_part(rope)
-    observed = rotary_calls(run, rope.head_dim)
-    if isinstance(observed, str):
-        return _unusable(observed, record.stack, accounted)
-    cases = []
-    for size, call, x, y in observed:
-        grid = tuple(int(v) for v in run.grids.get(size, ()))
-        if len(grid) != 3 or grid[0] * grid[1] * grid[2] != x.shape[0] or grid[1] % run.merge \
-                or grid[2] % run.merge:
-            return Outcome("not reached", f"{call} at the {size} size: {x.shape[0]} patches are no "
-                           f"grid (t, h, w) of merge blocks of {run.merge}", accounted)
-        positions = record.patch_positions(grid, run.merge)
-        speeds, per_channel = channels_of(axial, positions)
-        rotated = speeds.bound(x[..., :axial.head_dim], per_channel)
-        passed = np.abs(x[..., axial.head_dim:]) * 2.0**-24  # stored once, in float32 at worst
-        bound = np.concatenate([np.broadcast_to(rotated, x[..., :axial.head_dim].shape), passed], axis=-1)
-        claim = np.asarray(apply_vision3d_rope(x, positions, rope))
-        wrong = {name: None if m is None else _thw_rotation(x, m[1], m[0])
-                 for name, m in thw_mutants(rope, grid, run.merge, positions).items()}
-        wrong["no rotation"] = x
-        cases.append((y, claim, bound, wrong))
-    return graded(cases, accounted, f"{record.stack} vision_rope({rope.kind})")
-
