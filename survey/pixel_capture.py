@@ -1,7 +1,7 @@
 """How a vision, audio or feature run is recorded (:mod:`survey.pixels`): its position sites found by name and
 seeded (:func:`sites_of`, :func:`seed_sites`, :func:`rebuild_zeros`), and the hooks that record, at one size,
-what each site's owner computes with and without the site (:func:`capture`, with every call of a module that
-computes with a site's bare tensors alone: :func:`position_modules`), the rotary modules' tables
+what each site's owner computes with and without the site, and with it doubled (:func:`capture`, with every
+call of a module that computes with a site's bare tensors alone: :func:`position_modules`), the rotary modules' tables
 (:func:`capture_rotary`) and the rotary apply calls (:func:`rotations`).
 
 Every hook is removed however the forward ends (:func:`survey.probe.removed`).
@@ -278,10 +278,26 @@ def first_layer(owner: Any) -> Any | None:
     return None if chosen is None else chosen[0]
 
 
-def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, Capture]:
-    """Each site's :class:`Capture` at ``inputs``: one run as the model is, one more per site with it zeroed."""
+def _scaled(model: Any, inputs: dict[str, Any], site: Site, tensors: dict[str, Any], factor: float
+            ) -> tuple[dict[str, list], dict[str, tuple]]:
+    """:func:`_run` of ``site`` alone with its parameters times ``factor`` (zeroed, or doubled), restored after."""
     import torch
 
+    saved = {name: tensors[name].detach().clone() for name in site.params}
+    with torch.no_grad():
+        for name in site.params:
+            tensors[name].mul_(factor) if factor else tensors[name].zero_()
+    try:
+        return _run(model, inputs, [site])
+    finally:
+        with torch.no_grad():
+            for name, value in saved.items():
+                tensors[name].copy_(value)
+
+
+def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, Capture]:
+    """Each site's :class:`Capture` at ``inputs``: one run as the model is, two more per additive site, with its
+    parameters zeroed and doubled (whether what the owner records is linear in them)."""
     calls = {module: site.path for site in sites for module in position_modules(model, site)}
     owners, io = _run(model, inputs, [site for site in sites if additive(site) or site.is_module], calls)
     logits, raised = position_logits(model, inputs, [site.owner for site in sites if not additive(site)])
@@ -295,21 +311,15 @@ def capture(model: Any, inputs: dict[str, Any], sites: list[Site]) -> dict[str, 
                                                                                                 (None,) * 3)
             out[site.path].logits_raised = raised
             continue
-        saved = {name: tensors[name].detach().clone() for name in site.params}
-        with torch.no_grad():
-            for name in site.params:
-                tensors[name].zero_()
-        try:
-            zeroed, io_zeroed = _run(model, inputs, [site])
-        finally:
-            with torch.no_grad():
-                for name, value in saved.items():
-                    tensors[name].copy_(value)
+        zeroed, io_zeroed = _scaled(model, inputs, site, tensors, 0.0)
+        doubled, _ = _scaled(model, inputs, site, tensors, 2.0)  # the linearity probe
         pair, at_zero = io.get(site.path, ([], [])), io_zeroed.get(site.path, ([], []))[1]
         out[site.path] = Capture([a for a in map(_numpy, owners.get(site.owner, [])) if a is not None],
                                  [a for a in map(_numpy, zeroed.get(site.owner, [])) if a is not None],
                                  _numpy(pair[0][0]) if pair[0] else None, _numpy(pair[1][0]) if pair[1] else None,
-                                 _numpy(at_zero[0]) if at_zero else None)
+                                 _numpy(at_zero[0]) if at_zero else None,
+                                 owner_doubled=[a for a in map(_numpy, doubled.get(site.owner, [])) if a is not None
+                                                ][:1])
     for site in sites:
         out[site.path].calls = [call for call in io.get(("calls", site.path), []) if call is not None]
     return out

@@ -113,6 +113,9 @@ class Capture:
     module_in: np.ndarray | None = None
     module_out: np.ndarray | None = None
     module_zeroed: np.ndarray | None = None
+    #: the owner's first output tensor with the site's parameters doubled: whether the owner's tensors are linear
+    #: in the site (:func:`survey.pixel_kinds.base.after_normalisation`); empty where not recorded
+    owner_doubled: list[np.ndarray] = field(default_factory=list)
     #: the first site of an attention module: the logits its softmax is fed with the key projection zero and every
     #: query ``query``, at query rows ``logit_rows`` (:mod:`survey.pixel_logits`)
     logits: np.ndarray | None = None

@@ -17,8 +17,9 @@ recorded is found generically, by name, never by model type:
   generator seeded before each forward (a random patch masking, ViT-MAE's, draws the same patches in every run);
 * at each size, for each site, the owner's output tensors run as the model is and again with the site's
   parameters zeroed (their difference is what the site adds, where it adds linearly: a grid added to the
-  patches), and, where the site is a module, its first input and its output (a convolutional position module as
-  a function of its input);
+  patches) and doubled (whether it adds linearly: a table added before a normalisation in the same forward does
+  not, :func:`survey.pixel_kinds.base.after_normalisation`), and, where the site is a module, its first input
+  and its output (a convolutional position module as a function of its input);
 * where a site is a bare tensor held by a module that holds nothing else (SAM's ``SamPositionalEmbedding``, its
   matrix ``G``; every module holding it, a tied copy too), every call of that module: its input and output
   (:attr:`Capture.calls`), and the prompts fed (:attr:`PixelRun.prompts`);

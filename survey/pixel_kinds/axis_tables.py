@@ -20,7 +20,16 @@ from typing import Any
 import numpy as np
 
 from survey.pixel_inputs import PATCH_GRIDS, patch_ids
-from survey.pixel_kinds.base import Outcome, absent, embedding_site, graded, mistakes_of, rows_of, unit
+from survey.pixel_kinds.base import (
+    Outcome,
+    absent,
+    after_normalisation,
+    embedding_site,
+    graded,
+    mistakes_of,
+    rows_of,
+    unit,
+)
 from survey.pixels import PixelRun, Site, additive
 
 #: float32's unit roundoff: the kind's bound is derived at it, and scaled to the run's
@@ -84,6 +93,8 @@ def compare_axis_tables(record: Any, run: PixelRun, sites: list[Site]) -> Outcom
     if not all(embedding_site(s) for s in owners):
         return Outcome("not reached", f"{paths[0]}: the tables are added inside {owners[0].owner or 'the model'}'s "
                        "own forward, whose output is not the embedding", paths)
+    if (skip := after_normalisation(owners, run)) is not None:
+        return skip
     cases = []
     for name in owners[0].captures:
         gained, noise = None, 0.0

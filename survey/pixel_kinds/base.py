@@ -79,6 +79,43 @@ def graded(cases: list[tuple[np.ndarray, np.ndarray, Any, dict[str, np.ndarray |
     return Outcome("exact", "", sites, worst, len(tried), sorted(tried - killed))
 
 
+def after_normalisation(sites: list[Site], run: PixelRun) -> Outcome | None:
+    r"""``not reached`` (not compared) where what a site's owner records is not linear in the site's parameters
+    at some size; ``None`` where it is at every size.
+
+    A table ``T`` added to ``x`` is read as :math:`f(x + T) - f(x)`, which is ``T`` where the site reads the sum
+    itself (``f`` the identity) and no table where ``f`` normalises it. The run also records :math:`f(x + 2T)`
+    (:attr:`survey.pixel_records.Capture.owner_doubled`); where ``f`` is linear the second difference
+
+    .. math:: r = f(x + 2T) - 2 f(x + T) + f(x)
+
+    is zero but for roundings: each output off by ``2u`` of its largest entry (the sum, then one more rounding),
+
+    .. math:: |r| \le 2u\,(\max|f(x + 2T)| + 2\max|f(x + T)| + \max|f(x)|).
+
+    A larger ``r`` is a reading site after a normalisation (BART's ``layernorm_embedding``, applied after its
+    learned table in the encoder's own forward, read at the first layer's input): the survey's limit, not a
+    difference of refpos's answer. A size recorded without the doubled output is not probed."""
+    u = unit(run)
+    for site in sites:
+        for size, capture in site.captures.items():
+            if not capture.owner_doubled or not capture.owner_out or not capture.owner_zeroed:
+                continue
+            once, zero = capture.owner_out[0].astype(np.float64), capture.owner_zeroed[0].astype(np.float64)
+            twice = capture.owner_doubled[0].astype(np.float64)
+            if not once.shape == zero.shape == twice.shape:
+                continue
+            second = float(np.max(np.abs(twice - 2.0 * once + zero)))
+            bound = 2 * u * (float(np.max(np.abs(twice))) + 2 * float(np.max(np.abs(once)))
+                             + float(np.max(np.abs(zero))))
+            if second > bound:
+                where = site.at or f"{site.owner or 'the model'}'s output"
+                return Outcome("not reached", f"{site.path}: not compared: the reading site ({where}) is after a "
+                               f"normalisation (not linear in the table: doubling it moves the output {second:.3g} "
+                               f"from twice the table's effect at the {size} size, bound {bound:.3g})", (site.path,))
+    return None
+
+
 def check_target(kind: str) -> Any:
     from refpos.check.kinds import BY_KIND
 

@@ -13,6 +13,7 @@ import numpy as np
 from survey.pixel_kinds.base import (
     Outcome,
     absent,
+    after_normalisation,
     embedding_site,
     graded,
     image_patch_grid,
@@ -42,6 +43,8 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if not embedding_site(site):
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
                        "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
+    if (skip := after_normalisation([site], run)) is not None:
+        return skip
     table = next(p for p in site.params.values() if p.size == size).astype(np.float64).reshape(record.table_rows, -1)
     if getattr(record, "clip", ""):  # a video tower's clip (TimeSformer, ViViT)
         return compare_clip(record, run, site, sites, table)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, graded, image_patch_grid, mistakes_of, unit
+from survey.pixel_kinds.base import Outcome, after_normalisation, graded, image_patch_grid, mistakes_of, unit
 from survey.pixels import PixelRun, Site
 
 
@@ -28,6 +28,8 @@ def mid_cases(record: Any, run: PixelRun, site: Site, sites: list[Site], table: 
     if mid is None:
         return Outcome("wrong", f"no {record.mid} tables of {record.table_rows} × {record.dim} entries between the "
                        f"layers (sites: {', '.join(s.path for s in sites)})", (site.path,))
+    if (skip := after_normalisation([mid], run)) is not None:
+        return skip
     tables = next(p for p in mid.params.values() if p.size == size).astype(np.float64).reshape(
         record.mid, record.table_rows, record.dim)
     cases = []

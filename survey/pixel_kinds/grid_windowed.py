@@ -24,7 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, absent, graded, image_patch_grid, mistakes_of, rows_of, unit
+from survey.pixel_kinds.base import (
+    Outcome,
+    absent,
+    after_normalisation,
+    graded,
+    image_patch_grid,
+    mistakes_of,
+    rows_of,
+    unit,
+)
 from survey.pixels import PixelRun, Site, additive
 
 
@@ -53,6 +62,8 @@ def compare_windowed(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
                       f"(sites: {', '.join(s.path for s in sites) or 'none'})")
     (background_site, background), (window_site, window) = found["background"], found["window"]
     paths = (background_site.path, window_site.path)
+    if (skip := after_normalisation([background_site, window_site], run)) is not None:
+        return skip
     u = unit(run)
     cases = []
     for size, capture in background_site.captures.items():

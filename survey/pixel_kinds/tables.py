@@ -6,7 +6,9 @@ The rows read are observed one of two ways, at each size:
 * a position module fed no floating tensor (an ``nn.Embedding`` called with position ids, a mask or token ids):
   its output is the rows it read, within ``2u·max|output|`` (a gather, times the amplitude at most);
 * else the embedding's output minus its output with the table zeroed (an addition is linear in the table), within
-  the subtraction's ``2u·max|output|``.
+  the subtraction's ``2u·max|output|``; where that output is not linear in the table (a table added before a
+  normalisation in the same forward: BART's encoder), not compared
+  (:func:`survey.pixel_kinds.base.after_normalisation`).
 
 A per-layer record of one stack's table (a decoder's learned table, one record per layer) reads the table an
 earlier record of the stack accounted for: the site is looked up among the sites still free, then among all, the
@@ -23,7 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from survey.pixel_kinds.base import Outcome, absent, check_target, embedding_site, graded, mistakes_of, rows_of, unit
+from survey.pixel_kinds.base import (
+    Outcome,
+    absent,
+    after_normalisation,
+    check_target,
+    embedding_site,
+    graded,
+    mistakes_of,
+    rows_of,
+    unit,
+)
 from survey.pixel_kinds.relative_sinusoid import compare_relative_sinusoid
 from survey.pixels import PixelRun, Site, additive
 
@@ -48,10 +60,15 @@ def table_site(record: Any, sites: list[Site], run: PixelRun) -> tuple[Site, str
     return None
 
 
+def _module_read(site: Site, capture: Any, dim: int) -> bool:
+    """Whether the rows read at one size are the position module's own output (fed no floating tensor)."""
+    return site.is_module and capture.module_in is None and capture.module_out is not None \
+        and capture.module_out.shape[-1] == dim
+
+
 def _gained(site: Site, capture: Any, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``(rows read (n, dim), the output they were read from)`` at one size (module docstring), or ``None``."""
-    if site.is_module and capture.module_in is None and capture.module_out is not None \
-            and capture.module_out.shape[-1] == dim:
+    if _module_read(site, capture, dim):
         out = capture.module_out.astype(np.float64)
         return out.reshape(-1, dim), out
     if embedding_site(site) and capture.owner_out and capture.owner_zeroed:
@@ -89,6 +106,9 @@ def compare_learned(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if not embedding_site(site) and not site.is_module:
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
                        "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
+    if not all(_module_read(site, c, record.dim) for c in site.captures.values()) \
+            and (skip := after_normalisation([site], run)) is not None:  # rows read at the owner: linear in them?
+        return skip
     cases = readrows_of(site, name, record.dim, run, record.offset)
     if not cases:
         return Outcome("not reached", f"{site.owner}: no rows of {name} recorded at the input", (site.path,))
