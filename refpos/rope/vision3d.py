@@ -119,12 +119,13 @@ def _check_positions(positions: Any, xp: Any = None) -> Array:
     return positions
 
 
-def _vjepa2_angles(positions: Array, rope: VisionRope3D) -> Array:
+def _vjepa2_angles(positions: Array, axial: VisionRope) -> Array:
     r"""``(..., N, 3d)`` V-JEPA 2 angle per channel: channel ``c`` of block ``b`` holds
-    :math:`p_b\,\omega_{c \bmod n}`."""
+    :math:`p_b\,\omega_{c \bmod n}`, the frequencies those of ``axial`` (sections ``(n, n, n)``)."""
     ns = array_namespace(positions)
-    per_pair = vision_angles(positions, axial_part(rope), xp=ns)  # (..., N, 3n): block b, pair k: p_b ω_k
-    n = rope.axis_dim // 2
+    per_pair = vision_angles(positions, axial, xp=ns)  # (..., N, 3n): block b, pair k: p_b ω_k
+    assert axial.sections is not None
+    n = axial.sections[0]
     blocks = [per_pair[..., b * n:(b + 1) * n] for b in range(3)]
     return ns.concat([ns.concat([block, block], axis=-1) for block in blocks], axis=-1)  # α_c = p_b ω_{c mod n}
 
@@ -136,7 +137,7 @@ def vision3d_cos_sin(positions: Any, rope: VisionRope3D, *, xp: Any = None) -> t
     positions = _check_positions(positions, xp)
     if rope.kind == "minimax_m3_vl":
         return vision_cos_sin(positions, axial_part(rope))
-    angles = _vjepa2_angles(positions, rope)
+    angles = _vjepa2_angles(positions, axial_part(rope))
     ns = array_namespace(angles)
     return ns.cos(angles), ns.sin(angles)
 
@@ -158,12 +159,27 @@ def apply_vision3d_rope(x: Any, positions: Any, rope: VisionRope3D) -> Array:
     rotated, rest = x[..., :rope.rotary_dim], x[..., rope.rotary_dim:]
     if rope.kind == "minimax_m3_vl":  # a rotation: the axial form on the rotated channels
         return ns.concat([apply_vision_rope(rotated, positions, axial_part(rope)), rest], axis=-1)
-    cos, sin = vision3d_cos_sin(positions, rope, xp=ns)  # (..., N, 3d)
-    cos, sin = ns.astype(cos, x.dtype), ns.astype(sin, x.dtype)
-    u, v = split_pairs(rotated, "interleaved")  # x_{2k}, x_{2k+1} over the three blocks
+    return ns.concat([vjepa2_transform(rotated, positions, axial_part(rope)), rest], axis=-1)
+
+
+def vjepa2_transform(x: Any, positions: Any, axial: VisionRope) -> Array:
+    r"""V-JEPA 2's transform of its ``3d`` rotated channels ``x`` ``(..., N, 3d)`` at positions ``(..., N, 3)``, the
+    frequencies those of ``axial`` (sections ``(n, n, n)``, :func:`axial_part`; another θ for a mistake's output):
+    :math:`y_{2k} = x_{2k}\cos\alpha_{2k} - x_{2k+1}\sin\alpha_{2k}`,
+    :math:`y_{2k+1} = x_{2k+1}\cos\alpha_{2k+1} + x_{2k}\sin\alpha_{2k+1}` (module docstring).
+
+    See Also
+    --------
+    apply_vision3d_rope : the whole head, the channels after ``3d`` passed through.
+    """
+    x = floating_array(x, name="x")
+    ns = array_namespace(x)
+    angles = _vjepa2_angles(_check_positions(positions, ns), axial)  # (..., N, 3d): α_c = p_b ω_{c mod n}
+    cos, sin = ns.astype(ns.cos(angles), x.dtype), ns.astype(ns.sin(angles), x.dtype)
+    u, v = split_pairs(x, "interleaved")  # x_{2k}, x_{2k+1} over the three blocks
     even = u * cos[..., 0::2] - v * sin[..., 0::2]  # y_{2k} = x_{2k} cos α_{2k} − x_{2k+1} sin α_{2k}
     odd = v * cos[..., 1::2] + u * sin[..., 1::2]  # y_{2k+1} = x_{2k+1} cos α_{2k+1} + x_{2k} sin α_{2k+1}
-    return ns.concat([place_pairs(even, odd, "interleaved"), rest], axis=-1)
+    return place_pairs(even, odd, "interleaved")
 
 
 def thw_patch_positions(grids: Any, spatial_merge_size: int = 2) -> np.ndarray:

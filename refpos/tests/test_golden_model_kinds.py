@@ -253,7 +253,9 @@ def test_check_config_of_a_window_bias(tmp_path, capsys):
 
 def test_vision_rope_records_with_windows_grids_and_prefixes():
     """A windowed layer rotates its window's places, a fixed grid its scaled coordinates, unrotated tokens before the
-    patches sit at (0, 0) (angle 0: the output's first rows are the input's); learned class angles say why not."""
+    patches sit at (0, 0) (angle 0: the output's first rows are the input's); learned class angles are seeded and
+    given to apply_vision_rope_prefixed (the class token turned pair by pair by them); an unrotated class token
+    before each frame says why not."""
     import dataclasses
 
     from refpos.rope.vision import VisionRope
@@ -270,11 +272,19 @@ def test_vision_rope_records_with_windows_grids_and_prefixes():
     cases = kind_model_cases(records, "m")
     assert [case.id.rsplit("/", 2)[1:] for case in cases] == [
         ["vision-0", "grid-4x6"], ["vision-1", "window-4x4"], ["vision-2", "grid-5x5"],
-        ["vision-3", "grid-4x6-prefix-3"]]
+        ["vision-3", "grid-4x6-prefix-3"], ["vision-4", "grid-4x6-prefix-1"]]
     assert np.array_equal(cases[2].inputs["positions"][-1], [2.0, 2.0])  # (4·0.5, 4·0.5)
     prefixed = cases[3]
     np.testing.assert_array_equal(prefixed.outputs["out"].array[:3], prefixed.inputs["x"][:3])
-    assert "class_pos_emb" in kind_reasons(records)["vision layers [4] (vision_rope(qwen2_vl))"]
+    learned = cases[4]  # the class token: pair j = (j, j + 8) turned by α_j
+    assert learned.function == "apply_vision_rope_prefixed" and learned.inputs["prefix_angles"].shape == (1, 8)
+    alpha, x0 = learned.inputs["prefix_angles"][0], learned.inputs["x"][0]
+    turned = np.concatenate([x0[:8] * np.cos(alpha) - x0[8:] * np.sin(alpha),
+                             x0[8:] * np.cos(alpha) + x0[:8] * np.sin(alpha)])
+    np.testing.assert_allclose(learned.outputs["out"].array[0], turned, atol=1e-14)
+    assert not kind_reasons(records)
+    per_frame = dataclasses.replace(layer, rope=VisionRope("qwen2_vl", 16), prefix=1, per_frame=True, index=5)
+    assert "before each frame" in kind_reasons([per_frame])["vision layers [5] (vision_rope(qwen2_vl))"]
     _check_cases(cases, {(r.stack, r.index): r for r in records})
 
 

@@ -4,7 +4,11 @@ scales.
 * ``vision-rope/<form>`` — ``apply_vision_rope(x, positions, vision)`` for the three forms transformers ships
   (Qwen2-VL's tower on a 4 × 4 grid in 2 × 2 merge blocks, Pixtral on 3 × 5 patches, Llama 4 on 3 × 3
   patches and its class token) and the axial form (2-D interleaved as rotary-embedding-torch, 3-D t, h, w
-  as video encoders) (docs/mrope.md#vision-encoders-2-d-axial-rope);
+  as video encoders) (docs/mrope.md#vision-encoders-2-d-axial-rope); refpos's own calls of ``refpos check
+  vision_rope`` (docs/vision-rope.md#learned-class-angles-and-3-d-forms): ``apply_vision3d_rope(x, positions,
+  vision)`` of MiniMax-M3-VL's and V-JEPA 2's 3-D forms and ``apply_vision_rope_prefixed(x, positions, vision,
+  prefix_angles)`` of MLCD's class token turned by its learned angles, their tolerance the value rule raised to
+  the check's bound (a float32 port's, :func:`~refpos.golden.cases.model_kind_cases.bound_tolerance`);
 * ``rope-2d/<case>`` — ``apply_rope_2d(x, positions, rope)``: GLM's two axes (ChatGLM-6B's head halves, each a
   RoPE of θ = 10000, of its position and its block position) over a context and the span generated after it
   (docs/rope.md#glm-2-d-positions);
@@ -14,7 +18,8 @@ scales.
   Llama 4's defaults (``attn_scale`` 0.1, ``floor_scale`` 8192) and Ministral-3's (β = 0.1, L₀ = 16384).
 
 Tolerances by the rules of :mod:`refpos.golden.exact.entries`: rotated patches by the rope rule (every form the
-dtype admits, per patch from its largest coordinate), attention outputs and scales by the value rule.
+dtype admits, per patch from its largest coordinate; refpos's own calls: the check's bound), attention outputs and
+scales by the value rule.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from refpos.rope.vision import (
     qwen_patch_positions,
     vision_frequencies,
 )
+from refpos.rope.vision3d import thw_patch_positions, vjepa2_patch_positions
 
 #: (case name, the contract's vision dict, the patch positions, description)
 VISION = (
@@ -64,7 +70,45 @@ def _vision(params: dict[str, Any]) -> VisionRope:
     return VisionRope(params["form"], params["head_dim"], theta=params["rope_theta"], **extra)
 
 
+#: (case name, the check call's vision dict, the patch positions, class tokens with learned angles, description)
+VISION_OWN = (
+    ("minimax_m3_vl", {"form": "minimax_m3_vl", "head_dim": 20, "rope_theta": 10000.0},
+     thw_patch_positions([(2, 4, 4)]), 0,
+     "MiniMax-M3-VL's vision tower (head size 20: d = 6 channels per axis, 18 rotated in the half layout, 2 passed "
+     "through): 2 frames of 4 × 4 patches, each frame's 2 × 2 merge blocks"),
+    ("vjepa2", {"form": "vjepa2", "head_dim": 20, "rope_theta": 10000.0}, vjepa2_patch_positions(np.arange(18), 3),
+     0, "V-JEPA 2 (head size 20: three blocks of 6 adjacent-pair channels, 2 passed through): 2 frames of 3 × 3"),
+    ("mlcd-class-angles", {"form": "mlcd", "head_dim": 16, "rope_theta": 10000.0}, pixtral_patch_positions(3, 4), 1,
+     "MLCD's tower (head size 16): its class token turned by seeded learned angles in [−π, π), then 3 × 4 patches"),
+)
+
+
+def _own_cases() -> list[Case]:
+    """The cases of :data:`VISION_OWN`: the output and the tolerance from the check's inputs (the reference and
+    the bound of a float32 port)."""
+    from refpos.check.kinds import BY_KIND
+    from refpos.golden.cases.model_kind_cases import bound_tolerance
+
+    cases = []
+    for name, params, positions, prefix, description in VISION_OWN:
+        case_id = f"vision-rope/{name}"
+        rng = rng_for(case_id)
+        inputs = {"x": rng.standard_normal((prefix + len(positions), params["head_dim"])),
+                  "positions": np.asarray(positions, dtype=np.int64)}
+        if prefix:
+            inputs["prefix_angles"] = rng.uniform(-np.pi, np.pi, (prefix, params["head_dim"] // 2))
+        function = "apply_vision_rope_prefixed" if prefix else "apply_vision3d_rope"
+        y, bound = BY_KIND["vision_rope"].inputs(function, {**inputs, "rope": params}).reference()
+        args = [In("x"), In("positions"), Param("vision")] + ([In("prefix_angles")] if prefix else [])
+        cases.append(Case(case_id, "vision_rope", function, f"{description} (docs/vision-rope.md#learned-class-"
+                          "angles-and-3-d-forms)", {"vision": params, "call": call(function, ["y"], *args)},
+                          inputs, {"y": Output(y, bound_tolerance(y, bound))}))
+    return cases
+
+
 def vision_cases() -> list[Case]:
+    """``vision-rope/<form>``: the contract's forms (:data:`VISION`), then refpos's own calls
+    (:data:`VISION_OWN`)."""
     cases = []
     for name, params, positions, description in VISION:
         case_id = f"vision-rope/{name}"
@@ -81,7 +125,7 @@ def vision_cases() -> list[Case]:
                           {"vision": params, "call": call("apply_vision_rope", ["y"], In("x"), In("positions"),
                                                           Param("vision"))},
                           {"x": x, "positions": positions.astype(np.int64)}, {"y": Output(y, tolerance)}))
-    return cases
+    return cases + _own_cases()
 
 
 #: (case name, head size, pair layout of each half, context, length, description)

@@ -88,7 +88,7 @@ def layer_arguments(layer: LayerRecord, function: str, arguments: Mapping[str, A
     return {**plan[1], **arguments}  # type: ignore[index]
 
 
-def _tolerance(reference: np.ndarray, bound: Any) -> dict[str, Any]:
+def bound_tolerance(reference: np.ndarray, bound: Any) -> dict[str, Any]:
     """The value rule at the output's magnitude, float32's atol raised to the kind's bound (a float32 port's, per
     entry: its largest) and float64's to that bound at u = 2⁻⁵³ (the bounds are first order in u)."""
     entry = tolerance_value(reference, scale=float(np.abs(reference).max(initial=0.0)))
@@ -108,7 +108,7 @@ def _case(layer: LayerRecord, cid: str, name: str, label: str, function: str, ar
     for parameter in PARAMETERS[function]:
         key, default = (parameter, None) if isinstance(parameter, str) else parameter
         args.append(In(key) if key in arrays else _plain(arguments.get(key, default)))
-    outputs = {"out": Output(reference, _tolerance(reference, bound))}
+    outputs = {"out": Output(reference, bound_tolerance(reference, bound))}
     if layer.kind == "grid" and getattr(layer, "packed", False) and all(
             g % layer.merge == 0 for g in arguments["grid"]):
         # a clip too where its frames repeat the image's rows (Kimi K2.5's frame sinusoid is the model's width, not
@@ -117,7 +117,7 @@ def _case(layer: LayerRecord, cid: str, name: str, label: str, function: str, ar
         if layer.class_row:
             arrays["class_row"] = np.random.default_rng(len(cid)).standard_normal(arrays["table"].shape[1])
         tokens = np.asarray(layer.tokens(arrays["table"], grids, arrays.get("class_row")))
-        outputs["tokens"] = Output(tokens, _tolerance(tokens, bound))
+        outputs["tokens"] = Output(tokens, bound_tolerance(tokens, bound))
         shared = {**shared, "tokens_of": [list(g) for g in grids]}
     fixed = sorted(record.plan(layer)[1])  # type: ignore[index]
     return Case(cid, layer.kind, function,
@@ -174,4 +174,4 @@ def kind_model_cases(positions: Any, name: str) -> list[Case]:
 
 
 
-__all__ = ["contradictions", "kind_model_cases", "kind_reasons", "layer_arguments"]
+__all__ = ["bound_tolerance", "contradictions", "kind_model_cases", "kind_reasons", "layer_arguments"]

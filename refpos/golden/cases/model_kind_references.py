@@ -138,15 +138,22 @@ def sinusoid_reference(layer: Any, a: dict[str, Any]) -> tuple[np.ndarray, Any]:
 
 def rope_reference(layer: Any, a: dict[str, Any]) -> tuple[np.ndarray, Any]:
     """The output of a ``rope`` layer's call and a float32 port's bound: the patches rotated by the layer's vision
-    RoPE (``VisionRopeInputs``).
+    RoPE (``VisionRopeInputs``, after tokens turned by the call's ``prefix_angles``; a 3-D form's:
+    ``VisionRope3DInputs``).
 
     See Also
     --------
     refpos.golden.cases.model_kinds.MODEL_KINDS : the registry naming it.
     """
+    from refpos.rope.vision3d import VisionRope3D
+    from refpos.rope.vision3d_mistakes import VisionRope3DInputs
     from refpos.rope.vision_mistakes import VisionRopeInputs
 
-    return VisionRopeInputs(np.asarray(a["x"], dtype=np.float64), np.asarray(a["positions"]), layer.rope).reference()
+    x, positions = np.asarray(a["x"], dtype=np.float64), np.asarray(a["positions"])
+    if isinstance(layer.rope, VisionRope3D):
+        return VisionRope3DInputs(x, positions, layer.rope).reference()
+    prefix = a.get("prefix_angles")
+    return VisionRopeInputs(x, positions, layer.rope, None if prefix is None else np.asarray(prefix)).reference()
 
 
 def axis_tables_reference(layer: Any, a: dict[str, Any]) -> tuple[np.ndarray, Any]:

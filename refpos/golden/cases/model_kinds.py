@@ -205,6 +205,8 @@ PARAMETERS: Mapping[str, tuple[str | tuple[str, Any], ...]] = MappingProxyType({
     "sinusoid_1d": ("positions", "dim", "spacing", "layout", ("first", "sin"), ("base", 10000.0),
                     ("frequency_scale", 1.0), ("amplitude", 1.0)),
     "apply_vision_rope": ("x", "positions", "rope"),
+    "apply_vision_rope_prefixed": ("x", "positions", "rope", "prefix_angles"),
+    "apply_vision3d_rope": ("x", "positions", "rope"),
     "axis_table_positions": ("indices", "row_table", "column_table", "variant"),
 })
 
@@ -273,27 +275,42 @@ def _sinusoid_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict
 
 
 def _rope_plan(layer: Any) -> Plan | str:
+    """A 3-D form's layer: ``apply_vision3d_rope``; one whose tokens before the patches turn by a weight's learned
+    angles: ``apply_vision_rope_prefixed`` (before each frame: the call of one image, one frame); any other:
+    ``apply_vision_rope``; the rope dict the record's form, head size and θ."""
     from refpos.rope.vision import VisionRope
 
     rope = layer.rope
-    if not isinstance(rope, VisionRope):
-        return "a 3-D (t, h, w) rotation: apply_vision_rope's rope dict holds the 2-D forms"
-    if layer.per_frame or (layer.prefix and layer.prefix_weight is not None):
-        return (f"its {layer.prefix} token(s) before {'each frame' if layer.per_frame else 'the patches'} are turned "
-                f"by the angles of {layer.prefix_weight}, which no apply_vision_rope call takes")
     spec: dict[str, Any] = {"form": rope.kind, "head_dim": rope.head_dim, "rope_theta": float(rope.theta)}
+    if not isinstance(rope, VisionRope):
+        return "apply_vision3d_rope", {"rope": spec}
+    if layer.per_frame and layer.prefix_weight is None:
+        return (f"its {layer.prefix} unrotated token(s) before each frame are no call of apply_vision_rope, whose "
+                "tokens before the patches come once")
     if rope.kind == "axial":
         spec |= {"sections": list(rope.sections), "layout": rope.axial_layout}
+    if layer.prefix and layer.prefix_weight is not None:
+        return "apply_vision_rope_prefixed", {"rope": spec}
     return "apply_vision_rope", {"rope": spec}
 
 
 def _rope_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
     """The tokens the layer rotates at the record's positions
     (:meth:`~refpos.models.kinds.vision_rope.VisionRopeLayer.patch_positions`): a windowed layer's window, a fixed
-    grid at its scale, else a 4 × 6 image (4 × 4 where the form reads a square: Llama 4's, its class token last) in
-    merge blocks of 2 where the form reads them, or in raster order where the record reads it so; tokens before the
-    patches unrotated: at (0, 0), angle 0."""
+    grid at its scale, a 3-D form's clip of 2 frames of 4 × 6 patches (V-JEPA 2: of its ``side``², every token of
+    them), else a 4 × 6 image (4 × 4 where the form reads a square: Llama 4's, its class token last) in merge blocks
+    of 2 where the form reads them, or in raster order where the record reads it so; tokens before the patches
+    unrotated at (0, 0), angle 0, or turned by seeded learned angles ``prefix_angles`` ``(P, D/2)``, uniform in
+    ``[−π, π)``, where the record names their weight."""
+    from refpos.rope.vision import VisionRope
+
     sides = (layer.window, layer.window) if layer.window else layer.grid
+    if not isinstance(layer.rope, VisionRope):
+        side = layer.side or 4
+        grid = (2, side, side) if layer.rope.kind == "vjepa2" else (2, 4, 6)
+        positions = np.asarray(layer.patch_positions(grid, 2))
+        return [(f"clip-{grid[0]}x{grid[1]}x{grid[2]}", {
+            "x": rng.standard_normal((len(positions), layer.rope.head_dim)), "positions": positions})]
     if sides is not None:
         label = f"{'window' if layer.window else 'grid'}-{sides[0]}x{sides[1]}"
         positions = layer.patch_positions()
@@ -302,10 +319,22 @@ def _rope_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str
         label = f"grid-{grid[1]}x{grid[2]}" + (f"-windows-{layer.window_order}" if layer.window_order else "")
         positions = layer.patch_positions(grid, 1 if layer.raster else 2)
     positions = np.asarray(positions)
-    if layer.prefix:  # at (0, 0): angle 0
+    extra: dict[str, Any] = {}
+    if layer.prefix and layer.prefix_weight is not None:  # learned angles: seeded, the checkpoint's weight
+        extra["prefix_angles"] = rng.uniform(-np.pi, np.pi, (layer.prefix, layer.rope.head_dim // 2))
+        label += f"-prefix-{layer.prefix}"
+    elif layer.prefix:  # at (0, 0): angle 0
         positions = np.concatenate([np.zeros((layer.prefix, 2), dtype=positions.dtype), positions])
         label += "" if layer.rope.kind == "dinov3" else f"-prefix-{layer.prefix}"  # DINOv3's always has one
-    return [(label, {"x": rng.standard_normal((len(positions), layer.rope.head_dim)), "positions": positions})]
+    rows = len(positions) + (layer.prefix if extra else 0)
+    return [(label, {"x": rng.standard_normal((rows, layer.rope.head_dim)), "positions": positions, **extra})]
+
+
+def _rope_shapes(layer: Any) -> dict[str, tuple[int, ...]]:
+    out = {"x": (-1, layer.rope.head_dim)}
+    if layer.prefix and layer.prefix_weight is not None:
+        out["prefix_angles"] = (layer.prefix, layer.rope.head_dim // 2)
+    return out
 
 
 def _axis_tables_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
@@ -337,7 +366,7 @@ MODEL_KINDS: Mapping[str, ModelKind] = _registry(
     ModelKind("sincos2d", _sincos_plan, _sincos_free, sincos_reference),
     ModelKind("fourier", _fourier_plan, _fourier_free, fourier_reference, lambda layer: {"gaussian": (2, layer.m)}),
     ModelKind("sinusoid1d", _sinusoid_plan, _sinusoid_free, sinusoid_reference),
-    ModelKind("vision_rope", _rope_plan, _rope_free, rope_reference, lambda layer: {"x": (-1, layer.rope.head_dim)}),
+    ModelKind("vision_rope", _rope_plan, _rope_free, rope_reference, _rope_shapes),
     ModelKind("axis_tables", lambda layer: ("axis_table_positions", {"variant": layer.variant}), _axis_tables_free,
               axis_tables_reference, lambda layer: {"row_table": (layer.rows, -1), "column_table": (layer.rows, -1)}),
 )
