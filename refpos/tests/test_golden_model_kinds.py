@@ -255,7 +255,7 @@ def test_vision_rope_records_with_windows_grids_and_prefixes():
     """A windowed layer rotates its window's places, a fixed grid its scaled coordinates, unrotated tokens before the
     patches sit at (0, 0) (angle 0: the output's first rows are the input's); learned class angles are seeded and
     given to apply_vision_rope_prefixed (the class token turned pair by pair by them); an unrotated class token
-    before each frame says why not."""
+    before each frame: one image's, at (0, 0)."""
     import dataclasses
 
     from refpos.rope.vision import VisionRope
@@ -283,9 +283,13 @@ def test_vision_rope_records_with_windows_grids_and_prefixes():
                              x0[8:] * np.cos(alpha) + x0[:8] * np.sin(alpha)])
     np.testing.assert_allclose(learned.outputs["out"].array[0], turned, atol=1e-14)
     assert not kind_reasons(records)
-    per_frame = dataclasses.replace(layer, rope=VisionRope("qwen2_vl", 16), prefix=1, per_frame=True, index=5)
-    assert "before each frame" in kind_reasons([per_frame])["vision layers [5] (vision_rope(qwen2_vl))"]
-    _check_cases(cases, {(r.stack, r.index): r for r in records})
+    per_frame = dataclasses.replace(layer, rope=VisionRope("qwen2_vl", 16), prefix=1, per_frame=True, start=1,
+                                    index=5)
+    (framed,) = kind_model_cases([per_frame], "m")
+    assert framed.function == "apply_vision_rope" and framed.id.endswith("vision-5/grid-4x6-prefix-1")
+    np.testing.assert_array_equal(framed.inputs["positions"][:2], [[0, 0], [1, 1]])  # the class token, patch (1, 1)
+    np.testing.assert_array_equal(framed.outputs["out"].array[0], framed.inputs["x"][0])
+    _check_cases([*cases, framed], {(r.stack, r.index): r for r in [*records, per_frame]})
 
 
 def _other(value):

@@ -276,17 +276,15 @@ def _sinusoid_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict
 
 def _rope_plan(layer: Any) -> Plan | str:
     """A 3-D form's layer: ``apply_vision3d_rope``; one whose tokens before the patches turn by a weight's learned
-    angles: ``apply_vision_rope_prefixed`` (before each frame: the call of one image, one frame); any other:
-    ``apply_vision_rope``; the rope dict the record's form, head size and θ."""
+    angles: ``apply_vision_rope_prefixed``; any other: ``apply_vision_rope`` (its unrotated tokens at (0, 0)); the
+    rope dict the record's form, head size and θ. Tokens before each frame (``per_frame``): the call of one image,
+    one frame, whose tokens come once."""
     from refpos.rope.vision import VisionRope
 
     rope = layer.rope
     spec: dict[str, Any] = {"form": rope.kind, "head_dim": rope.head_dim, "rope_theta": float(rope.theta)}
     if not isinstance(rope, VisionRope):
         return "apply_vision3d_rope", {"rope": spec}
-    if layer.per_frame and layer.prefix_weight is None:
-        return (f"its {layer.prefix} unrotated token(s) before each frame are no call of apply_vision_rope, whose "
-                "tokens before the patches come once")
     if rope.kind == "axial":
         spec |= {"sections": list(rope.sections), "layout": rope.axial_layout}
     if layer.prefix and layer.prefix_weight is not None:
