@@ -1,7 +1,8 @@
 r"""The ``grid`` comparison: a learned 2-D grid resampled to the image, observed as the embedding's output minus
 its output with the table zeroed. A way that reads buckets (NaViT) is compared with the row its own float
 arithmetic may read at a tie (:func:`refpos.encodings.grid_mistakes.reference_at_ties`: the exact row or, at a
-tie, the row below), every other patch with the exact row. A video tower's clip:
+tie, the row below), every other patch with the exact row. A clip fed as a batch of its frames (X-CLIP's tower):
+each frame's rows compared (:func:`frames_as_batch`). A video tower's clip:
 :mod:`survey.pixel_kinds.grid_clips`; tables between the layers: :mod:`survey.pixel_kinds.grid_mid`."""
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         if not capture.owner_out or not capture.owner_zeroed:
             return Outcome("not reached", f"{site.owner}: no output recorded at the {name} size", (site.path,))
         out, zeroed = capture.owner_out[0].astype(np.float64), capture.owner_zeroed[0].astype(np.float64)
-        observed = rows_of(out - zeroed, record.dim)
+        frames = frames_as_batch(out - zeroed, run.shapes[name])
+        observed = rows_of((out - zeroed)[:1] if frames > 1 else out - zeroed, record.dim)
         if observed is None:
             return Outcome("not reached", f"{site.owner}: output {out.shape} has no axis of width {record.dim}",
                            (site.path,))
@@ -91,6 +93,8 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
             cases.append((observed, reference, unit(run) * float(np.max(np.abs(table))) + noise, {
                 "grid_transposed": table.reshape(*record.grid, -1).transpose(1, 0, 2).reshape(table.shape)
                 if record.prefix == record.suffix == 0 else None}))
+            cases += [(rows_of((out - zeroed)[k:k + 1], record.dim), reference, cases[-1][2], {})
+                      for k in range(1, frames)]
             continue
         inputs = GridInputs(table, grid, record.variant, prefix_tokens=record.prefix, suffix_tokens=record.suffix,
                             source_grid=record.grid)
@@ -98,9 +102,16 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         if record.variant.read == "buckets":  # a tie's row below is the model's float arithmetic, not a mistake
             reference = reference_at_ties(observed, inputs) if observed.shape == reference.shape else reference
         cases.append((observed, reference, grid_tolerance(inputs, run.dtype) + noise, mistakes_of("grid", inputs)))
+        cases += [(rows_of((out - zeroed)[k:k + 1], record.dim), reference, cases[-1][2], {}) for k in range(1, frames)]
     if getattr(record, "mid", 0):  # tables between the layers (YOLOS)
         return compare_with_mid(record, run, site, sites, table, cases)
     return graded(cases, (site.path,), f"{site.path} grid")
+
+
+def frames_as_batch(diff: np.ndarray, shape: list[int]) -> int:
+    """The frames of a clip fed as a batch of images ``(F, C, H, W)``, each frame a sequence of its own that gains
+    the same rows (X-CLIP's tower): ``F`` where the output holds one sequence per fed frame, else 1."""
+    return diff.shape[0] if diff.ndim == 3 and len(shape) == 4 and diff.shape[0] == shape[0] > 1 else 1
 
 
 def packed_case(record: Any, table: np.ndarray, observed: np.ndarray, thw: tuple[int, int, int], run: PixelRun,
