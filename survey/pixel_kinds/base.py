@@ -116,6 +116,13 @@ def after_normalisation(sites: list[Site], run: PixelRun) -> Outcome | None:
     return None
 
 
+def built_alone(cases: list[tuple], skip: Outcome, sites: tuple[str, ...], what: str) -> Outcome:
+    """A table the model's code builds compared alone, its rows read not (``skip``, :func:`after_normalisation`):
+    wrong where the built table is (a difference the normalisation does not touch), else ``skip``."""
+    built = graded(cases, sites, what)
+    return built if built.status == "wrong" else skip
+
+
 def check_target(kind: str) -> Any:
     from refpos.check.kinds import BY_KIND
 

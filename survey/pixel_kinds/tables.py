@@ -29,6 +29,7 @@ from survey.pixel_kinds.base import (
     Outcome,
     absent,
     after_normalisation,
+    built_alone,
     check_target,
     embedding_site,
     graded,
@@ -60,7 +61,7 @@ def table_site(record: Any, sites: list[Site], run: PixelRun) -> tuple[Site, str
     return None
 
 
-def _module_read(site: Site, capture: Any, dim: int) -> bool:
+def module_read(site: Site, capture: Any, dim: int) -> bool:
     """Whether the rows read at one size are the position module's own output (fed no floating tensor)."""
     return site.is_module and capture.module_in is None and capture.module_out is not None \
         and capture.module_out.shape[-1] == dim
@@ -68,7 +69,7 @@ def _module_read(site: Site, capture: Any, dim: int) -> bool:
 
 def _gained(site: Site, capture: Any, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``(rows read (n, dim), the output they were read from)`` at one size (module docstring), or ``None``."""
-    if _module_read(site, capture, dim):
+    if module_read(site, capture, dim):
         out = capture.module_out.astype(np.float64)
         return out.reshape(-1, dim), out
     if embedding_site(site) and capture.owner_out and capture.owner_zeroed:
@@ -106,7 +107,7 @@ def compare_learned(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if not embedding_site(site) and not site.is_module:
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
                        "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
-    if not all(_module_read(site, c, record.dim) for c in site.captures.values()) \
+    if not all(module_read(site, c, record.dim) for c in site.captures.values()) \
             and (skip := after_normalisation([site], run)) is not None:  # rows read at the owner: linear in them?
         return skip
     cases = readrows_of(site, name, record.dim, run, record.offset)
@@ -134,5 +135,8 @@ def compare_sinusoid1d(record: Any, run: PixelRun, sites: list[Site]) -> Outcome
     amplitude = float(inputs.keywords()["amplitude"])
     scale = amplitude if abs(amplitude) < 2 / 3 and np.max(np.abs(built)) > 1.5 * abs(amplitude) else 1.0
     cases = [(built * scale, np.asarray(reference, dtype=np.float64), bound, mistakes_of("sinusoid1d", inputs))]
+    if not all(module_read(site, c, record.dim) for c in site.captures.values()) \
+            and (skip := after_normalisation([site], run)) is not None:  # the rows read not linear in the table
+        return built_alone(cases, skip, (site.path,), f"{site.path} sinusoid1d")
     read = readrows_of(site, name, record.dim, run, record.past or 0, scale)
     return graded(cases + read, (site.path,), f"{site.path} sinusoid1d")

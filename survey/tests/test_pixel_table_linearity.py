@@ -96,3 +96,40 @@ def test_the_probe_reads_every_size_and_ignores_an_unrecorded_doubled_output():
     assert "at the resampled size" in after_normalisation(run.sites, run).cause
     run.sites[0].captures["resampled"] = dataclasses.replace(normalised, owner_doubled=[])
     assert after_normalisation(run.sites, run) is None
+
+
+def _normalised(capture_rows: np.ndarray) -> Capture:
+    """A capture whose owner adds ``capture_rows`` to seeded embeddings and normalises the sum, run as the model
+    is, with the table zeroed and doubled."""
+    x = RNG.standard_normal(capture_rows.shape)
+    return Capture([_layer_norm(x + capture_rows)], [_layer_norm(x)], module_in=x[..., -1],
+                   owner_doubled=[_layer_norm(x + 2 * capture_rows)])
+
+
+def test_a_built_table_is_still_compared_where_its_rows_are_read_after_a_normalisation():
+    """A table the model's code builds (a sin–cos grid, a sinusoid) whose rows are read after a normalisation: the
+    rows not compared, the built table still is — not compared where it is right, wrong where it is not."""
+    from survey.pixel_kinds import compare_sincos2d
+    from survey.tests.test_pixel_audio import WHISPER, whisper_run
+    from survey.tests.test_pixel_sincos2d import mae_run, sincos
+
+    record = sincos()
+    run = mae_run(record)
+    site = run.sites[0]
+    site.captures = {size: _normalised(c.owner_out[0].astype(np.float64)) for size, c in site.captures.items()}
+    outcome = compare_sincos2d(record, run, run.sites)
+    assert outcome.status == "not reached" and "after a normalisation" in outcome.cause, outcome
+    built = site.initial["embeddings.position_embeddings"]
+    half = built.shape[-1] // 2
+    site.initial["embeddings.position_embeddings"] = np.concatenate([built[..., half:], built[..., :half]], axis=-1)
+    assert compare_sincos2d(record, run, run.sites).status == "wrong"
+
+    sinusoidal = next(r for r in refpos.model_positions(WHISPER).layers if r.kind == "sinusoidal")
+    table = np.asarray(sinusoidal.sinusoid(np.arange(16)), dtype=np.float32)
+    for built_table, status in ((table, "not reached"), (np.roll(table, 4, axis=1), "wrong")):
+        audio = whisper_run(built_table)
+        encoder = audio.sites[0]
+        encoder.captures = {"native": _normalised(encoder.params["encoder.embed_positions.weight"][None].astype(
+            np.float64))}
+        outcome = COMPARISONS["sinusoidal"].judge(sinusoidal, audio, audio.sites)
+        assert outcome.status == status and (status == "wrong" or "after a normalisation" in outcome.cause), outcome
