@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -53,12 +54,15 @@ class GridInputs:
 
 @dataclasses.dataclass(frozen=True)
 class GridMistake:
-    """A wrong way to resample a position grid."""
+    """A wrong way to resample a position grid: ``compute`` and ``applies`` take the inputs of the grid's form
+    (:class:`GridInputs` here; a video clip's, the tables between the layers' and a windowed grid's in
+    :mod:`refpos.encodings.grid_clips_mistakes`, :mod:`~refpos.encodings.grid_mid_mistakes` and
+    :mod:`~refpos.encodings.grid_windowed_mistakes`)."""
 
     name: str
     description: str
-    compute: Callable[[GridInputs], np.ndarray]
-    applies: Callable[[GridInputs], bool]
+    compute: Callable[[Any], np.ndarray | None]
+    applies: Callable[[Any], bool]
 
 
 def _cls_resampled(inputs: GridInputs) -> np.ndarray:
@@ -201,14 +205,28 @@ def identify_grid(candidate: np.ndarray, inputs: GridInputs, *, dtype: str = "fl
     output it matches within the same tolerance; else :data:`UNRECOGNISED`.
     """
     candidate = np.asarray(candidate, dtype=np.float64)
-    reference = reference_at_ties(candidate, inputs)
-    tolerance = grid_tolerance(inputs, dtype)
+    return identify_among(candidate, reference_at_ties(candidate, inputs), grid_tolerance(inputs, dtype), inputs,
+                          GRID_MISTAKES.values())
+
+
+def identify_among(candidate: Any, reference: np.ndarray, tolerance: float, inputs: Any,
+                   mistakes: Iterable[GridMistake]) -> str | None:
+    """``None`` when ``candidate`` is within ``tolerance`` of ``reference``; else the name of the first of
+    ``mistakes`` that applies to ``inputs`` and whose output it matches within the same tolerance; else
+    :data:`UNRECOGNISED` (the search of :func:`identify_grid` and of the other grid forms' identifiers).
+
+    See Also
+    --------
+    identify_grid : the search over :data:`GRID_MISTAKES`.
+    """
+    candidate = np.asarray(candidate, dtype=np.float64)
     if candidate.shape == reference.shape and float(np.max(np.abs(candidate - reference))) <= tolerance:
         return None
-    for mistake in GRID_MISTAKES.values():
+    for mistake in mistakes:
         if not mistake.applies(inputs):
             continue
         wrong = mistake.compute(inputs)
-        if wrong.shape == candidate.shape and float(np.max(np.abs(candidate - wrong))) <= tolerance:
+        if wrong is not None and wrong.shape == candidate.shape and \
+                float(np.max(np.abs(candidate - wrong))) <= tolerance:
             return mistake.name
     return UNRECOGNISED
