@@ -142,9 +142,10 @@ def test_llama4_vision_table_is_added_with_the_class_row_last():
     its input with the table zeroed, are refpos's grid record's, the class row last, exactly in float64 (a sum of
     two doubles, then the same sum less one term: one rounding of each, 2 ulps of the sum). The table with its
     class row first is outside that."""
-    import refpos
     from transformers.models.llama4.configuration_llama4 import Llama4VisionConfig
     from transformers.models.llama4.modeling_llama4 import Llama4VisionModel
+
+    import refpos
 
     config = Llama4VisionConfig(image_size=56, patch_size=14, hidden_size=32, num_attention_heads=2,
                                 num_hidden_layers=1, intermediate_size=128, projector_input_dim=32,
