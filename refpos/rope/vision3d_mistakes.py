@@ -4,7 +4,7 @@ r"""The catalogued mistakes of the 3-D vision RoPE forms (MiniMax-M3-VL's tower,
 A call is :func:`refpos.rope.vision3d.apply_vision3d_rope` of patch vectors ``x`` ``(..., N, D)`` at integer
 positions ``(..., N, 3)``, last axis ``(t, h, w)``, with one :class:`~refpos.rope.vision3d.VisionRope3D`. Every
 mistake is that same transform with one step changed, computed by the formula modules on changed inputs: the
-positions' axes moved (:data:`AXIS_ORDERS`) or the frame zeroed, θ or the frequencies changed, the rotated channels
+positions' axes moved (:data:`BLOCK_AXES`) or the frame zeroed, θ or the frequencies changed, the rotated channels
 paired another way, or each pair's second member negated before and after (the rotation by −φ:
 ``R(−φ) = S·R(φ)·S``; for V-JEPA 2, whose pairs turn by two angles, the same sign flip of every sine).
 
@@ -26,7 +26,7 @@ from refpos.rope.vision_bound import token_bound
 from refpos.validation import as_positions
 
 #: each mistake of the positions' axes -> the axis of (t, h, w) each of the port's three blocks reads
-AXIS_ORDERS = {"axes_swapped": (0, 2, 1), "frame_row_swapped": (1, 0, 2), "frame_last": (1, 2, 0)}
+BLOCK_AXES = {"axes_swapped": (0, 2, 1), "frame_row_swapped": (1, 0, 2), "frame_last": (1, 2, 0)}
 
 
 @dataclass(frozen=True)
@@ -107,8 +107,8 @@ def _transform(inputs: VisionRope3DInputs, positions: np.ndarray | None = None, 
 
 
 def axes_moved(inputs: VisionRope3DInputs, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """The transform with block ``b`` reading the axis ``AXIS_ORDERS[name][b]`` of (t, h, w)."""
-    return _transform(inputs, inputs.positions[..., list(AXIS_ORDERS[name])])
+    """The transform with block ``b`` reading the axis ``BLOCK_AXES[name][b]`` of (t, h, w)."""
+    return _transform(inputs, inputs.positions[..., list(BLOCK_AXES[name])])
 
 
 def frame_ignored(inputs: VisionRope3DInputs) -> tuple[np.ndarray, np.ndarray] | None:
@@ -163,5 +163,5 @@ def is_3d(inputs: Any) -> bool:
     return isinstance(inputs, VisionRope3DInputs)
 
 
-__all__ = ["AXIS_ORDERS", "VisionRope3DInputs", "angles_interleaved", "axes_moved", "blocks_split", "frame_ignored",
+__all__ = ["BLOCK_AXES", "VisionRope3DInputs", "angles_interleaved", "axes_moved", "blocks_split", "frame_ignored",
            "is_3d", "layout_swapped", "reversed_3d", "shifted_3d", "theta_3d", "whole_head_frequencies"]

@@ -70,6 +70,8 @@ def _vision(params: dict[str, Any]) -> VisionRope:
     return VisionRope(params["form"], params["head_dim"], theta=params["rope_theta"], **extra)
 
 
+#: the page of refpos's own calls
+OWN_PAGE = "docs/vision-rope.md#learned-class-angles-and-3-d-forms"
 #: (case name, the check call's vision dict, the patch positions, class tokens with learned angles, description)
 VISION_OWN = (
     ("minimax_m3_vl", {"form": "minimax_m3_vl", "head_dim": 20, "rope_theta": 10000.0},
@@ -84,10 +86,12 @@ VISION_OWN = (
 
 
 def _own_cases() -> list[Case]:
-    """The cases of :data:`VISION_OWN`: the output and the tolerance from the check's inputs (the reference and
-    the bound of a float32 port)."""
-    from refpos.check.kinds import BY_KIND
+    """The cases of :data:`VISION_OWN`: the output and the tolerance from the inputs ``refpos check vision_rope``
+    reads them as (the reference and the bound of a float32 port)."""
     from refpos.golden.cases.model_kind_cases import bound_tolerance
+    from refpos.rope.vision3d import VisionRope3D
+    from refpos.rope.vision3d_mistakes import VisionRope3DInputs
+    from refpos.rope.vision_mistakes import VisionRopeInputs
 
     cases = []
     for name, params, positions, prefix, description in VISION_OWN:
@@ -98,10 +102,16 @@ def _own_cases() -> list[Case]:
         if prefix:
             inputs["prefix_angles"] = rng.uniform(-np.pi, np.pi, (prefix, params["head_dim"] // 2))
         function = "apply_vision_rope_prefixed" if prefix else "apply_vision3d_rope"
-        y, bound = BY_KIND["vision_rope"].inputs(function, {**inputs, "rope": params}).reference()
+        if prefix:
+            rope = VisionRope(params["form"], params["head_dim"], theta=params["rope_theta"])
+            check = VisionRopeInputs(inputs["x"], inputs["positions"], rope, inputs["prefix_angles"])
+        else:
+            rope3 = VisionRope3D(params["form"], params["head_dim"], theta=params["rope_theta"])
+            check = VisionRope3DInputs(inputs["x"], inputs["positions"], rope3)
+        y, bound = check.reference()
         args = [In("x"), In("positions"), Param("vision")] + ([In("prefix_angles")] if prefix else [])
-        cases.append(Case(case_id, "vision_rope", function, f"{description} (docs/vision-rope.md#learned-class-"
-                          "angles-and-3-d-forms)", {"vision": params, "call": call(function, ["y"], *args)},
+        cases.append(Case(case_id, "vision_rope", function, f"{description} ({OWN_PAGE})",
+                          {"vision": params, "call": call(function, ["y"], *args)},
                           inputs, {"y": Output(y, bound_tolerance(y, bound))}))
     return cases
 
