@@ -209,7 +209,12 @@ LIFTED_MISTAKES: dict[str, GridMistake] = {name: _lifted(m) for name, m in GRID_
 
 
 def clip_mistakes() -> dict[str, GridMistake]:
-    """Every mistake :func:`identify_clip` may name: this module's, then the grid's laid out over the clip."""
+    """Every mistake :func:`identify_clip` may name: this module's, then the grid's laid out over the clip.
+
+    See Also
+    --------
+    identify_clip : the search over them.
+    """
     return {**CLIP_MISTAKES, **LIFTED_MISTAKES}
 
 

@@ -81,7 +81,12 @@ LIFTED_MISTAKES: dict[str, GridMistake] = {name: _on_every_table(m) for name, m 
 
 
 def mid_mistakes() -> dict[str, GridMistake]:
-    """Every mistake :func:`identify_mid` may name: this module's, then the grid's made on every table."""
+    """Every mistake :func:`identify_mid` may name: this module's, then the grid's made on every table.
+
+    See Also
+    --------
+    identify_mid : the search over them.
+    """
     return {**MID_MISTAKES, **LIFTED_MISTAKES}
 
 

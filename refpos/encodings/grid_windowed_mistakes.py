@@ -108,7 +108,12 @@ LIFTED_MISTAKES: dict[str, GridMistake] = {name: _on_background(m) for name, m i
 
 
 def windowed_mistakes() -> dict[str, GridMistake]:
-    """Every mistake :func:`identify_windowed` may name: this module's, then the grid's made on the background."""
+    """Every mistake :func:`identify_windowed` may name: this module's, then the grid's made on the background.
+
+    See Also
+    --------
+    identify_windowed : the search over them.
+    """
     return {**WINDOWED_MISTAKES, **LIFTED_MISTAKES}
 
 

@@ -253,3 +253,17 @@ def test_the_command_refuses_a_bad_call_in_one_line(tmp_path, capsys):
         assert main(["check", "grid", "--call", str(call), "--candidate", str(tmp_path / "y.npy")]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_config_fills_in_resample_position_table_calls_only(tmp_path, capsys):
+    """docs/grid.md: a call of another form gives every argument; with --config it is refused by name."""
+    function, arguments = CALLS[0]
+    call = call_file(tmp_path, function, arguments)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "timesformer", "num_hidden_layers": 1, "num_attention_heads": 2,
+                                  "hidden_size": 8, "image_size": 16, "patch_size": 4, "num_frames": 4}))
+    np.save(tmp_path / "y.npy", np.zeros((55, 8)))
+    assert main(["check", "grid", "--config", str(config), "--call", str(call), "--candidate",
+                 str(tmp_path / "y.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "function: the call gives 'clip_position_rows'" in err and len(err.strip().splitlines()) == 1

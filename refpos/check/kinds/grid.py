@@ -73,7 +73,13 @@ def clip_position_rows(table: Any, grid: list[int], frames: int, way: dict, layo
                        tubelet: int = 1, source_grid: list[int] | None = None) -> ClipInputs:
     """The inputs of a video clip's rows (:class:`~refpos.encodings.grid_clips_mistakes.ClipInputs`): ``layout``
     ``"patch_major"`` (TimeSformer: ``time_table`` ``(N, d)``) or ``"tubelets"`` (ViViT: ``tubelet`` frames each);
-    ``source_grid`` ``None``: a square grid."""
+    ``source_grid`` ``None``: a square grid.
+
+    See Also
+    --------
+    refpos.encodings.grid_clips.patch_major_rows : the rows patch by patch.
+    refpos.encodings.grid_clips_mistakes.identify_clip : the mistakes it names.
+    """
     return ClipInputs(_rows("table", table, 2), _pair("grid", grid), frames, _variant(way), layout,
                       None if time_table is None else _rows("time_table", time_table, 2), tubelet,
                       None if source_grid is None else _pair("source_grid", source_grid))
@@ -82,7 +88,13 @@ def clip_position_rows(table: Any, grid: list[int], frames: int, way: dict, layo
 def mid_position_tables(tables: Any, grid: list[int], way: dict, prefix_tokens: int = 0, suffix_tokens: int = 0,
                         source_grid: list[int] | None = None) -> MidInputs:
     """The inputs of the tables between a stack's layers (:class:`~refpos.encodings.grid_mid_mistakes.MidInputs`):
-    ``tables`` ``(L − 1, prefix + M_h·M_w + suffix, d)``; ``source_grid`` ``None``: a square grid."""
+    ``tables`` ``(L − 1, prefix + M_h·M_w + suffix, d)``; ``source_grid`` ``None``: a square grid.
+
+    See Also
+    --------
+    refpos.models.kinds.grid_mid.mid_rows : the record's tables between the layers.
+    refpos.encodings.grid_mid_mistakes.identify_mid : the mistakes it names.
+    """
     prefix = check_int("prefix_tokens", prefix_tokens, minimum=0)
     suffix = check_int("suffix_tokens", suffix_tokens, minimum=0)
     return MidInputs(_rows("tables", tables, 3), _pair("grid", grid), _variant(way), prefix, suffix,
@@ -92,7 +104,12 @@ def mid_position_tables(tables: Any, grid: list[int], way: dict, prefix_tokens: 
 def windowed_position_grid(background: Any, window: Any, grid: list[int], source_grid: list[int],
                            window_side: int) -> WindowedInputs:
     """The inputs of a windowed grid (:class:`~refpos.encodings.grid_windowed_mistakes.WindowedInputs`), as
-    :func:`refpos.encodings.grid_windowed.windowed_position_grid` takes them."""
+    :func:`refpos.encodings.grid_windowed.windowed_position_grid` takes them.
+
+    See Also
+    --------
+    refpos.encodings.grid_windowed_mistakes.identify_windowed : the mistakes it names.
+    """
     inputs = WindowedInputs(_rows("background", background, 2), _rows("window", window, 2), _pair("grid", grid),
                             _pair("source_grid", source_grid), check_int("window_side", window_side, minimum=1))
     inputs.reference()  # the shapes and the grid's multiples of the window side, each refused by name
