@@ -25,7 +25,7 @@ import numpy as np
 
 from refpos.backend import to_numpy
 from refpos.encodings.grid import resample_position_sequence
-from refpos.encodings.grid_clips import CLIP_LAYOUTS, frame_major_order, patch_major_rows
+from refpos.encodings.grid_clips import frame_major_order, patch_major_rows
 from refpos.encodings.grid_mistakes import (
     GRID_MISTAKES,
     UNIT_ROUNDOFF,
@@ -36,6 +36,9 @@ from refpos.encodings.grid_mistakes import (
 )
 from refpos.encodings.grid_variants import GridVariant
 from refpos.validation import check_choice, check_int
+
+#: the layouts of :mod:`refpos.encodings.grid_clips` whose rows are one sequence of a CLS row and the clip's tokens
+CHECKED_LAYOUTS = ("patch_major", "tubelets")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +57,7 @@ class ClipInputs:
     source_grid: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
-        check_choice("layout", self.layout, CLIP_LAYOUTS)
+        check_choice("layout", self.layout, CHECKED_LAYOUTS)
         frames = check_int("frames", self.frames, minimum=1)
         tubelet = check_int("tubelet", self.tubelet, minimum=1)
         if not self.variant.keep_extra:
@@ -229,4 +232,4 @@ def identify_clip(candidate: np.ndarray, inputs: ClipInputs, *, dtype: str = "fl
     return identify_among(candidate, inputs.reference(), inputs.tolerance(dtype), inputs, clip_mistakes().values())
 
 
-__all__ = ["CLIP_MISTAKES", "LIFTED_MISTAKES", "ClipInputs", "clip_mistakes", "identify_clip"]
+__all__ = ["CHECKED_LAYOUTS", "CLIP_MISTAKES", "LIFTED_MISTAKES", "ClipInputs", "clip_mistakes", "identify_clip"]
