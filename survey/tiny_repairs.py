@@ -181,34 +181,31 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
                                          "vocab_size": max(values["model_config"]["vocab_size"], VOCAB)}}),
     # the forward refuses ids without a language; the config lists the languages, the first is stated
     "xmod": ("its forward needs default_language", lambda values: {"default_language": values["languages"][0]}),
-    # the model maps image tokens through vocabulary_map, None by default: a map naming the image token only
     # xLSTM's mLSTM heads are 512 wide by default (its width over its heads) and read no positions: at that head
     # width, the fewest heads leave 400M parameters; the width of a model without attention, as RWKV's
     "xlstm": ("its blocks read no positions; its width per head makes it too large",
               lambda values: {"hidden_size": min(values["hidden_size"], WIDTH),
                               "embedding_dim": min(values["embedding_dim"], WIDTH)}),
+    # the model maps image tokens through vocabulary_map, None by default: a map naming the image token only
     "chameleon": ("its model reads vocabulary_map['<image>']",
                   lambda values: {"vocabulary_map": values.get("vocabulary_map") or {"<image>": VOCAB - 1}}),
-    # Step 3.5's text model (Step3p7's too) builds the sliding-window mask whatever its layer types, and its
-    # class leaves the window None: stated as the position limit, wider than any two positions' distance, so
-    # the mask masks nothing and no layer of the defaults (all full attention) reads it
-    # the diarization head projects the audio tower's frames, and its validator ties its audio_hidden_size to the
-    # tower's width: the tower shrunk, the head states the shrunk width
     # LFM2-MoE's model indexes layer_types, which its class leaves None (LFM2's own class fills them: every layer
     # full attention where no index is stated): stated as LFM2's default
     "lfm2_moe": ("its class leaves layer_types None, and its model indexes them",
                  lambda values: {"layer_types": values.get("layer_types") or
                                  ["full_attention"] * values["num_hidden_layers"]}),
+    # the diarization head projects the audio tower's frames, and its validator ties its audio_hidden_size to the
+    # tower's width: the tower shrunk, the head states the shrunk width
     "nemotron3_diarization": ("its head config restates the audio tower's width, which the validator checks",
                               lambda values: {"head_config": {**values["head_config"], "audio_hidden_size":
                                                               values["audio_config"]["hidden_size"]}}),
-    # SAM's model refuses any image but its vision config's size (1024: 4096 patches, whose captures exceed the
-    # survey's bound on a kept tensor); its prompt encoder restates that size and the embedding's grid
     # the lagged forecasters' classes leave the horizon None and refuse to build without one: stated as a monthly
     # series' two years, 24 steps (their context length defaults to it)
     **{name: ("its class leaves prediction_length None, and its model refuses to build without it",
               lambda values: {"prediction_length": values.get("prediction_length") or 24})
        for name in ("autoformer", "informer", "time_series_transformer")},
+    # SAM's model refuses any image but its vision config's size (1024: 4096 patches, whose captures exceed the
+    # survey's bound on a kept tensor); its prompt encoder restates that size and the embedding's grid
     "sam": ("its model refuses any image size but the configured one", _sam_size),
     "sam_hq": ("its model refuses any image size but the configured one", _sam_size),
     "sam2": ("its mask decoder reads the prompt encoder's grid of the configured image size", _sam2_size),
@@ -224,10 +221,11 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     # survey's bound on a kept tensor: a quarter of the area (16 × 27 patches), its aspect kept
     "yolos": ("its tables between the layers, resampled at its 512 × 864 image, exceed the survey's bound on a kept "
               "tensor", lambda values: {"image_size": [values["image_size"][0] // 2, values["image_size"][1] // 2]}),
+    # Step 3.5's text model (Step3p7's too) builds the sliding-window mask whatever its layer types, and its
+    # class leaves the window None: stated as the position limit, wider than any two positions' distance, so
+    # the mask masks nothing and no layer of the defaults (all full attention) reads it
     "step3p5": ("its model builds a sliding-window mask, and sliding_window is None by default",
                 lambda values: {"sliding_window": values.get("sliding_window") or values["max_position_embeddings"]}),
-    # timm's backbone wrapper names the architecture it builds in `backbone`, which its class leaves None: named as
-    # timm's ResNet-18 (no weights are loaded; the row is refused by name whatever the architecture)
     # V-JEPA 2's attention splits each token's index along crop_size / patch_size patches a side (16 by default):
     # the 64-pixel clip the survey feeds (4 × 4 patches of one tubelet of its 2 frames) would hold every frame and row
     # index at 0, where a rotation of the wrong axis looks right; stated as 4 patches a side and 2 tubelets
@@ -241,6 +239,8 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
                                                                        / values["pixel_shuffle_ratio"] ** 2),
                                             "projector_input_dim": values["hidden_size"],
                                             "projector_output_dim": values["hidden_size"]}),
+    # timm's backbone wrapper names the architecture it builds in `backbone`, which its class leaves None: named as
+    # timm's ResNet-18 (no weights are loaded; the row is refused by name whatever the architecture)
     "timm_backbone": ("its class names no timm architecture, and the wrapper builds none without one",
                       lambda values: {"backbone": values.get("backbone") or "resnet18"}),
 }
