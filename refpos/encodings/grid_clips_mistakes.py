@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -37,8 +38,10 @@ from refpos.encodings.grid_mistakes import (
 from refpos.encodings.grid_variants import GridVariant
 from refpos.validation import check_choice, check_int
 
-#: the layouts of :mod:`refpos.encodings.grid_clips` whose rows are one sequence of a CLS row and the clip's tokens
-CHECKED_LAYOUTS = ("patch_major", "tubelets")
+#: the layouts of :mod:`refpos.encodings.grid_clips` whose rows are one sequence, a CLS row and the clip's tokens ->
+#: the grids its table holds, of ``(frames, tubelet)``: one patch by patch, one per tubelet frame
+TABLE_GRIDS: dict[str, Callable[[int, int], int]] = {"patch_major": lambda frames, tubelet: 1,
+                                                    "tubelets": lambda frames, tubelet: frames // tubelet}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +60,7 @@ class ClipInputs:
     source_grid: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
-        check_choice("layout", self.layout, CHECKED_LAYOUTS)
+        check_choice("layout", self.layout, tuple(TABLE_GRIDS))
         frames = check_int("frames", self.frames, minimum=1)
         tubelet = check_int("tubelet", self.tubelet, minimum=1)
         if not self.variant.keep_extra:
@@ -87,7 +90,7 @@ class ClipInputs:
     @property
     def depth(self) -> int:
         """The table's grids: ``F / s`` tubelet frames, one patch by patch."""
-        return self.frames // self.tubelet if self.layout == "tubelets" else 1
+        return TABLE_GRIDS[self.layout](self.frames, self.tubelet)
 
     @property
     def patches(self) -> int:
@@ -232,4 +235,4 @@ def identify_clip(candidate: np.ndarray, inputs: ClipInputs, *, dtype: str = "fl
     return identify_among(candidate, inputs.reference(), inputs.tolerance(dtype), inputs, clip_mistakes().values())
 
 
-__all__ = ["CHECKED_LAYOUTS", "CLIP_MISTAKES", "LIFTED_MISTAKES", "ClipInputs", "clip_mistakes", "identify_clip"]
+__all__ = ["CLIP_MISTAKES", "LIFTED_MISTAKES", "TABLE_GRIDS", "ClipInputs", "clip_mistakes", "identify_clip"]
