@@ -182,15 +182,21 @@ def test_decomposed_records_are_the_model_s(model_type):
 
 
 # ------------------------------------------------------------------------------------------ Fourier
-@pytest.mark.parametrize("model_type", sorted({t.split("_")[0] + ("_hq" if "_hq_" in t else "")
-                                               for t in FOURIER_ROWS}))
+#: the composites whose parts are the Fourier rows (a prompt encoder and a mask decoder are built inside them)
+FOURIER_COMPOSITES = sorted(row.model_type for row in FAMILY_ROWS if set(dict(row.parts).values()) & set(FOURIER_ROWS))
+#: SAM's vision tower shrunk (its ViT's keys); SAM 3's composites shrink their ViT backbone instead
+SAM_VISION = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 64, "patch_size": 16,
+              "window_size": 2, "global_attn_indexes": [1], "num_pos_feats": 16, "output_channels": 32}
+SAM3_VISION = {"backbone_config": {"model_type": "sam3_vit_model", "hidden_size": 32, "num_hidden_layers": 2,
+                                   "num_attention_heads": 2, "intermediate_size": 16, "window_size": 2,
+                                   "global_attn_indexes": [1]}}
+
+
+@pytest.mark.parametrize("model_type", FOURIER_COMPOSITES)
 def test_sam_fourier_records_are_the_model_s(model_type):
     """A SAM-style model: its Gaussian matrix is (2, m) for both Fourier records, its image-wide features the
     record's, its mask decoder's blocks and heads the record's."""
-    config = small_config(model_type, vision_config={"hidden_size": 32, "num_hidden_layers": 2,
-                                                     "num_attention_heads": 2, "image_size": 64, "patch_size": 16,
-                                                     "window_size": 2, "global_attn_indexes": [1],
-                                                     "num_pos_feats": 16, "output_channels": 32},
+    config = small_config(model_type, vision_config=SAM3_VISION if model_type.startswith("sam3") else SAM_VISION,
                           prompt_encoder_config={"hidden_size": 32, "image_size": 64, "patch_size": 16},
                           mask_decoder_config={"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
                                                "mlp_dim": 16, "iou_head_hidden_dim": 16})
@@ -341,3 +347,13 @@ def test_the_sincos_anchor_fails_on_a_wrong_variant(monkeypatch):
     with pytest.raises(AssertionError):
         test_sincos2d_records_are_the_model_s("detr")
 
+
+
+def test_the_fourier_anchor_fails_on_a_wrong_width(monkeypatch):
+    """An EdgeTAM mask decoder row reading its features' width from the decoder's MLP fails the anchor above."""
+    row = families.FAMILIES["edgetam_mask_decoder"]
+    facts = dataclasses.replace(row.positions.facts_of("fourier"), width="mlp_dim")
+    wrong = dataclasses.replace(row, positions=dataclasses.replace(row.positions, facts=(("fourier", facts),)))
+    monkeypatch.setitem(families.FAMILIES, "edgetam_mask_decoder", wrong)
+    with pytest.raises(AssertionError):
+        test_sam_fourier_records_are_the_model_s("edgetam")
