@@ -267,3 +267,17 @@ def test_config_fills_in_resample_position_table_calls_only(tmp_path, capsys):
                  str(tmp_path / "y.npy")]) == 2
     err = capsys.readouterr().err
     assert "function: the call gives 'clip_position_rows'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_time_table_s_rounding_is_in_the_clip_bound():
+    """A time table far larger than the grid: a float32 port's error is the time rows' rounding plus the sum's, past
+    u·max|table| + u·max|P| (the bound without the time table's own term) and within the clip's bound."""
+    rng, past = np.random.default_rng(5), 0.0
+    for _ in range(3):
+        arguments = {"table": rng.standard_normal((17, 8)) * 1e-3, "time_table": rng.standard_normal((4, 8)) * 3,
+                     "grid": [3, 6], "frames": 4, "way": {"mode": "nearest"}, "layout": "patch_major"}
+        reference, bound = GRID_CHECK.reference(GRID_CHECK.inputs("clip_position_rows", arguments))
+        error = float(np.max(np.abs(_float32_port("clip_position_rows", arguments).astype(np.float64) - reference)))
+        assert error <= bound
+        past = max(past, error / (2.0**-24 * (np.abs(arguments["table"]).max() + np.abs(reference).max())))
+    assert past > 1.0
