@@ -104,6 +104,9 @@ AUTHORS: dict[str, Authors] = {
                           "Sarvam AI and Hugging Face: rope_interleave defaults to True, the layout the "
                           "sarvamai/sarvam-105b checkpoint stores), run by DeepseekV3ForCausalLM's "
                           "apply_rotary_pos_emb_interleave", _PAIRS_IN_PLACE),
+    "glm4_moe_lite": Authors("both", "transformers, models/glm4_moe_lite/modeling_glm4_moe_lite.py, "
+                             "apply_rotary_pos_emb_interleave, chosen by Glm4MoeLiteConfig.rope_interleave (default "
+                             "True: the checkpoint stores the rotated channels as interleaved pairs)", _PAIRS_IN_PLACE),
     "llama4_text": _LLAMA4,
     "llama4": _LLAMA4,
     "glm_ocr": _GLM_OCR,

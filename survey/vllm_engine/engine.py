@@ -19,7 +19,10 @@ given (heads, head size, scale, ALiBi slopes, sliding window), records each call
 (:mod:`survey.probe`): each layer's input is then the same whatever attention did. So does every state-space or
 linear-attention mixer (:func:`_zero_mixer`). An MLA layer's key is put
 together as the transformers models hand it to attention: the latent's key part through ``kv_b_proj``, then the
-rotated ``k_pe`` on every head.
+rotated ``k_pe`` on every head. A layer that reads another layer's cache (vLLM's KV sharing: Gemma 3n's last
+layers, ``kv_sharing_target_layer_name``) is handed no key: its call is recorded with the key that layer's last
+call was handed, the keys it attends over (:data:`SHARED_KEYS`); any other call handed no key (a cross-attention
+whose encoder the probe, running input ids alone, does not run: Whisper's decoder) stops the run, by name.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ import numpy as np
 from survey.probe import Call, _np
 
 _started = False
+#: why a call handed no key is recorded with another layer's: vLLM's KV-sharing layers write no cache of their own
+#: and attend over their target layer's (``Attention(kv_sharing_target_layer_name=...)``), as transformers' shared
+#: layers read the target's cached keys
+SHARED_KEYS = "kv_sharing_target_layer_name"
 
 
 def start() -> None:
@@ -185,14 +192,19 @@ def build(architecture: str, config: Any, seed: int = 0) -> Any:
 
 def forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray) -> Any:
     """vLLM's forward of one sequence: token ids ``(T,)`` and positions ``(T,)`` (or ``(3, T)`` for M-RoPE), in a
-    forward context without attention metadata (the recorded attention needs none)."""
+    forward context without attention metadata (the recorded attention needs none); ``intermediate_tensors=None``
+    (one pipeline stage) where the forward requires it."""
     import torch
     from vllm.config import set_current_vllm_config
     from vllm.forward_context import set_forward_context
 
     inputs = {"input_ids": torch.as_tensor(ids), "positions": torch.as_tensor(positions)}
-    if "hidden_states" in inspect.signature(model.forward).parameters:  # a speculative draft
+    parameters = inspect.signature(model.forward).parameters
+    if "hidden_states" in parameters:  # a speculative draft
         inputs["hidden_states"] = draft_hidden_states(config, len(ids))
+    stages = parameters.get("intermediate_tensors")
+    if stages is not None and stages.default is inspect.Parameter.empty:  # InternLM2's: a required argument
+        inputs["intermediate_tensors"] = None  # what vLLM's runner passes without pipeline stages
     with set_current_vllm_config(config), set_forward_context(None, config, num_tokens=len(ids)), torch.no_grad():
         return model(**inputs)
 
@@ -274,9 +286,20 @@ def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
     from vllm.model_executor.layers.attention import Attention
     from vllm.model_executor.layers.attention.mla_attention import MLAAttention
 
+    keys: dict[str, Any] = {}  # each layer's last key, for the layers that read its cache (KV sharing)
+
     def plain_forward(self: Any, query: Any, key: Any, value: Any, output_shape: Any = None, **_: Any) -> Any:
         given = self.given
         scale = given.get("scale")
+        rows = query.shape[0]
+        width = output_shape[-1] if output_shape is not None else self.num_heads * self.head_size_v
+        if key is None:  # the layer attends over keys another call wrote (SHARED_KEYS)
+            key = keys.get(given.get(SHARED_KEYS) or "")
+            if key is None:
+                raise ValueError(f"an attention call ({self.prefix or 'unnamed'}) is handed no key and shares no "
+                                 "other layer's: a cross-attention whose encoder the probe does not run (its input "
+                                 "ids alone)")
+        keys[self.prefix] = key
         slopes = given.get("alibi_slopes")
         tensors = {}
         if slopes is not None:  # vLLM's kernels add slope·(key slot − context length): the key's slot
@@ -287,8 +310,6 @@ def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
         record(self, Call(self.prefix, None, _heads(query, self.num_heads, self.head_size),
                           _heads(key, self.num_kv_heads, self.head_size),
                           None, tensors, float(scale) if isinstance(scale, (int, float)) else None))
-        rows = query.shape[0]
-        width = output_shape[-1] if output_shape is not None else self.num_heads * self.head_size_v
         return torch.zeros(rows, width, dtype=query.dtype)
 
     def latent_forward(self: Any, q: Any, kv_c_normed: Any, k_pe: Any, output_shape: Any = None, **_: Any) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 
 from survey import observed, tiny
 from survey.run import Observation, Row, _one_line, judge_quietly
-from survey.vllm_engine import configs, engine, explain
+from survey.vllm_engine import configs, engine, explain, repairs
 from survey.vllm_engine import probe as vllm_probe
 
 ENGINE = "vllm"
@@ -52,8 +52,10 @@ def version() -> str:
     return importlib.metadata.version("vllm")
 
 
-def _build_and_probe(architecture: configs.Architecture, config0: Any) -> tuple[dict[str, Any], Any, str]:
-    """``(config dict, probe, strength)`` of the first strength that builds and runs."""
+def _build_and_probe(architecture: configs.Architecture, config0: Any,
+                     notes: list[str]) -> tuple[dict[str, Any], Any, str]:
+    """``(config dict, probe, strength)`` of the first strength that builds and runs; ``notes`` gets the fields
+    :mod:`survey.vllm_engine.repairs` stated for it."""
     reasons = []
     for strength in STRENGTHS:
         try:
@@ -62,6 +64,7 @@ def _build_and_probe(architecture: configs.Architecture, config0: Any) -> tuple[
             values["architectures"] = [architecture.name]
             values.pop(QUANTIZATION, None)
             values.update({k: v for k, v in ROUTER.items() if k in values and values[k] is None})
+            values, stated = repairs.repaired(values)
             with tempfile.TemporaryDirectory(prefix="refpos-vllm-") as directory, engine.isolated():
                 (Path(directory) / "config.json").write_text(json.dumps(values, default=str), encoding="utf-8")
                 engine_config = engine.engine_config(Path(directory), draft=architecture.group == SPECULATIVE)
@@ -69,6 +72,7 @@ def _build_and_probe(architecture: configs.Architecture, config0: Any) -> tuple[
                     model = engine.build(architecture.name, engine_config)
                     hf_config = engine_config.model_config.hf_config
                     run = vllm_probe.probe(model, engine_config, hf_config)
+            notes.extend(stated)
             return values, run, strength
         except Exception as exc:  # vLLM's own errors for a geometry: try the next strength
             reasons.append(f"{strength}: {_one_line(exc)}")
@@ -112,7 +116,7 @@ def observe(architecture: configs.Architecture) -> Observation:
         row.cause = f"vLLM's module {architecture.file} does not import here: {missing}"
         return Observation(_tiny_values(found.config), None, row, engine=ENGINE)
     try:
-        values, run, row.strength = _build_and_probe(architecture, found.config)
+        values, run, row.strength = _build_and_probe(architecture, found.config, row.notes)
     except Exception as exc:
         row.cause = "vLLM not run: " + _one_line(exc)
         return Observation(_tiny_values(found.config), None, row, engine=ENGINE)

@@ -1,0 +1,59 @@
+"""The fields the vLLM survey states where transformers' config classes no longer define what vLLM's model code
+reads (:mod:`survey.vllm_engine.repairs`), and vLLM's KV-sharing layers recorded with the keys they attend over
+(:mod:`survey.vllm_engine.engine`). The first need no vLLM; the last builds Gemma 3n's text model with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from survey.vllm_engine import repairs
+
+
+def test_each_field_is_stated_at_the_value_transformers_computes_and_named():
+    values, notes = repairs.repaired({"model_type": "glm4_moe", "hidden_size": 256, "num_attention_heads": 4})
+    assert values["head_dim"] == 64 and notes == [f"head_dim=64 stated: {repairs.REPAIRS['glm4_moe'][0]}"]
+    lite = {"model_type": "glm4_moe_lite", "mlp_layer_types": ["dense", "dense", "sparse", "sparse"]}
+    assert repairs.repaired(lite)[0]["first_k_dense_replace"] == 2
+    assert repairs.repaired({"model_type": "lfm2", "hidden_size": 96})[0]["block_dim"] == 96
+
+
+def test_a_stated_value_is_kept_and_a_sub_config_is_repaired_where_it_is():
+    assert repairs.repaired({"model_type": "glm4_moe", "hidden_size": 256, "num_attention_heads": 4,
+                             "head_dim": 32}) == ({"model_type": "glm4_moe", "hidden_size": 256,
+                                                   "num_attention_heads": 4, "head_dim": 32}, [])
+    values, notes = repairs.repaired({"model_type": "lfm2_vl", "text_config": {"model_type": "lfm2",
+                                                                               "hidden_size": 64}})
+    assert values["text_config"]["block_dim"] == 64 and "block_dim" not in values
+    assert notes[0].startswith("text_config.block_dim=64 stated")
+    assert repairs.repaired({"model_type": "llama", "hidden_size": 64}) == ({"model_type": "llama",
+                                                                            "hidden_size": 64}, [])
+
+
+def test_a_schedule_that_is_not_a_dense_prefix_is_not_stated():
+    with pytest.raises(ValueError, match="dense prefix"):
+        repairs.repaired({"model_type": "glm4_moe_lite", "mlp_layer_types": ["dense", "sparse", "dense"]})
+
+
+def test_every_record_says_why():
+    assert all(isinstance(why, str) and "vLLM" in why and callable(rule) for why, rule in repairs.REPAIRS.values())
+
+
+def test_a_kv_sharing_layer_is_recorded_with_its_target_layers_keys():
+    """Gemma 3n's last layers read an earlier layer's cache and are handed no key: each call is recorded with the
+    key its target layer's call was handed, and the row is exact as transformers' is."""
+    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
+    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
+    import numpy as np
+
+    from survey.vllm_engine import configs, engine, run
+
+    engine.start()
+    architecture = next(a for a in configs.architectures() if a.name == "Gemma3nForCausalLM")
+    seen = run.observe_quietly(architecture)
+    assert seen.run is not None, seen.row.cause
+    calls = seen.run.a.calls
+    shared = seen.config["num_kv_shared_layers"]
+    assert shared > 0 and len(calls) == seen.config["num_hidden_layers"]
+    last, target = calls[-1], calls[-1 - shared]  # the same layer type, every `shared` layers back at most
+    assert any(np.array_equal(last.key, c.key) for c in calls[:-shared]) and last.key.shape == target.key.shape
+    assert run.judge(seen).status == "exact"

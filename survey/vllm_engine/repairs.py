@@ -1,0 +1,108 @@
+"""Fields vLLM's model classes read that transformers' config classes no longer define: each stated at the value
+transformers' own code computes, one record per model type with its reason.
+
+vLLM's model code reads a config's fields by the names the released checkpoints' ``config.json`` use
+(``head_dim``, ``first_k_dense_replace``, ``block_dim``, ``score_func``); transformers' config classes of the
+same model types derive them or keep them under other names, so a config built from a class's defaults lacks them
+and vLLM's constructor stops on an ``AttributeError``. :data:`REPAIRS` states each such field, for its model type,
+at the value transformers' modeling code computes from the fields the class does keep, so that both engines build
+the same geometry and refpos, asked about the same dict, reads the same value either way. :func:`repaired`
+applies them to a shrunk config dict (and to its sub-configs: a composite's ``text_config``) before vLLM reads it.
+A record never states a value that changes what transformers' code computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Repair = tuple[str, Callable[[Mapping[str, Any]], dict[str, Any]]]
+
+
+def _head_dim(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``head_dim = hidden_size // num_attention_heads``, the width transformers' attention takes without one."""
+    return {} if values.get("head_dim") else {"head_dim": values["hidden_size"] // values["num_attention_heads"]}
+
+
+def _dense_prefix(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``first_k_dense_replace``: the count of leading ``"dense"`` entries of ``mlp_layer_types`` (vLLM's layers
+    are dense before it, sparse from it on), stated only where every later entry is ``"sparse"``."""
+    if values.get("first_k_dense_replace") is not None:
+        return {}
+    types = list(values["mlp_layer_types"])
+    k = next((i for i, t in enumerate(types) if t != "dense"), len(types))
+    if any(t != "sparse" for t in types[k:]):
+        raise ValueError(f"mlp_layer_types {types} is not a dense prefix then sparse layers")
+    return {"first_k_dense_replace": k}
+
+
+def _block_dim(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``block_dim = hidden_size``: transformers' LFM2 feed-forward maps ``hidden_size`` channels."""
+    return {} if values.get("block_dim") else {"block_dim": values["hidden_size"]}
+
+
+def _untied(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``tie_word_embeddings = False`` (an output head of its own) where the dict has none."""
+    return {} if "tie_word_embeddings" in values else {"tie_word_embeddings": False}
+
+
+#: model type -> (why vLLM needs it, the fields stated)
+REPAIRS: dict[str, Repair] = {
+    # vllm/model_executor/models/glm4_moe.py reads config.head_dim; transformers' Glm4MoeAttention takes
+    # getattr(config, "head_dim", hidden_size // num_attention_heads) and the 5.25 class defines no head_dim
+    "glm4_moe": ("vLLM's Glm4MoeAttention reads head_dim, which Glm4MoeConfig does not define", _head_dim),
+    # vLLM builds a dense MLP below first_k_dense_replace, the MoE from it on; transformers' classes keep the same
+    # choice per layer in mlp_layer_types
+    "glm4_moe_lite": ("vLLM reads first_k_dense_replace, which Glm4MoeLiteConfig keeps as mlp_layer_types",
+                      _dense_prefix),
+    # vllm/model_executor/models/lfm2.py builds Lfm2MLP(dim=config.block_dim, ...)
+    "lfm2": ("vLLM's Lfm2MLP reads block_dim, which Lfm2Config does not define", _block_dim),
+    # vllm/model_executor/models/afmoe.py reads config.score_func and config.route_norm; transformers'
+    # AfmoeTokenChoiceRouter scores the experts by a sigmoid, the only scoring it has ("matching the released
+    # checkpoints"), divides the chosen scores by their sum and chooses among all experts (one group)
+    "afmoe": ("vLLM's router reads score_func, route_norm, n_group and topk_group, which AfmoeConfig does not define "
+              "(its router is a sigmoid over one group of experts whose chosen scores are normalised)",
+              lambda values: {"score_func": "sigmoid", "route_norm": True, "n_group": 1, "topk_group": 1}),
+    # public config.json read through a plain config class (survey/vllm_engine/configs.py, rule 4): a key the
+    # checkpoint's own config code defaults is absent, and vLLM reads it. Neither key reaches a layer's query or key
+    # (the rotation compared is applied to them): tie_word_embeddings chooses whether the output head shares the
+    # input embedding's weights, hidden_act is the MLP's, after attention
+    "minicpm": ("vLLM reads tie_word_embeddings, absent from the public config.json: stated False (an output head "
+                "of its own); no position depends on it", _untied),
+    "orion": ("vLLM reads tie_word_embeddings and hidden_act, absent from the public config.json: stated False and "
+              "silu (the Llama MLP's); no position depends on them",
+              lambda values: {**({} if values.get("hidden_act") else {"hidden_act": "silu"}), **_untied(values)}),
+    # vllm/model_executor/models/config.py (JinaRobertaModelConfig) reads position_embedding_type; transformers'
+    # XLMRobertaEmbeddings always adds its learned absolute table, and the class no longer defines the key
+    "xlm-roberta": ("vLLM reads position_embedding_type, which XLMRobertaConfig no longer defines (its embeddings "
+                    "always add the learned absolute table)", lambda values: {"position_embedding_type": "absolute"}),
+}
+
+
+def repaired(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``values`` with :data:`REPAIRS` applied to it and to each sub-config dict of it whose ``model_type`` has a
+    record, and a note for each field stated (``"<path>: <reason> (<field>=<value>)"``).
+
+    See Also
+    --------
+    survey.vllm_engine.run.observe : states them before vLLM reads the config.
+    """
+    notes: list[str] = []
+
+    def visit(section: dict[str, Any], path: str) -> dict[str, Any]:
+        out = dict(section)
+        for key, value in section.items():
+            if isinstance(value, dict) and isinstance(value.get("model_type"), str):
+                out[key] = visit(value, f"{path}{key}.")
+        record = REPAIRS.get(str(section.get("model_type")))
+        if record is not None:
+            why, rule = record
+            stated = rule(out)
+            out.update(stated)
+            notes.extend(f"{path}{name}={value!r} stated: {why}" for name, value in stated.items())
+        return out
+
+    return visit(values, ""), notes
+
+
+__all__ = ["REPAIRS", "repaired"]
