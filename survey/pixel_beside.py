@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from survey.pixel_inputs import id_grid, image_grid_inputs, patch_ids, series_inputs, trajectory_inputs
-from survey.pixel_records import MASKS, MERGE_INPUTS, PADDING_MASKS, ROW_INPUTS, grid_input, patch_ids_input
+from survey.pixel_records import (
+    MASKS,
+    MERGE_INPUTS,
+    PADDING_MASKS,
+    ROW_INPUTS,
+    TILE_INPUTS,
+    grid_input,
+    patch_ids_input,
+)
 from survey.pixel_shapes import shaped_inputs
 from survey.seeded import seeded_normal, seeded_uniform
 
@@ -117,6 +125,8 @@ def masks(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
                 if name.endswith("mask") and param.default is inspect.Parameter.empty}
     out = {}
     for name in sorted(required | {name for name in MASKS if name in at.params}):
+        if name in fed:  # fed by its own record (a tiled tower's aspect_ratio_mask)
+            continue
         owner = fed.get(name.removesuffix("_mask"))
         length = owner.shape[1] if owner is not None and name.removesuffix("_mask") != at.input_name else rows
         out[name] = torch.zeros((shape[0], length), dtype=torch.bool) if name in PADDING_MASKS else torch.ones(
@@ -145,6 +155,28 @@ def _prompts(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
     if "input_boxes" in at.params:
         out["input_boxes"] = corners.reshape(1, 1, 4).to(at.dtype)
     return out
+
+
+def _tiles(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
+    """A tiled tower's aspect-ratio ids and its mask of real tiles (:data:`~survey.pixel_records.TILE_INPUTS`),
+    where the forward takes them beside tiles ``(B, images, tiles, C, H, W)``: every image the last id of the
+    config's aspect ratios (:func:`aspect_ratio_id`), every tile real."""
+    import torch
+
+    name, mask = TILE_INPUTS
+    if name not in at.params or len(at.shape) != 6:
+        return {}
+    out = {name: _ids(at.shape[:2], aspect_ratio_id(at.config))}
+    if mask in at.params:
+        out[mask] = torch.ones(at.shape[:3], dtype=torch.long)
+    return out
+
+
+def aspect_ratio_id(config: Any) -> int:
+    """The id fed as every image's aspect ratio: the config's last (ids are 1 … the number of
+    ``supported_aspect_ratios``; 0 is the padding image), 1 where the config lists none."""
+    ratios = getattr(config, "supported_aspect_ratios", None)
+    return len(ratios) if isinstance(ratios, (list, tuple)) and ratios else 1
 
 
 def _resampling(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
@@ -182,6 +214,8 @@ BESIDE: dict[str, Beside] = {
         f"stacked features per {CODEC_HOP} samples)", _where_taken("input_features", lambda at: seeded_normal(
             10, at.shape[0], at.shape[-1] // CODEC_HOP,
             at.config.semantic_model_config.feature_projection_input_dim), required=True, not_main=True)),
+    "aspect_ratio_ids": Beside("a tiled tower's aspect-ratio id per image and its mask of real tiles (Llama 3.2 "
+                               "Vision's)", _tiles),
     "masks": Beside("every frame or pixel real: the masks a forward takes or requires", masks),
     "spatial_shapes": Beside("a tower fed patches takes its image's (h, w) patch grid, its masks marking the padding "
                              "patches after them (SigLIP 2's NaFlex tower)", lambda at, fed: shaped_inputs(

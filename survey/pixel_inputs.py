@@ -8,7 +8,8 @@ Read from the model's config, never from its type:
   a batch ``(T, C, H, W)`` (X-CLIP's); the resampling size adds two patches to the height and four to the width (a
   grid that grows unevenly: axes swapped show), then, last, changes the clip's height alone (TimeSformer's layers
   read its width from the config), a model without an image size (a CNN) is fed 64 and 96 pixels,
-  then, where its vision tower or backbone states one (:data:`NESTED_CONFIGS`), that tower's size;
+  then, where its vision tower or backbone states one (:data:`NESTED_CONFIGS`), that tower's size; where the config
+  states ``max_num_tiles`` (Llama 3.2 Vision's tower), one image of that many tiles ``(1, 1, tiles, C, H, W)`` first;
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
   it (Whisper's encoder takes exactly that many), else whole chunks of ``2 · n_window`` frames where it states
   that (Qwen3-ASR's encoder), else 64 and 96 frames, then ``(1, frames, features)``, then
@@ -130,6 +131,10 @@ def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
               for key in ("native", "resampled")}
     # a clip resampled along its height alone (TimeSformer's layers read the grid's width from the config)
     shapes["resampled"] += [(1, frames, channels, pair["resampled"][0], pair["native"][1]) for pair in sizes]
+    tiles = _get(config, "max_num_tiles")
+    if isinstance(tiles, int) and 0 < tiles <= MAX_FRAMES:  # one image of its tiles, tried first (Llama 3.2 Vision)
+        for key in ("native", "resampled"):
+            shapes[key] = [(1, 1, tiles, channels, *pair[key]) for pair in sizes] + shapes[key]
     return shapes
 
 

@@ -60,6 +60,12 @@ MERGE_INPUTS = ("merge_sizes",)
 #: the prompts a promptable segmenter's forward takes beside its image (SAM's), in pixels of the image: points
 #: ``(B, point batch, points, 2)`` and boxes ``(B, boxes, 4)``, each an ``(x, y)`` pair or two
 PROMPTS = ("input_points", "input_boxes")
+#: the aspect-ratio id of each tiled image a forward takes beside its tiles ``(B, images, tiles, C, H, W)`` (Llama
+#: 3.2 Vision's tower), with its mask of real tiles ``(B, images, tiles)``
+TILE_INPUTS = ("aspect_ratio_ids", "aspect_ratio_mask")
+#: the inputs fed beside the main one that the run keeps (:attr:`PixelRun.prompts`): the prompts, and the
+#: aspect-ratio ids a tiled tower's positions are read at
+KEPT = (*PROMPTS, TILE_INPUTS[0])
 
 
 #: the names a forward takes each patch's ``(x, y)`` id by, beside patches ``(1, patches, C·p²)`` fed as its
@@ -169,7 +175,8 @@ class PixelRun:
     grids: dict[str, list[int]] = field(default_factory=dict)
     #: the ``k × k`` blocks the model's config merges patches in (``spatial_merge_size``, 1 where unstated)
     merge: int = 1
-    #: per size, the prompts fed beside the main input (:data:`PROMPTS`: SAM's points and boxes, in pixels), by name
+    #: per size, the inputs fed beside the main input that the run keeps (:data:`KEPT`: SAM's points and boxes, in
+    #: pixels; a tiled tower's aspect-ratio ids), by name
     prompts: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
 

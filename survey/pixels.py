@@ -64,6 +64,7 @@ from survey.pixel_records import (
     APPLY,
     GENERIC_INPUTS,
     INPUTS,
+    KEPT,
     NO_TOKEN_IDS,
     POSITION,
     PROMPTS,
@@ -192,7 +193,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 errors.append(f"{list(shape)}: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
                 continue
             record.shapes[size] = list(shape)
-            record.prompts[size] = {name: inputs[name].detach().double().numpy() for name in PROMPTS if name in inputs}
+            record.prompts[size] = {name: inputs[name].detach().double().numpy() for name in KEPT if name in inputs}
             record.resample_flag = record.resample_flag or (size == "resampled" and fed_switch)
             for site in record.sites:
                 site.captures[size] = captured[site.path]

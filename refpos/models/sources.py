@@ -75,6 +75,7 @@ INPUTS = {
     "pixel_mask": "the mask of valid pixels (padding excluded)",
     "patch_indices": "the row and column index each patch carries (Pix2Struct's first two values of a flattened "
                      "patch, Gemma 4's (x, y) position ids)",
+    "aspect_ratio_ids": "the aspect-ratio id of each tiled image: which layout of tiles it was cut into",
 }
 #: what a layer's positions serve (the keys of a record's ``reads``)
 USES = {

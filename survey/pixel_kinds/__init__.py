@@ -56,6 +56,10 @@ What an observation is, per kind:
     the embedding's output minus its output with each table zeroed, summed over the row and the column table:
     what the patches gain, against refpos's rows at the indices the survey fed
     (:mod:`survey.pixel_kinds.axis_tables`: the kind's bound plus the subtractions').
+``tiled_grid``
+    each of a tiled tower's three position modules' output minus its input, at the aspect-ratio id the survey fed:
+    the gated grid, the pre-tile rows on the patches, their sum, and the post-tile rows on every row of a tile
+    (:mod:`survey.pixel_kinds.tiled_grid`: the kind's bound plus the modules' sums and the subtraction).
 """
 
 from __future__ import annotations
@@ -75,12 +79,14 @@ from survey.pixel_kinds.grid import compare_grid
 from survey.pixel_kinds.rope import compare_rope
 from survey.pixel_kinds.sincos2d import compare_sincos2d
 from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
+from survey.pixel_kinds.tiled_grid import compare_tiled_grid
 from survey.pixel_kinds.vision_rope import compare_vision_rope
 from survey.pixels import PixelRun, Site
 
 __all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_axis_tables", "compare_bias_table",
            "compare_conv_position", "compare_decomposed", "compare_fourier", "compare_grid", "compare_learned",
-           "compare_rope", "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal", "compare_vision_rope"]
+           "compare_rope", "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal", "compare_tiled_grid",
+           "compare_vision_rope"]
 
 
 @dataclass(frozen=True)
@@ -124,4 +130,6 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
                    "model's rotary apply function, at each size"),
     KindComparison("axis_tables", compare_axis_tables, "the embedding's output minus its output with each of the "
                    "row and column tables zeroed, at each size"),
+    KindComparison("tiled_grid", compare_tiled_grid, "each of the three position modules' output minus its input, "
+                   "at the aspect-ratio id fed"),
 )}

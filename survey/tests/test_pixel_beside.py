@@ -40,7 +40,8 @@ def test_a_record_named_for_its_input_feeds_it_to_a_forward_that_requires_it(nam
                              semantic_model_config=SimpleNamespace(feature_projection_input_dim=5))
     main, shape = {"past_time_features": ("past_values", (1, 6)), "returns_to_go": ("states", (1, 4, 3)),
                    "pixel_position_ids": ("pixel_values", (1, 4, 48)),
-                   "spatial_shapes": ("pixel_values", (1, 6, 48))}.get(
+                   "spatial_shapes": ("pixel_values", (1, 6, 48)),
+                   "aspect_ratio_ids": ("pixel_values", (1, 1, 4, 3, 8, 8))}.get(
         name, ("input_values", (1, 640)) if name == "input_features" else ("pixel_values", (1, 3, 8, 8)))
     params = _params(main, name, "future_values")
     grid = (1, 2, 2) if name == "spatial_shapes" else None  # patches fed with their image's (h, w): 2 padding

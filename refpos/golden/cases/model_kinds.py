@@ -380,6 +380,8 @@ ELSEWHERE: Mapping[str, str] = MappingProxyType({
                "size and θ, and refpos golden model writes no case of it",
     "none": "a layer without positions has nothing to pin",
     "no_attention": "a layer without attention has no positions",
+    "tiled_grid": "its rows are stored table rows scaled by the tanh of a gate, pinned against transformers by "
+                  "refpos/tests/test_anchors_mllama_vision.py; refpos golden model writes no case of it",
 })
 
 

@@ -31,6 +31,7 @@ from refpos.models.kinds.rope_2d import ROPE_2D
 from refpos.models.kinds.sincos2d import SINCOS2D
 from refpos.models.kinds.sinusoid1d import SINUSOID1D
 from refpos.models.kinds.t5 import T5_KIND
+from refpos.models.kinds.tiled_grid import TILED_GRID
 from refpos.models.kinds.vision_rope import VISION_ROPE
 from refpos.validation import check_choice
 
@@ -48,7 +49,8 @@ def _registry(*kinds: EncodingKind) -> Mapping[str, EncodingKind]:
 #: kind name -> its record, in the order the docs list them
 KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ROPE_2D, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA,
                                               NONE, NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION, GRID,
-                                              SINCOS2D, DECOMPOSED, FOURIER, SINUSOID1D, AXIS_TABLES)
+                                              SINCOS2D, DECOMPOSED, FOURIER, SINUSOID1D, AXIS_TABLES,
+                                              TILED_GRID)
 #: the kinds a family row may name as its ``encoding``
 TABLE_KINDS: tuple[str, ...] = tuple(name for name, kind in KINDS.items() if kind.in_table)
 #: the kinds with facts, whose sub-table a family row may hold (named as the kind)
