@@ -20,6 +20,16 @@ learned time table ``T`` of ``N`` rows resampled nearest to ``F`` rows, the CLS 
 ``1 + (t·h + i)·w + j`` reads row ``1 + (t·M_h + i)·M_w + j``, the table as it is. Its code resamples the table
 by reading all its rows as one square grid, which gives ``h·w`` rows for the ``F_t·h·w`` tokens: only a table
 of one tubelet frame (``F_t = 1``) can be resampled, and it is then an image's grid (:mod:`refpos.encodings.grid`).
+
+**factorised: a grid per frame, then a table along the frames** (VideoPrism's tower, two stacks): the spatial
+stack's sequences are the clip's frames, each its ``h × w`` patches, and every frame adds the same rows, the grid
+``G`` of ``M_h × M_w`` rows without a CLS row read at ``(h, w)`` (``"frame_grid"``); the temporal stack's sequences
+are the patches, each its ``F`` frames, and every patch adds the same rows, a learned table ``T`` of ``N`` rows
+read as a grid of ``N × 1`` at ``(F, 1)`` by the record's way (``"frame_table"``):
+
+.. math::
+    P^{\text{spatial}}_{f,\,i w + j} = \mathcal{R}_{h,w}(G)_{i,j}, \qquad
+    P^{\text{temporal}}_{p,\,f} = \mathcal{R}_{F,1}(T)_{f,0}
 """
 
 from __future__ import annotations
@@ -28,8 +38,11 @@ from refpos.backend import Array, array_namespace
 from refpos.encodings.grid import resample_position_sequence
 from refpos.validation import check_int, floating_array
 
-#: how a clip's tokens read the grid: patch by patch with a time table per frame, or a grid per tubelet frame
-CLIP_LAYOUTS = ("patch_major", "tubelets")
+#: how a clip's tokens read the grid: patch by patch with a time table per frame, a grid per tubelet frame, or
+#: factorised (each frame's patches read an image's grid; each patch's frames read a table along the frames)
+CLIP_LAYOUTS = ("patch_major", "tubelets", "frame_grid", "frame_table")
+#: the factorised layouts, whose sequences are each frame's patches or each patch's frames, without a CLS row
+FACTORISED = ("frame_grid", "frame_table")
 
 
 def patch_major_rows(cls_row: Array, grid_rows: Array, frames: int, time_table: Array | None = None) -> Array:
@@ -92,4 +105,4 @@ def frame_major_order(patches: int, frames: int) -> list[int]:
     return [p * frames + f for f in range(frames) for p in range(patches)]
 
 
-__all__ = ["CLIP_LAYOUTS", "frame_major_order", "patch_major_rows"]
+__all__ = ["CLIP_LAYOUTS", "FACTORISED", "frame_major_order", "patch_major_rows"]

@@ -15,14 +15,16 @@ This module reads the columns that say which kind a stack has:
 ``stacks``
     ``"decoder"`` (the default: a decoder-only model), ``"encoder"``, ``"encoder-decoder"``, ``"vision"`` or
     ``"audio"`` (an encoder of images or sound: a tower of a composite, or a model of its own),
-    ``"encoder-predictor"`` (V-JEPA 2), or ``"none"`` (a composite config that holds only its networks' configs).
+    ``"encoder-predictor"`` (V-JEPA 2), ``"spatial-temporal"`` (VideoPrism's vision tower: a stack over each
+    frame's patches, then a stack over each patch's frames), or ``"none"`` (a composite config that holds only its
+    networks' configs).
 ``switch``
     A config key that chooses the encoding: ``{key = "alibi", values = {true = "alibi", false = "rope"},
     absent = "false"}`` (Falcon). ``key`` may be dotted (``attn_config.alibi``); each value is written as
     JSON text (``true``, ``"nope"`` is written ``nope``; ``"*"``: any other value the key holds); a value the
     row does not list refuses the stack, naming the key. ``absent``: the value the config class assumes without
     the key.
-``encoder`` / ``decoder`` / ``predictor``
+``encoder`` / ``decoder`` / ``predictor`` / ``spatial`` / ``temporal``
     A sub-table that overrides ``encoding`` and its facts for one stack (Whisper: a sinusoid for the encoder,
     a learned table for the decoder), or says what that stack does that refpos does not model (``unmodelled``:
     RT-DETR's deformable decoder), which refuses its layers alone.
@@ -41,9 +43,13 @@ from typing import Any
 from refpos.models.kinds import registry
 
 #: a row's ``stacks`` -> the stacks its layers fall into: a language model (decoder, encoder, or both), a vision or
-#: audio encoder, V-JEPA 2's encoder and predictor, or ``none`` (a composite whose networks are all its parts)
+#: audio encoder, V-JEPA 2's encoder and predictor, VideoPrism's spatial and temporal stacks, or ``none`` (a composite
+#: whose networks are all its parts)
 STACKS = {"decoder": ("decoder",), "encoder": ("encoder",), "encoder-decoder": ("encoder", "decoder"),
-          "vision": ("vision",), "audio": ("audio",), "encoder-predictor": ("encoder", "predictor"), "none": ()}
+          "vision": ("vision",), "audio": ("audio",), "encoder-predictor": ("encoder", "predictor"),
+          "spatial-temporal": ("spatial", "temporal"), "none": ()}
+#: the stacks a row may give a sub-table of their own (an encoding, facts, an input, or what it does unmodelled)
+OWN_STACKS = ("encoder", "decoder", "predictor", "spatial", "temporal")
 
 
 def _check(where: str, ok: bool, what: str, value: Any) -> None:
@@ -118,4 +124,4 @@ def read_switch(where: str, table: Any) -> Switch:
     return switch
 
 
-__all__ = ["STACKS", "StackFacts", "Switch", "read_stack", "read_switch"]
+__all__ = ["OWN_STACKS", "STACKS", "StackFacts", "Switch", "read_stack", "read_switch"]

@@ -40,7 +40,7 @@ from dataclasses import fields
 from importlib import resources
 from typing import Any
 
-from refpos.models.facts import read_stack, read_switch
+from refpos.models.facts import OWN_STACKS, read_stack, read_switch
 from refpos.models.family_row import (
     SOURCE_FORM,
     STATED,
@@ -75,8 +75,8 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
     wrong = [key for key in _STRINGS if key in table and not isinstance(table[key], str)]
     wrong += [key for key, kind in (("multi_axis", bool), ("rope_dict", list), ("ignores", list),
                                     ("layer_pattern", dict),
-                                    ("no_attention", dict), ("encoder", dict), ("decoder", dict),
-                                    ("predictor", dict), ("width_factor", int), ("parts", dict),
+                                    ("no_attention", dict), *((name, dict) for name in OWN_STACKS),
+                                    ("width_factor", int), ("parts", dict),
                                     ("part_defaults", dict), ("input", dict), ("output", dict), ("part_reads", dict),
                                     ("versions", dict))
               if key in table and not isinstance(table[key], kind)]
@@ -102,7 +102,7 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
             raise ValueError(f"{where}: part_reads names inputs that are not refpos.models.sources.INPUTS: {stray}")
         values["part_reads"] = tuple((k, tuple(v)) for k, v in values["part_reads"].items())
     values["positions"] = read_stack(where, table)
-    for name in ("encoder", "decoder", "predictor"):
+    for name in OWN_STACKS:
         if name in values:
             own = dict(values[name])
             if "input" in own:

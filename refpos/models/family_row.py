@@ -143,12 +143,15 @@ class Family:
     multi_axis: bool = False
     unmodelled: str | None = None
     note: str | None = None
-    #: the encoding and facts of every stack unless ``encoder`` / ``decoder`` / ``predictor`` override them
+    #: the encoding and facts of every stack unless ``encoder`` / ``decoder`` / ``predictor`` / ``spatial`` /
+    #: ``temporal`` override them
     positions: StackFacts = field(default_factory=StackFacts)
     stacks: str = "decoder"
     encoder: StackFacts | None = None
     decoder: StackFacts | None = None
     predictor: StackFacts | None = None
+    spatial: StackFacts | None = None
+    temporal: StackFacts | None = None
     switch: Switch | None = None
     types_key: str = "layer_types"
     count: str | None = None
@@ -187,6 +190,8 @@ class Family:
                   "encoder": self.encoder is None or "encoder" in STACKS.get(self.stacks, ()),
                   "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
                   "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),
+                  "spatial": self.spatial is None or "spatial" in STACKS.get(self.stacks, ()),
+                  "temporal": self.temporal is None or "temporal" in STACKS.get(self.stacks, ()),
                   "input": self.input is None or KINDS[self.input.encoding].hook == "input",
                   "output": self.output is None or KINDS[self.output.encoding].hook == "input",
                   "stack_inputs": all(KINDS[site.encoding].hook == "input" and name in STACKS.get(self.stacks, ())
@@ -216,7 +221,8 @@ class Family:
 
     def stack(self, name: str) -> StackFacts:
         """The encoding and facts of stack ``name`` (``"decoder"``, ``"encoder"``, ``"vision"``, …)."""
-        override = {"encoder": self.encoder, "decoder": self.decoder, "predictor": self.predictor}.get(name)
+        override = {"encoder": self.encoder, "decoder": self.decoder, "predictor": self.predictor,
+                    "spatial": self.spatial, "temporal": self.temporal}.get(name)
         return override if override is not None else self.positions
 
     @property

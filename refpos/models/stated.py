@@ -39,7 +39,7 @@ from refpos.models.kinds.registry import FACT_KINDS
 #: what ``assume`` takes: a family to borrow, and every column of a family-table row but its source
 ASSUMABLE: tuple[str, ...] = ("family", *(c for c in COLUMNS if c != "source"))
 #: the columns a stated ``encoding`` replaces in a borrowed row
-_ENCODING_COLUMNS = ("encoding", "switch", "encoder", "decoder", "predictor")
+_ENCODING_COLUMNS = ("encoding", "switch", "encoder", "decoder", "predictor", "spatial", "temporal")
 #: the largest row file read (a row is a few hundred bytes)
 MAX_ROW_BYTES = 64 * 1024
 

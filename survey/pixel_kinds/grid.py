@@ -1,8 +1,10 @@
 r"""The ``grid`` comparison: a learned 2-D grid resampled to the image, observed as the embedding's output minus
 its output with the table zeroed. A way that reads buckets (NaViT) is compared with the row its own float
 arithmetic may read at a tie (:func:`refpos.encodings.grid_mistakes.reference_at_ties`: the exact row or, at a
-tie, the row below), every other patch with the exact row. A clip fed as a batch of its frames (X-CLIP's tower):
-each frame's rows compared (:func:`frames_as_batch`). A video tower's clip:
+tie, the row below), every other patch with the exact row. Tokens run as a batch of sequences that each gain the
+same rows (:func:`frames_as_batch`): a clip fed as a batch of its frames (X-CLIP's tower), a video's frames or its
+patches (VideoPrism's spatial and temporal stacks, the factorised layouts): each sequence's rows compared, a frame
+table at the clip's ``(F, 1)``. A video tower's clip laid out in one sequence:
 :mod:`survey.pixel_kinds.grid_clips`; tables between the layers: :mod:`survey.pixel_kinds.grid_mid`."""
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from refpos.encodings.grid_clips import FACTORISED
 from survey.pixel_kinds.base import (
     Outcome,
     absent,
@@ -47,14 +50,14 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if (skip := after_normalisation([site], run)) is not None:
         return skip
     table = next(p for p in site.params.values() if p.size == size).astype(np.float64).reshape(record.table_rows, -1)
-    if getattr(record, "clip", ""):  # a video tower's clip (TimeSformer, ViViT)
+    if getattr(record, "clip", "") not in ("", *FACTORISED):  # a video tower's clip (TimeSformer, ViViT)
         return compare_clip(record, run, site, sites, table)
     cases = []
     for name, capture in site.captures.items():
         if not capture.owner_out or not capture.owner_zeroed:
             return Outcome("not reached", f"{site.owner}: no output recorded at the {name} size", (site.path,))
         out, zeroed = capture.owner_out[0].astype(np.float64), capture.owner_zeroed[0].astype(np.float64)
-        frames = frames_as_batch(out - zeroed, run.shapes[name])
+        frames = frames_as_batch(out - zeroed, run.shapes[name], getattr(record, "clip", ""))
         observed = rows_of((out - zeroed)[:1] if frames > 1 else out - zeroed, record.dim)
         if observed is None:
             return Outcome("not reached", f"{site.owner}: output {out.shape} has no axis of width {record.dim}",
@@ -78,7 +81,10 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
             continue
         extra = record.prefix + record.suffix if record.variant is None or record.variant.keep_extra else 0
         grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])
-        if grid is None:  # tokens the table does not reach (DINOv2's registers) gain exactly nothing: left out
+        if getattr(record, "clip", "") == "frame_table":  # a table along the frames: the clip's (F, 1)
+            grid = (observed.shape[0], 1) if observed.shape[0] == run.shapes[name][1] else None
+        if grid is None and getattr(record, "clip", "") != "frame_table":
+            # tokens the table does not reach (DINOv2's registers) gain exactly nothing: left out
             observed = observed[np.any(observed != 0, axis=1)]
             grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])
         if grid is None:
@@ -101,17 +107,25 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         reference = np.asarray(record.reference(table, grid), dtype=np.float64)
         if record.variant.read == "buckets":  # a tie's row below is the model's float arithmetic, not a mistake
             reference = reference_at_ties(observed, inputs) if observed.shape == reference.shape else reference
-        cases.append((observed, reference, grid_tolerance(inputs, run.dtype) + noise, mistakes_of("grid", inputs)))
+        mistakes = mistakes_of("grid", inputs) if getattr(record, "clip", "") != "frame_table" else {
+            "frames reversed": reference[::-1], "no frame table": np.zeros_like(reference)}
+        cases.append((observed, reference, grid_tolerance(inputs, run.dtype) + noise, mistakes))
         cases += [(rows_of((out - zeroed)[k:k + 1], record.dim), reference, cases[-1][2], {}) for k in range(1, frames)]
     if getattr(record, "mid", 0):  # tables between the layers (YOLOS)
         return compare_with_mid(record, run, site, sites, table, cases)
     return graded(cases, (site.path,), f"{site.path} grid")
 
 
-def frames_as_batch(diff: np.ndarray, shape: list[int]) -> int:
-    """The frames of a clip fed as a batch of images ``(F, C, H, W)``, each frame a sequence of its own that gains
-    the same rows (X-CLIP's tower): ``F`` where the output holds one sequence per fed frame, else 1."""
-    return diff.shape[0] if diff.ndim == 3 and len(shape) == 4 and diff.shape[0] == shape[0] > 1 else 1
+def frames_as_batch(diff: np.ndarray, shape: list[int], clip: str = "") -> int:
+    """The sequences of an output ``(S, n, d)`` that each gain the same rows, or 1: a clip fed as a batch of images
+    ``(F, C, H, W)``, one sequence per frame (X-CLIP's tower); a video ``(1, F, C, H, W)`` whose frames run as
+    sequences of their patches (``clip`` ``"frame_grid"``) or whose patches run as sequences of their frames
+    (``"frame_table"``; VideoPrism's stacks)."""
+    if diff.ndim != 3 or diff.shape[0] == 1:
+        return 1
+    fed = (len(shape) == 4 and diff.shape[0] == shape[0]) or clip == "frame_table" or (
+        clip == "frame_grid" and len(shape) == 5 and diff.shape[0] == shape[0] * shape[1])
+    return diff.shape[0] if fed else 1
 
 
 def packed_case(record: Any, table: np.ndarray, observed: np.ndarray, thw: tuple[int, int, int], run: PixelRun,

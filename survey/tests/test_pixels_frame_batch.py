@@ -43,3 +43,44 @@ def test_frames_as_batch_only_where_the_output_holds_one_sequence_per_fed_frame(
     assert frames_as_batch(np.zeros((3, 17, 8)), [3, 3, 32, 32]) == 3
     assert frames_as_batch(np.zeros((1, 17, 8)), [1, 3, 32, 32]) == 1
     assert frames_as_batch(np.zeros((3, 17, 8)), [1, 3, 3, 32, 32]) == 1  # a video (1, T, C, H, W): one sequence
+
+
+VIDEOPRISM = {"model_type": "videoprism_vision_model", "num_spatial_layers": 2, "num_temporal_layers": 1,
+              "num_attention_heads": 2, "hidden_size": 8, "intermediate_size": 8, "image_size": 32,
+              "tubelet_size": [1, 8, 8], "num_frames": 4}
+#: a video of 4 frames: native 4 × 4 patches, resampled 3 × 6
+VIDEO = {"native": [1, 4, 3, 32, 32], "resampled": [1, 4, 3, 24, 48]}
+
+
+def video_runs(spatial, temporal, grid_table, frame_table, wrong_frames: bool = False) -> list[PixelRun]:
+    """VideoPrism's two sites: the spatial embeddings' output ``(F, h·w, d)`` (each frame its grid's rows), the
+    temporal embeddings' ``(h·w, F, d)`` (each patch the frame table's rows, reversed where ``wrong_frames``)."""
+    grid_caps, frame_caps = {}, {}
+    for name, shape in VIDEO.items():
+        grid = (shape[-2] // 8, shape[-1] // 8)
+        rows = np.asarray(spatial.reference(grid_table, grid))
+        frames = np.asarray(temporal.reference(frame_table, (shape[1], 1)))
+        frames = frames[::-1] if wrong_frames else frames
+        grid_caps[name] = Capture([np.stack([rows] * shape[1])], [np.zeros((shape[1], *rows.shape))])
+        frame_caps[name] = Capture([np.stack([frames] * rows.shape[0])], [np.zeros((rows.shape[0], *frames.shape))])
+    sites = [Site("spatial_embeddings.position_embeddings", "spatial_embeddings", True,
+                  {"spatial_embeddings.position_embeddings": grid_table[None]}, captures=grid_caps),
+             Site("temporal_embeddings.position_embeddings", "temporal_embeddings", True,
+                  {"temporal_embeddings.position_embeddings": frame_table[None]}, captures=frame_caps)]
+    return PixelRun("VideoPrismVisionModel", "pixel_values_videos", VIDEO, sites, attention=["VideoPrismAttention"],
+                    dtype="float64")
+
+
+def test_the_factorised_tables_are_each_compared_and_a_wrong_frame_table_graded_wrong():
+    positions = refpos.model_positions(VIDEOPRISM)
+    spatial, temporal = positions.stack("spatial.input")[0], positions.stack("temporal.input")[0]
+    rng = np.random.default_rng(7)
+    grid_table, frame_table = rng.standard_normal((16, 8)), rng.standard_normal((4, 8))
+    run = video_runs(spatial, temporal, grid_table, frame_table)
+    for record in (spatial, temporal):
+        outcome = compare_grid(record, run, run.sites)
+        assert outcome.status == "exact", outcome.cause
+        assert outcome.survived == []
+    wrong = video_runs(spatial, temporal, grid_table, frame_table, wrong_frames=True)
+    assert compare_grid(temporal, wrong, wrong.sites).status == "wrong"
+    assert compare_grid(spatial, wrong, wrong.sites).status == "exact"

@@ -33,11 +33,11 @@ from typing import Any, ClassVar
 
 from refpos.backend import Array
 from refpos.encodings.grid import packed_position_rows, patch_grid
-from refpos.encodings.grid_clips import CLIP_LAYOUTS
+from refpos.encodings.grid_clips import CLIP_LAYOUTS, FACTORISED
 from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
 from refpos.encodings.grid_windowed import windowed_position_grid
 from refpos.encodings.sinusoidal import sinusoidal
-from refpos.models.kinds.grid_clips import clip_fields, clip_rows
+from refpos.models.kinds.grid_clips import clip_fields, clip_params, clip_rows
 from refpos.models.kinds.grid_mid import mid_count, mid_rows
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
@@ -95,16 +95,19 @@ class GridFacts:
     square of the first side, so two sides that differ are not modelled. ``clip``: a video tower's layout of a
     clip's tokens (:mod:`refpos.encodings.grid_clips`): ``"patch_major"`` (TimeSformer: patch by patch, each with
     its frames in turn, and a learned time table of ``clip_frames`` rows, the key of the frames, ``clip_frames_default``
-    its class default) or ``"tubelets"`` (ViViT: the table holds a grid per tubelet frame, ``clip_frames`` frames
+    its class default), ``"tubelets"`` (ViViT: the table holds a grid per tubelet frame, ``clip_frames`` frames
     cut into tubelets ``tubelet`` deep, the key of the tubelet size ``(t, h, w)`` whose last two are the patch size,
-    ``tubelet_default`` its class default); ``no_time``: ``[key, value]`` where that value of the config's key drops
-    the time table and runs each frame as its own sequence (TimeSformer's ``attention_type`` ``space_only``), which
-    is not modelled. ``mid``: the key of the flag that adds a table like the input's after each of the first
-    ``L − 1`` layers (YOLOS's ``use_mid_position_embeddings``, :mod:`refpos.models.kinds.grid_mid`), ``mid_default``
-    its class default. ``window``: ``[table key, window key]`` where a learned window table is tiled over the resampled
-    grid (SAM 2's Hiera, :mod:`refpos.encodings.grid_windowed`): the first key holds the table's grid ``(M_h, M_w)``
-    (read in place of the image and patch sizes), the second the window sides per stage, whose first is the window
-    table's side ``m``; ``window_default`` their class defaults.
+    ``tubelet_default`` its class default), or factorised, VideoPrism's two stacks: ``"frame_grid"`` (each frame's
+    patches read an image's grid, no CLS row, the patch size ``tubelet``'s last two) and ``"frame_table"`` (each
+    patch's frames read ``clip_frames`` rows as a grid of ``N × 1`` at ``(F, 1)``); ``no_time``: ``[key, value]``
+    where that value of the config's key drops the time table and runs each frame as its own sequence
+    (TimeSformer's ``attention_type`` ``space_only``), which is not modelled. ``mid``: the key of the flag that
+    adds a table like the input's after each of the first ``L − 1`` layers (YOLOS's ``use_mid_position_embeddings``,
+    :mod:`refpos.models.kinds.grid_mid`), ``mid_default`` its class default. ``window``: ``[table key, window key]``
+    where a learned window table is tiled over the resampled grid (SAM 2's Hiera,
+    :mod:`refpos.encodings.grid_windowed`): the first key holds the table's grid ``(M_h, M_w)`` (read in place of
+    the image and patch sizes), the second the window sides per stage, whose first is the window table's side ``m``;
+    ``window_default`` their class defaults.
     """
 
     way: str = "bicubic"
@@ -162,10 +165,10 @@ class GridFacts:
         check_fact(where, self.sides is None or (len(self.sides) == 2 and self.positions is None),
                    "grid.sides ([rows key, columns key], without positions)", self.sides)
         check_fact(where, self.clip in ("", *CLIP_LAYOUTS), "grid.clip", self.clip)
-        check_fact(where, not self.clip or (isinstance(self.clip_frames, str) and not self.packed and self.prefix == 1
-                                            and self.suffix_key is None),
-                   "grid.clip (with clip_frames, one CLS row and no packing)", self.clip)
-        check_fact(where, (self.tubelet is not None) == (self.clip == "tubelets"), "grid.tubelet (a tubelets clip's)",
+        check_fact(where, not self.clip or (isinstance(self.clip_frames, str) and not self.packed and self.suffix_key
+                                            is None and self.prefix == (0 if self.clip in FACTORISED else 1)),
+                   "grid.clip (with clip_frames, one CLS row but for a factorised clip, no packing)", self.clip)
+        check_fact(where, (self.tubelet is not None) == (self.clip in ("tubelets", "frame_grid")), "grid.tubelet",
                    self.tubelet)
         check_fact(where, self.no_time is None or (self.clip == "patch_major" and len(self.no_time) == 2),
                    "grid.no_time ([key, value] of a patch_major clip)", self.no_time)
@@ -231,10 +234,7 @@ class GridLayer(LayerRecord):
                     **({"class_row": f"each image starts with a class token carrying the weight {self.class_row}"}
                        if self.class_row else {})}
                    if self.packed else {}),
-                **({"clip": self.clip, "tubelet_frames": self.depth, "tubelet_depth": self.stride}
-                   if self.clip == "tubelets" else {}),
-                **({"clip": self.clip, "time_table_rows": self.time, "time_resampled": "nearest to the frames"}
-                   if self.clip == "patch_major" else {}),
+                **clip_params(self),
                 **({"mid_tables": self.mid, "mid_added": f"table l after layer l, l = 0 … {self.mid - 1}, each read "
                     "as the input's"} if self.mid else {}),
                 **({"window_table": [self.window, self.window], "window_read": "tiled: patch (i, j) adds row "
@@ -348,7 +348,7 @@ def build(stack: Stack) -> list[LayerRecord]:
         if len(pair) != 2:
             raise ValueError(f"{view.name(facts.window[0])} must be an int or a pair (rows, columns), got {cells!r}")
         grid = tuple(check_int(view.name(facts.window[0]), v, minimum=1) for v in pair)
-    elif facts.clip == "tubelets":  # the patch size: the tubelet's last two sides
+    elif facts.clip in ("tubelets", *FACTORISED):  # the tubelet's last two sides, or the frame table's N × 1
         grid = clip_fields(view, facts, {})[0]
     else:
         image, patch = facts.defaults or (None, None)

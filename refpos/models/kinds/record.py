@@ -80,6 +80,8 @@ GEOMETRY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
                 "width": ("d_model", "hidden_size")},
     "predictor": {"layers": ("pred_num_hidden_layers",), "heads": ("pred_num_attention_heads",),
                   "width": ("pred_hidden_size",)},
+    "spatial": {"layers": ("num_spatial_layers",), "heads": ("num_attention_heads",), "width": ("hidden_size",)},
+    "temporal": {"layers": ("num_temporal_layers",), "heads": ("num_attention_heads",), "width": ("hidden_size",)},
 }
 
 
