@@ -57,3 +57,14 @@ def test_a_kv_sharing_layer_is_recorded_with_its_target_layers_keys():
     last, target = calls[-1], calls[-1 - shared]  # the same layer type, every `shared` layers back at most
     assert any(np.array_equal(last.key, c.key) for c in calls[:-shared]) and last.key.shape == target.key.shape
     assert run.judge(seen).status == "exact"
+
+
+def test_a_composite_tie_and_an_architectures_own_key_are_stated():
+    values, _ = repairs.repaired({"model_type": "muse_glimmer", "out_hidden_size": 6144,
+                                  "vision_config": {"model_type": "muse_glimmer_vision", "hidden_size": 96,
+                                                    "merge_size": 2}})
+    assert values["out_hidden_size"] == 96 * 2**2  # the pixel shuffle's width at the tiny tower's width
+    bidirectional = {"model_type": "llama", "architectures": ["LlamaBidirectionalModel"]}
+    values, notes = repairs.repaired(bidirectional)
+    assert values["pooling"] == "avg" and notes[0].startswith("pooling='avg' stated")
+    assert "pooling" not in repairs.repaired({"model_type": "llama", "architectures": ["LlamaForCausalLM"]})[0]

@@ -72,12 +72,27 @@ def start() -> None:
 def _experts_without_kernels() -> None:
     """A mixture of experts' kernels need a GPU or vLLM's compiled CPU extension: on this platform vLLM chooses its
     CPU kernel for the layer to be built, and the layer returns zeros (the experts' share of the residual stream
-    left out; positions reach a layer through its attention, which is what is compared)."""
+    left out; positions reach a layer through its attention, which is what is compared). The config check that
+    refuses an ungated expert activation (Nemotron-H's relu²) on any platform but a GPU's is run as for a gated
+    one: it guards a kernel that is never run here."""
     import torch
     from vllm.model_executor.layers.fused_moe import unquantized_fused_moe_method as method
+    from vllm.model_executor.layers.fused_moe.config import FusedMoEConfig
     from vllm.model_executor.layers.fused_moe.runner.moe_runner import MoERunner
 
     method.select_unquantized_moe_backend = lambda moe_config: (method.UnquantizedMoeBackend.CPU, None)
+    checked = FusedMoEConfig.__post_init__
+
+    def check_ungated(self: Any) -> None:  # the platform check of an ungated activation (relu²: Nemotron-H)
+        if self.is_act_and_mul:  # refuses a CPU, whose kernel is never run here: checked as a gated one's
+            return checked(self)
+        derived = FusedMoEConfig.is_act_and_mul
+        FusedMoEConfig.is_act_and_mul = True
+        try:
+            checked(self)
+        finally:
+            FusedMoEConfig.is_act_and_mul = derived
+    FusedMoEConfig.__post_init__ = check_ungated
 
     def no_experts(self: Any, hidden_states: Any, router_logits: Any, *args: Any, **kwargs: Any) -> Any:
         return torch.zeros_like(hidden_states)

@@ -76,12 +76,34 @@ REPAIRS: dict[str, Repair] = {
     # XLMRobertaEmbeddings always adds its learned absolute table, and the class no longer defines the key
     "xlm-roberta": ("vLLM reads position_embedding_type, which XLMRobertaConfig no longer defines (its embeddings "
                     "always add the learned absolute table)", lambda values: {"position_embedding_type": "absolute"}),
+    # vllm/model_executor/models/qwen3_omni_moe_thinker.py's audio encoder (Qwen3-ASR's) reads conv_chunksize: how
+    # many mel chunks its convolution front end runs at once ("chunk if needed to avoid OOM"), the same outputs at
+    # any value; transformers' Qwen3ASREncoderConfig has no such bound
+    "qwen3_asr_encoder": ("vLLM's audio encoder reads conv_chunksize, a memory bound of its convolution front end "
+                          "that no output depends on, which Qwen3ASREncoderConfig does not define",
+                          lambda values: {} if values.get("conv_chunksize") else {"conv_chunksize": 500}),
+    # vllm/model_executor/models/muse_glimmer.py checks the composite's out_hidden_size = the vision config's
+    # hidden_size · merge_size² (the width of merge_size² pixel-shuffled patches); the tiny width shrinks the
+    # tower, and the tie is stated as the class's defaults state it (1536 · 2² = 6144)
+    "muse_glimmer": ("vLLM's vision tower checks out_hidden_size = vision hidden_size · merge_size² (the pixel "
+                     "shuffle's width), the class defaults' tie, which the tiny width keeps",
+                     lambda values: {"out_hidden_size": values["vision_config"]["hidden_size"]
+                                     * values["vision_config"]["merge_size"] ** 2}),
+}
+#: architecture -> (why vLLM needs it, the fields stated): where vLLM asks a key of one architecture of a model type
+ARCHITECTURES: dict[str, Repair] = {
+    # vllm/model_executor/models/config.py (LlamaBidirectionalConfig) refuses a config without "pooling", the
+    # embedding's pooling over tokens after the last layer: no layer's query or key depends on it
+    **dict.fromkeys(("LlamaBidirectionalModel", "LlamaBidirectionalForSequenceClassification"), (
+        "vLLM's bidirectional Llama requires pooling (how the last layer's tokens are pooled, after every position "
+        "is applied): stated avg", lambda values: {} if values.get("pooling") else {"pooling": "avg"})),
 }
 
 
 def repaired(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``values`` with :data:`REPAIRS` applied to it and to each sub-config dict of it whose ``model_type`` has a
-    record, and a note for each field stated (``"<path>: <reason> (<field>=<value>)"``).
+    record, then :data:`ARCHITECTURES` for the architectures it names, and a note for each field stated
+    (``"<path><field>=<value> stated: <reason>"``).
 
     See Also
     --------
@@ -102,7 +124,14 @@ def repaired(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.extend(f"{path}{name}={value!r} stated: {why}" for name, value in stated.items())
         return out
 
-    return visit(values, ""), notes
+    out = visit(values, "")
+    for architecture in out.get("architectures") or []:
+        if architecture in ARCHITECTURES:
+            why, rule = ARCHITECTURES[architecture]
+            stated = rule(out)
+            out.update(stated)
+            notes.extend(f"{name}={value!r} stated: {why}" for name, value in stated.items())
+    return out, notes
 
 
-__all__ = ["REPAIRS", "repaired"]
+__all__ = ["ARCHITECTURES", "REPAIRS", "repaired"]
