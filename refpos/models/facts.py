@@ -59,7 +59,8 @@ def _check(where: str, ok: bool, what: str, value: Any) -> None:
 
 @dataclass(frozen=True)
 class Switch:
-    """A config key choosing the encoding: value (JSON text) → encoding; ``absent``: the class default."""
+    """A config key choosing the encoding: value (JSON text) → encoding; ``absent``: the class default (``""``:
+    the class has none, and a config without the key is refused)."""
 
     key: str
     values: tuple[tuple[str, str], ...]
@@ -67,7 +68,7 @@ class Switch:
 
     def check(self, where: str) -> None:
         _check(where, all(enc in registry.TABLE_KINDS for _, enc in self.values), "switch.values", dict(self.values))
-        _check(where, self.absent in dict(self.values), "switch.absent (one of its values)", self.absent)
+        _check(where, self.absent in (*dict(self.values), ""), "switch.absent (one of its values)", self.absent)
 
 
 @dataclass(frozen=True)
@@ -114,12 +115,12 @@ def read_stack(where: str, table: Mapping[str, Any], inherited: StackFacts | Non
 
 
 def read_switch(where: str, table: Any) -> Switch:
-    """A :class:`Switch` from its TOML table ``{key, values, absent}``."""
-    if not isinstance(table, dict) or set(table) != {"key", "values", "absent"} \
+    """A :class:`Switch` from its TOML table ``{key, values, absent}`` (``absent`` left out: no class default)."""
+    if not isinstance(table, dict) or not {"key", "values"} <= set(table) <= {"key", "values", "absent"} \
             or not isinstance(table["values"], dict) or not isinstance(table["key"], str):
         raise ValueError(f"{where}: switch takes key = \"…\", values = {{value = encoding, …}}, absent = \"…\"; "
                          f"got {table!r}")
-    switch = Switch(table["key"], tuple((str(k), v) for k, v in table["values"].items()), str(table["absent"]))
+    switch = Switch(table["key"], tuple((str(k), v) for k, v in table["values"].items()), str(table.get("absent", "")))
     switch.check(where)
     return switch
 

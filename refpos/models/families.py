@@ -58,8 +58,8 @@ from refpos.models.sources import INPUTS
 #: written as ``encoding`` and the fact tables at the row's top level)
 COLUMNS = (*(f.name for f in fields(Family) if f.name not in ("model_type", "positions")), "encoding",
            *FACT_KINDS)
-_STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled", "note", "stacks",
-            "types_key", "count", "release")
+_STRINGS = ("layout", "source", "rope_layers", "query_scale", "placement", "unmodelled", "stage_unmodelled", "note",
+            "stacks", "types_key", "count", "release")
 
 
 def read_row(model_type: str, table: Any, where: str | None = None) -> Family:

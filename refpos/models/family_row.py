@@ -60,6 +60,10 @@ the encoding, the stacks and the facts of each kind (``encoding``, ``stacks``, `
 ``unmodelled``
     Something the code does with positions that refpos does not model; reported as not modelled, and
     :func:`refpos.model_positions` refuses the layers.
+``stage_unmodelled``
+    A composite's own stage, outside its language model and its parts, that does something with positions
+    refpos does not model (X-CLIP's multi-frame transformer over its tower's outputs): reported as not modelled
+    under ``model_type``, the layers of the language model and the parts answered as they are.
 ``note``
     Something the code does that leaves positions as resolved (a mixer beside the attention, keys shared
     between layers); shown in the resolution's notes.
@@ -142,6 +146,7 @@ class Family:
     rope_dict: frozenset[str] = frozenset()
     multi_axis: bool = False
     unmodelled: str | None = None
+    stage_unmodelled: str | None = None
     note: str | None = None
     #: the encoding and facts of every stack unless ``encoder`` / ``decoder`` / ``predictor`` / ``spatial`` /
     #: ``temporal`` override them
@@ -262,9 +267,11 @@ class Family:
         value: Any = cfg
         for part in self.switch.key.split("."):
             value = value.get(part) if isinstance(value, Mapping) else None
-        text = self.switch.absent if value is None else (value if isinstance(value, str) else json.dumps(value))
         values = dict(self.switch.values)
-        return values.get(text, values.get("*") if text != self.switch.absent else None), text
+        if value is None:  # the class default, or none (refused)
+            return values.get(self.switch.absent), self.switch.absent or "null"
+        text = value if isinstance(value, str) else json.dumps(value)
+        return values.get(text, values.get("*")), text
 
     def no_attention_kind(self, layer_type: str | None) -> str | None:
         """The kind of a layer type without attention (``"linear"``, ``"mamba"``, ...), or ``None``."""

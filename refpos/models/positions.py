@@ -330,15 +330,15 @@ def _build(stack: Stack, encoding: str) -> list[LayerRecord]:
 
 
 def _wrapper_unmodelled(positions: ModelPositions, parent: Any) -> ModelPositions:
-    """A wrapper whose row says what refpos does not model (DiffusionGemma runs its text config as an encoder
-    and a decoder stack; ColPali, two sections out, runs PaliGemma without position ids): the top-level
-    ``model_type`` not modelled, every attention layer refused by name."""
+    """A wrapper whose row says what refpos does not model (DiffusionGemma runs its text config as an encoder and a
+    decoder stack; ColPali, two sections out, runs PaliGemma without position ids): the top-level ``model_type`` not
+    modelled, every attention layer refused by name; a stage of its own (X-CLIP's): not modelled, no layer refused."""
     wrapper = family_of(parent) if isinstance(parent, str) else None
-    if wrapper is None or not wrapper.unmodelled:
+    if wrapper is None or not (wrapper.unmodelled or wrapper.stage_unmodelled):
         return positions
-    why = {"model_type": f"{wrapper.model_type}: {wrapper.unmodelled}"}
-    return replace(positions, layers=tuple(_refuse_unmodelled(list(positions.layers), why, "")),
-                   not_modelled={**positions.not_modelled, **why})
+    why = {"model_type": f"{wrapper.model_type}: {wrapper.unmodelled or wrapper.stage_unmodelled}"}
+    layers = _refuse_unmodelled(list(positions.layers), why, "") if wrapper.unmodelled else positions.layers
+    return replace(positions, layers=tuple(layers), not_modelled={**positions.not_modelled, **why})
 
 
 def _stack_count(lm: ConfigView, role: str) -> int:

@@ -62,3 +62,30 @@ def test_the_anchor_fails_on_a_row_listing_a_vit(monkeypatch):
     monkeypatch.setitem(families.FAMILIES, "timm_wrapper", dataclasses.replace(row, switch=switch))
     with pytest.raises(AssertionError, match="attention modules"):
         test_a_listed_architecture_has_no_attention_and_no_position(VIT)
+
+
+#: the architectures the ``timm_backbone`` row states (its ``backbone`` switch)
+BACKBONES = [value for value, _ in families.FAMILIES["timm_backbone"].switch.values]
+
+
+@pytest.mark.parametrize("architecture", BACKBONES)
+def test_a_listed_backbone_has_no_attention_and_no_position(architecture):
+    """``TimmBackbone`` (DETR's and Table Transformer's image backbone) built from each architecture its row lists:
+    no attention module, no position table, and it runs on an image of another aspect."""
+    config = transformers.TimmBackboneConfig(backbone=architecture, out_indices=(1, 2, 3, 4))
+    (record,) = refpos.model_positions(config.to_dict())
+    assert record.kind == "no_attention" and not record.attention, architecture
+    model = build(config)
+    found = [name for name, module in model.named_modules() if isinstance(module, torch.nn.MultiheadAttention)
+             or any(word in type(module).__name__ for word in ("Attention", "Attn"))]
+    assert not found, f"{architecture} has attention modules {found[:3]}"
+    assert not position_tables(model), architecture
+    with torch.no_grad():
+        model(torch.zeros(1, 3, 64, 96, dtype=torch.float64))
+
+
+def test_a_backbone_the_row_does_not_list_or_none_is_refused_by_name():
+    for backbone, text in ((VIT, VIT), (None, "null")):
+        positions = refpos.model_positions(transformers.TimmBackboneConfig(backbone=backbone).to_dict())
+        assert [r.kind for r in positions] == ["refused"] and not positions.complete
+        assert f"backbone={text}" in positions.not_modelled["backbone"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 import refpos
+from refpos.models import families
 from refpos.models.parts import parts_of
 from refpos.models.view import ConfigView
 
@@ -87,6 +88,23 @@ def test_a_composite_of_parts_alone_has_no_language_stack():
 def test_a_model_the_table_does_not_know_is_not_called_a_decoder():
     positions = refpos.model_positions({"model_type": "not_a_family", "num_hidden_layers": 2})
     assert positions.stacks == ("model",) and {r.kind for r in positions} == {"unknown"}
+
+
+def test_a_composites_own_stage_is_not_modelled_and_its_other_layers_stand():
+    """X-CLIP runs a multi-frame transformer of its own after its vision tower: its row's stage_unmodelled makes the
+    answer incomplete, naming it under model_type, while the text model's and the tower's layers are answered (a
+    wrapper's unmodelled would refuse them all)."""
+    geometry = {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16}
+    config = {"model_type": "xclip", "text_config": {"model_type": "xclip_text_model", "max_position_embeddings": 77,
+                                                     **geometry},
+              "vision_config": {"model_type": "xclip_vision_model", **geometry}}
+    positions = refpos.model_positions(config)
+    assert not positions.complete and "multi-frame transformer" in positions.not_modelled["model_type"]
+    assert {layer.kind for layer in positions.layers} >= {"learned", "grid", "none"}
+    assert not any(layer.kind == "refused" for layer in positions.layers)
+    with pytest.raises(ValueError, match="stage_unmodelled has the wrong type"):
+        families.read_row("xclip", {"source": "x_clip/modeling_x_clip.py: XCLIPModel", "stacks": "none",
+                                    "stage_unmodelled": 1})
 
 
 def test_colpali_around_paligemma_is_refused_by_name():
