@@ -37,7 +37,12 @@ def _config(architecture: str):
 
 @pytest.mark.parametrize("architecture", LISTED)
 def test_a_listed_architecture_has_no_attention_and_no_position(architecture):
-    config = _config(architecture)
+    _has_no_attention_and_no_position(_config(architecture), architecture)
+
+
+def _has_no_attention_and_no_position(config, architecture: str) -> None:
+    """refpos answers ``config`` with one no-attention record, and the network transformers builds from it holds no
+    attention module and no position table, and runs on an image of another aspect (no table fixes its size)."""
     (record,) = refpos.model_positions(config.to_dict())
     assert record.kind == "no_attention" and not record.attention, architecture
     model = build(config)
@@ -45,7 +50,7 @@ def test_a_listed_architecture_has_no_attention_and_no_position(architecture):
              or any(word in type(module).__name__ for word in ("Attention", "Attn"))]
     assert not found, f"{architecture} has attention modules {found[:3]}"
     assert not position_tables(model), architecture
-    with torch.no_grad():  # the network runs on an image of another aspect: no table fixes its size
+    with torch.no_grad():
         model(torch.zeros(1, 3, 64, 96, dtype=torch.float64))
 
 
@@ -73,15 +78,7 @@ def test_a_listed_backbone_has_no_attention_and_no_position(architecture):
     """``TimmBackbone`` (DETR's and Table Transformer's image backbone) built from each architecture its row lists:
     no attention module, no position table, and it runs on an image of another aspect."""
     config = transformers.TimmBackboneConfig(backbone=architecture, out_indices=(1, 2, 3, 4))
-    (record,) = refpos.model_positions(config.to_dict())
-    assert record.kind == "no_attention" and not record.attention, architecture
-    model = build(config)
-    found = [name for name, module in model.named_modules() if isinstance(module, torch.nn.MultiheadAttention)
-             or any(word in type(module).__name__ for word in ("Attention", "Attn"))]
-    assert not found, f"{architecture} has attention modules {found[:3]}"
-    assert not position_tables(model), architecture
-    with torch.no_grad():
-        model(torch.zeros(1, 3, 64, 96, dtype=torch.float64))
+    _has_no_attention_and_no_position(config, architecture)
 
 
 def test_a_backbone_the_row_does_not_list_or_none_is_refused_by_name():
