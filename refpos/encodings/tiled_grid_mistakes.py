@@ -15,11 +15,14 @@ rounds that sum once more (``u`` of it). The factor ``1 + 4u`` holds the second-
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from refpos.encodings.tiled_grid import aspect_ratio_rows, gated_tile_grid, tiled_input_positions
+from refpos.mistake_match import KindMistake, identify_output
+from refpos.validation import check_float, check_int, floating_array
 
 #: float32's unit roundoff: the precision a correct port may compute in
 U32 = 2.0**-24
@@ -93,10 +96,9 @@ def input_mistakes(embedding: Any, tile_table: Any, gate: float, pre_table: Any,
     wrong = right.copy()
     wrong[:, 0] += pre
     out["pre_tile_on_class_row"] = wrong
-    # the grid's class row skipped: the patches read rows 0 … n − 1 and the class token none
-    shifted = right.copy()
-    shifted[:, 1:] = right[:, :-1] + pre[:, None, :]
-    shifted[:, :1] = 0.0
+    # the grid's class row skipped: the patches read rows 0 … n − 1 (plus their pre-tile row), the class token none
+    shifted = np.zeros_like(right)
+    shifted[:, 1:] = gated_tile_grid(embedding, tile_table, gate, a, tiles)[:, :-1] + pre[:, None, :]
     out["class_row_skipped"] = shifted
     # a grid row read patch by patch (N, T, D) instead of tile by tile (T, N, D)
     patch_major = table[a].reshape(grid.shape[0], tiles, grid.shape[1]).transpose(1, 0, 2)
@@ -108,4 +110,83 @@ def input_mistakes(embedding: Any, tile_table: Any, gate: float, pre_table: Any,
     return out
 
 
-__all__ = ["TANH_ULPS", "U32", "aspect_ratio_bound", "input_bound", "input_mistakes", "tile_grid_bound"]
+@dataclass(frozen=True)
+class TiledGridInputs:
+    """One call: the gated grid ``E``, ``G``, ``g``, the pre- and post-tile tables and gates, the aspect-ratio id and
+    the tiles ``T`` (the post-tile table is what a port swapping the two tables adds before the local encoder)."""
+
+    embedding: np.ndarray
+    tile_table: np.ndarray
+    gate: float
+    pre_table: np.ndarray
+    pre_gate: float
+    post_table: np.ndarray
+    post_gate: float
+    aspect_ratio_id: int
+    max_num_tiles: int
+
+    def _grid_args(self) -> tuple[Any, ...]:
+        return (self.embedding, self.tile_table, self.gate, self.pre_table, self.pre_gate, self.aspect_ratio_id,
+                self.max_num_tiles)
+
+    def output(self) -> np.ndarray:
+        return tiled_input_positions(*self._grid_args())
+
+    def bound(self) -> np.ndarray:
+        """Per entry: :func:`input_bound` (module docstring)."""
+        return input_bound(*self._grid_args())
+
+    def reference(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.output(), self.bound()
+
+
+def tiled_grid_inputs(embedding: Any, tile_table: Any, gate: Any, pre_table: Any, pre_gate: Any, post_table: Any,
+                      post_gate: Any, aspect_ratio_id: Any, max_num_tiles: Any) -> TiledGridInputs:
+    """The inputs of one call, tables as float64 NumPy arrays, checked: a ``ValueError``/``TypeError`` naming the
+    parameter (the post-tile table of the pre-tile table's shape)."""
+    gates = [check_float(name, value) for name, value in (("gate", gate), ("pre_gate", pre_gate),
+                                                           ("post_gate", post_gate))]
+    tables = [np.asarray(floating_array(t, name=n), dtype=np.float64) for n, t in (
+        ("embedding", embedding), ("tile_table", tile_table), ("pre_table", pre_table), ("post_table", post_table))]
+    inputs = TiledGridInputs(tables[0], tables[1], gates[0], tables[2], gates[1], tables[3], gates[2],
+                             check_int("aspect_ratio_id", aspect_ratio_id, minimum=0),
+                             check_int("max_num_tiles", max_num_tiles, minimum=1))
+    inputs.output()  # every shape and the id checked, by name
+    if tables[3].shape != tables[2].shape:
+        raise ValueError(f"post_table must have pre_table's shape {tables[2].shape}, got {tables[3].shape}")
+    return inputs
+
+
+def _mistake(name: str) -> Any:
+    """Mistake ``name`` of :func:`input_mistakes` at the inputs, within the reference's bound plus four roundings
+    of the wrong output (the same computation with one step changed)."""
+    def compute(inputs: TiledGridInputs) -> tuple[np.ndarray, np.ndarray] | None:
+        wrong = input_mistakes(inputs.embedding, inputs.tile_table, inputs.gate, inputs.pre_table, inputs.pre_gate,
+                               inputs.post_table, inputs.post_gate, inputs.aspect_ratio_id,
+                               inputs.max_num_tiles)[name]
+        # the reference's bound + 4u|wrong|(1 + 4u)
+        return None if wrong is None else (wrong, inputs.bound() + 4 * U32 * np.abs(wrong) * (1 + 4 * U32))
+    return compute
+
+
+#: the mistakes :func:`identify_tiled_grid` names, each one of :func:`input_mistakes`
+TILED_GRID_MISTAKES: tuple[KindMistake, ...] = tuple(KindMistake(name, text, _mistake(name)) for name, text in (
+    ("gate_not_tanh", "the grid's gate taken as it is: (1 − g)E + gG instead of (1 − tanh g)E + tanh g·G"),
+    ("grid_gate_missing", "the patch grid not gated down: E + tanh g·G"),
+    ("tile_grid_other_id", "the tile grids and pre-tile rows of another aspect-ratio id"),
+    ("pre_post_swapped", "the post-tile table and gate added before the local encoder in place of the pre-tile ones"),
+    ("pre_tile_on_class_row", "the pre-tile row added to the class token too"),
+    ("class_row_skipped", "the grid's class row skipped: the patches read grid rows 0 … n − 1, the class token none"),
+    ("tile_grid_patch_major", "a row of the tile grids read patch by patch (N, T, D) instead of tile by tile "
+     "(T, N, D)"),
+    ("pre_gate_not_tanh", "the pre-tile row's gate taken as it is: g_pre·A_pre[a] instead of tanh(g_pre)·A_pre[a]"),
+))
+
+
+def identify_tiled_grid(candidate: Any, inputs: TiledGridInputs) -> str | None:
+    """The catalogued mistake ``candidate`` matches, or ``None`` (a correct port, or an output no mistake explains)."""
+    return identify_output(candidate, inputs.reference(), TILED_GRID_MISTAKES, inputs)
+
+
+__all__ = ["TANH_ULPS", "TILED_GRID_MISTAKES", "U32", "TiledGridInputs", "aspect_ratio_bound", "identify_tiled_grid",
+           "input_bound", "input_mistakes", "tile_grid_bound", "tiled_grid_inputs"]
