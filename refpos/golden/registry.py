@@ -33,6 +33,7 @@ from refpos.golden.cases import (
     sincos2d,
     sinusoid1d,
     tables,
+    tiled_grid,
 )
 from refpos.golden.files.manifest import Case
 
@@ -98,6 +99,8 @@ FAMILIES: Mapping[str, CaseFamily] = _registry(
     CaseFamily("sinusoid1d", sinusoid1d.sinusoid1d_cases, ("sinusoid1d",), "audio and time-series sinusoids"),
     CaseFamily("axis_tables", axis_tables.axis_tables_cases, ("axis_tables",),
                "factorised row and column tables read at per-patch indices"),
+    CaseFamily("tiled_grid", tiled_grid.tiled_grid_cases, ("tiled_grid",),
+               "a tiled image's gated grid and pre-tile rows at one aspect-ratio id"),
 )
 
 __all__ = ["FAMILIES", "CaseFamily"]

@@ -12,8 +12,9 @@ listed in the registry (:mod:`refpos.golden.registry`) with its id prefix and th
 * the vision and audio kinds: :mod:`~refpos.golden.cases.bias_table`, :mod:`~refpos.golden.cases.conv_position`,
   :mod:`~refpos.golden.cases.grid` (with :mod:`~refpos.golden.cases.grid_exact`, the exact resampling),
   :mod:`~refpos.golden.cases.decomposed`, :mod:`~refpos.golden.cases.sincos2d`, :mod:`~refpos.golden.cases.fourier`,
-  :mod:`~refpos.golden.cases.sinusoid1d`, :mod:`~refpos.golden.cases.axis_tables`; a config's vision and audio
-  layers for ``refpos golden model``: :mod:`~refpos.golden.cases.model_kinds` (the registry of a record's contract
-  call), :mod:`~refpos.golden.cases.model_kind_references`, :mod:`~refpos.golden.cases.model_kind_cases`;
+  :mod:`~refpos.golden.cases.sinusoid1d`, :mod:`~refpos.golden.cases.axis_tables`,
+  :mod:`~refpos.golden.cases.tiled_grid`; a config's vision and audio layers for ``refpos golden model``:
+  :mod:`~refpos.golden.cases.model_kinds` (the registry of a record's contract call),
+  :mod:`~refpos.golden.cases.model_kind_references`, :mod:`~refpos.golden.cases.model_kind_cases`;
 * :mod:`~refpos.golden.cases.common` — what every builder shares (seeded inputs, the ``call`` entry).
 """
