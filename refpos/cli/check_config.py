@@ -13,11 +13,11 @@ With ``--config``, each target takes what the model's code fixes from the layer 
 * ``learned``: ``--table T.npy`` (the trained table) read at ``p + offset``: the candidate is the embedding
   rows;
 * the vision and audio kinds (``grid``, ``bias_table``, ``conv_position``, ``decomposed``, ``sincos2d``,
-  ``fourier``, ``sinusoid1d``, ``vision_rope``, ``axis_tables``): ``--call CALL.json`` holds the weights and the
-  inputs; the arguments it leaves out are the layer record's (a grid's way and extra rows, a window's form and
-  size, a kernel's groups and activation, …), and an argument contradicting the record is refused naming it and
-  both values (:func:`refpos.golden.cases.model_kind_cases.layer_arguments`). ``--stack`` names any stack of the
-  model (``vision``, ``vision.input``, ``audio.input``, …).
+  ``fourier``, ``sinusoid1d``, ``vision_rope``, ``axis_tables``, ``tiled_grid``): ``--call CALL.json`` holds the
+  weights and the inputs; the arguments it leaves out are the layer record's (a grid's way and extra rows, a
+  window's form and size, a kernel's groups and activation, …), and an argument contradicting the record is refused
+  naming it and both values (:func:`refpos.golden.cases.model_kind_cases.layer_arguments`). ``--stack`` names any
+  stack of the model (``vision``, ``vision.input``, ``audio.input``, …).
 
 The layer goes to the target (:mod:`refpos.check.targets`) as :attr:`refpos.check.shared.request.Request.layer`;
 the kinds each target checks are the registry's (:data:`refpos.check.targets.TARGET_KINDS`).

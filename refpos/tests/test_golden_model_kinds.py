@@ -50,6 +50,8 @@ CONFIGS = {
                     ["vision_rope/m/vision-0/grid-4x6"]),
     "axis_tables": ({"model_type": "pix2struct_vision_model", "num_hidden_layers": 2, "num_attention_heads": 2,
                      "hidden_size": 16, "seq_len": 16}, ["axis_tables/m/vision.input-0/patches"]),
+    "tiled_grid": ({"model_type": "mllama_vision_model", "num_hidden_layers": 2, "attention_heads": 2,
+                    "hidden_size": 16, "image_size": 28, "patch_size": 14}, ["tiled_grid/m/vision.input-0/tiles"]),
 }
 
 #: kind -> the record's own computation of a case's call (where the record has one)

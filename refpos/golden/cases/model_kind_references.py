@@ -169,6 +169,21 @@ def axis_tables_reference(layer: Any, a: dict[str, Any]) -> tuple[np.ndarray, An
     return axis_table_inputs(a["indices"], a["row_table"], a["column_table"], layer.variant).reference()
 
 
+def tiled_grid_reference(layer: Any, a: dict[str, Any]) -> tuple[np.ndarray, Any]:
+    """The output of a ``tiled_grid`` layer's call and a float32 port's bound: what each tile's rows gain before the
+    local encoder at the call's tables, gates and aspect-ratio id (``TiledGridInputs``).
+
+    See Also
+    --------
+    refpos.golden.cases.model_kinds.MODEL_KINDS : the registry naming it.
+    """
+    from refpos.encodings.tiled_grid_mistakes import tiled_grid_inputs
+
+    return tiled_grid_inputs(*(a[k] for k in ("embedding", "tile_table", "gate", "pre_table", "pre_gate",
+                                              "post_table", "post_gate", "aspect_ratio_id")),
+                             layer.tiles).reference()
+
+
 __all__ = ["axis_tables_reference", "bias_table_reference", "conv_reference", "decomposed_reference",
            "fourier_reference", "grid_reference", "rope_reference", "sincos_reference",
-           "sinusoid_reference"]
+           "sinusoid_reference", "tiled_grid_reference"]

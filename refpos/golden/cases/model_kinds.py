@@ -41,6 +41,7 @@ from refpos.golden.cases.model_kind_references import (
     rope_reference,
     sincos_reference,
     sinusoid_reference,
+    tiled_grid_reference,
 )
 
 #: channels of a seeded table or kernel (the model's width is in the record; every channel is computed alike)
@@ -208,6 +209,8 @@ PARAMETERS: Mapping[str, tuple[str | tuple[str, Any], ...]] = MappingProxyType({
     "apply_vision_rope_prefixed": ("x", "positions", "rope", "prefix_angles"),
     "apply_vision3d_rope": ("x", "positions", "rope"),
     "axis_table_positions": ("indices", "row_table", "column_table", "variant"),
+    "tiled_input_positions": ("embedding", "tile_table", "gate", "pre_table", "pre_gate", "post_table", "post_gate",
+                              "aspect_ratio_id", "max_num_tiles"),
 })
 
 
@@ -351,6 +354,14 @@ def _axis_tables_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, d
                          "column_table": rng.standard_normal((layer.rows, width))})]
 
 
+def _tiled_grid_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    width = min(layer.dim, SEEDED_WIDTH)  # seeded tables at the record's rows, ids and tiles; the last id
+    t = {"embedding": (layer.rows, width), "tile_table": (layer.ids, layer.tiles * layer.rows * width),
+         **dict.fromkeys(("pre_table", "post_table"), (layer.ids, layer.tiles * width))}
+    gates = dict(zip(("gate", "pre_gate", "post_gate"), rng.uniform(-1.0, 1.0, 3).tolist(), strict=True))
+    return [("tiles", {**{k: rng.standard_normal(s) for k, s in t.items()}, **gates, "aspect_ratio_id": layer.ids - 1})]
+
+
 def _registry(*records: ModelKind) -> Mapping[str, ModelKind]:
     return MappingProxyType({record.kind: record for record in records})
 
@@ -367,6 +378,9 @@ MODEL_KINDS: Mapping[str, ModelKind] = _registry(
     ModelKind("vision_rope", _rope_plan, _rope_free, rope_reference, _rope_shapes),
     ModelKind("axis_tables", lambda layer: ("axis_table_positions", {"variant": layer.variant}), _axis_tables_free,
               axis_tables_reference, lambda layer: {"row_table": (layer.rows, -1), "column_table": (layer.rows, -1)}),
+    ModelKind("tiled_grid", lambda layer: ("tiled_input_positions", {"max_num_tiles": layer.tiles}), _tiled_grid_free,
+              tiled_grid_reference, lambda layer: {"embedding": (layer.rows, -1), **{
+                  k: (layer.ids, -1) for k in ("tile_table", "pre_table", "post_table")}}),
 )
 
 
@@ -380,8 +394,6 @@ ELSEWHERE: Mapping[str, str] = MappingProxyType({
                "size and θ, and refpos golden model writes no case of it",
     "none": "a layer without positions has nothing to pin",
     "no_attention": "a layer without attention has no positions",
-    "tiled_grid": "its rows are stored table rows scaled by the tanh of a gate, pinned against transformers by "
-                  "refpos/tests/test_anchors_mllama_vision.py; refpos golden model writes no case of it",
 })
 
 

@@ -123,21 +123,19 @@ def build(stack: Stack) -> list[LayerRecord]:
                            reads=(("rows", ("aspect_ratio_ids",)),))]
 
 
+def _draw(draw: Any, st: Any) -> dict[str, Any]:
+    return {"tiles": draw(st.integers(1, 4)), "rows": draw(st.integers(1, 16)), "dim": draw(st.integers(1, 16)),
+            "ids": draw(st.integers(1, 9))}
+
+
 TILED_GRID = EncodingKind(
     name="tiled_grid", summary="a gated mix of a learned patch grid and a grid per aspect-ratio tile, and gated "
     "rows per tile before a local and a global encoder (Llama 3.2 Vision's tower)", record=TiledGridLayer,
     build=build, hook="input", reads=("aspect_ratio_ids",), doc="docs/tiled-grid.md#the-math", facts=TiledGridFacts,
-    modalities=("vision",),
+    check="tiled_grid", golden="tiled_grid", contract=("tiled_input_positions",), spec="spec_tests/test_tiled_grid.py",
+    draw=_draw, modalities=("vision",),
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16, "image_size": 28,
                         "patch_size": 14}, "facts": {}},
-    absent={"check": "its answer is three tables and their gates read at one aspect-ratio id: "
-                     "refpos.encodings.tiled_grid_mistakes holds its bound and wrong answers",
-            "golden": "every term is a table row times the tanh of a gate: the float64 answer is the stored rows "
-                      "scaled, with nothing to certify beyond the anchors' float32 bound",
-            "contract": "a port is compared at the tower's weights (refpos/tests/test_anchors_mllama_vision.py), "
-                        "not through the spec suite's adapter",
-            "spec": "the kind has no adapter contract for the spec suite to call",
-            "draw": "the kind has no adapter contract whose parameters Hypothesis would draw"},
     inert=("lengths", "rotary"))
 
 __all__ = ["TILED_GRID", "TiledGridFacts", "TiledGridLayer", "build"]
