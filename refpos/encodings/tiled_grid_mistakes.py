@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -139,6 +140,12 @@ class TiledGridInputs:
     def reference(self) -> tuple[np.ndarray, np.ndarray]:
         return self.output(), self.bound()
 
+    @cached_property
+    def wrong_outputs(self) -> dict[str, np.ndarray | None]:
+        """Every wrong answer of :func:`input_mistakes` at these inputs, computed once for all the mistakes."""
+        return input_mistakes(self.embedding, self.tile_table, self.gate, self.pre_table, self.pre_gate,
+                              self.post_table, self.post_gate, self.aspect_ratio_id, self.max_num_tiles)
+
 
 def tiled_grid_inputs(embedding: Any, tile_table: Any, gate: Any, pre_table: Any, pre_gate: Any, post_table: Any,
                       post_gate: Any, aspect_ratio_id: Any, max_num_tiles: Any) -> TiledGridInputs:
@@ -161,9 +168,7 @@ def _mistake(name: str) -> Any:
     """Mistake ``name`` of :func:`input_mistakes` at the inputs, within the reference's bound plus four roundings
     of the wrong output (the same computation with one step changed)."""
     def compute(inputs: TiledGridInputs) -> tuple[np.ndarray, np.ndarray] | None:
-        wrong = input_mistakes(inputs.embedding, inputs.tile_table, inputs.gate, inputs.pre_table, inputs.pre_gate,
-                               inputs.post_table, inputs.post_gate, inputs.aspect_ratio_id,
-                               inputs.max_num_tiles)[name]
+        wrong = inputs.wrong_outputs[name]
         # the reference's bound + 4u|wrong|(1 + 4u)
         return None if wrong is None else (wrong, inputs.bound() + 4 * U32 * np.abs(wrong) * (1 + 4 * U32))
     return compute
