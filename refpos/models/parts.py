@@ -146,4 +146,14 @@ def is_network(view: ConfigView) -> bool:
     return _network(view.raw)
 
 
-__all__ = ["LAYER_KEYS", "Part", "is_network", "part_model_type", "part_reads", "parts_of"]
+def stage_unmodelled(top: ConfigView) -> dict[str, str]:
+    """What the top-level row says a composite's own stage does that refpos does not model (X-CLIP's multi-frame
+    transformer), under ``model_type``, whichever network the config holds; ``{}`` for any other row."""
+    model_type = top.raw.get("model_type")
+    row = family_of(model_type) if isinstance(model_type, str) else None
+    if row is None or not row.stage_unmodelled:
+        return {}
+    return {"model_type": f"{row.model_type}: {row.stage_unmodelled}"}
+
+
+__all__ = ["LAYER_KEYS", "Part", "is_network", "part_model_type", "part_reads", "parts_of", "stage_unmodelled"]

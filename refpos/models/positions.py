@@ -50,7 +50,7 @@ from refpos.models.kinds import KINDS, Stack
 from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import NO_COUNT, RopeLayer
 from refpos.models.layers import SCHEDULE
-from refpos.models.parts import Part, is_network, part_reads, parts_of
+from refpos.models.parts import Part, is_network, part_reads, parts_of, stage_unmodelled
 from refpos.models.position_keys import (
     ATTENTION_ONLY,
     BY_NAME,
@@ -134,6 +134,7 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, Any] | None = N
         positions = _wrapper_unmodelled(positions, wrapper)
     for part in parts:
         positions = _with_part(positions, part, release)
+    positions = replace(positions, not_modelled={**stage_unmodelled(top), **positions.not_modelled})
     if unknown_release is not None:
         why = {"transformers_version": unknown_release}
         positions = replace(positions, layers=tuple(_refuse_unmodelled(list(positions.layers), why, "")),
@@ -331,14 +332,13 @@ def _build(stack: Stack, encoding: str) -> list[LayerRecord]:
 
 def _wrapper_unmodelled(positions: ModelPositions, parent: Any) -> ModelPositions:
     """A wrapper whose row says what refpos does not model (DiffusionGemma runs its text config as an encoder and a
-    decoder stack; ColPali, two sections out, runs PaliGemma without position ids): the top-level ``model_type`` not
-    modelled, every attention layer refused by name; a stage of its own (X-CLIP's): not modelled, no layer refused."""
+    decoder stack; ColPali, two sections out, runs PaliGemma without position ids): every attention layer refused."""
     wrapper = family_of(parent) if isinstance(parent, str) else None
-    if wrapper is None or not (wrapper.unmodelled or wrapper.stage_unmodelled):
+    if wrapper is None or not wrapper.unmodelled:
         return positions
-    why = {"model_type": f"{wrapper.model_type}: {wrapper.unmodelled or wrapper.stage_unmodelled}"}
-    layers = _refuse_unmodelled(list(positions.layers), why, "") if wrapper.unmodelled else positions.layers
-    return replace(positions, layers=tuple(layers), not_modelled={**positions.not_modelled, **why})
+    why = {"model_type": f"{wrapper.model_type}: {wrapper.unmodelled}"}
+    return replace(positions, layers=tuple(_refuse_unmodelled(list(positions.layers), why, "")),
+                   not_modelled={**positions.not_modelled, **why})
 
 
 def _stack_count(lm: ConfigView, role: str) -> int:
