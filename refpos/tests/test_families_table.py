@@ -199,3 +199,16 @@ def test_a_rotary_dim_stating_the_factors_width_is_read_as_that_fact_and_another
     assert both.layers[0].rope.rotary_dim == alone.layers[0].rope.rotary_dim == 64
     assert "rotary_dim" not in both.not_modelled and "rotary_dim" not in alone.not_modelled
     assert "rotary_dim" in other.not_modelled
+
+
+def test_a_switch_without_a_class_default_refuses_a_config_without_its_key():
+    """timm_backbone's switch states no absent value (its class has no default architecture): a config naming a
+    listed ResNet is answered, one naming another architecture or none is refused by name, the value shown."""
+    listed = refpos.model_positions({"model_type": "timm_backbone", "backbone": "resnet50"})
+    assert listed.complete and [r.kind for r in listed] == ["no_attention"]
+    for config, text in (({"backbone": "vit_base_patch16_224"}, "vit_base_patch16_224"), ({}, "null")):
+        refused = refpos.model_positions({"model_type": "timm_backbone", **config})
+        assert not refused.complete and [r.kind for r in refused] == ["refused"]
+        assert refused.not_modelled["backbone"].startswith(f"backbone={text}: ")
+    row = fam.FAMILIES["timm_backbone"]
+    assert row.switch is not None and row.switch.absent == ""
