@@ -212,3 +212,15 @@ def test_a_switch_without_a_class_default_refuses_a_config_without_its_key():
         assert refused.not_modelled["backbone"].startswith(f"backbone={text}: ")
     row = fam.FAMILIES["timm_backbone"]
     assert row.switch is not None and row.switch.absent == ""
+
+
+def test_llama4s_tower_states_its_table_with_the_class_row_last():
+    """Llama 4's vision tower adds a fixed table of one row per patch and a last one for the class token it appends
+    (grid fact suffix); a row stating both a suffix count and a suffix key is refused when the table is read."""
+    config = {"model_type": "llama4_vision_model", "image_size": 56, "patch_size": 14, "hidden_size": 32,
+              "num_attention_heads": 2, "num_hidden_layers": 1}
+    (table,) = refpos.model_positions(config).stack("vision.input")
+    assert (table.way, table.grid, table.prefix, table.suffix, table.table_rows) == ("fixed", (4, 4), 0, 1, 17)
+    with pytest.raises(ValueError, match=r"grid\.suffix"):
+        fam.read_row("x", {"source": "x/modeling_x.py: X", "stacks": "vision", "encoding": "none",
+                           "input": {"encoding": "grid", "grid": {"suffix": 1, "suffix_key": "n"}}})
