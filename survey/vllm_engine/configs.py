@@ -20,6 +20,9 @@ architecture of it (:func:`architectures`) and finds the config a checkpoint of 
    dict's keys. A stored record is asked before rules 1-4: a config class's defaults may lack keys every
    published checkpoint states and vLLM's model code reads (GLM-4.5's ``head_dim``, MiniMax-M2's ``rotary_dim``),
    which the published config carries, read by the same class;
+5b. a recipe of ``survey/vllm_engine/recipes.toml`` (:mod:`survey.vllm_engine.recipes`): the keys vLLM's model code
+   reads, at the values a cited public file states (each key checked against vLLM's code), or the config of the
+   architecture a checkpoint of this one is of (``alias_of``);
 6. for a speculative head vLLM builds from its target's checkpoint (DeepSeek's, GLM's ... multi-token prediction
    layers), the target's config as vLLM rewrites it for the head (:func:`speculative_heads`);
 7. for an EAGLE or DFlash draft ``Eagle<A>`` / ``Eagle3<A>`` / ``DFlash<A>``, the config rules 1-5 find for
@@ -200,6 +203,9 @@ def config_for(architecture: Architecture, heads: bool = True) -> Found | None:
         model_type = str(values["model_type"])
         return Found(register_remote(model_type).from_dict(values), model_type,
                      "public config.json (" + remote["source"] + ")")
+    recipe = _recipe_config(architecture)
+    if recipe is not None:
+        return recipe
     target = eagle_target(architecture.name) if heads else None
     found = config_for(target, heads=False) if target is not None else None
     if found is not None:
@@ -213,6 +219,26 @@ def config_for(architecture: Architecture, heads: bool = True) -> Found | None:
         return Found(found.config, found.model_type, f"{target}'s config ({found.origin}) as vLLM's "
                      "SpeculativeConfig.hf_config_override rewrites it for the speculative head", head_of=target)
     return None
+
+
+def _recipe_config(architecture: Architecture) -> Found | None:
+    """Rule 5b: the config a recipe of ``survey/vllm_engine/recipes.toml`` states (:mod:`survey.vllm_engine.recipes`),
+    a plain config of its keys, or the aliased architecture's config (rules 1-5) under this name; None without one."""
+    from survey.vllm_engine import recipes
+
+    found = recipes.recipe(architecture)
+    if found is None:
+        return None
+    if found.alias_of:
+        every = {a.name: a for a in architectures()}
+        if found.alias_of not in every:
+            raise ValueError(f"recipe {architecture.name}: alias_of {found.alias_of!r} is not in vLLM's registry")
+        aliased = config_for(every[found.alias_of], heads=False)
+        if aliased is None:
+            raise ValueError(f"recipe {architecture.name}: {found.alias_of} has no config either")
+        return Found(aliased.config, aliased.model_type, f"{recipes.describe(found)}; that config: {aliased.origin}")
+    model_type = str(found.config["model_type"])
+    return Found(register_remote(model_type).from_dict(dict(found.config)), model_type, recipes.describe(found))
 
 
 def eagle_target(name: str) -> Architecture | None:

@@ -293,6 +293,25 @@ def _heads(x: Any, heads: int, width: int = 0) -> np.ndarray:
     return _np(t.permute(1, 0, 2))[None]
 
 
+#: the argument of vLLM's attention that switches its kernels' ALiBi to the square root of the distance (Step1's)
+ALIBI_SQRT = "use_alibi_sqrt"
+
+
+def _alibi(slopes: np.ndarray, t: int, sqrt: bool) -> dict[str, np.ndarray]:
+    r"""The bias vLLM's kernels add to the logits of ``t`` tokens of one sequence (none cached), ``(1, H, T, T)``.
+
+    Linear: :math:`m_h\,j` for key slot :math:`j` (``slope · (key slot − context length)``); with ``use_alibi_sqrt``
+    (``triton_attention_helpers.apply_alibi_to_score``): :math:`-m_h \sqrt{i - j}` for key :math:`j \le i` of query
+    :math:`i`, 0 past it (masked). Named by its form, so that a comparison reads which one it was handed.
+    """
+    i = np.arange(t, dtype=np.float64)[:, None]
+    j = np.arange(t, dtype=np.float64)[None, :]
+    if sqrt:
+        offset = np.where(j <= i, -np.sqrt(np.maximum(i - j, 0.0)), 0.0)
+        return {"alibi sqrt (−slope × √(query slot − key slot))": (slopes[:, None, None] * offset[None])[None]}
+    return {"alibi (slope × key slot)": (slopes[:, None, None] * j[None] * np.ones((1, t, 1)))[None]}
+
+
 @contextlib.contextmanager
 def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
     """Every vLLM attention layer built and called in the block is a stand-in that hands ``record`` its module
@@ -317,11 +336,8 @@ def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
         keys[self.prefix] = key
         slopes = given.get("alibi_slopes")
         tensors = {}
-        if slopes is not None:  # vLLM's kernels add slope·(key slot − context length): the key's slot
-            t = query.shape[0]
-            tensors["alibi (slope × key slot)"] = (np.asarray(slopes, dtype=np.float64)[:, None, None]
-                                                  * np.arange(t, dtype=np.float64)[None, None, :]
-                                                  * np.ones((1, t, 1)))[None]
+        if slopes is not None:
+            tensors.update(_alibi(np.asarray(slopes, dtype=np.float64), query.shape[0], bool(given.get(ALIBI_SQRT))))
         record(self, Call(self.prefix, None, _heads(query, self.num_heads, self.head_size),
                           _heads(key, self.num_kv_heads, self.head_size),
                           None, tensors, float(scale) if isinstance(scale, (int, float)) else None))

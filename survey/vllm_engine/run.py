@@ -100,7 +100,8 @@ def observe(architecture: configs.Architecture) -> Observation:
         return Observation({}, None, row, engine=ENGINE)
     if found is None:
         row.cause = ("no config: transformers names no model type for it, vLLM has no config class of its own, and "
-                     "no public config.json of it is stored")
+                     "no public config.json of it is stored, nor a recipe of its keys "
+                     "(survey/vllm_engine/recipes.toml)")
         return Observation({}, None, row, engine=ENGINE)
     row.model_type = found.model_type
     row.notes.append(f"config: {found.origin}")
