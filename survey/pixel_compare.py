@@ -7,7 +7,9 @@ accounts for, and then the run as a whole:
 
 * a position site that no record accounts for (a table, a bias, a position module in the model, where refpos's
   answer has nothing) makes the row ``wrong``;
-* a stack refpos answers ``no_attention`` for whose model has attention modules makes it ``wrong``.
+* a stack refpos answers ``no_attention`` for whose model has attention modules makes it ``wrong``;
+* layers refpos answers by stage (layer type ``stage_<s>``) are the run's attention cores, as many and with each
+  stage's heads, or the row is ``wrong`` (:mod:`survey.pixel_stages`; ``not reached`` where the run recorded none).
 
 *Exact*, for a model without positional encoding, means: refpos answers ``none`` (attention without positions)
 or ``no_attention`` for every layer, the model's forward ran at both sizes, no parameter, buffer or module of the
@@ -27,6 +29,7 @@ from typing import Any
 
 from survey.claims import refused_layers, without_repeats
 from survey.pixel_kinds import COMPARISONS, Outcome
+from survey.pixel_stages import stage_outcomes
 from survey.pixels import PixelRun, observed_labels
 
 #: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one (as
@@ -145,7 +148,7 @@ def judge_pixels(row: Any, config: dict[str, Any], run: PixelRun) -> None:
     if not records:
         row.status, row.cause = "not reached", "refpos resolved no layer to compare"
         return
-    judged = summary(judge_records(records, run))
+    judged = summary(judge_records(records, run) + stage_outcomes(records, config, run))
     row.max_error, row.mutants, row.survived = judged.max_error, judged.tried, list(judged.survived)
     if judged.failed is not None:
         row.status, row.cause = judged.failed.status, judged.failed.cause

@@ -178,6 +178,9 @@ class PixelRun:
     #: per size, the inputs fed beside the main input that the run keeps (:data:`KEPT`: SAM's points and boxes, in
     #: pixels; a tiled tower's aspect-ratio ids), by name
     prompts: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: the attention cores the forward called (:mod:`survey.pixel_stages`), in the order of their first call:
+    #: ``[path, heads, head width]``, each count as the module states it (None where it states none)
+    cores: list[list[Any]] = field(default_factory=list)
 
 
 def additive(site: Site) -> bool:

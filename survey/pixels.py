@@ -81,6 +81,7 @@ from survey.pixel_records import (
     patch_ids_input,
     unread,
 )
+from survey.pixel_stages import watch_cores
 
 __all__ = ["APPLY", "INPUTS", "NO_TOKEN_IDS", "POSITION", "PROMPTS", "RUN_NOTE", "STACK", "Capture", "NotRun",
            "PixelRun", "PositionCall", "Site", "additive", "build_pixels", "capture", "capture_rotary", "first_layer",
@@ -125,10 +126,12 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     for dtype in (torch.float64, torch.float32):
         record.dtype = str(dtype).removeprefix("torch.")
         cast(model, dtype)
-        _run_sizes(model, config, record, params, dtype, switch)
+        with watch_cores(model) as cores:  # the attention cores in their call order (survey.pixel_stages)
+            _run_sizes(model, config, record, params, dtype, switch)
         if "native" in record.shapes:
             record.unread = [site.path for site in record.sites if unread(site)]
             record.sites = [site for site in record.sites if site.path not in record.unread]
+            record.cores = cores.found()
             return record
     raise NotRun(f"no {name} shape ran ({record.skipped['native']})")
 

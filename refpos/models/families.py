@@ -53,6 +53,7 @@ from refpos.models.kinds.registry import FACT_KINDS, TABLE_KINDS
 from refpos.models.layer_pattern import LayerPattern
 from refpos.models.releases import check_range
 from refpos.models.sources import INPUTS
+from refpos.models.stages import read_stages
 
 #: the columns a ``[family.<model_type>]`` table may hold (the model type is its name; ``positions`` is
 #: written as ``encoding`` and the fact tables at the row's top level)
@@ -128,6 +129,8 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
         values["output"] = read_stack(f"{where} output", dict(values["output"]))
     if "switch" in values:
         values["switch"] = read_switch(where, values["switch"])
+    if "stages" in values:
+        values["stages"] = read_stages(where, values["stages"])
     try:
         if "layer_pattern" in values:
             pattern = dict(values["layer_pattern"])

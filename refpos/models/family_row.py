@@ -38,6 +38,10 @@ the encoding, the stacks and the facts of each kind (``encoding``, ``stacks``, `
     the config class does); ``"per_encoder"``: the layer-count key is a dict of each encoder's count (LXMERT's
     language, vision and cross-modality layers), and the layers are all of them; ``"blocks_per_stage"``: the
     layers are the sum of the config's ``blocks_per_stage`` (SAM 2's Hiera, stages of their own block counts).
+``stages``
+    Stages of their own depth, heads and width (SegFormer, CvT, MobileViT): where the config (or the code) states
+    each stage's layer count, heads and width (``{layers, heads, widths, head_dim, count}``, a
+    :class:`refpos.models.stages.StageRule`); the layers are every stage's, each of layer type ``stage_<s>``.
 ``width_factor``
     The attention's input is this many times the hidden width (Zamba2's shared attention runs on
     ``[hidden; embeddings]``: 2), so its head size is ``width_factor · hidden_size / num_attention_heads``.
@@ -104,6 +108,7 @@ from refpos.models.kinds.registry import KINDS
 from refpos.models.kinds.rope import CONFIG_KEY, RopeFacts
 from refpos.models.layer_pattern import LayerPattern
 from refpos.models.releases import VERSION
+from refpos.models.stages import StageRule
 from refpos.pairs import PARTIAL_PLACEMENTS
 
 LAYOUT_RULES = ("half", "interleaved", "deinterleaved", "rope_interleave")
@@ -160,6 +165,8 @@ class Family:
     switch: Switch | None = None
     types_key: str = "layer_types"
     count: str | None = None
+    #: stages of their own depth, heads and width (:mod:`refpos.models.stages`), where the row states them
+    stages: StageRule | None = None
     width_factor: int = 1
     #: what every stack adds to its input before its first layer (a kind whose hook is ``input``), if anything
     input: StackFacts | None = None
@@ -192,6 +199,8 @@ class Family:
                   "source": self.source == STATED or bool(SOURCE_FORM.fullmatch(self.source)),
                   "stacks": self.stacks in STACKS,
                   "count": self.count in (None, "layer_types", "per_encoder", "blocks_per_stage"),
+                  "stages": self.stages is None or (self.count is None and self.layer_pattern is None
+                                                    and self.types_key == "layer_types"),
                   "encoder": self.encoder is None or "encoder" in STACKS.get(self.stacks, ()),
                   "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
                   "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),

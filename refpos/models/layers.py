@@ -73,6 +73,7 @@ from refpos.models.schedule import (
     summary_line,
 )
 from refpos.models.sources import Given
+from refpos.models.stages import stage_note, stage_plan
 from refpos.models.view import ConfigView
 from refpos.rope.config import RopeConfig
 from refpos.rope.rules import PLAIN
@@ -222,7 +223,7 @@ def layer_schedule(view: ConfigView, family: Family | None, *,
     mixers = [None if family is None else family.no_attention_kind(t) for t in types]
     rotates = [rope_on and r and m is None for r, m in zip(rotating(cfg, family, types, n), mixers, strict=True)]
     ropes: dict[str | None, RopeConfig | None] = {}
-    notes: list[str] = []
+    notes: list[str] = [] if family is None or family.stages is None else [stage_note(stage_plan(cfg, family.stages))]
     wanted = [t if per_type else None for t, m in zip(types, mixers, strict=True) if m is None] if rope_on else []
     for layer_type in dict.fromkeys(wanted):
         try:
@@ -306,6 +307,7 @@ def _read_by_schedule(family: Family | None) -> tuple[str, ...]:
     keys += [LAYER_THETA_KEY] if family.rope_layers in ("theta_list", "theta_flags") else []
     keys += [SCALING_LAYERS_KEY] if family.rope_layers == "scaling_list" else []
     keys += list(DENSE_PREFIX_KEYS) if family.rope_layers == "sliding_or_dense_prefix" else []
+    keys += list(family.stages.keys) if family.stages is not None else []
     pattern = family.layer_pattern
     if pattern is not None:
         keys += [key.split(".")[0] for key in (pattern.key, pattern.offset_key, pattern.indices) if key]

@@ -11,6 +11,7 @@ from typing import Any
 
 from refpos.models.families import Family
 from refpos.models.layer_pattern import LayerPattern
+from refpos.models.stages import stage_plan, stage_types
 from refpos.validation import check_int, check_size
 
 LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
@@ -37,7 +38,11 @@ def layer_count(cfg: Mapping[str, Any], family: Family | None = None) -> int:
     """The number of layers: the first of :data:`LAYER_COUNT_KEYS` (the sum of its counts for a family whose
     config counts them per encoder in a dict, ``count = "per_encoder"``), or the length of the layer types for a
     family whose config class counts them (``count = "layer_types"``), or the sum of the blocks of each stage
-    (``count = "blocks_per_stage"``: SAM 2's Hiera)."""
+    (``count = "blocks_per_stage"``: SAM 2's Hiera), or every stage's layers (a row's ``stages``,
+    :mod:`refpos.models.stages`)."""
+    if family is not None and family.stages is not None:
+        total = sum(stage.layers for stage in stage_plan(cfg, family.stages))
+        return check_size("stages", total, maximum=MAX_LAYERS, bytes_each=200, what="layer schedule")
     if family is not None and family.count == "blocks_per_stage" and isinstance(cfg.get("blocks_per_stage"), list):
         blocks = cfg["blocks_per_stage"]
         for i, count in enumerate(blocks):
@@ -62,7 +67,10 @@ def layer_count(cfg: Mapping[str, Any], family: Family | None = None) -> int:
 
 def layer_types(cfg: Mapping[str, Any], family: Family | None, n: int | None) -> list[str] | None:
     """The config's layer types (``layer_types``, or the family's ``types_key``), or the family's pattern
-    filling them; None when neither says. ``n``: the layer count they must match (None: any)."""
+    filling them, or the stage of each layer (``stage_<s>``, a row's ``stages``); None when neither says. ``n``:
+    the layer count they must match (None: any)."""
+    if family is not None and family.stages is not None:
+        return stage_types(stage_plan(cfg, family.stages))
     key = "layer_types" if family is None else family.types_key
     value = cfg.get(key)
     if value is not None:
