@@ -148,8 +148,11 @@ def _unrun_sequence_stacks(records: Any) -> list[str]:
         if r.kind in ("rope", "mrope") and set(reads_of(r).get("rotation", ())) & set(SEQUENCE):
             found.setdefault(r.stack, []).append(r)
     return [f"{stack} stack: {len(layers)} RoPE layers whose positions are read from "
-            f"{', else '.join(reads_of(layers[0])['rotation'])}, a stack the survey does not run (its answer is "
-            "not compared)" for stack, layers in found.items()]
+            f"{', else '.join(reads_of(layers[0])['rotation'])}, {UNRUN}" for stack, layers in found.items()]
+
+
+#: how the refusal of an unrun sequence stack ends (:mod:`survey.sequence_towers` runs it, dropping or sharpening it)
+UNRUN = "a stack the survey does not run (its answer is not compared)"
 
 
 def _input_tables(records: Any) -> dict[int, str]:

@@ -193,6 +193,9 @@ class Observation:
     stacks: dict[str, Any] = field(default_factory=dict)
     #: a composite's towers run on their own inputs, by the path of their sub-config (:mod:`survey.towers`)
     towers: dict[str, Any] = field(default_factory=dict)
+    #: a composite's second sequence stacks run on token ids, by the path of their sub-config
+    #: (:mod:`survey.sequence_towers`)
+    sequences: dict[str, Any] = field(default_factory=dict)
 
 
 def survey_one(model_type: catalogue.ModelType) -> Row:
@@ -221,6 +224,27 @@ def judge_quietly(seen: Observation) -> Row:
 
 
 def observe_type(model_type: catalogue.ModelType) -> Observation:
+    """Build the model type tiny and run it recorded (:func:`_observe_type`), and its second sequence stacks
+    (:func:`observe_sequences`)."""
+    seen = _observe_type(model_type)
+    if seen.config and not seen.stacks:
+        seen.sequences = observe_sequences(model_type, seen)
+    return seen
+
+
+def observe_sequences(model_type: catalogue.ModelType, seen: Observation) -> dict[str, Any]:
+    """A composite's second sequence stacks run on token ids (:func:`survey.sequence_towers.observe_sequences`); a
+    failure of the survey's own code there is a note, and the rest of the observation stands."""
+    from survey import sequence_towers
+
+    try:
+        return sequence_towers.observe_sequences(model_type.config(), seen.config, MAX_PARAMETERS)
+    except Exception as exc:  # a bug of the survey itself must not lose the language model's run
+        seen.row.notes.append("sequence stacks not observed: survey failed: " + _one_line(exc))
+        return {}
+
+
+def _observe_type(model_type: catalogue.ModelType) -> Observation:
     """Build the model type tiny and run it recorded (:func:`build`); the row's transformers columns."""
     row = Row(model_type.name, "not reached")
     try:
@@ -295,6 +319,11 @@ def _judge(row: Row, seen: Observation) -> None:
     row.claimed = resolution.kinds
     row.layers = _layers_summary(resolution)
     tower_verdicts = _judge_towers(seen)
+    if seen.sequences:  # the second sequence stacks run on token ids: compared, their refusals dropped or sharpened
+        from survey.sequence_towers import judge_sequences
+
+        sequence_verdicts, resolution = judge_sequences(seen.config, seen.sequences, resolution)
+        tower_verdicts += sequence_verdicts
     compared = tuple(v.stack for v in tower_verdicts)
     row.notes += [note for note in resolution.notes if not _tower_note(note, compared)]
     row.notes += [v.note for v in tower_verdicts]

@@ -96,17 +96,23 @@ def _towers_one(model_type: Any, directory: Path) -> tuple[str, bytes | None, fl
     again (:func:`survey.run.observe_towers`; its language model's run kept); ``(name, bytes, seconds, what was
     found)``, the bytes ``None`` for a model type with no language model's run (nothing to write back)."""
     from survey import catalogue, store
-    from survey.run import observe_towers
+    from survey.run import observe_sequences, observe_towers
 
     quiet()
     started = time.perf_counter()
     seen = store.load(store.path_of(directory, model_type.name))
-    if seen.run is None:  # run on pixels as a whole, or not run: no towers apart
+    sequences = bool(seen.config) and not seen.stacks  # its second sequence stacks (survey.sequence_towers)
+    if seen.run is None and not sequences:  # run on pixels as a whole, or not run: no towers apart
         return model_type.name, None, time.perf_counter() - started, "no language model's run"
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
-        seen.towers = observe_towers(catalogue.find(model_type.name).config(), seen.row)
-    found = ", ".join(f"{path} ({t.model or 'not run'})" for path, t in seen.towers.items()) or "no tower"
+        if seen.run is not None:
+            seen.towers = observe_towers(catalogue.find(model_type.name).config(), seen.row)
+        if sequences:
+            seen.sequences = observe_sequences(catalogue.find(model_type.name), seen)
+    found = ", ".join([f"{path} ({t.model or 'not run'})" for path, t in seen.towers.items()]
+                      + [f"{path} on token ids ({t.model if t.run is not None else 'not run'})"
+                         for path, t in seen.sequences.items()]) or "no tower"
     return model_type.name, store.to_bytes(seen), time.perf_counter() - started, found
 
 
