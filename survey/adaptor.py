@@ -73,7 +73,7 @@ def _from_records(config: dict[str, Any]) -> Resolution:
     tables = _input_tables(answer.layers)
     # vision towers (token ids never reach them), and the input sites of text stacks not claimed as a sinusoid
     towers = [r for r in answer.layers if r.stack not in STACKS and r.stack.removesuffix(".input") not in inputs
-              and id(r) not in tables]
+              and id(r) not in tables and r.kind != "box_tables"]
     for r in answer.layers:
         more = {"reads": reads_of(r)}
         if r.kind == "unknown":  # whatever its stack is called: the family is not in the table
@@ -83,6 +83,9 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         if id(r) in tables:  # a text stack's input table beside its layers' bias (MPNet): claimed as the stack's
             layers.append(LayerClaim(tables[id(r)], -1, r.kind, params={
                 "offset": r.offset, "table_size": r.table_size, "sinusoid": r.sinusoid, "dim": r.dim}, **more))
+            continue
+        if r.kind == "box_tables" and (stack := r.stack.removesuffix(".input")) in STACKS:  # survey.boxes
+            layers.append(LayerClaim(stack, -1, "box_tables", params={"record": r, "reads": r.reads_at}, **more))
             continue
         if r.stack not in STACKS:
             continue

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from survey.boxes import resized
 from survey.probe import Case, Recorder, _forward, _patched
 
 #: config keys holding a length (or a position) at which a rule changes (top level, rope dicts, text_config)
@@ -195,6 +196,8 @@ def _with_tokens(base: dict[str, Any], tokens: np.ndarray) -> dict[str, Any]:
             inputs[name] = torch.as_tensor(tokens)[None]
     for name in [k for k in inputs if k.endswith("attention_mask")]:
         inputs[name] = torch.ones((1, tokens.size), dtype=torch.long)
+    if "bbox" in inputs:  # a document model's boxes, one per token (survey.boxes)
+        inputs["bbox"] = resized(inputs["bbox"], tokens.size)
     return inputs
 
 

@@ -22,6 +22,10 @@ Kinds of a layer claim (:data:`KINDS`):
     an absolute encoding added to the stack's input: ``params["offset"]`` (the row read for position 0),
     ``params["rows"]`` (the table size, learned), ``params["table"]`` (a callable positions -> vectors,
     sinusoidal); the layer's own attention has no positions;
+``box_tables``
+    a document model's box rows added to a stack's input (index −1): ``params["record"]`` (refpos's
+    :class:`~refpos.models.kinds.box_tables.BoxTablesLayer`) and ``params["reads"]`` (boxes -> the rows each table
+    is read at), checked by :func:`survey.boxes.check_boxes`;
 ``other``
     an encoding refpos resolves but the survey has no comparison for (``detail`` says which): reported as
     not reached.
@@ -33,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("rope", "none", "no_attention", "alibi", "t5", "learned", "sinusoidal", "other")
+KINDS = ("rope", "none", "no_attention", "alibi", "t5", "learned", "sinusoidal", "box_tables", "other")
 STACKS = ("decoder", "encoder")
 
 

@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from survey import biases as bias_checks
+from survey.boxes import check_boxes
 from survey.claims import LayerClaim, LayerResult, Resolution
 from survey.observed import (
     handed_positions,
@@ -367,6 +368,8 @@ def _compare(resolution: Resolution, probe: Probe, verdict: Verdict, stop: bool)
             if claim.kind in ABSOLUTE_KINDS and claim.stack not in checked_input:
                 checked_input.add(claim.stack)
                 add(bias_checks.check_absolute(claim, probe, lookups, len(stacks) == 1))
+            elif claim.kind == "box_tables":  # a document model's box rows
+                add(check_boxes(claim, probe))
             elif claim.kind not in ABSOLUTE_KINDS:
                 add(LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
                                 f"no comparison for a {claim.kind} claim on a stack's input"))

@@ -20,6 +20,9 @@ ALiBi                  the bias's sign; the last head's slope :math:`\\times (1 
 T5 buckets             the bucket count ±1 (±2 where split between two directions), the largest
                        distance ±1, the direction flipped
 learned / sinusoidal   the row read for every position ±1 (a learned table's offset; a sinusoid's rows)
+box tables             each catalogued mistake of the kind: the rows a port reads with x and y swapped, x1 from
+                       the y table, no height and width, height and width swapped, the box read as
+                       (x0, x1, y0, y1), extents counted inclusively, the top-left corner alone
 =====================  ===========================================================================================
 
 A mutant that gives the same answer as refpos's on every input (a length the rule does not read, a layout of
@@ -135,7 +138,20 @@ def mutants(resolution: Resolution) -> list[tuple[str, Resolution]]:
                 resolution, kind, lambda c: dataclasses.replace(c, reads={**c.reads, "scale": _swap(c.source("scale"))})
                 if c.query_scale else None)))
     out += list(_bias_mutants(resolution))
+    out += list(_box_mutants(resolution))
     return [(name, changed) for name, changed in out if changed is not None]
+
+
+def _box_mutants(resolution: Resolution) -> Iterator[tuple[str, Resolution | None]]:
+    """Each catalogued mistake of the box tables (:data:`refpos.encodings.box_tables_mistakes.MISTAKE_READS`):
+    the claim reading the rows the mistaken port reads."""
+    if not any(c.kind == "box_tables" for c in resolution.layers):
+        return
+    from refpos.encodings.box_tables_mistakes import MISTAKE_READS
+
+    for name, (_, reads) in MISTAKE_READS.items():
+        yield f"box tables: {name}", _each(resolution, "box_tables", lambda c, r=reads: dataclasses.replace(
+            c, params={**c.params, "reads": lambda bbox, r=r: r(np.asarray(bbox))}))
 
 
 def _bias_mutants(resolution: Resolution) -> Iterator[tuple[str, Resolution | None]]:

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from survey import boxes
 from survey.recorder import (  # noqa: F401  (the records and the recorder, where callers have read them)
     ALIBI,
     APPLY,
@@ -206,6 +207,7 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, wit
     ids = token_ids(config, len(positions))
     p = np.asarray(positions, dtype=np.int64)
     inputs_a, taken = inputs_for(model, ids, p)
+    inputs_a.update(boxes.box_inputs(model, config, ids.size))  # a document model's boxes (survey.boxes)
     # a first run finds the attention modules (those that call an eager attention function, and those that
     # compute attention inline in a layer that calls none)
     scout = Recorder(model, neutral=False)
@@ -235,6 +237,8 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, wit
         prefix = torch.as_tensor(token_ids(config, SHIFT, seed=1))[None]
         inputs_d = {k: torch.cat([prefix if k.endswith("input_ids") else torch.ones_like(prefix), v], dim=-1)
                     if k in ("input_ids", "decoder_input_ids", *MASKS) else v for k, v in inputs_a.items()}
+        if "bbox" in inputs_d:
+            inputs_d["bbox"] = boxes.resized(inputs_d["bbox"], SHIFT + ids.size)
         run_d = _forward(model, inputs_d, Recorder(model, neutral=False), attention, positional)
     described = {path: (type(m).__name__, any(True for _ in m.parameters())) for path, m in model.named_modules()
                  if POSITIONAL_MODULE.fullmatch(type(m).__name__)}

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from refpos.golden.cases import (
     axis_tables,
     bias_table,
+    box_tables,
     conv_position,
     deberta,
     decomposed,
@@ -101,6 +102,8 @@ FAMILIES: Mapping[str, CaseFamily] = _registry(
                "factorised row and column tables read at per-patch indices"),
     CaseFamily("tiled_grid", tiled_grid.tiled_grid_cases, ("tiled_grid",),
                "a tiled image's gated grid and pre-tile rows at one aspect-ratio id"),
+    CaseFamily("box_tables", box_tables.box_tables_cases, ("box_tables",),
+               "a document token's x, y, height and width table rows at its box"),
 )
 
 __all__ = ["FAMILIES", "CaseFamily"]

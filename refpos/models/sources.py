@@ -76,6 +76,7 @@ INPUTS = {
     "patch_indices": "the row and column index each patch carries (Pix2Struct's first two values of a flattened "
                      "patch, Gemma 4's (x, y) position ids)",
     "aspect_ratio_ids": "the aspect-ratio id of each tiled image: which layout of tiles it was cut into",
+    "bbox": "each token's bounding box (x0, y0, x1, y1) on the page, in the layout model's integer coordinates",
 }
 #: what a layer's positions serve (the keys of a record's ``reads``)
 USES = {

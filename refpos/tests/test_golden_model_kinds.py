@@ -52,6 +52,9 @@ CONFIGS = {
                      "hidden_size": 16, "seq_len": 16}, ["axis_tables/m/vision.input-0/patches"]),
     "tiled_grid": ({"model_type": "mllama_vision_model", "num_hidden_layers": 2, "attention_heads": 2,
                     "hidden_size": 16, "image_size": 28, "patch_size": 14}, ["tiled_grid/m/vision.input-0/tiles"]),
+    "box_tables": ({"model_type": "layoutlm", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16,
+                    "max_position_embeddings": 32, "max_2d_position_embeddings": 24},
+                   ["box_tables/m/encoder.input-0/boxes"]),
 }
 
 #: kind -> the record's own computation of a case's call (where the record has one)
@@ -67,6 +70,8 @@ OWN = {
     "decomposed": lambda layer, a: layer.reference(a["attn"], a["q"], a["rel_pos_h"], a["rel_pos_w"]),
     "axis_tables": lambda layer, a: layer.reference(a["indices"], *(_wide(a[k], layer.dim) for k in (
         "row_table", "column_table")))[:, :a["row_table"].shape[1]],
+    "box_tables": lambda layer, a: layer.reference(*(_wide(a[f"{t}_table"], layer.dim) for t in "xyhw"),
+                                                   a["bbox"])[..., :a["x_table"].shape[1]],
 }
 
 

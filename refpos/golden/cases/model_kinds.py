@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from refpos.golden.cases import model_kind_inputs as site
 from refpos.golden.cases.model_kind_references import (
     axis_tables_reference,
     bias_table_reference,
@@ -45,7 +46,7 @@ from refpos.golden.cases.model_kind_references import (
 )
 
 #: channels of a seeded table or kernel (the model's width is in the record; every channel is computed alike)
-SEEDED_WIDTH = 4
+SEEDED_WIDTH = site.SEEDED_WIDTH
 #: the most (query, key) pairs of a case's attention (a global layer of a large grid is refused by name)
 MAX_PAIRS = 1 << 20
 
@@ -211,6 +212,7 @@ PARAMETERS: Mapping[str, tuple[str | tuple[str, Any], ...]] = MappingProxyType({
     "axis_table_positions": ("indices", "row_table", "column_table", "variant"),
     "tiled_input_positions": ("embedding", "tile_table", "gate", "pre_table", "pre_gate", "post_table", "post_gate",
                               "aspect_ratio_id", "max_num_tiles"),
+    "box_positions": ("x_table", "y_table", "h_table", "w_table", "bbox"),
 })
 
 
@@ -354,14 +356,6 @@ def _axis_tables_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, d
                          "column_table": rng.standard_normal((layer.rows, width))})]
 
 
-def _tiled_grid_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
-    width = min(layer.dim, SEEDED_WIDTH)  # seeded tables at the record's rows, ids and tiles; the last id
-    t = {"embedding": (layer.rows, width), "tile_table": (layer.ids, layer.tiles * layer.rows * width),
-         **dict.fromkeys(("pre_table", "post_table"), (layer.ids, layer.tiles * width))}
-    gates = dict(zip(("gate", "pre_gate", "post_gate"), rng.uniform(-1.0, 1.0, 3).tolist(), strict=True))
-    return [("tiles", {**{k: rng.standard_normal(s) for k, s in t.items()}, **gates, "aspect_ratio_id": layer.ids - 1})]
-
-
 def _registry(*records: ModelKind) -> Mapping[str, ModelKind]:
     return MappingProxyType({record.kind: record for record in records})
 
@@ -378,9 +372,11 @@ MODEL_KINDS: Mapping[str, ModelKind] = _registry(
     ModelKind("vision_rope", _rope_plan, _rope_free, rope_reference, _rope_shapes),
     ModelKind("axis_tables", lambda layer: ("axis_table_positions", {"variant": layer.variant}), _axis_tables_free,
               axis_tables_reference, lambda layer: {"row_table": (layer.rows, -1), "column_table": (layer.rows, -1)}),
-    ModelKind("tiled_grid", lambda layer: ("tiled_input_positions", {"max_num_tiles": layer.tiles}), _tiled_grid_free,
-              tiled_grid_reference, lambda layer: {"embedding": (layer.rows, -1), **{
+    ModelKind("tiled_grid", lambda layer: ("tiled_input_positions", {"max_num_tiles": layer.tiles}),
+              site.tiled_grid_free, tiled_grid_reference, lambda layer: {"embedding": (layer.rows, -1), **{
                   k: (layer.ids, -1) for k in ("tile_table", "pre_table", "post_table")}}),
+    ModelKind("box_tables", lambda layer: ("box_positions", {}), site.box_tables_free, site.box_tables_reference,
+              site.box_tables_shapes),
 )
 
 

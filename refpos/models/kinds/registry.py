@@ -19,6 +19,7 @@ from refpos.models.kinds.absolute import LEARNED, SINUSOIDAL
 from refpos.models.kinds.alibi import ALIBI
 from refpos.models.kinds.axis_tables import AXIS_TABLES
 from refpos.models.kinds.bias_table import BIAS_TABLE
+from refpos.models.kinds.box_tables import BOX_TABLES
 from refpos.models.kinds.conv_position import CONV_POSITION
 from refpos.models.kinds.deberta import DEBERTA
 from refpos.models.kinds.decomposed import DECOMPOSED
@@ -50,7 +51,7 @@ def _registry(*kinds: EncodingKind) -> Mapping[str, EncodingKind]:
 KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ROPE_2D, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA,
                                               NONE, NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION, GRID,
                                               SINCOS2D, DECOMPOSED, FOURIER, SINUSOID1D, AXIS_TABLES,
-                                              TILED_GRID)
+                                              TILED_GRID, BOX_TABLES)
 #: the kinds a family row may name as its ``encoding``
 TABLE_KINDS: tuple[str, ...] = tuple(name for name, kind in KINDS.items() if kind.in_table)
 #: the kinds with facts, whose sub-table a family row may hold (named as the kind)

@@ -1,0 +1,119 @@
+r"""The box-tables kind: learned tables read at each token's bounding box and added to its input (LayoutLM's x, y,
+height and width tables) — the config key of the tables' rows and the names of the four modules
+(:class:`BoxTablesFacts`), the record (:class:`BoxTablesLayer`) and the builder.
+
+The formula is :mod:`refpos.encodings.box_tables` (docs/box-tables.md#the-math): a function of the checkpoint's
+four tables and of the ``bbox`` input. The record sits at the stack's input site (``encoder.input``), beside the
+1-D learned table its family row states as the stack's own encoding.
+
+Examples
+--------
+>>> from refpos.models import model_positions
+>>> layoutlm = {"model_type": "layoutlm", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16,
+...             "max_position_embeddings": 64, "max_2d_position_embeddings": 32}
+>>> print(model_positions(layoutlm).summary())
+encoder input: box_tables(4 tables × 32 rows)
+encoder layers 0-1: learned ×2
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from refpos.encodings.box_tables import box_positions, box_reads
+from refpos.models.kinds.record import EXAMPLE_GEOMETRY, EncodingKind, Stack, check_fact, stack_width
+from refpos.models.records import LayerRecord
+
+
+@dataclass(frozen=True)
+class BoxTablesFacts:
+    """``rows``: the config key of every table's row count (``max_2d_position_embeddings``), ``rows_default`` its
+    class default; ``x``, ``y``, ``h``, ``w``: the names of the modules holding the x, y, height and width
+    tables."""
+
+    rows: str = "max_2d_position_embeddings"
+    rows_default: int = 1024
+    x: str = "x_position_embeddings"
+    y: str = "y_position_embeddings"
+    h: str = "h_position_embeddings"
+    w: str = "w_position_embeddings"
+
+    def check(self, where: str) -> None:
+        check_fact(where, isinstance(self.rows_default, int) and self.rows_default >= 1, "box_tables.rows_default",
+                   self.rows_default)
+        check_fact(where, len({self.x, self.y, self.h, self.w}) == 4, "box_tables module names",
+                   (self.x, self.y, self.h, self.w))
+
+    def modules(self) -> dict[str, str]:
+        """Table (``x``, ``y``, ``h``, ``w``) -> the module holding it."""
+        return {"x": self.x, "y": self.y, "h": self.h, "w": self.w}
+
+
+@dataclass(frozen=True)
+class BoxTablesLayer(LayerRecord):
+    """A stack's box positions: four tables of ``rows`` rows and width ``dim`` (weights of the checkpoint), held by
+    the modules ``x``, ``y``, ``h``, ``w``."""
+
+    rows: int = 1024
+    dim: int = 768
+    x: str = "x_position_embeddings"
+    y: str = "y_position_embeddings"
+    h: str = "h_position_embeddings"
+    w: str = "w_position_embeddings"
+    kind: ClassVar[str] = "box_tables"
+
+    @property
+    def label(self) -> str:
+        return f"box_tables(4 tables × {self.rows} rows)"
+
+    def params(self) -> dict[str, Any]:
+        return {"rows": self.rows, "dim": self.dim, "x": self.x, "y": self.y, "h": self.h, "w": self.w,
+                "at": "input"}
+
+    def modules(self) -> dict[str, str]:
+        """Table (``x``, ``y``, ``h``, ``w``) -> the module holding it."""
+        return {"x": self.x, "y": self.y, "h": self.h, "w": self.w}
+
+    def reads_at(self, bbox: Any) -> dict[str, tuple[np.ndarray, ...]]:
+        """The rows each table is read at (:func:`~refpos.encodings.box_tables.box_reads`), checked against the
+        record's ``rows``."""
+        return box_reads(bbox, dict.fromkeys(("x", "y", "h", "w"), self.rows))
+
+    def reference(self, x_table: Any, y_table: Any, h_table: Any, w_table: Any, bbox: Any) -> np.ndarray:
+        """What each token gains from its box, ``(..., dim)``
+        (:func:`~refpos.encodings.box_tables.box_positions`), the tables checked against the record."""
+        for name, table in zip(("x_table", "y_table", "h_table", "w_table"), (x_table, y_table, h_table, w_table),
+                               strict=True):
+            if tuple(np.shape(table)) != (self.rows, self.dim):
+                raise ValueError(f"{name}: the record's table is {(self.rows, self.dim)}, got {np.shape(table)}")
+        return box_positions(x_table, y_table, h_table, w_table, bbox)
+
+    def _why_not(self) -> str:
+        return ("the rows are functions of the four tables and each token's box, not of token positions: "
+                "BoxTablesLayer.reference computes them")
+
+
+def build(stack: Stack) -> list[LayerRecord]:
+    """One :class:`BoxTablesLayer`: the stack's input embedding."""
+    facts: BoxTablesFacts = stack.facts
+    view = stack.view
+    return [BoxTablesLayer(stack.name, 0, None, rows=view.int(facts.rows, facts.rows_default, minimum=1),
+                           dim=stack_width(view, stack.role), **facts.modules(), reads=(("rows", ("bbox",)),))]
+
+
+def _draw(draw: Any, st: Any) -> dict[str, Any]:
+    return {"rows": draw(st.integers(2, 64)), "dim": draw(st.integers(1, 16)), "tokens": draw(st.integers(1, 8))}
+
+
+BOX_TABLES = EncodingKind(
+    name="box_tables", summary="learned x, y, height and width tables read at each token's bounding box, added to "
+    "its input (LayoutLM)", record=BoxTablesLayer, build=build, hook="input", reads=("bbox",),
+    doc="docs/box-tables.md#the-math", facts=BoxTablesFacts, check="box_tables", golden="box_tables",
+    contract=("box_positions",), spec="spec_tests/test_box_tables.py", draw=_draw,
+    example={"config": {**EXAMPLE_GEOMETRY, "max_2d_position_embeddings": 32}, "facts": {}},
+    inert=("rotary",))
+
+__all__ = ["BOX_TABLES", "BoxTablesFacts", "BoxTablesLayer", "build"]
