@@ -22,7 +22,10 @@ def _table(**changes):
 
 def test_every_committed_recipe_reads_with_its_source():
     found = recipes.recipes()
-    assert {"Step1ForCausalLM", "InternLM2ForRewardModel"} <= set(found)
+    assert {"Step1ForCausalLM", "SolarForCausalLM", "TeleFLMForCausalLM", "IQuestLoopCoderForCausalLM",
+            "Plamo3ForCausalLM"} <= {name for name, recipe in found.items() if not recipe.alias_of}
+    assert {"InternLM2ForRewardModel", "VoyageQwen3BidirectionalEmbedModel", "HF_ColBERT", "ColBERTModernBertModel",
+            "ColBERTLfm2Model"} <= {name for name, recipe in found.items() if recipe.alias_of}
     for name, recipe in found.items():
         assert recipe.source["repo"].count("/") == 1 and recipe.source["path"], name
         assert recipe.alias_of or recipe.config["architectures"] == [name]
@@ -49,6 +52,21 @@ def test_a_recipe_states_its_keys_with_the_model_type_and_architecture():
 def test_an_incomplete_recipe_is_refused_by_name(changes, message):
     with pytest.raises(ValueError, match=f"recipe FooForCausalLM: .*{message}"):
         recipes.parse("FooForCausalLM", _table(**changes))
+
+
+def test_a_derived_key_is_computed_by_its_rule_from_the_stated_inputs():
+    table = _table(config={"num_hidden_layers": 4, "sliding_window_pattern": 2}, derive="plamo3_windows",
+                   inputs={"window_size": 16})
+    recipe = recipes.parse("FooForCausalLM", table)
+    assert recipe.config["interleaved_sliding_window"] == [16, None, 16, None]
+    assert recipe.config["layer_types"] == ["sliding_attention", "full_attention"] * 2
+    assert "window_size = 16" in recipe.origins["layer_types"]
+    for changes, message in (({"derive": "windows"}, "derive 'windows' is none of"),
+                             ({"inputs": {}}, "takes inputs"),
+                             ({"inputs": {"window_size": 16, "pattern": 2}}, "takes inputs"),
+                             ({"config": {**table["config"], "layer_types": []}}, "both stated and derived")):
+        with pytest.raises(ValueError, match=f"recipe FooForCausalLM: .*{message}"):
+            recipes.parse("FooForCausalLM", {**table, **changes})
 
 
 def test_an_alias_names_its_architecture():
@@ -93,6 +111,8 @@ def test_every_committed_recipe_names_only_keys_vllm_reads_and_builds_a_config()
     assert step1.model_type == "step1" and step1.config.num_attention_groups == 4
     reward = configs.config_for(every["InternLM2ForRewardModel"])
     assert reward.model_type == "internlm2" and "InternLM2ForCausalLM's config" in reward.origin
+    plamo3 = configs.config_for(every["Plamo3ForCausalLM"])
+    assert plamo3.config.interleaved_sliding_window[7] is None and plamo3.config.rope_local_theta == 10000
 
 
 def test_a_committed_recipe_given_a_key_vllm_does_not_read_is_refused():
@@ -122,3 +142,13 @@ def test_the_square_root_alibi_is_recorded_in_its_own_form():
     linear_rows = linear[0] - np.diagonal(linear[0], axis1=1, axis2=2)[..., None]
     causal = np.tril(np.ones((4, 4), dtype=bool))
     assert np.abs((rows - linear_rows)[:, causal]).max() > 0.1
+
+
+def test_an_alias_of_an_architecture_outside_the_registry_is_refused(monkeypatch):
+    every = _vllm()
+    from survey.vllm_engine import configs
+
+    alias = recipes.Recipe("Step1ForCausalLM", dict(SOURCE), alias_of="NoSuchForCausalLM")
+    monkeypatch.setattr(recipes, "recipe", lambda architecture, path=None: alias)
+    with pytest.raises(ValueError, match="recipe Step1ForCausalLM: alias_of 'NoSuchForCausalLM' is not in vLLM's"):
+        configs.config_for(every["Step1ForCausalLM"])

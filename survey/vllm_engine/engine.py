@@ -327,12 +327,14 @@ def record_attention(record: Callable[[Any, Call], None]) -> Iterator[None]:
         scale = given.get("scale")
         rows = query.shape[0]
         width = output_shape[-1] if output_shape is not None else self.num_heads * self.head_size_v
-        if key is None:  # the layer attends over keys another call wrote (SHARED_KEYS)
+        if key is None:  # the layer attends over keys another call wrote: the layer it shares (SHARED_KEYS), else
+            # its own cache, which its earlier call wrote (IQuest LoopCoder's later passes attend over the first's)
             key = keys.get(given.get(SHARED_KEYS) or "")
+            key = keys.get(self.prefix) if key is None else key
             if key is None:
                 raise ValueError(f"an attention call ({self.prefix or 'unnamed'}) is handed no key and shares no "
-                                 "other layer's: a cross-attention whose encoder the probe does not run (its input "
-                                 "ids alone)")
+                                 "other layer's, nor did an earlier call of its own write one: a cross-attention "
+                                 "whose encoder the probe does not run (its input ids alone)")
         keys[self.prefix] = key
         slopes = given.get("alibi_slopes")
         tensors = {}

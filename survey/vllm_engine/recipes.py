@@ -30,7 +30,25 @@ SOURCE_KEYS = ("repo", "path", "commit")
 #: length), relative to the ``vllm`` package
 CONFIG_CODE = ("transformers_utils/config.py", "config/model.py")
 #: the keys a recipe table may hold
-TABLE_KEYS = {"model_type", "source", "config", "from", "alias_of"}
+TABLE_KEYS = {"model_type", "source", "config", "from", "alias_of", "derive", "inputs"}
+
+
+def _plamo3_windows(config: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    """PLaMo3's per-layer windows as its config class computes them in ``__init__``: layer :math:`i` is a full
+    attention layer where :math:`(i + 1) \\bmod p = 0` (``p = sliding_window_pattern``), window None, else it attends
+    within ``window_size``; ``layer_types`` names each ("full_attention" / "sliding_attention")."""
+    pattern, window = int(config["sliding_window_pattern"]), int(inputs["window_size"])
+    full = [(i + 1) % pattern == 0 for i in range(int(config["num_hidden_layers"]))]
+    return {"interleaved_sliding_window": [None if f else window for f in full],
+            "layer_types": ["full_attention" if f else "sliding_attention" for f in full]}
+
+
+#: derivation name -> (what the config class computes, the keys it needs from ``inputs``, the rule): keys a config
+#: class derives in its constructor, which vLLM reads and a TOML table cannot state (a list holding None)
+DERIVATIONS = {
+    "plamo3_windows": ("interleaved_sliding_window and layer_types, derived by the config class from window_size and "
+                       "sliding_window_pattern", ("window_size",), _plamo3_windows),
+}
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,20 @@ def parse(name: str, table: Any) -> Recipe:
                          f"{sorted(set(origins) - set(config)) if isinstance(origins, dict) else origins!r}")
     values = {**config, "model_type": model_type, "architectures": [name]}
     words = {key: str(origins.get(key, "the source states it")) for key in config}
+    derive, inputs = table.get("derive"), table.get("inputs", {})
+    if derive is not None or inputs:
+        if derive not in DERIVATIONS:
+            raise ValueError(f"recipe {name}: derive {derive!r} is none of {sorted(DERIVATIONS)}")
+        what, needed, rule = DERIVATIONS[derive]
+        if not isinstance(inputs, dict) or set(inputs) != set(needed):
+            raise ValueError(f"recipe {name}: derive {derive!r} takes inputs {list(needed)}, got {inputs!r}")
+        derived = rule(values, inputs)
+        clash = sorted(set(derived) & set(config))
+        if clash:
+            raise ValueError(f"recipe {name}: {', '.join(clash)} both stated and derived")
+        values.update(derived)
+        stated = ", ".join(f"{k} = {v!r}" for k, v in inputs.items())
+        words.update(dict.fromkeys(derived, f"{what} ({stated}, as the source states)"))
     return Recipe(name, source, values, origins=words)
 
 
@@ -102,7 +134,8 @@ def vllm_files(architecture: Any) -> list[Path]:
     model = root / architecture.file
     files = [model]
     text = model.read_text(encoding="utf-8") if model.is_file() else ""
-    for module in re.findall(r"^from \.([A-Za-z0-9_]+) import", text, flags=re.MULTILINE):
+    for module in re.findall(r"^from (?:\.|vllm\.model_executor\.models\.)([A-Za-z0-9_]+) import", text,
+                             flags=re.MULTILINE):
         sibling = model.parent / f"{module}.py"
         if sibling.is_file() and sibling not in files:
             files.append(sibling)
@@ -149,7 +182,11 @@ def describe(found: Recipe) -> str:
     line = f"github:{source['repo']}/{source['path']} (commit {source['commit'][:12]})"
     if found.alias_of:
         return f"recipe: {found.alias_of}'s config ({line}: {source.get('note', '')})"
-    stated = "; ".join(f"{k}: {w}" for k, w in found.origins.items() if w != "the source states it")
+    grouped: dict[str, list[str]] = {}
+    for key, words in found.origins.items():
+        if words != "the source states it":
+            grouped.setdefault(words, []).append(key)
+    stated = "; ".join(f"{', '.join(keys)}: {words}" for words, keys in grouped.items())
     keys = ", ".join(k for k in found.config if k not in {"model_type", "architectures"})
     note = f": {source['note']}" if source.get("note") else ""
     return f"recipe of the keys vLLM reads ({keys}) from {line}{note}" + (f"; {stated}" if stated else "")
