@@ -139,6 +139,26 @@ def model_class(config: Any) -> Any | None:
     return candidates[0] if candidates else None
 
 
+#: task mappings whose class the survey runs on pixel inputs instead of the base model, each with why: the network
+#: holding the config's attention is built only there
+PIXEL_TASKS = {"MODEL_FOR_TEXT_RECOGNITION_MAPPING_NAMES": "a text recogniser (PP-OCR's) builds its SVTR neck, its "
+               "only attention, inside its recognition head; its base model is the convolutional backbone alone"}
+
+
+def pixel_class(config: Any) -> Any | None:
+    """The class the survey runs on pixel, audio or feature inputs: the class of a :data:`PIXEL_TASKS` mapping
+    where ``config``'s model type has one, else :func:`model_class`'s."""
+    import transformers
+    from transformers.models.auto import modeling_auto
+
+    for mapping in PIXEL_TASKS:
+        name = getattr(modeling_auto, mapping, {}).get(config.model_type)
+        found = getattr(transformers, name, None) if isinstance(name, str) else None
+        if found is not None:
+            return found
+    return model_class(config)
+
+
 def modeling_file(cls: Any) -> str:
     """``<dir>/modeling_<name>.py`` of a model class (relative to ``transformers/models/``)."""
     parts = cls.__module__.split(".")

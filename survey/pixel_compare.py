@@ -29,7 +29,7 @@ from typing import Any
 
 from survey.claims import refused_layers, without_repeats
 from survey.pixel_kinds import COMPARISONS, Outcome
-from survey.pixel_stages import stage_outcomes
+from survey.pixel_stages import cores_are_the_stages, stage_outcomes
 from survey.pixels import PixelRun, observed_labels
 
 #: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one (as
@@ -98,7 +98,8 @@ def whole_run(records: list[Any], run: PixelRun, free: list[Any]) -> Outcome:
     # the wrong answers of a model without positions, each with whether the run tells it apart
     told = {"a learned grid at the input": not run.sites}
     if "no_attention" in kinds:
-        told["attention without positions"] = not run.attention
+        # the attention modules are the stages' alone: a layer more answered none would find no core
+        told["attention without positions"] = not run.attention or cores_are_the_stages(records, run)
     if "none" in kinds:
         told["no attention"] = bool(run.attention)
     return Outcome("exact", tried=len(told), survived=[name for name, apart in told.items() if not apart])

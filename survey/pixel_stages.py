@@ -144,6 +144,14 @@ def mutants(stages: Any) -> dict[str, Claim]:
     return found
 
 
+def cores_are_the_stages(records: list[Any], run: PixelRun) -> bool:
+    """Whether every ``none`` record of ``records`` is a stage's layer and the run's cores are as many: then the
+    layers answered without attention cannot be attention too (a ``none`` layer more would find no core)."""
+    nones = [r for r in records if r.kind == "none"]
+    staged = [r for r in nones if isinstance(r.layer_type, str) and r.layer_type.startswith(STAGE)]
+    return bool(run.cores) and len(staged) == len(nones) == len(run.cores)
+
+
 def stage_outcomes(records: list[Any], config: dict[str, Any], run: PixelRun) -> list[Any]:
     """The outcome (:class:`survey.pixel_kinds.base.Outcome`) of refpos's stages against the run's cores (module
     docstring), each wrong answer of :func:`mutants` judged by the same :func:`mismatch`; none where no record is
@@ -172,4 +180,4 @@ def stage_outcomes(records: list[Any], config: dict[str, Any], run: PixelRun) ->
 
 
 __all__ = ["HEAD_COUNTS", "HEAD_WIDTHS", "STAGE", "WIDTHS", "Claim", "CoreWatch", "attention_cores", "claims",
-           "core_facts", "mismatch", "mutants", "stage_outcomes", "watch_cores"]
+           "core_facts", "cores_are_the_stages", "mismatch", "mutants", "stage_outcomes", "watch_cores"]

@@ -1,7 +1,8 @@
 """transformers' side of the models whose forward takes pixel values, audio or features instead of token ids.
 
 A vision or audio model type is built at the survey's tiny geometry (:mod:`survey.tiny`, the first strength that
-builds), its parameters seeded, and run on seeded random inputs twice: at its native size and at a size that forces
+builds; its base model, or the task class :data:`survey.catalogue.PIXEL_TASKS` names where only that holds the
+attention), its parameters seeded, and run on seeded random inputs twice: at its native size and at a size that forces
 its position encoding to be resampled (``interpolate_pos_encoding=True`` where its forward takes it, or passes it on
 to a module that does), each fed what its forward needs beside the main input (:mod:`survey.pixel_beside`). What is
 recorded is found generically, by name, never by model type:
@@ -231,7 +232,7 @@ def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun,
             continue
         for label, config in configs:
             try:
-                cls = catalogue.model_class(config)
+                cls = catalogue.pixel_class(config)
                 if cls is None:
                     raise NotRun("transformers has no model class for it")
                 with torch.device("meta"), warnings.catch_warnings():

@@ -85,3 +85,26 @@ def test_a_small_segformer_run_records_its_cores_in_call_order():
     assert [core[0].split(".")[-1] for core in run.cores] == ["attention"] * 3
     (outcome,) = stage_outcomes(_records(CONFIG), CONFIG, run)
     assert outcome.status == "exact" and outcome.survived == []
+
+
+def test_a_text_recogniser_is_run_with_its_head_where_its_neck_attends():
+    transformers = pytest.importorskip("transformers")
+    from survey.catalogue import model_class, pixel_class
+
+    config = transformers.AutoConfig.for_model("pp_ocrv5_server_rec")
+    assert model_class(config).__name__ == "PPOCRV5ServerRecModel"
+    assert pixel_class(config).__name__ == "PPOCRV5ServerRecForTextRecognition"
+    segformer = transformers.AutoConfig.for_model("segformer")
+    assert pixel_class(segformer) is model_class(segformer)
+
+
+def test_a_backbone_without_attention_is_told_from_attention_when_the_cores_are_the_stages():
+    from refpos.models.records import NoAttention, NoPositions
+    from survey.pixel_compare import whole_run
+
+    records = [NoPositions("vision", 0, "stage_0"), NoPositions("vision", 1, "stage_0"),
+               NoAttention("backbone", 0, None, mixer="conv")]
+    run = _run(CORES[:2])
+    assert whole_run(records, run, []).survived == []
+    # a core the stages do not account for: the backbone answered as attention would find it
+    assert whole_run(records, _run(CORES), []).survived == ["attention without positions"]
