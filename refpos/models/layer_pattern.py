@@ -20,7 +20,8 @@ class LayerPattern:
     other: str = "sliding_attention"
     #: with ``indices``: the type of every layer when the config lacks that key
     absent: str | None = None
-    #: with ``indices``: the type of the listed layers (Mllama lists its cross-attention layers)
+    #: with ``indices``: the type of the listed layers (Mllama lists its cross-attention layers); with ``every``: the
+    #: type of every ``n``-th layer (Qwen4-Exp's config class names its attention layers ``indexed_attention``)
     listed: str = "full_attention"
     #: with ``every``: layer ``i`` is ``full_attention`` when ``i % every == offset`` (default ``every - 1``)
     offset: int | None = None
@@ -40,7 +41,7 @@ class LayerPattern:
                 or (self.chars and self.key is None) or (self.offset is not None and self.every is None) \
                 or (self.offset is not None and self.offset < 0) or self.start < 0 \
                 or (self.one_based and self.indices is None) or (self.offset_key and self.every is None) \
-                or (self.listed != "full_attention" and self.indices is None):
+                or (self.listed != "full_attention" and self.indices is None and self.every is None):
             raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key, offset, start), indices = "
                              f"key (with an optional absent, listed, one_based) or chars with key, got {self}")
 

@@ -26,7 +26,9 @@ qwen2_5_vl         (16, 24, 24)           contiguous       half         t, h, w
 qwen2_5_omni       (16, 24, 24)           contiguous       half         t, h, w
 qwen3_vl(_moe)     (24, 20, 20)           interleaved      half         t, h, w
 qwen3_omni_moe     (24, 20, 20)           interleaved      half         t, h, w
+qwen3_omni_moe_t…  (24, 20, 20)           interleaved      half         t, h, w (the talker's text model)
 qwen3_5(_moe)      (11, 11, 10)           interleaved      half         t, h, w
+qwen4_exp          (11, 11, 10)           interleaved      half         t, h, w
 glm4v              (8, 12, 12)            contiguous       interleaved  t, h, w
 glm4v_moe          (8, 12, 12)            contiguous       half         t, h, w
 glm_image          (8, 12, 12)            contiguous       half         t, h, w
@@ -37,7 +39,9 @@ cohere_compass     (24, 20, 20)           interleaved      half         t, h, w 
 neomme             (0, m/2, m/2)          hw_alternating   half         not read (row, col = h, w)
 =================  =====================  ===============  ===========  ===============================
 
-(``*_text`` model types are the same families.) Vision towers:
+(``*_text`` model types are the same families.) An interleaved module's slices stop at its last pair and never
+read ``s_t``: sections that do not fit the rotated pairs (a module default on another head size) resolve to the
+pairs it places (:func:`round_robin_reach`). Vision towers:
 :func:`refpos.models.vision_towers.vision_rope_from_hf_config`.
 """
 
@@ -88,9 +92,14 @@ MROPE_FAMILIES: dict[str, MropeFamily] = {
                                 "qwen3_vl_moe/modeling_qwen3_vl_moe.py: Qwen3VLMoeTextRotaryEmbedding"),
     "qwen3_omni_moe": MropeFamily((24, 20, 20), "interleaved", "qwen3_omni_moe/modeling_qwen3_omni_moe.py: "
                                   "Qwen3OmniMoeThinkerTextRotaryEmbedding", inert_keys=("interleaved",)),
+    # the talker's module subclasses the thinker's unchanged (Qwen3OmniMoeTalkerRotaryEmbedding)
+    "qwen3_omni_moe_talker": MropeFamily((24, 20, 20), "interleaved", "qwen3_omni_moe/modeling_qwen3_omni_moe.py: "
+                                         "Qwen3OmniMoeTalkerRotaryEmbedding", inert_keys=("interleaved",)),
     "qwen3_5": MropeFamily((11, 11, 10), "interleaved", "qwen3_5/modeling_qwen3_5.py: Qwen3_5TextRotaryEmbedding"),
     "qwen3_5_moe": MropeFamily((11, 11, 10), "interleaved",
                                "qwen3_5_moe/modeling_qwen3_5_moe.py: Qwen3_5MoeTextRotaryEmbedding"),
+    "qwen4_exp": MropeFamily((11, 11, 10), "interleaved", "qwen4_exp/modeling_qwen4_exp.py: "
+                             "Qwen4ExpTextRotaryEmbedding.recomposition_frequencies"),
     "glm4v": MropeFamily((8, 12, 12), "contiguous", "glm4v/modeling_glm4v.py: Glm4vTextRotaryEmbedding"),
     "glm4v_moe": MropeFamily((8, 12, 12), "contiguous", "glm4v_moe/modeling_glm4v_moe.py: Glm4vMoeTextRotaryEmbedding"),
     "glm_ocr": MropeFamily((8, 12, 12), "contiguous", "glm_ocr/modeling_glm_ocr.py: GlmOcrTextRotaryEmbedding"),
@@ -112,14 +121,39 @@ MROPE_FAMILIES: dict[str, MropeFamily] = {
 }
 
 
-def _row_column_sections(fields: dict[str, Any]) -> tuple[int, int, int]:
-    r"""NeoMME's split of a layer's :math:`m` pairs: none for t, :math:`m/2` each for h (its row) and w (its
-    column), with :math:`m = \lfloor D \cdot \mathrm{prf} \rfloor / 2` as its compute_default_rope_parameters."""
+def _rotary_width(fields: dict[str, Any]) -> int:
+    r"""The rotated width :math:`\lfloor D \cdot \mathrm{prf} \rfloor` (``rotary_dim`` where stated), as the
+    modules' compute_default_rope_parameters size ``inv_freq``."""
     rotary = fields.get("rotary_dim")
     if rotary is None:
         rotary = int(fields["head_dim"] * fields.get("partial_rotary_factor", 1.0))
+    return rotary
+
+
+def _row_column_sections(fields: dict[str, Any]) -> tuple[int, int, int]:
+    r"""NeoMME's split of a layer's :math:`m` pairs: none for t, :math:`m/2` each for h (its row) and w (its
+    column), with :math:`m = \lfloor D \cdot \mathrm{prf} \rfloor / 2` as its compute_default_rope_parameters."""
+    rotary = _rotary_width(fields)
     half = rotary // 4
     return (0, half, rotary // 2 - half)
+
+
+def round_robin_reach(sections: tuple[int, ...], n_pairs: int) -> tuple[int, int, int]:
+    r"""The pairs per axis a round-robin module gives over its ``n_pairs`` frequencies, whatever its sections sum to.
+
+    Qwen3-VL's ``recomposition_frequencies`` (and the modules written after it) starts from the t row and
+    overwrites the pairs of the slices ``[1 : 3 s_h : 3]`` with h and ``[2 : 3 s_w : 3]`` with w; a slice stops at
+    the last pair, and :math:`s_t` is never read. So
+
+    .. math:: s_h' = |\{j < \min(m, 3 s_h) : j \equiv 1 \pmod 3\}|, \quad
+              s_w' = |\{j < \min(m, 3 s_w) : j \equiv 2 \pmod 3\}|, \quad s_t' = m - s_h' - s_w' ,
+
+    the sections of refpos's interleaved assignment that place every pair where the module does (they equal
+    the stated ones whenever those sum to :math:`m` and fit it).
+    """
+    s_h = len(range(1, min(n_pairs, 3 * sections[1]), 3))
+    s_w = len(range(2, min(n_pairs, 3 * sections[2]), 3))
+    return (n_pairs - s_h - s_w, s_h, s_w)
 
 
 def _family_layout(family: str) -> str:
@@ -183,6 +217,14 @@ def resolve_mrope(resolver: Any) -> None:
     else:
         resolver.set("mrope_section", module.sections, "default")
         resolver.notes.append(f"mrope_section absent: {family}'s default {list(module.sections)} (t, h, w)")
+    if module.assignment == "interleaved" and len(resolver.fields["mrope_section"]) == 3:
+        stated = tuple(resolver.fields["mrope_section"])
+        reach = round_robin_reach(stated, _rotary_width(resolver.fields) // 2)
+        if reach != stated:  # the module's slices stop at its last pair; s_t is never read
+            resolver.set("mrope_section", reach, "derived")
+            resolver.notes.append(f"mrope_section {list(stated)} over {sum(reach)} pairs: {family}'s round-robin "
+                                  f"places t, h, w on {list(reach)} of them (its slices stop at the last pair, "
+                                  "s_t is not read)")
     key = resolver.from_rope("mrope_interleaved") if rope.get("mrope_interleaved") is not None else None
     if key is not None:
         check_bool("mrope_interleaved", key)

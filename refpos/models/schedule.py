@@ -111,7 +111,7 @@ def _filled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> lis
     offset = every - 1 if pattern.offset is None else pattern.offset
     if pattern.offset_key is not None and cfg.get(pattern.offset_key) is not None:
         offset = check_int(pattern.offset_key, cfg[pattern.offset_key], minimum=0)
-    return ["full_attention" if i >= pattern.start and i % every == offset else pattern.other for i in range(n)]
+    return [pattern.listed if i >= pattern.start and i % every == offset else pattern.other for i in range(n)]
 
 
 #: the per-layer list of RoPE bases the ``"theta_list"`` and ``"theta_flags"`` rules read (0: no RoPE)

@@ -52,9 +52,15 @@ def test_hrm_text_two_stacks_are_refused_by_name():
     assert "H_module" in positions.not_modelled["model_type"]
 
 
-def test_a_listed_type_needs_a_list():
+def test_a_listed_type_needs_a_list_or_a_period():
+    """``listed`` names the listed layers' type, or every n-th layer's (Qwen4-Exp's indexed_attention); a character
+    pattern names each type itself."""
     with pytest.raises(ValueError, match="listed"):
-        families.LayerPattern(every=2, listed="cross_attention")
+        families.LayerPattern(key="pattern", chars=(("M", "mamba"),), listed="cross_attention")
+    from refpos.models.schedule import layer_types
+
+    row = families.family_of("qwen4_exp_text")
+    assert layer_types({"full_attention_interval": 2}, row, 4) == ["linear_attention", "indexed_attention"] * 2
 
 
 @pytest.mark.parametrize("model_type", ["gemma4_text", "gemma4_unified_text", "embedding_gemma2_text"])

@@ -210,3 +210,50 @@ def test_hy_v4_vl_before_5_25_is_refused_by_name():
         "5.24" in str(getattr(layer, "reason", "")) for layer in old.layers)
     new = refpos.model_positions({**HY_V4_VL_TEXT, "num_hidden_layers": 2}, transformers_version="5.25.0")
     assert new.complete and all(layer.kind == "mrope" for layer in new.layers)
+
+
+@pytest.mark.parametrize(("sections", "pairs", "reach"), [
+    ((24, 20, 20), 64, (24, 20, 20)),  # fits: the stated sections
+    ((24, 20, 20), 32, (11, 11, 10)),  # Qwen3-Omni's talker default on a 64-wide head: the slices stop at pair 31
+    ((44, 44, 40), 128, (45, 43, 40)),  # 3·44 > 129: h on every pair 1 (mod 3)
+    ((11, 11, 10), 128, (107, 11, 10)),  # Qwen4-Exp's default on a fully rotated 256-wide head: t the rest
+    ((0, 0, 0), 6, (6, 0, 0)),
+])
+def test_round_robin_reach_places_pairs_as_the_module_slices(sections, pairs, reach):
+    """h on pairs 1, 4, … below min(m, 3·s_h), w on 2, 5, … below min(m, 3·s_w), t on the rest."""
+    from refpos.models.mrope_hf import round_robin_reach
+    from refpos.rope.mrope import pair_axes
+
+    assert round_robin_reach(sections, pairs) == reach
+    axes = pair_axes(reach, interleaved=True)
+    for j, axis in enumerate(axes):
+        want = 1 if j % 3 == 1 and j < 3 * sections[1] else 2 if j % 3 == 2 and j < 3 * sections[2] else 0
+        assert axis == want, (j, axis, want)
+
+
+QWEN4_EXP_TEXT = {"model_type": "qwen4_exp_text", "hidden_size": 256, "num_attention_heads": 4, "head_dim": 256,
+                  "num_hidden_layers": 4, "rope_parameters": {"rope_type": "default", "rope_theta": 1e7}}
+
+
+def test_talker_and_qwen4_exp_resolve_the_module_reach():
+    """Qwen3-Omni's talker text model and Qwen4-Exp run the round-robin: sections that do not fit the rotated pairs
+    resolve to the pairs the module places (derived, with a note), never to a one-axis rotation."""
+    talker = from_hf_config(COSMOS3_EDGE["text_config"] | {"model_type": "qwen3_omni_moe_talker_text", "head_dim": 64,
+                                                           "rope_parameters": {"rope_type": "default",
+                                                                               "rope_theta": 1e6}})
+    assert (talker.mrope_section, talker.mrope_scheme, talker.layout) == ((11, 11, 10), "interleaved", "half")
+    assert talker.provenance["mrope_section"] == "derived"
+    assert any("slices stop at the last pair" in note for note in talker.notes)
+    rope = from_hf_config(QWEN4_EXP_TEXT)
+    assert (rope.mrope_section, rope.mrope_scheme, rope.rotary_dim) == ((107, 11, 10), "interleaved", 256)
+    assert not any("multi-axis" in str(v) for v in rope.not_modelled.values())
+
+
+def test_qwen4_exp_layers_are_linear_or_refused_by_their_indexer():
+    """Without layer_types the config class makes every 4th layer an attention layer (full_attention_interval) and
+    the others linear_attention (no attention); the attention layers are refused by the QSA indexer's pooled keys."""
+    import refpos
+
+    layers = refpos.model_positions(QWEN4_EXP_TEXT).layers
+    assert [r.kind for r in layers] == ["no_attention"] * 3 + ["refused"]
+    assert "QSA indexer" in layers[3].reason

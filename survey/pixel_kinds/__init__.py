@@ -30,6 +30,9 @@ What an observation is, per kind:
 ``rope``
     each rotary module's cos and sin tables at the position ids it was fed, against refpos's rotation read per
     channel as the text survey reads it, within the float32 bound of the angles (:mod:`survey.pixel_kinds.rope`).
+``mrope``
+    as ``rope``, where the rotary modules were fed the same position on every axis row (a talker run on its
+    ``inputs_embeds``): each pair then reads that one position (:func:`survey.pixel_kinds.rope.compare_mrope`).
 ``bias_table``
     the relative-position-bias module's output ``(H, N, N)`` for each layer, from that layer's table, or, where the
     attention gathers the bias in its own forward (Swin, Swin v2), the first window's logits its softmax is fed
@@ -76,7 +79,7 @@ from survey.pixel_kinds.conv_position import compare_conv_position
 from survey.pixel_kinds.decomposed import compare_decomposed
 from survey.pixel_kinds.fourier import compare_fourier
 from survey.pixel_kinds.grid import compare_grid
-from survey.pixel_kinds.rope import compare_rope
+from survey.pixel_kinds.rope import compare_mrope, compare_rope
 from survey.pixel_kinds.sincos2d import compare_sincos2d
 from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
 from survey.pixel_kinds.tiled_grid import compare_tiled_grid
@@ -85,8 +88,8 @@ from survey.pixels import PixelRun, Site
 
 __all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_axis_tables", "compare_bias_table",
            "compare_conv_position", "compare_decomposed", "compare_fourier", "compare_grid", "compare_learned",
-           "compare_rope", "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal", "compare_tiled_grid",
-           "compare_vision_rope"]
+           "compare_mrope", "compare_rope", "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal",
+           "compare_tiled_grid", "compare_vision_rope"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,8 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
     KindComparison("sinusoidal", compare_sinusoidal, "the table the model's code builds, and the rows the frames "
                    "read"),
     KindComparison("rope", compare_rope, "each rotary module's cos and sin tables at the position ids it was fed"),
+    KindComparison("mrope", compare_mrope, "each rotary module's cos and sin tables at the position ids it was fed, "
+                   "the same on every axis row"),
     KindComparison("sinusoid1d", compare_sinusoid1d, "the table the model's code builds, and the rows the "
                    "embedding's output gains; a relative table: the position module's output and each layer's "
                    "projection's input"),

@@ -104,3 +104,19 @@ def compare_rope(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
                     wrong[name] = other[0]
             cases.append((observed, predicted, bound, wrong))
     return graded(cases, (), f"{record.stack} layer {record.index} rope ({', '.join(s.path for s in mine)})")
+
+
+def compare_mrope(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
+    """One M-RoPE layer on a run whose rotary modules were fed the same positions on every axis row (a talker
+    stack run on its ``inputs_embeds``: ``arange(T)`` on t, h and w): there every pair reads the one position, the
+    tables are 1-D RoPE's, and :func:`compare_rope` compares them at the first row. Rows that differ are an M-RoPE
+    grid this comparison does not read (not reached, by name)."""
+    for site in run.rotary:
+        for capture in site.captures.values():
+            ids = capture.module_in
+            rows = ids.reshape(ids.shape[0], -1) if ids.ndim >= 3 else ids.reshape(1, -1)
+            if not (rows == rows[:1]).all():
+                return Outcome("not reached", f"{record.stack} layer {record.index}: {site.path} was fed position "
+                               f"rows that differ (shape {tuple(ids.shape)}): the survey compares M-RoPE on "
+                               f"{run.input_name} where every axis reads the same position")
+    return compare_rope(record, run, sites)
