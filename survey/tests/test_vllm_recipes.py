@@ -25,7 +25,8 @@ def test_every_committed_recipe_reads_with_its_source():
     assert {"Step1ForCausalLM", "SolarForCausalLM", "TeleFLMForCausalLM", "IQuestLoopCoderForCausalLM",
             "Plamo3ForCausalLM"} <= {name for name, recipe in found.items() if not recipe.alias_of}
     assert {"InternLM2ForRewardModel", "VoyageQwen3BidirectionalEmbedModel", "HF_ColBERT", "ColBERTModernBertModel",
-            "ColBERTLfm2Model"} <= {name for name, recipe in found.items() if recipe.alias_of}
+            "ColBERTLfm2Model", "JinaForRanking", "JinaEmbeddingsV5Model"} <= {name for name, recipe in found.items()
+                                                                         if recipe.alias_of}
     for name, recipe in found.items():
         assert recipe.source["repo"].count("/") == 1 and recipe.source["path"], name
         assert recipe.alias_of or recipe.config["architectures"] == [name]
