@@ -23,6 +23,7 @@ import warnings
 from typing import Any
 
 from survey.claims import LayerClaim, Resolution, refused_layers, without_repeats
+from survey.cross import split_cross
 from survey.sources import reads_of
 
 #: not-modelled keys that concern the attention core, not positions (masks, scales): notes, not refusals
@@ -68,13 +69,14 @@ def _from_records(config: dict[str, Any]) -> Resolution:
     from survey.claims import STACKS
 
     answer = refpos.model_positions(config)
+    records, cross = split_cross(answer.layers)  # a layer's cross-attention: survey.cross's claims
     layers, refused = [], []
-    inputs = _input_sinusoids(answer.layers)
-    tables = _input_tables(answer.layers)
+    inputs = _input_sinusoids(records)
+    tables = _input_tables(records)
     # vision towers (token ids never reach them), and the input sites of text stacks not claimed as a sinusoid
-    towers = [r for r in answer.layers if r.stack not in STACKS and r.stack.removesuffix(".input") not in inputs
+    towers = [r for r in records if r.stack not in STACKS and r.stack.removesuffix(".input") not in inputs
               and id(r) not in tables and r.kind != "box_tables"]
-    for r in answer.layers:
+    for r in records:
         more = {"reads": reads_of(r)}
         if r.kind == "unknown":  # whatever its stack is called: the family is not in the table
             refused.append(f"model_type {answer.model_type!r} is not in the family table; unknown: "
@@ -124,14 +126,14 @@ def _from_records(config: dict[str, Any]) -> Resolution:
             layers.append(LayerClaim(*where, "other", detail=r.kind))
     from refpos.models.position_keys import ATTENTION_ONLY
 
-    refused = refused_layers([r for r in answer.layers if r.stack in STACKS]) + refused + _unrun_sequence_stacks(towers)
+    refused = refused_layers([r for r in records if r.stack in STACKS]) + refused + _unrun_sequence_stacks(towers)
     notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, {NOT_RUN}"
              for stack in dict.fromkeys(r.stack for r in towers if r.kind != "unknown")]
     part_paths = tuple(path + "." for _, path, _ in answer.parts)
     for key, what in answer.not_modelled.items():  # masks and scales are notes; any other key is a refusal
         in_a_part = key.startswith(part_paths)  # a network the survey does not run: noted, not compared
         (notes if in_a_part or key.rsplit(".", 1)[-1] in ATTENTION_ONLY else refused).append(f"{key}: {what}")
-    return Resolution(tuple(layers), "; ".join(without_repeats(refused)) or None, None, tuple(notes))
+    return Resolution((*layers, *cross), "; ".join(without_repeats(refused)) or None, None, tuple(notes))
 
 
 #: the end of the note on a tower's stack the token-id run does not reach (:mod:`survey.towers` runs it)

@@ -60,6 +60,8 @@ class LayerClaim:
     #: claim refpos makes (the survey's mutants, :mod:`survey.mutants`, change them)
     offset: int = 0
     gain: float = 1.0
+    #: ``"self"``, or ``"cross"``: the layer's cross-attention, whose keys are another sequence's (:mod:`survey.cross`)
+    site: str = "self"
 
     def source(self, use: str) -> tuple[str, ...]:
         """The inputs ``use`` reads (:data:`survey.sources.DEFAULT` where the claim states none)."""
@@ -70,6 +72,8 @@ class LayerClaim:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.site not in ("self", "cross"):
+            raise ValueError(f"site must be 'self' or 'cross', got {self.site!r}")
         if self.stack not in STACKS:
             raise ValueError(f"stack must be one of {STACKS}, got {self.stack!r}")
 

@@ -60,6 +60,7 @@ import numpy as np
 from survey import biases as bias_checks
 from survey.boxes import check_boxes
 from survey.claims import LayerClaim, LayerResult, Resolution
+from survey.cross import compare_cross, split_sites
 from survey.observed import (
     handed_positions,
     inline_layers,
@@ -147,6 +148,8 @@ def case_reference(probe: Probe, seen: Seen, index: int) -> tuple[Call | None, s
         return None, "the case called attention a different number of times"
     ref = probe.b.calls[index]
     mode = "identity" if probe.b.neutralized.get(call.path) else "zero"
+    if mode == "zero" and not probe.position_ids_taken:  # run B could not put the tokens at position 0
+        return None, "the model takes no position ids and its rotary tables were not replaced in run B"
     queries = seen.inputs.queries
     if seen.case.queries:  # a decoding step: its rows are run B's PREFILL … of the same tokens
         mine, theirs = seen.run.inputs.get(call.path), probe.b.inputs.get(call.path)
@@ -319,8 +322,10 @@ def compare(resolution: Resolution, probe: Probe, stop_at_mismatch: bool = False
     """Every claim of ``resolution`` against ``probe`` (see the module docstring); ``stop_at_mismatch``: return
     at the first mismatch (a mutant needs only one)."""
     verdict = Verdict(observed=observed_kinds(probe))
+    own, cross = split_sites(resolution)  # a layer's cross-attention claims are survey.cross's
     try:
-        _compare(resolution, probe, verdict, stop_at_mismatch)
+        _compare(own, probe, verdict, stop_at_mismatch)
+        compare_cross(cross, own, probe, lambda result: _add(verdict, result, stop_at_mismatch))
     except _Stop:
         pass
     return verdict
@@ -330,11 +335,15 @@ class _Stop(Exception):
     """The first mismatch, where the caller asked for no more."""
 
 
+def _add(verdict: Verdict, result: LayerResult, stop: bool) -> None:
+    verdict.layers.append(result)
+    if stop and result.status == "mismatch":
+        raise _Stop
+
+
 def _compare(resolution: Resolution, probe: Probe, verdict: Verdict, stop: bool) -> None:
     def add(result: LayerResult) -> None:
-        verdict.layers.append(result)
-        if stop and result.status == "mismatch":
-            raise _Stop
+        _add(verdict, result, stop)
 
     calls = layer_calls(probe.a)
     lookups = position_lookups(probe)

@@ -13,6 +13,8 @@ RoPE                   the layout changed to each other one (half, interleaved, 
                        :math:`\\times (1 + 10^{-3})`; the rotated width ±2 channels; every position + 1; the
                        token's slot read for the position id (or the id for the slot); the first layer without
                        RoPE rotated as the others
+cross-attention        its queries and keys rotated as the stack's first RoPE (:mod:`survey.cross`): the queries at
+                       the tokens' positions, the keys at their indices
 query scale            each length of its rule ±1 (Llama 4's ``floor_scale``); the slot read for the id, or the id
                        for the slot
 ALiBi                  the bias's sign; the last head's slope :math:`\\times (1 + 10^{-2})`; the keys read from the
@@ -41,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from survey.claims import LayerClaim, Resolution
+from survey.cross import rotated_cross
 
 THETA = 1e-4
 #: how the mutants that read the other of the two position inputs are named
@@ -122,11 +125,14 @@ def mutants(resolution: Resolution) -> list[tuple[str, Resolution]]:
         out.append(("positions + 1", _each(resolution, "rope", lambda c: dataclasses.replace(c, offset=c.offset + 1))))
         out.append(("rotation reads the other of slot and id", _each(resolution, "rope", lambda c: dataclasses.replace(
             c, reads={**c.reads, "rotation": _swap(c.source("rotation"))}))))
-        first_none = next((c for c in resolution.layers if c.kind == "none"), None)
+        first_none = next((c for c in resolution.layers if c.kind == "none" and c.site == "self"), None)
         if first_none is not None:
             out.append(("a layer without RoPE rotated", dataclasses.replace(resolution, layers=tuple(
                 dataclasses.replace(c, kind="rope", rope=ropes[0]) if c is first_none else c
                 for c in resolution.layers))))
+        crossed = rotated_cross(resolution.layers, ropes[0])  # a cross-attention's queries and keys rotated
+        if crossed is not None:
+            out.append(("cross-attention rotated", dataclasses.replace(resolution, layers=crossed)))
     for kind in ("rope", "none"):
         scales = list(dict.fromkeys(c.query_scale for c in resolution.layers if c.kind == kind and c.query_scale))
         for scale in scales:

@@ -288,6 +288,11 @@ class Recorder:
             if identity is not None:
                 kwargs = {**kwargs, name: identity}
                 replaced.append(name)
+        for i, value in enumerate(args):  # tables handed by position (DiaDecoderLayer's self_attention)
+            identity = _identity(value) if isinstance(value, (tuple, list)) else None
+            if identity is not None:
+                args = (*args[:i], identity, *args[i + 1:])
+                replaced.append(f"argument {i}")
         self.run.neutralized[path] = replaced
         return args, kwargs
 

@@ -73,11 +73,15 @@ class ModelPositions:
     def summary(self) -> str:
         """One line per stack: ``decoder layers 0-47: rope ×36, none ×12 (every 4th)``; a stack's input embedding
         (``audio.input``) is one line ``audio input: conv_position``, what a stage after its layers adds
-        (``vision.output``) one line ``vision output: sincos2d(granite_docling) ×2``."""
+        (``vision.output``) one line ``vision output: sincos2d(granite_docling) ×2``, a stack's cross-attention
+        (``decoder.cross``, :mod:`refpos.models.cross`) one line ``decoder cross-attention layers 0-5: none ×6``."""
         def line(name: str) -> str:
             records = self.stack(name)
             if name.endswith(".input"):
                 return f"{name.removesuffix('.input')} input: {records[0].label}"
+            if name.endswith(".cross"):
+                pairs = [(r.index, r.label) for r in records]
+                return f"{name.removesuffix('.cross')} cross-attention " + summary_line(pairs)
             if name.endswith(".output"):
                 return f"{name.removesuffix('.output')} output: {records[0].label} ×{len(records)}"
             return f"{name} " + summary_line([(r.index, r.label) for r in records])

@@ -40,6 +40,7 @@ from dataclasses import fields
 from importlib import resources
 from typing import Any
 
+from refpos.models.cross import read_cross
 from refpos.models.facts import OWN_STACKS, read_stack, read_switch
 from refpos.models.family_row import (
     SOURCE_FORM,
@@ -129,6 +130,8 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
         values["output"] = read_stack(f"{where} output", dict(values["output"]))
     if "switch" in values:
         values["switch"] = read_switch(where, values["switch"])
+    if "cross_attention" in values:
+        values["cross_attention"] = read_cross(where, values["cross_attention"])
     if "stages" in values:
         values["stages"] = read_stages(where, values["stages"])
     try:

@@ -64,6 +64,10 @@ the encoding, the stacks and the facts of each kind (``encoding``, ``stacks``, `
 ``unmodelled``
     Something the code does with positions that refpos does not model; reported as not modelled, and
     :func:`refpos.model_positions` refuses the layers.
+``cross_attention``
+    A cross-attention in the decoder's layers beside their self-attention, whose queries and keys carry no
+    positions (Dia's decoder, BLT's byte stacks): ``{keys, queries, every_key, all_key, all_default, alone}``,
+    read by :func:`refpos.models.cross.read_cross`; each is a record of ``decoder.cross``.
 ``stage_unmodelled``
     A composite's own stage, outside its language model and its parts, that does something with positions
     refpos does not model (X-CLIP's multi-frame transformer over its tower's outputs): reported as not modelled
@@ -103,6 +107,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refpos.models import query_scales
+from refpos.models.cross import CrossFacts
 from refpos.models.facts import STACKS, StackFacts, Switch
 from refpos.models.kinds.registry import KINDS
 from refpos.models.kinds.rope import CONFIG_KEY, RopeFacts
@@ -152,6 +157,8 @@ class Family:
     multi_axis: bool = False
     unmodelled: str | None = None
     stage_unmodelled: str | None = None
+    #: the cross-attention of the decoder's layers, without positions (:mod:`refpos.models.cross`), if any
+    cross_attention: CrossFacts | None = None
     note: str | None = None
     #: the encoding and facts of every stack unless ``encoder`` / ``decoder`` / ``predictor`` / ``spatial`` /
     #: ``temporal`` override them
@@ -203,6 +210,7 @@ class Family:
                                                     and self.types_key == "layer_types"),
                   "encoder": self.encoder is None or "encoder" in STACKS.get(self.stacks, ()),
                   "decoder": self.decoder is None or "decoder" in STACKS.get(self.stacks, ()),
+                  "cross_attention": self.cross_attention is None or "decoder" in STACKS.get(self.stacks, ()),
                   "predictor": self.predictor is None or "predictor" in STACKS.get(self.stacks, ()),
                   "spatial": self.spatial is None or "spatial" in STACKS.get(self.stacks, ()),
                   "temporal": self.temporal is None or "temporal" in STACKS.get(self.stacks, ()),

@@ -42,6 +42,7 @@ from dataclasses import replace
 from typing import Any
 
 from refpos.models.answer import ModelPositions
+from refpos.models.cross import cross_records
 from refpos.models.facts import STACKS
 from refpos.models.families import Family, family_of
 from refpos.models.hf_files import language_view
@@ -152,8 +153,7 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, Any] | None = N
 
 def _assumed(family: Family | None, written: str | None,
              assume: Mapping[str, Any]) -> tuple[Family | None, list[str]]:
-    """The row the caller states for an unknown family (:func:`refpos.models.stated.stated_row`: the table's row
-    reader, provenance "stated by the caller"); a known family keeps its own row."""
+    """An unknown family's row as stated by the caller (:func:`refpos.models.stated.stated_row`); a known: its own."""
     if family is not None:
         return family, [f"assume={dict(assume)} ignored: the family table knows {family.model_type!r}"]
     row = stated_row(written or "unknown", assume)
@@ -238,8 +238,8 @@ def _known(lm: ConfigView, family: Family, written: str | None,
             stack_layers = [Refused(name, i, None, reason=why) for i in range(_count(lm, family))]
             stack.not_modelled.clear()
             stack.not_modelled[lm.name("model_type")] = why
-        layers += _input_site(lm, family, name, role, not_modelled) + stack_layers + _output_site(
-            lm, family, name, role, not_modelled)
+        layers += _input_site(lm, family, name, role, not_modelled) + stack_layers + cross_records(
+            lm, family, name, stack_layers) + _output_site(lm, family, name, role, not_modelled)
         not_modelled.update({key: why for key, why in stack.not_modelled.items() if key not in honoured})
         notes += [note for note in stack.notes if note not in notes]
     _mark_inert(lm, layers)

@@ -248,15 +248,25 @@ _DORY_ROPE = {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
       "n_input_layers": 2, "n_recurrent_layers": 0, "n_output_layers": 2, "n_recurrent_loops": 2}, "mlp block"),
     ({"model_type": "blt", **{f"{part}_config": dict(_SUB) for part in ("patcher", "encoder", "global", "decoder")}},
      "four transformers"),
-    ({"model_type": "dia", "encoder_config": dict(_SUB), "decoder_config": dict(_SUB)}, "an encoder and a decoder"),
-], ids=["dory", "blt", "dia"])
+], ids=["dory", "blt"])
 def test_released_layouts_refpos_does_not_model_are_refused_by_name(config: dict, why: str):
     """Dory's released config lists an mlp block after each attention block (``DoryConfig.to_dict``: the counts
-    doubled) and loops its recurrent layers; BLT runs four transformers and Dia an encoder and a decoder, each
-    from its own sub-config. Each is refused by name, where refpos raised a ValueError (no rope dict for 'mlp';
-    no width at the top)."""
+    doubled) and loops its recurrent layers; BLT runs four transformers, each from its own sub-config. Each is
+    refused by name, where refpos raised a ValueError (no rope dict for 'mlp'; no width at the top)."""
     resolved = refpos.model_positions(config)
     assert {r.kind for r in resolved} == {"refused"} and why in resolved.layers[0].reason
+
+
+def test_dia_is_its_encoder_and_its_decoder():
+    """Dia's composite holds no layers of its own (DiaModel.forward): its encoder (dia_encoder) and its decoder
+    (dia_decoder: a rotating self-attention and a cross-attention without positions in every layer), each from its
+    own sub-config."""
+    for named in ({"encoder_config": "dia_encoder", "decoder_config": "dia_decoder"}, {}):  # DiaConfig's defaults
+        config = {"model_type": "dia", **{key: {**_SUB, **({"model_type": named[key]} if named else {})}
+                                          for key in ("encoder_config", "decoder_config")}}
+        resolved = refpos.model_positions(config)
+        assert resolved.complete and resolved.stacks == ("encoder", "decoder", "decoder.cross")
+        assert [r.kind for r in resolved] == ["rope"] * 4 + ["none"] * 2
 
 
 def test_records_describe_themselves_as_json():
