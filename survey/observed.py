@@ -3,7 +3,8 @@ reference call of each (its query and key before rotation), position biases and 
 
 A layer is an entry of a layer list (``model.layers.3``, ``encoder.block.0``): the outermost list being run
 when attention was called. A list under an ``encoder`` is an encoder stack, any other a decoder stack;
-cross-attention calls (module names with ``cross``, ``encdec``, ``encoder_attn``) are set aside.
+cross-attention calls (module names with ``cross``, ``encdec``, ``encoder_attn``) are set aside here: a layer's
+cross-attention claim is compared with them by :mod:`survey.cross`.
 """
 
 from __future__ import annotations
