@@ -9,9 +9,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from refpos.models.families import Family
+from refpos.models.families import Family, family_of
 from refpos.models.layer_pattern import LayerPattern
-from refpos.models.stages import stage_plan, stage_types
+from refpos.models.stages import Stage, stage_plan, stage_types
 from refpos.validation import check_int, check_size
 
 LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
@@ -216,5 +216,20 @@ def _ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
+def stages_of(config: Mapping[str, Any]) -> tuple[Stage, ...]:
+    """The stages of a config whose family row states ``stages`` (its ``model_type``'s row); ``()`` for a family
+    without them. A ``TypeError`` when ``config`` is not a mapping.
+
+    See Also
+    --------
+    stage_plan : the stages under a given rule.
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping (a config.json's dict), got {type(config).__name__}")
+    model_type = config.get("model_type")
+    family = family_of(model_type) if isinstance(model_type, str) else None
+    return () if family is None or family.stages is None else stage_plan(config, family.stages)
+
+
 __all__ = ["DENSE_PREFIX_KEYS", "LAYER_COUNT_KEYS", "LAYER_THETA_KEY", "SCALING_LAYERS_KEY", "LayerCountMissing",
-           "layer_count", "layer_thetas", "layer_types", "rotating", "scaled_layers", "summary_line"]
+           "layer_count", "layer_thetas", "layer_types", "rotating", "scaled_layers", "stages_of", "summary_line"]

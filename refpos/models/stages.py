@@ -172,23 +172,6 @@ def stage_plan(cfg: Mapping[str, Any], rule: StageRule) -> tuple[Stage, ...]:
     return tuple(stages)
 
 
-def stages_of(config: Mapping[str, Any]) -> tuple[Stage, ...]:
-    """The stages of a config whose family row states ``stages`` (its ``model_type``'s row); ``()`` for a family
-    without them. A ``TypeError`` when ``config`` is not a mapping.
-
-    See Also
-    --------
-    stage_plan : the stages under a given rule.
-    """
-    from refpos.models.families import family_of
-
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a mapping (a config.json's dict), got {type(config).__name__}")
-    model_type = config.get("model_type")
-    family = family_of(model_type) if isinstance(model_type, str) else None
-    return () if family is None or family.stages is None else stage_plan(config, family.stages)
-
-
 def stage_types(stages: tuple[Stage, ...]) -> list[str]:
     """The layer type of every layer: ``stage_<s>`` for each layer of stage :math:`s`, in order.
 
@@ -204,5 +187,4 @@ def stage_note(stages: tuple[Stage, ...]) -> str:
     return "stages: " + "; ".join(stage.describe() for stage in stages)
 
 
-__all__ = ["FACTS", "MAX_STAGES", "Stage", "StageRule", "read_stages", "stage_note", "stage_plan", "stage_types",
-           "stages_of"]
+__all__ = ["FACTS", "MAX_STAGES", "Stage", "StageRule", "read_stages", "stage_note", "stage_plan", "stage_types"]

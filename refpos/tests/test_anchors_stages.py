@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 import refpos
-from refpos.models.stages import stages_of
+from refpos.models.schedule import stages_of
 
 torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")

@@ -8,7 +8,8 @@ import pytest
 
 import refpos
 from refpos.models.families import family_of, read_row
-from refpos.models.stages import read_stages, stage_plan, stage_types, stages_of
+from refpos.models.schedule import stages_of
+from refpos.models.stages import read_stages, stage_plan, stage_types
 
 SEGFORMER = {"model_type": "segformer", "num_encoder_blocks": 3, "depths": [1, 2, 3, 9],
              "hidden_sizes": [8, 16, 24, 99], "num_attention_heads": [1, 2, 3, 99], "sr_ratios": [4, 2, 1, 1]}
