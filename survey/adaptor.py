@@ -63,6 +63,16 @@ def resolve(config: dict[str, Any]) -> Resolution:
         return Resolution(refused=message) if is_refusal(message, model_type) else Resolution(error=message)
 
 
+def _tower(record: Any, stacks: Any) -> bool:
+    """Whether token ids never reach ``record``'s stack: a stack not among the text ``stacks``, or one named as a
+    text stack (Granite Speech's ``encoder_config`` makes an ``encoder``) whose kind no text model has (an audio
+    encoder's table of frame distances: :attr:`refpos.models.kinds.EncodingKind.modalities`)."""
+    from refpos.models.kinds import KINDS
+
+    kind = KINDS.get(record.kind)
+    return record.stack not in stacks or (kind is not None and "text" not in kind.modalities)
+
+
 def _from_records(config: dict[str, Any]) -> Resolution:
     """:func:`refpos.model_positions`: one claim per record."""
     import refpos
@@ -74,7 +84,7 @@ def _from_records(config: dict[str, Any]) -> Resolution:
     inputs = _input_sinusoids(records)
     tables = _input_tables(records)
     # vision towers (token ids never reach them), and the input sites of text stacks not claimed as a sinusoid
-    towers = [r for r in records if r.stack not in STACKS and r.stack.removesuffix(".input") not in inputs
+    towers = [r for r in records if _tower(r, STACKS) and r.stack.removesuffix(".input") not in inputs
               and id(r) not in tables and r.kind != "box_tables"]
     for r in records:
         more = {"reads": reads_of(r)}
@@ -89,7 +99,7 @@ def _from_records(config: dict[str, Any]) -> Resolution:
         if r.kind == "box_tables" and (stack := r.stack.removesuffix(".input")) in STACKS:  # survey.boxes
             layers.append(LayerClaim(stack, -1, "box_tables", params={"record": r, "reads": r.reads_at}, **more))
             continue
-        if r.stack not in STACKS:
+        if _tower(r, STACKS):
             continue
         where = (r.stack, r.index)
         if r.kind in ("rope", "mrope"):
@@ -126,7 +136,7 @@ def _from_records(config: dict[str, Any]) -> Resolution:
             layers.append(LayerClaim(*where, "other", detail=r.kind))
     from refpos.models.position_keys import ATTENTION_ONLY
 
-    refused = refused_layers([r for r in records if r.stack in STACKS]) + refused + _unrun_sequence_stacks(towers)
+    refused = refused_layers([r for r in records if not _tower(r, STACKS)]) + refused + _unrun_sequence_stacks(towers)
     notes = [f"{stack} stack: {sum(r.stack == stack for r in towers)} layers resolved, {NOT_RUN}"
              for stack in dict.fromkeys(r.stack for r in towers if r.kind != "unknown")]
     part_paths = tuple(path + "." for _, path, _ in answer.parts)

@@ -15,7 +15,8 @@ Read from the model's config, never from its type:
   that (Qwen3-ASR's encoder), else 64 and 96 frames, then ``(1, frames, features)``, then
   ``(mel bins, frames)`` (Qwen-Omni's audio encoder takes its batch's frames concatenated, with their counts),
   for each width the config states (:data:`FEATURE_WIDTHS`), then one channel of the first,
-  ``(1, 1, frames, mel bins)`` (CLAP's);
+  ``(1, 1, frames, mel bins)`` (CLAP's), then frames of four times the first width ``(1, frames, 4 · mel bins)``
+  (Granite Speech 5's bins with their deltas, two frames stacked);
 * ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``, then
   two and three tokens' samples where the config states ``samples_per_token``, then,
   where the config states ``num_mel_bins`` and ``max_length``, a spectrogram ``(1, frames, bins)`` of that many
@@ -183,7 +184,7 @@ def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
     else:
         frames = PLAIN_FRAMES
     return {key: [shape for bins in widths for shape in ((1, bins, n), (1, n, bins), (bins, n))] + [
-        (1, 1, n, widths[0])] for key, n in zip(("native", "resampled"), frames, strict=True)}
+        (1, 1, n, widths[0]), (1, n, 4 * widths[0])] for key, n in zip(("native", "resampled"), frames, strict=True)}
 
 
 def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:

@@ -8,11 +8,17 @@ replaced by zero (weight and bias) every key is ``0``, so ``q·kᵀ = 0`` exactl
 normalised vectors: ``0/max(‖0‖, ε) = 0``), and ``s`` *is* the position terms; the attention mask its forward
 takes (``attention_mask``: a shifted window's, which is no position) is left out of that run. With the query
 projection's weight replaced by zero and its bias by a seeded draw ``c``, every query is ``c`` wherever it sits (a
-padded patch too): the terms that read the query (SAM's ``q·R_h[Δy] + q·R_w[Δx]``) are then known from ``c`` and
-the tables alone.
+padded patch too): the terms that read the query (SAM's ``q·R_h[Δy] + q·R_w[Δx]``, a speech encoder's
+``q·E[clip(j − i)]``) are then known from ``c`` and the tables alone. A query projection without a bias is given
+one, ``c``, for that forward (removed after).
 
-The projections are found by name among the attention module's children (:data:`QUERY`, :data:`KEY`, or one
-fused :data:`FUSED` projection whose output is ``[q | k | v]``); the softmax input by a
+Where the forward hands its terms to ``scaled_dot_product_attention`` as a floating ``attn_mask`` (Granite Speech's
+conformer), that call's softmax input is ``q·kᵀ·scale + attn_mask`` with ``q·kᵀ = 0``: the mask *is* the softmax
+input, and it is recorded as the first softmax's would be (a boolean mask adds no terms and is not recorded).
+
+The projections are found by name among the attention module's children (:data:`QUERY`, :data:`KEY` or a
+:data:`KEY_VALUE` projection whose output is ``[k | v]``, or one fused :data:`FUSED` projection whose output is
+``[q | k | v]``); the softmax input by a
 :class:`torch.overrides.TorchFunctionMode` that records the first ``softmax`` called while the module's forward
 runs. One extra forward of the whole model records every such module; the weights are restored however it ends.
 Nothing of the module's own code is reproduced: the comparison (:mod:`survey.pixel_kinds`) judges ``s`` against
@@ -29,8 +35,9 @@ import numpy as np
 from survey.probe import removed
 
 #: the children names of a query, a key and a fused ``[q | k | v]`` projection
-QUERY = ("query", "q_proj", "q")
-KEY = ("key", "k_proj", "k")
+QUERY = ("query", "q_proj", "q", "to_q", "linear_q")
+KEY = ("key", "k_proj", "k", "linear_k")
+KEY_VALUE = ("to_kv",)
 FUSED = ("qkv", "qkv_proj")
 #: the most logit matrices ``(N, N)`` kept of one module (the first window's heads come first), and the most
 #: entries: past them, evenly spaced query rows of each matrix
@@ -43,7 +50,7 @@ def projections(attention: Any) -> tuple[Any, Any, bool] | None:
     where one projection makes ``[q | k | v]``); ``None`` where it has neither form."""
     children = dict(attention.named_children())
     query = next((children[n] for n in QUERY if n in children and hasattr(children[n], "weight")), None)
-    key = next((children[n] for n in KEY if n in children and hasattr(children[n], "weight")), None)
+    key = next((children[n] for n in (*KEY, *KEY_VALUE) if n in children and hasattr(children[n], "weight")), None)
     if query is not None and key is not None:
         return query, key, False
     fused = next((children[n] for n in FUSED if n in children and hasattr(children[n], "weight")), None)
@@ -52,7 +59,7 @@ def projections(attention: Any) -> tuple[Any, Any, bool] | None:
 
 def _replace(query: Any, key: Any, fused: bool, generator: Any) -> np.ndarray:
     """Zero both projections' weights and the key's bias; the query's bias a seeded draw (float32 values), which
-    is returned (zeros where the query has no bias)."""
+    is returned (a query without a bias is given one, removed after the forward by :func:`position_logits`)."""
     import torch
 
     width = query.weight.shape[0] // 3 if fused else query.weight.shape[0]
@@ -63,7 +70,8 @@ def _replace(query: Any, key: Any, fused: bool, generator: Any) -> np.ndarray:
             if projection.bias is not None:
                 projection.bias.zero_()
         if query.bias is None:
-            return np.zeros(width, dtype=np.float32)
+            query.bias = torch.nn.Parameter(torch.zeros(query.weight.shape[0], dtype=query.weight.dtype),
+                                            requires_grad=False)
         query.bias[:width] = drawn.to(query.bias.dtype)
     return drawn.numpy()
 
@@ -92,6 +100,7 @@ def position_logits(model: Any, inputs: dict[str, Any], owners: list[str]) -> tu
     from torch.overrides import TorchFunctionMode
 
     softmax = {torch.nn.functional.softmax, torch.softmax, torch.Tensor.softmax}
+    attention = torch.nn.functional.scaled_dot_product_attention
     modules = dict(model.named_modules())
     found = {path: projections(modules[path]) for path in dict.fromkeys(owners) if path in modules}
     found = {path: p for path, p in found.items() if p is not None}
@@ -104,10 +113,16 @@ def position_logits(model: Any, inputs: dict[str, Any], owners: list[str]) -> tu
         def __torch_function__(self, func, types, args=(), kwargs=None):
             if func in softmax and running and running[-1] not in recorded:
                 recorded[running[-1]] = args[0]
+            if func is attention and running and running[-1] not in recorded:
+                mask = kwargs.get("attn_mask") if kwargs else None
+                mask = args[3] if mask is None and len(args) > 3 else mask
+                if isinstance(mask, torch.Tensor) and mask.is_floating_point():
+                    recorded[running[-1]] = mask
             return func(*args, **(kwargs or {}))
 
     saved = {path: [t.detach().clone() for p in found[path][:2] for t in (p.weight, p.bias) if t is not None]
              for path in found}
+    unbiased = [found[path][0] for path in found if found[path][0].bias is None]
     generator = torch.Generator().manual_seed(41)
     drawn = {path: _replace(*found[path], generator) for path in found}
     handles = []
@@ -130,6 +145,8 @@ def position_logits(model: Any, inputs: dict[str, Any], owners: list[str]) -> tu
         recorded.clear()
         raised = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     finally:
+        for projection in unbiased:  # the bias given for this forward removed
+            projection.bias = None
         with torch.no_grad():
             for path, tensors in saved.items():
                 live = [t for p in found[path][:2] for t in (p.weight, p.bias) if t is not None]

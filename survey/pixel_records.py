@@ -16,9 +16,11 @@ import numpy as np
 from survey.records import Applied
 
 #: a path component that names positions (a module or parameter); ``position_ids`` and other integer buffers are
-#: indices, not weights, and are left out by their dtype; TimeSformer's learned time table is named ``time_embeddings``
+#: indices, not weights, and are left out by their dtype; TimeSformer's learned time table is named ``time_embeddings``,
+#: wav2vec2-BERT's table of clipped distances ``distance_embedding``
 POSITION = re.compile(r"(^|_)(pos|position|positional|rel_pos|relative_position)s?(_|$|\d)|pos_embed|position_bias"
-                      r"|relative_position|cpb_mlp|continuous_position|row_embedder|column_embedder|^time_embeddings$")
+                      r"|relative_position|cpb_mlp|continuous_position|row_embedder|column_embedder|^time_embeddings$"
+                      r"|^distance_embedding$")
 #: the inputs a forward may take instead of token ids, in the order tried
 INPUTS = ("pixel_values", "input_features", "input_values", "spectrogram", "audio_values", "past_values", "latents",
           "pixel_values_videos", "audio_mel", "mel_spectrogram", "image", "input", "hidden_states", "inputs",

@@ -148,6 +148,30 @@ def _standardized_table(values: dict[str, Any]) -> dict[str, Any]:
     return {"d_model": min(values["d_model"], PATCHTST_WIDTH)}
 
 
+#: the frames per block of Granite Speech's conformer at the survey's size: the 16 frames it is fed then fill two
+#: blocks and part of a third (its default 200, or 128, hold them in one partial block, where a block one frame
+#: shorter or longer, or none, looks right)
+GRANITE_BLOCK = 6
+#: wav2vec2-BERT's clip below at the survey's size: its default 64 is beyond the 64 frames it is fed (no distance
+#: reaches it, so a clip one frame short looks right on that side)
+W2V_BERT_LEFT = 16
+
+
+def _granite_blocks(values: dict[str, Any]) -> dict[str, Any]:
+    """Granite Speech's encoder (or a composite's ``encoder_config``) at :data:`GRANITE_BLOCK` frames per block."""
+    if "encoder_config" in values:
+        return {"encoder_config": {**values["encoder_config"], **_granite_blocks(values["encoder_config"])}}
+    return {"context_size": min(values["context_size"], GRANITE_BLOCK)}
+
+
+def _w2v_bert_left(values: dict[str, Any]) -> dict[str, Any]:
+    """wav2vec2-BERT (or a codec's ``semantic_model_config``) with its clip below at :data:`W2V_BERT_LEFT`."""
+    if "semantic_model_config" in values:
+        return {"semantic_model_config": {**values["semantic_model_config"],
+                                          **_w2v_bert_left(values["semantic_model_config"])}}
+    return {"left_max_position_embeddings": min(values["left_max_position_embeddings"], W2V_BERT_LEFT)}
+
+
 #: per model type, fields its class leaves unset (or does not define) that its modules read, so that no
 #: geometry builds from the class defaults: (why, the fields stated, from the shrunk values)
 OVERRIDES: dict[str, tuple[str, Any]] = {
@@ -241,6 +265,12 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
                                             "projector_output_dim": values["hidden_size"]}),
     # timm's backbone wrapper names the architecture it builds in `backbone`, which its class leaves None: named as
     # timm's ResNet-18 (no weights are loaded; the row is refused by name whatever the architecture)
+    **{name: ("its blocks of context_size frames hold the survey's 16 frames in one partial block, hiding the block "
+              "size", _granite_blocks)
+       for name in ("granite_speech", "granite_speech_encoder", "granite_speech_plus", "granite_speech_plus_encoder",
+                    "granite_speech5_ctc", "granite_speech5_encoder")},
+    **{name: ("its clip below (64 frames) is beyond the survey's 64 frames, hiding that side of the clip",
+              _w2v_bert_left) for name in ("wav2vec2-bert", "xcodec2", "neucodec")},
     "timm_backbone": ("its class names no timm architecture, and the wrapper builds none without one",
                       lambda values: {"backbone": values.get("backbone") or "resnet18"}),
 }

@@ -179,8 +179,23 @@ def judge_tower(config: dict[str, Any], stack: str, tower: Tower) -> TowerVerdic
 def judge_towers(config: dict[str, Any], towers: dict[str, Tower], parts: Any) -> list[TowerVerdict]:
     """One verdict per part of refpos's answer (``(stack, path, model type)``) whose tower was observed, except a
     part whose stack is one the token-id run compares (:data:`survey.claims.STACKS`: MusicGen's ``decoder``, a
-    text decoder fed codebook tokens, which its own forward reads by shape when fed embeddings)."""
+    text decoder fed codebook tokens, which its own forward reads by shape when fed embeddings) — unless every
+    layer refpos answers there is of a kind no text model has (Granite Speech's ``encoder_config`` makes an
+    ``encoder`` of an audio encoder's table of frame distances: :func:`heard_only`)."""
     from survey.claims import STACKS
 
     return [judge_tower(config, stack, towers[path]) for stack, path, _ in parts
-            if path in towers and stack not in STACKS]
+            if path in towers and (stack not in STACKS or heard_only(config, stack))]
+
+
+def heard_only(config: dict[str, Any], stack: str) -> bool:
+    """Whether refpos answers ``stack`` of ``config`` with layers, each of a kind whose models take no text
+    (:attr:`refpos.models.kinds.EncodingKind.modalities`): a tower token ids never reach, whatever its name."""
+    import refpos
+    from refpos.models.kinds import KINDS
+
+    try:
+        records = refpos.model_positions(config).stack(stack)
+    except (ValueError, TypeError, KeyError):
+        return False
+    return bool(records) and all(r.kind in KINDS and "text" not in KINDS[r.kind].modalities for r in records)

@@ -63,6 +63,10 @@ What an observation is, per kind:
     each of a tiled tower's three position modules' output minus its input, at the aspect-ratio id the survey fed:
     the gated grid, the pre-tile rows on the patches, their sum, and the post-tile rows on every row of a tile
     (:mod:`survey.pixel_kinds.tiled_grid`: the kind's bound plus the modules' sums and the subtraction).
+``shaw_key``
+    the logits each attention's softmax is fed with the key projection zero and every query one seeded vector
+    ``c`` (a blocked layer's ``attn_mask``, its blocks laid on the diagonal): the masked pairs those refpos does not
+    attend, the terms ``σ c_h·E[clip(s(j − i), −L, R) + o]`` within their bound (:mod:`survey.pixel_kinds.shaw_key`).
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ from survey.pixel_kinds.decomposed import compare_decomposed
 from survey.pixel_kinds.fourier import compare_fourier
 from survey.pixel_kinds.grid import compare_grid
 from survey.pixel_kinds.rope import compare_mrope, compare_rope
+from survey.pixel_kinds.shaw_key import compare_shaw_key
 from survey.pixel_kinds.sincos2d import compare_sincos2d
 from survey.pixel_kinds.tables import compare_learned, compare_sinusoid1d
 from survey.pixel_kinds.tiled_grid import compare_tiled_grid
@@ -88,8 +93,8 @@ from survey.pixels import PixelRun, Site
 
 __all__ = ["COMPARISONS", "KindComparison", "Outcome", "compare_axis_tables", "compare_bias_table",
            "compare_conv_position", "compare_decomposed", "compare_fourier", "compare_grid", "compare_learned",
-           "compare_mrope", "compare_rope", "compare_sincos2d", "compare_sinusoid1d", "compare_sinusoidal",
-           "compare_tiled_grid", "compare_vision_rope"]
+           "compare_mrope", "compare_rope", "compare_shaw_key", "compare_sincos2d", "compare_sinusoid1d",
+           "compare_sinusoidal", "compare_tiled_grid", "compare_vision_rope"]
 
 
 @dataclass(frozen=True)
@@ -137,4 +142,6 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
                    "row and column tables zeroed, at each size"),
     KindComparison("tiled_grid", compare_tiled_grid, "each of the three position modules' output minus its input, "
                    "at the aspect-ratio id fed"),
+    KindComparison("shaw_key", compare_shaw_key, "the logits each attention's softmax is fed with the key projection "
+                   "zero and every query one seeded vector, laid block by block"),
 )}

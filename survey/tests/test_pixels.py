@@ -326,15 +326,16 @@ def test_a_decision_transformer_is_fed_a_trajectory():
 
 def test_features_are_fed_at_every_width_the_config_states():
     """An audio encoder's features are tried at each width its config states (mel bins first, then the frames it
-    stacks into one row: wav2vec2-BERT's 160), then as one channel of the first (CLAP's ``(1, 1, frames, bins)``);
-    embeddings also at the ``input_size`` a config states (Phi-4-MM's audio encoder)."""
+    stacks into one row: wav2vec2-BERT's 160), then as one channel of the first (CLAP's ``(1, 1, frames, bins)``),
+    then at four times the first width (Granite Speech 5's bins with deltas, two frames stacked: ``(1, frames, 4 ·
+    bins)``); embeddings also at the ``input_size`` a config states (Phi-4-MM's audio encoder)."""
     from types import SimpleNamespace
 
     from survey.pixel_inputs import candidates
 
     stacked = candidates("input_features", SimpleNamespace(num_mel_bins=80, feature_projection_input_dim=160))
     assert stacked["native"][:4] == [(1, 80, 64), (1, 64, 80), (80, 64), (1, 160, 64)]
-    assert stacked["native"][-1] == (1, 1, 64, 80)
+    assert stacked["native"][-2:] == [(1, 1, 64, 80), (1, 64, 320)]
     assert (1, 16, 80) in candidates("hidden_states", SimpleNamespace(input_size=80, hidden_size=64))["native"]
 
 

@@ -18,6 +18,7 @@ from refpos.check.kinds.conv_position import CONV_POSITION_CHECK
 from refpos.check.kinds.decomposed import DECOMPOSED_CHECK
 from refpos.check.kinds.fourier import FOURIER_CHECK
 from refpos.check.kinds.grid import GRID_CHECK
+from refpos.check.kinds.shaw_key import SHAW_KEY_CHECK
 from refpos.check.kinds.sincos2d import SINCOS2D_CHECK
 from refpos.check.kinds.sinusoid1d import SINUSOID1D_CHECK
 from refpos.check.kinds.target import KindCheck, catalogue_id, check_call
@@ -27,7 +28,7 @@ from refpos.check.kinds.vision_rope import VISION_ROPE_CHECK
 #: every kind's check, in the order of the kinds' registry
 KIND_CHECKS: tuple[KindCheck, ...] = (BIAS_TABLE_CHECK, CONV_POSITION_CHECK, GRID_CHECK, DECOMPOSED_CHECK,
                                       SINCOS2D_CHECK, FOURIER_CHECK, SINUSOID1D_CHECK, VISION_ROPE_CHECK,
-                                      AXIS_TABLES_CHECK, TILED_GRID_CHECK, BOX_TABLES_CHECK)
+                                      AXIS_TABLES_CHECK, TILED_GRID_CHECK, SHAW_KEY_CHECK, BOX_TABLES_CHECK)
 
 #: kind -> its check
 BY_KIND: Mapping[str, KindCheck] = {check.kind: check for check in KIND_CHECKS}

@@ -29,6 +29,7 @@ from refpos.models.kinds.none import NO_ATTENTION, NONE
 from refpos.models.kinds.record import EncodingKind
 from refpos.models.kinds.rope import MROPE, ROPE
 from refpos.models.kinds.rope_2d import ROPE_2D
+from refpos.models.kinds.shaw_key import SHAW_KEY
 from refpos.models.kinds.sincos2d import SINCOS2D
 from refpos.models.kinds.sinusoid1d import SINUSOID1D
 from refpos.models.kinds.t5 import T5_KIND
@@ -51,7 +52,7 @@ def _registry(*kinds: EncodingKind) -> Mapping[str, EncodingKind]:
 KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ROPE_2D, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA,
                                               NONE, NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION, GRID,
                                               SINCOS2D, DECOMPOSED, FOURIER, SINUSOID1D, AXIS_TABLES,
-                                              TILED_GRID, BOX_TABLES)
+                                              TILED_GRID, SHAW_KEY, BOX_TABLES)
 #: the kinds a family row may name as its ``encoding``
 TABLE_KINDS: tuple[str, ...] = tuple(name for name, kind in KINDS.items() if kind.in_table)
 #: the kinds with facts, whose sub-table a family row may hold (named as the kind)
