@@ -33,8 +33,17 @@ class LayerPattern:
     one_based: bool = False
     #: with ``key``: one character per layer, mapped to its type
     chars: tuple[tuple[str, str], ...] = ()
+    #: with ``key`` and ``chars``: the key lists block names repeated over the layers, each mapped to its type by
+    #: ``chars``, and this is the config class's list when the key is absent (RecurrentGemma's ``block_types``)
+    cycle: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.cycle, (str, bytes)) or not all(isinstance(name, str) for name in self.cycle):
+            raise TypeError(f"layer_pattern: cycle must be a list of block names, got {self.cycle!r}")
+        object.__setattr__(self, "cycle", tuple(self.cycle))
+        if self.cycle and (not self.chars or any(name not in dict(self.chars) for name in self.cycle)):
+            raise ValueError(f"layer_pattern: cycle {list(self.cycle)} needs chars naming the type of each of its "
+                             "blocks")
         forms = (self.every is not None) + (self.indices is not None) + bool(self.chars)
         if forms != 1 or (self.every is not None and self.every < 1) \
                 or (self.indices is not None and self.key is not None) or (self.absent and self.indices is None) \
@@ -43,7 +52,8 @@ class LayerPattern:
                 or (self.one_based and self.indices is None) or (self.offset_key and self.every is None) \
                 or (self.listed != "full_attention" and self.indices is None and self.every is None):
             raise ValueError(f"layer_pattern: give every = n >= 1 (with an optional key, offset, start), indices = "
-                             f"key (with an optional absent, listed, one_based) or chars with key, got {self}")
+                             f"key (with an optional absent, listed, one_based) or chars with key (and an optional "
+                             f"cycle), got {self}")
 
 
 __all__ = ["LayerPattern"]

@@ -85,6 +85,8 @@ def layer_types(cfg: Mapping[str, Any], family: Family | None, n: int | None) ->
 
 def _filled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> list[str] | None:
     """The layer types a pattern gives (see :class:`refpos.models.families.LayerPattern`)."""
+    if pattern.cycle:  # block names repeated over the layers (RecurrentGemma's block_types)
+        return _cycled(cfg, pattern, n)
     if pattern.chars:  # one character per layer (Nemotron-H's hybrid_override_pattern)
         text = _nested(cfg, pattern.key or "")
         if text is None:
@@ -112,6 +114,24 @@ def _filled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> lis
     if pattern.offset_key is not None and cfg.get(pattern.offset_key) is not None:
         offset = check_int(pattern.offset_key, cfg[pattern.offset_key], minimum=0)
     return [pattern.listed if i >= pattern.start and i % every == offset else pattern.other for i in range(n)]
+
+
+def _cycled(cfg: Mapping[str, Any], pattern: LayerPattern, n: int | None) -> list[str] | None:
+    """Layer ``i`` is the type ``chars`` gives the block ``blocks[i mod len(blocks)]``, ``blocks`` the config's
+    list at ``key`` (absent: the class's, ``cycle``); as RecurrentGemmaConfig.layers_block_type, which repeats the
+    list 100 times and cuts it at the layer count."""
+    blocks = _nested(cfg, pattern.key or "")
+    blocks = pattern.cycle if blocks is None else blocks
+    chars = dict(pattern.chars)
+    if isinstance(blocks, str) or not isinstance(blocks, (list, tuple)) or not blocks \
+            or any(not isinstance(b, str) or b not in chars for b in blocks):
+        raise ValueError(f"{pattern.key} must be a non-empty list of {sorted(chars)}, got {blocks!r}")
+    if n is None:
+        return None
+    if n > 100 * len(blocks):
+        raise ValueError(f"{pattern.key}: {len(blocks)} blocks repeated 100 times give the config class "
+                         f"{100 * len(blocks)} layer types, fewer than its {n} layers")
+    return [chars[blocks[i % len(blocks)]] for i in range(n)]
 
 
 #: the per-layer list of RoPE bases the ``"theta_list"`` and ``"theta_flags"`` rules read (0: no RoPE)

@@ -110,3 +110,26 @@ def test_zaya_convolved_queries_and_keys_are_refused_by_name():
     positions = refpos.model_positions({"model_type": "zaya", "num_hidden_layers": 2, **GEOMETRY})
     assert {layer.kind for layer in positions.layers} == {"refused"}
     assert "causal convolution" in positions.not_modelled["model_type"]
+
+
+def test_recurrent_gemma_blocks_repeat_over_the_layers():
+    """block_types (absent: recurrent, recurrent, attention) repeated and cut at the layer count, as
+    RecurrentGemmaConfig.layers_block_type; a block name without a type, or too few blocks, refused by name."""
+    from refpos.models.schedule import layer_types
+
+    row = families.family_of("recurrent_gemma")
+    assert layer_types({}, row, 5) == ["linear_attention", "linear_attention", "sliding_attention"] + \
+        ["linear_attention"] * 2
+    assert layer_types({"block_types": ["attention", "recurrent"]}, row, 3) == \
+        ["sliding_attention", "linear_attention", "sliding_attention"]
+    for bad in (["mlp"], [], "recurrent"):
+        with pytest.raises(ValueError, match="block_types"):
+            layer_types({"block_types": bad}, row, 3)
+    with pytest.raises(ValueError, match="fewer than its 101 layers"):
+        layer_types({"block_types": ["attention"]}, row, 101)
+    with pytest.raises(ValueError, match="cycle"):
+        families.LayerPattern(key="block_types", chars=(("a", "full_attention"),), cycle=("a", "b"))
+    layers = refpos.model_positions({"model_type": "recurrent_gemma", "num_hidden_layers": 3, "hidden_size": 64,
+                                     "num_attention_heads": 2}).layers
+    assert [r.kind for r in layers] == ["no_attention", "no_attention", "refused"]
+    assert "RG-LRU" in layers[2].reason

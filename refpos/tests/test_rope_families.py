@@ -184,8 +184,11 @@ PATTERN_ROWS = [row for row in fam.FAMILY_ROWS if row.layer_pattern is not None]
 
 
 def _given(pattern: fam.LayerPattern, n: int) -> dict:
-    """A config setting the pattern's key: every 3rd layer, layers 2 and 7 (counted as the key counts), or one
-    character per layer."""
+    """A config setting the pattern's key: every 3rd layer, layers 2 and 7 (counted as the key counts), one
+    character per layer, or a list of blocks to repeat (two of the first block, one of each other)."""
+    if pattern.cycle:
+        names = [name for name, _ in pattern.chars]
+        return {pattern.key: [names[0], *names]}
     if pattern.chars:
         chars = "".join(c for c, _ in pattern.chars)
         return {pattern.key: (chars * n)[:n]}
