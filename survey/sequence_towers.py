@@ -40,6 +40,9 @@ ROWS = 1000
 STANDALONE = ("position_ids", "cache_position")
 #: how a sequence stack's key in :attr:`survey.run.Row.towers` ends (its path may also be a tower's)
 KEY = " (token run)"
+#: what a forward fed embeddings needs beside them that bears on its mask alone, by name, made from the ids:
+#: DeepSeek-OCR 2's vision encoder attends over its first ``num_patches`` tokens both ways (0: every token causal)
+BESIDE = {"num_patches": lambda ids: 0}
 
 
 @dataclass
@@ -74,7 +77,8 @@ def feeding(cls: Any) -> str:
 def embedded(model: Any, width: int, name: str = "inputs_embeds") -> Any:
     """``model`` wrapped so that the probe's ids reach a forward that takes embeddings only (as ``name``): each id's
     row of a seeded normal table ``(ROWS, width)``; the mask, position ids and cache switch pass as they are, those
-    the model takes. The wrapper holds the model as ``model``: its layers keep their paths."""
+    the model takes, and :data:`BESIDE` where it takes them. The wrapper holds the model as ``model``: its layers keep
+    their paths."""
     import torch
 
     from survey.seeded import seeded_normal
@@ -92,6 +96,7 @@ def embedded(model: Any, width: int, name: str = "inputs_embeds") -> Any:
                     use_cache: Any = None) -> Any:
             given = {"attention_mask": attention_mask, "position_ids": position_ids, "use_cache": use_cache}
             given = {k: v for k, v in given.items() if v is not None and k in takes}
+            given.update((key, make(input_ids)) for key, make in BESIDE.items() if key in takes)
             return self.model(**{name: self.table[input_ids]}, **given)
 
     signature = inspect.signature(Embedded.forward)
@@ -165,7 +170,7 @@ def observe_one(config0: Any, path: str, max_parameters: int) -> list[SequenceRu
     """The runs of sub-config ``config0`` at ``path`` (module docstring): its model's, or those of the modules that
     run its stacks where the model forms its positions itself (:func:`inner_stacks`); one saying why where none
     ran; none where it has no model class."""
-    from survey import building, run
+    from survey import building, probe, run
 
     cls = building.model_class(config0)
     if cls is None:
@@ -178,10 +183,15 @@ def observe_one(config0: Any, path: str, max_parameters: int) -> list[SequenceRu
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if fed == "input_ids":
+            try:
+                if fed != "input_ids":
+                    raise probe.NotReached(f"{cls.__name__}'s forward takes no token ids")
                 config, model, probed, _ = run.build(config0)
                 ran = [("", model, probed)]
-            else:
+            except probe.NotReached:  # fed embeddings where it takes them (a talker's model has no token table)
+                if fed == "input_ids" and "inputs_embeds" not in params:
+                    raise
+                fed = fed if fed != "input_ids" else "inputs_embeds"
                 config, ran = build_embedded(config0, max_parameters, inner=not fed)
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"

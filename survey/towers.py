@@ -138,9 +138,10 @@ def in_place(config: dict[str, Any], path: str, sub: dict[str, Any]) -> dict[str
     return out
 
 
-def judge_tower(config: dict[str, Any], stack: str, tower: Tower) -> TowerVerdict:
+def judge_tower(config: dict[str, Any], stack: str, tower: Tower, apart: tuple[str, ...] = ()) -> TowerVerdict:
     """refpos's answer for the part ``stack`` of the composite ``config``, with the tower's config that ran in
-    place, judged against the tower's run (module docstring)."""
+    place, judged against the tower's run (module docstring); the records of the parts ``apart`` (inside it, each
+    judged against its own tower's run: a talker's code predictor) left out."""
     import warnings
 
     import refpos
@@ -159,7 +160,8 @@ def judge_tower(config: dict[str, Any], stack: str, tower: Tower) -> TowerVerdic
             answer = refpos.model_positions(in_place(config, tower.path, tower.config))
         except (ValueError, TypeError, KeyError) as exc:
             return verdict("refused", f"{label}: refpos: {type(exc).__name__}: {exc}"[:400])
-    records = [r for r in answer.layers if r.stack == stack or r.stack.startswith(stack + ".")]
+    records = [r for r in answer.layers if (r.stack == stack or r.stack.startswith(stack + "."))
+               and not any(r.stack == other or r.stack.startswith(other + ".") for other in apart)]
     under = tuple(f"{path}." for name, path, _ in answer.parts if name == stack)
     refused = refusals(records, answer.model_type,
                        {key: what for key, what in answer.not_modelled.items() if key.startswith(under)})
@@ -184,8 +186,9 @@ def judge_towers(config: dict[str, Any], towers: dict[str, Tower], parts: Any) -
     ``encoder`` of an audio encoder's table of frame distances: :func:`heard_only`)."""
     from survey.claims import STACKS
 
-    return [judge_tower(config, stack, towers[path]) for stack, path, _ in parts
-            if path in towers and (stack not in STACKS or heard_only(config, stack))]
+    ran = {stack for stack, path, _ in parts if path in towers and towers[path].run is not None}
+    return [judge_tower(config, stack, towers[path], tuple(s for s in ran if s.startswith(stack + ".")))
+            for stack, path, _ in parts if path in towers and (stack not in STACKS or heard_only(config, stack))]
 
 
 def heard_only(config: dict[str, Any], stack: str) -> bool:
