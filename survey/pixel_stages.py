@@ -156,7 +156,7 @@ def stage_outcomes(records: list[Any], config: dict[str, Any], run: PixelRun) ->
     """The outcome (:class:`survey.pixel_kinds.base.Outcome`) of refpos's stages against the run's cores (module
     docstring), each wrong answer of :func:`mutants` judged by the same :func:`mismatch`; none where no record is
     a stage's layer."""
-    from refpos.models.stages import stages_of
+    from refpos.models.schedule import stages_of
     from survey.pixel_kinds.base import Outcome
 
     staged = [r for r in records if isinstance(r.layer_type, str) and r.layer_type.startswith(STAGE)]

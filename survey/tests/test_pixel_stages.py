@@ -45,7 +45,7 @@ def test_a_wrong_stage_claim_is_graded_wrong(wrong):
 
 
 def test_each_mutant_is_a_different_claim_that_the_cores_refuse():
-    from refpos.models.stages import stages_of
+    from refpos.models.schedule import stages_of
 
     stages = stages_of(CONFIG)
     for name, claim in mutants(stages).items():
