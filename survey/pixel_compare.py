@@ -105,9 +105,12 @@ def whole_run(records: list[Any], run: PixelRun, free: list[Any]) -> Outcome:
     return Outcome("exact", tried=len(told), survived=[name for name, apart in told.items() if not apart])
 
 
-def judge_records(records: list[Any], run: PixelRun) -> list[Outcome]:
-    """One outcome per compared record, then the run as a whole's (:func:`whole_run`)."""
-    free = list(run.sites)
+def judge_records(records: list[Any], run: PixelRun, whole: PixelRun | None = None) -> list[Outcome]:
+    """One outcome per compared record, then the run as a whole's (:func:`whole_run`): of ``whole`` where given (a
+    part's view of its composite's run, :meth:`survey.within_parts.PartRun.own_run`: the sites the records must
+    account for and the attention classes), each record compared against all of ``run``."""
+    whole = run if whole is None else whole
+    free = list(whole.sites)
     outcomes = []
     for record in records:
         if record.kind in NO_POSITIONS:
@@ -121,16 +124,18 @@ def judge_records(records: list[Any], run: PixelRun) -> list[Outcome]:
         outcomes.append(outcome)
         free = [site for site in free if site.path not in outcome.sites]
     if all(o.status != "not reached" for o in outcomes):
-        outcomes.append(whole_run(records, run, free))
+        outcomes.append(whole_run(records, whole, free))
     return outcomes
 
 
-def judge_pixels(row: Any, config: dict[str, Any], run: PixelRun) -> None:
-    """Fill ``row`` (a :class:`survey.run.Row`) with refpos's answer for ``config`` judged against ``run``."""
+def judge_pixels(row: Any, config: dict[str, Any], run: PixelRun, within: Any = None) -> None:
+    """Fill ``row`` (a :class:`survey.run.Row`) with refpos's answer for ``config`` judged against ``run``; where
+    ``run`` is a composite's and ``config`` one of its parts' (``within``, a :class:`survey.within_parts.PartRun`),
+    against the part's sites (:mod:`survey.within_parts`)."""
     import refpos
     from survey.adaptor import is_refusal
 
-    row.observed = observed_labels(run)
+    row.observed = observed_labels(run) if within is None else within.observed()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -149,7 +154,11 @@ def judge_pixels(row: Any, config: dict[str, Any], run: PixelRun) -> None:
     if not records:
         row.status, row.cause = "not reached", "refpos resolved no layer to compare"
         return
-    judged = summary(judge_records(records, run) + stage_outcomes(records, config, run))
+    if within is None:
+        judged = summary(judge_records(records, run) + stage_outcomes(records, config, run))
+    else:
+        placed = within.placed(records)
+        judged = summary(judge_records(placed, run, within.own_run()) + within.attention_outcomes(placed))
     row.max_error, row.mutants, row.survived = judged.max_error, judged.tried, list(judged.survived)
     if judged.failed is not None:
         row.status, row.cause = judged.failed.status, judged.failed.cause

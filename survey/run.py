@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny, towers, within
+from survey.within_parts import PART, observe_part
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
 #: how the cause of a row begins whose observation cannot tell refpos's answer from some wrong one
@@ -271,8 +272,12 @@ def _observe_type(model_type: catalogue.ModelType) -> Observation:
                 found = pixels.observe_row(config0, row, MAX_PARAMETERS)  # its pixels, audio or features
                 if found is not None:
                     return Observation(found[0], None, row, stacks={pixels.STACK: found[1]})
-            if str(exc) == within.NO_MODEL_CLASS and within.observe_within(config0, row, observe_type):
-                return Observation(_tiny_or_default(config0), None, row)
+            if str(exc) == within.NO_MODEL_CLASS:  # a part: built in its composite, judged on its own sites
+                part = observe_part(config0, row, MAX_PARAMETERS)
+                if part is not None:
+                    return Observation(part[0], None, row, stacks={PART: part[1]})
+                if within.observe_within(config0, row, observe_type):
+                    return Observation(_tiny_or_default(config0), None, row)
     except Exception as exc:  # a bug of the survey itself must not stop the survey: recorded
         row.cause = "survey failed: " + _one_line(exc)
         row.notes.append(traceback.format_exc(limit=3).splitlines()[-1])
@@ -309,6 +314,12 @@ def judge(seen: Observation) -> Row:
 
 
 def _judge(row: Row, seen: Observation) -> None:
+    if PART in seen.stacks:  # a part run in its composite: judged by its own position sites
+        from survey.pixel_compare import judge_pixels
+
+        part = seen.stacks[PART]
+        judge_pixels(row, seen.config, part.run, within=part)
+        return
     if pixels.STACK in seen.stacks:  # a vision, audio or feature model: judged by its position sites
         from survey.pixel_compare import judge_pixels
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from survey import pixels, probe, run, sequence_towers, towers
+from survey import pixels, probe, run, sequence_towers, towers, within_parts
 
 #: the dataclasses an observation file may hold, by name
 TYPES: dict[str, type] = {cls.__name__: cls for cls in (
     probe.Probe, probe.Run, probe.Call, probe.Lookup, probe.Built, probe.Applied, probe.Case, run.Observation,
     run.Row, pixels.PixelRun, pixels.Site, pixels.Capture, pixels.PositionCall, towers.Tower,
-    sequence_towers.SequenceRun)}
+    sequence_towers.SequenceRun, within_parts.PartRun)}
 ENVIRONMENT = "environment.json"
 #: how long the observations took: one entry per ``observe`` run (model types, seconds, processes)
 TIMING = "timing.json"

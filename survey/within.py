@@ -10,6 +10,10 @@ part's module among those that ran: the composite model's child named for the pa
 stem. Where one ran, the part's row says so — ``run within <composite>``, with the module's class and the
 composite's input — and its positions are those of the composite's row, compared there; a part whose
 composite was not run, or whose module did not run in it, stays not run, with that reason.
+
+A part that runs on pixel inputs inside its composite (SAM's prompt encoder and mask decoder) is first built there
+from its own config and judged on its own sites (:mod:`survey.within_parts`); this label is a part's that is not
+(a T5Gemma module, its composite run on token ids).
 """
 
 from __future__ import annotations
