@@ -180,6 +180,9 @@ class PixelRun:
     #: per size, the inputs fed beside the main input that the run keeps (:data:`KEPT`: SAM's points and boxes, in
     #: pixels; a tiled tower's aspect-ratio ids), by name
     prompts: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: per size, each attention module's states and projection inputs at its first call, by path
+    #: (:func:`survey.pixel_query_key.capture_query_key`): what its query, key and value gained
+    query_key: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     #: the attention cores the forward called (:mod:`survey.pixel_stages`), in the order of their first call:
     #: ``[path, heads, head width]``, each count as the module states it (None where it states none)
     cores: list[list[Any]] = field(default_factory=list)

@@ -28,7 +28,9 @@ recorded is found generically, by name, never by model type:
   the cos and sin tables it returned;
 * the attention modules (class names with ``Attention``) and the input each size was fed;
 * at each size, the first calls of the modeling module's rotary apply functions (:data:`APPLY`: a vision tower's
-  RoPE), their query and key before and after (:func:`rotations`).
+  RoPE), their query and key before and after (:func:`rotations`);
+* at each size, each attention module's states and the inputs of its ``q_proj``, ``k_proj`` and ``v_proj`` at its
+  first call (:func:`survey.pixel_query_key.capture_query_key`: what a position added inside attention gains them).
 
 A vision tower fed flattened patches (its forward takes ``hidden_states`` or ``pixel_values`` beside a grid,
 :data:`~survey.pixel_records.GRID_INPUTS`: Qwen2-VL's and the towers written after it) is given the patch rows and
@@ -61,6 +63,7 @@ from survey.pixel_capture import (
     seed_sites,
     sites_of,
 )
+from survey.pixel_query_key import capture_query_key
 from survey.pixel_records import (
     APPLY,
     GENERIC_INPUTS,
@@ -193,6 +196,7 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                     warnings.simplefilter("ignore")
                     captured = capture(model, inputs, record.sites)
                     record.applied[size] = rotations(model, inputs)
+                    record.query_key[size] = capture_query_key(model, inputs)
             except Exception as exc:  # transformers' own error for this shape: the next one
                 errors.append(f"{list(shape)}: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
                 continue

@@ -19,6 +19,9 @@ and **the rows added**: the module's output minus its input at each size its for
 as built (rows read one row off graded wrong), within the subtraction's ``2u·max|output|``. A path the run's
 forward does not take (the connector's fine path, taken with ``fine=True``) shows its table built alone; the same
 module class adds it, as the path the run took shows.
+
+A sine map added inside attention (``at = "query_key"``, ``"cross_keys"``: DETR's) is compared on the inputs of each
+layer's projections (:mod:`survey.pixel_kinds.sincos2d_query_key`).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from survey.pixel_kinds.base import (
     rows_of,
     unit,
 )
+from survey.pixel_kinds.sincos2d_query_key import compare_query_key
 from survey.pixels import PixelRun, Site, additive
 
 
@@ -70,6 +74,8 @@ def compare_sincos2d(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
 
     if record.at == "output" and record.grid is not None and record.record.builder == "grid":
         return _compare_output(record, run, sites)
+    if record.at in ("query_key", "cross_keys"):
+        return compare_query_key(record, run)
     if record.at != "input" or record.grid is None or record.record.builder != "grid":
         return Outcome("not reached", f"{record.stack} layer {record.index}: the survey compares a sin–cos table of "
                        f"a fixed patch grid added at the input (this one: {record.variant} at {record.at})")
