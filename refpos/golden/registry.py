@@ -31,6 +31,7 @@ from refpos.golden.cases import (
     relative,
     rope,
     scenarios,
+    shaw_key,
     sincos2d,
     sinusoid1d,
     tables,
@@ -104,6 +105,8 @@ FAMILIES: Mapping[str, CaseFamily] = _registry(
                "a tiled image's gated grid and pre-tile rows at one aspect-ratio id"),
     CaseFamily("box_tables", box_tables.box_tables_cases, ("box_tables",),
                "a document token's x, y, height and width table rows at its box"),
+    CaseFamily("shaw_key", shaw_key.shaw_key_cases, ("shaw_key",),
+               "each query's product with a learned table's rows of clipped frame distances, inside blocks of frames"),
 )
 
 __all__ = ["FAMILIES", "CaseFamily"]

@@ -13,7 +13,8 @@ listed in the registry (:mod:`refpos.golden.registry`) with its id prefix and th
   :mod:`~refpos.golden.cases.grid` (with :mod:`~refpos.golden.cases.grid_exact`, the exact resampling),
   :mod:`~refpos.golden.cases.decomposed`, :mod:`~refpos.golden.cases.sincos2d`, :mod:`~refpos.golden.cases.fourier`,
   :mod:`~refpos.golden.cases.sinusoid1d`, :mod:`~refpos.golden.cases.axis_tables`,
-  :mod:`~refpos.golden.cases.tiled_grid`, :mod:`~refpos.golden.cases.box_tables`; a config's vision and audio
+  :mod:`~refpos.golden.cases.tiled_grid`, :mod:`~refpos.golden.cases.box_tables`,
+  :mod:`~refpos.golden.cases.shaw_key`; a config's vision and audio
   layers for ``refpos golden model``:
   :mod:`~refpos.golden.cases.model_kinds` (the registry of a record's contract call),
   :mod:`~refpos.golden.cases.model_kind_references`, :mod:`~refpos.golden.cases.model_kind_inputs`,

@@ -1,6 +1,7 @@
-"""The seeded calls of the input-site kinds whose records hold no weights (the weights are the checkpoint's) for
-``refpos golden model``: a tiled grid's tables and gates, a box-tables layer's four tables and its boxes, and the
-box-tables reference (:data:`refpos.golden.cases.model_kinds.MODEL_KINDS` names them)."""
+"""The seeded calls of the kinds whose records hold no weights (the weights are the checkpoint's) for
+``refpos golden model``: a tiled grid's tables and gates, a box-tables layer's four tables and its boxes, a Shaw
+key-term layer's queries and table of clipped distances, and the box-tables and Shaw key-term references and plans
+(:data:`refpos.golden.cases.model_kinds.MODEL_KINDS` names them)."""
 
 from __future__ import annotations
 
@@ -56,4 +57,60 @@ def box_tables_shapes(layer: Any) -> dict[str, tuple[int, int]]:
     return {f"{t}_table": (layer.rows, -1) for t in "xyhw"}
 
 
-__all__ = ["SEEDED_WIDTH", "box_tables_free", "box_tables_reference", "box_tables_shapes", "tiled_grid_free"]
+#: the most frames of a Shaw key-term call (its (query, key) pairs within model_kinds.MAX_PAIRS, 2²⁰)
+MAX_FRAMES = 1 << 10
+
+
+def shaw_key_frames(layer: Any) -> int:
+    """The frames of a ``shaw_key`` layer's call: one full block and a partial one (``c + ⌊c/2⌋`` frames, at least
+    ``c + 1``) where the layer attends in blocks, else two frames past the wider clip (every distance beyond it on
+    both sides: the clip binds)."""
+    if layer.block is not None:
+        return layer.block + max(layer.block // 2, 1)
+    return max(layer.left, layer.right) + 2
+
+
+def shaw_key_plan(layer: Any) -> tuple[str, dict[str, Any]] | str:
+    """A ``shaw_key`` layer's call: ``shaw_key_terms`` with the record's clip, offset, sign and blocks (the scale
+    the softmax's, ``d^{-1/2}``, the default), or why a case would be too large."""
+    frames = shaw_key_frames(layer)
+    if frames > MAX_FRAMES:
+        return (f"its call needs {frames} frames (clip -{layer.left}…{layer.right}, blocks of {layer.block}), past "
+                f"the {MAX_FRAMES} a golden case holds")
+    return "shaw_key_terms", {"left": layer.left, "right": layer.right, "offset": layer.offset, "sign": layer.sign,
+                              "block": layer.block}
+
+
+def shaw_key_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
+    """A ``shaw_key`` layer's call: seeded queries ``(H, T, d)`` of up to 2 heads at the record's head width (the
+    scale is ``d^{-1/2}``: every channel is there) over :func:`shaw_key_frames` frames, and a seeded table of the
+    record's rows."""
+    heads, frames = min(layer.n_heads, 2), shaw_key_frames(layer)
+    return [("frames", {"q": rng.standard_normal((heads, frames, layer.head_dim)),
+                        "table": rng.standard_normal((layer.rows, layer.head_dim))})]
+
+
+def shaw_key_reference(layer: Any, a: dict[str, Any]) -> tuple[np.ndarray, Any]:
+    """The terms of a ``shaw_key`` layer's call (0 at the pairs of two blocks) and a float32 port's bound
+    (``ShawKeyInputs``), the table checked against the record's.
+
+    See Also
+    --------
+    refpos.golden.cases.model_kinds.MODEL_KINDS : the registry naming it.
+    """
+    from refpos.encodings.shaw_key_mistakes import ShawKeyInputs
+
+    if tuple(np.shape(a["table"])) != (layer.rows, layer.head_dim):
+        raise ValueError(f"table: the record's table is {(layer.rows, layer.head_dim)}, got {np.shape(a['table'])}")
+    return ShawKeyInputs(a["q"], a["table"], a["left"], a["right"], a["offset"], a["sign"], a.get("block"),
+                         a.get("scale")).reference()
+
+
+def shaw_key_shapes(layer: Any) -> dict[str, tuple[int, int]]:
+    """The table's shape a ``shaw_key`` call must have: the record's rows and head width."""
+    return {"table": (layer.rows, layer.head_dim)}
+
+
+__all__ = ["MAX_FRAMES", "SEEDED_WIDTH", "box_tables_free", "box_tables_reference", "box_tables_shapes",
+           "shaw_key_frames", "shaw_key_free", "shaw_key_plan", "shaw_key_reference", "shaw_key_shapes",
+           "tiled_grid_free"]

@@ -213,6 +213,7 @@ PARAMETERS: Mapping[str, tuple[str | tuple[str, Any], ...]] = MappingProxyType({
     "tiled_input_positions": ("embedding", "tile_table", "gate", "pre_table", "pre_gate", "post_table", "post_gate",
                               "aspect_ratio_id", "max_num_tiles"),
     "box_positions": ("x_table", "y_table", "h_table", "w_table", "bbox"),
+    "shaw_key_terms": ("q", "table", "left", "right", "offset", "sign", ("block", None), ("scale", None)),
 })
 
 
@@ -377,6 +378,7 @@ MODEL_KINDS: Mapping[str, ModelKind] = _registry(
                   k: (layer.ids, -1) for k in ("tile_table", "pre_table", "post_table")}}),
     ModelKind("box_tables", lambda layer: ("box_positions", {}), site.box_tables_free, site.box_tables_reference,
               site.box_tables_shapes),
+    ModelKind("shaw_key", site.shaw_key_plan, site.shaw_key_free, site.shaw_key_reference, site.shaw_key_shapes),
 )
 
 

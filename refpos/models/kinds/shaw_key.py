@@ -120,14 +120,9 @@ SHAW_KEY = EncodingKind(
     name="shaw_key", summary="a learned table of clipped frame distances read by each query and added to the logits, "
     "over the sequence or inside blocks of frames (wav2vec2-BERT, Granite Speech)", record=ShawKeyLayer, build=build,
     hook="qk_terms", reads=("frames",), doc="docs/relative.md#shaw-key-term", facts=ShawKeyFacts, check="shaw_key",
-    draw=_draw, modalities=("audio",), inert=("lengths", "rotary"),
+    golden="shaw_key", contract=("shaw_key_terms",), spec="spec_tests/test_shaw_key.py", draw=_draw,
+    modalities=("audio",), inert=("lengths", "rotary"),
     example={"config": {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16,
-                        "left_max_position_embeddings": 4, "right_max_position_embeddings": 2}, "facts": {}},
-    absent={"golden": "no committed golden case holds this kind: its reference is checked on the seeded calls of "
-                      "its check target (refpos/check/kinds/shaw_key.py)",
-            "contract": "the adapter contract has no function of a table of clipped distances read in blocks: "
-                        "refpos check shaw_key takes refpos's own shaw_key_terms call",
-            "spec": "the spec suite holds no module of this kind: its properties are tested in "
-                    "refpos/tests/test_shaw_key.py"})
+                        "left_max_position_embeddings": 4, "right_max_position_embeddings": 2}, "facts": {}})
 
 __all__ = ["SHAW_KEY", "ShawKeyFacts", "ShawKeyLayer", "build"]
