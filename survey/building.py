@@ -69,6 +69,29 @@ def held_config(cls: Any, config: Any) -> Any:
     return next((c for c in tiny.configs_of(config) if isinstance(c, wanted)), config)
 
 
+class NoModelClass(Exception):
+    """A config transformers has no model class for (:func:`model_class` found none)."""
+
+
+def tiny_model(config0: Any, strength: str, max_parameters: int) -> tuple[Any, Any, Any, Any]:
+    """``(config, cls, held, model)``: ``config0`` shrunk to ``strength`` (:func:`survey.tiny.shrink`), its model
+    class (:func:`model_class`), the config that class is built from (:func:`held_config`), and the model built
+    from it eagerly at seed 0. :class:`NoModelClass` when the config has none, a ``RuntimeError`` naming the
+    size when the model would hold more than ``max_parameters``."""
+    import torch
+
+    config = tiny.shrink(config0, strength)
+    cls = model_class(config)
+    if cls is None:
+        raise NoModelClass(f"no model class for {type(config).__name__}")
+    held = held_config(cls, config)
+    size = parameter_count(cls, held)
+    if size > max_parameters:
+        raise RuntimeError(f"{size / 1e6:.0f}M parameters")
+    torch.manual_seed(0)
+    return config, cls, held, cls._from_config(held, attn_implementation="eager")
+
+
 def token_embedding(model: Any) -> Any:
     """The token embedding of ``model`` (the first of a list: one per codebook), or None."""
     import torch

@@ -98,16 +98,10 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
     reasons = []
     for strength in tiny.STRENGTHS:
         try:
-            config = tiny.shrink(config0, strength)
-            cls = building.model_class(config)
-            if cls is None:
-                raise probe.NotReached(within.NO_MODEL_CLASS)
-            held = building.held_config(cls, config)
-            size = building.parameter_count(cls, held)
-            if size > MAX_PARAMETERS:
-                raise RuntimeError(f"{size / 1e6:.0f}M parameters")
-            torch.manual_seed(0)
-            model = cls._from_config(held, attn_implementation="eager")
+            try:
+                config, cls, held, model = building.tiny_model(config0, strength, MAX_PARAMETERS)
+            except building.NoModelClass:
+                raise probe.NotReached(within.NO_MODEL_CLASS) from None
             if tiny.fit_sections(model, config):
                 torch.manual_seed(0)
                 model = cls._from_config(held, attn_implementation="eager")

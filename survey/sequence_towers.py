@@ -137,7 +137,6 @@ def build_embedded(config0: Any, max_parameters: int, inner: bool = False) -> tu
     """``(config, [(module path, module, probe)])`` of the first strength at which ``config0``'s model builds and runs
     fed embeddings (:func:`embedded`): the model itself, or (``inner``) each of its :func:`inner_stacks`; raises
     :class:`survey.probe.NotReached` with every strength's reason."""
-    import torch
 
     from survey import building, probe, tiny
     from survey.run import _one_line
@@ -145,14 +144,7 @@ def build_embedded(config0: Any, max_parameters: int, inner: bool = False) -> tu
     reasons = []
     for strength in tiny.STRENGTHS:
         try:
-            config = tiny.shrink(config0, strength)
-            cls = building.model_class(config)
-            held = building.held_config(cls, config)
-            size = building.parameter_count(cls, held)
-            if size > max_parameters:
-                raise RuntimeError(f"{size / 1e6:.0f}M parameters")
-            torch.manual_seed(0)
-            model = cls._from_config(held, attn_implementation="eager")
+            config, _, held, model = building.tiny_model(config0, strength, max_parameters)
             targets = inner_stacks(model) if inner else [("", model, "inputs_embeds")]
             if not targets:
                 raise probe.NotReached("none of its modules runs a layer list with its own rotary module on position "
