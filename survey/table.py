@@ -108,14 +108,19 @@ def encoding_of(row: dict[str, Any]) -> str:
     return " + ".join(row["observed"]) if row["observed"] else "not run"
 
 
+def _not_run_text(row: dict[str, Any]) -> str:
+    """What a row without an observation says of transformers' run: its "transformers not run" note, else its cause."""
+    text = next((n for n in row["notes"] if n.startswith("transformers not run: ")), row["cause"])
+    return text.removeprefix("transformers not run: ")
+
+
 def not_run_reasons(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
     """Why the rows without an observation were not run, grouped, most frequent first."""
     found: dict[str, int] = {}
     for row in rows:
         if row["observed"]:
             continue
-        text = next((n for n in row["notes"] if n.startswith("transformers not run: ")), row["cause"])
-        text = text.removeprefix("transformers not run: ")
+        text = _not_run_text(row)
         if text.startswith("its forward takes no input_ids ("):
             why = f"its forward takes `{text.split('(', 1)[1].split(',')[0].rstrip(')')}`, not token ids"
         elif text.startswith("no geometry built and ran"):
@@ -276,12 +281,17 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
                   "composite's row, and its own row says which."]
     not_run = not_run_reasons(rows)
     if not_run:
+        unrun = [row for row in rows if not row["observed"]]
         lines += ["", "## Model types the survey does not run", "",
-                  "Where transformers' model could not be run with token ids, its encoding reads `not run`; "
-                  "refpos's answer is still asked (a refusal counts as such; an exception refpos raises on such a "
-                  "config is noted in the row), but nothing is compared.", "",
+                  f"{len(unrun)} of {len(rows)} model types ({100 * len(unrun) / len(rows):.1f} %): transformers' "
+                  "model could not be built or run on any input the survey feeds (token ids; pixel values, audio or "
+                  "features at their native size), so its encoding reads `not run`. refpos's answer is still asked "
+                  "(a refusal counts as such; an exception refpos raises on such a config is noted in the row), but "
+                  "nothing is compared.", "",
                   "| why | model types |", "|---|---|"]
         lines += [f"| {why} | {n} |" for why, n in not_run]
+        lines += ["", "| model type | status | transformers' error |", "|---|---|---|"]
+        lines += [f"| `{row['model_type']}` | {row['status']} | {_cell(_not_run_text(row)[:200])} |" for row in unrun]
     unreached = [row for row in rows if row["status"] == "not reached"]
     if unreached:
         lines += ["", "## Not reached, each with its reason", "",
