@@ -5,7 +5,10 @@ r"""refpos.encodings.shaw_key against transformers 5.25's speech encoders (torch
   to its eager attention), block by block, at 11 frames in blocks of 4 (the last one partial), with the queries of
   that same call;
 * wav2vec2-BERT's ``_apply_relative_key_position_encoding``: the bias it returns for 11 frames at an asymmetric clip
-  (3 below, 2 above).
+  (3 below, 2 above);
+* SpeechT5's encoder (``SpeechT5RelativePositionalEncoding`` and ``SpeechT5Attention``): the softmax input of its
+  first layer's attention, the key projection zero, at 11 frames of a table of ``2M`` rows (``M = 3``: distances
+  query minus key, clipped to ``−3 … 2``), with the scaled queries of that call.
 
 Tolerance: the float32 bound per entry of :meth:`refpos.encodings.shaw_key_mistakes.ShawKeyInputs.bound`
 (:math:`\gamma_{d+3}\,\sigma\sum_k |q_k||E_k|`: the scale stored and applied, the ``d`` products and their sums), the
@@ -149,4 +152,30 @@ def test_wav2vec2_bert_relative_key_is_refpos_s_terms():
     inputs = ShawKeyInputs(query[0].double().numpy(), table, 3, 2, 3, "key_minus_query")
     error = _check(bias[0].double().numpy(), inputs, {"sign": {"sign": "query_minus_key"},
                                                        "narrow": {"left": 2, "right": 1}})
+    assert error < 1e-5
+
+
+def test_speecht5_encoder_relative_table_is_refpos_s_terms():
+    from transformers.models.speecht5.configuration_speecht5 import SpeechT5Config
+    from transformers.models.speecht5.modeling_speecht5 import SpeechT5EncoderWithoutPrenet
+
+    clip = 3
+    config = SpeechT5Config(hidden_size=HEADS * DIM, encoder_attention_heads=HEADS, encoder_layers=1,
+                            encoder_ffn_dim=32, encoder_max_relative_position=clip)
+    torch.manual_seed(0)
+    encoder = SpeechT5EncoderWithoutPrenet(config).eval()
+    attention = encoder.wrapped_encoder.layers[0].attention
+    with torch.no_grad():
+        encoder.wrapped_encoder.embed_positions.pe_k.weight.normal_()
+        attention.q_proj.weight.zero_()
+        attention.q_proj.bias.normal_()  # every query c
+    hidden = torch.randn(1, FRAMES, HEADS * DIM)
+    found = _recorded(attention, hidden, lambda: encoder(hidden))
+    logits = found["mask"].detach().double().numpy()  # (H, T, T): the softmax input, the key projection zero
+    c = attention.q_proj.bias.detach().double().numpy().reshape(HEADS, 1, DIM)
+    table = encoder.wrapped_encoder.embed_positions.pe_k.weight.detach().double().numpy()
+    assert table.shape == (2 * clip, DIM)
+    inputs = ShawKeyInputs(np.broadcast_to(c, (HEADS, FRAMES, DIM)), table, clip, clip - 1, clip, "query_minus_key")
+    error = _check(logits, inputs, {"sign": {"sign": "key_minus_query"}, "narrow": {"left": clip - 1},
+                                    "unscaled": {"scale": 1.0}})
     assert error < 1e-5

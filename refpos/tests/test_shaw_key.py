@@ -152,6 +152,28 @@ def test_the_kind_is_built_from_wav2vec2_bert_and_granite_speech():
     assert granite[0].reads == (("query", ("frames",)), ("key", ("frames",)))
 
 
+SPEECHT5 = {"model_type": "speecht5", "encoder_layers": 2, "decoder_layers": 1, "encoder_attention_heads": 4,
+            "decoder_attention_heads": 4, "hidden_size": 32, "encoder_max_relative_position": 160}
+
+
+def test_speecht5_s_encoder_clips_one_short_above_and_its_decoder_has_no_positions():
+    answer = model_positions(SPEECHT5)
+    assert [(r.sign, r.left, r.right, r.offset, r.rows, r.block, r.head_dim) for r in answer.stack("encoder")] == \
+        [("query_minus_key", 160, 159, 160, 320, None, 8)] * 2
+    assert [r.kind for r in answer.stack("decoder")] == ["none"]
+
+
+def test_right_less_is_a_non_negative_count():
+    from refpos.models.kinds.shaw_key import ShawKeyFacts
+
+    with pytest.raises(ValueError, match="right_less"):
+        ShawKeyFacts(right_less=-1).check("example")
+    with pytest.raises(ValueError, match="right_less"):
+        ShawKeyFacts(right_less="1").check("example")
+    with pytest.raises(ValueError, match="encoder_max_relative_position"):
+        model_positions(SPEECHT5 | {"encoder_max_relative_position": 0})
+
+
 def test_another_position_type_is_refused_by_name():
     layer = model_positions(W2V_BERT | {"position_embeddings_type": "rotary"}).stack("audio")[0]
     assert layer.kind == "refused" and "position_embeddings_type=rotary" in layer.reason

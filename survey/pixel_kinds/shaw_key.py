@@ -16,6 +16,11 @@ zero scores is exact, so nothing is added. Each catalogued mistake these inputs 
 distance, the clip exchanged, narrower or wider by one, the offset by one, no scale, blocks one frame shorter or
 longer, no blocks) is computed from the same inputs and must be told apart. Where more blocks ran than were kept
 (:data:`survey.pixel_logits.MATRICES`), the kept whole blocks are compared: blocks attend independently.
+
+A table one module outside the layers gathers once for every layer (SpeechT5's ``SpeechT5RelativePositionalEncoding``
+hands the rows to each layer's attention) is held by no attention module: its capture's calls
+(:func:`survey.keyed_runs.record_fed_logits`) hold the logits of each attention module fed its output, and layer
+``i`` of the record is compared with the call of the module of layer ``i`` (``….layers.{i}.…``), as above.
 """
 
 from __future__ import annotations
@@ -61,65 +66,103 @@ def _full(blocks: np.ndarray, frames: int) -> tuple[np.ndarray, np.ndarray]:
     return np.where(masked | ~inside, 0.0, full), masked | ~inside
 
 
-def compare_shaw_key(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
-    """One layer's key terms: the next attention whose logits were recorded and that holds a table of the record's
-    head width; a table of other rows than the record's is wrong (module docstring)."""
+def _shared(record: Any, run: PixelRun) -> tuple[Site, np.ndarray] | None:
+    """A module site outside the layers holding a table of the record's head width, whose captures hold the logits
+    of the attention modules fed its output (module docstring), and its table."""
+    from survey.pixel_kinds.relative_sinusoid import _layer_of
+
+    for site in run.sites:
+        tables = [p for p in site.params.values() if p.ndim == 2 and p.shape[1] == record.head_dim]
+        if site.is_module and _layer_of(site.path) is None and tables and any(
+                c.calls for c in site.captures.values()):
+            return site, tables[0].astype(np.float64)
+    return None
+
+
+def _case(record: Any, run: PixelRun, table: np.ndarray, logits: np.ndarray, logit_rows: np.ndarray,
+          query: np.ndarray, where: str, size: str) -> tuple | Outcome:
+    """One size's ``(observed, reference, bound, wrong answers)`` of the recorded ``logits`` of queries ``query``,
+    or the outcome that makes the layer wrong."""
     from refpos.encodings.shaw_key import attended
     from refpos.encodings.shaw_key_mistakes import ShawKeyInputs
+
+    heads, dim = record.n_heads, record.head_dim
+    size_c = logits.shape[-1]
+    if query.size != heads * dim or (record.block is not None and size_c != record.block):
+        return Outcome("wrong", f"{where}: logits {logits.shape} at the {size} size (query of {query.size}) are not "
+                       f"{heads} heads of {dim} in blocks of {record.block}")
+    logits = logits.astype(np.float64)
+    if record.block is None and logits.shape[0] > heads:  # a batch of one: more matrices are blocks
+        return Outcome("wrong", f"{where}: {logits.shape[0]} matrices of {size_c} × {size_c} at the {size} size, "
+                       f"blocks of {heads} heads, where refpos attends over the whole sequence")
+    if record.block is None:
+        frames, observed = size_c, logits[:heads]
+        masked = observed <= MASKED
+        observed = np.where(masked, 0.0, observed)
+    else:
+        laid = _blocks(logits, heads)
+        if laid is None:
+            return Outcome("wrong", f"{where}: {logits.shape[0]} matrices, fewer than {heads} heads")
+        observed, masked = _full(*laid)
+        frames = laid[1]
+    rows = logit_rows if record.block is None else np.arange(frames)
+    inputs = ShawKeyInputs(np.broadcast_to(query.astype(np.float64).reshape(heads, 1, dim), (heads, frames, dim)),
+                           table, record.left, record.right, record.offset, record.sign, record.block)
+    expected = np.broadcast_to(~attended(frames, record.block)[rows], masked.shape)
+    if not np.array_equal(masked, expected):
+        at = np.argwhere(masked != expected)[0]
+        return Outcome("wrong", f"{where}: the pairs masked at the {size} size are not those refpos does not attend "
+                       f"(first at {tuple(int(i) for i in at)})")
+    check = check_target("shaw_key")
+    wrong = {}
+    for name in check.mistakes:
+        output = check.wrong(inputs, name)
+        wrong[name] = None if output is None else np.asarray(output)[:, rows]
+    return observed, inputs.output()[:, rows], inputs.bound(run.dtype)[:, rows], wrong
+
+
+def _graded(record: Any, run: PixelRun, table: np.ndarray, observed: list[tuple], where: str,
+            paths: tuple[str, ...]) -> Outcome:
+    """The layer's outcome over its recorded ``(size, logits, rows, query)``; a table of other rows than the
+    record's is wrong."""
+    if table.shape[0] != record.rows:
+        return Outcome("wrong", f"{where}: a table of {table.shape[0]} rows, refpos's of {record.rows}", paths)
+    cases = []
+    for size, logits, rows, query in observed:
+        case = _case(record, run, table, logits, rows, query, where, size)
+        if isinstance(case, Outcome):
+            return Outcome(case.status, case.cause, paths)
+        cases.append(case)
+    if not cases:
+        return Outcome("not reached", f"{where}: no logits recorded", paths)
+    return graded(cases, paths, f"{where} shaw_key (the logits with the key projection zero)")
+
+
+def compare_shaw_key(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
+    """One layer's key terms: the next attention whose logits were recorded and that holds a table of the record's
+    head width, else the logits of the layer's attention fed a table gathered outside the layers; a table of other
+    rows than the record's is wrong (module docstring)."""
+    from survey.pixel_kinds.relative_sinusoid import _layer_of
 
     site = next((s for s in sites if any(c.logits is not None for c in s.captures.values())
                  and _table(record, s, sites) is not None), None)
     if site is None:
+        shared = _shared(record, run)
+        if shared is not None:
+            module, table = shared
+            observed = [(size, call.output, np.arange(call.output.shape[-2]), call.input)
+                        for size, capture in module.captures.items() for call in capture.calls
+                        if _layer_of(call.module) == record.index][:len(module.captures)]
+            where = f"{module.path} read by {record.stack} layer {record.index}"
+            return _graded(record, run, table, observed, where, (module.path,))
         inline = next((s for s in sites if any(p.ndim == 2 and p.shape[1] == record.head_dim
                                                 for p in s.params.values())), None)
         if inline is not None:
             return unrecorded(inline, sites, "the terms are added")
         return absent(run, f"no table of {record.rows} × {record.head_dim} for {record.stack} layer {record.index}")
     siblings, table = _table(record, site, sites)
-    paths = tuple(s.path for s in siblings)
-    if table.shape[0] != record.rows:
-        return Outcome("wrong", f"{site.owner}: a table of {table.shape[0]} rows, refpos's of {record.rows}", paths)
-    check = check_target("shaw_key")
-    cases = []
-    for size, capture in site.captures.items():
-        if capture.logits is None:
-            continue
-        heads, dim = record.n_heads, record.head_dim
-        size_c = capture.logits.shape[-1]
-        if capture.query.size != heads * dim or (record.block is not None and size_c != record.block):
-            return Outcome("wrong", f"{site.owner}: logits {capture.logits.shape} at the {size} size (query of "
-                           f"{capture.query.size}) are not {heads} heads of {dim} in blocks of {record.block}", paths)
-        logits = capture.logits.astype(np.float64)
-        if record.block is None and logits.shape[0] > heads:  # a batch of one: more matrices are blocks
-            return Outcome("wrong", f"{site.owner}: {logits.shape[0]} matrices of {size_c} × {size_c} at the {size} "
-                           f"size, blocks of {heads} heads, where refpos attends over the whole sequence", paths)
-        if record.block is None:
-            frames, observed = size_c, logits[:heads]
-            masked = observed <= MASKED
-            observed = np.where(masked, 0.0, observed)
-        else:
-            laid = _blocks(logits, heads)
-            if laid is None:
-                return Outcome("wrong", f"{site.owner}: {logits.shape[0]} matrices, fewer than {heads} heads", paths)
-            observed, masked = _full(*laid)
-            frames = laid[1]
-        rows = capture.logit_rows if record.block is None else np.arange(frames)
-        inputs = ShawKeyInputs(np.broadcast_to(capture.query.astype(np.float64).reshape(heads, 1, dim),
-                                               (heads, frames, dim)), table, record.left, record.right,
-                               record.offset, record.sign, record.block)
-        expected = np.broadcast_to(~attended(frames, record.block)[rows], masked.shape)
-        if not np.array_equal(masked, expected):
-            where = np.argwhere(masked != expected)[0]
-            return Outcome("wrong", f"{site.owner}: the pairs masked at the {size} size are not those refpos does "
-                           f"not attend (first at {tuple(int(i) for i in where)})", paths)
-        wrong = {}
-        for name in check.mistakes:
-            output = check.wrong(inputs, name)
-            wrong[name] = None if output is None else np.asarray(output)[:, rows]
-        cases.append((observed, inputs.output()[:, rows], inputs.bound(run.dtype)[:, rows], wrong))
-    if not cases:
-        return Outcome("not reached", f"{site.owner}: no logits recorded", paths)
-    return graded(cases, paths, f"{site.owner} shaw_key (the logits with the key projection zero)")
+    observed = [(size, c.logits, c.logit_rows, c.query) for size, c in site.captures.items() if c.logits is not None]
+    return _graded(record, run, table, observed, site.owner, tuple(s.path for s in siblings))
 
 
 __all__ = ["compare_shaw_key"]

@@ -35,8 +35,10 @@ class ShawKeyFacts:
 
     ``sign``: the distance read (:data:`refpos.encodings.shaw_key.SIGNS`); ``left``, ``right``: the keys of the clip
     below and above; ``offset``: the key of the row of distance 0; ``span``: the key ``k`` of a table of ``2k + 1``
-    rows (``None``: ``L + R + 1`` rows); ``block``: the key of the frames per block (``None``: one block);
-    ``head_dim``: the key of the head width (``None`` or absent from the config: the width over the heads).
+    rows (``None``: ``L + R + 1`` rows); ``right_less``: how far the clip above falls short of the value at
+    ``right`` (SpeechT5: distances ``−M … M − 1`` of one key ``M``, a table of ``2M`` rows); ``block``: the key of
+    the frames per block (``None``: one block); ``head_dim``: the key of the head width (``None`` or absent from the
+    config: the width over the heads).
     """
 
     sign: str = "key_minus_query"
@@ -44,11 +46,14 @@ class ShawKeyFacts:
     right: str = "right_max_position_embeddings"
     offset: str = "left_max_position_embeddings"
     span: str | None = None
+    right_less: int = 0
     block: str | None = None
     head_dim: str | None = None
 
     def check(self, where: str) -> None:
         check_fact(where, self.sign in SIGNS, "shaw_key.sign", self.sign)
+        check_fact(where, type(self.right_less) is int and self.right_less >= 0, "shaw_key.right_less",
+                   self.right_less)
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ def build(stack: Stack) -> list[LayerRecord]:
     stated = None if facts.head_dim is None else view.value(facts.head_dim)
     head_dim = (view.count(GEOMETRY_KEYS[stack.role]["width"], "hidden width") // heads if stated is None
                 else view.int(facts.head_dim, minimum=1))
-    left, right = view.int(facts.left, minimum=0), view.int(facts.right, minimum=0)
+    left, right = view.int(facts.left, minimum=0), view.int(facts.right, minimum=facts.right_less) - facts.right_less
     offset = view.int(facts.offset, minimum=0)
     rows = left + right + 1 if facts.span is None else 2 * view.int(facts.span, minimum=0) + 1
     block = None if facts.block is None else view.int(facts.block, minimum=1)
