@@ -15,6 +15,15 @@ with the key projection zero and every query one seeded vector ``c`` (:func:`sur
 kept on the site's capture as one :class:`~survey.pixel_records.PositionCall` per attention module: its path, ``c``
 and its logits ``(matrices, T, T)`` (every query row: the heads of one input fit
 :data:`survey.pixel_logits.ELEMENTS`; a module whose rows were thinned is left out).
+
+``phi4_multimodal_audio``: its encoder subsamples the frames by ``time_reduction`` (8) before the layers, so the
+generic 16 and 24 feature frames are 2 and 3 frames there; it is fed ``time_reduction · 40`` and ``· 60`` frames of
+``input_size`` features (40 and 60 frames in the layers). Its one table, ``relative_attention_bias_layer`` (a name
+:data:`survey.pixel_records.POSITION` does not match), is made a site of its own (and so seeded, captured and
+accounted for). The encoder adds the table's bias to the boolean streaming mask and hands the sum to every layer's
+attention as its ``attention_mask``: the additive term itself, recorded as it is fed to each attention module
+(:func:`record_fed_masks`), one :class:`~survey.pixel_records.PositionCall` per module (its path, no input, the
+mask ``(1, H, T, T)``).
 """
 
 from __future__ import annotations
@@ -37,12 +46,13 @@ PAST_CLIP = (8, 24)
 @dataclass(frozen=True)
 class Keyed:
     """A model type's own feeding: ``shapes(config)`` (size -> the shapes tried), ``beside(config, dtype)`` (the
-    inputs fed beside the main one) and ``record(model, inputs, sites, captured)`` (what is recorded beyond the
-    generic captures, into ``captured``)."""
+    inputs fed beside the main one), ``record(model, inputs, sites, captured)`` (what is recorded beyond the
+    generic captures, into ``captured``) and ``sites(model)`` (its position sites the generic names miss)."""
 
     shapes: Callable[[Any], dict[str, list[tuple[int, ...]]]]
     beside: Callable[[Any, Any], dict[str, Any]]
     record: Callable[[Any, dict[str, Any], list[Site], dict[str, Capture]], None]
+    sites: Callable[[Any], list[Site]] = lambda model: []
 
 
 def _speecht5_shapes(config: Any) -> dict[str, list[tuple[int, ...]]]:
@@ -101,8 +111,57 @@ def record_fed_logits(model: Any, inputs: dict[str, Any], sites: list[Site], cap
         captured[site].calls = calls
 
 
+#: Phi-4's subsampled frames in the layers at the native and the resampled size
+PHI4_FRAMES = (40, 60)
+
+
+def _phi4_shapes(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    reduction, width = int(config.time_reduction), int(config.input_size)
+    return {size: [(1, reduction * frames, width)] for size, frames in zip(("native", "resampled"), PHI4_FRAMES,
+                                                                          strict=True)}
+
+
+def _phi4_sites(model: Any) -> list[Site]:
+    """The module holding Phi-4's table, as a site (its parameters float32, as :func:`sites_of` keeps them)."""
+    import torch
+
+    path = "relative_attention_bias_layer"
+    module = dict(model.named_modules()).get(path)
+    if module is None:
+        return []
+    return [Site(path, "", True, {f"{path}.{name}": p.detach().to(torch.float32).numpy().copy()
+                                  for name, p in module.named_parameters()})]
+
+
+def record_fed_masks(model: Any, inputs: dict[str, Any], sites: list[Site], captured: dict[str, Capture]) -> None:
+    """Each module site's capture gains the floating ``attention_mask`` every attention module is fed, in call
+    order (module docstring); the modules of :func:`fed_attention`'s kind: class names with ``Attention``."""
+    import torch
+
+    from survey.probe import removed
+
+    fed: list[PositionCall] = []
+
+    def entered(path: str, module: Any, args: tuple, kwargs: dict) -> None:
+        import inspect
+
+        mask = inspect.signature(module.forward).bind(*args, **kwargs).arguments.get("attention_mask")
+        if isinstance(mask, torch.Tensor) and mask.is_floating_point():
+            fed.append(PositionCall(path, np.zeros(0), mask.detach().to(torch.float64).numpy().copy()))
+
+    handles = [module.register_forward_pre_hook(lambda m, a, k, p=path: entered(p, m, a, k), with_kwargs=True)
+               for path, module in model.named_modules() if "Attention" in type(module).__name__]
+    with removed(handles), torch.no_grad():
+        model(**inputs)
+    for site in sites:
+        if site.is_module:
+            captured[site.path].calls = list(fed)
+
+
 #: model type -> its own feeding
-KEYED: dict[str, Keyed] = {"speecht5": Keyed(_speecht5_shapes, _speecht5_beside, record_fed_logits)}
+KEYED: dict[str, Keyed] = {"speecht5": Keyed(_speecht5_shapes, _speecht5_beside, record_fed_logits),
+                           "phi4_multimodal_audio": Keyed(_phi4_shapes, lambda config, dtype: {}, record_fed_masks,
+                                                          _phi4_sites)}
 
 
 def keyed(config: Any) -> Keyed | None:
@@ -110,4 +169,5 @@ def keyed(config: Any) -> Keyed | None:
     return KEYED.get(getattr(config, "model_type", None))
 
 
-__all__ = ["DECODER_STEPS", "KEYED", "PAST_CLIP", "Keyed", "fed_attention", "keyed", "record_fed_logits"]
+__all__ = ["DECODER_STEPS", "KEYED", "PAST_CLIP", "PHI4_FRAMES", "Keyed", "fed_attention", "keyed", "record_fed_logits",
+           "record_fed_masks"]

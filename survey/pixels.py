@@ -122,7 +122,8 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     name = input_name(model)
     record = PixelRun(type(model).__name__, name, attention=sorted(
         {type(m).__name__ for m in model.modules() if "Attention" in type(m).__name__}))
-    record.sites = sites_of(model)
+    own = keyed(config)  # a model type the generic feeding cannot run (survey.keyed_runs)
+    record.sites = sites_of(model) + ([] if own is None else own.sites(model))
     record.rotary = rotary_sites(model)
     rebuild_zeros(model, record.sites)
     record.merge = merge_size(config)

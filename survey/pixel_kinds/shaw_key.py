@@ -19,8 +19,17 @@ longer, no blocks) is computed from the same inputs and must be told apart. Wher
 
 A table one module outside the layers gathers once for every layer (SpeechT5's ``SpeechT5RelativePositionalEncoding``
 hands the rows to each layer's attention) is held by no attention module: its capture's calls
-(:func:`survey.keyed_runs.record_fed_logits`) hold the logits of each attention module fed its output, and layer
-``i`` of the record is compared with the call of the module of layer ``i`` (``….layers.{i}.…``), as above.
+(:func:`survey.keyed_runs.record_fed_logits`) hold the logits of each attention module fed its output, in call
+order, and layer ``i`` of the record is compared with the ``i``-th, as above.
+
+A bias per head (``term = "bias"``, Phi-4-multimodal's audio encoder) reads no query: the encoder adds the table's
+bias to its boolean streaming window and hands the sum to every attention as its ``attention_mask``, recorded as it
+is fed, one call per attention module in call order (:func:`survey.keyed_runs.record_fed_masks`). Layer ``i``'s is
+compared with refpos's bias of the recorded table plus the window (:mod:`refpos.encodings.shaw_key_bias`), within the
+kind's bound of the one-hot queries plus ``u·|e|`` (the window added); the wrong answers are the kind's catalogued
+mistakes of the one-hot queries, each plus the window, and the wrong windows
+(:data:`refpos.encodings.shaw_key_bias.WINDOW_MISTAKES`: none added, chunks one frame shorter or longer, one chunk
+fewer or more seen before), each wherever it differs.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ MASKED = -1e30
 def _table(record: Any, site: Site, sites: list[Site]) -> tuple[list[Site], np.ndarray] | None:
     """The sites of ``site``'s attention module and its table ``(rows, d)`` of the record's head width (float64)."""
     siblings = [s for s in sites if s.owner == site.owner]
-    found = [p for s in siblings for p in s.params.values() if p.ndim == 2 and p.shape[1] == record.head_dim]
+    found = [p for s in siblings for p in s.params.values() if p.ndim == 2 and p.shape[1] == record.table_width]
     return (siblings, found[0].astype(np.float64)) if found else None
 
 
@@ -72,7 +81,7 @@ def _shared(record: Any, run: PixelRun) -> tuple[Site, np.ndarray] | None:
     from survey.pixel_kinds.relative_sinusoid import _layer_of
 
     for site in run.sites:
-        tables = [p for p in site.params.values() if p.ndim == 2 and p.shape[1] == record.head_dim]
+        tables = [p for p in site.params.values() if p.ndim == 2 and p.shape[1] == record.table_width]
         if site.is_module and _layer_of(site.path) is None and tables and any(
                 c.calls for c in site.captures.values()):
             return site, tables[0].astype(np.float64)
@@ -138,11 +147,46 @@ def _graded(record: Any, run: PixelRun, table: np.ndarray, observed: list[tuple]
     return graded(cases, paths, f"{where} shaw_key (the logits with the key projection zero)")
 
 
+def _graded_bias(record: Any, run: PixelRun, table: np.ndarray, calls: dict[str, Any], where: str,
+                 paths: tuple[str, ...]) -> Outcome:
+    """A bias per head: the additive mask each size's attention was fed ``(1, H, T, T)`` against the table's bias plus
+    the window (module docstring)."""
+    from refpos.encodings.shaw_key_bias import streaming_window, wrong_windows
+    from refpos.encodings.shaw_key_mistakes import ShawKeyInputs
+    from survey.pixel_kinds.base import unit
+
+    if table.shape[0] != record.rows:
+        return Outcome("wrong", f"{where}: a table of {table.shape[0]} rows, refpos's of {record.rows}", paths)
+    check = check_target("shaw_key")
+    cases = []
+    for size, call in calls.items():
+        observed = call.output.astype(np.float64).reshape(-1, *call.output.shape[-2:])
+        heads, frames = record.n_heads, observed.shape[-1]
+        if observed.shape[0] != heads or (record.block is not None and frames > record.block):
+            return Outcome("wrong", f"{where}: an additive mask {call.output.shape} at the {size} size, not {heads} "
+                           f"heads of one block", paths)
+        inputs = ShawKeyInputs(np.broadcast_to(np.eye(heads)[:, None, :], (heads, frames, heads)), table, record.left,
+                               record.right, record.offset, record.sign, record.block, 1.0)
+        window = 0.0 if record.window is None else streaming_window(frames, *record.window, record.block)
+        reference = inputs.output() + window
+        bound = inputs.bound(run.dtype) + unit(run) * np.abs(reference)  # the bias gathered, the window added
+        wrong = {}
+        for name in check.mistakes:
+            output = check.wrong(inputs, name)
+            wrong[name] = None if output is None else np.asarray(output) + window
+        if record.window is not None:
+            wrong |= {name: inputs.output() + other for name, other in
+                      wrong_windows(frames, record.window, record.block).items()}
+        cases.append((observed, reference, bound, wrong))
+    if not cases:
+        return Outcome("not reached", f"{where}: no additive mask recorded", paths)
+    return graded(cases, paths, f"{where} shaw_key bias (the additive mask each attention is fed)")
+
+
 def compare_shaw_key(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """One layer's key terms: the next attention whose logits were recorded and that holds a table of the record's
     head width, else the logits of the layer's attention fed a table gathered outside the layers; a table of other
     rows than the record's is wrong (module docstring)."""
-    from survey.pixel_kinds.relative_sinusoid import _layer_of
 
     site = next((s for s in sites if any(c.logits is not None for c in s.captures.values())
                  and _table(record, s, sites) is not None), None)
@@ -150,10 +194,14 @@ def compare_shaw_key(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         shared = _shared(record, run)
         if shared is not None:
             module, table = shared
+            calls = {size: capture.calls[record.index] for size, capture in module.captures.items()
+                     if record.index < len(capture.calls)}
+            modules = ", ".join(sorted({c.module for c in calls.values()}))
+            where = f"{module.path} read by {record.stack} layer {record.index} ({modules})"
+            if record.term == "bias":
+                return _graded_bias(record, run, table, calls, where, (module.path,))
             observed = [(size, call.output, np.arange(call.output.shape[-2]), call.input)
-                        for size, capture in module.captures.items() for call in capture.calls
-                        if _layer_of(call.module) == record.index][:len(module.captures)]
-            where = f"{module.path} read by {record.stack} layer {record.index}"
+                        for size, call in calls.items()]
             return _graded(record, run, table, observed, where, (module.path,))
         inline = next((s for s in sites if any(p.ndim == 2 and p.shape[1] == record.head_dim
                                                 for p in s.params.values())), None)

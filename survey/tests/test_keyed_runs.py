@@ -1,7 +1,9 @@
-"""A model type fed its own way (survey.keyed_runs): SpeechT5Model run on hidden states past its table's clip, the
+"""Model types fed their own way (survey.keyed_runs): SpeechT5Model run on hidden states past its table's clip, the
 logits of every encoder attention fed the one table its encoder gathers recorded on that table's site, and the
 shaw_key comparison of each encoder layer exact with every wrong answer the inputs can show caught; a wrong record
-(the other sign, the clip one further above, another table) is wrong."""
+(the other sign, the clip one further above, another table) is wrong. Phi-4's audio encoder run on frames that are
+40 and 60 after its subsampling, its table made a site and the additive mask each attention is fed recorded: each
+layer's bias and window exact, a wrong record (the other sign, no window, another chunk) wrong."""
 
 from __future__ import annotations
 
@@ -72,3 +74,46 @@ def test_the_model_as_a_whole_is_exact(speecht5):
     answer, run = speecht5
     judged = summary(judge_records(list(answer.layers), run))
     assert judged.failed is None and judged.survived == ()
+
+
+@pytest.fixture(scope="module")
+def phi4():
+    from transformers.models.phi4_multimodal.configuration_phi4_multimodal import Phi4MultimodalAudioConfig
+    from transformers.models.phi4_multimodal.modeling_phi4_multimodal import Phi4MultimodalAudioModel
+
+    import refpos
+    from survey.pixels import observe_pixels
+
+    config = Phi4MultimodalAudioConfig(hidden_size=16, intermediate_size=16, num_blocks=2, num_attention_heads=2,
+                                       chunk_size=16, left_chunk=1, input_size=8, bias_max_distance=30,
+                                       nemo_conv_channels=8, ext_pw_out_channel=16, depthwise_separable_out_channel=16)
+    torch.manual_seed(0)
+    run = observe_pixels(Phi4MultimodalAudioModel(config), config)
+    return refpos.model_positions(config.to_dict()).stack("audio"), run
+
+
+def test_phi4_s_table_is_a_site_and_each_attention_s_mask_is_recorded(phi4):
+    _, run = phi4
+    (site,) = run.sites
+    assert site.path == "relative_attention_bias_layer" and site.params[f"{site.path}.bias_values.weight"].shape == (
+        60, 2)
+    for size, frames in (("native", 40), ("resampled", 60)):
+        calls = site.captures[size].calls
+        assert [c.module for c in calls] == ["encoders.0.self_attn", "encoders.1.self_attn"]
+        assert all(c.output.shape == (1, 2, frames, frames) for c in calls)
+
+
+def test_phi4_s_bias_and_window_are_exact_and_every_wrong_answer_is_caught(phi4):
+    records, run = phi4
+    for record in records:
+        outcome = _judge(record, run)
+        assert outcome.status == "exact", outcome.cause
+        # the sign, the clip narrower, the offset, the window dropped, chunks shorter and longer, ℓ ± 1
+        assert outcome.tried >= 7 and outcome.survived == []
+
+
+@pytest.mark.parametrize("changed", [{"sign": "query_minus_key"}, {"window": None}, {"window": (15, 1)},
+                                     {"window": (16, 0)}, {"left": 29, "right": 28, "offset": 29, "rows": 58}])
+def test_a_wrong_phi4_record_is_wrong(phi4, changed):
+    records, run = phi4
+    assert _judge(dataclasses.replace(records[0], **changed), run).status == "wrong"
