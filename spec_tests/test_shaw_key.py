@@ -150,8 +150,9 @@ def test_bad_input_names_the_parameter(impl):
 def test_the_properties_catch_mutants():
     """Each property fails on a tiny wrong implementation: the other sign, the clip's two sides exchanged, no scale,
     every pair attended (formula, blocks); heads reading each other's columns (one-hot queries); a port clipping only
-    below and wrapping past the clip above (clipped distance); one leaving the pairs of two blocks at −inf (zero table); ports that wrap a row outside the table
-    (NumPy indexing) or clip it into the table instead of refusing it."""
+    below and wrapping past the clip above (clipped distance); one leaving the pairs of two blocks at −inf (zero
+    table); ports that wrap a row outside the table (NumPy indexing) or clip it into the table instead of refusing
+    it."""
     u = 2.0**-53
     rng = np.random.default_rng(0)
     call = {"q": rng.standard_normal((2, 10, 3)), "table": rng.standard_normal((9, 3)), "left": 4, "right": 2,
