@@ -187,7 +187,6 @@ def compare_shaw_key(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """One layer's key terms: the next attention whose logits were recorded and that holds a table of the record's
     head width, else the logits of the layer's attention fed a table gathered outside the layers; a table of other
     rows than the record's is wrong (module docstring)."""
-
     site = next((s for s in sites if any(c.logits is not None for c in s.captures.values())
                  and _table(record, s, sites) is not None), None)
     if site is None:
@@ -203,11 +202,12 @@ def compare_shaw_key(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
             observed = [(size, call.output, np.arange(call.output.shape[-2]), call.input)
                         for size, call in calls.items()]
             return _graded(record, run, table, observed, where, (module.path,))
-        inline = next((s for s in sites if any(p.ndim == 2 and p.shape[1] == record.head_dim
+        inline = next((s for s in sites if any(p.ndim == 2 and p.shape[1] == record.table_width
                                                 for p in s.params.values())), None)
         if inline is not None:
             return unrecorded(inline, sites, "the terms are added")
-        return absent(run, f"no table of {record.rows} × {record.head_dim} for {record.stack} layer {record.index}")
+        return absent(run, f"no table of {record.rows} × {record.table_width} for {record.stack} layer "
+                      f"{record.index}")
     siblings, table = _table(record, site, sites)
     observed = [(size, c.logits, c.logit_rows, c.query) for size, c in site.captures.items() if c.logits is not None]
     return _graded(record, run, table, observed, site.owner, tuple(s.path for s in siblings))
