@@ -110,6 +110,22 @@ def test_each_block_is_its_own_sequence(impl, call):
     blocks_are_their_own_sequences(require(impl, "shaw_key_terms"), call, unit(impl))
 
 
+def one_hot_queries_read_each_head_s_column(fn, call) -> None:
+    """Queries that are each head's unit vector at scale 1 give that head's column of the row a pair reads, exactly
+    (one product by 1, the others by 0): a bias per head (docs/relative.md#a-per-head-bias-of-clipped-distances)."""
+    heads, frames = np.shape(call["q"])[:2]
+    table = np.asarray(call["table"])[:, :1].repeat(heads, axis=1) + np.arange(heads)  # column h: E[r, 0] + h
+    one_hot = np.broadcast_to(np.eye(heads)[:, None, :], (heads, frames, heads))
+    bias = {**call, "q": one_hot, "table": table, "scale": 1.0}
+    got = np.asarray(fn(**bias), dtype=np.float64)
+    assert np.array_equal(got, oracle(**bias))
+
+
+@given(call=shaw_key_calls())
+def test_one_hot_queries_at_scale_one_read_each_head_s_column(impl, call):
+    one_hot_queries_read_each_head_s_column(require(impl, "shaw_key_terms"), call)
+
+
 def refuses_rows_outside_the_table(fn) -> None:
     """A clip and offset reading a row the table does not hold (below row 0 or past its last): a ``ValueError``
     naming ``table``, nothing wrapped or clipped into it."""
@@ -133,9 +149,10 @@ def test_bad_input_names_the_parameter(impl):
 
 def test_the_properties_catch_mutants():
     """Each property fails on a tiny wrong implementation: the other sign, the clip's two sides exchanged, no scale,
-    every pair attended (formula, blocks); a port clipping only below and wrapping past the clip above (clipped
-    distance); one leaving the pairs of two blocks at −inf (zero table); ports that wrap a row outside the table
-    (NumPy indexing) or clip it into the table instead of refusing it."""
+    every pair attended (formula, blocks); heads reading each other's columns (one-hot queries); a port clipping only
+    below and wrapping past the clip above (clipped distance); one leaving the pairs of two blocks at −inf (zero
+    table); ports that wrap a row outside the table (NumPy indexing) or clip it into the table instead of refusing
+    it."""
     u = 2.0**-53
     rng = np.random.default_rng(0)
     call = {"q": rng.standard_normal((2, 10, 3)), "table": rng.standard_normal((9, 3)), "left": 4, "right": 2,
@@ -153,9 +170,13 @@ def test_the_properties_catch_mutants():
     def unblocked(**c):
         return oracle(**{**c, "block": None})
 
+    def head_swapped(**c):  # each head reading the next head's column
+        return np.roll(oracle(**c), 1, axis=0)
+
     for check in (lambda: matches(other_sign, call, u), lambda: matches(clip_exchanged, call, u),
                   lambda: matches(unscaled, call, u), lambda: matches(unblocked, call, u),
-                  lambda: blocks_are_their_own_sequences(unblocked, call, u)):
+                  lambda: blocks_are_their_own_sequences(unblocked, call, u),
+                  lambda: one_hot_queries_read_each_head_s_column(head_swapped, call)):
         with pytest.raises(AssertionError):
             check()
     matches(oracle, call, u)

@@ -38,6 +38,9 @@ the grid of :func:`survey.pixel_inputs.patch_grid` (two frames at the resampled 
 the frame index, :func:`survey.pixel_inputs.clip_frames`; the grid kept in :attr:`PixelRun.grids`; the merge size too
 where the forward takes one, VideoLLaMA 3's).
 
+A model type the generic feeding cannot run (SpeechT5's base model, fed hidden states) is fed and recorded its own
+way, keyed by its model type (:mod:`survey.keyed_runs`).
+
 A position module the forward never calls, whose zeroing leaves its owner's tensors exactly as they were, is no
 position of the model: it is left out of the sites and the row's note names it.
 
@@ -51,6 +54,7 @@ import warnings
 from typing import Any
 
 from survey.building import passed_on
+from survey.keyed_runs import keyed
 from survey.pixel_capture import (
     capture,
     capture_rotary,
@@ -118,7 +122,8 @@ def observe_pixels(model: Any, config: Any) -> PixelRun:
     name = input_name(model)
     record = PixelRun(type(model).__name__, name, attention=sorted(
         {type(m).__name__ for m in model.modules() if "Attention" in type(m).__name__}))
-    record.sites = sites_of(model)
+    own = keyed(config)  # a model type the generic feeding cannot run (survey.keyed_runs)
+    record.sites = sites_of(model) + ([] if own is None else own.sites(model))
     record.rotary = rotary_sites(model)
     rebuild_zeros(model, record.sites)
     record.merge = merge_size(config)
@@ -174,6 +179,8 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     frames = clip_frames(model) if grid is not None else 1  # a clip where the position ids read the frame axis
     sizes = shaped_candidates(config) if shaped else candidates(record.input_name, config, flat=grid is not None,
                                                                  ids=ids, frames=frames)
+    own = keyed(config)  # a model type the generic feeding cannot run (survey.keyed_runs)
+    sizes = own.shapes(config) if own is not None else sizes
     for size, tries in sizes.items():
         attempts = [(shape, switch) for shape in tries]
         if size == "resampled" and switch and "interpolate_pos_encoding" not in params:
@@ -191,10 +198,13 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
                 record.grids[size] = [1, *shape_grid(config, size)[:2]]
             inputs |= beside(Try(params, config, record.input_name, tuple(shape), size, dtype, record.merge,
                                  tuple(record.grids[size]) if grid is not None or shaped else None, fed_switch))
+            inputs |= own.beside(config, dtype) if own is not None else {}
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     captured = capture(model, inputs, record.sites)
+                    if own is not None:
+                        own.record(model, inputs, record.sites, captured)
                     record.applied[size] = rotations(model, inputs)
                     record.query_key[size] = capture_query_key(model, inputs)
             except Exception as exc:  # transformers' own error for this shape: the next one

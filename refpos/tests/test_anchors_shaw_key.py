@@ -5,7 +5,10 @@ r"""refpos.encodings.shaw_key against transformers 5.25's speech encoders (torch
   to its eager attention), block by block, at 11 frames in blocks of 4 (the last one partial), with the queries of
   that same call;
 * wav2vec2-BERT's ``_apply_relative_key_position_encoding``: the bias it returns for 11 frames at an asymmetric clip
-  (3 below, 2 above).
+  (3 below, 2 above);
+* SpeechT5's encoder (``SpeechT5RelativePositionalEncoding`` and ``SpeechT5Attention``): the softmax input of its
+  first layer's attention, the key projection zero, at 11 frames of a table of ``2M`` rows (``M = 3``: distances
+  query minus key, clipped to ``−3 … 2``), with the scaled queries of that call.
 
 Tolerance: the float32 bound per entry of :meth:`refpos.encodings.shaw_key_mistakes.ShawKeyInputs.bound`
 (:math:`\gamma_{d+3}\,\sigma\sum_k |q_k||E_k|`: the scale stored and applied, the ``d`` products and their sums), the
@@ -150,3 +153,87 @@ def test_wav2vec2_bert_relative_key_is_refpos_s_terms():
     error = _check(bias[0].double().numpy(), inputs, {"sign": {"sign": "query_minus_key"},
                                                        "narrow": {"left": 2, "right": 1}})
     assert error < 1e-5
+
+
+def test_speecht5_encoder_relative_table_is_refpos_s_terms():
+    from transformers.models.speecht5.configuration_speecht5 import SpeechT5Config
+    from transformers.models.speecht5.modeling_speecht5 import SpeechT5EncoderWithoutPrenet
+
+    clip = 3
+    config = SpeechT5Config(hidden_size=HEADS * DIM, encoder_attention_heads=HEADS, encoder_layers=1,
+                            encoder_ffn_dim=32, encoder_max_relative_position=clip)
+    torch.manual_seed(0)
+    encoder = SpeechT5EncoderWithoutPrenet(config).eval()
+    attention = encoder.wrapped_encoder.layers[0].attention
+    with torch.no_grad():
+        encoder.wrapped_encoder.embed_positions.pe_k.weight.normal_()
+        attention.q_proj.weight.zero_()
+        attention.q_proj.bias.normal_()  # every query c
+    hidden = torch.randn(1, FRAMES, HEADS * DIM)
+    found = _recorded(attention, hidden, lambda: encoder(hidden))
+    logits = found["mask"].detach().double().numpy()  # (H, T, T): the softmax input, the key projection zero
+    c = attention.q_proj.bias.detach().double().numpy().reshape(HEADS, 1, DIM)
+    table = encoder.wrapped_encoder.embed_positions.pe_k.weight.detach().double().numpy()
+    assert table.shape == (2 * clip, DIM)
+    inputs = ShawKeyInputs(np.broadcast_to(c, (HEADS, FRAMES, DIM)), table, clip, clip - 1, clip, "query_minus_key")
+    error = _check(logits, inputs, {"sign": {"sign": "key_minus_query"}, "narrow": {"left": clip - 1},
+                                    "unscaled": {"scale": 1.0}})
+    assert error < 1e-5
+
+
+def _phi4_masks(frames: int, chunk: int, left: int):
+    """The additive masks Phi-4's audio encoder feeds its first attention at ``frames`` subsampled frames, its
+    table, and the encoder's config."""
+    from transformers.models.phi4_multimodal.configuration_phi4_multimodal import Phi4MultimodalAudioConfig
+    from transformers.models.phi4_multimodal.modeling_phi4_multimodal import Phi4MultimodalAudioModel
+
+    config = Phi4MultimodalAudioConfig(hidden_size=16, intermediate_size=16, num_blocks=1, num_attention_heads=HEADS,
+                                       chunk_size=chunk, left_chunk=left, input_size=8, time_reduction=8,
+                                       bias_max_distance=7, nemo_conv_channels=8, ext_pw_out_channel=16,
+                                       depthwise_separable_out_channel=16)
+    torch.manual_seed(0)
+    model = Phi4MultimodalAudioModel(config).eval()
+    with torch.no_grad():
+        model.relative_attention_bias_layer.bias_values.weight.normal_()
+    found = []
+    model.encoders[0].self_attn.register_forward_pre_hook(lambda m, a: found.append(a[1]))
+    with torch.no_grad():
+        model(torch.randn(1, 8 * frames, 8), None)
+    table = model.relative_attention_bias_layer.bias_values.weight.detach().double().numpy()
+    return found[0].double().numpy(), table, config
+
+
+def _summed(observed: np.ndarray, terms: np.ndarray) -> bool:
+    """Whether a float32 port's bias plus window is ``terms``: the table's float32 values gathered (exact), the
+    window's 0 or 1 added (one rounding, ``2⁻²⁴·|e|``)."""
+    return bool(np.all(np.abs(observed - terms) <= 2.0**-24 * np.abs(terms)))
+
+
+@pytest.mark.parametrize(("frames", "chunk", "left"), [(11, -1, 18), (11, 3, 1), (13, 4, 0)])
+def test_phi4_audio_bias_and_streaming_window_are_refpos_s(frames, chunk, left):
+    from refpos.encodings.shaw_key_bias import shaw_bias_terms, wrong_windows
+
+    mask, table, _ = _phi4_masks(frames, chunk, left)
+    assert table.shape == (14, HEADS) and mask.shape == (1, HEADS, frames, frames)
+    terms = shaw_bias_terms(table, frames, left=7, right=6, offset=7, sign="key_minus_query", block=500,
+                            window=(chunk, left))
+    assert _summed(mask[0], terms)
+    for wrong in (dict(sign="query_minus_key"), dict(offset=6, left=6)):  # the distance mirrored, row 0 one before
+        changed = shaw_bias_terms(table, frames, **{"left": 7, "right": 6, "offset": 7, "sign": "key_minus_query",
+                                                    **wrong}, window=(chunk, left))
+        assert not np.allclose(changed, mask[0])
+    for window in wrong_windows(frames, (chunk, left)).values():
+        assert not np.allclose(terms - shaw_bias_terms(table, frames, left=7, right=6, offset=7,
+                                                       sign="key_minus_query") + window - mask[0], 0)
+
+
+def test_phi4_audio_past_500_frames_attends_in_blocks_of_500():
+    from refpos.encodings.shaw_key_bias import shaw_bias_terms
+
+    mask, table, _ = _phi4_masks(503, 100, 1)
+    assert mask.shape == (2, HEADS, 500, 500)  # two blocks, the second padded from 3 frames to 500
+    terms = shaw_bias_terms(table, 503, left=7, right=6, offset=7, sign="key_minus_query", block=500,
+                            window=(100, 1))
+    assert _summed(mask[0], terms[:, :500, :500])
+    assert _summed(mask[1][:, :3, :3], terms[:, 500:, 500:])
+    assert np.all(np.isneginf(terms[:, :500, 500:]))

@@ -402,3 +402,23 @@ def test_check_config_on_a_layer_without_a_contract_call_exits_2_saying_why(tmp_
     err = capsys.readouterr().err
     assert "vision.input layer 0 (grid(fixed)) has no contract call: its table is added as it is" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_bias_per_head_gets_one_hot_queries_at_scale_one():
+    """Phi-4's audio layers (shaw_key term = "bias"): the case's queries are each head's unit vector, its scale 1,
+    its table a column per head; the output is the record's bias without the streaming window (no part of the
+    call)."""
+    from refpos.encodings.shaw_key_bias import streaming_window
+
+    config = {"model_type": "phi4_multimodal_audio", "num_blocks": 1, "num_attention_heads": 2, "hidden_size": 16,
+              "bias_max_distance": 3, "bias_symmetric": False, "chunk_size": -1, "left_chunk": 18}
+    positions = refpos.model_positions(config)
+    (case,) = [case for case in kind_model_cases(positions, "m") if case.family == "shaw_key"]
+    arguments = _arguments(case)
+    assert arguments["scale"] == 1.0 and arguments["table"].shape == (6, 2) and arguments["q"].shape[-1] == 2
+    out = case.outputs["out"].array
+    assert check_call(BY_KIND["shaw_key"], case.function, arguments, out.astype(np.float32))["ok"]
+    (layer,) = positions.stack("audio")
+    frames = arguments["q"].shape[-2]
+    own = layer.reference(arguments["q"], arguments["table"]) - streaming_window(frames, -1, 18, layer.block)
+    np.testing.assert_allclose(np.nan_to_num(own, neginf=0.0)[:2], out, rtol=0, atol=1e-12)

@@ -152,6 +152,28 @@ def test_the_kind_is_built_from_wav2vec2_bert_and_granite_speech():
     assert granite[0].reads == (("query", ("frames",)), ("key", ("frames",)))
 
 
+SPEECHT5 = {"model_type": "speecht5", "encoder_layers": 2, "decoder_layers": 1, "encoder_attention_heads": 4,
+            "decoder_attention_heads": 4, "hidden_size": 32, "encoder_max_relative_position": 160}
+
+
+def test_speecht5_s_encoder_clips_one_short_above_and_its_decoder_has_no_positions():
+    answer = model_positions(SPEECHT5)
+    assert [(r.sign, r.left, r.right, r.offset, r.rows, r.block, r.head_dim) for r in answer.stack("encoder")] == \
+        [("query_minus_key", 160, 159, 160, 320, None, 8)] * 2
+    assert [r.kind for r in answer.stack("decoder")] == ["none"]
+
+
+def test_right_less_is_a_non_negative_count():
+    from refpos.models.kinds.shaw_key import ShawKeyFacts
+
+    with pytest.raises(ValueError, match="right_less"):
+        ShawKeyFacts(right_less=-1).check("example")
+    with pytest.raises(ValueError, match="right_less"):
+        ShawKeyFacts(right_less="1").check("example")
+    with pytest.raises(ValueError, match="encoder_max_relative_position"):
+        model_positions(SPEECHT5 | {"encoder_max_relative_position": 0})
+
+
 def test_another_position_type_is_refused_by_name():
     layer = model_positions(W2V_BERT | {"position_embeddings_type": "rotary"}).stack("audio")[0]
     assert layer.kind == "refused" and "position_embeddings_type=rotary" in layer.reason
@@ -168,3 +190,63 @@ def test_the_record_takes_a_table_of_its_shape():
         record.reference(np.zeros((2, 5, 8)), np.zeros((1024, 8)))
     terms = record.reference(np.ones((2, 5, 8)), np.ones((1025, 8)))
     assert terms.shape == (2, 5, 5) and np.allclose(terms, 8 / np.sqrt(8))
+
+
+PHI4 = {"model_type": "phi4_multimodal_audio", "num_blocks": 2, "num_attention_heads": 4, "hidden_size": 32,
+        "bias_max_distance": 1000, "bias_symmetric": False, "chunk_size": -1, "left_chunk": 18}
+
+
+def test_phi4_s_bias_per_head_is_read_with_its_window_and_blocks_of_500():
+    layers = model_positions(PHI4).stack("audio")
+    assert [(r.term, r.sign, r.left, r.right, r.offset, r.rows, r.block, r.window, r.table_width) for r in layers] \
+        == [("bias", "key_minus_query", 1000, 999, 1000, 2000, 500, (-1, 18), 4)] * 2
+    with pytest.raises(ValueError, match=r"\(2000, 4\)"):
+        layers[0].reference(np.zeros((4, 5, 8)), np.zeros((2000, 8)))
+    symmetric = model_positions(PHI4 | {"bias_symmetric": True}).stack("audio")[0]
+    assert symmetric.kind == "refused" and "bias_symmetric=true" in symmetric.reason
+    with pytest.raises(ValueError, match="chunk_size"):
+        model_positions(PHI4 | {"chunk_size": 0})
+
+
+def test_the_bias_is_each_head_s_column_at_the_row_plus_the_window():
+    from refpos.encodings.shaw_key_bias import shaw_bias_terms
+
+    table = np.arange(12.0).reshape(6, 2)  # B[r, h] = 2r + h
+    terms = shaw_bias_terms(table, 4, left=3, right=2, offset=3, sign="key_minus_query")
+    rows = shaw_key_rows(4, left=3, right=2, offset=3, sign="key_minus_query")
+    assert np.array_equal(terms, np.stack([2 * rows, 2 * rows + 1]))
+    windowed = shaw_bias_terms(table, 4, left=3, right=2, offset=3, sign="key_minus_query", window=(2, 0))
+    assert np.array_equal(windowed - terms, np.broadcast_to(np.kron(np.eye(2), np.ones((2, 2))), (2, 4, 4)))
+    assert np.array_equal(shaw_bias_terms(table, 4, left=3, right=2, offset=3, sign="key_minus_query",
+                                          window=(-1, 0)) - terms, np.ones((2, 4, 4)))
+
+
+def test_the_window_is_each_block_s_own_and_nothing_across_blocks():
+    from refpos.encodings.shaw_key_bias import streaming_window
+
+    window = streaming_window(6, 2, 0, block=3)  # blocks of 3 frames, chunks of 2 counted in each block
+    assert window.astype(int).tolist() == [[1, 1, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0], [0, 0, 1, 0, 0, 0],
+                                           [0, 0, 0, 1, 1, 0], [0, 0, 0, 1, 1, 0], [0, 0, 0, 0, 0, 1]]
+    with pytest.raises(ValueError, match="chunk"):
+        streaming_window(4, 0, 1)
+    with pytest.raises(ValueError, match="left"):
+        streaming_window(4, 2, -1)
+
+
+def test_every_wrong_window_that_differs_is_named():
+    from refpos.encodings.shaw_key_bias import wrong_windows
+
+    assert sorted(wrong_windows(8, (-1, 3))) == ["window_dropped"]  # one chunk: only dropping it shows
+    assert sorted(wrong_windows(8, (3, 1))) == ["chunk_long", "chunk_short", "left_fewer", "left_more",
+                                                "window_dropped"]
+
+
+def test_a_window_on_a_query_term_or_an_unknown_term_is_refused():
+    from refpos.models.kinds.shaw_key import ShawKeyFacts
+
+    with pytest.raises(ValueError, match=r"shaw_key\.chunk"):
+        ShawKeyFacts(chunk="chunk_size", left_chunks="left_chunk").check("example")
+    with pytest.raises(ValueError, match=r"shaw_key\.term"):
+        ShawKeyFacts(term="value").check("example")
+    with pytest.raises(ValueError, match=r"shaw_key\.block_frames"):
+        ShawKeyFacts(block="context_size", block_frames=500).check("example")

@@ -66,7 +66,9 @@ What an observation is, per kind:
 ``shaw_key``
     the logits each attention's softmax is fed with the key projection zero and every query one seeded vector
     ``c`` (a blocked layer's ``attn_mask``, its blocks laid on the diagonal): the masked pairs those refpos does not
-    attend, the terms ``σ c_h·E[clip(s(j − i), −L, R) + o]`` within their bound (:mod:`survey.pixel_kinds.shaw_key`).
+    attend, the terms ``σ c_h·E[clip(s(j − i), −L, R) + o]`` within their bound (:mod:`survey.pixel_kinds.shaw_key`);
+    a table one module gathers for every layer (SpeechT5), the logits of each attention fed it; a bias per head
+    (Phi-4's audio encoder), the additive mask each attention is fed, bias plus streaming window.
 """
 
 from __future__ import annotations

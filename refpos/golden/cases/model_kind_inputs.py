@@ -70,22 +70,32 @@ def shaw_key_frames(layer: Any) -> int:
     return max(layer.left, layer.right) + 2
 
 
+def _bias(layer: Any) -> bool:
+    """Whether a ``shaw_key`` layer reads its table as a bias per head (``term = "bias"``)."""
+    return getattr(layer, "term", "query") == "bias"
+
+
 def shaw_key_plan(layer: Any) -> tuple[str, dict[str, Any]] | str:
     """A ``shaw_key`` layer's call: ``shaw_key_terms`` with the record's clip, offset, sign and blocks (the scale
-    the softmax's, ``d^{-1/2}``, the default), or why a case would be too large."""
+    the softmax's, ``d^{-1/2}``, the default; 1 for a bias per head, read by one-hot queries: the streaming window
+    such a layer adds is no part of the call), or why a case would be too large."""
     frames = shaw_key_frames(layer)
     if frames > MAX_FRAMES:
         return (f"its call needs {frames} frames (clip -{layer.left}…{layer.right}, blocks of {layer.block}), past "
                 f"the {MAX_FRAMES} a golden case holds")
     return "shaw_key_terms", {"left": layer.left, "right": layer.right, "offset": layer.offset, "sign": layer.sign,
-                              "block": layer.block}
+                              "block": layer.block, **({"scale": 1.0} if _bias(layer) else {})}
 
 
 def shaw_key_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
     """A ``shaw_key`` layer's call: seeded queries ``(H, T, d)`` of up to 2 heads at the record's head width (the
     scale is ``d^{-1/2}``: every channel is there) over :func:`shaw_key_frames` frames, and a seeded table of the
-    record's rows."""
+    record's rows; a bias per head's queries are head ``h``'s unit vector at every frame (its table a column per
+    head)."""
     heads, frames = min(layer.n_heads, 2), shaw_key_frames(layer)
+    if _bias(layer):
+        one_hot = np.broadcast_to(np.eye(layer.n_heads)[:heads, None, :], (heads, frames, layer.n_heads)).copy()
+        return [("frames", {"q": one_hot, "table": rng.standard_normal((layer.rows, layer.n_heads))})]
     return [("frames", {"q": rng.standard_normal((heads, frames, layer.head_dim)),
                         "table": rng.standard_normal((layer.rows, layer.head_dim))})]
 
@@ -100,15 +110,16 @@ def shaw_key_reference(layer: Any, a: dict[str, Any]) -> tuple[np.ndarray, Any]:
     """
     from refpos.encodings.shaw_key_mistakes import ShawKeyInputs
 
-    if tuple(np.shape(a["table"])) != (layer.rows, layer.head_dim):
-        raise ValueError(f"table: the record's table is {(layer.rows, layer.head_dim)}, got {np.shape(a['table'])}")
+    width = layer.n_heads if _bias(layer) else layer.head_dim
+    if tuple(np.shape(a["table"])) != (layer.rows, width):
+        raise ValueError(f"table: the record's table is {(layer.rows, width)}, got {np.shape(a['table'])}")
     return ShawKeyInputs(a["q"], a["table"], a["left"], a["right"], a["offset"], a["sign"], a.get("block"),
                          a.get("scale")).reference()
 
 
 def shaw_key_shapes(layer: Any) -> dict[str, tuple[int, int]]:
-    """The table's shape a ``shaw_key`` call must have: the record's rows and head width."""
-    return {"table": (layer.rows, layer.head_dim)}
+    """The table's shape a ``shaw_key`` call must have: the record's rows and head width (its heads, a bias)."""
+    return {"table": (layer.rows, layer.n_heads if _bias(layer) else layer.head_dim)}
 
 
 __all__ = ["MAX_FRAMES", "SEEDED_WIDTH", "box_tables_free", "box_tables_reference", "box_tables_shapes",

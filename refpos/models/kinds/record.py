@@ -66,7 +66,7 @@ ROLES = ("single", "encoder", "decoder")
 #: ``num_encoder_attention_heads``)
 GEOMETRY_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "single": {"layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "depth", "encoder_layers",
-                          "decoder_layers", "layers"),
+                          "decoder_layers", "layers", "num_blocks"),
                "heads": ("num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads",
                          "encoder_attention_heads", "decoder_attention_heads"),
                "width": ("hidden_size", "n_embd", "n_embed", "d_model", "dim", "emb_dim", "embed_dim")},
