@@ -79,7 +79,8 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
                                     ("layer_pattern", dict),
                                     ("no_attention", dict), *((name, dict) for name in OWN_STACKS),
                                     ("width_factor", int), ("parts", dict),
-                                    ("part_defaults", dict), ("input", dict), ("output", dict), ("part_reads", dict),
+                                    ("part_defaults", dict), ("input", dict), ("input_beside", dict),
+                                    ("output", dict), ("part_reads", dict),
                                     ("versions", dict))
               if key in table and not isinstance(table[key], kind)]
     if wrong:
@@ -124,6 +125,11 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
                              f"key>\", when_absent = true|false; got {values['input']!r}")
         values["input"] = read_stack(f"{where} input", site)
         values["input_when"] = None if when is None else (when, absent)
+    if "input_beside" in values:
+        if "encoding" not in values["input_beside"] or set(values["input_beside"]) & {"when", "when_absent"}:
+            raise ValueError(f"{where}: input_beside takes encoding = \"<kind>\" and its facts (when is the "
+                             f"input's); got {values['input_beside']!r}")
+        values["input_beside"] = read_stack(f"{where} input_beside", dict(values["input_beside"]))
     if "output" in values:
         if "encoding" not in values["output"]:
             raise ValueError(f"{where}: output takes encoding = \"<kind>\" and its facts; got {values['output']!r}")

@@ -179,6 +179,9 @@ class Family:
     input: StackFacts | None = None
     #: ``(key, value when absent)``: the bool config key that turns the input embedding on
     input_when: tuple[str, bool] | None = None
+    #: a second embedding every stack adds to its input beside ``input`` (LayoutLMv3: its 1-D learned table beside its
+    #: box rows), built as the site's second record; turned on and off with ``input``
+    input_beside: StackFacts | None = None
     #: stack -> its own input embedding, where a stack's sub-table states one (Informer's decoder continues the
     #: encoder's positions)
     stack_inputs: tuple[tuple[str, StackFacts], ...] = ()
@@ -215,6 +218,8 @@ class Family:
                   "spatial": self.spatial is None or "spatial" in STACKS.get(self.stacks, ()),
                   "temporal": self.temporal is None or "temporal" in STACKS.get(self.stacks, ()),
                   "input": self.input is None or KINDS[self.input.encoding].hook == "input",
+                  "input_beside": self.input_beside is None or (self.input is not None
+                                                                and KINDS[self.input_beside.encoding].hook == "input"),
                   "output": self.output is None or KINDS[self.output.encoding].hook == "input",
                   "stack_inputs": all(KINDS[site.encoding].hook == "input" and name in STACKS.get(self.stacks, ())
                                       for name, site in self.stack_inputs),

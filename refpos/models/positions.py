@@ -303,7 +303,9 @@ def _input_site(lm: ConfigView, family: Family, name: str, role: str,
         lm.mark(family.input_when[0])
     if not family.input_on(lm.raw):
         return []
-    return [replace(_site(lm, family, f"{name}.input", role, site, not_modelled)[0], index=0)]
+    beside = [] if family.input_beside is None else [family.input_beside]  # a second embedding (LayoutLMv3)
+    return [replace(_site(lm, family, f"{name}.input", role, one, not_modelled)[0], index=i)
+            for i, one in enumerate([site, *beside])]
 
 
 def _output_site(lm: ConfigView, family: Family, name: str, role: str,
