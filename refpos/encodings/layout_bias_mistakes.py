@@ -17,11 +17,16 @@ per entry, whatever the order of the two additions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from refpos.encodings.layout_bias import X_CORNER, Y_CORNER, layout_buckets
+from refpos.encodings.layout_bias import X_CORNER, Y_CORNER, layout_bias, layout_buckets
+from refpos.mistake_match import KindMistake, identify_output
+from refpos.validation import check_int
 
 #: float32's unit roundoff
 U32 = 2.0**-24
@@ -92,4 +97,87 @@ def layout_bias_bound(tables: dict[str, np.ndarray], positions: Any, bbox: Any, 
     return 4 * U32 * (1 + 4 * U32) * magnitude / np.sqrt(head_dim)
 
 
-__all__ = ["MISTAKES", "U32", "bias_with", "layout_bias_bound", "mistaken"]
+@dataclass(frozen=True)
+class LayoutBiasInputs:
+    """One call of ``layout_bias``: the tables (``"1d"``, and ``"x"``, ``"y"`` where spatial; float64, checked),
+    the places, the boxes, the two largest distances and the head width."""
+
+    tables: dict[str, np.ndarray]
+    positions: np.ndarray
+    bbox: np.ndarray | None
+    max_distance: int
+    max_2d_distance: int
+    head_dim: int
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters :func:`bias_with` and :func:`mistaken` take, as the tables state them."""
+        return {"num_buckets": self.tables["1d"].shape[0], "max_distance": self.max_distance,
+                "num_2d_buckets": self.tables["x"].shape[0] if "x" in self.tables else 64,
+                "max_2d_distance": self.max_2d_distance, "spatial": "x" in self.tables}
+
+    def reference(self) -> tuple[np.ndarray, np.ndarray]:
+        """The bias and, per entry, a float32 port's bound (:func:`layout_bias_bound`)."""
+        return (bias_with(self.tables, self.positions, self.bbox, self.params, self.head_dim),
+                layout_bias_bound(self.tables, self.positions, self.bbox, self.params, self.head_dim))
+
+    @cached_property
+    def wrong_outputs(self) -> dict[str, tuple[np.ndarray, np.ndarray] | None]:
+        """Each mistake's output and bound (the right one's, the same rows' magnitudes at most rearranged) at these
+        inputs; ``None`` where it cannot show (the spatial mistakes without the spatial tables, a mistake that
+        buckets past a table or gives no other bucket count)."""
+        out: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        for name in MISTAKES:
+            wrong = mistaken(name, self.params)
+            if not self.params["spatial"] and name in SPATIAL:
+                out[name] = None
+                continue
+            try:
+                bias = bias_with(self.tables, self.positions, self.bbox, wrong, self.head_dim)
+                bound = layout_bias_bound(self.tables, self.positions, self.bbox, {**wrong, "scaled": True},
+                                          self.head_dim)
+            except ValueError:  # bucketed past its table, or a count T5's buckets refuse
+                out[name] = None
+                continue
+            out[name] = (bias, bound * (1.0 if wrong.get("scaled", True) else np.sqrt(self.head_dim)))
+        return out
+
+
+#: the mistakes of the spatial part (none shows without the x and y tables)
+SPATIAL = ("axes_swapped", "y_top_edge", "x_right_edge", "buckets_2d_halved", "max_2d_distance_halved",
+           "max_2d_distance_plus_one", "no_spatial")
+
+
+def layout_bias_inputs(rel_table: Any, x_table: Any, y_table: Any, positions: Any, bbox: Any = None, *,
+                       max_distance: int = 128, max_2d_distance: int = 256, head_dim: int) -> LayoutBiasInputs:
+    """The inputs of one call of :func:`~refpos.encodings.layout_bias.layout_bias`, checked (its own errors, naming
+    the parameter)."""
+    layout_bias(rel_table, x_table, y_table, positions, bbox, max_distance=max_distance,
+                max_2d_distance=max_2d_distance, head_dim=head_dim)  # every argument checked, by name
+    tables = {"1d": np.asarray(rel_table, dtype=np.float64)}
+    if x_table is not None:
+        tables.update(x=np.asarray(x_table, dtype=np.float64), y=np.asarray(y_table, dtype=np.float64))
+    return LayoutBiasInputs(tables, np.asarray(positions, dtype=np.int64),
+                            None if x_table is None else np.asarray(bbox, dtype=np.int64),
+                            check_int("max_distance", max_distance), check_int("max_2d_distance", max_2d_distance),
+                            check_int("head_dim", head_dim))
+
+
+def _mistake(name: str) -> Callable[[LayoutBiasInputs], tuple[np.ndarray, np.ndarray] | None]:
+    def compute(inputs: LayoutBiasInputs) -> tuple[np.ndarray, np.ndarray] | None:
+        return inputs.wrong_outputs[name]
+    return compute
+
+
+#: the mistakes :func:`identify_layout_bias` names
+LAYOUT_BIAS_MISTAKES: tuple[KindMistake, ...] = tuple(KindMistake(name, text, _mistake(name))
+                                                      for name, text in MISTAKES.items())
+
+
+def identify_layout_bias(candidate: Any, inputs: LayoutBiasInputs) -> str | None:
+    """The catalogued mistake ``candidate`` matches, or ``None`` (a correct port, or an output no mistake explains)."""
+    return identify_output(candidate, inputs.reference(), LAYOUT_BIAS_MISTAKES, inputs)
+
+
+__all__ = ["LAYOUT_BIAS_MISTAKES", "MISTAKES", "SPATIAL", "U32", "LayoutBiasInputs", "bias_with",
+           "identify_layout_bias", "layout_bias_bound", "layout_bias_inputs", "mistaken"]

@@ -102,7 +102,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,13 +262,16 @@ class Family:
         """What stack ``stack`` adds to its input: its own sub-table's ``input``, else the row's."""
         return dict(self.stack_inputs).get(stack, self.input)
 
-    def input_on(self, cfg: Mapping[str, Any]) -> bool:
-        """Whether the row's input embedding is on in ``cfg`` (its ``input_when`` key, or always)."""
+    def input_on(self, cfg: Mapping[str, Any], mark: Callable[[str], None] | None = None) -> bool:
+        """Whether the row's input embedding is on in ``cfg`` (its ``input_when`` key, or always); ``mark`` is
+        told the key read."""
         if self.input is None and not self.stack_inputs:
             return False
         if self.input_when is None:
             return True
         key, absent = self.input_when
+        if mark is not None:
+            mark(key)
         value = cfg.get(key)
         return absent if value is None else value is True
 

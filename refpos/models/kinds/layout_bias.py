@@ -10,7 +10,8 @@ Examples
 --------
 >>> from refpos.models import model_positions
 >>> layoutlmv3 = {"model_type": "layoutlmv3", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 12,
-...               "coordinate_size": 2, "shape_size": 2, "max_2d_position_embeddings": 32}
+...               "coordinate_size": 2, "shape_size": 2, "max_position_embeddings": 64, "pad_token_id": 1,
+...               "max_2d_position_embeddings": 32}
 >>> print(model_positions(layoutlmv3).summary())
 encoder input: box_tables(4 tables × 32 rows, concatenated), learned
 encoder layers 0-1: layout_bias(32 buckets to 128; x, y: 64 to 256) ×2
