@@ -300,7 +300,7 @@ def _input_site(lm: ConfigView, family: Family, name: str, role: str,
     if (site := family.input_of(name)) is None or not family.input_on(lm.raw, lm.mark):
         return []
     return [replace(_site(lm, family, f"{name}.input", role, one, not_modelled)[0], index=i)
-            for i, one in enumerate([site, *([family.input_beside] if family.input_beside else [])])]
+            for i, one in enumerate([site, *family.beside_on(lm.raw, lm.mark)])]
 
 
 def _output_site(lm: ConfigView, family: Family, name: str, role: str,

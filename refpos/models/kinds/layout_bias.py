@@ -13,7 +13,7 @@ Examples
 ...               "coordinate_size": 2, "shape_size": 2, "max_position_embeddings": 64, "pad_token_id": 1,
 ...               "max_2d_position_embeddings": 32}
 >>> print(model_positions(layoutlmv3).summary())
-encoder input: box_tables(4 tables × 32 rows, concatenated), learned
+encoder input: box_tables(4 tables × 32 rows, concatenated), learned, grid(fixed)
 encoder layers 0-1: layout_bias(32 buckets to 128; x, y: 64 to 256) ×2
 """
 
@@ -25,7 +25,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from refpos.backend import to_numpy
-from refpos.encodings.layout_bias import X_CORNER, Y_CORNER, layout_bias, layout_buckets
+from refpos.encodings.layout_bias import (
+    X_CORNER,
+    Y_CORNER,
+    joint_positions,
+    layout_bias,
+    layout_buckets,
+    visual_boxes,
+)
 from refpos.encodings.t5 import check_bucket_args
 from refpos.models.kinds.record import EXAMPLE_GEOMETRY, EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
@@ -40,7 +47,9 @@ class LayoutBiasFacts:
     """The config keys of the 1-D buckets (``buckets``, ``distance``), of the x and y buckets (``buckets_2d``,
     ``distance_2d``) with their class defaults, the bool key that turns the x and y part on (``spatial``, default
     ``spatial_default``); the box coordinate the x and the y buckets read (``x_corner``, ``y_corner``: LayoutLMv3's
-    x0 and y1); the names of the modules holding the three tables (``rel``, ``x``, ``y``)."""
+    x0 and y1); the names of the modules holding the three tables (``rel``, ``x``, ``y``); the bool key that lets
+    an image join the text (``image``, on where absent) and the keys of the image and patch sizes (``image_size``,
+    ``patch``, class defaults ``image_defaults``), whose patches a side the joined sequence holds."""
 
     buckets: str = "rel_pos_bins"
     buckets_default: int = 32
@@ -57,6 +66,10 @@ class LayoutBiasFacts:
     rel: str = "rel_pos_bias"
     x: str = "rel_pos_x_bias"
     y: str = "rel_pos_y_bias"
+    image: str = "visual_embed"
+    image_size: str = "input_size"
+    patch: str = "patch_size"
+    image_defaults: tuple[int, int] = (224, 16)
 
     def check(self, where: str) -> None:
         check_fact(where, self.x_corner in CORNERS and self.y_corner in CORNERS, "layout_bias corners",
@@ -73,7 +86,8 @@ class LayoutBiasLayer(LayerRecord):
     1-D buckets to ``max_distance`` and, where ``spatial``, ``num_2d_buckets`` x and y buckets to
     ``max_2d_distance`` read at box coordinates ``x_corner`` and ``y_corner``, over ``n_heads`` heads of width
     ``head_dim``; the tables are held by the modules ``rel``, ``x``, ``y`` of the stack, which computes the bias once
-    for all its layers."""
+    for all its layers. ``image_side``: the patches a side of an image that may join the text (0: none), whose
+    places and boxes :meth:`joined` gives."""
 
     n_heads: int = 1
     head_dim: int = 64
@@ -87,6 +101,7 @@ class LayoutBiasLayer(LayerRecord):
     rel: str = "rel_pos_bias"
     x: str = "rel_pos_x_bias"
     y: str = "rel_pos_y_bias"
+    image_side: int = 0
     kind: ClassVar[str] = "layout_bias"
 
     @property
@@ -98,7 +113,7 @@ class LayoutBiasLayer(LayerRecord):
         return {"n_heads": self.n_heads, "head_dim": self.head_dim, "num_buckets": self.num_buckets,
                 "max_distance": self.max_distance, "spatial": self.spatial, "num_2d_buckets": self.num_2d_buckets,
                 "max_2d_distance": self.max_2d_distance, "x_corner": self.x_corner, "y_corner": self.y_corner,
-                "rel": self.rel, "x": self.x, "y": self.y}
+                "rel": self.rel, "x": self.x, "y": self.y, "image_side": self.image_side}
 
     def modules(self) -> dict[str, str]:
         """Table (``"1d"``, and ``"x"``, ``"y"`` where spatial) -> the module holding it."""
@@ -116,6 +131,18 @@ class LayoutBiasLayer(LayerRecord):
         return layout_buckets(places, bbox if self.spatial else None, num_buckets=self.num_buckets,
                               max_distance=self.max_distance, num_2d_buckets=self.num_2d_buckets,
                               max_2d_distance=self.max_2d_distance, x_corner=self.x_corner, y_corner=self.y_corner)
+
+    def joined(self, places: Any, bbox: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The places and boxes of the text (``(T,)``, ``(1, T, 4)``) joined by an image's class token and patches:
+        the places restarting at 0, the patch grid's boxes
+        (:func:`~refpos.encodings.layout_bias.joint_positions`, :func:`~refpos.encodings.layout_bias.visual_boxes`).
+        """
+        if not self.image_side:
+            raise ValueError("the record's model takes no image (image_side 0)")
+        text = np.asarray(places, dtype=np.int64).reshape(-1)
+        patches = visual_boxes(self.image_side)
+        boxes = np.concatenate([np.asarray(bbox, dtype=np.int64).reshape(-1, 4), patches])[None]
+        return joint_positions(text.size, patches.shape[0] - 1), boxes
 
     def bias_at(self, rel_table: Any, x_table: Any, y_table: Any, places: Any, bbox: Any = None) -> np.ndarray:
         """The bias ``(..., H, T, T)`` at places already read and the boxes; the tables ``(buckets, n_heads)``
@@ -146,13 +173,18 @@ def build(stack: Stack) -> list[LayerRecord]:
     distance = view.int(facts.distance, facts.distance_default, minimum=1)
     buckets_2d = view.int(facts.buckets_2d, facts.buckets_2d_default, minimum=4)
     distance_2d = view.int(facts.distance_2d, facts.distance_2d_default, minimum=1)
+    side = 0
+    if view.bool(facts.image, True):
+        size, patch = (view.int(key, default, minimum=1) for key, default in
+                       zip((facts.image_size, facts.patch), facts.image_defaults, strict=True))
+        side = size // patch
     check_bucket_args(True, buckets, distance)
     if spatial:
         check_bucket_args(True, buckets_2d, distance_2d)
     return [LayoutBiasLayer(stack.name, i, None, n_heads=shape.heads, head_dim=shape.head_dim, num_buckets=buckets,
                             max_distance=distance, spatial=spatial, num_2d_buckets=buckets_2d,
                             max_2d_distance=distance_2d, x_corner=facts.x_corner, y_corner=facts.y_corner,
-                            rel=facts.rel, x=facts.x, y=facts.y, reads=SLOT_AGAINST_INDEX)
+                            rel=facts.rel, x=facts.x, y=facts.y, image_side=side, reads=SLOT_AGAINST_INDEX)
             for i in range(shape.layers)]
 
 
