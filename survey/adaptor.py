@@ -121,6 +121,10 @@ def _from_records(config: dict[str, Any]) -> Resolution:
             layers.append(LayerClaim(*where, "t5", params={"buckets": r.buckets_at,
                                                           "owns_table": r.owns_table, "table_layer": r.table_layer,
                                                           "record": r}, **more))
+        elif r.kind == "layout_bias":  # survey.layout_bias; the boxes fed are sized by the stack's box tables
+            rows = next((b.rows for b in records if b.kind == "box_tables" and b.stack == f"{r.stack}.input"), None)
+            layers.append(LayerClaim(*where, "layout_bias", params={"record": r, "bias": r.bias_at,
+                                                                   "box_rows": rows}, **more))
         elif r.kind in ("learned", "sinusoidal"):
             layers.append(LayerClaim(*where, r.kind, params={"offset": r.offset, "table_size": r.table_size,
                                                             "sinusoid": r.sinusoid, "dim": r.dim}, **more))

@@ -26,6 +26,11 @@ Kinds of a layer claim (:data:`KINDS`):
     a document model's box rows added to a stack's input (index −1): ``params["record"]`` (refpos's
     :class:`~refpos.models.kinds.box_tables.BoxTablesLayer`) and ``params["reads"]`` (boxes -> the rows each table
     is read at), checked by :func:`survey.boxes.check_boxes`;
+``layout_bias``
+    a document model's relative bias over buckets of token and box distances: ``params["record"]`` (refpos's
+    :class:`~refpos.models.kinds.layout_bias.LayoutBiasLayer`), ``params["bias"]`` (tables, places, boxes -> the
+    bias) and ``params["box_rows"]`` (the rows of the stack's box tables), checked by
+    :func:`survey.layout_bias.check_layout_bias`;
 ``other``
     an encoding refpos resolves but the survey has no comparison for (``detail`` says which): reported as
     not reached.
@@ -37,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("rope", "none", "no_attention", "alibi", "t5", "learned", "sinusoidal", "box_tables", "other")
+KINDS = ("rope", "none", "no_attention", "alibi", "t5", "learned", "sinusoidal", "box_tables", "layout_bias", "other")
 STACKS = ("decoder", "encoder")
 
 

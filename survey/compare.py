@@ -61,6 +61,7 @@ from survey import biases as bias_checks
 from survey.boxes import check_boxes
 from survey.claims import LayerClaim, LayerResult, Resolution
 from survey.cross import compare_cross, split_sites
+from survey.layout_bias import check_layout_bias
 from survey.observed import (
     handed_positions,
     inline_layers,
@@ -91,7 +92,7 @@ from survey.rotation import (  # noqa: F401  (the bound's constants and Channels
 from survey.sources import SOURCES, Inputs, inputs_of
 
 #: claims whose positions are a bias on the logits, and those added to the stack's input
-BIAS_KINDS = ("alibi", "t5")
+BIAS_KINDS = ("alibi", "t5", "layout_bias")
 ABSOLUTE_KINDS = ("learned", "sinusoidal")
 
 
@@ -402,6 +403,8 @@ def _compare(resolution: Resolution, probe: Probe, verdict: Verdict, stop: bool)
             add(bias_checks.check_alibi(claim, probe, path))
         elif claim.kind == "t5":
             add(bias_checks.check_t5(claim, probe, path))
+        elif claim.kind == "layout_bias":
+            add(check_layout_bias(claim, probe, path))
         elif claim.kind in ABSOLUTE_KINDS and claim.stack not in checked_input:
             checked_input.add(claim.stack)
             add(bias_checks.check_absolute(claim, probe, lookups, len(stacks) == 1))

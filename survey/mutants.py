@@ -25,6 +25,9 @@ learned / sinusoidal   the row read for every position ±1 (a learned table's of
 box tables             each catalogued mistake of the kind: the rows a port reads with x and y swapped, x1 from
                        the y table, no height and width, height and width swapped, the box read as
                        (x0, x1, y0, y1), extents counted inclusively, the top-left corner alone
+layout bias            each mistake a record can state (x and y swapped, y at the top edge, x at the right edge,
+                       half the buckets, half the largest distances, the x and y distance + 1, no spatial part),
+                       the distances' sign flipped, no division by √d, the places read from the position ids
 =====================  ===========================================================================================
 
 A mutant that gives the same answer as refpos's on every input (a length the rule does not read, a layout of
@@ -44,6 +47,7 @@ import numpy as np
 
 from survey.claims import LayerClaim, Resolution
 from survey.cross import rotated_cross
+from survey.layout_bias import layout_bias_mutants
 
 THETA = 1e-4
 #: how the mutants that read the other of the two position inputs are named
@@ -145,6 +149,7 @@ def mutants(resolution: Resolution) -> list[tuple[str, Resolution]]:
                 if c.query_scale else None)))
     out += list(_bias_mutants(resolution))
     out += list(_box_mutants(resolution))
+    out += list(layout_bias_mutants(resolution, _each))
     return [(name, changed) for name, changed in out if changed is not None]
 
 

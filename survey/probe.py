@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from survey import boxes
+from survey import boxes, layout_bias
 from survey.recorder import (  # noqa: F401  (the records and the recorder, where callers have read them)
     ALIBI,
     APPLY,
@@ -249,4 +249,5 @@ def probe(model: Any, config: Any, positions: tuple[int, ...] | None = None, wit
             for case in cases.cases_for(config.to_dict(), own_positions, taken)] if with_cases else []
     return Probe(own_positions, taken, run_a, run_b, run_c, run_d, run_e,
                  {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described, run_own,
-                 more, notes=switched(types_before, attention_types(model)))
+                 more, notes=switched(types_before, attention_types(model)),
+                 weights=layout_bias.bias_weights(model, config))

@@ -144,3 +144,5 @@ class Probe:
     engine: str = "transformers"
     #: what the model changed of its own accord during the run (:func:`switched`: BigBird's attention type)
     notes: list[str] = field(default_factory=list)
+    #: a document model's relative-bias tables, by parameter name (:func:`survey.layout_bias.bias_weights`)
+    weights: dict[str, np.ndarray] = field(default_factory=dict)

@@ -28,6 +28,7 @@ from refpos.golden.cases import (
     fourier,
     grid,
     layers,
+    layout_bias,
     relative,
     rope,
     scenarios,
@@ -105,6 +106,8 @@ FAMILIES: Mapping[str, CaseFamily] = _registry(
                "a tiled image's gated grid and pre-tile rows at one aspect-ratio id"),
     CaseFamily("box_tables", box_tables.box_tables_cases, ("box_tables",),
                "a document token's x, y, height and width table rows at its box"),
+    CaseFamily("layout_bias", layout_bias.layout_bias_cases, ("layout_bias",),
+               "a learned bias per head over T5 buckets of the token distance and of the boxes' x and y distances"),
     CaseFamily("shaw_key", shaw_key.shaw_key_cases, ("shaw_key",),
                "each query's product with a learned table's rows of clipped frame distances, inside blocks of frames"),
 )

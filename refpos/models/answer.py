@@ -78,7 +78,7 @@ class ModelPositions:
         def line(name: str) -> str:
             records = self.stack(name)
             if name.endswith(".input"):
-                return f"{name.removesuffix('.input')} input: {records[0].label}"
+                return f"{name.removesuffix('.input')} input: {', '.join(r.label for r in records)}"
             if name.endswith(".cross"):
                 pairs = [(r.index, r.label) for r in records]
                 return f"{name.removesuffix('.cross')} cross-attention " + summary_line(pairs)

@@ -79,7 +79,8 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
                                     ("layer_pattern", dict),
                                     ("no_attention", dict), *((name, dict) for name in OWN_STACKS),
                                     ("width_factor", int), ("parts", dict),
-                                    ("part_defaults", dict), ("input", dict), ("output", dict), ("part_reads", dict),
+                                    ("part_defaults", dict), ("input", dict), ("input_beside", list),
+                                    ("output", dict), ("part_reads", dict),
                                     ("versions", dict))
               if key in table and not isinstance(table[key], kind)]
     if wrong:
@@ -124,6 +125,18 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
                              f"key>\", when_absent = true|false; got {values['input']!r}")
         values["input"] = read_stack(f"{where} input", site)
         values["input_when"] = None if when is None else (when, absent)
+    if "input_beside" in values:
+        sites = []
+        for site in values["input_beside"]:
+            site = dict(site) if isinstance(site, dict) else {}
+            when, absent = site.pop("when", None), site.pop("when_absent", False)
+            if "encoding" not in site or (when is not None and not isinstance(when, str)) or not isinstance(absent,
+                                                                                                              bool):
+                raise ValueError(f"{where}: input_beside takes a list of tables, each encoding = \"<kind>\", its facts "
+                                 f"and optionally when = \"<bool key>\", when_absent = true|false; got "
+                                 f"{values['input_beside']!r}")
+            sites.append((read_stack(f"{where} input_beside", site), None if when is None else (when, absent)))
+        values["input_beside"] = tuple(sites)
     if "output" in values:
         if "encoding" not in values["output"]:
             raise ValueError(f"{where}: output takes encoding = \"<kind>\" and its facts; got {values['output']!r}")

@@ -102,7 +102,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,6 +179,10 @@ class Family:
     input: StackFacts | None = None
     #: ``(key, value when absent)``: the bool config key that turns the input embedding on
     input_when: tuple[str, bool] | None = None
+    #: what every stack adds to its input beside ``input``, each with the bool config key that turns it on and its
+    #: value when absent (or always on): LayoutLMv3's 1-D learned table beside its box rows, and its patches' table
+    #: where ``visual_embed``; built as the site's next records, turned off with ``input`` too
+    input_beside: tuple[tuple[StackFacts, tuple[str, bool] | None], ...] = ()
     #: stack -> its own input embedding, where a stack's sub-table states one (Informer's decoder continues the
     #: encoder's positions)
     stack_inputs: tuple[tuple[str, StackFacts], ...] = ()
@@ -215,6 +219,8 @@ class Family:
                   "spatial": self.spatial is None or "spatial" in STACKS.get(self.stacks, ()),
                   "temporal": self.temporal is None or "temporal" in STACKS.get(self.stacks, ()),
                   "input": self.input is None or KINDS[self.input.encoding].hook == "input",
+                  "input_beside": not self.input_beside or (self.input is not None and all(
+                      KINDS[site.encoding].hook == "input" for site, _ in self.input_beside)),
                   "output": self.output is None or KINDS[self.output.encoding].hook == "input",
                   "stack_inputs": all(KINDS[site.encoding].hook == "input" and name in STACKS.get(self.stacks, ())
                                       for name, site in self.stack_inputs),
@@ -257,13 +263,26 @@ class Family:
         """What stack ``stack`` adds to its input: its own sub-table's ``input``, else the row's."""
         return dict(self.stack_inputs).get(stack, self.input)
 
-    def input_on(self, cfg: Mapping[str, Any]) -> bool:
-        """Whether the row's input embedding is on in ``cfg`` (its ``input_when`` key, or always)."""
+    def beside_on(self, cfg: Mapping[str, Any], mark: Callable[[str], None]) -> list[StackFacts]:
+        """The sites of ``input_beside`` on in ``cfg`` (each's bool key, ``mark`` told it was read; or always)."""
+        on = []
+        for site, when in self.input_beside:
+            if when is not None:
+                mark(when[0])
+            if when is None or (when[1] if cfg.get(when[0]) is None else cfg.get(when[0]) is True):
+                on.append(site)
+        return on
+
+    def input_on(self, cfg: Mapping[str, Any], mark: Callable[[str], None] | None = None) -> bool:
+        """Whether the row's input embedding is on in ``cfg`` (its ``input_when`` key, or always); ``mark`` is
+        told the key read."""
         if self.input is None and not self.stack_inputs:
             return False
         if self.input_when is None:
             return True
         key, absent = self.input_when
+        if mark is not None:
+            mark(key)
         value = cfg.get(key)
         return absent if value is None else value is True
 

@@ -293,17 +293,14 @@ def _with_part(positions: ModelPositions, part: Part, release: str | None) -> Mo
 
 def _input_site(lm: ConfigView, family: Family, name: str, role: str,
                 not_modelled: dict[str, str]) -> list[LayerRecord]:
-    """The one record of what stack ``name`` adds to its input before its first layer (the stack's own ``input``,
-    else the row's: a convolution over the frames, a resampled grid), as a stack of its own, ``<name>.input``;
-    none when the row has no input embedding or its ``input_when`` key turns it off. What its builder does not
-    model goes to ``not_modelled``."""
-    if (site := family.input_of(name)) is None:
+    """The record of what stack ``name`` adds to its input before its first layer (the stack's own ``input``, else
+    the row's: a convolution over the frames, a resampled grid; then the row's ``input_beside``), as a stack of its
+    own, ``<name>.input``; none when the row has no input embedding or its ``input_when`` key turns it off. What
+    its builders do not model goes to ``not_modelled``."""
+    if (site := family.input_of(name)) is None or not family.input_on(lm.raw, lm.mark):
         return []
-    if family.input_when is not None:
-        lm.mark(family.input_when[0])
-    if not family.input_on(lm.raw):
-        return []
-    return [replace(_site(lm, family, f"{name}.input", role, site, not_modelled)[0], index=0)]
+    return [replace(_site(lm, family, f"{name}.input", role, one, not_modelled)[0], index=i)
+            for i, one in enumerate([site, *family.beside_on(lm.raw, lm.mark)])]
 
 
 def _output_site(lm: ConfigView, family: Family, name: str, role: str,

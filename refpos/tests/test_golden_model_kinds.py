@@ -55,6 +55,9 @@ CONFIGS = {
     "box_tables": ({"model_type": "layoutlm", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16,
                     "max_position_embeddings": 32, "max_2d_position_embeddings": 24},
                    ["box_tables/m/encoder.input-0/boxes"]),
+    "layout_bias": ({"model_type": "layoutlmv3", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 12,
+                     "coordinate_size": 2, "shape_size": 2, "max_position_embeddings": 32, "pad_token_id": 1,
+                     "max_2d_position_embeddings": 1024}, ["layout_bias/m/encoder-0/pairs"]),
     "shaw_key": ({"model_type": "wav2vec2-bert", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 16,
                   "position_embeddings_type": "relative_key", "left_max_position_embeddings": 6,
                   "right_max_position_embeddings": 2}, ["shaw_key/m/audio-0/frames"]),
@@ -75,6 +78,8 @@ OWN = {
         "row_table", "column_table")))[:, :a["row_table"].shape[1]],
     "box_tables": lambda layer, a: layer.reference(*(_wide(a[f"{t}_table"], layer.dim) for t in "xyhw"),
                                                    a["bbox"])[..., :a["x_table"].shape[1]],
+    "layout_bias": lambda layer, a: layer.bias_at(a["rel_table"], a.get("x_table"), a.get("y_table"), a["positions"],
+                                                  a.get("bbox")),
     "shaw_key": lambda layer, a: np.nan_to_num(layer.reference(a["q"], a["table"]), neginf=0.0),  # 0 across blocks
 }
 

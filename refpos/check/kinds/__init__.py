@@ -18,6 +18,7 @@ from refpos.check.kinds.conv_position import CONV_POSITION_CHECK
 from refpos.check.kinds.decomposed import DECOMPOSED_CHECK
 from refpos.check.kinds.fourier import FOURIER_CHECK
 from refpos.check.kinds.grid import GRID_CHECK
+from refpos.check.kinds.layout_bias import LAYOUT_BIAS_CHECK
 from refpos.check.kinds.shaw_key import SHAW_KEY_CHECK
 from refpos.check.kinds.sincos2d import SINCOS2D_CHECK
 from refpos.check.kinds.sinusoid1d import SINUSOID1D_CHECK
@@ -28,7 +29,8 @@ from refpos.check.kinds.vision_rope import VISION_ROPE_CHECK
 #: every kind's check, in the order of the kinds' registry
 KIND_CHECKS: tuple[KindCheck, ...] = (BIAS_TABLE_CHECK, CONV_POSITION_CHECK, GRID_CHECK, DECOMPOSED_CHECK,
                                       SINCOS2D_CHECK, FOURIER_CHECK, SINUSOID1D_CHECK, VISION_ROPE_CHECK,
-                                      AXIS_TABLES_CHECK, TILED_GRID_CHECK, SHAW_KEY_CHECK, BOX_TABLES_CHECK)
+                                      AXIS_TABLES_CHECK, TILED_GRID_CHECK, SHAW_KEY_CHECK, BOX_TABLES_CHECK,
+                                      LAYOUT_BIAS_CHECK)
 
 #: kind -> its check
 BY_KIND: Mapping[str, KindCheck] = {check.kind: check for check in KIND_CHECKS}
@@ -38,8 +40,8 @@ def check_kind(kind: str, function: str, arguments: Mapping[str, Any], candidate
                dtype: str | None = None) -> dict[str, Any]:
     """Compare ``candidate`` with the reference of the contract function ``function(**arguments)`` of ``kind``
     (``"bias_table"``, ``"conv_position"``, ``"grid"``, ``"decomposed"``, ``"sincos2d"``, ``"fourier"``,
-    ``"sinusoid1d"``, ``"vision_rope"``, ``"axis_tables"``, ``"tiled_grid"``, ``"box_tables"``) within the kind's
-    bound, and name the catalogued mistake when it is outside.
+    ``"sinusoid1d"``, ``"vision_rope"``, ``"axis_tables"``, ``"tiled_grid"``, ``"box_tables"``, ``"layout_bias"``)
+    within the kind's bound, and name the catalogued mistake when it is outside.
 
     Returns ``{"ok", "max_abs_error", "max_ratio", "worst_index", "n_outside", "diagnosis": [{"id", "evidence",
     …}], …}`` as ``refpos check <kind> --call CALL.json --json`` prints it. Arguments that do not fit the

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from refpos.golden.cases import model_kind_inputs as site
+from refpos.golden.cases import model_kind_layout as layout
 from refpos.golden.cases.model_kind_references import (
     axis_tables_reference,
     bias_table_reference,
@@ -213,6 +214,8 @@ PARAMETERS: Mapping[str, tuple[str | tuple[str, Any], ...]] = MappingProxyType({
     "tiled_input_positions": ("embedding", "tile_table", "gate", "pre_table", "pre_gate", "post_table", "post_gate",
                               "aspect_ratio_id", "max_num_tiles"),
     "box_positions": ("x_table", "y_table", "h_table", "w_table", "bbox"),
+    "layout_bias": ("rel_table", "x_table", "y_table", "positions", "bbox", "head_dim", ("max_distance", 128),
+                    ("max_2d_distance", 256)),
     "shaw_key_terms": ("q", "table", "left", "right", "offset", "sign", ("block", None), ("scale", None)),
 })
 
@@ -376,8 +379,7 @@ MODEL_KINDS: Mapping[str, ModelKind] = _registry(
     ModelKind("tiled_grid", lambda layer: ("tiled_input_positions", {"max_num_tiles": layer.tiles}),
               site.tiled_grid_free, tiled_grid_reference, lambda layer: {"embedding": (layer.rows, -1), **{
                   k: (layer.ids, -1) for k in ("tile_table", "pre_table", "post_table")}}),
-    ModelKind("box_tables", lambda layer: ("box_positions", {}), site.box_tables_free, site.box_tables_reference,
-              site.box_tables_shapes),
+    ModelKind("box_tables", *layout.BOX_TABLES), ModelKind("layout_bias", *layout.LAYOUT_BIAS),
     ModelKind("shaw_key", site.shaw_key_plan, site.shaw_key_free, site.shaw_key_reference, site.shaw_key_shapes),
 )
 

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from refpos.encodings.box_tables import box_positions, box_reads
+from refpos.encodings.box_tables import COMBINES, box_positions, box_reads
 from refpos.models.kinds.record import EXAMPLE_GEOMETRY, EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
 
@@ -32,7 +32,10 @@ from refpos.models.records import LayerRecord
 class BoxTablesFacts:
     """``rows``: the config key of every table's row count (``max_2d_position_embeddings``), ``rows_default`` its
     class default; ``x``, ``y``, ``h``, ``w``: the names of the modules holding the x, y, height and width
-    tables."""
+    tables; ``combine``: the six rows summed (``"sum"``, LayoutLM) or concatenated (``"concat"``, LayoutLMv3: the
+    x and y tables ``coordinate`` wide, the h and w tables ``shape`` wide, config keys with their class defaults
+    ``coordinate_default`` and ``shape_default``); ``clip_extents``: each extent clipped into ``[0, clip_extents]``
+    before it is read (LayoutLMv3's 1023; 0: read as it is)."""
 
     rows: str = "max_2d_position_embeddings"
     rows_default: int = 1024
@@ -40,10 +43,21 @@ class BoxTablesFacts:
     y: str = "y_position_embeddings"
     h: str = "h_position_embeddings"
     w: str = "w_position_embeddings"
+    combine: str = "sum"
+    coordinate: str = "coordinate_size"
+    coordinate_default: int = 128
+    shape: str = "shape_size"
+    shape_default: int = 128
+    clip_extents: int = 0
 
     def check(self, where: str) -> None:
         check_fact(where, isinstance(self.rows_default, int) and self.rows_default >= 1, "box_tables.rows_default",
                    self.rows_default)
+        check_fact(where, self.combine in COMBINES, "box_tables.combine", self.combine)
+        check_fact(where, isinstance(self.clip_extents, int) and self.clip_extents >= 0, "box_tables.clip_extents",
+                   self.clip_extents)
+        check_fact(where, all(isinstance(v, int) and v >= 1 for v in (self.coordinate_default, self.shape_default)),
+                   "box_tables widths' defaults", (self.coordinate_default, self.shape_default))
         check_fact(where, len({self.x, self.y, self.h, self.w}) == 4, "box_tables module names",
                    (self.x, self.y, self.h, self.w))
 
@@ -54,8 +68,10 @@ class BoxTablesFacts:
 
 @dataclass(frozen=True)
 class BoxTablesLayer(LayerRecord):
-    """A stack's box positions: four tables of ``rows`` rows and width ``dim`` (weights of the checkpoint), held by
-    the modules ``x``, ``y``, ``h``, ``w``."""
+    """A stack's box positions: four tables of ``rows`` rows (weights of the checkpoint), held by the modules ``x``,
+    ``y``, ``h``, ``w``, their six rows summed (each table ``dim`` wide) or concatenated (``combine="concat"``: the x
+    and y tables ``coordinate_dim`` wide, the h and w tables ``shape_dim``, ``4·coordinate_dim + 2·shape_dim =
+    dim``); ``clip_extents``: the extents clipped into ``[0, clip_extents]`` first (0: not clipped)."""
 
     rows: int = 1024
     dim: int = 768
@@ -63,15 +79,24 @@ class BoxTablesLayer(LayerRecord):
     y: str = "y_position_embeddings"
     h: str = "h_position_embeddings"
     w: str = "w_position_embeddings"
+    combine: str = "sum"
+    coordinate_dim: int = 768
+    shape_dim: int = 768
+    clip_extents: int = 0
     kind: ClassVar[str] = "box_tables"
 
     @property
     def label(self) -> str:
-        return f"box_tables(4 tables × {self.rows} rows)"
+        return f"box_tables(4 tables × {self.rows} rows{', concatenated' if self.combine == 'concat' else ''})"
 
     def params(self) -> dict[str, Any]:
         return {"rows": self.rows, "dim": self.dim, "x": self.x, "y": self.y, "h": self.h, "w": self.w,
-                "at": "input"}
+                "combine": self.combine, "coordinate_dim": self.coordinate_dim, "shape_dim": self.shape_dim,
+                "clip_extents": self.clip_extents, "at": "input"}
+
+    def widths(self) -> dict[str, int]:
+        """Table -> its width."""
+        return {"x": self.coordinate_dim, "y": self.coordinate_dim, "h": self.shape_dim, "w": self.shape_dim}
 
     def modules(self) -> dict[str, str]:
         """Table (``x``, ``y``, ``h``, ``w``) -> the module holding it."""
@@ -80,16 +105,17 @@ class BoxTablesLayer(LayerRecord):
     def reads_at(self, bbox: Any) -> dict[str, tuple[np.ndarray, ...]]:
         """The rows each table is read at (:func:`~refpos.encodings.box_tables.box_reads`), checked against the
         record's ``rows``."""
-        return box_reads(bbox, dict.fromkeys(("x", "y", "h", "w"), self.rows))
+        return box_reads(bbox, dict.fromkeys(("x", "y", "h", "w"), self.rows), self.clip_extents or None)
 
     def reference(self, x_table: Any, y_table: Any, h_table: Any, w_table: Any, bbox: Any) -> np.ndarray:
         """What each token gains from its box, ``(..., dim)``
         (:func:`~refpos.encodings.box_tables.box_positions`), the tables checked against the record."""
-        for name, table in zip(("x_table", "y_table", "h_table", "w_table"), (x_table, y_table, h_table, w_table),
-                               strict=True):
-            if tuple(np.shape(table)) != (self.rows, self.dim):
-                raise ValueError(f"{name}: the record's table is {(self.rows, self.dim)}, got {np.shape(table)}")
-        return box_positions(x_table, y_table, h_table, w_table, bbox)
+        for name, table in zip("xyhw", (x_table, y_table, h_table, w_table), strict=True):
+            if tuple(np.shape(table)) != (self.rows, self.widths()[name]):
+                raise ValueError(f"{name}_table: the record's table is {(self.rows, self.widths()[name])}, got "
+                                 f"{np.shape(table)}")
+        return box_positions(x_table, y_table, h_table, w_table, bbox, combine=self.combine,
+                             clip_extents=self.clip_extents or None)
 
     def _why_not(self) -> str:
         return ("the rows are functions of the four tables and each token's box, not of token positions: "
@@ -97,11 +123,21 @@ class BoxTablesLayer(LayerRecord):
 
 
 def build(stack: Stack) -> list[LayerRecord]:
-    """One :class:`BoxTablesLayer`: the stack's input embedding."""
+    """One :class:`BoxTablesLayer`: the stack's input embedding (concatenated rows must fill the stack's width)."""
     facts: BoxTablesFacts = stack.facts
     view = stack.view
-    return [BoxTablesLayer(stack.name, 0, None, rows=view.int(facts.rows, facts.rows_default, minimum=1),
-                           dim=stack_width(view, stack.role), **facts.modules(), reads=(("rows", ("bbox",)),))]
+    dim = stack_width(view, stack.role)
+    widths = {"coordinate_dim": dim, "shape_dim": dim}
+    if facts.combine == "concat":
+        widths = {"coordinate_dim": view.int(facts.coordinate, facts.coordinate_default, minimum=1),
+                  "shape_dim": view.int(facts.shape, facts.shape_default, minimum=1)}
+        if 4 * widths["coordinate_dim"] + 2 * widths["shape_dim"] != dim:
+            raise ValueError(f"{view.name(facts.coordinate)} and {view.name(facts.shape)}: the six concatenated box "
+                             f"rows are 4·{widths['coordinate_dim']} + 2·{widths['shape_dim']} wide, the stack "
+                             f"{dim}")
+    return [BoxTablesLayer(stack.name, 0, None, rows=view.int(facts.rows, facts.rows_default, minimum=1), dim=dim,
+                           **facts.modules(), combine=facts.combine, clip_extents=facts.clip_extents, **widths,
+                           reads=(("rows", ("bbox",)),))]
 
 
 def _draw(draw: Any, st: Any) -> dict[str, Any]:

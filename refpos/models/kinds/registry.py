@@ -25,6 +25,7 @@ from refpos.models.kinds.deberta import DEBERTA
 from refpos.models.kinds.decomposed import DECOMPOSED
 from refpos.models.kinds.fourier import FOURIER
 from refpos.models.kinds.grid import GRID
+from refpos.models.kinds.layout_bias import LAYOUT_BIAS
 from refpos.models.kinds.none import NO_ATTENTION, NONE
 from refpos.models.kinds.record import EncodingKind
 from refpos.models.kinds.rope import MROPE, ROPE
@@ -52,7 +53,7 @@ def _registry(*kinds: EncodingKind) -> Mapping[str, EncodingKind]:
 KINDS: Mapping[str, EncodingKind] = _registry(ROPE, MROPE, ROPE_2D, ALIBI, T5_KIND, LEARNED, SINUSOIDAL, DEBERTA,
                                               NONE, NO_ATTENTION, VISION_ROPE, BIAS_TABLE, CONV_POSITION, GRID,
                                               SINCOS2D, DECOMPOSED, FOURIER, SINUSOID1D, AXIS_TABLES,
-                                              TILED_GRID, SHAW_KEY, BOX_TABLES)
+                                              TILED_GRID, SHAW_KEY, BOX_TABLES, LAYOUT_BIAS)
 #: the kinds a family row may name as its ``encoding``
 TABLE_KINDS: tuple[str, ...] = tuple(name for name, kind in KINDS.items() if kind.in_table)
 #: the kinds with facts, whose sub-table a family row may hold (named as the kind)
