@@ -77,8 +77,9 @@ def _grid_plan(layer: Any) -> Plan | str:
         return (f"it adds a {layer.window} × {layer.window} window table tiled over the resampled grid "
                 "(refpos.encodings.grid_windowed), which no contract function computes")
     if layer.variant is None:
-        return (f"its table is added as it is, at the native grid {list(layer.grid)} only: the positions are the "
-                "checkpoint's rows, no formula of refpos's")
+        first = ", each patch's row plus the first" if layer.way == "fixed_first_row" else ""
+        return (f"its table is added as it is, at the native grid {list(layer.grid)} only{first}: the positions are "
+                "the checkpoint's rows, no formula of refpos's")
     if layer.grid[0] != layer.grid[1]:
         return (f"its native grid {list(layer.grid)} is not square, and resample_position_table reads a square table "
                 "(its side the square root of the grid rows)")
