@@ -85,7 +85,9 @@ GRID_VARIANTS: dict[str, GridVariant] = {v.name: v for v in (
                 "Dinov2WithRegistersEmbeddings.interpolate_pos_encoding",
                 note="DeepSeek-OCR 2's SAM-style grid has no extra rows"),
     GridVariant("bilinear", "bilinear", False, False, None, True, "table", ("dpt", "pvt", "step3p7"),
-                "models/dpt/modeling_dpt.py: DPTViTEmbeddings._resize_pos_embed"),
+                "models/dpt/modeling_dpt.py: DPTViTEmbeddings._resize_pos_embed",
+                note="PVT reshapes each stage's table to the stage's patch map and resamples it to that same size, "
+                     "an identity: its row names the way fixed"),
     GridVariant("bilinear_grid_only_float32", "bilinear", False, False, None, False, "float32",
                 ("hunyuan_vl", "paddleocr_vl", "inkling2", "glm_image"),
                 "models/hunyuan_vl/modeling_hunyuan_vl.py: HunYuanVLVisionPatchEmbed.interpolate_pos_encoding",

@@ -6,7 +6,7 @@ seeded, its patch projection (and its class, distillation and register tokens) z
 native size: what each token gains is then the table's reading alone, and must equal the record's reference
 (:meth:`refpos.models.kinds.grid.GridLayer.reference`) — ViTPose's backbone its grid rows plus the first row
 (:math:`P'_q = P_{1+q} + P_0`), AST its 2 + f·t rows on the grid a strided convolution cuts, EoMT-style towers their
-grid behind the tokens that carry none. Sums of float64 rows: within ``4u·max|P|``. Each catalogued wrong reading
+grid behind the tokens that carry none, PVT a table per stage (the last with its class row). Sums of float64 rows: within ``4u·max|P|``. Each catalogued wrong reading
 (:data:`refpos.encodings.grid_fixed.FIXED_MISTAKES`) lies outside it, and a row naming the other way fails.
 """
 
@@ -118,3 +118,37 @@ def test_the_fixed_anchor_fails_on_a_wrong_way(monkeypatch):
     monkeypatch.setitem(families.FAMILIES, "vitpose_backbone", wrong)
     with pytest.raises(AssertionError):
         test_fixed_tables_are_read_as_the_model_reads_them("vitpose_backbone")
+
+
+#: a small PVT: four stages on a 32-pixel image (tables of 8, 4, 2 and 1 patches a side, the last with its class row)
+PVT = {"image_size": 32, "num_encoder_blocks": 4, "depths": [1, 1, 1, 1], "hidden_sizes": [8, 16, 24, 32],
+       "num_attention_heads": [1, 2, 2, 4], "patch_sizes": [4, 2, 2, 2], "strides": [4, 2, 2, 2],
+       "sequence_reduction_ratios": [4, 2, 1, 1], "mlp_ratios": [1, 1, 1, 1]}
+
+
+def test_pvt_stage_tables_are_the_model_s():
+    """Each stage's patch embedding adds its own table as it is (its bilinear resampling to the same size an
+    identity): the records' grids, widths and class rows are the modules', and what each stage's tokens gain at the
+    native size is the record's reference exactly."""
+    config, positions = small_config("pvt", **PVT), None
+    positions = refpos.model_positions(config.to_dict())
+    sites = [r for r in positions if r.kind == "grid"]
+    model = build(config)
+    stages = [m for m in model.modules() if type(m).__name__ == "PvtPatchEmbeddings"]
+    assert [(s.grid, s.prefix, s.dim, s.table_rows) for s in sites] == [
+        ((8, 8), 0, 8, 64), ((4, 4), 0, 16, 16), ((2, 2), 0, 24, 4), ((1, 1), 1, 32, 2)]
+    assert [tuple(m.position_embeddings.shape[1:]) for m in stages] == [(s.table_rows, s.dim) for s in sites]
+    assert len(positions.stack("vision")) == sum(PVT["depths"])
+    rng = np.random.default_rng(1)
+    side = 32
+    for s, (module, site) in enumerate(zip(stages, sites, strict=True)):
+        with torch.no_grad():
+            for key, parameter in module.named_parameters():
+                parameter.copy_(torch.from_numpy(rng.standard_normal(parameter.shape)) if key == "position_embeddings"
+                                else torch.zeros_like(parameter))
+            channels = 3 if s == 0 else PVT["hidden_sizes"][s - 1]
+            out, h, w = module(torch.randn(1, channels, side, side, dtype=torch.float64))
+        table = module.position_embeddings.detach().numpy()[0]
+        assert (h, w) == site.grid
+        np.testing.assert_array_equal(out[0].numpy(), np.asarray(site.reference(table, site.grid)))
+        side = h

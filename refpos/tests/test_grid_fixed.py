@@ -87,3 +87,23 @@ def test_aimv2_native_is_refused_by_name():
 def test_facts_out_of_their_rule_are_refused(facts):
     with pytest.raises(ValueError):
         GridFacts(**facts).check("row")
+
+
+PVT = {"model_type": "pvt", "num_encoder_blocks": 4, "depths": [2, 1, 1, 1], "num_attention_heads": [1, 2, 5, 8],
+       "hidden_sizes": [8, 16, 40, 64], "patch_sizes": [4, 2, 2, 2], "image_size": 224}
+
+
+def test_pvt_adds_a_table_per_stage():
+    positions = refpos.model_positions(PVT)
+    sites = positions.stack("vision.input")
+    assert [(s.index, s.grid, s.prefix, s.dim) for s in sites] == [
+        (0, (56, 56), 0, 8), (1, (28, 28), 0, 16), (2, (14, 14), 0, 40), (3, (7, 7), 1, 64)]
+    assert [r.layer_type for r in positions.stack("vision")] == ["stage_0", "stage_0", "stage_1", "stage_2",
+                                                                 "stage_3"]
+
+
+@pytest.mark.parametrize(("override", "match"), [({"patch_sizes": [4, 2]}, "patch_sizes"),
+                                                 ({"image_size": 8}, "image_size")])
+def test_pvt_stage_tables_refuse_what_they_cannot_hold(override, match):
+    with pytest.raises(ValueError, match=match):
+        refpos.model_positions({**PVT, **override})

@@ -28,7 +28,6 @@ vision layers 0-1: none ×2
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -39,7 +38,7 @@ from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
 from refpos.encodings.grid_windowed import windowed_position_grid
 from refpos.encodings.sinusoidal import sinusoidal
 from refpos.models.kinds.grid_clips import clip_fields, clip_params, clip_rows
-from refpos.models.kinds.grid_fixed import FIXED_FIRST_ROW, FIXED_WAYS, config_pair, fixed_rows, spectrogram_grid
+from refpos.models.kinds.grid_fixed import FIXED_FIRST_ROW, FIXED_WAYS, fixed_rows, native_grid, stage_grids
 from refpos.models.kinds.grid_fixed import image_grid as image_grid  # the native grid: its home re-exported here
 from refpos.models.kinds.grid_mid import mid_count, mid_rows
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
@@ -97,7 +96,9 @@ class GridFacts:
     ``window_default`` their class defaults. ``strides``: ``[bins, bin stride, frames, frame stride]``, the keys of
     a spectrogram the patch convolution cuts with strides (AST; the grid of
     :func:`~refpos.models.kinds.grid_fixed.spectrogram_grid`, read in place of the image size), ``strides_default``
-    their class defaults.
+    their class defaults. ``stage_grids``: ``[stage count, patch sizes, widths]``, the keys of a network that adds a
+    fixed table of its own before each stage (PVT: :func:`~refpos.models.kinds.grid_fixed.stage_grids`, one record
+    per stage).
     """
 
     way: str = "bicubic"
@@ -133,10 +134,11 @@ class GridFacts:
     window_default: tuple[Any, Any] | None = None
     strides: tuple[str, str, str, str] | None = None
     strides_default: tuple[int, int, int, int] | None = None
+    stage_grids: tuple[str, str, str] | None = None
 
     def __post_init__(self) -> None:
         for name in ("defaults", "sides", "tubelet_default", "no_time", "window", "window_default", "strides",
-                     "strides_default"):
+                     "strides_default", "stage_grids"):
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
 
@@ -174,6 +176,8 @@ class GridFacts:
         check_fact(where, self.strides is None or (len(self.strides) == 4 and self.way in FIXED_WAYS and not self.clip
                                                    and self.sides is None and self.positions is None),
                    "grid.strides ([bins, bin stride, frames, frame stride] of a fixed table)", self.strides)
+        check_fact(where, self.stage_grids is None or (len(self.stage_grids) == 3 and self.way == "fixed"
+                                                       and self.strides is None), "grid.stage_grids", self.stage_grids)
 
 
 @dataclass(frozen=True)
@@ -325,31 +329,15 @@ class GridLayer(LayerRecord):
 
 
 def build(stack: Stack) -> list[LayerRecord]:
-    """One :class:`GridLayer`: the stack's input embedding (module docstring)."""
+    """One :class:`GridLayer`: the stack's input embedding (module docstring); one per stage where each stage adds a
+    table of its own (``stage_grids``: PVT)."""
     facts: GridFacts = stack.facts
     view = stack.view
-    if facts.positions is not None:
-        n = view.int(facts.positions, facts.positions_default, minimum=1)
-        side = math.isqrt(n)
-        if side * side != n:
-            raise ValueError(f"{view.name(facts.positions)} must be a square number of grid rows, got {n}")
-        grid = (side, side)
-    elif facts.sides is not None:
-        rows, columns = facts.defaults or (None, None)
-        grid = (view.int(facts.sides[0], rows, minimum=1), view.int(facts.sides[1], columns, minimum=1))
-        if grid[0] != grid[1]:
-            stack.not_modelled[view.name(facts.sides[1])] = (
-                f"{grid[1]} columns beside {grid[0]} rows: the code resamples the table as a square of "
-                f"{view.name(facts.sides[0])} a side, which refpos models only for a square table")
-    elif facts.window is not None:  # the background's cells (M_h, M_w), stated in the config
-        grid = config_pair(view, facts.window[0], (facts.window_default or (None, None))[0])
-    elif facts.strides is not None:  # a spectrogram cut by a strided convolution (AST)
-        grid = spectrogram_grid(view, facts.strides, facts.strides_default, facts.patch, (facts.defaults or (0, 0))[1])
-    elif facts.clip in ("tubelets", *FACTORISED):  # the tubelet's last two sides, or the frame table's N × 1
-        grid = clip_fields(view, facts, {})[0]
-    else:
-        image, patch = facts.defaults or (None, None)
-        grid = image_grid(view, facts.image, facts.patch, image_default=image, patch_default=patch)
+    if facts.stage_grids is not None:  # a table per stage (PVT): refpos.models.kinds.grid_fixed.stage_grids
+        return [GridLayer(stack.name, s, None, way=facts.way, grid=grid, prefix=prefix, dim=dim,
+                          reads=(("rows", ("image_grid",)),)) for s, (grid, prefix, dim) in enumerate(stage_grids(
+                              view, facts.stage_grids, facts.image, facts.defaults))]
+    grid = native_grid(stack, facts)
     clip = clip_fields(view, facts, stack.not_modelled)[1]
     prefix = facts.prefix if facts.prefix_key is None else view.int(facts.prefix_key, minimum=0)
     suffix = facts.suffix if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
