@@ -6,8 +6,9 @@ seeded, its patch projection (and its class, distillation and register tokens) z
 native size: what each token gains is then the table's reading alone, and must equal the record's reference
 (:meth:`refpos.models.kinds.grid.GridLayer.reference`) — ViTPose's backbone its grid rows plus the first row
 (:math:`P'_q = P_{1+q} + P_0`), AST its 2 + f·t rows on the grid a strided convolution cuts, EoMT-style towers their
-grid behind the tokens that carry none, PVT a table per stage (the last with its class row). Sums of float64 rows: within ``4u·max|P|``. Each catalogued wrong reading
-(:data:`refpos.encodings.grid_fixed.FIXED_MISTAKES`) lies outside it, and a row naming the other way fails.
+grid behind the tokens that carry none, PVT a table per stage (the last with its class row). Sums of float64 rows:
+within ``4u·max|P|``. Each catalogued wrong reading (:data:`refpos.encodings.grid_fixed.FIXED_MISTAKES`) lies outside
+it, and a row naming the other way fails.
 """
 
 from __future__ import annotations
