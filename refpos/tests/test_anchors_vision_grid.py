@@ -21,6 +21,7 @@ import refpos
 from refpos.models import families
 from refpos.models.families import FAMILY_ROWS
 from refpos.models.kinds.record import GEOMETRY_KEYS
+from refpos.models.stages import stage_plan
 
 torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")
@@ -53,13 +54,19 @@ WINDOWED = {"swin": {"embed_dim": 16, "depths": [2, 1], "num_heads": [2, 4], "wi
                      "hidden_size": 16, "intermediate_size": 16, "use_absolute_position_embeddings": True}}
 
 
+#: rows whose config class takes the patch as a pair (Hiera's 8 × 8 kernel moved 4 apart, padded 2: an 8 × 8 map)
+PAIRS = {"hiera": {"patch_size": [8, 8], "patch_padding": [2, 2]}}
+#: Hiera's other size: its tokens unroll into mask units, each side a multiple of 8 tokens (a 16 × 8 map)
+OTHER_UNROLLED = (64, 32)
+
+
 def _resolved(model_type: str):
     row = families.FAMILIES[model_type]
     if "bias_table" in row.encodings:
         beit = row.input_when[0] == "use_absolute_position_embeddings"
         config = small_config(model_type, **WINDOWED["beit" if beit else "swin"])
     else:
-        config = small_config(model_type)
+        config = small_config(model_type, **PAIRS.get(model_type, {}))
     positions = refpos.model_positions(config.to_dict())
     (site,) = [r for r in positions if r.kind == "grid"]
     return config, positions, site
@@ -115,11 +122,14 @@ def test_grid_records_are_the_model_s(model_type):
     assert len(attention) == len(layers)
     heads = config.to_dict()[next(k for k in GEOMETRY_KEYS["single"]["heads"] if k in config.to_dict())]
     per_layer = [r.n_heads for r in layers] if all(hasattr(r, "n_heads") for r in layers) else [heads] * len(layers)
+    if families.FAMILIES[model_type].stages is not None:  # stages of their own heads (Hiera): each layer its stage's
+        per_layer = [stage.heads for stage in stage_plan(config.to_dict(), families.FAMILIES[model_type].stages)
+                     for _ in range(stage.layers)]
     assert [heads_of(module) for _, module in attention] == per_layer
     if site.variant is None or model_type in SELF_RESAMPLING or site.variant.read == "buckets":
         return  # a gather, not a call of interpolate: anchored by value (refpos/tests/test_anchors_grid_buckets.py)
     call = _resampling(model, site.always, OTHER_WINDOWED if "bias_table" in families.FAMILIES[model_type].encodings
-                       else OTHER)
+                       else OTHER_UNROLLED if model_type in PAIRS else OTHER)
     variant = site.variant
     assert call["shape"][-2:] == site.grid
     assert (call["mode"], call["align_corners"], call["antialias"]) == \
@@ -174,7 +184,7 @@ def test_grid_defaults_are_the_config_class_s(model_type):
     defaults = transformers.AutoConfig.for_model(model_type).to_dict()
     # the patch size stays where another stack of the row reads it too (SAM 3's rotation)
     shared = facts.patch if "vision_rope" in families.FAMILIES[model_type].encodings else None
-    bare = {k: v for k, v in small_config(model_type).to_dict().items()
+    bare = {k: v for k, v in small_config(model_type, **PAIRS.get(model_type, {})).to_dict().items()
             if k not in (facts.image, facts.patch, facts.positions) or k == shared}
     if families.FAMILIES[model_type].input_when is not None:  # the grid switched on
         bare[families.FAMILIES[model_type].input_when[0]] = True
