@@ -107,3 +107,19 @@ def test_pvt_adds_a_table_per_stage():
 def test_pvt_stage_tables_refuse_what_they_cannot_hold(override, match):
     with pytest.raises(ValueError, match=match):
         refpos.model_positions({**PVT, **override})
+
+
+def test_an_offset_way_returns_its_table_at_the_square_native_grid():
+    """IDEFICS (and DINOv2's original code) return the table itself where a square image's patches number its rows;
+    the offset form alone (the record without native_as_is) would move every row there."""
+    import dataclasses
+
+    from refpos.encodings.grid_variants import GRID_VARIANTS
+
+    table = RNG.standard_normal((1 + 25, 4))
+    for name in ("bicubic_offset", "dinov2_offset"):
+        way = GRID_VARIANTS[name]
+        assert np.array_equal(way.resample(table, (5, 5), prefix_tokens=1), table)
+        moved = np.asarray(dataclasses.replace(way, native_as_is=False).resample(table, (5, 5), prefix_tokens=1))
+        assert np.abs(moved - table).max() > 1e-3
+        assert way.resample(table, (6, 6), prefix_tokens=1).shape == (37, 4)
