@@ -13,6 +13,7 @@ model resamples by: an input of another size makes it call torch's ``interpolate
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import numpy as np
 import pytest
@@ -87,6 +88,12 @@ def _input(model, config, size: tuple[int, int]) -> dict:
         patch = config.patch_size
         return {"patch_embeds": torch.randn(1, config.hidden_size, size[0] // patch, size[1] // patch,
                                             dtype=torch.float64)}
+    if "prompt_pixel_values" in inspect.signature(model.forward).parameters:
+        # SegGPT: the prompt stacked over the image makes the config's image_size, the only size its patch embedding
+        # takes; its table, of pretrain_image_size, is resampled to that map on every call
+        half = (config.image_size[0] // 2, config.image_size[1])
+        return {name: torch.randn(1, 3, *half, dtype=torch.float64)
+                for name in ("pixel_values", "prompt_pixel_values", "prompt_masks")}
     return {"pixel_values": torch.randn(1, 3, *size, dtype=torch.float64)}
 
 
