@@ -96,9 +96,12 @@ def _other_grid(layer: Any) -> list[int]:
 
 def _grid_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
     table = rng.standard_normal((layer.table_rows, min(layer.dim, SEEDED_WIDTH)))
-    grids = [list(layer.grid), _other_grid(layer)]
-    return [(f"{'native' if i == 0 else 'resampled'}-{g[0]}x{g[1]}", {"table": table, "grid": g})
-            for i, g in enumerate(grids)]
+    # a way whose code returns the table itself at the square native grid (IDEFICS) is written at another grid
+    # alone: resample_position_table computes the offset form there, which that code does not run
+    native = layer.variant.native_as_is and layer.grid[0] == layer.grid[1]
+    grids = [_other_grid(layer)] if native else [list(layer.grid), _other_grid(layer)]
+    return [(f"{'native' if tuple(g) == layer.grid else 'resampled'}-{g[0]}x{g[1]}", {"table": table, "grid": g})
+            for g in grids]
 
 
 def _bias_table_plan(layer: Any) -> Plan:
