@@ -37,11 +37,14 @@ from refpos.tests.model_anchors import (  # noqa: E402  (after the importorskip 
     small_config,
 )
 
+#: towers no model class of transformers builds alone (IDEFICS's: refpos/tests/test_anchors_idefics_vision.py)
+BUILT_APART = ("idefics_vision",)
 GRID_ROWS = [row.model_type for row in FAMILY_ROWS if row.input is not None and row.input.encoding == "grid"
              and not row.unmodelled and not row.input.facts_of("grid").packed  # packed: test_anchors_packed_grid
              and not row.input.facts_of("grid").window  # two tables: test_anchors_grid_windowed
              and not row.input.facts_of("grid").clip  # a video clip's tables: test_anchors_video_grid
-             and not row.input.facts_of("grid").stage_grids]  # a table per stage: test_anchors_grid_fixed
+             and not row.input.facts_of("grid").stage_grids  # a table per stage: test_anchors_grid_fixed
+             and row.model_type not in BUILT_APART]
 #: an input of another size than the small configs' 32 × 32 (patch 8): a 6 × 5 patch grid
 OTHER = (48, 40)
 #: the window-bias rows' other size: a square grid their windows divide (Swin: 12 × 12 patches of 4)
