@@ -293,19 +293,17 @@ def _with_part(positions: ModelPositions, part: Part, release: str | None) -> Mo
 
 def _input_site(lm: ConfigView, family: Family, name: str, role: str,
                 not_modelled: dict[str, str]) -> list[LayerRecord]:
-    """The record of what stack ``name`` adds to its input before its first layer (the stack's own ``input``,
-    else the row's: a convolution over the frames, a resampled grid; one per stage where each stage adds its own, PVT),
-    as a stack of its own, ``<name>.input``;
-    none when the row has no input embedding or its ``input_when`` key turns it off. What its builder does not
-    model goes to ``not_modelled``."""
+    """What stack ``name`` adds to its input before its first layer (the stack's own ``input``, else the row's: a
+    convolution over the frames, a resampled grid; one record per stage where each adds its own, PVT), as a stack of
+    its own, ``<name>.input``; none when the row has no input embedding or its ``input_when`` key turns it off.
+    What its builder does not model goes to ``not_modelled``."""
     if (site := family.input_of(name)) is None:
         return []
     if family.input_when is not None:
         lm.mark(family.input_when[0])
     if not family.input_on(lm.raw):
         return []
-    return [replace(record, index=i) for i, record in enumerate(_site(lm, family, f"{name}.input", role, site,
-                                                                       not_modelled))]
+    return [replace(r, index=i) for i, r in enumerate(_site(lm, family, f"{name}.input", role, site, not_modelled))]
 
 
 def _output_site(lm: ConfigView, family: Family, name: str, role: str,
