@@ -7,7 +7,9 @@ Read from the model's config, never from its type:
   unstated), then a video ``(1, T, C, H, W)`` at ``num_frames`` (at most :data:`MAX_FRAMES`), then its frames as
   a batch ``(T, C, H, W)`` (X-CLIP's); the resampling size adds two patches to the height and four to the width (a
   grid that grows unevenly: axes swapped show), then, last, changes the clip's height alone (TimeSformer's layers
-  read its width from the config), a model without an image size (a CNN) is fed 64 and 96 pixels,
+  read its width from the config; where the config states ``masked_unit_size`` and ``patch_stride``, Hiera's tokens
+  unrolled into mask units, the step is a whole unit's pixels), a model without an image size (a CNN) is fed 64
+  and 96 pixels,
   then, where its vision tower or backbone states one (:data:`NESTED_CONFIGS`), that tower's size; where the config
   states ``max_num_tiles`` (Llama 3.2 Vision's tower), one image of that many tiles ``(1, 1, tiles, C, H, W)`` first;
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
@@ -121,6 +123,9 @@ def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
     patch = _pair(_get(config, "patch_size", "patch_sizes"))
     if patch is None and isinstance(_get(config, "patch_sizes"), (list, tuple)):
         patch = _pair(_get(config, "patch_sizes")[0])
+    units, stride = _pair(_get(config, "masked_unit_size")), _pair(_get(config, "patch_stride"))
+    if units is not None and stride is not None:  # tokens unrolled into mask units (Hiera): whole units a side
+        patch = (units[0] * stride[0], units[1] * stride[1])
     frames = _get(config, "num_frames", "frames_per_clip", default=2)
     frames = frames if isinstance(frames, int) and 0 < frames <= MAX_FRAMES else 2
     sizes = [_sizes(size, patch)] if size is not None else [_sizes(None, None)]

@@ -15,6 +15,7 @@ its tower's record.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from refpos.backend import Array
@@ -49,14 +50,32 @@ class GridVariant:
     read: str = "resample"
     #: how images of several grids share a batch: "padded" (patch_attention_mask), "packed" (target_sizes), "" one
     batch: str = ""
+    #: the code returns the table as it is where a square image's patches number the table's (its native grid),
+    #: before the offset form would move it (DINOv2's original, IDEFICS)
+    native_as_is: bool = False
 
     def resample(self, table: Array, grid: tuple[int, int], **extra: Any) -> Array:
         """:func:`~refpos.encodings.grid.resample_position_table` with this record's choices (``extra``:
-        ``prefix_tokens``, ``suffix_tokens``, ``source_grid``)."""
+        ``prefix_tokens``, ``suffix_tokens``, ``source_grid``); where :attr:`native_as_is`, the table itself (its
+        grid rows alone where the extra rows are left out) at a square native grid."""
+        if self.native_as_is and (rows := native_rows(table, grid, **extra)) is not None:
+            return rows if self.keep_extra else rows[extra.get("prefix_tokens", 1):rows.shape[0] - extra.get(
+                "suffix_tokens", 0), :]
         return resample_position_table(table, grid, mode=self.mode, align_corners=self.align_corners,
                                        antialias=self.antialias, scale_factor_offset=self.scale_factor_offset,
                                        padding=self.padding, keep_extra=self.keep_extra, axes=self.axes,
                                        read=self.read, **extra)
+
+
+def native_rows(table: Array, grid: tuple[int, int], *, prefix_tokens: int = 1, suffix_tokens: int = 0,
+                source_grid: tuple[int, int] | None = None) -> Array | None:
+    """``table`` where ``grid`` is its square native grid (``source_grid``, else the square of its grid rows), else
+    ``None``."""
+    cells = getattr(table, "shape", (0,))[0] - prefix_tokens - suffix_tokens
+    side = math.isqrt(max(cells, 0))
+    source = (side, side) if source_grid is None else tuple(source_grid)
+    native = source[0] == source[1] and source[0] * source[1] == cells
+    return table if native and isinstance(grid, tuple | list) and tuple(grid) == source else None
 
 
 _VIT_FAMILY = ("altclip", "beit", "blip", "blip_2", "bridgetower", "chinese_clip", "clip", "clipseg", "data2vec",
@@ -85,7 +104,9 @@ GRID_VARIANTS: dict[str, GridVariant] = {v.name: v for v in (
                 "Dinov2WithRegistersEmbeddings.interpolate_pos_encoding",
                 note="DeepSeek-OCR 2's SAM-style grid has no extra rows"),
     GridVariant("bilinear", "bilinear", False, False, None, True, "table", ("dpt", "pvt", "step3p7"),
-                "models/dpt/modeling_dpt.py: DPTViTEmbeddings._resize_pos_embed"),
+                "models/dpt/modeling_dpt.py: DPTViTEmbeddings._resize_pos_embed",
+                note="PVT reshapes each stage's table to the stage's patch map and resamples it to that same size, "
+                     "an identity: its row names the way fixed"),
     GridVariant("bilinear_grid_only_float32", "bilinear", False, False, None, False, "float32",
                 ("hunyuan_vl", "paddleocr_vl", "inkling2", "glm_image"),
                 "models/hunyuan_vl/modeling_hunyuan_vl.py: HunYuanVLVisionPatchEmbed.interpolate_pos_encoding",
@@ -113,7 +134,12 @@ GRID_VARIANTS: dict[str, GridVariant] = {v.name: v for v in (
     GridVariant("dinov2_offset", "bicubic", False, False, 0.1, True, "float32", (),
                 "facebookresearch/dinov2 dinov2/models/vision_transformer.py: DinoVisionTransformer."
                 "interpolate_pos_encoding", note="no transformers 5.25 model type; torch hub's DINOv2 and "
-                "transformers' releases before 5 (size (h + 0.1)/M, (w + 0.1)/M)"),
+                "transformers' releases before 5 (size (h + 0.1)/M, (w + 0.1)/M); the table itself at the square "
+                "native grid", native_as_is=True),
+    GridVariant("bicubic_offset", "bicubic", False, False, 0.1, True, "table", ("idefics",),
+                "models/idefics/vision.py: IdeficsVisionEmbeddings.interpolate_pos_encoding",
+                note="the table itself at the square native grid; only with interpolate_pos_encoding (another size "
+                     "fails without it)", native_as_is=True),
     GridVariant("bilinear_offset_grid_only", "bilinear", False, False, 0.1, False, "float32", ("hy_v4_vl",),
                 "models/hy_v4_vl/modeling_hy_v4_vl.py: HYV4VLVisionPatchEmbed.interpolate_pos_encoding",
                 note="config interpolate_mode (default bilinear); the first row left out"),

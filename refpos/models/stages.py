@@ -9,7 +9,9 @@ A row states where each stage fact lives::
 
 Each of ``layers``, ``heads``, ``widths`` (and ``head_dim`` where the code sizes a head by a key of its own) is a
 config key, whose value is a list (one entry per stage) or one integer (the same for every stage), or a value the
-code fixes (an integer, or a list of integers: MobileViT's blocks of 2, 4 and 3 layers). ``count`` names the key
+code fixes (an integer, or a list of integers: MobileViT's blocks of 2, 4 and 3 layers), or a geometric series
+``{base = "<key>", factor = "<key>"}`` whose stage :math:`s` entry is :math:`\lfloor b \cdot f^{s} \rfloor` (Hiera's
+widths, ``int(embed_dim * embed_dim_multiplier ** s)``). ``count`` names the key
 holding the number of stages where the code loops over it (SegFormer's ``num_encoder_blocks``); without it the
 stages are as many as the lists' entries (one stage when every fact is one integer). A key absent from the config
 is refused by name: nothing is assumed.
@@ -43,12 +45,31 @@ Fixed = int | tuple[int, ...]
 
 
 @dataclass(frozen=True)
+class Growth:
+    r"""A fact the code grows geometrically over the stages: stage :math:`s` has :math:`\lfloor b f^s \rfloor`, ``b``
+    and ``f`` the values of the config keys ``base`` and ``factor`` (module docstring)."""
+
+    base: str
+    factor: str
+
+    def at(self, cfg: Mapping[str, Any], count: int, minimum: int) -> list[int]:
+        """The entries of ``count`` stages; a ``ValueError`` naming a key that is absent or not a number."""
+        for key in (self.base, self.factor):
+            if not isinstance(cfg.get(key), int | float) or isinstance(cfg.get(key), bool):
+                raise ValueError(f"{key}: absent from the config or not a number, and the stages grow by it (refpos "
+                                 "assumes no stage geometry)")
+        base = check_int(self.base, cfg[self.base], minimum=1)
+        return [check_int(f"{self.base} * {self.factor}^{s}", int(base * cfg[self.factor] ** s), minimum=minimum)
+                for s in range(count)]
+
+
+@dataclass(frozen=True)
 class StageRule:
     """Where a family's stage facts live: a config key (str) or the value its code fixes, per fact."""
 
     layers: str | Fixed
     heads: str | Fixed
-    widths: str | Fixed
+    widths: str | Fixed | Growth
     head_dim: str | Fixed | None = None
     count: str | None = None
 
@@ -56,7 +77,8 @@ class StageRule:
     def keys(self) -> tuple[str, ...]:
         """The config keys the rule reads."""
         values = (self.layers, self.heads, self.widths, self.head_dim, self.count)
-        return tuple(v for v in values if isinstance(v, str))
+        return tuple(k for v in values for k in ((v.base, v.factor) if isinstance(v, Growth) else (v,))
+                     if isinstance(k, str))
 
 
 @dataclass(frozen=True)
@@ -101,19 +123,23 @@ def read_stages(where: str, table: Any) -> StageRule:
             raise ValueError(f"{where}: stages.count names the config key of the stage count, got {value!r}")
         elif isinstance(value, int) and not isinstance(value, bool) and value >= FACTS[name]:
             values[name] = value
+        elif name == "widths" and isinstance(value, Mapping) and set(value) == {"base", "factor"} and all(
+                isinstance(v, str) and v for v in value.values()):
+            values[name] = Growth(value["base"], value["factor"])
         elif isinstance(value, list) and value and all(
                 isinstance(v, int) and not isinstance(v, bool) and v >= FACTS[name] for v in value):
             values[name] = tuple(value)
         else:
             raise ValueError(f"{where}: stages.{name} must be a config key or the value the code fixes (an integer "
-                             f">= {FACTS[name]} or a list of them), got {value!r}")
+                             f">= {FACTS[name]} or a list of them), or for widths {{base, factor}} keys, got "
+                             f"{value!r}")
     return StageRule(**values)
 
 
 def _entries(cfg: Mapping[str, Any], rule: StageRule, name: str) -> tuple[str, list[int] | int] | None:
     """The label and value of fact ``name``: the config's list or integer, or the code's; None when unstated."""
     source = getattr(rule, name)
-    if source is None:
+    if source is None or isinstance(source, Growth):  # a series: its entries once the stage count is known
         return None
     if not isinstance(source, str):
         return f"{name} (fixed by the code)", list(source) if isinstance(source, tuple) else source
@@ -154,6 +180,9 @@ def stage_plan(cfg: Mapping[str, Any], rule: StageRule) -> tuple[Stage, ...]:
         if count > MAX_STAGES:
             raise ValueError(f"{next(iter(lists))} lists {count} stages, more than {MAX_STAGES}")
 
+    if isinstance(rule.widths, Growth):
+        facts["widths"] = (f"{rule.widths.base} * {rule.widths.factor}^s", rule.widths.at(cfg, count, FACTS["widths"]))
+
     def at(name: str, s: int) -> int | None:
         found = facts[name]
         return None if found is None else found[1][s] if isinstance(found[1], list) else found[1]
@@ -187,4 +216,5 @@ def stage_note(stages: tuple[Stage, ...]) -> str:
     return "stages: " + "; ".join(stage.describe() for stage in stages)
 
 
-__all__ = ["FACTS", "MAX_STAGES", "Stage", "StageRule", "read_stages", "stage_note", "stage_plan", "stage_types"]
+__all__ = ["FACTS", "MAX_STAGES", "Growth", "Stage", "StageRule", "read_stages", "stage_note", "stage_plan",
+           "stage_types"]

@@ -204,8 +204,11 @@ def _grid_sample(cls_path: str, method: str) -> Callable:
 
 
 def _dinov2_offset(table, grid, dtype, prefix):
-    """DINOv2's original ``interpolate_pos_encoding``: the same torch call (scale factors (g + 0.1)/M, float32)."""
+    """DINOv2's original ``interpolate_pos_encoding``: the table itself where a square image's patches number its
+    rows (``npatch == N and w == h``), else the same torch call (scale factors (g + 0.1)/M, float32)."""
     side = math.isqrt(table.shape[0] - 1)
+    if grid[0] * grid[1] == side * side and grid[0] == grid[1]:
+        return _t(table, dtype)
     patches = _t(table[1:], torch.float32).reshape(1, side, side, DIM).permute(0, 3, 1, 2)
     factors = ((grid[0] + 0.1) / side, (grid[1] + 0.1) / side)
     out = F.interpolate(patches, mode="bicubic", scale_factor=factors).permute(0, 2, 3, 1).reshape(-1, DIM)
@@ -213,6 +216,19 @@ def _dinov2_offset(table, grid, dtype, prefix):
 
 
 _dinov2_offset.casts_extra = True  # the original casts the whole table, the CLS row too, to float32
+
+
+def _idefics(table, grid, dtype, prefix):
+    """IDEFICS's tower: its own ``interpolate_pos_encoding`` on a square image of ``grid`` patches or not."""
+    from transformers.models.idefics.configuration_idefics import IdeficsVisionConfig
+    from transformers.models.idefics.vision import IdeficsVisionEmbeddings
+
+    side = math.isqrt(table.shape[0] - 1)
+    emb = IdeficsVisionEmbeddings(IdeficsVisionConfig(image_size=side * PATCH, patch_size=PATCH, embed_dim=DIM,
+                                                      num_attention_heads=2)).to(dtype)
+    emb.position_embedding.weight.data = _t(table, dtype)
+    return emb.interpolate_pos_encoding(torch.zeros(1, 1 + grid[0] * grid[1], DIM, dtype=dtype), grid[0] * PATCH,
+                                        grid[1] * PATCH)[0]
 
 
 def _tvp(table, grid, dtype, prefix):
@@ -304,6 +320,7 @@ ANCHORS: dict[str, list[tuple[str, Callable, int, list]]] = {
     "bilinear_zeros_transposed": [("muse_glimmer", _vision_utils("bilinear", False, padding="zeros",
                                                                  transposed=True), 0, GRIDS)],
     "dinov2_offset": [("torch F.interpolate(scale_factor=(g + 0.1)/M)", _dinov2_offset, 1, GRIDS)],
+    "bicubic_offset": [("idefics", _idefics, 1, [*GRIDS, (5, (6, 6)), (5, (4, 6))])],
     "bilinear_offset_grid_only": [
         ("hy_v4_vl", _hunyuan("transformers.models.hy_v4_vl.modeling_hy_v4_vl.HYV4VLVisionPatchEmbed"), 1, GRIDS)],
     "bicubic_scale_factor": [("tvp", _tvp, 0, [(4, (7, 9)), (5, (5, 8))])],
@@ -345,7 +362,8 @@ def test_variant_equals_its_anchor(name, label, anchor, prefix, side, grid, dtyp
     if dtype == "float32":  # the library's float32 output is a correct port: the identifier names nothing
         assert identify_grid(theirs, GridInputs(stored, grid, variant, prefix_tokens=prefix)) is None
     if variant.keep_extra and prefix:  # copied rows: bit for bit (float32-rounded where the anchor casts them)
-        extra = _np(_t(stored[:prefix], torch.float32)) if getattr(anchor, "casts_extra", False) else stored[:prefix]
+        casts = getattr(anchor, "casts_extra", False) and not (variant.native_as_is and grid == (side, side))
+        extra = _np(_t(stored[:prefix], torch.float32)) if casts else stored[:prefix]
         np.testing.assert_array_equal(theirs[:prefix], extra)
 
 
@@ -363,7 +381,7 @@ def test_every_model_type_of_a_record_resamples_in_its_modeling_file(name):
     words = ("interpolate(", "grid_sample(", "get_vision_interpolation_indices_and_weights(", "support = scale",
              "bucketize(", "get_vision_nearest_position_ids(")
     for model_type in GRID_VARIANTS[name].model_types:
-        files = list((models / model_type).glob("modeling_*.py"))
+        files = [*(models / model_type).glob("modeling_*.py"), *(models / model_type).glob("vision.py")]
         assert files, f"{model_type}: no modeling file in transformers {transformers.__version__}"
         assert any(word in f.read_text(encoding="utf-8") for f in files for word in words), model_type
 

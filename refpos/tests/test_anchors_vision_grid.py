@@ -13,6 +13,7 @@ model resamples by: an input of another size makes it call torch's ``interpolate
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ import refpos
 from refpos.models import families
 from refpos.models.families import FAMILY_ROWS
 from refpos.models.kinds.record import GEOMETRY_KEYS
+from refpos.models.stages import stage_plan
 
 torch = pytest.importorskip("torch", reason="torch is not installed (the anchors extra)")
 transformers = pytest.importorskip("transformers", reason="transformers is not installed (the anchors extra)")
@@ -35,10 +37,14 @@ from refpos.tests.model_anchors import (  # noqa: E402  (after the importorskip 
     small_config,
 )
 
+#: towers no model class of transformers builds alone (IDEFICS's: refpos/tests/test_anchors_idefics_vision.py)
+BUILT_APART = ("idefics_vision",)
 GRID_ROWS = [row.model_type for row in FAMILY_ROWS if row.input is not None and row.input.encoding == "grid"
              and not row.unmodelled and not row.input.facts_of("grid").packed  # packed: test_anchors_packed_grid
              and not row.input.facts_of("grid").window  # two tables: test_anchors_grid_windowed
-             and not row.input.facts_of("grid").clip]  # a video clip's tables: test_anchors_video_grid
+             and not row.input.facts_of("grid").clip  # a video clip's tables: test_anchors_video_grid
+             and not row.input.facts_of("grid").stage_grids  # a table per stage: test_anchors_grid_fixed
+             and row.model_type not in BUILT_APART]
 #: an input of another size than the small configs' 32 × 32 (patch 8): a 6 × 5 patch grid
 OTHER = (48, 40)
 #: the window-bias rows' other size: a square grid their windows divide (Swin: 12 × 12 patches of 4)
@@ -52,13 +58,19 @@ WINDOWED = {"swin": {"embed_dim": 16, "depths": [2, 1], "num_heads": [2, 4], "wi
                      "hidden_size": 16, "intermediate_size": 16, "use_absolute_position_embeddings": True}}
 
 
+#: rows whose config class takes the patch as a pair (Hiera's 8 × 8 kernel moved 4 apart, padded 2: an 8 × 8 map)
+PAIRS = {"hiera": {"patch_size": [8, 8], "patch_padding": [2, 2]}}
+#: Hiera's other size: its tokens unroll into mask units, each side a multiple of 8 tokens (a 16 × 8 map)
+OTHER_UNROLLED = (64, 32)
+
+
 def _resolved(model_type: str):
     row = families.FAMILIES[model_type]
     if "bias_table" in row.encodings:
         beit = row.input_when[0] == "use_absolute_position_embeddings"
         config = small_config(model_type, **WINDOWED["beit" if beit else "swin"])
     else:
-        config = small_config(model_type)
+        config = small_config(model_type, **PAIRS.get(model_type, {}))
     positions = refpos.model_positions(config.to_dict())
     (site,) = [r for r in positions if r.kind == "grid"]
     return config, positions, site
@@ -79,6 +91,12 @@ def _input(model, config, size: tuple[int, int]) -> dict:
         patch = config.patch_size
         return {"patch_embeds": torch.randn(1, config.hidden_size, size[0] // patch, size[1] // patch,
                                             dtype=torch.float64)}
+    if "prompt_pixel_values" in inspect.signature(model.forward).parameters:
+        # SegGPT: the prompt stacked over the image makes the config's image_size, the only size its patch embedding
+        # takes; its table, of pretrain_image_size, is resampled to that map on every call
+        half = (config.image_size[0] // 2, config.image_size[1])
+        return {name: torch.randn(1, 3, *half, dtype=torch.float64)
+                for name in ("pixel_values", "prompt_pixel_values", "prompt_masks")}
     return {"pixel_values": torch.randn(1, 3, *size, dtype=torch.float64)}
 
 
@@ -114,11 +132,14 @@ def test_grid_records_are_the_model_s(model_type):
     assert len(attention) == len(layers)
     heads = config.to_dict()[next(k for k in GEOMETRY_KEYS["single"]["heads"] if k in config.to_dict())]
     per_layer = [r.n_heads for r in layers] if all(hasattr(r, "n_heads") for r in layers) else [heads] * len(layers)
+    if families.FAMILIES[model_type].stages is not None:  # stages of their own heads (Hiera): each layer its stage's
+        per_layer = [stage.heads for stage in stage_plan(config.to_dict(), families.FAMILIES[model_type].stages)
+                     for _ in range(stage.layers)]
     assert [heads_of(module) for _, module in attention] == per_layer
     if site.variant is None or model_type in SELF_RESAMPLING or site.variant.read == "buckets":
         return  # a gather, not a call of interpolate: anchored by value (refpos/tests/test_anchors_grid_buckets.py)
     call = _resampling(model, site.always, OTHER_WINDOWED if "bias_table" in families.FAMILIES[model_type].encodings
-                       else OTHER)
+                       else OTHER_UNROLLED if model_type in PAIRS else OTHER)
     variant = site.variant
     assert call["shape"][-2:] == site.grid
     assert (call["mode"], call["align_corners"], call["antialias"]) == \
@@ -168,10 +189,12 @@ def test_grid_defaults_are_the_config_class_s(model_type):
     """A config.json leaves out the values equal to its class's defaults: without them, the record's native grid
     is the one the class's defaults give (a square of ``num_patches`` where the config states the table)."""
     facts = families.FAMILIES[model_type].input.facts_of("grid")
+    if facts.strides is not None:  # a spectrogram's grid (AST): refpos/tests/test_anchors_grid_fixed.py
+        return
     defaults = transformers.AutoConfig.for_model(model_type).to_dict()
     # the patch size stays where another stack of the row reads it too (SAM 3's rotation)
     shared = facts.patch if "vision_rope" in families.FAMILIES[model_type].encodings else None
-    bare = {k: v for k, v in small_config(model_type).to_dict().items()
+    bare = {k: v for k, v in small_config(model_type, **PAIRS.get(model_type, {})).to_dict().items()
             if k not in (facts.image, facts.patch, facts.positions) or k == shared}
     if families.FAMILIES[model_type].input_when is not None:  # the grid switched on
         bare[families.FAMILIES[model_type].input_when[0]] = True

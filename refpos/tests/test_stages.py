@@ -91,3 +91,25 @@ def test_the_stage_rule_and_plan_agree_without_a_family():
     assert family_of("segformer").stages is not None and stages_of({"model_type": "llama"}) == ()
     with pytest.raises(TypeError, match="config must be a mapping"):
         stages_of([("model_type", "segformer")])  # type: ignore[arg-type]
+
+
+HIERA = {"model_type": "hiera", "depths": [1, 2, 1], "num_heads": [1, 2, 4], "embed_dim": 8,
+         "embed_dim_multiplier": 2.0, "image_size": [32, 32], "patch_stride": [4, 4], "hidden_size": 32}
+
+
+def test_hiera_widths_grow_geometrically():
+    """Stage s is int(embed_dim · embed_dim_multiplier^s) wide (HieraEncoder.__init__); hidden_size (the last
+    stage's width, which the config class sets itself) is not read for them, nor for the grid's width."""
+    answer = refpos.model_positions(HIERA)
+    assert [(s.layers, s.heads, s.head_dim, s.width) for s in stages_of(HIERA)] == [
+        (1, 1, 8, 8), (2, 2, 8, 16), (1, 4, 8, 32)]
+    assert [r.layer_type for r in answer.stack("vision")] == ["stage_0", "stage_1", "stage_1", "stage_2"]
+    (grid,) = answer.stack("vision.input")
+    assert (grid.grid, grid.prefix, grid.dim, grid.way) == ((8, 8), 0, 8, "bicubic")
+    assert [s.width for s in stages_of(HIERA | {"embed_dim_multiplier": 1.5, "num_heads": [1, 2, 2]})] == [8, 12, 18]
+    rule = read_stages("row", {"layers": "d", "heads": "h", "widths": {"base": "e", "factor": "m"}})
+    assert rule.keys == ("d", "h", "e", "m")
+    with pytest.raises(ValueError, match="embed_dim_multiplier"):
+        stages_of({k: v for k, v in HIERA.items() if k != "embed_dim_multiplier"})
+    with pytest.raises(ValueError, match=r"stages\.widths"):
+        read_stages("row", {"layers": "d", "heads": "h", "widths": {"base": "e"}})

@@ -152,8 +152,10 @@ def rows_of(diff: np.ndarray, dim: int) -> np.ndarray | None:
 
 def embedding_site(site: Site) -> bool:
     """Whether the site's recorded owner tensors are the embedding its table is added to: an embedding module's
-    output, or the first layer's input of the module that adds it (:attr:`survey.pixels.Site.at`)."""
-    return bool(site.at) or "embed" in site.owner.rsplit(".", 1)[-1].lower()
+    output (one of a list of them, a stage's: PVT's ``patch_embeddings.0``), or the first layer's input of the module
+    that adds it (:attr:`survey.pixels.Site.at`)."""
+    name = next((part for part in reversed(site.owner.split(".")) if not part.isdigit()), "")
+    return bool(site.at) or "embed" in name.lower()
 
 
 def image_patch_grid(patches: int, shape: list[int]) -> tuple[int, int] | None:

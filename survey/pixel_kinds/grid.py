@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from refpos.encodings.grid_clips import FACTORISED
+from refpos.models.kinds.grid_fixed import FIXED_FIRST_ROW
 from survey.pixel_kinds.base import (
     Outcome,
     absent,
@@ -79,13 +80,16 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
             cases.append(shaped_case(record, table, observed, tuple(int(v) for v in run.grids[name][-2:]), run.dtype,
                                      2 * unit(run) * float(np.max(np.abs(out)))))
             continue
-        extra = record.prefix + record.suffix if record.variant is None or record.variant.keep_extra else 0
+        extra = record.prefix + record.suffix if (record.variant is None and record.way != FIXED_FIRST_ROW) or (
+            record.variant is not None and record.variant.keep_extra) else 0
         grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])
+        if record.variant is None and observed.shape[0] - extra == record.grid[0] * record.grid[1]:
+            grid = record.grid  # a fixed table's own grid (a spectrogram's is not of the input's aspect)
         if getattr(record, "clip", "") == "frame_table":  # a table along the frames: the clip's (F, 1)
             grid = (observed.shape[0], 1) if observed.shape[0] == run.shapes[name][1] else None
         if grid is None and getattr(record, "clip", "") != "frame_table":
             # tokens the table does not reach (DINOv2's registers) gain exactly nothing: left out
-            observed = observed[np.any(observed != 0, axis=1)]
+            observed = reached(observed)
             grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])
         if grid is None:
             return Outcome("wrong", f"{site.owner}: {observed.shape[0]} rows at the {name} size are not "
@@ -96,11 +100,10 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
             if reference is None:
                 return Outcome("wrong", f"the table is claimed fixed at {record.grid}, transformers resampled it "
                                f"to {grid}", (site.path,))
-            cases.append((observed, reference, unit(run) * float(np.max(np.abs(table))) + noise, {
-                "grid_transposed": table.reshape(*record.grid, -1).transpose(1, 0, 2).reshape(table.shape)
-                if record.prefix == record.suffix == 0 else None}))
-            cases += [(rows_of((out - zeroed)[k:k + 1], record.dim), reference, cases[-1][2], {})
-                      for k in range(1, frames)]
+            cases.append((observed, reference, unit(run) * float(np.max(np.abs(table))) + noise, fixed_mistakes(
+                record, table)))
+            cases += [(later, reference, cases[-1][2], {}) for later in later_frames(out - zeroed, frames, record.dim,
+                                                                                     observed.shape[0])]
             continue
         inputs = GridInputs(table, grid, record.variant, prefix_tokens=record.prefix, suffix_tokens=record.suffix,
                             source_grid=record.grid)
@@ -110,21 +113,46 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         mistakes = mistakes_of("grid", inputs) if getattr(record, "clip", "") != "frame_table" else {
             "frames reversed": reference[::-1], "no frame table": np.zeros_like(reference)}
         cases.append((observed, reference, grid_tolerance(inputs, run.dtype) + noise, mistakes))
-        cases += [(rows_of((out - zeroed)[k:k + 1], record.dim), reference, cases[-1][2], {}) for k in range(1, frames)]
+        cases += [(later, reference, cases[-1][2], {}) for later in later_frames(out - zeroed, frames, record.dim,
+                                                                                 observed.shape[0])]
     if getattr(record, "mid", 0):  # tables between the layers (YOLOS)
         return compare_with_mid(record, run, site, sites, table, cases)
     return graded(cases, (site.path,), f"{site.path} grid")
 
 
+def reached(rows: np.ndarray) -> np.ndarray:
+    """The rows the table reaches: tokens it does not reach (DINOv2's registers, VidEoMT's class and register tokens
+    put before the patches) gain exactly nothing and are left out."""
+    return rows[np.any(rows != 0, axis=1)]
+
+
+def later_frames(diff: np.ndarray, frames: int, dim: int, count: int) -> list[np.ndarray | None]:
+    """The rows of the sequences ``1 … frames − 1`` of a batch of frames, each compared as the first (its rows the
+    table does not reach left out where the first's were: ``count`` rows were kept of it)."""
+    rows = [rows_of(diff[k:k + 1], dim) for k in range(1, frames)]
+    return [r if r is None or r.shape[0] == count else reached(r) for r in rows]
+
+
+def fixed_mistakes(record: Any, table: np.ndarray) -> dict[str, np.ndarray | None]:
+    """The wrong readings of a table added as it is (:data:`refpos.encodings.grid_fixed.FIXED_MISTAKES`): its grid
+    read column by column, its extra rows after the grid, ViTPose's first row left out."""
+    from refpos.encodings.grid_fixed import FIXED_MISTAKES
+    from refpos.models.kinds.grid_fixed import FIXED_WAYS
+
+    read = FIXED_WAYS[record.way]
+    return {name: None if (rows := wrong(table, record.grid, record.prefix, record.suffix, read)) is None else
+            np.asarray(rows, dtype=np.float64) for name, wrong in FIXED_MISTAKES.items()}
+
+
 def frames_as_batch(diff: np.ndarray, shape: list[int], clip: str = "") -> int:
     """The sequences of an output ``(S, n, d)`` that each gain the same rows, or 1: a clip fed as a batch of images
     ``(F, C, H, W)``, one sequence per frame (X-CLIP's tower); a video ``(1, F, C, H, W)`` whose frames run as
-    sequences of their patches (``clip`` ``"frame_grid"``) or whose patches run as sequences of their frames
-    (``"frame_table"``; VideoPrism's stacks)."""
+    sequences of their patches (``clip`` ``"frame_grid"``, or an image's grid: VidEoMT) or whose patches run as
+    sequences of their frames (``"frame_table"``; VideoPrism's stacks)."""
     if diff.ndim != 3 or diff.shape[0] == 1:
         return 1
     fed = (len(shape) == 4 and diff.shape[0] == shape[0]) or clip == "frame_table" or (
-        clip == "frame_grid" and len(shape) == 5 and diff.shape[0] == shape[0] * shape[1])
+        clip in ("", "frame_grid") and len(shape) == 5 and diff.shape[0] == shape[0] * shape[1])
     return diff.shape[0] if fed else 1
 
 

@@ -42,7 +42,11 @@ def test_every_frame_of_the_batch_is_compared():
 def test_frames_as_batch_only_where_the_output_holds_one_sequence_per_fed_frame():
     assert frames_as_batch(np.zeros((3, 17, 8)), [3, 3, 32, 32]) == 3
     assert frames_as_batch(np.zeros((1, 17, 8)), [1, 3, 32, 32]) == 1
-    assert frames_as_batch(np.zeros((3, 17, 8)), [1, 3, 3, 32, 32]) == 1  # a video (1, T, C, H, W): one sequence
+    # a video (1, T, C, H, W): its frames run as a batch of images where the output holds T sequences (VidEoMT),
+    # else one sequence
+    assert frames_as_batch(np.zeros((3, 17, 8)), [1, 3, 3, 32, 32]) == 3
+    assert frames_as_batch(np.zeros((2, 17, 8)), [1, 3, 3, 32, 32]) == 1
+    assert frames_as_batch(np.zeros((3, 17, 8)), [1, 3, 3, 32, 32], "tubelets") == 1
 
 
 VIDEOPRISM = {"model_type": "videoprism_vision_model", "num_spatial_layers": 2, "num_temporal_layers": 1,

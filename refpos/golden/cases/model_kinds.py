@@ -78,8 +78,9 @@ def _grid_plan(layer: Any) -> Plan | str:
         return (f"it adds a {layer.window} × {layer.window} window table tiled over the resampled grid "
                 "(refpos.encodings.grid_windowed), which no contract function computes")
     if layer.variant is None:
-        return (f"its table is added as it is, at the native grid {list(layer.grid)} only: the positions are the "
-                "checkpoint's rows, no formula of refpos's")
+        first = ", each patch's row plus the first" if layer.way == "fixed_first_row" else ""  # ViTPose's backbone
+        return f"its table is added as it is, at the native grid {list(layer.grid)} only{first}: the positions are " \
+            "the checkpoint's rows, no formula of refpos's"
     if layer.grid[0] != layer.grid[1]:
         return (f"its native grid {list(layer.grid)} is not square, and resample_position_table reads a square table "
                 "(its side the square root of the grid rows)")
@@ -96,9 +97,10 @@ def _other_grid(layer: Any) -> list[int]:
 
 def _grid_free(layer: Any, rng: np.random.Generator) -> list[tuple[str, dict[str, Any]]]:
     table = rng.standard_normal((layer.table_rows, min(layer.dim, SEEDED_WIDTH)))
-    grids = [list(layer.grid), _other_grid(layer)]
-    return [(f"{'native' if i == 0 else 'resampled'}-{g[0]}x{g[1]}", {"table": table, "grid": g})
-            for i, g in enumerate(grids)]
+    native = layer.variant.native_as_is and layer.grid[0] == layer.grid[1]  # IDEFICS: the table itself, no formula
+    grids = [_other_grid(layer)] if native else [list(layer.grid), _other_grid(layer)]
+    return [(f"{'native' if tuple(g) == layer.grid else 'resampled'}-{g[0]}x{g[1]}", {"table": table, "grid": g})
+            for g in grids]
 
 
 def _bias_table_plan(layer: Any) -> Plan:

@@ -9,8 +9,9 @@ side holds ``prefix + M_h·M_w + suffix`` rows: the extra rows (CLS; DeiT's dist
 tokens after the grid) are kept apart, and the grid is resampled to the input's patch grid ``(h, w)``. The record
 states the native grid and what it reads (``reads``: its rows at the input's patch grid); the trained table is a
 weight of the checkpoint.
-A family whose table is added as it is, without resampling (SAM's image encoder), has the way ``"fixed"``: the
-input must have the native grid.
+A family whose table is added as it is, without resampling (SAM's image encoder), has the way ``"fixed"``, or
+``"fixed_first_row"`` where each patch also adds the table's first row (ViTPose's backbone): the input must have the
+native grid (:mod:`refpos.models.kinds.grid_fixed`).
 
 Examples
 --------
@@ -27,49 +28,34 @@ vision layers 0-1: none ×2
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from refpos.backend import Array
-from refpos.encodings.grid import packed_position_rows, patch_grid
+from refpos.encodings.grid import packed_position_rows
 from refpos.encodings.grid_clips import CLIP_LAYOUTS, FACTORISED
 from refpos.encodings.grid_variants import GRID_VARIANTS, GridVariant
 from refpos.encodings.grid_windowed import windowed_position_grid
 from refpos.encodings.sinusoidal import sinusoidal
 from refpos.models.kinds.grid_clips import clip_fields, clip_params, clip_rows
+from refpos.models.kinds.grid_fixed import FIXED_FIRST_ROW, FIXED_WAYS, fixed_rows, native_grid, stage_grids
+from refpos.models.kinds.grid_fixed import image_grid as image_grid  # the native grid: its home re-exported here
 from refpos.models.kinds.grid_mid import mid_count, mid_rows
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
 from refpos.models.view import ConfigView
 from refpos.validation import check_int
 
-#: the way of a table added as it is: the input must have the native grid (no resampling)
-FIXED = "fixed"
-#: the ways a family row may name: every record of GRID_VARIANTS, and the fixed table
-GRID_WAYS = (*GRID_VARIANTS, FIXED)
-
-
-def image_grid(view: ConfigView, image: str = "image_size", patch: str = "patch_size", *,
-               image_default: Any = None, patch_default: Any = None) -> tuple[int, int]:
-    """The native patch grid ``(image_h // patch_h, image_w // patch_w)`` of a config: ``image`` and ``patch`` hold
-    an int or a pair (rows, columns); a ``ValueError`` naming the key when a value is not one."""
-    sizes = []
-    for key, default in ((image, image_default), (patch, patch_default)):
-        value = view.value(key, default)
-        pair = list(value) if isinstance(value, (list, tuple)) else [value, value]
-        if len(pair) != 2:
-            raise ValueError(f"{view.name(key)} must be an int or a pair (rows, columns), got {value!r}")
-        sizes.append([check_int(view.name(key), v, minimum=1) for v in pair])
-    (height, width), (ph, pw) = sizes
-    return patch_grid(height, width, (ph, pw))
+#: the ways a family row may name: every record of GRID_VARIANTS, and those of a table added as it is
+GRID_WAYS = (*GRID_VARIANTS, *FIXED_WAYS)
 
 
 @dataclass(frozen=True)
 class GridFacts:
     """How a family's code builds its position grid (module docstring).
 
-    ``way``: a record of :data:`~refpos.encodings.grid_variants.GRID_VARIANTS`, or ``"fixed"`` (no resampling);
+    ``way``: a record of :data:`~refpos.encodings.grid_variants.GRID_VARIANTS`, or a way of
+    :data:`~refpos.models.kinds.grid_fixed.FIXED_WAYS` (no resampling);
     ``prefix``: the rows before the grid (CLS: 1, DeiT: 2, SigLIP: 0), or ``prefix_key``: the key holding that
     count (Pixio's ``n_cls_tokens``); ``suffix``: the rows after the grid (Llama 4's class row, last), or
     ``suffix_key``: the key holding that count (YOLOS's ``num_detection_tokens``); ``image`` and ``patch``: the
@@ -107,7 +93,12 @@ class GridFacts:
     where a learned window table is tiled over the resampled grid (SAM 2's Hiera,
     :mod:`refpos.encodings.grid_windowed`): the first key holds the table's grid ``(M_h, M_w)`` (read in place of
     the image and patch sizes), the second the window sides per stage, whose first is the window table's side ``m``;
-    ``window_default`` their class defaults.
+    ``window_default`` their class defaults. ``strides``: ``[bins, bin stride, frames, frame stride]``, the keys of
+    a spectrogram the patch convolution cuts with strides (AST; the grid of
+    :func:`~refpos.models.kinds.grid_fixed.spectrogram_grid`, read in place of the image size), ``strides_default``
+    their class defaults. ``stage_grids``: ``[stage count, patch sizes, widths]``, the keys of a network that adds a
+    fixed table of its own before each stage (PVT: :func:`~refpos.models.kinds.grid_fixed.stage_grids`, one record
+    per stage).
     """
 
     way: str = "bicubic"
@@ -141,9 +132,13 @@ class GridFacts:
     mid_default: bool = False
     window: tuple[str, str] | None = None
     window_default: tuple[Any, Any] | None = None
+    strides: tuple[str, str, str, str] | None = None
+    strides_default: tuple[int, int, int, int] | None = None
+    stage_grids: tuple[str, str, str] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("defaults", "sides", "tubelet_default", "no_time", "window", "window_default"):
+        for name in ("defaults", "sides", "tubelet_default", "no_time", "window", "window_default", "strides",
+                     "strides_default", "stage_grids"):
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
 
@@ -176,6 +171,13 @@ class GridFacts:
                                                   and not self.packed and not self.clip and self.sides is None
                                                   and self.positions is None),
                    "grid.window ([table key, window key] of a bicubic grid without extra rows)", self.window)
+        check_fact(where, self.way != FIXED_FIRST_ROW or (self.prefix, self.suffix, self.prefix_key, self.suffix_key)
+                   == (1, 0, None, None), "grid.way fixed_first_row (one row before the grid)", self.way)
+        check_fact(where, self.strides is None or (len(self.strides) == 4 and self.way in FIXED_WAYS and not self.clip
+                                                   and self.sides is None and self.positions is None),
+                   "grid.strides ([bins, bin stride, frames, frame stride] of a fixed table)", self.strides)
+        check_fact(where, self.stage_grids is None or (len(self.stage_grids) == 3 and self.way == "fixed"
+                                                       and self.strides is None), "grid.stage_grids", self.stage_grids)
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,8 @@ class GridLayer(LayerRecord):
                     "as the input's"} if self.mid else {}),
                 **({"window_table": [self.window, self.window], "window_read": "tiled: patch (i, j) adds row "
                     "(i mod m, j mod m)"} if self.window else {}),
+                **({"first_row": "added to every patch's grid row; no class token"} if self.way == FIXED_FIRST_ROW
+                   else {}),
                 "resampled": "never: the input must have the native grid" if variant is None else
                 ("on every call" if self.always else "when the forward is called with interpolate_pos_encoding"),
                 **({} if variant is None else {"read": variant.read, "mode": variant.mode,
@@ -263,11 +267,11 @@ class GridLayer(LayerRecord):
             raise ValueError(f"window_table: the {self.stack} grid {has}; give it exactly when it has one")
         if self.window:
             return windowed_position_grid(table, window_table, grid, source_grid=self.grid, window_side=self.window)
-        if self.variant is None or self.depth > 1:
+        if self.variant is None or self.depth > 1:  # a table added as it is (ViViT's: a grid per tubelet frame)
             if tuple(grid) != self.grid:
                 raise ValueError(f"grid: the {self.stack} table is not resampled, its input must have the native "
                                  f"grid {self.grid}, got {tuple(grid)}")
-            return table
+            return table if self.depth > 1 else fixed_rows(self, table, grid)
         return self.variant.resample(table, grid, prefix_tokens=self.prefix, suffix_tokens=self.suffix,
                                      source_grid=self.grid)
 
@@ -325,34 +329,15 @@ class GridLayer(LayerRecord):
 
 
 def build(stack: Stack) -> list[LayerRecord]:
-    """One :class:`GridLayer`: the stack's input embedding (module docstring)."""
+    """One :class:`GridLayer`: the stack's input embedding (module docstring); one per stage where each stage adds a
+    table of its own (``stage_grids``: PVT)."""
     facts: GridFacts = stack.facts
     view = stack.view
-    if facts.positions is not None:
-        n = view.int(facts.positions, facts.positions_default, minimum=1)
-        side = math.isqrt(n)
-        if side * side != n:
-            raise ValueError(f"{view.name(facts.positions)} must be a square number of grid rows, got {n}")
-        grid = (side, side)
-    elif facts.sides is not None:
-        rows, columns = facts.defaults or (None, None)
-        grid = (view.int(facts.sides[0], rows, minimum=1), view.int(facts.sides[1], columns, minimum=1))
-        if grid[0] != grid[1]:
-            stack.not_modelled[view.name(facts.sides[1])] = (
-                f"{grid[1]} columns beside {grid[0]} rows: the code resamples the table as a square of "
-                f"{view.name(facts.sides[0])} a side, which refpos models only for a square table")
-    elif facts.window is not None:  # the background's cells (M_h, M_w), stated in the config
-        default = (facts.window_default or (None, None))[0]
-        cells = view.value(facts.window[0], default)
-        pair = list(cells) if isinstance(cells, list | tuple) else [cells, cells]
-        if len(pair) != 2:
-            raise ValueError(f"{view.name(facts.window[0])} must be an int or a pair (rows, columns), got {cells!r}")
-        grid = tuple(check_int(view.name(facts.window[0]), v, minimum=1) for v in pair)
-    elif facts.clip in ("tubelets", *FACTORISED):  # the tubelet's last two sides, or the frame table's N × 1
-        grid = clip_fields(view, facts, {})[0]
-    else:
-        image, patch = facts.defaults or (None, None)
-        grid = image_grid(view, facts.image, facts.patch, image_default=image, patch_default=patch)
+    if facts.stage_grids is not None:  # a table per stage (PVT): refpos.models.kinds.grid_fixed.stage_grids
+        return [GridLayer(stack.name, s, None, way=facts.way, grid=grid, prefix=prefix, dim=dim,
+                          reads=(("rows", ("image_grid",)),)) for s, (grid, prefix, dim) in enumerate(stage_grids(
+                              view, facts.stage_grids, facts.image, facts.defaults))]
+    grid = native_grid(stack, facts)
     clip = clip_fields(view, facts, stack.not_modelled)[1]
     prefix = facts.prefix if facts.prefix_key is None else view.int(facts.prefix_key, minimum=0)
     suffix = facts.suffix if facts.suffix_key is None else view.int(facts.suffix_key, minimum=0)
@@ -397,4 +382,4 @@ GRID = EncodingKind(
                         "patch_size": 8}, "facts": {"way": "bicubic"}},
     check="grid", golden="grid")
 
-__all__ = ["FIXED", "GRID", "GRID_WAYS", "GridFacts", "GridLayer", "build", "image_grid"]
+__all__ = ["FIXED_FIRST_ROW", "GRID", "GRID_WAYS", "GridFacts", "GridLayer", "build", "image_grid"]
