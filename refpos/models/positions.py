@@ -293,15 +293,16 @@ def _with_part(positions: ModelPositions, part: Part, release: str | None) -> Mo
 
 def _input_site(lm: ConfigView, family: Family, name: str, role: str,
                 not_modelled: dict[str, str]) -> list[LayerRecord]:
-    """What stack ``name`` adds to its input before its first layer (the stack's own ``input``, else the row's: a
-    convolution over the frames, a resampled grid; one record per stage where each adds its own, PVT; then the row's
-    ``input_beside``), as a stack of its own, ``<name>.input``; none when the row has no input embedding or its
+    """What stack ``name`` adds to its input before its first layer (its own ``input``, else the row's: a convolution
+    over the frames, a resampled grid, one per stage where each adds its own (PVT); then the row's ``input_beside``),
+    each distinct record once, as a stack ``<name>.input``; none when the row has no input embedding or its
     ``input_when`` key turns it off. What its builders do not model goes to ``not_modelled``."""
     if (site := family.input_of(name)) is None or not family.input_on(lm.raw, lm.mark):
         return []
-    records = [record for one in [site, *family.beside_on(lm.raw, lm.mark)]
+    records = [replace(record, index=0) for one in [site, *family.beside_on(lm.raw, lm.mark)]
                for record in _site(lm, family, f"{name}.input", role, one, not_modelled)]
-    return [replace(record, index=i) for i, record in enumerate(records)]
+    distinct = [r for i, r in enumerate(records) if r not in records[:i]]  # a record per layer is one addition
+    return [replace(record, index=i) for i, record in enumerate(distinct)]
 
 
 def _output_site(lm: ConfigView, family: Family, name: str, role: str,
