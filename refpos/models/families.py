@@ -81,7 +81,7 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
                                     ("width_factor", int), ("parts", dict),
                                     ("part_defaults", dict), ("input", dict), ("input_beside", list),
                                     ("output", dict), ("part_reads", dict),
-                                    ("versions", dict))
+                                    ("versions", dict), ("architectures", dict))
               if key in table and not isinstance(table[key], kind)]
     if wrong:
         raise ValueError(f"{where}: {wrong[0]} has the wrong type ({table[wrong[0]]!r})")
@@ -165,6 +165,8 @@ def read_row(model_type: str, table: Any, where: str | None = None) -> Family:
         values["rope_dict"] = frozenset(values["rope_dict"])
     if "ignores" in values:
         values["ignores"] = tuple(values["ignores"])
+    if "architectures" in values:
+        values["architectures"] = tuple(values["architectures"].items())
     for name in ("parts", "part_defaults"):
         if name in values:
             if not all(isinstance(k, str) and isinstance(v, str) and v for k, v in values[name].items()):

@@ -88,6 +88,10 @@ the encoding, the stacks and the facts of each kind (``encoding``, ``stacks``, `
 ``ignores``
     Config keys whose names say positions but that the family's code does not read for them (MPT's
     ``learned_pos_emb``, ChatGLM's ``original_rope``): read without effect, with a note.
+``architectures``
+    ``{<class name> = "<what it adds>"}``: the model classes built around the row's network that add positions
+    refpos does not model (SpeechT5's task models and their prenets); a config whose ``architectures`` names one
+    is refused by :func:`refpos.model_positions` under that key, the row's own network answered otherwise.
 
 A row's ``source`` cites a file of transformers' tree (``<dir>/modeling_<name>.py: <functions>``) or, for a model
 that ships its own code, a public copy of that code or vLLM's implementation of the family
@@ -200,6 +204,8 @@ class Family:
     versions: tuple[tuple[str, Family], ...] = ()
     #: config keys whose names say positions but that the family's code does not read for them (its source says so)
     ignores: tuple[str, ...] = ()
+    #: model class -> what it adds around the row's network that refpos does not model (a config naming it refused)
+    architectures: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         checks = {"layout": self.layout in (None, *LAYOUT_RULES) and (self.layout is not None or not self.has_rope),
@@ -229,7 +235,9 @@ class Family:
                   "width_factor": isinstance(self.width_factor, int) and self.width_factor >= 1,
                   "release": isinstance(self.release, str) and bool(VERSION.fullmatch(self.release)),
                   "part_reads": all(PART_PATH.fullmatch(path) for path, _ in self.part_reads),
-                  "ignores": all(isinstance(k, str) and CONFIG_KEY.fullmatch(k) for k in self.ignores)}
+                  "ignores": all(isinstance(k, str) and CONFIG_KEY.fullmatch(k) for k in self.ignores),
+                  "architectures": all(CONFIG_KEY.fullmatch(name) and isinstance(what, str) and what
+                                       for name, what in self.architectures)}
         wrong = [name for name, ok in checks.items() if not ok]
         if wrong:
             raise ValueError(f"family {self.model_type!r}: column {wrong[0]} holds a value outside its rule set "
@@ -262,6 +270,13 @@ class Family:
     def input_of(self, stack: str) -> StackFacts | None:
         """What stack ``stack`` adds to its input: its own sub-table's ``input``, else the row's."""
         return dict(self.stack_inputs).get(stack, self.input)
+
+    def architecture_gaps(self, cfg: Mapping[str, Any]) -> dict[str, str]:
+        """``{"architectures": why}`` where ``cfg``'s ``architectures`` names a class of the row's ``architectures``
+        (what that class adds is not modelled), else ``{}``."""
+        named = cfg.get("architectures") or []
+        gaps = [f"{self.model_type}: {name} {what}" for name, what in self.architectures if name in named]
+        return {"architectures": "; ".join(gaps)} if gaps else {}
 
     def beside_on(self, cfg: Mapping[str, Any], mark: Callable[[str], None]) -> list[StackFacts]:
         """The sites of ``input_beside`` on in ``cfg`` (each's bool key, ``mark`` told it was read; or always)."""

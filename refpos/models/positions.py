@@ -246,7 +246,7 @@ def _known(lm: ConfigView, family: Family, written: str | None,
     _named_encoding(lm, layers)
     read = lm.read  # a key one step reported unread by name that another step read is honoured
     not_modelled = {key: why for key, why in not_modelled.items() if why != BY_NAME or key not in read}
-    for key, what in unread_positional(lm).items():  # every positional key no step read (the one rule)
+    for key, what in {**unread_positional(lm), **family.architecture_gaps(lm.raw)}.items():  # (the one rule)
         not_modelled.setdefault(key, what)
     if not any(isinstance(layer, RopeLayer) for layer in layers):  # a RoPE schedule reports its own gaps
         if family.unmodelled:
