@@ -6,7 +6,9 @@ A *mutant* is refpos's resolution with one thing changed in every layer it conce
 =====================  ===========================================================================================
 kind of layer          mutants
 =====================  ===========================================================================================
-RoPE                   the layout changed to each other one (half, interleaved, deinterleaved); the base
+RoPE                   the layout changed to each other one (half, interleaved, deinterleaved); the direction
+                       every pair turns reversed (``angle_sign``: :math:`+p\\omega` for NanoChat's
+                       :math:`-p\\omega`, and the other way for every other RoPE); the base
                        :math:`\\theta (1 + 10^{-4})`; each length the rule reads ±1 (the original and the maximum
                        length: LongRoPE's switch, dynamic NTK's growth, YaRN's and llama3's ranges); llama3's band
                        edges (the wavelengths :math:`L_0/h`, :math:`L_0/l`) ±1; the attention factor
@@ -82,6 +84,7 @@ def _rope_mutants(rope: Any) -> Iterator[tuple[str, Any]]:
     for layout in ("half", "interleaved", "deinterleaved"):
         if layout != rope.layout:
             yield f"layout {layout}", _rope(rope, layout=layout)
+    yield "angle sign flipped", _rope(rope, angle_sign=-rope.angle_sign)
     yield f"theta x (1 + {THETA:g})", _rope(rope, theta=rope.theta * (1 + THETA))
     for key in ("original_max_position_embeddings", "max_position_embeddings"):
         value = getattr(rope, key, None)
@@ -239,13 +242,14 @@ def _lengths(rope: Any) -> list[int]:
 
 
 def _rotation(rope: Any) -> tuple[Any, ...]:
-    """What a rotation is besides its frequencies: which channels pair up and where the span sits (a layout
-    change of a two-channel span is no change)."""
+    """What a rotation is besides its frequencies: which channels pair up, where the span sits and which way
+    each pair turns (a layout change of a two-channel span is no change): the signs of the rotation at position
+    1 with every frequency 1 (cos 1 and sin 1 both positive)."""
     import refpos
 
-    at_zero = refpos.to_numpy(refpos.apply_rope(np.eye(rope.head_dim)[:, None, :], np.array([1]), rope,
-                                                frequencies=(np.ones(rope.n_pairs), 1.0)))
-    return tuple(map(tuple, (np.abs(at_zero[:, 0, :]) > 0).astype(int)))
+    at_one = refpos.to_numpy(refpos.apply_rope(np.eye(rope.head_dim)[:, None, :], np.array([1]), rope,
+                                               frequencies=(np.ones(rope.n_pairs), 1.0)))
+    return tuple(map(tuple, np.sign(at_one[:, 0, :]).astype(int)))
 
 
 def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:

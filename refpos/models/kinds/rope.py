@@ -63,7 +63,9 @@ class RopeFacts:
     assumes without the key. ``restated``: top-level keys a checkpoint states beside the per-layer-type rope dict
     the class reads, each naming the layer type (``*``: every one) and the resolved field it restates
     (:data:`RESTATED_FIELDS`; MiMo-V2-Flash's ``swa_rope_theta`` = ``"sliding_attention:theta"``):
-    :mod:`refpos.models.restated_keys` reads them.
+    :mod:`refpos.models.restated_keys` reads them. ``angle_sign``: the direction the family's rotation turns every
+    pair, ``-1`` where its ``rotate_half`` is Llama's with both signs flipped (NanoChat: ``cat(x2, -x1)``, so each
+    pair turns by ``−p·ω_j``; :attr:`refpos.rope.config.RopeConfig.angle_sign`).
     """
 
     theta: float | None = None
@@ -88,6 +90,7 @@ class RopeFacts:
     rule: str | None = None
     rule_absent: bool = False
     restated: tuple[tuple[str, str], ...] = ()
+    angle_sign: int = 1
 
     def __post_init__(self) -> None:
         if isinstance(self.type_aliases, dict):
@@ -127,6 +130,8 @@ class RopeFacts:
         check_fact(where, isinstance(self.rule_absent, bool), "rope.rule_absent", self.rule_absent)
         check_fact(where, all(isinstance(k, str) and CONFIG_KEY.fullmatch(k) and isinstance(v, str)
                               and RESTATED.fullmatch(v) for k, v in self.restated), "rope.restated", self.restated)
+        check_fact(where, self.angle_sign in (1, -1) and not isinstance(self.angle_sign, bool), "rope.angle_sign",
+                   self.angle_sign)
 
 
 @dataclass(frozen=True)
