@@ -13,8 +13,9 @@ RoPE                   the layout changed to each other one (half, interleaved, 
                        length: LongRoPE's switch, dynamic NTK's growth, YaRN's and llama3's ranges); llama3's band
                        edges (the wavelengths :math:`L_0/h`, :math:`L_0/l`) ±1; the attention factor
                        :math:`\\times (1 + 10^{-3})`; the rotated width ±2 channels; every position + 1; the
-                       token's slot read for the position id (or the id for the slot); the first layer without
-                       RoPE rotated as the others
+                       token's slot read for the position id (or the id for the slot); the slot read for the slot
+                       plus one (a claim of 1-indexed positions: ColPali's); the first layer without RoPE rotated
+                       as the others
 cross-attention        its queries and keys rotated as the stack's first RoPE (:mod:`survey.cross`): the queries at
                        the tokens' positions, the keys at their indices
 query scale            each length of its rule ±1 (Llama 4's ``floor_scale``); the slot read for the id, or the id
@@ -104,6 +105,16 @@ def _rope_mutants(rope: Any) -> Iterator[tuple[str, Any]]:
                                                     partial_rotary_factor=(rotary + step) / rope.head_dim)
 
 
+def _zero_indexed(claim: LayerClaim) -> LayerClaim | None:
+    """``claim`` turning by the slot where it turns by the slot plus one (PaliGemma's 1-indexed positions); None
+    for a claim that reads no slot plus one."""
+    source = claim.source("rotation")
+    if "slot_plus_one" not in source:
+        return None
+    slots = tuple("cache_position" if name == "slot_plus_one" else name for name in source)
+    return dataclasses.replace(claim, reads={**claim.reads, "rotation": slots})
+
+
 def _scale_mutants(scale: Any) -> Iterator[tuple[str, Any]]:
     params = dict(scale.params)
     for key in SCALE_LENGTHS:
@@ -128,6 +139,7 @@ def mutants(resolution: Resolution) -> list[tuple[str, Resolution]]:
         out.append(("positions + 1", _each(resolution, "rope", lambda c: dataclasses.replace(c, offset=c.offset + 1))))
         out.append(("rotation reads the other of slot and id", _each(resolution, "rope", lambda c: dataclasses.replace(
             c, reads={**c.reads, "rotation": _swap(c.source("rotation"))}))))
+        out.append(("rotation reads the slot for the slot plus one", _each(resolution, "rope", _zero_indexed)))
         first_none = next((c for c in resolution.layers if c.kind == "none" and c.site == "self"), None)
         if first_none is not None:
             out.append(("a layer without RoPE rotated", dataclasses.replace(resolution, layers=tuple(

@@ -110,6 +110,25 @@ def part_reads(part: Part) -> dict[str, tuple[str, ...]]:
     return {}
 
 
+def language_reads(lm: ConfigView) -> dict[str, tuple[str, ...]]:
+    """What the rows around the language model's section say its positions are read from (a ``part_reads`` entry
+    naming the section), as use → source; the outermost row that says wins: its forward is the one called, and
+    decides what reaches the language model (ColPali passes no position ids to its PaliGemma, which then turns each
+    token by its slot plus one). Empty when no row says."""
+    around = []
+    outer = lm.parent
+    while outer is not None:
+        around.append(outer)
+        outer = outer.parent
+    for outer in reversed(around):
+        model_type = outer.raw.get("model_type")
+        row = family_of(model_type) if isinstance(model_type, str) else None
+        relative = lm.path[len(outer.path):].rstrip(".")
+        if row is not None and relative in dict(row.part_reads):
+            return {"rotation": dict(row.part_reads)[relative]}
+    return {}
+
+
 def part_model_type(section: ConfigView) -> str | None:
     """The model type transformers builds for ``section`` (module docstring: the rows around it, then its own)."""
     stated = section.raw.get("model_type")
@@ -156,4 +175,5 @@ def stage_unmodelled(top: ConfigView) -> dict[str, str]:
     return {"model_type": f"{row.model_type}: {row.stage_unmodelled}"}
 
 
-__all__ = ["LAYER_KEYS", "Part", "is_network", "part_model_type", "part_reads", "parts_of", "stage_unmodelled"]
+__all__ = ["LAYER_KEYS", "Part", "is_network", "language_reads", "part_model_type", "part_reads", "parts_of",
+           "stage_unmodelled"]
