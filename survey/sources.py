@@ -18,6 +18,7 @@ source             the positions read, per key (or query) token
                    one where ``slot_plus_one`` follows it (PaliGemma's default)
 ``cache_position`` the slot
 ``slot_plus_one``  the slot plus one (PaliGemma's 1-indexed positions, built when no ids are passed)
+``decoder_position_ids``  none: the survey passes the decoder of an encoder–decoder model no ids of its own
 ``mask_cumsum``    :math:`(\\sum_{i \\le j} m_i - 1)\\,m_j` (0 at a masked token)
 ``key_index``      the slot (the key's index among the keys)
 =================  ==================================================================================

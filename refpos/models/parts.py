@@ -61,9 +61,13 @@ def _network(section: Mapping[str, object]) -> bool:
 
 
 def _sections(view: ConfigView) -> list[str]:
-    """The keys of ``view`` that hold a config section (a mapping with a ``model_type``, or one naming ``_config``)."""
+    """The keys of ``view`` that hold a config section (a mapping with a ``model_type``, one naming ``_config``, or
+    one the row of ``view``'s model type names among its ``parts``: T5Gemma's ``encoder`` and ``decoder``)."""
+    model_type = view.raw.get("model_type")
+    row = family_of(model_type) if isinstance(model_type, str) else None
+    named = {path for path, _ in row.parts} if row is not None else set()
     return [key for key, value in view.raw.items() if isinstance(value, Mapping)
-            and ("model_type" in value or key.endswith("_config"))]
+            and ("model_type" in value or key.endswith("_config") or key in named)]
 
 
 def _holds_parts(view: ConfigView, depth: int) -> bool:

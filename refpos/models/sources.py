@@ -67,6 +67,8 @@ from refpos.validation import as_positions
 #: the inputs a layer may read (a record's ``reads`` names them; :data:`PARAMETERS` says which argument gives each)
 INPUTS = {
     "position_ids": "the position ids passed to the model (or built from the sequence when none are passed)",
+    "decoder_position_ids": "the decoder's position ids in an encoder–decoder model (decoder_position_ids; the "
+                            "position ids the model is given are the encoder's)",
     "block_position_ids": "GLM's second position axis: 0 over the context, 1, 2, … over the span generated after it",
     "cache_position": "the token's slot in the sequence (its index, plus the tokens already cached)",
     "slot_plus_one": "the token's slot plus one: 1-indexed positions (PaliGemma builds its ids so when none are "
@@ -96,8 +98,9 @@ USES = {
 }
 #: input -> the argument of a record's methods and of refpos.self_attention that gives it (None: derived from the
 #: number of keys)
-PARAMETERS = {"position_ids": "positions", "cache_position": "cache_position", "slot_plus_one": "cache_position",
-              "mask_cumsum": "attention_mask", "input_ids_cumsum": "input_ids", "key_index": None}
+PARAMETERS = {"position_ids": "positions", "decoder_position_ids": "positions", "cache_position": "cache_position",
+              "slot_plus_one": "cache_position", "mask_cumsum": "attention_mask", "input_ids_cumsum": "input_ids",
+              "key_index": None}
 #: the source of a plain :class:`refpos.Encoding` (one not built from a layer record): the positions passed
 PLAIN = ("position_ids",)
 
@@ -226,7 +229,7 @@ class Given:
 
     def _input(self, name: str, side: str, padding_idx: int | None) -> Any:
         start = self.past if side == "query" else 0
-        if name == "position_ids":  # the keys' ids are the call's own when nothing is cached
+        if name in ("position_ids", "decoder_position_ids"):  # the keys' ids: the call's own when nothing is cached
             return self.positions if side == "query" or self.past == 0 else None
         if name == "key_index":
             return np.arange(start, self.keys, dtype=np.int64)

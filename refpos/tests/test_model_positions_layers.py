@@ -94,14 +94,22 @@ def test_lara_mini_linear_attention_layers_have_no_positions():
     assert [layer.kind for layer in refpos.model_positions(config).layers] == ["no_attention", "rope", "none"]
 
 
-def test_t5gemma_nested_stacks_are_refused_by_name():
-    """T5Gemma configures its encoder and decoder under the keys ``encoder`` and ``decoder``: refused by name,
-    not a ValueError about a missing head width."""
-    config = {"model_type": "t5gemma", "encoder": {"num_hidden_layers": 2, "head_dim": 16},
-              "decoder": {"num_hidden_layers": 2, "head_dim": 16}}
+def test_t5gemma_encoder_and_decoder_rotate_each_by_its_own_positions():
+    """T5Gemma configures its encoder and decoder under the keys ``encoder`` and ``decoder`` (T5GemmaModuleConfig
+    each, whatever the sections say): both stacks rotate, the encoder by the position ids (else its index), the
+    decoder by its own ids (``decoder_position_ids``, else its slot), and each decoder layer's cross-attention over
+    the encoder's states carries no positions."""
+    geometry = {"num_hidden_layers": 2, "head_dim": 16, "num_attention_heads": 2, "hidden_size": 32}
+    config = {"model_type": "t5gemma", "encoder": {**geometry, "is_decoder": False},
+              "decoder": {**geometry, "is_decoder": True}}
     positions = refpos.model_positions(config)
-    assert {layer.kind for layer in positions.layers} == {"refused"}
-    assert "encoder and a decoder" in positions.not_modelled["model_type"]
+    assert positions.complete and positions.summary().splitlines() == [
+        "encoder layers 0-1: rope ×2", "decoder layers 0-1: rope ×2", "decoder cross-attention layers 0-1: none ×2"]
+    encoder, decoder = positions.stack("encoder")[0], positions.stack("decoder")[0]
+    assert dict(encoder.reads)["rotation"] == ("position_ids", "cache_position")
+    assert dict(decoder.reads)["rotation"] == ("decoder_position_ids", "cache_position")
+    assert decoder.rotation_positions(cache_position=[4, 5]).tolist() == [4, 5]
+    assert decoder.rotation_positions([9, 10]).tolist() == [9, 10]  # the decoder's own ids, given to its layer
 
 
 def test_zaya_convolved_queries_and_keys_are_refused_by_name():
