@@ -141,3 +141,20 @@ def test_recurrent_gemma_blocks_repeat_over_the_layers():
                                      "num_attention_heads": 2}).layers
     assert [r.kind for r in layers] == ["no_attention", "no_attention", "refused"]
     assert "RG-LRU" in layers[2].reason
+
+
+def test_pocket_tts_codec_rotates_in_both_halves_of_its_flat_config():
+    """Pocket TTS's codec derives its encoder and decoder halves from one flat config (every field shared): each
+    half is one transformer of num_hidden_layers layers rotating at its position ids, else its slot (count =
+    "each_stack"); another encoder–decoder row's RoPE stacks stay refused by name."""
+    config = {"model_type": "pocket_tts_audio_tokenizer", "num_hidden_layers": 3, "num_attention_heads": 2,
+              "hidden_size": 32, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}}
+    positions = refpos.model_positions(config)
+    assert positions.summary().splitlines() == ["encoder layers 0-2: rope ×3", "decoder layers 0-2: rope ×3"]
+    assert {(r.rope.head_dim, r.rope.theta) for r in positions.layers} == {(16, 1e4)}
+    assert all(dict(r.reads)["rotation"] == ("position_ids", "cache_position") for r in positions.layers)
+    two = {"model_type": "my_codec", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 32,
+           "encoder_layers": 2, "decoder_layers": 2}
+    stated = refpos.model_positions(two, assume={"encoding": "rope", "layout": "half", "stacks": "encoder-decoder"})
+    assert {r.kind for r in stated.layers} == {"refused"}
+    assert "encoder–decoder model are not modelled" in stated.layers[0].reason

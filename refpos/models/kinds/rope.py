@@ -211,9 +211,10 @@ def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
         except ValueError:
             if stack.role != "single":
                 raise  # no count under any key: the schedule below says so for a single stack
-    if stack.role != "single":
+    if stack.role != "single" and not (encoding == "rope" and family.count == "each_stack"):
         why = f"{encoding} positions in an encoder–decoder model are not modelled"
         return [Refused(name, i, None, reason=why) for i in range(stack.geometry().layers)]
+    # a stack of an each_stack row is the flat config's one transformer: its schedule is a single stack's
     if encoding == "no_attention":
         mixer = next((kind for _, kind in family.no_attention), "mamba")
         if NETWORK in dict(family.no_attention):  # a network without attention at all: one record stands for it
