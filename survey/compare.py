@@ -15,6 +15,12 @@ the claim says it reads (:mod:`survey.sources`: the position ids, the token's sl
 ``no_attention``
     the layer calls no attention function.
 
+A model that takes no position ids is referenced, where its rotary tables could not be replaced, by run D (the
+same tokens :data:`~survey.probe.SHIFT` places later): its query turned back by ``SHIFT`` positions
+(:func:`~survey.rotation.predict_shifted`) is the call's, whatever the positions start at and whatever the
+attention factor is, so this compares the frequencies, direction, span and layout only, and only where the
+model's rotary apply function ran, whose map compares the rest.
+
 The rotation is also compared as a map, where the model's rotary apply function runs: its output against
 refpos's rotation of its input (:func:`check_map`), in every run. The input is the query as the projection
 made it: a function that regroups the channels before rotating (DeepSeek's interleaved pairs) differs there
@@ -87,6 +93,7 @@ from survey.rotation import (  # noqa: F401  (the bound's constants and Channels
     check_applied,
     check_map,
     predict,
+    predict_shifted,
     rounded_alike,
 )
 from survey.sources import SOURCES, Inputs, inputs_of
@@ -207,7 +214,11 @@ def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
                                   ref.key[..., own, :] if ref.key.shape == call.key.shape else
                                   ref.key[..., keys.size - queries:keys.size, :])
         keys = rotation
-    q_pred, k_pred, bound_q, bound_k = predict(claim, ref, rotation, _positions(claim, seen, "scale"), mode, keys)
+    if mode == "shifted" and claim.kind == "rope":  # run D: where the positions start is the map's to compare
+        q_pred, k_pred, bound_q, bound_k = predict_shifted(claim, ref, rotation, SHIFT, keys)
+    else:
+        q_pred, k_pred, bound_q, bound_k = predict(claim, ref, rotation, _positions(claim, seen, "scale"), mode,
+                                                   keys)
     if seen.case is not None and seen.case.queries:  # the step's projections ran on another shape than run B's
         bound_q = bound_q + ROW_RTOL * np.abs(ref.query).max(axis=-1, keepdims=True)
         bound_k = bound_k + ROW_RTOL * np.abs(ref.key).max(axis=-1, keepdims=True)
@@ -253,7 +264,9 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int, seen: Seen | No
                            f"{mode}; no position argument reaches the layer")
     if ref is None:
         return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None, mode)
-    if mode == "shifted" and (claim.kind == "rope" or claim.query_scale is not None):
+    if mode == "shifted" and (claim.query_scale is not None or (claim.kind == "rope" and (
+            claim.rope.mrope_section is not None or not probe.a.applied))):
+        # a scale; or a rotation seen only against the same tokens shifted, no map showing where the positions start
         return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
                            "the model takes no position ids: its rotation is not isolated")
     extra = [] if claim.kind in BIAS_KINDS or seen.case is not None else position_biases(probe, index)
@@ -277,7 +290,9 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int, seen: Seen | No
     if causes:
         result.status, result.cause = "mismatch", "; ".join(causes)
     elif mode == "shifted":
-        result.cause = f"query and key unchanged with every position shifted by {SHIFT}"
+        result.cause = (f"{seen.name}: the rotation against the same tokens {SHIFT} places later, turned back by "
+                        f"{SHIFT} positions" if claim.kind == "rope" else
+                        f"query and key unchanged with every position shifted by {SHIFT}")
     return result
 
 

@@ -6,13 +6,16 @@ A *mutant* is refpos's resolution with one thing changed in every layer it conce
 =====================  ===========================================================================================
 kind of layer          mutants
 =====================  ===========================================================================================
-RoPE                   the layout changed to each other one (half, interleaved, deinterleaved); the base
+RoPE                   the layout changed to each other one (half, interleaved, deinterleaved); the direction
+                       every pair turns reversed (``angle_sign``: :math:`+p\\omega` for NanoChat's
+                       :math:`-p\\omega`, and the other way for every other RoPE); the base
                        :math:`\\theta (1 + 10^{-4})`; each length the rule reads ±1 (the original and the maximum
                        length: LongRoPE's switch, dynamic NTK's growth, YaRN's and llama3's ranges); llama3's band
                        edges (the wavelengths :math:`L_0/h`, :math:`L_0/l`) ±1; the attention factor
                        :math:`\\times (1 + 10^{-3})`; the rotated width ±2 channels; every position + 1; the
-                       token's slot read for the position id (or the id for the slot); the first layer without
-                       RoPE rotated as the others
+                       token's slot read for the position id (or the id for the slot); the slot read for the slot
+                       plus one (a claim of 1-indexed positions: ColPali's); the first layer without RoPE rotated
+                       as the others
 cross-attention        its queries and keys rotated as the stack's first RoPE (:mod:`survey.cross`): the queries at
                        the tokens' positions, the keys at their indices
 query scale            each length of its rule ±1 (Llama 4's ``floor_scale``); the slot read for the id, or the id
@@ -86,6 +89,7 @@ def _rope_mutants(rope: Any) -> Iterator[tuple[str, Any]]:
     for layout in ("half", "interleaved", "deinterleaved"):
         if layout != rope.layout:
             yield f"layout {layout}", _rope(rope, layout=layout)
+    yield "angle sign flipped", _rope(rope, angle_sign=-rope.angle_sign)
     yield f"theta x (1 + {THETA:g})", _rope(rope, theta=rope.theta * (1 + THETA))
     for key in ("original_max_position_embeddings", "max_position_embeddings"):
         value = getattr(rope, key, None)
@@ -103,6 +107,16 @@ def _rope_mutants(rope: Any) -> Iterator[tuple[str, Any]]:
         if 2 <= rotary + step <= rope.head_dim:
             yield f"rotated width {step:+d}", _rope(rope, rotary_dim=rotary + step,
                                                     partial_rotary_factor=(rotary + step) / rope.head_dim)
+
+
+def _zero_indexed(claim: LayerClaim) -> LayerClaim | None:
+    """``claim`` turning by the slot where it turns by the slot plus one (PaliGemma's 1-indexed positions); None
+    for a claim that reads no slot plus one."""
+    source = claim.source("rotation")
+    if "slot_plus_one" not in source:
+        return None
+    slots = tuple("cache_position" if name == "slot_plus_one" else name for name in source)
+    return dataclasses.replace(claim, reads={**claim.reads, "rotation": slots})
 
 
 def _scale_mutants(scale: Any) -> Iterator[tuple[str, Any]]:
@@ -129,6 +143,7 @@ def mutants(resolution: Resolution) -> list[tuple[str, Resolution]]:
         out.append(("positions + 1", _each(resolution, "rope", lambda c: dataclasses.replace(c, offset=c.offset + 1))))
         out.append(("rotation reads the other of slot and id", _each(resolution, "rope", lambda c: dataclasses.replace(
             c, reads={**c.reads, "rotation": _swap(c.source("rotation"))}))))
+        out.append(("rotation reads the slot for the slot plus one", _each(resolution, "rope", _zero_indexed)))
         first_none = next((c for c in resolution.layers if c.kind == "none" and c.site == "self"), None)
         if first_none is not None:
             out.append(("a layer without RoPE rotated", dataclasses.replace(resolution, layers=tuple(
@@ -244,13 +259,14 @@ def _lengths(rope: Any) -> list[int]:
 
 
 def _rotation(rope: Any) -> tuple[Any, ...]:
-    """What a rotation is besides its frequencies: which channels pair up and where the span sits (a layout
-    change of a two-channel span is no change)."""
+    """What a rotation is besides its frequencies: which channels pair up, where the span sits and which way
+    each pair turns (a layout change of a two-channel span is no change): the signs of the rotation at position
+    1 with every frequency 1 (cos 1 and sin 1 both positive)."""
     import refpos
 
-    at_zero = refpos.to_numpy(refpos.apply_rope(np.eye(rope.head_dim)[:, None, :], np.array([1]), rope,
-                                                frequencies=(np.ones(rope.n_pairs), 1.0)))
-    return tuple(map(tuple, (np.abs(at_zero[:, 0, :]) > 0).astype(int)))
+    at_one = refpos.to_numpy(refpos.apply_rope(np.eye(rope.head_dim)[:, None, :], np.array([1]), rope,
+                                               frequencies=(np.ones(rope.n_pairs), 1.0)))
+    return tuple(map(tuple, np.sign(at_one[:, 0, :]).astype(int)))
 
 
 def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:

@@ -4,6 +4,7 @@ map at the model's rotary apply function."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -149,6 +150,38 @@ def predict(claim: LayerClaim, ref: Call, rotation: np.ndarray, scaled: np.ndarr
         bound_k = np.full(k.shape, SCALE_RTOL * np.abs(k).max())
     q_pred = q_rot * scale[..., :, None]
     return q_pred, k_rot, bound_q * np.abs(scale)[:, None] + SCALE_RTOL * np.abs(q_pred).max(), bound_k
+
+
+def predict_shifted(claim: LayerClaim, ref: Call, rotation: np.ndarray, shift: int,
+                    key_rotation: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""refpos's prediction of a call's (query, key) from the same tokens ``shift`` places later (run D of a model
+    that takes no position ids), with their elementwise bounds: :math:`q = U_{-s}\,q_D`.
+
+    Run D's query is :math:`q_D = A\,U_{p+s}\,q_0` (:math:`q_0` the query before rotation, :math:`U` the rotation
+    without the attention factor). Turning each of its pairs back by :math:`s\,\omega_j` (the claim's rotation with
+    the other ``angle_sign`` at position ``s`` and factor 1, on the half-split pairs a ``deinterleaved`` rotation
+    writes) leaves :math:`A\,U_p\,q_0`, the call's query, whatever the positions :math:`p` are and whatever
+    :math:`A` is: the frequencies, direction, span and layout are compared; where the positions start and the
+    attention factor are not (the rotation compared as a map at the apply function compares them). The bound is the
+    two rotations' own (:class:`Channels`): the float32 angle rounding at :math:`p` and at :math:`p + s`."""
+    import refpos
+
+    key_rotation = rotation if key_rotation is None else key_rotation
+    rope = claim.rope
+    back = dataclasses.replace(rope, angle_sign=-rope.angle_sign,
+                               layout="half" if rope.layout == "deinterleaved" else rope.layout)
+    length = int(max(rotation.max(), key_rotation.max())) + 1 + claim.offset + shift
+    inv, factor = refpos.rope_frequencies(rope, seq_len=length)
+    speeds = channels(rope, length)
+    out = []
+    for x, at in ((ref.query, rotation), (ref.key, key_rotation)):
+        turned = refpos.to_numpy(refpos.apply_rope(x.astype(np.float64), np.full(at.size, shift, dtype=np.int64),
+                                                   back, frequencies=(inv, 1.0)))
+        before = before_rotation(rope, turned, "identity") / float(factor)  # q_0, in the input's channel order
+        at = at + claim.offset
+        out.append((turned, speeds.bound(before, at) + speeds.bound(before, at + shift)))
+    (q, bound_q), (k, bound_k) = out
+    return q, k, bound_q, bound_k
 
 
 def _time_axis_last(x: np.ndarray, t: int) -> np.ndarray | None:

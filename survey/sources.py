@@ -14,8 +14,11 @@ survey's ``{use: sources}``, :meth:`Inputs.read` reads the positions.
 =================  ==================================================================================
 source             the positions read, per key (or query) token
 =================  ==================================================================================
-``position_ids``   the ids passed; the slot where none were (transformers' default is the slot)
+``position_ids``   the ids passed; the slot where none were (transformers' default is the slot), the slot plus
+                   one where ``slot_plus_one`` follows it (PaliGemma's default)
 ``cache_position`` the slot
+``slot_plus_one``  the slot plus one (PaliGemma's 1-indexed positions, built when no ids are passed)
+``decoder_position_ids``  none: the survey passes the decoder of an encoder–decoder model no ids of its own
 ``mask_cumsum``    :math:`(\\sum_{i \\le j} m_i - 1)\\,m_j` (0 at a masked token)
 ``key_index``      the slot (the key's index among the keys)
 =================  ==================================================================================
@@ -32,7 +35,7 @@ import numpy as np
 #: the rows of an input table
 USES = ("rotation", "scale", "query", "key", "rows")
 #: the sources the survey can read off a forward's inputs
-SOURCES = ("position_ids", "cache_position", "mask_cumsum", "key_index")
+SOURCES = ("position_ids", "cache_position", "mask_cumsum", "key_index", "slot_plus_one")
 #: what a record that states nothing reads
 DEFAULT = ("position_ids",)
 
@@ -48,8 +51,10 @@ class Inputs:
 
     def read(self, sources: tuple[str, ...], side: str = "query") -> np.ndarray:
         """The positions ``sources`` give (the first the inputs have), for the queries or for every key."""
-        for source in sources:
+        for at, source in enumerate(sources):
             found = self._read(source)
+            if source == "position_ids" and self.position_ids is None and sources[at + 1:at + 2] == ("slot_plus_one",):
+                found = self.slots + 1  # none passed: the model builds its 1-indexed ids (PaliGemma)
             if found is not None:
                 return found[-self.queries:] if side == "query" else found
         raise ValueError(f"sources: none of {sources} is among the inputs {SOURCES}")
@@ -59,6 +64,8 @@ class Inputs:
             return self.slots if self.position_ids is None else self.position_ids
         if source in ("cache_position", "key_index"):
             return self.slots
+        if source == "slot_plus_one":
+            return self.slots + 1
         if source == "mask_cumsum":
             mask = np.ones(self.slots.size, dtype=np.int64) if self.attention_mask is None else self.attention_mask
             return (np.cumsum(mask) - 1) * mask

@@ -111,7 +111,8 @@ def _group_lines(layer: LayerRecord, indices: list[int]) -> list[str]:
         rope = layer.rope
         lines.append(f"    {rope.rope_type} RoPE, theta {rope.theta!r}, head_dim {rope.head_dim}, rotary_dim "
                      f"{rope.rotary_dim}, layout {rope.layout}, placement {rope.placement}"
-                     + (f", mrope_section {list(rope.mrope_section)}" if rope.mrope_section else ""))
+                     + (f", mrope_section {list(rope.mrope_section)}" if rope.mrope_section else "")
+                     + (", angle_sign -1 (each pair turns by −p·ω)" if rope.angle_sign == -1 else ""))
         lines.append(f"    {rule_facts(rope)}")
         params = {k: v for k, v in params.items() if k != "rope"}
     for key, value in params.items():

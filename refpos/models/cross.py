@@ -17,7 +17,8 @@ The row's column (every key but ``keys`` optional)::
 ``every_key`` / ``every_default``
     layer ``i`` has one when ``i % n == 0``, ``n`` the config key's value (Idefics' ``cross_layer_interval``).
 ``all_key`` / ``all_default`` / ``alone``
-    a bool config key: true, every layer has one; false, only the ``"first"`` or the ``"last"`` layer (BLT).
+    a bool config key: true, every layer has one; false, only the ``"first"`` or the ``"last"`` layer (BLT), or
+    ``"none"`` (T5Gemma's ``is_decoder``: its encoder and decoder are one config class).
 
 Examples
 --------
@@ -63,7 +64,7 @@ class CrossFacts:
             if not isinstance(every_layer, bool):
                 raise TypeError(f"{self.all_key} must be a bool, got {type(every_layer).__name__} {every_layer!r}")
             if not every_layer:
-                return [] if n == 0 else [0 if self.alone == "first" else n - 1]
+                return [] if n == 0 or self.alone == "none" else [0 if self.alone == "first" else n - 1]
         return list(range(n))
 
     @property
@@ -82,7 +83,7 @@ def read_cross(where: str, table: Any) -> CrossFacts:
     wrong += [k for k in ("every_default",) if k in table and (isinstance(table[k], bool) or not isinstance(
         table[k], int) or table[k] < 1)]
     wrong += [k for k in ("all_default",) if k in table and not isinstance(table[k], bool)]
-    wrong += ["alone"] if table.get("alone", "first") not in ("first", "last") else []
+    wrong += ["alone"] if table.get("alone", "first") not in ("first", "last", "none") else []
     wrong += ["every_key"] if "every_key" in table and "all_key" in table else []
     if wrong:
         raise ValueError(f"{where}: cross_attention.{wrong[0]} holds a value outside its rule set "

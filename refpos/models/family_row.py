@@ -37,7 +37,10 @@ the encoding, the stacks and the facts of each kind (``encoding``, ``stacks``, `
     ``"layer_types"``: the number of layers is the length of the layer types (the layer-count key is ignored, as
     the config class does); ``"per_encoder"``: the layer-count key is a dict of each encoder's count (LXMERT's
     language, vision and cross-modality layers), and the layers are all of them; ``"blocks_per_stage"``: the
-    layers are the sum of the config's ``blocks_per_stage`` (SAM 2's Hiera, stages of their own block counts).
+    layers are the sum of the config's ``blocks_per_stage`` (SAM 2's Hiera, stages of their own block counts);
+    ``"each_stack"``: every stack of an encoder–decoder row is one transformer built from the whole flat config, its
+    layer count and geometry read as a single stack's (Pocket TTS's codec: an encoder half and a decoder half of
+    ``num_hidden_layers`` each).
 ``stages``
     Stages of their own depth, heads and width (SegFormer, CvT, MobileViT): where the config (or the code) states
     each stage's layer count, heads and width (``{layers, heads, widths, head_dim, count}``, a
@@ -215,7 +218,7 @@ class Family:
                   "rope_dict": self.rope_dict <= set(ROPE_DICT_RULES),
                   "source": self.source == STATED or bool(SOURCE_FORM.fullmatch(self.source)),
                   "stacks": self.stacks in STACKS,
-                  "count": self.count in (None, "layer_types", "per_encoder", "blocks_per_stage"),
+                  "count": self.count in (None, "layer_types", "per_encoder", "blocks_per_stage", "each_stack"),
                   "stages": self.stages is None or (self.count is None and self.layer_pattern is None
                                                     and self.types_key == "layer_types"),
                   "encoder": self.encoder is None or "encoder" in STACKS.get(self.stacks, ()),

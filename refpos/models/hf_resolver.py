@@ -27,7 +27,7 @@ from refpos.validation import check_bool, check_int
 
 _HF_TYPES = tuple(name for name, rule in RULES.items() if rule.transformers)
 #: fields of rules that only some families use: in the provenance only when set
-RARE_FIELDS = frozenset({"mrope_section", "mrope_interleaved", "mrope_assignment"}
+RARE_FIELDS = frozenset({"mrope_section", "mrope_interleaved", "mrope_assignment", "angle_sign"}
                         | {p.name for p in PARAMETERS.values() if p.rare})
 FIELD_NAMES = tuple(sorted({"theta"} | PARAM_KEYS - {"rope_theta"} - RARE_FIELDS))
 #: rope-dict keys of a rope type that change nothing refpos resolves: read, with why (they are not reported)
@@ -315,7 +315,7 @@ class Resolver:
         scaled_theta(self)  # a family ratio that multiplies the base (refpos.models.own_keys)
 
     def layout(self) -> None:
-        """Layout (and a code-fixed placement) from the family table; unknown families: half, assumed."""
+        """Layout (and a code-fixed placement and direction) from the family table; unknown families: half, assumed."""
         family = self.family
         if family is None:
             self.set("layout", "half", "default")
@@ -324,18 +324,18 @@ class Resolver:
             warn_assumed(self.model_type, stacklevel=4)  # the caller of from_hf_config / hf_layers
             return
         if family.layout == "rope_interleave":
-            interleave = self.top("rope_interleave") if "rope_interleave" in self.cfg else True
-            check_bool("rope_interleave", interleave)
-            self.set("layout", "deinterleaved" if interleave else "half",
-                     "config" if "rope_interleave" in self.cfg else "default")
+            stated = "rope_interleave" in self.cfg
+            interleave = check_bool("rope_interleave", self.top("rope_interleave") if stated else True)
+            self.set("layout", "deinterleaved" if interleave else "half", "config" if stated else "default")
         else:
             self.set("layout", family.layout, "default")
             if "rope_interleave" in self.cfg:
                 self.top("rope_interleave")
                 self.notes.append(f"rope_interleave: not read by {family.source.split(':')[0]} (layout "
                                   f"{family.layout!r} is fixed by the code)")
-        if family.placement is not None:
-            self.set("placement", family.placement, "default")
+        for name, value in (("placement", family.placement), ("angle_sign", self.facts.angle_sign)):  # code-fixed
+            if value not in (None, 1):
+                self.set(name, value, "default")
         if family.unmodelled:
             self.code_gaps.append(f"{family.model_type}: {family.unmodelled}")
         if family.note:

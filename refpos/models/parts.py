@@ -61,9 +61,13 @@ def _network(section: Mapping[str, object]) -> bool:
 
 
 def _sections(view: ConfigView) -> list[str]:
-    """The keys of ``view`` that hold a config section (a mapping with a ``model_type``, or one naming ``_config``)."""
+    """The keys of ``view`` that hold a config section (a mapping with a ``model_type``, one naming ``_config``, or
+    one the row of ``view``'s model type names among its ``parts``: T5Gemma's ``encoder`` and ``decoder``)."""
+    model_type = view.raw.get("model_type")
+    row = family_of(model_type) if isinstance(model_type, str) else None
+    named = {path for path, _ in row.parts} if row is not None else set()
     return [key for key, value in view.raw.items() if isinstance(value, Mapping)
-            and ("model_type" in value or key.endswith("_config"))]
+            and ("model_type" in value or key.endswith("_config") or key in named)]
 
 
 def _holds_parts(view: ConfigView, depth: int) -> bool:
@@ -107,6 +111,25 @@ def part_reads(part: Part) -> dict[str, tuple[str, ...]]:
         if row is not None and relative in dict(row.part_reads):
             return {"rotation": dict(row.part_reads)[relative]}
         outer = outer.parent
+    return {}
+
+
+def language_reads(lm: ConfigView) -> dict[str, tuple[str, ...]]:
+    """What the rows around the language model's section say its positions are read from (a ``part_reads`` entry
+    naming the section), as use → source; the outermost row that says wins: its forward is the one called, and
+    decides what reaches the language model (ColPali passes no position ids to its PaliGemma, which then turns each
+    token by its slot plus one). Empty when no row says."""
+    around = []
+    outer = lm.parent
+    while outer is not None:
+        around.append(outer)
+        outer = outer.parent
+    for outer in reversed(around):
+        model_type = outer.raw.get("model_type")
+        row = family_of(model_type) if isinstance(model_type, str) else None
+        relative = lm.path[len(outer.path):].rstrip(".")
+        if row is not None and relative in dict(row.part_reads):
+            return {"rotation": dict(row.part_reads)[relative]}
     return {}
 
 
@@ -156,4 +179,5 @@ def stage_unmodelled(top: ConfigView) -> dict[str, str]:
     return {"model_type": f"{row.model_type}: {row.stage_unmodelled}"}
 
 
-__all__ = ["LAYER_KEYS", "Part", "is_network", "part_model_type", "part_reads", "parts_of", "stage_unmodelled"]
+__all__ = ["LAYER_KEYS", "Part", "is_network", "language_reads", "part_model_type", "part_reads", "parts_of",
+           "stage_unmodelled"]

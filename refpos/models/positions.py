@@ -51,7 +51,7 @@ from refpos.models.kinds import KINDS, Stack
 from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import NO_COUNT, RopeLayer
 from refpos.models.layers import SCHEDULE
-from refpos.models.parts import Part, is_network, part_reads, parts_of, stage_unmodelled
+from refpos.models.parts import Part, is_network, language_reads, part_reads, parts_of, stage_unmodelled
 from refpos.models.position_keys import (
     ATTENTION_ONLY,
     BY_NAME,
@@ -130,7 +130,7 @@ def model_positions(config_or_path: Any, *, assume: Mapping[str, Any] | None = N
     elif family is None:
         positions = _unknown(lm, written)
     else:
-        positions = _known(lm, family, written)
+        positions = _known(lm, family, written, language_reads(lm))
     for wrapper in dict.fromkeys((parent, None if lm is top else top.raw.get("model_type"))):
         positions = _wrapper_unmodelled(positions, wrapper)
     for part in parts:
@@ -331,7 +331,7 @@ def _build(stack: Stack, encoding: str) -> list[LayerRecord]:
 
 def _wrapper_unmodelled(positions: ModelPositions, parent: Any) -> ModelPositions:
     """A wrapper whose row says what refpos does not model (DiffusionGemma runs its text config as an encoder and a
-    decoder stack; ColPali, two sections out, runs PaliGemma without position ids): every attention layer refused."""
+    decoder stack): every attention layer refused."""
     wrapper = family_of(parent) if isinstance(parent, str) else None
     if wrapper is None or not wrapper.unmodelled:
         return positions

@@ -8,8 +8,10 @@ something built from one of them (:data:`INPUTS`): RoPE turns by the position id
 the query by the token's slot (``arange(T) + past_seen_tokens``), whatever the ids say; Falcon's and BLOOM's
 ALiBi multiply each key's slope by the running count of the mask's ones; MPT's by the key's index; T5 buckets
 the query's slot against the key's index; OPT's learned table is read at the mask's running count and RoBERTa's
-at the input ids' (unless position ids are passed). These differ as soon as the ids are not the slots (packed
-sequences, gapped or offset ids), a batch is left-padded, or a cache holds earlier tokens.
+at the input ids' (unless position ids are passed); PaliGemma, given no ids, turns each token by its slot plus one
+(``slot_plus_one``: its positions are 1-indexed), which is all ColPali, whose forward takes no ids, ever does.
+These differ as soon as the ids are not the slots (packed sequences, gapped or offset ids), a batch is left-padded,
+or a cache holds earlier tokens.
 
 Every layer record says what it reads (``record.reads``: use → *source*, the inputs it reads in order of
 precedence, as the model's code falls back from one to the next), and its methods take the inputs by name.
@@ -19,7 +21,8 @@ A **source** is a tuple of :data:`INPUTS` keys; the first one the call gives is 
 use                    what it positions                                 e.g.
 =====================  ================================================  ====================================
 ``rotation``           the angle of the query's and key's rotation       RoPE: ``("position_ids",
-                                                                         "cache_position")``
+                                                                         "cache_position")``; ColPali's
+                                                                         PaliGemma: ``("slot_plus_one",)``
 ``scale``              the query's position-dependent scale              Llama 4: ``("cache_position",)``
 ``query``, ``key``     the query's and the key's position in a bias      T5: ``("cache_position",)``,
                                                                          ``("key_index",)``
@@ -46,6 +49,8 @@ ValueError: layer 3 reads the token's slot in the sequence (cache_position=); th
 [0, 1, 2, 3, 4, 5]
 >>> Given.of(attention_mask=[0, 0, 1, 1, 1]).read(("mask_cumsum",), "key").tolist()
 [0, 0, 0, 1, 2]
+>>> Given.of(cache_position=[3, 4]).read(("position_ids", "slot_plus_one"), "query").tolist()
+[4, 5]
 """
 
 from __future__ import annotations
@@ -62,8 +67,12 @@ from refpos.validation import as_positions
 #: the inputs a layer may read (a record's ``reads`` names them; :data:`PARAMETERS` says which argument gives each)
 INPUTS = {
     "position_ids": "the position ids passed to the model (or built from the sequence when none are passed)",
+    "decoder_position_ids": "the decoder's position ids in an encoder–decoder model (decoder_position_ids; the "
+                            "position ids the model is given are the encoder's)",
     "block_position_ids": "GLM's second position axis: 0 over the context, 1, 2, … over the span generated after it",
     "cache_position": "the token's slot in the sequence (its index, plus the tokens already cached)",
+    "slot_plus_one": "the token's slot plus one: 1-indexed positions (PaliGemma builds its ids so when none are "
+                     "passed)",
     "mask_cumsum": "the running count of the attention mask's ones before each token (padding skipped)",
     "input_ids_cumsum": "the running count of the non-padding token ids (RoBERTa's positions)",
     "key_index": "the key's index in the sequence, whatever the position ids say",
@@ -89,8 +98,9 @@ USES = {
 }
 #: input -> the argument of a record's methods and of refpos.self_attention that gives it (None: derived from the
 #: number of keys)
-PARAMETERS = {"position_ids": "positions", "cache_position": "cache_position", "mask_cumsum": "attention_mask",
-              "input_ids_cumsum": "input_ids", "key_index": None}
+PARAMETERS = {"position_ids": "positions", "decoder_position_ids": "positions", "cache_position": "cache_position",
+              "slot_plus_one": "cache_position", "mask_cumsum": "attention_mask", "input_ids_cumsum": "input_ids",
+              "key_index": None}
 #: the source of a plain :class:`refpos.Encoding` (one not built from a layer record): the positions passed
 PLAIN = ("position_ids",)
 
@@ -207,8 +217,10 @@ class Given:
             value = self._input(name, side, padding_idx)
             if value is not None:
                 return value
-        if self.fresh:
-            return np.arange(self.keys - (self.length if side == "query" else self.keys), self.keys, dtype=np.int64)
+        if self.fresh:  # transformers' own inputs for a fresh sequence: ids = slots (PaliGemma's: slots + 1)
+            first = 1 if source[-1] == "slot_plus_one" else 0
+            start = self.keys - (self.length if side == "query" else self.keys)
+            return np.arange(start + first, self.keys + first, dtype=np.int64)
         wanted = [f"{PARAMETERS[name]}=" for name in source if PARAMETERS[name]]
         what = " or ".join(f"{INPUTS[name].split(' (')[0]} ({PARAMETERS[name]}=)" for name in source
                            if PARAMETERS[name])
@@ -217,15 +229,16 @@ class Given:
 
     def _input(self, name: str, side: str, padding_idx: int | None) -> Any:
         start = self.past if side == "query" else 0
-        if name == "position_ids":  # the keys' ids are the call's own when nothing is cached
+        if name in ("position_ids", "decoder_position_ids"):  # the keys' ids: the call's own when nothing is cached
             return self.positions if side == "query" or self.past == 0 else None
         if name == "key_index":
             return np.arange(start, self.keys, dtype=np.int64)
-        if name == "cache_position":
+        if name in ("cache_position", "slot_plus_one"):
+            first = 1 if name == "slot_plus_one" else 0  # 1-indexed: the slot plus one
             if self.cache_position is not None:
-                return self.cache_position if side == "query" else np.arange(self.keys, dtype=np.int64)
+                return (self.cache_position if side == "query" else np.arange(self.keys, dtype=np.int64)) + first
             if self.attention_mask is not None:  # the mask's length counts the cached tokens
-                return np.arange(start, self.keys, dtype=np.int64)
+                return np.arange(start + first, self.keys + first, dtype=np.int64)
             return None
         if name == "mask_cumsum" and self.attention_mask is not None:
             count = (np.cumsum(self.attention_mask, axis=-1) - 1) * self.attention_mask  # padding reads 0

@@ -10,7 +10,7 @@ must stay at its default: ``RopeConfig(rope_type="default", factor=2.0)`` is an 
 value.
 
 Defaults are the anchors' (HF 5.24.0): ``theta = 10000``, ``beta_fast = 32``, ``beta_slow = 1``,
-``truncate = True``, full rotation, ``layout = "half"``. Parameters HF requires have no default.
+``truncate = True``, full rotation, ``layout = "half"``, ``angle_sign = 1``. Parameters HF requires have no default.
 
 Derived fields are filled in on construction:
 
@@ -113,6 +113,11 @@ class RopeConfig:
         An M-RoPE assignment that ``mrope_interleaved`` cannot name (:data:`refpos.rope.mrope.ASSIGNMENTS`):
         ``"hw_alternating"`` (ERNIE-4.5-VL). ``"contiguous"`` and ``"interleaved"`` are accepted and stored as
         ``mrope_interleaved`` (this field is then ``None``). :attr:`mrope_scheme` names the assignment in use.
+    angle_sign : {1, -1}
+        The direction every pair turns: pair ``j`` at position ``p`` turns by ``s·p·ω_j``. ``1``
+        for every RoPE but one whose code turns the other way: NanoChat's ``rotate_half`` returns
+        ``cat(x2, -x1)`` where Llama's returns ``cat(-x2, x1)``, so that ``q·cos φ + rh(q)·sin φ`` turns each
+        pair by ``−φ``.
     """
 
     rope_type: str = "default"
@@ -127,6 +132,7 @@ class RopeConfig:
     mrope_section: tuple[int, ...] | None = None
     mrope_interleaved: bool = False
     mrope_assignment: str | None = None
+    angle_sign: int = 1
     #: per field: "config" (read from config.json), "default" or "derived" (from_hf_config)
     provenance: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     #: dotted config keys the resolver did not use (from_hf_config)
@@ -157,6 +163,8 @@ class RopeConfig:
         for name, value in rule.check(self).items():
             self._set(name, value)
         self._resolve_mrope()
+        if isinstance(self.angle_sign, bool) or not isinstance(self.angle_sign, int) or self.angle_sign not in (1, -1):
+            raise ValueError(f"angle_sign must be 1 or -1 (the direction every pair turns), got {self.angle_sign!r}")
         self._set("provenance", MappingProxyType(dict(self.provenance)))
         self._set("not_modelled", MappingProxyType(dict(self.not_modelled)))
         self._set("unused_keys", tuple(self.unused_keys))
@@ -272,15 +280,16 @@ class RopeConfig:
         :func:`refpos.rope.params.rope_config_from_params`).
 
         The rotated size is given as ``rotary_dim`` only (``partial_rotary_factor`` is derivable, and
-        ``int(D·(d/D))`` may round below ``d``).
+        ``int(D·(d/D))`` may round below ``d``); ``angle_sign`` only when it is ``-1``.
         """
         out: dict[str, Any] = {}
         for f in fields(self):
             if not f.compare or f.name == "partial_rotary_factor":
                 continue
             value = getattr(self, f.name)
-            if value is None or (f.name == "mrope_interleaved" and self.mrope_section is None):
-                continue  # unset; mrope_interleaved means nothing without sections (1-D RoPE)
+            if value is None or (f.name == "mrope_interleaved" and self.mrope_section is None) \
+                    or (f.name == "angle_sign" and value == 1):
+                continue  # unset; mrope_interleaved means nothing without sections (1-D RoPE); the usual direction
             key = "rope_theta" if f.name == "theta" else f.name
             out[key] = list(value) if isinstance(value, tuple) else value
         return out

@@ -1,7 +1,8 @@
 r"""Applying RoPE: cos/sin tables, rotation of q/k in every layout and placement, matrix and complex forms.
 
-Pair ``j`` of a query or key at position ``p`` is rotated by the angle :math:`\varphi_{p,j} = p\,\omega_j`
-and scaled by the attention factor ``A`` (docs/rope.md#the-math):
+Pair ``j`` of a query or key at position ``p`` is rotated by the angle :math:`\varphi_{p,j} = s\,p\,\omega_j`
+(the direction ``s = rope.angle_sign``: 1, or -1 for NanoChat) and scaled by the attention factor ``A``
+(docs/rope.md#the-math):
 
 .. math::
     u'_j = A\,(u_j \cos\varphi - v_j \sin\varphi), \qquad v'_j = A\,(v_j \cos\varphi + u_j \sin\varphi)
@@ -123,14 +124,18 @@ def pair_cos_sin(positions: Array, inv_freq: Array, attention_factor: float, *,
 
 def rope_pair_tables(positions: Array, inv_freq: Array, attention_factor: float, rope: RopeConfig, *,
                      angle_dtype: str = "float64") -> tuple[Array, Array]:
-    """The per-pair tables of 1-D RoPE (:func:`pair_cos_sin`) or, with sections, of M-RoPE
-    (:func:`refpos.rope.mrope.mrope_cos_sin`, float64 angles only)."""
+    r"""The per-pair tables of 1-D RoPE (:func:`pair_cos_sin`) or, with sections, of M-RoPE
+    (:func:`refpos.rope.mrope.mrope_cos_sin`, float64 angles only), at the angle :math:`s\,\varphi` of the
+    direction ``s = rope.angle_sign``: :math:`\cos(-\varphi) = \cos\varphi` and :math:`\sin(-\varphi) =
+    -\sin\varphi` (exactly, in floating point too), so ``s = -1`` negates the sine table."""
     if rope.mrope_section is not None:
         if angle_dtype != "float64":
             raise ValueError(f"angle_dtype must be 'float64' for M-RoPE, got {angle_dtype!r}")
-        return mrope_cos_sin(positions, inv_freq, attention_factor, rope.mrope_section,
-                             interleaved=rope.mrope_scheme)
-    return pair_cos_sin(positions, inv_freq, attention_factor, angle_dtype=angle_dtype)
+        cos, sin = mrope_cos_sin(positions, inv_freq, attention_factor, rope.mrope_section,
+                                 interleaved=rope.mrope_scheme)
+    else:
+        cos, sin = pair_cos_sin(positions, inv_freq, attention_factor, angle_dtype=angle_dtype)
+    return cos, (sin if rope.angle_sign == 1 else -sin)
 
 
 def rope_cos_sin(

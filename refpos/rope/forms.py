@@ -49,7 +49,8 @@ from refpos.validation import as_positions, check_choice, check_width
 def apply_rope_complex(
     x: Array, positions: Any, rope: RopeConfig, *, seq_len: int | None = None
 ) -> Array:
-    r"""RoPE in complex form (Meta Llama, HF DeepSeek-V2): :math:`z'_j = A\,e^{i\varphi_{p,j}} z_j`.
+    r"""RoPE in complex form (Meta Llama, HF DeepSeek-V2): :math:`z'_j = A\,e^{i\varphi_{p,j}} z_j`
+    (:math:`\varphi_{p,j} = s\,p\,\omega_j`, ``s = rope.angle_sign``).
 
     Pairs ``(u_j, v_j)`` (chosen by the layout) become ``z_j = u_j + i v_j``, are multiplied by
     ``A·exp(i p ω_j)`` in complex128 and written back in the layout's output order. Same arguments and
@@ -64,6 +65,7 @@ def apply_rope_complex(
         angles = mrope_angles(positions, inv_freq, rope.mrope_section, interleaved=rope.mrope_scheme)
     else:
         angles = xp.astype(positions, xp.float64)[..., None] * inv_freq  # (..., T, m)
+    angles = angles if rope.angle_sign == 1 else -angles  # the direction every pair turns
     rotor = attention_factor * xp.exp(xp.asarray(1j, dtype=xp.complex128) * xp.astype(angles, xp.complex128))
     before, span, after = split_span(x, rope)
     u, v = split_pairs(span, rope.layout)  # (..., T, m) each

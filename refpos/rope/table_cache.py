@@ -10,10 +10,11 @@ the products), and a model applies the same positions to every layer, batch and 
 the tables of the positions seen last and hands them back instead of computing them again.
 
 **What a table depends on, and so the key.** The tables are a function of the positions (values, dtype,
-shape), of ``ω`` (values, dtype), of ``A`` and of the M-RoPE sections and their assignment, evaluated in one
+shape), of ``ω`` (values, dtype), of ``A``, of the M-RoPE sections and their assignment and of the direction of
+the angles (``angle_sign``), evaluated in one
 array library on one device. The key holds each of these **exactly**, with the function computing them
 (:func:`refpos.rope.core.rope_pair_tables`): the bytes of the positions and of ``ω``, the 8 bytes of ``A`` as a
-float64 (so ``-0.0``, ``0.0`` and every NaN payload differ), the shapes, dtypes, sections, the backend's name
+float64 (so ``-0.0``, ``0.0`` and every NaN payload differ), the shapes, dtypes, sections, direction, the backend's name
 and the device. Python's dictionary compares whole keys on a hash
 match, so two inputs that differ in one byte never share an entry. Nothing else of a
 :class:`~refpos.rope.config.RopeConfig` (layout, placement, head size) reaches the tables; the dtype of x
@@ -157,13 +158,13 @@ def _library_name(xp: Any) -> str:
 def table_key(tables_of: TablesOf, positions: Array, inv_freq: Array, attention_factor: float,
               rope: RopeConfig) -> tuple[Any, ...]:
     """The function and everything it reads, exactly: the bytes of the positions and of ``ω``, ``A``'s 8 bytes,
-    shapes, dtypes, the M-RoPE sections and assignment, the library and the device."""
+    shapes, dtypes, the M-RoPE sections and assignment, the direction of the angles, the library and the device."""
     xp = array_namespace(positions)
     host_positions, host_inv = np.asarray(to_numpy(positions)), np.asarray(to_numpy(inv_freq))
     return (tables_of, _library_name(xp), str(device_of(positions)),
             host_positions.dtype.str, host_positions.shape, host_positions.tobytes(),
             host_inv.dtype.str, host_inv.shape, host_inv.tobytes(),
-            struct.pack("<d", float(attention_factor)), rope.mrope_section, rope.mrope_scheme)
+            struct.pack("<d", float(attention_factor)), rope.mrope_section, rope.mrope_scheme, rope.angle_sign)
 
 
 def _key_bytes(key: tuple[Any, ...]) -> int:

@@ -107,12 +107,16 @@ def test_a_composites_own_stage_is_not_modelled_and_its_other_layers_stand():
                                     "stage_unmodelled": 1})
 
 
-def test_colpali_around_paligemma_is_refused_by_name():
-    """ColPali's forward takes no position ids, and PaliGemma then rotates by the slot plus one: the language
-    model's layers refused by the outer row, not PaliGemma's answer for given ids; the vision tower resolved."""
+def test_colpali_turns_its_paligemma_by_the_slot_plus_one():
+    """ColPali's forward names no position ids, and PaliGemma then rotates by the slot plus one: the outer row says
+    what its language model reads (position ids among its kwargs, else the slot plus one), not PaliGemma's answer
+    for given ids; the vision tower resolved."""
     config = {"model_type": "colpali", "vlm_config": {"model_type": "paligemma", "text_config": TEXT,
                                                       "vision_config": SIGLIP}}
     positions = refpos.model_positions(config)
-    assert {layer.kind for layer in positions.layers if layer.stack == "decoder"} == {"refused"}
-    assert "slot plus one" in positions.not_modelled["model_type"]
+    decoder = [layer for layer in positions.layers if layer.stack == "decoder"]
+    assert positions.complete and {layer.kind for layer in decoder} == {"rope"}
+    assert dict(decoder[0].reads)["rotation"] == ("position_ids", "slot_plus_one")
+    assert decoder[0].rotation_positions(cache_position=[0, 1, 2]).tolist() == [1, 2, 3]
+    assert decoder[0].rotation_positions([5, 6, 7]).tolist() == [5, 6, 7]
     assert {layer.kind for layer in positions.layers if layer.stack == "vision"} == {"none"}

@@ -94,14 +94,22 @@ def test_lara_mini_linear_attention_layers_have_no_positions():
     assert [layer.kind for layer in refpos.model_positions(config).layers] == ["no_attention", "rope", "none"]
 
 
-def test_t5gemma_nested_stacks_are_refused_by_name():
-    """T5Gemma configures its encoder and decoder under the keys ``encoder`` and ``decoder``: refused by name,
-    not a ValueError about a missing head width."""
-    config = {"model_type": "t5gemma", "encoder": {"num_hidden_layers": 2, "head_dim": 16},
-              "decoder": {"num_hidden_layers": 2, "head_dim": 16}}
+def test_t5gemma_encoder_and_decoder_rotate_each_by_its_own_positions():
+    """T5Gemma configures its encoder and decoder under the keys ``encoder`` and ``decoder`` (T5GemmaModuleConfig
+    each, whatever the sections say): both stacks rotate, the encoder by the position ids (else its index), the
+    decoder by its own ids (``decoder_position_ids``, else its slot), and each decoder layer's cross-attention over
+    the encoder's states carries no positions."""
+    geometry = {"num_hidden_layers": 2, "head_dim": 16, "num_attention_heads": 2, "hidden_size": 32}
+    config = {"model_type": "t5gemma", "encoder": {**geometry, "is_decoder": False},
+              "decoder": {**geometry, "is_decoder": True}}
     positions = refpos.model_positions(config)
-    assert {layer.kind for layer in positions.layers} == {"refused"}
-    assert "encoder and a decoder" in positions.not_modelled["model_type"]
+    assert positions.complete and positions.summary().splitlines() == [
+        "encoder layers 0-1: rope ×2", "decoder layers 0-1: rope ×2", "decoder cross-attention layers 0-1: none ×2"]
+    encoder, decoder = positions.stack("encoder")[0], positions.stack("decoder")[0]
+    assert dict(encoder.reads)["rotation"] == ("position_ids", "cache_position")
+    assert dict(decoder.reads)["rotation"] == ("decoder_position_ids", "cache_position")
+    assert decoder.rotation_positions(cache_position=[4, 5]).tolist() == [4, 5]
+    assert decoder.rotation_positions([9, 10]).tolist() == [9, 10]  # the decoder's own ids, given to its layer
 
 
 def test_zaya_convolved_queries_and_keys_are_refused_by_name():
@@ -133,3 +141,20 @@ def test_recurrent_gemma_blocks_repeat_over_the_layers():
                                      "num_attention_heads": 2}).layers
     assert [r.kind for r in layers] == ["no_attention", "no_attention", "refused"]
     assert "RG-LRU" in layers[2].reason
+
+
+def test_pocket_tts_codec_rotates_in_both_halves_of_its_flat_config():
+    """Pocket TTS's codec derives its encoder and decoder halves from one flat config (every field shared): each
+    half is one transformer of num_hidden_layers layers rotating at its position ids, else its slot (count =
+    "each_stack"); another encoder–decoder row's RoPE stacks stay refused by name."""
+    config = {"model_type": "pocket_tts_audio_tokenizer", "num_hidden_layers": 3, "num_attention_heads": 2,
+              "hidden_size": 32, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}}
+    positions = refpos.model_positions(config)
+    assert positions.summary().splitlines() == ["encoder layers 0-2: rope ×3", "decoder layers 0-2: rope ×3"]
+    assert {(r.rope.head_dim, r.rope.theta) for r in positions.layers} == {(16, 1e4)}
+    assert all(dict(r.reads)["rotation"] == ("position_ids", "cache_position") for r in positions.layers)
+    two = {"model_type": "my_codec", "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 32,
+           "encoder_layers": 2, "decoder_layers": 2}
+    stated = refpos.model_positions(two, assume={"encoding": "rope", "layout": "half", "stacks": "encoder-decoder"})
+    assert {r.kind for r in stated.layers} == {"refused"}
+    assert "encoder–decoder model are not modelled" in stated.layers[0].reason

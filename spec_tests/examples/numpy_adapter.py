@@ -194,7 +194,15 @@ KNOWN_ROPE_KEYS = {"rope_type", "rope_theta", "factor", "original_max_position_e
                    "short_factor", "long_factor", "head_dim", "partial_rotary_factor", "rotary_dim",
                    "max_position_embeddings", "layout", "placement", "dynamic_rule", "softmax_mscale",
                    "short_mscale", "long_mscale", "ntk_rule", "mixed_b", "extrapolation_factor", "mrope_section",
-                   "mrope_interleaved", "mrope_assignment"}
+                   "mrope_interleaved", "mrope_assignment", "angle_sign"}
+
+
+def _sign(rope):
+    """The direction every pair turns (``angle_sign``: 1, or -1 for φ = −p·ω_j)."""
+    sign = rope.get("angle_sign", 1)
+    if sign not in (1, -1) or isinstance(sign, bool):
+        raise ValueError(f"angle_sign must be 1 or -1, got {sign!r}")
+    return sign
 
 
 def _rope_setup(rope):
@@ -236,24 +244,24 @@ def rope_frequencies(rope, seq_len=None):
 
 
 def rope_cos_sin(positions, rope, seq_len=None):
-    """cos and sin of p·ω_j in the layout's channel order (half: [c, c]; interleaved: c0 c0 c1 c1 …)."""
+    """cos and sin of s·p·ω_j in the layout's channel order (half: [c, c]; interleaved: c0 c0 c1 c1 …)."""
     _, _, _, layout = _rope_setup(rope)
     inv_freq, _ = rope_frequencies(rope)
-    angles = _positions(positions).astype(np.float64)[..., None] * inv_freq  # (..., T, d/2)
+    angles = _sign(rope) * _positions(positions).astype(np.float64)[..., None] * inv_freq  # (..., T, d/2)
     if layout == "half":
         return np.concatenate([np.cos(angles)] * 2, axis=-1), np.concatenate([np.sin(angles)] * 2, axis=-1)
     return np.repeat(np.cos(angles), 2, axis=-1), np.repeat(np.sin(angles), 2, axis=-1)
 
 
 def apply_rope(x, positions, rope, seq_len=None):
-    """Rotate the first d channels pairwise: (u, v) -> (u cos φ − v sin φ, v cos φ + u sin φ)."""
+    """Rotate the first d channels pairwise: (u, v) -> (u cos φ − v sin φ, v cos φ + u sin φ), φ = s·p·ω_j."""
     d, _, _, layout = _rope_setup(rope)
     x = np.asarray(x, dtype=np.float64)
     inv_freq, _ = rope_frequencies(rope)
     pos = _positions(positions)
     while pos.ndim < x.ndim - 1:  # (B, T) position ids with x (B, H, T, D): broadcast over heads
         pos = np.expand_dims(pos, axis=-2)
-    angles = pos.astype(np.float64)[..., None] * inv_freq  # (..., T, d/2)
+    angles = _sign(rope) * pos.astype(np.float64)[..., None] * inv_freq  # (..., T, d/2)
     cos, sin = np.cos(angles), np.sin(angles)
     span, rest = x[..., :d], x[..., d:]
     if layout == "half":

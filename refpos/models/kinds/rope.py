@@ -63,7 +63,9 @@ class RopeFacts:
     assumes without the key. ``restated``: top-level keys a checkpoint states beside the per-layer-type rope dict
     the class reads, each naming the layer type (``*``: every one) and the resolved field it restates
     (:data:`RESTATED_FIELDS`; MiMo-V2-Flash's ``swa_rope_theta`` = ``"sliding_attention:theta"``):
-    :mod:`refpos.models.restated_keys` reads them.
+    :mod:`refpos.models.restated_keys` reads them. ``angle_sign``: the direction the family's rotation turns every
+    pair, ``-1`` where its ``rotate_half`` is Llama's with both signs flipped (NanoChat: ``cat(x2, -x1)``, so each
+    pair turns by ``−p·ω_j``; :attr:`refpos.rope.config.RopeConfig.angle_sign`).
     """
 
     theta: float | None = None
@@ -88,6 +90,7 @@ class RopeFacts:
     rule: str | None = None
     rule_absent: bool = False
     restated: tuple[tuple[str, str], ...] = ()
+    angle_sign: int = 1
 
     def __post_init__(self) -> None:
         if isinstance(self.type_aliases, dict):
@@ -127,6 +130,8 @@ class RopeFacts:
         check_fact(where, isinstance(self.rule_absent, bool), "rope.rule_absent", self.rule_absent)
         check_fact(where, all(isinstance(k, str) and CONFIG_KEY.fullmatch(k) and isinstance(v, str)
                               and RESTATED.fullmatch(v) for k, v in self.restated), "rope.restated", self.restated)
+        check_fact(where, self.angle_sign in (1, -1) and not isinstance(self.angle_sign, bool), "rope.angle_sign",
+                   self.angle_sign)
 
 
 @dataclass(frozen=True)
@@ -206,9 +211,10 @@ def build_scheduled(stack: Stack, encoding: str) -> list[LayerRecord]:
         except ValueError:
             if stack.role != "single":
                 raise  # no count under any key: the schedule below says so for a single stack
-    if stack.role != "single":
+    if stack.role != "single" and not (encoding == "rope" and family.count == "each_stack"):
         why = f"{encoding} positions in an encoder–decoder model are not modelled"
         return [Refused(name, i, None, reason=why) for i in range(stack.geometry().layers)]
+    # a stack of an each_stack row is the flat config's one transformer: its schedule is a single stack's
     if encoding == "no_attention":
         mixer = next((kind for _, kind in family.no_attention), "mamba")
         if NETWORK in dict(family.no_attention):  # a network without attention at all: one record stands for it
@@ -258,7 +264,8 @@ _LLAMA = {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 32, "
 ROPE = EncodingKind(
     name="rope", summary="the query and key rotated pair by pair, by angles proportional to the position (RoPE)",
     record=RopeLayer, build=lambda stack: build_scheduled(stack, "rope"), hook="rotate",
-    reads=("position_ids", "cache_position", "mask_cumsum"), doc="docs/rope.md#the-math", facts=RopeFacts,
+    reads=("position_ids", "decoder_position_ids", "cache_position", "mask_cumsum", "slot_plus_one"),
+    doc="docs/rope.md#the-math", facts=RopeFacts,
     check="rope", golden="rope",
     contract=("rope_frequencies", "rope_cos_sin", "apply_rope"), spec="spec_tests/test_rope_properties.py",
     draw=_draw, example={"config": dict(_LLAMA), "facts": {}})
