@@ -31,6 +31,9 @@ from survey.seeded import seeded_normal, seeded_uniform
 HOP = 160
 #: the waveform samples per frame of a codec's semantic features (50 frames a second at 16 kHz)
 CODEC_HOP = 320
+#: the model types whose forward on pixel values reads a text beside them and fails without it (TVP: the text's
+#: embedding is computed whatever the frames), fed :data:`BESIDE`'s ``input_ids``
+TEXT_BESIDE = ("tvp",)
 #: the encoder output a query transformer's cross-attention layers read (BLIP-2's Q-Former), fed beside its query
 #: embeddings ``(1, rows, width)``: seeded, at the config's ``encoder_hidden_size``
 ENCODER_ROWS = 8
@@ -198,6 +201,10 @@ BESIDE: dict[str, Beside] = {
     "freq": Beside("a time series' frequency class (0)", _where_taken("freq", lambda at: _ids((at.shape[0], 1), 0))),
     "feature_lens": Beside("the frame count of a single clip fed as (mel bins, frames)", _where_taken(
         "feature_lens", lambda at: _ids((1,), at.shape[-1]))),
+    "input_ids": Beside(f"a video grounding model's query text beside its frames ({', '.join(TEXT_BESIDE)}: ids "
+                        f"2 … 5, none a padding id)", lambda at, fed: _where_taken("input_ids", lambda at: _ids(
+                            (at.shape[0], 4), 2) + _ids((1, 4), 0).new_tensor([0, 1, 2, 3]), not_main=True)(at, fed)
+                        if getattr(at.config, "model_type", None) in TEXT_BESIDE else {}),
     "prompt_pixel_values": Beside("SegGPT's prompt: an image of the input's shape (zeros: an empty prompt)",
                                   _where_taken("prompt_pixel_values", lambda at: _zeros(at.shape, at.dtype))),
     "prompt_masks": Beside("SegGPT's prompt mask (zeros)", _where_taken(

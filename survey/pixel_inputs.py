@@ -3,11 +3,12 @@ forces its position encoding to be resampled, each as a list of shapes tried in 
 
 Read from the model's config, never from its type:
 
-* ``pixel_values``: ``(1, C, H, W)`` at the config's ``image_size`` (an int or a pair; ``num_channels``, 3 where
-  unstated), then a video ``(1, T, C, H, W)`` at ``num_frames`` (at most :data:`MAX_FRAMES`), then its frames as
+* ``pixel_values``: ``(1, C, H, W)`` at the config's ``image_size`` (an int or a pair, else ``max_img_size``, the
+  size TVP's visual prompter pads are learned for; ``num_channels``, 3 where unstated), then a video ``(1, T, C, H, W)`` at ``num_frames`` (at most :data:`MAX_FRAMES`), then its frames as
   a batch ``(T, C, H, W)`` (X-CLIP's); the resampling size adds two patches to the height and four to the width (a
   grid that grows unevenly: axes swapped show), then, last, changes the clip's height alone (TimeSformer's layers
-  read its width from the config), a model without an image size (a CNN) is fed 64 and 96 pixels,
+  read its width from the config), a model without an image size (a CNN) is fed 64 and 96 pixels, or the sizes
+  its config states its forward needs (:mod:`survey.pixel_sizes`: a detector's anchors for its queries),
   then, where its vision tower or backbone states one (:data:`NESTED_CONFIGS`), that tower's size; where the config
   states ``max_num_tiles`` (Llama 3.2 Vision's tower), one image of that many tiles ``(1, 1, tiles, C, H, W)`` first;
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
@@ -57,6 +58,7 @@ from __future__ import annotations
 from typing import Any
 
 from survey.pixel_records import EMBEDDING_INPUTS
+from survey.pixel_sizes import stated_sizes
 from survey.seeded import seeded_normal
 
 #: height and width of a model that states no image size, at the native and the resampling size
@@ -117,13 +119,13 @@ def _pair(value: Any) -> tuple[int, int] | None:
 def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
     channels = _get(config, "num_channels", "in_channels", "in_chans", default=3)
     channels = channels if isinstance(channels, int) and channels > 0 else 3
-    size = _pair(_get(config, "image_size", "img_size", "input_size"))
+    size = _pair(_get(config, "image_size", "img_size", "input_size", "max_img_size"))
     patch = _pair(_get(config, "patch_size", "patch_sizes"))
     if patch is None and isinstance(_get(config, "patch_sizes"), (list, tuple)):
         patch = _pair(_get(config, "patch_sizes")[0])
     frames = _get(config, "num_frames", "frames_per_clip", default=2)
     frames = frames if isinstance(frames, int) and 0 < frames <= MAX_FRAMES else 2
-    sizes = [_sizes(size, patch)] if size is not None else [_sizes(None, None)]
+    sizes = [_sizes(size, patch)] if size is not None else [stated_sizes(config) or _sizes(None, None)]
     nested = _pair(_nested(config, "image_size")) or _timm_size(_nested(config, "architecture"))
     if size is None and nested is not None:  # a model of towers: the plain size first, then its tower's own
         sizes.append(_sizes(nested, _pair(_nested(config, "patch_size"))))

@@ -259,12 +259,14 @@ def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun,
 def _configs(config0: Any, strength: str) -> list[tuple[str, Any]]:
     """``(label, config)`` to try at ``strength``: with one output stage (:func:`_one_output`), then, where that
     differs, with the output stages its class states (a depth model's neck reads one hidden state per stage); as it
-    is alone where the class's validators refuse one output stage."""
+    is alone where the class's validators refuse one output stage; each with its model type's pixel-side repairs
+    (:func:`survey.pixel_repairs.repair`)."""
     from survey import tiny
+    from survey.pixel_repairs import repair
 
-    own = tiny.shrink(config0, strength)
+    own = repair(tiny.shrink(config0, strength))
     try:
-        one = tiny.shrink(_one_output(config0), strength)
+        one = repair(tiny.shrink(_one_output(config0), strength))
     except Exception:  # a class whose validators insist on output stages: as it is
         return [(strength, own)]
     if one.to_dict() == own.to_dict():
