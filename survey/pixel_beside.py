@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from survey.pixel_inputs import id_grid, image_grid_inputs, patch_ids, series_inputs, trajectory_inputs
+from survey.pixel_inputs import frames_first, id_grid, image_grid_inputs, patch_ids, series_inputs, trajectory_inputs
 from survey.pixel_records import (
     MASKS,
     MERGE_INPUTS,
@@ -71,6 +71,12 @@ def _ids(shape: tuple[int, ...], value: int) -> Any:
     return torch.full(shape, value, dtype=torch.long)
 
 
+def torch_tensor(values: Any) -> Any:
+    import torch
+
+    return torch.tensor(values, dtype=torch.long)
+
+
 def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
     import torch
 
@@ -118,12 +124,14 @@ def _patch_ids(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
 def masks(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
     """The masks fed beside an input of ``at.shape``: every frame (or pixel) real — ones for each of :data:`MASKS`
     the forward takes and each mask it requires, all False for a mask of padding (:data:`PADDING_MASKS`) — over
-    the input's rows (:data:`ROW_INPUTS`) or its last axis; a mask named for another input ``fed`` beside it
-    (``input_features_mask`` beside a codec's waveform) over that input's rows."""
+    the input's rows (:data:`ROW_INPUTS`, and features laid out frames first at a width only
+    :func:`survey.pixel_sizes.extra_feature_widths` gives) or its last axis; a mask named for another input
+    ``fed`` beside it (``input_features_mask`` beside a codec's waveform) over that input's rows."""
     import torch
 
     shape = at.shape
-    rows = shape[1] if at.input_name in ROW_INPUTS and len(shape) == 3 else shape[-1]
+    frames_rows = at.input_name == "input_features" and frames_first(at.config, shape)
+    rows = shape[1] if (at.input_name in ROW_INPUTS or frames_rows) and len(shape) == 3 else shape[-1]
     required = {name for name, param in at.params.items()
                 if name.endswith("mask") and param.default is inspect.Parameter.empty}
     out = {}
@@ -223,6 +231,8 @@ BESIDE: dict[str, Beside] = {
             at.config.semantic_model_config.feature_projection_input_dim), required=True, not_main=True)),
     "aspect_ratio_ids": Beside("a tiled tower's aspect-ratio id per image and its mask of real tiles (Llama 3.2 "
                                "Vision's)", _tiles),
+    "image_sizes": Beside("an image tokenizer's (H, W) of each image fed (Emu3's VQ-VAE: required)", _where_taken(
+        "image_sizes", lambda at: torch_tensor([list(at.shape[-2:])] * at.shape[0]), required=True, not_main=True)),
     "masks": Beside("every frame or pixel real: the masks a forward takes or requires", masks),
     "spatial_shapes": Beside("a tower fed patches takes its image's (h, w) patch grid, its masks marking the padding "
                              "patches after them (SigLIP 2's NaFlex tower)", lambda at, fed: shaped_inputs(

@@ -10,7 +10,15 @@ model that states no image size) do not meet, each read from what its config sta
   the extra levels past the strides each halving the last map (:func:`anchor_count`); the resampling size keeps the
   height and grows the width by two of the coarsest cells, ``(n, n + 2 s_{max})`` (more anchors still, a grid
   that is not square); a detector on a backbone cut into windows (LW-DETR's and RF-DETR's ViTs) has its anchors
-  one per patch of each projector level, and its side holds whole windows of patches (:func:`_strides`).
+  one per patch of each projector level, and its side holds whole windows of patches (:func:`_strides`);
+* a model cutting patches out of its image at several scalings (Depth Pro): large enough that its smallest
+  scaling holds a patch (:func:`scaled_sizes`);
+* a model fed a prompt image stacked above its input (SegGPT): each half the stated height (:func:`prompt_halved`).
+
+Audio: feature widths past those :mod:`survey.pixel_inputs` reads (:func:`extra_feature_widths`: frames stacked
+into a row, bins a model type's code assumes, an ASR sub-config's), and raw audio fed to an encoder whose input
+is named ``hidden_states`` (:func:`waveform_shapes`). Each is tried only after every shape
+:mod:`survey.pixel_inputs` tries, so a model that ran on those runs on them still.
 
 :func:`stated_sizes` returns ``{"native": (H, W), "resampled": (H, W)}`` or None where no rule applies; the
 module's rules read the config only, and apply only where it states every field they read.
@@ -79,4 +87,79 @@ def query_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
 
 def stated_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
     """The sizes a rule of this module gives ``config`` (module docstring), None where none applies."""
-    return query_sizes(config)
+    return query_sizes(config) or scaled_sizes(config)
+
+
+def scaled_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
+    """A model that cuts patches of ``patch_size`` pixels out of its image scaled by each of
+    ``scaled_images_ratios`` (Depth Pro's patch encoder refuses an image whose smallest scaling is smaller than one
+    patch): the side ``⌈p / min(ratio)⌉``, and for the resampling size that height with the width grown by a
+    quarter patch; None where the config states no such pair."""
+    patch, ratios = getattr(config, "patch_size", None), getattr(config, "scaled_images_ratios", None)
+    if not (isinstance(patch, int) and patch > 0 and isinstance(ratios, (list, tuple)) and ratios
+            and all(isinstance(r, (int, float)) and r > 0 for r in ratios)):
+        return None
+    side = math.ceil(patch / min(ratios))
+    return {"native": (side, side), "resampled": (side, side + patch // 4)} if side <= 2 * MAX_SIDE else None
+
+
+def prompt_halved(config: Any, size: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The ``(H, W)`` of each image a model fed a prompt image stacked above its input (:data:`PROMPT_STACKED`:
+    SegGPT's ``image_size`` is the two stacked) is fed: half the stated height; ``size`` for any other model."""
+    if size is None or getattr(config, "model_type", None) not in PROMPT_STACKED:
+        return size
+    return size[0] // 2, size[1]
+
+
+#: the model types whose forward stacks a prompt image of the input's size above it, along the height, into an
+#: image of the config's ``image_size`` (SegGPT's ``SegGptEmbeddings``: the prompt above the input)
+PROMPT_STACKED = ("seggpt",)
+#: mel bins of an audio encoder whose config states none, by model type, with why (Gemma 4's subsampling
+#: projection reads its width as ``subsampling_conv_channels[0] // 4`` frequency rows: its 128 bins after two
+#: halvings)
+STATED_BINS = {"gemma4_audio": 128}
+#: the sub-configs of an audio model whose mel bins it is fed at, where the config itself states none (Nemotron
+#: 3.5 Transcribe's ASR encoder)
+BIN_CONFIGS = ("asr_config",)
+
+
+def extra_feature_widths(config: Any, widths: list[int]) -> list[int]:
+    """Feature widths tried after ``widths`` (those :mod:`survey.pixel_inputs` reads): the frames a config stacks
+    into one row (``num_stacked_frames`` times each width: Fun-ASR's low-frame-rate features), the bins of
+    :data:`STATED_BINS`, and those a sub-config of :data:`BIN_CONFIGS` states."""
+    stacked = getattr(config, "num_stacked_frames", None)
+    extra = [stacked * w for w in widths] if isinstance(stacked, int) and 1 < stacked <= 16 else []
+    extra += [STATED_BINS[config.model_type]] if getattr(config, "model_type", None) in STATED_BINS else []
+    extra += [bins for name in BIN_CONFIGS for bins in [getattr(getattr(config, name, None), "num_mel_bins", None)]
+              if isinstance(bins, int) and 0 < bins <= 8192]
+    return [w for w in dict.fromkeys(extra) if w not in widths]
+
+
+def waveform_shapes(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    """The raw audio ``(1, channels, samples)`` fed to a convolutional audio encoder whose main input is named
+    ``hidden_states`` (VibeVoice's acoustic tokenizer), where its config states ``channels`` and the
+    ``downsampling_ratios`` its convolutions stride by: two and three frames of their product of samples; empty
+    lists for any other config."""
+    channels, ratios = getattr(config, "channels", None), _ints(getattr(config, "downsampling_ratios", None))
+    if not (isinstance(channels, int) and 0 < channels <= 8 and ratios is not None):
+        return {"native": [], "resampled": []}
+    hop = math.prod(ratios)
+    return {"native": [(1, channels, 2 * hop)], "resampled": [(1, channels, 3 * hop)]}
+
+
+#: the model types whose vision tower embeds flattened patches ``(1, N, C·p²)`` by a linear map and adds its table of
+#: ``(image_size / patch_size)²`` rows without resampling (Molmo 2's ``Molmo2VisionModel``: a grid fixed by the config)
+FLAT_PATCHES = ("molmo2_vision",)
+
+
+def flat_patch_shapes(config: Any) -> list[tuple[int, ...]]:
+    """The flattened patches ``(1, (S/p)², C·p²)`` of one image at the config's ``image_size`` ``S`` in patches of
+    ``patch_size`` ``p`` (``num_channels`` ``C``, 3 where unstated), for a model type of :data:`FLAT_PATCHES` (tried
+    at the native size only: its table is not resampled); ``[]`` for any other."""
+    if getattr(config, "model_type", None) not in FLAT_PATCHES:
+        return []
+    size, patch = getattr(config, "image_size", None), getattr(config, "patch_size", None)
+    channels = getattr(config, "num_channels", None) or 3
+    if not (isinstance(size, int) and isinstance(patch, int) and 0 < patch <= size):
+        return []
+    return [(1, (size // patch) ** 2, channels * patch * patch)]
