@@ -43,7 +43,8 @@ Read from the model's config, never from its type (but for the few rules :mod:`s
   encoder or decoder fed embeddings, the last where it takes nothing else the survey feeds): ``(1, rows,
   width)`` then ``(1, width, rows)`` at 16 and 24 rows, for each width the config states
   (:data:`EMBEDDING_WIDTHS`), then as a feature map ``(1, width, h, w)`` of 4 × 4 and 4 × 6 cells
-  (:data:`EMBEDDING_MAPS`), then raw audio (:func:`survey.pixel_sizes.waveform_shapes`);
+  (:data:`EMBEDDING_MAPS`), then raw audio and latent maps (:func:`survey.pixel_sizes.waveform_shapes`,
+  :func:`survey.pixel_sizes.latent_maps`);
 * ``hidden_states`` or ``pixel_values`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches):
   one image of ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a
   non-square grid, axes swapped show; a clip of ``(2, 2k, 3k)`` where the tower's position ids carry the frame
@@ -60,8 +61,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from survey import pixel_sizes
 from survey.pixel_records import EMBEDDING_INPUTS
-from survey.pixel_sizes import extra_feature_widths, flat_patch_shapes, prompt_halved, stated_sizes, waveform_shapes
 from survey.seeded import seeded_normal
 
 #: height and width of a model that states no image size, at the native and the resampling size
@@ -72,8 +73,7 @@ PLAIN_FRAMES = (64, 96)
 PLAIN_SAMPLES = (4000, 6400)
 #: the most steps a time series is fed (a longer context is cut to this, a multiple of the usual patch lengths)
 MAX_STEPS = 512
-#: frames of a codec's latents
-LATENT_FRAMES = (8, 12)
+LATENT_FRAMES = (8, 12)  #: frames of a codec's latents
 #: the patch grids ``(rows, columns)`` of Pix2Struct's numbered flattened patches at the native and the second size
 PATCH_GRIDS = ((4, 4), (4, 6))
 #: the steps of a Decision Transformer's trajectory at the native and the second size
@@ -95,10 +95,8 @@ EMBEDDING_ROWS = (16, 24)
 EMBEDDING_MAPS = ((4, 4), (4, 6))
 #: the most frames of a spectrogram fed as ``input_values`` (the Audio Spectrogram Transformer's ``max_length``)
 MAX_SPECTROGRAM = 1024
-#: the most frames a video input is fed (a longer clip: 2 frames)
-MAX_FRAMES = 32
-#: the frames of the grid a flattened-patch tower whose position ids carry the frame index is fed at the resampled
-#: size (:func:`clip_frames`)
+MAX_FRAMES = 32  #: the most frames a video input is fed (a longer clip: 2 frames)
+#: the frames of a flattened-patch tower's grid at the resampled size where its ids carry each patch's frame
 CLIP_FRAMES = 2
 
 
@@ -122,20 +120,21 @@ def _pair(value: Any) -> tuple[int, int] | None:
 def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
     channels = _get(config, "num_channels", "in_channels", "in_chans", default=3)
     channels = channels if isinstance(channels, int) and channels > 0 else 3
-    size = prompt_halved(config, _pair(_get(config, "image_size", "img_size", "input_size", "max_img_size")))
+    size = _pair(_get(config, "image_size", "img_size", "input_size", "max_img_size"))
+    size = pixel_sizes.prompt_halved(config, size)
     patch = _pair(_get(config, "patch_size", "patch_sizes"))
     if patch is None and isinstance(_get(config, "patch_sizes"), (list, tuple)):
         patch = _pair(_get(config, "patch_sizes")[0])
     frames = _get(config, "num_frames", "frames_per_clip", default=2)
     frames = frames if isinstance(frames, int) and 0 < frames <= MAX_FRAMES else 2
-    sizes = [_sizes(size, patch)] if size is not None else [stated_sizes(config) or _sizes(None, None)]
+    sizes = [_sizes(size, patch)] if size is not None else [pixel_sizes.stated_sizes(config) or _sizes(None, None)]
     nested = _pair(_nested(config, "image_size")) or _timm_size(_nested(config, "architecture"))
     if size is None and nested is not None:  # a model of towers: the plain size first, then its tower's own
         sizes.append(_sizes(nested, _pair(_nested(config, "patch_size"))))
     shapes = {key: [shape for pair in sizes for hw in [pair[key]]
                     for shape in ((1, channels, *hw), (1, frames, channels, *hw), (frames, channels, *hw))]
               for key in ("native", "resampled")}
-    shapes["native"] += flat_patch_shapes(config)  # after every image: a tower fed flattened patches (Molmo 2's)
+    shapes["native"] += pixel_sizes.flat_patch_shapes(config)  # after every image: flattened patches (Molmo 2's)
     # a clip resampled along its height alone (TimeSformer's layers read the grid's width from the config)
     shapes["resampled"] += [(1, frames, channels, pair["resampled"][0], pair["native"][1]) for pair in sizes]
     tiles = _get(config, "max_num_tiles")
@@ -187,7 +186,7 @@ def _feature_widths(config: Any) -> list[int]:
 def frames_first(config: Any, shape: tuple[int, ...]) -> bool:
     """Whether features of ``shape`` are ``(1, frames, width)`` at a width of
     :func:`survey.pixel_sizes.extra_feature_widths` (their mask then covers the frames, ``shape[1]``)."""
-    return len(shape) == 3 and shape[-1] in extra_feature_widths(config, _feature_widths(config))
+    return len(shape) == 3 and shape[-1] in pixel_sizes.extra_feature_widths(config, _feature_widths(config))
 
 
 def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
@@ -199,7 +198,7 @@ def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
         frames = (4 * window, 2 * window)
     else:
         frames = PLAIN_FRAMES
-    extra = extra_feature_widths(config, widths)
+    extra = pixel_sizes.extra_feature_widths(config, widths)
     return {key: [shape for bins in widths for shape in ((1, bins, n), (1, n, bins), (bins, n))] + [
         (1, 1, n, widths[0]), (1, n, 4 * widths[0])] + [shape for w in extra for shape in ((1, w, n), (1, n, w))]
         for key, n in zip(("native", "resampled"), frames, strict=True)}
@@ -302,9 +301,9 @@ def _flat_patches(config: Any, frames: int = 1) -> dict[str, list[tuple[int, ...
 def _embeddings(config: Any) -> dict[str, list[tuple[int, ...]]]:
     widths = [_get(config, key) for key in EMBEDDING_WIDTHS]
     widths = list(dict.fromkeys(w for w in widths if isinstance(w, int) and 0 < w <= 8192)) or [32]
-    waves = waveform_shapes(config)
+    waves, maps = pixel_sizes.waveform_shapes(config), pixel_sizes.latent_maps(config)
     return {key: [shape for width in widths for shape in ((1, n, width), (1, width, n))]
-            + [(1, width, *cells) for width in widths] + waves[key]
+            + [(1, width, *cells) for width in widths] + waves[key] + maps[key]
             for key, n, cells in zip(("native", "resampled"), EMBEDDING_ROWS, EMBEDDING_MAPS, strict=True)}
 
 

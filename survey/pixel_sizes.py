@@ -13,11 +13,13 @@ model that states no image size) do not meet, each read from what its config sta
   one per patch of each projector level, and its side holds whole windows of patches (:func:`_strides`);
 * a model cutting patches out of its image at several scalings (Depth Pro): large enough that its smallest
   scaling holds a patch (:func:`scaled_sizes`);
-* a model fed a prompt image stacked above its input (SegGPT): each half the stated height (:func:`prompt_halved`).
+* a model fed a prompt image stacked above its input (SegGPT): each half the stated height (:func:`prompt_halved`);
+* a model type whose code alone refuses the plain sizes (:data:`TYPED_SIZES`).
 
 Audio: feature widths past those :mod:`survey.pixel_inputs` reads (:func:`extra_feature_widths`: frames stacked
 into a row, bins a model type's code assumes, an ASR sub-config's), and raw audio fed to an encoder whose input
-is named ``hidden_states`` (:func:`waveform_shapes`). Each is tried only after every shape
+is named ``hidden_states`` (:func:`waveform_shapes`), and a latent map to a VQ model's encode
+(:func:`latent_maps`). Each is tried only after every shape
 :mod:`survey.pixel_inputs` tries, so a model that ran on those runs on them still.
 
 :func:`stated_sizes` returns ``{"native": (H, W), "resampled": (H, W)}`` or None where no rule applies; the
@@ -87,7 +89,18 @@ def query_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
 
 def stated_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
     """The sizes a rule of this module gives ``config`` (module docstring), None where none applies."""
-    return query_sizes(config) or scaled_sizes(config)
+    return query_sizes(config) or scaled_sizes(config) or _typed_sizes(config)
+
+
+#: ``(native, resampled)`` ``(H, W)`` of a model type whose forward refuses the plain sizes for a reason of its code
+#: alone: PP-OCRv5's mobile recogniser pools its backbone's last map (stride 32) by ``(3, 2)``, which must keep a row,
+#: so its image is at least 96 pixels high (64 pools to none)
+TYPED_SIZES = {"pp_ocrv5_mobile_rec": ((96, 96), (96, 160))}
+
+
+def _typed_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
+    sizes = TYPED_SIZES.get(getattr(config, "model_type", None))
+    return None if sizes is None else dict(zip(("native", "resampled"), sizes, strict=True))
 
 
 def scaled_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
@@ -148,7 +161,8 @@ def waveform_shapes(config: Any) -> dict[str, list[tuple[int, ...]]]:
 
 
 #: the model types whose vision tower embeds flattened patches ``(1, N, C·p²)`` by a linear map and adds its table of
-#: ``(image_size / patch_size)²`` rows without resampling (Molmo 2's ``Molmo2VisionModel``: a grid fixed by the config)
+#: ``(image_size / patch_size)²`` rows (``image_size`` an int or a pair) without resampling (Molmo 2's
+#: ``Molmo2VisionModel``: a grid fixed by the config)
 FLAT_PATCHES = ("molmo2_vision",)
 
 
@@ -159,7 +173,18 @@ def flat_patch_shapes(config: Any) -> list[tuple[int, ...]]:
     if getattr(config, "model_type", None) not in FLAT_PATCHES:
         return []
     size, patch = getattr(config, "image_size", None), getattr(config, "patch_size", None)
+    size = [size, size] if isinstance(size, int) else _ints(size)
     channels = getattr(config, "num_channels", None) or 3
-    if not (isinstance(size, int) and isinstance(patch, int) and 0 < patch <= size):
+    if not (size is not None and len(size) == 2 and isinstance(patch, int) and 0 < patch <= min(size)):
         return []
-    return [(1, (size // patch) ** 2, channels * patch * patch)]
+    return [(1, (size[0] // patch) * (size[1] // patch), channels * patch * patch)]
+
+
+def latent_maps(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    """A latent map ``(1, latent_channels, h, w)`` of 4 × 4 and 4 × 6 cells fed to a VQ model whose ``encode``
+    takes its encoder's latents (GLM-Image's ``GlmImageVQVAE``, whose width the config states only as
+    ``latent_channels``); empty lists for a config stating none."""
+    width = getattr(config, "latent_channels", None)
+    if not (isinstance(width, int) and 0 < width <= 8192):
+        return {"native": [], "resampled": []}
+    return {"native": [(1, width, 4, 4)], "resampled": [(1, width, 4, 6)]}

@@ -77,6 +77,8 @@ def test_raw_audio_follows_the_embeddings_of_a_convolutional_encoder_named_hidde
 def test_flattened_patches_of_a_fixed_grid_only_for_its_model_type():
     molmo = SimpleNamespace(model_type="molmo2_vision", image_size=378, patch_size=14, num_channels=3)
     assert pixel_inputs.candidates("pixel_values", molmo)["native"][-1] == (1, 27 * 27, 588)
+    pair = SimpleNamespace(model_type="molmo2_vision", image_size=[378, 378], patch_size=14)
+    assert pixel_sizes.flat_patch_shapes(pair) == [(1, 27 * 27, 588)]
     other = SimpleNamespace(model_type="siglip_vision_model", image_size=378, patch_size=14, num_channels=3)
     assert pixel_sizes.flat_patch_shapes(other) == []
 
