@@ -10,7 +10,7 @@ Read from the model's config, never from its type (but for the few rules :mod:`s
   resampling size adds two patches to the height and four to the width (a grid that grows unevenly: axes swapped
   show), then, last, changes the clip's height alone (TimeSformer's layers read its width from the config), a model
   without an image size (a CNN) is fed 64 and 96 pixels, or the sizes its config states its forward needs
-  (:func:`survey.pixel_sizes.stated_sizes`: a detector's anchors for its queries, Depth Pro's scaled patches), then,
+  (:func:`survey.pixel_sizes.stated_sizes`: a detector's anchors for its queries), then,
   where its vision tower or backbone states one (:data:`NESTED_CONFIGS`), that tower's size; where the config states
   ``max_num_tiles`` (Llama 3.2 Vision's tower), one image of that many tiles ``(1, 1, tiles, C, H, W)`` first;
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
@@ -134,7 +134,6 @@ def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
     shapes = {key: [shape for pair in sizes for hw in [pair[key]]
                     for shape in ((1, channels, *hw), (1, frames, channels, *hw), (frames, channels, *hw))]
               for key in ("native", "resampled")}
-    shapes["native"] += pixel_sizes.flat_patch_shapes(config)  # after every image: flattened patches (Molmo 2's)
     # a clip resampled along its height alone (TimeSformer's layers read the grid's width from the config)
     shapes["resampled"] += [(1, frames, channels, pair["resampled"][0], pair["native"][1]) for pair in sizes]
     tiles = _get(config, "max_num_tiles")

@@ -14,8 +14,6 @@ from typing import Any
 
 from survey.pixel_inputs import PLAIN_IMAGE
 
-#: the patch side Depth Pro is repaired to (:data:`PIXEL_REPAIRS`): six of its towers' 16-pixel patches a side
-DEPTH_PATCH = 96
 #: the frames of the clip a video model whose pads are learned per frame is fed (:data:`PIXEL_REPAIRS`' TVP)
 CLIP_FRAMES = 2
 
@@ -50,24 +48,6 @@ def _neck_to_encoder(values: dict[str, Any]) -> dict[str, Any]:
     return {"sam_config": {**sam, "downsample_channels": [*channels[:-1], width]}}
 
 
-def _small_patches(values: dict[str, Any]) -> dict[str, Any]:
-    towers = ("image_model_config", "patch_model_config", "fov_model_config")
-    layers = values["patch_model_config"]["num_hidden_layers"]
-    hooks = [min(hook, layers - 1) for hook in values.get("intermediate_hook_ids") or []]
-    return {"patch_size": DEPTH_PATCH, "intermediate_hook_ids": hooks,
-            **{name: {**values[name], "image_size": DEPTH_PATCH} for name in towers if values.get(name)}}
-
-
-def _class_default(key: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """``fields`` stating ``key`` as the model type's config class states it by default."""
-    def fields(values: dict[str, Any]) -> dict[str, Any]:
-        from transformers import CONFIG_MAPPING
-
-        default = getattr(CONFIG_MAPPING[values["model_type"]](), key)
-        return {} if values.get(key) == default else {key: list(default)}
-    return fields
-
-
 #: the repairs, by model type
 PIXEL_REPAIRS: dict[str, Repair] = {
     "lw_detr": Repair("LW-DETR's class defaults to no projector level (projector_scale_factors=()), and its "
@@ -84,14 +64,6 @@ PIXEL_REPAIRS: dict[str, Repair] = {
     "deepseek_ocr2_vision": Repair("DeepSeek-OCR-2's SAM neck ends in downsample_channels[-1] channels, which its "
                                    "encoder reads as rows of encoder_config.hidden_size (896 both in the defaults): "
                                    "the last stated as the shrunk encoder's width", _neck_to_encoder),
-    "depth_pro": Repair("Depth Pro cuts patches of patch_size (384) pixels out of its image scaled by 1/4, 1/2 and "
-                        "1, so takes at least 1536 pixels, 35 patches each a ViT forward: its patches stated as "
-                        f"{DEPTH_PATCH} pixels (its towers' image_size with them, as its validator asks), and its "
-                        "intermediate_hook_ids, which name layers 11 and 5 of the patch tower, kept inside the tiny "
-                        "tower's layers", _small_patches),
-    "pp_ocrv5_mobile_det": Repair("PP-OCRv5's mobile detector convolves each of its backbone's four output maps "
-                                  "to a width of layer_list_out_channels, which the tiny geometry cuts to one entry "
-                                  "as a list of layers: the class's four", _class_default("layer_list_out_channels")),
 }
 
 

@@ -11,8 +11,6 @@ model that states no image size) do not meet, each read from what its config sta
   height and grows the width by two of the coarsest cells, ``(n, n + 2 s_{max})`` (more anchors still, a grid
   that is not square); a detector on a backbone cut into windows (LW-DETR's and RF-DETR's ViTs) has its anchors
   one per patch of each projector level, and its side holds whole windows of patches (:func:`_strides`);
-* a model cutting patches out of its image at several scalings (Depth Pro): large enough that its smallest
-  scaling holds a patch (:func:`scaled_sizes`);
 * a model fed a prompt image stacked above its input (SegGPT): each half the stated height (:func:`prompt_halved`);
 * a model type whose code alone refuses the plain sizes (:data:`TYPED_SIZES`).
 
@@ -89,7 +87,7 @@ def query_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
 
 def stated_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
     """The sizes a rule of this module gives ``config`` (module docstring), None where none applies."""
-    return query_sizes(config) or scaled_sizes(config) or _typed_sizes(config)
+    return query_sizes(config) or _typed_sizes(config)
 
 
 #: ``(native, resampled)`` ``(H, W)`` of a model type whose forward refuses the plain sizes for a reason of its code
@@ -101,19 +99,6 @@ TYPED_SIZES = {"pp_ocrv5_mobile_rec": ((96, 96), (96, 160))}
 def _typed_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
     sizes = TYPED_SIZES.get(getattr(config, "model_type", None))
     return None if sizes is None else dict(zip(("native", "resampled"), sizes, strict=True))
-
-
-def scaled_sizes(config: Any) -> dict[str, tuple[int, int]] | None:
-    """A model that cuts patches of ``patch_size`` pixels out of its image scaled by each of
-    ``scaled_images_ratios`` (Depth Pro's patch encoder refuses an image whose smallest scaling is smaller than one
-    patch): the side ``⌈p / min(ratio)⌉``, and for the resampling size that height with the width grown by a
-    quarter patch; None where the config states no such pair."""
-    patch, ratios = getattr(config, "patch_size", None), getattr(config, "scaled_images_ratios", None)
-    if not (isinstance(patch, int) and patch > 0 and isinstance(ratios, (list, tuple)) and ratios
-            and all(isinstance(r, (int, float)) and r > 0 for r in ratios)):
-        return None
-    side = math.ceil(patch / min(ratios))
-    return {"native": (side, side), "resampled": (side, side + patch // 4)} if side <= 2 * MAX_SIDE else None
 
 
 def prompt_halved(config: Any, size: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -158,26 +143,6 @@ def waveform_shapes(config: Any) -> dict[str, list[tuple[int, ...]]]:
         return {"native": [], "resampled": []}
     hop = math.prod(ratios)
     return {"native": [(1, channels, 2 * hop)], "resampled": [(1, channels, 3 * hop)]}
-
-
-#: the model types whose vision tower embeds flattened patches ``(1, N, C·p²)`` by a linear map and adds its table of
-#: ``(image_size / patch_size)²`` rows (``image_size`` an int or a pair) without resampling (Molmo 2's
-#: ``Molmo2VisionModel``: a grid fixed by the config)
-FLAT_PATCHES = ("molmo2_vision",)
-
-
-def flat_patch_shapes(config: Any) -> list[tuple[int, ...]]:
-    """The flattened patches ``(1, (S/p)², C·p²)`` of one image at the config's ``image_size`` ``S`` in patches of
-    ``patch_size`` ``p`` (``num_channels`` ``C``, 3 where unstated), for a model type of :data:`FLAT_PATCHES` (tried
-    at the native size only: its table is not resampled); ``[]`` for any other."""
-    if getattr(config, "model_type", None) not in FLAT_PATCHES:
-        return []
-    size, patch = getattr(config, "image_size", None), getattr(config, "patch_size", None)
-    size = [size, size] if isinstance(size, int) else _ints(size)
-    channels = getattr(config, "num_channels", None) or 3
-    if not (size is not None and len(size) == 2 and isinstance(patch, int) and 0 < patch <= min(size)):
-        return []
-    return [(1, (size[0] // patch) * (size[1] // patch), channels * patch * patch)]
 
 
 def latent_maps(config: Any) -> dict[str, list[tuple[int, ...]]]:

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from survey import pixel_inputs, pixel_sizes
-from survey.pixel_sizes import anchor_count, query_sizes, scaled_sizes
+from survey.pixel_sizes import anchor_count, query_sizes
 
 
 def test_a_detector_is_fed_the_smallest_image_holding_its_queries_in_anchors():
@@ -41,11 +41,6 @@ def test_no_size_where_the_config_does_not_state_both_queries_and_anchor_maps(co
     assert pixel_sizes.stated_sizes(config) is None
 
 
-def test_a_model_scaling_its_image_into_patches_is_fed_one_patch_at_its_smallest_scaling():
-    depth_pro = SimpleNamespace(patch_size=384, scaled_images_ratios=[0.25, 0.5, 1])
-    assert scaled_sizes(depth_pro) == {"native": (1536, 1536), "resampled": (1536, 1632)}
-
-
 def test_a_prompt_stacked_above_the_image_halves_its_height_only_for_such_a_model():
     assert pixel_sizes.prompt_halved(SimpleNamespace(model_type="seggpt"), (896, 448)) == (448, 448)
     assert pixel_sizes.prompt_halved(SimpleNamespace(model_type="vit"), (896, 448)) == (896, 448)
@@ -72,15 +67,6 @@ def test_raw_audio_follows_the_embeddings_of_a_convolutional_encoder_named_hidde
     assert sizes["native"][-1] == (1, 1, 6400) and sizes["resampled"][-1] == (1, 1, 9600)
     assert sizes["native"][0] == (1, 16, 64)  # the embeddings first, as before
     assert pixel_sizes.waveform_shapes(SimpleNamespace(hidden_size=64)) == {"native": [], "resampled": []}
-
-
-def test_flattened_patches_of_a_fixed_grid_only_for_its_model_type():
-    molmo = SimpleNamespace(model_type="molmo2_vision", image_size=378, patch_size=14, num_channels=3)
-    assert pixel_inputs.candidates("pixel_values", molmo)["native"][-1] == (1, 27 * 27, 588)
-    pair = SimpleNamespace(model_type="molmo2_vision", image_size=[378, 378], patch_size=14)
-    assert pixel_sizes.flat_patch_shapes(pair) == [(1, 27 * 27, 588)]
-    other = SimpleNamespace(model_type="siglip_vision_model", image_size=378, patch_size=14, num_channels=3)
-    assert pixel_sizes.flat_patch_shapes(other) == []
 
 
 def test_anchor_count_refuses_an_empty_image():
