@@ -48,6 +48,16 @@ def _neck_to_encoder(values: dict[str, Any]) -> dict[str, Any]:
     return {"sam_config": {**sam, "downsample_channels": [*channels[:-1], width]}}
 
 
+def _class_default(key: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``fields`` stating ``key`` as the model type's config class states it by default."""
+    def fields(values: dict[str, Any]) -> dict[str, Any]:
+        from transformers import CONFIG_MAPPING
+
+        default = getattr(CONFIG_MAPPING[values["model_type"]](), key)
+        return {} if values.get(key) == default else {key: list(default)}
+    return fields
+
+
 #: the repairs, by model type
 PIXEL_REPAIRS: dict[str, Repair] = {
     "lw_detr": Repair("LW-DETR's class defaults to no projector level (projector_scale_factors=()), and its "
@@ -64,6 +74,9 @@ PIXEL_REPAIRS: dict[str, Repair] = {
     "deepseek_ocr2_vision": Repair("DeepSeek-OCR-2's SAM neck ends in downsample_channels[-1] channels, which its "
                                    "encoder reads as rows of encoder_config.hidden_size (896 both in the defaults): "
                                    "the last stated as the shrunk encoder's width", _neck_to_encoder),
+    "pp_ocrv5_mobile_det": Repair("PP-OCRv5's mobile detector convolves each of its backbone's four output maps "
+                                  "to a width of layer_list_out_channels, which the tiny geometry cuts to one entry "
+                                  "as a list of layers: the class's four", _class_default("layer_list_out_channels")),
 }
 
 

@@ -44,6 +44,13 @@ def test_janus_latent_grid_and_deepseek_neck():
     assert ocr.sam_config.downsample_channels[-1] == ocr.encoder_config.hidden_size
 
 
+def test_pp_ocr_mobile_detector_keeps_a_width_per_backbone_output():
+    config = repair(_shrunk("pp_ocrv5_mobile_det"))
+    assert list(config.layer_list_out_channels) == [12, 18, 42, 360]
+    backbone = CONFIG_MAPPING["pp_ocrv5_mobile_det"]().backbone_config
+    assert len(config.layer_list_out_channels) == len(backbone.out_indices)
+
+
 def test_a_module_without_a_forward_runs_its_encode_and_others_are_left_alone():
     class Tokenizer(torch.nn.Module):
         def encode(self, pixel_values):
