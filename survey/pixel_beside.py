@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from survey.pixel_inputs import id_grid, image_grid_inputs, patch_ids, series_inputs, trajectory_inputs
+from survey.pixel_inputs import frames_first, id_grid, image_grid_inputs, patch_ids, series_inputs, trajectory_inputs
 from survey.pixel_records import (
     MASKS,
     MERGE_INPUTS,
@@ -31,6 +31,9 @@ from survey.seeded import seeded_normal, seeded_uniform
 HOP = 160
 #: the waveform samples per frame of a codec's semantic features (50 frames a second at 16 kHz)
 CODEC_HOP = 320
+#: the model types whose forward on pixel values reads a text beside them and fails without it (TVP: the text's
+#: embedding is computed whatever the frames), fed :data:`BESIDE`'s ``input_ids``
+TEXT_BESIDE = ("tvp",)
 #: the encoder output a query transformer's cross-attention layers read (BLIP-2's Q-Former), fed beside its query
 #: embeddings ``(1, rows, width)``: seeded, at the config's ``encoder_hidden_size``
 ENCODER_ROWS = 8
@@ -66,6 +69,12 @@ def _ids(shape: tuple[int, ...], value: int) -> Any:
     import torch
 
     return torch.full(shape, value, dtype=torch.long)
+
+
+def torch_tensor(values: Any) -> Any:
+    import torch
+
+    return torch.tensor(values, dtype=torch.long)
 
 
 def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
@@ -115,12 +124,14 @@ def _patch_ids(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
 def masks(at: Try, fed: dict[str, Any]) -> dict[str, Any]:
     """The masks fed beside an input of ``at.shape``: every frame (or pixel) real — ones for each of :data:`MASKS`
     the forward takes and each mask it requires, all False for a mask of padding (:data:`PADDING_MASKS`) — over
-    the input's rows (:data:`ROW_INPUTS`) or its last axis; a mask named for another input ``fed`` beside it
-    (``input_features_mask`` beside a codec's waveform) over that input's rows."""
+    the input's rows (:data:`ROW_INPUTS`, and features laid out frames first at a width only
+    :func:`survey.pixel_sizes.extra_feature_widths` gives) or its last axis; a mask named for another input
+    ``fed`` beside it (``input_features_mask`` beside a codec's waveform) over that input's rows."""
     import torch
 
     shape = at.shape
-    rows = shape[1] if at.input_name in ROW_INPUTS and len(shape) == 3 else shape[-1]
+    frames_rows = at.input_name == "input_features" and frames_first(at.config, shape)
+    rows = shape[1] if (at.input_name in ROW_INPUTS or frames_rows) and len(shape) == 3 else shape[-1]
     required = {name for name, param in at.params.items()
                 if name.endswith("mask") and param.default is inspect.Parameter.empty}
     out = {}
@@ -198,6 +209,10 @@ BESIDE: dict[str, Beside] = {
     "freq": Beside("a time series' frequency class (0)", _where_taken("freq", lambda at: _ids((at.shape[0], 1), 0))),
     "feature_lens": Beside("the frame count of a single clip fed as (mel bins, frames)", _where_taken(
         "feature_lens", lambda at: _ids((1,), at.shape[-1]))),
+    "input_ids": Beside(f"a video grounding model's query text beside its frames ({', '.join(TEXT_BESIDE)}: ids "
+                        f"2 … 5, none a padding id)", lambda at, fed: _where_taken("input_ids", lambda at: _ids(
+                            (at.shape[0], 4), 2) + _ids((1, 4), 0).new_tensor([0, 1, 2, 3]), not_main=True)(at, fed)
+                        if getattr(at.config, "model_type", None) in TEXT_BESIDE else {}),
     "prompt_pixel_values": Beside("SegGPT's prompt: an image of the input's shape (zeros: an empty prompt)",
                                   _where_taken("prompt_pixel_values", lambda at: _zeros(at.shape, at.dtype))),
     "prompt_masks": Beside("SegGPT's prompt mask (zeros)", _where_taken(
@@ -216,6 +231,8 @@ BESIDE: dict[str, Beside] = {
             at.config.semantic_model_config.feature_projection_input_dim), required=True, not_main=True)),
     "aspect_ratio_ids": Beside("a tiled tower's aspect-ratio id per image and its mask of real tiles (Llama 3.2 "
                                "Vision's)", _tiles),
+    "image_sizes": Beside("an image tokenizer's (H, W) of each image fed (Emu3's VQ-VAE: required)", _where_taken(
+        "image_sizes", lambda at: torch_tensor([list(at.shape[-2:])] * at.shape[0]), required=True, not_main=True)),
     "masks": Beside("every frame or pixel real: the masks a forward takes or requires", masks),
     "spatial_shapes": Beside("a tower fed patches takes its image's (h, w) patch grid, its masks marking the padding "
                              "patches after them (SigLIP 2's NaFlex tower)", lambda at, fed: shaped_inputs(

@@ -1,24 +1,26 @@
 """The input shapes a vision, audio or feature model is fed (:mod:`survey.pixels`): its native size, and a size that
 forces its position encoding to be resampled, each as a list of shapes tried in order (the first that runs is kept).
 
-Read from the model's config, never from its type:
+Read from the model's config, never from its type (but for the few rules :mod:`survey.pixel_sizes` keys by it):
 
-* ``pixel_values``: ``(1, C, H, W)`` at the config's ``image_size`` (an int or a pair; ``num_channels``, 3 where
-  unstated), then a video ``(1, T, C, H, W)`` at ``num_frames`` (at most :data:`MAX_FRAMES`), then its frames as
-  a batch ``(T, C, H, W)`` (X-CLIP's); the resampling size adds two patches to the height and four to the width (a
-  grid that grows unevenly: axes swapped show), then, last, changes the clip's height alone (TimeSformer's layers
-  read its width from the config; where the config states ``masked_unit_size`` and ``patch_stride``, Hiera's tokens
-  unrolled into mask units, the step is a whole unit's pixels), a model without an image size (a CNN) is fed 64
-  and 96 pixels,
-  then, where its vision tower or backbone states one (:data:`NESTED_CONFIGS`), that tower's size; where the config
-  states ``max_num_tiles`` (Llama 3.2 Vision's tower), one image of that many tiles ``(1, 1, tiles, C, H, W)`` first;
+* ``pixel_values``: ``(1, C, H, W)`` at the config's ``image_size`` (an int or a pair, else ``max_img_size``, the
+  size TVP's visual prompter pads are learned for; half its height where a prompt image is stacked above it,
+  :func:`survey.pixel_sizes.prompt_halved`; ``num_channels``, 3 where unstated), then a video ``(1, T, C, H, W)`` at
+  ``num_frames`` (at most :data:`MAX_FRAMES`), then its frames as a batch ``(T, C, H, W)`` (X-CLIP's); the
+  resampling size adds two patches to the height and four to the width (a grid that grows unevenly: axes swapped
+  show), then, last, changes the clip's height alone (TimeSformer's layers read its width from the config; Hiera's
+  a whole mask unit's pixels, :func:`survey.pixel_sizes.unit_step`), a model without an image size (a CNN) is fed
+  64 and 96 pixels, or the sizes its config states its forward needs (:func:`survey.pixel_sizes.stated_sizes`: a
+  detector's anchors for its queries), then, where its vision tower or backbone states one (:data:`NESTED_CONFIGS`),
+  that tower's size; where it states ``max_num_tiles`` (Llama 3.2 Vision's tower), one image of that many tiles first;
 * ``input_features``: ``(1, mel bins, frames)`` at ``2 · max_source_positions`` frames where the config states
   it (Whisper's encoder takes exactly that many), else whole chunks of ``2 · n_window`` frames where it states
   that (Qwen3-ASR's encoder), else 64 and 96 frames, then ``(1, frames, features)``, then
   ``(mel bins, frames)`` (Qwen-Omni's audio encoder takes its batch's frames concatenated, with their counts),
   for each width the config states (:data:`FEATURE_WIDTHS`), then one channel of the first,
   ``(1, 1, frames, mel bins)`` (CLAP's), then frames of four times the first width ``(1, frames, 4 · mel bins)``
-  (Granite Speech 5's bins with their deltas, two frames stacked);
+  (Granite Speech 5's bins with their deltas, two frames stacked), then the widths of
+  :func:`survey.pixel_sizes.extra_feature_widths`;
 * ``input_values``: raw audio, ``(1, samples)`` with 4000 and 6400 samples, then ``(1, channels, samples)``, then
   two and three tokens' samples where the config states ``samples_per_token``, then,
   where the config states ``num_mel_bins`` and ``max_length``, a spectrogram ``(1, frames, bins)`` of that many
@@ -41,7 +43,8 @@ Read from the model's config, never from its type:
   encoder or decoder fed embeddings, the last where it takes nothing else the survey feeds): ``(1, rows,
   width)`` then ``(1, width, rows)`` at 16 and 24 rows, for each width the config states
   (:data:`EMBEDDING_WIDTHS`), then as a feature map ``(1, width, h, w)`` of 4 × 4 and 4 × 6 cells
-  (:data:`EMBEDDING_MAPS`);
+  (:data:`EMBEDDING_MAPS`), then raw audio and latent maps (:func:`survey.pixel_sizes.waveform_shapes`,
+  :func:`survey.pixel_sizes.latent_maps`);
 * ``hidden_states`` or ``pixel_values`` with ``grid_thw`` (a Qwen-VL-style vision tower fed flattened patches):
   one image of ``(t, h, w) = (1, 2k, 2k)`` patches, then ``(1, 2k, 3k)`` (``k`` the ``spatial_merge_size``: a
   non-square grid, axes swapped show; a clip of ``(2, 2k, 3k)`` where the tower's position ids carry the frame
@@ -58,6 +61,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from survey import pixel_sizes
 from survey.pixel_records import EMBEDDING_INPUTS
 from survey.seeded import seeded_normal
 
@@ -69,8 +73,7 @@ PLAIN_FRAMES = (64, 96)
 PLAIN_SAMPLES = (4000, 6400)
 #: the most steps a time series is fed (a longer context is cut to this, a multiple of the usual patch lengths)
 MAX_STEPS = 512
-#: frames of a codec's latents
-LATENT_FRAMES = (8, 12)
+LATENT_FRAMES = (8, 12)  #: frames of a codec's latents
 #: the patch grids ``(rows, columns)`` of Pix2Struct's numbered flattened patches at the native and the second size
 PATCH_GRIDS = ((4, 4), (4, 6))
 #: the steps of a Decision Transformer's trajectory at the native and the second size
@@ -92,10 +95,8 @@ EMBEDDING_ROWS = (16, 24)
 EMBEDDING_MAPS = ((4, 4), (4, 6))
 #: the most frames of a spectrogram fed as ``input_values`` (the Audio Spectrogram Transformer's ``max_length``)
 MAX_SPECTROGRAM = 1024
-#: the most frames a video input is fed (a longer clip: 2 frames)
-MAX_FRAMES = 32
-#: the frames of the grid a flattened-patch tower whose position ids carry the frame index is fed at the resampled
-#: size (:func:`clip_frames`)
+MAX_FRAMES = 32  #: the most frames a video input is fed (a longer clip: 2 frames)
+#: the frames of a flattened-patch tower's grid at the resampled size where its ids carry each patch's frame
 CLIP_FRAMES = 2
 
 
@@ -119,16 +120,15 @@ def _pair(value: Any) -> tuple[int, int] | None:
 def _image(config: Any) -> dict[str, list[tuple[int, ...]]]:
     channels = _get(config, "num_channels", "in_channels", "in_chans", default=3)
     channels = channels if isinstance(channels, int) and channels > 0 else 3
-    size = _pair(_get(config, "image_size", "img_size", "input_size"))
+    size = _pair(_get(config, "image_size", "img_size", "input_size", "max_img_size"))
+    size = pixel_sizes.prompt_halved(config, size)
     patch = _pair(_get(config, "patch_size", "patch_sizes"))
     if patch is None and isinstance(_get(config, "patch_sizes"), (list, tuple)):
         patch = _pair(_get(config, "patch_sizes")[0])
-    units, stride = _pair(_get(config, "masked_unit_size")), _pair(_get(config, "patch_stride"))
-    if units is not None and stride is not None:  # tokens unrolled into mask units (Hiera): whole units a side
-        patch = (units[0] * stride[0], units[1] * stride[1])
+    patch = pixel_sizes.unit_step(config, patch)  # Hiera's tokens unrolled into mask units: whole units a side
     frames = _get(config, "num_frames", "frames_per_clip", default=2)
     frames = frames if isinstance(frames, int) and 0 < frames <= MAX_FRAMES else 2
-    sizes = [_sizes(size, patch)] if size is not None else [_sizes(None, None)]
+    sizes = [_sizes(size, patch)] if size is not None else [pixel_sizes.stated_sizes(config) or _sizes(None, None)]
     nested = _pair(_nested(config, "image_size")) or _timm_size(_nested(config, "architecture"))
     if size is None and nested is not None:  # a model of towers: the plain size first, then its tower's own
         sizes.append(_sizes(nested, _pair(_nested(config, "patch_size"))))
@@ -178,9 +178,19 @@ def _nested(config: Any, key: str) -> Any:
     return None
 
 
-def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
+def _feature_widths(config: Any) -> list[int]:
     widths = [_get(config, key) for key in FEATURE_WIDTHS]
-    widths = list(dict.fromkeys(w for w in widths if isinstance(w, int) and 0 < w <= 8192)) or [80]
+    return list(dict.fromkeys(w for w in widths if isinstance(w, int) and 0 < w <= 8192)) or [80]
+
+
+def frames_first(config: Any, shape: tuple[int, ...]) -> bool:
+    """Whether features of ``shape`` are ``(1, frames, width)`` at a width of
+    :func:`survey.pixel_sizes.extra_feature_widths` (their mask then covers the frames, ``shape[1]``)."""
+    return len(shape) == 3 and shape[-1] in pixel_sizes.extra_feature_widths(config, _feature_widths(config))
+
+
+def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
+    widths = _feature_widths(config)
     stated, window = _get(config, "max_source_positions"), _get(config, "n_window")
     if isinstance(stated, int) and 0 < stated <= 4096:
         frames = (2 * stated, stated)
@@ -188,8 +198,10 @@ def _features(config: Any) -> dict[str, list[tuple[int, ...]]]:
         frames = (4 * window, 2 * window)
     else:
         frames = PLAIN_FRAMES
+    extra = pixel_sizes.extra_feature_widths(config, widths)
     return {key: [shape for bins in widths for shape in ((1, bins, n), (1, n, bins), (bins, n))] + [
-        (1, 1, n, widths[0]), (1, n, 4 * widths[0])] for key, n in zip(("native", "resampled"), frames, strict=True)}
+        (1, 1, n, widths[0]), (1, n, 4 * widths[0])] + [shape for w in extra for shape in ((1, w, n), (1, n, w))]
+        for key, n in zip(("native", "resampled"), frames, strict=True)}
 
 
 def _values(config: Any) -> dict[str, list[tuple[int, ...]]]:
@@ -289,8 +301,9 @@ def _flat_patches(config: Any, frames: int = 1) -> dict[str, list[tuple[int, ...
 def _embeddings(config: Any) -> dict[str, list[tuple[int, ...]]]:
     widths = [_get(config, key) for key in EMBEDDING_WIDTHS]
     widths = list(dict.fromkeys(w for w in widths if isinstance(w, int) and 0 < w <= 8192)) or [32]
+    waves, maps = pixel_sizes.waveform_shapes(config), pixel_sizes.latent_maps(config)
     return {key: [shape for width in widths for shape in ((1, n, width), (1, width, n))]
-            + [(1, width, *cells) for width in widths]
+            + [(1, width, *cells) for width in widths] + waves[key] + maps[key]
             for key, n, cells in zip(("native", "resampled"), EMBEDDING_ROWS, EMBEDDING_MAPS, strict=True)}
 
 

@@ -36,7 +36,9 @@ A vision tower fed flattened patches (its forward takes ``hidden_states`` or ``p
 :data:`~survey.pixel_records.GRID_INPUTS`: Qwen2-VL's and the towers written after it) is given the patch rows and
 the grid of :func:`survey.pixel_inputs.patch_grid` (two frames at the resampled size where its position ids carry
 the frame index, :func:`survey.pixel_inputs.clip_frames`; the grid kept in :attr:`PixelRun.grids`; the merge size too
-where the forward takes one, VideoLLaMA 3's).
+where the forward takes one, VideoLLaMA 3's). A model declaring an image input (``main_input_name``) whose forward
+names it ``hidden_states`` (Florence-2's DaViT, PaddleOCR's detectors) is fed images under that name after every
+shape of embeddings fails.
 
 A model type the generic feeding cannot run (SpeechT5's base model, fed hidden states) is fed and recorded its own
 way, keyed by its model type (:mod:`survey.keyed_runs`).
@@ -70,7 +72,9 @@ from survey.pixel_capture import (
 from survey.pixel_query_key import capture_query_key
 from survey.pixel_records import (
     APPLY,
+    EMBEDDING_INPUTS,
     GENERIC_INPUTS,
+    IMAGE_INPUTS,
     INPUTS,
     KEPT,
     NO_TOKEN_IDS,
@@ -179,6 +183,11 @@ def _run_sizes(model: Any, config: Any, record: PixelRun, params: Any, dtype: An
     frames = clip_frames(model) if grid is not None else 1  # a clip where the position ids read the frame axis
     sizes = shaped_candidates(config) if shaped else candidates(record.input_name, config, flat=grid is not None,
                                                                  ids=ids, frames=frames)
+    declared = getattr(model, "main_input_name", None)
+    if not shaped and grid is None and not ids and declared in IMAGE_INPUTS and (
+            record.input_name in EMBEDDING_INPUTS):  # images under another name: tried after the embeddings
+        images = candidates(declared, config)
+        sizes = {size: [*shapes, *images[size]] for size, shapes in sizes.items()}
     own = keyed(config)  # a model type the generic feeding cannot run (survey.keyed_runs)
     sizes = own.shapes(config) if own is not None else sizes
     for size, tries in sizes.items():
@@ -255,7 +264,7 @@ def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun,
                 if size > max_parameters:
                     raise RuntimeError(f"{size / 1e6:.0f}M parameters")
                 torch.manual_seed(0)
-                model = cls._from_config(config, attn_implementation="eager")
+                model = encoding(cls._from_config(config, attn_implementation="eager"))
                 return config, model, observe_pixels(model, config), strength
             except NotRun as exc:
                 if str(exc).startswith("its forward takes none"):
@@ -266,15 +275,28 @@ def build_pixels(config0: Any, max_parameters: int) -> tuple[Any, Any, PixelRun,
     raise NotRun("no geometry built and ran on its inputs (" + "; ".join(reasons) + ")")
 
 
+def encoding(model: Any) -> Any:
+    """``model``, with its ``encode`` run as its forward where its class defines none (``torch.nn.Module``'s
+    placeholder) but an ``encode`` (an image tokenizer's VQ-VAE: Chameleon's, Emu3's, whose encoder holds the
+    attention blocks; the decoder is not run)."""
+    import torch
+
+    if type(model).forward is torch.nn.Module.forward and callable(getattr(model, "encode", None)):
+        model.forward = model.encode
+    return model
+
+
 def _configs(config0: Any, strength: str) -> list[tuple[str, Any]]:
     """``(label, config)`` to try at ``strength``: with one output stage (:func:`_one_output`), then, where that
     differs, with the output stages its class states (a depth model's neck reads one hidden state per stage); as it
-    is alone where the class's validators refuse one output stage."""
+    is alone where the class's validators refuse one output stage; each with its model type's pixel-side repairs
+    (:func:`survey.pixel_repairs.repair`)."""
     from survey import tiny
+    from survey.pixel_repairs import repair
 
-    own = tiny.shrink(config0, strength)
+    own = repair(tiny.shrink(config0, strength))
     try:
-        one = tiny.shrink(_one_output(config0), strength)
+        one = repair(tiny.shrink(_one_output(config0), strength))
     except Exception:  # a class whose validators insist on output stages: as it is
         return [(strength, own)]
     if one.to_dict() == own.to_dict():

@@ -37,7 +37,8 @@ def test_a_record_named_for_its_input_feeds_it_to_a_forward_that_requires_it(nam
     import torch
 
     config = SimpleNamespace(task_seq_len=3, patch_size=4, num_time_features=1, prediction_length=2, act_dim=2,
-                             semantic_model_config=SimpleNamespace(feature_projection_input_dim=5))
+                             semantic_model_config=SimpleNamespace(feature_projection_input_dim=5),
+                             model_type="tvp")  # the one type fed its query text (TEXT_BESIDE)
     main, shape = {"past_time_features": ("past_values", (1, 6)), "returns_to_go": ("states", (1, 4, 3)),
                    "pixel_position_ids": ("pixel_values", (1, 4, 48)),
                    "spatial_shapes": ("pixel_values", (1, 6, 48)),
@@ -72,3 +73,14 @@ def test_the_switches_and_the_grid_each_need_their_occasion():
     params = _params("query_embeds", "encoder_hidden_states")
     assert tuple(beside(Try(params, encoder, "query_embeds", (1, 16, 6)))["encoder_hidden_states"].shape) == (1, 8, 6)
     assert beside(Try(params, encoder, "inputs_embeds", (1, 16, 6))) == {}
+
+
+def test_the_query_text_is_fed_only_to_the_model_types_that_read_it():
+    """TVP's forward reads a text beside its frames (:data:`~survey.pixel_beside.TEXT_BESIDE`): fed ids 2 … 5; any
+    other model type whose forward takes ``input_ids`` beside pixel values is fed its pixels alone, as before."""
+    from survey.pixel_beside import TEXT_BESIDE
+
+    params = _params("pixel_values", "input_ids")
+    tvp = beside(Try(params, SimpleNamespace(model_type=TEXT_BESIDE[0]), "pixel_values", (1, 3, 8, 8)))
+    assert tvp["input_ids"].tolist() == [[2, 3, 4, 5]]
+    assert "input_ids" not in beside(Try(params, SimpleNamespace(model_type="blip"), "pixel_values", (1, 3, 8, 8)))
