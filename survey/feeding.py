@@ -1,0 +1,122 @@
+"""Model types whose forward reads the probe's tokens in another shape, or only beside inputs it cannot go without.
+
+The probe (:mod:`survey.probe`) feeds one row of token ids, ``(batch, T)``. A few decoders read their ids as
+channels of a frame, or need an input their composite computes, and so fail on that row alone at every
+geometry. :data:`FEEDINGS` states, per model type of the surveyed row, what its model is fed instead, each with
+its reason; :func:`fed` wraps the model so that the probe (and every case of :mod:`survey.cases`) still hands it
+one row of ids:
+
+* ``ids``: the ids the forward reads, made from the row (Dia's decoder: ``(batch, T, channels)``, one channel; a
+  speech-to-text decoder's text channel beside its audio channels, each audio token its padding row, so that
+  every token's audio part is one and the same vector);
+* ``beside``: inputs fed beside them, seeded (:mod:`survey.seeded`), at the call's length (Moshi's depth decoder
+  adds to each token a projection of the main decoder's last hidden state);
+* ``withheld``: forward parameters the model is not handed, and which the probe does not see it take (CLVP's
+  encoders index a table of ``T`` rotations with the position ids: the probe's ids past ``T`` would index past
+  it; left to itself the encoder reads ``0 … T-1``).
+
+An entry applies where the row's model type is its key and the model built is of its ``builds`` model type (the
+row's own, or the language model a composite is run as: :func:`survey.run.build_language_model`); no other row's
+inputs change.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from survey.seeded import seeded_normal
+
+
+@dataclass(frozen=True)
+class Feeding:
+    """What one model type's forward is fed in place of (or beside) the probe's row of ids."""
+
+    why: str
+    #: the model type of the config the model is built from (the row's, or its language model's)
+    builds: str
+    #: ``(config, ids) -> ids``: the ids the forward reads, from the probe's ``(batch, T)`` ids
+    ids: Callable[[Any, Any], Any] | None = None
+    #: ``(config, ids) -> keyword arguments`` fed beside the ids, at the call's length
+    beside: Callable[[Any, Any], dict[str, Any]] | None = None
+    #: forward parameters not handed to the model (the probe sees a forward without them)
+    withheld: tuple[str, ...] = ()
+
+
+def _text_and_audio_pads(config: Any, ids: Any) -> Any:
+    """Kyutai's speech-to-text decoder: each frame is a text token and ``num_codebooks`` audio tokens, whose
+    embeddings are summed (``KyutaiSpeechToTextEmbeddings.forward``); the audio tokens are the padding id, which
+    the embedding leaves unshifted, so every frame adds the same audio vector and the text token is the row's."""
+    import torch
+
+    pads = torch.full((*ids.shape, config.num_codebooks), config.audio_pad_token_id, dtype=ids.dtype)
+    return torch.cat([ids[..., None], pads], dim=-1)
+
+
+def _one_channel(config: Any, ids: Any) -> Any:
+    """Dia's decoder reads ``(batch, T, num_channels)`` ids (``DiaDecoder.forward``); at one channel (as the Dia
+    composite's decoder is surveyed, :mod:`survey.tiny_repairs`) the row is that channel."""
+    return ids[..., None]
+
+
+def _main_decoder_state(config: Any, ids: Any) -> dict[str, Any]:
+    """Moshi's depth decoder adds to each token a projection of the main decoder's last hidden state
+    (``input_projections(last_hidden_state, codebook_idx)``), which the forward cannot go without: seeded, one
+    ``input_size`` vector per token."""
+    return {"last_hidden_state": seeded_normal(7, *ids.shape, config.input_size)}
+
+
+def _encoder_states(config: Any, ids: Any) -> dict[str, Any]:
+    """Dia's decoder cross-attends to the encoder's output in every layer: seeded, ``cross_hidden_size`` wide, as
+    many frames as tokens."""
+    return {"encoder_hidden_states": seeded_normal(1, *ids.shape, config.cross_hidden_size)}
+
+
+#: per model type of the surveyed row: what its model's forward is fed (see the module docstring)
+FEEDINGS: dict[str, Feeding] = {
+    "kyutai_speech_to_text": Feeding("its decoder reads frames of a text token and audio tokens",
+                                     "kyutai_speech_to_text", ids=_text_and_audio_pads),
+    "dia_decoder": Feeding("its decoder reads ids as (batch, T, channels) and cross-attends to the encoder",
+                           "dia_decoder", ids=_one_channel, beside=_encoder_states),
+    "moshi_depth": Feeding("its forward adds the main decoder's last hidden state to every token",
+                           "moshi_depth", beside=_main_decoder_state),
+    "clvp": Feeding("its text encoder reads its rotations from a table of T rows at the position ids",
+                    "clvp_encoder", withheld=("position_ids",)),
+}
+
+
+def feeding(row: str, config: Any) -> Feeding | None:
+    """The :data:`FEEDINGS` entry of the row of model type ``row`` whose model is built from ``config``, or None."""
+    found = FEEDINGS.get(row)
+    return found if found is not None and getattr(config, "model_type", None) == found.builds else None
+
+
+def fed(model: Any, config: Any, how: Feeding) -> Any:
+    """``model`` wrapped so that a row of ids ``(batch, T)`` reaches its forward as ``how`` states. The mask,
+    position ids, cache and cache switch pass as they are, those the model takes and ``how`` does not withhold
+    (the wrapper's signature names no others). The wrapper holds the model as ``model``: the path names no stack,
+    so its layers keep theirs."""
+    import torch
+
+    takes = [name for name in inspect.signature(model.forward).parameters if name not in how.withheld]
+
+    class Fed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any = None, position_ids: Any = None,
+                    use_cache: Any = None, cache: Any = None, past_key_values: Any = None) -> Any:
+            given = {"attention_mask": attention_mask, "position_ids": position_ids, "use_cache": use_cache,
+                     "cache": cache, "past_key_values": past_key_values}
+            given = {k: v for k, v in given.items() if v is not None and k in takes}
+            if how.beside is not None:
+                given.update(how.beside(config, input_ids))
+            return self.model(input_ids=input_ids if how.ids is None else how.ids(config, input_ids), **given)
+
+    signature = inspect.signature(Fed.forward)
+    Fed.forward.__signature__ = signature.replace(parameters=[
+        p for name, p in signature.parameters.items() if name in ("self", "input_ids") or name in takes])
+    return Fed()
