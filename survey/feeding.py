@@ -74,6 +74,28 @@ def _encoder_states(config: Any, ids: Any) -> dict[str, Any]:
     return {"encoder_hidden_states": seeded_normal(1, *ids.shape, config.cross_hidden_size)}
 
 
+#: the image-encoder states fed to IDEFICS beside its text: one image of this many patch states
+IDEFICS_PATCHES = 4
+
+
+def _image_states(config: Any, ids: Any) -> dict[str, Any]:
+    """IDEFICS's decoder cross-attends to one image's encoder states (its forward takes exactly one of pixel values,
+    image-encoder states or perceiver states): seeded states of one image, ``vision_config.embed_dim`` wide, and the
+    image attention mask that lets every token see that image (``(batch, T, images)``)."""
+    import torch
+
+    width = config.vision_config.embed_dim
+    return {"image_encoder_embeddings": seeded_normal(8, ids.shape[0], 1, IDEFICS_PATCHES, width),
+            "image_attention_mask": torch.ones((*ids.shape, 1), dtype=torch.long)}
+
+
+def _video(config: Any, ids: Any) -> dict[str, Any]:
+    """TVP's encoder reads its text and a video's frames together (``TvpModel.forward`` runs its visual prompter and
+    backbone on the frames whatever the text): one seeded frame at the prompter's size, ``max_img_size`` a side."""
+    size = config.max_img_size
+    return {"pixel_values": seeded_normal(6, ids.shape[0], 1, 3, size, size)}
+
+
 #: per model type of the surveyed row: what its model's forward is fed (see the module docstring)
 FEEDINGS: dict[str, Feeding] = {
     "kyutai_speech_to_text": Feeding("its decoder reads frames of a text token and audio tokens",
@@ -82,6 +104,10 @@ FEEDINGS: dict[str, Feeding] = {
                            "dia_decoder", ids=_one_channel, beside=_encoder_states),
     "moshi_depth": Feeding("its forward adds the main decoder's last hidden state to every token",
                            "moshi_depth", beside=_main_decoder_state),
+    "idefics": Feeding("its decoder cross-attends to an image, which its forward cannot go without", "idefics",
+                       beside=_image_states),
+    "tvp": Feeding("its encoder reads the text beside a video's frames, which its forward cannot go without", "tvp",
+                   beside=_video),
     "clvp": Feeding("its text encoder reads its rotations from a table of T rows at the position ids",
                     "clvp_encoder", withheld=("position_ids",)),
 }

@@ -302,6 +302,17 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     # does, as many as the heads): stated as the heads
     "moonshine_streaming": ("its decoder reads num_key_value_heads, which its class does not define",
                             lambda values: {"num_key_value_heads": values["num_attention_heads"]}),
+    # LW-DETR's class defaults to no projector scale (no feature level: the encoder gets no feature map, at any
+    # geometry); stated as one level at the backbone's own resolution (scale 1.0), RF-DETR's default of one level,
+    # with the counts its __post_init__ derives from the scales (the shrunk dict states the defaults' zero)
+    "lw_detr": ("its class defaults to no feature level",
+                lambda values: {"projector_scale_factors": [1.0], "num_feature_levels": 1,
+                                "projector_in_channels": [values["d_model"]]}),
+    # TVP's visual prompter pads each frame to max_img_size (448) a side, which its backbone then reads: the survey
+    # feeds it frames of that size (survey.feeding), 448 a side too slow for its many runs; stated as 128 a side,
+    # the prompt's border 32 (its default's ratio, 96 of 448, rounded to a quarter), a 4 × 4 grid of features
+    "tvp": ("its frames are max_img_size a side, too large for the survey's runs",
+            lambda values: {"max_img_size": 128, "visual_prompt_size": 32}),
     "timm_backbone": ("its class names no timm architecture, and the wrapper builds none without one",
                       lambda values: {"backbone": values.get("backbone") or "resnet18"}),
 }
