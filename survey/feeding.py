@@ -43,6 +43,9 @@ class Feeding:
     beside: Callable[[Any, Any], dict[str, Any]] | None = None
     #: forward parameters not handed to the model (the probe sees a forward without them)
     withheld: tuple[str, ...] = ()
+    #: ``(model, config, ids, given) -> keyword arguments`` replacing or joining those ``given`` (the mask,
+    #: position ids and cache the probe passed), where the forward reads them as its composite computes them
+    composite: Callable[[Any, Any, Any, dict[str, Any]], dict[str, Any]] | None = None
 
 
 def _text_and_audio_pads(config: Any, ids: Any) -> Any:
@@ -96,6 +99,52 @@ def _video(config: Any, ids: Any) -> dict[str, Any]:
     return {"pixel_values": seeded_normal(6, ids.shape[0], 1, 3, size, size)}
 
 
+def _byte_patches(model: Any, config: Any, ids: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """BLT's local encoder as its composite runs it without a patcher (``BltModel.forward``): one patch per byte
+    (``T + 1`` patches of length 1, as ``process_patch_lengths`` of ones leaves them), each byte's patch id its
+    slot, the patches' cross-attention mask from ``_prepare_patch_cross_attention_mask`` (patches as queries), and
+    the self-attention mask made causal by ``create_causal_mask`` from the probe's mask, position ids and cache:
+    the composite hands the encoder that 4-D mask, and the encoder hands its own argument to its layers as it is."""
+    import torch
+    from transformers.masking_utils import create_causal_mask
+    from transformers.models.blt import modeling_blt
+
+    batch, length = ids.shape
+    lengths = torch.ones((batch, length + 1), dtype=ids.dtype)
+    patch_ids = modeling_blt.BltModel._patch_ids_from_lengths(None, lengths, length)
+    embeds = model.embed_tokens(ids)
+    causal = create_causal_mask(config=config, inputs_embeds=embeds, attention_mask=given.get("attention_mask"),
+                                cache=given.get("cache"), position_ids=given.get("position_ids"))
+    cross = modeling_blt._prepare_patch_cross_attention_mask(
+        patch_ids=patch_ids, num_patches=lengths.shape[1], sequence_length=length, patches_as_queries=True,
+        cross_attn_k=config.cross_attn_k, dtype=embeds.dtype)
+    return {"attention_mask": causal, "patch_ids": patch_ids, "num_patches": lengths.shape[1],
+            "encoder_attention_mask": cross}
+
+
+def _byte_states(model: Any, config: Any, ids: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """BLT's local decoder as its composite runs it without a patcher: it reads no ids but the local encoder's
+    states (here a seeded row per byte id, ``hidden_size`` wide, so that the bytes still tell the tokens apart),
+    the global model's patch states (seeded, ``T + 1`` patches ``hidden_size_global`` wide), the cross-attention
+    mask of the patches as keys (each byte's patch id from the lengths past the first, as ``BltModel.forward``
+    cuts them) and the causal mask made as :func:`_byte_patches` makes it."""
+    import torch
+    from transformers.masking_utils import create_causal_mask
+    from transformers.models.blt import modeling_blt
+
+    batch, length = ids.shape
+    lengths = torch.ones((batch, length + 1), dtype=ids.dtype)
+    patch_ids = modeling_blt.BltModel._patch_ids_from_lengths(None, lengths[:, 1:], length)
+    embeds = seeded_normal(9, config.vocab_size, config.hidden_size)[ids]
+    causal = create_causal_mask(config=config, inputs_embeds=embeds, attention_mask=given.get("attention_mask"),
+                                cache=given.get("cache"), position_ids=given.get("position_ids"))
+    cross = modeling_blt._prepare_patch_cross_attention_mask(
+        patch_ids=patch_ids, num_patches=lengths.shape[1], sequence_length=length, patches_as_queries=False,
+        cross_attn_k=config.cross_attn_k, dtype=embeds.dtype)
+    return {"inputs_embeds": embeds, "attention_mask": causal, "encoder_attention_mask": cross,
+            "patch_embeds": seeded_normal(10, batch, lengths.shape[1], config.hidden_size_global)}
+
+
 #: per model type of the surveyed row: what its model's forward is fed (see the module docstring)
 FEEDINGS: dict[str, Feeding] = {
     "kyutai_speech_to_text": Feeding("its decoder reads frames of a text token and audio tokens",
@@ -108,6 +157,10 @@ FEEDINGS: dict[str, Feeding] = {
                        beside=_image_states),
     "tvp": Feeding("its encoder reads the text beside a video's frames, which its forward cannot go without", "tvp",
                    beside=_video),
+    "blt_local_encoder": Feeding("its forward pools bytes into the patches its composite cuts, and reads the causal "
+                                 "mask its composite makes", "blt_local_encoder", composite=_byte_patches),
+    "blt_local_decoder": Feeding("its forward reads its composite's byte and patch states, not ids, and the causal "
+                                 "mask its composite makes", "blt_local_decoder", composite=_byte_states),
     "clvp": Feeding("its text encoder reads its rotations from a table of T rows at the position ids",
                     "clvp_encoder", withheld=("position_ids",)),
 }
@@ -140,6 +193,8 @@ def fed(model: Any, config: Any, how: Feeding) -> Any:
             given = {k: v for k, v in given.items() if v is not None and k in takes}
             if how.beside is not None:
                 given.update(how.beside(config, input_ids))
+            if how.composite is not None:
+                given.update(how.composite(model, config, input_ids, given))
             return self.model(input_ids=input_ids if how.ids is None else how.ids(config, input_ids), **given)
 
     signature = inspect.signature(Fed.forward)
