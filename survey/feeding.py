@@ -145,6 +145,21 @@ def _byte_states(model: Any, config: Any, ids: Any, given: dict[str, Any]) -> di
             "patch_embeds": seeded_normal(10, batch, lengths.shape[1], config.hidden_size_global)}
 
 
+def _every_position_kept(model: Any, config: Any, ids: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 4's text model, run as the assistant's language model (every layer past the first reads a shared
+    cache), slices its inputs to ``logits_to_keep`` before the shared layers; at the default, the int 0 (keep every
+    position), transformers 5.24 slices the per-layer inputs as well, which the assistant has none of (None), and
+    fails. Stated as the indices of every position, which keep the same positions and which that slicing leaves
+    alone (it slices only for an int)."""
+    import inspect
+
+    import torch
+
+    if "logits_to_keep" not in inspect.signature(model.forward).parameters:
+        return {}
+    return {"logits_to_keep": torch.arange(ids.shape[-1])}
+
+
 #: per model type of the surveyed row: what its model's forward is fed (see the module docstring)
 FEEDINGS: dict[str, Feeding] = {
     "kyutai_speech_to_text": Feeding("its decoder reads frames of a text token and audio tokens",
@@ -161,6 +176,9 @@ FEEDINGS: dict[str, Feeding] = {
                                  "mask its composite makes", "blt_local_encoder", composite=_byte_patches),
     "blt_local_decoder": Feeding("its forward reads its composite's byte and patch states, not ids, and the causal "
                                  "mask its composite makes", "blt_local_decoder", composite=_byte_states),
+    "gemma4_assistant": Feeding("its language model's default keeps every position by an int that transformers 5.24 "
+                                "slices the absent per-layer inputs with", "gemma4_text",
+                                composite=_every_position_kept),
     "clvp": Feeding("its text encoder reads its rotations from a table of T rows at the position ids",
                     "clvp_encoder", withheld=("position_ids",)),
 }

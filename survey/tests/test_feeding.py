@@ -13,7 +13,7 @@ from survey import class_defaults, feeding
 def test_every_feeding_says_why_and_what_it_builds():
     for row, how in feeding.FEEDINGS.items():
         assert how.why and how.builds, row
-        assert how.ids or how.beside or how.withheld, row
+        assert how.ids or how.beside or how.withheld or how.composite, row
 
 
 def test_a_feeding_applies_to_its_row_and_the_model_it_names_only():
