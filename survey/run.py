@@ -21,7 +21,7 @@ A composite that does not build or run from its own config is run as its languag
     row is ``not reached`` (the survey cannot tell), naming it.
 
 A model type is built by :func:`build` from the tiny config (:mod:`survey.tiny`), with the class, config and
-inputs :mod:`survey.building` chooses.
+inputs :mod:`survey.building` chooses (and the inputs :mod:`survey.feeding` states for a few model types).
 """
 
 from __future__ import annotations
