@@ -3,7 +3,7 @@
 The probe (:mod:`survey.probe`) feeds one row of token ids, ``(batch, T)``. A few decoders read their ids as
 channels of a frame, or need an input their composite computes, and so fail on that row alone at every
 geometry. :data:`FEEDINGS` states, per model type of the surveyed row, what its model is fed instead, each with
-its reason; :func:`fed` wraps the model so that the probe (and every case of :mod:`survey.cases`) still hands it
+its reason; :func:`wrap` wraps the model so that the probe (and every case of :mod:`survey.cases`) still hands it
 one row of ids:
 
 * ``ids``: the ids the forward reads, made from the row (Dia's decoder: ``(batch, T, channels)``, one channel; a
@@ -190,7 +190,7 @@ def feeding(row: str, config: Any) -> Feeding | None:
     return found if found is not None and getattr(config, "model_type", None) == found.builds else None
 
 
-def fed(model: Any, config: Any, how: Feeding) -> Any:
+def wrap(model: Any, config: Any, how: Feeding) -> Any:
     """``model`` wrapped so that a row of ids ``(batch, T)`` reaches its forward as ``how`` states. The mask,
     position ids, cache and cache switch pass as they are, those the model takes and ``how`` does not withhold
     (the wrapper's signature names no others). The wrapper holds the model as ``model``: the path names no stack,

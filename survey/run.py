@@ -36,8 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny, towers, within
-from survey.feeding import fed as fed_as_stated
-from survey.feeding import feeding
+from survey.feeding import feeding, wrap
 from survey.within_parts import PART, observe_part
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
@@ -109,7 +108,7 @@ def build(config0: Any, row: str | None = None) -> tuple[Any, Any, Any, str]:
                 torch.manual_seed(0)
                 model = cls._from_config(held, attn_implementation="eager")
             if (how := feeding(row or config0.model_type, held)) is not None:
-                model = fed_as_stated(model, held, how)
+                model = wrap(model, held, how)
             try:
                 return config, model, probe.probe(model, held), strength
             except Exception as exc:  # a forward that refuses its ids alone: fed their embeddings, or companions

@@ -38,12 +38,12 @@ def test_fed_reshapes_the_ids_adds_what_is_beside_and_hides_what_is_withheld():
 
     how = feeding.Feeding("test", "x", ids=lambda config, ids: ids[..., None],
                           beside=lambda config, ids: {"extra": ids.shape[-1]}, withheld=("position_ids",))
-    wrapped = feeding.fed(Model(), None, how)
+    wrapped = feeding.wrap(Model(), None, how)
     assert list(inspect.signature(wrapped.forward).parameters) == ["input_ids", "attention_mask"]
     ids = torch.arange(6)[None]
     wrapped(ids, position_ids=ids)
     assert seen["input_ids"].shape == (1, 6, 1) and seen["position_ids"] is None and seen["extra"] == 6
-    plain = feeding.fed(Model(), None, feeding.Feeding("test", "x", ids=lambda config, ids: ids))
+    plain = feeding.wrap(Model(), None, feeding.Feeding("test", "x", ids=lambda config, ids: ids))
     plain(ids, position_ids=ids + 1)
     assert torch.equal(seen["position_ids"], ids + 1)
 

@@ -141,7 +141,7 @@ def test_each_overridden_type_builds_and_runs_on_token_ids(model_type: str):
     torch.manual_seed(0)
     model = catalogue.model_class(config)._from_config(config, attn_implementation="eager").eval()
     if (how := feeding.feeding(model_type, config)) is not None:  # fed as the survey feeds it (survey.feeding)
-        model = feeding.fed(model, config, how)
+        model = feeding.wrap(model, config, how)
     assert sum(p.numel() for p in model.parameters()) <= run.MAX_PARAMETERS
     try:
         inputs, _ = probe.inputs_for(model, probe.token_ids(config, 8), None)
