@@ -13,7 +13,10 @@ one row of ids:
   adds to each token a projection of the main decoder's last hidden state);
 * ``withheld``: forward parameters the model is not handed, and which the probe does not see it take (CLVP's
   encoders index a table of ``T`` rotations with the position ids: the probe's ids past ``T`` would index past
-  it; left to itself the encoder reads ``0 … T-1``).
+  it; left to itself the encoder reads ``0 … T-1``);
+* ``composite``: what a composite computes for the model from the probe's mask, position ids and cache (BLT's
+  local encoder and decoder: the causal mask, the byte patches and their cross-attention masks, as
+  ``BltModel.forward`` makes them without a patcher).
 
 An entry applies where the row's model type is its key and the model built is of its ``builds`` model type (the
 row's own, or the language model a composite is run as: :func:`survey.run.build_language_model`); no other row's
