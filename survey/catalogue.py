@@ -37,10 +37,11 @@ class ModelType:
         return self.name.split("[", 1)[0]
 
     def config(self) -> Any:
-        """The config class's defaults (``AutoConfig.for_model``), with the variant's overrides."""
-        from transformers import AutoConfig
+        """The config class's defaults (``AutoConfig.for_model``, or the arguments that make a class refusing its
+        defaults build: :func:`survey.class_defaults.for_model`), with the variant's overrides."""
+        from survey.class_defaults import for_model
 
-        config = AutoConfig.for_model(self.base)
+        config = for_model(self.base)
         for key, value in self.overrides:
             *path, last = key.split(".")
             owner = config

@@ -21,7 +21,7 @@ A composite that does not build or run from its own config is run as its languag
     row is ``not reached`` (the survey cannot tell), naming it.
 
 A model type is built by :func:`build` from the tiny config (:mod:`survey.tiny`), with the class, config and
-inputs :mod:`survey.building` chooses.
+inputs :mod:`survey.building` chooses (and the inputs :mod:`survey.feeding` states for a few model types).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny, towers, within
+from survey.feeding import feeding, wrap
 from survey.within_parts import PART, observe_part
 
 STATUSES = ("exact", "refused", "wrong", "error", "not reached")
@@ -90,8 +91,9 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:240]}"
 
 
-def build(config0: Any) -> tuple[Any, Any, Any, str]:
-    """``(config, model, probe, strength)`` of the first strength that builds and runs; raises
+def build(config0: Any, row: str | None = None) -> tuple[Any, Any, Any, str]:
+    """``(config, model, probe, strength)`` of the first strength that builds and runs, the model fed as
+    :mod:`survey.feeding` states for the row of model type ``row`` (``config0``'s where None); raises
     :class:`probe.NotReached` with the reasons of every strength otherwise."""
     import torch
 
@@ -105,6 +107,8 @@ def build(config0: Any) -> tuple[Any, Any, Any, str]:
             if tiny.fit_sections(model, config):
                 torch.manual_seed(0)
                 model = cls._from_config(held, attn_implementation="eager")
+            if (how := feeding(row or config0.model_type, held)) is not None:
+                model = wrap(model, held, how)
             try:
                 return config, model, probe.probe(model, held), strength
             except Exception as exc:  # a forward that refuses its ids alone: fed their embeddings, or companions
@@ -137,7 +141,7 @@ def build_language_model(config0: Any, composite: str) -> tuple[dict[str, Any], 
         raise probe.NotReached(composite)
     text = building.language_config(config0)
     try:
-        config, model, run, strength = build(text)
+        config, model, run, strength = build(text, config0.model_type)
     except probe.NotReached as exc:
         raise probe.NotReached(f"{composite}; its language model alone: {exc}") from None
     values = tiny._shrunk_values(config0, strength)

@@ -172,6 +172,28 @@ def _w2v_bert_left(values: dict[str, Any]) -> dict[str, Any]:
     return {"left_max_position_embeddings": min(values["left_max_position_embeddings"], W2V_BERT_LEFT)}
 
 
+def _class_default(values: dict[str, Any], key: str) -> Any:
+    """The default of field ``key`` in the config class of ``values``' model type."""
+    from transformers import CONFIG_MAPPING
+
+    return getattr(CONFIG_MAPPING[values["model_type"]](), key)
+
+
+def _slot_codebooks(values: dict[str, Any]) -> dict[str, Any]:
+    """A depth decoder that reads the codebook of each token from its slot (Moshi's: one embedding and one
+    projection weight per slot; CSM's: an id offset of ``slot · vocab_size``), so that the probe's row must fit its
+    codebooks: their count kept as the class's (8 for Moshi, the probe's 8 tokens; 32 for CSM), where the rule of
+    :mod:`survey.tiny_rules` that reads ids as rows of codebooks (MusicGen's) would leave one."""
+    return {"num_codebooks": _class_default(values, "num_codebooks")}
+
+
+def _audio_padding(values: dict[str, Any]) -> dict[str, Any]:
+    """Kyutai's speech-to-text embedding has ``vocab_size + num_codebooks · codebook_vocab_size + 1`` rows, the
+    last the audio padding (its default ``audio_pad_token_id``, 69569, is that row of the defaults): restated as
+    the last row of the shrunk table."""
+    return {"audio_pad_token_id": values["vocab_size"] + values["num_codebooks"] * values["codebook_vocab_size"]}
+
+
 #: per model type, fields its class leaves unset (or does not define) that its modules read, so that no
 #: geometry builds from the class defaults: (why, the fields stated, from the shrunk values)
 OVERRIDES: dict[str, tuple[str, Any]] = {
@@ -271,6 +293,26 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
                     "granite_speech5_ctc", "granite_speech5_encoder")},
     **{name: ("its clip below (64 frames) is beyond the survey's 64 frames, hiding that side of the clip",
               _w2v_bert_left) for name in ("wav2vec2-bert", "xcodec2", "neucodec")},
+    "moshi_depth": ("its tokens' codebooks are their slots", _slot_codebooks),
+    "csm_depth_decoder_model": ("its tokens' codebooks are their slots", _slot_codebooks),
+    "kyutai_speech_to_text": ("its audio padding id is the last row of its embedding", _audio_padding),
+    # Dia's decoder alone at one channel, as the Dia composite's decoder is surveyed (above)
+    "dia_decoder": ("its ids are read as rows of num_channels codebooks", lambda values: {"num_channels": 1}),
+    # the decoder's attention reads num_key_value_heads, a field its class does not define (its encoder's class
+    # does, as many as the heads): stated as the heads
+    "moonshine_streaming": ("its decoder reads num_key_value_heads, which its class does not define",
+                            lambda values: {"num_key_value_heads": values["num_attention_heads"]}),
+    # LW-DETR's class defaults to no projector scale (no feature level: the encoder gets no feature map, at any
+    # geometry); stated as one level at the backbone's own resolution (scale 1.0), RF-DETR's default of one level,
+    # with the counts its __post_init__ derives from the scales (the shrunk dict states the defaults' zero)
+    "lw_detr": ("its class defaults to no feature level",
+                lambda values: {"projector_scale_factors": [1.0], "num_feature_levels": 1,
+                                "projector_in_channels": [values["d_model"]]}),
+    # TVP's visual prompter pads each frame to max_img_size (448) a side, which its backbone then reads: the survey
+    # feeds it frames of that size (survey.feeding), 448 a side too slow for its many runs; stated as 128 a side,
+    # the prompt's border 32 (its default's ratio, 96 of 448, rounded to a quarter), a 4 × 4 grid of features
+    "tvp": ("its frames are max_img_size a side, too large for the survey's runs",
+            lambda values: {"max_img_size": 128, "visual_prompt_size": 32}),
     "timm_backbone": ("its class names no timm architecture, and the wrapper builds none without one",
                       lambda values: {"backbone": values.get("backbone") or "resnet18"}),
 }

@@ -133,13 +133,15 @@ def test_each_overridden_type_builds_and_runs_on_token_ids(model_type: str):
     pytest.importorskip("transformers", reason="builds transformers' models")
     import torch
 
-    from survey import catalogue, probe, run, stored
+    from survey import catalogue, feeding, probe, run, stored
 
     stored.quiet()
     holders = {"qwen3_omni_moe_talker_text": "qwen3_omni_moe"}
     config = tiny.shrink(catalogue.find(holders.get(model_type, model_type)).config(), "tiny")
     torch.manual_seed(0)
     model = catalogue.model_class(config)._from_config(config, attn_implementation="eager").eval()
+    if (how := feeding.feeding(model_type, config)) is not None:  # fed as the survey feeds it (survey.feeding)
+        model = feeding.wrap(model, config, how)
     assert sum(p.numel() for p in model.parameters()) <= run.MAX_PARAMETERS
     try:
         inputs, _ = probe.inputs_for(model, probe.token_ids(config, 8), None)
