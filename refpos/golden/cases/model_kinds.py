@@ -15,10 +15,9 @@ One :class:`ModelKind` record per kind (:data:`MODEL_KINDS`) says, for a layer r
 
 The cases and the merge of a call file's arguments with a record's are :mod:`refpos.golden.cases.model_kind_cases`
 (each record's ``reference``: the output and a float32 port's bound, from the kind's formula module, as the kind's
-check computes them, :data:`refpos.check.kinds.BY_KIND`). :data:`ELSEWHERE`
-says, for every other kind, which module writes its cases or why it has none; the meta-test
-(``refpos/tests/test_golden_model_kinds.py``) asks every kind of :data:`refpos.models.kinds.KINDS` for one of the
-two.
+check computes them, :data:`refpos.check.kinds.BY_KIND`). :data:`ELSEWHERE` says, for every other kind, which module
+writes its cases or why it has none; the meta-test (``refpos/tests/test_golden_model_kinds.py``) asks every kind of
+:data:`refpos.models.kinds.KINDS` for one of the two.
 """
 
 from __future__ import annotations
@@ -66,8 +65,7 @@ class ModelKind:
 
 
 def way_of(variant: Any) -> dict[str, Any]:
-    """A grid way as ``resample_position_table`` takes it: every field of
-    :data:`~refpos.encodings.grid_variants.WAY_FIELDS` (``read`` only where it is not the default)."""
+    """A grid way as ``resample_position_table`` takes it: :data:`~refpos.encodings.grid_variants.WAY_FIELDS`."""
     from refpos.encodings.grid_variants import WAY_FIELDS
 
     return {key: getattr(variant, key) for key in WAY_FIELDS if key != "read" or variant.read != WAY_FIELDS["read"]}
