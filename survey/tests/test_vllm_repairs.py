@@ -29,6 +29,24 @@ def test_a_stated_value_is_kept_and_a_sub_config_is_repaired_where_it_is():
                                                                             "hidden_size": 64}, [])
 
 
+def test_glm4v_moe_text_states_its_head_width_and_no_query_key_norm():
+    values, notes = repairs.repaired({"model_type": "glm4v_moe", "text_config": {
+        "model_type": "glm4v_moe_text", "hidden_size": 256, "num_attention_heads": 8}})
+    assert values["text_config"]["head_dim"] == 32 and values["text_config"]["use_qk_norm"] is False
+    assert [n.split(" stated")[0] for n in notes] == ["text_config.head_dim=32", "text_config.use_qk_norm=False"]
+    kept = {"model_type": "glm4v_moe_text", "hidden_size": 256, "num_attention_heads": 8, "head_dim": 16,
+            "use_qk_norm": True}
+    assert repairs.repaired(kept) == (kept, [])
+
+
+def test_a_dotted_field_is_stated_on_the_sub_config_it_names_where_unset():
+    text = {"model_type": "deepseek_v2", "n_group": None, "topk_group": 4}
+    values, notes = repairs.repaired({"model_type": "kimi_vl", "text_config": text})
+    assert values["text_config"] == {"model_type": "deepseek_v2", "n_group": 1, "topk_group": 4}
+    assert "text_config.n_group" not in values and "n_group" not in values
+    assert [n.split(" stated")[0] for n in notes] == ["text_config.n_group=1"]
+
+
 def test_a_schedule_that_is_not_a_dense_prefix_is_not_stated():
     with pytest.raises(ValueError, match="dense prefix"):
         repairs.repaired({"model_type": "glm4_moe_lite", "mlp_layer_types": ["dense", "sparse", "dense"]})

@@ -55,6 +55,20 @@ REPAIRS: dict[str, Repair] = {
     # choice per layer in mlp_layer_types
     "glm4_moe_lite": ("vLLM reads first_k_dense_replace, which Glm4MoeLiteConfig keeps as mlp_layer_types",
                       _dense_prefix),
+    # vllm/model_executor/models/glm4v_moe.py builds the text stack of glm4_moe.py, whose attention reads
+    # config.head_dim and config.use_qk_norm; transformers' Glm4vMoeTextAttention takes getattr(config, "head_dim",
+    # None) or hidden_size // num_attention_heads and normalises neither query nor key
+    "glm4v_moe_text": ("vLLM's Glm4MoeAttention reads head_dim and use_qk_norm, which Glm4vMoeTextConfig does not "
+                       "define (transformers' attention normalises neither query nor key: use_qk_norm False)",
+                       lambda values: {**_head_dim(values),
+                                       **({} if "use_qk_norm" in values else {"use_qk_norm": False})}),
+    # vLLM's Kimi-VL text stack is its DeepSeek-V2 model, whose router requires an expert group count; vLLM's
+    # KimiVLConfig leaves the text config's n_group and topk_group unset (None). One group, as run.ROUTER states
+    # for a DeepSeek-V2 config at the top level; the experts' output is zeros here (engine.start)
+    "kimi_vl": ("vLLM's DeepSeek-V2 router requires text_config.n_group and topk_group, which KimiVLConfig leaves "
+                "unset: one expert group (the experts' output is zeros here; no position depends on it)",
+                lambda values: {f"text_config.{k}": 1 for k in ("n_group", "topk_group")
+                                if values["text_config"].get(k) is None}),
     # vllm/model_executor/models/lfm2.py builds Lfm2MLP(dim=config.block_dim, ...)
     "lfm2": ("vLLM's Lfm2MLP reads block_dim, which Lfm2Config does not define", _block_dim),
     # vllm/model_executor/models/afmoe.py reads config.score_func and config.route_norm; transformers'
@@ -100,10 +114,22 @@ ARCHITECTURES: dict[str, Repair] = {
 }
 
 
+def _state(section: dict[str, Any], stated: Mapping[str, Any]) -> None:
+    """Set each stated field on ``section`` in place; a dotted name (``text_config.n_group``) names a field of the
+    sub-config dict its first part names, copied before it is changed."""
+    for name, value in stated.items():
+        head, dot, field = name.partition(".")
+        if dot:
+            section[head] = {**section[head], field: value}
+        else:
+            section[name] = value
+
+
 def repaired(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``values`` with :data:`REPAIRS` applied to it and to each sub-config dict of it whose ``model_type`` has a
     record, then :data:`ARCHITECTURES` for the architectures it names, and a note for each field stated
-    (``"<path><field>=<value> stated: <reason>"``).
+    (``"<path><field>=<value> stated: <reason>"``); a record may state a field of a sub-config by a dotted name
+    (``text_config.n_group``).
 
     See Also
     --------
@@ -120,7 +146,7 @@ def repaired(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if record is not None:
             why, rule = record
             stated = rule(out)
-            out.update(stated)
+            _state(out, stated)
             notes.extend(f"{path}{name}={value!r} stated: {why}" for name, value in stated.items())
         return out
 
