@@ -29,13 +29,18 @@ def test_a_stated_value_is_kept_and_a_sub_config_is_repaired_where_it_is():
                                                                             "hidden_size": 64}, [])
 
 
-def test_glm4v_moe_text_states_its_head_width_and_no_query_key_norm():
+def test_glm4v_moe_text_states_its_head_width_no_query_key_norm_and_its_sections():
     values, notes = repairs.repaired({"model_type": "glm4v_moe", "text_config": {
-        "model_type": "glm4v_moe_text", "hidden_size": 256, "num_attention_heads": 8}})
-    assert values["text_config"]["head_dim"] == 32 and values["text_config"]["use_qk_norm"] is False
-    assert [n.split(" stated")[0] for n in notes] == ["text_config.head_dim=32", "text_config.use_qk_norm=False"]
+        "model_type": "glm4v_moe_text", "hidden_size": 256, "num_attention_heads": 8,
+        "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}}})
+    text = values["text_config"]
+    assert text["head_dim"] == 32 and text["use_qk_norm"] is False
+    # 32 · 0.5 / 2 = 8 frequency pairs: [8, 12, 12] scaled to sum to 8, the largest remainders first
+    assert text["rope_parameters"] == {"rope_type": "default", "partial_rotary_factor": 0.5, "mrope_section": [2, 3, 3]}
+    assert [n.split("=")[0] for n in notes] == ["text_config.head_dim", "text_config.use_qk_norm",
+                                                "text_config.rope_parameters"]
     kept = {"model_type": "glm4v_moe_text", "hidden_size": 256, "num_attention_heads": 8, "head_dim": 16,
-            "use_qk_norm": True}
+            "use_qk_norm": True, "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3]}}
     assert repairs.repaired(kept) == (kept, [])
 
 

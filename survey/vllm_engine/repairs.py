@@ -41,6 +41,20 @@ def _block_dim(values: Mapping[str, Any]) -> dict[str, Any]:
     return {} if values.get("block_dim") else {"block_dim": values["hidden_size"]}
 
 
+def _sections(values: Mapping[str, Any], default: list[int]) -> dict[str, Any]:
+    """``rope_parameters`` with the M-RoPE sections ``default`` scaled to the rotation's frequency pairs
+    (``int(head_dim · partial_rotary_factor) / 2``; :func:`survey.tiny_rules.scaled_sections`), where it names
+    none."""
+    from survey.tiny_rules import scaled_sections
+
+    rope = dict(values.get("rope_parameters") or {})
+    if rope.get("mrope_section") is not None:
+        return {}
+    head = values.get("head_dim") or values["hidden_size"] // values["num_attention_heads"]
+    pairs = int(head * float(rope.get("partial_rotary_factor") or values.get("partial_rotary_factor") or 1.0)) // 2
+    return {"rope_parameters": {**rope, "mrope_section": scaled_sections(list(default), pairs)}}
+
+
 def _untied(values: Mapping[str, Any]) -> dict[str, Any]:
     """``tie_word_embeddings = False`` (an output head of its own) where the dict has none."""
     return {} if "tie_word_embeddings" in values else {"tie_word_embeddings": False}
@@ -55,13 +69,19 @@ REPAIRS: dict[str, Repair] = {
     # choice per layer in mlp_layer_types
     "glm4_moe_lite": ("vLLM reads first_k_dense_replace, which Glm4MoeLiteConfig keeps as mlp_layer_types",
                       _dense_prefix),
-    # vllm/model_executor/models/glm4v_moe.py builds the text stack of glm4_moe.py, whose attention reads
+    # vllm/model_executor/models/glm4_1v.py builds the text stack of glm4_moe.py, whose attention reads
     # config.head_dim and config.use_qk_norm; transformers' Glm4vMoeTextAttention takes getattr(config, "head_dim",
-    # None) or hidden_size // num_attention_heads and normalises neither query nor key
+    # None) or hidden_size // num_attention_heads and normalises neither query nor key. Its rotary module takes
+    # rope_parameters.get("mrope_section", [8, 12, 12]), vLLM's get_rope an M-RoPE only where the dict names one:
+    # the default sections, scaled to the tiny rotation's pairs as the transformers survey states them
+    # (survey.tiny.fit_sections), so that both engines and refpos read the same sections
     "glm4v_moe_text": ("vLLM's Glm4MoeAttention reads head_dim and use_qk_norm, which Glm4vMoeTextConfig does not "
-                       "define (transformers' attention normalises neither query nor key: use_qk_norm False)",
+                       "define (Glm4vMoeTextAttention normalises neither query nor key: use_qk_norm False), and "
+                       "builds an M-RoPE only where rope_parameters names mrope_section (Glm4vMoeTextRotaryEmbedding's "
+                       "default [8, 12, 12], scaled to the tiny rotation's frequency pairs)",
                        lambda values: {**_head_dim(values),
-                                       **({} if "use_qk_norm" in values else {"use_qk_norm": False})}),
+                                       **({} if "use_qk_norm" in values else {"use_qk_norm": False}),
+                                       **_sections(values, [8, 12, 12])}),
     # vLLM's Kimi-VL text stack is its DeepSeek-V2 model, whose router requires an expert group count; vLLM's
     # KimiVLConfig leaves the text config's n_group and topk_group unset (None). One group, as run.ROUTER states
     # for a DeepSeek-V2 config at the top level; the experts' output is zeros here (engine.start)
