@@ -106,6 +106,12 @@ REPAIRS: dict[str, Repair] = {
     "orion": ("vLLM reads tie_word_embeddings and hidden_act, absent from the public config.json: stated False and "
               "silu (the Llama MLP's); no position depends on them",
               lambda values: {**({} if values.get("hidden_act") else {"hidden_act": "silu"}), **_untied(values)}),
+    # vllm/model_executor/models/bert_with_rope.py (SnowflakeGteNewModel, vLLM's GteModel) refuses an embedding whose
+    # position_embedding_type is not "rope"; transformers' GteModel rotates every layer's query and key
+    # (GteRotaryEmbedding) and adds no position table, and GteConfig does not define the key
+    "gte": ("vLLM's BertWithRopeEmbedding reads position_embedding_type, which GteConfig does not define (its model "
+            "rotates every layer's query and key and adds no position table: stated rope)",
+            lambda values: {} if values.get("position_embedding_type") else {"position_embedding_type": "rope"}),
     # vllm/model_executor/models/config.py (JinaRobertaModelConfig) reads position_embedding_type; transformers'
     # XLMRobertaEmbeddings always adds its learned absolute table, and the class no longer defines the key
     "xlm-roberta": ("vLLM reads position_embedding_type, which XLMRobertaConfig no longer defines (its embeddings "
