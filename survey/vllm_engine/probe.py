@@ -152,6 +152,20 @@ def renumber(run: Run, lists: dict[str, int]) -> None:
         table.update(renamed)
 
 
+def unpadded(run: Run, model: Any) -> None:
+    """Each lookup of ``run`` in a table of vLLM's ``VocabParallelEmbedding`` given the rows the table was built for
+    (``num_embeddings``), in place: the layer pads its weight to a multiple of 64 rows (CLIP's 77 positions are
+    held in 128), and the rows past the table's own are padding that vLLM serves no position of (its length is the
+    config's, ``max_model_len``)."""
+    from vllm.model_executor.layers.vocab_parallel_embedding import VocabParallelEmbedding
+
+    rows = {f"{name}.weight": int(m.num_embeddings) for name, m in model.named_modules()
+            if isinstance(m, VocabParallelEmbedding)}
+    for lookup in run.lookups:
+        if lookup.table in rows and lookup.rows > rows[lookup.table]:
+            lookup.rows = rows[lookup.table]
+
+
 def has_alibi(model: Any) -> bool:
     return any(getattr(m, "given", {}).get("alibi_slopes") is not None for m in model.modules())
 
@@ -273,6 +287,7 @@ def _forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray, ne
             handle.remove()
         Session.recorder = None
     recorder.layers()
+    unpadded(recorder.run, model)
     renumber(recorder.run, split_lists(model))
     if neutral:
         for call in recorder.run.calls:

@@ -112,6 +112,13 @@ REPAIRS: dict[str, Repair] = {
     "gte": ("vLLM's BertWithRopeEmbedding reads position_embedding_type, which GteConfig does not define (its model "
             "rotates every layer's query and key and adds no position table: stated rope)",
             lambda values: {} if values.get("position_embedding_type") else {"position_embedding_type": "rope"}),
+    # vllm/model_executor/models/cohere_compass.py's CohereCompassForCausalLM builds no output head of its own and
+    # asserts the composite's tie_word_embeddings, which CohereCompassConfig defaults to False (its text config to
+    # True); the output head is after every layer: no position depends on it
+    "cohere_compass": ("vLLM's CohereCompassForCausalLM requires tie_word_embeddings (it builds no output head of its "
+                       "own), which CohereCompassConfig defaults to False: stated True, as its text config states; "
+                       "no position depends on it",
+                       lambda values: {} if values.get("tie_word_embeddings") else {"tie_word_embeddings": True}),
     # vllm/model_executor/models/config.py (JinaRobertaModelConfig) reads position_embedding_type; transformers'
     # XLMRobertaEmbeddings always adds its learned absolute table, and the class no longer defines the key
     "xlm-roberta": ("vLLM reads position_embedding_type, which XLMRobertaConfig no longer defines (its embeddings "
