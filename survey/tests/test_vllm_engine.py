@@ -252,3 +252,18 @@ def test_clips_position_table_is_read_as_the_rows_it_was_built_for():
         "max_position_embeddings"] == 77
     row = run.judge(seen)
     assert row.status == "exact", row.cause
+
+
+def test_run_a_lies_in_the_rotary_cache_vllm_sizes_by_a_length_of_another_name():
+    """vLLM sizes DBRX's rotary cache by max_seq_len, a length survey.probe.POSITION_LIMITS does not name: run A's
+    positions are chosen below the cache's rows (probe._Rows) and the row is exact."""
+    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
+    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
+    from survey.vllm_engine import configs, engine, run
+
+    engine.start()
+    seen = run.observe_quietly(next(a for a in configs.architectures() if a.name == "DbrxForCausalLM"))
+    assert seen.run is not None, seen.row.cause
+    assert 0 < max(seen.run.positions) < seen.config["max_seq_len"] <= 4001
+    row = run.judge(seen)
+    assert row.status == "exact", row.cause

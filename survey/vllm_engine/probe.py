@@ -6,7 +6,7 @@ four times on the same tokens, with vLLM's attention layers replaced by the reco
 :func:`survey.vllm_engine.engine.record_attention`:
 
 * run **A**: the probe positions (:func:`survey.probe.positions_for`, below the config's position limit: vLLM
-  sizes its rotary cache by it);
+  sizes its rotary cache by it; below the cache's rows where vLLM sizes it by a length the limits do not name);
 * run **B**: every position 0, the reference of a layer whose input does not depend on positions (the
   comparison undoes the claim's own rotation at position 0, as for transformers' runs at position 0);
 * run **C**: A's positions with every rotary module the identity (``rotary_emb`` returns the query and key
@@ -345,10 +345,25 @@ class _Limited:
         return values
 
 
+class _Rows:
+    """A config whose one position limit is ``rows``: the rows of the model's rotary cache, where vLLM sizes it by a
+    length :data:`survey.probe.POSITION_LIMITS` does not name (DBRX's ``max_seq_len``), so that run A's positions
+    lie in it as they lie below a named limit."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_position_embeddings": self.rows}
+
+
 def probe(model: Any, config: Any, hf_config: Any) -> Probe:
     """Runs A, B, C and E of ``model`` (built under ``config`` from ``hf_config``) and its cases, as a
     :class:`survey.probe.Probe`."""
     positions = survey_probe.positions_for(hf_config)
+    rows = cache_rows(model)
+    if rows is not None and max(positions) >= rows:  # a length the config names otherwise (DBRX's max_seq_len)
+        positions = survey_probe.positions_for(_Rows(rows))
     p = np.arange(len(positions), dtype=np.int64) if has_alibi(model) else np.asarray(positions, dtype=np.int64)
     ids = survey_probe.token_ids(hf_config, p.size)
     try:
