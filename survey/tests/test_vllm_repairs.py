@@ -16,6 +16,9 @@ def test_each_field_is_stated_at_the_value_transformers_computes_and_named():
     assert repairs.repaired(lite)[0]["first_k_dense_replace"] == 2
     assert repairs.repaired({"model_type": "lfm2", "hidden_size": 96})[0]["block_dim"] == 96
     assert repairs.repaired({"model_type": "gte"})[0] == {"model_type": "gte", "position_embedding_type": "rope"}
+    assert repairs.repaired({"model_type": "lighton_ocr", "image_token_id": 7})[0] == {
+        "model_type": "lighton_ocr", "image_token_id": 7, "vision_feature_layer": -1, "projector_hidden_act": "gelu",
+        "multimodal_projector_bias": False, "image_token_index": 7}
 
 
 def test_a_stated_value_is_kept_and_a_sub_config_is_repaired_where_it_is():

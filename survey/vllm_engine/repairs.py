@@ -119,6 +119,19 @@ REPAIRS: dict[str, Repair] = {
                        "own), which CohereCompassConfig defaults to False: stated True, as its text config states; "
                        "no position depends on it",
                        lambda values: {} if values.get("tie_word_embeddings") else {"tie_word_embeddings": True}),
+    # vllm/model_executor/models/lightonocr.py is Mistral 3's model (mistral3.py): it builds the vision tower up to
+    # config.vision_feature_layer and the projector from projector_hidden_act and multimodal_projector_bias, and
+    # reads image_token_index. transformers' LightOnOcrModel takes the tower's last_hidden_state (the last layer),
+    # its LightOnOcrMultiModalProjector is nn.GELU between Linear layers without bias, and LightOnOcrConfig keeps the
+    # image token as image_token_id; none of them reaches a layer's query or key
+    "lighton_ocr": ("vLLM's Mistral 3 model reads vision_feature_layer, projector_hidden_act, "
+                    "multimodal_projector_bias and image_token_index, which LightOnOcrConfig does not define (its "
+                    "model takes the vision tower's last hidden state, a GELU projector without bias, and keeps "
+                    "image_token_id): stated as it computes them; no position depends on them",
+                    lambda values: {k: v for k, v in {
+                        "vision_feature_layer": -1, "projector_hidden_act": "gelu",
+                        "multimodal_projector_bias": False, "image_token_index": values.get("image_token_id")}.items()
+                        if k not in values}),
     # vllm/model_executor/models/config.py (JinaRobertaModelConfig) reads position_embedding_type; transformers'
     # XLMRobertaEmbeddings always adds its learned absolute table, and the class no longer defines the key
     "xlm-roberta": ("vLLM reads position_embedding_type, which XLMRobertaConfig no longer defines (its embeddings "
