@@ -207,8 +207,8 @@ def build(architecture: str, config: Any, seed: int = 0) -> Any:
 
 #: architectures whose forward takes the token embeddings vLLM's model runner computes first
 #: (``model.embed_input_ids(input_ids)``) and refuses to run without them: the dual encoder served for pooling
-#: (``clip.py``: ``assert inputs_embeds is not None``) and Gemma 3n's multimodal model (``gemma3n_mm.py``: "inputs_embeds
-#: is required on the first PP rank", its per-layer embeddings computed from the ids by that call)
+#: (``clip.py``: ``assert inputs_embeds is not None``) and Gemma 3n's multimodal model (``gemma3n_mm.py``:
+#: "inputs_embeds is required on the first PP rank", its per-layer embeddings computed from the ids by that call)
 EMBEDS_FIRST = frozenset({"CLIPModel", "Gemma3nForConditionalGeneration"})
 
 

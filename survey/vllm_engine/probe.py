@@ -6,7 +6,8 @@ four times on the same tokens, with vLLM's attention layers replaced by the reco
 :func:`survey.vllm_engine.engine.record_attention`:
 
 * run **A**: the probe positions (:func:`survey.probe.positions_for`, below the config's position limit: vLLM
-  sizes its rotary cache by it; below the cache's rows where vLLM sizes it by a length the limits do not name);
+  sizes its rotary cache by it; where they lie past the cache's rows, below them: vLLM sizes it by a length the
+  limits do not name);
 * run **B**: every position 0, the reference of a layer whose input does not depend on positions (the
   comparison undoes the claim's own rotation at position 0, as for transformers' runs at position 0);
 * run **C**: A's positions with every rotary module the identity (``rotary_emb`` returns the query and key
@@ -361,16 +362,20 @@ def probe(model: Any, config: Any, hf_config: Any) -> Probe:
     """Runs A, B, C and E of ``model`` (built under ``config`` from ``hf_config``) and its cases, as a
     :class:`survey.probe.Probe`."""
     positions = survey_probe.positions_for(hf_config)
-    rows = cache_rows(model)
-    if rows is not None and max(positions) >= rows:  # a length the config names otherwise (DBRX's max_seq_len)
-        positions = survey_probe.positions_for(_Rows(rows))
     p = np.arange(len(positions), dtype=np.int64) if has_alibi(model) else np.asarray(positions, dtype=np.int64)
     ids = survey_probe.token_ids(hf_config, p.size)
     try:
         run_a = _forward(model, config, ids, p, neutral=False)
     except IndexError:  # a learned table read at the position plus an offset (RoBERTa's p + 2) has no row there
         p = np.asarray(survey_probe.positions_for(_Limited(hf_config, TABLE_MARGIN)), dtype=np.int64)
-        run_a = _forward(model, config, ids, p, neutral=False)
+        try:
+            run_a = _forward(model, config, ids, p, neutral=False)
+        except IndexError:  # a rotary cache sized by a length the limits do not name (DBRX's max_seq_len)
+            rows = cache_rows(model)
+            if rows is None:
+                raise
+            p = np.asarray(survey_probe.positions_for(_Rows(rows)), dtype=np.int64)
+            run_a = _forward(model, config, ids, p, neutral=False)
     run_b = _forward(model, config, ids, np.zeros_like(p), neutral=False)
     run_c = _forward(model, config, ids, p, neutral=True)
     run_e = _forward(model, config, survey_probe.token_ids(hf_config, p.size, seed=2), p, neutral=False)
