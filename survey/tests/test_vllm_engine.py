@@ -234,3 +234,36 @@ def test_a_layer_vllm_splits_into_blocks_is_numbered_as_the_configs_layer():
     assert sorted({c.layer[1] for c in seen.run.a.calls}) == list(range(layers))
     row = run.judge(seen)
     assert row.status == "exact", row.cause
+
+
+def test_clips_position_table_is_read_as_the_rows_it_was_built_for():
+    """vLLM's CLIPModel takes the token embeddings its runner computes first (engine.EMBEDS_FIRST), and holds its
+    77 text positions in a VocabParallelEmbedding padded to 128 rows: the lookup is recorded with the table's own
+    77 rows (probe.unpadded), the padding unread, and the row is exact."""
+    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
+    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
+    from survey.vllm_engine import configs, engine, run
+
+    engine.start()
+    seen = run.observe_quietly(next(a for a in configs.architectures() if a.name == "CLIPModel"))
+    assert seen.run is not None, seen.row.cause
+    tables = {lookup.table: lookup.rows for lookup in seen.run.a.lookups}
+    assert tables["text_model.embeddings.position_embedding.weight"] == seen.config["text_config"][
+        "max_position_embeddings"] == 77
+    row = run.judge(seen)
+    assert row.status == "exact", row.cause
+
+
+def test_run_a_lies_in_the_rotary_cache_vllm_sizes_by_a_length_of_another_name():
+    """vLLM sizes DBRX's rotary cache by max_seq_len, a length survey.probe.POSITION_LIMITS does not name: run A's
+    positions are chosen below the cache's rows (probe._Rows) and the row is exact."""
+    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
+    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
+    from survey.vllm_engine import configs, engine, run
+
+    engine.start()
+    seen = run.observe_quietly(next(a for a in configs.architectures() if a.name == "DbrxForCausalLM"))
+    assert seen.run is not None, seen.row.cause
+    assert 0 < max(seen.run.positions) < seen.config["max_seq_len"] <= 4001
+    row = run.judge(seen)
+    assert row.status == "exact", row.cause

@@ -15,6 +15,10 @@ def test_each_field_is_stated_at_the_value_transformers_computes_and_named():
     lite = {"model_type": "glm4_moe_lite", "mlp_layer_types": ["dense", "dense", "sparse", "sparse"]}
     assert repairs.repaired(lite)[0]["first_k_dense_replace"] == 2
     assert repairs.repaired({"model_type": "lfm2", "hidden_size": 96})[0]["block_dim"] == 96
+    assert repairs.repaired({"model_type": "gte"})[0] == {"model_type": "gte", "position_embedding_type": "rope"}
+    assert repairs.repaired({"model_type": "lighton_ocr", "image_token_id": 7})[0] == {
+        "model_type": "lighton_ocr", "image_token_id": 7, "vision_feature_layer": -1, "projector_hidden_act": "gelu",
+        "multimodal_projector_bias": False, "image_token_index": 7}
 
 
 def test_a_stated_value_is_kept_and_a_sub_config_is_repaired_where_it_is():
@@ -27,6 +31,29 @@ def test_a_stated_value_is_kept_and_a_sub_config_is_repaired_where_it_is():
     assert notes[0].startswith("text_config.block_dim=64 stated")
     assert repairs.repaired({"model_type": "llama", "hidden_size": 64}) == ({"model_type": "llama",
                                                                             "hidden_size": 64}, [])
+
+
+def test_glm4v_moe_text_states_its_head_width_no_query_key_norm_and_its_sections():
+    values, notes = repairs.repaired({"model_type": "glm4v_moe", "text_config": {
+        "model_type": "glm4v_moe_text", "hidden_size": 256, "num_attention_heads": 8,
+        "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}}})
+    text = values["text_config"]
+    assert text["head_dim"] == 32 and text["use_qk_norm"] is False
+    # 32 · 0.5 / 2 = 8 frequency pairs: [8, 12, 12] scaled to sum to 8, the largest remainders first
+    assert text["rope_parameters"] == {"rope_type": "default", "partial_rotary_factor": 0.5, "mrope_section": [2, 3, 3]}
+    assert [n.split("=")[0] for n in notes] == ["text_config.head_dim", "text_config.use_qk_norm",
+                                                "text_config.rope_parameters"]
+    kept = {"model_type": "glm4v_moe_text", "hidden_size": 256, "num_attention_heads": 8, "head_dim": 16,
+            "use_qk_norm": True, "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3]}}
+    assert repairs.repaired(kept) == (kept, [])
+
+
+def test_a_dotted_field_is_stated_on_the_sub_config_it_names_where_unset():
+    text = {"model_type": "deepseek_v2", "n_group": None, "topk_group": 4}
+    values, notes = repairs.repaired({"model_type": "kimi_vl", "text_config": text})
+    assert values["text_config"] == {"model_type": "deepseek_v2", "n_group": 1, "topk_group": 4}
+    assert "text_config.n_group" not in values and "n_group" not in values
+    assert [n.split(" stated")[0] for n in notes] == ["text_config.n_group=1"]
 
 
 def test_a_schedule_that_is_not_a_dense_prefix_is_not_stated():

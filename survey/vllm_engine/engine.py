@@ -205,15 +205,27 @@ def build(architecture: str, config: Any, seed: int = 0) -> Any:
     return model.eval()
 
 
+#: architectures whose forward takes the token embeddings vLLM's model runner computes first
+#: (``model.embed_input_ids(input_ids)``) and refuses to run without them: the dual encoder served for pooling
+#: (``clip.py``: ``assert inputs_embeds is not None``) and Gemma 3n's multimodal model (``gemma3n_mm.py``:
+#: "inputs_embeds is required on the first PP rank", its per-layer embeddings computed from the ids by that call)
+EMBEDS_FIRST = frozenset({"CLIPModel", "Gemma3nForConditionalGeneration"})
+
+
 def forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray) -> Any:
     """vLLM's forward of one sequence: token ids ``(T,)`` and positions ``(T,)`` (or ``(3, T)`` for M-RoPE), in a
     forward context without attention metadata (the recorded attention needs none); ``intermediate_tensors=None``
-    (one pipeline stage) where the forward requires it."""
+    (one pipeline stage) where the forward requires it; for an architecture of :data:`EMBEDS_FIRST`, the token
+    embeddings ``model.embed_input_ids(ids)`` handed as ``inputs_embeds`` beside the ids, as vLLM's runner hands
+    them."""
     import torch
     from vllm.config import set_current_vllm_config
     from vllm.forward_context import set_forward_context
 
     inputs = {"input_ids": torch.as_tensor(ids), "positions": torch.as_tensor(positions)}
+    if EMBEDS_FIRST & set(getattr(config.model_config.hf_config, "architectures", None) or []):
+        with set_current_vllm_config(config), torch.no_grad():
+            inputs["inputs_embeds"] = model.embed_input_ids(inputs["input_ids"])
     parameters = inspect.signature(model.forward).parameters
     if "hidden_states" in parameters:  # a speculative draft
         inputs["hidden_states"] = draft_hidden_states(config, len(ids))

@@ -6,7 +6,8 @@ four times on the same tokens, with vLLM's attention layers replaced by the reco
 :func:`survey.vllm_engine.engine.record_attention`:
 
 * run **A**: the probe positions (:func:`survey.probe.positions_for`, below the config's position limit: vLLM
-  sizes its rotary cache by it);
+  sizes its rotary cache by it; where they lie past the cache's rows, below them: vLLM sizes it by a length the
+  limits do not name);
 * run **B**: every position 0, the reference of a layer whose input does not depend on positions (the
   comparison undoes the claim's own rotation at position 0, as for transformers' runs at position 0);
 * run **C**: A's positions with every rotary module the identity (``rotary_emb`` returns the query and key
@@ -152,6 +153,20 @@ def renumber(run: Run, lists: dict[str, int]) -> None:
         table.update(renamed)
 
 
+def unpadded(run: Run, model: Any) -> None:
+    """Each lookup of ``run`` in a table of vLLM's ``VocabParallelEmbedding`` given the rows the table was built for
+    (``num_embeddings``), in place: the layer pads its weight to a multiple of 64 rows (CLIP's 77 positions are
+    held in 128), and the rows past the table's own are padding that vLLM serves no position of (its length is the
+    config's, ``max_model_len``)."""
+    from vllm.model_executor.layers.vocab_parallel_embedding import VocabParallelEmbedding
+
+    rows = {f"{name}.weight": int(m.num_embeddings) for name, m in model.named_modules()
+            if isinstance(m, VocabParallelEmbedding)}
+    for lookup in run.lookups:
+        if lookup.table in rows and lookup.rows > rows[lookup.table]:
+            lookup.rows = rows[lookup.table]
+
+
 def has_alibi(model: Any) -> bool:
     return any(getattr(m, "given", {}).get("alibi_slopes") is not None for m in model.modules())
 
@@ -273,6 +288,7 @@ def _forward(model: Any, config: Any, ids: np.ndarray, positions: np.ndarray, ne
             handle.remove()
         Session.recorder = None
     recorder.layers()
+    unpadded(recorder.run, model)
     renumber(recorder.run, split_lists(model))
     if neutral:
         for call in recorder.run.calls:
@@ -330,6 +346,18 @@ class _Limited:
         return values
 
 
+class _Rows:
+    """A config whose one position limit is ``rows``: the rows of the model's rotary cache, where vLLM sizes it by a
+    length :data:`survey.probe.POSITION_LIMITS` does not name (DBRX's ``max_seq_len``), so that run A's positions
+    lie in it as they lie below a named limit."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_position_embeddings": self.rows}
+
+
 def probe(model: Any, config: Any, hf_config: Any) -> Probe:
     """Runs A, B, C and E of ``model`` (built under ``config`` from ``hf_config``) and its cases, as a
     :class:`survey.probe.Probe`."""
@@ -340,7 +368,14 @@ def probe(model: Any, config: Any, hf_config: Any) -> Probe:
         run_a = _forward(model, config, ids, p, neutral=False)
     except IndexError:  # a learned table read at the position plus an offset (RoBERTa's p + 2) has no row there
         p = np.asarray(survey_probe.positions_for(_Limited(hf_config, TABLE_MARGIN)), dtype=np.int64)
-        run_a = _forward(model, config, ids, p, neutral=False)
+        try:
+            run_a = _forward(model, config, ids, p, neutral=False)
+        except IndexError:  # a rotary cache sized by a length the limits do not name (DBRX's max_seq_len)
+            rows = cache_rows(model)
+            if rows is None:
+                raise
+            p = np.asarray(survey_probe.positions_for(_Rows(rows)), dtype=np.int64)
+            run_a = _forward(model, config, ids, p, neutral=False)
     run_b = _forward(model, config, ids, np.zeros_like(p), neutral=False)
     run_c = _forward(model, config, ids, p, neutral=True)
     run_e = _forward(model, config, survey_probe.token_ids(hf_config, p.size, seed=2), p, neutral=False)

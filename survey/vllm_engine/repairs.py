@@ -41,6 +41,20 @@ def _block_dim(values: Mapping[str, Any]) -> dict[str, Any]:
     return {} if values.get("block_dim") else {"block_dim": values["hidden_size"]}
 
 
+def _sections(values: Mapping[str, Any], default: list[int]) -> dict[str, Any]:
+    """``rope_parameters`` with the M-RoPE sections ``default`` scaled to the rotation's frequency pairs
+    (``int(head_dim · partial_rotary_factor) / 2``; :func:`survey.tiny_rules.scaled_sections`), where it names
+    none."""
+    from survey.tiny_rules import scaled_sections
+
+    rope = dict(values.get("rope_parameters") or {})
+    if rope.get("mrope_section") is not None:
+        return {}
+    head = values.get("head_dim") or values["hidden_size"] // values["num_attention_heads"]
+    pairs = int(head * float(rope.get("partial_rotary_factor") or values.get("partial_rotary_factor") or 1.0)) // 2
+    return {"rope_parameters": {**rope, "mrope_section": scaled_sections(list(default), pairs)}}
+
+
 def _untied(values: Mapping[str, Any]) -> dict[str, Any]:
     """``tie_word_embeddings = False`` (an output head of its own) where the dict has none."""
     return {} if "tie_word_embeddings" in values else {"tie_word_embeddings": False}
@@ -55,6 +69,26 @@ REPAIRS: dict[str, Repair] = {
     # choice per layer in mlp_layer_types
     "glm4_moe_lite": ("vLLM reads first_k_dense_replace, which Glm4MoeLiteConfig keeps as mlp_layer_types",
                       _dense_prefix),
+    # vllm/model_executor/models/glm4_1v.py builds the text stack of glm4_moe.py, whose attention reads
+    # config.head_dim and config.use_qk_norm; transformers' Glm4vMoeTextAttention takes getattr(config, "head_dim",
+    # None) or hidden_size // num_attention_heads and normalises neither query nor key. Its rotary module takes
+    # rope_parameters.get("mrope_section", [8, 12, 12]), vLLM's get_rope an M-RoPE only where the dict names one:
+    # the default sections, scaled to the tiny rotation's pairs as the transformers survey states them
+    # (survey.tiny.fit_sections), so that both engines and refpos read the same sections
+    "glm4v_moe_text": ("vLLM's Glm4MoeAttention reads head_dim and use_qk_norm, which Glm4vMoeTextConfig does not "
+                       "define (Glm4vMoeTextAttention normalises neither query nor key: use_qk_norm False), and "
+                       "builds an M-RoPE only where rope_parameters names mrope_section (Glm4vMoeTextRotaryEmbedding's "
+                       "default [8, 12, 12], scaled to the tiny rotation's frequency pairs)",
+                       lambda values: {**_head_dim(values),
+                                       **({} if "use_qk_norm" in values else {"use_qk_norm": False}),
+                                       **_sections(values, [8, 12, 12])}),
+    # vLLM's Kimi-VL text stack is its DeepSeek-V2 model, whose router requires an expert group count; vLLM's
+    # KimiVLConfig leaves the text config's n_group and topk_group unset (None). One group, as run.ROUTER states
+    # for a DeepSeek-V2 config at the top level; the experts' output is zeros here (engine.start)
+    "kimi_vl": ("vLLM's DeepSeek-V2 router requires text_config.n_group and topk_group, which KimiVLConfig leaves "
+                "unset: one expert group (the experts' output is zeros here; no position depends on it)",
+                lambda values: {f"text_config.{k}": 1 for k in ("n_group", "topk_group")
+                                if values["text_config"].get(k) is None}),
     # vllm/model_executor/models/lfm2.py builds Lfm2MLP(dim=config.block_dim, ...)
     "lfm2": ("vLLM's Lfm2MLP reads block_dim, which Lfm2Config does not define", _block_dim),
     # vllm/model_executor/models/afmoe.py reads config.score_func and config.route_norm; transformers'
@@ -72,6 +106,32 @@ REPAIRS: dict[str, Repair] = {
     "orion": ("vLLM reads tie_word_embeddings and hidden_act, absent from the public config.json: stated False and "
               "silu (the Llama MLP's); no position depends on them",
               lambda values: {**({} if values.get("hidden_act") else {"hidden_act": "silu"}), **_untied(values)}),
+    # vllm/model_executor/models/bert_with_rope.py (SnowflakeGteNewModel, vLLM's GteModel) refuses an embedding whose
+    # position_embedding_type is not "rope"; transformers' GteModel rotates every layer's query and key
+    # (GteRotaryEmbedding) and adds no position table, and GteConfig does not define the key
+    "gte": ("vLLM's BertWithRopeEmbedding reads position_embedding_type, which GteConfig does not define (its model "
+            "rotates every layer's query and key and adds no position table: stated rope)",
+            lambda values: {} if values.get("position_embedding_type") else {"position_embedding_type": "rope"}),
+    # vllm/model_executor/models/cohere_compass.py's CohereCompassForCausalLM builds no output head of its own and
+    # asserts the composite's tie_word_embeddings, which CohereCompassConfig defaults to False (its text config to
+    # True); the output head is after every layer: no position depends on it
+    "cohere_compass": ("vLLM's CohereCompassForCausalLM requires tie_word_embeddings (it builds no output head of its "
+                       "own), which CohereCompassConfig defaults to False: stated True, as its text config states; "
+                       "no position depends on it",
+                       lambda values: {} if values.get("tie_word_embeddings") else {"tie_word_embeddings": True}),
+    # vllm/model_executor/models/lightonocr.py is Mistral 3's model (mistral3.py): it builds the vision tower up to
+    # config.vision_feature_layer and the projector from projector_hidden_act and multimodal_projector_bias, and
+    # reads image_token_index. transformers' LightOnOcrModel takes the tower's last_hidden_state (the last layer),
+    # its LightOnOcrMultiModalProjector is nn.GELU between Linear layers without bias, and LightOnOcrConfig keeps the
+    # image token as image_token_id; none of them reaches a layer's query or key
+    "lighton_ocr": ("vLLM's Mistral 3 model reads vision_feature_layer, projector_hidden_act, "
+                    "multimodal_projector_bias and image_token_index, which LightOnOcrConfig does not define (its "
+                    "model takes the vision tower's last hidden state, a GELU projector without bias, and keeps "
+                    "image_token_id): stated as it computes them; no position depends on them",
+                    lambda values: {k: v for k, v in {
+                        "vision_feature_layer": -1, "projector_hidden_act": "gelu",
+                        "multimodal_projector_bias": False, "image_token_index": values.get("image_token_id")}.items()
+                        if k not in values}),
     # vllm/model_executor/models/config.py (JinaRobertaModelConfig) reads position_embedding_type; transformers'
     # XLMRobertaEmbeddings always adds its learned absolute table, and the class no longer defines the key
     "xlm-roberta": ("vLLM reads position_embedding_type, which XLMRobertaConfig no longer defines (its embeddings "
@@ -100,10 +160,22 @@ ARCHITECTURES: dict[str, Repair] = {
 }
 
 
+def _state(section: dict[str, Any], stated: Mapping[str, Any]) -> None:
+    """Set each stated field on ``section`` in place; a dotted name (``text_config.n_group``) names a field of the
+    sub-config dict its first part names, copied before it is changed."""
+    for name, value in stated.items():
+        head, dot, field = name.partition(".")
+        if dot:
+            section[head] = {**section[head], field: value}
+        else:
+            section[name] = value
+
+
 def repaired(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``values`` with :data:`REPAIRS` applied to it and to each sub-config dict of it whose ``model_type`` has a
     record, then :data:`ARCHITECTURES` for the architectures it names, and a note for each field stated
-    (``"<path><field>=<value> stated: <reason>"``).
+    (``"<path><field>=<value> stated: <reason>"``); a record may state a field of a sub-config by a dotted name
+    (``text_config.n_group``).
 
     See Also
     --------
@@ -120,7 +192,7 @@ def repaired(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if record is not None:
             why, rule = record
             stated = rule(out)
-            out.update(stated)
+            _state(out, stated)
             notes.extend(f"{path}{name}={value!r} stated: {why}" for name, value in stated.items())
         return out
 
