@@ -310,9 +310,18 @@ class Resolver:
             self.set("theta", self.top("rope_theta"), "config")
         elif self.has("rotary_emb_base"):
             self.set("theta", self.top("rotary_emb_base"), "config")
-        else:
-            self.set("theta", self.theta_fallback, "default")
+        else:  # the class's default base (its default_theta: the row's rope.theta, per layer type its local_theta)
+            self.set("theta", self.default_theta(), "default")
         scaled_theta(self)  # a family ratio that multiplies the base (refpos.models.own_keys)
+
+    def default_theta(self) -> float:
+        """The base a config that states none gets: the row's ``rope.theta`` (transformers' ``default_theta`` of
+        the config class), on a per-layer-type rope dict's sliding layers its ``rope.local_theta``; else 10000."""
+        if not self.top_theta_applies:  # the legacy form's sliding layers (their key's default)
+            return self.theta_fallback
+        if self.per_layer and self.layer_type == "sliding_attention" and self.facts.local_theta is not None:
+            return self.facts.local_theta
+        return self.facts.theta or self.theta_fallback
 
     def layout(self) -> None:
         """Layout (and a code-fixed placement and direction) from the family table; unknown families: half, assumed."""
