@@ -17,6 +17,7 @@ from refpos.models.kinds.record import GEOMETRY_KEYS
 from refpos.models.kinds.rope import RopeFacts
 from refpos.models.mla_keys import mla_fraction, per_layer_geometry
 from refpos.models.mrope_hf import mrope_family, mrope_rope_type
+from refpos.models.own_keys import default_theta as class_default_theta
 from refpos.models.own_keys import length_keys, own_fraction, own_head_dim, own_theta, scaled_theta, switched_rule
 from refpos.models.releases import release_of, row_for
 from refpos.models.view import ConfigView
@@ -302,16 +303,15 @@ class Resolver:
         elif "rope_theta" in self.rope and self.rope["rope_theta"] is not None:
             self.set("theta", self.from_rope("rope_theta"), "config")
             if self.has("rope_theta") and self.top_theta_applies:  # the dict's base wins over the top level's
-                top = self.top("rope_theta")
-                if top != self.fields["theta"]:
+                if (top := self.top("rope_theta")) != self.fields["theta"]:
                     self.notes.append(f"top-level rope_theta {top!r} is not read: {self.rope_path}.rope_theta "
                                       f"{self.fields['theta']!r} is the base (as transformers)")
         elif self.has("rope_theta") and self.top_theta_applies:
             self.set("theta", self.top("rope_theta"), "config")
         elif self.has("rotary_emb_base"):
             self.set("theta", self.top("rotary_emb_base"), "config")
-        else:
-            self.set("theta", self.theta_fallback, "default")
+        else:  # the class's default base (its default_theta: the row's rope.theta, per layer type its local_theta)
+            self.set("theta", class_default_theta(self), "default")
         scaled_theta(self)  # a family ratio that multiplies the base (refpos.models.own_keys)
 
     def layout(self) -> None:

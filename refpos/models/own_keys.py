@@ -101,6 +101,17 @@ def own_theta(r: Any) -> bool:
     return _own(r, r.facts.theta_key, "theta", lambda name, value: check_float(name, value, positive=True))
 
 
+def default_theta(r: Any) -> float:
+    """The base of a config that states none, as its class's ``default_theta``: the row's ``rope.theta``; on a
+    per-layer-type rope dict's sliding layers ``rope.local_theta``; in Gemma 3's legacy form what
+    :meth:`~refpos.models.hf_resolver.Resolver._legacy_per_layer` set (``r.theta_fallback``); else 10000."""
+    if not r.top_theta_applies:  # the legacy form's sliding layers: their key's default
+        return r.theta_fallback
+    if r.per_layer and r.layer_type == "sliding_attention" and r.facts.local_theta is not None:
+        return r.facts.local_theta
+    return r.facts.theta or r.theta_fallback
+
+
 def scaled_theta(r: Any) -> None:
     """Multiply the resolved base by the family's ratio when it scales the base (``θ' = r θ``)."""
     if r.ratio is not None and r.ratio[1] == "base":
@@ -127,4 +138,5 @@ def length_keys(r: Any) -> tuple[str, ...]:
     return (*own, "max_position_embeddings", "n_positions")
 
 
-__all__ = ["length_keys", "own_fraction", "own_head_dim", "own_theta", "ratio_of", "scaled_theta", "switched_rule"]
+__all__ = ["default_theta", "length_keys", "own_fraction", "own_head_dim", "own_theta", "ratio_of", "scaled_theta",
+           "switched_rule"]

@@ -48,7 +48,9 @@ class RopeFacts:
     ``partial_honoured``: its default init rotates only the partial span (most classes' default init ignores
     it); ``type_aliases``: rope types it renames (Phi-3: ``yarn`` is ``longrope``); ``types``: the rope types it
     accepts (empty: any); Gemma 3's legacy per-layer form: the sliding layers' base in ``local_theta_key``
-    (default ``local_theta``).
+    (default ``local_theta``). ``theta`` and ``local_theta`` are also the class's ``default_theta`` for a config
+    that states no base (``local_theta``: a per-layer-type rope dict's sliding layers; NeoMME states it without a
+    legacy key).
 
     Code that ships outside transformers names its keys as it likes; the row then says which key holds what:
     ``theta_key`` the base (Qwen's ``rotary_emb_base``, Phi-3-small's ``rope_embedding_base``), ``fraction_key``
@@ -113,7 +115,7 @@ class RopeFacts:
                        f"rope.{name}", value)
         check_fact(where, not self.theta_fixed or self.theta is not None, "rope.theta_fixed (needs theta)",
                    self.theta_fixed)
-        check_fact(where, (self.local_theta_key is None) == (self.local_theta is None), "rope.local_theta",
+        check_fact(where, self.local_theta_key is None or self.local_theta is not None, "rope.local_theta",
                    self.local_theta)
         for name in ("theta_key", "fraction_key", "head_dim_key", "length_key", "ratio_key", "rule_key"):
             value = getattr(self, name)
