@@ -70,7 +70,7 @@ def check_alibi(claim: LayerClaim, probe: Probe, path: str) -> Any:
     """The bias of run A and of every case against refpos's, on every entry a query sees (its own key and
     the unmasked keys before it), each row less its entry at the query's own key (the softmax ignores a
     per-row constant), the keys' and the queries' positions read from the inputs the claim says."""
-    from survey.compare import seen_of
+    from survey.seen import seen_of
 
     worst = 0.0
     for seen in seen_of(probe):

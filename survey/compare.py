@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -96,7 +95,8 @@ from survey.rotation import (  # noqa: F401  (the bound's constants and Channels
     predict_shifted,
     rounded_alike,
 )
-from survey.sources import SOURCES, Inputs, inputs_of
+from survey.seen import Seen, case_reference, own_keys, positions_of, seen_of
+from survey.sources import SOURCES, inputs_of
 
 #: claims whose positions are a bias on the logits, and those added to the stack's input
 BIAS_KINDS = ("alibi", "t5", "layout_bias")
@@ -128,75 +128,6 @@ def _errors(predicted: np.ndarray, observed: np.ndarray) -> np.ndarray:
     return diff.reshape(-1, *diff.shape[-2:]).max(axis=(0, 2))
 
 
-@dataclass(frozen=True)
-class Seen:
-    """One forward a claim is graded on: run A or a case (:mod:`survey.cases`), its run and its inputs."""
-
-    name: str
-    run: Any
-    inputs: Inputs
-    case: Any = None  # the Case (None for run A)
-
-
-def seen_of(probe: Probe) -> list[Seen]:
-    """Run A and every case the model ran."""
-    out = [Seen("run A", probe.a, inputs_of(None, probe))]
-    out += [Seen(case.name, case.run, inputs_of(case, probe), case) for case in probe.cases if case.run is not None]
-    return out
-
-
-def case_reference(probe: Probe, seen: Seen, index: int) -> tuple[Call | None, str]:
-    """The reference of call ``index`` of a case: run B's same call where the layer read the same hidden states
-    (its digests; a decoding step's rows against run B's rows of the same tokens, the same up to the rounding of
-    the layers below, :data:`~survey.rotation.INPUT_RTOL`), cut to the case's rows."""
-    from survey.cases import PREFILL
-
-    call = seen.run.calls[index]
-    if len(seen.run.calls) != len(probe.b.calls) or not probe.b.digests:
-        return None, "the case called attention a different number of times"
-    ref = probe.b.calls[index]
-    mode = "identity" if probe.b.neutralized.get(call.path) else "zero"
-    if mode == "zero" and not probe.position_ids_taken:  # run B could not put the tokens at position 0
-        return None, "the model takes no position ids and its rotary tables were not replaced in run B"
-    queries = seen.inputs.queries
-    if seen.case.queries:  # a decoding step: its rows are run B's PREFILL … of the same tokens
-        mine, theirs = seen.run.inputs.get(call.path), probe.b.inputs.get(call.path)
-        rows = slice(PREFILL, PREFILL + queries)
-        if not mine or not theirs or len(mine) != len(theirs) or any(
-                a.shape[-1] != b.shape[-1] or not rounded_alike(a[..., -queries:, :], b[..., rows, :])
-                for a, b in zip(mine, theirs, strict=True)):
-            return None, "the layer's input differs from run B's"
-        keys = call.key.shape[-2]
-        return Call(ref.path, ref.layer, ref.query[..., rows, :], ref.key[..., :keys, :], None, {},
-                    ref.scaling), mode
-    if seen.run.digests.get(call.path) != probe.b.digests.get(call.path):
-        return None, "the layer's input differs from run B's"
-    return ref, mode
-
-
-def _positions(claim: LayerClaim, seen: Seen, use: str, side: str = "query") -> np.ndarray:
-    found = seen.inputs.read(claim.source(use), side)
-    if side == "key" and seen.case is not None and seen.case.kept is not None:
-        found = found[seen.case.kept]
-    return found
-
-
-def own_keys(call: Call, ref: Call, queries: int) -> slice:
-    """The rows of ``call``'s keys that are its own tokens', where the layer attends over more keys than tokens.
-
-    A cache puts the keys it kept *before* the tokens' (the last ``queries`` rows); a merged self- and
-    cross-attention (T5Gemma 2's decoder) puts the encoder's keys *after* them (the first ``queries`` rows). The
-    extra rows tell which: keys that are not the tokens' do not depend on the tokens' positions, so they are the
-    same in run B (whose rotation is the identity) as in this run. Where the last extra rows are equal in both runs
-    and the first are not, the tokens' keys come first; else last."""
-    rows, extra = call.key.shape[-2], call.key.shape[-2] - queries
-    if extra <= 0 or ref.key.shape != call.key.shape:
-        return slice(rows - queries, rows)
-    appended = np.array_equal(call.key[..., queries:, :], ref.key[..., queries:, :])
-    prepended = np.array_equal(call.key[..., :extra, :], ref.key[..., :extra, :])
-    return slice(0, queries) if appended and not prepended else slice(extra, rows)
-
-
 def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
           reads: dict[str, tuple[str, ...]] | None = None) -> tuple[float, str | None]:
     """The largest error of the claim's prediction of ``call`` (reading ``reads`` where given), and where it
@@ -204,8 +135,8 @@ def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
     kept other keys than the case's (a sliding window)."""
     if reads is not None:
         claim = dataclasses.replace(claim, reads={**claim.reads, **reads})
-    rotation = _positions(claim, seen, "rotation")
-    keys = _positions(claim, seen, "rotation", "key")
+    rotation = positions_of(claim, seen, "rotation")
+    keys = positions_of(claim, seen, "rotation", "key")
     if call.key.shape[-2] != ref.key.shape[-2] or call.key.shape[-2] != keys.size:
         queries = seen.inputs.queries
         own = own_keys(call, ref, queries)
@@ -217,7 +148,7 @@ def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
     if mode == "shifted" and claim.kind == "rope":  # run D: where the positions start is the map's to compare
         q_pred, k_pred, bound_q, bound_k = predict_shifted(claim, ref, rotation, SHIFT, keys)
     else:
-        q_pred, k_pred, bound_q, bound_k = predict(claim, ref, rotation, _positions(claim, seen, "scale"), mode,
+        q_pred, k_pred, bound_q, bound_k = predict(claim, ref, rotation, positions_of(claim, seen, "scale"), mode,
                                                    keys)
     if seen.case is not None and seen.case.queries:  # the step's projections ran on another shape than run B's
         bound_q = bound_q + ROW_RTOL * np.abs(ref.query).max(axis=-1, keepdims=True)
@@ -230,7 +161,7 @@ def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
         return error, None
     which, over = ("query", over_q) if over_q.any() else ("key", over_k)
     token, channel = (int(v[0]) for v in np.nonzero(over))
-    positions = rotation if which == "query" else _positions(claim, seen, "rotation", "key")
+    positions = rotation if which == "query" else positions_of(claim, seen, "rotation", "key")
     return error, f"{which} of the token at position {int(positions[token])}, channel {channel}"
 
 

@@ -199,7 +199,7 @@ def check_map(claim: LayerClaim, probe: Probe, path: str, seen: Any) -> LayerRes
     call), at the positions the claim's rotation reads. A call from the layer's indexer is compared with the
     claim's indexer RoPE where refpos gives one. None where no apply function ran in the layer."""
     import refpos
-    from survey.compare import _positions
+    from survey.seen import positions_of as _positions
 
     records = [a for a in seen.run.applied if a.layer == (path, claim.index)]
     if not records or claim.kind != "rope":
@@ -268,7 +268,7 @@ def check_applied(claim: LayerClaim, probe: Probe, path: str) -> LayerResult:
                            "attention computed inline: the query scale cannot be isolated")
     # a model that takes no position ids rotates by the positions it chooses: the map is read at the slots, which
     # every source reads in these runs (a model adding an offset of its own would differ there)
-    from survey.compare import seen_of
+    from survey.seen import seen_of
 
     results = [r for seen in seen_of(probe) if (r := check_map(claim, probe, path, seen)) is not None]
     wrong = [r for r in results if r.status != "exact"]

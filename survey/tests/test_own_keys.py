@@ -1,4 +1,4 @@
-"""Which of a layer's keys are its tokens' when it attends over more keys than tokens (:func:`survey.compare.own_keys`).
+"""Which of a layer's keys are its tokens' when it attends over more keys than tokens (:func:`survey.seen.own_keys`).
 
 A cache keeps its past keys before the tokens'; a merged self- and cross-attention (T5Gemma 2's decoder) appends the
 encoder's keys after them. Reading the wrong rows compares the encoder's keys with a rotation and grades a correct
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from survey.compare import own_keys
 from survey.records import Call
+from survey.seen import own_keys
 
 TOKENS, EXTRA, WIDTH = 4, 3, 8
 
