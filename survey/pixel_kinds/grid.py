@@ -31,6 +31,11 @@ from survey.pixel_kinds.grid_mid import compare_with_mid
 from survey.pixel_kinds.grid_shaped import shaped_case
 from survey.pixels import PixelRun, Site, additive
 
+#: models whose embedding adds one grid to two images run as one sequence (SegGPT: the prompt image stacked over the
+#: input, and the prompt's mask stacked likewise, each ``image_size`` high): the site's rows are two images', which
+#: this comparison reads as one
+TWO_IMAGES = ("SegGptModel",)
+
 
 def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """A learned grid: the site whose table has ``record.table_rows × record.dim`` entries (module docstring)."""
@@ -48,6 +53,9 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if not embedding_site(site):
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
                        "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
+    if run.model_class in TWO_IMAGES:
+        return Outcome("not reached", f"{site.path}: {run.model_class} adds one grid to the stacked images and to the "
+                       "stacked masks: the site's rows are two images', which the grid comparison reads as one", (site.path,))
     if (skip := after_normalisation([site], run)) is not None:
         return skip
     table = next(p for p in site.params.values() if p.size == size).astype(np.float64).reshape(record.table_rows, -1)
