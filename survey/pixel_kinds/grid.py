@@ -55,7 +55,8 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
                        "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
     if run.model_class in TWO_IMAGES:
         return Outcome("not reached", f"{site.path}: {run.model_class} adds one grid to the stacked images and to the "
-                       "stacked masks: the site's rows are two images', which the grid comparison reads as one", (site.path,))
+                       "stacked masks: the site's rows are two images', which the grid comparison reads as one",
+                       (site.path,))
     if (skip := after_normalisation([site], run)) is not None:
         return skip
     table = next(p for p in site.params.values() if p.size == size).astype(np.float64).reshape(record.table_rows, -1)
