@@ -367,8 +367,7 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI, force: bool = False) -> 
         pyplot().close(fig)
 
 
-# figures drawn by a module of their own (each exports its plot function and a tuple (name, description,
-# caption, figure size)), registered here, after the ones above
+# figures drawn by a module of their own (a plot function and its (name, description, caption, size)), after the above
 from refpos.tools import (  # noqa: E402
     plots_axis_tables,
     plots_bias_table,
@@ -378,6 +377,8 @@ from refpos.tools import (  # noqa: E402
     plots_fit,
     plots_fourier,
     plots_grid,
+    plots_layout,
+    plots_shaw_key,
     plots_sincos2d,
     plots_sinusoid1d,
     plots_vision_rope,
@@ -394,3 +395,6 @@ _register(*plots_fourier.FOURIER_PLOT)(plots_fourier.plot_fourier_sam)
 _register(*plots_sinusoid1d.SINUSOID1D_PLOT)(plots_sinusoid1d.plot_sinusoid1d)
 _register(*plots_vision_rope.VISION_ROPE_PLOT)(plots_vision_rope.plot_vision_rope)
 _register(*plots_axis_tables.AXIS_TABLES_PLOT)(plots_axis_tables.plot_axis_tables)
+_register(*plots_layout.BOX_TABLES_PLOT)(plots_layout.plot_box_tables)
+_register(*plots_layout.LAYOUT_BIAS_PLOT)(plots_layout.plot_layout_bias)
+_register(*plots_shaw_key.SHAW_KEY_PLOT)(plots_shaw_key.plot_shaw_key)
