@@ -1,9 +1,8 @@
 """Figures drawn from the reference code: ``refpos plot --list``, ``refpos plot NAME --out FILE.svg``.
 
-Every figure in ``docs/figures/`` is drawn by one function here from refpos itself, so the pictures
-show exactly what the code computes. matplotlib is imported only when a figure is drawn (the optional
-``plot`` extra: ``pip install 'refpos[plot]'``). The arrays are computed in float64 NumPy
-(``xp=numpy``), whatever the current backend.
+Every figure in ``docs/figures/`` is drawn by one function here from refpos itself, so the pictures show exactly
+what the code computes. matplotlib is imported only when a figure is drawn (the optional ``plot`` extra:
+``pip install 'refpos[plot]'``). The arrays are computed in float64 NumPy (``xp=numpy``), whatever the backend.
 
 ``refpos plot --all --out-dir docs/figures --force`` redraws every committed figure (SVG: vector, sharp in print
 and at any zoom); ``--out FILE.png`` draws a PNG instead. The figure of a user's own model is
@@ -366,7 +365,6 @@ def draw(name: str, out: str | Path, *, dpi: int = DPI, force: bool = False) -> 
     finally:
         pyplot().close(fig)
 
-
 # figures drawn by a module of their own (a plot function and its (name, description, caption, size)), after the above
 from refpos.tools import (  # noqa: E402
     plots_axis_tables,
@@ -381,6 +379,7 @@ from refpos.tools import (  # noqa: E402
     plots_shaw_key,
     plots_sincos2d,
     plots_sinusoid1d,
+    plots_tiled_grid,
     plots_vision_rope,
 )
 
@@ -398,3 +397,4 @@ _register(*plots_axis_tables.AXIS_TABLES_PLOT)(plots_axis_tables.plot_axis_table
 _register(*plots_layout.BOX_TABLES_PLOT)(plots_layout.plot_box_tables)
 _register(*plots_layout.LAYOUT_BIAS_PLOT)(plots_layout.plot_layout_bias)
 _register(*plots_shaw_key.SHAW_KEY_PLOT)(plots_shaw_key.plot_shaw_key)
+_register(*plots_tiled_grid.TILED_GRID_PLOT)(plots_tiled_grid.plot_tiled_grid)
