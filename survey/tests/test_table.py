@@ -186,7 +186,7 @@ def test_a_composite_that_does_not_run_is_run_as_its_language_model(monkeypatch)
     class Model:
         pass
 
-    monkeypatch.setattr(run, "build", lambda config: (config, Model(), "probe", "tiny"))
+    monkeypatch.setattr(run, "build", lambda config, *_: (config, Model(), "probe", "tiny"))
     values, seen, strength, note = run.build_language_model(Composite(), "pixel_values missing")
     assert values["text_config"] == {"hidden_size": 64, "model_type": "opt"} and values["num_query_tokens"] == 32
     assert (seen, strength) == ("probe", "tiny") and note.startswith(table.LANGUAGE_ALONE)
@@ -194,7 +194,7 @@ def test_a_composite_that_does_not_run_is_run_as_its_language_model(monkeypatch)
     with pytest.raises(probe.NotReached, match="pixel_values missing"):
         run.build_language_model(Text(), "pixel_values missing")
 
-    def fails(config):
+    def fails(config, *_):
         raise probe.NotReached("no geometry")
 
     monkeypatch.setattr(run, "build", fails)
