@@ -376,6 +376,7 @@ from refpos.tools import (  # noqa: E402
     plots_fourier,
     plots_grid,
     plots_layout,
+    plots_learned,
     plots_shaw_key,
     plots_sincos2d,
     plots_sinusoid1d,
@@ -394,7 +395,5 @@ _register(*plots_fourier.FOURIER_PLOT)(plots_fourier.plot_fourier_sam)
 _register(*plots_sinusoid1d.SINUSOID1D_PLOT)(plots_sinusoid1d.plot_sinusoid1d)
 _register(*plots_vision_rope.VISION_ROPE_PLOT)(plots_vision_rope.plot_vision_rope)
 _register(*plots_axis_tables.AXIS_TABLES_PLOT)(plots_axis_tables.plot_axis_tables)
-_register(*plots_layout.BOX_TABLES_PLOT)(plots_layout.plot_box_tables)
-_register(*plots_layout.LAYOUT_BIAS_PLOT)(plots_layout.plot_layout_bias)
-_register(*plots_shaw_key.SHAW_KEY_PLOT)(plots_shaw_key.plot_shaw_key)
-_register(*plots_tiled_grid.TILED_GRID_PLOT)(plots_tiled_grid.plot_tiled_grid)
+for _plot, _draw in (*plots_layout.DRAWN, *plots_shaw_key.DRAWN, *plots_tiled_grid.DRAWN, *plots_learned.DRAWN):
+    _register(*_plot)(_draw)  # each module's (name, description, caption, size) and its drawing function

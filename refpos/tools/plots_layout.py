@@ -58,3 +58,7 @@ def plot_layout_bias(fig: Any) -> None:
         ax.set_ylabel("query word")
         ax.set_title(title)
         fig.colorbar(image, ax=ax, fraction=0.046)
+
+
+#: the plots this module draws, as :mod:`refpos.tools.plots` registers them
+DRAWN = ((BOX_TABLES_PLOT, plot_box_tables), (LAYOUT_BIAS_PLOT, plot_layout_bias))

@@ -34,3 +34,7 @@ def plot_shaw_key(fig: Any) -> None:
         ax.set_ylabel("query frame")
         ax.set_title(title)
         fig.colorbar(image, ax=ax, fraction=0.046, label="table row")
+
+
+#: the plots this module draws, as :mod:`refpos.tools.plots` registers them
+DRAWN = ((SHAW_KEY_PLOT, plot_shaw_key),)

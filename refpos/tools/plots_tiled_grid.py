@@ -38,3 +38,7 @@ def plot_tiled_grid(fig: Any) -> None:
         ax.set_ylabel("patch row")
         ax.set_title(title)
         fig.colorbar(image, ax=ax, fraction=0.046)
+
+
+#: the plots this module draws, as :mod:`refpos.tools.plots` registers them
+DRAWN = ((TILED_GRID_PLOT, plot_tiled_grid),)
