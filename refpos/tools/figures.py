@@ -75,3 +75,20 @@ def save_figure(fig: Figure, out: str | Path, *, dpi: int = DPI, force: bool = F
     else:
         fig.savefig(drawn, format="png", dpi=dpi, metadata={"Software": None})
     return write_file(out, drawn.getvalue(), force=force)
+
+
+def heat_panels(fig: Figure, panels: list[tuple[Any, str]], *, xlabel: str, ylabel: str, cmap: str = "RdBu_r",
+                symmetric: bool = True, label: str | None = None) -> None:
+    """One heat map per ``(values, title)`` side by side, each with its colour bar; ``symmetric``: one scale
+    ``[-m, m]`` for every panel, ``m`` the largest ``|value|`` (NaN left blank)."""
+    import numpy as np
+
+    limit = max(float(np.nanmax(np.abs(values))) for values, _ in panels) if symmetric else None
+    for panel, (values, title) in enumerate(panels):
+        ax = fig.add_subplot(1, len(panels), panel + 1)
+        scale = {"vmin": -limit, "vmax": limit} if symmetric else {}
+        image = ax.imshow(values, cmap=cmap, interpolation="nearest", **scale)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        fig.colorbar(image, ax=ax, fraction=0.046, **({"label": label} if label else {}))

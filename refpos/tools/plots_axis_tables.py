@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from refpos.backend import to_numpy
+from refpos.tools.figures import heat_panels
 
 #: (name, description, caption, figure size): what ``refpos.tools.plots`` registers the plot under
 AXIS_TABLES_PLOT = (
@@ -35,11 +36,5 @@ def plot_axis_tables(fig: Any) -> None:
                "Pix2Struct: (row, column) from 1"),
               (to_numpy(axis_table_positions(gemma, rows, cols, "gemma4"))[:, 0],
                "Gemma 4: (x, y), last 16 patches padding")]
-    limit = float(max(np.abs(values).max() for values, _ in panels))
-    for panel, (values, title) in enumerate(panels):
-        ax = fig.add_subplot(1, 2, panel + 1)
-        image = ax.imshow(values.reshape(6, 8), cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
-        ax.set_xlabel("patch column")
-        ax.set_ylabel("patch row")
-        ax.set_title(title)
-        fig.colorbar(image, ax=ax, fraction=0.046)
+    heat_panels(fig, [(values.reshape(6, 8), title) for values, title in panels], xlabel="patch column",
+                ylabel="patch row")

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from refpos.tools.figures import heat_panels
+
 #: (name, description, caption, figure size): what ``refpos.tools.plots`` registers each plot under
 BOX_TABLES_PLOT = (
     "box-tables", "channel 0 of the six box tables' sum for a 60x20 word moved over a 1000x1000 page (seeded tables)",
@@ -50,14 +52,7 @@ def plot_layout_bias(fig: Any) -> None:
     bbox = np.stack([column * 200, line * 60, column * 200 + 150, line * 60 + 40], axis=-1)
     panels = [(layout_bias(rel, None, None, np.arange(12), head_dim=64)[0], "the 1-D part alone"),
               (layout_bias(rel, xs, ys, np.arange(12), bbox, head_dim=64)[0], "with the x and y parts")]
-    limit = float(max(np.abs(values).max() for values, _ in panels))
-    for panel, (values, title) in enumerate(panels):
-        ax = fig.add_subplot(1, 2, panel + 1)
-        image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
-        ax.set_xlabel("key word")
-        ax.set_ylabel("query word")
-        ax.set_title(title)
-        fig.colorbar(image, ax=ax, fraction=0.046)
+    heat_panels(fig, panels, xlabel="key word", ylabel="query word")
 
 
 #: the plots this module draws, as :mod:`refpos.tools.plots` registers them

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from refpos.tools.figures import heat_panels
+
 #: (name, description, caption, figure size): what ``refpos.tools.plots`` registers the plot under
 SHAW_KEY_PLOT = (
     "shaw-key", "the row each (query, key) pair of 24 frames reads: wav2vec2-BERT's [-8, 3] and Granite Speech's ±8 in "
@@ -27,13 +29,8 @@ def plot_shaw_key(fig: Any) -> None:
     granite = shaw_key_rows(24, left=8, right=8, offset=8, sign="query_minus_key").astype(float)
     granite[~attended(24, 8)] = np.nan
     panels = [(w2v, "wav2vec2-BERT: key − query in [−8, 3]"), (granite, "Granite Speech: query − key, ±8, blocks of 8")]
-    for panel, (rows, title) in enumerate(panels):
-        ax = fig.add_subplot(1, 2, panel + 1)
-        image = ax.imshow(rows, cmap="viridis", interpolation="nearest")
-        ax.set_xlabel("key frame")
-        ax.set_ylabel("query frame")
-        ax.set_title(title)
-        fig.colorbar(image, ax=ax, fraction=0.046, label="table row")
+    heat_panels(fig, panels, xlabel="key frame", ylabel="query frame", cmap="viridis", symmetric=False,
+                label="table row")
 
 
 #: the plots this module draws, as :mod:`refpos.tools.plots` registers them

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from refpos.tools.figures import heat_panels
+
 #: (name, description, caption, figure size): what ``refpos.tools.plots`` registers the plot under
 TILED_GRID_PLOT = (
     "tiled-grid", "channel 0 of the gated grid over an image of 2x2 tiles of 4x4 patches, gate 0, 0.5 and 3",
@@ -28,16 +30,10 @@ def plot_tiled_grid(fig: Any) -> None:
     for gate in (0.0, 0.5, 3.0):
         rows = gated_tile_grid(grid, table, gate, 1, tiles)[:, 1:, 0].reshape(2, 2, side, side)
         panels.append((rows.transpose(0, 2, 1, 3).reshape(2 * side, 2 * side), f"gate g = {gate:g}"))
-    limit = float(max(np.abs(values).max() for values, _ in panels))
-    for panel, (values, title) in enumerate(panels):
-        ax = fig.add_subplot(1, 3, panel + 1)
-        image = ax.imshow(values, cmap="RdBu_r", vmin=-limit, vmax=limit, interpolation="nearest")
+    heat_panels(fig, panels, xlabel="patch column", ylabel="patch row")
+    for ax in fig.axes[::2]:  # the panels (each followed by its colour bar): the tiles' edges
         ax.axhline(side - 0.5, color="k", linewidth=1)
         ax.axvline(side - 0.5, color="k", linewidth=1)
-        ax.set_xlabel("patch column")
-        ax.set_ylabel("patch row")
-        ax.set_title(title)
-        fig.colorbar(image, ax=ax, fraction=0.046)
 
 
 #: the plots this module draws, as :mod:`refpos.tools.plots` registers them
