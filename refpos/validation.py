@@ -92,6 +92,15 @@ def check_int(name: str, value: object, *, minimum: int | None = None, maximum: 
 MAX_WIDTH = 2**16
 
 
+def check_table_shapes(tables: dict[str, tuple[Any, tuple[int, ...]]]) -> None:
+    """A ``ValueError`` naming the first of ``{name: (table, shape)}`` whose shape is not the one a layer record
+    states (a table that is None has none)."""
+    for name, (table, shape) in tables.items():
+        got = None if table is None else tuple(np.shape(table))
+        if got != tuple(shape):
+            raise ValueError(f"{name}: the record's table is {tuple(shape)}, got {got}")
+
+
 def check_length(name: str, value: object, *, minimum: int = 0) -> int:
     """A length, a distance or a count of positions: an integer from ``minimum`` to 2**53 (the positions float64
     holds exactly, as the command line's lengths), refused by name above it before NumPy sees it (2**63 would

@@ -53,3 +53,21 @@ def test_bad_input_is_named():
     layer = model_positions(LAYOUTLMV3).stack("encoder")[0]
     with pytest.raises(ValueError, match="x_table"):
         layer.bias_at(np.ones((32, 2)), np.ones((32, 2)), np.ones((64, 2)), [0], box)
+
+
+def test_a_table_of_another_shape_is_refused_by_name():
+    """The records check the tables they are handed against the shapes they state (refpos.validation's
+    check_table_shapes, one check for every kind with tables)."""
+    from refpos.validation import check_table_shapes
+
+    layer = model_positions(LAYOUTLMV3).stack("encoder")[0]
+    rel = np.zeros((layer.num_buckets, layer.n_heads))
+    xy = np.zeros((layer.num_2d_buckets, layer.n_heads))
+    assert layer.bias_at(rel, xy, xy, [0, 1], [[[0, 0, 1, 1], [2, 2, 3, 3]]]).shape[-2:] == (2, 2)
+    with pytest.raises(ValueError, match=r"y_table: the record's table is \(64, 2\), got \(63, 2\)"):
+        layer.bias_at(rel, xy, xy[1:], [0, 1], [[[0, 0, 1, 1], [2, 2, 3, 3]]])
+    with pytest.raises(ValueError, match=r"x_table: .* got None"):
+        layer.bias_at(rel, None, xy, [0, 1], [[[0, 0, 1, 1], [2, 2, 3, 3]]])
+    check_table_shapes({"t": (np.zeros((2, 3)), (2, 3))})
+    with pytest.raises(ValueError, match=r"t: the record's table is \(2, 3\), got \(3, 2\)"):
+        check_table_shapes({"t": (np.zeros((3, 2)), (2, 3))})

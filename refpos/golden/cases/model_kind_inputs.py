@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from refpos.validation import check_table_shapes
+
 #: channels of a seeded table (the model's width is in the record; every channel is computed alike)
 SEEDED_WIDTH = 4
 
@@ -111,8 +113,7 @@ def shaw_key_reference(layer: Any, a: dict[str, Any]) -> tuple[np.ndarray, Any]:
     from refpos.encodings.shaw_key_mistakes import ShawKeyInputs
 
     width = layer.n_heads if _bias(layer) else layer.head_dim
-    if tuple(np.shape(a["table"])) != (layer.rows, width):
-        raise ValueError(f"table: the record's table is {(layer.rows, width)}, got {np.shape(a['table'])}")
+    check_table_shapes({"table": (a["table"], (layer.rows, width))})
     return ShawKeyInputs(a["q"], a["table"], a["left"], a["right"], a["offset"], a["sign"], a.get("block"),
                          a.get("scale")).reference()
 

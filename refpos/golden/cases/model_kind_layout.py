@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from refpos.golden.cases.model_kind_inputs import box_tables_free, box_tables_reference, box_tables_shapes
+from refpos.validation import check_table_shapes
 
 #: the tokens of a layout-bias case: enough for logarithmic and saturated x and y buckets
 TOKENS = 12
@@ -62,9 +63,7 @@ def layout_bias_reference(layer: Any, a: dict[str, Any]) -> tuple[np.ndarray, An
     """
     from refpos.encodings.layout_bias_mistakes import layout_bias_inputs
 
-    for name, shape in layout_bias_shapes(layer).items():
-        if np.shape(a.get(name)) != shape:
-            raise ValueError(f"{name}: the record's table is {shape}, got {np.shape(a.get(name))}")
+    check_table_shapes({name: (a.get(name), shape) for name, shape in layout_bias_shapes(layer).items()})
     return layout_bias_inputs(a["rel_table"], a.get("x_table"), a.get("y_table"), a["positions"], a.get("bbox"),
                               max_distance=a["max_distance"], max_2d_distance=a["max_2d_distance"],
                               head_dim=a["head_dim"]).reference()

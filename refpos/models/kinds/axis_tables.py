@@ -26,6 +26,7 @@ from refpos.backend import Array
 from refpos.encodings.axis_tables import AXIS_TABLE_VARIANTS, axis_table_positions
 from refpos.models.kinds.record import GEOMETRY_KEYS, EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
+from refpos.validation import check_table_shapes
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,8 @@ class AxisTablesLayer(LayerRecord):
     def reference(self, indices: Array, row_table: Array, column_table: Array) -> Array:
         """What each patch adds (:func:`~refpos.encodings.axis_tables.axis_table_positions`), the tables checked
         against the record's ``(rows, dim)``."""
-        for name, table in (("row_table", row_table), ("column_table", column_table)):
-            if tuple(table.shape) != (self.rows, self.dim):
-                raise ValueError(f"{name}: the record's table is {self.rows} × {self.dim}, got {tuple(table.shape)}")
+        check_table_shapes({"row_table": (row_table, (self.rows, self.dim)),
+                            "column_table": (column_table, (self.rows, self.dim))})
         return axis_table_positions(indices, row_table, column_table, self.variant)
 
     def _why_not(self) -> str:

@@ -26,6 +26,7 @@ import numpy as np
 from refpos.encodings.box_tables import COMBINES, box_positions, box_reads
 from refpos.models.kinds.record import EXAMPLE_GEOMETRY, EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
+from refpos.validation import check_table_shapes
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,8 @@ class BoxTablesLayer(LayerRecord):
     def reference(self, x_table: Any, y_table: Any, h_table: Any, w_table: Any, bbox: Any) -> np.ndarray:
         """What each token gains from its box, ``(..., dim)``
         (:func:`~refpos.encodings.box_tables.box_positions`), the tables checked against the record."""
-        for name, table in zip("xyhw", (x_table, y_table, h_table, w_table), strict=True):
-            if tuple(np.shape(table)) != (self.rows, self.widths()[name]):
-                raise ValueError(f"{name}_table: the record's table is {(self.rows, self.widths()[name])}, got "
-                                 f"{np.shape(table)}")
+        check_table_shapes({f"{name}_table": (table, (self.rows, self.widths()[name]))
+                            for name, table in zip("xyhw", (x_table, y_table, h_table, w_table), strict=True)})
         return box_positions(x_table, y_table, h_table, w_table, bbox, combine=self.combine,
                              clip_extents=self.clip_extents or None)
 

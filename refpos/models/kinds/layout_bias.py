@@ -37,6 +37,7 @@ from refpos.encodings.t5 import check_bucket_args
 from refpos.models.kinds.record import EXAMPLE_GEOMETRY, EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
 from refpos.models.sources import SLOT_AGAINST_INDEX, Given
+from refpos.validation import check_table_shapes
 
 #: the box coordinate each axis may read (x0, y0, x1, y1)
 CORNERS = (0, 1, 2, 3)
@@ -147,13 +148,11 @@ class LayoutBiasLayer(LayerRecord):
     def bias_at(self, rel_table: Any, x_table: Any, y_table: Any, places: Any, bbox: Any = None) -> np.ndarray:
         """The bias ``(..., H, T, T)`` at places already read and the boxes; the tables ``(buckets, n_heads)``
         (transformers' ``Linear`` weights transposed) checked against the record."""
-        expect = {"rel_table": (rel_table, self.num_buckets)}
+        expect = {"rel_table": (rel_table, (self.num_buckets, self.n_heads))}
         if self.spatial:
-            expect.update(x_table=(x_table, self.num_2d_buckets), y_table=(y_table, self.num_2d_buckets))
-        for name, (table, rows) in expect.items():
-            if table is None or tuple(np.shape(table)) != (rows, self.n_heads):
-                raise ValueError(f"{name}: the record's table is {(rows, self.n_heads)}, got "
-                                 f"{None if table is None else np.shape(table)}")
+            expect.update(x_table=(x_table, (self.num_2d_buckets, self.n_heads)),
+                          y_table=(y_table, (self.num_2d_buckets, self.n_heads)))
+        check_table_shapes(expect)
         return layout_bias(rel_table, x_table if self.spatial else None, y_table if self.spatial else None, places,
                            bbox, max_distance=self.max_distance, max_2d_distance=self.max_2d_distance,
                            head_dim=self.head_dim, x_corner=self.x_corner, y_corner=self.y_corner)

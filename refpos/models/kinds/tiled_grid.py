@@ -28,6 +28,7 @@ import numpy as np
 from refpos.encodings.tiled_grid import aspect_ratio_rows, tiled_input_positions
 from refpos.models.kinds.record import EncodingKind, Stack, check_fact, stack_width
 from refpos.models.records import LayerRecord
+from refpos.validation import check_table_shapes
 
 #: the aspect ratios a config states when it leaves ``supported_aspect_ratios`` out (transformers' class default)
 DEFAULT_RATIOS = 8
@@ -85,9 +86,7 @@ class TiledGridLayer(LayerRecord):
     def _shapes(self, **tables: Any) -> None:
         wanted = {"embedding": (self.rows, self.dim), "tile_table": (self.ids, self.tiles * self.rows * self.dim),
                   "pre_table": (self.ids, self.tiles * self.dim), "post_table": (self.ids, self.tiles * self.dim)}
-        for name, table in tables.items():
-            if tuple(np.shape(table)) != wanted[name]:
-                raise ValueError(f"{name}: the record's table is {wanted[name]}, got {tuple(np.shape(table))}")
+        check_table_shapes({name: (table, wanted[name]) for name, table in tables.items()})
 
     def reference(self, embedding: Any, tile_table: Any, gate: Any, pre_table: Any, pre_gate: Any,
                   aspect_ratio_id: Any) -> np.ndarray:
