@@ -72,3 +72,13 @@ def test_raw_audio_follows_the_embeddings_of_a_convolutional_encoder_named_hidde
 def test_anchor_count_refuses_an_empty_image():
     with pytest.raises(ValueError, match="height, width, strides"):
         anchor_count(0, 64, [8], 1)
+
+
+def test_a_size_grows_by_whole_mask_units_where_the_config_states_them():
+    """Hiera unrolls its tokens into mask units: the resampling step is masked_unit_size · patch_stride pixels; a
+    config without both (or with a malformed one) keeps its patch."""
+    hiera = SimpleNamespace(masked_unit_size=[8, 8], patch_stride=[4, 4])
+    assert pixel_sizes.unit_step(hiera, (16, 16)) == (32, 32)
+    assert pixel_sizes.unit_step(SimpleNamespace(masked_unit_size=[8, 8]), (16, 16)) == (16, 16)
+    assert pixel_sizes.unit_step(SimpleNamespace(masked_unit_size=[8], patch_stride=[4, 4]), (16, 16)) == (16, 16)
+    assert pixel_sizes.unit_step(SimpleNamespace(), None) is None
