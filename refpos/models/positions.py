@@ -295,14 +295,13 @@ def _input_site(lm: ConfigView, family: Family, name: str, role: str,
                 not_modelled: dict[str, str]) -> list[LayerRecord]:
     """What stack ``name`` adds to its input before its first layer (its own ``input``, else the row's: a convolution
     over the frames, a resampled grid, one per stage where each adds its own (PVT); then the row's ``input_beside``),
-    each distinct record once, as a stack ``<name>.input``; none when the row has no input embedding or its
+    as a stack ``<name>.input``; none when the row has no input embedding or its
     ``input_when`` key turns it off. What its builders do not model goes to ``not_modelled``."""
     if (site := family.input_of(name)) is None or not family.input_on(lm.raw, lm.mark):
         return []
-    records = [replace(record, index=0) for one in [site, *family.beside_on(lm.raw, lm.mark)]
-               for record in _site(lm, family, f"{name}.input", role, one, not_modelled)]
-    distinct = [r for i, r in enumerate(records) if r not in records[:i]]  # a record per layer is one addition
-    return [replace(record, index=i) for i, record in enumerate(distinct)]
+    records = [record for one in [site, *family.beside_on(lm.raw, lm.mark)]
+               for record in _site(lm, family, f"{name}.input", role, one, not_modelled, once=True)]
+    return [replace(record, index=i) for i, record in enumerate(records)]
 
 
 def _output_site(lm: ConfigView, family: Family, name: str, role: str,
@@ -312,9 +311,11 @@ def _output_site(lm: ConfigView, family: Family, name: str, role: str,
     return [] if family.output is None else _site(lm, family, f"{name}.output", role, family.output, not_modelled)
 
 
-def _site(lm: ConfigView, family: Family, name: str, role: str, site: Any, not_modelled: dict[str, str]) -> list:
-    """The records of a site before or after a stack's layers; what its builder does not model to ``not_modelled``."""
-    stack = Stack(lm, name, role, family, site.facts_of(site.encoding), SCHEDULE)
+def _site(lm: ConfigView, family: Family, name: str, role: str, site: Any, not_modelled: dict[str, str],
+          once: bool = False) -> list:
+    """The records of a site before or after a stack's layers (``once``: added once, its stack one layer deep, so a
+    kind built per layer gives one record); what its builder does not model to ``not_modelled``."""
+    stack = Stack(lm, name, role, family, site.facts_of(site.encoding), SCHEDULE, once=once)
     records = _build(stack, site.encoding)
     not_modelled.update(stack.not_modelled)
     return records

@@ -142,12 +142,16 @@ class Stack:
     not_modelled: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: a site added once before the stack's layers (its input): one layer deep, whatever the stack's layer count
+    once: bool = False
 
     def geometry(self) -> Geometry:
-        """The stack's layer count, head count and width (the first present key of each list)."""
+        """The stack's layer count (1 for a site added ``once``), head count and width (the first present key of
+        each list)."""
         keys = GEOMETRY_KEYS[self.role]
-        return Geometry(self.view.count(keys["layers"], "layer count"), self.view.count(keys["heads"], "head count"),
-                        self.view.count(keys["width"], "hidden width"))
+        layers = 1 if self.once else self.view.count(keys["layers"], "layer count")
+        return Geometry(layers, self.view.count(keys["heads"], "head count"), self.view.count(keys["width"],
+                                                                                              "hidden width"))
 
 
 def check_fact(where: str, ok: bool, what: str, value: Any) -> None:
