@@ -31,11 +31,6 @@ from survey.pixel_kinds.grid_mid import compare_with_mid
 from survey.pixel_kinds.grid_shaped import shaped_case
 from survey.pixels import PixelRun, Site, additive
 
-#: models whose embedding adds one grid to two images run as one sequence (SegGPT: the prompt image stacked over the
-#: input, and the prompt's mask stacked likewise, each ``image_size`` high): the site's rows are two images', which
-#: this comparison reads as one
-TWO_IMAGES = ("SegGptModel",)
-
 
 def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     """A learned grid: the site whose table has ``record.table_rows × record.dim`` entries (module docstring)."""
@@ -53,10 +48,6 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
     if not embedding_site(site):
         return Outcome("not reached", f"{site.path}: the table is added inside {site.owner or 'the model'}'s own "
                        "forward, whose output is not the embedding (the survey sees no input site)", (site.path,))
-    if run.model_class in TWO_IMAGES:
-        return Outcome("not reached", f"{site.path}: {run.model_class} adds one grid to the stacked images and to the "
-                       "stacked masks: the site's rows are two images', which the grid comparison reads as one",
-                       (site.path,))
     if (skip := after_normalisation([site], run)) is not None:
         return skip
     table = next(p for p in site.params.values() if p.size == size).astype(np.float64).reshape(record.table_rows, -1)
@@ -67,8 +58,10 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         if not capture.owner_out or not capture.owner_zeroed:
             return Outcome("not reached", f"{site.owner}: no output recorded at the {name} size", (site.path,))
         out, zeroed = capture.owner_out[0].astype(np.float64), capture.owner_zeroed[0].astype(np.float64)
-        frames = frames_as_batch(out - zeroed, run.shapes[name], getattr(record, "clip", ""))
-        observed = rows_of((out - zeroed)[:1] if frames > 1 else out - zeroed, record.dim)
+        diff, own_grid = map_sequences(out - zeroed, record.dim)
+        frames = diff.shape[0] if own_grid is not None else frames_as_batch(diff, run.shapes[name],
+                                                                              getattr(record, "clip", ""))
+        observed = rows_of(diff[:1] if frames > 1 else diff, record.dim)
         if observed is None:
             return Outcome("not reached", f"{site.owner}: output {out.shape} has no axis of width {record.dim}",
                            (site.path,))
@@ -91,7 +84,8 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
             continue
         extra = record.prefix + record.suffix if (record.variant is None and record.way != FIXED_FIRST_ROW) or (
             record.variant is not None and record.variant.keep_extra) else 0
-        grid = image_patch_grid(observed.shape[0] - extra, run.shapes[name])
+        grid = own_grid if own_grid is not None and own_grid[0] * own_grid[1] == observed.shape[0] - extra else \
+            image_patch_grid(observed.shape[0] - extra, run.shapes[name])
         if record.variant is None and observed.shape[0] - extra == record.grid[0] * record.grid[1]:
             grid = record.grid  # a fixed table's own grid (a spectrogram's is not of the input's aspect)
         if getattr(record, "clip", "") == "frame_table":  # a table along the frames: the clip's (F, 1)
@@ -111,7 +105,7 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
                                f"to {grid}", (site.path,))
             cases.append((observed, reference, unit(run) * float(np.max(np.abs(table))) + noise, fixed_mistakes(
                 record, table)))
-            cases += [(later, reference, cases[-1][2], {}) for later in later_frames(out - zeroed, frames, record.dim,
+            cases += [(later, reference, cases[-1][2], {}) for later in later_frames(diff, frames, record.dim,
                                                                                      observed.shape[0])]
             continue
         inputs = GridInputs(table, grid, record.variant, prefix_tokens=record.prefix, suffix_tokens=record.suffix,
@@ -122,7 +116,7 @@ def compare_grid(record: Any, run: PixelRun, sites: list[Site]) -> Outcome:
         mistakes = mistakes_of("grid", inputs) if getattr(record, "clip", "") != "frame_table" else {
             "frames reversed": reference[::-1], "no frame table": np.zeros_like(reference)}
         cases.append((observed, reference, grid_tolerance(inputs, run.dtype) + noise, mistakes))
-        cases += [(later, reference, cases[-1][2], {}) for later in later_frames(out - zeroed, frames, record.dim,
+        cases += [(later, reference, cases[-1][2], {}) for later in later_frames(diff, frames, record.dim,
                                                                                  observed.shape[0])]
     if getattr(record, "mid", 0):  # tables between the layers (YOLOS)
         return compare_with_mid(record, run, site, sites, table, cases)
@@ -151,6 +145,17 @@ def fixed_mistakes(record: Any, table: np.ndarray) -> dict[str, np.ndarray | Non
     read = FIXED_WAYS[record.way]
     return {name: None if (rows := wrong(table, record.grid, record.prefix, record.suffix, read)) is None else
             np.asarray(rows, dtype=np.float64) for name, wrong in FIXED_MISTAKES.items()}
+
+
+def map_sequences(diff: np.ndarray, dim: int) -> tuple[np.ndarray, tuple[int, int] | None]:
+    """An output laid out as maps, ``(S, h, w, d)`` or ``(S, d, h, w)``, as its ``S`` sequences ``(S, h·w, d)`` and
+    the ``(h, w)`` grid it states itself (an embedding that stacks a prompt over its image, SegGPT's, or runs the
+    image and the prompt as a batch of two); any other output as it is, with no grid of its own."""
+    if diff.ndim == 4 and diff.shape[1] == dim and diff.shape[-1] != dim:
+        diff = np.moveaxis(diff, 1, -1)
+    if diff.ndim != 4 or diff.shape[-1] != dim:
+        return diff, None
+    return diff.reshape(diff.shape[0], -1, dim), (int(diff.shape[1]), int(diff.shape[2]))
 
 
 def frames_as_batch(diff: np.ndarray, shape: list[int], clip: str = "") -> int:
