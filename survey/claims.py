@@ -141,3 +141,15 @@ def without_repeats(lines: list[str]) -> list[str]:
     return [line for line in kept
             if not any(other != line and (": " + line in other or "; " + line in other) for other in kept)]
 
+
+def layers_summary(records: Any) -> str:
+    """A row's ``layers`` column: each stack, in order, with the count of its records of each kind
+    (``"decoder: rope ×8, none ×8"``)."""
+    parts = []
+    for stack in dict.fromkeys(r.stack for r in records):
+        kinds: dict[str, int] = {}
+        for r in records:
+            if r.stack == stack:
+                kinds[r.kind] = kinds.get(r.kind, 0) + 1
+        parts.append(f"{stack}: " + ", ".join(f"{k} ×{n}" for k, n in kinds.items()))
+    return "; ".join(parts)

@@ -27,7 +27,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from survey.claims import refused_layers, without_repeats
+from survey.claims import layers_summary, refused_layers, without_repeats
 from survey.pixel_kinds import COMPARISONS, Outcome
 from survey.pixel_stages import cores_are_the_stages, stage_outcomes
 from survey.pixels import PixelRun, observed_labels
@@ -37,17 +37,6 @@ from survey.pixels import PixelRun, observed_labels
 SURVIVED = "the survey cannot tell this answer from wrong ones"
 #: the kinds that add no position: judged by the run as a whole
 NO_POSITIONS = ("none", "no_attention")
-
-
-def _summary(records: list[Any]) -> str:
-    parts = []
-    for stack in dict.fromkeys(r.stack for r in records):
-        kinds: dict[str, int] = {}
-        for r in records:
-            if r.stack == stack:
-                kinds[r.kind] = kinds.get(r.kind, 0) + 1
-        parts.append(f"{stack}: " + ", ".join(f"{k} ×{n}" for k, n in kinds.items()))
-    return "; ".join(parts)
 
 
 def refusals(layers: list[Any], model_type: str, not_modelled: dict[str, str]) -> list[str]:
@@ -146,7 +135,7 @@ def judge_pixels(row: Any, config: dict[str, Any], run: PixelRun, within: Any = 
         return
     records = list(answer.layers)
     row.claimed = list(dict.fromkeys(r.kind for r in records))
-    row.layers = _summary(records)
+    row.layers = layers_summary(records)
     refused = refusals(records, answer.model_type, answer.not_modelled)
     if refused:
         row.status, row.cause = "refused", "; ".join(refused)

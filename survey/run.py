@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from survey import adaptor, building, catalogue, compare, mutants, observed, pixels, probe, table, tiny, towers, within
+from survey.claims import layers_summary
 from survey.feeding import feeding, wrap
 from survey.within_parts import PART, observe_part
 
@@ -165,16 +166,6 @@ def observe(name: str) -> tuple[dict[str, Any], Any]:
         warnings.simplefilter("ignore")
         config, _, run, _ = build(catalogue.find(name).config())
     return config.to_dict(), run
-
-
-def _layers_summary(resolution: Any) -> str:
-    parts = []
-    for stack in dict.fromkeys(c.stack for c in resolution.layers):
-        kinds: dict[str, int] = {}
-        for c in resolution.stack(stack):
-            kinds[c.kind] = kinds.get(c.kind, 0) + 1
-        parts.append(f"{stack}: " + ", ".join(f"{k} ×{n}" for k, n in kinds.items()))
-    return "; ".join(parts)
 
 
 @dataclass
@@ -326,8 +317,8 @@ def _judge(row: Row, seen: Observation) -> None:
     run = seen.run
     resolution = adaptor.resolve(seen.config)
     row.claimed = resolution.kinds
-    row.layers = _layers_summary(resolution)
-    tower_verdicts = _judge_towers(seen)
+    row.layers = layers_summary(resolution.layers)
+    tower_verdicts = towers.judge_observed(seen.config, seen.towers)
     if seen.sequences:  # the second sequence stacks run on token ids: compared, their refusals dropped or sharpened
         from survey.sequence_towers import judge_sequences
 
@@ -391,21 +382,6 @@ def _judge(row: Row, seen: Observation) -> None:
     row.notes += sorted({r.cause.split(": ", 1)[-1] if r.cause.startswith(("run A: ", "ids up to", "decoding",
                                                                            "packed", "left padded")) else r.cause
                          for r in verdict.layers if r.cause})[:8]
-
-
-def _judge_towers(seen: Observation) -> list[Any]:
-    """The composite's towers judged as its stacks (:func:`survey.towers.judge_towers`)."""
-    if not seen.towers:
-        return []
-    import refpos
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            parts = refpos.model_positions(seen.config).parts
-        except (ValueError, TypeError, KeyError):  # the row says why refpos refused
-            return []
-    return towers.judge_towers(seen.config, seen.towers, parts)
 
 
 def _tower_note(note: str, stacks: tuple[str, ...]) -> bool:

@@ -178,6 +178,24 @@ def judge_tower(config: dict[str, Any], stack: str, tower: Tower, apart: tuple[s
                    judged.max_error, judged.tried, judged.survived)
 
 
+def judge_observed(config: dict[str, Any], observed: dict[str, Tower]) -> list[TowerVerdict]:
+    """A composite's observed towers judged as the stacks of refpos's answer for ``config`` (:func:`judge_towers`);
+    none where refpos refuses the config (the row says why)."""
+    if not observed:
+        return []
+    import warnings
+
+    import refpos
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            parts = refpos.model_positions(config).parts
+        except (ValueError, TypeError, KeyError):
+            return []
+    return judge_towers(config, observed, parts)
+
+
 def judge_towers(config: dict[str, Any], towers: dict[str, Tower], parts: Any) -> list[TowerVerdict]:
     """One verdict per part of refpos's answer (``(stack, path, model type)``) whose tower was observed, except a
     part whose stack is one the token-id run compares (:data:`survey.claims.STACKS`: MusicGen's ``decoder``, a
