@@ -156,13 +156,12 @@ def layout_bias(rel_table: Any, x_table: Any, y_table: Any, positions: Any, bbox
             raise ValueError(f"y_table must have x_table's shape {tables['x'].shape}, got {tables['y'].shape}")
         if tables["x"].shape[1] != rel.shape[1]:
             raise ValueError(f"x_table must have rel_table's {rel.shape[1]} heads, got {tables['x'].shape[1]}")
-    for name, table in tables.items():  # T5's bidirectional buckets: an even count, at least 4
-        if table.shape[0] < 4 or table.shape[0] % 2:
-            raise ValueError(f"{'rel' if name == '1d' else name}_table must have an even number of bucket rows, at "
-                             f"least 4 (half per direction), got {table.shape[0]}")
-    if spatial:
-        check_bucket_args(True, tables["x"].shape[0], max_2d_distance)
-    check_bucket_args(True, rel.shape[0], max_distance)
+    for name, distance in (("1d", max_distance), *((("x", max_2d_distance),) if spatial else ())):
+        try:  # a table's rows are its bucket count: T5's bidirectional buckets' rules
+            check_bucket_args(True, tables[name].shape[0], distance)
+        except ValueError as exc:
+            raise ValueError(f"{'rel' if name == '1d' else name}_table ({tables[name].shape[0]} bucket rows): {exc}"
+                             ) from None
     buckets = layout_buckets(positions, bbox if spatial else None, num_buckets=rel.shape[0], max_distance=max_distance,
                              num_2d_buckets=tables["x"].shape[0] if spatial else 64, max_2d_distance=max_2d_distance,
                              x_corner=x_corner, y_corner=y_corner)

@@ -71,3 +71,13 @@ def test_a_table_of_another_shape_is_refused_by_name():
     check_table_shapes({"t": (np.zeros((2, 3)), (2, 3))})
     with pytest.raises(ValueError, match=r"t: the record's table is \(2, 3\), got \(3, 2\)"):
         check_table_shapes({"t": (np.zeros((3, 2)), (2, 3))})
+
+
+@pytest.mark.parametrize(("rows", "distance", "why"), [(5, 128, "even"), (2, 128, ">= 4"), (32, 4, "max_distance")])
+def test_a_table_t5s_buckets_refuse_is_named(rows, distance, why):
+    """A table's rows are its bucket count, held to T5's bidirectional rules (refpos.encodings.t5.check_bucket_args)."""
+    with pytest.raises(ValueError, match=rf"rel_table \({rows} bucket rows\): .*{why}"):
+        layout_bias(np.ones((rows, 2)), None, None, [0, 1], head_dim=4, max_distance=distance)
+    with pytest.raises(ValueError, match=r"x_table \(7 bucket rows\): .*even"):
+        layout_bias(np.ones((32, 2)), np.ones((7, 2)), np.ones((7, 2)), [0, 1], [[0, 0, 1, 1], [1, 1, 2, 2]],
+                    head_dim=4)
