@@ -20,6 +20,7 @@ source             the positions read, per key (or query) token
 ``slot_plus_one``  the slot plus one (PaliGemma's 1-indexed positions, built when no ids are passed)
 ``decoder_position_ids``  none: the survey passes the decoder of an encoder–decoder model no ids of its own
 ``mask_cumsum``    :math:`(\\sum_{i \\le j} m_i - 1)\\,m_j` (0 at a masked token)
+``mask_count``     :math:`m_j \\sum_{i \\le j} m_i - 1` (−1 at a masked token: OPT's and BioGPT's ids)
 ``key_index``      the slot (the key's index among the keys)
 =================  ==================================================================================
 """
@@ -35,7 +36,7 @@ import numpy as np
 #: the rows of an input table
 USES = ("rotation", "scale", "query", "key", "rows")
 #: the sources the survey can read off a forward's inputs
-SOURCES = ("position_ids", "cache_position", "mask_cumsum", "key_index", "slot_plus_one")
+SOURCES = ("position_ids", "cache_position", "mask_cumsum", "mask_count", "key_index", "slot_plus_one")
 #: what a record that states nothing reads
 DEFAULT = ("position_ids",)
 
@@ -66,9 +67,9 @@ class Inputs:
             return self.slots
         if source == "slot_plus_one":
             return self.slots + 1
-        if source == "mask_cumsum":
+        if source in ("mask_cumsum", "mask_count"):
             mask = np.ones(self.slots.size, dtype=np.int64) if self.attention_mask is None else self.attention_mask
-            return (np.cumsum(mask) - 1) * mask
+            return (np.cumsum(mask) - 1) * mask if source == "mask_cumsum" else np.cumsum(mask) * mask - 1
         return None
 
     def which(self, sources: list[tuple[str, ...]], side: str = "query") -> dict[tuple[str, ...], np.ndarray]:

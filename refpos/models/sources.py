@@ -27,7 +27,7 @@ use                    what it positions                                 e.g.
 ``query``, ``key``     the query's and the key's position in a bias      T5: ``("cache_position",)``,
                                                                          ``("key_index",)``
 ``rows``               the table row (or sinusoid) added to the input    OPT: ``("position_ids",
-                                                                         "mask_cumsum")``
+                                                                         "mask_count")``
 =====================  ================================================  ====================================
 
 **Nothing stands in for another input.** A call that gives none of a source's inputs is refused, naming the
@@ -49,6 +49,8 @@ ValueError: layer 3 reads the token's slot in the sequence (cache_position=); th
 [0, 1, 2, 3, 4, 5]
 >>> Given.of(attention_mask=[0, 0, 1, 1, 1]).read(("mask_cumsum",), "key").tolist()
 [0, 0, 0, 1, 2]
+>>> Given.of(attention_mask=[0, 0, 1, 1, 1]).read(("mask_count",), "key").tolist()  # OPT's: padding at -1
+[-1, -1, 0, 1, 2]
 >>> Given.of(cache_position=[3, 4]).read(("position_ids", "slot_plus_one"), "query").tolist()
 [4, 5]
 """
@@ -73,7 +75,9 @@ INPUTS = {
     "cache_position": "the token's slot in the sequence (its index, plus the tokens already cached)",
     "slot_plus_one": "the token's slot plus one: 1-indexed positions (PaliGemma builds its ids so when none are "
                      "passed)",
-    "mask_cumsum": "the running count of the attention mask's ones before each token (padding skipped)",
+    "mask_cumsum": "the running count of the attention mask's ones before each token, 0 at padding: (Σm − 1)·m",
+    "mask_count": "the running count of the attention mask's ones before each token, −1 at padding: Σm·m − 1 "
+                  "(OPT's and BioGPT's ids)",
     "input_ids_cumsum": "the running count of the non-padding token ids (RoBERTa's positions)",
     "key_index": "the key's index in the sequence, whatever the position ids say",
     "image_grid": "the patch grid of each image (rows and columns of patches)",
@@ -99,8 +103,8 @@ USES = {
 #: input -> the argument of a record's methods and of refpos.self_attention that gives it (None: derived from the
 #: number of keys)
 PARAMETERS = {"position_ids": "positions", "decoder_position_ids": "positions", "cache_position": "cache_position",
-              "slot_plus_one": "cache_position", "mask_cumsum": "attention_mask", "input_ids_cumsum": "input_ids",
-              "key_index": None}
+              "slot_plus_one": "cache_position", "mask_cumsum": "attention_mask", "mask_count": "attention_mask",
+              "input_ids_cumsum": "input_ids", "key_index": None}
 #: the source of a plain :class:`refpos.Encoding` (one not built from a layer record): the positions passed
 PLAIN = ("position_ids",)
 
@@ -240,8 +244,10 @@ class Given:
             if self.attention_mask is not None:  # the mask's length counts the cached tokens
                 return np.arange(start + first, self.keys + first, dtype=np.int64)
             return None
-        if name == "mask_cumsum" and self.attention_mask is not None:
-            count = (np.cumsum(self.attention_mask, axis=-1) - 1) * self.attention_mask  # padding reads 0
+        if name in ("mask_cumsum", "mask_count") and self.attention_mask is not None:
+            total, mask = np.cumsum(self.attention_mask, axis=-1), self.attention_mask
+            # BLOOM's (Σm − 1)·m: 0 at padding; OPT's Σm·m − 1: −1 at padding (its row offset − 1)
+            count = (total - 1) * mask if name == "mask_cumsum" else total * mask - 1
             return count[..., start:]
         if name == "input_ids_cumsum" and self.input_ids is not None and side == "query":
             if padding_idx is None:

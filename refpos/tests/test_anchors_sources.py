@@ -223,3 +223,26 @@ def test_pi05_action_expert_continues_after_the_prefix(prefix_mask):
     assert not np.array_equal(np.broadcast_to(np.arange(3), (2, 3)), theirs)  # a fresh sequence's 0, 1, 2 is wrong
     with pytest.raises(ValueError, match=r"attention_mask=|cache_position="):
         expert[0].rotation_positions(np.arange(3))  # ids alone: not what the expert reads
+
+
+@pytest.mark.parametrize("module", ["opt.modeling_opt.OPTLearnedPositionalEmbedding",
+                                    "biogpt.modeling_biogpt.BioGptLearnedPositionalEmbedding"])
+@pytest.mark.parametrize(("mask", "past"), [([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]], 0),
+                                            ([[0, 1, 1, 0, 1, 0, 1]], 4)])
+def test_opt_tables_read_the_mask_count_with_padding_at_minus_one(module, mask, past):
+    """OPT's and BioGPT's tables, given no ids, read ``Σm·m − 1`` (−1 at padding, its row the offset less one):
+    refpos's ``mask_count``, every token's row the module's (padding included, a cache's tokens left out); the
+    ``(Σm − 1)·m`` of BLOOM's ALiBi (0 at padding) reads another row at each padding token."""
+    path, name = module.rsplit(".", 1)
+    embedding = getattr(__import__(f"transformers.models.{path}", fromlist=[name]), name)(16, 1)
+    with torch.no_grad():
+        embedding.weight.copy_(torch.arange(18, dtype=torch.float32)[:, None])  # row r holds r
+        read = embedding(torch.tensor(mask), past)[..., 0].numpy().astype(np.int64)
+    config = {"model_type": path.split(".")[0], "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
+              "ffn_dim": 8, "intermediate_size": 8, "max_position_embeddings": 16, "word_embed_proj_dim": 8}
+    layer = refpos.model_positions(config).layers[0]
+    assert layer.reads == (("rows", ("position_ids", "mask_count")),)
+    slots = np.arange(past, len(mask[0]))  # the call's tokens: those after the cache
+    assert np.array_equal(layer.rows(attention_mask=mask, cache_position=slots), read)
+    bloom_form = (np.cumsum(mask, axis=-1) - 1) * np.asarray(mask)
+    assert not np.array_equal(bloom_form[..., past:] + 2, read)

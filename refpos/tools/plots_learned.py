@@ -28,7 +28,7 @@ def plot_learned_reads(fig: Any) -> None:
     ids = np.where(mask == 1, 7, 1)  # padding id 1 (RoBERTa's)
     given = Given.of(attention_mask=mask, input_ids=ids, length=mask.size)
     reads = [(given.read(("cache_position",), "query"), "slot (GPT-2 given no ids)", "o-"),
-             (given.read(("mask_cumsum",), "query") + 2, "mask's count + 2 (OPT)", "s-"),
+             (given.read(("mask_count",), "query") + 2, "mask's count + 2 (OPT)", "s-"),
              (given.read(("input_ids_cumsum",), "query", padding_idx=1) + 1 + 1, "non-padding count + 1 (RoBERTa)",
               "^-")]
     ax = fig.add_subplot(1, 1, 1)

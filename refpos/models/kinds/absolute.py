@@ -37,7 +37,7 @@ from refpos.validation import as_positions, check_int
 
 #: what a table's rows can be read at: the position ids passed, else what the model builds them from — the token's
 #: slot (most), the attention mask's running count (OPT), the non-padding input ids' (RoBERTa), the key's index
-ROW_INPUTS = ("position_ids", "cache_position", "mask_cumsum", "input_ids_cumsum", "key_index")
+ROW_INPUTS = ("position_ids", "cache_position", "mask_cumsum", "mask_count", "input_ids_cumsum", "key_index")
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class AbsoluteFacts:
     padding token ``input_ids_cumsum`` skips is the offset less one (MPNet: ``offset = 2``, its padding_idx 1); a
     sinusoid's ``layout`` (``concat``, ``interleaved``), ``spacing`` (``paper``, ``tensor2tensor``) and ``base``;
     ``reads`` (:data:`ROW_INPUTS`, in order of precedence): what the rows are read at — the position ids passed,
-    else the token's slot (default); OPT: ``["position_ids", "mask_cumsum"]``; RoBERTa: ``["position_ids",
+    else the token's slot (default); OPT: ``["position_ids", "mask_count"]``; RoBERTa: ``["position_ids",
     "input_ids_cumsum"]``.
     """
 
