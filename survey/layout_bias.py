@@ -95,10 +95,13 @@ def check_layout_bias(claim: LayerClaim, probe: Any, path: str) -> LayerResult:
                            f"(buckets, heads) {value.shape}, refpos's {shapes[table]}")
     swept = sorted(tuple(b.swept.reshape(-1).tolist()) for b in probe.a.builders
                    if "bucket" in b.name and b.swept is not None)
-    if swept != _bucket_functions(record):
+    if swept != (functions := _bucket_functions(record)):
         return _result(claim, "mismatch", None, f"bucket functions: transformers calls {len(swept)}, refpos's "
-                       f"{len(_bucket_functions(record))} differ from them at the swept relative positions")
+                       f"{len(functions)} differ from them at the swept relative positions")
     rows = claim.params.get("box_rows")
+    params = {"num_buckets": record.num_buckets, "max_distance": record.max_distance,
+              "num_2d_buckets": record.num_2d_buckets, "max_2d_distance": record.max_2d_distance,
+              "x_corner": record.x_corner, "y_corner": record.y_corner, "spatial": record.spatial}
     worst, compared = 0.0, 0
     for seen in seen_of(probe):
         calls = [c for c in seen.run.calls if c.layer == (path, claim.index) and "position_bias" in c.tensors]
@@ -117,9 +120,6 @@ def check_layout_bias(claim: LayerClaim, probe: Any, path: str) -> LayerResult:
                                                        bbox), dtype=np.float64)
         except ValueError as exc:
             return _result(claim, "mismatch", None, f"{seen.name}: refpos's bias: {exc}")
-        params = {"num_buckets": record.num_buckets, "max_distance": record.max_distance,
-                  "num_2d_buckets": record.num_2d_buckets, "max_2d_distance": record.max_2d_distance,
-                  "x_corner": record.x_corner, "y_corner": record.y_corner, "spatial": record.spatial}
         bound = layout_bias_bound(tables, places, bbox, params, record.head_dim)
         for call in calls:
             observed = call.tensors["position_bias"]
