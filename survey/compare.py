@@ -165,6 +165,11 @@ def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
     return error, f"{which} of the token at position {int(positions[token])}, channel {channel}"
 
 
+def _negative(seen: Seen, source: tuple[str, ...]) -> bool:
+    """Whether ``source`` gives some token a negative position in ``seen`` (``mask_count`` at padding)."""
+    return bool((seen.inputs.read(source, "key") < 0).any())
+
+
 def alternatives(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str) -> list[str]:
     """The inputs under which the claim's formula would match the call where its stated reads do not: what
     the layer read, detected from the observation (``rotation reads cache_position``)."""
@@ -172,8 +177,8 @@ def alternatives(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str
     for use in ("rotation", "scale") if claim.query_scale is not None and claim.kind == "rope" else (
             ("rotation",) if claim.kind == "rope" else ("scale",) if claim.query_scale is not None else ()):
         for source in SOURCES:
-            if (source,) == claim.source(use):
-                continue
+            if (source,) == claim.source(use) or _negative(seen, (source,)):
+                continue  # a rotation at a negative position (OPT's padding, mask_count) is not one refpos applies
             _, where = _over(claim, ref, call, seen, mode, {use: (source,)})
             if where is None:
                 found.append(f"{use} reads {source}")
