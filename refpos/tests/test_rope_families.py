@@ -91,7 +91,9 @@ def test_row_cites_existing_functions(row):
         owner, _, method = name.partition(".")
         assert re.search(rf"\n(class|def) {owner}\b", text), name
         assert not method or re.search(rf"\n    def {method}\b", text), name
-    config_text = "".join(p.read_text(encoding="utf8") for p in (MODELS / path).parent.glob("configuration_*.py"))
+    # the config class is the cited module's, or the model type's own (Param2MoE's config builds GLM-4-MoE's model)
+    folders = {(MODELS / path).parent, MODELS / row.model_type.replace("-", "_")}
+    config_text = "".join(p.read_text(encoding="utf8") for folder in folders for p in folder.glob("configuration_*.py"))
     assert f'model_type = "{row.model_type}"' in config_text
 
 
@@ -140,7 +142,8 @@ def test_layout_is_what_the_rotate_function_does(row):
     name = names.split(", ")[0]
     rotate = getattr(module, name) if name in ROTATE else _rotate_of(getattr(module, name)) if name in APPLY \
         else _rotate_of_qk(getattr(module, name))
-    found = _pairing(rotate, 8)
+    sign = row.rope.angle_sign if row.rope is not None else 1  # nanochat's rotate_half turns by −φ
+    found = _pairing(lambda x: sign * rotate(x), 8)
     expected = "deinterleaved" if row.layout == "rope_interleave" else row.layout  # rope_interleave: true default
     assert found == expected or (found == "other" and row.unmodelled), found  # other: said not modelled
 
