@@ -15,7 +15,7 @@ Tolerances, from the computation each side runs:
 * Falcon: the bias the model hands its layer (in the attention mask, added once by SDPA in 5.24 and 5.25) is
   ``fl32(b / fl32(√d))`` with ``b`` the bfloat16 product (exact in float32) that refpos rounds the same way: two
   roundings, ``|b/√d|·3·2⁻²⁴``.
-* π0.5: integer positions, compared exactly.
+* π0.5, PaliGemma, OPT: integer positions, compared exactly.
 """
 
 from __future__ import annotations
@@ -223,6 +223,35 @@ def test_pi05_action_expert_continues_after_the_prefix(prefix_mask):
     assert not np.array_equal(np.broadcast_to(np.arange(3), (2, 3)), theirs)  # a fresh sequence's 0, 1, 2 is wrong
     with pytest.raises(ValueError, match=r"attention_mask=|cache_position="):
         expert[0].rotation_positions(np.arange(3))  # ids alone: not what the expert reads
+
+
+@pytest.mark.parametrize("past", [0, 3], ids=["fresh", "after a cache"])
+def test_paligemma_given_no_ids_turns_each_token_by_its_slot_plus_one(past):
+    """PaliGemma's language model, run by ``PaliGemmaModel.forward`` with no ids (a cache of ``past`` tokens
+    before): the ids reaching its rotary table are the slots plus one, refpos's ``("position_ids",
+    "slot_plus_one")``; Gemma's own reading (the slot) is one place off."""
+    from transformers import AutoConfig, AutoModel
+
+    gemma = {"model_type": "gemma", "hidden_size": 16, "num_hidden_layers": 1, "intermediate_size": 16,
+             "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8, "vocab_size": 64}
+    config = AutoConfig.for_model("paligemma", text_config=gemma, projection_dim=16, image_token_id=63,
+                                  vision_config={"model_type": "siglip_vision_model", "hidden_size": 16,
+                                                 "intermediate_size": 16, "num_hidden_layers": 1,
+                                                 "num_attention_heads": 2, "patch_size": 4, "image_size": 8})
+    model = AutoModel.from_config(config).eval()
+    seen = []
+    model.language_model.rotary_emb.register_forward_pre_hook(
+        lambda module, args, kwargs: seen.append(kwargs.get("position_ids", args[1] if len(args) > 1 else None)),
+        with_kwargs=True)
+    ids = torch.arange(1, 9).reshape(1, 8)
+    with torch.no_grad():
+        cache = model(input_ids=ids[:, :past], use_cache=True).past_key_values if past else None
+        model(input_ids=ids[:, past:], past_key_values=cache, use_cache=True)
+    theirs = seen[-1].numpy().reshape(-1)
+    layer = refpos.model_positions(config.to_dict()).layers[0]
+    ours = layer.rotation_positions(cache_position=np.arange(past, 8))
+    np.testing.assert_array_equal(ours, theirs)  # integers: exact
+    assert not np.array_equal(np.arange(past, 8), theirs)  # the slot, Gemma's reading, is wrong
 
 
 @pytest.mark.parametrize("module", ["opt.modeling_opt.OPTLearnedPositionalEmbedding",

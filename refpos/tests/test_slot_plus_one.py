@@ -4,8 +4,8 @@ declared.
 
 * the source reads the slot plus one from ``cache_position=``, from the attention mask's length, and for a fresh
   call; after ``position_ids`` it is read only where no ids are given;
-* the row: ColPali's language model reads ``("position_ids", "slot_plus_one")``; PaliGemma alone keeps its own
-  reads; a wrong offset (the slot) is told apart.
+* the rows: ColPali's language model, and PaliGemma's, read ``("position_ids", "slot_plus_one")``; a wrong offset
+  (the slot) is told apart.
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ def test_the_slot_plus_one_from_every_input_that_gives_the_slot():
     assert "slot_plus_one" in KINDS["rope"].reads
 
 
-def test_colpali_reads_the_slot_plus_one_and_paligemma_its_own():
+def test_colpali_and_paligemma_read_the_slot_plus_one():
     colpali = refpos.model_positions({"model_type": "colpali", "vlm_config": VLM})
     assert colpali.complete and colpali.summary() == "decoder layers 0-1: rope ×2"
     layer = colpali.layers[0]
     assert dict(layer.reads)["rotation"] == ("position_ids", "slot_plus_one")
     slots = np.arange(4)
     assert layer.rotation_positions(cache_position=slots).tolist() == [1, 2, 3, 4]
-    paligemma = refpos.model_positions(VLM).layers[0]
-    assert dict(paligemma.reads)["rotation"] == ("position_ids", "cache_position")
+    paligemma = refpos.model_positions(VLM).layers[0]  # PaliGemmaModel.forward builds the same when given no ids
+    assert dict(paligemma.reads)["rotation"] == ("position_ids", "slot_plus_one")
     # one place off: the slot plus one and the slot rotate a query differently
     q = np.random.default_rng(0).standard_normal((4, layer.rope.head_dim))
     turned = refpos.to_numpy(refpos.apply_rope(q, layer.rotation_positions(cache_position=slots), layer.rope))
