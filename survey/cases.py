@@ -20,6 +20,9 @@ and, for every model:
 ``left padded``
     run A's ids (where taken) with the first :data:`PADDING` tokens masked out: the mask's running count, the
     slot and the id are three different numbers.
+``left padded, no ids``
+    (a model that takes position ids) the same mask and no ids: the model builds its own, from the slot or from
+    the mask (OPT's ``Σm·m − 1``, BLOOM's ``(Σm − 1)·m``), and the record's fallback source is what is compared.
 ``masked inside``
     run A's ids with the token :data:`HOLE` masked out: after it, the mask's running count is neither the slot
     nor the slot less a constant (a per-row constant would vanish in the softmax).
@@ -116,6 +119,8 @@ def cases_for(config: dict[str, Any], positions: np.ndarray, taken: bool) -> lis
     mask = np.ones(positions.size, dtype=np.int64)
     mask[:PADDING] = 0
     out.append(Case("left padded", positions.copy() if taken else None, np.arange(positions.size), mask))
+    if taken:
+        out.append(Case("left padded, no ids", None, np.arange(positions.size), mask))
     inside = np.ones(positions.size, dtype=np.int64)
     inside[HOLE] = 0
     out.append(Case("masked inside", positions.copy() if taken else None, np.arange(positions.size), inside))

@@ -51,11 +51,16 @@ class Inputs:
     queries: int
 
     def read(self, sources: tuple[str, ...], side: str = "query") -> np.ndarray:
-        """The positions ``sources`` give (the first the inputs have), for the queries or for every key."""
+        """The positions ``sources`` give (the first the inputs have), for the queries or for every key.
+
+        Where no ids were passed, a record's later source is what the model builds in their place (PaliGemma's
+        ``slot_plus_one``, OPT's ``mask_count``); a record that states none (or none the survey reads) builds the
+        slot."""
         for at, source in enumerate(sources):
             found = self._read(source)
-            if source == "position_ids" and self.position_ids is None and sources[at + 1:at + 2] == ("slot_plus_one",):
-                found = self.slots + 1  # none passed: the model builds its 1-indexed ids (PaliGemma)
+            later = sources[at + 1:]
+            if source == "position_ids" and self.position_ids is None and any(s in SOURCES for s in later):
+                continue  # none passed: the model builds them from a later source
             if found is not None:
                 return found[-self.queries:] if side == "query" else found
         raise ValueError(f"sources: none of {sources} is among the inputs {SOURCES}")

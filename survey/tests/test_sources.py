@@ -53,6 +53,13 @@ def test_the_cases_cross_every_threshold_and_set_the_sources_apart():
     unmasked = inside.attention_mask.astype(bool)
     assert len(set((inside.slots - inside.read(("mask_cumsum",), "key"))[unmasked])) > 1
     assert made["packed"].attention_mask is None
+    # no ids: the model builds them, from the record's later source (OPT's mask count) or from the slot
+    unnamed = sources.inputs_of(made["left padded, no ids"], None)
+    assert unnamed.read(("position_ids", "mask_count"), "key").tolist() == [-1, -1, 0, 1, 2, 3, 4, 5]
+    assert unnamed.read(("position_ids", "slot_plus_one"), "key").tolist() == list(range(1, 9))
+    for fallback in ((), ("input_ids_cumsum",), ("cache_position",)):
+        assert unnamed.read(("position_ids", *fallback), "key").tolist() == list(range(8))
+    assert padded.read(("position_ids", "mask_count"), "key").tolist() == [0, 1, 2, 5, 17, 100, 999, 4001]
 
 
 def test_one_bound_per_channel():
