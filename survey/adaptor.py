@@ -154,7 +154,7 @@ def _from_records(config: dict[str, Any]) -> Resolution:
 NOT_RUN = "not compared (the survey runs token ids only)"
 
 #: the inputs that hold a token's place in the sequence (position ids, slots, the mask's running count)
-SEQUENCE = ("position_ids", "cache_position", "mask_cumsum", "mask_count")
+SEQUENCE = ("position_ids", "cache_position", "mask_cumsum", "mask_count", "mask_cumsum_minus_one")
 
 
 def _unrun_sequence_stacks(records: Any) -> list[str]:

@@ -14,13 +14,14 @@ survey's ``{use: sources}``, :meth:`Inputs.read` reads the positions.
 =================  ==================================================================================
 source             the positions read, per key (or query) token
 =================  ==================================================================================
-``position_ids``   the ids passed; the slot where none were (transformers' default is the slot), the slot plus
-                   one where ``slot_plus_one`` follows it (PaliGemma's default)
+``position_ids``   the ids passed; where none were, the record's next source the survey reads (what the model
+                   builds: PaliGemma's ``slot_plus_one``, OPT's ``mask_count``), else the slot
 ``cache_position`` the slot
 ``slot_plus_one``  the slot plus one (PaliGemma's 1-indexed positions, built when no ids are passed)
 ``decoder_position_ids``  none: the survey passes the decoder of an encoder–decoder model no ids of its own
 ``mask_cumsum``    :math:`(\\sum_{i \\le j} m_i - 1)\\,m_j` (0 at a masked token)
 ``mask_count``     :math:`m_j \\sum_{i \\le j} m_i - 1` (−1 at a masked token: OPT's and BioGPT's ids)
+``mask_cumsum_minus_one``  :math:`\\sum_{i \\le j} m_i - 1` (π0's prefix ids: −1 at left padding)
 ``key_index``      the slot (the key's index among the keys)
 =================  ==================================================================================
 """
@@ -36,7 +37,8 @@ import numpy as np
 #: the rows of an input table
 USES = ("rotation", "scale", "query", "key", "rows")
 #: the sources the survey can read off a forward's inputs
-SOURCES = ("position_ids", "cache_position", "mask_cumsum", "mask_count", "key_index", "slot_plus_one")
+SOURCES = ("position_ids", "cache_position", "mask_cumsum", "mask_count", "mask_cumsum_minus_one", "key_index",
+           "slot_plus_one")
 #: what a record that states nothing reads
 DEFAULT = ("position_ids",)
 
@@ -72,9 +74,11 @@ class Inputs:
             return self.slots
         if source == "slot_plus_one":
             return self.slots + 1
-        if source in ("mask_cumsum", "mask_count"):
+        if source in ("mask_cumsum", "mask_count", "mask_cumsum_minus_one"):
             mask = np.ones(self.slots.size, dtype=np.int64) if self.attention_mask is None else self.attention_mask
-            return (np.cumsum(mask) - 1) * mask if source == "mask_cumsum" else np.cumsum(mask) * mask - 1
+            total = np.cumsum(mask)
+            return {"mask_cumsum": (total - 1) * mask, "mask_count": total * mask - 1,
+                    "mask_cumsum_minus_one": total - 1}[source]
         return None
 
     def which(self, sources: list[tuple[str, ...]], side: str = "query") -> dict[tuple[str, ...], np.ndarray]:

@@ -51,6 +51,8 @@ ValueError: layer 3 reads the token's slot in the sequence (cache_position=); th
 [0, 0, 0, 1, 2]
 >>> Given.of(attention_mask=[0, 0, 1, 1, 1]).read(("mask_count",), "key").tolist()  # OPT's: padding at -1
 [-1, -1, 0, 1, 2]
+>>> Given.of(attention_mask=[0, 1, 0, 1, 1]).read(("mask_cumsum_minus_one",), "key").tolist()  # π0's prefix
+[-1, 0, 0, 1, 2]
 >>> Given.of(cache_position=[3, 4]).read(("position_ids", "slot_plus_one"), "query").tolist()
 [4, 5]
 """
@@ -78,6 +80,8 @@ INPUTS = {
     "mask_cumsum": "the running count of the attention mask's ones before each token, 0 at padding: (Σm − 1)·m",
     "mask_count": "the running count of the attention mask's ones before each token, −1 at padding: Σm·m − 1 "
                   "(OPT's and BioGPT's ids)",
+    "mask_cumsum_minus_one": "the running count of the attention mask's ones less one, padding counted alike: Σm − 1 "
+                             "(π0's and π0.5's prefix ids: −1 at left padding, the count so far at a hole)",
     "input_ids_cumsum": "the running count of the non-padding token ids (RoBERTa's positions)",
     "key_index": "the key's index in the sequence, whatever the position ids say",
     "image_grid": "the patch grid of each image (rows and columns of patches)",
@@ -104,6 +108,7 @@ USES = {
 #: number of keys)
 PARAMETERS = {"position_ids": "positions", "decoder_position_ids": "positions", "cache_position": "cache_position",
               "slot_plus_one": "cache_position", "mask_cumsum": "attention_mask", "mask_count": "attention_mask",
+              "mask_cumsum_minus_one": "attention_mask",
               "input_ids_cumsum": "input_ids", "key_index": None}
 #: the source of a plain :class:`refpos.Encoding` (one not built from a layer record): the positions passed
 PLAIN = ("position_ids",)
@@ -244,10 +249,11 @@ class Given:
             if self.attention_mask is not None:  # the mask's length counts the cached tokens
                 return np.arange(start + first, self.keys + first, dtype=np.int64)
             return None
-        if name in ("mask_cumsum", "mask_count") and self.attention_mask is not None:
+        if name in ("mask_cumsum", "mask_count", "mask_cumsum_minus_one") and self.attention_mask is not None:
             total, mask = np.cumsum(self.attention_mask, axis=-1), self.attention_mask
-            # BLOOM's (Σm − 1)·m: 0 at padding; OPT's Σm·m − 1: −1 at padding (its row offset − 1)
-            count = (total - 1) * mask if name == "mask_cumsum" else total * mask - 1
+            # BLOOM's (Σm − 1)·m: 0 at padding; OPT's Σm·m − 1: −1 at padding (its row offset − 1); π0's Σm − 1
+            count = {"mask_cumsum": (total - 1) * mask, "mask_count": total * mask - 1,
+                     "mask_cumsum_minus_one": total - 1}[name]
             return count[..., start:]
         if name == "input_ids_cumsum" and self.input_ids is not None and side == "query":
             if padding_idx is None:

@@ -15,7 +15,7 @@ Tolerances, from the computation each side runs:
 * Falcon: the bias the model hands its layer (in the attention mask, added once by SDPA in 5.24 and 5.25) is
   ``fl32(b / fl32(√d))`` with ``b`` the bfloat16 product (exact in float32) that refpos rounds the same way: two
   roundings, ``|b/√d|·3·2⁻²⁴``.
-* π0.5, PaliGemma, OPT: integer positions, compared exactly.
+* π0, π0.5, PaliGemma, OPT: integer positions, compared exactly.
 """
 
 from __future__ import annotations
@@ -170,16 +170,16 @@ def test_falcon_alibi_at_the_ids_was_wrong(monkeypatch):
     assert np.abs(old - added)[allowed].max() * math.sqrt(record.head_dim) > 500
 
 
-# ------------------------------------------------------------------------------------- π0.5's action expert
-def _pi05():
+# ---------------------------------------------------------------------------- π0's and π0.5's prefix and expert
+def _pi(model_type):
     from transformers import AutoConfig, AutoModel
 
-    if "pi05" not in transformers.models.auto.configuration_auto.CONFIG_MAPPING_NAMES:
-        pytest.skip(f"transformers {transformers.__version__} has no pi05 (new in 5.25)")
+    if model_type not in transformers.models.auto.configuration_auto.CONFIG_MAPPING_NAMES:
+        pytest.skip(f"transformers {transformers.__version__} has no {model_type}")
     gemma = {"model_type": "gemma", "hidden_size": 16, "num_hidden_layers": 2, "intermediate_size": 16,
              "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8}
     config = AutoConfig.for_model(
-        "pi05", chunk_size=3, max_action_dim=4, dit_config=gemma,
+        model_type, chunk_size=3, max_action_dim=4, dit_config=gemma,
         vlm_config={"model_type": "paligemma", "text_config": {**gemma, "vocab_size": 64}, "projection_dim": 16,
                     "image_token_id": 63, "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 16,
                                                             "intermediate_size": 16, "num_hidden_layers": 1,
@@ -188,39 +188,56 @@ def _pi05():
     return AutoModel.from_config(config).eval(), refpos.model_positions(config.to_dict())
 
 
-def pi05_action_positions(prefix_mask):
-    """The positions π0.5's action expert turns its chunk of 3 actions by, after a prefix of 5 tokens run by its
-    VLM (as ``PI05Model.forward`` runs it: positions from the mask's running count, its cache kept)."""
-    model, resolved = _pi05()
-    gen = torch.Generator().manual_seed(0)
-    mask = None if prefix_mask is None else torch.tensor(prefix_mask)
-    prefix = torch.randn(2, 5, 16, generator=gen)
-    seen = []
-    model.dit.rotary_emb.register_forward_pre_hook(
+def _ids_reaching(rotary, seen):
+    rotary.register_forward_pre_hook(
         lambda module, args, kwargs: seen.append(kwargs.get("position_ids", args[1] if len(args) > 1 else None)),
         with_kwargs=True)
+
+
+def pi_positions(model_type, prefix_mask):
+    """The positions π0's (or π0.5's) VLM turns its prefix of 5 tokens by and its action expert its chunk of 3
+    actions by, run as ``PI0Model.forward`` runs them: the prefix's embeddings handed with pixels (so that the
+    VLM runs) and no ids, then the chunk after the prefix's cache."""
+    model, resolved = _pi(model_type)
+    gen = torch.Generator().manual_seed(0)
+    mask = None if prefix_mask is None else torch.tensor(prefix_mask)
+    prefix_seen, expert_seen = [], []
+    _ids_reaching(model.vlm.language_model.rotary_emb, prefix_seen)
+    _ids_reaching(model.dit.rotary_emb, expert_seen)
     with torch.no_grad():
-        cache = model.vlm(inputs_embeds=prefix, attention_mask=mask, use_cache=True,
-                          position_ids=None if mask is None else mask.cumsum(-1) - 1,
-                          token_type_ids=torch.zeros(2, 5, dtype=torch.long)).past_key_values
-        model(action_embeds=torch.randn(2, 3, 16, generator=gen), attention_mask=mask, cache=cache,
-              timestep_embeds=torch.randn(2, 16, generator=gen))
-    return np.broadcast_to(seen[-1].numpy(), (2, 3)), resolved
+        model(action_embeds=torch.randn(2, 3, 16, generator=gen), inputs_embeds=torch.randn(2, 5, 16, generator=gen),
+              pixel_values=torch.zeros(1), attention_mask=mask, timestep_embeds=torch.randn(2, 16, generator=gen))
+    return (np.broadcast_to(prefix_seen[-1].numpy(), (2, 5)), np.broadcast_to(expert_seen[-1].numpy(), (2, 3)),
+            resolved)
 
 
-@pytest.mark.parametrize("prefix_mask", [[[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]], None], ids=["left-padded", "no mask"])
-def test_pi05_action_expert_continues_after_the_prefix(prefix_mask):
-    theirs, resolved = pi05_action_positions(prefix_mask)
-    expert = resolved.stack("dit")
+MASKS = [[[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]], [[1, 0, 1, 1, 1], [1, 1, 0, 1, 1]], None]
+
+
+@pytest.mark.parametrize("prefix_mask", MASKS, ids=["left-padded", "a hole", "no mask"])
+@pytest.mark.parametrize("model_type", ["pi0", "pi05"])
+def test_pi_prefix_and_action_expert(model_type, prefix_mask):
+    """The prefix reads the ids, else ``Σm − 1`` (``mask_cumsum_minus_one``: −1 at left padding, the count so
+    far at a hole; neither BLOOM's nor OPT's count), else PaliGemma's slot plus one; the action expert continues
+    the prefix's mask count over its chunk, or its slots after the prefix's cache."""
+    prefix, chunk, resolved = pi_positions(model_type, prefix_mask)
+    vlm, expert = resolved.layers[0], resolved.stack("dit")
     assert len(expert) == 2 and all(layer.reads == (("rotation", ("mask_cumsum", "cache_position")),)
                                     for layer in expert)
     if prefix_mask is None:
+        ours_prefix = vlm.rotation_positions(length=5)
         ours = expert[0].rotation_positions(cache_position=np.arange(5, 8))  # the slots after the prefix's cache
     else:
-        full = np.concatenate([np.asarray(prefix_mask), np.ones((2, 3), dtype=np.int64)], axis=1)
-        ours = expert[0].rotation_positions(attention_mask=full, length=3)
-    np.testing.assert_array_equal(np.broadcast_to(ours, (2, 3)), theirs)  # integers: exact
-    assert not np.array_equal(np.broadcast_to(np.arange(3), (2, 3)), theirs)  # a fresh sequence's 0, 1, 2 is wrong
+        mask = np.asarray(prefix_mask)
+        ours_prefix = vlm.rotation_positions(attention_mask=mask)
+        ours = expert[0].rotation_positions(attention_mask=np.concatenate([mask, np.ones((2, 3), np.int64)], 1),
+                                            length=3)
+        if prefix_mask == MASKS[1]:  # at a hole neither BLOOM's count (0 there) nor OPT's (−1) is the model's
+            for wrong in ((np.cumsum(mask, -1) - 1) * mask, np.cumsum(mask, -1) * mask - 1):
+                assert not np.array_equal(wrong, prefix)
+    np.testing.assert_array_equal(np.broadcast_to(ours_prefix, (2, 5)), prefix)  # integers: exact
+    np.testing.assert_array_equal(np.broadcast_to(ours, (2, 3)), chunk)
+    assert not np.array_equal(np.broadcast_to(np.arange(3), (2, 3)), chunk)  # a fresh sequence's 0, 1, 2 is wrong
     with pytest.raises(ValueError, match=r"attention_mask=|cache_position="):
         expert[0].rotation_positions(np.arange(3))  # ids alone: not what the expert reads
 

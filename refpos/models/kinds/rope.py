@@ -266,7 +266,8 @@ _LLAMA = {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 32, "
 ROPE = EncodingKind(
     name="rope", summary="the query and key rotated pair by pair, by angles proportional to the position (RoPE)",
     record=RopeLayer, build=lambda stack: build_scheduled(stack, "rope"), hook="rotate",
-    reads=("position_ids", "decoder_position_ids", "cache_position", "mask_cumsum", "slot_plus_one"),
+    reads=("position_ids", "decoder_position_ids", "cache_position", "mask_cumsum", "mask_cumsum_minus_one",
+           "slot_plus_one"),
     doc="docs/rope.md#the-math", facts=RopeFacts,
     check="rope", golden="rope",
     contract=("rope_frequencies", "rope_cos_sin", "apply_rope"), spec="spec_tests/test_rope_properties.py",
