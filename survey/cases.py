@@ -37,7 +37,8 @@ and, for every model:
 
 Before each case the model runs once at position 0 (its output dropped): a rule that keeps state across
 calls (transformers' dynamic NTK grows its frequencies and resets them below the original length) starts
-every case from its original frequencies, as a fresh model would.
+every case from its original frequencies, as a fresh model would; positions a model kept from an earlier call
+(the Qwen2-VL family's ``rope_deltas``, :data:`STATE`) are forgotten before and after each case.
 """
 
 from __future__ import annotations
@@ -154,15 +155,31 @@ def _as_float32(run: Any) -> Any:
     return run
 
 
+#: the state a model keeps between calls where it built its own positions (the Qwen2-VL family's M-RoPE offsets,
+#: computed from the mask when no ids are passed and reused on later calls), forgotten around every case
+STATE = ("rope_deltas",)
+
+
+def _forget(model: Any) -> None:
+    """Every module's :data:`STATE` back to a fresh model's (None)."""
+    for module in model.modules():
+        for name in STATE:
+            if getattr(module, name, None) is not None:
+                setattr(module, name, None)
+
+
 def _reset(model: Any, inputs: dict[str, Any]) -> None:
-    """One forward at position 0 (output dropped): stateful rotary modules back to their original state."""
+    """One forward at position 0 (output dropped): stateful rotary modules back to their original state, and the
+    positions a model kept from an earlier call forgotten (:data:`STATE`)."""
     import torch
 
+    _forget(model)
     zero = dict(inputs)
     if "position_ids" in zero:
         zero["position_ids"] = torch.zeros_like(zero["position_ids"])
     with torch.no_grad():
         model(**zero)
+    _forget(model)
 
 
 def run_case(model: Any, case: Case, ids: np.ndarray, base: dict[str, Any], attention: list[Any],
@@ -189,6 +206,8 @@ def run_case(model: Any, case: Case, ids: np.ndarray, base: dict[str, Any], atte
                                         attention, positional))
     except Exception as exc:  # transformers' own error for these inputs: the case is not observed
         case.error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+    finally:
+        _forget(model)  # what the case's forward kept is not carried into the next run
     return case
 
 

@@ -95,7 +95,7 @@ from survey.rotation import (  # noqa: F401  (the bound's constants and Channels
     predict_shifted,
     rounded_alike,
 )
-from survey.seen import Seen, case_reference, own_keys, positions_of, seen_of
+from survey.seen import Seen, case_reference, own_keys, positions_of, seen_of, unrotated
 from survey.sources import SOURCES, inputs_of
 
 #: claims whose positions are a bias on the logits, and those added to the stack's input
@@ -214,6 +214,8 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int, seen: Seen | No
         return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
                            f"{seen.name}: the layer attends over {call.query.shape[-2]} rows, not the "
                            f"{seen.inputs.queries} tokens")
+    if (unrun := unrotated(claim, seen)) is not None:
+        return LayerResult(claim.stack, claim.index, claim.kind, "exact", None, unrun)
     result.error, where = _over(claim, ref, call, seen, mode)
     causes = []
     if where is not None:

@@ -200,10 +200,13 @@ def check_map(claim: LayerClaim, probe: Probe, path: str, seen: Any) -> LayerRes
     claim's indexer RoPE where refpos gives one. None where no apply function ran in the layer."""
     import refpos
     from survey.seen import positions_of as _positions
+    from survey.seen import unrotated
 
     records = [a for a in seen.run.applied if a.layer == (path, claim.index)]
     if not records or claim.kind != "rope":
         return None
+    if (unrun := unrotated(claim, seen)) is not None:
+        return LayerResult(claim.stack, claim.index, claim.kind, "exact", None, unrun)
     positions = _positions(claim, seen, "rotation")
     worst = 0.0
     for record in records:

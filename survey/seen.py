@@ -74,6 +74,16 @@ def positions_of(claim: LayerClaim, seen: Seen, use: str, side: str = "query") -
     return found
 
 
+def unrotated(claim: LayerClaim, seen: Seen) -> str | None:
+    """Why the claim's rotation is not compared in ``seen``: the source it reads puts a token at a negative
+    position (OPT's and π0's counts at left padding), which refpos does not rotate (``apply_rope`` refuses it);
+    None where every position is one refpos rotates."""
+    if claim.kind != "rope" or not (positions_of(claim, seen, "rotation", "key") < 0).any():
+        return None
+    return (f"{seen.name}: not compared (the rotation reads {' else '.join(claim.source('rotation'))}, a negative "
+            "position at a masked token, which refpos does not rotate)")
+
+
 def own_keys(call: Call, ref: Call, queries: int) -> slice:
     """The rows of ``call``'s keys that are its own tokens', where the layer attends over more keys than tokens.
 
