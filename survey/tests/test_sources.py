@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -90,3 +91,36 @@ def test_the_outermost_component_decides_a_layer_list_s_stack():
     assert role("model.decoder.layers") == "decoder"
     assert role("model.encoder_decoder.encoder.layers") == "encoder"
     assert role("model.layers") == "decoder"
+
+
+def test_a_rotation_at_a_negative_position_is_not_compared_and_says_so():
+    """π0's prefix count and OPT's mask count put a masked token at −1, which refpos does not rotate: the case is
+    not compared, by name; the same claim on ids, or on a case without padding, is compared."""
+    from survey.claims import LayerClaim
+    from survey.seen import Seen, unrotated
+
+    rope = refpos.RopeConfig(head_dim=8, theta=1e4)
+    made = {case.name: case for case in cases.cases_for({}, np.arange(8), True)}
+    claim = LayerClaim("decoder", 0, "rope", rope=rope,
+                       reads={"rotation": ("position_ids", "mask_cumsum_minus_one", "slot_plus_one")})
+    unnamed = Seen("left padded, no ids", None, sources.inputs_of(made["left padded, no ids"], None),
+                   made["left padded, no ids"])
+    padded = Seen("left padded", None, sources.inputs_of(made["left padded"], None), made["left padded"])
+    note = unrotated(claim, unnamed)
+    assert note is not None and note.startswith("left padded, no ids: not compared") and "mask_cumsum_minus_one" in note
+    assert unrotated(claim, padded) is None  # ids passed: read, and compared
+    assert unrotated(dataclasses.replace(claim, reads={}), unnamed) is None  # the slot: compared
+
+
+def test_what_a_model_kept_from_a_call_is_forgotten():
+    """The Qwen2-VL family keeps the M-RoPE offsets it built (``rope_deltas``) for later calls: the survey forgets
+    them around every case, as a fresh model has none; other attributes stay."""
+
+    class Module:
+        def __init__(self, **values):
+            self.__dict__.update(values)
+
+    inner, outer = Module(rope_deltas=np.array([[-2]]), theta=1e4), Module(rope_deltas=None)
+    model = Module(modules=lambda: [outer, inner])
+    cases._forget(model)
+    assert inner.rope_deltas is None and outer.rope_deltas is None and inner.theta == 1e4
