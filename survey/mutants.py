@@ -38,6 +38,11 @@ a two-channel rotation) is *equivalent* and left out (:func:`differs`: the frequ
 :math:`2^{21}` and the scales at every position near a threshold compared). A mutant graded exact *survives*:
 the survey cannot tell refpos's answer from a wrong one there, the row is not exact, and the page lists the
 mutant as a survey defect.
+
+Two mutants are left out where no input could tell them: the slot read for the id (or the id for the slot)
+where the model takes no ids, so that its id is its slot on every input; and the slot read for the slot plus
+one where every forward was handed ids (vLLM's always are), so that what the model builds without them is
+never read (transformers' survey reads it in its case without ids, :mod:`survey.cases`).
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ from survey.layout_bias import layout_bias_mutants
 THETA = 1e-4
 #: how the mutants that read the other of the two position inputs are named
 SLOT_OR_ID = "the other of slot and id"
+#: the name of the mutant that changes only what a model builds when it is handed no ids
+FALLBACK = "the slot for the slot plus one"
 GAIN = 1e-3
 SLOPE = 1e-2
 #: lengths at which a mutant's frequencies are compared with refpos's (with every threshold's neighbours)
@@ -143,7 +150,7 @@ def mutants(resolution: Resolution) -> list[tuple[str, Resolution]]:
         out.append(("positions + 1", _each(resolution, "rope", lambda c: dataclasses.replace(c, offset=c.offset + 1))))
         out.append(("rotation reads the other of slot and id", _each(resolution, "rope", lambda c: dataclasses.replace(
             c, reads={**c.reads, "rotation": _swap(c.source("rotation"))}))))
-        out.append(("rotation reads the slot for the slot plus one", _each(resolution, "rope", _zero_indexed)))
+        out.append((f"rotation reads {FALLBACK}", _each(resolution, "rope", _zero_indexed)))
         first_none = next((c for c in resolution.layers if c.kind == "none" and c.site == "self"), None)
         if first_none is not None:
             out.append(("a layer without RoPE rotated", dataclasses.replace(resolution, layers=tuple(
@@ -273,11 +280,16 @@ def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:
     """``(mutants tried, names of those graded exact)`` on ``probe`` (mutants equivalent to ``resolution``
     are not tried)."""
     from survey.compare import compare
+    from survey.seen import seen_of
 
+    handed_ids = all(seen.inputs.position_ids is not None for seen in seen_of(probe))
     tried, survived = 0, []
     for name, mutant in mutants(resolution):
-        if not differs(resolution, mutant) or (SLOT_OR_ID in name and not probe.position_ids_taken):
-            continue  # equivalent; or the model takes no ids, so that its id is its slot on every input
+        if not differs(resolution, mutant) or (SLOT_OR_ID in name and not probe.position_ids_taken) or (
+                FALLBACK in name and handed_ids):
+            # equivalent; or the model takes no ids, so that its id is its slot on every input; or every forward
+            # was handed ids (vLLM's always are), so that what the model builds without them is never read
+            continue
         tried += 1
         verdict = compare(mutant, probe, stop_at_mismatch=True)
         if not verdict.mismatches:

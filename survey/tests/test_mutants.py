@@ -121,3 +121,21 @@ def test_canary_decoders_input_sinusoid_is_claimed():
     assert answer.refused is None and {c.kind for c in answer.layers} == {"sinusoidal"}
     assert not any("decoder.input" in note for note in answer.notes)
     assert np.asarray(answer.layers[0].params["sinusoid"](np.arange(3))).shape == (3, 32)
+
+
+def test_the_slot_plus_one_is_told_from_the_slot_where_a_forward_had_no_ids(observed):
+    """PaliGemma, given no ids, turns by the slot plus one: the case without ids tells the slot from it (the
+    mutant is caught); where every forward is handed ids (vLLM's are), nothing can, and the mutant is not tried."""
+    import copy
+
+    config, probe = observed("paligemma")
+    resolution = adaptor.resolve(config)
+    fallback = dict(mutants.mutants(resolution))[f"rotation reads {mutants.FALLBACK}"]
+    assert not wrong(resolution, probe)
+    assert any("left padded, no ids" in cause for cause in wrong(fallback, probe))
+    handed = copy.copy(probe)
+    handed.cases = [case for case in probe.cases if case.position_ids is not None]
+    assert not wrong(fallback, handed)  # every forward handed ids: no input tells them apart
+    tried, survived = mutants.survivors(resolution, probe)
+    tried_handed, survived_handed = mutants.survivors(resolution, handed)
+    assert tried_handed == tried - 1 and survived == survived_handed == []
