@@ -188,13 +188,8 @@ def test_qwen_steps_match_its_code(length):
 #: the rule does not flood). A row whose code is refused by name (its ``model_type`` not modelled) leaves the keys of
 #: what it does unread by definition, and is not listed.
 DEFAULT_GAPS = {
-    "eomt_dinov3": "pos_embed_rescale: DINOv3's rescaling of its patch coordinates",
     "pegasus_x": "max_position_embeddings: its global–local attention's encoder stack is refused, the table unread",
-    "yolos": "use_mid_position_embeddings: a resampled table added before every layer, not modelled",
     "patchtsmixer": "positional_encoding_type: the table's form, not read (sincos modelled, random not)",
-    **dict.fromkeys(("qwen3_vl_vision", "qwen3_vl_moe_vision", "qwen3_5_vision", "qwen3_5_moe_vision",
-                     "qwen3_omni_moe_vision_encoder", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"),
-                    "num_position_embeddings: the learned, interpolated position table added to the patches"),
 }
 
 
