@@ -95,7 +95,7 @@ from survey.rotation import (  # noqa: F401  (the bound's constants and Channels
     predict_shifted,
     rounded_alike,
 )
-from survey.seen import Seen, case_reference, own_keys, positions_of, seen_of, unrotated
+from survey.seen import Seen, case_reference, negative, own_keys, positions_of, seen_of, unrotated
 from survey.sources import SOURCES, inputs_of
 
 #: claims whose positions are a bias on the logits, and those added to the stack's input
@@ -165,11 +165,6 @@ def _over(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str,
     return error, f"{which} of the token at position {int(positions[token])}, channel {channel}"
 
 
-def _negative(seen: Seen, source: tuple[str, ...]) -> bool:
-    """Whether ``source`` gives some token a negative position in ``seen`` (``mask_count`` at padding)."""
-    return bool((seen.inputs.read(source, "key") < 0).any())
-
-
 def alternatives(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str) -> list[str]:
     """The inputs under which the claim's formula would match the call where its stated reads do not: what
     the layer read, detected from the observation (``rotation reads cache_position``)."""
@@ -177,7 +172,7 @@ def alternatives(claim: LayerClaim, ref: Call, call: Call, seen: Seen, mode: str
     for use in ("rotation", "scale") if claim.query_scale is not None and claim.kind == "rope" else (
             ("rotation",) if claim.kind == "rope" else ("scale",) if claim.query_scale is not None else ()):
         for source in SOURCES:
-            if (source,) == claim.source(use) or _negative(seen, (source,)):
+            if (source,) == claim.source(use) or negative(seen, (source,)):
                 continue  # a rotation at a negative position (OPT's padding, mask_count) is not one refpos applies
             _, where = _over(claim, ref, call, seen, mode, {use: (source,)})
             if where is None:

@@ -81,7 +81,7 @@ def check_layout_bias(claim: LayerClaim, probe: Any, path: str) -> LayerResult:
     """refpos's layout bias against layer ``claim.index`` of list ``path`` (module docstring)."""
     from refpos.encodings.layout_bias_mistakes import layout_bias_bound
     from survey.boxes import boxes_for
-    from survey.seen import seen_of
+    from survey.seen import positions_of, seen_of
 
     record = claim.params["record"]
     tables = _tables(record, getattr(probe, "weights", {}))
@@ -109,7 +109,7 @@ def check_layout_bias(claim: LayerClaim, probe: Any, path: str) -> LayerResult:
             if seen.case is None:
                 return _result(claim, "mismatch", None, "transformers hands this layer no position_bias")
             continue
-        places = seen.inputs.read(claim.source("key"), "key")
+        places = positions_of(claim, seen, "key", "key")
         bbox = None
         if record.spatial:
             if rows is None:

@@ -65,20 +65,31 @@ def case_reference(probe: Probe, seen: Seen, index: int) -> tuple[Call | None, s
     return ref, mode
 
 
-def positions_of(claim: LayerClaim, seen: Seen, use: str, side: str = "query") -> np.ndarray:
-    """The positions the claim says the layer reads for ``use`` (``rotation``, ``scale``) on ``side`` in ``seen``;
-    a case that keeps some keys (a sliding window's cache) reads theirs."""
-    found = seen.inputs.read(claim.source(use), side)
+def read(seen: Seen, source: tuple[str, ...], side: str = "query") -> np.ndarray:
+    """The positions ``source`` gives the tokens on ``side`` in ``seen``; a case that keeps some keys (a sliding
+    window's cache) reads theirs."""
+    found = seen.inputs.read(source, side)
     if side == "key" and seen.case is not None and seen.case.kept is not None:
         found = found[seen.case.kept]
     return found
 
 
+def positions_of(claim: LayerClaim, seen: Seen, use: str, side: str = "query") -> np.ndarray:
+    """The positions the claim says the layer reads for ``use`` (``rotation``, ``scale``) on ``side`` in ``seen``
+    (:func:`read`)."""
+    return read(seen, claim.source(use), side)
+
+
+def negative(seen: Seen, source: tuple[str, ...]) -> bool:
+    """Whether ``source`` puts one of the keys in ``seen`` at a negative position (OPT's and π0's counts at left
+    padding), which refpos does not rotate (``apply_rope`` refuses it)."""
+    return bool((read(seen, source, "key") < 0).any())
+
+
 def unrotated(claim: LayerClaim, seen: Seen) -> str | None:
     """Why the claim's rotation is not compared in ``seen``: the source it reads puts a token at a negative
-    position (OPT's and π0's counts at left padding), which refpos does not rotate (``apply_rope`` refuses it);
-    None where every position is one refpos rotates."""
-    if claim.kind != "rope" or not (positions_of(claim, seen, "rotation", "key") < 0).any():
+    position (:func:`negative`); None where every position is one refpos rotates."""
+    if claim.kind != "rope" or not negative(seen, claim.source("rotation")):
         return None
     return (f"{seen.name}: not compared (the rotation reads {' else '.join(claim.source('rotation'))}, a negative "
             "position at a masked token, which refpos does not rotate)")

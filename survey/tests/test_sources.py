@@ -124,3 +124,33 @@ def test_what_a_model_kept_from_a_call_is_forgotten():
     model = Module(modules=lambda: [outer, inner])
     cases._forget(model)
     assert inner.rope_deltas is None and outer.rope_deltas is None and inner.theta == 1e4
+
+
+def test_the_map_at_the_apply_function_skips_a_negative_position_and_compares_the_rest():
+    """:func:`survey.rotation.check_map` on the case without ids: a claim whose source puts the padding at −1 is
+    not compared there (refpos does not rotate −1), by name; read from the slot, the same call is compared, exact
+    on the true rotation and a mismatch on a rotation one place off."""
+    from types import SimpleNamespace
+
+    from survey.claims import LayerClaim
+    from survey.records import Applied
+    from survey.rotation import check_map
+    from survey.seen import Seen
+
+    rope = refpos.RopeConfig(head_dim=8, theta=1e4)
+    case = next(case for case in cases.cases_for({}, np.arange(8), True) if case.name == "left padded, no ids")
+    inputs = sources.inputs_of(case, None)
+    slots = inputs.read(("cache_position",), "query")
+    x = np.random.default_rng(0).standard_normal((1, 2, slots.size, 8))
+
+    def seen_with(rotated_at: np.ndarray) -> Seen:
+        after = refpos.to_numpy(refpos.apply_rope(x, rotated_at, rope))
+        run = SimpleNamespace(applied=[Applied("apply_rotary_pos_emb", [x], [after], ("model.layers", 0))])
+        return Seen(case.name, run, inputs, case)
+
+    counted = LayerClaim("decoder", 0, "rope", rope=rope, reads={"rotation": ("position_ids", "mask_count")})
+    skipped = check_map(counted, None, "model.layers", seen_with(slots))
+    assert skipped.status == "exact" and "not compared" in skipped.cause and "mask_count" in skipped.cause
+    by_slot = dataclasses.replace(counted, reads={})
+    assert check_map(by_slot, None, "model.layers", seen_with(slots)).status == "exact"
+    assert check_map(by_slot, None, "model.layers", seen_with(slots + 1)).status == "mismatch"
