@@ -16,13 +16,11 @@ source             the positions read, per key (or query) token
 =================  ==================================================================================
 ``position_ids``   the ids passed; where none were, the record's next source the survey reads (what the model
                    builds: PaliGemma's ``slot_plus_one``, OPT's ``mask_count``), else the slot
-``cache_position`` the slot
-``slot_plus_one``  the slot plus one (PaliGemma's 1-indexed positions, built when no ids are passed)
 ``decoder_position_ids``  none: the survey passes the decoder of an encoder–decoder model no ids of its own
-``mask_cumsum``    :math:`(\\sum_{i \\le j} m_i - 1)\\,m_j` (0 at a masked token)
-``mask_count``     :math:`m_j \\sum_{i \\le j} m_i - 1` (−1 at a masked token: OPT's and BioGPT's ids)
-``mask_cumsum_minus_one``  :math:`\\sum_{i \\le j} m_i - 1` (π0's prefix ids: −1 at left padding)
-``key_index``      the slot (the key's index among the keys)
+the others         refpos's :data:`~refpos.models.sources.DERIVED`, each read with refpos's own formula
+                   (:func:`refpos.models.sources.derived`) off the case's slots and mask: the slot
+                   (``cache_position``, ``key_index``), the slot plus one (``slot_plus_one``), and BLOOM's, OPT's
+                   and π0's counts of the mask's ones (``mask_cumsum``, ``mask_count``, ``mask_cumsum_minus_one``)
 =================  ==================================================================================
 """
 
@@ -33,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from refpos.models.sources import DERIVED, derived
+
 #: what positions serve in a layer: the rotation, the query scale, the query's and the key's side of a bias,
 #: the rows of an input table
 USES = ("rotation", "scale", "query", "key", "rows")
 #: the sources the survey can read off a forward's inputs
-SOURCES = ("position_ids", "cache_position", "mask_cumsum", "mask_count", "mask_cumsum_minus_one", "key_index",
-           "slot_plus_one")
+SOURCES = ("position_ids", *DERIVED)
 #: what a record that states nothing reads
 DEFAULT = ("position_ids",)
 
@@ -70,15 +69,9 @@ class Inputs:
     def _read(self, source: str) -> np.ndarray | None:
         if source == "position_ids":
             return self.slots if self.position_ids is None else self.position_ids
-        if source in ("cache_position", "key_index"):
-            return self.slots
-        if source == "slot_plus_one":
-            return self.slots + 1
-        if source in ("mask_cumsum", "mask_count", "mask_cumsum_minus_one"):
+        if source in DERIVED:  # refpos's formula (derived), read off the case's slots and mask
             mask = np.ones(self.slots.size, dtype=np.int64) if self.attention_mask is None else self.attention_mask
-            total = np.cumsum(mask)
-            return {"mask_cumsum": (total - 1) * mask, "mask_count": total * mask - 1,
-                    "mask_cumsum_minus_one": total - 1}[source]
+            return derived(source, self.slots, mask)
         return None
 
     def which(self, sources: list[tuple[str, ...]], side: str = "query") -> dict[tuple[str, ...], np.ndarray]:

@@ -120,6 +120,48 @@ Source = tuple[str, ...]
 SLOT_AGAINST_INDEX: tuple[tuple[str, Source], ...] = (("query", ("cache_position",)), ("key", ("key_index",)))
 
 
+#: the inputs computed from the token's slot or from the attention mask alone (:func:`derived`)
+DERIVED = ("cache_position", "mask_cumsum", "mask_count", "mask_cumsum_minus_one", "key_index", "slot_plus_one")
+
+
+def derived(name: str, slots: np.ndarray | None, attention_mask: np.ndarray | None) -> np.ndarray:
+    r"""The positions input ``name`` of :data:`DERIVED` gives, from the tokens' slots ``s`` or the attention mask
+    ``m`` (0/1, last axis the keys):
+
+    .. math::
+
+        \text{cache\_position} = \text{key\_index} = s, \qquad \text{slot\_plus\_one} = s + 1,
+
+        \text{mask\_cumsum} = (c - 1)\,m, \qquad \text{mask\_count} = c\,m - 1, \qquad
+        \text{mask\_cumsum\_minus\_one} = c - 1, \qquad c_j = \sum_{i \le j} m_i.
+
+    The three counts agree on an unpadded sequence and differ at a masked token: BLOOM's reads 0 there, OPT's −1,
+    π0's the count so far less one. The one formula of each, for :meth:`Given.read` and for the survey's probes.
+
+    Examples
+    --------
+    >>> derived("mask_count", None, np.array([0, 1, 0, 1])).tolist()
+    [-1, 0, -1, 1]
+    >>> derived("mask_cumsum_minus_one", None, np.array([0, 1, 0, 1])).tolist()
+    [-1, 0, 0, 1]
+    """
+    if name in ("cache_position", "key_index", "slot_plus_one"):
+        if slots is None:
+            raise ValueError(f"{name} reads the tokens' slots; none given")
+        return slots + (1 if name == "slot_plus_one" else 0)
+    if name not in DERIVED:
+        raise ValueError(f"name must be one of {DERIVED}, got {name!r}")
+    if attention_mask is None:
+        raise ValueError(f"{name} reads the attention mask; none given")
+    mask = attention_mask
+    count = np.cumsum(mask, axis=-1)
+    if name == "mask_cumsum":
+        return (count - 1) * mask
+    if name == "mask_count":
+        return count * mask - 1
+    return count - 1
+
+
 def check_reads(where: str, reads: Mapping[str, Source]) -> dict[str, Source]:
     """``reads`` as a dict of use → source, each use of :data:`USES` and each input of :data:`INPUTS`."""
     out = {}
@@ -241,20 +283,17 @@ class Given:
         if name in ("position_ids", "decoder_position_ids"):  # the keys' ids: the call's own when nothing is cached
             return self.positions if side == "query" or self.past == 0 else None
         if name == "key_index":
-            return np.arange(start, self.keys, dtype=np.int64)
+            return derived(name, np.arange(start, self.keys, dtype=np.int64), None)
         if name in ("cache_position", "slot_plus_one"):
-            first = 1 if name == "slot_plus_one" else 0  # 1-indexed: the slot plus one
             if self.cache_position is not None:
-                return (self.cache_position if side == "query" else np.arange(self.keys, dtype=np.int64)) + first
-            if self.attention_mask is not None:  # the mask's length counts the cached tokens
-                return np.arange(start + first, self.keys + first, dtype=np.int64)
-            return None
-        if name in ("mask_cumsum", "mask_count", "mask_cumsum_minus_one") and self.attention_mask is not None:
-            total, mask = np.cumsum(self.attention_mask, axis=-1), self.attention_mask
-            # BLOOM's (Σm − 1)·m: 0 at padding; OPT's Σm·m − 1: −1 at padding (its row offset − 1); π0's Σm − 1
-            count = {"mask_cumsum": (total - 1) * mask, "mask_count": total * mask - 1,
-                     "mask_cumsum_minus_one": total - 1}[name]
-            return count[..., start:]
+                slots = self.cache_position if side == "query" else np.arange(self.keys, dtype=np.int64)
+            elif self.attention_mask is not None:  # the mask's length counts the cached tokens
+                slots = np.arange(start, self.keys, dtype=np.int64)
+            else:
+                return None
+            return derived(name, slots, None)
+        if name in DERIVED and self.attention_mask is not None:  # a count of the mask's ones
+            return derived(name, None, self.attention_mask)[..., start:]
         if name == "input_ids_cumsum" and self.input_ids is not None and side == "query":
             if padding_idx is None:
                 raise ValueError("input_ids_cumsum needs the padding token (padding_idx)")
@@ -273,4 +312,5 @@ def _mask(value: Any) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-__all__ = ["INPUTS", "PARAMETERS", "PLAIN", "SLOT_AGAINST_INDEX", "USES", "Given", "Source", "check_reads", "shown"]
+__all__ = ["DERIVED", "INPUTS", "PARAMETERS", "PLAIN", "SLOT_AGAINST_INDEX", "USES", "Given", "Source", "check_reads",
+           "derived", "shown"]
