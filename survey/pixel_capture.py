@@ -226,6 +226,7 @@ def rotations(model: Any, inputs: dict[str, Any]) -> list[Applied]:
             if not before:
                 return out
             shape = (name, tuple(before[0].shape))
+            count = table_tokens([a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)][2:])
             at = tuple(digest(squeezed(_np(a))) for a in (*args, *kwargs.values())
                        if isinstance(a, torch.Tensor) and not a.is_floating_point() and not a.is_complex())
             room = shapes.get(shape, 0) < AXES and (shape in shapes or len(shapes) < KEPT_CALLS)
@@ -234,7 +235,8 @@ def rotations(model: Any, inputs: dict[str, Any]) -> list[Applied]:
                 shapes[shape] = shapes.get(shape, 0) + 1
                 after = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
                          if isinstance(o, torch.Tensor)][:len(before)]
-                calls.append(Applied(name, [one_head(_np(x)) for x in before], [one_head(_np(x)) for x in after],
+                calls.append(Applied(name, [one_head(_np(x), count) for x in before],
+                                     [one_head(_np(x), count) for x in after],
                                      None, tables=list(at)))
             return out
         return rotate
@@ -249,12 +251,31 @@ def rotations(model: Any, inputs: dict[str, Any]) -> list[Applied]:
     return calls
 
 
-def one_head(x: np.ndarray) -> np.ndarray:
+def table_tokens(others: list[Any]) -> int | None:
+    """The token count of a rotary apply function's tables (its floating tensor arguments after the query and
+    key: ``cos`` ``(B, N, D)``, ``(N, D)``, a complex ``(N, D/2)`` …): the longest axis but the last, the largest
+    over the tables; None where the call was handed none (positions as integers: V-JEPA 2's)."""
+    counts = [max(t.shape[:-1]) for t in others if (t.is_floating_point() or t.is_complex()) and t.ndim >= 2]
+    return max(counts) if counts else None
+
+
+def one_head(x: np.ndarray, tokens: int | None = None) -> np.ndarray:
     """A query or key ``(B, H, N, D)``, ``(N, H, D)`` … as ``(N, D)``: the head size kept (last axis), the token
-    axis (the longest of the others) kept, index 0 taken on every other axis (a batch of one, the first head)."""
+    axis kept, index 0 taken on every other axis (a batch of one, the first head).
+
+    The token axis is the one of length ``tokens`` (the call's tables' token count, :func:`table_tokens`) where one
+    axis has it; where several have it, the second last of a ``(B, H, N, D)`` query (transformers' layout, its
+    tables broadcast over the heads), else the first; where none has it or ``tokens`` is None, the longest axis."""
     if x.ndim < 2:
         return x
-    tokens = int(np.argmax(x.shape[:-1]))
+    lengths = x.shape[:-1]
+    matching = [axis for axis, n in enumerate(lengths) if tokens is not None and n == tokens]
+    if len(matching) == 1 or (matching and not (x.ndim == 4 and 2 in matching)):
+        tokens = matching[0]
+    elif matching:
+        tokens = 2
+    else:
+        tokens = int(np.argmax(lengths))
     index = tuple(slice(None) if axis == tokens else 0 for axis in range(x.ndim - 1))
     return np.ascontiguousarray(x[index])
 

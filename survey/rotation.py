@@ -193,12 +193,38 @@ def _time_axis_last(x: np.ndarray, t: int) -> np.ndarray | None:
     return None
 
 
+def rotated_map(rope: Any, x: np.ndarray, positions: np.ndarray, gain: float = 1.0, offset: int = 0
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """refpos's rotation of a rotary apply function's input ``x`` (..., T, w) at ``positions`` (T,) shifted by
+    ``offset``, times ``gain``, with its float32 bound (:class:`Channels`): ``w`` the head size, or the rotated
+    span's width where the model slices the span out before the call (the rest of the head then reads zeros);
+    None for another width."""
+    import refpos
+
+    start, stop = span_bounds(rope.head_dim, rope.rotary_width, rope.placement)  # the rotated channels
+    width = x.shape[-1]
+    if width == rope.head_dim:
+        full = x
+    elif width == stop - start:
+        full = np.zeros((*x.shape[:-1], rope.head_dim))
+        full[..., start:stop] = x
+    else:
+        return None
+    at = positions + offset
+    length = int(at.max()) + 1
+    frequencies = refpos.rope_frequencies(rope, seq_len=length)
+    predicted = gain * refpos.to_numpy(refpos.apply_rope(full, at, rope, frequencies=frequencies))
+    bound = abs(gain) * channels(rope, length).bound(full, at)
+    if width != rope.head_dim:
+        predicted, bound = predicted[..., start:stop], bound[..., start:stop]
+    return predicted, bound
+
+
 def check_map(claim: LayerClaim, probe: Probe, path: str, seen: Any) -> LayerResult | None:
     """The rotation as a map, where the modeling module's rotary apply function ran in the layer: its output
     against refpos's rotation of its input (on the rotated span when the model slices the span out before the
     call), at the positions the claim's rotation reads. A call from the layer's indexer is compared with the
     claim's indexer RoPE where refpos gives one. None where no apply function ran in the layer."""
-    import refpos
     from survey.seen import positions_of as _positions
     from survey.seen import unrotated
 
@@ -212,30 +238,19 @@ def check_map(claim: LayerClaim, probe: Probe, path: str, seen: Any) -> LayerRes
     for record in records:
         indexer = "indexer" in record.caller
         rope = claim.indexer if indexer and claim.indexer is not None else claim.rope
-        start, stop = span_bounds(rope.head_dim, rope.rotary_width, rope.placement)  # the rotated channels
         for before, after in zip(record.before, record.after, strict=False):
             x = _time_axis_last(before.astype(np.float64), positions.size)
             y = _time_axis_last(after.astype(np.float64), positions.size)
             if x is None or y is None or x.shape != y.shape:
                 return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,
                                    f"{seen.name}: {record.name}: no token axis of {positions.size} in {before.shape}")
-            width = x.shape[-1]
-            if width == rope.head_dim:
-                full = x
-            elif width == stop - start:
-                full = np.zeros((*x.shape[:-1], rope.head_dim))
-                full[..., start:stop] = x
-            else:
+            mapped = rotated_map(rope, x, positions, claim.gain, claim.offset)
+            if mapped is None:
+                start, stop = span_bounds(rope.head_dim, rope.rotary_width, rope.placement)
                 return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
                                    f"{seen.name}: rotated width{' (indexer)' if indexer else ''}: transformers "
-                                   f"{width}, refpos {rope.head_dim} (span {stop - start})")
-            length = int(positions.max()) + 1 + claim.offset
-            frequencies = refpos.rope_frequencies(rope, seq_len=length)
-            predicted = claim.gain * refpos.to_numpy(refpos.apply_rope(full, positions + claim.offset, rope,
-                                                                       frequencies=frequencies))
-            bound = channels(rope, length).bound(full, positions)
-            if width != rope.head_dim:
-                predicted, bound = predicted[..., start:stop], bound[..., start:stop]
+                                   f"{x.shape[-1]}, refpos {rope.head_dim} (span {stop - start})")
+            predicted, bound = mapped
             errors = np.abs(predicted - y)
             worst = max(worst, float(errors.max()))
             if np.any(errors > bound):

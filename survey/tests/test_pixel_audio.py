@@ -175,12 +175,74 @@ def test_a_wrong_rope_claim_is_graded_wrong():
 
 def test_an_interleaved_rope_claim_is_not_judged_by_the_tables_alone():
     """A rotary module lays its table out [θ | θ] whatever pairs its apply function rotates (PE-Audio's pairs
-    (2i, 2i + 1) from the first half): a claim of adjacent pairs is not reached by name, never graded on a table
-    whose channel order is not the one applied (the half layout's tables graded such a claim wrong)."""
+    (2i, 2i + 1) from the first half): with no apply function's call recorded, a claim of adjacent pairs is not
+    reached by name, never graded on a table whose channel order is not the one applied."""
     record = records(LLAMA)[0]
     interleaved = dataclasses.replace(record, rope=dataclasses.replace(record.rope, layout="interleaved"))
     outcome = COMPARISONS["rope"].judge(interleaved, rotary_run(record.rope), [])
     assert outcome.status == "not reached" and "apply function" in outcome.cause, outcome
+
+
+def with_calls(run, rope):
+    """``run`` with its apply function's calls recorded: a query and a key before, and after ``rope``'s rotation
+    of them at the positions the rotary module was fed (float32), as :func:`survey.pixel_capture.one_head` keeps
+    them (tokens, head size)."""
+    from survey.probe import Applied
+
+    rng = np.random.default_rng(5)
+    applied = {}
+    for size, capture in run.rotary[0].captures.items():
+        positions = capture.module_in[0].astype(np.int64)
+        before = [rng.standard_normal((positions.size, rope.head_dim)) for _ in range(2)]
+        after = [np.asarray(refpos.apply_rope(x.astype(np.float32), positions, rope)).astype(np.float64)
+                 for x in before]
+        applied[size] = [Applied("modeling_pe_audio.apply_rotary_pos_emb", before, after, None)]
+    return dataclasses.replace(run, applied=applied)
+
+
+def test_the_rotation_is_compared_as_a_map_where_the_apply_function_ran():
+    """PE-Audio's apply function pairs adjacent channels of a [θ | θ] table: its module's tables are a half
+    layout's, and only the map at the apply function shows the pairs. There the interleaved claim is exact with
+    every wrong answer told apart (the half layout among them), and the half claim, which the tables pass, is
+    graded wrong."""
+    half = records(LLAMA)[0]
+    interleaved = dataclasses.replace(half, rope=dataclasses.replace(half.rope, layout="interleaved"))
+    run = with_calls(rotary_run(half.rope), interleaved.rope)
+    outcome = COMPARISONS["rope"].judge(interleaved, run, [])
+    assert outcome.status == "exact" and outcome.survived == [] and outcome.tried >= 5, outcome
+    assert COMPARISONS["rope"].judge(half, run, []).status == "wrong"
+    assert COMPARISONS["rope"].judge(half, rotary_run(half.rope), []).status == "exact"  # the tables alone pass it
+    faster = dataclasses.replace(interleaved, rope=dataclasses.replace(interleaved.rope, theta=5e5))
+    assert COMPARISONS["rope"].judge(faster, run, []).status == "wrong"
+
+
+def test_a_call_of_another_token_count_is_not_compared():
+    """A recorded call whose token axis is not the positions' (a head axis kept instead) is not compared: the
+    interleaved claim is then not reached, not graded on rows that are not tokens."""
+    half = records(LLAMA)[0]
+    interleaved = dataclasses.replace(half, rope=dataclasses.replace(half.rope, layout="interleaved"))
+    run = with_calls(rotary_run(half.rope), interleaved.rope)
+    heads = {size: [dataclasses.replace(call, before=[x[:2] for x in call.before],
+                                        after=[x[:2] for x in call.after]) for call in calls]
+             for size, calls in run.applied.items()}
+    outcome = COMPARISONS["rope"].judge(interleaved, dataclasses.replace(run, applied=heads), [])
+    assert outcome.status == "not reached", outcome
+
+
+def test_the_token_axis_of_a_recorded_call():
+    """:func:`survey.pixel_capture.one_head` keeps the axis of the tables' token count: PE-Audio's query
+    ``(1, 4 heads, 3 tokens, d)`` keeps the 3 tokens (the longest axis is the heads'); a tie keeps the second
+    last of ``(B, H, N, D)``; with no count, the longest axis."""
+    from survey.pixel_capture import one_head
+
+    x = np.arange(1 * 4 * 3 * 2).reshape(1, 4, 3, 2)
+    assert np.array_equal(one_head(x, 3), x[0, 0])
+    assert np.array_equal(one_head(x), x[0, :, 0])
+    tie = np.arange(1 * 4 * 4 * 2).reshape(1, 4, 4, 2)
+    assert np.array_equal(one_head(tie, 4), tie[0, 0])
+    flat = np.arange(5 * 2 * 2).reshape(5, 2, 2)  # (N, H, D)
+    assert np.array_equal(one_head(flat, 5), flat[:, 0])
+
 
 WHISPER = {"model_type": "whisper", "d_model": 8, "encoder_layers": 2, "decoder_layers": 2,
            "encoder_attention_heads": 2, "decoder_attention_heads": 2, "max_source_positions": 16,
