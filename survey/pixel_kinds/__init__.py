@@ -128,9 +128,11 @@ COMPARISONS: dict[str, KindComparison] = {c.kind: c for c in (
     KindComparison("learned", compare_learned, "the embedding's output minus its output with the table zeroed"),
     KindComparison("sinusoidal", compare_sinusoidal, "the table the model's code builds, and the rows the frames "
                    "read"),
-    KindComparison("rope", compare_rope, "each rotary module's cos and sin tables at the position ids it was fed"),
+    KindComparison("rope", compare_rope, "each rotary module's cos and sin tables at the position ids it was fed, "
+                   "and the rotary apply function's output against refpos's rotation of its input"),
     KindComparison("mrope", compare_mrope, "each rotary module's cos and sin tables at the position ids it was fed, "
-                   "the same on every axis row"),
+                   "the same on every axis row, and the rotary apply function's output against refpos's rotation "
+                   "of its input"),
     KindComparison("sinusoid1d", compare_sinusoid1d, "the table the model's code builds, and the rows the "
                    "embedding's output gains; a relative table: the position module's output and each layer's "
                    "projection's input"),
