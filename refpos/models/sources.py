@@ -138,6 +138,14 @@ def derived(name: str, slots: np.ndarray | None, attention_mask: np.ndarray | No
     The three counts agree on an unpadded sequence and differ at a masked token: BLOOM's reads 0 there, OPT's −1,
     π0's the count so far less one. The one formula of each, for :meth:`Given.read` and for the survey's probes.
 
+    See Also
+    --------
+    Given.read : the positions a layer reads off one call's inputs, through this formula.
+
+    References
+    ----------
+    docs/families.md, "Where positions come from": each input, and the models that read it.
+
     Examples
     --------
     >>> derived("mask_count", None, np.array([0, 1, 0, 1])).tolist()
