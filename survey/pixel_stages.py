@@ -6,7 +6,8 @@ that order, with those heads.
 Observed (:func:`watch_cores`, while :mod:`survey.pixels` runs the model): the *attention cores* — the modules
 whose class name holds ``Attention`` and that state a head count (:data:`HEAD_COUNTS`), none of whose
 submodules does (CvT's ``CvtSelfAttention``, not the ``CvtAttention`` around it); in a model where no such
-module states its heads, the innermost ``Attention`` modules, their heads unknown. Each core's heads and its
+module states its heads, the innermost ``Attention`` modules, their heads read off the scores their first
+softmax is given (:meth:`CoreWatch.softmax`; unknown where a fused kernel calls none). Each core's heads and its
 heads' width are read as the module states them (:data:`HEAD_WIDTHS`, else its width over its heads:
 :data:`WIDTHS`), and the cores are kept in the order of their first call (:attr:`PixelRun.cores`); a core the
 forward never calls is left out.
@@ -17,7 +18,7 @@ stage :math:`s` (in call order) must state its heads and head width (:func:`mism
 survey cannot observe the stages' attention and says so. The wrong answers (:func:`mutants`), each judged by the
 same :func:`mismatch` and surviving where it finds nothing:
 
-* a stage with one head more (caught where the stage's cores state their heads);
+* a stage with one head more (caught where the stage's cores state their heads, or their softmax shows them);
 * a stage's last layer counted in the next stage (caught where that core's heads or width are not the next
   stage's);
 * one layer more in the last stage (caught by the count of cores);
@@ -71,31 +72,75 @@ def core_facts(module: Any) -> tuple[int | None, int | None]:
 
 
 class CoreWatch:
-    """The attention cores of a model, each noted at its first call while the watch is on."""
+    """The attention cores of a model, each noted at its first call while the watch is on, with the heads its first
+    softmax implies (:meth:`softmax`)."""
 
     def __init__(self, model: Any) -> None:
         self.cores = attention_cores(model)
         self.order: dict[str, int] = {}
+        self.inside: list[tuple[str, int | None]] = []  # the cores running now: (path, their input's batch)
+        self.softmax_heads: dict[str, int] = {}
+
+    def softmax(self, scores: Any) -> None:
+        r"""Note the heads of the innermost running core from the scores its first softmax is given: ``(…, T_q,
+        T_k)`` over a batch of ``B``, the leading axes hold :math:`\prod_{\text{leading}} / B` heads (WavTokenizer's
+        single-head core scores ``(B, T, T)``: one head). A core that states its heads is read as it states them
+        (:meth:`found`); a fused kernel calls no softmax, and its heads stay unknown."""
+        if not self.inside or self.inside[-1][0] in self.softmax_heads:
+            return
+        path, batch = self.inside[-1]
+        shape = tuple(getattr(scores, "shape", ()))
+        leading = 1
+        for n in shape[:-2]:
+            leading *= int(n)
+        if batch and len(shape) >= 3 and leading % batch == 0:
+            self.softmax_heads[path] = leading // batch
 
     def found(self) -> list[list[Any]]:
-        """``[path, heads, head width]`` of every core called so far, in the order of their first call."""
+        """``[path, heads, head width]`` of every core called so far, in the order of their first call: as the
+        module states them, its heads else as its softmax implies."""
         called = sorted((self.order[path], path, module) for path, module in self.cores if path in self.order)
-        return [[path, *core_facts(module)] for _, path, module in called]
+        out = []
+        for _, path, module in called:
+            heads, width = core_facts(module)
+            out.append([path, heads if heads is not None else self.softmax_heads.get(path), width])
+        return out
 
 
 @contextlib.contextmanager
 def watch_cores(model: Any) -> Iterator[CoreWatch]:
-    """A :class:`CoreWatch` of ``model`` whose hooks are on inside the ``with`` block."""
+    """A :class:`CoreWatch` of ``model`` whose hooks (and softmax wrappers: ``torch.softmax``,
+    ``torch.nn.functional.softmax``, ``Tensor.softmax``) are on inside the ``with`` block."""
+    import torch
+
+    from survey.recorder import _patched
+
     watch = CoreWatch(model)
 
-    def note(path: str) -> Any:
-        def hook(_module: Any, _args: Any) -> None:  # returns None: the call's arguments pass unchanged
+    def enter(path: str) -> Any:
+        def hook(_module: Any, args: Any, kwargs: Any) -> None:  # returns None: the arguments pass unchanged
             watch.order.setdefault(path, len(watch.order))
+            first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+            watch.inside.append((path, int(first.shape[0]) if first is not None and first.ndim else None))
         return hook
 
-    handles = [module.register_forward_pre_hook(note(path)) for path, module in watch.cores]
+    def leave(_module: Any, _args: Any, _output: Any) -> None:
+        if watch.inside:
+            watch.inside.pop()
+
+    def noting(original: Any) -> Any:
+        def softmax(scores: Any, *args: Any, **kwargs: Any) -> Any:
+            watch.softmax(scores)
+            return original(scores, *args, **kwargs)
+        return softmax
+
+    handles = [module.register_forward_pre_hook(enter(path), with_kwargs=True) for path, module in watch.cores]
+    handles += [module.register_forward_hook(leave, always_call=True) for _, module in watch.cores]  # raised too
+    targets = [(torch.nn.functional, "softmax", noting(torch.nn.functional.softmax)),
+               (torch, "softmax", noting(torch.softmax)), (torch.Tensor, "softmax", noting(torch.Tensor.softmax))]
     try:
-        yield watch
+        with _patched(targets):
+            yield watch
     finally:
         for handle in handles:
             handle.remove()

@@ -108,3 +108,41 @@ def test_a_backbone_without_attention_is_told_from_attention_when_the_cores_are_
     assert whole_run(records, run, []).survived == []
     # a core the stages do not account for: the backbone answered as attention would find it
     assert whole_run(records, _run(CORES), []).survived == ["attention without positions"]
+
+
+def test_a_core_that_states_no_heads_is_read_off_its_softmax():
+    """A single-head core stating no head count (WavTokenizer's ``WavTokenizerVocosAttention``) scores ``(B, T, T)``:
+    one head; the same core scoring two heads, ``(2B, T, T)``, shows two; a fused kernel calls no softmax, and its
+    heads stay unknown."""
+    torch = pytest.importorskip("torch")
+    from survey.pixel_stages import watch_cores
+
+    class OneAttention(torch.nn.Module):
+        def __init__(self, heads):
+            super().__init__()
+            self.heads = heads
+
+        def forward(self, x):  # x (B, T, C)
+            b, t, c = x.shape
+            q = x.reshape(b, t, self.heads, c // self.heads).transpose(1, 2).reshape(b * self.heads, t, -1)
+            scores = torch.nn.functional.softmax(q @ q.transpose(1, 2), dim=-1)
+            return (scores @ q).reshape(b, self.heads, t, -1).transpose(1, 2).reshape(b, t, c)
+
+    class FusedAttention(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.scaled_dot_product_attention(x, x, x)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([OneAttention(1), OneAttention(2), FusedAttention()])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    model = Net()
+    with watch_cores(model) as watch:
+        model(torch.randn(3, 5, 8))
+    assert [heads for _, heads, _ in watch.found()] == [1, 2, None]
