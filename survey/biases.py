@@ -33,6 +33,7 @@ import numpy as np
 from survey.claims import LayerClaim, LayerResult
 from survey.observed import input_carries_positions, layer_calls, own_positions, read_offset, role
 from survey.probe import SWEEP, Probe
+from survey.table_rows import case_rows
 
 EPS32 = 2.0**-24
 
@@ -178,7 +179,7 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
         if found != offset or (size is not None and rows != size):
             return _result(claim, "mismatch", None, f"position table {table}: transformers reads row p + {found} of "
                            f"{rows}, refpos p + {offset} of {size}")
-        return _result(claim, "exact", 0.0)
+        return case_rows(claim, probe, table, offset) or _result(claim, "exact", 0.0)
     try:
         expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)  # (T, dim)
     except ValueError as exc:  # the claim has no row for a position the model read
@@ -202,5 +203,6 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
     error = min(errors)
     if error > bound:
         return _result(claim, "mismatch", error, f"sinusoid: max |Δ| {error:.3g}")
-    return _result(claim, "exact", error)
+    stored = [(table, found) for table, found, _ in mine if found == offset]  # a sinusoid stored as a table
+    return (case_rows(claim, probe, *stored[0]) if stored else None) or _result(claim, "exact", error)
 

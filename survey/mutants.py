@@ -24,7 +24,9 @@ ALiBi                  the bias's sign; the last head's slope :math:`\\times (1 
                        position ids for the mask's running count, or the other way
 T5 buckets             the bucket count ±1 (±2 where split between two directions), the largest
                        distance ±1, the direction flipped
-learned / sinusoidal   the row read for every position ±1 (a learned table's offset; a sinusoid's rows)
+learned / sinusoidal   the row read for every position ±1 (a learned table's offset; a sinusoid's rows); the rows
+                       read at the slot for the id (or the id for the slot); a table read at a count of the mask
+                       (OPT's) read at each other count (BLOOM's, π0's)
 box tables             each catalogued mistake of the kind: the rows a port reads with x and y swapped, x1 from
                        the y table, no height and width, height and width swapped, the box read as
                        (x0, x1, y0, y1), extents counted inclusively, the top-left corner alone
@@ -62,6 +64,8 @@ THETA = 1e-4
 SLOT_OR_ID = "the other of slot and id"
 #: the name of the mutant that changes only what a model builds when it is handed no ids
 FALLBACK = "the slot for the slot plus one"
+#: the counts of the mask's ones a table's rows may be read at (BLOOM's, OPT's, π0's: refpos.models.sources.derived)
+MASK_COUNTS = ("mask_cumsum", "mask_count", "mask_cumsum_minus_one")
 GAIN = 1e-3
 SLOPE = 1e-2
 #: lengths at which a mutant's frequencies are compared with refpos's (with every threshold's neighbours)
@@ -221,6 +225,20 @@ def _bias_mutants(resolution: Resolution) -> Iterator[tuple[str, Resolution | No
         for step in (-1, 1):
             yield f"{kind} table offset {step:+d}", _each(resolution, kind, lambda c, s=step: params(
                 c, offset=int(c.params.get("offset") or 0) + s, sinusoid=_shifted(c.params.get("sinusoid"), s)))
+        yield f"{kind} table rows read {SLOT_OR_ID}", _each(resolution, kind, lambda c: dataclasses.replace(
+            c, reads={**c.reads, "rows": _swap(c.source("rows"))}))
+        for count in MASK_COUNTS:
+            yield f"{kind} table rows read {count}", _each(resolution, kind, lambda c, n=count: _counted(c, n))
+
+
+def _counted(claim: LayerClaim, count: str) -> LayerClaim | None:
+    """``claim`` reading its table rows from the mask's ``count`` where it reads another of :data:`MASK_COUNTS`
+    (OPT's ``mask_count`` read as π0's ``mask_cumsum_minus_one``); None for a claim that reads none, or this one."""
+    source = claim.source("rows")
+    if count in source or not any(name in MASK_COUNTS for name in source):
+        return None
+    return dataclasses.replace(claim, reads={**claim.reads, "rows": tuple(
+        count if name in MASK_COUNTS else name for name in source)})
 
 
 def _shifted(sinusoid: Callable[[np.ndarray], Any] | None, step: int) -> Callable[[np.ndarray], Any] | None:

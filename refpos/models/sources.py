@@ -79,7 +79,7 @@ INPUTS = {
                      "passed)",
     "mask_cumsum": "the running count of the attention mask's ones before each token, 0 at padding: (Σm − 1)·m",
     "mask_count": "the running count of the attention mask's ones before each token, −1 at padding: Σm·m − 1 "
-                  "(OPT's and BioGPT's ids)",
+                  "(OPT's ids)",
     "mask_cumsum_minus_one": "the running count of the attention mask's ones less one, padding counted alike: Σm − 1 "
                              "(π0's and π0.5's prefix ids: −1 at left padding, the count so far at a hole)",
     "input_ids_cumsum": "the running count of the non-padding token ids (RoBERTa's positions)",

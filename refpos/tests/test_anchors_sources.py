@@ -271,14 +271,14 @@ def test_paligemma_given_no_ids_turns_each_token_by_its_slot_plus_one(past):
     assert not np.array_equal(np.arange(past, 8), theirs)  # the slot, Gemma's reading, is wrong
 
 
-@pytest.mark.parametrize("module", ["opt.modeling_opt.OPTLearnedPositionalEmbedding",
-                                    "biogpt.modeling_biogpt.BioGptLearnedPositionalEmbedding"])
+@pytest.mark.parametrize("module", ["opt.modeling_opt.OPTLearnedPositionalEmbedding"])
 @pytest.mark.parametrize(("mask", "past"), [([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]], 0),
                                             ([[0, 1, 1, 0, 1, 0, 1]], 4)])
 def test_opt_tables_read_the_mask_count_with_padding_at_minus_one(module, mask, past):
-    """OPT's and BioGPT's tables, given no ids, read ``Σm·m − 1`` (−1 at padding, its row the offset less one):
-    refpos's ``mask_count``, every token's row the module's (padding included, a cache's tokens left out); the
-    ``(Σm − 1)·m`` of BLOOM's ALiBi (0 at padding) reads another row at each padding token."""
+    """OPT's table, given no ids, reads ``Σm·m − 1`` (−1 at padding, its row the offset less one): refpos's
+    ``mask_count``, every token's row the module's (padding included, a cache's tokens left out); the ``(Σm − 1)·m``
+    of BLOOM's ALiBi (0 at padding) reads another row at each padding token. ``OPTDecoder.forward`` hands the
+    module the mask and no ids where it is given none."""
     path, name = module.rsplit(".", 1)
     embedding = getattr(__import__(f"transformers.models.{path}", fromlist=[name]), name)(16, 1)
     with torch.no_grad():
@@ -292,3 +292,32 @@ def test_opt_tables_read_the_mask_count_with_padding_at_minus_one(module, mask, 
     assert np.array_equal(layer.rows(attention_mask=mask, cache_position=slots), read)
     bloom_form = (np.cumsum(mask, axis=-1) - 1) * np.asarray(mask)
     assert not np.array_equal(bloom_form[..., past:] + 2, read)
+
+
+@pytest.mark.parametrize(("mask", "past"), [([[0, 0, 1, 1, 1, 1]], 0), ([[0, 1, 1, 0, 1, 0, 1]], 4)])
+def test_biogpt_given_no_ids_reads_the_slot(mask, past):
+    """BioGPT's model, given no ids, builds them from the slot (``BioGptModel.forward``: ``arange(T) +
+    cache_length``) and hands them to its table, whose own mask count is then never read: every token's row is its
+    slot + 2, padding included, refpos's ``("position_ids", "cache_position")``; OPT's ``mask_count`` reads other
+    rows at the padding."""
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.for_model("biogpt", vocab_size=64, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=8, max_position_embeddings=16)
+    model = AutoModel.from_config(config).eval()
+    with torch.no_grad():
+        model.embed_positions.weight.copy_(torch.arange(18, dtype=torch.float32)[:, None].expand(18, 8))
+    read = []
+    model.embed_positions.register_forward_hook(lambda module, args, out: read.append(out[..., 0]))
+    ids = torch.arange(1, len(mask[0]) + 1).reshape(1, -1)
+    with torch.no_grad():
+        cache = model(input_ids=ids[:, :past], attention_mask=torch.tensor(mask)[:, :past],
+                      use_cache=True).past_key_values if past else None
+        model(input_ids=ids[:, past:], attention_mask=torch.tensor(mask), past_key_values=cache, use_cache=True)
+    theirs = read[-1].numpy().astype(np.int64).reshape(-1)
+    layer = refpos.model_positions(config.to_dict()).layers[0]
+    assert layer.reads == (("rows", ("position_ids", "cache_position")),)
+    slots = np.arange(past, len(mask[0]))
+    np.testing.assert_array_equal(layer.rows(attention_mask=mask, cache_position=slots).reshape(-1), theirs)
+    counted = np.cumsum(mask, axis=-1) * np.asarray(mask) - 1
+    assert not np.array_equal(counted[..., past:].reshape(-1) + 2, theirs)  # OPT's reading is wrong here

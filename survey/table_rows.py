@@ -1,0 +1,63 @@
+r"""The rows a position table at a stack's input is read at, in every case (:mod:`survey.cases`).
+
+Run A finds the table and its offset: the embedding lookup whose rows are the probe's ids plus a constant ``c``
+(:func:`survey.observed.read_offset`; OPT's ``c = 2``), checked against refpos's offset by
+:func:`survey.biases.check_absolute`. Run A passes ids, so it cannot tell which input the model reads its rows
+from when it is handed none, nor how it counts a padded batch. Each case's forward looks the same table up again
+(its :attr:`~survey.records.Run.lookups`), and refpos's record says which input its rows are read at (``reads``:
+``rows`` ← OPT's ``position_ids``, else ``mask_count``). The rows refpos predicts for the case's tokens are
+
+.. math::  r_j = s_j + c,
+
+``s`` the positions that source gives in the case (:func:`survey.seen.positions_of`: the ids passed, else what
+the model builds, from the slot or from the mask), and they must be the rows the model read, exactly (integers:
+no tolerance). A decoding step reads the table for its own tokens alone, the last lookup of the case; a model
+padding its sequence to a multiple of its window reads more rows after the tokens' (LED), which are not compared.
+
+This is what tells OPT's ``Σm·m − 1`` (−1 at padding: row 1) from BLOOM's ``(Σm − 1)·m`` (row 2) on the left-padded
+case without ids, and both from π0's ``Σm − 1`` on the case with a masked token inside.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from survey.claims import LayerClaim, LayerResult
+from survey.probe import Probe
+
+
+def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> LayerResult | None:
+    """The rows ``table`` was read at in each case against refpos's (module docstring): a mismatch at the first case
+    that differs, else None (every case that looked the table up read refpos's rows, or none did)."""
+    from survey.seen import positions_of, seen_of
+
+    for seen in seen_of(probe)[1:]:
+        reads = [lookup for lookup in getattr(seen.run, "lookups", []) if lookup.table == table]
+        if not reads:
+            continue
+        try:
+            expected = positions_of(claim, seen, "rows") + offset
+        except ValueError:  # a source the survey cannot read off a case's inputs
+            continue
+        indices = np.asarray(reads[-1].indices)
+        observed = indices.reshape(-1, indices.shape[-1])[0] if indices.ndim else indices.reshape(1)
+        if observed.size < expected.size:
+            continue
+        observed = observed[: expected.size]
+        if not np.array_equal(observed, expected):
+            at = int(np.flatnonzero(observed != expected)[0])
+            return LayerResult(claim.stack, -1, claim.kind, "mismatch", float(np.abs(observed - expected).max()),
+                               f"{seen.name}: position table {table}: transformers reads rows "
+                               f"{_shown(observed)}, refpos {_shown(expected)} (rows ← "
+                               f"{' else '.join(claim.source('rows'))} + {offset}; first at token {at})")
+    return None
+
+
+def _shown(rows: Any) -> str:
+    values = [int(v) for v in np.asarray(rows).reshape(-1)]
+    return str(values) if len(values) <= 12 else f"[{', '.join(map(str, values[:12]))}, …]"
+
+
+__all__ = ["case_rows"]
