@@ -11,8 +11,9 @@ from when it is handed none, nor how it counts a padded batch. Each case's forwa
 
 ``s`` the positions that source gives in the case (:func:`survey.seen.positions_of`: the ids passed, else what
 the model builds, from the slot or from the mask), and they must be the rows the model read, exactly (integers:
-no tolerance). A decoding step reads the table for its own tokens alone, the last lookup of the case; a model
-padding its sequence to a multiple of its window reads more rows after the tokens' (LED), which are not compared.
+no tolerance). RoBERTa's ids count from ``padding_idx + 1`` (refpos's ``row_ids``): an id passed is its row. A
+decoding step reads the table for its own tokens alone, the last lookup of the case; a model padding its sequence
+to a multiple of its window reads more rows after the tokens' (LED), which are not compared.
 
 This is what tells OPT's ``Σm·m − 1`` (−1 at padding: row 1) from BLOOM's ``(Σm − 1)·m`` (row 2) on the left-padded
 case without ids, and both from π0's ``Σm − 1`` on the case with a masked token inside.
@@ -31,14 +32,14 @@ from survey.probe import Probe
 def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> LayerResult | None:
     """The rows ``table`` was read at in each case against refpos's (module docstring): a mismatch at the first case
     that differs, else None (every case that looked the table up read refpos's rows, or none did)."""
-    from survey.seen import positions_of, seen_of
+    from survey.seen import seen_of
 
     for seen in seen_of(probe)[1:]:
         reads = [lookup for lookup in getattr(seen.run, "lookups", []) if lookup.table == table]
         if not reads:
             continue
         try:
-            expected = positions_of(claim, seen, "rows") + offset
+            expected = expected_rows(claim, seen, offset)
         except ValueError:  # a source the survey cannot read off a case's inputs
             continue
         indices = np.asarray(reads[-1].indices)
@@ -53,6 +54,17 @@ def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> Layer
                                f"{_shown(observed)}, refpos {_shown(expected)} (rows ← "
                                f"{' else '.join(claim.source('rows'))} + {offset}; first at token {at})")
     return None
+
+
+def expected_rows(claim: LayerClaim, seen: Any, offset: int) -> np.ndarray:
+    """The rows refpos reads for the case's tokens: the claim's source's positions plus ``offset``; where the
+    source is ``row_ids`` (RoBERTa's: the ids passed are the rows) and ids were passed, the ids themselves."""
+    from survey.seen import read
+
+    source = claim.source("rows")
+    reading = tuple("position_ids" if name == "row_ids" else name for name in source)
+    found = read(seen, reading, "query")
+    return found if source[0] == "row_ids" and seen.inputs.position_ids is not None else found + offset
 
 
 def _shown(rows: Any) -> str:

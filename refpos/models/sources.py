@@ -8,8 +8,9 @@ something built from one of them (:data:`INPUTS`): RoPE turns by the position id
 the query by the token's slot (``arange(T) + past_seen_tokens``), whatever the ids say; Falcon's and BLOOM's
 ALiBi multiply each key's slope by the running count of the mask's ones; MPT's by the key's index; T5 buckets
 the query's slot against the key's index; OPT's learned table is read at the mask's running count and RoBERTa's
-at the input ids' (unless position ids are passed); PaliGemma, given no ids, turns each token by its slot plus one
-(``slot_plus_one``: its positions are 1-indexed), which is all ColPali, whose forward takes no ids, ever does.
+at the input ids' (unless position ids are passed, which RoBERTa reads as the table's rows: ``row_ids``);
+PaliGemma, given no ids, turns each token by its slot plus one (``slot_plus_one``: its positions are 1-indexed),
+which is all ColPali, whose forward takes no ids, ever does.
 These differ as soon as the ids are not the slots (packed sequences, gapped or offset ids), a batch is left-padded,
 or a cache holds earlier tokens.
 
@@ -83,6 +84,9 @@ INPUTS = {
     "mask_cumsum_minus_one": "the running count of the attention mask's ones less one, padding counted alike: Σm − 1 "
                              "(π0's and π0.5's prefix ids: −1 at left padding, the count so far at a hole)",
     "input_ids_cumsum": "the running count of the non-padding token ids (RoBERTa's positions)",
+    "row_ids": "the position ids passed, read as the table's rows: the model counts the ids it builds from "
+               "padding_idx + 1 (RoBERTa's, ESM's, Kosmos-2's), so an id passed is the row itself (position = id − "
+               "padding_idx − 1)",
     "key_index": "the key's index in the sequence, whatever the position ids say",
     "image_grid": "the patch grid of each image (rows and columns of patches)",
     "video_grid": "the patch grid of each video (frames, rows and columns)",
@@ -109,7 +113,7 @@ USES = {
 PARAMETERS = {"position_ids": "positions", "decoder_position_ids": "positions", "cache_position": "cache_position",
               "slot_plus_one": "cache_position", "mask_cumsum": "attention_mask", "mask_count": "attention_mask",
               "mask_cumsum_minus_one": "attention_mask",
-              "input_ids_cumsum": "input_ids", "key_index": None}
+              "input_ids_cumsum": "input_ids", "row_ids": "positions", "key_index": None}
 #: the source of a plain :class:`refpos.Encoding` (one not built from a layer record): the positions passed
 PLAIN = ("position_ids",)
 
@@ -290,6 +294,13 @@ class Given:
         start = self.past if side == "query" else 0
         if name in ("position_ids", "decoder_position_ids"):  # the keys' ids: the call's own when nothing is cached
             return self.positions if side == "query" or self.past == 0 else None
+        if name == "row_ids":  # ids counted from padding_idx + 1: the position is the id less that
+            ids = self._input("position_ids", side, padding_idx)
+            if ids is None:
+                return None
+            if padding_idx is None:
+                raise ValueError("row_ids needs the padding token (padding_idx): the ids count from it plus one")
+            return ids - (padding_idx + 1)
         if name == "key_index":
             return derived(name, np.arange(start, self.keys, dtype=np.int64), None)
         if name in ("cache_position", "slot_plus_one"):

@@ -152,7 +152,9 @@ def self_attention(
         """The positions the encoding's ``use`` reads (module docstring of ``refpos.models.sources``); a use a
         record's encoding does not read gets the token indices, which its hook does not look at."""
         source = enc.reads.get(use, PLAIN if not enc.reads else ("key_index",))
-        found = given.read(source, side, who=f"{enc.name} ({use})", padding_idx=padding_idx)
+        # ids counted from the padding token plus one (RoBERTa's): the record's offset is that count's start
+        pad = padding_idx if padding_idx is not None or "row_ids" not in source else int(enc.offset) - 1
+        found = given.read(source, side, who=f"{enc.name} ({use})", padding_idx=pad)
         if found is positions:
             return found
         return as_positions(xp.asarray(found), xp=xp, allow_negative=True)  # read in NumPy, used in x's library

@@ -14,6 +14,8 @@ angles up to ``p·ω`` and of the values: ``(p_max + 1)·2^-24`` bounds it.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -257,7 +259,8 @@ def test_every_encoder_table_row_reads_the_model_s_rows(model_type):
     """Every learned-table encoder of the family table: a tiny model of its config class runs 10 tokens, the first
     two of them padding, a hook on its position table records the rows it reads; refpos, given the same input ids,
     reads those rows (the RoBERTa families count the non-padding ids, the others read the token's slot), and the
-    table's length is the model's."""
+    table's length is the model's. Given gapped position ids, refpos reads the model's rows too: the RoBERTa
+    families read an id passed as its row, the others the id plus their offset."""
     small = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16,
              "vocab_size": 64, "pad_token_id": 1, "embedding_size": 16, "max_position_embeddings": 40,
              "attention_window": 4}
@@ -278,6 +281,13 @@ def test_every_encoder_table_row_reads_the_model_s_rows(model_type):
                          "input_ids_cumsum" not in layer.source("rows")})
     assert read.reshape(-1).tolist() == seen[0][:10]
     assert layer.table_size == table.weight.shape[0]
+    # ids passed: the RoBERTa families read them as rows (refpos's row_ids), the others add their offset
+    if "position_ids" not in inspect.signature(model.forward).parameters:
+        return  # a forward that takes no ids (DPR's, AIMv2's text model): the slot is all it reads
+    ids_passed = torch.tensor([[2, 3, 4, 6, 9, 13, 17, 20, 24, 30]])
+    with torch.no_grad():
+        model(input_ids=ids, position_ids=ids_passed)
+    assert layer.rows(positions=ids_passed.numpy()).reshape(-1).tolist() == seen[-1][:10]
 
 
 def test_ctrl_fsmt_xlm_and_led_positions_are_the_model_s():

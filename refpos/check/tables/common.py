@@ -165,8 +165,9 @@ def direct(target: str, candidate: Any, reference: np.ndarray, dtype: str) -> di
 
 
 def layer_rows(request: Any) -> np.ndarray:
-    """The rows of an absolute table (sinusoid, learned) the ``--config`` layer reads at the model's positions
-    ``--positions``: ``p + offset`` (:meth:`refpos.models.kinds.absolute.AbsoluteLayer.rows`)."""
+    """The rows of an absolute table (sinusoid, learned) the ``--config`` layer reads at the position ids passed to
+    the model, ``--positions``: ``p + offset``, or the ids themselves where the family reads them as rows
+    (RoBERTa's ``row_ids``; :meth:`refpos.models.kinds.absolute.AbsoluteLayer.rows`)."""
     positions = request.array("positions", "--positions P.npy")
     if positions.dtype.kind not in "iu":
         raise Unusable(f"positions must be an integer array, got {positions.dtype}")

@@ -16,6 +16,8 @@ Examples
 ...                            "hidden_size": 8, "max_position_embeddings": 16, "pad_token_id": 1}).layers[0]
 >>> roberta.rows(input_ids=[[1, 1, 5, 6]]).tolist()  # left padding: the padding reads its own row
 [[1, 1, 2, 3]]
+>>> roberta.rows(positions=[2, 3, 7]).tolist()  # the ids passed are RoBERTa's rows
+[2, 3, 7]
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from refpos.validation import as_positions, check_int
 
 #: what a table's rows can be read at: the position ids passed, else what the model builds them from — the token's
 #: slot (most), the attention mask's running count (OPT), the non-padding input ids' (RoBERTa), the key's index
-ROW_INPUTS = ("position_ids", "cache_position", "mask_cumsum", "mask_count", "input_ids_cumsum", "key_index")
+ROW_INPUTS = ("position_ids", "row_ids", "cache_position", "mask_cumsum", "mask_count", "input_ids_cumsum",
+              "key_index")
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,8 @@ class AbsoluteFacts:
     padding token ``input_ids_cumsum`` skips is the offset less one (MPNet: ``offset = 2``, its padding_idx 1); a
     sinusoid's ``layout`` (``concat``, ``interleaved``), ``spacing`` (``paper``, ``tensor2tensor``) and ``base``;
     ``reads`` (:data:`ROW_INPUTS`, in order of precedence): what the rows are read at — the position ids passed,
-    else the token's slot (default); OPT: ``["position_ids", "mask_count"]``; RoBERTa: ``["position_ids",
-    "input_ids_cumsum"]``.
+    else the token's slot (default); OPT: ``["position_ids", "mask_count"]``; RoBERTa: ``["row_ids",
+    "input_ids_cumsum"]`` (the ids passed are its table's rows: it builds them counting from ``padding_idx + 1``).
     """
 
     table: tuple[str, ...] = ()
@@ -82,9 +85,10 @@ class AbsoluteFacts:
         check_fact(where, bool(self.reads) and all(r in ROW_INPUTS for r in self.reads), f"{encoding}.reads",
                    self.reads)
         # the padding token is the offset less one: offset_key's value, or a fixed offset of 1 or more (MPNet's 2)
-        check_fact(where, "input_ids_cumsum" not in self.reads or self.offset_key is not None or self.offset >= 1,
-                   f"{encoding}.reads (input_ids_cumsum needs the padding token: offset_key, or an offset of 1 or "
-                   f"more)", self.reads)
+        for counted in ("input_ids_cumsum", "row_ids"):
+            check_fact(where, counted not in self.reads or self.offset_key is not None or self.offset >= 1,
+                       f"{encoding}.reads ({counted} needs the padding token: offset_key, or an offset of 1 or more)",
+                       self.reads)
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,8 @@ class AbsoluteLayer(LayerRecord):
              input_ids: Any = None) -> np.ndarray:
         """The table rows a call's tokens read, ``p + offset`` with ``p`` read as the family's code reads it
         (``reads``: the position ids passed, else the slot, the mask's running count (OPT) or the non-padding
-        input ids' (RoBERTa, whose padding reads the padding row)); a row outside the table is a ``ValueError``."""
+        input ids' (RoBERTa, whose padding reads the padding row); RoBERTa's ids passed are rows, ``p = id −
+        offset``); a row outside the table is a ``ValueError``."""
         given = Given.of(positions=positions, cache_position=cache_position, attention_mask=attention_mask,
                          input_ids=input_ids)
         return self.rows_at(self.read("rows", "query", given, padding_idx=self.offset - 1))
