@@ -26,6 +26,10 @@ and, for every model:
 ``masked inside``
     run A's ids with the token :data:`HOLE` masked out: after it, the mask's running count is neither the slot
     nor the slot less a constant (a per-row constant would vanish in the softmax).
+``masked inside, no ids``
+    (a model that takes position ids) the same mask and no ids: at the masked token the three counts of the mask
+    part (BLOOM's 0, OPT's −1, π0's count so far less one), which left padding alone does not show (OPT's and
+    π0's both put padding at −1).
 ``decoding``
     :data:`PREFILL` tokens (ids ``0 …``) run with a cache, then one more token whose id (where taken) is
     :data:`FAR_ID` in slot :data:`PREFILL`: a layer that reads the token's slot and one that reads its id part
@@ -125,6 +129,8 @@ def cases_for(config: dict[str, Any], positions: np.ndarray, taken: bool) -> lis
     inside = np.ones(positions.size, dtype=np.int64)
     inside[HOLE] = 0
     out.append(Case("masked inside", positions.copy() if taken else None, np.arange(positions.size), inside))
+    if taken:
+        out.append(Case("masked inside, no ids", None, np.arange(positions.size), inside))
     decoded = np.asarray([*range(PREFILL), FAR_ID], dtype=np.int64) if taken else None
     out.append(Case("decoding", decoded, np.arange(PREFILL + 1), np.ones(PREFILL + 1, dtype=np.int64), queries=1))
     for t in (t for t in thresholds(config) if t <= FAR_SLOTS):

@@ -1,0 +1,69 @@
+"""The rows a position table is read at in every case (survey/table_rows.py), on hand-made runs (no torch): OPT's
+mask count is exact and π0's count, BLOOM's and the slot are told apart on the cases without ids; RoBERTa's ids
+passed are read as rows."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from refpos.models.sources import derived
+from survey import cases
+from survey.claims import LayerClaim
+from survey.records import Lookup, Run
+from survey.table_rows import case_rows
+
+TABLE = "decoder.embed_positions.weight"
+
+
+def probe_reading(rows_of):
+    """A probe whose every case looked ``TABLE`` up at ``rows_of(case)``."""
+    made = cases.cases_for({}, np.arange(8), True)
+    for case in made:
+        rows = rows_of(case)
+        case.run = Run(lookups=[Lookup(TABLE, rows[None, :], 64, np.zeros((1, rows.size, 2)), True)])
+    return SimpleNamespace(a=Run(), cases=made, positions=np.arange(8), position_ids_taken=True)
+
+
+def opt_rows(case):
+    """OPT's model: the ids passed plus 2, else the mask count ``Σm·m − 1`` plus 2."""
+    if case.position_ids is not None:
+        return case.position_ids[-(case.queries or case.slots.size):] + 2
+    mask = np.ones(case.slots.size, dtype=np.int64) if case.attention_mask is None else case.attention_mask
+    return derived("mask_count", None, mask) + 2
+
+
+def claim(*source):
+    return LayerClaim("decoder", -1, "learned", reads={"rows": source}, params={"offset": 2})
+
+
+def test_opt_s_mask_count_is_exact_and_the_other_counts_are_not():
+    probe = probe_reading(opt_rows)
+    assert case_rows(claim("position_ids", "mask_count"), probe, TABLE, 2) is None
+    for other in ("mask_cumsum", "mask_cumsum_minus_one", "cache_position"):
+        found = case_rows(claim("position_ids", other), probe, TABLE, 2)
+        assert found is not None and found.status == "mismatch", other
+    pi0 = case_rows(claim("position_ids", "mask_cumsum_minus_one"), probe, TABLE, 2)
+    assert pi0.cause.startswith("masked inside, no ids")  # left padding alone puts both at −1
+
+
+def test_without_the_case_with_a_hole_pi0_s_count_passes_for_opt_s():
+    """The case the hole adds is what tells them apart: left out, π0's count survives."""
+    probe = probe_reading(opt_rows)
+    probe.cases = [c for c in probe.cases if c.name != "masked inside, no ids"]
+    assert case_rows(claim("position_ids", "mask_cumsum_minus_one"), probe, TABLE, 2) is None
+
+
+def test_roberta_s_ids_passed_are_its_rows():
+    """RoBERTa reads an id passed as its row, and counts from padding_idx + 1 (the slot plus 2, unpadded) when
+    it builds them: refpos's ``row_ids`` is exact; the ids plus the offset are two rows off."""
+    def roberta_rows(case):
+        if case.position_ids is not None:
+            return case.position_ids[-(case.queries or case.slots.size):]
+        return case.slots[-(case.queries or case.slots.size):] + 2
+
+    probe = probe_reading(roberta_rows)
+    assert case_rows(claim("row_ids", "cache_position"), probe, TABLE, 2) is None
+    wrong = case_rows(claim("position_ids", "cache_position"), probe, TABLE, 2)
+    assert wrong is not None and "transformers reads rows" in wrong.cause
