@@ -33,7 +33,7 @@ import numpy as np
 from survey.claims import LayerClaim, LayerResult
 from survey.observed import input_carries_positions, layer_calls, own_positions, read_offset, role
 from survey.probe import SWEEP, Probe
-from survey.table_rows import case_rows
+from survey.table_rows import case_rows, case_sinusoid, sinusoid_bound
 
 EPS32 = 2.0**-24
 
@@ -188,7 +188,7 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
                   if (lk.table, read_offset(lk, positions, run), lk.rows) in mine]
     candidates += [out for module, out in run.positional.items() if single or role(module) == claim.stack]
     candidates += [read.vectors[..., : positions.size, :] for *_, read in indexed]
-    bound = (3 * float(positions.max()) + 4) * EPS32
+    bound = sinusoid_bound(positions)
     errors = []
     for vectors in candidates:
         v = vectors.reshape(-1, *vectors.shape[-2:])[0] if vectors.ndim >= 2 else vectors
@@ -204,5 +204,6 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
     if error > bound:
         return _result(claim, "mismatch", error, f"sinusoid: max |Δ| {error:.3g}")
     stored = [(table, found) for table, found, _ in mine if found == offset]  # a sinusoid stored as a table
-    return (case_rows(claim, probe, *stored[0]) if stored else None) or _result(claim, "exact", error)
+    in_cases = case_rows(claim, probe, *stored[0]) if stored else case_sinusoid(claim, probe, single)
+    return in_cases or _result(claim, "exact", error)
 

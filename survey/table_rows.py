@@ -27,6 +27,7 @@ import numpy as np
 
 from survey.claims import LayerClaim, LayerResult
 from survey.probe import Probe
+from survey.rotation import EPS32
 
 
 def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> LayerResult | None:
@@ -56,6 +57,40 @@ def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> Layer
     return None
 
 
+def sinusoid_bound(positions: np.ndarray) -> float:
+    r"""The float32 bound of a sinusoid computed at ``positions``: its angle ``p·ω`` rounded thrice, and the sine's
+    own rounding, :math:`(3\max p + 4)\,u`."""
+    return (3 * float(np.max(np.abs(positions))) + 4) * EPS32
+
+
+def case_sinusoid(claim: LayerClaim, probe: Probe, single: bool) -> LayerResult | None:
+    """A sinusoid added at a stack's input in each case: the positional modules' outputs and the rows read off a
+    stored sinusoid (:attr:`~survey.records.Run.positional`, ``indexed``) against refpos's sinusoid at the case's
+    positions (:func:`expected_rows` less the offset), within :func:`sinusoid_bound`; a mismatch where no output of
+    the case's shape is within it, else None (also where a case has no output of that shape)."""
+    from survey.observed import role
+    from survey.seen import seen_of
+
+    offset = int(claim.params.get("offset", 0))
+    for seen in seen_of(probe)[1:]:
+        try:
+            positions = expected_rows(claim, seen, offset) - offset
+            expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)
+        except ValueError:  # a source the survey cannot read, or a position the claim's table has no row for
+            continue
+        outputs = [out for module, out in seen.run.positional.items() if single or role(module) == claim.stack]
+        outputs += [read.vectors for read in getattr(seen.run, "indexed", [])
+                    if single or role(read.table) == claim.stack]
+        firsts = [v.reshape(-1, *v.shape[-2:])[0] for v in outputs if v.ndim >= 2]
+        errors = [float(np.abs(v[: expected.shape[0]] - expected).max()) for v in firsts
+                  if v.shape[-1] == expected.shape[-1] and v.shape[0] >= expected.shape[0]]
+        if errors and min(errors) > sinusoid_bound(positions):
+            return LayerResult(claim.stack, -1, claim.kind, "mismatch", min(errors),
+                               f"{seen.name}: the sinusoid added at the input: max |Δ| {min(errors):.3g} against "
+                               f"refpos's at rows ← {' else '.join(claim.source('rows'))}")
+    return None
+
+
 def expected_rows(claim: LayerClaim, seen: Any, offset: int) -> np.ndarray:
     """The rows refpos reads for the case's tokens: the claim's source's positions plus ``offset``; where the
     source is ``row_ids`` (RoBERTa's: the ids passed are the rows) and ids were passed, the ids themselves."""
@@ -72,4 +107,4 @@ def _shown(rows: Any) -> str:
     return str(values) if len(values) <= 12 else f"[{', '.join(map(str, values[:12]))}, …]"
 
 
-__all__ = ["case_rows"]
+__all__ = ["case_rows", "case_sinusoid", "expected_rows", "sinusoid_bound"]

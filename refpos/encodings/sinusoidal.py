@@ -91,6 +91,7 @@ def sinusoidal(
     layout: str = "interleaved",
     spacing: str = "paper",
     offset: int = 0,
+    padding_row: int | None = None,
     xp: Any = None,
 ) -> Array:
     r"""The sinusoidal position table ``P``, shape ``(*positions.shape, dim)``.
@@ -107,6 +108,9 @@ def sinusoidal(
     spacing : {"paper", "tensor2tensor"}
     offset : int
         Added to every position first (fairseq/M2M100 start at ``padding_idx + 1``).
+    padding_row : int, optional
+        A row of the table that holds zeros: fairseq's tables (M2M100, XGLM, Kosmos-2) zero the padding token's
+        row, ``P_{padding\_row} = 0``, which a padding token (and an id passed equal to it) reads.
     xp : namespace, optional
         Where a list of positions is created; arrays keep their own namespace.
 
@@ -138,7 +142,10 @@ def sinusoidal(
         raise ValueError(f"positions + offset must be >= 0, got a minimum of {int(ns.min(shifted))}")
     omega = sinusoidal_frequencies(dim, base=base, spacing=spacing, xp=ns)  # (d/2,)
     angles = ns.astype(shifted, ns.float64)[..., None] * omega  # (..., d/2)
-    return place_pairs(ns.sin(angles), ns.cos(angles), layout)  # (..., d): (sin, cos) as pair k
+    table = place_pairs(ns.sin(angles), ns.cos(angles), layout)  # (..., d): (sin, cos) as pair k
+    if padding_row is None:
+        return table
+    return ns.where((shifted == check_int("padding_row", padding_row))[..., None], 0.0, table)
 
 
 def interleaved_to_concat_permutation(dim: int, *, xp: Any = None) -> Array:
@@ -214,16 +221,19 @@ class Sinusoidal(Encoding):
         layout: str = "interleaved",
         spacing: str = "paper",
         offset: int = 0,
+        padding_row: int | None = None,
     ) -> None:
         self.base = check_float("base", base, positive=True)
         self.layout = check_choice("layout", layout, LAYOUTS)
         self.spacing = check_choice("spacing", spacing, SPACINGS)
         self.offset = check_int("offset", offset)
+        self.padding_row = None if padding_row is None else check_int("padding_row", padding_row)
 
     def embed(self, positions: Array, d_model: int, xp: Any) -> Array:
         return sinusoidal(positions, d_model, base=self.base, layout=self.layout, spacing=self.spacing,
-                          offset=self.offset, xp=xp)
+                          offset=self.offset, padding_row=self.padding_row, xp=xp)
 
     def __repr__(self) -> str:
+        zeroed = "" if self.padding_row is None else f", padding_row={self.padding_row}"
         return (f"Sinusoidal(base={self.base}, layout={self.layout!r}, spacing={self.spacing!r}, "
-                f"offset={self.offset})")
+                f"offset={self.offset}{zeroed})")

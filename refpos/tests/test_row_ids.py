@@ -45,3 +45,56 @@ def test_the_pipeline_adds_the_rows_roberta_reads():
     _, trace = refpos.self_attention(rng.standard_normal((3, 8)), weights, encoding=layer.encoding(table=table),
                                      positions=ids)
     np.testing.assert_array_equal(refpos.to_numpy(trace["P"]).reshape(3, 8), table[ids])
+
+
+def test_a_fairseq_sinusoid_zeroes_its_padding_row():
+    """M2M100's, XGLM's and Kosmos-2's tables hold zeros in the padding token's row: a padding token (and an id
+    passed equal to it) reads zeros; every other row is the sinusoid."""
+    from refpos.encodings.sinusoidal import sinusoidal
+
+    plain = sinusoidal([-1, 0, 3], 8, offset=2, spacing="tensor2tensor", layout="concat")
+    zeroed = sinusoidal([-1, 0, 3], 8, offset=2, spacing="tensor2tensor", layout="concat", padding_row=1)
+    np.testing.assert_array_equal(zeroed[0], np.zeros(8))
+    np.testing.assert_array_equal(zeroed[1:], plain[1:])
+    m2m = {"model_type": "m2m_100", "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
+           "decoder_attention_heads": 2, "d_model": 8, "max_position_embeddings": 16, "pad_token_id": 1}
+    layer = refpos.model_positions(m2m).layers[0]
+    assert layer.padding_row == 1
+    np.testing.assert_array_equal(layer.sinusoid(np.array([-1]))[0], np.zeros(8))
+
+
+@pytest.mark.anchors
+def test_fairseq_tables_read_ids_and_padding_as_transformers_does():
+    """Kosmos-2's text model given ids (the padding token's among them) and M2M100's encoder given left-padded
+    input ids: the sinusoid each adds is refpos's at the rows it reads, the padding row zero."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.for_model("kosmos_2_text_model", embed_dim=16, layers=1, attention_heads=2, ffn_dim=16,
+                                  vocab_size=64, max_position_embeddings=64, pad_token_id=1)
+    from transformers.models.kosmos2.modeling_kosmos2 import Kosmos2TextModel
+
+    model = Kosmos2TextModel(config).eval()
+    seen = []
+    model.model.embed_positions.register_forward_hook(lambda m, a, out: seen.append(out.double().numpy()))
+    ids = torch.tensor([[0, 1, 2, 5, 9]])
+    with torch.no_grad():
+        model(input_ids=torch.tensor([[5, 6, 7, 8, 9]]), position_ids=ids)
+    layer = next(r for r in refpos.model_positions(config.to_dict()).layers if r.kind == "sinusoidal")
+    rows = layer.rows(positions=ids.numpy()).reshape(-1)
+    np.testing.assert_allclose(layer.sinusoid(rows - layer.offset), seen[-1][0], rtol=0, atol=16 * 2.0**-24 * 4)
+    assert np.all(seen[-1][0][1] == 0)  # id 1, the padding row
+
+    m2m = AutoConfig.for_model("m2m_100", encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                               decoder_attention_heads=2, d_model=16, encoder_ffn_dim=16, decoder_ffn_dim=16,
+                               vocab_size=64, max_position_embeddings=32, pad_token_id=1)
+    encoder = AutoModel.from_config(m2m).eval().encoder
+    seen.clear()
+    encoder.embed_positions.register_forward_hook(lambda m, a, out: seen.append(out.double().numpy()))
+    input_ids = torch.tensor([[1, 1, 5, 6, 7]])
+    with torch.no_grad():
+        encoder(input_ids=input_ids)
+    layer = refpos.model_positions(m2m.to_dict()).stack("encoder")[0]
+    positions = layer.rows(input_ids=input_ids.numpy()).reshape(-1) - layer.offset
+    np.testing.assert_allclose(layer.sinusoid(positions), seen[-1][0], rtol=0, atol=16 * 2.0**-24 * 4)

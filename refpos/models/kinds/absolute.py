@@ -53,9 +53,11 @@ class AbsoluteFacts:
     offset is that key plus one (``pad_token_id``: M2M100, RoBERTa count positions from ``padding_idx + 1``); the
     padding token ``input_ids_cumsum`` skips is the offset less one (MPNet: ``offset = 2``, its padding_idx 1); a
     sinusoid's ``layout`` (``concat``, ``interleaved``), ``spacing`` (``paper``, ``tensor2tensor``) and ``base``;
-    ``reads`` (:data:`ROW_INPUTS`, in order of precedence): what the rows are read at — the position ids passed,
-    else the token's slot (default); OPT: ``["position_ids", "mask_count"]``; RoBERTa: ``["row_ids",
-    "input_ids_cumsum"]`` (the ids passed are its table's rows: it builds them counting from ``padding_idx + 1``).
+    ``padding_row``: the config key of a row a sinusoid's table holds zeros in (fairseq's padding token:
+    ``pad_token_id``); ``reads`` (:data:`ROW_INPUTS`, in order of precedence): what the rows are read at — the
+    position ids passed, else the token's slot (default); OPT: ``["position_ids", "mask_count"]``; RoBERTa:
+    ``["row_ids", "input_ids_cumsum"]`` (the ids passed are its table's rows: it builds them counting from
+    ``padding_idx + 1``).
     """
 
     table: tuple[str, ...] = ()
@@ -66,6 +68,7 @@ class AbsoluteFacts:
     base: float = 10000.0
     dim: str | None = None
     reads: tuple[str, ...] = ("position_ids", "cache_position")
+    padding_row: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.table, str):
@@ -121,6 +124,7 @@ class AbsoluteLayer(LayerRecord):
     spacing: str = "paper"
     base: float = 10000.0
     at: str = "input"
+    padding_row: int | None = None
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -130,6 +134,8 @@ class AbsoluteLayer(LayerRecord):
         out: dict[str, Any] = {"at": self.at, "dim": self.dim, "offset": self.offset, "table_size": self.table_size}
         if self.encoding_name == "sinusoidal":
             out.update(layout=self.layout, spacing=self.spacing, base=self.base)
+            if self.padding_row is not None:
+                out.update(padding_row=self.padding_row)
         return out
 
     def rows(self, positions: Any = None, *, cache_position: Any = None, attention_mask: Any = None,
@@ -157,11 +163,13 @@ class AbsoluteLayer(LayerRecord):
         """The sinusoid ``(..., dim)`` at positions already read (row ``p + offset`` of the family's table)."""
         self.rows_at(positions)
         return np.asarray(sinusoidal(np.asarray(to_numpy(positions), dtype=np.int64), self.dim, base=self.base,
-                                     layout=self.layout, spacing=self.spacing, offset=self.offset, xp=np))
+                                     layout=self.layout, spacing=self.spacing, offset=self.offset,
+                                     padding_row=self.padding_row, xp=np))
 
     def _encoding(self, **weights: Any) -> Encoding:
         if self.encoding_name == "sinusoidal":
-            return Sinusoidal(base=self.base, layout=self.layout, spacing=self.spacing, offset=self.offset)
+            return Sinusoidal(base=self.base, layout=self.layout, spacing=self.spacing, offset=self.offset,
+                              padding_row=self.padding_row)
         if "table" not in weights:
             raise ValueError(f"{self.stack} layer {self.index} (learned): pass table=, the trained position table "
                              f"({self.table_size}, {self.dim})")
@@ -189,8 +197,12 @@ def build(stack: Stack, encoding: str) -> list[LayerRecord]:
         # the offset rows come on top of the stated length (OPT, BART); a table read at the running count from
         # padding_idx + 1 holds them within it (RoBERTa's offset_key, MPNet's fixed offset 2)
         size += facts.offset
+    zeroed = None
+    if facts.padding_row is not None and view.value(facts.padding_row, None) is not None:
+        zeroed = check_int(view.name(facts.padding_row), view.value(facts.padding_row, None), minimum=0)
     return [AbsoluteLayer(stack.name, i, None, encoding_name=encoding, dim=dim, offset=offset, table_size=size,
-                          layout=facts.layout, spacing=facts.spacing, base=facts.base, reads=(("rows", facts.reads),))
+                          layout=facts.layout, spacing=facts.spacing, base=facts.base, reads=(("rows", facts.reads),),
+                          padding_row=zeroed)
             for i in range(shape.layers)]
 
 
