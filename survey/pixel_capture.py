@@ -235,9 +235,9 @@ def rotations(model: Any, inputs: dict[str, Any]) -> list[Applied]:
                 shapes[shape] = shapes.get(shape, 0) + 1
                 after = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
                          if isinstance(o, torch.Tensor)][:len(before)]
-                calls.append(Applied(name, [one_head(_np(x), count) for x in before],
-                                     [one_head(_np(x), count) for x in after],
-                                     None, tables=list(at)))
+                heads_first = "vision" not in name.rsplit(".", 1)[-1]  # one_head: transformers' two conventions
+                calls.append(Applied(name, [one_head(_np(x), count, heads_first) for x in before],
+                                     [one_head(_np(x), count, heads_first) for x in after], None, tables=list(at)))
             return out
         return rotate
 
@@ -259,21 +259,21 @@ def table_tokens(others: list[Any]) -> int | None:
     return max(counts) if counts else None
 
 
-def one_head(x: np.ndarray, tokens: int | None = None) -> np.ndarray:
-    """A query or key ``(B, H, N, D)``, ``(N, H, D)`` … as ``(N, D)``: the head size kept (last axis), the token
-    axis kept, index 0 taken on every other axis (a batch of one, the first head).
+def one_head(x: np.ndarray, tokens: int | None = None, heads_first: bool = True) -> np.ndarray:
+    """A query or key ``(B, H, N, D)``, ``(B, N, H, D)``, ``(N, H, D)`` … as ``(N, D)``: the head size kept (last
+    axis), the token axis kept, index 0 taken on every other axis (a batch of one, the first head).
 
-    The token axis is the one of length ``tokens`` (the call's tables' token count, :func:`table_tokens`) where one
-    axis has it; where several have it, the second last of a ``(B, H, N, D)`` query (transformers' layout, its
-    tables broadcast over the heads), else the first; where none has it or ``tokens`` is None, the longest axis."""
+    The token axis is the one of length ``tokens`` (the call's tables' token count, :func:`table_tokens`). Where
+    several axes have that length (as many heads as tokens) the shapes cannot tell: transformers' text apply
+    functions take ``(B, H, N, D)`` (their tables unsqueezed at the heads' axis 1: ``heads_first``, the last of
+    them), its vision ones ``(B, N, H, D)`` and ``(N, H, D)`` (unsqueezed at −2: the first). Where no axis has it,
+    or ``tokens`` is None (a call handed no tables), the longest axis."""
     if x.ndim < 2:
         return x
     lengths = x.shape[:-1]
     matching = [axis for axis, n in enumerate(lengths) if tokens is not None and n == tokens]
-    if len(matching) == 1 or (matching and not (x.ndim == 4 and 2 in matching)):
-        tokens = matching[0]
-    elif matching:
-        tokens = 2
+    if matching:
+        tokens = matching[-1] if heads_first else matching[0]
     else:
         tokens = int(np.argmax(lengths))
     index = tuple(slice(None) if axis == tokens else 0 for axis in range(x.ndim - 1))

@@ -231,8 +231,9 @@ def test_a_call_of_another_token_count_is_not_compared():
 
 def test_the_token_axis_of_a_recorded_call():
     """:func:`survey.pixel_capture.one_head` keeps the axis of the tables' token count: PE-Audio's query
-    ``(1, 4 heads, 3 tokens, d)`` keeps the 3 tokens (the longest axis is the heads'); a tie keeps the second
-    last of ``(B, H, N, D)``; with no count, the longest axis."""
+    ``(1, 4 heads, 3 tokens, d)`` keeps the 3 tokens (the longest axis is the heads'); with as many heads as
+    tokens, a text apply function's ``(B, H, N, D)`` keeps the last (PE-Audio's), a vision one's ``(B, N, H, D)``
+    the first (Kimi-K2.5's); with no count, the longest axis."""
     from survey.pixel_capture import one_head
 
     x = np.arange(1 * 4 * 3 * 2).reshape(1, 4, 3, 2)
@@ -240,6 +241,7 @@ def test_the_token_axis_of_a_recorded_call():
     assert np.array_equal(one_head(x), x[0, :, 0])
     tie = np.arange(1 * 4 * 4 * 2).reshape(1, 4, 4, 2)
     assert np.array_equal(one_head(tie, 4), tie[0, 0])
+    assert np.array_equal(one_head(tie, 4, heads_first=False), tie[0, :, 0])
     flat = np.arange(5 * 2 * 2).reshape(5, 2, 2)  # (N, H, D)
     assert np.array_equal(one_head(flat, 5), flat[:, 0])
 
