@@ -52,8 +52,9 @@ def test_a_fairseq_sinusoid_zeroes_its_padding_row():
     passed equal to it) reads zeros; every other row is the sinusoid."""
     from refpos.encodings.sinusoidal import sinusoidal
 
-    plain = sinusoidal([-1, 0, 3], 8, offset=2, spacing="tensor2tensor", layout="concat")
-    zeroed = sinusoidal([-1, 0, 3], 8, offset=2, spacing="tensor2tensor", layout="concat", padding_row=1)
+    plain = refpos.to_numpy(sinusoidal([-1, 0, 3], 8, offset=2, spacing="tensor2tensor", layout="concat"))
+    zeroed = refpos.to_numpy(sinusoidal([-1, 0, 3], 8, offset=2, spacing="tensor2tensor", layout="concat",
+                                        padding_row=1))
     np.testing.assert_array_equal(zeroed[0], np.zeros(8))
     np.testing.assert_array_equal(zeroed[1:], plain[1:])
     m2m = {"model_type": "m2m_100", "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
