@@ -62,19 +62,24 @@ def test_layers_without_attention(observed):
     assert "mismatch" in statuses(every, probe)
 
 
-def learned_claims(config: dict, offset: int) -> list[LayerClaim]:
-    return [LayerClaim("decoder", i, "learned", params={"offset": offset, "table_size": config["n_positions"]})
-            for i in range(config["n_layer"])]
+def learned_claims(config: dict, offset: int, rows: tuple[str, ...] = ("position_ids",)) -> list[LayerClaim]:
+    """A learned table at the decoder's input read at ``rows`` (the ids passed, else the slot; OPT's: else the
+    mask's count) plus ``offset``."""
+    return [LayerClaim("decoder", i, "learned", params={"offset": offset, "table_size": config["n_positions"]},
+                       reads={"rows": rows}) for i in range(config["n_layer"])]
 
 
 @pytest.mark.parametrize(("name", "offset"), [("gpt2", 0), ("opt", 2)])
 def test_learned_offsets(observed, name, offset):
     config, probe = observed(name)
-    if name == "opt":
+    rows = ("position_ids",)
+    if name == "opt":  # given no ids (a case of the survey), OPT reads its table at the mask's count
         config = {**config, "n_layer": config["num_hidden_layers"],
                   "n_positions": config["max_position_embeddings"] + 2}
-    assert statuses(learned_claims(config, offset), probe) == {"exact"}
-    assert "mismatch" in statuses(learned_claims(config, 2 - offset), probe)
+        rows = ("position_ids", "mask_count")
+        assert "mismatch" in statuses(learned_claims(config, offset), probe)  # the slot: wrong at the padding
+    assert statuses(learned_claims(config, offset, rows), probe) == {"exact"}
+    assert "mismatch" in statuses(learned_claims(config, 2 - offset, rows), probe)
     assert "mismatch" in statuses([LayerClaim("decoder", i, "none") for i in range(config["n_layer"])], probe)
 
 
