@@ -188,7 +188,7 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
                   if (lk.table, read_offset(lk, positions, run), lk.rows) in mine]
     candidates += [out for module, out in run.positional.items() if single or role(module) == claim.stack]
     candidates += [read.vectors[..., : positions.size, :] for *_, read in indexed]
-    bound = sinusoid_bound(positions)
+    bound = sinusoid_bound(positions + offset)  # the angle is taken at the row
     errors = []
     for vectors in candidates:
         v = vectors.reshape(-1, *vectors.shape[-2:])[0] if vectors.ndim >= 2 else vectors

@@ -58,8 +58,8 @@ def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> Layer
 
 
 def sinusoid_bound(positions: np.ndarray) -> float:
-    r"""The float32 bound of a sinusoid computed at ``positions``: its angle ``p·ω`` rounded thrice, and the sine's
-    own rounding, :math:`(3\max p + 4)\,u`."""
+    r"""The float32 bound of a sinusoid computed at table rows ``positions`` (the position plus the table's offset):
+    its angle ``r·ω`` rounded thrice, and the sine's own rounding, :math:`(3\max r + 4)\,u`."""
     return (3 * float(np.max(np.abs(positions))) + 4) * EPS32
 
 
@@ -84,7 +84,7 @@ def case_sinusoid(claim: LayerClaim, probe: Probe, single: bool) -> LayerResult 
         firsts = [v.reshape(-1, *v.shape[-2:])[0] for v in outputs if v.ndim >= 2]
         errors = [float(np.abs(v[: expected.shape[0]] - expected).max()) for v in firsts
                   if v.shape[-1] == expected.shape[-1] and v.shape[0] >= expected.shape[0]]
-        if errors and min(errors) > sinusoid_bound(positions):
+        if errors and min(errors) > sinusoid_bound(positions + offset):  # the angle is taken at the row
             return LayerResult(claim.stack, -1, claim.kind, "mismatch", min(errors),
                                f"{seen.name}: the sinusoid added at the input: max |Δ| {min(errors):.3g} against "
                                f"refpos's at rows ← {' else '.join(claim.source('rows'))}")

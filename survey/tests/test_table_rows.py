@@ -67,3 +67,36 @@ def test_roberta_s_ids_passed_are_its_rows():
     assert case_rows(claim("row_ids", "cache_position"), probe, TABLE, 2) is None
     wrong = case_rows(claim("position_ids", "cache_position"), probe, TABLE, 2)
     assert wrong is not None and "transformers reads rows" in wrong.cause
+
+
+def test_a_sinusoid_in_every_case_is_compared_and_a_shifted_one_is_not_exact():
+    """A sinusoid computed by a module (``positional``): refpos's at the case's rows is exact within the float32
+    bound (the model's output rounded to float32); the same sinusoid one row on, or with the padding row not
+    zeroed where the model zeroes it, is a mismatch."""
+    from refpos.encodings.sinusoidal import sinusoidal
+    from survey.table_rows import case_sinusoid
+
+    def table(rows, padding_row=None):
+        return np.asarray(sinusoidal(rows - 2, 8, offset=2, spacing="tensor2tensor", layout="concat",
+                                     padding_row=padding_row, xp=np), dtype=np.float32)
+
+    def probe_adding(shift=0, padding_row=None):
+        made = cases.cases_for({}, np.arange(8), True)
+        for case in made:
+            rows = opt_rows(case) + shift
+            case.run = Run(positional={"embed_positions": table(rows, padding_row)[None]})
+        return SimpleNamespace(a=Run(), cases=made, positions=np.arange(8), position_ids_taken=True)
+
+    def sinusoid_claim(padding_row=None):
+        return LayerClaim("decoder", -1, "sinusoidal", reads={"rows": ("position_ids", "mask_count")},
+                          params={"offset": 2, "sinusoid": lambda p: sinusoid(p, padding_row)})
+
+    def sinusoid(p, padding_row):
+        return sinusoidal(np.asarray(p), 8, offset=2, spacing="tensor2tensor", layout="concat",
+                          padding_row=padding_row, xp=np)
+
+    assert case_sinusoid(sinusoid_claim(), probe_adding(), True) is None
+    assert case_sinusoid(sinusoid_claim(), probe_adding(shift=1), True).status == "mismatch"
+    zeroed = probe_adding(padding_row=1)  # OPT's padding reads row 1
+    assert case_sinusoid(sinusoid_claim(padding_row=1), zeroed, True) is None
+    assert case_sinusoid(sinusoid_claim(), zeroed, True).status == "mismatch"
