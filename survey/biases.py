@@ -33,7 +33,7 @@ import numpy as np
 from survey.claims import LayerClaim, LayerResult
 from survey.observed import input_carries_positions, layer_calls, own_positions, read_offset, role
 from survey.probe import SWEEP, Probe
-from survey.table_rows import case_rows, case_sinusoid, sinusoid_bound
+from survey.table_rows import case_rows, case_sinusoid, rows_offset, sinusoid_bound
 
 EPS32 = 2.0**-24
 
@@ -176,9 +176,10 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
             return _result(claim, "mismatch", None, "transformers reads no position table")
         table, found, rows = mine[0]
         size = claim.params.get("table_size")
-        if found != offset or (size is not None and rows != size):
+        expected = rows_offset(claim, run is probe.a and probe.position_ids_taken, offset)
+        if found != expected or (size is not None and rows != size):
             return _result(claim, "mismatch", None, f"position table {table}: transformers reads row p + {found} of "
-                           f"{rows}, refpos p + {offset} of {size}")
+                           f"{rows}, refpos p + {expected} of {size}")
         return case_rows(claim, probe, table, offset) or _result(claim, "exact", 0.0)
     try:
         expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)  # (T, dim)

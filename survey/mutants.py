@@ -41,10 +41,12 @@ a two-channel rotation) is *equivalent* and left out (:func:`differs`: the frequ
 the survey cannot tell refpos's answer from a wrong one there, the row is not exact, and the page lists the
 mutant as a survey defect.
 
-Two mutants are left out where no input could tell them: the slot read for the id (or the id for the slot)
-where the model takes no ids, so that its id is its slot on every input; and the slot read for the slot plus
-one where every forward was handed ids (vLLM's always are), so that what the model builds without them is
-never read (transformers' survey reads it in its case without ids, :mod:`survey.cases`).
+Two sets of mutants are left out where no input could tell them: the slot read for the id (or the id for the
+slot) where the model takes no ids, so that its id is its slot on every input; and, where every forward was
+handed ids (vLLM's always are), every mutant that changes only what a layer reads when it is handed none
+(:func:`without_ids_only`: the slot for the slot plus one, one count of the mask for another, the offset of a
+table whose ids are its rows), since what the model builds without ids is never read there (transformers'
+survey reads it in its cases without ids, :mod:`survey.cases`).
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ THETA = 1e-4
 SLOT_OR_ID = "the other of slot and id"
 #: the name of the mutant that changes only what a model builds when it is handed no ids
 FALLBACK = "the slot for the slot plus one"
+#: the inputs a caller hands a model: a source that reads one of them first reads what follows only without it
+PASSED = ("position_ids", "row_ids", "decoder_position_ids")
 #: the counts of the mask's ones a table's rows may be read at (BLOOM's, OPT's, π0's: refpos.models.sources.derived)
 MASK_COUNTS = ("mask_cumsum", "mask_count", "mask_cumsum_minus_one")
 GAIN = 1e-3
@@ -223,8 +227,11 @@ def _bias_mutants(resolution: Resolution) -> Iterator[tuple[str, Resolution | No
         yield f"T5 {key} {'flipped' if change is None else f'{change:+d}'}", _each(resolution, "t5", t5)
     for kind in ("learned", "sinusoidal"):
         for step in (-1, 1):
-            yield f"{kind} table offset {step:+d}", _each(resolution, kind, lambda c, s=step: params(
-                c, offset=int(c.params.get("offset") or 0) + s, sinusoid=_shifted(c.params.get("sinusoid"), s)))
+            # a sinusoid's rows move with its offset; a learned table's rows are the weights, read at the offset
+            shifted = (lambda c, s: {"sinusoid": _shifted(c.params.get("sinusoid"), s)}) if kind == "sinusoidal" \
+                else (lambda c, s: {})
+            yield f"{kind} table offset {step:+d}", _each(resolution, kind, lambda c, s=step, more=shifted: params(
+                c, offset=int(c.params.get("offset") or 0) + s, **more(c, s)))
         yield f"{kind} table rows read {SLOT_OR_ID}", _each(resolution, kind, lambda c: dataclasses.replace(
             c, reads={**c.reads, "rows": _swap(c.source("rows"))}))
         for count in MASK_COUNTS:
@@ -294,6 +301,33 @@ def _rotation(rope: Any) -> tuple[Any, ...]:
     return tuple(map(tuple, np.sign(at_one[:, 0, :]).astype(int)))
 
 
+def without_ids_only(original: Resolution, mutant: Resolution) -> bool:
+    """Whether ``mutant`` changes only what a layer reads where it is handed no ids: in every layer where the two
+    differ, only a source that reads the same passed input first (:data:`PASSED`), the inputs it falls back on
+    changed (OPT's ``position_ids`` else the mask's count read at π0's count; PaliGemma's ids else the slot plus
+    one read at the slot), or the offset of a table whose ids passed are its rows (RoBERTa's ``row_ids``: the
+    offset is added only to the positions it counts itself)."""
+    if len(original.layers) != len(mutant.layers):
+        return False
+    changed = [(old, new) for old, new in zip(original.layers, mutant.layers, strict=True) if old is not new]
+    for old, new in changed:
+        if dataclasses.replace(new, reads=old.reads, params=old.params) != old:
+            return False
+        if new.params != old.params and not (_but_offset(new) == _but_offset(old) and all(
+                claim.source("rows")[0] == "row_ids" for claim in (old, new))):
+            return False
+        for use in {*old.reads, *new.reads}:
+            before, after = old.source(use), new.source(use)
+            if before != after and not (before[0] == after[0] and before[0] in PASSED):
+                return False
+    return bool(changed)
+
+
+def _but_offset(claim: LayerClaim) -> dict[str, Any]:
+    """A claim's parameters less its table offset (and those it leaves unset)."""
+    return {key: value for key, value in claim.params.items() if key != "offset" and value is not None}
+
+
 def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:
     """``(mutants tried, names of those graded exact)`` on ``probe`` (mutants equivalent to ``resolution``
     are not tried)."""
@@ -304,7 +338,7 @@ def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:
     tried, survived = 0, []
     for name, mutant in mutants(resolution):
         if not differs(resolution, mutant) or (SLOT_OR_ID in name and not probe.position_ids_taken) or (
-                FALLBACK in name and handed_ids):
+                handed_ids and without_ids_only(resolution, mutant)):
             # equivalent; or the model takes no ids, so that its id is its slot on every input; or every forward
             # was handed ids (vLLM's always are), so that what the model builds without them is never read
             continue
@@ -315,4 +349,4 @@ def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:
     return tried, survived
 
 
-__all__ = ["differs", "mutants", "survivors"]
+__all__ = ["differs", "mutants", "survivors", "without_ids_only"]

@@ -96,10 +96,14 @@ def expected_rows(claim: LayerClaim, seen: Any, offset: int) -> np.ndarray:
     source is ``row_ids`` (RoBERTa's: the ids passed are the rows) and ids were passed, the ids themselves."""
     from survey.seen import read
 
-    source = claim.source("rows")
-    reading = tuple("position_ids" if name == "row_ids" else name for name in source)
-    found = read(seen, reading, "query")
-    return found if source[0] == "row_ids" and seen.inputs.position_ids is not None else found + offset
+    reading = tuple("position_ids" if name == "row_ids" else name for name in claim.source("rows"))
+    return read(seen, reading, "query") + rows_offset(claim, seen.inputs.position_ids is not None, offset)
+
+
+def rows_offset(claim: LayerClaim, ids_passed: bool, offset: int) -> int:
+    """What refpos adds to the positions a table is read at: the table's ``offset``, or nothing where the claim
+    reads ``row_ids`` first and ids were passed (RoBERTa's ids are its table's rows)."""
+    return 0 if ids_passed and claim.source("rows")[0] == "row_ids" else offset
 
 
 def _shown(rows: Any) -> str:
@@ -107,4 +111,4 @@ def _shown(rows: Any) -> str:
     return str(values) if len(values) <= 12 else f"[{', '.join(map(str, values[:12]))}, …]"
 
 
-__all__ = ["case_rows", "case_sinusoid", "expected_rows", "sinusoid_bound"]
+__all__ = ["case_rows", "case_sinusoid", "expected_rows", "rows_offset", "sinusoid_bound"]

@@ -139,3 +139,47 @@ def test_the_slot_plus_one_is_told_from_the_slot_where_a_forward_had_no_ids(obse
     tried, survived = mutants.survivors(resolution, probe)
     tried_handed, survived_handed = mutants.survivors(resolution, handed)
     assert tried_handed == tried - 1 and survived == survived_handed == []
+
+
+def test_a_count_of_the_mask_is_told_where_a_forward_had_no_ids_and_not_tried_where_every_one_had(observed):
+    """OPT, given no ids, reads its table at the mask's count: the cases without ids tell it from BLOOM's and π0's
+    counts (each mutant caught). Where every forward is handed ids (vLLM's are), nothing can: those two mutants
+    change only what is read without ids, and are not tried. Reading the slot for the id is tried either way."""
+    import copy
+
+    config, probe = observed("opt")
+    resolution = adaptor.resolve(config)
+    named = dict(mutants.mutants(resolution))
+    counts = [named[f"learned table rows read {count}"] for count in ("mask_cumsum", "mask_cumsum_minus_one")]
+    slot = named[f"learned table rows read {mutants.SLOT_OR_ID}"]
+    assert all(wrong(mutant, probe) for mutant in counts)
+    handed = copy.copy(probe)
+    handed.cases = [case for case in probe.cases if case.position_ids is not None]
+    handed.own = None
+    assert not any(wrong(mutant, handed) for mutant in counts)
+    assert all(mutants.without_ids_only(resolution, mutant) for mutant in counts)
+    assert not mutants.without_ids_only(resolution, slot) and wrong(slot, handed)
+    tried, survived = mutants.survivors(resolution, probe)
+    tried_handed, survived_handed = mutants.survivors(resolution, handed)
+    assert tried_handed == tried - 2 and survived == survived_handed == []
+
+
+def test_the_offset_of_a_table_whose_ids_are_its_rows_is_told_only_without_ids(observed):
+    """RoBERTa's ids passed are its table's rows; it adds its offset only to the positions it counts itself. The
+    offset ±1 is caught where a forward had no ids, and changes only what is read without them: where every forward
+    is handed ids (vLLM's are), neither is tried."""
+    import copy
+
+    config, probe = observed("roberta")
+    resolution = adaptor.resolve(config)
+    named = dict(mutants.mutants(resolution))
+    offsets = [named[f"learned table offset {step:+d}"] for step in (-1, 1)]
+    assert all(wrong(mutant, probe) for mutant in offsets)
+    assert all(mutants.without_ids_only(resolution, mutant) for mutant in offsets)
+    handed = copy.copy(probe)
+    handed.cases = [case for case in probe.cases if case.position_ids is not None]
+    handed.own = None
+    assert not any(wrong(mutant, handed) for mutant in offsets)
+    tried, survived = mutants.survivors(resolution, probe)
+    tried_handed, survived_handed = mutants.survivors(resolution, handed)
+    assert tried_handed == tried - 2 and survived == survived_handed == []

@@ -267,3 +267,26 @@ def test_run_a_lies_in_the_rotary_cache_vllm_sizes_by_a_length_of_another_name()
     assert 0 < max(seen.run.positions) < seen.config["max_seq_len"] <= 4001
     row = run.judge(seen)
     assert row.status == "exact", row.cause
+
+
+def test_robertas_positions_are_stated_to_refpos_as_the_rows_vllm_reads(monkeypatch):
+    """vLLM's RoBERTa counts the positions it is handed from 0 and adds ``pad_token_id + 1``; transformers' (and
+    refpos's ``row_ids``) take the table's rows as ids. The probe states vLLM's positions plus that offset, and the
+    row is exact; stated as they were handed, refpos's rows are two off and the row is wrong."""
+    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
+    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
+    from survey.vllm_engine import configs, engine, run
+    from survey.vllm_engine import probe as vllm_probe
+
+    engine.start()
+    architecture = next(a for a in configs.architectures() if a.name == "RobertaModel")
+    seen = run.observe_quietly(architecture)
+    assert seen.run is not None, seen.row.cause
+    (lookup,) = [lk for lk in seen.run.a.lookups if "position_embeddings" in lk.table]
+    assert np.array_equal(np.asarray(lookup.indices).reshape(-1), seen.run.positions)
+    assert any(note.startswith("ids stated to refpos: vLLM's positions + 2") for note in seen.row.notes)
+    row = run.judge(seen)
+    assert row.status == "exact" and row.mutants >= 1 and not row.survived, row.cause
+    monkeypatch.setattr(vllm_probe, "OFFSET_BY_ENGINE", {})
+    handed = run.observe_quietly(architecture)
+    assert run.judge(handed).status == "wrong"

@@ -40,6 +40,11 @@ the config states less one, itself and plus one, twice the largest, 131071, and 
 (gapped ids). The left-padded, masked and decoding cases state a mask or a cache: they are not run. A case whose
 ids lie past the rows of a rotary module's cache (vLLM sizes it by the config's length) is recorded with vLLM's
 error, not compared.
+
+The positions vLLM is handed are not always the ids transformers takes for the same rows. vLLM's RoBERTa counts
+them from 0 and adds ``pad_token_id + 1`` itself (:data:`OFFSET_BY_ENGINE`); transformers' RoBERTa takes its
+table's rows as ids (refpos's ``row_ids``). The probe states, as the ids refpos is asked about, what transformers
+would be handed for the rows vLLM reads: vLLM's positions plus that offset (:func:`id_offset`).
 """
 
 from __future__ import annotations
@@ -165,6 +170,29 @@ def unpadded(run: Run, model: Any) -> None:
     for lookup in run.lookups:
         if lookup.table in rows and lookup.rows > rows[lookup.table]:
             lookup.rows = rows[lookup.table]
+
+
+#: vLLM's embedding modules that add an offset to the positions they are handed, by class name, and the config
+#: key the offset is one past: ``RobertaEmbedding.forward`` reads its table at ``position_ids + padding_idx + 1``
+#: (``vllm/model_executor/models/roberta.py``), where transformers' RoBERTa reads it at the ids it is handed
+OFFSET_BY_ENGINE = {"RobertaEmbedding": "pad_token_id"}
+
+
+def id_offset(model: Any, hf_config: Any) -> int:
+    """What to add to the positions vLLM is handed for the ids transformers takes for the same table rows: one
+    past the config's :data:`OFFSET_BY_ENGINE` key where ``model`` holds such a module, else 0."""
+    keys = {OFFSET_BY_ENGINE[type(m).__name__] for m in model.modules() if type(m).__name__ in OFFSET_BY_ENGINE}
+    if not keys:
+        return 0
+    (key,) = keys
+    return int(getattr(hf_config, key)) + 1
+
+
+def offset_notes(model: Any, hf_config: Any) -> list[str]:
+    """The row's note where the probe's ids are vLLM's positions plus an offset (:func:`id_offset`)."""
+    offset = id_offset(model, hf_config)
+    return [f"ids stated to refpos: vLLM's positions + {offset}, the table rows vLLM reads (its embedding adds "
+            "pad_token_id + 1 to the positions it is handed)"] if offset else []
 
 
 def has_alibi(model: Any) -> bool:
@@ -385,6 +413,9 @@ def probe(model: Any, config: Any, hf_config: Any) -> Probe:
     described = {path: (type(m).__name__, any(True for _ in m.parameters())) for path, m in modules.items()
                  if survey_probe.POSITIONAL_MODULE.fullmatch(type(m).__name__)}
     more = [run_case(model, config, case, ids) for case in cases_for(hf_config)]
-    return Probe(p, True, run_a, run_b, run_c, None, run_e,
+    offset = id_offset(model, hf_config)  # the ids transformers takes for the rows vLLM reads (module docstring)
+    for case in more:
+        case.position_ids = case.position_ids + offset
+    return Probe(p + offset, True, run_a, run_b, run_c, None, run_e,
                  {path: type(modules[path]).__name__ for path in paths if path in modules}, ids, described, None,
                  more)

@@ -72,6 +72,7 @@ def _build_and_probe(architecture: configs.Architecture, config0: Any,
                     model = engine.build(architecture.name, engine_config)
                     hf_config = engine_config.model_config.hf_config
                     run = vllm_probe.probe(model, engine_config, hf_config)
+                    stated += vllm_probe.offset_notes(model, hf_config)
             notes.extend(stated)
             return values, run, strength
         except Exception as exc:  # vLLM's own errors for a geometry: try the next strength
