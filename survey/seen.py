@@ -65,10 +65,10 @@ def case_reference(probe: Probe, seen: Seen, index: int) -> tuple[Call | None, s
     return ref, mode
 
 
-def read(seen: Seen, source: tuple[str, ...], side: str = "query") -> np.ndarray:
-    """The positions ``source`` gives the tokens on ``side`` in ``seen``; a case that keeps some keys (a sliding
-    window's cache) reads theirs."""
-    found = seen.inputs.read(source, side)
+def read(seen: Seen, source: tuple[str, ...], side: str = "query", padding_idx: int | None = None) -> np.ndarray:
+    """The positions ``source`` gives the tokens on ``side`` in ``seen`` (``padding_idx``: the token a count of
+    the input ids skips); a case that keeps some keys (a sliding window's cache) reads theirs."""
+    found = seen.inputs.read(source, side, padding_idx)
     if side == "key" and seen.case is not None and seen.case.kept is not None:
         found = found[seen.case.kept]
     return found

@@ -17,11 +17,17 @@ source             the positions read, per key (or query) token
 ``position_ids``   the ids passed; where none were, the record's next source the survey reads (what the model
                    builds: PaliGemma's ``slot_plus_one``, OPT's ``mask_count``), else the slot
 ``decoder_position_ids``  none: the survey passes the decoder of an encoder–decoder model no ids of its own
+``input_ids_cumsum``  the running count of the queries' tokens that are not the padding token, after the tokens
+                   cached, with refpos's own formula (:func:`refpos.models.sources.counted_ids`); read where the
+                   claim names its padding token (a table's: its offset less one) and the forward's tokens are
+                   known, for the queries only
 the others         refpos's :data:`~refpos.models.sources.DERIVED`, each read with refpos's own formula
                    (:func:`refpos.models.sources.derived`) off the case's slots and mask: the slot
                    (``cache_position``, ``key_index``), the slot plus one (``slot_plus_one``), and BLOOM's, OPT's
                    and π0's counts of the mask's ones (``mask_cumsum``, ``mask_count``, ``mask_cumsum_minus_one``)
 =================  ==================================================================================
+
+A source none of whose inputs the forward states is a ``ValueError``: never another input read in its place.
 """
 
 from __future__ import annotations
@@ -31,13 +37,15 @@ from typing import Any
 
 import numpy as np
 
-from refpos.models.sources import DERIVED, derived
+from refpos.models.sources import DERIVED, counted_ids, derived
 
 #: what positions serve in a layer: the rotation, the query scale, the query's and the key's side of a bias,
 #: the rows of an input table
 USES = ("rotation", "scale", "query", "key", "rows")
 #: the sources the survey can read off a forward's inputs
 SOURCES = ("position_ids", *DERIVED)
+#: the source read off the forward's tokens, given the padding token (:func:`refpos.models.sources.counted_ids`)
+COUNTED = "input_ids_cumsum"
 #: what a record that states nothing reads
 DEFAULT = ("position_ids",)
 
@@ -50,23 +58,32 @@ class Inputs:
     slots: np.ndarray  # (Tk,)
     attention_mask: np.ndarray | None  # (Tk,); None: no mask (every key)
     queries: int
+    #: the tokens run, the queries' last (None: not known)
+    input_ids: np.ndarray | None = None
 
-    def read(self, sources: tuple[str, ...], side: str = "query") -> np.ndarray:
-        """The positions ``sources`` give (the first the inputs have), for the queries or for every key.
+    def read(self, sources: tuple[str, ...], side: str = "query", padding_idx: int | None = None) -> np.ndarray:
+        """The positions ``sources`` give (the first the inputs have), for the queries or for every key;
+        ``padding_idx`` is the token :data:`COUNTED` does not count.
 
         Where no ids were passed, a record's later source is what the model builds in their place (PaliGemma's
-        ``slot_plus_one``, OPT's ``mask_count``); a record that states none (or none the survey reads) builds the
-        slot."""
+        ``slot_plus_one``, OPT's ``mask_count``, RoBERTa's ``input_ids_cumsum``); a record that states none builds
+        the slot."""
         for at, source in enumerate(sources):
-            found = self._read(source)
+            found = self._read(source, side, padding_idx)
             later = sources[at + 1:]
-            if source == "position_ids" and self.position_ids is None and any(s in SOURCES for s in later):
+            if source == "position_ids" and self.position_ids is None and any(
+                    s in (*SOURCES, COUNTED) for s in later):
                 continue  # none passed: the model builds them from a later source
             if found is not None:
                 return found[-self.queries:] if side == "query" else found
-        raise ValueError(f"sources: none of {sources} is among the inputs {SOURCES}")
+        raise ValueError(f"sources: none of {sources} is among the inputs this forward states")
 
-    def _read(self, source: str) -> np.ndarray | None:
+    def _read(self, source: str, side: str, padding_idx: int | None) -> np.ndarray | None:
+        if source == COUNTED:  # the queries' tokens counted, after the slots cached before them
+            if side != "query" or self.input_ids is None or padding_idx is None:
+                return None
+            first = int(self.slots[-self.queries])
+            return counted_ids(self.input_ids[-self.queries:], padding_idx, past=first)
         if source == "position_ids":
             return self.slots if self.position_ids is None else self.position_ids
         if source in DERIVED:  # refpos's formula (derived), read off the case's slots and mask
@@ -88,8 +105,10 @@ def inputs_of(case: Any, probe: Any) -> Inputs:
     """The inputs of a :class:`survey.probe.Case` (or of run A when ``case`` is None)."""
     if case is None:
         t = probe.positions.size
-        return Inputs(probe.positions if probe.position_ids_taken else None, np.arange(t), None, t)
-    return Inputs(case.position_ids, case.slots, case.attention_mask, case.queries or case.slots.size)
+        return Inputs(probe.positions if probe.position_ids_taken else None, np.arange(t), None, t,
+                      getattr(probe, "input_ids", None))
+    return Inputs(case.position_ids, case.slots, case.attention_mask, case.queries or case.slots.size,
+                  case.input_ids)
 
 
 def reads_of(record: Any) -> dict[str, tuple[str, ...]]:
@@ -113,4 +132,4 @@ def name(sources: tuple[str, ...]) -> str:
     return ", else ".join(sources)
 
 
-__all__ = ["DEFAULT", "SOURCES", "USES", "Inputs", "inputs_of", "name", "reads_of"]
+__all__ = ["COUNTED", "DEFAULT", "SOURCES", "USES", "Inputs", "inputs_of", "name", "reads_of"]

@@ -97,7 +97,8 @@ def expected_rows(claim: LayerClaim, seen: Any, offset: int) -> np.ndarray:
     from survey.seen import read
 
     reading = tuple("position_ids" if name == "row_ids" else name for name in claim.source("rows"))
-    return read(seen, reading, "query") + rows_offset(claim, seen.inputs.position_ids is not None, offset)
+    found = read(seen, reading, "query", padding_idx=offset - 1)  # a table's padding row is its offset less one
+    return found + rows_offset(claim, seen.inputs.position_ids is not None, offset)
 
 
 def rows_offset(claim: LayerClaim, ids_passed: bool, offset: int) -> int:

@@ -174,6 +174,35 @@ def derived(name: str, slots: np.ndarray | None, attention_mask: np.ndarray | No
     return count - 1
 
 
+def counted_ids(input_ids: np.ndarray, padding_idx: int, past: int = 0) -> np.ndarray:
+    r"""The positions ``input_ids_cumsum`` gives a call's tokens: each non-padding token counted from 0 after the
+    ``past`` tokens already cached, a padding token at −1 (so that, plus the table's offset ``padding_idx + 1``, it
+    reads the padding row):
+
+    .. math::  p_j = \Big(\textstyle\sum_{i \le j} k_i + \text{past}\Big)\,k_j - 1,
+               \qquad k_i = [\text{id}_i \ne \text{padding\_idx}].
+
+    The one formula, for :meth:`Given.read` and for the survey's probes.
+
+    See Also
+    --------
+    derived : the inputs counted from the slots or from the attention mask.
+
+    References
+    ----------
+    docs/families.md, "Where positions come from": each input, and the models that read it.
+
+    Examples
+    --------
+    >>> counted_ids(np.array([1, 5, 7, 1, 9]), padding_idx=1).tolist()
+    [-1, 0, 1, -1, 2]
+    >>> counted_ids(np.array([7]), padding_idx=1, past=4).tolist()
+    [4]
+    """
+    kept = (np.asarray(input_ids) != padding_idx).astype(np.int64)
+    return (np.cumsum(kept, axis=-1) + past) * kept - 1
+
+
 def check_reads(where: str, reads: Mapping[str, Source]) -> dict[str, Source]:
     """``reads`` as a dict of use → source, each use of :data:`USES` and each input of :data:`INPUTS`."""
     out = {}
@@ -316,8 +345,7 @@ class Given:
         if name == "input_ids_cumsum" and self.input_ids is not None and side == "query":
             if padding_idx is None:
                 raise ValueError("input_ids_cumsum needs the padding token (padding_idx)")
-            kept = (self.input_ids != padding_idx).astype(np.int64)
-            return (np.cumsum(kept, axis=-1) + self.past) * kept - 1  # padding reads position −1: its own row
+            return counted_ids(self.input_ids, padding_idx, self.past)  # padding at −1: it reads its own row
         return None
 
 
@@ -332,4 +360,4 @@ def _mask(value: Any) -> np.ndarray:
 
 
 __all__ = ["DERIVED", "INPUTS", "PARAMETERS", "PLAIN", "SLOT_AGAINST_INDEX", "USES", "Given", "Source", "check_reads",
-           "derived", "shown"]
+           "counted_ids", "derived", "shown"]

@@ -58,8 +58,16 @@ def test_the_cases_cross_every_threshold_and_set_the_sources_apart():
     unnamed = sources.inputs_of(made["left padded, no ids"], None)
     assert unnamed.read(("position_ids", "mask_count"), "key").tolist() == [-1, -1, 0, 1, 2, 3, 4, 5]
     assert unnamed.read(("position_ids", "slot_plus_one"), "key").tolist() == list(range(1, 9))
-    for fallback in ((), ("input_ids_cumsum",), ("cache_position",)):
+    for fallback in ((), ("cache_position",)):
         assert unnamed.read(("position_ids", *fallback), "key").tolist() == list(range(8))
+    # RoBERTa's count of the input ids is read off the tokens, given the padding token; never the slot in its place
+    counted = ("position_ids", "input_ids_cumsum")
+    tokens = dataclasses.replace(unnamed, input_ids=np.array([1, 1, 5, 6, 7, 1, 8, 9]))
+    assert tokens.read(counted, "query", padding_idx=1).tolist() == [-1, -1, 0, 1, 2, -1, 3, 4]
+    for unread in (lambda: unnamed.read(counted, "query", padding_idx=1), lambda: tokens.read(counted, "query"),
+                   lambda: tokens.read(counted, "key", padding_idx=1)):
+        with pytest.raises(ValueError, match="none of"):
+            unread()  # no tokens known; no padding token named; the keys' count is not read
     assert padded.read(("position_ids", "mask_count"), "key").tolist() == [0, 1, 2, 5, 17, 100, 999, 4001]
 
 
