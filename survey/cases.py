@@ -30,6 +30,11 @@ and, for every model:
     (a model that takes position ids) the same mask and no ids: at the masked token the three counts of the mask
     part (BLOOM's 0, OPT's −1, π0's count so far less one), which left padding alone does not show (OPT's and
     π0's both put padding at −1).
+``padding tokens, no mask``
+    (a config that names its padding token) the first :data:`PADDING` tokens replaced by ``pad_token_id``, and
+    neither a mask nor ids passed: a model that counts its positions off the input ids (RoBERTa's and fairseq's
+    ``input_ids_cumsum``) skips them, and every count of a mask and the slot do not. The tokens differ from run
+    B's, so its attention calls are not compared; its table rows are.
 ``decoding``
     :data:`PREFILL` tokens (ids ``0 …``) run with a cache, then one more token whose id (where taken) is
     :data:`FAR_ID` in slot :data:`PREFILL`: a layer that reads the token's slot and one that reads its id part
@@ -131,6 +136,10 @@ def cases_for(config: dict[str, Any], positions: np.ndarray, taken: bool) -> lis
     out.append(Case("masked inside", positions.copy() if taken else None, np.arange(positions.size), inside))
     if taken:
         out.append(Case("masked inside, no ids", None, np.arange(positions.size), inside))
+    padding_token = _padding_token(config)
+    if padding_token is not None:
+        out.append(Case("padding tokens, no mask", None, np.arange(positions.size), None,
+                        padding_token=padding_token))
     decoded = np.asarray([*range(PREFILL), FAR_ID], dtype=np.int64) if taken else None
     out.append(Case("decoding", decoded, np.arange(PREFILL + 1), np.ones(PREFILL + 1, dtype=np.int64), queries=1))
     for t in (t for t in thresholds(config) if t <= FAR_SLOTS):
@@ -141,6 +150,15 @@ def cases_for(config: dict[str, Any], positions: np.ndarray, taken: bool) -> lis
         out.append(Case(f"decoding at slot {t}", ids if taken else None, np.arange(keys),
                         np.ones(keys, dtype=np.int64), queries=STEP))
     return out
+
+
+def _padding_token(config: dict[str, Any]) -> int | None:
+    """The config's ``pad_token_id`` (its text config's where it states none), None where neither names one."""
+    for values in (config, config.get("text_config") or {}):
+        token = values.get("pad_token_id") if isinstance(values, dict) else None
+        if isinstance(token, int) and not isinstance(token, bool) and token >= 0:
+            return token
+    return None
 
 
 def _as_float32(run: Any) -> Any:
@@ -197,7 +215,9 @@ def run_case(model: Any, case: Case, ids: np.ndarray, base: dict[str, Any], atte
         if case.name.startswith("decoding"):
             return _decode(model, case, ids, base, attention, positional)
         n = case.slots.size
-        tokens = ids[:n] if ids.size >= n else np.resize(ids, n)
+        tokens = (ids[:n] if ids.size >= n else np.resize(ids, n)).copy()
+        if case.padding_token is not None:
+            tokens[:PADDING] = case.padding_token
         inputs = _with_tokens(base, tokens)
         if case.position_ids is not None:
             inputs["position_ids"] = torch.as_tensor(case.position_ids)[None]

@@ -26,7 +26,8 @@ T5 buckets             the bucket count ±1 (±2 where split between two directi
                        distance ±1, the direction flipped
 learned / sinusoidal   the row read for every position ±1 (a learned table's offset; a sinusoid's rows); the rows
                        read at the slot for the id (or the id for the slot); a table read at a count of the mask
-                       (OPT's) read at each other count (BLOOM's, π0's)
+                       (OPT's) read at each other count (BLOOM's, π0's); a table read at the count of the input
+                       ids that are not padding (RoBERTa's, fairseq's) read at the slot
 box tables             each catalogued mistake of the kind: the rows a port reads with x and y swapped, x1 from
                        the y table, no height and width, height and width swapped, the box read as
                        (x0, x1, y0, y1), extents counted inclusively, the top-left corner alone
@@ -60,6 +61,7 @@ import numpy as np
 from survey.claims import LayerClaim, Resolution
 from survey.cross import rotated_cross
 from survey.layout_bias import layout_bias_mutants
+from survey.sources import COUNTED
 
 THETA = 1e-4
 #: how the mutants that read the other of the two position inputs are named
@@ -70,6 +72,8 @@ FALLBACK = "the slot for the slot plus one"
 PASSED = ("position_ids", "row_ids", "decoder_position_ids")
 #: the counts of the mask's ones a table's rows may be read at (BLOOM's, OPT's, π0's: refpos.models.sources.derived)
 MASK_COUNTS = ("mask_cumsum", "mask_count", "mask_cumsum_minus_one")
+#: the name of the mutant reading the slot for the count of the input ids
+UNCOUNTED = "the slot for the count of the input ids"
 GAIN = 1e-3
 SLOPE = 1e-2
 #: lengths at which a mutant's frequencies are compared with refpos's (with every threshold's neighbours)
@@ -236,6 +240,17 @@ def _bias_mutants(resolution: Resolution) -> Iterator[tuple[str, Resolution | No
             c, reads={**c.reads, "rows": _swap(c.source("rows"))}))
         for count in MASK_COUNTS:
             yield f"{kind} table rows read {count}", _each(resolution, kind, lambda c, n=count: _counted(c, n))
+        yield f"{kind} table rows read {UNCOUNTED}", _each(resolution, kind, _uncounted)
+
+
+def _uncounted(claim: LayerClaim) -> LayerClaim | None:
+    """``claim`` reading its table rows at the slot where it reads the count of the non-padding input ids; None
+    for a claim that reads no such count."""
+    source = claim.source("rows")
+    if COUNTED not in source:
+        return None
+    return dataclasses.replace(claim, reads={**claim.reads, "rows": tuple(
+        "cache_position" if name == COUNTED else name for name in source)})
 
 
 def _counted(claim: LayerClaim, count: str) -> LayerClaim | None:

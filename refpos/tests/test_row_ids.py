@@ -99,3 +99,27 @@ def test_fairseq_tables_read_ids_and_padding_as_transformers_does():
     layer = refpos.model_positions(m2m.to_dict()).stack("encoder")[0]
     positions = layer.rows(input_ids=input_ids.numpy()).reshape(-1) - layer.offset
     np.testing.assert_allclose(layer.sinusoid(positions), seen[-1][0], rtol=0, atol=16 * 2.0**-24 * 4)
+
+
+@pytest.mark.anchors
+def test_fsmt_counts_its_input_ids_as_m2m100_does():
+    """FSMT's encoder given left-padded input ids: its table is read at the count of the non-padding ids (the
+    padding at its zero row), not at the slot."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.for_model("fsmt", langs=["en", "de"], src_vocab_size=64, tgt_vocab_size=64, d_model=16,
+                                  encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                  decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16,
+                                  max_position_embeddings=32, pad_token_id=1)
+    encoder = AutoModel.from_config(config).eval().encoder
+    seen = []
+    encoder.embed_positions.register_forward_hook(lambda m, a, out: seen.append(out.double().numpy()))
+    input_ids = torch.tensor([[1, 1, 5, 6, 7]])
+    with torch.no_grad():
+        encoder(input_ids=input_ids)
+    layer = refpos.model_positions(config.to_dict()).stack("encoder")[0]
+    rows = layer.rows(input_ids=input_ids.numpy()).reshape(-1)
+    assert rows.tolist() == [1, 1, 2, 3, 4]
+    np.testing.assert_allclose(layer.sinusoid(rows - layer.offset), seen[-1][0], rtol=0, atol=16 * 2.0**-24 * 4)

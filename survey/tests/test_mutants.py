@@ -183,3 +183,21 @@ def test_the_offset_of_a_table_whose_ids_are_its_rows_is_told_only_without_ids(o
     tried, survived = mutants.survivors(resolution, probe)
     tried_handed, survived_handed = mutants.survivors(resolution, handed)
     assert tried_handed == tried - 2 and survived == survived_handed == []
+
+
+@pytest.mark.parametrize("name", ["m2m_100", "roberta"])
+def test_a_count_of_the_input_ids_is_told_from_the_slot_by_padding_tokens(observed, name):
+    """M2M100 and RoBERTa count their positions off the input ids, skipping the padding token: read at the slot,
+    their tables agree on every case but the one whose tokens hold padding (passed without a mask), where the
+    mutant is caught. Without that case it survives."""
+    import copy
+
+    config, probe = observed(name)
+    resolution = adaptor.resolve(config)
+    kind = {c.kind for c in resolution.layers if c.kind in ("learned", "sinusoidal")}.pop()
+    slot = dict(mutants.mutants(resolution))[f"{kind} table rows read {mutants.UNCOUNTED}"]
+    assert not wrong(resolution, probe)
+    assert any(cause.startswith("padding tokens, no mask") for cause in wrong(slot, probe))
+    unpadded = copy.copy(probe)
+    unpadded.cases = [case for case in probe.cases if case.padding_token is None]
+    assert not wrong(slot, unpadded)
