@@ -180,7 +180,7 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
         if found != expected or (size is not None and rows != size):
             return _result(claim, "mismatch", None, f"position table {table}: transformers reads row p + {found} of "
                            f"{rows}, refpos p + {expected} of {size}")
-        return case_rows(claim, probe, table, offset) or _result(claim, "exact", 0.0)
+        return _with_cases(case_rows(claim, probe, table, offset), claim, 0.0)
     try:
         expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)  # (T, dim)
     except ValueError as exc:  # the claim has no row for a position the model read
@@ -206,5 +206,10 @@ def check_absolute(claim: LayerClaim, probe: Probe, lookups: list[tuple[str, int
         return _result(claim, "mismatch", error, f"sinusoid: max |Δ| {error:.3g}")
     stored = [(table, found) for table, found, _ in mine if found == offset]  # a sinusoid stored as a table
     in_cases = case_rows(claim, probe, *stored[0]) if stored else case_sinusoid(claim, probe, single)
-    return in_cases or _result(claim, "exact", error)
+    return _with_cases(in_cases, claim, error)
+
+
+def _with_cases(in_cases: LayerResult, claim: LayerClaim, error: float) -> LayerResult:
+    """Run A's exact result (its ``error``) unless a case differs; the cases not compared named in its cause."""
+    return in_cases if in_cases.status == "mismatch" else _result(claim, "exact", error, in_cases.cause)
 

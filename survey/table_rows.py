@@ -32,16 +32,19 @@ from survey.rotation import EPS32
 
 def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> LayerResult | None:
     """The rows ``table`` was read at in each case against refpos's (module docstring): a mismatch at the first case
-    that differs, else None (every case that looked the table up read refpos's rows, or none did)."""
+    that differs, else exact (every case that looked the table up read refpos's rows, or none did), its cause naming
+    each case whose inputs do not state the claim's source."""
     from survey.seen import seen_of
 
+    unread = []
     for seen in seen_of(probe)[1:]:
         reads = [lookup for lookup in getattr(seen.run, "lookups", []) if lookup.table == table]
         if not reads:
             continue
         try:
             expected = expected_rows(claim, seen, offset)
-        except ValueError:  # a source the survey cannot read off a case's inputs
+        except ValueError:  # a source the survey cannot read off the case's inputs: named on the row
+            unread.append(seen.name)
             continue
         indices = np.asarray(reads[-1].indices)
         observed = indices.reshape(-1, indices.shape[-1])[0] if indices.ndim else indices.reshape(1)
@@ -54,7 +57,14 @@ def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> Layer
                                f"{seen.name}: position table {table}: transformers reads rows "
                                f"{_shown(observed)}, refpos {_shown(expected)} (rows ← "
                                f"{' else '.join(claim.source('rows'))} + {offset}; first at token {at})")
-    return None
+    return _unread(claim, unread)
+
+
+def _unread(claim: LayerClaim, names: list[str]) -> LayerResult:
+    """No case differs: exact, the cases whose inputs do not state the claim's source named."""
+    cause = (f"table rows not compared in {', '.join(names)}: the case states none of "
+             f"{', '.join(claim.source('rows'))}") if names else ""
+    return LayerResult(claim.stack, -1, claim.kind, "exact", None, cause)
 
 
 def sinusoid_bound(positions: np.ndarray) -> float:
@@ -67,16 +77,22 @@ def case_sinusoid(claim: LayerClaim, probe: Probe, single: bool) -> LayerResult 
     """A sinusoid added at a stack's input in each case: the positional modules' outputs and the rows read off a
     stored sinusoid (:attr:`~survey.records.Run.positional`, ``indexed``) against refpos's sinusoid at the case's
     positions (:func:`expected_rows` less the offset), within :func:`sinusoid_bound`; a mismatch where no output of
-    the case's shape is within it, else None (also where a case has no output of that shape)."""
+    the case's shape is within it, else exact (also where a case has no output of that shape), its cause naming
+    each case whose inputs do not state the claim's source."""
     from survey.observed import role
     from survey.seen import seen_of
 
     offset = int(claim.params.get("offset", 0))
+    unread = []
     for seen in seen_of(probe)[1:]:
         try:
             positions = expected_rows(claim, seen, offset) - offset
+        except ValueError:  # a source the survey cannot read off the case's inputs: named on the row
+            unread.append(seen.name)
+            continue
+        try:
             expected = np.asarray(claim.params["sinusoid"](positions), dtype=np.float64)
-        except ValueError:  # a source the survey cannot read, or a position the claim's table has no row for
+        except ValueError:  # a position the claim's table has no row for: the run A check reads the table
             continue
         outputs = [out for module, out in seen.run.positional.items() if single or role(module) == claim.stack]
         outputs += [read.vectors for read in getattr(seen.run, "indexed", [])
@@ -88,7 +104,7 @@ def case_sinusoid(claim: LayerClaim, probe: Probe, single: bool) -> LayerResult 
             return LayerResult(claim.stack, -1, claim.kind, "mismatch", min(errors),
                                f"{seen.name}: the sinusoid added at the input: max |Δ| {min(errors):.3g} against "
                                f"refpos's at rows ← {' else '.join(claim.source('rows'))}")
-    return None
+    return _unread(claim, unread)
 
 
 def expected_rows(claim: LayerClaim, seen: Any, offset: int) -> np.ndarray:

@@ -40,7 +40,7 @@ def claim(*source):
 
 def test_opt_s_mask_count_is_exact_and_the_other_counts_are_not():
     probe = probe_reading(opt_rows)
-    assert case_rows(claim("position_ids", "mask_count"), probe, TABLE, 2) is None
+    assert case_rows(claim("position_ids", "mask_count"), probe, TABLE, 2).status == "exact"
     for other in ("mask_cumsum", "mask_cumsum_minus_one", "cache_position"):
         found = case_rows(claim("position_ids", other), probe, TABLE, 2)
         assert found is not None and found.status == "mismatch", other
@@ -52,7 +52,7 @@ def test_without_the_case_with_a_hole_pi0_s_count_passes_for_opt_s():
     """The case the hole adds is what tells them apart: left out, π0's count survives."""
     probe = probe_reading(opt_rows)
     probe.cases = [c for c in probe.cases if c.name != "masked inside, no ids"]
-    assert case_rows(claim("position_ids", "mask_cumsum_minus_one"), probe, TABLE, 2) is None
+    assert case_rows(claim("position_ids", "mask_cumsum_minus_one"), probe, TABLE, 2).status == "exact"
 
 
 def test_roberta_s_ids_passed_are_its_rows():
@@ -64,7 +64,7 @@ def test_roberta_s_ids_passed_are_its_rows():
         return case.slots[-(case.queries or case.slots.size):] + 2
 
     probe = probe_reading(roberta_rows)
-    assert case_rows(claim("row_ids", "cache_position"), probe, TABLE, 2) is None
+    assert case_rows(claim("row_ids", "cache_position"), probe, TABLE, 2).status == "exact"
     wrong = case_rows(claim("position_ids", "cache_position"), probe, TABLE, 2)
     assert wrong is not None and "transformers reads rows" in wrong.cause
 
@@ -95,8 +95,20 @@ def test_a_sinusoid_in_every_case_is_compared_and_a_shifted_one_is_not_exact():
         return sinusoidal(np.asarray(p), 8, offset=2, spacing="tensor2tensor", layout="concat",
                           padding_row=padding_row, xp=np)
 
-    assert case_sinusoid(sinusoid_claim(), probe_adding(), True) is None
+    assert case_sinusoid(sinusoid_claim(), probe_adding(), True).status == "exact"
     assert case_sinusoid(sinusoid_claim(), probe_adding(shift=1), True).status == "mismatch"
     zeroed = probe_adding(padding_row=1)  # OPT's padding reads row 1
-    assert case_sinusoid(sinusoid_claim(padding_row=1), zeroed, True) is None
+    assert case_sinusoid(sinusoid_claim(padding_row=1), zeroed, True).status == "exact"
     assert case_sinusoid(sinusoid_claim(), zeroed, True).status == "mismatch"
+
+
+def test_a_case_whose_inputs_do_not_state_the_source_is_named():
+    """A claim reading the count of the input ids, on cases whose tokens are not known: no case is compared, and
+    the result says so rather than passing in silence."""
+    probe = probe_reading(lambda case: case.slots[-(case.queries or case.slots.size):] + 2)
+    found = case_rows(claim("input_ids_cumsum",), probe, TABLE, 2)
+    assert found.status == "exact"
+    assert found.cause.startswith("table rows not compared in ids up to 131071, packed, left padded")
+    for case in probe.cases:
+        case.input_ids = np.full(case.slots.size, 9)
+    assert case_rows(claim("input_ids_cumsum",), probe, TABLE, 2).cause == ""
