@@ -95,7 +95,7 @@ from survey.rotation import (  # noqa: F401  (the bound's constants and Channels
     predict_shifted,
     rounded_alike,
 )
-from survey.seen import Seen, case_reference, negative, own_keys, positions_of, seen_of, unrotated
+from survey.seen import Seen, case_reference, negative, own_keys, own_queries, positions_of, seen_of, unrotated
 from survey.sources import SOURCES, inputs_of
 
 #: claims whose positions are a bias on the logits, and those added to the stack's input
@@ -204,6 +204,11 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int, seen: Seen | No
     if claim.kind == "rope" and claim.rope.head_dim != call.query.shape[-1]:
         return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
                            f"head width: refpos {claim.rope.head_dim}, transformers {call.query.shape[-1]}")
+    tokens = own_queries(call, ref, seen.inputs.queries) if seen.case is None else None
+    if tokens is not None and call.query.shape[-2] > seen.inputs.queries and call.key.shape == ref.key.shape \
+            and call.key.shape[-2] == call.query.shape[-2]:  # rows beside the tokens' (a CLS token): left out
+        call, ref = (dataclasses.replace(c, query=c.query[..., tokens, :], key=c.key[..., tokens, :])
+                     for c in (call, ref))
     if call.query.shape[-2] != seen.inputs.queries or ref.query.shape != call.query.shape \
             or ref.key.shape[:-2] != call.key.shape[:-2]:
         return LayerResult(claim.stack, claim.index, claim.kind, "not reached", None,

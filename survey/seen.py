@@ -106,6 +106,26 @@ def own_keys(call: Call, ref: Call, queries: int) -> slice:
     rows, extra = call.key.shape[-2], call.key.shape[-2] - queries
     if extra <= 0 or ref.key.shape != call.key.shape:
         return slice(rows - queries, rows)
-    appended = np.array_equal(call.key[..., queries:, :], ref.key[..., queries:, :])
-    prepended = np.array_equal(call.key[..., :extra, :], ref.key[..., :extra, :])
+    appended, prepended = _unmoved(call.key, ref.key, queries)
     return slice(0, queries) if appended and not prepended else slice(extra, rows)
+
+
+def own_queries(call: Call, ref: Call, queries: int) -> slice | None:
+    """The rows of ``call``'s queries that are its tokens', where the layer runs more rows than tokens (a CLS token
+    appended after the text, VideoPrism's): the extra rows are those the same in the reference run, after the
+    tokens' or before them (:func:`own_keys`); None where neither tells (the extra rows moved with the positions)."""
+    rows, extra = call.query.shape[-2], call.query.shape[-2] - queries
+    if extra <= 0:
+        return slice(rows - queries, rows)
+    if ref.query.shape != call.query.shape:
+        return None
+    appended, prepended = _unmoved(call.query, ref.query, queries)
+    return slice(0, queries) if appended else slice(extra, rows) if prepended else None
+
+
+def _unmoved(mine: np.ndarray, theirs: np.ndarray, queries: int) -> tuple[bool, bool]:
+    """Whether the rows after the first ``queries``, and the rows before the last ``queries``, are the same in both
+    runs."""
+    extra = mine.shape[-2] - queries
+    return (np.array_equal(mine[..., queries:, :], theirs[..., queries:, :]),
+            np.array_equal(mine[..., :extra, :], theirs[..., :extra, :]))

@@ -1,8 +1,11 @@
-"""Which of a layer's keys are its tokens' when it attends over more keys than tokens (:func:`survey.seen.own_keys`).
+"""Which of a layer's keys are its tokens' when it attends over more keys than tokens (:func:`survey.seen.own_keys`),
+and which of its queries where it runs more rows than tokens (:func:`survey.seen.own_queries`).
 
 A cache keeps its past keys before the tokens'; a merged self- and cross-attention (T5Gemma 2's decoder) appends the
 encoder's keys after them. Reading the wrong rows compares the encoder's keys with a rotation and grades a correct
-claim wrong (T5Gemma 2's decoder was graded so on transformers 5.25): both placements are tested.
+claim wrong (T5Gemma 2's decoder was graded so on transformers 5.25): both placements are tested. VideoPrism's text
+encoder runs a CLS token after the text: its query rows are left out the same way, and where the extra rows moved
+with the positions, nothing tells which rows are the tokens'.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from survey.records import Call
-from survey.seen import own_keys
+from survey.seen import own_keys, own_queries
 
 TOKENS, EXTRA, WIDTH = 4, 3, 8
 
@@ -43,3 +46,21 @@ def test_no_extra_rows_or_unlike_shapes_keep_the_last_rows():
     shorter = Call("layer", None, ref.query, ref.key[..., :TOKENS, :], None, {}, None)
     assert own_keys(call, shorter, TOKENS) == slice(EXTRA, EXTRA + TOKENS)
     assert own_keys(shorter, shorter, TOKENS) == slice(0, TOKENS)
+
+
+def as_queries(call: Call) -> Call:
+    """The same rows as the call's queries (a CLS token is a query and a key)."""
+    return Call(call.path, None, call.key, call.key, None, {}, None)
+
+
+def test_a_cls_token_s_query_row_is_left_out_after_or_before_the_tokens():
+    for tokens_first, rows in ((True, slice(0, TOKENS)), (False, slice(EXTRA, EXTRA + TOKENS))):
+        call, ref = (as_queries(c) for c in calls(tokens_first))
+        assert own_queries(call, ref, TOKENS) == rows
+
+
+def test_extra_query_rows_that_moved_with_the_positions_tell_nothing():
+    call, ref = (as_queries(c) for c in calls(tokens_first=True))
+    moved = Call("layer", None, call.query + 1.0, call.key, None, {}, None)
+    assert own_queries(moved, ref, TOKENS) is None
+    assert own_queries(ref, Call("layer", None, ref.query[..., :TOKENS, :], ref.key, None, {}, None), TOKENS) is None
