@@ -218,14 +218,13 @@ def render(tables: list[dict[str, Any]] | dict[str, Any]) -> str:
         f"geometry, asks refpos (`{meta.get('api', '?')}`) what every layer does with positions, runs the model's "
         "own code (torch CPU, random weights) with its attention recorded, on gapped position ids, ids past every "
         "length the config states, left padding and a masked token (each with the ids and, where the model takes "
-        "ids, without: the model builds its own), packed sequences and decoding steps whose id is "
-        "not their slot, and compares the two layer by layer: the query and key each layer hands to attention "
-        "(and its rotary function's input against its output), the biases it adds, the rows its stacks' position "
-        "tables are read at in every case, each on the input refpos says the layer reads; a composite's vision and "
-        "audio towers are run "
-        "on their own inputs, each built from the composite's sub-config, and judged as its stacks. Every exact "
-        "answer is then changed one way "
-        "at a time (`survey/mutants.py`) and each wrong answer must come out wrong. How: `survey/` (its "
+        "ids, without: the model builds its own), padding tokens passed without a mask, packed sequences and "
+        "decoding steps whose id is not their slot, and compares the two layer by layer: the query and key each "
+        "layer hands to attention (and its rotary function's input against its output), the biases it adds, the "
+        "rows its stacks' position tables are read at in every case, each on the input refpos says the layer "
+        "reads; a composite's vision and audio towers are run on their own inputs, each built from the "
+        "composite's sub-config, and judged as its stacks. Every exact answer is then changed one way at a time "
+        "(`survey/mutants.py`) and each wrong answer must come out wrong. How: `survey/` (its "
         "docstrings), and the page's last section.",
         "",
         "| status | " + " | ".join(f"transformers {r}" for r in releases) + " | meaning |",

@@ -77,7 +77,10 @@ def section(table: dict[str, Any] | None = None, transformers_rows: list[dict[st
              "the cases vLLM's explicit positions can state: the ids around each length the config states (−1, 0, "
              "+1), twice the largest and 131071 (those past the rows of vLLM's rotary cache are not run: vLLM rotates "
              "no position past them), and two sequences' ids packed into one. Its forward takes no attention mask "
-             "and no cache, so the left-padded, masked and decoding cases are not run. How: `survey/vllm_engine/` "
+             "and no cache, so the left-padded, masked and decoding cases are not run, nor the mutants that change "
+             "only what a model reads when it is handed no ids. Where vLLM's positions are not the ids transformers "
+             "takes for the same rows (its RoBERTa adds `pad_token_id + 1` to them), refpos is asked about the ids "
+             "transformers would be handed, and the row says so. How: `survey/vllm_engine/` "
              "(its docstrings); `tox -e survey-vllm` runs it.", "",
              "| status | architectures |", "|---|---|",
              *(f"| {s} | {total[s]} |" for s in statuses), f"| all | {len(rows)} |", "",
