@@ -247,10 +247,10 @@ def _uncounted(claim: LayerClaim) -> LayerClaim | None:
     """``claim`` reading its table rows at the slot where it reads the count of the non-padding input ids; None
     for a claim that reads no such count."""
     source = claim.source("rows")
-    if COUNTED not in source:
+    if not any(name in COUNTED for name in source):
         return None
     return dataclasses.replace(claim, reads={**claim.reads, "rows": tuple(
-        "cache_position" if name == COUNTED else name for name in source)})
+        "cache_position" if name in COUNTED else name for name in source)})
 
 
 def _counted(claim: LayerClaim, count: str) -> LayerClaim | None:

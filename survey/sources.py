@@ -17,10 +17,11 @@ source             the positions read, per key (or query) token
 ``position_ids``   the ids passed; where none were, the record's next source the survey reads (what the model
                    builds: PaliGemma's ``slot_plus_one``, OPT's ``mask_count``), else the slot
 ``decoder_position_ids``  none: the survey passes the decoder of an encoder–decoder model no ids of its own
-``input_ids_cumsum``  the running count of the queries' tokens that are not the padding token, after the tokens
-                   cached, with refpos's own formula (:func:`refpos.models.sources.counted_ids`); read where the
-                   claim names its padding token (a table's: its offset less one) and the forward's tokens are
-                   known, for the queries only
+the counts         refpos's :data:`~refpos.models.sources.COUNTS`: the running count of the queries' tokens that
+                   are not the padding token, after the tokens cached (``input_ids_cumsum``; FSMT's
+                   ``input_ids_cumsum_plus_cache``), with refpos's own formula
+                   (:func:`refpos.models.sources.counted_ids`); read where the claim names its padding token (a
+                   table's: its offset less one) and the forward's tokens are known, for the queries only
 the others         refpos's :data:`~refpos.models.sources.DERIVED`, each read with refpos's own formula
                    (:func:`refpos.models.sources.derived`) off the case's slots and mask: the slot
                    (``cache_position``, ``key_index``), the slot plus one (``slot_plus_one``), and BLOOM's, OPT's
@@ -37,15 +38,15 @@ from typing import Any
 
 import numpy as np
 
-from refpos.models.sources import DERIVED, counted_ids, derived
+from refpos.models.sources import COUNTS, DERIVED, counted_ids, derived
 
 #: what positions serve in a layer: the rotation, the query scale, the query's and the key's side of a bias,
 #: the rows of an input table
 USES = ("rotation", "scale", "query", "key", "rows")
 #: the sources the survey can read off a forward's inputs
 SOURCES = ("position_ids", *DERIVED)
-#: the source read off the forward's tokens, given the padding token (:func:`refpos.models.sources.counted_ids`)
-COUNTED = "input_ids_cumsum"
+#: the sources read off the forward's tokens, given the padding token (:func:`refpos.models.sources.counted_ids`)
+COUNTED = COUNTS
 #: what a record that states nothing reads
 DEFAULT = ("position_ids",)
 
@@ -72,18 +73,18 @@ class Inputs:
             found = self._read(source, side, padding_idx)
             later = sources[at + 1:]
             if source == "position_ids" and self.position_ids is None and any(
-                    s in (*SOURCES, COUNTED) for s in later):
+                    s in (*SOURCES, *COUNTED) for s in later):
                 continue  # none passed: the model builds them from a later source
             if found is not None:
                 return found[-self.queries:] if side == "query" else found
         raise ValueError(f"sources: none of {sources} is among the inputs this forward states")
 
     def _read(self, source: str, side: str, padding_idx: int | None) -> np.ndarray | None:
-        if source == COUNTED:  # the queries' tokens counted, after the slots cached before them
+        if source in COUNTED:  # the queries' tokens counted, after the slots cached before them
             if side != "query" or self.input_ids is None or padding_idx is None:
                 return None
             first = int(self.slots[-self.queries])
-            return counted_ids(self.input_ids[-self.queries:], padding_idx, past=first)
+            return counted_ids(self.input_ids[-self.queries:], padding_idx, past=first, name=source)
         if source == "position_ids":
             return self.slots if self.position_ids is None else self.position_ids
         if source in DERIVED:  # refpos's formula (derived), read off the case's slots and mask

@@ -84,6 +84,9 @@ INPUTS = {
     "mask_cumsum_minus_one": "the running count of the attention mask's ones less one, padding counted alike: Σm − 1 "
                              "(π0's and π0.5's prefix ids: −1 at left padding, the count so far at a hole)",
     "input_ids_cumsum": "the running count of the non-padding token ids (RoBERTa's positions)",
+    "input_ids_cumsum_plus_cache": "the running count of the non-padding token ids, the cached tokens' number then "
+                                   "added to every token, padding included (FSMT's positions: after a cache, a "
+                                   "padding token is past the padding row)",
     "row_ids": "the position ids passed, read as the table's rows: the model counts the ids it builds from "
                "padding_idx + 1 (RoBERTa's, ESM's, Kosmos-2's), so an id passed is the row itself (position = id − "
                "padding_idx − 1)",
@@ -113,7 +116,10 @@ USES = {
 PARAMETERS = {"position_ids": "positions", "decoder_position_ids": "positions", "cache_position": "cache_position",
               "slot_plus_one": "cache_position", "mask_cumsum": "attention_mask", "mask_count": "attention_mask",
               "mask_cumsum_minus_one": "attention_mask",
-              "input_ids_cumsum": "input_ids", "row_ids": "positions", "key_index": None}
+              "input_ids_cumsum": "input_ids", "input_ids_cumsum_plus_cache": "input_ids", "row_ids": "positions",
+              "key_index": None}
+#: the inputs counted off the input ids (:func:`counted_ids`)
+COUNTS = ("input_ids_cumsum", "input_ids_cumsum_plus_cache")
 #: the source of a plain :class:`refpos.Encoding` (one not built from a layer record): the positions passed
 PLAIN = ("position_ids",)
 
@@ -174,15 +180,18 @@ def derived(name: str, slots: np.ndarray | None, attention_mask: np.ndarray | No
     return count - 1
 
 
-def counted_ids(input_ids: np.ndarray, padding_idx: int, past: int = 0) -> np.ndarray:
-    r"""The positions ``input_ids_cumsum`` gives a call's tokens: each non-padding token counted from 0 after the
-    ``past`` tokens already cached, a padding token at −1 (so that, plus the table's offset ``padding_idx + 1``, it
-    reads the padding row):
+def counted_ids(input_ids: np.ndarray, padding_idx: int, past: int = 0, name: str = "input_ids_cumsum") -> np.ndarray:
+    r"""The positions input ``name`` of :data:`COUNTS` gives a call's tokens: each non-padding token counted from 0
+    after the ``past`` tokens already cached. ``input_ids_cumsum`` puts a padding token at −1 (so that, plus the
+    table's offset ``padding_idx + 1``, it reads the padding row); ``input_ids_cumsum_plus_cache`` (FSMT's) adds
+    ``past`` to every token, a padding token too:
 
-    .. math::  p_j = \Big(\textstyle\sum_{i \le j} k_i + \text{past}\Big)\,k_j - 1,
-               \qquad k_i = [\text{id}_i \ne \text{padding\_idx}].
+    .. math::  \text{input\_ids\_cumsum}: \; p_j = \Big(\textstyle\sum_{i \le j} k_i + \text{past}\Big)\,k_j
+               - 1, \qquad \text{plus\_cache}: \; p_j = \Big(\textstyle\sum_{i \le j} k_i\Big)\,k_j - 1
+               + \text{past}, \qquad k_i = [\text{id}_i \ne \text{padding\_idx}].
 
-    The one formula, for :meth:`Given.read` and for the survey's probes.
+    They agree wherever nothing is cached or no token is padding. The one formula of each, for
+    :meth:`Given.read` and for the survey's probes.
 
     See Also
     --------
@@ -196,10 +205,16 @@ def counted_ids(input_ids: np.ndarray, padding_idx: int, past: int = 0) -> np.nd
     --------
     >>> counted_ids(np.array([1, 5, 7, 1, 9]), padding_idx=1).tolist()
     [-1, 0, 1, -1, 2]
-    >>> counted_ids(np.array([7]), padding_idx=1, past=4).tolist()
-    [4]
+    >>> counted_ids(np.array([7, 1]), padding_idx=1, past=4).tolist()
+    [4, -1]
+    >>> counted_ids(np.array([7, 1]), padding_idx=1, past=4, name="input_ids_cumsum_plus_cache").tolist()
+    [4, 3]
     """
+    if name not in COUNTS:
+        raise ValueError(f"name must be one of {COUNTS}, got {name!r}")
     kept = (np.asarray(input_ids) != padding_idx).astype(np.int64)
+    if name == "input_ids_cumsum_plus_cache":
+        return np.cumsum(kept, axis=-1) * kept - 1 + past
     return (np.cumsum(kept, axis=-1) + past) * kept - 1
 
 
@@ -342,10 +357,10 @@ class Given:
             return derived(name, slots, None)
         if name in DERIVED and self.attention_mask is not None:  # a count of the mask's ones
             return derived(name, None, self.attention_mask)[..., start:]
-        if name == "input_ids_cumsum" and self.input_ids is not None and side == "query":
+        if name in COUNTS and self.input_ids is not None and side == "query":
             if padding_idx is None:
-                raise ValueError("input_ids_cumsum needs the padding token (padding_idx)")
-            return counted_ids(self.input_ids, padding_idx, self.past)  # padding at −1: it reads its own row
+                raise ValueError(f"{name} needs the padding token (padding_idx)")
+            return counted_ids(self.input_ids, padding_idx, self.past, name)
         return None
 
 
@@ -359,5 +374,5 @@ def _mask(value: Any) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-__all__ = ["DERIVED", "INPUTS", "PARAMETERS", "PLAIN", "SLOT_AGAINST_INDEX", "USES", "Given", "Source", "check_reads",
-           "counted_ids", "derived", "shown"]
+__all__ = ["COUNTS", "DERIVED", "INPUTS", "PARAMETERS", "PLAIN", "SLOT_AGAINST_INDEX", "USES", "Given", "Source",
+           "check_reads", "counted_ids", "derived", "shown"]

@@ -102,9 +102,10 @@ def test_fairseq_tables_read_ids_and_padding_as_transformers_does():
 
 
 @pytest.mark.anchors
-def test_fsmt_counts_its_input_ids_as_m2m100_does():
+def test_fsmt_counts_its_input_ids_and_then_adds_the_cache():
     """FSMT's encoder given left-padded input ids: its table is read at the count of the non-padding ids (the
-    padding at its zero row), not at the slot."""
+    padding at its zero row), not at the slot. After a cache of 3 tokens (the decoder's step) the cache's length is
+    added to every token, the padding token's too, which M2M100's count keeps at the zero row."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from transformers import AutoConfig, AutoModel
@@ -123,3 +124,9 @@ def test_fsmt_counts_its_input_ids_as_m2m100_does():
     rows = layer.rows(input_ids=input_ids.numpy()).reshape(-1)
     assert rows.tolist() == [1, 1, 2, 3, 4]
     np.testing.assert_allclose(layer.sinusoid(rows - layer.offset), seen[-1][0], rtol=0, atol=16 * 2.0**-24 * 4)
+    step = torch.tensor([[7, 1]])  # a token, then the padding token, after 3 cached
+    with torch.no_grad():
+        after = encoder.embed_positions(step, cache_length=3).double().numpy()[0]
+    rows = layer.rows(input_ids=step.numpy(), cache_position=np.array([3, 4])).reshape(-1)
+    assert rows.tolist() == [5, 4]  # the padding token at padding_idx + 3: M2M100's count reads row 1
+    np.testing.assert_allclose(layer.sinusoid(rows - layer.offset), after, rtol=0, atol=16 * 2.0**-24 * 8)

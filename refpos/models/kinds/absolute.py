@@ -34,13 +34,13 @@ from refpos.encodings.sinusoidal import LAYOUTS as SINUSOID_LAYOUTS
 from refpos.encodings.sinusoidal import SPACINGS, Sinusoidal, sinusoidal
 from refpos.models.kinds.record import EXAMPLE_GEOMETRY, EncodingKind, Stack, check_fact
 from refpos.models.records import LayerRecord
-from refpos.models.sources import Given
+from refpos.models.sources import COUNTS, Given
 from refpos.validation import as_positions, check_int
 
 #: what a table's rows can be read at: the position ids passed, else what the model builds them from — the token's
-#: slot (most), the attention mask's running count (OPT), the non-padding input ids' (RoBERTa), the key's index
-ROW_INPUTS = ("position_ids", "row_ids", "cache_position", "mask_cumsum", "mask_count", "input_ids_cumsum",
-              "key_index")
+#: slot (most), the attention mask's running count (OPT), the non-padding input ids' (RoBERTa; FSMT's with the
+#: cache's length added to every token), the key's index
+ROW_INPUTS = ("position_ids", "row_ids", "cache_position", "mask_cumsum", "mask_count", *COUNTS, "key_index")
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class AbsoluteFacts:
         check_fact(where, bool(self.reads) and all(r in ROW_INPUTS for r in self.reads), f"{encoding}.reads",
                    self.reads)
         # the padding token is the offset less one: offset_key's value, or a fixed offset of 1 or more (MPNet's 2)
-        for counted in ("input_ids_cumsum", "row_ids"):
+        for counted in (*COUNTS, "row_ids"):
             check_fact(where, counted not in self.reads or self.offset_key is not None or self.offset >= 1,
                        f"{encoding}.reads ({counted} needs the padding token: offset_key, or an offset of 1 or more)",
                        self.reads)
@@ -193,7 +193,7 @@ def build(stack: Stack, encoding: str) -> list[LayerRecord]:
         offset = check_int(view.name(facts.offset_key), view.value(facts.offset_key, 0), minimum=0) + 1
     if encoding == "sinusoidal" and dim % 2:
         raise ValueError(f"the sinusoid's width {dim} is odd: refpos builds even widths only")
-    if size is not None and encoding == "learned" and "input_ids_cumsum" not in facts.reads:
+    if size is not None and encoding == "learned" and not any(count in facts.reads for count in COUNTS):
         # the offset rows come on top of the stated length (OPT, BART); a table read at the running count from
         # padding_idx + 1 holds them within it (RoBERTa's offset_key, MPNet's fixed offset 2)
         size += facts.offset
