@@ -45,3 +45,16 @@ def observed(observation):
         assert seen.run is not None, f"{name}: transformers not run ({seen.row.cause})"
         return seen.config, seen.run
     return get
+
+
+@pytest.fixture(scope="session")
+def vllm_observe():
+    """``vllm_observe(architecture)``: one architecture of vLLM's registry observed on vLLM (its engine started
+    once; :func:`survey.vllm_engine.run.observe_quietly`); the test is skipped where vLLM is not installed."""
+    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
+    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
+    from survey.vllm_engine import configs, engine, run
+
+    engine.start()
+    by_name = {a.name: a for a in configs.architectures()}
+    return lambda architecture: run.observe_quietly(by_name[architecture])

@@ -136,14 +136,8 @@ def test_the_multimodal_llama4_shares_the_text_models_record():
 
 # ------------------------------------------------------------------------------------------ with vLLM installed
 @pytest.fixture(scope="module")
-def observed():
-    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
-    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
-    from survey.vllm_engine import configs, engine, run
-
-    engine.start()
-    by_name = {a.name: a for a in configs.architectures()}
-    return {name: run.observe_quietly(by_name[name]) for name in SAMPLE}
+def observed(vllm_observe):
+    return {name: vllm_observe(name) for name in SAMPLE}
 
 
 @pytest.mark.parametrize("architecture", SAMPLE)
@@ -182,70 +176,53 @@ def test_no_wrong_answer_survives_on_vllms_run(observed, architecture):
     assert tried and survived == []
 
 
-def test_a_rotary_module_one_architecture_changed_is_not_handed_to_the_next():
+def test_a_rotary_module_one_architecture_changed_is_not_handed_to_the_next(vllm_observe):
     """vLLM's get_rope keeps one rotary module per geometry for the whole process, and some model classes change
     theirs after building it (Ernie 4.5 sets is_neox_style = False on Llama's): observed in the same process, Llama
     4's text model (the same geometry) was handed Ernie's adjacent-pair rotation. Each build starts from an empty
     cache, so Llama 4's row shows vLLM's own half rotation (of weights it permutes only when it loads them: the
     recorded disagreement), not an exact rotation borrowed from Ernie."""
-    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
-    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
-    from survey.vllm_engine import configs, engine, run
+    from survey.vllm_engine import run
 
-    engine.start()
-    by_name = {a.name: a for a in configs.architectures()}
-    ernie = run.observe_quietly(by_name["Ernie4_5ForCausalLM"])
+    ernie = vllm_observe("Ernie4_5ForCausalLM")
     assert run.judge(ernie).status == "exact"  # Ernie's adjacent pairs, as refpos says
-    llama4 = run.judge(run.observe_quietly(by_name["Llama4ForCausalLM"]))
+    llama4 = run.judge(vllm_observe("Llama4ForCausalLM"))
     assert llama4.status == "wrong" and "run A: rotation" in llama4.cause, llama4.cause
 
 
-def test_a_config_class_vllm_registers_under_another_model_type_is_put_back():
+def test_a_config_class_vllm_registers_under_another_model_type_is_put_back(vllm_observe):
     """Reading DeepSeek-V3.2's config.json, vLLM sets model_type = "deepseek_v32" on transformers' DeepseekV3Config
     and registers that class for deepseek_v32 with AutoConfig: observed in the same process, every later DeepSeek-V3
     config said deepseek_v32 (refpos then asked for its indexer's index_head_dim) and DeepSeek-V3.2's own config
     class was gone. Each architecture's build puts both back."""
-    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
-    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
     from transformers import AutoConfig
 
-    from survey.vllm_engine import configs, engine, run
-
-    engine.start()
-    by_name = {a.name: a for a in configs.architectures()}
-    run.observe_quietly(by_name["DeepseekV32ForCausalLM"])  # its config.json read, whether or not it builds
+    vllm_observe("DeepseekV32ForCausalLM")  # its config.json read, whether or not it builds
     assert AutoConfig.for_model("deepseek_v3").model_type == "deepseek_v3"
     assert type(AutoConfig.for_model("deepseek_v32")).__name__ == "DeepseekV32Config"
-    seen = run.observe_quietly(by_name["Eagle3DeepseekV3ForCausalLM"])
+    seen = vllm_observe("Eagle3DeepseekV3ForCausalLM")
     assert seen.config["model_type"] == "deepseek_v3"
 
 
-def test_a_layer_vllm_splits_into_blocks_is_numbered_as_the_configs_layer():
+def test_a_layer_vllm_splits_into_blocks_is_numbered_as_the_configs_layer(vllm_observe):
     """vLLM builds Cosmos3 Edge's text model as Nemotron-H layers, an attention block then an MLP block for each
     layer its config counts: attention block 2i is the config's layer i, and the row compares every layer."""
-    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
-    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
-    from survey.vllm_engine import configs, engine, run
+    from survey.vllm_engine import run
 
-    engine.start()
-    architecture = next(a for a in configs.architectures() if a.name == "Cosmos3EdgeForConditionalGeneration")
-    seen = run.observe_quietly(architecture)
+    seen = vllm_observe("Cosmos3EdgeForConditionalGeneration")
     layers = seen.config["text_config"]["num_hidden_layers"]
     assert sorted({c.layer[1] for c in seen.run.a.calls}) == list(range(layers))
     row = run.judge(seen)
     assert row.status == "exact", row.cause
 
 
-def test_clips_position_table_is_read_as_the_rows_it_was_built_for():
+def test_clips_position_table_is_read_as_the_rows_it_was_built_for(vllm_observe):
     """vLLM's CLIPModel takes the token embeddings its runner computes first (engine.EMBEDS_FIRST), and holds its
     77 text positions in a VocabParallelEmbedding padded to 128 rows: the lookup is recorded with the table's own
     77 rows (probe.unpadded), the padding unread, and the row is exact."""
-    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
-    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
-    from survey.vllm_engine import configs, engine, run
+    from survey.vllm_engine import run
 
-    engine.start()
-    seen = run.observe_quietly(next(a for a in configs.architectures() if a.name == "CLIPModel"))
+    seen = vllm_observe("CLIPModel")
     assert seen.run is not None, seen.row.cause
     tables = {lookup.table: lookup.rows for lookup in seen.run.a.lookups}
     assert tables["text_model.embeddings.position_embedding.weight"] == seen.config["text_config"][
@@ -254,33 +231,26 @@ def test_clips_position_table_is_read_as_the_rows_it_was_built_for():
     assert row.status == "exact", row.cause
 
 
-def test_run_a_lies_in_the_rotary_cache_vllm_sizes_by_a_length_of_another_name():
+def test_run_a_lies_in_the_rotary_cache_vllm_sizes_by_a_length_of_another_name(vllm_observe):
     """vLLM sizes DBRX's rotary cache by max_seq_len, a length survey.probe.POSITION_LIMITS does not name: run A's
     positions are chosen below the cache's rows (probe._Rows) and the row is exact."""
-    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
-    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
-    from survey.vllm_engine import configs, engine, run
+    from survey.vllm_engine import run
 
-    engine.start()
-    seen = run.observe_quietly(next(a for a in configs.architectures() if a.name == "DbrxForCausalLM"))
+    seen = vllm_observe("DbrxForCausalLM")
     assert seen.run is not None, seen.row.cause
     assert 0 < max(seen.run.positions) < seen.config["max_seq_len"] <= 4001
     row = run.judge(seen)
     assert row.status == "exact", row.cause
 
 
-def test_robertas_positions_are_stated_to_refpos_as_the_rows_vllm_reads(monkeypatch):
+def test_robertas_positions_are_stated_to_refpos_as_the_rows_vllm_reads(vllm_observe, monkeypatch):
     """vLLM's RoBERTa counts the positions it is handed from 0 and adds ``pad_token_id + 1``; transformers' (and
     refpos's ``row_ids``) take the table's rows as ids. The probe states vLLM's positions plus that offset, and the
     row is exact; stated as they were handed, refpos's rows are two off and the row is wrong."""
-    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
-    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
-    from survey.vllm_engine import configs, engine, run
     from survey.vllm_engine import probe as vllm_probe
+    from survey.vllm_engine import run
 
-    engine.start()
-    architecture = next(a for a in configs.architectures() if a.name == "RobertaModel")
-    seen = run.observe_quietly(architecture)
+    seen = vllm_observe("RobertaModel")
     assert seen.run is not None, seen.row.cause
     (lookup,) = [lk for lk in seen.run.a.lookups if "position_embeddings" in lk.table]
     assert np.array_equal(np.asarray(lookup.indices).reshape(-1), seen.run.positions)
@@ -288,5 +258,5 @@ def test_robertas_positions_are_stated_to_refpos_as_the_rows_vllm_reads(monkeypa
     row = run.judge(seen)
     assert row.status == "exact" and row.mutants >= 1 and not row.survived, row.cause
     monkeypatch.setattr(vllm_probe, "OFFSET_BY_ENGINE", {})
-    handed = run.observe_quietly(architecture)
+    handed = vllm_observe("RobertaModel")
     assert run.judge(handed).status == "wrong"

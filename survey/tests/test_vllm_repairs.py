@@ -65,18 +65,14 @@ def test_every_record_says_why():
     assert all(isinstance(why, str) and "vLLM" in why and callable(rule) for why, rule in repairs.REPAIRS.values())
 
 
-def test_a_kv_sharing_layer_is_recorded_with_its_target_layers_keys():
+def test_a_kv_sharing_layer_is_recorded_with_its_target_layers_keys(vllm_observe):
     """Gemma 3n's last layers read an earlier layer's cache and are handed no key: each call is recorded with the
     key its target layer's call was handed, and the row is exact as transformers' is."""
-    pytest.importorskip("torch", reason="the vLLM survey runs vLLM's model code: tox -e survey-vllm")
-    pytest.importorskip("vllm.model_executor.models.registry", reason="vLLM: tox -e survey-vllm")
     import numpy as np
 
-    from survey.vllm_engine import configs, engine, run
+    from survey.vllm_engine import run
 
-    engine.start()
-    architecture = next(a for a in configs.architectures() if a.name == "Gemma3nForCausalLM")
-    seen = run.observe_quietly(architecture)
+    seen = vllm_observe("Gemma3nForCausalLM")
     assert seen.run is not None, seen.row.cause
     calls = seen.run.a.calls
     shared = seen.config["num_kv_shared_layers"]
