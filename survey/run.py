@@ -322,7 +322,7 @@ def _judge(row: Row, seen: Observation) -> None:
     if seen.sequences:  # the second sequence stacks run on token ids: compared, their refusals dropped or sharpened
         from survey.sequence_towers import judge_sequences
 
-        sequence_verdicts, resolution = judge_sequences(seen.config, seen.sequences, resolution)
+        sequence_verdicts, resolution = judge_sequences(seen.config, seen.sequences, resolution, tower_verdicts)
         tower_verdicts += sequence_verdicts
     compared = tuple(v.stack for v in tower_verdicts)
     row.notes += [note for note in resolution.notes if not _tower_note(note, compared)]

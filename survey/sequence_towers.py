@@ -12,7 +12,9 @@ takes ``position_ids`` and ``input_ids`` or ``inputs_embeds``, is built at the s
 sub-config** and probed by :func:`survey.probe.probe` at the probe's position ids, with every case of
 :mod:`survey.cases`: through :func:`survey.run.build` where it takes token ids, else fed their embeddings from a
 seeded table of its width (:func:`embedded`). A sub-config whose forward takes no position ids (an audio encoder
-that rotates by ``arange`` over its frames) is kept with that reason.
+that rotates by ``arange`` over its frames) is kept with that reason: no input could hand it other positions, and
+its tower's run on its own input (:mod:`survey.towers`, the rotation compared as a map at its apply function) is
+what compares it (:func:`by_tower`).
 
 **Judged** (:func:`judge_sequences`). For each stack the adaptor refuses as unrun, refpos is asked about the
 composite with the sub-config that ran in place; that stack's records become the survey's claims (one stack,
@@ -40,6 +42,8 @@ ROWS = 1000
 STANDALONE = ("position_ids", "cache_position")
 #: how a sequence stack's key in :attr:`survey.run.Row.towers` ends (its path may also be a tower's)
 KEY = " (token run)"
+#: how a run's reason says the sub-config's forward takes no position ids (it turns each token by its index)
+NO_POSITION_IDS = "'s forward takes no position ids"
 #: what a forward fed embeddings needs beside them that bears on its mask alone, by name, made from the ids:
 #: DeepSeek-OCR 2's vision encoder attends over its first ``num_patches`` tokens both ways (0: every token causal)
 BESIDE = {"num_patches": lambda ids: 0}
@@ -188,7 +192,7 @@ def observe_one(config0: Any, path: str, max_parameters: int) -> list[SequenceRu
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
         if not fed:
-            why = f"{cls.__name__}'s forward takes no position ids ({', '.join(params)}), and {exc}"
+            why = f"{cls.__name__}{NO_POSITION_IDS} ({', '.join(params)}), and {exc}"
         return [SequenceRun(path, model=cls.__name__, fed=fed, why=why[:400])]
     values = config.to_dict() | {"model_type": config0.model_type}
     out = []
@@ -325,15 +329,17 @@ def judge_sequence(config: dict[str, Any], stack: str, path: str, seen: Sequence
                    tuple(survived))
 
 
-def judge_sequences(config: dict[str, Any], sequences: dict[str, SequenceRun], resolution: Any) -> tuple[list[Any],
-                                                                                                      Any]:
+def judge_sequences(config: dict[str, Any], sequences: dict[str, SequenceRun], resolution: Any,
+                    towers: list[Any] = ()) -> tuple[list[Any], Any]:
     """``(verdicts, resolution)``: each stack the adaptor refuses as unrun (:func:`sequence_stacks`) judged against
     each of its runs (:func:`judge_sequence`: Mimi's two transformers each), and ``resolution`` without the refusal
-    of each stack that every run compared (exact or wrong), that of each other one naming why it was not."""
+    of each stack that every run compared (exact or wrong), that of each other one naming why it was not. A stack
+    whose forward takes no position ids is compared by its tower's run where that compared it exactly
+    (:func:`by_tower`)."""
     verdicts, kept = [], {}
     for stack, (path, line) in sequence_stacks(config).items():
         runs = [seen for key, seen in sequences.items() if key == path or key.startswith(f"{path}/")] or [None]
-        found = [judge_sequence(config, stack, path, seen) for seen in runs]
+        found = by_tower(stack, path, runs, towers) or [judge_sequence(config, stack, path, seen) for seen in runs]
         verdicts += found
         short = next((v for v in found if v.status not in ("exact", "wrong")), None)
         if short is not None:  # every run of the stack compared, or its refusal stays, naming why
@@ -346,3 +352,21 @@ def judge_sequences(config: dict[str, Any], sequences: dict[str, SequenceRun], r
     lines = [kept.get(line, line) for line in resolution.refused.split("; ")]
     refused = "; ".join(line for line in lines if line) or None
     return verdicts, dataclasses.replace(resolution, refused=refused)
+
+
+def by_tower(stack: str, path: str, runs: list[SequenceRun | None], towers: list[Any]) -> list[Any]:
+    """The verdict of a stack whose forward takes no position ids (an audio encoder: each token turns by its index
+    0 … T−1, the slot its claims read where no ids are passed), where its tower's run on its own input
+    (:mod:`survey.towers`) compared that stack exactly, its wrong answers caught: every input the stack can be handed
+    was then compared. Empty where any run says otherwise."""
+    from survey.towers import TowerVerdict
+
+    if not runs or any(seen is None or seen.run is not None or NO_POSITION_IDS not in seen.why for seen in runs):
+        return []
+    tower = next((v for v in towers if v.path == path and v.stack == stack and v.status == "exact" and v.tried
+                  and not v.survived), None)
+    if tower is None:
+        return []
+    return [TowerVerdict(stack, "exact", f"{stack} stack ({path}): not run on token ids ({runs[0].model}"
+                         f"{NO_POSITION_IDS}: each token turns by its index); compared on its own input by its "
+                         "tower's run, exact", path=path + KEY, ran=False)]

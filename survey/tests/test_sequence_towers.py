@@ -91,3 +91,24 @@ def test_a_stack_inside_a_model_fed_audio_is_run_on_its_own_module(observation):
     row = judge_quietly(seen)
     assert row.status == "exact", row.cause
     assert all(row.towers[key + sequence_towers.KEY] == "compared and exact" for key in runs), row.towers
+
+
+def test_a_stack_that_takes_no_position_ids_is_compared_by_its_tower(observation):
+    """GLM-ASR's audio encoder takes no position ids (each frame turns by its index): it cannot run on token ids,
+    and its tower's run on its own input compared its rotation exactly, so its refusal is dropped and the row is
+    exact. Where the tower's verdict is not exact, or a wrong answer survived it, the refusal stays."""
+    from survey.run import judge_quietly
+    from survey.towers import TowerVerdict
+
+    seen = observation("glmasr")
+    (ran,) = [run for key, run in seen.sequences.items() if key.startswith("audio_config")]
+    assert ran.run is None and sequence_towers.NO_POSITION_IDS in ran.why
+    row = judge_quietly(seen)
+    assert row.status == "exact", row.cause
+    assert any("compared on its own input by its tower's run" in note for note in row.notes)
+    exact = TowerVerdict("audio", "exact", "", 1e-6, 48, path="audio_config")
+    assert sequence_towers.by_tower("audio", "audio_config", [ran], [exact])[0].status == "exact"
+    for unlike in (dataclasses.replace(exact, status="wrong"), dataclasses.replace(exact, survived=("layout",)),
+                   dataclasses.replace(exact, tried=0), dataclasses.replace(exact, path="vision_config")):
+        assert sequence_towers.by_tower("audio", "audio_config", [ran], [unlike]) == []
+    assert sequence_towers.by_tower("audio", "audio_config", [dataclasses.replace(ran, why="no class")], [exact]) == []
