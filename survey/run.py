@@ -336,7 +336,8 @@ def _judge(row: Row, seen: Observation) -> None:
         row.status, row.cause = "refused", resolution.refused
         if verdict is not None:
             unreached = [r for r in verdict.layers if r.status == "not reached"]
-            row.notes.append("its tentative answer " + (
+            alone = any(note.startswith(table.LANGUAGE_ALONE) for note in row.notes)  # not the composite's code
+            row.notes.append("its tentative answer " + ("on the language model alone " if alone else "") + (
                 "would be wrong: " + verdict.mismatches[0].cause if verdict.mismatches else
                 "could not be checked: " + unreached[0].cause if unreached else "would match"))
         return
