@@ -66,7 +66,7 @@ from survey.sources import COUNTED
 THETA = 1e-4
 #: how the mutants that read the other of the two position inputs are named
 SLOT_OR_ID = "the other of slot and id"
-#: the name of the mutant that changes only what a model builds when it is handed no ids
+#: the name of the mutant reading the slot where a model handed no ids builds the slot plus one
 FALLBACK = "the slot for the slot plus one"
 #: the inputs a caller hands a model: a source that reads one of them first reads what follows only without it
 PASSED = ("position_ids", "row_ids", "decoder_position_ids")
@@ -231,16 +231,21 @@ def _bias_mutants(resolution: Resolution) -> Iterator[tuple[str, Resolution | No
         yield f"T5 {key} {'flipped' if change is None else f'{change:+d}'}", _each(resolution, "t5", t5)
     for kind in ("learned", "sinusoidal"):
         for step in (-1, 1):
-            # a sinusoid's rows move with its offset; a learned table's rows are the weights, read at the offset
-            shifted = (lambda c, s: {"sinusoid": _shifted(c.params.get("sinusoid"), s)}) if kind == "sinusoidal" \
-                else (lambda c, s: {})
-            yield f"{kind} table offset {step:+d}", _each(resolution, kind, lambda c, s=step, more=shifted: params(
-                c, offset=int(c.params.get("offset") or 0) + s, **more(c, s)))
+            yield f"{kind} table offset {step:+d}", _each(resolution, kind, lambda c, s=step: _offset(c, s))
         yield f"{kind} table rows read {SLOT_OR_ID}", _each(resolution, kind, lambda c: dataclasses.replace(
             c, reads={**c.reads, "rows": _swap(c.source("rows"))}))
         for count in MASK_COUNTS:
             yield f"{kind} table rows read {count}", _each(resolution, kind, lambda c, n=count: _counted(c, n))
         yield f"{kind} table rows read {UNCOUNTED}", _each(resolution, kind, _uncounted)
+
+
+def _offset(claim: LayerClaim, step: int) -> LayerClaim:
+    """``claim``'s table read ``step`` rows further: its offset, and a sinusoid's rows with it (a learned table's
+    rows are its weights, read at the offset)."""
+    changed: dict[str, Any] = {"offset": int(claim.params.get("offset") or 0) + step}
+    if claim.kind == "sinusoidal":
+        changed["sinusoid"] = _shifted(claim.params.get("sinusoid"), step)
+    return dataclasses.replace(claim, params={**claim.params, **changed})
 
 
 def _uncounted(claim: LayerClaim) -> LayerClaim | None:

@@ -30,7 +30,7 @@ from survey.probe import Probe
 from survey.rotation import EPS32
 
 
-def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> LayerResult | None:
+def case_rows(claim: LayerClaim, probe: Probe, table: str, offset: int) -> LayerResult:
     """The rows ``table`` was read at in each case against refpos's (module docstring): a mismatch at the first case
     that differs, else exact (every case that looked the table up read refpos's rows, or none did), its cause naming
     each case whose inputs do not state the claim's source."""
@@ -73,7 +73,7 @@ def sinusoid_bound(positions: np.ndarray) -> float:
     return (3 * float(np.max(np.abs(positions))) + 4) * EPS32
 
 
-def case_sinusoid(claim: LayerClaim, probe: Probe, single: bool) -> LayerResult | None:
+def case_sinusoid(claim: LayerClaim, probe: Probe, single: bool) -> LayerResult:
     """A sinusoid added at a stack's input in each case: the positional modules' outputs and the rows read off a
     stored sinusoid (:attr:`~survey.records.Run.positional`, ``indexed``) against refpos's sinusoid at the case's
     positions (:func:`expected_rows` less the offset), within :func:`sinusoid_bound`; a mismatch where no output of
