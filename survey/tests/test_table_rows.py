@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from refpos.models.sources import derived
 from survey import cases
@@ -112,3 +113,45 @@ def test_a_case_whose_inputs_do_not_state_the_source_is_named():
     for case in probe.cases:
         case.input_ids = np.full(case.slots.size, 9)
     assert case_rows(claim("input_ids_cumsum",), probe, TABLE, 2).cause == ""
+
+
+@pytest.mark.parametrize("config", [
+    {"model_type": "roberta", "pad_token_id": 1, "max_position_embeddings": 40000},
+    {"model_type": "opt", "max_position_embeddings": 40000},
+    {"model_type": "bert", "max_position_embeddings": 40000},
+    {"model_type": "biogpt", "max_position_embeddings": 40000},
+    {"model_type": "m2m_100", "pad_token_id": 1, "max_position_embeddings": 40000},
+    {"model_type": "fsmt", "pad_token_id": 1, "max_position_embeddings": 40000, "langs": ["en", "de"]},
+], ids=lambda config: config["model_type"])
+def test_the_rows_the_survey_expects_are_refpos_s_own(config):
+    """The survey reads a claim's rows itself (its mutants change what the claim reads); on every case, with the
+    padding token among the tokens, they are the rows refpos's own record reads (``AbsoluteLayer.rows``)."""
+    import refpos
+    from survey import adaptor
+    from survey.seen import Seen
+    from survey.sources import inputs_of
+    from survey.table_rows import expected_rows
+
+    config = {"num_hidden_layers": 1, "encoder_layers": 1, "decoder_layers": 1, "hidden_size": 16, "d_model": 16,
+              "num_attention_heads": 2, "encoder_attention_heads": 2, "decoder_attention_heads": 2, **config}
+    claims = [c for c in adaptor.resolve(config).layers if c.kind in ("learned", "sinusoidal")]
+    records = {r.stack: r for r in refpos.model_positions(config).layers if r.kind in ("learned", "sinusoidal")}
+    assert claims and records
+    compared = 0
+    for case in cases.cases_for(config, np.array([0, 1, 2, 5, 17, 100, 999, 4001]), True):
+        if case.name.startswith(("decoding at slot", "ids up to")):  # ids past the table: the model errs too
+            continue
+        queries = case.queries or case.slots.size
+        case.input_ids = np.array([1, 7, 1, 9, 9, 1, 8, 6] * 2)[: case.slots.size]  # decoding: a padding step
+        if case.padding_token is not None:
+            case.input_ids[:cases.PADDING] = case.padding_token
+        seen = Seen(case.name, None, inputs_of(case, None), case)
+        for claim in claims:
+            record = records[claim.stack]
+            survey_rows = expected_rows(claim, seen, record.offset)
+            ids = None if case.position_ids is None else case.position_ids[-queries:]
+            refpos_rows = record.rows(ids, cache_position=case.slots[-queries:], attention_mask=case.attention_mask,
+                                      input_ids=case.input_ids[-queries:])
+            assert survey_rows.tolist() == np.asarray(refpos_rows).reshape(-1).tolist(), (case.name, claim.stack)
+            compared += 1
+    assert compared >= 6
