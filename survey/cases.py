@@ -35,6 +35,10 @@ and, for every model:
     neither a mask nor ids passed: a model that counts its positions off the input ids (RoBERTa's and fairseq's
     ``input_ids_cumsum``) skips them, and every count of a mask and the slot do not. The tokens differ from run
     B's, so its attention calls are not compared; its table rows are.
+``decoding a padding token, no ids``
+    (a config that names its padding token) the decoding case's step, its token the padding token, as a finished
+    sequence of a batch decodes: M2M100's count keeps it at the padding row, FSMT's adds the cache's length
+    (``input_ids_cumsum`` against ``input_ids_cumsum_plus_cache``).
 ``decoding``
     :data:`PREFILL` tokens (ids ``0 …``) run with a cache, then one more token whose id (where taken) is
     :data:`FAR_ID` in slot :data:`PREFILL`: a layer that reads the token's slot and one that reads its id part
@@ -142,6 +146,9 @@ def cases_for(config: dict[str, Any], positions: np.ndarray, taken: bool) -> lis
                         padding_token=padding_token))
     decoded = np.asarray([*range(PREFILL), FAR_ID], dtype=np.int64) if taken else None
     out.append(Case("decoding", decoded, np.arange(PREFILL + 1), np.ones(PREFILL + 1, dtype=np.int64), queries=1))
+    if padding_token is not None:
+        out.append(Case("decoding a padding token, no ids", None, np.arange(PREFILL + 1),
+                        np.ones(PREFILL + 1, dtype=np.int64), queries=1, padding_token=padding_token))
     for t in (t for t in thresholds(config) if t <= FAR_SLOTS):
         # PREFILL real tokens, zeros up to slot t - 3, then STEP tokens in slots t - 2 … t
         keys = t + 1
@@ -267,6 +274,8 @@ def _decode(model: Any, case: Case, ids: np.ndarray, base: dict[str, Any], atten
         return case
     keys, queries = case.slots.size, case.queries
     tokens = np.resize(ids, PREFILL + queries)
+    if case.padding_token is not None:  # the step's tokens are the padding token (a finished sequence's)
+        tokens[PREFILL:] = case.padding_token
     prefill = _with_tokens(base, tokens[:PREFILL])
     prefill["use_cache"] = True
     if "position_ids" in base:

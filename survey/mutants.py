@@ -27,7 +27,8 @@ T5 buckets             the bucket count ±1 (±2 where split between two directi
 learned / sinusoidal   the row read for every position ±1 (a learned table's offset; a sinusoid's rows); the rows
                        read at the slot for the id (or the id for the slot); a table read at a count of the mask
                        (OPT's) read at each other count (BLOOM's, π0's); a table read at the count of the input
-                       ids that are not padding (RoBERTa's, fairseq's) read at the slot
+                       ids that are not padding (RoBERTa's, fairseq's) read at the slot, and at the other count
+                       (M2M100's for FSMT's, which adds the cache's length to a padding token too)
 box tables             each catalogued mistake of the kind: the rows a port reads with x and y swapped, x1 from
                        the y table, no height and width, height and width swapped, the box read as
                        (x0, x1, y0, y1), extents counted inclusively, the top-left corner alone
@@ -47,7 +48,9 @@ slot) where the model takes no ids, so that its id is its slot on every input; a
 handed ids (vLLM's always are), every mutant that changes only what a layer reads when it is handed none
 (:func:`without_ids_only`: the slot for the slot plus one, one count of the mask for another, the offset of a
 table whose ids are its rows), since what the model builds without ids is never read there (transformers'
-survey reads it in its cases without ids, :mod:`survey.cases`).
+survey reads it in its cases without ids, :mod:`survey.cases`). A mutant some input could tell but the probe holds
+none of (:data:`UNTOLD`: M2M100's count of the input ids for FSMT's, which differ only at a padding token decoded
+after a cache) is not tried either, and the row names it (:func:`untried`).
 """
 
 from __future__ import annotations
@@ -72,8 +75,9 @@ FALLBACK = "the slot for the slot plus one"
 PASSED = ("position_ids", "row_ids", "decoder_position_ids")
 #: the counts of the mask's ones a table's rows may be read at (BLOOM's, OPT's, π0's: refpos.models.sources.derived)
 MASK_COUNTS = ("mask_cumsum", "mask_count", "mask_cumsum_minus_one")
-#: the name of the mutant reading the slot for the count of the input ids
+#: the names of the mutants reading the slot for the count of the input ids, and the other count
 UNCOUNTED = "the slot for the count of the input ids"
+OTHER_COUNT = "the other count of the input ids"
 GAIN = 1e-3
 SLOPE = 1e-2
 #: lengths at which a mutant's frequencies are compared with refpos's (with every threshold's neighbours)
@@ -237,6 +241,17 @@ def _bias_mutants(resolution: Resolution) -> Iterator[tuple[str, Resolution | No
         for count in MASK_COUNTS:
             yield f"{kind} table rows read {count}", _each(resolution, kind, lambda c, n=count: _counted(c, n))
         yield f"{kind} table rows read {UNCOUNTED}", _each(resolution, kind, _uncounted)
+        yield f"{kind} table rows read {OTHER_COUNT}", _each(resolution, kind, _other_count)
+
+
+def _other_count(claim: LayerClaim) -> LayerClaim | None:
+    """``claim`` reading the other of M2M100's and FSMT's counts of the input ids (:data:`COUNTED`: they differ at
+    a padding token after a cache); None for a claim that reads neither."""
+    source = claim.source("rows")
+    if not any(name in COUNTED for name in source):
+        return None
+    other = {COUNTED[0]: COUNTED[1], COUNTED[1]: COUNTED[0]}
+    return dataclasses.replace(claim, reads={**claim.reads, "rows": tuple(other.get(name, name) for name in source)})
 
 
 def _offset(claim: LayerClaim, step: int) -> LayerClaim:
@@ -348,6 +363,26 @@ def _but_offset(claim: LayerClaim) -> dict[str, Any]:
     return {key: value for key, value in claim.params.items() if key != "offset" and value is not None}
 
 
+def _decoded_padding(probe: Any) -> bool:
+    """Whether a decoding step of the padding token ran: the one input where M2M100's and FSMT's counts differ."""
+    return any(case.run is not None and case.queries and case.padding_token is not None
+               for case in getattr(probe, "cases", []))
+
+
+#: mutants a probe may hold no input to tell from refpos's answer, by name: whether it holds one, and why not. Such
+#: a mutant is not tried where it holds none, and the row says so (:func:`untried`) rather than counting it
+UNTOLD: dict[str, tuple[Callable[[Any], bool], str]] = {
+    OTHER_COUNT: (_decoded_padding, "the counts differ only at a padding token decoded after a cache, and no "
+                                    "such step ran: the model takes no cache, or the survey does not decode it"),
+}
+
+
+def untried(resolution: Resolution, probe: Any) -> list[str]:
+    """The row's notes on the mutants of ``resolution`` that ``probe`` holds no input to tell (:data:`UNTOLD`)."""
+    return [f"not tried: {name} ({why})" for name, mutant in mutants(resolution)
+            for key, (told, why) in UNTOLD.items() if key in name and not told(probe) and differs(resolution, mutant)]
+
+
 def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:
     """``(mutants tried, names of those graded exact)`` on ``probe`` (mutants equivalent to ``resolution``
     are not tried)."""
@@ -358,9 +393,11 @@ def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:
     tried, survived = 0, []
     for name, mutant in mutants(resolution):
         if not differs(resolution, mutant) or (SLOT_OR_ID in name and not probe.position_ids_taken) or (
-                handed_ids and without_ids_only(resolution, mutant)):
+                handed_ids and without_ids_only(resolution, mutant)) or any(
+                key in name and not told(probe) for key, (told, _) in UNTOLD.items()):
             # equivalent; or the model takes no ids, so that its id is its slot on every input; or every forward
-            # was handed ids (vLLM's always are), so that what the model builds without them is never read
+            # was handed ids (vLLM's always are), so that what the model builds without them is never read; or the
+            # probe holds no input that tells it (the row says so: untried)
             continue
         tried += 1
         verdict = compare(mutant, probe, stop_at_mismatch=True)
@@ -369,4 +406,4 @@ def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:
     return tried, survived
 
 
-__all__ = ["differs", "mutants", "survivors", "without_ids_only"]
+__all__ = ["UNTOLD", "differs", "mutants", "survivors", "untried", "without_ids_only"]

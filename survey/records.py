@@ -114,7 +114,8 @@ class Case:
     queries: int = 0
     #: the indices of the keys the calls keep (None: every key): a cache padded with zeros is stored without them
     kept: np.ndarray | None = None
-    #: the token the first slots hold in place of the probe's (a padded batch passed without its mask), None: none
+    #: the token the first slots hold in place of the probe's (a padded batch passed without its mask), or a
+    #: decoding step's (a finished sequence's); None: the probe's own tokens
     padding_token: int | None = None
 
 

@@ -369,6 +369,7 @@ def _judge(row: Row, seen: Observation) -> None:
         row.cause = unreached[0].cause if unreached else "refpos resolved no layer to compare"
         return
     row.mutants, row.survived = mutants.survivors(resolution, run)
+    row.notes += mutants.untried(resolution, run)
     exact_towers = [v for v in tower_verdicts if v.status == "exact"]
     row.mutants += sum(v.tried for v in exact_towers)
     row.survived += [f"{v.stack}: {name}" for v in exact_towers for name in v.survived]
