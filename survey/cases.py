@@ -269,7 +269,10 @@ def _decode(model: Any, case: Case, ids: np.ndarray, base: dict[str, Any], atten
 
     params = inspect.signature(model.forward).parameters
     taking = next((name for name in CACHE_ARGUMENTS if name in params), None)
-    if taking is None or "use_cache" not in params or "decoder_input_ids" in base:
+    # use_cache named, or handed on through **kwargs (a multimodal composite's forward passes it to its language
+    # model, which takes it)
+    keyword = "use_cache" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if taking is None or not keyword or "decoder_input_ids" in base:
         case.error = "the model takes no cache to decode with"
         return case
     keys, queries = case.slots.size, case.queries
