@@ -379,25 +379,34 @@ UNTOLD: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 def untried(resolution: Resolution, probe: Any) -> list[str]:
     """The row's notes on the mutants of ``resolution`` that ``probe`` holds no input to tell (:data:`UNTOLD`)."""
-    return [f"not tried: {name} ({why})" for name, mutant in mutants(resolution)
-            for key, (told, why) in UNTOLD.items() if key in name and not told(probe) and differs(resolution, mutant)]
+    return [f"not tried: {name} ({UNTOLD[key][1]})" for name, mutant in mutants(resolution)
+            if (key := _left_out(resolution, name, mutant, probe)) in UNTOLD]
+
+
+def _left_out(resolution: Resolution, name: str, mutant: Resolution, probe: Any) -> str | None:
+    """Why a mutant is not tried on ``probe`` (None: it is): ``"equivalent"`` to refpos's answer; ``"no ids"``,
+    the slot read for the id of a model that takes none (its id is its slot on every input); ``"handed ids"``,
+    what a model builds without ids where every forward was handed them (vLLM's always are); or the key of
+    :data:`UNTOLD` whose input the probe does not hold (the row says so: :func:`untried`)."""
+    from survey.seen import seen_of
+
+    if not differs(resolution, mutant):
+        return "equivalent"
+    if SLOT_OR_ID in name and not probe.position_ids_taken:
+        return "no ids"
+    if all(seen.inputs.position_ids is not None for seen in seen_of(probe)) and without_ids_only(resolution, mutant):
+        return "handed ids"
+    return next((key for key, (told, _) in UNTOLD.items() if key in name and not told(probe)), None)
 
 
 def survivors(resolution: Resolution, probe: Any) -> tuple[int, list[str]]:
-    """``(mutants tried, names of those graded exact)`` on ``probe`` (mutants equivalent to ``resolution``
-    are not tried)."""
+    """``(mutants tried, names of those graded exact)`` on ``probe``; a mutant left out (:func:`_left_out`) is not
+    tried."""
     from survey.compare import compare
-    from survey.seen import seen_of
 
-    handed_ids = all(seen.inputs.position_ids is not None for seen in seen_of(probe))
     tried, survived = 0, []
     for name, mutant in mutants(resolution):
-        if not differs(resolution, mutant) or (SLOT_OR_ID in name and not probe.position_ids_taken) or (
-                handed_ids and without_ids_only(resolution, mutant)) or any(
-                key in name and not told(probe) for key, (told, _) in UNTOLD.items()):
-            # equivalent; or the model takes no ids, so that its id is its slot on every input; or every forward
-            # was handed ids (vLLM's always are), so that what the model builds without them is never read; or the
-            # probe holds no input that tells it (the row says so: untried)
+        if _left_out(resolution, name, mutant, probe) is not None:
             continue
         tried += 1
         verdict = compare(mutant, probe, stop_at_mismatch=True)
