@@ -262,7 +262,9 @@ def _decode(model: Any, case: Case, ids: np.ndarray, base: dict[str, Any], atten
             positional: list[Any]) -> Case:
     """:data:`PREFILL` tokens with a cache (ids ``0 …`` where taken), the cache padded with zero keys and values
     up to the case's first query slot (:func:`pad_cache`), then the case's last ``queries`` tokens (the probe's
-    tokens from row PREFILL on, so that each reads run B's hidden states)."""
+    tokens from row PREFILL on, so that each reads run B's hidden states). An encoder–decoder's encoder runs once,
+    over the prefill's tokens, and its decoder's step is handed its outputs: the step runs the decoder alone, so its
+    attention calls are not run B's and are not compared, and its table rows are; its cache is not padded."""
     import inspect
 
     import torch
@@ -272,10 +274,14 @@ def _decode(model: Any, case: Case, ids: np.ndarray, base: dict[str, Any], atten
     # use_cache named, or handed on through **kwargs (a multimodal composite's forward passes it to its language
     # model, which takes it)
     keyword = "use_cache" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    if taking is None or not keyword or "decoder_input_ids" in base:
+    seq2seq = "decoder_input_ids" in base  # an encoder–decoder: its decoder decodes, over the encoder's outputs
+    if taking is None or not keyword or (seq2seq and "encoder_outputs" not in params):
         case.error = "the model takes no cache to decode with"
         return case
     keys, queries = case.slots.size, case.queries
+    if seq2seq and keys - queries > PREFILL:
+        case.error = "the survey pads no encoder–decoder's cache"
+        return case
     tokens = np.resize(ids, PREFILL + queries)
     if case.padding_token is not None:  # the step's tokens are the padding token (a finished sequence's)
         tokens[PREFILL:] = case.padding_token
@@ -296,6 +302,18 @@ def _decode(model: Any, case: Case, ids: np.ndarray, base: dict[str, Any], atten
     step.update({"use_cache": True, taking: cache})
     for name in [k for k in step if k.endswith("attention_mask")]:
         step[name] = torch.ones((1, keys), dtype=torch.long)
+    if seq2seq:  # the step runs the decoder alone, handed the encoder's outputs over the prefill's tokens
+        encoded = getattr(out, "encoder_last_hidden_state", None)
+        if encoded is None:
+            case.error = "the model returned no encoder output"
+            return case
+        from transformers.modeling_outputs import BaseModelOutput
+
+        if "input_ids" in step:  # the encoder's tokens, which a forward may require though it runs no encoder
+            step["input_ids"] = prefill["input_ids"]
+        step["encoder_outputs"] = BaseModelOutput(last_hidden_state=encoded)
+        if "attention_mask" in step:  # the encoder's mask, over its own tokens
+            step["attention_mask"] = torch.ones((1, PREFILL), dtype=torch.long)
     if case.position_ids is not None:
         step["position_ids"] = torch.as_tensor(case.position_ids[-queries:])[None]
     case.input_ids = tokens
