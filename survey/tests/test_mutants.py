@@ -206,17 +206,19 @@ def test_a_count_of_the_input_ids_is_told_from_the_slot_by_padding_tokens(observ
 
 
 def test_the_other_count_of_the_input_ids_is_caught_where_a_padding_token_is_decoded(observed):
-    """Kosmos-2's text decoder counts its input ids as M2M100 does: the padding token decoded after a cache reads
-    the padding row, where FSMT's count adds the cache's length; that mutant is caught on the step. M2M100 is not
-    decoded by the survey (an encoder–decoder): the mutant is not tried, and the row's notes say so."""
-    config, probe = observed("kosmos_2_text_model")
-    resolution = adaptor.resolve(config)
-    other = dict(mutants.mutants(resolution))[f"sinusoidal table rows read {mutants.OTHER_COUNT}"]
-    assert any(cause.startswith("decoding a padding token") for cause in wrong(other, probe))
-    assert mutants.untried(resolution, probe) == []
-    config, probe = observed("m2m_100")
+    """Kosmos-2's text decoder and M2M100's decoder count their input ids as M2M100 does: the padding token decoded
+    after a cache reads the padding row, where FSMT's count adds the cache's length; that mutant is caught on the
+    step (M2M100's decoder decodes over its encoder's outputs). RoBERTa, an encoder, decodes nothing: the mutant is
+    not tried, and the row's notes say so."""
+    for name in ("kosmos_2_text_model", "m2m_100"):
+        config, probe = observed(name)
+        resolution = adaptor.resolve(config)
+        other = dict(mutants.mutants(resolution))[f"sinusoidal table rows read {mutants.OTHER_COUNT}"]
+        assert any(cause.startswith("decoding a padding token") for cause in wrong(other, probe)), name
+        assert mutants.untried(resolution, probe) == []
+    config, probe = observed("roberta")
     resolution = adaptor.resolve(config)
     (note,) = mutants.untried(resolution, probe)
-    assert note.startswith(f"not tried: sinusoidal table rows read {mutants.OTHER_COUNT}")
-    other = dict(mutants.mutants(resolution))[f"sinusoidal table rows read {mutants.OTHER_COUNT}"]
+    assert note.startswith(f"not tried: learned table rows read {mutants.OTHER_COUNT}")
+    other = dict(mutants.mutants(resolution))[f"learned table rows read {mutants.OTHER_COUNT}"]
     assert not wrong(other, probe)  # what the survey would call a survivor, were it tried
