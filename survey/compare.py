@@ -205,8 +205,8 @@ def check_attention(claim: LayerClaim, probe: Probe, index: int, seen: Seen | No
         return LayerResult(claim.stack, claim.index, claim.kind, "mismatch", None,
                            f"head width: refpos {claim.rope.head_dim}, transformers {call.query.shape[-1]}")
     tokens = own_queries(call, ref, seen.inputs.queries) if seen.case is None else None
-    if tokens is not None and call.query.shape[-2] > seen.inputs.queries and call.key.shape == ref.key.shape \
-            and call.key.shape[-2] == call.query.shape[-2]:  # rows beside the tokens' (a CLS token): left out
+    if tokens is not None and call.key.shape == ref.key.shape and call.key.shape[-2] == call.query.shape[-2]:
+        # rows beside the tokens' (a CLS token), a query and a key each: left out
         call, ref = (dataclasses.replace(c, query=c.query[..., tokens, :], key=c.key[..., tokens, :])
                      for c in (call, ref))
     if call.query.shape[-2] != seen.inputs.queries or ref.query.shape != call.query.shape \

@@ -113,11 +113,10 @@ def own_keys(call: Call, ref: Call, queries: int) -> slice:
 def own_queries(call: Call, ref: Call, queries: int) -> slice | None:
     """The rows of ``call``'s queries that are its tokens', where the layer runs more rows than tokens (a CLS token
     appended after the text, VideoPrism's): the extra rows are those the same in the reference run, after the
-    tokens' or before them (:func:`own_keys`); None where neither tells (the extra rows moved with the positions)."""
+    tokens' or before them (:func:`own_keys`); None where there are none, or where nothing tells which they are
+    (the extra rows moved with the positions, or the reference has other rows)."""
     rows, extra = call.query.shape[-2], call.query.shape[-2] - queries
-    if extra <= 0:
-        return slice(rows - queries, rows)
-    if ref.query.shape != call.query.shape:
+    if extra <= 0 or ref.query.shape != call.query.shape:
         return None
     appended, prepended = _unmoved(call.query, ref.query, queries)
     return slice(0, queries) if appended else slice(extra, rows) if prepended else None

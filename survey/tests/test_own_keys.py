@@ -64,3 +64,5 @@ def test_extra_query_rows_that_moved_with_the_positions_tell_nothing():
     moved = Call("layer", None, call.query + 1.0, call.key, None, {}, None)
     assert own_queries(moved, ref, TOKENS) is None
     assert own_queries(ref, Call("layer", None, ref.query[..., :TOKENS, :], ref.key, None, {}, None), TOKENS) is None
+    just_tokens = Call("layer", None, ref.query[..., :TOKENS, :], ref.key, None, {}, None)
+    assert own_queries(just_tokens, just_tokens, TOKENS) is None  # no extra rows: nothing to leave out
